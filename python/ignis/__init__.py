@@ -1,0 +1,53 @@
+"""ignis: a deep-learning compiler stack with a PyTorch-shaped API.
+
+`import ignis as torch` runs ordinary eager PyTorch code written against the
+supported subset. Operators are declared once in C++ (src/ignis/ops); this
+package attaches each declared op as a function here and as a method of
+ignis.Tensor.
+"""
+from . import _C
+from ._C import (  # noqa: F401
+    dtype, device, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+    manual_seed, initial_seed, get_default_dtype, promote_types, can_cast,
+    get_num_threads, set_num_threads,
+)
+
+# PyTorch's dtype aliases.
+half = float16
+float = float32  # noqa: A001
+double = float64
+short = int16
+int = int32  # noqa: A001
+long = int64
+uint8 = uint8
+
+from ._size import Size  # noqa: E402
+from ._tensor import Tensor  # noqa: E402
+from . import _ops  # noqa: E402
+
+_ops.install(globals(), Tensor)
+
+from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
+from ._functions import *  # noqa: E402,F401,F403
+from . import nn  # noqa: E402,F401
+from . import testing  # noqa: E402,F401
+
+
+def set_default_dtype(d):
+    """Sets the default floating dtype (float32 unless changed)."""
+    _C.set_default_dtype(d)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.dtype.is_floating_point
+
+
+def numel(t):
+    return t.numel()
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,24 @@
+from . import _C
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, printed as ignis.Size([...])."""
+
+    def __repr__(self):
+        return "ignis.Size([" + ", ".join(str(s) for s in self) + "])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+
+_C._set_size_class(Size)

@@ -1,0 +1,204 @@
+"""ignis.Tensor: the Python face of the C++ tensor.
+
+Operators declared in C++ are attached to this class by ignis._ops; what is
+here is Python protocol glue (operators, conversions, printing, NumPy).
+"""
+import numpy as np
+
+from . import _C
+
+
+def _op(name):
+    from . import _ops
+    return _ops.get(name)
+
+
+class Tensor(_C.TensorBase):
+    # --- printing -----------------------------------------------------------------
+    def __repr__(self):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # --- Python number protocol -----------------------------------------------------
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {'no' if self.numel() == 0 else 'more than one'} "
+                "values is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __len__(self):
+        if self.dim() == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __contains__(self, element):
+        return bool((self == element).any().item())
+
+    __hash__ = _C.TensorBase.__hash__
+
+    # --- arithmetic operators ---------------------------------------------------------
+    def __add__(self, other): return _op("add")(self, other)
+    def __radd__(self, other): return _op("add")(self, other)
+    def __iadd__(self, other): return _op("add_")(self, other)
+    def __sub__(self, other): return _op("sub")(self, other)
+    def __rsub__(self, other): return _op("rsub")(self, other)
+    def __isub__(self, other): return _op("sub_")(self, other)
+    def __mul__(self, other): return _op("mul")(self, other)
+    def __rmul__(self, other): return _op("mul")(self, other)
+    def __imul__(self, other): return _op("mul_")(self, other)
+    def __truediv__(self, other): return _op("div")(self, other)
+    def __rtruediv__(self, other): return _op("div")(_C._wrap_number(other), self)
+    def __itruediv__(self, other): return _op("div_")(self, other)
+    def __floordiv__(self, other): return _op("floor_divide")(self, other)
+    def __rfloordiv__(self, other): return _op("floor_divide")(_C._wrap_number(other), self)
+    def __ifloordiv__(self, other): return _op("floor_divide_")(self, other)
+    def __mod__(self, other): return _op("remainder")(self, other)
+    def __rmod__(self, other): return _op("remainder")(_C._wrap_number(other), self)
+    def __imod__(self, other): return _op("remainder_")(self, other)
+    def __pow__(self, other): return _op("pow")(self, other)
+    def __rpow__(self, other): return _op("pow")(_C._wrap_number(other), self)
+    def __ipow__(self, other): return _op("pow_")(self, other)
+    def __matmul__(self, other): return _op("matmul")(self, other)
+    def __rmatmul__(self, other): return _op("matmul")(other, self)
+    def __neg__(self): return _op("neg")(self)
+    def __pos__(self): return self
+    def __abs__(self): return _op("abs")(self)
+    def __invert__(self): return _op("bitwise_not")(self)
+    def __and__(self, other): return _op("bitwise_and")(self, other)
+    def __rand__(self, other): return _op("bitwise_and")(self, other)
+    def __iand__(self, other): return _op("bitwise_and_")(self, other)
+    def __or__(self, other): return _op("bitwise_or")(self, other)
+    def __ror__(self, other): return _op("bitwise_or")(self, other)
+    def __ior__(self, other): return _op("bitwise_or_")(self, other)
+    def __xor__(self, other): return _op("bitwise_xor")(self, other)
+    def __rxor__(self, other): return _op("bitwise_xor")(self, other)
+    def __ixor__(self, other): return _op("bitwise_xor_")(self, other)
+    def __eq__(self, other): return _op("eq")(self, other) if _comparable(other) else NotImplemented
+    def __ne__(self, other): return _op("ne")(self, other) if _comparable(other) else NotImplemented
+    def __lt__(self, other): return _op("lt")(self, other)
+    def __le__(self, other): return _op("le")(self, other)
+    def __gt__(self, other): return _op("gt")(self, other)
+    def __ge__(self, other): return _op("ge")(self, other)
+
+    # --- indexing ----------------------------------------------------------------------
+    def __getitem__(self, index):
+        return _C._getitem(self, index)
+
+    def __setitem__(self, index, value):
+        _C._setitem(self, index, value)
+
+    # --- properties and conversions -------------------------------------------------------
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.dim())))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    @property
+    def data(self):
+        return _C._make_subclass(Tensor, self)
+
+    def size(self, dim=None):
+        return _C.TensorBase.size(self, dim)
+
+    def float(self): return self.to(_C.float32)
+    def double(self): return self.to(_C.float64)
+    def half(self): return self.to(_C.float16)
+    def bfloat16(self): return self.to(_C.bfloat16)
+    def long(self): return self.to(_C.int64)
+    def int(self): return self.to(_C.int32)
+    def short(self): return self.to(_C.int16)
+    def char(self): return self.to(_C.int8)
+    def byte(self): return self.to(_C.uint8)
+    def bool(self): return self.to(_C.bool)
+    def cpu(self): return self.to("cpu")
+    def cuda(self, device=None): return self.to("cuda" if device is None else device)
+    def type(self, dtype=None):
+        if dtype is None:
+            return "ignis." + {"float32": "Float", "float64": "Double", "float16": "Half",
+                               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int",
+                               "int16": "Short", "int8": "Char", "uint8": "Byte",
+                               "bool": "Bool"}[str(self.dtype).split(".")[1]] + "Tensor"
+        return self.to(dtype)
+
+    def numpy(self, *, force=False):
+        if self.device.type != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return np.asarray(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(_ArrayView(self))
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self):
+        if self.dtype is _C.bfloat16:
+            return self.float().tolist()
+        if self.dim() == 0:
+            return self.item()
+        return self.cpu().numpy().tolist()
+
+    def new_tensor(self, data, dtype=None, device=None):
+        from ._creation import tensor
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_zeros(self, *size, dtype=None, device=None):
+        from . import zeros
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_ones(self, *size, dtype=None, device=None):
+        from . import ones
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_full(self, size, fill_value, dtype=None, device=None):
+        from . import full
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_empty(self, *size, dtype=None, device=None):
+        from . import empty
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+
+class _ArrayView:
+    """Holds the tensor alive while NumPy views its memory."""
+
+    def __init__(self, t):
+        self._t = t
+        self.__array_interface__ = t.__array_interface__
+
+
+def _comparable(other):
+    import numbers
+    return isinstance(other, (_C.TensorBase, numbers.Number, np.generic))
+
+
+_C._set_tensor_class(Tensor)

@@ -1,0 +1,22 @@
+"""ignis.nn.functional: the functional forms of neural-network layers.
+
+Each name here is an op declared in C++ (so it is traceable like any other
+op); this module only gathers them under PyTorch's names.
+"""
+from .. import _ops
+
+_NAMES = [
+    "relu", "gelu", "silu", "sigmoid", "tanh", "mish", "softmax", "log_softmax", "layer_norm",
+    "rms_norm", "dropout", "linear", "embedding", "cross_entropy", "nll_loss", "mse_loss",
+    "scaled_dot_product_attention", "pad", "softplus", "leaky_relu", "elu", "hardtanh",
+    "relu6", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "normalize",
+    "one_hot", "logsigmoid", "glu", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",
+]
+
+for _n in _NAMES:
+    if _n in _ops._table:
+        globals()[_n] = _ops.get(_n)
+
+
+def relu_(x):
+    return x.relu_()

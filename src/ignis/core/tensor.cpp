@@ -1,0 +1,157 @@
+#include "ignis/core/tensor.h"
+
+#include <sstream>
+
+namespace ignis {
+
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, DimVector sizes, DimVector strides,
+                       int64_t offset)
+    : storage_(std::move(storage)),
+      sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype),
+      key_set_(default_keys_for_device(storage_->device().type)),
+      version_(make_intrusive<VersionCounter>()) {
+  refresh();
+}
+
+TensorImpl::~TensorImpl() = default;
+
+void TensorImpl::set_geometry(DimVector sizes, DimVector strides, int64_t offset) {
+  sizes_ = std::move(sizes);
+  strides_ = std::move(strides);
+  offset_ = offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  numel_ = compute_numel(sizes_);
+  // Contiguous in PyTorch's sense: dims of size 1 may have any stride.
+  bool contig = true;
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(sizes_.size()) - 1; d >= 0; --d) {
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected) {
+      contig = false;
+      break;
+    }
+    expected *= sizes_[d];
+  }
+  is_contiguous_ = contig || numel_ == 0;
+}
+
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim())]; }
+
+double Tensor::item_double() const {
+  IGNIS_CHECK(numel() == 1, "a Tensor with ", numel(),
+              " elements cannot be converted to Scalar");
+  IGNIS_CHECK(device().is_cpu(), "item() of a tensor on ", device().str(),
+              " needs a copy to the cpu first");
+  return IGNIS_DISPATCH_ALL(dtype(), "item", [&] {
+    return static_cast<double>(static_cast<opmath_t<scalar_t>>(*data<scalar_t>()));
+  });
+}
+
+int64_t Tensor::item_int() const {
+  IGNIS_CHECK(numel() == 1, "a Tensor with ", numel(),
+              " elements cannot be converted to Scalar");
+  IGNIS_CHECK(device().is_cpu(), "item() of a tensor on ", device().str(),
+              " needs a copy to the cpu first");
+  return IGNIS_DISPATCH_ALL(dtype(), "item", [&] {
+    return static_cast<int64_t>(static_cast<opmath_t<scalar_t>>(*data<scalar_t>()));
+  });
+}
+
+std::string Tensor::shape_str() const { return ignis::shape_str(sizes()); }
+
+DimVector contiguous_strides(const DimVector& sizes) {
+  DimVector strides(sizes.size());
+  int64_t s = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= sizes[d] > 1 ? sizes[d] : 1;
+  }
+  return strides;
+}
+
+int64_t compute_numel(const DimVector& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  int64_t lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;
+  IGNIS_CHECK_INDEX(dim >= lo && dim <= hi, "Dimension out of range (expected to be in range of [",
+                    lo, ", ", hi, "], but got ", dim, ")");
+  return dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim;
+}
+
+std::string shape_str(const DimVector& sizes) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? ", " : "") << sizes[i];
+  os << "]";
+  return os.str();
+}
+std::string shape_str(const IntList& sizes) { return shape_str(DimVector(sizes)); }
+
+static void check_sizes(const DimVector& sizes) {
+  for (int64_t s : sizes)
+    IGNIS_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ",
+                shape_str(sizes));
+}
+
+Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
+  check_sizes(sizes);
+  int64_t n = compute_numel(sizes);
+  Storage st = allocate_storage(static_cast<size_t>(n) * element_size(dtype), device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(st), dtype, sizes, contiguous_strides(sizes), 0));
+}
+
+Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype,
+                            Device device) {
+  check_sizes(sizes);
+  IGNIS_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
+  int64_t extent = 1;
+  bool any_zero = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    IGNIS_CHECK(strides[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ",
+                shape_str(strides));
+    if (sizes[i] == 0) any_zero = true;
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  if (any_zero) extent = 0;
+  Storage st = allocate_storage(static_cast<size_t>(extent) * element_size(dtype), device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(st), dtype, sizes, strides, 0));
+}
+
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
+  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes),
+                                         std::move(strides), offset);
+  impl->share_version_counter(base.impl()->shared_version_counter());
+  impl->set_key_set(base.key_set());
+  return Tensor(std::move(impl));
+}
+
+Tensor scalar_to_tensor(double v, ScalarType dtype, bool wrapped) {
+  Tensor t = empty_tensor({}, dtype, Device(DeviceType::CPU));
+  IGNIS_DISPATCH_ALL(dtype, "scalar_to_tensor", [&] {
+    *t.data<scalar_t>() = static_cast<scalar_t>(static_cast<opmath_t<scalar_t>>(v));
+  });
+  t.impl()->set_wrapped_number(wrapped);
+  return t;
+}
+
+Tensor scalar_to_tensor_int(int64_t v, ScalarType dtype, bool wrapped) {
+  Tensor t = empty_tensor({}, dtype, Device(DeviceType::CPU));
+  IGNIS_DISPATCH_ALL(dtype, "scalar_to_tensor", [&] {
+    *t.data<scalar_t>() = static_cast<scalar_t>(static_cast<opmath_t<scalar_t>>(v));
+  });
+  t.impl()->set_wrapped_number(wrapped);
+  return t;
+}
+
+}  // namespace ignis

@@ -1,0 +1,95 @@
+#include "ignis/kernels/cpu/copy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "ignis/kernels/cpu/loops.h"
+
+namespace ignis {
+
+namespace {
+
+template <typename dst_t, typename src_t>
+void copy_loop(char** data, const int64_t* strides, int64_t n, void*) {
+  if (strides[0] == sizeof(dst_t) && strides[1] == sizeof(src_t)) {
+    dst_t* __restrict o = reinterpret_cast<dst_t*>(data[0]);
+    const src_t* __restrict a = reinterpret_cast<const src_t*>(data[1]);
+    if constexpr (std::is_same_v<dst_t, src_t>) {
+      std::memcpy(o, a, n * sizeof(dst_t));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = static_cast<dst_t>(static_cast<opmath_t<src_t>>(a[i]));
+    }
+    return;
+  }
+  char *op = data[0], *ap = data[1];
+  for (int64_t i = 0; i < n; ++i) {
+    const src_t v = *reinterpret_cast<const src_t*>(ap + i * strides[1]);
+    *reinterpret_cast<dst_t*>(op + i * strides[0]) =
+        static_cast<dst_t>(static_cast<opmath_t<src_t>>(v));
+  }
+}
+
+template <typename dst_t>
+TensorIterator::Loop pick_src(ScalarType src) {
+  return IGNIS_DISPATCH_ALL(src, "copy_", [&]() -> TensorIterator::Loop {
+    return &copy_loop<dst_t, scalar_t>;
+  });
+}
+
+}  // namespace
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device().is_meta()) return;
+  IGNIS_CHECK(!src.device().is_meta(), "Cannot copy out of meta tensor; no data!");
+  IGNIS_CHECK(dst.device().is_cpu() && src.device().is_cpu(),
+              "copy between ", src.device().str(), " and ", dst.device().str(),
+              " needs the CUDA backend");
+  TensorIterator iter;
+  iter.add_output(dst);
+  iter.add_input(src);
+  IterConfig cfg;
+  cfg.op_name = "copy_";
+  cfg.common_dtype = dst.dtype();
+  cfg.keep_input_dtypes = true;
+  iter.build(cfg, dst.device());
+  TensorIterator::Loop loop = IGNIS_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
+    return pick_src<scalar_t>(src.dtype());
+  });
+  iter.for_each(loop, nullptr, 65536);
+}
+
+DimVector like_strides(const Tensor& t) {
+  const int64_t nd = t.dim();
+  if (t.is_contiguous()) return contiguous_strides(t.sizes());
+  std::vector<int64_t> perm(nd);
+  std::iota(perm.begin(), perm.end(), 0);
+  // Outermost first: larger strides first; ties keep the original order.
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    int64_t sa = t.sizes()[a] == 1 ? 0 : t.strides()[a];
+    int64_t sb = t.sizes()[b] == 1 ? 0 : t.strides()[b];
+    return sa > sb;
+  });
+  DimVector strides(nd);
+  int64_t s = 1;
+  for (int64_t i = nd - 1; i >= 0; --i) {
+    strides[perm[i]] = s;
+    s *= std::max<int64_t>(t.sizes()[perm[i]], 1);
+  }
+  return strides;
+}
+
+Tensor to_dtype_copy(const Tensor& src, ScalarType dtype) {
+  if (src.dim() == 0 && src.device().is_cpu()) {
+    Tensor out = is_floating(src.dtype()) ? scalar_to_tensor(src.item_double(), dtype)
+                                          : scalar_to_tensor_int(src.item_int(), dtype);
+    out.impl()->set_wrapped_number(src.impl()->is_wrapped_number());
+    return out;
+  }
+  Tensor out = empty_strided_tensor(src.sizes(), like_strides(src), dtype, src.device());
+  copy_into(out, src);
+  return out;
+}
+
+}  // namespace ignis

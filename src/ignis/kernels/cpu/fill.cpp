@@ -1,0 +1,151 @@
+#include "ignis/kernels/cpu/fill.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/loops.h"
+
+namespace ignis::cpu {
+
+namespace {
+
+template <typename F>
+void parallel_range(int64_t n, F f) {
+  if (n < 32768) {
+    f(0, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t per = (n + nt - 1) / nt;
+    int64_t b = std::min(n, t * per), e = std::min(n, b + per);
+    f(b, e);
+  }
+}
+
+// Runs gen(i) -> value for i in [0, numel) into t in row-major element order,
+// through a contiguous temporary when t is not contiguous.
+template <typename Gen>
+void generate(const Tensor& t, Gen gen) {
+  if (t.numel() == 0 || t.device().is_meta()) return;
+  Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
+  IGNIS_DISPATCH_ALL(dst.dtype(), "fill", [&] {
+    scalar_t* p = dst.data<scalar_t>();
+    parallel_range(dst.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = static_cast<scalar_t>(gen(i, scalar_t()));
+    });
+  });
+  if (!dst.is_same(t)) copy_into(t, dst);
+}
+
+}  // namespace
+
+void fill(const Tensor& t, const Scalar& v) {
+  if (t.numel() == 0 || t.device().is_meta()) return;
+  IGNIS_DISPATCH_ALL(t.dtype(), "fill_", [&] {
+    using T = opmath_t<scalar_t>;
+    T value = v.to<T>();
+    if (t.is_contiguous()) {
+      scalar_t sv = static_cast<scalar_t>(value);
+      scalar_t* p = t.data<scalar_t>();
+      parallel_range(t.numel(), [&](int64_t b, int64_t e) { std::fill(p + b, p + e, sv); });
+      return;
+    }
+    TensorIterator it;
+    it.add_output(t);
+    IterConfig cfg;
+    cfg.op_name = "fill_";
+    cfg.common_dtype = t.dtype();
+    it.build(cfg, t.device());
+    cpu_kernel<scalar_t, scalar_t>(it, [value]() -> T { return value; });
+  });
+}
+
+void fill_affine(const Tensor& t, double start, double step) {
+  generate(t, [=](int64_t i, auto) { return start + step * static_cast<double>(i); });
+}
+void fill_affine_int(const Tensor& t, int64_t start, int64_t step) {
+  generate(t, [=](int64_t i, auto) { return start + step * i; });
+}
+void fill_linspace(const Tensor& t, double start, double end) {
+  int64_t n = t.numel();
+  if (n == 1) {
+    generate(t, [=](int64_t, auto) { return start; });
+    return;
+  }
+  double step = (end - start) / static_cast<double>(n - 1);
+  int64_t half = n / 2;
+  // Symmetric from both ends, as PyTorch computes it, so the last value is end.
+  generate(t, [=](int64_t i, auto) {
+    return i < half ? start + step * static_cast<double>(i)
+                    : end - step * static_cast<double>(n - i - 1);
+  });
+}
+void fill_eye(const Tensor& t) {
+  int64_t m = t.sizes()[1];
+  generate(t, [=](int64_t i, auto) { return (i / m == i % m) ? 1 : 0; });
+}
+
+void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
+  auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
+  double range = to - from;
+  generate(t, [=](int64_t i, auto tag) {
+    uint32_t r[4];
+    Philox::block(seed, off + i, r);
+    using S = decltype(tag);
+    if constexpr (std::is_same_v<S, double>) return from + range * Philox::to_double(r[0], r[1]);
+    else {
+      // float precision: 24 bits; reject the value that rounds up to `to`.
+      float u = Philox::to_float(r[0]);
+      double v = from + range * u;
+      return v >= to ? from : v;
+    }
+  });
+}
+
+void fill_normal(const Tensor& t, double mean, double std, Generator& g) {
+  auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
+  generate(t, [=](int64_t i, auto) {
+    uint32_t r[4];
+    Philox::block(seed, off + i, r);
+    // Box-Muller on two 53-bit uniforms; u1 in (0, 1] so log is finite.
+    double u1 = 1.0 - Philox::to_double(r[0], r[1]);
+    double u2 = Philox::to_double(r[2], r[3]);
+    return mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  });
+}
+
+void fill_randint(const Tensor& t, int64_t low, int64_t high, Generator& g) {
+  auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
+  uint64_t range = static_cast<uint64_t>(high - low);
+  generate(t, [=](int64_t i, auto) {
+    uint32_t r[4];
+    Philox::block(seed, off + i, r);
+    uint64_t v = (uint64_t(r[0]) << 32) | r[1];
+    return static_cast<int64_t>(low + static_cast<int64_t>(v % range));
+  });
+}
+
+void fill_bernoulli(const Tensor& t, double p, Generator& g) {
+  auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
+  generate(t, [=](int64_t i, auto) {
+    uint32_t r[4];
+    Philox::block(seed, off + i, r);
+    return Philox::to_double(r[0], r[1]) < p ? 1 : 0;
+  });
+}
+
+Generator& default_generator_impl() {
+  static Generator g;
+  return g;
+}
+
+}  // namespace ignis::cpu
+
+namespace ignis {
+Generator& default_generator() { return cpu::default_generator_impl(); }
+}  // namespace ignis

@@ -1,0 +1,74 @@
+// Counter-based random numbers (Philox-4x32-10).
+//
+// Element i of a random op's output is a pure function of (seed, offset + i),
+// so the numbers are the same whatever the thread count or chunking; the
+// generator only advances `offset` by the number of values each op draws.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <utility>
+
+namespace ignis {
+
+struct Philox {
+  // Four 32-bit random words for counter `ctr` under key `seed`.
+  static inline void block(uint64_t seed, uint64_t ctr, uint32_t out[4]) {
+    uint32_t c0 = static_cast<uint32_t>(ctr), c1 = static_cast<uint32_t>(ctr >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+      uint64_t p0 = uint64_t(0xD2511F53u) * c0;
+      uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
+      uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+      uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+      c1 = static_cast<uint32_t>(p1);
+      c3 = static_cast<uint32_t>(p0);
+      c0 = n0;
+      c2 = n2;
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+  }
+  // Uniform float in [0, 1) with 24 random bits, and double with 53.
+  static inline float to_float(uint32_t x) { return (x >> 8) * (1.0f / 16777216.0f); }
+  static inline double to_double(uint32_t a, uint32_t b) {
+    uint64_t v = (uint64_t(a) << 32 | b) >> 11;
+    return v * (1.0 / 9007199254740992.0);
+  }
+};
+
+class Generator {
+ public:
+  void manual_seed(uint64_t s) {
+    std::lock_guard<std::mutex> g(mu_);
+    seed_ = s;
+    offset_ = 0;
+  }
+  uint64_t seed() const { return seed_; }
+  std::pair<uint64_t, uint64_t> state() const { return {seed_, offset_}; }
+  void set_state(uint64_t seed, uint64_t offset) {
+    std::lock_guard<std::mutex> g(mu_);
+    seed_ = seed;
+    offset_ = offset;
+  }
+  // Reserves `n` counters; returns (seed, first counter).
+  std::pair<uint64_t, uint64_t> reserve(uint64_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    uint64_t o = offset_;
+    offset_ += n;
+    return {seed_, o};
+  }
+
+ private:
+  std::mutex mu_;
+  uint64_t seed_ = 67280421310721ull;
+  uint64_t offset_ = 0;
+};
+
+Generator& default_generator();
+
+}  // namespace ignis

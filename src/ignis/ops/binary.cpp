@@ -1,0 +1,384 @@
+// Binary pointwise ops: arithmetic, comparison, logical and bitwise.
+// Python numbers are accepted wherever `other` is a Tensor (they arrive as
+// wrapped-number tensors and promote as scalars).
+#include <cmath>
+
+#include "ignis/kernels/cpu/loops.h"
+#include "ignis/ops/families.h"
+#include "ignis/ops/pointwise.h"
+
+namespace ignis {
+
+namespace {
+
+using cpu::cpu_kernel;
+using R = DtypeRule;
+enum class Types : uint8_t { Float, Numeric, All, IntBool };
+
+template <typename scalar_t, typename F>
+void run_same(TensorIterator& it, F f) {
+  cpu_kernel<scalar_t, scalar_t>(it, f);
+}
+
+// Dispatches F over the iterator's common dtype, within the type set T.
+template <typename F, Types T>
+void binary_cpu_impl(OpCall& c, const char* name) {
+  TensorIterator& it = *c.iter;
+  ScalarType dt = it.common_dtype();
+  if constexpr (T == Types::Float) {
+    IGNIS_DISPATCH_FLOAT(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+  } else if constexpr (T == Types::Numeric) {
+    IGNIS_DISPATCH_NUMERIC(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+  } else if constexpr (T == Types::IntBool) {
+    IGNIS_DISPATCH_INT_AND_BOOL(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+  } else {
+    IGNIS_DISPATCH_ALL(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+  }
+}
+
+// Comparisons write bool from inputs of the common dtype.
+template <typename F>
+void compare_cpu(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  IGNIS_DISPATCH_ALL(it.common_dtype(), c.op.schema().name.c_str(), [&] {
+    using T = opmath_t<scalar_t>;
+    cpu_kernel<bool, scalar_t>(it, [](T a, T b) { return F()(a, b); });
+  });
+}
+
+template <typename F, Types T>
+void binary_cpu(OpCall& c) { binary_cpu_impl<F, T>(c, c.op.schema().name.c_str()); }
+
+// ---- stateless functors: make() returns the lambda the loop runs ----------------
+#define BINARY_FN(Name, ...)                                   \
+  struct Name {                                                \
+    template <typename S>                                      \
+    static auto make(OpCall&) {                                \
+      using T = opmath_t<S>;                                   \
+      return [](T a, T b) -> T { return __VA_ARGS__; };        \
+    }                                                          \
+  };
+
+BINARY_FN(Mul, std::is_same_v<T, bool> ? T(a && b) : T(a * b))
+BINARY_FN(Maximum, (a != a) ? a : ((b != b) ? b : (a > b ? a : b)))
+BINARY_FN(Minimum, (a != a) ? a : ((b != b) ? b : (a < b ? a : b)))
+BINARY_FN(BitAnd, std::is_same_v<T, bool> ? T(a && b) : T(a & b))
+BINARY_FN(BitOr, std::is_same_v<T, bool> ? T(a || b) : T(a | b))
+BINARY_FN(BitXor, std::is_same_v<T, bool> ? T(a != b) : T(a ^ b))
+BINARY_FN(Atan2, T(std::atan2(a, b)))
+BINARY_FN(Hypot, T(std::hypot(a, b)))
+BINARY_FN(Copysign, T(std::copysign(a, b)))
+
+// add/sub with alpha: a + alpha * b
+template <bool Sub>
+struct AddAlpha {
+  template <typename S>
+  static auto make(OpCall& c) {
+    using T = opmath_t<S>;
+    Scalar alpha = c.scalar(2);
+    T al = alpha.to<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      return [al](T a, T b) -> T { return a || (al && b); };
+    } else {
+      if (Sub) al = T(-al);
+      return [al](T a, T b) -> T { return a + al * b; };
+    }
+  }
+};
+
+// Integer division (and modulo) by zero raises instead of trapping.
+void check_no_int_zero(OpCall& c, int divisor_arg) {
+  const TensorIterator& it = *c.iter;
+  if (is_floating(it.common_dtype()) || c.device.is_meta()) return;
+  const Tensor& b = it.input(1);
+  (void)divisor_arg;
+  bool zero = false;
+  IGNIS_DISPATCH_ALL(b.dtype(), "div", [&] {
+    // b may be broadcast/strided: walk it through a copy-free iteration.
+    TensorIterator scan;
+    scan.add_output(Tensor());
+    scan.add_input(b);
+    IterConfig cfg;
+    cfg.op_name = "div";
+    cfg.output_dtype = ScalarType::Bool;
+    cfg.keep_input_dtypes = true;
+    scan.build(cfg, Device(DeviceType::CPU));
+    struct Ctx { bool zero; } ctx{false};
+    scan.serial_for_each(
+        [](char** data, const int64_t* strides, int64_t n, void* p) {
+          auto* cx = static_cast<Ctx*>(p);
+          for (int64_t i = 0; i < n; ++i)
+            if (*reinterpret_cast<const scalar_t*>(data[1] + i * strides[1]) == scalar_t(0)) cx->zero = true;
+        },
+        &ctx, 0, scan.numel());
+    zero = ctx.zero;
+  });
+  IGNIS_CHECK(!zero, "ZeroDivisionError: integer division by zero in ", c.op.schema().name);
+}
+
+enum class Rounding { None, Trunc, Floor };
+Rounding rounding_of(const IValue& v) {
+  if (v.is_none()) return Rounding::None;
+  const std::string& s = v.to_string();
+  if (s == "trunc") return Rounding::Trunc;
+  if (s == "floor") return Rounding::Floor;
+  IGNIS_FAIL_KIND(Value, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+                  s, "'");
+}
+
+template <typename T>
+inline T floor_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a;
+    } else {
+      T q = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+      return q;
+    }
+  } else {
+    if (b == T(0)) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+    T fl;
+    if (div != T(0)) {
+      fl = std::floor(div);
+      if (div - fl > T(0.5)) fl += T(1);
+    } else {
+      fl = std::copysign(T(0), a / b);
+    }
+    return fl;
+  }
+}
+
+template <typename T>
+inline T trunc_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return std::is_same_v<T, bool> ? a : T(a / b);
+  else return std::trunc(a / b);
+}
+template <typename T>
+inline T fmod_fn(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) return false;
+  else if constexpr (std::is_integral_v<T>) return a % b;
+  else return std::fmod(a, b);
+}
+template <typename T>
+inline T remainder_fn(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return false;
+  } else {
+    T r = fmod_fn(a, b);
+    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    return r;
+  }
+}
+
+template <bool Inplace>
+void div_meta(OpCall& c) {
+  Rounding r = rounding_of(c.args[2]);
+  pointwise_meta(c, {0, 1}, r == Rounding::None ? R::PromoteToFloat : R::Promote, Inplace);
+}
+
+void div_cpu(OpCall& c) {
+  Rounding r = rounding_of(c.args[2]);
+  TensorIterator& it = *c.iter;
+  if (r != Rounding::None) check_no_int_zero(c, 1);
+  IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "div", [&] {
+    using T = opmath_t<scalar_t>;
+    if (r == Rounding::None) {
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return a / b; });
+    } else if (r == Rounding::Trunc) {
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return trunc_div(a, b); });
+    } else {
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return floor_div(a, b); });
+    }
+  });
+}
+
+void floor_divide_cpu(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  check_no_int_zero(c, 1);
+  IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "floor_divide", [&] {
+    using T = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return floor_div(a, b); });
+  });
+}
+
+void fmod_cpu(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  check_no_int_zero(c, 1);
+  IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "fmod", [&] {
+    using T = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return fmod_fn(a, b); });
+  });
+}
+
+void remainder_cpu(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  check_no_int_zero(c, 1);
+  IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "remainder", [&] {
+    using T = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return remainder_fn(a, b); });
+  });
+}
+
+template <typename T>
+inline T int_pow(T base, T exp) {
+  if constexpr (!std::is_integral_v<T> || std::is_same_v<T, bool>) {
+    return T(std::pow(double(base), double(exp)));
+  } else {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result *= base;
+    exp >>= 1;
+    base *= base;
+  }
+  return result;
+  }
+}
+
+template <typename scalar_t>
+void pow_loop(TensorIterator& it) {
+    using T = opmath_t<scalar_t>;
+    if constexpr (std::is_integral_v<T>) {
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return int_pow(a, b); });
+    } else {
+      // Common exponents get exact fast paths.
+      const Tensor& e = it.input(1);
+      if (e.dim() == 0 && e.device().is_cpu()) {
+        double ev = e.item_double();
+        if (ev == 2.0) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return a * a; }); return; }
+        if (ev == 0.5) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return std::sqrt(a); }); return; }
+        if (ev == 1.0) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return a; }); return; }
+      }
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return std::pow(a, b); });
+    }
+}
+
+void pow_cpu(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "pow", [&] { pow_loop<scalar_t>(it); });
+}
+
+void pow_meta_check(OpCall& c, bool inplace) {
+  pointwise_meta(c, {0, 1}, R::Promote, inplace);
+  const Tensor& e = c.tensor(1);
+  if (!is_floating(c.iter->common_dtype()) && e.dim() == 0 && e.device().is_cpu() &&
+      !is_floating(e.dtype()) && e.item_int() < 0)
+    IGNIS_FAIL("Integers to negative integer powers are not allowed.");
+}
+void pow_meta(OpCall& c) { pow_meta_check(c, false); }
+void pow_meta_(OpCall& c) { pow_meta_check(c, true); }
+
+#define CMP_FN(Name, ...)                         \
+  struct Name {                                   \
+    template <typename T>                         \
+    bool operator()(T a, T b) const { return __VA_ARGS__; } \
+  };
+CMP_FN(Eq, a == b)
+CMP_FN(Ne, a != b)
+CMP_FN(Lt, a < b)
+CMP_FN(Le, a <= b)
+CMP_FN(Gt, a > b)
+CMP_FN(Ge, a >= b)
+CMP_FN(LogicalAnd, (a != T(0)) && (b != T(0)))
+CMP_FN(LogicalOr, (a != T(0)) || (b != T(0)))
+CMP_FN(LogicalXor, (a != T(0)) != (b != T(0)))
+
+// Declares name(self, other) and name_(self, other) with one meta rule and kernel.
+void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn meta_inplace,
+          ImplFn cpu, const char* doc) {
+  def(name + "(Tensor self, Tensor other" + extra + ") -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(meta).cpu(cpu).doc(doc);
+  def(name + "_(Tensor(a!) self, Tensor other" + extra + ") -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(meta_inplace).cpu(cpu).doc(doc);
+}
+
+template <typename F, Types T, R Rule>
+void arith(const std::string& name, const char* doc, const std::string& extra = "") {
+  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, doc);
+}
+
+template <typename F>
+void compare(const std::string& name, const char* doc) {
+  pair(name, "", binary_meta<R::BoolOut, false>, binary_meta<R::BoolOut, true>, compare_cpu<F>, doc);
+}
+
+void rsub_cpu(OpCall& c) {
+  // rsub(self, other, alpha) = other - alpha * self
+  TensorIterator& it = *c.iter;
+  Scalar alpha = c.scalar(2);
+  IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "rsub", [&] {
+    using T = opmath_t<scalar_t>;
+    T al = alpha.to<T>();
+    cpu_kernel<scalar_t, scalar_t>(it, [al](T a, T b) -> T { return b - al * a; });
+  });
+}
+
+void sub_check(OpCall& c) {
+  IGNIS_CHECK(c.tensor(0).dtype() != ScalarType::Bool || c.tensor(1).dtype() != ScalarType::Bool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+              "or `logical_xor()` operator instead.");
+}
+void sub_meta(OpCall& c) { sub_check(c); pointwise_meta(c, {0, 1}, R::Promote, false); }
+void sub_meta_(OpCall& c) { sub_check(c); pointwise_meta(c, {0, 1}, R::Promote, true); }
+
+}  // namespace
+
+void register_binary_ops() {
+  const std::string alpha = ", *, Scalar alpha=1";
+  pair("add", alpha, binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
+       binary_cpu<AddAlpha<false>, Types::All>, "self + alpha * other");
+  pair("sub", alpha, sub_meta, sub_meta_, binary_cpu<AddAlpha<true>, Types::Numeric>,
+       "self - alpha * other");
+  pair("subtract", alpha, sub_meta, sub_meta_, binary_cpu<AddAlpha<true>, Types::Numeric>,
+       "alias of sub");
+  def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
+      .category(OpCategory::Pointwise).meta(binary_meta<R::Promote, false>).cpu(rsub_cpu)
+      .doc("other - alpha * self");
+  arith<Mul, Types::All, R::Promote>("mul", "self * other");
+  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul");
+  pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
+       "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient");
+  pair("divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
+       "alias of div");
+  pair("true_divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
+       "alias of div");
+  pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
+       floor_divide_cpu, "floor(self / other)");
+  pair("pow", "", pow_meta, pow_meta_, pow_cpu, "self ** other");
+  pair("fmod", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>, fmod_cpu,
+       "C-style remainder (sign of self)");
+  pair("remainder", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
+       remainder_cpu, "Python-style remainder (sign of other)");
+  arith<Maximum, Types::Numeric, R::Promote>("maximum", "elementwise max, propagating NaN");
+  arith<Minimum, Types::Numeric, R::Promote>("minimum", "elementwise min, propagating NaN");
+  arith<BitAnd, Types::IntBool, R::Promote>("bitwise_and", "self & other");
+  arith<BitOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
+  arith<BitXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");
+  arith<Atan2, Types::Float, R::PromoteToFloat>("atan2", "atan(self / other) by quadrant");
+  arith<Hypot, Types::Float, R::Promote>("hypot", "sqrt(self^2 + other^2)");
+  arith<Copysign, Types::Float, R::PromoteToFloat>("copysign", "|self| with the sign of other");
+  compare<Eq>("eq", "self == other");
+  compare<Ne>("ne", "self != other");
+  compare<Lt>("lt", "self < other");
+  compare<Le>("le", "self <= other");
+  compare<Gt>("gt", "self > other");
+  compare<Ge>("ge", "self >= other");
+  compare<Lt>("less", "alias of lt");
+  compare<Le>("less_equal", "alias of le");
+  compare<Gt>("greater", "alias of gt");
+  compare<Ge>("greater_equal", "alias of ge");
+  compare<Ne>("not_equal", "alias of ne");
+  compare<LogicalAnd>("logical_and", "self and other, as bool");
+  compare<LogicalOr>("logical_or", "self or other, as bool");
+  compare<LogicalXor>("logical_xor", "self xor other, as bool");
+}
+
+}  // namespace ignis

@@ -1,0 +1,8 @@
+#include "ignis/ops/families.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis {
+
+void register_composite_ops() {}
+
+}  // namespace ignis

@@ -1,0 +1,135 @@
+// Copies and conversions: copy_, clone, contiguous, to, _to_copy, fill_, zero_.
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/fill.h"
+#include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/ops/families.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis {
+
+namespace {
+
+OpRef to_copy_op("_to_copy");
+OpRef clone_op("clone");
+
+// _to_copy(self, *, dtype, device): a fresh tensor laid out like self.
+void to_copy_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  ScalarType dt = c.args[1].is_none() ? self.dtype() : c.args[1].to_dtype();
+  c.alloc_strided(self.sizes(), like_strides(self), dt);
+}
+void to_copy_impl(OpCall& c) { copy_into(c.outputs[0], c.tensor(0)); }
+
+void clone_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+}
+
+void copy_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& src = c.tensor(1);
+  DimVector b = broadcast_shapes(self.sizes(), src.sizes());
+  IGNIS_CHECK(b == self.sizes(), "copy_: the source of shape ", src.shape_str(),
+              " cannot be broadcast to the destination of shape ", self.shape_str());
+  c.outputs.push_back(self);
+  if (!c.device.is_meta()) self.impl()->version_counter().bump();
+}
+void copy_impl(OpCall& c) { copy_into(c.tensor(0), c.tensor(1)); }
+
+void fill_meta(OpCall& c) {
+  const Tensor& v = c.tensor(1);
+  IGNIS_CHECK(v.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              v.dim(), " dimensions.");
+  c.outputs.push_back(c.tensor(0));
+  if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
+}
+void fill_impl(OpCall& c) {
+  const Tensor& v = c.tensor(1);
+  Scalar s = v.dtype() == ScalarType::Bool ? Scalar(v.item_int() != 0)
+             : is_floating(v.dtype())      ? Scalar(v.item_double())
+                                           : Scalar(v.item_int());
+  cpu::fill(c.tensor(0), s);
+}
+void zero_meta(OpCall& c) {
+  c.outputs.push_back(c.tensor(0));
+  if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
+}
+void zero_impl(OpCall& c) { cpu::fill(c.tensor(0), Scalar(int64_t(0))); }
+
+// contiguous(self): self when already contiguous, else a contiguous copy.
+void contiguous_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  s.clear();
+  if (self.is_contiguous()) {
+    s.emplace_back(std::move(self));
+    return;
+  }
+  Tensor out = OpRef("empty").tensor(self.sizes().vec(), self.dtype(), self.device());
+  OpRef("copy_").call(out, self);
+  s.emplace_back(std::move(out));
+}
+
+// to(...): self when nothing changes (and copy=False), else _to_copy.
+void to_common(Stack& s, const Tensor& self, ScalarType dt, Device dev, bool copy) {
+  bool same = dt == self.dtype() && dev == self.device();
+  Tensor out = same && !copy ? self : to_copy_op.tensor(self, dt, dev);
+  s.clear();
+  s.emplace_back(std::move(out));
+}
+void to_dtype_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  to_common(s, self, s[1].to_dtype(), self.device(), s[3].to_bool());
+}
+void to_device_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  Device dev = s[1].to_device();
+  ScalarType dt = s[2].is_none() ? self.dtype() : s[2].to_dtype();
+  to_common(s, self, dt, dev, s[4].to_bool());
+}
+void to_other_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  Tensor other = s[1].to_tensor();
+  to_common(s, self, other.dtype(), other.device(), s[3].to_bool());
+}
+void to_kw_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  ScalarType dt = s[1].is_none() ? self.dtype() : s[1].to_dtype();
+  Device dev = s[2].is_none() ? self.device() : s[2].to_device();
+  to_common(s, self, dt, dev, s[4].to_bool());
+}
+
+void type_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  Tensor other = s[1].to_tensor();
+  to_common(s, self, other.dtype(), self.device(), false);
+}
+
+}  // namespace
+
+void register_conversion_ops() {
+  auto O = OpCategory::Other;
+  def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
+      .category(O).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
+      .doc("copy converted to dtype and/or moved to device");
+  def("clone(Tensor self) -> Tensor").category(O).both().meta(clone_meta).cpu(to_copy_impl)
+      .doc("a copy with the same layout");
+  def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)").category(O)
+      .method_only().meta(copy_meta).cpu(copy_impl)
+      .doc("writes src (broadcast and converted) into self");
+  def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(O).both()
+      .meta(fill_meta).cpu(fill_impl);
+  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(O).both().meta(zero_meta).cpu(zero_impl);
+  def("contiguous(Tensor(a) self) -> Tensor(a)").category(O).method_only().composite(contiguous_kernel);
+  def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False) -> Tensor(a)")
+      .category(O).method_only().composite(to_dtype_kernel);
+  def("to.device(Tensor(a) self, Device device, ScalarType? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(a)")
+      .category(O).method_only().composite(to_device_kernel);
+  def("to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False) -> Tensor(a)")
+      .category(O).method_only().composite(to_other_kernel);
+  def("to.kw(Tensor(a) self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False, bool copy=False) -> Tensor(a)")
+      .category(O).method_only().composite(to_kw_kernel);
+  def("type_as(Tensor self, Tensor other) -> Tensor").category(O).method_only()
+      .composite(type_as_kernel);
+}
+
+}  // namespace ignis

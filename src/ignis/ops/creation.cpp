@@ -1,0 +1,239 @@
+// Factories: empty, zeros, ones, full, arange, linspace, eye, the random
+// factories, and the *_like forms (composites over the plain ones).
+#include <cmath>
+
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/fill.h"
+#include "ignis/kernels/cpu/random.h"
+#include "ignis/ops/families.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis {
+
+namespace {
+
+const char* kOpts = "*, ScalarType? dtype=None, Device? device=None";
+
+ScalarType dtype_or(const IValue& v, ScalarType dflt) { return v.is_none() ? dflt : v.to_dtype(); }
+
+DimVector sizes_arg(OpCall& c, int i) {
+  DimVector s(c.int_list(i));
+  for (int64_t x : s)
+    IGNIS_CHECK(x >= 0, c.op.schema().name, "(): Trying to create tensor with negative dimension ",
+                x, ": ", shape_str(s));
+  return s;
+}
+
+// ---- empty / zeros / ones / full ----------------------------------------------------
+// Arguments: (int[] size, [Scalar fill_value], *, dtype, device)
+template <int DtypeArg>
+void sized_meta(OpCall& c) {
+  ScalarType dt = dtype_or(c.args[DtypeArg], default_dtype());
+  c.alloc(sizes_arg(c, 0), dt);
+}
+void noop_impl(OpCall&) {}
+void zeros_impl(OpCall& c) { cpu::fill(c.outputs[0], Scalar(int64_t(0))); }
+void ones_impl(OpCall& c) { cpu::fill(c.outputs[0], Scalar(int64_t(1))); }
+
+void empty_strided_meta(OpCall& c) {
+  ScalarType dt = dtype_or(c.args[2], default_dtype());
+  c.alloc_strided(sizes_arg(c, 0), DimVector(c.int_list(1)), dt);
+}
+
+void full_meta(OpCall& c) {
+  Scalar v = c.scalar(1);
+  ScalarType dflt = v.is_bool() ? ScalarType::Bool : v.is_int() ? ScalarType::Int64 : default_dtype();
+  c.alloc(sizes_arg(c, 0), dtype_or(c.args[2], dflt));
+}
+void full_impl(OpCall& c) { cpu::fill(c.outputs[0], c.scalar(1)); }
+
+// ---- arange ---------------------------------------------------------------------------
+struct Range { Scalar start, end, step; int dtype_arg; };
+Range range_args(OpCall& c) {
+  if (c.op.schema().overload.empty()) return {Scalar(int64_t(0)), c.scalar(0), Scalar(int64_t(1)), 1};
+  return {c.scalar(0), c.scalar(1), c.scalar(2), 3};
+}
+void arange_meta(OpCall& c) {
+  Range r = range_args(c);
+  bool any_float = r.start.is_float() || r.end.is_float() || r.step.is_float();
+  ScalarType dt = dtype_or(c.args[r.dtype_arg], any_float ? default_dtype() : ScalarType::Int64);
+  double start = r.start.to_double(), end = r.end.to_double(), step = r.step.to_double();
+  IGNIS_CHECK(step != 0, "arange: step must be nonzero");
+  IGNIS_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start,
+              " -> ", end);
+  IGNIS_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
+              "arange: upper bound and larger bound inconsistent with step sign");
+  double n = std::ceil((end - start) / step);
+  IGNIS_CHECK(n >= 0 && n < 9.2e18, "arange: invalid number of elements ", n);
+  c.alloc({static_cast<int64_t>(n)}, dt);
+}
+void arange_impl(OpCall& c) {
+  Range r = range_args(c);
+  Tensor& out = c.outputs[0];
+  if (is_floating(out.dtype()) || r.start.is_float() || r.step.is_float()) {
+    cpu::fill_affine(out, r.start.to_double(), r.step.to_double());
+  } else {
+    cpu::fill_affine_int(out, r.start.to_int(), r.step.to_int());
+  }
+}
+
+// ---- linspace ------------------------------------------------------------------------
+void linspace_meta(OpCall& c) {
+  int64_t steps = c.int_arg(2);
+  IGNIS_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  c.alloc({steps}, dtype_or(c.args[3], default_dtype()));
+}
+void linspace_impl(OpCall& c) {
+  cpu::fill_linspace(c.outputs[0], c.scalar(0).to_double(), c.scalar(1).to_double());
+}
+
+// ---- eye -------------------------------------------------------------------------------
+void eye_meta(OpCall& c) {
+  int64_t n = c.int_arg(0);
+  int64_t m = c.args[1].is_none() ? n : c.int_arg(1);
+  IGNIS_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", m);
+  c.alloc({n, m}, dtype_or(c.args[2], default_dtype()));
+}
+void eye_impl(OpCall& c) { cpu::fill_eye(c.outputs[0]); }
+
+// ---- random ------------------------------------------------------------------------------
+void rand_meta(OpCall& c) {
+  ScalarType dt = dtype_or(c.args[1], default_dtype());
+  IGNIS_CHECK_TYPE(is_floating(dt), c.op.schema().name, "() expects a floating point dtype, got ",
+                   dtype_name(dt));
+  c.alloc(sizes_arg(c, 0), dt);
+}
+void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, default_generator()); }
+void randn_impl(OpCall& c) { cpu::fill_normal(c.outputs[0], 0.0, 1.0, default_generator()); }
+
+// randint(high, size) / randint.low(low, high, size)
+void randint_meta(OpCall& c) {
+  bool low_form = !c.op.schema().overload.empty();
+  int size_arg = low_form ? 2 : 1;
+  int64_t low = low_form ? c.int_arg(0) : 0, high = c.int_arg(low_form ? 1 : 0);
+  IGNIS_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low,
+              " >= to=", high);
+  c.alloc(sizes_arg(c, size_arg), dtype_or(c.args[size_arg + 1], ScalarType::Int64));
+}
+void randint_impl(OpCall& c) {
+  bool low_form = !c.op.schema().overload.empty();
+  int64_t low = low_form ? c.int_arg(0) : 0, high = c.int_arg(low_form ? 1 : 0);
+  cpu::fill_randint(c.outputs[0], low, high, default_generator());
+}
+
+// ---- *_like: composites over empty_strided + an in-place fill ----------------------------
+OpRef empty_strided_op("empty_strided");
+OpRef fill_op("fill_");
+OpRef uniform_op("uniform_");
+OpRef normal_op("normal_");
+OpRef random_op("random_.from");
+
+Tensor empty_like_impl(const Tensor& self, const IValue& dtype, const IValue& device) {
+  ScalarType dt = dtype.is_none() ? self.dtype() : dtype.to_dtype();
+  Device dev = device.is_none() ? self.device() : device.to_device();
+  return empty_strided_op.tensor(self.sizes(), like_strides(self), dt, dev);
+}
+
+template <int Kind>  // 0 empty, 1 zeros, 2 ones, 3 full, 4 rand, 5 randn
+void like_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const int dtype_arg = Kind == 3 ? 2 : 1;
+  Tensor out = empty_like_impl(s[0].to_tensor(), s[dtype_arg], s[dtype_arg + 1]);
+  if (Kind == 1) fill_op.call(out, scalar_to_tensor_int(0, ScalarType::Int64, true));
+  if (Kind == 2) fill_op.call(out, scalar_to_tensor_int(1, ScalarType::Int64, true));
+  if (Kind == 3) {
+    Scalar v = s[1].to_scalar();
+    fill_op.call(out, v.is_float() ? scalar_to_tensor(v.to_double(), ScalarType::Float64, true)
+                                   : scalar_to_tensor_int(v.to_int(), v.natural_dtype(), true));
+  }
+  if (Kind == 4) uniform_op.call(out, 0.0, 1.0);
+  if (Kind == 5) normal_op.call(out, 0.0, 1.0);
+  s.clear();
+  s.emplace_back(std::move(out));
+}
+
+void randint_like_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  bool low_form = !op.schema().overload.empty();
+  int64_t low = low_form ? s[1].to_int() : 0, high = s[low_form ? 2 : 1].to_int();
+  int dtype_arg = low_form ? 3 : 2;
+  Tensor out = empty_like_impl(s[0].to_tensor(), s[dtype_arg], s[dtype_arg + 1]);
+  random_op.call(out, low, high);
+  s.clear();
+  s.emplace_back(std::move(out));
+}
+
+// ---- in-place random fills ------------------------------------------------------------------
+void inplace_meta(OpCall& c) {
+  c.outputs.push_back(c.tensor(0));
+  if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
+}
+void uniform_impl(OpCall& c) {
+  IGNIS_CHECK_TYPE(is_floating(c.tensor(0).dtype()), "uniform_ expects a floating point tensor");
+  cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
+}
+void normal_impl(OpCall& c) {
+  IGNIS_CHECK_TYPE(is_floating(c.tensor(0).dtype()), "normal_ expects a floating point tensor");
+  IGNIS_CHECK(c.double_arg(2) >= 0, "normal_ expects std >= 0.0, but found std ", c.double_arg(2));
+  cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
+}
+void random_impl(OpCall& c) {
+  IGNIS_CHECK(c.int_arg(1) < c.int_arg(2), "random_ expects 'from' to be less than 'to', but got from=",
+              c.int_arg(1), " >= to=", c.int_arg(2));
+  cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), default_generator());
+}
+void bernoulli_impl(OpCall& c) {
+  double p = c.double_arg(1);
+  IGNIS_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  cpu::fill_bernoulli(c.tensor(0), p, default_generator());
+}
+
+}  // namespace
+
+
+void register_creation_ops() {
+  const std::string o = kOpts;
+  auto C = OpCategory::Creation;
+  def("empty(int[] size, " + o + ") -> Tensor").category(C).meta(sized_meta<1>).cpu(noop_impl)
+      .doc("uninitialised tensor");
+  def("empty_strided(int[] size, int[] stride, " + o + ") -> Tensor").category(C)
+      .meta(empty_strided_meta).cpu(noop_impl);
+  def("zeros(int[] size, " + o + ") -> Tensor").category(C).meta(sized_meta<1>).cpu(zeros_impl);
+  def("ones(int[] size, " + o + ") -> Tensor").category(C).meta(sized_meta<1>).cpu(ones_impl);
+  def("full(int[] size, Scalar fill_value, " + o + ") -> Tensor").category(C)
+      .meta(full_meta).cpu(full_impl).doc("dtype follows fill_value when not given");
+  def("arange(Scalar end, " + o + ") -> Tensor").category(C).meta(arange_meta).cpu(arange_impl);
+  def("arange.start(Scalar start, Scalar end, Scalar step=1, " + o + ") -> Tensor").category(C)
+      .meta(arange_meta).cpu(arange_impl);
+  def("linspace(Scalar start, Scalar end, int steps, " + o + ") -> Tensor").category(C)
+      .meta(linspace_meta).cpu(linspace_impl);
+  def("eye(int n, int? m=None, " + o + ") -> Tensor").category(C).meta(eye_meta).cpu(eye_impl);
+  def("rand(int[] size, " + o + ") -> Tensor").category(C).meta(rand_meta).cpu(rand_impl)
+      .doc("uniform on [0, 1); same numbers for the same seed at any thread count");
+  def("randn(int[] size, " + o + ") -> Tensor").category(C).meta(rand_meta).cpu(randn_impl)
+      .doc("standard normal");
+  def("randint(int high, int[] size, " + o + ") -> Tensor").category(C).meta(randint_meta).cpu(randint_impl);
+  def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor").category(C)
+      .meta(randint_meta).cpu(randint_impl);
+
+  def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)").category(C).method_only()
+      .meta(inplace_meta).cpu(uniform_impl);
+  def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)").category(C).method_only()
+      .meta(inplace_meta).cpu(normal_impl);
+  def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)").category(C).method_only()
+      .meta(inplace_meta).cpu(random_impl);
+  def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(C).method_only()
+      .meta(inplace_meta).cpu(bernoulli_impl);
+
+  def("empty_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<0>);
+  def("zeros_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<1>);
+  def("ones_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<2>);
+  def("full_like(Tensor self, Scalar fill_value, " + o + ") -> Tensor").category(C)
+      .composite(like_kernel<3>);
+  def("rand_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<4>);
+  def("randn_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<5>);
+  def("randint_like(Tensor self, int high, " + o + ") -> Tensor").category(C)
+      .composite(randint_like_kernel);
+  def("randint_like.low(Tensor self, int low, int high, " + o + ") -> Tensor").category(C)
+      .composite(randint_like_kernel);
+}
+
+}  // namespace ignis

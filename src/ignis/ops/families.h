@@ -1,0 +1,16 @@
+// One registration function per op family; register_all_ops() calls them.
+#pragma once
+
+namespace ignis {
+void register_creation_ops();
+void register_unary_ops();
+void register_binary_ops();
+void register_ternary_ops();
+void register_view_ops();
+void register_conversion_ops();
+void register_reduction_ops();
+void register_index_ops();
+void register_matrix_ops();
+void register_composite_ops();
+void register_nn_ops();
+}  // namespace ignis

@@ -1,0 +1,109 @@
+#include "ignis/ops/op_def.h"
+
+#include <memory>
+
+#include "ignis/kernels/cpu/tensor_iterator.h"
+
+namespace ignis {
+
+const char* category_name(OpCategory c) {
+  switch (c) {
+    case OpCategory::Pointwise: return "pointwise";
+    case OpCategory::Reduction: return "reduction";
+    case OpCategory::View: return "view";
+    case OpCategory::Template: return "template";
+    case OpCategory::Creation: return "creation";
+    case OpCategory::Composite: return "composite";
+    case OpCategory::Other: return "other";
+  }
+  return "?";
+}
+
+Tensor& OpCall::alloc(const DimVector& sizes, ScalarType dtype) {
+  outputs.push_back(empty_tensor(sizes, dtype, device));
+  return outputs.back();
+}
+
+Tensor& OpCall::alloc_strided(const DimVector& sizes, const DimVector& strides, ScalarType dtype) {
+  outputs.push_back(empty_strided_tensor(sizes, strides, dtype, device));
+  return outputs.back();
+}
+
+static std::vector<std::unique_ptr<OpDef>>& def_storage() {
+  static auto* v = new std::vector<std::unique_ptr<OpDef>>();
+  return *v;
+}
+
+const std::vector<const OpDef*>& all_op_defs() {
+  static std::vector<const OpDef*> view;
+  if (view.size() != def_storage().size()) {
+    view.clear();
+    for (auto& d : def_storage()) view.push_back(d.get());
+  }
+  return view;
+}
+
+OpBuilder::OpBuilder(std::string schema) {
+  def_storage().push_back(std::make_unique<OpDef>());
+  d_ = def_storage().back().get();
+  d_->schema = std::move(schema);
+}
+
+namespace {
+
+// The device structured outputs go to: that of the first tensor argument
+// that is not a wrapped Python number, else a Device argument, else cpu.
+Device output_device(const OpHandle& op, const Stack& s, DispatchKey k) {
+  if (k == DispatchKey::Meta) return Device(DeviceType::Meta);
+  for (size_t i = 0; i < op.schema().args.size(); ++i)
+    if (s[i].is_device()) return s[i].to_device();
+  for (size_t i = 0; i < op.schema().args.size(); ++i) {
+    const IValue& v = s[i];
+    if (v.is_tensor() && !v.to_tensor().impl()->is_wrapped_number()) return v.to_tensor().device();
+    if (v.is_tensor_list() && !v.to_tensor_list().empty()) return v.to_tensor_list()[0].device();
+  }
+  return k == DispatchKey::CUDA ? Device(DeviceType::CUDA) : Device(DeviceType::CPU);
+}
+
+// Pops the arguments and pushes the outputs (for in-place ops the outputs
+// are the mutated arguments, which the meta rule returns as outputs too).
+void finish(OpCall& call, Stack& s) {
+  std::vector<Tensor> outs = std::move(call.outputs);
+  s.clear();
+  for (auto& t : outs) s.emplace_back(std::move(t));
+}
+
+KernelFn structured_kernel(const OpDef* d, DispatchKey k) {
+  MetaFn meta = d->meta;
+  ImplFn impl = k == DispatchKey::CPU ? d->cpu : k == DispatchKey::CUDA ? d->cuda : nullptr;
+  bool meta_only = k == DispatchKey::Meta;
+  return [meta, impl, meta_only, k](const OpHandle& op, DispatchKeySet, Stack& s) {
+    OpCall call{op, s, output_device(op, s, k), {}, nullptr};
+    meta(call);
+    if (!meta_only) impl(call);
+    finish(call, s);
+  };
+}
+
+}  // namespace
+
+OpBuilder::~OpBuilder() {
+  OpHandle& h = Dispatcher::get().register_op(d_->schema);
+  h.set_def(d_);
+  if (d_->any_backend) {
+    for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta})
+      h.set_kernel(k, d_->any_backend);
+    if (d_->composite_implicit) {
+      for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA,
+                            DispatchKey::AutogradMeta})
+        h.set_kernel(k, d_->any_backend);
+    }
+    return;
+  }
+  IGNIS_INTERNAL_ASSERT(d_->meta != nullptr, "op ", d_->schema, " declares neither a meta rule nor a kernel");
+  h.set_kernel(DispatchKey::Meta, structured_kernel(d_, DispatchKey::Meta));
+  if (d_->cpu) h.set_kernel(DispatchKey::CPU, structured_kernel(d_, DispatchKey::CPU));
+  if (d_->cuda) h.set_kernel(DispatchKey::CUDA, structured_kernel(d_, DispatchKey::CUDA));
+}
+
+}  // namespace ignis

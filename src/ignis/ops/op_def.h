@@ -1,0 +1,108 @@
+// OpDef: the one declaration of an operator.
+//
+// Each op is declared once, in the file of its family (ops/unary.cpp,
+// ops/binary.cpp, ...), through the builder below: its schema, category,
+// Python variants, and either a structured pair (a device-independent meta
+// rule that allocates the outputs, plus a compute kernel per backend) or one
+// kernel that works on every backend (views and composites, which only call
+// other ops or re-stride). Everything else is derived from the declaration:
+// the Meta kernel (the meta rule alone), the CPU kernel (meta rule, then
+// compute), the Python function and Tensor method, and the op's listing in
+// `ignis.ops`.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ignis/dispatch/dispatcher.h"
+
+namespace ignis {
+
+enum class OpCategory : uint8_t { Pointwise, Reduction, View, Template, Creation, Composite, Other };
+const char* category_name(OpCategory c);
+
+enum Variants : uint8_t { kFunction = 1, kMethod = 2, kBoth = 3 };
+
+class TensorIterator;
+
+// The state of one call of a structured op: its arguments, the outputs the
+// meta rule allocated, and (for pointwise and reduction ops) the iterator
+// the meta rule built so that the compute kernel need not rebuild it.
+struct OpCall {
+  const OpHandle& op;
+  Stack& args;
+  Device device;  // where outputs are allocated
+  std::vector<Tensor> outputs;
+  std::shared_ptr<TensorIterator> iter;
+
+  const Tensor& tensor(size_t i) const { return args[i].to_tensor(); }
+  Tensor opt_tensor(size_t i) const { return args[i].to_opt_tensor(); }
+  int64_t int_arg(size_t i) const { return args[i].to_int(); }
+  double double_arg(size_t i) const { return args[i].to_double(); }
+  bool bool_arg(size_t i) const { return args[i].to_bool(); }
+  Scalar scalar(size_t i) const { return args[i].to_scalar(); }
+  const std::vector<int64_t>& int_list(size_t i) const { return args[i].to_int_list(); }
+  // Allocates an output on `device`: contiguous unless strides are given.
+  Tensor& alloc(const DimVector& sizes, ScalarType dtype);
+  Tensor& alloc_strided(const DimVector& sizes, const DimVector& strides, ScalarType dtype);
+};
+
+using MetaFn = void (*)(OpCall&);
+using ImplFn = void (*)(OpCall&);
+
+struct OpDef {
+  std::string schema;
+  OpCategory category = OpCategory::Other;
+  uint8_t variants = kFunction;
+  // Python-facing name when it differs from the schema name (rare).
+  std::string python_name;
+  // Structured ops
+  MetaFn meta = nullptr;
+  ImplFn cpu = nullptr;
+  ImplFn cuda = nullptr;
+  // Unstructured ops: one kernel for every backend key (views, composites).
+  KernelFn any_backend;
+  // Composite ops implemented only through other ops: also registered at the
+  // autograd keys, so autograd records their parts.
+  bool composite_implicit = false;
+  std::string doc;
+};
+
+// Builder used by the op family files:
+//   def("exp(Tensor self) -> Tensor").pointwise().both().meta(m).cpu(k);
+class OpBuilder {
+ public:
+  explicit OpBuilder(std::string schema);
+  ~OpBuilder();  // registers the op
+  OpBuilder(const OpBuilder&) = delete;
+
+  OpBuilder& category(OpCategory c) { d_->category = c; return *this; }
+  OpBuilder& variants(uint8_t v) { d_->variants = v; return *this; }
+  OpBuilder& method_only() { d_->variants = kMethod; return *this; }
+  OpBuilder& both() { d_->variants = kBoth; return *this; }
+  OpBuilder& meta(MetaFn f) { d_->meta = f; return *this; }
+  OpBuilder& cpu(ImplFn f) { d_->cpu = f; return *this; }
+  OpBuilder& cuda(ImplFn f) { d_->cuda = f; return *this; }
+  OpBuilder& kernel(KernelFn f) { d_->any_backend = std::move(f); return *this; }
+  // A kernel written only in terms of other ops.
+  OpBuilder& composite(KernelFn f) {
+    d_->any_backend = std::move(f);
+    d_->composite_implicit = true;
+    return *this;
+  }
+  OpBuilder& doc(std::string s) { d_->doc = std::move(s); return *this; }
+
+ private:
+  OpDef* d_;
+};
+
+inline OpBuilder def(std::string schema) { return OpBuilder(std::move(schema)); }
+
+// All declarations, in registration order.
+const std::vector<const OpDef*>& all_op_defs();
+
+// Registers every op family; idempotent.
+void register_all_ops();
+
+}  // namespace ignis

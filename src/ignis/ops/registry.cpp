@@ -1,0 +1,23 @@
+#include "ignis/ops/families.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis {
+
+void register_all_ops() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  register_creation_ops();
+  register_conversion_ops();
+  register_unary_ops();
+  register_binary_ops();
+  register_ternary_ops();
+  register_view_ops();
+  register_reduction_ops();
+  register_index_ops();
+  register_matrix_ops();
+  register_composite_ops();
+  register_nn_ops();
+}
+
+}  // namespace ignis

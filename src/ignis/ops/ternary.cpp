@@ -1,0 +1,207 @@
+// Pointwise ops of three operands (where, clamp, lerp, addcmul, addcdiv)
+// and masked_fill.
+#include <cmath>
+
+#include "ignis/kernels/cpu/loops.h"
+#include "ignis/ops/families.h"
+#include "ignis/ops/pointwise.h"
+
+namespace ignis {
+
+namespace {
+
+using cpu::cpu_kernel;
+
+// ---- where(condition, self, other) --------------------------------------------
+void where_meta(OpCall& c) {
+  const Tensor& cond = c.tensor(0);
+  IGNIS_CHECK_TYPE(cond.dtype() == ScalarType::Bool || cond.dtype() == ScalarType::UInt8,
+                   "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+                   dtype_name(cond.dtype()));
+  auto it = std::make_shared<TensorIterator>();
+  it->add_output(Tensor());
+  it->add_input(cond);
+  it->add_input(c.tensor(1));
+  it->add_input(c.tensor(2));
+  IterConfig cfg;
+  cfg.op_name = "where";
+  cfg.common_dtype = result_type({&c.tensor(1), &c.tensor(2)});
+  it->build(cfg, c.device);
+  c.outputs.push_back(it->output(0));
+  c.iter = std::move(it);
+}
+
+void where_cpu(OpCall& c) {
+  IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "where", [&] {
+    using T = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T cond, T a, T b) -> T { return cond != T(0) ? a : b; });
+  });
+}
+
+// ---- clamp(self, min=None, max=None) ----------------------------------------------
+template <bool Inplace>
+void clamp_meta(OpCall& c) {
+  Tensor lo = c.opt_tensor(1), hi = c.opt_tensor(2);
+  IGNIS_CHECK(lo.defined() || hi.defined(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  auto it = std::make_shared<TensorIterator>();
+  it->add_output(Inplace ? c.tensor(0) : Tensor());
+  it->add_input(c.tensor(0));
+  if (lo.defined()) it->add_input(lo);
+  if (hi.defined()) it->add_input(hi);
+  IterConfig cfg;
+  cfg.op_name = "clamp";
+  it->build(cfg, c.device);
+  c.outputs.push_back(Inplace ? c.tensor(0) : it->output(0));
+  if (Inplace && !c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
+  c.iter = std::move(it);
+}
+
+template <typename T>
+inline T clamp_lo(T x, T lo) { return (x != x) ? x : (lo != lo ? lo : (x < lo ? lo : x)); }
+template <typename T>
+inline T clamp_hi(T x, T hi) { return (x != x) ? x : (hi != hi ? hi : (x > hi ? hi : x)); }
+
+void clamp_cpu(OpCall& c) {
+  bool has_lo = !c.args[1].is_none(), has_hi = !c.args[2].is_none();
+  IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "clamp", [&] {
+    using T = opmath_t<scalar_t>;
+    if (has_lo && has_hi)
+      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T lo, T hi) -> T { return clamp_hi(clamp_lo(x, lo), hi); });
+    else if (has_lo)
+      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T lo) -> T { return clamp_lo(x, lo); });
+    else
+      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T hi) -> T { return clamp_hi(x, hi); });
+  });
+}
+
+// clamp_min(self, min) / clamp_max(self, max): clamp with one bound.
+template <bool Hi, bool Inplace>
+void clamp_one_meta(OpCall& c) { pointwise_meta(c, {0, 1}, DtypeRule::Promote, Inplace); }
+template <bool Hi>
+void clamp_one_cpu(OpCall& c) {
+  IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), Hi ? "clamp_max" : "clamp_min", [&] {
+    using T = opmath_t<scalar_t>;
+    if (Hi) cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T b) -> T { return clamp_hi(x, b); });
+    else cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T b) -> T { return clamp_lo(x, b); });
+  });
+}
+
+// ---- lerp, addcmul, addcdiv -------------------------------------------------------
+template <bool Inplace>
+void lerp_meta(OpCall& c) { pointwise_meta(c, {0, 1, 2}, DtypeRule::Promote, Inplace); }
+void lerp_cpu(OpCall& c) {
+  IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "lerp", [&] {
+    using T = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T a, T b, T w) -> T {
+      // PyTorch's formulation: exact at w == 0 and w == 1.
+      return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
+    });
+  });
+}
+
+template <bool Inplace>
+void addc_meta(OpCall& c) { pointwise_meta(c, {0, 1, 2}, DtypeRule::Promote, Inplace); }
+void addcmul_cpu(OpCall& c) {
+  Scalar value = c.scalar(3);
+  IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "addcmul", [&] {
+    using T = opmath_t<scalar_t>;
+    T v = value.to<T>();
+    cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T a, T b, T d) -> T { return a + v * b * d; });
+  });
+}
+void addcdiv_cpu(OpCall& c) {
+  Scalar value = c.scalar(3);
+  IGNIS_CHECK(is_floating(c.iter->common_dtype()),
+              "Integer division with addcdiv is no longer supported, and in a future release "
+              "addcdiv will perform a true division of tensor1 and tensor2.");
+  IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "addcdiv", [&] {
+    using T = opmath_t<scalar_t>;
+    T v = value.to<T>();
+    cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T a, T b, T d) -> T { return a + v * b / d; });
+  });
+}
+
+// ---- masked_fill(self, mask, value) -------------------------------------------------
+template <bool Inplace>
+void masked_fill_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& mask = c.tensor(1);
+  IGNIS_CHECK(mask.dtype() == ScalarType::Bool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              dtype_name(mask.dtype()));
+  const Tensor& value = c.tensor(2);
+  IGNIS_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
+              "tensor with ", value.dim(), " dimension(s).");
+  auto it = std::make_shared<TensorIterator>();
+  it->add_output(Inplace ? self : Tensor());
+  it->add_input(self);
+  it->add_input(mask);
+  IterConfig cfg;
+  cfg.op_name = "masked_fill";
+  cfg.common_dtype = self.dtype();
+  it->build(cfg, c.device);
+  if (Inplace) {
+    IGNIS_CHECK(it->shape() == self.sizes(), "masked_fill_: mask of shape ", mask.shape_str(),
+                " is not broadcastable to self of shape ", self.shape_str());
+    if (!c.device.is_meta()) self.impl()->version_counter().bump();
+  }
+  c.outputs.push_back(Inplace ? self : it->output(0));
+  c.iter = std::move(it);
+}
+void masked_fill_cpu(OpCall& c) {
+  const Tensor& value = c.tensor(2);
+  double dv = value.item_double();
+  int64_t iv = value.item_int();
+  IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "masked_fill", [&] {
+    using T = opmath_t<scalar_t>;
+    T v = std::is_floating_point_v<T> ? T(dv) : T(iv);
+    cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T x, T m) -> T { return m != T(0) ? v : x; });
+  });
+}
+
+}  // namespace
+
+void register_ternary_ops() {
+  def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(where_meta).cpu(where_cpu)
+      .doc("self where condition holds, other elsewhere");
+  def("clamp(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu)
+      .doc("min(max(self, min), max); NaN propagates");
+  def("clamp_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu);
+  def("clip(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu).doc("alias of clamp");
+  def("clip_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu);
+  def("clamp_min(Tensor self, Tensor min) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>);
+  def("clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>);
+  def("clamp_max(Tensor self, Tensor max) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>);
+  def("clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>);
+  def("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(lerp_meta<false>).cpu(lerp_cpu)
+      .doc("self + weight * (end - self)");
+  def("lerp_(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(lerp_meta<true>).cpu(lerp_cpu);
+  def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(addc_meta<false>).cpu(addcmul_cpu)
+      .doc("self + value * tensor1 * tensor2");
+  def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcmul_cpu);
+  def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(addc_meta<false>).cpu(addcdiv_cpu)
+      .doc("self + value * tensor1 / tensor2");
+  def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcdiv_cpu);
+  def("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
+      .category(OpCategory::Pointwise).both().meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
+      .doc("value where mask is True, self elsewhere");
+  def("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().meta(masked_fill_meta<true>).cpu(masked_fill_cpu);
+}
+
+}  // namespace ignis

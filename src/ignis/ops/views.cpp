@@ -1,0 +1,546 @@
+// View ops: results share storage (and the version counter) with the input.
+// One kernel serves every backend: a view only computes new geometry.
+#include <algorithm>
+#include <numeric>
+#include <optional>
+
+#include "ignis/ops/families.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis {
+
+namespace {
+
+using Geometry = std::pair<DimVector, DimVector>;  // sizes, strides
+
+void ret(Stack& s, Tensor t) {
+  s.clear();
+  s.emplace_back(std::move(t));
+}
+void ret_list(Stack& s, std::vector<Tensor> l) {
+  s.clear();
+  s.emplace_back(std::move(l));
+}
+
+// Replaces one -1 in `shape` so that it holds numel elements.
+DimVector infer_size(const std::vector<int64_t>& shape, int64_t numel) {
+  DimVector out(shape);
+  int64_t known = 1;
+  std::optional<size_t> infer;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      IGNIS_CHECK(!infer, "only one dimension can be inferred");
+      infer = i;
+    } else {
+      IGNIS_CHECK(out[i] >= 0, "invalid shape dimension ", out[i]);
+      known *= out[i];
+    }
+  }
+  if (infer) {
+    IGNIS_CHECK(known != 0 && numel % known == 0, "shape '", shape_str(shape),
+                "' is invalid for input of size ", numel);
+    out[*infer] = numel / known;
+  } else {
+    IGNIS_CHECK(known == numel, "shape '", shape_str(shape), "' is invalid for input of size ", numel);
+  }
+  return out;
+}
+
+// Strides for viewing (sizes, strides) as new_sizes without copying, or
+// nothing when impossible (PyTorch's computeStride).
+std::optional<DimVector> view_strides(const DimVector& sizes, const DimVector& strides,
+                                      const DimVector& new_sizes) {
+  DimVector out(new_sizes.size());
+  if (sizes.empty()) {
+    std::fill(out.begin(), out.end(), 1);
+    return out;
+  }
+  int64_t numel = compute_numel(sizes);
+  if (numel == 0) {
+    if (sizes == new_sizes) return strides;
+    return contiguous_strides(new_sizes);
+  }
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= sizes[d];
+    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+void view_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  DimVector shape = infer_size(s[1].to_int_list(), self.numel());
+  auto st = view_strides(self.sizes(), self.strides(), shape);
+  IGNIS_CHECK(st.has_value(), "view size is not compatible with input tensor's size and stride (at "
+              "least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
+  ret(s, make_view(self, shape, *st, self.storage_offset()));
+}
+
+void reshape_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  DimVector shape = infer_size(s[1].to_int_list(), self.numel());
+  if (auto st = view_strides(self.sizes(), self.strides(), shape)) {
+    ret(s, make_view(self, shape, *st, self.storage_offset()));
+    return;
+  }
+  Tensor c = OpRef("clone").tensor(self);
+  Tensor contig = OpRef("contiguous").tensor(c);
+  ret(s, OpRef("view").tensor(contig, shape.vec()));
+}
+
+void view_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  std::vector<int64_t> shape = s[1].to_tensor().sizes().vec();
+  ret(s, OpRef("view").tensor(self, shape));
+}
+void reshape_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  std::vector<int64_t> shape = s[1].to_tensor().sizes().vec();
+  ret(s, OpRef("reshape").tensor(self, shape));
+}
+
+void permute_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const auto& dims = s[1].to_int_list();
+  int64_t nd = self.dim();
+  IGNIS_CHECK(static_cast<int64_t>(dims.size()) == nd, "permute(sparse_coo): number of dimensions in "
+              "the tensor input does not match the length of the desired ordering of dimensions i.e. "
+              "input.dim() = ", nd, " is not equal to len(dims) = ", dims.size());
+  DimVector sz(nd), st(nd);
+  std::vector<bool> seen(nd, false);
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t d = wrap_dim(dims[i], nd);
+    IGNIS_CHECK(!seen[d], "permute(): duplicate dims are not allowed.");
+    seen[d] = true;
+    sz[i] = self.sizes()[d];
+    st[i] = self.strides()[d];
+  }
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+
+Geometry transposed(const Tensor& self, int64_t d0, int64_t d1) {
+  DimVector sz = self.sizes(), st = self.strides();
+  if (self.dim() == 0) return {sz, st};
+  d0 = wrap_dim(d0, self.dim());
+  d1 = wrap_dim(d1, self.dim());
+  std::swap(sz[d0], sz[d1]);
+  std::swap(st[d0], st[d1]);
+  return {sz, st};
+}
+
+void transpose_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = transposed(self, s[1].to_int(), s[2].to_int());
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+void transpose_inplace_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = transposed(self, s[1].to_int(), s[2].to_int());
+  self.impl()->set_geometry(sz, st, self.storage_offset());
+  ret(s, self);
+}
+
+void check_t(const Tensor& self) {
+  IGNIS_CHECK(self.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
+}
+void t_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  check_t(self);
+  auto [sz, st] = transposed(self, 0, self.dim() > 1 ? 1 : 0);
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+void t_inplace_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  check_t(self);
+  auto [sz, st] = transposed(self, 0, self.dim() > 1 ? 1 : 0);
+  self.impl()->set_geometry(sz, st, self.storage_offset());
+  ret(s, self);
+}
+
+Geometry expanded(const Tensor& self, const std::vector<int64_t>& size) {
+  int64_t nd = static_cast<int64_t>(size.size());
+  IGNIS_CHECK(nd >= self.dim(), "expand(", "Tensor{", self.shape_str(), "}, size=", shape_str(size),
+              "): the number of sizes provided (", nd, ") must be greater or equal to the number of "
+              "dimensions in the tensor (", self.dim(), ")");
+  DimVector sz(nd), st(nd);
+  for (int64_t i = nd - 1; i >= 0; --i) {
+    int64_t off = nd - 1 - i;
+    int64_t dim = self.dim() - 1 - off;
+    int64_t cur_size = dim >= 0 ? self.sizes()[dim] : 1;
+    int64_t cur_stride = dim >= 0 ? self.strides()[dim] : 0;
+    int64_t target = size[i];
+    if (target == -1) {
+      IGNIS_CHECK(dim >= 0, "The expanded size of the tensor (-1) isn't allowed in a leading, "
+                  "non-existing dimension ", i);
+      target = cur_size;
+    }
+    if (cur_size != target) {
+      IGNIS_CHECK(cur_size == 1, "The expanded size of the tensor (", target, ") must match the "
+                  "existing size (", cur_size, ") at non-singleton dimension ", i, ".  Target sizes: ",
+                  shape_str(size), ".  Tensor sizes: ", self.shape_str());
+      cur_stride = 0;
+    }
+    sz[i] = target;
+    st[i] = cur_stride;
+  }
+  return {sz, st};
+}
+void expand_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = expanded(self, s[1].to_int_list());
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+void expand_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = expanded(self, s[1].to_tensor().sizes().vec());
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+
+// squeeze(), squeeze(dim), squeeze(dims)
+Geometry squeezed(const Tensor& self, const IValue& dims) {
+  std::vector<bool> drop(self.dim(), false);
+  if (dims.is_none()) {
+    for (int64_t d = 0; d < self.dim(); ++d) drop[d] = self.sizes()[d] == 1;
+  } else {
+    std::vector<int64_t> l = dims.is_int() ? std::vector<int64_t>{dims.to_int()} : dims.to_int_list();
+    for (int64_t d : l) {
+      int64_t w = wrap_dim(d, self.dim());
+      if (self.dim() > 0 && self.sizes()[w] == 1) drop[w] = true;
+    }
+  }
+  DimVector sz, st;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (drop[d]) continue;
+    sz.push_back(self.sizes()[d]);
+    st.push_back(self.strides()[d]);
+  }
+  return {sz, st};
+}
+void squeeze_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = squeezed(self, s.size() > 1 ? s[1] : IValue());
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+void squeeze_inplace_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = squeezed(self, s.size() > 1 ? s[1] : IValue());
+  self.impl()->set_geometry(sz, st, self.storage_offset());
+  ret(s, self);
+}
+
+Geometry unsqueezed(const Tensor& self, int64_t dim) {
+  dim = wrap_dim(dim, self.dim() + 1);
+  DimVector sz = self.sizes(), st = self.strides();
+  int64_t new_stride = dim >= self.dim() ? 1 : sz[dim] * st[dim];
+  sz.insert(dim, 1);
+  st.insert(dim, new_stride);
+  return {sz, st};
+}
+void unsqueeze_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = unsqueezed(self, s[1].to_int());
+  ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+void unsqueeze_inplace_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  auto [sz, st] = unsqueezed(self, s[1].to_int());
+  self.impl()->set_geometry(sz, st, self.storage_offset());
+  ret(s, self);
+}
+
+void flatten_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  int64_t nd = self.dim();
+  if (nd == 0) {
+    ret(s, OpRef("reshape").tensor(self, std::vector<int64_t>{1}));
+    return;
+  }
+  int64_t start = wrap_dim(s[1].to_int(), nd), end = wrap_dim(s[2].to_int(), nd);
+  IGNIS_CHECK(start <= end, "flatten() has invalid args: start_dim cannot come after end_dim");
+  if (start == end) {
+    ret(s, self);
+    return;
+  }
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < start; ++d) shape.push_back(self.sizes()[d]);
+  int64_t prod = 1;
+  for (int64_t d = start; d <= end; ++d) prod *= self.sizes()[d];
+  shape.push_back(prod);
+  for (int64_t d = end + 1; d < nd; ++d) shape.push_back(self.sizes()[d]);
+  ret(s, OpRef("reshape").tensor(self, shape));
+}
+
+void unflatten_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  int64_t dim = wrap_dim(s[1].to_int(), self.dim());
+  const auto& sizes = s[2].to_int_list();
+  IGNIS_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
+  DimVector inferred = infer_size(sizes, self.sizes()[dim]);
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < dim; ++d) shape.push_back(self.sizes()[d]);
+  for (int64_t v : inferred) shape.push_back(v);
+  for (int64_t d = dim + 1; d < self.dim(); ++d) shape.push_back(self.sizes()[d]);
+  ret(s, OpRef("view").tensor(self, shape));
+}
+
+// slice(self, dim, start, end, step): Python slicing semantics (clamped).
+Tensor slice_impl(const Tensor& self, int64_t dim, std::optional<int64_t> start,
+                  std::optional<int64_t> end, int64_t step) {
+  IGNIS_CHECK(self.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
+  IGNIS_CHECK_VALUE(step > 0, "slice step must be positive");
+  dim = wrap_dim(dim, self.dim());
+  int64_t n = self.sizes()[dim];
+  int64_t b = start.value_or(0), e = end.value_or(n);
+  if (b < 0) b += n;
+  if (e < 0) e += n;
+  b = std::clamp<int64_t>(b, 0, n);
+  e = std::clamp<int64_t>(e, b, n);
+  DimVector sz = self.sizes(), st = self.strides();
+  sz[dim] = (e - b + step - 1) / step;
+  st[dim] *= step;
+  return make_view(self, sz, st, self.storage_offset() + b * self.strides()[dim]);
+}
+std::optional<int64_t> opt_int(const IValue& v) {
+  return v.is_none() ? std::nullopt : std::optional<int64_t>(v.to_int());
+}
+void slice_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  ret(s, slice_impl(self, s[1].to_int(), opt_int(s[2]), opt_int(s[3]), s[4].to_int()));
+}
+
+void narrow_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  IGNIS_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  int64_t dim = wrap_dim(s[1].to_int(), self.dim());
+  int64_t n = self.sizes()[dim];
+  int64_t start = s[2].to_int(), length = s[3].to_int();
+  IGNIS_CHECK_INDEX(start >= -n && start <= n, "start out of range (expected to be in range of [",
+                    -n, ", ", n, "], but got ", start, ")");
+  if (start < 0) start += n;
+  IGNIS_CHECK(length >= 0 && start + length <= n, "start (", start, ") + length (", length,
+              ") exceeds dimension size (", n, ").");
+  ret(s, slice_impl(self, dim, start, start + length, 1));
+}
+
+void select_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  IGNIS_CHECK_INDEX(self.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
+  int64_t dim = wrap_dim(s[1].to_int(), self.dim());
+  int64_t n = self.sizes()[dim];
+  int64_t index = s[2].to_int();
+  IGNIS_CHECK_INDEX(index >= -n && index < n, "index ", index, " is out of bounds for dimension ",
+                    dim, " with size ", n);
+  if (index < 0) index += n;
+  DimVector sz = self.sizes(), st = self.strides();
+  int64_t off = self.storage_offset() + index * st[dim];
+  sz.erase(dim);
+  st.erase(dim);
+  ret(s, make_view(self, sz, st, off));
+}
+
+void split_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  int64_t dim = wrap_dim(s[2].to_int(), self.dim());
+  int64_t n = self.sizes()[dim];
+  std::vector<Tensor> out;
+  if (s[1].is_int()) {
+    int64_t size = s[1].to_int();
+    IGNIS_CHECK(size > 0 || (size == 0 && n == 0), "split_size can only be 0 if dimension size is 0, "
+                "but got dimension size of ", n);
+    if (n == 0) {
+      out.push_back(slice_impl(self, dim, 0, 0, 1));
+    } else {
+      for (int64_t b = 0; b < n; b += size) out.push_back(slice_impl(self, dim, b, std::min(n, b + size), 1));
+    }
+  } else {
+    const auto& sizes = s[1].to_int_list();
+    int64_t total = 0;
+    for (int64_t v : sizes) {
+      IGNIS_CHECK(v >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but "
+                  "got split_sizes=", shape_str(sizes));
+      total += v;
+    }
+    IGNIS_CHECK(total == n, "split_with_sizes expects split_sizes to sum exactly to ", n,
+                " (input tensor's size at dimension ", dim, "), but got split_sizes=", shape_str(sizes));
+    int64_t b = 0;
+    for (int64_t v : sizes) {
+      out.push_back(slice_impl(self, dim, b, b + v, 1));
+      b += v;
+    }
+  }
+  ret_list(s, std::move(out));
+}
+
+void chunk_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  int64_t chunks = s[1].to_int();
+  IGNIS_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+  IGNIS_CHECK(self.dim() > 0, "chunk expects at least a 1-dimensional tensor");
+  int64_t dim = wrap_dim(s[2].to_int(), self.dim());
+  int64_t n = self.sizes()[dim];
+  int64_t size = (n + chunks - 1) / chunks;
+  std::vector<Tensor> out;
+  if (size == 0) {
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(slice_impl(self, dim, 0, 0, 1));
+  } else {
+    for (int64_t b = 0; b < n; b += size) out.push_back(slice_impl(self, dim, b, std::min(n, b + size), 1));
+  }
+  ret_list(s, std::move(out));
+}
+
+void unbind_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  IGNIS_CHECK(self.dim() > 0, "Dimension specified as 0 but tensor has no dimensions");
+  int64_t dim = wrap_dim(s[1].to_int(), self.dim());
+  std::vector<Tensor> out;
+  static OpRef select("select.int");
+  for (int64_t i = 0; i < self.sizes()[dim]; ++i) out.push_back(select.tensor(self, dim, i));
+  ret_list(s, std::move(out));
+}
+
+void as_strided_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  DimVector sz(s[1].to_int_list()), st(s[2].to_int_list());
+  IGNIS_CHECK(sz.size() == st.size(), "mismatch in length of strides and shape");
+  int64_t off = s[3].is_none() ? self.storage_offset() : s[3].to_int();
+  IGNIS_CHECK(off >= 0, "Tensor: invalid storage offset ", off);
+  int64_t extent = off + 1;
+  bool empty = false;
+  for (size_t i = 0; i < sz.size(); ++i) {
+    IGNIS_CHECK(sz[i] >= 0, "as_strided: negative size ", sz[i]);
+    IGNIS_CHECK(st[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ",
+                shape_str(st));
+    if (sz[i] == 0) empty = true;
+    extent += (sz[i] - 1) * st[i];
+  }
+  size_t need = empty ? 0 : static_cast<size_t>(extent) * self.itemsize();
+  IGNIS_CHECK(need <= self.impl()->storage()->nbytes(), "setStorage: sizes ", shape_str(sz),
+              ", strides ", shape_str(st), ", storage offset ", off, ", and itemsize ", self.itemsize(),
+              " requiring a storage size of ", need, " are out of bounds for storage of size ",
+              self.impl()->storage()->nbytes());
+  ret(s, make_view(self, sz, st, off));
+}
+
+void diagonal_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  IGNIS_CHECK(self.dim() >= 2, "diagonal(): expected a tensor with at least 2 dimensions");
+  int64_t offset = s[1].to_int();
+  int64_t d1 = wrap_dim(s[2].to_int(), self.dim()), d2 = wrap_dim(s[3].to_int(), self.dim());
+  IGNIS_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", s[2].to_int(), ", ", s[3].to_int());
+  int64_t off = self.storage_offset();
+  int64_t len;
+  if (offset >= 0) {
+    len = std::max<int64_t>(std::min(self.sizes()[d1], self.sizes()[d2] - offset), 0);
+    if (len > 0) off += offset * self.strides()[d2];
+  } else {
+    len = std::max<int64_t>(std::min(self.sizes()[d1] + offset, self.sizes()[d2]), 0);
+    if (len > 0) off -= offset * self.strides()[d1];
+  }
+  DimVector sz, st;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    sz.push_back(self.sizes()[d]);
+    st.push_back(self.strides()[d]);
+  }
+  sz.push_back(len);
+  st.push_back(self.strides()[d1] + self.strides()[d2]);
+  ret(s, make_view(self, sz, st, off));
+}
+
+void movedim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  int64_t nd = self.dim();
+  auto src = s[1].to_int_list(), dst = s[2].to_int_list();
+  IGNIS_CHECK(src.size() == dst.size(), "movedim: Invalid source or destination dims: source (",
+              shape_str(src), " dims) should contain the same number of dims as destination (",
+              shape_str(dst), " dims)");
+  std::vector<int64_t> order(nd, -1);
+  std::vector<bool> used(nd, false);
+  for (size_t i = 0; i < src.size(); ++i) {
+    int64_t a = wrap_dim(src[i], nd), b = wrap_dim(dst[i], nd);
+    IGNIS_CHECK(order[b] == -1 && !used[a], "movedim: repeated dim");
+    order[b] = a;
+    used[a] = true;
+  }
+  int64_t next = 0;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (order[i] != -1) continue;
+    while (used[next]) ++next;
+    order[i] = next;
+    used[next] = true;
+  }
+  ret(s, OpRef("permute").tensor(self, order));
+}
+
+void view_op(const std::string& schema, KernelFn k, const char* doc = "") {
+  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc);
+}
+
+}  // namespace
+
+void register_view_ops() {
+  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)", view_kernel, "same data, new shape");
+  def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)").category(OpCategory::View).both()
+      .composite(reshape_kernel).doc("a view when possible, else a copy");
+  def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
+      .method_only().composite(view_as_kernel);
+  def("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
+      .method_only().composite(reshape_as_kernel);
+  view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_kernel);
+  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel);
+  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel);
+  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel);
+  def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
+      .method_only().kernel(transpose_inplace_kernel);
+  view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel);
+  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only().kernel(t_inplace_kernel);
+  view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel);
+  def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
+      .method_only().kernel(expand_as_kernel);
+  view_op("squeeze(Tensor(a) self) -> Tensor(a)", squeeze_kernel);
+  view_op("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", squeeze_kernel);
+  view_op("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", squeeze_kernel);
+  def("squeeze_(Tensor(a!) self, int[]? dim=None) -> Tensor(a!)").category(OpCategory::View)
+      .method_only().kernel(squeeze_inplace_kernel);
+  view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", unsqueeze_kernel);
+  def("unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)").category(OpCategory::View)
+      .method_only().kernel(unsqueeze_inplace_kernel);
+  def("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")
+      .category(OpCategory::View).both().composite(flatten_kernel);
+  def("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)")
+      .category(OpCategory::View).both().composite(unflatten_kernel);
+  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", narrow_kernel);
+  view_op("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", select_kernel);
+  view_op("slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",
+          slice_kernel, "self[start:end:step] along dim");
+  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", split_kernel);
+  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]", split_kernel);
+  view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel);
+  def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]").category(OpCategory::View).both()
+      .composite(unbind_kernel);
+  view_op("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",
+          as_strided_kernel);
+  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal_kernel);
+  def("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
+      .category(OpCategory::View).both().composite(movedim_kernel);
+  def("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
+      .category(OpCategory::View).both().composite(movedim_kernel);
+}
+
+}  // namespace ignis

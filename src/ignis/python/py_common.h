@@ -1,0 +1,82 @@
+// Shared helpers of the CPython binding layer.
+//
+// Note [Ownership at the CPython boundary]
+// Functions here follow CPython's conventions: "new reference" results must
+// be released by the caller; "borrowed" arguments are not stolen. Each
+// function's comment says which it is when it is not a plain PyObject* ->
+// new-reference function.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string>
+
+#include "ignis/core/scalar.h"
+#include "ignis/core/tensor.h"
+
+namespace ignis::py {
+
+// Translates the C++ exception in flight into the matching Python exception.
+// Use inside catch(...).
+void set_python_error();
+
+#define IGNIS_PY_BEGIN try {
+#define IGNIS_PY_END(retval)      \
+  }                               \
+  catch (...) {                   \
+    ::ignis::py::set_python_error(); \
+    return retval;                \
+  }
+
+// Raised when a Python error is already set and must propagate unchanged.
+struct PythonErrorAlreadySet {};
+
+// --- Tensor -----------------------------------------------------------------
+struct PyTensor {
+  PyObject_HEAD
+  Tensor tensor;
+};
+extern PyTypeObject* TensorBaseType;
+// The Python class instances are created as (ignis.Tensor once registered).
+extern PyTypeObject* TensorClass;
+bool is_tensor(PyObject* o);
+// Borrowed view of the Tensor inside a Python tensor object.
+inline const Tensor& unwrap(PyObject* o) { return reinterpret_cast<PyTensor*>(o)->tensor; }
+// New reference: the Python object for `t` (the same object each time for
+// the same TensorImpl while that object lives). None for undefined.
+PyObject* wrap(Tensor t);
+PyObject* wrap_as(PyTypeObject* cls, Tensor t);
+bool init_tensor_type(PyObject* module);
+
+// --- dtype / device ----------------------------------------------------------
+bool init_dtype_types(PyObject* module);
+bool is_dtype(PyObject* o);
+ScalarType dtype_of(PyObject* o);          // for objects where is_dtype() holds
+PyObject* dtype_object(ScalarType t);      // borrowed
+// Accepts ignis dtypes, Python's float/int/bool types and NumPy dtypes.
+bool to_dtype(PyObject* o, ScalarType* out);
+bool is_device(PyObject* o);
+Device device_of(PyObject* o);
+PyObject* make_device(Device d);           // new reference
+// Accepts ignis.device, "cuda:0", or an int (a CUDA index).
+bool to_device(PyObject* o, Device* out);
+
+// --- ops -----------------------------------------------------------------------
+bool init_op_type(PyObject* module);
+// New reference: dict name -> (op object, is_function, is_method).
+PyObject* build_op_table();
+
+// --- indexing (py_indexing.cpp): _getitem / _setitem ----------------------------
+bool init_indexing(PyObject* module);
+
+// --- numbers -----------------------------------------------------------------
+// True when o is a Python or NumPy number (bool, int, float).
+bool is_number(PyObject* o);
+Scalar to_scalar(PyObject* o);  // for objects where is_number() holds
+
+// A Python size object (ignis.Size once registered, else tuple).
+extern PyObject* SizeClass;
+PyObject* make_size(const DimVector& v);
+
+}  // namespace ignis::py

@@ -1,0 +1,603 @@
+// Op objects: one Python callable per operator name, parsing arguments by
+// the op's schema (trying its overloads in order), calling the dispatcher,
+// and converting the results.
+//
+// The same object is the function at ignis.<name> and the method
+// ignis.Tensor.<name>: the type has Py_TPFLAGS_METHOD_DESCRIPTOR, so
+// `x.add(y)` calls it as add(x, y) with no bound-method object in between.
+
+#include <map>
+#include <memory>
+
+#include "ignis/ops/op_def.h"
+#include "ignis/python/py_common.h"
+
+#include <structmember.h>
+
+namespace ignis::py {
+
+namespace {
+
+struct PyOp {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  std::vector<const OpHandle*>* overloads;
+  PyObject* name;  // str
+};
+PyTypeObject* OpType = nullptr;
+
+// Why one overload did not match, for the TypeError listing all overloads.
+struct Mismatch {
+  std::string msg;
+};
+
+bool is_number_like(PyObject* o) { return is_number(o); }
+
+// --- scalar conversions ---------------------------------------------------------
+bool as_int(PyObject* o, int64_t* out) {
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return false;
+    *out = v;
+    return true;
+  }
+  if (is_tensor(o)) {
+    const Tensor& t = unwrap(o);
+    if (t.numel() == 1 && t.dim() == 0 && is_integral(t.dtype(), true) && t.device().is_cpu()) {
+      *out = t.item_int();
+      return true;
+    }
+    return false;
+  }
+  if (PyFloat_Check(o)) return false;
+  if (PyIndex_Check(o)) {  // NumPy integers
+    PyObject* i = PyNumber_Index(o);
+    if (!i) {
+      PyErr_Clear();
+      return false;
+    }
+    *out = PyLong_AsLongLong(i);
+    Py_DECREF(i);
+    return true;
+  }
+  return false;
+}
+
+bool as_double(PyObject* o, double* out) {
+  if (PyFloat_Check(o)) {
+    *out = PyFloat_AS_DOUBLE(o);
+    return true;
+  }
+  if (PyLong_Check(o)) {
+    *out = PyLong_AsDouble(o);
+    return !PyErr_Occurred() || (PyErr_Clear(), false);
+  }
+  if (is_tensor(o)) {
+    const Tensor& t = unwrap(o);
+    if (t.numel() == 1 && t.device().is_cpu()) {
+      *out = t.item_double();
+      return true;
+    }
+    return false;
+  }
+  if (is_number(o)) {
+    *out = PyFloat_AsDouble(o);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool as_int_list(PyObject* o, std::vector<int64_t>* out) {
+  if (PyTuple_Check(o) || PyList_Check(o)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    PyObject** items = PySequence_Fast_ITEMS(o);
+    out->resize(n);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!as_int(items[i], &(*out)[i])) return false;
+    return true;
+  }
+  int64_t v;
+  if (as_int(o, &v)) {  // int[1]: a lone int
+    out->assign(1, v);
+    return true;
+  }
+  return false;
+}
+
+const char* py_type_name(PyObject* o) {
+  if (is_tensor(o)) return "Tensor";
+  return Py_TYPE(o)->tp_name;
+}
+
+// Converts one Python argument to the schema's type; false on a mismatch.
+bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
+  bool optional = false;
+  switch (a.type) {
+    case ArgType::OptTensor: case ArgType::OptInt: case ArgType::OptIntList:
+    case ArgType::OptFloat: case ArgType::OptBool: case ArgType::OptScalar:
+    case ArgType::OptDtype: case ArgType::OptDevice: case ArgType::OptStr:
+      optional = true;
+      break;
+    default:
+      break;
+  }
+  if (o == Py_None) {
+    if (!optional) return false;
+    *out = None{};
+    return true;
+  }
+  switch (a.type) {
+    case ArgType::Tensor:
+    case ArgType::OptTensor:
+      if (is_tensor(o)) {
+        *out = unwrap(o);
+        return true;
+      }
+      // A Python number where a tensor is expected (x + 2, where(c, x, 0.)):
+      // a 0-dim "wrapped number" that promotes like a scalar.
+      if (!first_arg && is_number(o)) {
+        Scalar s = to_scalar(o);
+        Tensor t = s.is_float() ? scalar_to_tensor(s.to_double(), ScalarType::Float64, true)
+                                : scalar_to_tensor_int(s.to_int(), s.natural_dtype(), true);
+        *out = std::move(t);
+        return true;
+      }
+      return false;
+    case ArgType::TensorList:
+    case ArgType::OptTensorList: {
+      if (!PyTuple_Check(o) && !PyList_Check(o)) return false;
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+      PyObject** items = PySequence_Fast_ITEMS(o);
+      std::vector<Tensor> v(n);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        if (items[i] == Py_None && a.type == ArgType::OptTensorList) continue;
+        if (!is_tensor(items[i])) return false;
+        v[i] = unwrap(items[i]);
+      }
+      if (a.type == ArgType::TensorList) *out = std::move(v);
+      else *out = IValue::OptTensors{std::move(v)};
+      return true;
+    }
+    case ArgType::Int:
+    case ArgType::OptInt: {
+      int64_t v;
+      if (PyBool_Check(o) || !as_int(o, &v)) return false;
+      *out = v;
+      return true;
+    }
+    case ArgType::IntList:
+    case ArgType::OptIntList: {
+      std::vector<int64_t> v;
+      if (!as_int_list(o, &v)) return false;
+      *out = std::move(v);
+      return true;
+    }
+    case ArgType::Float:
+    case ArgType::OptFloat: {
+      double v;
+      if (PyBool_Check(o) || !as_double(o, &v)) return false;
+      *out = v;
+      return true;
+    }
+    case ArgType::FloatList: {
+      if (!PyTuple_Check(o) && !PyList_Check(o)) {
+        double v;
+        if (!as_double(o, &v)) return false;
+        *out = std::vector<double>{v};
+        return true;
+      }
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+      std::vector<double> v(n);
+      for (Py_ssize_t i = 0; i < n; ++i)
+        if (!as_double(PySequence_Fast_ITEMS(o)[i], &v[i])) return false;
+      *out = std::move(v);
+      return true;
+    }
+    case ArgType::Bool:
+    case ArgType::OptBool:
+      if (PyBool_Check(o)) {
+        *out = o == Py_True;
+        return true;
+      }
+      if (!PyLong_Check(o) && !PyFloat_Check(o) && is_number(o) && PyObject_HasAttrString(o, "dtype")) {
+        int r = PyObject_IsTrue(o);  // numpy.bool_
+        if (r < 0) { PyErr_Clear(); return false; }
+        *out = r == 1;
+        return true;
+      }
+      return false;
+    case ArgType::Scalar:
+    case ArgType::OptScalar:
+      if (is_number(o)) {
+        *out = to_scalar(o);
+        return true;
+      }
+      if (is_tensor(o) && unwrap(o).numel() == 1 && unwrap(o).device().is_cpu()) {
+        const Tensor& t = unwrap(o);
+        if (t.dtype() == ScalarType::Bool) *out = t.item_int() != 0;
+        else if (is_floating(t.dtype())) *out = t.item_double();
+        else *out = t.item_int();
+        return true;
+      }
+      return false;
+    case ArgType::Dtype:
+    case ArgType::OptDtype: {
+      ScalarType st;
+      if (!to_dtype(o, &st)) return false;
+      *out = st;
+      return true;
+    }
+    case ArgType::Device:
+    case ArgType::OptDevice: {
+      Device d;
+      if (!is_device(o) && !PyUnicode_Check(o) && !PyLong_Check(o)) return false;
+      if (!to_device(o, &d)) throw PythonErrorAlreadySet{};
+      *out = d;
+      return true;
+    }
+    case ArgType::Str:
+    case ArgType::OptStr:
+      if (!PyUnicode_Check(o)) return false;
+      *out = std::string(PyUnicode_AsUTF8(o));
+      return true;
+  }
+  return false;
+}
+
+// Matches Python arguments to one schema. On a mismatch returns false with
+// the reason in *why.
+bool parse(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+           Stack& stack, std::string* why) {
+  const size_t nparams = fs.args.size();
+  stack.clear();
+  stack.resize(nparams);
+  std::vector<bool> filled(nparams, false);
+  size_t npos = 0;  // positional parameters
+  while (npos < nparams && !fs.args[npos].kwarg_only) ++npos;
+
+  Py_ssize_t ai = 0;
+  for (size_t pi = 0; pi < npos && ai < nargs; ++pi, ++ai) {
+    const Argument& a = fs.args[pi];
+    PyObject* o = args[ai];
+    // Varargs sizes: view(2, 3), permute(1, 0), zeros(2, 3): an int[] that is
+    // the last positional parameter gathers the remaining ints.
+    if ((a.type == ArgType::IntList || a.type == ArgType::OptIntList) && pi == npos - 1 &&
+        nargs - ai > 1) {
+      std::vector<int64_t> v;
+      for (; ai < nargs; ++ai) {
+        int64_t x;
+        if (!as_int(args[ai], &x)) {
+          *why = "argument '" + a.name + "' must be a sequence of ints, but got " +
+                 py_type_name(args[ai]) + " in it";
+          return false;
+        }
+        v.push_back(x);
+      }
+      stack[pi] = std::move(v);
+      filled[pi] = true;
+      --ai;
+      continue;
+    }
+    if (!convert(o, a, pi == 0, &stack[pi])) {
+      *why = "argument '" + a.name + "' (position " + std::to_string(pi + 1) + ") must be " +
+             arg_type_name(a.type) + ", not " + py_type_name(o);
+      return false;
+    }
+    filled[pi] = true;
+  }
+  if (ai < nargs) {
+    *why = "takes " + std::to_string(npos) + " positional arguments but " +
+           std::to_string(nargs) + " were given";
+    return false;
+  }
+  if (kwnames) {
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+      const char* key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+      int idx = fs.find_arg(key);
+      // PyTorch names the first argument `input` in the function form.
+      if (idx < 0 && std::string(key) == "input" && !fs.args.empty() && fs.args[0].name == "self")
+        idx = 0;
+      if (idx < 0) {
+        *why = std::string("got an unexpected keyword argument '") + key + "'";
+        return false;
+      }
+      if (filled[idx]) {
+        *why = std::string("got multiple values for argument '") + key + "'";
+        return false;
+      }
+      PyObject* o = args[nargs + k];
+      if (!convert(o, fs.args[idx], idx == 0, &stack[idx])) {
+        *why = "argument '" + fs.args[idx].name + "' must be " + arg_type_name(fs.args[idx].type) +
+               ", not " + py_type_name(o);
+        return false;
+      }
+      filled[idx] = true;
+    }
+  }
+  for (size_t i = 0; i < nparams; ++i) {
+    if (filled[i]) continue;
+    if (!fs.args[i].has_default) {
+      *why = "missing required argument '" + fs.args[i].name + "'";
+      return false;
+    }
+    stack[i] = fs.args[i].default_value;
+  }
+  return true;
+}
+
+PyObject* convert_result(const OpHandle& op, Stack& stack);
+
+PyObject* structseq_for(const OpHandle& op) {
+  // torch.return_types-style named tuples, one type per op.
+  static std::map<std::string, PyTypeObject*> types;
+  const auto& rets = op.schema().returns;
+  auto it = types.find(op.schema().name);
+  if (it != types.end()) return reinterpret_cast<PyObject*>(it->second);
+  auto* fields = new PyStructSequence_Field[rets.size() + 1];
+  for (size_t i = 0; i < rets.size(); ++i) {
+    fields[i].name = strdup(rets[i].name.c_str());
+    fields[i].doc = nullptr;
+  }
+  fields[rets.size()] = {nullptr, nullptr};
+  auto* desc = new PyStructSequence_Desc{strdup(("ignis.return_types." + op.schema().name).c_str()),
+                                         nullptr, fields, static_cast<int>(rets.size())};
+  PyTypeObject* t = PyStructSequence_NewType(desc);
+  types[op.schema().name] = t;
+  return reinterpret_cast<PyObject*>(t);
+}
+
+PyObject* one_result(const IValue& v) {
+  switch (v.tag()) {
+    case IValue::Tag::None: Py_RETURN_NONE;
+    case IValue::Tag::Tensor: return wrap(v.to_tensor());
+    case IValue::Tag::Int: return PyLong_FromLongLong(v.to_int());
+    case IValue::Tag::Double: return PyFloat_FromDouble(v.to_double());
+    case IValue::Tag::Bool: return PyBool_FromLong(v.to_bool());
+    case IValue::Tag::TensorList: {
+      const auto& l = v.to_tensor_list();
+      PyObject* tup = PyTuple_New(static_cast<Py_ssize_t>(l.size()));
+      for (size_t i = 0; i < l.size(); ++i) PyTuple_SET_ITEM(tup, i, wrap(l[i]));
+      return tup;
+    }
+    case IValue::Tag::IntList: {
+      const auto& l = v.to_int_list();
+      PyObject* tup = PyTuple_New(static_cast<Py_ssize_t>(l.size()));
+      for (size_t i = 0; i < l.size(); ++i) PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(l[i]));
+      return tup;
+    }
+    default:
+      PyErr_Format(PyExc_RuntimeError, "cannot return a %s to Python", v.tag_name());
+      return nullptr;
+  }
+}
+
+PyObject* convert_result(const OpHandle& op, Stack& stack) {
+  const auto& rets = op.schema().returns;
+  if (rets.empty()) Py_RETURN_NONE;
+  if (rets.size() == 1) return one_result(stack[0]);
+  bool named = !rets[0].name.empty();
+  PyObject* tup = named ? PyStructSequence_New(reinterpret_cast<PyTypeObject*>(structseq_for(op)))
+                        : PyTuple_New(static_cast<Py_ssize_t>(rets.size()));
+  for (size_t i = 0; i < rets.size(); ++i) {
+    PyObject* r = one_result(stack[i]);
+    if (!r) {
+      Py_DECREF(tup);
+      return nullptr;
+    }
+    if (named) PyStructSequence_SET_ITEM(tup, i, r);
+    else PyTuple_SET_ITEM(tup, i, r);
+  }
+  return tup;
+}
+
+std::string signature_text(const FunctionSchema& fs) {
+  std::string s = "(";
+  bool kw = false;
+  for (size_t i = 0; i < fs.args.size(); ++i) {
+    const Argument& a = fs.args[i];
+    if (i) s += ", ";
+    if (a.kwarg_only && !kw) {
+      s += "*, ";
+      kw = true;
+    }
+    s += std::string(arg_type_name(a.type)) + " " + a.name;
+    if (a.has_default) s += "=" + a.default_value.repr();
+  }
+  return s + ")";
+}
+
+PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  try {
+    Stack stack;
+    stack.reserve(8);
+    std::string first_why;
+    for (const OpHandle* h : *op->overloads) {
+      std::string why;
+      if (parse(h->schema(), args, nargs, kwnames, stack, &why)) {
+        h->call(stack);
+        return convert_result(*h, stack);
+      }
+      if (first_why.empty()) first_why = why;
+    }
+    // No overload matched: list them all, as PyTorch does.
+    std::string msg = std::string(PyUnicode_AsUTF8(op->name)) +
+                      "() received an invalid combination of arguments - got (";
+    for (Py_ssize_t i = 0; i < nargs; ++i) msg += std::string(i ? ", " : "") + py_type_name(args[i]);
+    if (kwnames) {
+      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k)
+        msg += std::string(nargs + k ? ", " : "") + PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k)) +
+               "=" + py_type_name(args[nargs + k]);
+    }
+    msg += "), but expected ";
+    if (op->overloads->size() == 1) {
+      msg += signature_text((*op->overloads)[0]->schema()) + ": " + first_why;
+    } else {
+      msg += "one of:";
+      for (const OpHandle* h : *op->overloads) msg += "\n * " + signature_text(h->schema());
+    }
+    PyErr_SetString(PyExc_TypeError, msg.c_str());
+    return nullptr;
+  } catch (const PythonErrorAlreadySet&) {
+    return nullptr;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* op_descr_get(PyObject* self, PyObject* obj, PyObject*) {
+  if (!obj || obj == Py_None) {
+    Py_INCREF(self);
+    return self;
+  }
+  return PyMethod_New(self, obj);
+}
+
+PyObject* op_repr(PyObject* self) {
+  return PyUnicode_FromFormat("<ignis op %U>", reinterpret_cast<PyOp*>(self)->name);
+}
+
+PyObject* op_get_name(PyObject* self, void*) {
+  PyObject* n = reinterpret_cast<PyOp*>(self)->name;
+  Py_INCREF(n);
+  return n;
+}
+PyObject* op_get_schemas(PyObject* self, void*) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  PyObject* l = PyList_New(0);
+  for (const OpHandle* h : *op->overloads) {
+    PyObject* s = PyUnicode_FromString(h->schema().str().c_str());
+    PyList_Append(l, s);
+    Py_DECREF(s);
+  }
+  return l;
+}
+PyObject* op_get_doc(PyObject* self, void*) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  std::string doc;
+  for (const OpHandle* h : *op->overloads) {
+    doc += h->schema().str() + "\n";
+    if (h->def() && !h->def()->doc.empty()) doc += "    " + h->def()->doc + "\n";
+  }
+  return PyUnicode_FromString(doc.c_str());
+}
+PyObject* op_get_category(PyObject* self, void*) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  const OpHandle* h = (*op->overloads)[0];
+  return PyUnicode_FromString(h->def() ? category_name(h->def()->category) : "other");
+}
+
+PyGetSetDef op_getset[] = {
+    {"__name__", op_get_name, nullptr, nullptr, nullptr},
+    {"__qualname__", op_get_name, nullptr, nullptr, nullptr},
+    {"__doc__", op_get_doc, nullptr, nullptr, nullptr},
+    {"schemas", op_get_schemas, nullptr, "The schema of each overload.", nullptr},
+    {"category", op_get_category, nullptr, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMemberDef op_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(PyOp, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyObject* make_op(const std::string& name, std::vector<const OpHandle*> overloads) {
+  PyObject* o = OpType->tp_alloc(OpType, 0);
+  if (!o) return nullptr;
+  auto* op = reinterpret_cast<PyOp*>(o);
+  op->vectorcall = op_vectorcall;
+  op->overloads = new std::vector<const OpHandle*>(std::move(overloads));
+  op->name = PyUnicode_FromString(name.c_str());
+  return o;
+}
+
+}  // namespace
+
+bool init_op_type(PyObject* module) {
+  static PyType_Slot slots[] = {
+      {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+      {Py_tp_descr_get, reinterpret_cast<void*>(op_descr_get)},
+      {Py_tp_repr, reinterpret_cast<void*>(op_repr)},
+      {Py_tp_getset, op_getset},
+      {Py_tp_members, op_members},
+      {0, nullptr},
+  };
+  static PyType_Spec spec = {
+      "ignis._C.Op", sizeof(PyOp), 0,
+      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR, slots};
+  PyObject* t = PyType_FromSpec(&spec);
+  if (!t) return false;
+  OpType = reinterpret_cast<PyTypeObject*>(t);
+  Py_INCREF(t);
+  return PyModule_AddObject(module, "Op", t) == 0;
+}
+
+PyObject* build_op_table() {
+  // Group overloads by Python name; an op's variants are the union of its
+  // overloads' variants.
+  std::map<std::string, std::pair<std::vector<const OpHandle*>, uint8_t>> groups;
+  std::vector<std::string> order;
+  for (const auto& h : Dispatcher::get().ops()) {
+    const OpDef* d = h->def();
+    std::string name = d && !d->python_name.empty() ? d->python_name : h->schema().name;
+    if (!groups.count(name)) order.push_back(name);
+    auto& g = groups[name];
+    g.first.push_back(h.get());
+    g.second |= d ? d->variants : kFunction;
+  }
+  PyObject* dict = PyDict_New();
+  for (const auto& name : order) {
+    auto& g = groups[name];
+    PyObject* op = make_op(name, g.first);
+    PyObject* entry = Py_BuildValue("(NOO)", op, (g.second & kFunction) ? Py_True : Py_False,
+                                    (g.second & kMethod) ? Py_True : Py_False);
+    PyDict_SetItemString(dict, name.c_str(), entry);
+    Py_DECREF(entry);
+  }
+  return dict;
+}
+
+bool is_number(PyObject* o) {
+  if (PyFloat_Check(o) || PyLong_Check(o)) return true;  // bool is a PyLong
+  if (is_tensor(o) || PyUnicode_Check(o) || PySequence_Check(o)) return false;
+  // NumPy scalars: have __float__ or __index__ and a dtype.
+  PyTypeObject* t = Py_TYPE(o);
+  return t->tp_as_number && (t->tp_as_number->nb_float || t->tp_as_number->nb_index) &&
+         PyObject_HasAttrString(o, "dtype");
+}
+
+Scalar to_scalar(PyObject* o) {
+  if (PyBool_Check(o)) return Scalar(o == Py_True);
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    IGNIS_CHECK(!overflow, "Python int too large to convert to int64");
+    return Scalar(static_cast<int64_t>(v));
+  }
+  if (PyFloat_Check(o)) return Scalar(PyFloat_AS_DOUBLE(o));
+  // NumPy scalar: go by its kind.
+  PyObject* dt = PyObject_GetAttrString(o, "dtype");
+  PyObject* kind = dt ? PyObject_GetAttrString(dt, "kind") : nullptr;
+  Py_XDECREF(dt);
+  std::string k = kind && PyUnicode_Check(kind) ? PyUnicode_AsUTF8(kind) : "f";
+  Py_XDECREF(kind);
+  PyErr_Clear();
+  if (k == "b") return Scalar(PyObject_IsTrue(o) == 1);
+  if (k == "i" || k == "u") {
+    PyObject* i = PyNumber_Index(o);
+    int64_t v = i ? PyLong_AsLongLong(i) : 0;
+    Py_XDECREF(i);
+    return Scalar(v);
+  }
+  return Scalar(PyFloat_AsDouble(o));
+}
+
+}  // namespace ignis::py
