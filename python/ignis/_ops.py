@@ -20,6 +20,11 @@ def install(namespace, tensor_cls):
         if is_method and name not in tensor_cls.__dict__:
             setattr(tensor_cls, name, op)
     namespace["ops"] = ops
+    from . import _tensor
+    _tensor._OPS.update({n: e[0] for n, e in _table.items()})
+    for dunder, name in _tensor._DUNDER_OPS.items():
+        if name in _table:
+            setattr(tensor_cls, dunder, _table[name][0])
 
 
 def get(name):

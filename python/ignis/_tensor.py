@@ -8,9 +8,23 @@ import numpy as np
 from . import _C
 
 
-def _op(name):
-    from . import _ops
-    return _ops.get(name)
+# Filled by ignis._ops.install: op name -> op object.
+_OPS = {}
+
+_DUNDER_OPS = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_",
+    "__sub__": "sub", "__rsub__": "rsub", "__isub__": "sub_",
+    "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul_",
+    "__truediv__": "div", "__itruediv__": "div_",
+    "__floordiv__": "floor_divide", "__ifloordiv__": "floor_divide_",
+    "__mod__": "remainder", "__imod__": "remainder_",
+    "__pow__": "pow", "__ipow__": "pow_", "__matmul__": "matmul",
+    "__neg__": "neg", "__abs__": "abs", "__invert__": "bitwise_not",
+    "__and__": "bitwise_and", "__rand__": "bitwise_and", "__iand__": "bitwise_and_",
+    "__or__": "bitwise_or", "__ror__": "bitwise_or", "__ior__": "bitwise_or_",
+    "__xor__": "bitwise_xor", "__rxor__": "bitwise_xor", "__ixor__": "bitwise_xor_",
+    "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+}
 
 
 class Tensor(_C.TensorBase):
@@ -63,49 +77,22 @@ class Tensor(_C.TensorBase):
 
     __hash__ = _C.TensorBase.__hash__
 
-    # --- arithmetic operators ---------------------------------------------------------
-    def __add__(self, other): return _op("add")(self, other)
-    def __radd__(self, other): return _op("add")(self, other)
-    def __iadd__(self, other): return _op("add_")(self, other)
-    def __sub__(self, other): return _op("sub")(self, other)
-    def __rsub__(self, other): return _op("rsub")(self, other)
-    def __isub__(self, other): return _op("sub_")(self, other)
-    def __mul__(self, other): return _op("mul")(self, other)
-    def __rmul__(self, other): return _op("mul")(self, other)
-    def __imul__(self, other): return _op("mul_")(self, other)
-    def __truediv__(self, other): return _op("div")(self, other)
-    def __rtruediv__(self, other): return _op("div")(_C._wrap_number(other), self)
-    def __itruediv__(self, other): return _op("div_")(self, other)
-    def __floordiv__(self, other): return _op("floor_divide")(self, other)
-    def __rfloordiv__(self, other): return _op("floor_divide")(_C._wrap_number(other), self)
-    def __ifloordiv__(self, other): return _op("floor_divide_")(self, other)
-    def __mod__(self, other): return _op("remainder")(self, other)
-    def __rmod__(self, other): return _op("remainder")(_C._wrap_number(other), self)
-    def __imod__(self, other): return _op("remainder_")(self, other)
-    def __pow__(self, other): return _op("pow")(self, other)
-    def __rpow__(self, other): return _op("pow")(_C._wrap_number(other), self)
-    def __ipow__(self, other): return _op("pow_")(self, other)
-    def __matmul__(self, other): return _op("matmul")(self, other)
-    def __rmatmul__(self, other): return _op("matmul")(other, self)
-    def __neg__(self): return _op("neg")(self)
+    # Arithmetic and comparison operators are the op objects themselves
+    # (bound in _ops.install from _DUNDER_OPS below): `a + b` reaches the C++
+    # op with no Python frame in between. Reflected forms of non-commutative
+    # ops wrap the Python number first so it promotes like a scalar.
+    def __rtruediv__(self, other): return _OPS["div"](_C._wrap_number(other), self)
+    def __rfloordiv__(self, other): return _OPS["floor_divide"](_C._wrap_number(other), self)
+    def __rmod__(self, other): return _OPS["remainder"](_C._wrap_number(other), self)
+    def __rpow__(self, other): return _OPS["pow"](_C._wrap_number(other), self)
+    def __rmatmul__(self, other): return _OPS["matmul"](other, self)
     def __pos__(self): return self
-    def __abs__(self): return _op("abs")(self)
-    def __invert__(self): return _op("bitwise_not")(self)
-    def __and__(self, other): return _op("bitwise_and")(self, other)
-    def __rand__(self, other): return _op("bitwise_and")(self, other)
-    def __iand__(self, other): return _op("bitwise_and_")(self, other)
-    def __or__(self, other): return _op("bitwise_or")(self, other)
-    def __ror__(self, other): return _op("bitwise_or")(self, other)
-    def __ior__(self, other): return _op("bitwise_or_")(self, other)
-    def __xor__(self, other): return _op("bitwise_xor")(self, other)
-    def __rxor__(self, other): return _op("bitwise_xor")(self, other)
-    def __ixor__(self, other): return _op("bitwise_xor_")(self, other)
-    def __eq__(self, other): return _op("eq")(self, other) if _comparable(other) else NotImplemented
-    def __ne__(self, other): return _op("ne")(self, other) if _comparable(other) else NotImplemented
-    def __lt__(self, other): return _op("lt")(self, other)
-    def __le__(self, other): return _op("le")(self, other)
-    def __gt__(self, other): return _op("gt")(self, other)
-    def __ge__(self, other): return _op("ge")(self, other)
+
+    def __eq__(self, other):
+        return _OPS["eq"](self, other) if _comparable(other) else NotImplemented
+
+    def __ne__(self, other):
+        return _OPS["ne"](self, other) if _comparable(other) else NotImplemented
 
     # --- indexing ----------------------------------------------------------------------
     def __getitem__(self, index):
