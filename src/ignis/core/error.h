@@ -7,9 +7,10 @@
 // user code.
 #pragma once
 
-#include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "ignis/core/str.h"
 
 namespace ignis {
 
@@ -26,17 +27,9 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
-inline void append(std::ostringstream&) {}
-template <typename T, typename... Rest>
-void append(std::ostringstream& os, const T& v, const Rest&... rest) {
-  os << v;
-  append(os, rest...);
-}
 template <typename... Args>
 [[noreturn]] void fail(ErrorKind kind, const Args&... args) {
-  std::ostringstream os;
-  append(os, args...);
-  throw Error(kind, os.str());
+  throw Error(kind, str(args...));
 }
 }  // namespace detail
 

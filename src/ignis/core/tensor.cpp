@@ -1,6 +1,5 @@
 #include "ignis/core/tensor.h"
 
-#include <sstream>
 
 namespace ignis {
 
@@ -90,11 +89,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 }
 
 std::string shape_str(const DimVector& sizes) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? ", " : "") << sizes[i];
-  os << "]";
-  return os.str();
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += str(i ? ", " : "", sizes[i]);
+  return s + "]";
 }
 std::string shape_str(const IntList& sizes) { return shape_str(DimVector(sizes)); }
 

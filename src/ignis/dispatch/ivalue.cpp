@@ -1,6 +1,5 @@
 #include "ignis/dispatch/ivalue.h"
 
-#include <sstream>
 
 namespace ignis {
 
@@ -37,7 +36,7 @@ const char* IValue::tag_name() const {
 }
 
 std::string IValue::repr() const {
-  std::ostringstream os;
+  StrBuilder os;
   switch (tag()) {
     case Tag::None: return "None";
     case Tag::Tensor: {

@@ -3,7 +3,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <limits>
-#include <sstream>
 
 namespace ignis {
 
@@ -181,11 +180,13 @@ class Parser {
       expect(']');
       std::string body = s_.substr(b + 1, pos_ - b - 2);
       std::vector<int64_t> v;
-      std::stringstream ss(body);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        if (item.find_first_not_of(" ") == std::string::npos) continue;
-        v.push_back(std::stoll(item));
+      size_t b = 0;
+      while (b < body.size()) {
+        size_t e = body.find(',', b);
+        if (e == std::string::npos) e = body.size();
+        std::string item = body.substr(b, e - b);
+        if (item.find_first_not_of(' ') != std::string::npos) v.push_back(std::stoll(item));
+        b = e + 1;
       }
       if (t == ArgType::FloatList) return std::vector<double>(v.begin(), v.end());
       return v;
@@ -262,7 +263,7 @@ int FunctionSchema::find_arg(const std::string& n) const {
 }
 
 std::string FunctionSchema::str() const {
-  std::ostringstream os;
+  StrBuilder os;
   os << full_name() << "(";
   bool kw = false;
   for (size_t i = 0; i < args.size(); ++i) {
