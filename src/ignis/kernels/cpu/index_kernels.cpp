@@ -1,0 +1,468 @@
+#include "ignis/kernels/cpu/index_kernels.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ignis::cpu {
+
+namespace {
+
+constexpr int64_t kGrain = 32768;
+
+// Runs f(begin, end) over [0, n) in one contiguous chunk per thread when the
+// elements touched (`work`) make threads worth starting.
+template <typename F>
+void parallel_chunks(int64_t n, int64_t work, F f) {
+  int64_t threads = omp_get_max_threads();
+  if (n <= 1 || work < kGrain || threads <= 1 || omp_in_parallel()) {
+    f(int64_t(0), n);
+    return;
+  }
+  int64_t chunks = std::min({n, threads, std::max<int64_t>(1, work / kGrain)});
+#pragma omp parallel num_threads(static_cast<int>(chunks))
+  {
+    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t per = (n + nt - 1) / nt;
+    int64_t b = std::min(n, t * per), e = std::min(n, b + per);
+    if (b < e) f(b, e);
+  }
+}
+
+// Walks the positions of `sizes` in row-major order from a starting linear
+// position, keeping each operand's offset (in the units of its strides).
+class Walker {
+ public:
+  Walker(const DimVector& sizes, std::vector<DimVector> strides, int64_t begin)
+      : sizes_(sizes), strides_(std::move(strides)), idx_(sizes.size()),
+        off_(strides_.size(), 0) {
+    for (int64_t d = static_cast<int64_t>(sizes_.size()) - 1; d >= 0; --d) {
+      idx_[d] = sizes_[d] ? begin % sizes_[d] : 0;
+      begin = sizes_[d] ? begin / sizes_[d] : 0;
+      for (size_t k = 0; k < strides_.size(); ++k) off_[k] += idx_[d] * strides_[k][d];
+    }
+  }
+  int64_t off(size_t k) const { return off_[k]; }
+  const DimVector& idx() const { return idx_; }
+  void next() {
+    for (int64_t d = static_cast<int64_t>(sizes_.size()) - 1; d >= 0; --d) {
+      if (++idx_[d] < sizes_[d]) {
+        for (size_t k = 0; k < strides_.size(); ++k) off_[k] += strides_[k][d];
+        return;
+      }
+      for (size_t k = 0; k < strides_.size(); ++k) off_[k] -= (sizes_[d] - 1) * strides_[k][d];
+      idx_[d] = 0;
+    }
+  }
+
+ private:
+  const DimVector& sizes_;
+  std::vector<DimVector> strides_;
+  DimVector idx_;
+  std::vector<int64_t> off_;
+};
+
+DimVector byte_strides(const Tensor& t) {
+  DimVector s = t.strides();
+  for (auto& v : s) v *= static_cast<int64_t>(t.itemsize());
+  return s;
+}
+
+// ---- mapped_copy --------------------------------------------------------------------
+template <typename T>
+struct CopyOp {
+  static void apply(char* d, const char* s) {
+    *reinterpret_cast<T*>(d) = *reinterpret_cast<const T*>(s);
+  }
+};
+template <typename T>
+struct AddOp {
+  static void apply(char* d, const char* s) {
+    T* dp = reinterpret_cast<T*>(d);
+    *dp = static_cast<T>(static_cast<opmath_t<T>>(*dp) +
+                         static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(s)));
+  }
+};
+template <>
+struct AddOp<bool> {
+  static void apply(char* d, const char* s) {
+    *reinterpret_cast<bool*>(d) = *reinterpret_cast<bool*>(d) || *reinterpret_cast<const bool*>(s);
+  }
+};
+
+struct Affine {
+  int64_t s;
+  int64_t operator()(int64_t i) const { return s * i; }
+};
+struct Table {
+  const int64_t* t;
+  int64_t operator()(int64_t i) const { return t[i]; }
+};
+
+template <typename Op, typename DO, typename SO>
+void inner(char* __restrict d, const char* __restrict s, int64_t n, DO doff, SO soff) {
+  for (int64_t i = 0; i < n; ++i) Op::apply(d + doff(i), s + soff(i));
+}
+
+template <typename T, typename Op>
+void inner_dispatch(char* d, const char* s, const MapDim& m) {
+  const int64_t n = m.size;
+  const bool dt = !m.dst_table.empty(), st = !m.src_table.empty();
+  if (!dt && !st) {
+    if (m.dst_stride == sizeof(T) && m.src_stride == sizeof(T)) {
+      if constexpr (std::is_same_v<Op, CopyOp<T>>) {
+        std::memcpy(d, s, n * sizeof(T));
+      } else {
+        // Plain indexed loop so that the compiler vectorises the sum.
+        T* __restrict dp = reinterpret_cast<T*>(d);
+        const T* __restrict sp = reinterpret_cast<const T*>(s);
+        for (int64_t i = 0; i < n; ++i)
+          Op::apply(reinterpret_cast<char*>(dp + i), reinterpret_cast<const char*>(sp + i));
+      }
+      return;
+    }
+    inner<Op>(d, s, n, Affine{m.dst_stride}, Affine{m.src_stride});
+  } else if (!dt) {
+    inner<Op>(d, s, n, Affine{m.dst_stride}, Table{m.src_table.data()});
+  } else if (!st) {
+    inner<Op>(d, s, n, Table{m.dst_table.data()}, Affine{m.src_stride});
+  } else {
+    inner<Op>(d, s, n, Table{m.dst_table.data()}, Table{m.src_table.data()});
+  }
+}
+
+int64_t dst_off(const MapDim& m, int64_t i) {
+  return m.dst_table.empty() ? m.dst_stride * i : m.dst_table[i];
+}
+int64_t src_off(const MapDim& m, int64_t i) {
+  return m.src_table.empty() ? m.src_stride * i : m.src_table[i];
+}
+
+// Rows [row_b, row_e) of the dims before the last, each a run of the last dim.
+template <typename T, typename Op>
+void run_rows(char* dst, const char* src, const std::vector<MapDim>& dims, int64_t row_b,
+              int64_t row_e) {
+  const size_t nd = dims.size();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t r = row_b;
+  for (int64_t d = static_cast<int64_t>(nd) - 2; d >= 0; --d) {
+    idx[d] = r % dims[d].size;
+    r /= dims[d].size;
+  }
+  for (int64_t row = row_b; row < row_e; ++row) {
+    int64_t doff = 0, soff = 0;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+      doff += dst_off(dims[d], idx[d]);
+      soff += src_off(dims[d], idx[d]);
+    }
+    inner_dispatch<T, Op>(dst + doff, src + soff, dims[nd - 1]);
+    for (int64_t d = static_cast<int64_t>(nd) - 2; d >= 0; --d) {
+      if (++idx[d] < dims[d].size) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T, typename Op>
+void run_mapped(char* dst, const char* src, const std::vector<MapDim>& dims, int pd) {
+  const int nd = static_cast<int>(dims.size());
+  int64_t outer = 1, rows_per = 1;
+  for (int d = 0; d < pd; ++d) outer *= dims[d].size;
+  for (int d = pd; d < nd - 1; ++d) rows_per *= dims[d].size;
+  int64_t numel = outer * rows_per * dims[nd - 1].size;
+  parallel_chunks(outer, numel, [&](int64_t b, int64_t e) {
+    run_rows<T, Op>(dst, src, dims, b * rows_per, e * rows_per);
+  });
+}
+
+}  // namespace
+
+void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarType dtype,
+                 MapOp op, int parallel_dims) {
+  for (const MapDim& m : dims)
+    if (m.size == 0) return;
+  // Drop dims of size 1 (their offset moves the base pointers) and merge
+  // neighbouring affine dims that step as one, within each parallel class.
+  std::vector<MapDim> kept;
+  int pd = 0;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    MapDim& m = dims[d];
+    bool par = static_cast<int>(d) < parallel_dims;
+    if (m.size == 1) {
+      dst += dst_off(m, 0);
+      src += src_off(m, 0);
+      continue;
+    }
+    if (!kept.empty() && (static_cast<int>(kept.size()) <= pd) == par) {
+      MapDim& p = kept.back();
+      bool affine = p.dst_table.empty() && p.src_table.empty() && m.dst_table.empty() &&
+                    m.src_table.empty();
+      if (affine && p.dst_stride == m.dst_stride * m.size && p.src_stride == m.src_stride * m.size) {
+        p.size *= m.size;
+        p.dst_stride = m.dst_stride;
+        p.src_stride = m.src_stride;
+        continue;
+      }
+    }
+    kept.push_back(std::move(m));
+    if (par) pd = static_cast<int>(kept.size());
+  }
+  if (kept.empty()) kept.push_back(MapDim{});
+  pd = std::min(pd, static_cast<int>(kept.size()) - 1);
+  if (op == MapOp::Copy) {
+    switch (element_size(dtype)) {
+      case 1: run_mapped<uint8_t, CopyOp<uint8_t>>(dst, src, kept, pd); break;
+      case 2: run_mapped<uint16_t, CopyOp<uint16_t>>(dst, src, kept, pd); break;
+      case 4: run_mapped<uint32_t, CopyOp<uint32_t>>(dst, src, kept, pd); break;
+      case 8: run_mapped<uint64_t, CopyOp<uint64_t>>(dst, src, kept, pd); break;
+      default: IGNIS_INTERNAL_ASSERT(false, "unexpected item size");
+    }
+    return;
+  }
+  IGNIS_DISPATCH_ALL(dtype, "index_put_", [&] {
+    run_mapped<scalar_t, AddOp<scalar_t>>(dst, src, kept, pd);
+  });
+}
+
+// ---- offsets and range checks ---------------------------------------------------------
+namespace {
+template <typename I>
+int64_t load_index(const char* p) {
+  return static_cast<int64_t>(*reinterpret_cast<const I*>(p));
+}
+using IndexLoad = int64_t (*)(const char*);
+IndexLoad index_loader(ScalarType t) {
+  IGNIS_INTERNAL_ASSERT(t == ScalarType::Int64 || t == ScalarType::Int32);
+  return t == ScalarType::Int64 ? &load_index<int64_t> : &load_index<int32_t>;
+}
+}  // namespace
+
+void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t>& sizes,
+                   const std::vector<int64_t>& byte_strides_k, int64_t* out) {
+  IGNIS_INTERNAL_ASSERT(!indices.empty());
+  const DimVector& shape = indices[0].sizes();
+  int64_t n = indices[0].numel();
+  std::vector<DimVector> strides;
+  std::vector<IndexLoad> loads;
+  std::vector<const char*> bases;
+  for (const Tensor& t : indices) {
+    strides.push_back(byte_strides(t));
+    loads.push_back(index_loader(t.dtype()));
+    bases.push_back(static_cast<const char*>(t.data_ptr()));
+  }
+  const size_t nk = indices.size();
+  parallel_chunks(n, n * static_cast<int64_t>(nk), [&](int64_t b, int64_t e) {
+    Walker w(shape, strides, b);
+    for (int64_t i = b; i < e; ++i, w.next()) {
+      int64_t off = 0;
+      for (size_t k = 0; k < nk; ++k) {
+        int64_t v = loads[k](bases[k] + w.off(k));
+        if (v < 0) v += sizes[k];
+        off += v * byte_strides_k[k];
+      }
+      out[i] = off;
+    }
+  });
+}
+
+void strided_offsets(const Tensor& t, int64_t* out) {
+  Walker w(t.sizes(), {byte_strides(t)}, 0);
+  for (int64_t i = 0, n = t.numel(); i < n; ++i, w.next()) out[i] = w.off(0);
+}
+
+std::optional<int64_t> find_out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
+  IndexLoad load = index_loader(index.dtype());
+  const char* base = static_cast<const char*>(index.data_ptr());
+  Walker w(index.sizes(), {byte_strides(index)}, 0);
+  for (int64_t i = 0, n = index.numel(); i < n; ++i, w.next()) {
+    int64_t v = load(base + w.off(0));
+    if (v < lo || v >= hi) return v;
+  }
+  return std::nullopt;
+}
+
+// ---- gather / scatter along one dim -------------------------------------------------
+namespace {
+
+struct FiberGeom {
+  DimVector outer_sizes;
+  std::vector<DimVector> outer_strides;  // bytes: self, index, other
+  int64_t len = 1;                       // index.size(dim)
+  int64_t self_dim = 0, index_dim = 0, other_dim = 0;  // byte strides along dim
+};
+
+template <typename I, typename F>
+void run_fibers(const FiberGeom& g, char* self, const char* index, char* other, bool parallel,
+                F f) {
+  int64_t outer = compute_numel(g.outer_sizes);
+  auto body = [&](int64_t b, int64_t e) {
+    Walker w(g.outer_sizes, g.outer_strides, b);
+    for (int64_t o = b; o < e; ++o, w.next()) {
+      char* s = self + w.off(0);
+      const char* ip = index + w.off(1);
+      char* op = other + w.off(2);
+      for (int64_t j = 0; j < g.len; ++j) {
+        int64_t v = static_cast<int64_t>(*reinterpret_cast<const I*>(ip + j * g.index_dim));
+        f(s + v * g.self_dim, op + j * g.other_dim);
+      }
+    }
+  };
+  if (parallel) parallel_chunks(outer, outer * g.len, body);
+  else body(0, outer);
+}
+
+template <typename T, typename I>
+void fiber_dispatch(FiberOp op, const FiberGeom& g, char* self, const char* index, char* other,
+                    T value) {
+  switch (op) {
+    case FiberOp::Gather:
+      run_fibers<I>(g, self, index, other, true,
+                    [](char* s, char* o) { CopyOp<T>::apply(o, s); });
+      break;
+    case FiberOp::Scatter:
+      run_fibers<I>(g, self, index, other, true,
+                    [](char* s, char* o) { CopyOp<T>::apply(s, o); });
+      break;
+    case FiberOp::ScatterAdd:
+      run_fibers<I>(g, self, index, other, true,
+                    [](char* s, char* o) { AddOp<T>::apply(s, o); });
+      break;
+    case FiberOp::ScatterFill:
+      run_fibers<I>(g, self, index, other, true,
+                    [value](char* s, char*) { *reinterpret_cast<T*>(s) = value; });
+      break;
+  }
+}
+
+template <typename T>
+void fiber_index_dispatch(FiberOp op, const FiberGeom& g, char* self, const Tensor& index,
+                          char* other, T value) {
+  const char* ip = static_cast<const char*>(index.data_ptr());
+  if (index.dtype() == ScalarType::Int64) fiber_dispatch<T, int64_t>(op, g, self, ip, other, value);
+  else fiber_dispatch<T, int32_t>(op, g, self, ip, other, value);
+}
+
+}  // namespace
+
+void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
+                    const Tensor& other, const Scalar& value) {
+  if (index.numel() == 0) return;
+  FiberGeom g;
+  DimVector ss = byte_strides(self), is = byte_strides(index);
+  DimVector os = other.defined() ? byte_strides(other) : DimVector(index.dim(), 0);
+  g.outer_strides.resize(3);
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    if (d == dim) continue;
+    g.outer_sizes.push_back(index.sizes()[d]);
+    g.outer_strides[0].push_back(ss[d]);
+    g.outer_strides[1].push_back(is[d]);
+    g.outer_strides[2].push_back(os[d]);
+  }
+  if (index.dim() > 0) {
+    g.len = index.sizes()[dim];
+    g.self_dim = ss[dim];
+    g.index_dim = is[dim];
+    g.other_dim = os[dim];
+  }
+  char* sp = static_cast<char*>(self.data_ptr());
+  char* op_ = other.defined() ? static_cast<char*>(other.data_ptr()) : nullptr;
+  if (op == FiberOp::Gather || op == FiberOp::Scatter) {
+    switch (self.itemsize()) {
+      case 1: fiber_index_dispatch<uint8_t>(op, g, sp, index, op_, 0); break;
+      case 2: fiber_index_dispatch<uint16_t>(op, g, sp, index, op_, 0); break;
+      case 4: fiber_index_dispatch<uint32_t>(op, g, sp, index, op_, 0); break;
+      case 8: fiber_index_dispatch<uint64_t>(op, g, sp, index, op_, 0); break;
+      default: IGNIS_INTERNAL_ASSERT(false, "unexpected item size");
+    }
+    return;
+  }
+  IGNIS_DISPATCH_ALL(self.dtype(), op == FiberOp::ScatterAdd ? "scatter_add" : "scatter", [&] {
+    scalar_t v = static_cast<scalar_t>(value.to<opmath_t<scalar_t>>());
+    fiber_index_dispatch<scalar_t>(op, g, sp, index, op_, v);
+  });
+}
+
+// ---- triangles -------------------------------------------------------------------------
+void zero_triangle(const Tensor& t, int64_t k, bool lower) {
+  const int64_t nd = t.dim();
+  const int64_t m = t.sizes()[nd - 2], n = t.sizes()[nd - 1];
+  if (t.numel() == 0) return;
+  DimVector batch_sizes(t.sizes().begin(), t.sizes().end() - 2);
+  DimVector st = byte_strides(t);
+  DimVector batch_strides(st.begin(), st.end() - 2);
+  const int64_t row_stride = st[nd - 2], col_stride = st[nd - 1];
+  const int64_t isz = static_cast<int64_t>(t.itemsize());
+  char* base = static_cast<char*>(t.data_ptr());
+  const int64_t rows = compute_numel(batch_sizes) * m;
+  parallel_chunks(rows, rows * n, [&](int64_t b, int64_t e) {
+    Walker w(batch_sizes, {batch_strides}, b / m);
+    int64_t i = b % m;
+    for (int64_t r = b; r < e; ++r) {
+      // Columns to zero in row i: j > i + k (tril) or j < i + k (triu).
+      int64_t lo = lower ? std::clamp<int64_t>(i + k + 1, 0, n) : 0;
+      int64_t hi = lower ? n : std::clamp<int64_t>(i + k, 0, n);
+      char* row = base + w.off(0) + i * row_stride;
+      if (col_stride == isz) {
+        if (hi > lo) std::memset(row + lo * isz, 0, (hi - lo) * isz);
+      } else {
+        for (int64_t j = lo; j < hi; ++j) std::memset(row + j * col_stride, 0, isz);
+      }
+      if (++i == m) {
+        i = 0;
+        w.next();
+      }
+    }
+  });
+}
+
+// ---- nonzero ---------------------------------------------------------------------------
+namespace {
+template <typename T>
+bool truth(const char* p) {
+  return static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p)) != opmath_t<T>(0);
+}
+}  // namespace
+
+Tensor nonzero(const Tensor& self) {
+  const int64_t nd = self.dim(), numel = self.numel();
+  using Truth = bool (*)(const char*);
+  Truth is_true = IGNIS_DISPATCH_ALL(self.dtype(), "nonzero", [&]() -> Truth {
+    return &truth<scalar_t>;
+  });
+  const char* base = static_cast<const char*>(self.data_ptr());
+  std::vector<DimVector> strides{byte_strides(self)};
+  // Count per chunk, then each chunk writes from its prefix sum: the result
+  // is in row-major order whatever the number of threads.
+  int64_t threads = numel >= kGrain ? omp_get_max_threads() : 1;
+  int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, numel));
+  int64_t per = (numel + chunks - 1) / std::max<int64_t>(chunks, 1);
+  std::vector<int64_t> counts(chunks + 1, 0);
+  parallel_chunks(chunks, numel, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      int64_t b = std::min(numel, c * per), e = std::min(numel, b + per);
+      Walker w(self.sizes(), strides, b);
+      int64_t cnt = 0;
+      for (int64_t i = b; i < e; ++i, w.next()) cnt += is_true(base + w.off(0));
+      counts[c + 1] = cnt;
+    }
+  });
+  for (int64_t c = 0; c < chunks; ++c) counts[c + 1] += counts[c];
+  Tensor out = empty_tensor({counts[chunks], nd}, ScalarType::Int64, self.device());
+  int64_t* o = out.data<int64_t>();
+  parallel_chunks(chunks, numel, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      int64_t b = std::min(numel, c * per), e = std::min(numel, b + per);
+      Walker w(self.sizes(), strides, b);
+      int64_t* dst = o + counts[c] * nd;
+      for (int64_t i = b; i < e; ++i, w.next()) {
+        if (!is_true(base + w.off(0))) continue;
+        for (int64_t d = 0; d < nd; ++d) dst[d] = w.idx()[d];
+        dst += nd;
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace ignis::cpu
