@@ -362,7 +362,7 @@ void scatter_meta(OpCall& c) {
   const Tensor& index = c.tensor(2);
   const char* name = K == ScatterKind::Add ? "scatter_add" : "scatter";
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
-  IGNIS_CHECK(index.dtype() == ScalarType::Int64, name, "(): Expected dtype int64 for index");
+  IGNIS_CHECK(is_index_dtype(index.dtype()), name, "(): Expected dtype int64 for index");
   IGNIS_CHECK(nonempty_dim(index) == nonempty_dim(self),
               "Index tensor must have the same number of dimensions as self tensor");
   if (scatter_has_src<K>(c)) {
@@ -563,9 +563,11 @@ void pad_meta(OpCall& c) {
       IGNIS_CHECK(l < n && r < n, "Argument #4: Padding size should be less than the "
                   "corresponding input dimension, but got: padding (", l, ", ", r,
                   ") at dimension ", d, " of input ", self.shape_str());
-    if (mode == PadMode::Circular)
-      IGNIS_CHECK(l <= n && r <= n, "Padding value causes wrapping around more than once.");
     size[d] = n + l + r;
+    if (mode == PadMode::Circular)
+      IGNIS_CHECK(l <= n && r <= n && (n + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0) > 0
+                                       || size[d] <= 0),
+                  "Padding value causes wrapping around more than once.");
     IGNIS_CHECK(size[d] >= 0, "The input size ", n, ", plus negative padding ", l, " and ", r,
                 " resulted in a negative output size, which is invalid. Check dimension ", d,
                 " of your input.");
@@ -573,8 +575,10 @@ void pad_meta(OpCall& c) {
   c.alloc(size, self.dtype());
 }
 
-// Source position of output position i of a dim of size n padded by l in front.
-int64_t pad_source(PadMode mode, int64_t i, int64_t l, int64_t n) {
+// Source position of output position i of a dim of size n padded by (l, r).
+// Reflect and replicate read the whole input; circular (as PyTorch does)
+// first crops by the negative pads, then wraps around what is left.
+int64_t pad_source(PadMode mode, int64_t i, int64_t l, int64_t r, int64_t n) {
   int64_t j = i - l;
   switch (mode) {
     case PadMode::Reflect:
@@ -582,7 +586,12 @@ int64_t pad_source(PadMode mode, int64_t i, int64_t l, int64_t n) {
       if (j >= n) j = 2 * (n - 1) - j;
       return j;
     case PadMode::Replicate: return std::clamp<int64_t>(j, 0, n - 1);
-    case PadMode::Circular: return ((j % n) + n) % n;
+    case PadMode::Circular: {
+      int64_t crop_l = std::max<int64_t>(-l, 0);
+      int64_t kept = n - crop_l - std::max<int64_t>(-r, 0);
+      j = i - std::max<int64_t>(l, 0);
+      return ((j % kept) + kept) % kept + crop_l;
+    }
     case PadMode::Constant: break;
   }
   return j;
@@ -616,7 +625,7 @@ void pad_cpu(OpCall& c) {
       int64_t d = nd - 1 - j, l = p[2 * j], n = self.sizes()[d];
       dims[d].src_table.resize(dims[d].size);
       for (int64_t i = 0; i < dims[d].size; ++i)
-        dims[d].src_table[i] = pad_source(mode, i, l, n) * dims[d].src_stride;
+        dims[d].src_table[i] = pad_source(mode, i, l, p[2 * j + 1], n) * dims[d].src_stride;
     }
   }
   cpu::mapped_copy(dst, src, std::move(dims), self.dtype(), cpu::MapOp::Copy,
@@ -804,7 +813,34 @@ IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, boo
   return m;
 }
 
+// x[mask] with one mask over the leading dims of a CPU tensor whose other dims
+// are contiguous: the kernel walks the mask itself (no nonzero() coordinates).
+bool leading_mask(const OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const auto& indices = c.args[1].to_opt_tensor_list();
+  if (c.device.is_meta() || indices.size() != 1 || !indices[0].defined()) return false;
+  const Tensor& m = indices[0];
+  if (!is_mask_dtype(m.dtype()) || m.dim() == 0 || m.dim() > self.dim() || !m.device().is_cpu())
+    return false;
+  for (int64_t d = 0; d < m.dim(); ++d)
+    if (m.sizes()[d] != self.sizes()[d]) return false;  // the general path raises
+  int64_t expected = 1;
+  for (int64_t d = self.dim() - 1; d >= m.dim(); --d) {
+    if (self.sizes()[d] != 1 && self.strides()[d] != expected) return false;
+    expected *= self.sizes()[d];
+  }
+  return true;
+}
+
 void index_meta(OpCall& c) {
+  if (leading_mask(c)) {
+    const Tensor& self = c.tensor(0);
+    const Tensor& m = c.args[1].to_opt_tensor_list()[0];
+    DimVector size{cpu::count_true(m)};
+    for (int64_t d = m.dim(); d < self.dim(); ++d) size.push_back(self.sizes()[d]);
+    c.alloc(size, self.dtype());
+    return;
+  }
   AdvIndex a = prepare_index(c);
   c.alloc(a.result, c.tensor(0).dtype());
 }
@@ -812,6 +848,10 @@ void index_meta(OpCall& c) {
 void index_cpu(OpCall& c) {
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
+  if (leading_mask(c)) {
+    cpu::masked_gather(out, self, c.args[1].to_opt_tensor_list()[0]);
+    return;
+  }
   AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
   check_index_bounds(self, a);
   if (out.numel() == 0) return;

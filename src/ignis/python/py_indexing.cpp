@@ -57,7 +57,10 @@ Tensor sequence_to_tensor(PyObject* seq) {
   if (!r) throw PythonErrorAlreadySet{};
   Tensor t = unwrap(r);
   Py_DECREF(r);
-  if (!is_mask(t) && t.dtype() != ScalarType::Int64) t = to_op.tensor(t, ScalarType::Int64);
+  // An empty list has no element to say it holds bools: it is an empty index.
+  bool empty_list = t.numel() == 0 && !is_ndarray(seq);
+  if ((!is_mask(t) || empty_list) && t.dtype() != ScalarType::Int64)
+    t = to_op.tensor(t, ScalarType::Int64);
   return t;
 }
 

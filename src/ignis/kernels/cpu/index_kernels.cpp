@@ -418,32 +418,34 @@ void zero_triangle(const Tensor& t, int64_t k, bool lower) {
 
 // ---- nonzero ---------------------------------------------------------------------------
 namespace {
+
 template <typename T>
 bool truth(const char* p) {
   return static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p)) != opmath_t<T>(0);
 }
-}  // namespace
 
-Tensor nonzero(const Tensor& self) {
+// Counts per chunk, then each chunk writes from its prefix sum: the result is
+// in row-major order whatever the number of threads.
+template <typename T>
+Tensor nonzero_impl(const Tensor& self) {
   const int64_t nd = self.dim(), numel = self.numel();
-  using Truth = bool (*)(const char*);
-  Truth is_true = IGNIS_DISPATCH_ALL(self.dtype(), "nonzero", [&]() -> Truth {
-    return &truth<scalar_t>;
-  });
   const char* base = static_cast<const char*>(self.data_ptr());
+  const bool contig = self.is_contiguous();
   std::vector<DimVector> strides{byte_strides(self)};
-  // Count per chunk, then each chunk writes from its prefix sum: the result
-  // is in row-major order whatever the number of threads.
-  int64_t threads = numel >= kGrain ? omp_get_max_threads() : 1;
-  int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, numel));
-  int64_t per = (numel + chunks - 1) / std::max<int64_t>(chunks, 1);
+  int64_t chunks = numel >= kGrain ? std::min<int64_t>(omp_get_max_threads(), numel) : 1;
+  int64_t per = (numel + chunks - 1) / chunks;
   std::vector<int64_t> counts(chunks + 1, 0);
   parallel_chunks(chunks, numel, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       int64_t b = std::min(numel, c * per), e = std::min(numel, b + per);
-      Walker w(self.sizes(), strides, b);
       int64_t cnt = 0;
-      for (int64_t i = b; i < e; ++i, w.next()) cnt += is_true(base + w.off(0));
+      if (contig) {
+        const T* p = reinterpret_cast<const T*>(base);
+        for (int64_t i = b; i < e; ++i) cnt += truth<T>(reinterpret_cast<const char*>(p + i));
+      } else {
+        Walker w(self.sizes(), strides, b);
+        for (int64_t i = b; i < e; ++i, w.next()) cnt += truth<T>(base + w.off(0));
+      }
       counts[c + 1] = cnt;
     }
   });
@@ -453,16 +455,125 @@ Tensor nonzero(const Tensor& self) {
   parallel_chunks(chunks, numel, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       int64_t b = std::min(numel, c * per), e = std::min(numel, b + per);
+      if (counts[c + 1] == counts[c]) continue;
       Walker w(self.sizes(), strides, b);
       int64_t* dst = o + counts[c] * nd;
       for (int64_t i = b; i < e; ++i, w.next()) {
-        if (!is_true(base + w.off(0))) continue;
+        if (!truth<T>(base + w.off(0))) continue;
         for (int64_t d = 0; d < nd; ++d) dst[d] = w.idx()[d];
         dst += nd;
       }
     }
   });
   return out;
+}
+
+}  // namespace
+
+Tensor nonzero(const Tensor& self) {
+  return IGNIS_DISPATCH_ALL(self.dtype(), "nonzero", [&] { return nonzero_impl<scalar_t>(self); });
+}
+
+// ---- masks ---------------------------------------------------------------------------------
+namespace {
+
+// Splits the positions of `mask` into chunks and runs f(begin, end, walker)
+// for each, where the walker tracks the mask's and self's byte offsets.
+template <typename F>
+void for_mask_chunks(const Tensor& mask, const DimVector& self_lead, int64_t chunks, F f) {
+  const int64_t n = mask.numel();
+  const int64_t per = (n + chunks - 1) / chunks;
+  std::vector<DimVector> strides{byte_strides(mask), self_lead};
+  parallel_chunks(chunks, n, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      int64_t b = std::min(n, c * per), e = std::min(n, b + per);
+      Walker w(mask.sizes(), strides, b);
+      f(c, b, e, w);
+    }
+  });
+}
+
+// Branch-free compress of [b, e) into `count` slots at out: every element is
+// stored and the cursor advances only past kept ones, so a mask of random
+// bits costs no mispredictions. Stores stay inside the chunk's own slots.
+template <typename T>
+void compress_linear(const char* m, const char* src, char* out, int64_t b, int64_t e,
+                     int64_t count) {
+  const T* s = reinterpret_cast<const T*>(src);
+  T* o = reinterpret_cast<T*>(out);
+  T* end = o + count;
+  for (int64_t i = b; i < e && o < end; ++i) {
+    *o = s[i];
+    o += m[i] != 0;
+  }
+}
+
+}  // namespace
+
+int64_t count_true(const Tensor& mask) {
+  const char* m = static_cast<const char*>(mask.data_ptr());
+  const int64_t n = mask.numel();
+  if (mask.is_contiguous()) {
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < n; ++i) cnt += m[i] != 0;
+    return cnt;
+  }
+  Walker w(mask.sizes(), {byte_strides(mask)}, 0);
+  int64_t cnt = 0;
+  for (int64_t i = 0; i < n; ++i, w.next()) cnt += m[w.off(0)] != 0;
+  return cnt;
+}
+
+void masked_gather(const Tensor& out, const Tensor& self, const Tensor& mask) {
+  const int64_t k = mask.dim(), n = mask.numel();
+  if (out.numel() == 0) return;
+  DimVector st = byte_strides(self);
+  DimVector lead(st.begin(), st.begin() + k);
+  int64_t block = static_cast<int64_t>(self.itemsize());
+  for (int64_t d = k; d < self.dim(); ++d) block *= self.sizes()[d];
+  const char* m = static_cast<const char*>(mask.data_ptr());
+  const char* src = static_cast<const char*>(self.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  // Both dense in row-major order: plain linear loops.
+  bool linear = mask.is_contiguous() && self.is_contiguous();
+  int64_t chunks = n >= kGrain ? std::min<int64_t>(omp_get_max_threads(), n) : 1;
+  std::vector<int64_t> counts(chunks + 1, 0);
+  for_mask_chunks(mask, lead, chunks, [&](int64_t c, int64_t b, int64_t e, Walker& w) {
+    int64_t cnt = 0;
+    if (linear) {
+      for (int64_t i = b; i < e; ++i) cnt += m[i] != 0;
+    } else {
+      for (int64_t i = b; i < e; ++i, w.next()) cnt += m[w.off(0)] != 0;
+    }
+    counts[c + 1] = cnt;
+  });
+  for (int64_t c = 0; c < chunks; ++c) counts[c + 1] += counts[c];
+  IGNIS_INTERNAL_ASSERT(counts[chunks] * block == out.numel() * static_cast<int64_t>(out.itemsize()),
+                        "mask changed between shape and copy");
+  for_mask_chunks(mask, lead, chunks, [&](int64_t c, int64_t b, int64_t e, Walker& w) {
+    char* o = dst + counts[c] * block;
+    const int64_t cnt = counts[c + 1] - counts[c];
+    if (!linear) {
+      for (int64_t i = b; i < e; ++i, w.next()) {
+        if (!m[w.off(0)]) continue;
+        std::memcpy(o, src + w.off(1), block);
+        o += block;
+      }
+      return;
+    }
+    switch (block) {  // one element per mask position: typed copies
+      case 1: compress_linear<uint8_t>(m, src, o, b, e, cnt); break;
+      case 2: compress_linear<uint16_t>(m, src, o, b, e, cnt); break;
+      case 4: compress_linear<uint32_t>(m, src, o, b, e, cnt); break;
+      case 8: compress_linear<uint64_t>(m, src, o, b, e, cnt); break;
+      default:
+        for (int64_t i = b; i < e; ++i) {
+          if (!m[i]) continue;
+          std::memcpy(o, src + i * block, block);
+          o += block;
+        }
+    }
+  });
 }
 
 }  // namespace ignis::cpu

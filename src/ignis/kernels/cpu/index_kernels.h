@@ -70,4 +70,13 @@ void zero_triangle(const Tensor& t, int64_t k, bool lower);
 // contiguous [n, self.dim()] int64 tensor.
 Tensor nonzero(const Tensor& self);
 
+// The number of true elements of a bool/uint8 tensor.
+int64_t count_true(const Tensor& mask);
+
+// self[mask] for a mask covering the leading mask.dim() dims of self, whose
+// other dims form one contiguous block per mask element: copies the blocks
+// where the mask holds, in row-major order, into the contiguous `out`.
+// (x[x > 0] without building nonzero() coordinates.)
+void masked_gather(const Tensor& out, const Tensor& self, const Tensor& mask);
+
 }  // namespace ignis::cpu
