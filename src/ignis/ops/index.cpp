@@ -310,9 +310,124 @@ void index_select_cpu(OpCall& c) {
                    static_cast<int>(dst.dim()));
 }
 
-// ---- gather / scatter -----------------------------------------------------------------------
 int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
 int64_t size_or_1(const Tensor& t, int64_t d) { return t.dim() == 0 ? 1 : t.sizes()[d]; }
+
+// ---- index_add / index_copy / index_fill -------------------------------------------------
+// self[..., index[i], ...] (op)= source[..., i, ...] along dim: a mapped copy
+// whose dim `dim` goes through the table of index offsets. Only the dims
+// before `dim` run in parallel, so repeated indices resolve in order.
+enum class IndexedOp { Add, Copy, Fill };
+
+const char* indexed_name(IndexedOp k) {
+  return k == IndexedOp::Add ? "index_add_" : k == IndexedOp::Copy ? "index_copy_" : "index_fill_";
+}
+
+template <IndexedOp K, bool Inplace>
+void indexed_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  const char* name = indexed_name(K);
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  IGNIS_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector, but got dim: ",
+                    index.dim(), " with type: ", legacy_name(index.dtype()), " and size: ",
+                    index.shape_str());
+  if (K == IndexedOp::Add)
+    IGNIS_CHECK(is_index_dtype(index.dtype()), name, "(): Expected dtype int32/int64 for index");
+  else if (K == IndexedOp::Copy)
+    IGNIS_CHECK(index.dtype() == ScalarType::Int64, name, "(): Expected a long tensor for "
+                "index, but got ", legacy_name(index.dtype()));
+  else
+    IGNIS_CHECK_INDEX(index.dtype() == ScalarType::Int64, name,
+                      "(): Expected dtype int64 for index.");
+  if (K == IndexedOp::Fill) {
+    const Tensor& v = c.tensor(3);
+    IGNIS_CHECK(v.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got "
+                "tensor with ", v.dim(), " dimension(s).");
+  } else {
+    const Tensor& src = c.tensor(3);
+    IGNIS_CHECK(src.dtype() == self.dtype(), name, "(): self (", legacy_name(self.dtype()),
+                ") and source (", legacy_name(src.dtype()), ") must have the same scalar type");
+    IGNIS_CHECK(index.numel() == size_or_1(src, dim), name, "(): Number of indices (",
+                index.numel(), ") should be equal to source.size(dim): (", size_or_1(src, dim),
+                "), for dim: ", dim);
+    bool same = src.dim() == self.dim();
+    for (int64_t d = 0; same && d < src.dim(); ++d)
+      same = d == dim || src.sizes()[d] == size_or_1(self, d);
+    IGNIS_CHECK(same, name, "(): source tensor shape must match self tensor shape, excluding "
+                "the specified dimension. Got self.shape = ", self.shape_str(),
+                " source.shape = ", src.shape_str());
+  }
+  if (Inplace) {
+    c.outputs.push_back(self);
+    bump(c, self);
+  } else {
+    c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+  }
+}
+
+template <IndexedOp K, bool Inplace>
+void indexed_cpu(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  Tensor index = as_1d(c.tensor(2));
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  const int64_t n = size_or_1(self, dim);
+  // index_fill counts negative indices from the end; the others reject them.
+  auto bad = cpu::find_out_of_range(index, K == IndexedOp::Fill ? -n : 0, n);
+  if (K == IndexedOp::Add)
+    IGNIS_CHECK(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", dim,
+                " with size ", n);
+  else
+    IGNIS_CHECK_INDEX(!bad, K == IndexedOp::Copy ? "index_copy_(): " : "", "index ",
+                      bad.value_or(0), " is out of bounds for dimension ", dim, " with size ", n);
+  if (!Inplace) copy_into(out, self);
+  Tensor dst = as_1d(out);
+  // The source: `source` itself, or the fill value broadcast (stride 0).
+  Tensor src = K == IndexedOp::Fill ? to_dtype_copy(c.tensor(3), self.dtype()) : c.tensor(3);
+  Tensor src1 = K == IndexedOp::Fill ? make_view(src, DimVector(dst.dim(), 1),
+                                                 DimVector(dst.dim(), 0), src.storage_offset())
+                                     : as_1d(src);
+  const size_t isz = self.itemsize();
+  DimVector sizes = dst.sizes();
+  sizes[dim] = index.numel();
+  auto dims = affine_dims(sizes, bytes(dst.strides(), isz), bytes(src1.strides(), isz));
+  dims[dim].dst_table.resize(index.numel());
+  cpu::index_offsets({index}, {n}, {dst.strides()[dim] * static_cast<int64_t>(isz)},
+                     dims[dim].dst_table.data());
+  cpu::mapped_copy(static_cast<char*>(dst.data_ptr()), static_cast<const char*>(src1.data_ptr()),
+                   std::move(dims), self.dtype(),
+                   K == IndexedOp::Add ? cpu::MapOp::Add : cpu::MapOp::Copy,
+                   static_cast<int>(dim), K == IndexedOp::Add ? c.scalar(4) : Scalar(int64_t(1)));
+}
+
+void take_along_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor(), idx = s[1].to_tensor();
+  IGNIS_CHECK(idx.dtype() == ScalarType::Int64, "torch.take_along_dim(): dtype of indices "
+              "should be Long but got ", legacy_name(idx.dtype()));
+  static OpRef gather("gather");
+  if (s[2].is_none()) {
+    ret(s, gather.tensor(reshape_to(self, {-1}), int64_t(0), reshape_to(idx, {-1})));
+    return;
+  }
+  IGNIS_CHECK(self.dim() == idx.dim(), "torch.take_along_dim(): input and indices should have "
+              "the same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
+              idx.dim(), " dimensions for indices");
+  int64_t dim = wrap_dim(s[2].to_int(), self.dim());
+  // Broadcast every dim but `dim`, which keeps each side's own size.
+  DimVector a = self.sizes(), b = idx.sizes();
+  if (self.dim() > 0) a[dim] = b[dim] = 1;
+  DimVector shape = broadcast_shapes(a, b);
+  std::vector<int64_t> self_shape = shape.vec(), idx_shape = shape.vec();
+  if (self.dim() > 0) {
+    self_shape[dim] = self.sizes()[dim];
+    idx_shape[dim] = idx.sizes()[dim];
+  }
+  ret(s, gather.tensor(expand_op.tensor(self, self_shape), dim,
+                       expand_op.tensor(idx, idx_shape)));
+}
+
+// ---- gather / scatter -----------------------------------------------------------------------
 
 void gather_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
@@ -406,6 +521,35 @@ void scatter_cpu(OpCall& c) {
                                             : cpu::FiberOp::Scatter;
   cpu::gather_scatter(op, as_1d(out), dim, as_1d(index),
                       has_src ? as_1d(c.tensor(3)) : Tensor(), value);
+}
+
+// scatter_reduce(self, dim, index, src, reduce, *, include_self=True)
+cpu::Reduce reduce_kind(const std::string& r) {
+  if (r == "sum") return cpu::Reduce::Sum;
+  if (r == "prod") return cpu::Reduce::Prod;
+  if (r == "mean") return cpu::Reduce::Mean;
+  if (r == "amax") return cpu::Reduce::Max;
+  if (r == "amin") return cpu::Reduce::Min;
+  IGNIS_FAIL("reduce argument must be either sum, prod, mean, amax or amin, got ", r);
+}
+
+template <bool Inplace>
+void scatter_reduce_meta(OpCall& c) {
+  reduce_kind(c.args[4].to_string());
+  scatter_meta<ScatterKind::Src, Inplace>(c);
+}
+
+template <bool Inplace>
+void scatter_reduce_cpu(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  Tensor index = c.tensor(2);
+  check_dim_range(index, self, dim);
+  if (!Inplace) copy_into(out, self);
+  if (index.dtype() != ScalarType::Int64) index = to_dtype_copy(index, ScalarType::Int64);
+  cpu::scatter_reduce(as_1d(out), dim, as_1d(index), as_1d(c.tensor(3)),
+                      reduce_kind(c.args[4].to_string()), c.bool_arg(5));
 }
 
 // ---- tril / triu ------------------------------------------------------------------------------
@@ -995,6 +1139,34 @@ void register_index_ops() {
   def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
       .category(O).method_only().meta(scatter_meta<SK::Add, true>)
       .cpu(scatter_cpu<SK::Add, true>);
+  def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
+      "bool include_self=True) -> Tensor").category(O).both().meta(scatter_reduce_meta<false>)
+      .cpu(scatter_reduce_cpu<false>)
+      .doc("scatter with sum, prod, mean, amax or amin of the values meeting at an element");
+  def("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, "
+      "bool include_self=True) -> Tensor(a!)").category(O).method_only()
+      .meta(scatter_reduce_meta<true>).cpu(scatter_reduce_cpu<true>);
+  using IK = IndexedOp;
+  def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
+      .category(O).both().meta(indexed_meta<IK::Add, false>).cpu(indexed_cpu<IK::Add, false>)
+      .doc("self with source[i] * alpha added at index[i] along dim");
+  def("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+      "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Add, true>)
+      .cpu(indexed_cpu<IK::Add, true>);
+  def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor").category(O)
+      .both().meta(indexed_meta<IK::Copy, false>).cpu(indexed_cpu<IK::Copy, false>)
+      .doc("self with source[i] written at index[i] along dim");
+  def("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)")
+      .category(O).method_only().meta(indexed_meta<IK::Copy, true>)
+      .cpu(indexed_cpu<IK::Copy, true>);
+  def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
+      .category(O).both().meta(indexed_meta<IK::Fill, false>).cpu(indexed_cpu<IK::Fill, false>)
+      .doc("self with value written at the entries index of dim");
+  def("index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
+      "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Fill, true>)
+      .cpu(indexed_cpu<IK::Fill, true>);
+  def("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor").category(C).both()
+      .composite(take_along_dim_kernel).doc("gather with indices broadcast against self");
   def("tril(Tensor self, int diagonal=0) -> Tensor").category(O).both()
       .meta(tri_meta<true, false>).cpu(tri_cpu<true, false>).doc("lower triangle");
   def("tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()

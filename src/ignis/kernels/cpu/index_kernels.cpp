@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace ignis::cpu {
 
@@ -72,22 +73,26 @@ DimVector byte_strides(const Tensor& t) {
 // ---- mapped_copy --------------------------------------------------------------------
 template <typename T>
 struct CopyOp {
-  static void apply(char* d, const char* s) {
+  void operator()(char* d, const char* s) const {
     *reinterpret_cast<T*>(d) = *reinterpret_cast<const T*>(s);
   }
 };
+// d += alpha * s, in op-math precision.
 template <typename T>
 struct AddOp {
-  static void apply(char* d, const char* s) {
+  opmath_t<T> alpha;
+  void operator()(char* d, const char* s) const {
     T* dp = reinterpret_cast<T*>(d);
     *dp = static_cast<T>(static_cast<opmath_t<T>>(*dp) +
-                         static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(s)));
+                         alpha * static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(s)));
   }
 };
 template <>
 struct AddOp<bool> {
-  static void apply(char* d, const char* s) {
-    *reinterpret_cast<bool*>(d) = *reinterpret_cast<bool*>(d) || *reinterpret_cast<const bool*>(s);
+  bool alpha;
+  void operator()(char* d, const char* s) const {
+    bool* dp = reinterpret_cast<bool*>(d);
+    *dp = *dp || (alpha && *reinterpret_cast<const bool*>(s));
   }
 };
 
@@ -101,12 +106,13 @@ struct Table {
 };
 
 template <typename Op, typename DO, typename SO>
-void inner(char* __restrict d, const char* __restrict s, int64_t n, DO doff, SO soff) {
-  for (int64_t i = 0; i < n; ++i) Op::apply(d + doff(i), s + soff(i));
+void inner(const Op& op, char* __restrict d, const char* __restrict s, int64_t n, DO doff,
+           SO soff) {
+  for (int64_t i = 0; i < n; ++i) op(d + doff(i), s + soff(i));
 }
 
 template <typename T, typename Op>
-void inner_dispatch(char* d, const char* s, const MapDim& m) {
+void inner_dispatch(const Op& op, char* d, const char* s, const MapDim& m) {
   const int64_t n = m.size;
   const bool dt = !m.dst_table.empty(), st = !m.src_table.empty();
   if (!dt && !st) {
@@ -118,17 +124,17 @@ void inner_dispatch(char* d, const char* s, const MapDim& m) {
         T* __restrict dp = reinterpret_cast<T*>(d);
         const T* __restrict sp = reinterpret_cast<const T*>(s);
         for (int64_t i = 0; i < n; ++i)
-          Op::apply(reinterpret_cast<char*>(dp + i), reinterpret_cast<const char*>(sp + i));
+          op(reinterpret_cast<char*>(dp + i), reinterpret_cast<const char*>(sp + i));
       }
       return;
     }
-    inner<Op>(d, s, n, Affine{m.dst_stride}, Affine{m.src_stride});
+    inner(op, d, s, n, Affine{m.dst_stride}, Affine{m.src_stride});
   } else if (!dt) {
-    inner<Op>(d, s, n, Affine{m.dst_stride}, Table{m.src_table.data()});
+    inner(op, d, s, n, Affine{m.dst_stride}, Table{m.src_table.data()});
   } else if (!st) {
-    inner<Op>(d, s, n, Table{m.dst_table.data()}, Affine{m.src_stride});
+    inner(op, d, s, n, Table{m.dst_table.data()}, Affine{m.src_stride});
   } else {
-    inner<Op>(d, s, n, Table{m.dst_table.data()}, Table{m.src_table.data()});
+    inner(op, d, s, n, Table{m.dst_table.data()}, Table{m.src_table.data()});
   }
 }
 
@@ -141,7 +147,7 @@ int64_t src_off(const MapDim& m, int64_t i) {
 
 // Rows [row_b, row_e) of the dims before the last, each a run of the last dim.
 template <typename T, typename Op>
-void run_rows(char* dst, const char* src, const std::vector<MapDim>& dims, int64_t row_b,
+void run_rows(const Op& op, char* dst, const char* src, const std::vector<MapDim>& dims, int64_t row_b,
               int64_t row_e) {
   const size_t nd = dims.size();
   std::vector<int64_t> idx(nd, 0);
@@ -156,7 +162,7 @@ void run_rows(char* dst, const char* src, const std::vector<MapDim>& dims, int64
       doff += dst_off(dims[d], idx[d]);
       soff += src_off(dims[d], idx[d]);
     }
-    inner_dispatch<T, Op>(dst + doff, src + soff, dims[nd - 1]);
+    inner_dispatch<T>(op, dst + doff, src + soff, dims[nd - 1]);
     for (int64_t d = static_cast<int64_t>(nd) - 2; d >= 0; --d) {
       if (++idx[d] < dims[d].size) break;
       idx[d] = 0;
@@ -165,21 +171,22 @@ void run_rows(char* dst, const char* src, const std::vector<MapDim>& dims, int64
 }
 
 template <typename T, typename Op>
-void run_mapped(char* dst, const char* src, const std::vector<MapDim>& dims, int pd) {
+void run_mapped(const Op& op, char* dst, const char* src, const std::vector<MapDim>& dims,
+                int pd) {
   const int nd = static_cast<int>(dims.size());
   int64_t outer = 1, rows_per = 1;
   for (int d = 0; d < pd; ++d) outer *= dims[d].size;
   for (int d = pd; d < nd - 1; ++d) rows_per *= dims[d].size;
   int64_t numel = outer * rows_per * dims[nd - 1].size;
   parallel_chunks(outer, numel, [&](int64_t b, int64_t e) {
-    run_rows<T, Op>(dst, src, dims, b * rows_per, e * rows_per);
+    run_rows<T>(op, dst, src, dims, b * rows_per, e * rows_per);
   });
 }
 
 }  // namespace
 
 void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarType dtype,
-                 MapOp op, int parallel_dims) {
+                 MapOp op, int parallel_dims, const Scalar& alpha) {
   for (const MapDim& m : dims)
     if (m.size == 0) return;
   // Drop dims of size 1 (their offset moves the base pointers) and merge
@@ -212,16 +219,17 @@ void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarTyp
   pd = std::min(pd, static_cast<int>(kept.size()) - 1);
   if (op == MapOp::Copy) {
     switch (element_size(dtype)) {
-      case 1: run_mapped<uint8_t, CopyOp<uint8_t>>(dst, src, kept, pd); break;
-      case 2: run_mapped<uint16_t, CopyOp<uint16_t>>(dst, src, kept, pd); break;
-      case 4: run_mapped<uint32_t, CopyOp<uint32_t>>(dst, src, kept, pd); break;
-      case 8: run_mapped<uint64_t, CopyOp<uint64_t>>(dst, src, kept, pd); break;
+      case 1: run_mapped<uint8_t>(CopyOp<uint8_t>{}, dst, src, kept, pd); break;
+      case 2: run_mapped<uint16_t>(CopyOp<uint16_t>{}, dst, src, kept, pd); break;
+      case 4: run_mapped<uint32_t>(CopyOp<uint32_t>{}, dst, src, kept, pd); break;
+      case 8: run_mapped<uint64_t>(CopyOp<uint64_t>{}, dst, src, kept, pd); break;
       default: IGNIS_INTERNAL_ASSERT(false, "unexpected item size");
     }
     return;
   }
   IGNIS_DISPATCH_ALL(dtype, "index_put_", [&] {
-    run_mapped<scalar_t, AddOp<scalar_t>>(dst, src, kept, pd);
+    AddOp<scalar_t> add{alpha.to<opmath_t<scalar_t>>()};
+    run_mapped<scalar_t>(add, dst, src, kept, pd);
   });
 }
 
@@ -293,8 +301,7 @@ struct FiberGeom {
 };
 
 template <typename I, typename F>
-void run_fibers(const FiberGeom& g, char* self, const char* index, char* other, bool parallel,
-                F f) {
+void run_fibers(const FiberGeom& g, char* self, const char* index, char* other, F f) {
   int64_t outer = compute_numel(g.outer_sizes);
   auto body = [&](int64_t b, int64_t e) {
     Walker w(g.outer_sizes, g.outer_strides, b);
@@ -308,8 +315,8 @@ void run_fibers(const FiberGeom& g, char* self, const char* index, char* other, 
       }
     }
   };
-  if (parallel) parallel_chunks(outer, outer * g.len, body);
-  else body(0, outer);
+  // Each outer position owns one fiber of `dim` in self: threads never meet.
+  parallel_chunks(outer, outer * g.len, body);
 }
 
 template <typename T, typename I>
@@ -317,19 +324,19 @@ void fiber_dispatch(FiberOp op, const FiberGeom& g, char* self, const char* inde
                     T value) {
   switch (op) {
     case FiberOp::Gather:
-      run_fibers<I>(g, self, index, other, true,
-                    [](char* s, char* o) { CopyOp<T>::apply(o, s); });
+      run_fibers<I>(g, self, index, other,
+                    [](char* s, char* o) { CopyOp<T>{}(o, s); });
       break;
     case FiberOp::Scatter:
-      run_fibers<I>(g, self, index, other, true,
-                    [](char* s, char* o) { CopyOp<T>::apply(s, o); });
+      run_fibers<I>(g, self, index, other,
+                    [](char* s, char* o) { CopyOp<T>{}(s, o); });
       break;
     case FiberOp::ScatterAdd:
-      run_fibers<I>(g, self, index, other, true,
-                    [](char* s, char* o) { AddOp<T>::apply(s, o); });
+      run_fibers<I>(g, self, index, other,
+                    [](char* s, char* o) { AddOp<T>{1}(s, o); });
       break;
     case FiberOp::ScatterFill:
-      run_fibers<I>(g, self, index, other, true,
+      run_fibers<I>(g, self, index, other,
                     [value](char* s, char*) { *reinterpret_cast<T*>(s) = value; });
       break;
   }
@@ -345,9 +352,8 @@ void fiber_index_dispatch(FiberOp op, const FiberGeom& g, char* self, const Tens
 
 }  // namespace
 
-void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
-                    const Tensor& other, const Scalar& value) {
-  if (index.numel() == 0) return;
+namespace {
+FiberGeom fiber_geom(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& other) {
   FiberGeom g;
   DimVector ss = byte_strides(self), is = byte_strides(index);
   DimVector os = other.defined() ? byte_strides(other) : DimVector(index.dim(), 0);
@@ -365,6 +371,14 @@ void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& i
     g.index_dim = is[dim];
     g.other_dim = os[dim];
   }
+  return g;
+}
+}  // namespace
+
+void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
+                    const Tensor& other, const Scalar& value) {
+  if (index.numel() == 0) return;
+  FiberGeom g = fiber_geom(self, dim, index, other);
   char* sp = static_cast<char*>(self.data_ptr());
   char* op_ = other.defined() ? static_cast<char*>(other.data_ptr()) : nullptr;
   if (op == FiberOp::Gather || op == FiberOp::Scatter) {
@@ -380,6 +394,99 @@ void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& i
   IGNIS_DISPATCH_ALL(self.dtype(), op == FiberOp::ScatterAdd ? "scatter_add" : "scatter", [&] {
     scalar_t v = static_cast<scalar_t>(value.to<opmath_t<scalar_t>>());
     fiber_index_dispatch<scalar_t>(op, g, sp, index, op_, v);
+  });
+}
+
+// ---- scatter_reduce ------------------------------------------------------------------------
+namespace {
+
+template <typename T>
+T reduce_identity(Reduce r) {
+  using O = opmath_t<T>;
+  constexpr bool fp = std::is_floating_point_v<O>;
+  switch (r) {
+    case Reduce::Prod: return static_cast<T>(O(1));
+    case Reduce::Max:
+      if constexpr (fp) return static_cast<T>(-std::numeric_limits<O>::infinity());
+      else return std::numeric_limits<T>::lowest();
+    case Reduce::Min:
+      if constexpr (fp) return static_cast<T>(std::numeric_limits<O>::infinity());
+      else return std::numeric_limits<T>::max();
+    default: return static_cast<T>(O(0));
+  }
+}
+
+template <typename T>
+struct Reducer {
+  Reduce r;
+  void operator()(char* s, char* o) const {
+    using O = opmath_t<T>;
+    T* a = reinterpret_cast<T*>(s);
+    O x = static_cast<O>(*a), y = static_cast<O>(*reinterpret_cast<const T*>(o));
+    switch (r) {
+      case Reduce::Sum: case Reduce::Mean: x = x + y; break;
+      case Reduce::Prod:
+        if constexpr (std::is_same_v<O, bool>) x = x && y;
+        else x = x * y;
+        break;
+      case Reduce::Max: if (y != y || y > x) x = y; break;  // NaN wins
+      case Reduce::Min: if (y != y || y < x) x = y; break;
+    }
+    *a = static_cast<T>(x);
+  }
+};
+
+template <typename T>
+T mean_of(T sum, int64_t n) {
+  using O = opmath_t<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return sum;
+  } else if constexpr (std::is_floating_point_v<O>) {
+    return static_cast<T>(static_cast<O>(sum) / static_cast<O>(n));
+  } else {
+    int64_t v = static_cast<int64_t>(sum), q = v / n;
+    if (v % n != 0 && v < 0) --q;  // floor division, as PyTorch
+    return static_cast<T>(q);
+  }
+}
+
+template <typename T>
+void scatter_reduce_impl(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                         Reduce r, bool include_self) {
+  FiberGeom g = fiber_geom(out, dim, index, src);
+  char* op = static_cast<char*>(out.data_ptr());
+  const char* ip = static_cast<const char*>(index.data_ptr());
+  char* sp = static_cast<char*>(src.data_ptr());
+  if (!include_self) {
+    T id = reduce_identity<T>(r);
+    run_fibers<int64_t>(g, op, ip, sp, [id](char* s, char*) { *reinterpret_cast<T*>(s) = id; });
+  }
+  run_fibers<int64_t>(g, op, ip, sp, Reducer<T>{r});
+  if (r != Reduce::Mean) return;
+  // Count the values reduced into each element, then divide.
+  Tensor counts = empty_strided_tensor(out.sizes(), out.strides(), ScalarType::Int64,
+                                       out.device());
+  std::memset(counts.data_ptr(), 0, counts.impl()->storage()->nbytes());
+  FiberGeom cg = fiber_geom(counts, dim, index, src);
+  run_fibers<int64_t>(cg, static_cast<char*>(counts.data_ptr()), ip, sp,
+                      [](char* s, char*) { ++*reinterpret_cast<int64_t*>(s); });
+  const int64_t* cp = counts.data<int64_t>();
+  Walker w(out.sizes(), {out.strides(), counts.strides()}, 0);
+  T* o = out.data<T>();
+  for (int64_t i = 0, n = out.numel(); i < n; ++i, w.next()) {
+    int64_t k = cp[w.off(1)] + (include_self ? 1 : 0);
+    if (k > 0) o[w.off(0)] = mean_of<T>(o[w.off(0)], k);
+  }
+}
+
+}  // namespace
+
+void scatter_reduce(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                    Reduce r, bool include_self) {
+  if (index.numel() == 0) return;
+  IGNIS_INTERNAL_ASSERT(index.dtype() == ScalarType::Int64);
+  IGNIS_DISPATCH_ALL(out.dtype(), "scatter_reduce", [&] {
+    scatter_reduce_impl<scalar_t>(out, dim, index, src, r, include_self);
   });
 }
 

@@ -30,12 +30,12 @@ struct MapDim {
 enum class MapOp : uint8_t { Copy, Add };
 
 // For every position of `dims` (dims[0] outermost): dst[offset] = src[offset]
-// (MapOp::Add: dst += src, in `dtype` arithmetic). The first `parallel_dims`
+// (MapOp::Add: dst += alpha * src, in `dtype` arithmetic). The first `parallel_dims`
 // dims may be split across threads, so the caller guarantees that their
 // positions write disjoint elements; the other dims run in order, so of two
 // writes to one element the later wins (and Add sums them deterministically).
 void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarType dtype,
-                 MapOp op, int parallel_dims);
+                 MapOp op, int parallel_dims, const Scalar& alpha = Scalar(int64_t(1)));
 
 // Byte offsets (over self's strides) of every position of the broadcast
 // index shape: out[b] = sum_k wrap(indices[k][b]) * byte_strides[k]. Each
@@ -61,6 +61,15 @@ std::optional<int64_t> find_out_of_range(const Tensor& index, int64_t lo, int64_
 enum class FiberOp : uint8_t { Gather, Scatter, ScatterAdd, ScatterFill };
 void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
                     const Tensor& other, const Scalar& value);
+
+// scatter_reduce: out[p with dim := index[p]] (reduce)= src[p] for every
+// position p of the int64 `index`. Without include_self the reduction at a
+// scattered position starts from the src values alone. Mean divides by the
+// number of values reduced (floor division for integers); Max/Min
+// propagate NaN.
+enum class Reduce : uint8_t { Sum, Prod, Mean, Max, Min };
+void scatter_reduce(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                    Reduce r, bool include_self);
 
 // Zeroes the elements of the matrices in the last two dims of `t` outside
 // the lower (tril) or upper (triu) triangle bounded by diagonal k.
