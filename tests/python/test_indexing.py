@@ -227,7 +227,7 @@ def test_getitem_zero_size():
     (lambda M, x: x[::-1], ValueError),
     (lambda M, x: x[:, ::-2], ValueError),
     (lambda M, x: x[1.5], IndexError),
-    (lambda M, x: x["a"], TypeError),
+    (lambda M, x: x[("a",)], TypeError),
     (lambda M, x: x[np.bool_(True)], IndexError),
     (lambda M, x: M.tensor(5)[0], IndexError),
     (lambda M, x: M.tensor(5)[:], IndexError),
@@ -304,6 +304,29 @@ def test_setitem_through_views():
     b[[0, 2], 3] = [7, 8]
     b.T[0, 1:] = 1
     np.testing.assert_array_equal(to_np(x), b)
+
+
+@needs_torch
+def test_setitem_aliasing_source():
+    # PyTorch refuses sources that overlap the destination unless they are
+    # the same elements or not dense.
+    cases = [
+        (lambda x: x.__setitem__(slice(1, None), x[:-1]), RuntimeError),
+        (lambda x: x.__setitem__([1, 2, 3, 4], x[:-1]), RuntimeError),
+        (lambda x: x.__setitem__([0, 1, 2, 3, 4], x), RuntimeError),
+        (lambda x: x.__setitem__(Ellipsis, x), None),
+        (lambda x: x.__setitem__(slice(None, 4, 2), x[1::2]), None),
+        (lambda x: x.__setitem__(slice(0, 2), x[3:]), None),
+        (lambda x: x.__setitem__(Ellipsis, x.flip(0)[None]), None),
+    ]
+    for f, exc in cases:
+        x, t = ignis.arange(5.0), torch.arange(5.0)
+        if exc is None:
+            f(x)
+            f(t)
+            same(x, t)
+        else:
+            raises_like(exc, lambda: f(x), lambda: f(t))
 
 
 def test_setitem_errors():

@@ -104,6 +104,20 @@ void bump(OpCall& c, const Tensor& t) {
   if (!c.device.is_meta()) t.impl()->version_counter().bump();
 }
 
+// The compute kernels read every tensor argument's data: all must be on the
+// cpu (a meta index with a cpu self has no data to read).
+void expect_cpu(const OpCall& c) {
+  auto check = [](const Tensor& t) {
+    IGNIS_CHECK(!t.defined() || t.device().is_cpu(), "Expected all tensors to be on the same "
+                "device, but found at least two devices, cpu and ", t.device().str(), "!");
+  };
+  for (const IValue& v : c.args) {
+    if (v.is_tensor()) check(v.to_tensor());
+    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) check(t);
+    else if (v.is_opt_tensor_list()) for (const Tensor& t : v.to_opt_tensor_list()) check(t);
+  }
+}
+
 // Identity map of dims [0, n) of dst and src (contiguous-style traversal).
 std::vector<MapDim> affine_dims(const DimVector& sizes, const DimVector& dst_bytes,
                                 const DimVector& src_bytes) {
@@ -160,6 +174,7 @@ void cat_meta(OpCall& c) {
 }
 
 void cat_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
   const auto& ts = c.args[0].to_tensor_list();
@@ -244,6 +259,7 @@ void repeat_meta(OpCall& c) {
 
 // The output, viewed as [r0, s0, r1, s1, ...], is self broadcast along the r dims.
 void repeat_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -292,6 +308,7 @@ void index_select_meta(OpCall& c) {
 }
 
 void index_select_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   Tensor index = as_1d(c.tensor(2));
@@ -368,6 +385,7 @@ void indexed_meta(OpCall& c) {
 
 template <IndexedOp K, bool Inplace>
 void indexed_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   Tensor index = as_1d(c.tensor(2));
@@ -453,6 +471,7 @@ void check_dim_range(const Tensor& index, const Tensor& self, int64_t dim) {
 }
 
 void gather_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& index = c.tensor(2);
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
@@ -508,6 +527,7 @@ void scatter_meta(OpCall& c) {
 
 template <ScatterKind K, bool Inplace>
 void scatter_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& index = c.tensor(2);
   const Tensor& out = c.outputs[0];
@@ -515,7 +535,9 @@ void scatter_cpu(OpCall& c) {
   check_dim_range(index, self, dim);
   if (!Inplace) copy_into(out, self);
   bool has_src = scatter_has_src<K>(c);
-  Scalar value = K == ScatterKind::Value ? c.scalar(3) : has_src ? Scalar() : scalar_of(c.tensor(3));
+  Scalar value = K == ScatterKind::Value ? c.scalar(3)
+                 : has_src                ? Scalar()
+                                          : scalar_of(c.tensor(3));
   cpu::FiberOp op = !has_src                  ? cpu::FiberOp::ScatterFill
                     : K == ScatterKind::Add ? cpu::FiberOp::ScatterAdd
                                             : cpu::FiberOp::Scatter;
@@ -541,6 +563,7 @@ void scatter_reduce_meta(OpCall& c) {
 
 template <bool Inplace>
 void scatter_reduce_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
@@ -567,6 +590,7 @@ void tri_meta(OpCall& c) {
 }
 template <bool Lower, bool Inplace>
 void tri_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& out = c.outputs[0];
   if (!Inplace) copy_into(out, c.tensor(0));
   cpu::zero_triangle(out, c.int_arg(1), Lower);
@@ -591,6 +615,7 @@ void flip_meta(OpCall& c) {
 
 // A flipped dim reads the source backwards: a negative stride from its end.
 void flip_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -628,6 +653,7 @@ std::vector<int64_t> rotation_table(int64_t n, int64_t shift, int64_t byte_strid
 }
 
 void roll_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -656,7 +682,8 @@ void roll_cpu(OpCall& c) {
     }
     dims = affine_dims(self.sizes(), bytes(out.strides(), isz), bytes(self.strides(), isz));
     for (int64_t d = 0; d < self.dim(); ++d)
-      if (rolled[d]) dims[d].src_table = rotation_table(self.sizes()[d], total[d], dims[d].src_stride);
+      if (rolled[d])
+        dims[d].src_table = rotation_table(self.sizes()[d], total[d], dims[d].src_stride);
   }
   cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
                    std::move(dims), self.dtype(), cpu::MapOp::Copy,
@@ -742,6 +769,7 @@ int64_t pad_source(PadMode mode, int64_t i, int64_t l, int64_t r, int64_t n) {
 }
 
 void pad_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -817,6 +845,8 @@ std::vector<Tensor> expand_masks(const Tensor& self, const std::vector<Tensor>& 
       IGNIS_CHECK_INDEX(t.sizes()[j] == self.sizes()[used + j], "The shape of the mask ",
                         t.shape_str(), " at index ", j, " does not match the shape of the "
                         "indexed tensor ", self.shape_str(), " at index ", used + j);
+    IGNIS_CHECK(meta || t.device().is_cpu(), "index: a mask on ", t.device().str(),
+                " cannot index a tensor on cpu");
     if (meta)
       IGNIS_NOT_IMPLEMENTED("index: indexing with a boolean mask has a data-dependent output "
                             "shape (the number of True elements), which the meta device cannot "
@@ -990,6 +1020,7 @@ void index_meta(OpCall& c) {
 }
 
 void index_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (leading_mask(c)) {
@@ -1017,11 +1048,16 @@ void index_put_meta(OpCall& c) {
               "source and destination "
               "dtypes match, got ", legacy_name(self.dtype()), " for the destination and ",
               legacy_name(values.dtype()), " for the source.");
+  if (!c.device.is_meta()) {
+    cpu::MemOverlap o = cpu::mem_overlap(self, values);
+    IGNIS_CHECK(o == cpu::MemOverlap::No || o == cpu::MemOverlap::TooHard, cpu::kOverlapMessage);
+  }
   c.outputs.push_back(self);
   bump(c, self);
 }
 
 void index_put_cpu(OpCall& c) {
+  expect_cpu(c);
   const Tensor& self = c.tensor(0);
   AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
   check_index_bounds(self, a);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/kernels/cpu/index_kernels.h"
 #include "ignis/python/py_common.h"
 
 namespace ignis::py {
@@ -274,6 +275,8 @@ Tensor strip_leading_ones(const Tensor& v) {
 }
 
 void copy_to(const Tensor& dst, const Tensor& src) {
+  // x[1:] = x[:-1] would read what it has overwritten: PyTorch refuses it.
+  IGNIS_CHECK(cpu::mem_overlap(dst, src) != cpu::MemOverlap::Partial, cpu::kOverlapMessage);
   if (dst.sizes() == src.sizes()) {
     copy_op.call(dst, src);
   } else if (src.dim() == 0 && src.device().is_cpu()) {

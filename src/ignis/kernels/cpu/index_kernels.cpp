@@ -147,8 +147,8 @@ int64_t src_off(const MapDim& m, int64_t i) {
 
 // Rows [row_b, row_e) of the dims before the last, each a run of the last dim.
 template <typename T, typename Op>
-void run_rows(const Op& op, char* dst, const char* src, const std::vector<MapDim>& dims, int64_t row_b,
-              int64_t row_e) {
+void run_rows(const Op& op, char* dst, const char* src, const std::vector<MapDim>& dims,
+              int64_t row_b, int64_t row_e) {
   const size_t nd = dims.size();
   std::vector<int64_t> idx(nd, 0);
   int64_t r = row_b;
@@ -205,7 +205,8 @@ void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarTyp
       MapDim& p = kept.back();
       bool affine = p.dst_table.empty() && p.src_table.empty() && m.dst_table.empty() &&
                     m.src_table.empty();
-      if (affine && p.dst_stride == m.dst_stride * m.size && p.src_stride == m.src_stride * m.size) {
+      if (affine && p.dst_stride == m.dst_stride * m.size &&
+          p.src_stride == m.src_stride * m.size) {
         p.size *= m.size;
         p.dst_stride = m.dst_stride;
         p.src_stride = m.src_stride;
@@ -277,6 +278,38 @@ void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t
 void strided_offsets(const Tensor& t, int64_t* out) {
   Walker w(t.sizes(), {byte_strides(t)}, 0);
   for (int64_t i = 0, n = t.numel(); i < n; ++i, w.next()) out[i] = w.off(0);
+}
+
+namespace {
+// Non-overlapping and dense: the elements fill [0, numel) in some dim order.
+bool dense(const Tensor& t) {
+  DimVector perm_strides = t.strides();
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] != 1) order.push_back(d);
+  std::sort(order.begin(), order.end(),
+            [&](int64_t x, int64_t y) { return t.strides()[x] < t.strides()[y]; });
+  int64_t expected = 1;
+  for (int64_t d : order) {
+    if (t.strides()[d] != expected) return false;
+    expected *= t.sizes()[d];
+  }
+  return true;
+}
+}  // namespace
+
+MemOverlap mem_overlap(const Tensor& a, const Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0 ||
+      a.impl()->storage().get() != b.impl()->storage().get())
+    return MemOverlap::No;
+  if (!dense(a) || !dense(b)) return MemOverlap::TooHard;
+  const char* pa = static_cast<const char*>(a.data_ptr());
+  const char* pb = static_cast<const char*>(b.data_ptr());
+  if (pa == pb && a.sizes() == b.sizes() && a.strides() == b.strides() && a.dtype() == b.dtype())
+    return MemOverlap::Full;
+  const char* ea = pa + a.numel() * static_cast<int64_t>(a.itemsize());
+  const char* eb = pb + b.numel() * static_cast<int64_t>(b.itemsize());
+  return pa < eb && pb < ea ? MemOverlap::Partial : MemOverlap::No;
 }
 
 std::optional<int64_t> find_out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
@@ -655,8 +688,9 @@ void masked_gather(const Tensor& out, const Tensor& self, const Tensor& mask) {
     counts[c + 1] = cnt;
   });
   for (int64_t c = 0; c < chunks; ++c) counts[c + 1] += counts[c];
-  IGNIS_INTERNAL_ASSERT(counts[chunks] * block == out.numel() * static_cast<int64_t>(out.itemsize()),
-                        "mask changed between shape and copy");
+  IGNIS_INTERNAL_ASSERT(
+      counts[chunks] * block == out.numel() * static_cast<int64_t>(out.itemsize()),
+      "mask changed between shape and copy");
   for_mask_chunks(mask, lead, chunks, [&](int64_t c, int64_t b, int64_t e, Walker& w) {
     char* o = dst + counts[c] * block;
     const int64_t cnt = counts[c + 1] - counts[c];

@@ -47,6 +47,16 @@ void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t
 // Byte offsets of every element of `t` (row-major order) over its strides.
 void strided_offsets(const Tensor& t, int64_t* out);
 
+// How the memory of two tensors overlaps (PyTorch's get_overlap_status):
+// Full when they are the same elements, Partial when their dense ranges
+// intersect otherwise, TooHard when one is not dense (no verdict).
+enum class MemOverlap : uint8_t { No, Full, Partial, TooHard };
+MemOverlap mem_overlap(const Tensor& a, const Tensor& b);
+// PyTorch's message for a write that would read memory it overwrites.
+inline constexpr const char* kOverlapMessage =
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation.";
+
 // The first value of the int32/int64 tensor `index` outside [lo, hi).
 std::optional<int64_t> find_out_of_range(const Tensor& index, int64_t lo, int64_t hi);
 
