@@ -895,3 +895,62 @@ def test_scatter_reduce_errors():
                 lambda: th(a).scatter_reduce(0, torch.tensor([0]), torch.ones(1), "foo"))
     raises_like(RuntimeError, lambda: ig(a).scatter_reduce(0, ignis.tensor([3]), ignis.ones(1), "sum"),
                 lambda: th(a).scatter_reduce(0, torch.tensor([3]), torch.ones(1), "sum"))
+
+
+# ---- random index expressions ------------------------------------------------------------------
+def _random_index(rng, shape):
+    """A random tuple of index items for a tensor of `shape`, as (ignis, torch) pairs."""
+    items, dim = [], 0
+    adv_shapes = [(2,), (1,), (2, 1), (3,)]
+    for _ in range(rng.integers(1, 5)):
+        kind = rng.choice(["int", "slice", "none", "ellipsis", "list", "tensor", "mask"])
+        n = shape[dim] if dim < len(shape) else None
+        if kind == "none":
+            items.append((None, None))
+        elif kind == "ellipsis":
+            items.append((Ellipsis, Ellipsis))
+            break
+        elif n is None:
+            break
+        elif kind == "int":
+            v = int(rng.integers(-n, n))
+            items.append((v, v))
+            dim += 1
+        elif kind == "slice":
+            s = slice(int(rng.integers(-n - 1, n + 1)), int(rng.integers(-n - 1, n + 2)),
+                      int(rng.integers(1, 3)))
+            items.append((s, s))
+            dim += 1
+        elif kind == "list":
+            v = [int(x) for x in rng.integers(-n, n, size=rng.integers(0, 3))]
+            items.append((v, v))
+            dim += 1
+        elif kind == "tensor":
+            a = rng.integers(-n, n, size=adv_shapes[rng.integers(0, 4)])
+            items.append((ignis.tensor(a), torch.tensor(a)))
+            dim += 1
+        else:
+            m = rng.integers(0, 2, size=n).astype(bool)
+            items.append((ignis.tensor(m), torch.tensor(m)))
+            dim += 1
+    return tuple(i for i, _ in items), tuple(t for _, t in items)
+
+
+@needs_torch
+def test_random_index_expressions_match_torch():
+    rng = np.random.default_rng(1234)
+    a = np.arange(120, dtype=np.float32).reshape(4, 5, 6)
+    for _ in range(300):
+        ii, ti = _random_index(rng, a.shape)
+        x, t = ig(a), th(a)
+        try:
+            expected = t[ti]
+        except Exception as e:  # noqa: BLE001 - the same exception type is expected
+            with pytest.raises(type(e)):
+                x[ii]
+            continue
+        same(x[ii], expected)
+        # Assignment through the same index, of a broadcastable value.
+        t[ti] = -1.0
+        x[ii] = -1.0
+        same(x, t)

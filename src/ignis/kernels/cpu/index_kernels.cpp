@@ -228,7 +228,7 @@ void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarTyp
     }
     return;
   }
-  IGNIS_DISPATCH_ALL(dtype, "index_put_", [&] {
+  IGNIS_DISPATCH_ALL(dtype, "mapped_copy", [&] {
     AddOp<scalar_t> add{alpha.to<opmath_t<scalar_t>>()};
     run_mapped<scalar_t>(add, dst, src, kept, pd);
   });
@@ -283,7 +283,6 @@ void strided_offsets(const Tensor& t, int64_t* out) {
 namespace {
 // Non-overlapping and dense: the elements fill [0, numel) in some dim order.
 bool dense(const Tensor& t) {
-  DimVector perm_strides = t.strides();
   std::vector<int64_t> order;
   for (int64_t d = 0; d < t.dim(); ++d)
     if (t.sizes()[d] != 1) order.push_back(d);
@@ -332,6 +331,27 @@ struct FiberGeom {
   int64_t len = 1;                       // index.size(dim)
   int64_t self_dim = 0, index_dim = 0, other_dim = 0;  // byte strides along dim
 };
+
+FiberGeom fiber_geom(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& other) {
+  FiberGeom g;
+  DimVector ss = byte_strides(self), is = byte_strides(index);
+  DimVector os = other.defined() ? byte_strides(other) : DimVector(index.dim(), 0);
+  g.outer_strides.resize(3);
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    if (d == dim) continue;
+    g.outer_sizes.push_back(index.sizes()[d]);
+    g.outer_strides[0].push_back(ss[d]);
+    g.outer_strides[1].push_back(is[d]);
+    g.outer_strides[2].push_back(os[d]);
+  }
+  if (index.dim() > 0) {
+    g.len = index.sizes()[dim];
+    g.self_dim = ss[dim];
+    g.index_dim = is[dim];
+    g.other_dim = os[dim];
+  }
+  return g;
+}
 
 template <typename I, typename F>
 void run_fibers(const FiberGeom& g, char* self, const char* index, char* other, F f) {
@@ -383,29 +403,6 @@ void fiber_index_dispatch(FiberOp op, const FiberGeom& g, char* self, const Tens
   else fiber_dispatch<T, int32_t>(op, g, self, ip, other, value);
 }
 
-}  // namespace
-
-namespace {
-FiberGeom fiber_geom(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& other) {
-  FiberGeom g;
-  DimVector ss = byte_strides(self), is = byte_strides(index);
-  DimVector os = other.defined() ? byte_strides(other) : DimVector(index.dim(), 0);
-  g.outer_strides.resize(3);
-  for (int64_t d = 0; d < index.dim(); ++d) {
-    if (d == dim) continue;
-    g.outer_sizes.push_back(index.sizes()[d]);
-    g.outer_strides[0].push_back(ss[d]);
-    g.outer_strides[1].push_back(is[d]);
-    g.outer_strides[2].push_back(os[d]);
-  }
-  if (index.dim() > 0) {
-    g.len = index.sizes()[dim];
-    g.self_dim = ss[dim];
-    g.index_dim = is[dim];
-    g.other_dim = os[dim];
-  }
-  return g;
-}
 }  // namespace
 
 void gather_scatter(FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
