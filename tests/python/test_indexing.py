@@ -794,6 +794,13 @@ def test_large_inputs_threaded_paths():
     same(ignis.cat([x, x.t()[:300]], 1), torch.cat([t, t.t()[:300]], 1))
     same(ignis.nn.functional.pad(x[None], (5, 5), mode="reflect"),
          torch.nn.functional.pad(t[None], (5, 5), mode="reflect"))
+    # Threads split the leading dim; repeated columns add up in order.
+    cols = RNG.integers(0, 400, size=500)
+    z = x.clone()
+    z.index_put_((None, ig(cols)), ignis.ones(300, 500), accumulate=True)
+    b = a.copy()
+    np.add.at(b, (slice(None), cols), np.float32(1))
+    np.testing.assert_array_equal(to_np(z), b)
     y, u = x.clone(), t.clone()
     rows = RNG.integers(0, 300, size=50000)
     y.index_put_((ig(rows), ig(rows % 400)), ignis.ones(50000), accumulate=True)
