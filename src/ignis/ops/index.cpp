@@ -1,8 +1,1240 @@
+// Data movement and indexing: cat/stack, repeat/tile, index_select, gather,
+// scatter, tril/triu, flip, roll, pad, advanced indexing (index, index_put_),
+// nonzero, masked_select, where(condition), take.
+//
+// The structured ops compute shapes and check arguments in their meta rule
+// (so they run on the meta device) and move data with the kernels of
+// kernels/cpu/index_kernels.h. Index values are range-checked before any
+// kernel reads through them.
+#include <algorithm>
+
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/fill.h"
+#include "ignis/kernels/cpu/index_kernels.h"
+#include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis {
 
-void register_index_ops() {}
+namespace {
+
+using cpu::MapDim;
+
+OpRef cat_op("cat");
+OpRef unsqueeze_op("unsqueeze");
+OpRef reshape_op("reshape");
+OpRef expand_op("expand");
+OpRef index_op("index.Tensor");
+OpRef nonzero_op("nonzero");
+OpRef repeat_op("repeat");
+OpRef flip_op("flip");
+OpRef clone_op("clone");
+OpRef index_put_op("index_put_");
+OpRef unbind_op("unbind.int");
+
+void ret(Stack& s, Tensor t) {
+  s.clear();
+  s.emplace_back(std::move(t));
+}
+
+// PyTorch's legacy names ("Float", "Long"), which its index_put_ and take
+// messages use.
+const char* legacy_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "Bool";
+    case ScalarType::UInt8: return "Byte";
+    case ScalarType::Int8: return "Char";
+    case ScalarType::Int16: return "Short";
+    case ScalarType::Int32: return "Int";
+    case ScalarType::Int64: return "Long";
+    case ScalarType::Float16: return "Half";
+    case ScalarType::BFloat16: return "BFloat16";
+    case ScalarType::Float32: return "Float";
+    case ScalarType::Float64: return "Double";
+    default: return "?";
+  }
+}
+
+bool is_index_dtype(ScalarType t) { return t == ScalarType::Int64 || t == ScalarType::Int32; }
+bool is_mask_dtype(ScalarType t) { return t == ScalarType::Bool || t == ScalarType::UInt8; }
+
+DimVector bytes(const DimVector& strides, size_t itemsize) {
+  DimVector s = strides;
+  for (auto& v : s) v *= static_cast<int64_t>(itemsize);
+  return s;
+}
+
+// t[start:start+len] along dim, as a view.
+Tensor narrow_view(const Tensor& t, int64_t dim, int64_t start, int64_t len) {
+  DimVector sz = t.sizes();
+  sz[dim] = len;
+  return make_view(t, sz, t.strides(), t.storage_offset() + start * t.strides()[dim]);
+}
+
+bool expandable_to(const DimVector& from, const DimVector& to) {
+  if (from.size() > to.size()) return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[off + i]) return false;
+  return true;
+}
+
+// t broadcast to `shape` (which it must be expandable to), as a view.
+Tensor expand_view(const Tensor& t, const DimVector& shape) {
+  DimVector st(shape.size(), 0);
+  size_t off = shape.size() - t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d)
+    st[off + d] = t.sizes()[d] == shape[off + d] ? t.strides()[d] : 0;
+  return make_view(t, shape, st, t.storage_offset());
+}
+
+// A 0-dim tensor as a 1-element 1-D view (gather/scatter treat them alike).
+Tensor as_1d(const Tensor& t) {
+  return t.dim() == 0 ? make_view(t, {1}, {1}, t.storage_offset()) : t;
+}
+
+Scalar scalar_of(const Tensor& t) {
+  if (t.dtype() == ScalarType::Bool) return Scalar(t.item_int() != 0);
+  if (is_floating(t.dtype())) return Scalar(t.item_double());
+  return Scalar(t.item_int());
+}
+
+void bump(OpCall& c, const Tensor& t) {
+  if (!c.device.is_meta()) t.impl()->version_counter().bump();
+}
+
+// The compute kernels read every tensor argument's data: all must be on the
+// cpu (a meta index with a cpu self has no data to read).
+void expect_cpu(const OpCall& c) {
+  auto check = [](const Tensor& t) {
+    IGNIS_CHECK(!t.defined() || t.device().is_cpu(), "Expected all tensors to be on the same "
+                "device, but found at least two devices, cpu and ", t.device().str(), "!");
+  };
+  for (const IValue& v : c.args) {
+    if (v.is_tensor()) check(v.to_tensor());
+    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) check(t);
+    else if (v.is_opt_tensor_list()) for (const Tensor& t : v.to_opt_tensor_list()) check(t);
+  }
+}
+
+// Identity map of dims [0, n) of dst and src (contiguous-style traversal).
+std::vector<MapDim> affine_dims(const DimVector& sizes, const DimVector& dst_bytes,
+                                const DimVector& src_bytes) {
+  std::vector<MapDim> dims(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    dims[d].size = sizes[d];
+    dims[d].dst_stride = dst_bytes[d];
+    dims[d].src_stride = src_bytes[d];
+  }
+  return dims;
+}
+
+// ---- cat / stack ------------------------------------------------------------------------
+// An empty 1-D tensor is skipped by cat whatever the other shapes (legacy
+// behaviour PyTorch keeps).
+bool cat_skipped(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
+
+void cat_meta(OpCall& c) {
+  const auto& ts = c.args[0].to_tensor_list();
+  IGNIS_CHECK_VALUE(!ts.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  std::vector<const Tensor*> ptrs;
+  const Tensor* ref = nullptr;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    IGNIS_CHECK(ts[i].dim() > 0, "zero-dimensional tensor (at position ", i,
+                ") cannot be concatenated");
+    IGNIS_CHECK(ts[i].device() == ts[0].device(), "Expected all tensors to be on the same "
+                "device, but found at least two devices, ", ts[0].device().str(), " and ",
+                ts[i].device().str(), "!");
+    ptrs.push_back(&ts[i]);
+    if (!ref && !cat_skipped(ts[i])) ref = &ts[i];
+  }
+  ScalarType dt = result_type(ptrs);
+  if (!ref) {
+    c.alloc({0}, dt);
+    return;
+  }
+  int64_t dim = wrap_dim(c.int_arg(1), ref->dim());
+  DimVector size = ref->sizes();
+  size[dim] = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    if (cat_skipped(t)) continue;
+    IGNIS_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ",
+                ref->dim(), " and ", t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (d == dim) continue;
+      IGNIS_CHECK(t.sizes()[d] == ref->sizes()[d], "Sizes of tensors must match except in "
+                  "dimension ", dim, ". Expected size ", ref->sizes()[d], " but got size ",
+                  t.sizes()[d], " for tensor number ", i, " in the list.");
+    }
+    size[dim] += t.sizes()[dim];
+  }
+  c.alloc(size, dt);
+}
+
+void cat_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& out = c.outputs[0];
+  if (out.numel() == 0) return;
+  const auto& ts = c.args[0].to_tensor_list();
+  const Tensor* ref = nullptr;
+  for (const Tensor& t : ts)
+    if (!cat_skipped(t)) {
+      ref = &t;
+      break;
+    }
+  int64_t dim = wrap_dim(c.int_arg(1), ref->dim());
+  int64_t off = 0;
+  for (const Tensor& t : ts) {
+    if (cat_skipped(t)) continue;
+    int64_t n = t.sizes()[dim];
+    if (n > 0) copy_into(narrow_view(out, dim, off, n), t);  // converts to the result dtype
+    off += n;
+  }
+}
+
+void stack_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  std::vector<Tensor> ts = s[0].to_tensor_list();
+  IGNIS_CHECK(!ts.empty(), "stack expects a non-empty TensorList");
+  int64_t dim = wrap_dim(s[1].to_int(), ts[0].dim() + 1);
+  for (size_t i = 1; i < ts.size(); ++i)
+    IGNIS_CHECK(ts[i].sizes() == ts[0].sizes(), "stack expects each tensor to be equal size, "
+                "but got ", ts[0].shape_str(), " at entry 0 and ", ts[i].shape_str(),
+                " at entry ", i);
+  for (Tensor& t : ts) t = unsqueeze_op.tensor(t, dim);
+  ret(s, cat_op.tensor(std::move(ts), dim));
+}
+
+// atleast_{1,2,3}d as hstack/vstack/dstack/column_stack need them.
+Tensor reshape_to(const Tensor& t, std::vector<int64_t> shape) {
+  return reshape_op.tensor(t, std::move(shape));
+}
+std::vector<Tensor> stack_inputs(const Stack& s, const char* name) {
+  const auto& ts = s[0].to_tensor_list();
+  IGNIS_CHECK(!ts.empty(), name, " expects a non-empty TensorList");
+  return ts;
+}
+void hstack_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  std::vector<Tensor> ts = stack_inputs(s, "hstack");
+  for (Tensor& t : ts)
+    if (t.dim() == 0) t = reshape_to(t, {1});
+  int64_t dim = ts[0].dim() == 1 ? 0 : 1;
+  ret(s, cat_op.tensor(std::move(ts), dim));
+}
+void vstack_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  std::vector<Tensor> ts = stack_inputs(s, "vstack");
+  for (Tensor& t : ts)
+    if (t.dim() < 2) t = reshape_to(t, {1, t.numel()});
+  ret(s, cat_op.tensor(std::move(ts), int64_t(0)));
+}
+void dstack_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  std::vector<Tensor> ts = stack_inputs(s, "dstack");
+  for (Tensor& t : ts) {
+    if (t.dim() == 0) t = reshape_to(t, {1, 1, 1});
+    else if (t.dim() == 1) t = reshape_to(t, {1, t.sizes()[0], 1});
+    else if (t.dim() == 2) t = unsqueeze_op.tensor(t, int64_t(2));
+  }
+  ret(s, cat_op.tensor(std::move(ts), int64_t(2)));
+}
+void column_stack_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  std::vector<Tensor> ts = stack_inputs(s, "column_stack");
+  for (Tensor& t : ts)
+    if (t.dim() <= 1) t = reshape_to(t, {t.numel(), 1});
+  ret(s, cat_op.tensor(std::move(ts), int64_t(1)));
+}
+
+// ---- repeat / tile ------------------------------------------------------------------------
+void repeat_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const auto& reps = c.int_list(1);
+  const int64_t n = static_cast<int64_t>(reps.size());
+  IGNIS_CHECK(n >= self.dim(), "Number of dimensions of repeat dims can not be smaller than "
+              "number of dimensions of tensor");
+  const int64_t pad = n - self.dim();
+  DimVector size(n);
+  for (int64_t i = 0; i < n; ++i) size[i] = reps[i] * (i < pad ? 1 : self.sizes()[i - pad]);
+  c.alloc(size, self.dtype());
+}
+
+// The output, viewed as [r0, s0, r1, s1, ...], is self broadcast along the r dims.
+void repeat_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  if (out.numel() == 0) return;
+  const auto& reps = c.int_list(1);
+  const int64_t n = static_cast<int64_t>(reps.size()), pad = n - self.dim();
+  const int64_t isz = static_cast<int64_t>(self.itemsize());
+  std::vector<MapDim> dims;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t s = i < pad ? 1 : self.sizes()[i - pad];
+    int64_t os = out.strides()[i] * isz;
+    int64_t ss = i < pad ? 0 : self.strides()[i - pad] * isz;
+    dims.push_back(MapDim{reps[i], os * s, 0, {}, {}});
+    dims.push_back(MapDim{s, os, ss, {}, {}});
+  }
+  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
+                   std::move(dims), self.dtype(), cpu::MapOp::Copy, static_cast<int>(2 * n));
+}
+
+void tile_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  std::vector<int64_t> reps = s[1].to_int_list();
+  if (static_cast<int64_t>(reps.size()) < self.dim())
+    reps.insert(reps.begin(), self.dim() - reps.size(), 1);
+  ret(s, repeat_op.tensor(self, reps));
+}
+
+// ---- index_select -------------------------------------------------------------------------
+void index_select_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  IGNIS_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  IGNIS_CHECK(is_index_dtype(index.dtype()),
+              "index_select(): Expected dtype int32 or int64 for index");
+  if (self.dim() == 0) {
+    IGNIS_CHECK(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, "
+                "got ", index.numel(), " value(s)");
+    c.alloc({}, self.dtype());
+    return;
+  }
+  IGNIS_CHECK(self.sizes()[dim] > 0 || index.numel() == 0,
+              "index_select(): self indexing axis dim should be positive");
+  DimVector size = self.sizes();
+  size[dim] = index.numel();
+  c.alloc(size, self.dtype());
+}
+
+void index_select_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  Tensor index = as_1d(c.tensor(2));
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
+  IGNIS_CHECK_INDEX(!cpu::find_out_of_range(index, 0, n), "index out of range in self");
+  if (out.numel() == 0) return;
+  Tensor src = as_1d(self), dst = as_1d(out);
+  const size_t isz = self.itemsize();
+  auto dims = affine_dims(dst.sizes(), bytes(dst.strides(), isz), bytes(src.strides(), isz));
+  dims[dim].src_table.resize(index.numel());
+  cpu::index_offsets({index}, {n}, {src.strides()[dim] * static_cast<int64_t>(isz)},
+                     dims[dim].src_table.data());
+  cpu::mapped_copy(static_cast<char*>(dst.data_ptr()), static_cast<const char*>(src.data_ptr()),
+                   std::move(dims), self.dtype(), cpu::MapOp::Copy,
+                   static_cast<int>(dst.dim()));
+}
+
+int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
+int64_t size_or_1(const Tensor& t, int64_t d) { return t.dim() == 0 ? 1 : t.sizes()[d]; }
+
+// ---- index_add / index_copy / index_fill -------------------------------------------------
+// self[..., index[i], ...] (op)= source[..., i, ...] along dim: a mapped copy
+// whose dim `dim` goes through the table of index offsets. Only the dims
+// before `dim` run in parallel, so repeated indices resolve in order.
+enum class IndexedOp { Add, Copy, Fill };
+
+const char* indexed_name(IndexedOp k) {
+  return k == IndexedOp::Add ? "index_add_" : k == IndexedOp::Copy ? "index_copy_" : "index_fill_";
+}
+
+template <IndexedOp K, bool Inplace>
+void indexed_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  const char* name = indexed_name(K);
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  IGNIS_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector, but got dim: ",
+                    index.dim(), " with type: ", legacy_name(index.dtype()), " and size: ",
+                    index.shape_str());
+  if (K == IndexedOp::Add)
+    IGNIS_CHECK(is_index_dtype(index.dtype()), name, "(): Expected dtype int32/int64 for index");
+  else if (K == IndexedOp::Copy)
+    IGNIS_CHECK(index.dtype() == ScalarType::Int64, name, "(): Expected a long tensor for "
+                "index, but got ", legacy_name(index.dtype()));
+  else
+    IGNIS_CHECK_INDEX(index.dtype() == ScalarType::Int64, name,
+                      "(): Expected dtype int64 for index.");
+  if (K == IndexedOp::Fill) {
+    const Tensor& v = c.tensor(3);
+    IGNIS_CHECK(v.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got "
+                "tensor with ", v.dim(), " dimension(s).");
+  } else {
+    const Tensor& src = c.tensor(3);
+    IGNIS_CHECK(src.dtype() == self.dtype(), name, "(): self (", legacy_name(self.dtype()),
+                ") and source (", legacy_name(src.dtype()), ") must have the same scalar type");
+    IGNIS_CHECK(index.numel() == size_or_1(src, dim), name, "(): Number of indices (",
+                index.numel(), ") should be equal to source.size(dim): (", size_or_1(src, dim),
+                "), for dim: ", dim);
+    bool same = src.dim() == self.dim();
+    for (int64_t d = 0; same && d < src.dim(); ++d)
+      same = d == dim || src.sizes()[d] == size_or_1(self, d);
+    IGNIS_CHECK(same, name, "(): source tensor shape must match self tensor shape, excluding "
+                "the specified dimension. Got self.shape = ", self.shape_str(),
+                " source.shape = ", src.shape_str());
+  }
+  if (Inplace) {
+    c.outputs.push_back(self);
+    bump(c, self);
+  } else {
+    c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+  }
+}
+
+template <IndexedOp K, bool Inplace>
+void indexed_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  Tensor index = as_1d(c.tensor(2));
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  const int64_t n = size_or_1(self, dim);
+  // index_fill counts negative indices from the end; the others reject them.
+  auto bad = cpu::find_out_of_range(index, K == IndexedOp::Fill ? -n : 0, n);
+  if (K == IndexedOp::Add)
+    IGNIS_CHECK(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", dim,
+                " with size ", n);
+  else
+    IGNIS_CHECK_INDEX(!bad, K == IndexedOp::Copy ? "index_copy_(): " : "", "index ",
+                      bad.value_or(0), " is out of bounds for dimension ", dim, " with size ", n);
+  if (!Inplace) copy_into(out, self);
+  Tensor dst = as_1d(out);
+  // The source: `source` itself, or the fill value broadcast (stride 0).
+  Tensor src = K == IndexedOp::Fill ? to_dtype_copy(c.tensor(3), self.dtype()) : c.tensor(3);
+  Tensor src1 = K == IndexedOp::Fill ? make_view(src, DimVector(dst.dim(), 1),
+                                                 DimVector(dst.dim(), 0), src.storage_offset())
+                                     : as_1d(src);
+  const size_t isz = self.itemsize();
+  DimVector sizes = dst.sizes();
+  sizes[dim] = index.numel();
+  auto dims = affine_dims(sizes, bytes(dst.strides(), isz), bytes(src1.strides(), isz));
+  dims[dim].dst_table.resize(index.numel());
+  cpu::index_offsets({index}, {n}, {dst.strides()[dim] * static_cast<int64_t>(isz)},
+                     dims[dim].dst_table.data());
+  cpu::mapped_copy(static_cast<char*>(dst.data_ptr()), static_cast<const char*>(src1.data_ptr()),
+                   std::move(dims), self.dtype(),
+                   K == IndexedOp::Add ? cpu::MapOp::Add : cpu::MapOp::Copy,
+                   static_cast<int>(dim), K == IndexedOp::Add ? c.scalar(4) : Scalar(int64_t(1)));
+}
+
+void take_along_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor(), idx = s[1].to_tensor();
+  IGNIS_CHECK(idx.dtype() == ScalarType::Int64, "torch.take_along_dim(): dtype of indices "
+              "should be Long but got ", legacy_name(idx.dtype()));
+  static OpRef gather("gather");
+  if (s[2].is_none()) {
+    ret(s, gather.tensor(reshape_to(self, {-1}), int64_t(0), reshape_to(idx, {-1})));
+    return;
+  }
+  IGNIS_CHECK(self.dim() == idx.dim(), "torch.take_along_dim(): input and indices should have "
+              "the same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
+              idx.dim(), " dimensions for indices");
+  int64_t dim = wrap_dim(s[2].to_int(), self.dim());
+  // Broadcast every dim but `dim`, which keeps each side's own size.
+  DimVector a = self.sizes(), b = idx.sizes();
+  if (self.dim() > 0) a[dim] = b[dim] = 1;
+  DimVector shape = broadcast_shapes(a, b);
+  std::vector<int64_t> self_shape = shape.vec(), idx_shape = shape.vec();
+  if (self.dim() > 0) {
+    self_shape[dim] = self.sizes()[dim];
+    idx_shape[dim] = idx.sizes()[dim];
+  }
+  ret(s, gather.tensor(expand_op.tensor(self, self_shape), dim,
+                       expand_op.tensor(idx, idx_shape)));
+}
+
+// ---- gather / scatter -----------------------------------------------------------------------
+
+void gather_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  IGNIS_CHECK(is_index_dtype(index.dtype()), "gather(): Expected dtype int64 for index");
+  IGNIS_CHECK(nonempty_dim(index) == nonempty_dim(self),
+              "Index tensor must have the same number of dimensions as input tensor");
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    if (d == dim) continue;
+    IGNIS_CHECK(index.sizes()[d] <= size_or_1(self, d), "Size does not match at dimension ", d,
+                " expected index ", index.shape_str(), " to be no larger than self ",
+                self.shape_str(), " apart from dimension ", dim);
+  }
+  c.alloc(index.sizes(), self.dtype());
+}
+
+void check_dim_range(const Tensor& index, const Tensor& self, int64_t dim) {
+  int64_t n = size_or_1(self, dim);
+  auto bad = cpu::find_out_of_range(index, 0, n);
+  IGNIS_CHECK(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", dim,
+              " with size ", n);
+}
+
+void gather_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  check_dim_range(index, self, dim);
+  cpu::gather_scatter(cpu::FiberOp::Gather, as_1d(self), dim, as_1d(index), as_1d(c.outputs[0]),
+                      Scalar());
+}
+
+// scatter(self, dim, index, src | value), scatter_add, and their in-place forms.
+// A Python number given as src arrives as a wrapped 0-dim tensor: it is the
+// value form.
+enum class ScatterKind { Src, Value, Add };
+
+template <ScatterKind K>
+bool scatter_has_src(const OpCall& c) {
+  return K != ScatterKind::Value && !c.tensor(3).impl()->is_wrapped_number();
+}
+
+template <ScatterKind K, bool Inplace>
+void scatter_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  const char* name = K == ScatterKind::Add ? "scatter_add" : "scatter";
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  IGNIS_CHECK(is_index_dtype(index.dtype()), name, "(): Expected dtype int64 for index");
+  IGNIS_CHECK(nonempty_dim(index) == nonempty_dim(self),
+              "Index tensor must have the same number of dimensions as self tensor");
+  if (scatter_has_src<K>(c)) {
+    const Tensor& src = c.tensor(3);
+    IGNIS_CHECK(src.dtype() == self.dtype(), name,
+                "(): Expected self.dtype to be equal to src.dtype");
+    IGNIS_CHECK(nonempty_dim(index) == nonempty_dim(src),
+                "Index tensor must have the same number of dimensions as src tensor");
+    for (int64_t d = 0; d < index.dim(); ++d)
+      IGNIS_CHECK((d == dim || index.sizes()[d] <= size_or_1(self, d)) &&
+                      index.sizes()[d] <= size_or_1(src, d),
+                  "Expected index ", index.shape_str(), " to be no larger than self ",
+                  self.shape_str(), " apart from dimension ", dim,
+                  " and to be no larger size than src ", src.shape_str());
+  } else {
+    for (int64_t d = 0; d < index.dim(); ++d)
+      IGNIS_CHECK(d == dim || index.sizes()[d] <= size_or_1(self, d), "Expected index ",
+                  index.shape_str(), " to be no larger than self ", self.shape_str(),
+                  " apart from dimension ", dim);
+  }
+  if (Inplace) {
+    c.outputs.push_back(self);
+    bump(c, self);
+  } else {
+    c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+  }
+}
+
+template <ScatterKind K, bool Inplace>
+void scatter_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& index = c.tensor(2);
+  const Tensor& out = c.outputs[0];
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  check_dim_range(index, self, dim);
+  if (!Inplace) copy_into(out, self);
+  bool has_src = scatter_has_src<K>(c);
+  Scalar value = K == ScatterKind::Value ? c.scalar(3)
+                 : has_src                ? Scalar()
+                                          : scalar_of(c.tensor(3));
+  cpu::FiberOp op = !has_src                  ? cpu::FiberOp::ScatterFill
+                    : K == ScatterKind::Add ? cpu::FiberOp::ScatterAdd
+                                            : cpu::FiberOp::Scatter;
+  cpu::gather_scatter(op, as_1d(out), dim, as_1d(index),
+                      has_src ? as_1d(c.tensor(3)) : Tensor(), value);
+}
+
+// scatter_reduce(self, dim, index, src, reduce, *, include_self=True)
+cpu::Reduce reduce_kind(const std::string& r) {
+  if (r == "sum") return cpu::Reduce::Sum;
+  if (r == "prod") return cpu::Reduce::Prod;
+  if (r == "mean") return cpu::Reduce::Mean;
+  if (r == "amax") return cpu::Reduce::Max;
+  if (r == "amin") return cpu::Reduce::Min;
+  IGNIS_FAIL("reduce argument must be either sum, prod, mean, amax or amin, got ", r);
+}
+
+template <bool Inplace>
+void scatter_reduce_meta(OpCall& c) {
+  reduce_kind(c.args[4].to_string());
+  scatter_meta<ScatterKind::Src, Inplace>(c);
+}
+
+template <bool Inplace>
+void scatter_reduce_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  Tensor index = c.tensor(2);
+  check_dim_range(index, self, dim);
+  if (!Inplace) copy_into(out, self);
+  if (index.dtype() != ScalarType::Int64) index = to_dtype_copy(index, ScalarType::Int64);
+  cpu::scatter_reduce(as_1d(out), dim, as_1d(index), as_1d(c.tensor(3)),
+                      reduce_kind(c.args[4].to_string()), c.bool_arg(5));
+}
+
+// ---- tril / triu ------------------------------------------------------------------------------
+template <bool Lower, bool Inplace>
+void tri_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  IGNIS_CHECK(self.dim() >= 2, Lower ? "tril" : "triu",
+              ": input tensor must have at least 2 dimensions");
+  if (Inplace) {
+    c.outputs.push_back(self);
+    bump(c, self);
+  } else {
+    c.alloc(self.sizes(), self.dtype());
+  }
+}
+template <bool Lower, bool Inplace>
+void tri_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& out = c.outputs[0];
+  if (!Inplace) copy_into(out, c.tensor(0));
+  cpu::zero_triangle(out, c.int_arg(1), Lower);
+}
+
+// ---- flip / roll ----------------------------------------------------------------------------
+std::vector<bool> dim_mask(const Tensor& self, const std::vector<int64_t>& dims) {
+  std::vector<bool> m(std::max<int64_t>(self.dim(), 1), false);
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, self.dim());
+    IGNIS_CHECK(!m[w], "dim ", w, " appears multiple times in the list of dims");
+    m[w] = true;
+  }
+  return m;
+}
+
+void flip_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  dim_mask(self, c.int_list(1));
+  c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+}
+
+// A flipped dim reads the source backwards: a negative stride from its end.
+void flip_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  if (out.numel() == 0) return;
+  std::vector<bool> m = dim_mask(self, c.int_list(1));
+  const size_t isz = self.itemsize();
+  DimVector ss = bytes(self.strides(), isz);
+  const char* src = static_cast<const char*>(self.data_ptr());
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!m[d]) continue;
+    src += (self.sizes()[d] - 1) * ss[d];
+    ss[d] = -ss[d];
+  }
+  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), src,
+                   affine_dims(self.sizes(), bytes(out.strides(), isz), ss), self.dtype(),
+                   cpu::MapOp::Copy, static_cast<int>(self.dim()));
+}
+
+void roll_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const auto& shifts = c.int_list(1);
+  const auto& dims = c.int_list(2);
+  IGNIS_CHECK(!shifts.empty(), "`shifts` required");
+  IGNIS_CHECK(dims.empty() ? shifts.size() == 1 : shifts.size() == dims.size(),
+              "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
+  for (int64_t d : dims) wrap_dim(d, self.dim());
+  c.alloc(self.sizes(), self.dtype());
+}
+
+// Position i of a rolled dim reads position (i - shift) mod n.
+std::vector<int64_t> rotation_table(int64_t n, int64_t shift, int64_t byte_stride) {
+  std::vector<int64_t> t(n);
+  int64_t s = n ? ((shift % n) + n) % n : 0;
+  for (int64_t i = 0; i < n; ++i) t[i] = ((i - s + n) % n) * byte_stride;
+  return t;
+}
+
+void roll_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  if (out.numel() == 0) return;
+  const auto& shifts = c.int_list(1);
+  const auto& dims_arg = c.int_list(2);
+  const int64_t isz = static_cast<int64_t>(self.itemsize());
+  std::vector<MapDim> dims;
+  if (dims_arg.empty()) {
+    // Roll of the flattened tensor: the source order is self's row-major order.
+    std::vector<int64_t> offs(self.numel());
+    cpu::strided_offsets(self, offs.data());
+    MapDim m;
+    m.size = self.numel();
+    m.dst_stride = isz;
+    std::vector<int64_t> rot = rotation_table(m.size, shifts[0], 1);
+    m.src_table.resize(m.size);
+    for (int64_t i = 0; i < m.size; ++i) m.src_table[i] = offs[rot[i]];
+    dims.push_back(std::move(m));
+  } else {
+    std::vector<int64_t> total(self.dim(), 0);
+    std::vector<bool> rolled(self.dim(), false);
+    for (size_t k = 0; k < dims_arg.size(); ++k) {
+      int64_t d = wrap_dim(dims_arg[k], self.dim());
+      total[d] += shifts[k];
+      rolled[d] = true;
+    }
+    dims = affine_dims(self.sizes(), bytes(out.strides(), isz), bytes(self.strides(), isz));
+    for (int64_t d = 0; d < self.dim(); ++d)
+      if (rolled[d])
+        dims[d].src_table = rotation_table(self.sizes()[d], total[d], dims[d].src_stride);
+  }
+  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
+                   std::move(dims), self.dtype(), cpu::MapOp::Copy,
+                   static_cast<int>(dims.size()));
+}
+
+// ---- pad ----------------------------------------------------------------------------------------
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+
+PadMode pad_mode(const std::string& m) {
+  if (m == "constant") return PadMode::Constant;
+  if (m == "reflect") return PadMode::Reflect;
+  if (m == "replicate") return PadMode::Replicate;
+  if (m == "circular") return PadMode::Circular;
+  IGNIS_NOT_IMPLEMENTED("Unrecognised padding mode ", m);
+}
+
+// Output size of each dim; pad[2k], pad[2k+1] pad the k-th dim from the end.
+void pad_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const auto& p = c.int_list(1);
+  const std::string& mode_name = c.args[2].to_string();
+  PadMode mode = pad_mode(mode_name);
+  const int64_t nd = self.dim(), k = static_cast<int64_t>(p.size()) / 2;
+  IGNIS_CHECK(p.size() % 2 == 0, "Padding length must be divisible by 2");
+  IGNIS_CHECK(k <= nd, "Padding length should be less than or equal to two times the input "
+              "dimension but got padding length ", p.size(), " and input of dimension ", nd);
+  if (mode != PadMode::Constant) {
+    IGNIS_CHECK(c.args[3].is_none(), "Padding mode \"", mode_name,
+                "\" doesn't take in value argument");
+    if (k < 1 || k > 3 || (nd != k + 1 && nd != k + 2))
+      IGNIS_NOT_IMPLEMENTED("Padding size ", p.size(), " is not supported for ", nd,
+                            "D input tensor.\nSupported combinations for non-constant padding:\n"
+                            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)");
+    for (int64_t d = 1; d < nd; ++d)
+      IGNIS_CHECK(self.sizes()[d] != 0, "Expected ", k + 1, "D or ", k + 2, "D (batch mode) "
+                  "tensor with possibly 0 batch size and other non-zero dimensions for input, "
+                  "but got: ", self.shape_str());
+    if (mode == PadMode::Reflect && self.dtype() == ScalarType::Bool)
+      IGNIS_NOT_IMPLEMENTED("\"reflection_pad", k, "d\" not implemented for 'Bool'");
+  }
+  DimVector size = self.sizes();
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t d = nd - 1 - j, l = p[2 * j], r = p[2 * j + 1], n = self.sizes()[d];
+    if (mode == PadMode::Reflect)
+      IGNIS_CHECK(l < n && r < n, "Argument #4: Padding size should be less than the "
+                  "corresponding input dimension, but got: padding (", l, ", ", r,
+                  ") at dimension ", d, " of input ", self.shape_str());
+    size[d] = n + l + r;
+    if (mode == PadMode::Circular)
+      IGNIS_CHECK(l <= n && r <= n && (n + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0) > 0
+                                       || size[d] <= 0),
+                  "Padding value causes wrapping around more than once.");
+    IGNIS_CHECK(size[d] >= 0, "The input size ", n, ", plus negative padding ", l, " and ", r,
+                " resulted in a negative output size, which is invalid. Check dimension ", d,
+                " of your input.");
+  }
+  c.alloc(size, self.dtype());
+}
+
+// Source position of output position i of a dim of size n padded by (l, r).
+// Reflect and replicate read the whole input; circular (as PyTorch does)
+// first crops by the negative pads, then wraps around what is left.
+int64_t pad_source(PadMode mode, int64_t i, int64_t l, int64_t r, int64_t n) {
+  int64_t j = i - l;
+  switch (mode) {
+    case PadMode::Reflect:
+      if (j < 0) j = -j;
+      if (j >= n) j = 2 * (n - 1) - j;
+      return j;
+    case PadMode::Replicate: return std::clamp<int64_t>(j, 0, n - 1);
+    case PadMode::Circular: {
+      int64_t crop_l = std::max<int64_t>(-l, 0);
+      int64_t kept = n - crop_l - std::max<int64_t>(-r, 0);
+      j = i - std::max<int64_t>(l, 0);
+      return ((j % kept) + kept) % kept + crop_l;
+    }
+    case PadMode::Constant: break;
+  }
+  return j;
+}
+
+void pad_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  if (out.numel() == 0) return;
+  const auto& p = c.int_list(1);
+  PadMode mode = pad_mode(c.args[2].to_string());
+  const int64_t nd = self.dim(), k = static_cast<int64_t>(p.size()) / 2;
+  const int64_t isz = static_cast<int64_t>(self.itemsize());
+  auto dims = affine_dims(out.sizes(), bytes(out.strides(), isz), bytes(self.strides(), isz));
+  char* dst = static_cast<char*>(out.data_ptr());
+  const char* src = static_cast<const char*>(self.data_ptr());
+  if (mode == PadMode::Constant) {
+    cpu::fill(out, Scalar(c.args[3].is_none() ? 0.0 : c.double_arg(3)));
+    // Copy the overlap of input and output; negative pads crop.
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t d = nd - 1 - j, l = p[2 * j], n = self.sizes()[d];
+      int64_t o0 = std::max<int64_t>(l, 0), s0 = std::max<int64_t>(-l, 0);
+      int64_t len = std::min(n - s0, out.sizes()[d] - o0);
+      if (len <= 0) return;
+      dst += o0 * dims[d].dst_stride;
+      src += s0 * dims[d].src_stride;
+      dims[d].size = len;
+    }
+  } else {
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t d = nd - 1 - j, l = p[2 * j], n = self.sizes()[d];
+      dims[d].src_table.resize(dims[d].size);
+      for (int64_t i = 0; i < dims[d].size; ++i)
+        dims[d].src_table[i] = pad_source(mode, i, l, p[2 * j + 1], n) * dims[d].src_stride;
+    }
+  }
+  cpu::mapped_copy(dst, src, std::move(dims), self.dtype(), cpu::MapOp::Copy,
+                   static_cast<int>(nd));
+}
+
+// ---- advanced indexing: index / index_put_ ---------------------------------------------------
+// index(self, indices): indices[i] indexes dim i of self (a k-dim boolean
+// mask covers k dims and stands for its nonzero() coordinates). The index
+// tensors broadcast together to shape B. When the indexed dims are adjacent,
+// B replaces them in place; otherwise B comes first, then the other dims.
+struct AdvIndex {
+  std::vector<Tensor> idx;  // one per dim of self: an int32/int64 tensor or undefined
+  DimVector bshape;
+  int64_t first = -1, last = -1;
+  bool adjacent = true;
+  DimVector result;  // result shape
+};
+
+// Checks the indices and replaces each mask by its nonzero() coordinates,
+// which needs the mask's data: on the meta device masks are refused.
+std::vector<Tensor> expand_masks(const Tensor& self, const std::vector<Tensor>& indices,
+                                 bool meta) {
+  std::vector<Tensor> out;
+  int64_t used = 0;
+  for (const Tensor& t : indices) {
+    if (!t.defined()) {
+      out.emplace_back();
+      ++used;
+      continue;
+    }
+    ScalarType dt = t.dtype();
+    IGNIS_CHECK_INDEX(is_index_dtype(dt) || is_mask_dtype(dt),
+                      "tensors used as indices must be long, int, byte or bool tensors");
+    if (!is_mask_dtype(dt)) {
+      out.push_back(t);
+      ++used;
+      continue;
+    }
+    IGNIS_CHECK_INDEX(t.dim() > 0, "index: a 0-dim boolean index is only supported through "
+                      "tensor[...] indexing");
+    IGNIS_CHECK_INDEX(used + t.dim() <= self.dim(), "too many indices for tensor of dimension ",
+                      self.dim(), " (got ", used + t.dim(), ")");
+    for (int64_t j = 0; j < t.dim(); ++j)
+      IGNIS_CHECK_INDEX(t.sizes()[j] == self.sizes()[used + j], "The shape of the mask ",
+                        t.shape_str(), " at index ", j, " does not match the shape of the "
+                        "indexed tensor ", self.shape_str(), " at index ", used + j);
+    IGNIS_CHECK(meta || t.device().is_cpu(), "index: a mask on ", t.device().str(),
+                " cannot index a tensor on cpu");
+    if (meta)
+      IGNIS_NOT_IMPLEMENTED("index: indexing with a boolean mask has a data-dependent output "
+                            "shape (the number of True elements), which the meta device cannot "
+                            "compute");
+    Tensor nz = cpu::nonzero(t);  // [n, k]
+    int64_t n = nz.sizes()[0], k = t.dim();
+    for (int64_t j = 0; j < k; ++j) out.push_back(make_view(nz, {n}, {k}, j));
+    used += k;
+  }
+  return out;
+}
+
+AdvIndex analyse(const Tensor& self, const std::vector<Tensor>& expanded) {
+  AdvIndex a;
+  IGNIS_CHECK_INDEX(static_cast<int64_t>(expanded.size()) <= self.dim(),
+                    "too many indices for tensor of dimension ", self.dim(), " (got ",
+                    expanded.size(), ")");
+  a.idx = expanded;
+  a.idx.resize(self.dim());
+  bool first_shape = true;
+  std::string shapes;
+  bool ok = true;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const Tensor& t = a.idx[d];
+    if (!t.defined()) continue;
+    if (a.first < 0) a.first = d;
+    a.last = d;
+    shapes += (shapes.empty() ? "" : ", ") + t.shape_str();
+    if (first_shape) {
+      a.bshape = t.sizes();
+      first_shape = false;
+    } else if (ok) {
+      // Broadcast without throwing, to raise PyTorch's IndexError below.
+      const DimVector& s = t.sizes();
+      size_t n = std::max(a.bshape.size(), s.size());
+      DimVector b(n);
+      for (size_t i = 0; i < n && ok; ++i) {
+        int64_t x = i < n - a.bshape.size() ? 1 : a.bshape[i - (n - a.bshape.size())];
+        int64_t y = i < n - s.size() ? 1 : s[i - (n - s.size())];
+        ok = x == y || x == 1 || y == 1;
+        b[i] = x == 1 ? y : x;
+      }
+      a.bshape = b;
+    }
+  }
+  IGNIS_CHECK_INDEX(a.first >= 0, "at least one index must be provided");
+  IGNIS_CHECK_INDEX(ok, "shape mismatch: indexing tensors could not be broadcast together with "
+                    "shapes ", shapes);
+  for (int64_t d = a.first; d <= a.last; ++d) a.adjacent = a.adjacent && a.idx[d].defined();
+  if (a.adjacent) {
+    for (int64_t d = 0; d < a.first; ++d) a.result.push_back(self.sizes()[d]);
+    for (int64_t v : a.bshape) a.result.push_back(v);
+    for (int64_t d = a.last + 1; d < self.dim(); ++d) a.result.push_back(self.sizes()[d]);
+  } else {
+    a.result = a.bshape;
+    for (int64_t d = 0; d < self.dim(); ++d)
+      if (!a.idx[d].defined()) a.result.push_back(self.sizes()[d]);
+  }
+  return a;
+}
+
+AdvIndex prepare_index(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  std::vector<Tensor> expanded =
+      expand_masks(self, c.args[1].to_opt_tensor_list(), c.device.is_meta());
+  AdvIndex a = analyse(self, expanded);
+  // The kernel then sees only integer indices (masks already resolved).
+  c.args[1] = IValue::OptTensors{std::move(expanded)};
+  return a;
+}
+
+// IndexError naming the first out-of-range index value.
+void check_index_bounds(const Tensor& self, const AdvIndex& a) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!a.idx[d].defined()) continue;
+    int64_t n = self.sizes()[d];
+    auto bad = cpu::find_out_of_range(a.idx[d], -n, n);
+    IGNIS_CHECK_INDEX(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", d,
+                      " with size ", n);
+  }
+}
+
+// The map of the result (with B flattened into one dim) onto self: along B,
+// self is addressed through the table of offsets the index values give.
+// `res` is the other side (the output, or the values broadcast to the
+// result shape); its B dims need a table too, as they may not merge.
+struct IndexMap {
+  std::vector<MapDim> dims;
+  int b_pos = 0;  // position of the flattened B dim
+};
+
+IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, bool self_is_dst) {
+  const int64_t isz = static_cast<int64_t>(self.itemsize());
+  const int64_t nb = static_cast<int64_t>(a.bshape.size());
+  const DimVector res_bytes = bytes(res.strides(), self.itemsize());
+  IndexMap m;
+  std::vector<int64_t> self_dims;  // the non-indexed dims of self, in result order
+  if (a.adjacent) {
+    for (int64_t d = 0; d < a.first; ++d) self_dims.push_back(d);
+    m.b_pos = static_cast<int>(a.first);
+  }
+  for (int64_t d = a.adjacent ? a.last + 1 : 0; d < self.dim(); ++d)
+    if (!a.idx[d].defined()) self_dims.push_back(d);
+
+  std::vector<Tensor> idx;
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!a.idx[d].defined()) continue;
+    idx.push_back(expand_view(a.idx[d], a.bshape));
+    sizes.push_back(self.sizes()[d]);
+    strides.push_back(self.strides()[d] * isz);
+  }
+  MapDim bdim;
+  bdim.size = compute_numel(a.bshape);
+  std::vector<int64_t> table(bdim.size), other(bdim.size);
+  cpu::index_offsets(idx, sizes, strides, table.data());
+  DimVector rs(res.strides().begin() + m.b_pos, res.strides().begin() + m.b_pos + nb);
+  cpu::strided_offsets(make_view(res, a.bshape, rs, res.storage_offset()), other.data());
+  (self_is_dst ? bdim.dst_table : bdim.src_table) = std::move(table);
+  (self_is_dst ? bdim.src_table : bdim.dst_table) = std::move(other);
+
+  int64_t r = 0;  // result dim
+  for (size_t i = 0; i <= self_dims.size(); ++i) {
+    if (static_cast<int>(i) == m.b_pos) {
+      m.dims.push_back(std::move(bdim));
+      r += nb;
+      continue;
+    }
+    int64_t d = self_dims[static_cast<int>(i) < m.b_pos ? i : i - 1];
+    int64_t ss = self.strides()[d] * isz;
+    MapDim md;
+    md.size = self.sizes()[d];
+    md.dst_stride = self_is_dst ? ss : res_bytes[r];
+    md.src_stride = self_is_dst ? res_bytes[r] : ss;
+    m.dims.push_back(std::move(md));
+    ++r;
+  }
+  return m;
+}
+
+// x[mask] with one mask over the leading dims of a CPU tensor whose other dims
+// are contiguous: the kernel walks the mask itself (no nonzero() coordinates).
+bool leading_mask(const OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const auto& indices = c.args[1].to_opt_tensor_list();
+  if (c.device.is_meta() || indices.size() != 1 || !indices[0].defined()) return false;
+  const Tensor& m = indices[0];
+  if (!is_mask_dtype(m.dtype()) || m.dim() == 0 || m.dim() > self.dim() || !m.device().is_cpu())
+    return false;
+  for (int64_t d = 0; d < m.dim(); ++d)
+    if (m.sizes()[d] != self.sizes()[d]) return false;  // the general path raises
+  int64_t expected = 1;
+  for (int64_t d = self.dim() - 1; d >= m.dim(); --d) {
+    if (self.sizes()[d] != 1 && self.strides()[d] != expected) return false;
+    expected *= self.sizes()[d];
+  }
+  return true;
+}
+
+void index_meta(OpCall& c) {
+  if (leading_mask(c)) {
+    const Tensor& self = c.tensor(0);
+    const Tensor& m = c.args[1].to_opt_tensor_list()[0];
+    DimVector size{cpu::count_true(m)};
+    for (int64_t d = m.dim(); d < self.dim(); ++d) size.push_back(self.sizes()[d]);
+    c.alloc(size, self.dtype());
+    return;
+  }
+  AdvIndex a = prepare_index(c);
+  c.alloc(a.result, c.tensor(0).dtype());
+}
+
+void index_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  const Tensor& out = c.outputs[0];
+  if (leading_mask(c)) {
+    cpu::masked_gather(out, self, c.args[1].to_opt_tensor_list()[0]);
+    return;
+  }
+  AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
+  check_index_bounds(self, a);
+  if (out.numel() == 0) return;
+  IndexMap m = index_map(self, a, out, false);
+  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
+                   std::move(m.dims), self.dtype(), cpu::MapOp::Copy,
+                   static_cast<int>(a.result.size()));
+}
+
+void index_put_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& values = c.tensor(2);
+  AdvIndex a = prepare_index(c);
+  IGNIS_CHECK(expandable_to(values.sizes(), a.result), "shape mismatch: value tensor of shape ",
+              values.shape_str(), " cannot be broadcast to indexing result of shape ",
+              shape_str(a.result));
+  // A 0-dim value converts like a scalar; a dimensioned one must match.
+  IGNIS_CHECK(values.dtype() == self.dtype() || values.dim() == 0, "Index put requires the "
+              "source and destination "
+              "dtypes match, got ", legacy_name(self.dtype()), " for the destination and ",
+              legacy_name(values.dtype()), " for the source.");
+  if (!c.device.is_meta()) {
+    cpu::MemOverlap o = cpu::mem_overlap(self, values);
+    IGNIS_CHECK(o == cpu::MemOverlap::No || o == cpu::MemOverlap::TooHard, cpu::kOverlapMessage);
+  }
+  c.outputs.push_back(self);
+  bump(c, self);
+}
+
+void index_put_cpu(OpCall& c) {
+  expect_cpu(c);
+  const Tensor& self = c.tensor(0);
+  AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
+  check_index_bounds(self, a);
+  if (compute_numel(a.result) == 0) return;
+  Tensor values = c.tensor(2);
+  if (values.dtype() != self.dtype()) values = to_dtype_copy(values, self.dtype());
+  values = expand_view(values, a.result);
+  // Only the dims before B may run in parallel: along B two positions may
+  // hit the same element, and the later one must win (or add last).
+  IndexMap m = index_map(self, a, values, true);
+  cpu::mapped_copy(static_cast<char*>(self.data_ptr()),
+                   static_cast<const char*>(values.data_ptr()), std::move(m.dims), self.dtype(),
+                   c.bool_arg(3) ? cpu::MapOp::Add : cpu::MapOp::Copy, m.b_pos);
+}
+
+void index_put_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor out = clone_op.tensor(s[0].to_tensor());
+  index_put_op.call(out, s[1], s[2], s[3]);
+  ret(s, out);
+}
+
+// ---- nonzero / masked_select / where / take ---------------------------------------------------
+void nonzero_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  if (self.device().is_meta())
+    IGNIS_NOT_IMPLEMENTED("nonzero: the output shape depends on the data (the number of nonzero "
+                          "elements), which the meta device cannot compute");
+  IGNIS_CHECK(self.device().is_cpu(), "nonzero: no kernel for device ", self.device().str());
+  ret(s, cpu::nonzero(self));
+}
+
+void masked_select_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor(), mask = s[1].to_tensor();
+  IGNIS_CHECK(mask.dtype() == ScalarType::Bool, "masked_select: expected BoolTensor for mask");
+  DimVector shape = broadcast_shapes(self.sizes(), mask.sizes());
+  if (shape.empty()) shape.push_back(1);
+  Tensor se = expand_op.tensor(self, shape.vec()), me = expand_op.tensor(mask, shape.vec());
+  Tensor flat_self = reshape_to(se, {-1}), flat_mask = reshape_to(me, {-1});
+  ret(s, index_op.tensor(flat_self, IValue::OptTensors{{flat_mask}}));
+}
+
+void where_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor cond = s[0].to_tensor();
+  if (cond.dim() == 0) cond = unsqueeze_op.tensor(cond, int64_t(0));
+  Tensor nz = nonzero_op.tensor(cond);
+  Stack r = unbind_op.call(nz, int64_t(1));
+  s.clear();
+  s.push_back(std::move(r[0]));
+}
+
+void take_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor(), index = s[1].to_tensor();
+  IGNIS_CHECK(index.dtype() == ScalarType::Int64, "take(): Expected a long tensor for index, "
+              "but got ", legacy_name(index.dtype()));
+  int64_t n = self.numel();
+  if (index.device().is_cpu()) {
+    auto bad = cpu::find_out_of_range(index, -n, n);
+    IGNIS_CHECK_INDEX(!bad, "out of range: tried to access index ", bad.value_or(0),
+                      " on a tensor of ", n, " elements.");
+  }
+  ret(s, index_op.tensor(reshape_to(self, {-1}), IValue::OptTensors{{index}}));
+}
+
+void flip_dims_kernel(Stack& s, int64_t dim, int64_t min_dim, const char* msg) {
+  Tensor self = s[0].to_tensor();
+  IGNIS_CHECK(self.dim() >= min_dim, msg);
+  ret(s, flip_op.tensor(self, std::vector<int64_t>{dim}));
+}
+void fliplr_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  flip_dims_kernel(s, 1, 2, "Input must be >= 2-d.");
+}
+void flipud_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  flip_dims_kernel(s, 0, 1, "Input must be >= 1-d.");
+}
+
+}  // namespace
+
+void register_index_ops() {
+  const auto O = OpCategory::Other, C = OpCategory::Composite;
+  def("cat(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta).cpu(cat_cpu)
+      .doc("concatenation along dim (inputs promote to a common dtype)");
+  def("concat(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta).cpu(cat_cpu)
+      .doc("alias of cat");
+  def("concatenate(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta)
+      .cpu(cat_cpu).doc("alias of cat");
+  def("stack(Tensor[] tensors, int dim=0) -> Tensor").category(C).composite(stack_kernel)
+      .doc("concatenation along a new dim");
+  def("hstack(Tensor[] tensors) -> Tensor").category(C).composite(hstack_kernel);
+  def("vstack(Tensor[] tensors) -> Tensor").category(C).composite(vstack_kernel);
+  def("dstack(Tensor[] tensors) -> Tensor").category(C).composite(dstack_kernel);
+  def("column_stack(Tensor[] tensors) -> Tensor").category(C).composite(column_stack_kernel);
+  def("repeat(Tensor self, int[] repeats) -> Tensor").category(O).method_only()
+      .meta(repeat_meta).cpu(repeat_cpu).doc("self tiled repeats[i] times along dim i");
+  def("tile(Tensor self, int[] dims) -> Tensor").category(C).both().composite(tile_kernel);
+  def("index_select(Tensor self, int dim, Tensor index) -> Tensor").category(O).both()
+      .meta(index_select_meta).cpu(index_select_cpu).doc("the entries index of dim");
+  def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")
+      .category(O).both().meta(gather_meta).cpu(gather_cpu)
+      .doc("out[i][j] = self[index[i][j]][j] (for dim 0)");
+  using SK = ScatterKind;
+  def("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor").category(O)
+      .both().meta(scatter_meta<SK::Src, false>).cpu(scatter_cpu<SK::Src, false>)
+      .doc("self with self[index[i][j]][j] = src[i][j] (for dim 0)");
+  def("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor").category(O)
+      .both().meta(scatter_meta<SK::Value, false>).cpu(scatter_cpu<SK::Value, false>);
+  def("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
+      .category(O).method_only().meta(scatter_meta<SK::Src, true>)
+      .cpu(scatter_cpu<SK::Src, true>);
+  def("scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)")
+      .category(O).method_only().meta(scatter_meta<SK::Value, true>)
+      .cpu(scatter_cpu<SK::Value, true>);
+  def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor").category(O)
+      .both().meta(scatter_meta<SK::Add, false>).cpu(scatter_cpu<SK::Add, false>)
+      .doc("self with self[index[i][j]][j] += src[i][j] (for dim 0)");
+  def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
+      .category(O).method_only().meta(scatter_meta<SK::Add, true>)
+      .cpu(scatter_cpu<SK::Add, true>);
+  def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
+      "bool include_self=True) -> Tensor").category(O).both().meta(scatter_reduce_meta<false>)
+      .cpu(scatter_reduce_cpu<false>)
+      .doc("scatter with sum, prod, mean, amax or amin of the values meeting at an element");
+  def("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, "
+      "bool include_self=True) -> Tensor(a!)").category(O).method_only()
+      .meta(scatter_reduce_meta<true>).cpu(scatter_reduce_cpu<true>);
+  using IK = IndexedOp;
+  def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
+      .category(O).both().meta(indexed_meta<IK::Add, false>).cpu(indexed_cpu<IK::Add, false>)
+      .doc("self with source[i] * alpha added at index[i] along dim");
+  def("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+      "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Add, true>)
+      .cpu(indexed_cpu<IK::Add, true>);
+  def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor").category(O)
+      .both().meta(indexed_meta<IK::Copy, false>).cpu(indexed_cpu<IK::Copy, false>)
+      .doc("self with source[i] written at index[i] along dim");
+  def("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)")
+      .category(O).method_only().meta(indexed_meta<IK::Copy, true>)
+      .cpu(indexed_cpu<IK::Copy, true>);
+  def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
+      .category(O).both().meta(indexed_meta<IK::Fill, false>).cpu(indexed_cpu<IK::Fill, false>)
+      .doc("self with value written at the entries index of dim");
+  def("index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
+      "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Fill, true>)
+      .cpu(indexed_cpu<IK::Fill, true>);
+  def("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor").category(C).both()
+      .composite(take_along_dim_kernel).doc("gather with indices broadcast against self");
+  def("tril(Tensor self, int diagonal=0) -> Tensor").category(O).both()
+      .meta(tri_meta<true, false>).cpu(tri_cpu<true, false>).doc("lower triangle");
+  def("tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()
+      .meta(tri_meta<true, true>).cpu(tri_cpu<true, true>);
+  def("triu(Tensor self, int diagonal=0) -> Tensor").category(O).both()
+      .meta(tri_meta<false, false>).cpu(tri_cpu<false, false>).doc("upper triangle");
+  def("triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()
+      .meta(tri_meta<false, true>).cpu(tri_cpu<false, true>);
+  def("flip(Tensor self, int[] dims) -> Tensor").category(O).both().meta(flip_meta)
+      .cpu(flip_cpu).doc("reverses the order along dims");
+  def("fliplr(Tensor self) -> Tensor").category(C).both().composite(fliplr_kernel);
+  def("flipud(Tensor self) -> Tensor").category(C).both().composite(flipud_kernel);
+  def("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor").category(O).both()
+      .meta(roll_meta).cpu(roll_cpu).doc("rotates along dims (the flattened tensor if none)");
+  def("pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor")
+      .category(O).meta(pad_meta).cpu(pad_cpu)
+      .doc("pads (or, with negative pads, crops) the last len(pad)/2 dims");
+  def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").category(O).meta(index_meta)
+      .cpu(index_cpu).doc("advanced (NumPy) indexing with integer and boolean tensors");
+  def("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
+      "Tensor(a!)").category(O).both().meta(index_put_meta).cpu(index_put_cpu)
+      .doc("self[indices] = values (or += with accumulate)");
+  def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")
+      .category(C).both().composite(index_put_kernel);
+  def("nonzero(Tensor self) -> Tensor").category(O).both().kernel(nonzero_kernel)
+      .doc("[n, dim] coordinates of the nonzero elements");
+  def("masked_select(Tensor self, Tensor mask) -> Tensor").category(C).both()
+      .composite(masked_select_kernel).doc("1-D tensor of the elements where mask holds");
+  def("where(Tensor condition) -> Tensor[]").category(C).composite(where_kernel)
+      .doc("nonzero(condition) as a tuple of 1-D index tensors");
+  def("take(Tensor self, Tensor index) -> Tensor").category(C).both().composite(take_kernel)
+      .doc("self.flatten()[index]");
+}
 
 }  // namespace ignis
