@@ -73,11 +73,34 @@ void finish(OpCall& call, Stack& s) {
   for (auto& t : outs) s.emplace_back(std::move(t));
 }
 
+// All tensor arguments of one call live on one device; a 0-dim CPU tensor
+// (a scalar) may join tensors of any device, as in PyTorch.
+void check_same_device(const OpHandle& op, const Stack& s) {
+  const Tensor* first = nullptr;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined() || (t.dim() == 0 && t.device().is_cpu())) return;
+    if (!first) {
+      first = &t;
+      return;
+    }
+    IGNIS_CHECK(t.device().type == first->device().type,
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                first->device().str(), " and ", t.device().str(), "! (in ", op.name(), ")");
+  };
+  for (size_t i = 0; i < op.schema().args.size(); ++i) {
+    const IValue& v = s[i];
+    if (v.is_tensor()) visit(v.to_tensor());
+    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) visit(t);
+    // Index lists (Tensor?[]) may stay on the CPU, as PyTorch allows.
+  }
+}
+
 KernelFn structured_kernel(const OpDef* d, DispatchKey k) {
   MetaFn meta = d->meta;
   ImplFn impl = k == DispatchKey::CPU ? d->cpu : k == DispatchKey::CUDA ? d->cuda : nullptr;
   bool meta_only = k == DispatchKey::Meta;
   return [meta, impl, meta_only, k](const OpHandle& op, DispatchKeySet, Stack& s) {
+    check_same_device(op, s);
     OpCall call{op, s, output_device(op, s, k), {}, nullptr};
     meta(call);
     if (!meta_only) impl(call);
