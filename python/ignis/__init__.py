@@ -33,6 +33,11 @@ from . import nn  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 
 
+def nonzero(input, *, as_tuple=False):
+    """Indices of non-zero elements: an [n, ndim] tensor, or one tensor per dim."""
+    return input.nonzero(as_tuple=as_tuple)
+
+
 def set_default_dtype(d):
     """Sets the default floating dtype (float32 unless changed)."""
     _C.set_default_dtype(d)

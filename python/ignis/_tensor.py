@@ -94,6 +94,9 @@ class Tensor(_C.TensorBase):
     def __ne__(self, other):
         return _OPS["ne"](self, other) if _comparable(other) else NotImplemented
 
+    def nonzero(self, *, as_tuple=False):
+        return _OPS["where"](self) if as_tuple else _OPS["nonzero"](self)
+
     # --- indexing ----------------------------------------------------------------------
     def __getitem__(self, index):
         return _C._getitem(self, index)
