@@ -1,8 +1,526 @@
+// Reduction ops: sum, mean, prod, amax/amin, max/min, argmax/argmin,
+// var/std (and *_mean), logsumexp, all/any, norm, count_nonzero and the
+// scans cumsum/cumprod. Each is structured: a meta rule that validates the
+// arguments and allocates the (contiguous) outputs, and a CPU kernel from
+// kernels/cpu/reduce.h. Dims follow PyTorch: negative dims wrap, duplicates
+// are errors, `dim=None` (and for most ops `dim=[]`) reduces every dim.
+#include <cmath>
+#include <optional>
+
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/reduce.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis {
 
-void register_reduction_ops() {}
+namespace {
+
+using cpu::DimMask;
+
+// ---------------------------------------------------------------------------
+// Argument helpers
+// ---------------------------------------------------------------------------
+DimMask all_dims(int64_t nd) {
+  if (nd == 0) return 1;
+  return nd >= 64 ? ~DimMask(0) : (DimMask(1) << nd) - 1;
+}
+
+// The dims an `int`, `int[]` or None argument names. An empty list means
+// every dim (sum, mean, amax, ...) or none (all, any), as in PyTorch.
+DimMask parse_dims(const Tensor& self, const IValue& v, bool empty_is_all = true) {
+  const int64_t nd = self.dim();
+  IGNIS_CHECK(nd <= 64, "reductions support at most 64 dims, got ", nd);
+  if (v.is_none()) return all_dims(nd);
+  if (v.is_int()) return DimMask(1) << wrap_dim(v.to_int(), nd);
+  const auto& dims = v.to_int_list();
+  if (dims.empty()) return empty_is_all ? all_dims(nd) : 0;
+  DimMask m = 0;
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, nd);
+    IGNIS_CHECK(!((m >> w) & 1), "dim ", w, " appears multiple times in the list of dims");
+    m |= DimMask(1) << w;
+  }
+  return m;
+}
+
+DimVector reduced_sizes(const Tensor& self, DimMask m, bool keepdim) {
+  DimVector out;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!((m >> d) & 1)) out.push_back(self.sizes()[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+int64_t reduced_numel(const Tensor& self, DimMask m) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if ((m >> d) & 1) n *= self.sizes()[d];
+  return n;
+}
+
+// The names PyTorch's C++ core prints in some messages ("Got: Long").
+const char* core_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "Bool";
+    case ScalarType::UInt8: return "Byte";
+    case ScalarType::Int8: return "Char";
+    case ScalarType::Int16: return "Short";
+    case ScalarType::Int32: return "Int";
+    case ScalarType::Int64: return "Long";
+    case ScalarType::Float16: return "Half";
+    case ScalarType::BFloat16: return "BFloat16";
+    case ScalarType::Float32: return "Float";
+    case ScalarType::Float64: return "Double";
+    default: return "Undefined";
+  }
+}
+
+ScalarType sum_dtype(ScalarType t) { return is_floating(t) ? t : ScalarType::Int64; }
+
+// Ops without an identity (amax, max, argmax, inf-norm) cannot reduce an
+// empty dim.
+void check_nonempty(const char* name, const Tensor& self, DimMask m, bool full,
+                    ErrorKind full_kind = ErrorKind::Runtime) {
+  if (self.numel() != 0) return;
+  if (full) {
+    ::ignis::detail::fail(full_kind, name, "(): Expected reduction dim to be specified for "
+                          "input.numel() == 0.",
+                          full_kind == ErrorKind::Runtime
+                              ? " Specify the reduction dim with the 'dim' argument." : "");
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    IGNIS_CHECK_INDEX(!((m >> d) & 1) || self.sizes()[d] != 0, name,
+                      "(): Expected reduction dim ", d, " to have non-zero size.");
+}
+
+// One reduction call, parsed from the stack: `Dim`, `Keep`, `Dtype` are
+// argument positions (-1: absent, meaning every dim / no keepdim / None).
+struct Spec {
+  DimMask mask;
+  bool keepdim;
+  bool full;  // no dim argument given (or None)
+  std::optional<ScalarType> dtype;
+};
+
+template <int Dim, int Keep, int Dtype = -1>
+Spec parse(const OpCall& c, bool empty_is_all = true) {
+  const Tensor& self = c.tensor(0);
+  Spec s{all_dims(self.dim()), false, true, std::nullopt};
+  if constexpr (Dim >= 0) {
+    s.mask = parse_dims(self, c.args[Dim], empty_is_all);
+    s.full = c.args[Dim].is_none();
+  }
+  if constexpr (Keep >= 0) s.keepdim = c.bool_arg(Keep);
+  if constexpr (Dtype >= 0) {
+    if (!c.args[Dtype].is_none()) s.dtype = c.args[Dtype].to_dtype();
+  }
+  return s;
+}
+
+Tensor& alloc_reduced(OpCall& c, const Spec& s, ScalarType dtype) {
+  return c.alloc(reduced_sizes(c.tensor(0), s.mask, s.keepdim), dtype);
+}
+
+// ---------------------------------------------------------------------------
+// sum, nansum, prod, mean
+// ---------------------------------------------------------------------------
+template <int Dim, int Keep, int Dtype>
+void sum_meta(OpCall& c) {
+  Spec s = parse<Dim, Keep, Dtype>(c);
+  alloc_reduced(c, s, s.dtype.value_or(sum_dtype(c.tensor(0).dtype())));
+}
+template <int Dim, int Keep, int Dtype>
+void sum_cpu(OpCall& c) {
+  cpu::sum_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+}
+template <int Dim, int Keep, int Dtype>
+void nansum_cpu(OpCall& c) {
+  cpu::nansum_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+}
+template <int Dim, int Keep, int Dtype>
+void prod_cpu(OpCall& c) {
+  cpu::prod_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+}
+
+template <int Dim, int Keep, int Dtype>
+void mean_meta(OpCall& c) {
+  Spec s = parse<Dim, Keep, Dtype>(c);
+  const ScalarType in = c.tensor(0).dtype();
+  if (s.dtype) {
+    IGNIS_CHECK(is_floating(*s.dtype), "mean(): could not infer output dtype. Optional dtype "
+                "must be either a floating point or complex dtype. Got: ", core_name(*s.dtype));
+  } else {
+    IGNIS_CHECK(is_floating(in), "mean(): could not infer output dtype. Input dtype must be "
+                "either a floating point or complex dtype. Got: ", core_name(in));
+  }
+  alloc_reduced(c, s, s.dtype.value_or(in));
+}
+template <int Dim, int Keep, int Dtype>
+void mean_cpu(OpCall& c) {
+  cpu::mean_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+}
+
+// ---------------------------------------------------------------------------
+// amax, amin, max, min, argmax, argmin
+// ---------------------------------------------------------------------------
+template <bool IsMax>
+constexpr const char* amax_name() { return IsMax ? "amax" : "amin"; }
+
+template <bool IsMax>
+void amax_meta(OpCall& c) {
+  Spec s = parse<1, 2>(c);
+  const bool full = c.args[1].to_int_list().empty();
+  check_nonempty(amax_name<IsMax>(), c.tensor(0), s.mask, full);
+  alloc_reduced(c, s, c.tensor(0).dtype());
+}
+template <bool IsMax>
+void amax_cpu(OpCall& c) {
+  DimMask m = parse<1, 2>(c).mask;
+  if (IsMax) cpu::amax_out(c.outputs[0], c.tensor(0), m);
+  else cpu::amin_out(c.outputs[0], c.tensor(0), m);
+}
+
+// max(self) / min(self): the extreme of every element.
+template <bool IsMax>
+void max_all_meta(OpCall& c) {
+  check_nonempty(IsMax ? "max" : "min", c.tensor(0), all_dims(c.tensor(0).dim()), true);
+  c.alloc({}, c.tensor(0).dtype());
+}
+template <bool IsMax>
+void max_all_cpu(OpCall& c) {
+  DimMask m = all_dims(c.tensor(0).dim());
+  if (IsMax) cpu::amax_out(c.outputs[0], c.tensor(0), m);
+  else cpu::amin_out(c.outputs[0], c.tensor(0), m);
+}
+
+// max.dim / min.dim: (values, indices).
+template <bool IsMax>
+void max_dim_meta(OpCall& c) {
+  Spec s = parse<1, 2>(c);
+  check_nonempty(IsMax ? "max" : "min", c.tensor(0), s.mask, false);
+  alloc_reduced(c, s, c.tensor(0).dtype());
+  alloc_reduced(c, s, ScalarType::Int64);
+}
+template <bool IsMax>
+void max_dim_cpu(OpCall& c) {
+  int64_t dim = wrap_dim(c.int_arg(1), c.tensor(0).dim());
+  cpu::arg_reduce_out(c.outputs[0], c.outputs[1], c.tensor(0), dim, IsMax);
+}
+
+// argmax(self, dim=None, keepdim): dim=None flattens (keepdim then keeps
+// every dim as size 1).
+template <bool IsMax>
+void argmax_meta(OpCall& c) {
+  const char* name = IsMax ? "argmax" : "argmin";
+  const Tensor& self = c.tensor(0);
+  IGNIS_CHECK(self.dtype() != ScalarType::Bool, name, "(): does not support bool input");
+  Spec s = parse<1, 2>(c);
+  check_nonempty(name, self, s.mask, s.full, ErrorKind::Index);
+  alloc_reduced(c, s, ScalarType::Int64);
+}
+template <bool IsMax>
+void argmax_cpu(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  int64_t dim = c.args[1].is_none() ? -1 : wrap_dim(c.int_arg(1), self.dim());
+  if (self.dim() == 0) dim = -1;
+  cpu::arg_reduce_out(Tensor(), c.outputs[0], self, dim, IsMax);
+}
+
+// ---------------------------------------------------------------------------
+// var, std, var_mean, std_mean
+// ---------------------------------------------------------------------------
+// The three overloads: (self, bool unbiased), (self, dim, bool unbiased,
+// keepdim) and (self, dim, *, Scalar? correction, keepdim).
+enum class VarForm { Unbiased, Dim, Correction };
+
+template <VarForm F>
+Spec var_spec(const OpCall& c, double* correction) {
+  if constexpr (F == VarForm::Unbiased) {
+    *correction = c.bool_arg(1) ? 1.0 : 0.0;
+    return parse<-1, -1>(c);
+  } else if constexpr (F == VarForm::Dim) {
+    *correction = c.bool_arg(2) ? 1.0 : 0.0;
+    return parse<1, 3>(c);
+  } else {
+    *correction = c.args[2].is_none() ? 1.0 : c.scalar(2).to_double();
+    return parse<1, 3>(c);
+  }
+}
+
+template <VarForm F, bool WithMean>
+void var_meta(OpCall& c) {
+  double corr;
+  Spec s = var_spec<F>(c, &corr);
+  const ScalarType dt = c.tensor(0).dtype();
+  IGNIS_CHECK(is_floating(dt), "std and var only support floating point and complex dtypes");
+  alloc_reduced(c, s, dt);
+  if (WithMean) alloc_reduced(c, s, dt);
+}
+template <VarForm F, bool Sqrt, bool WithMean>
+void var_cpu(OpCall& c) {
+  double corr;
+  Spec s = var_spec<F>(c, &corr);
+  cpu::var_mean_out(c.outputs[0], WithMean ? c.outputs[1] : Tensor(), c.tensor(0), s.mask, corr,
+                    Sqrt);
+}
+
+// ---------------------------------------------------------------------------
+// logsumexp, all/any, count_nonzero
+// ---------------------------------------------------------------------------
+void logsumexp_meta(OpCall& c) {
+  Spec s = parse<1, 2>(c);
+  const ScalarType dt = c.tensor(0).dtype();
+  alloc_reduced(c, s, is_floating(dt) ? dt : default_dtype());
+}
+void logsumexp_cpu(OpCall& c) {
+  cpu::logsumexp_out(c.outputs[0], c.tensor(0), parse<1, 2>(c).mask);
+}
+
+// all/any return bool, except uint8 in, uint8 out (as PyTorch).
+ScalarType logical_dtype(const Tensor& t) {
+  return t.dtype() == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
+}
+template <int Dim, int Keep>
+void logical_meta(OpCall& c) {
+  alloc_reduced(c, parse<Dim, Keep>(c, false), logical_dtype(c.tensor(0)));
+}
+template <bool IsAll, int Dim, int Keep>
+void logical_cpu(OpCall& c) {
+  DimMask m = parse<Dim, Keep>(c, false).mask;
+  if (IsAll) cpu::all_out(c.outputs[0], c.tensor(0), m);
+  else cpu::any_out(c.outputs[0], c.tensor(0), m);
+}
+
+void count_nonzero_meta(OpCall& c) {
+  alloc_reduced(c, parse<1, -1>(c), ScalarType::Int64);
+}
+void count_nonzero_cpu(OpCall& c) {
+  cpu::count_nonzero_out(c.outputs[0], c.tensor(0), parse<1, -1>(c).mask);
+}
+
+// ---------------------------------------------------------------------------
+// norm(self, p=2, dim=None, keepdim=False, *, dtype=None)
+// ---------------------------------------------------------------------------
+// p from a Scalar? (None: 2) or a str ('fro': 2).
+double norm_p(const OpCall& c) {
+  const IValue& p = c.args[1];
+  if (p.is_none()) return 2.0;
+  if (p.is_string()) {
+    const std::string& s = p.to_string();
+    if (s == "fro") return 2.0;
+    if (s == "nuc") IGNIS_NOT_IMPLEMENTED("norm: the nuclear norm (p='nuc') is not supported");
+    IGNIS_FAIL("linalg.matrix_norm: Order ", s, " not supported.");
+  }
+  return p.to_double();
+}
+
+void norm_meta(OpCall& c) {
+  Spec s = parse<2, 3, 4>(c);
+  const Tensor& self = c.tensor(0);
+  const double p = norm_p(c);
+  IGNIS_CHECK(is_floating(self.dtype()), "linalg.vector_norm: Expected a floating point or "
+              "complex tensor as input. Got ", core_name(self.dtype()));
+  if (s.dtype) {
+    IGNIS_CHECK(is_floating(*s.dtype), "linalg.vector_norm: dtype should be floating point or "
+                "complex, but got ", core_name(*s.dtype));
+    IGNIS_CHECK(promote_types(self.dtype(), *s.dtype) == *s.dtype,
+                "linalg.vector_norm: the dtype of the input (", core_name(self.dtype()),
+                ") should be convertible without narrowing to the specified dtype (",
+                core_name(*s.dtype), ")");
+  }
+  if (std::isinf(p) && self.numel() == 0) {
+    IGNIS_CHECK(!s.full, "linalg.vector_norm cannot compute the ", p > 0 ? "" : "-",
+                "inf norm on an empty tensor because the operation does not have an identity");
+    for (int64_t d = 0; d < self.dim(); ++d)
+      IGNIS_CHECK(!((s.mask >> d) & 1) || self.sizes()[d] != 0, "linalg.vector_norm cannot "
+                  "compute the ", p > 0 ? "" : "-", "inf norm on the dimension ", d,
+                  " because this dimension is empty and the operation does not have an identity");
+  }
+  alloc_reduced(c, s, s.dtype.value_or(self.dtype()));
+}
+void norm_cpu(OpCall& c) {
+  cpu::norm_out(c.outputs[0], c.tensor(0), parse<2, 3, 4>(c).mask, norm_p(c));
+}
+
+// ---------------------------------------------------------------------------
+// cumsum, cumprod (and their in-place forms)
+// ---------------------------------------------------------------------------
+template <bool Inplace>
+void scan_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  wrap_dim(c.int_arg(1), self.dim());
+  const IValue& dt = c.args[2];
+  if (Inplace) {
+    IGNIS_CHECK(dt.is_none() || dt.to_dtype() == self.dtype(), "Bad in-place call: input "
+                "tensor dtype ", dtype_name(self.dtype()), " and output tensor dtype ",
+                dtype_name(dt.to_dtype()), " should match");
+    c.outputs.push_back(self);
+    if (!c.device.is_meta()) self.impl()->version_counter().bump();
+    return;
+  }
+  c.alloc(self.sizes(), dt.is_none() ? sum_dtype(self.dtype()) : dt.to_dtype());
+}
+template <bool IsProd, bool Inplace>
+void scan_cpu(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const int64_t dim = self.dim() == 0 ? 0 : wrap_dim(c.int_arg(1), self.dim());
+  const Tensor& out = c.outputs[0];
+  Tensor dst = Inplace ? empty_tensor(self.sizes(), self.dtype(), self.device()) : out;
+  if (IsProd) cpu::cumprod_out(dst, self, dim);
+  else cpu::cumsum_out(dst, self, dim);
+  if (Inplace) copy_into(out, dst);
+}
+
+// max.other / min.other: the elementwise maximum / minimum.
+template <bool IsMax>
+void max_other_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  static OpRef op(IsMax ? "maximum" : "minimum");
+  Tensor r = op.tensor(s[0], s[1]);
+  s.clear();
+  s.emplace_back(std::move(r));
+}
+
+}  // namespace
+
+void register_reduction_ops() {
+  const auto R = OpCategory::Reduction;
+  def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(sum_meta<-1, -1, 1>).cpu(sum_cpu<-1, -1, 1>)
+      .doc("sum of all elements; integers and bool sum in int64");
+  def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)"
+      " -> Tensor")
+      .category(R).both().meta(sum_meta<1, 2, 3>).cpu(sum_cpu<1, 2, 3>)
+      .doc("sum over dims (None or [] for all)");
+  def("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
+      "-> Tensor")
+      .category(R).both().meta(sum_meta<1, 2, 3>).cpu(nansum_cpu<1, 2, 3>)
+      .doc("sum treating NaN as zero");
+  def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(mean_meta<-1, -1, 1>).cpu(mean_cpu<-1, -1, 1>)
+      .doc("mean of all elements (floating inputs, or an explicit floating dtype)");
+  def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
+      "-> Tensor")
+      .category(R).both().meta(mean_meta<1, 2, 3>).cpu(mean_cpu<1, 2, 3>)
+      .doc("mean over dims");
+  def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(sum_meta<-1, -1, 1>).cpu(prod_cpu<-1, -1, 1>)
+      .doc("product of all elements; integers and bool multiply in int64");
+  def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) "
+      "-> Tensor")
+      .category(R).both().meta(sum_meta<1, 2, 3>).cpu(prod_cpu<1, 2, 3>)
+      .doc("product along one dim");
+
+  def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
+      .category(R).both().meta(amax_meta<true>).cpu(amax_cpu<true>)
+      .doc("maximum over dims ([] for all); NaN propagates");
+  def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
+      .category(R).both().meta(amax_meta<false>).cpu(amax_cpu<false>)
+      .doc("minimum over dims ([] for all); NaN propagates");
+  def("max(Tensor self) -> Tensor")
+      .category(R).both().meta(max_all_meta<true>).cpu(max_all_cpu<true>)
+      .doc("maximum of all elements; NaN propagates");
+  def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+      .category(R).both().meta(max_dim_meta<true>).cpu(max_dim_cpu<true>)
+      .doc("maximum along dim and the index of its first occurrence");
+  def("max.other(Tensor self, Tensor other) -> Tensor")
+      .category(OpCategory::Pointwise).both().composite(max_other_kernel<true>)
+      .doc("elementwise maximum (alias of maximum)");
+  def("min(Tensor self) -> Tensor")
+      .category(R).both().meta(max_all_meta<false>).cpu(max_all_cpu<false>)
+      .doc("minimum of all elements; NaN propagates");
+  def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+      .category(R).both().meta(max_dim_meta<false>).cpu(max_dim_cpu<false>)
+      .doc("minimum along dim and the index of its first occurrence");
+  def("min.other(Tensor self, Tensor other) -> Tensor")
+      .category(OpCategory::Pointwise).both().composite(max_other_kernel<false>)
+      .doc("elementwise minimum (alias of minimum)");
+  def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(argmax_meta<true>).cpu(argmax_cpu<true>)
+      .doc("index of the first maximum (of the flattened input when dim is None)");
+  def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(argmax_meta<false>).cpu(argmax_cpu<false>)
+      .doc("index of the first minimum (of the flattened input when dim is None)");
+
+  using F = VarForm;
+  const std::string unbiased = "(Tensor self, bool unbiased=True)";
+  const std::string dim = "(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False)";
+  const std::string corr =
+      "(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)";
+  def("var" + unbiased + " -> Tensor").category(R).both()
+      .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, false, false>)
+      .doc("variance (Bessel-corrected unless unbiased=False)");
+  def("var.dim" + dim + " -> Tensor").category(R).both()
+      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, false, false>);
+  def("var.correction" + corr + " -> Tensor").category(R).both()
+      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, false, false>);
+  def("std" + unbiased + " -> Tensor").category(R).both()
+      .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, true, false>)
+      .doc("standard deviation (Bessel-corrected unless unbiased=False)");
+  def("std.dim" + dim + " -> Tensor").category(R).both()
+      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, true, false>);
+  def("std.correction" + corr + " -> Tensor").category(R).both()
+      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, true, false>);
+  def("var_mean" + unbiased + " -> (Tensor, Tensor)").category(R)
+      .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, false, true>)
+      .doc("(variance, mean)");
+  def("var_mean.dim" + dim + " -> (Tensor, Tensor)").category(R)
+      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, false, true>);
+  def("var_mean.correction" + corr + " -> (Tensor, Tensor)").category(R)
+      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, false, true>);
+  def("std_mean" + unbiased + " -> (Tensor, Tensor)").category(R)
+      .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, true, true>)
+      .doc("(standard deviation, mean)");
+  def("std_mean.dim" + dim + " -> (Tensor, Tensor)").category(R)
+      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, true, true>);
+  def("std_mean.correction" + corr + " -> (Tensor, Tensor)").category(R)
+      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, true, true>);
+
+  def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(logsumexp_meta).cpu(logsumexp_cpu)
+      .doc("log(sum(exp(input))) over dims, computed without overflow");
+
+  def("all(Tensor self) -> Tensor")
+      .category(R).both().meta(logical_meta<-1, -1>).cpu(logical_cpu<true, -1, -1>)
+      .doc("whether every element is nonzero");
+  def("all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>);
+  def("all.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>);
+  def("any(Tensor self) -> Tensor")
+      .category(R).both().meta(logical_meta<-1, -1>).cpu(logical_cpu<false, -1, -1>)
+      .doc("whether any element is nonzero");
+  def("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<false, 1, 2>);
+  def("any.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor")
+      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<false, 1, 2>);
+
+  def("norm(Tensor self, Scalar? p=2, int[1]? dim=None, bool keepdim=False, *, "
+      "ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(norm_meta).cpu(norm_cpu)
+      .doc("vector p-norm over dims (p = 2, 1, 0, inf, -inf or any float)");
+  def("norm.str(Tensor self, str p, int[1]? dim=None, bool keepdim=False, *, "
+      "ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(norm_meta).cpu(norm_cpu)
+      .doc("p='fro': the 2-norm over dims");
+
+  def("count_nonzero(Tensor self, int? dim=None) -> Tensor")
+      .category(R).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
+      .doc("number of nonzero elements (int64)");
+  def("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor")
+      .category(R).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu);
+
+  def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(scan_meta<false>).cpu(scan_cpu<false, false>)
+      .doc("inclusive cumulative sum along dim; integers and bool give int64");
+  def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
+      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<false, true>);
+  def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
+      .category(R).both().meta(scan_meta<false>).cpu(scan_cpu<true, false>)
+      .doc("inclusive cumulative product along dim; integers and bool give int64");
+  def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
+      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>);
+}
 
 }  // namespace ignis
