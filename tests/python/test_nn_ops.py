@@ -27,6 +27,13 @@ def rand(shape, dtype="float32", scale=1.0):
     return a
 
 
+def cast(a, dtype):
+    """`a` as a NumPy array of `dtype` (float32 holding bf16 values for 'bfloat16')."""
+    if dtype == "bfloat16":
+        return torch.from_numpy(np.asarray(a, np.float32)).bfloat16().float().numpy()
+    return np.asarray(a).astype(dtype)
+
+
 def both(a, dtype=None):
     """ignis and torch tensors holding the NumPy array `a` (strides kept on the ignis side)."""
     dtype = dtype or str(a.dtype)
@@ -518,6 +525,68 @@ def test_pointwise_losses_broadcast_promotion_strides():
         IF.mse_loss(ignis.ones(4, 3), ignis.ones(5, 3))
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_binary_cross_entropy(reduction, dtype):
+    p = RNG.uniform(0.02, 0.98, (4, 5)).astype(np.float32)
+    p[0, :2] = [0.0, 1.0]  # log clamped at -100
+    y = RNG.uniform(0, 1, (4, 5)).astype(np.float32)
+    w = RNG.uniform(0.5, 2, (5,)).astype(np.float32)
+    (ip, tp), (iy, ty), (iw, tw) = both(cast(p, dtype), dtype), both(cast(y, dtype), dtype), both(w)
+    rt = TOL[dtype][0] * 4
+    check(IF.binary_cross_entropy(ip, iy, reduction=reduction),
+          TF.binary_cross_entropy(tp, ty, reduction=reduction), rtol=rt)
+    check(IF.binary_cross_entropy(ip, iy, iw.to(ip.dtype), reduction=reduction),
+          TF.binary_cross_entropy(tp, ty, tw.to(tp.dtype), reduction=reduction), rtol=rt)
+
+
+def test_binary_cross_entropy_errors():
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        IF.binary_cross_entropy(ignis.full((3,), 1.5), ignis.ones(3))
+    with pytest.raises(ValueError, match="different to the input size"):
+        IF.binary_cross_entropy(ignis.ones(2, 3), ignis.ones(3))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        IF.binary_cross_entropy(ignis.ones(3), ignis.ones(3, dtype=ignis.float64))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_bce_with_logits(reduction, dtype):
+    x, y = rand((4, 5), dtype, scale=30.0), RNG.uniform(0, 1, (4, 5)).astype(np.float32)
+    (ix, tx), (iy, ty) = both(x, dtype), both(cast(y, dtype), dtype)
+    w, pw = both(np.abs(rand((4, 1)))), both(np.abs(rand((5,))) + 0.5)
+    rt = TOL[dtype][0] * 4
+    f_i, f_t = IF.binary_cross_entropy_with_logits, TF.binary_cross_entropy_with_logits
+    check(f_i(ix, iy, reduction=reduction), f_t(tx, ty, reduction=reduction), rtol=rt)
+    check(f_i(ix, iy, w[0], reduction=reduction, pos_weight=pw[0]),
+          f_t(tx, ty, w[1], reduction=reduction, pos_weight=pw[1]), rtol=rt)
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        f_i(ix, iy.t())
+    # the result takes the target's dtype (PyTorch computes in place into it)
+    y32 = both(y)
+    check(f_i(ix, y32[0], reduction=reduction), f_t(tx, y32[1], reduction=reduction),
+          rtol=max(rt, 1e-5))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(reduction, log_target):
+    x = np.log(RNG.dirichlet(np.ones(5), 4)).astype(np.float32)
+    y = RNG.dirichlet(np.ones(5), 4)
+    y[0, 1] = 0.0  # 0 * log 0 contributes 0
+    if log_target:
+        with np.errstate(divide="ignore"):
+            y = np.log(y)  # -inf where 0: NaN loss there, as in torch
+    (ix, tx), (iy, ty) = both(x), both(y.astype(np.float32))
+    check(IF.kl_div(ix, iy, reduction=reduction, log_target=log_target),
+          TF.kl_div(tx, ty, reduction=reduction, log_target=log_target), rtol=1e-5, atol=1e-6,
+          equal_nan=True)
+    iy64, ty64 = both(y)  # float64 target promotes
+    check(IF.kl_div(ix, iy64, reduction=reduction, log_target=log_target),
+          TF.kl_div(tx, ty64, reduction=reduction, log_target=log_target), rtol=1e-6, atol=1e-7,
+          equal_nan=True)
+
+
 # ---- activations -----------------------------------------------------------------------------------------
 ACTS = [("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 3.0}),
         ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}), ("elu", {}),
@@ -569,7 +638,7 @@ def test_activation_extremes_and_integers():
 
 
 # ---- linear ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("in_shape", [(5,), (4, 5), (2, 3, 5), (0, 5)])
+@pytest.mark.parametrize("in_shape", [(5,), (4, 5), (2, 3, 5), (0, 5), (2, 0, 5)])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_linear(in_shape, bias, dtype):
@@ -592,6 +661,9 @@ def test_linear_strided_int_and_errors():
         IF.linear(ignis.ones(4, 3), ignis.ones(2, 3), ignis.ones(2, dtype=ignis.float64))
     with pytest.raises(RuntimeError, match="at least 1D"):
         IF.linear(ignis.ones(()), ignis.ones(()))
+    # zero input features: the product is all zeros plus the bias
+    x0, w0, b0 = np.zeros((2, 3, 0), np.float32), np.zeros((4, 0), np.float32), rand((4,))
+    check(IF.linear(*[both(a)[0] for a in (x0, w0, b0)]), TF.linear(*[both(a)[1] for a in (x0, w0, b0)]))
 
 
 # ---- scaled_dot_product_attention -------------------------------------------------------------------------------

@@ -38,9 +38,10 @@ void linear_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor wt = t_op.tensor(weight);
   if (bias.defined() && input.dim() == 2) return ret(s, addmm_op.tensor(bias, input, wt));
   if (bias.defined() && input.dim() > 2 && input.is_contiguous() && weight.dim() == 2) {
-    const int64_t in_f = input.sizes()[input.dim() - 1];
-    Tensor flat = view_op.tensor(input, std::vector<int64_t>{-1, in_f});
     std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end() - 1);
+    int64_t rows = 1;
+    for (int64_t v : shape) rows *= v;
+    Tensor flat = view_op.tensor(input, std::vector<int64_t>{rows, input.sizes().back()});
     shape.push_back(weight.sizes()[0]);
     return ret(s, view_op.tensor(addmm_op.tensor(bias, flat, wt), shape));
   }

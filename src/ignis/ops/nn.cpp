@@ -369,10 +369,14 @@ void one_hot_cpu(OpCall& c) {
 }
 
 // ---- losses -------------------------------------------------------------------------------
-// The reduction of a loss: the legacy size_average/reduce flags win when
-// given, as in torch.nn.functional.
-Reduction reduction_of(const OpCall& c, int size_average, int reduce, int reduction) {
-  const IValue &sa = c.args[size_average], &rd = c.args[reduce];
+// The reduction of a loss: the legacy size_average/reduce flags (argument
+// indices, -1 when the op has none) win when given, as in
+// torch.nn.functional. *batchmean (kl_div only) is set for 'batchmean'.
+Reduction reduction_of(const OpCall& c, int size_average, int reduce, int reduction,
+                       bool* batchmean = nullptr) {
+  const IValue none;
+  const IValue& sa = size_average >= 0 ? c.args[size_average] : none;
+  const IValue& rd = reduce >= 0 ? c.args[reduce] : none;
   if (!sa.is_none() || !rd.is_none()) {
     const bool avg = sa.is_none() || sa.to_bool();
     if (!rd.is_none() && !rd.to_bool()) return Reduction::None;
@@ -382,13 +386,10 @@ Reduction reduction_of(const OpCall& c, int size_average, int reduce, int reduct
   if (r == "none") return Reduction::None;
   if (r == "mean") return Reduction::Mean;
   if (r == "sum") return Reduction::Sum;
-  IGNIS_FAIL_KIND(Value, r, " is not a valid value for reduction");
-}
-Reduction reduction_of(const OpCall& c, int reduction) {
-  const std::string& r = c.args[reduction].to_string();
-  if (r == "none") return Reduction::None;
-  if (r == "mean") return Reduction::Mean;
-  if (r == "sum") return Reduction::Sum;
+  if (r == "batchmean" && batchmean) {
+    *batchmean = true;
+    return Reduction::Mean;
+  }
   IGNIS_FAIL_KIND(Value, r, " is not a valid value for reduction");
 }
 
@@ -526,63 +527,127 @@ void cross_entropy_cpu(OpCall& c) {
                        g.C, g.inner);
 }
 
-// Elementwise losses: input and target broadcast (as PyTorch does, with a
-// warning there), optional weight of input's shape.
-struct PointArgs {
-  int weight = -1, reduction = -1, size_average = -1, reduce = -1, param = -1;
+// Elementwise losses, one fused kernel (kernels/cpu/loss) for all of them.
+// Each op's argument positions and rules, from torch.nn.functional:
+enum class LossOp : uint8_t { MSE, L1, SmoothL1, Huber, BCE, BCEWithLogits, KLDiv };
+struct LossSpec {
+  const char* kernel;  // named in "not implemented for" errors
+  int size_average, reduce, reduction, weight, pos_weight, param;  // arg index or -1
+  // mse/l1/huber: weight must have input's shape; bce*: it broadcasts
+  bool weight_same_shape;
+  // bce*: target must have input's shape (else it broadcasts)
+  bool target_same_shape;
 };
-template <cpu::PointLoss K>
-constexpr PointArgs point_args() {
-  if constexpr (K == cpu::PointLoss::Huber) return {4, 2, -1, -1, 3};
-  else if constexpr (K == cpu::PointLoss::SmoothL1) return {-1, 4, 2, 3, 5};
-  else return {5, 4, 2, 3, -1};
-}
-template <cpu::PointLoss K>
-Reduction point_reduction(const OpCall& c) {
-  constexpr PointArgs a = point_args<K>();
-  if constexpr (a.size_average >= 0) return reduction_of(c, a.size_average, a.reduce, a.reduction);
-  else return reduction_of(c, a.reduction);
-}
-const char* point_kernel_name(cpu::PointLoss k) {
-  switch (k) {
-    case cpu::PointLoss::MSE: return "mse_cpu";
-    case cpu::PointLoss::L1: return "l1_cpu";
-    case cpu::PointLoss::SmoothL1: return "smooth_l1_cpu";
-    case cpu::PointLoss::Huber: return "huber_cpu";
+constexpr LossSpec spec_of(LossOp op) {
+  switch (op) {
+    case LossOp::MSE: return {"mse_cpu", 2, 3, 4, 5, -1, -1, true, false};
+    case LossOp::L1: return {"l1_cpu", 2, 3, 4, 5, -1, -1, true, false};
+    case LossOp::SmoothL1: return {"smooth_l1_cpu", 2, 3, 4, -1, -1, 5, false, false};
+    case LossOp::Huber: return {"huber_cpu", -1, -1, 2, 4, -1, 3, true, false};
+    case LossOp::BCE: return {"binary_cross_entropy", 3, 4, 5, 2, -1, -1, false, true};
+    case LossOp::BCEWithLogits:
+      return {"log_sigmoid_cpu", 3, 4, 5, 2, 6, -1, false, true};
+    case LossOp::KLDiv: return {"kl_div", 2, 3, 4, -1, -1, -1, false, false};
   }
-  return "loss";
+  return {};
 }
 
-template <cpu::PointLoss K>
-void point_loss_meta(OpCall& c) {
-  constexpr PointArgs a = point_args<K>();
+Tensor opt_arg(const OpCall& c, int i) { return i >= 0 ? c.opt_tensor(i) : Tensor(); }
+
+// Checks the arguments; returns the result dtype and the loss shape.
+template <LossOp Op>
+std::pair<ScalarType, DimVector> loss_geometry(const OpCall& c) {
+  constexpr LossSpec sp = spec_of(Op);
   const Tensor &in = c.tensor(0), &target = c.tensor(1);
-  Tensor w = a.weight >= 0 ? c.opt_tensor(a.weight) : Tensor();
-  IGNIS_CHECK_VALUE(!w.defined() || w.sizes() == in.sizes(),
+  const Tensor w = opt_arg(c, sp.weight);
+  if (sp.target_same_shape && target.sizes() != in.sizes()) {
+    if (Op == LossOp::BCE)
+      IGNIS_FAIL_KIND(Value, "Using a target size (", target.shape_str(), ") that is different "
+                      "to the input size (", in.shape_str(), ") is deprecated. Please ensure "
+                      "they have the same size.");
+    IGNIS_FAIL_KIND(Value, "Target size (", target.shape_str(), ") must be the same as input "
+                    "size (", in.shape_str(), ")");
+  }
+  IGNIS_CHECK_VALUE(!sp.weight_same_shape || !w.defined() || w.sizes() == in.sizes(),
                     "Weights and input must have the same size.");
-  const DimVector shape = broadcast_shapes(in.sizes(), target.sizes());
-  const ScalarType dt = result_type({&in, &target});
-  if (!is_floating(dt)) not_implemented_for(point_kernel_name(K), dt);
-  if constexpr (K == cpu::PointLoss::SmoothL1)
-    IGNIS_CHECK(c.double_arg(a.param) >= 0, "smooth_l1_loss does not support negative values "
+  ScalarType dt = result_type({&in, &target});
+  if (Op == LossOp::BCE) {
+    IGNIS_CHECK(target.dtype() == in.dtype(), "Found dtype ", legacy_type_name(target.dtype()),
+                " but expected ", legacy_type_name(in.dtype()));
+    dt = in.dtype();
+  }
+  if (Op == LossOp::BCEWithLogits) {
+    // PyTorch computes in place into a tensor of target's dtype, so the
+    // result has target's dtype whatever input's and the weights' are.
+    if (!is_floating(in.dtype())) not_implemented_for(sp.kernel, in.dtype());
+    IGNIS_CHECK(is_floating(target.dtype()), "result type ", legacy_type_name(in.dtype()),
+                " can't be cast to the desired output type ", legacy_type_name(target.dtype()));
+    dt = target.dtype();
+  }
+  if (!is_floating(dt)) not_implemented_for(sp.kernel, dt);
+  if constexpr (Op == LossOp::SmoothL1)
+    IGNIS_CHECK(c.double_arg(sp.param) >= 0, "smooth_l1_loss does not support negative values "
                 "for beta.");
-  if constexpr (K == cpu::PointLoss::Huber)
-    IGNIS_CHECK(c.double_arg(a.param) > 0, "huber_loss does not support non-positive values "
+  if constexpr (Op == LossOp::Huber)
+    IGNIS_CHECK(c.double_arg(sp.param) > 0, "huber_loss does not support non-positive values "
                 "for delta.");
-  if (point_reduction<K>(c) == Reduction::None) c.alloc(shape, dt);
+  DimVector shape = broadcast_shapes(in.sizes(), target.sizes());
+  if (w.defined()) shape = broadcast_shapes(shape, w.sizes());
+  const Tensor pw = opt_arg(c, sp.pos_weight);
+  if (pw.defined()) shape = broadcast_shapes(shape, pw.sizes());
+  return {dt, shape};
+}
+
+template <LossOp Op>
+Reduction loss_reduction(const OpCall& c, bool* batchmean) {
+  constexpr LossSpec sp = spec_of(Op);
+  return reduction_of(c, sp.size_average, sp.reduce, sp.reduction,
+                      Op == LossOp::KLDiv ? batchmean : nullptr);
+}
+
+template <LossOp Op>
+void point_loss_meta(OpCall& c) {
+  auto [dt, shape] = loss_geometry<Op>(c);
+  bool batchmean = false;
+  if (loss_reduction<Op>(c, &batchmean) == Reduction::None) c.alloc(shape, dt);
   else c.alloc({}, dt);
 }
-template <cpu::PointLoss K>
+
+template <LossOp Op>
 void point_loss_cpu(OpCall& c) {
-  constexpr PointArgs a = point_args<K>();
+  constexpr LossSpec sp = spec_of(Op);
+  auto [dt, shape] = loss_geometry<Op>(c);
+  bool batchmean = false;
+  const Reduction red = loss_reduction<Op>(c, &batchmean);
   const Tensor &in = c.tensor(0), &target = c.tensor(1);
-  const ScalarType dt = result_type({&in, &target});
-  const DimVector shape = broadcast_shapes(in.sizes(), target.sizes());
-  Tensor w = a.weight >= 0 ? c.opt_tensor(a.weight) : Tensor();
-  const double param = a.param >= 0 ? c.double_arg(a.param) : 0.0;
-  cpu::pointwise_loss_into(c.outputs[0], dense_as(in, dt, shape), dense_as(target, dt, shape),
-                           w.defined() ? dense_as(w, dt, shape) : w, K, param,
-                           point_reduction<K>(c));
+  const Tensor w = opt_arg(c, sp.weight), pw = opt_arg(c, sp.pos_weight);
+  Tensor x = dense_as(in, dt, shape);
+  if (Op == LossOp::BCE) {
+    IGNIS_DISPATCH_FLOAT(dt, "binary_cross_entropy", [&] {
+      const scalar_t* p = x.data<scalar_t>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float v = static_cast<float>(p[i]);
+        IGNIS_CHECK(v >= 0 && v <= 1, "all elements of input should be between 0 and 1");
+      }
+    });
+  }
+  cpu::PointLoss kind = Op == LossOp::MSE ? cpu::PointLoss::MSE
+                        : Op == LossOp::L1 ? cpu::PointLoss::L1
+                        : Op == LossOp::SmoothL1 ? cpu::PointLoss::SmoothL1
+                        : Op == LossOp::Huber ? cpu::PointLoss::Huber
+                        : Op == LossOp::BCE ? cpu::PointLoss::BCE
+                        : Op == LossOp::BCEWithLogits ? cpu::PointLoss::BCEWithLogits
+                        : c.bool_arg(5) ? cpu::PointLoss::KLDivLogTarget
+                                        : cpu::PointLoss::KLDiv;
+  // torch.nn.functional's weighted mse/l1 divide by the weight sum;
+  // kl_div's batchmean by the batch size; everything else by numel.
+  double count = static_cast<double>(compute_numel(shape));
+  if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined()) count = -1;
+  if (batchmean) count = in.dim() == 0 ? 1.0 : static_cast<double>(in.sizes()[0]);
+  cpu::pointwise_loss_into(c.outputs[0], x, dense_as(target, dt, shape),
+                           w.defined() ? dense_as(w, dt, shape) : w,
+                           pw.defined() ? dense_as(pw, dt, shape) : pw, kind,
+                           sp.param >= 0 ? c.double_arg(sp.param) : 0.0, red, count);
 }
 
 // ---- activations ------------------------------------------------------------------------
@@ -771,18 +836,28 @@ void register_nn_ops() {
   def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
       .category(O).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
       .doc("log_softmax + nll_loss in one pass; class indices or class probabilities");
-  using cpu::PointLoss;
   def("mse_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<PointLoss::MSE>).cpu(point_loss_cpu<PointLoss::MSE>)
+      .category(O).meta(point_loss_meta<LossOp::MSE>).cpu(point_loss_cpu<LossOp::MSE>)
       .doc("(input - target)^2, reduced");
   def("l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<PointLoss::L1>).cpu(point_loss_cpu<PointLoss::L1>)
+      .category(O).meta(point_loss_meta<LossOp::L1>).cpu(point_loss_cpu<LossOp::L1>)
       .doc("|input - target|, reduced");
   def("smooth_l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', float beta=1.0) -> Tensor")
-      .category(O).meta(point_loss_meta<PointLoss::SmoothL1>)
-      .cpu(point_loss_cpu<PointLoss::SmoothL1>);
+      .category(O).meta(point_loss_meta<LossOp::SmoothL1>).cpu(point_loss_cpu<LossOp::SmoothL1>)
+      .doc("0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta");
   def("huber_loss(Tensor input, Tensor target, str reduction='mean', float delta=1.0, Tensor? weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<PointLoss::Huber>).cpu(point_loss_cpu<PointLoss::Huber>);
+      .category(O).meta(point_loss_meta<LossOp::Huber>).cpu(point_loss_cpu<LossOp::Huber>)
+      .doc("0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)");
+  def("binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean') -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::BCE>).cpu(point_loss_cpu<LossOp::BCE>)
+      .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100");
+  def("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? pos_weight=None) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::BCEWithLogits>)
+      .cpu(point_loss_cpu<LossOp::BCEWithLogits>)
+      .doc("binary_cross_entropy(sigmoid(input), target), computed stably");
+  def("kl_div(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', bool log_target=False) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::KLDiv>).cpu(point_loss_cpu<LossOp::KLDiv>)
+      .doc("target * (log(target) - input); input holds log-probabilities");
 
   activation("softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
              "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false);

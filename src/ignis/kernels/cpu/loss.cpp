@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "ignis/kernels/cpu/nn_util.h"
@@ -143,54 +144,67 @@ void prob_ce_typed(const Tensor& out, const Tensor& input, const Tensor& target,
   *o = static_cast<T>(r);
 }
 
+// The loss of one element (x: input, y: target, pw: pos_weight).
 template <PointLoss K>
-inline double point_loss(double d, double param) {
-  const double a = std::abs(d);
-  if constexpr (K == PointLoss::MSE) return d * d;
-  else if constexpr (K == PointLoss::L1) return a;
-  else if constexpr (K == PointLoss::SmoothL1)
+inline double point_loss(double x, double y, double param, double pw) {
+  const double d = x - y, a = std::abs(d);
+  if constexpr (K == PointLoss::MSE) {
+    return d * d;
+  } else if constexpr (K == PointLoss::L1) {
+    return a;
+  } else if constexpr (K == PointLoss::SmoothL1) {
     return param == 0 ? a : (a < param ? 0.5 * d * d / param : a - 0.5 * param);
-  else return a < param ? 0.5 * d * d : param * (a - 0.5 * param);
+  } else if constexpr (K == PointLoss::Huber) {
+    return a < param ? 0.5 * d * d : param * (a - 0.5 * param);
+  } else if constexpr (K == PointLoss::BCE) {
+    return -(y * std::max(std::log(x), -100.0) + (1 - y) * std::max(std::log1p(-x), -100.0));
+  } else if constexpr (K == PointLoss::BCEWithLogits) {
+    // (1 - y) x + (1 + (pw - 1) y) * log(1 + exp(-x)), without overflow
+    const double sp = std::log1p(std::exp(-std::abs(x))) + std::max(-x, 0.0);
+    return (1 - y) * x + (1 + (pw - 1) * y) * sp;
+  } else if constexpr (K == PointLoss::KLDiv) {
+    return (y == 0 ? 0.0 : y * std::log(y)) - y * x;
+  } else {
+    return std::exp(y) * (y - x);
+  }
 }
 
 template <typename T, PointLoss K>
 void pointwise_typed(const Tensor& out, const Tensor& input, const Tensor& target,
-                     const Tensor& weight, double param, Reduction red) {
+                     const Tensor& weight, const Tensor& pos_weight, double param, Reduction red,
+                     double mean_count) {
   using A = opmath_t<T>;
   const T* x = input.data<T>();
   const T* y = target.data<T>();
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
+  const T* pw = pos_weight.defined() ? pos_weight.data<T>() : nullptr;
   T* o = out.data<T>();
   const int64_t n = input.numel();
+  auto loss = [&](int64_t i) {
+    const double l = point_loss<K>(static_cast<double>(static_cast<A>(x[i])),
+                                   static_cast<double>(static_cast<A>(y[i])), param,
+                                   pw ? static_cast<double>(static_cast<A>(pw[i])) : 1.0);
+    return w ? l * static_cast<double>(static_cast<A>(w[i])) : l;
+  };
   if (red == Reduction::None) {
-    parallel_rows(n, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const A d = static_cast<A>(x[i]) - static_cast<A>(y[i]);
-        A l = static_cast<A>(point_loss<K>(d, param));
-        o[i] = static_cast<T>(w ? l * static_cast<A>(w[i]) : l);
-      }
+    parallel_rows(n, 4, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) o[i] = static_cast<T>(loss(i));
     });
     return;
   }
   Partials part(omp_get_max_threads());
-  parallel_rows(n, 1, [&](int64_t i0, int64_t i1) {
+  parallel_rows(n, 4, [&](int64_t i0, int64_t i1) {
     double* acc = part.slot();
     double s = 0, ws = 0;
     for (int64_t i = i0; i < i1; ++i) {
-      const double d = static_cast<double>(static_cast<A>(x[i])) -
-                       static_cast<double>(static_cast<A>(y[i]));
-      const double wi = w ? static_cast<double>(static_cast<A>(w[i])) : 1.0;
-      s += wi * point_loss<K>(d, param);
-      ws += wi;
+      s += loss(i);
+      if (w) ws += static_cast<double>(static_cast<A>(w[i]));
     }
     acc[0] += s;
     acc[1] += ws;
   });
   double r = part.total(0);
-  if (red == Reduction::Mean) {
-    const bool by_weight = w && K != PointLoss::Huber;
-    r /= by_weight ? part.total(1) : static_cast<double>(n);
-  }
+  if (red == Reduction::Mean) r /= mean_count < 0 ? part.total(1) : mean_count;
   *o = static_cast<T>(r);
 }
 
@@ -220,22 +234,24 @@ void prob_cross_entropy_into(const Tensor& out, const Tensor& input, const Tenso
 }
 
 void pointwise_loss_into(const Tensor& out, const Tensor& input, const Tensor& target,
-                         const Tensor& weight, PointLoss kind, double param, Reduction red) {
+                         const Tensor& weight, const Tensor& pos_weight, PointLoss kind,
+                         double param, Reduction red, double mean_count) {
   if (out.device().is_meta()) return;
   IGNIS_DISPATCH_FLOAT(input.dtype(), "loss", [&] {
+    auto run = [&](auto k) {
+      pointwise_typed<scalar_t, decltype(k)::value>(out, input, target, weight, pos_weight, param,
+                                                    red, mean_count);
+    };
+    using P = PointLoss;
     switch (kind) {
-      case PointLoss::MSE:
-        pointwise_typed<scalar_t, PointLoss::MSE>(out, input, target, weight, param, red);
-        break;
-      case PointLoss::L1:
-        pointwise_typed<scalar_t, PointLoss::L1>(out, input, target, weight, param, red);
-        break;
-      case PointLoss::SmoothL1:
-        pointwise_typed<scalar_t, PointLoss::SmoothL1>(out, input, target, weight, param, red);
-        break;
-      case PointLoss::Huber:
-        pointwise_typed<scalar_t, PointLoss::Huber>(out, input, target, weight, param, red);
-        break;
+      case P::MSE: run(std::integral_constant<P, P::MSE>()); break;
+      case P::L1: run(std::integral_constant<P, P::L1>()); break;
+      case P::SmoothL1: run(std::integral_constant<P, P::SmoothL1>()); break;
+      case P::Huber: run(std::integral_constant<P, P::Huber>()); break;
+      case P::BCE: run(std::integral_constant<P, P::BCE>()); break;
+      case P::BCEWithLogits: run(std::integral_constant<P, P::BCEWithLogits>()); break;
+      case P::KLDiv: run(std::integral_constant<P, P::KLDiv>()); break;
+      case P::KLDivLogTarget: run(std::integral_constant<P, P::KLDivLogTarget>()); break;
     }
   });
 }

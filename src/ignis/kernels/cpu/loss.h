@@ -26,13 +26,21 @@ void prob_cross_entropy_into(const Tensor& out, const Tensor& input, const Tenso
                              const Tensor& weight, Reduction red, double label_smoothing,
                              int64_t N, int64_t C, int64_t inner);
 
-enum class PointLoss : uint8_t { MSE, L1, SmoothL1, Huber };
+enum class PointLoss : uint8_t {
+  MSE, L1, SmoothL1, Huber,
+  BCE,            // binary_cross_entropy on probabilities (logs clamped at -100)
+  BCEWithLogits,  // the same on logits, computed stably; optional pos_weight
+  KLDiv,          // target * (log(target) - input), 0 where target is 0
+  KLDivLogTarget, // exp(target) * (target - input)
+};
 
-// Elementwise losses of contiguous input/target (and optional weight) of one
-// shape and float dtype. `param` is SmoothL1's beta or Huber's delta. With a
-// weight, Mean divides by the weight sum (mse, l1) or by numel (huber),
-// matching torch.nn.functional.
+// Elementwise losses of contiguous input/target (and optional weight and
+// pos_weight) of one shape and float dtype. `param` is SmoothL1's beta or
+// Huber's delta. The per-element loss is multiplied by the weight; Mean
+// divides the sum by `mean_count`, or by the weight sum when it is negative
+// (torch.nn.functional's weighted mse/l1).
 void pointwise_loss_into(const Tensor& out, const Tensor& input, const Tensor& target,
-                         const Tensor& weight, PointLoss kind, double param, Reduction red);
+                         const Tensor& weight, const Tensor& pos_weight, PointLoss kind,
+                         double param, Reduction red, double mean_count);
 
 }  // namespace ignis::cpu
