@@ -234,6 +234,26 @@ def test_normalize_eps_and_errors():
         IF.normalize(ignis.ones(3, dtype=ignis.int64), dim=0)
 
 
+@pytest.mark.parametrize("sa,sb,dim", [((3, 4), (3, 4), 1), ((3, 4), (4,), 1), ((2, 3, 4), (2, 3, 4), 0),
+                                       ((4,), (4,), 0), ((0, 4), (0, 4), 1), ((2, 5), (2, 5), -1)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cosine_similarity(sa, sb, dim, dtype):
+    (ia, ta), (ib, tb) = both(rand(sa, dtype), dtype), both(rand(sb, dtype), dtype)
+    check(IF.cosine_similarity(ia, ib, dim), TF.cosine_similarity(ta, tb, dim))
+
+
+def test_cosine_similarity_eps_promotion_errors():
+    z = np.zeros((3, 4), np.float32)
+    (iz, tz), (io, to) = both(z), both(np.ones((3, 4)))
+    check(IF.cosine_similarity(iz, io), TF.cosine_similarity(tz, to))
+    with pytest.raises(RuntimeError, match="floating point"):
+        IF.cosine_similarity(ignis.ones(3, 4, dtype=ignis.int64), ignis.ones(3, 4, dtype=ignis.int64))
+    with pytest.raises(RuntimeError, match="must match"):
+        IF.cosine_similarity(ignis.ones(3, 4), ignis.ones(5, 4))
+    with pytest.raises(IndexError):
+        IF.cosine_similarity(ignis.ones(4), ignis.ones(4), dim=2)
+
+
 # ---- dropout --------------------------------------------------------------------------------------
 def test_dropout_identity_cases():
     x = ignis.randn(4, 5)

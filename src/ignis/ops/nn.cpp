@@ -97,8 +97,8 @@ void softmax_functional(const OpHandle& op, DispatchKeySet, Stack& s) {
 }
 
 // ---- layer_norm / rms_norm ----------------------------------------------------------
-// Number of elements normalised together; checks the shapes as PyTorch does.
-int64_t check_norm_shape(const Tensor& input, const std::vector<int64_t>& ns, const Tensor& w,
+// Checks normalized_shape against input, weight and bias as PyTorch does.
+void check_norm_shape(const Tensor& input, const std::vector<int64_t>& ns, const Tensor& w,
                          const Tensor& b) {
   IGNIS_CHECK(!ns.empty(), "Expected normalized_shape to be at least 1-dimensional, i.e., "
               "containing at least one element, but got normalized_shape = ", shape_str(ns));
@@ -117,7 +117,6 @@ int64_t check_norm_shape(const Tensor& input, const std::vector<int64_t>& ns, co
     IGNIS_FAIL("Given normalized_shape=", shape_str(ns), ", expected input with shape ", expect,
                "], but got input of size", input.shape_str());
   }
-  return compute_numel(DimVector(ns));
 }
 
 void check_norm_param(const Tensor& p, ScalarType input) {
@@ -194,6 +193,32 @@ void normalize_cpu(OpCall& c) {
   const Tensor& in = c.tensor(0);
   cpu::normalize_into(c.outputs[0], dense_as(in, in.dtype()), c.double_arg(1),
                       wrap_dim(c.int_arg(2), in.dim()), c.double_arg(3));
+}
+
+// cosine_similarity(x1, x2, dim=1, eps=1e-8): x1 and x2 broadcast; the
+// result drops dim.
+DimVector cosine_shape(const OpCall& c, ScalarType* dt, int64_t* dim) {
+  const Tensor &a = c.tensor(0), &b = c.tensor(1);
+  DimVector shape = broadcast_shapes(a.sizes(), b.sizes());
+  *dt = result_type({&a, &b});
+  IGNIS_CHECK(is_floating(*dt), "expected common dtype to be floating point, yet common dtype is ",
+              legacy_type_name(*dt));
+  *dim = wrap_dim(c.int_arg(2), static_cast<int64_t>(shape.size()));
+  return shape;
+}
+void cosine_meta(OpCall& c) {
+  ScalarType dt;
+  int64_t dim;
+  DimVector shape = cosine_shape(c, &dt, &dim);
+  if (!shape.empty()) shape.erase(dim);
+  c.alloc(shape, dt);
+}
+void cosine_cpu(OpCall& c) {
+  ScalarType dt;
+  int64_t dim;
+  DimVector shape = cosine_shape(c, &dt, &dim);
+  cpu::cosine_similarity_into(c.outputs[0], dense_as(c.tensor(0), dt, shape),
+                              dense_as(c.tensor(1), dt, shape), dim, c.double_arg(3));
 }
 
 // ---- dropout ----------------------------------------------------------------------------
@@ -813,6 +838,8 @@ void register_nn_ops() {
       .doc("x / sqrt(mean(x^2) + eps) * weight; eps defaults to finfo(dtype).eps");
   def("normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor").category(O)
       .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim");
+  def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor").category(O)
+      .meta(cosine_meta).cpu(cosine_cpu).doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim");
 
   def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)").category(O)
       .meta(native_dropout_meta).cpu(native_dropout_cpu)

@@ -139,6 +139,31 @@ void normalize_typed(const Tensor& out, const Tensor& in, double p, int64_t dim,
   });
 }
 
+template <typename T>
+void cosine_typed(const Tensor& out, const Tensor& a, const Tensor& b, int64_t dim, double eps) {
+  using A = opmath_t<T>;
+  const DimVector& sz = a.sizes();
+  int64_t inner = 1, n = a.dim() == 0 ? 1 : sz[dim];
+  for (int64_t d = dim + 1; d < a.dim(); ++d) inner *= sz[d];
+  const T* x = a.data<T>();
+  const T* y = b.data<T>();
+  T* o = out.data<T>();
+  parallel_rows(out.numel(), n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t base = (t / inner) * n * inner + t % inner;
+      double sxy = 0, sxx = 0, syy = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double u = static_cast<double>(static_cast<A>(x[base + i * inner]));
+        const double v = static_cast<double>(static_cast<A>(y[base + i * inner]));
+        sxy += u * v;
+        sxx += u * u;
+        syy += v * v;
+      }
+      o[t] = static_cast<T>(sxy / (std::max(std::sqrt(sxx), eps) * std::max(std::sqrt(syy), eps)));
+    }
+  });
+}
+
 }  // namespace
 
 void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
@@ -161,6 +186,14 @@ void normalize_into(const Tensor& out, const Tensor& in, double p, int64_t dim, 
   if (in.numel() == 0 || out.device().is_meta()) return;
   IGNIS_DISPATCH_FLOAT(in.dtype(), "normalize", [&] {
     normalize_typed<scalar_t>(out, in, p, dim, eps);
+  });
+}
+
+void cosine_similarity_into(const Tensor& out, const Tensor& a, const Tensor& b, int64_t dim,
+                            double eps) {
+  if (out.numel() == 0 || out.device().is_meta()) return;
+  IGNIS_DISPATCH_FLOAT(a.dtype(), "cosine_similarity", [&] {
+    cosine_typed<scalar_t>(out, a, b, dim, eps);
   });
 }
 

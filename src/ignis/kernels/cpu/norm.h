@@ -22,4 +22,9 @@ void rms_norm_into(const Tensor& out, const Tensor& in, const Tensor& weight, in
 // out = x / max(||x||_p, eps) along `dim` of the contiguous `in`.
 void normalize_into(const Tensor& out, const Tensor& in, double p, int64_t dim, double eps);
 
+// out = sum(a * b) / (max(||a||, eps) * max(||b||, eps)) along `dim` of the
+// contiguous a and b (one shape and dtype); out has that shape without dim.
+void cosine_similarity_into(const Tensor& out, const Tensor& a, const Tensor& b, int64_t dim,
+                            double eps);
+
 }  // namespace ignis::cpu
