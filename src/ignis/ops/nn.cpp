@@ -1,8 +1,916 @@
+// Neural-network ops: softmax family, layer/RMS normalisation, dropout,
+// embedding, one_hot, losses and activation functions. The heavy ones run
+// fused kernels (kernels/cpu/softmax, norm, loss). Schemas follow PyTorch's
+// ATen ops; where torch.nn.functional's signature differs (reduction
+// strings, `inplace=`, `training=`), the op takes the functional form or
+// gets a ".functional" overload, so ignis.nn.functional.<name> works.
+// Comparisons and floor in vexp() only vectorise when floating-point
+// operations may be assumed not to trap (PyTorch builds with the same flag).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/fill.h"
+#include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/cpu/loss.h"
+#include "ignis/kernels/cpu/nn_util.h"
+#include "ignis/kernels/cpu/norm.h"
+#include "ignis/kernels/cpu/random.h"
+#include "ignis/kernels/cpu/softmax.h"
+#include "ignis/kernels/cpu/vec_math.h"
 #include "ignis/ops/families.h"
-#include "ignis/ops/op_def.h"
+#include "ignis/ops/pointwise.h"
 
 namespace ignis {
 
-void register_nn_ops() {}
+namespace {
+
+using cpu::legacy_type_name;
+using cpu::Reduction;
+
+[[noreturn]] void not_implemented_for(const std::string& kernel, ScalarType t) {
+  IGNIS_NOT_IMPLEMENTED("\"", kernel, "\" not implemented for '", legacy_type_name(t), "'");
+}
+
+void ret(Stack& s, Tensor t) {
+  s.clear();
+  s.emplace_back(std::move(t));
+}
+
+// `t` as a contiguous tensor of dtype `dt`, broadcast to `shape` (a copy
+// only when t is not already exactly that).
+Tensor dense_as(const Tensor& t, ScalarType dt, const DimVector& shape) {
+  if (t.dtype() == dt && t.is_contiguous() && t.sizes() == shape) return t;
+  Tensor out = empty_tensor(shape, dt, t.device());
+  copy_into(out, cpu::broadcast_view(t, shape));
+  return out;
+}
+Tensor dense_as(const Tensor& t, ScalarType dt) { return dense_as(t, dt, t.sizes()); }
+Tensor opt_dense_as(const Tensor& t, ScalarType dt) { return t.defined() ? dense_as(t, dt) : t; }
+
+ScalarType opmath_dtype(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16 ? ScalarType::Float32 : t;
+}
+
+// Calls `op` with a prepared stack (defaults appended); returns result 0.
+Tensor call_stack(const OpRef& op, Stack& s) {
+  const OpHandle& h = op.handle();
+  fill_defaults(h.schema(), s);
+  h.call(s);
+  return s.at(0).to_tensor();
+}
+
+// ---- softmax / log_softmax ---------------------------------------------------------
+// softmax.int(Tensor self, int dim, ScalarType? dtype=None): with `dtype`,
+// the input is converted first.
+template <cpu::SoftmaxKind K>
+void softmax_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  wrap_dim(c.int_arg(1), self.dim());
+  ScalarType dt = c.args[2].is_none() ? self.dtype() : c.args[2].to_dtype();
+  if (!is_floating(dt))
+    not_implemented_for(K == cpu::SoftmaxKind::LogSoftmax ? "log_softmax_lastdim_kernel_impl"
+                                                          : "softmax_lastdim_kernel_impl", dt);
+  c.alloc(self.sizes(), dt);
+}
+template <cpu::SoftmaxKind K>
+void softmax_cpu(OpCall& c) {
+  const Tensor& out = c.outputs[0];
+  const int64_t dim = wrap_dim(c.int_arg(1), c.tensor(0).dim());
+  cpu::softmax_into(out, dense_as(c.tensor(0), out.dtype()), dim, K);
+}
+
+OpRef softmax_op("softmax.int"), log_softmax_op("log_softmax.int");
+
+// F.softmax(input, dim=None, _stacklevel=3, dtype=None): without dim, the
+// legacy implicit choice (0 for 0-, 1- and 3-D inputs, else 1).
+void softmax_functional(const OpHandle& op, DispatchKeySet, Stack& s) {
+  Tensor x = s[0].to_tensor();
+  int64_t dim = s[1].is_none() ? (x.dim() <= 1 || x.dim() == 3 ? 0 : 1) : s[1].to_int();
+  IValue dtype = s[3];
+  const OpRef& target = op.schema().name == "softmax" ? softmax_op : log_softmax_op;
+  ret(s, target.tensor(x, dim, dtype));
+}
+
+// ---- layer_norm / rms_norm ----------------------------------------------------------
+// Checks normalized_shape against input, weight and bias as PyTorch does.
+void check_norm_shape(const Tensor& input, const std::vector<int64_t>& ns, const Tensor& w,
+                         const Tensor& b) {
+  IGNIS_CHECK(!ns.empty(), "Expected normalized_shape to be at least 1-dimensional, i.e., "
+              "containing at least one element, but got normalized_shape = ", shape_str(ns));
+  IGNIS_CHECK(!w.defined() || w.sizes() == DimVector(ns), "Expected weight to be of same shape "
+              "as normalized_shape, but got weight of shape ", w.defined() ? w.shape_str() : "",
+              " and normalized_shape = ", shape_str(ns));
+  IGNIS_CHECK(!b.defined() || b.sizes() == DimVector(ns), "Expected bias to be of same shape as "
+              "normalized_shape, but got bias of shape ", b.defined() ? b.shape_str() : "",
+              " and normalized_shape = ", shape_str(ns));
+  const int64_t nd = input.dim(), k = static_cast<int64_t>(ns.size());
+  bool ok = nd >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = input.sizes()[nd - k + i] == ns[i];
+  if (!ok) {
+    std::string expect = "[*";
+    for (int64_t v : ns) expect += ", " + std::to_string(v);
+    IGNIS_FAIL("Given normalized_shape=", shape_str(ns), ", expected input with shape ", expect,
+               "], but got input of size", input.shape_str());
+  }
+}
+
+void check_norm_param(const Tensor& p, ScalarType input) {
+  if (!p.defined()) return;
+  bool ok = p.dtype() == input || p.dtype() == opmath_dtype(input);
+  IGNIS_CHECK(ok, "mixed dtype (CPU): expect parameter to have scalar type of ",
+              legacy_type_name(opmath_dtype(input)));
+}
+
+// native_layer_norm(input, normalized_shape, weight, bias, eps) -> (out, mean, rstd)
+void layer_norm_meta(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  Tensor w = c.opt_tensor(2), b = c.opt_tensor(3);
+  const auto& ns = c.int_list(1);
+  if (!is_floating(in.dtype())) not_implemented_for("LayerNormKernelImpl", in.dtype());
+  check_norm_shape(in, ns, w, b);
+  check_norm_param(w, in.dtype());
+  check_norm_param(b, in.dtype());
+  DimVector stat = in.sizes();
+  for (size_t i = stat.size() - ns.size(); i < stat.size(); ++i) stat[i] = 1;
+  c.alloc(in.sizes(), in.dtype());
+  c.alloc(stat, in.dtype());
+  c.alloc(stat, in.dtype());
+}
+void layer_norm_cpu(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  const ScalarType acc = opmath_dtype(in.dtype());
+  const int64_t n = compute_numel(DimVector(c.int_list(1)));
+  cpu::layer_norm_into(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(in, in.dtype()),
+                       opt_dense_as(c.opt_tensor(2), acc), opt_dense_as(c.opt_tensor(3), acc),
+                       n, c.double_arg(4));
+}
+
+OpRef native_layer_norm_op("native_layer_norm");
+void layer_norm_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Stack r = native_layer_norm_op.call(s[0], s[1], s[2], s[3], s[4]);
+  ret(s, r[0].to_tensor());
+}
+
+double finfo_eps(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float16: return 0.0009765625;
+    case ScalarType::BFloat16: return 0.0078125;
+    case ScalarType::Float32: return std::numeric_limits<float>::epsilon();
+    default: return std::numeric_limits<double>::epsilon();
+  }
+}
+
+// rms_norm(input, normalized_shape, weight=None, eps=None): the output has
+// input's dtype; eps defaults to finfo(input.dtype).eps.
+void rms_norm_meta(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  if (!is_floating(in.dtype())) not_implemented_for("rms_norm", in.dtype());
+  check_norm_shape(in, c.int_list(1), c.opt_tensor(2), Tensor());
+  c.alloc(in.sizes(), in.dtype());
+}
+void rms_norm_cpu(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  const double eps = c.args[3].is_none() ? finfo_eps(in.dtype()) : c.double_arg(3);
+  const int64_t n = compute_numel(DimVector(c.int_list(1)));
+  cpu::rms_norm_into(c.outputs[0], dense_as(in, in.dtype()),
+                     opt_dense_as(c.opt_tensor(2), opmath_dtype(in.dtype())), n, eps);
+}
+
+// normalize(input, p=2, dim=1, eps=1e-12): input / max(||input||_p, eps).
+void normalize_meta(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  IGNIS_CHECK(is_floating(in.dtype()), "linalg.vector_norm: Expected a floating point or complex "
+              "tensor as input. Got ", legacy_type_name(in.dtype()));
+  wrap_dim(c.int_arg(2), in.dim());
+  c.alloc(in.sizes(), in.dtype());
+}
+void normalize_cpu(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  cpu::normalize_into(c.outputs[0], dense_as(in, in.dtype()), c.double_arg(1),
+                      wrap_dim(c.int_arg(2), in.dim()), c.double_arg(3));
+}
+
+// cosine_similarity(x1, x2, dim=1, eps=1e-8): x1 and x2 broadcast; the
+// result drops dim.
+DimVector cosine_shape(const OpCall& c, ScalarType* dt, int64_t* dim) {
+  const Tensor &a = c.tensor(0), &b = c.tensor(1);
+  DimVector shape = broadcast_shapes(a.sizes(), b.sizes());
+  *dt = result_type({&a, &b});
+  IGNIS_CHECK(is_floating(*dt), "expected common dtype to be floating point, yet common dtype is ",
+              legacy_type_name(*dt));
+  *dim = wrap_dim(c.int_arg(2), static_cast<int64_t>(shape.size()));
+  return shape;
+}
+void cosine_meta(OpCall& c) {
+  ScalarType dt;
+  int64_t dim;
+  DimVector shape = cosine_shape(c, &dt, &dim);
+  if (!shape.empty()) shape.erase(dim);
+  c.alloc(shape, dt);
+}
+void cosine_cpu(OpCall& c) {
+  ScalarType dt;
+  int64_t dim;
+  DimVector shape = cosine_shape(c, &dt, &dim);
+  cpu::cosine_similarity_into(c.outputs[0], dense_as(c.tensor(0), dt, shape),
+                              dense_as(c.tensor(1), dt, shape), dim, c.double_arg(3));
+}
+
+// ---- dropout ----------------------------------------------------------------------------
+void check_dropout_p(double p) {
+  IGNIS_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+}
+
+// native_dropout(input, p, train) -> (out, mask): out = input * mask / (1 - p)
+// with mask ~ Bernoulli(1 - p), drawn from the counter-based generator.
+void native_dropout_meta(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  check_dropout_p(c.double_arg(1));
+  const bool train = c.args[2].is_none() || c.bool_arg(2);
+  IGNIS_CHECK(!train || is_floating(in.dtype()), "result type Float can't be cast to the desired "
+              "output type ", legacy_type_name(in.dtype()));
+  c.alloc(in.sizes(), in.dtype());
+  c.alloc(in.sizes(), ScalarType::Bool);
+}
+
+template <typename T>
+void dropout_typed(const Tensor& out, const Tensor& mask, const Tensor& in, double p) {
+  using A = opmath_t<T>;
+  const int64_t n = in.numel();
+  const T* x = in.data<T>();
+  T* y = out.data<T>();
+  bool* m = mask.data<bool>();
+  const float keep = static_cast<float>(1.0 - p);
+  const A scale = p < 1 ? static_cast<A>(1.0 / (1.0 - p)) : A(0);
+  // One Philox block gives the uniforms of four consecutive elements.
+  const int64_t blocks = (n + 3) / 4;
+  auto [seed, offset] = default_generator().reserve(static_cast<uint64_t>(blocks));
+  cpu::parallel_rows(blocks, 4, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint32_t r[4];
+      Philox::block(seed, offset + static_cast<uint64_t>(b), r);
+      const int64_t i0 = b * 4, cnt = std::min<int64_t>(4, n - i0);
+      for (int64_t k = 0; k < cnt; ++k) {
+        const bool kept = Philox::to_float(r[k]) < keep;
+        m[i0 + k] = kept;
+        y[i0 + k] = static_cast<T>(kept ? static_cast<A>(x[i0 + k]) * scale : A(0));
+      }
+    }
+  });
+}
+
+void native_dropout_cpu(OpCall& c) {
+  const Tensor &out = c.outputs[0], &mask = c.outputs[1];
+  const Tensor& in = c.tensor(0);
+  if (!(c.args[2].is_none() || c.bool_arg(2))) {
+    copy_into(out, in);
+    cpu::fill(mask, Scalar(true));
+    return;
+  }
+  if (in.numel() == 0) return;
+  Tensor x = dense_as(in, in.dtype());
+  IGNIS_DISPATCH_FLOAT(in.dtype(), "dropout", [&] {
+    dropout_typed<scalar_t>(out, mask, x, c.double_arg(1));
+  });
+}
+
+OpRef native_dropout_op("native_dropout"), dropout_op("dropout"), dropout_inplace_op("dropout_"),
+    copy_op("copy_");
+
+// One op serves torch.dropout and F.dropout (same positional form), so the
+// range error is F's ValueError; native_dropout raises RuntimeError.
+void check_functional_dropout_p(double p) {
+  IGNIS_CHECK_VALUE(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+}
+
+// dropout(input, p, train): the input itself when nothing is dropped.
+void dropout_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor x = s[0].to_tensor();
+  const double p = s[1].to_double();
+  const bool train = s[2].to_bool();
+  check_functional_dropout_p(p);
+  if (!train || p == 0) return ret(s, x);
+  ret(s, native_dropout_op.call(x, p, train)[0].to_tensor());
+}
+void dropout_inplace_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor x = s[0].to_tensor();
+  const double p = s[1].to_double();
+  const bool train = s[2].to_bool();
+  check_functional_dropout_p(p);
+  if (train && p != 0) copy_op.call(x, native_dropout_op.call(x, p, train)[0].to_tensor());
+  ret(s, x);
+}
+// F.dropout(input, p=0.5, training=True, inplace=False)
+void dropout_functional_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  check_functional_dropout_p(s[1].to_double());
+  const bool inplace = s[3].to_bool();
+  s.pop_back();
+  ret(s, call_stack(inplace ? dropout_inplace_op : dropout_op, s));
+}
+
+// ---- embedding / one_hot -------------------------------------------------------------
+void embedding_meta(OpCall& c) {
+  const Tensor &w = c.tensor(0), &idx = c.tensor(1);
+  IGNIS_CHECK(idx.dtype() == ScalarType::Int64 || idx.dtype() == ScalarType::Int32,
+              "Expected tensor for argument #1 'indices' to have one of the following scalar "
+              "types: Long, Int; but got torch.", legacy_type_name(idx.dtype()),
+              "Tensor instead (while checking arguments for embedding)");
+  IGNIS_CHECK(w.dim() == 2, "'weight' must be 2-D");
+  DimVector shape = idx.sizes();
+  shape.push_back(w.sizes()[1]);
+  c.alloc(shape, w.dtype());
+}
+
+template <typename I>
+void embedding_rows(const Tensor& out, const Tensor& w, const Tensor& idx) {
+  const I* ix = idx.data<I>();
+  const int64_t n = idx.numel(), rows = w.sizes()[0], d = w.sizes()[1];
+  for (int64_t i = 0; i < n; ++i)
+    IGNIS_CHECK_INDEX(ix[i] >= 0 && ix[i] < rows, "index out of range in self");
+  const size_t es = w.itemsize();
+  const char* wp = static_cast<const char*>(w.data_ptr());
+  char* op = static_cast<char*>(out.data_ptr());
+  const int64_t rs = w.strides()[0], cs = w.strides()[1];
+  cpu::parallel_rows(n, d, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const char* src = wp + static_cast<int64_t>(ix[i]) * rs * static_cast<int64_t>(es);
+      char* dst = op + i * d * static_cast<int64_t>(es);
+      if (cs == 1 || d == 1) {
+        std::memcpy(dst, src, d * es);
+      } else {
+        for (int64_t j = 0; j < d; ++j) std::memcpy(dst + j * es, src + j * cs * es, es);
+      }
+    }
+  });
+}
+
+void embedding_cpu(OpCall& c) {
+  Tensor idx = dense_as(c.tensor(1), c.tensor(1).dtype());
+  if (idx.dtype() == ScalarType::Int64) embedding_rows<int64_t>(c.outputs[0], c.tensor(0), idx);
+  else embedding_rows<int32_t>(c.outputs[0], c.tensor(0), idx);
+}
+
+// one_hot(self, num_classes=-1): int64 [..., num_classes]; -1 infers
+// max(self) + 1, which needs the data.
+void one_hot_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  IGNIS_CHECK(self.dtype() == ScalarType::Int64,
+              "one_hot is only applicable to index tensor of type LongTensor.");
+  int64_t classes = c.int_arg(1);
+  if (!self.device().is_meta()) {
+    Tensor x = dense_as(self, ScalarType::Int64);
+    const int64_t* p = x.data<int64_t>();
+    int64_t lo = 0, hi = -1;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      lo = std::min(lo, p[i]);
+      hi = std::max(hi, p[i]);
+    }
+    IGNIS_CHECK(lo >= 0, "Class values must be non-negative.");
+    if (classes == -1) {
+      IGNIS_CHECK(x.numel() > 0, "Can not infer total number of classes from empty tensor.");
+      classes = hi + 1;
+    }
+    IGNIS_CHECK(hi < classes, "Class values must be smaller than num_classes.");
+  }
+  IGNIS_CHECK(classes >= 0, "Can not infer total number of classes from a meta tensor; pass "
+              "num_classes.");
+  DimVector shape = self.sizes();
+  shape.push_back(classes);
+  c.alloc(shape, ScalarType::Int64);
+}
+void one_hot_cpu(OpCall& c) {
+  const Tensor& out = c.outputs[0];
+  cpu::fill(out, Scalar(int64_t(0)));
+  Tensor x = dense_as(c.tensor(0), ScalarType::Int64);
+  const int64_t* p = x.data<int64_t>();
+  int64_t* o = out.data<int64_t>();
+  const int64_t classes = out.sizes()[out.dim() - 1];
+  for (int64_t i = 0; i < x.numel(); ++i) o[i * classes + p[i]] = 1;
+}
+
+// ---- losses -------------------------------------------------------------------------------
+// The reduction of a loss: the legacy size_average/reduce flags (argument
+// indices, -1 when the op has none) win when given, as in
+// torch.nn.functional. *batchmean (kl_div only) is set for 'batchmean'.
+Reduction reduction_of(const OpCall& c, int size_average, int reduce, int reduction,
+                       bool* batchmean = nullptr) {
+  const IValue none;
+  const IValue& sa = size_average >= 0 ? c.args[size_average] : none;
+  const IValue& rd = reduce >= 0 ? c.args[reduce] : none;
+  if (!sa.is_none() || !rd.is_none()) {
+    const bool avg = sa.is_none() || sa.to_bool();
+    if (!rd.is_none() && !rd.to_bool()) return Reduction::None;
+    return avg ? Reduction::Mean : Reduction::Sum;
+  }
+  const std::string& r = c.args[reduction].to_string();
+  if (r == "none") return Reduction::None;
+  if (r == "mean") return Reduction::Mean;
+  if (r == "sum") return Reduction::Sum;
+  if (r == "batchmean" && batchmean) {
+    *batchmean = true;
+    return Reduction::Mean;
+  }
+  IGNIS_FAIL_KIND(Value, r, " is not a valid value for reduction");
+}
+
+// Geometry of a class-index loss: input [N, C, d...] (or [C]) as
+// [N, C, inner]; checks the target's shape and dtype and the weight.
+struct ClassGeom {
+  int64_t N, C, inner;
+  DimVector none_shape;  // per-element loss shape (target's)
+};
+ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weight) {
+  IGNIS_CHECK_VALUE(in.dim() >= 1, "Expected 1 or more dimensions (got ", in.dim(), ")");
+  ClassGeom g{1, 0, 1, {}};
+  if (in.dim() == 1) {
+    IGNIS_CHECK(target.dim() <= 1 && target.numel() == 1, "0D or 1D target tensor expected, "
+                "multi-target not supported");
+    g.C = in.sizes()[0];
+    g.none_shape = target.sizes();
+  } else {
+    g.N = in.sizes()[0];
+    g.C = in.sizes()[1];
+    const int64_t tn = target.dim() == 0 ? 0 : target.sizes()[0];
+    IGNIS_CHECK_VALUE(tn == g.N, "Expected input batch_size (", g.N,
+                      ") to match target batch_size (", tn, ").");
+    if (in.dim() == 2) {
+      IGNIS_CHECK(target.dim() == 1, "0D or 1D target tensor expected, multi-target not "
+                  "supported");
+    } else {
+      bool ok = target.dim() == in.dim() - 1;
+      for (int64_t d = 2; ok && d < in.dim(); ++d) ok = target.sizes()[d - 1] == in.sizes()[d];
+      IGNIS_CHECK(ok, "size mismatch (got input: ", in.shape_str(), " , target: ",
+                  target.shape_str());
+      for (int64_t d = 2; d < in.dim(); ++d) g.inner *= in.sizes()[d];
+    }
+    g.none_shape = target.sizes();
+  }
+  IGNIS_CHECK(target.dtype() == ScalarType::Int64 || target.dtype() == ScalarType::UInt8,
+              "expected target dtype to be Long or Byte, but got ",
+              legacy_type_name(target.dtype()));
+  if (weight.defined()) {
+    IGNIS_CHECK(weight.dim() == 1 && weight.numel() == g.C, "weight tensor should be defined "
+                "either for all ", g.C, " classes or no classes but got weight tensor of shape: ",
+                weight.shape_str());
+    IGNIS_CHECK(weight.dtype() == in.dtype(), "expected scalar type ",
+                legacy_type_name(in.dtype()), " but found ", legacy_type_name(weight.dtype()));
+  }
+  return g;
+}
+
+// Target values must be class indices (or ignore_index).
+void check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+  auto scan = [&](auto* p) {
+    for (int64_t i = 0; i < target.numel(); ++i) {
+      const int64_t t = static_cast<int64_t>(p[i]);
+      IGNIS_CHECK_INDEX(t == ignore_index || (t >= 0 && t < C), "Target ", t,
+                        " is out of bounds.");
+    }
+  };
+  if (target.dtype() == ScalarType::UInt8) scan(target.data<uint8_t>());
+  else scan(target.data<int64_t>());
+}
+
+// nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
+//          reduce=None, reduction='mean')
+void nll_loss_meta(OpCall& c) {
+  const Tensor &in = c.tensor(0), &target = c.tensor(1);
+  ClassGeom g = class_geom(in, target, c.opt_tensor(2));
+  if (!is_floating(in.dtype())) not_implemented_for("nll_loss_out_frame", in.dtype());
+  if (reduction_of(c, 3, 5, 6) == Reduction::None) c.alloc(g.none_shape, in.dtype());
+  else c.alloc({}, in.dtype());
+}
+void nll_loss_cpu(OpCall& c) {
+  const Tensor& in = c.tensor(0);
+  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2));
+  Tensor target = dense_as(c.tensor(1), c.tensor(1).dtype());
+  const int64_t ignore = c.int_arg(4);
+  check_targets(target, g.C, ignore);
+  cpu::class_loss_into(c.outputs[0], dense_as(in, in.dtype()), target,
+                       opt_dense_as(c.opt_tensor(2), in.dtype()), reduction_of(c, 3, 5, 6), ignore,
+                       false, 0.0, g.N, g.C, g.inner);
+}
+
+// cross_entropy(input, target, weight=None, size_average=None,
+//               ignore_index=-100, reduce=None, reduction='mean',
+//               label_smoothing=0.0): class indices, or class
+// probabilities when target has input's shape.
+bool prob_targets(const Tensor& in, const Tensor& target) {
+  return in.sizes() == target.sizes();
+}
+void cross_entropy_meta(OpCall& c) {
+  const Tensor &in = c.tensor(0), &target = c.tensor(1);
+  Tensor weight = c.opt_tensor(2);
+  const double eps = c.double_arg(7);
+  IGNIS_CHECK(eps >= 0 && eps <= 1, "label_smoothing must be between 0.0 and 1.0. Got: ", eps);
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  if (prob_targets(in, target)) {
+    IGNIS_CHECK(is_floating(target.dtype()), "Expected floating point type for target with class "
+                "probabilities, got ", legacy_type_name(target.dtype()));
+    if (!is_floating(in.dtype())) not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
+    IGNIS_CHECK_VALUE(in.dim() >= 1, "Expected 1 or more dimensions (got ", in.dim(), ")");
+    const int64_t cdim = in.dim() == 1 ? 0 : 1;
+    IGNIS_CHECK(!weight.defined() || weight.numel() == in.sizes()[cdim], "weight tensor should "
+                "be defined either for all ", in.sizes()[cdim], " classes or no classes but got "
+                "weight tensor of shape: ", weight.defined() ? weight.shape_str() : "");
+    const ScalarType dt = promote_types(in.dtype(), target.dtype());
+    DimVector shape = in.sizes();
+    shape.erase(cdim);
+    if (red == Reduction::None) c.alloc(shape, dt);
+    else c.alloc({}, dt);
+    return;
+  }
+  ClassGeom g = class_geom(in, target, weight);
+  if (!is_floating(in.dtype())) not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
+  if (red == Reduction::None) c.alloc(g.none_shape, in.dtype());
+  else c.alloc({}, in.dtype());
+}
+void cross_entropy_cpu(OpCall& c) {
+  const Tensor &in = c.tensor(0), &out = c.outputs[0];
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  const double eps = c.double_arg(7);
+  if (prob_targets(in, c.tensor(1))) {
+    const ScalarType dt = out.dtype();
+    const int64_t N = in.dim() == 1 ? 1 : in.sizes()[0];
+    const int64_t C = in.dim() == 1 ? in.sizes()[0] : in.sizes()[1];
+    const int64_t inner = N * C == 0 ? 0 : in.numel() / (N * C);
+    cpu::prob_cross_entropy_into(out, dense_as(in, dt), dense_as(c.tensor(1), dt),
+                                 opt_dense_as(c.opt_tensor(2), dt), red, eps, N, C, inner);
+    return;
+  }
+  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2));
+  Tensor target = dense_as(c.tensor(1), c.tensor(1).dtype());
+  const int64_t ignore = c.int_arg(4);
+  check_targets(target, g.C, ignore);
+  cpu::class_loss_into(out, dense_as(in, in.dtype()), target,
+                       opt_dense_as(c.opt_tensor(2), in.dtype()), red, ignore, true, eps, g.N,
+                       g.C, g.inner);
+}
+
+// Elementwise losses, one fused kernel (kernels/cpu/loss) for all of them.
+// Each op's argument positions and rules, from torch.nn.functional:
+enum class LossOp : uint8_t { MSE, L1, SmoothL1, Huber, BCE, BCEWithLogits, KLDiv };
+struct LossSpec {
+  const char* kernel;  // named in "not implemented for" errors
+  int size_average, reduce, reduction, weight, pos_weight, param;  // arg index or -1
+  // mse/l1/huber: weight must have input's shape; bce*: it broadcasts
+  bool weight_same_shape;
+  // bce*: target must have input's shape (else it broadcasts)
+  bool target_same_shape;
+};
+constexpr LossSpec spec_of(LossOp op) {
+  switch (op) {
+    case LossOp::MSE: return {"mse_cpu", 2, 3, 4, 5, -1, -1, true, false};
+    case LossOp::L1: return {"l1_cpu", 2, 3, 4, 5, -1, -1, true, false};
+    case LossOp::SmoothL1: return {"smooth_l1_cpu", 2, 3, 4, -1, -1, 5, false, false};
+    case LossOp::Huber: return {"huber_cpu", -1, -1, 2, 4, -1, 3, true, false};
+    case LossOp::BCE: return {"binary_cross_entropy", 3, 4, 5, 2, -1, -1, false, true};
+    case LossOp::BCEWithLogits:
+      return {"log_sigmoid_cpu", 3, 4, 5, 2, 6, -1, false, true};
+    case LossOp::KLDiv: return {"kl_div", 2, 3, 4, -1, -1, -1, false, false};
+  }
+  return {};
+}
+
+Tensor opt_arg(const OpCall& c, int i) { return i >= 0 ? c.opt_tensor(i) : Tensor(); }
+
+// Checks the arguments; returns the result dtype and the loss shape.
+template <LossOp Op>
+std::pair<ScalarType, DimVector> loss_geometry(const OpCall& c) {
+  constexpr LossSpec sp = spec_of(Op);
+  const Tensor &in = c.tensor(0), &target = c.tensor(1);
+  const Tensor w = opt_arg(c, sp.weight);
+  if (sp.target_same_shape && target.sizes() != in.sizes()) {
+    if (Op == LossOp::BCE)
+      IGNIS_FAIL_KIND(Value, "Using a target size (", target.shape_str(), ") that is different "
+                      "to the input size (", in.shape_str(), ") is deprecated. Please ensure "
+                      "they have the same size.");
+    IGNIS_FAIL_KIND(Value, "Target size (", target.shape_str(), ") must be the same as input "
+                    "size (", in.shape_str(), ")");
+  }
+  IGNIS_CHECK_VALUE(!sp.weight_same_shape || !w.defined() || w.sizes() == in.sizes(),
+                    "Weights and input must have the same size.");
+  ScalarType dt = result_type({&in, &target});
+  if (Op == LossOp::BCE) {
+    IGNIS_CHECK(target.dtype() == in.dtype(), "Found dtype ", legacy_type_name(target.dtype()),
+                " but expected ", legacy_type_name(in.dtype()));
+    dt = in.dtype();
+  }
+  if (Op == LossOp::BCEWithLogits) {
+    // PyTorch computes in place into a tensor of target's dtype, so the
+    // result has target's dtype whatever input's and the weights' are.
+    if (!is_floating(in.dtype())) not_implemented_for(sp.kernel, in.dtype());
+    IGNIS_CHECK(is_floating(target.dtype()), "result type ", legacy_type_name(in.dtype()),
+                " can't be cast to the desired output type ", legacy_type_name(target.dtype()));
+    dt = target.dtype();
+  }
+  if (!is_floating(dt)) not_implemented_for(sp.kernel, dt);
+  if constexpr (Op == LossOp::SmoothL1)
+    IGNIS_CHECK(c.double_arg(sp.param) >= 0, "smooth_l1_loss does not support negative values "
+                "for beta.");
+  if constexpr (Op == LossOp::Huber)
+    IGNIS_CHECK(c.double_arg(sp.param) > 0, "huber_loss does not support non-positive values "
+                "for delta.");
+  DimVector shape = broadcast_shapes(in.sizes(), target.sizes());
+  if (w.defined()) shape = broadcast_shapes(shape, w.sizes());
+  const Tensor pw = opt_arg(c, sp.pos_weight);
+  if (pw.defined()) shape = broadcast_shapes(shape, pw.sizes());
+  return {dt, shape};
+}
+
+template <LossOp Op>
+Reduction loss_reduction(const OpCall& c, bool* batchmean) {
+  constexpr LossSpec sp = spec_of(Op);
+  return reduction_of(c, sp.size_average, sp.reduce, sp.reduction,
+                      Op == LossOp::KLDiv ? batchmean : nullptr);
+}
+
+template <LossOp Op>
+void point_loss_meta(OpCall& c) {
+  auto [dt, shape] = loss_geometry<Op>(c);
+  bool batchmean = false;
+  if (loss_reduction<Op>(c, &batchmean) == Reduction::None) c.alloc(shape, dt);
+  else c.alloc({}, dt);
+}
+
+template <LossOp Op>
+void point_loss_cpu(OpCall& c) {
+  constexpr LossSpec sp = spec_of(Op);
+  auto [dt, shape] = loss_geometry<Op>(c);
+  bool batchmean = false;
+  const Reduction red = loss_reduction<Op>(c, &batchmean);
+  const Tensor &in = c.tensor(0), &target = c.tensor(1);
+  const Tensor w = opt_arg(c, sp.weight), pw = opt_arg(c, sp.pos_weight);
+  Tensor x = dense_as(in, dt, shape);
+  if (Op == LossOp::BCE) {
+    IGNIS_DISPATCH_FLOAT(dt, "binary_cross_entropy", [&] {
+      const scalar_t* p = x.data<scalar_t>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float v = static_cast<float>(p[i]);
+        IGNIS_CHECK(v >= 0 && v <= 1, "all elements of input should be between 0 and 1");
+      }
+    });
+  }
+  cpu::PointLoss kind = Op == LossOp::MSE ? cpu::PointLoss::MSE
+                        : Op == LossOp::L1 ? cpu::PointLoss::L1
+                        : Op == LossOp::SmoothL1 ? cpu::PointLoss::SmoothL1
+                        : Op == LossOp::Huber ? cpu::PointLoss::Huber
+                        : Op == LossOp::BCE ? cpu::PointLoss::BCE
+                        : Op == LossOp::BCEWithLogits ? cpu::PointLoss::BCEWithLogits
+                        : c.bool_arg(5) ? cpu::PointLoss::KLDivLogTarget
+                                        : cpu::PointLoss::KLDiv;
+  // torch.nn.functional's weighted mse/l1 divide by the weight sum;
+  // kl_div's batchmean by the batch size; everything else by numel.
+  double count = static_cast<double>(compute_numel(shape));
+  if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined()) count = -1;
+  if (batchmean) count = in.dim() == 0 ? 1.0 : static_cast<double>(in.sizes()[0]);
+  cpu::pointwise_loss_into(c.outputs[0], x, dense_as(target, dt, shape),
+                           w.defined() ? dense_as(w, dt, shape) : w,
+                           pw.defined() ? dense_as(pw, dt, shape) : pw, kind,
+                           sp.param >= 0 ? c.double_arg(sp.param) : 0.0, red, count);
+}
+
+// ---- activations ------------------------------------------------------------------------
+// Floating-point-only pointwise ops: PyTorch raises NotImplementedError
+// naming "<op>_cpu" for other dtypes.
+template <bool Inplace>
+void float_act_meta(OpCall& c) {
+  pointwise_meta(c, {0}, DtypeRule::Promote, Inplace);
+  std::string name = c.op.schema().name;
+  if (Inplace) name.pop_back();
+  if (!is_floating(c.iter->common_dtype())) not_implemented_for(name + "_cpu", c.iter->common_dtype());
+}
+
+template <typename S>
+void run_float(OpCall& c, S make) {
+  IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), c.op.schema().name.c_str(), [&] {
+    cpu::cpu_kernel<scalar_t, scalar_t>(*c.iter, make(opmath_t<scalar_t>()));
+  });
+}
+
+// softplus(self, beta=1, threshold=20): log(1 + exp(beta x)) / beta, linear
+// above the threshold.
+void softplus_cpu(OpCall& c) {
+  const double beta = c.scalar(1).to_double(), thr = c.scalar(2).to_double();
+  run_float(c, [&](auto tag) {
+    using T = decltype(tag);
+    const T b = T(beta), th = T(thr);
+    return [b, th](T x) -> T { return x * b > th ? x : T(std::log1p(cpu::vexp(x * b)) / b); };
+  });
+}
+void leaky_relu_cpu(OpCall& c) {
+  const double slope = c.scalar(1).to_double();
+  run_float(c, [&](auto tag) {
+    using T = decltype(tag);
+    const T s = T(slope);
+    return [s](T x) -> T { return x > T(0) ? x : x * s; };
+  });
+}
+// elu(self, alpha=1, scale=1, input_scale=1)
+void elu_cpu(OpCall& c) {
+  const double alpha = c.scalar(1).to_double(), scale = c.scalar(2).to_double(),
+               in_scale = c.scalar(3).to_double();
+  run_float(c, [&](auto tag) {
+    using T = decltype(tag);
+    const T neg = T(alpha * scale), pos = T(scale), is = T(in_scale);
+    return [neg, pos, is](T x) -> T { return x > T(0) ? x * pos : T(std::expm1(x * is)) * neg; };
+  });
+}
+void logsigmoid_cpu(OpCall& c) {
+  run_float(c, [](auto tag) {
+    using T = decltype(tag);
+    return [](T x) -> T {
+      return (x < T(0) ? x : T(0)) - T(std::log1p(cpu::vexp(x < T(0) ? x : -x)));
+    };
+  });
+}
+
+// hardtanh(self, min_val=-1, max_val=1): every numeric dtype but bool.
+template <bool Inplace>
+void hardtanh_meta(OpCall& c) {
+  IGNIS_CHECK(c.tensor(0).dtype() != ScalarType::Bool, "Bool inputs not supported for hardtanh");
+  pointwise_meta(c, {0}, DtypeRule::Promote, Inplace);
+}
+void hardtanh_cpu(OpCall& c) {
+  const Scalar lo = c.scalar(1), hi = c.scalar(2);
+  IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "hardtanh", [&] {
+    using T = opmath_t<scalar_t>;
+    const T l = lo.to<T>(), h = hi.to<T>();
+    cpu::cpu_kernel<scalar_t, scalar_t>(*c.iter, [l, h](T x) -> T {
+      return x != x ? x : (x < l ? l : (x > h ? h : x));
+    });
+  });
+}
+
+OpRef hardtanh_op("hardtanh"), hardtanh_inplace_op("hardtanh_");
+template <bool Inplace>
+void relu6_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor x = s[0].to_tensor();
+  ret(s, (Inplace ? hardtanh_inplace_op : hardtanh_op).tensor(x, int64_t(0), int64_t(6)));
+}
+
+// glu(self, dim=-1): first half * sigmoid(second half) along dim.
+void glu_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  IGNIS_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
+  const int64_t dim = wrap_dim(c.int_arg(1), self.dim());
+  const int64_t n = self.sizes()[dim];
+  IGNIS_CHECK(n % 2 == 0, "Halving dimension must be even, but dimension ", dim, " is size ", n);
+  if (!is_floating(self.dtype())) not_implemented_for("glu_cpu", self.dtype());
+  DimVector half = self.sizes();
+  half[dim] = n / 2;
+  Tensor a = make_view(self, half, self.strides(), self.storage_offset());
+  Tensor b = make_view(self, half, self.strides(),
+                       self.storage_offset() + (n / 2) * self.strides()[dim]);
+  auto it = std::make_shared<TensorIterator>();
+  it->add_output(Tensor());
+  it->add_input(a);
+  it->add_input(b);
+  IterConfig cfg;
+  cfg.op_name = "glu";
+  it->build(cfg, c.device);
+  c.outputs.push_back(it->output(0));
+  c.iter = std::move(it);
+}
+void glu_cpu(OpCall& c) {
+  run_float(c, [](auto tag) {
+    using T = decltype(tag);
+    return [](T a, T b) -> T { return a * cpu::sigmoid(b); };
+  });
+}
+
+// F.<name>(..., inplace=False): the out-of-place or the in-place op.
+OpRef leaky_relu_op("leaky_relu"), leaky_relu_inplace_op("leaky_relu_"), elu_op("elu"),
+    elu_inplace_op("elu_"), relu6_op("relu6"), relu6_inplace_op("relu6_");
+KernelFn inplace_switch(const OpRef* out_of_place, const OpRef* in_place) {
+  return [out_of_place, in_place](const OpHandle&, DispatchKeySet, Stack& s) {
+    const bool inplace = s.back().to_bool();
+    s.pop_back();
+    ret(s, call_stack(inplace ? *in_place : *out_of_place, s));
+  };
+}
+
+// Declares a floating-point activation `name`, and its in-place form.
+void activation(const std::string& name, const std::string& params, ImplFn cpu, const char* doc,
+                bool with_inplace) {
+  def(name + "(Tensor self" + params + ") -> Tensor").category(OpCategory::Pointwise).both()
+      .meta(float_act_meta<false>).cpu(cpu).doc(doc);
+  if (with_inplace) {
+    def(name + "_(Tensor(a!) self" + params + ") -> Tensor(a!)").category(OpCategory::Pointwise)
+        .both().meta(float_act_meta<true>).cpu(cpu).doc(doc);
+  }
+}
+
+}  // namespace
+
+void register_nn_ops() {
+  auto O = OpCategory::Other;
+  auto P = OpCategory::Pointwise;
+  auto C = OpCategory::Composite;
+  using cpu::SoftmaxKind;
+  def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O).both()
+      .meta(softmax_meta<SoftmaxKind::Softmax>).cpu(softmax_cpu<SoftmaxKind::Softmax>)
+      .doc("exp(x) / sum(exp(x)) along dim (numerically stable)");
+  def("softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
+      .category(C).composite(softmax_functional);
+  def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O).both()
+      .meta(softmax_meta<SoftmaxKind::LogSoftmax>).cpu(softmax_cpu<SoftmaxKind::LogSoftmax>)
+      .doc("x - log(sum(exp(x))) along dim");
+  def("log_softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
+      .category(C).composite(softmax_functional);
+  def("_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O)
+      .meta(softmax_meta<SoftmaxKind::SafeSoftmax>).cpu(softmax_cpu<SoftmaxKind::SafeSoftmax>)
+      .doc("softmax whose fully masked (all -inf) slices are 0, not NaN");
+
+  def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")
+      .category(O).meta(layer_norm_meta).cpu(layer_norm_cpu)
+      .doc("layer_norm that also returns the per-row mean and 1/std (for backward)");
+  def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")
+      .category(C).composite(layer_norm_kernel)
+      .doc("(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape");
+  def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor")
+      .category(O).meta(rms_norm_meta).cpu(rms_norm_cpu)
+      .doc("x / sqrt(mean(x^2) + eps) * weight; eps defaults to finfo(dtype).eps");
+  def("normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor").category(O)
+      .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim");
+  def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor").category(O)
+      .meta(cosine_meta).cpu(cosine_cpu).doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim");
+
+  def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)").category(O)
+      .meta(native_dropout_meta).cpu(native_dropout_cpu)
+      .doc("(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p)");
+  def("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor").category(C)
+      .composite(dropout_kernel).doc("zeroes elements with probability p, scales the rest");
+  def("dropout.functional(Tensor input, float p=0.5, bool training=True, bool inplace=False) -> Tensor")
+      .category(C).composite(dropout_functional_kernel);
+  def("dropout_(Tensor(a!) self, float p=0.5, bool train=True) -> Tensor(a!)").category(C)
+      .composite(dropout_inplace_kernel);
+
+  def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")
+      .category(O).meta(embedding_meta).cpu(embedding_cpu)
+      .doc("rows of weight picked by indices (torch.embedding argument order)");
+  def("one_hot(Tensor self, int num_classes=-1) -> Tensor").category(O).meta(one_hot_meta)
+      .cpu(one_hot_cpu).doc("int64 one-hot encoding along a new last dimension");
+
+  def("nll_loss(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean') -> Tensor")
+      .category(O).meta(nll_loss_meta).cpu(nll_loss_cpu)
+      .doc("negative log-likelihood of class indices given log-probabilities");
+  def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
+      .category(O).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
+      .doc("log_softmax + nll_loss in one pass; class indices or class probabilities");
+  def("mse_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::MSE>).cpu(point_loss_cpu<LossOp::MSE>)
+      .doc("(input - target)^2, reduced");
+  def("l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::L1>).cpu(point_loss_cpu<LossOp::L1>)
+      .doc("|input - target|, reduced");
+  def("smooth_l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', float beta=1.0) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::SmoothL1>).cpu(point_loss_cpu<LossOp::SmoothL1>)
+      .doc("0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta");
+  def("huber_loss(Tensor input, Tensor target, str reduction='mean', float delta=1.0, Tensor? weight=None) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::Huber>).cpu(point_loss_cpu<LossOp::Huber>)
+      .doc("0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)");
+  def("binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean') -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::BCE>).cpu(point_loss_cpu<LossOp::BCE>)
+      .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100");
+  def("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? pos_weight=None) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::BCEWithLogits>)
+      .cpu(point_loss_cpu<LossOp::BCEWithLogits>)
+      .doc("binary_cross_entropy(sigmoid(input), target), computed stably");
+  def("kl_div(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', bool log_target=False) -> Tensor")
+      .category(O).meta(point_loss_meta<LossOp::KLDiv>).cpu(point_loss_cpu<LossOp::KLDiv>)
+      .doc("target * (log(target) - input); input holds log-probabilities");
+
+  activation("softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
+             "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false);
+  activation("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
+             "x if x > 0 else negative_slope * x", true);
+  def("leaky_relu.functional(Tensor input, Scalar negative_slope=0.01, bool inplace=False) -> Tensor")
+      .category(C).composite(inplace_switch(&leaky_relu_op, &leaky_relu_inplace_op));
+  activation("elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
+             "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true);
+  def("elu.functional(Tensor input, Scalar alpha=1.0, bool inplace=False) -> Tensor").category(C)
+      .composite(inplace_switch(&elu_op, &elu_inplace_op));
+  def("logsigmoid(Tensor self) -> Tensor").category(P).meta(float_act_meta<false>)
+      .cpu(logsigmoid_cpu).doc("log(sigmoid(x)), computed stably");
+  def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor").category(P).both()
+      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu).doc("clamp(x, min_val, max_val)");
+  def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)").category(P)
+      .both().meta(hardtanh_meta<true>).cpu(hardtanh_cpu);
+  def("hardtanh.functional(Tensor input, Scalar min_val=-1.0, Scalar max_val=1.0, bool inplace=False) -> Tensor")
+      .category(C).composite(inplace_switch(&hardtanh_op, &hardtanh_inplace_op));
+  def("relu6(Tensor self) -> Tensor").category(C).both().composite(relu6_kernel<false>)
+      .doc("hardtanh(x, 0, 6)");
+  def("relu6_(Tensor(a!) self) -> Tensor(a!)").category(C).both().composite(relu6_kernel<true>);
+  def("relu6.functional(Tensor input, bool inplace=False) -> Tensor").category(C)
+      .composite(inplace_switch(&relu6_op, &relu6_inplace_op));
+  def("glu(Tensor self, int dim=-1) -> Tensor").category(O).both().meta(glu_meta).cpu(glu_cpu)
+      .doc("first half * sigmoid(second half) along dim");
+}
 
 }  // namespace ignis

@@ -1,0 +1,382 @@
+#include "ignis/kernels/cpu/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if IGNIS_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/nn_util.h"
+
+namespace ignis::cpu {
+
+namespace {
+
+// One matrix operand: element (i, j) lives at data[i * rs + j * cs].
+template <typename T>
+struct Mat {
+  const T* data;
+  int64_t rs, cs;
+  T at(int64_t i, int64_t j) const { return data[i * rs + j * cs]; }
+};
+
+// c[m, n] (row stride ldc) *= beta; beta == 0 overwrites without reading.
+template <typename T>
+void scale_rows(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
+  if (beta == T(1)) return;
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T(0)) std::fill(row, row + n, T(0));
+    else for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] * beta);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Built-in blocked GEMM (float, double), in the GotoBLAS style: B is packed
+// into column strips of NR, A into row strips of MR, and a register-tiled
+// micro-kernel multiplies one strip pair. Packing also absorbs any strides,
+// so transposed and sliced operands cost nothing extra.
+// ---------------------------------------------------------------------------
+template <typename T> struct Tile;
+template <> struct Tile<float> { static constexpr int MR = 6, NR = 16; };
+template <> struct Tile<double> { static constexpr int MR = 6, NR = 8; };
+constexpr int64_t kKC = 256;  // depth of one packed panel
+constexpr int64_t kMC = 96;   // rows of A per task (a multiple of MR)
+constexpr int64_t kNC = 256;  // columns of C per task (a multiple of NR)
+
+// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as MR-row strips,
+// zero-padded to a whole strip.
+template <typename T>
+void pack_a(const Mat<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, T* dst) {
+  constexpr int MR = Tile<T>::MR;
+  for (int64_t s = 0; s < mc; s += MR) {
+    int64_t mr = std::min<int64_t>(MR, mc - s);
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = a.data + (i0 + s) * a.rs + (p0 + p) * a.cs;
+      for (int64_t i = 0; i < mr; ++i) dst[i] = src[i * a.rs];
+      for (int64_t i = mr; i < MR; ++i) dst[i] = T(0);
+      dst += MR;
+    }
+  }
+}
+
+// Packs strip t (columns [t * NR, t * NR + NR)) of depth [p0, p0 + kc) of B.
+template <typename T>
+void pack_b_strip(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t, T* dst) {
+  constexpr int NR = Tile<T>::NR;
+  int64_t j0 = t * NR, nr = std::min<int64_t>(NR, n - j0);
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* src = b.data + (p0 + p) * b.rs + j0 * b.cs;
+    if (b.cs == 1 && nr == NR) {
+      std::memcpy(dst, src, NR * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < nr; ++j) dst[j] = src[j * b.cs];
+      for (int64_t j = nr; j < NR; ++j) dst[j] = T(0);
+    }
+    dst += NR;
+  }
+}
+
+// c[mr, nr] += alpha * (packed A strip) @ (packed B strip). The MR x NR
+// accumulator is written so that the compiler keeps it in vector registers.
+template <typename T>
+void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T alpha, T* c,
+                  int64_t ldc, int64_t mr, int64_t nr) {
+  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
+  T acc[MR][NR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* ap = a + p * MR;
+    const T* bp = b + p * NR;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const T av = ap[i];
+#pragma omp simd
+      for (int j = 0; j < NR; ++j) acc[i][j] += av * bp[j];
+    }
+  }
+  if (mr == MR && nr == NR) {
+    for (int i = 0; i < MR; ++i)
+#pragma omp simd
+      for (int j = 0; j < NR; ++j) c[i * ldc + j] += alpha * acc[i][j];
+    return;
+  }
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] += alpha * acc[i][j];
+}
+
+// Per-thread packing buffer (Slot tells the A and B buffers apart).
+template <typename T, int Slot>
+T* thread_buffer(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// c[m, n] (row stride ldc, already scaled by beta) += alpha * a @ b.
+// The work is split into independent tiles of C (kMC x kNC) handed out
+// dynamically, each packing its own panels: no barriers, so a thread that
+// loses its core to another process only delays its own tiles.
+// `parallel` allows threads; callers already running one product per
+// thread pass false.
+template <typename T>
+void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T* c,
+                  int64_t ldc, bool parallel) {
+  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
+  const int64_t mblocks = (m + kMC - 1) / kMC, nblocks = (n + kNC - 1) / kNC;
+  const int64_t tasks = mblocks * nblocks;
+  const bool par = parallel && tasks > 1 && !omp_in_parallel() && omp_get_max_threads() > 1 &&
+                   m * n * k >= 64 * 64 * 64;
+#pragma omp parallel for schedule(dynamic, 1) if (par)
+  for (int64_t task = 0; task < tasks; ++task) {
+    T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
+    T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
+    const int64_t i0 = (task / nblocks) * kMC, j0 = (task % nblocks) * kNC;
+    const int64_t mc = std::min(kMC, m - i0), nc = std::min(kNC, n - j0);
+    const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
+    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+      const int64_t kc = std::min(kKC, k - p0);
+      pack_a(a, i0, p0, mc, kc, apack);
+      for (int64_t t = 0; t * NR < nc; ++t) pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
+      for (int64_t jr = 0; jr < nc; jr += NR) {
+        const T* bs = bpack + (jr / NR) * kc * NR;
+        const int64_t nr = std::min<int64_t>(NR, nc - jr);
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+          micro_kernel<T>(kc, apack + ir * kc, bs, alpha, c + (i0 + ir) * ldc + j0 + jr, ldc,
+                          std::min<int64_t>(MR, mc - ir), nr);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Integer products: a direct loop (row of C += a[i, p] * row p of B).
+// ---------------------------------------------------------------------------
+template <typename T>
+void gemm_int(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T* c, int64_t ldc,
+              bool parallel) {
+  auto rows = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      T* crow = c + i * ldc;
+      for (int64_t p = 0; p < k; ++p) {
+        const T av = static_cast<T>(alpha * a.at(i, p));
+        const T* brow = b.data + p * b.rs;
+        if (b.cs == 1) {
+          for (int64_t j = 0; j < n; ++j) crow[j] = static_cast<T>(crow[j] + av * brow[j]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) crow[j] = static_cast<T>(crow[j] + av * brow[j * b.cs]);
+        }
+      }
+    }
+  };
+  if (parallel) parallel_rows(m, n * k, rows);
+  else rows(0, m);
+}
+
+// ---------------------------------------------------------------------------
+// BLAS
+// ---------------------------------------------------------------------------
+bool env_builtin() {
+  const char* e = std::getenv("IGNIS_GEMM");
+  return e && std::strcmp(e, "builtin") == 0;
+}
+
+#if IGNIS_HAVE_BLAS
+// OpenBLAS keeps its own thread pool; keep its size equal to ignis's.
+void sync_blas_threads() {
+  static std::atomic<int> current{0};
+  int want = omp_get_max_threads();
+  if (current.load(std::memory_order_relaxed) != want) {
+    openblas_set_num_threads(want);
+    current.store(want, std::memory_order_relaxed);
+  }
+}
+
+// How BLAS can read a rows x cols operand in place: row-major (NoTrans) or
+// the transpose of a row-major matrix (Trans), with leading dimension ld.
+bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE* trans,
+                 int64_t* ld) {
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max<int64_t>(cols, 1))) {
+    *trans = CblasNoTrans;
+    *ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rs;
+    return *ld <= INT_MAX;
+  }
+  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max<int64_t>(rows, 1))) {
+    *trans = CblasTrans;
+    *ld = cols <= 1 ? std::max<int64_t>(rows, 1) : cs;
+    return *ld <= INT_MAX;
+  }
+  return false;
+}
+
+// A contiguous copy of an operand BLAS cannot read in place.
+template <typename T>
+Mat<T> dense_copy(const Mat<T>& x, int64_t rows, int64_t cols, std::vector<T>& buf) {
+  buf.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) buf[i * cols + j] = x.at(i, j);
+  return {buf.data(), cols, 1};
+}
+
+template <typename T>
+void gemm_blas(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T beta, T* c,
+               int64_t ldc) {
+  std::vector<T> abuf, bbuf;
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda, ldb;
+  if (!blas_layout(m, k, a.rs, a.cs, &ta, &lda)) {
+    a = dense_copy(a, m, k, abuf);
+    blas_layout(m, k, a.rs, a.cs, &ta, &lda);
+  }
+  if (!blas_layout(k, n, b.rs, b.cs, &tb, &ldb)) {
+    b = dense_copy(b, k, n, bbuf);
+    blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
+  }
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a.data, static_cast<int>(lda), b.data,
+                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a.data, static_cast<int>(lda), b.data,
+                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  }
+}
+#endif
+
+bool use_blas() {
+#if IGNIS_HAVE_BLAS
+  static const bool builtin = env_builtin();
+  return !builtin;
+#else
+  return false;
+#endif
+}
+
+// One product c[m, n] = beta * c + alpha * a @ b in type T (float/double or
+// an integer type). `parallel`: this call may use all threads.
+template <typename T>
+void gemm_one(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T beta, T* c,
+              bool parallel) {
+  if (m == 0 || n == 0) return;
+  if constexpr (std::is_floating_point_v<T>) {
+#if IGNIS_HAVE_BLAS
+    if (use_blas() && k > 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX) {
+      gemm_blas(m, n, k, alpha, a, b, beta, c, n);
+      return;
+    }
+#endif
+    scale_rows(c, m, n, n, beta);
+    if (k > 0 && alpha != T(0)) gemm_builtin(m, n, k, alpha, a, b, c, n, parallel);
+  } else {
+    scale_rows(c, m, n, n, beta);
+    if (k > 0) gemm_int(m, n, k, alpha, a, b, c, n, parallel);
+  }
+}
+
+template <typename T>
+Mat<T> mat_of(const Tensor& t, int64_t batch) {
+  const T* base = static_cast<const T*>(t.data_ptr()) + batch * t.strides()[0];
+  return {base, t.strides()[1], t.strides()[2]};
+}
+
+// Small products (below OpenBLAS's own threading threshold, about 64^3) run
+// one per thread over the batch; larger ones run one after another, each
+// using every thread. Only one level of threading is ever active.
+constexpr int64_t kSmallProduct = 262144;
+
+template <typename T>
+void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T alpha) {
+  const int64_t batch = out.sizes()[0], m = out.sizes()[1], n = out.sizes()[2];
+  const int64_t k = a.sizes()[2];
+  T* cbase = out.data<T>();
+  const bool per_thread = batch > 1 && m * n * k < kSmallProduct;
+  auto run = [&](int64_t b0, int64_t b1, bool parallel) {
+    for (int64_t i = b0; i < b1; ++i)
+      gemm_one<T>(m, n, k, alpha, mat_of<T>(a, i), mat_of<T>(b, i), beta, cbase + i * m * n,
+                  parallel);
+  };
+#if IGNIS_HAVE_BLAS
+  if constexpr (std::is_floating_point_v<T>) sync_blas_threads();
+#endif
+  if (per_thread) parallel_rows(batch, m * n * std::max<int64_t>(k, 1), [&](int64_t b0, int64_t b1) {
+    run(b0, b1, false);
+  });
+  else run(0, batch, true);
+}
+
+}  // namespace
+
+bool gemm_uses_blas() { return use_blas(); }
+
+void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
+              const Scalar& alpha) {
+  if (out.numel() == 0) return;
+  const ScalarType dt = out.dtype();
+  switch (dt) {
+    case ScalarType::Float32:
+      bmm_typed<float>(out, a, b, beta.to<float>(), alpha.to<float>());
+      return;
+    case ScalarType::Float64:
+      bmm_typed<double>(out, a, b, beta.to_double(), alpha.to_double());
+      return;
+    case ScalarType::Float16:
+    case ScalarType::BFloat16: {
+      // Compute in float, round once.
+      Tensor af = to_dtype_copy(a, ScalarType::Float32);
+      Tensor bf = to_dtype_copy(b, ScalarType::Float32);
+      Tensor cf = beta.to_double() == 0.0 ? empty_tensor(out.sizes(), ScalarType::Float32, out.device())
+                                          : to_dtype_copy(out, ScalarType::Float32);
+      bmm_typed<float>(cf, af, bf, beta.to<float>(), alpha.to<float>());
+      copy_into(out, cf);
+      return;
+    }
+    default:
+      IGNIS_DISPATCH_INT(dt, "addmm_impl_cpu_", [&] {
+        bmm_typed<scalar_t>(out, a, b, beta.to<scalar_t>(), alpha.to<scalar_t>());
+      });
+  }
+}
+
+namespace {
+template <typename T>
+void dot_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
+  using acc_t = opmath_t<T>;
+  const int64_t n = a.numel(), sa = a.strides()[0], sb = b.strides()[0];
+  const T* x = a.data<T>();
+  const T* y = b.data<T>();
+#if IGNIS_HAVE_BLAS
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (use_blas() && n <= INT_MAX && sa <= INT_MAX && sb <= INT_MAX) {
+      if constexpr (std::is_same_v<T, float>)
+        *out.data<T>() = cblas_sdot(int(n), x, int(sa), y, int(sb));
+      else
+        *out.data<T>() = cblas_ddot(int(n), x, int(sa), y, int(sb));
+      return;
+    }
+  }
+#endif
+  acc_t s = acc_t(0);
+  if (sa == 1 && sb == 1) {
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i) s += static_cast<acc_t>(x[i]) * static_cast<acc_t>(y[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      s += static_cast<acc_t>(x[i * sa]) * static_cast<acc_t>(y[i * sb]);
+  }
+  *out.data<T>() = static_cast<T>(s);
+}
+}  // namespace
+
+void dot_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH_NUMERIC(out.dtype(), "dot", [&] { dot_typed<scalar_t>(out, a, b); });
+}
+
+}  // namespace ignis::cpu

@@ -1,0 +1,29 @@
+// Matrix products on the CPU: C = beta * C + alpha * A @ B.
+//
+// float32/float64 go to BLAS (cblas_sgemm/dgemm) when the build found
+// OpenBLAS, else to the built-in blocked GEMM; float16/bfloat16 compute in
+// float and round once at the end; integer types use a direct loop.
+#pragma once
+
+#include "ignis/core/scalar.h"
+#include "ignis/core/tensor.h"
+
+namespace ignis::cpu {
+
+// out[i] = beta * out[i] + alpha * (a[i] @ b[i]) for a [B, m, k], b [B, k, n]
+// and a contiguous out [B, m, n], all of one dtype (not bool). a and b may
+// have any strides: a batch stride of 0 reuses one matrix for the whole
+// batch, and a transposed matrix reaches BLAS as a transpose flag, not a
+// copy. When beta is 0, out is only written (NaN in it does not propagate).
+void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
+              const Scalar& alpha);
+
+// out (0-dim) = sum_i a[i] * b[i] for 1-D a and b of one dtype and length.
+void dot_into(const Tensor& out, const Tensor& a, const Tensor& b);
+
+// True when float32/float64 products use BLAS: the build has OpenBLAS and
+// the environment does not set IGNIS_GEMM=builtin (which selects the
+// built-in GEMM, so that both paths can be tested from one build).
+bool gemm_uses_blas();
+
+}  // namespace ignis::cpu

@@ -1,0 +1,126 @@
+// Small helpers shared by the matrix and neural-network kernels: splitting
+// row loops across threads, reading 16-bit float rows as float, and the type
+// names PyTorch prints in the error messages these ops copy.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "ignis/core/dtype.h"
+#include "ignis/core/tensor.h"
+
+namespace ignis::cpu {
+
+// Below this many elements of work a loop runs on the calling thread.
+constexpr int64_t kParallelGrain = 32768;
+
+// Runs f(begin, end) over [0, n) items, split into one contiguous range per
+// thread when n * work_per_item is large. Never nests inside a parallel region.
+template <typename F>
+void parallel_rows(int64_t n, int64_t work_per_item, F f) {
+  if (n <= 0) return;
+  int nt = omp_get_max_threads();
+  if (n == 1 || nt <= 1 || n * std::max<int64_t>(work_per_item, 1) < kParallelGrain ||
+      omp_in_parallel()) {
+    f(int64_t(0), n);
+    return;
+  }
+  nt = static_cast<int>(std::min<int64_t>(nt, n));
+#pragma omp parallel num_threads(nt)
+  {
+    int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
+    int64_t b = n * t / k, e = n * (t + 1) / k;
+    if (b < e) f(b, e);
+  }
+}
+
+// A row of T seen as opmath_t<T>: the row itself for float and double, a
+// converted copy in a per-thread buffer for Half and BFloat16.
+template <typename T>
+struct RowIn {
+  using acc_t = opmath_t<T>;
+  static const acc_t* get(const T* p, int64_t n, std::vector<acc_t>& buf) {
+    if constexpr (std::is_same_v<acc_t, T>) {
+      (void)n;
+      (void)buf;
+      return p;
+    } else {
+      if (static_cast<int64_t>(buf.size()) < n) buf.resize(n);
+      for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<acc_t>(p[i]);
+      return buf.data();
+    }
+  }
+};
+
+// Where a kernel writes a row of T: the row itself for float/double, else a
+// float buffer that flush() rounds into the row.
+template <typename T>
+struct RowOut {
+  using acc_t = opmath_t<T>;
+  T* dst;
+  int64_t n;
+  acc_t* p;
+  RowOut(T* d, int64_t len, std::vector<acc_t>& buf) : dst(d), n(len) {
+    if constexpr (std::is_same_v<acc_t, T>) {
+      p = d;
+    } else {
+      if (static_cast<int64_t>(buf.size()) < n) buf.resize(n);
+      p = buf.data();
+    }
+  }
+  void flush() {
+    if constexpr (!std::is_same_v<acc_t, T>)
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(p[i]);
+  }
+};
+
+// A view of `t` broadcast to `shape` (stride 0 along expanded dims); the
+// caller has checked that the shapes broadcast.
+inline Tensor broadcast_view(const Tensor& t, const DimVector& shape) {
+  if (t.sizes() == shape) return t;
+  const size_t nd = shape.size(), off = nd - t.sizes().size();
+  DimVector st(nd, 0);
+  for (size_t i = off; i < nd; ++i)
+    st[i] = t.sizes()[i - off] == shape[i] ? t.strides()[i - off] : 0;
+  return make_view(t, shape, st, t.storage_offset());
+}
+
+// "Float", "Long", ...: the names in PyTorch's "not implemented for 'Long'".
+inline const char* legacy_type_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "Bool";
+    case ScalarType::UInt8: return "Byte";
+    case ScalarType::Int8: return "Char";
+    case ScalarType::Int16: return "Short";
+    case ScalarType::Int32: return "Int";
+    case ScalarType::Int64: return "Long";
+    case ScalarType::Float16: return "Half";
+    case ScalarType::BFloat16: return "BFloat16";
+    case ScalarType::Float32: return "Float";
+    case ScalarType::Float64: return "Double";
+    default: return "Undefined";
+  }
+}
+
+// "float", "long int", ...: the C++ names some PyTorch messages print.
+inline const char* cpp_type_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::UInt8: return "unsigned char";
+    case ScalarType::Int8: return "signed char";
+    case ScalarType::Int16: return "short int";
+    case ScalarType::Int32: return "int";
+    case ScalarType::Int64: return "long int";
+    case ScalarType::Float16: return "c10::Half";
+    case ScalarType::BFloat16: return "c10::BFloat16";
+    case ScalarType::Float32: return "float";
+    case ScalarType::Float64: return "double";
+    default: return "undefined";
+  }
+}
+
+}  // namespace ignis::cpu
