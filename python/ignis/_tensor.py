@@ -88,9 +88,18 @@ class Tensor(_C.TensorBase):
     def __matmul__(self, other): return _op("matmul")(self, other)
     def __rmatmul__(self, other): return _op("matmul")(other, self)
     def __neg__(self): return _op("neg")(self)
-    def __pos__(self): return self
     def __abs__(self): return _op("abs")(self)
-    def __invert__(self): return _op("bitwise_not")(self)
+
+    def __pos__(self):
+        if self.dtype is _C.bool:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        return self
+
+    def __invert__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                            "tensors")
+        return _op("bitwise_not")(self)
     def __and__(self, other): return _op("bitwise_and")(self, other)
     def __rand__(self, other): return _op("bitwise_and")(self, other)
     def __iand__(self, other): return _op("bitwise_and_")(self, other)
@@ -106,6 +115,10 @@ class Tensor(_C.TensorBase):
     def __le__(self, other): return _op("le")(self, other)
     def __gt__(self, other): return _op("gt")(self, other)
     def __ge__(self, other): return _op("ge")(self, other)
+
+    def where(self, condition, other):
+        """self where condition holds, other elsewhere (torch.where(condition, self, other))."""
+        return _op("where")(condition, self, other)
 
     # --- indexing ----------------------------------------------------------------------
     def __getitem__(self, index):
