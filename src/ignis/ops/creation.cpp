@@ -101,7 +101,7 @@ void arange_meta(OpCall& c) {
   double n;
   if (dt == ScalarType::Int64) {
     int64_t s = r.start.to_int(), e = r.end.to_int(), st = r.step.to_int();
-    IGNIS_CHECK(st != 0, "step must be nonzero");
+    IGNIS_CHECK_VALUE(st != 0, "step must be nonzero");
     int64_t sgn = st > 0 ? 1 : -1;
     n = std::ceil(static_cast<double>((e - s + st - sgn) / st));
   } else {
@@ -124,18 +124,26 @@ void linspace_meta(OpCall& c) {
   int64_t steps = c.int_arg(2);
   IGNIS_CHECK(steps >= 0, "number of steps must be non-negative");
   ScalarType dt = dtype_or(c.args[3], default_dtype());
-  if (dt == ScalarType::Bool) IGNIS_NOT_IMPLEMENTED("\"linspace_cpu\" not implemented for 'Bool'");
+  // With fewer than two steps no values are computed, so bool is allowed.
+  if (dt == ScalarType::Bool && steps > 1)
+    IGNIS_NOT_IMPLEMENTED("\"linspace_cpu\" not implemented for 'Bool'");
   cpu::check_scalar_fits(c.scalar(0), dt);
   cpu::check_scalar_fits(c.scalar(1), dt);
   c.alloc({steps}, dt);
 }
-// An integer output takes start and end truncated to integers first, as in
-// PyTorch; the step between them stays fractional.
+// An integer output takes start and end converted to its dtype first (so
+// truncated, and wrapped for uint8), as in PyTorch; the step between them
+// stays fractional.
 void linspace_impl(OpCall& c) {
-  bool integral = !is_floating(c.outputs[0].dtype());
-  Scalar start = c.scalar(0), end = c.scalar(1);
-  cpu::fill_linspace(c.outputs[0], integral ? double(start.to_int()) : start.to_double(),
-                     integral ? double(end.to_int()) : end.to_double());
+  ScalarType dt = c.outputs[0].dtype();
+  double start = c.scalar(0).to_double(), end = c.scalar(1).to_double();
+  if (!is_floating(dt)) {
+    IGNIS_DISPATCH_INT_AND_BOOL(dt, "linspace", [&] {
+      start = static_cast<double>(c.scalar(0).to<scalar_t>());
+      end = static_cast<double>(c.scalar(1).to<scalar_t>());
+    });
+  }
+  cpu::fill_linspace(c.outputs[0], start, end);
 }
 
 // ---- eye -------------------------------------------------------------------------------
