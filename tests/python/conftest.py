@@ -69,8 +69,11 @@ def make_array(shape, dtype, *, seed=0, kind="any"):
     "small" (ints in [0, 4], floats in [-2, 2]). bfloat16 data is returned as
     float32 values; the tensors are converted by the libraries.
     """
+    return np.asarray(_random_values(tuple(shape), dtype, seed, kind))
+
+
+def _random_values(shape, dtype, seed, kind):
     rng = np.random.default_rng(seed)
-    shape = tuple(shape)
     if dtype == "bool":
         return rng.random(shape) > 0.5
     if dtype in FLOAT_DTYPES:
@@ -92,12 +95,12 @@ def make_array(shape, dtype, *, seed=0, kind="any"):
 
 
 def ig_from_array(a, dtype):
-    t = ignis.from_numpy(np.ascontiguousarray(a))
+    t = ignis.from_numpy(np.array(a, order="C"))
     return t.to(ig_dtype(dtype)) if dtype == "bfloat16" else t.clone()
 
 
 def th_from_array(a, dtype):
-    t = torch.from_numpy(np.ascontiguousarray(a))
+    t = torch.from_numpy(np.array(a, order="C"))
     return t.to(th_dtype(dtype)) if dtype == "bfloat16" else t.clone()
 
 

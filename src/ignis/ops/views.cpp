@@ -231,8 +231,11 @@ Geometry squeezed(const Tensor& self, const IValue& dims) {
     for (int64_t d = 0; d < self.dim(); ++d) drop[d] = self.sizes()[d] == 1;
   } else {
     std::vector<int64_t> l = dims.is_int() ? std::vector<int64_t>{dims.to_int()} : dims.to_int_list();
+    std::vector<bool> seen(std::max<int64_t>(self.dim(), 1), false);
     for (int64_t d : l) {
       int64_t w = wrap_dim(d, self.dim());
+      IGNIS_CHECK(!seen[w], "dim ", w, " appears multiple times in the list of dims");
+      seen[w] = true;
       if (self.dim() > 0 && self.sizes()[w] == 1) drop[w] = true;
     }
   }
@@ -475,8 +478,8 @@ void as_strided_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 void diagonal_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  IGNIS_CHECK(self.dim() >= 2, "diagonal(): expected a tensor with at least 2 dimensions");
   int64_t offset = s[1].to_int();
+  // Two distinct valid dims imply at least two dims.
   int64_t d1 = wrap_dim(s[2].to_int(), self.dim()), d2 = wrap_dim(s[3].to_int(), self.dim());
   IGNIS_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", s[2].to_int(), ", ", s[3].to_int());
   int64_t off = self.storage_offset();

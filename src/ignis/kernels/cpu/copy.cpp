@@ -65,6 +65,7 @@ namespace {
 // PyTorch's is_non_overlapping_and_dense: the elements fill a block of
 // memory exactly, in some dim order.
 bool is_dense(const Tensor& t) {
+  if (t.is_contiguous()) return true;  // (which an empty tensor always is)
   const int64_t nd = t.dim();
   std::vector<int64_t> perm(nd);
   std::iota(perm.begin(), perm.end(), 0);
