@@ -34,11 +34,16 @@ class Tensor(_C.TensorBase):
                 "values is ambiguous")
         return bool(self.item())
 
+    def _scalar(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
 
     def __index__(self):
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -46,7 +51,7 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __len__(self):
         if self.dim() == 0:

@@ -38,6 +38,20 @@ TensorIterator::Loop pick_src(ScalarType src) {
   });
 }
 
+// src viewed with dst's shape (stride 0 along broadcast dims): the
+// iterator requires an output of exactly the inputs' broadcast shape.
+Tensor broadcast_to(const Tensor& src, const DimVector& sizes) {
+  if (src.sizes() == sizes) return src;
+  DimVector b = broadcast_shapes(sizes, src.sizes());
+  IGNIS_CHECK(b == sizes, "copy_: the source of shape ", src.shape_str(),
+              " cannot be broadcast to the destination of shape ", shape_str(sizes));
+  const int64_t nd = static_cast<int64_t>(sizes.size()), lead = nd - src.dim();
+  DimVector strides(nd, 0);
+  for (int64_t d = 0; d < src.dim(); ++d)
+    if (src.sizes()[d] == sizes[lead + d]) strides[lead + d] = src.strides()[d];
+  return make_view(src, sizes, strides, src.storage_offset());
+}
+
 }  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
@@ -48,7 +62,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
               " needs the CUDA backend");
   TensorIterator iter;
   iter.add_output(dst);
-  iter.add_input(src);
+  iter.add_input(broadcast_to(src, dst.sizes()));
   IterConfig cfg;
   cfg.op_name = "copy_";
   cfg.common_dtype = dst.dtype();
