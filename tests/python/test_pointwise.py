@@ -692,6 +692,27 @@ def test_meta_matches_cpu(name, layout):
     assert meta.stride() == cpu.stride()
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float16", "float32"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "expanded"])
+def test_meta_matches_cpu_every_op(layout, dtype):
+    """Every unary and binary op (where the CPU call succeeds): the meta
+    result has the CPU result's shape, dtype and strides."""
+    a, _ = make_pair((3, 4), dtype, layout, kind="nonzero")
+    b, _ = make_pair((4,), dtype, seed=2, kind="nonzero")
+    ma, mb = _make_meta((3, 4), dtype, layout), _make_meta((4,), dtype, "contiguous")
+    calls = [(n, lambda x, y, n=n: lib_fn(ignis, n)(x)) for n in UNARY]
+    calls += [(n, lambda x, y, n=n: lib_fn(ignis, n)(x, y)) for n in BINARY]
+    calls += [(n + "_s", lambda x, y, n=n: lib_fn(ignis, n)(x, 2)) for n in BINARY]
+    for name, fn in calls:
+        cpu, e = run(fn, a, b)
+        if e is not None:
+            continue
+        meta = fn(ma, mb)
+        assert meta.device.type == "meta", name
+        assert (tuple(meta.shape), meta.dtype, meta.stride()) == \
+            (tuple(cpu.shape), cpu.dtype, cpu.stride()), name
+
+
 def test_meta_creation_and_errors():
     m = ignis.empty(2, 3, device="meta")
     assert m.device.type == "meta" and tuple(m.shape) == (2, 3)

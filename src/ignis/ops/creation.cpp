@@ -18,15 +18,9 @@ ScalarType dtype_or(const IValue& v, ScalarType dflt) { return v.is_none() ? dfl
 
 DimVector sizes_arg(OpCall& c, int i) {
   DimVector s(c.int_list(i));
-  int64_t n = 1;
-  bool overflow = false;
-  for (int64_t x : s) {
+  for (int64_t x : s)
     IGNIS_CHECK(x >= 0, c.op.schema().name, "(): Trying to create tensor with negative dimension ",
                 x, ": ", shape_str(s));
-    overflow |= __builtin_mul_overflow(n, x, &n);
-  }
-  IGNIS_CHECK(!overflow, c.op.schema().name, "(): the number of elements of a tensor of size ",
-              shape_str(s), " overflows int64");
   return s;
 }
 
@@ -152,8 +146,6 @@ void eye_meta(OpCall& c) {
   int64_t m = c.args[1].is_none() ? n : c.int_arg(1);
   IGNIS_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   IGNIS_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
-  int64_t numel;
-  IGNIS_CHECK(!__builtin_mul_overflow(n, m, &numel), "eye: ", n, " x ", m, " overflows int64");
   c.alloc({n, m}, dtype_or(c.args[2], default_dtype()));
 }
 void eye_impl(OpCall& c) { cpu::fill_eye(c.outputs[0]); }
