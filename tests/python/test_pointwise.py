@@ -626,6 +626,24 @@ def test_inplace_on_expanded_tensor_is_refused():
 
 
 @requires_torch
+def test_inplace_with_overlapping_input():
+    """An input sharing part of the output's memory is refused, as in torch;
+    the very same memory (x.add_(x)) is fine."""
+    calls = [lambda x: x.add_(x.t()), lambda x: x.copy_(x.t()), lambda x: x.add_(x),
+             lambda x: x.narrow(0, 1, 2).add_(x.narrow(0, 0, 2)),
+             lambda x: x.narrow(0, 1, 2).copy_(x.narrow(0, 0, 2)),
+             lambda x: x.view(-1).narrow(0, 1, 8).mul_(x.view(-1).narrow(0, 0, 8)),
+             lambda x: x.clamp_(x.t()), lambda x: x.lerp_(x.t(), 0.5),
+             lambda x: x.narrow(1, 0, 2).add_(x.narrow(1, 1, 2)),  # not dense: allowed
+             lambda x: x.masked_fill_(x.t() > 3, 0), lambda x: x.neg_()]
+    for i, f in enumerate(calls):
+        x = ignis.arange(9.0).view(3, 3)
+        xt = torch.arange(9.0).view(3, 3)
+        compare_call(lambda: f(x), lambda: f(xt), msg=f"call {i}")
+        assert_same(x, xt, msg=f"call {i}")
+
+
+@requires_torch
 def test_inplace_views_share_writes():
     base, baset = make_pair((4, 5), "float32")
     v, vt = base.t(), baset.t()

@@ -35,6 +35,7 @@ void copy_meta(OpCall& c) {
   IGNIS_CHECK(b == self.sizes(), "copy_: the source of shape ", src.shape_str(),
               " cannot be broadcast to the destination of shape ", self.shape_str());
   check_no_internal_overlap(self);
+  check_no_partial_overlap(self, src);
   c.outputs.push_back(self);
   if (!c.device.is_meta()) self.impl()->version_counter().bump();
 }

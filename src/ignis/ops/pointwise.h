@@ -20,6 +20,9 @@ enum class DtypeRule : uint8_t {
 // expanded dim) are refused, as in PyTorch: the result would depend on the
 // order of the writes.
 void check_no_internal_overlap(const Tensor& t);
+// ...nor from an input that shares some but not all of its memory with the
+// output (x.add_(x.t())): the result would depend on the order of the loop.
+void check_no_partial_overlap(const Tensor& out, const Tensor& in);
 
 // Every tensor operand must live on the device the op runs on (c.device);
 // 0-dim CPU tensors (and Python numbers) may join any device, as in PyTorch.

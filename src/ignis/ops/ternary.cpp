@@ -56,7 +56,11 @@ template <bool Inplace>
 void clamp_meta(OpCall& c) {
   Tensor lo = c.opt_tensor(1), hi = c.opt_tensor(2);
   IGNIS_CHECK(lo.defined() || hi.defined(), "torch.clamp: At least one of 'min' or 'max' must not be None");
-  if (Inplace) check_no_internal_overlap(c.tensor(0));
+  if (Inplace) {
+    check_no_internal_overlap(c.tensor(0));
+    for (const Tensor* t : {&lo, &hi})
+      if (t->defined()) check_no_partial_overlap(c.tensor(0), *t);
+  }
   check_same_device(c, {&c.tensor(0), &lo, &hi});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Inplace ? c.tensor(0) : Tensor());

@@ -74,11 +74,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   iter.for_each(loop, nullptr, 65536);
 }
 
-namespace {
-
-// PyTorch's is_non_overlapping_and_dense: the elements fill a block of
-// memory exactly, in some dim order.
-bool is_dense(const Tensor& t) {
+bool is_non_overlapping_and_dense(const Tensor& t) {
   if (t.is_contiguous()) return true;  // (which an empty tensor always is)
   const int64_t nd = t.dim();
   std::vector<int64_t> perm(nd);
@@ -97,10 +93,8 @@ bool is_dense(const Tensor& t) {
   return true;
 }
 
-}  // namespace
-
 DimVector like_strides(const Tensor& t) {
-  if (is_dense(t)) return t.strides();
+  if (is_non_overlapping_and_dense(t)) return t.strides();
   // PyTorch's infer_dense_strides: dims ordered by stride (insertion sort,
   // innermost first), where a stride-0 dim compares as "don't know" and so
   // keeps its place; then dense strides in that order.
