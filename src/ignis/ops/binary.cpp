@@ -350,7 +350,8 @@ void sub_check(OpCall& c) {
   IGNIS_CHECK(!(a && b), "Subtraction, the `-` operator, with two bool tensors is not supported. "
               "Use the `^` or `logical_xor()` operator instead.");
   IGNIS_CHECK(!(a || b), "Subtraction, the `-` operator, with a bool tensor is not supported. "
-              "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+              "instead.");
 }
 
 // alpha must be representable in the result type (PyTorch's alpha_check).

@@ -96,8 +96,11 @@ void arange_meta(OpCall& c) {
   if (dt == ScalarType::Int64) {
     int64_t s = r.start.to_int(), e = r.end.to_int(), st = r.step.to_int();
     IGNIS_CHECK_VALUE(st != 0, "step must be nonzero");
-    int64_t sgn = st > 0 ? 1 : -1;
-    n = std::ceil(static_cast<double>((e - s + st - sgn) / st));
+    int64_t span;
+    bool overflow = __builtin_sub_overflow(e, s, &span) ||
+                    __builtin_add_overflow(span, st - (st > 0 ? 1 : -1), &span);
+    IGNIS_CHECK(!overflow, "arange: the range ", s, " -> ", e, " overflows int64");
+    n = static_cast<double>(span / st);
   } else {
     n = std::ceil((end - start) / step);
   }

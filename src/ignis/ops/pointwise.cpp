@@ -60,7 +60,8 @@ void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule
       cfg.keep_input_dtypes = true;
       break;
     case DtypeRule::PromoteWithInt:
-      if (c.tensor(*inputs.begin()).dtype() == ScalarType::Bool) cfg.common_dtype = ScalarType::Int64;
+      if (c.tensor(*inputs.begin()).dtype() == ScalarType::Bool)
+        cfg.common_dtype = ScalarType::Int64;
       break;
   }
   it->build(cfg, c.device);

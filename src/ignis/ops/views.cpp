@@ -195,8 +195,9 @@ Geometry expanded(const Tensor& self, const std::vector<int64_t>& size) {
                   "non-existing dimension ", i);
       target = cur_size;
     }
-    IGNIS_CHECK(target >= 0, "The expanded size of the tensor (", target, ") isn't allowed; sizes "
-                "must be non-negative (or -1 to keep a dimension).  Target sizes: ", shape_str(size));
+    IGNIS_CHECK(target >= 0, "The expanded size of the tensor (", target, ") isn't allowed; "
+                "sizes must be non-negative (or -1 to keep a dimension).  Target sizes: ",
+                shape_str(size));
     if (cur_size != target) {
       IGNIS_CHECK(cur_size == 1, "The expanded size of the tensor (", target, ") must match the "
                   "existing size (", cur_size, ") at non-singleton dimension ", i, ".  Target sizes: ",
@@ -330,7 +331,9 @@ Tensor slice_impl(const Tensor& self, int64_t dim, std::optional<int64_t> start,
   e = std::clamp<int64_t>(e, b, n);
   DimVector sz = self.sizes(), st = self.strides();
   sz[dim] = e == b ? 0 : (e - b - 1) / step + 1;
-  st[dim] *= step;
+  // A step so large that stride * step overflows leaves at most one element,
+  // whose stride does not matter.
+  if (__builtin_mul_overflow(st[dim], step, &st[dim])) st[dim] = self.strides()[dim];
   return make_view(self, sz, st, self.storage_offset() + b * self.strides()[dim]);
 }
 std::optional<int64_t> opt_int(const IValue& v) {
@@ -464,7 +467,8 @@ void as_strided_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   int64_t need_elems = 0, need_bytes = 0;
   if (!empty) {
     overflow |= __builtin_add_overflow(extent, off, &need_elems);
-    overflow |= __builtin_mul_overflow(need_elems, static_cast<int64_t>(self.itemsize()), &need_bytes);
+    overflow |= __builtin_mul_overflow(need_elems, static_cast<int64_t>(self.itemsize()),
+                                       &need_bytes);
   }
   IGNIS_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sz),
               " and strides=", shape_str(st));

@@ -154,12 +154,13 @@ void fill_normal(const Tensor& t, double mean, double std, Generator& g) {
 
 void fill_randint(const Tensor& t, int64_t low, int64_t high, Generator& g) {
   auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
-  uint64_t range = static_cast<uint64_t>(high - low);
+  // In uint64: high - low may not fit int64 (e.g. the whole int64 range).
+  uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   generate(t, [=](int64_t i, auto) {
     uint32_t r[4];
     Philox::block(seed, off + i, r);
     uint64_t v = (uint64_t(r[0]) << 32) | r[1];
-    return static_cast<int64_t>(low + static_cast<int64_t>(v % range));
+    return static_cast<int64_t>(static_cast<uint64_t>(low) + v % range);
   });
 }
 
