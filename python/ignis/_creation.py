@@ -25,44 +25,146 @@ def from_numpy(arr):
     """A tensor sharing memory with the NumPy array `arr` (no copy)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    if not arr.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. "
+                         "Conversion between byte orders is currently not supported.")
     dt = _NP_TO_IGNIS.get(arr.dtype)
     if dt is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
-    if not arr.dtype.isnative:
-        raise ValueError("given numpy array has byte order different from the native byte order")
     addr = arr.__array_interface__["data"][0]
     return _C._from_buffer(arr, addr, arr.shape, arr.strides, dt)
 
 
+def _is_sequence(x):
+    """What torch.tensor descends into: lists, tuples, and arrays or tensors
+    with dimensions (a 0-dim array or tensor is a number)."""
+    if isinstance(x, (list, tuple)):
+        return True
+    if isinstance(x, (np.ndarray, Tensor)):
+        return x.ndim > 0
+    return False
+
+
+def _shape(data):
+    """The shape torch.tensor reads off the first element at each level."""
+    sizes = []
+    x = data
+    while _is_sequence(x) or isinstance(x, str):
+        if isinstance(x, str):
+            raise ValueError("too many dimensions 'str'")
+        if isinstance(x, (np.ndarray, Tensor)):
+            return sizes + list(x.shape)
+        sizes.append(len(x))
+        if not sizes[-1]:
+            break
+        x = x[0]
+    return sizes
+
+
+def _leaf_dtype(x):
+    """The dtype PyTorch gives one number: bool, int64, the default float, or
+    the dtype of a NumPy scalar or 0-dim tensor/array."""
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = _NP_TO_IGNIS.get(x.dtype)
+        if dt is None:
+            raise TypeError(f"can't convert np.ndarray of type numpy.{x.dtype}")
+        return dt
+    if isinstance(x, bool):
+        return _C.bool
+    if isinstance(x, numbers.Integral):
+        return _C.int64
+    if isinstance(x, numbers.Real):
+        return _C.get_default_dtype()
+    if isinstance(x, str):
+        raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+
+def _flatten(x, sizes, dim, out):
+    """Appends the numbers of `x` (at depth `dim`) to `out`, checking that it
+    is rectangular with the given sizes."""
+    if dim == len(sizes):
+        if _is_sequence(x):
+            raise TypeError(f"'{type(x).__name__}' object cannot be interpreted as a number")
+        out.append(x)
+        return
+    if not _is_sequence(x):
+        raise TypeError("not a sequence")
+    if len(x) != sizes[dim]:
+        raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(x)})")
+    if isinstance(x, (np.ndarray, Tensor)):
+        # Whole arrays and tensors: their elements, already rectangular.
+        if list(x.shape) != sizes[dim:]:
+            raise ValueError(f"expected an array of shape {sizes[dim:]} at dim {dim} "
+                             f"(got {list(x.shape)})")
+        out.extend(x.reshape(-1).tolist())
+        return
+    for item in x:
+        _flatten(item, sizes, dim + 1, out)
+
+
 def _infer(data):
-    """dtype PyTorch infers for nested Python data: bool < int < float."""
-    kind = 0
+    """dtype PyTorch infers for nested Python data: the promotion of every
+    number's own dtype; the default float dtype when there are none."""
+    result = None
     stack = [data]
     while stack:
         x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, Tensor):
-            kind = max(kind, 2 if x.dtype.is_floating_point else (0 if x.dtype is _C.bool else 1))
-        elif isinstance(x, bool) or isinstance(x, np.bool_):
-            pass
-        elif isinstance(x, numbers.Integral):
-            kind = max(kind, 1)
-        elif isinstance(x, numbers.Real):
-            kind = 2
+        if _is_sequence(x):
+            if isinstance(x, Tensor):
+                d = x.dtype
+            elif isinstance(x, np.ndarray):
+                d = _leaf_dtype(x)
+            else:
+                stack.extend(x)
+                continue
         else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-    return [_C.bool, _C.int64, _C.get_default_dtype()][kind]
+            d = _leaf_dtype(x)
+        result = d if result is None else _C.promote_types(result, d)
+    return _C.get_default_dtype() if result is None else result
 
 
-def _to_nested(data):
-    if isinstance(data, Tensor):
-        return data.tolist()
-    if isinstance(data, (list, tuple)):
-        return [_to_nested(x) for x in data]
-    return data
+_INT_RANGES = {_C.uint8: (-255, 255), _C.int8: (-128, 127), _C.int16: (-2 ** 15, 2 ** 15 - 1),
+               _C.int32: (-2 ** 31, 2 ** 31 - 1), _C.int64: (-2 ** 63, 2 ** 63 - 1)}
+
+
+def _check_fits(values, dtype):
+    """Python numbers stored into an integer dtype must fit it (unsigned ones
+    wrap negative values down to -max), as in torch.tensor."""
+    rng = _INT_RANGES.get(dtype)
+    if rng is None or not len(values):
+        return
+    lo, hi = rng
+    if values.dtype.kind == "f":
+        lo = max(lo, 0) if dtype is _C.uint8 else lo
+        ok = np.isfinite(values) & (values >= lo) & (values <= hi)
+    else:
+        ok = (values >= lo) & (values <= hi)
+    if not ok.all():
+        name = str(dtype).split(".")[-1]
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def _from_python(data, dtype):
+    """A tensor from nested sequences of numbers (and 0-dim tensors/arrays)."""
+    sizes = _shape(data)
+    inferred = _infer(data)
+    target = dtype if dtype is not None else inferred
+    flat = []
+    _flatten(data, sizes, 0, flat)
+    flat = [x.item() if isinstance(x, (Tensor, np.ndarray, np.generic)) else x for x in flat]
+    np_dt = np.bool_ if inferred is _C.bool else (
+        np.int64 if not inferred.is_floating_point else np.float64)
+    try:
+        arr = np.array(flat, dtype=np_dt).reshape(sizes)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    _check_fits(arr.reshape(-1), target)
+    return from_numpy(arr).to(target, copy=True)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
@@ -71,24 +173,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         out = data.detach().clone() if hasattr(data, "detach") else data.clone()
         if dtype is not None or device is not None:
             out = out.to(dtype=dtype, device=device)
-    elif isinstance(data, np.ndarray):
-        out = from_numpy(np.ascontiguousarray(data)).clone()
+    elif isinstance(data, (np.ndarray, np.generic)):
+        out = from_numpy(np.asarray(data, order="C")).clone()
         if dtype is not None:
             out = out.to(dtype)
-    elif isinstance(data, np.generic):
-        return tensor(np.asarray(data), dtype=dtype, device=device, requires_grad=requires_grad)
     else:
-        inferred = _infer(data)
-        target = dtype if dtype is not None else inferred
-        nested = _to_nested(data)
-        np_dt = {_C.bool: np.bool_, _C.int64: np.int64}.get(inferred, np.float64)
-        try:
-            arr = np.array(nested, dtype=np_dt)
-        except ValueError as e:
-            raise ValueError(f"expected sequence of equal-length lists to build a tensor: {e}") from None
-        if arr.dtype == object:
-            raise ValueError("expected a rectangular nested sequence of numbers")
-        out = from_numpy(arr).to(target, copy=True)
+        out = _from_python(data, dtype)
     if device is not None:
         out = out.to(device)
     if requires_grad:

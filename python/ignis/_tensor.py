@@ -48,11 +48,16 @@ class Tensor(_C.TensorBase):
                 "values is ambiguous")
         return bool(self.item())
 
+    def _scalar(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
 
     def __index__(self):
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -60,7 +65,7 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __len__(self):
         if self.dim() == 0:
@@ -86,7 +91,10 @@ class Tensor(_C.TensorBase):
     def __rmod__(self, other): return _OPS["remainder"](_C._wrap_number(other), self)
     def __rpow__(self, other): return _OPS["pow"](_C._wrap_number(other), self)
     def __rmatmul__(self, other): return _OPS["matmul"](other, self)
-    def __pos__(self): return self
+    def __pos__(self):
+        if self.dtype is _C.bool:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        return self
 
     def __eq__(self, other):
         return _OPS["eq"](self, other) if _comparable(other) else NotImplemented
@@ -96,6 +104,10 @@ class Tensor(_C.TensorBase):
 
     def nonzero(self, *, as_tuple=False):
         return _OPS["where"](self) if as_tuple else _OPS["nonzero"](self)
+
+    def where(self, condition, other):
+        """self where condition holds, other elsewhere (torch.where(condition, self, other))."""
+        return _op("where")(condition, self, other)
 
     # --- indexing ----------------------------------------------------------------------
     def __getitem__(self, index):

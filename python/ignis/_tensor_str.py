@@ -1,4 +1,9 @@
-"""repr(tensor) in PyTorch's format: tensor([...], dtype=..., device=...)."""
+"""repr(tensor) in PyTorch's format: tensor([...], dtype=..., device=...).
+
+The rules follow torch/_tensor_str.py (PyTorch's default print options) so
+that the text is the same as torch's with "torch." spelled "ignis.". The
+values are read through NumPy.
+"""
 import math
 
 import numpy as np
@@ -9,145 +14,142 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
-_DEFAULT_INT = _C.int64
 
 
 class _Formatter:
+    """Chooses one element format (int, fixed or scientific) and one width for
+    all the elements that are printed."""
+
     def __init__(self, values, floating):
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
-        vals = values[np.isfinite(values)] if floating else values
         if not floating:
-            self.max_width = max((len(str(int(v))) for v in values), default=1)
+            for v in values.tolist():
+                self.max_width = max(self.max_width, len(f"{v}"))
             return
+        # Zeros and non-finite values do not take part in choosing the format.
+        vals = values[np.isfinite(values) & (values != 0)]
         if vals.size == 0:
-            for v in values:
-                self.max_width = max(self.max_width, len(_special(v)))
             return
-        nonzero = np.abs(vals[vals != 0])
+        absvals = np.abs(vals).astype(np.float64)
+        lo, hi = absvals.min(), absvals.max()
         self.int_mode = bool(np.all(vals == np.ceil(vals)))
+        wide = hi / lo > 1000.0 or hi > 1.0e8
         if self.int_mode:
-            if nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8):
-                self.sci_mode = True
-                strs = [f"{v:.{PRECISION}e}" for v in vals]
-            else:
-                strs = [f"{v:.0f}." for v in vals]
+            self.sci_mode = wide
+            fmt = f"{{:.{PRECISION}e}}" if wide else "{:.0f}"
+            extra = 0 if wide else 1  # the "." appended to integral floats
         else:
-            if nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8
-                                 or nonzero.min() < 1e-4):
-                self.sci_mode = True
-                strs = [f"{v:.{PRECISION}e}" for v in vals]
-            else:
-                strs = [f"{v:.{PRECISION}f}" for v in vals]
-        self.max_width = max(len(s) for s in strs)
-        for v in values:
-            if not np.isfinite(v):
-                self.max_width = max(self.max_width, len(_special(v)))
+            self.sci_mode = wide or lo < 1.0e-4
+            fmt = f"{{:.{PRECISION}e}}" if self.sci_mode else f"{{:.{PRECISION}f}}"
+            extra = 0
+        for v in vals.tolist():
+            self.max_width = max(self.max_width, len(fmt.format(v)) + extra)
 
     def format(self, v):
         if self.floating:
-            if not np.isfinite(v):
-                s = _special(v)
-            elif self.sci_mode:
-                s = f"{v:.{PRECISION}e}"
+            if self.sci_mode:
+                s = f"{{:{self.max_width}.{PRECISION}e}}".format(v)
             elif self.int_mode:
-                s = f"{v:.0f}."
+                s = f"{v:.0f}"
+                if not (math.isinf(v) or math.isnan(v)):
+                    s += "."
             else:
-                s = f"{v:.{PRECISION}f}"
-        elif isinstance(v, (bool, np.bool_)):
-            s = "True" if v else "False"
+                s = f"{{:.{PRECISION}f}}".format(v)
         else:
-            s = str(int(v))
-        return " " * (self.max_width - len(s)) + s
+            s = f"{v}"
+        return (self.max_width - len(s)) * " " + s
 
 
-def _special(v):
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+def _summarized_data(a):
+    """The elements that are printed when the tensor is summarised."""
+    if a.ndim == 0:
+        return a
+    if a.ndim == 1:
+        if a.shape[0] > 2 * EDGEITEMS:
+            return np.concatenate((a[:EDGEITEMS], a[-EDGEITEMS:]))
+        return a
+    rows = range(a.shape[0])
+    if a.shape[0] > 2 * EDGEITEMS:
+        rows = list(range(EDGEITEMS)) + list(range(a.shape[0] - EDGEITEMS, a.shape[0]))
+    return np.stack([_summarized_data(a[i]) for i in rows])
 
 
-def _summarized(a, summarize):
-    if not summarize or a.ndim == 0:
-        return a.reshape(-1)
-    parts = []
-
-    def walk(x):
-        if x.ndim == 1:
-            if x.shape[0] > 2 * EDGEITEMS:
-                parts.append(x[:EDGEITEMS])
-                parts.append(x[-EDGEITEMS:])
-            else:
-                parts.append(x)
-            return
-        idx = range(x.shape[0])
-        if x.shape[0] > 2 * EDGEITEMS:
-            idx = list(range(EDGEITEMS)) + list(range(x.shape[0] - EDGEITEMS, x.shape[0]))
-        for i in idx:
-            walk(x[i])
-
-    walk(a)
-    return np.concatenate(parts) if parts else a.reshape(-1)
+def _vector_str(a, indent, summarize, fmt):
+    per_line = max(1, int(math.floor((LINEWIDTH - indent) / (fmt.max_width + 2))))
+    if summarize and a.shape[0] > 2 * EDGEITEMS:
+        data = ([fmt.format(v) for v in a[:EDGEITEMS].tolist()] + [" ..."]
+                + [fmt.format(v) for v in a[-EDGEITEMS:].tolist()])
+    else:
+        data = [fmt.format(v) for v in a.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _fmt(a, fmt, indent, summarize):
+def _tensor_str(a, indent, summarize, fmt):
     if a.ndim == 0:
         return fmt.format(a.item())
     if a.ndim == 1:
-        items = [fmt.format(v) for v in a.tolist()]
-        if summarize and a.shape[0] > 2 * EDGEITEMS:
-            items = items[:EDGEITEMS] + ["..."] + items[-EDGEITEMS:]
-        per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
-        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
-    rows = list(range(a.shape[0]))
-    ellipsis_at = None
-    if summarize and a.shape[0] > 2 * EDGEITEMS:
-        rows = rows[:EDGEITEMS] + rows[-EDGEITEMS:]
-        ellipsis_at = EDGEITEMS
-    subs = [_fmt(a[i], fmt, indent + 1, summarize) for i in rows]
-    if ellipsis_at is not None:
-        subs = subs[:ellipsis_at] + ["..."] + subs[ellipsis_at:]
-    sep = "," + "\n" * (a.ndim - 1) + " " * (indent + 1)
-    return "[" + sep.join(subs) + "]"
+        return _vector_str(a, indent, summarize, fmt)
+    n = a.shape[0]
+    if summarize and n > 2 * EDGEITEMS:
+        rows = ([_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)]
+                + ["..."]
+                + [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(n - EDGEITEMS, n)])
+    else:
+        rows = [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(n)]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def _add_suffixes(text, suffixes, indent):
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
 
 
 def tensor_repr(t):
     prefix = "tensor("
+    indent = len(prefix)
     suffixes = []
-    dev = t.device
-    if dev.type != "cpu":
-        suffixes.append(f"device='{dev}'")
-    if dev.type == "meta":
-        body = "..."
+    default = _C.get_default_dtype()
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    if t.device.type == "meta":
         suffixes.append(f"size={tuple(t.shape)}")
-        if t.dtype is not _C.get_default_dtype():
+        if t.dtype is not default:
             suffixes.append(f"dtype={t.dtype}")
-        return prefix + body + ", " + ", ".join(suffixes) + ")"
-    src = t if dev.type == "cpu" else t.cpu()
-    a = np.asarray(src.float() if t.dtype is _C.bfloat16 else src)
-    floating = t.dtype.is_floating_point
-    if t.numel() == 0 and t.dim() != 1:
-        body = "[]"
-        suffixes.append(f"size={tuple(t.shape)}")
+        body = "..."
     elif t.numel() == 0:
+        if t.dim() != 1:
+            suffixes.append(f"size={tuple(t.shape)}")
+        if t.dtype is not default:
+            suffixes.append(f"dtype={t.dtype}")
         body = "[]"
     else:
+        if t.dtype not in (default, _C.int64, _C.bool):
+            suffixes.append(f"dtype={t.dtype}")
+        src = t if t.device.type == "cpu" else t.cpu()
+        # 16-bit floats print as their float32 values, as in PyTorch.
+        if t.dtype is _C.float16 or t.dtype is _C.bfloat16:
+            src = src.float()
+        a = np.asarray(src)
         summarize = t.numel() > THRESHOLD
-        vals = _summarized(a.astype(np.float64) if floating else a, summarize)
-        fmt = _Formatter(vals, floating)
-        body = _fmt(a.astype(np.float64) if floating else a, fmt, len(prefix), summarize)
-    show_dtype = not (t.dtype is _C.get_default_dtype() or t.dtype is _DEFAULT_INT or t.dtype is _C.bool)
-    if t.numel() == 0 and t.dtype is not _C.get_default_dtype():
-        show_dtype = True
-    if show_dtype:
-        suffixes.append(f"dtype={t.dtype}")
-    if getattr(t, "requires_grad", False):
+        fmt = _Formatter((_summarized_data(a) if summarize else a).reshape(-1),
+                         t.dtype.is_floating_point)
+        body = _tensor_str(a, indent, summarize, fmt)
+    grad_fn = getattr(t, "grad_fn", None)
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+    elif getattr(t, "requires_grad", False):
         suffixes.append("requires_grad=True")
-    gf = getattr(t, "grad_fn", None)
-    if gf is not None:
-        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-    out = prefix + body
-    for s in suffixes:
-        out += ", " + s
-    return out + ")"
+    return _add_suffixes(prefix + body, suffixes, indent)

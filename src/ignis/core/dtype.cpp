@@ -25,6 +25,13 @@ const char* dtype_name(ScalarType t) {
   return names[static_cast<int>(t)];
 }
 
+const char* scalar_type_name(ScalarType t) {
+  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
+                                "Long", "Half", "BFloat16", "Float", "Double"};
+  if (t == ScalarType::Undefined) return "Undefined";
+  return names[static_cast<int>(t)];
+}
+
 std::string to_string(ScalarType t) { return std::string("ignis.") + dtype_name(t); }
 
 bool parse_dtype_name(const std::string& s, ScalarType* out) {

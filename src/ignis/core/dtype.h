@@ -33,6 +33,8 @@ constexpr int kNumScalarTypes = static_cast<int>(ScalarType::NumTypes);
 size_t element_size(ScalarType t);
 // The name PyTorch prints after "torch.": float32, int64, bool, ...
 const char* dtype_name(ScalarType t);
+// PyTorch's C++ name, used in its error messages: Float, Long, Bool, ...
+const char* scalar_type_name(ScalarType t);
 std::string to_string(ScalarType t);
 bool parse_dtype_name(const std::string& s, ScalarType* out);
 
@@ -73,7 +75,7 @@ template <typename T> using opmath_t = typename OpMath<T>::type;
 
 // Dispatch a runtime ScalarType to a templated lambda body. Inside the body,
 // `scalar_t` names the C++ type. Each macro lists the types it accepts; any
-// other dtype raises a TypeError naming the op.
+// other dtype raises NotImplementedError naming the op, as PyTorch does.
 #define IGNIS_DTYPE_CASE(ctype, name, ...) \
   case ::ignis::ScalarType::name: {        \
     using scalar_t = ctype;                \
@@ -85,8 +87,8 @@ template <typename T> using opmath_t = typename OpMath<T>::type;
     switch (TYPE) {                                                              \
       CASES                                                                      \
       default:                                                                   \
-        IGNIS_FAIL_KIND(Type, "\"", OPNAME, "\" not implemented for '",          \
-                        ::ignis::dtype_name(TYPE), "'");                         \
+        IGNIS_FAIL_KIND(NotImplemented, "\"", OPNAME, "\" not implemented for '", \
+                        ::ignis::scalar_type_name(TYPE), "'");                   \
     }                                                                            \
   }()
 

@@ -101,10 +101,22 @@ static void check_sizes(const DimVector& sizes) {
                 shape_str(sizes));
 }
 
+// Bytes for `elems` elements of dtype; an overflow (absurd sizes) is an
+// error rather than a small allocation that the tensor would overrun.
+static size_t checked_nbytes(int64_t elems, ScalarType dtype, bool overflow,
+                             const DimVector& sizes) {
+  int64_t nbytes = 0;
+  overflow |= __builtin_mul_overflow(elems, static_cast<int64_t>(element_size(dtype)), &nbytes);
+  IGNIS_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sizes));
+  return static_cast<size_t>(nbytes);
+}
+
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
   check_sizes(sizes);
-  int64_t n = compute_numel(sizes);
-  Storage st = allocate_storage(static_cast<size_t>(n) * element_size(dtype), device);
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t s : sizes) overflow |= __builtin_mul_overflow(n, s, &n);
+  Storage st = allocate_storage(checked_nbytes(n, dtype, overflow, sizes), device);
   return Tensor(make_intrusive<TensorImpl>(std::move(st), dtype, sizes, contiguous_strides(sizes), 0));
 }
 
@@ -113,15 +125,17 @@ Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, Sc
   check_sizes(sizes);
   IGNIS_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
   int64_t extent = 1;
-  bool any_zero = false;
+  bool any_zero = false, overflow = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     IGNIS_CHECK(strides[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ",
                 shape_str(strides));
     if (sizes[i] == 0) any_zero = true;
-    extent += (sizes[i] - 1) * strides[i];
+    int64_t span;
+    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
+    overflow |= __builtin_add_overflow(extent, span, &extent);
   }
-  if (any_zero) extent = 0;
-  Storage st = allocate_storage(static_cast<size_t>(extent) * element_size(dtype), device);
+  if (any_zero) extent = 0, overflow = false;
+  Storage st = allocate_storage(checked_nbytes(extent, dtype, overflow, sizes), device);
   return Tensor(make_intrusive<TensorImpl>(std::move(st), dtype, sizes, strides, 0));
 }
 

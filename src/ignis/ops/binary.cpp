@@ -2,7 +2,10 @@
 // Python numbers are accepted wherever `other` is a Tensor (they arrive as
 // wrapped-number tensors and promote as scalars).
 #include <cmath>
+#include <limits>
 
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
@@ -87,11 +90,12 @@ struct AddAlpha {
 };
 
 // Integer division (and modulo) by zero raises instead of trapping.
-void check_no_int_zero(OpCall& c, int divisor_arg) {
+// Bool has no integer division kernel: the caller's dispatch reports it.
+void check_no_int_zero(OpCall& c) {
   const TensorIterator& it = *c.iter;
-  if (is_floating(it.common_dtype()) || c.device.is_meta()) return;
+  ScalarType dt = it.common_dtype();
+  if (is_floating(dt) || dt == ScalarType::Bool || c.device.is_meta()) return;
   const Tensor& b = it.input(1);
-  (void)divisor_arg;
   bool zero = false;
   IGNIS_DISPATCH_ALL(b.dtype(), "div", [&] {
     // b may be broadcast/strided: walk it through a copy-free iteration.
@@ -126,12 +130,23 @@ Rounding rounding_of(const IValue& v) {
                   s, "'");
 }
 
+// True when a / b overflows (INT_MIN / -1), which traps on x86; the
+// quotient then wraps to INT_MIN and the remainder is 0, as in PyTorch.
+template <typename T>
+inline bool div_overflows(T a, T b) {
+  if constexpr (std::is_signed_v<T> && std::is_integral_v<T>)
+    return b == T(-1) && a == std::numeric_limits<T>::min();
+  else
+    return false;
+}
+
 template <typename T>
 inline T floor_div(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if constexpr (std::is_same_v<T, bool>) {
       return a;
     } else {
+      if (div_overflows(a, b)) return a;
       T q = a / b;
       if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
       return q;
@@ -154,13 +169,14 @@ inline T floor_div(T a, T b) {
 
 template <typename T>
 inline T trunc_div(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return std::is_same_v<T, bool> ? a : T(a / b);
+  if constexpr (std::is_same_v<T, bool>) return a;
+  else if constexpr (std::is_integral_v<T>) return div_overflows(a, b) ? a : T(a / b);
   else return std::trunc(a / b);
 }
 template <typename T>
 inline T fmod_fn(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) return false;
-  else if constexpr (std::is_integral_v<T>) return a % b;
+  else if constexpr (std::is_integral_v<T>) return div_overflows(a, b) ? T(0) : T(a % b);
   else return std::fmod(a, b);
 }
 template <typename T>
@@ -183,7 +199,7 @@ void div_meta(OpCall& c) {
 void div_cpu(OpCall& c) {
   Rounding r = rounding_of(c.args[2]);
   TensorIterator& it = *c.iter;
-  if (r != Rounding::None) check_no_int_zero(c, 1);
+  if (r != Rounding::None) check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "div", [&] {
     using T = opmath_t<scalar_t>;
     if (r == Rounding::None) {
@@ -198,7 +214,7 @@ void div_cpu(OpCall& c) {
 
 void floor_divide_cpu(OpCall& c) {
   TensorIterator& it = *c.iter;
-  check_no_int_zero(c, 1);
+  check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "floor_divide", [&] {
     using T = opmath_t<scalar_t>;
     cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return floor_div(a, b); });
@@ -207,7 +223,7 @@ void floor_divide_cpu(OpCall& c) {
 
 void fmod_cpu(OpCall& c) {
   TensorIterator& it = *c.iter;
-  check_no_int_zero(c, 1);
+  check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "fmod", [&] {
     using T = opmath_t<scalar_t>;
     cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return fmod_fn(a, b); });
@@ -216,7 +232,7 @@ void fmod_cpu(OpCall& c) {
 
 void remainder_cpu(OpCall& c) {
   TensorIterator& it = *c.iter;
-  check_no_int_zero(c, 1);
+  check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "remainder", [&] {
     using T = opmath_t<scalar_t>;
     cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return remainder_fn(a, b); });
@@ -263,13 +279,21 @@ void pow_loop(TensorIterator& it) {
 
 void pow_cpu(OpCall& c) {
   TensorIterator& it = *c.iter;
+  // A Python-number exponent of 0 or 1 needs no arithmetic (PyTorch fills
+  // ones or copies), so it works for every dtype, bool included.
+  const Tensor& e = c.tensor(1);
+  if (e.impl()->is_wrapped_number()) {
+    double ev = e.item_double();
+    if (ev == 0.0) return cpu::fill(c.outputs[0], Scalar(int64_t(1)));
+    if (ev == 1.0) return copy_into(c.outputs[0], c.tensor(0));
+  }
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "pow", [&] { pow_loop<scalar_t>(it); });
 }
 
 void pow_meta_check(OpCall& c, bool inplace) {
   pointwise_meta(c, {0, 1}, R::Promote, inplace);
   const Tensor& e = c.tensor(1);
-  if (!is_floating(c.iter->common_dtype()) && e.dim() == 0 && e.device().is_cpu() &&
+  if (!is_floating(c.iter->common_dtype()) && e.impl()->is_wrapped_number() &&
       !is_floating(e.dtype()) && e.item_int() < 0)
     IGNIS_FAIL("Integers to negative integer powers are not allowed.");
 }
@@ -311,36 +335,62 @@ void compare(const std::string& name, const char* doc) {
 }
 
 void rsub_cpu(OpCall& c) {
-  // rsub(self, other, alpha) = other - alpha * self
+  // The iterator's inputs are (other, self): other - alpha * self.
   TensorIterator& it = *c.iter;
   Scalar alpha = c.scalar(2);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "rsub", [&] {
     using T = opmath_t<scalar_t>;
     T al = alpha.to<T>();
-    cpu_kernel<scalar_t, scalar_t>(it, [al](T a, T b) -> T { return b - al * a; });
+    cpu_kernel<scalar_t, scalar_t>(it, [al](T a, T b) -> T { return a - al * b; });
   });
 }
 
 void sub_check(OpCall& c) {
-  IGNIS_CHECK(c.tensor(0).dtype() != ScalarType::Bool || c.tensor(1).dtype() != ScalarType::Bool,
-              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
-              "or `logical_xor()` operator instead.");
+  bool a = c.tensor(0).dtype() == ScalarType::Bool, b = c.tensor(1).dtype() == ScalarType::Bool;
+  IGNIS_CHECK(!(a && b), "Subtraction, the `-` operator, with two bool tensors is not supported. "
+              "Use the `^` or `logical_xor()` operator instead.");
+  IGNIS_CHECK(!(a || b), "Subtraction, the `-` operator, with a bool tensor is not supported. "
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+              "instead.");
 }
-void sub_meta(OpCall& c) { sub_check(c); pointwise_meta(c, {0, 1}, R::Promote, false); }
-void sub_meta_(OpCall& c) { sub_check(c); pointwise_meta(c, {0, 1}, R::Promote, true); }
+
+// alpha must be representable in the result type (PyTorch's alpha_check).
+void alpha_check(OpCall& c) {
+  Scalar alpha = c.scalar(2);
+  ScalarType dt = c.iter->common_dtype();
+  IGNIS_CHECK(!alpha.is_bool() || dt == ScalarType::Bool,
+              "Boolean alpha only supported for Boolean results.");
+  IGNIS_CHECK(is_floating(dt) || !alpha.is_float(),
+              "For integral input tensors, argument alpha must not be a floating point number.");
+  cpu::check_scalar_fits(alpha, cpu::opmath_type(dt));
+}
+
+template <bool Sub, bool Inplace>
+void add_meta(OpCall& c) {
+  if (Sub) sub_check(c);
+  pointwise_meta(c, {0, 1}, R::Promote, Inplace);
+  alpha_check(c);
+}
+// rsub(self, other) is sub(other, self): `other` leads, also for the layout
+// of the result.
+void rsub_meta(OpCall& c) {
+  sub_check(c);
+  pointwise_meta(c, {1, 0}, R::Promote, false);
+  alpha_check(c);
+}
 
 }  // namespace
 
 void register_binary_ops() {
   const std::string alpha = ", *, Scalar alpha=1";
-  pair("add", alpha, binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
+  pair("add", alpha, add_meta<false, false>, add_meta<false, true>,
        binary_cpu<AddAlpha<false>, Types::All>, "self + alpha * other");
-  pair("sub", alpha, sub_meta, sub_meta_, binary_cpu<AddAlpha<true>, Types::Numeric>,
-       "self - alpha * other");
-  pair("subtract", alpha, sub_meta, sub_meta_, binary_cpu<AddAlpha<true>, Types::Numeric>,
-       "alias of sub");
+  pair("sub", alpha, add_meta<true, false>, add_meta<true, true>,
+       binary_cpu<AddAlpha<true>, Types::Numeric>, "self - alpha * other");
+  pair("subtract", alpha, add_meta<true, false>, add_meta<true, true>,
+       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub");
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
-      .category(OpCategory::Pointwise).meta(binary_meta<R::Promote, false>).cpu(rsub_cpu)
+      .category(OpCategory::Pointwise).meta(rsub_meta).cpu(rsub_cpu)
       .doc("other - alpha * self");
   arith<Mul, Types::All, R::Promote>("mul", "self * other");
   arith<Mul, Types::All, R::Promote>("multiply", "alias of mul");
@@ -357,8 +407,8 @@ void register_binary_ops() {
        "C-style remainder (sign of self)");
   pair("remainder", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
        remainder_cpu, "Python-style remainder (sign of other)");
-  arith<Maximum, Types::Numeric, R::Promote>("maximum", "elementwise max, propagating NaN");
-  arith<Minimum, Types::Numeric, R::Promote>("minimum", "elementwise min, propagating NaN");
+  arith<Maximum, Types::All, R::Promote>("maximum", "elementwise max, propagating NaN");
+  arith<Minimum, Types::All, R::Promote>("minimum", "elementwise min, propagating NaN");
   arith<BitAnd, Types::IntBool, R::Promote>("bitwise_and", "self & other");
   arith<BitOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
   arith<BitXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");

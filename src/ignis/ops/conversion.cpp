@@ -4,6 +4,7 @@
 #include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
+#include "ignis/ops/pointwise.h"
 
 namespace ignis {
 
@@ -15,6 +16,8 @@ OpRef clone_op("clone");
 // _to_copy(self, *, dtype, device): a fresh tensor laid out like self.
 void to_copy_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
+  if (self.device().is_meta() && !c.args[2].is_none() && !c.args[2].to_device().is_meta())
+    IGNIS_NOT_IMPLEMENTED("Cannot copy out of meta tensor; no data!");
   ScalarType dt = c.args[1].is_none() ? self.dtype() : c.args[1].to_dtype();
   c.alloc_strided(self.sizes(), like_strides(self), dt);
 }
@@ -31,25 +34,29 @@ void copy_meta(OpCall& c) {
   DimVector b = broadcast_shapes(self.sizes(), src.sizes());
   IGNIS_CHECK(b == self.sizes(), "copy_: the source of shape ", src.shape_str(),
               " cannot be broadcast to the destination of shape ", self.shape_str());
+  check_no_internal_overlap(self);
+  check_no_partial_overlap(self, src);
   c.outputs.push_back(self);
   if (!c.device.is_meta()) self.impl()->version_counter().bump();
 }
 void copy_impl(OpCall& c) { copy_into(c.tensor(0), c.tensor(1)); }
 
+Scalar value_scalar(const Tensor& v) {
+  return v.dtype() == ScalarType::Bool ? Scalar(v.item_int() != 0)
+         : is_floating(v.dtype())      ? Scalar(v.item_double())
+                                       : Scalar(v.item_int());
+}
+
 void fill_meta(OpCall& c) {
   const Tensor& v = c.tensor(1);
   IGNIS_CHECK(v.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               v.dim(), " dimensions.");
+  // A Python number must fit the dtype (a 0-dim tensor is converted as by copy_).
+  if (v.impl()->is_wrapped_number()) cpu::check_scalar_fits(value_scalar(v), c.tensor(0).dtype());
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
 }
-void fill_impl(OpCall& c) {
-  const Tensor& v = c.tensor(1);
-  Scalar s = v.dtype() == ScalarType::Bool ? Scalar(v.item_int() != 0)
-             : is_floating(v.dtype())      ? Scalar(v.item_double())
-                                           : Scalar(v.item_int());
-  cpu::fill(c.tensor(0), s);
-}
+void fill_impl(OpCall& c) { cpu::fill(c.tensor(0), value_scalar(c.tensor(1))); }
 void zero_meta(OpCall& c) {
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();

@@ -24,6 +24,29 @@ DimVector sizes_arg(OpCall& c, int i) {
   return s;
 }
 
+// rand/randn and the in-place random fills exist for floating dtypes only.
+void check_floating(ScalarType dt, const char* kernel) {
+  if (!is_floating(dt))
+    IGNIS_NOT_IMPLEMENTED("\"", kernel, "\" not implemented for '", scalar_type_name(dt), "'");
+}
+
+// Integers drawn from [low, high) must be representable in the output dtype.
+void check_random_bounds(int64_t low, int64_t high, ScalarType dt) {
+  IGNIS_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low,
+              " >= to=", high);
+  int64_t lo, hi;
+  switch (dt) {
+    case ScalarType::Bool: lo = 0, hi = 1; break;
+    case ScalarType::UInt8: lo = 0, hi = 255; break;
+    case ScalarType::Int8: lo = -128, hi = 127; break;
+    case ScalarType::Int16: lo = -32768, hi = 32767; break;
+    case ScalarType::Int32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: return;  // int64, and floating types (which PyTorch only warns about)
+  }
+  IGNIS_CHECK(low >= lo && low <= hi, "from is out of bounds for ", dtype_name(dt));
+  IGNIS_CHECK(high - 1 >= lo && high - 1 <= hi, "to - 1 is out of bounds for ", dtype_name(dt));
+}
+
 // ---- empty / zeros / ones / full ----------------------------------------------------
 // Arguments: (int[] size, [Scalar fill_value], *, dtype, device)
 template <int DtypeArg>
@@ -43,7 +66,9 @@ void empty_strided_meta(OpCall& c) {
 void full_meta(OpCall& c) {
   Scalar v = c.scalar(1);
   ScalarType dflt = v.is_bool() ? ScalarType::Bool : v.is_int() ? ScalarType::Int64 : default_dtype();
-  c.alloc(sizes_arg(c, 0), dtype_or(c.args[2], dflt));
+  ScalarType dt = dtype_or(c.args[2], dflt);
+  cpu::check_scalar_fits(v, dt);
+  c.alloc(sizes_arg(c, 0), dt);
 }
 void full_impl(OpCall& c) { cpu::fill(c.outputs[0], c.scalar(1)); }
 
@@ -53,45 +78,77 @@ Range range_args(OpCall& c) {
   if (c.op.schema().overload.empty()) return {Scalar(int64_t(0)), c.scalar(0), Scalar(int64_t(1)), 1};
   return {c.scalar(0), c.scalar(1), c.scalar(2), 3};
 }
+// As in PyTorch, bounds are checked in double, but an integer output takes
+// start and step truncated to integers (its values are start + step * i in
+// int64); an int64 output also takes its length from the truncated bounds.
 void arange_meta(OpCall& c) {
   Range r = range_args(c);
   bool any_float = r.start.is_float() || r.end.is_float() || r.step.is_float();
   ScalarType dt = dtype_or(c.args[r.dtype_arg], any_float ? default_dtype() : ScalarType::Int64);
+  if (dt == ScalarType::Bool) IGNIS_NOT_IMPLEMENTED("\"arange_cpu\" not implemented for 'Bool'");
   double start = r.start.to_double(), end = r.end.to_double(), step = r.step.to_double();
-  IGNIS_CHECK(step != 0, "arange: step must be nonzero");
-  IGNIS_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start,
-              " -> ", end);
+  IGNIS_CHECK(step != 0, "step must be nonzero");
+  IGNIS_CHECK(std::isfinite(start) && std::isfinite(end), "unsupported range: ", start, " -> ",
+              end);
   IGNIS_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
-              "arange: upper bound and larger bound inconsistent with step sign");
-  double n = std::ceil((end - start) / step);
+              "upper bound and lower bound inconsistent with step sign");
+  double n;
+  if (dt == ScalarType::Int64) {
+    int64_t s = r.start.to_int(), e = r.end.to_int(), st = r.step.to_int();
+    IGNIS_CHECK_VALUE(st != 0, "step must be nonzero");
+    int64_t span;
+    bool overflow = __builtin_sub_overflow(e, s, &span) ||
+                    __builtin_add_overflow(span, st - (st > 0 ? 1 : -1), &span);
+    IGNIS_CHECK(!overflow, "arange: the range ", s, " -> ", e, " overflows int64");
+    n = static_cast<double>(span / st);
+  } else {
+    n = std::ceil((end - start) / step);
+  }
   IGNIS_CHECK(n >= 0 && n < 9.2e18, "arange: invalid number of elements ", n);
   c.alloc({static_cast<int64_t>(n)}, dt);
 }
 void arange_impl(OpCall& c) {
   Range r = range_args(c);
   Tensor& out = c.outputs[0];
-  if (is_floating(out.dtype()) || r.start.is_float() || r.step.is_float()) {
+  if (is_floating(out.dtype()))
     cpu::fill_affine(out, r.start.to_double(), r.step.to_double());
-  } else {
+  else
     cpu::fill_affine_int(out, r.start.to_int(), r.step.to_int());
-  }
 }
 
 // ---- linspace ------------------------------------------------------------------------
 void linspace_meta(OpCall& c) {
   int64_t steps = c.int_arg(2);
-  IGNIS_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  c.alloc({steps}, dtype_or(c.args[3], default_dtype()));
+  IGNIS_CHECK(steps >= 0, "number of steps must be non-negative");
+  ScalarType dt = dtype_or(c.args[3], default_dtype());
+  // With fewer than two steps no values are computed, so bool is allowed.
+  if (dt == ScalarType::Bool && steps > 1)
+    IGNIS_NOT_IMPLEMENTED("\"linspace_cpu\" not implemented for 'Bool'");
+  cpu::check_scalar_fits(c.scalar(0), dt);
+  cpu::check_scalar_fits(c.scalar(1), dt);
+  c.alloc({steps}, dt);
 }
+// An integer output takes start and end converted to its dtype first (so
+// truncated, and wrapped for uint8), as in PyTorch; the step between them
+// stays fractional.
 void linspace_impl(OpCall& c) {
-  cpu::fill_linspace(c.outputs[0], c.scalar(0).to_double(), c.scalar(1).to_double());
+  ScalarType dt = c.outputs[0].dtype();
+  double start = c.scalar(0).to_double(), end = c.scalar(1).to_double();
+  if (!is_floating(dt)) {
+    IGNIS_DISPATCH_INT_AND_BOOL(dt, "linspace", [&] {
+      start = static_cast<double>(c.scalar(0).to<scalar_t>());
+      end = static_cast<double>(c.scalar(1).to<scalar_t>());
+    });
+  }
+  cpu::fill_linspace(c.outputs[0], start, end);
 }
 
 // ---- eye -------------------------------------------------------------------------------
 void eye_meta(OpCall& c) {
   int64_t n = c.int_arg(0);
   int64_t m = c.args[1].is_none() ? n : c.int_arg(1);
-  IGNIS_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", m);
+  IGNIS_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  IGNIS_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
   c.alloc({n, m}, dtype_or(c.args[2], default_dtype()));
 }
 void eye_impl(OpCall& c) { cpu::fill_eye(c.outputs[0]); }
@@ -99,8 +156,7 @@ void eye_impl(OpCall& c) { cpu::fill_eye(c.outputs[0]); }
 // ---- random ------------------------------------------------------------------------------
 void rand_meta(OpCall& c) {
   ScalarType dt = dtype_or(c.args[1], default_dtype());
-  IGNIS_CHECK_TYPE(is_floating(dt), c.op.schema().name, "() expects a floating point dtype, got ",
-                   dtype_name(dt));
+  check_floating(dt, c.op.schema().name == "rand" ? "check_uniform_bounds" : "normal_kernel_cpu");
   c.alloc(sizes_arg(c, 0), dt);
 }
 void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, default_generator()); }
@@ -111,9 +167,9 @@ void randint_meta(OpCall& c) {
   bool low_form = !c.op.schema().overload.empty();
   int size_arg = low_form ? 2 : 1;
   int64_t low = low_form ? c.int_arg(0) : 0, high = c.int_arg(low_form ? 1 : 0);
-  IGNIS_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low,
-              " >= to=", high);
-  c.alloc(sizes_arg(c, size_arg), dtype_or(c.args[size_arg + 1], ScalarType::Int64));
+  ScalarType dt = dtype_or(c.args[size_arg + 1], ScalarType::Int64);
+  check_random_bounds(low, high, dt);
+  c.alloc(sizes_arg(c, size_arg), dt);
 }
 void randint_impl(OpCall& c) {
   bool low_form = !c.op.schema().overload.empty();
@@ -162,28 +218,43 @@ void randint_like_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
 }
 
 // ---- in-place random fills ------------------------------------------------------------------
+// The argument checks run in the meta rules so that meta tensors see them too.
 void inplace_meta(OpCall& c) {
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
 }
+void uniform_meta(OpCall& c) {
+  check_floating(c.tensor(0).dtype(), "check_uniform_bounds");
+  double from = c.double_arg(1), to = c.double_arg(2);
+  IGNIS_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+              " > to=", to);
+  inplace_meta(c);
+}
 void uniform_impl(OpCall& c) {
-  IGNIS_CHECK_TYPE(is_floating(c.tensor(0).dtype()), "uniform_ expects a floating point tensor");
   cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
 }
+void normal_meta(OpCall& c) {
+  check_floating(c.tensor(0).dtype(), "normal_kernel_cpu");
+  IGNIS_CHECK(c.double_arg(2) >= 0, "normal expects std >= 0.0, but found std ", c.double_arg(2));
+  inplace_meta(c);
+}
 void normal_impl(OpCall& c) {
-  IGNIS_CHECK_TYPE(is_floating(c.tensor(0).dtype()), "normal_ expects a floating point tensor");
-  IGNIS_CHECK(c.double_arg(2) >= 0, "normal_ expects std >= 0.0, but found std ", c.double_arg(2));
   cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
 }
+void random_meta(OpCall& c) {
+  check_random_bounds(c.int_arg(1), c.int_arg(2), c.tensor(0).dtype());
+  inplace_meta(c);
+}
 void random_impl(OpCall& c) {
-  IGNIS_CHECK(c.int_arg(1) < c.int_arg(2), "random_ expects 'from' to be less than 'to', but got from=",
-              c.int_arg(1), " >= to=", c.int_arg(2));
   cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), default_generator());
 }
-void bernoulli_impl(OpCall& c) {
+void bernoulli_meta(OpCall& c) {
   double p = c.double_arg(1);
   IGNIS_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  cpu::fill_bernoulli(c.tensor(0), p, default_generator());
+  inplace_meta(c);
+}
+void bernoulli_impl(OpCall& c) {
+  cpu::fill_bernoulli(c.tensor(0), c.double_arg(1), default_generator());
 }
 
 }  // namespace
@@ -215,13 +286,13 @@ void register_creation_ops() {
       .meta(randint_meta).cpu(randint_impl);
 
   def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)").category(C).method_only()
-      .meta(inplace_meta).cpu(uniform_impl);
+      .meta(uniform_meta).cpu(uniform_impl);
   def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)").category(C).method_only()
-      .meta(inplace_meta).cpu(normal_impl);
+      .meta(normal_meta).cpu(normal_impl);
   def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)").category(C).method_only()
-      .meta(inplace_meta).cpu(random_impl);
+      .meta(random_meta).cpu(random_impl);
   def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(C).method_only()
-      .meta(inplace_meta).cpu(bernoulli_impl);
+      .meta(bernoulli_meta).cpu(bernoulli_impl);
 
   def("empty_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<0>);
   def("zeros_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<1>);

@@ -1,13 +1,54 @@
 #include "ignis/ops/pointwise.h"
 
+#include "ignis/kernels/cpu/copy.h"
+
 namespace ignis {
+
+void check_no_internal_overlap(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    IGNIS_CHECK(t.strides()[d] != 0 || t.sizes()[d] <= 1,
+                "unsupported operation: more than one element of the written-to tensor refers to "
+                "a single memory location. Please clone() the tensor before performing the "
+                "operation.");
+}
+
+void check_no_partial_overlap(const Tensor& out, const Tensor& in) {
+  // As PyTorch: only dense tensors are judged (other layouts are too hard to
+  // tell); the same memory with the same strides is a full overlap, which is fine.
+  if (out.is_same(in) || out.numel() == 0 || in.numel() == 0) return;
+  if (!out.data_ptr() || !in.data_ptr()) return;
+  if (!is_non_overlapping_and_dense(out) || !is_non_overlapping_and_dense(in)) return;
+  const char* ob = static_cast<const char*>(out.data_ptr());
+  const char* ib = static_cast<const char*>(in.data_ptr());
+  const char* oe = ob + out.numel() * static_cast<int64_t>(out.itemsize());
+  const char* ie = ib + in.numel() * static_cast<int64_t>(in.itemsize());
+  bool full = ob == ib && oe == ie && out.strides() == in.strides();
+  IGNIS_CHECK(full || !(ob < ie && ib < oe),
+              "unsupported operation: some elements of the input tensor and the written-to "
+              "tensor refer to a single memory location. Please clone() the tensor before "
+              "performing the operation.");
+}
+
+void check_same_device(const OpCall& c, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) {
+    if (!t->defined() || t->device() == c.device) continue;
+    if (t->dim() == 0 && t->device().is_cpu()) continue;
+    IGNIS_FAIL("Expected all tensors to be on the same device, but found at least two devices, ",
+               c.device.str(), " and ", t->device().str(), "!");
+  }
+}
 
 void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule, bool inplace) {
   auto it = std::make_shared<TensorIterator>();
   const char* name = c.op.schema().name.c_str();
+  if (inplace) {
+    check_no_internal_overlap(c.tensor(0));
+    for (int i : inputs) check_no_partial_overlap(c.tensor(0), c.tensor(i));
+  }
   if (inplace) it->add_output(c.tensor(0));
   else it->add_output(Tensor());
   for (int i : inputs) it->add_input(c.tensor(i));
+  for (int i : inputs) check_same_device(c, {&c.tensor(i)});
   IterConfig cfg;
   cfg.op_name = name;
   switch (rule) {
@@ -17,6 +58,10 @@ void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule
     case DtypeRule::LogicalOut:
       cfg.output_dtype = ScalarType::Bool;
       cfg.keep_input_dtypes = true;
+      break;
+    case DtypeRule::PromoteWithInt:
+      if (c.tensor(*inputs.begin()).dtype() == ScalarType::Bool)
+        cfg.common_dtype = ScalarType::Int64;
       break;
   }
   it->build(cfg, c.device);

@@ -13,7 +13,20 @@ enum class DtypeRule : uint8_t {
   PromoteToFloat,  // integers and bool become the default float (exp, div)
   BoolOut,         // compute in the promoted type, write bool (eq, isnan)
   LogicalOut,      // inputs keep their dtypes (read as truth values), write bool
+  PromoteWithInt,  // as if combined with a Python int: bool becomes int64 (square)
 };
+
+// In-place writes into a tensor whose elements alias each other (a stride-0
+// expanded dim) are refused, as in PyTorch: the result would depend on the
+// order of the writes.
+void check_no_internal_overlap(const Tensor& t);
+// ...nor from an input that shares some but not all of its memory with the
+// output (x.add_(x.t())): the result would depend on the order of the loop.
+void check_no_partial_overlap(const Tensor& out, const Tensor& in);
+
+// Every tensor operand must live on the device the op runs on (c.device);
+// 0-dim CPU tensors (and Python numbers) may join any device, as in PyTorch.
+void check_same_device(const OpCall& c, std::initializer_list<const Tensor*> operands);
 
 // Builds c.iter over the tensor arguments at `inputs` and allocates the
 // output (or, for in-place ops, checks that args[0] can hold the result).

@@ -2,6 +2,7 @@
 // and masked_fill.
 #include <cmath>
 
+#include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
@@ -15,9 +16,10 @@ using cpu::cpu_kernel;
 // ---- where(condition, self, other) --------------------------------------------
 void where_meta(OpCall& c) {
   const Tensor& cond = c.tensor(0);
-  IGNIS_CHECK_TYPE(cond.dtype() == ScalarType::Bool || cond.dtype() == ScalarType::UInt8,
-                   "where expected condition to be a boolean tensor, but got a tensor with dtype ",
-                   dtype_name(cond.dtype()));
+  IGNIS_CHECK(cond.dtype() == ScalarType::Bool || cond.dtype() == ScalarType::UInt8,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              scalar_type_name(cond.dtype()));
+  check_same_device(c, {&cond, &c.tensor(1), &c.tensor(2)});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Tensor());
   it->add_input(cond);
@@ -39,10 +41,27 @@ void where_cpu(OpCall& c) {
 }
 
 // ---- clamp(self, min=None, max=None) ----------------------------------------------
+// As in PyTorch, bool clamps only against one tensor bound (the clamp_min /
+// clamp_max tensor kernels); two bounds or a Python-number bound are refused.
+void check_bool_clamp(const TensorIterator& it, const Tensor& lo, const Tensor& hi,
+                      const char* name) {
+  if (it.common_dtype() != ScalarType::Bool) return;
+  bool scalar = (lo.defined() && lo.impl()->is_wrapped_number()) ||
+                (hi.defined() && hi.impl()->is_wrapped_number());
+  if (scalar || (lo.defined() && hi.defined()))
+    IGNIS_NOT_IMPLEMENTED("\"", name, "\" not implemented for 'Bool'");
+}
+
 template <bool Inplace>
 void clamp_meta(OpCall& c) {
   Tensor lo = c.opt_tensor(1), hi = c.opt_tensor(2);
   IGNIS_CHECK(lo.defined() || hi.defined(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (Inplace) {
+    check_no_internal_overlap(c.tensor(0));
+    for (const Tensor* t : {&lo, &hi})
+      if (t->defined()) check_no_partial_overlap(c.tensor(0), *t);
+  }
+  check_same_device(c, {&c.tensor(0), &lo, &hi});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Inplace ? c.tensor(0) : Tensor());
   it->add_input(c.tensor(0));
@@ -51,6 +70,7 @@ void clamp_meta(OpCall& c) {
   IterConfig cfg;
   cfg.op_name = "clamp";
   it->build(cfg, c.device);
+  check_bool_clamp(*it, lo, hi, "clamp");
   c.outputs.push_back(Inplace ? c.tensor(0) : it->output(0));
   if (Inplace && !c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
   c.iter = std::move(it);
@@ -63,7 +83,7 @@ inline T clamp_hi(T x, T hi) { return (x != x) ? x : (hi != hi ? hi : (x > hi ? 
 
 void clamp_cpu(OpCall& c) {
   bool has_lo = !c.args[1].is_none(), has_hi = !c.args[2].is_none();
-  IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "clamp", [&] {
+  IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "clamp", [&] {
     using T = opmath_t<scalar_t>;
     if (has_lo && has_hi)
       cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T lo, T hi) -> T { return clamp_hi(clamp_lo(x, lo), hi); });
@@ -76,10 +96,13 @@ void clamp_cpu(OpCall& c) {
 
 // clamp_min(self, min) / clamp_max(self, max): clamp with one bound.
 template <bool Hi, bool Inplace>
-void clamp_one_meta(OpCall& c) { pointwise_meta(c, {0, 1}, DtypeRule::Promote, Inplace); }
+void clamp_one_meta(OpCall& c) {
+  pointwise_meta(c, {0, 1}, DtypeRule::Promote, Inplace);
+  check_bool_clamp(*c.iter, c.tensor(1), Tensor(), Hi ? "clamp_max" : "clamp_min");
+}
 template <bool Hi>
 void clamp_one_cpu(OpCall& c) {
-  IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), Hi ? "clamp_max" : "clamp_min", [&] {
+  IGNIS_DISPATCH_ALL(c.iter->common_dtype(), Hi ? "clamp_max" : "clamp_min", [&] {
     using T = opmath_t<scalar_t>;
     if (Hi) cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T b) -> T { return clamp_hi(x, b); });
     else cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T b) -> T { return clamp_lo(x, b); });
@@ -87,8 +110,21 @@ void clamp_one_cpu(OpCall& c) {
 }
 
 // ---- lerp, addcmul, addcdiv -------------------------------------------------------
+// PyTorch's lerp needs end (and a dimensioned weight) of self's dtype; a
+// scalar weight does not take part in type promotion.
 template <bool Inplace>
-void lerp_meta(OpCall& c) { pointwise_meta(c, {0, 1, 2}, DtypeRule::Promote, Inplace); }
+void lerp_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& end = c.tensor(1);
+  const Tensor& weight = c.tensor(2);
+  IGNIS_CHECK(end.dtype() == self.dtype(), "expected dtype ", dtype_name(self.dtype()),
+              " for `end` but got dtype ", dtype_name(end.dtype()));
+  IGNIS_CHECK(weight.dim() == 0 || weight.dtype() == self.dtype(), "expected dtype ",
+              dtype_name(self.dtype()), " for `weight` but got dtype ", dtype_name(weight.dtype()));
+  if (!is_floating(self.dtype()))
+    IGNIS_NOT_IMPLEMENTED("\"lerp\" not implemented for '", scalar_type_name(self.dtype()), "'");
+  pointwise_meta(c, {0, 1, 2}, DtypeRule::Promote, Inplace);
+}
 void lerp_cpu(OpCall& c) {
   IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "lerp", [&] {
     using T = opmath_t<scalar_t>;
@@ -100,7 +136,21 @@ void lerp_cpu(OpCall& c) {
 }
 
 template <bool Inplace>
-void addc_meta(OpCall& c) { pointwise_meta(c, {0, 1, 2}, DtypeRule::Promote, Inplace); }
+void addc_meta(OpCall& c) {
+  pointwise_meta(c, {0, 1, 2}, DtypeRule::Promote, Inplace);
+  cpu::check_scalar_fits(c.scalar(3), cpu::opmath_type(c.iter->common_dtype()));
+}
+template <bool Inplace>
+void addcdiv_meta(OpCall& c) {
+  IGNIS_CHECK(!is_integral(c.tensor(1).dtype(), true) || !is_integral(c.tensor(2).dtype(), true),
+              "Integer division with addcdiv is no longer supported, and in a future  release "
+              "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+              "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+              ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+              "float inputs. The future addcdiv behavior is just the latter implementation: "
+              "(input + value * tensor1 / tensor2), for all dtypes.");
+  addc_meta<Inplace>(c);
+}
 void addcmul_cpu(OpCall& c) {
   Scalar value = c.scalar(3);
   IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "addcmul", [&] {
@@ -111,9 +161,6 @@ void addcmul_cpu(OpCall& c) {
 }
 void addcdiv_cpu(OpCall& c) {
   Scalar value = c.scalar(3);
-  IGNIS_CHECK(is_floating(c.iter->common_dtype()),
-              "Integer division with addcdiv is no longer supported, and in a future release "
-              "addcdiv will perform a true division of tensor1 and tensor2.");
   IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "addcdiv", [&] {
     using T = opmath_t<scalar_t>;
     T v = value.to<T>();
@@ -122,6 +169,12 @@ void addcdiv_cpu(OpCall& c) {
 }
 
 // ---- masked_fill(self, mask, value) -------------------------------------------------
+Scalar value_scalar(const Tensor& v) {
+  if (v.dtype() == ScalarType::Bool) return Scalar(v.item_int() != 0);
+  if (is_floating(v.dtype())) return Scalar(v.item_double());
+  return Scalar(v.item_int());
+}
+
 template <bool Inplace>
 void masked_fill_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
@@ -132,6 +185,8 @@ void masked_fill_meta(OpCall& c) {
   const Tensor& value = c.tensor(2);
   IGNIS_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
               "tensor with ", value.dim(), " dimension(s).");
+  if (value.device().is_cpu()) cpu::check_scalar_fits(value_scalar(value), self.dtype());
+  check_same_device(c, {&self, &mask, &value});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Inplace ? self : Tensor());
   it->add_input(self);
@@ -149,12 +204,10 @@ void masked_fill_meta(OpCall& c) {
   c.iter = std::move(it);
 }
 void masked_fill_cpu(OpCall& c) {
-  const Tensor& value = c.tensor(2);
-  double dv = value.item_double();
-  int64_t iv = value.item_int();
+  Scalar value = value_scalar(c.tensor(2));
   IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "masked_fill", [&] {
     using T = opmath_t<scalar_t>;
-    T v = std::is_floating_point_v<T> ? T(dv) : T(iv);
+    T v = value.to<T>();
     cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T x, T m) -> T { return m != T(0) ? v : x; });
   });
 }
@@ -193,10 +246,10 @@ void register_ternary_ops() {
   def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcmul_cpu);
   def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(addc_meta<false>).cpu(addcdiv_cpu)
+      .category(OpCategory::Pointwise).both().meta(addcdiv_meta<false>).cpu(addcdiv_cpu)
       .doc("self + value * tensor1 / tensor2");
   def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcdiv_cpu);
+      .category(OpCategory::Pointwise).both().meta(addcdiv_meta<true>).cpu(addcdiv_cpu);
   def("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
       .doc("value where mask is True, self elsewhere");

@@ -46,17 +46,40 @@ void unary_cpu(OpCall& c) {
   }
 }
 
+// Input checks that run before the meta rule (PyTorch's op-specific errors).
+struct NoCheck {
+  static void check(const Tensor&) {}
+};
+struct NegCheck {
+  static void check(const Tensor& t) {
+    IGNIS_CHECK(t.dtype() != ScalarType::Bool,
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  }
+};
+struct ReluCheck {
+  static void check(const Tensor& t) {
+    IGNIS_CHECK(t.dtype() != ScalarType::Bool, "Boolean inputs not supported for relu");
+  }
+};
+
+template <DtypeRule R, bool Inplace, typename Check>
+void checked_unary_meta(OpCall& c) {
+  Check::check(c.tensor(0));
+  pointwise_meta(c, {0}, R, Inplace);
+}
+
 // Registers `name` (function and method) and `name_` (in-place method).
-template <typename F, Types T, DtypeRule R>
+template <typename F, Types T, DtypeRule R, typename Check = NoCheck>
 void unary(const char* name, const char* doc, bool with_inplace = true) {
   std::string n(name);
   def(n + "(Tensor self) -> Tensor")
       .category(OpCategory::Pointwise).both()
-      .meta(unary_meta<R, false>).cpu(unary_cpu<F, T, R>).doc(doc);
+      .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>).doc(doc);
   if (with_inplace) {
     def(n + "_(Tensor(a!) self) -> Tensor(a!)")
         .category(OpCategory::Pointwise).both()
-        .meta(unary_meta<R, true>).cpu(unary_cpu<F, T, R>).doc(doc);
+        .meta(checked_unary_meta<R, true, Check>).cpu(unary_cpu<F, T, R>).doc(doc);
   }
 }
 
@@ -93,7 +116,7 @@ UNARY_FN(Sinh, std::sinh(x))
 UNARY_FN(Cosh, std::cosh(x))
 UNARY_FN(Tanh, std::tanh(x))
 UNARY_FN(Sigmoid, cpu::sigmoid(x))
-UNARY_FN(Relu, x > T(0) ? x : T(0))
+UNARY_FN(Relu, x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
 UNARY_FN(Silu, x * cpu::sigmoid(x))
 UNARY_FN(Mish, x * std::tanh(std::log1p(cpu::vexp(x))))
 UNARY_FN(Softplus, x > T(20) ? x : std::log1p(cpu::vexp(x)))
@@ -110,7 +133,13 @@ UNARY_FN(Frac, std::is_integral_v<T> ? T(0) : T(x - std::trunc(x)))
 UNARY_FN(Sign, T((T(0) < x) - (x < T(0))))
 UNARY_FN(Reciprocal, T(1) / x)
 UNARY_FN(Square, x * x)
-UNARY_FN(BitwiseNot, std::is_same_v<T, bool> ? T(!x) : T(~x))
+struct BitwiseNot {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return T(~x);
+  }
+};
 PRED_FN(LogicalNot, !(x != T(0)))
 PRED_FN(IsNan, x != x)
 PRED_FN(IsInf, std::is_floating_point_v<T> && (x == std::numeric_limits<T>::infinity() ||
@@ -121,8 +150,8 @@ PRED_FN(IsPosInf, std::is_floating_point_v<T> && x == std::numeric_limits<T>::in
 PRED_FN(IsNegInf, std::is_floating_point_v<T> && x == -std::numeric_limits<T>::infinity())
 PRED_FN(SignBit, std::signbit(double(x)))
 
-// neg, abs, sign on bool are errors in PyTorch; the Numeric type set rejects
-// bool with a TypeError naming the op.
+// abs, floor, ... on bool are errors in PyTorch; the Numeric type set rejects
+// bool with a NotImplementedError naming the op. sign accepts bool.
 using R = DtypeRule;
 
 // gelu(approximate='none'|'tanh'): one op with a string argument, as in
@@ -130,22 +159,22 @@ using R = DtypeRule;
 template <bool Inplace>
 void gelu_cpu(OpCall& c) {
   const std::string& approx = c.args[1].to_string();
-  if (approx == "tanh") unary_cpu<GeluTanh, Types::Float, R::PromoteToFloat>(c);
-  else unary_cpu<GeluErf, Types::Float, R::PromoteToFloat>(c);
+  if (approx == "tanh") unary_cpu<GeluTanh, Types::Float, R::Promote>(c);
+  else unary_cpu<GeluErf, Types::Float, R::Promote>(c);
 }
 template <bool Inplace>
 void gelu_meta(OpCall& c) {
   const std::string& approx = c.args[1].to_string();
   IGNIS_CHECK_VALUE(approx == "none" || approx == "tanh",
                     "gelu: approximate must be 'none' or 'tanh', got '", approx, "'");
-  pointwise_meta(c, {0}, R::PromoteToFloat, Inplace);
+  pointwise_meta(c, {0}, R::Promote, Inplace);
 }
 
 }  // namespace
 
 void register_unary_ops() {
-  unary<Neg, Types::Numeric, R::Promote>("neg", "-input");
-  unary<Neg, Types::Numeric, R::Promote>("negative", "alias of neg");
+  unary<Neg, Types::Numeric, R::Promote, NegCheck>("neg", "-input");
+  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg");
   unary<Abs, Types::Numeric, R::Promote>("abs", "|input|");
   unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs");
   unary<Exp, Types::Float, R::PromoteToFloat>("exp", "e ** input");
@@ -167,9 +196,10 @@ void register_unary_ops() {
   unary<Cosh, Types::Float, R::PromoteToFloat>("cosh", "hyperbolic cosine");
   unary<Tanh, Types::Float, R::PromoteToFloat>("tanh", "hyperbolic tangent");
   unary<Sigmoid, Types::Float, R::PromoteToFloat>("sigmoid", "1 / (1 + exp(-input))");
-  unary<Relu, Types::Numeric, R::Promote>("relu", "max(input, 0)");
-  unary<Silu, Types::Float, R::PromoteToFloat>("silu", "input * sigmoid(input)");
-  unary<Mish, Types::Float, R::PromoteToFloat>("mish", "input * tanh(softplus(input))");
+  unary<Relu, Types::Numeric, R::Promote, ReluCheck>("relu", "max(input, 0)");
+  // The activations below take floating inputs only, as in PyTorch.
+  unary<Silu, Types::Float, R::Promote>("silu", "input * sigmoid(input)");
+  unary<Mish, Types::Float, R::Promote>("mish", "input * tanh(softplus(input))");
   unary<Erf, Types::Float, R::PromoteToFloat>("erf", "error function");
   unary<Erfc, Types::Float, R::PromoteToFloat>("erfc", "1 - erf(input)");
   unary<Floor, Types::Numeric, R::Promote>("floor", "round down");
@@ -178,9 +208,9 @@ void register_unary_ops() {
   unary<Trunc, Types::Numeric, R::Promote>("trunc", "round toward zero");
   unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc");
   unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)");
-  unary<Sign, Types::Numeric, R::Promote>("sign", "-1, 0 or 1");
+  unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1");
   unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input");
-  unary<Square, Types::Numeric, R::Promote>("square", "input * input");
+  unary<Square, Types::Numeric, R::PromoteWithInt>("square", "input * input (pow(input, 2))");
   unary<BitwiseNot, Types::IntBool, R::Promote>("bitwise_not", "~input (integers and bool)");
   unary<LogicalNot, Types::NumericBool, R::LogicalOut>("logical_not", "not input, as bool");
   unary<IsNan, Types::NumericBool, R::LogicalOut>("isnan", "input is NaN", false);

@@ -26,18 +26,23 @@ void ret_list(Stack& s, std::vector<Tensor> l) {
 DimVector infer_size(const std::vector<int64_t>& shape, int64_t numel) {
   DimVector out(shape);
   int64_t known = 1;
+  bool overflow = false;
   std::optional<size_t> infer;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       IGNIS_CHECK(!infer, "only one dimension can be inferred");
       infer = i;
     } else {
-      IGNIS_CHECK(out[i] >= 0, "invalid shape dimension ", out[i]);
-      known *= out[i];
+      IGNIS_CHECK(out[i] >= 0, "invalid shape dimension ", out[i], " at index ", i, " of shape ",
+                  shape_str(shape));
+      overflow |= __builtin_mul_overflow(known, out[i], &known);
     }
   }
+  IGNIS_CHECK(!overflow, "shape '", shape_str(shape), "' is invalid for input of size ", numel);
   if (infer) {
-    IGNIS_CHECK(known != 0 && numel % known == 0, "shape '", shape_str(shape),
+    IGNIS_CHECK(known != 0, "cannot reshape tensor of 0 elements into shape ", shape_str(shape),
+                " because the unspecified dimension size -1 can be any value and is ambiguous");
+    IGNIS_CHECK(numel % known == 0, "shape '", shape_str(shape),
                 "' is invalid for input of size ", numel);
     out[*infer] = numel / known;
   } else {
@@ -99,8 +104,8 @@ void reshape_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
     ret(s, make_view(self, shape, *st, self.storage_offset()));
     return;
   }
-  Tensor c = OpRef("clone").tensor(self);
-  Tensor contig = OpRef("contiguous").tensor(c);
+  // Not viewable, so not contiguous: contiguous() copies.
+  Tensor contig = OpRef("contiguous").tensor(self);
   ret(s, OpRef("view").tensor(contig, shape.vec()));
 }
 
@@ -136,9 +141,9 @@ void permute_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 Geometry transposed(const Tensor& self, int64_t d0, int64_t d1) {
   DimVector sz = self.sizes(), st = self.strides();
-  if (self.dim() == 0) return {sz, st};
   d0 = wrap_dim(d0, self.dim());
   d1 = wrap_dim(d1, self.dim());
+  if (self.dim() == 0) return {sz, st};
   std::swap(sz[d0], sz[d1]);
   std::swap(st[d0], st[d1]);
   return {sz, st};
@@ -190,6 +195,9 @@ Geometry expanded(const Tensor& self, const std::vector<int64_t>& size) {
                   "non-existing dimension ", i);
       target = cur_size;
     }
+    IGNIS_CHECK(target >= 0, "The expanded size of the tensor (", target, ") isn't allowed; "
+                "sizes must be non-negative (or -1 to keep a dimension).  Target sizes: ",
+                shape_str(size));
     if (cur_size != target) {
       IGNIS_CHECK(cur_size == 1, "The expanded size of the tensor (", target, ") must match the "
                   "existing size (", cur_size, ") at non-singleton dimension ", i, ".  Target sizes: ",
@@ -199,6 +207,11 @@ Geometry expanded(const Tensor& self, const std::vector<int64_t>& size) {
     sz[i] = target;
     st[i] = cur_stride;
   }
+  int64_t numel = 1;
+  bool overflow = false;
+  for (int64_t x : sz) overflow |= __builtin_mul_overflow(numel, x, &numel);
+  IGNIS_CHECK(!overflow, "expand: the number of elements of size ", shape_str(size),
+              " overflows int64");
   return {sz, st};
 }
 void expand_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -219,8 +232,11 @@ Geometry squeezed(const Tensor& self, const IValue& dims) {
     for (int64_t d = 0; d < self.dim(); ++d) drop[d] = self.sizes()[d] == 1;
   } else {
     std::vector<int64_t> l = dims.is_int() ? std::vector<int64_t>{dims.to_int()} : dims.to_int_list();
+    std::vector<bool> seen(std::max<int64_t>(self.dim(), 1), false);
     for (int64_t d : l) {
       int64_t w = wrap_dim(d, self.dim());
+      IGNIS_CHECK(!seen[w], "dim ", w, " appears multiple times in the list of dims");
+      seen[w] = true;
       if (self.dim() > 0 && self.sizes()[w] == 1) drop[w] = true;
     }
   }
@@ -267,12 +283,12 @@ void unsqueeze_inplace_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 void flatten_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   int64_t nd = self.dim();
+  int64_t start = wrap_dim(s[1].to_int(), nd), end = wrap_dim(s[2].to_int(), nd);
+  IGNIS_CHECK(start <= end, "flatten() has invalid args: start_dim cannot come after end_dim");
   if (nd == 0) {
     ret(s, OpRef("reshape").tensor(self, std::vector<int64_t>{1}));
     return;
   }
-  int64_t start = wrap_dim(s[1].to_int(), nd), end = wrap_dim(s[2].to_int(), nd);
-  IGNIS_CHECK(start <= end, "flatten() has invalid args: start_dim cannot come after end_dim");
   if (start == end) {
     ret(s, self);
     return;
@@ -288,9 +304,11 @@ void flatten_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 void unflatten_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  int64_t dim = wrap_dim(s[1].to_int(), self.dim());
   const auto& sizes = s[2].to_int_list();
   IGNIS_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
+  IGNIS_CHECK(self.dim() > 0, "unflatten: Dimension specified as ", s[1].to_int(),
+              " but tensor has no dimensions");
+  int64_t dim = wrap_dim(s[1].to_int(), self.dim());
   DimVector inferred = infer_size(sizes, self.sizes()[dim]);
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < dim; ++d) shape.push_back(self.sizes()[d]);
@@ -312,8 +330,10 @@ Tensor slice_impl(const Tensor& self, int64_t dim, std::optional<int64_t> start,
   b = std::clamp<int64_t>(b, 0, n);
   e = std::clamp<int64_t>(e, b, n);
   DimVector sz = self.sizes(), st = self.strides();
-  sz[dim] = (e - b + step - 1) / step;
-  st[dim] *= step;
+  sz[dim] = e == b ? 0 : (e - b - 1) / step + 1;
+  // A step so large that stride * step overflows leaves at most one element,
+  // whose stride does not matter.
+  if (__builtin_mul_overflow(st[dim], step, &st[dim])) st[dim] = self.strides()[dim];
   return make_view(self, sz, st, self.storage_offset() + b * self.strides()[dim]);
 }
 std::optional<int64_t> opt_int(const IValue& v) {
@@ -333,7 +353,8 @@ void narrow_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   IGNIS_CHECK_INDEX(start >= -n && start <= n, "start out of range (expected to be in range of [",
                     -n, ", ", n, "], but got ", start, ")");
   if (start < 0) start += n;
-  IGNIS_CHECK(length >= 0 && start + length <= n, "start (", start, ") + length (", length,
+  IGNIS_CHECK(length >= 0, "narrow(): length must be non-negative.");
+  IGNIS_CHECK(start <= n - length, "start (", start, ") + length (", length,
               ") exceeds dimension size (", n, ").");
   ret(s, slice_impl(self, dim, start, start + length, 1));
 }
@@ -344,8 +365,8 @@ void select_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   int64_t dim = wrap_dim(s[1].to_int(), self.dim());
   int64_t n = self.sizes()[dim];
   int64_t index = s[2].to_int();
-  IGNIS_CHECK_INDEX(index >= -n && index < n, "index ", index, " is out of bounds for dimension ",
-                    dim, " with size ", n);
+  IGNIS_CHECK_INDEX(index >= -n && index < n, "select(): index ", index,
+                    " out of range for tensor of size ", self.shape_str(), " at dimension ", dim);
   if (index < 0) index += n;
   DimVector sz = self.sizes(), st = self.strides();
   int64_t off = self.storage_offset() + index * st[dim];
@@ -356,26 +377,33 @@ void select_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 void split_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
+  IGNIS_CHECK(self.dim() > 0, "split expects at least a 1-dimensional tensor");
   int64_t dim = wrap_dim(s[2].to_int(), self.dim());
   int64_t n = self.sizes()[dim];
   std::vector<Tensor> out;
   if (s[1].is_int()) {
     int64_t size = s[1].to_int();
-    IGNIS_CHECK(size > 0 || (size == 0 && n == 0), "split_size can only be 0 if dimension size is 0, "
+    IGNIS_CHECK(size >= 0, "split expects split_size be non-negative, but got split_size=", size);
+    IGNIS_CHECK(size > 0 || n == 0, "split_size can only be 0 if dimension size is 0, "
                 "but got dimension size of ", n);
     if (n == 0) {
       out.push_back(slice_impl(self, dim, 0, 0, 1));
     } else {
-      for (int64_t b = 0; b < n; b += size) out.push_back(slice_impl(self, dim, b, std::min(n, b + size), 1));
+      for (int64_t b = 0; b < n; b += std::min(size, n - b))
+        out.push_back(slice_impl(self, dim, b, b + std::min(size, n - b), 1));
     }
   } else {
     const auto& sizes = s[1].to_int_list();
     int64_t total = 0;
+    bool overflow = false;
     for (int64_t v : sizes) {
       IGNIS_CHECK(v >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but "
                   "got split_sizes=", shape_str(sizes));
-      total += v;
+      overflow |= __builtin_add_overflow(total, v, &total);
     }
+    IGNIS_CHECK(!overflow, "split_with_sizes expects split_sizes to sum exactly to ", n,
+                " (input tensor's size at dimension ", dim, "), but got split_sizes=",
+                shape_str(sizes));
     IGNIS_CHECK(total == n, "split_with_sizes expects split_sizes to sum exactly to ", n,
                 " (input tensor's size at dimension ", dim, "), but got split_sizes=", shape_str(sizes));
     int64_t b = 0;
@@ -394,19 +422,21 @@ void chunk_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   IGNIS_CHECK(self.dim() > 0, "chunk expects at least a 1-dimensional tensor");
   int64_t dim = wrap_dim(s[2].to_int(), self.dim());
   int64_t n = self.sizes()[dim];
-  int64_t size = (n + chunks - 1) / chunks;
+  int64_t size = n == 0 ? 0 : (n - 1) / chunks + 1;  // ceil(n / chunks) without overflow
   std::vector<Tensor> out;
   if (size == 0) {
     for (int64_t i = 0; i < chunks; ++i) out.push_back(slice_impl(self, dim, 0, 0, 1));
   } else {
-    for (int64_t b = 0; b < n; b += size) out.push_back(slice_impl(self, dim, b, std::min(n, b + size), 1));
+    for (int64_t b = 0; b < n; b += std::min(size, n - b))
+      out.push_back(slice_impl(self, dim, b, b + std::min(size, n - b), 1));
   }
   ret_list(s, std::move(out));
 }
 
 void unbind_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  IGNIS_CHECK(self.dim() > 0, "Dimension specified as 0 but tensor has no dimensions");
+  IGNIS_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", s[1].to_int(),
+                    " but tensor has no dimensions");
   int64_t dim = wrap_dim(s[1].to_int(), self.dim());
   std::vector<Tensor> out;
   static OpRef select("select.int");
@@ -420,16 +450,29 @@ void as_strided_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   IGNIS_CHECK(sz.size() == st.size(), "mismatch in length of strides and shape");
   int64_t off = s[3].is_none() ? self.storage_offset() : s[3].to_int();
   IGNIS_CHECK(off >= 0, "Tensor: invalid storage offset ", off);
-  int64_t extent = off + 1;
-  bool empty = false;
+  // extent: one past the last element addressed, in elements, computed
+  // without overflow (huge sizes or strides must not wrap to a small value).
+  int64_t extent = 1;
+  bool empty = false, overflow = false;
   for (size_t i = 0; i < sz.size(); ++i) {
-    IGNIS_CHECK(sz[i] >= 0, "as_strided: negative size ", sz[i]);
     IGNIS_CHECK(st[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ",
                 shape_str(st));
+    IGNIS_CHECK(sz[i] >= 0, "Storage size calculation overflowed with sizes=", shape_str(sz),
+                " and strides=", shape_str(st));
     if (sz[i] == 0) empty = true;
-    extent += (sz[i] - 1) * st[i];
+    int64_t span;
+    overflow |= __builtin_mul_overflow(sz[i] - 1, st[i], &span);
+    overflow |= __builtin_add_overflow(extent, span, &extent);
   }
-  size_t need = empty ? 0 : static_cast<size_t>(extent) * self.itemsize();
+  int64_t need_elems = 0, need_bytes = 0;
+  if (!empty) {
+    overflow |= __builtin_add_overflow(extent, off, &need_elems);
+    overflow |= __builtin_mul_overflow(need_elems, static_cast<int64_t>(self.itemsize()),
+                                       &need_bytes);
+  }
+  IGNIS_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sz),
+              " and strides=", shape_str(st));
+  size_t need = static_cast<size_t>(need_bytes);
   IGNIS_CHECK(need <= self.impl()->storage()->nbytes(), "setStorage: sizes ", shape_str(sz),
               ", strides ", shape_str(st), ", storage offset ", off, ", and itemsize ", self.itemsize(),
               " requiring a storage size of ", need, " are out of bounds for storage of size ",
@@ -439,8 +482,8 @@ void as_strided_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 void diagonal_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  IGNIS_CHECK(self.dim() >= 2, "diagonal(): expected a tensor with at least 2 dimensions");
   int64_t offset = s[1].to_int();
+  // Two distinct valid dims imply at least two dims.
   int64_t d1 = wrap_dim(s[2].to_int(), self.dim()), d2 = wrap_dim(s[3].to_int(), self.dim());
   IGNIS_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", s[2].to_int(), ", ", s[3].to_int());
   int64_t off = self.storage_offset();
@@ -470,13 +513,20 @@ void movedim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   IGNIS_CHECK(src.size() == dst.size(), "movedim: Invalid source or destination dims: source (",
               shape_str(src), " dims) should contain the same number of dims as destination (",
               shape_str(dst), " dims)");
-  std::vector<int64_t> order(nd, -1);
-  std::vector<bool> used(nd, false);
+  // A 0-dim tensor accepts dims 0 and -1, like a 1-dim one, and stays as it is.
+  int64_t slots = std::max<int64_t>(nd, 1);
+  std::vector<int64_t> order(slots, -1);
+  std::vector<bool> used(slots, false);
   for (size_t i = 0; i < src.size(); ++i) {
     int64_t a = wrap_dim(src[i], nd), b = wrap_dim(dst[i], nd);
-    IGNIS_CHECK(order[b] == -1 && !used[a], "movedim: repeated dim");
+    IGNIS_CHECK(!used[a], "movedim: repeated dim in `source` (", shape_str(src), ")");
+    IGNIS_CHECK(order[b] == -1, "movedim: repeated dim in `destination` (", shape_str(dst), ")");
     order[b] = a;
     used[a] = true;
+  }
+  if (nd == 0) {
+    ret(s, make_view(self, self.sizes(), self.strides(), self.storage_offset()));
+    return;
   }
   int64_t next = 0;
   for (int64_t i = 0; i < nd; ++i) {

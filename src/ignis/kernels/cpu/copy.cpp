@@ -38,17 +38,31 @@ TensorIterator::Loop pick_src(ScalarType src) {
   });
 }
 
+// src viewed with dst's shape (stride 0 along broadcast dims): the
+// iterator requires an output of exactly the inputs' broadcast shape.
+Tensor broadcast_to(const Tensor& src, const DimVector& sizes) {
+  if (src.sizes() == sizes) return src;
+  DimVector b = broadcast_shapes(sizes, src.sizes());
+  IGNIS_CHECK(b == sizes, "copy_: the source of shape ", src.shape_str(),
+              " cannot be broadcast to the destination of shape ", shape_str(sizes));
+  const int64_t nd = static_cast<int64_t>(sizes.size()), lead = nd - src.dim();
+  DimVector strides(nd, 0);
+  for (int64_t d = 0; d < src.dim(); ++d)
+    if (src.sizes()[d] == sizes[lead + d]) strides[lead + d] = src.strides()[d];
+  return make_view(src, sizes, strides, src.storage_offset());
+}
+
 }  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.device().is_meta()) return;
-  IGNIS_CHECK(!src.device().is_meta(), "Cannot copy out of meta tensor; no data!");
+  if (src.device().is_meta()) IGNIS_NOT_IMPLEMENTED("Cannot copy out of meta tensor; no data!");
   IGNIS_CHECK(dst.device().is_cpu() && src.device().is_cpu(),
               "copy between ", src.device().str(), " and ", dst.device().str(),
               " needs the CUDA backend");
   TensorIterator iter;
   iter.add_output(dst);
-  iter.add_input(src);
+  iter.add_input(broadcast_to(src, dst.sizes()));
   IterConfig cfg;
   cfg.op_name = "copy_";
   cfg.common_dtype = dst.dtype();
@@ -60,22 +74,57 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   iter.for_each(loop, nullptr, 65536);
 }
 
-DimVector like_strides(const Tensor& t) {
+bool is_non_overlapping_and_dense(const Tensor& t) {
+  if (t.is_contiguous()) return true;  // (which an empty tensor always is)
   const int64_t nd = t.dim();
-  if (t.is_contiguous()) return contiguous_strides(t.sizes());
   std::vector<int64_t> perm(nd);
   std::iota(perm.begin(), perm.end(), 0);
-  // Outermost first: larger strides first; ties keep the original order.
-  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-    int64_t sa = t.sizes()[a] == 1 ? 0 : t.strides()[a];
-    int64_t sb = t.sizes()[b] == 1 ? 0 : t.strides()[b];
-    return sa > sb;
+  std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    if (t.sizes()[a] < 2) return false;
+    if (t.sizes()[b] < 2) return true;
+    return t.strides()[a] < t.strides()[b];
   });
+  int64_t expected = 1;
+  for (int64_t d : perm) {
+    if (t.sizes()[d] < 2) return true;
+    if (t.strides()[d] != expected) return false;
+    expected *= t.sizes()[d];
+  }
+  return true;
+}
+
+DimVector like_strides(const Tensor& t) {
+  if (is_non_overlapping_and_dense(t)) return t.strides();
+  // PyTorch's infer_dense_strides: dims ordered by stride (insertion sort,
+  // innermost first), where a stride-0 dim compares as "don't know" and so
+  // keeps its place; then dense strides in that order.
+  const int64_t nd = t.dim();
+  const DimVector& sz = t.sizes();
+  const DimVector& st = t.strides();
+  std::vector<int64_t> perm(nd);
+  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    if (st[d0] == 0 || st[d1] == 0) return 0;
+    if (st[d0] != st[d1]) return st[d0] < st[d1] ? -1 : 1;
+    return sz[d0] > sz[d1] ? 1 : 0;
+  };
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
   DimVector strides(nd);
   int64_t s = 1;
-  for (int64_t i = nd - 1; i >= 0; --i) {
+  for (int64_t i = 0; i < nd; ++i) {
     strides[perm[i]] = s;
-    s *= std::max<int64_t>(t.sizes()[perm[i]], 1);
+    if (sz[perm[i]] > 1) s *= sz[perm[i]];
   }
   return strides;
 }

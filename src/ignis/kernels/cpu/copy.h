@@ -7,11 +7,14 @@ namespace ignis {
 
 // dst[...] = src[...] (src broadcast to dst's shape, converted to dst's dtype).
 void copy_into(const Tensor& dst, const Tensor& src);
-// A new tensor holding src converted to `dtype`, laid out like src when src
-// is dense (non-overlapping, no gaps), contiguous otherwise.
+// A new tensor holding src converted to `dtype`, laid out as like_strides says.
 Tensor to_dtype_copy(const Tensor& src, ScalarType dtype);
+// PyTorch's is_non_overlapping_and_dense: t's elements fill one block of
+// memory exactly, in some dim order.
+bool is_non_overlapping_and_dense(const Tensor& t);
 // Strides for a fresh tensor laid out like `t` (PyTorch's empty_like with
-// preserve_format): t's strides when t is dense, else contiguous.
+// preserve_format): t's strides when t is dense (non-overlapping, no gaps),
+// else dense strides in t's dim order (expanded dims keep their place).
 DimVector like_strides(const Tensor& t);
 
 }  // namespace ignis

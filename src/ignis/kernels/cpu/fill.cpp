@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/loops.h"
@@ -43,6 +44,37 @@ void generate(const Tensor& t, Gen gen) {
 }
 
 }  // namespace
+
+void check_scalar_fits(const Scalar& v, ScalarType t) {
+  // Integer types take [lowest, max]; unsigned ones also take negative
+  // integers down to -max (they wrap). Floating types take inf and nan.
+  int64_t lo = 0, hi = 0;
+  double fmax = 0;
+  const char* name = "";
+  switch (t) {
+    case ScalarType::UInt8: lo = -255, hi = 255, name = "uint8_t"; break;
+    case ScalarType::Int8: lo = -128, hi = 127, name = "int8_t"; break;
+    case ScalarType::Int16: lo = -32768, hi = 32767, name = "int16_t"; break;
+    case ScalarType::Int32: lo = INT32_MIN, hi = INT32_MAX, name = "int"; break;
+    case ScalarType::Int64: lo = INT64_MIN, hi = INT64_MAX, name = "int64_t"; break;
+    case ScalarType::Float16: fmax = 65504.0, name = "c10::Half"; break;
+    case ScalarType::BFloat16: fmax = 3.3895313892515355e38, name = "c10::BFloat16"; break;
+    case ScalarType::Float32: fmax = std::numeric_limits<float>::max(), name = "float"; break;
+    default: return;  // bool and double hold any Python number
+  }
+  bool bad;
+  if (is_floating(t)) {
+    double d = v.to_double();
+    bad = std::isfinite(d) && std::abs(d) > fmax;
+  } else if (v.is_float()) {
+    double d = v.to_double();
+    double dlo = t == ScalarType::UInt8 ? 0.0 : static_cast<double>(lo);
+    bad = !(d >= dlo && d <= static_cast<double>(hi));
+  } else {
+    bad = v.to_int() < lo || v.to_int() > hi;
+  }
+  IGNIS_CHECK(!bad, "value cannot be converted to type ", name, " without overflow");
+}
 
 void fill(const Tensor& t, const Scalar& v) {
   if (t.numel() == 0 || t.device().is_meta()) return;
@@ -99,10 +131,11 @@ void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
     using S = decltype(tag);
     if constexpr (std::is_same_v<S, double>) return from + range * Philox::to_double(r[0], r[1]);
     else {
-      // float precision: 24 bits; reject the value that rounds up to `to`.
+      // float precision: 24 bits. A value that rounds up to `to` in the
+      // output type (often, for 16-bit floats) becomes `from`: [from, to).
       float u = Philox::to_float(r[0]);
       double v = from + range * u;
-      return v >= to ? from : v;
+      return static_cast<double>(static_cast<S>(v)) >= to ? from : v;
     }
   });
 }
@@ -121,12 +154,13 @@ void fill_normal(const Tensor& t, double mean, double std, Generator& g) {
 
 void fill_randint(const Tensor& t, int64_t low, int64_t high, Generator& g) {
   auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
-  uint64_t range = static_cast<uint64_t>(high - low);
+  // In uint64: high - low may not fit int64 (e.g. the whole int64 range).
+  uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   generate(t, [=](int64_t i, auto) {
     uint32_t r[4];
     Philox::block(seed, off + i, r);
     uint64_t v = (uint64_t(r[0]) << 32) | r[1];
-    return static_cast<int64_t>(low + static_cast<int64_t>(v % range));
+    return static_cast<int64_t>(static_cast<uint64_t>(low) + v % range);
   });
 }
 

@@ -118,8 +118,8 @@ void TensorIterator::compute_types(const IterConfig& cfg) {
         op.target_dtype = out_dtype;
       } else {
         IGNIS_CHECK(can_cast(out_dtype, op.tensor.dtype()), "result type ",
-                    dtype_name(out_dtype), " can't be cast to the desired output type ",
-                    dtype_name(op.tensor.dtype()), " (in ", cfg.op_name, ")");
+                    scalar_type_name(out_dtype), " can't be cast to the desired output type ",
+                    scalar_type_name(op.tensor.dtype()));
         op.target_dtype = out_dtype;
         if (op.tensor.dtype() != out_dtype) {
           // The kernel writes out_dtype: compute into a temporary and copy
