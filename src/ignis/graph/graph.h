@@ -105,6 +105,9 @@ class Graph {
   // Returns the value of other's output (mapped), or None.
   Value copy_from(const Graph& other, const std::vector<Value>* inputs = nullptr);
 
+  // The binding layer's wrapper of this graph (borrowed; null when none).
+  void* pyobj = nullptr;
+
  private:
   friend class Node;
   void insert(Node* n);
