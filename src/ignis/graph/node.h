@@ -42,7 +42,8 @@ struct Foreign {
   std::shared_ptr<const Opaque> handle;
   std::string module;  // __module__ of a callable: "_operator", "ignis", "math"
   std::string name;    // __name__ of a callable ("add"); empty for constants
-  std::string repr;    // str() for tables / repr() for code: "<built-in function add>"
+  std::string repr;    // repr(): constants in code and tables; str() of a callable
+  std::string str;     // str() of a constant (str(graph) prints it); empty: same as repr
   // Stable across processes (module.qualname for callables, repr for
   // constants): the structural hash uses it.
   std::string identity;

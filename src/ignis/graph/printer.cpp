@@ -222,7 +222,11 @@ std::string fmt_arg(const Value& v) {  // torch.fx's _format_arg
       }
       return s + "}";
     }
-    case Value::Kind::Str: return v.to_str();  // str(), not repr()
+    // str(), not repr(), of everything else:
+    case Value::Kind::Str: return v.to_str();
+    case Value::Kind::Device: return v.to_device().str();
+    case Value::Kind::Foreign:
+      return v.to_foreign().str.empty() ? v.to_foreign().repr : v.to_foreign().str;
     default: return repr_plain(v);
   }
 }
@@ -230,7 +234,6 @@ std::string fmt_arg(const Value& v) {  // torch.fx's _format_arg
 std::string pretty_target(const Target& t) {
   if (t.kind == Target::Kind::Callable) {
     const Foreign& f = *t.callable;
-    if (f.module == "builtins") return f.name;
     return (f.module == "_operator" ? "operator" : f.module) + "." + f.name;
   }
   return target_str(t);

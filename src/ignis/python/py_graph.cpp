@@ -168,6 +168,7 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
     return f;
   }
   f->repr = py_repr(o);
+  f->str = py_str(o);
   // Classes and functions used as values: by qualified name, not address.
   std::string qual = str_attr(o, "__qualname__");
   f->identity = qual.empty() ? f->repr : str_attr(o, "__module__") + "." + qual;
