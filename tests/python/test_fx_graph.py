@@ -461,6 +461,19 @@ def test_structural_hash():
     assert out.stdout.strip() == h
 
 
+def test_hash_tells_python_functions_apart():
+    def graph_with(fn):
+        g = ifx.Graph()
+        x = g.placeholder("x")
+        g.output(g.call_function(fn, (x,)))
+        return g.structural_hash()
+    f1, f2, f3 = (lambda t: t + 1), (lambda t: t + 2), (lambda t: t + 1)
+    assert graph_with(f1) != graph_with(f2)
+    assert graph_with(f1) == graph_with(f3)
+    assert graph_with(operator.neg) != graph_with(operator.pos)
+    assert graph_with(ignis.exp) != graph_with(ignis.sin)
+
+
 def test_hash_of_tensor_constants():
     def graph_with(t):
         g = ifx.Graph()
@@ -534,6 +547,27 @@ def test_symbolic_trace_object():
     np.testing.assert_allclose(out["out"].numpy(), ref["out"].numpy(), rtol=1e-6)
     assert tuple(out["shape"]) == (3,)
     assert gm.weight is blk.weight
+
+
+def test_symbolic_trace_records_source_locations():
+    gm = ifx.symbolic_trace(traced_fn)
+    relu = [n for n in gm.graph.nodes if n.name == "relu"][0]
+    file, line = relu.meta["source_loc"].rsplit(":", 1)
+    assert file == __file__
+    assert "ignis.relu(z)" in open(file).read().splitlines()[int(line) - 1]
+
+
+def test_record_tensor_meta():
+    g = build_seed(ifx, ignis)
+    x = ignis.zeros(2, 3).t()
+    g._interpret([x, ignis.ones(3, 2)], None, True)
+    tm = {n.name: n.meta.get("tensor_meta") for n in g.nodes}
+    assert tm["l_x_"].stride == (1, 3) and tuple(tm["l_x_"].shape) == (3, 2)
+    assert tm["relu"].dtype is ignis.float32 and tuple(tm["mul"].shape) == (3, 2)
+    assert isinstance(tm["output"], tuple) and len(tm["output"]) == 1
+    h = g.structural_hash()
+    g._interpret([ignis.zeros(3, 2), ignis.ones(3, 2)], None, True)
+    assert g.structural_hash() != h  # placeholder strides changed
 
 
 def test_symbolic_trace_constants_and_errors():

@@ -13,6 +13,7 @@ import builtins
 import functools
 import inspect
 import operator
+import sys
 
 from .. import _C
 from .graph import Graph
@@ -194,6 +195,9 @@ class Tracer:
     def create_proxy(self, kind, target, args, kwargs, name=None):
         node = self.graph.create_node(kind, target, self.create_arg(tuple(args)),
                                       self.create_arg(dict(kwargs)), name)
+        loc = _user_location()
+        if loc:
+            node.meta["source_loc"] = loc
         return Proxy(node, self)
 
     def attr_proxy(self, path, value):
@@ -258,6 +262,17 @@ class Tracer:
         self.graph.output(self.create_arg(out),
                           None if ret is inspect.Signature.empty else ret)
         return self.graph
+
+
+_FX_DIR = __file__.rsplit("/", 1)[0]
+
+
+def _user_location():
+    """file:line of the innermost frame outside ignis.fx (the traced code)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_FX_DIR):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
 def _has_proxy(a):

@@ -271,7 +271,8 @@ Value call_op_by_name(const std::string& name, const std::vector<Value>& args,
   IGNIS_FAIL_KIND(Type, name, "() received an invalid combination of arguments; tried:", msg);
 }
 
-Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& root) {
+Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& root,
+                const ResultFn& on_result) {
   std::unordered_map<const Node*, Value> env;
   // Free each value after its last use, like the generated code does.
   std::unordered_map<const Node*, std::vector<const Node*>> to_free;
@@ -308,7 +309,9 @@ Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& r
       case OpKind::Output:
         IGNIS_CHECK_TYPE(next_input == inputs.size(), "interpret: ", inputs.size(),
                          " inputs given but the graph takes ", next_input);
-        return args.empty() ? Value() : args[0];
+        result = args.empty() ? Value() : args[0];
+        if (on_result) on_result(*n, result);
+        return result;
       case OpKind::CallFunction:
         if (n->target().kind == Target::Kind::Op) {
           result = call_op(*n->target().op, args, kwargs);
@@ -333,12 +336,33 @@ Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& r
       }
       case OpKind::Root: break;
     }
+    if (on_result) on_result(*n, result);
     env[n] = std::move(result);
     auto f = to_free.find(n);
     if (f != to_free.end())
       for (const Node* d : f->second) env.erase(d);
   }
   IGNIS_FAIL("interpret: the graph has no output node");
+}
+
+Value record_tensor_meta(Graph& g, const std::vector<Value>& inputs, const Value& root) {
+  return interpret(g, inputs, root, [](Node& n, const Value& v) {
+    NodeMeta& m = n.meta();
+    m.tensors.clear();
+    m.tuple_output = false;
+    if (v.is_tensor()) {
+      m.tensors.push_back(TensorMeta::of(v.to_tensor()));
+    } else if (v.is_sequence() && !v.items().empty()) {
+      for (const Value& e : v.items()) {
+        if (!e.is_tensor()) {
+          m.tensors.clear();
+          return;
+        }
+        m.tensors.push_back(TensorMeta::of(e.to_tensor()));
+      }
+      m.tuple_output = true;
+    }
+  });
 }
 
 }  // namespace ignis::graph

@@ -25,7 +25,14 @@ ForeignHook& foreign_hook();
 
 // Evaluates `g` with one input per placeholder (a placeholder with a
 // default may be left out) and returns the value of its output.
-Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& root = Value());
+// `on_result`, when given, sees each node's value as it is computed.
+using ResultFn = std::function<void(Node& n, const Value& result)>;
+Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& root = Value(),
+                const ResultFn& on_result = nullptr);
+
+// Runs `g` and records in each node's meta the TensorMeta of the tensor (or
+// tuple/list of tensors) it produced -- torch.fx's ShapeProp.
+Value record_tensor_meta(Graph& g, const std::vector<Value>& inputs, const Value& root = Value());
 
 // Calls one dispatcher op with graph values; throws a TypeError naming the
 // op when the values do not fit its schema.

@@ -157,6 +157,16 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
     std::string qual = str_attr(o, "__qualname__");
     f->repr = py_str(o);
     f->identity = (f->module.empty() ? "" : f->module + ".") + (qual.empty() ? f->name : qual);
+    if (PyFunction_Check(o)) {
+      // Python functions also by their code: two lambdas share a qualname,
+      // and the structural hash keys compiled code. (Closure cell values
+      // are not part of it.)
+      PyObject* code = PyFunction_GET_CODE(o);
+      Ref bytes(PyObject_GetAttrString(code, "co_code"));
+      Ref consts(PyObject_GetAttrString(code, "co_consts"));
+      Ref names(PyObject_GetAttrString(code, "co_names"));
+      f->identity += "#" + py_repr(bytes.p) + py_repr(consts.p) + py_repr(names.p);
+    }
     static const char* inplace[] = {"iadd", "iand", "ifloordiv", "ilshift", "imod", "imul",
                                     "imatmul", "ior", "ipow", "irshift", "isub", "itruediv",
                                     "ixor", "setitem", "delitem"};
@@ -833,12 +843,16 @@ PyObject* graph_hash(PyObject* self, PyObject*) {
   IGNIS_PY_END(nullptr)
 }
 
+// _interpret(inputs, root=None, record_meta=False): the C++ interpreter;
+// record_meta also stores each node's tensor metadata (ShapeProp).
 PyObject* graph_interpret(PyObject* self, PyObject* args) {
   PyObject *inputs, *root = Py_None;
-  if (!PyArg_ParseTuple(args, "O|O:_interpret", &inputs, &root)) return nullptr;
+  int record = 0;
+  if (!PyArg_ParseTuple(args, "O|Op:_interpret", &inputs, &root, &record)) return nullptr;
   IGNIS_PY_BEGIN
   std::vector<Value> in = to_args(inputs);
   Value r = root == Py_None ? Value() : Value(make_foreign(root, false));
+  if (record) return from_value(record_tensor_meta(graph_of(self), in, r));
   return from_value(interpret(graph_of(self), in, r));
   IGNIS_PY_END(nullptr)
 }
