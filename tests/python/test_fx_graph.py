@@ -515,15 +515,29 @@ def test_symbolic_trace_function():
     assert ignis.relu is ignis.ops.relu   # patches are undone
 
 
+TRACE_SOURCES = [
+    """
+def f(x, y):
+    z = x + y
+    w = lib.relu(z) * 2
+    v = w.view(-1).exp()
+    return (v[0], w - 1.5)
+""",
+    """
+def f(x, y, unused, scale: float = 2.0):
+    a = lib.add(x, y, alpha=2)
+    b = a.transpose(0, 1).contiguous()
+    c = lib.where(b > 0, b, -b) * scale
+    d = lib.clamp(c, min=0.5)
+    e = (d @ x) // 3 % 2 ** a
+    return {"c": c, "s": [a.shape, b.size(0)], "e": (e, d.unsqueeze(-1).view(-1))}
+""",
+]
+
+
 @needs_torch
-def test_symbolic_trace_matches_torch_fx():
-    src = textwrap.dedent("""
-        def f(x, y):
-            z = x + y
-            w = lib.relu(z) * 2
-            v = w.view(-1).exp()
-            return (v[0], w - 1.5)
-    """)
+@pytest.mark.parametrize("src", TRACE_SOURCES)
+def test_symbolic_trace_matches_torch_fx(src):
     fns = {}
     for name, lib in (("torch", torch), ("ignis", ignis)):
         ns = {"lib": lib}
@@ -533,6 +547,7 @@ def test_symbolic_trace_matches_torch_fx():
     ig = ifx.symbolic_trace(fns["ignis"])
     assert normalise(ig.code) == normalise(tg.code)
     assert normalise(ig.graph._tabular()) == normalise(torch_tabular(tg.graph))
+    assert normalise(str(ig.graph)) == normalise(str(tg.graph))
 
 
 def test_symbolic_trace_object():

@@ -1,6 +1,6 @@
 // The pieces of a graph: argument values, targets, metadata and Node.
 //
-// The IR mirrors torch.fx (see docs/architecture.md): a Graph is a doubly
+// The IR mirrors torch.fx: a Graph is a doubly
 // linked list of Nodes in execution order; each Node has an opcode, a unique
 // name, a target, positional args and keyword args. Arguments are Values:
 // nested lists/tuples/dicts of constants and references to earlier Nodes.
