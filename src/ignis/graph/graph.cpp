@@ -377,10 +377,10 @@ void Graph::insert(Node* n) {
 Node* Graph::create_node(OpKind op, Target target, std::vector<Value> args, Kwargs kwargs,
                          const std::string& name) {
   IGNIS_CHECK_VALUE(op != OpKind::Root, "create_node: 'root' is not a node opcode");
-  bool callable_ok = op == OpKind::CallFunction;
-  IGNIS_CHECK_TYPE(callable_ok || target.is_name(), "create_node: the target of a ", op_kind_name(op),
-                   " node must be a string, got ", target.identity());
-  IGNIS_CHECK_TYPE(!callable_ok || !target.is_name(),
+  const bool wants_callable = op == OpKind::CallFunction;
+  IGNIS_CHECK_TYPE(wants_callable || target.is_name(), "create_node: the target of a ",
+                   op_kind_name(op), " node must be a string, got ", target.identity());
+  IGNIS_CHECK_TYPE(!wants_callable || !target.is_name(),
                    "create_node: the target of a call_function node must be callable, got the "
                    "string '", target.name, "'");
   std::string unique = unique_name(name.empty() ? target.base_name() : name);
@@ -395,7 +395,9 @@ Node* Graph::create_node(OpKind op, Target target, std::vector<Value> args, Kwar
 Node* Graph::placeholder(const std::string& name) {
   return create_node(OpKind::Placeholder, Target(name));
 }
-Node* Graph::get_attr(const std::string& path) { return create_node(OpKind::GetAttr, Target(path)); }
+Node* Graph::get_attr(const std::string& path) {
+  return create_node(OpKind::GetAttr, Target(path));
+}
 Node* Graph::call_function(Target fn, std::vector<Value> args, Kwargs kwargs) {
   return create_node(OpKind::CallFunction, std::move(fn), std::move(args), std::move(kwargs));
 }

@@ -1,8 +1,8 @@
 // The pieces of a graph: argument values, targets, metadata and Node.
 //
-// The IR mirrors torch.fx: a Graph is a doubly
-// linked list of Nodes in execution order; each Node has an opcode, a unique
-// name, a target, positional args and keyword args. Arguments are Values:
+// The IR mirrors torch.fx: a Graph is a doubly linked list of Nodes in
+// execution order; each Node has an opcode, a unique name, a target,
+// positional args and keyword args. Arguments are Values:
 // nested lists/tuples/dicts of constants and references to earlier Nodes.
 // Capture, AOT tracing and the compiler all produce and consume this IR, so
 // it stays small and free of Python: objects of the embedding layer (Python

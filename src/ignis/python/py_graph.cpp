@@ -368,7 +368,8 @@ PyObject* resolve_path(PyObject* root, const std::string& path) {
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    size_t len = dot == std::string::npos ? std::string::npos : dot - start;
+    std::string part = path.substr(start, len);
     PyObject* next = PyObject_GetAttrString(cur.p, part.c_str());
     if (!next) throw PythonErrorAlreadySet{};
     Py_DECREF(cur.p);
@@ -381,8 +382,8 @@ PyObject* resolve_path(PyObject* root, const std::string& path) {
 
 Value foreign_call(const Node& n, const std::vector<Value>& args, const Kwargs& kwargs,
                    const Value& root) {
-  PyObject* root_obj = root.kind() == Value::Kind::Foreign ? opaque_object(root.foreign_ptr()->handle)
-                                                            : Py_None;
+  PyObject* root_obj =
+      root.kind() == Value::Kind::Foreign ? opaque_object(root.foreign_ptr()->handle) : Py_None;
   if (n.op() == OpKind::GetAttr) {
     Ref r(resolve_path(root_obj, n.target().name));
     return to_value(r.p);
@@ -902,7 +903,8 @@ PyObject* overload_call(PyObject* self, PyObject* args, PyObject* kw) {
   IGNIS_PY_END(nullptr)
 }
 PyObject* overload_repr(PyObject* self) {
-  return PyUnicode_FromString(("ignis.ops." + reinterpret_cast<PyOpOverload*>(self)->op->name()).c_str());
+  const OpHandle* op = reinterpret_cast<PyOpOverload*>(self)->op;
+  return PyUnicode_FromString(("ignis.ops." + op->name()).c_str());
 }
 PyObject* overload_name(PyObject* self, void*) {
   return PyUnicode_FromString(reinterpret_cast<PyOpOverload*>(self)->op->name().c_str());
@@ -918,7 +920,8 @@ PyObject* overload_richcompare(PyObject* a, PyObject* b, int op) {
   return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 Py_hash_t overload_hash(PyObject* self) {
-  return static_cast<Py_hash_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<PyOpOverload*>(self)->op) >> 4);
+  auto addr = reinterpret_cast<uintptr_t>(reinterpret_cast<PyOpOverload*>(self)->op);
+  return static_cast<Py_hash_t>(addr >> 4);
 }
 
 PyGetSetDef overload_getset[] = {

@@ -29,8 +29,9 @@ void lint(const Graph& g) {
     IGNIS_CHECK(!output, "lint: Node '", name, "' comes after the output node '",
                 output ? output->name() : "", "'");
     bool callable = n->op() == OpKind::CallFunction;
-    IGNIS_CHECK(callable != n->target().is_name(), "lint: Node '", name, "' (", op_kind_name(n->op()),
-                ") has a target of the wrong kind: ", n->target().identity());
+    IGNIS_CHECK(callable != n->target().is_name(), "lint: Node '", name, "' (",
+                op_kind_name(n->op()), ") has a target of the wrong kind: ",
+                n->target().identity());
     auto check_arg = [&](Node* a) {
       IGNIS_CHECK(!a->erased(), "lint: Argument '", a->name(), "' of Node '", name,
                   "' was erased from the graph");
