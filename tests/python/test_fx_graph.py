@@ -321,6 +321,29 @@ def test_interpreter_overrides_and_errors():
         gm.graph._interpret([ignis.ones(2)])
 
 
+def test_errors_propagate_through_the_cpp_interpreter():
+    def boom(t):
+        raise ValueError("boom from Python")
+
+    g = ifx.Graph()
+    x = g.placeholder("x")
+    y = g.call_function(boom, (x,))
+    g.output(y)
+    with pytest.raises(ValueError, match="boom from Python"):
+        g._interpret([ignis.ones(1)])
+    g2 = ifx.Graph()
+    a = g2.placeholder("a")
+    g2.output(g2.call_method("add", (a, ignis.ones(3))))
+    with pytest.raises(RuntimeError):
+        g2._interpret([ignis.ones(2)])          # shape mismatch inside the op
+    with pytest.raises(AttributeError, match="'str' object has no attribute 'add'"):
+        g2._interpret(["not a tensor"])         # not a tensor: runs as a Python method call
+    with pytest.raises(TypeError, match="add"):
+        g2._interpret([ignis.ones(3)], None)    # fine
+        g2.nodes[1].kwargs = {"alpha": "x"}
+        g2._interpret([ignis.ones(3)])          # no overload fits the kwargs
+
+
 def test_op_overload_targets():
     """Targets that are dispatcher ops (what AOT tracing produces) run in C++."""
     add = ignis._C._op_overload("add")

@@ -380,8 +380,14 @@ PyObject* resolve_path(PyObject* root, const std::string& path) {
   return cur.release();
 }
 
+struct GilGuard {
+  PyGILState_STATE s = PyGILState_Ensure();
+  ~GilGuard() { PyGILState_Release(s); }
+};
+
 Value foreign_call(const Node& n, const std::vector<Value>& args, const Kwargs& kwargs,
                    const Value& root) {
+  GilGuard gil;  // the C++ interpreter may run outside a Python thread
   PyObject* root_obj =
       root.kind() == Value::Kind::Foreign ? opaque_object(root.foreign_ptr()->handle) : Py_None;
   if (n.op() == OpKind::GetAttr) {
