@@ -225,6 +225,29 @@ def test_node_api():
         g.erase_node(a)
 
 
+def test_graph_copy_and_format_node():
+    src = build_seed(ifx, ignis)
+    dst = ifx.Graph()
+    a = dst.placeholder("a")
+    b = dst.placeholder("b")
+    nodes = src.nodes
+    val_map = {nodes[0]: a, nodes[1]: b}
+    out = dst.graph_copy(src, val_map)
+    dst.output(out)
+    dst.lint()
+    assert [n.name for n in dst.nodes] == ["a", "b", "z", "relu", "mul", "output"]
+    assert val_map[nodes[2]].args == (a, b)
+    assert dst.nodes[2].format_node() == (
+        "%z : [num_users=1] = call_function[target=operator.add](args = (%a, %b), kwargs = {})")
+    assert dst.nodes[-1].format_node() == "return (mul,)"
+    np.testing.assert_allclose(ifx.GraphModule(None, dst)(ignis.ones(2), ignis.ones(2))[0].numpy(),
+                               [4.0, 4.0])
+    # The C++ copy (whole graph, placeholders included).
+    whole = ifx.Graph()
+    whole.output(whole._copy_from(src))
+    assert normalise(whole.python_code().src) == normalise(src.python_code().src)
+
+
 def test_create_node_errors():
     g = ifx.Graph()
     x = g.placeholder("x")

@@ -142,13 +142,6 @@ class Node(_C.NodeBase):
         kwargs[key] = arg
         self.kwargs = kwargs
 
-    def format_node(self):
-        for line in str(self.graph).splitlines():
-            if line.strip().startswith(f"%{self.name} ") or (
-                    self.op == "output" and line.strip().startswith("return ")):
-                return line.strip()
-        return None
-
 
 _C._set_node_class(Node)
 
@@ -229,10 +222,19 @@ class Graph(_C.GraphBase):
         return n
 
     def graph_copy(self, g, val_map=None):
-        """Copies g's nodes (without its output) into self; returns g's output value."""
-        if val_map:
-            raise NotImplementedError("graph_copy: val_map is not supported yet")
-        return self._copy_from(g)
+        """Copies g's nodes (not its output) into self; returns g's output value.
+
+        val_map maps nodes of g to values in self; it is filled as nodes are
+        copied, and nodes already in it are not copied (torch.fx semantics).
+        """
+        val_map = {} if val_map is None else val_map
+        for node in g.nodes:
+            if node in val_map:
+                continue
+            if node.op == "output":
+                return map_arg(node.args[0], lambda n: val_map[n])
+            val_map[node] = self.node_copy(node, lambda n: val_map[n])
+        return None
 
     def find_nodes(self, *, op, target=None):
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]

@@ -241,33 +241,30 @@ std::string pretty_target(const Target& t) {
 
 }  // namespace
 
+std::string format_node(const Node& n) {
+  std::string typ = n.type_repr.empty() ? "" : n.type_repr + " ";
+  std::string head = str("%", n.name(), " : ", typ, "[num_users=", n.users().size(), "] = ",
+                         op_kind_name(n.op()), "[target=", pretty_target(n.target()), "]");
+  switch (n.op()) {
+    case OpKind::Placeholder:
+      return n.args().empty() ? head : head + "(default=" + fmt_arg(n.args()[0]) + ")";
+    case OpKind::GetAttr: return head;
+    case OpKind::Output:
+      return "return " + (n.args().empty() ? std::string("None") : repr_plain(n.args()[0]));
+    default: break;
+  }
+  Value::Items kv;
+  for (const auto& [k, v] : n.kwargs()) {
+    kv.push_back(Value(k));
+    kv.push_back(v);
+  }
+  return head + "(args = " + fmt_arg(Value::tuple(n.args())) +
+         ", kwargs = " + fmt_arg(Value::dict(std::move(kv))) + ")";
+}
+
 std::string graph_str(const Graph& g) {
   std::string s = "graph():";
-  for (Node* n : g.nodes()) {
-    std::string typ = n->type_repr.empty() ? "" : n->type_repr + " ";
-    std::string head = str("\n    %", n->name(), " : ", typ, "[num_users=", n->users().size(),
-                           "] = ", op_kind_name(n->op()), "[target=", pretty_target(n->target()),
-                           "]");
-    switch (n->op()) {
-      case OpKind::Placeholder:
-        s += head;
-        if (!n->args().empty()) s += "(default=" + fmt_arg(n->args()[0]) + ")";
-        break;
-      case OpKind::GetAttr: s += head; break;
-      case OpKind::Output:
-        s += "\n    return " + (n->args().empty() ? "None" : repr_plain(n->args()[0]));
-        break;
-      default: {
-        Value::Items kv;
-        for (const auto& [k, v] : n->kwargs()) {
-          kv.push_back(Value(k));
-          kv.push_back(v);
-        }
-        s += head + "(args = " + fmt_arg(Value::tuple(n->args())) +
-             ", kwargs = " + fmt_arg(Value::dict(std::move(kv))) + ")";
-      }
-    }
-  }
+  for (Node* n : g.nodes()) s += "\n    " + format_node(*n);
   return s;
 }
 

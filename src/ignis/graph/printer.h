@@ -27,6 +27,8 @@ std::string target_str(const Target& t);
 
 std::string tabular(const Graph& g);
 std::string graph_str(const Graph& g);
+// One line of graph_str: "%add : [num_users=1] = call_function[target=...](...)".
+std::string format_node(const Node& n);
 
 struct CodeOptions {
   std::string root_module = "self";

@@ -691,6 +691,11 @@ PyObject* node_update_arg(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
   IGNIS_PY_END(nullptr)
 }
+PyObject* node_format(PyObject* self, PyObject*) {
+  IGNIS_PY_BEGIN
+  return PyUnicode_FromString(format_node(*live(self)).c_str());
+  IGNIS_PY_END(nullptr)
+}
 PyObject* node_is_impure(PyObject* self, PyObject*) {
   return PyBool_FromLong(has_side_effects(*live(self)));
 }
@@ -721,6 +726,7 @@ PyMethodDef node_methods[] = {
     {"replace_input_with", node_replace_input_with, METH_VARARGS, nullptr},
     {"update_arg", node_update_arg, METH_VARARGS, nullptr},
     {"is_impure", node_is_impure, METH_NOARGS, nullptr},
+    {"format_node", node_format, METH_NOARGS, "This node's line of str(graph)."},
     {"_set_meta_extra", node_set_meta_extra, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
