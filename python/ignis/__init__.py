@@ -31,6 +31,7 @@ from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # 
 from ._functions import *  # noqa: E402,F401,F403
 from . import nn  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
+from . import fx, compiler  # noqa: E402,F401
 
 
 def nonzero(input, *, as_tuple=False):

@@ -70,6 +70,10 @@ PyObject* build_op_table();
 // --- indexing (py_indexing.cpp): _getitem / _setitem ----------------------------
 bool init_indexing(PyObject* module);
 
+// --- graph IR views (py_graph.cpp): GraphBase, NodeBase, OpOverload ----------------
+// Call after init_op_type (op objects are graph targets).
+bool init_graph(PyObject* module);
+
 // --- numbers -----------------------------------------------------------------
 // True when o is a Python or NumPy number (bool, int, float).
 bool is_number(PyObject* o);
