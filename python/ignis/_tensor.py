@@ -19,7 +19,7 @@ _DUNDER_OPS = {
     "__floordiv__": "floor_divide", "__ifloordiv__": "floor_divide_",
     "__mod__": "remainder", "__imod__": "remainder_",
     "__pow__": "pow", "__ipow__": "pow_", "__matmul__": "matmul",
-    "__neg__": "neg", "__abs__": "abs", "__invert__": "bitwise_not",
+    "__neg__": "neg", "__abs__": "abs",
     "__and__": "bitwise_and", "__rand__": "bitwise_and", "__iand__": "bitwise_and_",
     "__or__": "bitwise_or", "__ror__": "bitwise_or", "__ior__": "bitwise_or_",
     "__xor__": "bitwise_xor", "__rxor__": "bitwise_xor", "__ixor__": "bitwise_xor_",
@@ -102,12 +102,18 @@ class Tensor(_C.TensorBase):
     def __ne__(self, other):
         return _OPS["ne"](self, other) if _comparable(other) else NotImplemented
 
+    def __invert__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                            "tensors")
+        return _OPS["bitwise_not"](self)
+
     def nonzero(self, *, as_tuple=False):
         return _OPS["where"](self) if as_tuple else _OPS["nonzero"](self)
 
     def where(self, condition, other):
         """self where condition holds, other elsewhere (torch.where(condition, self, other))."""
-        return _op("where")(condition, self, other)
+        return _OPS["where"](condition, self, other)
 
     # --- indexing ----------------------------------------------------------------------
     def __getitem__(self, index):

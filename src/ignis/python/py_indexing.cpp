@@ -211,9 +211,13 @@ Parsed apply_items(const Tensor& self, const std::vector<Item>& items, bool was_
   int64_t dim = 0;
   for (const Item& it : items) {
     switch (it.kind) {
-      case K::Int:
+      case K::Int: {
+        int64_t n = p.view.size(dim);
+        IGNIS_CHECK_INDEX(it.value >= -n && it.value < n, "index ", it.value,
+                          " is out of bounds for dimension ", dim, " with size ", n);
         p.view = select_op.tensor(p.view, dim, it.value);
         break;
+      }
       case K::Slice: {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(it.slice, &start, &stop, &step) < 0) throw PythonErrorAlreadySet{};
