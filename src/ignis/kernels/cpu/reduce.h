@@ -22,8 +22,8 @@
 //   static constexpr bool kCascade;     // sums: fold accumulators in levels
 //   acc_t identity() const;             // value of an empty reduction
 //   acc_t map(in_t x) const;            // one element as an accumulator
-//                                       // (vector mode also accepts
-//                                       // map(x, j): j the lane in the tile)
+//                                       // (ops only given to reduce_tile may
+//                                       // take map(x, j), j the tile lane)
 //   acc_t combine(acc_t a, acc_t b) const;  // associative, commutative
 //   out_t project(acc_t a) const;       // final value (mean: a / n)
 #pragma once
@@ -489,7 +489,8 @@ void norm_out(const Tensor& out, const Tensor& in, DimMask mask, double p);
 // `mean`, when defined, receives the mean (shaped like `var`).
 void var_mean_out(const Tensor& var, const Tensor& mean, const Tensor& in, DimMask mask,
                   double correction, bool take_sqrt);
-// log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m the max.
+// log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m the max; `out`
+// (floating) is contiguous; integer inputs are converted to its dtype.
 void logsumexp_out(const Tensor& out, const Tensor& in, DimMask mask);
 // Index (and value, when `values` is defined) of the first max/min along
 // `dim`; NaN counts as the extreme. dim < 0: over the flattened input.
