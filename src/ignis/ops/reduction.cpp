@@ -119,8 +119,8 @@ Spec parse(const OpCall& c, bool empty_is_all = true) {
   return s;
 }
 
-Tensor& alloc_reduced(OpCall& c, const Spec& s, ScalarType dtype) {
-  return c.alloc(reduced_sizes(c.tensor(0), s.mask, s.keepdim), dtype);
+void alloc_reduced(OpCall& c, const Spec& s, ScalarType dtype) {
+  c.alloc(reduced_sizes(c.tensor(0), s.mask, s.keepdim), dtype);
 }
 
 // ---------------------------------------------------------------------------

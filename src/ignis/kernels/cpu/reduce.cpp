@@ -130,7 +130,7 @@ struct SumOp {
   using out_t = sum_out_t<T>;
   static constexpr bool kCascade = is_float_v<T>;
   acc_t identity() const { return acc_t(0); }
-  acc_t map(T x) const { return static_cast<acc_t>(static_cast<opmath_t<T>>(x)); }
+  acc_t map(T x) const { return static_cast<acc_t>(widen(x)); }
   acc_t combine(acc_t a, acc_t b) const { return add(a, b); }
   out_t project(acc_t a) const { return static_cast<out_t>(a); }
 };
@@ -139,7 +139,7 @@ template <typename T>
 struct NanSumOp : SumOp<T> {
   using acc_t = sum_acc_t<T>;
   acc_t map(T x) const {
-    acc_t v = static_cast<acc_t>(static_cast<opmath_t<T>>(x));
+    acc_t v = static_cast<acc_t>(widen(x));
     return v != v ? acc_t(0) : v;
   }
 };
@@ -151,7 +151,7 @@ struct ProdOp {
   using out_t = sum_out_t<T>;
   static constexpr bool kCascade = false;
   acc_t identity() const { return acc_t(1); }
-  acc_t map(T x) const { return static_cast<acc_t>(static_cast<opmath_t<T>>(x)); }
+  acc_t map(T x) const { return static_cast<acc_t>(widen(x)); }
   acc_t combine(acc_t a, acc_t b) const { return mul(a, b); }
   out_t project(acc_t a) const { return static_cast<out_t>(a); }
 };
@@ -166,7 +166,7 @@ struct MeanOp {
   static constexpr bool kCascade = true;
   acc_t n;
   acc_t identity() const { return acc_t(0); }
-  acc_t map(T x) const { return static_cast<acc_t>(x); }
+  acc_t map(T x) const { return widen(x); }
   acc_t combine(acc_t a, acc_t b) const { return a + b; }
   out_t project(acc_t a) const { return static_cast<out_t>(a / n); }
 };
@@ -178,7 +178,7 @@ struct ExtremeOp {
   using out_t = O;
   static constexpr bool kCascade = false;
   acc_t identity() const { return IsMax ? lowest<acc_t>() : highest<acc_t>(); }
-  acc_t map(T x) const { return static_cast<acc_t>(x); }
+  acc_t map(T x) const { return widen(x); }
   acc_t combine(acc_t a, acc_t b) const { return IsMax ? max_nan(a, b) : min_nan(a, b); }
   out_t project(acc_t a) const { return static_cast<out_t>(a); }
 };
@@ -191,7 +191,7 @@ struct LogicalOp {
   using out_t = O;
   static constexpr bool kCascade = false;
   acc_t identity() const { return IsAll ? 1 : 0; }
-  acc_t map(T x) const { return static_cast<opmath_t<T>>(x) != opmath_t<T>(0); }
+  acc_t map(T x) const { return widen(x) != opmath_t<T>(0); }
   acc_t combine(acc_t a, acc_t b) const { return IsAll ? (a & b) : (a | b); }
   out_t project(acc_t a) const { return static_cast<out_t>(a); }
 };
@@ -203,7 +203,7 @@ struct CountNonzeroOp {
   using out_t = int64_t;
   static constexpr bool kCascade = false;
   acc_t identity() const { return 0; }
-  acc_t map(T x) const { return static_cast<opmath_t<T>>(x) != opmath_t<T>(0); }
+  acc_t map(T x) const { return widen(x) != opmath_t<T>(0); }
   acc_t combine(acc_t a, acc_t b) const { return a + b; }
   out_t project(acc_t a) const { return a; }
 };
@@ -219,7 +219,7 @@ struct NormOp {
   acc_t p = 2, inv_p = 0.5;
   acc_t identity() const { return K == NormKind::NegInf ? highest<acc_t>() : acc_t(0); }
   acc_t map(T x) const {
-    acc_t v = static_cast<acc_t>(x);
+    acc_t v = widen(x);
     if constexpr (K == NormKind::L0) return v != acc_t(0) ? acc_t(1) : acc_t(0);
     else if constexpr (K == NormKind::L2) return v * v;
     else if constexpr (K == NormKind::P) return std::pow(std::abs(v), p);
@@ -408,34 +408,70 @@ struct SqDevOp {
   acc_t mean;
   acc_t identity() const { return acc_t(0); }
   acc_t map(T x) const {
-    acc_t d = static_cast<acc_t>(x) - mean;
+    acc_t d = widen(x) - mean;
     return d * d;
   }
   acc_t combine(acc_t a, acc_t b) const { return a + b; }
   out_t project(acc_t a) const { return a; }
 };
 
-// Inner mode with enough outputs for every thread: each output reads its
-// rows twice (mean, then squared deviations). Returns false when the plan
-// does not fit.
+// Sum of (x - mean[j])^2 over a vector-mode tile (mean per lane).
 template <typename T>
-bool var_rows(const Tensor& var, const Tensor& mean, const Tensor& in, DimMask mask,
-              double divisor, bool take_sqrt) {
+struct SqDevLaneOp {
+  using in_t = T;
+  using acc_t = opmath_t<T>;
+  using out_t = acc_t;
+  static constexpr bool kCascade = true;
+  const acc_t* mean;
+  acc_t identity() const { return acc_t(0); }
+  acc_t map(T x, int64_t j) const {
+    acc_t d = widen(x) - mean[j];
+    return d * d;
+  }
+  acc_t combine(acc_t a, acc_t b) const { return a + b; }
+  out_t project(acc_t a) const { return a; }
+};
+
+// Two passes over the input per output (or per vector-mode tile): the mean,
+// then the squared deviations from it; no temporaries. Returns false when
+// the outputs are too few to keep the threads busy (the caller then splits
+// the reduced dims instead).
+template <typename T>
+bool var_fused(const Tensor& var, const Tensor& mean, const Tensor& in, DimMask mask,
+               double divisor, bool take_sqrt) {
   using A = opmath_t<T>;
   if (in.numel() == 0) return false;
   const ReducePlan p = make_reduce_plan(in, var, mask);
   const int nt = reduce_threads(in.numel());
-  if (p.vec_mode || p.num_outputs < nt) return false;
   const T* ip = in.data<T>();
   T* vp = var.data<T>();
   T* mp = mean.defined() ? mean.data<T>() : nullptr;
   const A n = static_cast<A>(p.reduce_numel), div = static_cast<A>(divisor);
-  for_each_output(p, nt, [&](int64_t in_off, int64_t out_off) {
-    const T* base = ip + in_off;
-    A mu = detail::reduce_inner(SumOp<T>{}, base, p, 0, p.red_sizes[0]) / n;
-    A v = detail::reduce_inner(SqDevOp<T>{mu}, base, p, 0, p.red_sizes[0]) / div;
+  const int64_t R0 = p.red_sizes[0];
+  auto finish = [&](A mu, A ss, int64_t out_off) {
+    const A v = ss / div;
     vp[out_off] = static_cast<T>(take_sqrt ? std::sqrt(v) : v);
     if (mp) mp[out_off] = static_cast<T>(mu);
+  };
+  if (!p.vec_mode) {
+    if (p.num_outputs < nt) return false;
+    for_each_output(p, nt, [&](int64_t in_off, int64_t out_off) {
+      const T* base = ip + in_off;
+      const A mu = detail::reduce_inner(SumOp<T>{}, base, p, 0, R0) / n;
+      finish(mu, detail::reduce_inner(SqDevOp<T>{mu}, base, p, 0, R0), out_off);
+    });
+    return true;
+  }
+  constexpr int64_t TW = detail::kTileBytes / static_cast<int64_t>(sizeof(A));
+  const int64_t tw = tile_width(p, nt, TW);
+  if (p.num_outputs * ((p.vec_size + tw - 1) / tw) < nt) return false;
+  for_each_tile(p, nt, tw, [&](int64_t in_off, int64_t out_off, int64_t w) {
+    alignas(64) A mu[TW];
+    alignas(64) A ss[TW];
+    detail::reduce_tile(SumOp<T>{}, ip + in_off, w, p, 0, R0, mu);
+    for (int64_t j = 0; j < w; ++j) mu[j] /= n;
+    detail::reduce_tile(SqDevLaneOp<T>{mu}, ip + in_off, w, p, 0, R0, ss);
+    for (int64_t j = 0; j < w; ++j) finish(mu[j], ss[j], out_off + j * p.vec_out);
   });
   return true;
 }
@@ -448,11 +484,11 @@ void var_mean_out(const Tensor& var, const Tensor& mean, const Tensor& in, DimMa
   const double divisor = std::max(0.0, static_cast<double>(n) - correction);
   bool done = false;
   IGNIS_DISPATCH_FLOAT(in.dtype(), "var", [&] {
-    done = var_rows<scalar_t>(var, mean, in, mask, divisor, take_sqrt);
+    done = var_fused<scalar_t>(var, mean, in, mask, divisor, take_sqrt);
   });
   if (done) return;
-  // Otherwise: the mean into a temporary, the squared deviations into
-  // another (laid out like `in`), then their scaled sum.
+  // Otherwise (few outputs, or empty): the mean into a temporary, the
+  // squared deviations into another (laid out like `in`), their scaled sum.
   const ScalarType acc = in.dtype() == ScalarType::Float64 ? ScalarType::Float64
                                                            : ScalarType::Float32;
   Tensor m = empty_tensor(keep_shape(in, mask), acc, in.device());
@@ -503,28 +539,57 @@ struct ExpSumOp {
   static constexpr bool kCascade = true;
   acc_t shift;
   acc_t identity() const { return acc_t(0); }
-  acc_t map(T x) const { return exp_fast(static_cast<acc_t>(x) - shift); }
+  acc_t map(T x) const { return exp_fast(widen(x) - shift); }
   acc_t combine(acc_t a, acc_t b) const { return a + b; }
   out_t project(acc_t a) const { return a; }
 };
 
-// Inner mode with enough outputs for every thread: each output reads its
-// rows twice (max, then the shifted exp-sum) and needs no temporaries.
-// Returns false when the plan does not fit.
+// Sum of exp(x - shift[j]) over a vector-mode tile.
 template <typename T>
-bool logsumexp_rows(const Tensor& out, const Tensor& in, DimMask mask) {
+struct ExpSumLaneOp {
+  using in_t = T;
+  using acc_t = opmath_t<T>;
+  using out_t = acc_t;
+  static constexpr bool kCascade = true;
+  const acc_t* shift;
+  acc_t identity() const { return acc_t(0); }
+  acc_t map(T x, int64_t j) const { return exp_fast(widen(x) - shift[j]); }
+  acc_t combine(acc_t a, acc_t b) const { return a + b; }
+  out_t project(acc_t a) const { return a; }
+};
+
+// Two passes over the input per output (or vector-mode tile): the max, then
+// the shifted exp-sum; no temporaries. Returns false when the outputs are
+// too few to keep the threads busy.
+template <typename T>
+bool logsumexp_fused(const Tensor& out, const Tensor& in, DimMask mask) {
   using A = opmath_t<T>;
   const ReducePlan p = make_reduce_plan(in, out, mask);
   const int nt = reduce_threads(in.numel());
-  if (p.vec_mode || p.num_outputs < nt) return false;
   const T* ip = in.data<T>();
   T* op = out.data<T>();
-  for_each_output(p, nt, [&](int64_t in_off, int64_t out_off) {
-    const T* base = ip + in_off;
-    A m = detail::reduce_inner(ExtremeOp<T, true>{}, base, p, 0, p.red_sizes[0]);
-    A shift = finite_or_zero(m);
-    A s = detail::reduce_inner(ExpSumOp<T>{shift}, base, p, 0, p.red_sizes[0]);
-    op[out_off] = static_cast<T>(std::log(s) + shift);
+  const int64_t R0 = p.red_sizes[0];
+  if (!p.vec_mode) {
+    if (p.num_outputs < nt) return false;
+    for_each_output(p, nt, [&](int64_t in_off, int64_t out_off) {
+      const T* base = ip + in_off;
+      const A shift = finite_or_zero(detail::reduce_inner(ExtremeOp<T, true>{}, base, p, 0, R0));
+      const A s = detail::reduce_inner(ExpSumOp<T>{shift}, base, p, 0, R0);
+      op[out_off] = static_cast<T>(std::log(s) + shift);
+    });
+    return true;
+  }
+  constexpr int64_t TW = detail::kTileBytes / static_cast<int64_t>(sizeof(A));
+  const int64_t tw = tile_width(p, nt, TW);
+  if (p.num_outputs * ((p.vec_size + tw - 1) / tw) < nt) return false;
+  for_each_tile(p, nt, tw, [&](int64_t in_off, int64_t out_off, int64_t w) {
+    alignas(64) A shift[TW];
+    alignas(64) A s[TW];
+    detail::reduce_tile(ExtremeOp<T, true>{}, ip + in_off, w, p, 0, R0, shift);
+    for (int64_t j = 0; j < w; ++j) shift[j] = finite_or_zero(shift[j]);
+    detail::reduce_tile(ExpSumLaneOp<T>{shift}, ip + in_off, w, p, 0, R0, s);
+    for (int64_t j = 0; j < w; ++j)
+      op[out_off + j * p.vec_out] = static_cast<T>(std::log(s[j]) + shift[j]);
   });
   return true;
 }
@@ -541,9 +606,10 @@ void logsumexp_out(const Tensor& out, const Tensor& in_any, DimMask mask) {
   const Tensor in = in_any.dtype() == out.dtype() ? in_any : to_dtype_copy(in_any, out.dtype());
   bool done = false;
   IGNIS_DISPATCH_FLOAT(in.dtype(), "logsumexp",
-                       [&] { done = logsumexp_rows<scalar_t>(out, in, mask); });
+                       [&] { done = logsumexp_fused<scalar_t>(out, in, mask); });
   if (done) return;
-  // Otherwise three passes over temporaries: m, exp(x - m), their sums.
+  // Otherwise (few outputs) three passes over temporaries: m, exp(x - m),
+  // their sums, each split over the threads.
   const ScalarType acc = in.dtype() == ScalarType::Float64 ? ScalarType::Float64
                                                            : ScalarType::Float32;
   const DimVector ks = keep_shape(in, mask);
@@ -613,9 +679,9 @@ int64_t arg_run(const T* p, int64_t n, int64_t s, opmath_t<T>* best) {
   const A m = detail::reduce_run(ExtremeOp<T, IsMax>{}, p, n, s);
   int64_t i = 0;
   if (m != m) {
-    while (i < n - 1 && static_cast<A>(p[i * s]) == static_cast<A>(p[i * s])) ++i;
+    while (i < n - 1 && widen(p[i * s]) == widen(p[i * s])) ++i;
   } else {
-    while (i < n - 1 && static_cast<A>(p[i * s]) != m) ++i;
+    while (i < n - 1 && widen(p[i * s]) != m) ++i;
   }
   *best = m;
   return i;
@@ -683,40 +749,29 @@ void arg_reduce_typed(const Tensor& values, const Tensor& indices, const Tensor&
 
   // Vector mode: whole row segments compared against running extremes.
   constexpr int64_t TW = 1024;
-  const int64_t V = p.vec_size, tiles = (V + TW - 1) / TW, items = O * tiles;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
+  const int64_t vs = p.vec_in;
+  for_each_tile(p, nt, tile_width(p, nt, TW), [&](int64_t in_off, int64_t out_off, int64_t w) {
     alignas(64) A best[TW];
     alignas(64) int64_t bidx[TW];
-    int64_t b, e;
-    detail::split_range(items, omp_get_num_threads(), omp_get_thread_num(), &b, &e);
-    NdCounter c(p.keep_sizes, p.keep_in, &p.keep_out);
-    int64_t cur = b / tiles;
-    c.seek(cur);
-    for (int64_t it = b; it < e; ++it) {
-      int64_t o = it / tiles, j0 = (it % tiles) * TW;
-      for (; cur < o; ++cur) c.next();
-      const int64_t w = std::min(TW, V - j0), vs = p.vec_in;
-      const T* base = ip + c.off0 + j0 * vs;
+    const T* base = ip + in_off;
+    for (int64_t j = 0; j < w; ++j) {
+      best[j] = widen(base[j * vs]);
+      bidx[j] = 0;
+    }
+    for (int64_t r = 1; r < n; ++r) {
+      const T* row = base + r * s;
       for (int64_t j = 0; j < w; ++j) {
-        best[j] = static_cast<A>(base[j * vs]);
-        bidx[j] = 0;
-      }
-      for (int64_t r = 1; r < n; ++r) {
-        const T* row = base + r * s;
-        for (int64_t j = 0; j < w; ++j) {
-          A v = static_cast<A>(row[j * vs]);
-          bool take = better<IsMax>(v, best[j]);
-          best[j] = take ? v : best[j];
-          bidx[j] = take ? r : bidx[j];
-        }
-      }
-      for (int64_t j = 0; j < w; ++j) {
-        xp[c.off1 + (j0 + j) * p.vec_out] = bidx[j];
-        if (vp) vp[c.off1 + (j0 + j) * p.vec_out] = static_cast<T>(best[j]);
+        A v = widen(row[j * vs]);
+        bool take = better<IsMax>(v, best[j]);
+        best[j] = take ? v : best[j];
+        bidx[j] = take ? r : bidx[j];
       }
     }
-  }
+    for (int64_t j = 0; j < w; ++j) {
+      xp[out_off + j * p.vec_out] = bidx[j];
+      if (vp) vp[out_off + j * p.vec_out] = static_cast<T>(best[j]);
+    }
+  });
 }
 
 }  // namespace
@@ -763,8 +818,8 @@ void scan_typed(const Tensor& out, const Tensor& in, int64_t dim) {
       O* y = op + o * n;
       A acc = init;
       for (int64_t i = 0; i < n; ++i) {
-        acc = f(acc, static_cast<A>(static_cast<opmath_t<T>>(x[i])));
-        y[i] = static_cast<O>(acc);
+        acc = f(acc, static_cast<A>(widen(x[i])));
+        y[i] = narrow<O>(acc);
       }
     }
     return;
@@ -780,8 +835,8 @@ void scan_typed(const Tensor& out, const Tensor& in, int64_t dim) {
       const T* __restrict x = ip + (o * n + r) * inner + j0;
       O* __restrict y = op + (o * n + r) * inner + j0;
       for (int64_t j = 0; j < w; ++j) {
-        acc[j] = f(acc[j], static_cast<A>(static_cast<opmath_t<T>>(x[j])));
-        y[j] = static_cast<O>(acc[j]);
+        acc[j] = f(acc[j], static_cast<A>(widen(x[j])));
+        y[j] = narrow<O>(acc[j]);
       }
     }
   }
