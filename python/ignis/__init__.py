@@ -30,6 +30,7 @@ _ops.install(globals(), Tensor)
 from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
 from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
 
