@@ -184,12 +184,12 @@ void gemm_int(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T* c
 // ---------------------------------------------------------------------------
 // BLAS
 // ---------------------------------------------------------------------------
+#if IGNIS_HAVE_BLAS
 bool env_builtin() {
   const char* e = std::getenv("IGNIS_GEMM");
   return e && std::strcmp(e, "builtin") == 0;
 }
 
-#if IGNIS_HAVE_BLAS
 // OpenBLAS keeps its own thread pool; keep its size equal to ignis's.
 void sync_blas_threads() {
   static std::atomic<int> current{0};
