@@ -306,10 +306,12 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 #if IGNIS_HAVE_BLAS
   if constexpr (std::is_floating_point_v<T>) sync_blas_threads();
 #endif
-  if (per_thread) parallel_rows(batch, m * n * std::max<int64_t>(k, 1), [&](int64_t b0, int64_t b1) {
-    run(b0, b1, false);
-  });
-  else run(0, batch, true);
+  if (per_thread) {
+    parallel_rows(batch, m * n * std::max<int64_t>(k, 1),
+                  [&](int64_t b0, int64_t b1) { run(b0, b1, false); });
+  } else {
+    run(0, batch, true);
+  }
 }
 
 }  // namespace
@@ -332,8 +334,9 @@ void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar&
       // Compute in float, round once.
       Tensor af = to_dtype_copy(a, ScalarType::Float32);
       Tensor bf = to_dtype_copy(b, ScalarType::Float32);
-      Tensor cf = beta.to_double() == 0.0 ? empty_tensor(out.sizes(), ScalarType::Float32, out.device())
-                                          : to_dtype_copy(out, ScalarType::Float32);
+      Tensor cf = beta.to_double() == 0.0
+                      ? empty_tensor(out.sizes(), ScalarType::Float32, out.device())
+                      : to_dtype_copy(out, ScalarType::Float32);
       bmm_typed<float>(cf, af, bf, beta.to<float>(), alpha.to<float>());
       copy_into(out, cf);
       return;
