@@ -512,7 +512,8 @@ void cross_entropy_meta(OpCall& c) {
   if (prob_targets(in, target)) {
     IGNIS_CHECK(is_floating(target.dtype()), "Expected floating point type for target with class "
                 "probabilities, got ", legacy_type_name(target.dtype()));
-    if (!is_floating(in.dtype())) not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
+    if (!is_floating(in.dtype()))
+      not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
     IGNIS_CHECK_VALUE(in.dim() >= 1, "Expected 1 or more dimensions (got ", in.dim(), ")");
     const int64_t cdim = in.dim() == 1 ? 0 : 1;
     IGNIS_CHECK(!weight.defined() || weight.numel() == in.sizes()[cdim], "weight tensor should "
@@ -683,7 +684,8 @@ void float_act_meta(OpCall& c) {
   pointwise_meta(c, {0}, DtypeRule::Promote, Inplace);
   std::string name = c.op.schema().name;
   if (Inplace) name.pop_back();
-  if (!is_floating(c.iter->common_dtype())) not_implemented_for(name + "_cpu", c.iter->common_dtype());
+  const ScalarType dt = c.iter->common_dtype();
+  if (!is_floating(dt)) not_implemented_for(name + "_cpu", dt);
 }
 
 template <typename S>
@@ -839,7 +841,8 @@ void register_nn_ops() {
   def("normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor").category(O)
       .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim");
   def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor").category(O)
-      .meta(cosine_meta).cpu(cosine_cpu).doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim");
+      .meta(cosine_meta).cpu(cosine_cpu)
+      .doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim");
 
   def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)").category(O)
       .meta(native_dropout_meta).cpu(native_dropout_cpu)
