@@ -29,6 +29,12 @@ _ops.install(globals(), Tensor)
 
 from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
+from . import autograd  # noqa: E402,F401
+from .autograd import (  # noqa: E402,F401
+    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled,
+)
+autograd._install(globals(), Tensor)
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
@@ -316,17 +317,21 @@ CMP_FN(LogicalOr, (a != T(0)) || (b != T(0)))
 CMP_FN(LogicalXor, (a != T(0)) != (b != T(0)))
 
 // Declares name(self, other) and name_(self, other) with one meta rule and kernel.
+// (Derivatives are declared with each op: `d` and the names it saves.)
 void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn meta_inplace,
-          ImplFn cpu, const char* doc) {
+          ImplFn cpu, const char* doc, DerivativeFn d = nullptr, const char* saves = "") {
   def(name + "(Tensor self, Tensor other" + extra + ") -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(meta).cpu(cpu).doc(doc);
+      .category(OpCategory::Pointwise).both().meta(meta).cpu(cpu).doc(doc).derivative(d, saves);
   def(name + "_(Tensor(a!) self, Tensor other" + extra + ") -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(meta_inplace).cpu(cpu).doc(doc);
+      .category(OpCategory::Pointwise).both().meta(meta_inplace).cpu(cpu).doc(doc)
+      .derivative(d, saves);
 }
 
 template <typename F, Types T, R Rule>
-void arith(const std::string& name, const char* doc, const std::string& extra = "") {
-  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, doc);
+void arith(const std::string& name, const char* doc, const std::string& extra = "",
+           DerivativeFn d = nullptr, const char* saves = "") {
+  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, doc, d,
+       saves);
 }
 
 template <typename F>
@@ -379,42 +384,143 @@ void rsub_meta(OpCall& c) {
   alpha_check(c);
 }
 
+// ---- derivatives (formulas through the dispatcher, so they differentiate again) ----
+using namespace grad_ops;  // NOLINT
+
+double alpha_of(const GradCtx& c) { return c.scalar(2).to_double(); }
+void add_bw(GradCtx& c) {
+  c.set(0, c.grad());
+  double a = alpha_of(c);
+  c.set(1, a == 1.0 ? c.grad() : mul(c.grad(), a));
+}
+void sub_bw(GradCtx& c) {
+  c.set(0, c.grad());
+  c.set(1, mul(c.grad(), -alpha_of(c)));
+}
+void rsub_bw(GradCtx& c) {  // other - alpha * self
+  c.set(0, mul(c.grad(), -alpha_of(c)));
+  c.set(1, c.grad());
+}
+void mul_bw(GradCtx& c) {
+  if (c.needs_grad(0)) c.set(0, mul(c.grad(), c.in(1)));
+  if (c.needs_grad(1)) c.set(1, mul(c.grad(), c.in(0)));
+}
+void div_bw(GradCtx& c) {
+  if (!c.args[2].is_none()) {  // rounded quotients are piecewise constant
+    c.set(0, zeros_like(c.grad()));
+    c.set(1, zeros_like(c.grad()));
+    return;
+  }
+  const Tensor& b = c.in(1);
+  if (c.needs_grad(0)) c.set(0, div(c.grad(), b));
+  if (c.needs_grad(1)) c.set(1, neg(div(mul(c.grad(), c.in(0)), mul(b, b))));
+}
+void pow_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& e = c.in(1);
+  const Tensor& g = c.grad();
+  if (c.needs_grad(0)) {
+    // e * x^(e-1), and 0 where e == 0 (so that 0^-1 does not poison it).
+    Tensor d = mul(mul(g, e), pow(x, sub(e, scalar(1.0))));
+    c.set(0, where(op("eq", e, scalar(0.0)), zeros_like(d), d));
+  }
+  if (c.needs_grad(1)) {
+    // x^e * log(x), and 0 where x == 0 and e >= 0.
+    Tensor d = mul(mul(g, c.result()), op("log", x));
+    Tensor mask = op("logical_and", op("eq", x, scalar(0.0)), op("ge", e, scalar(0.0)));
+    c.set(1, where(mask, zeros_like(d), d));
+  }
+}
+void fmod_bw(GradCtx& c) {
+  c.set(0, c.grad());
+  if (c.needs_grad(1))
+    c.set(1, neg(mul(c.grad(), op("trunc", div(c.in(0), c.in(1))))));
+}
+void remainder_bw(GradCtx& c) {
+  c.set(0, c.grad());
+  if (c.needs_grad(1))
+    c.set(1, neg(mul(c.grad(), op("floor", div(c.in(0), c.in(1))))));
+}
+}  // namespace
+
+// max/min of two tensors: the gradient goes to the larger (smaller) one,
+// split evenly on ties, as in PyTorch.
+static void minmax_bw(GradCtx& c, bool is_max) {
+  const Tensor& a = c.in(0);
+  const Tensor& b = c.in(1);
+  const Tensor& g = c.grad();
+  Tensor half = mul(g, 0.5);
+  Tensor z = zeros_like(g);
+  Tensor eq = op("eq", a, b);
+  Tensor a_wins = op(is_max ? "gt" : "lt", a, b);
+  Tensor b_wins = op(is_max ? "lt" : "gt", a, b);
+  c.set(0, where(eq, half, where(a_wins, g, z)));
+  c.set(1, where(eq, half, where(b_wins, g, z)));
+}
+void maximum_bw(GradCtx& c) { minmax_bw(c, true); }
+void minimum_bw(GradCtx& c) { minmax_bw(c, false); }
+
+namespace {
+void atan2_bw(GradCtx& c) {
+  const Tensor& a = c.in(0);
+  const Tensor& b = c.in(1);
+  Tensor den = add(mul(a, a), mul(b, b));
+  c.set(0, div(mul(c.grad(), b), den));
+  c.set(1, div(mul(neg(c.grad()), a), den));
+}
+void hypot_bw(GradCtx& c) {
+  c.set(0, div(mul(c.grad(), c.in(0)), c.result()));
+  c.set(1, div(mul(c.grad(), c.in(1)), c.result()));
+}
+void copysign_bw(GradCtx& c) {
+  // d|a|*sign(b)/da = sign(a)*sign(b) = result / a (0 where a == 0).
+  const Tensor& a = c.in(0);
+  Tensor d = mul(c.grad(), div(c.result(), a));
+  c.set(0, where(op("eq", a, scalar(0.0)), zeros_like(d), d));
+  c.set(1, zeros_like(c.grad()));
+}
+
 }  // namespace
 
 void register_binary_ops() {
   const std::string alpha = ", *, Scalar alpha=1";
   pair("add", alpha, add_meta<false, false>, add_meta<false, true>,
-       binary_cpu<AddAlpha<false>, Types::All>, "self + alpha * other");
+       binary_cpu<AddAlpha<false>, Types::All>, "self + alpha * other", add_bw);
   pair("sub", alpha, add_meta<true, false>, add_meta<true, true>,
-       binary_cpu<AddAlpha<true>, Types::Numeric>, "self - alpha * other");
+       binary_cpu<AddAlpha<true>, Types::Numeric>, "self - alpha * other", sub_bw);
   pair("subtract", alpha, add_meta<true, false>, add_meta<true, true>,
-       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub");
+       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub", sub_bw);
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Pointwise).meta(rsub_meta).cpu(rsub_cpu)
-      .doc("other - alpha * self");
-  arith<Mul, Types::All, R::Promote>("mul", "self * other");
-  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul");
+      .doc("other - alpha * self").derivative(rsub_bw);
+  arith<Mul, Types::All, R::Promote>("mul", "self * other", "", mul_bw, "self, other");
+  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul", "", mul_bw, "self, other");
   pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient");
+       "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient", div_bw, "self, other");
   pair("divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div");
+       "alias of div", div_bw, "self, other");
   pair("true_divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div");
+       "alias of div", div_bw, "self, other");
   pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
        floor_divide_cpu, "floor(self / other)");
-  pair("pow", "", pow_meta, pow_meta_, pow_cpu, "self ** other");
+  pair("pow", "", pow_meta, pow_meta_, pow_cpu, "self ** other", pow_bw, "self, other, result");
   pair("fmod", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>, fmod_cpu,
-       "C-style remainder (sign of self)");
+       "C-style remainder (sign of self)", fmod_bw, "self, other");
   pair("remainder", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       remainder_cpu, "Python-style remainder (sign of other)");
-  arith<Maximum, Types::All, R::Promote>("maximum", "elementwise max, propagating NaN");
-  arith<Minimum, Types::All, R::Promote>("minimum", "elementwise min, propagating NaN");
+       remainder_cpu, "Python-style remainder (sign of other)", remainder_bw, "self, other");
+  arith<Maximum, Types::All, R::Promote>("maximum", "elementwise max, propagating NaN", "",
+                                         maximum_bw, "self, other");
+  arith<Minimum, Types::All, R::Promote>("minimum", "elementwise min, propagating NaN", "",
+                                         minimum_bw, "self, other");
   arith<BitAnd, Types::IntBool, R::Promote>("bitwise_and", "self & other");
   arith<BitOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
   arith<BitXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");
-  arith<Atan2, Types::Float, R::PromoteToFloat>("atan2", "atan(self / other) by quadrant");
-  arith<Hypot, Types::Float, R::Promote>("hypot", "sqrt(self^2 + other^2)");
-  arith<Copysign, Types::Float, R::PromoteToFloat>("copysign", "|self| with the sign of other");
+  arith<Atan2, Types::Float, R::PromoteToFloat>("atan2", "atan(self / other) by quadrant", "",
+                                                atan2_bw, "self, other");
+  arith<Hypot, Types::Float, R::Promote>("hypot", "sqrt(self^2 + other^2)", "", hypot_bw,
+                                         "self, other, result");
+  arith<Copysign, Types::Float, R::PromoteToFloat>("copysign", "|self| with the sign of other", "",
+                                                   copysign_bw, "self, result");
   compare<Eq>("eq", "self == other");
   compare<Ne>("ne", "self != other");
   compare<Lt>("lt", "self < other");

@@ -108,11 +108,36 @@ KernelFn structured_kernel(const OpDef* d, DispatchKey k) {
   };
 }
 
+// Turns the names of .derivative()'s `saves` into argument/output bit masks.
+void parse_saves(OpDef* d, const FunctionSchema& fs) {
+  size_t pos = 0;
+  const std::string& s = d->saves;
+  while (pos < s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string name = s.substr(pos, end - pos);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    pos = end + 1;
+    if (name.empty()) continue;
+    if (name.rfind("result", 0) == 0) {
+      int j = name.size() == 6 ? 0 : std::stoi(name.substr(6));
+      d->save_outputs |= uint64_t(1) << j;
+      continue;
+    }
+    int i = fs.find_arg(name);
+    IGNIS_INTERNAL_ASSERT(i >= 0, "derivative of ", fs.full_name(), " saves unknown '", name, "'");
+    d->save_inputs |= uint64_t(1) << i;
+  }
+}
+
 }  // namespace
 
 OpBuilder::~OpBuilder() {
   OpHandle& h = Dispatcher::get().register_op(d_->schema);
   h.set_def(d_);
+  parse_saves(d_, h.schema());
+  if (d_->category == OpCategory::Creation) d_->nondifferentiable = true;
   if (d_->any_backend) {
     for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta})
       h.set_kernel(k, d_->any_backend);

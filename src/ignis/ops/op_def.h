@@ -25,6 +25,11 @@ const char* category_name(OpCategory c);
 enum Variants : uint8_t { kFunction = 1, kMethod = 2, kBoth = 3 };
 
 class TensorIterator;
+struct GradCtx;  // autograd/formula.h
+
+// A derivative formula: reads the saved inputs/outputs and the gradients of
+// the outputs from the context and sets the gradients of the inputs.
+using DerivativeFn = void (*)(GradCtx&);
 
 // The state of one call of a structured op: its arguments, the outputs the
 // meta rule allocated, and (for pointwise and reduction ops) the iterator
@@ -66,6 +71,15 @@ struct OpDef {
   // Composite ops implemented only through other ops: also registered at the
   // autograd keys, so autograd records their parts.
   bool composite_implicit = false;
+  // Autograd: the derivative formula and what backward needs saved (bit i of
+  // save_inputs: argument i; bit j of save_outputs: output j), parsed from
+  // the names given to .derivative().
+  DerivativeFn derivative = nullptr;
+  std::string saves;
+  uint64_t save_inputs = 0;
+  uint64_t save_outputs = 0;
+  // Outputs never require grad even when inputs do (creation ops, .detach()).
+  bool nondifferentiable = false;
   std::string doc;
 };
 
@@ -92,6 +106,14 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& doc(std::string s) { d_->doc = std::move(s); return *this; }
+  // The op's derivative; `saves` lists the argument names and outputs
+  // ("result", "result1", ...) the formula reads, comma-separated.
+  OpBuilder& derivative(DerivativeFn f, std::string saves = "") {
+    d_->derivative = f;
+    d_->saves = std::move(saves);
+    return *this;
+  }
+  OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
 
  private:
   OpDef* d_;

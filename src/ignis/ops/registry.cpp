@@ -1,3 +1,4 @@
+#include "ignis/autograd/autograd_kernel.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -18,6 +19,7 @@ void register_all_ops() {
   register_matrix_ops();
   register_composite_ops();
   register_nn_ops();
+  autograd::register_autograd_kernel();
 }
 
 }  // namespace ignis

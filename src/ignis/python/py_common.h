@@ -74,6 +74,10 @@ bool init_indexing(PyObject* module);
 // Call after init_op_type (op objects are graph targets).
 bool init_graph(PyObject* module);
 
+// --- autograd (py_autograd.cpp): Tensor.grad etc., grad_fn objects, grad mode -------
+// Call after init_tensor_type.
+bool init_autograd(PyObject* module);
+
 // --- numbers -----------------------------------------------------------------
 // True when o is a Python or NumPy number (bool, int, float).
 bool is_number(PyObject* o);

@@ -1,0 +1,112 @@
+"""ignis.autograd: reverse-mode automatic differentiation.
+
+The graph is recorded in C++ by the dispatcher's Autograd kernel (see
+src/ignis/autograd); this package is the PyTorch-shaped front end:
+backward(), grad(), gradcheck() and the grad-mode context managers.
+"""
+from .. import _C
+from .grad_mode import (  # noqa: F401
+    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled,
+)
+from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
+
+__all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode"]
+
+Node = _C._FunctionBase
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    if isinstance(x, (tuple, list)):
+        return tuple(x)
+    return (x,)
+
+
+def _grads_for(outputs, grad_outputs):
+    grads = _as_tuple(grad_outputs)
+    if not grads:
+        return [None] * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs: got "
+                           f"{len(grads)} gradients for {len(outputs)} outputs")
+    out = []
+    for g, o in zip(grads, outputs):
+        if g is not None and not isinstance(g, _C.TensorBase):
+            from .. import tensor as _tensor
+            g = _tensor(g, dtype=o.dtype)
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Computes the sum of gradients of `tensors` w.r.t. the graph leaves,
+    accumulating them into each leaf's .grad."""
+    if inputs is not None:
+        raise NotImplementedError("ignis.autograd.backward(inputs=...) is not supported; "
+                                  "use ignis.autograd.grad")
+    tensors = _as_tuple(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    _C._run_backward(tensors, _grads_for(tensors, grad_tensors), bool(retain_graph),
+                     bool(create_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Returns the gradients of `outputs` w.r.t. `inputs` (a tuple), without
+    touching any .grad."""
+    if is_grads_batched:
+        raise NotImplementedError("ignis.autograd.grad(is_grads_batched=True) is not supported")
+    single = not isinstance(inputs, (tuple, list))
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    res = _C._run_grad(outputs, _grads_for(outputs, grad_outputs), inputs, bool(retain_graph),
+                       bool(create_graph), bool(allow_unused))
+    if materialize_grads:
+        from .. import zeros_like
+        res = tuple(zeros_like(i) if r is None else r for r, i in zip(res, inputs))
+    return res
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Computes the gradient of this tensor w.r.t. the graph leaves."""
+    backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+def _tensor_register_hook(self, hook):
+    raise NotImplementedError("Tensor.register_hook is not supported by ignis autograd yet")
+
+
+_FACTORIES = ["zeros", "ones", "empty", "full", "rand", "randn", "arange", "linspace", "eye",
+              "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+              "empty_strided"]
+
+
+def _with_requires_grad(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def factory(*args, requires_grad=False, **kwargs):
+        out = fn(*args, **kwargs)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    factory._ignis_requires_grad = True
+    return factory
+
+
+def _install(namespace, tensor_cls):
+    """Adds Tensor.backward and the `requires_grad=` keyword of factories."""
+    tensor_cls.backward = _tensor_backward
+    tensor_cls.register_hook = _tensor_register_hook
+    for name in _FACTORIES:
+        fn = namespace.get(name)
+        if fn is not None and not getattr(fn, "_ignis_requires_grad", False):
+            namespace[name] = _with_requires_grad(fn)

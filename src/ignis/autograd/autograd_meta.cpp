@@ -1,0 +1,84 @@
+#include "ignis/autograd/autograd_meta.h"
+
+#include <algorithm>
+
+#include "ignis/autograd/functions.h"
+
+namespace ignis::autograd {
+
+AutogradMeta::~AutogradMeta() {
+  if (retains_grad_ && grad_fn_) {
+    auto& r = grad_fn_->retained();
+    r.erase(std::remove_if(r.begin(), r.end(), [this](auto& p) { return p.second == this; }),
+            r.end());
+  }
+}
+
+AutogradMeta& materialize_meta(const Tensor& t) {
+  AutogradMetaInterface* m = t.impl()->autograd_meta();
+  if (!m) {
+    t.impl()->set_autograd_meta(std::make_unique<AutogradMeta>());
+    m = t.impl()->autograd_meta();
+  }
+  return *static_cast<AutogradMeta*>(m);
+}
+
+void set_requires_grad(const Tensor& t, bool on) {
+  if (on) {
+    IGNIS_CHECK(is_floating(t.dtype()),
+                "only Tensors of floating point dtype can require gradients (got ",
+                dtype_name(t.dtype()), ")");
+  }
+  AutogradMeta* m = get_meta(t);
+  if (m && m->grad_fn_) {
+    IGNIS_CHECK(on, "you can only change requires_grad flags of leaf variables. If you want to "
+                "use a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().");
+    return;
+  }
+  if (!on && !m) return;
+  materialize_meta(t).requires_grad_ = on;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = get_meta(t);
+  if (!m) return {};
+  if (m->grad_fn_) return {m->grad_fn_, m->output_nr_};
+  if (!m->requires_grad_) return {};
+  std::shared_ptr<Node> acc = m->grad_accumulator_.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator_ = acc;
+  }
+  return {acc, 0};
+}
+
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
+  AutogradMeta& m = materialize_meta(t);
+  if (m.retains_grad_ && m.grad_fn_) {
+    // The tensor's history moves to a new node (an in-place op): so does
+    // the retain_grad registration.
+    auto& r = m.grad_fn_->retained();
+    r.erase(std::remove_if(r.begin(), r.end(), [&m](auto& p) { return p.second == &m; }),
+            r.end());
+    fn->retained().emplace_back(output_nr, &m);
+  }
+  m.grad_fn_ = fn;
+  m.output_nr_ = output_nr;
+}
+
+Tensor detach(const Tensor& t) {
+  Tensor d = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+  d.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
+  return d;
+}
+
+void retain_grad(const Tensor& t) {
+  IGNIS_CHECK(requires_grad(t), "can't retain_grad on Tensor that has requires_grad=False");
+  AutogradMeta& m = materialize_meta(t);
+  if (!m.grad_fn_ || m.retains_grad_) return;  // leaves keep their grad anyway
+  m.retains_grad_ = true;
+  m.grad_fn_->retained().emplace_back(m.output_nr_, &m);
+}
+
+}  // namespace ignis::autograd

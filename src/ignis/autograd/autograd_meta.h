@@ -1,0 +1,52 @@
+// Per-tensor autograd state (requires_grad, grad, grad_fn, ...), kept
+// behind core's AutogradMetaInterface, and the helpers every part of
+// autograd uses to read and write it.
+#pragma once
+
+#include <memory>
+
+#include "ignis/autograd/node.h"
+
+namespace ignis::autograd {
+
+struct AutogradMeta : AutogradMetaInterface {
+  ~AutogradMeta() override;
+  bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
+
+  bool requires_grad_ = false;  // set on leaves by requires_grad_()
+  Tensor grad_;
+  std::shared_ptr<Node> grad_fn_;
+  std::weak_ptr<Node> grad_accumulator_;  // leaves: their AccumulateGrad
+  uint32_t output_nr_ = 0;
+  bool retains_grad_ = false;
+  // Views: the tensor whose storage this one views (itself not a view).
+  bool is_view_ = false;
+  Tensor base_;
+};
+
+inline AutogradMeta* get_meta(const Tensor& t) {
+  return static_cast<AutogradMeta*>(t.impl()->autograd_meta());
+}
+AutogradMeta& materialize_meta(const Tensor& t);
+
+inline bool requires_grad(const Tensor& t) {
+  if (!t.defined()) return false;
+  AutogradMetaInterface* m = t.impl()->autograd_meta();
+  return m && m->requires_grad();
+}
+inline bool is_leaf(const Tensor& t) {
+  AutogradMeta* m = get_meta(t);
+  return !m || !m->grad_fn_;
+}
+// Float dtypes only: "only Tensors of floating point dtype can require gradients".
+void set_requires_grad(const Tensor& t, bool on);
+// Where a gradient for t goes: its grad_fn, or the AccumulateGrad of a leaf
+// that requires grad, or an invalid edge.
+Edge gradient_edge(const Tensor& t);
+// Makes `fn` the grad_fn of t (output output_nr of fn).
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
+// A tensor sharing t's data and version counter, without history.
+Tensor detach(const Tensor& t);
+void retain_grad(const Tensor& t);
+
+}  // namespace ignis::autograd

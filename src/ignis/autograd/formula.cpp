@@ -1,0 +1,86 @@
+#include "ignis/autograd/formula.h"
+
+namespace ignis::grad_ops {
+
+namespace {
+OpRef add_op("add"), sub_op("sub"), mul_op("mul"), div_op("div"), neg_op("neg"),
+    pow_op("pow"), where_op("where.self"), zeros_like_op("zeros_like"), zeros_op("zeros"),
+    ones_like_op("ones_like"), expand_op("expand"), reshape_op("reshape"),
+    sum_op("sum.dim_IntList"), unsqueeze_op("unsqueeze"), transpose_op("transpose.int"),
+    to_op("to.dtype");
+}  // namespace
+
+Tensor scalar(double v) { return scalar_to_tensor(v, ScalarType::Float64, true); }
+Tensor add(const Tensor& a, const Tensor& b) { return add_op.tensor(a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return sub_op.tensor(a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return mul_op.tensor(a, b); }
+Tensor mul(const Tensor& a, double s) {
+  return mul_op.tensor(a, scalar_to_tensor(s, ScalarType::Float64, true));
+}
+Tensor div(const Tensor& a, const Tensor& b) { return div_op.tensor(a, b); }
+Tensor neg(const Tensor& a) { return neg_op.tensor(a); }
+Tensor pow(const Tensor& a, double e) {
+  return pow_op.tensor(a, scalar_to_tensor(e, ScalarType::Float64, true));
+}
+Tensor pow(const Tensor& a, const Tensor& e) { return pow_op.tensor(a, e); }
+Tensor sq(const Tensor& a) { return mul_op.tensor(a, a); }
+Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
+  return where_op.tensor(c, a, b);
+}
+Tensor zeros_like(const Tensor& a) { return zeros_like_op.tensor(a); }
+Tensor zeros(const DimVector& sizes, ScalarType dtype, Device device) {
+  return zeros_op.tensor(sizes.vec(), dtype, device);
+}
+Tensor ones_like(const Tensor& a) { return ones_like_op.tensor(a); }
+Tensor expand(const Tensor& a, const DimVector& sizes) { return expand_op.tensor(a, sizes.vec()); }
+Tensor reshape(const Tensor& a, const DimVector& sizes) {
+  return reshape_op.tensor(a, sizes.vec());
+}
+Tensor sum_dims(const Tensor& g, const std::vector<int64_t>& dims, bool keepdim) {
+  return sum_op.tensor(g, dims, keepdim);
+}
+
+Tensor sum_to(const Tensor& g, const DimVector& sizes) {
+  if (g.sizes() == sizes) return g;
+  int64_t lead = g.dim() - static_cast<int64_t>(sizes.size());
+  IGNIS_CHECK(lead >= 0, "autograd: cannot sum a gradient of shape ", g.shape_str(),
+              " to shape ", shape_str(sizes));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < lead; ++d) dims.push_back(d);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    int64_t gs = g.sizes()[lead + static_cast<int64_t>(i)];
+    if (sizes[i] == 1 && gs != 1) dims.push_back(lead + static_cast<int64_t>(i));
+    else
+      IGNIS_CHECK(sizes[i] == gs, "autograd: cannot sum a gradient of shape ", g.shape_str(),
+                  " to shape ", shape_str(sizes));
+  }
+  Tensor r = dims.empty() ? g : sum_op.tensor(g, dims, true);
+  return r.sizes() == sizes ? r : reshape_op.tensor(r, sizes.vec());
+}
+
+Tensor unsqueeze(const Tensor& a, int64_t dim) { return unsqueeze_op.tensor(a, dim); }
+Tensor conj_t(const Tensor& a) { return transpose_op.tensor(a, int64_t(-2), int64_t(-1)); }
+Tensor to_dtype(const Tensor& a, ScalarType dt) { return to_op.tensor(a, dt); }
+
+std::vector<int64_t> reduced_dims(const IValue& dim, int64_t ndim) {
+  std::vector<int64_t> dims;
+  if (dim.is_int()) dims.push_back(wrap_dim(dim.to_int(), ndim));
+  else if (dim.is_int_list())
+    for (int64_t d : dim.to_int_list()) dims.push_back(wrap_dim(d, ndim));
+  if (dims.empty())
+    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
+  return dims;
+}
+
+Tensor unreduce(const Tensor& g, const DimVector& in_sizes, const std::vector<int64_t>& dims,
+                bool keepdim) {
+  int64_t nd = static_cast<int64_t>(in_sizes.size());
+  if (keepdim || nd == 0 || g.dim() == nd) return g;
+  DimVector shape;
+  std::vector<bool> red(static_cast<size_t>(nd), false);
+  for (int64_t d : dims) red[static_cast<size_t>(wrap_dim(d, nd))] = true;
+  for (int64_t d = 0; d < nd; ++d) shape.push_back(red[static_cast<size_t>(d)] ? 1 : in_sizes[d]);
+  return reshape_op.tensor(g, shape.vec());
+}
+
+}  // namespace ignis::grad_ops

@@ -1,0 +1,132 @@
+#include "ignis/autograd/functions.h"
+
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/formula.h"
+#include "ignis/autograd/grad_mode.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis::autograd {
+
+namespace {
+
+OpRef add_op("add");
+OpRef add_inplace_op("add_");
+OpRef contiguous_op("contiguous");
+OpRef clone_op("clone");
+
+// A formula's gradient for an input of geometry `g`: summed over broadcast
+// dims and cast to the input's dtype.
+Tensor fit_to(Tensor grad, const TensorGeom& g) {
+  if (!grad.defined()) return grad;
+  if (grad.sizes() != g.sizes) grad = grad_ops::sum_to(grad, g.sizes);
+  if (grad.dtype() != g.dtype) grad = grad_ops::to_dtype(grad, g.dtype);
+  return grad;
+}
+
+}  // namespace
+
+tensor_list AccumulateGrad::apply(tensor_list&& grads) {
+  if (grads.empty() || !grads[0].defined()) return {};
+  Tensor g = std::move(grads[0]);
+  grads.clear();
+  AutogradMeta& m = materialize_meta(variable_);
+  g = fit_to(std::move(g), TensorGeom{variable_.sizes(), variable_.dtype(), variable_.device()});
+  if (!m.grad_.defined()) {
+    if (grad_enabled()) {
+      m.grad_ = g;  // create_graph: .grad keeps its history
+    } else if (g.is_contiguous() && g.impl()->use_count() == 1 && !requires_grad(g)) {
+      m.grad_ = std::move(g);  // nobody else sees it: steal it
+    } else {
+      // Shared (a + b hands the same gradient to both) or strided oddly
+      // (expanded by sum's backward): .grad gets its own dense copy.
+      m.grad_ = g.is_contiguous() ? clone_op.tensor(g) : contiguous_op.tensor(g);
+      if (requires_grad(m.grad_)) m.grad_ = detach(m.grad_);
+    }
+  } else if (grad_enabled()) {
+    m.grad_ = add_op.tensor(m.grad_, g);
+  } else {
+    add_inplace_op.call(m.grad_, g);
+  }
+  return {};
+}
+
+tensor_list OpNode::apply(tensor_list&& grads) {
+  bool any_saved = false;
+  for (auto& v : saved_in)
+    for (auto& s : v) any_saved |= s.was_defined();
+  for (auto& s : saved_out) any_saved |= s.was_defined();
+  IGNIS_CHECK(!(released_ && any_saved), kFreedGraphMessage);
+  std::shared_ptr<Node> self = shared_from_this();
+  const FunctionSchema& fs = op_.schema();
+
+  Stack full = args;
+  for (size_t i = 0; i < saved_in.size(); ++i) {
+    if (saved_in[i].empty()) continue;
+    const char* what = fs.args[i].name.c_str();
+    if (fs.args[i].type == ArgType::TensorList) {
+      std::vector<Tensor> l;
+      for (auto& s : saved_in[i]) l.push_back(s.unpack(self, what));
+      full[i] = IValue(std::move(l));
+    } else {
+      full[i] = IValue(saved_in[i][0].unpack(self, what));
+    }
+  }
+  std::vector<Tensor> results;
+  for (auto& s : saved_out) results.push_back(s.unpack(self, "result"));
+
+  bool any = false;
+  for (auto& g : grads) any |= g.defined();
+  tensor_list out(next_edges_.size());
+  if (!any) return out;
+  for (size_t j = 0; j < grads.size(); ++j) {
+    if (grads[j].defined() || !is_floating(input_geom_[j].dtype)) continue;
+    const TensorGeom& g = input_geom_[j];
+    grads[j] = grad_ops::zeros(g.sizes, g.dtype, g.device);
+  }
+
+  std::vector<std::vector<Tensor>> in_grads(fs.args.size());
+  GradCtx ctx{op_, full, geom, results, grads, needs, in_grads};
+  op_.def()->derivative(ctx);
+
+  for (size_t i = 0; i < in_grads.size(); ++i) {
+    if (in_grads[i].empty() || first_slot[i] < 0) continue;
+    for (size_t k = 0; k < in_grads[i].size() && k < geom[i].size(); ++k) {
+      size_t slot = static_cast<size_t>(first_slot[i]) + k;
+      if (slot < out.size() && next_edges_[slot].valid())
+        out[slot] = fit_to(std::move(in_grads[i][k]), geom[i][k]);
+    }
+  }
+  return out;
+}
+
+void OpNode::release_variables() {
+  released_ = true;
+  for (auto& v : saved_in)
+    for (auto& s : v) s.reset();
+  for (auto& s : saved_out) s.reset();
+}
+
+tensor_list NotImplementedNode::apply(tensor_list&&) {
+  IGNIS_FAIL_KIND(NotImplemented, "the derivative for '", op_,
+                  "' is not implemented in ignis (its inputs require grad)");
+}
+
+std::string backward_name(const OpHandle& op) {
+  std::string base = op.schema().name;
+  while (!base.empty() && base.back() == '_') base.pop_back();
+  size_t start = base.find_first_not_of('_');
+  std::string n;
+  bool up = true;
+  for (size_t i = start == std::string::npos ? 0 : start; i < base.size(); ++i) {
+    char c = base[i];
+    if (c == '_') {
+      up = true;
+      continue;
+    }
+    n += up && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+    up = false;
+  }
+  return n + "Backward0";
+}
+
+}  // namespace ignis::autograd

@@ -1,0 +1,75 @@
+#include "ignis/autograd/node.h"
+
+#include <atomic>
+
+#include "ignis/autograd/autograd_meta.h"
+
+namespace ignis::autograd {
+
+const char* const kFreedGraphMessage =
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.";
+
+static std::atomic<uint64_t> next_sequence_nr{0};
+
+Node::Node() : seq_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+// A tensor registered in retained_ holds this node as its grad_fn, so the
+// node cannot die first: nothing to unregister here.
+Node::~Node() = default;
+
+uint32_t Node::add_input_geom(const Tensor& t) {
+  input_geom_.push_back(TensorGeom{t.sizes(), t.dtype(), t.device()});
+  return static_cast<uint32_t>(input_geom_.size() - 1);
+}
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  was_defined_ = true;
+  is_output_ = is_output;
+  version_ = t.impl()->version_counter().value();
+  if (is_output) {
+    AutogradMeta* m = get_meta(t);
+    output_nr_ = m ? m->output_nr_ : 0;
+    data_ = detach(t);
+  } else {
+    data_ = t;
+  }
+}
+
+static const char* dtype_tensor_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float64: return "torch.DoubleTensor";
+    case ScalarType::Float32: return "torch.FloatTensor";
+    case ScalarType::Float16: return "torch.HalfTensor";
+    case ScalarType::BFloat16: return "torch.BFloat16Tensor";
+    default: return "torch.Tensor";
+  }
+}
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* what) const {
+  if (!was_defined_) return Tensor();
+  IGNIS_CHECK(data_.defined(), kFreedGraphMessage);
+  uint64_t now = data_.impl()->version_counter().value();
+  if (now != version_) {
+    std::string node_name = owner ? owner->name() : std::string("?");
+    IGNIS_FAIL("one of the variables needed for gradient computation has been modified by an "
+               "inplace operation: [", dtype_tensor_name(data_.dtype()), " ", data_.shape_str(),
+               "], which is ", is_output_ ? "output " : "input '", is_output_ ? str(output_nr_) : what,
+               is_output_ ? "" : "'", " of ", node_name, ", is at version ", now,
+               "; expected version ", version_,
+               " instead. Hint: the operation that saved it is ", node_name,
+               "; clone() the tensor before modifying it in place, or do the in-place "
+               "operation after backward.");
+  }
+  if (!is_output_) return data_;
+  // Outputs get their history back (so that double backward can see it).
+  Tensor t = detach(data_);
+  if (owner) set_history(t, owner, output_nr_);
+  return t;
+}
+
+}  // namespace ignis::autograd

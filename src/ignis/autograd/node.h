@@ -1,0 +1,97 @@
+// Backward graph: Node (one backward function), Edge (where its results go)
+// and SavedVariable (a tensor kept for backward, checked against in-place
+// writes by its version counter).
+//
+// A node's inputs are the gradients of the forward op's outputs (input_nr =
+// output index); its outputs are the gradients of the forward op's
+// differentiable inputs, which flow along next_edges() (one per input slot;
+// an invalid edge for inputs that need no gradient).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ignis/core/tensor.h"
+
+namespace ignis::autograd {
+
+class Node;
+struct AutogradMeta;
+using tensor_list = std::vector<Tensor>;
+
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// Shape, dtype and device of one forward output: the engine fills a zero
+// gradient from it when a backward input receives none.
+struct TensorGeom {
+  DimVector sizes;
+  ScalarType dtype = ScalarType::Float32;
+  Device device;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // PyTorch-style name, e.g. "MulBackward0".
+  virtual std::string name() const = 0;
+  // Gradients of the inputs (one per next edge) from those of the outputs.
+  virtual tensor_list apply(tensor_list&& grads) = 0;
+  // Drops saved tensors after a backward without retain_graph.
+  virtual void release_variables() {}
+
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  std::vector<Edge>& mutable_next_edges() { return next_edges_; }
+  // Creation order: the engine runs ready nodes newest first.
+  uint64_t sequence_nr() const { return seq_; }
+
+  // Forward outputs this node is the grad_fn of, by output_nr.
+  const std::vector<TensorGeom>& input_geom() const { return input_geom_; }
+  uint32_t add_input_geom(const Tensor& t);
+
+  // Non-leaf tensors with retain_grad(): the engine stores the gradient that
+  // arrives at input_nr into their .grad.
+  std::vector<std::pair<uint32_t, AutogradMeta*>>& retained() { return retained_; }
+
+ protected:
+  std::vector<Edge> next_edges_;
+  std::vector<TensorGeom> input_geom_;
+  std::vector<std::pair<uint32_t, AutogradMeta*>> retained_;
+  uint64_t seq_;
+};
+
+// A tensor saved for backward. Inputs are kept as they are; outputs are kept
+// as a shallow copy without autograd state (keeping the output itself would
+// make a cycle node -> output -> grad_fn == node) and get their history back
+// when unpacked.
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  SavedVariable(const Tensor& t, bool is_output);
+  bool was_defined() const { return was_defined_; }
+  // The tensor; RuntimeError when it was modified in place since it was saved
+  // or freed by an earlier backward. `owner` is the node that saved it.
+  Tensor unpack(const std::shared_ptr<Node>& owner, const char* what) const;
+  void reset() { data_ = Tensor(); }
+
+ private:
+  Tensor data_;
+  uint64_t version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
+  bool was_defined_ = false;
+};
+
+// The message of the error a second backward through a freed graph raises.
+extern const char* const kFreedGraphMessage;
+
+}  // namespace ignis::autograd

@@ -1,0 +1,358 @@
+// Python bindings of autograd: Tensor.requires_grad / grad / grad_fn /
+// is_leaf / retain_grad / detach, the grad_fn node objects, grad mode, and
+// the engine entry points used by python/ignis/autograd.
+#include <memory>
+
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/engine.h"
+#include "ignis/autograd/functions.h"
+#include "ignis/autograd/grad_mode.h"
+#include "ignis/python/py_common.h"
+
+namespace ignis::py {
+
+namespace {
+
+using autograd::Node;
+
+// --- grad_fn objects -----------------------------------------------------------
+// One Python class per node name (MulBackward0, ...), all subclasses of
+// _C._FunctionBase, so that type(t.grad_fn).__name__ reads as in PyTorch.
+struct PyNode {
+  PyObject_HEAD
+  std::shared_ptr<Node> node;
+};
+PyTypeObject* NodeBaseType = nullptr;
+PyObject* node_classes = nullptr;  // dict name -> class
+
+void node_dealloc(PyObject* self) {
+  reinterpret_cast<PyNode*>(self)->node.~shared_ptr<Node>();
+  PyTypeObject* tp = Py_TYPE(self);
+  tp->tp_free(self);
+  Py_DECREF(tp);
+}
+
+PyObject* wrap_node(const std::shared_ptr<Node>& n) {
+  if (!n) Py_RETURN_NONE;
+  std::string name = n->name();
+  PyObject* cls = PyDict_GetItemString(node_classes, name.c_str());  // borrowed
+  if (!cls) {
+    PyObject* dict = PyDict_New();
+    if (!dict) return nullptr;
+    PyObject* mod = PyUnicode_FromString("ignis.autograd");
+    PyDict_SetItemString(dict, "__module__", mod);
+    Py_XDECREF(mod);
+    cls = PyObject_CallFunction(reinterpret_cast<PyObject*>(&PyType_Type), "s(O)O",
+                                name.c_str(), reinterpret_cast<PyObject*>(NodeBaseType), dict);
+    Py_DECREF(dict);
+    if (!cls) return nullptr;
+    PyDict_SetItemString(node_classes, name.c_str(), cls);
+    Py_DECREF(cls);
+  }
+  auto* tp = reinterpret_cast<PyTypeObject*>(cls);
+  PyObject* o = tp->tp_alloc(tp, 0);
+  if (!o) return nullptr;
+  new (&reinterpret_cast<PyNode*>(o)->node) std::shared_ptr<Node>(n);
+  return o;
+}
+
+PyObject* node_name(PyObject* self, PyObject*) {
+  return PyUnicode_FromString(reinterpret_cast<PyNode*>(self)->node->name().c_str());
+}
+
+PyObject* node_next_functions(PyObject* self, void*) {
+  const auto& edges = reinterpret_cast<PyNode*>(self)->node->next_edges();
+  PyObject* tup = PyTuple_New(static_cast<Py_ssize_t>(edges.size()));
+  if (!tup) return nullptr;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    PyObject* fn = wrap_node(edges[i].fn);
+    if (!fn) {
+      Py_DECREF(tup);
+      return nullptr;
+    }
+    PyObject* pair = Py_BuildValue("(NI)", fn, edges[i].input_nr);
+    if (!pair) {
+      Py_DECREF(tup);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tup, i, pair);
+  }
+  return tup;
+}
+
+PyObject* node_variable(PyObject* self, void*) {
+  auto* acc = dynamic_cast<autograd::AccumulateGrad*>(reinterpret_cast<PyNode*>(self)->node.get());
+  if (!acc) {
+    PyErr_SetString(PyExc_AttributeError, "only AccumulateGrad nodes have a variable");
+    return nullptr;
+  }
+  return wrap(acc->variable());
+}
+
+PyObject* node_richcompare(PyObject* a, PyObject* b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, NodeBaseType))
+    Py_RETURN_NOTIMPLEMENTED;
+  bool same = reinterpret_cast<PyNode*>(a)->node == reinterpret_cast<PyNode*>(b)->node;
+  return PyBool_FromLong(op == Py_EQ ? same : !same);
+}
+
+Py_hash_t node_hash(PyObject* self) {
+  return static_cast<Py_hash_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<PyNode*>(self)->node.get()) >> 4);
+}
+
+PyObject* node_repr(PyObject* self) {
+  return PyUnicode_FromFormat("<%s object at %p>", Py_TYPE(self)->tp_name, self);
+}
+
+PyMethodDef node_methods[] = {
+    {"name", node_name, METH_NOARGS, "The node's name, e.g. 'MulBackward0'."},
+    {nullptr, nullptr, 0, nullptr}};
+PyGetSetDef node_getset[] = {
+    {"next_functions", node_next_functions, nullptr,
+     "(node, input_nr) for each input of the forward op; node None when no gradient flows.",
+     nullptr},
+    {"variable", node_variable, nullptr, "The leaf of an AccumulateGrad node.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+// --- Tensor attributes -----------------------------------------------------------
+const Tensor& self_tensor(PyObject* self) { return unwrap(self); }
+
+PyObject* get_requires_grad(PyObject* self, void*) {
+  return PyBool_FromLong(autograd::requires_grad(self_tensor(self)));
+}
+int set_requires_grad(PyObject* self, PyObject* v, void*) {
+  IGNIS_PY_BEGIN
+  if (!v || !PyBool_Check(v)) {
+    PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
+    return -1;
+  }
+  autograd::set_requires_grad(self_tensor(self), v == Py_True);
+  return 0;
+  IGNIS_PY_END(-1)
+}
+PyObject* get_grad(PyObject* self, void*) {
+  autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  if (!m) Py_RETURN_NONE;
+  return wrap(m->grad_);
+}
+int set_grad(PyObject* self, PyObject* v, void*) {
+  IGNIS_PY_BEGIN
+  const Tensor& t = self_tensor(self);
+  if (!v || v == Py_None) {
+    if (auto* m = autograd::get_meta(t)) m->grad_ = Tensor();
+    return 0;
+  }
+  if (!is_tensor(v)) {
+    PyErr_SetString(PyExc_TypeError, "assigned grad expected to be a Tensor or None");
+    return -1;
+  }
+  const Tensor& g = unwrap(v);
+  IGNIS_CHECK(g.dtype() == t.dtype(), "assigned grad has data of a different type");
+  IGNIS_CHECK(g.sizes() == t.sizes(), "assigned grad has data of a different size");
+  autograd::materialize_meta(t).grad_ = g;
+  return 0;
+  IGNIS_PY_END(-1)
+}
+PyObject* get_grad_fn(PyObject* self, void*) {
+  autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  if (!m || !m->grad_fn_) Py_RETURN_NONE;
+  return wrap_node(m->grad_fn_);
+}
+PyObject* get_is_leaf(PyObject* self, void*) {
+  return PyBool_FromLong(autograd::is_leaf(self_tensor(self)));
+}
+PyObject* get_retains_grad(PyObject* self, void*) {
+  autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  return PyBool_FromLong(m && m->retains_grad_);
+}
+PyObject* get_output_nr(PyObject* self, void*) {
+  autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  return PyLong_FromLong(m ? m->output_nr_ : 0);
+}
+PyObject* get_is_view(PyObject* self, void*) {
+  autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  return PyBool_FromLong(m && m->is_view_);
+}
+
+PyObject* m_requires_grad_(PyObject* self, PyObject* args, PyObject* kw) {
+  static const char* kwlist[] = {"requires_grad", nullptr};
+  int on = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", const_cast<char**>(kwlist), &on)) return nullptr;
+  IGNIS_PY_BEGIN
+  autograd::set_requires_grad(self_tensor(self), on != 0);
+  Py_INCREF(self);
+  return self;
+  IGNIS_PY_END(nullptr)
+}
+PyObject* m_retain_grad(PyObject* self, PyObject*) {
+  IGNIS_PY_BEGIN
+  autograd::retain_grad(self_tensor(self));
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+PyObject* m_detach(PyObject* self, PyObject*) {
+  IGNIS_PY_BEGIN
+  return wrap(autograd::detach(self_tensor(self)));
+  IGNIS_PY_END(nullptr)
+}
+PyObject* m_detach_(PyObject* self, PyObject*) {
+  IGNIS_PY_BEGIN
+  const Tensor& t = self_tensor(self);
+  if (auto* m = autograd::get_meta(t)) {
+    IGNIS_CHECK(!m->is_view_, "Can't detach views in-place. Use detach() instead.");
+    m->grad_fn_.reset();
+    m->requires_grad_ = false;
+    m->output_nr_ = 0;
+  }
+  Py_INCREF(self);
+  return self;
+  IGNIS_PY_END(nullptr)
+}
+
+PyGetSetDef tensor_autograd_getset[] = {
+    {"requires_grad", get_requires_grad, set_requires_grad,
+     "Whether gradients are computed for this tensor.", nullptr},
+    {"grad", get_grad, set_grad, "The accumulated gradient (None until backward).", nullptr},
+    {"grad_fn", get_grad_fn, nullptr, "The backward node that produced this tensor.", nullptr},
+    {"is_leaf", get_is_leaf, nullptr, "True unless the tensor was produced by a recorded op.",
+     nullptr},
+    {"retains_grad", get_retains_grad, nullptr, nullptr, nullptr},
+    {"output_nr", get_output_nr, nullptr, nullptr, nullptr},
+    {"_is_view", get_is_view, nullptr, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyMethodDef tensor_autograd_methods[] = {
+    {"requires_grad_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_requires_grad_)),
+     METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place; returns self."},
+    {"retain_grad", m_retain_grad, METH_NOARGS, "Keep .grad for this non-leaf tensor."},
+    {"detach", m_detach, METH_NOARGS, "A tensor sharing data, without history."},
+    {"detach_", m_detach_, METH_NOARGS, "Drops this tensor's history in place."},
+    {nullptr, nullptr, 0, nullptr}};
+
+// --- module functions ---------------------------------------------------------------
+bool tensors_from(PyObject* seq, std::vector<Tensor>& out, bool allow_none) {
+  PyObject* fast = PySequence_Fast(seq, "expected a sequence of tensors");
+  if (!fast) return false;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* o = PySequence_Fast_GET_ITEM(fast, i);
+    if (o == Py_None && allow_none) {
+      out.emplace_back();
+    } else if (is_tensor(o)) {
+      out.push_back(unwrap(o));
+    } else {
+      Py_DECREF(fast);
+      PyErr_Format(PyExc_TypeError, "expected a Tensor, got %s", Py_TYPE(o)->tp_name);
+      return false;
+    }
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// _run_backward(tensors, grads, retain_graph, create_graph)
+PyObject* f_run_backward(PyObject*, PyObject* args) {
+  PyObject *ts, *gs;
+  int keep, create;
+  if (!PyArg_ParseTuple(args, "OOpp", &ts, &gs, &keep, &create)) return nullptr;
+  std::vector<Tensor> outs, grads;
+  if (!tensors_from(ts, outs, false) || !tensors_from(gs, grads, true)) return nullptr;
+  IGNIS_PY_BEGIN
+  autograd::BackwardOptions opt;
+  opt.keep_graph = keep;
+  opt.create_graph = create;
+  autograd::backward(outs, grads, opt);
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
+// _run_grad(outputs, grads, inputs, retain_graph, create_graph, allow_unused)
+PyObject* f_run_grad(PyObject*, PyObject* args) {
+  PyObject *os, *gs, *is;
+  int keep, create, unused;
+  if (!PyArg_ParseTuple(args, "OOOppp", &os, &gs, &is, &keep, &create, &unused)) return nullptr;
+  std::vector<Tensor> outs, grads, inputs;
+  if (!tensors_from(os, outs, false) || !tensors_from(gs, grads, true) ||
+      !tensors_from(is, inputs, false))
+    return nullptr;
+  IGNIS_PY_BEGIN
+  autograd::BackwardOptions opt;
+  opt.keep_graph = keep;
+  opt.create_graph = create;
+  opt.allow_unused = unused;
+  std::vector<Tensor> res = autograd::grad(outs, grads, inputs, opt);
+  PyObject* tup = PyTuple_New(static_cast<Py_ssize_t>(res.size()));
+  if (!tup) return nullptr;
+  for (size_t i = 0; i < res.size(); ++i) {
+    PyObject* o = wrap(res[i]);
+    if (!o) {
+      Py_DECREF(tup);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tup, i, o);
+  }
+  return tup;
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_is_grad_enabled(PyObject*, PyObject*) {
+  return PyBool_FromLong(autograd::grad_enabled());
+}
+PyObject* f_set_grad_enabled(PyObject*, PyObject* v) {
+  autograd::set_grad_enabled(PyObject_IsTrue(v));
+  Py_RETURN_NONE;
+}
+PyObject* f_is_inference_mode_enabled(PyObject*, PyObject*) {
+  return PyBool_FromLong(autograd::grad_mode().inference);
+}
+// _set_inference_mode(on): sets inference mode (and grad mode off when on).
+PyObject* f_set_inference_mode(PyObject*, PyObject* v) {
+  autograd::grad_mode().inference = PyObject_IsTrue(v);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef autograd_functions[] = {
+    {"_run_backward", f_run_backward, METH_VARARGS, nullptr},
+    {"_run_grad", f_run_grad, METH_VARARGS, nullptr},
+    {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "True when ops record history."},
+    {"_set_grad_enabled", f_set_grad_enabled, METH_O, nullptr},
+    {"is_inference_mode_enabled", f_is_inference_mode_enabled, METH_NOARGS, nullptr},
+    {"_set_inference_mode", f_set_inference_mode, METH_O, nullptr},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+bool init_autograd(PyObject* module) {
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void*>(node_dealloc)},
+      {Py_tp_methods, node_methods},
+      {Py_tp_getset, node_getset},
+      {Py_tp_richcompare, reinterpret_cast<void*>(node_richcompare)},
+      {Py_tp_hash, reinterpret_cast<void*>(node_hash)},
+      {Py_tp_repr, reinterpret_cast<void*>(node_repr)},
+      {0, nullptr}};
+  static PyType_Spec spec = {"ignis._C._FunctionBase", sizeof(PyNode), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
+  PyObject* type = PyType_FromSpec(&spec);
+  if (!type) return false;
+  NodeBaseType = reinterpret_cast<PyTypeObject*>(type);
+  node_classes = PyDict_New();
+  if (!node_classes || PyModule_AddObjectRef(module, "_FunctionBase", type) < 0) return false;
+
+  // Tensor attributes live with autograd; attach them to TensorBase.
+  PyObject* dict = TensorBaseType->tp_dict;
+  for (PyGetSetDef* g = tensor_autograd_getset; g->name; ++g) {
+    PyObject* d = PyDescr_NewGetSet(TensorBaseType, g);
+    if (!d || PyDict_SetItemString(dict, g->name, d) < 0) return false;
+    Py_DECREF(d);
+  }
+  for (PyMethodDef* m = tensor_autograd_methods; m->ml_name; ++m) {
+    PyObject* d = PyDescr_NewMethod(TensorBaseType, m);
+    if (!d || PyDict_SetItemString(dict, m->ml_name, d) < 0) return false;
+    Py_DECREF(d);
+  }
+  PyType_Modified(TensorBaseType);
+  return PyModule_AddFunctions(module, autograd_functions) == 0;
+}
+
+}  // namespace ignis::py
