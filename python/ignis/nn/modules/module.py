@@ -337,22 +337,30 @@ class Module:
 
     # --- conversions ---------------------------------------------------------------------
     def _apply(self, fn, recurse=True):
+        return self._apply_shared(fn, recurse, {})
+
+    def _apply_shared(self, fn, recurse, memo):
+        """_apply with `memo` (id of old parameter -> its replacement) shared by
+        the whole tree, so a parameter tied between modules stays one object."""
         if recurse:
             for module in self.children():
-                module._apply(fn)
+                module._apply_shared(fn, True, memo)
         for key, param in self._parameters.items():
             if param is None:
+                continue
+            if id(param) in memo:
+                self._parameters[key] = memo[id(param)]
                 continue
             with no_grad():
                 applied = fn(param)
             if applied is not param and not _same_tensor(applied, param):
-                self._parameters[key] = _replace_parameter(param, applied, fn)
+                memo[id(param)] = self._parameters[key] = _replace_parameter(param, applied, fn)
             else:
                 grad = getattr(param, "grad", None)
                 if grad is not None:
                     with no_grad():
                         g = fn(grad)
-                    if g is not grad:
+                    if g is not grad and not _same_tensor(g, grad):
                         param.grad = g
         for key, buf in self._buffers.items():
             if buf is not None:
@@ -372,8 +380,12 @@ class Module:
                             f"dtype={dtype}")
 
         def convert(t):
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None) \
-                if (dtype is not None or device is not None) else t
+            kwargs = {}
+            if device is not None and t.device != device:
+                kwargs["device"] = device
+            if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+                kwargs["dtype"] = dtype
+            return t.to(**kwargs) if kwargs else t
         return self._apply(convert)
 
     def cpu(self):
