@@ -90,6 +90,10 @@ template <typename... Args>
 Tensor op(const char* name, Args&&... args) {
   return OpRef(name).tensor(std::forward<Args>(args)...);
 }
+// A zero tensor of `sizes` with g written at positions start, start+step, ...
+// along dim (the backward of slicing); differentiable in g.
+Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t start,
+                   int64_t step);
 // Restores reduced dims (keepdim=False) so that g broadcasts against the input.
 Tensor unreduce(const Tensor& g, const DimVector& in_sizes, const std::vector<int64_t>& dims,
                 bool keepdim);
