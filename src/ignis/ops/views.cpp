@@ -101,8 +101,10 @@ void view_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 void reshape_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   DimVector shape = infer_size(s[1].to_int_list(), self.numel());
-  if (auto st = view_strides(self.sizes(), self.strides(), shape)) {
-    ret(s, make_view(self, shape, *st, self.storage_offset()));
+  if (view_strides(self.sizes(), self.strides(), shape)) {
+    // Through the view op (not make_view) so that autograd records it.
+    static OpRef view("view");
+    ret(s, view.tensor(self, shape.vec()));
     return;
   }
   // Not viewable, so not contiguous: contiguous() copies.
@@ -526,7 +528,7 @@ void movedim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
     used[a] = true;
   }
   if (nd == 0) {
-    ret(s, make_view(self, self.sizes(), self.strides(), self.storage_offset()));
+    ret(s, OpRef("view").tensor(self, std::vector<int64_t>{}));
     return;
   }
   int64_t next = 0;
