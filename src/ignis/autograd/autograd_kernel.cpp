@@ -133,6 +133,8 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
       continue;
     }
     node->add_input_geom(*t);
+    if (on && ((d->save_outputs >> j) & 1) && !is_floating(t->dtype()))
+      on->saved_out[j] = SavedVariable(*t, true);  // e.g. the indices of max.dim
     if (!is_floating(t->dtype())) continue;
     bool passthrough = false;
     if (!inplace)

@@ -62,6 +62,21 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) { return unsqueeze_op.tensor(a, d
 Tensor conj_t(const Tensor& a) { return transpose_op.tensor(a, int64_t(-2), int64_t(-1)); }
 Tensor to_dtype(const Tensor& a, ScalarType dt) { return to_op.tensor(a, dt); }
 
+Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t start,
+                   int64_t step) {
+  int64_t nd = static_cast<int64_t>(sizes.size());
+  int64_t len = g.sizes()[dim];
+  if (step == 1) {
+    std::vector<int64_t> pad;
+    for (int64_t d = nd - 1; d > dim; --d) pad.insert(pad.end(), {0, 0});
+    pad.push_back(start);
+    pad.push_back(sizes[dim] - start - len);
+    return OpRef("pad").tensor(g, pad, std::string("constant"), 0.0);
+  }
+  Tensor idx = OpRef("arange.start").tensor(start, start + step * len, step, ScalarType::Int64);
+  return OpRef("index_copy").tensor(zeros(sizes, g.dtype(), g.device()), dim, idx, g);
+}
+
 std::vector<int64_t> reduced_dims(const IValue& dim, int64_t ndim) {
   std::vector<int64_t> dims;
   if (dim.is_int()) dims.push_back(wrap_dim(dim.to_int(), ndim));

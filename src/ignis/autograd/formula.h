@@ -34,11 +34,20 @@ struct GradCtx {
   std::vector<std::vector<Tensor>>& out;
 
   bool needs_grad(int i) const { return (needs >> i) & 1; }
-  const Tensor& in(int i) const { return args[i].to_tensor(); }
+  // A saved input (an internal error names the op if it was not declared saved).
+  const Tensor& in(int i) const {
+    IGNIS_INTERNAL_ASSERT(args[i].is_tensor(), "derivative of ", op.name(), " reads argument ",
+                          i, " which its declaration does not save");
+    return args[i].to_tensor();
+  }
   Tensor opt_in(int i) const { return args[i].to_opt_tensor(); }
   const std::vector<Tensor>& in_list(int i) const { return args[i].to_tensor_list(); }
   const Tensor& grad(int j = 0) const { return grads[j]; }
-  const Tensor& result(int j = 0) const { return results[j]; }
+  const Tensor& result(int j = 0) const {
+    IGNIS_INTERNAL_ASSERT(results[j].defined(), "derivative of ", op.name(), " reads output ", j,
+                          " which its declaration does not save");
+    return results[j];
+  }
   const DimVector& sizes(int i) const { return geom[i][0].sizes; }
   ScalarType dtype(int i) const { return geom[i][0].dtype; }
   int64_t int_arg(int i) const { return args[i].to_int(); }
@@ -90,6 +99,10 @@ template <typename... Args>
 Tensor op(const char* name, Args&&... args) {
   return OpRef(name).tensor(std::forward<Args>(args)...);
 }
+// A zero tensor of `sizes` with g written at positions start, start+step, ...
+// along dim (the backward of slicing); differentiable in g.
+Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t start,
+                   int64_t step);
 // Restores reduced dims (keepdim=False) so that g broadcasts against the input.
 Tensor unreduce(const Tensor& g, const DimVector& in_sizes, const std::vector<int64_t>& dims,
                 bool keepdim);

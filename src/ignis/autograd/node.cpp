@@ -68,7 +68,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* wha
   if (!is_output_) return data_;
   // Outputs get their history back (so that double backward can see it).
   Tensor t = detach(data_);
-  if (owner) set_history(t, owner, output_nr_);
+  if (owner && is_floating(t.dtype())) set_history(t, owner, output_nr_);
   return t;
 }
 

@@ -1,4 +1,5 @@
 // Copies and conversions: copy_, clone, contiguous, to, _to_copy, fill_, zero_.
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
@@ -111,21 +112,40 @@ void type_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   to_common(s, self, other.dtype(), self.device(), false);
 }
 
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+void identity_bw(GradCtx& c) { c.set(0, c.grad()); }  // cast back to self's dtype by the caller
+void copy_bw(GradCtx& c) {
+  c.set(0, zeros_like(c.grad()));
+  c.set(1, c.grad());
+}
+void fill_bw(GradCtx& c) {
+  c.set(0, zeros_like(c.grad()));
+  c.set(1, c.grad());  // summed to the 0-dim value by the caller
+}
+void zero_bw(GradCtx& c) { c.set(0, zeros_like(c.grad())); }
+
 }  // namespace
 
 void register_conversion_ops() {
   auto O = OpCategory::Other;
   def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
       .category(O).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
-      .doc("copy converted to dtype and/or moved to device");
+      .doc("copy converted to dtype and/or moved to device")
+      .derivative(identity_bw);
   def("clone(Tensor self) -> Tensor").category(O).both().meta(clone_meta).cpu(to_copy_impl)
-      .doc("a copy with the same layout");
+      .doc("a copy with the same layout")
+      .derivative(identity_bw);
   def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)").category(O)
       .method_only().meta(copy_meta).cpu(copy_impl)
-      .doc("writes src (broadcast and converted) into self");
+      .doc("writes src (broadcast and converted) into self")
+      .derivative(copy_bw);
   def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(O).both()
-      .meta(fill_meta).cpu(fill_impl);
-  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(O).both().meta(zero_meta).cpu(zero_impl);
+      .meta(fill_meta).cpu(fill_impl)
+      .derivative(fill_bw);
+  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(O).both().meta(zero_meta).cpu(zero_impl)
+      .derivative(zero_bw);
   def("contiguous(Tensor(a) self) -> Tensor(a)").category(O).method_only().composite(contiguous_kernel);
   def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False) -> Tensor(a)")
       .category(O).method_only().composite(to_dtype_kernel);

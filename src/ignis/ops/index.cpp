@@ -8,6 +8,7 @@
 // kernel reads through them.
 #include <algorithm>
 
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/index_kernels.h"
@@ -1133,16 +1134,119 @@ void flipud_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   flip_dims_kernel(s, 0, 1, "Input must be >= 1-d.");
 }
 
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+void cat_bw(GradCtx& c) {
+  const auto& geom = c.geom[0];
+  int64_t nd = 0;
+  for (const auto& g : geom)
+    if (!(g.sizes.size() == 1 && g.sizes[0] == 0)) nd = static_cast<int64_t>(g.sizes.size());
+  int64_t dim = wrap_dim(c.int_arg(1), nd);
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (const auto& g : geom) {
+    if (static_cast<int64_t>(g.sizes.size()) != nd) {  // a legacy empty 1-D input
+      out.push_back(zeros(g.sizes, c.grad().dtype(), c.grad().device()));
+      continue;
+    }
+    out.push_back(op("narrow", c.grad(), dim, off, g.sizes[dim]));
+    off += g.sizes[dim];
+  }
+  c.set_list(0, std::move(out));
+}
+// repeat: each input element collects the gradients of all its copies.
+void repeat_bw(GradCtx& c) {
+  const auto& reps = c.int_list(1);
+  const DimVector& sizes = c.sizes(0);
+  int64_t lead = static_cast<int64_t>(reps.size() - sizes.size());
+  std::vector<int64_t> shape, sum_dims_;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    int64_t s = static_cast<int64_t>(i) < lead ? 1 : sizes[i - lead];
+    sum_dims_.push_back(static_cast<int64_t>(shape.size()));
+    shape.push_back(reps[i]);
+    shape.push_back(s);
+  }
+  Tensor g = reshape(c.grad(), DimVector(shape));
+  c.set(0, reshape(sum_dims(g, sum_dims_, false), sizes));
+}
+int64_t dim_arg(const GradCtx& c, int i) {
+  return wrap_dim(c.int_arg(i), static_cast<int64_t>(c.sizes(0).size()));
+}
+Tensor zeros_of_self(const GradCtx& c) {
+  return zeros(c.sizes(0), c.grad().dtype(), c.grad().device());
+}
+void index_select_bw(GradCtx& c) {
+  c.set(0, op("index_add", zeros_of_self(c), dim_arg(c, 1), c.in(2), c.grad()));
+}
+void gather_bw(GradCtx& c) {
+  c.set(0, op("scatter_add", zeros_of_self(c), dim_arg(c, 1), c.in(2), c.grad()));
+}
+void scatter_bw(GradCtx& c) {
+  int64_t dim = dim_arg(c, 1);
+  c.set(0, op("scatter.value", c.grad(), dim, c.in(2), 0.0));
+  if (c.needs_grad(3)) c.set(3, op("gather", c.grad(), dim, c.in(2)));
+}
+void scatter_add_bw(GradCtx& c) {
+  c.set(0, c.grad());
+  if (c.needs_grad(3)) c.set(3, op("gather", c.grad(), dim_arg(c, 1), c.in(2)));
+}
+void index_add_bw(GradCtx& c) {
+  c.set(0, c.grad());
+  if (c.needs_grad(3)) {
+    Tensor g = op("index_select", c.grad(), dim_arg(c, 1), c.in(2));
+    double alpha = c.scalar(4).to_double();
+    c.set(3, alpha == 1.0 ? g : mul(g, alpha));
+  }
+}
+void index_copy_bw(GradCtx& c) {
+  int64_t dim = dim_arg(c, 1);
+  c.set(0, op("index_fill.int_Tensor", c.grad(), dim, c.in(2), scalar(0.0)));
+  if (c.needs_grad(3)) c.set(3, op("index_select", c.grad(), dim, c.in(2)));
+}
+void index_fill_bw(GradCtx& c) {
+  int64_t dim = dim_arg(c, 1);
+  c.set(0, op("index_fill.int_Tensor", c.grad(), dim, c.in(2), scalar(0.0)));
+  if (c.needs_grad(3)) c.set(3, op("index_select", c.grad(), dim, c.in(2)));
+}
+void tril_bw(GradCtx& c) { c.set(0, op("tril", c.grad(), c.int_arg(1))); }
+void triu_bw(GradCtx& c) { c.set(0, op("triu", c.grad(), c.int_arg(1))); }
+void flip_bw(GradCtx& c) { c.set(0, op("flip", c.grad(), c.int_list(1))); }
+void roll_bw(GradCtx& c) {
+  std::vector<int64_t> back;
+  for (int64_t s : c.int_list(1)) back.push_back(-s);
+  c.set(0, op("roll", c.grad(), back, c.int_list(2)));
+}
+void pad_bw(GradCtx& c) {
+  const std::string& mode = c.args[2].to_string();
+  IGNIS_CHECK_KIND(NotImplemented, mode == "constant", "the derivative of pad(mode='", mode,
+                   "') is not implemented in ignis");
+  std::vector<int64_t> crop;
+  for (int64_t p : c.int_list(1)) crop.push_back(-p);
+  c.set(0, op("pad", c.grad(), crop, std::string("constant"), 0.0));
+}
+void index_bw(GradCtx& c) {
+  c.set(0, op("index_put", zeros_of_self(c), c.args[1], c.grad(), true));
+}
+void index_put_bw(GradCtx& c) {
+  bool acc = c.bool_arg(3);
+  c.set(0, acc ? c.grad() : op("index_put", c.grad(), c.args[1], scalar(0.0), false));
+  if (c.needs_grad(2)) c.set(2, op("index.Tensor", c.grad(), c.args[1]));
+}
+
 }  // namespace
 
 void register_index_ops() {
   const auto O = OpCategory::Other, C = OpCategory::Composite;
   def("cat(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta).cpu(cat_cpu)
-      .doc("concatenation along dim (inputs promote to a common dtype)");
+      .doc("concatenation along dim (inputs promote to a common dtype)")
+      .derivative(cat_bw);
   def("concat(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta).cpu(cat_cpu)
-      .doc("alias of cat");
+      .doc("alias of cat")
+      .derivative(cat_bw);
   def("concatenate(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta)
-      .cpu(cat_cpu).doc("alias of cat");
+      .cpu(cat_cpu).doc("alias of cat")
+      .derivative(cat_bw);
   def("stack(Tensor[] tensors, int dim=0) -> Tensor").category(C).composite(stack_kernel)
       .doc("concatenation along a new dim");
   def("hstack(Tensor[] tensors) -> Tensor").category(C).composite(hstack_kernel);
@@ -1150,31 +1254,40 @@ void register_index_ops() {
   def("dstack(Tensor[] tensors) -> Tensor").category(C).composite(dstack_kernel);
   def("column_stack(Tensor[] tensors) -> Tensor").category(C).composite(column_stack_kernel);
   def("repeat(Tensor self, int[] repeats) -> Tensor").category(O).method_only()
-      .meta(repeat_meta).cpu(repeat_cpu).doc("self tiled repeats[i] times along dim i");
+      .meta(repeat_meta).cpu(repeat_cpu).doc("self tiled repeats[i] times along dim i")
+      .derivative(repeat_bw);
   def("tile(Tensor self, int[] dims) -> Tensor").category(C).both().composite(tile_kernel);
   def("index_select(Tensor self, int dim, Tensor index) -> Tensor").category(O).both()
-      .meta(index_select_meta).cpu(index_select_cpu).doc("the entries index of dim");
+      .meta(index_select_meta).cpu(index_select_cpu).doc("the entries index of dim")
+      .derivative(index_select_bw, "index");
   def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")
       .category(O).both().meta(gather_meta).cpu(gather_cpu)
-      .doc("out[i][j] = self[index[i][j]][j] (for dim 0)");
+      .doc("out[i][j] = self[index[i][j]][j] (for dim 0)")
+      .derivative(gather_bw, "index");
   using SK = ScatterKind;
   def("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor").category(O)
       .both().meta(scatter_meta<SK::Src, false>).cpu(scatter_cpu<SK::Src, false>)
-      .doc("self with self[index[i][j]][j] = src[i][j] (for dim 0)");
+      .doc("self with self[index[i][j]][j] = src[i][j] (for dim 0)")
+      .derivative(scatter_bw, "index");
   def("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor").category(O)
-      .both().meta(scatter_meta<SK::Value, false>).cpu(scatter_cpu<SK::Value, false>);
+      .both().meta(scatter_meta<SK::Value, false>).cpu(scatter_cpu<SK::Value, false>)
+      .derivative(scatter_bw, "index");
   def("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
       .category(O).method_only().meta(scatter_meta<SK::Src, true>)
-      .cpu(scatter_cpu<SK::Src, true>);
+      .cpu(scatter_cpu<SK::Src, true>)
+      .derivative(scatter_bw, "index");
   def("scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)")
       .category(O).method_only().meta(scatter_meta<SK::Value, true>)
-      .cpu(scatter_cpu<SK::Value, true>);
+      .cpu(scatter_cpu<SK::Value, true>)
+      .derivative(scatter_bw, "index");
   def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor").category(O)
       .both().meta(scatter_meta<SK::Add, false>).cpu(scatter_cpu<SK::Add, false>)
-      .doc("self with self[index[i][j]][j] += src[i][j] (for dim 0)");
+      .doc("self with self[index[i][j]][j] += src[i][j] (for dim 0)")
+      .derivative(scatter_add_bw, "index");
   def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
       .category(O).method_only().meta(scatter_meta<SK::Add, true>)
-      .cpu(scatter_cpu<SK::Add, true>);
+      .cpu(scatter_cpu<SK::Add, true>)
+      .derivative(scatter_add_bw, "index");
   def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
       "bool include_self=True) -> Tensor").category(O).both().meta(scatter_reduce_meta<false>)
       .cpu(scatter_reduce_cpu<false>)
@@ -1185,46 +1298,61 @@ void register_index_ops() {
   using IK = IndexedOp;
   def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
       .category(O).both().meta(indexed_meta<IK::Add, false>).cpu(indexed_cpu<IK::Add, false>)
-      .doc("self with source[i] * alpha added at index[i] along dim");
+      .doc("self with source[i] * alpha added at index[i] along dim")
+      .derivative(index_add_bw, "index");
   def("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
       "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Add, true>)
-      .cpu(indexed_cpu<IK::Add, true>);
+      .cpu(indexed_cpu<IK::Add, true>)
+      .derivative(index_add_bw, "index");
   def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor").category(O)
       .both().meta(indexed_meta<IK::Copy, false>).cpu(indexed_cpu<IK::Copy, false>)
-      .doc("self with source[i] written at index[i] along dim");
+      .doc("self with source[i] written at index[i] along dim")
+      .derivative(index_copy_bw, "index");
   def("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)")
       .category(O).method_only().meta(indexed_meta<IK::Copy, true>)
-      .cpu(indexed_cpu<IK::Copy, true>);
+      .cpu(indexed_cpu<IK::Copy, true>)
+      .derivative(index_copy_bw, "index");
   def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
       .category(O).both().meta(indexed_meta<IK::Fill, false>).cpu(indexed_cpu<IK::Fill, false>)
-      .doc("self with value written at the entries index of dim");
+      .doc("self with value written at the entries index of dim")
+      .derivative(index_fill_bw, "index");
   def("index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
       "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Fill, true>)
-      .cpu(indexed_cpu<IK::Fill, true>);
+      .cpu(indexed_cpu<IK::Fill, true>)
+      .derivative(index_fill_bw, "index");
   def("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor").category(C).both()
       .composite(take_along_dim_kernel).doc("gather with indices broadcast against self");
   def("tril(Tensor self, int diagonal=0) -> Tensor").category(O).both()
-      .meta(tri_meta<true, false>).cpu(tri_cpu<true, false>).doc("lower triangle");
+      .meta(tri_meta<true, false>).cpu(tri_cpu<true, false>).doc("lower triangle")
+      .derivative(tril_bw);
   def("tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()
-      .meta(tri_meta<true, true>).cpu(tri_cpu<true, true>);
+      .meta(tri_meta<true, true>).cpu(tri_cpu<true, true>)
+      .derivative(tril_bw);
   def("triu(Tensor self, int diagonal=0) -> Tensor").category(O).both()
-      .meta(tri_meta<false, false>).cpu(tri_cpu<false, false>).doc("upper triangle");
+      .meta(tri_meta<false, false>).cpu(tri_cpu<false, false>).doc("upper triangle")
+      .derivative(triu_bw);
   def("triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()
-      .meta(tri_meta<false, true>).cpu(tri_cpu<false, true>);
+      .meta(tri_meta<false, true>).cpu(tri_cpu<false, true>)
+      .derivative(triu_bw);
   def("flip(Tensor self, int[] dims) -> Tensor").category(O).both().meta(flip_meta)
-      .cpu(flip_cpu).doc("reverses the order along dims");
+      .cpu(flip_cpu).doc("reverses the order along dims")
+      .derivative(flip_bw);
   def("fliplr(Tensor self) -> Tensor").category(C).both().composite(fliplr_kernel);
   def("flipud(Tensor self) -> Tensor").category(C).both().composite(flipud_kernel);
   def("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor").category(O).both()
-      .meta(roll_meta).cpu(roll_cpu).doc("rotates along dims (the flattened tensor if none)");
+      .meta(roll_meta).cpu(roll_cpu).doc("rotates along dims (the flattened tensor if none)")
+      .derivative(roll_bw);
   def("pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor")
       .category(O).meta(pad_meta).cpu(pad_cpu)
-      .doc("pads (or, with negative pads, crops) the last len(pad)/2 dims");
+      .doc("pads (or, with negative pads, crops) the last len(pad)/2 dims")
+      .derivative(pad_bw);
   def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").category(O).meta(index_meta)
-      .cpu(index_cpu).doc("advanced (NumPy) indexing with integer and boolean tensors");
+      .cpu(index_cpu).doc("advanced (NumPy) indexing with integer and boolean tensors")
+      .derivative(index_bw);
   def("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
       "Tensor(a!)").category(O).both().meta(index_put_meta).cpu(index_put_cpu)
-      .doc("self[indices] = values (or += with accumulate)");
+      .doc("self[indices] = values (or += with accumulate)")
+      .derivative(index_put_bw);
   def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")
       .category(C).both().composite(index_put_kernel);
   def("nonzero(Tensor self) -> Tensor").category(O).both().kernel(nonzero_kernel)

@@ -1,6 +1,7 @@
 // Matrix products: mm, bmm, addmm, baddbmm, dot, mv (structured, computed
 // by kernels/cpu/gemm) and matmul, outer (composites over them, so that
 // autograd and tracing see the primitive products).
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/gemm.h"
 #include "ignis/kernels/cpu/nn_util.h"
@@ -235,24 +236,66 @@ void outer_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, mul_op.tensor(unsqueeze_op.tensor(a, 1), b));
 }
 
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+Tensor mT(const Tensor& t) { return conj_t(t); }
+void mm_bw(GradCtx& c) {
+  if (c.needs_grad(0)) c.set(0, op("mm", c.grad(), mT(c.in(1))));
+  if (c.needs_grad(1)) c.set(1, op("mm", mT(c.in(0)), c.grad()));
+}
+void bmm_bw(GradCtx& c) {
+  if (c.needs_grad(0)) c.set(0, op("bmm", c.grad(), mT(c.in(1))));
+  if (c.needs_grad(1)) c.set(1, op("bmm", mT(c.in(0)), c.grad()));
+}
+// addmm / baddbmm: beta * self + alpha * (mat1 @ mat2).
+template <bool Batched>
+void addmm_bw(GradCtx& c) {
+  const char* mm_name = Batched ? "bmm" : "mm";
+  double beta = c.scalar(3).to_double(), alpha = c.scalar(4).to_double();
+  c.set(0, beta == 1.0 ? c.grad() : mul(c.grad(), beta));
+  if (c.needs_grad(1)) {
+    Tensor g = op(mm_name, c.grad(), mT(c.in(2)));
+    c.set(1, alpha == 1.0 ? g : mul(g, alpha));
+  }
+  if (c.needs_grad(2)) {
+    Tensor g = op(mm_name, mT(c.in(1)), c.grad());
+    c.set(2, alpha == 1.0 ? g : mul(g, alpha));
+  }
+}
+void dot_bw(GradCtx& c) {
+  if (c.needs_grad(0)) c.set(0, mul(c.grad(), c.in(1)));
+  if (c.needs_grad(1)) c.set(1, mul(c.grad(), c.in(0)));
+}
+void mv_bw(GradCtx& c) {
+  if (c.needs_grad(0)) c.set(0, op("outer", c.grad(), c.in(1)));
+  if (c.needs_grad(1)) c.set(1, op("mv", op("t", c.in(0)), c.grad()));
+}
+
 }  // namespace
 
 void register_matrix_ops() {
   auto O = OpCategory::Other;
   def("mm(Tensor self, Tensor mat2) -> Tensor").category(O).both().meta(mm_meta).cpu(mm_cpu)
-      .doc("matrix product of [n, m] and [m, p]");
+      .doc("matrix product of [n, m] and [m, p]")
+      .derivative(mm_bw, "self, mat2");
   def("bmm(Tensor self, Tensor mat2) -> Tensor").category(O).both().meta(bmm_meta).cpu(bmm_cpu)
-      .doc("batched matrix product of [b, n, m] and [b, m, p]");
+      .doc("batched matrix product of [b, n, m] and [b, m, p]")
+      .derivative(bmm_bw, "self, mat2");
   def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
       .category(O).both().meta(addmm_meta<false>).cpu(addmm_cpu<false>)
-      .doc("beta * self + alpha * (mat1 @ mat2)");
+      .doc("beta * self + alpha * (mat1 @ mat2)")
+      .derivative(addmm_bw<false>, "mat1, mat2");
   def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
       .category(O).both().meta(addmm_meta<true>).cpu(addmm_cpu<true>)
-      .doc("beta * self + alpha * bmm(batch1, batch2)");
+      .doc("beta * self + alpha * bmm(batch1, batch2)")
+      .derivative(addmm_bw<true>, "batch1, batch2");
   def("dot(Tensor self, Tensor tensor) -> Tensor").category(O).both().meta(dot_meta).cpu(dot_cpu)
-      .doc("inner product of two 1-D tensors");
+      .doc("inner product of two 1-D tensors")
+      .derivative(dot_bw, "self, tensor");
   def("mv(Tensor self, Tensor vec) -> Tensor").category(O).both().meta(mv_meta).cpu(mv_cpu)
-      .doc("matrix-vector product");
+      .doc("matrix-vector product")
+      .derivative(mv_bw, "self, vec");
   def("matmul(Tensor self, Tensor other) -> Tensor").category(OpCategory::Composite).both()
       .composite(matmul_kernel).doc("matrix product with NumPy's 1-D and batch broadcasting rules");
   def("outer(Tensor self, Tensor vec2) -> Tensor").category(OpCategory::Composite).both()

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/reduce.h"
 #include "ignis/ops/families.h"
@@ -382,60 +383,262 @@ void max_other_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   s.emplace_back(std::move(r));
 }
 
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+int64_t nd_of(const GradCtx& c) { return static_cast<int64_t>(c.sizes(0).size()); }
+int64_t count_of(const DimVector& sizes, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= sizes.empty() ? 1 : sizes[d];
+  return n;
+}
+// The incoming gradient (of a reduction over `dims`) broadcast back to self.
+Tensor spread(const GradCtx& c, const Tensor& g, const std::vector<int64_t>& dims, bool keepdim) {
+  return expand(unreduce(g, c.sizes(0), dims, keepdim), c.sizes(0));
+}
+
+void sum_bw(GradCtx& c) { c.set(0, expand(c.grad(), c.sizes(0))); }
+void sum_dim_bw(GradCtx& c) {
+  auto dims = reduced_dims(c.args[1], nd_of(c));
+  c.set(0, spread(c, c.grad(), dims, c.bool_arg(2)));
+}
+void nansum_bw(GradCtx& c) {
+  auto dims = reduced_dims(c.args[1], nd_of(c));
+  Tensor g = spread(c, c.grad(), dims, c.bool_arg(2));
+  c.set(0, where(op("isnan", c.in(0)), zeros_like(g), g));
+}
+void mean_bw(GradCtx& c) {
+  double n = static_cast<double>(compute_numel(c.sizes(0)));
+  c.set(0, expand(div(c.grad(), scalar(n)), c.sizes(0)));
+}
+void mean_dim_bw(GradCtx& c) {
+  auto dims = reduced_dims(c.args[1], nd_of(c));
+  double n = static_cast<double>(count_of(c.sizes(0), dims));
+  c.set(0, div(spread(c, c.grad(), dims, c.bool_arg(2)), scalar(n)));
+}
+
+// The product of all other elements along dim, without dividing (zeros are fine):
+// exclusive cumulative products from the left and from the right.
+Tensor shifted_cumprod(const Tensor& x, int64_t dim) {
+  int64_t n = x.sizes()[dim];
+  Tensor cp = op("cumprod", x, dim);
+  Tensor head = op("narrow", cp, dim, int64_t(0), n - 1);
+  std::vector<int64_t> pad;
+  for (int64_t d = x.dim() - 1; d > dim; --d) pad.insert(pad.end(), {0, 0});
+  pad.push_back(1);
+  pad.push_back(0);
+  return op("pad", head, pad, std::string("constant"), 1.0);
+}
+Tensor prod_others(const Tensor& x, int64_t dim) {
+  std::vector<int64_t> fd{dim};
+  Tensor right = op("flip", shifted_cumprod(op("flip", x, fd), dim), fd);
+  return mul(shifted_cumprod(x, dim), right);
+}
+void prod_bw(GradCtx& c) {
+  Tensor flat = reshape(c.in(0), DimVector{-1});
+  Tensor others = reshape(prod_others(flat, 0), c.sizes(0));
+  c.set(0, mul(expand(c.grad(), c.sizes(0)), others));
+}
+void prod_dim_bw(GradCtx& c) {
+  if (c.sizes(0).empty()) return c.set(0, c.grad());
+  int64_t dim = wrap_dim(c.int_arg(1), nd_of(c));
+  Tensor g = spread(c, c.grad(), {dim}, c.bool_arg(2));
+  c.set(0, mul(g, prod_others(c.in(0), dim)));
+}
+
+// amax/amin/max/min: the gradient is shared evenly by the elements equal to
+// the result (PyTorch's rule).
+void extreme_bw(GradCtx& c, const std::vector<int64_t>& dims, bool keepdim) {
+  const Tensor& x = c.in(0);
+  Tensor r = unreduce(c.result(), c.sizes(0), dims, keepdim);
+  Tensor mask = op("eq", x, r);
+  Tensor cnt = sum_dims(mask, dims, true);
+  Tensor g = unreduce(c.grad(), c.sizes(0), dims, keepdim);
+  c.set(0, mul(div(g, cnt), mask));
+}
+void amax_bw(GradCtx& c) {
+  auto dims = reduced_dims(c.args[1], nd_of(c));
+  extreme_bw(c, dims, c.bool_arg(2));
+}
+void max_all_bw(GradCtx& c) { extreme_bw(c, reduced_dims(IValue(), nd_of(c)), false); }
+// max.dim/min.dim: the gradient goes to the index that was picked.
+void max_dim_bw(GradCtx& c) {
+  if (c.sizes(0).empty()) return c.set(0, c.grad());
+  int64_t dim = wrap_dim(c.int_arg(1), nd_of(c));
+  bool keep = c.bool_arg(2);
+  Tensor idx = unreduce(c.result(1), c.sizes(0), {dim}, keep);
+  Tensor g = unreduce(c.grad(), c.sizes(0), {dim}, keep);
+  Tensor z = zeros(c.sizes(0), g.dtype(), g.device());
+  c.set(0, op("scatter.src", z, dim, idx, g));
+}
+
+// var/std and their _mean forms: the dims, correction and keepdim of each form.
+template <VarForm F>
+void var_args(const GradCtx& c, std::vector<int64_t>& dims, double& corr, bool& keep) {
+  int64_t nd = nd_of(c);
+  if constexpr (F == VarForm::Unbiased) {
+    dims = reduced_dims(IValue(), nd);
+    corr = c.bool_arg(1) ? 1.0 : 0.0;
+    keep = false;
+  } else if constexpr (F == VarForm::Dim) {
+    dims = reduced_dims(c.args[1], nd);
+    corr = c.bool_arg(2) ? 1.0 : 0.0;
+    keep = c.bool_arg(3);
+  } else {
+    dims = reduced_dims(c.args[1], nd);
+    corr = c.args[2].is_none() ? 1.0 : c.scalar(2).to_double();
+    keep = c.bool_arg(3);
+  }
+}
+template <VarForm F, bool Std, bool WithMean>
+void var_bw(GradCtx& c) {
+  std::vector<int64_t> dims;
+  double corr;
+  bool keep;
+  var_args<F>(c, dims, corr, keep);
+  const Tensor& x = c.in(0);
+  double n = static_cast<double>(count_of(c.sizes(0), dims));
+  Tensor centered = sub(x, op("mean.dim", x, dims, true));
+  Tensor g = unreduce(c.grad(0), c.sizes(0), dims, keep);
+  Tensor d;
+  if (Std) {
+    Tensor s = unreduce(c.result(0), c.sizes(0), dims, keep);
+    d = div(mul(g, centered), mul(s, std::max(n - corr, 0.0)));
+  } else {
+    d = mul(mul(g, centered), 2.0 / std::max(n - corr, 0.0));
+  }
+  if (WithMean) d = add(d, div(unreduce(c.grad(1), c.sizes(0), dims, keep), scalar(n)));
+  c.set(0, d);
+}
+
+void logsumexp_bw(GradCtx& c) {
+  auto dims = reduced_dims(c.args[1], nd_of(c));
+  bool keep = c.bool_arg(2);
+  Tensor r = unreduce(c.result(), c.sizes(0), dims, keep);
+  Tensor g = unreduce(c.grad(), c.sizes(0), dims, keep);
+  c.set(0, mul(g, op("exp", sub(c.in(0), r))));
+}
+
+void norm_bw(GradCtx& c) {
+  double p = 2.0;
+  const IValue& pv = c.args[1];
+  if (pv.is_string()) {
+    IGNIS_CHECK_KIND(NotImplemented, pv.to_string() == "fro",
+                     "the derivative of norm(p='", pv.to_string(), "') is not implemented");
+  } else if (!pv.is_none()) {
+    p = pv.to_double();
+  }
+  auto dims = reduced_dims(c.args[2], nd_of(c));
+  bool keep = c.bool_arg(3);
+  const Tensor& x = c.in(0);
+  Tensor r = unreduce(c.result(), c.sizes(0), dims, keep);
+  Tensor g = unreduce(c.grad(), c.sizes(0), dims, keep);
+  Tensor d;
+  if (p == 0.0) {
+    d = zeros_like(x);
+  } else if (p == 1.0) {
+    d = mul(g, op("sign", x));
+  } else if (std::isinf(p)) {
+    Tensor mask = op("eq", op("abs", x), r);
+    Tensor cnt = sum_dims(mask, dims, true);
+    d = mul(div(mul(g, op("sign", x)), cnt), mask);
+  } else if (p == 2.0) {
+    d = div(mul(g, x), r);
+    d = where(op("eq", r, scalar(0.0)), zeros_like(d), d);
+  } else {
+    // x * |x|^(p-2) / r^(p-1)
+    d = div(mul(mul(g, x), pow(op("abs", x), p - 2.0)), pow(r, p - 1.0));
+    d = where(op("eq", r, scalar(0.0)), zeros_like(d), d);
+  }
+  c.set(0, d);
+}
+
+Tensor reverse_cumsum(const Tensor& g, int64_t dim) {
+  std::vector<int64_t> fd{dim};
+  return op("flip", op("cumsum", op("flip", g, fd), dim), fd);
+}
+void cumsum_bw(GradCtx& c) {
+  if (c.sizes(0).empty()) return c.set(0, c.grad());
+  c.set(0, reverse_cumsum(c.grad(), wrap_dim(c.int_arg(1), nd_of(c))));
+}
+void cumprod_bw(GradCtx& c) {
+  if (c.sizes(0).empty()) return c.set(0, c.grad());
+  const Tensor& x = c.in(0);
+  IGNIS_CHECK_KIND(NotImplemented, !op("any", op("eq", x, scalar(0.0))).item_int(),
+                   "the derivative of cumprod for an input with zeros is not implemented");
+  int64_t dim = wrap_dim(c.int_arg(1), nd_of(c));
+  c.set(0, div(reverse_cumsum(mul(c.grad(), c.result()), dim), x));
+}
+
 }  // namespace
 
 void register_reduction_ops() {
   const auto R = OpCategory::Reduction;
   def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(sum_meta<-1, -1, 1>).cpu(sum_cpu<-1, -1, 1>)
-      .doc("sum of all elements; integers and bool sum in int64");
+      .doc("sum of all elements; integers and bool sum in int64")
+      .derivative(sum_bw);
   def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)"
       " -> Tensor")
       .category(R).both().meta(sum_meta<1, 2, 3>).cpu(sum_cpu<1, 2, 3>)
-      .doc("sum over dims (None or [] for all)");
+      .doc("sum over dims (None or [] for all)")
+      .derivative(sum_dim_bw);
   def("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
       .category(R).both().meta(sum_meta<1, 2, 3>).cpu(nansum_cpu<1, 2, 3>)
-      .doc("sum treating NaN as zero");
+      .doc("sum treating NaN as zero")
+      .derivative(nansum_bw, "self");
   def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(mean_meta<-1, -1, 1>).cpu(mean_cpu<-1, -1, 1>)
-      .doc("mean of all elements (floating inputs, or an explicit floating dtype)");
+      .doc("mean of all elements (floating inputs, or an explicit floating dtype)")
+      .derivative(mean_bw);
   def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
       .category(R).both().meta(mean_meta<1, 2, 3>).cpu(mean_cpu<1, 2, 3>)
-      .doc("mean over dims");
+      .doc("mean over dims")
+      .derivative(mean_dim_bw);
   def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(sum_meta<-1, -1, 1>).cpu(prod_cpu<-1, -1, 1>)
-      .doc("product of all elements; integers and bool multiply in int64");
+      .doc("product of all elements; integers and bool multiply in int64")
+      .derivative(prod_bw, "self");
   def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
       .category(R).both().meta(sum_meta<1, 2, 3>).cpu(prod_cpu<1, 2, 3>)
-      .doc("product along one dim");
+      .doc("product along one dim")
+      .derivative(prod_dim_bw, "self");
 
   def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
       .category(R).both().meta(amax_meta<true>).cpu(amax_cpu<true>)
-      .doc("maximum over dims ([] for all); NaN propagates");
+      .doc("maximum over dims ([] for all); NaN propagates")
+      .derivative(amax_bw, "self, result");
   def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
       .category(R).both().meta(amax_meta<false>).cpu(amax_cpu<false>)
-      .doc("minimum over dims ([] for all); NaN propagates");
+      .doc("minimum over dims ([] for all); NaN propagates")
+      .derivative(amax_bw, "self, result");
   def("max(Tensor self) -> Tensor")
       .category(R).both().meta(max_all_meta<true>).cpu(max_all_cpu<true>)
-      .doc("maximum of all elements; NaN propagates");
+      .doc("maximum of all elements; NaN propagates")
+      .derivative(max_all_bw, "self, result");
   def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
       .category(R).both().meta(max_dim_meta<true>).cpu(max_dim_cpu<true>)
-      .doc("maximum along dim and the index of its first occurrence");
+      .doc("maximum along dim and the index of its first occurrence")
+      .derivative(max_dim_bw, "result1");
   def("max.other(Tensor self, Tensor other) -> Tensor")
       .category(OpCategory::Pointwise).both().composite(max_other_kernel<true>)
-      .doc("elementwise maximum (alias of maximum)");
+      .doc("elementwise maximum (alias of maximum)")
+      .derivative(maximum_bw, "self, other");
   def("min(Tensor self) -> Tensor")
       .category(R).both().meta(max_all_meta<false>).cpu(max_all_cpu<false>)
-      .doc("minimum of all elements; NaN propagates");
+      .doc("minimum of all elements; NaN propagates")
+      .derivative(max_all_bw, "self, result");
   def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
       .category(R).both().meta(max_dim_meta<false>).cpu(max_dim_cpu<false>)
-      .doc("minimum along dim and the index of its first occurrence");
+      .doc("minimum along dim and the index of its first occurrence")
+      .derivative(max_dim_bw, "result1");
   def("min.other(Tensor self, Tensor other) -> Tensor")
       .category(OpCategory::Pointwise).both().composite(max_other_kernel<false>)
-      .doc("elementwise minimum (alias of minimum)");
+      .doc("elementwise minimum (alias of minimum)")
+      .derivative(minimum_bw, "self, other");
   def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
       .category(R).both().meta(argmax_meta<true>).cpu(argmax_cpu<true>)
       .doc("index of the first maximum (of the flattened input when dim is None)");
@@ -450,36 +653,49 @@ void register_reduction_ops() {
       "(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)";
   def("var" + unbiased + " -> Tensor").category(R).both()
       .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, false, false>)
-      .doc("variance (Bessel-corrected unless unbiased=False)");
+      .doc("variance (Bessel-corrected unless unbiased=False)")
+      .derivative(var_bw<F::Unbiased, false, false>, "self");
   def("var.dim" + dim + " -> Tensor").category(R).both()
-      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, false, false>);
+      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, false, false>)
+      .derivative(var_bw<F::Dim, false, false>, "self");
   def("var.correction" + corr + " -> Tensor").category(R).both()
-      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, false, false>);
+      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, false, false>)
+      .derivative(var_bw<F::Correction, false, false>, "self");
   def("std" + unbiased + " -> Tensor").category(R).both()
       .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, true, false>)
-      .doc("standard deviation (Bessel-corrected unless unbiased=False)");
+      .doc("standard deviation (Bessel-corrected unless unbiased=False)")
+      .derivative(var_bw<F::Unbiased, true, false>, "self, result");
   def("std.dim" + dim + " -> Tensor").category(R).both()
-      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, true, false>);
+      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, true, false>)
+      .derivative(var_bw<F::Dim, true, false>, "self, result");
   def("std.correction" + corr + " -> Tensor").category(R).both()
-      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, true, false>);
+      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, true, false>)
+      .derivative(var_bw<F::Correction, true, false>, "self, result");
   def("var_mean" + unbiased + " -> (Tensor, Tensor)").category(R)
       .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, false, true>)
-      .doc("(variance, mean)");
+      .doc("(variance, mean)")
+      .derivative(var_bw<F::Unbiased, false, true>, "self");
   def("var_mean.dim" + dim + " -> (Tensor, Tensor)").category(R)
-      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, false, true>);
+      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, false, true>)
+      .derivative(var_bw<F::Dim, false, true>, "self");
   def("var_mean.correction" + corr + " -> (Tensor, Tensor)").category(R)
-      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, false, true>);
+      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, false, true>)
+      .derivative(var_bw<F::Correction, false, true>, "self");
   def("std_mean" + unbiased + " -> (Tensor, Tensor)").category(R)
       .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, true, true>)
-      .doc("(standard deviation, mean)");
+      .doc("(standard deviation, mean)")
+      .derivative(var_bw<F::Unbiased, true, true>, "self, result");
   def("std_mean.dim" + dim + " -> (Tensor, Tensor)").category(R)
-      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, true, true>);
+      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, true, true>)
+      .derivative(var_bw<F::Dim, true, true>, "self, result");
   def("std_mean.correction" + corr + " -> (Tensor, Tensor)").category(R)
-      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, true, true>);
+      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, true, true>)
+      .derivative(var_bw<F::Correction, true, true>, "self, result");
 
   def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")
       .category(R).both().meta(logsumexp_meta).cpu(logsumexp_cpu)
-      .doc("log(sum(exp(input))) over dims, computed without overflow");
+      .doc("log(sum(exp(input))) over dims, computed without overflow")
+      .derivative(logsumexp_bw, "self, result");
 
   def("all(Tensor self) -> Tensor")
       .category(R).both().meta(logical_meta<-1, -1>).cpu(logical_cpu<true, -1, -1>)
@@ -499,11 +715,13 @@ void register_reduction_ops() {
   def("norm(Tensor self, Scalar? p=2, int[1]? dim=None, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(norm_meta).cpu(norm_cpu)
-      .doc("vector p-norm over dims (p = 2, 1, 0, inf, -inf or any float)");
+      .doc("vector p-norm over dims (p = 2, 1, 0, inf, -inf or any float)")
+      .derivative(norm_bw, "self, result");
   def("norm.str(Tensor self, str p, int[1]? dim=None, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(norm_meta).cpu(norm_cpu)
-      .doc("p='fro': the 2-norm over dims");
+      .doc("p='fro': the 2-norm over dims")
+      .derivative(norm_bw, "self, result");
 
   def("count_nonzero(Tensor self, int? dim=None) -> Tensor")
       .category(R).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
@@ -513,14 +731,18 @@ void register_reduction_ops() {
 
   def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(scan_meta<false>).cpu(scan_cpu<false, false>)
-      .doc("inclusive cumulative sum along dim; integers and bool give int64");
+      .doc("inclusive cumulative sum along dim; integers and bool give int64")
+      .derivative(cumsum_bw);
   def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
-      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<false, true>);
+      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<false, true>)
+      .derivative(cumsum_bw);
   def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
       .category(R).both().meta(scan_meta<false>).cpu(scan_cpu<true, false>)
-      .doc("inclusive cumulative product along dim; integers and bool give int64");
+      .doc("inclusive cumulative product along dim; integers and bool give int64")
+      .derivative(cumprod_bw, "self, result");
   def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
-      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>);
+      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>)
+      .derivative(cumprod_bw, "self, result");
 }
 
 }  // namespace ignis

@@ -2,6 +2,7 @@
 // and masked_fill.
 #include <cmath>
 
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
 #include "ignis/ops/families.h"
@@ -212,49 +213,131 @@ void masked_fill_cpu(OpCall& c) {
   });
 }
 
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+void where_bw(GradCtx& c) {
+  const Tensor& cond = c.in(0);
+  Tensor z = zeros_like(c.grad());
+  c.set(1, where(cond, c.grad(), z));
+  c.set(2, where(cond, z, c.grad()));
+}
+// The gradient flows to self where it was not clamped, else to the bound
+// that won (PyTorch's rule; ties go to self).
+void clamp_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& g = c.grad();
+  Tensor lo = c.opt_in(1), hi = c.opt_in(2);
+  Tensor z = zeros_like(g);
+  Tensor keep;
+  if (lo.defined()) keep = op("ge", x, lo);
+  if (hi.defined()) {
+    Tensor k2 = op("le", x, hi);
+    keep = keep.defined() ? op("logical_and", keep, k2) : k2;
+  }
+  c.set(0, keep.defined() ? where(keep, g, z) : g);
+  if (lo.defined() && c.needs_grad(1)) {
+    Tensor m = op("lt", x, lo);
+    if (hi.defined()) m = op("logical_and", m, op("le", lo, hi));
+    c.set(1, where(m, g, z));
+  }
+  if (hi.defined() && c.needs_grad(2)) c.set(2, where(op("gt", x, hi), g, z));
+}
+template <bool IsMax>
+void clamp_one_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& b = c.in(1);
+  Tensor z = zeros_like(c.grad());
+  Tensor keep = op(IsMax ? "le" : "ge", x, b);
+  c.set(0, where(keep, c.grad(), z));
+  c.set(1, where(keep, z, c.grad()));
+}
+void lerp_bw(GradCtx& c) {
+  const Tensor& w = c.in(2);
+  c.set(0, mul(c.grad(), sub(scalar(1.0), w)));
+  c.set(1, mul(c.grad(), w));
+  if (c.needs_grad(2)) c.set(2, mul(c.grad(), sub(c.in(1), c.in(0))));
+}
+void addcmul_bw(GradCtx& c) {
+  double v = c.scalar(3).to_double();
+  c.set(0, c.grad());
+  if (c.needs_grad(1)) c.set(1, mul(mul(c.grad(), c.in(2)), v));
+  if (c.needs_grad(2)) c.set(2, mul(mul(c.grad(), c.in(1)), v));
+}
+void addcdiv_bw(GradCtx& c) {
+  double v = c.scalar(3).to_double();
+  const Tensor& t2 = c.in(2);
+  c.set(0, c.grad());
+  if (c.needs_grad(1)) c.set(1, div(mul(c.grad(), v), t2));
+  if (c.needs_grad(2)) c.set(2, neg(div(mul(mul(c.grad(), c.in(1)), v), mul(t2, t2))));
+}
+void masked_fill_bw(GradCtx& c) {
+  const Tensor& m = c.in(1);
+  Tensor z = zeros_like(c.grad());
+  c.set(0, where(m, z, c.grad()));
+  if (c.needs_grad(2)) c.set(2, where(m, c.grad(), z));
+}
+
 }  // namespace
 
 void register_ternary_ops() {
   def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(where_meta).cpu(where_cpu)
-      .doc("self where condition holds, other elsewhere");
+      .doc("self where condition holds, other elsewhere")
+      .derivative(where_bw, "condition");
   def("clamp(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu)
-      .doc("min(max(self, min), max); NaN propagates");
+      .doc("min(max(self, min), max); NaN propagates")
+      .derivative(clamp_bw, "self, min, max");
   def("clamp_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu);
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
+      .derivative(clamp_bw, "self, min, max");
   def("clip(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu).doc("alias of clamp");
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu).doc("alias of clamp")
+      .derivative(clamp_bw, "self, min, max");
   def("clip_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu);
+      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
+      .derivative(clamp_bw, "self, min, max");
   def("clamp_min(Tensor self, Tensor min) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>);
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>)
+      .derivative(clamp_one_bw<false>, "self, min");
   def("clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>);
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>)
+      .derivative(clamp_one_bw<false>, "self, min");
   def("clamp_max(Tensor self, Tensor max) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>);
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>)
+      .derivative(clamp_one_bw<true>, "self, max");
   def("clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>);
+      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>)
+      .derivative(clamp_one_bw<true>, "self, max");
   def("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(lerp_meta<false>).cpu(lerp_cpu)
-      .doc("self + weight * (end - self)");
+      .doc("self + weight * (end - self)")
+      .derivative(lerp_bw, "self, end, weight");
   def("lerp_(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(lerp_meta<true>).cpu(lerp_cpu);
+      .category(OpCategory::Pointwise).both().meta(lerp_meta<true>).cpu(lerp_cpu)
+      .derivative(lerp_bw, "self, end, weight");
   def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(addc_meta<false>).cpu(addcmul_cpu)
-      .doc("self + value * tensor1 * tensor2");
+      .doc("self + value * tensor1 * tensor2")
+      .derivative(addcmul_bw, "tensor1, tensor2");
   def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcmul_cpu);
+      .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcmul_cpu)
+      .derivative(addcmul_bw, "tensor1, tensor2");
   def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(addcdiv_meta<false>).cpu(addcdiv_cpu)
-      .doc("self + value * tensor1 / tensor2");
+      .doc("self + value * tensor1 / tensor2")
+      .derivative(addcdiv_bw, "tensor1, tensor2");
   def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(addcdiv_meta<true>).cpu(addcdiv_cpu);
+      .category(OpCategory::Pointwise).both().meta(addcdiv_meta<true>).cpu(addcdiv_cpu)
+      .derivative(addcdiv_bw, "tensor1, tensor2");
   def("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
-      .doc("value where mask is True, self elsewhere");
+      .doc("value where mask is True, self elsewhere")
+      .derivative(masked_fill_bw, "mask");
   def("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(masked_fill_meta<true>).cpu(masked_fill_cpu);
+      .category(OpCategory::Pointwise).both().meta(masked_fill_meta<true>).cpu(masked_fill_cpu)
+      .derivative(masked_fill_bw, "mask");
 }
 
 }  // namespace ignis

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/loops.h"
 #include "ignis/kernels/cpu/vec_math.h"
 #include "ignis/ops/families.h"
@@ -69,17 +70,26 @@ void checked_unary_meta(OpCall& c) {
   pointwise_meta(c, {0}, R, Inplace);
 }
 
+// The derivative of a unary op: its formula and what it saves ("self",
+// "result"); {} for ops whose outputs are not differentiable (bool results).
+struct Deriv {
+  DerivativeFn fn = nullptr;
+  const char* saves = "";
+};
+
 // Registers `name` (function and method) and `name_` (in-place method).
 template <typename F, Types T, DtypeRule R, typename Check = NoCheck>
-void unary(const char* name, const char* doc, bool with_inplace = true) {
+void unary(const char* name, const char* doc, Deriv d = {}, bool with_inplace = true) {
   std::string n(name);
   def(n + "(Tensor self) -> Tensor")
       .category(OpCategory::Pointwise).both()
-      .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>).doc(doc);
+      .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
+      .derivative(d.fn, d.saves);
   if (with_inplace) {
     def(n + "_(Tensor(a!) self) -> Tensor(a!)")
         .category(OpCategory::Pointwise).both()
-        .meta(checked_unary_meta<R, true, Check>).cpu(unary_cpu<F, T, R>).doc(doc);
+        .meta(checked_unary_meta<R, true, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
+        .derivative(d.fn, d.saves);
   }
 }
 
@@ -170,63 +180,138 @@ void gelu_meta(OpCall& c) {
   pointwise_meta(c, {0}, R::Promote, Inplace);
 }
 
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+constexpr double kLn2 = 0.69314718055994530942, kLn10 = 2.30258509299404568402;
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+#define DERIV(Name, ...)                                     \
+  void Name(GradCtx& c) {                                    \
+    [[maybe_unused]] const Tensor& g = c.grad();             \
+    c.set(0, __VA_ARGS__);                                   \
+  }
+#define X c.in(0)
+#define Y c.result()
+DERIV(neg_bw, neg(g))
+DERIV(abs_bw, mul(g, op("sign", X)))
+DERIV(exp_bw, mul(g, Y))
+DERIV(exp2_bw, mul(mul(g, Y), kLn2))
+DERIV(log_bw, div(g, X))
+DERIV(log2_bw, div(g, mul(X, kLn2)))
+DERIV(log10_bw, div(g, mul(X, kLn10)))
+DERIV(log1p_bw, div(g, add(X, scalar(1.0))))
+DERIV(expm1_bw, mul(g, add(Y, scalar(1.0))))
+DERIV(sqrt_bw, div(g, mul(Y, 2.0)))
+DERIV(rsqrt_bw, mul(mul(g, pow(Y, 3.0)), -0.5))
+DERIV(sin_bw, mul(g, op("cos", X)))
+DERIV(cos_bw, neg(mul(g, op("sin", X))))
+DERIV(tan_bw, mul(g, add(sq(Y), scalar(1.0))))
+DERIV(asin_bw, div(g, op("sqrt", sub(scalar(1.0), sq(X)))))
+DERIV(acos_bw, neg(div(g, op("sqrt", sub(scalar(1.0), sq(X))))))
+DERIV(atan_bw, div(g, add(sq(X), scalar(1.0))))
+DERIV(sinh_bw, mul(g, op("cosh", X)))
+DERIV(cosh_bw, mul(g, op("sinh", X)))
+DERIV(tanh_bw, mul(g, sub(scalar(1.0), sq(Y))))
+DERIV(sigmoid_bw, mul(g, mul(Y, sub(scalar(1.0), Y))))
+DERIV(relu_bw, mul(g, op("gt", Y, scalar(0.0))))
+DERIV(erf_bw, mul(mul(g, op("exp", neg(sq(X)))), kTwoOverSqrtPi))
+DERIV(erfc_bw, mul(mul(g, op("exp", neg(sq(X)))), -kTwoOverSqrtPi))
+DERIV(zero_bw, zeros_like(g))
+DERIV(identity_bw, g)
+DERIV(reciprocal_bw, neg(mul(g, sq(Y))))
+DERIV(square_bw, mul(mul(g, X), 2.0))
+#undef X
+#undef Y
+
+void silu_bw(GradCtx& c) {
+  Tensor s = op("sigmoid", c.in(0));
+  // s * (1 + x * (1 - s))
+  Tensor d = mul(s, add(scalar(1.0), mul(c.in(0), sub(scalar(1.0), s))));
+  c.set(0, mul(c.grad(), d));
+}
+void mish_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  Tensor t = op("tanh", op("log1p", op("exp", x)));
+  Tensor d = add(t, mul(mul(x, op("sigmoid", x)), sub(scalar(1.0), sq(t))));
+  c.set(0, mul(c.grad(), d));
+}
+void gelu_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  if (c.args[1].to_string() == "tanh") {
+    constexpr double k = 0.79788456080286535588, a = 0.044715;
+    Tensor inner = mul(add(x, mul(pow(x, 3.0), a)), k);
+    Tensor t = op("tanh", inner);
+    Tensor left = mul(add(t, scalar(1.0)), 0.5);
+    Tensor dinner = mul(add(mul(sq(x), 3.0 * a), scalar(1.0)), k);
+    Tensor right = mul(mul(mul(x, 0.5), sub(scalar(1.0), sq(t))), dinner);
+    c.set(0, mul(c.grad(), add(left, right)));
+    return;
+  }
+  // Phi(x) + x * phi(x)
+  Tensor cdf = mul(add(op("erf", mul(x, 0.70710678118654752440)), scalar(1.0)), 0.5);
+  Tensor pdf = mul(op("exp", mul(sq(x), -0.5)), kInvSqrt2Pi);
+  c.set(0, mul(c.grad(), add(cdf, mul(x, pdf))));
+}
+
 }  // namespace
 
 void register_unary_ops() {
-  unary<Neg, Types::Numeric, R::Promote, NegCheck>("neg", "-input");
-  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg");
-  unary<Abs, Types::Numeric, R::Promote>("abs", "|input|");
-  unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs");
-  unary<Exp, Types::Float, R::PromoteToFloat>("exp", "e ** input");
-  unary<Exp2, Types::Float, R::PromoteToFloat>("exp2", "2 ** input");
-  unary<Log, Types::Float, R::PromoteToFloat>("log", "natural logarithm");
-  unary<Log2, Types::Float, R::PromoteToFloat>("log2", "base-2 logarithm");
-  unary<Log10, Types::Float, R::PromoteToFloat>("log10", "base-10 logarithm");
-  unary<Log1p, Types::Float, R::PromoteToFloat>("log1p", "log(1 + input)");
-  unary<Expm1, Types::Float, R::PromoteToFloat>("expm1", "exp(input) - 1");
-  unary<Sqrt, Types::Float, R::PromoteToFloat>("sqrt", "square root");
-  unary<Rsqrt, Types::Float, R::PromoteToFloat>("rsqrt", "1 / sqrt(input)");
-  unary<Sin, Types::Float, R::PromoteToFloat>("sin", "sine");
-  unary<Cos, Types::Float, R::PromoteToFloat>("cos", "cosine");
-  unary<Tan, Types::Float, R::PromoteToFloat>("tan", "tangent");
-  unary<Asin, Types::Float, R::PromoteToFloat>("asin", "arcsine");
-  unary<Acos, Types::Float, R::PromoteToFloat>("acos", "arccosine");
-  unary<Atan, Types::Float, R::PromoteToFloat>("atan", "arctangent");
-  unary<Sinh, Types::Float, R::PromoteToFloat>("sinh", "hyperbolic sine");
-  unary<Cosh, Types::Float, R::PromoteToFloat>("cosh", "hyperbolic cosine");
-  unary<Tanh, Types::Float, R::PromoteToFloat>("tanh", "hyperbolic tangent");
-  unary<Sigmoid, Types::Float, R::PromoteToFloat>("sigmoid", "1 / (1 + exp(-input))");
-  unary<Relu, Types::Numeric, R::Promote, ReluCheck>("relu", "max(input, 0)");
+  unary<Neg, Types::Numeric, R::Promote, NegCheck>("neg", "-input", {neg_bw});
+  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg", {neg_bw});
+  unary<Abs, Types::Numeric, R::Promote>("abs", "|input|", {abs_bw, "self"});
+  unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs", {abs_bw, "self"});
+  unary<Exp, Types::Float, R::PromoteToFloat>("exp", "e ** input", {exp_bw, "result"});
+  unary<Exp2, Types::Float, R::PromoteToFloat>("exp2", "2 ** input", {exp2_bw, "result"});
+  unary<Log, Types::Float, R::PromoteToFloat>("log", "natural logarithm", {log_bw, "self"});
+  unary<Log2, Types::Float, R::PromoteToFloat>("log2", "base-2 logarithm", {log2_bw, "self"});
+  unary<Log10, Types::Float, R::PromoteToFloat>("log10", "base-10 logarithm", {log10_bw, "self"});
+  unary<Log1p, Types::Float, R::PromoteToFloat>("log1p", "log(1 + input)", {log1p_bw, "self"});
+  unary<Expm1, Types::Float, R::PromoteToFloat>("expm1", "exp(input) - 1", {expm1_bw, "result"});
+  unary<Sqrt, Types::Float, R::PromoteToFloat>("sqrt", "square root", {sqrt_bw, "result"});
+  unary<Rsqrt, Types::Float, R::PromoteToFloat>("rsqrt", "1 / sqrt(input)", {rsqrt_bw, "result"});
+  unary<Sin, Types::Float, R::PromoteToFloat>("sin", "sine", {sin_bw, "self"});
+  unary<Cos, Types::Float, R::PromoteToFloat>("cos", "cosine", {cos_bw, "self"});
+  unary<Tan, Types::Float, R::PromoteToFloat>("tan", "tangent", {tan_bw, "result"});
+  unary<Asin, Types::Float, R::PromoteToFloat>("asin", "arcsine", {asin_bw, "self"});
+  unary<Acos, Types::Float, R::PromoteToFloat>("acos", "arccosine", {acos_bw, "self"});
+  unary<Atan, Types::Float, R::PromoteToFloat>("atan", "arctangent", {atan_bw, "self"});
+  unary<Sinh, Types::Float, R::PromoteToFloat>("sinh", "hyperbolic sine", {sinh_bw, "self"});
+  unary<Cosh, Types::Float, R::PromoteToFloat>("cosh", "hyperbolic cosine", {cosh_bw, "self"});
+  unary<Tanh, Types::Float, R::PromoteToFloat>("tanh", "hyperbolic tangent", {tanh_bw, "result"});
+  unary<Sigmoid, Types::Float, R::PromoteToFloat>("sigmoid", "1 / (1 + exp(-input))", {sigmoid_bw, "result"});
+  unary<Relu, Types::Numeric, R::Promote, ReluCheck>("relu", "max(input, 0)", {relu_bw, "result"});
   // The activations below take floating inputs only, as in PyTorch.
-  unary<Silu, Types::Float, R::Promote>("silu", "input * sigmoid(input)");
-  unary<Mish, Types::Float, R::Promote>("mish", "input * tanh(softplus(input))");
-  unary<Erf, Types::Float, R::PromoteToFloat>("erf", "error function");
-  unary<Erfc, Types::Float, R::PromoteToFloat>("erfc", "1 - erf(input)");
-  unary<Floor, Types::Numeric, R::Promote>("floor", "round down");
-  unary<Ceil, Types::Numeric, R::Promote>("ceil", "round up");
-  unary<Round, Types::Numeric, R::Promote>("round", "round half to even");
-  unary<Trunc, Types::Numeric, R::Promote>("trunc", "round toward zero");
-  unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc");
-  unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)");
-  unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1");
-  unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input");
-  unary<Square, Types::Numeric, R::PromoteWithInt>("square", "input * input (pow(input, 2))");
+  unary<Silu, Types::Float, R::Promote>("silu", "input * sigmoid(input)", {silu_bw, "self"});
+  unary<Mish, Types::Float, R::Promote>("mish", "input * tanh(softplus(input))", {mish_bw, "self"});
+  unary<Erf, Types::Float, R::PromoteToFloat>("erf", "error function", {erf_bw, "self"});
+  unary<Erfc, Types::Float, R::PromoteToFloat>("erfc", "1 - erf(input)", {erfc_bw, "self"});
+  unary<Floor, Types::Numeric, R::Promote>("floor", "round down", {zero_bw});
+  unary<Ceil, Types::Numeric, R::Promote>("ceil", "round up", {zero_bw});
+  unary<Round, Types::Numeric, R::Promote>("round", "round half to even", {zero_bw});
+  unary<Trunc, Types::Numeric, R::Promote>("trunc", "round toward zero", {zero_bw});
+  unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc", {zero_bw});
+  unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)", {identity_bw});
+  unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1", {zero_bw});
+  unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input", {reciprocal_bw, "result"});
+  unary<Square, Types::Numeric, R::PromoteWithInt>("square", "input * input (pow(input, 2))", {square_bw, "self"});
   unary<BitwiseNot, Types::IntBool, R::Promote>("bitwise_not", "~input (integers and bool)");
   unary<LogicalNot, Types::NumericBool, R::LogicalOut>("logical_not", "not input, as bool");
-  unary<IsNan, Types::NumericBool, R::LogicalOut>("isnan", "input is NaN", false);
-  unary<IsInf, Types::NumericBool, R::LogicalOut>("isinf", "input is +/-inf", false);
-  unary<IsPosInf, Types::NumericBool, R::LogicalOut>("isposinf", "input is +inf", false);
-  unary<IsNegInf, Types::NumericBool, R::LogicalOut>("isneginf", "input is -inf", false);
-  unary<IsFinite, Types::NumericBool, R::LogicalOut>("isfinite", "input is finite", false);
-  unary<SignBit, Types::NumericBool, R::LogicalOut>("signbit", "sign bit of input is set", false);
+  unary<IsNan, Types::NumericBool, R::LogicalOut>("isnan", "input is NaN", {}, false);
+  unary<IsInf, Types::NumericBool, R::LogicalOut>("isinf", "input is +/-inf", {}, false);
+  unary<IsPosInf, Types::NumericBool, R::LogicalOut>("isposinf", "input is +inf", {}, false);
+  unary<IsNegInf, Types::NumericBool, R::LogicalOut>("isneginf", "input is -inf", {}, false);
+  unary<IsFinite, Types::NumericBool, R::LogicalOut>("isfinite", "input is finite", {}, false);
+  unary<SignBit, Types::NumericBool, R::LogicalOut>("signbit", "sign bit of input is set", {}, false);
 
   def("gelu(Tensor self, *, str approximate='none') -> Tensor")
       .category(OpCategory::Pointwise).both()
       .meta(gelu_meta<false>).cpu(gelu_cpu<false>)
-      .doc("Gaussian error linear unit; approximate='tanh' uses the tanh formula");
+      .doc("Gaussian error linear unit; approximate='tanh' uses the tanh formula")
+      .derivative(gelu_bw, "self");
   def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")
       .category(OpCategory::Pointwise).both()
-      .meta(gelu_meta<true>).cpu(gelu_cpu<true>);
+      .meta(gelu_meta<true>).cpu(gelu_cpu<true>).derivative(gelu_bw, "self");
 }
 
 }  // namespace ignis

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "ignis/autograd/formula.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -100,8 +101,10 @@ void view_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 void reshape_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   DimVector shape = infer_size(s[1].to_int_list(), self.numel());
-  if (auto st = view_strides(self.sizes(), self.strides(), shape)) {
-    ret(s, make_view(self, shape, *st, self.storage_offset()));
+  if (view_strides(self.sizes(), self.strides(), shape)) {
+    // Through the view op (not make_view) so that autograd records it.
+    static OpRef view("view");
+    ret(s, view.tensor(self, shape.vec()));
     return;
   }
   // Not viewable, so not contiguous: contiguous() copies.
@@ -525,7 +528,7 @@ void movedim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
     used[a] = true;
   }
   if (nd == 0) {
-    ret(s, make_view(self, self.sizes(), self.strides(), self.storage_offset()));
+    ret(s, OpRef("view").tensor(self, std::vector<int64_t>{}));
     return;
   }
   int64_t next = 0;
@@ -538,55 +541,107 @@ void movedim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, OpRef("permute").tensor(self, order));
 }
 
-void view_op(const std::string& schema, KernelFn k, const char* doc = "") {
-  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc);
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+void reshape_bw(GradCtx& c) { c.set(0, reshape(c.grad(), c.sizes(0))); }
+void expand_bw(GradCtx& c) { c.set(0, c.grad()); }  // summed to self's shape by the caller
+void permute_bw(GradCtx& c) {
+  const auto& dims = c.int_list(1);
+  int64_t nd = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> inv(dims.size());
+  for (int64_t i = 0; i < nd; ++i) inv[wrap_dim(dims[i], nd)] = i;
+  c.set(0, op("permute", c.grad(), inv));
+}
+void transpose_bw(GradCtx& c) {
+  c.set(0, op("transpose.int", c.grad(), c.int_arg(1), c.int_arg(2)));
+}
+void t_bw(GradCtx& c) { c.set(0, op("t", c.grad())); }
+void narrow_bw(GradCtx& c) {
+  int64_t nd = static_cast<int64_t>(c.sizes(0).size());
+  int64_t dim = wrap_dim(c.int_arg(1), nd);
+  int64_t start = c.int_arg(2);
+  if (start < 0) start += c.sizes(0)[dim];
+  c.set(0, embed_slice(c.grad(), c.sizes(0), dim, start, 1));
+}
+void select_bw(GradCtx& c) {
+  int64_t nd = static_cast<int64_t>(c.sizes(0).size());
+  int64_t dim = wrap_dim(c.int_arg(1), nd);
+  int64_t index = c.int_arg(2);
+  if (index < 0) index += c.sizes(0)[dim];
+  c.set(0, embed_slice(unsqueeze(c.grad(), dim), c.sizes(0), dim, index, 1));
+}
+void slice_bw(GradCtx& c) {
+  int64_t nd = static_cast<int64_t>(c.sizes(0).size());
+  int64_t dim = wrap_dim(c.int_arg(1), nd);
+  int64_t n = c.sizes(0)[dim];
+  int64_t start = c.args[2].is_none() ? 0 : c.int_arg(2);
+  if (start < 0) start += n;
+  start = std::min(std::max<int64_t>(start, 0), n);
+  c.set(0, embed_slice(c.grad(), c.sizes(0), dim, start, c.int_arg(4)));
+}
+// split / chunk: the output gradients side by side again.
+void split_bw(GradCtx& c) {
+  int64_t nd = static_cast<int64_t>(c.sizes(0).size());
+  int64_t dim = wrap_dim(c.int_arg(2), nd);
+  c.set(0, OpRef("cat").tensor(c.grads, dim));
+}
+void diagonal_bw(GradCtx& c) {
+  Tensor z = zeros(c.sizes(0), c.grad().dtype(), c.grad().device());
+  Tensor d = op("diagonal", z, c.int_arg(1), c.int_arg(2), c.int_arg(3));
+  OpRef("copy_").call(d, c.grad());
+  c.set(0, z);
+}
+
+void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* doc = "") {
+  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc).derivative(d);
 }
 
 }  // namespace
 
 void register_view_ops() {
-  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)", view_kernel, "same data, new shape");
+  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)", view_kernel, reshape_bw, "same data, new shape");
   def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)").category(OpCategory::View).both()
       .composite(reshape_kernel).doc("a view when possible, else a copy");
   def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().composite(view_as_kernel);
   def("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().composite(reshape_as_kernel);
-  view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_kernel);
-  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel);
-  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel);
-  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel);
+  view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_kernel, permute_bw);
+  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
+  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
+  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
-      .method_only().kernel(transpose_inplace_kernel);
-  view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel);
-  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only().kernel(t_inplace_kernel);
-  view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel);
+      .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
+  view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw);
+  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only().kernel(t_inplace_kernel).derivative(t_bw);
+  view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel, expand_bw);
   def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
-      .method_only().kernel(expand_as_kernel);
-  view_op("squeeze(Tensor(a) self) -> Tensor(a)", squeeze_kernel);
-  view_op("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", squeeze_kernel);
-  view_op("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", squeeze_kernel);
+      .method_only().kernel(expand_as_kernel).derivative(expand_bw);
+  view_op("squeeze(Tensor(a) self) -> Tensor(a)", squeeze_kernel, reshape_bw);
+  view_op("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", squeeze_kernel, reshape_bw);
+  view_op("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", squeeze_kernel, reshape_bw);
   def("squeeze_(Tensor(a!) self, int[]? dim=None) -> Tensor(a!)").category(OpCategory::View)
-      .method_only().kernel(squeeze_inplace_kernel);
-  view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", unsqueeze_kernel);
+      .method_only().kernel(squeeze_inplace_kernel).derivative(reshape_bw);
+  view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", unsqueeze_kernel, reshape_bw);
   def("unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)").category(OpCategory::View)
-      .method_only().kernel(unsqueeze_inplace_kernel);
+      .method_only().kernel(unsqueeze_inplace_kernel).derivative(reshape_bw);
   def("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")
       .category(OpCategory::View).both().composite(flatten_kernel);
   def("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)")
       .category(OpCategory::View).both().composite(unflatten_kernel);
-  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", narrow_kernel);
-  view_op("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", select_kernel);
+  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", narrow_kernel, narrow_bw);
+  view_op("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", select_kernel, select_bw);
   view_op("slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",
-          slice_kernel, "self[start:end:step] along dim");
-  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", split_kernel);
-  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]", split_kernel);
-  view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel);
+          slice_kernel, slice_bw, "self[start:end:step] along dim");
+  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", split_kernel, split_bw);
+  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]", split_kernel, split_bw);
+  view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel, split_bw);
   def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]").category(OpCategory::View).both()
       .composite(unbind_kernel);
   view_op("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",
-          as_strided_kernel);
-  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal_kernel);
+          as_strided_kernel, nullptr);
+  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal_kernel, diagonal_bw);
   def("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
       .category(OpCategory::View).both().composite(movedim_kernel);
   def("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
