@@ -291,7 +291,7 @@ void copy_to(const Tensor& dst, const Tensor& src) {
   }
 }
 
-const char* legacy_type_name(ScalarType t) {
+const char* scalar_type_name(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "ignis.BoolTensor";
     case ScalarType::UInt8: return "ignis.ByteTensor";
@@ -317,7 +317,7 @@ Tensor value_to_tensor(const Tensor& self, PyObject* v) {
                         : scalar_to_tensor_int(s.to_int(), self.dtype());
   }
   IGNIS_FAIL_KIND(Type, "can't assign a ", Py_TYPE(v)->tp_name, " to a ",
-                  legacy_type_name(self.dtype()));
+                  scalar_type_name(self.dtype()));
 }
 
 PyObject* f_getitem(PyObject*, PyObject* args) {
