@@ -120,23 +120,6 @@ inline Tensor broadcast_view(const Tensor& t, const DimVector& shape) {
   return make_view(t, shape, st, t.storage_offset());
 }
 
-// "Float", "Long", ...: the names in PyTorch's "not implemented for 'Long'".
-inline const char* legacy_type_name(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::UInt8: return "Byte";
-    case ScalarType::Int8: return "Char";
-    case ScalarType::Int16: return "Short";
-    case ScalarType::Int32: return "Int";
-    case ScalarType::Int64: return "Long";
-    case ScalarType::Float16: return "Half";
-    case ScalarType::BFloat16: return "BFloat16";
-    case ScalarType::Float32: return "Float";
-    case ScalarType::Float64: return "Double";
-    default: return "Undefined";
-  }
-}
-
 // "float", "long int", ...: the C++ names some PyTorch messages print.
 inline const char* cpp_type_name(ScalarType t) {
   switch (t) {
