@@ -252,6 +252,12 @@ def test_to_dtype():
     assert m.fc.weight is w  # nothing to convert: same object
     with pytest.raises(TypeError, match="floating point"):
         m.to(ignis.int32)
+    # A parameter shared by two modules stays shared through a conversion.
+    tied = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)})
+    tied.b.weight = tied.a.weight
+    tied.double()
+    assert tied.a.weight is tied.b.weight and tied.a.weight.dtype == ignis.float64
+    assert len(list(tied.parameters())) == 3
 
 
 def test_forward_hooks_and_handles():

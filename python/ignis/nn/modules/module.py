@@ -419,9 +419,13 @@ class Module:
                 destination[prefix + name] = buf if keep_vars else _detached(buf)
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
-        if args:
-            raise TypeError("state_dict() takes keyword arguments only "
-                            "(destination=, prefix=, keep_vars=)")
+        if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
+            if len(args) > 3:
+                raise TypeError(f"state_dict() takes at most 3 positional arguments "
+                                f"({len(args)} given)")
+            destination = args[0]
+            prefix = args[1] if len(args) > 1 else prefix
+            keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
