@@ -605,3 +605,16 @@ def test_mha_state_dict_keys_match_torch():
     assert list(im.state_dict()) == list(tm.state_dict())
     assert [tuple(v.shape) for v in im.state_dict().values()] == \
         [tuple(v.shape) for v in tm.state_dict().values()]
+
+
+def test_deepcopy_module():
+    m = Net()
+    m.block[0].bias = m.fc.bias  # tied
+    m2 = copy.deepcopy(m)
+    assert m2.block[0].bias is m2.fc.bias and m2.fc.bias is not m.fc.bias
+    for (n1, a), (n2, b) in zip(m.state_dict().items(), m2.state_dict().items()):
+        assert n1 == n2 and a.data_ptr() != b.data_ptr()
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert isinstance(m2.fc.weight, nn.Parameter)
+    x = ignis.randn(2, 4)
+    close(m(x), m2(x))

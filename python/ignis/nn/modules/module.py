@@ -256,6 +256,19 @@ class Module:
     def __setstate__(self, state):
         self.__dict__.update(state)
 
+    def __deepcopy__(self, memo):
+        """copy.deepcopy(module): buffers are cloned here (parameters clone
+        themselves), so that tensor attributes need no pickling support."""
+        import copy
+        for buf in self._buffers.values():
+            if buf is not None and id(buf) not in memo:
+                memo[id(buf)] = _detached(buf).clone()
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            new.__dict__[k] = copy.deepcopy(v, memo)
+        return new
+
     # --- traversal ---------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
         memo = set()
