@@ -20,3 +20,15 @@ for _n in _NAMES:
 
 def relu_(x):
     return x.relu_()
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """F.embedding's argument order (input first); the op takes (weight, indices)."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported by ignis")
+    if padding_idx is None:
+        padding_idx = -1
+    elif padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return _ops.get("embedding")(weight, input, padding_idx, scale_grad_by_freq, sparse)

@@ -33,7 +33,10 @@ Device Device::parse(const std::string& s) {
 
 std::string Device::str() const {
   std::string out = device_type_name(type);
-  if (type == DeviceType::CUDA && index >= 0) out += ":" + std::to_string(index);
+  if (type == DeviceType::CUDA && index >= 0) {
+    out += ':';
+    out += std::to_string(index);
+  }
   return out;
 }
 

@@ -108,7 +108,8 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   if (causal) {
     Tensor i = arange_op.tensor(L, IValue(), q.device());
     Tensor j = arange_op.tensor(S, IValue(), q.device());
-    Tensor above = gt_op.tensor(unsqueeze_op.tensor(j, int64_t(0)), unsqueeze_op.tensor(i, int64_t(1)));
+    Tensor above =
+        gt_op.tensor(unsqueeze_op.tensor(j, int64_t(0)), unsqueeze_op.tensor(i, int64_t(1)));
     scores = masked_fill_op.tensor(scores, above, ninf);
   }
   if (mask.defined()) {
@@ -127,7 +128,8 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 void register_composite_ops() {
   auto C = OpCategory::Composite;
   def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor").category(C)
-      .composite(linear_kernel).doc("input @ weight.T + bias (weight is [out_features, in_features])");
+      .composite(linear_kernel)
+      .doc("input @ weight.T + bias (weight is [out_features, in_features])");
   def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")
       .category(C).composite(sdpa_kernel)
       .doc("softmax(query @ key^T * scale + mask) @ value");

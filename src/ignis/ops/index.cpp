@@ -39,24 +39,6 @@ void ret(Stack& s, Tensor t) {
   s.emplace_back(std::move(t));
 }
 
-// PyTorch's legacy names ("Float", "Long"), which its index_put_ and take
-// messages use.
-const char* legacy_name(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::UInt8: return "Byte";
-    case ScalarType::Int8: return "Char";
-    case ScalarType::Int16: return "Short";
-    case ScalarType::Int32: return "Int";
-    case ScalarType::Int64: return "Long";
-    case ScalarType::Float16: return "Half";
-    case ScalarType::BFloat16: return "BFloat16";
-    case ScalarType::Float32: return "Float";
-    case ScalarType::Float64: return "Double";
-    default: return "?";
-  }
-}
-
 bool is_index_dtype(ScalarType t) { return t == ScalarType::Int64 || t == ScalarType::Int32; }
 bool is_mask_dtype(ScalarType t) { return t == ScalarType::Bool || t == ScalarType::UInt8; }
 
@@ -348,13 +330,13 @@ void indexed_meta(OpCall& c) {
   const char* name = indexed_name(K);
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
   IGNIS_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector, but got dim: ",
-                    index.dim(), " with type: ", legacy_name(index.dtype()), " and size: ",
+                    index.dim(), " with type: ", scalar_type_name(index.dtype()), " and size: ",
                     index.shape_str());
   if (K == IndexedOp::Add)
     IGNIS_CHECK(is_index_dtype(index.dtype()), name, "(): Expected dtype int32/int64 for index");
   else if (K == IndexedOp::Copy)
     IGNIS_CHECK(index.dtype() == ScalarType::Int64, name, "(): Expected a long tensor for "
-                "index, but got ", legacy_name(index.dtype()));
+                "index, but got ", scalar_type_name(index.dtype()));
   else
     IGNIS_CHECK_INDEX(index.dtype() == ScalarType::Int64, name,
                       "(): Expected dtype int64 for index.");
@@ -364,8 +346,8 @@ void indexed_meta(OpCall& c) {
                 "tensor with ", v.dim(), " dimension(s).");
   } else {
     const Tensor& src = c.tensor(3);
-    IGNIS_CHECK(src.dtype() == self.dtype(), name, "(): self (", legacy_name(self.dtype()),
-                ") and source (", legacy_name(src.dtype()), ") must have the same scalar type");
+    IGNIS_CHECK(src.dtype() == self.dtype(), name, "(): self (", scalar_type_name(self.dtype()),
+                ") and source (", scalar_type_name(src.dtype()), ") must have the same scalar type");
     IGNIS_CHECK(index.numel() == size_or_1(src, dim), name, "(): Number of indices (",
                 index.numel(), ") should be equal to source.size(dim): (", size_or_1(src, dim),
                 "), for dim: ", dim);
@@ -423,7 +405,7 @@ void indexed_cpu(OpCall& c) {
 void take_along_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor(), idx = s[1].to_tensor();
   IGNIS_CHECK(idx.dtype() == ScalarType::Int64, "torch.take_along_dim(): dtype of indices "
-              "should be Long but got ", legacy_name(idx.dtype()));
+              "should be Long but got ", scalar_type_name(idx.dtype()));
   static OpRef gather("gather");
   if (s[2].is_none()) {
     ret(s, gather.tensor(reshape_to(self, {-1}), int64_t(0), reshape_to(idx, {-1})));
@@ -1047,8 +1029,8 @@ void index_put_meta(OpCall& c) {
   // A 0-dim value converts like a scalar; a dimensioned one must match.
   IGNIS_CHECK(values.dtype() == self.dtype() || values.dim() == 0, "Index put requires the "
               "source and destination "
-              "dtypes match, got ", legacy_name(self.dtype()), " for the destination and ",
-              legacy_name(values.dtype()), " for the source.");
+              "dtypes match, got ", scalar_type_name(self.dtype()), " for the destination and ",
+              scalar_type_name(values.dtype()), " for the source.");
   if (!c.device.is_meta()) {
     cpu::MemOverlap o = cpu::mem_overlap(self, values);
     IGNIS_CHECK(o == cpu::MemOverlap::No || o == cpu::MemOverlap::TooHard, cpu::kOverlapMessage);
@@ -1112,7 +1094,7 @@ void where_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 void take_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor(), index = s[1].to_tensor();
   IGNIS_CHECK(index.dtype() == ScalarType::Int64, "take(): Expected a long tensor for index, "
-              "but got ", legacy_name(index.dtype()));
+              "but got ", scalar_type_name(index.dtype()));
   int64_t n = self.numel();
   if (index.device().is_cpu()) {
     auto bad = cpu::find_out_of_range(index, -n, n);

@@ -14,12 +14,11 @@ namespace ignis {
 namespace {
 
 using cpu::cpp_type_name;
-using cpu::legacy_type_name;
 
 // ---- shared checks ------------------------------------------------------------------
 void check_gemm_dtype(ScalarType t) {
   if (t == ScalarType::Bool)
-    IGNIS_NOT_IMPLEMENTED("\"addmm_impl_cpu_\" not implemented for '", legacy_type_name(t), "'");
+    IGNIS_NOT_IMPLEMENTED("\"addmm_impl_cpu_\" not implemented for '", scalar_type_name(t), "'");
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
@@ -45,8 +44,8 @@ void check_bmm_args(const Tensor& a, const Tensor& b) {
   IGNIS_CHECK(b.sizes()[0] == a.sizes()[0] && b.sizes()[1] == a.sizes()[2],
               "Expected size for first two dimensions of batch2 tensor to be: [", a.sizes()[0],
               ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
-  IGNIS_CHECK(a.dtype() == b.dtype(), "expected scalar type ", legacy_type_name(a.dtype()),
-              " but found ", legacy_type_name(b.dtype()));
+  IGNIS_CHECK(a.dtype() == b.dtype(), "expected scalar type ", scalar_type_name(a.dtype()),
+              " but found ", scalar_type_name(b.dtype()));
   check_gemm_dtype(a.dtype());
   check_same_device(a, b, "bmm");
 }
@@ -69,7 +68,7 @@ void check_expandable(const Tensor& self, const DimVector& target) {
 
 void check_self_dtype(const Tensor& self, const Tensor& mat) {
   IGNIS_CHECK(self.dtype() == mat.dtype(), "self and mat2 must have the same dtype, but got ",
-              legacy_type_name(self.dtype()), " and ", legacy_type_name(mat.dtype()));
+              scalar_type_name(self.dtype()), " and ", scalar_type_name(mat.dtype()));
   check_same_device(self, mat, "addmm");
 }
 
@@ -136,7 +135,7 @@ void dot_meta(OpCall& c) {
               "] and src [", b.numel(), "] to have the same number of elements, but got ",
               a.numel(), " and ", b.numel(), " elements respectively");
   IGNIS_CHECK(a.dtype() == b.dtype(), "dot : expected both vectors to have same dtype, but found ",
-              legacy_type_name(a.dtype()), " and ", legacy_type_name(b.dtype()));
+              scalar_type_name(a.dtype()), " and ", scalar_type_name(b.dtype()));
   if (a.dtype() == ScalarType::Bool)
     IGNIS_NOT_IMPLEMENTED("\"dot\" not implemented for 'Bool'");
   check_same_device(a, b, "dot");
@@ -151,8 +150,8 @@ void mv_meta(OpCall& c) {
   IGNIS_CHECK(m.sizes()[1] == v.sizes()[0], "size mismatch, got input (", m.sizes()[0],
               "), mat (", m.sizes()[0], "x", m.sizes()[1], "), vec (", v.sizes()[0], ")");
   IGNIS_CHECK(m.dtype() == v.dtype(), "addmv input tensors must have the same dtype, but got ",
-              legacy_type_name(v.dtype()), ", ", legacy_type_name(m.dtype()), ", and ",
-              legacy_type_name(v.dtype()));
+              scalar_type_name(v.dtype()), ", ", scalar_type_name(m.dtype()), ", and ",
+              scalar_type_name(v.dtype()));
   check_gemm_dtype(m.dtype());
   check_same_device(m, v, "mv");
   c.alloc({m.sizes()[0]}, m.dtype());

@@ -30,11 +30,10 @@ namespace ignis {
 
 namespace {
 
-using cpu::legacy_type_name;
 using cpu::Reduction;
 
 [[noreturn]] void not_implemented_for(const std::string& kernel, ScalarType t) {
-  IGNIS_NOT_IMPLEMENTED("\"", kernel, "\" not implemented for '", legacy_type_name(t), "'");
+  IGNIS_NOT_IMPLEMENTED("\"", kernel, "\" not implemented for '", scalar_type_name(t), "'");
 }
 
 void ret(Stack& s, Tensor t) {
@@ -124,7 +123,7 @@ void check_norm_param(const Tensor& p, ScalarType input) {
   if (!p.defined()) return;
   bool ok = p.dtype() == input || p.dtype() == opmath_dtype(input);
   IGNIS_CHECK(ok, "mixed dtype (CPU): expect parameter to have scalar type of ",
-              legacy_type_name(opmath_dtype(input)));
+              scalar_type_name(opmath_dtype(input)));
 }
 
 // native_layer_norm(input, normalized_shape, weight, bias, eps) -> (out, mean, rstd)
@@ -186,7 +185,7 @@ void rms_norm_cpu(OpCall& c) {
 void normalize_meta(OpCall& c) {
   const Tensor& in = c.tensor(0);
   IGNIS_CHECK(is_floating(in.dtype()), "linalg.vector_norm: Expected a floating point or complex "
-              "tensor as input. Got ", legacy_type_name(in.dtype()));
+              "tensor as input. Got ", scalar_type_name(in.dtype()));
   wrap_dim(c.int_arg(2), in.dim());
   c.alloc(in.sizes(), in.dtype());
 }
@@ -203,7 +202,7 @@ DimVector cosine_shape(const OpCall& c, ScalarType* dt, int64_t* dim) {
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes());
   *dt = result_type({&a, &b});
   IGNIS_CHECK(is_floating(*dt), "expected common dtype to be floating point, yet common dtype is ",
-              legacy_type_name(*dt));
+              scalar_type_name(*dt));
   *dim = wrap_dim(c.int_arg(2), static_cast<int64_t>(shape.size()));
   return shape;
 }
@@ -234,7 +233,7 @@ void native_dropout_meta(OpCall& c) {
   check_dropout_p(c.double_arg(1));
   const bool train = c.args[2].is_none() || c.bool_arg(2);
   IGNIS_CHECK(!train || is_floating(in.dtype()), "result type Float can't be cast to the desired "
-              "output type ", legacy_type_name(in.dtype()));
+              "output type ", scalar_type_name(in.dtype()));
   c.alloc(in.sizes(), in.dtype());
   c.alloc(in.sizes(), ScalarType::Bool);
 }
@@ -319,7 +318,7 @@ void embedding_meta(OpCall& c) {
   const Tensor &w = c.tensor(0), &idx = c.tensor(1);
   IGNIS_CHECK(idx.dtype() == ScalarType::Int64 || idx.dtype() == ScalarType::Int32,
               "Expected tensor for argument #1 'indices' to have one of the following scalar "
-              "types: Long, Int; but got torch.", legacy_type_name(idx.dtype()),
+              "types: Long, Int; but got torch.", scalar_type_name(idx.dtype()),
               "Tensor instead (while checking arguments for embedding)");
   IGNIS_CHECK(w.dim() == 2, "'weight' must be 2-D");
   DimVector shape = idx.sizes();
@@ -453,13 +452,13 @@ ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weigh
   }
   IGNIS_CHECK(target.dtype() == ScalarType::Int64 || target.dtype() == ScalarType::UInt8,
               "expected target dtype to be Long or Byte, but got ",
-              legacy_type_name(target.dtype()));
+              scalar_type_name(target.dtype()));
   if (weight.defined()) {
     IGNIS_CHECK(weight.dim() == 1 && weight.numel() == g.C, "weight tensor should be defined "
                 "either for all ", g.C, " classes or no classes but got weight tensor of shape: ",
                 weight.shape_str());
     IGNIS_CHECK(weight.dtype() == in.dtype(), "expected scalar type ",
-                legacy_type_name(in.dtype()), " but found ", legacy_type_name(weight.dtype()));
+                scalar_type_name(in.dtype()), " but found ", scalar_type_name(weight.dtype()));
   }
   return g;
 }
@@ -512,8 +511,9 @@ void cross_entropy_meta(OpCall& c) {
   const Reduction red = reduction_of(c, 3, 5, 6);
   if (prob_targets(in, target)) {
     IGNIS_CHECK(is_floating(target.dtype()), "Expected floating point type for target with class "
-                "probabilities, got ", legacy_type_name(target.dtype()));
-    if (!is_floating(in.dtype())) not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
+                "probabilities, got ", scalar_type_name(target.dtype()));
+    if (!is_floating(in.dtype()))
+      not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
     IGNIS_CHECK_VALUE(in.dim() >= 1, "Expected 1 or more dimensions (got ", in.dim(), ")");
     const int64_t cdim = in.dim() == 1 ? 0 : 1;
     IGNIS_CHECK(!weight.defined() || weight.numel() == in.sizes()[cdim], "weight tensor should "
@@ -598,16 +598,16 @@ std::pair<ScalarType, DimVector> loss_geometry(const OpCall& c) {
                     "Weights and input must have the same size.");
   ScalarType dt = result_type({&in, &target});
   if (Op == LossOp::BCE) {
-    IGNIS_CHECK(target.dtype() == in.dtype(), "Found dtype ", legacy_type_name(target.dtype()),
-                " but expected ", legacy_type_name(in.dtype()));
+    IGNIS_CHECK(target.dtype() == in.dtype(), "Found dtype ", scalar_type_name(target.dtype()),
+                " but expected ", scalar_type_name(in.dtype()));
     dt = in.dtype();
   }
   if (Op == LossOp::BCEWithLogits) {
     // PyTorch computes in place into a tensor of target's dtype, so the
     // result has target's dtype whatever input's and the weights' are.
     if (!is_floating(in.dtype())) not_implemented_for(sp.kernel, in.dtype());
-    IGNIS_CHECK(is_floating(target.dtype()), "result type ", legacy_type_name(in.dtype()),
-                " can't be cast to the desired output type ", legacy_type_name(target.dtype()));
+    IGNIS_CHECK(is_floating(target.dtype()), "result type ", scalar_type_name(in.dtype()),
+                " can't be cast to the desired output type ", scalar_type_name(target.dtype()));
     dt = target.dtype();
   }
   if (!is_floating(dt)) not_implemented_for(sp.kernel, dt);
@@ -684,7 +684,8 @@ void float_act_meta(OpCall& c) {
   pointwise_meta(c, {0}, DtypeRule::Promote, Inplace);
   std::string name = c.op.schema().name;
   if (Inplace) name.pop_back();
-  if (!is_floating(c.iter->common_dtype())) not_implemented_for(name + "_cpu", c.iter->common_dtype());
+  const ScalarType dt = c.iter->common_dtype();
+  if (!is_floating(dt)) not_implemented_for(name + "_cpu", dt);
 }
 
 template <typename S>
@@ -1117,7 +1118,8 @@ void register_nn_ops() {
       .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim")
       .derivative(normalize_bw, "input");
   def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor").category(O)
-      .meta(cosine_meta).cpu(cosine_cpu).doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim")
+      .meta(cosine_meta).cpu(cosine_cpu)
+      .doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim")
       .derivative(cosine_similarity_bw, "x1, x2");
 
   def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)").category(O)

@@ -61,23 +61,6 @@ int64_t reduced_numel(const Tensor& self, DimMask m) {
   return n;
 }
 
-// The names PyTorch's C++ core prints in some messages ("Got: Long").
-const char* core_name(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::UInt8: return "Byte";
-    case ScalarType::Int8: return "Char";
-    case ScalarType::Int16: return "Short";
-    case ScalarType::Int32: return "Int";
-    case ScalarType::Int64: return "Long";
-    case ScalarType::Float16: return "Half";
-    case ScalarType::BFloat16: return "BFloat16";
-    case ScalarType::Float32: return "Float";
-    case ScalarType::Float64: return "Double";
-    default: return "Undefined";
-  }
-}
-
 ScalarType sum_dtype(ScalarType t) { return is_floating(t) ? t : ScalarType::Int64; }
 
 // Ops without an identity (amax, max, argmax, inf-norm) cannot reduce an
@@ -151,10 +134,10 @@ void mean_meta(OpCall& c) {
   const ScalarType in = c.tensor(0).dtype();
   if (s.dtype) {
     IGNIS_CHECK(is_floating(*s.dtype), "mean(): could not infer output dtype. Optional dtype "
-                "must be either a floating point or complex dtype. Got: ", core_name(*s.dtype));
+                "must be either a floating point or complex dtype. Got: ", scalar_type_name(*s.dtype));
   } else {
     IGNIS_CHECK(is_floating(in), "mean(): could not infer output dtype. Input dtype must be "
-                "either a floating point or complex dtype. Got: ", core_name(in));
+                "either a floating point or complex dtype. Got: ", scalar_type_name(in));
   }
   alloc_reduced(c, s, s.dtype.value_or(in));
 }
@@ -322,14 +305,14 @@ void norm_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
   const double p = norm_p(c);
   IGNIS_CHECK(is_floating(self.dtype()), "linalg.vector_norm: Expected a floating point or "
-              "complex tensor as input. Got ", core_name(self.dtype()));
+              "complex tensor as input. Got ", scalar_type_name(self.dtype()));
   if (s.dtype) {
     IGNIS_CHECK(is_floating(*s.dtype), "linalg.vector_norm: dtype should be floating point or "
-                "complex, but got ", core_name(*s.dtype));
+                "complex, but got ", scalar_type_name(*s.dtype));
     IGNIS_CHECK(promote_types(self.dtype(), *s.dtype) == *s.dtype,
-                "linalg.vector_norm: the dtype of the input (", core_name(self.dtype()),
+                "linalg.vector_norm: the dtype of the input (", scalar_type_name(self.dtype()),
                 ") should be convertible without narrowing to the specified dtype (",
-                core_name(*s.dtype), ")");
+                scalar_type_name(*s.dtype), ")");
   }
   if (std::isinf(p) && self.numel() == 0) {
     IGNIS_CHECK(!s.full, "linalg.vector_norm cannot compute the ", p > 0 ? "" : "-",

@@ -291,20 +291,9 @@ void copy_to(const Tensor& dst, const Tensor& src) {
   }
 }
 
-const char* legacy_type_name(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return "ignis.BoolTensor";
-    case ScalarType::UInt8: return "ignis.ByteTensor";
-    case ScalarType::Int8: return "ignis.CharTensor";
-    case ScalarType::Int16: return "ignis.ShortTensor";
-    case ScalarType::Int32: return "ignis.IntTensor";
-    case ScalarType::Int64: return "ignis.LongTensor";
-    case ScalarType::Float16: return "ignis.HalfTensor";
-    case ScalarType::BFloat16: return "ignis.BFloat16Tensor";
-    case ScalarType::Float32: return "ignis.FloatTensor";
-    case ScalarType::Float64: return "ignis.DoubleTensor";
-    default: return "ignis.Tensor";
-  }
+// PyTorch's legacy tensor type name: "ignis.FloatTensor", "ignis.LongTensor".
+std::string tensor_type_name(ScalarType t) {
+  return str("ignis.", scalar_type_name(t), "Tensor");
 }
 
 // The assigned value as a tensor: a Python number becomes a 0-dim tensor of
@@ -317,7 +306,7 @@ Tensor value_to_tensor(const Tensor& self, PyObject* v) {
                         : scalar_to_tensor_int(s.to_int(), self.dtype());
   }
   IGNIS_FAIL_KIND(Type, "can't assign a ", Py_TYPE(v)->tp_name, " to a ",
-                  legacy_type_name(self.dtype()));
+                  tensor_type_name(self.dtype()));
 }
 
 PyObject* f_getitem(PyObject*, PyObject* args) {

@@ -184,12 +184,12 @@ void gemm_int(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T* c
 // ---------------------------------------------------------------------------
 // BLAS
 // ---------------------------------------------------------------------------
+#if IGNIS_HAVE_BLAS
 bool env_builtin() {
   const char* e = std::getenv("IGNIS_GEMM");
   return e && std::strcmp(e, "builtin") == 0;
 }
 
-#if IGNIS_HAVE_BLAS
 // OpenBLAS keeps its own thread pool; keep its size equal to ignis's.
 void sync_blas_threads() {
   static std::atomic<int> current{0};
@@ -306,10 +306,12 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 #if IGNIS_HAVE_BLAS
   if constexpr (std::is_floating_point_v<T>) sync_blas_threads();
 #endif
-  if (per_thread) parallel_rows(batch, m * n * std::max<int64_t>(k, 1), [&](int64_t b0, int64_t b1) {
-    run(b0, b1, false);
-  });
-  else run(0, batch, true);
+  if (per_thread) {
+    parallel_rows(batch, m * n * std::max<int64_t>(k, 1),
+                  [&](int64_t b0, int64_t b1) { run(b0, b1, false); });
+  } else {
+    run(0, batch, true);
+  }
 }
 
 }  // namespace
@@ -332,8 +334,9 @@ void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar&
       // Compute in float, round once.
       Tensor af = to_dtype_copy(a, ScalarType::Float32);
       Tensor bf = to_dtype_copy(b, ScalarType::Float32);
-      Tensor cf = beta.to_double() == 0.0 ? empty_tensor(out.sizes(), ScalarType::Float32, out.device())
-                                          : to_dtype_copy(out, ScalarType::Float32);
+      Tensor cf = beta.to_double() == 0.0
+                      ? empty_tensor(out.sizes(), ScalarType::Float32, out.device())
+                      : to_dtype_copy(out, ScalarType::Float32);
       bmm_typed<float>(cf, af, bf, beta.to<float>(), alpha.to<float>());
       copy_into(out, cf);
       return;

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <omp.h>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -38,6 +41,35 @@ void parallel_rows(int64_t n, int64_t work_per_item, F f) {
   }
 }
 
+// Half <-> float for a run of n values, eight at a time with the F16C
+// instructions when the build targets them (same round-to-nearest-even).
+inline void widen(const Half* src, float* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+inline void narrow(const float* src, Half* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) dst[i] = Half(src[i]);
+}
+template <typename T>
+inline void widen(const T* src, opmath_t<T>* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<opmath_t<T>>(src[i]);
+}
+template <typename T>
+inline void narrow(const opmath_t<T>* src, T* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i]);
+}
+
 // A row of T seen as opmath_t<T>: the row itself for float and double, a
 // converted copy in a per-thread buffer for Half and BFloat16.
 template <typename T>
@@ -50,7 +82,7 @@ struct RowIn {
       return p;
     } else {
       if (static_cast<int64_t>(buf.size()) < n) buf.resize(n);
-      for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<acc_t>(p[i]);
+      widen(p, buf.data(), n);
       return buf.data();
     }
   }
@@ -73,8 +105,7 @@ struct RowOut {
     }
   }
   void flush() {
-    if constexpr (!std::is_same_v<acc_t, T>)
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(p[i]);
+    if constexpr (!std::is_same_v<acc_t, T>) narrow(p, dst, n);
   }
 };
 
@@ -87,23 +118,6 @@ inline Tensor broadcast_view(const Tensor& t, const DimVector& shape) {
   for (size_t i = off; i < nd; ++i)
     st[i] = t.sizes()[i - off] == shape[i] ? t.strides()[i - off] : 0;
   return make_view(t, shape, st, t.storage_offset());
-}
-
-// "Float", "Long", ...: the names in PyTorch's "not implemented for 'Long'".
-inline const char* legacy_type_name(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::UInt8: return "Byte";
-    case ScalarType::Int8: return "Char";
-    case ScalarType::Int16: return "Short";
-    case ScalarType::Int32: return "Int";
-    case ScalarType::Int64: return "Long";
-    case ScalarType::Float16: return "Half";
-    case ScalarType::BFloat16: return "BFloat16";
-    case ScalarType::Float32: return "Float";
-    case ScalarType::Float64: return "Double";
-    default: return "Undefined";
-  }
 }
 
 // "float", "long int", ...: the C++ names some PyTorch messages print.
