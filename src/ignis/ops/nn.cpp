@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "ignis/autograd/formula.h"
+#include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
@@ -819,6 +820,19 @@ std::vector<int64_t> last_dims(int64_t nd, size_t k) {
 void layer_norm_bw(GradCtx& c) {
   const Tensor& x = c.in(0);
   auto dims = last_dims(x.dim(), c.int_list(1).size());
+  if (autograd::grad_enabled()) {
+    // create_graph: the closed form below treats the saved mean and rstd as
+    // constants, so differentiate a decomposition instead.
+    double eps = c.double_arg(4);
+    vjp_decomposition(c, {0, 2, 3}, [&](const std::vector<Tensor>& in) {
+      Tensor xc = sub(in[0], op("mean.dim", in[0], dims, true));
+      Tensor var = op("mean.dim", mul(xc, xc), dims, true);
+      Tensor y = mul(xc, op("rsqrt", add(var, scalar(eps))));
+      if (in[2].defined()) y = mul(y, in[2]);
+      return in[3].defined() ? add(y, in[3]) : y;
+    });
+    return;
+  }
   Tensor w = c.opt_in(2);
   const Tensor& g = c.grad(0);
   Tensor xhat = mul(sub(x, c.result(1)), c.result(2));
@@ -1106,7 +1120,7 @@ void register_nn_ops() {
   def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")
       .category(O).meta(layer_norm_meta).cpu(layer_norm_cpu)
       .doc("layer_norm that also returns the per-row mean and 1/std (for backward)")
-      .derivative(layer_norm_bw, "input, weight, result1, result2");
+      .derivative(layer_norm_bw, "input, weight, bias, result1, result2");
   def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")
       .category(C).composite(layer_norm_kernel)
       .doc("(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape");
