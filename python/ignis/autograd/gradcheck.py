@@ -43,17 +43,17 @@ def _numerical_jacobian(fn, inputs, idx, out_idx, eps):
 
 def _from(arr, like):
     from .. import from_numpy
-    return from_numpy(np.ascontiguousarray(arr)).to(like.dtype)
+    return from_numpy(np.array(arr, order="C", copy=True)).to(like.dtype)
 
 
 def _analytical_jacobian(fn, inputs, diff_idx, out_idx):
-    from .. import zeros_like
+    from .. import zeros
     from . import grad
     out = _flat_outputs(fn(*inputs))[out_idx]
     n_out = out.numel()
     jac = {i: np.zeros((inputs[i].numel(), n_out)) for i in diff_idx}
     for k in range(n_out):
-        g = zeros_like(out)
+        g = zeros(tuple(out.shape), dtype=out.dtype)
         g.view(-1)[k] = 1.0
         res = grad(out, [inputs[i] for i in diff_idx], g, retain_graph=True, allow_unused=True)
         for i, r in zip(diff_idx, res):

@@ -1,5 +1,9 @@
 #include "ignis/autograd/formula.h"
 
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/engine.h"
+#include "ignis/autograd/grad_mode.h"
+
 namespace ignis::grad_ops {
 
 namespace {
@@ -75,6 +79,34 @@ Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t
   }
   Tensor idx = OpRef("arange.start").tensor(start, start + step * len, step, ScalarType::Int64);
   return OpRef("index_copy").tensor(zeros(sizes, g.dtype(), g.device()), dim, idx, g);
+}
+
+void vjp_decomposition(GradCtx& c, std::initializer_list<int> which, const Decomposition& f) {
+  bool create_graph = autograd::grad_enabled();
+  std::vector<Tensor> in(c.args.size());
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    if (!c.args[i].is_tensor()) continue;
+    const Tensor& t = c.args[i].to_tensor();
+    in[i] = create_graph ? t : autograd::detach(t);
+  }
+  std::vector<int> wanted;
+  std::vector<Tensor> leaves;
+  for (int i : which) {
+    if (!c.needs_grad(i) || !in[i].defined()) continue;
+    if (!create_graph) autograd::set_requires_grad(in[i], true);
+    wanted.push_back(i);
+    leaves.push_back(in[i]);
+  }
+  if (wanted.empty()) return;
+  autograd::GradModeGuard on(true);
+  Tensor out = f(in);
+  autograd::BackwardOptions opt;
+  opt.keep_graph = create_graph;
+  opt.create_graph = create_graph;
+  opt.allow_unused = true;
+  std::vector<Tensor> gs = autograd::grad({out}, {c.grad()}, leaves, opt);
+  for (size_t k = 0; k < wanted.size(); ++k)
+    if (gs[k].defined()) c.set(wanted[k], gs[k]);
 }
 
 std::vector<int64_t> reduced_dims(const IValue& dim, int64_t ndim) {

@@ -14,6 +14,7 @@
 // input's shape and casts it to the input's dtype.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,14 @@ Tensor op(const char* name, Args&&... args) {
 // along dim (the backward of slicing); differentiable in g.
 Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t start,
                    int64_t step);
+// For ops whose derivative is easiest as that of a decomposition: `f`
+// recomputes the op from its tensor arguments (indexed like the op's
+// arguments; undefined where not a saved tensor) with differentiable ops, and
+// the gradients of the arguments in `which` are taken through it. With
+// create_graph the recomputation is recorded on the original inputs, so
+// double backward works too.
+using Decomposition = std::function<Tensor(const std::vector<Tensor>& in)>;
+void vjp_decomposition(GradCtx& c, std::initializer_list<int> which, const Decomposition& f);
 // Restores reduced dims (keepdim=False) so that g broadcasts against the input.
 Tensor unreduce(const Tensor& g, const DimVector& in_sizes, const std::vector<int64_t>& dims,
                 bool keepdim);

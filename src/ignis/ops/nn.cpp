@@ -13,6 +13,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ignis/autograd/formula.h"
+#include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
@@ -797,13 +799,297 @@ KernelFn inplace_switch(const OpRef* out_of_place, const OpRef* in_place) {
 }
 
 // Declares a floating-point activation `name`, and its in-place form.
+// ---- derivatives ------------------------------------------------------------------
+using namespace grad_ops;  // NOLINT
+
+void softmax_bw(GradCtx& c) {
+  const Tensor& y = c.result();
+  std::vector<int64_t> dim{c.int_arg(1)};
+  c.set(0, mul(y, sub(c.grad(), sum_dims(mul(c.grad(), y), dim, true))));
+}
+void log_softmax_bw(GradCtx& c) {
+  std::vector<int64_t> dim{c.int_arg(1)};
+  c.set(0, sub(c.grad(), mul(op("exp", c.result()), sum_dims(c.grad(), dim, true))));
+}
+std::vector<int64_t> last_dims(int64_t nd, size_t k) {
+  std::vector<int64_t> dims;
+  for (int64_t d = nd - static_cast<int64_t>(k); d < nd; ++d) dims.push_back(d);
+  return dims;
+}
+// native_layer_norm -> (out, mean, rstd); the stats keep the normalized dims as 1.
+void layer_norm_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  auto dims = last_dims(x.dim(), c.int_list(1).size());
+  if (autograd::grad_enabled()) {
+    // create_graph: the closed form below treats the saved mean and rstd as
+    // constants, so differentiate a decomposition instead.
+    double eps = c.double_arg(4);
+    vjp_decomposition(c, {0, 2, 3}, [&](const std::vector<Tensor>& in) {
+      Tensor xc = sub(in[0], op("mean.dim", in[0], dims, true));
+      Tensor var = op("mean.dim", mul(xc, xc), dims, true);
+      Tensor y = mul(xc, op("rsqrt", add(var, scalar(eps))));
+      if (in[2].defined()) y = mul(y, in[2]);
+      return in[3].defined() ? add(y, in[3]) : y;
+    });
+    return;
+  }
+  Tensor w = c.opt_in(2);
+  const Tensor& g = c.grad(0);
+  Tensor xhat = mul(sub(x, c.result(1)), c.result(2));
+  if (c.needs_grad(0)) {
+    Tensor gw = w.defined() ? mul(g, w) : g;
+    Tensor a = op("mean.dim", gw, dims, true);
+    Tensor b = mul(xhat, op("mean.dim", mul(gw, xhat), dims, true));
+    c.set(0, mul(c.result(2), sub(sub(gw, a), b)));
+  }
+  if (c.needs_grad(2)) c.set(2, mul(g, xhat));  // summed to weight's shape by the caller
+  c.set(3, g);
+}
+double eps_of(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float16: return 0.0009765625;
+    case ScalarType::BFloat16: return 0.0078125;
+    case ScalarType::Float32: return 1.1920928955078125e-07;
+    default: return 2.220446049250313e-16;
+  }
+}
+void rms_norm_bw(GradCtx& c) {
+  auto dims = last_dims(static_cast<int64_t>(c.sizes(0).size()), c.int_list(1).size());
+  double eps = c.args[3].is_none() ? eps_of(c.dtype(0)) : c.double_arg(3);
+  vjp_decomposition(c, {0, 2}, [&](const std::vector<Tensor>& in) {
+    Tensor r = op("rsqrt", add(op("mean.dim", mul(in[0], in[0]), dims, true), scalar(eps)));
+    Tensor y = mul(in[0], r);
+    return in[2].defined() ? mul(y, in[2]) : y;
+  });
+}
+void normalize_bw(GradCtx& c) {
+  double p = c.double_arg(1), eps = c.double_arg(3);
+  std::vector<int64_t> dim{c.int_arg(2)};
+  vjp_decomposition(c, {0}, [&](const std::vector<Tensor>& in) {
+    Tensor n = op("norm", in[0], p, dim, true);
+    return div(in[0], op("clamp_min", n, scalar(eps)));
+  });
+}
+void cosine_similarity_bw(GradCtx& c) {
+  double eps = c.double_arg(3);
+  std::vector<int64_t> dim{c.int_arg(2)};
+  vjp_decomposition(c, {0, 1}, [&](const std::vector<Tensor>& in) {
+    Tensor n1 = op("clamp_min", op("norm", in[0], 2.0, dim, false), scalar(eps));
+    Tensor n2 = op("clamp_min", op("norm", in[1], 2.0, dim, false), scalar(eps));
+    return div(sum_dims(mul(in[0], in[1]), dim, false), mul(n1, n2));
+  });
+}
+void native_dropout_bw(GradCtx& c) {
+  bool train = c.args[2].is_none() || c.bool_arg(2);
+  double p = c.double_arg(1);
+  if (!train) return c.set(0, c.grad());
+  c.set(0, mul(mul(c.grad(), c.result(1)), p >= 1.0 ? 0.0 : 1.0 / (1.0 - p)));
+}
+void embedding_bw(GradCtx& c) {
+  IGNIS_CHECK_KIND(NotImplemented, !c.bool_arg(3),
+                   "the derivative of embedding with scale_grad_by_freq=True is not implemented");
+  const Tensor& idx = c.in(1);
+  int64_t pad = c.int_arg(2);
+  Tensor g = c.grad();
+  if (pad >= 0) g = mul(g, unsqueeze(op("ne", idx, scalar(static_cast<double>(pad))), -1));
+  Tensor z = zeros(c.sizes(0), g.dtype(), g.device());
+  c.set(0, op("index_put", z, IValue::OptTensors{{idx}}, g, true));
+}
+void softplus_bw(GradCtx& c) {
+  double beta = c.scalar(1).to_double(), thr = c.scalar(2).to_double();
+  Tensor bx = mul(c.in(0), beta);
+  c.set(0, where(op("gt", bx, scalar(thr)), c.grad(), mul(c.grad(), op("sigmoid", bx))));
+}
+void leaky_relu_bw(GradCtx& c) {
+  double s = c.scalar(1).to_double();
+  c.set(0, where(op("gt", c.in(0), scalar(0.0)), c.grad(), mul(c.grad(), s)));
+}
+void elu_bw(GradCtx& c) {
+  double alpha = c.scalar(1).to_double(), scale = c.scalar(2).to_double();
+  double in_scale = c.scalar(3).to_double();
+  const Tensor& x = c.in(0);
+  Tensor neg_part = mul(mul(c.grad(), op("exp", mul(x, in_scale))), in_scale * scale * alpha);
+  c.set(0, where(op("gt", x, scalar(0.0)), mul(c.grad(), scale), neg_part));
+}
+void logsigmoid_bw(GradCtx& c) { c.set(0, mul(c.grad(), op("sigmoid", neg(c.in(0))))); }
+void hardtanh_bw(GradCtx& c) {
+  double lo = c.scalar(1).to_double(), hi = c.scalar(2).to_double();
+  const Tensor& x = c.in(0);
+  Tensor inside = op("logical_and", op("gt", x, scalar(lo)), op("lt", x, scalar(hi)));
+  c.set(0, where(inside, c.grad(), zeros_like(c.grad())));
+}
+void glu_bw(GradCtx& c) {
+  int64_t dim = c.int_arg(1);
+  vjp_decomposition(c, {0}, [&](const std::vector<Tensor>& in) {
+    int64_t h = in[0].size(dim) / 2;
+    Tensor a = op("narrow", in[0], dim, int64_t(0), h);
+    Tensor b = op("narrow", in[0], dim, h, h);
+    return mul(a, op("sigmoid", b));
+  });
+}
+
+// ---- loss derivatives: reductions as the forward kernels apply them ---------------
+enum class Red { None, Mean, Sum, BatchMean };
+Red red_of(const GradCtx& c, int size_average, int reduce, int reduction) {
+  if (size_average >= 0 && (!c.args[size_average].is_none() || !c.args[reduce].is_none())) {
+    bool sa = c.args[size_average].is_none() || c.bool_arg(size_average);
+    bool rd = c.args[reduce].is_none() || c.bool_arg(reduce);
+    return !rd ? Red::None : sa ? Red::Mean : Red::Sum;
+  }
+  const std::string& r = c.args[reduction].to_string();
+  return r == "none" ? Red::None : r == "sum" ? Red::Sum : r == "batchmean" ? Red::BatchMean
+                                                                           : Red::Mean;
+}
+Tensor reduce_loss(const Tensor& l, Red r, const Tensor& weight_sum = Tensor()) {
+  switch (r) {
+    case Red::None: return l;
+    case Red::Sum: return op("sum", l);
+    case Red::BatchMean:
+      return div(op("sum", l), scalar(static_cast<double>(l.dim() == 0 ? 1 : l.size(0))));
+    case Red::Mean:
+      return weight_sum.defined() ? div(op("sum", l), weight_sum) : op("mean", l);
+  }
+  return l;
+}
+// Which arguments of each point loss hold what (as in the forward's LossSpec).
+template <LossOp Op>
+void point_loss_bw(GradCtx& c) {
+  constexpr LossSpec sp = spec_of(Op);
+  Red red = red_of(c, sp.size_average, sp.reduce, sp.reduction);
+  double param = sp.param >= 0 ? c.double_arg(sp.param) : 0.0;
+  bool log_target = Op == LossOp::KLDiv && c.bool_arg(5);
+  vjp_decomposition(c, {0, 1}, [&](const std::vector<Tensor>& in) {
+    const Tensor &x = in[0], &t = in[1];
+    Tensor w = sp.weight >= 0 ? in[sp.weight] : Tensor();
+    Tensor l, d = sub(x, t);
+    Tensor one = scalar(1.0), zero = scalar(0.0);
+    switch (Op) {
+      case LossOp::MSE: l = mul(d, d); break;
+      case LossOp::L1: l = op("abs", d); break;
+      case LossOp::SmoothL1: {
+        Tensor ad = op("abs", d);
+        l = param == 0.0 ? ad
+                         : where(op("lt", ad, scalar(param)), mul(mul(d, d), 0.5 / param),
+                                 sub(ad, scalar(0.5 * param)));
+        break;
+      }
+      case LossOp::Huber: {
+        Tensor ad = op("abs", d);
+        l = where(op("le", ad, scalar(param)), mul(mul(d, d), 0.5),
+                  mul(sub(ad, scalar(0.5 * param)), param));
+        break;
+      }
+      case LossOp::BCE: {
+        Tensor lx = op("clamp_min", op("log", x), scalar(-100.0));
+        Tensor l1x = op("clamp_min", op("log", sub(one, x)), scalar(-100.0));
+        l = neg(add(mul(t, lx), mul(sub(one, t), l1x)));
+        break;
+      }
+      case LossOp::BCEWithLogits: {
+        Tensor pw = in[sp.pos_weight];
+        Tensor sp_ = add(op("log1p", op("exp", neg(op("abs", x)))), op("relu", neg(x)));
+        Tensor lw = pw.defined() ? add(one, mul(sub(pw, one), t)) : one;
+        l = add(mul(sub(one, t), x), mul(lw, sp_));
+        break;
+      }
+      case LossOp::KLDiv:
+        if (log_target) {
+          l = mul(op("exp", t), sub(t, x));
+        } else {
+          Tensor v = mul(t, sub(op("log", t), x));
+          l = where(op("gt", t, zero), v, zeros_like(v));
+        }
+        break;
+    }
+    if (w.defined()) l = mul(l, w);
+    Tensor wsum;
+    if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined())
+      wsum = op("sum", expand(w, l.sizes()));
+    return reduce_loss(l, red, wsum);
+  });
+}
+
+// nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction):
+// -w[t] * g (scaled by the reduction) at each target's class.
+void nll_loss_bw(GradCtx& c) {
+  const Tensor& t = c.in(1);
+  Tensor w = c.opt_in(2);
+  int64_t ignore = c.int_arg(4);
+  Red red = red_of(c, 3, 5, 6);
+  int64_t cdim = c.sizes(0).size() == 1 ? 0 : 1;
+  ScalarType dt = c.grad().dtype();
+  Tensor valid = op("ne", t, scalar(static_cast<double>(ignore)));
+  Tensor t_safe = where(valid, t, zeros_like(t));
+  Tensor wt = to_dtype(valid, dt);
+  if (w.defined())
+    wt = mul(wt, reshape(op("index_select", w, int64_t(0), reshape(t_safe, DimVector{-1})),
+                         t.sizes()));
+  Tensor scale = c.grad();
+  if (red == Red::Mean) scale = div(scale, op("sum", wt));
+  Tensor src = unsqueeze(neg(mul(wt, scale)), cdim);
+  Tensor z = zeros(c.sizes(0), dt, c.grad().device());
+  c.set(0, op("scatter.src", z, cdim, unsqueeze(t_safe, cdim), src));
+}
+
+// cross_entropy = nll_loss(log_softmax(input)) (+ label smoothing), or the
+// soft-target form; differentiated through that decomposition.
+void cross_entropy_bw(GradCtx& c) {
+  Red red = red_of(c, 3, 5, 6);
+  double eps = c.double_arg(7);
+  int64_t ignore = c.int_arg(4);
+  const std::string reduction = red == Red::None ? "none" : red == Red::Sum ? "sum" : "mean";
+  vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
+    const Tensor &x = in[0], &t = in[1], &w = in[2];
+    int64_t cdim = x.dim() == 1 ? 0 : 1;
+    int64_t C = x.size(cdim);
+    Tensor lp = op("log_softmax.int", x, cdim);
+    Tensor wb;  // weight broadcast against the class dim
+    if (w.defined()) {
+      DimVector shape(static_cast<size_t>(x.dim() - cdim), 1);
+      shape[0] = C;
+      wb = reshape(w, shape);
+    }
+    if (is_floating(t.dtype())) {
+      Tensor tt = eps > 0 ? add(mul(t, 1.0 - eps), scalar(eps / static_cast<double>(C))) : t;
+      Tensor prod = mul(lp, tt);
+      if (wb.defined()) prod = mul(prod, wb);
+      Tensor per = neg(sum_dims(prod, {cdim}, false));
+      if (red == Red::Mean)
+        return div(op("sum", per), scalar(static_cast<double>(x.numel() / std::max<int64_t>(C, 1))));
+      return reduce_loss(per, red);
+    }
+    Tensor nll = op("nll_loss", lp, t, w, None{}, ignore, None{}, reduction);
+    if (eps <= 0) return nll;
+    Tensor prod = wb.defined() ? mul(lp, wb) : lp;
+    Tensor s = neg(sum_dims(prod, {cdim}, false));
+    Tensor valid = op("ne", t, scalar(static_cast<double>(ignore)));
+    s = where(valid, s, zeros_like(s));
+    Tensor sr;
+    if (red == Red::Mean) {
+      Tensor denom;
+      if (w.defined()) {
+        Tensor ts = where(valid, t, zeros_like(t));
+        Tensor wt = reshape(op("index_select", w, int64_t(0), reshape(ts, DimVector{-1})),
+                            t.sizes());
+        denom = op("sum", mul(wt, valid));
+      } else {
+        denom = op("sum", to_dtype(valid, s.dtype()));
+      }
+      sr = div(op("sum", s), denom);
+    } else {
+      sr = reduce_loss(s, red);
+    }
+    return add(mul(nll, 1.0 - eps), mul(sr, eps / static_cast<double>(C)));
+  });
+}
+
 void activation(const std::string& name, const std::string& params, ImplFn cpu, const char* doc,
-                bool with_inplace) {
+                bool with_inplace, DerivativeFn d) {
   def(name + "(Tensor self" + params + ") -> Tensor").category(OpCategory::Pointwise).both()
-      .meta(float_act_meta<false>).cpu(cpu).doc(doc);
+      .meta(float_act_meta<false>).cpu(cpu).doc(doc).derivative(d, "self");
   if (with_inplace) {
     def(name + "_(Tensor(a!) self" + params + ") -> Tensor(a!)").category(OpCategory::Pointwise)
-        .both().meta(float_act_meta<true>).cpu(cpu).doc(doc);
+        .both().meta(float_act_meta<true>).cpu(cpu).doc(doc).derivative(d, "self");
   }
 }
 
@@ -816,36 +1102,44 @@ void register_nn_ops() {
   using cpu::SoftmaxKind;
   def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O).both()
       .meta(softmax_meta<SoftmaxKind::Softmax>).cpu(softmax_cpu<SoftmaxKind::Softmax>)
-      .doc("exp(x) / sum(exp(x)) along dim (numerically stable)");
+      .doc("exp(x) / sum(exp(x)) along dim (numerically stable)")
+      .derivative(softmax_bw, "result");
   def("softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
       .category(C).composite(softmax_functional);
   def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O).both()
       .meta(softmax_meta<SoftmaxKind::LogSoftmax>).cpu(softmax_cpu<SoftmaxKind::LogSoftmax>)
-      .doc("x - log(sum(exp(x))) along dim");
+      .doc("x - log(sum(exp(x))) along dim")
+      .derivative(log_softmax_bw, "result");
   def("log_softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
       .category(C).composite(softmax_functional);
   def("_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O)
       .meta(softmax_meta<SoftmaxKind::SafeSoftmax>).cpu(softmax_cpu<SoftmaxKind::SafeSoftmax>)
-      .doc("softmax whose fully masked (all -inf) slices are 0, not NaN");
+      .doc("softmax whose fully masked (all -inf) slices are 0, not NaN")
+      .derivative(softmax_bw, "result");
 
   def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")
       .category(O).meta(layer_norm_meta).cpu(layer_norm_cpu)
-      .doc("layer_norm that also returns the per-row mean and 1/std (for backward)");
+      .doc("layer_norm that also returns the per-row mean and 1/std (for backward)")
+      .derivative(layer_norm_bw, "input, weight, bias, result1, result2");
   def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")
       .category(C).composite(layer_norm_kernel)
       .doc("(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape");
   def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor")
       .category(O).meta(rms_norm_meta).cpu(rms_norm_cpu)
-      .doc("x / sqrt(mean(x^2) + eps) * weight; eps defaults to finfo(dtype).eps");
+      .doc("x / sqrt(mean(x^2) + eps) * weight; eps defaults to finfo(dtype).eps")
+      .derivative(rms_norm_bw, "input, weight");
   def("normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor").category(O)
-      .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim");
+      .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim")
+      .derivative(normalize_bw, "input");
   def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor").category(O)
       .meta(cosine_meta).cpu(cosine_cpu)
-      .doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim");
+      .doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim")
+      .derivative(cosine_similarity_bw, "x1, x2");
 
   def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)").category(O)
       .meta(native_dropout_meta).cpu(native_dropout_cpu)
-      .doc("(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p)");
+      .doc("(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p)")
+      .derivative(native_dropout_bw, "result1");
   def("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor").category(C)
       .composite(dropout_kernel).doc("zeroes elements with probability p, scales the rest");
   def("dropout.functional(Tensor input, float p=0.5, bool training=True, bool inplace=False) -> Tensor")
@@ -855,55 +1149,70 @@ void register_nn_ops() {
 
   def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")
       .category(O).meta(embedding_meta).cpu(embedding_cpu)
-      .doc("rows of weight picked by indices (torch.embedding argument order)");
+      .doc("rows of weight picked by indices (torch.embedding argument order)")
+      .derivative(embedding_bw, "indices");
   def("one_hot(Tensor self, int num_classes=-1) -> Tensor").category(O).meta(one_hot_meta)
       .cpu(one_hot_cpu).doc("int64 one-hot encoding along a new last dimension");
 
   def("nll_loss(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean') -> Tensor")
       .category(O).meta(nll_loss_meta).cpu(nll_loss_cpu)
-      .doc("negative log-likelihood of class indices given log-probabilities");
+      .doc("negative log-likelihood of class indices given log-probabilities")
+      .derivative(nll_loss_bw, "target, weight");
   def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
       .category(O).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
-      .doc("log_softmax + nll_loss in one pass; class indices or class probabilities");
+      .doc("log_softmax + nll_loss in one pass; class indices or class probabilities")
+      .derivative(cross_entropy_bw, "input, target, weight");
   def("mse_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::MSE>).cpu(point_loss_cpu<LossOp::MSE>)
-      .doc("(input - target)^2, reduced");
+      .doc("(input - target)^2, reduced")
+      .derivative(point_loss_bw<LossOp::MSE>, "input, target, weight");
   def("l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::L1>).cpu(point_loss_cpu<LossOp::L1>)
-      .doc("|input - target|, reduced");
+      .doc("|input - target|, reduced")
+      .derivative(point_loss_bw<LossOp::L1>, "input, target, weight");
   def("smooth_l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', float beta=1.0) -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::SmoothL1>).cpu(point_loss_cpu<LossOp::SmoothL1>)
-      .doc("0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta");
+      .doc("0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta")
+      .derivative(point_loss_bw<LossOp::SmoothL1>, "input, target");
   def("huber_loss(Tensor input, Tensor target, str reduction='mean', float delta=1.0, Tensor? weight=None) -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::Huber>).cpu(point_loss_cpu<LossOp::Huber>)
-      .doc("0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)");
+      .doc("0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)")
+      .derivative(point_loss_bw<LossOp::Huber>, "input, target, weight");
   def("binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean') -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::BCE>).cpu(point_loss_cpu<LossOp::BCE>)
-      .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100");
+      .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100")
+      .derivative(point_loss_bw<LossOp::BCE>, "input, target, weight");
   def("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? pos_weight=None) -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::BCEWithLogits>)
       .cpu(point_loss_cpu<LossOp::BCEWithLogits>)
-      .doc("binary_cross_entropy(sigmoid(input), target), computed stably");
+      .doc("binary_cross_entropy(sigmoid(input), target), computed stably")
+      .derivative(point_loss_bw<LossOp::BCEWithLogits>, "input, target, weight, pos_weight");
   def("kl_div(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', bool log_target=False) -> Tensor")
       .category(O).meta(point_loss_meta<LossOp::KLDiv>).cpu(point_loss_cpu<LossOp::KLDiv>)
-      .doc("target * (log(target) - input); input holds log-probabilities");
+      .doc("target * (log(target) - input); input holds log-probabilities")
+      .derivative(point_loss_bw<LossOp::KLDiv>, "input, target");
 
   activation("softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
-             "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false);
+             "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false,
+             softplus_bw);
   activation("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
-             "x if x > 0 else negative_slope * x", true);
+             "x if x > 0 else negative_slope * x", true, leaky_relu_bw);
   def("leaky_relu.functional(Tensor input, Scalar negative_slope=0.01, bool inplace=False) -> Tensor")
       .category(C).composite(inplace_switch(&leaky_relu_op, &leaky_relu_inplace_op));
   activation("elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
-             "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true);
+             "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true,
+             elu_bw);
   def("elu.functional(Tensor input, Scalar alpha=1.0, bool inplace=False) -> Tensor").category(C)
       .composite(inplace_switch(&elu_op, &elu_inplace_op));
   def("logsigmoid(Tensor self) -> Tensor").category(P).meta(float_act_meta<false>)
-      .cpu(logsigmoid_cpu).doc("log(sigmoid(x)), computed stably");
+      .cpu(logsigmoid_cpu).doc("log(sigmoid(x)), computed stably")
+      .derivative(logsigmoid_bw, "self");
   def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor").category(P).both()
-      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu).doc("clamp(x, min_val, max_val)");
+      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu).doc("clamp(x, min_val, max_val)")
+      .derivative(hardtanh_bw, "self");
   def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)").category(P)
-      .both().meta(hardtanh_meta<true>).cpu(hardtanh_cpu);
+      .both().meta(hardtanh_meta<true>).cpu(hardtanh_cpu)
+      .derivative(hardtanh_bw, "self");
   def("hardtanh.functional(Tensor input, Scalar min_val=-1.0, Scalar max_val=1.0, bool inplace=False) -> Tensor")
       .category(C).composite(inplace_switch(&hardtanh_op, &hardtanh_inplace_op));
   def("relu6(Tensor self) -> Tensor").category(C).both().composite(relu6_kernel<false>)
@@ -912,7 +1221,8 @@ void register_nn_ops() {
   def("relu6.functional(Tensor input, bool inplace=False) -> Tensor").category(C)
       .composite(inplace_switch(&relu6_op, &relu6_inplace_op));
   def("glu(Tensor self, int dim=-1) -> Tensor").category(O).both().meta(glu_meta).cpu(glu_cpu)
-      .doc("first half * sigmoid(second half) along dim");
+      .doc("first half * sigmoid(second half) along dim")
+      .derivative(glu_bw, "self");
 }
 
 }  // namespace ignis

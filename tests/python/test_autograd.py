@@ -1,0 +1,603 @@
+"""Eager autograd: derivatives of every differentiable op, checked by a float64
+finite-difference gradcheck and against torch's gradients on the same inputs,
+and the engine's behaviours (accumulation, retain_graph, create_graph,
+autograd.grad, grad modes, detach, in-place rules, errors).
+"""
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401  (must precede `import ignis`)
+import ignis
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+F_I = ignis.nn.functional
+
+
+def _inputs(shapes, rng, positive):
+    arrs = []
+    for s in shapes:
+        a = rng.standard_normal(s)
+        if positive:
+            a = np.abs(a) + 0.5
+        arrs.append(np.asarray(a, dtype=np.float64))
+    return arrs
+
+
+def check(fn, shapes, *, positive=False, gradcheck=True, seed=0, torch_fn=None):
+    """fn(module, *tensors) is run on ignis and torch: the gradients of every
+    input must agree, and ignis's must pass a finite-difference gradcheck."""
+    rng = np.random.default_rng(seed)
+    arrs = _inputs(shapes, rng, positive)
+    xi = [ignis.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    out = fn(ignis, *xi)
+    go = np.asarray(rng.standard_normal(tuple(out.shape)))
+    out.backward(ignis.from_numpy(go.copy()))
+    if torch is not None:
+        xt = [torch.from_numpy(a.copy()).requires_grad_() for a in arrs]
+        ot = (torch_fn or fn)(torch, *xt)
+        assert tuple(ot.shape) == tuple(out.shape)
+        np.testing.assert_allclose(out.detach().numpy(), ot.detach().numpy(), rtol=1e-6,
+                                   atol=1e-8)
+        ot.backward(torch.from_numpy(go.copy()))
+        for i, (a, b) in enumerate(zip(xi, xt)):
+            if b.grad is None:
+                assert a.grad is None or not np.any(a.grad.numpy()), f"input {i}"
+                continue
+            assert a.grad is not None, f"input {i} got no gradient"
+            assert a.grad.dtype == ignis.float64
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-8,
+                                       err_msg=f"gradient of input {i}")
+    if gradcheck:
+        fresh = [ignis.from_numpy(a.copy()).requires_grad_() for a in arrs]
+        assert ignis.autograd.gradcheck(lambda *t: fn(ignis, *t), fresh)
+
+
+def T(m, arr):
+    return m.from_numpy(np.asarray(arr))
+
+
+# ---- pointwise --------------------------------------------------------------------------
+UNARY = ["neg", "abs", "exp", "exp2", "expm1", "sin", "cos", "tan", "atan", "sinh", "cosh",
+         "tanh", "sigmoid", "relu", "erf", "erfc", "reciprocal", "square", "frac"]
+UNARY_POS = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt"]
+UNARY_UNIT = ["asin", "acos"]
+UNARY_ZERO = ["floor", "ceil", "round", "trunc", "sign"]
+
+
+@pytest.mark.parametrize("name", UNARY + UNARY_POS)
+def test_unary(name):
+    check(lambda m, x: getattr(m, name)(x), [(2, 3)], positive=name in UNARY_POS)
+
+
+@pytest.mark.parametrize("name", UNARY_UNIT)
+def test_unary_unit_domain(name):
+    check(lambda m, x: getattr(m, name)(x * 0.3), [(2, 3)])
+
+
+@pytest.mark.parametrize("name", UNARY_ZERO)
+def test_unary_piecewise_constant(name):
+    check(lambda m, x: getattr(m, name)(x * 3), [(2, 3)], gradcheck=False)
+
+
+@pytest.mark.parametrize("name", ["silu", "mish", "gelu", "softplus", "logsigmoid", "elu",
+                                  "leaky_relu", "relu6", "hardtanh"])
+def test_activations(name):
+    check(lambda m, x: getattr(m.nn.functional, name)(x * 2), [(2, 3)])
+
+
+def test_gelu_tanh():
+    check(lambda m, x: m.nn.functional.gelu(x, approximate="tanh"), [(2, 3)])
+
+
+BINARY = {
+    "add": lambda m, a, b: m.add(a, b, alpha=2),
+    "sub": lambda m, a, b: m.sub(a, b, alpha=0.5),
+    "rsub": lambda m, a, b: 2.0 - a + m.rsub(a, b, alpha=2),
+    "mul": lambda m, a, b: a * b,
+    "div": lambda m, a, b: a / (b.abs() + 1),
+    "pow": lambda m, a, b: (a.abs() + 0.5) ** b,
+    "pow_scalar": lambda m, a, b: a ** 2 + 2 ** b + (a.abs() + 1) ** 0.5,
+    "maximum": lambda m, a, b: m.maximum(a, b),
+    "minimum": lambda m, a, b: m.minimum(a, b),
+    "max_other": lambda m, a, b: m.max(a, b) + m.min(a, b),
+    "atan2": lambda m, a, b: m.atan2(a, b),
+    "hypot": lambda m, a, b: m.hypot(a, b),
+    "fmod": lambda m, a, b: m.fmod(a, b.abs() + 1),
+    "remainder": lambda m, a, b: m.remainder(a, b.abs() + 1),
+    "copysign": lambda m, a, b: m.copysign(a, b),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@pytest.mark.parametrize("shapes", [[(2, 3), (2, 3)], [(2, 3), (3,)], [(2, 1), (1, 3)],
+                                    [(2, 3), ()]])
+def test_binary_broadcast(name, shapes):
+    check(BINARY[name], shapes, gradcheck=name not in ("fmod", "remainder"))
+
+
+def test_binary_with_python_number_and_int_tensor():
+    check(lambda m, a: a * 3 + 1 - 2 / a + a * m.tensor([1, 2, 3]), [(2, 3)])
+
+
+def test_noncontiguous_inputs():
+    check(lambda m, a, b: a.t() * b, [(3, 2), (2, 3)])
+    check(lambda m, a: a[:, ::2].exp(), [(2, 5)])
+
+
+def test_zero_dim_and_empty():
+    check(lambda m, a, b: a * b + a.exp(), [(), ()])
+    xi = ignis.zeros(0, 3, dtype=ignis.float64, requires_grad=True)
+    (xi.exp() * 2).sum().backward()
+    assert tuple(xi.grad.shape) == (0, 3)
+
+
+TERNARY = {
+    "where": lambda m, a, b: m.where(a > 0, a, b),
+    "clamp": lambda m, a, b: a.clamp(-0.5, 0.5) + a.clamp(min=b) + a.clamp(max=0.3),
+    "clamp_min_max": lambda m, a, b: m.clamp_min(a, 0.1) + m.clamp_max(a, b),
+    "lerp": lambda m, a, b: m.lerp(a, b, m.sigmoid(b)),
+    "addcmul": lambda m, a, b: m.addcmul(a, a, b, value=0.5),
+    "addcdiv": lambda m, a, b: m.addcdiv(a, a, b.abs() + 1, value=2),
+    "masked_fill": lambda m, a, b: a.masked_fill(b > 0, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", list(TERNARY))
+def test_ternary(name):
+    check(TERNARY[name], [(2, 3), (3,)])
+
+
+# ---- views and conversions -------------------------------------------------------------
+VIEWS = {
+    "view": lambda m, a: a.view(3, 2) * 1,
+    "reshape": lambda m, a: a.t().reshape(-1),
+    "permute": lambda m, a: a.permute(1, 0).unsqueeze(0).expand(2, 3, 2),
+    "transpose": lambda m, a: a.transpose(0, 1).contiguous(),
+    "squeeze": lambda m, a: a.unsqueeze(1).squeeze(1).squeeze(),
+    "select_slice": lambda m, a: a[1] * 2 + a[0, ::2].sum(),
+    "negative_index": lambda m, a: a[-1, 1:],
+    "narrow": lambda m, a: a.narrow(1, 1, 2),
+    "split": lambda m, a: a.split([1, 2], dim=1)[1] * 3,
+    "chunk": lambda m, a: a.chunk(3, dim=1)[2],
+    "unbind": lambda m, a: a.unbind(1)[2],
+    "diagonal": lambda m, a: a.diagonal(),
+    "flatten": lambda m, a: a.flatten().unflatten(0, (3, 2)).movedim(0, 1),
+    "expand_as": lambda m, a: a[:1].expand_as(a) * a,
+    "to_float32": lambda m, a: a.to(m.float32).double() * 1,
+    "clone": lambda m, a: a.clone() * 2,
+}
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_views(name):
+    check(VIEWS[name], [(2, 3)], gradcheck=name != "to_float32")
+
+
+def test_inplace_view_ops_on_non_leaf():
+    check(lambda m, a: (a * 1).t_() * 2, [(2, 3)])
+    check(lambda m, a: (a * 1).unsqueeze_(0).squeeze_(0), [(2, 3)])
+
+
+def test_copy_fill_zero_inplace():
+    def f(m, a, b):
+        c = a * 1
+        c.copy_(b)
+        d = a * 2
+        d.zero_()
+        return c + d + a
+    check(f, [(2, 3), (3,)])
+
+
+# ---- reductions ------------------------------------------------------------------------
+REDUCTIONS = {
+    "sum": lambda m, a: a.sum(),
+    "sum_dim": lambda m, a: a.sum(1),
+    "sum_dims_keep": lambda m, a: a.sum((0, 1), keepdim=True),
+    "mean": lambda m, a: a.mean(),
+    "mean_dim": lambda m, a: a.mean(-1, keepdim=True),
+    "prod": lambda m, a: a.prod(),
+    "prod_dim": lambda m, a: a.prod(1),
+    "amax": lambda m, a: a.amax(1) + a.amin(0).sum(),
+    "max_min": lambda m, a: a.max() + a.min(),
+    "max_dim": lambda m, a: a.max(1)[0] + a.min(0, keepdim=True)[0].sum(),
+    "var": lambda m, a: a.var() + a.var(1).sum() + a.var(1, correction=0, keepdim=True).sum(),
+    "std": lambda m, a: a.std() + a.std(0).sum(),
+    "var_mean": lambda m, a: m.var_mean(a, 1)[0] * 2 + m.var_mean(a, 1)[1],
+    "std_mean": lambda m, a: m.std_mean(a)[0] + m.std_mean(a)[1],
+    "logsumexp": lambda m, a: a.logsumexp(1),
+    "norm": lambda m, a: a.norm() + a.norm(1, dim=1).sum() + a.norm(3, dim=0).sum(),
+    "norm_inf": lambda m, a: a.norm(float("inf")),
+    "cumsum": lambda m, a: a.cumsum(1),
+    "cumprod": lambda m, a: a.cumprod(0),
+    "nansum": lambda m, a: a.nansum(),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reductions(name):
+    check(REDUCTIONS[name], [(2, 3)])
+
+
+def test_prod_with_zero():
+    def f(m, a):
+        return (a * m.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]], dtype=m.float64)).prod(1)
+    check(f, [(2, 3)])
+
+
+# ---- indexing, joining, padding --------------------------------------------------------
+INDEX = {
+    "cat": lambda m, a, b: m.cat([a, b], 0),
+    "stack": lambda m, a, b: m.stack([a, b], 1),
+    "hstack": lambda m, a, b: m.hstack([a, b]),
+    "repeat": lambda m, a, b: a.repeat(2, 1, 2).sum(0)[:, 1:4] + b,
+    "tile": lambda m, a, b: a.tile((2, 1)),
+    "index_select": lambda m, a, b: a.index_select(1, T(m, [2, 0, 2])),
+    "gather": lambda m, a, b: a.gather(1, T(m, [[0, 2], [1, 1]])),
+    "scatter": lambda m, a, b: a.scatter(1, T(m, [[0, 1, 2], [2, 1, 0]]), b),
+    "scatter_add": lambda m, a, b: a.scatter_add(1, T(m, [[0, 0, 2], [2, 2, 0]]), b),
+    "index_add": lambda m, a, b: a.index_add(0, T(m, [1, 1]), b, alpha=2),
+    "index_copy": lambda m, a, b: a.index_copy(0, T(m, [1, 0]), b),
+    "tril_triu": lambda m, a, b: a.tril() + b.triu(1),
+    "flip_roll": lambda m, a, b: a.flip(0).roll(1, 1) + b.roll(2),
+    "pad": lambda m, a, b: m.nn.functional.pad(a, (1, 2, 0, 1)) * 1,
+    "pad_crop": lambda m, a, b: m.nn.functional.pad(a, (-1, 0)),
+    "advanced_index": lambda m, a, b: a[T(m, [1, 0, 1])] + b[:, [2, 0]].sum(),
+    "bool_mask": lambda m, a, b: a[b > 0],
+    "take": lambda m, a, b: m.take(a, T(m, [0, 5, 5])),
+    "take_along_dim": lambda m, a, b: m.take_along_dim(a, T(m, [[0], [2]]), 1),
+    "index_put": lambda m, a, b: a.index_put((T(m, [0, 1]),), b[0]),
+    "index_put_acc": lambda m, a, b: a.index_put((T(m, [1, 1]),), b[0], accumulate=True),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX))
+def test_index(name):
+    check(INDEX[name], [(2, 3), (2, 3)])
+
+
+def test_setitem_on_non_leaf():
+    def f(m, a, b):
+        c = a * 1
+        c[0] = b[1]
+        return c
+    check(f, [(2, 3), (2, 3)])
+
+
+# ---- matrix ------------------------------------------------------------------------------
+MATRIX = {
+    "mm": (lambda m, a, b: m.mm(a, b), [(2, 3), (3, 4)]),
+    "bmm": (lambda m, a, b: m.bmm(a, b), [(2, 2, 3), (2, 3, 2)]),
+    "addmm": (lambda m, s, a, b: m.addmm(s, a, b, beta=0.5, alpha=2), [(4,), (2, 3), (3, 4)]),
+    "baddbmm": (lambda m, s, a, b: m.baddbmm(s, a, b, beta=2, alpha=0.5),
+                [(2, 4), (2, 2, 3), (2, 3, 4)]),
+    "dot": (lambda m, a, b: m.dot(a, b), [(3,), (3,)]),
+    "mv": (lambda m, a, b: m.mv(a, b), [(2, 3), (3,)]),
+    "matmul_3d_1d": (lambda m, a, b: m.matmul(a, b), [(2, 2, 3), (3,)]),
+    "matmul_1d_3d": (lambda m, a, b: m.matmul(a, b), [(2,), (2, 2, 3)]),
+    "matmul_bcast": (lambda m, a, b: a @ b, [(2, 1, 2, 3), (2, 3, 2)]),
+    "outer": (lambda m, a, b: m.outer(a, b), [(3,), (2,)]),
+    "linear": (lambda m, x, w, b: m.nn.functional.linear(x, w, b), [(2, 3), (4, 3), (4,)]),
+}
+
+
+@pytest.mark.parametrize("name", list(MATRIX))
+def test_matrix(name):
+    fn, shapes = MATRIX[name]
+    check(fn, shapes)
+
+
+# ---- nn --------------------------------------------------------------------------------
+TGT = [1, 0, 3, 3]
+TGT_IGN = [1, -100, 3, 0]
+NN = {
+    "softmax": (lambda m, a: m.nn.functional.softmax(a, 1), [(2, 4)]),
+    "log_softmax": (lambda m, a: m.nn.functional.log_softmax(a, -1), [(2, 4)]),
+    "layer_norm": (lambda m, a, w, b: m.nn.functional.layer_norm(a, (4,), w, b),
+                   [(2, 4), (4,), (4,)]),
+    "layer_norm_2d": (lambda m, a: m.nn.functional.layer_norm(a, (2, 3)), [(2, 2, 3)]),
+    "rms_norm": (lambda m, a, w: m.nn.functional.rms_norm(a, (4,), w), [(2, 4), (4,)]),
+    "normalize": (lambda m, a: m.nn.functional.normalize(a), [(2, 4)]),
+    "cosine_similarity": (lambda m, a, b: m.nn.functional.cosine_similarity(a, b),
+                          [(2, 4), (2, 4)]),
+    "glu": (lambda m, a: m.nn.functional.glu(a, 1), [(2, 4)]),
+    "cross_entropy": (lambda m, a: m.nn.functional.cross_entropy(a, T(m, TGT)), [(4, 5)]),
+    "cross_entropy_weight_sum": (
+        lambda m, a: m.nn.functional.cross_entropy(
+            a, T(m, TGT_IGN), weight=m.arange(1.0, 6.0, dtype=m.float64), reduction="sum"),
+        [(4, 5)]),
+    "cross_entropy_smoothing": (
+        lambda m, a: m.nn.functional.cross_entropy(
+            a, T(m, TGT_IGN), weight=m.arange(1.0, 6.0, dtype=m.float64),
+            label_smoothing=0.1), [(4, 5)]),
+    "cross_entropy_none": (
+        lambda m, a: m.nn.functional.cross_entropy(a, T(m, TGT_IGN), label_smoothing=0.2,
+                                                   reduction="none"), [(4, 5)]),
+    "cross_entropy_probs": (
+        lambda m, a, b: m.nn.functional.cross_entropy(a, m.nn.functional.softmax(b, 1)),
+        [(4, 5), (4, 5)]),
+    "cross_entropy_3d": (
+        lambda m, a: m.nn.functional.cross_entropy(a, T(m, [[0, 2], [1, 1]])), [(2, 3, 2)]),
+    "nll_loss": (lambda m, a: m.nn.functional.nll_loss(a, T(m, TGT_IGN)), [(4, 5)]),
+    "mse_loss": (lambda m, a, b: m.nn.functional.mse_loss(a, b), [(2, 3), (2, 3)]),
+    "l1_loss": (lambda m, a, b: m.nn.functional.l1_loss(a, b, reduction="sum"),
+                [(2, 3), (2, 3)]),
+    "smooth_l1_loss": (lambda m, a, b: m.nn.functional.smooth_l1_loss(a, b, beta=0.5),
+                       [(2, 3), (2, 3)]),
+    "huber_loss": (lambda m, a, b: m.nn.functional.huber_loss(a, b, delta=0.5),
+                   [(2, 3), (2, 3)]),
+    "bce": (lambda m, a, b: m.nn.functional.binary_cross_entropy(m.sigmoid(a), m.sigmoid(b)),
+            [(2, 3), (2, 3)]),
+    "bce_logits": (lambda m, a, b: m.nn.functional.binary_cross_entropy_with_logits(
+        a, m.sigmoid(b), pos_weight=m.tensor([1.0, 2.0, 3.0], dtype=m.float64)),
+        [(2, 3), (2, 3)]),
+    "kl_div": (lambda m, a, b: m.nn.functional.kl_div(
+        m.nn.functional.log_softmax(a, 1), m.nn.functional.softmax(b, 1),
+        reduction="batchmean"), [(2, 3), (2, 3)]),
+    "embedding": (lambda m, w: m.nn.functional.embedding(T(m, [[0, 2], [2, 2]]), w),
+                  [(3, 4)]),
+    "embedding_padding": (lambda m, w: m.nn.functional.embedding(T(m, [[0, 2], [2, 1]]), w,
+                                                                 padding_idx=1), [(3, 4)]),
+    "sdpa_causal": (lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=True), [(1, 3, 2), (1, 3, 2), (1, 3, 2)]),
+}
+
+
+@pytest.mark.parametrize("name", list(NN))
+def test_nn(name):
+    fn, shapes = NN[name]
+    # The padding row is read by the forward but gets no gradient (by design).
+    check(fn, shapes, gradcheck=name != "embedding_padding")
+
+
+def test_dropout_gradient_is_mask_scaled():
+    ignis.manual_seed(0)
+    x = ignis.ones(50, dtype=ignis.float64, requires_grad=True)
+    y = ignis.nn.functional.dropout(x, 0.4, training=True)
+    y.sum().backward()
+    kept = y.detach().numpy() != 0
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 1 / 0.6, 0.0))
+
+
+# ---- engine behaviours -------------------------------------------------------------------
+def leaf(vals=(1.0, 2.0, 3.0)):
+    return ignis.tensor(list(vals), dtype=ignis.float64, requires_grad=True)
+
+
+def test_requires_grad_flags_and_repr():
+    x = leaf()
+    assert x.requires_grad and x.is_leaf and x.grad is None and x.grad_fn is None
+    y = x * 2 + 1
+    assert y.requires_grad and not y.is_leaf
+    assert y.grad_fn.name() == "AddBackward0" and type(y.grad_fn).__name__ == "AddBackward0"
+    assert "grad_fn=<AddBackward0>" in repr(y)
+    assert "requires_grad=True" in repr(x)
+    nxt = y.grad_fn.next_functions
+    assert nxt[0][0].name() == "MulBackward0"
+    acc = nxt[0][0].next_functions[0][0]
+    assert acc.name() == "AccumulateGrad" and acc.variable is x
+    assert ignis.zeros(2, requires_grad=True).requires_grad
+    assert ignis.tensor([1.0], requires_grad=True).requires_grad
+    assert not ignis.ones(2).requires_grad
+
+
+def test_non_float_outputs_never_require_grad():
+    x = leaf()
+    assert not (x > 1).requires_grad
+    assert not x.argmax().requires_grad
+    assert not x.max(0)[1].requires_grad
+    assert not (ignis.tensor([1, 2]) * 2).requires_grad
+    assert not ignis.zeros_like(x).requires_grad
+
+
+def test_accumulation_across_backward_calls():
+    x = leaf()
+    (x * x).sum().backward()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.array([1, 2, 3.0]) + 3)
+    x.grad = None
+    (x + x).sum().backward()  # the same gradient reaches x twice
+    np.testing.assert_allclose(x.grad.numpy(), [2, 2, 2])
+
+
+def test_shared_gradient_is_not_aliased():
+    a, b = leaf(), leaf()
+    (a + b).sum().backward()
+    a.grad.mul_(10)
+    np.testing.assert_allclose(b.grad.numpy(), [1, 1, 1])
+
+
+def test_retain_graph_and_freed_graph_error():
+    x = leaf()
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4 * np.array([1, 2, 3.0]))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    z = (x + 1).sum()  # nothing saved: a second backward is fine, as in torch
+    z.backward()
+    z.backward()
+
+
+def test_backward_errors():
+    x = leaf()
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+        ignis.tensor([1.0]).backward()
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+        (x * 2).backward()
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype"):
+        ignis.tensor([1, 2]).requires_grad_()
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        (x * 2).backward(ignis.ones(2, dtype=ignis.float64))
+    (x * 2).backward(ignis.ones(3, dtype=ignis.float64))
+    np.testing.assert_allclose(x.grad.numpy(), [2, 2, 2])
+
+
+def test_create_graph_double_backward():
+    x = leaf()
+    y = (x ** 3).sum()
+    (g,) = ignis.autograd.grad(y, x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * np.array([1, 4, 9.0]))
+    assert g.requires_grad
+    (g2,) = ignis.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(g2.numpy(), 6 * np.array([1, 2, 3.0]))
+    # backward(create_graph=True) leaves a differentiable .grad
+    x2 = leaf()
+    (x2.sin() * x2).sum().backward(create_graph=True)
+    gg = x2.grad
+    assert gg.requires_grad
+    (h,) = ignis.autograd.grad(gg.sum(), x2)
+    xn = np.array([1, 2, 3.0])
+    np.testing.assert_allclose(h.numpy(), 2 * np.cos(xn) - xn * np.sin(xn))
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "softmax", "layer_norm", "mm", "div",
+                                  "cross_entropy"])
+def test_gradgradcheck(name):
+    fns = {
+        "tanh": (lambda x: x.tanh(), [(3,)]),
+        "sigmoid": (lambda x: x.sigmoid() * x, [(3,)]),
+        "softmax": (lambda x: F_I.softmax(x, 0), [(3,)]),
+        "layer_norm": (lambda x, w: F_I.layer_norm(x, (3,), w), [(2, 3), (3,)]),
+        "mm": (lambda a, b: a @ b, [(2, 2), (2, 2)]),
+        "div": (lambda a, b: a / (b * b + 1), [(3,), (3,)]),
+        "cross_entropy": (lambda a: F_I.cross_entropy(a, ignis.tensor([1, 0])), [(2, 3)]),
+    }
+    fn, shapes = fns[name]
+    rng = np.random.default_rng(1)
+    xs = [ignis.from_numpy(rng.standard_normal(s)).requires_grad_() for s in shapes]
+    assert ignis.autograd.gradgradcheck(fn, xs)
+
+
+def test_autograd_grad_allow_unused_and_no_accumulation():
+    x, w = leaf(), leaf()
+    gx, gw = ignis.autograd.grad((x * 2).sum(), [x, w], allow_unused=True)
+    np.testing.assert_allclose(gx.numpy(), [2, 2, 2])
+    assert gw is None and x.grad is None
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        ignis.autograd.grad((x * 2).sum(), [x, w])
+    # a non-leaf input, and grad_outputs
+    h = x * x
+    (gh,) = ignis.autograd.grad(h * 3, h, grad_outputs=ignis.ones(3, dtype=ignis.float64))
+    np.testing.assert_allclose(gh.numpy(), [3, 3, 3])
+
+
+def test_retain_grad_on_non_leaf():
+    x = leaf()
+    h = x * 2
+    h.retain_grad()
+    (h * h).sum().backward()
+    np.testing.assert_allclose(h.grad.numpy(), 2 * h.detach().numpy())
+    assert h.retains_grad
+
+
+def test_grad_modes():
+    x = leaf()
+    with ignis.no_grad():
+        assert not (x * 2).requires_grad
+        assert not ignis.is_grad_enabled()
+        with ignis.enable_grad():
+            assert (x * 2).requires_grad
+    assert ignis.is_grad_enabled()
+
+    @ignis.no_grad()
+    def f():
+        return x * 2
+    assert not f().requires_grad
+    with ignis.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+    ignis.set_grad_enabled(False)
+    assert not ignis.is_grad_enabled()
+    ignis.set_grad_enabled(True)
+    with ignis.inference_mode():
+        assert not (x * 2).requires_grad and ignis.is_inference_mode_enabled()
+    assert not ignis.is_inference_mode_enabled()
+    with ignis.no_grad():
+        x.add_(1)  # in-place on a leaf is allowed without grad mode
+    np.testing.assert_allclose(x.detach().numpy(), [2, 3, 4])
+
+
+def test_detach():
+    x = leaf()
+    y = x * 2
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf and d.grad_fn is None
+    d.add_(1)  # shares data (and version counter) with y
+    np.testing.assert_allclose(y.detach().numpy(), [3, 5, 7])
+    y.detach_()
+    assert not y.requires_grad and y.grad_fn is None
+
+
+def test_requires_grad_setter():
+    x = ignis.ones(2, dtype=ignis.float64)
+    x.requires_grad = True
+    assert x.requires_grad
+    y = x * 2
+    with pytest.raises(RuntimeError, match="leaf variables"):
+        y.requires_grad = False
+
+
+def test_inplace_rules():
+    x = leaf()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad is being used in "
+                                           "an in-place operation"):
+        x.add_(1)
+    a = x * 1
+    b = a.sin()  # saves a
+    a.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*SinBackward0"):
+        b.sum().backward()
+    a = x * 1
+    c = a + 1  # saves nothing: an in-place change of a is fine
+    e = a.exp()  # saves its result, not a
+    a.mul_(2)
+    (c.sum() + e.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1 + np.exp([1, 2, 3.0]))
+
+
+def test_inplace_history_is_rebased():
+    x = leaf()
+    y = x * 1
+    y.mul_(x).add_(1).exp_()
+    assert y.grad_fn.name() == "ExpBackward0"
+    y.sum().backward()
+    xn = np.array([1, 2, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(xn * xn + 1) * 2 * xn)
+
+
+def test_inplace_on_view_of_tensor_requiring_grad():
+    x = leaf()
+    y = x * 1
+    v = y[1:]
+    with pytest.raises(NotImplementedError, match="view of a tensor that requires grad"):
+        v.mul_(2)
+
+
+def test_not_implemented_derivative_raises_at_backward():
+    x = leaf()
+    y = ignis.nn.functional.pad(x.view(1, 3), (1, 1), mode="replicate")
+    with pytest.raises(NotImplementedError, match="pad"):
+        y.sum().backward()
+
+
+def test_gradient_dtype_matches_input():
+    x = ignis.ones(3, dtype=ignis.float32, requires_grad=True)
+    (x.double() * 2).sum().backward()
+    assert x.grad.dtype == ignis.float32
+    h = ignis.ones(3, dtype=ignis.float16, requires_grad=True)
+    (h * 2).float().sum().backward()
+    assert h.grad.dtype == ignis.float16
+
+
+def test_parameter_training_step():
+    lin = ignis.nn.Linear(3, 2) if hasattr(ignis.nn, "Linear") else None
+    if lin is None:
+        pytest.skip("ignis.nn.Linear not available")
+    x = ignis.randn(4, 3)
+    lin(x).pow(2).mean().backward()
+    assert lin.weight.grad is not None and tuple(lin.weight.grad.shape) == (2, 3)
