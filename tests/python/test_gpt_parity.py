@@ -66,6 +66,23 @@ def assert_close(a, b, what, tol):
     np.testing.assert_allclose(to_np(a), to_np(b), err_msg=what, **tol)
 
 
+def assert_params_close(name, ip, tp, what, tol, dtype, lr, steps):
+    """Parameters after AdamW steps. One slice needs care in float32: the bias
+    of the key projection has an exactly zero true gradient (adding a constant
+    to every key shifts each query's scores by a constant, which softmax
+    ignores), so both libraries' gradients there are rounding noise, which
+    Adam's g / sqrt(v) turns into steps of up to +-lr. That slice is held to
+    the Adam step bound; everything else (and everything in float64) to the
+    dtype's tolerance."""
+    a, b = to_np(ip), to_np(tp)
+    if dtype == "float32" and name.endswith(("c_attn.bias", "in_proj_bias")):
+        E = a.shape[0] // 3
+        np.testing.assert_allclose(a[E:2 * E], b[E:2 * E], atol=2 * lr * steps, rtol=0,
+                                   err_msg=what + " (key bias)")
+        a, b = np.concatenate([a[:E], a[2 * E:]]), np.concatenate([b[:E], b[2 * E:]])
+    np.testing.assert_allclose(a, b, err_msg=what, **tol)
+
+
 CONFIGS = {
     "sdpa": GPTConfig(vocab_size=23, block_size=8, n_layer=2, n_head=2, n_embd=16),
     "mha": GPTConfig(vocab_size=23, block_size=8, n_layer=2, n_head=2, n_embd=16, use_mha=True),
@@ -115,7 +132,8 @@ def test_gpt_forward_backward_and_adamw_match_torch(attn, dtype):
         isched.step()
         tsched.step()
         for (name, ip), (_, tp) in zip(imodel.named_parameters(), tmodel.named_parameters()):
-            assert_close(ip, tp, f"{name} after AdamW step {step}", tol)
+            assert_params_close(name, ip, tp, f"{name} after AdamW step {step}", tol, dtype,
+                                lr=1e-2, steps=step + 1)
     assert isched.get_last_lr() == tsched.get_last_lr()
 
 
