@@ -5,7 +5,7 @@ ignis.optim.AdamW on the text bundled with this repository (its Markdown and
 Python sources), or on synthetic text with --synthetic. Prints the training
 loss, the validation loss and tokens/s, then samples a few characters.
 
-    python examples/train_gpt.py [--steps 300] [--synthetic] [--torch]
+    python examples/train_gpt.py [--steps 300] [--synthetic] [--torch] [--threads N]
 
 --torch runs the same script on PyTorch, for comparison.
 """
@@ -49,13 +49,15 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--block", type=int, default=64)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--embd", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--embd", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--synthetic", action="store_true", help="train on generated sentences")
     ap.add_argument("--torch", action="store_true", help="run on PyTorch instead of ignis")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="intra-op threads (on a busy shared machine 1 can be steadier)")
     args = ap.parse_args()
 
     if args.torch:
@@ -63,6 +65,8 @@ def main():
     else:
         import ignis as lib
     lib.manual_seed(args.seed)
+    if args.threads:
+        lib.set_num_threads(args.threads)
 
     text = synthetic_text() if args.synthetic else bundled_text()
     chars = sorted(set(text))
