@@ -259,14 +259,6 @@ def test_index(name):
     check(INDEX[name], [(2, 3), (2, 3)])
 
 
-def test_setitem_on_non_leaf():
-    def f(m, a, b):
-        c = a * 1
-        c[0] = b[1]
-        return c
-    check(f, [(2, 3), (2, 3)])
-
-
 # ---- matrix ------------------------------------------------------------------------------
 MATRIX = {
     "mm": (lambda m, a, b: m.mm(a, b), [(2, 3), (3, 4)]),
@@ -570,12 +562,40 @@ def test_inplace_history_is_rebased():
     np.testing.assert_allclose(x.grad.numpy(), np.exp(xn * xn + 1) * 2 * xn)
 
 
-def test_inplace_on_view_of_tensor_requiring_grad():
+def _setitem_row(m, a, b):
+    c = a * 1
+    c[0] = b[1]
+    return c
+
+
+def _mul_view(m, a, b):
+    c = a * 2
+    v = c[:, 1:]
+    v.mul_(b[:, :2])
+    return c * v.sum()
+
+
+def _into_buffer(m, a, b):
+    buf = m.zeros(2, 3, dtype=m.float64)  # requires no grad until written into
+    buf[1] = a[0] * 3
+    buf[:, 0].add_(b[:, 1])
+    return buf.exp()
+
+
+@pytest.mark.parametrize("fn", [_setitem_row, _mul_view, _into_buffer])
+def test_inplace_on_views_copy_slices(fn):
+    check(fn, [(2, 3), (2, 3)])
+
+
+def test_inplace_on_view_errors():
     x = leaf()
-    y = x * 1
-    v = y[1:]
-    with pytest.raises(NotImplementedError, match="view of a tensor that requires grad"):
-        v.mul_(2)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0].mul_(2)
+    c = x.clone()
+    c[1:].exp_()  # saves its result ...
+    c[:1].mul_(2)  # ... which shares the version counter of c's storage
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
 
 
 def test_not_implemented_derivative_raises_at_backward():
