@@ -88,6 +88,13 @@ ARANGE_ARGS = [(5,), (0,), (2.5,), (1, 4), (-3, 3, 2), (0, 1, 0.1), (1, 0, -0.25
 @pytest.mark.parametrize("args", ARANGE_ARGS, ids=str)
 @pytest.mark.parametrize("dtype", [None] + DTYPES)
 def test_arange(args, dtype):
+    if (dtype == "int64" and len(args) == 3 and 0 < abs(args[2]) < 1
+            and tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13)):
+        # torch < 2.13 divides by the truncated step and dies of SIGFPE here;
+        # 2.13 raises "step must be nonzero", as ignis does.
+        with pytest.raises(ValueError, match="step must be nonzero"):
+            ignis.arange(*args, dtype=ignis.int64)
+        return
     kw = {} if dtype is None else {"dtype": ig_dtype(dtype)}
     kwt = {} if dtype is None else {"dtype": th_dtype(dtype)}
     compare_call(lambda: ignis.arange(*args, **kw), lambda: torch.arange(*args, **kwt),
