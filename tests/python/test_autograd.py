@@ -251,6 +251,14 @@ INDEX = {
     "take_along_dim": lambda m, a, b: m.take_along_dim(a, T(m, [[0], [2]]), 1),
     "index_put": lambda m, a, b: a.index_put((T(m, [0, 1]),), b[0]),
     "index_put_acc": lambda m, a, b: a.index_put((T(m, [1, 1]),), b[0], accumulate=True),
+    "scatter_reduce_sum": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                           "sum", include_self=False),
+    "scatter_reduce_mean": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                            "mean"),
+    "scatter_reduce_amax": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                            "amax"),
+    "scatter_reduce_amin": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                            "amin", include_self=False),
 }
 
 
