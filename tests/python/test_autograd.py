@@ -629,3 +629,47 @@ def test_parameter_training_step():
     x = ignis.randn(4, 3)
     lin(x).pow(2).mean().backward()
     assert lin.weight.grad is not None and tuple(lin.weight.grad.shape) == (2, 3)
+
+
+def test_tensor_hooks():
+    x = leaf()
+    seen = []
+    hx = x.register_hook(lambda g: seen.append(g.clone()) or g * 2)
+    y = x * 3
+    hy = y.register_hook(lambda g: g + 1)  # non-leaf: runs before y's grad_fn
+    (y * y).sum().backward()
+    xn = np.array([1, 2, 3.0])
+    np.testing.assert_allclose(seen[0].numpy(), 3 * (2 * 3 * xn + 1))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 3 * (2 * 3 * xn + 1))
+    hx.remove()
+    hy.remove()
+    x.grad = None
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3, 3, 3])
+
+    def bad(g):
+        raise ValueError("boom")
+    z = x * 1
+    z.register_hook(bad)
+    with pytest.raises(ValueError, match="boom"):
+        z.sum().backward()
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        ignis.ones(2).register_hook(lambda g: g)
+
+
+def test_fused_layer_norm_backward_float32_matches_torch():
+    if torch is None:
+        pytest.skip("torch not installed")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5, 8)).astype(np.float32)
+    w = rng.standard_normal(8).astype(np.float32)
+    go = rng.standard_normal((4, 5, 8)).astype(np.float32)
+    res = []
+    for m in (ignis, torch):
+        x = m.from_numpy(a.copy()).requires_grad_()
+        wt = m.from_numpy(w.copy()).requires_grad_()
+        b = m.zeros(8, requires_grad=True)
+        m.nn.functional.layer_norm(x, (8,), wt, b).backward(m.from_numpy(go.copy()))
+        res.append([t.grad.numpy() for t in (x, wt, b)])
+    for gi, gt in zip(*res):
+        np.testing.assert_allclose(gi, gt, rtol=1e-4, atol=1e-5)

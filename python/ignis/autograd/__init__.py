@@ -80,8 +80,28 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
     backward(self, gradient, retain_graph, create_graph, inputs)
 
 
+class RemovableHandle:
+    """Returned by Tensor.register_hook; remove() unregisters the hook."""
+
+    def __init__(self, tensor, hook_id):
+        self._tensor, self._id = tensor, hook_id
+
+    def remove(self):
+        if self._tensor is not None:
+            self._tensor._remove_hook(self._id)
+            self._tensor = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 def _tensor_register_hook(self, hook):
-    raise NotImplementedError("Tensor.register_hook is not supported by ignis autograd yet")
+    """hook(grad) -> Tensor or None runs each time this tensor's gradient is
+    computed; a returned tensor replaces the gradient."""
+    return RemovableHandle(self, self._register_hook(hook))
 
 
 def _install(namespace, tensor_cls):

@@ -30,6 +30,10 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor g = std::move(grads[0]);
   grads.clear();
   AutogradMeta& m = materialize_meta(variable_);
+  for (auto& h : m.hooks_) {
+    Tensor r = h.fn(g);
+    if (r.defined()) g = std::move(r);
+  }
   g = fit_to(std::move(g), TensorGeom{variable_.sizes(), variable_.dtype(), variable_.device()});
   if (!m.grad_.defined()) {
     if (grad_enabled()) {
