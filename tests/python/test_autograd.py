@@ -251,20 +251,20 @@ INDEX = {
     "take_along_dim": lambda m, a, b: m.take_along_dim(a, T(m, [[0], [2]]), 1),
     "index_put": lambda m, a, b: a.index_put((T(m, [0, 1]),), b[0]),
     "index_put_acc": lambda m, a, b: a.index_put((T(m, [1, 1]),), b[0], accumulate=True),
+    "scatter_reduce_sum": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                           "sum", include_self=False),
+    "scatter_reduce_mean": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                            "mean"),
+    "scatter_reduce_amax": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                            "amax"),
+    "scatter_reduce_amin": lambda m, a, b: a.scatter_reduce(1, T(m, [[0, 0, 2], [1, 1, 1]]), b,
+                                                            "amin", include_self=False),
 }
 
 
 @pytest.mark.parametrize("name", list(INDEX))
 def test_index(name):
     check(INDEX[name], [(2, 3), (2, 3)])
-
-
-def test_setitem_on_non_leaf():
-    def f(m, a, b):
-        c = a * 1
-        c[0] = b[1]
-        return c
-    check(f, [(2, 3), (2, 3)])
 
 
 # ---- matrix ------------------------------------------------------------------------------
@@ -570,12 +570,40 @@ def test_inplace_history_is_rebased():
     np.testing.assert_allclose(x.grad.numpy(), np.exp(xn * xn + 1) * 2 * xn)
 
 
-def test_inplace_on_view_of_tensor_requiring_grad():
+def _setitem_row(m, a, b):
+    c = a * 1
+    c[0] = b[1]
+    return c
+
+
+def _mul_view(m, a, b):
+    c = a * 2
+    v = c[:, 1:]
+    v.mul_(b[:, :2])
+    return c * v.sum()
+
+
+def _into_buffer(m, a, b):
+    buf = m.zeros(2, 3, dtype=m.float64)  # requires no grad until written into
+    buf[1] = a[0] * 3
+    buf[:, 0].add_(b[:, 1])
+    return buf.exp()
+
+
+@pytest.mark.parametrize("fn", [_setitem_row, _mul_view, _into_buffer])
+def test_inplace_on_views_copy_slices(fn):
+    check(fn, [(2, 3), (2, 3)])
+
+
+def test_inplace_on_view_errors():
     x = leaf()
-    y = x * 1
-    v = y[1:]
-    with pytest.raises(NotImplementedError, match="view of a tensor that requires grad"):
-        v.mul_(2)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0].mul_(2)
+    c = x.clone()
+    c[1:].exp_()  # saves its result ...
+    c[:1].mul_(2)  # ... which shares the version counter of c's storage
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
 
 
 def test_not_implemented_derivative_raises_at_backward():
@@ -601,3 +629,47 @@ def test_parameter_training_step():
     x = ignis.randn(4, 3)
     lin(x).pow(2).mean().backward()
     assert lin.weight.grad is not None and tuple(lin.weight.grad.shape) == (2, 3)
+
+
+def test_tensor_hooks():
+    x = leaf()
+    seen = []
+    hx = x.register_hook(lambda g: seen.append(g.clone()) or g * 2)
+    y = x * 3
+    hy = y.register_hook(lambda g: g + 1)  # non-leaf: runs before y's grad_fn
+    (y * y).sum().backward()
+    xn = np.array([1, 2, 3.0])
+    np.testing.assert_allclose(seen[0].numpy(), 3 * (2 * 3 * xn + 1))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 3 * (2 * 3 * xn + 1))
+    hx.remove()
+    hy.remove()
+    x.grad = None
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3, 3, 3])
+
+    def bad(g):
+        raise ValueError("boom")
+    z = x * 1
+    z.register_hook(bad)
+    with pytest.raises(ValueError, match="boom"):
+        z.sum().backward()
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        ignis.ones(2).register_hook(lambda g: g)
+
+
+def test_fused_layer_norm_backward_float32_matches_torch():
+    if torch is None:
+        pytest.skip("torch not installed")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5, 8)).astype(np.float32)
+    w = rng.standard_normal(8).astype(np.float32)
+    go = rng.standard_normal((4, 5, 8)).astype(np.float32)
+    res = []
+    for m in (ignis, torch):
+        x = m.from_numpy(a.copy()).requires_grad_()
+        wt = m.from_numpy(w.copy()).requires_grad_()
+        b = m.zeros(8, requires_grad=True)
+        m.nn.functional.layer_norm(x, (8,), wt, b).backward(m.from_numpy(go.copy()))
+        res.append([t.grad.numpy() for t in (x, wt, b)])
+    for gi, gt in zip(*res):
+        np.testing.assert_allclose(gi, gt, rtol=1e-4, atol=1e-5)

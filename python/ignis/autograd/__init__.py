@@ -80,33 +80,31 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
     backward(self, gradient, retain_graph, create_graph, inputs)
 
 
+class RemovableHandle:
+    """Returned by Tensor.register_hook; remove() unregisters the hook."""
+
+    def __init__(self, tensor, hook_id):
+        self._tensor, self._id = tensor, hook_id
+
+    def remove(self):
+        if self._tensor is not None:
+            self._tensor._remove_hook(self._id)
+            self._tensor = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 def _tensor_register_hook(self, hook):
-    raise NotImplementedError("Tensor.register_hook is not supported by ignis autograd yet")
-
-
-_FACTORIES = ["zeros", "ones", "empty", "full", "rand", "randn", "arange", "linspace", "eye",
-              "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-              "empty_strided"]
-
-
-def _with_requires_grad(fn):
-    import functools
-
-    @functools.wraps(fn)
-    def factory(*args, requires_grad=False, **kwargs):
-        out = fn(*args, **kwargs)
-        if requires_grad:
-            out.requires_grad_(True)
-        return out
-    factory._ignis_requires_grad = True
-    return factory
+    """hook(grad) -> Tensor or None runs each time this tensor's gradient is
+    computed; a returned tensor replaces the gradient."""
+    return RemovableHandle(self, self._register_hook(hook))
 
 
 def _install(namespace, tensor_cls):
-    """Adds Tensor.backward and the `requires_grad=` keyword of factories."""
+    """Adds Tensor.backward (factories take `requires_grad=` in C++)."""
     tensor_cls.backward = _tensor_backward
     tensor_cls.register_hook = _tensor_register_hook
-    for name in _FACTORIES:
-        fn = namespace.get(name)
-        if fn is not None and not getattr(fn, "_ignis_requires_grad", False):
-            namespace[name] = _with_requires_grad(fn)

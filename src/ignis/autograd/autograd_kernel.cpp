@@ -32,15 +32,54 @@ bool any_requires_grad(const OpHandle& op, const Stack& s) {
   return false;
 }
 
-void check_inplace(const OpHandle& op, const Tensor& self) {
+// In-place ops: a leaf that requires grad may not be modified; a view is
+// modified through its base (CopySlices), so the base must not be such a leaf.
+void check_inplace(const Tensor& self) {
   AutogradMeta* m = get_meta(self);
   if (!m) return;
   IGNIS_CHECK(!(m->requires_grad_ && !m->grad_fn_),
               "a leaf Variable that requires grad is being used in an in-place operation.");
-  if (m->is_view_ && requires_grad(m->base_))
-    IGNIS_FAIL_KIND(NotImplemented, "in-place operation '", op.name(),
-                    "' on a view of a tensor that requires grad is not supported by ignis "
-                    "autograd yet; clone() the view first (or use the out-of-place op)");
+  if (m->is_view_) {
+    AutogradMeta* bm = get_meta(m->base_);
+    IGNIS_CHECK(!(bm && bm->requires_grad_ && !bm->grad_fn_),
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.");
+  }
+}
+
+// Marks the outputs of a view op that alias `self`'s storage as views of its base.
+void mark_views(const Tensor& self, const std::vector<Tensor*>& outs) {
+  if (!self.defined()) return;
+  AutogradMeta* sm = get_meta(self);
+  const Tensor& base = sm && sm->is_view_ ? sm->base_ : self;
+  for (Tensor* t : outs) {
+    if (!t || !t->defined() || t->is_same(self) ||
+        t->impl()->storage().get() != base.impl()->storage().get())
+      continue;
+    AutogradMeta& m = materialize_meta(*t);
+    m.is_view_ = true;
+    m.base_ = base;
+  }
+}
+
+// After an in-place op (recorded as `node`) on the view `self`: the base
+// gets a CopySlices over its previous history, the view a history that
+// re-reads it from the base.
+void rebase_view(const Tensor& self, const std::shared_ptr<Node>& node) {
+  AutogradMeta* m = get_meta(self);
+  const Tensor base = m->base_;
+  BaseGeom bg{base.sizes(), base.strides(), base.dtype(), base.device()};
+  ViewGeom vg{self.sizes(), self.strides(), self.storage_offset() - base.storage_offset()};
+  auto cs = std::make_shared<CopySlices>(bg, vg, node);
+  auto& edges = cs->mutable_next_edges();
+  edges.push_back(gradient_edge(base));
+  for (size_t i = 1; i < node->next_edges().size(); ++i) edges.push_back(node->next_edges()[i]);
+  cs->add_input_geom(base);
+  set_history(base, cs, 0);
+  auto vb = std::make_shared<AsStridedBackward>(bg, vg);
+  vb->mutable_next_edges().push_back(Edge{cs, 0});
+  vb->add_input_geom(self);
+  set_history(self, vb, 0);
 }
 
 // Outputs of a call, flattened (a Tensor[] return gives one per tensor).
@@ -64,7 +103,7 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
   const FunctionSchema& fs = op.schema();
   size_t nargs = fs.args.size();
   bool inplace = fs.is_inplace();
-  if (inplace) check_inplace(op, s[0].to_tensor());
+  if (inplace) check_inplace(s[0].to_tensor());
 
   std::shared_ptr<Node> node;
   OpNode* on = nullptr;
@@ -119,12 +158,6 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
   }
 
   std::vector<Tensor*> outs = flat_outputs(s);
-  Tensor view_base;
-  if (fs.is_out_of_place_view() && s.size() > 0) {
-    const Tensor& self = inputs.empty() ? Tensor() : inputs[0];
-    AutogradMeta* m = self.defined() ? get_meta(self) : nullptr;
-    view_base = m && m->is_view_ ? m->base_ : self;
-  }
   if (on) on->saved_out.resize(outs.size());
   for (size_t j = 0; j < outs.size(); ++j) {
     Tensor* t = outs[j];
@@ -141,22 +174,35 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
       for (const Tensor& in : inputs) passthrough |= in.is_same(*t);
     if (passthrough) continue;  // e.g. contiguous() of a contiguous tensor
     set_history(*t, node, static_cast<uint32_t>(j));
-    if (view_base.defined() && t->impl()->storage().get() == view_base.impl()->storage().get()) {
-      AutogradMeta& m = materialize_meta(*t);
-      m.is_view_ = true;
-      m.base_ = view_base;
-    }
     if (on && ((d->save_outputs >> j) & 1)) on->saved_out[j] = SavedVariable(*t, true);
+  }
+  if (d && d->is_view && !inputs.empty()) mark_views(inputs[0], outs);
+  if (inplace) {
+    AutogradMeta* m = get_meta(s[0].to_tensor());
+    if (m && m->is_view_) rebase_view(s[0].to_tensor(), node);
   }
 }
 
 void autograd_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   DispatchKeySet below = ks.below(DispatchKey::AutogradCPU);
-  if (__builtin_expect(!grad_enabled() || !any_requires_grad(op, s), 1)) {
+  if (__builtin_expect(!grad_enabled(), 0)) {
     op.redispatch(below, s);
     return;
   }
   const OpDef* d = op.def();
+  if (__builtin_expect(!any_requires_grad(op, s), 1)) {
+    // Views are tracked even when nothing requires grad, so that a later
+    // in-place op that brings in a tensor requiring grad (buf[0] = x) can
+    // record through the base.
+    if (d && d->is_view) {
+      Tensor self = s[0].is_tensor() ? s[0].to_tensor() : Tensor();
+      op.redispatch(below, s);
+      mark_views(self, flat_outputs(s));
+      return;
+    }
+    op.redispatch(below, s);
+    return;
+  }
   if (d && d->nondifferentiable) {
     ExcludeDispatchKeyGuard guard(kAutogradKeys);
     op.redispatch(below, s);

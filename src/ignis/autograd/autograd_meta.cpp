@@ -81,4 +81,27 @@ void retain_grad(const Tensor& t) {
   m.grad_fn_->retained().emplace_back(m.output_nr_, &m);
 }
 
+int64_t register_hook(const Tensor& t, std::function<Tensor(const Tensor&)> fn) {
+  static int64_t next_id = 0;
+  IGNIS_CHECK(requires_grad(t),
+              "cannot register a hook on a tensor that doesn't require gradient");
+  AutogradMeta& m = materialize_meta(t);
+  int64_t id = ++next_id;
+  if (m.grad_fn_) m.grad_fn_->pre_hooks().emplace_back(m.output_nr_, TensorHook{id, std::move(fn)});
+  else m.hooks_.push_back(TensorHook{id, std::move(fn)});
+  return id;
+}
+
+void remove_hook(const Tensor& t, int64_t id) {
+  AutogradMeta* m = get_meta(t);
+  if (!m) return;
+  auto drop = [id](auto& v, auto get) {
+    v.erase(std::remove_if(v.begin(), v.end(), [&](auto& h) { return get(h).id == id; }), v.end());
+  };
+  drop(m->hooks_, [](TensorHook& h) -> TensorHook& { return h; });
+  if (m->grad_fn_)
+    drop(m->grad_fn_->pre_hooks(),
+         [](std::pair<uint32_t, TensorHook>& p) -> TensorHook& { return p.second; });
+}
+
 }  // namespace ignis::autograd

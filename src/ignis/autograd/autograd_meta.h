@@ -22,6 +22,8 @@ struct AutogradMeta : AutogradMetaInterface {
   // Views: the tensor whose storage this one views (itself not a view).
   bool is_view_ = false;
   Tensor base_;
+  // Leaves: hooks run on the gradient before it is accumulated into grad_.
+  std::vector<TensorHook> hooks_;
 };
 
 inline AutogradMeta* get_meta(const Tensor& t) {
@@ -48,5 +50,8 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t outp
 // A tensor sharing t's data and version counter, without history.
 Tensor detach(const Tensor& t);
 void retain_grad(const Tensor& t);
+// Registers a hook on t's gradient (t must require grad); returns its id.
+int64_t register_hook(const Tensor& t, std::function<Tensor(const Tensor&)> fn);
+void remove_hook(const Tensor& t, int64_t id);
 
 }  // namespace ignis::autograd

@@ -122,6 +122,11 @@ void run(GraphTask& task, const std::vector<Edge>& roots, tensor_list& root_grad
     ready.pop();
     tensor_list inputs = std::move(task.buffers[n]);
     task.buffers.erase(n);
+    for (auto& [nr, hook] : n->pre_hooks()) {
+      if (nr >= inputs.size() || !inputs[nr].defined()) continue;
+      Tensor r = hook.fn(inputs[nr]);
+      if (r.defined()) inputs[nr] = std::move(r);
+    }
     for (size_t i = 0; i < task.captures.size(); ++i) {
       const Capture& c = task.captures[i];
       if (c.fn == n && c.input_nr < inputs.size()) task.captured[i] = inputs[c.input_nr];

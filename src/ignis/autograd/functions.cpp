@@ -30,6 +30,10 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor g = std::move(grads[0]);
   grads.clear();
   AutogradMeta& m = materialize_meta(variable_);
+  for (auto& h : m.hooks_) {
+    Tensor r = h.fn(g);
+    if (r.defined()) g = std::move(r);
+  }
   g = fit_to(std::move(g), TensorGeom{variable_.sizes(), variable_.dtype(), variable_.device()});
   if (!m.grad_.defined()) {
     if (grad_enabled()) {
@@ -104,6 +108,44 @@ void OpNode::release_variables() {
   for (auto& v : saved_in)
     for (auto& s : v) s.reset();
   for (auto& s : saved_out) s.reset();
+}
+
+namespace {
+OpRef copy_op("copy_");
+OpRef zero_op("zero_");
+
+// A zero (or g-filled) tensor laid out like the base, and the view's region of it.
+Tensor base_like(const BaseGeom& b, ScalarType dtype, Device device) {
+  Tensor t = empty_strided_tensor(b.sizes, b.strides, dtype, device);
+  zero_op.call(t);
+  return t;
+}
+Tensor region(const Tensor& base, const ViewGeom& v) {
+  return make_view(base, v.sizes, v.strides, base.storage_offset() + v.offset);
+}
+}  // namespace
+
+tensor_list CopySlices::apply(tensor_list&& grads) {
+  tensor_list out(next_edges_.size());
+  if (grads.empty() || !grads[0].defined()) return out;
+  const Tensor& g = grads[0];
+  Tensor result = base_like(base_, g.dtype(), g.device());
+  copy_op.call(result, g);
+  Tensor gv = region(result, view_);
+  tensor_list res = fn_->apply({clone_op.tensor(gv)});
+  if (!res.empty() && res[0].defined()) copy_op.call(gv, res[0]);
+  else zero_op.call(gv);
+  out[0] = result;
+  for (size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = std::move(res[i]);
+  return out;
+}
+
+tensor_list AsStridedBackward::apply(tensor_list&& grads) {
+  if (grads.empty() || !grads[0].defined()) return tensor_list(1);
+  const Tensor& g = grads[0];
+  Tensor result = base_like(base_, g.dtype(), g.device());
+  copy_op.call(region(result, view_), g);
+  return {result};
 }
 
 tensor_list NotImplementedNode::apply(tensor_list&&) {

@@ -54,6 +54,50 @@ class NotImplementedNode : public Node {
   std::string op_;
 };
 
+// Where a view sits in its base's storage.
+struct ViewGeom {
+  DimVector sizes, strides;
+  int64_t offset = 0;  // relative to the base's storage offset
+};
+struct BaseGeom {
+  DimVector sizes, strides;
+  ScalarType dtype = ScalarType::Float32;
+  Device device;
+};
+
+// The grad_fn a base gets when one of its views is modified in place
+// (PyTorch's CopySlices): the base's gradient passes through unchanged except
+// in the view's region, where the in-place op's backward (`fn`) maps it to
+// the view's old value and to the op's other inputs. Next edges: the base's
+// previous history, then fn's edges for the op's other inputs.
+class CopySlices : public Node {
+ public:
+  CopySlices(BaseGeom base, ViewGeom view, std::shared_ptr<Node> fn)
+      : base_(std::move(base)), view_(std::move(view)), fn_(std::move(fn)) {}
+  std::string name() const override { return "CopySlices"; }
+  tensor_list apply(tensor_list&& grads) override;
+  void release_variables() override { fn_->release_variables(); }
+
+ private:
+  BaseGeom base_;
+  ViewGeom view_;
+  std::shared_ptr<Node> fn_;
+};
+
+// The grad_fn of a view after an in-place op on it: the view is re-read
+// from its base (as_strided), so its gradient lands in the view's region of
+// a zero gradient for the base.
+class AsStridedBackward : public Node {
+ public:
+  AsStridedBackward(BaseGeom base, ViewGeom view) : base_(std::move(base)), view_(std::move(view)) {}
+  std::string name() const override { return "AsStridedBackward0"; }
+  tensor_list apply(tensor_list&& grads) override;
+
+ private:
+  BaseGeom base_;
+  ViewGeom view_;
+};
+
 // "MulBackward0" from "mul" (in-place and private underscores dropped).
 std::string backward_name(const OpHandle& op);
 

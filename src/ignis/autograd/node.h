@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,13 @@ namespace ignis::autograd {
 class Node;
 struct AutogradMeta;
 using tensor_list = std::vector<Tensor>;
+
+// A tensor hook: sees the gradient computed for a tensor and may replace it
+// (an undefined result keeps it).
+struct TensorHook {
+  int64_t id;
+  std::function<Tensor(const Tensor&)> fn;
+};
 
 struct Edge {
   std::shared_ptr<Node> fn;
@@ -61,11 +69,14 @@ class Node : public std::enable_shared_from_this<Node> {
   // Non-leaf tensors with retain_grad(): the engine stores the gradient that
   // arrives at input_nr into their .grad.
   std::vector<std::pair<uint32_t, AutogradMeta*>>& retained() { return retained_; }
+  // Hooks of non-leaf tensors, by the input_nr their gradient arrives at.
+  std::vector<std::pair<uint32_t, TensorHook>>& pre_hooks() { return pre_hooks_; }
 
  protected:
   std::vector<Edge> next_edges_;
   std::vector<TensorGeom> input_geom_;
   std::vector<std::pair<uint32_t, AutogradMeta*>> retained_;
+  std::vector<std::pair<uint32_t, TensorHook>> pre_hooks_;
   uint64_t seq_;
 };
 

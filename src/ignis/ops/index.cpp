@@ -1215,6 +1215,43 @@ void index_put_bw(GradCtx& c) {
   c.set(0, acc ? c.grad() : op("index_put", c.grad(), c.args[1], scalar(0.0), false));
   if (c.needs_grad(2)) c.set(2, op("index.Tensor", c.grad(), c.args[1]));
 }
+// scatter_reduce: sum and mean spread the gradient over what met at each
+// element; amax/amin give it to the values equal to the result (shared evenly).
+void scatter_reduce_bw(GradCtx& c) {
+  const std::string& how = c.args[4].to_string();
+  IGNIS_CHECK_KIND(NotImplemented, how != "prod",
+                   "the derivative of scatter_reduce(reduce='prod') is not implemented in ignis");
+  int64_t dim = dim_arg(c, 1);
+  const Tensor& idx = c.in(2);
+  const Tensor& g = c.grad();
+  bool include_self = c.bool_arg(5);
+  Tensor ones_src = op("ones_like", c.in(3));
+  auto hits = [&](const Tensor& per_src) {  // sum of per_src over the sources of each element
+    return op("scatter_add", zeros_of_self(c), dim, idx, per_src);
+  };
+  // Elements no source reaches keep self's value (its gradient is g there).
+  Tensor reached = op("gt", hits(to_dtype(ones_src, g.dtype())), scalar(0.0));
+  if (how == "sum" || how == "mean") {
+    Tensor gg = g;
+    if (how == "mean") {
+      Tensor n = hits(to_dtype(ones_src, g.dtype()));
+      if (include_self) n = add(n, scalar(1.0));
+      gg = div(g, where(op("eq", n, scalar(0.0)), op("ones_like", n), n));
+    }
+    c.set(0, include_self ? gg : where(reached, zeros_like(g), g));
+    if (c.needs_grad(3)) c.set(3, op("gather", gg, dim, idx));
+    return;
+  }
+  const Tensor& r = c.result();
+  Tensor self_hit = to_dtype(op("eq", c.in(0), r), g.dtype());
+  if (!include_self) self_hit = where(reached, zeros_like(self_hit), op("ones_like", self_hit));
+  Tensor src_hit = to_dtype(op("eq", c.in(3), op("gather", r, dim, idx)), g.dtype());
+  Tensor count = add(self_hit, hits(src_hit));
+  Tensor share = div(g, where(op("eq", count, scalar(0.0)), op("ones_like", count), count));
+  c.set(0, mul(share, self_hit));
+  if (c.needs_grad(3)) c.set(3, mul(op("gather", share, dim, idx), src_hit));
+}
+
 
 }  // namespace
 
@@ -1273,10 +1310,12 @@ void register_index_ops() {
   def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
       "bool include_self=True) -> Tensor").category(O).both().meta(scatter_reduce_meta<false>)
       .cpu(scatter_reduce_cpu<false>)
-      .doc("scatter with sum, prod, mean, amax or amin of the values meeting at an element");
+      .doc("scatter with sum, prod, mean, amax or amin of the values meeting at an element")
+      .derivative(scatter_reduce_bw, "self, index, src, result");
   def("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, "
       "bool include_self=True) -> Tensor(a!)").category(O).method_only()
-      .meta(scatter_reduce_meta<true>).cpu(scatter_reduce_cpu<true>);
+      .meta(scatter_reduce_meta<true>).cpu(scatter_reduce_cpu<true>)
+      .derivative(scatter_reduce_bw, "self, index, src, result");
   using IK = IndexedOp;
   def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
       .category(O).both().meta(indexed_meta<IK::Add, false>).cpu(indexed_cpu<IK::Add, false>)

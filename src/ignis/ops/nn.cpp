@@ -151,6 +151,82 @@ void layer_norm_cpu(OpCall& c) {
                        n, c.double_arg(4));
 }
 
+// native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+// weight, bias) -> (grad_input, grad_weight, grad_bias): autograd's fused
+// derivative of native_layer_norm (grad_weight/grad_bias None without them).
+void layer_norm_backward_meta(OpCall& c) {
+  const Tensor& in = c.tensor(1);
+  if (!is_floating(in.dtype())) not_implemented_for("LayerNormBackwardKernelImpl", in.dtype());
+  IGNIS_CHECK(c.tensor(0).sizes() == in.sizes(), "native_layer_norm_backward: grad_out of shape ",
+              c.tensor(0).shape_str(), " does not match input of shape ", in.shape_str());
+  Tensor w = c.opt_tensor(5), b = c.opt_tensor(6);
+  c.alloc(in.sizes(), in.dtype());
+  if (w.defined()) c.alloc(w.sizes(), w.dtype());
+  else c.outputs.emplace_back();
+  if (b.defined()) c.alloc(b.sizes(), b.dtype());
+  else c.outputs.emplace_back();
+}
+template <typename scalar_t>
+void layer_norm_backward_loop(OpCall& c, int64_t M, int64_t N) {
+  using T = opmath_t<scalar_t>;
+  const ScalarType dt = c.tensor(1).dtype(), acc = opmath_dtype(dt);
+  Tensor g = dense_as(c.tensor(0), dt), x = dense_as(c.tensor(1), dt);
+  Tensor mean = dense_as(c.tensor(3), acc), rstd = dense_as(c.tensor(4), acc);
+  Tensor w = opt_dense_as(c.opt_tensor(5), acc);
+  const scalar_t* gp = g.data<scalar_t>();
+  const scalar_t* xp = x.data<scalar_t>();
+  const T* mp = mean.data<T>();
+  const T* rp = rstd.data<T>();
+  const T* wp = w.defined() ? w.data<T>() : nullptr;
+  scalar_t* dx = c.outputs[0].data<scalar_t>();
+#pragma omp parallel for if (M * N >= 32768)
+  for (int64_t m = 0; m < M; ++m) {
+    const scalar_t* gr = gp + m * N;
+    const scalar_t* xr = xp + m * N;
+    const T mu = mp[m], rs = rp[m];
+    T a = 0, b = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      T gw = T(gr[n]) * (wp ? wp[n] : T(1));
+      a += gw;
+      b += gw * (T(xr[n]) - mu) * rs;
+    }
+    a /= T(N);
+    b /= T(N);
+    scalar_t* dr = dx + m * N;
+    for (int64_t n = 0; n < N; ++n) {
+      T xh = (T(xr[n]) - mu) * rs;
+      T gw = T(gr[n]) * (wp ? wp[n] : T(1));
+      dr[n] = static_cast<scalar_t>(rs * (gw - a - xh * b));
+    }
+  }
+  const bool want_w = c.outputs[1].defined(), want_b = c.outputs[2].defined();
+  if (!want_w && !want_b) return;
+  std::vector<T> dw(static_cast<size_t>(N), T(0)), db(static_cast<size_t>(N), T(0));
+  for (int64_t m = 0; m < M; ++m) {
+    const T mu = mp[m], rs = rp[m];
+    for (int64_t n = 0; n < N; ++n) {
+      T gv = T(gp[m * N + n]);
+      dw[n] += gv * (T(xp[m * N + n]) - mu) * rs;
+      db[n] += gv;
+    }
+  }
+  // Sums in the op-math type, converted into the parameter's dtype and layout.
+  auto store = [N, acc](Tensor& out, const std::vector<T>& v) {
+    Tensor tmp = empty_tensor(out.sizes(), acc, out.device());
+    std::copy(v.begin(), v.begin() + N, tmp.data<T>());
+    copy_into(out, tmp);
+  };
+  if (want_w) store(c.outputs[1], dw);
+  if (want_b) store(c.outputs[2], db);
+}
+void layer_norm_backward_cpu(OpCall& c) {
+  const Tensor& in = c.tensor(1);
+  const int64_t N = compute_numel(DimVector(c.int_list(2)));
+  const int64_t M = N == 0 ? 0 : in.numel() / N;
+  IGNIS_DISPATCH_FLOAT(in.dtype(), "native_layer_norm_backward",
+                       [&] { layer_norm_backward_loop<scalar_t>(c, M, N); });
+}
+
 OpRef native_layer_norm_op("native_layer_norm");
 void layer_norm_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Stack r = native_layer_norm_op.call(s[0], s[1], s[2], s[3], s[4]);
@@ -835,6 +911,19 @@ void layer_norm_bw(GradCtx& c) {
   }
   Tensor w = c.opt_in(2);
   const Tensor& g = c.grad(0);
+  Stack r = OpRef("native_layer_norm_backward")
+                .call(g, x, c.int_list(1), c.result(1), c.result(2), w, c.opt_in(3));
+  c.set(0, r[0].to_opt_tensor());
+  c.set(2, r[1].to_opt_tensor());
+  c.set(3, r[2].to_opt_tensor());
+}
+// The closed form of layer_norm_bw, written with ops (kept as the reference
+// the fused kernel is tested against).
+[[maybe_unused]] void layer_norm_bw_ops(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  auto dims = last_dims(x.dim(), c.int_list(1).size());
+  Tensor w = c.opt_in(2);
+  const Tensor& g = c.grad(0);
   Tensor xhat = mul(sub(x, c.result(1)), c.result(2));
   if (c.needs_grad(0)) {
     Tensor gw = w.defined() ? mul(g, w) : g;
@@ -1121,6 +1210,10 @@ void register_nn_ops() {
       .category(O).meta(layer_norm_meta).cpu(layer_norm_cpu)
       .doc("layer_norm that also returns the per-row mean and 1/std (for backward)")
       .derivative(layer_norm_bw, "input, weight, bias, result1, result2");
+  def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, "
+      "Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)")
+      .category(O).meta(layer_norm_backward_meta).cpu(layer_norm_backward_cpu)
+      .doc("the gradients of native_layer_norm's input, weight and bias (fused)");
   def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")
       .category(C).composite(layer_norm_kernel)
       .doc("(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape");

@@ -137,6 +137,7 @@ OpBuilder::~OpBuilder() {
   OpHandle& h = Dispatcher::get().register_op(d_->schema);
   h.set_def(d_);
   parse_saves(d_, h.schema());
+  d_->is_view = h.schema().is_out_of_place_view();
   if (d_->category == OpCategory::Creation) d_->nondifferentiable = true;
   if (d_->any_backend) {
     for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta})

@@ -80,6 +80,9 @@ struct OpDef {
   uint64_t save_outputs = 0;
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
+  // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
+  // autograd tracks the output as a view of that input's base.
+  bool is_view = false;
   std::string doc;
 };
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ignis/autograd/formula.h"
+#include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/loops.h"
 #include "ignis/kernels/cpu/vec_math.h"
 #include "ignis/ops/families.h"
@@ -236,8 +237,43 @@ void mish_bw(GradCtx& c) {
   Tensor d = add(t, mul(mul(x, op("sigmoid", x)), sub(scalar(1.0), sq(t))));
   c.set(0, mul(c.grad(), d));
 }
+// gelu_backward(grad, self): the fused first derivative (one pass instead of
+// a dozen). Under create_graph the formula below runs instead, so that it can
+// be differentiated again.
+void gelu_backward_meta(OpCall& c) {
+  const std::string& approx = c.args[2].to_string();
+  IGNIS_CHECK_VALUE(approx == "none" || approx == "tanh",
+                    "gelu_backward: approximate must be 'none' or 'tanh', got '", approx, "'");
+  pointwise_meta(c, {0, 1}, R::Promote, false);
+}
+template <typename T>
+T gelu_grad_erf(T g, T x) {
+  T cdf = T(0.5) * (T(1) + cpu::verf(x * T(0.70710678118654752440)));
+  T pdf = cpu::vexp(T(-0.5) * x * x) * T(kInvSqrt2Pi);
+  return g * (cdf + x * pdf);
+}
+template <typename T>
+T gelu_grad_tanh(T g, T x) {
+  constexpr double k = 0.79788456080286535588, a = 0.044715;
+  T t = cpu::vtanh(T(k) * (x + T(a) * x * x * x));
+  T d = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(k) * (T(1) + T(3 * a) * x * x);
+  return g * d;
+}
+void gelu_backward_cpu(OpCall& c) {
+  bool tanh = c.args[2].to_string() == "tanh";
+  IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "gelu_backward", [&] {
+    using T = opmath_t<scalar_t>;
+    if (tanh) cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_tanh(g, x); });
+    else cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_erf(g, x); });
+  });
+}
+
 void gelu_bw(GradCtx& c) {
   const Tensor& x = c.in(0);
+  if (!autograd::grad_enabled()) {
+    c.set(0, op("gelu_backward", c.grad(), x, c.args[1].to_string()));
+    return;
+  }
   if (c.args[1].to_string() == "tanh") {
     constexpr double k = 0.79788456080286535588, a = 0.044715;
     Tensor inner = mul(add(x, mul(pow(x, 3.0), a)), k);
@@ -309,6 +345,9 @@ void register_unary_ops() {
       .meta(gelu_meta<false>).cpu(gelu_cpu<false>)
       .doc("Gaussian error linear unit; approximate='tanh' uses the tanh formula")
       .derivative(gelu_bw, "self");
+  def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
+      .category(OpCategory::Pointwise).meta(gelu_backward_meta).cpu(gelu_backward_cpu)
+      .doc("grad_output * d gelu(self) / d self (autograd's fused derivative of gelu)");
   def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")
       .category(OpCategory::Pointwise).both()
       .meta(gelu_meta<true>).cpu(gelu_cpu<true>).derivative(gelu_bw, "self");

@@ -209,6 +209,47 @@ PyObject* m_detach_(PyObject* self, PyObject*) {
   IGNIS_PY_END(nullptr)
 }
 
+// _register_hook(fn) -> id: fn(grad) runs when this tensor's gradient is
+// computed (during backward, with the GIL held); a Tensor result replaces it.
+PyObject* m_register_hook(PyObject* self, PyObject* fn) {
+  if (!PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "hook must be callable");
+    return nullptr;
+  }
+  IGNIS_PY_BEGIN
+  Py_INCREF(fn);
+  std::shared_ptr<PyObject> keep(fn, [](PyObject* o) {
+    PyGILState_STATE st = PyGILState_Ensure();
+    Py_DECREF(o);
+    PyGILState_Release(st);
+  });
+  auto call = [keep](const Tensor& g) -> Tensor {
+    PyObject* arg = wrap(g);
+    if (!arg) throw PythonErrorAlreadySet();
+    PyObject* r = PyObject_CallOneArg(keep.get(), arg);
+    Py_DECREF(arg);
+    if (!r) throw PythonErrorAlreadySet();
+    Tensor out;
+    if (r != Py_None) {
+      if (!is_tensor(r)) {
+        Py_DECREF(r);
+        IGNIS_FAIL_KIND(Type, "hook returned an object that is not a Tensor or None");
+      }
+      out = unwrap(r);
+    }
+    Py_DECREF(r);
+    return out;
+  };
+  return PyLong_FromLongLong(autograd::register_hook(self_tensor(self), std::move(call)));
+  IGNIS_PY_END(nullptr)
+}
+PyObject* m_remove_hook(PyObject* self, PyObject* id) {
+  IGNIS_PY_BEGIN
+  autograd::remove_hook(self_tensor(self), PyLong_AsLongLong(id));
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
 PyGetSetDef tensor_autograd_getset[] = {
     {"requires_grad", get_requires_grad, set_requires_grad,
      "Whether gradients are computed for this tensor.", nullptr},
@@ -227,6 +268,8 @@ PyMethodDef tensor_autograd_methods[] = {
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keep .grad for this non-leaf tensor."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing data, without history."},
     {"detach_", m_detach_, METH_NOARGS, "Drops this tensor's history in place."},
+    {"_register_hook", m_register_hook, METH_O, nullptr},
+    {"_remove_hook", m_remove_hook, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr}};
 
 // --- module functions ---------------------------------------------------------------

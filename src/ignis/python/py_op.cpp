@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "ignis/autograd/autograd_meta.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/python/py_common.h"
 
@@ -412,9 +413,55 @@ std::string signature_text(const FunctionSchema& fs) {
   return s + ")";
 }
 
+PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
+// Factories take PyTorch's `requires_grad=` keyword. It is not part of their
+// schemas: the call runs without it and autograd flags the result.
+// Returns null with no error set when `requires_grad` is not among kwnames.
+PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                     PyObject* kwnames) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  const OpDef* d = op->overloads->empty() ? nullptr : (*op->overloads)[0]->def();
+  if (!d || d->category != OpCategory::Creation) return nullptr;
+  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "requires_grad") == 0)
+      at = k;
+  if (at < 0) return nullptr;
+  int on = PyObject_IsTrue(args[nargs + at]);
+  if (on < 0) return nullptr;
+  std::vector<PyObject*> rest(args, args + nargs);
+  PyObject* names = PyTuple_New(nkw - 1);
+  if (!names) return nullptr;
+  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
+    if (k == at) continue;
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    Py_INCREF(key);
+    PyTuple_SET_ITEM(names, j++, key);
+    rest.push_back(args[nargs + k]);
+  }
+  PyObject* out = op_vectorcall(self, rest.data(), static_cast<size_t>(nargs),
+                                nkw > 1 ? names : nullptr);
+  Py_DECREF(names);
+  if (out && on && is_tensor(out)) {
+    try {
+      autograd::set_requires_grad(unwrap(out), true);
+    } catch (...) {
+      Py_DECREF(out);
+      set_python_error();
+      return nullptr;
+    }
+  }
+  return out;
+}
+
 PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* op = reinterpret_cast<PyOp*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames && PyTuple_GET_SIZE(kwnames) > 0) {
+    PyObject* r = factory_with_requires_grad(self, args, nargs, kwnames);
+    if (r || PyErr_Occurred()) return r;
+  }
   try {
     Stack stack;
     stack.reserve(8);
