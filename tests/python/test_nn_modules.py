@@ -292,6 +292,16 @@ def test_forward_hooks_and_handles():
     m(ignis.ones(1, 3))
     assert order == [0, 1]
 
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+    b, seen = Boom(), []
+    b.register_forward_hook(lambda m, a, out: seen.append(out), always_call=True)
+    b.register_forward_hook(lambda m, a, out: seen.append("never"))
+    with pytest.raises(ValueError, match="boom"):
+        b(1)
+    assert seen == [None]
+
 
 def test_zero_grad_without_grads_is_noop():
     m = Net()

@@ -320,3 +320,19 @@ def test_mlp_training_loop_matches_torch(name, kwargs):
     # Updates ran without recording history: parameters are still leaves.
     assert all(p.is_leaf and p.grad_fn is None and p.requires_grad for p in im.parameters())
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    ip, tp = make_params()
+    set_grads(ip, tp, np.random.default_rng(3))
+    inorm = nn.utils.clip_grad_norm_(ip, max_norm, norm_type)
+    tnorm = torch.nn.utils.clip_grad_norm_(tp, max_norm, norm_type)
+    np.testing.assert_allclose(inorm.item(), tnorm.item(), rtol=1e-5)
+    for a, b in zip(ip, tp):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7)
+    nn.utils.clip_grad_value_(ip, 0.1)
+    torch.nn.utils.clip_grad_value_(tp, 0.1)
+    for a, b in zip(ip, tp):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)

@@ -15,19 +15,20 @@ class RemovableHandle:
 
     _next_id = 0
 
-    def __init__(self, hooks_dict, extra_dict=None):
+    def __init__(self, hooks_dict, *extra_dicts):
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
-        self.extra_dict_ref = weakref.ref(extra_dict) if extra_dict is not None else None
+        self.extra_dict_refs = [weakref.ref(d) for d in extra_dicts]
 
     def remove(self):
         hooks_dict = self.hooks_dict_ref()
         if hooks_dict is not None and self.id in hooks_dict:
             del hooks_dict[self.id]
-        extra = self.extra_dict_ref() if self.extra_dict_ref is not None else None
-        if extra is not None and self.id in extra:
-            del extra[self.id]
+        for ref in self.extra_dict_refs:
+            extra = ref()
+            if extra is not None and self.id in extra:
+                del extra[self.id]
 
     def __enter__(self):
         return self
@@ -546,7 +547,8 @@ class Module:
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
-        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs)
+        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
+                                 self._forward_hooks_always_called)
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -571,7 +573,17 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
+        try:
+            output = self.forward(*args, **kwargs)
+        except Exception:
+            # always_call hooks run even when forward raises (their result is dropped).
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called:
+                    if hook_id in self._forward_hooks_with_kwargs:
+                        hook(self, args, kwargs, None)
+                    else:
+                        hook(self, args, None)
+            raise
         for hook_id, hook in list(self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
