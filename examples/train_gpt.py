@@ -7,7 +7,9 @@ loss, the validation loss and tokens/s, then samples a few characters.
 
     python examples/train_gpt.py [--steps 300] [--synthetic] [--torch] [--threads N]
 
---torch runs the same script on PyTorch, for comparison.
+--torch runs the same script on PyTorch, for comparison. About 20-90 s on two
+cores depending on their load; on a busy shared machine --threads 1 is
+steadier than two threads for both libraries.
 """
 import argparse
 import math
@@ -49,8 +51,8 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--block", type=int, default=64)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--embd", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--embd", type=int, default=96)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--synthetic", action="store_true", help="train on generated sentences")
