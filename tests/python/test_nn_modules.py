@@ -628,3 +628,96 @@ def test_deepcopy_module():
     assert isinstance(m2.fc.weight, nn.Parameter)
     x = ignis.randn(2, 4)
     close(m(x), m2(x))
+
+
+# ---- gradients through every layer (needs eager autograd) --------------------------------------
+
+needs_autograd = pytest.mark.skipif(not hasattr(ignis.Tensor, "backward"),
+                                    reason="needs eager autograd (ignis.Tensor.backward)")
+
+
+def check_grads(im, tm, iargs, targs, rtol=1e-4, atol=1e-5):
+    """sum(out * R) backward in both: input and parameter gradients agree."""
+    iout, tout = im(*iargs), tm(*targs)
+    if isinstance(tout, tuple):
+        iout, tout = iout[0], tout[0]
+    r = np.random.default_rng(9).standard_normal(tuple(tout.shape)).astype(np.float32)
+    (iout * ignis.from_numpy(r)).sum().backward()
+    (tout * torch.from_numpy(r)).sum().backward()
+    for i, (a, b) in enumerate(zip(iargs, targs)):
+        if isinstance(b, torch.Tensor) and b.requires_grad:
+            close(a.grad, b.grad, rtol, atol)
+    for (n, p), (_, tp) in zip(im.named_parameters(), tm.named_parameters()):
+        if tp.grad is None:
+            assert p.grad is None, n
+        else:
+            np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=rtol, atol=atol,
+                                       err_msg=n)
+
+
+def grad_inputs(*shape, seed=0):
+    x, tx = randn(*shape, seed=seed)
+    return x.requires_grad_(), tx.requires_grad_()
+
+
+@needs_autograd
+@pytest.mark.parametrize("cls,args,kwargs,shape", [
+    ("Linear", (6, 5), {}, (3, 6)), ("LayerNorm", (6,), {}, (2, 3, 6)),
+    ("RMSNorm", (6,), {}, (3, 6)), ("GELU", (), {"approximate": "tanh"}, (3, 4)),
+    ("GELU", (), {}, (3, 4)), ("SiLU", (), {}, (3, 4)), ("Tanh", (), {}, (3, 4)),
+    ("Sigmoid", (), {}, (3, 4)), ("Softmax", (), {"dim": -1}, (3, 4)), ("ReLU", (), {}, (3, 4)),
+])
+def test_layer_gradients_match_torch(cls, args, kwargs, shape):
+    im, tm = pair(getattr(nn, cls), getattr(tnn, cls), *args, **kwargs)
+    x, tx = grad_inputs(*shape)
+    check_grads(im, tm, [x], [tx])
+
+
+@needs_autograd
+def test_embedding_gradient_skips_padding_row():
+    im, tm = pair(nn.Embedding, tnn.Embedding, 6, 3, padding_idx=1)
+    idx = np.array([[0, 1, 1, 5], [5, 2, 1, 0]])
+    check_grads(im, tm, [ignis.from_numpy(idx)], [torch.from_numpy(idx)])
+    assert not im.weight.grad.numpy()[1].any()
+
+
+@needs_autograd
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_mha_gradients_match_torch(need_weights, batch_first):
+    im, tm = mha_pair(batch_first=batch_first)
+    q, tq = grad_inputs(*((3, 4, 8) if batch_first else (4, 3, 8)), seed=1)
+    kv, tkv = grad_inputs(*((3, 5, 8) if batch_first else (5, 3, 8)), seed=2)
+    kpm = np.array([[False] * 4 + [True], [False] * 5, [False] * 3 + [True] * 2])
+    check_grads(im, tm, [q, kv, kv], [tq, tkv, tkv])
+    for m in (im, tm):
+        m.zero_grad()
+    q.grad = None
+    kv.grad = None
+    tq.grad = None
+    tkv.grad = None
+    mask = np.triu(np.ones((4, 5), bool), 2)
+
+    def imha(a, b, c):
+        return im(a, b, c, attn_mask=ignis.from_numpy(mask), need_weights=need_weights,
+                  key_padding_mask=ignis.from_numpy(kpm))
+
+    def tmha(a, b, c):
+        return tm(a, b, c, attn_mask=torch.from_numpy(mask), need_weights=need_weights,
+                  key_padding_mask=torch.from_numpy(kpm))
+    imha.named_parameters, tmha.named_parameters = im.named_parameters, tm.named_parameters
+    check_grads(imha, tmha, [q, kv, kv], [tq, tkv, tkv])
+
+
+@needs_autograd
+@pytest.mark.parametrize("loss", ["CrossEntropyLoss", "MSELoss"])
+def test_loss_gradients_match_torch(loss):
+    x, tx = grad_inputs(5, 4)
+    if loss == "MSELoss":
+        y, ty = randn(5, 4, seed=3)
+    else:
+        y = ignis.from_numpy(np.array([0, 3, 1, 1, 2]))
+        ty = torch.from_numpy(np.array([0, 3, 1, 1, 2]))
+    getattr(nn, loss)()(x, y).backward()
+    getattr(tnn, loss)()(tx, ty).backward()
+    close(x.grad, tx.grad)
