@@ -673,3 +673,16 @@ def test_fused_layer_norm_backward_float32_matches_torch():
         res.append([t.grad.numpy() for t in (x, wt, b)])
     for gi, gt in zip(*res):
         np.testing.assert_allclose(gi, gt, rtol=1e-4, atol=1e-5)
+
+
+def test_long_chain_backward_and_free_do_not_overflow_the_stack():
+    x = leaf((1.0,))
+    y = x
+    for _ in range(100000):
+        y = y * 1.0
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0])
+    y = x
+    for _ in range(100000):
+        y = y + 1
+    del y  # frees 100000 nodes iteratively

@@ -12,6 +12,7 @@ AutogradMeta::~AutogradMeta() {
     r.erase(std::remove_if(r.begin(), r.end(), [this](auto& p) { return p.second == this; }),
             r.end());
   }
+  release_node(std::move(grad_fn_));
 }
 
 AutogradMeta& materialize_meta(const Tensor& t) {

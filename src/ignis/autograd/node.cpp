@@ -17,9 +17,32 @@ static std::atomic<uint64_t> next_sequence_nr{0};
 
 Node::Node() : seq_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
+// Nodes whose last reference was dropped while another node was being freed:
+// the outermost release_node frees them one by one.
+static thread_local std::vector<std::shared_ptr<Node>>* pending_release = nullptr;
+
+void release_node(std::shared_ptr<Node>&& n) {
+  if (!n) return;
+  if (pending_release) {
+    pending_release->push_back(std::move(n));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> pending;
+  pending_release = &pending;
+  pending.push_back(std::move(n));
+  while (!pending.empty()) {
+    std::shared_ptr<Node> q = std::move(pending.back());
+    pending.pop_back();
+    q.reset();  // may free the node, whose destructor defers its children here
+  }
+  pending_release = nullptr;
+}
+
 // A tensor registered in retained_ holds this node as its grad_fn, so the
 // node cannot die first: nothing to unregister here.
-Node::~Node() = default;
+Node::~Node() {
+  for (auto& e : next_edges_) release_node(std::move(e.fn));
+}
 
 uint32_t Node::add_input_geom(const Tensor& t) {
   input_geom_.push_back(TensorGeom{t.sizes(), t.dtype(), t.device()});
