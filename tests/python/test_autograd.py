@@ -686,3 +686,24 @@ def test_long_chain_backward_and_free_do_not_overflow_the_stack():
     for _ in range(100000):
         y = y + 1
     del y  # frees 100000 nodes iteratively
+
+
+def _stale_views(m, a, b):
+    y = a * 1
+    v = y[0]
+    w = y[1:]
+    y.mul_(b)  # v and w now read the modified y: their history follows it
+    w.mul_(a[1:])
+    return v * 2 + w.sum()
+
+
+def _view_before_write(m, a, b):
+    buf = m.zeros(2, 3, dtype=m.float64)
+    v0 = buf[1]  # made before buf requires grad
+    buf[1] = a[0] * b[1]
+    return v0 * 2
+
+
+@pytest.mark.parametrize("fn", [_stale_views, _view_before_write])
+def test_views_see_in_place_writes_to_their_base(fn):
+    check(fn, [(2, 3), (2, 3)] if fn is _view_before_write else [(3,), (3,)])

@@ -155,6 +155,7 @@ int set_grad(PyObject* self, PyObject* v, void*) {
 }
 PyObject* get_grad_fn(PyObject* self, void*) {
   autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  if (m && m->is_view_) autograd::gradient_edge(self_tensor(self));  // refreshes a stale view
   if (!m || !m->grad_fn_) Py_RETURN_NONE;
   return wrap_node(m->grad_fn_);
 }
