@@ -707,3 +707,43 @@ def _view_before_write(m, a, b):
 @pytest.mark.parametrize("fn", [_stale_views, _view_before_write])
 def test_views_see_in_place_writes_to_their_base(fn):
     check(fn, [(2, 3), (2, 3)] if fn is _view_before_write else [(3,), (3,)])
+
+
+class _ScaledExp(ignis.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        y = x.exp() * k
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y, None
+
+
+class _Pair(ignis.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a * b, a + b
+
+    @staticmethod
+    def backward(ctx, ga, gb):  # gb arrives as zeros when the output is unused
+        return ga + gb, ga * 2 + gb
+
+
+def test_custom_function():
+    x = leaf((0.0, 1.0))
+    y = _ScaledExp.apply(x, 2.0)
+    assert y.grad_fn.name() == "_ScaledExpBackward"
+    (y * x).sum().backward()
+    xn = np.array([0.0, 1.0])
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(xn) * (1 + xn))
+    assert not _ScaledExp.apply(ignis.ones(2), 2.0).requires_grad
+    a, b = leaf(), leaf()
+    p, _ = _Pair.apply(a, b)
+    p.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [1, 1, 1])
+    np.testing.assert_allclose(b.grad.numpy(), [2, 2, 2])
+    assert ignis.autograd.gradcheck(lambda t: _ScaledExp.apply(t, 3.0),
+                                    (ignis.from_numpy(np.array([0.1, -0.2])).requires_grad_(),))

@@ -45,7 +45,8 @@ Node::~Node() {
 }
 
 uint32_t Node::add_input_geom(const Tensor& t) {
-  input_geom_.push_back(TensorGeom{t.sizes(), t.dtype(), t.device()});
+  if (t.defined()) input_geom_.push_back(TensorGeom{t.sizes(), t.dtype(), t.device()});
+  else input_geom_.push_back(TensorGeom{{}, ScalarType::Bool, Device()});  // never zero-filled
   return static_cast<uint32_t>(input_geom_.size() - 1);
 }
 
