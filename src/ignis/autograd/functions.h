@@ -90,7 +90,8 @@ class CopySlices : public Node {
 // a zero gradient for the base.
 class AsStridedBackward : public Node {
  public:
-  AsStridedBackward(BaseGeom base, ViewGeom view) : base_(std::move(base)), view_(std::move(view)) {}
+  AsStridedBackward(BaseGeom base, ViewGeom view)
+      : base_(std::move(base)), view_(std::move(view)) {}
   std::string name() const override { return "AsStridedBackward0"; }
   tensor_list apply(tensor_list&& grads) override;
 

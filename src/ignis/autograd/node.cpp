@@ -82,7 +82,8 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* wha
     std::string node_name = owner ? owner->name() : std::string("?");
     IGNIS_FAIL("one of the variables needed for gradient computation has been modified by an "
                "inplace operation: [", dtype_tensor_name(data_.dtype()), " ", data_.shape_str(),
-               "], which is ", is_output_ ? "output " : "input '", is_output_ ? str(output_nr_) : what,
+               "], which is ", is_output_ ? "output " : "input '",
+               is_output_ ? str(output_nr_) : std::string(what),
                is_output_ ? "" : "'", " of ", node_name, ", is at version ", now,
                "; expected version ", version_,
                " instead. Hint: the operation that saved it is ", node_name,

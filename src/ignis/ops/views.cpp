@@ -600,7 +600,8 @@ void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* 
 }  // namespace
 
 void register_view_ops() {
-  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)", view_kernel, reshape_bw, "same data, new shape");
+  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)",
+          view_kernel, reshape_bw, "same data, new shape");
   def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)").category(OpCategory::View).both()
       .composite(reshape_kernel).doc("a view when possible, else a copy");
   def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
@@ -608,13 +609,17 @@ void register_view_ops() {
   def("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().composite(reshape_as_kernel);
   view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_kernel, permute_bw);
-  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
-  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
-  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
+  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+          transpose_kernel, transpose_bw);
+  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+          transpose_kernel, transpose_bw);
+  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+          transpose_kernel, transpose_bw);
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
   view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw);
-  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only().kernel(t_inplace_kernel).derivative(t_bw);
+  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only()
+      .kernel(t_inplace_kernel).derivative(t_bw);
   view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel, expand_bw);
   def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().kernel(expand_as_kernel).derivative(expand_bw);
@@ -630,18 +635,22 @@ void register_view_ops() {
       .category(OpCategory::View).both().composite(flatten_kernel);
   def("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)")
       .category(OpCategory::View).both().composite(unflatten_kernel);
-  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", narrow_kernel, narrow_bw);
+  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
+          narrow_kernel, narrow_bw);
   view_op("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", select_kernel, select_bw);
   view_op("slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",
           slice_kernel, slice_bw, "self[start:end:step] along dim");
-  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", split_kernel, split_bw);
-  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]", split_kernel, split_bw);
+  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",
+          split_kernel, split_bw);
+  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]",
+          split_kernel, split_bw);
   view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel, split_bw);
   def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]").category(OpCategory::View).both()
       .composite(unbind_kernel);
   view_op("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",
           as_strided_kernel, nullptr);
-  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal_kernel, diagonal_bw);
+  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
+          diagonal_kernel, diagonal_bw);
   def("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
       .category(OpCategory::View).both().composite(movedim_kernel);
   def("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")

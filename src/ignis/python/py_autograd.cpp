@@ -97,7 +97,8 @@ PyObject* node_richcompare(PyObject* a, PyObject* b, int op) {
 }
 
 Py_hash_t node_hash(PyObject* self) {
-  return static_cast<Py_hash_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<PyNode*>(self)->node.get()) >> 4);
+  auto addr = reinterpret_cast<uintptr_t>(reinterpret_cast<PyNode*>(self)->node.get());
+  return static_cast<Py_hash_t>(addr >> 4);
 }
 
 PyObject* node_repr(PyObject* self) {
@@ -355,7 +356,8 @@ PyGetSetDef tensor_autograd_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyMethodDef tensor_autograd_methods[] = {
-    {"requires_grad_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_requires_grad_)),
+    {"requires_grad_",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_requires_grad_)),
      METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place; returns self."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keep .grad for this non-leaf tensor."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing data, without history."},
