@@ -747,3 +747,11 @@ def test_custom_function():
     np.testing.assert_allclose(b.grad.numpy(), [2, 2, 2])
     assert ignis.autograd.gradcheck(lambda t: _ScaledExp.apply(t, 3.0),
                                     (ignis.from_numpy(np.array([0.1, -0.2])).requires_grad_(),))
+
+
+def test_double_backward_through_copy_slices_is_refused():
+    x = leaf()
+    y = x * x
+    y[1:].mul_(2)
+    with pytest.raises(NotImplementedError, match="CopySlices"):
+        ignis.autograd.grad((y * y).sum(), x, create_graph=True)
