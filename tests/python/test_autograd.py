@@ -165,6 +165,8 @@ VIEWS = {
     "chunk": lambda m, a: a.chunk(3, dim=1)[2],
     "unbind": lambda m, a: a.unbind(1)[2],
     "diagonal": lambda m, a: a.diagonal(),
+    "as_strided": lambda m, a: a.as_strided((2, 2), (1, 2), 1),  # overlapping reads
+    "as_strided_t": lambda m, a: a.t().as_strided((3, 2), (1, 3)),
     "flatten": lambda m, a: a.flatten().unflatten(0, (3, 2)).movedim(0, 1),
     "expand_as": lambda m, a: a[:1].expand_as(a) * a,
     "to_float32": lambda m, a: a.to(m.float32).double() * 1,
