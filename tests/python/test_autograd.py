@@ -610,9 +610,14 @@ def test_inplace_on_view_errors():
 
 def test_not_implemented_derivative_raises_at_backward():
     x = leaf()
-    y = ignis.nn.functional.pad(x.view(1, 3), (1, 1), mode="replicate")
-    with pytest.raises(NotImplementedError, match="pad"):
+    y = x.floor_divide(2)  # not differentiable in torch either
+    with pytest.raises(NotImplementedError, match="floor_divide"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes(mode):
+    check(lambda m, a: m.nn.functional.pad(a, (2, 1), mode=mode), [(1, 2, 4)])
 
 
 def test_gradient_dtype_matches_input():
