@@ -224,6 +224,12 @@ def test_reductions(name):
     check(REDUCTIONS[name], [(2, 3)])
 
 
+def test_cumprod_with_zero():
+    def f(m, a):
+        return (a * m.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]], dtype=m.float64)).cumprod(1)
+    check(f, [(2, 3)])
+
+
 def test_prod_with_zero():
     def f(m, a):
         return (a * m.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]], dtype=m.float64)).prod(1)
