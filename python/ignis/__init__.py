@@ -36,6 +36,7 @@ from .autograd import (  # noqa: E402,F401
 )
 autograd._install(globals(), Tensor)
 from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
 

@@ -7,7 +7,7 @@ from .. import _ops
 
 _NAMES = [
     "relu", "gelu", "silu", "sigmoid", "tanh", "mish", "softmax", "log_softmax", "layer_norm",
-    "rms_norm", "dropout", "linear", "embedding", "cross_entropy", "nll_loss", "mse_loss",
+    "rms_norm", "dropout", "linear", "cross_entropy", "nll_loss", "mse_loss",
     "scaled_dot_product_attention", "pad", "softplus", "leaky_relu", "elu", "hardtanh",
     "relu6", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "normalize",
     "one_hot", "logsigmoid", "glu", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",
@@ -24,11 +24,17 @@ def relu_(x):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """F.embedding's argument order (input first); the op takes (weight, indices)."""
-    if max_norm is not None:
-        raise NotImplementedError("embedding(max_norm=...) is not supported by ignis")
+    """Rows of `weight` at `input` (PyTorch's F.embedding argument order; the
+    op takes weight first). max_norm renormalises the looked-up rows in place."""
     if padding_idx is None:
         padding_idx = -1
     elif padding_idx < 0:
-        padding_idx += weight.shape[0]
+        if padding_idx < -weight.size(0):
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx += weight.size(0)
+    elif padding_idx >= weight.size(0):
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    if max_norm is not None:
+        from .modules.sparse import _renorm_rows
+        _renorm_rows(weight, input, max_norm, norm_type)
     return _ops.get("embedding")(weight, input, padding_idx, scale_grad_by_freq, sparse)

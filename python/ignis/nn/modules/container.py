@@ -1,0 +1,237 @@
+"""Sequential, ModuleList and ModuleDict."""
+import operator
+from collections import OrderedDict
+
+from .module import Module, _addindent
+
+
+def _check_index(idx, size):
+    idx = operator.index(idx)
+    if not -size <= idx < size:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % size
+
+
+class Sequential(Module):
+    """Runs its modules in order; built from modules or one OrderedDict."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_check_index(idx, len(self))]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules.keys())[_check_index(idx, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for key in list(self._modules.keys())[idx]:
+                delattr(self, key)
+        else:
+            delattr(self, list(self._modules.keys())[_check_index(idx, len(self))])
+        # Keep the numbering compact, as PyTorch does.
+        str_indices = [str(i) for i in range(len(self._modules))]
+        self.__dict__["_modules"] = dict(zip(str_indices, self._modules.values()))
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __add__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        ret = Sequential()
+        for layer in self:
+            ret.append(layer)
+        for layer in other:
+            ret.append(layer)
+        return ret
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, sequential):
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def insert(self, index, module):
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not (-n <= index <= n):
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def forward(self, input):
+        for module in self:
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules, registered as children named "0", "1", ..."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self += modules
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(_check_index(idx, len(self)))]
+
+    def __setitem__(self, idx, module):
+        setattr(self, str(_check_index(idx, len(self))), module)
+
+    def __delitem__(self, idx):
+        if isinstance(idx, slice):
+            for k in range(len(self._modules))[idx]:
+                delattr(self, str(k))
+        else:
+            delattr(self, str(_check_index(idx, len(self))))
+        str_indices = [str(i) for i in range(len(self._modules))]
+        self.__dict__["_modules"] = dict(zip(str_indices, self._modules.values()))
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        combined = ModuleList()
+        for i, module in enumerate(list(self) + list(other)):
+            combined.add_module(str(i), module)
+        return combined
+
+    def insert(self, index, module):
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def extend(self, modules):
+        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        offset = len(self)
+        for i, module in enumerate(modules):
+            self.add_module(str(offset + i), module)
+        return self
+
+    def __repr__(self):
+        """PyTorch's repr, which folds runs of identical children."""
+        reprs = [repr(item) for item in self]
+        if not reprs:
+            return self._get_name() + "()"
+        spans, blocks = [[0, 0]], [reprs[0]]
+        for i, r in enumerate(reprs[1:], 1):
+            if r == blocks[-1]:
+                spans[-1][1] += 1
+                continue
+            spans.append([i, i])
+            blocks.append(r)
+        lines = []
+        for (start, end), b in zip(spans, blocks):
+            local = f"({start}): {b}" if start == end else \
+                f"({start}-{end}): {end - start + 1} x {b}"
+            lines.append(_addindent(local, 2))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward(); iterate over its modules")
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules, registered as children under their keys."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def clear(self):
+        self._modules.clear()
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules):
+        if hasattr(modules, "keys") and hasattr(modules, "items"):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, m in enumerate(modules):
+            if not (isinstance(m, (list, tuple)) and len(m) == 2):
+                raise ValueError(f"ModuleDict update sequence element #{j} should be an "
+                                 "iterable of length 2")
+            self[m[0]] = m[1]
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(); index it by key")

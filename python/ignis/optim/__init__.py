@@ -1,0 +1,6 @@
+"""ignis.optim: optimizers and learning-rate schedulers with PyTorch's API,
+update rules and state_dict format."""
+from .optimizer import Optimizer  # noqa: F401
+from .sgd import SGD  # noqa: F401
+from .adam import Adam, AdamW  # noqa: F401
+from . import lr_scheduler  # noqa: F401
