@@ -165,6 +165,8 @@ VIEWS = {
     "chunk": lambda m, a: a.chunk(3, dim=1)[2],
     "unbind": lambda m, a: a.unbind(1)[2],
     "diagonal": lambda m, a: a.diagonal(),
+    "as_strided": lambda m, a: a.as_strided((2, 2), (1, 2), 1),  # overlapping reads
+    "as_strided_t": lambda m, a: a.t().as_strided((3, 2), (1, 3)),
     "flatten": lambda m, a: a.flatten().unflatten(0, (3, 2)).movedim(0, 1),
     "expand_as": lambda m, a: a[:1].expand_as(a) * a,
     "to_float32": lambda m, a: a.to(m.float32).double() * 1,
@@ -220,6 +222,12 @@ REDUCTIONS = {
 @pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_reductions(name):
     check(REDUCTIONS[name], [(2, 3)])
+
+
+def test_cumprod_with_zero():
+    def f(m, a):
+        return (a * m.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]], dtype=m.float64)).cumprod(1)
+    check(f, [(2, 3)])
 
 
 def test_prod_with_zero():
@@ -608,9 +616,14 @@ def test_inplace_on_view_errors():
 
 def test_not_implemented_derivative_raises_at_backward():
     x = leaf()
-    y = ignis.nn.functional.pad(x.view(1, 3), (1, 1), mode="replicate")
-    with pytest.raises(NotImplementedError, match="pad"):
+    y = x.floor_divide(2)  # not differentiable in torch either
+    with pytest.raises(NotImplementedError, match="floor_divide"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes(mode):
+    check(lambda m, a: m.nn.functional.pad(a, (2, 1), mode=mode), [(1, 2, 4)])
 
 
 def test_gradient_dtype_matches_input():
@@ -673,3 +686,85 @@ def test_fused_layer_norm_backward_float32_matches_torch():
         res.append([t.grad.numpy() for t in (x, wt, b)])
     for gi, gt in zip(*res):
         np.testing.assert_allclose(gi, gt, rtol=1e-4, atol=1e-5)
+
+
+def test_long_chain_backward_and_free_do_not_overflow_the_stack():
+    x = leaf((1.0,))
+    y = x
+    for _ in range(100000):
+        y = y * 1.0
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0])
+    y = x
+    for _ in range(100000):
+        y = y + 1
+    del y  # frees 100000 nodes iteratively
+
+
+def _stale_views(m, a, b):
+    y = a * 1
+    v = y[0]
+    w = y[1:]
+    y.mul_(b)  # v and w now read the modified y: their history follows it
+    w.mul_(a[1:])
+    return v * 2 + w.sum()
+
+
+def _view_before_write(m, a, b):
+    buf = m.zeros(2, 3, dtype=m.float64)
+    v0 = buf[1]  # made before buf requires grad
+    buf[1] = a[0] * b[1]
+    return v0 * 2
+
+
+@pytest.mark.parametrize("fn", [_stale_views, _view_before_write])
+def test_views_see_in_place_writes_to_their_base(fn):
+    check(fn, [(2, 3), (2, 3)] if fn is _view_before_write else [(3,), (3,)])
+
+
+class _ScaledExp(ignis.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        y = x.exp() * k
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y, None
+
+
+class _Pair(ignis.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a * b, a + b
+
+    @staticmethod
+    def backward(ctx, ga, gb):  # gb arrives as zeros when the output is unused
+        return ga + gb, ga * 2 + gb
+
+
+def test_custom_function():
+    x = leaf((0.0, 1.0))
+    y = _ScaledExp.apply(x, 2.0)
+    assert y.grad_fn.name() == "_ScaledExpBackward"
+    (y * x).sum().backward()
+    xn = np.array([0.0, 1.0])
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(xn) * (1 + xn))
+    assert not _ScaledExp.apply(ignis.ones(2), 2.0).requires_grad
+    a, b = leaf(), leaf()
+    p, _ = _Pair.apply(a, b)
+    p.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [1, 1, 1])
+    np.testing.assert_allclose(b.grad.numpy(), [2, 2, 2])
+    assert ignis.autograd.gradcheck(lambda t: _ScaledExp.apply(t, 3.0),
+                                    (ignis.from_numpy(np.array([0.1, -0.2])).requires_grad_(),))
+
+
+def test_double_backward_through_copy_slices_is_refused():
+    x = leaf()
+    y = x * x
+    y[1:].mul_(2)
+    with pytest.raises(NotImplementedError, match="CopySlices"):
+        ignis.autograd.grad((y * y).sum(), x, create_graph=True)

@@ -10,9 +10,10 @@ from .grad_mode import (  # noqa: F401
     is_inference_mode_enabled,
 )
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 
 __all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
-           "set_grad_enabled", "inference_mode"]
+           "set_grad_enabled", "inference_mode", "Function"]
 
 Node = _C._FunctionBase
 

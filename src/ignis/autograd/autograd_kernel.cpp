@@ -56,9 +56,7 @@ void mark_views(const Tensor& self, const std::vector<Tensor*>& outs) {
     if (!t || !t->defined() || t->is_same(self) ||
         t->impl()->storage().get() != base.impl()->storage().get())
       continue;
-    AutogradMeta& m = materialize_meta(*t);
-    m.is_view_ = true;
-    m.base_ = base;
+    set_view_of(*t, base);
   }
 }
 

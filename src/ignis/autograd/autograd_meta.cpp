@@ -12,6 +12,7 @@ AutogradMeta::~AutogradMeta() {
     r.erase(std::remove_if(r.begin(), r.end(), [this](auto& p) { return p.second == this; }),
             r.end());
   }
+  release_node(std::move(grad_fn_));
 }
 
 AutogradMeta& materialize_meta(const Tensor& t) {
@@ -40,9 +41,34 @@ void set_requires_grad(const Tensor& t, bool on) {
   materialize_meta(t).requires_grad_ = on;
 }
 
+bool AutogradMeta::stale_view() const {
+  return version_ && version_->value() != view_version_ && autograd::requires_grad(base_);
+}
+
+void set_view_of(const Tensor& t, const Tensor& base) {
+  AutogradMeta& m = materialize_meta(t);
+  m.is_view_ = true;
+  m.base_ = base;
+  m.version_ = t.impl()->shared_version_counter();
+  m.view_version_ = m.version_->value();
+}
+
+// The view was written through its base (or another view): what it holds now
+// is read from the base's current value, so its history is the base's.
+static void regenerate_view_history(const Tensor& t, AutogradMeta& m) {
+  const Tensor& base = m.base_;
+  BaseGeom bg{base.sizes(), base.strides(), base.dtype(), base.device()};
+  ViewGeom vg{t.sizes(), t.strides(), t.storage_offset() - base.storage_offset()};
+  auto node = std::make_shared<AsStridedBackward>(bg, vg);
+  node->mutable_next_edges().push_back(gradient_edge(base));
+  node->add_input_geom(t);
+  set_history(t, node, 0);
+}
+
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = get_meta(t);
   if (!m) return {};
+  if (m->is_view_ && m->stale_view()) regenerate_view_history(t, *m);
   if (m->grad_fn_) return {m->grad_fn_, m->output_nr_};
   if (!m->requires_grad_) return {};
   std::shared_ptr<Node> acc = m->grad_accumulator_.lock();
@@ -65,6 +91,7 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t outp
   }
   m.grad_fn_ = fn;
   m.output_nr_ = output_nr;
+  if (m.is_view_ && m.version_) m.view_version_ = m.version_->value();
 }
 
 Tensor detach(const Tensor& t) {

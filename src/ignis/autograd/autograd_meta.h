@@ -11,7 +11,12 @@ namespace ignis::autograd {
 
 struct AutogradMeta : AutogradMetaInterface {
   ~AutogradMeta() override;
-  bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
+  bool requires_grad() const override {
+    return requires_grad_ || grad_fn_ != nullptr || (is_view_ && stale_view());
+  }
+  // A view whose storage was written since its history was set, while its
+  // base has history: its grad_fn must be regenerated from the base.
+  bool stale_view() const;
 
   bool requires_grad_ = false;  // set on leaves by requires_grad_()
   Tensor grad_;
@@ -22,6 +27,8 @@ struct AutogradMeta : AutogradMetaInterface {
   // Views: the tensor whose storage this one views (itself not a view).
   bool is_view_ = false;
   Tensor base_;
+  intrusive_ptr<VersionCounter> version_;  // views: the storage's version counter ...
+  uint64_t view_version_ = 0;             // ... when the view's history was last set
   // Leaves: hooks run on the gradient before it is accumulated into grad_.
   std::vector<TensorHook> hooks_;
 };
@@ -45,6 +52,8 @@ void set_requires_grad(const Tensor& t, bool on);
 // Where a gradient for t goes: its grad_fn, or the AccumulateGrad of a leaf
 // that requires grad, or an invalid edge.
 Edge gradient_edge(const Tensor& t);
+// Marks t as a view of `base` (itself not a view).
+void set_view_of(const Tensor& t, const Tensor& base);
 // Makes `fn` the grad_fn of t (output output_nr of fn).
 void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
 // A tensor sharing t's data and version counter, without history.

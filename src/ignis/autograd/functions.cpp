@@ -123,12 +123,20 @@ Tensor base_like(const BaseGeom& b, ScalarType dtype, Device device) {
 Tensor region(const Tensor& base, const ViewGeom& v) {
   return make_view(base, v.sizes, v.strides, base.storage_offset() + v.offset);
 }
+// These nodes write into regions of a fresh gradient, which create_graph
+// could not record: refuse rather than give a wrong second derivative.
+void check_first_order(const Tensor& g, const char* node) {
+  IGNIS_CHECK_KIND(NotImplemented, !(grad_enabled() && requires_grad(g)), "double backward "
+                   "through ", node, " (an in-place operation on a view) is not supported by "
+                   "ignis autograd yet");
+}
 }  // namespace
 
 tensor_list CopySlices::apply(tensor_list&& grads) {
   tensor_list out(next_edges_.size());
   if (grads.empty() || !grads[0].defined()) return out;
   const Tensor& g = grads[0];
+  check_first_order(g, "CopySlices");
   Tensor result = base_like(base_, g.dtype(), g.device());
   copy_op.call(result, g);
   Tensor gv = region(result, view_);
@@ -143,6 +151,7 @@ tensor_list CopySlices::apply(tensor_list&& grads) {
 tensor_list AsStridedBackward::apply(tensor_list&& grads) {
   if (grads.empty() || !grads[0].defined()) return tensor_list(1);
   const Tensor& g = grads[0];
+  check_first_order(g, "AsStridedBackward0");
   Tensor result = base_like(base_, g.dtype(), g.device());
   copy_op.call(region(result, view_), g);
   return {result};

@@ -74,6 +74,7 @@ class CopySlices : public Node {
  public:
   CopySlices(BaseGeom base, ViewGeom view, std::shared_ptr<Node> fn)
       : base_(std::move(base)), view_(std::move(view)), fn_(std::move(fn)) {}
+  ~CopySlices() override { release_node(std::move(fn_)); }
   std::string name() const override { return "CopySlices"; }
   tensor_list apply(tensor_list&& grads) override;
   void release_variables() override { fn_->release_variables(); }
@@ -89,7 +90,8 @@ class CopySlices : public Node {
 // a zero gradient for the base.
 class AsStridedBackward : public Node {
  public:
-  AsStridedBackward(BaseGeom base, ViewGeom view) : base_(std::move(base)), view_(std::move(view)) {}
+  AsStridedBackward(BaseGeom base, ViewGeom view)
+      : base_(std::move(base)), view_(std::move(view)) {}
   std::string name() const override { return "AsStridedBackward0"; }
   tensor_list apply(tensor_list&& grads) override;
 

@@ -17,12 +17,36 @@ static std::atomic<uint64_t> next_sequence_nr{0};
 
 Node::Node() : seq_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
+// Nodes whose last reference was dropped while another node was being freed:
+// the outermost release_node frees them one by one.
+static thread_local std::vector<std::shared_ptr<Node>>* pending_release = nullptr;
+
+void release_node(std::shared_ptr<Node>&& n) {
+  if (!n) return;
+  if (pending_release) {
+    pending_release->push_back(std::move(n));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> pending;
+  pending_release = &pending;
+  pending.push_back(std::move(n));
+  while (!pending.empty()) {
+    std::shared_ptr<Node> q = std::move(pending.back());
+    pending.pop_back();
+    q.reset();  // may free the node, whose destructor defers its children here
+  }
+  pending_release = nullptr;
+}
+
 // A tensor registered in retained_ holds this node as its grad_fn, so the
 // node cannot die first: nothing to unregister here.
-Node::~Node() = default;
+Node::~Node() {
+  for (auto& e : next_edges_) release_node(std::move(e.fn));
+}
 
 uint32_t Node::add_input_geom(const Tensor& t) {
-  input_geom_.push_back(TensorGeom{t.sizes(), t.dtype(), t.device()});
+  if (t.defined()) input_geom_.push_back(TensorGeom{t.sizes(), t.dtype(), t.device()});
+  else input_geom_.push_back(TensorGeom{{}, ScalarType::Bool, Device()});  // never zero-filled
   return static_cast<uint32_t>(input_geom_.size() - 1);
 }
 
@@ -58,7 +82,8 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* wha
     std::string node_name = owner ? owner->name() : std::string("?");
     IGNIS_FAIL("one of the variables needed for gradient computation has been modified by an "
                "inplace operation: [", dtype_tensor_name(data_.dtype()), " ", data_.shape_str(),
-               "], which is ", is_output_ ? "output " : "input '", is_output_ ? str(output_nr_) : what,
+               "], which is ", is_output_ ? "output " : "input '",
+               is_output_ ? str(output_nr_) : std::string(what),
                is_output_ ? "" : "'", " of ", node_name, ", is at version ", now,
                "; expected version ", version_,
                " instead. Hint: the operation that saved it is ", node_name,

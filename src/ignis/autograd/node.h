@@ -102,6 +102,11 @@ class SavedVariable {
   bool was_defined_ = false;
 };
 
+// Drops a reference to a node without recursion: a long chain of nodes (a
+// loop of a million ops) is freed iteratively instead of one destructor
+// calling the next until the stack overflows.
+void release_node(std::shared_ptr<Node>&& n);
+
 // The message of the error a second backward through a freed graph raises.
 extern const char* const kFreedGraphMessage;
 

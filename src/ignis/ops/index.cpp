@@ -1201,8 +1201,20 @@ void roll_bw(GradCtx& c) {
 }
 void pad_bw(GradCtx& c) {
   const std::string& mode = c.args[2].to_string();
-  IGNIS_CHECK_KIND(NotImplemented, mode == "constant", "the derivative of pad(mode='", mode,
-                   "') is not implemented in ignis");
+  if (mode != "constant") {
+    // reflect/replicate/circular: pad the flat index of every input element
+    // the same way to learn which input element each output element copies,
+    // then add the gradients up there.
+    const DimVector& sizes = c.sizes(0);
+    int64_t n = compute_numel(sizes);
+    Tensor idx = OpRef("arange.start").tensor(int64_t(0), n, int64_t(1), ScalarType::Int64);
+    Tensor src = op("pad", reshape(idx, sizes), c.int_list(1), mode, c.args[3]);
+    Tensor flat = zeros(DimVector{n}, c.grad().dtype(), c.grad().device());
+    flat = op("index_put", flat, IValue::OptTensors{{reshape(src, DimVector{-1})}},
+              reshape(c.grad(), DimVector{-1}), true);
+    c.set(0, reshape(flat, sizes));
+    return;
+  }
   std::vector<int64_t> crop;
   for (int64_t p : c.int_list(1)) crop.push_back(-p);
   c.set(0, op("pad", c.grad(), crop, std::string("constant"), 0.0));

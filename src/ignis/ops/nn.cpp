@@ -1143,8 +1143,10 @@ void cross_entropy_bw(GradCtx& c) {
       Tensor prod = mul(lp, tt);
       if (wb.defined()) prod = mul(prod, wb);
       Tensor per = neg(sum_dims(prod, {cdim}, false));
-      if (red == Red::Mean)
-        return div(op("sum", per), scalar(static_cast<double>(x.numel() / std::max<int64_t>(C, 1))));
+      if (red == Red::Mean) {
+        double rows = static_cast<double>(x.numel() / std::max<int64_t>(C, 1));
+        return div(op("sum", per), scalar(rows));
+      }
       return reduce_loss(per, red);
     }
     Tensor nll = op("nll_loss", lp, t, w, None{}, ignore, None{}, reduction);

@@ -544,13 +544,25 @@ void cumsum_bw(GradCtx& c) {
   if (c.sizes(0).empty()) return c.set(0, c.grad());
   c.set(0, reverse_cumsum(c.grad(), wrap_dim(c.int_arg(1), nd_of(c))));
 }
+// d/dx_i of sum_k g_k * prod_{j<=k} x_j is prod_{j<i} x_j * S_i with
+// S_i = g_i + x_{i+1} * S_{i+1}. Without zeros that is a reverse cumsum
+// divided by x; with zeros the recurrence runs step by step along dim.
 void cumprod_bw(GradCtx& c) {
   if (c.sizes(0).empty()) return c.set(0, c.grad());
   const Tensor& x = c.in(0);
-  IGNIS_CHECK_KIND(NotImplemented, !op("any", op("eq", x, scalar(0.0))).item_int(),
-                   "the derivative of cumprod for an input with zeros is not implemented");
   int64_t dim = wrap_dim(c.int_arg(1), nd_of(c));
-  c.set(0, div(reverse_cumsum(mul(c.grad(), c.result()), dim), x));
+  const Tensor& g = c.grad();
+  if (!op("any", op("eq", x, scalar(0.0))).item_int()) {
+    c.set(0, div(reverse_cumsum(mul(g, c.result()), dim), x));
+    return;
+  }
+  int64_t n = x.size(dim);
+  std::vector<Tensor> s(static_cast<size_t>(n));
+  s[n - 1] = op("narrow", g, dim, n - 1, int64_t(1));
+  for (int64_t i = n - 2; i >= 0; --i)
+    s[i] = add(op("narrow", g, dim, i, int64_t(1)),
+               mul(op("narrow", x, dim, i + 1, int64_t(1)), s[i + 1]));
+  c.set(0, mul(shifted_cumprod(x, dim), OpRef("cat").tensor(s, dim)));
 }
 
 }  // namespace

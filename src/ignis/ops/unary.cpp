@@ -263,8 +263,10 @@ void gelu_backward_cpu(OpCall& c) {
   bool tanh = c.args[2].to_string() == "tanh";
   IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "gelu_backward", [&] {
     using T = opmath_t<scalar_t>;
-    if (tanh) cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_tanh(g, x); });
-    else cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_erf(g, x); });
+    if (tanh)
+      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_tanh(g, x); });
+    else
+      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_erf(g, x); });
   });
 }
 
@@ -315,7 +317,8 @@ void register_unary_ops() {
   unary<Sinh, Types::Float, R::PromoteToFloat>("sinh", "hyperbolic sine", {sinh_bw, "self"});
   unary<Cosh, Types::Float, R::PromoteToFloat>("cosh", "hyperbolic cosine", {cosh_bw, "self"});
   unary<Tanh, Types::Float, R::PromoteToFloat>("tanh", "hyperbolic tangent", {tanh_bw, "result"});
-  unary<Sigmoid, Types::Float, R::PromoteToFloat>("sigmoid", "1 / (1 + exp(-input))", {sigmoid_bw, "result"});
+  unary<Sigmoid, Types::Float, R::PromoteToFloat>("sigmoid", "1 / (1 + exp(-input))",
+                                                  {sigmoid_bw, "result"});
   unary<Relu, Types::Numeric, R::Promote, ReluCheck>("relu", "max(input, 0)", {relu_bw, "result"});
   // The activations below take floating inputs only, as in PyTorch.
   unary<Silu, Types::Float, R::Promote>("silu", "input * sigmoid(input)", {silu_bw, "self"});
@@ -329,8 +332,10 @@ void register_unary_ops() {
   unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc", {zero_bw});
   unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)", {identity_bw});
   unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1", {zero_bw});
-  unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input", {reciprocal_bw, "result"});
-  unary<Square, Types::Numeric, R::PromoteWithInt>("square", "input * input (pow(input, 2))", {square_bw, "self"});
+  unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input",
+                                                     {reciprocal_bw, "result"});
+  unary<Square, Types::Numeric, R::PromoteWithInt>("square", "input * input (pow(input, 2))",
+                                                   {square_bw, "self"});
   unary<BitwiseNot, Types::IntBool, R::Promote>("bitwise_not", "~input (integers and bool)");
   unary<LogicalNot, Types::NumericBool, R::LogicalOut>("logical_not", "not input, as bool");
   unary<IsNan, Types::NumericBool, R::LogicalOut>("isnan", "input is NaN", {}, false);
@@ -338,7 +343,8 @@ void register_unary_ops() {
   unary<IsPosInf, Types::NumericBool, R::LogicalOut>("isposinf", "input is +inf", {}, false);
   unary<IsNegInf, Types::NumericBool, R::LogicalOut>("isneginf", "input is -inf", {}, false);
   unary<IsFinite, Types::NumericBool, R::LogicalOut>("isfinite", "input is finite", {}, false);
-  unary<SignBit, Types::NumericBool, R::LogicalOut>("signbit", "sign bit of input is set", {}, false);
+  unary<SignBit, Types::NumericBool, R::LogicalOut>("signbit", "sign bit of input is set",
+                                                    {}, false);
 
   def("gelu(Tensor self, *, str approximate='none') -> Tensor")
       .category(OpCategory::Pointwise).both()

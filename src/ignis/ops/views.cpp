@@ -586,6 +586,42 @@ void split_bw(GradCtx& c) {
   int64_t dim = wrap_dim(c.int_arg(2), nd);
   c.set(0, OpRef("cat").tensor(c.grads, dim));
 }
+// as_strided: the gradient of each output element goes to the storage
+// element it reads (summed where output elements overlap), and the input
+// reads its elements back out of that storage. Assumes the input's own
+// elements do not overlap (as PyTorch's fast path does).
+Tensor storage_positions(const DimVector& sizes, const DimVector& strides, int64_t offset) {
+  Tensor pos = scalar_to_tensor_int(offset, ScalarType::Int64);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    Tensor r = OpRef("arange.start").tensor(int64_t(0), sizes[d], int64_t(1), ScalarType::Int64);
+    DimVector shape(sizes.size(), 1);
+    shape[d] = sizes[d];
+    pos = add(pos, reshape(mul(r, scalar_to_tensor_int(strides[d], ScalarType::Int64, true)),
+                           shape));
+  }
+  return expand(pos, sizes);
+}
+int64_t last_position(const DimVector& sizes, const DimVector& strides, int64_t offset) {
+  int64_t p = offset;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return -1;
+    p += (sizes[d] - 1) * strides[d];
+  }
+  return p;
+}
+void as_strided_bw(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& g = c.grad();
+  DimVector osz(c.int_list(1)), ost(c.int_list(2));
+  int64_t ooff = c.args[3].is_none() ? x.storage_offset() : c.int_arg(3);
+  int64_t n = std::max(last_position(osz, ost, ooff),
+                       last_position(x.sizes(), x.strides(), x.storage_offset())) + 1;
+  Tensor flat = zeros(DimVector{std::max<int64_t>(n, 0)}, g.dtype(), g.device());
+  Tensor opos = reshape(storage_positions(osz, ost, ooff), DimVector{-1});
+  flat = op("index_put", flat, IValue::OptTensors{{opos}}, reshape(g, DimVector{-1}), true);
+  Tensor ipos = storage_positions(x.sizes(), x.strides(), x.storage_offset());
+  c.set(0, op("index.Tensor", flat, IValue::OptTensors{{ipos}}));
+}
 void diagonal_bw(GradCtx& c) {
   Tensor z = zeros(c.sizes(0), c.grad().dtype(), c.grad().device());
   Tensor d = op("diagonal", z, c.int_arg(1), c.int_arg(2), c.int_arg(3));
@@ -593,14 +629,16 @@ void diagonal_bw(GradCtx& c) {
   c.set(0, z);
 }
 
-void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* doc = "") {
-  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc).derivative(d);
+void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* doc = "",
+             const char* saves = "") {
+  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc).derivative(d, saves);
 }
 
 }  // namespace
 
 void register_view_ops() {
-  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)", view_kernel, reshape_bw, "same data, new shape");
+  view_op("view(Tensor(a) self, int[] size) -> Tensor(a)",
+          view_kernel, reshape_bw, "same data, new shape");
   def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)").category(OpCategory::View).both()
       .composite(reshape_kernel).doc("a view when possible, else a copy");
   def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
@@ -608,13 +646,17 @@ void register_view_ops() {
   def("reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().composite(reshape_as_kernel);
   view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_kernel, permute_bw);
-  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
-  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
-  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", transpose_kernel, transpose_bw);
+  view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+          transpose_kernel, transpose_bw);
+  view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+          transpose_kernel, transpose_bw);
+  view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+          transpose_kernel, transpose_bw);
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
   view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw);
-  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only().kernel(t_inplace_kernel).derivative(t_bw);
+  def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only()
+      .kernel(t_inplace_kernel).derivative(t_bw);
   view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel, expand_bw);
   def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().kernel(expand_as_kernel).derivative(expand_bw);
@@ -630,18 +672,22 @@ void register_view_ops() {
       .category(OpCategory::View).both().composite(flatten_kernel);
   def("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)")
       .category(OpCategory::View).both().composite(unflatten_kernel);
-  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", narrow_kernel, narrow_bw);
+  view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
+          narrow_kernel, narrow_bw);
   view_op("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", select_kernel, select_bw);
   view_op("slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",
           slice_kernel, slice_bw, "self[start:end:step] along dim");
-  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", split_kernel, split_bw);
-  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]", split_kernel, split_bw);
+  view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",
+          split_kernel, split_bw);
+  view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]",
+          split_kernel, split_bw);
   view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel, split_bw);
   def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]").category(OpCategory::View).both()
       .composite(unbind_kernel);
   view_op("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",
-          as_strided_kernel, nullptr);
-  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal_kernel, diagonal_bw);
+          as_strided_kernel, as_strided_bw, "", "self");
+  view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
+          diagonal_kernel, diagonal_bw);
   def("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
       .category(OpCategory::View).both().composite(movedim_kernel);
   def("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")

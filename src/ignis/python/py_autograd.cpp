@@ -97,7 +97,8 @@ PyObject* node_richcompare(PyObject* a, PyObject* b, int op) {
 }
 
 Py_hash_t node_hash(PyObject* self) {
-  return static_cast<Py_hash_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<PyNode*>(self)->node.get()) >> 4);
+  auto addr = reinterpret_cast<uintptr_t>(reinterpret_cast<PyNode*>(self)->node.get());
+  return static_cast<Py_hash_t>(addr >> 4);
 }
 
 PyObject* node_repr(PyObject* self) {
@@ -155,6 +156,7 @@ int set_grad(PyObject* self, PyObject* v, void*) {
 }
 PyObject* get_grad_fn(PyObject* self, void*) {
   autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
+  if (m && m->is_view_) autograd::gradient_edge(self_tensor(self));  // refreshes a stale view
   if (!m || !m->grad_fn_) Py_RETURN_NONE;
   return wrap_node(m->grad_fn_);
 }
@@ -250,6 +252,97 @@ PyObject* m_remove_hook(PyObject* self, PyObject* id) {
   IGNIS_PY_END(nullptr)
 }
 
+bool tensors_from(PyObject* seq, std::vector<Tensor>& out, bool allow_none);
+
+// The backward node of a Python autograd.Function: calls its backward.
+class PyFunctionNode : public Node {
+ public:
+  PyFunctionNode(std::string name, PyObject* backward) : name_(std::move(name)) {
+    Py_INCREF(backward);
+    backward_ = backward;
+  }
+  ~PyFunctionNode() override { release_variables(); }
+  std::string name() const override { return name_; }
+  void release_variables() override {
+    if (!backward_) return;
+    PyGILState_STATE st = PyGILState_Ensure();
+    Py_CLEAR(backward_);
+    PyGILState_Release(st);
+  }
+  autograd::tensor_list apply(autograd::tensor_list&& grads) override {
+    IGNIS_CHECK(backward_ != nullptr, autograd::kFreedGraphMessage);
+    PyGILState_STATE st = PyGILState_Ensure();
+    struct Release {
+      PyGILState_STATE st;
+      ~Release() { PyGILState_Release(st); }
+    } release{st};
+    PyObject* args = PyTuple_New(static_cast<Py_ssize_t>(grads.size()));
+    if (!args) throw PythonErrorAlreadySet();
+    for (size_t i = 0; i < grads.size(); ++i) {
+      PyObject* g = wrap(grads[i]);
+      if (!g) {
+        Py_DECREF(args);
+        throw PythonErrorAlreadySet();
+      }
+      PyTuple_SET_ITEM(args, i, g);
+    }
+    PyObject* r = PyObject_Call(backward_, args, nullptr);
+    Py_DECREF(args);
+    if (!r) throw PythonErrorAlreadySet();
+    autograd::tensor_list out(next_edges_.size());
+    PyObject* seq = PySequence_Fast(r, "backward must return a tuple of gradients");
+    Py_DECREF(r);
+    if (!seq) throw PythonErrorAlreadySet();
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != static_cast<Py_ssize_t>(out.size())) {
+      Py_DECREF(seq);
+      IGNIS_FAIL("function ", name_, " returned an incorrect number of gradients (expected ",
+                 out.size(), ", got ", n, ")");
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
+      if (is_tensor(o)) out[i] = unwrap(o);
+    }
+    Py_DECREF(seq);
+    return out;
+  }
+
+ private:
+  std::string name_;
+  PyObject* backward_ = nullptr;
+};
+
+// _record_function(name, backward, inputs, outputs, non_differentiable):
+// records a PyFunctionNode whose next edges are `inputs` (None for non-tensor
+// arguments) and makes it the grad_fn of the floating `outputs`.
+PyObject* f_record_function(PyObject*, PyObject* args) {
+  const char* name;
+  PyObject *backward, *ins, *outs, *nondiff;
+  if (!PyArg_ParseTuple(args, "sOOOO", &name, &backward, &ins, &outs, &nondiff)) return nullptr;
+  std::vector<Tensor> inputs, outputs, skip;
+  if (!tensors_from(ins, inputs, true) || !tensors_from(outs, outputs, true) ||
+      !tensors_from(nondiff, skip, false))
+    return nullptr;
+  IGNIS_PY_BEGIN
+  auto node = std::make_shared<PyFunctionNode>(name, backward);
+  for (const Tensor& t : inputs)
+    node->mutable_next_edges().push_back(t.defined() ? autograd::gradient_edge(t)
+                                                      : autograd::Edge{});
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const Tensor& t = outputs[j];
+    if (!t.defined()) {
+      node->add_input_geom(Tensor());
+      continue;
+    }
+    node->add_input_geom(t);
+    bool nd = !is_floating(t.dtype());
+    for (const Tensor& k : skip) nd |= k.is_same(t);
+    if (!nd) autograd::set_history(t, node, static_cast<uint32_t>(j));
+  }
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
 PyGetSetDef tensor_autograd_getset[] = {
     {"requires_grad", get_requires_grad, set_requires_grad,
      "Whether gradients are computed for this tensor.", nullptr},
@@ -263,7 +356,8 @@ PyGetSetDef tensor_autograd_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyMethodDef tensor_autograd_methods[] = {
-    {"requires_grad_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_requires_grad_)),
+    {"requires_grad_",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_requires_grad_)),
      METH_VARARGS | METH_KEYWORDS, "Sets requires_grad in place; returns self."},
     {"retain_grad", m_retain_grad, METH_NOARGS, "Keep .grad for this non-leaf tensor."},
     {"detach", m_detach, METH_NOARGS, "A tensor sharing data, without history."},
@@ -357,6 +451,7 @@ PyObject* f_set_inference_mode(PyObject*, PyObject* v) {
 PyMethodDef autograd_functions[] = {
     {"_run_backward", f_run_backward, METH_VARARGS, nullptr},
     {"_run_grad", f_run_grad, METH_VARARGS, nullptr},
+    {"_record_function", f_record_function, METH_VARARGS, nullptr},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "True when ops record history."},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, nullptr},
     {"is_inference_mode_enabled", f_is_inference_mode_enabled, METH_NOARGS, nullptr},
