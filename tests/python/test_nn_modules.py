@@ -212,6 +212,15 @@ def test_load_torch_state_dict_through_numpy_gives_same_outputs():
     close(im2(x), tm(tx))
 
 
+def test_ignis_state_dict_loads_into_torch():
+    im, tm = Net(), TNet()
+    im.running.normal_()
+    tm.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in
+                        im.state_dict().items()})
+    x, tx = randn(3, 4)
+    close(im(x), tm(tx))
+
+
 def test_load_state_dict_assign():
     m = nn.Linear(2, 2)
     w = ignis.ones(2, 2)
