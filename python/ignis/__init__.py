@@ -16,7 +16,7 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
 from . import _C  # noqa: E402
-from ._C import (  # noqa: E402  # noqa: F401
+from ._C import (  # noqa: E402,F401
     dtype, device, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     manual_seed, initial_seed, get_default_dtype, promote_types, can_cast,
     get_num_threads, set_num_threads,
