@@ -5,8 +5,18 @@ supported subset. Operators are declared once in C++ (src/ignis/ops); this
 package attaches each declared op as a function here and as a method of
 ignis.Tensor.
 """
-from . import _C
-from ._C import (  # noqa: F401
+import os as _os
+
+# OpenMP threads spin ~300k iterations waiting for the next parallel region
+# (libgomp's default). On an oversubscribed machine that stalls every op by a
+# scheduler tick (measured: an attention block 4x slower than torch under
+# load, on par with a short spin). Spin briefly, then sleep; settings the user
+# made win. Read by libgomp when ignis._C loads it.
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
+
+from . import _C  # noqa: E402
+from ._C import (  # noqa: E402,F401
     dtype, device, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     manual_seed, initial_seed, get_default_dtype, promote_types, can_cast,
     get_num_threads, set_num_threads,

@@ -81,11 +81,14 @@ TEST(Dispatcher, GuardRestoresOnExit) {
 TEST(Dispatcher, UnregisteredFunctionalKeysFallThrough) {
   OpHandle& op = layered_op();
   trace().clear();
-  // Autograd and ADInplaceOrView are on every CPU tensor but have no kernel
-  // for this op: they fall through to CPU.
+  // ADInplaceOrView is on every CPU tensor but has no kernel or fallback: it
+  // falls through. The autograd keys have a boxed fallback (the autograd
+  // layer), which redispatches to CPU when nothing requires grad.
   Stack s{cpu_tensor({2})};
+  EXPECT_TRUE(s[0].to_tensor().key_set().has(DispatchKey::ADInplaceOrView));
   EXPECT_TRUE(s[0].to_tensor().key_set().has(DispatchKey::AutogradCPU));
-  EXPECT_EQ(op.resolve(op.compute_keys(s)), DispatchKey::CPU);
+  EXPECT_EQ(op.resolve(op.compute_keys(s)), DispatchKey::AutogradCPU);
+  EXPECT_EQ(op.resolve(op.compute_keys(s).remove(DispatchKey::AutogradCPU)), DispatchKey::CPU);
   op.call(s);
   EXPECT_EQ(trace(), (std::vector<std::string>{"CPU"}));
 }
