@@ -12,7 +12,6 @@ cores.
 """
 import argparse
 import math
-import os
 import pathlib
 import random
 import sys
@@ -20,11 +19,6 @@ import time
 
 import numpy as np
 
-# OpenMP workers that spin while waiting steal the core that the other worker
-# needs when the machine has other load (on a busy 2-core VM this made steps
-# ~10x slower); sleeping waiters cost little at these sizes. Must be set
-# before the OpenMP runtime loads.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gpt import GPTConfig, build_gpt, configure_optimizer  # noqa: E402
 
