@@ -3,15 +3,6 @@ from .. import _C
 from .._tensor import Tensor
 
 
-def _set_requires_grad(t, flag):
-    # requires_grad_ arrives with eager autograd; before that a parameter is
-    # an ordinary tensor sharing the data.
-    fn = getattr(t, "requires_grad_", None)
-    if fn is not None:
-        fn(flag)
-    return t
-
-
 class Parameter(Tensor):
     """A Tensor that is a module parameter: assigning one as a Module attribute
     registers it, and it requires grad by default. Shares `data`'s memory."""
@@ -22,7 +13,7 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
-        return _set_requires_grad(_C._make_subclass(cls, data), requires_grad)
+        return _C._make_subclass(cls, data).requires_grad_(requires_grad)
 
     def __init__(self, data=None, requires_grad=True):
         pass
@@ -35,13 +26,12 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        result = type(self)(Tensor.clone(self).detach() if hasattr(self, "detach")
-                            else Tensor.clone(self), getattr(self, "requires_grad", True))
+        result = type(self)(Tensor.clone(self).detach(), self.requires_grad)
         memo[id(self)] = result
         return result
 
     def __reduce_ex__(self, proto):
-        return (_rebuild_parameter, (self.numpy().copy(), getattr(self, "requires_grad", True)))
+        return (_rebuild_parameter, (self.detach().numpy().copy(), self.requires_grad))
 
 
 def _rebuild_parameter(array, requires_grad):

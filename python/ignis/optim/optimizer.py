@@ -5,9 +5,8 @@ import functools
 from collections import defaultdict
 from itertools import chain
 
-import ignis
 from .. import _C
-from ..nn.modules._grad import no_grad
+from ..autograd import enable_grad, no_grad
 from ..nn.modules.module import _as_ignis_tensor, _zero_grad
 
 
@@ -26,12 +25,6 @@ def _use_grad(step):
         with no_grad():
             return step(self, *args, **kwargs)
     return wrapper
-
-
-def _enable_grad():
-    import contextlib
-    ctx = getattr(ignis, "enable_grad", None)
-    return ctx() if ctx is not None else contextlib.nullcontext()
 
 
 class Optimizer:
@@ -132,7 +125,7 @@ class Optimizer:
     def _closure_loss(self, closure):
         if closure is None:
             return None
-        with _enable_grad():
+        with enable_grad():
             return closure()
 
     # --- state_dict ---------------------------------------------------------------------

@@ -1,11 +1,3 @@
-"""no_grad for code that must also run before eager autograd exists: the
-real ignis.no_grad when present, otherwise a context that does nothing (with
-no autograd there is no graph to keep out of)."""
-import contextlib
-
-import ignis
-
-
-def no_grad():
-    ctx = getattr(ignis, "no_grad", None)
-    return ctx() if ctx is not None else contextlib.nullcontext()
+"""The grad-mode context used by nn and optim for in-place updates
+(initialisers, load_state_dict, optimizer steps)."""
+from ...autograd import no_grad  # noqa: F401

@@ -636,7 +636,7 @@ def _zero_grad(p, set_to_none):
 
 
 def _detached(t):
-    return t.detach() if hasattr(t, "detach") else _C._make_subclass(Tensor, t)
+    return t.detach()
 
 
 def _same_tensor(a, b):
