@@ -340,10 +340,13 @@ BUILTIN_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.parametrize("gemm", ["builtin", "blas"])
 @pytest.mark.parametrize("threads", ["1", "2"])
-def test_builtin_gemm_matches_numpy(threads):
+def test_builtin_gemm_matches_numpy(threads, gemm):
+    # Both GEMMs, whichever the default is on this machine (IGNIS_GEMM=blas is
+    # the built-in one too when ignis was built without OpenBLAS).
     pkg = os.path.dirname(ignis.__file__)
-    env = dict(os.environ, IGNIS_GEMM="builtin", OMP_NUM_THREADS=threads)
+    env = dict(os.environ, IGNIS_GEMM=gemm, OMP_NUM_THREADS=threads)
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(pkg), env.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-c", BUILTIN_SCRIPT, pkg], env=env, capture_output=True,
                        text=True, timeout=120)
