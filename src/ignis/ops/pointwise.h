@@ -39,9 +39,4 @@ void binary_meta(OpCall& c) { pointwise_meta(c, {0, 1}, R, Inplace); }
 template <DtypeRule R, bool Inplace>
 void ternary_meta(OpCall& c) { pointwise_meta(c, {0, 1, 2}, R, Inplace); }
 
-// Registers `name` and `name_` (in-place) from one meta template and one
-// kernel template: the pair every pointwise op has.
-template <DtypeRule R, template <DtypeRule, bool> class MetaT>
-struct PointwisePair {};
-
 }  // namespace ignis

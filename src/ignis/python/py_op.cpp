@@ -32,8 +32,6 @@ struct Mismatch {
   std::string msg;
 };
 
-bool is_number_like(PyObject* o) { return is_number(o); }
-
 // --- scalar conversions ---------------------------------------------------------
 bool as_int(PyObject* o, int64_t* out) {
   if (PyLong_Check(o)) {
