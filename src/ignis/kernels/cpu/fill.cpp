@@ -8,6 +8,7 @@
 
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/cpu/parallel.h"
 
 namespace ignis::cpu {
 
@@ -15,11 +16,12 @@ namespace {
 
 template <typename F>
 void parallel_range(int64_t n, F f) {
-  if (n < 32768) {
+  const int nt = threads_for(n);
+  if (nt <= 1) {
     f(0, n);
     return;
   }
-#pragma omp parallel
+#pragma omp parallel num_threads(nt)
   {
     int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     int64_t per = (n + nt - 1) / nt;

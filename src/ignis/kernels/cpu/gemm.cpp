@@ -17,6 +17,7 @@
 
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/nn_util.h"
+#include "ignis/kernels/cpu/parallel.h"
 
 namespace ignis::cpu {
 
@@ -134,9 +135,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
   const int64_t mblocks = (m + kMC - 1) / kMC, nblocks = (n + kNC - 1) / kNC;
   const int64_t tasks = mblocks * nblocks;
-  const bool par = parallel && tasks > 1 && !omp_in_parallel() && omp_get_max_threads() > 1 &&
-                   m * n * k >= 64 * 64 * 64;
-#pragma omp parallel for schedule(dynamic, 1) if (par)
+  // One thread per ~1M multiply-adds (a few microseconds), at most one per tile.
+  const int64_t by_work = threads_for(m * n * k, int64_t(1) << 20);
+  const int nt = parallel ? static_cast<int>(std::min<int64_t>(tasks, by_work)) : 1;
+  const bool par = nt > 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
   for (int64_t task = 0; task < tasks; ++task) {
     T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
     T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));

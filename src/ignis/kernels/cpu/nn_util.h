@@ -15,6 +15,7 @@
 
 #include "ignis/core/dtype.h"
 #include "ignis/core/tensor.h"
+#include "ignis/kernels/cpu/parallel.h"
 
 namespace ignis::cpu {
 
@@ -26,9 +27,8 @@ constexpr int64_t kParallelGrain = 32768;
 template <typename F>
 void parallel_rows(int64_t n, int64_t work_per_item, F f) {
   if (n <= 0) return;
-  int nt = omp_get_max_threads();
-  if (n == 1 || nt <= 1 || n * std::max<int64_t>(work_per_item, 1) < kParallelGrain ||
-      omp_in_parallel()) {
+  int nt = threads_for(n * std::max<int64_t>(work_per_item, 1), kParallelGrain);
+  if (n == 1 || nt <= 1) {
     f(int64_t(0), n);
     return;
   }

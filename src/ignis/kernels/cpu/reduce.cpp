@@ -1,5 +1,7 @@
 #include "ignis/kernels/cpu/reduce.h"
 
+#include "ignis/kernels/cpu/parallel.h"
+
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -73,10 +75,7 @@ ReducePlan make_reduce_plan(const Tensor& in, const Tensor& out, DimMask mask) {
   return p;
 }
 
-int reduce_threads(int64_t work) {
-  if (work < kReduceGrain || omp_in_parallel()) return 1;
-  return get_num_threads();
-}
+int reduce_threads(int64_t work) { return threads_for(work, kReduceGrain); }
 
 namespace {
 
