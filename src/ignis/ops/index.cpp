@@ -126,9 +126,6 @@ void cat_meta(OpCall& c) {
   for (size_t i = 0; i < ts.size(); ++i) {
     IGNIS_CHECK(ts[i].dim() > 0, "zero-dimensional tensor (at position ", i,
                 ") cannot be concatenated");
-    IGNIS_CHECK(ts[i].device() == ts[0].device(), "Expected all tensors to be on the same "
-                "device, but found at least two devices, ", ts[0].device().str(), " and ",
-                ts[i].device().str(), "!");
     ptrs.push_back(&ts[i]);
     if (!ref && !cat_skipped(ts[i])) ref = &ts[i];
   }

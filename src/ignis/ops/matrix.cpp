@@ -21,12 +21,6 @@ void check_gemm_dtype(ScalarType t) {
     IGNIS_NOT_IMPLEMENTED("\"addmm_impl_cpu_\" not implemented for '", scalar_type_name(t), "'");
 }
 
-void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  IGNIS_CHECK(a.device() == b.device(), "Expected all tensors to be on the same device, but found "
-              "at least two devices, ", a.device().str(), " and ", b.device().str(),
-              "! (when checking argument for ", op, ")");
-}
-
 void check_mm_args(const Tensor& a, const Tensor& b, const char* first) {
   IGNIS_CHECK(a.dim() == 2, first, " must be a matrix, got ", a.dim(), "-D tensor");
   IGNIS_CHECK(b.dim() == 2, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
@@ -35,7 +29,6 @@ void check_mm_args(const Tensor& a, const Tensor& b, const char* first) {
   IGNIS_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
               cpp_type_name(a.dtype()), " != ", cpp_type_name(b.dtype()));
   check_gemm_dtype(a.dtype());
-  check_same_device(a, b, "mm");
 }
 
 void check_bmm_args(const Tensor& a, const Tensor& b) {
@@ -47,7 +40,6 @@ void check_bmm_args(const Tensor& a, const Tensor& b) {
   IGNIS_CHECK(a.dtype() == b.dtype(), "expected scalar type ", scalar_type_name(a.dtype()),
               " but found ", scalar_type_name(b.dtype()));
   check_gemm_dtype(a.dtype());
-  check_same_device(a, b, "bmm");
 }
 
 // `self` of addmm/baddbmm must broadcast to the product's shape; same
@@ -69,7 +61,6 @@ void check_expandable(const Tensor& self, const DimVector& target) {
 void check_self_dtype(const Tensor& self, const Tensor& mat) {
   IGNIS_CHECK(self.dtype() == mat.dtype(), "self and mat2 must have the same dtype, but got ",
               scalar_type_name(self.dtype()), " and ", scalar_type_name(mat.dtype()));
-  check_same_device(self, mat, "addmm");
 }
 
 // [m, n] seen as a batch of one [1, m, n].
@@ -138,7 +129,6 @@ void dot_meta(OpCall& c) {
               scalar_type_name(a.dtype()), " and ", scalar_type_name(b.dtype()));
   if (a.dtype() == ScalarType::Bool)
     IGNIS_NOT_IMPLEMENTED("\"dot\" not implemented for 'Bool'");
-  check_same_device(a, b, "dot");
   c.alloc({}, a.dtype());
 }
 void dot_cpu(OpCall& c) { cpu::dot_into(c.outputs[0], c.tensor(0), c.tensor(1)); }
@@ -153,7 +143,6 @@ void mv_meta(OpCall& c) {
               scalar_type_name(v.dtype()), ", ", scalar_type_name(m.dtype()), ", and ",
               scalar_type_name(v.dtype()));
   check_gemm_dtype(m.dtype());
-  check_same_device(m, v, "mv");
   c.alloc({m.sizes()[0]}, m.dtype());
 }
 void mv_cpu(OpCall& c) {

@@ -4,11 +4,6 @@
 // ATen ops; where torch.nn.functional's signature differs (reduction
 // strings, `inplace=`, `training=`), the op takes the functional form or
 // gets a ".functional" overload, so ignis.nn.functional.<name> works.
-// Comparisons and floor in vexp() only vectorise when floating-point
-// operations may be assumed not to trap (PyTorch builds with the same flag).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -83,7 +83,7 @@ void check_same_device(const OpHandle& op, const Stack& s) {
       first = &t;
       return;
     }
-    IGNIS_CHECK(t.device().type == first->device().type,
+    IGNIS_CHECK(t.device() == first->device(),
                 "Expected all tensors to be on the same device, but found at least two devices, ",
                 first->device().str(), " and ", t.device().str(), "! (in ", op.name(), ")");
   };

@@ -29,15 +29,6 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in) {
               "performing the operation.");
 }
 
-void check_same_device(const OpCall& c, std::initializer_list<const Tensor*> operands) {
-  for (const Tensor* t : operands) {
-    if (!t->defined() || t->device() == c.device) continue;
-    if (t->dim() == 0 && t->device().is_cpu()) continue;
-    IGNIS_FAIL("Expected all tensors to be on the same device, but found at least two devices, ",
-               c.device.str(), " and ", t->device().str(), "!");
-  }
-}
-
 void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule, bool inplace) {
   auto it = std::make_shared<TensorIterator>();
   const char* name = c.op.schema().name.c_str();
@@ -48,7 +39,6 @@ void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule
   if (inplace) it->add_output(c.tensor(0));
   else it->add_output(Tensor());
   for (int i : inputs) it->add_input(c.tensor(i));
-  for (int i : inputs) check_same_device(c, {&c.tensor(i)});
   IterConfig cfg;
   cfg.op_name = name;
   switch (rule) {

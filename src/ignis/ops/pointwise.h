@@ -24,10 +24,6 @@ void check_no_internal_overlap(const Tensor& t);
 // output (x.add_(x.t())): the result would depend on the order of the loop.
 void check_no_partial_overlap(const Tensor& out, const Tensor& in);
 
-// Every tensor operand must live on the device the op runs on (c.device);
-// 0-dim CPU tensors (and Python numbers) may join any device, as in PyTorch.
-void check_same_device(const OpCall& c, std::initializer_list<const Tensor*> operands);
-
 // Builds c.iter over the tensor arguments at `inputs` and allocates the
 // output (or, for in-place ops, checks that args[0] can hold the result).
 void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule, bool inplace);

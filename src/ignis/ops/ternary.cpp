@@ -20,7 +20,6 @@ void where_meta(OpCall& c) {
   IGNIS_CHECK(cond.dtype() == ScalarType::Bool || cond.dtype() == ScalarType::UInt8,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               scalar_type_name(cond.dtype()));
-  check_same_device(c, {&cond, &c.tensor(1), &c.tensor(2)});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Tensor());
   it->add_input(cond);
@@ -62,7 +61,6 @@ void clamp_meta(OpCall& c) {
     for (const Tensor* t : {&lo, &hi})
       if (t->defined()) check_no_partial_overlap(c.tensor(0), *t);
   }
-  check_same_device(c, {&c.tensor(0), &lo, &hi});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Inplace ? c.tensor(0) : Tensor());
   it->add_input(c.tensor(0));
@@ -187,7 +185,6 @@ void masked_fill_meta(OpCall& c) {
   IGNIS_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
               "tensor with ", value.dim(), " dimension(s).");
   if (value.device().is_cpu()) cpu::check_scalar_fits(value_scalar(value), self.dtype());
-  check_same_device(c, {&self, &mask, &value});
   auto it = std::make_shared<TensorIterator>();
   it->add_output(Inplace ? self : Tensor());
   it->add_input(self);

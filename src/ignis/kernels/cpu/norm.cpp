@@ -1,8 +1,3 @@
-// Comparisons and floor in vexp() only vectorise when floating-point
-// operations may be assumed not to trap (PyTorch builds with the same flag).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
 #include "ignis/kernels/cpu/norm.h"
 
 #include <cmath>
