@@ -54,13 +54,6 @@ DimVector reduced_sizes(const Tensor& self, DimMask m, bool keepdim) {
   return out;
 }
 
-int64_t reduced_numel(const Tensor& self, DimMask m) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if ((m >> d) & 1) n *= self.sizes()[d];
-  return n;
-}
-
 ScalarType sum_dtype(ScalarType t) { return is_floating(t) ? t : ScalarType::Int64; }
 
 // Ops without an identity (amax, max, argmax, inf-norm) cannot reduce an

@@ -101,25 +101,12 @@ DimVector like_strides(const Tensor& t) {
   const int64_t nd = t.dim();
   const DimVector& sz = t.sizes();
   const DimVector& st = t.strides();
-  std::vector<int64_t> perm(nd);
-  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
-  auto should_swap = [&](int64_t d0, int64_t d1) {
+  auto should_swap = [&](int d0, int d1) {
     if (st[d0] == 0 || st[d1] == 0) return 0;
     if (st[d0] != st[d1]) return st[d0] < st[d1] ? -1 : 1;
     return sz[d0] > sz[d1] ? 1 : 0;
   };
-  for (int64_t i = 1; i < nd; ++i) {
-    int64_t d1 = i;
-    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-      int c = should_swap(perm[d0], perm[d1]);
-      if (c > 0) {
-        std::swap(perm[d0], perm[d1]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
+  const std::vector<int> perm = order_dims(static_cast<int>(nd), should_swap);
   DimVector strides(nd);
   int64_t s = 1;
   for (int64_t i = 0; i < nd; ++i) {

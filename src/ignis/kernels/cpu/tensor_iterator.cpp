@@ -155,10 +155,7 @@ void TensorIterator::compute_strides_and_perm() {
     for (int d = 0; d < t.dim(); ++d)
       op.strides[offset + d] = t.sizes()[d] == 1 ? 0 : t.strides()[d] * isz;
   }
-  // perm_[0] is the fastest-moving dim. Start from C order and insertion-sort
-  // by the operands' strides (PyTorch's reorder_dimensions).
-  perm_.resize(nd);
-  for (int i = 0; i < nd; ++i) perm_[i] = nd - 1 - i;
+  // perm_[0] is the fastest-moving dim, ordered by the operands' strides.
   auto should_swap = [&](int d0, int d1) {
     for (auto& op : operands_) {
       if (op.will_allocate) continue;
@@ -170,18 +167,7 @@ void TensorIterator::compute_strides_and_perm() {
     }
     return 0;
   };
-  for (int i = 1; i < nd; ++i) {
-    int d1 = i;
-    for (int d0 = i - 1; d0 >= 0; --d0) {
-      int c = should_swap(perm_[d0], perm_[d1]);
-      if (c > 0) {
-        std::swap(perm_[d0], perm_[d1]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
+  perm_ = order_dims(nd, should_swap);
 }
 
 void TensorIterator::allocate_outputs(Device device) {

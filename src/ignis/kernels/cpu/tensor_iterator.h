@@ -10,6 +10,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ignis/core/tensor.h"
@@ -22,6 +23,29 @@ namespace ignis {
 ScalarType result_type(const std::vector<const Tensor*>& operands);
 bool can_cast(ScalarType from, ScalarType to);
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b);
+
+// Orders dims fastest-moving first, as PyTorch's reorder_dimensions does:
+// starting from C order, an insertion sort where should_swap(d0, d1) > 0
+// moves d1 before d0, < 0 stops, and 0 ("can't tell", e.g. broadcast dims)
+// looks further.
+template <typename ShouldSwap>
+std::vector<int> order_dims(int nd, ShouldSwap should_swap) {
+  std::vector<int> perm(nd);
+  for (int i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  for (int i = 1; i < nd; ++i) {
+    int d1 = i;
+    for (int d0 = i - 1; d0 >= 0; --d0) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  return perm;
+}
 
 struct IterConfig {
   const char* op_name = "op";
