@@ -1,0 +1,65 @@
+// The frame-evaluation hook (PEP 523) and the per-code-object cache.
+//
+// While a compiled function runs (CompiledFunction in py_capture.cpp), a
+// thread-local CaptureConfig is current and CPython calls our hook for every
+// frame it starts. The hook:
+//   - runs generator/coroutine frames, frames of skipped code (ignis itself,
+//     the standard library, code marked by ignis.compiler.disable) and frames
+//     while no config is current with CPython's own evaluator;
+//   - otherwise looks up the code object's cache (kept in co_extra): the
+//     first entry whose config matches and whose guards pass runs its plan
+//     (plan.h) instead of the bytecode; the hit entry moves to the front;
+//   - on a miss, calls trace_frame (tracer.h) to make a new entry, unless the
+//     code already has `cache_size_limit` entries, in which case it warns once
+//     (naming the guard that failed last) and runs the frame eagerly from then
+//     on.
+// The hook is installed while at least one CompiledFunction call is active
+// on any thread and uninstalled otherwise, so plain Python keeps CPython's
+// inlined calls.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <memory>
+#include <string>
+
+#include "ignis/capture/frame.h"
+
+namespace ignis::capture {
+
+// The arguments of one ignis.compile(...) call.
+struct CaptureConfig {
+  PyObject* backend = nullptr;   // callable(gm, example_inputs) -> callable; owned
+  bool fullgraph = false;
+  PyObject* dynamic = nullptr;   // None/True/False; owned (reserved: static shapes only)
+  int cache_size_limit = 8;
+  ~CaptureConfig();
+};
+
+// The config of the innermost active compiled call on this thread; nullptr
+// while capture is off (also inside the compiled graph itself).
+const CaptureConfig* current_config();
+
+// RAII: makes `cfg` current (nullptr: capture off) for a scope.
+class CaptureScope {
+ public:
+  explicit CaptureScope(std::shared_ptr<const CaptureConfig> cfg);
+  ~CaptureScope();
+ private:
+  std::shared_ptr<const CaptureConfig> prev_;
+};
+const std::shared_ptr<const CaptureConfig>& current_config_ptr();
+
+// Marks a code object so the hook never captures it (ignis.compiler.disable,
+// and codes the tracer rejected as a whole).
+void mark_skip(PyCodeObject* code, const std::string& reason);
+bool is_skipped(PyCodeObject* code);
+
+// Drops every cache entry and skip mark (ignis.compiler.reset()).
+void reset_caches();
+
+// Number of cache entries of a code object (tests, explain).
+int cache_entry_count(PyCodeObject* code);
+
+}  // namespace ignis::capture
