@@ -54,4 +54,13 @@ PyObject* make_resume_function(const ResumeSpec& spec, PyObject* globals, PyObje
 // flow, exception edges included). Sorted ascending.
 std::vector<int> live_locals_at(PyCodeObject* code, int offset);
 
+// Drops the cached analyses and resume code objects and the references they
+// hold to original code objects (ignis.compiler.reset()).
+void clear_resume_caches();
+
+// Test-only binding (py_resume_testing.cpp): adds _make_resume_function,
+// _live_locals_at and _can_resume_at to `capture_module`. False with a
+// Python error set on failure.
+bool init_resume_testing(PyObject* capture_module);
+
 }  // namespace ignis::capture

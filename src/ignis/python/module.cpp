@@ -1,4 +1,5 @@
 // PyInit__C: the ignis._C extension module.
+#include "ignis/capture/resume.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
@@ -280,6 +281,23 @@ PyMODINIT_FUNC PyInit__C() {
   if (!m) return nullptr;
   if (!init_tensor_type(m) || !init_dtype_types(m) || !init_op_type(m) || !init_indexing(m) ||
       !init_graph(m) || !init_autograd(m)) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  // _C._capture (temporary home of the resume-function test binding).
+  PyObject* capture = PyObject_GetAttrString(m, "_capture");
+  if (!capture) {
+    PyErr_Clear();
+    capture = PyModule_New("ignis._C._capture");
+    if (!capture || PyModule_AddObjectRef(m, "_capture", capture) < 0) {
+      Py_XDECREF(capture);
+      Py_DECREF(m);
+      return nullptr;
+    }
+  }
+  bool ok = ignis::capture::init_resume_testing(capture);
+  Py_DECREF(capture);
+  if (!ok) {
     Py_DECREF(m);
     return nullptr;
   }
