@@ -524,6 +524,15 @@ def test_refuses_non_instruction_offsets():
     assert not cap._can_resume_at(inner.__code__, 0)[0]
 
 
+def test_refuses_module_and_class_bodies():
+    src = "x = 1\nclass C:\n    y = brk(x)\n    z = y\n"
+    mod = compile(src, "<mod>", "exec")
+    cls = [c for c in mod.co_consts if hasattr(c, "co_code")][0]
+    for code in (mod, cls):
+        ok, why = cap._can_resume_at(code, [i for i in instructions(code) if i.opname == "RESUME"][0].offset)
+        assert not ok and "module and class" in why
+
+
 def test_refuses_generators():
     def gen(x):
         yield brk(x)

@@ -318,6 +318,8 @@ void analyze(const OpTables& t, CodeInfo& ci) {
     const Instr& in = ci.instrs[i];
     uint16_t f = t.flags[in.op];
     if (!(f & kNoFallthrough) && i + 1 < n) fall[i] = static_cast<int>(i + 1);
+    // 3.12's exhausted FOR_ITER skips the END_FOR at its target; both touch
+    // only the value stack, so the target serves as the successor for locals.
     if (f & (kJumpRel | kJumpAbs)) jump[i] = index_at(jump_target(t, in));
     int h = handler_for(ci.exc, in.offset);
     if (h >= 0) handler[i] = index_at(h);
@@ -600,6 +602,8 @@ bool can_resume_at(PyCodeObject* code, int offset, std::string* why) {
   };
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
     return no("generator and coroutine frames cannot be resumed");
+  if (!(code->co_flags & CO_OPTIMIZED))
+    return no("module and class bodies keep their locals in a dict and cannot be resumed");
   const CodeInfo* ci = code_info(code);
   const OpTables* t = op_tables();
   if (!ci || !t) {

@@ -5,7 +5,7 @@
 // rest of the frame needs. A resume function's code is the original code with
 // a short prologue in front:
 //
-//   RESUME 0 / COPY_FREE_VARS n (when the code has free variables)
+//   COPY_FREE_VARS n (when the code has free variables) / RESUME 0
 //   LOAD_FAST ___stack0 ... (or PUSH_NULL for a NULL stack slot)   rebuild the value stack
 //   JUMP_FORWARD -> the original instruction at `target_offset`
 //   <original bytecode, unchanged apart from renumbered local slots>
