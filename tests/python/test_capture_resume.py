@@ -668,11 +668,13 @@ def test_structure_over_stdlib_codes():
             continue
         for off in accepted[:: max(1, len(accepted) // 4)]:
             live = cap._live_locals_at(code, off)
-            fn = cap._make_resume_function(code, off, [True, False], live, {}, 
+            stack_null = [True, False][:code.co_stacksize]
+            nstack = stack_null.count(False)
+            fn = cap._make_resume_function(code, off, stack_null, live, {},
                                            tuple(types_cell() for _ in code.co_freevars) or None)
             rc = fn.__code__
             assert len(set(rc.co_varnames)) == len(rc.co_varnames)
-            assert rc.co_varnames[1:1 + len(live)] == tuple(code.co_varnames[i] for i in live)
+            assert rc.co_varnames[nstack:nstack + len(live)] == tuple(code.co_varnames[i] for i in live)
             shift = len(rc.co_code) - len(code.co_code)
             new = [i for i in instructions(rc) if i.offset >= shift]
             assert len(new) == len(ins)
@@ -768,6 +770,8 @@ def test_bad_specs_are_errors():
         cap._make_resume_function(code, off, [False], [1, 1], globals(), None)
     with pytest.raises(TypeError):
         cap._make_resume_function(code, off, [False], [], None, None)
+    with pytest.raises(ValueError, match="co_stacksize"):
+        cap._make_resume_function(code, off, [False] * (code.co_stacksize + 1), [], globals(), None)
     with pytest.raises(ValueError, match="not the start"):
         cap._make_resume_function(code, off + 1, [False], [], globals(), None)
 

@@ -664,6 +664,11 @@ PyObject* make_resume_code(const ResumeSpec& spec) {
   const CodeInfo* ci = code_info(spec.code);
   const OpTables* t = op_tables();
   if (!ci || !t) return nullptr;
+  if (static_cast<int>(spec.stack_null.size()) > spec.code->co_stacksize) {
+    PyErr_Format(PyExc_ValueError, "make_resume_code: %zd stack slots exceed the code's co_stacksize %d",
+                 spec.stack_null.size(), spec.code->co_stacksize);
+    return nullptr;
+  }
   std::vector<bool> seen(ci->nlocals, false);
   for (int v : spec.live_locals) {
     if (v < 0 || v >= ci->nlocals || seen[v]) {
