@@ -89,3 +89,12 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+def _set_grad_enabled(mode):
+    """Sets grad mode. Captured graphs call this where a traced function
+    entered or left a no_grad / enable_grad / set_grad_enabled block."""
+    _C._set_grad_enabled(mode)
+
+
+_set_grad_enabled._ignis_impure = True  # DCE keeps it: it changes global state

@@ -1,0 +1,1765 @@
+// The tracer's operations on variable trackers: reading values from the
+// frame (with guards), tensor operations as graph nodes computed on meta
+// tensors, attribute access, calls (ops, builtins, inlined user functions,
+// nn.Module forward), containers and iteration.
+#include <cstring>
+
+#include "ignis/capture/eval_frame.h"
+#include "ignis/capture/tracer_impl.h"
+#include "ignis/core/str.h"
+#include "ignis/python/py_common.h"
+
+namespace ignis::capture {
+
+namespace {
+
+std::string utf8(PyObject* s) {
+  if (!s || !PyUnicode_Check(s)) return "";
+  const char* c = PyUnicode_AsUTF8(s);
+  return c ? c : "";
+}
+
+PyObject* ig(const char* name) {  // borrowed, cached attribute of ignis
+  static std::unordered_map<std::string, PyObject*> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  PyObject* v = PyObject_GetAttrString(ignis_module(), name);
+  if (!v) throw PyErrorSet{};
+  cache[name] = v;
+  return v;
+}
+
+PyObject* py_import_attr(const char* module, const char* name) {
+  static std::unordered_map<std::string, PyObject*> cache;
+  std::string key = std::string(module) + "." + name;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Obj m = check(PyImport_ImportModule(module));
+  PyObject* v = PyObject_GetAttrString(m.get(), name);
+  if (!v) throw PyErrorSet{};
+  cache[key] = v;
+  return v;
+}
+
+PyTypeObject* op_type() {
+  static PyTypeObject* t = Py_TYPE(ig("relu"));
+  return t;
+}
+bool is_op(PyObject* o) { return PyObject_TypeCheck(o, op_type()); }
+
+bool is_nn_module(PyObject* o) {
+  static PyObject* cls = py_import_attr("ignis.nn", "Module");
+  int r = PyObject_IsInstance(o, cls);
+  if (r < 0) throw PyErrorSet{};
+  return r;
+}
+
+bool type_named(PyObject* o, const char* name) {
+  return std::strcmp(Py_TYPE(o)->tp_name, name) == 0 ||
+         std::strcmp(Py_TYPE(o)->tp_name, (std::string("ignis._C._capture.") + name).c_str()) == 0;
+}
+
+// Values that cannot change and compare by value.
+bool is_immutable(PyObject* o) {
+  if (o == Py_None || o == Py_Ellipsis || o == Py_NotImplemented || PyBool_Check(o) ||
+      PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyComplex_CheckExact(o) ||
+      PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyRange_Check(o) || PySlice_Check(o))
+    return true;
+  if (py::is_dtype(o) || py::is_device(o)) return true;
+  if (PyTuple_Check(o)) {
+    if (!PyTuple_CheckExact(o) && !(py::SizeClass && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(py::SizeClass))))
+      return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i)
+      if (!is_immutable(PyTuple_GET_ITEM(o, i))) return false;
+    return true;
+  }
+  return false;
+}
+
+// Objects used by identity: calling or reading them does not depend on
+// mutable state capture must track.
+bool is_identity_object(PyObject* o) {
+  return PyModule_Check(o) || PyType_Check(o) || PyCFunction_Check(o) || PyFunction_Check(o) ||
+         PyMethod_Check(o) || is_op(o) || type_named(o, "CompiledFunction") ||
+         type_named(o, "DisabledFunction") || Py_TYPE(o) == &PyMethodDescr_Type ||
+         Py_TYPE(o) == &PyWrapperDescr_Type || Py_TYPE(o) == &_PyMethodWrapper_Type ||
+         PyObject_TypeCheck(o, &PyProperty_Type);
+}
+
+Obj make_fake(PyObject* t) {
+  Obj shape = check(PyObject_GetAttrString(t, "shape"));
+  Obj stride = check(PyObject_CallMethod(t, "stride", nullptr));
+  Obj dtype = check(PyObject_GetAttrString(t, "dtype"));
+  Obj kw = check(Py_BuildValue("{s:O,s:s}", "dtype", dtype.get(), "device", "meta"));
+  Obj args = check(PyTuple_Pack(2, shape.get(), stride.get()));
+  Obj fake = check(PyObject_Call(ig("empty_strided"), args.get(), kw.get()));
+  Obj rg = check(PyObject_GetAttrString(t, "requires_grad"));
+  if (rg.get() == Py_True) check(PyObject_CallMethod(fake.get(), "requires_grad_", nullptr));
+  return fake;
+}
+
+bool is_meta_tensor(PyObject* t) {
+  return py::is_tensor(t) && py::unwrap(t).device().is_meta();
+}
+
+std::string sanitize(const std::string& s) {
+  std::string out;
+  bool under = false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (ok) {
+      out += c;
+      under = false;
+    } else if (!under) {
+      out += '_';
+      under = true;
+    }
+  }
+  return out;
+}
+
+const char* kind_name(VK k) {
+  switch (k) {
+    case VK::Const: return "constant";
+    case VK::Tensor: return "tensor";
+    case VK::List: return "list";
+    case VK::Tuple: return "tuple";
+    case VK::Dict: return "dict";
+    case VK::Iter: return "iterator";
+    case VK::Func: return "function";
+    case VK::Module: return "nn.Module";
+    case VK::Object: return "object";
+    case VK::Method: return "method";
+    case VK::TensorAttr: return "tensor method";
+    case VK::Cell: return "cell";
+    case VK::Null: return "NULL";
+    case VK::GradMode: return "grad-mode context";
+    case VK::GradExit: return "grad-mode exit";
+  }
+  return "value";
+}
+
+std::string describe(const VTP& v) {
+  if (v->kind == VK::Const || v->kind == VK::Object) {
+    Obj r = Obj::steal(PyObject_Repr(v->value.get()));
+    if (!r) {
+      PyErr_Clear();
+      return kind_name(v->kind);
+    }
+    std::string s = utf8(r.get());
+    if (s.size() > 80) s = s.substr(0, 77) + "...";
+    return s;
+  }
+  return kind_name(v->kind);
+}
+
+std::string callable_name(PyObject* fn) {
+  Obj q = Obj::steal(PyObject_GetAttrString(fn, "__qualname__"));
+  if (!q) {
+    PyErr_Clear();
+    q = Obj::steal(PyObject_GetAttrString(fn, "__name__"));
+  }
+  if (!q) {
+    PyErr_Clear();
+    Obj r = Obj::steal(PyObject_Repr(fn));
+    if (!r) {
+      PyErr_Clear();
+      return "?";
+    }
+    return utf8(r.get());
+  }
+  Obj m = Obj::steal(PyObject_GetAttrString(fn, "__module__"));
+  if (!m) PyErr_Clear();
+  std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
+  if (mod == "builtins" || mod.empty()) return utf8(q.get());
+  return mod + "." + utf8(q.get());
+}
+
+// Data-dependent tensor methods: their result is a Python value or a shape
+// that only the data decides.
+const char* data_dependent_reason(const std::string& name) {
+  static const std::pair<const char*, const char*> table[] = {
+      {"item", "Tensor.item() reads a tensor's value into Python (data-dependent)"},
+      {"tolist", "Tensor.tolist() reads a tensor's values into Python (data-dependent)"},
+      {"numpy", "Tensor.numpy() leaves ignis"},
+      {"__bool__", "bool() of a tensor reads its value (data-dependent)"},
+      {"__int__", "int() of a tensor reads its value (data-dependent)"},
+      {"__float__", "float() of a tensor reads its value (data-dependent)"},
+      {"__index__", "using a tensor as an index reads its value (data-dependent)"},
+      {"data_ptr", "Tensor.data_ptr() reads an address"},
+      {"nonzero", "Tensor.nonzero() has a data-dependent output shape"},
+      {"unique", "Tensor.unique() has a data-dependent output shape"},
+      {"masked_select", "masked_select has a data-dependent output shape"},
+      {"argwhere", "argwhere has a data-dependent output shape"},
+      {"backward", "Tensor.backward() inside a captured function"},
+      {"register_hook", "Tensor.register_hook() inside a captured function"},
+      {"retain_grad", "Tensor.retain_grad() inside a captured function"},
+      {"requires_grad_", "Tensor.requires_grad_() inside a captured function"},
+  };
+  for (auto& [n, r] : table)
+    if (name == n) return r;
+  return nullptr;
+}
+
+}  // namespace
+
+// --- reading the frame ----------------------------------------------------------------------
+Obj Tracer::const_value(const VTP& v) {
+  switch (v->kind) {
+    case VK::Const: return v->value;
+    case VK::List:
+    case VK::Tuple: {
+      Obj l = check(PyList_New(0));
+      for (auto& e : v->items) {
+        Obj ev = const_value(e);
+        if (!ev) return Obj();
+        PyList_Append(l.get(), ev.get());
+      }
+      if (v->kind == VK::List) return l;
+      Obj t = check(PyList_AsTuple(l.get()));
+      if (v->pytype) {
+        if (PyObject_HasAttrString(v->pytype.get(), "_make"))
+          return check(PyObject_CallMethod(v->pytype.get(), "_make", "O", t.get()));
+        return check(PyObject_CallOneArg(v->pytype.get(), t.get()));
+      }
+      return t;
+    }
+    case VK::Dict: {
+      Obj d = check(PyDict_New());
+      for (size_t i = 0; i < v->keys.size(); ++i) {
+        Obj ev = const_value(v->items[i]);
+        if (!ev) return Obj();
+        PyDict_SetItem(d.get(), v->keys[i].get(), ev.get());
+      }
+      return d;
+    }
+    default: return Obj();
+  }
+}
+
+VTP Tracer::wrap_input(PyObject* value, int reg) {
+  if (reg >= 0) {
+    auto found = reg_vt.find(reg);
+    if (found != reg_vt.end()) return found->second;
+  }
+  GuardProgram& g = guards();
+  VTP v;
+  if (py::is_tensor(value)) {
+    if (reg < 0) throw Unsupported{"a tensor capture cannot read back at run time (no source)"};
+    v = std::make_shared<VT>(VK::Tensor);
+    v->value = Obj::borrow(value);
+    v->fake = make_fake(value);
+    v->device = check(PyObject_GetAttrString(value, "device"));
+    v->local = false;
+    const Tensor& t = py::unwrap(value);
+    TensorGuardSpec spec;
+    spec.type = Py_TYPE(value);
+    spec.dtype = static_cast<int>(t.dtype());
+    spec.device_type = static_cast<int>(t.device().type);
+    spec.device_index = t.device().index;
+    Obj rg = check(PyObject_GetAttrString(value, "requires_grad"));
+    spec.requires_grad = rg.get() == Py_True;
+    spec.sizes.assign(t.sizes().begin(), t.sizes().end());
+    spec.strides.assign(t.strides().begin(), t.strides().end());
+    g.check_tensor(reg, std::move(spec));
+  } else if (is_immutable(value)) {
+    if (reg >= 0) {
+      if (value == Py_Ellipsis || value == Py_NotImplemented || PySlice_Check(value))
+        g.check_id(reg, value);
+      else
+        g.check_equals(reg, value);
+    }
+    v = make_const(value);
+  } else if (is_identity_object(value)) {
+    if (reg >= 0) g.check_id(reg, value);
+    v = make_const(value);
+  } else if (is_nn_module(value)) {
+    if (reg < 0) throw Unsupported{"an nn.Module capture cannot guard (no source)"};
+    g.check_id(reg, value);
+    v = std::make_shared<VT>(VK::Module);
+    v->value = Obj::borrow(value);
+    v->local = false;
+  } else if (PyList_CheckExact(value) || PyTuple_Check(value)) {
+    if (reg < 0) throw Unsupported{"a container capture cannot guard (no source)"};
+    bool is_list = PyList_CheckExact(value);
+    g.check_type(reg, Py_TYPE(value));
+    Py_ssize_t n = PySequence_Size(value);
+    g.check_len(reg, n);
+    v = std::make_shared<VT>(is_list ? VK::List : VK::Tuple);
+    v->local = false;
+    v->reg = reg;
+    reg_vt[reg] = v;  // before the items: a list may contain itself
+    if (!is_list && !PyTuple_CheckExact(value)) v->pytype = Obj::borrow(reinterpret_cast<PyObject*>(Py_TYPE(value)));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = is_list ? PyList_GET_ITEM(value, i) : PyTuple_GET_ITEM(value, i);
+      v->items.push_back(wrap_input(item, g.item(reg, i)));
+    }
+    return v;
+  } else if (PyDict_Check(value)) {
+    if (reg < 0) throw Unsupported{"a dict capture cannot guard (no source)"};
+    g.check_type(reg, Py_TYPE(value));
+    g.check_len(reg, PyDict_Size(value));
+    v = std::make_shared<VT>(VK::Dict);
+    v->local = false;
+    v->reg = reg;
+    reg_vt[reg] = v;
+    PyObject *k, *x;
+    Py_ssize_t pos = 0;
+    std::vector<std::pair<PyObject*, PyObject*>> kvs;
+    while (PyDict_Next(value, &pos, &k, &x)) kvs.emplace_back(k, x);
+    for (auto& [key, val] : kvs) {
+      if (!is_immutable(key)) throw Unsupported{"a dict with keys that are not constants"};
+      v->keys.push_back(Obj::borrow(key));
+      v->items.push_back(wrap_input(val, g.dict_item(reg, key)));
+    }
+    return v;
+  } else {
+    if (reg < 0) {
+      v = std::make_shared<VT>(VK::Object);
+      v->value = Obj::borrow(value);
+      return v;
+    }
+    g.check_type(reg, Py_TYPE(value));
+    v = std::make_shared<VT>(VK::Object);
+    v->value = Obj::borrow(value);
+    v->local = false;
+  }
+  v->reg = reg;
+  if (reg >= 0) reg_vt[reg] = v;
+  return v;
+}
+
+VTP Tracer::load_global(TFrame& f, PyObject* name) {
+  PyObject* value = PyDict_GetItemWithError(f.globals.get(), name);
+  if (!value && PyErr_Occurred()) throw PyErrorSet{};
+  bool in_globals = value != nullptr;
+  if (!value) {
+    value = PyDict_GetItemWithError(f.builtins.get(), name);
+    if (!value && PyErr_Occurred()) throw PyErrorSet{};
+  }
+  if (!value) throw Unsupported{str("name '", utf8(name), "' is not defined")};
+  if (f.globals.get() == fv.globals) return wrap_input(value, guards().global(name));
+  if (f.func && f.func->reg >= 0 && in_globals) {
+    int r = guards().dict_item(guards().attr(f.func->reg, PyUnicode_InternFromString("__globals__")), name);
+    return wrap_input(value, r);
+  }
+  // Globals of library code (another module, reached without a source) are
+  // read once: modules' functions and constants do not change.
+  if (py::is_tensor(value)) throw Unsupported{str("a global tensor '", utf8(name), "' of another module")};
+  return wrap_input(value, -1);
+}
+
+VTP Tracer::cell_contents(TFrame&, const VTP& cell) {
+  if (cell->local && !cell->value) return cell->items.empty() ? nullptr : cell->items[0];
+  PyObject* contents = PyCell_GET(cell->value.get());
+  if (!contents) return nullptr;
+  return wrap_input(contents, cell->reg);
+}
+
+// --- graph building ----------------------------------------------------------------------------
+PyObject* Tracer::node_of(const VTP& t) {
+  if (t->node) return t->node.get();
+  if (t->reg < 0) throw Unsupported{"internal: tensor without node or source"};
+  std::string target = sanitize(guards().source_name(t->reg));
+  Obj ph = check(PyObject_CallMethod(graph.get(), "placeholder", "sO", target.c_str(),
+                                     reinterpret_cast<PyObject*>(py::TensorClass)));
+  std::string lower = target;
+  for (char& c : lower) c = static_cast<char>(std::tolower(c));
+  Obj nm = check(PyUnicode_FromString(lower.c_str()));
+  if (PyObject_SetAttrString(ph.get(), "name", nm.get()) < 0) throw PyErrorSet{};
+  // Placeholders go before every other node.
+  Obj nodes = check(PyObject_GetAttrString(graph.get(), "nodes"));
+  Obj it = check(PyObject_GetIter(nodes.get()));
+  while (PyObject* n = PyIter_Next(it.get())) {
+    Obj node = Obj::steal(n);
+    Obj op = check(PyObject_GetAttrString(n, "op"));
+    if (utf8(op.get()) != "placeholder") {
+      check(PyObject_CallMethod(n, "prepend", "O", ph.get()));
+      break;
+    }
+  }
+  if (PyErr_Occurred()) throw PyErrorSet{};
+  t->node = ph;
+  t->name_set = true;
+  inputs.push_back(t);
+  example_inputs.push_back(t->value);
+  return t->node.get();
+}
+
+Obj Tracer::to_graph_arg(const VTP& v) {
+  switch (v->kind) {
+    case VK::Tensor: return Obj::borrow(node_of(v));
+    case VK::Const: return v->value;
+    case VK::List:
+    case VK::Tuple: {
+      Obj l = check(PyList_New(0));
+      for (auto& e : v->items) {
+        Obj a = to_graph_arg(e);
+        PyList_Append(l.get(), a.get());
+      }
+      if (v->kind == VK::List) return l;
+      return check(PyList_AsTuple(l.get()));
+    }
+    case VK::Dict: {
+      Obj d = check(PyDict_New());
+      for (size_t i = 0; i < v->keys.size(); ++i) {
+        Obj a = to_graph_arg(v->items[i]);
+        PyDict_SetItem(d.get(), v->keys[i].get(), a.get());
+      }
+      return d;
+    }
+    default:
+      throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
+  }
+}
+
+Obj Tracer::to_fake(const VTP& v) {
+  switch (v->kind) {
+    case VK::Tensor: return v->fake;
+    case VK::Const: return v->value;
+    case VK::List:
+    case VK::Tuple: {
+      Obj l = check(PyList_New(0));
+      for (auto& e : v->items) {
+        Obj a = to_fake(e);
+        PyList_Append(l.get(), a.get());
+      }
+      if (v->kind == VK::List) return l;
+      return check(PyList_AsTuple(l.get()));
+    }
+    case VK::Dict: {
+      Obj d = check(PyDict_New());
+      for (size_t i = 0; i < v->keys.size(); ++i) {
+        Obj a = to_fake(v->items[i]);
+        PyDict_SetItem(d.get(), v->keys[i].get(), a.get());
+      }
+      return d;
+    }
+    default:
+      throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
+  }
+}
+
+void Tracer::rename_node(const VTP& t, const std::string& name) {
+  if (t->name_set || !t->node) return;
+  Obj nm = check(PyUnicode_FromString(name.c_str()));
+  if (PyObject_SetAttrString(t->node.get(), "name", nm.get()) < 0) throw PyErrorSet{};
+  t->name_set = true;
+}
+
+namespace {
+
+// The first tensor among trackers (depth first).
+VTP first_tensor(const std::vector<VTP>& vs) {
+  for (auto& v : vs) {
+    if (v->kind == VK::Tensor) return v;
+    if (v->kind == VK::List || v->kind == VK::Tuple) {
+      VTP t = first_tensor(v->items);
+      if (t) return t;
+    }
+  }
+  return nullptr;
+}
+
+bool is_device_like(PyObject* o) {
+  return py::is_device(o) || PyUnicode_Check(o);
+}
+
+}  // namespace
+
+VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                       const std::vector<std::pair<std::string, VTP>>& kwargs) {
+  VTP self_tensor = first_tensor(args);
+  if (!self_tensor) {
+    for (auto& [k, v] : kwargs)
+      if (v->kind == VK::Tensor) self_tensor = v;
+  }
+  // --- metadata on meta tensors ---
+  Obj meta = check(PyUnicode_FromString("meta"));
+  Obj fargs = check(PyList_New(0));
+  for (auto& a : args) {
+    Obj f = to_fake(a);
+    if (method == "to" && !py::is_tensor(f.get()) && is_device_like(f.get())) f = meta;
+    PyList_Append(fargs.get(), f.get());
+  }
+  Obj fkw = check(PyDict_New());
+  Obj result_device;
+  for (auto& [k, v] : kwargs) {
+    Obj f = to_fake(v);
+    if (k == "device" && f.get() != Py_None) {
+      result_device = check(PyObject_CallOneArg(ig("device"), f.get()));
+      f = meta;
+    }
+    PyDict_SetItemString(fkw.get(), k.c_str(), f.get());
+  }
+  if (method == "to") {
+    for (size_t i = 1; i < args.size(); ++i) {
+      Obj c = const_value(args[i]);
+      if (c && is_device_like(c.get())) result_device = check(PyObject_CallOneArg(ig("device"), c.get()));
+      if (args[i]->kind == VK::Tensor) result_device = args[i]->device;
+    }
+  } else if (method == "cuda") {
+    Obj idx = args.size() > 1 ? const_value(args[1]) : Obj();
+    result_device = idx ? check(PyObject_CallFunction(ig("device"), "sO", "cuda", idx.get()))
+                        : check(PyObject_CallFunction(ig("device"), "s", "cuda"));
+  } else if (method == "cpu") {
+    result_device = check(PyObject_CallFunction(ig("device"), "s", "cpu"));
+  }
+  Obj result;
+  if (method == "cuda" || method == "cpu") {
+    result = Obj::borrow(PyList_GET_ITEM(fargs.get(), 0));
+  } else {
+    bool added_device = false;
+    if (!self_tensor && !result_device && method.empty() && is_op(fn)) {
+      // A factory: make its result on meta too.
+      PyDict_SetItemString(fkw.get(), "device", meta.get());
+      added_device = true;
+    }
+    Obj callable;
+    Obj cargs;
+    if (!method.empty()) {
+      callable = check(PyObject_GetAttrString(PyList_GET_ITEM(fargs.get(), 0), method.c_str()));
+      cargs = check(PyList_GetSlice(fargs.get(), 1, PyList_GET_SIZE(fargs.get())));
+    } else {
+      callable = Obj::borrow(fn);
+      cargs = fargs;
+    }
+    Obj ct = check(PyList_AsTuple(cargs.get()));
+    result = Obj::steal(PyObject_Call(callable.get(), ct.get(), fkw.get()));
+    if (!result && added_device) {
+      PyErr_Clear();
+      PyDict_DelItemString(fkw.get(), "device");
+      result = Obj::steal(PyObject_Call(callable.get(), ct.get(), fkw.get()));
+    }
+    if (!result) {
+      std::string what = method.empty() ? callable_name(fn) : "Tensor." + method;
+      PyObject *t, *v, *tb;
+      PyErr_Fetch(&t, &v, &tb);
+      std::string msg = "?";
+      if (v) {
+        Obj s = Obj::steal(PyObject_Str(v));
+        if (s) msg = utf8(s.get());
+      }
+      Py_XDECREF(t);
+      Py_XDECREF(v);
+      Py_XDECREF(tb);
+      PyErr_Clear();
+      throw Unsupported{str(what, " failed on the traced values: ", msg)};
+    }
+  }
+  if (!result_device) {
+    result_device = self_tensor ? self_tensor->device
+                                : check(PyObject_CallFunction(ig("device"), "s", "cpu"));
+  }
+  // --- the node ---
+  Obj gargs = check(PyList_New(0));
+  for (auto& a : args) {
+    Obj g = to_graph_arg(a);
+    PyList_Append(gargs.get(), g.get());
+  }
+  Obj gt = check(PyList_AsTuple(gargs.get()));
+  Obj gkw = check(PyDict_New());
+  for (auto& [k, v] : kwargs) {
+    Obj g = to_graph_arg(v);
+    PyDict_SetItemString(gkw.get(), k.c_str(), g.get());
+  }
+  Obj node = method.empty()
+                 ? check(PyObject_CallMethod(graph.get(), "call_function", "OOO", fn, gt.get(), gkw.get()))
+                 : check(PyObject_CallMethod(graph.get(), "call_method", "sOO", method.c_str(),
+                                             gt.get(), gkw.get()));
+  ++call_nodes;
+  VTP out = wrap_result(result.get(), node.get(), args, kwargs, fn, method);
+  if (out->kind == VK::Tensor && !out->device) out->device = result_device;
+  if (out->kind == VK::Tensor) out->device = result_device;
+  if (out->kind == VK::Tuple || out->kind == VK::List)
+    for (auto& e : out->items)
+      if (e->kind == VK::Tensor) e->device = result_device;
+  return out;
+}
+
+VTP Tracer::wrap_result(PyObject* res, PyObject* node, const std::vector<VTP>&,
+                        const std::vector<std::pair<std::string, VTP>>&, PyObject*,
+                        const std::string&) {
+  if (py::is_tensor(res)) {
+    auto v = std::make_shared<VT>(VK::Tensor);
+    v->node = Obj::borrow(node);
+    v->fake = is_meta_tensor(res) ? Obj::borrow(res) : make_fake(res);
+    return v;
+  }
+  if ((PyTuple_Check(res) || PyList_Check(res)) && PySequence_Size(res) > 0) {
+    Py_ssize_t n = PySequence_Size(res);
+    bool all_tensors = true;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      Obj e = check(PySequence_GetItem(res, i));
+      all_tensors &= py::is_tensor(e.get());
+    }
+    if (all_tensors) {
+      auto out = std::make_shared<VT>(PyList_Check(res) ? VK::List : VK::Tuple);
+      if (PyTuple_Check(res) && !PyTuple_CheckExact(res))
+        out->pytype = Obj::borrow(reinterpret_cast<PyObject*>(Py_TYPE(res)));
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        Obj e = check(PySequence_GetItem(res, i));
+        Obj idx = check(PyLong_FromSsize_t(i));
+        Obj a = check(PyTuple_Pack(2, node, idx.get()));
+        Obj gi = check(PyObject_CallMethod(graph.get(), "call_function", "OO", operator_fn("getitem"), a.get()));
+        auto v = std::make_shared<VT>(VK::Tensor);
+        v->node = gi;
+        v->fake = is_meta_tensor(e.get()) ? e : make_fake(e.get());
+        out->items.push_back(v);
+      }
+      return out;
+    }
+  }
+  if (res == Py_None) return make_const(res);  // an in-place op: keep the node
+  if (is_immutable(res)) {
+    check(PyObject_CallMethod(graph.get(), "erase_node", "O", node));
+    --call_nodes;
+    return make_const(res);
+  }
+  throw Unsupported{str("a tensor operation returned a ", Py_TYPE(res)->tp_name)};
+}
+
+// --- calls ----------------------------------------------------------------------------------------
+VTP Tracer::call(const VTP& fn, std::vector<VTP> args,
+                 std::vector<std::pair<std::string, VTP>> kwargs) {
+  switch (fn->kind) {
+    case VK::Const: return call_function_obj(fn->value.get(), fn, args, kwargs);
+    case VK::Func: return inline_function(fn->code.get(), fn->globals.get(), fn, std::move(args), std::move(kwargs));
+    case VK::Method:
+      if (fn->func) {
+        args.insert(args.begin(), fn->self);
+        return call(fn->func, std::move(args), std::move(kwargs));
+      }
+      return call_method(fn->self, fn->attr, args, kwargs);
+    case VK::TensorAttr: return call_tensor_method(fn->self, fn->attr, args, kwargs);
+    case VK::Module: return call_module(fn, args, kwargs);
+    case VK::GradExit:
+      set_grad_mode(fn->grad_prev);
+      return make_const(Py_None);
+    case VK::Object: {
+      PyObject* call_attr = _PyType_Lookup(Py_TYPE(fn->value.get()), PyUnicode_InternFromString("__call__"));
+      if (call_attr && PyFunction_Check(call_attr)) {
+        args.insert(args.begin(), fn);
+        return inline_function(PyFunction_GET_CODE(call_attr), PyFunction_GET_GLOBALS(call_attr),
+                               make_const(call_attr), std::move(args), std::move(kwargs));
+      }
+      throw Unsupported{str("call to ", describe(fn))};
+    }
+    default: throw Unsupported{str("call to a ", kind_name(fn->kind))};
+  }
+}
+
+VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& args,
+                              std::vector<std::pair<std::string, VTP>>& kwargs) {
+  if (is_op(fn)) return call_graph(fn, "", args, kwargs);
+  bool handled = false;
+  VTP r = call_builtin(fn, args, kwargs, &handled);
+  if (handled) return r;
+  if (type_named(fn, "CompiledFunction")) {
+    Obj inner = check(PyObject_GetAttrString(fn, "_fn"));
+    return call_function_obj(inner.get(), make_const(inner.get()), args, kwargs);
+  }
+  if (type_named(fn, "DisabledFunction"))
+    throw Unsupported{"call to a function marked ignis.compiler.disable"};
+  if (PyMethod_Check(fn)) {
+    PyObject* self = PyMethod_GET_SELF(fn);
+    PyObject* func = PyMethod_GET_FUNCTION(fn);
+    int reg = fnvt && fnvt->reg >= 0 ? guards().attr(fnvt->reg, PyUnicode_InternFromString("__self__")) : -1;
+    VTP selfvt = wrap_input(self, reg);
+    args.insert(args.begin(), selfvt);
+    return call_function_obj(func, make_const(func), args, kwargs);
+  }
+  if (PyFunction_Check(fn)) {
+    PyCodeObject* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn));
+    if (is_skipped(code) && type_named(fn, "function")) {
+      // Marked by ignis.compiler.disable (or rejected before): run it eagerly.
+      Obj m = Obj::steal(PyObject_GetAttrString(fn, "__module__"));
+      PyErr_Clear();
+      std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
+      if (mod.rfind("ignis", 0) != 0)
+        throw Unsupported{str("call to ", callable_name(fn), ", which capture skips")};
+    }
+    Obj m = Obj::steal(PyObject_GetAttrString(fn, "__module__"));
+    if (!m) PyErr_Clear();
+    std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
+    if (mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
+        mod == "ignis._functions" || mod == "ignis.functional")
+      return call_graph(fn, "", args, kwargs);
+    if (mod.rfind("ignis", 0) == 0)
+      throw Unsupported{str("call to ", callable_name(fn), " (ignis internals are not traced)")};
+    return inline_function(PyFunction_GET_CODE(fn), PyFunction_GET_GLOBALS(fn), fnvt,
+                           std::move(args), std::move(kwargs));
+  }
+  if (PyType_Check(fn)) {
+    if (fn == ig("no_grad") || fn == ig("enable_grad")) {
+      if (!args.empty() || !kwargs.empty()) throw Unsupported{"grad-mode context with arguments"};
+      auto g = std::make_shared<VT>(VK::GradMode);
+      g->grad_enabled = fn == ig("enable_grad");
+      g->value = Obj::borrow(fn);
+      return g;
+    }
+    if (fn == ig("set_grad_enabled")) {
+      if (args.size() != 1 || args[0]->kind != VK::Const)
+        throw Unsupported{"set_grad_enabled with a non-constant argument"};
+      auto g = std::make_shared<VT>(VK::GradMode);
+      g->grad_enabled = PyObject_IsTrue(args[0]->value.get());
+      g->grad_prev = grad_enabled;
+      g->grad_applied = true;
+      set_grad_mode(g->grad_enabled);
+      return g;
+    }
+    PyTypeObject* tp = reinterpret_cast<PyTypeObject*>(fn);
+    if (PyType_IsSubtype(tp, &PyTuple_Type) && PyObject_HasAttrString(fn, "_fields")) {
+      // A namedtuple: a tuple tracker that knows its type.
+      Obj fields = check(PyObject_GetAttrString(fn, "_fields"));
+      std::vector<VTP> items = args;
+      for (auto& [k, v] : kwargs) {
+        (void)k;
+        items.push_back(v);
+      }
+      if (static_cast<Py_ssize_t>(items.size()) != PyTuple_Size(fields.get()))
+        throw Unsupported{"namedtuple built with defaults or keywords out of order"};
+      auto t = std::make_shared<VT>(VK::Tuple);
+      t->items = std::move(items);
+      t->pytype = Obj::borrow(fn);
+      return t;
+    }
+  }
+  // Anything else with constant arguments that is known to be pure: fold.
+  throw Unsupported{str("call to ", callable_name(fn), " is not supported by capture")};
+}
+
+VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fnvt,
+                            std::vector<VTP> args,
+                            std::vector<std::pair<std::string, VTP>> kwargs) {
+  auto* co = reinterpret_cast<PyCodeObject*>(code_obj);
+  if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
+    throw Unsupported{str("call to the generator function ", utf8(co->co_name))};
+  if (inline_depth >= 32) throw Unsupported{"calls nest too deeply to inline"};
+  const CodeInfo& ci = code_info(co);
+  TFrame nf;
+  nf.ci = &ci;
+  nf.parent = cur;
+  nf.depth = cur->depth + 1;
+  nf.locals.assign(ci.nlocalsplus, nullptr);
+  nf.globals = Obj::borrow(globals);
+  PyObject* b = PyDict_GetItemString(globals, "__builtins__");
+  if (b && PyModule_Check(b)) b = PyModule_GetDict(b);
+  nf.builtins = Obj::borrow(b && PyDict_Check(b) ? b : builtins_dict());
+
+  // Closure cells and defaults: of a function made while tracing, or of a
+  // real function object (read through its source when it has one).
+  VTP func = fnvt;
+  if (fnvt && fnvt->kind == VK::Const && PyFunction_Check(fnvt->value.get())) {
+    PyObject* f = fnvt->value.get();
+    func = std::make_shared<VT>(VK::Func);
+    func->value = fnvt->value;
+    func->reg = fnvt->reg;
+    PyObject* closure = PyFunction_GET_CLOSURE(f);
+    int creg = fnvt->reg >= 0 && closure
+                   ? guards().attr(fnvt->reg, PyUnicode_InternFromString("__closure__")) : -1;
+    if (closure) {
+      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(closure); ++k) {
+        auto cell = std::make_shared<VT>(VK::Cell);
+        cell->value = Obj::borrow(PyTuple_GET_ITEM(closure, k));
+        cell->local = false;
+        cell->reg = creg >= 0 ? guards().attr(guards().item(creg, k),
+                                              PyUnicode_InternFromString("cell_contents"))
+                              : -1;
+        func->closure.push_back(cell);
+      }
+    }
+    PyObject* defaults = PyFunction_GET_DEFAULTS(f);
+    if (defaults) {
+      int dreg = fnvt->reg >= 0 ? guards().attr(fnvt->reg, PyUnicode_InternFromString("__defaults__")) : -1;
+      auto d = std::make_shared<VT>(VK::Tuple);
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defaults); ++i)
+        d->items.push_back(wrap_input(PyTuple_GET_ITEM(defaults, i), dreg >= 0 ? guards().item(dreg, i) : -1));
+      func->defaults = d;
+    }
+    PyObject* kwdefaults = PyFunction_GET_KW_DEFAULTS(f);
+    if (kwdefaults && PyDict_Size(kwdefaults) > 0) {
+      auto d = std::make_shared<VT>(VK::Dict);
+      PyObject *k, *v;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(kwdefaults, &pos, &k, &v)) {
+        d->keys.push_back(Obj::borrow(k));
+        d->items.push_back(wrap_input(v, -1));
+      }
+      func->kwdefaults = d;
+    }
+  }
+  nf.func = func;
+
+  // Bind arguments as CPython does.
+  int argcount = co->co_argcount, kwonly = co->co_kwonlyargcount;
+  int posonly = co->co_posonlyargcount;
+  bool varargs = co->co_flags & CO_VARARGS, varkw = co->co_flags & CO_VARKEYWORDS;
+  std::string fname = utf8(co->co_name);
+  size_t npos = std::min(args.size(), static_cast<size_t>(argcount));
+  for (size_t i = 0; i < npos; ++i) nf.locals[i] = args[i];
+  if (args.size() > static_cast<size_t>(argcount)) {
+    if (!varargs) throw Unsupported{str(fname, "() takes ", argcount, " positional arguments but ", args.size(), " were given")};
+  }
+  if (varargs) {
+    std::vector<VTP> extra;
+    for (size_t i = argcount; i < args.size(); ++i) extra.push_back(args[i]);
+    nf.locals[argcount + kwonly] = make_tuple(extra);
+  }
+  std::shared_ptr<VT> kwdict;
+  if (varkw) {
+    kwdict = std::make_shared<VT>(VK::Dict);
+    nf.locals[argcount + kwonly + (varargs ? 1 : 0)] = kwdict;
+  }
+  for (auto& [k, v] : kwargs) {
+    int slot = -1;
+    for (int i = posonly; i < argcount + kwonly; ++i)
+      if (ci.slot_names[i] == k) slot = i;
+    if (slot < 0) {
+      if (!kwdict) throw Unsupported{str(fname, "() got an unexpected keyword argument '", k, "'")};
+      Obj key = check(PyUnicode_FromString(k.c_str()));
+      kwdict->keys.push_back(key);
+      kwdict->items.push_back(v);
+      continue;
+    }
+    if (nf.locals[slot]) throw Unsupported{str(fname, "() got multiple values for argument '", k, "'")};
+    nf.locals[slot] = v;
+  }
+  if (func && func->defaults) {
+    std::vector<VTP> d = unpack(func->defaults);
+    int first = argcount - static_cast<int>(d.size());
+    for (int i = std::max(first, 0); i < argcount; ++i)
+      if (!nf.locals[i]) nf.locals[i] = d[i - first];
+  }
+  if (func && func->kwdefaults) {
+    for (int i = argcount; i < argcount + kwonly; ++i) {
+      if (nf.locals[i]) continue;
+      for (size_t k = 0; k < func->kwdefaults->keys.size(); ++k)
+        if (utf8(func->kwdefaults->keys[k].get()) == ci.slot_names[i]) nf.locals[i] = func->kwdefaults->items[k];
+    }
+  }
+  for (int i = 0; i < argcount + kwonly; ++i)
+    if (!nf.locals[i]) throw Unsupported{str(fname, "() missing argument '", ci.slot_names[i], "'")};
+
+  TFrame* saved = cur;
+  cur = &nf;
+  ++inline_depth;
+  try {
+    VTP r = run_frame(nf);
+    cur = saved;
+    --inline_depth;
+    return r;
+  } catch (Unsupported& u) {
+    cur = saved;
+    --inline_depth;
+    const Instr& at = root->ci->ins[root->pc];
+    throw RestartAt{at.offset, u.reason, ci.filename, nf.line};
+  } catch (...) {
+    cur = saved;
+    --inline_depth;
+    throw;
+  }
+}
+
+VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
+                        std::vector<std::pair<std::string, VTP>>& kwargs) {
+  PyObject* m = mod->value.get();
+  static const char* hook_dicts[] = {"_forward_hooks", "_forward_pre_hooks",
+                                     "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs",
+                                     "_backward_hooks", "_backward_pre_hooks"};
+  for (const char* h : hook_dicts) {
+    Obj d = Obj::steal(PyObject_GetAttrString(m, h));
+    if (!d) {
+      PyErr_Clear();
+      continue;
+    }
+    Py_ssize_t n = PyObject_Length(d.get());
+    if (n < 0) {
+      PyErr_Clear();
+      continue;
+    }
+    if (n > 0) throw Unsupported{str("call of a module with ", h + 1)};
+    if (mod->reg >= 0) guards().check_len(guards().attr(mod->reg, PyUnicode_InternFromString(h)), 0);
+  }
+  PyObject* fwd = _PyType_Lookup(Py_TYPE(m), PyUnicode_InternFromString("forward"));
+  if (!fwd || !PyFunction_Check(fwd)) throw Unsupported{str("module ", Py_TYPE(m)->tp_name, " has no Python forward")};
+  args.insert(args.begin(), mod);
+  return inline_function(PyFunction_GET_CODE(fwd), PyFunction_GET_GLOBALS(fwd), make_const(fwd),
+                         std::move(args), std::move(kwargs));
+}
+
+VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
+                               std::vector<std::pair<std::string, VTP>>& kwargs) {
+  if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
+  if (name == "get_device") {
+    Obj idx = check(PyObject_GetAttrString(self->device.get(), "index"));
+    Obj type = check(PyObject_GetAttrString(self->device.get(), "type"));
+    if (utf8(type.get()) == "cpu") return make_const(Obj::steal(PyLong_FromLong(-1)).get());
+    return make_const(idx.get() == Py_None ? Obj::steal(PyLong_FromLong(0)).get() : idx.get());
+  }
+  std::vector<VTP> all;
+  all.push_back(self);
+  for (auto& a : args) all.push_back(a);
+  return call_graph(nullptr, name, all, kwargs);
+}
+
+VTP Tracer::call_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
+                        std::vector<std::pair<std::string, VTP>>& kwargs) {
+  auto need_local = [&] {
+    if (!self->local)
+      throw Unsupported{str("mutation of a ", kind_name(self->kind),
+                            " that came from outside the compiled function (", name, ")")};
+  };
+  auto const_arg = [&](size_t i) {
+    Obj c = i < args.size() ? const_value(args[i]) : Obj();
+    if (!c) throw Unsupported{str(kind_name(self->kind), ".", name, " with a non-constant argument")};
+    return c;
+  };
+  if (!kwargs.empty() && name != "update" && name != "get")
+    throw Unsupported{str(kind_name(self->kind), ".", name, " with keyword arguments")};
+  if (self->kind == VK::List) {
+    if (name == "append") { need_local(); self->items.push_back(args.at(0)); return make_const(Py_None); }
+    if (name == "extend") { need_local(); for (auto& e : unpack(args.at(0))) self->items.push_back(e); return make_const(Py_None); }
+    if (name == "insert") {
+      need_local();
+      Py_ssize_t i = PyLong_AsSsize_t(const_arg(0).get());
+      Py_ssize_t n = static_cast<Py_ssize_t>(self->items.size());
+      if (i < 0) i = std::max<Py_ssize_t>(0, i + n);
+      i = std::min(i, n);
+      self->items.insert(self->items.begin() + i, args.at(1));
+      return make_const(Py_None);
+    }
+    if (name == "pop") {
+      need_local();
+      if (self->items.empty()) throw Unsupported{"pop from empty list"};
+      Py_ssize_t n = static_cast<Py_ssize_t>(self->items.size());
+      Py_ssize_t i = args.empty() ? n - 1 : PyLong_AsSsize_t(const_arg(0).get());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) throw Unsupported{"pop index out of range"};
+      VTP v = self->items[i];
+      self->items.erase(self->items.begin() + i);
+      return v;
+    }
+    if (name == "reverse") { need_local(); std::reverse(self->items.begin(), self->items.end()); return make_const(Py_None); }
+    if (name == "clear") { need_local(); self->items.clear(); return make_const(Py_None); }
+    if (name == "copy") return make_list(self->items);
+  }
+  if (self->kind == VK::Dict) {
+    auto find = [&](PyObject* key) -> int {
+      for (size_t i = 0; i < self->keys.size(); ++i) {
+        int r = PyObject_RichCompareBool(self->keys[i].get(), key, Py_EQ);
+        if (r < 0) throw PyErrorSet{};
+        if (r) return static_cast<int>(i);
+      }
+      return -1;
+    };
+    if (name == "keys") {
+      std::vector<VTP> ks;
+      for (auto& k : self->keys) ks.push_back(make_const(k.get()));
+      return make_list(ks);
+    }
+    if (name == "values") return make_list(self->items);
+    if (name == "items") {
+      std::vector<VTP> kvs;
+      for (size_t i = 0; i < self->keys.size(); ++i) kvs.push_back(make_tuple({make_const(self->keys[i].get()), self->items[i]}));
+      return make_list(kvs);
+    }
+    if (name == "get") {
+      int i = find(const_arg(0).get());
+      if (i >= 0) return self->items[i];
+      return args.size() > 1 ? args[1] : make_const(Py_None);
+    }
+    if (name == "update") {
+      need_local();
+      auto put = [&](PyObject* k, const VTP& v) {
+        int i = find(k);
+        if (i >= 0) self->items[i] = v;
+        else {
+          self->keys.push_back(Obj::borrow(k));
+          self->items.push_back(v);
+        }
+      };
+      if (!args.empty()) {
+        VTP o = args[0];
+        if (o->kind != VK::Dict) throw Unsupported{"dict.update with a non-dict"};
+        for (size_t i = 0; i < o->keys.size(); ++i) put(o->keys[i].get(), o->items[i]);
+      }
+      for (auto& [k, v] : kwargs) {
+        Obj key = check(PyUnicode_FromString(k.c_str()));
+        put(key.get(), v);
+      }
+      return make_const(Py_None);
+    }
+    if (name == "pop") {
+      need_local();
+      int i = find(const_arg(0).get());
+      if (i < 0) {
+        if (args.size() > 1) return args[1];
+        throw Unsupported{"KeyError in dict.pop"};
+      }
+      VTP v = self->items[i];
+      self->items.erase(self->items.begin() + i);
+      self->keys.erase(self->keys.begin() + i);
+      return v;
+    }
+    if (name == "copy") {
+      auto d = std::make_shared<VT>(VK::Dict);
+      d->keys = self->keys;
+      d->items = self->items;
+      return d;
+    }
+    if (name == "__contains__") return make_const(find(const_arg(0).get()) >= 0 ? Py_True : Py_False);
+  }
+  if (self->kind == VK::List || self->kind == VK::Tuple) {
+    if (name == "index" || name == "count") {
+      Obj needle = const_arg(0);
+      Py_ssize_t count = 0, first = -1;
+      for (size_t i = 0; i < self->items.size(); ++i) {
+        Obj e = const_value(self->items[i]);
+        if (!e) throw Unsupported{str(kind_name(self->kind), ".", name, " over tensors")};
+        int r = PyObject_RichCompareBool(e.get(), needle.get(), Py_EQ);
+        if (r < 0) throw PyErrorSet{};
+        if (r) {
+          ++count;
+          if (first < 0) first = static_cast<Py_ssize_t>(i);
+        }
+      }
+      if (name == "index" && first < 0) throw Unsupported{"ValueError in index()"};
+      Obj out = check(PyLong_FromSsize_t(name == "index" ? first : count));
+      return make_const(out.get());
+    }
+  }
+  throw Unsupported{str(kind_name(self->kind), ".", name, "() is not supported by capture")};
+}
+
+// --- builtins -------------------------------------------------------------------------------------
+VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
+                         std::vector<std::pair<std::string, VTP>>& kwargs, bool* handled) {
+  *handled = true;
+  auto is_builtin = [&](const char* name) {
+    PyObject* b = PyDict_GetItemString(builtins_dict(), name);
+    return b && b == fn;
+  };
+  auto all_const = [&](Obj* out_args, Obj* out_kw) {
+    Obj l = check(PyList_New(0));
+    for (auto& a : args) {
+      Obj c = const_value(a);
+      if (!c) return false;
+      PyList_Append(l.get(), c.get());
+    }
+    Obj kw = check(PyDict_New());
+    for (auto& [k, v] : kwargs) {
+      Obj c = const_value(v);
+      if (!c) return false;
+      PyDict_SetItemString(kw.get(), k.c_str(), c.get());
+    }
+    *out_args = check(PyList_AsTuple(l.get()));
+    *out_kw = kw;
+    return true;
+  };
+  auto wrap_folded = [&](PyObject* r) -> VTP {
+    if (is_immutable(r) || is_identity_object(r)) return make_const(r);
+    if (PyList_CheckExact(r) || PyTuple_CheckExact(r)) {
+      std::vector<VTP> items;
+      for (Py_ssize_t i = 0; i < PySequence_Size(r); ++i) {
+        Obj e = check(PySequence_GetItem(r, i));
+        if (!is_immutable(e.get())) throw Unsupported{"folded a call into unsupported values"};
+        items.push_back(make_const(e.get()));
+      }
+      return PyList_CheckExact(r) ? make_list(items) : make_tuple(items);
+    }
+    throw Unsupported{str("folded a call into a ", Py_TYPE(r)->tp_name)};
+  };
+  auto fold = [&]() -> VTP {
+    Obj a, k;
+    if (!all_const(&a, &k)) return nullptr;
+    Obj r = check(PyObject_Call(fn, a.get(), k.get()));
+    return wrap_folded(r.get());
+  };
+
+  if (is_builtin("print")) throw Unsupported{"call to print()"};
+  if (is_builtin("len")) {
+    if (args.size() != 1) throw Unsupported{"len() with wrong arguments"};
+    VTP a = args[0];
+    Py_ssize_t n = -1;
+    if (a->kind == VK::List || a->kind == VK::Tuple) n = static_cast<Py_ssize_t>(a->items.size());
+    else if (a->kind == VK::Dict) n = static_cast<Py_ssize_t>(a->keys.size());
+    else if (a->kind == VK::Tensor) {
+      Obj shape = check(PyObject_GetAttrString(a->fake.get(), "shape"));
+      if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"len() of a 0-d tensor"};
+      n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape.get(), 0));
+    } else if (a->kind == VK::Const || a->kind == VK::Module) {
+      n = PyObject_Length(a->value.get());
+      if (n < 0) throw PyErrorSet{};
+    } else {
+      throw Unsupported{str("len() of a ", kind_name(a->kind))};
+    }
+    return make_const(Obj::steal(PyLong_FromSsize_t(n)).get());
+  }
+  if (is_builtin("isinstance") || is_builtin("issubclass")) {
+    if (args.size() != 2) throw Unsupported{"isinstance() with wrong arguments"};
+    Obj cls = const_value(args[1]);
+    if (!cls) throw Unsupported{"isinstance() against a non-constant class"};
+    PyObject* tp;
+    VTP a = args[0];
+    Obj holder;
+    if (is_builtin("issubclass")) {
+      if (a->kind != VK::Const) throw Unsupported{"issubclass() of a non-constant"};
+      tp = a->value.get();
+    } else if (a->kind == VK::Tensor) {
+      tp = a->value ? reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()))
+                    : reinterpret_cast<PyObject*>(py::TensorClass);
+    } else if (a->kind == VK::List) tp = reinterpret_cast<PyObject*>(&PyList_Type);
+    else if (a->kind == VK::Tuple) tp = a->pytype ? a->pytype.get() : reinterpret_cast<PyObject*>(&PyTuple_Type);
+    else if (a->kind == VK::Dict) tp = reinterpret_cast<PyObject*>(&PyDict_Type);
+    else if (a->value) tp = reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()));
+    else throw Unsupported{str("isinstance() of a ", kind_name(a->kind))};
+    int r = PyObject_IsSubclass(tp, cls.get());
+    if (r < 0) throw PyErrorSet{};
+    return make_const(r ? Py_True : Py_False);
+  }
+  if (is_builtin("type") && args.size() == 1) {
+    VTP a = args[0];
+    if (a->kind == VK::Tensor)
+      return make_const(a->value ? reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()))
+                                 : reinterpret_cast<PyObject*>(py::TensorClass));
+    if (a->kind == VK::List) return make_const(reinterpret_cast<PyObject*>(&PyList_Type));
+    if (a->kind == VK::Tuple) return make_const(a->pytype ? a->pytype.get() : reinterpret_cast<PyObject*>(&PyTuple_Type));
+    if (a->kind == VK::Dict) return make_const(reinterpret_cast<PyObject*>(&PyDict_Type));
+    if (a->value) return make_const(reinterpret_cast<PyObject*>(Py_TYPE(a->value.get())));
+    throw Unsupported{str("type() of a ", kind_name(a->kind))};
+  }
+  if (is_builtin("getattr") || is_builtin("hasattr")) {
+    if (args.size() < 2) throw Unsupported{"getattr() with wrong arguments"};
+    Obj name = const_value(args[1]);
+    if (!name || !PyUnicode_Check(name.get())) throw Unsupported{"getattr() with a non-constant name"};
+    try {
+      VTP r = getattr(args[0], name.get());
+      return is_builtin("hasattr") ? make_const(Py_True) : r;
+    } catch (Unsupported& u) {
+      // Only a plain missing attribute makes hasattr False / getattr's default.
+      if (u.reason.find("has no attribute") == std::string::npos) throw;
+      if (is_builtin("hasattr")) return make_const(Py_False);
+      if (args.size() > 2) return args[2];
+      throw;
+    }
+  }
+  if (is_builtin("range")) {
+    VTP r = fold();
+    if (!r) throw Unsupported{"range() over non-constant bounds"};
+    return r;
+  }
+  if (is_builtin("enumerate")) {
+    if (args.empty()) throw Unsupported{"enumerate() without arguments"};
+    long start = 0;
+    if (args.size() > 1) start = PyLong_AsLong(const_value(args[1]).get());
+    for (auto& [k, v] : kwargs)
+      if (k == "start") start = PyLong_AsLong(const_value(v).get());
+    std::vector<VTP> out;
+    long i = start;
+    for (auto& e : unpack(args[0])) out.push_back(make_tuple({make_const(Obj::steal(PyLong_FromLong(i++)).get()), e}));
+    return get_iter(make_list(out));
+  }
+  if (is_builtin("zip")) {
+    std::vector<std::vector<VTP>> seqs;
+    size_t n = SIZE_MAX;
+    for (auto& a : args) {
+      seqs.push_back(unpack(a));
+      n = std::min(n, seqs.back().size());
+    }
+    if (seqs.empty()) n = 0;
+    std::vector<VTP> out;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<VTP> t;
+      for (auto& s : seqs) t.push_back(s[i]);
+      out.push_back(make_tuple(t));
+    }
+    return get_iter(make_list(out));
+  }
+  if (is_builtin("reversed")) {
+    auto items = unpack(args.at(0));
+    std::reverse(items.begin(), items.end());
+    return get_iter(make_list(items));
+  }
+  if (is_builtin("iter")) return get_iter(args.at(0));
+  if (is_builtin("next")) {
+    VTP it = args.at(0);
+    if (it->kind != VK::Iter) throw Unsupported{"next() of a non-iterator"};
+    VTP v = iter_next(it);
+    if (!v) {
+      if (args.size() > 1) return args[1];
+      throw Unsupported{"StopIteration from next()"};
+    }
+    return v;
+  }
+  if (is_builtin("list")) {
+    if (args.empty()) return make_list({});
+    return make_list(unpack(args[0]));
+  }
+  if (is_builtin("tuple")) {
+    if (args.empty()) return make_tuple({});
+    return make_tuple(unpack(args[0]));
+  }
+  if (is_builtin("dict")) {
+    auto d = std::make_shared<VT>(VK::Dict);
+    if (!args.empty()) {
+      VTP src = args[0];
+      if (src->kind == VK::Dict) {
+        d->keys = src->keys;
+        d->items = src->items;
+      } else {
+        for (auto& kv : unpack(src)) {
+          auto pair = unpack(kv);
+          Obj k = pair.size() == 2 ? const_value(pair[0]) : Obj();
+          if (!k) throw Unsupported{"dict() from pairs with non-constant keys"};
+          d->keys.push_back(k);
+          d->items.push_back(pair[1]);
+        }
+      }
+    }
+    for (auto& [k, v] : kwargs) {
+      d->keys.push_back(check(PyUnicode_FromString(k.c_str())));
+      d->items.push_back(v);
+    }
+    return d;
+  }
+  if (is_builtin("sum")) {
+    if (args.empty()) throw Unsupported{"sum() without arguments"};
+    VTP r = fold();
+    if (r) return r;
+    auto items = unpack(args[0]);
+    VTP acc = args.size() > 1 ? args[1] : make_const(Obj::steal(PyLong_FromLong(0)).get());
+    for (auto& [k, v] : kwargs)
+      if (k == "start") acc = v;
+    for (auto& e : items) acc = binary("add", acc, e);
+    return acc;
+  }
+  if (is_builtin("min") || is_builtin("max") || is_builtin("abs")) {
+    VTP r = fold();
+    if (r) return r;
+    if (is_builtin("abs") && args.size() == 1 && args[0]->kind == VK::Tensor) return unary("abs", args[0]);
+    if (args.size() == 1) {
+      auto items = unpack(args[0]);
+      std::vector<VTP> copy = items;
+      args = copy;
+      r = fold();
+      if (r) return r;
+    }
+    throw Unsupported{"min()/max() over tensors (use ignis.minimum / ignis.maximum)"};
+  }
+  if (is_builtin("all") || is_builtin("any")) {
+    bool want_all = is_builtin("all");
+    for (auto& e : unpack(args.at(0))) {
+      bool t = truth(e);
+      if (want_all && !t) return make_const(Py_False);
+      if (!want_all && t) return make_const(Py_True);
+    }
+    return make_const(want_all ? Py_True : Py_False);
+  }
+  if (is_builtin("map")) {
+    if (args.size() < 2) throw Unsupported{"map() with wrong arguments"};
+    std::vector<std::vector<VTP>> seqs;
+    size_t n = SIZE_MAX;
+    for (size_t i = 1; i < args.size(); ++i) {
+      seqs.push_back(unpack(args[i]));
+      n = std::min(n, seqs.back().size());
+    }
+    std::vector<VTP> out;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<VTP> a;
+      for (auto& s : seqs) a.push_back(s[i]);
+      out.push_back(call(args[0], a, {}));
+    }
+    return get_iter(make_list(out));
+  }
+  if (is_builtin("int") || is_builtin("float") || is_builtin("bool") || is_builtin("str") ||
+      is_builtin("repr") || is_builtin("round") || is_builtin("divmod") || is_builtin("pow") ||
+      is_builtin("sorted") || is_builtin("callable") || is_builtin("chr") || is_builtin("ord") ||
+      is_builtin("hash") || is_builtin("slice") || is_builtin("format")) {
+    for (auto& a : args)
+      if (a->kind == VK::Tensor)
+        throw Unsupported{str(callable_name(fn), "() of a tensor reads its value (data-dependent)")};
+    if (is_builtin("callable") && args.size() == 1 && !args[0]->value) {
+      VK k = args[0]->kind;
+      return make_const(k == VK::Func || k == VK::Method || k == VK::TensorAttr || k == VK::Module ? Py_True : Py_False);
+    }
+    VTP r = fold();
+    if (r) return r;
+    throw Unsupported{str(callable_name(fn), "() of values capture cannot fold")};
+  }
+  // math.* and operator.*: fold over constants; operator.* over tensors is a graph op.
+  if (PyCFunction_Check(fn)) {
+    PyObject* self = PyCFunction_GET_SELF(fn);
+    std::string mod;
+    if (self && PyModule_Check(self)) mod = PyModule_GetName(self) ? PyModule_GetName(self) : "";
+    if (mod == "math" || mod == "_operator" || mod == "operator" || mod == "cmath") {
+      VTP r = fold();
+      if (r) return r;
+      if (mod != "math" && mod != "cmath") {
+        bool any_tensor = false;
+        for (auto& a : args) any_tensor |= a->kind == VK::Tensor;
+        if (any_tensor) return call_graph(fn, "", args, kwargs);
+      }
+      throw Unsupported{str(callable_name(fn), "() over tensors")};
+    }
+    if (self && !PyModule_Check(self) && is_immutable(self)) {
+      VTP r = fold();  // a method of a constant: "a,b".split(",")
+      if (r) return r;
+    }
+    if (fn == ig("is_grad_enabled")) return make_const(grad_enabled ? Py_True : Py_False);
+    if (fn == ig("get_default_dtype")) {
+      Obj d = check(PyObject_CallNoArgs(fn));
+      guards().check_default_dtype(static_cast<int>(py::dtype_of(d.get())));
+      return make_const(d.get());
+    }
+  }
+  if (Py_TYPE(fn) == &PyMethodDescr_Type || Py_TYPE(fn) == &PyWrapperDescr_Type) {
+    VTP r = fold();  // str.join(",", parts) and friends over constants
+    if (r) return r;
+  }
+  *handled = false;
+  return nullptr;
+}
+
+// --- attributes ------------------------------------------------------------------------------------
+VTP Tracer::getattr(const VTP& obj, PyObject* name) {
+  std::string n = utf8(name);
+  switch (obj->kind) {
+    case VK::Tensor: {
+      if (n == "device") return make_const(obj->device.get());
+      if (n == "is_cuda") {
+        Obj type = check(PyObject_GetAttrString(obj->device.get(), "type"));
+        return make_const(utf8(type.get()) == "cuda" ? Py_True : Py_False);
+      }
+      if (n == "data" || n == "grad" || n == "grad_fn" || n == "_version" || n == "_base")
+        throw Unsupported{str("Tensor.", n, " inside a captured function")};
+      Obj v = Obj::steal(PyObject_GetAttr(obj->fake.get(), name));
+      if (!v) {
+        PyErr_Clear();
+        throw Unsupported{str("'Tensor' object has no attribute '", n, "'")};
+      }
+      if (PyCallable_Check(v.get())) {
+        auto m = std::make_shared<VT>(VK::TensorAttr);
+        m->self = obj;
+        m->attr = n;
+        return m;
+      }
+      if (py::is_tensor(v.get())) {
+        // A tensor property (T, mT, real, ...): a getattr node.
+        Obj args = check(Py_BuildValue("(OO)", node_of(obj), name));
+        Obj node = check(PyObject_CallMethod(graph.get(), "call_function", "OO",
+                                             PyDict_GetItemString(builtins_dict(), "getattr"), args.get()));
+        ++call_nodes;
+        auto t = std::make_shared<VT>(VK::Tensor);
+        t->node = node;
+        t->fake = v;
+        t->device = obj->device;
+        return t;
+      }
+      if (is_immutable(v.get())) return make_const(v.get());  // shape, dtype, ndim, requires_grad
+      throw Unsupported{str("Tensor.", n, " of type ", Py_TYPE(v.get())->tp_name)};
+    }
+    case VK::Const: {
+      Obj v = Obj::steal(PyObject_GetAttr(obj->value.get(), name));
+      if (!v) {
+        PyErr_Clear();
+        throw Unsupported{str(describe(obj), " has no attribute '", n, "'")};
+      }
+      if (py::is_tensor(v.get())) {
+        // e.g. a tensor held by a module-level object: read it through a source.
+        if (obj->reg < 0) throw Unsupported{str("a tensor attribute '", n, "' capture cannot guard")};
+        return wrap_input(v.get(), guards().attr(obj->reg, name));
+      }
+      if (is_immutable(v.get()) || is_identity_object(v.get())) return make_const(v.get());
+      return wrap_input(v.get(), obj->reg >= 0 ? guards().attr(obj->reg, name) : -1);
+    }
+    case VK::Module:
+    case VK::Object: {
+      PyObject* o = obj->value.get();
+      PyObject** dictptr = _PyObject_GetDictPtr(o);
+      PyObject* d = dictptr ? *dictptr : nullptr;
+      // A data descriptor on the class wins over the instance dict.
+      PyObject* ca = _PyType_Lookup(Py_TYPE(o), name);
+      if (ca && PyObject_TypeCheck(ca, &PyProperty_Type)) {
+        Obj fget = check(PyObject_GetAttrString(ca, "fget"));
+        if (!PyFunction_Check(fget.get())) throw Unsupported{str("property ", n, " without a Python getter")};
+        return inline_function(PyFunction_GET_CODE(fget.get()), PyFunction_GET_GLOBALS(fget.get()),
+                               make_const(fget.get()), {obj}, {});
+      }
+      if (obj->kind == VK::Module && d) {
+        static const char* stores[] = {"_parameters", "_buffers", "_modules"};
+        for (const char* s : stores) {
+          PyObject* sd = PyDict_GetItemString(d, s);
+          if (!sd || !PyDict_Check(sd)) continue;
+          PyObject* v = PyDict_GetItemWithError(sd, name);
+          if (!v) {
+            if (PyErr_Occurred()) throw PyErrorSet{};
+            continue;
+          }
+          int r = guards().dict_item(guards().attr(obj->reg, PyUnicode_InternFromString(s)), name);
+          return wrap_input(v, r);
+        }
+      }
+      if (d) {
+        PyObject* v = PyDict_GetItemWithError(d, name);
+        if (v) return wrap_input(v, obj->reg >= 0 ? guards().attr(obj->reg, name) : -1);
+        if (PyErr_Occurred()) throw PyErrorSet{};
+      }
+      if (ca) {
+        if (PyFunction_Check(ca)) {
+          auto m = std::make_shared<VT>(VK::Method);
+          m->self = obj;
+          m->func = make_const(ca);
+          return m;
+        }
+        if (Py_TYPE(ca) == &PyStaticMethod_Type || Py_TYPE(ca) == &PyClassMethod_Type) {
+          Obj v = check(PyObject_GetAttr(o, name));
+          return make_const(v.get());
+        }
+        if (is_immutable(ca) || is_identity_object(ca)) return make_const(ca);
+      }
+      if (obj->kind == VK::Module) {
+        // nn.Module.__getattr__ would raise for anything not found above.
+        throw Unsupported{str("'", Py_TYPE(o)->tp_name, "' object has no attribute '", n, "'")};
+      }
+      Obj v = Obj::steal(PyObject_GetAttr(o, name));
+      if (!v) {
+        PyErr_Clear();
+        throw Unsupported{str("'", Py_TYPE(o)->tp_name, "' object has no attribute '", n, "'")};
+      }
+      return wrap_input(v.get(), obj->reg >= 0 ? guards().attr(obj->reg, name) : -1);
+    }
+    case VK::Tuple:
+      if (obj->pytype) {
+        Obj fields = Obj::steal(PyObject_GetAttrString(obj->pytype.get(), "_fields"));
+        if (!fields) PyErr_Clear();
+        if (fields && PyTuple_Check(fields.get())) {
+          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields.get()); ++i)
+            if (utf8(PyTuple_GET_ITEM(fields.get(), i)) == n && static_cast<size_t>(i) < obj->items.size())
+              return obj->items[i];
+        }
+      }
+      [[fallthrough]];
+    case VK::List:
+    case VK::Dict: {
+      auto m = std::make_shared<VT>(VK::Method);
+      m->self = obj;
+      m->attr = n;
+      return m;
+    }
+    case VK::Func:
+      if (obj->value) return make_const(check(PyObject_GetAttr(obj->value.get(), name)).get());
+      if (n == "__name__" || n == "__qualname__") return make_const(obj->name.get());
+      break;
+    case VK::GradMode:
+      break;
+    default: break;
+  }
+  throw Unsupported{str("attribute '", n, "' of a ", kind_name(obj->kind))};
+}
+
+// --- operators --------------------------------------------------------------------------------------
+VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
+  if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
+  std::string op = name;
+  if (a->kind == VK::List && (op == "iadd")) {
+    if (!a->local) throw Unsupported{"+= on a list that came from outside the compiled function"};
+    for (auto& e : unpack(b)) a->items.push_back(e);
+    return a;
+  }
+  if ((a->kind == VK::List || a->kind == VK::Tuple) && (op == "add" || op == "iadd") &&
+      (b->kind == a->kind || (b->kind == VK::Const && (a->kind == VK::List ? PyList_Check(b->value.get()) : PyTuple_Check(b->value.get()))))) {
+    std::vector<VTP> items = a->items;
+    for (auto& e : unpack(b)) items.push_back(e);
+    return a->kind == VK::List ? make_list(items) : make_tuple(items);
+  }
+  if ((a->kind == VK::List || a->kind == VK::Tuple) && (op == "mul" || op == "imul") && b->kind == VK::Const &&
+      PyLong_Check(b->value.get())) {
+    long times = PyLong_AsLong(b->value.get());
+    std::vector<VTP> items;
+    for (long t = 0; t < times; ++t)
+      for (auto& e : a->items) items.push_back(e);
+    if (op == "imul" && a->kind == VK::List) {
+      if (!a->local) throw Unsupported{"*= on a list that came from outside the compiled function"};
+      a->items = items;
+      return a;
+    }
+    return a->kind == VK::List ? make_list(items) : make_tuple(items);
+  }
+  if (b->kind == VK::Tuple && a->kind == VK::Const && PyTuple_Check(a->value.get()) && op == "add") {
+    std::vector<VTP> items = unpack(a);
+    for (auto& e : b->items) items.push_back(e);
+    return make_tuple(items);
+  }
+  Obj av = const_value(a), bv = const_value(b);
+  if (av && bv && a->kind != VK::List && b->kind != VK::List) {
+    Obj r = check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), bv.get(), nullptr));
+    if (is_immutable(r.get())) return make_const(r.get());
+    throw Unsupported{str("operator ", name, " made a ", Py_TYPE(r.get())->tp_name)};
+  }
+  throw Unsupported{str("operator ", name, " on a ", kind_name(a->kind), " and a ", kind_name(b->kind))};
+}
+
+VTP Tracer::unary(const char* name, const VTP& a) {
+  if (a->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a}, {});
+  Obj av = const_value(a);
+  if (av && a->kind == VK::Const) {
+    Obj r = check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), nullptr));
+    return make_const(r.get());
+  }
+  throw Unsupported{str("operator ", name, " on a ", kind_name(a->kind))};
+}
+
+VTP Tracer::compare(const char* op, const VTP& a, const VTP& b) {
+  static const std::pair<const char*, const char*> table[] = {
+      {"<", "lt"}, {"<=", "le"}, {"==", "eq"}, {"!=", "ne"}, {">", "gt"}, {">=", "ge"}};
+  const char* name = nullptr;
+  for (auto& [s, n] : table)
+    if (std::strcmp(op, s) == 0) name = n;
+  if (!name) throw Unsupported{str("comparison ", op)};
+  if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
+  Obj av = const_value(a), bv = const_value(b);
+  if (!av && a->value) av = a->value;
+  if (!bv && b->value) bv = b->value;
+  if (av && bv) {
+    Obj r = check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), bv.get(), nullptr));
+    if (is_immutable(r.get())) return make_const(r.get());
+  }
+  throw Unsupported{str("comparison ", op, " between a ", kind_name(a->kind), " and a ", kind_name(b->kind))};
+}
+
+namespace {
+bool has_bool_tensor(const VTP& k) {
+  if (k->kind == VK::Tensor) {
+    Obj dt = Obj::steal(PyObject_GetAttrString(k->fake.get(), "dtype"));
+    if (!dt) {
+      PyErr_Clear();
+      return false;
+    }
+    Obj s = Obj::steal(PyObject_Str(dt.get()));
+    std::string name = s ? utf8(s.get()) : "";
+    return name.find("bool") != std::string::npos || name.find("uint8") != std::string::npos;
+  }
+  if (k->kind == VK::Tuple || k->kind == VK::List)
+    for (auto& e : k->items)
+      if (has_bool_tensor(e)) return true;
+  return false;
+}
+}  // namespace
+
+VTP Tracer::subscr(const VTP& obj, const VTP& key) {
+  if (obj->kind == VK::Tensor) {
+    if (has_bool_tensor(key)) throw Unsupported{"indexing with a boolean mask has a data-dependent shape"};
+    return call_graph(operator_fn("getitem"), "", {obj, key}, {});
+  }
+  Obj k = const_value(key);
+  if (obj->kind == VK::List || obj->kind == VK::Tuple) {
+    if (!k) throw Unsupported{"indexing a list with a non-constant index"};
+    Py_ssize_t n = static_cast<Py_ssize_t>(obj->items.size());
+    if (PyLong_Check(k.get())) {
+      Py_ssize_t i = PyLong_AsSsize_t(k.get());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) throw Unsupported{"IndexError: index out of range"};
+      return obj->items[i];
+    }
+    if (PySlice_Check(k.get())) {
+      Py_ssize_t start, stop, step, len;
+      if (PySlice_GetIndicesEx(k.get(), n, &start, &stop, &step, &len) < 0) throw PyErrorSet{};
+      std::vector<VTP> items;
+      for (Py_ssize_t i = 0, j = start; i < len; ++i, j += step) items.push_back(obj->items[j]);
+      return obj->kind == VK::List ? make_list(items) : make_tuple(items);
+    }
+    throw Unsupported{"indexing a list with an unsupported index"};
+  }
+  if (obj->kind == VK::Dict) {
+    if (!k) throw Unsupported{"dict lookup with a non-constant key"};
+    for (size_t i = 0; i < obj->keys.size(); ++i) {
+      int r = PyObject_RichCompareBool(obj->keys[i].get(), k.get(), Py_EQ);
+      if (r < 0) throw PyErrorSet{};
+      if (r) return obj->items[i];
+    }
+    throw Unsupported{"KeyError in a dict lookup"};
+  }
+  if (obj->kind == VK::Const && k) {
+    Obj r = check(PyObject_GetItem(obj->value.get(), k.get()));
+    if (is_immutable(r.get()) || is_identity_object(r.get())) return make_const(r.get());
+    throw Unsupported{str("indexing a constant gave a ", Py_TYPE(r.get())->tp_name)};
+  }
+  if (obj->kind == VK::Module && k) {
+    PyObject* m = obj->value.get();
+    PyObject** dp = _PyObject_GetDictPtr(m);
+    PyObject* mods = dp && *dp ? PyDict_GetItemString(*dp, "_modules") : nullptr;
+    if (!mods) throw Unsupported{"indexing a module without submodules"};
+    Obj keyname;
+    if (PyLong_Check(k.get())) {
+      Py_ssize_t i = PyLong_AsSsize_t(k.get()), n = PyDict_Size(mods);
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) throw Unsupported{"IndexError: module index out of range"};
+      Obj keys = check(PyDict_Keys(mods));
+      keyname = Obj::borrow(PyList_GET_ITEM(keys.get(), i));
+    } else if (PyUnicode_Check(k.get())) {
+      keyname = k;
+    } else {
+      throw Unsupported{"indexing a module with a slice"};
+    }
+    PyObject* child = PyDict_GetItemWithError(mods, keyname.get());
+    if (!child) throw Unsupported{"KeyError indexing a module"};
+    int r = guards().dict_item(guards().attr(obj->reg, PyUnicode_InternFromString("_modules")), keyname.get());
+    return wrap_input(child, r);
+  }
+  throw Unsupported{str("indexing a ", kind_name(obj->kind))};
+}
+
+void Tracer::store_subscr(const VTP& obj, const VTP& key, const VTP& value) {
+  if (obj->kind == VK::Tensor) {
+    if (has_bool_tensor(key)) {
+      // x[mask] = v keeps the shape: an in-place masked fill, fine to trace.
+    }
+    call_graph(operator_fn("setitem"), "", {obj, key, value}, {});
+    return;
+  }
+  Obj k = const_value(key);
+  if (obj->kind == VK::List && obj->local && k && PyLong_Check(k.get())) {
+    Py_ssize_t n = static_cast<Py_ssize_t>(obj->items.size());
+    Py_ssize_t i = PyLong_AsSsize_t(k.get());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) throw Unsupported{"IndexError: list assignment index out of range"};
+    obj->items[i] = value;
+    return;
+  }
+  if (obj->kind == VK::Dict && obj->local && k) {
+    for (size_t i = 0; i < obj->keys.size(); ++i) {
+      if (PyObject_RichCompareBool(obj->keys[i].get(), k.get(), Py_EQ) == 1) {
+        obj->items[i] = value;
+        return;
+      }
+    }
+    obj->keys.push_back(k);
+    obj->items.push_back(value);
+    return;
+  }
+  throw Unsupported{str("item assignment on a ", kind_name(obj->kind),
+                        obj->local ? "" : " that came from outside the compiled function")};
+}
+
+bool Tracer::truth(const VTP& v) {
+  switch (v->kind) {
+    case VK::Const: {
+      int r = PyObject_IsTrue(v->value.get());
+      if (r < 0) throw PyErrorSet{};
+      return r;
+    }
+    case VK::List:
+    case VK::Tuple: return !v->items.empty();
+    case VK::Dict: return !v->keys.empty();
+    case VK::Tensor:
+      throw Unsupported{"data-dependent control flow: a branch on a tensor's value"};
+    case VK::Module: {
+      int r = PyObject_IsTrue(v->value.get());
+      if (r < 0) throw PyErrorSet{};
+      return r;
+    }
+    case VK::Object: {
+      PyTypeObject* tp = Py_TYPE(v->value.get());
+      if ((tp->tp_as_number && tp->tp_as_number->nb_bool) ||
+          (tp->tp_as_mapping && tp->tp_as_mapping->mp_length) ||
+          (tp->tp_as_sequence && tp->tp_as_sequence->sq_length))
+        throw Unsupported{str("truth value of a ", tp->tp_name)};
+      return true;
+    }
+    default: return true;
+  }
+}
+
+VTP Tracer::get_iter(const VTP& v) {
+  if (v->kind == VK::Iter) return v;
+  auto it = std::make_shared<VT>(VK::Iter);
+  if (v->kind == VK::Const && PyRange_Check(v->value.get())) {
+    it->value = v->value;
+    it->length = static_cast<size_t>(PyObject_Length(v->value.get()));
+    return it;
+  }
+  if (v->kind == VK::Tensor) {
+    Obj shape = check(PyObject_GetAttrString(v->fake.get(), "shape"));
+    if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"iteration over a 0-d tensor"};
+    it->self = v;
+    it->length = static_cast<size_t>(PyLong_AsSsize_t(PyTuple_GET_ITEM(shape.get(), 0)));
+    return it;
+  }
+  it->items = unpack(v);
+  it->length = it->items.size();
+  return it;
+}
+
+VTP Tracer::iter_next(const VTP& it) {
+  if (it->kind != VK::Iter) throw Unsupported{"internal: FOR_ITER over a non-iterator"};
+  if (it->index >= it->length) return nullptr;
+  size_t i = it->index++;
+  if (it->value) {
+    Obj r = check(PySequence_GetItem(it->value.get(), static_cast<Py_ssize_t>(i)));
+    return make_const(r.get());
+  }
+  if (it->self) return subscr(it->self, make_const(Obj::steal(PyLong_FromSize_t(i)).get()));
+  return it->items[i];
+}
+
+std::vector<VTP> Tracer::unpack(const VTP& v) {
+  switch (v->kind) {
+    case VK::List:
+    case VK::Tuple: return v->items;
+    case VK::Dict: {
+      std::vector<VTP> ks;
+      for (auto& k : v->keys) ks.push_back(make_const(k.get()));
+      return ks;
+    }
+    case VK::Iter: {
+      std::vector<VTP> out;
+      while (VTP e = iter_next(v)) out.push_back(e);
+      return out;
+    }
+    case VK::Tensor: {
+      VTP it = get_iter(v);
+      return unpack(it);
+    }
+    case VK::Const: {
+      PyObject* o = v->value.get();
+      if (PyDict_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyUnicode_Check(o) ||
+          PyRange_Check(o) || PyAnySet_Check(o)) {
+        Obj seq = check(PySequence_List(o));
+        std::vector<VTP> out;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i) out.push_back(make_const(PyList_GET_ITEM(seq.get(), i)));
+        return out;
+      }
+      break;
+    }
+    case VK::Module: {
+      PyObject* m = v->value.get();
+      PyObject** dp = _PyObject_GetDictPtr(m);
+      PyObject* mods = dp && *dp ? PyDict_GetItemString(*dp, "_modules") : nullptr;
+      if (!mods) break;
+      static PyObject* md_cls = nullptr;
+      if (!md_cls) {
+        Obj nn = check(PyImport_ImportModule("ignis.nn"));
+        md_cls = PyObject_GetAttrString(nn.get(), "ModuleDict");
+        if (!md_cls) PyErr_Clear();
+      }
+      bool is_dict = md_cls && PyObject_IsInstance(m, md_cls) == 1;
+      int mreg = guards().attr(v->reg, PyUnicode_InternFromString("_modules"));
+      std::vector<VTP> out;
+      PyObject *k, *child;
+      Py_ssize_t pos = 0;
+      std::vector<std::pair<PyObject*, PyObject*>> kvs;
+      while (PyDict_Next(mods, &pos, &k, &child)) kvs.emplace_back(k, child);
+      guards().check_len(mreg, static_cast<Py_ssize_t>(kvs.size()));
+      for (auto& [key, c] : kvs) {
+        if (is_dict) out.push_back(make_const(key));
+        else out.push_back(wrap_input(c, guards().dict_item(mreg, key)));
+      }
+      return out;
+    }
+    default: break;
+  }
+  throw Unsupported{str("iteration over a ", kind_name(v->kind), " ", describe(v))};
+}
+
+}  // namespace ignis::capture

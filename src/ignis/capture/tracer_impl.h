@@ -1,0 +1,262 @@
+// Internals of the symbolic bytecode interpreter (tracer.cpp, tracer_calls.cpp,
+// tracer_output.cpp): variable trackers, decoded instructions and the Tracer.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ignis/capture/tracer.h"
+
+namespace ignis::capture {
+
+// --- owned Python references --------------------------------------------------------------
+class Obj {
+ public:
+  Obj() = default;
+  static Obj steal(PyObject* p) { Obj o; o.p_ = p; return o; }
+  static Obj borrow(PyObject* p) { Py_XINCREF(p); return steal(p); }
+  Obj(const Obj& o) : p_(o.p_) { Py_XINCREF(p_); }
+  Obj(Obj&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  Obj& operator=(Obj o) { std::swap(p_, o.p_); return *this; }
+  ~Obj() { Py_XDECREF(p_); }
+  PyObject* get() const { return p_; }
+  PyObject* release() { PyObject* r = p_; p_ = nullptr; return r; }
+  explicit operator bool() const { return p_ != nullptr; }
+ private:
+  PyObject* p_ = nullptr;
+};
+
+// A Python error is set and must reach the user unchanged.
+struct PyErrorSet {};
+// Throws PyErrorSet when `p` is null; otherwise an owned reference.
+Obj check(PyObject* p);
+
+// A graph break: tracing cannot continue at the current instruction.
+struct Unsupported {
+  std::string reason;
+};
+// Tracing inside an inlined call broke; the root frame restarts and breaks
+// at the call instruction `offset` instead.
+struct RestartAt {
+  int offset;
+  std::string reason;
+  std::string filename;  // where the inner break happened
+  int lineno;
+};
+
+// --- decoded bytecode -------------------------------------------------------------------------
+enum class Opc : uint8_t {
+  Unknown, Nop, PopTop, PushNull, Copy, Swap, LoadConst, ReturnValue, ReturnConst,
+  LoadFast, LoadFastAndClear, StoreFast, DeleteFast, LoadGlobal, LoadAttr, LoadMethod,
+  StoreAttr, LoadDeref, StoreDeref, LoadClosure, MakeCell, CopyFreeVars, KwNames, Call,
+  CallFunctionEx, MakeFunction, BinaryOp, UnaryNegative, UnaryPositive, UnaryNot, UnaryInvert,
+  CompareOp, IsOp, ContainsOp, BinarySubscr, StoreSubscr, BinarySlice, StoreSlice, BuildTuple,
+  BuildList, BuildMap, BuildConstKeyMap, BuildSlice, BuildString, FormatValue, ListAppend,
+  ListExtend, MapAdd, DictMerge, DictUpdate, CallIntrinsic1, UnpackSequence, UnpackEx, GetIter,
+  ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
+  PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, Precall,
+};
+
+struct Instr {
+  Opc op = Opc::Unknown;
+  std::string opname;
+  int arg = 0;
+  PyObject* argval = nullptr;  // borrowed from CodeInfo::keep
+  std::string argrepr;
+  int offset = 0;
+  int line = 0;
+  int target = -1;             // instruction index of a jump target
+};
+
+struct CodeInfo {
+  PyCodeObject* code = nullptr;
+  std::vector<Instr> ins;
+  std::unordered_map<int, int> index_of;  // offset -> instruction index
+  std::vector<std::string> slot_names;    // localsplus names
+  int nlocalsplus = 0;
+  int ncells = 0;     // cell variables of the code itself
+  int nfree = 0;
+  std::vector<Obj> keep;  // argvals
+  std::string filename, name;
+};
+const CodeInfo& code_info(PyCodeObject* code);
+
+// --- variable trackers ---------------------------------------------------------------------
+struct VT;
+using VTP = std::shared_ptr<VT>;
+
+enum class VK : uint8_t {
+  Const,     // an immutable value (numbers, str, None, tuples of those, ignis.Size, range,
+             // dtype, device) or an object used by identity (functions, classes, modules
+             // of Python, builtins, ops)
+  Tensor,
+  List,
+  Tuple,
+  Dict,      // keys are constants (keys), values trackers (items)
+  Iter,      // an iterator over `items` from `index`; or over a range (value)
+  Func,      // a Python function created while tracing (MAKE_FUNCTION)
+  Module,    // an nn.Module instance
+  Object,    // another user object (attributes read through its source)
+  Method,    // a bound method: self + func
+  TensorAttr,// tensor.method, not yet called
+  Cell,      // a cell: contents in items[0] (or read from its source)
+  Null,      // CPython's NULL stack slot
+  GradMode,  // a grad-mode context manager (no_grad(), enable_grad(), set_grad_enabled(b))
+  GradExit,  // its bound __exit__
+};
+
+struct VT {
+  VK kind;
+  Obj value;           // Const/Module/Object/Func(function if real)/Cell(real cell)
+  int reg = -1;        // guard register when the value came from the frame
+  // Tensor
+  Obj node;            // ignis.fx Node (nullptr until a placeholder is needed)
+  Obj fake;            // meta tensor with the same metadata
+  Obj device;          // ignis.device of the real tensor (fake tensors live on meta)
+  bool name_set = false;  // the node was named after a variable already
+  // containers
+  std::vector<VTP> items;
+  std::vector<Obj> keys;       // Dict keys
+  Obj pytype;                  // namedtuple / Size class for tuples; nullptr: plain
+  bool local = true;           // created while tracing (may be mutated)
+  // Iter
+  size_t index = 0;
+  size_t length = 0;           // Iter over a tensor's first dimension (self)
+  // Func
+  Obj code, globals, name;
+  VTP defaults, kwdefaults;    // Tuple / Dict trackers or nullptr
+  std::vector<VTP> closure;    // Cell trackers
+  // Method / TensorAttr
+  VTP self, func;
+  std::string attr;
+  // GradMode
+  bool grad_enabled = false, grad_prev = false, grad_applied = false;
+
+  explicit VT(VK k) : kind(k) {}
+};
+
+VTP make_const(PyObject* o);  // borrowed o
+VTP make_null();
+
+// --- the interpreter --------------------------------------------------------------------------
+struct TFrame {
+  const CodeInfo* ci = nullptr;
+  TFrame* parent = nullptr;
+  std::vector<VTP> locals;   // localsplus
+  std::vector<VTP> stack;
+  Obj globals, builtins;
+  VTP func;                  // Func tracker for inlined code (closure, globals)
+  int reg_func = -1;         // register of the root function (for its closure cells)
+  size_t pc = 0;
+  Obj kwnames;               // pending KW_NAMES
+  int depth = 0;
+  int line = 0;
+};
+
+class Tracer {
+ public:
+  Tracer(const FrameView& f, std::shared_ptr<const CaptureConfig> cfg,
+         std::unordered_set<int> forced_breaks);
+  ~Tracer();
+
+  // Runs the root frame; fills entry_. Throws RestartAt, PyErrorSet.
+  void run();
+  std::shared_ptr<CacheEntry> entry() { return entry_; }
+  bool skip_code = false;
+
+  // --- tracing state ---
+  const FrameView& fv;
+  std::shared_ptr<const CaptureConfig> cfg;
+  std::shared_ptr<CacheEntry> entry_;
+  GuardProgram& guards() { return entry_->guards; }
+  std::unordered_set<int> forced_breaks;
+  std::unordered_map<int, RestartAt> forced_reasons;
+
+  Obj graph;                 // ignis.fx.Graph
+  std::vector<VTP> inputs;   // tensor inputs with placeholders, in order
+  std::vector<Obj> example_inputs;
+  std::unordered_map<int, VTP> reg_vt;  // register -> tracker (one per source)
+  TFrame* root = nullptr;
+  TFrame* cur = nullptr;
+  int call_nodes = 0;        // graph nodes created by calls
+
+  // --- values from the frame ---
+  VTP wrap_input(PyObject* value, int reg);     // guards + tracker for a sourced value
+  VTP load_global(TFrame& f, PyObject* name);
+  VTP cell_contents(TFrame& f, const VTP& cell);
+
+  // --- graph ---
+  PyObject* node_of(const VTP& t);              // borrowed fx node (makes placeholders)
+  VTP call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                 const std::vector<std::pair<std::string, VTP>>& kwargs);
+  Obj to_graph_arg(const VTP& v);               // fx argument (nodes/constants)
+  Obj to_fake(const VTP& v);                    // Python value with fake tensors
+  VTP wrap_result(PyObject* fake_result, PyObject* node, const std::vector<VTP>& args,
+                  const std::vector<std::pair<std::string, VTP>>& kwargs, PyObject* fn,
+                  const std::string& method);
+  void rename_node(const VTP& t, const std::string& name);
+
+  // --- operations ---
+  VTP call(const VTP& fn, std::vector<VTP> args, std::vector<std::pair<std::string, VTP>> kwargs);
+  VTP call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& args,
+                        std::vector<std::pair<std::string, VTP>>& kwargs);
+  VTP call_builtin(PyObject* fn, std::vector<VTP>& args,
+                   std::vector<std::pair<std::string, VTP>>& kwargs, bool* handled);
+  VTP call_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
+                  std::vector<std::pair<std::string, VTP>>& kwargs);
+  VTP call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
+                         std::vector<std::pair<std::string, VTP>>& kwargs);
+  VTP inline_function(PyObject* code, PyObject* globals, const VTP& fnvt,
+                      std::vector<VTP> args, std::vector<std::pair<std::string, VTP>> kwargs);
+  VTP call_module(const VTP& mod, std::vector<VTP>& args,
+                  std::vector<std::pair<std::string, VTP>>& kwargs);
+  VTP getattr(const VTP& obj, PyObject* name);
+  VTP binary(const char* opname, const VTP& a, const VTP& b);   // operator module name
+  VTP unary(const char* opname, const VTP& a);
+  VTP compare(const char* op, const VTP& a, const VTP& b);
+  VTP subscr(const VTP& obj, const VTP& key);
+  void store_subscr(const VTP& obj, const VTP& key, const VTP& value);
+  bool truth(const VTP& v);               // throws Unsupported for tensors
+  VTP get_iter(const VTP& v);
+  VTP iter_next(const VTP& it);           // nullptr when exhausted
+  std::vector<VTP> unpack(const VTP& v);  // throws Unsupported when unknown length
+  VTP make_tuple(std::vector<VTP> items);
+  VTP make_list(std::vector<VTP> items);
+  void set_grad_mode(bool enabled);
+  Obj const_value(const VTP& v);          // Python value of a constant-like tracker or null
+
+  // --- interpretation ---
+  VTP run_frame(TFrame& f);               // returns the frame's return value
+  void step(TFrame& f, const Instr& in);
+  std::string where(const TFrame& f) const;
+
+  // --- output (tracer_output.cpp) ---
+  void finish_return(const VTP& value);
+  bool finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& stack,
+                    const std::string& reason);
+  void finish_run_original(const std::string& reason);
+  Obj compile_graph(const std::vector<VTP>& outputs);
+  void emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs);
+  void log_break(const std::string& reason, const std::string& file, int line);
+
+  bool grad_enabled_at_start = true;
+  bool grad_enabled = true;
+  int inline_depth = 0;
+};
+
+// The operator-module function for a BINARY_OP argrepr ("+" -> add, "+=" -> iadd).
+const char* binary_op_name(const std::string& argrepr);
+
+// Cached module attributes.
+PyObject* operator_fn(const char* name);   // borrowed operator.<name>
+PyObject* builtins_dict();
+PyObject* ignis_module();
+
+}  // namespace ignis::capture
