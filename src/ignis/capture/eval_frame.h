@@ -56,8 +56,23 @@ const std::shared_ptr<const CaptureConfig>& current_config_ptr();
 void mark_skip(PyCodeObject* code, const std::string& reason);
 bool is_skipped(PyCodeObject* code);
 
-// Drops every cache entry and skip mark (ignis.compiler.reset()).
+// ignis.compiler.disable's mark: like mark_skip, but a user annotation, so
+// reset_caches keeps it.
+void mark_disabled(PyCodeObject* code);
+
+// Drops every cache entry and every skip mark made by the hook or the tracer
+// (ignis.compiler.reset()); marks from mark_disabled stay.
 void reset_caches();
+
+// A compiled call (CompiledFunction) is running: the hook is installed while
+// at least one is (a count under the GIL, over all threads).
+void enter_compiled_call();
+void exit_compiled_call();
+bool hook_installed();
+
+// The compile id ("frame/recompile") of the trace_frame call in progress on
+// this thread (empty outside one); the tracer tags its log events with it.
+const std::string& current_compile_id();
 
 // Number of cache entries of a code object (tests, explain).
 int cache_entry_count(PyCodeObject* code);

@@ -78,6 +78,9 @@ bool init_graph(PyObject* module);
 // Call after init_tensor_type.
 bool init_autograd(PyObject* module);
 
+// --- capture (src/ignis/capture/py_capture.cpp): the _C._capture submodule ----------
+bool init_capture(PyObject* module);
+
 // --- numbers -----------------------------------------------------------------
 // True when o is a Python or NumPy number (bool, int, float).
 bool is_number(PyObject* o);

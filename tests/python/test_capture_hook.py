@@ -1,0 +1,489 @@
+"""The frame hook, the per-code cache and the wrapper types of _C._capture.
+
+STUB-DEPENDENT: these tests run against src/ignis/capture/tracer_stub.cpp,
+a stand-in trace_frame that does not trace. It guards every argument
+(tensors: dtype/device/sizes/strides/requires_grad/type; None/bool/int/
+float/str: value; others: type) and grad mode, and calls
+backend(fn, [args]); the backend's result is the entry's "graph", called
+with the arguments, whose first output the call returns. A backend that
+returns None makes a RunOriginal entry; functions named stub_skip* are
+rejected by the stub (skip_code). The lead rewrites this file against the
+real tracer.
+"""
+import gc
+import sys
+import warnings
+
+import _checkout  # noqa: F401  (must precede `import ignis`)
+import pytest
+
+import ignis
+from ignis._C import _capture as C
+
+
+class Backend:
+    """Counts compiles and calls; the "graph" runs fn eagerly."""
+
+    def __init__(self, run_original=False):
+        self.compiles = 0
+        self.calls = 0
+        self.run_original = run_original
+
+    def __call__(self, fn, inputs):
+        self.compiles += 1
+        self.inputs = list(inputs)
+        if self.run_original:
+            return None
+
+        def graph(*args):
+            self.calls += 1
+            return (fn(*args),)
+
+        return graph
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    C.reset()
+    mask = C.log_mask()
+    yield
+    C.set_log_mask(mask)
+    C.reset()
+
+
+def compiled(fn, backend=None, limit=8):
+    return C.CompiledFunction(fn, backend or Backend(), cache_size_limit=limit)
+
+
+# --- installation ---------------------------------------------------------------
+
+
+def test_hook_installed_only_while_a_compiled_call_runs():
+    seen = []
+
+    def f(x):
+        seen.append(C.hook_installed())
+        return x
+
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    assert not C.hook_installed()
+    cf(1)
+    assert seen == [True]
+    assert not C.hook_installed()
+
+
+def test_hook_uninstalled_after_exception():
+    def f(x):
+        raise ValueError("boom")
+
+    cf = compiled(f, Backend(run_original=True))
+    with pytest.raises(ValueError, match="boom"):
+        cf(1)
+    assert not C.hook_installed()
+
+
+# --- cache hits and misses -------------------------------------------------------
+
+
+def test_cache_hit_runs_the_plan():
+    def f(x, y):
+        return x + y
+
+    b = Backend()
+    cf = compiled(f, b)
+    x, y = ignis.ones(3), ignis.ones(3)
+    for _ in range(5):
+        assert cf(x, y).tolist() == [2.0, 2.0, 2.0]
+    assert b.compiles == 1
+    assert b.calls == 5
+    assert C.cache_entry_count(f.__code__) == 1
+
+
+def test_run_original_entry_runs_the_bytecode():
+    def f(x):
+        return x * 2
+
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    assert cf(3) == 6
+    assert cf(3) == 6
+    assert b.compiles == 1
+    assert C.cache_entry_count(f.__code__) == 1
+
+
+def test_guard_failure_recompiles():
+    def f(x):
+        return x + 1
+
+    b = Backend()
+    cf = compiled(f, b)
+    cf(ignis.ones(4))
+    cf(ignis.ones(8))
+    cf(ignis.ones(4))
+    cf(ignis.ones(8))
+    cf(ignis.ones(4, dtype=ignis.float64))
+    assert b.compiles == 3
+    assert C.cache_entry_count(f.__code__) == 3
+
+
+def test_each_backend_has_its_own_entries():
+    def f(x):
+        return x + 1
+
+    b1, b2 = Backend(), Backend()
+    x = ignis.ones(2)
+    compiled(f, b1)(x)
+    compiled(f, b2)(x)
+    compiled(f, b1)(x)
+    assert (b1.compiles, b2.compiles) == (1, 1)
+    assert C.cache_entry_count(f.__code__) == 2
+
+
+def test_recompile_log_names_the_failed_guard(capsys):
+    def f(x):
+        return x + 1
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f)
+    cf(ignis.ones(4))
+    cf(ignis.ones(8))
+    err = capsys.readouterr().err
+    line = f.__code__.co_firstlineno
+    assert f"[recompiles] Recompiling function f in {__file__}:{line}" in err
+    assert "    triggered by the following guard failure(s):" in err
+    assert "    - 0/0: tensor 'L['x']' size mismatch at index 0. expected 4, actual 8" in err
+
+
+@pytest.mark.parametrize("first,second,reason", [
+    (lambda: ignis.ones(2), lambda: ignis.ones(2, dtype=ignis.float64),
+     "tensor 'L['x']' dtype mismatch. expected Float, actual Double"),
+    (lambda: ignis.ones(2), lambda: ignis.ones(2).requires_grad_(),
+     "tensor 'L['x']' requires_grad mismatch. expected requires_grad=0"),
+    (lambda: ignis.ones(2, 3), lambda: ignis.ones(3, 2).t(),
+     "tensor 'L['x']' stride mismatch at index 0. expected 3, actual 1"),
+    (lambda: ignis.ones(2), lambda: ignis.ones(2, 1),
+     "tensor 'L['x']' rank mismatch. expected 1, actual 2"),
+    (lambda: 3, lambda: 4, "L['x'] == 3"),
+    (lambda: "a", lambda: "b", "L['x'] == 'a'"),
+    (lambda: None, lambda: 1, "L['x'] == None"),
+    (lambda: [1], lambda: (1,), "type(L['x']) is <class 'list'>"),
+])
+def test_guard_failure_reasons(capsys, first, second, reason):
+    def f(x):
+        return 0
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f)
+    cf(first())
+    cf(second())
+    assert f"- 0/0: {reason}" in capsys.readouterr().err
+
+
+def test_grad_mode_is_guarded(capsys):
+    def f(x):
+        return x + 1
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    b = Backend()
+    cf = compiled(f, b)
+    x = ignis.ones(2)
+    cf(x)
+    with ignis.no_grad():
+        cf(x)
+    assert b.compiles == 2
+    assert "GLOBAL_STATE changed: grad_mode" in capsys.readouterr().err
+
+
+def test_compile_ids_count_frames_and_recompiles(capsys):
+    def f(x):
+        return x
+
+    def g(x):
+        return x
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf, cg = compiled(f), compiled(g)
+    cf(1)
+    cg(1)
+    cg(2)
+    cg(3)
+    err = capsys.readouterr().err
+    # g is the second code compiled (frame 1); its entries are 1/0 and 1/1.
+    assert "- 1/1: L['x'] == 2" in err
+    assert "- 1/0: L['x'] == 1" in err
+
+
+def test_cache_size_limit_warns_once_and_runs_eagerly():
+    def f(x):
+        return x + 1
+
+    b = Backend()
+    cf = compiled(f, b, limit=2)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in range(1, 7):
+            assert cf(ignis.ones(n)).tolist() == [2.0] * n
+    assert b.compiles == 2
+    msgs = [str(x.message) for x in w if "cache_size_limit" in str(x.message)]
+    assert len(msgs) == 1
+    line = f.__code__.co_firstlineno
+    assert msgs[0] == (
+        "ignis.compile hit cache_size_limit (2)\n"
+        f"   function: 'f' ({__file__}:{line})\n"
+        "   last reason: 0/1: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3\n"
+        'To log all recompilation reasons, use IGNIS_LOGS="recompiles".')
+    assert w[0].category is UserWarning
+    assert C.is_skipped(f.__code__)
+
+
+def test_reset_clears_entries_and_limit_marks():
+    def f(x):
+        return x
+
+    b = Backend()
+    cf = compiled(f, b, limit=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cf(1)
+        cf(2)
+    assert C.is_skipped(f.__code__)
+    C.reset()
+    assert not C.is_skipped(f.__code__)
+    assert C.cache_entry_count(f.__code__) == 0
+    cf(1)
+    assert b.compiles == 2
+
+
+# --- frames the hook leaves alone ---------------------------------------------------
+
+
+def test_generator_frames_are_not_captured():
+    def gen(n):
+        for i in range(n):
+            yield i
+
+    def f(n):
+        return list(gen(n))
+
+    b = Backend(run_original=True)
+    cg = compiled(gen, b)
+    assert list(cg(3)) == [0, 1, 2]
+    assert b.compiles == 0
+    assert compiled(f, b)(3) == [0, 1, 2]
+    assert b.compiles == 1  # f only
+    assert C.cache_entry_count(gen.__code__) == 0
+
+
+def test_inner_user_frames_are_captured_when_run_eagerly():
+    def inner(x):
+        return x + 1
+
+    def outer(x):
+        return inner(x) * 2
+
+    b = Backend(run_original=True)
+    assert compiled(outer, b)(1) == 4
+    assert b.compiles == 2
+    assert C.cache_entry_count(inner.__code__) == 1
+
+
+def test_stdlib_and_ignis_frames_are_skipped():
+    import json
+    import posixpath
+
+    def f(x):
+        posixpath.join("a", "b")
+        json.dumps([1])
+        return x + 1
+
+    b = Backend(run_original=True)
+    compiled(f, b)(ignis.ones(2))
+    assert b.compiles == 1
+    assert C.cache_entry_count(posixpath.join.__code__) == 0
+    assert C.cache_entry_count(ignis.Tensor.__add__.__code__) == 0 if hasattr(
+        ignis.Tensor.__add__, "__code__") else True
+
+
+def test_mark_skip_runs_code_eagerly():
+    def f(x):
+        return x + 1
+
+    C.mark_skip(f.__code__)
+    b = Backend()
+    assert compiled(f, b)(ignis.ones(2)).tolist() == [2.0, 2.0]
+    assert b.compiles == 0
+    C.reset()
+    assert C.is_skipped(f.__code__)  # a user mark survives reset
+
+
+def test_tracer_skip_code_marks_the_code():
+    def stub_skip_me(x):
+        return x + 1
+
+    b = Backend()
+    cf = compiled(stub_skip_me, b)
+    assert cf(1) == 2
+    assert C.is_skipped(stub_skip_me.__code__)
+    assert cf(2) == 3
+    assert b.compiles == 0
+
+
+def test_disabled_function_turns_capture_off():
+    def inner(x):
+        return x + 1
+
+    dinner = C.DisabledFunction(inner)
+
+    def outer(x):
+        return dinner(x) * 2
+
+    b = Backend(run_original=True)
+    assert compiled(outer, b)(1) == 4
+    assert b.compiles == 1
+    assert C.cache_entry_count(inner.__code__) == 0
+    assert dinner.__wrapped__ is inner and dinner._fn is inner
+    assert dinner.__name__ == "inner"
+    assert "ignis.compiler.disable" in repr(dinner)
+
+
+# --- the wrapper types ---------------------------------------------------------------------
+
+
+def test_compiled_function_wraps_like_functools():
+    def f(x):
+        """doc of f"""
+        return x
+
+    cf = compiled(f)
+    assert cf.__wrapped__ is f and cf._fn is f
+    assert cf.__name__ == "f" and cf.__doc__ == "doc of f"
+    assert cf.__qualname__ == f.__qualname__
+    cf.extra = 1
+    assert cf.__dict__["extra"] == 1
+    assert "ignis.compile" in repr(cf)
+
+
+def test_compiled_function_as_method_decorator():
+    b = Backend()
+
+    class M:
+        def __init__(self, k):
+            self.k = k
+
+        @lambda fn: C.CompiledFunction(fn, b)
+        def forward(self, x):
+            return x * self.k
+
+    m = M(3)
+    assert m.forward(2) == 6
+    bound = m.forward
+    assert bound(5) == 15
+    assert M.forward(m, 1) == 3
+    assert isinstance(M.__dict__["forward"], C.CompiledFunction)
+    assert b.compiles >= 1
+
+
+def test_compiled_function_keyword_arguments():
+    def f(x, *, scale=2):
+        return x * scale
+
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    assert cf(3) == 6
+    assert b.inputs == [3, 2]  # the frame's arguments: keyword-only defaults bound
+    assert cf(3, scale=4) == 12
+    assert b.inputs == [3, 4]
+
+
+def test_disabled_function_as_method():
+    class M:
+        @C.DisabledFunction
+        def f(self, x):
+            return x + 1
+
+    assert M().f(1) == 2
+
+
+# --- errors and references --------------------------------------------------------------
+
+
+def test_exception_in_plan_propagates():
+    def f(x):
+        if x.sum().item() > 100:
+            raise RuntimeError("too big")
+        return x
+
+    cf = compiled(f, Backend())
+    small, big = ignis.ones(2), ignis.ones(2) * 1000
+    cf(small)
+    with pytest.raises(RuntimeError, match="too big"):
+        cf(big)  # same guards: the plan (graph) raises
+    assert cf(small).tolist() == [1.0, 1.0]
+    assert not C.hook_installed()
+
+
+def test_backend_exception_propagates():
+    def bad_backend(fn, inputs):
+        raise TypeError("backend failed")
+
+    def f(x):
+        return x
+
+    with pytest.raises(TypeError, match="backend failed"):
+        C.CompiledFunction(f, bad_backend)(1)
+    assert not C.hook_installed()
+
+
+@pytest.mark.parametrize("run_original", [False, True])
+def test_no_reference_leaks(run_original):
+    def f(x, y):
+        return x
+
+    cf = compiled(f, Backend(run_original=run_original))
+    x, y = ignis.ones(3), object()
+    cf(x, y)
+    gc.collect()
+    before = (sys.getrefcount(x), sys.getrefcount(y), sys.getrefcount(f))
+    for _ in range(1000):
+        cf(x, y)
+    gc.collect()
+    assert (sys.getrefcount(x), sys.getrefcount(y), sys.getrefcount(f)) == before
+
+
+def test_no_leaks_when_the_plan_raises():
+    def f(x, y):
+        raise KeyError("k")
+
+    class G:
+        pass
+
+    cf = compiled(f, Backend())
+    x, y = G(), ignis.ones(1)
+    with pytest.raises(KeyError):
+        cf(x, y)
+    before = (sys.getrefcount(x), sys.getrefcount(y))
+    for _ in range(200):
+        with pytest.raises(KeyError):
+            cf(x, y)
+    assert (sys.getrefcount(x), sys.getrefcount(y)) == before
+
+
+def test_recursion_through_the_hook():
+    def fact(n):
+        return 1 if n <= 1 else n * fact(n - 1)
+
+    b = Backend(run_original=True)
+    assert compiled(fact, b)(6) == 720
+    # every n is a distinct value guard: one entry per call depth
+    assert C.cache_entry_count(fact.__code__) == 6
+
+
+def test_event_sink_and_log_mask_roundtrip():
+    sink = []
+    C.set_event_sink(sink)
+    assert C.event_sink() is sink
+    C.set_event_sink(None)
+    assert C.event_sink() is None
+    C.set_log_mask(C.LOG_GUARDS | C.LOG_GRAPH_BREAKS)
+    assert C.log_mask() == C.LOG_GUARDS | C.LOG_GRAPH_BREAKS
