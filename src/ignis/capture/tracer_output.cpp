@@ -196,7 +196,7 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
     Py_INCREF(n);
     PyTuple_SET_ITEM(outs.get(), i, n);
   }
-  check(PyObject_CallMethod(graph.get(), "output", "O", outs.get()));
+  check(PyObject_CallMethod(graph.get(), "output", "(O)", outs.get()));
   check(PyObject_CallMethod(graph.get(), "eliminate_dead_code", nullptr));
   // Inputs whose every use was dead go too.
   std::vector<VTP> kept;
