@@ -135,7 +135,9 @@ int int_attr(PyObject* o, const char* name, int dflt) {
 }  // namespace
 
 const CodeInfo& code_info(PyCodeObject* code) {
-  static std::unordered_map<PyCodeObject*, std::unique_ptr<CodeInfo>> cache;
+  // Never destroyed: its Python references must not be released after the
+  // interpreter has finalized.
+  static auto& cache = *new std::unordered_map<PyCodeObject*, std::unique_ptr<CodeInfo>>();
   auto found = cache.find(code);
   if (found != cache.end()) return *found->second;
   auto ci = std::make_unique<CodeInfo>();
@@ -154,6 +156,11 @@ const CodeInfo& code_info(PyCodeObject* code) {
     in.op = opcode_of(in.opname);
     in.arg = int_attr(o, "arg", 0);
     Obj argval = check(PyObject_GetAttrString(o, "argval"));
+    if (in.op == Opc::KwNames) {
+      // dis does not resolve KW_NAMES' constant on every version: read it.
+      argval = Obj::borrow(PyTuple_GetItem(code->co_consts, in.arg));
+      if (!argval) throw PyErrorSet{};
+    }
     in.argval = argval.get();
     ci->keep.push_back(argval);
     Obj argrepr = check(PyObject_GetAttrString(o, "argrepr"));
@@ -322,7 +329,8 @@ VTP Tracer::run_frame(TFrame& f) {
     if (&f == root && forced_breaks.count(in.offset)) {
       auto r = forced_reasons.find(in.offset);
       std::string why = r != forced_reasons.end() ? r->second.reason : "graph break in a call";
-      if (finish_break(f, in, f.stack, why)) return nullptr;
+      if (finish_break(f, in, f.stack, why, r != forced_reasons.end() ? &r->second : nullptr))
+        return nullptr;
       throw Unsupported{why};
     }
     if (in.op == Opc::ReturnValue || in.op == Opc::ReturnConst) {

@@ -313,6 +313,28 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
       v->items.push_back(wrap_input(val, g.dict_item(reg, key)));
     }
     return v;
+  } else if (Py_IS_TYPE(value, &PyRangeIter_Type) || Py_IS_TYPE(value, &PyListIter_Type) ||
+             Py_IS_TYPE(value, &PyTupleIter_Type)) {
+    // An iterator a resume function received mid-loop: read its sequence and
+    // position through __reduce__ -> (iter, (seq,), index).
+    if (reg < 0) throw Unsupported{"an iterator capture cannot guard (no source)"};
+    g.check_type(reg, Py_TYPE(value));
+    Obj red = check(PyObject_CallMethod(value, "__reduce__", nullptr));
+    int rr = g.call_method0(reg, "__reduce__");
+    Py_ssize_t n = PyTuple_Size(red.get());
+    g.check_len(rr, n);
+    if (n == 3) {
+      PyObject* seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(red.get(), 1), 0);
+      PyObject* index = PyTuple_GET_ITEM(red.get(), 2);
+      g.check_equals(g.item(rr, 2), index);
+      VTP s = wrap_input(seq, g.item(g.item(rr, 1), 0));
+      v = get_iter(s);
+      if (v == s) throw Unsupported{"internal: iterator over an iterator"};
+      v->index = static_cast<size_t>(PyLong_AsSsize_t(index));
+    } else {
+      v = get_iter(make_list({}));  // exhausted
+    }
+    v->local = false;
   } else {
     if (reg < 0) {
       v = std::make_shared<VT>(VK::Object);

@@ -239,8 +239,9 @@ class Tracer {
 
   // --- output (tracer_output.cpp) ---
   void finish_return(const VTP& value);
+  // `inner`: the break happened in a call inlined at `in` (log its location).
   bool finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& stack,
-                    const std::string& reason);
+                    const std::string& reason, const RestartAt* inner = nullptr);
   void finish_run_original(const std::string& reason);
   Obj compile_graph(const std::vector<VTP>& outputs);
   void emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs);

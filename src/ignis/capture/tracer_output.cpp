@@ -315,7 +315,9 @@ void Tracer::finish_run_original(const std::string&) {
 }
 
 bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& stack,
-                          const std::string& reason) {
+                          const std::string& reason, const RestartAt* inner) {
+  const std::string& log_file = inner ? inner->filename : f.ci->filename;
+  int log_line = inner ? inner->lineno : in.line;
   if (&f != root || cfg->fullgraph) return false;
   const CodeInfo& ci = *f.ci;
   size_t operands = 0;
@@ -361,7 +363,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   std::string why;
   if (!can_resume_at(ci.code, in.offset, &why) || !can_resume_at(ci.code, resume_offset, &why) ||
       (exit.kind == PlanExit::Jump && !can_resume_at(ci.code, jump_offset, &why))) {
-    log_break(reason + " (cannot resume here: " + why + "; the frame runs eagerly)", ci.filename, in.line);
+    log_break(reason + " (cannot resume here: " + why + "; the frame runs eagerly)", log_file, log_line);
     return false;
   }
   // Live locals after the instruction, on either path.
@@ -396,7 +398,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
     for (auto& l : local_vals) emit_value(l, prog, outputs);
     entry_->plan.program = std::move(prog);
   } catch (Unsupported& u) {
-    log_break(reason + " (" + u.reason + "; the frame runs eagerly)", ci.filename, in.line);
+    log_break(reason + " (" + u.reason + "; the frame runs eagerly)", log_file, log_line);
     return false;
   }
 
@@ -414,7 +416,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
     exit.resume_jump = make_resume_function(spec, fv.globals, fv.closure);
     if (!exit.resume_jump) throw PyErrorSet{};
   }
-  log_break(reason, ci.filename, in.line);
+  log_break(reason, log_file, log_line);
   Obj fn = call_nodes > 0 || !outputs.empty() ? compile_graph(outputs) : Obj();
   entry_->plan.graph_fn = fn.release();
   entry_->plan.exit = exit;
