@@ -330,7 +330,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
       VTP s = wrap_input(seq, g.item(g.item(rr, 1), 0));
       v = get_iter(s);
       if (v == s) throw Unsupported{"internal: iterator over an iterator"};
-      v->index = static_cast<size_t>(PyLong_AsSsize_t(index));
+      // 3.12 reduces a range iterator to the remaining range and index None.
+      v->index = index == Py_None ? 0 : static_cast<size_t>(PyLong_AsSsize_t(index));
+      if (PyErr_Occurred()) throw PyErrorSet{};
     } else {
       v = get_iter(make_list({}));  // exhausted
     }
