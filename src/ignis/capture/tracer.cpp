@@ -452,6 +452,9 @@ void Tracer::step(TFrame& f, const Instr& in) {
         VTP cell;
         if (&f == root) {
           cell = std::make_shared<VT>(VK::Cell);
+          if (!fv.closure || k >= PyTuple_GET_SIZE(fv.closure))
+            throw Unsupported{"internal: the frame's closure does not match its code"};
+          cell->value = Obj::borrow(PyTuple_GET_ITEM(fv.closure, k));
           cell->reg = guards().closure(k, f.ci->slot_names[slot]);
           cell->local = false;
         } else {

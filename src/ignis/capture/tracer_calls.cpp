@@ -709,7 +709,8 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     if (mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
         mod == "ignis._functions" || mod == "ignis.functional")
       return call_graph(fn, "", args, kwargs);
-    if (mod.rfind("ignis", 0) == 0)
+    // Layers' own methods are model code (as torch.nn is to Dynamo): inline them.
+    if (mod.rfind("ignis", 0) == 0 && mod.rfind("ignis.nn.modules", 0) != 0)
       throw Unsupported{str("call to ", callable_name(fn), " (ignis internals are not traced)")};
     return inline_function(PyFunction_GET_CODE(fn), PyFunction_GET_GLOBALS(fn), fnvt,
                            std::move(args), std::move(kwargs));
