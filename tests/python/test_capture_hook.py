@@ -487,3 +487,27 @@ def test_event_sink_and_log_mask_roundtrip():
     assert C.event_sink() is None
     C.set_log_mask(C.LOG_GUARDS | C.LOG_GRAPH_BREAKS)
     assert C.log_mask() == C.LOG_GUARDS | C.LOG_GRAPH_BREAKS
+
+
+def test_unevaluated_frames_at_data_stack_chunk_boundaries():
+    # Called at every stack depth up to a few data-stack chunks (16 KiB each),
+    # the frame the hook releases without evaluating it (3.12: by hand) is
+    # sometimes the first frame of a fresh chunk.
+    def f(x, pad0=None, pad1=None, pad2=None, pad3=None, pad4=None, pad5=None):
+        return x
+
+    b = Backend()
+    cf = compiled(f, b)
+    x = ignis.ones(1)
+
+    def rec(n):
+        if n == 0:
+            return cf(x)
+        return rec(n - 1)
+
+    rec(0)
+    before = sys.getrefcount(x)
+    for depth in range(600):
+        assert rec(depth) is x
+    assert b.compiles == 1 and b.calls == 601
+    assert sys.getrefcount(x) == before
