@@ -8,7 +8,9 @@
 // and arguments. The backend's result is the entry's graph function, called
 // with the arguments; its first output is returned. A backend returning None
 // gives a RunOriginal entry; a function whose name starts with "stub_skip"
-// is rejected as a whole (skip_code). A backend exception propagates.
+// is rejected as a whole (skip_code). A backend exception propagates. A
+// function carrying `_stub_plan` gets the plan that dict spells out (see
+// describe_plan), to exercise every plan exit.
 #include "ignis/capture/tracer.h"
 
 #include "ignis/autograd/autograd_meta.h"
@@ -29,6 +31,63 @@ std::string local_name(PyCodeObject* code, int i) {
 bool is_plain_constant(PyObject* o) {
   return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
          PyUnicode_CheckExact(o);
+}
+
+// A plan spelled out by the test on the function (fn._stub_plan, a dict):
+//   layout: value stack, bottom first: None -> NULL slot, int i -> graph
+//           output i, "aN" -> argument N's register;
+//   exit: "return" | "call" | "callex" | "jump" | "store_attr" | "store_subscr";
+//   stack_below, num_locals, nargs, kwnames, has_kwargs, name,
+//   jump_if ("true" | "false" | "none" | "not_none"), resume, resume_jump.
+bool describe_plan(PyObject* d, Plan& plan) {
+  auto item = [&](const char* k) { return PyDict_GetItemString(d, k); };  // borrowed
+  auto int_of = [&](const char* k) {
+    PyObject* v = item(k);
+    return v ? static_cast<int>(PyLong_AsLong(v)) : 0;
+  };
+  auto str_of = [&](const char* k) -> std::string {
+    PyObject* v = item(k);
+    const char* c = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : nullptr;
+    return c ? c : "";
+  };
+  PyObject* layout = item("layout");
+  if (!layout || !PyList_Check(layout)) {
+    PyErr_SetString(PyExc_TypeError, "_stub_plan needs a layout list");
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(layout); ++i) {
+    PyObject* v = PyList_GET_ITEM(layout, i);
+    if (v == Py_None) {
+      plan.program.push_back(ValueOp{ValueOp::Null, 0, nullptr});
+    } else if (PyLong_Check(v)) {
+      plan.program.push_back(ValueOp{ValueOp::Out, PyLong_AsSsize_t(v), nullptr});
+    } else {
+      std::string s = PyUnicode_AsUTF8(v);
+      plan.program.push_back(ValueOp{ValueOp::Reg, std::stoi(s.substr(1)), nullptr});
+    }
+  }
+  PlanExit& ex = plan.exit;
+  std::string kind = str_of("exit");
+  ex.kind = kind == "call"           ? PlanExit::Call
+            : kind == "callex"       ? PlanExit::CallEx
+            : kind == "jump"         ? PlanExit::Jump
+            : kind == "store_attr"   ? PlanExit::StoreAttr
+            : kind == "store_subscr" ? PlanExit::StoreSubscr
+                                     : PlanExit::Return;
+  ex.stack_below = int_of("stack_below");
+  ex.num_locals = int_of("num_locals");
+  ex.nargs = int_of("nargs");
+  ex.has_kwargs = int_of("has_kwargs") != 0;
+  std::string j = str_of("jump_if");
+  ex.jump_if = j == "false" ? PlanExit::IfFalse
+               : j == "none" ? PlanExit::IfNone
+               : j == "not_none" ? PlanExit::IfNotNone
+                                 : PlanExit::IfTrue;
+  if (PyObject* v = item("kwnames")) ex.kwnames = Py_NewRef(v);
+  if (PyObject* v = item("name")) ex.name = Py_NewRef(v);
+  if (PyObject* v = item("resume")) ex.resume = Py_NewRef(v);
+  if (PyObject* v = item("resume_jump")) ex.resume_jump = Py_NewRef(v);
+  return !PyErr_Occurred();
 }
 
 }  // namespace
@@ -79,13 +138,29 @@ __attribute__((weak)) TraceResult trace_frame(const FrameView& f,
     *error = true;
     return res;
   }
-  if (compiled == Py_None) {
+  // The stub's graph gets the arguments positionally: only right for plain
+  // positional parameters.
+  bool positional_only = f.code->co_kwonlyargcount == 0 &&
+                         !(f.code->co_flags & (CO_VARARGS | CO_VARKEYWORDS));
+  if (compiled == Py_None || !positional_only) {
     Py_DECREF(compiled);
     entry->plan.exit.kind = PlanExit::RunOriginal;
   } else {
     entry->plan.graph_fn = compiled;
-    entry->plan.program.push_back(ValueOp{ValueOp::Out, 0, nullptr});
-    entry->plan.exit.kind = PlanExit::Return;
+    PyObject* desc = PyObject_GetAttrString(f.func, "_stub_plan");
+    if (!desc) PyErr_Clear();
+    if (desc && PyDict_Check(desc)) {
+      bool ok = describe_plan(desc, entry->plan);
+      Py_DECREF(desc);
+      if (!ok) {
+        *error = true;
+        return res;
+      }
+    } else {
+      Py_XDECREF(desc);
+      entry->plan.program.push_back(ValueOp{ValueOp::Out, 0, nullptr});
+      entry->plan.exit.kind = PlanExit::Return;
+    }
   }
   entry->config = cfg;
   res.entry = std::move(entry);
