@@ -271,7 +271,32 @@ def case_module_with_pre_hook(T):
 
 
 # Dynamo's counts (torch 2.13, a counting backend, dynamic=False): (graphs, graph breaks).
-EXPECTED = {}
+EXPECTED = {
+    "call_linear": (1, 0),
+    "call_sequential": (1, 0),
+    "iterate_sequential": (1, 0),
+    "index_sequential": (1, 0),
+    "activations_modules": (1, 0),
+    "layernorm_and_dropout_eval": (1, 0),
+    "loss_modules": (1, 0),
+    "module_attribute_outside_forward": (1, 0),
+    "module_MLP": (1, 0),
+    "module_WithBuffer": (1, 0),
+    "module_TrainingBranch": (1, 0),
+    "module_TrainingBranch_eval": (1, 0),
+    "module_Stack": (1, 0),
+    "module_Indexed": (1, 0),
+    "module_Routed": (1, 0),
+    "module_Nested": (1, 0),
+    "module_WithParameter": (1, 0),
+    "module_Printing": (2, 1),
+    "module_CallsMethod": (1, 0),
+    "module_TinyLM": (1, 0),
+    "compile_nn_linear_directly": (1, 0),
+    "compile_nn_sequential_directly": (1, 0),
+    "module_with_forward_hook": (2, 0),
+    "module_with_pre_hook": (2, 0),
+}
 
 
 @pytest.mark.parametrize("c", CASES, ids=repr)
