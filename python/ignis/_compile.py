@@ -77,8 +77,7 @@ def _check_args(model, fullgraph, dynamic, backend, mode, options):
         raise TypeError(f"ignis.compile: fullgraph must be a bool, got {fullgraph!r}")
     _compiler.lookup_backend(backend)  # unknown names raise InvalidBackend now
     if model is not None and not callable(model):
-        raise RuntimeError(f"ignis.compile expects a callable or an nn.Module, got "
-                           f"{type(model).__name__}")
+        raise RuntimeError(f"A callable function is expected, but {type(model)} is provided.")
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="eager", mode=None,  # noqa: A001

@@ -70,3 +70,22 @@ def test_dynamo_cache_limit_agrees():
     finally:
         torch._dynamo.reset()
     assert len(graphs) == 8  # Dynamo's recompile_limit default, as our cache_size_limit
+
+
+def test_dynamo_fullgraph_message_names_file_and_line():
+    torch = pytest.importorskip("torch")
+    import os
+
+    def f(x):
+        y = x + 1
+        print("hi")
+        return y
+
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError) as info:
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(3))
+    msg = str(info.value)
+    line = f.__code__.co_firstlineno + 2
+    assert "print" in msg
+    assert f'{os.path.basename(__file__)}", line {line}' in msg
+    torch._dynamo.reset()
