@@ -1,11 +1,16 @@
-"""ignis.compiler: the backend interface.
+"""ignis.compiler: the backend interface and the capture controls.
 
 A backend is any callable `backend(graph_module, example_inputs)` returning
 a callable that computes the graph's outputs from its inputs. Named
 backends live in a registry (`register_backend`, `lookup_backend`,
 `list_backends`, as torch._dynamo names them); "eager" runs the
 GraphModule's generated forward unchanged.
+
+Capture controls (torch._dynamo's / torch.compiler's names): `reset()`,
+`disable`, `config.cache_size_limit`, `explain`, `is_compiling`.
 """
+import time
+import traceback
 
 _BACKENDS = {}
 _TAGS = {}
@@ -70,4 +75,239 @@ def eager_interpreter(gm, example_inputs):
     return run
 
 
-__all__ = ["register_backend", "lookup_backend", "list_backends", "InvalidBackend"]
+# --- capture controls ---------------------------------------------------------------
+
+def _capture():
+    from .._C import _capture
+    return _capture
+
+
+class _Config:
+    """Capture settings read when ignis.compile(...) is called.
+
+    cache_size_limit: cache entries per code object (per compiled variant of a
+    frame) before capture gives up on that code, warns once naming the guard
+    that kept failing, and runs it eagerly (torch._dynamo.config's
+    cache_size_limit / recompile_limit, default 8).
+    """
+
+    def __init__(self):
+        self.cache_size_limit = 8
+
+    @property
+    def recompile_limit(self):
+        return self.cache_size_limit
+
+    @recompile_limit.setter
+    def recompile_limit(self, value):
+        self.cache_size_limit = value
+
+    def __setattr__(self, name, value):
+        if name == "cache_size_limit":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"cache_size_limit must be a non-negative int, got {value!r}")
+        elif name != "recompile_limit":
+            raise AttributeError(f"ignis.compiler.config has no setting {name!r}")
+        object.__setattr__(self, name, value)
+
+
+config = _Config()
+
+
+def reset():
+    """Drops every capture cache entry and skip mark (torch._dynamo.reset())."""
+    _capture().reset()
+
+
+def disable(fn=None, recursive=True):
+    """Runs `fn` without capture, and never captures its code
+    (torch.compiler.disable). Usable as @disable and @disable(recursive=...).
+
+    recursive=True: frames that `fn` calls are not captured either. recursive=
+    False: only `fn`'s own frame is skipped; the frames it calls are still
+    captured while a compiled function is running.
+    """
+    if fn is None:
+        return lambda f: disable(f, recursive=recursive)
+    if not callable(fn):
+        raise TypeError(f"disable expects a callable, got {type(fn).__name__}")
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is not None:
+        _capture().mark_skip(code)
+    if not recursive:
+        return fn
+    import functools
+    wrapped = _capture().DisabledFunction(fn)
+    try:
+        functools.update_wrapper(wrapped, fn)
+    except AttributeError:
+        pass
+    return wrapped
+
+
+def is_compiling():
+    """True while a frame is being traced. Tracing never runs the user's Python
+    for real, so real code never observes True."""
+    return False
+
+
+class BreakReason:
+    """One graph break: the reason, where it happened, and its user stack
+    (torch._dynamo's GraphCompileReason)."""
+
+    def __init__(self, reason, filename, lineno, compile_id=None, name="<unknown>"):
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+        self.compile_id = compile_id
+        self.user_stack = [traceback.FrameSummary(filename, lineno, name, lookup_line=False)]
+
+    def __repr__(self):
+        return f"BreakReason(reason={self.reason!r}, at {self.filename}:{self.lineno})"
+
+
+class ExplainOutput:
+    """What ignis.compiler.explain(fn)(*args) saw (torch._dynamo's ExplainOutput)."""
+
+    def __init__(self, graphs, break_reasons, ops_per_graph, out_guards, compile_times):
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.ops_per_graph = ops_per_graph
+        self.op_count = sum(len(ops) for ops in ops_per_graph)
+        self.out_guards = out_guards
+        self.compile_times = compile_times
+
+    def __str__(self):
+        out = f"Graph Count: {self.graph_count}\n"
+        out += f"Graph Break Count: {self.graph_break_count}\n"
+        out += f"Op Count: {self.op_count}\n"
+        out += "Break Reasons:\n"
+        for idx, br in enumerate(self.break_reasons):
+            out += f"  Break Reason {idx + 1}:\n"
+            out += f"    Reason: {br.reason}\n"
+            out += "    User Stack:\n"
+            for frame in br.user_stack:
+                out += f"      {frame}\n"
+        out += "Ops per Graph:\n"
+        for idx, ops in enumerate(self.ops_per_graph):
+            out += f"  Ops {idx + 1}:\n"
+            for op in ops:
+                out += f"    {op}\n"
+        if self.out_guards:
+            out += "Out Guards:\n"
+            for i, guard in enumerate(self.out_guards):
+                out += f"  Guard {i + 1}:\n"
+                out += f"    {guard}\n"
+        if self.compile_times is not None:
+            out += f"Compile Times: {self.compile_times}\n"
+        return out
+
+    __repr__ = __str__
+
+
+def _codes_reachable(fn, depth=2):
+    """Code objects of `fn`, its nested functions and (to `depth`) the user
+    functions it names as globals: where break locations get their names."""
+    import types
+    seen, out = set(), []
+
+    def add_code(code):
+        if id(code) in seen:
+            return
+        seen.add(id(code))
+        out.append(code)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                add_code(c)
+
+    def add_fn(f, d):
+        f = getattr(f, "__func__", f)
+        f = getattr(f, "__wrapped__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in seen:
+            return
+        add_code(code)
+        if d > 0:
+            g = getattr(f, "__globals__", {})
+            for name in code.co_names:
+                v = g.get(name)
+                if isinstance(v, types.FunctionType):
+                    add_fn(v, d - 1)
+            for cell in getattr(f, "__closure__", None) or ():
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    continue
+                if isinstance(v, types.FunctionType):
+                    add_fn(v, d - 1)
+
+    if hasattr(fn, "forward") and not isinstance(fn, types.FunctionType):
+        add_fn(type(fn).forward, depth)
+    add_fn(fn, depth)
+    return out
+
+
+def _function_at(codes, filename, lineno):
+    """Name of the innermost code in `codes` from `filename` spanning `lineno`."""
+    best = None
+    for code in codes:
+        if code.co_filename != filename:
+            continue
+        lines = [ln for _, _, ln in code.co_lines() if ln is not None]
+        if lines and min(lines) <= lineno <= max(lines):
+            if best is None or code.co_firstlineno > best.co_firstlineno:
+                best = code
+    return best.co_name if best is not None else "<unknown>"
+
+
+def _ops_of(gm):
+    # As torch._dynamo's explain: call_function targets only (methods such as
+    # the seed's `sum` are not counted).
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def explain(fn, *extra_args, **extra_kwargs):
+    """explain(fn)(*args, **kwargs): compiles `fn` with the "eager" backend, runs it
+    once on the arguments with an event sink installed, and returns an
+    ExplainOutput (graphs, graph and break counts, break reasons with file and
+    line, ops per graph, guards, compile time). Caches are reset before the run,
+    so what was compiled earlier does not hide graphs.
+    """
+    def inner(*args, **kwargs):
+        from .._compile import compile as _compile
+        cap = _capture()
+        reset()
+        events = []
+        graph_fns = []
+
+        def recording_backend(gm, example_inputs):
+            graph_fns.append(gm)
+            return gm.forward
+
+        compiled = _compile(fn, backend=recording_backend)
+        cap.set_event_sink(events)
+        t0 = time.perf_counter()
+        try:
+            compiled(*args, **kwargs)
+        finally:
+            cap.set_event_sink(None)
+            elapsed = time.perf_counter() - t0
+            reset()
+        graphs = [e[1] for e in events if e[0] == "graph"] or graph_fns
+        codes = _codes_reachable(fn)
+        breaks = [BreakReason(e[1], e[2], e[3], e[4], _function_at(codes, e[2], e[3]))
+                  for e in events if e[0] == "break"]
+        guards = [line for e in events if e[0] == "guards" for line in e[1]]
+        return ExplainOutput(graphs, breaks, [_ops_of(g) for g in graphs], guards,
+                             f"total: {elapsed:.4f}s (capture and one run)")
+
+    if extra_args or extra_kwargs:
+        # torch's deprecated explain(fn, *args) form.
+        return inner(*extra_args, **extra_kwargs)
+    return inner
+
+
+__all__ = ["register_backend", "lookup_backend", "list_backends", "InvalidBackend", "config",
+           "reset", "disable", "explain", "is_compiling", "ExplainOutput", "BreakReason"]

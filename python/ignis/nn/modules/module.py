@@ -593,7 +593,25 @@ class Module:
                 output = result
         return output
 
-    __call__ = _call_impl
+    # Set by Module.compile(): the compiled _call_impl that __call__ runs instead.
+    _compiled_call_impl = None
+
+    def _wrapped_call_impl(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    __call__ = _wrapped_call_impl
+
+    def compile(self, *args, **kwargs):
+        """Compiles this module's call in place (torch's nn.Module.compile): takes
+        ignis.compile's arguments; later calls of the module run the compiled
+        call, hooks included. The module keeps its type and state_dict keys."""
+        from ..._compile import compile as _compile
+        # As torch does: _call_impl's own frame (ignis code) runs eagerly and
+        # the frames it calls (a user forward) are captured; an ignis layer
+        # compiled this way alone captures nothing, as torch.nn's layers.
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
 
     # --- printing ------------------------------------------------------------------------
     def _get_name(self):

@@ -1,0 +1,183 @@
+"""ignis.compile: torch.compile's entry point over the capture front end.
+
+Functions become `_C._capture.CompiledFunction` objects (a C callable that
+switches the frame hook on for the call; see src/ignis/capture/eval_frame.h);
+modules become an OptimizedModule wrapper, as torch._dynamo does.
+"""
+import functools
+import types
+
+from . import compiler as _compiler
+from .nn import Module
+
+# torch.compile's mode names (torch._inductor.list_mode_options). The
+# compiler will read the mode once it lands; capture itself ignores it.
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _capture():
+    from ._C import _capture
+    return _capture
+
+
+# Module.__call__ and nn layers' forward live in ignis, whose frames the hook
+# never captures. As torch._dynamo.external_utils.wrap_inline does, a compiled
+# module is entered through a one-line function whose code lies outside ignis
+# (a file name of its own), so the hook captures it and the tracer inlines
+# the module call. Built once, from source, so that no ignis file owns it.
+_WRAP_INLINE_SRC = """\
+def wrap_inline(fn):
+    def inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return inner
+"""
+_wrap_globals = {"__name__": "<ignis.compile wrap_inline>"}
+exec(compile(_WRAP_INLINE_SRC, "<ignis.compile wrap_inline>", "exec"), _wrap_globals)
+_wrap_inline_impl = _wrap_globals["wrap_inline"]
+
+
+def wrap_inline(fn):
+    """A function calling fn(*args, **kwargs), from code the hook captures."""
+    inner = _wrap_inline_impl(fn)
+    functools.update_wrapper(inner, fn, updated=())
+    return inner
+
+
+def _make_backend(backend, options):
+    be = _compiler.lookup_backend(backend)
+    if options:
+        # torch passes options through to non-inductor backends as a keyword.
+        be = functools.partial(be, options=dict(options))
+    return be
+
+
+def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):
+    """A CompiledFunction for `fn`, carrying `fn`'s name, docs and __wrapped__."""
+    cf = _capture().CompiledFunction(fn, _make_backend(backend, options), bool(fullgraph),
+                                     dynamic, int(_compiler.config.cache_size_limit))
+    try:
+        functools.update_wrapper(cf, fn)
+    except AttributeError:  # fn without a __dict__ (a builtin, a functools.partial)
+        cf.__wrapped__ = fn
+    cf._ignis_compile_mode = mode
+    return cf
+
+
+def _check_args(model, fullgraph, dynamic, backend, mode, options):
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(MODES)}")
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"ignis.compile: options must be a dict, got {type(options).__name__}")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"ignis.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"ignis.compile: fullgraph must be a bool, got {fullgraph!r}")
+    _compiler.lookup_backend(backend)  # unknown names raise InvalidBackend now
+    if model is not None and not callable(model):
+        raise RuntimeError(f"A callable function is expected, but {type(model)} is provided.")
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="eager", mode=None,  # noqa: A001
+            options=None, disable=False):
+    """Optimizes a function or nn.Module by capturing its Python bytecode into graphs
+    (torch.compile).
+
+    Usable as `ignis.compile(fn)`, `@ignis.compile` and `@ignis.compile(...)`, on
+    functions, methods and modules (`module.compile()` compiles in place).
+
+    Args:
+        model: the function or nn.Module (None: returns a decorator).
+        fullgraph: raise at the first graph break instead of splitting the graph.
+        dynamic: reserved for symbolic shapes; shapes are static in this version.
+        backend: a registered name or a callable `backend(gm, example_inputs)`.
+            The default is "eager" (run the captured graph as it is) until the
+            ignis compiler lands; it will then become the default.
+        mode: one of None, "default", "reduce-overhead", "max-autotune",
+            "max-autotune-no-cudagraphs" (kept for the compiler).
+        options: a dict passed to the backend as `options=` (not with `mode`).
+        disable: return `model` unchanged.
+    """
+    _check_args(model, fullgraph, dynamic, backend, mode, options)
+    if model is None:
+        def decorate(model):
+            if model is None:
+                raise RuntimeError("Model can't be None")
+            return compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                           mode=mode, options=options, disable=disable)
+        return decorate
+    if mode is None and options is None:
+        mode = "default"
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, functools.partial(
+            _compile_callable, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+            options=options))
+    return _compile_callable(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                             mode=mode, options=options)
+
+
+def _is_ignis_layer(mod):
+    return type(mod).__module__.startswith("ignis.")
+
+
+def compiled_call_of(mod, compile_fn):
+    """The compiled callable that runs `mod(*args)`: for ignis's own layers, a
+    wrap_inline entry (their frames are never captured); for user modules,
+    `mod.__call__` itself (hooks run eagerly, the forward frame is captured),
+    as torch._dynamo.OptimizedModule does."""
+    if _is_ignis_layer(mod):
+        return compile_fn(wrap_inline(mod))
+    return compile_fn(mod.__call__)
+
+
+class OptimizedModule(Module):
+    """A module compiled by ignis.compile (torch._dynamo.OptimizedModule).
+
+    Holds the original as the submodule `_orig_mod` (so state_dict keys carry
+    the "_orig_mod." prefix and parameters() yields the original's, as in
+    torch); other attribute reads and writes (training included) go to the
+    original; `forward` is the compiled call.
+    """
+
+    _opt_mod_attributes = {"_orig_mod", "_compile_fn", "forward", "__dict__"}
+
+    def __init__(self, mod, compile_fn):
+        object.__setattr__(self, "_orig_mod", mod)
+        super().__init__()
+        del self.__dict__["training"]  # read through to the original
+        del self.__dict__["_orig_mod"]
+        self._modules["_orig_mod"] = mod
+        object.__setattr__(self, "_compile_fn", compile_fn)
+        object.__setattr__(self, "forward", compiled_call_of(mod, compile_fn))
+
+    def __getattr__(self, name):
+        if name == "_orig_mod":
+            return self.__dict__["_modules"]["_orig_mod"]
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name, value):
+        if name in OptimizedModule._opt_mod_attributes:
+            return object.__setattr__(self, name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in OptimizedModule._opt_mod_attributes:
+            return object.__delattr__(self, name)
+        return delattr(self._orig_mod, name)
+
+    def __len__(self):
+        try:
+            return len(self._orig_mod)
+        except TypeError:
+            raise TypeError(f"{type(self._orig_mod).__name__} does not support len()") from None
+
+    def __dir__(self):
+        orig = self._orig_mod.__dir__()
+        return orig + [a for a in super().__dir__() if a not in orig]
+
+    def __reduce__(self):
+        return (self.__class__, (self._orig_mod, self._compile_fn))

@@ -1,0 +1,325 @@
+"""ignis.compile's interface (torch.compile's): decorator forms, argument
+validation, backends by name and by callable (the seed's custom backend),
+options, disable, functions, lambdas, methods and bound methods; and
+ignis.compiler.{disable, is_compiling, config}."""
+import contextlib
+import functools
+import io
+import re
+
+import pytest
+
+from capture_util import counting_backend, requires_capture, tensor
+
+import ignis
+from ignis.compiler import InvalidBackend
+
+pytestmark = requires_capture
+
+
+@pytest.fixture(autouse=True)
+def clean_caches():
+    ignis.compiler.reset()
+    yield
+    ignis.compiler.reset()
+
+
+def add_relu(x, y):
+    """Docstring kept."""
+    return ignis.relu(x + y)
+
+
+# --- forms --------------------------------------------------------------------------------------------
+def test_compile_function_keeps_metadata():
+    cf = ignis.compile(add_relu)
+    assert cf.__name__ == "add_relu"
+    assert cf.__doc__ == "Docstring kept."
+    assert cf.__wrapped__ is add_relu
+    assert type(cf).__name__ == "CompiledFunction"
+    x, y = tensor(ignis, 4), tensor(ignis, 4, seed=1)
+    assert ignis.equal(cf(x, y), add_relu(x, y))
+
+
+def test_bare_decorator():
+    @ignis.compile
+    def f(x):
+        return x * 2
+
+    x = tensor(ignis, 4)
+    assert ignis.equal(f(x), x * 2)
+
+
+def test_decorator_with_arguments():
+    graphs = []
+
+    @ignis.compile(backend=counting_backend(graphs), fullgraph=True)
+    def f(x):
+        return x - 1
+
+    x = tensor(ignis, 4)
+    assert ignis.equal(f(x), x - 1)
+    assert len(graphs) == 1
+
+
+def test_decorator_none_model_raises():
+    with pytest.raises(RuntimeError, match="Model can't be None"):
+        ignis.compile()(None)
+
+
+def test_compile_lambda():
+    graphs = []
+    f = ignis.compile(lambda a: a.exp() * 3, backend=counting_backend(graphs))
+    x = tensor(ignis, 4)
+    assert ignis.allclose(f(x), x.exp() * 3)
+    assert len(graphs) == 1
+
+
+def test_compile_bound_method():
+    graphs = []
+
+    class Thing:
+        k = 4.0
+
+        def run(self, x):
+            return x * self.k
+
+    t = Thing()
+    f = ignis.compile(t.run, backend=counting_backend(graphs))
+    x = tensor(ignis, 4)
+    assert ignis.equal(f(x), x * 4)
+    assert len(graphs) == 1
+
+
+def test_compiled_function_as_method_descriptor():
+    graphs = []
+
+    class Thing:
+        def __init__(self, k):
+            self.k = k
+
+        @ignis.compile(backend=counting_backend(graphs))
+        def run(self, x):
+            return x * self.k
+
+    x = tensor(ignis, 4)
+    assert ignis.equal(Thing(2.0).run(x), x * 2)
+    assert ignis.equal(Thing(3.0).run(x), x * 3)
+    assert len(graphs) == 2  # the float attribute is guarded
+
+
+def test_compile_functools_partial():
+    f = ignis.compile(functools.partial(ignis.mul, other=3))
+    x = tensor(ignis, 4)
+    assert ignis.equal(f(x), x * 3)
+
+
+def test_disable_true_returns_model_unchanged():
+    assert ignis.compile(add_relu, disable=True) is add_relu
+    m = ignis.nn.Linear(2, 2)
+    assert ignis.compile(m, disable=True) is m
+    assert ignis.compile(disable=True)(add_relu) is add_relu
+
+
+def test_compile_same_function_twice_independent_backends():
+    g1, g2 = [], []
+    f1 = ignis.compile(add_relu, backend=counting_backend(g1))
+    f2 = ignis.compile(add_relu, backend=counting_backend(g2))
+    x, y = tensor(ignis, 4), tensor(ignis, 4, seed=1)
+    f1(x, y)
+    f2(x, y)
+    f1(x, y)
+    assert (len(g1), len(g2)) == (1, 1)
+
+
+def test_calling_original_after_compile_is_eager():
+    graphs = []
+
+    def f(x):
+        return x + 1
+
+    ignis.compile(f, backend=counting_backend(graphs))
+    f(tensor(ignis, 4))
+    assert graphs == []
+
+
+# --- validation ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", [None, "default", "reduce-overhead", "max-autotune",
+                                  "max-autotune-no-cudagraphs"])
+def test_known_modes(mode):
+    f = ignis.compile(add_relu, mode=mode)
+    x = tensor(ignis, 4)
+    assert ignis.equal(f(x, x), add_relu(x, x))
+
+
+def test_unknown_mode_lists_valid_ones():
+    with pytest.raises(RuntimeError) as info:
+        ignis.compile(add_relu, mode="fastest")
+    msg = str(info.value)
+    assert "fastest" in msg
+    for m in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        assert m in msg
+
+
+def test_mode_and_options_together_raise():
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        ignis.compile(add_relu, mode="default", options={})
+
+
+def test_options_must_be_dict():
+    with pytest.raises(TypeError, match="dict"):
+        ignis.compile(add_relu, options=[("a", 1)])
+
+
+def test_options_reach_custom_backend():
+    seen = {}
+
+    def backend(gm, example_inputs, options=None):
+        seen["options"] = options
+        return gm.forward
+
+    f = ignis.compile(add_relu, backend=backend, options={"trace.enabled": True})
+    x = tensor(ignis, 4)
+    f(x, x)
+    assert seen["options"] == {"trace.enabled": True}
+
+
+def test_unknown_backend_name():
+    with pytest.raises(InvalidBackend, match="nonexistent"):
+        ignis.compile(add_relu, backend="nonexistent")
+
+
+def test_non_callable_backend():
+    with pytest.raises(InvalidBackend):
+        ignis.compile(add_relu, backend=42)
+
+
+def test_non_callable_model():
+    with pytest.raises(RuntimeError):
+        ignis.compile(42)
+
+
+def test_bad_dynamic_and_fullgraph():
+    with pytest.raises(TypeError):
+        ignis.compile(add_relu, dynamic="yes")
+    with pytest.raises(TypeError):
+        ignis.compile(add_relu, fullgraph=1)
+
+
+def test_registered_backend_by_name():
+    graphs = []
+
+    @ignis.compiler.register_backend(name="capture_test_counting")
+    def capture_test_counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x = tensor(ignis, 4)
+    out = ignis.compile(add_relu, backend="capture_test_counting")(x, x)
+    assert ignis.equal(out, add_relu(x, x))
+    assert len(graphs) == 1
+
+
+def test_eager_interpreter_backend():
+    x = tensor(ignis, 4)
+    out = ignis.compile(add_relu, backend="eager_interpreter")(x, x)
+    assert ignis.equal(out, add_relu(x, x))
+
+
+def test_backend_gets_example_inputs():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([(tuple(t.shape), t.dtype) for t in example_inputs])
+        return gm.forward
+
+    x = tensor(ignis, 2, 3)
+    ignis.compile(add_relu, backend=backend)(x, x)
+    assert seen == [[((2, 3), ignis.float32), ((2, 3), ignis.float32)]]
+
+
+def test_backend_result_is_what_runs():
+    def backend(gm, example_inputs):
+        def run(*args):
+            (out,) = gm.forward(*args)
+            return (out * 0 + 7,)
+        return run
+
+    x = tensor(ignis, 4)
+    out = ignis.compile(add_relu, backend=backend)(x, x)
+    assert out.tolist() == [7.0] * 4
+
+
+def test_backend_exception_reaches_user():
+    def backend(gm, example_inputs):
+        raise ValueError("backend exploded")
+
+    with pytest.raises(Exception, match="backend exploded"):
+        ignis.compile(add_relu, backend=backend)(tensor(ignis, 4), tensor(ignis, 4))
+
+
+def test_default_backend_is_eager():
+    import inspect
+    sig = inspect.signature(ignis.compile)
+    assert sig.parameters["backend"].default == "eager"
+    assert "eager" in ignis.compile.__doc__
+
+
+# --- the seed's custom backend example ---------------------------------------------------------------------
+def test_seed_custom_backend_example_runs():
+    buf = io.StringIO()
+    torch = ignis  # the example, unchanged apart from the import and the device
+
+    def custom_backend(gm, example_inputs):
+        print("FX Graph:")
+        gm.graph.print_tabular()
+        print("\nGenerated Python code:")
+        print(gm.code)
+        return gm.forward
+
+    with contextlib.redirect_stdout(buf):
+        @torch.compile(backend=custom_backend)
+        def func(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            z = x + y
+            return torch.relu(z) * 2
+
+        x = torch.randn((4,), dtype=torch.float32, device="cpu")
+        y = torch.randn((4,), dtype=torch.float32, device="cpu")
+        o = func(x, y)
+        x = torch.randn((4,), dtype=torch.float32, device="cpu")
+        y = torch.randn((4,), dtype=torch.float32, device="cpu")
+        o = func(x, y)
+    text = buf.getvalue()
+    assert text.count("FX Graph:") == 1  # the second call hits the cache
+    assert ignis.allclose(o, ignis.relu(x + y) * 2)
+    assert re.search(r"placeholder\s+l_x_\s+L_x_", text)
+    assert "mul = relu * 2;  relu = None" in text
+
+
+# --- ignis.compiler controls -----------------------------------------------------------------------------
+def test_is_compiling_false_outside():
+    assert ignis.compiler.is_compiling() is False
+
+
+def test_disable_decorator_forms():
+    def f(x):
+        return x + 1
+
+    d1 = ignis.compiler.disable(f)
+    d2 = ignis.compiler.disable()(f)
+    x = tensor(ignis, 4)
+    assert ignis.equal(d1(x), x + 1) and ignis.equal(d2(x), x + 1)
+    assert d1.__name__ == "f"
+    with pytest.raises(TypeError):
+        ignis.compiler.disable(3)
+
+
+def test_reset_is_idempotent():
+    ignis.compiler.reset()
+    ignis.compiler.reset()
+
+
+def test_compiler_exports():
+    for name in ("reset", "disable", "explain", "config", "is_compiling", "register_backend",
+                 "lookup_backend", "list_backends"):
+        assert hasattr(ignis.compiler, name)
+    assert "eager" in ignis.compiler.list_backends()
