@@ -1,7 +1,7 @@
 """Python-level functions that are not operators of their own."""
 from . import _C
 
-__all__ = ["get_rng_state", "set_rng_state", "seed"]
+__all__ = ["get_rng_state", "set_rng_state", "seed", "isclose", "allclose", "equal"]
 
 
 def get_rng_state():
@@ -17,3 +17,30 @@ def seed():
     s = random.getrandbits(63)
     _C.manual_seed(s)
     return s
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise |input - other| <= atol + rtol * |other| (torch.isclose)."""
+    from . import _C as C  # noqa: F401
+    import ignis
+    if input.dtype != other.dtype:
+        raise TypeError(f"isclose: input dtype {input.dtype} and other dtype {other.dtype} differ")
+    if input.dtype == ignis.bool or not input.is_floating_point():
+        return input == other
+    a, b = input, other
+    close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+    if equal_nan:
+        close = close | (a.isnan() & b.isnan())
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every element is close (torch.allclose)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def equal(input, other):
+    """True when both tensors have the same size and elements (torch.equal)."""
+    if input.shape != other.shape:
+        return False
+    return bool((input == other).all())
