@@ -215,6 +215,13 @@ bool is_skipped_file(PyCodeObject* code) {
   std::string f = utf8(code->co_filename);
   if (starts_with(f, "<frozen ")) return true;  // frozen stdlib modules
   if (f == g_dirs.module_py) return true;
+  // Third-party libraries capture has no business tracing (as Dynamo skips
+  // them): their frames run eagerly even inside a compiled region.
+  static const char* third_party[] = {"/numpy/", "/_pytest/", "/pytest/", "/pluggy/",
+                                      "/hypothesis/", "/torch/", "/typing_extensions",
+                                      "/packaging/", "/scipy/"};
+  for (const char* t : third_party)
+    if (f.find(t) != std::string::npos && f.find("site-packages") != std::string::npos) return true;
   for (const auto& k : g_dirs.keep)
     if (starts_with(f, k)) return false;
   for (const auto& s : g_dirs.skip)

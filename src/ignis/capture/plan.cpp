@@ -137,6 +137,9 @@ bool run_program(const ValueProgram& prog, PyObject* outs, GuardProgram::Registe
         st.push(r);
         break;
       }
+      case ValueOp::Pop:
+        Py_XDECREF(st.pop());
+        break;
     }
   }
   return true;

@@ -38,6 +38,7 @@ struct ValueOp {
     Dict,    // pop 2*`arg` values (k0, v0, k1, v1, ...), push a dict
     Slice,   // pop 3 (start, stop, step), push a slice
     Call,    // pop `arg` args and then the callable; push callable(*args)
+    Pop,     // drop the top value (a side effect's result)
   };
   Kind kind;
   Py_ssize_t arg = 0;

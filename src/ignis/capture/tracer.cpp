@@ -105,6 +105,8 @@ Opc opcode_of(const std::string& n) {
       {"POP_JUMP_BACKWARD_IF_NOT_NONE", Opc::PopJumpIfNotNone},
       {"JUMP_IF_FALSE_OR_POP", Opc::JumpIfFalseOrPop},
       {"JUMP_IF_TRUE_OR_POP", Opc::JumpIfTrueOrPop}, {"BEFORE_WITH", Opc::BeforeWith},
+      {"RETURN_GENERATOR", Opc::ReturnGenerator}, {"YIELD_VALUE", Opc::YieldValue},
+      {"BUILD_SET", Opc::BuildSet}, {"SET_ADD", Opc::SetAdd}, {"SET_UPDATE", Opc::SetUpdate},
   };
   auto it = table.find(n);
   return it == table.end() ? Opc::Unknown : it->second;
@@ -429,10 +431,60 @@ void Tracer::step(TFrame& f, const Instr& in) {
     case Opc::StoreAttr: {
       VTP obj = pop(f);
       VTP value = pop(f);
-      (void)value;
-      throw Unsupported{str("assignment to attribute '", utf8(in.argval), "' of a ",
-                            obj->kind == VK::Tensor ? "tensor" : "Python object",
-                            " (a side effect capture does not replay)")};
+      std::string name = utf8(in.argval);
+      bool frame_object = (obj->kind == VK::Object || obj->kind == VK::Module) && obj->reg >= 0;
+      if (obj->kind != VK::LocalObject && !frame_object)
+        throw Unsupported{str("assignment to attribute '", name, "' of a ",
+                              obj->kind == VK::Tensor ? "tensor" : "Python object")};
+      if (frame_object) mark_mutated(obj, "attribute assignment");
+      bool replaced = false;
+      for (auto& [k, v] : obj->attrs)
+        if (k == name) {
+          v = value;
+          replaced = true;
+        }
+      if (!replaced) obj->attrs.emplace_back(name, value);
+      next();
+      return;
+    }
+    case Opc::ReturnGenerator:
+      if (!f.yields) throw Unsupported{"a generator frame"};
+      f.stack.push_back(make_const(Py_None));
+      next();
+      return;
+    case Opc::YieldValue: {
+      if (!f.yields) throw Unsupported{"yield outside an inlined generator"};
+      f.yields->push_back(pop(f));
+      f.stack.push_back(make_const(Py_None));  // the value sent back in
+      next();
+      return;
+    }
+    case Opc::BuildSet: {
+      auto items = popn(f, in.arg);
+      auto set = std::make_shared<VT>(VK::Set);
+      set->value = check(PySet_New(nullptr));
+      for (auto& e : items) {
+        Obj c = const_value(e);
+        if (!c) throw Unsupported{"a set of values that are not constants"};
+        if (PySet_Add(set->value.get(), c.get()) < 0) throw PyErrorSet{};
+      }
+      f.stack.push_back(set);
+      next();
+      return;
+    }
+    case Opc::SetAdd:
+    case Opc::SetUpdate: {
+      VTP v = pop(f);
+      VTP set = f.stack[f.stack.size() - in.arg];
+      if (set->kind != VK::Set) throw Unsupported{"internal: SET_ADD"};
+      std::vector<VTP> items = in.op == Opc::SetAdd ? std::vector<VTP>{v} : unpack(v);
+      for (auto& e : items) {
+        Obj c = const_value(e);
+        if (!c) throw Unsupported{"a set of values that are not constants"};
+        if (PySet_Add(set->value.get(), c.get()) < 0) throw PyErrorSet{};
+      }
+      next();
+      return;
     }
     case Opc::MakeCell: {
       auto c = std::make_shared<VT>(VK::Cell);
@@ -917,15 +969,18 @@ void Tracer::run() {
     finish_run_original("generator and coroutine frames run eagerly");
     return;
   }
+  log_bytecode("original", reinterpret_cast<PyObject*>(ci.code));
   VTP ret;
   try {
     ret = run_frame(f);
   } catch (Unsupported& u) {
+    fail_line = f.line;
     if (cfg->fullgraph) {
       log_break(u.reason, ci.filename, f.line);
       throw;
     }
-    log_break(u.reason + " (the frame runs eagerly)", ci.filename, f.line);
+    log_break(u.reason + " (" + (break_fail_note.empty() ? "" : break_fail_note + "; ") +
+                  "the frame runs eagerly)", ci.filename, f.line);
     finish_run_original(u.reason);
     skip_code = true;
     return;
@@ -954,7 +1009,7 @@ TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureC
           return t;
         }();
         const CodeInfo& ci = code_info(f.code);
-        int line = t.root ? t.root->line : ci.code->co_firstlineno;
+        int line = t.fail_line ? t.fail_line : ci.code->co_firstlineno;
         std::string msg = str("graph break with fullgraph=True: ", u.reason, "\n  at ",
                               ci.filename, ":", line, " in ", ci.name);
         PyErr_SetString(exc_type ? exc_type : PyExc_RuntimeError, msg.c_str());
@@ -973,7 +1028,7 @@ TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureC
           return t;
         }();
         std::string msg = str("graph break with fullgraph=True: ", r.reason, "\n  at ",
-                              r.filename, ":", r.lineno);
+                              r.filename, ":", r.lineno, "\n  User code traceback:\n", r.traceback);
         PyErr_SetString(exc_type ? exc_type : PyExc_RuntimeError, msg.c_str());
         *error = true;
         return result;

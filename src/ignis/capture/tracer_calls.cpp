@@ -54,6 +54,13 @@ bool is_nn_module(PyObject* o) {
   return r;
 }
 
+bool is_nn_module_type(PyObject* t) {
+  static PyObject* cls = py_import_attr("ignis.nn", "Module");
+  int r = PyObject_IsSubclass(t, cls);
+  if (r < 0) throw PyErrorSet{};
+  return r;
+}
+
 bool type_named(PyObject* o, const char* name) {
   return std::strcmp(Py_TYPE(o)->tp_name, name) == 0 ||
          std::strcmp(Py_TYPE(o)->tp_name, (std::string("ignis._C._capture.") + name).c_str()) == 0;
@@ -135,6 +142,9 @@ const char* kind_name(VK k) {
     case VK::Null: return "NULL";
     case VK::GradMode: return "grad-mode context";
     case VK::GradExit: return "grad-mode exit";
+    case VK::Set: return "set";
+    case VK::Partial: return "functools.partial";
+    case VK::LocalObject: return "object";
   }
   return "value";
 }
@@ -151,6 +161,10 @@ std::string describe(const VTP& v) {
     return s;
   }
   return kind_name(v->kind);
+}
+
+std::string frame_line(const TFrame& f) {
+  return str("    File \"", f.ci->filename, "\", line ", f.line, ", in ", f.ci->name, "\n");
 }
 
 std::string callable_name(PyObject* fn) {
@@ -207,6 +221,7 @@ const char* data_dependent_reason(const std::string& name) {
 Obj Tracer::const_value(const VTP& v) {
   switch (v->kind) {
     case VK::Const: return v->value;
+    case VK::Set: return v->value;  // a private set of constants
     case VK::List:
     case VK::Tuple: {
       Obj l = check(PyList_New(0));
@@ -234,6 +249,16 @@ Obj Tracer::const_value(const VTP& v) {
       return d;
     }
     default: return Obj();
+  }
+}
+
+void Tracer::mark_mutated(const VTP& v, const char* what) {
+  if (v->local) return;
+  if (v->reg < 0)
+    throw Unsupported{str(what, " on a ", kind_name(v->kind), " capture cannot write back")};
+  if (!v->mutated) {
+    v->mutated = true;
+    mutated.push_back(v);
   }
 }
 
@@ -530,7 +555,11 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
     result_device = check(PyObject_CallFunction(ig("device"), "s", "cpu"));
   }
   Obj result;
-  if (method == "cuda" || method == "cpu") {
+  if (fn == operator_fn("setitem")) {
+    // An in-place assignment keeps the target's metadata; a boolean mask's
+    // count is unknown on meta, so the assignment is not run there.
+    result = Obj::borrow(Py_None);
+  } else if (method == "cuda" || method == "cpu") {
     result = Obj::borrow(PyList_GET_ITEM(fargs.get(), 0));
   } else {
     bool added_device = false;
@@ -660,6 +689,31 @@ VTP Tracer::call(const VTP& fn, std::vector<VTP> args,
     case VK::GradExit:
       set_grad_mode(fn->grad_prev);
       return make_const(Py_None);
+    case VK::Partial: {
+      std::vector<VTP> all = fn->items;
+      for (auto& a : args) all.push_back(a);
+      auto kw = fn->kw;
+      for (auto& [k, v] : kwargs) {
+        bool replaced = false;
+        for (auto& [k2, v2] : kw)
+          if (k2 == k) {
+            v2 = v;
+            replaced = true;
+          }
+        if (!replaced) kw.emplace_back(k, v);
+      }
+      return call(fn->func, std::move(all), std::move(kw));
+    }
+    case VK::LocalObject: {
+      PyObject* call_attr = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(fn->pytype.get()),
+                                           PyUnicode_InternFromString("__call__"));
+      if (call_attr && PyFunction_Check(call_attr)) {
+        args.insert(args.begin(), fn);
+        return inline_function(PyFunction_GET_CODE(call_attr), PyFunction_GET_GLOBALS(call_attr),
+                               make_const(call_attr), std::move(args), std::move(kwargs));
+      }
+      throw Unsupported{"call of an object without a Python __call__"};
+    }
     case VK::Object: {
       PyObject* call_attr = _PyType_Lookup(Py_TYPE(fn->value.get()), PyUnicode_InternFromString("__call__"));
       if (call_attr && PyFunction_Check(call_attr)) {
@@ -715,6 +769,25 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     return inline_function(PyFunction_GET_CODE(fn), PyFunction_GET_GLOBALS(fn), fnvt,
                            std::move(args), std::move(kwargs));
   }
+  if (fn == py_import_attr("functools", "reduce")) {
+    if (args.size() < 2) throw Unsupported{"functools.reduce with wrong arguments"};
+    auto items = unpack(args[1]);
+    size_t i = 0;
+    VTP acc;
+    if (args.size() > 2) acc = args[2];
+    else if (!items.empty()) acc = items[i++];
+    else throw Unsupported{"functools.reduce of an empty sequence"};
+    for (; i < items.size(); ++i) acc = call(args[0], {acc, items[i]}, {});
+    return acc;
+  }
+  if (fn == py_import_attr("functools", "partial")) {
+    if (args.empty()) throw Unsupported{"functools.partial without a function"};
+    auto p = std::make_shared<VT>(VK::Partial);
+    p->func = args[0];
+    p->items.assign(args.begin() + 1, args.end());
+    p->kw = kwargs;
+    return p;
+  }
   if (PyType_Check(fn)) {
     if (fn == ig("no_grad") || fn == ig("enable_grad")) {
       if (!args.empty() || !kwargs.empty()) throw Unsupported{"grad-mode context with arguments"};
@@ -749,6 +822,22 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
       t->pytype = Obj::borrow(fn);
       return t;
     }
+    // A user class with a Python __init__ and object's __new__: an object
+    // tracked attribute by attribute, its __init__ inlined.
+    PyObject* init = _PyType_Lookup(tp, PyUnicode_InternFromString("__init__"));
+    PyObject* new_ = _PyType_Lookup(tp, PyUnicode_InternFromString("__new__"));
+    PyObject* object_new = _PyType_Lookup(&PyBaseObject_Type, PyUnicode_InternFromString("__new__"));
+    bool plain = tp->tp_new == PyBaseObject_Type.tp_new && new_ == object_new &&
+                 !PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(py::TensorBaseType)) &&
+                 tp->tp_dictoffset != 0 && !is_nn_module_type(fn);
+    if (plain && init && PyFunction_Check(init)) {
+      auto o = std::make_shared<VT>(VK::LocalObject);
+      o->pytype = Obj::borrow(fn);
+      args.insert(args.begin(), o);
+      inline_function(PyFunction_GET_CODE(init), PyFunction_GET_GLOBALS(init), make_const(init),
+                      std::move(args), std::move(kwargs));
+      return o;
+    }
   }
   // Anything else with constant arguments that is known to be pure: fold.
   throw Unsupported{str("call to ", callable_name(fn), " is not supported by capture")};
@@ -758,7 +847,11 @@ VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fn
                             std::vector<VTP> args,
                             std::vector<std::pair<std::string, VTP>> kwargs) {
   auto* co = reinterpret_cast<PyCodeObject*>(code_obj);
-  if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
+  // Generator expressions run to completion here and become an iterator over
+  // what they yielded (they are consumed at once by sum/list/any/...); other
+  // generators and coroutines are not traced.
+  bool genexpr = (co->co_flags & CO_GENERATOR) && utf8(co->co_name) == "<genexpr>";
+  if ((co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) && !genexpr)
     throw Unsupported{str("call to the generator function ", utf8(co->co_name))};
   if (inline_depth >= 32) throw Unsupported{"calls nest too deeply to inline"};
   const CodeInfo& ci = code_info(co);
@@ -866,6 +959,8 @@ VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fn
   for (int i = 0; i < argcount + kwonly; ++i)
     if (!nf.locals[i]) throw Unsupported{str(fname, "() missing argument '", ci.slot_names[i], "'")};
 
+  std::vector<VTP> yielded;
+  if (genexpr) nf.yields = &yielded;
   TFrame* saved = cur;
   cur = &nf;
   ++inline_depth;
@@ -873,12 +968,19 @@ VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fn
     VTP r = run_frame(nf);
     cur = saved;
     --inline_depth;
+    if (genexpr) return get_iter(make_list(yielded));
     return r;
   } catch (Unsupported& u) {
     cur = saved;
     --inline_depth;
     const Instr& at = root->ci->ins[root->pc];
-    throw RestartAt{at.offset, u.reason, ci.filename, nf.line};
+    throw RestartAt{at.offset, u.reason, ci.filename, nf.line,
+                    frame_line(*saved) + frame_line(nf)};
+  } catch (RestartAt& r) {
+    cur = saved;
+    --inline_depth;
+    if (saved != root) r.traceback = frame_line(*saved) + r.traceback;
+    throw;
   } catch (...) {
     cur = saved;
     --inline_depth;
@@ -930,11 +1032,7 @@ VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::ve
 
 VTP Tracer::call_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                         std::vector<std::pair<std::string, VTP>>& kwargs) {
-  auto need_local = [&] {
-    if (!self->local)
-      throw Unsupported{str("mutation of a ", kind_name(self->kind),
-                            " that came from outside the compiled function (", name, ")")};
-  };
+  auto need_local = [&] { mark_mutated(self, (kind_name(self->kind) + std::string(".") + name).c_str()); };
   auto const_arg = [&](size_t i) {
     Obj c = i < args.size() ? const_value(args[i]) : Obj();
     if (!c) throw Unsupported{str(kind_name(self->kind), ".", name, " with a non-constant argument")};
@@ -942,6 +1040,30 @@ VTP Tracer::call_method(const VTP& self, const std::string& name, std::vector<VT
   };
   if (!kwargs.empty() && name != "update" && name != "get")
     throw Unsupported{str(kind_name(self->kind), ".", name, " with keyword arguments")};
+  if (self->kind == VK::Set) {
+    // A private set of constants: run the method on it.
+    Obj a = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+    for (size_t i = 0; i < args.size(); ++i) PyTuple_SET_ITEM(a.get(), i, const_arg(i).release());
+    Obj m = check(PyObject_GetAttrString(self->value.get(), name.c_str()));
+    Obj r = check(PyObject_Call(m.get(), a.get(), nullptr));
+    if (PyAnySet_Check(r.get())) {
+      auto out = std::make_shared<VT>(VK::Set);
+      out->value = r;
+      return out;
+    }
+    if (!is_immutable(r.get())) throw Unsupported{str("set.", name, " gave a ", Py_TYPE(r.get())->tp_name)};
+    return make_const(r.get());
+  }
+  if (self->kind == VK::Dict && name == "setdefault") {
+    Obj k = const_arg(0);
+    for (size_t i = 0; i < self->keys.size(); ++i)
+      if (PyObject_RichCompareBool(self->keys[i].get(), k.get(), Py_EQ) == 1) return self->items[i];
+    need_local();
+    VTP v = args.size() > 1 ? args[1] : make_const(Py_None);
+    self->keys.push_back(k);
+    self->items.push_back(v);
+    return v;
+  }
   if (self->kind == VK::List) {
     if (name == "append") { need_local(); self->items.push_back(args.at(0)); return make_const(Py_None); }
     if (name == "extend") { need_local(); for (auto& e : unpack(args.at(0))) self->items.push_back(e); return make_const(Py_None); }
@@ -1113,7 +1235,7 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
       Obj shape = check(PyObject_GetAttrString(a->fake.get(), "shape"));
       if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"len() of a 0-d tensor"};
       n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape.get(), 0));
-    } else if (a->kind == VK::Const || a->kind == VK::Module) {
+    } else if (a->kind == VK::Const || a->kind == VK::Module || a->kind == VK::Set) {
       n = PyObject_Length(a->value.get());
       if (n < 0) throw PyErrorSet{};
     } else {
@@ -1137,6 +1259,7 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     } else if (a->kind == VK::List) tp = reinterpret_cast<PyObject*>(&PyList_Type);
     else if (a->kind == VK::Tuple) tp = a->pytype ? a->pytype.get() : reinterpret_cast<PyObject*>(&PyTuple_Type);
     else if (a->kind == VK::Dict) tp = reinterpret_cast<PyObject*>(&PyDict_Type);
+    else if (a->kind == VK::LocalObject) tp = a->pytype.get();
     else if (a->value) tp = reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()));
     else throw Unsupported{str("isinstance() of a ", kind_name(a->kind))};
     int r = PyObject_IsSubclass(tp, cls.get());
@@ -1151,6 +1274,7 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     if (a->kind == VK::List) return make_const(reinterpret_cast<PyObject*>(&PyList_Type));
     if (a->kind == VK::Tuple) return make_const(a->pytype ? a->pytype.get() : reinterpret_cast<PyObject*>(&PyTuple_Type));
     if (a->kind == VK::Dict) return make_const(reinterpret_cast<PyObject*>(&PyDict_Type));
+    if (a->kind == VK::LocalObject) return make_const(a->pytype.get());
     if (a->value) return make_const(reinterpret_cast<PyObject*>(Py_TYPE(a->value.get())));
     throw Unsupported{str("type() of a ", kind_name(a->kind))};
   }
@@ -1398,8 +1522,42 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       if (is_immutable(v.get()) || is_identity_object(v.get())) return make_const(v.get());
       return wrap_input(v.get(), obj->reg >= 0 ? guards().attr(obj->reg, name) : -1);
     }
+    case VK::LocalObject: {
+      for (auto& [k, v] : obj->attrs)
+        if (k == n) return v;
+      PyObject* ca = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(obj->pytype.get()), name);
+      if (!ca) throw Unsupported{str("'", reinterpret_cast<PyTypeObject*>(obj->pytype.get())->tp_name,
+                                     "' object has no attribute '", n, "'")};
+      if (PyFunction_Check(ca)) {
+        auto m = std::make_shared<VT>(VK::Method);
+        m->self = obj;
+        m->func = make_const(ca);
+        return m;
+      }
+      if (PyObject_TypeCheck(ca, &PyProperty_Type)) {
+        Obj fget = check(PyObject_GetAttrString(ca, "fget"));
+        if (!PyFunction_Check(fget.get())) throw Unsupported{str("property ", n, " without a Python getter")};
+        return inline_function(PyFunction_GET_CODE(fget.get()), PyFunction_GET_GLOBALS(fget.get()),
+                               make_const(fget.get()), {obj}, {});
+      }
+      if (Py_TYPE(ca) == &PyStaticMethod_Type) {
+        Obj f = check(PyObject_GetAttrString(ca, "__func__"));
+        return make_const(f.get());
+      }
+      if (Py_TYPE(ca) == &PyClassMethod_Type) {
+        Obj f = check(PyObject_GetAttrString(ca, "__func__"));
+        auto m = std::make_shared<VT>(VK::Method);
+        m->self = make_const(obj->pytype.get());
+        m->func = make_const(f.get());
+        return m;
+      }
+      if (is_immutable(ca) || is_identity_object(ca)) return make_const(ca);
+      throw Unsupported{str("class attribute '", n, "' of a ", Py_TYPE(ca)->tp_name)};
+    }
     case VK::Module:
     case VK::Object: {
+      for (auto& [k, v] : obj->attrs)  // written earlier in this trace
+        if (k == n) return v;
       PyObject* o = obj->value.get();
       PyObject** dictptr = _PyObject_GetDictPtr(o);
       PyObject* d = dictptr ? *dictptr : nullptr;
@@ -1437,11 +1595,17 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
           m->func = make_const(ca);
           return m;
         }
-        if (Py_TYPE(ca) == &PyStaticMethod_Type || Py_TYPE(ca) == &PyClassMethod_Type) {
+        // Anything else on the class (static/class methods, C method
+        // descriptors, constants): what attribute lookup gives, bound.
+        if (PyType_Check(ca) || is_immutable(ca) || Py_TYPE(ca) == &PyStaticMethod_Type ||
+            Py_TYPE(ca) == &PyClassMethod_Type || Py_TYPE(ca)->tp_descr_get) {
           Obj v = check(PyObject_GetAttr(o, name));
-          return make_const(v.get());
+          if (is_identity_object(v.get())) return make_const(v.get());
+          // A class-level value read through the instance: guarded, an
+          // instance attribute may shadow it later.
+          if (is_immutable(v.get()))
+            return wrap_input(v.get(), obj->reg >= 0 ? guards().attr(obj->reg, name) : -1);
         }
-        if (is_immutable(ca) || is_identity_object(ca)) return make_const(ca);
       }
       if (obj->kind == VK::Module) {
         // nn.Module.__getattr__ would raise for anything not found above.
@@ -1466,6 +1630,7 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       }
       [[fallthrough]];
     case VK::List:
+    case VK::Set:
     case VK::Dict: {
       auto m = std::make_shared<VT>(VK::Method);
       m->self = obj;
@@ -1488,7 +1653,7 @@ VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
   if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
   std::string op = name;
   if (a->kind == VK::List && (op == "iadd")) {
-    if (!a->local) throw Unsupported{"+= on a list that came from outside the compiled function"};
+    mark_mutated(a, "+= on a list");
     for (auto& e : unpack(b)) a->items.push_back(e);
     return a;
   }
@@ -1505,7 +1670,7 @@ VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
     for (long t = 0; t < times; ++t)
       for (auto& e : a->items) items.push_back(e);
     if (op == "imul" && a->kind == VK::List) {
-      if (!a->local) throw Unsupported{"*= on a list that came from outside the compiled function"};
+      mark_mutated(a, "*= on a list");
       a->items = items;
       return a;
     }
@@ -1644,7 +1809,8 @@ void Tracer::store_subscr(const VTP& obj, const VTP& key, const VTP& value) {
     return;
   }
   Obj k = const_value(key);
-  if (obj->kind == VK::List && obj->local && k && PyLong_Check(k.get())) {
+  if ((obj->kind == VK::List || obj->kind == VK::Dict) && k) mark_mutated(obj, "item assignment");
+  if (obj->kind == VK::List && k && PyLong_Check(k.get())) {
     Py_ssize_t n = static_cast<Py_ssize_t>(obj->items.size());
     Py_ssize_t i = PyLong_AsSsize_t(k.get());
     if (i < 0) i += n;
@@ -1652,7 +1818,7 @@ void Tracer::store_subscr(const VTP& obj, const VTP& key, const VTP& value) {
     obj->items[i] = value;
     return;
   }
-  if (obj->kind == VK::Dict && obj->local && k) {
+  if (obj->kind == VK::Dict && k) {
     for (size_t i = 0; i < obj->keys.size(); ++i) {
       if (PyObject_RichCompareBool(obj->keys[i].get(), k.get(), Py_EQ) == 1) {
         obj->items[i] = value;
@@ -1669,6 +1835,7 @@ void Tracer::store_subscr(const VTP& obj, const VTP& key, const VTP& value) {
 
 bool Tracer::truth(const VTP& v) {
   switch (v->kind) {
+    case VK::Set:
     case VK::Const: {
       int r = PyObject_IsTrue(v->value.get());
       if (r < 0) throw PyErrorSet{};
@@ -1746,6 +1913,7 @@ std::vector<VTP> Tracer::unpack(const VTP& v) {
       VTP it = get_iter(v);
       return unpack(it);
     }
+    case VK::Set:
     case VK::Const: {
       PyObject* o = v->value.get();
       if (PyDict_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyUnicode_Check(o) ||

@@ -49,6 +49,7 @@ struct RestartAt {
   std::string reason;
   std::string filename;  // where the inner break happened
   int lineno;
+  std::string traceback;  // "File ..., line N, in f" lines, outermost call first
 };
 
 // --- decoded bytecode -------------------------------------------------------------------------
@@ -61,7 +62,8 @@ enum class Opc : uint8_t {
   BuildList, BuildMap, BuildConstKeyMap, BuildSlice, BuildString, FormatValue, ListAppend,
   ListExtend, MapAdd, DictMerge, DictUpdate, CallIntrinsic1, UnpackSequence, UnpackEx, GetIter,
   ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
-  PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, Precall,
+  PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, Precall, ReturnGenerator,
+  YieldValue, BuildSet, SetAdd, SetUpdate,
 };
 
 struct Instr {
@@ -110,6 +112,9 @@ enum class VK : uint8_t {
   Null,      // CPython's NULL stack slot
   GradMode,  // a grad-mode context manager (no_grad(), enable_grad(), set_grad_enabled(b))
   GradExit,  // its bound __exit__
+  Set,       // a set of constants (keys) made while tracing
+  Partial,   // functools.partial: func, items (args), kw
+  LocalObject,  // an instance of a user class made while tracing (pytype, attrs)
 };
 
 struct VT {
@@ -136,6 +141,11 @@ struct VT {
   // Method / TensorAttr
   VTP self, func;
   std::string attr;
+  // side effects: attribute writes (LocalObject attributes, or pending
+  // writes to a frame object), keyword arguments of a Partial
+  std::vector<std::pair<std::string, VTP>> attrs;
+  std::vector<std::pair<std::string, VTP>> kw;
+  bool mutated = false;        // a frame container/object changed: replay after the graph
   // GradMode
   bool grad_enabled = false, grad_prev = false, grad_applied = false;
 
@@ -155,6 +165,7 @@ struct TFrame {
   VTP func;                  // Func tracker for inlined code (closure, globals)
   int reg_func = -1;         // register of the root function (for its closure cells)
   size_t pc = 0;
+  std::vector<VTP>* yields = nullptr;  // an inlined generator: what it yields
   Obj kwnames;               // pending KW_NAMES
   int depth = 0;
   int line = 0;
@@ -247,10 +258,20 @@ class Tracer {
   void emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs);
   void log_break(const std::string& reason, const std::string& file, int line);
 
+  // Frame containers/objects changed while tracing (replayed by the plan).
+  std::vector<VTP> mutated;
+  void mark_mutated(const VTP& v, const char* what);
+  void emit_side_effects(ValueProgram& prog, const std::vector<VTP>& outputs);
+  std::string break_fail_note;  // why finish_break declined (for the log)
+  int fail_line = 0;            // the root frame's line when tracing stopped
+
   bool grad_enabled_at_start = true;
   bool grad_enabled = true;
   int inline_depth = 0;
 };
+
+// IGNIS_LOGS=bytecode: the disassembly of `code` (original frames, resume functions).
+void log_bytecode(const char* what, PyObject* code);
 
 // The operator-module function for a BINARY_OP argrepr ("+" -> add, "+=" -> iadd).
 const char* binary_op_name(const std::string& argrepr);

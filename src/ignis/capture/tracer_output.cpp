@@ -18,6 +18,17 @@ std::string utf8(PyObject* s) {
   return c ? c : "";
 }
 
+PyObject* py_partial() {
+  static PyObject* p = [] {
+    PyObject* m = PyImport_ImportModule("functools");
+    PyObject* r = m ? PyObject_GetAttrString(m, "partial") : nullptr;
+    Py_XDECREF(m);
+    return r;
+  }();
+  if (!p) throw PyErrorSet{};
+  return p;
+}
+
 int next_graph_id() {
   static int id = 0;
   return ++id;
@@ -40,12 +51,14 @@ std::string source_line(const std::string& file, int line) {
   return a == std::string::npos ? "" : text.substr(a, b - a + 1);
 }
 
-// Tensors among `v` that the graph must return (computed by it, not inputs).
-void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*>& seen) {
+// Tensors among `v` that the graph must return (computed by it; inputs too
+// when `inputs`, as Dynamo returns the tensors on the value stack).
+void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*>& seen,
+                     bool inputs = false) {
   if (!v) return;
   switch (v->kind) {
     case VK::Tensor:
-      if (v->reg < 0 && !seen.count(v.get())) {
+      if ((v->reg < 0 || inputs) && !seen.count(v.get())) {
         // Two trackers of one node are one output.
         for (auto& o : out)
           if (o->node.get() == v->node.get()) return;
@@ -53,8 +66,15 @@ void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*
         out.push_back(v);
       }
       return;
-    case VK::List: case VK::Tuple: case VK::Dict:
+    case VK::List: case VK::Tuple: case VK::Dict: case VK::Partial:
       for (auto& e : v->items) collect_outputs(e, out, seen);
+      for (auto& [k, e] : v->kw) collect_outputs(e, out, seen);
+      return;
+    case VK::Object: case VK::Module: case VK::LocalObject:
+      for (auto& [k, e] : v->attrs) collect_outputs(e, out, seen);
+      return;
+    case VK::Func:
+      if (v->defaults) collect_outputs(v->defaults, out, seen);
       return;
     case VK::Iter:
       if (v->self) collect_outputs(v->self, out, seen);
@@ -78,17 +98,32 @@ void Tracer::emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>
     case VK::Null: prog.push_back(ValueOp{ValueOp::Null}); return;
     case VK::Const: push_const(v->value.get()); return;
     case VK::Tensor: {
-      if (v->reg >= 0) {
-        prog.push_back(ValueOp{ValueOp::Reg, v->reg});
-        return;
-      }
       for (size_t i = 0; i < outputs.size(); ++i) {
-        if (outputs[i].get() == v.get() || outputs[i]->node.get() == v->node.get()) {
+        if (outputs[i].get() == v.get() || (v->node && outputs[i]->node.get() == v->node.get())) {
           prog.push_back(ValueOp{ValueOp::Out, static_cast<Py_ssize_t>(i)});
           return;
         }
       }
+      if (v->reg >= 0) {
+        prog.push_back(ValueOp{ValueOp::Reg, v->reg});
+        return;
+      }
       throw Unsupported{"internal: a tensor missing from the graph outputs"};
+    }
+    case VK::Set: {
+      push_const(reinterpret_cast<PyObject*>(&PySet_Type));
+      Obj t = check(PySequence_Tuple(v->value.get()));
+      push_const(t.get());
+      prog.push_back(ValueOp{ValueOp::Call, 1});
+      return;
+    }
+    case VK::Partial: {
+      if (!v->kw.empty()) throw Unsupported{"a functools.partial with keywords cannot be rebuilt"};
+      push_const(py_partial());
+      emit_value(v->func, prog, outputs);
+      for (auto& e : v->items) emit_value(e, prog, outputs);
+      prog.push_back(ValueOp{ValueOp::Call, static_cast<Py_ssize_t>(v->items.size() + 1)});
+      return;
     }
     case VK::List:
     case VK::Tuple: {
@@ -143,12 +178,34 @@ void Tracer::emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>
       if (v->reg >= 0) prog.push_back(ValueOp{ValueOp::Reg, v->reg});
       else push_const(v->value.get());
       return;
-    case VK::Func:
+    case VK::Func: {
       if (v->value) {
         push_const(v->value.get());
         return;
       }
-      throw Unsupported{"a function made inside the captured code cannot be rebuilt after a break"};
+      // types.FunctionType(code, globals, name, defaults, closure)
+      if (v->kwdefaults) throw Unsupported{"a nested function with keyword-only defaults cannot be rebuilt"};
+      for (auto& c : v->closure)
+        if (!c->value) throw Unsupported{"a nested function closing over this frame's variables cannot be rebuilt"};
+      push_const(reinterpret_cast<PyObject*>(&PyFunction_Type));
+      push_const(v->code.get());
+      push_const(v->globals.get());
+      Obj name = check(PyObject_GetAttrString(v->code.get(), "co_name"));
+      push_const(name.get());
+      if (v->defaults) {
+        emit_value(v->defaults, prog, outputs);  // a tuple
+      } else {
+        push_const(Py_None);
+      }
+      if (v->closure.empty()) {
+        push_const(Py_None);
+      } else {
+        for (auto& c : v->closure) push_const(c->value.get());
+        prog.push_back(ValueOp{ValueOp::Tuple, static_cast<Py_ssize_t>(v->closure.size())});
+      }
+      prog.push_back(ValueOp{ValueOp::Call, 5});
+      return;
+    }
     case VK::Method: {
       if (!v->func) {
         emit_value(v->self, prog, outputs);  // getattr(container, name)
@@ -257,6 +314,20 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
   return compiled;
 }
 
+void log_bytecode(const char* what, PyObject* code) {
+  if (!log_on(kLogBytecode)) return;
+  Obj dis = Obj::steal(PyImport_ImportModule("dis"));
+  Obj bc = dis ? Obj::steal(PyObject_CallMethod(dis.get(), "Bytecode", "O", code)) : Obj();
+  Obj text = bc ? Obj::steal(PyObject_CallMethod(bc.get(), "dis", nullptr)) : Obj();
+  if (!text) {
+    PyErr_Clear();
+    return;
+  }
+  auto* co = reinterpret_cast<PyCodeObject*>(code);
+  log_write(kLogBytecode, str(what, " ", utf8(co->co_qualname), " (", utf8(co->co_filename), ":",
+                              co->co_firstlineno, ")\n", utf8(text.get())));
+}
+
 void Tracer::log_break(const std::string& reason, const std::string& file, int line) {
   if (log_on(kLogGraphBreaks)) {
     std::string src = source_line(file, line);
@@ -291,17 +362,67 @@ void log_guards(CacheEntry& e) {
 }
 }  // namespace
 
+void Tracer::emit_side_effects(ValueProgram& prog, const std::vector<VTP>& outputs) {
+  auto push_const = [&](PyObject* o) {
+    Py_INCREF(o);
+    prog.push_back(ValueOp{ValueOp::Const, 0, o});
+  };
+  for (auto& m : mutated) {
+    if (m->kind == VK::List) {
+      // lst[:] = [new items]
+      push_const(operator_fn("setitem"));
+      prog.push_back(ValueOp{ValueOp::Reg, m->reg});
+      Obj all = check(PySlice_New(nullptr, nullptr, nullptr));
+      push_const(all.get());
+      for (auto& e : m->items) emit_value(e, prog, outputs);
+      prog.push_back(ValueOp{ValueOp::List, static_cast<Py_ssize_t>(m->items.size())});
+      prog.push_back(ValueOp{ValueOp::Call, 3});
+      prog.push_back(ValueOp{ValueOp::Pop});
+    } else if (m->kind == VK::Dict) {
+      // d.clear(); d.update({new items})
+      Obj clear = check(PyObject_GetAttrString(reinterpret_cast<PyObject*>(&PyDict_Type), "clear"));
+      Obj update = check(PyObject_GetAttrString(reinterpret_cast<PyObject*>(&PyDict_Type), "update"));
+      push_const(clear.get());
+      prog.push_back(ValueOp{ValueOp::Reg, m->reg});
+      prog.push_back(ValueOp{ValueOp::Call, 1});
+      prog.push_back(ValueOp{ValueOp::Pop});
+      push_const(update.get());
+      prog.push_back(ValueOp{ValueOp::Reg, m->reg});
+      for (size_t i = 0; i < m->keys.size(); ++i) {
+        push_const(m->keys[i].get());
+        emit_value(m->items[i], prog, outputs);
+      }
+      prog.push_back(ValueOp{ValueOp::Dict, static_cast<Py_ssize_t>(m->keys.size())});
+      prog.push_back(ValueOp{ValueOp::Call, 2});
+      prog.push_back(ValueOp{ValueOp::Pop});
+    }
+    for (auto& [name, v] : m->attrs) {
+      if (m->kind == VK::LocalObject) break;
+      push_const(PyDict_GetItemString(builtins_dict(), "setattr"));
+      prog.push_back(ValueOp{ValueOp::Reg, m->reg});
+      Obj n = check(PyUnicode_FromString(name.c_str()));
+      push_const(n.get());
+      emit_value(v, prog, outputs);
+      prog.push_back(ValueOp{ValueOp::Call, 3});
+      prog.push_back(ValueOp{ValueOp::Pop});
+    }
+  }
+}
+
 void Tracer::finish_return(const VTP& value) {
   std::vector<VTP> outputs;
   std::unordered_set<VT*> seen;
   collect_outputs(value, outputs, seen);
-  if (call_nodes == 0 && outputs.empty()) {
-    // Nothing for a graph to do: run the frame's own bytecode under guards.
+  for (auto& m : mutated) collect_outputs(m, outputs, seen);
+  if (call_nodes == 0 && outputs.empty() && mutated.empty()) {
+    // No tensor work: run the frame's own bytecode from now on (Dynamo skips
+    // such frames too).
     entry_->plan.exit.kind = PlanExit::RunOriginal;
-    log_guards(*entry_);
+    skip_code = true;
     return;
   }
   ValueProgram prog;
+  emit_side_effects(prog, outputs);
   emit_value(value, prog, outputs);
   Obj fn = compile_graph(outputs);
   entry_->plan.graph_fn = fn.release();
@@ -355,15 +476,27 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
       return false;
   }
   if (stack.size() < operands) return false;
-  if (grad_enabled != grad_enabled_at_start) return false;  // inside a grad-mode block
+  if (grad_enabled != grad_enabled_at_start) {
+    break_fail_note = "inside a grad-mode block";
+    return false;
+  }
   size_t idx = f.pc;
   if (idx + 1 >= ci.ins.size()) return false;
+  // As Dynamo: a break inside a loop body does not resume (each iteration
+  // would compile anew); the frame runs eagerly and its callees are captured.
+  for (size_t i = idx; i < ci.ins.size(); ++i) {
+    const Instr& j = ci.ins[i];
+    if (j.target >= 0 && ci.ins[j.target].offset <= in.offset) {
+      break_fail_note = "a graph break inside a loop";
+      return false;
+    }
+  }
   int resume_offset = ci.ins[idx + 1].offset;
   int jump_offset = in.target >= 0 ? ci.ins[in.target].offset : -1;
   std::string why;
   if (!can_resume_at(ci.code, in.offset, &why) || !can_resume_at(ci.code, resume_offset, &why) ||
       (exit.kind == PlanExit::Jump && !can_resume_at(ci.code, jump_offset, &why))) {
-    log_break(reason + " (cannot resume here: " + why + "; the frame runs eagerly)", log_file, log_line);
+    break_fail_note = "cannot resume here: " + why;
     return false;
   }
   // Live locals after the instruction, on either path.
@@ -391,14 +524,19 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   std::vector<VTP> outputs;
   std::unordered_set<VT*> seen;
   try {
-    for (auto& s : stack) collect_outputs(s, outputs, seen);
+    // Dynamo returns a tested tensor from the graph even when it is an input.
+    for (size_t i = 0; i < stack.size(); ++i)
+      collect_outputs(stack[i], outputs, seen,
+                      exit.kind == PlanExit::Jump && i + 1 == stack.size());
     for (auto& l : local_vals) collect_outputs(l, outputs, seen);
+    for (auto& m : mutated) collect_outputs(m, outputs, seen);
     ValueProgram prog;
+    emit_side_effects(prog, outputs);
     for (auto& s : stack) emit_value(s, prog, outputs);
     for (auto& l : local_vals) emit_value(l, prog, outputs);
     entry_->plan.program = std::move(prog);
   } catch (Unsupported& u) {
-    log_break(reason + " (" + u.reason + "; the frame runs eagerly)", log_file, log_line);
+    break_fail_note = u.reason;
     return false;
   }
 
@@ -411,12 +549,15 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   spec.live_locals = passed;
   exit.resume = make_resume_function(spec, fv.globals, fv.closure);
   if (!exit.resume) throw PyErrorSet{};
+  log_bytecode("resume function", PyFunction_GET_CODE(exit.resume));
   if (exit.kind == PlanExit::Jump) {
     spec.target_offset = jump_offset;
     exit.resume_jump = make_resume_function(spec, fv.globals, fv.closure);
     if (!exit.resume_jump) throw PyErrorSet{};
+    log_bytecode("resume function", PyFunction_GET_CODE(exit.resume_jump));
   }
-  log_break(reason, log_file, log_line);
+  log_break(inner ? reason + "\n  User code traceback:\n" + inner->traceback : reason, log_file,
+            log_line);
   Obj fn = call_nodes > 0 || !outputs.empty() ? compile_graph(outputs) : Obj();
   entry_->plan.graph_fn = fn.release();
   entry_->plan.exit = exit;
