@@ -234,25 +234,42 @@ def test_cache_size_limit_warns_once_and_runs_eagerly():
         "   last reason: 0/1: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3\n"
         'To log all recompilation reasons, use IGNIS_LOGS="recompiles".')
     assert w[0].category is UserWarning
-    assert C.is_skipped(f.__code__)
+    # the entries stay: calls matching them still run their plans
+    calls = b.calls
+    assert cf(ignis.ones(1)).tolist() == [2.0]
+    assert b.calls == calls + 1 and b.compiles == 2
+    assert C.cache_entry_count(f.__code__) == 2
 
 
-def test_reset_clears_entries_and_limit_marks():
+def test_reset_clears_entries_and_limit_state():
     def f(x):
         return x
 
     b = Backend()
     cf = compiled(f, b, limit=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
         cf(1)
         cf(2)
-    assert C.is_skipped(f.__code__)
-    C.reset()
-    assert not C.is_skipped(f.__code__)
-    assert C.cache_entry_count(f.__code__) == 0
-    cf(1)
+        C.reset()
+        assert C.cache_entry_count(f.__code__) == 0
+        cf(1)
+        cf(2)
     assert b.compiles == 2
+    assert len([x for x in w if "cache_size_limit" in str(x.message)]) == 2
+
+
+def test_cache_size_limit_warning_as_error_propagates():
+    def f(x):
+        return x
+
+    cf = compiled(f, Backend(), limit=1)
+    cf(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="cache_size_limit"):
+            cf(2)
+    assert not C.hook_installed()
 
 
 # --- frames the hook leaves alone ---------------------------------------------------
@@ -717,3 +734,20 @@ def test_exit_plans_do_not_leak():
     for _ in range(500):
         cf(x, y)
     assert (sys.getrefcount(x), sys.getrefcount(y)) == before
+
+
+def test_describe_cache_lists_guards_most_recent_first():
+    def f(x, n, s, o):
+        return x
+
+    cf = compiled(f)
+    cf(ignis.ones(2, 3), 3, "a", [1])
+    cf(ignis.ones(2), 3, "a", [1])
+    entries = C.describe_cache(f.__code__)
+    assert [cid for cid, _ in entries] == ["0/1", "0/0"]
+    lines = entries[1][1]
+    assert lines[0] == ("TENSOR_MATCH: L['x'] (ignis.Tensor, float32, cpu, size=[2, 3], "
+                        "stride=[3, 1], requires_grad=False)")
+    assert lines[1:] == ["EQUALS_MATCH: L['n'] == 3", "EQUALS_MATCH: L['s'] == 'a'",
+                         "TYPE_MATCH: type(L['o']) is <class 'list'>",
+                         "GLOBAL_STATE: grad_mode=True"]

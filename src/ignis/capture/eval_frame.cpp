@@ -360,28 +360,27 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
                   const std::shared_ptr<const CaptureConfig>& cfg) {
   PyCodeObject* code = f.code;
   if (!cs.entries.empty()) {
-    bool at_limit = static_cast<int>(cs.entries.size()) >= cfg->cache_size_limit;
-    bool log = log_on(kLogRecompiles);
-    if (at_limit || log) {
-      auto reasons = failure_reasons(cs, f, cfg.get());
-      if (at_limit) {
-        cs.skipped = true;
-        cs.skip_reason = "cache_size_limit";
-        if (!cs.warned) {
-          cs.warned = true;
-          std::string last = reasons.empty() ? "" : reasons[0].first + ": " + reasons[0].second;
-          std::string msg = str("ignis.compile hit cache_size_limit (", cfg->cache_size_limit,
-                                ")\n   function: ", code_location(code), "\n   last reason: ", last,
-                                "\nTo log all recompilation reasons, use IGNIS_LOGS=\"recompiles\".");
-          int rc;
-          {
-            CaptureScope off(nullptr);
-            rc = PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1);
-          }
-          if (rc < 0) return finish_unevaluated(ts, frame, nullptr);
+    // At the limit the code keeps its entries (calls that pass their guards
+    // still run them) but never compiles again: misses run eagerly.
+    if (static_cast<int>(cs.entries.size()) >= cfg->cache_size_limit) {
+      if (!cs.warned) {
+        cs.warned = true;
+        auto reasons = failure_reasons(cs, f, cfg.get());
+        std::string last = reasons.empty() ? "" : reasons[0].first + ": " + reasons[0].second;
+        std::string msg = str("ignis.compile hit cache_size_limit (", cfg->cache_size_limit,
+                              ")\n   function: ", code_location(code), "\n   last reason: ", last,
+                              "\nTo log all recompilation reasons, use IGNIS_LOGS=\"recompiles\".");
+        int rc;
+        {
+          CaptureScope off(nullptr);
+          rc = PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1);
         }
-        return eval_default(ts, frame, 0);
+        if (rc < 0) return finish_unevaluated(ts, frame, nullptr);
       }
+      return eval_default(ts, frame, 0);
+    }
+    if (log_on(kLogRecompiles)) {
+      auto reasons = failure_reasons(cs, f, cfg.get());
       std::string msg = str("Recompiling function ", utf8(code->co_name), " in ",
                             utf8(code->co_filename), ":", code->co_firstlineno,
                             "\n    triggered by the following guard failure(s):");
@@ -510,6 +509,30 @@ void reset_caches() {
 int cache_entry_count(PyCodeObject* code) {
   CodeState* cs = peek_state(code);
   return cs ? static_cast<int>(cs->entries.size()) : 0;
+}
+
+PyObject* describe_cache(PyCodeObject* code) {
+  PyObject* out = PyList_New(0);
+  CodeState* cs = peek_state(code);
+  if (!out || !cs) return out;
+  for (const auto& e : cs->entries) {
+    std::vector<std::string> lines = e->guards.describe();
+    PyObject* l = PyList_New(static_cast<Py_ssize_t>(lines.size()));
+    if (!l) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (size_t i = 0; i < lines.size(); ++i)
+      PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyUnicode_FromString(lines[i].c_str()));
+    PyObject* t = Py_BuildValue("(sN)", e->compile_id.c_str(), l);
+    if (!t || PyList_Append(out, t) < 0) {
+      Py_XDECREF(t);
+      Py_DECREF(out);
+      return nullptr;
+    }
+    Py_DECREF(t);
+  }
+  return out;
 }
 
 void enter_compiled_call() {

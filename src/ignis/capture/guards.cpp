@@ -75,6 +75,25 @@ std::string type_repr(PyTypeObject* t) {
   return out;
 }
 
+// "ignis.Tensor", "builtins.int": the type's module and qualified name.
+std::string type_name(PyTypeObject* t) {
+  std::string out;
+  PyObject* mod = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__module__");
+  if (mod && PyUnicode_Check(mod)) {
+    const char* m = PyUnicode_AsUTF8(mod);
+    // ignis's private modules re-export their types at the top level
+    // (ignis._tensor.Tensor is ignis.Tensor).
+    if (m) out = std::string(m).rfind("ignis._", 0) == 0 ? "ignis." : std::string(m) + ".";
+  }
+  Py_XDECREF(mod);
+  PyObject* q = PyType_GetQualName(t);
+  const char* qs = q ? PyUnicode_AsUTF8(q) : nullptr;
+  out += qs ? qs : t->tp_name;
+  Py_XDECREF(q);
+  PyErr_Clear();
+  return out;
+}
+
 std::string obj_repr(PyObject* o) {
   PyObject* r = PyObject_Repr(o);
   if (!r) {
@@ -482,7 +501,7 @@ std::vector<std::string> GuardProgram::describe() const {
     switch (s.op) {
       case Op::CheckTensor: {
         const TensorGuardSpec& t = I.tensor_specs[s.arg];
-        std::string tn = t.type ? t.type->tp_name : "?";
+        std::string tn = t.type ? type_name(t.type) : "?";
         out.push_back(str("TENSOR_MATCH: ", I.src(s.reg), " (", tn, ", ",
                           dtype_name(static_cast<ScalarType>(t.dtype)), ", ",
                           Device(static_cast<DeviceType>(t.device_type), t.device_index).str(),
