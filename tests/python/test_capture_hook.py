@@ -191,8 +191,15 @@ def test_grad_mode_is_guarded(capsys):
     cf(x)
     with ignis.no_grad():
         cf(x)
-    assert b.compiles == 2
-    assert "GLOBAL_STATE changed: grad_mode" in capsys.readouterr().err
+    with ignis.no_grad():
+        cf(ignis.ones(3))
+    assert b.compiles == 3
+    first, second = capsys.readouterr().err.split("Recompiling")[1:]
+    assert "- 0/0: GLOBAL_STATE changed: grad_mode" in first
+    # grad mode is checked before the tensors, so the grad-enabled entry
+    # reports it although its size guard fails too
+    assert "- 0/1: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3" in second
+    assert "- 0/0: GLOBAL_STATE changed: grad_mode" in second
 
 
 def test_compile_ids_count_frames_and_recompiles(capsys):
@@ -214,7 +221,9 @@ def test_compile_ids_count_frames_and_recompiles(capsys):
     assert "- 1/0: L['x'] == 1" in err
 
 
-def test_cache_size_limit_warns_once_and_runs_eagerly():
+def test_cache_size_limit_warns_once_and_runs_eagerly(capsys):
+    C.set_log_mask(C.LOG_RECOMPILES)
+
     def f(x):
         return x + 1
 
@@ -234,6 +243,10 @@ def test_cache_size_limit_warns_once_and_runs_eagerly():
         "   last reason: 0/1: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3\n"
         'To log all recompilation reasons, use IGNIS_LOGS="recompiles".')
     assert w[0].category is UserWarning
+    # as torch: the failing call is logged as a recompile before the warning
+    err = capsys.readouterr().err
+    assert err.count("Recompiling function f") == 2
+    assert "- 0/0: tensor 'L['x']' size mismatch at index 0. expected 1, actual 3" in err
     # the entries stay: calls matching them still run their plans
     calls = b.calls
     assert cf(ignis.ones(1)).tolist() == [2.0]
@@ -746,8 +759,8 @@ def test_describe_cache_lists_guards_most_recent_first():
     entries = C.describe_cache(f.__code__)
     assert [cid for cid, _ in entries] == ["0/1", "0/0"]
     lines = entries[1][1]
+    assert lines.pop(0) == "GLOBAL_STATE: grad_mode=True"  # global state first
     assert lines[0] == ("TENSOR_MATCH: L['x'] (ignis.Tensor, float32, cpu, size=[2, 3], "
                         "stride=[3, 1], requires_grad=False)")
     assert lines[1:] == ["EQUALS_MATCH: L['n'] == 3", "EQUALS_MATCH: L['s'] == 'a'",
-                         "TYPE_MATCH: type(L['o']) is <class 'list'>",
-                         "GLOBAL_STATE: grad_mode=True"]
+                         "TYPE_MATCH: type(L['o']) is <class 'list'>"]

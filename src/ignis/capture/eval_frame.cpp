@@ -344,6 +344,14 @@ std::vector<std::pair<std::string, std::string>> failure_reasons(
   return out;
 }
 
+// torch._dynamo's recompiles log: one line per existing entry.
+void log_recompile(PyCodeObject* code, const std::vector<std::pair<std::string, std::string>>& reasons) {
+  std::string msg = str("Recompiling function ", utf8(code->co_name), " in ", utf8(code->co_filename),
+                        ":", code->co_firstlineno, "\n    triggered by the following guard failure(s):");
+  for (const auto& r : reasons) msg += str("\n    - ", r.first, ": ", r.second);
+  log_write(kLogRecompiles, msg);
+}
+
 // Runs `entry` on a frame whose guards passed (registers in `regs`).
 PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, const CacheEntry& entry,
                     const FrameView& f, GuardProgram::Registers& regs) {
@@ -366,6 +374,7 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
       if (!cs.warned) {
         cs.warned = true;
         auto reasons = failure_reasons(cs, f, cfg.get());
+        if (log_on(kLogRecompiles)) log_recompile(code, reasons);
         std::string last = reasons.empty() ? "" : reasons[0].first + ": " + reasons[0].second;
         std::string msg = str("ignis.compile hit cache_size_limit (", cfg->cache_size_limit,
                               ")\n   function: ", code_location(code), "\n   last reason: ", last,
@@ -379,14 +388,7 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
       }
       return eval_default(ts, frame, 0);
     }
-    if (log_on(kLogRecompiles)) {
-      auto reasons = failure_reasons(cs, f, cfg.get());
-      std::string msg = str("Recompiling function ", utf8(code->co_name), " in ",
-                            utf8(code->co_filename), ":", code->co_firstlineno,
-                            "\n    triggered by the following guard failure(s):");
-      for (const auto& r : reasons) msg += str("\n    - ", r.first, ": ", r.second);
-      log_write(kLogRecompiles, msg);
-    }
+    if (log_on(kLogRecompiles)) log_recompile(code, failure_reasons(cs, f, cfg.get()));
   }
 
   if (cs.frame_id < 0) cs.frame_id = g_frame_counter++;

@@ -225,8 +225,15 @@ struct GuardProgram::Impl {
     s.arg = arg;
     s.obj = obj;
     Py_XINCREF(obj);
+    if (op == Op::CheckGradMode || op == Op::CheckDefaultDtype) {
+      // Global state is checked before any value is loaded (as torch._dynamo
+      // checks it first): cheapest, and the reason a whole cache fails.
+      steps.insert(steps.begin() + num_global_checks++, std::move(s));
+      return;
+    }
     steps.push_back(std::move(s));
   }
+  size_t num_global_checks = 0;
 
   const std::string& src(int reg) const { return regs[reg].source; }
 
