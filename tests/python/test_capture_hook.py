@@ -764,3 +764,227 @@ def test_describe_cache_lists_guards_most_recent_first():
                         "stride=[3, 1], requires_grad=False)")
     assert lines[1:] == ["EQUALS_MATCH: L['n'] == 3", "EQUALS_MATCH: L['s'] == 'a'",
                          "TYPE_MATCH: type(L['o']) is <class 'list'>"]
+
+
+# --- guard programs (extra guards from fn._stub_guards) -----------------------------
+
+
+SCALE = 2
+CONFIG = {"mode": "fast", "sizes": [1, 2]}
+
+
+class Holder:
+    def __init__(self):
+        self.child = None
+        self.items = (1, "two")
+
+    def key(self):
+        return "k1"
+
+
+def with_guards(*guards):
+    def deco(fn):
+        fn._stub_guards = list(guards)
+        return fn
+    return deco
+
+
+def recompile_reasons(capsys):
+    err = capsys.readouterr().err
+    return [line.strip()[2:] for line in err.splitlines() if line.strip().startswith("- ")]
+
+
+def test_registers_are_deduplicated():
+    @with_guards(("global", "SCALE"), ("global", "SCALE"), ("local", 0, "h"), ("attr", 1, "items"),
+                 ("attr", 1, "items"), ("item", 2, 1), ("item", 2, 1), ("call_method0", 1, "key"),
+                 ("call_method0", 1, "key"), ("dict_item", 0, "x"))
+    def f(h):
+        return h
+
+    compiled(f, Backend(run_original=True))(Holder())
+    # the stub's own L['h'] is register 0
+    assert f._stub_regs == [1, 1, 0, 2, 2, 3, 3, 4, 4, 5]
+
+
+def test_global_guards():
+    @with_guards(("global", "SCALE"), ("equals", 1, 2), ("global", "len"), ("id", 2, len))
+    def f(x):
+        return x * SCALE
+
+    global SCALE
+    b = Backend()
+    cf = compiled(f, b)
+    assert cf(1) == 2 and cf(1) == 2
+    assert b.compiles == 1
+    try:
+        SCALE = 3
+        assert cf(1) == 3
+        assert b.compiles == 2
+    finally:
+        SCALE = 2
+
+
+def test_global_guard_reason(capsys):
+    @with_guards(("global", "SCALE"), ("equals", 1, 2))
+    def f(x):
+        return x
+
+    global SCALE
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f)
+    cf(1)
+    try:
+        SCALE = 5
+        cf(1)
+    finally:
+        SCALE = 2
+    assert recompile_reasons(capsys) == ["0/0: G['SCALE'] == 2"]
+
+
+def test_builtins_are_found_through_globals():
+    @with_guards(("global", "abs"), ("id", 1, abs))
+    def f(x):
+        return x
+
+    b = Backend()
+    cf = compiled(f, b)
+    cf(1)
+    cf(1)
+    assert b.compiles == 1
+
+
+def test_id_guard_reason(capsys):
+    o1, o2 = object(), object()
+
+    @with_guards(("attr", 0, "child"), ("id", 1, o1))
+    def f(h):
+        return h
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f)
+    h = Holder()
+    h.child = o1
+    cf(h)
+    h.child = o2
+    cf(h)
+    assert recompile_reasons(capsys) == [f"0/0: ___check_obj_id(L['h'].child, {id(o1)})"]
+
+
+def test_nested_loads_and_checks(capsys):
+    @with_guards(("global", "CONFIG"), ("dict_item", 1, "mode"), ("equals", 2, "fast"),
+                 ("dict_item", 1, "sizes"), ("len", 3, 2), ("item", 3, -1), ("equals", 4, 2),
+                 ("local", 0, "h"), ("attr", 0, "items"), ("item", 5, 1), ("equals", 6, "two"),
+                 ("call_method0", 0, "key"), ("equals", 7, "k1"), ("attr", 0, "child"),
+                 ("none", 8, True))
+    def f(h):
+        return h
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    h = Holder()
+    cf(h)
+    cf(h)
+    assert b.compiles == 1
+    CONFIG["sizes"].append(3)
+    try:
+        cf(h)
+    finally:
+        CONFIG["sizes"].pop()
+    h.child = 1
+    cf(h)
+    h.child = None
+    h.key = lambda: "other"
+    cf(h)
+    assert recompile_reasons(capsys) == [
+        "0/0: len(G['CONFIG']['sizes']) == 2",
+        "0/1: L['h'].child is None", "0/0: L['h'].child is None",
+        "0/2: L['h'].key() == 'k1'", "0/1: L['h'].key() == 'k1'", "0/0: L['h'].key() == 'k1'",
+    ]
+
+
+def test_missing_values_fail_without_raising(capsys):
+    @with_guards(("attr", 0, "child"), ("none", 1, True))
+    def f(h):
+        return h
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    cf(Holder())
+
+    class Raising:
+        def __getattr__(self, name):
+            raise RuntimeError("no attrs here")
+
+    assert isinstance(cf(Raising()), Raising)
+    assert b.compiles == 2
+    assert recompile_reasons(capsys) == ["0/0: type(L['h']) is <class 'test_capture_hook.Holder'>"]
+
+
+def test_missing_value_reason(capsys):
+    @with_guards(("attr", 0, "maybe"), ("none", 1, False))
+    def f(h):
+        return h
+
+    class A:
+        pass
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f, Backend(run_original=True))
+    a = A()
+    a.maybe = 1
+    cf(a)
+    del a.maybe
+    cf(a)
+    assert recompile_reasons(capsys) == ["0/0: missing value for L['h'].maybe"]
+
+
+def test_closure_guard():
+    k = 3
+
+    @with_guards(("closure", 0, "k"), ("equals", 1, 3))
+    def f(x):
+        return x + k
+
+    b = Backend()
+    cf = compiled(f, b)
+    assert cf(1) == 4
+    k = 5
+    assert cf(1) == 6
+    assert b.compiles == 2
+
+
+def test_default_dtype_guard():
+    @with_guards(("default_dtype", 8))  # ScalarType Float32
+    def f(x):
+        return x
+
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    cf(1)
+    old = ignis.get_default_dtype()
+    try:
+        ignis.set_default_dtype(ignis.float64)
+        cf(1)
+    finally:
+        ignis.set_default_dtype(old)
+    cf(1)
+    assert b.compiles == 2
+
+
+def test_equals_guard_values():
+    b = Backend(run_original=True)
+
+    def f(x):
+        return x
+
+    cf = compiled(f, b, limit=20)
+    values = [0, 1, True, False, 1.5, float("nan"), "s", None, 2**80, -(2**80)]
+    for v in values:
+        cf(v)
+    n = b.compiles
+    assert n == len(values)
+    for v in values:  # all hit, including nan and big ints
+        cf(v)
+    assert b.compiles == n

@@ -330,6 +330,7 @@ std::string code_location(PyCodeObject* code) {
 std::vector<std::pair<std::string, std::string>> failure_reasons(
     const CodeState& cs, const FrameView& f, const CaptureConfig* cfg) {
   std::vector<std::pair<std::string, std::string>> out;
+  CaptureScope off(nullptr);  // guards' Python and reprs are not captured
   PooledRegisters regs;
   for (const auto& e : cs.entries) {
     std::string why;
@@ -423,8 +424,12 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
   cs.entries.insert(cs.entries.begin(), entry);
 
   PooledRegisters regs;
-  std::string why;
-  if (!entry->guards.check(f, regs.get(), &why)) {
+  bool pass;
+  {
+    CaptureScope off(nullptr);
+    pass = entry->guards.check(f, regs.get(), nullptr);
+  }
+  if (!pass) {
     // Tracing changed what the guards read (or the tracer guarded something
     // it did not see): the frame has not started, so running it eagerly is
     // still exact.
@@ -450,17 +455,25 @@ PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   FrameView f = make_view(frame);
   {
     PooledRegisters regs;
-    auto& entries = cs->entries;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const CacheEntry& e = *entries[i];
-      if (e.config && e.config->backend != cfg->backend) continue;
-      if (!e.guards.check(f, regs.get(), nullptr)) continue;
-      // Keep the entry alive while its plan runs: the plan's Python may
-      // recompile this code or reset the caches.
-      std::shared_ptr<CacheEntry> hit = entries[i];
-      if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
-      return run_entry(ts, frame, *hit, f, regs.get());
+    // Keeps the hit entry alive while its plan runs: the plan's Python may
+    // recompile this code or reset the caches.
+    std::shared_ptr<CacheEntry> hit;
+    {
+      PyObject* backend = cfg->backend;
+      // Guard loads and comparisons may call Python (getattr, __eq__): not
+      // captured. (Moving the config out and back costs no atomics.)
+      CaptureScope off(nullptr);
+      auto& entries = cs->entries;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const CacheEntry& e = *entries[i];
+        if (e.config && e.config->backend != backend) continue;
+        if (!e.guards.check(f, regs.get(), nullptr)) continue;
+        hit = entries[i];
+        if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
+        break;
+      }
     }
+    if (hit) return run_entry(ts, frame, *hit, f, regs.get());
   }
   // Keep the config alive across a compile that may change t_config.
   std::shared_ptr<const CaptureConfig> keep = cfg;

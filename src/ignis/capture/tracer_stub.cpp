@@ -10,7 +10,8 @@
 // gives a RunOriginal entry; a function whose name starts with "stub_skip"
 // is rejected as a whole (skip_code). A backend exception propagates. A
 // function carrying `_stub_plan` gets the plan that dict spells out (see
-// describe_plan), to exercise every plan exit.
+// describe_plan), to exercise every plan exit; `_stub_guards` adds guards
+// (see add_stub_guards).
 #include "ignis/capture/tracer.h"
 
 #include "ignis/autograd/autograd_meta.h"
@@ -90,6 +91,52 @@ bool describe_plan(PyObject* d, Plan& plan) {
   return !PyErr_Occurred();
 }
 
+// Extra guards spelled out by the test (fn._stub_guards, a list of tuples);
+// the register each load returns is appended to fn._stub_regs:
+//   ("local", i, name) ("global", name) ("closure", i, name) ("attr", r, name)
+//   ("dict_item", r, key) ("item", r, i) ("call_method0", r, method)
+//   ("id", r, obj) ("type", r, type) ("equals", r, value) ("len", r, n)
+//   ("none", r, is_none) ("grad_mode", on) ("default_dtype", int)
+bool add_stub_guards(PyObject* func, PyObject* list, GuardProgram& g) {
+  PyObject* regs = PyList_New(0);
+  if (!regs) return false;
+  bool ok = true;
+  for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(list); ++i) {
+    PyObject* t = PyList_GET_ITEM(list, i);
+    std::string op = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0));
+    auto a = [&](int k) { return PyTuple_GET_ITEM(t, k); };
+    auto n = [&](int k) { return static_cast<int>(PyLong_AsLong(a(k))); };
+    auto s = [&](int k) { return std::string(PyUnicode_AsUTF8(a(k))); };
+    int reg = -1;
+    if (op == "local") reg = g.local(n(1), s(2));
+    else if (op == "global") reg = g.global(a(1));
+    else if (op == "closure") reg = g.closure(n(1), s(2));
+    else if (op == "attr") reg = g.attr(n(1), a(2));
+    else if (op == "dict_item") reg = g.dict_item(n(1), a(2));
+    else if (op == "item") reg = g.item(n(1), n(2));
+    else if (op == "call_method0") reg = g.call_method0(n(1), s(2).c_str());
+    else if (op == "id") g.check_id(n(1), a(2));
+    else if (op == "type") g.check_type(n(1), reinterpret_cast<PyTypeObject*>(a(2)));
+    else if (op == "equals") g.check_equals(n(1), a(2));
+    else if (op == "len") g.check_len(n(1), n(2));
+    else if (op == "none") g.check_none(n(1), PyObject_IsTrue(a(2)) == 1);
+    else if (op == "grad_mode") g.check_grad_mode(PyObject_IsTrue(a(1)) == 1);
+    else if (op == "default_dtype") g.check_default_dtype(n(1));
+    else {
+      PyErr_Format(PyExc_ValueError, "unknown stub guard %s", op.c_str());
+      ok = false;
+    }
+    if (ok && reg >= 0) {
+      PyObject* r = PyLong_FromLong(reg);
+      ok = r && PyList_Append(regs, r) == 0;
+      Py_XDECREF(r);
+    }
+  }
+  ok = ok && !PyErr_Occurred() && PyObject_SetAttrString(func, "_stub_regs", regs) == 0;
+  Py_DECREF(regs);
+  return ok;
+}
+
 }  // namespace
 
 __attribute__((weak)) TraceResult trace_frame(const FrameView& f,
@@ -132,6 +179,15 @@ __attribute__((weak)) TraceResult trace_frame(const FrameView& f,
     PyList_SET_ITEM(args, i, v);
   }
   entry->guards.check_grad_mode(autograd::grad_enabled());
+  PyObject* extra = PyObject_GetAttrString(f.func, "_stub_guards");
+  if (!extra) PyErr_Clear();
+  if (extra && PyList_Check(extra) && !add_stub_guards(f.func, extra, entry->guards)) {
+    Py_DECREF(extra);
+    Py_DECREF(args);
+    *error = true;
+    return res;
+  }
+  Py_XDECREF(extra);
   PyObject* compiled = PyObject_CallFunctionObjArgs(cfg->backend, f.func, args, nullptr);
   Py_DECREF(args);
   if (!compiled) {
