@@ -988,3 +988,83 @@ def test_equals_guard_values():
     for v in values:  # all hit, including nan and big ints
         cf(v)
     assert b.compiles == n
+
+
+# --- environment and threads ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("value,names", [
+    ("recompiles", ["LOG_RECOMPILES"]),
+    ("graph_breaks,+guards", ["LOG_GRAPH_BREAKS", "LOG_GUARDS"]),
+    (" bytecode , graph_code ,output_code", ["LOG_BYTECODE", "LOG_GRAPH_CODE", "LOG_OUTPUT_CODE"]),
+    ("all", ["LOG_GRAPH_BREAKS", "LOG_GUARDS", "LOG_RECOMPILES", "LOG_GRAPH_CODE", "LOG_BYTECODE",
+             "LOG_OUTPUT_CODE"]),
+    ("+all", ["LOG_GRAPH_BREAKS", "LOG_GUARDS", "LOG_RECOMPILES", "LOG_GRAPH_CODE", "LOG_BYTECODE",
+              "LOG_OUTPUT_CODE"]),
+    ("", []),
+    ("nonsense", []),
+])
+def test_ignis_logs_environment_variable(value, names):
+    import os
+    import subprocess
+
+    env = dict(os.environ, IGNIS_LOGS=value, PYTHONPATH=str(_checkout.PYTHON_DIR))
+    out = subprocess.run([sys.executable, "-c",
+                          "from ignis._C import _capture as C; print(C.log_mask())"],
+                         env=env, capture_output=True, text=True, check=True)
+    want = 0
+    for n in names:
+        want |= getattr(C, n)
+    assert int(out.stdout) == want
+
+
+def test_compiled_calls_from_threads():
+    import threading
+
+    def f(x):
+        return x + 1
+
+    b = Backend()
+    cf = compiled(f, b)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(300):
+                assert cf(ignis.ones(2)).tolist() == [2.0, 2.0]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert b.compiles == 1 and b.calls == 1200
+    assert not C.hook_installed()
+
+
+def test_config_is_per_thread():
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def f(x):
+        started.set()
+        release.wait(10)
+        return x
+
+    def plain(x):
+        return x * 2
+
+    b = Backend(run_original=True)
+    t = threading.Thread(target=lambda: compiled(f, b)(1))
+    t.start()
+    started.wait(10)
+    assert C.hook_installed()
+    assert plain(2) == 4  # runs under the hook, but this thread has no config
+    release.set()
+    t.join()
+    assert C.cache_entry_count(plain.__code__) == 0
+    assert not C.hook_installed()
