@@ -1068,3 +1068,26 @@ def test_config_is_per_thread():
     t.join()
     assert C.cache_entry_count(plain.__code__) == 0
     assert not C.hook_installed()
+
+
+def test_guard_python_that_resets_the_caches():
+    class P:
+        reads = 0
+
+        @property
+        def v(self):
+            P.reads += 1
+            if P.reads == 3:
+                C.reset()  # while the hook is checking this very entry
+            return 1
+
+    @with_guards(("attr", 0, "v"), ("equals", 1, 1))
+    def f(p):
+        return p
+
+    b = Backend()
+    cf = compiled(f, b)
+    p = P()
+    for _ in range(6):
+        assert cf(p) is p
+    assert b.compiles == 2

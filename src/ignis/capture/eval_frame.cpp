@@ -332,7 +332,8 @@ std::vector<std::pair<std::string, std::string>> failure_reasons(
   std::vector<std::pair<std::string, std::string>> out;
   CaptureScope off(nullptr);  // guards' Python and reprs are not captured
   PooledRegisters regs;
-  for (const auto& e : cs.entries) {
+  std::vector<std::shared_ptr<CacheEntry>> entries = cs.entries;  // see hook()
+  for (const auto& e : entries) {
     std::string why;
     if (e->config && e->config->backend != cfg->backend) {
       why = "___check_current_backend: entry compiled for another backend";
@@ -465,11 +466,14 @@ PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
       CaptureScope off(nullptr);
       auto& entries = cs->entries;
       for (size_t i = 0; i < entries.size(); ++i) {
-        const CacheEntry& e = *entries[i];
-        if (e.config && e.config->backend != backend) continue;
-        if (!e.guards.check(f, regs.get(), nullptr)) continue;
-        hit = entries[i];
-        if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
+        // A copy: Python run by a guard (a property, __eq__) may call
+        // compiled code or reset() and so change `entries` under us.
+        std::shared_ptr<CacheEntry> e = entries[i];
+        if (e->config && e->config->backend != backend) continue;
+        if (!e->guards.check(f, regs.get(), nullptr)) continue;
+        if (i && i < entries.size() && entries[i] == e)
+          std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
+        hit = std::move(e);
         break;
       }
     }
