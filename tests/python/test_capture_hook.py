@@ -1091,3 +1091,42 @@ def test_guard_python_that_resets_the_caches():
     for _ in range(6):
         assert cf(p) is p
     assert b.compiles == 2
+
+
+def test_compiled_callable_object():
+    class Mul:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x * self.k
+
+    m = Mul(4)
+    b = Backend(run_original=True)
+    cf = C.CompiledFunction(m, b)
+    assert cf.__wrapped__ is m
+    assert "k" not in cf.__dict__  # an object's state is not copied
+    assert cf(2) == 8
+    assert C.cache_entry_count(Mul.__call__.__code__) == 1
+
+
+def test_reference_cycles_through_the_backend_are_collected():
+    import weakref
+
+    class CyclicBackend(Backend):
+        pass
+
+    def make():
+        def f(x):
+            return x
+
+        b = CyclicBackend(run_original=True)
+        cf = C.CompiledFunction(f, b)
+        b.owner = cf  # backend -> CompiledFunction -> config -> backend
+        cf(1)
+        return weakref.ref(b)
+
+    ref = make()
+    C.reset()  # cache entries hold the config too
+    gc.collect()
+    assert ref() is None
