@@ -325,14 +325,15 @@ def test_stdlib_and_ignis_frames_are_skipped():
     def f(x):
         posixpath.join("a", "b")
         json.dumps([1])
-        return x + 1
+        repr(x)  # ignis.Tensor.__repr__ is Python code of the ignis package
+        return x.tolist()
 
     b = Backend(run_original=True)
-    compiled(f, b)(ignis.ones(2))
+    assert compiled(f, b)(ignis.ones(2)) == [1.0, 1.0]
     assert b.compiles == 1
-    assert C.cache_entry_count(posixpath.join.__code__) == 0
-    assert C.cache_entry_count(ignis.Tensor.__add__.__code__) == 0 if hasattr(
-        ignis.Tensor.__add__, "__code__") else True
+    for code in (posixpath.join.__code__, json.dumps.__code__, ignis.Tensor.__repr__.__code__,
+                 ignis.Tensor.tolist.__code__):
+        assert C.cache_entry_count(code) == 0
 
 
 def test_mark_skip_runs_code_eagerly():
