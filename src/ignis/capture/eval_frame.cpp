@@ -143,8 +143,20 @@ CodeState* get_state(PyCodeObject* code) {
 
 struct SkipDirs {
   bool ready = false;
-  std::vector<std::string> skip;   // ignis's package dir, the stdlib dirs
+  std::vector<std::string> skip;   // ignis's package dir, the stdlib dirs, skipped libraries
   std::vector<std::string> keep;   // site-packages (inside the stdlib dir)
+};
+
+// Installed libraries whose frames are never captured, as torch._dynamo's
+// THIRDPARTY_SKIPLIST: ignis calls some of them itself (numpy from tensor
+// printing and conversion), and none of them is model code. Other packages
+// in site-packages are captured like user code.
+constexpr const char* kSkippedLibraries[] = {
+    "numpy", "torch", "_pytest", "pytest", "pluggy", "_distutils_hack", "setuptools",
+    "pkg_resources", "typing_extensions", "tqdm", "hypothesis", "scipy", "pandas", "sympy",
+    "networkx", "six", "packaging", "importlib_metadata", "zipp", "filelock", "fsspec",
+    "jinja2", "markupsafe", "triton", "onnx", "tensorflow", "jax", "sklearn", "PIL",
+    "matplotlib", "IPython", "ipykernel", "tornado", "zmq", "coverage", "_virtualenv",
 };
 SkipDirs g_dirs;
 
@@ -189,7 +201,13 @@ void init_skip_dirs() {
     }
     for (const char* k : {"purelib", "platlib"}) {
       std::string d = utf8(PyDict_GetItemString(paths, k));
-      if (!d.empty()) g_dirs.keep.push_back(with_slash(d));
+      if (d.empty()) continue;
+      d = with_slash(d);
+      for (const char* lib : kSkippedLibraries) {
+        g_dirs.skip.push_back(d + lib + "/");
+        g_dirs.skip.push_back(d + lib + ".py");
+      }
+      g_dirs.keep.push_back(d);
     }
   }
   Py_XDECREF(paths);
@@ -206,10 +224,13 @@ bool is_skipped_file(PyCodeObject* code) {
   if (!g_dirs.ready) init_skip_dirs();
   std::string f = utf8(code->co_filename);
   if (starts_with(f, "<frozen ")) return true;  // frozen stdlib modules
-  for (const auto& k : g_dirs.keep)
-    if (starts_with(f, k)) return false;
   for (const auto& s : g_dirs.skip)
-    if (starts_with(f, s)) return true;
+    if (starts_with(f, s) && (s.back() == '/' || f.size() == s.size())) {
+      // The stdlib dir holds site-packages: only listed libraries there.
+      bool in_site = false;
+      for (const auto& k : g_dirs.keep) in_site |= starts_with(f, k) && k.size() > s.size();
+      if (!in_site) return true;
+    }
   return false;
 }
 
