@@ -294,13 +294,18 @@ struct GuardProgram::Impl {
     return true;
   }
 
+  // Only CUDA device indices are meaningful (a CPU tensor may say -1 or 0).
+  static bool index_differs(Device d, const TensorGuardSpec& spec) {
+    return d.type == DeviceType::CUDA && d.index != spec.device_index;
+  }
+
   static bool tensor_matches(const TensorGuardSpec& spec, PyObject* o) {
     if (Py_TYPE(o) != spec.type || !py::is_tensor(o)) return false;
     TensorImpl* t = py::unwrap(o).impl();
     if (!t) return false;
     if (static_cast<int>(t->dtype()) != spec.dtype) return false;
     Device d = t->device();
-    if (static_cast<int>(d.type) != spec.device_type || d.index != spec.device_index) return false;
+    if (static_cast<int>(d.type) != spec.device_type || index_differs(d, spec)) return false;
     AutogradMetaInterface* m = t->autograd_meta();
     if ((m && m->requires_grad()) != spec.requires_grad) return false;
     const DimVector& sz = t->sizes();
@@ -330,7 +335,7 @@ struct GuardProgram::Impl {
       return p + str("device mismatch. expected ",
                      Device(static_cast<DeviceType>(spec.device_type), spec.device_index).str(),
                      ", actual ", d.str());
-    if (d.index != spec.device_index)
+    if (index_differs(d, spec))
       return p + str("Tensor device index mismatch. Expected device index to be ",
                      spec.device_index, ", actual ", static_cast<int>(d.index));
     AutogradMetaInterface* m = t->autograd_meta();
