@@ -191,8 +191,15 @@ def test_grad_mode_is_guarded(capsys):
     cf(x)
     with ignis.no_grad():
         cf(x)
-    assert b.compiles == 2
-    assert "GLOBAL_STATE changed: grad_mode" in capsys.readouterr().err
+    with ignis.no_grad():
+        cf(ignis.ones(3))
+    assert b.compiles == 3
+    first, second = capsys.readouterr().err.split("Recompiling")[1:]
+    assert "- 0/0: GLOBAL_STATE changed: grad_mode" in first
+    # grad mode is checked before the tensors, so the grad-enabled entry
+    # reports it although its size guard fails too
+    assert "- 0/1: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3" in second
+    assert "- 0/0: GLOBAL_STATE changed: grad_mode" in second
 
 
 def test_compile_ids_count_frames_and_recompiles(capsys):
@@ -214,7 +221,9 @@ def test_compile_ids_count_frames_and_recompiles(capsys):
     assert "- 1/0: L['x'] == 1" in err
 
 
-def test_cache_size_limit_warns_once_and_runs_eagerly():
+def test_cache_size_limit_warns_once_and_runs_eagerly(capsys):
+    C.set_log_mask(C.LOG_RECOMPILES)
+
     def f(x):
         return x + 1
 
@@ -234,25 +243,46 @@ def test_cache_size_limit_warns_once_and_runs_eagerly():
         "   last reason: 0/1: tensor 'L['x']' size mismatch at index 0. expected 2, actual 3\n"
         'To log all recompilation reasons, use IGNIS_LOGS="recompiles".')
     assert w[0].category is UserWarning
-    assert C.is_skipped(f.__code__)
+    # as torch: the failing call is logged as a recompile before the warning
+    err = capsys.readouterr().err
+    assert err.count("Recompiling function f") == 2
+    assert "- 0/0: tensor 'L['x']' size mismatch at index 0. expected 1, actual 3" in err
+    # the entries stay: calls matching them still run their plans
+    calls = b.calls
+    assert cf(ignis.ones(1)).tolist() == [2.0]
+    assert b.calls == calls + 1 and b.compiles == 2
+    assert C.cache_entry_count(f.__code__) == 2
 
 
-def test_reset_clears_entries_and_limit_marks():
+def test_reset_clears_entries_and_limit_state():
     def f(x):
         return x
 
     b = Backend()
     cf = compiled(f, b, limit=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
         cf(1)
         cf(2)
-    assert C.is_skipped(f.__code__)
-    C.reset()
-    assert not C.is_skipped(f.__code__)
-    assert C.cache_entry_count(f.__code__) == 0
-    cf(1)
+        C.reset()
+        assert C.cache_entry_count(f.__code__) == 0
+        cf(1)
+        cf(2)
     assert b.compiles == 2
+    assert len([x for x in w if "cache_size_limit" in str(x.message)]) == 2
+
+
+def test_cache_size_limit_warning_as_error_propagates():
+    def f(x):
+        return x
+
+    cf = compiled(f, Backend(), limit=1)
+    cf(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="cache_size_limit"):
+            cf(2)
+    assert not C.hook_installed()
 
 
 # --- frames the hook leaves alone ---------------------------------------------------
@@ -295,14 +325,15 @@ def test_stdlib_and_ignis_frames_are_skipped():
     def f(x):
         posixpath.join("a", "b")
         json.dumps([1])
-        return x + 1
+        repr(x)  # ignis.Tensor.__repr__ is Python code of the ignis package
+        return x.tolist()
 
     b = Backend(run_original=True)
-    compiled(f, b)(ignis.ones(2))
+    assert compiled(f, b)(ignis.ones(2)) == [1.0, 1.0]
     assert b.compiles == 1
-    assert C.cache_entry_count(posixpath.join.__code__) == 0
-    assert C.cache_entry_count(ignis.Tensor.__add__.__code__) == 0 if hasattr(
-        ignis.Tensor.__add__, "__code__") else True
+    for code in (posixpath.join.__code__, json.dumps.__code__, ignis.Tensor.__repr__.__code__,
+                 ignis.Tensor.tolist.__code__):
+        assert C.cache_entry_count(code) == 0
 
 
 def test_mark_skip_runs_code_eagerly():
@@ -717,3 +748,386 @@ def test_exit_plans_do_not_leak():
     for _ in range(500):
         cf(x, y)
     assert (sys.getrefcount(x), sys.getrefcount(y)) == before
+
+
+def test_describe_cache_lists_guards_most_recent_first():
+    def f(x, n, s, o):
+        return x
+
+    cf = compiled(f)
+    cf(ignis.ones(2, 3), 3, "a", [1])
+    cf(ignis.ones(2), 3, "a", [1])
+    entries = C.describe_cache(f.__code__)
+    assert [cid for cid, _ in entries] == ["0/1", "0/0"]
+    lines = entries[1][1]
+    assert lines.pop(0) == "GLOBAL_STATE: grad_mode=True"  # global state first
+    assert lines[0] == ("TENSOR_MATCH: L['x'] (ignis.Tensor, float32, cpu, size=[2, 3], "
+                        "stride=[3, 1], requires_grad=False)")
+    assert lines[1:] == ["EQUALS_MATCH: L['n'] == 3", "EQUALS_MATCH: L['s'] == 'a'",
+                         "TYPE_MATCH: type(L['o']) is <class 'list'>"]
+
+
+# --- guard programs (extra guards from fn._stub_guards) -----------------------------
+
+
+SCALE = 2
+CONFIG = {"mode": "fast", "sizes": [1, 2]}
+
+
+class Holder:
+    def __init__(self):
+        self.child = None
+        self.items = (1, "two")
+
+    def key(self):
+        return "k1"
+
+
+def with_guards(*guards):
+    def deco(fn):
+        fn._stub_guards = list(guards)
+        return fn
+    return deco
+
+
+def recompile_reasons(capsys):
+    err = capsys.readouterr().err
+    return [line.strip()[2:] for line in err.splitlines() if line.strip().startswith("- ")]
+
+
+def test_registers_are_deduplicated():
+    @with_guards(("global", "SCALE"), ("global", "SCALE"), ("local", 0, "h"), ("attr", 1, "items"),
+                 ("attr", 1, "items"), ("item", 2, 1), ("item", 2, 1), ("call_method0", 1, "key"),
+                 ("call_method0", 1, "key"), ("dict_item", 0, "x"))
+    def f(h):
+        return h
+
+    compiled(f, Backend(run_original=True))(Holder())
+    # the stub's own L['h'] is register 0
+    assert f._stub_regs == [1, 1, 0, 2, 2, 3, 3, 4, 4, 5]
+
+
+def test_global_guards():
+    @with_guards(("global", "SCALE"), ("equals", 1, 2), ("global", "len"), ("id", 2, len))
+    def f(x):
+        return x * SCALE
+
+    global SCALE
+    b = Backend()
+    cf = compiled(f, b)
+    assert cf(1) == 2 and cf(1) == 2
+    assert b.compiles == 1
+    try:
+        SCALE = 3
+        assert cf(1) == 3
+        assert b.compiles == 2
+    finally:
+        SCALE = 2
+
+
+def test_global_guard_reason(capsys):
+    @with_guards(("global", "SCALE"), ("equals", 1, 2))
+    def f(x):
+        return x
+
+    global SCALE
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f)
+    cf(1)
+    try:
+        SCALE = 5
+        cf(1)
+    finally:
+        SCALE = 2
+    assert recompile_reasons(capsys) == ["0/0: G['SCALE'] == 2"]
+
+
+def test_builtins_are_found_through_globals():
+    @with_guards(("global", "abs"), ("id", 1, abs))
+    def f(x):
+        return x
+
+    b = Backend()
+    cf = compiled(f, b)
+    cf(1)
+    cf(1)
+    assert b.compiles == 1
+
+
+def test_id_guard_reason(capsys):
+    o1, o2 = object(), object()
+
+    @with_guards(("attr", 0, "child"), ("id", 1, o1))
+    def f(h):
+        return h
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f)
+    h = Holder()
+    h.child = o1
+    cf(h)
+    h.child = o2
+    cf(h)
+    assert recompile_reasons(capsys) == [f"0/0: ___check_obj_id(L['h'].child, {id(o1)})"]
+
+
+def test_nested_loads_and_checks(capsys):
+    @with_guards(("global", "CONFIG"), ("dict_item", 1, "mode"), ("equals", 2, "fast"),
+                 ("dict_item", 1, "sizes"), ("len", 3, 2), ("item", 3, -1), ("equals", 4, 2),
+                 ("local", 0, "h"), ("attr", 0, "items"), ("item", 5, 1), ("equals", 6, "two"),
+                 ("call_method0", 0, "key"), ("equals", 7, "k1"), ("attr", 0, "child"),
+                 ("none", 8, True))
+    def f(h):
+        return h
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    h = Holder()
+    cf(h)
+    cf(h)
+    assert b.compiles == 1
+    CONFIG["sizes"].append(3)
+    try:
+        cf(h)
+    finally:
+        CONFIG["sizes"].pop()
+    h.child = 1
+    cf(h)
+    h.child = None
+    h.key = lambda: "other"
+    cf(h)
+    assert recompile_reasons(capsys) == [
+        "0/0: len(G['CONFIG']['sizes']) == 2",
+        "0/1: L['h'].child is None", "0/0: L['h'].child is None",
+        "0/2: L['h'].key() == 'k1'", "0/1: L['h'].key() == 'k1'", "0/0: L['h'].key() == 'k1'",
+    ]
+
+
+def test_missing_values_fail_without_raising(capsys):
+    @with_guards(("attr", 0, "child"), ("none", 1, True))
+    def f(h):
+        return h
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    cf(Holder())
+
+    class Raising:
+        def __getattr__(self, name):
+            raise RuntimeError("no attrs here")
+
+    assert isinstance(cf(Raising()), Raising)
+    assert b.compiles == 2
+    assert recompile_reasons(capsys) == ["0/0: type(L['h']) is <class 'test_capture_hook.Holder'>"]
+
+
+def test_missing_value_reason(capsys):
+    @with_guards(("attr", 0, "maybe"), ("none", 1, False))
+    def f(h):
+        return h
+
+    class A:
+        pass
+
+    C.set_log_mask(C.LOG_RECOMPILES)
+    cf = compiled(f, Backend(run_original=True))
+    a = A()
+    a.maybe = 1
+    cf(a)
+    del a.maybe
+    cf(a)
+    assert recompile_reasons(capsys) == ["0/0: missing value for L['h'].maybe"]
+
+
+def test_closure_guard():
+    k = 3
+
+    @with_guards(("closure", 0, "k"), ("equals", 1, 3))
+    def f(x):
+        return x + k
+
+    b = Backend()
+    cf = compiled(f, b)
+    assert cf(1) == 4
+    k = 5
+    assert cf(1) == 6
+    assert b.compiles == 2
+
+
+def test_default_dtype_guard():
+    @with_guards(("default_dtype", 8))  # ScalarType Float32
+    def f(x):
+        return x
+
+    b = Backend(run_original=True)
+    cf = compiled(f, b)
+    cf(1)
+    old = ignis.get_default_dtype()
+    try:
+        ignis.set_default_dtype(ignis.float64)
+        cf(1)
+    finally:
+        ignis.set_default_dtype(old)
+    cf(1)
+    assert b.compiles == 2
+
+
+def test_equals_guard_values():
+    b = Backend(run_original=True)
+
+    def f(x):
+        return x
+
+    cf = compiled(f, b, limit=20)
+    values = [0, 1, True, False, 1.5, float("nan"), "s", None, 2**80, -(2**80)]
+    for v in values:
+        cf(v)
+    n = b.compiles
+    assert n == len(values)
+    for v in values:  # all hit, including nan and big ints
+        cf(v)
+    assert b.compiles == n
+
+
+# --- environment and threads ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("value,names", [
+    ("recompiles", ["LOG_RECOMPILES"]),
+    ("graph_breaks,+guards", ["LOG_GRAPH_BREAKS", "LOG_GUARDS"]),
+    (" bytecode , graph_code ,output_code", ["LOG_BYTECODE", "LOG_GRAPH_CODE", "LOG_OUTPUT_CODE"]),
+    ("all", ["LOG_GRAPH_BREAKS", "LOG_GUARDS", "LOG_RECOMPILES", "LOG_GRAPH_CODE", "LOG_BYTECODE",
+             "LOG_OUTPUT_CODE"]),
+    ("+all", ["LOG_GRAPH_BREAKS", "LOG_GUARDS", "LOG_RECOMPILES", "LOG_GRAPH_CODE", "LOG_BYTECODE",
+              "LOG_OUTPUT_CODE"]),
+    ("", []),
+    ("nonsense", []),
+])
+def test_ignis_logs_environment_variable(value, names):
+    import os
+    import subprocess
+
+    env = dict(os.environ, IGNIS_LOGS=value, PYTHONPATH=str(_checkout.PYTHON_DIR))
+    out = subprocess.run([sys.executable, "-c",
+                          "from ignis._C import _capture as C; print(C.log_mask())"],
+                         env=env, capture_output=True, text=True, check=True)
+    want = 0
+    for n in names:
+        want |= getattr(C, n)
+    assert int(out.stdout) == want
+
+
+def test_compiled_calls_from_threads():
+    import threading
+
+    def f(x):
+        return x + 1
+
+    b = Backend()
+    cf = compiled(f, b)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(300):
+                assert cf(ignis.ones(2)).tolist() == [2.0, 2.0]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert b.compiles == 1 and b.calls == 1200
+    assert not C.hook_installed()
+
+
+def test_config_is_per_thread():
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def f(x):
+        started.set()
+        release.wait(10)
+        return x
+
+    def plain(x):
+        return x * 2
+
+    b = Backend(run_original=True)
+    t = threading.Thread(target=lambda: compiled(f, b)(1))
+    t.start()
+    started.wait(10)
+    assert C.hook_installed()
+    assert plain(2) == 4  # runs under the hook, but this thread has no config
+    release.set()
+    t.join()
+    assert C.cache_entry_count(plain.__code__) == 0
+    assert not C.hook_installed()
+
+
+def test_guard_python_that_resets_the_caches():
+    class P:
+        reads = 0
+
+        @property
+        def v(self):
+            P.reads += 1
+            if P.reads == 3:
+                C.reset()  # while the hook is checking this very entry
+            return 1
+
+    @with_guards(("attr", 0, "v"), ("equals", 1, 1))
+    def f(p):
+        return p
+
+    b = Backend()
+    cf = compiled(f, b)
+    p = P()
+    for _ in range(6):
+        assert cf(p) is p
+    assert b.compiles == 2
+
+
+def test_compiled_callable_object():
+    class Mul:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x * self.k
+
+    m = Mul(4)
+    b = Backend(run_original=True)
+    cf = C.CompiledFunction(m, b)
+    assert cf.__wrapped__ is m
+    assert "k" not in cf.__dict__  # an object's state is not copied
+    assert cf(2) == 8
+    assert C.cache_entry_count(Mul.__call__.__code__) == 1
+
+
+def test_reference_cycles_through_the_backend_are_collected():
+    import weakref
+
+    class CyclicBackend(Backend):
+        pass
+
+    def make():
+        def f(x):
+            return x
+
+        b = CyclicBackend(run_original=True)
+        cf = C.CompiledFunction(f, b)
+        b.owner = cf  # backend -> CompiledFunction -> config -> backend
+        cf(1)
+        return weakref.ref(b)
+
+    ref = make()
+    C.reset()  # cache entries hold the config too
+    gc.collect()
+    assert ref() is None

@@ -143,9 +143,21 @@ CodeState* get_state(PyCodeObject* code) {
 
 struct SkipDirs {
   bool ready = false;
-  std::vector<std::string> skip;   // ignis's package dir, the stdlib dirs
+  std::vector<std::string> skip;   // ignis's package dir, the stdlib dirs, skipped libraries
   std::vector<std::string> keep;   // site-packages (inside the stdlib dir), ignis/nn/modules
   std::string module_py;           // ignis/nn/modules/module.py: Module.__call__ is skipped
+};
+
+// Installed libraries whose frames are never captured, as torch._dynamo's
+// THIRDPARTY_SKIPLIST: ignis calls some of them itself (numpy from tensor
+// printing and conversion), and none of them is model code. Other packages
+// in site-packages are captured like user code.
+constexpr const char* kSkippedLibraries[] = {
+    "numpy", "torch", "_pytest", "pytest", "pluggy", "_distutils_hack", "setuptools",
+    "pkg_resources", "typing_extensions", "tqdm", "hypothesis", "scipy", "pandas", "sympy",
+    "networkx", "six", "packaging", "importlib_metadata", "zipp", "filelock", "fsspec",
+    "jinja2", "markupsafe", "triton", "onnx", "tensorflow", "jax", "sklearn", "PIL",
+    "matplotlib", "IPython", "ipykernel", "tornado", "zmq", "coverage", "_virtualenv",
 };
 SkipDirs g_dirs;
 
@@ -197,7 +209,13 @@ void init_skip_dirs() {
     }
     for (const char* k : {"purelib", "platlib"}) {
       std::string d = utf8(PyDict_GetItemString(paths, k));
-      if (!d.empty()) g_dirs.keep.push_back(with_slash(d));
+      if (d.empty()) continue;
+      d = with_slash(d);
+      for (const char* lib : kSkippedLibraries) {
+        g_dirs.skip.push_back(d + lib + "/");
+        g_dirs.skip.push_back(d + lib + ".py");
+      }
+      g_dirs.keep.push_back(d);
     }
   }
   Py_XDECREF(paths);
@@ -215,17 +233,13 @@ bool is_skipped_file(PyCodeObject* code) {
   std::string f = utf8(code->co_filename);
   if (starts_with(f, "<frozen ")) return true;  // frozen stdlib modules
   if (f == g_dirs.module_py) return true;
-  // Third-party libraries capture has no business tracing (as Dynamo skips
-  // them): their frames run eagerly even inside a compiled region.
-  static const char* third_party[] = {"/numpy/", "/_pytest/", "/pytest/", "/pluggy/",
-                                      "/hypothesis/", "/torch/", "/typing_extensions",
-                                      "/packaging/", "/scipy/"};
-  for (const char* t : third_party)
-    if (f.find(t) != std::string::npos && f.find("site-packages") != std::string::npos) return true;
-  for (const auto& k : g_dirs.keep)
-    if (starts_with(f, k)) return false;
   for (const auto& s : g_dirs.skip)
-    if (starts_with(f, s)) return true;
+    if (starts_with(f, s) && (s.back() == '/' || f.size() == s.size())) {
+      // The stdlib dir holds site-packages: only listed libraries there.
+      bool in_site = false;
+      for (const auto& k : g_dirs.keep) in_site |= starts_with(f, k) && k.size() > s.size();
+      if (!in_site) return true;
+    }
   return false;
 }
 
@@ -346,8 +360,10 @@ std::string code_location(PyCodeObject* code) {
 std::vector<std::pair<std::string, std::string>> failure_reasons(
     const CodeState& cs, const FrameView& f, const CaptureConfig* cfg) {
   std::vector<std::pair<std::string, std::string>> out;
+  CaptureScope off(nullptr);  // guards' Python and reprs are not captured
   PooledRegisters regs;
-  for (const auto& e : cs.entries) {
+  std::vector<std::shared_ptr<CacheEntry>> entries = cs.entries;  // see hook()
+  for (const auto& e : entries) {
     std::string why;
     if (e->config && e->config->backend != cfg->backend) {
       why = "___check_current_backend: entry compiled for another backend";
@@ -358,6 +374,14 @@ std::vector<std::pair<std::string, std::string>> failure_reasons(
     out.emplace_back(e->compile_id, why);
   }
   return out;
+}
+
+// torch._dynamo's recompiles log: one line per existing entry.
+void log_recompile(PyCodeObject* code, const std::vector<std::pair<std::string, std::string>>& reasons) {
+  std::string msg = str("Recompiling function ", utf8(code->co_name), " in ", utf8(code->co_filename),
+                        ":", code->co_firstlineno, "\n    triggered by the following guard failure(s):");
+  for (const auto& r : reasons) msg += str("\n    - ", r.first, ": ", r.second);
+  log_write(kLogRecompiles, msg);
 }
 
 // Runs `entry` on a frame whose guards passed (registers in `regs`).
@@ -376,34 +400,27 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
                   const std::shared_ptr<const CaptureConfig>& cfg) {
   PyCodeObject* code = f.code;
   if (!cs.entries.empty()) {
-    bool at_limit = static_cast<int>(cs.entries.size()) >= cfg->cache_size_limit;
-    bool log = log_on(kLogRecompiles);
-    if (at_limit || log) {
-      auto reasons = failure_reasons(cs, f, cfg.get());
-      if (at_limit) {
-        cs.skipped = true;
-        cs.skip_reason = "cache_size_limit";
-        if (!cs.warned) {
-          cs.warned = true;
-          std::string last = reasons.empty() ? "" : reasons[0].first + ": " + reasons[0].second;
-          std::string msg = str("ignis.compile hit cache_size_limit (", cfg->cache_size_limit,
-                                ")\n   function: ", code_location(code), "\n   last reason: ", last,
-                                "\nTo log all recompilation reasons, use IGNIS_LOGS=\"recompiles\".");
-          int rc;
-          {
-            CaptureScope off(nullptr);
-            rc = PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1);
-          }
-          if (rc < 0) return finish_unevaluated(ts, frame, nullptr);
+    // At the limit the code keeps its entries (calls that pass their guards
+    // still run them) but never compiles again: misses run eagerly.
+    if (static_cast<int>(cs.entries.size()) >= cfg->cache_size_limit) {
+      if (!cs.warned) {
+        cs.warned = true;
+        auto reasons = failure_reasons(cs, f, cfg.get());
+        if (log_on(kLogRecompiles)) log_recompile(code, reasons);
+        std::string last = reasons.empty() ? "" : reasons[0].first + ": " + reasons[0].second;
+        std::string msg = str("ignis.compile hit cache_size_limit (", cfg->cache_size_limit,
+                              ")\n   function: ", code_location(code), "\n   last reason: ", last,
+                              "\nTo log all recompilation reasons, use IGNIS_LOGS=\"recompiles\".");
+        int rc;
+        {
+          CaptureScope off(nullptr);
+          rc = PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1);
         }
-        return eval_default(ts, frame, 0);
+        if (rc < 0) return finish_unevaluated(ts, frame, nullptr);
       }
-      std::string msg = str("Recompiling function ", utf8(code->co_name), " in ",
-                            utf8(code->co_filename), ":", code->co_firstlineno,
-                            "\n    triggered by the following guard failure(s):");
-      for (const auto& r : reasons) msg += str("\n    - ", r.first, ": ", r.second);
-      log_write(kLogRecompiles, msg);
+      return eval_default(ts, frame, 0);
     }
+    if (log_on(kLogRecompiles)) log_recompile(code, failure_reasons(cs, f, cfg.get()));
   }
 
   if (cs.frame_id < 0) cs.frame_id = g_frame_counter++;
@@ -438,8 +455,12 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
   cs.entries.insert(cs.entries.begin(), entry);
 
   PooledRegisters regs;
-  std::string why;
-  if (!entry->guards.check(f, regs.get(), &why)) {
+  bool pass;
+  {
+    CaptureScope off(nullptr);
+    pass = entry->guards.check(f, regs.get(), nullptr);
+  }
+  if (!pass) {
     // Tracing changed what the guards read (or the tracer guarded something
     // it did not see): the frame has not started, so running it eagerly is
     // still exact.
@@ -465,17 +486,28 @@ PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   FrameView f = make_view(frame);
   {
     PooledRegisters regs;
-    auto& entries = cs->entries;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const CacheEntry& e = *entries[i];
-      if (e.config && e.config->backend != cfg->backend) continue;
-      if (!e.guards.check(f, regs.get(), nullptr)) continue;
-      // Keep the entry alive while its plan runs: the plan's Python may
-      // recompile this code or reset the caches.
-      std::shared_ptr<CacheEntry> hit = entries[i];
-      if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
-      return run_entry(ts, frame, *hit, f, regs.get());
+    // Keeps the hit entry alive while its plan runs: the plan's Python may
+    // recompile this code or reset the caches.
+    std::shared_ptr<CacheEntry> hit;
+    {
+      PyObject* backend = cfg->backend;
+      // Guard loads and comparisons may call Python (getattr, __eq__): not
+      // captured. (Moving the config out and back costs no atomics.)
+      CaptureScope off(nullptr);
+      auto& entries = cs->entries;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        // A copy: Python run by a guard (a property, __eq__) may call
+        // compiled code or reset() and so change `entries` under us.
+        std::shared_ptr<CacheEntry> e = entries[i];
+        if (e->config && e->config->backend != backend) continue;
+        if (!e->guards.check(f, regs.get(), nullptr)) continue;
+        if (i && i < entries.size() && entries[i] == e)
+          std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
+        hit = std::move(e);
+        break;
+      }
     }
+    if (hit) return run_entry(ts, frame, *hit, f, regs.get());
   }
   // Keep the config alive across a compile that may change t_config.
   std::shared_ptr<const CaptureConfig> keep = cfg;
@@ -526,6 +558,30 @@ void reset_caches() {
 int cache_entry_count(PyCodeObject* code) {
   CodeState* cs = peek_state(code);
   return cs ? static_cast<int>(cs->entries.size()) : 0;
+}
+
+PyObject* describe_cache(PyCodeObject* code) {
+  PyObject* out = PyList_New(0);
+  CodeState* cs = peek_state(code);
+  if (!out || !cs) return out;
+  for (const auto& e : cs->entries) {
+    std::vector<std::string> lines = e->guards.describe();
+    PyObject* l = PyList_New(static_cast<Py_ssize_t>(lines.size()));
+    if (!l) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (size_t i = 0; i < lines.size(); ++i)
+      PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyUnicode_FromString(lines[i].c_str()));
+    PyObject* t = Py_BuildValue("(sN)", e->compile_id.c_str(), l);
+    if (!t || PyList_Append(out, t) < 0) {
+      Py_XDECREF(t);
+      Py_DECREF(out);
+      return nullptr;
+    }
+    Py_DECREF(t);
+  }
+  return out;
 }
 
 void enter_compiled_call() {

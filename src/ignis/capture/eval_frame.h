@@ -77,4 +77,9 @@ const std::string& current_compile_id();
 // Number of cache entries of a code object (tests, explain).
 int cache_entry_count(PyCodeObject* code);
 
+// The cache of a code object, most recently hit first (tests, debugging):
+// new reference to a list of (compile_id, [guard lines]), or nullptr with an
+// error set.
+PyObject* describe_cache(PyCodeObject* code);
+
 }  // namespace ignis::capture

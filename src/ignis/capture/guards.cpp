@@ -75,6 +75,25 @@ std::string type_repr(PyTypeObject* t) {
   return out;
 }
 
+// "ignis.Tensor", "builtins.int": the type's module and qualified name.
+std::string type_name(PyTypeObject* t) {
+  std::string out;
+  PyObject* mod = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__module__");
+  if (mod && PyUnicode_Check(mod)) {
+    const char* m = PyUnicode_AsUTF8(mod);
+    // ignis's private modules re-export their types at the top level
+    // (ignis._tensor.Tensor is ignis.Tensor).
+    if (m) out = std::string(m).rfind("ignis._", 0) == 0 ? "ignis." : std::string(m) + ".";
+  }
+  Py_XDECREF(mod);
+  PyObject* q = PyType_GetQualName(t);
+  const char* qs = q ? PyUnicode_AsUTF8(q) : nullptr;
+  out += qs ? qs : t->tp_name;
+  Py_XDECREF(q);
+  PyErr_Clear();
+  return out;
+}
+
 std::string obj_repr(PyObject* o) {
   PyObject* r = PyObject_Repr(o);
   if (!r) {
@@ -206,8 +225,15 @@ struct GuardProgram::Impl {
     s.arg = arg;
     s.obj = obj;
     Py_XINCREF(obj);
+    if (op == Op::CheckGradMode || op == Op::CheckDefaultDtype) {
+      // Global state is checked before any value is loaded (as torch._dynamo
+      // checks it first): cheapest, and the reason a whole cache fails.
+      steps.insert(steps.begin() + num_global_checks++, std::move(s));
+      return;
+    }
     steps.push_back(std::move(s));
   }
+  size_t num_global_checks = 0;
 
   const std::string& src(int reg) const { return regs[reg].source; }
 
@@ -268,13 +294,18 @@ struct GuardProgram::Impl {
     return true;
   }
 
+  // Only CUDA device indices are meaningful (a CPU tensor may say -1 or 0).
+  static bool index_differs(Device d, const TensorGuardSpec& spec) {
+    return d.type == DeviceType::CUDA && d.index != spec.device_index;
+  }
+
   static bool tensor_matches(const TensorGuardSpec& spec, PyObject* o) {
     if (Py_TYPE(o) != spec.type || !py::is_tensor(o)) return false;
     TensorImpl* t = py::unwrap(o).impl();
     if (!t) return false;
     if (static_cast<int>(t->dtype()) != spec.dtype) return false;
     Device d = t->device();
-    if (static_cast<int>(d.type) != spec.device_type || d.index != spec.device_index) return false;
+    if (static_cast<int>(d.type) != spec.device_type || index_differs(d, spec)) return false;
     AutogradMetaInterface* m = t->autograd_meta();
     if ((m && m->requires_grad()) != spec.requires_grad) return false;
     const DimVector& sz = t->sizes();
@@ -304,7 +335,7 @@ struct GuardProgram::Impl {
       return p + str("device mismatch. expected ",
                      Device(static_cast<DeviceType>(spec.device_type), spec.device_index).str(),
                      ", actual ", d.str());
-    if (d.index != spec.device_index)
+    if (index_differs(d, spec))
       return p + str("Tensor device index mismatch. Expected device index to be ",
                      spec.device_index, ", actual ", static_cast<int>(d.index));
     AutogradMetaInterface* m = t->autograd_meta();
@@ -482,7 +513,7 @@ std::vector<std::string> GuardProgram::describe() const {
     switch (s.op) {
       case Op::CheckTensor: {
         const TensorGuardSpec& t = I.tensor_specs[s.arg];
-        std::string tn = t.type ? t.type->tp_name : "?";
+        std::string tn = t.type ? type_name(t.type) : "?";
         out.push_back(str("TENSOR_MATCH: ", I.src(s.reg), " (", tn, ", ",
                           dtype_name(static_cast<ScalarType>(t.dtype)), ", ",
                           Device(static_cast<DeviceType>(t.device_type), t.device_index).str(),

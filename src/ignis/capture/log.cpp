@@ -1,6 +1,7 @@
 // Capture's log switches (IGNIS_LOGS) and the explain() event sink.
 #include "ignis/capture/log.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 

@@ -59,6 +59,10 @@ class CompiledCall {
 
 PyObject* cf_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* cf = reinterpret_cast<CompiledFunctionObject*>(self);
+  if (!cf->fn || !cf->config) {
+    PyErr_SetString(PyExc_RuntimeError, "CompiledFunction was cleared");
+    return nullptr;
+  }
   CompiledCall call(cf->config);
   return PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
 }
@@ -112,6 +116,7 @@ int cf_clear(PyObject* self) {
   auto* cf = reinterpret_cast<CompiledFunctionObject*>(self);
   Py_CLEAR(cf->fn);
   Py_CLEAR(cf->dict);
+  cf->config.reset();  // cache entries may keep the config (and its backend) alive
   return 0;
 }
 
@@ -121,15 +126,6 @@ void cf_dealloc(PyObject* self) {
   cf_clear(self);
   cf->config.~shared_ptr();
   Py_TYPE(self)->tp_free(self);
-}
-
-PyObject* cf_call_unbound(PyObject* self, PyObject* args, PyObject* kwargs) {
-  auto* cf = reinterpret_cast<CompiledFunctionObject*>(self);
-  if (!cf->fn) {
-    PyErr_SetString(PyExc_RuntimeError, "CompiledFunction was cleared");
-    return nullptr;
-  }
-  return PyVectorcall_Call(self, args, kwargs);
 }
 
 PyObject* cf_repr(PyObject* self) {
@@ -143,18 +139,26 @@ PyObject* cf_get_fn(PyObject* self, void*) {
   PyObject* fn = reinterpret_cast<CompiledFunctionObject*>(self)->fn;
   return Py_NewRef(fn ? fn : Py_None);
 }
+const CaptureConfig* config_of(PyObject* self) {
+  const CaptureConfig* c = reinterpret_cast<CompiledFunctionObject*>(self)->config.get();
+  if (!c) PyErr_SetString(PyExc_RuntimeError, "CompiledFunction was cleared");
+  return c;
+}
 PyObject* cf_get_backend(PyObject* self, void*) {
-  auto* cf = reinterpret_cast<CompiledFunctionObject*>(self);
-  return Py_NewRef(cf->config->backend);
+  const CaptureConfig* c = config_of(self);
+  return c ? Py_NewRef(c->backend) : nullptr;
 }
 PyObject* cf_get_fullgraph(PyObject* self, void*) {
-  return PyBool_FromLong(reinterpret_cast<CompiledFunctionObject*>(self)->config->fullgraph);
+  const CaptureConfig* c = config_of(self);
+  return c ? PyBool_FromLong(c->fullgraph) : nullptr;
 }
 PyObject* cf_get_dynamic(PyObject* self, void*) {
-  return Py_NewRef(reinterpret_cast<CompiledFunctionObject*>(self)->config->dynamic);
+  const CaptureConfig* c = config_of(self);
+  return c ? Py_NewRef(c->dynamic) : nullptr;
 }
 PyObject* cf_get_limit(PyObject* self, void*) {
-  return PyLong_FromLong(reinterpret_cast<CompiledFunctionObject*>(self)->config->cache_size_limit);
+  const CaptureConfig* c = config_of(self);
+  return c ? PyLong_FromLong(c->cache_size_limit) : nullptr;
 }
 
 PyGetSetDef cf_getset[] = {
@@ -253,7 +257,7 @@ bool ready_types() {
   c.tp_dealloc = cf_dealloc;
   c.tp_traverse = cf_traverse;
   c.tp_clear = cf_clear;
-  c.tp_call = cf_call_unbound;
+  c.tp_call = PyVectorcall_Call;
   c.tp_vectorcall_offset = offsetof(CompiledFunctionObject, vectorcall);
   c.tp_descr_get = bind_descr;
   c.tp_dictoffset = offsetof(CompiledFunctionObject, dict);
@@ -337,6 +341,12 @@ PyObject* f_cache_entry_count(PyObject*, PyObject* o) {
   return PyLong_FromLong(cache_entry_count(code));
 }
 
+PyObject* f_describe_cache(PyObject*, PyObject* o) {
+  PyCodeObject* code = code_arg(o);
+  if (!code) return nullptr;
+  return describe_cache(code);
+}
+
 PyObject* f_hook_installed(PyObject*, PyObject*) { return PyBool_FromLong(hook_installed()); }
 
 PyMethodDef capture_methods[] = {
@@ -348,6 +358,7 @@ PyMethodDef capture_methods[] = {
     {"set_event_sink", f_set_event_sink, METH_O, "set_event_sink(list|None): where explain() events go."},
     {"event_sink", f_event_sink, METH_NOARGS, nullptr},
     {"cache_entry_count", f_cache_entry_count, METH_O, "cache_entry_count(code): cache entries of a code object."},
+    {"describe_cache", f_describe_cache, METH_O, "describe_cache(code): [(compile_id, [guard lines])], most recent first."},
     {"hook_installed", f_hook_installed, METH_NOARGS, "Whether the frame hook is installed now."},
     {nullptr, nullptr, 0, nullptr},
 };
