@@ -560,8 +560,29 @@ PyObject* build_resume_code(const ResumeSpec& spec, const CodeInfo& ci, const Op
   if (!bytes_attr(code, "co_linetable", &orig_lines)) return nullptr;
   linetable += orig_lines;
 
-  std::string offset_str = std::to_string(spec.target_offset);
-  std::string name = "__resume_at_" + offset_str;
+  // Named as Dynamo names them, by function and line, so that logs read
+  // "ignis_resume_in_forward_at_42"; the offset keeps two resumes on one line apart.
+  long target_line = spec.code->co_firstlineno;
+  {
+    Ref lines(PyObject_CallMethod(reinterpret_cast<PyObject*>(spec.code), "co_lines", nullptr));
+    Ref it(lines ? PyObject_GetIter(lines.get()) : nullptr);
+    while (it) {
+      Ref t(PyIter_Next(it.get()));
+      if (!t) break;
+      long start = PyLong_AsLong(PyTuple_GET_ITEM(t.get(), 0));
+      long end = PyLong_AsLong(PyTuple_GET_ITEM(t.get(), 1));
+      PyObject* l = PyTuple_GET_ITEM(t.get(), 2);
+      if (start <= spec.target_offset && spec.target_offset < end && l != Py_None) {
+        target_line = PyLong_AsLong(l);
+        break;
+      }
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+  }
+  const char* orig_name = PyUnicode_AsUTF8(spec.code->co_name);
+  if (!orig_name) return nullptr;
+  std::string name = std::string("ignis_resume_in_") + orig_name + "_at_" +
+                     std::to_string(target_line) + "_" + std::to_string(spec.target_offset);
   const char* qn = PyUnicode_AsUTF8(qualname.get());
   if (!qn) return nullptr;
   std::string new_qualname = std::string(qn) + "." + name;
