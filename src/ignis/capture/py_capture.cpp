@@ -5,6 +5,8 @@
 #include <new>
 
 #include "ignis/capture/eval_frame.h"
+#include "ignis/capture/resume.h"
+#include "ignis/capture/tracer.h"
 #include "ignis/capture/log.h"
 #include "ignis/python/py_common.h"
 
@@ -307,6 +309,8 @@ PyObject* f_is_skipped(PyObject*, PyObject* o) {
 
 PyObject* f_reset(PyObject*, PyObject*) {
   reset_caches();
+  clear_resume_caches();
+  clear_code_info_cache();
   Py_RETURN_NONE;
 }
 

@@ -136,10 +136,20 @@ int int_attr(PyObject* o, const char* name, int dflt) {
 
 }  // namespace
 
+namespace {
+// Never destroyed: its Python references must not be released after the
+// interpreter has finalized. Entries hold their code object, so a key is
+// never a freed address.
+std::unordered_map<PyCodeObject*, std::unique_ptr<CodeInfo>>& code_info_cache() {
+  static auto* cache = new std::unordered_map<PyCodeObject*, std::unique_ptr<CodeInfo>>();
+  return *cache;
+}
+}  // namespace
+
+void clear_code_info_cache() { code_info_cache().clear(); }
+
 const CodeInfo& code_info(PyCodeObject* code) {
-  // Never destroyed: its Python references must not be released after the
-  // interpreter has finalized.
-  static auto& cache = *new std::unordered_map<PyCodeObject*, std::unique_ptr<CodeInfo>>();
+  auto& cache = code_info_cache();
   auto found = cache.find(code);
   if (found != cache.end()) return *found->second;
   auto ci = std::make_unique<CodeInfo>();

@@ -25,6 +25,9 @@ struct TraceResult {
   std::shared_ptr<CacheEntry> entry;
   bool skip_code = false;
 };
+// Drops the decoded-bytecode cache (ignis.compiler.reset()).
+void clear_code_info_cache();
+
 TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureConfig>& cfg,
                         bool* error);
 
