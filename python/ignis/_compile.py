@@ -5,7 +5,6 @@ switches the frame hook on for the call; see src/ignis/capture/eval_frame.h);
 modules become an OptimizedModule wrapper, as torch._dynamo does.
 """
 import functools
-import types
 
 from . import compiler as _compiler
 from .nn import Module
