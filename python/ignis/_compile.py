@@ -4,8 +4,8 @@ Functions become `_C._capture.CompiledFunction` objects (a C callable that
 switches the frame hook on for the call; see src/ignis/capture/eval_frame.h);
 modules become an OptimizedModule wrapper, as torch._dynamo does.
 """
+import builtins
 import functools
-import types
 
 from . import compiler as _compiler
 from .nn import Module
@@ -32,7 +32,7 @@ def wrap_inline(fn):
     return inner
 """
 _wrap_globals = {"__name__": "<ignis.compile wrap_inline>"}
-exec(compile(_WRAP_INLINE_SRC, "<ignis.compile wrap_inline>", "exec"), _wrap_globals)
+exec(builtins.compile(_WRAP_INLINE_SRC, "<ignis.compile wrap_inline>", "exec"), _wrap_globals)
 _wrap_inline_impl = _wrap_globals["wrap_inline"]
 
 

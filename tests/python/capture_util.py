@@ -25,6 +25,17 @@ requires_capture = pytest.mark.skipif(
     not HAVE_CAPTURE, reason="TEMPORARY: ignis._C._capture is not built into this checkout yet")
 
 
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """Each test starts and ends with empty capture caches (helpers' code
+    objects are shared between tests). Test modules import this fixture."""
+    if HAVE_CAPTURE:
+        ignis.compiler.reset()
+    yield
+    if HAVE_CAPTURE:
+        ignis.compiler.reset()
+
+
 # --- inputs ------------------------------------------------------------------------------------
 def array(*shape, seed=0, dtype="float32", lo=-2.0, hi=2.0):
     rng = np.random.default_rng(seed)
@@ -130,6 +141,12 @@ def assert_same_value(got, want, path="result"):
             f"{path}: {got!r} != {want!r}"
     else:
         assert type(got) is type(want) and got == want, f"{path}: {got!r} != {want!r}"
+
+
+def close(a, b, atol=1e-6):
+    """Same shape and values (to float32 rounding) of two tensors."""
+    return tuple(a.shape) == tuple(b.shape) and bool(
+        np.allclose(to_np(a), to_np(b), rtol=1e-5, atol=atol))
 
 
 def tensors_in(v):

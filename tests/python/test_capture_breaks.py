@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from capture_util import (check_case, counting_backend, registry, requires_capture, tensor, x1,
-                          xy, xy_grad)
+from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
+from capture_util import (check_case, close, counting_backend, registry, requires_capture, tensor,
+                          xy_grad)
 
 import ignis
 
@@ -46,7 +47,7 @@ def xs_pos(T):
     return tensor(T, 4, seed=0, lo=0.5, hi=2), tensor(T, 4, seed=1, lo=0.5, hi=2)
 
 
-# --- print -----------------------------------------------------------------------------------------
+# --- print ----------------------------------------------------------------------------------------
 @case(inputs=xy_grad, grad=True)
 def case_print_in_middle(T):
     def f(x, y):
@@ -111,7 +112,7 @@ def case_print_with_stack_values(T):
     return f
 
 
-# --- .item() and data-dependent branches ------------------------------------------------------------------
+# --- .item() and data-dependent branches ----------------------------------------------------------
 @case()
 def case_item_returned(T):
     def f(x, y):
@@ -184,7 +185,7 @@ def case_data_dependent_while_continues(T):
     return f
 
 
-# --- unsupported calls -----------------------------------------------------------------------------------
+# --- unsupported calls ----------------------------------------------------------------------------
 @case()
 def case_unsupported_builtin_os_getpid(T):
     def f(x, y):
@@ -205,7 +206,7 @@ def case_unsupported_time_time(T):
     return f
 
 
-# --- nested breaks: a helper with print inside ---------------------------------------------------------
+# --- nested breaks: a helper with print inside ----------------------------------------------------
 @case()
 def case_nested_break_in_helper(T):
     def f(x, y):
@@ -294,7 +295,9 @@ EXPECTED = {
     "item_used_in_arithmetic": (2, 1),
     "if_tensor_false_branch": (2, 1),
     "if_tensor_true_branch": (2, 1),
-    "if_bool_tensor": (2, 1),
+    # Dynamo: (2, 1), one of them an op-less graph returning the condition
+    # tensor itself; capturing that graph is not required.
+    "if_bool_tensor": (None, 1),
     "tolist_break": (2, 1),
     "data_dependent_while_continues": (2, 1),
     "unsupported_builtin_os_getpid": (2, 1),
@@ -304,7 +307,9 @@ EXPECTED = {
     "nested_item_branch_in_helper": (3, 2),
     "break_in_closure": (2, 2),
     "helper_breaks_twice_called": (3, 3),
-    "break_inside_no_grad": (None, None),  # Dynamo: (2, 1), resuming inside the with block; ignis cannot resume inside a with/try region
+    # Dynamo: (2, 1), resuming inside the with block; resume.h cannot resume
+    # inside a with/try region, so ignis may run this frame eagerly instead.
+    "break_inside_no_grad": (None, None),
     "break_then_loop": (1, 1),
     "break_between_loops": (2, 1),
 }
@@ -315,7 +320,7 @@ def test_case(c):
     check_case(c, EXPECTED)
 
 
-# --- resume behaviour --------------------------------------------------------------------------------
+# --- resume behaviour -----------------------------------------------------------------------------
 def test_resume_function_is_captured_and_cached(capsys):
     graphs = []
 
@@ -327,7 +332,7 @@ def test_resume_function_is_captured_and_cached(capsys):
     cf = ignis.compile(f, backend=counting_backend(graphs))
     for _ in range(3):
         x = tensor(ignis, 4)
-        assert ignis.allclose(cf(x), (x + 1) * 2)
+        assert close(cf(x), (x + 1) * 2)
     assert len(graphs) == 2  # before and after the print; both cached (Dynamo: 2)
     assert capsys.readouterr().out == "break here\n" * 3
     ignis.compiler.reset()
@@ -357,7 +362,7 @@ def test_disable_decorated_helper_breaks():
 
     x = tensor(ignis, 4)
     got = ignis.compile(f, backend=counting_backend(graphs))(x)
-    assert ignis.allclose(got, (x + 1) * 10 - 1)
+    assert close(got, (x + 1) * 10 - 1)
     assert len(graphs) == 2  # Dynamo: the disabled call is a break (2 graphs)
     ignis.compiler.reset()
 
@@ -374,7 +379,7 @@ def test_disable_non_recursive_still_captures_callees():
 
     x = tensor(ignis, 4)
     got = ignis.compile(outer, backend=counting_backend(graphs))(x)
-    assert ignis.allclose(got, (x.sin() + 1) * 2)
+    assert close(got, (x.sin() + 1) * 2)
     assert len(graphs) == 1  # outer ran eagerly, inner's frame was captured
     ignis.compiler.reset()
 
@@ -387,7 +392,7 @@ def test_disabled_function_compiled_directly_runs_eagerly():
         return x * 3
 
     x = tensor(ignis, 4)
-    assert ignis.allclose(ignis.compile(f, backend=counting_backend(graphs))(x), x * 3)
+    assert close(ignis.compile(f, backend=counting_backend(graphs))(x), x * 3)
     assert graphs == []
     ignis.compiler.reset()
 

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from capture_util import check_case, registry, requires_capture, tensor, x1, xy
+from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
+from capture_util import check_case, registry, requires_capture, tensor, x1
 
 pytestmark = requires_capture
 CASES, case = registry()
@@ -25,7 +26,7 @@ def tuple_in(T):
     return ((tensor(T, 3, seed=0), 2.0, "mul"),)
 
 
-# --- builtins on Python values and tensors ---------------------------------------------------------
+# --- builtins on Python values and tensors --------------------------------------------------------
 @case(inputs=list_in)
 def case_len_of_list_arg(T):
     def f(xs):
@@ -190,7 +191,7 @@ def case_divmod_and_pow_builtins(T):
     return f
 
 
-# --- lists -----------------------------------------------------------------------------------------
+# --- lists ----------------------------------------------------------------------------------------
 @case()
 def case_list_build_and_index(T):
     def f(x, y):
@@ -269,7 +270,7 @@ def case_list_index_and_count(T):
     return f
 
 
-# --- tuples ----------------------------------------------------------------------------------------
+# --- tuples ---------------------------------------------------------------------------------------
 @case(inputs=tuple_in)
 def case_tuple_argument(T):
     def f(t):
@@ -325,7 +326,7 @@ def case_tensor_size_tuple_ops(T):
     return f
 
 
-# --- dicts -----------------------------------------------------------------------------------------
+# --- dicts ----------------------------------------------------------------------------------------
 @case(inputs=dict_in)
 def case_dict_argument(T):
     def f(d):
@@ -396,7 +397,7 @@ def case_dict_argument_mutated(T):
     return f
 
 
-# --- sets and misc ---------------------------------------------------------------------------------
+# --- sets and misc --------------------------------------------------------------------------------
 @case()
 def case_set_of_constants(T):
     def f(x, y):

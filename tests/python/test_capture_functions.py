@@ -7,7 +7,8 @@ import functools
 
 import pytest
 
-from capture_util import check_case, registry, requires_capture, tensor, x1, xy, xy_grad
+from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
+from capture_util import check_case, close, registry, requires_capture, tensor, xy_grad
 
 pytestmark = requires_capture
 CASES, case = registry()
@@ -95,7 +96,7 @@ def decorated_helper(t):
     return t - 3
 
 
-# --- inlining user functions ------------------------------------------------------------------------
+# --- inlining user functions ----------------------------------------------------------------------
 @case(inputs=xy_grad, grad=True)
 def case_inline_global_function(T):
     def f(x, y):
@@ -161,7 +162,7 @@ def case_call_with_star_kwargs(T):
     return f
 
 
-# --- lambdas, nested functions, closures -------------------------------------------------------------
+# --- lambdas, nested functions, closures ----------------------------------------------------------
 @case()
 def case_lambda_local(T):
     def f(x, y):
@@ -247,7 +248,7 @@ def case_higher_order_reduce(T):
     return f
 
 
-# --- methods -----------------------------------------------------------------------------------------
+# --- methods --------------------------------------------------------------------------------------
 @case()
 def case_method_call_on_global_object(T):
     def f(x, y):
@@ -301,7 +302,7 @@ def case_tensor_method_by_name(T):
     return f
 
 
-# --- frames capture does not trace (run eagerly or correctly) -------------------------------------------
+# --- frames capture does not trace (run eagerly or correctly) -------------------------------------
 @case()
 def case_generator_helper_consumed(T):
     def f(x, y):
@@ -372,11 +373,13 @@ EXPECTED = {
     "object_created_inside": (1, 0),
     "bound_method_stored": (1, 0),
     "tensor_method_by_name": (1, 0),
-    "generator_helper_consumed": (None, None),  # Dynamo: (1, 0); generator frames may run eagerly
-    "try_except_in_helper": (None, None),  # Dynamo: (1, 0); try/except frames may run eagerly
-    "try_except_raised_and_caught": (None, None),  # Dynamo: (1, 0); try/except frames may run eagerly
-    "try_finally_top_level": (None, None),  # Dynamo: (1, 0); try/except frames may run eagerly
-    "try_except_top_level_no_raise": (None, None),  # Dynamo: (1, 0); try/except frames may run eagerly
+    # Dynamo: (1, 0) for the next five; ignis may run generator and try/except
+    # frames eagerly, so only values are checked.
+    "generator_helper_consumed": (None, None),
+    "try_except_in_helper": (None, None),
+    "try_except_raised_and_caught": (None, None),
+    "try_finally_top_level": (None, None),
+    "try_except_top_level_no_raise": (None, None),
 }
 
 
@@ -385,7 +388,7 @@ def test_case(c):
     check_case(c, EXPECTED)
 
 
-# --- generator functions compiled directly ---------------------------------------------------------------
+# --- generator functions compiled directly --------------------------------------------------------
 def test_compiled_generator_function_runs_eagerly():
     from capture_util import counting_backend
     import ignis
@@ -401,6 +404,6 @@ def test_compiled_generator_function_runs_eagerly():
     want = list(gen(x))
     assert len(got) == 3
     for g, w in zip(got, want):
-        assert ignis.equal(g, w)
+        assert close(g, w)
     assert graphs == []  # Dynamo also runs generator frames eagerly
     ignis.compiler.reset()

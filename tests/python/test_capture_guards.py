@@ -9,8 +9,9 @@ import warnings
 
 import pytest
 
-from capture_util import (assert_same_value, counting_backend, deterministic, requires_capture,
-                          tensor)
+from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
+from capture_util import (assert_same_value, close, counting_backend, deterministic,
+                          requires_capture, tensor)
 
 import ignis
 
@@ -331,14 +332,14 @@ def test_cache_size_limit_warns_once_and_runs_eagerly():
     assert len(graphs) == 8
     with pytest.warns(UserWarning, match=r"L\['x'\]") as record:
         out = cf(tensor(ignis, 9))
-    assert ignis.allclose(out, tensor(ignis, 9) * 2 + 1)
+    assert close(out, tensor(ignis, 9) * 2 + 1)
     assert len(record) == 1
     assert "cache_size_limit" in str(record[0].message) or "8" in str(record[0].message)
     assert len(graphs) == 8  # ran eagerly
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # warned once only
         out = cf(tensor(ignis, 10))
-    assert ignis.allclose(out, tensor(ignis, 10) * 2 + 1)
+    assert close(out, tensor(ignis, 10) * 2 + 1)
     assert len(graphs) == 8
     ignis.compiler.reset()
 
@@ -358,10 +359,10 @@ def test_cache_size_limit_is_read_at_compile_time():
     cf(tensor(ignis, 4), 1)
     cf(tensor(ignis, 4), 2)
     with pytest.warns(UserWarning, match=r"L\['k'\]"):
-        assert ignis.allclose(cf(tensor(ignis, 4), 3), tensor(ignis, 4) * 3)
+        assert close(cf(tensor(ignis, 4), 3), tensor(ignis, 4) * 3)
     assert len(graphs) == 2
     # Entries already cached still run compiled.
-    assert ignis.allclose(cf(tensor(ignis, 4), 1), tensor(ignis, 4))
+    assert close(cf(tensor(ignis, 4), 1), tensor(ignis, 4))
     assert len(graphs) == 2
     ignis.compiler.reset()
 

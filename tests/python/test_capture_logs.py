@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from capture_util import HAVE_CAPTURE, requires_capture, tensor
+from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
+from capture_util import requires_capture, tensor
 
 import ignis
 from ignis import _logging
@@ -47,7 +48,7 @@ def printing(x):
 PRINT_LINE = printing.__code__.co_firstlineno + 2
 
 
-# --- set_logs and IGNIS_LOGS parsing ---------------------------------------------------------------------
+# --- set_logs and IGNIS_LOGS parsing --------------------------------------------------------------
 def test_set_logs_sets_mask():
     from ignis._C import _capture
     _logging.set_logs(graph_breaks=True, recompiles=True)
@@ -80,7 +81,7 @@ def test_parse_logs_unknown_name_lists_valid_ones():
         assert name in msg
 
 
-# --- artifacts --------------------------------------------------------------------------------------------
+# --- artifacts ------------------------------------------------------------------------------------
 def test_graph_breaks_log_names_file_line_and_reason(capsys):
     _logging.set_logs(graph_breaks=True)
     ignis.compile(printing)(tensor(ignis, 4))
@@ -203,7 +204,7 @@ def test_ignis_logs_env_unknown_name_fails_import():
     assert "ValueError" in r.stderr and "nonsense" in r.stderr and "graph_breaks" in r.stderr
 
 
-# --- explain ----------------------------------------------------------------------------------------------
+# --- explain --------------------------------------------------------------------------------------
 def test_explain_seed_data_dependent():
     x, y = tensor(ignis, 4), tensor(ignis, 4, seed=1)
     ex = ignis.compiler.explain(seed_func)(x, y)

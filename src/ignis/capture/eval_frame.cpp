@@ -144,8 +144,7 @@ CodeState* get_state(PyCodeObject* code) {
 struct SkipDirs {
   bool ready = false;
   std::vector<std::string> skip;   // ignis's package dir, the stdlib dirs, skipped libraries
-  std::vector<std::string> keep;   // site-packages (inside the stdlib dir), ignis/nn/modules
-  std::string module_py;           // ignis/nn/modules/module.py: Module.__call__ is skipped
+  std::vector<std::string> keep;   // site-packages (inside the stdlib dir)
 };
 
 // Installed libraries whose frames are never captured, as torch._dynamo's
@@ -189,14 +188,10 @@ void init_skip_dirs() {
     std::string f = utf8(file);
     Py_XDECREF(file);
     size_t slash = f.rfind('/');
-    if (slash != std::string::npos) {
-      g_dirs.skip.push_back(f.substr(0, slash + 1));
-      // Layers' forward methods are model code users compile (as Dynamo
-      // inlines torch.nn); Module.__call__ itself stays skipped so that the
-      // forward frame, with its own argument names, is the one captured.
-      g_dirs.keep.push_back(f.substr(0, slash + 1) + "nn/modules/");
-      g_dirs.module_py = f.substr(0, slash + 1) + "nn/modules/module.py";
-    }
+    // ignis's own frames, layers' forward included, are never captured as
+    // frames (as torch.nn's are not): a compiled layer enters through
+    // ignis.compile's wrap_inline, and the tracer inlines layers it meets.
+    if (slash != std::string::npos) g_dirs.skip.push_back(f.substr(0, slash + 1));
     Py_DECREF(mod);
   }
   PyErr_Clear();
@@ -232,7 +227,6 @@ bool is_skipped_file(PyCodeObject* code) {
   if (!g_dirs.ready) init_skip_dirs();
   std::string f = utf8(code->co_filename);
   if (starts_with(f, "<frozen ")) return true;  // frozen stdlib modules
-  if (f == g_dirs.module_py) return true;
   for (const auto& s : g_dirs.skip)
     if (starts_with(f, s) && (s.back() == '/' || f.size() == s.size())) {
       // The stdlib dir holds site-packages: only listed libraries there.
