@@ -27,19 +27,29 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
 
+# Graphs the backend received in the last traced run: (graph count, nodes).
+CAPTURED = []
+
+
+def counting_eager(gm, example_inputs):
+    """The "eager" backend, counting what it is given."""
+    CAPTURED.append(len(list(gm.graph.nodes)))
+    return gm.forward
+
+
 def load(lib_name):
     if lib_name == "ignis":
         sys.path.insert(0, str(ROOT / "python"))
         import ignis as lib
 
         def compile_fn(fn):
-            return lib.compile(fn, backend="eager")
+            return lib.compile(fn, backend=counting_eager)
         reset = lib.compiler.reset
     else:
         import torch as lib
 
         def compile_fn(fn):
-            return lib.compile(fn, backend="eager", dynamic=False)
+            return lib.compile(fn, backend=counting_eager, dynamic=False)
         reset = lib._dynamo.reset
     return lib, compile_fn, reset
 
@@ -90,6 +100,7 @@ def trace_time(lib, compile_fn, reset, n_layer, rounds):
         firsts = []
         for _ in range(rounds):
             reset()
+            CAPTURED.clear()
             cm = compile_fn(model)
             t0 = time.perf_counter()
             cm(idx)
@@ -100,7 +111,7 @@ def trace_time(lib, compile_fn, reset, n_layer, rounds):
     reset()
     first = min(firsts)
     return {"first_call_s": first, "eager_forward_s": eager_s, "trace_s": first - eager_s,
-            "cache_hit_forward_s": hit_s}
+            "cache_hit_forward_s": hit_s, "graphs": len(CAPTURED), "nodes": sum(CAPTURED)}
 
 
 def run_one(args):
@@ -129,6 +140,8 @@ def have_torch():
 def fmt(v, unit):
     if v is None:
         return "-"
+    if unit == "n":
+        return v
     return f"{v:.3f}" if unit == "us" else f"{v * 1e3:.1f}"
 
 
@@ -160,10 +173,13 @@ def main():
         (f"{args.layers}-layer GPT tracing (first call - eager)", "ms", ig["trace"]["trace_s"],
          th and th["trace"]["trace_s"]),
     ]
+    rows.append((f"{args.layers}-layer GPT graphs / nodes captured", "n",
+                 f"{ig['trace']['graphs']} / {ig['trace']['nodes']}",
+                 th and f"{th['trace']['graphs']} / {th['trace']['nodes']}"))
     print("| measure | unit | ignis | torch | ignis/torch |")
     print("| --- | --- | --- | --- | --- |")
     for name, unit, a, b in rows:
-        ratio = f"{a / b:.2f}" if b else "-"
+        ratio = f"{a / b:.2f}" if b and unit != "n" else "-"
         print(f"| {name} | {unit} | {fmt(a, unit)} | {fmt(b, unit)} | {ratio} |")
     if th:
         speedup = th["trace"]["trace_s"] / ig["trace"]["trace_s"] if ig["trace"]["trace_s"] > 0 \
