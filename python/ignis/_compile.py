@@ -6,6 +6,7 @@ modules become an OptimizedModule wrapper, as torch._dynamo does.
 """
 import builtins
 import functools
+import warnings
 
 from . import compiler as _compiler
 from .nn import Module
@@ -73,6 +74,10 @@ def _check_args(model, fullgraph, dynamic, backend, mode, options):
         raise TypeError(f"ignis.compile: options must be a dict, got {type(options).__name__}")
     if dynamic not in (None, True, False):
         raise TypeError(f"ignis.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if dynamic is True:
+        warnings.warn("ignis.compile(dynamic=True): symbolic shapes are not implemented yet; "
+                      "shapes are specialized, so each new input shape recompiles",
+                      UserWarning, stacklevel=3)
     if not isinstance(fullgraph, bool):
         raise TypeError(f"ignis.compile: fullgraph must be a bool, got {fullgraph!r}")
     _compiler.lookup_backend(backend)  # unknown names raise InvalidBackend now

@@ -324,3 +324,11 @@ def test_compiler_exports():
                  "lookup_backend", "list_backends"):
         assert hasattr(ignis.compiler, name)
     assert "eager" in ignis.compiler.list_backends()
+
+
+def test_dynamic_true_warns_that_shapes_are_static():
+    with pytest.warns(UserWarning, match="symbolic shapes are not implemented"):
+        cf = ignis.compile(lambda x: x * 2, dynamic=True)
+    x = ignis.ones(3)
+    assert ignis.equal(cf(x), x * 2)
+    ignis.compiler.reset()
