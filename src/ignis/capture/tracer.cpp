@@ -16,6 +16,12 @@
 
 namespace ignis::capture {
 
+std::string utf8(PyObject* s) {
+  if (!s || !PyUnicode_Check(s)) return "";
+  const char* c = PyUnicode_AsUTF8(s);
+  return c ? c : "";
+}
+
 Obj check(PyObject* p) {
   if (!p) throw PyErrorSet{};
   return Obj::steal(p);
@@ -122,11 +128,6 @@ bool is_jump(Opc op) {
   }
 }
 
-std::string utf8(PyObject* s) {
-  if (!s || !PyUnicode_Check(s)) return "";
-  const char* c = PyUnicode_AsUTF8(s);
-  return c ? c : "";
-}
 
 int int_attr(PyObject* o, const char* name, int dflt) {
   Obj v = check(PyObject_GetAttrString(o, name));

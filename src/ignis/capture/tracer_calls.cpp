@@ -13,11 +13,6 @@ namespace ignis::capture {
 
 namespace {
 
-std::string utf8(PyObject* s) {
-  if (!s || !PyUnicode_Check(s)) return "";
-  const char* c = PyUnicode_AsUTF8(s);
-  return c ? c : "";
-}
 
 PyObject* ig(const char* name) {  // borrowed, cached attribute of ignis
   static std::unordered_map<std::string, PyObject*> cache;
@@ -435,15 +430,17 @@ PyObject* Tracer::node_of(const VTP& t) {
   return t->node.get();
 }
 
-Obj Tracer::to_graph_arg(const VTP& v) {
+// A tracker as a Python argument: graph nodes for the node's args, meta
+// tensors for the metadata run; containers are rebuilt around either.
+Obj Tracer::to_python_arg(const VTP& v, bool fake) {
   switch (v->kind) {
-    case VK::Tensor: return Obj::borrow(node_of(v));
+    case VK::Tensor: return fake ? v->fake : Obj::borrow(node_of(v));
     case VK::Const: return v->value;
     case VK::List:
     case VK::Tuple: {
       Obj l = check(PyList_New(0));
       for (auto& e : v->items) {
-        Obj a = to_graph_arg(e);
+        Obj a = to_python_arg(e, fake);
         PyList_Append(l.get(), a.get());
       }
       if (v->kind == VK::List) return l;
@@ -452,34 +449,7 @@ Obj Tracer::to_graph_arg(const VTP& v) {
     case VK::Dict: {
       Obj d = check(PyDict_New());
       for (size_t i = 0; i < v->keys.size(); ++i) {
-        Obj a = to_graph_arg(v->items[i]);
-        PyDict_SetItem(d.get(), v->keys[i].get(), a.get());
-      }
-      return d;
-    }
-    default:
-      throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
-  }
-}
-
-Obj Tracer::to_fake(const VTP& v) {
-  switch (v->kind) {
-    case VK::Tensor: return v->fake;
-    case VK::Const: return v->value;
-    case VK::List:
-    case VK::Tuple: {
-      Obj l = check(PyList_New(0));
-      for (auto& e : v->items) {
-        Obj a = to_fake(e);
-        PyList_Append(l.get(), a.get());
-      }
-      if (v->kind == VK::List) return l;
-      return check(PyList_AsTuple(l.get()));
-    }
-    case VK::Dict: {
-      Obj d = check(PyDict_New());
-      for (size_t i = 0; i < v->keys.size(); ++i) {
-        Obj a = to_fake(v->items[i]);
+        Obj a = to_python_arg(v->items[i], fake);
         PyDict_SetItem(d.get(), v->keys[i].get(), a.get());
       }
       return d;
@@ -527,14 +497,14 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   Obj meta = check(PyUnicode_FromString("meta"));
   Obj fargs = check(PyList_New(0));
   for (auto& a : args) {
-    Obj f = to_fake(a);
+    Obj f = to_python_arg(a, true);
     if (method == "to" && !py::is_tensor(f.get()) && is_device_like(f.get())) f = meta;
     PyList_Append(fargs.get(), f.get());
   }
   Obj fkw = check(PyDict_New());
   Obj result_device;
   for (auto& [k, v] : kwargs) {
-    Obj f = to_fake(v);
+    Obj f = to_python_arg(v, true);
     if (k == "device" && f.get() != Py_None) {
       result_device = check(PyObject_CallOneArg(ig("device"), f.get()));
       f = meta;
@@ -607,13 +577,13 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   // --- the node ---
   Obj gargs = check(PyList_New(0));
   for (auto& a : args) {
-    Obj g = to_graph_arg(a);
+    Obj g = to_python_arg(a, false);
     PyList_Append(gargs.get(), g.get());
   }
   Obj gt = check(PyList_AsTuple(gargs.get()));
   Obj gkw = check(PyDict_New());
   for (auto& [k, v] : kwargs) {
-    Obj g = to_graph_arg(v);
+    Obj g = to_python_arg(v, false);
     PyDict_SetItemString(gkw.get(), k.c_str(), g.get());
   }
   Obj node = method.empty()

@@ -33,6 +33,9 @@ class Obj {
   PyObject* p_ = nullptr;
 };
 
+// The UTF-8 text of a str ("" for anything else).
+std::string utf8(PyObject* s);
+
 // A Python error is set and must reach the user unchanged.
 struct PyErrorSet {};
 // Throws PyErrorSet when `p` is null; otherwise an owned reference.
@@ -207,8 +210,8 @@ class Tracer {
   PyObject* node_of(const VTP& t);              // borrowed fx node (makes placeholders)
   VTP call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
                  const std::vector<std::pair<std::string, VTP>>& kwargs);
-  Obj to_graph_arg(const VTP& v);               // fx argument (nodes/constants)
-  Obj to_fake(const VTP& v);                    // Python value with fake tensors
+  // fx argument (nodes, constants) or, with `fake`, the value with meta tensors.
+  Obj to_python_arg(const VTP& v, bool fake);
   VTP wrap_result(PyObject* fake_result, PyObject* node, const std::vector<VTP>& args,
                   const std::vector<std::pair<std::string, VTP>>& kwargs, PyObject* fn,
                   const std::string& method);

@@ -12,11 +12,6 @@ namespace ignis::capture {
 
 namespace {
 
-std::string utf8(PyObject* s) {
-  if (!s || !PyUnicode_Check(s)) return "";
-  const char* c = PyUnicode_AsUTF8(s);
-  return c ? c : "";
-}
 
 PyObject* py_partial() {
   static PyObject* p = [] {
@@ -206,26 +201,15 @@ void Tracer::emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>
       prog.push_back(ValueOp{ValueOp::Call, 5});
       return;
     }
-    case VK::Method: {
-      if (!v->func) {
-        emit_value(v->self, prog, outputs);  // getattr(container, name)
-        push_const(PyDict_GetItemString(builtins_dict(), "getattr"));
-        prog.pop_back();
-        prog.pop_back();
-        push_const(PyDict_GetItemString(builtins_dict(), "getattr"));
+    case VK::Method:
+      if (v->func) {  // types.MethodType(func, self)
+        push_const(reinterpret_cast<PyObject*>(&PyMethod_Type));
+        emit_value(v->func, prog, outputs);
         emit_value(v->self, prog, outputs);
-        Obj n = check(PyUnicode_FromString(v->attr.c_str()));
-        push_const(n.get());
         prog.push_back(ValueOp{ValueOp::Call, 2});
         return;
       }
-      static PyObject* method_type = reinterpret_cast<PyObject*>(&PyMethod_Type);
-      push_const(method_type);
-      emit_value(v->func, prog, outputs);
-      emit_value(v->self, prog, outputs);
-      prog.push_back(ValueOp{ValueOp::Call, 2});
-      return;
-    }
+      [[fallthrough]];  // a container's method: getattr(container, name)
     case VK::TensorAttr: {
       push_const(PyDict_GetItemString(builtins_dict(), "getattr"));
       emit_value(v->self, prog, outputs);
