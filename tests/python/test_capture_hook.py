@@ -778,6 +778,47 @@ def test_compiled_callable_object():
     assert "k" not in C.CompiledFunction(m, Backend()).__dict__
 
 
+def test_frames_with_cells_varargs_and_closures():
+    def cell_arg(x, n):
+        g = lambda: x * n  # noqa: E731  (x and n become cells)
+        y = g()
+        print("cell")
+        return y + g()
+
+    def var_args(x, *args, **kw):
+        y = x * kw["s"]
+        print("var", args)
+        return y + args[0]
+
+    def outer():
+        k = 3
+
+        def inner(x):
+            y = x * k
+            print("free")
+            return y + k
+        return inner
+
+    class M:
+        def __init__(self):
+            self.k = 2
+
+        def m(self, x):
+            y = x * self.k
+            print("method")
+            return y + self.k
+
+    inner = outer()
+    # (a frame with cells of its own is not resumed: its resume part runs eagerly)
+    for fn, args, kw, graphs in ((cell_arg, (t(2), 3), {}, 1), (var_args, (t(2), 5), {"s": 3}, 2),
+                                 (inner, (t(2),), {}, 2), (M().m, (t(2),), {}, 2)):
+        b = Backend()
+        cf = compiled(fn, b)
+        for _ in range(3):
+            assert_same_value(cf(*args, **kw), fn(*args, **kw))
+        assert b.compiles == graphs, fn
+
+
 # --- errors ------------------------------------------------------------------------------------
 
 
@@ -1127,6 +1168,24 @@ def test_call_function_ex_break(capsys):
     assert capsys.readouterr().out == "a-1\n" * 2
 
 
+def test_call_function_ex_break_errors_match_eager():
+    @ignis.compiler.disable
+    def g(*args):
+        return args
+
+    def f(x, args):
+        y = x + 1
+        g(*args)  # args reaches CALL_FUNCTION_EX unconverted
+        return y
+
+    for bad in (5, None):
+        with pytest.raises(TypeError) as eager:
+            f(t(2), bad)
+        with pytest.raises(TypeError) as got:
+            compiled(f)(t(2), bad)
+        assert str(got.value) == str(eager.value)
+
+
 def test_data_dependent_jump_both_ways():
     def f(x):
         y = x + 1
@@ -1275,6 +1334,49 @@ def test_compiled_calls_from_threads(fn):
     per_call = n  # graphs run per call
     assert b.calls == n + 1200 * per_call
     assert not C.hook_installed()
+
+
+def test_threads_compiling_the_same_code_at_once():
+    # Tracing runs Python (the backend here sleeps), so threads switch while
+    # a compile is in progress: compiles of one code must not interleave.
+    import time
+
+    b = Backend()
+
+    def slow_backend(gm, example_inputs):
+        time.sleep(0.001)
+        return b(gm, example_inputs)
+
+    def f(x):
+        y = x * 2
+        opaque(y)
+        return y + 1
+
+    cf = compiled(f, slow_backend)
+    errors = []
+
+    def work(i):
+        try:
+            for k in range(60):
+                n = 1 + (i + k) % 6
+                assert_same_value(cf(t(n, seed=k)), f(t(n, seed=k)))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    # one entry per shape, each compiled once (two graphs: before and after the break)
+    assert C.cache_entry_count(f.__code__) == 6
+    assert b.compiles == 12
 
 
 def test_config_is_per_thread():
