@@ -1018,6 +1018,74 @@ def test_recursion_through_the_hook():
     assert b.compiles == n
 
 
+def test_runaway_recursion_raises_recursion_error():
+    # Frames run by plans never enter the evaluator, where CPython counts
+    # recursion: the plans count themselves, or this overflows the C stack.
+    def f(x):
+        y = x + 1
+        opaque(y)
+        return f(y)
+
+    with pytest.raises(RecursionError) as eager:
+        f(t(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # f's resume code may reach cache_size_limit
+        for _ in range(2):
+            with pytest.raises(RecursionError) as got:
+                compiled(f)(t(1))
+            assert str(got.value) == str(eager.value)
+    assert not C.hook_installed()
+    check(compiled(straight), straight, t(2), None)  # capture still works
+
+
+def test_deep_recursion_under_a_raised_limit_does_not_crash():
+    # 3.11 recurses in C once per Python frame while the hook is installed;
+    # past 3.12's C recursion limit it raises instead of overflowing.
+    script = (
+        "import sys, warnings\n"
+        "import ignis\n"
+        "warnings.simplefilter('ignore')\n"
+        "opaque = ignis.compiler.disable(lambda v: v)\n"
+        "def g(x, n):\n"
+        "    if n == 0:\n"
+        "        return x\n"
+        "    y = x + 1\n"
+        "    opaque(y)\n"
+        "    return g(y, n - 1)\n"
+        "sys.setrecursionlimit(100000)\n"
+        "print(ignis.compile(g)(ignis.ones(1), 500).tolist())\n"
+        "try:\n"
+        "    ignis.compile(g)(ignis.ones(1), 30000)\n"
+        "    print('deep ok')\n"
+        "except RecursionError:\n"
+        "    print('deep RecursionError')\n")
+    env = dict(os.environ, PYTHONPATH=str(_checkout.PYTHON_DIR))
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120, cwd="/")
+    assert r.returncode == 0, r.stderr[-2000:]
+    first, second = r.stdout.splitlines()
+    assert first == "[501.0]"
+    assert second in ("deep ok", "deep RecursionError")
+
+
+def count_down(n):
+    return 0 if n == 0 else 1 + count_down(n - 1)
+
+
+@pytest.mark.xfail(sys.version_info >= (3, 12), strict=True,
+                   reason="3.12: while the hook is installed every Python call re-enters the "
+                   "evaluator, which counts C recursion (limit 1500, ~2 per Python frame): "
+                   "RecursionError at ~750 frames where eager Python reaches 1000")
+def test_compiled_code_recurses_as_deep_as_eager_code():
+    def f(x, n):
+        return x + count_down(n)
+
+    n = sys.getrecursionlimit() - 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # count_down reaches cache_size_limit
+        check(compiled(f), f, t(1), n)
+
+
 def test_compiled_calls_at_many_stack_depths():
     # Called at every stack depth up to a few data-stack chunks (16 KiB each),
     # the frame the hook releases without evaluating it (3.12: by hand) is

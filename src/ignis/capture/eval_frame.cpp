@@ -386,13 +386,55 @@ void log_recompile(PyCodeObject* code, const std::vector<std::pair<std::string, 
 }
 
 // Runs `entry` on a frame whose guards passed (registers in `regs`).
+// Note [Recursion depth of plans]
+// CPython counts Python recursion when the evaluator starts a frame; a frame
+// run by its plan never gets there, yet the plan recurses in C (a break's
+// call or a resume function calls compiled code again). Unless the plan
+// counts itself as a frame, recursion that raises RecursionError eagerly
+// overflows the C stack instead. 3.12 keeps the C stack's count apart from
+// the Python one (Py_EnterRecursiveCall uses the C count): a plan takes both.
+class PlanDepth {
+ public:
+  explicit PlanDepth(PyThreadState* ts) : ts_(ts) {}
+  PlanDepth(const PlanDepth&) = delete;
+  PlanDepth& operator=(const PlanDepth&) = delete;
+  bool enter() {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (ts_->py_recursion_remaining <= 0) {
+      PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+      return false;
+    }
+    --ts_->py_recursion_remaining;
+    py_ = true;
+#endif
+    if (Py_EnterRecursiveCall("")) return false;
+    c_ = true;
+    return true;
+  }
+  ~PlanDepth() {
+    if (c_) Py_LeaveRecursiveCall();
+#if PY_VERSION_HEX >= 0x030C0000
+    if (py_) ++ts_->py_recursion_remaining;
+#endif
+  }
+
+ private:
+  PyThreadState* ts_;
+  bool py_ = false;
+  bool c_ = false;
+};
+
 PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, const CacheEntry& entry,
                     const FrameView& f, GuardProgram::Registers& regs) {
   if (entry.plan.exit.kind == PlanExit::RunOriginal) {
     regs.reset();
     return eval_default(ts, frame, 0);
   }
-  PyObject* r = run_plan(entry.plan, f, regs);
+  PyObject* r = nullptr;
+  {
+    PlanDepth depth(ts);  // see Note [Recursion depth of plans]
+    if (depth.enter()) r = run_plan(entry.plan, f, regs);
+  }
   regs.reset();
   return finish_unevaluated(ts, frame, r);
 }
@@ -553,7 +595,7 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
   return run_entry(ts, frame, *m.entry, f, regs.get());
 }
 
-PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+PyObject* capture_frame(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   const std::shared_ptr<const CaptureConfig>& cfg = t_config;
   if (throwflag || !cfg || frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals)
     return eval_default(ts, frame, throwflag);
@@ -579,6 +621,33 @@ PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   std::shared_ptr<const CaptureConfig> keep = cfg;
   return on_miss(ts, frame, *cs, f, keep);
 }
+
+#if PY_VERSION_HEX < 0x030C0000
+// Note [C recursion under the hook]
+// While an eval function is installed, 3.11 runs every Python call through
+// it and so recurses in C once per Python frame (without one, calls between
+// Python functions stay in one C loop). 3.11 only counts Python frames, so
+// under a raised sys.setrecursionlimit deep recursion would overflow the C
+// stack; the hook caps its nesting at 3.12's C recursion limit (3.12 counts
+// evaluator entries itself).
+constexpr int kMaxHookNesting = 1500;
+thread_local int t_hook_nesting = 0;
+
+PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  if (t_hook_nesting >= kMaxHookNesting && frame->owner == FRAME_OWNED_BY_THREAD && !throwflag) {
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+    return nullptr;  // 3.11's _PyEval_Vector releases the unevaluated frame
+  }
+  ++t_hook_nesting;
+  PyObject* r = capture_frame(ts, frame, throwflag);
+  --t_hook_nesting;
+  return r;
+}
+#else
+PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  return capture_frame(ts, frame, throwflag);
+}
+#endif
 
 }  // namespace
 
