@@ -25,6 +25,7 @@
 #undef Py_BUILD_CORE
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_set>
 #include <vector>
 
@@ -379,20 +380,121 @@ void log_recompile(PyCodeObject* code, const std::vector<std::pair<std::string, 
 }
 
 // Runs `entry` on a frame whose guards passed (registers in `regs`).
+// Note [Recursion depth of plans]
+// CPython counts Python recursion when the evaluator starts a frame; a frame
+// run by its plan never gets there, yet the plan recurses in C (a break's
+// call or a resume function calls compiled code again). Unless the plan
+// counts itself as a frame, recursion that raises RecursionError eagerly
+// overflows the C stack instead. 3.12 keeps the C stack's count apart from
+// the Python one (Py_EnterRecursiveCall uses the C count): a plan takes both.
+class PlanDepth {
+ public:
+  explicit PlanDepth(PyThreadState* ts) : ts_(ts) {}
+  PlanDepth(const PlanDepth&) = delete;
+  PlanDepth& operator=(const PlanDepth&) = delete;
+  bool enter() {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (ts_->py_recursion_remaining <= 0) {
+      PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+      return false;
+    }
+    --ts_->py_recursion_remaining;
+    py_ = true;
+#endif
+    if (Py_EnterRecursiveCall("")) return false;
+    c_ = true;
+    return true;
+  }
+  ~PlanDepth() {
+    if (c_) Py_LeaveRecursiveCall();
+#if PY_VERSION_HEX >= 0x030C0000
+    if (py_) ++ts_->py_recursion_remaining;
+#endif
+  }
+
+ private:
+  PyThreadState* ts_;
+  bool py_ = false;
+  bool c_ = false;
+};
+
 PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, const CacheEntry& entry,
                     const FrameView& f, GuardProgram::Registers& regs) {
   if (entry.plan.exit.kind == PlanExit::RunOriginal) {
     regs.reset();
     return eval_default(ts, frame, 0);
   }
-  PyObject* r = run_plan(entry.plan, f, regs);
+  PyObject* r = nullptr;
+  {
+    PlanDepth depth(ts);  // see Note [Recursion depth of plans]
+    if (depth.enter()) r = run_plan(entry.plan, f, regs);
+  }
   regs.reset();
   return finish_unevaluated(ts, frame, r);
 }
 
-PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, const FrameView& f,
-                  const std::shared_ptr<const CaptureConfig>& cfg) {
+// Note [One compile at a time]
+// Tracing runs Python (dis, guard reprs, the backend), and Python switches
+// threads; two threads compiling at once would share the tracer's and this
+// file's per-code state mid-update (and overshoot cache_size_limit). As
+// Dynamo's compile_lock, compiles are serialized by a recursive lock (a
+// backend may call compiled code, which compiles on the same thread), waited
+// for with the GIL released. It is held only while deciding and tracing,
+// never while user code of the frame runs: that code may wait for another
+// thread that needs to compile.
+std::recursive_mutex g_compile_mutex;
+
+class CompileLock {
+ public:
+  CompileLock() {
+    if (!g_compile_mutex.try_lock()) {
+      waited_ = true;
+      Py_BEGIN_ALLOW_THREADS
+      g_compile_mutex.lock();
+      Py_END_ALLOW_THREADS
+    }
+  }
+  ~CompileLock() { g_compile_mutex.unlock(); }
+  CompileLock(const CompileLock&) = delete;
+  CompileLock& operator=(const CompileLock&) = delete;
+  bool waited() const { return waited_; }
+
+ private:
+  bool waited_ = false;
+};
+
+// The entry whose guards pass for this frame (moved to the front), or null.
+std::shared_ptr<CacheEntry> lookup(CodeState& cs, const FrameView& f, PyObject* backend,
+                                   GuardProgram::Registers& regs) {
+  // Guard loads and comparisons may call Python (getattr, __eq__): not
+  // captured. (Moving the config out and back costs no atomics.)
+  CaptureScope off(nullptr);
+  auto& entries = cs.entries;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    // A copy: Python run by a guard (a property, __eq__) may call compiled
+    // code or reset() and so change `entries` under us.
+    std::shared_ptr<CacheEntry> e = entries[i];
+    if (e->config && e->config->backend != backend) continue;
+    if (!e->guards.check(f, regs, nullptr)) {
+      regs.reset();
+      continue;
+    }
+    if (i && i < entries.size() && entries[i] == e)
+      std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
+    return e;
+  }
+  return nullptr;
+}
+
+// What a miss decided (under the compile lock), acted on once it is released.
+struct MissOutcome {
+  enum Kind { RunEagerly, Fail, Run, RunChecked } kind = RunEagerly;
+  std::shared_ptr<CacheEntry> entry;
+};
+
+MissOutcome compile_miss(CodeState& cs, const FrameView& f, const std::shared_ptr<const CaptureConfig>& cfg) {
   PyCodeObject* code = f.code;
+  if (cs.disabled || cs.skipped) return {};  // decided by a compile this one waited for
   if (!cs.entries.empty()) {
     // At the limit the code keeps its entries (calls that pass their guards
     // still run them) but never compiles again: misses run eagerly.
@@ -410,9 +512,9 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
           CaptureScope off(nullptr);
           rc = PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1);
         }
-        if (rc < 0) return finish_unevaluated(ts, frame, nullptr);
+        if (rc < 0) return {MissOutcome::Fail, nullptr};
       }
-      return eval_default(ts, frame, 0);
+      return {};
     }
     if (log_on(kLogRecompiles)) log_recompile(code, failure_reasons(cs, f, cfg.get()));
   }
@@ -436,34 +538,58 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
   if (error || PyErr_Occurred()) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_SystemError, "ignis capture: trace_frame failed without an exception");
-    return finish_unevaluated(ts, frame, nullptr);
+    return {MissOutcome::Fail, nullptr};
   }
   if (tr.skip_code) {
     cs.skipped = true;
     cs.skip_reason = "rejected by the tracer";
   }
-  if (!tr.entry) return eval_default(ts, frame, 0);
+  if (!tr.entry) return {};
   std::shared_ptr<CacheEntry> entry = std::move(tr.entry);
   entry->compile_id = compile_id;
   if (!entry->config) entry->config = cfg;
   cs.entries.insert(cs.entries.begin(), entry);
+  return {MissOutcome::RunChecked, std::move(entry)};
+}
 
+PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, const FrameView& f,
+                  const std::shared_ptr<const CaptureConfig>& cfg) {
   PooledRegisters regs;
+  MissOutcome m;
+  {
+    CompileLock lock;  // see Note [One compile at a time]
+    if (lock.waited()) {
+      // Another thread compiled meanwhile: its entry may fit this frame.
+      if (auto hit = lookup(cs, f, cfg->backend, regs.get())) m = {MissOutcome::Run, std::move(hit)};
+    }
+    if (!m.entry) m = compile_miss(cs, f, cfg);
+  }
+  switch (m.kind) {
+    case MissOutcome::RunEagerly:
+      return eval_default(ts, frame, 0);
+    case MissOutcome::Fail:
+      return finish_unevaluated(ts, frame, nullptr);
+    case MissOutcome::Run:
+      return run_entry(ts, frame, *m.entry, f, regs.get());
+    case MissOutcome::RunChecked:
+      break;
+  }
   bool pass;
   {
     CaptureScope off(nullptr);
-    pass = entry->guards.check(f, regs.get(), nullptr);
+    pass = m.entry->guards.check(f, regs.get(), nullptr);
   }
   if (!pass) {
     // Tracing changed what the guards read (or the tracer guarded something
     // it did not see): the frame has not started, so running it eagerly is
     // still exact.
+    regs.get().reset();
     return eval_default(ts, frame, 0);
   }
-  return run_entry(ts, frame, *entry, f, regs.get());
+  return run_entry(ts, frame, *m.entry, f, regs.get());
 }
 
-PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+PyObject* capture_frame(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   const std::shared_ptr<const CaptureConfig>& cfg = t_config;
   if (throwflag || !cfg || frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals)
     return eval_default(ts, frame, throwflag);
@@ -482,31 +608,40 @@ PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
     PooledRegisters regs;
     // Keeps the hit entry alive while its plan runs: the plan's Python may
     // recompile this code or reset the caches.
-    std::shared_ptr<CacheEntry> hit;
-    {
-      PyObject* backend = cfg->backend;
-      // Guard loads and comparisons may call Python (getattr, __eq__): not
-      // captured. (Moving the config out and back costs no atomics.)
-      CaptureScope off(nullptr);
-      auto& entries = cs->entries;
-      for (size_t i = 0; i < entries.size(); ++i) {
-        // A copy: Python run by a guard (a property, __eq__) may call
-        // compiled code or reset() and so change `entries` under us.
-        std::shared_ptr<CacheEntry> e = entries[i];
-        if (e->config && e->config->backend != backend) continue;
-        if (!e->guards.check(f, regs.get(), nullptr)) continue;
-        if (i && i < entries.size() && entries[i] == e)
-          std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
-        hit = std::move(e);
-        break;
-      }
-    }
+    std::shared_ptr<CacheEntry> hit = lookup(*cs, f, cfg->backend, regs.get());
     if (hit) return run_entry(ts, frame, *hit, f, regs.get());
   }
   // Keep the config alive across a compile that may change t_config.
   std::shared_ptr<const CaptureConfig> keep = cfg;
   return on_miss(ts, frame, *cs, f, keep);
 }
+
+#if PY_VERSION_HEX < 0x030C0000
+// Note [C recursion under the hook]
+// While an eval function is installed, 3.11 runs every Python call through
+// it and so recurses in C once per Python frame (without one, calls between
+// Python functions stay in one C loop). 3.11 only counts Python frames, so
+// under a raised sys.setrecursionlimit deep recursion would overflow the C
+// stack; the hook caps its nesting at 3.12's C recursion limit (3.12 counts
+// evaluator entries itself).
+constexpr int kMaxHookNesting = 1500;
+thread_local int t_hook_nesting = 0;
+
+PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  if (t_hook_nesting >= kMaxHookNesting && frame->owner == FRAME_OWNED_BY_THREAD && !throwflag) {
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+    return nullptr;  // 3.11's _PyEval_Vector releases the unevaluated frame
+  }
+  ++t_hook_nesting;
+  PyObject* r = capture_frame(ts, frame, throwflag);
+  --t_hook_nesting;
+  return r;
+}
+#else
+PyObject* hook(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  return capture_frame(ts, frame, throwflag);
+}
+#endif
 
 }  // namespace
 

@@ -227,6 +227,18 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st) {
       PyObject* callable = slot0 ? slot0 : st[below + 1];
       PyObject* args = st[below + 2];
       PyObject* kwargs = ex.has_kwargs ? st[below + 3] : nullptr;
+      // `f(*args)` passes args unconverted; CPython's CALL_FUNCTION_EX names
+      // the callee when args is not iterable (check_args_iterable), and so
+      // must the plan, or the user sees a different message than eagerly.
+      if (!PyTuple_CheckExact(args) && !Py_TYPE(args)->tp_iter && !PySequence_Check(args)) {
+        PyObject* fname = _PyObject_FunctionStr(callable);
+        if (fname) {
+          PyErr_Format(PyExc_TypeError, "%U argument after * must be an iterable, not %.200s", fname,
+                       Py_TYPE(args)->tp_name);
+          Py_DECREF(fname);
+        }
+        return nullptr;
+      }
       PyObject* targs = PyTuple_CheckExact(args) ? (Py_INCREF(args), args) : PySequence_Tuple(args);
       if (!targs) return nullptr;
       if (slot0) {  // a bound self in slot 1: prepend it
