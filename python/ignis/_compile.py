@@ -57,7 +57,9 @@ def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):
     cf = _capture().CompiledFunction(fn, _make_backend(backend, options), bool(fullgraph),
                                      dynamic, int(_compiler.config.cache_size_limit))
     try:
-        functools.update_wrapper(cf, fn)
+        # A callable object's __dict__ is its state: do not copy it over.
+        updated = functools.WRAPPER_UPDATES if hasattr(fn, "__code__") else ()
+        functools.update_wrapper(cf, fn, updated=updated)
     except AttributeError:  # fn without a __dict__ (a builtin, a functools.partial)
         cf.__wrapped__ = fn
     cf._ignis_compile_mode = mode

@@ -47,9 +47,13 @@ def parse_logs_setting(text):
             continue
         if name.startswith("+"):
             name = name[1:].strip()
+        if name == "all":  # every artifact, as TORCH_LOGS=all
+            for a in ARTIFACTS:
+                mask |= _bit(a)
+            continue
         if name not in ARTIFACTS:
             raise ValueError(f"IGNIS_LOGS: unknown artifact {name!r}; valid names: "
-                             f"{', '.join(ARTIFACTS)}")
+                             f"{', '.join(ARTIFACTS)}, all")
         mask |= _bit(name)
     return mask
 

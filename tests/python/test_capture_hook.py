@@ -286,9 +286,6 @@ def test_none_guard_reason(capsys):
     assert len(reasons(capsys)) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the tracer guards a None local with EQUALS_MATCH "
-                   "(\"L['s'] == None\"); Dynamo guards and reports it as \"s is None\" "
-                   "(guards.cpp has the CheckNone step for it)")
 def test_none_guard_reason_is_torchs(capsys):
     C.set_log_mask(C.LOG_RECOMPILES)
     cf = compiled(branch_on_none)
@@ -420,9 +417,6 @@ def test_default_dtype_is_guarded():
     check_default_dtype_guard(default_dtype_branch)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (tracer): only get_default_dtype() adds the "
-                   "default-dtype guard; factories that read it (ones, zeros, tensor, ...) do "
-                   "not, so the cached graph runs after set_default_dtype (wrong result)")
 def test_default_dtype_read_by_a_factory_is_guarded():
     check_default_dtype_guard(factory_dtype_branch)
 
@@ -1173,9 +1167,6 @@ def test_method_call_break_on_an_object():
     assert b.compiles == 2
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (tracer): a CALL that breaks loses its KW_NAMES; "
-                   "the plan passes keyword arguments positionally (tracer.cpp clears f.kwnames "
-                   "before call() throws, finish_break reads it)")
 def test_method_call_with_keyword_arguments_breaks():
     class Sink:
         def __init__(self):
@@ -1197,8 +1188,6 @@ def test_method_call_with_keyword_arguments_breaks():
     assert s1.seen == s2.seen == ["t"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (tracer): a breaking call's keyword arguments are "
-                   "passed positionally (silently wrong results)")
 def test_call_with_keyword_arguments_breaks():
     @ignis.compiler.disable
     def g(v, a=0, b=0):

@@ -418,8 +418,10 @@ const CodeInfo* code_info(PyCodeObject* code) {
   if (it != m.end()) return it->second.get();
   std::unique_ptr<CodeInfo> ci = build_code_info(code);
   if (!ci) return nullptr;
-  Py_INCREF(code);
-  return m.emplace(code, std::move(ci)).first->second.get();
+  // Building runs Python (dis); another caller may have built it meanwhile.
+  auto [pos, inserted] = m.emplace(code, std::move(ci));
+  if (inserted) Py_INCREF(code);
+  return pos->second.get();
 }
 
 struct ResumeKey {
@@ -704,8 +706,12 @@ PyObject* make_resume_code(const ResumeSpec& spec) {
   if (it != cache.end()) return Py_NewRef(it->second);
   PyObject* made = build_resume_code(spec, *ci, *t);
   if (!made) return nullptr;
+  auto [pos, inserted] = cache.emplace(std::move(key), made);
+  if (!inserted) {  // made meanwhile by another caller: keep the first
+    Py_DECREF(made);
+    return Py_NewRef(pos->second);
+  }
   Py_INCREF(spec.code);
-  cache.emplace(std::move(key), made);
   return Py_NewRef(made);
 }
 

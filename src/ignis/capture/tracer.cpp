@@ -13,6 +13,7 @@
 #include "ignis/capture/log.h"
 #include "ignis/capture/resume.h"
 #include "ignis/core/str.h"
+#include "ignis/python/py_common.h"
 
 namespace ignis::capture {
 
@@ -201,9 +202,11 @@ const CodeInfo& code_info(PyCodeObject* code) {
     ci->slot_names.push_back(utf8(PyTuple_GET_ITEM(code->co_localsplusnames, i)));
   ci->filename = utf8(code->co_filename);
   ci->name = utf8(code->co_name);
-  CodeInfo& ref = *ci;
-  cache[code] = std::move(ci);
-  return ref;
+  // Decoding runs Python (dis), so another trace may have decoded the same
+  // code meanwhile: keep the first, which may be in use.
+  auto [it_, inserted] = cache.emplace(code, std::move(ci));
+  (void)inserted;
+  return *it_->second;
 }
 
 // --- the tracer ----------------------------------------------------------------------------
@@ -574,9 +577,11 @@ void Tracer::step(TFrame& f, const Instr& in) {
         for (Py_ssize_t k = 0; k < nk; ++k)
           kwargs.emplace_back(utf8(PyTuple_GET_ITEM(f.kwnames.get(), k)), args[base + k]);
         args.resize(base);
-        f.kwnames = Obj();
       }
+      // kwnames stay set until the call succeeds: a graph break at this CALL
+      // passes them to the eager call.
       VTP r = call(callable, std::move(args), std::move(kwargs));
+      f.kwnames = Obj();
       f.stack.push_back(r);
       next();
       return;
@@ -976,6 +981,11 @@ void Tracer::run() {
   f.builtins = Obj::borrow(fv.builtins);
   root = cur = &f;
   guards().check_grad_mode(grad_enabled_at_start);
+  {
+    // Factories read the default dtype: guard it as global state (as torch).
+    Obj d = check(PyObject_CallMethod(ignis_module(), "get_default_dtype", nullptr));
+    guards().check_default_dtype(static_cast<int>(py::dtype_of(d.get())));
+  }
   if (ci.code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
     finish_run_original("generator and coroutine frames run eagerly");
     return;

@@ -284,7 +284,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     g.check_tensor(reg, std::move(spec));
   } else if (is_immutable(value)) {
     if (reg >= 0) {
-      if (value == Py_Ellipsis || value == Py_NotImplemented || PySlice_Check(value))
+      if (value == Py_None)
+        g.check_none(reg, true);
+      else if (value == Py_Ellipsis || value == Py_NotImplemented || PySlice_Check(value))
         g.check_id(reg, value);
       else
         g.check_equals(reg, value);
@@ -1426,9 +1428,8 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
       if (r) return r;
     }
     if (fn == ig("is_grad_enabled")) return make_const(grad_enabled ? Py_True : Py_False);
-    if (fn == ig("get_default_dtype")) {
+    if (fn == ig("get_default_dtype")) {  // guarded at the start of every trace
       Obj d = check(PyObject_CallNoArgs(fn));
-      guards().check_default_dtype(static_cast<int>(py::dtype_of(d.get())));
       return make_const(d.get());
     }
   }
