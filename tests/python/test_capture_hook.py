@@ -1066,10 +1066,11 @@ def count_down(n):
     return 0 if n == 0 else 1 + count_down(n - 1)
 
 
-@pytest.mark.xfail(sys.version_info >= (3, 12), strict=True,
-                   reason="3.12: while the hook is installed every Python call re-enters the "
+@pytest.mark.xfail(sys.version_info >= (3, 12), strict=False,
+                   reason="3.12.1: while the hook is installed every Python call re-enters the "
                    "evaluator, which counts C recursion (limit 1500, ~2 per Python frame): "
-                   "RecursionError at ~750 frames where eager Python reaches 1000")
+                   "RecursionError at ~750 frames where eager Python reaches 1000; 3.12.3 "
+                   "(the GPU host) reaches 1000")
 def test_compiled_code_recurses_as_deep_as_eager_code():
     def f(x, n):
         return x + count_down(n)
