@@ -435,3 +435,51 @@ def test_compiled_method_on_class():
     assert close(out, T.relu(m.lin(x)))
     assert len(graphs) == 1
     ignis.compiler.reset()
+
+
+def test_instances_of_one_class_share_a_cache_entry():
+    # Modules are guarded by type and by what the trace reads (as Dynamo with
+    # inlined nn modules), so a layer run eagerly between breaks compiles once
+    # for all its instances; a different constant attribute recompiles.
+    class Scale(ignis.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+            self.lin = ignis.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x) * self.k
+
+    def body(mod, x):
+        return mod(x) + 1
+
+    graphs = []
+    cf = ignis.compile(body, backend=counting_backend(graphs))
+    a, b, c = Scale(2.0), Scale(2.0), Scale(3.0)
+    x = tensor(ignis, 2, 4)
+    for m in (a, b):
+        assert ignis.allclose(cf(m, x), body(m, x))
+    assert len(graphs) == 1  # b reuses a's entry: its own parameters are read at run time
+    assert ignis.allclose(cf(c, x), body(c, x))
+    assert len(graphs) == 2  # k differs: L['mod'].k == 2.0 failed
+    ignis.compiler.reset()
+
+
+def test_module_list_length_is_guarded():
+    def run(layers, x):
+        for layer in layers:
+            x = layer(x)
+        return x
+
+    graphs = []
+    cf = ignis.compile(run, backend=counting_backend(graphs))
+    x = tensor(ignis, 2, 4)
+    two = ignis.nn.ModuleList([ignis.nn.Linear(4, 4) for _ in range(2)])
+    three = ignis.nn.ModuleList([ignis.nn.Linear(4, 4) for _ in range(3)])
+    assert ignis.allclose(cf(two, x), run(two, x))
+    assert ignis.allclose(cf(three, x), run(three, x))
+    assert len(graphs) == 2
+    two.append(ignis.nn.Linear(4, 4))
+    assert ignis.allclose(cf(two, x), run(two, x))  # now three long: matches `three`'s entry
+    assert len(graphs) == 2
+    ignis.compiler.reset()

@@ -297,7 +297,11 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     v = make_const(value);
   } else if (is_nn_module(value)) {
     if (reg < 0) throw Unsupported{"an nn.Module capture cannot guard (no source)"};
-    g.check_id(reg, value);
+    // By type, not identity (as Dynamo with inlined nn modules): everything
+    // the trace reads from the module (attributes, submodules, parameters,
+    // its length) is loaded and guarded through its source, so instances of
+    // one class (a model's 12 blocks) share a cache entry.
+    g.check_type(reg, Py_TYPE(value));
     v = std::make_shared<VT>(VK::Module);
     v->value = Obj::borrow(value);
     v->local = false;
@@ -1207,7 +1211,9 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
       Obj shape = check(PyObject_GetAttrString(a->fake.get(), "shape"));
       if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"len() of a 0-d tensor"};
       n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape.get(), 0));
-    } else if (a->kind == VK::Const || a->kind == VK::Module || a->kind == VK::Set) {
+    } else if (a->kind == VK::Module) {
+      n = module_length(a);
+    } else if (a->kind == VK::Const || a->kind == VK::Set) {
       n = PyObject_Length(a->value.get());
       if (n < 0) throw PyErrorSet{};
     } else {
@@ -1804,6 +1810,19 @@ void Tracer::store_subscr(const VTP& obj, const VTP& key, const VTP& value) {
                         obj->local ? "" : " that came from outside the compiled function")};
 }
 
+Py_ssize_t Tracer::module_length(const VTP& m) {
+  // Containers (Sequential, ModuleList, ModuleDict) are as long as their
+  // submodule dict: guard that length.
+  Py_ssize_t n = PyObject_Length(m->value.get());
+  if (n < 0) throw PyErrorSet{};
+  PyObject** dp = _PyObject_GetDictPtr(m->value.get());
+  PyObject* mods = dp && *dp ? PyDict_GetItemString(*dp, "_modules") : nullptr;
+  if (!mods || PyDict_Size(mods) != n)
+    throw Unsupported{str("len() of a ", Py_TYPE(m->value.get())->tp_name, " capture cannot guard")};
+  guards().check_len(guards().attr(m->reg, PyUnicode_InternFromString("_modules")), n);
+  return n;
+}
+
 bool Tracer::truth(const VTP& v) {
   switch (v->kind) {
     case VK::Set:
@@ -1818,9 +1837,10 @@ bool Tracer::truth(const VTP& v) {
     case VK::Tensor:
       throw Unsupported{"data-dependent control flow: a branch on a tensor's value"};
     case VK::Module: {
-      int r = PyObject_IsTrue(v->value.get());
-      if (r < 0) throw PyErrorSet{};
-      return r;
+      PyTypeObject* tp = Py_TYPE(v->value.get());
+      if (tp->tp_as_sequence && tp->tp_as_sequence->sq_length) return module_length(v) > 0;
+      if (tp->tp_as_mapping && tp->tp_as_mapping->mp_length) return module_length(v) > 0;
+      return true;
     }
     case VK::Object: {
       PyTypeObject* tp = Py_TYPE(v->value.get());

@@ -238,6 +238,7 @@ class Tracer {
   VTP subscr(const VTP& obj, const VTP& key);
   void store_subscr(const VTP& obj, const VTP& key, const VTP& value);
   bool truth(const VTP& v);               // throws Unsupported for tensors
+  Py_ssize_t module_length(const VTP& m); // len() of a container module, guarded
   VTP get_iter(const VTP& v);
   VTP iter_next(const VTP& it);           // nullptr when exhausted
   std::vector<VTP> unpack(const VTP& v);  // throws Unsupported when unknown length
