@@ -483,3 +483,51 @@ def test_module_list_length_is_guarded():
     assert ignis.allclose(cf(two, x), run(two, x))  # now three long: matches `three`'s entry
     assert len(graphs) == 2
     ignis.compiler.reset()
+
+
+class _Base(ignis.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ignis.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+class _Child(_Base):
+    def forward(self, x):
+        return super().forward(x) * 2 + super(_Child, self).forward(x)
+
+
+class _Shifted(ignis.nn.Linear):
+    def forward(self, x):
+        return super().forward(x) + 1
+
+
+@pytest.mark.parametrize("make", [_Child, lambda: _Shifted(4, 3)], ids=["child", "layer_subclass"])
+def test_super_forward_is_inlined(make):
+    # Zero- and two-argument super() (3.11: a call of the builtin; 3.12:
+    # LOAD_SUPER_ATTR) resolve in the trace: one graph, no break.
+    mod = deterministic(ignis, make())
+    x = tensor(ignis, 2, 4)
+    graphs = []
+    got = ignis.compile(mod, backend=counting_backend(graphs))(x)
+    assert close(got, mod(x))
+    assert len(graphs) == 1
+    ex = ignis.compiler.explain(mod)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0)
+
+
+def test_frame_reading_calls_run_the_frame_eagerly():
+    # locals() needs the real frame: no graph break there (a plan cannot
+    # stand in for the frame), the frame runs as Python; values stay right.
+    def f(x, y):
+        z = x + y
+        names = sorted(locals())
+        return z * len(names)
+
+    graphs = []
+    x, y = tensor(ignis, 4), tensor(ignis, 4, seed=1)
+    got = ignis.compile(f, backend=counting_backend(graphs))(x, y)
+    assert close(got, f(x, y))
+    assert len(graphs) == 0

@@ -114,6 +114,7 @@ Opc opcode_of(const std::string& n) {
       {"JUMP_IF_TRUE_OR_POP", Opc::JumpIfTrueOrPop}, {"BEFORE_WITH", Opc::BeforeWith},
       {"RETURN_GENERATOR", Opc::ReturnGenerator}, {"YIELD_VALUE", Opc::YieldValue},
       {"BUILD_SET", Opc::BuildSet}, {"SET_ADD", Opc::SetAdd}, {"SET_UPDATE", Opc::SetUpdate},
+      {"LOAD_SUPER_ATTR", Opc::LoadSuperAttr},
   };
   auto it = table.find(n);
   return it == table.end() ? Opc::Unknown : it->second;
@@ -365,7 +366,8 @@ VTP Tracer::run_frame(TFrame& f) {
       }
     } catch (Unsupported& u) {
       if (&f != root) throw;  // the caller turns it into a restart at its call
-      if (may_break) {
+      if (u.needs_frame) break_fail_note = "the call needs its own frame";
+      if (may_break && !u.needs_frame) {
         f.pc = pc_before;
         if (finish_break(f, in, snapshot, u.reason)) return nullptr;
       }
@@ -438,6 +440,17 @@ void Tracer::step(TFrame& f, const Instr& in) {
       bool method = in.op == Opc::LoadMethod || (PY_VERSION_HEX >= 0x030C0000 && (in.arg & 1));
       VTP a = getattr(obj, in.argval);
       if (method) f.stack.push_back(make_null());
+      f.stack.push_back(a);
+      next();
+      return;
+    }
+    case Opc::LoadSuperAttr: {  // 3.12: super().name with [super, __class__, self] on the stack
+      VTP self = pop(f);
+      VTP cls = pop(f);
+      pop(f);  // the global `super`
+      VTP sup = make_super(f, cls, self);
+      VTP a = getattr(sup, in.argval);
+      if (in.arg & 1) f.stack.push_back(make_null());
       f.stack.push_back(a);
       next();
       return;

@@ -140,6 +140,7 @@ const char* kind_name(VK k) {
     case VK::Set: return "set";
     case VK::Partial: return "functools.partial";
     case VK::LocalObject: return "object";
+    case VK::Super: return "super()";
   }
   return "value";
 }
@@ -1201,6 +1202,17 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
   };
 
   if (is_builtin("print")) throw Unsupported{"call to print()"};
+  if ((is_builtin("locals") || is_builtin("vars") || is_builtin("dir")) && args.empty())
+    throw Unsupported{str(callable_name(fn), "() reads the running frame"), true};
+  if ((is_builtin("eval") || is_builtin("exec")) && args.size() < 2)
+    throw Unsupported{str(callable_name(fn), "() without globals reads the running frame"), true};
+  if (fn == py_import_attr("sys", "_getframe") || fn == py_import_attr("inspect", "currentframe"))
+    throw Unsupported{str(callable_name(fn), "() reads the running frame"), true};
+  if (is_builtin("super")) {
+    if (!kwargs.empty() || (args.size() != 0 && args.size() != 2))
+      throw Unsupported{"super() with unusual arguments"};
+    return args.empty() ? make_super(*cur, nullptr, nullptr) : make_super(*cur, args[0], args[1]);
+  }
   if (is_builtin("len")) {
     if (args.size() != 1) throw Unsupported{"len() with wrong arguments"};
     VTP a = args[0];
@@ -1448,9 +1460,75 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
 }
 
 // --- attributes ------------------------------------------------------------------------------------
+VTP Tracer::make_super(TFrame& f, const VTP& cls_in, const VTP& self_in) {
+  VTP cls = cls_in, self = self_in;
+  if (!cls) {
+    // Zero-argument super(): the __class__ cell and the first argument.
+    for (int i = 0; i < f.ci->nlocalsplus; ++i) {
+      if (f.ci->slot_names[i] != "__class__" || !f.locals[i]) continue;
+      cls = f.locals[i]->kind == VK::Cell ? cell_contents(f, f.locals[i]) : f.locals[i];
+    }
+    if (f.ci->code->co_argcount > 0) {
+      if (!f.locals[0] && &f == root && fv.nargs > 0)  // arguments load lazily
+        f.locals[0] = wrap_input(fv.args[0], guards().local(0, f.ci->slot_names[0]));
+      if (f.locals[0])
+        self = f.locals[0]->kind == VK::Cell ? cell_contents(f, f.locals[0]) : f.locals[0];
+    }
+    if (!cls || !self) throw Unsupported{"super() without __class__ or self", true};
+  }
+  if (cls->kind == VK::Cell) cls = cell_contents(f, cls);
+  if (!cls || cls->kind != VK::Const || !PyType_Check(cls->value.get()))
+    throw Unsupported{"super() of something that is not a class"};
+  auto s = std::make_shared<VT>(VK::Super);
+  s->self = self;
+  s->pytype = cls->value;
+  return s;
+}
+
+// What reading `name` (found on a class as `attr`) through `self` gives:
+// functions bind, properties run, static/class methods unwrap.
+VTP Tracer::class_attribute(const VTP& self, PyObject* attr, PyObject* name) {
+  if (PyFunction_Check(attr)) {
+    auto m = std::make_shared<VT>(VK::Method);
+    m->self = self;
+    m->func = make_const(attr);
+    return m;
+  }
+  if (PyObject_TypeCheck(attr, &PyProperty_Type)) {
+    Obj fget = check(PyObject_GetAttrString(attr, "fget"));
+    if (!PyFunction_Check(fget.get()))
+      throw Unsupported{str("property ", utf8(name), " without a Python getter")};
+    return inline_function(PyFunction_GET_CODE(fget.get()), PyFunction_GET_GLOBALS(fget.get()),
+                           make_const(fget.get()), {self}, {});
+  }
+  if (Py_TYPE(attr) == &PyStaticMethod_Type) {
+    Obj fn = check(PyObject_GetAttrString(attr, "__func__"));
+    return make_const(fn.get());
+  }
+  if (is_immutable(attr) || is_identity_object(attr)) return make_const(attr);
+  throw Unsupported{str("class attribute '", utf8(name), "' of type ", Py_TYPE(attr)->tp_name)};
+}
+
 VTP Tracer::getattr(const VTP& obj, PyObject* name) {
   std::string n = utf8(name);
   switch (obj->kind) {
+    case VK::Super: {
+      PyObject* self_type = obj->self->kind == VK::LocalObject
+                                ? obj->self->pytype.get()
+                                : obj->self->value ? reinterpret_cast<PyObject*>(Py_TYPE(obj->self->value.get()))
+                                                   : nullptr;
+      if (!self_type) throw Unsupported{"super() of a value capture cannot type"};
+      PyObject* mro = reinterpret_cast<PyTypeObject*>(self_type)->tp_mro;
+      Py_ssize_t i = 0, n_mro = PyTuple_GET_SIZE(mro);
+      while (i < n_mro && PyTuple_GET_ITEM(mro, i) != obj->pytype.get()) ++i;
+      for (++i; i < n_mro; ++i) {
+        PyObject* d = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+        PyObject* attr = d ? PyDict_GetItemWithError(d, name) : nullptr;
+        if (attr) return class_attribute(obj->self, attr, name);
+        if (PyErr_Occurred()) throw PyErrorSet{};
+      }
+      throw Unsupported{str("'super' object has no attribute '", n, "'")};
+    }
     case VK::Tensor: {
       if (n == "device") return make_const(obj->device.get());
       if (n == "is_cuda") {

@@ -44,6 +44,10 @@ Obj check(PyObject* p);
 // A graph break: tracing cannot continue at the current instruction.
 struct Unsupported {
   std::string reason;
+  // The instruction reads the running frame (zero-argument super(), locals(),
+  // sys._getframe()): the plan cannot run it in the frame's place, so there
+  // is no graph break here, the frame runs eagerly.
+  bool needs_frame = false;
 };
 // Tracing inside an inlined call broke; the root frame restarts and breaks
 // at the call instruction `offset` instead.
@@ -66,7 +70,7 @@ enum class Opc : uint8_t {
   ListExtend, MapAdd, DictMerge, DictUpdate, CallIntrinsic1, UnpackSequence, UnpackEx, GetIter,
   ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
   PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, Precall, ReturnGenerator,
-  YieldValue, BuildSet, SetAdd, SetUpdate,
+  YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr,
 };
 
 struct Instr {
@@ -118,6 +122,7 @@ enum class VK : uint8_t {
   Set,       // a set of constants (keys) made while tracing
   Partial,   // functools.partial: func, items (args), kw
   LocalObject,  // an instance of a user class made while tracing (pytype, attrs)
+  Super,     // super(pytype, self): attribute lookup after pytype in self's MRO
 };
 
 struct VT {
@@ -232,6 +237,8 @@ class Tracer {
   VTP call_module(const VTP& mod, std::vector<VTP>& args,
                   std::vector<std::pair<std::string, VTP>>& kwargs);
   VTP getattr(const VTP& obj, PyObject* name);
+  VTP make_super(TFrame& f, const VTP& cls, const VTP& self);  // nullptrs: zero-argument form
+  VTP class_attribute(const VTP& self, PyObject* attr, PyObject* name);  // bind a class attribute
   VTP binary(const char* opname, const VTP& a, const VTP& b);   // operator module name
   VTP unary(const char* opname, const VTP& a);
   VTP compare(const char* op, const VTP& a, const VTP& b);
