@@ -8,7 +8,10 @@ import functools
 import pytest
 
 from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
-from capture_util import check_case, close, registry, requires_capture, tensor, xy_grad
+from capture_util import (check_case, close, counting_backend, registry, requires_capture, tensor,
+                          xy_grad)
+
+import ignis
 
 pytestmark = requires_capture
 CASES, case = registry()
@@ -407,3 +410,25 @@ def test_compiled_generator_function_runs_eagerly():
         assert close(g, w)
     assert graphs == []  # Dynamo also runs generator frames eagerly
     ignis.compiler.reset()
+
+
+_CACHE = None
+_CALLS = 0
+
+
+def test_global_assignment_is_replayed():
+    # `global` writes are side effects: the plan replays them after the
+    # graph (as Dynamo does), and later reads in the same trace see them.
+    def f(x):
+        global _CACHE, _CALLS
+        _CACHE = x * 2
+        _CALLS = _CALLS + 1
+        return _CACHE + _CALLS
+
+    graphs = []
+    x = tensor(ignis, 4)
+    got = ignis.compile(f, backend=counting_backend(graphs))(x)
+    assert len(graphs) == 1
+    assert close(_CACHE, x * 2)
+    assert _CALLS == 1
+    assert close(got, x * 2 + 1)

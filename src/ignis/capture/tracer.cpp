@@ -114,7 +114,7 @@ Opc opcode_of(const std::string& n) {
       {"JUMP_IF_TRUE_OR_POP", Opc::JumpIfTrueOrPop}, {"BEFORE_WITH", Opc::BeforeWith},
       {"RETURN_GENERATOR", Opc::ReturnGenerator}, {"YIELD_VALUE", Opc::YieldValue},
       {"BUILD_SET", Opc::BuildSet}, {"SET_ADD", Opc::SetAdd}, {"SET_UPDATE", Opc::SetUpdate},
-      {"LOAD_SUPER_ATTR", Opc::LoadSuperAttr},
+      {"LOAD_SUPER_ATTR", Opc::LoadSuperAttr}, {"STORE_GLOBAL", Opc::StoreGlobal},
   };
   auto it = table.find(n);
   return it == table.end() ? Opc::Unknown : it->second;
@@ -441,6 +441,20 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP a = getattr(obj, in.argval);
       if (method) f.stack.push_back(make_null());
       f.stack.push_back(a);
+      next();
+      return;
+    }
+    case Opc::StoreGlobal: {
+      VTP v = pop(f);
+      bool replaced = false;
+      for (auto& w : global_writes) {
+        if (w.globals.get() == f.globals.get() &&
+            PyUnicode_Compare(w.name.get(), in.argval) == 0) {
+          w.value = v;
+          replaced = true;
+        }
+      }
+      if (!replaced) global_writes.push_back(GlobalWrite{f.globals, Obj::borrow(in.argval), v});
       next();
       return;
     }

@@ -381,6 +381,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
 }
 
 VTP Tracer::load_global(TFrame& f, PyObject* name) {
+  for (auto& w : global_writes)  // written earlier in this trace
+    if (w.globals.get() == f.globals.get() && PyUnicode_Compare(w.name.get(), name) == 0)
+      return w.value;
   PyObject* value = PyDict_GetItemWithError(f.globals.get(), name);
   if (!value && PyErr_Occurred()) throw PyErrorSet{};
   bool in_globals = value != nullptr;

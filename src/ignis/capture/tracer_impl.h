@@ -70,7 +70,7 @@ enum class Opc : uint8_t {
   ListExtend, MapAdd, DictMerge, DictUpdate, CallIntrinsic1, UnpackSequence, UnpackEx, GetIter,
   ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
   PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, Precall, ReturnGenerator,
-  YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr,
+  YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr, StoreGlobal,
 };
 
 struct Instr {
@@ -271,6 +271,12 @@ class Tracer {
 
   // Frame containers/objects changed while tracing (replayed by the plan).
   std::vector<VTP> mutated;
+  // `global name = value` while tracing: (globals dict, name, value), replayed too.
+  struct GlobalWrite {
+    Obj globals, name;
+    VTP value;
+  };
+  std::vector<GlobalWrite> global_writes;
   void mark_mutated(const VTP& v, const char* what);
   void emit_side_effects(ValueProgram& prog, const std::vector<VTP>& outputs);
   std::string break_fail_note;  // why finish_break declined (for the log)

@@ -351,6 +351,14 @@ void Tracer::emit_side_effects(ValueProgram& prog, const std::vector<VTP>& outpu
     Py_INCREF(o);
     prog.push_back(ValueOp{ValueOp::Const, 0, o});
   };
+  for (auto& w : global_writes) {  // globals[name] = value
+    push_const(operator_fn("setitem"));
+    push_const(w.globals.get());
+    push_const(w.name.get());
+    emit_value(w.value, prog, outputs);
+    prog.push_back(ValueOp{ValueOp::Call, 3});
+    prog.push_back(ValueOp{ValueOp::Pop});
+  }
   for (auto& m : mutated) {
     if (m->kind == VK::List) {
       // lst[:] = [new items]
@@ -398,7 +406,8 @@ void Tracer::finish_return(const VTP& value) {
   std::unordered_set<VT*> seen;
   collect_outputs(value, outputs, seen);
   for (auto& m : mutated) collect_outputs(m, outputs, seen);
-  if (call_nodes == 0 && outputs.empty() && mutated.empty()) {
+  for (auto& w : global_writes) collect_outputs(w.value, outputs, seen);
+  if (call_nodes == 0 && outputs.empty() && mutated.empty() && global_writes.empty()) {
     // No tensor work: run the frame's own bytecode from now on (Dynamo skips
     // such frames too).
     entry_->plan.exit.kind = PlanExit::RunOriginal;
@@ -514,6 +523,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
                       exit.kind == PlanExit::Jump && i + 1 == stack.size());
     for (auto& l : local_vals) collect_outputs(l, outputs, seen);
     for (auto& m : mutated) collect_outputs(m, outputs, seen);
+    for (auto& w : global_writes) collect_outputs(w.value, outputs, seen);
     ValueProgram prog;
     emit_side_effects(prog, outputs);
     for (auto& s : stack) emit_value(s, prog, outputs);
