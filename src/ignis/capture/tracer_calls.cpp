@@ -1840,7 +1840,9 @@ VTP Tracer::subscr(const VTP& obj, const VTP& key) {
     if (!mods) throw Unsupported{"indexing a module without submodules"};
     Obj keyname;
     if (PyLong_Check(k.get())) {
-      Py_ssize_t i = PyLong_AsSsize_t(k.get()), n = PyDict_Size(mods);
+      // Which key an index names depends on the length (negative indices)
+      // and the order: guard the length; the key itself is loaded below.
+      Py_ssize_t i = PyLong_AsSsize_t(k.get()), n = module_length(obj);
       if (i < 0) i += n;
       if (i < 0 || i >= n) throw Unsupported{"IndexError: module index out of range"};
       Obj keys = check(PyDict_Keys(mods));
