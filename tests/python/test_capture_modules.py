@@ -531,3 +531,17 @@ def test_frame_reading_calls_run_the_frame_eagerly():
     got = ignis.compile(f, backend=counting_backend(graphs))(x, y)
     assert close(got, f(x, y))
     assert len(graphs) == 0
+
+
+def test_negative_module_index_follows_the_length():
+    def last(layers, x):
+        return layers[-1](x)
+
+    graphs = []
+    cf = ignis.compile(last, backend=counting_backend(graphs))
+    x = tensor(ignis, 2, 4)
+    two = ignis.nn.ModuleList([ignis.nn.Linear(4, 4) for _ in range(2)])
+    three = ignis.nn.ModuleList([ignis.nn.Linear(4, 4) for _ in range(3)])
+    assert close(cf(two, x), last(two, x))
+    assert close(cf(three, x), last(three, x))  # layers[-1] is '2' now, not '1'
+    assert len(graphs) == 2
