@@ -545,3 +545,16 @@ def test_negative_module_index_follows_the_length():
     assert close(cf(two, x), last(two, x))
     assert close(cf(three, x), last(three, x))  # layers[-1] is '2' now, not '1'
     assert len(graphs) == 2
+
+
+def test_forward_replaced_on_an_instance_is_not_the_cached_one():
+    def run(mod, x):
+        return mod(x) + 1
+
+    graphs = []
+    cf = ignis.compile(run, backend=counting_backend(graphs))
+    x = tensor(ignis, 2, 4)
+    a, b = ignis.nn.Linear(4, 4), ignis.nn.Linear(4, 4)
+    assert close(cf(a, x), run(a, x))
+    b.forward = lambda t: t * 0  # shadows Linear.forward on this instance only
+    assert close(cf(b, x), run(b, x))  # the guard on b.__dict__ fails: no reuse of a's graph

@@ -35,6 +35,7 @@ enum class Op : uint8_t {
   CheckEquals,
   CheckLen,
   CheckNone,
+  CheckNoKey,
   CheckGradMode,
   CheckDefaultDtype,
 };
@@ -386,6 +387,12 @@ struct GuardProgram::Impl {
       }
       case Op::CheckNone:
         return (v[s.reg] == Py_None) == (s.arg != 0);
+      case Op::CheckNoKey: {
+        if (!PyDict_Check(v[s.reg])) return false;
+        int r = PyDict_Contains(v[s.reg], s.obj);
+        if (r < 0) PyErr_Clear();
+        return r == 0;
+      }
       case Op::CheckGradMode:
         return autograd::grad_enabled() == (s.arg != 0);
       case Op::CheckDefaultDtype:
@@ -410,6 +417,8 @@ struct GuardProgram::Impl {
         return str("len(", src(s.reg), ") == ", s.arg);
       case Op::CheckNone:
         return str(src(s.reg), s.arg ? " is None" : " is not None");
+      case Op::CheckNoKey:
+        return str(obj_repr(s.obj), " not in ", src(s.reg));
       case Op::CheckGradMode:
         return "GLOBAL_STATE changed: grad_mode";
       case Op::CheckDefaultDtype:
@@ -476,6 +485,10 @@ void GuardProgram::check_equals(int reg, PyObject* value) {
 
 void GuardProgram::check_len(int reg, Py_ssize_t n) { impl_->add_check(Op::CheckLen, reg, n, nullptr); }
 
+void GuardProgram::check_no_key(int reg, PyObject* key) {
+  impl_->add_check(Op::CheckNoKey, reg, 0, key);
+}
+
 void GuardProgram::check_none(int reg, bool is_none) {
   impl_->add_check(Op::CheckNone, reg, is_none ? 1 : 0, nullptr);
 }
@@ -537,6 +550,9 @@ std::vector<std::string> GuardProgram::describe() const {
       case Op::CheckNone:
         out.push_back(str(s.arg ? "NONE_MATCH: " : "NOT_NONE_MATCH: ", I.src(s.reg),
                           s.arg ? " is None" : " is not None"));
+        break;
+      case Op::CheckNoKey:
+        out.push_back(str("DICT_KEY_ABSENT: ", obj_repr(s.obj), " not in ", I.src(s.reg)));
         break;
       case Op::CheckGradMode:
         out.push_back(str("GLOBAL_STATE: grad_mode=", s.arg != 0));

@@ -70,6 +70,9 @@ class GuardProgram {
   void check_equals(int reg, PyObject* value);
   void check_len(int reg, Py_ssize_t n);           // len(r) == n (list, tuple, dict)
   void check_none(int reg, bool is_none);
+  // `key` is not in the dict r (an instance __dict__ that must not shadow a
+  // class attribute the trace resolved, e.g. a module's forward).
+  void check_no_key(int reg, PyObject* key);
   // Global state read at trace time.
   void check_grad_mode(bool enabled);
   void check_default_dtype(int dtype);

@@ -988,7 +988,15 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
     if (n > 0) throw Unsupported{str("call of a module with ", h + 1)};
     if (mod->reg >= 0) guards().check_len(guards().attr(mod->reg, PyUnicode_InternFromString(h)), 0);
   }
-  PyObject* fwd = _PyType_Lookup(Py_TYPE(m), PyUnicode_InternFromString("forward"));
+  // The class's forward, unless the instance shadows it (guarded).
+  PyObject* fwd_name = PyUnicode_InternFromString("forward");
+  PyObject** dp = _PyObject_GetDictPtr(m);
+  if (dp && *dp && PyDict_GetItemWithError(*dp, fwd_name))
+    throw Unsupported{"a module whose forward was replaced on the instance"};
+  if (PyErr_Occurred()) throw PyErrorSet{};
+  if (mod->reg >= 0 && dp && *dp)
+    guards().check_no_key(guards().attr(mod->reg, PyUnicode_InternFromString("__dict__")), fwd_name);
+  PyObject* fwd = _PyType_Lookup(Py_TYPE(m), fwd_name);
   if (!fwd || !PyFunction_Check(fwd)) throw Unsupported{str("module ", Py_TYPE(m)->tp_name, " has no Python forward")};
   args.insert(args.begin(), mod);
   return inline_function(PyFunction_GET_CODE(fwd), PyFunction_GET_GLOBALS(fwd), make_const(fwd),
