@@ -160,3 +160,14 @@ def test_fullgraph_raises_on_every_call():
         with pytest.raises(RuntimeError):
             cf(tensor(ignis, 4))
     ignis.compiler.reset()
+
+
+def test_fullgraph_error_is_compiler_unsupported():
+    def f(x):
+        print("no")
+        return x
+
+    with pytest.raises(ignis.compiler.Unsupported, match="call to print"):
+        ignis.compile(f, fullgraph=True)(tensor(ignis, 4))
+    assert issubclass(ignis.compiler.Unsupported, RuntimeError)
+    ignis.compiler.reset()

@@ -16,6 +16,11 @@ _BACKENDS = {}
 _TAGS = {}
 
 
+class Unsupported(RuntimeError):
+    """A graph break where none is allowed (`fullgraph=True`): the message
+    names the reason and the user code's file:line (torch._dynamo.exc.Unsupported)."""
+
+
 class InvalidBackend(RuntimeError):
     def __init__(self, name):
         super().__init__(f"Invalid backend: {name!r}, see `ignis.compiler.list_backends()` for "
@@ -309,5 +314,6 @@ def explain(fn, *extra_args, **extra_kwargs):
     return inner
 
 
-__all__ = ["register_backend", "lookup_backend", "list_backends", "InvalidBackend", "config",
+__all__ = ["register_backend", "lookup_backend", "list_backends", "InvalidBackend", "Unsupported",
+           "config",
            "reset", "disable", "explain", "is_compiling", "ExplainOutput", "BreakReason"]
