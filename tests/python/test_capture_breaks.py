@@ -295,9 +295,9 @@ EXPECTED = {
     "item_used_in_arithmetic": (2, 1),
     "if_tensor_false_branch": (2, 1),
     "if_tensor_true_branch": (2, 1),
-    # Dynamo: (2, 1), one of them an op-less graph returning the condition
-    # tensor itself; capturing that graph is not required.
-    "if_bool_tensor": (None, 1),
+    # One of the two is an op-less graph returning the tested tensor itself
+    # (as Dynamo's).
+    "if_bool_tensor": (2, 1),
     "tolist_break": (2, 1),
     "data_dependent_while_continues": (2, 1),
     "unsupported_builtin_os_getpid": (2, 1),
@@ -307,9 +307,9 @@ EXPECTED = {
     "nested_item_branch_in_helper": (3, 2),
     "break_in_closure": (2, 2),
     "helper_breaks_twice_called": (3, 3),
-    # Dynamo: (2, 1), resuming inside the with block; resume.h cannot resume
-    # inside a with/try region, so ignis may run this frame eagerly instead.
-    "break_inside_no_grad": (None, None),
+    # Resumes inside the with block: the block's exit is passed to the resume
+    # function.
+    "break_inside_no_grad": (2, 1),
     "break_then_loop": (1, 1),
     "break_between_loops": (2, 1),
 }
@@ -422,3 +422,41 @@ def test_exception_after_break_keeps_traceback_line():
     lines = [fs.line for fs in traceback.extract_tb(info.value.__traceback__)]
     assert any("return y[10]" in (ln or "") for ln in lines)
     ignis.compiler.reset()
+
+
+def test_error_at_a_break_inside_no_grad_restores_grad_mode():
+    # The instruction run at the break raises inside the with block: the
+    # block's exit would restore grad mode in eager Python, so the plan does.
+    def f(x):
+        with ignis.no_grad():
+            y = x * 2
+            int("not a number")
+        return y
+
+    graphs = []
+    x = tensor(ignis, 4)
+    with pytest.raises(ValueError, match="invalid literal"):
+        ignis.compile(f, backend=counting_backend(graphs))(x)
+    assert ignis.is_grad_enabled()
+    assert len(graphs) == 1
+
+
+def test_nested_grad_blocks_resume_with_their_exits():
+    def f(x):
+        with ignis.no_grad():
+            a = x * 2
+            with ignis.enable_grad():
+                b = x * 3
+                print("inner")
+                c = b + 1
+            d = a + 1
+        return a, b, c, d, ignis.is_grad_enabled()
+
+    graphs = []
+    x = tensor(ignis, 4).requires_grad_()
+    got = ignis.compile(f, backend=counting_backend(graphs))(x)
+    want = f(x)
+    for g, w in zip(got[:4], want[:4]):
+        assert close(g, w) and g.requires_grad == w.requires_grad
+    assert got[4] is want[4] is True
+    assert len(graphs) == 2

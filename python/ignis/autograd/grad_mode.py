@@ -98,3 +98,10 @@ def _set_grad_enabled(mode):
 
 
 _set_grad_enabled._ignis_impure = True  # DCE keeps it: it changes global state
+
+
+def _grad_exit(prev, *exc):
+    """The __exit__ a resume function receives for a grad-mode `with` block a
+    graph break interrupted: restores the mode from before the block."""
+    _C._set_grad_enabled(prev)
+    return False

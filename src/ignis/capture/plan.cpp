@@ -6,6 +6,7 @@
 // graph's result sequence, which run_plan owns.
 #include "ignis/capture/plan.h"
 
+#include "ignis/autograd/grad_mode.h"
 #include "ignis/capture/eval_frame.h"
 
 namespace ignis::capture {
@@ -178,7 +179,9 @@ PyObject* call_resume(PyObject* fn, ValueStack& st, int below, PyObject* extra, 
 
 // The operands of the breaking instruction start at st[below]; the live
 // locals are the top `nlocals` items.
-PyObject* run_exit(const PlanExit& ex, ValueStack& st) {
+// *resumed is set once the resume function is entered (its own with-block
+// handlers restore grad mode from then on).
+PyObject* run_exit(const PlanExit& ex, ValueStack& st, bool* resumed) {
   const int below = ex.stack_below;
   const int nloc = ex.num_locals;
   const size_t total = st.size();
@@ -217,6 +220,7 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st) {
       size_t nkw = ex.kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(ex.kwnames)) : 0;
       PyObject* r = PyObject_Vectorcall(callable, argv, argc - nkw, nkw ? ex.kwnames : nullptr);
       if (!r) return nullptr;
+      *resumed = true;
       PyObject* out = call_resume(ex.resume, st, below, r, locals_at, nloc);
       Py_DECREF(r);
       return out;
@@ -274,6 +278,7 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st) {
       Py_DECREF(targs);
       Py_XDECREF(kw);
       if (!r) return nullptr;
+      *resumed = true;
       PyObject* out = call_resume(ex.resume, st, below, r, locals_at, nloc);
       Py_DECREF(r);
       return out;
@@ -291,16 +296,19 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st) {
           taken = ex.jump_if == PlanExit::IfTrue ? t == 1 : t == 0;
         }
       }
+      *resumed = true;
       return call_resume(taken ? ex.resume_jump : ex.resume, st, below, nullptr, locals_at, nloc);
     }
     case PlanExit::StoreAttr: {
       if (!need(2)) return nullptr;
       if (PyObject_SetAttr(st[below + 1], ex.name, st[below]) < 0) return nullptr;
+      *resumed = true;
       return call_resume(ex.resume, st, below, nullptr, locals_at, nloc);
     }
     case PlanExit::StoreSubscr: {
       if (!need(3)) return nullptr;
       if (PyObject_SetItem(st[below + 1], st[below + 2], st[below]) < 0) return nullptr;
+      *resumed = true;
       return call_resume(ex.resume, st, below, nullptr, locals_at, nloc);
     }
     case PlanExit::RunOriginal:
@@ -326,19 +334,28 @@ PyObject* run_plan(const Plan& plan, const FrameView& f, GuardProgram::Registers
     }
     for (size_t i = 0; i < n; ++i) argv[i] = regs.get(plan.graph_inputs[i]);
     PyObject* r;
+    // A graph may switch grad mode (with-blocks); if it raises midway, the
+    // blocks' exits never run: put the caller's mode back, as they would.
+    bool grad_before = autograd::grad_enabled();
     {
       // The graph's own frames (the backend's callable) are never captured.
       CaptureScope off(nullptr);
       r = PyObject_Vectorcall(plan.graph_fn, argv, n, nullptr);
     }
-    if (!r) return nullptr;
+    if (!r) {
+      autograd::set_grad_enabled(grad_before);
+      return nullptr;
+    }
     outs = PySequence_Fast(r, "capture plan: a compiled graph must return a tuple or list");
     Py_DECREF(r);
     if (!outs) return nullptr;
   }
   ValueStack st;
   PyObject* result = nullptr;
-  if (run_program(plan.program, outs, regs, st)) result = run_exit(plan.exit, st);
+  bool resumed = false;
+  if (run_program(plan.program, outs, regs, st)) result = run_exit(plan.exit, st, &resumed);
+  if (!result && plan.exit.grad_mode_on_error >= 0 && !resumed)
+    autograd::set_grad_enabled(plan.exit.grad_mode_on_error != 0);
   Py_XDECREF(outs);
   return result;
 }

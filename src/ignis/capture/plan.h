@@ -73,6 +73,9 @@ struct PlanExit {
   // the jump target.
   PyObject* resume = nullptr;
   PyObject* resume_jump = nullptr;
+  // A break inside `with no_grad()`-like blocks: the grad mode their
+  // __exit__ would restore if the instruction raises (-1: none open).
+  int grad_mode_on_error = -1;
 };
 
 struct Plan {

@@ -618,7 +618,16 @@ PyObject* build_resume_code(const ResumeSpec& spec, const CodeInfo& ci, const Op
 
 }  // namespace
 
-bool can_resume_at(PyCodeObject* code, int offset, std::string* why) {
+// The handler at byte offset `target` is a with-block's cleanup
+// (PUSH_EXC_INFO; WITH_EXCEPT_START), not an except clause.
+bool is_with_cleanup(const CodeInfo& ci, const OpTables& t, int target) {
+  int idx = instruction_at(ci, target);
+  if (idx < 0 || idx + 1 >= static_cast<int>(ci.instrs.size())) return false;
+  return t.names[ci.instrs[idx].op] == "PUSH_EXC_INFO" &&
+         t.names[ci.instrs[idx + 1].op] == "WITH_EXCEPT_START";
+}
+
+bool can_resume_at(PyCodeObject* code, int offset, std::string* why, bool inside_with_ok) {
   auto no = [&](std::string reason) {
     if (why) *why = std::move(reason);
     return false;
@@ -653,10 +662,12 @@ bool can_resume_at(PyCodeObject* code, int offset, std::string* why) {
   const Instr& in = ci->instrs[idx];
   for (const ExcEntry& e : ci->exc) {
     int lo = in.start / 2, hi = in.offset / 2;
-    if (e.start <= hi && lo < e.end)
+    if (e.start <= hi && lo < e.end) {
+      if (inside_with_ok && is_with_cleanup(*ci, *t, e.target * 2)) continue;
       return no("offset " + std::to_string(offset) + " is inside a try/with block (exception table " +
                 std::to_string(e.start * 2) + " to " + std::to_string(e.end * 2) + " -> " +
                 std::to_string(e.target * 2) + ")");
+    }
   }
   if (!ci->unsupported.empty()) return no(ci->unsupported);
   // Renumbering puts at most co_stacksize stack parameters in front of the
@@ -679,7 +690,7 @@ PyObject* make_resume_code(const ResumeSpec& spec) {
     return nullptr;
   }
   std::string why;
-  if (!can_resume_at(spec.code, spec.target_offset, &why)) {
+  if (!can_resume_at(spec.code, spec.target_offset, &why, spec.inside_with)) {
     PyErr_Format(PyExc_ValueError, "cannot resume %U at offset %d: %s", spec.code->co_qualname,
                  spec.target_offset, why.c_str());
     return nullptr;

@@ -32,6 +32,7 @@ struct ResumeSpec {
   int target_offset = 0;          // byte offset of the instruction to continue at
   std::vector<bool> stack_null;   // one per stack slot, bottom first; true: a NULL slot
   std::vector<int> live_locals;   // co_varnames indices passed after the stack items
+  bool inside_with = false;       // the target may lie in a with block (see can_resume_at)
 };
 
 // Can a frame of `code` be resumed at `offset`? False (with `why` set) when
@@ -39,7 +40,10 @@ struct ResumeSpec {
 // it), when the code has cell variables of its own (a resumed frame could not
 // share cells with closures made before the break), or when renumbering
 // locals would need EXTENDED_ARG.
-bool can_resume_at(PyCodeObject* code, int offset, std::string* why);
+// `inside_with_ok`: offsets inside `with` blocks are fine (the caller passes
+// the block's __exit__ on the value stack, and the block's cleanup handler,
+// kept in the resume code, runs it); try blocks still refuse.
+bool can_resume_at(PyCodeObject* code, int offset, std::string* why, bool inside_with_ok = false);
 
 // New reference to the resume code object for `spec` (cached), or nullptr
 // with a Python error set.

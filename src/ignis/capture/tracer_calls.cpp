@@ -49,6 +49,21 @@ bool is_nn_module(PyObject* o) {
   return r;
 }
 
+// functools.partial(ignis.autograd.grad_mode._grad_exit, prev)
+bool is_grad_exit(PyObject* o) {
+  static PyObject* partial = py_import_attr("functools", "partial");
+  static PyObject* exit_fn = py_import_attr("ignis.autograd.grad_mode", "_grad_exit");
+  if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(partial)) return false;
+  Obj func = Obj::steal(PyObject_GetAttrString(o, "func"));
+  Obj args = Obj::steal(PyObject_GetAttrString(o, "args"));
+  if (!func || !args) {
+    PyErr_Clear();
+    return false;
+  }
+  return func.get() == exit_fn && PyTuple_Check(args.get()) && PyTuple_GET_SIZE(args.get()) == 1 &&
+         PyBool_Check(PyTuple_GET_ITEM(args.get(), 0));
+}
+
 bool is_nn_module_type(PyObject* t) {
   static PyObject* cls = py_import_attr("ignis.nn", "Module");
   int r = PyObject_IsSubclass(t, cls);
@@ -293,6 +308,14 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
         g.check_equals(reg, value);
     }
     v = make_const(value);
+  } else if (is_grad_exit(value)) {
+    // The __exit__ of a grad-mode block a break interrupted (tracer_output.cpp).
+    if (reg < 0) throw Unsupported{"a grad-mode exit capture cannot guard"};
+    g.check_type(reg, Py_TYPE(value));
+    Obj args = check(PyObject_GetAttrString(value, "args"));
+    g.check_equals(g.attr(reg, PyUnicode_InternFromString("args")), args.get());
+    v = std::make_shared<VT>(VK::GradExit);
+    v->grad_prev = PyTuple_GET_ITEM(args.get(), 0) == Py_True;
   } else if (is_identity_object(value)) {
     if (reg >= 0) g.check_id(reg, value);
     v = make_const(value);

@@ -24,6 +24,17 @@ PyObject* py_partial() {
   return p;
 }
 
+PyObject* grad_exit_fn() {
+  static PyObject* f = [] {
+    PyObject* m = PyImport_ImportModule("ignis.autograd.grad_mode");
+    PyObject* r = m ? PyObject_GetAttrString(m, "_grad_exit") : nullptr;
+    Py_XDECREF(m);
+    return r;
+  }();
+  if (!f) throw PyErrorSet{};
+  return f;
+}
+
 int next_graph_id() {
   static int id = 0;
   return ++id;
@@ -215,6 +226,15 @@ void Tracer::emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>
       emit_value(v->self, prog, outputs);
       Obj n = check(PyUnicode_FromString(v->attr.c_str()));
       push_const(n.get());
+      prog.push_back(ValueOp{ValueOp::Call, 2});
+      return;
+    }
+    case VK::GradExit: {
+      // functools.partial(_grad_exit, prev): the block's __exit__ for the
+      // resume function (tracer_calls.cpp recognizes it when it comes back).
+      push_const(py_partial());
+      push_const(grad_exit_fn());
+      push_const(v->grad_prev ? Py_True : Py_False);
       prog.push_back(ValueOp{ValueOp::Call, 2});
       return;
     }
@@ -469,8 +489,19 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
       return false;
   }
   if (stack.size() < operands) return false;
-  if (grad_enabled != grad_enabled_at_start) {
-    break_fail_note = "inside a grad-mode block";
+  // Inside grad-mode `with` blocks: the graph leaves the block's mode set;
+  // the resume function gets the blocks' exits on its stack, and if the
+  // instruction itself raises, the plan restores the mode the outermost
+  // open block would.
+  int grad_mode_on_error = -1;
+  for (auto& v : stack)
+    if (v->kind == VK::GradExit) {
+      grad_mode_on_error = v->grad_prev;
+      break;
+    }
+  bool in_with = grad_mode_on_error >= 0;
+  if (grad_enabled != grad_enabled_at_start && !in_with) {
+    break_fail_note = "grad mode changed outside a with block";
     return false;
   }
   size_t idx = f.pc;
@@ -487,8 +518,9 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   int resume_offset = ci.ins[idx + 1].offset;
   int jump_offset = in.target >= 0 ? ci.ins[in.target].offset : -1;
   std::string why;
-  if (!can_resume_at(ci.code, in.offset, &why) || !can_resume_at(ci.code, resume_offset, &why) ||
-      (exit.kind == PlanExit::Jump && !can_resume_at(ci.code, jump_offset, &why))) {
+  if (!can_resume_at(ci.code, in.offset, &why, in_with) ||
+      !can_resume_at(ci.code, resume_offset, &why, in_with) ||
+      (exit.kind == PlanExit::Jump && !can_resume_at(ci.code, jump_offset, &why, in_with))) {
     break_fail_note = "cannot resume here: " + why;
     return false;
   }
@@ -541,6 +573,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   for (int i = 0; i < exit.stack_below; ++i) spec.stack_null.push_back(stack[i]->kind == VK::Null);
   if (exit.kind == PlanExit::Call || exit.kind == PlanExit::CallEx) spec.stack_null.push_back(false);
   spec.live_locals = passed;
+  spec.inside_with = in_with;
   exit.resume = make_resume_function(spec, fv.globals, fv.closure);
   if (!exit.resume) throw PyErrorSet{};
   log_bytecode("resume function", PyFunction_GET_CODE(exit.resume));
@@ -554,6 +587,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
             log_line);
   Obj fn = call_nodes > 0 || !outputs.empty() ? compile_graph(outputs) : Obj();
   entry_->plan.graph_fn = fn.release();
+  exit.grad_mode_on_error = grad_mode_on_error;
   entry_->plan.exit = exit;
   exit.kwnames = exit.name = exit.resume = exit.resume_jump = nullptr;  // owned by the plan now
   log_guards(*entry_);
