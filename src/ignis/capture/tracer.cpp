@@ -991,7 +991,6 @@ void Tracer::step(TFrame& f, const Instr& in) {
     case Opc::ReturnValue:
     case Opc::ReturnConst:
       break;
-    case Opc::Precall:
     case Opc::Unknown:
       break;
   }

@@ -624,8 +624,7 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
                  : check(PyObject_CallMethod(graph.get(), "call_method", "sOO", method.c_str(),
                                              gt.get(), gkw.get()));
   ++call_nodes;
-  VTP out = wrap_result(result.get(), node.get(), args, kwargs, fn, method);
-  if (out->kind == VK::Tensor && !out->device) out->device = result_device;
+  VTP out = wrap_result(result.get(), node.get());
   if (out->kind == VK::Tensor) out->device = result_device;
   if (out->kind == VK::Tuple || out->kind == VK::List)
     for (auto& e : out->items)
@@ -633,9 +632,7 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   return out;
 }
 
-VTP Tracer::wrap_result(PyObject* res, PyObject* node, const std::vector<VTP>&,
-                        const std::vector<std::pair<std::string, VTP>>&, PyObject*,
-                        const std::string&) {
+VTP Tracer::wrap_result(PyObject* res, PyObject* node) {
   if (py::is_tensor(res)) {
     auto v = std::make_shared<VT>(VK::Tensor);
     v->node = Obj::borrow(node);

@@ -69,7 +69,7 @@ enum class Opc : uint8_t {
   BuildList, BuildMap, BuildConstKeyMap, BuildSlice, BuildString, FormatValue, ListAppend,
   ListExtend, MapAdd, DictMerge, DictUpdate, CallIntrinsic1, UnpackSequence, UnpackEx, GetIter,
   ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
-  PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, Precall, ReturnGenerator,
+  PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, ReturnGenerator,
   YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr, StoreGlobal,
 };
 
@@ -217,9 +217,9 @@ class Tracer {
                  const std::vector<std::pair<std::string, VTP>>& kwargs);
   // fx argument (nodes, constants) or, with `fake`, the value with meta tensors.
   Obj to_python_arg(const VTP& v, bool fake);
-  VTP wrap_result(PyObject* fake_result, PyObject* node, const std::vector<VTP>& args,
-                  const std::vector<std::pair<std::string, VTP>>& kwargs, PyObject* fn,
-                  const std::string& method);
+  // The tracker for an op's result computed on meta tensors (tensors, tuples
+  // of tensors through getitem nodes, or a folded constant).
+  VTP wrap_result(PyObject* fake_result, PyObject* node);
   void rename_node(const VTP& t, const std::string& name);
 
   // --- operations ---
