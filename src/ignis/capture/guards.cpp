@@ -441,8 +441,8 @@ int GuardProgram::global(PyObject* name) {
 }
 
 int GuardProgram::closure(int index, const std::string& name) {
-  return impl_->add_register(Op::LoadClosure, -1, index, nullptr,
-                             str("L['", name, "'].cell_contents"));
+  // Named as a local, as Dynamo names a frame's free variables.
+  return impl_->add_register(Op::LoadClosure, -1, index, nullptr, str("L['", name, "']"));
 }
 
 int GuardProgram::attr(int reg, PyObject* name) {

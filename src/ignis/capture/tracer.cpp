@@ -277,8 +277,22 @@ void Tracer::set_grad_mode(bool enabled) {
   }();
   if (!fn) throw PyErrorSet{};
   Obj args = check(Py_BuildValue("(O)", enabled ? Py_True : Py_False));
-  check(PyObject_CallMethod(graph.get(), "call_function", "OO", fn, args.get()));
-  ++call_nodes;
+  if (last_grad_node && call_nodes == call_nodes_at_grad_node) {
+    // Nothing ran since the previous switch: fold the two (as Dynamo emits
+    // only the net change), or drop both when they cancel.
+    if (enabled == grad_before_grad_node) {
+      check(PyObject_CallMethod(graph.get(), "erase_node", "O", last_grad_node.get()));
+      --call_nodes;
+      last_grad_node = Obj();
+    } else if (PyObject_SetAttrString(last_grad_node.get(), "args", args.get()) < 0) {
+      throw PyErrorSet{};
+    }
+  } else {
+    grad_before_grad_node = grad_enabled;
+    last_grad_node = check(PyObject_CallMethod(graph.get(), "call_function", "OO", fn, args.get()));
+    ++call_nodes;
+    call_nodes_at_grad_node = call_nodes;
+  }
   Obj C = check(PyObject_GetAttrString(ignis_module(), "_C"));
   check(PyObject_CallMethod(C.get(), "_set_grad_enabled", "O", enabled ? Py_True : Py_False));
   grad_enabled = enabled;
@@ -403,7 +417,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
     case Opc::LoadFast: {
       VTP v = f.locals[in.arg];
       if (!v && &f == root && in.arg < fv.nargs) {
-        v = wrap_input(fv.args[in.arg], guards().local(in.arg, f.ci->slot_names[in.arg]));
+        v = root_arg(in.arg);
         f.locals[in.arg] = v;
       }
       if (!v) throw Unsupported{str("local variable '", f.ci->slot_names[in.arg],
@@ -531,7 +545,8 @@ void Tracer::step(TFrame& f, const Instr& in) {
       auto c = std::make_shared<VT>(VK::Cell);
       VTP v = f.locals[in.arg];
       if (!v && &f == root && in.arg < fv.nargs) {
-        v = wrap_input(fv.args[in.arg], guards().local(in.arg, f.ci->slot_names[in.arg]));
+        v = root_arg(in.arg);
+        realize(v);  // a cell's contents are realized (Dynamo's placeholder order)
       }
       c->items.push_back(v);
       f.locals[in.arg] = c;
@@ -683,6 +698,8 @@ void Tracer::step(TFrame& f, const Instr& in) {
     case Opc::IsOp: {
       VTP b = pop(f);
       VTP a = pop(f);
+      realize(a);  // as Dynamo's lazy arguments, which `is` realizes
+      realize(b);
       bool same;
       if (a == b) same = true;
       else if (a->kind == VK::Tensor && b->kind == VK::Tensor)
@@ -958,6 +975,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
     case Opc::PopJumpIfNone:
     case Opc::PopJumpIfNotNone: {
       VTP c = f.stack.back();
+      realize(c);  // `if t is not None` realizes a lazy argument in Dynamo too
       bool is_none = c->kind == VK::Const && c->value.get() == Py_None;
       pop(f);
       if (is_none == (in.op == Opc::PopJumpIfNone)) jump(in.target);

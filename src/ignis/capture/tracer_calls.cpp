@@ -298,6 +298,12 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     spec.sizes.assign(t.sizes().begin(), t.sizes().end());
     spec.strides.assign(t.strides().begin(), t.strides().end());
     g.check_tensor(reg, std::move(spec));
+    if (!lazy_regs.count(reg)) {
+      v->reg = reg;
+      reg_vt[reg] = v;
+      node_of(v);
+      return v;
+    }
   } else if (is_immutable(value)) {
     if (reg >= 0) {
       if (value == Py_None)
@@ -342,7 +348,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     if (!is_list && !PyTuple_CheckExact(value)) v->pytype = Obj::borrow(reinterpret_cast<PyObject*>(Py_TYPE(value)));
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* item = is_list ? PyList_GET_ITEM(value, i) : PyTuple_GET_ITEM(value, i);
-      v->items.push_back(wrap_input(item, g.item(reg, i)));
+      int ireg = g.item(reg, i);
+      lazy_regs.insert(ireg);  // container items are lazy, as in Dynamo
+      v->items.push_back(wrap_input(item, ireg));
     }
     return v;
   } else if (PyDict_Check(value)) {
@@ -360,7 +368,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     for (auto& [key, val] : kvs) {
       if (!is_immutable(key)) throw Unsupported{"a dict with keys that are not constants"};
       v->keys.push_back(Obj::borrow(key));
-      v->items.push_back(wrap_input(val, g.dict_item(reg, key)));
+      int ireg = g.dict_item(reg, key);
+      lazy_regs.insert(ireg);
+      v->items.push_back(wrap_input(val, ireg));
     }
     return v;
   } else if (Py_IS_TYPE(value, &PyRangeIter_Type) || Py_IS_TYPE(value, &PyListIter_Type) ||
@@ -403,6 +413,16 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
   return v;
 }
 
+VTP Tracer::root_arg(int i) {
+  int reg = guards().local(i, root->ci->slot_names[i]);
+  lazy_regs.insert(reg);
+  return wrap_input(fv.args[i], reg);
+}
+
+void Tracer::realize(const VTP& v) {
+  if (v && v->kind == VK::Tensor && !v->node) node_of(v);
+}
+
 VTP Tracer::load_global(TFrame& f, PyObject* name) {
   for (auto& w : global_writes)  // written earlier in this trace
     if (w.globals.get() == f.globals.get() && PyUnicode_Compare(w.name.get(), name) == 0)
@@ -438,8 +458,9 @@ PyObject* Tracer::node_of(const VTP& t) {
   if (t->node) return t->node.get();
   if (t->reg < 0) throw Unsupported{"internal: tensor without node or source"};
   std::string target = sanitize(guards().source_name(t->reg));
-  Obj ph = check(PyObject_CallMethod(graph.get(), "placeholder", "sO", target.c_str(),
-                                     reinterpret_cast<PyObject*>(py::TensorClass)));
+  PyObject* type = t->value ? reinterpret_cast<PyObject*>(Py_TYPE(t->value.get()))
+                            : reinterpret_cast<PyObject*>(py::TensorClass);
+  Obj ph = check(PyObject_CallMethod(graph.get(), "placeholder", "sO", target.c_str(), type));
   std::string lower = target;
   for (char& c : lower) c = static_cast<char>(std::tolower(c));
   Obj nm = check(PyUnicode_FromString(lower.c_str()));
@@ -847,12 +868,15 @@ VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fn
                             std::vector<VTP> args,
                             std::vector<std::pair<std::string, VTP>> kwargs) {
   auto* co = reinterpret_cast<PyCodeObject*>(code_obj);
-  // Generator expressions run to completion here and become an iterator over
-  // what they yielded (they are consumed at once by sum/list/any/...); other
-  // generators and coroutines are not traced.
-  bool genexpr = (co->co_flags & CO_GENERATOR) && utf8(co->co_name) == "<genexpr>";
-  if ((co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) && !genexpr)
-    throw Unsupported{str("call to the generator function ", utf8(co->co_name))};
+  // A generator (a generator expression or a generator function) runs to
+  // completion here and becomes an iterator over what it yielded: the ops are
+  // the same as when it is consumed lazily, since tracing has no other side
+  // effects (a print or the like breaks the graph at the call instead); an
+  // endless generator hits the step limit and runs eagerly. Coroutines are
+  // not traced.
+  bool genexpr = co->co_flags & CO_GENERATOR;
+  if (co->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+    throw Unsupported{str("call to the coroutine function ", utf8(co->co_name))};
   if (inline_depth >= 32) throw Unsupported{"calls nest too deeply to inline"};
   const CodeInfo& ci = code_info(co);
   TFrame nf;
@@ -1501,7 +1525,7 @@ VTP Tracer::make_super(TFrame& f, const VTP& cls_in, const VTP& self_in) {
     }
     if (f.ci->code->co_argcount > 0) {
       if (!f.locals[0] && &f == root && fv.nargs > 0)  // arguments load lazily
-        f.locals[0] = wrap_input(fv.args[0], guards().local(0, f.ci->slot_names[0]));
+        f.locals[0] = root_arg(0);
       if (f.locals[0])
         self = f.locals[0]->kind == VK::Cell ? cell_contents(f, f.locals[0]) : f.locals[0];
     }
@@ -1561,6 +1585,7 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       throw Unsupported{str("'super' object has no attribute '", n, "'")};
     }
     case VK::Tensor: {
+      realize(obj);
       if (n == "device") return make_const(obj->device.get());
       if (n == "is_cuda") {
         Obj type = check(PyObject_GetAttrString(obj->device.get(), "type"));

@@ -208,6 +208,13 @@ class Tracer {
 
   // --- values from the frame ---
   VTP wrap_input(PyObject* value, int reg);     // guards + tracker for a sourced value
+  VTP root_arg(int i);                          // the root frame's argument i, wrapped
+  // Registers whose tensors get placeholders when first used (the root
+  // frame's arguments and container items: Dynamo's lazy variables); tensors
+  // read through any other source (parameters, globals, attributes) get them
+  // when read. This gives Dynamo's placeholder order.
+  std::unordered_set<int> lazy_regs;
+  void realize(const VTP& v);                   // a root argument's placeholder, now
   VTP load_global(TFrame& f, PyObject* name);
   VTP cell_contents(TFrame& f, const VTP& cell);
 
@@ -284,6 +291,11 @@ class Tracer {
 
   bool grad_enabled_at_start = true;
   bool grad_enabled = true;
+  // The last _set_grad_enabled node, the mode before it, and call_nodes right
+  // after it: a switch with no op since folds into it.
+  Obj last_grad_node;
+  bool grad_before_grad_node = true;
+  int call_nodes_at_grad_node = -1;
   int inline_depth = 0;
 };
 

@@ -536,7 +536,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   for (int l : live) {
     VTP v = f.locals[l];
     if (!v && l < fv.nargs) {
-      v = wrap_input(fv.args[l], guards().local(l, ci.slot_names[l]));
+      v = root_arg(l);
       f.locals[l] = v;
     }
     if (!v) continue;  // unbound here: stays unbound in the resume function

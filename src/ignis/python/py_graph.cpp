@@ -154,6 +154,18 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
   if (callable) {
     f->module = str_attr(o, "__module__");
     f->name = str_attr(o, "__name__");
+    if (f->module.rfind("ignis.", 0) == 0 && !f->name.empty()) {
+      // A function of a private module that ignis exports (ignis._creation.tensor)
+      // prints as users call it: ignis.tensor.
+      PyObject* pkg_name = PyUnicode_FromString("ignis");
+      PyObject* pkg = pkg_name ? PyImport_GetModule(pkg_name) : nullptr;
+      Py_XDECREF(pkg_name);
+      PyObject* exported = pkg ? PyObject_GetAttrString(pkg, f->name.c_str()) : nullptr;
+      if (!exported) PyErr_Clear();
+      if (exported == o) f->module = "ignis";
+      Py_XDECREF(exported);
+      Py_XDECREF(pkg);
+    }
     std::string qual = str_attr(o, "__qualname__");
     f->repr = py_str(o);
     f->identity = (f->module.empty() ? "" : f->module + ".") + (qual.empty() ? f->name : qual);
