@@ -57,6 +57,8 @@ def main():
     ap.add_argument("--synthetic", action="store_true", help="train on generated sentences")
     ap.add_argument("--torch", action="store_true", help="run on PyTorch instead of ignis")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true",
+                    help="train through ignis.compile / torch.compile (backend 'eager')")
     ap.add_argument("--threads", type=int, default=None,
                     help="intra-op threads (on a busy shared machine 1 can be steadier)")
     args = ap.parse_args()
@@ -87,6 +89,9 @@ def main():
     cfg = GPTConfig(vocab_size=len(chars), block_size=args.block, n_layer=args.layers,
                     n_head=args.heads, n_embd=args.embd)
     model = build_gpt(lib)(cfg)
+    # The compiled module shares the model's parameters; sampling below keeps
+    # the eager model (its context grows every step: a new shape each time).
+    fwd = lib.compile(model, backend="eager") if args.compile else model
     n_params = sum(p.numel() for p in model.parameters())
     opt = configure_optimizer(lib, model, lr=args.lr)
     warmup = max(1, args.steps // 20)
@@ -98,7 +103,7 @@ def main():
     def evaluate():
         model.eval()
         with lib.no_grad():
-            losses = [model(*batch("val"))[1].item() for _ in range(4)]
+            losses = [fwd(*batch("val"))[1].item() for _ in range(4)]
         model.train()
         return sum(losses) / len(losses)
 
@@ -107,7 +112,7 @@ def main():
     first = None
     for step in range(args.steps):
         x, y = batch("train")
-        _, loss = model(x, y)
+        _, loss = fwd(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
