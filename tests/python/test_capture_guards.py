@@ -373,3 +373,25 @@ def test_cache_size_limit_validation():
     with pytest.raises(AttributeError):
         ignis.compiler.config.no_such_setting = 1
     assert ignis.compiler.config.cache_size_limit == 8
+
+
+def test_globals_of_another_module_are_guarded():
+    # An inlined helper from another module reads that module's globals: the
+    # reads are guarded through its globals dict, so changing one recompiles.
+    ns = {"SCALE": 2.0, "__name__": "helper_module"}
+    exec("def helper(t):\n    return t * SCALE\n", ns)
+    helper = ns["helper"]
+
+    def f(x):
+        return helper(x) + 1
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    x = tensor(ignis, 4)
+    assert close(cf(x), x * 2.0 + 1)
+    assert close(cf(x), x * 2.0 + 1)
+    assert len(graphs) == 1
+    ns["SCALE"] = 3.0
+    assert close(cf(x), x * 3.0 + 1)
+    assert len(graphs) == 2
+    ignis.compiler.reset()

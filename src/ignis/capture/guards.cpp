@@ -24,6 +24,7 @@ enum class Op : uint8_t {
   LoadLocal,
   LoadGlobal,
   LoadClosure,
+  LoadObject,
   LoadAttr,
   LoadDictItem,
   LoadItem,
@@ -259,6 +260,10 @@ struct GuardProgram::Impl {
         }
         Py_XINCREF(out);
         break;
+      case Op::LoadObject:
+        out = s.obj;
+        Py_INCREF(out);
+        break;
       case Op::LoadAttr:
         out = PyObject_GetAttr(v[s.parent], s.obj);
         break;
@@ -438,6 +443,10 @@ int GuardProgram::local(int index, const std::string& name) {
 
 int GuardProgram::global(PyObject* name) {
   return impl_->add_register(Op::LoadGlobal, -1, 0, name, str("G['", str_of(name), "']"));
+}
+
+int GuardProgram::object(PyObject* obj, const std::string& name) {
+  return impl_->add_register(Op::LoadObject, -1, 0, obj, name);
 }
 
 int GuardProgram::closure(int index, const std::string& name) {

@@ -53,6 +53,9 @@ class GuardProgram {
   int local(int index, const std::string& name);   // FrameView::args[index]: L['name']
   int global(PyObject* name);                      // f_globals[name], else builtins: G['name']
   int closure(int index, const std::string& name); // closure[index].cell_contents: L['name']
+  // A fixed object known when tracing (another module's globals dict), named
+  // `name` in messages; loads through it are guarded like any other.
+  int object(PyObject* obj, const std::string& name);
   int attr(int reg, PyObject* name);               // getattr(r, name): r.name
   int dict_item(int reg, PyObject* key);           // r[key] for an exact dict (no __getitem__ call)
   int item(int reg, Py_ssize_t index);             // r[index] for a list/tuple: r[i]

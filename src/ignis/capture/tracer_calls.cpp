@@ -436,14 +436,16 @@ VTP Tracer::load_global(TFrame& f, PyObject* name) {
   }
   if (!value) throw Unsupported{str("name '", utf8(name), "' is not defined")};
   if (f.globals.get() == fv.globals) return wrap_input(value, guards().global(name));
-  if (f.func && f.func->reg >= 0 && in_globals) {
-    int r = guards().dict_item(guards().attr(f.func->reg, PyUnicode_InternFromString("__globals__")), name);
-    return wrap_input(value, r);
+  if (!in_globals) {
+    // A builtin seen from another module's code: read through that module's
+    // globals' builtins (normally the interpreter's own).
+    return wrap_input(value, guards().dict_item(guards().object(f.builtins.get(), "__builtins__"), name));
   }
-  // Globals of library code (another module, reached without a source) are
-  // read once: modules' functions and constants do not change.
-  if (py::is_tensor(value)) throw Unsupported{str("a global tensor '", utf8(name), "' of another module")};
-  return wrap_input(value, -1);
+  // Another module's global (a layer's `F`, a model file's constants):
+  // loaded from that module's globals dict, and guarded as any value.
+  PyObject* modname = PyDict_GetItemString(f.globals.get(), "__name__");
+  std::string root = str("G['", modname && PyUnicode_Check(modname) ? utf8(modname) : "?", "']");
+  return wrap_input(value, guards().dict_item(guards().object(f.globals.get(), root), name));
 }
 
 VTP Tracer::cell_contents(TFrame&, const VTP& cell) {
