@@ -8,7 +8,10 @@ import math
 import pytest
 
 from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
-from capture_util import check_case, registry, requires_capture, tensor, x1
+from capture_util import (check_case, close, counting_backend, registry, requires_capture, tensor,
+                          x1)
+
+import ignis
 
 pytestmark = requires_capture
 CASES, case = registry()
@@ -477,3 +480,38 @@ EXPECTED = {
 @pytest.mark.parametrize("c", CASES, ids=repr)
 def test_case(c):
     check_case(c, EXPECTED)
+
+
+def test_objects_made_inside_keep_their_identity():
+    # A list, dict or object made by the compiled function and returned in
+    # several places is one object, as in eager Python.
+    class Box:
+        def __init__(self, t):
+            self.t = t
+
+    def f(x):
+        a = [x * 2]
+        b = Box(x + 1)
+        d = {"b": b, "a": a}
+        return a, a, b, d
+
+    got = ignis.compile(f)(tensor(ignis, 4))
+    assert got[0] is got[1] and got[3]["a"] is got[0] and got[3]["b"] is got[2]
+    assert type(got[2]) is Box and close(got[2].t, tensor(ignis, 4) + 1)
+    ignis.compiler.reset()
+
+
+def test_returning_an_object_made_inside():
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    def f(x, y):
+        return Pair(x + y, x - y)
+
+    graphs = []
+    x, y = tensor(ignis, 4), tensor(ignis, 4, seed=1)
+    p = ignis.compile(f, backend=counting_backend(graphs))(x, y)
+    assert isinstance(p, Pair) and close(p.a, x + y) and close(p.b, x - y)
+    assert len(graphs) == 1
+    ignis.compiler.reset()

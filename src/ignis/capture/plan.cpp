@@ -63,8 +63,31 @@ class ValueStack {
 
 bool run_program(const ValueProgram& prog, PyObject* outs, GuardProgram::Registers& regs,
                  ValueStack& st) {
+  struct Slots {  // owned references, released on every way out
+    std::vector<PyObject*> v;
+    ~Slots() {
+      for (PyObject* o : v) Py_XDECREF(o);
+    }
+  } saved;
+  auto& slots = saved.v;
   for (const ValueOp& op : prog) {
     switch (op.kind) {
+      case ValueOp::Save:
+        if (slots.size() <= static_cast<size_t>(op.arg)) slots.resize(op.arg + 1, nullptr);
+        Py_XDECREF(slots[op.arg]);
+        slots[op.arg] = st[st.size() - 1];
+        Py_XINCREF(slots[op.arg]);
+        break;
+      case ValueOp::Load: {
+        PyObject* o = static_cast<size_t>(op.arg) < slots.size() ? slots[op.arg] : nullptr;
+        if (!o) {
+          PyErr_SetString(PyExc_SystemError, "capture plan: load of an empty slot");
+          return false;
+        }
+        Py_INCREF(o);
+        st.push(o);
+        break;
+      }
       case ValueOp::Reg: {
         PyObject* o = regs.get(static_cast<int>(op.arg));
         Py_XINCREF(o);

@@ -39,6 +39,8 @@ struct ValueOp {
     Slice,   // pop 3 (start, stop, step), push a slice
     Call,    // pop `arg` args and then the callable; push callable(*args)
     Pop,     // drop the top value (a side effect's result)
+    Save,    // remember the top value (not popped) in slot `arg`
+    Load,    // push the value remembered in slot `arg` (one object named twice)
   };
   Kind kind;
   Py_ssize_t arg = 0;

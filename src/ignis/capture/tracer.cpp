@@ -1050,7 +1050,19 @@ void Tracer::run() {
     skip_code = true;
     return;
   }
-  if (ret) finish_return(ret);
+  if (!ret) return;
+  try {
+    finish_return(ret);
+  } catch (Unsupported& u) {  // a returned value capture cannot rebuild
+    fail_line = f.line;
+    if (cfg->fullgraph) throw;
+    log_break(u.reason + " (the frame runs eagerly)", ci.filename, f.line);
+    auto fresh = std::make_shared<CacheEntry>();
+    fresh->config = cfg;
+    entry_ = fresh;  // drop the partial plan
+    finish_run_original(u.reason);
+    skip_code = true;
+  }
 }
 
 TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureConfig>& cfg,

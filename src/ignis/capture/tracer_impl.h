@@ -274,6 +274,10 @@ class Tracer {
   void finish_run_original(const std::string& reason);
   Obj compile_graph(const std::vector<VTP>& outputs);
   void emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs);
+  // Objects made while tracing, already built by the program being emitted:
+  // a second mention loads the same object (a list returned twice is one list).
+  std::unordered_map<VT*, int> emitted_slots;
+  void emit_value_once(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs);
   void log_break(const std::string& reason, const std::string& file, int line);
 
   // Frame containers/objects changed while tracing (replayed by the plan).

@@ -35,6 +35,39 @@ PyObject* grad_exit_fn() {
   return f;
 }
 
+// _rebuild_object(cls, attrs): an instance of a user class made inside
+// captured code, for the plan to return or pass on (no __init__ runs again).
+PyObject* rebuild_object(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyType_Check(args[0]) || !PyDict_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_rebuild_object(cls, attrs)");
+    return nullptr;
+  }
+  auto* tp = reinterpret_cast<PyTypeObject*>(args[0]);
+  PyObject* obj = tp->tp_alloc(tp, 0);
+  if (!obj) return nullptr;
+  PyObject** dp = _PyObject_GetDictPtr(obj);
+  if (!dp) {
+    Py_DECREF(obj);
+    PyErr_SetString(PyExc_TypeError, "_rebuild_object: the class has no instance dict");
+    return nullptr;
+  }
+  if (!*dp) *dp = PyDict_New();
+  if (!*dp || PyDict_Update(*dp, args[1]) < 0) {
+    Py_DECREF(obj);
+    return nullptr;
+  }
+  return obj;
+}
+
+PyObject* rebuild_object_fn() {
+  static PyMethodDef def = {"_rebuild_object", reinterpret_cast<PyCFunction>(
+                                                   reinterpret_cast<void*>(rebuild_object)),
+                            METH_FASTCALL, "Rebuilds an object made inside captured code."};
+  static PyObject* fn = PyCFunction_New(&def, nullptr);
+  if (!fn) throw PyErrorSet{};
+  return fn;
+}
+
 int next_graph_id() {
   static int id = 0;
   return ++id;
@@ -96,6 +129,26 @@ void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*
 }  // namespace
 
 void Tracer::emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs) {
+  // Mutable objects made while tracing keep their identity: built once, then
+  // loaded again wherever the value appears a second time.
+  bool identity = v->local && (v->kind == VK::List || v->kind == VK::Dict || v->kind == VK::Set ||
+                               v->kind == VK::LocalObject);
+  if (identity) {
+    auto seen = emitted_slots.find(v.get());
+    if (seen != emitted_slots.end()) {
+      prog.push_back(ValueOp{ValueOp::Load, seen->second});
+      return;
+    }
+  }
+  emit_value_once(v, prog, outputs);
+  if (identity) {
+    int slot = static_cast<int>(emitted_slots.size());
+    emitted_slots[v.get()] = slot;
+    prog.push_back(ValueOp{ValueOp::Save, slot});
+  }
+}
+
+void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector<VTP>& outputs) {
   auto push_const = [&](PyObject* o) {
     Py_INCREF(o);
     prog.push_back(ValueOp{ValueOp::Const, 0, o});
@@ -226,6 +279,19 @@ void Tracer::emit_value(const VTP& v, ValueProgram& prog, const std::vector<VTP>
       emit_value(v->self, prog, outputs);
       Obj n = check(PyUnicode_FromString(v->attr.c_str()));
       push_const(n.get());
+      prog.push_back(ValueOp{ValueOp::Call, 2});
+      return;
+    }
+    case VK::LocalObject: {
+      // _rebuild_object(cls, {attributes})
+      push_const(rebuild_object_fn());
+      push_const(v->pytype.get());
+      for (auto& [name, value] : v->attrs) {
+        Obj n = check(PyUnicode_FromString(name.c_str()));
+        push_const(n.get());
+        emit_value(value, prog, outputs);
+      }
+      prog.push_back(ValueOp{ValueOp::Dict, static_cast<Py_ssize_t>(v->attrs.size())});
       prog.push_back(ValueOp{ValueOp::Call, 2});
       return;
     }
