@@ -376,6 +376,10 @@ VTP Tracer::run_frame(TFrame& f) {
       try {
         step(f, in);
       } catch (PyErrorSet&) {
+        // An exception the traced operation raised is a graph break (eager
+        // Python raises it again at that point); KeyboardInterrupt and
+        // SystemExit are the user's, and stop tracing.
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) throw;
         throw Unsupported{current_exception_text()};
       }
     } catch (Unsupported& u) {
