@@ -593,3 +593,23 @@ def test_gpt_training_through_compile_matches_eager():
     assert eager_losses == pytest.approx(comp_losses, rel=1e-6, abs=1e-6)
     for a, b in zip(eager_params, comp_params):
         assert close(a, b)
+
+
+def test_hasattr_false_is_guarded_across_instances():
+    class Maybe(ignis.nn.Module):
+        def forward(self, x):
+            if hasattr(self, "extra"):
+                return x + self.extra
+            return x * 2
+
+    def run(mod, x):
+        return mod(x)
+
+    graphs = []
+    cf = ignis.compile(run, backend=counting_backend(graphs))
+    x = tensor(ignis, 4)
+    a, b = Maybe(), Maybe()
+    b.extra = 5.0
+    assert close(cf(a, x), x * 2)
+    assert close(cf(b, x), x + 5.0)  # b has `extra`: a's entry must not be reused
+    assert len(graphs) == 2

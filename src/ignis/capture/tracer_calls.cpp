@@ -1566,6 +1566,20 @@ VTP Tracer::class_attribute(const VTP& self, PyObject* attr, PyObject* name) {
   throw Unsupported{str("class attribute '", utf8(name), "' of type ", Py_TYPE(attr)->tp_name)};
 }
 
+void Tracer::guard_not_shadowed(const VTP& obj, PyObject* name) {
+  // Instances of one class share entries (type guards): that this one has no
+  // instance attribute `name` (for a module: no parameter, buffer or
+  // submodule either) must hold for the next one too.
+  if (obj->reg < 0 || !obj->value) return;
+  PyObject** dp = _PyObject_GetDictPtr(obj->value.get());
+  if (!dp || !*dp) return;
+  guards().check_no_key(guards().attr(obj->reg, PyUnicode_InternFromString("__dict__")), name);
+  if (obj->kind != VK::Module) return;
+  for (const char* store : {"_parameters", "_buffers", "_modules"})
+    if (PyDict_GetItemString(*dp, store))
+      guards().check_no_key(guards().attr(obj->reg, PyUnicode_InternFromString(store)), name);
+}
+
 VTP Tracer::getattr(const VTP& obj, PyObject* name) {
   std::string n = utf8(name);
   switch (obj->kind) {
@@ -1703,6 +1717,7 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       }
       if (ca) {
         if (PyFunction_Check(ca)) {
+          guard_not_shadowed(obj, name);
           auto m = std::make_shared<VT>(VK::Method);
           m->self = obj;
           m->func = make_const(ca);
@@ -1721,12 +1736,15 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         }
       }
       if (obj->kind == VK::Module) {
-        // nn.Module.__getattr__ would raise for anything not found above.
+        // nn.Module.__getattr__ would raise for anything not found above
+        // (guarded: hasattr() is False only while it stays absent).
+        guard_not_shadowed(obj, name);
         throw Unsupported{str("'", Py_TYPE(o)->tp_name, "' object has no attribute '", n, "'")};
       }
       Obj v = Obj::steal(PyObject_GetAttr(o, name));
       if (!v) {
         PyErr_Clear();
+        guard_not_shadowed(obj, name);
         throw Unsupported{str("'", Py_TYPE(o)->tp_name, "' object has no attribute '", n, "'")};
       }
       return wrap_input(v.get(), obj->reg >= 0 ? guards().attr(obj->reg, name) : -1);

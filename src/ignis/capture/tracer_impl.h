@@ -244,6 +244,7 @@ class Tracer {
   VTP call_module(const VTP& mod, std::vector<VTP>& args,
                   std::vector<std::pair<std::string, VTP>>& kwargs);
   VTP getattr(const VTP& obj, PyObject* name);
+  void guard_not_shadowed(const VTP& obj, PyObject* name);  // `name` stays a class attribute / absent
   VTP make_super(TFrame& f, const VTP& cls, const VTP& self);  // nullptrs: zero-argument form
   VTP class_attribute(const VTP& self, PyObject* attr, PyObject* name);  // bind a class attribute
   VTP binary(const char* opname, const VTP& a, const VTP& b);   // operator module name
