@@ -709,6 +709,11 @@ void Tracer::step(TFrame& f, const Instr& in) {
       else if (a->kind == VK::Tensor && b->kind == VK::Tensor)
         same = a->node && a->node.get() == b->node.get() && a->fake.get() == b->fake.get();
       else if (a->kind == VK::Tensor || b->kind == VK::Tensor) same = false;
+      else if ((a->kind == VK::Module || a->kind == VK::Object) &&
+               (b->kind == VK::Module || b->kind == VK::Object))
+        // Guarded by type, two of them may be one object in one call and two
+        // in the next: not something to bake into the entry.
+        throw Unsupported{"'is' between two objects from the frame"};
       else if (a->value && b->value) same = a->value.get() == b->value.get();
       else if ((a->kind == VK::Null) != (b->kind == VK::Null)) same = false;
       else if (a->value || b->value) same = false;  // a fresh container is no existing object
