@@ -690,3 +690,20 @@ def test_backend_registry():
         compiled = lookup_backend(name)(gm, [x, y])
         np.testing.assert_allclose(compiled(x, y).numpy(), traced_fn(x, y).numpy())
     assert seen and seen[0][0] is gm
+
+
+def test_generated_source_leaves_linecache_with_its_module():
+    # The generated forward's source is registered with linecache (so
+    # tracebacks show it) only while its GraphModule lives: repeated compiles
+    # do not grow linecache.
+    import gc
+    import linecache
+    g = ignis.fx.Graph()
+    x = g.placeholder("x")
+    g.output(g.call_function(ignis.relu, (x,)))
+    gm = ignis.fx.GraphModule({}, g)
+    name = gm.forward.__code__.co_filename
+    assert name in linecache.cache
+    del gm
+    gc.collect()
+    assert name not in linecache.cache

@@ -2,6 +2,7 @@
 generated from the graph (exec'd, as torch.fx does)."""
 import itertools
 import linecache
+import weakref
 import math
 import types
 
@@ -82,6 +83,11 @@ class GraphModule:
         # A fake file name registered with linecache: tracebacks show the code.
         filename = f"<eval_with_key>.{next(_counter)}"
         linecache.cache[filename] = (len(pc.src), None, pc.src.splitlines(True), filename)
+        # The entry lives as long as this module's code can be in a traceback.
+        old = getattr(self, "_linecache_finalizer", None)
+        if old is not None:
+            old()
+        self._linecache_finalizer = weakref.finalize(self, linecache.cache.pop, filename, None)
         exec(compile(pc.src, filename, "exec"), globals_)
         self._code = pc.src
         self.forward = types.MethodType(globals_["forward"], self)
