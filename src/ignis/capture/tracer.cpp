@@ -36,16 +36,19 @@ VTP make_const(PyObject* o) {
 
 VTP make_null() { return std::make_shared<VT>(VK::Null); }
 
-PyObject* operator_fn(const char* name) {
-  static PyObject* mod = PyImport_ImportModule("operator");
-  static std::unordered_map<std::string, PyObject*> cache;
-  auto it = cache.find(name);
+PyObject* py_import_attr(const char* module, const char* name) {
+  static auto& cache = *new std::unordered_map<std::string, PyObject*>();  // never released
+  std::string key = std::string(module) + "." + name;
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  PyObject* f = PyObject_GetAttrString(mod, name);
-  if (!f) throw PyErrorSet{};
-  cache[name] = f;
-  return f;
+  Obj m = check(PyImport_ImportModule(module));
+  PyObject* v = PyObject_GetAttrString(m.get(), name);
+  if (!v) throw PyErrorSet{};
+  cache[key] = v;
+  return v;
 }
+
+PyObject* operator_fn(const char* name) { return py_import_attr("operator", name); }
 
 PyObject* builtins_dict() { return PyEval_GetBuiltins(); }
 
@@ -197,8 +200,6 @@ const CodeInfo& code_info(PyCodeObject* code) {
     }
   }
   ci->nlocalsplus = code->co_nlocalsplus;
-  ci->ncells = code->co_ncellvars;
-  ci->nfree = code->co_nfreevars;
   for (int i = 0; i < ci->nlocalsplus; ++i)
     ci->slot_names.push_back(utf8(PyTuple_GET_ITEM(code->co_localsplusnames, i)));
   ci->filename = utf8(code->co_filename);
@@ -243,10 +244,6 @@ Tracer::~Tracer() {
   }
 }
 
-std::string Tracer::where(const TFrame& f) const {
-  return str(f.ci->filename, ":", f.line);
-}
-
 VTP Tracer::make_tuple(std::vector<VTP> items) {
   bool all_const = true;
   for (auto& i : items) all_const &= i->kind == VK::Const;
@@ -271,11 +268,7 @@ VTP Tracer::make_list(std::vector<VTP> items) {
 
 void Tracer::set_grad_mode(bool enabled) {
   if (enabled == grad_enabled) return;
-  static PyObject* fn = [] {
-    Obj m = check(PyImport_ImportModule("ignis.autograd.grad_mode"));
-    return PyObject_GetAttrString(m.get(), "_set_grad_enabled");
-  }();
-  if (!fn) throw PyErrorSet{};
+  PyObject* fn = py_import_attr("ignis.autograd.grad_mode", "_set_grad_enabled");
   Obj args = check(Py_BuildValue("(O)", enabled ? Py_True : Py_False));
   if (last_grad_node && call_nodes == call_nodes_at_grad_node) {
     // Nothing ran since the previous switch: fold the two (as Dynamo emits
@@ -1074,6 +1067,19 @@ void Tracer::run() {
   }
 }
 
+namespace {
+// Sets ignis.compiler.Unsupported (RuntimeError if it cannot be imported).
+void raise_fullgraph_error(const std::string& where) {
+  PyObject* type = PyExc_RuntimeError;
+  try {
+    type = py_import_attr("ignis.compiler", "Unsupported");
+  } catch (PyErrorSet&) {
+    PyErr_Clear();
+  }
+  PyErr_SetString(type, ("graph break with fullgraph=True: " + where).c_str());
+}
+}  // namespace
+
 TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureConfig>& cfg,
                         bool* error) {
   *error = false;
@@ -1088,17 +1094,9 @@ TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureC
         t.run();
       } catch (Unsupported& u) {
         // Only fullgraph lets an Unsupported escape run().
-        static PyObject* exc_type = [] {
-          Obj m = Obj::steal(PyImport_ImportModule("ignis.compiler"));
-          PyObject* t = m ? PyObject_GetAttrString(m.get(), "Unsupported") : nullptr;
-          if (!t) PyErr_Clear();
-          return t;
-        }();
         const CodeInfo& ci = code_info(f.code);
         int line = t.fail_line ? t.fail_line : ci.code->co_firstlineno;
-        std::string msg = str("graph break with fullgraph=True: ", u.reason, "\n  at ",
-                              ci.filename, ":", line, " in ", ci.name);
-        PyErr_SetString(exc_type ? exc_type : PyExc_RuntimeError, msg.c_str());
+        raise_fullgraph_error(str(u.reason, "\n  at ", ci.filename, ":", line, " in ", ci.name));
         *error = true;
         return result;
       }
@@ -1107,15 +1105,8 @@ TraceResult trace_frame(const FrameView& f, const std::shared_ptr<const CaptureC
       return result;
     } catch (RestartAt& r) {
       if (cfg->fullgraph) {
-        static PyObject* exc_type = [] {
-          Obj m = Obj::steal(PyImport_ImportModule("ignis.compiler"));
-          PyObject* t = m ? PyObject_GetAttrString(m.get(), "Unsupported") : nullptr;
-          if (!t) PyErr_Clear();
-          return t;
-        }();
-        std::string msg = str("graph break with fullgraph=True: ", r.reason, "\n  at ",
-                              r.filename, ":", r.lineno, "\n  User code traceback:\n", r.traceback);
-        PyErr_SetString(exc_type ? exc_type : PyExc_RuntimeError, msg.c_str());
+        raise_fullgraph_error(str(r.reason, "\n  at ", r.filename, ":", r.lineno,
+                                  "\n  User code traceback:\n", r.traceback));
         *error = true;
         return result;
       }

@@ -14,26 +14,21 @@ namespace ignis::capture {
 namespace {
 
 
-PyObject* ig(const char* name) {  // borrowed, cached attribute of ignis
-  static std::unordered_map<std::string, PyObject*> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second;
-  PyObject* v = PyObject_GetAttrString(ignis_module(), name);
-  if (!v) throw PyErrorSet{};
-  cache[name] = v;
-  return v;
-}
+PyObject* ig(const char* name) { return py_import_attr("ignis", name); }
 
-PyObject* py_import_attr(const char* module, const char* name) {
-  static std::unordered_map<std::string, PyObject*> cache;
-  std::string key = std::string(module) + "." + name;
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  Obj m = check(PyImport_ImportModule(module));
-  PyObject* v = PyObject_GetAttrString(m.get(), name);
-  if (!v) throw PyErrorSet{};
-  cache[key] = v;
-  return v;
+
+// The Python class of the value a tracker stands for (what type() gives),
+// or nullptr for trackers with no Python counterpart (NULL, cells).
+PyTypeObject* python_type(const VTP& v) {
+  switch (v->kind) {
+    case VK::Tensor:
+      return v->value ? Py_TYPE(v->value.get()) : reinterpret_cast<PyTypeObject*>(py::TensorClass);
+    case VK::List: return &PyList_Type;
+    case VK::Tuple: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyTuple_Type;
+    case VK::Dict: return &PyDict_Type;
+    case VK::LocalObject: return reinterpret_cast<PyTypeObject*>(v->pytype.get());
+    default: return v->value ? Py_TYPE(v->value.get()) : nullptr;
+  }
 }
 
 PyTypeObject* op_type() {
@@ -42,12 +37,6 @@ PyTypeObject* op_type() {
 }
 bool is_op(PyObject* o) { return PyObject_TypeCheck(o, op_type()); }
 
-bool is_nn_module(PyObject* o) {
-  static PyObject* cls = py_import_attr("ignis.nn", "Module");
-  int r = PyObject_IsInstance(o, cls);
-  if (r < 0) throw PyErrorSet{};
-  return r;
-}
 
 // functools.partial(ignis.autograd.grad_mode._grad_exit, prev)
 bool is_grad_exit(PyObject* o) {
@@ -70,6 +59,8 @@ bool is_nn_module_type(PyObject* t) {
   if (r < 0) throw PyErrorSet{};
   return r;
 }
+
+bool is_nn_module(PyObject* o) { return is_nn_module_type(reinterpret_cast<PyObject*>(Py_TYPE(o))); }
 
 bool type_named(PyObject* o, const char* name) {
   return std::strcmp(Py_TYPE(o)->tp_name, name) == 0 ||
@@ -200,8 +191,9 @@ std::string callable_name(PyObject* fn) {
   return mod + "." + utf8(q.get());
 }
 
-// Data-dependent tensor methods: their result is a Python value or a shape
-// that only the data decides.
+// Tensor methods whose result is a Python value only the data decides, or
+// that change autograd state. (Ops with data-dependent output shapes, such as
+// nonzero, need no entry: their meta rule refuses, which breaks the graph.)
 const char* data_dependent_reason(const std::string& name) {
   static const std::pair<const char*, const char*> table[] = {
       {"item", "Tensor.item() reads a tensor's value into Python (data-dependent)"},
@@ -212,10 +204,6 @@ const char* data_dependent_reason(const std::string& name) {
       {"__float__", "float() of a tensor reads its value (data-dependent)"},
       {"__index__", "using a tensor as an index reads its value (data-dependent)"},
       {"data_ptr", "Tensor.data_ptr() reads an address"},
-      {"nonzero", "Tensor.nonzero() has a data-dependent output shape"},
-      {"unique", "Tensor.unique() has a data-dependent output shape"},
-      {"masked_select", "masked_select has a data-dependent output shape"},
-      {"argwhere", "argwhere has a data-dependent output shape"},
       {"backward", "Tensor.backward() inside a captured function"},
       {"register_hook", "Tensor.register_hook() inside a captured function"},
       {"retain_grad", "Tensor.retain_grad() inside a captured function"},
@@ -536,6 +524,20 @@ VTP first_tensor(const std::vector<VTP>& vs) {
   return nullptr;
 }
 
+PyObject* meta_str() {
+  static PyObject* s = PyUnicode_InternFromString("meta");
+  return s;
+}
+
+PyObject* cpu_device() {  // ignis.device("cpu"), made once
+  static PyObject* d = [] {
+    PyObject* r = PyObject_CallFunction(py_import_attr("ignis", "device"), "s", "cpu");
+    if (!r) throw PyErrorSet{};
+    return r;
+  }();
+  return d;
+}
+
 bool is_device_like(PyObject* o) {
   return py::is_device(o) || PyUnicode_Check(o);
 }
@@ -550,7 +552,7 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
       if (v->kind == VK::Tensor) self_tensor = v;
   }
   // --- metadata on meta tensors ---
-  Obj meta = check(PyUnicode_FromString("meta"));
+  Obj meta = Obj::borrow(meta_str());
   Obj fargs = check(PyList_New(0));
   for (auto& a : args) {
     Obj f = to_python_arg(a, true);
@@ -578,7 +580,7 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
     result_device = idx ? check(PyObject_CallFunction(ig("device"), "sO", "cuda", idx.get()))
                         : check(PyObject_CallFunction(ig("device"), "s", "cuda"));
   } else if (method == "cpu") {
-    result_device = check(PyObject_CallFunction(ig("device"), "s", "cpu"));
+    result_device = Obj::borrow(cpu_device());
   }
   Obj result;
   if (fn == operator_fn("setitem")) {
@@ -628,7 +630,7 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   }
   if (!result_device) {
     result_device = self_tensor ? self_tensor->device
-                                : check(PyObject_CallFunction(ig("device"), "s", "cpu"));
+                                : Obj::borrow(cpu_device());
   }
   // --- the node ---
   Obj gargs = check(PyList_New(0));
@@ -727,18 +729,9 @@ VTP Tracer::call(const VTP& fn, std::vector<VTP> args,
       }
       return call(fn->func, std::move(all), std::move(kw));
     }
-    case VK::LocalObject: {
-      PyObject* call_attr = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(fn->pytype.get()),
-                                           PyUnicode_InternFromString("__call__"));
-      if (call_attr && PyFunction_Check(call_attr)) {
-        args.insert(args.begin(), fn);
-        return inline_function(PyFunction_GET_CODE(call_attr), PyFunction_GET_GLOBALS(call_attr),
-                               make_const(call_attr), std::move(args), std::move(kwargs));
-      }
-      throw Unsupported{"call of an object without a Python __call__"};
-    }
-    case VK::Object: {
-      PyObject* call_attr = _PyType_Lookup(Py_TYPE(fn->value.get()), PyUnicode_InternFromString("__call__"));
+    case VK::LocalObject:
+    case VK::Object: {  // an instance with a Python __call__
+      PyObject* call_attr = _PyType_Lookup(python_type(fn), PyUnicode_InternFromString("__call__"));
       if (call_attr && PyFunction_Check(call_attr)) {
         args.insert(args.begin(), fn);
         return inline_function(PyFunction_GET_CODE(call_attr), PyFunction_GET_GLOBALS(call_attr),
@@ -884,7 +877,6 @@ VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fn
   TFrame nf;
   nf.ci = &ci;
   nf.parent = cur;
-  nf.depth = cur->depth + 1;
   nf.locals.assign(ci.nlocalsplus, nullptr);
   nf.globals = Obj::borrow(globals);
   PyObject* b = PyDict_GetItemString(globals, "__builtins__");
@@ -1294,36 +1286,23 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     if (args.size() != 2) throw Unsupported{"isinstance() with wrong arguments"};
     Obj cls = const_value(args[1]);
     if (!cls) throw Unsupported{"isinstance() against a non-constant class"};
-    PyObject* tp;
     VTP a = args[0];
-    Obj holder;
+    PyObject* tp;
     if (is_builtin("issubclass")) {
       if (a->kind != VK::Const) throw Unsupported{"issubclass() of a non-constant"};
       tp = a->value.get();
-    } else if (a->kind == VK::Tensor) {
-      tp = a->value ? reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()))
-                    : reinterpret_cast<PyObject*>(py::TensorClass);
-    } else if (a->kind == VK::List) tp = reinterpret_cast<PyObject*>(&PyList_Type);
-    else if (a->kind == VK::Tuple) tp = a->pytype ? a->pytype.get() : reinterpret_cast<PyObject*>(&PyTuple_Type);
-    else if (a->kind == VK::Dict) tp = reinterpret_cast<PyObject*>(&PyDict_Type);
-    else if (a->kind == VK::LocalObject) tp = a->pytype.get();
-    else if (a->value) tp = reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()));
-    else throw Unsupported{str("isinstance() of a ", kind_name(a->kind))};
+    } else {
+      tp = reinterpret_cast<PyObject*>(python_type(a));
+      if (!tp) throw Unsupported{str("isinstance() of a ", kind_name(a->kind))};
+    }
     int r = PyObject_IsSubclass(tp, cls.get());
     if (r < 0) throw PyErrorSet{};
     return make_const(r ? Py_True : Py_False);
   }
   if (is_builtin("type") && args.size() == 1) {
-    VTP a = args[0];
-    if (a->kind == VK::Tensor)
-      return make_const(a->value ? reinterpret_cast<PyObject*>(Py_TYPE(a->value.get()))
-                                 : reinterpret_cast<PyObject*>(py::TensorClass));
-    if (a->kind == VK::List) return make_const(reinterpret_cast<PyObject*>(&PyList_Type));
-    if (a->kind == VK::Tuple) return make_const(a->pytype ? a->pytype.get() : reinterpret_cast<PyObject*>(&PyTuple_Type));
-    if (a->kind == VK::Dict) return make_const(reinterpret_cast<PyObject*>(&PyDict_Type));
-    if (a->kind == VK::LocalObject) return make_const(a->pytype.get());
-    if (a->value) return make_const(reinterpret_cast<PyObject*>(Py_TYPE(a->value.get())));
-    throw Unsupported{str("type() of a ", kind_name(a->kind))};
+    PyTypeObject* tp = python_type(args[0]);
+    if (!tp) throw Unsupported{str("type() of a ", kind_name(args[0]->kind))};
+    return make_const(reinterpret_cast<PyObject*>(tp));
   }
   if (is_builtin("getattr") || is_builtin("hasattr")) {
     if (args.size() < 2) throw Unsupported{"getattr() with wrong arguments"};
@@ -1434,10 +1413,8 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     VTP r = fold();
     if (r) return r;
     if (is_builtin("abs") && args.size() == 1 && args[0]->kind == VK::Tensor) return unary("abs", args[0]);
-    if (args.size() == 1) {
-      auto items = unpack(args[0]);
-      std::vector<VTP> copy = items;
-      args = copy;
+    if (args.size() == 1) {  // max(iterator) over constants
+      args = unpack(args[0]);
       r = fold();
       if (r) return r;
     }
@@ -1558,9 +1535,13 @@ VTP Tracer::class_attribute(const VTP& self, PyObject* attr, PyObject* name) {
     return inline_function(PyFunction_GET_CODE(fget.get()), PyFunction_GET_GLOBALS(fget.get()),
                            make_const(fget.get()), {self}, {});
   }
-  if (Py_TYPE(attr) == &PyStaticMethod_Type) {
+  if (Py_TYPE(attr) == &PyStaticMethod_Type || Py_TYPE(attr) == &PyClassMethod_Type) {
     Obj fn = check(PyObject_GetAttrString(attr, "__func__"));
-    return make_const(fn.get());
+    if (Py_TYPE(attr) == &PyStaticMethod_Type) return make_const(fn.get());
+    auto m = std::make_shared<VT>(VK::Method);  // bound to the class
+    m->self = make_const(reinterpret_cast<PyObject*>(python_type(self)));
+    m->func = make_const(fn.get());
+    return m;
   }
   if (is_immutable(attr) || is_identity_object(attr)) return make_const(attr);
   throw Unsupported{str("class attribute '", utf8(name), "' of type ", Py_TYPE(attr)->tp_name)};
@@ -1584,12 +1565,9 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
   std::string n = utf8(name);
   switch (obj->kind) {
     case VK::Super: {
-      PyObject* self_type = obj->self->kind == VK::LocalObject
-                                ? obj->self->pytype.get()
-                                : obj->self->value ? reinterpret_cast<PyObject*>(Py_TYPE(obj->self->value.get()))
-                                                   : nullptr;
+      PyTypeObject* self_type = python_type(obj->self);
       if (!self_type) throw Unsupported{"super() of a value capture cannot type"};
-      PyObject* mro = reinterpret_cast<PyTypeObject*>(self_type)->tp_mro;
+      PyObject* mro = self_type->tp_mro;
       Py_ssize_t i = 0, n_mro = PyTuple_GET_SIZE(mro);
       while (i < n_mro && PyTuple_GET_ITEM(mro, i) != obj->pytype.get()) ++i;
       for (++i; i < n_mro; ++i) {
@@ -1652,34 +1630,9 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
     case VK::LocalObject: {
       for (auto& [k, v] : obj->attrs)
         if (k == n) return v;
-      PyObject* ca = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(obj->pytype.get()), name);
-      if (!ca) throw Unsupported{str("'", reinterpret_cast<PyTypeObject*>(obj->pytype.get())->tp_name,
-                                     "' object has no attribute '", n, "'")};
-      if (PyFunction_Check(ca)) {
-        auto m = std::make_shared<VT>(VK::Method);
-        m->self = obj;
-        m->func = make_const(ca);
-        return m;
-      }
-      if (PyObject_TypeCheck(ca, &PyProperty_Type)) {
-        Obj fget = check(PyObject_GetAttrString(ca, "fget"));
-        if (!PyFunction_Check(fget.get())) throw Unsupported{str("property ", n, " without a Python getter")};
-        return inline_function(PyFunction_GET_CODE(fget.get()), PyFunction_GET_GLOBALS(fget.get()),
-                               make_const(fget.get()), {obj}, {});
-      }
-      if (Py_TYPE(ca) == &PyStaticMethod_Type) {
-        Obj f = check(PyObject_GetAttrString(ca, "__func__"));
-        return make_const(f.get());
-      }
-      if (Py_TYPE(ca) == &PyClassMethod_Type) {
-        Obj f = check(PyObject_GetAttrString(ca, "__func__"));
-        auto m = std::make_shared<VT>(VK::Method);
-        m->self = make_const(obj->pytype.get());
-        m->func = make_const(f.get());
-        return m;
-      }
-      if (is_immutable(ca) || is_identity_object(ca)) return make_const(ca);
-      throw Unsupported{str("class attribute '", n, "' of a ", Py_TYPE(ca)->tp_name)};
+      PyObject* ca = _PyType_Lookup(python_type(obj), name);
+      if (!ca) throw Unsupported{str("'", python_type(obj)->tp_name, "' object has no attribute '", n, "'")};
+      return class_attribute(obj, ca, name);
     }
     case VK::Module:
     case VK::Object: {
@@ -1690,12 +1643,7 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       PyObject* d = dictptr ? *dictptr : nullptr;
       // A data descriptor on the class wins over the instance dict.
       PyObject* ca = _PyType_Lookup(Py_TYPE(o), name);
-      if (ca && PyObject_TypeCheck(ca, &PyProperty_Type)) {
-        Obj fget = check(PyObject_GetAttrString(ca, "fget"));
-        if (!PyFunction_Check(fget.get())) throw Unsupported{str("property ", n, " without a Python getter")};
-        return inline_function(PyFunction_GET_CODE(fget.get()), PyFunction_GET_GLOBALS(fget.get()),
-                               make_const(fget.get()), {obj}, {});
-      }
+      if (ca && PyObject_TypeCheck(ca, &PyProperty_Type)) return class_attribute(obj, ca, name);
       if (obj->kind == VK::Module && d) {
         static const char* stores[] = {"_parameters", "_buffers", "_modules"};
         for (const char* s : stores) {
@@ -1718,15 +1666,13 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       if (ca) {
         if (PyFunction_Check(ca)) {
           guard_not_shadowed(obj, name);
-          auto m = std::make_shared<VT>(VK::Method);
-          m->self = obj;
-          m->func = make_const(ca);
-          return m;
+          return class_attribute(obj, ca, name);
         }
-        // Anything else on the class (static/class methods, C method
-        // descriptors, constants): what attribute lookup gives, bound.
-        if (PyType_Check(ca) || is_immutable(ca) || Py_TYPE(ca) == &PyStaticMethod_Type ||
-            Py_TYPE(ca) == &PyClassMethod_Type || Py_TYPE(ca)->tp_descr_get) {
+        if (Py_TYPE(ca) == &PyStaticMethod_Type || Py_TYPE(ca) == &PyClassMethod_Type)
+          return class_attribute(obj, ca, name);
+        // Anything else on the class (C method descriptors, constants): what
+        // attribute lookup gives, bound.
+        if (PyType_Check(ca) || is_immutable(ca) || Py_TYPE(ca)->tp_descr_get) {
           Obj v = check(PyObject_GetAttr(o, name));
           if (is_identity_object(v.get())) return make_const(v.get());
           // A class-level value read through the instance: guarded, an

@@ -90,8 +90,6 @@ struct CodeInfo {
   std::unordered_map<int, int> index_of;  // offset -> instruction index
   std::vector<std::string> slot_names;    // localsplus names
   int nlocalsplus = 0;
-  int ncells = 0;     // cell variables of the code itself
-  int nfree = 0;
   std::vector<Obj> keep;  // argvals
   std::string filename, name;
 };
@@ -171,11 +169,9 @@ struct TFrame {
   std::vector<VTP> stack;
   Obj globals, builtins;
   VTP func;                  // Func tracker for inlined code (closure, globals)
-  int reg_func = -1;         // register of the root function (for its closure cells)
   size_t pc = 0;
   std::vector<VTP>* yields = nullptr;  // an inlined generator: what it yields
   Obj kwnames;               // pending KW_NAMES
-  int depth = 0;
   int line = 0;
 };
 
@@ -265,7 +261,6 @@ class Tracer {
   // --- interpretation ---
   VTP run_frame(TFrame& f);               // returns the frame's return value
   void step(TFrame& f, const Instr& in);
-  std::string where(const TFrame& f) const;
 
   // --- output (tracer_output.cpp) ---
   void finish_return(const VTP& value);
@@ -310,8 +305,9 @@ void log_bytecode(const char* what, PyObject* code);
 // The operator-module function for a BINARY_OP argrepr ("+" -> add, "+=" -> iadd).
 const char* binary_op_name(const std::string& argrepr);
 
-// Cached module attributes.
-PyObject* operator_fn(const char* name);   // borrowed operator.<name>
+// Cached module attributes (borrowed; imported once). Throws PyErrorSet.
+PyObject* py_import_attr(const char* module, const char* name);
+PyObject* operator_fn(const char* name);   // operator.<name>
 PyObject* builtins_dict();
 PyObject* ignis_module();
 

@@ -13,27 +13,9 @@ namespace ignis::capture {
 namespace {
 
 
-PyObject* py_partial() {
-  static PyObject* p = [] {
-    PyObject* m = PyImport_ImportModule("functools");
-    PyObject* r = m ? PyObject_GetAttrString(m, "partial") : nullptr;
-    Py_XDECREF(m);
-    return r;
-  }();
-  if (!p) throw PyErrorSet{};
-  return p;
-}
+PyObject* py_partial() { return py_import_attr("functools", "partial"); }
 
-PyObject* grad_exit_fn() {
-  static PyObject* f = [] {
-    PyObject* m = PyImport_ImportModule("ignis.autograd.grad_mode");
-    PyObject* r = m ? PyObject_GetAttrString(m, "_grad_exit") : nullptr;
-    Py_XDECREF(m);
-    return r;
-  }();
-  if (!f) throw PyErrorSet{};
-  return f;
-}
+PyObject* grad_exit_fn() { return py_import_attr("ignis.autograd.grad_mode", "_grad_exit"); }
 
 // _rebuild_object(cls, attrs): an instance of a user class made inside
 // captured code, for the plan to return or pass on (no __init__ runs again).
@@ -474,8 +456,7 @@ void Tracer::emit_side_effects(ValueProgram& prog, const std::vector<VTP>& outpu
       prog.push_back(ValueOp{ValueOp::Call, 2});
       prog.push_back(ValueOp{ValueOp::Pop});
     }
-    for (auto& [name, v] : m->attrs) {
-      if (m->kind == VK::LocalObject) break;
+    for (auto& [name, v] : m->attrs) {  // object.name = value
       push_const(PyDict_GetItemString(builtins_dict(), "setattr"));
       prog.push_back(ValueOp{ValueOp::Reg, m->reg});
       Obj n = check(PyUnicode_FromString(name.c_str()));

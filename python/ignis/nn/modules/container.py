@@ -12,6 +12,11 @@ def _check_index(idx, size):
     return idx % size
 
 
+def _renumber(mod):
+    """Keeps a container's numbering compact after a deletion, as PyTorch does."""
+    mod.__dict__["_modules"] = {str(i): m for i, m in enumerate(mod._modules.values())}
+
+
 class Sequential(Module):
     """Runs its modules in order; built from modules or one OrderedDict."""
 
@@ -39,9 +44,7 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, list(self._modules.keys())[_check_index(idx, len(self))])
-        # Keep the numbering compact, as PyTorch does.
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self.__dict__["_modules"] = dict(zip(str_indices, self._modules.values()))
+        _renumber(self)
 
     def __len__(self):
         return len(self._modules)
@@ -115,8 +118,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, str(_check_index(idx, len(self))))
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self.__dict__["_modules"] = dict(zip(str_indices, self._modules.values()))
+        _renumber(self)
 
     def __len__(self):
         return len(self._modules)
