@@ -56,6 +56,13 @@ struct OpCall {
 using MetaFn = void (*)(OpCall&);
 using ImplFn = void (*)(OpCall&);
 
+// A decomposition: the op written in terms of other ops. It receives a full
+// stack of arguments (defaults filled in), calls other ops through the
+// dispatcher, and leaves the op's outputs on the stack, as a kernel would.
+// AOT tracing applies it (see aot/decompose.h) when the backend asks for the
+// op to be decomposed; eager execution never uses it.
+using DecompFn = void (*)(const OpHandle& op, Stack& stack);
+
 struct OpDef {
   std::string schema;
   OpCategory category = OpCategory::Other;
@@ -83,6 +90,8 @@ struct OpDef {
   // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
+  // The op written in terms of other ops (null: the op is kept whole).
+  DecompFn decomposition = nullptr;
   std::string doc;
 };
 
@@ -117,6 +126,7 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
+  OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
 
  private:
   OpDef* d_;
