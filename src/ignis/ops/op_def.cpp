@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/ops/decompositions.h"
 
 namespace ignis {
 
@@ -138,6 +139,14 @@ OpBuilder::~OpBuilder() {
   h.set_def(d_);
   parse_saves(d_, h.schema());
   d_->is_view = h.schema().is_out_of_place_view();
+  // A functional composite decomposes into what its kernel calls: AOT runs
+  // decompositions with autograd excluded, where the kernel would run below
+  // the tracer and the op be recorded whole. In-place composites reach the
+  // tracer only as their functional form (functionalization).
+  if (d_->composite_implicit && !d_->core && !d_->decomposition && !h.schema().is_inplace())
+    d_->decomposition = decomp::composite;
+  IGNIS_INTERNAL_ASSERT(!d_->core || !d_->decomposition, "core op ", d_->schema,
+                        " declares a decomposition");
   if (d_->category == OpCategory::Creation) d_->nondifferentiable = true;
   if (d_->any_backend) {
     for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta})

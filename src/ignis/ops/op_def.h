@@ -59,8 +59,9 @@ using ImplFn = void (*)(OpCall&);
 // A decomposition: the op written in terms of other ops. It receives a full
 // stack of arguments (defaults filled in), calls other ops through the
 // dispatcher, and leaves the op's outputs on the stack, as a kernel would.
-// AOT tracing applies it (see aot/decompose.h) when the backend asks for the
-// op to be decomposed; eager execution never uses it.
+// AOT tracing applies it (aot/trace.h) unless the backend keeps the op
+// whole; eager execution never uses it. The decompositions live in
+// ops/decomp/, declared in ops/decompositions.h.
 using DecompFn = void (*)(const OpHandle& op, Stack& stack);
 
 struct OpDef {
@@ -91,7 +92,12 @@ struct OpDef {
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
   // The op written in terms of other ops (null: the op is kept whole).
+  // Functional composite ops get their kernel as decomposition (see
+  // OpBuilder::composite).
   DecompFn decomposition = nullptr;
+  // A core op: one the compiler lowers itself, and where decomposition
+  // stops (docs/core_ops.md). A core op has no decomposition.
+  bool core = false;
   std::string doc;
 };
 
@@ -111,7 +117,8 @@ class OpBuilder {
   OpBuilder& cpu(ImplFn f) { d_->cpu = f; return *this; }
   OpBuilder& cuda(ImplFn f) { d_->cuda = f; return *this; }
   OpBuilder& kernel(KernelFn f) { d_->any_backend = std::move(f); return *this; }
-  // A kernel written only in terms of other ops.
+  // A kernel written only in terms of other ops. Unless the op is core or
+  // in place, that kernel is also its decomposition.
   OpBuilder& composite(KernelFn f) {
     d_->any_backend = std::move(f);
     d_->composite_implicit = true;
@@ -127,6 +134,7 @@ class OpBuilder {
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
   OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
+  OpBuilder& core(bool on = true) { d_->core = on; return *this; }
 
  private:
   OpDef* d_;
