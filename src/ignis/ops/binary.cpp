@@ -8,6 +8,7 @@
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
 
@@ -318,10 +319,13 @@ CMP_FN(LogicalXor, (a != T(0)) != (b != T(0)))
 
 // Declares name(self, other) and name_(self, other) with one meta rule and kernel.
 // (Derivatives are declared with each op: `d` and the names it saves.)
+// The functional form is core unless it declares a decomposition.
 void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn meta_inplace,
-          ImplFn cpu, const char* doc, DerivativeFn d = nullptr, const char* saves = "") {
+          ImplFn cpu, const char* doc, DerivativeFn d = nullptr, const char* saves = "",
+          DecompFn decomp = nullptr) {
   def(name + "(Tensor self, Tensor other" + extra + ") -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(meta).cpu(cpu).doc(doc).derivative(d, saves);
+      .category(OpCategory::Pointwise).both().meta(meta).cpu(cpu).doc(doc).derivative(d, saves)
+      .decomposition(decomp).core(!decomp);
   def(name + "_(Tensor(a!) self, Tensor other" + extra + ") -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(meta_inplace).cpu(cpu).doc(doc)
       .derivative(d, saves);
@@ -329,14 +333,15 @@ void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn
 
 template <typename F, Types T, R Rule>
 void arith(const std::string& name, const char* doc, const std::string& extra = "",
-           DerivativeFn d = nullptr, const char* saves = "") {
+           DerivativeFn d = nullptr, const char* saves = "", DecompFn decomp = nullptr) {
   pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, doc, d,
-       saves);
+       saves, decomp);
 }
 
 template <typename F>
-void compare(const std::string& name, const char* doc) {
-  pair(name, "", binary_meta<R::BoolOut, false>, binary_meta<R::BoolOut, true>, compare_cpu<F>, doc);
+void compare(const std::string& name, const char* doc, DecompFn decomp = nullptr) {
+  pair(name, "", binary_meta<R::BoolOut, false>, binary_meta<R::BoolOut, true>, compare_cpu<F>, doc,
+       nullptr, "", decomp);
 }
 
 void rsub_cpu(OpCall& c) {
@@ -489,20 +494,22 @@ void register_binary_ops() {
   pair("sub", alpha, add_meta<true, false>, add_meta<true, true>,
        binary_cpu<AddAlpha<true>, Types::Numeric>, "self - alpha * other", sub_bw);
   pair("subtract", alpha, add_meta<true, false>, add_meta<true, true>,
-       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub", sub_bw);
+       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub", sub_bw, "",
+       decomp::alias<"sub">);
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Pointwise).meta(rsub_meta).cpu(rsub_cpu)
-      .doc("other - alpha * self").derivative(rsub_bw);
+      .doc("other - alpha * self").derivative(rsub_bw).decomposition(decomp::rsub);
   arith<Mul, Types::All, R::Promote>("mul", "self * other", "", mul_bw, "self, other");
-  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul", "", mul_bw, "self, other");
+  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul", "", mul_bw, "self, other",
+                                     decomp::alias<"mul">);
   pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
        "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient", div_bw, "self, other");
   pair("divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div", div_bw, "self, other");
+       "alias of div", div_bw, "self, other", decomp::alias<"div">);
   pair("true_divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div", div_bw, "self, other");
+       "alias of div", div_bw, "self, other", decomp::alias<"div">);
   pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       floor_divide_cpu, "floor(self / other)");
+       floor_divide_cpu, "floor(self / other)", nullptr, "", decomp::floor_divide);
   pair("pow", "", pow_meta, pow_meta_, pow_cpu, "self ** other", pow_bw, "self, other, result");
   pair("fmod", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>, fmod_cpu,
        "C-style remainder (sign of self)", fmod_bw, "self, other");
@@ -527,11 +534,11 @@ void register_binary_ops() {
   compare<Le>("le", "self <= other");
   compare<Gt>("gt", "self > other");
   compare<Ge>("ge", "self >= other");
-  compare<Lt>("less", "alias of lt");
-  compare<Le>("less_equal", "alias of le");
-  compare<Gt>("greater", "alias of gt");
-  compare<Ge>("greater_equal", "alias of ge");
-  compare<Ne>("not_equal", "alias of ne");
+  compare<Lt>("less", "alias of lt", decomp::alias<"lt">);
+  compare<Le>("less_equal", "alias of le", decomp::alias<"le">);
+  compare<Gt>("greater", "alias of gt", decomp::alias<"gt">);
+  compare<Ge>("greater_equal", "alias of ge", decomp::alias<"ge">);
+  compare<Ne>("not_equal", "alias of ne", decomp::alias<"ne">);
   compare<LogicalAnd>("logical_and", "self and other, as bool");
   compare<LogicalOr>("logical_or", "self or other, as bool");
   compare<LogicalXor>("logical_xor", "self xor other, as bool");

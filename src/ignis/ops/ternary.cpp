@@ -5,6 +5,7 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
 
@@ -281,57 +282,57 @@ void register_ternary_ops() {
   def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(where_meta).cpu(where_cpu)
       .doc("self where condition holds, other elsewhere")
-      .derivative(where_bw, "condition");
+      .derivative(where_bw, "condition").core();
   def("clamp(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu)
       .doc("min(max(self, min), max); NaN propagates")
-      .derivative(clamp_bw, "self, min, max");
+      .derivative(clamp_bw, "self, min, max").core();
   def("clamp_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
       .derivative(clamp_bw, "self, min, max");
   def("clip(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu).doc("alias of clamp")
-      .derivative(clamp_bw, "self, min, max");
+      .derivative(clamp_bw, "self, min, max").decomposition(decomp::alias<"clamp">);
   def("clip_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
       .derivative(clamp_bw, "self, min, max");
   def("clamp_min(Tensor self, Tensor min) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>)
-      .derivative(clamp_one_bw<false>, "self, min");
+      .derivative(clamp_one_bw<false>, "self, min").decomposition(decomp::clamp_min);
   def("clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>)
       .derivative(clamp_one_bw<false>, "self, min");
   def("clamp_max(Tensor self, Tensor max) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>)
-      .derivative(clamp_one_bw<true>, "self, max");
+      .derivative(clamp_one_bw<true>, "self, max").decomposition(decomp::clamp_max);
   def("clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>)
       .derivative(clamp_one_bw<true>, "self, max");
   def("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(lerp_meta<false>).cpu(lerp_cpu)
       .doc("self + weight * (end - self)")
-      .derivative(lerp_bw, "self, end, weight");
+      .derivative(lerp_bw, "self, end, weight").decomposition(decomp::lerp);
   def("lerp_(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(lerp_meta<true>).cpu(lerp_cpu)
       .derivative(lerp_bw, "self, end, weight");
   def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(addc_meta<false>).cpu(addcmul_cpu)
       .doc("self + value * tensor1 * tensor2")
-      .derivative(addcmul_bw, "tensor1, tensor2");
+      .derivative(addcmul_bw, "tensor1, tensor2").decomposition(decomp::addcmul);
   def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcmul_cpu)
       .derivative(addcmul_bw, "tensor1, tensor2");
   def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(addcdiv_meta<false>).cpu(addcdiv_cpu)
       .doc("self + value * tensor1 / tensor2")
-      .derivative(addcdiv_bw, "tensor1, tensor2");
+      .derivative(addcdiv_bw, "tensor1, tensor2").decomposition(decomp::addcdiv);
   def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(addcdiv_meta<true>).cpu(addcdiv_cpu)
       .derivative(addcdiv_bw, "tensor1, tensor2");
   def("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
       .doc("value where mask is True, self elsewhere")
-      .derivative(masked_fill_bw, "mask");
+      .derivative(masked_fill_bw, "mask").decomposition(decomp::masked_fill);
   def("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(masked_fill_meta<true>).cpu(masked_fill_cpu)
       .derivative(masked_fill_bw, "mask");

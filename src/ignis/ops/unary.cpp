@@ -7,6 +7,7 @@
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/loops.h"
 #include "ignis/kernels/cpu/vec_math.h"
+#include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
 
@@ -79,13 +80,15 @@ struct Deriv {
 };
 
 // Registers `name` (function and method) and `name_` (in-place method).
+// The functional form is core unless it declares a decomposition.
 template <typename F, Types T, DtypeRule R, typename Check = NoCheck>
-void unary(const char* name, const char* doc, Deriv d = {}, bool with_inplace = true) {
+void unary(const char* name, const char* doc, Deriv d = {}, bool with_inplace = true,
+           DecompFn decomp = nullptr) {
   std::string n(name);
   def(n + "(Tensor self) -> Tensor")
       .category(OpCategory::Pointwise).both()
       .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
-      .derivative(d.fn, d.saves);
+      .derivative(d.fn, d.saves).decomposition(decomp).core(!decomp);
   if (with_inplace) {
     def(n + "_(Tensor(a!) self) -> Tensor(a!)")
         .category(OpCategory::Pointwise).both()
@@ -323,9 +326,11 @@ void gelu_bw(GradCtx& c) {
 
 void register_unary_ops() {
   unary<Neg, Types::Numeric, R::Promote, NegCheck>("neg", "-input", {neg_bw});
-  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg", {neg_bw});
+  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg", {neg_bw}, true,
+                                                   decomp::alias<"neg">);
   unary<Abs, Types::Numeric, R::Promote>("abs", "|input|", {abs_bw, "self"});
-  unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs", {abs_bw, "self"});
+  unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs", {abs_bw, "self"}, true,
+                                         decomp::alias<"abs">);
   unary<Exp, Types::Float, R::PromoteToFloat>("exp", "e ** input", {exp_bw, "result"});
   unary<Exp2, Types::Float, R::PromoteToFloat>("exp2", "2 ** input", {exp2_bw, "result"});
   unary<Log, Types::Float, R::PromoteToFloat>("log", "natural logarithm", {log_bw, "self"});
@@ -348,21 +353,25 @@ void register_unary_ops() {
                                                   {sigmoid_bw, "result"});
   unary<Relu, Types::Numeric, R::Promote, ReluCheck>("relu", "max(input, 0)", {relu_bw, "result"});
   // The activations below take floating inputs only, as in PyTorch.
-  unary<Silu, Types::Float, R::Promote>("silu", "input * sigmoid(input)", {silu_bw, "self"});
-  unary<Mish, Types::Float, R::Promote>("mish", "input * tanh(softplus(input))", {mish_bw, "self"});
+  unary<Silu, Types::Float, R::Promote>("silu", "input * sigmoid(input)", {silu_bw, "self"},
+                                         true, decomp::silu);
+  unary<Mish, Types::Float, R::Promote>("mish", "input * tanh(softplus(input))", {mish_bw, "self"},
+                                         true, decomp::mish);
   unary<Erf, Types::Float, R::PromoteToFloat>("erf", "error function", {erf_bw, "self"});
   unary<Erfc, Types::Float, R::PromoteToFloat>("erfc", "1 - erf(input)", {erfc_bw, "self"});
   unary<Floor, Types::Numeric, R::Promote>("floor", "round down", {zero_bw});
   unary<Ceil, Types::Numeric, R::Promote>("ceil", "round up", {zero_bw});
   unary<Round, Types::Numeric, R::Promote>("round", "round half to even", {zero_bw});
   unary<Trunc, Types::Numeric, R::Promote>("trunc", "round toward zero", {zero_bw});
-  unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc", {zero_bw});
-  unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)", {identity_bw});
+  unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc", {zero_bw}, true,
+                                           decomp::alias<"trunc">);
+  unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)", {identity_bw}, true,
+                                         decomp::frac);
   unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1", {zero_bw});
   unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input",
                                                      {reciprocal_bw, "result"});
   unary<Square, Types::Numeric, R::PromoteWithInt>("square", "input * input (pow(input, 2))",
-                                                   {square_bw, "self"});
+                                                   {square_bw, "self"}, true, decomp::square);
   unary<BitwiseNot, Types::IntBool, R::Promote>("bitwise_not", "~input (integers and bool)");
   unary<LogicalNot, Types::NumericBool, R::LogicalOut>("logical_not", "not input, as bool");
   unary<IsNan, Types::NumericBool, R::LogicalOut>("isnan", "input is NaN", {}, false);
@@ -377,10 +386,11 @@ void register_unary_ops() {
       .category(OpCategory::Pointwise).both()
       .meta(gelu_meta<false>).cpu(gelu_cpu<false>)
       .doc("Gaussian error linear unit; approximate='tanh' uses the tanh formula")
-      .derivative(gelu_bw, "self");
+      .derivative(gelu_bw, "self").decomposition(decomp::gelu);
   def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
       .category(OpCategory::Pointwise).meta(gelu_backward_meta).cpu(gelu_backward_cpu)
-      .doc("grad_output * d gelu(self) / d self (autograd's fused derivative of gelu)");
+      .doc("grad_output * d gelu(self) / d self (autograd's fused derivative of gelu)")
+      .decomposition(decomp::gelu_backward);
   def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")
       .category(OpCategory::Pointwise).both()
       .meta(gelu_meta<true>).cpu(gelu_cpu<true>).derivative(gelu_bw, "self");
