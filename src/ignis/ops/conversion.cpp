@@ -3,6 +3,7 @@
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/ops/pointwise.h"
@@ -133,10 +134,10 @@ void register_conversion_ops() {
   def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
       .category(O).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
       .doc("copy converted to dtype and/or moved to device")
-      .derivative(identity_bw);
+      .derivative(identity_bw).core();
   def("clone(Tensor self) -> Tensor").category(O).both().meta(clone_meta).cpu(to_copy_impl)
       .doc("a copy with the same layout")
-      .derivative(identity_bw);
+      .derivative(identity_bw).core();
   def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)").category(O)
       .method_only().meta(copy_meta).cpu(copy_impl)
       .doc("writes src (broadcast and converted) into self")
