@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ignis/autograd/formula.h"
+#include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -629,9 +630,11 @@ void diagonal_bw(GradCtx& c) {
   c.set(0, z);
 }
 
+// A view op is core unless it declares a decomposition (onto the core views).
 void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* doc = "",
-             const char* saves = "") {
-  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc).derivative(d, saves);
+             const char* saves = "", DecompFn decomp = nullptr) {
+  def(schema).category(OpCategory::View).both().kernel(std::move(k)).doc(doc).derivative(d, saves)
+      .decomposition(decomp).core(!decomp);
 }
 
 }  // namespace
@@ -647,21 +650,24 @@ void register_view_ops() {
       .method_only().composite(reshape_as_kernel);
   view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", permute_kernel, permute_bw);
   view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-          transpose_kernel, transpose_bw);
+          transpose_kernel, transpose_bw, "", "", decomp::transpose);
   view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-          transpose_kernel, transpose_bw);
+          transpose_kernel, transpose_bw, "", "", decomp::alias<"transpose.int">);
   view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-          transpose_kernel, transpose_bw);
+          transpose_kernel, transpose_bw, "", "", decomp::alias<"transpose.int">);
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
-  view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw);
+  view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw, "", "", decomp::t);
   def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only()
       .kernel(t_inplace_kernel).derivative(t_bw);
   view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel, expand_bw);
   def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
-      .method_only().kernel(expand_as_kernel).derivative(expand_bw);
-  view_op("squeeze(Tensor(a) self) -> Tensor(a)", squeeze_kernel, reshape_bw);
-  view_op("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", squeeze_kernel, reshape_bw);
+      .method_only().kernel(expand_as_kernel).derivative(expand_bw)
+      .decomposition(decomp::expand_as);
+  view_op("squeeze(Tensor(a) self) -> Tensor(a)", squeeze_kernel, reshape_bw, "", "",
+          decomp::squeeze);
+  view_op("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", squeeze_kernel, reshape_bw, "", "",
+          decomp::squeeze);
   view_op("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", squeeze_kernel, reshape_bw);
   def("squeeze_(Tensor(a!) self, int[]? dim=None) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(squeeze_inplace_kernel).derivative(reshape_bw);
@@ -673,21 +679,22 @@ void register_view_ops() {
   def("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)")
       .category(OpCategory::View).both().composite(unflatten_kernel);
   view_op("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
-          narrow_kernel, narrow_bw);
+          narrow_kernel, narrow_bw, "", "", decomp::narrow);
   view_op("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", select_kernel, select_bw);
   view_op("slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",
           slice_kernel, slice_bw, "self[start:end:step] along dim");
   view_op("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",
-          split_kernel, split_bw);
+          split_kernel, split_bw, "", "", decomp::split);
   view_op("split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor(a)[]",
-          split_kernel, split_bw);
-  view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel, split_bw);
+          split_kernel, split_bw, "", "", decomp::split);
+  view_op("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", chunk_kernel, split_bw,
+          "", "", decomp::chunk);
   def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]").category(OpCategory::View).both()
       .composite(unbind_kernel);
   view_op("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",
           as_strided_kernel, as_strided_bw, "", "self");
   view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
-          diagonal_kernel, diagonal_bw);
+          diagonal_kernel, diagonal_bw, "", "", decomp::diagonal);
   def("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
       .category(OpCategory::View).both().composite(movedim_kernel);
   def("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
