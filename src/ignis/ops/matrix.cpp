@@ -6,6 +6,7 @@
 #include "ignis/kernels/cpu/gemm.h"
 #include "ignis/kernels/cpu/nn_util.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -266,24 +267,24 @@ void register_matrix_ops() {
   auto O = OpCategory::Other;
   def("mm(Tensor self, Tensor mat2) -> Tensor").category(O).both().meta(mm_meta).cpu(mm_cpu)
       .doc("matrix product of [n, m] and [m, p]")
-      .derivative(mm_bw, "self, mat2");
+      .derivative(mm_bw, "self, mat2").core();
   def("bmm(Tensor self, Tensor mat2) -> Tensor").category(O).both().meta(bmm_meta).cpu(bmm_cpu)
       .doc("batched matrix product of [b, n, m] and [b, m, p]")
-      .derivative(bmm_bw, "self, mat2");
+      .derivative(bmm_bw, "self, mat2").core();
   def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
       .category(O).both().meta(addmm_meta<false>).cpu(addmm_cpu<false>)
       .doc("beta * self + alpha * (mat1 @ mat2)")
-      .derivative(addmm_bw<false>, "mat1, mat2");
+      .derivative(addmm_bw<false>, "mat1, mat2").core();
   def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
       .category(O).both().meta(addmm_meta<true>).cpu(addmm_cpu<true>)
       .doc("beta * self + alpha * bmm(batch1, batch2)")
-      .derivative(addmm_bw<true>, "batch1, batch2");
+      .derivative(addmm_bw<true>, "batch1, batch2").core();
   def("dot(Tensor self, Tensor tensor) -> Tensor").category(O).both().meta(dot_meta).cpu(dot_cpu)
       .doc("inner product of two 1-D tensors")
-      .derivative(dot_bw, "self, tensor");
+      .derivative(dot_bw, "self, tensor").decomposition(decomp::dot);
   def("mv(Tensor self, Tensor vec) -> Tensor").category(O).both().meta(mv_meta).cpu(mv_cpu)
       .doc("matrix-vector product")
-      .derivative(mv_bw, "self, vec");
+      .derivative(mv_bw, "self, vec").decomposition(decomp::mv);
   def("matmul(Tensor self, Tensor other) -> Tensor").category(OpCategory::Composite).both()
       .composite(matmul_kernel).doc("matrix product with NumPy's 1-D and batch broadcasting rules");
   def("outer(Tensor self, Tensor vec2) -> Tensor").category(OpCategory::Composite).both()

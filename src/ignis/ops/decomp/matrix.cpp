@@ -1,0 +1,27 @@
+// Matrix-product decompositions: dot and mv as mm (the GEMM template the
+// compiler keeps), so that one template serves every 1-D/2-D product.
+#include "ignis/ops/decomp/common.h"
+
+namespace ignis::decomp {
+
+using namespace grad_ops;  // NOLINT
+
+namespace {
+OpRef mm_op("mm");
+}  // namespace
+
+// dot(a, b) = mm([1, k], [k, 1]) as a 0-dim tensor.
+void dot(const OpHandle& o, Stack& s) {
+  Args a(o, s);
+  Tensor r = mm_op.tensor(unsqueeze(a.tensor(0), 0), unsqueeze(a.tensor(1), 1));
+  a.ret(view(r, DimVector{}));
+}
+
+// mv(m, v) = mm(m, [k, 1]) as a vector.
+void mv(const OpHandle& o, Stack& s) {
+  Args a(o, s);
+  Tensor r = mm_op.tensor(a.tensor(0), unsqueeze(a.tensor(1), 1));
+  a.ret(view(r, a.sizes()));
+}
+
+}  // namespace ignis::decomp
