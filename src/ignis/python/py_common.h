@@ -14,6 +14,7 @@
 
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
+#include "ignis/dispatch/dispatcher.h"
 
 namespace ignis::py {
 
@@ -66,6 +67,16 @@ bool to_device(PyObject* o, Device* out);
 bool init_op_type(PyObject* module);
 // New reference: dict name -> (op object, is_function, is_method).
 PyObject* build_op_table();
+// Matches Python arguments to one schema as an op call does (Python numbers
+// for tensors become wrapped numbers, defaults are filled in). False with
+// the reason in *why on a mismatch.
+bool parse_op_args(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames, Stack& stack, std::string* why);
+// New reference: an op's results on `stack` as an op call returns them.
+PyObject* op_results(const OpHandle& op, Stack& stack);
+
+// --- decompositions (py_decompose.cpp): _decompose, _decompose_trace, ... ------
+bool init_decompose(PyObject* module);
 
 // --- indexing (py_indexing.cpp): _getitem / _setitem ----------------------------
 bool init_indexing(PyObject* module);

@@ -566,6 +566,13 @@ PyObject* make_op(const std::string& name, std::vector<const OpHandle*> overload
 
 }  // namespace
 
+bool parse_op_args(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames, Stack& stack, std::string* why) {
+  return parse(fs, args, nargs, kwnames, stack, why);
+}
+
+PyObject* op_results(const OpHandle& op, Stack& stack) { return convert_result(op, stack); }
+
 bool init_op_type(PyObject* module) {
   static PyType_Slot slots[] = {
       {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
