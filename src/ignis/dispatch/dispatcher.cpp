@@ -8,7 +8,7 @@ LocalDispatchKeySet& tls_dispatch_keys() {
 }
 
 static bool is_backend_key(DispatchKey k) {
-  return k == DispatchKey::CPU || k == DispatchKey::CUDA || k == DispatchKey::Meta;
+  return kBackendKeys.has(k);
 }
 
 OpHandle::OpHandle(FunctionSchema schema) : schema_(std::move(schema)) {
