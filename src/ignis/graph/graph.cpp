@@ -147,12 +147,28 @@ bool Target::operator==(const Target& o) const {
 // ---------------------------------------------------------------------------
 // Meta
 // ---------------------------------------------------------------------------
+const Target& getitem_target() {
+  static const Target t = [] {
+    auto f = std::make_shared<Foreign>();
+    f->module = "_operator";
+    f->name = "getitem";
+    f->repr = "<built-in function getitem>";
+    f->identity = "_operator.getitem";
+    return Target(ForeignPtr(f));
+  }();
+  return t;
+}
+
+bool is_getitem(const Target& t) {
+  return t.kind == Target::Kind::Callable && t.callable->identity == "_operator.getitem";
+}
+
 TensorMeta TensorMeta::of(const Tensor& t) {
   TensorMeta m;
   m.sizes.assign(t.sizes().begin(), t.sizes().end());
   m.strides.assign(t.strides().begin(), t.strides().end());
   m.dtype = t.dtype();
-  m.device = t.device();
+  m.device = t.user_device();
   return m;
 }
 

@@ -188,6 +188,12 @@ struct Target {
   bool operator==(const Target& o) const;
 };
 
+// operator.getitem as a target of graphs built in C++ (AOT's tuple
+// outputs): printed `x[0]`, run natively by the interpreter; the binding
+// layer resolves it to Python's operator.getitem.
+const Target& getitem_target();
+bool is_getitem(const Target& t);
+
 // Whether an op or function of this name makes random or uninitialised
 // results ("randn", "dropout", "empty_like", ...).
 bool is_nondeterministic_name(const std::string& name);

@@ -342,6 +342,11 @@ PyObject* target_object(const Target& t) {
     case Target::Kind::Name: return PyUnicode_FromString(t.name.c_str());
     case Target::Kind::Op: return make_op_overload(t.op);
     case Target::Kind::Callable: {
+      if (!t.callable->handle) {
+        // Built in C++ (graph::getitem_target): the function of that name.
+        Ref mod(PyImport_ImportModule(t.callable->module.c_str()));
+        return PyObject_GetAttrString(mod.p, t.callable->name.c_str());
+      }
       PyObject* o = opaque_object(t.callable->handle);
       Py_INCREF(o);
       return o;

@@ -1,0 +1,141 @@
+// The Functionalize key: in-place ops become functional ops while tracing.
+//
+// Note [Functionalization over fake storages]
+// torch wraps every tensor in a FunctionalTensorWrapper that holds its
+// current value. ignis needs no wrapper: fake tensors share storages exactly
+// as the real tensors they stand for do, so the storage is the unit of
+// mutation. An in-place op `self.op_(args)` is traced as
+//   result = op(self, args)                  (recorded: the functional form)
+//   self.op_(args)                           (not recorded: on fakes this only
+//                                             runs the meta rule, which checks
+//                                             the write as eager would)
+//   Tracer::write(self, result)              (the storage's value becomes
+//                                             result, or as_strided_scatter of
+//                                             it into the old value when self
+//                                             is a view)
+// Every tensor on that storage, when next used, is re-read from the new
+// value (Tracer::value_of: as_strided of the storage's value). At the end,
+// graph inputs whose storage was written get one copy_ each (aot/joint.cpp).
+// In-place view ops (t_, squeeze_, ...) change only metadata: they are traced
+// as their view op. An in-place op with no functional form (the random
+// fillers normal_, uniform_, bernoulli_, random_) runs on a clone, which is
+// then written: the graph keeps that op in place, on a fresh tensor only.
+#include "ignis/aot/trace.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis::aot {
+
+namespace {
+
+constexpr DispatchKeySet kTracingKeys =
+    DispatchKeySet(DispatchKey::ProxyTrace) | DispatchKeySet(DispatchKey::Functionalize);
+
+// Calls `name` with the given named arguments (the rest default), through
+// the whole dispatcher (recorded).
+Tensor call_named(const char* name, std::initializer_list<std::pair<const char*, IValue>> named) {
+  const OpHandle& op = Dispatcher::get().find_or_throw(name);
+  const FunctionSchema& fs = op.schema();
+  Stack s(fs.args.size());
+  std::vector<bool> given(fs.args.size(), false);
+  for (auto& [k, v] : named) {
+    int i = fs.find_arg(k);
+    IGNIS_INTERNAL_ASSERT(i >= 0, name, " has no argument ", k);
+    s[i] = v;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < fs.args.size(); ++i)
+    if (!given[i]) {
+      IGNIS_INTERNAL_ASSERT(fs.args[i].has_default, name, ": argument ", fs.args[i].name,
+                            " needs a value");
+      s[i] = fs.args[i].default_value;
+    }
+  op.call(s);
+  return s.at(0).to_tensor();
+}
+
+// src converted to self's dtype and device and broadcast to its shape: the
+// value copy_(self, src) writes.
+Tensor copied_value(const Tensor& self, const Tensor& src) {
+  Tensor v = src;
+  if (v.dtype() != self.dtype() || v.user_device() != self.user_device())
+    v = call_named("_to_copy", {{"self", v}, {"dtype", self.dtype()},
+                                {"device", self.user_device()}});
+  if (v.sizes() != self.sizes())
+    v = call_named("expand", {{"self", v}, {"size", self.sizes().vec()}});
+  return v;
+}
+
+const OpHandle* functional_variant(const FunctionSchema& fs) {
+  std::string base = fs.name.substr(0, fs.name.size() - 1);
+  return Dispatcher::get().find(fs.overload.empty() ? base : base + "." + fs.overload);
+}
+
+// Runs op on s below the tracing keys: checks (and, on real tensors,
+// performs) the write without recording it.
+void run_untraced(const OpHandle& op, DispatchKeySet below, Stack& s) {
+  ExcludeDispatchKeyGuard g(kTracingKeys);
+  op.redispatch(below, s);
+}
+
+void functionalize_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
+  DispatchKeySet below = ks.below(DispatchKey::Functionalize);
+  Tracer* tr = active_tracer();
+  const FunctionSchema& fs = op.schema();
+  bool writes = false;
+  for (const Argument& a : fs.args) writes |= a.is_write;
+  if (!tr || !tr->functionalize() || !writes) {
+    op.redispatch(below, s);
+    return;
+  }
+  IGNIS_CHECK(fs.is_inplace(), "functionalization: ", op.name(),
+              " writes an argument other than self; out= forms are not supported while tracing");
+  Tensor self = s[0].to_tensor();
+  const std::string& name = fs.name;
+  Tensor result;
+  if (name == "copy_" || name == "fill_") {
+    result = copied_value(self, s[1].to_tensor());
+  } else if (name == "zero_") {
+    result = call_named("full", {{"size", self.sizes().vec()}, {"fill_value", int64_t(0)},
+                                 {"dtype", self.dtype()}, {"device", self.user_device()}});
+  } else if (const OpHandle* fop = functional_variant(fs)) {
+    Stack fs_stack(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(fs.args.size()));
+    fop->call(fs_stack);
+    result = fs_stack.at(0).to_tensor();
+    if (fop->def() && fop->def()->category == OpCategory::View) {
+      // Metadata only: self becomes the view.
+      run_untraced(op, below, s);
+      tr->bind(self, tr->node_of(result));
+      return;
+    }
+  } else {
+    // No functional form: the op runs in place on a clone of self.
+    static OpRef clone("clone");
+    Tensor c = clone.tensor(self);
+    Stack cs(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(fs.args.size()));
+    cs[0] = IValue(c);
+    {
+      // Recorded (in place on the clone); autograd already saw the op.
+      ExcludeDispatchKeyGuard g(DispatchKeySet(DispatchKey::Functionalize) | kAutogradKeys);
+      op.call(cs);
+    }
+    static OpRef copy("copy_");
+    Stack w{IValue(self), IValue(c), IValue(false)};
+    run_untraced(copy.handle(), copy.handle().compute_keys(w).below(DispatchKey::Functionalize), w);
+    tr->write(self, c);
+    s.clear();
+    s.emplace_back(self);
+    return;
+  }
+  run_untraced(op, below, s);
+  if (result.dtype() != self.dtype())
+    result = call_named("_to_copy", {{"self", result}, {"dtype", self.dtype()}});
+  tr->write(self, result);
+}
+
+}  // namespace
+
+void register_functionalize_kernel() {
+  Dispatcher::get().register_fallback(DispatchKey::Functionalize, functionalize_fallback);
+}
+
+}  // namespace ignis::aot
