@@ -435,6 +435,36 @@ TEST(Partition, MultiOutputThroughGetitem) {
   EXPECT_EQ(b.cut.saved, b.def.saved);
 }
 
+// A reduction that shrinks its input a lot is saved rather than recomputed,
+// even when its input is saved anyway.
+TEST(Partition, ShrinkingReductionIsSaved) {
+  Graph g;
+  Node* x = g.placeholder("primals_1");
+  Node* tg = g.placeholder("tangents_1");
+  Node* sin = g.call_function(op("sin"), {x});
+  Node* sum = g.call_function(op("sum.dim_IntList"), {sin, Value::list({int64_t(1)})});
+  Node* exp = g.call_function(op("exp"), {sum});
+  Node* mul = g.call_function(op("mul"), {tg, exp});
+  Node* unsq = g.call_function(op("unsqueeze"), {mul, int64_t(1)});
+  Node* expand = g.call_function(op("expand"), {unsq, Value::list({int64_t(16), int64_t(64)})});
+  Node* cos = g.call_function(op("cos"), {x});
+  g.output(Value::tuple({exp, g.call_function(op("mul"), {expand, cos})}));
+  std::vector<Value> inputs{randn({16, 64}), randn({16})};
+  record_tensor_meta(g, inputs);
+
+  Both b = partition_both(g, 1, inputs);
+  EXPECT_EQ(b.cut.saved, std::vector<std::string>({"primals_1", "exp"}));
+  EXPECT_TRUE(b.cut.recomputed.empty());
+  // Allowed to recompute it, the cut saves only the input it needs anyway.
+  PartitionOptions o;
+  o.reduction_ratio = 1e9;
+  Partition p = min_cut_rematerialization_partition(g, 1, o);
+  verify_partition(p);
+  expect_runs_like_joint(g, p, inputs);
+  EXPECT_EQ(p.saved, std::vector<std::string>({"primals_1"}));
+  EXPECT_EQ(p.recomputed, std::vector<std::string>({"sin", "sum_1", "exp"}));
+}
+
 // A write-back into an input (copy_) stays in the forward, exactly once.
 TEST(Partition, KeepsWriteBacksInTheForward) {
   Graph g;
