@@ -1008,6 +1008,28 @@ PyTypeObject* make_type(PyType_Spec* spec, PyObject* module, const char* name) {
 
 }  // namespace
 
+graph::Graph* graph_ptr(PyObject* o) {
+  return GraphBaseType && PyObject_TypeCheck(o, GraphBaseType) ? &graph_of(o) : nullptr;
+}
+
+PyObject* adopt_graph(PyObject* graph_cls, std::unique_ptr<graph::Graph> g) {
+  PyObject* o = PyObject_CallNoArgs(graph_cls);
+  if (!o) throw PythonErrorAlreadySet{};
+  if (!graph_ptr(o)) {
+    Py_DECREF(o);
+    IGNIS_FAIL_KIND(Type, "adopt_graph: ", Py_TYPE(o)->tp_name, " is not a graph class");
+  }
+  auto* pg = reinterpret_cast<PyGraph*>(o);
+  pg->g->pyobj = nullptr;
+  delete pg->g;
+  pg->g = g.release();
+  pg->g->pyobj = o;
+  return o;
+}
+
+graph::Value py_to_value(PyObject* o) { return to_value(o); }
+PyObject* py_from_value(const graph::Value& v) { return from_value(v); }
+
 bool init_graph(PyObject* module) {
   static PyType_Slot node_slots[] = {
       {Py_tp_dealloc, reinterpret_cast<void*>(node_dealloc)},
