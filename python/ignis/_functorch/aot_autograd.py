@@ -51,13 +51,21 @@ def trace_joint(gm, example_inputs, *, decompositions=None, keep=(), functionali
         kw["inference"] = inference
     root = gm if isinstance(gm, GraphModule) else None
     graph, info = _C._aot_trace_graph(gm.graph, list(example_inputs), root, **kw)
-    return GraphModule(root if root is not None else {}, graph), info
+    return _module(graph, info["constants"]), info
+
+
+def _module(graph, constants):
+    """A GraphModule over an AOT graph; its get_attr constants are attributes."""
+    gm = GraphModule(constants, graph)
+    gm._aot_constants = constants
+    return gm
 
 
 def _partition(joint_module, num_fwd_outputs, min_cut):
     fw, bw, saved, saved_bytes, recomputed = _C._aot_partition(
         joint_module.graph, num_fwd_outputs, min_cut)
-    fw_gm, bw_gm = GraphModule({}, fw), GraphModule({}, bw)
+    constants = getattr(joint_module, "_aot_constants", {})
+    fw_gm, bw_gm = _module(fw, constants), _module(bw, constants)
     fw_gm.saved_names, fw_gm.saved_bytes, fw_gm.recomputed = saved, saved_bytes, recomputed
     return fw_gm, bw_gm
 

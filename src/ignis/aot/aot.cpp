@@ -170,6 +170,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
 
   // 5. Output.
   g.output(Value::tuple(std::move(results)));
+  r.constants = tr.constants();
   graph::eliminate_dead_code(g);
   graph::lint(g);
   return r;

@@ -77,7 +77,9 @@ void fake_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   const auto& args = op.schema().args;
   for (size_t i = 0; i < args.size(); ++i) {
     IValue& v = s[i];
-    if (v.is_tensor()) {
+    if (v.is_device()) {
+      v = IValue(stood_for(v.to_device()));
+    } else if (v.is_tensor()) {
       v = IValue(to_fake(op, v.to_tensor()));
     } else if (v.is_tensor_list()) {
       std::vector<Tensor> l = v.to_tensor_list();
@@ -87,6 +89,10 @@ void fake_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   }
   check_devices(op, s);
   Device device = output_device(op, s);
+  // Kernels live in the meta world: a device argument names meta for them
+  // (the outputs are marked with the stood-for device afterwards).
+  for (size_t i = 0; i < args.size(); ++i)
+    if (s[i].is_device()) s[i] = IValue(Device(DeviceType::Meta));
   DispatchKeySet below = (ks.below(DispatchKey::FakeTensor) - kBackendKeys).add(DispatchKey::Meta);
   op.redispatch(below, s);
   for (IValue& v : s) {
@@ -127,6 +133,7 @@ Tensor FakeTensorMode::from_tensor(const Tensor& t) {
                                                fake_storage(st->nbytes(), t.user_device())))
               .first;
   }
+  if (device_.is_meta() && !t.device().is_meta()) device_ = t.device();
   Tensor f(make_intrusive<TensorImpl>(sit->second.second, t.dtype(), t.sizes(), t.strides(),
                                       t.storage_offset()));
   if (autograd::requires_grad(t)) autograd::set_requires_grad(f, true);
@@ -146,6 +153,11 @@ FakeModeGuard::~FakeModeGuard() {
 }
 
 FakeTensorMode* active_fake_mode() { return tls_mode; }
+
+Device stood_for(Device d) {
+  if (!d.is_meta() || !tls_mode || tls_mode->device().is_meta()) return d;
+  return tls_mode->device();
+}
 
 void register_fake_kernel() {
   static bool done = false;

@@ -34,7 +34,12 @@ class FakeTensorMode {
   // sharing a storage give fakes sharing one fake storage.
   Tensor from_tensor(const Tensor& t);
 
+  // The device the trace's fakes stand for (that of the first real tensor
+  // converted), or meta when none was.
+  Device device() const { return device_; }
+
  private:
+  Device device_{DeviceType::Meta};
   std::unordered_map<const TensorImpl*, std::pair<Tensor, Tensor>> tensors_;  // real -> (real, fake)
   std::unordered_map<const StorageImpl*, std::pair<Storage, Storage>> storages_;
 };
@@ -58,6 +63,12 @@ class FakeModeGuard {
 
 // The thread's active mode, or null.
 FakeTensorMode* active_fake_mode();
+
+// C++ code that builds tensors "on x's device" (derivative formulas, kernels
+// of composite ops) passes meta when x is fake. While a mode is active such a
+// meta device argument means the device the fakes stand for: the tracer
+// records it and the fake layer allocates for it.
+Device stood_for(Device d);
 
 // Registers the FakeTensor fallback; idempotent.
 void register_fake_kernel();

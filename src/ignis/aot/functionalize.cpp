@@ -73,8 +73,8 @@ const OpHandle* functional_variant(const FunctionSchema& fs) {
 // Runs op on s below the tracing keys: checks (and, on real tensors,
 // performs) the write without recording it.
 void run_untraced(const OpHandle& op, DispatchKeySet below, Stack& s) {
-  ExcludeDispatchKeyGuard g(kTracingKeys);
-  op.redispatch(below, s);
+  ExcludeDispatchKeyGuard g(kTracingKeys);  // for what its kernel calls
+  op.redispatch(below - kTracingKeys, s);
 }
 
 void functionalize_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {

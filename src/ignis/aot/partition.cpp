@@ -91,7 +91,7 @@ bool is_fusible(const Node& n) {
 // Whether the backward may compute this forward node again (partition.h,
 // "Recompute policy"); the chain-length cap is applied by the caller.
 bool is_recomputable(const Node& n, const PartitionOptions& o) {
-  if (is_getitem(n)) return true;
+  if (is_getitem(n) || n.op() == OpKind::GetAttr) return true;  // a constant is free to read
   const OpDef* d = def_of(n);
   if (!d || is_random(n) || is_effectful(n) || is_compute_intensive(n)) return false;
   switch (d->category) {

@@ -47,6 +47,8 @@ struct TracedGraph {
   std::vector<InputInfo> inputs;    // one per input
   std::vector<OutputInfo> outputs;  // one per forward output (K entries)
   OutputKind output_kind = OutputKind::Tuple;
+  // Real tensors the graph reads with get_attr (attribute name, tensor).
+  std::vector<std::pair<std::string, Tensor>> constants;
   size_t num_tangents() const {
     size_t m = 0;
     for (const OutputInfo& o : outputs) m += o.requires_grad;

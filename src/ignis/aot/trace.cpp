@@ -135,7 +135,18 @@ Value Tracer::value_of(const Tensor& t) {
   if (t.impl()->is_wrapped_number()) return scalar_value(t);
   IGNIS_CHECK(!t.is_fake(), "tracing: a fake tensor of shape ", t.shape_str(),
               " was not produced by this trace (was it created outside the traced function?)");
-  return Value(t);  // a real tensor: a constant of the graph
+  return Value(constant(t));
+}
+
+Node* Tracer::constant(const Tensor& t) {
+  auto it = bound_.find(t.impl());
+  if (it != bound_.end()) return it->second.node.get();
+  std::string name = "_tensor_constant" + std::to_string(constants_.size());
+  Node* n = g_.get_attr(name);
+  n->meta().tensors = {graph::TensorMeta::of(t)};
+  constants_.emplace_back(name, t);
+  bound_[t.impl()] = Binding{t, graph::NodePtr(n), state_of(t).generation};
+  return n;
 }
 
 void Tracer::write(const Tensor& self, const Tensor& result) {
@@ -178,7 +189,7 @@ Node* Tracer::record(const OpHandle& op, const Stack& s) {
       case IValue::Tag::Bool: return Value(v.to_bool());
       case IValue::Tag::String: return Value(v.to_string());
       case IValue::Tag::Dtype: return Value(v.to_dtype());
-      case IValue::Tag::Device: return Value(v.to_device());
+      case IValue::Tag::Device: return Value(stood_for(v.to_device()));
       case IValue::Tag::IntList: {
         Value::Items l;
         for (int64_t i : v.to_int_list()) l.emplace_back(i);
@@ -207,6 +218,13 @@ Node* Tracer::record(const OpHandle& op, const Stack& s) {
     if (!fs.args[i].kwarg_only && !equals_default(fs.args[i], s[i])) last_positional = i + 1;
   for (size_t i = 0; i < fs.args.size(); ++i) {
     const Argument& a = fs.args[i];
+    if (i == 0 && s[0].is_tensor() && s[0].to_tensor().impl()->is_wrapped_number() &&
+        !bound_.count(s[0].to_tensor().impl())) {
+      // A number made into a tensor by C++ code: as self it must stay a
+      // tensor (graph calls turn numbers into tensors only after self).
+      args.push_back(Value(constant(s[0].to_tensor())));
+      continue;
+    }
     if (a.kwarg_only) {
       if (!equals_default(a, s[i])) kwargs.emplace_back(a.name, convert(s[i]));
     } else if (i < last_positional) {

@@ -49,9 +49,9 @@ class Tracer {
   // as its root value when t covers the storage exactly.
   void bind(const Tensor& t, graph::Node* n);
   // The graph value of t: its node (regenerated when its storage was
-  // mutated since), or a constant for a real tensor met in the trace (a
-  // wrapped number becomes a Python scalar). Throws for a fake tensor that
-  // this trace did not produce.
+  // mutated since); for a real tensor met in the trace, a get_attr of a
+  // constant `_tensor_constantN` (a wrapped number becomes a Python scalar).
+  // Throws for a fake tensor that this trace did not produce.
   graph::Value value_of(const Tensor& t);
   graph::Node* node_of(const Tensor& t);
 
@@ -61,6 +61,11 @@ class Tracer {
   void write(const Tensor& self, const Tensor& result);
   // Storages written during the trace.
   bool written(const Tensor& t) const;
+
+  // The real tensors the graph reads through get_attr, by attribute name.
+  const std::vector<std::pair<std::string, Tensor>>& constants() const { return constants_; }
+  // The get_attr node of a real tensor (made on first use).
+  graph::Node* constant(const Tensor& t);
 
   // Records a call of `op` with the given stack (before the call) as a node;
   // used by the fallback and by functionalization's replays.
@@ -87,6 +92,7 @@ class Tracer {
   std::unordered_map<const TensorImpl*, Binding> bound_;
   std::unordered_map<const StorageImpl*, StorageState> storages_;
   std::vector<Storage> keep_storages_;
+  std::vector<std::pair<std::string, Tensor>> constants_;
 };
 
 // While alive: `t` receives the ops of this thread.

@@ -101,10 +101,15 @@ PyObject* info_of(const aot::TracedGraph& t) {
     Owned e(Py_BuildValue("(Oi)", o.requires_grad ? Py_True : Py_False, o.aliased_input));
     if (PyList_Append(outs.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
+  Owned consts(PyDict_New());
+  for (const auto& [name, tensor] : t.constants) {
+    Owned v(wrap(tensor));
+    if (PyDict_SetItemString(consts.p, name.c_str(), v.p) < 0) throw PythonErrorAlreadySet{};
+  }
   const char* kind = t.output_kind == aot::OutputKind::Single ? "single"
                      : t.output_kind == aot::OutputKind::List ? "list" : "tuple";
-  return Py_BuildValue("{s:O,s:O,s:O,s:s}", "joint", t.joint ? Py_True : Py_False, "inputs",
-                       ins.p, "outputs", outs.p, "output_kind", kind);
+  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O}", "joint", t.joint ? Py_True : Py_False, "inputs",
+                       ins.p, "outputs", outs.p, "output_kind", kind, "constants", consts.p);
 }
 
 PyObject* traced_result(aot::TracedGraph t) {
