@@ -67,7 +67,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     IGNIS_CHECK_TYPE(v.is_tensor(), "AOT: graph inputs must be tensors, got ", v.kind_name());
     any_grad |= autograd::requires_grad(v.to_tensor());
   }
-  r.joint = !opt.inference && any_grad && autograd::grad_enabled();
+  r.joint = !opt.inference && !opt.as_is && any_grad && autograd::grad_enabled();
 
   // 1. Inputs.
   std::vector<Tensor> args;
@@ -81,7 +81,8 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       a = autograd::detach(real);
       autograd::set_requires_grad(a, true);
     }
-    if (!r.joint && opt.fake && autograd::requires_grad(a)) autograd::set_requires_grad(a, false);
+    if (!r.joint && !opt.as_is && opt.fake && autograd::requires_grad(a))
+      autograd::set_requires_grad(a, false);
     std::string name = r.joint ? "primals_" + std::to_string(i + 1)
                                : "arg" + std::to_string(i) + "_1";
     Node* ph = g.placeholder(name);
@@ -99,7 +100,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     std::unique_ptr<FakeModeGuard> fake_guard;
     if (opt.fake) fake_guard = std::make_unique<FakeModeGuard>(mode);
     TracingGuard tracing(tr);
-    autograd::GradModeGuard grad_mode(r.joint);
+    autograd::GradModeGuard grad_mode(opt.as_is ? autograd::grad_enabled() : r.joint);
 
     // 2. The forward.
     outs = flatten_outputs(fn(arg_values), &r.output_kind);
@@ -169,7 +170,9 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
   }
 
   // 5. Output.
-  g.output(Value::tuple(std::move(results)));
+  if (opt.as_is && r.output_kind == OutputKind::Single) g.output(results.at(0));
+  else if (opt.as_is && r.output_kind == OutputKind::List) g.output(Value::list(std::move(results)));
+  else g.output(Value::tuple(std::move(results)));
   r.constants = tr.constants();
   graph::eliminate_dead_code(g);
   graph::lint(g);

@@ -37,6 +37,11 @@ struct AotOptions {
   // Joint graph when grad mode is on and an input requires grad; `inference`
   // forces an inference graph.
   bool inference = false;
+  // make_fx: no joint graph; grad mode and requires_grad stay as they are
+  // (a backward the function runs itself is traced), and the output node
+  // returns what the function returned (a tensor, tuple or list), not
+  // always a tuple.
+  bool as_is = false;
 };
 
 using TraceFn = std::function<graph::Value(const std::vector<graph::Value>& inputs)>;

@@ -3,7 +3,7 @@
 //   _aot_trace_fn(fn, inputs, **options)             -> (Graph, info)
 //   _aot_partition(graph, num_fwd_outputs, min_cut)  -> (fw, bw, saved, saved_bytes, recomputed)
 //   FakeTensorMode: from_tensor(t), a context manager
-// options: fake, functionalize, decompose (bools), keep (op names), inference.
+// options: fake, functionalize, decompose, inference, as_is (bools); keep, only (op names).
 // info: {"joint": bool, "inputs": [(requires_grad, mutated)],
 //        "outputs": [(requires_grad, aliased_input)], "output_kind": str}.
 #include "ignis/aot/aot.h"
@@ -76,6 +76,7 @@ aot::AotOptions options_from(PyObject* kw) {
   o.functionalize = flag(kw, "functionalize", true);
   o.decompose = flag(kw, "decompose", true);
   o.inference = flag(kw, "inference", false);
+  o.as_is = flag(kw, "as_is", false);
   read_names(kw, "keep", &o.keep);
   o.only_listed = read_names(kw, "only", &o.only);
   return o;
