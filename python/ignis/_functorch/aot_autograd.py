@@ -90,6 +90,26 @@ def _restructure(outs, kind):
     return list(outs) if kind == "list" else tuple(outs)
 
 
+def _duplicates(info):
+    """(position, earlier position) of inputs traced as one tensor."""
+    return [(i, d) for i, (_, _, d) in enumerate(info["inputs"]) if d >= 0]
+
+
+def _guard_duplicates(run, info, fallback):
+    """run, unless inputs traced as one tensor are no longer one: then the
+    captured graph runs eagerly (the traced graph read only one of them)."""
+    dups = _duplicates(info)
+    if not dups:
+        return run
+
+    def checked(*args):
+        for i, d in dups:
+            if args[i] is not args[d]:
+                return fallback(*args)
+        return run(*args)
+    return checked
+
+
 def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved):
     outputs = info["outputs"]
     k = len(outputs)
@@ -147,7 +167,8 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
             if _aot_graphs_enabled():
                 _log_aot_graph("inference graph", traced)
             compiled = inference_compiler(traced, example_inputs)
-            return _make_inference_runtime(compiled, info["output_kind"])
+            return _guard_duplicates(_make_inference_runtime(compiled, info["output_kind"]), info,
+                                     gm.forward)
         k = len(info["outputs"])
         fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=k)
         if _aot_graphs_enabled():
@@ -158,7 +179,8 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         num_saved = len(out_node.args[0]) - k
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
-        return _make_training_runtime(compiled_fw, compiled_bw, info, num_saved)
+        return _guard_duplicates(_make_training_runtime(compiled_fw, compiled_bw, info, num_saved),
+                                 info, gm.forward)
 
     backend._ignis_aot = True
     return backend

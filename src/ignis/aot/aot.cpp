@@ -1,5 +1,7 @@
 #include "ignis/aot/aot.h"
 
+#include <unordered_map>
+
 #include "ignis/aot/fake.h"
 #include "ignis/aot/trace.h"
 #include "ignis/autograd/autograd_meta.h"
@@ -73,8 +75,22 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
   std::vector<Tensor> args;
   std::vector<Node*> placeholders;
   std::vector<Value> arg_values;
+  std::unordered_map<const TensorImpl*, size_t> first_use;  // inputs passed twice
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& real = inputs[i].to_tensor();
+    auto [dup, fresh] = first_use.emplace(real.impl(), i);
+    if (!fresh) {
+      // The same tensor again (a tied weight): the graph reads the first
+      // placeholder; this one only keeps the arity, and gets no gradient.
+      Node* ph = g.placeholder(r.joint ? "primals_" + std::to_string(i + 1)
+                                       : "arg" + std::to_string(i) + "_1");
+      ph->meta().tensors = {graph::TensorMeta::of(args[dup->second])};
+      args.push_back(args[dup->second]);
+      placeholders.push_back(placeholders[dup->second]);
+      arg_values.emplace_back(args.back());
+      r.inputs.push_back(InputInfo{false, false, static_cast<int>(dup->second)});
+      continue;
+    }
     Tensor a = opt.fake ? mode.from_tensor(real) : real;
     if (!opt.fake && autograd::requires_grad(real) && !autograd::is_leaf(real)) {
       // A non-leaf input would carry its history into the trace.
@@ -91,7 +107,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     args.push_back(a);
     placeholders.push_back(ph);
     arg_values.emplace_back(a);
-    r.inputs.push_back(InputInfo{r.joint && autograd::requires_grad(a), false});
+    r.inputs.push_back(InputInfo{r.joint && autograd::requires_grad(a), false, -1});
   }
 
   std::vector<Value> results;
@@ -107,7 +123,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     for (const Tensor& o : outs) {
       OutputInfo info;
       info.requires_grad = r.joint && autograd::requires_grad(o) && is_floating_tensor(o);
-      for (size_t i = 0; i < args.size(); ++i)
+      for (size_t i = args.size(); i-- > 0;)
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
       r.outputs.push_back(info);
@@ -117,7 +133,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     // 3. Mutated inputs: one write-back each, at the end of the forward.
     static OpRef copy("copy_");
     for (size_t i = 0; i < args.size(); ++i) {
-      if (!tr.written(args[i])) continue;
+      if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0) continue;
       r.inputs[i].mutated = true;
       Node* c = g.call_function(graph::Target(copy.handle()),
                                 {Value(placeholders[i]), tr.value_of(args[i])});

@@ -89,6 +89,7 @@ void fake_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   }
   check_devices(op, s);
   Device device = output_device(op, s);
+  if (tls_mode && !device.is_meta()) tls_mode->note_device(device);
   // Kernels live in the meta world: a device argument names meta for them
   // (the outputs are marked with the stood-for device afterwards).
   for (size_t i = 0; i < args.size(); ++i)
@@ -133,7 +134,7 @@ Tensor FakeTensorMode::from_tensor(const Tensor& t) {
                                                fake_storage(st->nbytes(), t.user_device())))
               .first;
   }
-  if (device_.is_meta() && !t.device().is_meta()) device_ = t.device();
+  note_device(t.device());
   Tensor f(make_intrusive<TensorImpl>(sit->second.second, t.dtype(), t.sizes(), t.strides(),
                                       t.storage_offset()));
   if (autograd::requires_grad(t)) autograd::set_requires_grad(f, true);

@@ -34,9 +34,12 @@ class FakeTensorMode {
   // sharing a storage give fakes sharing one fake storage.
   Tensor from_tensor(const Tensor& t);
 
-  // The device the trace's fakes stand for (that of the first real tensor
-  // converted), or meta when none was.
+  // The device the mode's fakes stand for (the first non-meta device a fake
+  // was made for), or meta when none was yet.
   Device device() const { return device_; }
+  void note_device(Device d) {
+    if (device_.is_meta() && !d.is_meta()) device_ = d;
+  }
 
  private:
   Device device_{DeviceType::Meta};

@@ -99,13 +99,30 @@ void functionalize_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
                                  {"dtype", self.dtype()}, {"device", self.user_device()}});
   } else if (const OpHandle* fop = functional_variant(fs)) {
     Stack fs_stack(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(fs.args.size()));
-    fop->call(fs_stack);
-    result = fs_stack.at(0).to_tensor();
-    if (fop->def() && fop->def()->category == OpCategory::View) {
+    if (fop->def() && fop->def()->meta) {
+      fop->call(fs_stack);  // recorded; its meta rule gives the result
+      result = fs_stack.at(0).to_tensor();
+    } else if (fop->def() && fop->def()->category == OpCategory::View) {
       // Metadata only: self becomes the view.
+      fop->call(fs_stack);
+      result = fs_stack.at(0).to_tensor();
       run_untraced(op, below, s);
       tr->bind(self, tr->node_of(result));
       return;
+    } else {
+      // A functional form written as clone + this in-place op: running it
+      // would come back here. Record it, and get its result by applying the
+      // in-place op to a clone of self, unrecorded.
+      graph::Node* n = tr->record(*fop, fs_stack);
+      static OpRef clone("clone");
+      Stack cs(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(fs.args.size()));
+      {
+        ExcludeDispatchKeyGuard g(kTracingKeys);
+        cs[0] = IValue(clone.tensor(self));
+      }
+      run_untraced(op, op.compute_keys(cs).below(DispatchKey::Functionalize), cs);
+      tr->bind_results(*fop, n, cs);
+      result = cs.at(0).to_tensor();
     }
   } else {
     // No functional form: the op runs in place on a clone of self.

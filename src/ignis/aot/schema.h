@@ -31,6 +31,10 @@ enum class OutputKind : uint8_t {
 struct InputInfo {
   bool requires_grad = false;  // a joint graph returns its gradient
   bool mutated = false;        // its data is written: the forward ends with copy_ into it
+  // The same tensor was passed at this earlier position: the graph reads
+  // that placeholder only (this one gets no gradient), and the runtime must
+  // check that the two arguments are still one tensor. -1: not a duplicate.
+  int duplicate_of = -1;
 };
 
 struct OutputInfo {

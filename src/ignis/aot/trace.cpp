@@ -168,7 +168,13 @@ void Tracer::write(const Tensor& self, const Tensor& result) {
   }
   st.generation++;
   st.written = true;
-  bound_[self.impl()] = Binding{self, graph::NodePtr(node_of(result)), st.generation};
+  // self now reads the new value. Only a result laid out like self may stand
+  // for it (a view of self must see self's strides); otherwise self is
+  // re-read from the storage's value when next used.
+  if (same_geometry(self, result))
+    bound_[self.impl()] = Binding{self, graph::NodePtr(node_of(result)), st.generation};
+  else
+    bound_.erase(self.impl());
 }
 
 bool Tracer::written(const Tensor& t) const {

@@ -4,7 +4,7 @@
 //   _aot_partition(graph, num_fwd_outputs, min_cut)  -> (fw, bw, saved, saved_bytes, recomputed)
 //   FakeTensorMode: from_tensor(t), a context manager
 // options: fake, functionalize, decompose, inference, as_is (bools); keep, only (op names).
-// info: {"joint": bool, "inputs": [(requires_grad, mutated)],
+// info: {"joint": bool, "inputs": [(requires_grad, mutated, duplicate_of)],
 //        "outputs": [(requires_grad, aliased_input)], "output_kind": str}.
 #include "ignis/aot/aot.h"
 #include "ignis/aot/fake.h"
@@ -93,8 +93,8 @@ std::vector<graph::Value> values_of(PyObject* seq) {
 PyObject* info_of(const aot::TracedGraph& t) {
   Owned ins(PyList_New(0));
   for (const aot::InputInfo& i : t.inputs) {
-    Owned e(Py_BuildValue("(OO)", i.requires_grad ? Py_True : Py_False,
-                          i.mutated ? Py_True : Py_False));
+    Owned e(Py_BuildValue("(OOi)", i.requires_grad ? Py_True : Py_False,
+                          i.mutated ? Py_True : Py_False, i.duplicate_of));
     if (PyList_Append(ins.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
   Owned outs(PyList_New(0));
