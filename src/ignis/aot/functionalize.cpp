@@ -16,8 +16,9 @@
 // Every tensor on that storage, when next used, is re-read from the new
 // value (Tracer::value_of: as_strided of the storage's value). At the end,
 // graph inputs whose storage was written get one copy_ each (aot/joint.cpp).
-// In-place view ops (t_, squeeze_, ...) change only metadata: they are traced
-// as their view op. An in-place op with no functional form (the random
+// copy_ becomes copy(self, src) (a new tensor laid out like self), and fill_
+// and zero_ copies of their value. In-place view ops (t_, squeeze_, ...)
+// change only metadata: they are traced as their view op. An in-place op with no functional form (the random
 // fillers normal_, uniform_, bernoulli_, random_) runs on a clone, which is
 // then written: the graph keeps that op in place, on a fresh tensor only.
 #include "ignis/aot/trace.h"
@@ -53,18 +54,6 @@ Tensor call_named(const char* name, std::initializer_list<std::pair<const char*,
   return s.at(0).to_tensor();
 }
 
-// src converted to self's dtype and device and broadcast to its shape: the
-// value copy_(self, src) writes.
-Tensor copied_value(const Tensor& self, const Tensor& src) {
-  Tensor v = src;
-  if (v.dtype() != self.dtype() || v.user_device() != self.user_device())
-    v = call_named("_to_copy", {{"self", v}, {"dtype", self.dtype()},
-                                {"device", self.user_device()}});
-  if (v.sizes() != self.sizes())
-    v = call_named("expand", {{"self", v}, {"size", self.sizes().vec()}});
-  return v;
-}
-
 const OpHandle* functional_variant(const FunctionSchema& fs) {
   std::string base = fs.name.substr(0, fs.name.size() - 1);
   return Dispatcher::get().find(fs.overload.empty() ? base : base + "." + fs.overload);
@@ -92,11 +81,12 @@ void functionalize_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   Tensor self = s[0].to_tensor();
   const std::string& name = fs.name;
   Tensor result;
-  if (name == "copy_" || name == "fill_") {
-    result = copied_value(self, s[1].to_tensor());
-  } else if (name == "zero_") {
-    result = call_named("full", {{"size", self.sizes().vec()}, {"fill_value", int64_t(0)},
-                                 {"dtype", self.dtype()}, {"device", self.user_device()}});
+  if (name == "fill_" || name == "zero_") {
+    // Whole overwrites: copy(self, value), the functional form of copy_.
+    static OpRef copy("copy");
+    Tensor value = name == "zero_" ? scalar_to_tensor_int(0, ScalarType::Int64, true)
+                                   : s[1].to_tensor();
+    result = copy.tensor(self, value);
   } else if (const OpHandle* fop = functional_variant(fs)) {
     Stack fs_stack(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(fs.args.size()));
     if (fop->def() && fop->def()->meta) {

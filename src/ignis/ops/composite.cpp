@@ -102,6 +102,12 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2];
   const int64_t E = q.sizes()[q.dim() - 1];
   const double scale = s[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(E)) : s[6].to_double();
+  if (dropout_p == 0) {
+    // One op: autograd saves q, k, v, out and lse, not the probabilities.
+    static OpRef fused("_scaled_dot_product_attention");
+    Stack r = fused.call(q, k, v, mask, causal, scale);
+    return ret(s, r.at(0).to_tensor());
+  }
   Tensor scores = matmul_op.tensor(mul_op.tensor(q, wrapped(scale)),
                                    transpose_op.tensor(k, int64_t(-2), int64_t(-1)));
   const Tensor ninf = wrapped(-std::numeric_limits<double>::infinity());

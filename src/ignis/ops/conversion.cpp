@@ -42,6 +42,19 @@ void copy_meta(OpCall& c) {
 }
 void copy_impl(OpCall& c) { copy_into(c.tensor(0), c.tensor(1)); }
 
+// copy(self, src): what copy_ would leave in self, as a new tensor laid out
+// like self (its values are not read). Functionalization records copy_,
+// fill_ and zero_ as this op (aot/functionalize.cpp), as torch does.
+void copy_functional_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& src = c.tensor(1);
+  IGNIS_CHECK(broadcast_shapes(self.sizes(), src.sizes()) == self.sizes(), "copy: the source of "
+              "shape ", src.shape_str(), " cannot be broadcast to the destination of shape ",
+              self.shape_str());
+  c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+}
+void copy_functional_impl(OpCall& c) { copy_into(c.outputs[0], c.tensor(1)); }
+
 Scalar value_scalar(const Tensor& v) {
   return v.dtype() == ScalarType::Bool ? Scalar(v.item_int() != 0)
          : is_floating(v.dtype())      ? Scalar(v.item_double())
@@ -140,6 +153,10 @@ void register_conversion_ops() {
   def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)").category(O)
       .method_only().meta(copy_meta).cpu(copy_impl)
       .doc("writes src (broadcast and converted) into self")
+      .derivative(copy_bw);
+  def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")
+      .category(OpCategory::Pointwise).meta(copy_functional_meta).cpu(copy_functional_impl)
+      .doc("src broadcast and converted into a new tensor laid out like self")
       .derivative(copy_bw);
   def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(O).both()
       .meta(fill_meta).cpu(fill_impl)
