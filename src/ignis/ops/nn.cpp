@@ -154,7 +154,24 @@ void layer_norm_backward_meta(OpCall& c) {
   if (!is_floating(in.dtype())) not_implemented_for("LayerNormBackwardKernelImpl", in.dtype());
   IGNIS_CHECK(c.tensor(0).sizes() == in.sizes(), "native_layer_norm_backward: grad_out of shape ",
               c.tensor(0).shape_str(), " does not match input of shape ", in.shape_str());
+  // The kernel indexes mean/rstd by row and weight/bias by column: check the
+  // shapes it relies on (autograd always passes consistent ones).
+  const DimVector norm(c.int_list(2));
+  const int64_t nd = static_cast<int64_t>(norm.size());
+  IGNIS_CHECK(nd <= in.dim() &&
+                  std::equal(norm.begin(), norm.end(), in.sizes().end() - nd),
+              "native_layer_norm_backward: normalized_shape ", shape_str(norm),
+              " does not match the trailing dims of input of shape ", in.shape_str());
+  const int64_t N = compute_numel(norm), M = N == 0 ? 0 : in.numel() / N;
+  for (int i : {3, 4})
+    IGNIS_CHECK(c.tensor(i).numel() == M && is_floating(c.tensor(i).dtype()),
+                "native_layer_norm_backward: ", i == 3 ? "mean" : "rstd", " must be a floating "
+                "tensor of ", M, " elements (one per row), got ", c.tensor(i).shape_str());
   Tensor w = c.opt_tensor(5), b = c.opt_tensor(6);
+  for (const Tensor* p : {&w, &b})
+    IGNIS_CHECK(!p->defined() || (p->numel() == N && is_floating(p->dtype())),
+                "native_layer_norm_backward: ", p == &w ? "weight" : "bias", " must be a floating "
+                "tensor of ", N, " elements (the normalized shape), got ", p->shape_str());
   c.alloc(in.sizes(), in.dtype());
   if (w.defined()) c.alloc(w.sizes(), w.dtype());
   else c.outputs.emplace_back();
