@@ -496,3 +496,19 @@ def test_custom_compilers_see_core_graphs():
     f(ignis.randn(2, 4)).backward()
     assert "primals_1" in seen["fw"] and "tangents_1" in seen["bw"]
     assert "linear" not in seen["fw"]  # linear is composite: it decomposed
+
+
+def test_outputs_aliasing_inputs_stay_views():
+    def f(x, y):
+        x.mul_(2)
+        return x.view(-1), y[1:], x + y
+    x, y = ignis.randn(2, 3), ignis.randn(2, 3)
+    x2, y2 = x.clone(), y.clone()
+    ex = f(x, y)
+    got = ignis.compile(f, backend="aot_eager")(x2, y2)
+    for a, b in zip(got, ex):
+        close(a, b)
+    close(x2, x)
+    got[0][0] = 100.0  # the first output is a view of x2
+    got[1][0, 0] = -100.0  # the second a view of y2
+    assert x2[0, 0].item() == 100.0 and y2[1, 0].item() == -100.0

@@ -139,6 +139,22 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
                                 {Value(placeholders[i]), tr.value_of(args[i])});
       c->meta().tensors = {graph::TensorMeta::of(args[i])};
     }
+    // An output viewing a mutated input is read back from the input after
+    // its write-back, so that it stays a view of it (as eager's would be).
+    static OpRef as_strided("as_strided");
+    for (size_t k = 0; k < outs.size(); ++k) {
+      int i = r.outputs[k].aliased_input;
+      if (i < 0 || !r.inputs[i].mutated) continue;
+      const Tensor& o = outs[k];
+      Value::Items size, stride;
+      for (int64_t v : o.sizes()) size.emplace_back(v);
+      for (int64_t v : o.strides()) stride.emplace_back(v);
+      Node* v = g.call_function(graph::Target(as_strided.handle()),
+                                {Value(placeholders[i]), Value::list(std::move(size)),
+                                 Value::list(std::move(stride)), Value(o.storage_offset())});
+      v->meta().tensors = {graph::TensorMeta::of(o)};
+      results[k] = Value(v);
+    }
 
     // 4. The backward.
     if (r.joint) {
