@@ -512,3 +512,14 @@ def test_outputs_aliasing_inputs_stay_views():
     got[0][0] = 100.0  # the first output is a view of x2
     got[1][0, 0] = -100.0  # the second a view of y2
     assert x2[0, 0].item() == 100.0 and y2[1, 0].item() == -100.0
+
+
+def test_what_aot_cannot_trace_runs_eagerly_with_a_warning():
+    def bad_compiler(gm, example_inputs):
+        raise RuntimeError("this compiler refuses")
+    f = ignis.compile(lambda x: x.sin() + 1, backend=ignis.compiler.aot_autograd(
+        fw_compiler=bad_compiler))
+    x = ignis.randn(4)
+    with pytest.warns(RuntimeWarning, match="runs eagerly.*this compiler refuses"):
+        out = f(x)
+    close(out, x.sin() + 1)

@@ -149,6 +149,19 @@ def _make_inference_runtime(compiled, kind):
     return run
 
 
+def _fallback_warning(gm, exc):
+    """AOT could not trace or compile a captured graph: it runs as captured."""
+    import warnings
+    where = ""
+    for n in gm.graph.nodes:
+        loc = n.meta.get("source_loc") if n.op == "call_function" else None
+        if loc:
+            where = f" (graph starting at {loc})"
+            break
+    warnings.warn(f"aot_autograd: the captured graph{where} runs eagerly: "
+                  f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+
+
 def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompositions=None,
                  inference_compiler=None, keep_inference_input_mutations=True, **kwargs):
     """A backend from compilers of the forward and backward graphs (torch's
@@ -162,6 +175,13 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
     partition_fn = partition_fn or default_partition
 
     def backend(gm, example_inputs):
+        try:
+            return compile_graph(gm, example_inputs)
+        except Exception as e:  # noqa: BLE001 - whatever AOT cannot do runs eagerly
+            _fallback_warning(gm, e)
+            return gm.forward
+
+    def compile_graph(gm, example_inputs):
         traced, info = trace_joint(gm, example_inputs, decompositions=decompositions)
         if not info["joint"]:
             if _aot_graphs_enabled():
