@@ -131,6 +131,7 @@ void register_composite_ops() {
       .doc("input @ weight.T + bias (weight is [out_features, in_features])");
   def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")
       .category(OpCategory::Composite).composite(sdpa_kernel)
+      .random()  // dropout_p > 0 draws a dropout mask
       .doc("softmax(query @ key^T * scale + mask) @ value");
 }
 

@@ -1225,16 +1225,16 @@ void register_nn_ops() {
       .derivative(cosine_similarity_bw, "x1, x2");
 
   def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")
-      .category(OpCategory::Other).meta(native_dropout_meta).cpu(native_dropout_cpu)
+      .category(OpCategory::Other).random().meta(native_dropout_meta).cpu(native_dropout_cpu)
       .doc("(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p)")
       .derivative(native_dropout_bw, "result1");
   def("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor")
-      .category(OpCategory::Composite).composite(dropout_kernel)
+      .category(OpCategory::Composite).random().composite(dropout_kernel)
       .doc("zeroes elements with probability p, scales the rest");
   def("dropout.functional(Tensor input, float p=0.5, bool training=True, bool inplace=False) -> Tensor")
-      .category(OpCategory::Composite).composite(dropout_functional_kernel);
+      .category(OpCategory::Composite).random().composite(dropout_functional_kernel);
   def("dropout_(Tensor(a!) self, float p=0.5, bool train=True) -> Tensor(a!)")
-      .category(OpCategory::Composite).composite(dropout_inplace_kernel);
+      .category(OpCategory::Composite).random().composite(dropout_inplace_kernel);
 
   def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")
       .category(OpCategory::Other).meta(embedding_meta).cpu(embedding_cpu)

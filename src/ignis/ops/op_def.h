@@ -24,6 +24,15 @@ const char* category_name(OpCategory c);
 
 enum Variants : uint8_t { kFunction = 1, kMethod = 2, kBoth = 3 };
 
+// Whether equal arguments give equal results. Passes read it: CSE never merges
+// two calls that are not Deterministic, and a partitioner that recomputes
+// values must not replay them.
+enum class Determinism : uint8_t {
+  Deterministic,
+  Random,         // results are drawn from the RNG (rand, bernoulli_, dropout)
+  Uninitialized,  // results are whatever the memory held (empty, empty_like)
+};
+
 class TensorIterator;
 struct GradCtx;  // autograd/formula.h
 
@@ -87,12 +96,15 @@ struct OpDef {
   uint64_t save_outputs = 0;
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
+  Determinism determinism = Determinism::Deterministic;
   // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
   // The op written in terms of other ops (null: the op is kept whole).
   DecompFn decomposition = nullptr;
   std::string doc;
+
+  bool nondeterministic() const { return determinism != Determinism::Deterministic; }
 };
 
 // Builder used by the op family files:
@@ -126,6 +138,9 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
+  // Results drawn from the RNG / left uninitialised (see Determinism).
+  OpBuilder& random() { d_->determinism = Determinism::Random; return *this; }
+  OpBuilder& uninitialized() { d_->determinism = Determinism::Uninitialized; return *this; }
   OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
 
  private:
