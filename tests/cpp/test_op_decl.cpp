@@ -1,6 +1,6 @@
-// The facts passes read from an op's declaration: whether its results are
-// random or uninitialised, its category. Each test checks the declarations
-// against the rule they replaced or against the ops' own definitions.
+// The facts passes read from an op's declaration. Each test checks the
+// declarations against the rule they replaced or against the ops' own
+// definitions.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -75,4 +75,10 @@ TEST(OpDecl, GemmCallsAreTemplates) {
   for (const char* n : {"mm", "bmm", "addmm", "baddbmm", "mv"})
     EXPECT_EQ(def_of(n).category, OpCategory::Template) << n;
   EXPECT_EQ(def_of("matmul").category, OpCategory::Composite);
+}
+
+TEST(OpDecl, DataDependentShapesAreDeclared) {
+  EXPECT_NE(def_of("nonzero").data_dependent, "");
+  EXPECT_NE(def_of("masked_select").data_dependent, "");
+  EXPECT_EQ(def_of("where.self").data_dependent, "");
 }

@@ -1393,9 +1393,14 @@ void register_index_ops() {
   def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")
       .category(OpCategory::Composite).both().composite(index_put_kernel);
   def("nonzero(Tensor self) -> Tensor").category(OpCategory::Other).both().kernel(nonzero_kernel)
+      .data_dependent("nonzero(): the output's shape is the number of nonzero elements "
+                      "(data-dependent)")
       .doc("[n, dim] coordinates of the nonzero elements");
   def("masked_select(Tensor self, Tensor mask) -> Tensor").category(OpCategory::Composite).both()
-      .composite(masked_select_kernel).doc("1-D tensor of the elements where mask holds");
+      .composite(masked_select_kernel)
+      .data_dependent("masked_select(): the output's shape is the number of elements where the "
+                      "mask holds (data-dependent)")
+      .doc("1-D tensor of the elements where mask holds");
   def("where(Tensor condition) -> Tensor[]").category(OpCategory::Composite).composite(where_kernel)
       .doc("nonzero(condition) as a tuple of 1-D index tensors");
   def("take(Tensor self, Tensor index) -> Tensor").category(OpCategory::Composite).both()

@@ -97,6 +97,10 @@ struct OpDef {
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
   Determinism determinism = Determinism::Deterministic;
+  // Why the shape of an output, or a Python value the op returns, depends on
+  // the input tensors' values (empty: it does not). Tracers read it to stop
+  // before the call rather than to trace an output they cannot size.
+  std::string data_dependent;
   // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
@@ -141,6 +145,7 @@ class OpBuilder {
   // Results drawn from the RNG / left uninitialised (see Determinism).
   OpBuilder& random() { d_->determinism = Determinism::Random; return *this; }
   OpBuilder& uninitialized() { d_->determinism = Determinism::Uninitialized; return *this; }
+  OpBuilder& data_dependent(std::string why) { d_->data_dependent = std::move(why); return *this; }
   OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
 
  private:
