@@ -82,3 +82,35 @@ TEST(OpDecl, DataDependentShapesAreDeclared) {
   EXPECT_NE(def_of("masked_select").data_dependent, "");
   EXPECT_EQ(def_of("where.self").data_dependent, "");
 }
+
+TEST(OpDecl, AliasesAreNamesOfOneOp) {
+  register_all_ops();
+  const Dispatcher& d = Dispatcher::get();
+  // PyTorch's aliases ignis has, and the ops they name.
+  const std::set<std::pair<std::string, std::string>> expected = {
+      {"negative", "neg"}, {"absolute", "abs"}, {"fix", "trunc"}, {"subtract", "sub"},
+      {"multiply", "mul"}, {"divide", "div"}, {"true_divide", "div"}, {"less", "lt"},
+      {"less_equal", "le"}, {"greater", "gt"}, {"greater_equal", "ge"}, {"not_equal", "ne"},
+      {"clip", "clamp"}, {"concat", "cat"}, {"concatenate", "cat"}, {"ger", "outer"}};
+  std::set<std::pair<std::string, std::string>> declared(d.aliases().begin(), d.aliases().end());
+  for (const auto& e : expected) {
+    EXPECT_TRUE(declared.count(e)) << e.first;
+    // The in-place form follows where the op has one.
+    if (!d.overloads(e.second + "_").empty())
+      EXPECT_TRUE(declared.count({e.first + "_", e.second + "_"})) << e.first << "_";
+  }
+  for (const auto& [alias, op] : d.aliases()) {
+    ASSERT_NE(d.find(op), nullptr) << op;
+    EXPECT_EQ(d.find(alias), d.find(op)) << alias;
+    EXPECT_EQ(&d.overloads(alias), &d.overloads(op)) << alias;
+    EXPECT_EQ(*d.alias_target(alias), op);
+  }
+  // No alias is an op of its own, with kernels a graph could hold.
+  for (const auto& h : d.ops()) {
+    EXPECT_EQ(d.alias_target(h->schema().name), nullptr) << h->name();
+    EXPECT_EQ(h->def() ? h->def()->doc.rfind("alias of", 0) : std::string::npos, std::string::npos)
+        << h->name() << " is declared as an op of its own";
+  }
+  EXPECT_EQ(d.find("multiply_"), d.find("mul_"));
+  EXPECT_EQ(d.find("no_such_alias"), nullptr);
+}

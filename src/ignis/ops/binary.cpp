@@ -488,19 +488,12 @@ void register_binary_ops() {
        binary_cpu<AddAlpha<false>, Types::All>, "self + alpha * other", add_bw);
   pair("sub", alpha, add_meta<true, false>, add_meta<true, true>,
        binary_cpu<AddAlpha<true>, Types::Numeric>, "self - alpha * other", sub_bw);
-  pair("subtract", alpha, add_meta<true, false>, add_meta<true, true>,
-       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub", sub_bw);
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Pointwise).meta(rsub_meta).cpu(rsub_cpu)
       .doc("other - alpha * self").derivative(rsub_bw);
   arith<Mul, Types::All, R::Promote>("mul", "self * other", "", mul_bw, "self, other");
-  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul", "", mul_bw, "self, other");
   pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
        "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient", div_bw, "self, other");
-  pair("divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div", div_bw, "self, other");
-  pair("true_divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div", div_bw, "self, other");
   pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
        floor_divide_cpu, "floor(self / other)");
   pair("pow", "", pow_meta, pow_meta_, pow_cpu, "self ** other", pow_bw, "self, other, result");
@@ -527,14 +520,20 @@ void register_binary_ops() {
   compare<Le>("le", "self <= other");
   compare<Gt>("gt", "self > other");
   compare<Ge>("ge", "self >= other");
-  compare<Lt>("less", "alias of lt");
-  compare<Le>("less_equal", "alias of le");
-  compare<Gt>("greater", "alias of gt");
-  compare<Ge>("greater_equal", "alias of ge");
-  compare<Ne>("not_equal", "alias of ne");
   compare<LogicalAnd>("logical_and", "self and other, as bool");
   compare<LogicalOr>("logical_or", "self or other, as bool");
   compare<LogicalXor>("logical_xor", "self xor other, as bool");
+
+  // PyTorch's other names of the ops above (and of their in-place forms).
+  alias("subtract", "sub");
+  alias("multiply", "mul");
+  alias("divide", "div");
+  alias("true_divide", "div");
+  alias("less", "lt");
+  alias("less_equal", "le");
+  alias("greater", "gt");
+  alias("greater_equal", "ge");
+  alias("not_equal", "ne");
 }
 
 }  // namespace ignis

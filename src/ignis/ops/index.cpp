@@ -1268,10 +1268,6 @@ void register_index_ops() {
   def("cat(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Other).meta(cat_meta)
       .cpu(cat_cpu).doc("concatenation along dim (inputs promote to a common dtype)")
       .derivative(cat_bw);
-  def("concat(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Other).meta(cat_meta)
-      .cpu(cat_cpu).doc("alias of cat").derivative(cat_bw);
-  def("concatenate(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Other)
-      .meta(cat_meta).cpu(cat_cpu).doc("alias of cat").derivative(cat_bw);
   def("stack(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Composite)
       .composite(stack_kernel).doc("concatenation along a new dim");
   def("hstack(Tensor[] tensors) -> Tensor").category(OpCategory::Composite)
@@ -1405,6 +1401,9 @@ void register_index_ops() {
       .doc("nonzero(condition) as a tuple of 1-D index tensors");
   def("take(Tensor self, Tensor index) -> Tensor").category(OpCategory::Composite).both()
       .composite(take_kernel).doc("self.flatten()[index]");
+  // PyTorch's other names of cat.
+  alias("concat", "cat");
+  alias("concatenate", "cat");
 }
 
 }  // namespace ignis

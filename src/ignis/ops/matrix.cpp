@@ -295,8 +295,7 @@ void register_matrix_ops() {
       .composite(matmul_kernel).doc("matrix product with NumPy's 1-D and batch broadcasting rules");
   def("outer(Tensor self, Tensor vec2) -> Tensor").category(OpCategory::Composite).both()
       .composite(outer_kernel).doc("outer product of two 1-D tensors");
-  def("ger(Tensor self, Tensor vec2) -> Tensor").category(OpCategory::Composite).both()
-      .composite(outer_kernel).doc("alias of outer");
+  alias("ger", "outer");  // PyTorch's other name of outer
 }
 
 }  // namespace ignis

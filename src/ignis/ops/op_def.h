@@ -154,6 +154,12 @@ class OpBuilder {
 
 inline OpBuilder def(std::string schema) { return OpBuilder(std::move(schema)); }
 
+// Declares `name` another name of the op `op` (base names), as PyTorch's
+// aliases are (multiply for mul): one op and one kernel set, which
+// Dispatcher::find, ignis.<name>, Tensor.<name> and ignis.ops.<name> all
+// reach. When the op has an in-place form `op_`, `name_` becomes its name too.
+void alias(const std::string& name, const std::string& op);
+
 // All declarations, in registration order.
 const std::vector<const OpDef*>& all_op_defs();
 

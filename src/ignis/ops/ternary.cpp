@@ -289,12 +289,6 @@ void register_ternary_ops() {
   def("clamp_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
       .derivative(clamp_bw, "self, min, max");
-  def("clip(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu).doc("alias of clamp")
-      .derivative(clamp_bw, "self, min, max");
-  def("clip_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
-      .derivative(clamp_bw, "self, min, max");
   def("clamp_min(Tensor self, Tensor min) -> Tensor")
       .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>)
       .derivative(clamp_one_bw<false>, "self, min");
@@ -335,6 +329,7 @@ void register_ternary_ops() {
   def("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().meta(masked_fill_meta<true>).cpu(masked_fill_cpu)
       .derivative(masked_fill_bw, "mask");
+  alias("clip", "clamp");  // and clip_ for clamp_
 }
 
 }  // namespace ignis

@@ -323,9 +323,7 @@ void gelu_bw(GradCtx& c) {
 
 void register_unary_ops() {
   unary<Neg, Types::Numeric, R::Promote, NegCheck>("neg", "-input", {neg_bw});
-  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg", {neg_bw});
   unary<Abs, Types::Numeric, R::Promote>("abs", "|input|", {abs_bw, "self"});
-  unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs", {abs_bw, "self"});
   unary<Exp, Types::Float, R::PromoteToFloat>("exp", "e ** input", {exp_bw, "result"});
   unary<Exp2, Types::Float, R::PromoteToFloat>("exp2", "2 ** input", {exp2_bw, "result"});
   unary<Log, Types::Float, R::PromoteToFloat>("log", "natural logarithm", {log_bw, "self"});
@@ -356,7 +354,6 @@ void register_unary_ops() {
   unary<Ceil, Types::Numeric, R::Promote>("ceil", "round up", {zero_bw});
   unary<Round, Types::Numeric, R::Promote>("round", "round half to even", {zero_bw});
   unary<Trunc, Types::Numeric, R::Promote>("trunc", "round toward zero", {zero_bw});
-  unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc", {zero_bw});
   unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)", {identity_bw});
   unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1", {zero_bw});
   unary<Reciprocal, Types::Float, R::PromoteToFloat>("reciprocal", "1 / input",
@@ -384,6 +381,11 @@ void register_unary_ops() {
   def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")
       .category(OpCategory::Pointwise).both()
       .meta(gelu_meta<true>).cpu(gelu_cpu<true>).derivative(gelu_bw, "self");
+
+  // PyTorch's other names of the ops above (and of their in-place forms).
+  alias("negative", "neg");
+  alias("absolute", "abs");
+  alias("fix", "trunc");
 }
 
 }  // namespace ignis
