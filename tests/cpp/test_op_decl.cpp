@@ -3,11 +3,13 @@
 // definitions.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/node.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/op_def.h"
 
 using namespace ignis;
@@ -113,4 +115,55 @@ TEST(OpDecl, AliasesAreNamesOfOneOp) {
   }
   EXPECT_EQ(d.find("multiply_"), d.find("mul_"));
   EXPECT_EQ(d.find("no_such_alias"), nullptr);
+}
+
+namespace {
+template <typename... F>
+std::set<std::string> names_of() { return {F::name...}; }
+}  // namespace
+
+TEST(OpDecl, EveryPointwiseKernelNamesItsScalarFunction) {
+  register_all_ops();
+  using namespace scalar_ops;  // NOLINT
+  const std::set<std::string> known = names_of<
+      Neg, Abs, Exp, Exp2, Log, Log2, Log10, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Asin, Acos,
+      Atan, Sinh, Cosh, Tanh, Sigmoid, Relu, Silu, Mish, Gelu, GeluTanh, Erf, Erfc, Floor, Ceil,
+      Round, Trunc, Frac, Sign, Reciprocal, Square, BitwiseNot, LogicalNot, IsNan, IsInf, IsFinite,
+      IsPosInf, IsNegInf, SignBit, Softplus, LeakyRelu, Elu, LogSigmoid, Hardtanh, GeluBackward,
+      GeluBackwardTanh, Add, Sub, Rsub, Mul, Maximum, Minimum, BitwiseAnd, BitwiseOr, BitwiseXor,
+      Atan2, Hypot, Copysign, Div, DivTrunc, DivFloor, Fmod, Remainder, Pow, Eq, Ne, Lt, Le, Gt,
+      Ge, LogicalAnd, LogicalOr, LogicalXor, Where, ClampMin, ClampMax, Clamp, Lerp, Addcmul,
+      Addcdiv, MaskedFill>();
+  int structured = 0;
+  for (const auto& h : Dispatcher::get().ops()) {
+    const OpDef* d = h->def();
+    if (!d) continue;
+    if (!d->scalar.empty()) EXPECT_TRUE(known.count(d->scalar)) << h->name() << ": " << d->scalar;
+    // Pointwise ops with a kernel of their own (composites only call other ops).
+    if (d->category != OpCategory::Pointwise || d->any_backend) continue;
+    ++structured;
+    EXPECT_FALSE(d->scalar.empty()) << h->name() << " names no scalar function";
+  }
+  EXPECT_GE(structured, 150);
+  EXPECT_EQ(def_of("exp").scalar, "exp");
+  EXPECT_EQ(def_of("exp_").scalar, "exp");
+  EXPECT_EQ(def_of("floor_divide").scalar, "div_floor");
+  EXPECT_EQ(def_of("gelu").scalar, "gelu");  // approximate='tanh': gelu_tanh
+}
+
+TEST(OpDecl, ScalarFunctionsComputeThePointwiseFormulas) {
+  using namespace scalar_ops;  // NOLINT
+  EXPECT_EQ(Add()(1.0f, 2.0f, 3.0f), 7.0f);
+  EXPECT_EQ(Add()(false, true, true), true);
+  EXPECT_EQ(Sub()(int64_t(5), int64_t(2), int64_t(2)), 1);
+  EXPECT_EQ(Rsub()(2.0, 5.0, 2.0), 1.0);
+  EXPECT_EQ(DivFloor()(int64_t(-7), int64_t(2)), -4);
+  EXPECT_EQ(DivTrunc()(int64_t(-7), int64_t(2)), -3);
+  EXPECT_EQ(Remainder()(int64_t(-7), int64_t(2)), 1);
+  EXPECT_EQ(Fmod()(int64_t(-7), int64_t(2)), -1);
+  EXPECT_EQ(Pow()(int64_t(3), int64_t(4)), 81);
+  EXPECT_EQ(Clamp()(5.0f, 0.0f, 1.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(Maximum()(1.0f, NAN)));
+  EXPECT_TRUE(IsNan()(NAN));
+  EXPECT_FLOAT_EQ(Exp()(1.0f), 2.7182817f);
 }

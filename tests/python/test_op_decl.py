@@ -84,3 +84,14 @@ def test_data_dependent_op_breaks_the_graph_with_its_declared_reason():
     assert reasons[0].startswith("nonzero(): the output's shape is the number of nonzero")
     assert reasons[1].startswith("masked_select(): the output's shape")
     ignis.compiler.reset()
+
+
+def test_pointwise_ops_name_their_scalar_function():
+    assert ignis.ops.exp.scalar_name == "exp" and ignis.ops.exp_.scalar_name == "exp"
+    assert ignis.ops.multiply.scalar_name == "mul"
+    assert ignis.ops.floor_divide.scalar_name == "div_floor"
+    assert ignis.ops.softplus.scalar_name == "softplus"
+    assert ignis.ops.mm.scalar_name is None
+    pointwise = [n for n in dir(ignis.ops) if not n.startswith("__")
+                 and getattr(ignis.ops, n).category == "pointwise"]
+    assert [n for n in pointwise if getattr(ignis.ops, n).scalar_name is None] == []

@@ -19,6 +19,7 @@
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/softmax.h"
 #include "ignis/kernels/cpu/vec_math.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
 
@@ -774,7 +775,7 @@ void softplus_cpu(OpCall& c) {
   run_float(c, [&](auto tag) {
     using T = decltype(tag);
     const T b = T(beta), th = T(thr);
-    return [b, th](T x) -> T { return x * b > th ? x : T(std::log1p(cpu::vexp(x * b)) / b); };
+    return [b, th](T x) -> T { return scalar_ops::Softplus()(x, b, th); };
   });
 }
 void leaky_relu_cpu(OpCall& c) {
@@ -782,7 +783,7 @@ void leaky_relu_cpu(OpCall& c) {
   run_float(c, [&](auto tag) {
     using T = decltype(tag);
     const T s = T(slope);
-    return [s](T x) -> T { return x > T(0) ? x : x * s; };
+    return [s](T x) -> T { return scalar_ops::LeakyRelu()(x, s); };
   });
 }
 // elu(self, alpha=1, scale=1, input_scale=1)
@@ -792,15 +793,13 @@ void elu_cpu(OpCall& c) {
   run_float(c, [&](auto tag) {
     using T = decltype(tag);
     const T neg = T(alpha * scale), pos = T(scale), is = T(in_scale);
-    return [neg, pos, is](T x) -> T { return x > T(0) ? x * pos : T(std::expm1(x * is)) * neg; };
+    return [neg, pos, is](T x) -> T { return scalar_ops::Elu()(x, neg, pos, is); };
   });
 }
 void logsigmoid_cpu(OpCall& c) {
   run_float(c, [](auto tag) {
     using T = decltype(tag);
-    return [](T x) -> T {
-      return (x < T(0) ? x : T(0)) - T(std::log1p(cpu::vexp(x < T(0) ? x : -x)));
-    };
+    return [](T x) -> T { return scalar_ops::LogSigmoid()(x); };
   });
 }
 
@@ -815,9 +814,8 @@ void hardtanh_cpu(OpCall& c) {
   IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "hardtanh", [&] {
     using T = opmath_t<scalar_t>;
     const T l = lo.to<T>(), h = hi.to<T>();
-    cpu::cpu_kernel<scalar_t, scalar_t>(*c.iter, [l, h](T x) -> T {
-      return x != x ? x : (x < l ? l : (x > h ? h : x));
-    });
+    cpu::cpu_kernel<scalar_t, scalar_t>(
+        *c.iter, [l, h](T x) -> T { return scalar_ops::Hardtanh()(x, l, h); });
   });
 }
 
@@ -1169,13 +1167,15 @@ void cross_entropy_bw(GradCtx& c) {
   });
 }
 
+// `F` is the kernel's scalar function (kernels/scalar_ops.h).
+template <typename F>
 void activation(const std::string& name, const std::string& params, ImplFn cpu, const char* doc,
                 bool with_inplace, DerivativeFn d) {
   def(name + "(Tensor self" + params + ") -> Tensor").category(OpCategory::Pointwise).both()
-      .meta(float_act_meta<false>).cpu(cpu).doc(doc).derivative(d, "self");
+      .scalar(F::name).meta(float_act_meta<false>).cpu(cpu).doc(doc).derivative(d, "self");
   if (with_inplace) {
     def(name + "_(Tensor(a!) self" + params + ") -> Tensor(a!)").category(OpCategory::Pointwise)
-        .both().meta(float_act_meta<true>).cpu(cpu).doc(doc).derivative(d, "self");
+        .both().scalar(F::name).meta(float_act_meta<true>).cpu(cpu).doc(doc).derivative(d, "self");
   }
 }
 
@@ -1285,27 +1285,30 @@ void register_nn_ops() {
       .doc("target * (log(target) - input); input holds log-probabilities")
       .derivative(point_loss_bw<LossOp::KLDiv>, "input, target");
 
-  activation("softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
-             "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false,
-             softplus_bw);
-  activation("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
-             "x if x > 0 else negative_slope * x", true, leaky_relu_bw);
+  activation<scalar_ops::Softplus>(
+      "softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
+      "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false, softplus_bw);
+  activation<scalar_ops::LeakyRelu>("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
+                                    "x if x > 0 else negative_slope * x", true, leaky_relu_bw);
   def("leaky_relu.functional(Tensor input, Scalar negative_slope=0.01, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite)
       .composite(inplace_switch(&leaky_relu_op, &leaky_relu_inplace_op));
-  activation("elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
-             "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true,
-             elu_bw);
+  activation<scalar_ops::Elu>(
+      "elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
+      "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true, elu_bw);
   def("elu.functional(Tensor input, Scalar alpha=1.0, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite).composite(inplace_switch(&elu_op, &elu_inplace_op));
   def("logsigmoid(Tensor self) -> Tensor").category(OpCategory::Pointwise)
-      .meta(float_act_meta<false>).cpu(logsigmoid_cpu).doc("log(sigmoid(x)), computed stably")
+      .scalar(scalar_ops::LogSigmoid::name).meta(float_act_meta<false>).cpu(logsigmoid_cpu)
+      .doc("log(sigmoid(x)), computed stably")
       .derivative(logsigmoid_bw, "self");
   def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(hardtanh_meta<false>).cpu(hardtanh_cpu)
+      .category(OpCategory::Pointwise).both().scalar(scalar_ops::Hardtanh::name)
+      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu)
       .doc("clamp(x, min_val, max_val)").derivative(hardtanh_bw, "self");
   def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(hardtanh_meta<true>).cpu(hardtanh_cpu)
+      .category(OpCategory::Pointwise).both().scalar(scalar_ops::Hardtanh::name)
+      .meta(hardtanh_meta<true>).cpu(hardtanh_cpu)
       .derivative(hardtanh_bw, "self");
   def("hardtanh.functional(Tensor input, Scalar min_val=-1.0, Scalar max_val=1.0, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite)

@@ -101,6 +101,9 @@ struct OpDef {
   // the input tensors' values (empty: it does not). Tracers read it to stop
   // before the call rather than to trace an output they cannot size.
   std::string data_dependent;
+  // Pointwise ops: the `name` of the op's scalar function in
+  // kernels/scalar_ops.h ("exp" for scalar_ops::Exp), for code generators.
+  std::string scalar;
   // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
@@ -146,6 +149,7 @@ class OpBuilder {
   OpBuilder& random() { d_->determinism = Determinism::Random; return *this; }
   OpBuilder& uninitialized() { d_->determinism = Determinism::Uninitialized; return *this; }
   OpBuilder& data_dependent(std::string why) { d_->data_dependent = std::move(why); return *this; }
+  OpBuilder& scalar(std::string name) { d_->scalar = std::move(name); return *this; }
   OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
 
  private:

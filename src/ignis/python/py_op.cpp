@@ -561,6 +561,14 @@ PyObject* op_get_determinism(PyObject* self, void*) {
   return PyUnicode_FromString(r);
 }
 
+// The scalar function (kernels/scalar_ops.h) of the first overload naming one.
+PyObject* op_get_scalar_name(PyObject* self, void*) {
+  for (const OpHandle* h : *reinterpret_cast<PyOp*>(self)->overloads)
+    if (h->def() && !h->def()->scalar.empty())
+      return PyUnicode_FromString(h->def()->scalar.c_str());
+  Py_RETURN_NONE;
+}
+
 PyGetSetDef op_getset[] = {
     {"__name__", op_get_name, nullptr, nullptr, nullptr},
     {"__qualname__", op_get_name, nullptr, nullptr, nullptr},
@@ -569,6 +577,9 @@ PyGetSetDef op_getset[] = {
     {"category", op_get_category, nullptr, nullptr, nullptr},
     {"determinism", op_get_determinism, nullptr,
      "'random', 'uninitialized' or 'deterministic', as the op is declared.", nullptr},
+    {"scalar_name", op_get_scalar_name, nullptr,
+     "The name of the op's scalar function in kernels/scalar_ops.h (None: it has none).",
+     nullptr},
     {"alias_of", op_get_alias_of, nullptr,
      "The name of the op this name is an alias of (None: the op's own name).", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
