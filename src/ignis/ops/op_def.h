@@ -8,7 +8,9 @@
 // other ops or re-stride). Everything else is derived from the declaration:
 // the Meta kernel (the meta rule alone), the CPU kernel (meta rule, then
 // compute), the Python function and Tensor method, and the op's listing in
-// `ignis.ops`.
+// `ignis.ops`. The declaration also carries the facts passes read (random or
+// uninitialised results, data-dependent output shapes, the scalar function of
+// a pointwise op), and alias() gives an op its other names.
 #pragma once
 
 #include <functional>
