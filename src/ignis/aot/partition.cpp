@@ -45,8 +45,15 @@ bool is_call(const Node& n) {
 // Side effects that must happen once (copy_ into an input, an in-place method).
 bool is_effectful(const Node& n) { return is_call(n) && graph::has_side_effects(n); }
 
+// Draws from the RNG: running it again would give other numbers. An
+// uninitialised allocation (empty) is not: nothing reads its values, so the
+// backward may make its own.
 bool is_random(const Node& n) {
-  return n.op() == OpKind::CallFunction && n.target().nondeterministic();
+  if (n.op() != OpKind::CallFunction) return false;
+  const Target& t = n.target();
+  if (t.kind == Target::Kind::Op && t.op->def())
+    return t.op->def()->determinism == Determinism::Random;
+  return t.nondeterministic();
 }
 
 const OpDef* def_of(const Node& n) {

@@ -194,9 +194,10 @@ struct Target {
 const Target& getitem_target();
 bool is_getitem(const Target& t);
 
-// Whether an op or function of this name makes random or uninitialised
-// results ("randn", "dropout", "empty_like", ...).
-bool is_nondeterministic_name(const std::string& name);
+// Whether a call known only by its name (a foreign callable's __name__, a
+// call_method's method) makes random or uninitialised results. A name of
+// ignis ops (or an alias of one) is judged by their declarations.
+bool nondeterministic_by_name(const std::string& name);
 
 // ---------------------------------------------------------------------------
 // Metadata

@@ -132,12 +132,12 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 }  // namespace
 
 void register_composite_ops() {
-  auto C = OpCategory::Composite;
-  def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor").category(C)
-      .composite(linear_kernel)
+  def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
+      .category(OpCategory::Composite).composite(linear_kernel)
       .doc("input @ weight.T + bias (weight is [out_features, in_features])");
   def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")
-      .category(C).composite(sdpa_kernel)
+      .category(OpCategory::Composite).composite(sdpa_kernel)
+      .random()  // dropout_p > 0 draws a dropout mask
       .doc("softmax(query @ key^T * scale + mask) @ value");
 }
 

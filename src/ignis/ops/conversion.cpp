@@ -142,37 +142,35 @@ void zero_bw(GradCtx& c) { c.set(0, zeros_like(c.grad())); }
 }  // namespace
 
 void register_conversion_ops() {
-  auto O = OpCategory::Other;
   def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
-      .category(O).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
+      .category(OpCategory::Other).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
       .doc("copy converted to dtype and/or moved to device")
       .derivative(identity_bw);
-  def("clone(Tensor self) -> Tensor").category(O).both().meta(clone_meta).cpu(to_copy_impl)
-      .doc("a copy with the same layout")
-      .derivative(identity_bw);
-  def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)").category(O)
-      .method_only().meta(copy_meta).cpu(copy_impl)
-      .doc("writes src (broadcast and converted) into self")
-      .derivative(copy_bw);
+  def("clone(Tensor self) -> Tensor").category(OpCategory::Other).both().meta(clone_meta)
+      .cpu(to_copy_impl).doc("a copy with the same layout").derivative(identity_bw);
+  def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
+      .category(OpCategory::Other).method_only().meta(copy_meta).cpu(copy_impl)
+      .doc("writes src (broadcast and converted) into self").derivative(copy_bw);
   def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")
-      .category(OpCategory::Pointwise).meta(copy_functional_meta).cpu(copy_functional_impl)
+      .category(OpCategory::Other).meta(copy_functional_meta).cpu(copy_functional_impl)
       .doc("src broadcast and converted into a new tensor laid out like self")
       .derivative(copy_bw);
-  def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(O).both()
+  def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(OpCategory::Other).both()
       .meta(fill_meta).cpu(fill_impl)
       .derivative(fill_bw);
-  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(O).both().meta(zero_meta).cpu(zero_impl)
-      .derivative(zero_bw);
-  def("contiguous(Tensor(a) self) -> Tensor(a)").category(O).method_only().composite(contiguous_kernel);
+  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Other).both().meta(zero_meta)
+      .cpu(zero_impl).derivative(zero_bw);
+  def("contiguous(Tensor(a) self) -> Tensor(a)").category(OpCategory::Other).method_only()
+      .composite(contiguous_kernel);
   def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_dtype_kernel);
+      .category(OpCategory::Other).method_only().composite(to_dtype_kernel);
   def("to.device(Tensor(a) self, Device device, ScalarType? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_device_kernel);
+      .category(OpCategory::Other).method_only().composite(to_device_kernel);
   def("to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_other_kernel);
+      .category(OpCategory::Other).method_only().composite(to_other_kernel);
   def("to.kw(Tensor(a) self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_kw_kernel);
-  def("type_as(Tensor self, Tensor other) -> Tensor").category(O).method_only()
+      .category(OpCategory::Other).method_only().composite(to_kw_kernel);
+  def("type_as(Tensor self, Tensor other) -> Tensor").category(OpCategory::Other).method_only()
       .composite(type_as_kernel);
 }
 

@@ -148,7 +148,7 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
     f->repr = buf;
     f->identity = "ignis." + f->name;
     f->impure = !f->name.empty() && f->name.back() == '_';
-    f->nondeterministic = is_nondeterministic_name(f->name);
+    f->nondeterministic = nondeterministic_by_name(f->name);
     return f;
   }
   if (callable) {
@@ -186,7 +186,7 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
       for (const char* n : inplace) f->impure |= f->name == n;
     if (PyObject_HasAttrString(o, "_ignis_impure")) f->impure = true;
     if (f->module == "ignis" || f->module.rfind("ignis.", 0) == 0)
-      f->nondeterministic = is_nondeterministic_name(f->name);
+      f->nondeterministic = nondeterministic_by_name(f->name);
     return f;
   }
   f->repr = py_repr(o);
