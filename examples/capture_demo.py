@@ -1,6 +1,7 @@
 """ignis.compile at work: the seed's three capture examples with a backend
 that prints each captured graph, then a GPT forward captured as one graph
-with ignis.compiler.explain, and a graph break as IGNIS_LOGS shows it.
+with ignis.compiler.explain, a graph break as IGNIS_LOGS shows it, and AOT
+turning a captured layer into forward and backward graphs of core ops.
 
     python examples/capture_demo.py
 """
@@ -86,3 +87,31 @@ compiled = torch.compile(model)
 with torch.no_grad():
     same = torch.allclose(compiled(idx)[0], model(idx)[0], atol=1e-6)
 print("compiled logits equal eager:", same)
+
+section("5. AOT: the captured graph as forward and backward graphs of core ops")
+
+
+def show(title):
+    def compiler(gm, example_inputs):
+        print(f"{title}:")
+        print(gm.code)
+        return gm.forward
+    return compiler
+
+
+weight = torch.randn(4, 4, requires_grad=True)
+
+
+@torch.compile(backend=torch.compiler.aot_autograd(
+    fw_compiler=show("forward graph"), bw_compiler=show("backward graph"),
+    partition_fn=torch.compiler.min_cut_rematerialization_partition))
+def layer(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x @ weight).sum()
+
+
+x = torch.randn(2, 4)
+layer(x).backward()
+w_grad = weight.grad.clone()
+weight.grad = None
+torch.nn.functional.gelu(x @ weight).sum().backward()
+print("gradient equal to eager:", torch.allclose(w_grad, weight.grad))

@@ -11,7 +11,8 @@ import os
 from . import _C
 
 # Artifact names; each one's mask bit is _C._capture.LOG_<NAME>.
-ARTIFACTS = ("graph_breaks", "guards", "recompiles", "graph_code", "bytecode", "output_code")
+ARTIFACTS = ("graph_breaks", "guards", "recompiles", "graph_code", "bytecode", "output_code",
+             "aot_graphs")
 
 
 def _bit(name):
@@ -25,10 +26,11 @@ def get_logs():
 
 
 def set_logs(graph_breaks=False, guards=False, recompiles=False, graph_code=False, bytecode=False,
-             output_code=False):
+             output_code=False, aot_graphs=False):
     """Switches the named artifacts on and every other one off (torch._logging.set_logs)."""
     flags = dict(graph_breaks=graph_breaks, guards=guards, recompiles=recompiles,
-                 graph_code=graph_code, bytecode=bytecode, output_code=output_code)
+                 graph_code=graph_code, bytecode=bytecode, output_code=output_code,
+                 aot_graphs=aot_graphs)
     mask = 0
     for name, on in flags.items():
         if not isinstance(on, bool):
@@ -56,6 +58,17 @@ def parse_logs_setting(text):
                              f"{', '.join(ARTIFACTS)}, all")
         mask |= _bit(name)
     return mask
+
+
+def _aot_graphs_enabled():
+    return bool(_C._capture.log_mask() & _bit("aot_graphs"))
+
+
+def _log_aot_graph(title, gm):
+    """Writes one AOT graph as "[aot_graphs] ====== title ======" and its code."""
+    import sys
+    text = gm.print_readable(print_output=False)
+    sys.stderr.write(f"[aot_graphs] ====== {title} ======\n{text}\n")
 
 
 def _init_from_env():

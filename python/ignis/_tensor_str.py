@@ -118,10 +118,13 @@ def _add_suffixes(text, suffixes, indent):
 
 
 def tensor_repr(t):
+    default = _C.get_default_dtype()
+    if t._is_fake:  # metadata only (torch prints FakeTensor(..., size=..., dtype=...))
+        extra = f", dtype={t.dtype}" if t.dtype is not default else ""
+        return f"FakeTensor(..., device='{t.device}', size={tuple(t.shape)}{extra})"
     prefix = "tensor("
     indent = len(prefix)
     suffixes = []
-    default = _C.get_default_dtype()
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     if t.device.type == "meta":

@@ -86,17 +86,11 @@ std::vector<Sample> samples() {
       {"to.other", {F({3, 4}), OpRef("_to_copy").tensor(F({2}), f64)}},
       {"to.kw", {F({3, 4})}, {{"dtype", D(f64)}}},
       {"type_as", {F({3, 4}), OpRef("_to_copy").tensor(F({2}), f64)}},
-      {"negative", {F({3, 5})}}, {"absolute", {F({3, 5})}}, {"fix", {F({3, 5})}},
       {"frac", {F({3, 5})}}, {"square", {F({3, 5})}}, {"silu", {F({3, 5})}},
       {"mish", {F({3, 5})}}, {"gelu", {F({3, 5})}, {{"approximate", "tanh"}}},
       {"gelu_backward", {F({3, 5}), F({3, 5})}},
-      {"subtract", {F({3, 4}), F({4})}, {{"alpha", Scalar(2.0)}}},
-      {"rsub", {F({3, 4}), F({4})}}, {"multiply", {F({3, 4}), F({3, 1})}},
-      {"divide", {F({3, 4}), P({4})}}, {"true_divide", {F({3, 4}), P({4})}},
-      {"floor_divide", {F({3, 4}), P({4})}}, {"less", {F({3, 4}), F({4})}},
-      {"less_equal", {F({3, 4}), F({4})}}, {"greater", {F({3, 4}), F({4})}},
-      {"greater_equal", {F({3, 4}), F({4})}}, {"not_equal", {F({3, 4}), F({4})}},
-      {"clip", {F({3, 4}), W(-0.5), W(0.5)}}, {"clamp_min", {F({3, 4}), F({4})}},
+      {"rsub", {F({3, 4}), F({4})}}, {"floor_divide", {F({3, 4}), P({4})}},
+      {"clamp_min", {F({3, 4}), F({4})}},
       {"clamp_max", {F({3, 4}), F({4})}}, {"lerp", {F({3, 4}), F({3, 4}), F({3, 4})}},
       {"addcmul", {F({3, 4}), F({3, 4}), F({4})}, {{"value", Scalar(0.5)}}},
       {"addcdiv", {F({3, 4}), F({3, 4}), P({4})}}, {"masked_fill", {F({3, 4}), Bo({3, 4}), W(0.5)}},
@@ -127,8 +121,6 @@ std::vector<Sample> samples() {
       {"any", {Bo({3, 4})}}, {"any.dim", {Bo({3, 4}), int64_t(0), true}}, {"norm", {F({3, 4})}},
       {"norm.str", {F({3, 4}), "fro"}}, {"count_nonzero", {L(3, {3, 4})}},
       {"count_nonzero.dim_IntList", {L(3, {3, 4}), V{1}}},
-      {"concat", {std::vector<Tensor>{F({2, 3}), F({1, 3})}}},
-      {"concatenate", {std::vector<Tensor>{F({2, 3}), F({2, 2})}, int64_t(1)}},
       {"stack", {std::vector<Tensor>{F({2, 3}), F({2, 3})}, int64_t(1)}},
       {"hstack", {std::vector<Tensor>{F({2, 3}), F({2, 3})}}},
       {"vstack", {std::vector<Tensor>{F({2, 3}), F({3})}}},
@@ -143,10 +135,12 @@ std::vector<Sample> samples() {
       {"roll", {F({4, 5}), V{2, -1}, V{0, 1}}}, {"masked_select", {F({3, 4}), Bo({3, 4})}},
       {"where", {Bo({3, 4})}}, {"take", {F({3, 4}), L(12, {5})}}, {"dot", {F({5}), F({5})}},
       {"mv", {F({3, 4}), F({4})}}, {"matmul", {F({2, 1, 3, 4}), F({5, 4, 2})}},
-      {"outer", {F({3}), F({4})}}, {"ger", {F({3}), F({4})}},
+      {"outer", {F({3}), F({4})}},
       {"linear", {F({2, 3, 4}), F({5, 4}), F({5})}},
       {"scaled_dot_product_attention", {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6})},
        {{"is_causal", true}}},
+      {"scaled_dot_product_attention", {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6})},
+       {{"dropout_p", 0.5}}},
       {"softmax.int", {F({3, 4}), int64_t(1)}}, {"softmax.functional", {F({3, 4}), int64_t(1)}},
       {"log_softmax.int", {F({3, 4}), int64_t(0), D(f64)}},
       {"log_softmax.functional", {F({3, 4}), int64_t(1)}},
@@ -212,11 +206,12 @@ TEST(CoreOps, EveryOpIsCoreDecomposedOrInPlace) {
 }
 
 // Functionalization turns `op_` into `op`, which must then be core or
-// decompose. copy_/fill_/zero_ become _to_copy/expand/full, and in-place
-// view ops (t_, squeeze_, ...) are traced as their view op.
+// decompose. fill_ and zero_ become copy (copy_'s functional form), and
+// in-place view ops (t_, squeeze_, ...) are traced as their view op.
 TEST(CoreOps, InPlaceOpsHaveAFunctionalFormThatLowers) {
   register_all_ops();
-  const std::set<std::string> special{"copy_", "fill_", "zero_"};
+  const std::set<std::string> special{"fill_", "zero_"};
+  EXPECT_TRUE(def_of("copy").core);
   for (const auto& h : Dispatcher::get().ops()) {
     const OpDef* d = h->def();
     if (!d || d->core || !h->schema().is_inplace() || d->category == OpCategory::View) continue;
@@ -229,6 +224,52 @@ TEST(CoreOps, InPlaceOpsHaveAFunctionalFormThatLowers) {
     EXPECT_TRUE(f->def()->core || f->def()->decomposition)
         << h->name() << ": its functional form " << f->name() << " neither is core nor decomposes";
   }
+}
+
+// The ops functionalization and the compiler emit themselves are core:
+// copy (for copy_, fill_, zero_), as_strided_scatter (a write into a view),
+// and attention as one template op (scaled_dot_product_attention without
+// dropout calls it).
+TEST(CoreOps, FunctionalizationOutputsAndTemplatesAreCore) {
+  register_all_ops();
+  for (const char* name : {"copy", "as_strided_scatter", "_scaled_dot_product_attention", "mm",
+                           "bmm", "addmm", "baddbmm", "clone", "as_strided"})
+    EXPECT_TRUE(def_of(name).core) << name;
+  EXPECT_EQ(def_of("_scaled_dot_product_attention").category, OpCategory::Template);
+}
+
+// The RNG and uninitialised factories are core and say so (passes must not
+// merge or replay them).
+TEST(CoreOps, RandomAndUninitializedCoreOpsDeclareIt) {
+  register_all_ops();
+  for (const char* name : {"rand", "randn", "randint.low", "uniform_", "normal_", "random_.from",
+                           "bernoulli_"}) {
+    EXPECT_TRUE(def_of(name).core) << name;
+    EXPECT_EQ(def_of(name).determinism, Determinism::Random) << name;
+  }
+  for (const char* name : {"empty", "empty_strided"}) {
+    EXPECT_TRUE(def_of(name).core) << name;
+    EXPECT_EQ(def_of(name).determinism, Determinism::Uninitialized) << name;
+  }
+}
+
+// Aliases (multiply, less, concat, ...) are names the dispatcher resolves to
+// their op: no op of their own, so nothing to classify or decompose.
+TEST(CoreOps, AliasesResolveToTheirOp) {
+  register_all_ops();
+  const Dispatcher& d = Dispatcher::get();
+  ASSERT_FALSE(d.aliases().empty());
+  for (const auto& [alias, target] : d.aliases()) {
+    const auto& ops = d.overloads(alias);
+    ASSERT_FALSE(ops.empty()) << alias;
+    EXPECT_EQ(&ops, &d.overloads(target)) << alias;
+    for (const OpHandle* h : ops) {
+      EXPECT_EQ(h->schema().name, target) << alias;
+      EXPECT_TRUE(h->def()->core || h->def()->decomposition || h->schema().is_inplace())
+          << alias << " names " << h->name();
+    }
+  }
+  EXPECT_EQ(d.find("multiply"), d.find("mul"));
 }
 
 TEST(Decompositions, EveryOneEndsInCoreOps) {

@@ -70,6 +70,55 @@ def eager(gm, example_inputs, **kwargs):
     return gm.forward
 
 
+def aot_autograd(**kwargs):
+    """A backend that runs AOT (fake tensors, functionalization, decompositions,
+    joint graph, partition) and hands the graphs to the given compilers
+    (torch._dynamo.backends.common.aot_autograd)."""
+    from .._functorch.aot_autograd import aot_autograd as make
+    return make(**kwargs)
+
+
+def default_partition(joint_module, joint_inputs=None, *, num_fwd_outputs):
+    from .._functorch.aot_autograd import default_partition as part
+    return part(joint_module, joint_inputs, num_fwd_outputs=num_fwd_outputs)
+
+
+def min_cut_rematerialization_partition(joint_module, joint_inputs=None, *, num_fwd_outputs,
+                                        **kwargs):
+    from .._functorch.aot_autograd import min_cut_rematerialization_partition as part
+    return part(joint_module, joint_inputs, num_fwd_outputs=num_fwd_outputs, **kwargs)
+
+
+def _aot_eager_backend(decompose):
+    from .._functorch.aot_autograd import aot_autograd as make
+    # decompositions=(): every op is kept whole; None: all down to core ops.
+    return make(partition_fn=min_cut_rematerialization_partition,
+                decompositions=None if decompose else ())
+
+
+@register_backend(name="aot_eager")
+def aot_eager(gm, example_inputs, **kwargs):
+    """AOT, then the forward and backward graphs run as they are (torch's
+    aot_eager): shows what AOT does without a compiler. As torch's, it
+    applies no decompositions (composites still run as their parts), so the
+    graphs run eager's kernels and train exactly as eager does."""
+    if kwargs:
+        raise TypeError(f"aot_eager backend takes no options, got {sorted(kwargs)}")
+    return _aot_eager_backend(False)(gm, example_inputs)
+
+
+@register_backend(name="aot_eager_decomp_partition")
+def aot_eager_decomp_partition(gm, example_inputs, **kwargs):
+    """aot_eager with every decomposition applied (torch's backend of that
+    name): the graphs hold core ops only (docs/core_ops.md), as a compiler
+    receives them, run as they are. Results differ from eager's fused
+    kernels by rounding."""
+    if kwargs:
+        raise TypeError(f"aot_eager_decomp_partition backend takes no options, got "
+                        f"{sorted(kwargs)}")
+    return _aot_eager_backend(True)(gm, example_inputs)
+
+
 @register_backend(name="eager_interpreter", tags=("debug",))
 def eager_interpreter(gm, example_inputs):
     """Runs the graph node by node through ignis.fx.Interpreter (debugging)."""

@@ -9,10 +9,6 @@ namespace ignis::autograd {
 
 namespace {
 
-constexpr DispatchKeySet kAutogradKeys = DispatchKeySet(DispatchKey::AutogradCPU) |
-                                         DispatchKeySet(DispatchKey::AutogradCUDA) |
-                                         DispatchKeySet(DispatchKey::AutogradMeta);
-
 OpRef clone_op("clone");
 
 bool is_tensor_arg(ArgType t) { return t == ArgType::Tensor || t == ArgType::OptTensor; }

@@ -17,6 +17,7 @@ enum LogArtifact : unsigned {
   kLogGraphCode = 1u << 3,    // graph_code
   kLogBytecode = 1u << 4,     // bytecode
   kLogOutputCode = 1u << 5,   // output_code (the compiler's, later)
+  kLogAotGraphs = 1u << 6,    // aot_graphs: AOT's joint, forward and backward graphs
 };
 
 unsigned log_mask();

@@ -7,6 +7,7 @@
 #include "ignis/capture/eval_frame.h"
 #include "ignis/capture/tracer_impl.h"
 #include "ignis/core/str.h"
+#include "ignis/ops/op_def.h"
 #include "ignis/python/py_common.h"
 
 namespace ignis::capture {
@@ -191,10 +192,19 @@ std::string callable_name(PyObject* fn) {
   return mod + "." + utf8(q.get());
 }
 
-// Tensor methods whose result is a Python value only the data decides, or
-// that change autograd state. (Ops with data-dependent output shapes, such as
-// nonzero, need no entry: their meta rule refuses, which breaks the graph.)
+// Why a call of `name` cannot join a graph: its result depends on tensor data
+// (or, for a few Tensor methods, it leaves ignis or changes autograd state).
+// Ignis ops declare it (OpDef::data_dependent; a name counts when each of its
+// overloads does). Ops whose meta rule refuses need no declaration: the
+// refusal breaks the graph too.
 const char* data_dependent_reason(const std::string& name) {
+  const std::vector<OpHandle*>& ops = Dispatcher::get().overloads(name);
+  if (!ops.empty()) {
+    for (const OpHandle* h : ops)
+      if (!h->def() || h->def()->data_dependent.empty()) return nullptr;
+    return ops[0]->def()->data_dependent.c_str();
+  }
+  // Tensor methods that are no ops.
   static const std::pair<const char*, const char*> table[] = {
       {"item", "Tensor.item() reads a tensor's value into Python (data-dependent)"},
       {"tolist", "Tensor.tolist() reads a tensor's values into Python (data-dependent)"},
@@ -745,7 +755,11 @@ VTP Tracer::call(const VTP& fn, std::vector<VTP> args,
 
 VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& args,
                               std::vector<std::pair<std::string, VTP>>& kwargs) {
-  if (is_op(fn)) return call_graph(fn, "", args, kwargs);
+  if (is_op(fn)) {
+    Obj name = check(PyObject_GetAttrString(fn, "__name__"));
+    if (const char* why = data_dependent_reason(utf8(name.get()))) throw Unsupported{why};
+    return call_graph(fn, "", args, kwargs);
+  }
   bool handled = false;
   VTP r = call_builtin(fn, args, kwargs, &handled);
   if (handled) return r;

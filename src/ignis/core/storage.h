@@ -26,12 +26,24 @@ class StorageImpl : public RefCounted {
   bool resizable() const { return resizable_; }
   void set_resizable(bool r) { resizable_ = r; }
 
+  // Fake storage (aot/fake.h): meta storage that stands for memory on
+  // another device. Kernels see a meta tensor; the user sees this device.
+  // Views share the storage, so they stand for the same device.
+  bool is_fake() const { return fake_; }
+  Device fake_device() const { return fake_device_; }
+  void set_fake_device(Device d) {
+    fake_ = true;
+    fake_device_ = d;
+  }
+
  private:
   void* data_;
   size_t nbytes_;
   Device device_;
   Deleter deleter_;
   bool resizable_ = true;
+  bool fake_ = false;
+  Device fake_device_;
 };
 
 using Storage = intrusive_ptr<StorageImpl>;

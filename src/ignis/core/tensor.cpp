@@ -10,7 +10,9 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, DimVector sizes, DimVe
       strides_(std::move(strides)),
       offset_(offset),
       dtype_(dtype),
-      key_set_(default_keys_for_device(storage_->device().type)),
+      key_set_(storage_->is_fake()
+                   ? default_keys_for_device(storage_->device().type).add(DispatchKey::FakeTensor)
+                   : default_keys_for_device(storage_->device().type)),
       version_(make_intrusive<VersionCounter>()) {
   refresh();
 }

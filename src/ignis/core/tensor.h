@@ -52,6 +52,11 @@ class TensorImpl : public RefCounted {
   int64_t numel() const { return numel_; }
   ScalarType dtype() const { return dtype_; }
   Device device() const { return storage_->device(); }
+  // The device the user sees: the stood-for device of a fake tensor, else
+  // device(). Kernels use device(); printing, metadata and Python use this.
+  Device user_device() const {
+    return storage_->is_fake() ? storage_->fake_device() : storage_->device();
+  }
   const Storage& storage() const { return storage_; }
   bool is_contiguous() const { return is_contiguous_; }
   DispatchKeySet key_set() const { return key_set_; }
@@ -123,6 +128,10 @@ class Tensor {
   int64_t storage_offset() const { return impl_->storage_offset(); }
   ScalarType dtype() const { return impl_->dtype(); }
   Device device() const { return impl_->device(); }
+  Device user_device() const { return impl_->user_device(); }
+  // A fake tensor (aot/fake.h): metadata with no data, on a meta storage
+  // that stands for another device.
+  bool is_fake() const { return impl_->storage()->is_fake(); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
   size_t itemsize() const { return element_size(dtype()); }
   void* data_ptr() const { return impl_->data(); }

@@ -3,10 +3,20 @@
 // Note [Dispatch key order]
 // The order in which keys are declared is their priority: a later key runs
 // before an earlier one. Backend keys (which compute) come first, then the
-// functional layers that wrap them (autograd, autocast, functionalization,
-// tracing), each of which does its work, excludes itself and redispatches to
-// the keys below it. A DispatchKeySet is a 64-bit set; the key that runs is
-// the highest bit set once the thread-local excluded keys are removed.
+// functional layers that wrap them, each of which does its work, excludes
+// itself and redispatches to the keys below it. A DispatchKeySet is a 64-bit
+// set; the key that runs is the highest bit set once the thread-local
+// excluded keys are removed.
+//
+// The layers follow PyTorch's order, lowest first:
+//   BackendSelect < FakeTensor < ProxyTrace < Functionalize < ADInplaceOrView
+//     < Autograd < Autocast
+// so that a tracer sees what remains after the layers above it have done
+// their work: autograd has recorded the backward of the op it was called
+// with, functionalization has turned mutations into functional ops, and
+// composite ops (registered at the autograd keys) have decomposed. The
+// tracer records that op, then the fake layer computes its metadata with
+// the Meta kernel. AOT depends on this order (aot/trace.h).
 #pragma once
 
 #include <cstdint>
@@ -21,15 +31,15 @@ namespace ignis {
   _(CUDA)            /* eager CUDA kernels */                               \
   _(Meta)            /* shape/dtype/stride inference with no data */        \
   _(BackendSelect)   /* factories: pick a backend from the device arg */    \
+  _(FakeTensor)      /* fake tensors: meta compute, real-device metadata */ \
+  _(ProxyTrace)      /* records each op that reaches it into a graph */     \
+  _(Functionalize)   /* rewrites mutations as functional ops */             \
   _(ADInplaceOrView) /* version counters and view bookkeeping */            \
   _(AutogradCPU)     /* records backward nodes, then redispatches */        \
   _(AutogradCUDA)                                                           \
   _(AutogradMeta)                                                           \
   _(AutocastCPU)     /* mixed precision casting */                          \
   _(AutocastCUDA)                                                           \
-  _(Functionalize)   /* rewrites mutations as functional ops */             \
-  _(FakeTensor)      /* fake tensors: meta compute, real-device metadata */ \
-  _(ProxyTrace)      /* records every op into a graph */                    \
   _(TestLayer0)      /* reserved for the dispatcher's own tests */          \
   _(TestLayer1)                                                             \
   _(TestLayer2)
@@ -83,6 +93,14 @@ class DispatchKeySet {
  private:
   uint64_t bits_ = 0;
 };
+
+// Named sets, so that no file spells the lists out again.
+constexpr DispatchKeySet kBackendKeys = DispatchKeySet(DispatchKey::CPU) |
+                                        DispatchKeySet(DispatchKey::CUDA) |
+                                        DispatchKeySet(DispatchKey::Meta);
+constexpr DispatchKeySet kAutogradKeys = DispatchKeySet(DispatchKey::AutogradCPU) |
+                                         DispatchKeySet(DispatchKey::AutogradCUDA) |
+                                         DispatchKeySet(DispatchKey::AutogradMeta);
 
 // The keys a tensor on this device carries: its backend key, its autograd key
 // and ADInplaceOrView. Which layers actually run is decided by the kernels

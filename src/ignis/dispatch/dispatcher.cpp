@@ -8,7 +8,7 @@ LocalDispatchKeySet& tls_dispatch_keys() {
 }
 
 static bool is_backend_key(DispatchKey k) {
-  return k == DispatchKey::CPU || k == DispatchKey::CUDA || k == DispatchKey::Meta;
+  return kBackendKeys.has(k);
 }
 
 OpHandle::OpHandle(FunctionSchema schema) : schema_(std::move(schema)) {
@@ -118,7 +118,17 @@ Dispatcher& Dispatcher::get() {
 
 OpHandle* Dispatcher::find(const std::string& full_name) const {
   auto it = by_name_.find(full_name);
+  if (it != by_name_.end()) return it->second;
+  size_t dot = full_name.find('.');
+  const std::string* target = alias_target(full_name.substr(0, dot));
+  if (!target) return nullptr;
+  it = by_name_.find(dot == std::string::npos ? *target : *target + full_name.substr(dot));
   return it == by_name_.end() ? nullptr : it->second;
+}
+
+const std::string* Dispatcher::alias_target(const std::string& name) const {
+  auto it = alias_to_.find(name);
+  return it == alias_to_.end() ? nullptr : &it->second;
 }
 
 OpHandle& Dispatcher::find_or_throw(const std::string& full_name) const {
@@ -129,7 +139,8 @@ OpHandle& Dispatcher::find_or_throw(const std::string& full_name) const {
 
 const std::vector<OpHandle*>& Dispatcher::overloads(const std::string& base_name) const {
   static const std::vector<OpHandle*> empty;
-  auto it = by_base_.find(base_name);
+  const std::string* target = alias_target(base_name);
+  auto it = by_base_.find(target ? *target : base_name);
   return it == by_base_.end() ? empty : it->second;
 }
 
@@ -139,11 +150,22 @@ OpHandle& Dispatcher::register_op(const std::string& schema_text) {
   IGNIS_CHECK_KIND(Internal, by_name_.count(full) == 0, "operator '", full,
                    "' registered twice");
   std::string base = fs.name;
+  IGNIS_CHECK_KIND(Internal, !alias_to_.count(base), "operator '", full,
+                   "' registered under the name of an alias");
   ops_.push_back(std::make_unique<OpHandle>(std::move(fs)));
   OpHandle* h = ops_.back().get();
   by_name_[full] = h;
   by_base_[base].push_back(h);
   return *h;
+}
+
+void Dispatcher::register_alias(const std::string& alias, const std::string& base_name) {
+  IGNIS_CHECK_KIND(Internal, by_base_.count(base_name) != 0, "alias '", alias,
+                   "' names no operator '", base_name, "'");
+  IGNIS_CHECK_KIND(Internal, by_base_.count(alias) == 0 && alias_to_.count(alias) == 0,
+                   "alias '", alias, "' is already an operator or an alias");
+  alias_to_[alias] = base_name;
+  alias_list_.emplace_back(alias, base_name);
 }
 
 void Dispatcher::register_fallback(DispatchKey k, KernelFn fn) {

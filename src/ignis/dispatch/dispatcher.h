@@ -127,16 +127,25 @@ class Dispatcher {
 
   // --- lookup -------------------------------------------------------------
   // Null when no op of that name ("add.Tensor" or "add" for no overload).
+  // Aliases resolve: find("multiply") is find("mul").
   OpHandle* find(const std::string& full_name) const;
   // Throws an internal error naming the op when it is missing.
   OpHandle& find_or_throw(const std::string& full_name) const;
-  // All overloads of one base name, in registration order.
+  // All overloads of one base name (or alias), in registration order.
   const std::vector<OpHandle*>& overloads(const std::string& base_name) const;
+  // The base name an alias stands for; null when `name` is no alias.
+  const std::string* alias_target(const std::string& name) const;
+  // (alias, base name) pairs, in registration order.
+  const std::vector<std::pair<std::string, std::string>>& aliases() const { return alias_list_; }
   const std::vector<std::unique_ptr<OpHandle>>& ops() const { return ops_; }
 
   // --- register -----------------------------------------------------------
   // Throws if an op of the same full name exists.
   OpHandle& register_op(const std::string& schema_text);
+  // Makes `alias` another name of the op `base_name` (PyTorch's aliases:
+  // multiply for mul). It is no op of its own: lookups by that name reach
+  // the op itself, so graphs and kernel tables only ever see `base_name`.
+  void register_alias(const std::string& alias, const std::string& base_name);
   // One boxed kernel for every op at `k` (ops with their own kernel at k keep
   // it). Pass an empty KernelFn to remove it.
   void register_fallback(DispatchKey k, KernelFn fn);
@@ -149,6 +158,8 @@ class Dispatcher {
   std::vector<std::unique_ptr<OpHandle>> ops_;
   std::unordered_map<std::string, OpHandle*> by_name_;
   std::unordered_map<std::string, std::vector<OpHandle*>> by_base_;
+  std::unordered_map<std::string, std::string> alias_to_;
+  std::vector<std::pair<std::string, std::string>> alias_list_;
   std::array<KernelFn, kNumDispatchKeys> fallbacks_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/ops/op_def.h"
 
 namespace ignis::graph {
 
@@ -124,10 +125,17 @@ bool Target::impure() const {
 bool Target::nondeterministic() const {
   if (kind == Kind::Callable) return callable->nondeterministic;
   if (kind == Kind::Name) return false;
-  return is_nondeterministic_name(op->schema().name);
+  return op->def() && op->def()->nondeterministic();
 }
 
-bool is_nondeterministic_name(const std::string& n) {
+bool nondeterministic_by_name(const std::string& n) {
+  const std::vector<OpHandle*>& ops = Dispatcher::get().overloads(n);
+  if (!ops.empty())
+    return std::any_of(ops.begin(), ops.end(),
+                       [](const OpHandle* h) { return h->def() && h->def()->nondeterministic(); });
+  // Not an ignis op (Tensor.new_empty, Tensor.exponential_, ignis.nn.init's
+  // xavier_uniform_, ...): nothing declares these, so the name is read. The
+  // guess errs towards "random": a wrong yes only costs CSE a merge.
   for (const char* w : {"rand", "dropout", "bernoulli", "normal", "uniform", "multinomial",
                         "empty", "exponential", "cauchy", "geometric", "poisson"})
     if (n.find(w) != std::string::npos) return true;
@@ -147,12 +155,28 @@ bool Target::operator==(const Target& o) const {
 // ---------------------------------------------------------------------------
 // Meta
 // ---------------------------------------------------------------------------
+const Target& getitem_target() {
+  static const Target t = [] {
+    auto f = std::make_shared<Foreign>();
+    f->module = "_operator";
+    f->name = "getitem";
+    f->repr = "<built-in function getitem>";
+    f->identity = "_operator.getitem";
+    return Target(ForeignPtr(f));
+  }();
+  return t;
+}
+
+bool is_getitem(const Target& t) {
+  return t.kind == Target::Kind::Callable && t.callable->identity == "_operator.getitem";
+}
+
 TensorMeta TensorMeta::of(const Tensor& t) {
   TensorMeta m;
   m.sizes.assign(t.sizes().begin(), t.sizes().end());
   m.strides.assign(t.strides().begin(), t.strides().end());
   m.dtype = t.dtype();
-  m.device = t.device();
+  m.device = t.user_device();
   return m;
 }
 

@@ -317,6 +317,16 @@ Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& r
           result = call_op(*n->target().op, args, kwargs);
           break;
         }
+        if (is_getitem(n->target()) && args.size() == 2 && args[0].is_sequence() &&
+            args[1].kind() == Value::Kind::Int) {
+          const Value::Items& items = args[0].items();
+          int64_t i = args[1].to_int();
+          if (i < 0) i += static_cast<int64_t>(items.size());
+          IGNIS_CHECK_INDEX(i >= 0 && i < static_cast<int64_t>(items.size()),
+                            "tuple index out of range (node '", n->name(), "')");
+          result = items[i];
+          break;
+        }
         [[fallthrough]];
       case OpKind::CallMethod: {
         if (n->op() == OpKind::CallMethod && !args.empty() && args[0].is_tensor()) {

@@ -188,9 +188,16 @@ struct Target {
   bool operator==(const Target& o) const;
 };
 
-// Whether an op or function of this name makes random or uninitialised
-// results ("randn", "dropout", "empty_like", ...).
-bool is_nondeterministic_name(const std::string& name);
+// operator.getitem as a target of graphs built in C++ (AOT's tuple
+// outputs): printed `x[0]`, run natively by the interpreter; the binding
+// layer resolves it to Python's operator.getitem.
+const Target& getitem_target();
+bool is_getitem(const Target& t);
+
+// Whether a call known only by its name (a foreign callable's __name__, a
+// call_method's method) makes random or uninitialised results. A name of
+// ignis ops (or an alias of one) is judged by their declarations.
+bool nondeterministic_by_name(const std::string& name);
 
 // ---------------------------------------------------------------------------
 // Metadata

@@ -2,12 +2,12 @@
 // Python numbers are accepted wherever `other` is a Tensor (they arrive as
 // wrapped-number tensors and promote as scalars).
 #include <cmath>
-#include <limits>
 
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
@@ -25,19 +25,44 @@ void run_same(TensorIterator& it, F f) {
   cpu_kernel<scalar_t, scalar_t>(it, f);
 }
 
-// Dispatches F over the iterator's common dtype, within the type set T.
-template <typename F, Types T>
+// The loop bodies: make<S>() returns the lambda the loop runs on elements of
+// type S, calling the scalar function F (kernels/scalar_ops.h) on op-math
+// values. Add and sub also read alpha (argument 2).
+template <typename F>
+struct Plain {
+  template <typename S>
+  static auto make(OpCall&) {
+    using T = opmath_t<S>;
+    return [](T a, T b) -> T { return F()(a, b); };
+  }
+};
+template <typename F>
+struct WithAlpha {
+  template <typename S>
+  static auto make(OpCall& c) {
+    using T = opmath_t<S>;
+    T alpha = c.scalar(2).to<T>();
+    return [alpha](T a, T b) -> T { return F()(a, b, alpha); };
+  }
+};
+
+// Dispatches Body over the iterator's common dtype, within the type set T.
+template <typename Body, Types T>
 void binary_cpu_impl(OpCall& c, const char* name) {
   TensorIterator& it = *c.iter;
   ScalarType dt = it.common_dtype();
   if constexpr (T == Types::Float) {
-    IGNIS_DISPATCH_FLOAT(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+    IGNIS_DISPATCH_FLOAT(dt, name,
+                         [&] { run_same<scalar_t>(it, Body::template make<scalar_t>(c)); });
   } else if constexpr (T == Types::Numeric) {
-    IGNIS_DISPATCH_NUMERIC(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+    IGNIS_DISPATCH_NUMERIC(dt, name,
+                           [&] { run_same<scalar_t>(it, Body::template make<scalar_t>(c)); });
   } else if constexpr (T == Types::IntBool) {
-    IGNIS_DISPATCH_INT_AND_BOOL(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+    IGNIS_DISPATCH_INT_AND_BOOL(dt, name,
+                                [&] { run_same<scalar_t>(it, Body::template make<scalar_t>(c)); });
   } else {
-    IGNIS_DISPATCH_ALL(dt, name, [&] { run_same<scalar_t>(it, F::template make<scalar_t>(c)); });
+    IGNIS_DISPATCH_ALL(dt, name,
+                       [&] { run_same<scalar_t>(it, Body::template make<scalar_t>(c)); });
   }
 }
 
@@ -52,44 +77,9 @@ void compare_cpu(OpCall& c) {
 }
 
 template <typename F, Types T>
-void binary_cpu(OpCall& c) { binary_cpu_impl<F, T>(c, c.op.schema().name.c_str()); }
-
-// ---- stateless functors: make() returns the lambda the loop runs ----------------
-#define BINARY_FN(Name, ...)                                   \
-  struct Name {                                                \
-    template <typename S>                                      \
-    static auto make(OpCall&) {                                \
-      using T = opmath_t<S>;                                   \
-      return [](T a, T b) -> T { return __VA_ARGS__; };        \
-    }                                                          \
-  };
-
-BINARY_FN(Mul, std::is_same_v<T, bool> ? T(a && b) : T(a * b))
-BINARY_FN(Maximum, (a != a) ? a : ((b != b) ? b : (a > b ? a : b)))
-BINARY_FN(Minimum, (a != a) ? a : ((b != b) ? b : (a < b ? a : b)))
-BINARY_FN(BitAnd, std::is_same_v<T, bool> ? T(a && b) : T(a & b))
-BINARY_FN(BitOr, std::is_same_v<T, bool> ? T(a || b) : T(a | b))
-BINARY_FN(BitXor, std::is_same_v<T, bool> ? T(a != b) : T(a ^ b))
-BINARY_FN(Atan2, T(std::atan2(a, b)))
-BINARY_FN(Hypot, T(std::hypot(a, b)))
-BINARY_FN(Copysign, T(std::copysign(a, b)))
-
-// add/sub with alpha: a + alpha * b
-template <bool Sub>
-struct AddAlpha {
-  template <typename S>
-  static auto make(OpCall& c) {
-    using T = opmath_t<S>;
-    Scalar alpha = c.scalar(2);
-    T al = alpha.to<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      return [al](T a, T b) -> T { return a || (al && b); };
-    } else {
-      if (Sub) al = T(-al);
-      return [al](T a, T b) -> T { return a + al * b; };
-    }
-  }
-};
+void binary_cpu(OpCall& c) { binary_cpu_impl<Plain<F>, T>(c, c.op.schema().name.c_str()); }
+template <typename F, Types T>
+void alpha_cpu(OpCall& c) { binary_cpu_impl<WithAlpha<F>, T>(c, c.op.schema().name.c_str()); }
 
 // Integer division (and modulo) by zero raises instead of trapping.
 // Bool has no integer division kernel: the caller's dispatch reports it.
@@ -132,66 +122,6 @@ Rounding rounding_of(const IValue& v) {
                   s, "'");
 }
 
-// True when a / b overflows (INT_MIN / -1), which traps on x86; the
-// quotient then wraps to INT_MIN and the remainder is 0, as in PyTorch.
-template <typename T>
-inline bool div_overflows(T a, T b) {
-  if constexpr (std::is_signed_v<T> && std::is_integral_v<T>)
-    return b == T(-1) && a == std::numeric_limits<T>::min();
-  else
-    return false;
-}
-
-template <typename T>
-inline T floor_div(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return a;
-    } else {
-      if (div_overflows(a, b)) return a;
-      T q = a / b;
-      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-      return q;
-    }
-  } else {
-    if (b == T(0)) return a / b;
-    T mod = std::fmod(a, b);
-    T div = (a - mod) / b;
-    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
-    T fl;
-    if (div != T(0)) {
-      fl = std::floor(div);
-      if (div - fl > T(0.5)) fl += T(1);
-    } else {
-      fl = std::copysign(T(0), a / b);
-    }
-    return fl;
-  }
-}
-
-template <typename T>
-inline T trunc_div(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) return a;
-  else if constexpr (std::is_integral_v<T>) return div_overflows(a, b) ? a : T(a / b);
-  else return std::trunc(a / b);
-}
-template <typename T>
-inline T fmod_fn(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) return false;
-  else if constexpr (std::is_integral_v<T>) return div_overflows(a, b) ? T(0) : T(a % b);
-  else return std::fmod(a, b);
-}
-template <typename T>
-inline T remainder_fn(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return false;
-  } else {
-    T r = fmod_fn(a, b);
-    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
-    return r;
-  }
-}
-
 template <bool Inplace>
 void div_meta(OpCall& c) {
   Rounding r = rounding_of(c.args[2]);
@@ -205,11 +135,13 @@ void div_cpu(OpCall& c) {
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "div", [&] {
     using T = opmath_t<scalar_t>;
     if (r == Rounding::None) {
-      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return a / b; });
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::Div()(a, b); });
     } else if (r == Rounding::Trunc) {
-      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return trunc_div(a, b); });
+      cpu_kernel<scalar_t, scalar_t>(it,
+                                     [](T a, T b) -> T { return scalar_ops::DivTrunc()(a, b); });
     } else {
-      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return floor_div(a, b); });
+      cpu_kernel<scalar_t, scalar_t>(it,
+                                     [](T a, T b) -> T { return scalar_ops::DivFloor()(a, b); });
     }
   });
 }
@@ -219,7 +151,7 @@ void floor_divide_cpu(OpCall& c) {
   check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "floor_divide", [&] {
     using T = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return floor_div(a, b); });
+    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::DivFloor()(a, b); });
   });
 }
 
@@ -228,7 +160,7 @@ void fmod_cpu(OpCall& c) {
   check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "fmod", [&] {
     using T = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return fmod_fn(a, b); });
+    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::Fmod()(a, b); });
   });
 }
 
@@ -237,35 +169,16 @@ void remainder_cpu(OpCall& c) {
   check_no_int_zero(c);
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "remainder", [&] {
     using T = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return remainder_fn(a, b); });
+    cpu_kernel<scalar_t, scalar_t>(it,
+                                   [](T a, T b) -> T { return scalar_ops::Remainder()(a, b); });
   });
-}
-
-template <typename T>
-inline T int_pow(T base, T exp) {
-  if constexpr (!std::is_integral_v<T> || std::is_same_v<T, bool>) {
-    return T(std::pow(double(base), double(exp)));
-  } else {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  T result = 1;
-  while (exp) {
-    if (exp & 1) result *= base;
-    exp >>= 1;
-    base *= base;
-  }
-  return result;
-  }
 }
 
 template <typename scalar_t>
 void pow_loop(TensorIterator& it) {
     using T = opmath_t<scalar_t>;
     if constexpr (std::is_integral_v<T>) {
-      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return int_pow(a, b); });
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::Pow()(a, b); });
     } else {
       // Common exponents get exact fast paths.
       const Tensor& e = it.input(1);
@@ -275,7 +188,7 @@ void pow_loop(TensorIterator& it) {
         if (ev == 0.5) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return std::sqrt(a); }); return; }
         if (ev == 1.0) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return a; }); return; }
       }
-      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return std::pow(a, b); });
+      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::Pow()(a, b); });
     }
 }
 
@@ -302,46 +215,32 @@ void pow_meta_check(OpCall& c, bool inplace) {
 void pow_meta(OpCall& c) { pow_meta_check(c, false); }
 void pow_meta_(OpCall& c) { pow_meta_check(c, true); }
 
-#define CMP_FN(Name, ...)                         \
-  struct Name {                                   \
-    template <typename T>                         \
-    bool operator()(T a, T b) const { return __VA_ARGS__; } \
-  };
-CMP_FN(Eq, a == b)
-CMP_FN(Ne, a != b)
-CMP_FN(Lt, a < b)
-CMP_FN(Le, a <= b)
-CMP_FN(Gt, a > b)
-CMP_FN(Ge, a >= b)
-CMP_FN(LogicalAnd, (a != T(0)) && (b != T(0)))
-CMP_FN(LogicalOr, (a != T(0)) || (b != T(0)))
-CMP_FN(LogicalXor, (a != T(0)) != (b != T(0)))
-
 // Declares name(self, other) and name_(self, other) with one meta rule and kernel.
 // (Derivatives are declared with each op: `d` and the names it saves.)
-// The functional form is core unless it declares a decomposition.
+// `scalar` names the kernel's scalar function (kernels/scalar_ops.h). The
+// functional form is core unless it declares a decomposition.
 void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn meta_inplace,
-          ImplFn cpu, const char* doc, DerivativeFn d = nullptr, const char* saves = "",
-          DecompFn decomp = nullptr) {
+          ImplFn cpu, const char* scalar, const char* doc, DerivativeFn d = nullptr,
+          const char* saves = "", DecompFn decomp = nullptr) {
   def(name + "(Tensor self, Tensor other" + extra + ") -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(meta).cpu(cpu).doc(doc).derivative(d, saves)
-      .decomposition(decomp).core(!decomp);
+      .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta).cpu(cpu).doc(doc)
+      .derivative(d, saves).decomposition(decomp).core(!decomp);
   def(name + "_(Tensor(a!) self, Tensor other" + extra + ") -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(meta_inplace).cpu(cpu).doc(doc)
-      .derivative(d, saves);
+      .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta_inplace).cpu(cpu)
+      .doc(doc).derivative(d, saves);
 }
 
 template <typename F, Types T, R Rule>
 void arith(const std::string& name, const char* doc, const std::string& extra = "",
            DerivativeFn d = nullptr, const char* saves = "", DecompFn decomp = nullptr) {
-  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, doc, d,
-       saves, decomp);
+  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, F::name,
+       doc, d, saves, decomp);
 }
 
 template <typename F>
 void compare(const std::string& name, const char* doc, DecompFn decomp = nullptr) {
-  pair(name, "", binary_meta<R::BoolOut, false>, binary_meta<R::BoolOut, true>, compare_cpu<F>, doc,
-       nullptr, "", decomp);
+  pair(name, "", binary_meta<R::BoolOut, false>, binary_meta<R::BoolOut, true>, compare_cpu<F>,
+       F::name, doc, nullptr, "", decomp);
 }
 
 void rsub_cpu(OpCall& c) {
@@ -351,7 +250,9 @@ void rsub_cpu(OpCall& c) {
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "rsub", [&] {
     using T = opmath_t<scalar_t>;
     T al = alpha.to<T>();
-    cpu_kernel<scalar_t, scalar_t>(it, [al](T a, T b) -> T { return a - al * b; });
+    // a is other, b is self.
+    cpu_kernel<scalar_t, scalar_t>(it,
+                                   [al](T a, T b) -> T { return scalar_ops::Rsub()(b, a, al); });
   });
 }
 
@@ -488,40 +389,35 @@ void copysign_bw(GradCtx& c) {
 }  // namespace
 
 void register_binary_ops() {
+  using namespace scalar_ops;  // NOLINT: the table names the functions
   const std::string alpha = ", *, Scalar alpha=1";
-  pair("add", alpha, add_meta<false, false>, add_meta<false, true>,
-       binary_cpu<AddAlpha<false>, Types::All>, "self + alpha * other", add_bw);
-  pair("sub", alpha, add_meta<true, false>, add_meta<true, true>,
-       binary_cpu<AddAlpha<true>, Types::Numeric>, "self - alpha * other", sub_bw);
-  pair("subtract", alpha, add_meta<true, false>, add_meta<true, true>,
-       binary_cpu<AddAlpha<true>, Types::Numeric>, "alias of sub", sub_bw, "",
-       decomp::alias<"sub">);
+  pair("add", alpha, add_meta<false, false>, add_meta<false, true>, alpha_cpu<Add, Types::All>,
+       Add::name, "self + alpha * other", add_bw);
+  pair("sub", alpha, add_meta<true, false>, add_meta<true, true>, alpha_cpu<Sub, Types::Numeric>,
+       Sub::name, "self - alpha * other", sub_bw);
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
-      .category(OpCategory::Pointwise).meta(rsub_meta).cpu(rsub_cpu)
+      .category(OpCategory::Pointwise).scalar(Rsub::name).meta(rsub_meta).cpu(rsub_cpu)
       .doc("other - alpha * self").derivative(rsub_bw).decomposition(decomp::rsub);
   arith<Mul, Types::All, R::Promote>("mul", "self * other", "", mul_bw, "self, other");
-  arith<Mul, Types::All, R::Promote>("multiply", "alias of mul", "", mul_bw, "self, other",
-                                     decomp::alias<"mul">);
-  pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
+  pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu, Div::name,
        "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient", div_bw, "self, other");
-  pair("divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div", div_bw, "self, other", decomp::alias<"div">);
-  pair("true_divide", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
-       "alias of div", div_bw, "self, other", decomp::alias<"div">);
   pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       floor_divide_cpu, "floor(self / other)", nullptr, "", decomp::floor_divide);
-  pair("pow", "", pow_meta, pow_meta_, pow_cpu, "self ** other", pow_bw, "self, other, result");
+       floor_divide_cpu, DivFloor::name, "floor(self / other)", nullptr, "",
+       decomp::floor_divide);
+  pair("pow", "", pow_meta, pow_meta_, pow_cpu, Pow::name, "self ** other", pow_bw,
+       "self, other, result");
   pair("fmod", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>, fmod_cpu,
-       "C-style remainder (sign of self)", fmod_bw, "self, other");
+       Fmod::name, "C-style remainder (sign of self)", fmod_bw, "self, other");
   pair("remainder", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       remainder_cpu, "Python-style remainder (sign of other)", remainder_bw, "self, other");
+       remainder_cpu, Remainder::name, "Python-style remainder (sign of other)", remainder_bw,
+       "self, other");
   arith<Maximum, Types::All, R::Promote>("maximum", "elementwise max, propagating NaN", "",
                                          maximum_bw, "self, other");
   arith<Minimum, Types::All, R::Promote>("minimum", "elementwise min, propagating NaN", "",
                                          minimum_bw, "self, other");
-  arith<BitAnd, Types::IntBool, R::Promote>("bitwise_and", "self & other");
-  arith<BitOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
-  arith<BitXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");
+  arith<BitwiseAnd, Types::IntBool, R::Promote>("bitwise_and", "self & other");
+  arith<BitwiseOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
+  arith<BitwiseXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");
   arith<Atan2, Types::Float, R::PromoteToFloat>("atan2", "atan(self / other) by quadrant", "",
                                                 atan2_bw, "self, other");
   arith<Hypot, Types::Float, R::Promote>("hypot", "sqrt(self^2 + other^2)", "", hypot_bw,
@@ -534,14 +430,20 @@ void register_binary_ops() {
   compare<Le>("le", "self <= other");
   compare<Gt>("gt", "self > other");
   compare<Ge>("ge", "self >= other");
-  compare<Lt>("less", "alias of lt", decomp::alias<"lt">);
-  compare<Le>("less_equal", "alias of le", decomp::alias<"le">);
-  compare<Gt>("greater", "alias of gt", decomp::alias<"gt">);
-  compare<Ge>("greater_equal", "alias of ge", decomp::alias<"ge">);
-  compare<Ne>("not_equal", "alias of ne", decomp::alias<"ne">);
   compare<LogicalAnd>("logical_and", "self and other, as bool");
   compare<LogicalOr>("logical_or", "self or other, as bool");
   compare<LogicalXor>("logical_xor", "self xor other, as bool");
+
+  // PyTorch's other names of the ops above (and of their in-place forms).
+  alias("subtract", "sub");
+  alias("multiply", "mul");
+  alias("divide", "div");
+  alias("true_divide", "div");
+  alias("less", "lt");
+  alias("less_equal", "le");
+  alias("greater", "gt");
+  alias("greater_equal", "ge");
+  alias("not_equal", "ne");
 }
 
 }  // namespace ignis

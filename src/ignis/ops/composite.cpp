@@ -102,6 +102,12 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2];
   const int64_t E = q.sizes()[q.dim() - 1];
   const double scale = s[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(E)) : s[6].to_double();
+  if (dropout_p == 0) {
+    // One op: autograd saves q, k, v, out and lse, not the probabilities.
+    static OpRef fused("_scaled_dot_product_attention");
+    Stack r = fused.call(q, k, v, mask, causal, scale);
+    return ret(s, r.at(0).to_tensor());
+  }
   Tensor scores = matmul_op.tensor(mul_op.tensor(q, wrapped(scale)),
                                    transpose_op.tensor(k, int64_t(-2), int64_t(-1)));
   const Tensor ninf = wrapped(-std::numeric_limits<double>::infinity());
@@ -126,12 +132,12 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 }  // namespace
 
 void register_composite_ops() {
-  auto C = OpCategory::Composite;
-  def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor").category(C)
-      .composite(linear_kernel)
+  def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
+      .category(OpCategory::Composite).composite(linear_kernel)
       .doc("input @ weight.T + bias (weight is [out_features, in_features])");
   def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")
-      .category(C).composite(sdpa_kernel)
+      .category(OpCategory::Composite).composite(sdpa_kernel)
+      .random()  // dropout_p > 0 draws a dropout mask
       .doc("softmax(query @ key^T * scale + mask) @ value");
 }
 

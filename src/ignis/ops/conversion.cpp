@@ -43,6 +43,19 @@ void copy_meta(OpCall& c) {
 }
 void copy_impl(OpCall& c) { copy_into(c.tensor(0), c.tensor(1)); }
 
+// copy(self, src): what copy_ would leave in self, as a new tensor laid out
+// like self (its values are not read). Functionalization records copy_,
+// fill_ and zero_ as this op (aot/functionalize.cpp), as torch does.
+void copy_functional_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& src = c.tensor(1);
+  IGNIS_CHECK(broadcast_shapes(self.sizes(), src.sizes()) == self.sizes(), "copy: the source of "
+              "shape ", src.shape_str(), " cannot be broadcast to the destination of shape ",
+              self.shape_str());
+  c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
+}
+void copy_functional_impl(OpCall& c) { copy_into(c.outputs[0], c.tensor(1)); }
+
 Scalar value_scalar(const Tensor& v) {
   return v.dtype() == ScalarType::Bool ? Scalar(v.item_int() != 0)
          : is_floating(v.dtype())      ? Scalar(v.item_double())
@@ -130,33 +143,37 @@ void zero_bw(GradCtx& c) { c.set(0, zeros_like(c.grad())); }
 }  // namespace
 
 void register_conversion_ops() {
-  auto O = OpCategory::Other;
   def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
-      .category(O).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
+      .category(OpCategory::Other).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
       .doc("copy converted to dtype and/or moved to device")
       .derivative(identity_bw).core();
-  def("clone(Tensor self) -> Tensor").category(O).both().meta(clone_meta).cpu(to_copy_impl)
-      .doc("a copy with the same layout")
-      .derivative(identity_bw).core();
-  def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)").category(O)
-      .method_only().meta(copy_meta).cpu(copy_impl)
-      .doc("writes src (broadcast and converted) into self")
+  def("clone(Tensor self) -> Tensor").category(OpCategory::Other).both().meta(clone_meta)
+      .cpu(to_copy_impl).doc("a copy with the same layout").derivative(identity_bw).core();
+  def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
+      .category(OpCategory::Other).method_only().meta(copy_meta).cpu(copy_impl)
+      .doc("writes src (broadcast and converted) into self").derivative(copy_bw);
+  // Core: functionalization writes copy_, fill_ and zero_ as copy, and the
+  // compiler lowers it as a (broadcasting, converting) pointwise copy.
+  def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")
+      .category(OpCategory::Other).meta(copy_functional_meta).cpu(copy_functional_impl)
+      .doc("src broadcast and converted into a new tensor laid out like self").core()
       .derivative(copy_bw);
-  def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(O).both()
+  def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(OpCategory::Other).both()
       .meta(fill_meta).cpu(fill_impl)
       .derivative(fill_bw);
-  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(O).both().meta(zero_meta).cpu(zero_impl)
-      .derivative(zero_bw);
-  def("contiguous(Tensor(a) self) -> Tensor(a)").category(O).method_only().composite(contiguous_kernel);
+  def("zero_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Other).both().meta(zero_meta)
+      .cpu(zero_impl).derivative(zero_bw);
+  def("contiguous(Tensor(a) self) -> Tensor(a)").category(OpCategory::Other).method_only()
+      .composite(contiguous_kernel);
   def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_dtype_kernel);
+      .category(OpCategory::Other).method_only().composite(to_dtype_kernel);
   def("to.device(Tensor(a) self, Device device, ScalarType? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_device_kernel);
+      .category(OpCategory::Other).method_only().composite(to_device_kernel);
   def("to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_other_kernel);
+      .category(OpCategory::Other).method_only().composite(to_other_kernel);
   def("to.kw(Tensor(a) self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False, bool copy=False) -> Tensor(a)")
-      .category(O).method_only().composite(to_kw_kernel);
-  def("type_as(Tensor self, Tensor other) -> Tensor").category(O).method_only()
+      .category(OpCategory::Other).method_only().composite(to_kw_kernel);
+  def("type_as(Tensor self, Tensor other) -> Tensor").category(OpCategory::Other).method_only()
       .composite(type_as_kernel);
 }
 

@@ -263,54 +263,64 @@ void bernoulli_impl(OpCall& c) {
 
 void register_creation_ops() {
   const std::string o = kOpts;
-  auto C = OpCategory::Creation;
-  def("empty(int[] size, " + o + ") -> Tensor").category(C).meta(sized_meta<1>).cpu(noop_impl)
-      .doc("uninitialised tensor").core();
-  def("empty_strided(int[] size, int[] stride, " + o + ") -> Tensor").category(C)
-      .meta(empty_strided_meta).cpu(noop_impl).core();
-  def("zeros(int[] size, " + o + ") -> Tensor").category(C).meta(sized_meta<1>).cpu(zeros_impl)
-      .decomposition(decomp::zeros);
-  def("ones(int[] size, " + o + ") -> Tensor").category(C).meta(sized_meta<1>).cpu(ones_impl)
-      .decomposition(decomp::ones);
-  def("full(int[] size, Scalar fill_value, " + o + ") -> Tensor").category(C)
+  def("empty(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).uninitialized()
+      .meta(sized_meta<1>).cpu(noop_impl).doc("uninitialised tensor").core();
+  def("empty_strided(int[] size, int[] stride, " + o + ") -> Tensor")
+      .category(OpCategory::Creation).uninitialized().meta(empty_strided_meta).cpu(noop_impl)
+      .core();
+  def("zeros(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).meta(sized_meta<1>)
+      .cpu(zeros_impl).decomposition(decomp::zeros);
+  def("ones(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).meta(sized_meta<1>)
+      .cpu(ones_impl).decomposition(decomp::ones);
+  def("full(int[] size, Scalar fill_value, " + o + ") -> Tensor").category(OpCategory::Creation)
       .meta(full_meta).cpu(full_impl).doc("dtype follows fill_value when not given").core();
-  def("arange(Scalar end, " + o + ") -> Tensor").category(C).meta(arange_meta).cpu(arange_impl)
-      .decomposition(decomp::arange);
-  def("arange.start(Scalar start, Scalar end, Scalar step=1, " + o + ") -> Tensor").category(C)
-      .meta(arange_meta).cpu(arange_impl).core();
-  def("linspace(Scalar start, Scalar end, int steps, " + o + ") -> Tensor").category(C)
-      .meta(linspace_meta).cpu(linspace_impl).decomposition(decomp::linspace);
-  def("eye(int n, int? m=None, " + o + ") -> Tensor").category(C).meta(eye_meta).cpu(eye_impl)
-      .decomposition(decomp::eye);
-  def("rand(int[] size, " + o + ") -> Tensor").category(C).meta(rand_meta).cpu(rand_impl)
+  def("arange(Scalar end, " + o + ") -> Tensor").category(OpCategory::Creation).meta(arange_meta)
+      .cpu(arange_impl).decomposition(decomp::arange);
+  def("arange.start(Scalar start, Scalar end, Scalar step=1, " + o + ") -> Tensor")
+      .category(OpCategory::Creation).meta(arange_meta).cpu(arange_impl).core();
+  def("linspace(Scalar start, Scalar end, int steps, " + o + ") -> Tensor")
+      .category(OpCategory::Creation).meta(linspace_meta).cpu(linspace_impl)
+      .decomposition(decomp::linspace);
+  def("eye(int n, int? m=None, " + o + ") -> Tensor").category(OpCategory::Creation).meta(eye_meta)
+      .cpu(eye_impl).decomposition(decomp::eye);
+  def("rand(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+      .meta(rand_meta).cpu(rand_impl)
       .doc("uniform on [0, 1); same numbers for the same seed at any thread count").core();
-  def("randn(int[] size, " + o + ") -> Tensor").category(C).meta(rand_meta).cpu(randn_impl)
-      .doc("standard normal").core();
-  def("randint(int high, int[] size, " + o + ") -> Tensor").category(C).meta(randint_meta).cpu(randint_impl)
-      .decomposition(decomp::randint);
-  def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor").category(C)
-      .meta(randint_meta).cpu(randint_impl).core();
+  def("randn(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+      .meta(rand_meta).cpu(randn_impl).doc("standard normal").core();
+  def("randint(int high, int[] size, " + o + ") -> Tensor").category(OpCategory::Creation)
+      .random().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
+  def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor")
+      .category(OpCategory::Creation).random().meta(randint_meta).cpu(randint_impl).core();
 
-  def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)").category(C).method_only()
-      .meta(uniform_meta).cpu(uniform_impl).core();
-  def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)").category(C).method_only()
-      .meta(normal_meta).cpu(normal_impl).core();
-  def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)").category(C).method_only()
-      .meta(random_meta).cpu(random_impl).core();
-  def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(C).method_only()
-      .meta(bernoulli_meta).cpu(bernoulli_impl).core();
+  def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)")
+      .category(OpCategory::Creation).random().method_only().meta(uniform_meta)
+      .cpu(uniform_impl).core();
+  def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)")
+      .category(OpCategory::Creation).random().method_only().meta(normal_meta).cpu(normal_impl)
+      .core();
+  def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)")
+      .category(OpCategory::Creation).random().method_only().meta(random_meta).cpu(random_impl)
+      .core();
+  def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(OpCategory::Creation)
+      .random().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
 
-  def("empty_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<0>);
-  def("zeros_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<1>);
-  def("ones_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<2>);
-  def("full_like(Tensor self, Scalar fill_value, " + o + ") -> Tensor").category(C)
-      .composite(like_kernel<3>);
-  def("rand_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<4>);
-  def("randn_like(Tensor self, " + o + ") -> Tensor").category(C).composite(like_kernel<5>);
-  def("randint_like(Tensor self, int high, " + o + ") -> Tensor").category(C)
-      .composite(randint_like_kernel);
-  def("randint_like.low(Tensor self, int low, int high, " + o + ") -> Tensor").category(C)
-      .composite(randint_like_kernel);
+  def("empty_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
+      .uninitialized().composite(like_kernel<0>);
+  def("zeros_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
+      .composite(like_kernel<1>);
+  def("ones_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
+      .composite(like_kernel<2>);
+  def("full_like(Tensor self, Scalar fill_value, " + o + ") -> Tensor")
+      .category(OpCategory::Creation).composite(like_kernel<3>);
+  def("rand_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+      .composite(like_kernel<4>);
+  def("randn_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+      .composite(like_kernel<5>);
+  def("randint_like(Tensor self, int high, " + o + ") -> Tensor").category(OpCategory::Creation)
+      .random().composite(randint_like_kernel);
+  def("randint_like.low(Tensor self, int low, int high, " + o + ") -> Tensor")
+      .category(OpCategory::Creation).random().composite(randint_like_kernel);
 }
 
 }  // namespace ignis

@@ -21,7 +21,6 @@
 // One function may serve several overloads (it reads op.schema()).
 #pragma once
 
-#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,23 +32,9 @@ namespace ignis::decomp {
 // ---- generic (decomp/generic.cpp) ------------------------------------------
 // A functional composite op: its kernel, which only calls other ops
 // (OpBuilder sets this for every functional composite that is not core).
+// Aliases (multiply, less, concat, ...) need none: they are names the
+// dispatcher resolves to their op (alias() in op_def.h), never ops of their own.
 void composite(const OpHandle& op, Stack& s);
-
-// A fixed string usable as a template argument: decomp::alias<"mul">.
-template <size_t N>
-struct OpName {
-  char text[N];
-  constexpr OpName(const char (&s)[N]) {  // NOLINT: implicit by design
-    for (size_t i = 0; i < N; ++i) text[i] = s[i];
-  }
-};
-// An alias (multiply, less, concat, ...): the op it names, which has the
-// same arguments.
-template <OpName Target>
-void alias(const OpHandle&, Stack& s) {
-  static const OpRef target(Target.text);
-  target.handle().call(s);
-}
 
 // Stands in for AOT's tracer in tests (ignis._C._decompose_trace and
 // tests/cpp/test_decompositions.cpp): a boxed fallback for `key` that runs

@@ -12,5 +12,6 @@ void register_reduction_ops();
 void register_index_ops();
 void register_matrix_ops();
 void register_composite_ops();
+void register_attention_ops();
 void register_nn_ops();
 }  // namespace ignis

@@ -1266,134 +1266,146 @@ void scatter_reduce_bw(GradCtx& c) {
 }  // namespace
 
 void register_index_ops() {
-  const auto O = OpCategory::Other, C = OpCategory::Composite;
-  def("cat(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta).cpu(cat_cpu)
-      .doc("concatenation along dim (inputs promote to a common dtype)")
+  def("cat(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Other).meta(cat_meta)
+      .cpu(cat_cpu).doc("concatenation along dim (inputs promote to a common dtype)")
       .derivative(cat_bw).core();
-  def("concat(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta).cpu(cat_cpu)
-      .doc("alias of cat")
-      .derivative(cat_bw).decomposition(decomp::alias<"cat">);
-  def("concatenate(Tensor[] tensors, int dim=0) -> Tensor").category(O).meta(cat_meta)
-      .cpu(cat_cpu).doc("alias of cat")
-      .derivative(cat_bw).decomposition(decomp::alias<"cat">);
-  def("stack(Tensor[] tensors, int dim=0) -> Tensor").category(C).composite(stack_kernel)
-      .doc("concatenation along a new dim");
-  def("hstack(Tensor[] tensors) -> Tensor").category(C).composite(hstack_kernel);
-  def("vstack(Tensor[] tensors) -> Tensor").category(C).composite(vstack_kernel);
-  def("dstack(Tensor[] tensors) -> Tensor").category(C).composite(dstack_kernel);
-  def("column_stack(Tensor[] tensors) -> Tensor").category(C).composite(column_stack_kernel);
-  def("repeat(Tensor self, int[] repeats) -> Tensor").category(O).method_only()
+  def("stack(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Composite)
+      .composite(stack_kernel).doc("concatenation along a new dim");
+  def("hstack(Tensor[] tensors) -> Tensor").category(OpCategory::Composite)
+      .composite(hstack_kernel);
+  def("vstack(Tensor[] tensors) -> Tensor").category(OpCategory::Composite)
+      .composite(vstack_kernel);
+  def("dstack(Tensor[] tensors) -> Tensor").category(OpCategory::Composite)
+      .composite(dstack_kernel);
+  def("column_stack(Tensor[] tensors) -> Tensor").category(OpCategory::Composite)
+      .composite(column_stack_kernel);
+  def("repeat(Tensor self, int[] repeats) -> Tensor").category(OpCategory::Other).method_only()
       .meta(repeat_meta).cpu(repeat_cpu).doc("self tiled repeats[i] times along dim i")
       .derivative(repeat_bw).decomposition(decomp::repeat);
-  def("tile(Tensor self, int[] dims) -> Tensor").category(C).both().composite(tile_kernel);
-  def("index_select(Tensor self, int dim, Tensor index) -> Tensor").category(O).both()
-      .meta(index_select_meta).cpu(index_select_cpu).doc("the entries index of dim")
+  def("tile(Tensor self, int[] dims) -> Tensor").category(OpCategory::Composite).both()
+      .composite(tile_kernel);
+  def("index_select(Tensor self, int dim, Tensor index) -> Tensor").category(OpCategory::Other)
+      .both().meta(index_select_meta).cpu(index_select_cpu).doc("the entries index of dim")
       .derivative(index_select_bw, "index").core();
   def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")
-      .category(O).both().meta(gather_meta).cpu(gather_cpu)
+      .category(OpCategory::Other).both().meta(gather_meta).cpu(gather_cpu)
       .doc("out[i][j] = self[index[i][j]][j] (for dim 0)")
       .derivative(gather_bw, "index").core();
   using SK = ScatterKind;
-  def("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor").category(O)
-      .both().meta(scatter_meta<SK::Src, false>).cpu(scatter_cpu<SK::Src, false>)
+  def("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
+      .category(OpCategory::Other).both().meta(scatter_meta<SK::Src, false>)
+      .cpu(scatter_cpu<SK::Src, false>)
       .doc("self with self[index[i][j]][j] = src[i][j] (for dim 0)")
       .derivative(scatter_bw, "index").core();
-  def("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor").category(O)
-      .both().meta(scatter_meta<SK::Value, false>).cpu(scatter_cpu<SK::Value, false>)
-      .derivative(scatter_bw, "index").core();
+  def("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor")
+      .category(OpCategory::Other).both().meta(scatter_meta<SK::Value, false>)
+      .cpu(scatter_cpu<SK::Value, false>).derivative(scatter_bw, "index").core();
   def("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
-      .category(O).method_only().meta(scatter_meta<SK::Src, true>)
+      .category(OpCategory::Other).method_only().meta(scatter_meta<SK::Src, true>)
       .cpu(scatter_cpu<SK::Src, true>)
       .derivative(scatter_bw, "index");
   def("scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)")
-      .category(O).method_only().meta(scatter_meta<SK::Value, true>)
+      .category(OpCategory::Other).method_only().meta(scatter_meta<SK::Value, true>)
       .cpu(scatter_cpu<SK::Value, true>)
       .derivative(scatter_bw, "index");
-  def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor").category(O)
-      .both().meta(scatter_meta<SK::Add, false>).cpu(scatter_cpu<SK::Add, false>)
+  def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
+      .category(OpCategory::Other).both().meta(scatter_meta<SK::Add, false>)
+      .cpu(scatter_cpu<SK::Add, false>)
       .doc("self with self[index[i][j]][j] += src[i][j] (for dim 0)")
       .derivative(scatter_add_bw, "index").core();
   def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
-      .category(O).method_only().meta(scatter_meta<SK::Add, true>)
+      .category(OpCategory::Other).method_only().meta(scatter_meta<SK::Add, true>)
       .cpu(scatter_cpu<SK::Add, true>)
       .derivative(scatter_add_bw, "index");
   def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
-      "bool include_self=True) -> Tensor").category(O).both().meta(scatter_reduce_meta<false>)
+      "bool include_self=True) -> Tensor")
+      .category(OpCategory::Other).both().meta(scatter_reduce_meta<false>)
       .cpu(scatter_reduce_cpu<false>)
       .doc("scatter with sum, prod, mean, amax or amin of the values meeting at an element")
       .derivative(scatter_reduce_bw, "self, index, src, result").core();
   def("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, "
-      "bool include_self=True) -> Tensor(a!)").category(O).method_only()
+      "bool include_self=True) -> Tensor(a!)").category(OpCategory::Other).method_only()
       .meta(scatter_reduce_meta<true>).cpu(scatter_reduce_cpu<true>)
       .derivative(scatter_reduce_bw, "self, index, src, result");
   using IK = IndexedOp;
   def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
-      .category(O).both().meta(indexed_meta<IK::Add, false>).cpu(indexed_cpu<IK::Add, false>)
+      .category(OpCategory::Other).both().meta(indexed_meta<IK::Add, false>)
+      .cpu(indexed_cpu<IK::Add, false>)
       .doc("self with source[i] * alpha added at index[i] along dim")
       .derivative(index_add_bw, "index").decomposition(decomp::index_add);
   def("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
-      "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Add, true>)
+      "Tensor(a!)").category(OpCategory::Other).method_only().meta(indexed_meta<IK::Add, true>)
       .cpu(indexed_cpu<IK::Add, true>)
       .derivative(index_add_bw, "index");
-  def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor").category(O)
-      .both().meta(indexed_meta<IK::Copy, false>).cpu(indexed_cpu<IK::Copy, false>)
-      .doc("self with source[i] written at index[i] along dim")
+  def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")
+      .category(OpCategory::Other).both().meta(indexed_meta<IK::Copy, false>)
+      .cpu(indexed_cpu<IK::Copy, false>).doc("self with source[i] written at index[i] along dim")
       .derivative(index_copy_bw, "index").decomposition(decomp::index_copy);
   def("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)")
-      .category(O).method_only().meta(indexed_meta<IK::Copy, true>)
+      .category(OpCategory::Other).method_only().meta(indexed_meta<IK::Copy, true>)
       .cpu(indexed_cpu<IK::Copy, true>)
       .derivative(index_copy_bw, "index");
   def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
-      .category(O).both().meta(indexed_meta<IK::Fill, false>).cpu(indexed_cpu<IK::Fill, false>)
-      .doc("self with value written at the entries index of dim")
+      .category(OpCategory::Other).both().meta(indexed_meta<IK::Fill, false>)
+      .cpu(indexed_cpu<IK::Fill, false>).doc("self with value written at the entries index of dim")
       .derivative(index_fill_bw, "index").decomposition(decomp::index_fill);
   def("index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
-      "Tensor(a!)").category(O).method_only().meta(indexed_meta<IK::Fill, true>)
+      "Tensor(a!)").category(OpCategory::Other).method_only().meta(indexed_meta<IK::Fill, true>)
       .cpu(indexed_cpu<IK::Fill, true>)
       .derivative(index_fill_bw, "index");
-  def("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor").category(C).both()
-      .composite(take_along_dim_kernel).doc("gather with indices broadcast against self");
-  def("tril(Tensor self, int diagonal=0) -> Tensor").category(O).both()
+  def("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor")
+      .category(OpCategory::Composite).both().composite(take_along_dim_kernel)
+      .doc("gather with indices broadcast against self");
+  def("tril(Tensor self, int diagonal=0) -> Tensor").category(OpCategory::Other).both()
       .meta(tri_meta<true, false>).cpu(tri_cpu<true, false>).doc("lower triangle")
       .derivative(tril_bw).decomposition(decomp::tril_triu);
-  def("tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()
-      .meta(tri_meta<true, true>).cpu(tri_cpu<true, true>)
-      .derivative(tril_bw);
-  def("triu(Tensor self, int diagonal=0) -> Tensor").category(O).both()
+  def("tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(OpCategory::Other)
+      .method_only().meta(tri_meta<true, true>).cpu(tri_cpu<true, true>).derivative(tril_bw);
+  def("triu(Tensor self, int diagonal=0) -> Tensor").category(OpCategory::Other).both()
       .meta(tri_meta<false, false>).cpu(tri_cpu<false, false>).doc("upper triangle")
       .derivative(triu_bw).decomposition(decomp::tril_triu);
-  def("triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(O).method_only()
-      .meta(tri_meta<false, true>).cpu(tri_cpu<false, true>)
-      .derivative(triu_bw);
-  def("flip(Tensor self, int[] dims) -> Tensor").category(O).both().meta(flip_meta)
+  def("triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(OpCategory::Other)
+      .method_only().meta(tri_meta<false, true>).cpu(tri_cpu<false, true>).derivative(triu_bw);
+  def("flip(Tensor self, int[] dims) -> Tensor").category(OpCategory::Other).both().meta(flip_meta)
       .cpu(flip_cpu).doc("reverses the order along dims")
       .derivative(flip_bw).core();
-  def("fliplr(Tensor self) -> Tensor").category(C).both().composite(fliplr_kernel);
-  def("flipud(Tensor self) -> Tensor").category(C).both().composite(flipud_kernel);
-  def("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor").category(O).both()
+  def("fliplr(Tensor self) -> Tensor").category(OpCategory::Composite).both()
+      .composite(fliplr_kernel);
+  def("flipud(Tensor self) -> Tensor").category(OpCategory::Composite).both()
+      .composite(flipud_kernel);
+  def("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor").category(OpCategory::Other).both()
       .meta(roll_meta).cpu(roll_cpu).doc("rotates along dims (the flattened tensor if none)")
       .derivative(roll_bw).decomposition(decomp::roll);
   def("pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor")
-      .category(O).meta(pad_meta).cpu(pad_cpu)
+      .category(OpCategory::Other).meta(pad_meta).cpu(pad_cpu)
       .doc("pads (or, with negative pads, crops) the last len(pad)/2 dims")
       .derivative(pad_bw).core();
-  def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").category(O).meta(index_meta)
-      .cpu(index_cpu).doc("advanced (NumPy) indexing with integer and boolean tensors")
-      .derivative(index_bw).core();
+  def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").category(OpCategory::Other)
+      .meta(index_meta).cpu(index_cpu)
+      .doc("advanced (NumPy) indexing with integer and boolean tensors").derivative(index_bw)
+      .core();
   def("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
-      "Tensor(a!)").category(O).both().meta(index_put_meta).cpu(index_put_cpu)
+      "Tensor(a!)").category(OpCategory::Other).both().meta(index_put_meta).cpu(index_put_cpu)
       .doc("self[indices] = values (or += with accumulate)")
       .derivative(index_put_bw);
   def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")
-      .category(C).both().composite(index_put_kernel).core();
-  def("nonzero(Tensor self) -> Tensor").category(O).both().kernel(nonzero_kernel)
+      .category(OpCategory::Composite).both().composite(index_put_kernel).core();
+  def("nonzero(Tensor self) -> Tensor").category(OpCategory::Other).both().kernel(nonzero_kernel)
+      .data_dependent("nonzero(): the output's shape is the number of nonzero elements "
+                      "(data-dependent)")
       .doc("[n, dim] coordinates of the nonzero elements").core();
-  def("masked_select(Tensor self, Tensor mask) -> Tensor").category(C).both()
-      .composite(masked_select_kernel).doc("1-D tensor of the elements where mask holds");
-  def("where(Tensor condition) -> Tensor[]").category(C).composite(where_kernel)
+  def("masked_select(Tensor self, Tensor mask) -> Tensor").category(OpCategory::Composite).both()
+      .composite(masked_select_kernel)
+      .data_dependent("masked_select(): the output's shape is the number of elements where the "
+                      "mask holds (data-dependent)")
+      .doc("1-D tensor of the elements where mask holds");
+  def("where(Tensor condition) -> Tensor[]").category(OpCategory::Composite).composite(where_kernel)
       .doc("nonzero(condition) as a tuple of 1-D index tensors");
-  def("take(Tensor self, Tensor index) -> Tensor").category(C).both().composite(take_kernel)
-      .doc("self.flatten()[index]");
+  def("take(Tensor self, Tensor index) -> Tensor").category(OpCategory::Composite).both()
+      .composite(take_kernel).doc("self.flatten()[index]");
+  // PyTorch's other names of cat.
+  alias("concat", "cat");
+  alias("concatenate", "cat");
 }
 
 }  // namespace ignis

@@ -264,33 +264,39 @@ void mv_bw(GradCtx& c) {
 }  // namespace
 
 void register_matrix_ops() {
-  auto O = OpCategory::Other;
-  def("mm(Tensor self, Tensor mat2) -> Tensor").category(O).both().meta(mm_meta).cpu(mm_cpu)
+  // The GEMM calls are templates: a compiler fills a matrix-multiply template for them (with
+  // pointwise prologues or epilogues) rather than fusing them as loops. dot is a reduction in
+  // all but name and stays Other; matmul and outer only call these and stay composite.
+  def("mm(Tensor self, Tensor mat2) -> Tensor")
+      .category(OpCategory::Template).both().meta(mm_meta).cpu(mm_cpu)
       .doc("matrix product of [n, m] and [m, p]")
       .derivative(mm_bw, "self, mat2").core();
-  def("bmm(Tensor self, Tensor mat2) -> Tensor").category(O).both().meta(bmm_meta).cpu(bmm_cpu)
+  def("bmm(Tensor self, Tensor mat2) -> Tensor")
+      .category(OpCategory::Template).both().meta(bmm_meta).cpu(bmm_cpu)
       .doc("batched matrix product of [b, n, m] and [b, m, p]")
       .derivative(bmm_bw, "self, mat2").core();
   def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
-      .category(O).both().meta(addmm_meta<false>).cpu(addmm_cpu<false>)
+      .category(OpCategory::Template).both().meta(addmm_meta<false>).cpu(addmm_cpu<false>)
       .doc("beta * self + alpha * (mat1 @ mat2)")
       .derivative(addmm_bw<false>, "mat1, mat2").core();
-  def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
-      .category(O).both().meta(addmm_meta<true>).cpu(addmm_cpu<true>)
+  def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor")
+      .category(OpCategory::Template).both().meta(addmm_meta<true>).cpu(addmm_cpu<true>)
       .doc("beta * self + alpha * bmm(batch1, batch2)")
       .derivative(addmm_bw<true>, "batch1, batch2").core();
-  def("dot(Tensor self, Tensor tensor) -> Tensor").category(O).both().meta(dot_meta).cpu(dot_cpu)
+  def("dot(Tensor self, Tensor tensor) -> Tensor")
+      .category(OpCategory::Other).both().meta(dot_meta).cpu(dot_cpu)
       .doc("inner product of two 1-D tensors")
       .derivative(dot_bw, "self, tensor").decomposition(decomp::dot);
-  def("mv(Tensor self, Tensor vec) -> Tensor").category(O).both().meta(mv_meta).cpu(mv_cpu)
+  def("mv(Tensor self, Tensor vec) -> Tensor")
+      .category(OpCategory::Template).both().meta(mv_meta).cpu(mv_cpu)
       .doc("matrix-vector product")
       .derivative(mv_bw, "self, vec").decomposition(decomp::mv);
   def("matmul(Tensor self, Tensor other) -> Tensor").category(OpCategory::Composite).both()
       .composite(matmul_kernel).doc("matrix product with NumPy's 1-D and batch broadcasting rules");
   def("outer(Tensor self, Tensor vec2) -> Tensor").category(OpCategory::Composite).both()
       .composite(outer_kernel).doc("outer product of two 1-D tensors");
-  def("ger(Tensor self, Tensor vec2) -> Tensor").category(OpCategory::Composite).both()
-      .composite(outer_kernel).doc("alias of outer");
+  alias("ger", "outer");  // PyTorch's other name of outer
 }
 
 }  // namespace ignis

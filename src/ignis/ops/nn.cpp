@@ -19,6 +19,7 @@
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/softmax.h"
 #include "ignis/kernels/cpu/vec_math.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
@@ -155,7 +156,24 @@ void layer_norm_backward_meta(OpCall& c) {
   if (!is_floating(in.dtype())) not_implemented_for("LayerNormBackwardKernelImpl", in.dtype());
   IGNIS_CHECK(c.tensor(0).sizes() == in.sizes(), "native_layer_norm_backward: grad_out of shape ",
               c.tensor(0).shape_str(), " does not match input of shape ", in.shape_str());
+  // The kernel indexes mean/rstd by row and weight/bias by column: check the
+  // shapes it relies on (autograd always passes consistent ones).
+  const DimVector norm(c.int_list(2));
+  const int64_t nd = static_cast<int64_t>(norm.size());
+  IGNIS_CHECK(nd <= in.dim() &&
+                  std::equal(norm.begin(), norm.end(), in.sizes().end() - nd),
+              "native_layer_norm_backward: normalized_shape ", shape_str(norm),
+              " does not match the trailing dims of input of shape ", in.shape_str());
+  const int64_t N = compute_numel(norm), M = N == 0 ? 0 : in.numel() / N;
+  for (int i : {3, 4})
+    IGNIS_CHECK(c.tensor(i).numel() == M && is_floating(c.tensor(i).dtype()),
+                "native_layer_norm_backward: ", i == 3 ? "mean" : "rstd", " must be a floating "
+                "tensor of ", M, " elements (one per row), got ", c.tensor(i).shape_str());
   Tensor w = c.opt_tensor(5), b = c.opt_tensor(6);
+  for (const Tensor* p : {&w, &b})
+    IGNIS_CHECK(!p->defined() || (p->numel() == N && is_floating(p->dtype())),
+                "native_layer_norm_backward: ", p == &w ? "weight" : "bias", " must be a floating "
+                "tensor of ", N, " elements (the normalized shape), got ", p->shape_str());
   c.alloc(in.sizes(), in.dtype());
   if (w.defined()) c.alloc(w.sizes(), w.dtype());
   else c.outputs.emplace_back();
@@ -775,7 +793,7 @@ void softplus_cpu(OpCall& c) {
   run_float(c, [&](auto tag) {
     using T = decltype(tag);
     const T b = T(beta), th = T(thr);
-    return [b, th](T x) -> T { return x * b > th ? x : T(std::log1p(cpu::vexp(x * b)) / b); };
+    return [b, th](T x) -> T { return scalar_ops::Softplus()(x, b, th); };
   });
 }
 void leaky_relu_cpu(OpCall& c) {
@@ -783,7 +801,7 @@ void leaky_relu_cpu(OpCall& c) {
   run_float(c, [&](auto tag) {
     using T = decltype(tag);
     const T s = T(slope);
-    return [s](T x) -> T { return x > T(0) ? x : x * s; };
+    return [s](T x) -> T { return scalar_ops::LeakyRelu()(x, s); };
   });
 }
 // elu(self, alpha=1, scale=1, input_scale=1)
@@ -793,15 +811,13 @@ void elu_cpu(OpCall& c) {
   run_float(c, [&](auto tag) {
     using T = decltype(tag);
     const T neg = T(alpha * scale), pos = T(scale), is = T(in_scale);
-    return [neg, pos, is](T x) -> T { return x > T(0) ? x * pos : T(std::expm1(x * is)) * neg; };
+    return [neg, pos, is](T x) -> T { return scalar_ops::Elu()(x, neg, pos, is); };
   });
 }
 void logsigmoid_cpu(OpCall& c) {
   run_float(c, [](auto tag) {
     using T = decltype(tag);
-    return [](T x) -> T {
-      return (x < T(0) ? x : T(0)) - T(std::log1p(cpu::vexp(x < T(0) ? x : -x)));
-    };
+    return [](T x) -> T { return scalar_ops::LogSigmoid()(x); };
   });
 }
 
@@ -816,9 +832,8 @@ void hardtanh_cpu(OpCall& c) {
   IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "hardtanh", [&] {
     using T = opmath_t<scalar_t>;
     const T l = lo.to<T>(), h = hi.to<T>();
-    cpu::cpu_kernel<scalar_t, scalar_t>(*c.iter, [l, h](T x) -> T {
-      return x != x ? x : (x < l ? l : (x > h ? h : x));
-    });
+    cpu::cpu_kernel<scalar_t, scalar_t>(
+        *c.iter, [l, h](T x) -> T { return scalar_ops::Hardtanh()(x, l, h); });
   });
 }
 
@@ -1170,159 +1185,177 @@ void cross_entropy_bw(GradCtx& c) {
   });
 }
 
+// `F` is the kernel's scalar function (kernels/scalar_ops.h).
+template <typename F>
 void activation(const std::string& name, const std::string& params, ImplFn cpu, const char* doc,
                 bool with_inplace, DerivativeFn d, DecompFn decomp) {
   def(name + "(Tensor self" + params + ") -> Tensor").category(OpCategory::Pointwise).both()
-      .meta(float_act_meta<false>).cpu(cpu).doc(doc).derivative(d, "self").decomposition(decomp);
+      .scalar(F::name).meta(float_act_meta<false>).cpu(cpu).doc(doc).derivative(d, "self")
+      .decomposition(decomp);
   if (with_inplace) {
     def(name + "_(Tensor(a!) self" + params + ") -> Tensor(a!)").category(OpCategory::Pointwise)
-        .both().meta(float_act_meta<true>).cpu(cpu).doc(doc).derivative(d, "self");
+        .both().scalar(F::name).meta(float_act_meta<true>).cpu(cpu).doc(doc).derivative(d, "self");
   }
 }
 
 }  // namespace
 
 void register_nn_ops() {
-  auto O = OpCategory::Other;
-  auto P = OpCategory::Pointwise;
-  auto C = OpCategory::Composite;
   using cpu::SoftmaxKind;
-  def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O).both()
-      .meta(softmax_meta<SoftmaxKind::Softmax>).cpu(softmax_cpu<SoftmaxKind::Softmax>)
-      .doc("exp(x) / sum(exp(x)) along dim (numerically stable)")
-      .derivative(softmax_bw, "result").decomposition(decomp::softmax);
+  def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+      .category(OpCategory::Other).both().meta(softmax_meta<SoftmaxKind::Softmax>)
+      .cpu(softmax_cpu<SoftmaxKind::Softmax>)
+      .doc("exp(x) / sum(exp(x)) along dim (numerically stable)").derivative(softmax_bw, "result")
+      .decomposition(decomp::softmax);
   def("softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
-      .category(C).composite(softmax_functional);
-  def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O).both()
-      .meta(softmax_meta<SoftmaxKind::LogSoftmax>).cpu(softmax_cpu<SoftmaxKind::LogSoftmax>)
-      .doc("x - log(sum(exp(x))) along dim")
+      .category(OpCategory::Composite).composite(softmax_functional);
+  def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+      .category(OpCategory::Other).both().meta(softmax_meta<SoftmaxKind::LogSoftmax>)
+      .cpu(softmax_cpu<SoftmaxKind::LogSoftmax>).doc("x - log(sum(exp(x))) along dim")
       .derivative(log_softmax_bw, "result").decomposition(decomp::softmax);
   def("log_softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
-      .category(C).composite(softmax_functional);
-  def("_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor").category(O)
-      .meta(softmax_meta<SoftmaxKind::SafeSoftmax>).cpu(softmax_cpu<SoftmaxKind::SafeSoftmax>)
+      .category(OpCategory::Composite).composite(softmax_functional);
+  def("_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+      .category(OpCategory::Other).meta(softmax_meta<SoftmaxKind::SafeSoftmax>)
+      .cpu(softmax_cpu<SoftmaxKind::SafeSoftmax>)
       .doc("softmax whose fully masked (all -inf) slices are 0, not NaN")
       .derivative(softmax_bw, "result").decomposition(decomp::softmax);
 
   def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")
-      .category(O).meta(layer_norm_meta).cpu(layer_norm_cpu)
+      .category(OpCategory::Other).meta(layer_norm_meta).cpu(layer_norm_cpu)
       .doc("layer_norm that also returns the per-row mean and 1/std (for backward)")
       .derivative(layer_norm_bw, "input, weight, bias, result1, result2")
       .decomposition(decomp::native_layer_norm);
   def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, "
       "Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)")
-      .category(O).meta(layer_norm_backward_meta).cpu(layer_norm_backward_cpu)
+      .category(OpCategory::Other).meta(layer_norm_backward_meta).cpu(layer_norm_backward_cpu)
       .doc("the gradients of native_layer_norm's input, weight and bias (fused)")
       .decomposition(decomp::native_layer_norm_backward);
   def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")
-      .category(C).composite(layer_norm_kernel)
+      .category(OpCategory::Composite).composite(layer_norm_kernel)
       .doc("(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape");
   def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor")
-      .category(O).meta(rms_norm_meta).cpu(rms_norm_cpu)
+      .category(OpCategory::Other).meta(rms_norm_meta).cpu(rms_norm_cpu)
       .doc("x / sqrt(mean(x^2) + eps) * weight; eps defaults to finfo(dtype).eps")
       .derivative(rms_norm_bw, "input, weight").decomposition(decomp::rms_norm);
-  def("normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor").category(O)
-      .meta(normalize_meta).cpu(normalize_cpu).doc("input / max(||input||_p, eps) along dim")
-      .derivative(normalize_bw, "input").decomposition(decomp::normalize);
-  def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor").category(O)
-      .meta(cosine_meta).cpu(cosine_cpu)
+  def("normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12) -> Tensor")
+      .category(OpCategory::Other).meta(normalize_meta).cpu(normalize_cpu)
+      .doc("input / max(||input||_p, eps) along dim").derivative(normalize_bw, "input")
+      .decomposition(decomp::normalize);
+  def("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor")
+      .category(OpCategory::Other).meta(cosine_meta).cpu(cosine_cpu)
       .doc("x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim")
       .derivative(cosine_similarity_bw, "x1, x2").decomposition(decomp::cosine_similarity);
 
-  def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)").category(O)
-      .meta(native_dropout_meta).cpu(native_dropout_cpu)
+  def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")
+      .category(OpCategory::Other).random().meta(native_dropout_meta).cpu(native_dropout_cpu)
       .doc("(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p)")
       .derivative(native_dropout_bw, "result1").decomposition(decomp::native_dropout);
-  def("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor").category(C)
-      .composite(dropout_kernel).doc("zeroes elements with probability p, scales the rest");
+  def("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor")
+      .category(OpCategory::Composite).random().composite(dropout_kernel)
+      .doc("zeroes elements with probability p, scales the rest");
   def("dropout.functional(Tensor input, float p=0.5, bool training=True, bool inplace=False) -> Tensor")
-      .category(C).composite(dropout_functional_kernel);
-  def("dropout_(Tensor(a!) self, float p=0.5, bool train=True) -> Tensor(a!)").category(C)
-      .composite(dropout_inplace_kernel);
+      .category(OpCategory::Composite).random().composite(dropout_functional_kernel);
+  def("dropout_(Tensor(a!) self, float p=0.5, bool train=True) -> Tensor(a!)")
+      .category(OpCategory::Composite).random().composite(dropout_inplace_kernel);
 
   def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")
-      .category(O).meta(embedding_meta).cpu(embedding_cpu)
+      .category(OpCategory::Other).meta(embedding_meta).cpu(embedding_cpu)
       .doc("rows of weight picked by indices (torch.embedding argument order)")
       .derivative(embedding_bw, "indices").decomposition(decomp::embedding);
-  def("one_hot(Tensor self, int num_classes=-1) -> Tensor").category(O).meta(one_hot_meta)
-      .cpu(one_hot_cpu).doc("int64 one-hot encoding along a new last dimension")
+  def("one_hot(Tensor self, int num_classes=-1) -> Tensor").category(OpCategory::Other)
+      .meta(one_hot_meta).cpu(one_hot_cpu).doc("int64 one-hot encoding along a new last dimension")
       .decomposition(decomp::one_hot);
 
   def("nll_loss(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean') -> Tensor")
-      .category(O).meta(nll_loss_meta).cpu(nll_loss_cpu)
+      .category(OpCategory::Other).meta(nll_loss_meta).cpu(nll_loss_cpu)
       .doc("negative log-likelihood of class indices given log-probabilities")
       .derivative(nll_loss_bw, "target, weight").decomposition(decomp::nll_loss);
   def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
-      .category(O).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
+      .category(OpCategory::Other).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
       .doc("log_softmax + nll_loss in one pass; class indices or class probabilities")
       .derivative(cross_entropy_bw, "input, target, weight").decomposition(decomp::cross_entropy);
   def("mse_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::MSE>).cpu(point_loss_cpu<LossOp::MSE>)
-      .doc("(input - target)^2, reduced")
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::MSE>)
+      .cpu(point_loss_cpu<LossOp::MSE>).doc("(input - target)^2, reduced")
       .derivative(point_loss_bw<LossOp::MSE>, "input, target, weight")
       .decomposition(decomp::mse_loss);
   def("l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::L1>).cpu(point_loss_cpu<LossOp::L1>)
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::L1>).cpu(point_loss_cpu<LossOp::L1>)
       .doc("|input - target|, reduced")
       .derivative(point_loss_bw<LossOp::L1>, "input, target, weight")
       .decomposition(decomp::l1_loss);
   def("smooth_l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', float beta=1.0) -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::SmoothL1>).cpu(point_loss_cpu<LossOp::SmoothL1>)
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::SmoothL1>)
+      .cpu(point_loss_cpu<LossOp::SmoothL1>)
       .doc("0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta")
       .derivative(point_loss_bw<LossOp::SmoothL1>, "input, target")
       .decomposition(decomp::smooth_l1_loss);
   def("huber_loss(Tensor input, Tensor target, str reduction='mean', float delta=1.0, Tensor? weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::Huber>).cpu(point_loss_cpu<LossOp::Huber>)
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::Huber>)
+      .cpu(point_loss_cpu<LossOp::Huber>)
       .doc("0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)")
       .derivative(point_loss_bw<LossOp::Huber>, "input, target, weight")
       .decomposition(decomp::huber_loss);
   def("binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean') -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::BCE>).cpu(point_loss_cpu<LossOp::BCE>)
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::BCE>)
+      .cpu(point_loss_cpu<LossOp::BCE>)
       .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100")
       .derivative(point_loss_bw<LossOp::BCE>, "input, target, weight")
       .decomposition(decomp::binary_cross_entropy);
   def("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? pos_weight=None) -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::BCEWithLogits>)
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::BCEWithLogits>)
       .cpu(point_loss_cpu<LossOp::BCEWithLogits>)
       .doc("binary_cross_entropy(sigmoid(input), target), computed stably")
       .derivative(point_loss_bw<LossOp::BCEWithLogits>, "input, target, weight, pos_weight")
       .decomposition(decomp::binary_cross_entropy_with_logits);
   def("kl_div(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', bool log_target=False) -> Tensor")
-      .category(O).meta(point_loss_meta<LossOp::KLDiv>).cpu(point_loss_cpu<LossOp::KLDiv>)
+      .category(OpCategory::Other).meta(point_loss_meta<LossOp::KLDiv>)
+      .cpu(point_loss_cpu<LossOp::KLDiv>)
       .doc("target * (log(target) - input); input holds log-probabilities")
       .derivative(point_loss_bw<LossOp::KLDiv>, "input, target").decomposition(decomp::kl_div);
 
-  activation("softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
-             "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false,
-             softplus_bw, decomp::softplus);
-  activation("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
-             "x if x > 0 else negative_slope * x", true, leaky_relu_bw, decomp::leaky_relu);
+  activation<scalar_ops::Softplus>(
+      "softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
+      "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false, softplus_bw,
+      decomp::softplus);
+  activation<scalar_ops::LeakyRelu>("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
+                                    "x if x > 0 else negative_slope * x", true, leaky_relu_bw,
+                                    decomp::leaky_relu);
   def("leaky_relu.functional(Tensor input, Scalar negative_slope=0.01, bool inplace=False) -> Tensor")
-      .category(C).composite(inplace_switch(&leaky_relu_op, &leaky_relu_inplace_op));
-  activation("elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
-             "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true,
-             elu_bw, decomp::elu);
-  def("elu.functional(Tensor input, Scalar alpha=1.0, bool inplace=False) -> Tensor").category(C)
-      .composite(inplace_switch(&elu_op, &elu_inplace_op));
-  def("logsigmoid(Tensor self) -> Tensor").category(P).meta(float_act_meta<false>)
-      .cpu(logsigmoid_cpu).doc("log(sigmoid(x)), computed stably")
+      .category(OpCategory::Composite)
+      .composite(inplace_switch(&leaky_relu_op, &leaky_relu_inplace_op));
+  activation<scalar_ops::Elu>(
+      "elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
+      "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true, elu_bw,
+      decomp::elu);
+  def("elu.functional(Tensor input, Scalar alpha=1.0, bool inplace=False) -> Tensor")
+      .category(OpCategory::Composite).composite(inplace_switch(&elu_op, &elu_inplace_op));
+  def("logsigmoid(Tensor self) -> Tensor").category(OpCategory::Pointwise)
+      .scalar(scalar_ops::LogSigmoid::name).meta(float_act_meta<false>).cpu(logsigmoid_cpu)
+      .doc("log(sigmoid(x)), computed stably")
       .derivative(logsigmoid_bw, "self").decomposition(decomp::logsigmoid);
-  def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor").category(P).both()
-      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu).doc("clamp(x, min_val, max_val)")
-      .derivative(hardtanh_bw, "self").decomposition(decomp::hardtanh);
-  def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)").category(P)
-      .both().meta(hardtanh_meta<true>).cpu(hardtanh_cpu)
+  def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
+      .category(OpCategory::Pointwise).both().scalar(scalar_ops::Hardtanh::name)
+      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu)
+      .doc("clamp(x, min_val, max_val)").derivative(hardtanh_bw, "self")
+      .decomposition(decomp::hardtanh);
+  def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).both().scalar(scalar_ops::Hardtanh::name)
+      .meta(hardtanh_meta<true>).cpu(hardtanh_cpu)
       .derivative(hardtanh_bw, "self");
   def("hardtanh.functional(Tensor input, Scalar min_val=-1.0, Scalar max_val=1.0, bool inplace=False) -> Tensor")
-      .category(C).composite(inplace_switch(&hardtanh_op, &hardtanh_inplace_op));
-  def("relu6(Tensor self) -> Tensor").category(C).both().composite(relu6_kernel<false>)
-      .doc("hardtanh(x, 0, 6)");
-  def("relu6_(Tensor(a!) self) -> Tensor(a!)").category(C).both().composite(relu6_kernel<true>);
-  def("relu6.functional(Tensor input, bool inplace=False) -> Tensor").category(C)
-      .composite(inplace_switch(&relu6_op, &relu6_inplace_op));
-  def("glu(Tensor self, int dim=-1) -> Tensor").category(O).both().meta(glu_meta).cpu(glu_cpu)
-      .doc("first half * sigmoid(second half) along dim")
-      .derivative(glu_bw, "self").decomposition(decomp::glu);
+      .category(OpCategory::Composite)
+      .composite(inplace_switch(&hardtanh_op, &hardtanh_inplace_op));
+  def("relu6(Tensor self) -> Tensor").category(OpCategory::Composite).both()
+      .composite(relu6_kernel<false>).doc("hardtanh(x, 0, 6)");
+  def("relu6_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Composite).both()
+      .composite(relu6_kernel<true>);
+  def("relu6.functional(Tensor input, bool inplace=False) -> Tensor")
+      .category(OpCategory::Composite).composite(inplace_switch(&relu6_op, &relu6_inplace_op));
+  def("glu(Tensor self, int dim=-1) -> Tensor").category(OpCategory::Other).both().meta(glu_meta)
+      .cpu(glu_cpu).doc("first half * sigmoid(second half) along dim").derivative(glu_bw, "self")
+      .decomposition(decomp::glu);
 }
 
 }  // namespace ignis

@@ -50,6 +50,12 @@ OpBuilder::OpBuilder(std::string schema) {
   d_->schema = std::move(schema);
 }
 
+void alias(const std::string& name, const std::string& op) {
+  Dispatcher& d = Dispatcher::get();
+  d.register_alias(name, op);
+  if (!d.overloads(op + "_").empty()) d.register_alias(name + "_", op + "_");
+}
+
 namespace {
 
 // The device structured outputs go to: that of the first tensor argument

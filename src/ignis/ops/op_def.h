@@ -8,7 +8,9 @@
 // other ops or re-stride). Everything else is derived from the declaration:
 // the Meta kernel (the meta rule alone), the CPU kernel (meta rule, then
 // compute), the Python function and Tensor method, and the op's listing in
-// `ignis.ops`.
+// `ignis.ops`. The declaration also carries the facts passes read (random or
+// uninitialised results, data-dependent output shapes, the scalar function of
+// a pointwise op), and alias() gives an op its other names.
 #pragma once
 
 #include <functional>
@@ -23,6 +25,15 @@ enum class OpCategory : uint8_t { Pointwise, Reduction, View, Template, Creation
 const char* category_name(OpCategory c);
 
 enum Variants : uint8_t { kFunction = 1, kMethod = 2, kBoth = 3 };
+
+// Whether equal arguments give equal results. Passes read it: CSE never merges
+// two calls that are not Deterministic, and a partitioner that recomputes
+// values must not replay them.
+enum class Determinism : uint8_t {
+  Deterministic,
+  Random,         // results are drawn from the RNG (rand, bernoulli_, dropout)
+  Uninitialized,  // results are whatever the memory held (empty, empty_like)
+};
 
 class TensorIterator;
 struct GradCtx;  // autograd/formula.h
@@ -88,6 +99,14 @@ struct OpDef {
   uint64_t save_outputs = 0;
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
+  Determinism determinism = Determinism::Deterministic;
+  // Why the shape of an output, or a Python value the op returns, depends on
+  // the input tensors' values (empty: it does not). Tracers read it to stop
+  // before the call rather than to trace an output they cannot size.
+  std::string data_dependent;
+  // Pointwise ops: the `name` of the op's scalar function in
+  // kernels/scalar_ops.h ("exp" for scalar_ops::Exp), for code generators.
+  std::string scalar;
   // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
@@ -99,6 +118,8 @@ struct OpDef {
   // stops (docs/core_ops.md). A core op has no decomposition.
   bool core = false;
   std::string doc;
+
+  bool nondeterministic() const { return determinism != Determinism::Deterministic; }
 };
 
 // Builder used by the op family files:
@@ -133,6 +154,11 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
+  // Results drawn from the RNG / left uninitialised (see Determinism).
+  OpBuilder& random() { d_->determinism = Determinism::Random; return *this; }
+  OpBuilder& uninitialized() { d_->determinism = Determinism::Uninitialized; return *this; }
+  OpBuilder& data_dependent(std::string why) { d_->data_dependent = std::move(why); return *this; }
+  OpBuilder& scalar(std::string name) { d_->scalar = std::move(name); return *this; }
   OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
   OpBuilder& core(bool on = true) { d_->core = on; return *this; }
 
@@ -141,6 +167,12 @@ class OpBuilder {
 };
 
 inline OpBuilder def(std::string schema) { return OpBuilder(std::move(schema)); }
+
+// Declares `name` another name of the op `op` (base names), as PyTorch's
+// aliases are (multiply for mul): one op and one kernel set, which
+// Dispatcher::find, ignis.<name>, Tensor.<name> and ignis.ops.<name> all
+// reach. When the op has an in-place form `op_`, `name_` becomes its name too.
+void alias(const std::string& name, const std::string& op);
 
 // All declarations, in registration order.
 const std::vector<const OpDef*>& all_op_defs();

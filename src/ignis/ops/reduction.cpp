@@ -562,54 +562,53 @@ void cumprod_bw(GradCtx& c) {
 }  // namespace
 
 void register_reduction_ops() {
-  const auto R = OpCategory::Reduction;
   def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(sum_meta<-1, -1, 1>).cpu(sum_cpu<-1, -1, 1>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>).cpu(sum_cpu<-1, -1, 1>)
       .doc("sum of all elements; integers and bool sum in int64")
       .derivative(sum_bw).decomposition(decomp::sum);
   def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)"
       " -> Tensor")
-      .category(R).both().meta(sum_meta<1, 2, 3>).cpu(sum_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>).cpu(sum_cpu<1, 2, 3>)
       .doc("sum over dims (None or [] for all)")
       .derivative(sum_dim_bw).core();
   def("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
-      .category(R).both().meta(sum_meta<1, 2, 3>).cpu(nansum_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>).cpu(nansum_cpu<1, 2, 3>)
       .doc("sum treating NaN as zero")
       .derivative(nansum_bw, "self").decomposition(decomp::nansum);
   def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(mean_meta<-1, -1, 1>).cpu(mean_cpu<-1, -1, 1>)
+      .category(OpCategory::Reduction).both().meta(mean_meta<-1, -1, 1>).cpu(mean_cpu<-1, -1, 1>)
       .doc("mean of all elements (floating inputs, or an explicit floating dtype)")
       .derivative(mean_bw).decomposition(decomp::mean);
   def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
-      .category(R).both().meta(mean_meta<1, 2, 3>).cpu(mean_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(mean_meta<1, 2, 3>).cpu(mean_cpu<1, 2, 3>)
       .doc("mean over dims")
       .derivative(mean_dim_bw).decomposition(decomp::mean);
   def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(sum_meta<-1, -1, 1>).cpu(prod_cpu<-1, -1, 1>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>).cpu(prod_cpu<-1, -1, 1>)
       .doc("product of all elements; integers and bool multiply in int64")
       .derivative(prod_bw, "self").decomposition(decomp::prod);
   def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
-      .category(R).both().meta(sum_meta<1, 2, 3>).cpu(prod_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>).cpu(prod_cpu<1, 2, 3>)
       .doc("product along one dim")
       .derivative(prod_dim_bw, "self").core();
 
   def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
-      .category(R).both().meta(amax_meta<true>).cpu(amax_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(amax_meta<true>).cpu(amax_cpu<true>)
       .doc("maximum over dims ([] for all); NaN propagates")
       .derivative(amax_bw, "self, result").core();
   def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
-      .category(R).both().meta(amax_meta<false>).cpu(amax_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(amax_meta<false>).cpu(amax_cpu<false>)
       .doc("minimum over dims ([] for all); NaN propagates")
       .derivative(amax_bw, "self, result").core();
   def("max(Tensor self) -> Tensor")
-      .category(R).both().meta(max_all_meta<true>).cpu(max_all_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(max_all_meta<true>).cpu(max_all_cpu<true>)
       .doc("maximum of all elements; NaN propagates")
       .derivative(max_all_bw, "self, result").decomposition(decomp::max_all);
   def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
-      .category(R).both().meta(max_dim_meta<true>).cpu(max_dim_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(max_dim_meta<true>).cpu(max_dim_cpu<true>)
       .doc("maximum along dim and the index of its first occurrence")
       .derivative(max_dim_bw, "result1").core();
   def("max.other(Tensor self, Tensor other) -> Tensor")
@@ -617,11 +616,11 @@ void register_reduction_ops() {
       .doc("elementwise maximum (alias of maximum)")
       .derivative(maximum_bw, "self, other");
   def("min(Tensor self) -> Tensor")
-      .category(R).both().meta(max_all_meta<false>).cpu(max_all_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(max_all_meta<false>).cpu(max_all_cpu<false>)
       .doc("minimum of all elements; NaN propagates")
       .derivative(max_all_bw, "self, result").decomposition(decomp::max_all);
   def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
-      .category(R).both().meta(max_dim_meta<false>).cpu(max_dim_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(max_dim_meta<false>).cpu(max_dim_cpu<false>)
       .doc("minimum along dim and the index of its first occurrence")
       .derivative(max_dim_bw, "result1").core();
   def("min.other(Tensor self, Tensor other) -> Tensor")
@@ -629,10 +628,10 @@ void register_reduction_ops() {
       .doc("elementwise minimum (alias of minimum)")
       .derivative(minimum_bw, "self, other");
   def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(argmax_meta<true>).cpu(argmax_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(argmax_meta<true>).cpu(argmax_cpu<true>)
       .doc("index of the first maximum (of the flattened input when dim is None)").core();
   def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(argmax_meta<false>).cpu(argmax_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(argmax_meta<false>).cpu(argmax_cpu<false>)
       .doc("index of the first minimum (of the flattened input when dim is None)").core();
 
   using F = VarForm;
@@ -640,100 +639,101 @@ void register_reduction_ops() {
   const std::string dim = "(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False)";
   const std::string corr =
       "(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)";
-  def("var" + unbiased + " -> Tensor").category(R).both()
+  def("var" + unbiased + " -> Tensor").category(OpCategory::Reduction).both()
       .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, false, false>)
       .doc("variance (Bessel-corrected unless unbiased=False)")
       .derivative(var_bw<F::Unbiased, false, false>, "self").decomposition(decomp::var);
-  def("var.dim" + dim + " -> Tensor").category(R).both()
+  def("var.dim" + dim + " -> Tensor").category(OpCategory::Reduction).both()
       .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, false, false>)
       .derivative(var_bw<F::Dim, false, false>, "self").decomposition(decomp::var);
-  def("var.correction" + corr + " -> Tensor").category(R).both()
+  def("var.correction" + corr + " -> Tensor").category(OpCategory::Reduction).both()
       .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, false, false>)
       .derivative(var_bw<F::Correction, false, false>, "self").decomposition(decomp::var);
-  def("std" + unbiased + " -> Tensor").category(R).both()
+  def("std" + unbiased + " -> Tensor").category(OpCategory::Reduction).both()
       .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, true, false>)
       .doc("standard deviation (Bessel-corrected unless unbiased=False)")
       .derivative(var_bw<F::Unbiased, true, false>, "self, result").decomposition(decomp::var);
-  def("std.dim" + dim + " -> Tensor").category(R).both()
+  def("std.dim" + dim + " -> Tensor").category(OpCategory::Reduction).both()
       .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, true, false>)
       .derivative(var_bw<F::Dim, true, false>, "self, result").decomposition(decomp::var);
-  def("std.correction" + corr + " -> Tensor").category(R).both()
+  def("std.correction" + corr + " -> Tensor").category(OpCategory::Reduction).both()
       .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, true, false>)
       .derivative(var_bw<F::Correction, true, false>, "self, result").decomposition(decomp::var);
-  def("var_mean" + unbiased + " -> (Tensor, Tensor)").category(R)
+  def("var_mean" + unbiased + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
       .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, false, true>)
       .doc("(variance, mean)")
       .derivative(var_bw<F::Unbiased, false, true>, "self").decomposition(decomp::var);
-  def("var_mean.dim" + dim + " -> (Tensor, Tensor)").category(R)
+  def("var_mean.dim" + dim + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
       .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, false, true>)
       .derivative(var_bw<F::Dim, false, true>, "self").decomposition(decomp::var);
-  def("var_mean.correction" + corr + " -> (Tensor, Tensor)").category(R)
+  def("var_mean.correction" + corr + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
       .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, false, true>)
       .derivative(var_bw<F::Correction, false, true>, "self").decomposition(decomp::var);
-  def("std_mean" + unbiased + " -> (Tensor, Tensor)").category(R)
+  def("std_mean" + unbiased + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
       .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, true, true>)
       .doc("(standard deviation, mean)")
       .derivative(var_bw<F::Unbiased, true, true>, "self, result").decomposition(decomp::var);
-  def("std_mean.dim" + dim + " -> (Tensor, Tensor)").category(R)
+  def("std_mean.dim" + dim + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
       .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, true, true>)
       .derivative(var_bw<F::Dim, true, true>, "self, result").decomposition(decomp::var);
-  def("std_mean.correction" + corr + " -> (Tensor, Tensor)").category(R)
+  def("std_mean.correction" + corr + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
       .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, true, true>)
       .derivative(var_bw<F::Correction, true, true>, "self, result").decomposition(decomp::var);
 
   def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(logsumexp_meta).cpu(logsumexp_cpu)
+      .category(OpCategory::Reduction).both().meta(logsumexp_meta).cpu(logsumexp_cpu)
       .doc("log(sum(exp(input))) over dims, computed without overflow")
       .derivative(logsumexp_bw, "self, result").decomposition(decomp::logsumexp);
 
-  def("all(Tensor self) -> Tensor")
-      .category(R).both().meta(logical_meta<-1, -1>).cpu(logical_cpu<true, -1, -1>)
+  def("all(Tensor self) -> Tensor").category(OpCategory::Reduction).both()
+      .meta(logical_meta<-1, -1>).cpu(logical_cpu<true, -1, -1>)
       .doc("whether every element is nonzero").decomposition(decomp::all_any);
   def("all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>)
+      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>)
       .decomposition(decomp::all_any);
   def("all.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>).core();
-  def("any(Tensor self) -> Tensor")
-      .category(R).both().meta(logical_meta<-1, -1>).cpu(logical_cpu<false, -1, -1>)
+      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>)
+      .core();
+  def("any(Tensor self) -> Tensor").category(OpCategory::Reduction).both()
+      .meta(logical_meta<-1, -1>).cpu(logical_cpu<false, -1, -1>)
       .doc("whether any element is nonzero").decomposition(decomp::all_any);
-  def("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<false, 1, 2>)
-      .decomposition(decomp::all_any);
+  def("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor").category(OpCategory::Reduction)
+      .both().meta(logical_meta<1, 2>).cpu(logical_cpu<false, 1, 2>).decomposition(decomp::all_any);
   def("any.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor")
-      .category(R).both().meta(logical_meta<1, 2>).cpu(logical_cpu<false, 1, 2>).core();
+      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>)
+      .cpu(logical_cpu<false, 1, 2>).core();
 
   def("norm(Tensor self, Scalar? p=2, int[1]? dim=None, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(norm_meta).cpu(norm_cpu)
+      .category(OpCategory::Reduction).both().meta(norm_meta).cpu(norm_cpu)
       .doc("vector p-norm over dims (p = 2, 1, 0, inf, -inf or any float)")
       .derivative(norm_bw, "self, result").decomposition(decomp::norm);
   def("norm.str(Tensor self, str p, int[1]? dim=None, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(norm_meta).cpu(norm_cpu)
+      .category(OpCategory::Reduction).both().meta(norm_meta).cpu(norm_cpu)
       .doc("p='fro': the 2-norm over dims")
       .derivative(norm_bw, "self, result").decomposition(decomp::norm);
 
   def("count_nonzero(Tensor self, int? dim=None) -> Tensor")
-      .category(R).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
+      .category(OpCategory::Reduction).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
       .doc("number of nonzero elements (int64)").decomposition(decomp::count_nonzero);
   def("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor")
-      .category(R).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
+      .category(OpCategory::Reduction).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
       .decomposition(decomp::count_nonzero);
 
   def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(scan_meta<false>).cpu(scan_cpu<false, false>)
+      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu(scan_cpu<false, false>)
       .doc("inclusive cumulative sum along dim; integers and bool give int64")
       .derivative(cumsum_bw).core();
   def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
-      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<false, true>)
-      .derivative(cumsum_bw);
+      .category(OpCategory::Reduction).method_only().meta(scan_meta<true>)
+      .cpu(scan_cpu<false, true>).derivative(cumsum_bw);
   def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-      .category(R).both().meta(scan_meta<false>).cpu(scan_cpu<true, false>)
+      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu(scan_cpu<true, false>)
       .doc("inclusive cumulative product along dim; integers and bool give int64")
       .derivative(cumprod_bw, "self, result").core();
   def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
-      .category(R).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>)
+      .category(OpCategory::Reduction).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>)
       .derivative(cumprod_bw, "self, result");
 }
 

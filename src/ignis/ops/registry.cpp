@@ -17,6 +17,7 @@ void register_all_ops() {
   register_reduction_ops();
   register_index_ops();
   register_matrix_ops();
+  register_attention_ops();
   register_composite_ops();
   register_nn_ops();
   autograd::register_autograd_kernel();

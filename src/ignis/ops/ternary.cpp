@@ -5,6 +5,7 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
@@ -37,7 +38,8 @@ void where_meta(OpCall& c) {
 void where_cpu(OpCall& c) {
   IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "where", [&] {
     using T = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T cond, T a, T b) -> T { return cond != T(0) ? a : b; });
+    cpu_kernel<scalar_t, scalar_t>(
+        *c.iter, [](T cond, T a, T b) -> T { return scalar_ops::Where()(cond, a, b); });
   });
 }
 
@@ -76,21 +78,19 @@ void clamp_meta(OpCall& c) {
   c.iter = std::move(it);
 }
 
-template <typename T>
-inline T clamp_lo(T x, T lo) { return (x != x) ? x : (lo != lo ? lo : (x < lo ? lo : x)); }
-template <typename T>
-inline T clamp_hi(T x, T hi) { return (x != x) ? x : (hi != hi ? hi : (x > hi ? hi : x)); }
-
 void clamp_cpu(OpCall& c) {
   bool has_lo = !c.args[1].is_none(), has_hi = !c.args[2].is_none();
   IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "clamp", [&] {
     using T = opmath_t<scalar_t>;
     if (has_lo && has_hi)
-      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T lo, T hi) -> T { return clamp_hi(clamp_lo(x, lo), hi); });
+      cpu_kernel<scalar_t, scalar_t>(
+          *c.iter, [](T x, T lo, T hi) -> T { return scalar_ops::Clamp()(x, lo, hi); });
     else if (has_lo)
-      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T lo) -> T { return clamp_lo(x, lo); });
+      cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                     [](T x, T lo) -> T { return scalar_ops::ClampMin()(x, lo); });
     else
-      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T hi) -> T { return clamp_hi(x, hi); });
+      cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                     [](T x, T hi) -> T { return scalar_ops::ClampMax()(x, hi); });
   });
 }
 
@@ -104,8 +104,12 @@ template <bool Hi>
 void clamp_one_cpu(OpCall& c) {
   IGNIS_DISPATCH_ALL(c.iter->common_dtype(), Hi ? "clamp_max" : "clamp_min", [&] {
     using T = opmath_t<scalar_t>;
-    if (Hi) cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T b) -> T { return clamp_hi(x, b); });
-    else cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T x, T b) -> T { return clamp_lo(x, b); });
+    if (Hi)
+      cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                     [](T x, T b) -> T { return scalar_ops::ClampMax()(x, b); });
+    else
+      cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                     [](T x, T b) -> T { return scalar_ops::ClampMin()(x, b); });
   });
 }
 
@@ -128,10 +132,8 @@ void lerp_meta(OpCall& c) {
 void lerp_cpu(OpCall& c) {
   IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "lerp", [&] {
     using T = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T a, T b, T w) -> T {
-      // PyTorch's formulation: exact at w == 0 and w == 1.
-      return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
-    });
+    cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                   [](T a, T b, T w) -> T { return scalar_ops::Lerp()(a, b, w); });
   });
 }
 
@@ -156,7 +158,8 @@ void addcmul_cpu(OpCall& c) {
   IGNIS_DISPATCH_NUMERIC(c.iter->common_dtype(), "addcmul", [&] {
     using T = opmath_t<scalar_t>;
     T v = value.to<T>();
-    cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T a, T b, T d) -> T { return a + v * b * d; });
+    cpu_kernel<scalar_t, scalar_t>(
+        *c.iter, [v](T a, T b, T d) -> T { return scalar_ops::Addcmul()(a, b, d, v); });
   });
 }
 void addcdiv_cpu(OpCall& c) {
@@ -164,7 +167,8 @@ void addcdiv_cpu(OpCall& c) {
   IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "addcdiv", [&] {
     using T = opmath_t<scalar_t>;
     T v = value.to<T>();
-    cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T a, T b, T d) -> T { return a + v * b / d; });
+    cpu_kernel<scalar_t, scalar_t>(
+        *c.iter, [v](T a, T b, T d) -> T { return scalar_ops::Addcdiv()(a, b, d, v); });
   });
 }
 
@@ -207,7 +211,8 @@ void masked_fill_cpu(OpCall& c) {
   IGNIS_DISPATCH_ALL(c.iter->common_dtype(), "masked_fill", [&] {
     using T = opmath_t<scalar_t>;
     T v = value.to<T>();
-    cpu_kernel<scalar_t, scalar_t>(*c.iter, [v](T x, T m) -> T { return m != T(0) ? v : x; });
+    cpu_kernel<scalar_t, scalar_t>(
+        *c.iter, [v](T x, T m) -> T { return scalar_ops::MaskedFill()(x, m, v); });
   });
 }
 
@@ -279,63 +284,74 @@ void masked_fill_bw(GradCtx& c) {
 }  // namespace
 
 void register_ternary_ops() {
+  using namespace scalar_ops;  // NOLINT: the declarations name the functions
   def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(where_meta).cpu(where_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Where::name).meta(where_meta).cpu(where_cpu)
       .doc("self where condition holds, other elsewhere")
       .derivative(where_bw, "condition").core();
+  // With one bound, clamp computes clamp_min or clamp_max.
   def("clamp(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Clamp::name)
+      .meta(clamp_meta<false>).cpu(clamp_cpu)
       .doc("min(max(self, min), max); NaN propagates")
       .derivative(clamp_bw, "self, min, max").core();
   def("clamp_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
-      .derivative(clamp_bw, "self, min, max");
-  def("clip(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<false>).cpu(clamp_cpu).doc("alias of clamp")
-      .derivative(clamp_bw, "self, min, max").decomposition(decomp::alias<"clamp">);
-  def("clip_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_meta<true>).cpu(clamp_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Clamp::name)
+      .meta(clamp_meta<true>).cpu(clamp_cpu)
       .derivative(clamp_bw, "self, min, max");
   def("clamp_min(Tensor self, Tensor min) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>)
+      .category(OpCategory::Pointwise).both().scalar(ClampMin::name)
+      .meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>)
       .derivative(clamp_one_bw<false>, "self, min").decomposition(decomp::clamp_min);
   def("clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>)
+      .category(OpCategory::Pointwise).both().scalar(ClampMin::name)
+      .meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>)
       .derivative(clamp_one_bw<false>, "self, min");
   def("clamp_max(Tensor self, Tensor max) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>)
+      .category(OpCategory::Pointwise).both().scalar(ClampMax::name)
+      .meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>)
       .derivative(clamp_one_bw<true>, "self, max").decomposition(decomp::clamp_max);
   def("clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>)
+      .category(OpCategory::Pointwise).both().scalar(ClampMax::name)
+      .meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>)
       .derivative(clamp_one_bw<true>, "self, max");
   def("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(lerp_meta<false>).cpu(lerp_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Lerp::name)
+      .meta(lerp_meta<false>).cpu(lerp_cpu)
       .doc("self + weight * (end - self)")
       .derivative(lerp_bw, "self, end, weight").decomposition(decomp::lerp);
   def("lerp_(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(lerp_meta<true>).cpu(lerp_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Lerp::name)
+      .meta(lerp_meta<true>).cpu(lerp_cpu)
       .derivative(lerp_bw, "self, end, weight");
   def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(addc_meta<false>).cpu(addcmul_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Addcmul::name)
+      .meta(addc_meta<false>).cpu(addcmul_cpu)
       .doc("self + value * tensor1 * tensor2")
       .derivative(addcmul_bw, "tensor1, tensor2").decomposition(decomp::addcmul);
   def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(addc_meta<true>).cpu(addcmul_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Addcmul::name)
+      .meta(addc_meta<true>).cpu(addcmul_cpu)
       .derivative(addcmul_bw, "tensor1, tensor2");
   def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(addcdiv_meta<false>).cpu(addcdiv_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Addcdiv::name)
+      .meta(addcdiv_meta<false>).cpu(addcdiv_cpu)
       .doc("self + value * tensor1 / tensor2")
       .derivative(addcdiv_bw, "tensor1, tensor2").decomposition(decomp::addcdiv);
   def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(addcdiv_meta<true>).cpu(addcdiv_cpu)
+      .category(OpCategory::Pointwise).both().scalar(Addcdiv::name)
+      .meta(addcdiv_meta<true>).cpu(addcdiv_cpu)
       .derivative(addcdiv_bw, "tensor1, tensor2");
   def("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
-      .category(OpCategory::Pointwise).both().meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
+      .category(OpCategory::Pointwise).both().scalar(MaskedFill::name)
+      .meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
       .doc("value where mask is True, self elsewhere")
       .derivative(masked_fill_bw, "mask").decomposition(decomp::masked_fill);
   def("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both().meta(masked_fill_meta<true>).cpu(masked_fill_cpu)
+      .category(OpCategory::Pointwise).both().scalar(MaskedFill::name)
+      .meta(masked_fill_meta<true>).cpu(masked_fill_cpu)
       .derivative(masked_fill_bw, "mask");
+  alias("clip", "clamp");  // and clip_ for clamp_
 }
 
 }  // namespace ignis

@@ -1,12 +1,12 @@
 // Unary pointwise ops. Each op is one line in the table at the bottom: its
-// name, dtype rule, and the scalar function (on the op-math type).
+// name, dtype rule, and its scalar function (kernels/scalar_ops.h, on the
+// op-math type).
 #include <cmath>
-#include <limits>
 
 #include "ignis/autograd/formula.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/loops.h"
-#include "ignis/kernels/cpu/vec_math.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/pointwise.h"
@@ -79,90 +79,24 @@ struct Deriv {
   const char* saves = "";
 };
 
-// Registers `name` (function and method) and `name_` (in-place method).
-// The functional form is core unless it declares a decomposition.
+// Registers `name` (function and method) and `name_` (in-place method),
+// computing F. The functional form is core unless it declares a
+// decomposition.
 template <typename F, Types T, DtypeRule R, typename Check = NoCheck>
 void unary(const char* name, const char* doc, Deriv d = {}, bool with_inplace = true,
            DecompFn decomp = nullptr) {
   std::string n(name);
   def(n + "(Tensor self) -> Tensor")
-      .category(OpCategory::Pointwise).both()
+      .category(OpCategory::Pointwise).both().scalar(F::name)
       .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
       .derivative(d.fn, d.saves).decomposition(decomp).core(!decomp);
   if (with_inplace) {
     def(n + "_(Tensor(a!) self) -> Tensor(a!)")
-        .category(OpCategory::Pointwise).both()
+        .category(OpCategory::Pointwise).both().scalar(F::name)
         .meta(checked_unary_meta<R, true, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
         .derivative(d.fn, d.saves);
   }
 }
-
-// ---- scalar functions ---------------------------------------------------------
-#define UNARY_FN(Name, ...)                 \
-  struct Name {                              \
-    template <typename T>                    \
-    T operator()(T x) const { return __VA_ARGS__; } \
-  };
-#define PRED_FN(Name, ...)                     \
-  struct Name {                                 \
-    template <typename T>                       \
-    bool operator()(T x) const { return __VA_ARGS__; } \
-  };
-
-UNARY_FN(Neg, -x)
-UNARY_FN(Abs, x < T(0) ? T(-x) : x)
-UNARY_FN(Exp, cpu::vexp(x))
-UNARY_FN(Exp2, std::exp2(x))
-UNARY_FN(Log, std::log(x))
-UNARY_FN(Log2, std::log2(x))
-UNARY_FN(Log10, std::log10(x))
-UNARY_FN(Log1p, std::log1p(x))
-UNARY_FN(Expm1, std::expm1(x))
-UNARY_FN(Sqrt, std::sqrt(x))
-UNARY_FN(Rsqrt, T(1) / std::sqrt(x))
-UNARY_FN(Sin, std::sin(x))
-UNARY_FN(Cos, std::cos(x))
-UNARY_FN(Tan, std::tan(x))
-UNARY_FN(Asin, std::asin(x))
-UNARY_FN(Acos, std::acos(x))
-UNARY_FN(Atan, std::atan(x))
-UNARY_FN(Sinh, std::sinh(x))
-UNARY_FN(Cosh, std::cosh(x))
-UNARY_FN(Tanh, cpu::vtanh(x))
-UNARY_FN(Sigmoid, cpu::sigmoid(x))
-UNARY_FN(Relu, x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
-UNARY_FN(Silu, x * cpu::sigmoid(x))
-UNARY_FN(Mish, x * cpu::vtanh(std::log1p(cpu::vexp(x))))
-UNARY_FN(Softplus, x > T(20) ? x : std::log1p(cpu::vexp(x)))
-UNARY_FN(GeluErf, T(0.5) * x * (T(1) + cpu::verf(x * T(0.70710678118654752440))))
-UNARY_FN(GeluTanh, T(0.5) * x *
-                       (T(1) + cpu::vtanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))))
-UNARY_FN(Erf, cpu::verf(x))
-UNARY_FN(Erfc, std::erfc(x))
-UNARY_FN(Floor, std::is_integral_v<T> ? x : T(std::floor(x)))
-UNARY_FN(Ceil, std::is_integral_v<T> ? x : T(std::ceil(x)))
-UNARY_FN(Round, std::is_integral_v<T> ? x : T(std::nearbyint(x)))
-UNARY_FN(Trunc, std::is_integral_v<T> ? x : T(std::trunc(x)))
-UNARY_FN(Frac, std::is_integral_v<T> ? T(0) : T(x - std::trunc(x)))
-UNARY_FN(Sign, T((T(0) < x) - (x < T(0))))
-UNARY_FN(Reciprocal, T(1) / x)
-UNARY_FN(Square, x * x)
-struct BitwiseNot {
-  template <typename T>
-  T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) return !x;
-    else return T(~x);
-  }
-};
-PRED_FN(LogicalNot, !(x != T(0)))
-PRED_FN(IsNan, x != x)
-PRED_FN(IsInf, std::is_floating_point_v<T> && (x == std::numeric_limits<T>::infinity() ||
-                                               x == -std::numeric_limits<T>::infinity()))
-PRED_FN(IsFinite, !std::is_floating_point_v<T> || (x == x && x != std::numeric_limits<T>::infinity() &&
-                                                   x != -std::numeric_limits<T>::infinity()))
-PRED_FN(IsPosInf, std::is_floating_point_v<T> && x == std::numeric_limits<T>::infinity())
-PRED_FN(IsNegInf, std::is_floating_point_v<T> && x == -std::numeric_limits<T>::infinity())
-PRED_FN(SignBit, std::signbit(double(x)))
 
 // abs, floor, ... on bool are errors in PyTorch; the Numeric type set rejects
 // bool with a NotImplementedError naming the op. sign accepts bool.
@@ -173,8 +107,8 @@ using R = DtypeRule;
 template <bool Inplace>
 void gelu_cpu(OpCall& c) {
   const std::string& approx = c.args[1].to_string();
-  if (approx == "tanh") unary_cpu<GeluTanh, Types::Float, R::Promote>(c);
-  else unary_cpu<GeluErf, Types::Float, R::Promote>(c);
+  if (approx == "tanh") unary_cpu<scalar_ops::GeluTanh, Types::Float, R::Promote>(c);
+  else unary_cpu<scalar_ops::Gelu, Types::Float, R::Promote>(c);
 }
 template <bool Inplace>
 void gelu_meta(OpCall& c) {
@@ -249,23 +183,10 @@ void gelu_backward_meta(OpCall& c) {
                     "gelu_backward: approximate must be 'none' or 'tanh', got '", approx, "'");
   pointwise_meta(c, {0, 1}, R::Promote, false);
 }
-template <typename T>
-inline T gelu_grad_erf(T g, T x) {
-  T cdf = T(0.5) * (T(1) + cpu::verf(x * T(0.70710678118654752440)));
-  T pdf = cpu::vexp(T(-0.5) * x * x) * T(kInvSqrt2Pi);
-  return g * (cdf + x * pdf);
-}
-template <typename T>
-inline T gelu_grad_tanh(T g, T x) {
-  constexpr double k = 0.79788456080286535588, a = 0.044715;
-  T t = cpu::vtanh(T(k) * (x + T(a) * x * x * x));
-  T d = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(k) * (T(1) + T(3 * a) * x * x);
-  return g * d;
-}
 // Contiguous operands (the usual case in backward): a plain loop the compiler
 // vectorises, with the vector math inlined (inside cpu_kernel's four loop
 // variants it declines to inline vtanh/verf and the loop stays scalar).
-template <typename scalar_t, bool Tanh>
+template <typename scalar_t, typename F>
 void gelu_backward_contiguous(const scalar_t* __restrict g, const scalar_t* __restrict x,
                               scalar_t* __restrict o, int64_t n) {
   using T = opmath_t<scalar_t>;
@@ -276,7 +197,7 @@ void gelu_backward_contiguous(const scalar_t* __restrict g, const scalar_t* __re
     const int64_t lo = b * kBlock, hi = std::min(n, lo + kBlock);
     for (int64_t i = lo; i < hi; ++i) {
       T gi = static_cast<T>(g[i]), xi = static_cast<T>(x[i]);
-      o[i] = static_cast<scalar_t>(Tanh ? gelu_grad_tanh(gi, xi) : gelu_grad_erf(gi, xi));
+      o[i] = static_cast<scalar_t>(F()(gi, xi));
     }
   }
 }
@@ -289,13 +210,15 @@ void gelu_backward_cpu(OpCall& c) {
   IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "gelu_backward", [&] {
     using T = opmath_t<scalar_t>;
     if (flat) {
-      auto run = tanh ? gelu_backward_contiguous<scalar_t, true>
-                      : gelu_backward_contiguous<scalar_t, false>;
+      auto run = tanh ? gelu_backward_contiguous<scalar_t, scalar_ops::GeluBackwardTanh>
+                      : gelu_backward_contiguous<scalar_t, scalar_ops::GeluBackward>;
       run(g.data<scalar_t>(), x.data<scalar_t>(), out.data<scalar_t>(), out.numel());
     } else if (tanh) {
-      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_tanh(g, x); });
+      cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                     [](T g, T x) { return scalar_ops::GeluBackwardTanh()(g, x); });
     } else {
-      cpu_kernel<scalar_t, scalar_t>(*c.iter, [](T g, T x) { return gelu_grad_erf(g, x); });
+      cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                     [](T g, T x) { return scalar_ops::GeluBackward()(g, x); });
     }
   });
 }
@@ -325,12 +248,9 @@ void gelu_bw(GradCtx& c) {
 }  // namespace
 
 void register_unary_ops() {
+  using namespace scalar_ops;  // NOLINT: the table names the functions
   unary<Neg, Types::Numeric, R::Promote, NegCheck>("neg", "-input", {neg_bw});
-  unary<Neg, Types::Numeric, R::Promote, NegCheck>("negative", "alias of neg", {neg_bw}, true,
-                                                   decomp::alias<"neg">);
   unary<Abs, Types::Numeric, R::Promote>("abs", "|input|", {abs_bw, "self"});
-  unary<Abs, Types::Numeric, R::Promote>("absolute", "alias of abs", {abs_bw, "self"}, true,
-                                         decomp::alias<"abs">);
   unary<Exp, Types::Float, R::PromoteToFloat>("exp", "e ** input", {exp_bw, "result"});
   unary<Exp2, Types::Float, R::PromoteToFloat>("exp2", "2 ** input", {exp2_bw, "result"});
   unary<Log, Types::Float, R::PromoteToFloat>("log", "natural logarithm", {log_bw, "self"});
@@ -363,8 +283,6 @@ void register_unary_ops() {
   unary<Ceil, Types::Numeric, R::Promote>("ceil", "round up", {zero_bw});
   unary<Round, Types::Numeric, R::Promote>("round", "round half to even", {zero_bw});
   unary<Trunc, Types::Numeric, R::Promote>("trunc", "round toward zero", {zero_bw});
-  unary<Trunc, Types::Numeric, R::Promote>("fix", "alias of trunc", {zero_bw}, true,
-                                           decomp::alias<"trunc">);
   unary<Frac, Types::Float, R::Promote>("frac", "input - trunc(input)", {identity_bw}, true,
                                          decomp::frac);
   unary<Sign, Types::NumericBool, R::Promote>("sign", "-1, 0 or 1", {zero_bw});
@@ -382,18 +300,25 @@ void register_unary_ops() {
   unary<SignBit, Types::NumericBool, R::LogicalOut>("signbit", "sign bit of input is set",
                                                     {}, false);
 
+  // approximate='tanh' computes gelu_tanh (scalar_ops.h).
   def("gelu(Tensor self, *, str approximate='none') -> Tensor")
-      .category(OpCategory::Pointwise).both()
+      .category(OpCategory::Pointwise).both().scalar(scalar_ops::Gelu::name)
       .meta(gelu_meta<false>).cpu(gelu_cpu<false>)
       .doc("Gaussian error linear unit; approximate='tanh' uses the tanh formula")
       .derivative(gelu_bw, "self").decomposition(decomp::gelu);
   def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
-      .category(OpCategory::Pointwise).meta(gelu_backward_meta).cpu(gelu_backward_cpu)
+      .category(OpCategory::Pointwise).scalar(scalar_ops::GeluBackward::name)
+      .meta(gelu_backward_meta).cpu(gelu_backward_cpu)
       .doc("grad_output * d gelu(self) / d self (autograd's fused derivative of gelu)")
       .decomposition(decomp::gelu_backward);
   def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")
-      .category(OpCategory::Pointwise).both()
+      .category(OpCategory::Pointwise).both().scalar(scalar_ops::Gelu::name)
       .meta(gelu_meta<true>).cpu(gelu_cpu<true>).derivative(gelu_bw, "self");
+
+  // PyTorch's other names of the ops above (and of their in-place forms).
+  alias("negative", "neg");
+  alias("absolute", "abs");
+  alias("fix", "trunc");
 }
 
 }  // namespace ignis

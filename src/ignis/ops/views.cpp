@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ignis/autograd/formula.h"
+#include "ignis/kernels/cpu/copy.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -630,6 +631,40 @@ void diagonal_bw(GradCtx& c) {
   c.set(0, z);
 }
 
+// as_strided_scatter: self's values with the elements that
+// as_strided(size, stride, storage_offset) addresses replaced by src's, in a
+// new tensor laid out like self when self is dense (else contiguous); the
+// offset counts from the new tensor's storage. Functionalization writes a
+// mutated view back into its base with it (aot/functionalize.cpp).
+void as_strided_scatter_meta(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const Tensor& src = c.tensor(1);
+  DimVector sz(c.int_list(2)), st(c.int_list(3));
+  IGNIS_CHECK(sz.size() == st.size(), "as_strided_scatter: mismatch in length of strides and shape");
+  IGNIS_CHECK(src.sizes() == sz, "as_strided_scatter: expected src to have a size equal to the "
+              "slice of self. src size = ", src.shape_str(), ", slice size = ", shape_str(sz));
+  IGNIS_CHECK(src.dtype() == self.dtype(), "as_strided_scatter: expected src dtype ",
+              dtype_name(self.dtype()), " but got ", dtype_name(src.dtype()));
+  int64_t off = c.args[4].is_none() ? 0 : c.int_arg(4);
+  int64_t last = off;
+  for (size_t i = 0; i < sz.size(); ++i) {
+    IGNIS_CHECK(sz[i] >= 0 && st[i] >= 0, "as_strided_scatter: negative sizes or strides");
+    if (sz[i] == 0) last = -1;
+    if (last >= 0) last += (sz[i] - 1) * st[i];
+  }
+  IGNIS_CHECK(last < self.numel(), "as_strided_scatter: the slice (size ", shape_str(sz),
+              ", stride ", shape_str(st), ", offset ", off, ") is out of bounds for ",
+              self.numel(), " elements");
+  if (is_non_overlapping_and_dense(self)) c.alloc_strided(self.sizes(), self.strides(), self.dtype());
+  else c.alloc(self.sizes(), self.dtype());
+}
+void as_strided_scatter_impl(OpCall& c) {
+  Tensor& out = c.outputs[0];
+  copy_into(out, c.tensor(0));
+  int64_t off = c.args[4].is_none() ? 0 : c.int_arg(4);
+  copy_into(make_view(out, DimVector(c.int_list(2)), DimVector(c.int_list(3)), off), c.tensor(1));
+}
+
 // A view op is core unless it declares a decomposition (onto the core views).
 void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* doc = "",
              const char* saves = "", DecompFn decomp = nullptr) {
@@ -652,9 +687,9 @@ void register_view_ops() {
   view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
           transpose_kernel, transpose_bw, "", "", decomp::transpose);
   view_op("swapaxes(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-          transpose_kernel, transpose_bw, "", "", decomp::alias<"transpose.int">);
+          transpose_kernel, transpose_bw, "", "", decomp::transpose);
   view_op("swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-          transpose_kernel, transpose_bw, "", "", decomp::alias<"transpose.int">);
+          transpose_kernel, transpose_bw, "", "", decomp::transpose);
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
   view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw, "", "", decomp::t);
@@ -693,6 +728,12 @@ void register_view_ops() {
       .composite(unbind_kernel);
   view_op("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",
           as_strided_kernel, as_strided_bw, "", "self");
+  def("as_strided_scatter(Tensor self, Tensor src, int[] size, int[] stride, "
+      "int? storage_offset=None) -> Tensor")
+      .category(OpCategory::Other).both()
+      .meta(as_strided_scatter_meta).cpu(as_strided_scatter_impl)
+      .doc("self with the as_strided slice replaced by src (a copy)")
+      .core();  // functionalization writes mutated views back with it
   view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
           diagonal_kernel, diagonal_bw, "", "", decomp::diagonal);
   def("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")

@@ -15,6 +15,7 @@
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/graph/graph.h"
 
 namespace ignis::py {
 
@@ -84,6 +85,17 @@ bool init_indexing(PyObject* module);
 // --- graph IR views (py_graph.cpp): GraphBase, NodeBase, OpOverload ----------------
 // Call after init_op_type (op objects are graph targets).
 bool init_graph(PyObject* module);
+// The C++ graph of an ignis.fx.Graph (borrowed), or null when o is none.
+graph::Graph* graph_ptr(PyObject* o);
+// A new instance of graph_cls (an ignis.fx.Graph class) that owns g.
+PyObject* adopt_graph(PyObject* graph_cls, std::unique_ptr<graph::Graph> g);
+// Python objects <-> graph values (tensors, numbers, containers, foreign
+// objects); the conversions the interpreter's foreign hook uses.
+graph::Value py_to_value(PyObject* o);
+PyObject* py_from_value(const graph::Value& v);  // new reference
+
+// --- AOT (py_aot.cpp): tracing, partitioners, fake tensors -------------------------
+bool init_aot(PyObject* module);
 
 // --- autograd (py_autograd.cpp): Tensor.grad etc., grad_fn objects, grad mode -------
 // Call after init_tensor_type.

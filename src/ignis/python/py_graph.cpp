@@ -148,7 +148,7 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
     f->repr = buf;
     f->identity = "ignis." + f->name;
     f->impure = !f->name.empty() && f->name.back() == '_';
-    f->nondeterministic = is_nondeterministic_name(f->name);
+    f->nondeterministic = nondeterministic_by_name(f->name);
     return f;
   }
   if (callable) {
@@ -186,7 +186,7 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
       for (const char* n : inplace) f->impure |= f->name == n;
     if (PyObject_HasAttrString(o, "_ignis_impure")) f->impure = true;
     if (f->module == "ignis" || f->module.rfind("ignis.", 0) == 0)
-      f->nondeterministic = is_nondeterministic_name(f->name);
+      f->nondeterministic = nondeterministic_by_name(f->name);
     return f;
   }
   f->repr = py_repr(o);
@@ -342,6 +342,11 @@ PyObject* target_object(const Target& t) {
     case Target::Kind::Name: return PyUnicode_FromString(t.name.c_str());
     case Target::Kind::Op: return make_op_overload(t.op);
     case Target::Kind::Callable: {
+      if (!t.callable->handle) {
+        // Built in C++ (graph::getitem_target): the function of that name.
+        Ref mod(PyImport_ImportModule(t.callable->module.c_str()));
+        return PyObject_GetAttrString(mod.p, t.callable->name.c_str());
+      }
       PyObject* o = opaque_object(t.callable->handle);
       Py_INCREF(o);
       return o;
@@ -1002,6 +1007,28 @@ PyTypeObject* make_type(PyType_Spec* spec, PyObject* module, const char* name) {
 }
 
 }  // namespace
+
+graph::Graph* graph_ptr(PyObject* o) {
+  return GraphBaseType && PyObject_TypeCheck(o, GraphBaseType) ? &graph_of(o) : nullptr;
+}
+
+PyObject* adopt_graph(PyObject* graph_cls, std::unique_ptr<graph::Graph> g) {
+  PyObject* o = PyObject_CallNoArgs(graph_cls);
+  if (!o) throw PythonErrorAlreadySet{};
+  if (!graph_ptr(o)) {
+    Py_DECREF(o);
+    IGNIS_FAIL_KIND(Type, "adopt_graph: ", Py_TYPE(o)->tp_name, " is not a graph class");
+  }
+  auto* pg = reinterpret_cast<PyGraph*>(o);
+  pg->g->pyobj = nullptr;
+  delete pg->g;
+  pg->g = g.release();
+  pg->g->pyobj = o;
+  return o;
+}
+
+graph::Value py_to_value(PyObject* o) { return to_value(o); }
+PyObject* py_from_value(const graph::Value& v) { return from_value(v); }
 
 bool init_graph(PyObject* module) {
   static PyType_Slot node_slots[] = {

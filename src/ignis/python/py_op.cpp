@@ -23,7 +23,8 @@ struct PyOp {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   std::vector<const OpHandle*>* overloads;
-  PyObject* name;  // str
+  PyObject* name;      // str
+  PyObject* alias_of;  // str: the op's own name when `name` is an alias of it; else null
 };
 PyTypeObject* OpType = nullptr;
 
@@ -528,6 +529,7 @@ PyObject* op_get_schemas(PyObject* self, void*) {
 PyObject* op_get_doc(PyObject* self, void*) {
   auto* op = reinterpret_cast<PyOp*>(self);
   std::string doc;
+  if (op->alias_of) doc = std::string("alias of ") + PyUnicode_AsUTF8(op->alias_of) + "\n";
   for (const OpHandle* h : *op->overloads) {
     doc += h->schema().str() + "\n";
     if (h->def() && !h->def()->doc.empty()) doc += "    " + h->def()->doc + "\n";
@@ -540,12 +542,46 @@ PyObject* op_get_category(PyObject* self, void*) {
   return PyUnicode_FromString(h->def() ? category_name(h->def()->category) : "other");
 }
 
+PyObject* op_get_alias_of(PyObject* self, void*) {
+  PyObject* a = reinterpret_cast<PyOp*>(self)->alias_of;
+  if (!a) Py_RETURN_NONE;
+  Py_INCREF(a);
+  return a;
+}
+
+// "random" or "uninitialized" when some overload is declared so; else
+// "deterministic".
+PyObject* op_get_determinism(PyObject* self, void*) {
+  const char* r = "deterministic";
+  for (const OpHandle* h : *reinterpret_cast<PyOp*>(self)->overloads) {
+    if (!h->def()) continue;
+    if (h->def()->determinism == Determinism::Random) r = "random";
+    else if (h->def()->determinism == Determinism::Uninitialized) r = "uninitialized";
+  }
+  return PyUnicode_FromString(r);
+}
+
+// The scalar function (kernels/scalar_ops.h) of the first overload naming one.
+PyObject* op_get_scalar_name(PyObject* self, void*) {
+  for (const OpHandle* h : *reinterpret_cast<PyOp*>(self)->overloads)
+    if (h->def() && !h->def()->scalar.empty())
+      return PyUnicode_FromString(h->def()->scalar.c_str());
+  Py_RETURN_NONE;
+}
+
 PyGetSetDef op_getset[] = {
     {"__name__", op_get_name, nullptr, nullptr, nullptr},
     {"__qualname__", op_get_name, nullptr, nullptr, nullptr},
     {"__doc__", op_get_doc, nullptr, nullptr, nullptr},
     {"schemas", op_get_schemas, nullptr, "The schema of each overload.", nullptr},
     {"category", op_get_category, nullptr, nullptr, nullptr},
+    {"determinism", op_get_determinism, nullptr,
+     "'random', 'uninitialized' or 'deterministic', as the op is declared.", nullptr},
+    {"scalar_name", op_get_scalar_name, nullptr,
+     "The name of the op's scalar function in kernels/scalar_ops.h (None: it has none).",
+     nullptr},
+    {"alias_of", op_get_alias_of, nullptr,
+     "The name of the op this name is an alias of (None: the op's own name).", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -554,13 +590,15 @@ PyMemberDef op_members[] = {
     {nullptr, 0, 0, 0, nullptr},
 };
 
-PyObject* make_op(const std::string& name, std::vector<const OpHandle*> overloads) {
+PyObject* make_op(const std::string& name, std::vector<const OpHandle*> overloads,
+                  const std::string& alias_of = "") {
   PyObject* o = OpType->tp_alloc(OpType, 0);
   if (!o) return nullptr;
   auto* op = reinterpret_cast<PyOp*>(o);
   op->vectorcall = op_vectorcall;
   op->overloads = new std::vector<const OpHandle*>(std::move(overloads));
   op->name = PyUnicode_FromString(name.c_str());
+  op->alias_of = alias_of.empty() ? nullptr : PyUnicode_FromString(alias_of.c_str());
   return o;
 }
 
@@ -605,10 +643,20 @@ PyObject* build_op_table() {
     g.first.push_back(h.get());
     g.second |= d ? d->variants : kFunction;
   }
+  // An alias is the same op under another name: an object of its own (so
+  // that it prints, and captured graphs record it, as the name the user
+  // wrote, as torch.multiply does) that calls the op's own overloads.
+  std::map<std::string, std::string> alias_of;
+  for (const auto& [alias, target] : Dispatcher::get().aliases()) {
+    if (!groups.count(target)) continue;
+    order.push_back(alias);
+    groups[alias] = groups[target];
+    alias_of[alias] = target;
+  }
   PyObject* dict = PyDict_New();
   for (const auto& name : order) {
     auto& g = groups[name];
-    PyObject* op = make_op(name, g.first);
+    PyObject* op = make_op(name, g.first, alias_of.count(name) ? alias_of[name] : "");
     PyObject* entry = Py_BuildValue("(NOO)", op, (g.second & kFunction) ? Py_True : Py_False,
                                     (g.second & kMethod) ? Py_True : Py_False);
     PyDict_SetItemString(dict, name.c_str(), entry);

@@ -93,11 +93,19 @@ PyObject* get_dtype(PyObject* self, void*) {
   Py_INCREF(d);
   return d;
 }
-PyObject* get_device(PyObject* self, void*) { return make_device(unwrap(self).device()); }
+PyObject* get_device(PyObject* self, void*) { return make_device(unwrap(self).user_device()); }
 PyObject* get_ndim(PyObject* self, void*) { return PyLong_FromLongLong(unwrap(self).dim()); }
-PyObject* get_is_cuda(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).device().is_cuda()); }
-PyObject* get_is_cpu(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).device().is_cpu()); }
-PyObject* get_is_meta(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).device().is_meta()); }
+// A fake tensor reports the device it stands for (aot/fake.h).
+PyObject* get_is_cuda(PyObject* self, void*) {
+  return PyBool_FromLong(unwrap(self).user_device().is_cuda());
+}
+PyObject* get_is_cpu(PyObject* self, void*) {
+  return PyBool_FromLong(unwrap(self).user_device().is_cpu());
+}
+PyObject* get_is_meta(PyObject* self, void*) {
+  return PyBool_FromLong(unwrap(self).user_device().is_meta());
+}
+PyObject* get_is_fake(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).is_fake()); }
 PyObject* get_version(PyObject* self, void*) {
   return PyLong_FromUnsignedLongLong(unwrap(self).impl()->version_counter().value());
 }
@@ -218,6 +226,7 @@ PyGetSetDef tensor_getset[] = {
     {"is_cuda", get_is_cuda, nullptr, nullptr, nullptr},
     {"is_cpu", get_is_cpu, nullptr, nullptr, nullptr},
     {"is_meta", get_is_meta, nullptr, nullptr, nullptr},
+    {"_is_fake", get_is_fake, nullptr, nullptr, nullptr},
     {"itemsize", get_itemsize, nullptr, nullptr, nullptr},
     {"_version", get_version, nullptr, "In-place write counter shared with views.", nullptr},
     {"__array_interface__", get_array_interface, nullptr, nullptr, nullptr},

@@ -14,7 +14,7 @@ bool mergeable(const Node& n) {
     default: return false;
   }
   if (has_side_effects(n) || n.target().nondeterministic()) return false;
-  return n.op() != OpKind::CallMethod || !is_nondeterministic_name(n.target().name);
+  return n.op() != OpKind::CallMethod || !nondeterministic_by_name(n.target().name);
 }
 
 bool same_computation(const Node& a, const Node& b) {

@@ -1,6 +1,5 @@
 // The decompositions that are not written per op: composites (their own
-// kernel) and the test stand-in for AOT's tracer. Aliases are a template in
-// decompositions.h.
+// kernel) and the test stand-in for AOT's tracer.
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/op_def.h"
 

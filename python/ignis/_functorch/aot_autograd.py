@@ -1,0 +1,211 @@
+"""aot_autograd: a backend that traces a captured graph through the
+dispatcher into core-op forward and backward graphs (torch's AOTAutograd).
+
+    backend = aot_autograd(fw_compiler=..., bw_compiler=...,
+                           partition_fn=min_cut_rematerialization_partition)
+    ignis.compile(fn, backend=backend)
+
+Inference (no input requires grad, or grad mode off): one graph, compiled by
+`inference_compiler` (default: fw_compiler). Training: the joint graph is
+split by `partition_fn` into a forward returning its outputs plus the saved
+values and a backward taking the saved values and the tangents; the region
+becomes one autograd node whose backward runs the compiled backward. A
+second backward without retain_graph raises, as eager does.
+"""
+import ignis
+from .. import _C
+from .._logging import _aot_graphs_enabled, _log_aot_graph
+from ..fx.graph_module import GraphModule
+
+__all__ = ["aot_autograd", "default_partition", "min_cut_rematerialization_partition",
+           "trace_joint", "aot_module_simplified"]
+
+
+def _op_names(table):
+    """Op names of a decomposition table: a dict or iterable of ops or names."""
+    names = []
+    for k in table:
+        if isinstance(k, str):
+            names.append(k)
+        else:
+            name = getattr(k, "_full_name", None) or getattr(k, "__name__", None)
+            if name is None:
+                raise TypeError(f"decomposition table: cannot name op {k!r}")
+            names.append(name)
+    return names
+
+
+def trace_joint(gm, example_inputs, *, decompositions=None, keep=(), functionalize=True,
+                inference=None):
+    """Traces a GraphModule on fakes of `example_inputs`.
+
+    Returns (GraphModule, info): a joint graph when an input requires grad and
+    grad mode is on (unless `inference`), else an inference graph. info has
+    "joint", "inputs" [(requires_grad, mutated)], "outputs" [(requires_grad,
+    aliased_input)] and "output_kind".
+    """
+    kw = dict(functionalize=functionalize, keep=list(keep))
+    if decompositions is not None:
+        kw["only"] = _op_names(decompositions)
+    if inference is not None:
+        kw["inference"] = inference
+    root = gm if isinstance(gm, GraphModule) else None
+    graph, info = _C._aot_trace_graph(gm.graph, list(example_inputs), root, **kw)
+    return _module(graph, info["constants"]), info
+
+
+def _module(graph, constants):
+    """A GraphModule over an AOT graph; its get_attr constants are attributes."""
+    gm = GraphModule(constants, graph)
+    gm._aot_constants = constants
+    return gm
+
+
+def _partition(joint_module, num_fwd_outputs, min_cut):
+    fw, bw, saved, saved_bytes, recomputed = _C._aot_partition(
+        joint_module.graph, num_fwd_outputs, min_cut)
+    constants = getattr(joint_module, "_aot_constants", {})
+    fw_gm, bw_gm = _module(fw, constants), _module(bw, constants)
+    fw_gm.saved_names, fw_gm.saved_bytes, fw_gm.recomputed = saved, saved_bytes, recomputed
+    return fw_gm, bw_gm
+
+
+def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
+    """Forward computes its outputs; every forward value the backward reads is
+    saved (torch's default_partition). Returns (fw_module, bw_module)."""
+    return _partition(joint_module, num_fwd_outputs, False)
+
+
+def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs,
+                                        **_unused):
+    """Saves the fewest bytes: a min cut over tensor sizes, recomputing cheap
+    pointwise ops and views in the backward; random ops and matmuls are never
+    recomputed (torch's partitioner of the same name). Returns (fw, bw)."""
+    return _partition(joint_module, num_fwd_outputs, True)
+
+
+def _restructure(outs, kind):
+    if kind == "single":
+        return outs[0]
+    return list(outs) if kind == "list" else tuple(outs)
+
+
+def _duplicates(info):
+    """(position, earlier position) of inputs traced as one tensor."""
+    return [(i, d) for i, (_, _, d) in enumerate(info["inputs"]) if d >= 0]
+
+
+def _guard_duplicates(run, info, fallback):
+    """run, unless inputs traced as one tensor are no longer one: then the
+    captured graph runs eagerly (the traced graph read only one of them)."""
+    dups = _duplicates(info)
+    if not dups:
+        return run
+
+    def checked(*args):
+        for i, d in dups:
+            if args[i] is not args[d]:
+                return fallback(*args)
+        return run(*args)
+    return checked
+
+
+def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved):
+    outputs = info["outputs"]
+    k = len(outputs)
+    tangent_mask = [req for req, _ in outputs]
+    kind = info["output_kind"]
+    record = _C._record_function
+    zeros_like = ignis.zeros_like
+    no_grad = ignis.no_grad
+
+    def run(*args):
+        with no_grad():
+            res = compiled_fw(*args)
+        fw_outs = list(res[:k])
+        saved = tuple(res[k:k + num_saved])
+        if not (_C.is_grad_enabled() and any(
+                isinstance(a, ignis.Tensor) and a.requires_grad for a in args)):
+            return _restructure(fw_outs, kind)
+        # An output that is an input gets its own tensor object (sharing data),
+        # so that the input keeps its history.
+        fw_outs = [o.detach() if any(o is a for a in args) else o for o in fw_outs]
+
+        def backward(*grads):
+            tangents = [g if g is not None else zeros_like(o)
+                        for g, o, need in zip(grads, fw_outs, tangent_mask) if need]
+            return tuple(compiled_bw(*saved, *tangents))
+
+        non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
+        record("CompiledFunctionBackward", backward, list(args), fw_outs, non_diff)
+        return _restructure(fw_outs, kind)
+
+    return run
+
+
+def _make_inference_runtime(compiled, kind):
+    def run(*args):
+        return _restructure(compiled(*args), kind)
+    return run
+
+
+def _fallback_warning(gm, exc):
+    """AOT could not trace or compile a captured graph: it runs as captured."""
+    import warnings
+    where = ""
+    for n in gm.graph.nodes:
+        loc = n.meta.get("source_loc") if n.op == "call_function" else None
+        if loc:
+            where = f" (graph starting at {loc})"
+            break
+    warnings.warn(f"aot_autograd: the captured graph{where} runs eagerly: "
+                  f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+
+
+def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompositions=None,
+                 inference_compiler=None, keep_inference_input_mutations=True, **kwargs):
+    """A backend from compilers of the forward and backward graphs (torch's
+    torch._dynamo.backends.common.aot_autograd). Each compiler is called as
+    compiler(graph_module, example_inputs) and returns a callable."""
+    if kwargs:
+        raise TypeError(f"aot_autograd: unexpected arguments {sorted(kwargs)}")
+    fw_compiler = fw_compiler or (lambda gm, _inputs: gm.forward)
+    bw_compiler = bw_compiler or fw_compiler
+    inference_compiler = inference_compiler or fw_compiler
+    partition_fn = partition_fn or default_partition
+
+    def backend(gm, example_inputs):
+        try:
+            return compile_graph(gm, example_inputs)
+        except Exception as e:  # noqa: BLE001 - whatever AOT cannot do runs eagerly
+            _fallback_warning(gm, e)
+            return gm.forward
+
+    def compile_graph(gm, example_inputs):
+        traced, info = trace_joint(gm, example_inputs, decompositions=decompositions)
+        if not info["joint"]:
+            if _aot_graphs_enabled():
+                _log_aot_graph("inference graph", traced)
+            compiled = inference_compiler(traced, example_inputs)
+            return _guard_duplicates(_make_inference_runtime(compiled, info["output_kind"]), info,
+                                     gm.forward)
+        k = len(info["outputs"])
+        fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=k)
+        if _aot_graphs_enabled():
+            _log_aot_graph("joint graph", traced)
+            _log_aot_graph("forward graph", fw)
+            _log_aot_graph("backward graph", bw)
+        out_node = next(n for n in fw.graph.nodes if n.op == "output")
+        num_saved = len(out_node.args[0]) - k
+        compiled_fw = fw_compiler(fw, example_inputs)
+        compiled_bw = bw_compiler(bw, example_inputs)
+        return _guard_duplicates(_make_training_runtime(compiled_fw, compiled_bw, info, num_saved),
+                                 info, gm.forward)
+
+    backend._ignis_aot = True
+    return backend
+
+
+def aot_module_simplified(mod, args, fw_compiler=None, bw_compiler=None, **kwargs):
+    """torch's aot_module_simplified: aot_autograd applied to one module."""
+    return aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler, **kwargs)(mod, args)

@@ -1,0 +1,1 @@
+"""ignis.fx.experimental: tracing tools (torch.fx.experimental's names)."""

@@ -1,0 +1,220 @@
+#include "ignis/aot/aot.h"
+
+#include <unordered_map>
+
+#include "ignis/aot/fake.h"
+#include "ignis/aot/trace.h"
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/engine.h"
+#include "ignis/autograd/grad_mode.h"
+#include "ignis/graph/interpreter.h"
+#include "ignis/graph/passes/dce.h"
+#include "ignis/graph/passes/lint.h"
+
+namespace ignis::aot {
+
+using graph::Node;
+using graph::Value;
+
+namespace {
+
+// The tensors fn returned, and how.
+std::vector<Tensor> flatten_outputs(const Value& v, OutputKind* kind) {
+  std::vector<Tensor> outs;
+  if (v.is_tensor()) {
+    *kind = OutputKind::Single;
+    outs.push_back(v.to_tensor());
+    return outs;
+  }
+  IGNIS_CHECK_TYPE(v.is_sequence(), "AOT: the traced function must return a tensor or a tuple or "
+                   "list of tensors, got ", v.kind_name());
+  *kind = v.kind() == Value::Kind::List ? OutputKind::List : OutputKind::Tuple;
+  for (const Value& e : v.items()) {
+    IGNIS_CHECK_TYPE(e.is_tensor(), "AOT: the traced function returned a ", v.kind_name(),
+                     " holding a ", e.kind_name(), "; only tensors are supported");
+    outs.push_back(e.to_tensor());
+  }
+  return outs;
+}
+
+// The policy Tracer::decompose applies.
+Tracer::DecomposePolicy decompose_policy(const AotOptions& o) {
+  if (!o.decompose) return [](const OpHandle&) { return false; };
+  auto named = [](const std::unordered_set<std::string>& set, const OpHandle& op) {
+    return set.count(op.name()) || set.count(op.schema().name);
+  };
+  if (o.only_listed) {
+    auto only = o.only;
+    return [only, named](const OpHandle& op) { return named(only, op); };
+  }
+  if (o.keep.empty()) return nullptr;
+  auto keep = o.keep;
+  return [keep, named](const OpHandle& op) { return !named(keep, op); };
+}
+
+bool is_floating_tensor(const Tensor& t) { return t.defined() && is_floating(t.dtype()); }
+
+}  // namespace
+
+TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
+  TracedGraph r;
+  r.graph = std::make_unique<graph::Graph>();
+  graph::Graph& g = *r.graph;
+  FakeTensorMode mode;
+  Tracer tr(g, opt.functionalize);
+  tr.decompose = decompose_policy(opt);
+
+  bool any_grad = false;
+  for (const Value& v : inputs) {
+    IGNIS_CHECK_TYPE(v.is_tensor(), "AOT: graph inputs must be tensors, got ", v.kind_name());
+    any_grad |= autograd::requires_grad(v.to_tensor());
+  }
+  r.joint = !opt.inference && !opt.as_is && any_grad && autograd::grad_enabled();
+
+  // 1. Inputs.
+  std::vector<Tensor> args;
+  std::vector<Node*> placeholders;
+  std::vector<Value> arg_values;
+  std::unordered_map<const TensorImpl*, size_t> first_use;  // inputs passed twice
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& real = inputs[i].to_tensor();
+    auto [dup, fresh] = first_use.emplace(real.impl(), i);
+    if (!fresh) {
+      // The same tensor again (a tied weight): the graph reads the first
+      // placeholder; this one only keeps the arity, and gets no gradient.
+      Node* ph = g.placeholder(r.joint ? "primals_" + std::to_string(i + 1)
+                                       : "arg" + std::to_string(i) + "_1");
+      ph->meta().tensors = {graph::TensorMeta::of(args[dup->second])};
+      args.push_back(args[dup->second]);
+      placeholders.push_back(placeholders[dup->second]);
+      arg_values.emplace_back(args.back());
+      r.inputs.push_back(InputInfo{false, false, static_cast<int>(dup->second)});
+      continue;
+    }
+    Tensor a = opt.fake ? mode.from_tensor(real) : real;
+    if (!opt.fake && autograd::requires_grad(real) && !autograd::is_leaf(real)) {
+      // A non-leaf input would carry its history into the trace.
+      a = autograd::detach(real);
+      autograd::set_requires_grad(a, true);
+    }
+    if (!r.joint && !opt.as_is && opt.fake && autograd::requires_grad(a))
+      autograd::set_requires_grad(a, false);
+    std::string name = r.joint ? "primals_" + std::to_string(i + 1)
+                               : "arg" + std::to_string(i) + "_1";
+    Node* ph = g.placeholder(name);
+    ph->meta().tensors = {graph::TensorMeta::of(a)};
+    tr.bind(a, ph);
+    args.push_back(a);
+    placeholders.push_back(ph);
+    arg_values.emplace_back(a);
+    r.inputs.push_back(InputInfo{r.joint && autograd::requires_grad(a), false, -1});
+  }
+
+  std::vector<Value> results;
+  std::vector<Tensor> outs;
+  {
+    std::unique_ptr<FakeModeGuard> fake_guard;
+    if (opt.fake) fake_guard = std::make_unique<FakeModeGuard>(mode);
+    TracingGuard tracing(tr);
+    autograd::GradModeGuard grad_mode(opt.as_is ? autograd::grad_enabled() : r.joint);
+
+    // 2. The forward.
+    outs = flatten_outputs(fn(arg_values), &r.output_kind);
+    for (const Tensor& o : outs) {
+      OutputInfo info;
+      info.requires_grad = r.joint && autograd::requires_grad(o) && is_floating_tensor(o);
+      for (size_t i = args.size(); i-- > 0;)
+        if (o.impl()->storage().get() == args[i].impl()->storage().get())
+          info.aliased_input = static_cast<int>(i);
+      r.outputs.push_back(info);
+      results.push_back(tr.value_of(o));
+    }
+
+    // 3. Mutated inputs: one write-back each, at the end of the forward.
+    static OpRef copy("copy_");
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0) continue;
+      r.inputs[i].mutated = true;
+      Node* c = g.call_function(graph::Target(copy.handle()),
+                                {Value(placeholders[i]), tr.value_of(args[i])});
+      c->meta().tensors = {graph::TensorMeta::of(args[i])};
+    }
+    // An output viewing a mutated input is read back from the input after
+    // its write-back, so that it stays a view of it (as eager's would be).
+    static OpRef as_strided("as_strided");
+    for (size_t k = 0; k < outs.size(); ++k) {
+      int i = r.outputs[k].aliased_input;
+      if (i < 0 || !r.inputs[i].mutated) continue;
+      const Tensor& o = outs[k];
+      Value::Items size, stride;
+      for (int64_t v : o.sizes()) size.emplace_back(v);
+      for (int64_t v : o.strides()) stride.emplace_back(v);
+      Node* v = g.call_function(graph::Target(as_strided.handle()),
+                                {Value(placeholders[i]), Value::list(std::move(size)),
+                                 Value::list(std::move(stride)), Value(o.storage_offset())});
+      v->meta().tensors = {graph::TensorMeta::of(o)};
+      results[k] = Value(v);
+    }
+
+    // 4. The backward.
+    if (r.joint) {
+      autograd::tensor_list roots, tangents, primals;
+      Node* first_body = nullptr;
+      for (Node* n : g.nodes())
+        if (n->op() != graph::OpKind::Placeholder) {
+          first_body = n;
+          break;
+        }
+      for (size_t k = 0; k < outs.size(); ++k) {
+        if (!r.outputs[k].requires_grad) continue;
+        const Tensor& o = outs[k];
+        Tensor t = opt.fake ? make_fake(o.sizes(), contiguous_strides(o.sizes()), o.dtype(),
+                                        o.user_device())
+                            : OpRef("ones_like").tensor(o);
+        g.set_insert_point(first_body);
+        Node* ph = g.placeholder("tangents_" + std::to_string(tangents.size() + 1));
+        g.set_insert_point(nullptr);
+        ph->meta().tensors = {graph::TensorMeta::of(t)};
+        tr.bind(t, ph);
+        roots.push_back(o);
+        tangents.push_back(t);
+      }
+      std::vector<size_t> grad_index;  // primal -> position in `primals`
+      for (size_t i = 0; i < args.size(); ++i) {
+        grad_index.push_back(primals.size());
+        if (r.inputs[i].requires_grad) primals.push_back(args[i]);
+      }
+      autograd::tensor_list grads;
+      if (!roots.empty() && !primals.empty()) {
+        autograd::BackwardOptions bo;
+        bo.allow_unused = true;
+        grads = autograd::grad(roots, tangents, primals, bo);
+      }
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!r.inputs[i].requires_grad || grads.empty()) {
+          results.emplace_back();
+          continue;
+        }
+        const Tensor& gi = grads[grad_index[i]];
+        results.push_back(gi.defined() ? tr.value_of(gi) : Value());
+      }
+    }
+  }
+
+  // 5. Output.
+  if (opt.as_is && r.output_kind == OutputKind::Single) g.output(results.at(0));
+  else if (opt.as_is && r.output_kind == OutputKind::List) g.output(Value::list(std::move(results)));
+  else g.output(Value::tuple(std::move(results)));
+  r.constants = tr.constants();
+  graph::eliminate_dead_code(g);
+  graph::lint(g);
+  return r;
+}
+
+TracedGraph trace_graph(const graph::Graph& g, const std::vector<Value>& inputs,
+                        const Value& root, const AotOptions& options) {
+  return trace([&](const std::vector<Value>& in) { return graph::interpret(g, in, root); },
+               inputs, options);
+}
+
+}  // namespace ignis::aot

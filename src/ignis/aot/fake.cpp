@@ -1,0 +1,170 @@
+#include "ignis/aot/fake.h"
+
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/dispatch/dispatcher.h"
+
+namespace ignis::aot {
+
+namespace {
+
+thread_local FakeTensorMode* tls_mode = nullptr;
+
+Storage fake_storage(size_t nbytes, Device device) {
+  Storage s = allocate_storage(nbytes, Device(DeviceType::Meta));
+  s->set_fake_device(device);
+  return s;
+}
+
+bool is_wrapped(const Tensor& t) { return t.impl()->is_wrapped_number(); }
+
+// The device an op's outputs stand for: its Device argument, else that of
+// its first tensor argument that is not a wrapped number, else cpu (the
+// rule op_def.cpp's structured kernels use, on user devices).
+Device output_device(const OpHandle& op, const Stack& s) {
+  const auto& args = op.schema().args;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (s[i].is_device()) return s[i].to_device();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const IValue& v = s[i];
+    if (v.is_tensor() && v.to_tensor().defined() && !is_wrapped(v.to_tensor()))
+      return v.to_tensor().user_device();
+    if (v.is_tensor_list() && !v.to_tensor_list().empty())
+      return v.to_tensor_list()[0].user_device();
+  }
+  return Device(DeviceType::CPU);
+}
+
+// Real tensors meeting fakes become fakes (through the active mode); a
+// wrapped Python number stays real (meta rules read only its dtype).
+Tensor to_fake(const OpHandle& op, const Tensor& t) {
+  if (!t.defined() || t.is_fake() || is_wrapped(t)) return t;
+  if (t.device().is_meta()) return t;
+  FakeTensorMode* mode = tls_mode;
+  IGNIS_CHECK(mode != nullptr, op.name(), ": a real tensor on ", t.device().str(),
+              " met a fake tensor outside a FakeTensorMode; convert it with "
+              "FakeTensorMode.from_tensor first");
+  return mode->from_tensor(t);
+}
+
+// Fake tensors standing for different devices may not meet (a 0-dim cpu
+// tensor may join any device, as in eager).
+void check_devices(const OpHandle& op, const Stack& s) {
+  const Tensor* first = nullptr;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined() || (t.dim() == 0 && t.user_device().is_cpu())) return;
+    if (!first) {
+      first = &t;
+      return;
+    }
+    IGNIS_CHECK(t.user_device() == first->user_device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                first->user_device().str(), " and ", t.user_device().str(), "! (in ", op.name(),
+                ")");
+  };
+  for (size_t i = 0; i < op.schema().args.size(); ++i) {
+    if (s[i].is_tensor()) visit(s[i].to_tensor());
+    else if (s[i].is_tensor_list()) for (const Tensor& t : s[i].to_tensor_list()) visit(t);
+  }
+}
+
+void mark_fake(Tensor& t, Device device) {
+  if (!t.defined() || t.is_fake() || !t.device().is_meta()) return;
+  t.impl()->storage()->set_fake_device(device);
+  t.impl()->set_key_set(t.key_set().add(DispatchKey::FakeTensor));
+}
+
+void fake_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
+  const auto& args = op.schema().args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    IValue& v = s[i];
+    if (v.is_device()) {
+      v = IValue(stood_for(v.to_device()));
+    } else if (v.is_tensor()) {
+      v = IValue(to_fake(op, v.to_tensor()));
+    } else if (v.is_tensor_list()) {
+      std::vector<Tensor> l = v.to_tensor_list();
+      for (Tensor& t : l) t = to_fake(op, t);
+      v = IValue(std::move(l));
+    }
+  }
+  check_devices(op, s);
+  Device device = output_device(op, s);
+  if (tls_mode && !device.is_meta()) tls_mode->note_device(device);
+  // Kernels live in the meta world: a device argument names meta for them
+  // (the outputs are marked with the stood-for device afterwards).
+  for (size_t i = 0; i < args.size(); ++i)
+    if (s[i].is_device()) s[i] = IValue(Device(DeviceType::Meta));
+  DispatchKeySet below = (ks.below(DispatchKey::FakeTensor) - kBackendKeys).add(DispatchKey::Meta);
+  op.redispatch(below, s);
+  for (IValue& v : s) {
+    if (v.is_tensor()) {
+      mark_fake(v.to_tensor(), device);
+    } else if (v.is_tensor_list()) {
+      auto& l = const_cast<std::vector<Tensor>&>(v.to_tensor_list());
+      for (Tensor& t : l) mark_fake(t, device);
+    }
+  }
+}
+
+}  // namespace
+
+Tensor make_fake(const DimVector& sizes, const DimVector& strides, ScalarType dtype,
+                 Device device, int64_t offset) {
+  int64_t span = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) {
+      span = 0;
+      break;
+    }
+    span += (sizes[d] - 1) * strides[d];
+  }
+  size_t nbytes = static_cast<size_t>(span + offset) * element_size(dtype);
+  return Tensor(make_intrusive<TensorImpl>(fake_storage(nbytes, device), dtype, sizes, strides,
+                                           offset));
+}
+
+Tensor FakeTensorMode::from_tensor(const Tensor& t) {
+  if (!t.defined() || t.is_fake()) return t;
+  auto it = tensors_.find(t.impl());
+  if (it != tensors_.end()) return it->second.second;
+  const StorageImpl* st = t.impl()->storage().get();
+  auto sit = storages_.find(st);
+  if (sit == storages_.end()) {
+    sit = storages_.emplace(st, std::make_pair(t.impl()->storage(),
+                                               fake_storage(st->nbytes(), t.user_device())))
+              .first;
+  }
+  note_device(t.device());
+  Tensor f(make_intrusive<TensorImpl>(sit->second.second, t.dtype(), t.sizes(), t.strides(),
+                                      t.storage_offset()));
+  if (autograd::requires_grad(t)) autograd::set_requires_grad(f, true);
+  tensors_.emplace(t.impl(), std::make_pair(t, f));
+  return f;
+}
+
+FakeModeGuard::FakeModeGuard(FakeTensorMode& mode)
+    : prev_(tls_mode), prev_included_(tls_dispatch_keys().included) {
+  tls_mode = &mode;
+  tls_dispatch_keys().included = prev_included_.add(DispatchKey::FakeTensor);
+}
+
+FakeModeGuard::~FakeModeGuard() {
+  tls_mode = prev_;
+  tls_dispatch_keys().included = prev_included_;
+}
+
+FakeTensorMode* active_fake_mode() { return tls_mode; }
+
+Device stood_for(Device d) {
+  if (!d.is_meta() || !tls_mode || tls_mode->device().is_meta()) return d;
+  return tls_mode->device();
+}
+
+void register_fake_kernel() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  Dispatcher::get().register_fallback(DispatchKey::FakeTensor, fake_fallback);
+}
+
+}  // namespace ignis::aot

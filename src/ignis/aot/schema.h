@@ -1,0 +1,63 @@
+// What AOT tracing hands on: the traced graph and the facts about its
+// inputs and outputs that the runtime wrapper needs (torch's
+// ViewAndMutationMeta, reduced to what ignis tracks so far).
+//
+// Execution of a traced graph, in order:
+//   1. the forward reads its inputs (primals_1..N, or arg0_1.. for an
+//      inference graph);
+//   2. it computes the outputs functionally: no op in the graph mutates
+//      anything except the final write-backs;
+//   3. it ends with one copy_(input, new_value) per mutated input (a module
+//      buffer such as BatchNorm's running mean), so the caller sees eager's
+//      mutations;
+//   4. a joint graph also reads tangents_1..M, one per output that requires
+//      grad, and returns the gradients of the primals after the outputs.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ignis/graph/graph.h"
+
+namespace ignis::aot {
+
+// How the traced function returned its tensors.
+enum class OutputKind : uint8_t {
+  Single,  // one tensor
+  Tuple,   // a tuple of tensors (Dynamo's graphs always return one)
+  List,    // a list of tensors
+};
+
+struct InputInfo {
+  bool requires_grad = false;  // a joint graph returns its gradient
+  bool mutated = false;        // its data is written: the forward ends with copy_ into it
+  // The same tensor was passed at this earlier position: the graph reads
+  // that placeholder only (this one gets no gradient), and the runtime must
+  // check that the two arguments are still one tensor. -1: not a duplicate.
+  int duplicate_of = -1;
+};
+
+struct OutputInfo {
+  bool requires_grad = false;  // it has a tangent in the joint graph
+  int aliased_input = -1;      // the input whose storage it views, or -1
+};
+
+struct TracedGraph {
+  // Joint: placeholders primals_1..N, tangents_1..M; output
+  // (fw_out_1..K, grad_primals_1..N) with None for inputs that get no grad.
+  // Inference: placeholders arg0_1..; output (out_1..K).
+  std::unique_ptr<graph::Graph> graph;
+  bool joint = false;
+  std::vector<InputInfo> inputs;    // one per input
+  std::vector<OutputInfo> outputs;  // one per forward output (K entries)
+  OutputKind output_kind = OutputKind::Tuple;
+  // Real tensors the graph reads with get_attr (attribute name, tensor).
+  std::vector<std::pair<std::string, Tensor>> constants;
+  size_t num_tangents() const {
+    size_t m = 0;
+    for (const OutputInfo& o : outputs) m += o.requires_grad;
+    return m;
+  }
+};
+
+}  // namespace ignis::aot

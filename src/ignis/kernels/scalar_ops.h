@@ -1,0 +1,371 @@
+// The scalar functions of the pointwise ops, shared by every backend.
+//
+// One struct per formula. Its operator() is templated on the compute type
+// (the op-math type: float for float16 and bfloat16), and its `name` is what
+// the op's declaration gives as `.scalar(...)`, so that a code generator can
+// name the struct (scalar_ops::Exp is "exp"). Eager CPU loops call these
+// structs, and a generated C++ kernel can include this header and call the
+// same ones, so both compute the same bits.
+//
+// Conventions:
+// - Tensor operands come first, in the op's schema order; the op's
+//   non-tensor arguments follow, converted to the compute type (add's alpha,
+//   softplus's beta and threshold).
+// - An op whose formula a string argument picks names its default formula;
+//   the others are `<name>_<value>`: div, div_trunc and div_floor for
+//   div's rounding_mode; gelu and gelu_tanh for gelu's approximate.
+// - Comparisons and predicates return bool.
+//
+// Only the standard library and vec_math.h (portable, branch-free float
+// math) are included.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ignis/kernels/cpu/vec_math.h"
+
+namespace ignis::scalar_ops {
+
+#define IGNIS_UNARY_OP(Name, op_name, ...)            \
+  struct Name {                                      \
+    static constexpr const char* name = op_name;     \
+    template <typename T>                            \
+    T operator()(T x) const { return __VA_ARGS__; }  \
+  };
+#define IGNIS_PREDICATE_OP(Name, op_name, ...)          \
+  struct Name {                                        \
+    static constexpr const char* name = op_name;       \
+    template <typename T>                              \
+    bool operator()(T x) const { return __VA_ARGS__; } \
+  };
+#define IGNIS_BINARY_OP(Name, op_name, ...)                \
+  struct Name {                                           \
+    static constexpr const char* name = op_name;          \
+    template <typename T>                                 \
+    T operator()(T a, T b) const { return __VA_ARGS__; }  \
+  };
+#define IGNIS_COMPARE_OP(Name, op_name, ...)                  \
+  struct Name {                                              \
+    static constexpr const char* name = op_name;             \
+    template <typename T>                                    \
+    bool operator()(T a, T b) const { return __VA_ARGS__; }  \
+  };
+
+// ---- unary ----------------------------------------------------------------------
+IGNIS_UNARY_OP(Neg, "neg", -x)
+IGNIS_UNARY_OP(Abs, "abs", x < T(0) ? T(-x) : x)
+IGNIS_UNARY_OP(Exp, "exp", cpu::vexp(x))
+IGNIS_UNARY_OP(Exp2, "exp2", std::exp2(x))
+IGNIS_UNARY_OP(Log, "log", std::log(x))
+IGNIS_UNARY_OP(Log2, "log2", std::log2(x))
+IGNIS_UNARY_OP(Log10, "log10", std::log10(x))
+IGNIS_UNARY_OP(Log1p, "log1p", std::log1p(x))
+IGNIS_UNARY_OP(Expm1, "expm1", std::expm1(x))
+IGNIS_UNARY_OP(Sqrt, "sqrt", std::sqrt(x))
+IGNIS_UNARY_OP(Rsqrt, "rsqrt", T(1) / std::sqrt(x))
+IGNIS_UNARY_OP(Sin, "sin", std::sin(x))
+IGNIS_UNARY_OP(Cos, "cos", std::cos(x))
+IGNIS_UNARY_OP(Tan, "tan", std::tan(x))
+IGNIS_UNARY_OP(Asin, "asin", std::asin(x))
+IGNIS_UNARY_OP(Acos, "acos", std::acos(x))
+IGNIS_UNARY_OP(Atan, "atan", std::atan(x))
+IGNIS_UNARY_OP(Sinh, "sinh", std::sinh(x))
+IGNIS_UNARY_OP(Cosh, "cosh", std::cosh(x))
+IGNIS_UNARY_OP(Tanh, "tanh", cpu::vtanh(x))
+IGNIS_UNARY_OP(Sigmoid, "sigmoid", cpu::sigmoid(x))
+IGNIS_UNARY_OP(Relu, "relu", x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
+IGNIS_UNARY_OP(Silu, "silu", x * cpu::sigmoid(x))
+IGNIS_UNARY_OP(Mish, "mish", x * cpu::vtanh(std::log1p(cpu::vexp(x))))
+IGNIS_UNARY_OP(Gelu, "gelu", T(0.5) * x * (T(1) + cpu::verf(x * T(0.70710678118654752440))))
+IGNIS_UNARY_OP(GeluTanh, "gelu_tanh",
+               T(0.5) * x *
+                   (T(1) + cpu::vtanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))))
+IGNIS_UNARY_OP(Erf, "erf", cpu::verf(x))
+IGNIS_UNARY_OP(Erfc, "erfc", std::erfc(x))
+IGNIS_UNARY_OP(Floor, "floor", std::is_integral_v<T> ? x : T(std::floor(x)))
+IGNIS_UNARY_OP(Ceil, "ceil", std::is_integral_v<T> ? x : T(std::ceil(x)))
+IGNIS_UNARY_OP(Round, "round", std::is_integral_v<T> ? x : T(std::nearbyint(x)))
+IGNIS_UNARY_OP(Trunc, "trunc", std::is_integral_v<T> ? x : T(std::trunc(x)))
+IGNIS_UNARY_OP(Frac, "frac", std::is_integral_v<T> ? T(0) : T(x - std::trunc(x)))
+IGNIS_UNARY_OP(Sign, "sign", T((T(0) < x) - (x < T(0))))
+IGNIS_UNARY_OP(Reciprocal, "reciprocal", T(1) / x)
+IGNIS_UNARY_OP(Square, "square", x * x)
+struct BitwiseNot {
+  static constexpr const char* name = "bitwise_not";
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return T(~x);
+  }
+};
+IGNIS_PREDICATE_OP(LogicalNot, "logical_not", !(x != T(0)))
+IGNIS_PREDICATE_OP(IsNan, "isnan", x != x)
+IGNIS_PREDICATE_OP(IsInf, "isinf",
+                   std::is_floating_point_v<T> && (x == std::numeric_limits<T>::infinity() ||
+                                                   x == -std::numeric_limits<T>::infinity()))
+IGNIS_PREDICATE_OP(IsFinite, "isfinite",
+                   !std::is_floating_point_v<T> ||
+                       (x == x && x != std::numeric_limits<T>::infinity() &&
+                        x != -std::numeric_limits<T>::infinity()))
+IGNIS_PREDICATE_OP(IsPosInf, "isposinf",
+                   std::is_floating_point_v<T> && x == std::numeric_limits<T>::infinity())
+IGNIS_PREDICATE_OP(IsNegInf, "isneginf",
+                   std::is_floating_point_v<T> && x == -std::numeric_limits<T>::infinity())
+IGNIS_PREDICATE_OP(SignBit, "signbit", std::signbit(double(x)))
+
+// Activations with parameters (the op's Scalar arguments, in schema order).
+struct Softplus {
+  static constexpr const char* name = "softplus";
+  template <typename T>
+  T operator()(T x, T beta, T threshold) const {
+    return x * beta > threshold ? x : T(std::log1p(cpu::vexp(x * beta)) / beta);
+  }
+};
+struct LeakyRelu {
+  static constexpr const char* name = "leaky_relu";
+  template <typename T>
+  T operator()(T x, T negative_slope) const { return x > T(0) ? x : x * negative_slope; }
+};
+// elu(x, alpha, scale, input_scale), with negcoef = alpha * scale (computed
+// in double, then converted) and poscoef = scale.
+struct Elu {
+  static constexpr const char* name = "elu";
+  template <typename T>
+  T operator()(T x, T negcoef, T poscoef, T input_scale) const {
+    return x > T(0) ? x * poscoef : T(std::expm1(x * input_scale)) * negcoef;
+  }
+};
+IGNIS_UNARY_OP(LogSigmoid, "logsigmoid",
+               (x < T(0) ? x : T(0)) - T(std::log1p(cpu::vexp(x < T(0) ? x : -x))))
+struct Hardtanh {
+  static constexpr const char* name = "hardtanh";
+  template <typename T>
+  T operator()(T x, T min_val, T max_val) const {
+    return x != x ? x : (x < min_val ? min_val : (x > max_val ? max_val : x));
+  }
+};
+
+// gelu_backward(grad_output, self): grad_output * d gelu(self) / d self.
+struct GeluBackward {
+  static constexpr const char* name = "gelu_backward";
+  template <typename T>
+  T operator()(T g, T x) const {
+    T cdf = T(0.5) * (T(1) + cpu::verf(x * T(0.70710678118654752440)));
+    T pdf = cpu::vexp(T(-0.5) * x * x) * T(0.39894228040143267794);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluBackwardTanh {
+  static constexpr const char* name = "gelu_backward_tanh";
+  template <typename T>
+  T operator()(T g, T x) const {
+    constexpr double k = 0.79788456080286535588, a = 0.044715;
+    T t = cpu::vtanh(T(k) * (x + T(a) * x * x * x));
+    T d = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(k) * (T(1) + T(3 * a) * x * x);
+    return g * d;
+  }
+};
+
+// ---- binary -----------------------------------------------------------------------
+// add(self, other, alpha) = self + alpha * other (for bool: self or (alpha and other)).
+struct Add {
+  static constexpr const char* name = "add";
+  template <typename T>
+  T operator()(T a, T b, T alpha) const {
+    if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
+    else return a + alpha * b;
+  }
+};
+struct Sub {
+  static constexpr const char* name = "sub";
+  template <typename T>
+  T operator()(T a, T b, T alpha) const { return Add()(a, b, T(-alpha)); }
+};
+// rsub(self, other, alpha) = other - alpha * self.
+struct Rsub {
+  static constexpr const char* name = "rsub";
+  template <typename T>
+  T operator()(T self, T other, T alpha) const { return other - alpha * self; }
+};
+IGNIS_BINARY_OP(Mul, "mul", std::is_same_v<T, bool> ? T(a && b) : T(a * b))
+IGNIS_BINARY_OP(Maximum, "maximum", (a != a) ? a : ((b != b) ? b : (a > b ? a : b)))
+IGNIS_BINARY_OP(Minimum, "minimum", (a != a) ? a : ((b != b) ? b : (a < b ? a : b)))
+IGNIS_BINARY_OP(BitwiseAnd, "bitwise_and", std::is_same_v<T, bool> ? T(a && b) : T(a & b))
+IGNIS_BINARY_OP(BitwiseOr, "bitwise_or", std::is_same_v<T, bool> ? T(a || b) : T(a | b))
+IGNIS_BINARY_OP(BitwiseXor, "bitwise_xor", std::is_same_v<T, bool> ? T(a != b) : T(a ^ b))
+IGNIS_BINARY_OP(Atan2, "atan2", T(std::atan2(a, b)))
+IGNIS_BINARY_OP(Hypot, "hypot", T(std::hypot(a, b)))
+IGNIS_BINARY_OP(Copysign, "copysign", T(std::copysign(a, b)))
+
+namespace detail {
+// True when a / b overflows (INT_MIN / -1), which traps on x86; the quotient
+// then wraps to INT_MIN and the remainder is 0, as in PyTorch.
+template <typename T>
+inline bool div_overflows(T a, T b) {
+  if constexpr (std::is_signed_v<T> && std::is_integral_v<T>)
+    return b == T(-1) && a == std::numeric_limits<T>::min();
+  else
+    return false;
+}
+}  // namespace detail
+
+// Division. Integer division by zero must be refused before the loop runs
+// (eager raises ZeroDivisionError); these functions assume b != 0 there.
+IGNIS_BINARY_OP(Div, "div", a / b)
+struct DivTrunc {
+  static constexpr const char* name = "div_trunc";
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a;
+    else if constexpr (std::is_integral_v<T>) return detail::div_overflows(a, b) ? a : T(a / b);
+    else return std::trunc(a / b);
+  }
+};
+// Python's floor division (also floor_divide's function).
+struct DivFloor {
+  static constexpr const char* name = "div_floor";
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if constexpr (std::is_same_v<T, bool>) {
+        return a;
+      } else {
+        if (detail::div_overflows(a, b)) return a;
+        T q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        return q;
+      }
+    } else {
+      if (b == T(0)) return a / b;
+      T mod = std::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+      T fl;
+      if (div != T(0)) {
+        fl = std::floor(div);
+        if (div - fl > T(0.5)) fl += T(1);
+      } else {
+        fl = std::copysign(T(0), a / b);
+      }
+      return fl;
+    }
+  }
+};
+// C's remainder: the sign of a.
+struct Fmod {
+  static constexpr const char* name = "fmod";
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return false;
+    else if constexpr (std::is_integral_v<T>) return detail::div_overflows(a, b) ? T(0) : T(a % b);
+    else return std::fmod(a, b);
+  }
+};
+// Python's remainder: the sign of b.
+struct Remainder {
+  static constexpr const char* name = "remainder";
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return false;
+    } else {
+      T r = Fmod()(a, b);
+      if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+      return r;
+    }
+  }
+};
+// pow(self, exponent). Eager CPU takes exact shortcuts for a 0-dim exponent
+// of 2, 0.5 and 1 (x * x, sqrt, x), as PyTorch does.
+struct Pow {
+  static constexpr const char* name = "pow";
+  template <typename T>
+  T operator()(T base, T exp) const {
+    if constexpr (!std::is_integral_v<T>) {
+      return std::pow(base, exp);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return T(std::pow(double(base), double(exp)));
+    } else {
+      if (exp < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+        return 0;
+      }
+      T result = 1;
+      while (exp) {
+        if (exp & 1) result *= base;
+        exp >>= 1;
+        base *= base;
+      }
+      return result;
+    }
+  }
+};
+
+IGNIS_COMPARE_OP(Eq, "eq", a == b)
+IGNIS_COMPARE_OP(Ne, "ne", a != b)
+IGNIS_COMPARE_OP(Lt, "lt", a < b)
+IGNIS_COMPARE_OP(Le, "le", a <= b)
+IGNIS_COMPARE_OP(Gt, "gt", a > b)
+IGNIS_COMPARE_OP(Ge, "ge", a >= b)
+IGNIS_COMPARE_OP(LogicalAnd, "logical_and", (a != T(0)) && (b != T(0)))
+IGNIS_COMPARE_OP(LogicalOr, "logical_or", (a != T(0)) || (b != T(0)))
+IGNIS_COMPARE_OP(LogicalXor, "logical_xor", (a != T(0)) != (b != T(0)))
+
+// ---- three operands ---------------------------------------------------------------
+// where(condition, self, other); the condition arrives in the compute type.
+struct Where {
+  static constexpr const char* name = "where";
+  template <typename T>
+  T operator()(T cond, T a, T b) const { return cond != T(0) ? a : b; }
+};
+// NaN propagates from x and from the bound.
+struct ClampMin {
+  static constexpr const char* name = "clamp_min";
+  template <typename T>
+  T operator()(T x, T lo) const { return (x != x) ? x : (lo != lo ? lo : (x < lo ? lo : x)); }
+};
+struct ClampMax {
+  static constexpr const char* name = "clamp_max";
+  template <typename T>
+  T operator()(T x, T hi) const { return (x != x) ? x : (hi != hi ? hi : (x > hi ? hi : x)); }
+};
+// clamp(self, min, max) with both bounds; with one, it is clamp_min or clamp_max.
+struct Clamp {
+  static constexpr const char* name = "clamp";
+  template <typename T>
+  T operator()(T x, T lo, T hi) const { return ClampMax()(ClampMin()(x, lo), hi); }
+};
+// PyTorch's formulation: exact at weight 0 and 1.
+struct Lerp {
+  static constexpr const char* name = "lerp";
+  template <typename T>
+  T operator()(T a, T b, T w) const {
+    return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
+  }
+};
+struct Addcmul {
+  static constexpr const char* name = "addcmul";
+  template <typename T>
+  T operator()(T self, T t1, T t2, T value) const { return self + value * t1 * t2; }
+};
+struct Addcdiv {
+  static constexpr const char* name = "addcdiv";
+  template <typename T>
+  T operator()(T self, T t1, T t2, T value) const { return self + value * t1 / t2; }
+};
+// masked_fill(self, mask, value): the mask arrives in the compute type.
+struct MaskedFill {
+  static constexpr const char* name = "masked_fill";
+  template <typename T>
+  T operator()(T x, T mask, T value) const { return mask != T(0) ? value : x; }
+};
+
+#undef IGNIS_UNARY_OP
+#undef IGNIS_PREDICATE_OP
+#undef IGNIS_BINARY_OP
+#undef IGNIS_COMPARE_OP
+
+}  // namespace ignis::scalar_ops

@@ -1,0 +1,265 @@
+// Bindings of the AOT stage (aot/): argument conversion only.
+//   _aot_trace_graph(graph, inputs, root, **options) -> (Graph, info)
+//   _aot_trace_fn(fn, inputs, **options)             -> (Graph, info)
+//   _aot_partition(graph, num_fwd_outputs, min_cut)  -> (fw, bw, saved, saved_bytes, recomputed)
+//   FakeTensorMode: from_tensor(t), a context manager
+// options: fake, functionalize, decompose, inference, as_is (bools); keep, only (op names).
+// info: {"joint": bool, "inputs": [(requires_grad, mutated, duplicate_of)],
+//        "outputs": [(requires_grad, aliased_input)], "output_kind": str}.
+#include "ignis/aot/aot.h"
+#include "ignis/aot/fake.h"
+#include "ignis/aot/partition.h"
+#include "ignis/aot/trace.h"
+#include "ignis/python/py_common.h"
+
+namespace ignis::py {
+
+namespace {
+
+struct Owned {
+  PyObject* p;
+  explicit Owned(PyObject* o) : p(o) {
+    if (!p) throw PythonErrorAlreadySet{};
+  }
+  ~Owned() { Py_XDECREF(p); }
+  Owned(const Owned&) = delete;
+  PyObject* release() {
+    PyObject* r = p;
+    p = nullptr;
+    return r;
+  }
+};
+
+PyObject* graph_class() {
+  Owned mod(PyImport_ImportModule("ignis.fx.graph"));
+  return PyObject_GetAttrString(mod.p, "Graph");
+}
+
+PyObject* wrap_graph(std::unique_ptr<graph::Graph> g) {
+  Owned cls(graph_class());
+  return adopt_graph(cls.p, std::move(g));
+}
+
+graph::Graph& expect_graph(PyObject* o, const char* what) {
+  graph::Graph* g = graph_ptr(o);
+  IGNIS_CHECK_TYPE(g != nullptr, what, ": expected an ignis.fx.Graph, got ", Py_TYPE(o)->tp_name);
+  return *g;
+}
+
+bool flag(PyObject* kw, const char* name, bool dflt) {
+  if (!kw) return dflt;
+  PyObject* v = PyDict_GetItemString(kw, name);  // borrowed
+  if (!v) return dflt;
+  int r = PyObject_IsTrue(v);
+  if (r < 0) throw PythonErrorAlreadySet{};
+  return r != 0;
+}
+
+// Reads an iterable of op names; false when the option is absent or None.
+bool read_names(PyObject* kw, const char* key, std::unordered_set<std::string>* out) {
+  PyObject* names = kw ? PyDict_GetItemString(kw, key) : nullptr;
+  if (!names || names == Py_None) return false;
+  Owned it(PyObject_GetIter(names));
+  while (PyObject* item = PyIter_Next(it.p)) {
+    Owned hold(item);
+    const char* s = PyUnicode_AsUTF8(item);
+    if (!s) throw PythonErrorAlreadySet{};
+    out->insert(s);
+  }
+  if (PyErr_Occurred()) throw PythonErrorAlreadySet{};
+  return true;
+}
+
+aot::AotOptions options_from(PyObject* kw) {
+  aot::AotOptions o;
+  o.fake = flag(kw, "fake", true);
+  o.functionalize = flag(kw, "functionalize", true);
+  o.decompose = flag(kw, "decompose", true);
+  o.inference = flag(kw, "inference", false);
+  o.as_is = flag(kw, "as_is", false);
+  read_names(kw, "keep", &o.keep);
+  o.only_listed = read_names(kw, "only", &o.only);
+  return o;
+}
+
+std::vector<graph::Value> values_of(PyObject* seq) {
+  Owned fast(PySequence_Fast(seq, "AOT: inputs must be a sequence"));
+  std::vector<graph::Value> out;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.p);
+  for (Py_ssize_t i = 0; i < n; ++i) out.push_back(py_to_value(PySequence_Fast_GET_ITEM(fast.p, i)));
+  return out;
+}
+
+PyObject* info_of(const aot::TracedGraph& t) {
+  Owned ins(PyList_New(0));
+  for (const aot::InputInfo& i : t.inputs) {
+    Owned e(Py_BuildValue("(OOi)", i.requires_grad ? Py_True : Py_False,
+                          i.mutated ? Py_True : Py_False, i.duplicate_of));
+    if (PyList_Append(ins.p, e.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  Owned outs(PyList_New(0));
+  for (const aot::OutputInfo& o : t.outputs) {
+    Owned e(Py_BuildValue("(Oi)", o.requires_grad ? Py_True : Py_False, o.aliased_input));
+    if (PyList_Append(outs.p, e.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  Owned consts(PyDict_New());
+  for (const auto& [name, tensor] : t.constants) {
+    Owned v(wrap(tensor));
+    if (PyDict_SetItemString(consts.p, name.c_str(), v.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  const char* kind = t.output_kind == aot::OutputKind::Single ? "single"
+                     : t.output_kind == aot::OutputKind::List ? "list" : "tuple";
+  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O}", "joint", t.joint ? Py_True : Py_False, "inputs",
+                       ins.p, "outputs", outs.p, "output_kind", kind, "constants", consts.p);
+}
+
+PyObject* traced_result(aot::TracedGraph t) {
+  Owned info(info_of(t));
+  Owned g(wrap_graph(std::move(t.graph)));
+  return PyTuple_Pack(2, g.p, info.p);
+}
+
+PyObject* f_aot_trace_graph(PyObject*, PyObject* args, PyObject* kw) {
+  IGNIS_PY_BEGIN
+  PyObject *graph, *inputs, *root;
+  if (!PyArg_ParseTuple(args, "OOO", &graph, &inputs, &root)) return nullptr;
+  graph::Graph& g = expect_graph(graph, "_aot_trace_graph");
+  graph::Value r = root == Py_None ? graph::Value() : py_to_value(root);
+  return traced_result(aot::trace_graph(g, values_of(inputs), r, options_from(kw)));
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_aot_trace_fn(PyObject*, PyObject* args, PyObject* kw) {
+  IGNIS_PY_BEGIN
+  PyObject *fn, *inputs;
+  if (!PyArg_ParseTuple(args, "OO", &fn, &inputs)) return nullptr;
+  aot::TraceFn call = [fn](const std::vector<graph::Value>& in) {
+    Owned a(PyTuple_New(static_cast<Py_ssize_t>(in.size())));
+    for (size_t i = 0; i < in.size(); ++i)
+      PyTuple_SET_ITEM(a.p, static_cast<Py_ssize_t>(i), py_from_value(in[i]));
+    Owned r(PyObject_Call(fn, a.p, nullptr));
+    return py_to_value(r.p);
+  };
+  return traced_result(aot::trace(call, values_of(inputs), options_from(kw)));
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* names_list(const std::vector<std::string>& names) {
+  Owned l(PyList_New(0));
+  for (const std::string& n : names) {
+    Owned s(PyUnicode_FromString(n.c_str()));
+    if (PyList_Append(l.p, s.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  return l.release();
+}
+
+PyObject* f_aot_partition(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject* graph;
+  Py_ssize_t k;
+  int min_cut;
+  if (!PyArg_ParseTuple(args, "Onp", &graph, &k, &min_cut)) return nullptr;
+  graph::Graph& g = expect_graph(graph, "_aot_partition");
+  IGNIS_CHECK_VALUE(k >= 0, "num_fwd_outputs must be non-negative, got ", k);
+  aot::Partition p = min_cut ? aot::min_cut_rematerialization_partition(g, static_cast<size_t>(k))
+                             : aot::default_partition(g, static_cast<size_t>(k));
+  aot::verify_partition(p);
+  Owned fw(wrap_graph(std::move(p.forward)));
+  Owned bw(wrap_graph(std::move(p.backward)));
+  Owned saved(names_list(p.saved));
+  Owned rec(names_list(p.recomputed));
+  return Py_BuildValue("(OOOLO)", fw.p, bw.p, saved.p, static_cast<long long>(p.saved_bytes),
+                       rec.p);
+  IGNIS_PY_END(nullptr)
+}
+
+// --- FakeTensorMode ----------------------------------------------------------------
+struct PyFakeMode {
+  PyObject_HEAD
+  aot::FakeTensorMode* mode;
+  std::vector<aot::FakeModeGuard*>* guards;  // entered, innermost last
+};
+
+PyObject* fake_new(PyTypeObject* type, PyObject*, PyObject*) {
+  PyObject* o = type->tp_alloc(type, 0);
+  if (!o) return nullptr;
+  auto* f = reinterpret_cast<PyFakeMode*>(o);
+  f->mode = new aot::FakeTensorMode();
+  f->guards = new std::vector<aot::FakeModeGuard*>();
+  return o;
+}
+
+void fake_dealloc(PyObject* self) {
+  auto* f = reinterpret_cast<PyFakeMode*>(self);
+  for (auto it = f->guards->rbegin(); it != f->guards->rend(); ++it) delete *it;
+  delete f->guards;
+  delete f->mode;
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyObject* fake_from_tensor(PyObject* self, PyObject* t) {
+  IGNIS_PY_BEGIN
+  IGNIS_CHECK_TYPE(is_tensor(t), "from_tensor expects a tensor, got ", Py_TYPE(t)->tp_name);
+  return wrap(reinterpret_cast<PyFakeMode*>(self)->mode->from_tensor(unwrap(t)));
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* fake_enter(PyObject* self, PyObject*) {
+  auto* f = reinterpret_cast<PyFakeMode*>(self);
+  f->guards->push_back(new aot::FakeModeGuard(*f->mode));
+  Py_INCREF(self);
+  return self;
+}
+
+PyObject* fake_exit(PyObject* self, PyObject*) {
+  auto* f = reinterpret_cast<PyFakeMode*>(self);
+  if (!f->guards->empty()) {
+    delete f->guards->back();
+    f->guards->pop_back();
+  }
+  Py_RETURN_FALSE;
+}
+
+PyMethodDef fake_methods[] = {
+    {"from_tensor", fake_from_tensor, METH_O,
+     "A fake tensor with t's metadata (memoized; views stay views)."},
+    {"__enter__", fake_enter, METH_NOARGS, nullptr},
+    {"__exit__", fake_exit, METH_VARARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyMethodDef functions[] = {
+    {"_aot_trace_graph", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
+                             f_aot_trace_graph)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"_aot_trace_fn", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f_aot_trace_fn)),
+     METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"_aot_partition", f_aot_partition, METH_VARARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+bool init_aot(PyObject* module) {
+  try {
+    aot::register_tracing_kernels();
+  } catch (...) {
+    set_python_error();
+    return false;
+  }
+  static PyType_Slot slots[] = {
+      {Py_tp_new, reinterpret_cast<void*>(fake_new)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(fake_dealloc)},
+      {Py_tp_methods, fake_methods},
+      {0, nullptr},
+  };
+  static PyType_Spec spec = {"ignis._C.FakeTensorMode", sizeof(PyFakeMode), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
+  PyObject* t = PyType_FromSpec(&spec);
+  if (!t || PyModule_AddObject(module, "FakeTensorMode", t) < 0) {
+    Py_XDECREF(t);
+    return false;
+  }
+  return PyModule_AddFunctions(module, functions) == 0;
+}
+
+}  // namespace ignis::py
