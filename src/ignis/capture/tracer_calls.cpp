@@ -630,7 +630,8 @@ VTP Tracer::wrap_result(PyObject* res, graph::Node* node) {
       std::vector<graph::TensorMeta> metas;
       for (Py_ssize_t i = 0; i < n; ++i) {
         Obj e = check(PySequence_GetItem(res, i));
-        graph::Node* gi = ir->call_function(getitem, {graph::Value(node), graph::Value(int64_t(i))});
+        graph::Node* gi =
+            ir->call_function(getitem, {graph::Value(node), graph::Value(int64_t(i))});
         VTP v = tensor_result(e.get(), gi);
         metas.push_back(gi->meta().tensors[0]);
         out->items.push_back(std::move(v));
