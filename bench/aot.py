@@ -60,7 +60,8 @@ class Recorder:
 
 def load(lib_name):
     if lib_name == "ignis":
-        sys.path.insert(0, str(ROOT / "python"))
+        sys.path.insert(0, str(ROOT / "tests" / "python"))
+        import _checkout  # noqa: F401  (this checkout's build, when it has one)
         import ignis as lib
         from ignis._functorch.aot_autograd import aot_autograd
         from ignis.compiler import default_partition, min_cut_rematerialization_partition

@@ -575,3 +575,13 @@ def test_what_aot_cannot_trace_runs_eagerly_with_a_warning():
     with pytest.warns(RuntimeWarning, match="runs eagerly.*this compiler refuses"):
         out = f(x)
     close(out, x.sin() + 1)
+
+
+def test_to_on_fakes_compares_the_stood_for_devices():
+    with FakeTensorMode() as mode:
+        x = mode.from_tensor(ignis.randn(2))
+        assert x.to("cpu") is x and x.to(ignis.float32) is x
+        c = ignis.zeros(2, device="cuda")
+        y = x.to(c)
+        assert is_fake(y) and y.device.type == "cuda"
+        assert x.type_as(c).device.type == "cpu"

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/core/dtype.h"
@@ -184,6 +185,21 @@ struct GuardProgram::Impl {
   std::vector<Step> steps;
   std::vector<RegisterInfo> regs;
   std::vector<TensorGuardSpec> tensor_specs;
+  // Registers by (op, parent, arg), in order: a trace loads hundreds of
+  // values (a model's parameters), and each new load looks for an equal one.
+  struct LoadKey {
+    Op op;
+    int parent;
+    Py_ssize_t arg;
+    bool operator==(const LoadKey&) const = default;
+  };
+  struct LoadKeyHash {
+    size_t operator()(const LoadKey& k) const {
+      uint64_t h = (static_cast<uint64_t>(k.parent) << 8) ^ static_cast<uint64_t>(k.op);
+      return std::hash<uint64_t>()(h * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(k.arg));
+    }
+  };
+  std::unordered_map<LoadKey, std::vector<int>, LoadKeyHash> by_load;
 
   ~Impl() {
     if (!Py_IsInitialized()) return;
@@ -192,15 +208,16 @@ struct GuardProgram::Impl {
 
   int add_register(Op op, int parent, Py_ssize_t arg, PyObject* key, std::string source,
                    const char* text = nullptr) {
-    for (size_t i = 0; i < regs.size(); ++i) {
+    std::vector<int>& same_load = by_load[LoadKey{op, parent, arg}];
+    for (int i : same_load) {
       const RegisterInfo& r = regs[i];
-      if (r.op != op || r.parent != parent || r.arg != arg) continue;
       if ((key == nullptr) != (r.key == nullptr)) continue;
       if (key && !same_key(key, r.key)) continue;
-      if (text && steps_text_of(static_cast<int>(i)) != text) continue;
-      return static_cast<int>(i);
+      if (text && steps_text_of(i) != text) continue;
+      return i;
     }
     int reg = static_cast<int>(regs.size());
+    same_load.push_back(reg);
     Step s;
     s.op = op;
     s.reg = reg;

@@ -220,7 +220,13 @@ Tracer::Tracer(const FrameView& f, std::shared_ptr<const CaptureConfig> c,
   PyObject* fx = PyImport_ImportModule("ignis.fx");
   if (!fx) throw PyErrorSet{};
   Obj fxm = Obj::steal(fx);
-  graph = check(PyObject_CallMethod(fxm.get(), "Graph", nullptr));
+  pygraph = check(PyObject_CallMethod(fxm.get(), "Graph", nullptr));
+  ir = py::graph_ptr(pygraph.get());
+  if (!ir) {
+    PyErr_SetString(PyExc_TypeError, "ignis.fx.Graph is not a graph of the C++ IR");
+    throw PyErrorSet{};
+  }
+  aot::register_fake_kernel();
   grad_enabled_at_start = grad_enabled = [] {
     Obj r = check(PyObject_CallMethod(ignis_module(), "is_grad_enabled", nullptr));
     return r.get() == Py_True;
@@ -269,20 +275,19 @@ VTP Tracer::make_list(std::vector<VTP> items) {
 void Tracer::set_grad_mode(bool enabled) {
   if (enabled == grad_enabled) return;
   PyObject* fn = py_import_attr("ignis.autograd.grad_mode", "_set_grad_enabled");
-  Obj args = check(Py_BuildValue("(O)", enabled ? Py_True : Py_False));
   if (last_grad_node && call_nodes == call_nodes_at_grad_node) {
     // Nothing ran since the previous switch: fold the two (as Dynamo emits
     // only the net change), or drop both when they cancel.
     if (enabled == grad_before_grad_node) {
-      check(PyObject_CallMethod(graph.get(), "erase_node", "O", last_grad_node.get()));
+      ir->erase_node(last_grad_node.get());
       --call_nodes;
-      last_grad_node = Obj();
-    } else if (PyObject_SetAttrString(last_grad_node.get(), "args", args.get()) < 0) {
-      throw PyErrorSet{};
+      last_grad_node = nullptr;
+    } else {
+      last_grad_node->set_args({graph::Value(enabled)});
     }
   } else {
     grad_before_grad_node = grad_enabled;
-    last_grad_node = check(PyObject_CallMethod(graph.get(), "call_function", "OO", fn, args.get()));
+    last_grad_node = graph::NodePtr(ir->call_function(target_of(fn), {graph::Value(enabled)}));
     ++call_nodes;
     call_nodes_at_grad_node = call_nodes;
   }

@@ -2,7 +2,7 @@
 //
 // trace_frame runs a frame's bytecode over variable trackers instead of
 // values: tensor operations become graph nodes (their metadata computed on
-// meta tensors), Python values fold to constants, user functions and
+// fake tensors, aot/fake.h), Python values fold to constants, user functions and
 // nn.Module.forward are inlined, loops unroll. Every value read from the
 // frame becomes a guard. The result is a cache entry whose plan calls the
 // captured graph and then returns, or runs the instruction capture could not

@@ -1,5 +1,5 @@
 // The tracer's operations on variable trackers: reading values from the
-// frame (with guards), tensor operations as graph nodes computed on meta
+// frame (with guards), tensor operations as graph nodes computed on fake
 // tensors, attribute access, calls (ops, builtins, inlined user functions,
 // nn.Module forward), containers and iteration.
 #include <cstring>
@@ -93,22 +93,6 @@ bool is_identity_object(PyObject* o) {
          type_named(o, "DisabledFunction") || Py_TYPE(o) == &PyMethodDescr_Type ||
          Py_TYPE(o) == &PyWrapperDescr_Type || Py_TYPE(o) == &_PyMethodWrapper_Type ||
          PyObject_TypeCheck(o, &PyProperty_Type);
-}
-
-Obj make_fake(PyObject* t) {
-  Obj shape = check(PyObject_GetAttrString(t, "shape"));
-  Obj stride = check(PyObject_CallMethod(t, "stride", nullptr));
-  Obj dtype = check(PyObject_GetAttrString(t, "dtype"));
-  Obj kw = check(Py_BuildValue("{s:O,s:s}", "dtype", dtype.get(), "device", "meta"));
-  Obj args = check(PyTuple_Pack(2, shape.get(), stride.get()));
-  Obj fake = check(PyObject_Call(ig("empty_strided"), args.get(), kw.get()));
-  Obj rg = check(PyObject_GetAttrString(t, "requires_grad"));
-  if (rg.get() == Py_True) check(PyObject_CallMethod(fake.get(), "requires_grad_", nullptr));
-  return fake;
-}
-
-bool is_meta_tensor(PyObject* t) {
-  return py::is_tensor(t) && py::unwrap(t).device().is_meta();
 }
 
 std::string sanitize(const std::string& s) {
@@ -282,8 +266,7 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     if (reg < 0) throw Unsupported{"a tensor capture cannot read back at run time (no source)"};
     v = std::make_shared<VT>(VK::Tensor);
     v->value = Obj::borrow(value);
-    v->fake = make_fake(value);
-    v->device = check(PyObject_GetAttrString(value, "device"));
+    v->fake = fake_of(value);
     v->local = false;
     const Tensor& t = py::unwrap(value);
     TensorGuardSpec spec;
@@ -454,57 +437,112 @@ VTP Tracer::cell_contents(TFrame&, const VTP& cell) {
 }
 
 // --- graph building ----------------------------------------------------------------------------
-PyObject* Tracer::node_of(const VTP& t) {
+namespace {
+
+// Runs a conversion of the binding layer (py_graph.cpp), which reports
+// errors as C++ exceptions, where the tracer expects a Python error: a value
+// the graph cannot hold breaks the graph like any failing step.
+template <typename F>
+auto binding(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    py::set_python_error();
+    throw PyErrorSet{};
+  }
+}
+
+void set_tensor_meta(graph::Node* n, PyObject* fake) {
+  n->meta().tensors = {graph::TensorMeta::of(py::unwrap(fake))};
+  n->meta().tuple_output = false;
+}
+
+}  // namespace
+
+Obj Tracer::fake_of(PyObject* real) {
+  return check(py::wrap(fake_mode.from_tensor(py::unwrap(real))));
+}
+
+const graph::Target& Tracer::target_of(PyObject* fn) {
+  auto it = targets.find(fn);
+  if (it == targets.end()) {
+    graph::Target t = binding([&] { return py::py_to_target(fn, graph::OpKind::CallFunction); });
+    it = targets.emplace(fn, std::make_pair(Obj::borrow(fn), std::move(t))).first;
+  }
+  return it->second.second;
+}
+
+graph::Node* Tracer::node_of(const VTP& t) {
   if (t->node) return t->node.get();
   if (t->reg < 0) throw Unsupported{"internal: tensor without node or source"};
   std::string target = sanitize(guards().source_name(t->reg));
   PyObject* type = t->value ? reinterpret_cast<PyObject*>(Py_TYPE(t->value.get()))
                             : reinterpret_cast<PyObject*>(py::TensorClass);
-  Obj ph = check(PyObject_CallMethod(graph.get(), "placeholder", "sO", target.c_str(), type));
+  graph::Node* ph = ir->placeholder(target);
+  binding([&] { py::py_set_node_type(ph, type); });
   std::string lower = target;
   for (char& c : lower) c = static_cast<char>(std::tolower(c));
-  Obj nm = check(PyUnicode_FromString(lower.c_str()));
-  if (PyObject_SetAttrString(ph.get(), "name", nm.get()) < 0) throw PyErrorSet{};
+  ph->rename(lower);
   // Placeholders go before every other node.
-  Obj nodes = check(PyObject_GetAttrString(graph.get(), "nodes"));
-  Obj it = check(PyObject_GetIter(nodes.get()));
-  while (PyObject* n = PyIter_Next(it.get())) {
-    Obj node = Obj::steal(n);
-    Obj op = check(PyObject_GetAttrString(n, "op"));
-    if (utf8(op.get()) != "placeholder") {
-      check(PyObject_CallMethod(n, "prepend", "O", ph.get()));
+  for (graph::Node* n : ir->nodes()) {
+    if (n->op() != graph::OpKind::Placeholder) {
+      n->prepend(ph);
       break;
     }
   }
-  if (PyErr_Occurred()) throw PyErrorSet{};
-  t->node = ph;
+  set_tensor_meta(ph, t->fake.get());
+  t->node = graph::NodePtr(ph);
   t->name_set = true;
   inputs.push_back(t);
   example_inputs.push_back(t->value);
-  return t->node.get();
+  return ph;
 }
 
-// A tracker as a Python argument: graph nodes for the node's args, meta
-// tensors for the metadata run; containers are rebuilt around either.
-Obj Tracer::to_python_arg(const VTP& v, bool fake) {
+graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
-    case VK::Tensor: return fake ? v->fake : Obj::borrow(node_of(v));
+    case VK::Tensor: return graph::Value(node_of(v));
+    case VK::Const: return binding([&] { return py::py_to_value(v->value.get()); });
+    case VK::List:
+    case VK::Tuple: {
+      graph::Value::Items items;
+      items.reserve(v->items.size());
+      for (auto& e : v->items) items.push_back(graph_arg(e));
+      return v->kind == VK::List ? graph::Value::list(std::move(items))
+                                 : graph::Value::tuple(std::move(items));
+    }
+    case VK::Dict: {
+      graph::Value::Items kv;
+      for (size_t i = 0; i < v->keys.size(); ++i) {
+        kv.push_back(binding([&] { return py::py_to_value(v->keys[i].get()); }));
+        kv.push_back(graph_arg(v->items[i]));
+      }
+      return graph::Value::dict(std::move(kv));
+    }
+    default:
+      throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
+  }
+}
+
+Obj Tracer::fake_arg(const VTP& v) {
+  switch (v->kind) {
+    case VK::Tensor: return v->fake;
     case VK::Const: return v->value;
     case VK::List:
     case VK::Tuple: {
-      Obj l = check(PyList_New(0));
-      for (auto& e : v->items) {
-        Obj a = to_python_arg(e, fake);
-        PyList_Append(l.get(), a.get());
+      Py_ssize_t n = static_cast<Py_ssize_t>(v->items.size());
+      Obj l = check(v->kind == VK::List ? PyList_New(n) : PyTuple_New(n));
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* a = fake_arg(v->items[i]).release();
+        if (v->kind == VK::List) PyList_SET_ITEM(l.get(), i, a);
+        else PyTuple_SET_ITEM(l.get(), i, a);
       }
-      if (v->kind == VK::List) return l;
-      return check(PyList_AsTuple(l.get()));
+      return l;
     }
     case VK::Dict: {
       Obj d = check(PyDict_New());
       for (size_t i = 0; i < v->keys.size(); ++i) {
-        Obj a = to_python_arg(v->items[i], fake);
-        PyDict_SetItem(d.get(), v->keys[i].get(), a.get());
+        Obj a = fake_arg(v->items[i]);
+        if (PyDict_SetItem(d.get(), v->keys[i].get(), a.get()) < 0) throw PyErrorSet{};
       }
       return d;
     }
@@ -515,112 +553,36 @@ Obj Tracer::to_python_arg(const VTP& v, bool fake) {
 
 void Tracer::rename_node(const VTP& t, const std::string& name) {
   if (t->name_set || !t->node) return;
-  Obj nm = check(PyUnicode_FromString(name.c_str()));
-  if (PyObject_SetAttrString(t->node.get(), "name", nm.get()) < 0) throw PyErrorSet{};
+  t->node->rename(name);
   t->name_set = true;
 }
 
-namespace {
-
-// The first tensor among trackers (depth first).
-VTP first_tensor(const std::vector<VTP>& vs) {
-  for (auto& v : vs) {
-    if (v->kind == VK::Tensor) return v;
-    if (v->kind == VK::List || v->kind == VK::Tuple) {
-      VTP t = first_tensor(v->items);
-      if (t) return t;
-    }
-  }
-  return nullptr;
-}
-
-PyObject* meta_str() {
-  static PyObject* s = PyUnicode_InternFromString("meta");
-  return s;
-}
-
-PyObject* cpu_device() {  // ignis.device("cpu"), made once
-  static PyObject* d = [] {
-    PyObject* r = PyObject_CallFunction(py_import_attr("ignis", "device"), "s", "cpu");
-    if (!r) throw PyErrorSet{};
-    return r;
-  }();
-  return d;
-}
-
-bool is_device_like(PyObject* o) {
-  return py::is_device(o) || PyUnicode_Check(o);
-}
-
-}  // namespace
-
 VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
                        const std::vector<std::pair<std::string, VTP>>& kwargs) {
-  VTP self_tensor = first_tensor(args);
-  if (!self_tensor) {
-    for (auto& [k, v] : kwargs)
-      if (v->kind == VK::Tensor) self_tensor = v;
-  }
-  // --- metadata on meta tensors ---
-  Obj meta = Obj::borrow(meta_str());
-  Obj fargs = check(PyList_New(0));
-  for (auto& a : args) {
-    Obj f = to_python_arg(a, true);
-    if (method == "to" && !py::is_tensor(f.get()) && is_device_like(f.get())) f = meta;
-    PyList_Append(fargs.get(), f.get());
-  }
-  Obj fkw = check(PyDict_New());
-  Obj result_device;
-  for (auto& [k, v] : kwargs) {
-    Obj f = to_python_arg(v, true);
-    if (k == "device" && f.get() != Py_None) {
-      result_device = check(PyObject_CallOneArg(ig("device"), f.get()));
-      f = meta;
-    }
-    PyDict_SetItemString(fkw.get(), k.c_str(), f.get());
-  }
-  if (method == "to") {
-    for (size_t i = 1; i < args.size(); ++i) {
-      Obj c = const_value(args[i]);
-      if (c && is_device_like(c.get())) result_device = check(PyObject_CallOneArg(ig("device"), c.get()));
-      if (args[i]->kind == VK::Tensor) result_device = args[i]->device;
-    }
-  } else if (method == "cuda") {
-    Obj idx = args.size() > 1 ? const_value(args[1]) : Obj();
-    result_device = idx ? check(PyObject_CallFunction(ig("device"), "sO", "cuda", idx.get()))
-                        : check(PyObject_CallFunction(ig("device"), "s", "cuda"));
-  } else if (method == "cpu") {
-    result_device = Obj::borrow(cpu_device());
-  }
+  // --- metadata: the operation runs on the fakes ---
   Obj result;
   if (fn == operator_fn("setitem")) {
     // An in-place assignment keeps the target's metadata; a boolean mask's
-    // count is unknown on meta, so the assignment is not run there.
+    // count is unknown to fakes, so the assignment is not run on them.
     result = Obj::borrow(Py_None);
-  } else if (method == "cuda" || method == "cpu") {
-    result = Obj::borrow(PyList_GET_ITEM(fargs.get(), 0));
   } else {
-    bool added_device = false;
-    if (!self_tensor && !result_device && method.empty() && is_op(fn)) {
-      // A factory: make its result on meta too.
-      PyDict_SetItemString(fkw.get(), "device", meta.get());
-      added_device = true;
+    size_t first = method.empty() ? 0 : 1;  // a method's self is what it is looked up on
+    Obj fargs = check(PyTuple_New(static_cast<Py_ssize_t>(args.size() - first)));
+    for (size_t i = first; i < args.size(); ++i)
+      PyTuple_SET_ITEM(fargs.get(), i - first, fake_arg(args[i]).release());
+    Obj fkw = check(PyDict_New());
+    for (auto& [k, v] : kwargs) {
+      Obj f = fake_arg(v);
+      if (PyDict_SetItemString(fkw.get(), k.c_str(), f.get()) < 0) throw PyErrorSet{};
     }
-    Obj callable;
-    Obj cargs;
-    if (!method.empty()) {
-      callable = check(PyObject_GetAttrString(PyList_GET_ITEM(fargs.get(), 0), method.c_str()));
-      cargs = check(PyList_GetSlice(fargs.get(), 1, PyList_GET_SIZE(fargs.get())));
-    } else {
-      callable = Obj::borrow(fn);
-      cargs = fargs;
-    }
-    Obj ct = check(PyList_AsTuple(cargs.get()));
-    result = Obj::steal(PyObject_Call(callable.get(), ct.get(), fkw.get()));
-    if (!result && added_device) {
-      PyErr_Clear();
-      PyDict_DelItemString(fkw.get(), "device");
-      result = Obj::steal(PyObject_Call(callable.get(), ct.get(), fkw.get()));
+    Obj callable = method.empty()
+                       ? Obj::borrow(fn)
+                       : check(PyObject_GetAttrString(fake_arg(args.at(0)).get(), method.c_str()));
+    {
+      // Factories called here make fakes too, and a device argument (.to,
+      // .cuda, device=) gives fakes standing for that device.
+      aot::FakeModeGuard mode(fake_mode);
+      result = Obj::steal(PyObject_Call(callable.get(), fargs.get(), fkw.get()));
     }
     if (!result) {
       std::string what = method.empty() ? callable_name(fn) : "Tensor." + method;
@@ -638,42 +600,31 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
       throw Unsupported{str(what, " failed on the traced values: ", msg)};
     }
   }
-  if (!result_device) {
-    result_device = self_tensor ? self_tensor->device
-                                : Obj::borrow(cpu_device());
-  }
   // --- the node ---
-  Obj gargs = check(PyList_New(0));
-  for (auto& a : args) {
-    Obj g = to_python_arg(a, false);
-    PyList_Append(gargs.get(), g.get());
-  }
-  Obj gt = check(PyList_AsTuple(gargs.get()));
-  Obj gkw = check(PyDict_New());
-  for (auto& [k, v] : kwargs) {
-    Obj g = to_python_arg(v, false);
-    PyDict_SetItemString(gkw.get(), k.c_str(), g.get());
-  }
-  Obj node = method.empty()
-                 ? check(PyObject_CallMethod(graph.get(), "call_function", "OOO", fn, gt.get(), gkw.get()))
-                 : check(PyObject_CallMethod(graph.get(), "call_method", "sOO", method.c_str(),
-                                             gt.get(), gkw.get()));
+  std::vector<graph::Value> gargs;
+  gargs.reserve(args.size());
+  for (auto& a : args) gargs.push_back(graph_arg(a));
+  graph::Kwargs gkw;
+  for (auto& [k, v] : kwargs) gkw.emplace_back(k, graph_arg(v));
+  graph::Node* node = method.empty()
+                          ? ir->call_function(target_of(fn), std::move(gargs), std::move(gkw))
+                          : ir->call_method(method, std::move(gargs), std::move(gkw));
   ++call_nodes;
-  VTP out = wrap_result(result.get(), node.get());
-  if (out->kind == VK::Tensor) out->device = result_device;
-  if (out->kind == VK::Tuple || out->kind == VK::List)
-    for (auto& e : out->items)
-      if (e->kind == VK::Tensor) e->device = result_device;
-  return out;
+  return wrap_result(result.get(), node);
 }
 
-VTP Tracer::wrap_result(PyObject* res, PyObject* node) {
-  if (py::is_tensor(res)) {
-    auto v = std::make_shared<VT>(VK::Tensor);
-    v->node = Obj::borrow(node);
-    v->fake = is_meta_tensor(res) ? Obj::borrow(res) : make_fake(res);
-    return v;
-  }
+VTP Tracer::tensor_result(PyObject* fake, graph::Node* node) {
+  auto v = std::make_shared<VT>(VK::Tensor);
+  v->node = graph::NodePtr(node);
+  // A tensor that did not come from the fakes (a real one a function kept)
+  // is made fake, so that every tracker's tensor is.
+  v->fake = py::unwrap(fake).is_fake() ? Obj::borrow(fake) : fake_of(fake);
+  set_tensor_meta(node, v->fake.get());
+  return v;
+}
+
+VTP Tracer::wrap_result(PyObject* res, graph::Node* node) {
+  if (py::is_tensor(res)) return tensor_result(res, node);
   if ((PyTuple_Check(res) || PyList_Check(res)) && PySequence_Size(res) > 0) {
     Py_ssize_t n = PySequence_Size(res);
     bool all_tensors = true;
@@ -685,22 +636,24 @@ VTP Tracer::wrap_result(PyObject* res, PyObject* node) {
       auto out = std::make_shared<VT>(PyList_Check(res) ? VK::List : VK::Tuple);
       if (PyTuple_Check(res) && !PyTuple_CheckExact(res))
         out->pytype = Obj::borrow(reinterpret_cast<PyObject*>(Py_TYPE(res)));
+      const graph::Target& getitem = target_of(operator_fn("getitem"));
+      std::vector<graph::TensorMeta> metas;
       for (Py_ssize_t i = 0; i < n; ++i) {
         Obj e = check(PySequence_GetItem(res, i));
-        Obj idx = check(PyLong_FromSsize_t(i));
-        Obj a = check(PyTuple_Pack(2, node, idx.get()));
-        Obj gi = check(PyObject_CallMethod(graph.get(), "call_function", "OO", operator_fn("getitem"), a.get()));
-        auto v = std::make_shared<VT>(VK::Tensor);
-        v->node = gi;
-        v->fake = is_meta_tensor(e.get()) ? e : make_fake(e.get());
-        out->items.push_back(v);
+        graph::Node* gi =
+            ir->call_function(getitem, {graph::Value(node), graph::Value(int64_t(i))});
+        VTP v = tensor_result(e.get(), gi);
+        metas.push_back(gi->meta().tensors[0]);
+        out->items.push_back(std::move(v));
       }
+      node->meta().tensors = std::move(metas);
+      node->meta().tuple_output = true;
       return out;
     }
   }
   if (res == Py_None) return make_const(res);  // an in-place op: keep the node
   if (is_immutable(res)) {
-    check(PyObject_CallMethod(graph.get(), "erase_node", "O", node));
+    ir->erase_node(node);
     --call_nodes;
     return make_const(res);
   }
@@ -1058,12 +1011,6 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                                std::vector<std::pair<std::string, VTP>>& kwargs) {
   if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
-  if (name == "get_device") {
-    Obj idx = check(PyObject_GetAttrString(self->device.get(), "index"));
-    Obj type = check(PyObject_GetAttrString(self->device.get(), "type"));
-    if (utf8(type.get()) == "cpu") return make_const(Obj::steal(PyLong_FromLong(-1)).get());
-    return make_const(idx.get() == Py_None ? Obj::steal(PyLong_FromLong(0)).get() : idx.get());
-  }
   std::vector<VTP> all;
   all.push_back(self);
   for (auto& a : args) all.push_back(a);
@@ -1594,14 +1541,14 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
     }
     case VK::Tensor: {
       realize(obj);
-      if (n == "device") return make_const(obj->device.get());
-      if (n == "is_cuda") {
-        Obj type = check(PyObject_GetAttrString(obj->device.get(), "type"));
-        return make_const(utf8(type.get()) == "cuda" ? Py_True : Py_False);
-      }
       if (n == "data" || n == "grad" || n == "grad_fn" || n == "_version" || n == "_base")
         throw Unsupported{str("Tensor.", n, " inside a captured function")};
-      Obj v = Obj::steal(PyObject_GetAttr(obj->fake.get(), name));
+      // Read from the fake: its device (is_cuda, ...) is the real tensor's.
+      Obj v;
+      {
+        aot::FakeModeGuard mode(fake_mode);
+        v = Obj::steal(PyObject_GetAttr(obj->fake.get(), name));
+      }
       if (!v) {
         PyErr_Clear();
         throw Unsupported{str("'Tensor' object has no attribute '", n, "'")};
@@ -1614,15 +1561,11 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       }
       if (py::is_tensor(v.get())) {
         // A tensor property (T, mT, real, ...): a getattr node.
-        Obj args = check(Py_BuildValue("(OO)", node_of(obj), name));
-        Obj node = check(PyObject_CallMethod(graph.get(), "call_function", "OO",
-                                             PyDict_GetItemString(builtins_dict(), "getattr"), args.get()));
+        PyObject* getattr_fn = PyDict_GetItemString(builtins_dict(), "getattr");
+        graph::Node* node =
+            ir->call_function(target_of(getattr_fn), {graph::Value(node_of(obj)), graph::Value(n)});
         ++call_nodes;
-        auto t = std::make_shared<VT>(VK::Tensor);
-        t->node = node;
-        t->fake = v;
-        t->device = obj->device;
-        return t;
+        return tensor_result(v.get(), node);
       }
       if (is_immutable(v.get())) return make_const(v.get());  // shape, dtype, ndim, requires_grad
       throw Unsupported{str("Tensor.", n, " of type ", Py_TYPE(v.get())->tp_name)};

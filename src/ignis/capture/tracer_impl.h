@@ -12,7 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "ignis/aot/fake.h"
 #include "ignis/capture/tracer.h"
+#include "ignis/graph/graph.h"
 
 namespace ignis::capture {
 
@@ -128,9 +130,8 @@ struct VT {
   Obj value;           // Const/Module/Object/Func(function if real)/Cell(real cell)
   int reg = -1;        // guard register when the value came from the frame
   // Tensor
-  Obj node;            // ignis.fx Node (nullptr until a placeholder is needed)
-  Obj fake;            // meta tensor with the same metadata
-  Obj device;          // ignis.device of the real tensor (fake tensors live on meta)
+  graph::NodePtr node; // its graph node (null until a placeholder is needed)
+  Obj fake;            // the fake tensor standing for it (aot/fake.h): metadata and device
   bool name_set = false;  // the node was named after a variable already
   // containers
   std::vector<VTP> items;
@@ -194,7 +195,15 @@ class Tracer {
   std::unordered_set<int> forced_breaks;
   std::unordered_map<int, RestartAt> forced_reasons;
 
-  Obj graph;                 // ignis.fx.Graph
+  // The graph being built: an ignis.fx.Graph (what the GraphModule handed to
+  // the backend wraps) and its C++ graph, which the tracer builds directly.
+  Obj pygraph;
+  graph::Graph* ir = nullptr;
+  // Each trace has its own fake tensors: inputs become fakes (memoized, so
+  // views of one storage stay views of one fake storage), and every
+  // operation runs on them under this mode.
+  aot::FakeTensorMode fake_mode;
+  Obj fake_of(PyObject* real);                  // the fake of a real tensor (new reference)
   std::vector<VTP> inputs;   // tensor inputs with placeholders, in order
   std::vector<Obj> example_inputs;
   std::unordered_map<int, VTP> reg_vt;  // register -> tracker (one per source)
@@ -215,14 +224,21 @@ class Tracer {
   VTP cell_contents(TFrame& f, const VTP& cell);
 
   // --- graph ---
-  PyObject* node_of(const VTP& t);              // borrowed fx node (makes placeholders)
+  graph::Node* node_of(const VTP& t);           // t's node (makes placeholders)
   VTP call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
                  const std::vector<std::pair<std::string, VTP>>& kwargs);
-  // fx argument (nodes, constants) or, with `fake`, the value with meta tensors.
-  Obj to_python_arg(const VTP& v, bool fake);
-  // The tracker for an op's result computed on meta tensors (tensors, tuples
-  // of tensors through getitem nodes, or a folded constant).
-  VTP wrap_result(PyObject* fake_result, PyObject* node);
+  // A tracker as a node argument (nodes, constants, containers of them).
+  graph::Value graph_arg(const VTP& v);
+  // A tracker as a Python value for the fake run (fake tensors, constants).
+  Obj fake_arg(const VTP& v);
+  // The call_function target for a Python callable; made once per trace.
+  const graph::Target& target_of(PyObject* fn);
+  std::unordered_map<PyObject*, std::pair<Obj, graph::Target>> targets;
+  // A tensor tracker for `node`, whose value the fake `fake` stands for.
+  VTP tensor_result(PyObject* fake, graph::Node* node);
+  // The tracker for an op's result computed on fakes (tensors, tuples of
+  // tensors through getitem nodes, or a folded constant).
+  VTP wrap_result(PyObject* fake_result, graph::Node* node);
   void rename_node(const VTP& t, const std::string& name);
 
   // --- operations ---
@@ -293,7 +309,7 @@ class Tracer {
   bool grad_enabled = true;
   // The last _set_grad_enabled node, the mode before it, and call_nodes right
   // after it: a switch with no op since folds into it.
-  Obj last_grad_node;
+  graph::NodePtr last_grad_node;
   bool grad_before_grad_node = true;
   int call_nodes_at_grad_node = -1;
   int inline_depth = 0;

@@ -6,6 +6,8 @@
 #include "ignis/capture/resume.h"
 #include "ignis/capture/tracer_impl.h"
 #include "ignis/core/str.h"
+#include "ignis/graph/passes/dce.h"
+#include "ignis/graph/printer.h"
 #include "ignis/python/py_common.h"
 
 namespace ignis::capture {
@@ -299,22 +301,18 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
 }
 
 Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
-  Obj outs = check(PyTuple_New(static_cast<Py_ssize_t>(outputs.size())));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    PyObject* n = node_of(outputs[i]);
-    Py_INCREF(n);
-    PyTuple_SET_ITEM(outs.get(), i, n);
-  }
-  check(PyObject_CallMethod(graph.get(), "output", "(O)", outs.get()));
-  check(PyObject_CallMethod(graph.get(), "eliminate_dead_code", nullptr));
+  graph::Value::Items outs;
+  outs.reserve(outputs.size());
+  for (const VTP& o : outputs) outs.push_back(graph::Value(node_of(o)));
+  ir->output(graph::Value::tuple(std::move(outs)));
+  graph::eliminate_dead_code(*ir);
   // Inputs whose every use was dead go too.
   std::vector<VTP> kept;
   std::vector<Obj> kept_examples;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Obj users = check(PyObject_GetAttrString(inputs[i]->node.get(), "users"));
-    if (PyObject_Length(users.get()) == 0) {
-      check(PyObject_CallMethod(graph.get(), "erase_node", "O", inputs[i]->node.get()));
-      inputs[i]->node = Obj();
+    if (inputs[i]->node->users().empty()) {
+      ir->erase_node(inputs[i]->node.get());
+      inputs[i]->node = nullptr;
       continue;
     }
     kept.push_back(inputs[i]);
@@ -323,29 +321,20 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
   inputs = kept;
   example_inputs = kept_examples;
   // Count what is left to run.
-  Obj nodes = check(PyObject_GetAttrString(graph.get(), "nodes"));
-  Obj it = check(PyObject_GetIter(nodes.get()));
   int calls = 0;
-  while (PyObject* n = PyIter_Next(it.get())) {
-    Obj node = Obj::steal(n);
-    Obj op = check(PyObject_GetAttrString(n, "op"));
-    std::string o = utf8(op.get());
-    if (o != "placeholder" && o != "output") ++calls;
-  }
-  if (PyErr_Occurred()) throw PyErrorSet{};
+  for (graph::Node* n : ir->nodes())
+    calls += n->op() != graph::OpKind::Placeholder && n->op() != graph::OpKind::Output;
   if (calls == 0 && outputs.empty()) return Obj();
 
   Obj fx = check(PyImport_ImportModule("ignis.fx"));
   Obj root = check(PyDict_New());
-  Obj gm = check(PyObject_CallMethod(fx.get(), "GraphModule", "OO", root.get(), graph.get()));
+  Obj gm = check(PyObject_CallMethod(fx.get(), "GraphModule", "OO", root.get(), pygraph.get()));
   int gid = next_graph_id();
   if (log_on(kLogGraphCode)) {
-    Obj tab = Obj::steal(PyObject_CallMethod(graph.get(), "_tabular", nullptr));
-    if (!tab) PyErr_Clear();
     Obj code = check(PyObject_GetAttrString(gm.get(), "code"));
     std::string text = str("TRACED GRAPH ", gid, " (", entry_->compile_id, ") ",
                            code_info(fv.code).name, " ", code_info(fv.code).filename, "\n");
-    if (tab) text += utf8(tab.get()) + "\n";
+    text += graph::tabular(*ir) + "\n";
     text += utf8(code.get());
     log_write(kLogGraphCode, text);
   }

@@ -86,21 +86,22 @@ void contiguous_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
     s.emplace_back(std::move(self));
     return;
   }
-  Tensor out = OpRef("empty").tensor(self.sizes().vec(), self.dtype(), self.device());
+  Tensor out = OpRef("empty").tensor(self.sizes().vec(), self.dtype(), self.user_device());
   OpRef("copy_").call(out, self);
   s.emplace_back(std::move(out));
 }
 
 // to(...): self when nothing changes (and copy=False), else _to_copy.
+// Devices are compared as the user sees them (a fake's stood-for device).
 void to_common(Stack& s, const Tensor& self, ScalarType dt, Device dev, bool copy) {
-  bool same = dt == self.dtype() && dev == self.device();
+  bool same = dt == self.dtype() && dev == self.user_device();
   Tensor out = same && !copy ? self : to_copy_op.tensor(self, dt, dev);
   s.clear();
   s.emplace_back(std::move(out));
 }
 void to_dtype_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  to_common(s, self, s[1].to_dtype(), self.device(), s[3].to_bool());
+  to_common(s, self, s[1].to_dtype(), self.user_device(), s[3].to_bool());
 }
 void to_device_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
@@ -111,19 +112,19 @@ void to_device_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 void to_other_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   Tensor other = s[1].to_tensor();
-  to_common(s, self, other.dtype(), other.device(), s[3].to_bool());
+  to_common(s, self, other.dtype(), other.user_device(), s[3].to_bool());
 }
 void to_kw_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? self.dtype() : s[1].to_dtype();
-  Device dev = s[2].is_none() ? self.device() : s[2].to_device();
+  Device dev = s[2].is_none() ? self.user_device() : s[2].to_device();
   to_common(s, self, dt, dev, s[4].to_bool());
 }
 
 void type_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   Tensor other = s[1].to_tensor();
-  to_common(s, self, other.dtype(), self.device(), false);
+  to_common(s, self, other.dtype(), self.user_device(), false);
 }
 
 // ---- derivatives ------------------------------------------------------------------

@@ -93,6 +93,11 @@ PyObject* adopt_graph(PyObject* graph_cls, std::unique_ptr<graph::Graph> g);
 // objects); the conversions the interpreter's foreign hook uses.
 graph::Value py_to_value(PyObject* o);
 PyObject* py_from_value(const graph::Value& v);  // new reference
+// The target of a node of kind `op` that a Python object names: a str, an
+// OpOverload, or (call_function) any callable, held as a foreign target.
+graph::Target py_to_target(PyObject* o, graph::OpKind op);
+// Sets n's type annotation from a Python type (None clears it).
+void py_set_node_type(graph::Node* n, PyObject* type);
 
 // --- AOT (py_aot.cpp): tracing, partitioners, fake tensors -------------------------
 bool init_aot(PyObject* module);

@@ -1029,6 +1029,8 @@ PyObject* adopt_graph(PyObject* graph_cls, std::unique_ptr<graph::Graph> g) {
 
 graph::Value py_to_value(PyObject* o) { return to_value(o); }
 PyObject* py_from_value(const graph::Value& v) { return from_value(v); }
+graph::Target py_to_target(PyObject* o, graph::OpKind op) { return to_target(o, op); }
+void py_set_node_type(graph::Node* n, PyObject* type) { set_type(n, type); }
 
 bool init_graph(PyObject* module) {
   static PyType_Slot node_slots[] = {

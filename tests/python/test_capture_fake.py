@@ -1,0 +1,91 @@
+"""Capture computes metadata on ignis's fake tensors (src/ignis/aot/fake.h):
+each node of a captured graph carries the tensor_meta of its fake, whose
+device is the one the real value would live on, so a move to another device
+traces without that device (no GPU is needed to trace `.to("cuda")`)."""
+import pytest
+
+from capture_util import fresh_caches  # noqa: F401  (autouse: empty caches per test)
+from capture_util import requires_capture, tensor
+
+import ignis
+
+pytestmark = requires_capture
+
+
+def metas_of(fn, *args):
+    """(op, name, shape, dtype, device) of each node of the one graph `fn`
+    captures; the backend never runs it (its result stands in)."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        for n in gm.graph.nodes:
+            if n.op == "output":
+                continue
+            m = n.meta.get("tensor_meta")
+            m = m[0] if type(m) is tuple else m  # a tuple-returning node: its first
+            seen.append((n.op, n.name, tuple(m.shape), m.dtype, str(m.device)))
+        n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+        return lambda *a: tuple(a[0] for _ in range(n_out))
+
+    ignis.compile(fn, backend=backend)(*args)
+    return seen
+
+
+def test_nodes_carry_the_metadata_of_their_fakes():
+    def f(x, w):
+        h = ignis.relu(x @ w)
+        a, b = h.split(2, dim=1)
+        return a.sum(0) + b.T.sum(1)
+
+    x, w = tensor(ignis, 3, 5), tensor(ignis, 5, 4, seed=1)
+    metas = metas_of(f, x, w)
+    by_name = {name: (op, shape, dtype, dev) for op, name, shape, dtype, dev in metas}
+    assert by_name["l_x_"] == ("placeholder", (3, 5), ignis.float32, "cpu")
+    assert by_name["l_w_"] == ("placeholder", (5, 4), ignis.float32, "cpu")
+    assert by_name["h"] == ("call_function", (3, 4), ignis.float32, "cpu")
+    shapes = [shape for _, _, shape, _, _ in metas]
+    assert (3, 2) in shapes and (2, 3) in shapes  # the split's items, b.T
+    assert all(dev == "cpu" for *_, dev in metas)
+
+
+def test_fakes_follow_a_move_to_another_device():
+    def f(x):
+        y = x.to("cuda")
+        z = ignis.ones(3, device=y.device)  # the fake's device, read while tracing
+        if y.is_cuda:
+            return y * 2 + z
+        return y * 3
+
+    metas = metas_of(f, tensor(ignis, 3))
+    devices = {name: dev for _, name, _, _, dev in metas}
+    assert devices.pop("l_x_") == "cpu"
+    assert len(devices) == 4 and set(devices.values()) == {"cuda"}, devices
+
+
+def test_cuda_and_cpu_methods_and_factories_on_fakes():
+    def f(x):
+        return x.cuda() + ignis.zeros(3, device="cuda"), x.cuda().cpu() * 2
+
+    metas = metas_of(f, tensor(ignis, 3))
+    ops = [(name, dev) for _, name, _, _, dev in metas]
+    assert ops[0] == ("l_x_", "cpu")
+    assert dict(ops)["zeros"] == "cuda"
+    assert ops[-1][1] == "cpu"  # x.cuda().cpu() * 2
+    assert sum(dev == "cuda" for _, dev in ops) >= 3
+
+
+@pytest.mark.parametrize("fn,reason", [
+    (lambda x: x.nonzero().sum(),
+     "nonzero(): the output's shape is the number of nonzero elements (data-dependent)"),
+    (lambda x: x.sum().item() + 1, "Tensor.item() reads a tensor's value into Python"),
+    (lambda x: x * 2 if x.sum() > 0 else x, "data-dependent control flow"),
+], ids=["nonzero", "item", "branch"])
+def test_data_dependent_ops_still_break(fn, reason):
+    # What only the data decides breaks the graph, with the declared reasons.
+    explanation = ignis.compiler.explain(fn)(tensor(ignis, 4))
+    reasons = [b.reason for b in explanation.break_reasons]
+    assert len(reasons) == 1 and reasons[0].startswith(reason), reasons
+
+
+if __name__ == "__main__":
+    raise SystemExit(pytest.main([__file__, "-q"]))
