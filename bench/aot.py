@@ -9,6 +9,11 @@
     default partition and under the min-cut partition, for both libraries.
 (c) Op counts of the forward and backward graphs for a few modules.
 
+ignis's aot_autograd decomposes every op to ignis's core set
+(docs/core_ops.md), as its compiler will receive them; torch's aot_autograd
+is given no decomposition table and keeps ATen's ops (gelu, layer_norm,
+_log_softmax, nll_loss, ...) whole, so ignis's graphs hold more, smaller ops.
+
 Each library runs in its own child process; without torch only ignis's
 columns are printed.
 
