@@ -585,3 +585,16 @@ def test_to_on_fakes_compares_the_stood_for_devices():
         y = x.to(c)
         assert is_fake(y) and y.device.type == "cuda"
         assert x.type_as(c).device.type == "cpu"
+
+
+def test_make_fx_nested_outputs_and_meta_val():
+    def f(x):
+        return x.t() @ x, [x.split(2), None, 3]
+    gm = make_fx(f, tracing_mode="fake")(ignis.randn(4, 3))
+    out = gm(ignis.ones(4, 3))
+    assert out[0].shape == (3, 3) and out[1][1] is None and out[1][2] == 3
+    assert [t.shape for t in out[1][0]] == [(2, 3), (2, 3)]
+    vals = {n.name: n.meta["val"] for n in gm.graph.nodes if n.op == "call_function"}
+    assert is_fake(vals["mm"]) and vals["mm"].shape == (3, 3)
+    assert vals["t"].stride() == (1, 3)  # the recorded strides, not contiguous ones
+    assert isinstance(vals["split_Tensor"] if "split_Tensor" in vals else vals["split"], tuple)

@@ -25,11 +25,29 @@ class PythonCode:
         self.globals = globals
 
 
+_FAKE_MODE = None
+
+
+def _fake_values(tensor_meta):
+    """Fake tensors with the recorded shapes, strides, dtypes and devices."""
+    global _FAKE_MODE
+    import ignis
+    from .._subclasses import FakeTensorMode
+    if _FAKE_MODE is None:
+        _FAKE_MODE = FakeTensorMode()
+    metas, is_tuple = tensor_meta
+    with _FAKE_MODE:
+        vals = [ignis.empty_strided(tuple(shape), tuple(stride), dtype=dtype, device=device)
+                for shape, dtype, stride, device in metas]
+    return tuple(vals) if is_tuple else vals[0]
+
+
 class NodeMeta(MutableMapping):
     """node.meta: a dict view over the C++ node metadata.
 
     "tensor_meta" (a TensorMetadata, or a tuple of them for tuple outputs)
-    and "source_loc" ("file:line") are typed fields of the C++ node; other
+    and "source_loc" ("file:line") are typed fields of the C++ node; "val"
+    (torch's fake tensor per node) is made from tensor_meta when read; other
     str -> str entries live in its string map (visible to C++ passes);
     anything else stays a Python object. Setting "val" to a tensor (or a
     tuple/list of tensors) also records its tensor_meta.
@@ -56,7 +74,12 @@ class NodeMeta(MutableMapping):
         extra = n._meta_extra
         if key in extra:
             return extra[key]
-        return n._pymeta[key]
+        pymeta = n._pymeta
+        if key == "val" and "val" not in pymeta and n._tensor_meta is not None:
+            # torch's graphs carry a fake tensor per node: made from the typed
+            # metadata on first use, then kept.
+            pymeta["val"] = _fake_values(n._tensor_meta)
+        return pymeta[key]
 
     def __setitem__(self, key, value):
         n = self._node

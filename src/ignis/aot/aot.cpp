@@ -37,6 +37,28 @@ std::vector<Tensor> flatten_outputs(const Value& v, OutputKind* kind) {
   return outs;
 }
 
+// The tensors in a nested value, depth first.
+void collect_tensors(const Value& v, std::vector<Tensor>* out) {
+  if (v.is_tensor()) out->push_back(v.to_tensor());
+  else if (v.is_sequence())
+    for (const Value& e : v.items()) collect_tensors(e, out);
+}
+
+// v with its tensors replaced, in order, by the graph values in `values`.
+Value rebuild(const Value& v, const std::vector<Value>& values, size_t* next) {
+  if (v.is_tensor()) return values.at((*next)++);
+  if (!v.is_sequence()) {
+    IGNIS_CHECK_TYPE(!v.has_items() && v.kind() != Value::Kind::Foreign && !v.is_node(),
+                     "make_fx: the traced function returned a ", v.kind_name(),
+                     "; return tensors, numbers or tuples/lists of them");
+    return v;
+  }
+  Value::Items items;
+  for (const Value& e : v.items()) items.push_back(rebuild(e, values, next));
+  return v.kind() == Value::Kind::List ? Value::list(std::move(items))
+                                       : Value::tuple(std::move(items));
+}
+
 // The policy Tracer::decompose applies.
 Tracer::DecomposePolicy decompose_policy(const AotOptions& o) {
   if (!o.decompose) return [](const OpHandle&) { return false; };
@@ -111,6 +133,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
   }
 
   std::vector<Value> results;
+  Value returned;
   std::vector<Tensor> outs;
   {
     std::unique_ptr<FakeModeGuard> fake_guard;
@@ -119,7 +142,15 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     autograd::GradModeGuard grad_mode(opt.as_is ? autograd::grad_enabled() : r.joint);
 
     // 2. The forward.
-    outs = flatten_outputs(fn(arg_values), &r.output_kind);
+    returned = fn(arg_values);
+    if (opt.as_is) {
+      // make_fx: any nesting of tuples and lists of tensors and constants;
+      // the output node keeps it (the tensors are read back after step 3).
+      collect_tensors(returned, &outs);
+      r.output_kind = OutputKind::Nested;
+    } else {
+      outs = flatten_outputs(returned, &r.output_kind);
+    }
     for (const Tensor& o : outs) {
       OutputInfo info;
       info.requires_grad = r.joint && autograd::requires_grad(o) && is_floating_tensor(o);
@@ -202,9 +233,12 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
   }
 
   // 5. Output.
-  if (opt.as_is && r.output_kind == OutputKind::Single) g.output(results.at(0));
-  else if (opt.as_is && r.output_kind == OutputKind::List) g.output(Value::list(std::move(results)));
-  else g.output(Value::tuple(std::move(results)));
+  if (opt.as_is) {
+    size_t next = 0;
+    g.output(rebuild(returned, results, &next));
+  } else {
+    g.output(Value::tuple(std::move(results)));
+  }
   r.constants = tr.constants();
   graph::eliminate_dead_code(g);
   graph::lint(g);

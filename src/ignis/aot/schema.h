@@ -26,6 +26,7 @@ enum class OutputKind : uint8_t {
   Single,  // one tensor
   Tuple,   // a tuple of tensors (Dynamo's graphs always return one)
   List,    // a list of tensors
+  Nested,  // make_fx only: any nesting of tuples/lists; the output node keeps it
 };
 
 struct InputInfo {

@@ -108,7 +108,8 @@ PyObject* info_of(const aot::TracedGraph& t) {
     if (PyDict_SetItemString(consts.p, name.c_str(), v.p) < 0) throw PythonErrorAlreadySet{};
   }
   const char* kind = t.output_kind == aot::OutputKind::Single ? "single"
-                     : t.output_kind == aot::OutputKind::List ? "list" : "tuple";
+                     : t.output_kind == aot::OutputKind::List ? "list"
+                     : t.output_kind == aot::OutputKind::Nested ? "nested" : "tuple";
   return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O}", "joint", t.joint ? Py_True : Py_False, "inputs",
                        ins.p, "outputs", outs.p, "output_kind", kind, "constants", consts.p);
 }
