@@ -388,7 +388,8 @@ def test_op_overload_targets():
     out = g._interpret([ignis.ones(2)])
     np.testing.assert_array_equal(out.numpy(), [4.0, 4.0])
     gm = ifx.GraphModule(None, g)
-    assert "add = ignis_ops_add(x, x, alpha = 3)" in gm.code
+    assert "add = ignis.ops.add.default(x, x, alpha = 3)" in gm.code
+    assert ignis.ops.add.default == add and ignis.ops.sum.dim_IntList.schema.startswith("sum.dim")
     np.testing.assert_array_equal(gm(ignis.ones(2)).numpy(), [4.0, 4.0])
     with pytest.raises(TypeError, match="add"):
         add(ignis.ones(2), "x")

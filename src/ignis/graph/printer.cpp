@@ -476,7 +476,11 @@ class CodeGen {
   }
 
   std::string callee(const Target& t) {
-    if (t.kind == Target::Kind::Op) return add_global("ignis.ops." + t.op->name(), t);
+    if (t.kind == Target::Kind::Op) {
+      // ignis.ops.add.Tensor(...), as torch prints torch.ops.aten.add.Tensor.
+      const FunctionSchema& fs = t.op->schema();
+      return alias("ignis.ops." + fs.name + "." + (fs.overload.empty() ? "default" : fs.overload));
+    }
     const Foreign& f = *t.callable;
     if (is_ignis_module(f.module)) return alias(f.qualified_name());
     if (f.module == "builtins") return f.name;  // always in scope

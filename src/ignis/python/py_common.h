@@ -85,6 +85,8 @@ bool init_indexing(PyObject* module);
 // --- graph IR views (py_graph.cpp): GraphBase, NodeBase, OpOverload ----------------
 // Call after init_op_type (op objects are graph targets).
 bool init_graph(PyObject* module);
+// The OpOverload object (ignis.ops.add.Tensor) of one overload; new reference.
+PyObject* op_overload_object(const OpHandle* op);
 // The C++ graph of an ignis.fx.Graph (borrowed), or null when o is none.
 graph::Graph* graph_ptr(PyObject* o);
 // A new instance of graph_cls (an ignis.fx.Graph class) that owns g.

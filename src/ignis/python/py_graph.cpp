@@ -1008,6 +1008,12 @@ PyTypeObject* make_type(PyType_Spec* spec, PyObject* module, const char* name) {
 
 }  // namespace
 
+PyObject* op_overload_object(const OpHandle* op) {
+  IGNIS_PY_BEGIN
+  return make_op_overload(op);
+  IGNIS_PY_END(nullptr)
+}
+
 graph::Graph* graph_ptr(PyObject* o) {
   return GraphBaseType && PyObject_TypeCheck(o, GraphBaseType) ? &graph_of(o) : nullptr;
 }

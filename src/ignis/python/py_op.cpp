@@ -6,6 +6,7 @@
 // ignis.Tensor.<name>: the type has Py_TPFLAGS_METHOD_DESCRIPTOR, so
 // `x.add(y)` calls it as add(x, y) with no bound-method object in between.
 
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -25,6 +26,7 @@ struct PyOp {
   std::vector<const OpHandle*>* overloads;
   PyObject* name;      // str
   PyObject* alias_of;  // str: the op's own name when `name` is an alias of it; else null
+  PyObject* overload_objects;  // dict overload name -> OpOverload, made on first use
 };
 PyTypeObject* OpType = nullptr;
 
@@ -585,6 +587,35 @@ PyGetSetDef op_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
+// ignis.ops.add.Tensor, ignis.ops.relu.default: one overload as a callable
+// (torch.ops.aten.add.Tensor), which AOT graphs' generated code calls.
+// Overload names are matched before the generic attributes, so that such a
+// call raises and catches no AttributeError.
+PyObject* op_getattro(PyObject* self, PyObject* name) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  const char* s = PyUnicode_AsUTF8(name);
+  if (!s) return nullptr;
+  if (s[0] != '_') {
+    for (const OpHandle* h : *op->overloads) {
+      const std::string& ov = h->schema().overload;
+      if (ov.empty() ? std::strcmp(s, "default") != 0 : ov != s) continue;
+      if (!op->overload_objects && !(op->overload_objects = PyDict_New())) return nullptr;
+      if (PyObject* hit = PyDict_GetItemWithError(op->overload_objects, name)) {
+        Py_INCREF(hit);
+        return hit;
+      }
+      if (PyErr_Occurred()) return nullptr;
+      PyObject* o = op_overload_object(h);
+      if (!o || PyDict_SetItem(op->overload_objects, name, o) < 0) {
+        Py_XDECREF(o);
+        return nullptr;
+      }
+      return o;
+    }
+  }
+  return PyObject_GenericGetAttr(self, name);
+}
+
 PyMemberDef op_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(PyOp, vectorcall), READONLY, nullptr},
     {nullptr, 0, 0, 0, nullptr},
@@ -599,6 +630,7 @@ PyObject* make_op(const std::string& name, std::vector<const OpHandle*> overload
   op->overloads = new std::vector<const OpHandle*>(std::move(overloads));
   op->name = PyUnicode_FromString(name.c_str());
   op->alias_of = alias_of.empty() ? nullptr : PyUnicode_FromString(alias_of.c_str());
+  op->overload_objects = nullptr;
   return o;
 }
 
@@ -617,6 +649,7 @@ bool init_op_type(PyObject* module) {
       {Py_tp_descr_get, reinterpret_cast<void*>(op_descr_get)},
       {Py_tp_repr, reinterpret_cast<void*>(op_repr)},
       {Py_tp_getset, op_getset},
+      {Py_tp_getattro, reinterpret_cast<void*>(op_getattro)},
       {Py_tp_members, op_members},
       {0, nullptr},
   };
