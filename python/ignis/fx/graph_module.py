@@ -67,16 +67,33 @@ class GraphModule:
             raise TypeError(f"GraphModule.graph must be an ignis.fx.Graph, got {type(g).__name__}")
         self._graph = g
         g.owning_module = self
-        self.recompile()
+        self._invalidate()
 
     @property
     def code(self):
-        return self._code
+        return self._pc().src
+
+    def _invalidate(self):
+        # The code is generated when first read and compiled when `forward` is
+        # first used: AOT builds graphs (the joint one) that are split, never run.
+        self.__dict__.pop("_python_code", None)
+        self.__dict__.pop("forward", None)
+
+    def _pc(self):
+        pc = self.__dict__.get("_python_code")
+        if pc is None:
+            pc = self._python_code = self._graph.python_code("self")
+        return pc
 
     def recompile(self):
-        """Regenerates `code` and `forward` from the graph."""
+        """Regenerates `code` from the graph (returned); `forward` is compiled
+        from it on first use."""
+        self._invalidate()
+        return self._pc()
+
+    def _compile_forward(self):
         import ignis
-        pc = self._graph.python_code("self")
+        pc = self._pc()
         globals_ = {"ignis": ignis, "inf": math.inf, "nan": math.nan,
                     "NoneType": type(None), "device": ignis.device}
         globals_.update(pc.globals)
@@ -89,19 +106,25 @@ class GraphModule:
             old()
         self._linecache_finalizer = weakref.finalize(self, linecache.cache.pop, filename, None)
         exec(compile(pc.src, filename, "exec"), globals_)
-        self._code = pc.src
-        self.forward = types.MethodType(globals_["forward"], self)
-        return pc
+        forward = types.MethodType(globals_["forward"], self)
+        self.__dict__["forward"] = forward
+        return forward
+
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails: `forward` before its first use.
+        if name == "forward" and "_graph" in self.__dict__:
+            return self._compile_forward()
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
     def print_readable(self, print_output=True):
         text = f"class {self._class_name}:\n" + "\n".join(
-            "    " + line if line else line for line in self._code.strip("\n").splitlines())
+            "    " + line if line else line for line in self.code.strip("\n").splitlines())
         if print_output:
             print(text)
         return text
 
     def __repr__(self):
-        return f"{self._class_name}()\n{self._code}"
+        return f"{self._class_name}()\n{self.code}"
