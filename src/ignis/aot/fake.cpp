@@ -94,8 +94,16 @@ void fake_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   // (the outputs are marked with the stood-for device afterwards).
   for (size_t i = 0; i < args.size(); ++i)
     if (s[i].is_device()) s[i] = IValue(Device(DeviceType::Meta));
+  // Tensors the op writes: their version counters move as they would on the
+  // device (Meta kernels leave them alone), so that autograd sees the write
+  // (a view's history refreshed after its base changed, a saved tensor
+  // modified in place).
+  std::vector<Tensor> written;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].is_write && s[i].is_tensor()) written.push_back(s[i].to_tensor());
   DispatchKeySet below = (ks.below(DispatchKey::FakeTensor) - kBackendKeys).add(DispatchKey::Meta);
   op.redispatch(below, s);
+  for (const Tensor& t : written) t.impl()->version_counter().bump();
   for (IValue& v : s) {
     if (v.is_tensor()) {
       mark_fake(v.to_tensor(), device);

@@ -422,7 +422,7 @@ std::vector<char> banned_nodes(const Joint& j, const PartitionOptions& o) {
   return banned;
 }
 
-// The nodes whose saving the minimum cut chooses.
+// The nodes whose saving the minimum cut chooses; empty when no cut is finite.
 std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
                           const PartitionOptions& o) {
   const size_t n = j.size();
@@ -442,6 +442,17 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
   // views (a view's base is the thing worth keeping). Costs are clamped so
   // that all finite capacities together stay below kInf.
   const int64_t tie_scale = 3 * static_cast<int64_t>(num_cand) + 1;
+  // A primal the forward writes back into (copy_ of a mutated input) holds
+  // its new value once the forward has run: the backward may neither read
+  // it (saved) nor recompute from it. Its edge cannot be cut, so whatever
+  // the backward needs of it is saved downstream.
+  std::vector<char> written(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = *j.nodes[i];
+    if (is_effectful(node) && !node.args().empty() && node.args()[0].is_node() &&
+        is_primal(*node.args()[0].to_node()))
+      written[j.at(node.args()[0].to_node())] = 1;
+  }
   const int64_t max_cost = inf / (tie_scale * (static_cast<int64_t>(num_cand) + 1)) - 1;
   MaxFlow flow(sink + 1);
   for (size_t i = 0; i < n; ++i) {
@@ -464,8 +475,8 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
       if (j.tangent[ui]) feeds_bw = true;
       else flow.add_edge(out, static_cast<int>(2 * ui), inf);
     }
-    if (only_getitems) {
-      flow.add_edge(in, out, inf);  // saved through its getitems
+    if (only_getitems || written[i]) {
+      flow.add_edge(in, out, inf);  // saved through its getitems; or never
     } else {
       double cost = static_cast<double>(bytes_of(node));
       if (!materialized && !is_primal(node)) cost *= o.unfused_save_penalty;
@@ -477,9 +488,10 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
     if (is_primal(node) || banned[i]) flow.add_edge(source, in, inf);
     if (feeds_bw) flow.add_edge(out, sink, inf);
   }
-  IGNIS_INTERNAL_ASSERT(flow.run(source, sink) < inf,
-                        "partition: no finite cut (a value the backward needs can neither be "
-                        "saved nor recomputed)");
+  // No finite cut: the backward reads a written primal itself (eager would
+  // refuse: a value saved for backward was modified in place). The caller
+  // falls back to saving what the backward reads.
+  if (flow.run(source, sink) >= inf) return {};
   // Of the minimum cuts, the one nearest the sink saves values as late as
   // possible, so the backward recomputes the fewest nodes.
   std::vector<char> late = flow.sink_side(sink);
@@ -514,6 +526,7 @@ Partition min_cut_rematerialization_partition(const Graph& joint, size_t num_fwd
   Joint j = read_joint(joint, num_fwd_outputs);
   std::vector<char> banned = banned_nodes(j, options);
   std::vector<char> cut = min_cut(j, banned, options);
+  if (cut.empty()) return default_partition(joint, num_fwd_outputs);
   for (size_t i = 0; i < j.size(); ++i) banned[i] = banned[i] || j.forced_fw[i];
   return assemble(j, cut, banned, num_fwd_outputs);
 }

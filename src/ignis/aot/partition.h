@@ -60,6 +60,9 @@
 //     (mm, bmm, addmm, baddbmm, matmul, scaled_dot_product_attention),
 //     the categories Other and Composite (their cost is unknown), calls
 //     into the embedding layer;
+//   - never from a primal the forward writes back into (a mutated input:
+//     after the forward it holds its new value); what the backward needs of
+//     it is saved instead;
 //   - no recompute chain longer than max_recompute_chain ops: along a longer
 //     chain of recomputable forward ops, the op at the limit counts as not
 //     recomputable (torch caps fusible chains likewise, so that a backward
