@@ -1,6 +1,7 @@
 #include "ignis/aot/trace.h"
 
 #include "ignis/aot/fake.h"
+#include "ignis/graph/interpreter.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis::aot {
@@ -187,37 +188,8 @@ Node* Tracer::record(const OpHandle& op, const Stack& s) {
   std::vector<Value> args;
   graph::Kwargs kwargs;
   auto convert = [&](const IValue& v) -> Value {
-    switch (v.tag()) {
-      case IValue::Tag::None: return Value();
-      case IValue::Tag::Tensor: return value_of(v.to_tensor());
-      case IValue::Tag::Int: return Value(v.to_int());
-      case IValue::Tag::Double: return Value(v.to_double());
-      case IValue::Tag::Bool: return Value(v.to_bool());
-      case IValue::Tag::String: return Value(v.to_string());
-      case IValue::Tag::Dtype: return Value(v.to_dtype());
-      case IValue::Tag::Device: return Value(stood_for(v.to_device()));
-      case IValue::Tag::IntList: {
-        Value::Items l;
-        for (int64_t i : v.to_int_list()) l.emplace_back(i);
-        return Value::list(std::move(l));
-      }
-      case IValue::Tag::DoubleList: {
-        Value::Items l;
-        for (double x : v.to_double_list()) l.emplace_back(x);
-        return Value::list(std::move(l));
-      }
-      case IValue::Tag::TensorList: {
-        Value::Items l;
-        for (const Tensor& t : v.to_tensor_list()) l.push_back(value_of(t));
-        return Value::list(std::move(l));
-      }
-      case IValue::Tag::OptTensorList: {
-        Value::Items l;
-        for (const Tensor& t : v.to_opt_tensor_list()) l.push_back(value_of(t));
-        return Value::list(std::move(l));
-      }
-    }
-    return Value();
+    if (v.is_device()) return Value(stood_for(v.to_device()));
+    return graph::from_ivalue(v, [&](const Tensor& t) { return value_of(t); }, /*lists=*/true);
   };
   size_t last_positional = 0;  // one past the last positional arg to keep
   for (size_t i = 0; i < fs.args.size(); ++i)

@@ -199,36 +199,6 @@ bool bind(const FunctionSchema& fs, const std::vector<Value>& args, const Kwargs
   return true;
 }
 
-Value from_ivalue(const IValue& v) {
-  switch (v.tag()) {
-    case IValue::Tag::None: return Value();
-    case IValue::Tag::Tensor: return Value(v.to_tensor());
-    case IValue::Tag::Int: return Value(v.to_int());
-    case IValue::Tag::Double: return Value(v.to_double());
-    case IValue::Tag::Bool: return Value(v.to_bool());
-    case IValue::Tag::String: return Value(v.to_string());
-    case IValue::Tag::Dtype: return Value(v.to_dtype());
-    case IValue::Tag::Device: return Value(v.to_device());
-    case IValue::Tag::IntList: {
-      Value::Items l;
-      for (int64_t i : v.to_int_list()) l.emplace_back(i);
-      return Value::tuple(std::move(l));
-    }
-    case IValue::Tag::DoubleList: {
-      Value::Items l;
-      for (double d : v.to_double_list()) l.emplace_back(d);
-      return Value::tuple(std::move(l));
-    }
-    case IValue::Tag::TensorList: case IValue::Tag::OptTensorList: {
-      Value::Items l;
-      const auto& ts = v.is_tensor_list() ? v.to_tensor_list() : v.to_opt_tensor_list();
-      for (const Tensor& t : ts) l.push_back(t.defined() ? Value(t) : Value());
-      return Value::tuple(std::move(l));
-    }
-  }
-  return Value();
-}
-
 Value results(const OpHandle& op, const Stack& stack) {
   size_t n = op.schema().returns.size();
   if (n == 0) return Value();
@@ -239,6 +209,42 @@ Value results(const OpHandle& op, const Stack& stack) {
 }
 
 }  // namespace
+
+Value from_ivalue(const IValue& v, const TensorToValue& tensor, bool lists) {
+  auto seq = [lists](Value::Items l) {
+    return lists ? Value::list(std::move(l)) : Value::tuple(std::move(l));
+  };
+  auto of = [&tensor](const Tensor& t) {
+    return !t.defined() ? Value() : tensor ? tensor(t) : Value(t);
+  };
+  switch (v.tag()) {
+    case IValue::Tag::None: return Value();
+    case IValue::Tag::Tensor: return of(v.to_tensor());
+    case IValue::Tag::Int: return Value(v.to_int());
+    case IValue::Tag::Double: return Value(v.to_double());
+    case IValue::Tag::Bool: return Value(v.to_bool());
+    case IValue::Tag::String: return Value(v.to_string());
+    case IValue::Tag::Dtype: return Value(v.to_dtype());
+    case IValue::Tag::Device: return Value(v.to_device());
+    case IValue::Tag::IntList: {
+      Value::Items l;
+      for (int64_t i : v.to_int_list()) l.emplace_back(i);
+      return seq(std::move(l));
+    }
+    case IValue::Tag::DoubleList: {
+      Value::Items l;
+      for (double d : v.to_double_list()) l.emplace_back(d);
+      return seq(std::move(l));
+    }
+    case IValue::Tag::TensorList: case IValue::Tag::OptTensorList: {
+      Value::Items l;
+      const auto& ts = v.is_tensor_list() ? v.to_tensor_list() : v.to_opt_tensor_list();
+      for (const Tensor& t : ts) l.push_back(of(t));
+      return seq(std::move(l));
+    }
+  }
+  return Value();
+}
 
 Value call_op(const OpHandle& op, const std::vector<Value>& args, const Kwargs& kwargs) {
   Stack stack;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ignis/dispatch/ivalue.h"
 #include "ignis/graph/graph.h"
 
 namespace ignis::graph {
@@ -33,6 +34,12 @@ Value interpret(const Graph& g, const std::vector<Value>& inputs, const Value& r
 // Runs `g` and records in each node's meta the TensorMeta of the tensor (or
 // tuple/list of tensors) it produced -- torch.fx's ShapeProp.
 Value record_tensor_meta(Graph& g, const std::vector<Value>& inputs, const Value& root = Value());
+
+// A boxed argument or result as a graph value. Tensors become `tensor(t)`
+// (default: the tensor itself); int/float/tensor lists become lists, or
+// tuples when `lists` is false (how results are returned).
+using TensorToValue = std::function<Value(const Tensor&)>;
+Value from_ivalue(const IValue& v, const TensorToValue& tensor = nullptr, bool lists = false);
 
 // Calls one dispatcher op with graph values; throws a TypeError naming the
 // op when the values do not fit its schema.
