@@ -58,7 +58,10 @@ def main():
     ap.add_argument("--torch", action="store_true", help="run on PyTorch instead of ignis")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compile", action="store_true",
-                    help="train through ignis.compile / torch.compile (backend 'eager')")
+                    help="train through ignis.compile / torch.compile (see --backend)")
+    ap.add_argument("--backend", default="eager",
+                    help="the compile backend: 'eager' (the captured graph as it is) or "
+                         "'aot_eager' (AOT's forward and backward graphs)")
     ap.add_argument("--threads", type=int, default=None,
                     help="intra-op threads (on a busy shared machine 1 can be steadier)")
     args = ap.parse_args()
@@ -91,7 +94,7 @@ def main():
     model = build_gpt(lib)(cfg)
     # The compiled module shares the model's parameters; sampling below keeps
     # the eager model (its context grows every step: a new shape each time).
-    fwd = lib.compile(model, backend="eager") if args.compile else model
+    fwd = lib.compile(model, backend=args.backend) if args.compile else model
     n_params = sum(p.numel() for p in model.parameters())
     opt = configure_optimizer(lib, model, lr=args.lr)
     warmup = max(1, args.steps // 20)
