@@ -970,13 +970,26 @@ void normalize_bw(GradCtx& c) {
     return div(in[0], op("clamp_min", n, scalar(eps)));
   });
 }
+// x1 and x2 broadcast against each other, and dim indexes the broadcast
+// shape, so the norms are taken of the expanded inputs (a smaller input's
+// own dims need not include dim); expand's derivative sums the gradient back.
+// As in torch, a norm below eps is raised to eps outside autograd: the
+// gradient flows through the norm as if unclamped.
 void cosine_similarity_bw(GradCtx& c) {
   double eps = c.double_arg(3);
-  std::vector<int64_t> dim{c.int_arg(2)};
+  DimVector shape = broadcast_shapes(c.sizes(0), c.sizes(1));
+  std::vector<int64_t> dim{wrap_dim(c.int_arg(2), static_cast<int64_t>(shape.size()))};
   vjp_decomposition(c, {0, 1}, [&](const std::vector<Tensor>& in) {
-    Tensor n1 = op("clamp_min", op("norm", in[0], 2.0, dim, false), scalar(eps));
-    Tensor n2 = op("clamp_min", op("norm", in[1], 2.0, dim, false), scalar(eps));
-    return div(sum_dims(mul(in[0], in[1]), dim, false), mul(n1, n2));
+    Tensor x1 = expand(in[0], shape), x2 = expand(in[1], shape);
+    auto clamped_norm = [&](const Tensor& x) {
+      Tensor n = op("norm", x, 2.0, dim, false), raise;
+      {
+        autograd::GradModeGuard off(false);
+        raise = sub(op("clamp_min", n, scalar(eps)), n);
+      }
+      return add(n, raise);
+    };
+    return div(sum_dims(mul(x1, x2), dim, false), mul(clamped_norm(x1), clamped_norm(x2)));
   });
 }
 void native_dropout_bw(GradCtx& c) {
