@@ -344,8 +344,9 @@ SAMPLES = {
                  S(F(2, 5, 3), I(5, 2, 3), reduction="none"),
                  S(F(4, 5), I(5, 4), reduction="sum"), S(F(5), IV(2)),
                  S(F(4, 5), IV([1, 3, 3, 0]), ignore_index=3), S(F(4, 5), I(5, 4), None, False),
-                 # (the fused op's derivative does not take uint8 targets)
-                 S(F(4, 5), IV([1, 3, 3, 0], "uint8"), grad=False)],
+                 S(F(4, 5), IV([1, 3, 3, 0], "uint8")),
+                 S(F(4, 5), IV([1, 3, 3, 0], "uint8"), F(5, kind="pos"), ignore_index=3,
+                   reduction="sum", grad_inputs=[0])],
     # The fused op differentiates only the smoothing term in the class
     # weights (torch refuses weight gradients): compare the input's.
     "cross_entropy": [
@@ -356,7 +357,10 @@ SAMPLES = {
         S(F(4, 5), F(4, 5, kind="prob"), F(5, kind="pos"), label_smoothing=0.1, reduction="sum",
           grad_inputs=[0, 1]),
         S(F(2, 5, 3), F(2, 5, 3, kind="prob"), reduction="none"), S(F(5), IV(3)),
-        S(F(4, 5), IV([1, 1, 3, 3]), ignore_index=1, reduction="sum")],
+        S(F(4, 5), IV([1, 1, 3, 3]), ignore_index=1, reduction="sum"),
+        # (torch refuses this with reduction="mean")
+        S(F(4, 5), IV([1, 3, 3, 0], "uint8"), F(5, kind="pos"), label_smoothing=0.2,
+          reduction="sum", grad_inputs=[0])],
     "mse_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(4), reduction="sum"),
                  S(F(3, 4), F(3, 4), reduction="none"),
                  S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos")),

@@ -515,7 +515,8 @@ struct ClassGeom {
   int64_t N, C, inner;
   DimVector none_shape;  // per-element loss shape (target's)
 };
-ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weight) {
+ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weight,
+                     Reduction red) {
   IGNIS_CHECK_VALUE(in.dim() >= 1, "Expected 1 or more dimensions (got ", in.dim(), ")");
   ClassGeom g{1, 0, 1, {}};
   if (in.dim() == 1) {
@@ -544,6 +545,12 @@ ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weigh
   IGNIS_CHECK(target.dtype() == ScalarType::Int64 || target.dtype() == ScalarType::UInt8,
               "expected target dtype to be Long or Byte, but got ",
               scalar_type_name(target.dtype()));
+  // torch takes uint8 targets only for 1-D and 2-D inputs: more dims go to
+  // its nll_loss2d, which wants int64 (and is skipped for an empty input
+  // reduced to a scalar).
+  IGNIS_CHECK(target.dtype() != ScalarType::UInt8 || in.dim() <= 2 ||
+              (red != Reduction::None && in.numel() == 0),
+              "expected scalar type Long but found Byte");
   if (weight.defined()) {
     IGNIS_CHECK(weight.dim() == 1 && weight.numel() == g.C, "weight tensor should be defined "
                 "either for all ", g.C, " classes or no classes but got weight tensor of shape: ",
@@ -554,37 +561,43 @@ ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weigh
   return g;
 }
 
-// Target values must be class indices (or ignore_index).
-void check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+// Target values must be class indices (or ignore_index). Returns how many
+// are not ignored.
+int64_t check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+  int64_t counted = 0;
   auto scan = [&](auto* p) {
     for (int64_t i = 0; i < target.numel(); ++i) {
       const int64_t t = static_cast<int64_t>(p[i]);
       IGNIS_CHECK_INDEX(t == ignore_index || (t >= 0 && t < C), "Target ", t,
                         " is out of bounds.");
+      counted += t != ignore_index;
     }
   };
   if (target.dtype() == ScalarType::UInt8) scan(target.data<uint8_t>());
   else scan(target.data<int64_t>());
+  return counted;
 }
 
 // nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
 //          reduce=None, reduction='mean')
 void nll_loss_meta(OpCall& c) {
   const Tensor &in = c.tensor(0), &target = c.tensor(1);
-  ClassGeom g = class_geom(in, target, c.opt_tensor(2));
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  ClassGeom g = class_geom(in, target, c.opt_tensor(2), red);
   if (!is_floating(in.dtype())) not_implemented_for("nll_loss_out_frame", in.dtype());
-  if (reduction_of(c, 3, 5, 6) == Reduction::None) c.alloc(g.none_shape, in.dtype());
+  if (red == Reduction::None) c.alloc(g.none_shape, in.dtype());
   else c.alloc({}, in.dtype());
 }
 void nll_loss_cpu(OpCall& c) {
   const Tensor& in = c.tensor(0);
-  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2));
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2), red);
   Tensor target = dense_as(c.tensor(1), c.tensor(1).dtype());
   const int64_t ignore = c.int_arg(4);
   check_targets(target, g.C, ignore);
   cpu::class_loss_into(c.outputs[0], dense_as(in, in.dtype()), target,
-                       opt_dense_as(c.opt_tensor(2), in.dtype()), reduction_of(c, 3, 5, 6), ignore,
-                       false, 0.0, g.N, g.C, g.inner);
+                       opt_dense_as(c.opt_tensor(2), in.dtype()), red, ignore, false, 0.0, g.N,
+                       g.C, g.inner);
 }
 
 // cross_entropy(input, target, weight=None, size_average=None,
@@ -617,7 +630,7 @@ void cross_entropy_meta(OpCall& c) {
     else c.alloc({}, dt);
     return;
   }
-  ClassGeom g = class_geom(in, target, weight);
+  ClassGeom g = class_geom(in, target, weight, red);
   if (!is_floating(in.dtype())) not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
   if (red == Reduction::None) c.alloc(g.none_shape, in.dtype());
   else c.alloc({}, in.dtype());
@@ -635,10 +648,17 @@ void cross_entropy_cpu(OpCall& c) {
                                  opt_dense_as(c.opt_tensor(2), dt), red, eps, N, C, inner);
     return;
   }
-  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2));
+  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2), red);
   Tensor target = dense_as(c.tensor(1), c.tensor(1).dtype());
   const int64_t ignore = c.int_arg(4);
-  check_targets(target, g.C, ignore);
+  const int64_t counted = check_targets(target, g.C, ignore);
+  // torch's label-smoothed, weighted mean gathers the weights of the counted
+  // targets with the targets as indices, and gather takes no uint8 indices:
+  // it fails there, so the same call fails here (in forward, not backward).
+  IGNIS_CHECK(target.dtype() != ScalarType::UInt8 || eps <= 0 || !c.opt_tensor(2).defined() ||
+              red != Reduction::Mean || counted == 0,
+              "gather(): Expected dtype int32/int64 for index (torch's cross_entropy takes no "
+              "uint8 target with label_smoothing, a class weight and reduction='mean')");
   cpu::class_loss_into(out, dense_as(in, in.dtype()), target,
                        opt_dense_as(c.opt_tensor(2), in.dtype()), red, ignore, true, eps, g.N,
                        g.C, g.inner);
@@ -1123,9 +1143,10 @@ void point_loss_bw(GradCtx& c) {
 }
 
 // nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction):
-// -w[t] * g (scaled by the reduction) at each target's class.
+// -w[t] * g (scaled by the reduction) at each target's class. Targets may be
+// uint8, which index_select and scatter do not take as indices: int64 here.
 void nll_loss_bw(GradCtx& c) {
-  const Tensor& t = c.in(1);
+  const Tensor t = to_dtype(c.in(1), ScalarType::Int64);
   Tensor w = c.opt_in(2);
   int64_t ignore = c.int_arg(4);
   Red red = red_of(c, 3, 5, 6);
@@ -1152,7 +1173,9 @@ void cross_entropy_bw(GradCtx& c) {
   int64_t ignore = c.int_arg(4);
   const std::string reduction = red == Red::None ? "none" : red == Red::Sum ? "sum" : "mean";
   vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
-    const Tensor &x = in[0], &t = in[1], &w = in[2];
+    const Tensor &x = in[0], &w = in[2];
+    // uint8 class indices as int64, for index_select below.
+    const Tensor t = is_floating(in[1].dtype()) ? in[1] : to_dtype(in[1], ScalarType::Int64);
     int64_t cdim = x.dim() == 1 ? 0 : 1;
     int64_t C = x.size(cdim);
     Tensor lp = op("log_softmax.int", x, cdim);
