@@ -1160,7 +1160,10 @@ void nll_loss_bw(GradCtx& c) {
                          t.sizes()));
   Tensor scale = c.grad();
   if (red == Red::Mean) scale = div(scale, op("sum", wt));
-  Tensor src = unsqueeze(neg(mul(wt, scale)), cdim);
+  // Ignored targets get no gradient, also where a mean's total weight is 0
+  // (every target ignored: 0 * inf), as torch writes only the others'.
+  Tensor src = neg(mul(wt, scale));
+  src = unsqueeze(where(valid, src, zeros_like(src)), cdim);
   Tensor z = zeros(c.sizes(0), dt, c.grad().device());
   c.set(0, op("scatter.src", z, cdim, unsqueeze(t_safe, cdim), src));
 }
