@@ -107,11 +107,12 @@ class S:
 
     dtypes: the dtypes `dt` runs with. grad: compare gradients (float64).
     grad_outputs / grad_inputs: the outputs whose gradient flows back and the
-    inputs (float64 tensors, in order) whose gradients are compared (default:
-    all). random: the decomposition draws differently from the fused op, so
-    only shapes and dtypes (and `check`) are compared. values: False for
-    uninitialised results. torch: False where torch has no op of this
-    signature to compare with.
+    inputs (float64 tensors, in order) that require grad and whose gradients
+    are compared (default: all; the others stay constants, as an argument the
+    op does not differentiate must). random: the decomposition draws
+    differently from the fused op, so only shapes and dtypes (and `check`)
+    are compared. values: False for uninitialised results. torch: False
+    where torch has no op of this signature to compare with.
     """
 
     def __init__(self, *args, dtypes=FLOATS, grad=True, grad_outputs=None, grad_inputs=None,
@@ -340,22 +341,24 @@ SAMPLES = {
     "embedding": [S(F(10, 3), I(10, 2, 4)), S(F(10, 3), IV([1, 5, 1], "int32")),
                   S(F(10, 3), I(10, 5), 1, grad=False)],
     "one_hot": [S(I(5, 3, 4), 5, dtypes=ONE), S(I(5, 6), dtypes=ONE)],
-    "nll_loss": [S(F(4, 5), I(5, 4)), S(F(4, 5), IV([0, 2, -100, 4]), F(5, kind="pos")),
+    # A class weight with class indices is not differentiable (torch raises
+    # if it requires grad), so it stays a constant: grad_inputs=[0].
+    "nll_loss": [S(F(4, 5), I(5, 4)),
+                 S(F(4, 5), IV([0, 2, -100, 4]), F(5, kind="pos"), grad_inputs=[0]),
                  S(F(2, 5, 3), I(5, 2, 3), reduction="none"),
                  S(F(4, 5), I(5, 4), reduction="sum"), S(F(5), IV(2)),
                  S(F(4, 5), IV([1, 3, 3, 0]), ignore_index=3), S(F(4, 5), I(5, 4), None, False),
                  S(F(4, 5), IV([1, 3, 3, 0], "uint8")),
                  S(F(4, 5), IV([1, 3, 3, 0], "uint8"), F(5, kind="pos"), ignore_index=3,
                    reduction="sum", grad_inputs=[0])],
-    # The fused op differentiates only the smoothing term in the class
-    # weights (torch refuses weight gradients): compare the input's.
+    # As nll_loss's, the class weight is constant with class indices; with
+    # class probabilities it is differentiable, as in torch.
     "cross_entropy": [
         S(F(4, 5), I(5, 4)),
         S(F(4, 5), IV([0, 2, -100, 4]), F(5, kind="pos"), label_smoothing=0.1, grad_inputs=[0]),
         S(F(2, 5, 3), I(5, 2, 3), reduction="none", label_smoothing=0.2),
         S(F(4, 5), F(4, 5, kind="prob")),
-        S(F(4, 5), F(4, 5, kind="prob"), F(5, kind="pos"), label_smoothing=0.1, reduction="sum",
-          grad_inputs=[0, 1]),
+        S(F(4, 5), F(4, 5, kind="prob"), F(5, kind="pos"), label_smoothing=0.1, reduction="sum"),
         S(F(2, 5, 3), F(2, 5, 3, kind="prob"), reduction="none"), S(F(5), IV(3)),
         S(F(4, 5), IV([1, 1, 3, 3]), ignore_index=1, reduction="sum"),
         # (torch refuses this with reduction="mean")
@@ -371,13 +374,14 @@ SAMPLES = {
                        S(F(3, 4), F(3, 4), beta=0.0)],
     "huber_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), "none", 0.5),
                    S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos"))],
+    # bce's weights are not differentiable (as in torch): constants.
     "binary_cross_entropy": [S(F(3, 4, kind="prob"), F(3, 4, kind="prob")),
                              S(F(3, 4, kind="prob"), F(3, 4, kind="prob"), F(4, kind="pos"),
-                               reduction="sum")],
+                               reduction="sum", grad_inputs=[0, 1])],
     "binary_cross_entropy_with_logits": [
         S(F(3, 4), F(3, 4, kind="prob")),
         S(F(3, 4), F(3, 4, kind="prob"), F(4, kind="pos"), pos_weight=F(4, kind="pos"),
-          reduction="none")],
+          reduction="none", grad_inputs=[0, 1])],
     "kl_div": [S(F(3, 4), F(3, 4, kind="prob")),
                S(F(3, 4), F(3, 4, kind="prob"), reduction="batchmean"),
                S(F(3, 4), F(3, 4), log_target=True, reduction="sum"),
@@ -528,11 +532,15 @@ def test_alias_traces_as_its_op(alias, index, dt):
     assert not left, f"{alias} decomposes into ops that are not core: {left}"
 
 
-def _requiring_grad(v):
+def _requiring_grad(v, wanted, count):
+    """v with its float64 tensors as leaves; the k-th of them (counted in
+    count[0], across calls) requires grad if k is in `wanted` (None: all)."""
     if isinstance(v, list):
-        return [_requiring_grad(e) for e in v]
+        return [_requiring_grad(e, wanted, count) for e in v]
     if isinstance(v, ignis.Tensor) and v.dtype == ignis.float64:
-        return v.detach().requires_grad_()
+        k = count[0]
+        count[0] += 1
+        return v.detach().requires_grad_(wanted is None or k in wanted)
     return v
 
 
@@ -550,11 +558,10 @@ GRAD_CASES = [(n, i) for n, i, dt in CASES if dt == "float64" and SAMPLES[n][i].
 def test_decomposition_gradients(name, index):
     sample = SAMPLES[name][index]
     args, kwargs = sample.make(f"{name}/{index}/grad", "float64")
-    args = [_requiring_grad(a) for a in args]
-    kwargs = {k: _requiring_grad(v) for k, v in kwargs.items()}
+    count = [0]
+    args = [_requiring_grad(a, sample.grad_inputs, count) for a in args]
+    kwargs = {k: _requiring_grad(v, sample.grad_inputs, count) for k, v in kwargs.items()}
     leaves = _leaves(args) + _leaves(list(kwargs.values()))
-    if sample.grad_inputs is not None:
-        leaves = [leaves[k] for k in sample.grad_inputs]
     if not leaves:
         pytest.skip("no float64 inputs")
     want_out = flat(fused(name, args, kwargs))

@@ -607,6 +607,11 @@ void nll_loss_cpu(OpCall& c) {
 bool prob_targets(const Tensor& in, const Tensor& target) {
   return in.sizes() == target.sizes();
 }
+// Class indices: torch computes these through nll_loss, whose class weight
+// is not differentiable (class probabilities weigh with differentiable ops).
+bool class_index_call(const Stack& s) {
+  return !prob_targets(s[0].to_tensor(), s[1].to_tensor());
+}
 void cross_entropy_meta(OpCall& c) {
   const Tensor &in = c.tensor(0), &target = c.tensor(1);
   Tensor weight = c.opt_tensor(2);
@@ -1309,11 +1314,13 @@ void register_nn_ops() {
   def("nll_loss(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean') -> Tensor")
       .category(OpCategory::Other).meta(nll_loss_meta).cpu(nll_loss_cpu)
       .doc("negative log-likelihood of class indices given log-probabilities")
-      .derivative(nll_loss_bw, "target, weight").decomposition(decomp::nll_loss);
+      .derivative(nll_loss_bw, "target, weight").not_differentiable("weight")
+      .decomposition(decomp::nll_loss);
   def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
       .category(OpCategory::Other).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
       .doc("log_softmax + nll_loss in one pass; class indices or class probabilities")
-      .derivative(cross_entropy_bw, "input, target, weight").decomposition(decomp::cross_entropy);
+      .derivative(cross_entropy_bw, "input, target, weight")
+      .not_differentiable("weight", class_index_call).decomposition(decomp::cross_entropy);
   def("mse_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
       .category(OpCategory::Other).meta(point_loss_meta<LossOp::MSE>)
       .cpu(point_loss_cpu<LossOp::MSE>).doc("(input - target)^2, reduced")
@@ -1341,12 +1348,14 @@ void register_nn_ops() {
       .cpu(point_loss_cpu<LossOp::BCE>)
       .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100")
       .derivative(point_loss_bw<LossOp::BCE>, "input, target, weight")
+      .not_differentiable("weight")
       .decomposition(decomp::binary_cross_entropy);
   def("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? pos_weight=None) -> Tensor")
       .category(OpCategory::Other).meta(point_loss_meta<LossOp::BCEWithLogits>)
       .cpu(point_loss_cpu<LossOp::BCEWithLogits>)
       .doc("binary_cross_entropy(sigmoid(input), target), computed stably")
       .derivative(point_loss_bw<LossOp::BCEWithLogits>, "input, target, weight, pos_weight")
+      .not_differentiable("weight, pos_weight")
       .decomposition(decomp::binary_cross_entropy_with_logits);
   def("kl_div(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', bool log_target=False) -> Tensor")
       .category(OpCategory::Other).meta(point_loss_meta<LossOp::KLDiv>)
