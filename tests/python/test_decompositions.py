@@ -364,12 +364,16 @@ SAMPLES = {
         # (torch refuses this with reduction="mean")
         S(F(4, 5), IV([1, 3, 3, 0], "uint8"), F(5, kind="pos"), label_smoothing=0.2,
           reduction="sum", grad_inputs=[0])],
+    # (The weighted mse/l1 mean divides by the sum of the weight itself, not
+    # of the weight broadcast against a larger target.)
     "mse_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(4), reduction="sum"),
                  S(F(3, 4), F(3, 4), reduction="none"),
                  S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos")),
+                 S(F(4), F(3, 4), weight=F(4, kind="pos")),
                  S(F(3, 4), F(3, 4), None, False)],
     "l1_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), reduction="none"),
-                S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos"))],
+                S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos")),
+                S(F(1, 4), F(3, 4), weight=F(1, 4, kind="pos"))],
     "smooth_l1_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), beta=0.5, reduction="sum"),
                        S(F(3, 4), F(3, 4), beta=0.0)],
     "huber_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), "none", 0.5),
@@ -578,8 +582,10 @@ def test_decomposition_gradients(name, index):
         return ignis.autograd.grad(loss, leaves, allow_unused=True)
 
     for k, (g, w) in enumerate(zip(grads(got_out), grads(want_out))):
-        if w is None:
-            continue  # the fused op's formula gives none (e.g. a loss's weight)
+        if w is None:  # the input must not reach the output (to.other's other)
+            assert g is None or not np.any(g.numpy()), \
+                f"{name}: the fused op gives no gradient for input {k}"
+            continue
         assert g is not None, f"{name}: no gradient for input {k}"
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-9,
                                    err_msg=f"{name}: gradient of input {k}")

@@ -784,7 +784,11 @@ void point_loss_cpu(OpCall& c) {
   // torch.nn.functional's weighted mse/l1 divide by the weight sum;
   // kl_div's batchmean by the batch size; everything else by numel.
   double count = static_cast<double>(compute_numel(shape));
-  if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined()) count = -1;
+  // (A negative count asks for the weight sum: torch sums the weight before
+  // broadcasting, so the kernel's sum of the broadcast weight is divided by
+  // how many times broadcasting repeats each weight.)
+  if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined())
+    count = -(w.numel() == 0 ? 1.0 : count / static_cast<double>(w.numel()));
   if (batchmean) count = in.dim() == 0 ? 1.0 : static_cast<double>(in.sizes()[0]);
   cpu::pointwise_loss_into(c.outputs[0], x, dense_as(target, dt, shape),
                            w.defined() ? dense_as(w, dt, shape) : w,
@@ -1078,12 +1082,14 @@ Red red_of(const GradCtx& c, int size_average, int reduce, int reduction) {
   return r == "none" ? Red::None : r == "sum" ? Red::Sum : r == "batchmean" ? Red::BatchMean
                                                                            : Red::Mean;
 }
-Tensor reduce_loss(const Tensor& l, Red r, const Tensor& weight_sum = Tensor()) {
+// batch: batchmean's divisor, input's first dim (not the loss's, which a
+// broadcasting target can give more rows).
+Tensor reduce_loss(const Tensor& l, Red r, const Tensor& weight_sum = Tensor(),
+                   double batch = 1.0) {
   switch (r) {
     case Red::None: return l;
     case Red::Sum: return op("sum", l);
-    case Red::BatchMean:
-      return div(op("sum", l), scalar(static_cast<double>(l.dim() == 0 ? 1 : l.size(0))));
+    case Red::BatchMean: return div(op("sum", l), scalar(batch));
     case Red::Mean:
       return weight_sum.defined() ? div(op("sum", l), weight_sum) : op("mean", l);
   }
@@ -1096,7 +1102,7 @@ void point_loss_bw(GradCtx& c) {
   Red red = red_of(c, sp.size_average, sp.reduce, sp.reduction);
   double param = sp.param >= 0 ? c.double_arg(sp.param) : 0.0;
   bool log_target = Op == LossOp::KLDiv && c.bool_arg(5);
-  vjp_decomposition(c, {0, 1}, [&](const std::vector<Tensor>& in) {
+  auto loss = [&](const std::vector<Tensor>& in) {
     const Tensor &x = in[0], &t = in[1];
     Tensor w = sp.weight >= 0 ? in[sp.weight] : Tensor();
     Tensor l, d = sub(x, t);
@@ -1140,11 +1146,17 @@ void point_loss_bw(GradCtx& c) {
         break;
     }
     if (w.defined()) l = mul(l, w);
+    // A weighted mse/l1 mean divides by the weight's own sum, not that of
+    // the weight broadcast to the loss's shape (as torch.nn.functional).
     Tensor wsum;
-    if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined())
-      wsum = op("sum", expand(w, l.sizes()));
-    return reduce_loss(l, red, wsum);
-  });
+    if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined()) wsum = op("sum", w);
+    return reduce_loss(l, red, wsum, x.dim() == 0 ? 1.0 : static_cast<double>(x.size(0)));
+  };
+  // torch.nn.functional computes weighted mse/l1/huber with differentiable
+  // ops, so their weight has a gradient; bce's weights are declared not
+  // differentiable, so they never need one here.
+  if constexpr (sp.weight >= 0) vjp_decomposition(c, {0, 1, sp.weight}, loss);
+  else vjp_decomposition(c, {0, 1}, loss);
 }
 
 // nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction):
