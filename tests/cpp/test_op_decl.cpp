@@ -167,3 +167,31 @@ TEST(OpDecl, ScalarFunctionsComputeThePointwiseFormulas) {
   EXPECT_TRUE(IsNan()(NAN));
   EXPECT_FLOAT_EQ(Exp()(1.0f), 2.7182817f);
 }
+
+TEST(OpDecl, ArgumentsTorchDoesNotDifferentiateAreDeclared) {
+  // torch raises when these require grad; a formula that silently left them
+  // out would give no gradient instead.
+  EXPECT_EQ(def_of("nll_loss").nondiff_inputs, uint64_t(1) << 2);
+  EXPECT_EQ(def_of("nll_loss").nondiff_when, nullptr);
+  // cross_entropy's weight only with class indices (a predicate on the call).
+  EXPECT_EQ(def_of("cross_entropy").nondiff_inputs, uint64_t(1) << 2);
+  EXPECT_NE(def_of("cross_entropy").nondiff_when, nullptr);
+  EXPECT_EQ(def_of("binary_cross_entropy").nondiff_inputs, uint64_t(1) << 2);
+  EXPECT_EQ(def_of("binary_cross_entropy_with_logits").nondiff_inputs,
+            (uint64_t(1) << 2) | (uint64_t(1) << 6));
+  for (const char* differentiable : {"mse_loss", "l1_loss", "huber_loss", "layer_norm"})
+    EXPECT_EQ(def_of(differentiable).nondiff_inputs, 0u) << differentiable;
+  // Every declared argument is a tensor of an op that has a derivative.
+  for (const auto& h : Dispatcher::get().ops()) {
+    const OpDef* d = h->def();
+    if (!d || !d->nondiff_inputs) continue;
+    EXPECT_NE(d->derivative, nullptr) << h->name();
+    const auto& args = h->schema().args;
+    for (size_t i = 0; i < 64; ++i) {
+      if (!((d->nondiff_inputs >> i) & 1)) continue;
+      ASSERT_LT(i, args.size()) << h->name();
+      EXPECT_TRUE(args[i].type == ArgType::Tensor || args[i].type == ArgType::OptTensor)
+          << h->name() << " argument " << args[i].name;
+    }
+  }
+}

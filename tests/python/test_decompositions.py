@@ -107,11 +107,12 @@ class S:
 
     dtypes: the dtypes `dt` runs with. grad: compare gradients (float64).
     grad_outputs / grad_inputs: the outputs whose gradient flows back and the
-    inputs (float64 tensors, in order) whose gradients are compared (default:
-    all). random: the decomposition draws differently from the fused op, so
-    only shapes and dtypes (and `check`) are compared. values: False for
-    uninitialised results. torch: False where torch has no op of this
-    signature to compare with.
+    inputs (float64 tensors, in order) that require grad and whose gradients
+    are compared (default: all; the others stay constants, as an argument the
+    op does not differentiate must). random: the decomposition draws
+    differently from the fused op, so only shapes and dtypes (and `check`)
+    are compared. values: False for uninitialised results. torch: False
+    where torch has no op of this signature to compare with.
     """
 
     def __init__(self, *args, dtypes=FLOATS, grad=True, grad_outputs=None, grad_inputs=None,
@@ -330,10 +331,8 @@ SAMPLES = {
     "layer_norm": [S(F(3, 4), [4], F(4), F(4)), S(F(2, 3, 4), [3, 4])],
     "rms_norm": [S(F(3, 4), [4], F(4)), S(F(2, 3, 4, layout="transposed"), [3, 4], None, 1e-3)],
     "normalize": [S(F(3, 4)), S(F(3, 4), 1.0, 0), S(F(3, 4), 3.0, -1)],
-    # The fused op's derivative fails for broadcast inputs (its formula takes
-    # the norms of the unbroadcast inputs); the decomposition's matches torch.
-    "cosine_similarity": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(4), 1, grad=False),
-                          S(F(2, 3, 4), F(1, 3, 4), 0, grad=False)],
+    "cosine_similarity": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(4), 1),
+                          S(F(2, 3, 4), F(1, 3, 4), 0)],
     "native_dropout": [S(F(4, 5), 0.3, True, random=True, check=_dropout_check(0.3)),
                        S(F(4, 5), 0.3, False), S(F(4, 5), 0.0, True), S(F(4, 5), 1.0, True)],
     "dropout": [S(F(4, 5), 0.4, True, random=True, check=_dropout_check(0.4)),
@@ -342,40 +341,51 @@ SAMPLES = {
     "embedding": [S(F(10, 3), I(10, 2, 4)), S(F(10, 3), IV([1, 5, 1], "int32")),
                   S(F(10, 3), I(10, 5), 1, grad=False)],
     "one_hot": [S(I(5, 3, 4), 5, dtypes=ONE), S(I(5, 6), dtypes=ONE)],
-    "nll_loss": [S(F(4, 5), I(5, 4)), S(F(4, 5), IV([0, 2, -100, 4]), F(5, kind="pos")),
+    # A class weight with class indices is not differentiable (torch raises
+    # if it requires grad), so it stays a constant: grad_inputs=[0].
+    "nll_loss": [S(F(4, 5), I(5, 4)),
+                 S(F(4, 5), IV([0, 2, -100, 4]), F(5, kind="pos"), grad_inputs=[0]),
                  S(F(2, 5, 3), I(5, 2, 3), reduction="none"),
                  S(F(4, 5), I(5, 4), reduction="sum"), S(F(5), IV(2)),
                  S(F(4, 5), IV([1, 3, 3, 0]), ignore_index=3), S(F(4, 5), I(5, 4), None, False),
-                 # (the fused op's derivative does not take uint8 targets)
-                 S(F(4, 5), IV([1, 3, 3, 0], "uint8"), grad=False)],
-    # The fused op differentiates only the smoothing term in the class
-    # weights (torch refuses weight gradients): compare the input's.
+                 S(F(4, 5), IV([1, 3, 3, 0], "uint8")),
+                 S(F(4, 5), IV([1, 3, 3, 0], "uint8"), F(5, kind="pos"), ignore_index=3,
+                   reduction="sum", grad_inputs=[0])],
+    # As nll_loss's, the class weight is constant with class indices; with
+    # class probabilities it is differentiable, as in torch.
     "cross_entropy": [
         S(F(4, 5), I(5, 4)),
         S(F(4, 5), IV([0, 2, -100, 4]), F(5, kind="pos"), label_smoothing=0.1, grad_inputs=[0]),
         S(F(2, 5, 3), I(5, 2, 3), reduction="none", label_smoothing=0.2),
         S(F(4, 5), F(4, 5, kind="prob")),
-        S(F(4, 5), F(4, 5, kind="prob"), F(5, kind="pos"), label_smoothing=0.1, reduction="sum",
-          grad_inputs=[0, 1]),
+        S(F(4, 5), F(4, 5, kind="prob"), F(5, kind="pos"), label_smoothing=0.1, reduction="sum"),
         S(F(2, 5, 3), F(2, 5, 3, kind="prob"), reduction="none"), S(F(5), IV(3)),
-        S(F(4, 5), IV([1, 1, 3, 3]), ignore_index=1, reduction="sum")],
+        S(F(4, 5), IV([1, 1, 3, 3]), ignore_index=1, reduction="sum"),
+        # (torch refuses this with reduction="mean")
+        S(F(4, 5), IV([1, 3, 3, 0], "uint8"), F(5, kind="pos"), label_smoothing=0.2,
+          reduction="sum", grad_inputs=[0])],
+    # (The weighted mse/l1 mean divides by the sum of the weight itself, not
+    # of the weight broadcast against a larger target.)
     "mse_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(4), reduction="sum"),
                  S(F(3, 4), F(3, 4), reduction="none"),
                  S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos")),
+                 S(F(4), F(3, 4), weight=F(4, kind="pos")),
                  S(F(3, 4), F(3, 4), None, False)],
     "l1_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), reduction="none"),
-                S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos"))],
+                S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos")),
+                S(F(1, 4), F(3, 4), weight=F(1, 4, kind="pos"))],
     "smooth_l1_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), beta=0.5, reduction="sum"),
                        S(F(3, 4), F(3, 4), beta=0.0)],
     "huber_loss": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(3, 4), "none", 0.5),
                    S(F(3, 4), F(3, 4), weight=F(3, 4, kind="pos"))],
+    # bce's weights are not differentiable (as in torch): constants.
     "binary_cross_entropy": [S(F(3, 4, kind="prob"), F(3, 4, kind="prob")),
                              S(F(3, 4, kind="prob"), F(3, 4, kind="prob"), F(4, kind="pos"),
-                               reduction="sum")],
+                               reduction="sum", grad_inputs=[0, 1])],
     "binary_cross_entropy_with_logits": [
         S(F(3, 4), F(3, 4, kind="prob")),
         S(F(3, 4), F(3, 4, kind="prob"), F(4, kind="pos"), pos_weight=F(4, kind="pos"),
-          reduction="none")],
+          reduction="none", grad_inputs=[0, 1])],
     "kl_div": [S(F(3, 4), F(3, 4, kind="prob")),
                S(F(3, 4), F(3, 4, kind="prob"), reduction="batchmean"),
                S(F(3, 4), F(3, 4), log_target=True, reduction="sum"),
@@ -526,11 +536,15 @@ def test_alias_traces_as_its_op(alias, index, dt):
     assert not left, f"{alias} decomposes into ops that are not core: {left}"
 
 
-def _requiring_grad(v):
+def _requiring_grad(v, wanted, count):
+    """v with its float64 tensors as leaves; the k-th of them (counted in
+    count[0], across calls) requires grad if k is in `wanted` (None: all)."""
     if isinstance(v, list):
-        return [_requiring_grad(e) for e in v]
+        return [_requiring_grad(e, wanted, count) for e in v]
     if isinstance(v, ignis.Tensor) and v.dtype == ignis.float64:
-        return v.detach().requires_grad_()
+        k = count[0]
+        count[0] += 1
+        return v.detach().requires_grad_(wanted is None or k in wanted)
     return v
 
 
@@ -548,11 +562,10 @@ GRAD_CASES = [(n, i) for n, i, dt in CASES if dt == "float64" and SAMPLES[n][i].
 def test_decomposition_gradients(name, index):
     sample = SAMPLES[name][index]
     args, kwargs = sample.make(f"{name}/{index}/grad", "float64")
-    args = [_requiring_grad(a) for a in args]
-    kwargs = {k: _requiring_grad(v) for k, v in kwargs.items()}
+    count = [0]
+    args = [_requiring_grad(a, sample.grad_inputs, count) for a in args]
+    kwargs = {k: _requiring_grad(v, sample.grad_inputs, count) for k, v in kwargs.items()}
     leaves = _leaves(args) + _leaves(list(kwargs.values()))
-    if sample.grad_inputs is not None:
-        leaves = [leaves[k] for k in sample.grad_inputs]
     if not leaves:
         pytest.skip("no float64 inputs")
     want_out = flat(fused(name, args, kwargs))
@@ -569,8 +582,10 @@ def test_decomposition_gradients(name, index):
         return ignis.autograd.grad(loss, leaves, allow_unused=True)
 
     for k, (g, w) in enumerate(zip(grads(got_out), grads(want_out))):
-        if w is None:
-            continue  # the fused op's formula gives none (e.g. a loss's weight)
+        if w is None:  # the input must not reach the output (to.other's other)
+            assert g is None or not np.any(g.numpy()), \
+                f"{name}: the fused op gives no gradient for input {k}"
+            continue
         assert g is not None, f"{name}: no gradient for input {k}"
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-9,
                                    err_msg=f"{name}: gradient of input {k}")

@@ -28,6 +28,20 @@ bool any_requires_grad(const OpHandle& op, const Stack& s) {
   return false;
 }
 
+// An argument the op's derivative does not differentiate may not require
+// grad: torch raises at the call too, rather than leave the gradient out.
+void check_nondiff(const OpHandle& op, const OpDef& d, const Stack& s) {
+  const FunctionSchema& fs = op.schema();
+  for (size_t i = 0; i < fs.args.size(); ++i) {
+    if (!((d.nondiff_inputs >> i) & 1) || !s[i].is_tensor() || !requires_grad(s[i].to_tensor()))
+      continue;
+    if (d.nondiff_when && !d.nondiff_when(s)) return;
+    IGNIS_FAIL_KIND(Runtime, "The function '", op.name(), "' is not differentiable with respect "
+                    "to argument '", fs.args[i].name, "'. This input cannot have requires_grad "
+                    "True.");
+  }
+}
+
 // In-place ops: a leaf that requires grad may not be modified; a view is
 // modified through its base (CopySlices), so the base must not be such a leaf.
 void check_inplace(const Tensor& self) {
@@ -202,6 +216,7 @@ void autograd_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
     op.redispatch(below, s);
     return;
   }
+  if (d && d->nondiff_inputs) check_nondiff(op, *d, s);
   record(op, below, s);
 }
 

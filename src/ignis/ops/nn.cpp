@@ -515,7 +515,8 @@ struct ClassGeom {
   int64_t N, C, inner;
   DimVector none_shape;  // per-element loss shape (target's)
 };
-ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weight) {
+ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weight,
+                     Reduction red) {
   IGNIS_CHECK_VALUE(in.dim() >= 1, "Expected 1 or more dimensions (got ", in.dim(), ")");
   ClassGeom g{1, 0, 1, {}};
   if (in.dim() == 1) {
@@ -544,6 +545,12 @@ ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weigh
   IGNIS_CHECK(target.dtype() == ScalarType::Int64 || target.dtype() == ScalarType::UInt8,
               "expected target dtype to be Long or Byte, but got ",
               scalar_type_name(target.dtype()));
+  // torch takes uint8 targets only for 1-D and 2-D inputs: more dims go to
+  // its nll_loss2d, which wants int64 (and is skipped for an empty input
+  // reduced to a scalar).
+  IGNIS_CHECK(target.dtype() != ScalarType::UInt8 || in.dim() <= 2 ||
+              (red != Reduction::None && in.numel() == 0),
+              "expected scalar type Long but found Byte");
   if (weight.defined()) {
     IGNIS_CHECK(weight.dim() == 1 && weight.numel() == g.C, "weight tensor should be defined "
                 "either for all ", g.C, " classes or no classes but got weight tensor of shape: ",
@@ -554,37 +561,43 @@ ClassGeom class_geom(const Tensor& in, const Tensor& target, const Tensor& weigh
   return g;
 }
 
-// Target values must be class indices (or ignore_index).
-void check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+// Target values must be class indices (or ignore_index). Returns how many
+// are not ignored.
+int64_t check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+  int64_t counted = 0;
   auto scan = [&](auto* p) {
     for (int64_t i = 0; i < target.numel(); ++i) {
       const int64_t t = static_cast<int64_t>(p[i]);
       IGNIS_CHECK_INDEX(t == ignore_index || (t >= 0 && t < C), "Target ", t,
                         " is out of bounds.");
+      counted += t != ignore_index;
     }
   };
   if (target.dtype() == ScalarType::UInt8) scan(target.data<uint8_t>());
   else scan(target.data<int64_t>());
+  return counted;
 }
 
 // nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
 //          reduce=None, reduction='mean')
 void nll_loss_meta(OpCall& c) {
   const Tensor &in = c.tensor(0), &target = c.tensor(1);
-  ClassGeom g = class_geom(in, target, c.opt_tensor(2));
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  ClassGeom g = class_geom(in, target, c.opt_tensor(2), red);
   if (!is_floating(in.dtype())) not_implemented_for("nll_loss_out_frame", in.dtype());
-  if (reduction_of(c, 3, 5, 6) == Reduction::None) c.alloc(g.none_shape, in.dtype());
+  if (red == Reduction::None) c.alloc(g.none_shape, in.dtype());
   else c.alloc({}, in.dtype());
 }
 void nll_loss_cpu(OpCall& c) {
   const Tensor& in = c.tensor(0);
-  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2));
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2), red);
   Tensor target = dense_as(c.tensor(1), c.tensor(1).dtype());
   const int64_t ignore = c.int_arg(4);
   check_targets(target, g.C, ignore);
   cpu::class_loss_into(c.outputs[0], dense_as(in, in.dtype()), target,
-                       opt_dense_as(c.opt_tensor(2), in.dtype()), reduction_of(c, 3, 5, 6), ignore,
-                       false, 0.0, g.N, g.C, g.inner);
+                       opt_dense_as(c.opt_tensor(2), in.dtype()), red, ignore, false, 0.0, g.N,
+                       g.C, g.inner);
 }
 
 // cross_entropy(input, target, weight=None, size_average=None,
@@ -593,6 +606,11 @@ void nll_loss_cpu(OpCall& c) {
 // probabilities when target has input's shape.
 bool prob_targets(const Tensor& in, const Tensor& target) {
   return in.sizes() == target.sizes();
+}
+// Class indices: torch computes these through nll_loss, whose class weight
+// is not differentiable (class probabilities weigh with differentiable ops).
+bool class_index_call(const Stack& s) {
+  return !prob_targets(s[0].to_tensor(), s[1].to_tensor());
 }
 void cross_entropy_meta(OpCall& c) {
   const Tensor &in = c.tensor(0), &target = c.tensor(1);
@@ -617,7 +635,7 @@ void cross_entropy_meta(OpCall& c) {
     else c.alloc({}, dt);
     return;
   }
-  ClassGeom g = class_geom(in, target, weight);
+  ClassGeom g = class_geom(in, target, weight, red);
   if (!is_floating(in.dtype())) not_implemented_for("log_softmax_lastdim_kernel_impl", in.dtype());
   if (red == Reduction::None) c.alloc(g.none_shape, in.dtype());
   else c.alloc({}, in.dtype());
@@ -635,10 +653,17 @@ void cross_entropy_cpu(OpCall& c) {
                                  opt_dense_as(c.opt_tensor(2), dt), red, eps, N, C, inner);
     return;
   }
-  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2));
+  ClassGeom g = class_geom(in, c.tensor(1), c.opt_tensor(2), red);
   Tensor target = dense_as(c.tensor(1), c.tensor(1).dtype());
   const int64_t ignore = c.int_arg(4);
-  check_targets(target, g.C, ignore);
+  const int64_t counted = check_targets(target, g.C, ignore);
+  // torch's label-smoothed, weighted mean gathers the weights of the counted
+  // targets with the targets as indices, and gather takes no uint8 indices:
+  // it fails there, so the same call fails here (in forward, not backward).
+  IGNIS_CHECK(target.dtype() != ScalarType::UInt8 || eps <= 0 || !c.opt_tensor(2).defined() ||
+              red != Reduction::Mean || counted == 0,
+              "gather(): Expected dtype int32/int64 for index (torch's cross_entropy takes no "
+              "uint8 target with label_smoothing, a class weight and reduction='mean')");
   cpu::class_loss_into(out, dense_as(in, in.dtype()), target,
                        opt_dense_as(c.opt_tensor(2), in.dtype()), red, ignore, true, eps, g.N,
                        g.C, g.inner);
@@ -759,7 +784,11 @@ void point_loss_cpu(OpCall& c) {
   // torch.nn.functional's weighted mse/l1 divide by the weight sum;
   // kl_div's batchmean by the batch size; everything else by numel.
   double count = static_cast<double>(compute_numel(shape));
-  if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined()) count = -1;
+  // (A negative count asks for the weight sum: torch sums the weight before
+  // broadcasting, so the kernel's sum of the broadcast weight is divided by
+  // how many times broadcasting repeats each weight.)
+  if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined())
+    count = -(w.numel() == 0 ? 1.0 : count / static_cast<double>(w.numel()));
   if (batchmean) count = in.dim() == 0 ? 1.0 : static_cast<double>(in.sizes()[0]);
   cpu::pointwise_loss_into(c.outputs[0], x, dense_as(target, dt, shape),
                            w.defined() ? dense_as(w, dt, shape) : w,
@@ -970,13 +999,26 @@ void normalize_bw(GradCtx& c) {
     return div(in[0], op("clamp_min", n, scalar(eps)));
   });
 }
+// x1 and x2 broadcast against each other, and dim indexes the broadcast
+// shape, so the norms are taken of the expanded inputs (a smaller input's
+// own dims need not include dim); expand's derivative sums the gradient back.
+// As in torch, a norm below eps is raised to eps outside autograd: the
+// gradient flows through the norm as if unclamped.
 void cosine_similarity_bw(GradCtx& c) {
   double eps = c.double_arg(3);
-  std::vector<int64_t> dim{c.int_arg(2)};
+  DimVector shape = broadcast_shapes(c.sizes(0), c.sizes(1));
+  std::vector<int64_t> dim{wrap_dim(c.int_arg(2), static_cast<int64_t>(shape.size()))};
   vjp_decomposition(c, {0, 1}, [&](const std::vector<Tensor>& in) {
-    Tensor n1 = op("clamp_min", op("norm", in[0], 2.0, dim, false), scalar(eps));
-    Tensor n2 = op("clamp_min", op("norm", in[1], 2.0, dim, false), scalar(eps));
-    return div(sum_dims(mul(in[0], in[1]), dim, false), mul(n1, n2));
+    Tensor x1 = expand(in[0], shape), x2 = expand(in[1], shape);
+    auto clamped_norm = [&](const Tensor& x) {
+      Tensor n = op("norm", x, 2.0, dim, false), raise;
+      {
+        autograd::GradModeGuard off(false);
+        raise = sub(op("clamp_min", n, scalar(eps)), n);
+      }
+      return add(n, raise);
+    };
+    return div(sum_dims(mul(x1, x2), dim, false), mul(clamped_norm(x1), clamped_norm(x2)));
   });
 }
 void native_dropout_bw(GradCtx& c) {
@@ -1040,12 +1082,14 @@ Red red_of(const GradCtx& c, int size_average, int reduce, int reduction) {
   return r == "none" ? Red::None : r == "sum" ? Red::Sum : r == "batchmean" ? Red::BatchMean
                                                                            : Red::Mean;
 }
-Tensor reduce_loss(const Tensor& l, Red r, const Tensor& weight_sum = Tensor()) {
+// batch: batchmean's divisor, input's first dim (not the loss's, which a
+// broadcasting target can give more rows).
+Tensor reduce_loss(const Tensor& l, Red r, const Tensor& weight_sum = Tensor(),
+                   double batch = 1.0) {
   switch (r) {
     case Red::None: return l;
     case Red::Sum: return op("sum", l);
-    case Red::BatchMean:
-      return div(op("sum", l), scalar(static_cast<double>(l.dim() == 0 ? 1 : l.size(0))));
+    case Red::BatchMean: return div(op("sum", l), scalar(batch));
     case Red::Mean:
       return weight_sum.defined() ? div(op("sum", l), weight_sum) : op("mean", l);
   }
@@ -1058,7 +1102,7 @@ void point_loss_bw(GradCtx& c) {
   Red red = red_of(c, sp.size_average, sp.reduce, sp.reduction);
   double param = sp.param >= 0 ? c.double_arg(sp.param) : 0.0;
   bool log_target = Op == LossOp::KLDiv && c.bool_arg(5);
-  vjp_decomposition(c, {0, 1}, [&](const std::vector<Tensor>& in) {
+  auto loss = [&](const std::vector<Tensor>& in) {
     const Tensor &x = in[0], &t = in[1];
     Tensor w = sp.weight >= 0 ? in[sp.weight] : Tensor();
     Tensor l, d = sub(x, t);
@@ -1102,17 +1146,24 @@ void point_loss_bw(GradCtx& c) {
         break;
     }
     if (w.defined()) l = mul(l, w);
+    // A weighted mse/l1 mean divides by the weight's own sum, not that of
+    // the weight broadcast to the loss's shape (as torch.nn.functional).
     Tensor wsum;
-    if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined())
-      wsum = op("sum", expand(w, l.sizes()));
-    return reduce_loss(l, red, wsum);
-  });
+    if ((Op == LossOp::MSE || Op == LossOp::L1) && w.defined()) wsum = op("sum", w);
+    return reduce_loss(l, red, wsum, x.dim() == 0 ? 1.0 : static_cast<double>(x.size(0)));
+  };
+  // torch.nn.functional computes weighted mse/l1/huber with differentiable
+  // ops, so their weight has a gradient; bce's weights are declared not
+  // differentiable, so they never need one here.
+  if constexpr (sp.weight >= 0) vjp_decomposition(c, {0, 1, sp.weight}, loss);
+  else vjp_decomposition(c, {0, 1}, loss);
 }
 
 // nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction):
-// -w[t] * g (scaled by the reduction) at each target's class.
+// -w[t] * g (scaled by the reduction) at each target's class. Targets may be
+// uint8, which index_select and scatter do not take as indices: int64 here.
 void nll_loss_bw(GradCtx& c) {
-  const Tensor& t = c.in(1);
+  const Tensor t = to_dtype(c.in(1), ScalarType::Int64);
   Tensor w = c.opt_in(2);
   int64_t ignore = c.int_arg(4);
   Red red = red_of(c, 3, 5, 6);
@@ -1126,7 +1177,10 @@ void nll_loss_bw(GradCtx& c) {
                          t.sizes()));
   Tensor scale = c.grad();
   if (red == Red::Mean) scale = div(scale, op("sum", wt));
-  Tensor src = unsqueeze(neg(mul(wt, scale)), cdim);
+  // Ignored targets get no gradient, also where a mean's total weight is 0
+  // (every target ignored: 0 * inf), as torch writes only the others'.
+  Tensor src = neg(mul(wt, scale));
+  src = unsqueeze(where(valid, src, zeros_like(src)), cdim);
   Tensor z = zeros(c.sizes(0), dt, c.grad().device());
   c.set(0, op("scatter.src", z, cdim, unsqueeze(t_safe, cdim), src));
 }
@@ -1139,7 +1193,9 @@ void cross_entropy_bw(GradCtx& c) {
   int64_t ignore = c.int_arg(4);
   const std::string reduction = red == Red::None ? "none" : red == Red::Sum ? "sum" : "mean";
   vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
-    const Tensor &x = in[0], &t = in[1], &w = in[2];
+    const Tensor &x = in[0], &w = in[2];
+    // uint8 class indices as int64, for index_select below.
+    const Tensor t = is_floating(in[1].dtype()) ? in[1] : to_dtype(in[1], ScalarType::Int64);
     int64_t cdim = x.dim() == 1 ? 0 : 1;
     int64_t C = x.size(cdim);
     Tensor lp = op("log_softmax.int", x, cdim);
@@ -1270,11 +1326,13 @@ void register_nn_ops() {
   def("nll_loss(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean') -> Tensor")
       .category(OpCategory::Other).meta(nll_loss_meta).cpu(nll_loss_cpu)
       .doc("negative log-likelihood of class indices given log-probabilities")
-      .derivative(nll_loss_bw, "target, weight").decomposition(decomp::nll_loss);
+      .derivative(nll_loss_bw, "target, weight").not_differentiable("weight")
+      .decomposition(decomp::nll_loss);
   def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
       .category(OpCategory::Other).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
       .doc("log_softmax + nll_loss in one pass; class indices or class probabilities")
-      .derivative(cross_entropy_bw, "input, target, weight").decomposition(decomp::cross_entropy);
+      .derivative(cross_entropy_bw, "input, target, weight")
+      .not_differentiable("weight", class_index_call).decomposition(decomp::cross_entropy);
   def("mse_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? weight=None) -> Tensor")
       .category(OpCategory::Other).meta(point_loss_meta<LossOp::MSE>)
       .cpu(point_loss_cpu<LossOp::MSE>).doc("(input - target)^2, reduced")
@@ -1302,12 +1360,14 @@ void register_nn_ops() {
       .cpu(point_loss_cpu<LossOp::BCE>)
       .doc("-(t log(p) + (1 - t) log(1 - p)) on probabilities, logs clamped at -100")
       .derivative(point_loss_bw<LossOp::BCE>, "input, target, weight")
+      .not_differentiable("weight")
       .decomposition(decomp::binary_cross_entropy);
   def("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean', Tensor? pos_weight=None) -> Tensor")
       .category(OpCategory::Other).meta(point_loss_meta<LossOp::BCEWithLogits>)
       .cpu(point_loss_cpu<LossOp::BCEWithLogits>)
       .doc("binary_cross_entropy(sigmoid(input), target), computed stably")
       .derivative(point_loss_bw<LossOp::BCEWithLogits>, "input, target, weight, pos_weight")
+      .not_differentiable("weight, pos_weight")
       .decomposition(decomp::binary_cross_entropy_with_logits);
   def("kl_div(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean', bool log_target=False) -> Tensor")
       .category(OpCategory::Other).meta(point_loss_meta<LossOp::KLDiv>)

@@ -115,18 +115,25 @@ KernelFn structured_kernel(const OpDef* d, DispatchKey k) {
   };
 }
 
-// Turns the names of .derivative()'s `saves` into argument/output bit masks.
-void parse_saves(OpDef* d, const FunctionSchema& fs) {
+// The comma-separated names of `list`, trimmed.
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
   size_t pos = 0;
-  const std::string& s = d->saves;
-  while (pos < s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    std::string name = s.substr(pos, end - pos);
+  while (pos < list.size()) {
+    size_t end = list.find(',', pos);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(pos, end - pos);
     name.erase(0, name.find_first_not_of(' '));
     name.erase(name.find_last_not_of(' ') + 1);
     pos = end + 1;
-    if (name.empty()) continue;
+    if (!name.empty()) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+// Turns the names of .derivative()'s `saves` into argument/output bit masks.
+void parse_saves(OpDef* d, const FunctionSchema& fs) {
+  for (const std::string& name : split_names(d->saves)) {
     if (name.rfind("result", 0) == 0) {
       int j = name.size() == 6 ? 0 : std::stoi(name.substr(6));
       d->save_outputs |= uint64_t(1) << j;
@@ -138,12 +145,23 @@ void parse_saves(OpDef* d, const FunctionSchema& fs) {
   }
 }
 
+// .not_differentiable()'s names as an argument bit mask.
+void parse_nondiff(OpDef* d, const FunctionSchema& fs) {
+  for (const std::string& name : split_names(d->nondiff)) {
+    int i = fs.find_arg(name);
+    IGNIS_INTERNAL_ASSERT(i >= 0, fs.full_name(), " declares unknown argument '", name,
+                          "' not differentiable");
+    d->nondiff_inputs |= uint64_t(1) << i;
+  }
+}
+
 }  // namespace
 
 OpBuilder::~OpBuilder() {
   OpHandle& h = Dispatcher::get().register_op(d_->schema);
   h.set_def(d_);
   parse_saves(d_, h.schema());
+  parse_nondiff(d_, h.schema());
   d_->is_view = h.schema().is_out_of_place_view();
   // A functional composite decomposes into what its kernel calls: AOT runs
   // decompositions with autograd excluded, where the kernel would run below

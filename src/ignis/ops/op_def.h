@@ -41,6 +41,9 @@ struct GradCtx;  // autograd/formula.h
 // A derivative formula: reads the saved inputs/outputs and the gradients of
 // the outputs from the context and sets the gradients of the inputs.
 using DerivativeFn = void (*)(GradCtx&);
+// For .not_differentiable(): whether a call's arguments (defaults filled in)
+// make the named arguments non-differentiable.
+using NondiffWhen = bool (*)(const Stack&);
 
 // The state of one call of a structured op: its arguments, the outputs the
 // meta rule allocated, and (for pointwise and reduction ops) the iterator
@@ -97,6 +100,14 @@ struct OpDef {
   std::string saves;
   uint64_t save_inputs = 0;
   uint64_t save_outputs = 0;
+  // Tensor arguments the derivative does not differentiate (bit i: argument
+  // i), parsed from .not_differentiable()'s names. As in PyTorch, passing
+  // one that requires grad while grad mode is on is an error at the call, so
+  // that a gradient is never silently missing. `nondiff_when`, when set,
+  // limits that to the calls it accepts.
+  std::string nondiff;
+  uint64_t nondiff_inputs = 0;
+  NondiffWhen nondiff_when = nullptr;
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
   Determinism determinism = Determinism::Deterministic;
@@ -154,6 +165,13 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
+  // Tensor arguments (comma-separated names) that must not require grad, on
+  // every call or on those `when` accepts (see OpDef::nondiff_inputs).
+  OpBuilder& not_differentiable(std::string args, NondiffWhen when = nullptr) {
+    d_->nondiff = std::move(args);
+    d_->nondiff_when = when;
+    return *this;
+  }
   // Results drawn from the RNG / left uninitialised (see Determinism).
   OpBuilder& random() { d_->determinism = Determinism::Random; return *this; }
   OpBuilder& uninitialized() { d_->determinism = Determinism::Uninitialized; return *this; }

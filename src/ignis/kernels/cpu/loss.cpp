@@ -199,7 +199,7 @@ void pointwise_typed(const Tensor& out, const Tensor& input, const Tensor& targe
     acc[1] += ws;
   });
   double r = part.total(0);
-  if (red == Reduction::Mean) r /= mean_count < 0 ? part.total(1) : mean_count;
+  if (red == Reduction::Mean) r /= mean_count < 0 ? part.total(1) / -mean_count : mean_count;
   *o = static_cast<T>(r);
 }
 

@@ -37,8 +37,10 @@ enum class PointLoss : uint8_t {
 // Elementwise losses of contiguous input/target (and optional weight and
 // pos_weight) of one shape and float dtype. `param` is SmoothL1's beta or
 // Huber's delta. The per-element loss is multiplied by the weight; Mean
-// divides the sum by `mean_count`, or by the weight sum when it is negative
-// (torch.nn.functional's weighted mse/l1).
+// divides the sum by `mean_count`, or, when it is negative, by the weight
+// sum over -mean_count (torch.nn.functional's weighted mse/l1 divide by the
+// sum of the weight before broadcasting; -mean_count says how many times
+// broadcasting repeats each weight).
 void pointwise_loss_into(const Tensor& out, const Tensor& input, const Tensor& target,
                          const Tensor& weight, const Tensor& pos_weight, PointLoss kind,
                          double param, Reduction red, double mean_count);

@@ -30,7 +30,8 @@ Red reduction_of(const Args& a, int size_average, int reduce, int reduction) {
 }
 
 // Reduces a per-element loss l: Mean divides by its element count, or by
-// the sum of `weights` when given (weighted mse/l1).
+// the sum of `weights` when given (weighted mse/l1: the weight as passed,
+// not broadcast to l's shape, as torch.nn.functional sums it).
 Tensor reduce_loss(const Tensor& l, Red r, const Tensor& weights = Tensor()) {
   if (r == Red::None) return l;
   Tensor total = reduce_sum(l, {}, false);
@@ -70,14 +71,15 @@ void mse_loss(const OpHandle& o, Stack& s) {
   Args a(o, s);
   Operands v = operands(a, 5, -1);
   Tensor d = sub(v.x, v.t);
-  a.ret(reduce_loss(weighted(mul(d, d), v.w), reduction_of(a, 2, 3, 4), v.w));
+  Tensor w = up(a.opt(5), a.dtype());
+  a.ret(reduce_loss(weighted(mul(d, d), v.w), reduction_of(a, 2, 3, 4), w));
 }
 
 void l1_loss(const OpHandle& o, Stack& s) {
   Args a(o, s);
   Operands v = operands(a, 5, -1);
   Tensor l = op("abs", sub(v.x, v.t));
-  a.ret(reduce_loss(weighted(l, v.w), reduction_of(a, 2, 3, 4), v.w));
+  a.ret(reduce_loss(weighted(l, v.w), reduction_of(a, 2, 3, 4), up(a.opt(5), a.dtype())));
 }
 
 // smooth_l1_loss(..., beta): 0.5 d^2 / beta where |d| < beta, else
