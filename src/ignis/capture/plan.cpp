@@ -6,6 +6,8 @@
 // graph's result sequence, which run_plan owns.
 #include "ignis/capture/plan.h"
 
+#include <algorithm>
+
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/capture/eval_frame.h"
 
@@ -46,10 +48,15 @@ class ValueStack {
   }
 
  private:
+  // The items move into a new block before the old one is released: once
+  // the stack lives in heap_, resizing heap_ in place would free the block
+  // data_ points to before its items were copied (a crash on the second
+  // growth, past 32 values: a long list rebuilt after the graph).
   void grow() {
     size_t ncap = cap_ * 2;
-    heap_.resize(ncap);
-    for (size_t i = 0; i < size_; ++i) heap_[i] = data_[i];
+    std::vector<PyObject*> bigger(ncap);
+    std::copy(data_, data_ + size_, bigger.begin());
+    heap_.swap(bigger);
     data_ = heap_.data();
     cap_ = ncap;
   }
