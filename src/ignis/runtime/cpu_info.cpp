@@ -60,13 +60,24 @@ CpuInfo detect() {
   const bool sse4_2 = c & (1u << 20), avx = (c & (1u << 28)) && os_avx;
   const bool fma = (c & (1u << 12)) && os_avx, f16c = (c & (1u << 29)) && os_avx;
 
-  unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
+  const unsigned a1 = a, c1 = c, d1 = d;  // leaf 1's EBX holds the core's APIC id: left out
+  unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0, c81 = 0, d81 = 0;
   unsigned max_leaf = __get_cpuid_max(0, nullptr);
   if (max_leaf >= 7) {
     __cpuid_count(7, 0, a, b7, c7, d7);
     unsigned x, y, z;
     __cpuid_count(7, 1, a71, x, y, z);
   }
+  if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000001) {
+    unsigned x, y;
+    __get_cpuid(0x80000001, &x, &y, &c81, &d81);
+  }
+  char sig[200];
+  std::snprintf(sig, sizeof(sig),
+                "cpuid1=%08x,%08x,%08x cpuid7=%08x,%08x,%08x cpuid7.1=%08x cpuid80000001=%08x,%08x "
+                "xcr0=%llx",
+                a1, c1, d1, b7, c7, d7, a71, c81, d81, static_cast<unsigned long long>(xcr));
+  info.signature = sig;
   auto add = [&](bool present, const char* name) {
     if (present) info.features.emplace_back(name);
   };
@@ -108,7 +119,10 @@ CpuInfo detect() {
   info.arch = "unknown";
 #endif
   info.model = proc_cpuinfo_field({"model name", "CPU part"});
-  std::string flags = " " + proc_cpuinfo_field({"Features", "flags"}) + " ";
+  std::string raw = proc_cpuinfo_field({"Features", "flags"});
+  info.signature = raw + " implementer=" + proc_cpuinfo_field({"CPU implementer"}) +
+                   " part=" + proc_cpuinfo_field({"CPU part"});
+  std::string flags = " " + raw + " ";
   for (const char* f : {"asimd", "asimdhp", "bf16", "sve", "sve2"})
     if (flags.find(std::string(" ") + f + " ") != std::string::npos)
       info.features.emplace_back(f);
@@ -129,7 +143,7 @@ bool CpuInfo::has(const std::string& feature) const {
 std::string CpuInfo::describe() const {
   std::string s = arch + " " + model;
   for (const auto& f : features) s += " " + f;
-  return s;
+  return s + " [" + signature + "]";
 }
 
 const CpuInfo& cpu_info() {

@@ -21,9 +21,15 @@ struct CpuInfo {
   std::vector<std::string> features;
   // The widest SIMD register usable for float math, in bits (128 baseline).
   int vector_bits = 128;
+  // Everything -march=native reads, raw: on x86 the cpuid feature words
+  // (leaves 1, 7, 7.1, 0x80000001), family/model/stepping and XCR0; elsewhere
+  // /proc/cpuinfo's feature line and part number. Two CPUs with equal
+  // `features` may still differ here (avx512vbmi, gfni, ...), and code built
+  // with -march=native on one may then not run on the other.
+  std::string signature;
 
   bool has(const std::string& feature) const;
-  // "x86_64 <model> sse4_2 avx ...": the form the cache key hashes.
+  // "x86_64 <model> sse4_2 avx ... [<signature>]": the form the cache key hashes.
   std::string describe() const;
 };
 
