@@ -120,7 +120,8 @@ TEST(Sha256, IncrementalEqualsOneShot) {
   for (int i = 0; i < 1000; ++i) data += char(i * 7 + 3);
   for (size_t chunk : {1, 3, 63, 64, 65, 200}) {
     Sha256 h;
-    for (size_t i = 0; i < data.size(); i += chunk) h.update(std::string_view(data).substr(i, chunk));
+    for (size_t i = 0; i < data.size(); i += chunk)
+      h.update(std::string_view(data).substr(i, chunk));
     EXPECT_EQ(h.hex_digest(), sha256_hex(data)) << chunk;
   }
   // Fields are length-prefixed: moving a byte between two fields changes the hash.
@@ -408,6 +409,19 @@ TEST_F(CodeCacheTest, CompileManyCompilesMissesInParallel) {
   std::vector<std::string> mixed = {kernel_returning(4), "int broken("};
   EXPECT_THROW(cache.compile_many(mixed), Error);
   EXPECT_TRUE(fs::exists(cache.entry_paths(cache.key(mixed[0])).meta));
+}
+
+TEST_F(CodeCacheTest, CompileManyStopsWhenProgressThrows) {
+  // An interrupted caller: compiles not yet started are cancelled.
+  CodeCacheConfig c = config();
+  c.max_parallel = 1;
+  CodeCache cache(c);
+  std::vector<std::string> sources = {kernel_returning(5), kernel_returning(6),
+                                      kernel_returning(7)};
+  EXPECT_THROW(cache.compile_many(sources, {},
+                                  [](const CompileProgress&) { throw std::runtime_error("stop"); }),
+               std::runtime_error);
+  EXPECT_LE(cache.stats().compiles, 2u);  // the one reported, and perhaps the next one started
 }
 
 TEST_F(CodeCacheTest, UnsafeDirectoryFallsBackToAPrivateOne) {

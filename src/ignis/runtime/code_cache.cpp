@@ -122,6 +122,11 @@ void CodeCache::compile_entry(const std::string& key, std::string_view source,
   ProcessResult r = run_process(argv);
   if (r.exit_code != 0) {
     ::unlink(tmp_so.c_str());
+    // Errors cascade: the first screenfuls say what went wrong.
+    constexpr size_t kMaxOutput = 16000;
+    if (r.output.size() > kMaxOutput)
+      r.output = r.output.substr(0, kMaxOutput) + str("\n... (", r.output.size() - kMaxOutput,
+                                                      " more bytes of compiler output)");
     IGNIS_FAIL("compiling generated C++", options.name.empty() ? "" : " (" + options.name + ")",
                " failed with exit code ", r.exit_code, "\n  source: ", p.source.string(),
                "\n  command: ", shell_join(argv), "\n", r.output);
@@ -244,10 +249,11 @@ std::vector<LoadedLibrary> CodeCache::compile_many(const std::vector<std::string
   std::mutex m;
   std::condition_variable cv;
   size_t done = 0;
-  std::exception_ptr first_error;
+  std::exception_ptr first_error, progress_error;
   std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
   auto worker = [&] {
-    for (size_t j; (j = next++) < jobs.size();) {
+    for (size_t j; !stop && (j = next++) < jobs.size();) {
       std::exception_ptr err;
       try {
         paths[j] = ensure_built(jobs[j], sources[job_source[j]], options);
@@ -265,17 +271,24 @@ std::vector<LoadedLibrary> CodeCache::compile_many(const std::vector<std::string
   std::vector<std::thread> threads;
   size_t n_threads = std::min<size_t>(max_parallel_, jobs.size());
   for (size_t t = 0; t < n_threads; ++t) threads.emplace_back(worker);
-  for (size_t reported = 0; reported < jobs.size();) {
+  for (size_t reported = 0; reported < jobs.size() && !stop;) {
     std::unique_lock<std::mutex> lock(m);
     cv.wait(lock, [&] { return done > reported; });
     reported = done;
     lock.unlock();
-    if (progress) {
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!progress) continue;
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    try {
       progress({reported, jobs.size(), secs});
+    } catch (...) {
+      // A callback that throws (an interrupted Python caller) cancels the
+      // compiles not yet started; the running ones finish first.
+      progress_error = std::current_exception();
+      stop = true;
     }
   }
   for (auto& t : threads) t.join();
+  if (progress_error) std::rethrow_exception(progress_error);
   if (first_error) std::rethrow_exception(first_error);
 
   std::map<std::string, LoadedLibrary> libs;

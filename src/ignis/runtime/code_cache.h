@@ -98,8 +98,9 @@ class CodeCache {
 
   // load_or_compile for many sources, compiling the misses in parallel (at
   // most max_parallel compilers at once). `progress` is called from the
-  // calling thread after each request finishes. When any compile fails, the
-  // others still finish and the first error is thrown.
+  // calling thread after each request finishes; if it throws, requests not
+  // yet started are cancelled and its exception is rethrown. When a compile
+  // fails, the others still finish and the first error is thrown.
   std::vector<LoadedLibrary> compile_many(const std::vector<std::string>& sources,
                                           const CompileOptions& options = {},
                                           const ProgressFn& progress = {});

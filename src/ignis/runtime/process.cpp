@@ -65,8 +65,9 @@ std::string shell_join(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) {
     if (!s.empty()) s += ' ';
-    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
-                                                   "WXYZ0123456789-_=+./,:@%") == std::string::npos;
+    static constexpr const char* kPlain =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+./,:@%";
+    bool plain = !a.empty() && a.find_first_not_of(kPlain) == std::string::npos;
     if (plain) {
       s += a;
       continue;
