@@ -11,6 +11,10 @@
 #ifndef IGNIS_SOURCE_INCLUDE_DIR
 #define IGNIS_SOURCE_INCLUDE_DIR ""
 #endif
+// The flags CMake builds the eager kernels with (IGNIS_KERNEL_FLAGS).
+#ifndef IGNIS_EAGER_KERNEL_FLAGS
+#define IGNIS_EAGER_KERNEL_FLAGS "-O3 -fno-math-errno -fno-trapping-math -march=native"
+#endif
 
 namespace ignis::runtime {
 
@@ -75,8 +79,12 @@ std::string compiler_version(const std::vector<std::string>& compiler) {
 }  // namespace
 
 std::vector<std::string> default_kernel_flags() {
-  return {"-std=gnu++20", "-O2", "-march=native", "-fno-math-errno", "-fno-trapping-math",
-          "-fno-plt", "-pipe", "-w"};
+  // gnu++20 as CMake builds the eager kernels (CMAKE_CXX_EXTENSIONS): the
+  // language mode sets the default of -ffp-contract, i.e. whether a * b + c
+  // becomes one fused multiply-add.
+  std::vector<std::string> flags = {"-std=gnu++20"};
+  for (auto& f : split_blanks(IGNIS_EAGER_KERNEL_FLAGS)) flags.push_back(std::move(f));
+  return flags;
 }
 
 Toolchain detect_toolchain() {

@@ -40,11 +40,12 @@ struct Toolchain {
   std::string fingerprint() const;
 };
 
-// The flags that generated kernels are built with (g++ and clang++ both take
-// them). The numerics match the eager kernels' build: -O3-level fp semantics
-// (no -ffast-math), -fno-math-errno -fno-trapping-math, -march=native, and
-// the same language mode (gnu++20) so that floating-point contraction is the
-// same too.
+// The flags that generated kernels are built with: the eager kernels' own
+// (CMake's IGNIS_KERNEL_FLAGS: -O3 -fno-math-errno -fno-trapping-math
+// -march=native) in the same language mode (-std=gnu++20), so that a
+// scalar_ops.h formula compiles to the same instructions in both and gives
+// the same bits. bench/compile_flags.cpp measured the alternatives (-O2,
+// -O1, no -march, -ffp-contract=off); docs/code_cache.md has the table.
 std::vector<std::string> default_kernel_flags();
 
 // Detects the toolchain from the environment now ($CXX, $PATH,
