@@ -411,6 +411,11 @@ Expr mod(Expr a, Expr b) {
   return binary(Kind::Mod, a, b);
 }
 
+Expr division_by_zero(Kind k, Expr a) {
+  IGNIS_INTERNAL_ASSERT(k == Kind::FloorDiv || k == Kind::Mod);
+  return binary(k, a, 0);
+}
+
 Expr min(Expr a, Expr b) {
   if (a.is_const() && b.is_const()) return std::min(a.value(), b.value());
   if (a == b) return a;

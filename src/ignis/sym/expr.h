@@ -153,6 +153,10 @@ Expr floordiv(Expr a, Expr b);  // Python's a // b; b == 0 throws ValueError
 Expr mod(Expr a, Expr b);       // Python's a % b; b == 0 throws ValueError
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
+// a // 0 or a % 0 (k is FloorDiv or Mod) as a node, which the constructors
+// above refuse: for the simplifier, when a divisor simplifies to 0 and the
+// expression, which never has a value, is kept as written. eval() throws.
+Expr division_by_zero(Kind k, Expr a);
 
 // Comparisons: boolean expressions, valued 1 or 0 (for guards and masks).
 Expr eq(Expr a, Expr b);

@@ -183,6 +183,11 @@ class Simplifier {
 };
 
 Expr Simplifier::floordiv(Expr x, Expr d) {
+  // A divisor that simplified to 0 (the expression never has a value: kept
+  // as written), or to a negative constant (the canonical flip, with the
+  // rules applied to what it produces).
+  if (d.is_const(0)) return division_by_zero(Kind::FloorDiv, x);
+  if (d.is_const() && d.value() < 0) return floordiv(-x, -d);         // x // -c == (-x) // c
   Expr e = sym::floordiv(x, d);
   if (e.kind() != Kind::FloorDiv) return e;
   x = e.arg(0), d = e.arg(1);
@@ -202,6 +207,8 @@ Expr Simplifier::floordiv(Expr x, Expr d) {
 }
 
 Expr Simplifier::mod(Expr x, Expr d) {
+  if (d.is_const(0)) return division_by_zero(Kind::Mod, x);
+  if (d.is_const() && d.value() < 0) return -mod(-x, -d);             // x % -c == -((-x) % c)
   Expr e = sym::mod(x, d);
   if (e.kind() != Kind::Mod) return e;
   x = e.arg(0), d = e.arg(1);
@@ -319,15 +326,8 @@ Expr Simplifier::visit(Expr e) {
       for (const Expr& f : e.args()) r = r * visit(f);
       r = sum(r);
       break;
-    case Kind::FloorDiv:
-    case Kind::Mod: {
-      Expr x = visit(e.arg(0)), d = visit(e.arg(1));
-      // A divisor that is 0 wherever it has a value: the expression never has
-      // one, and is left as written.
-      if (d.is_const(0)) r = e;
-      else r = e.kind() == Kind::FloorDiv ? floordiv(x, d) : mod(x, d);
-      break;
-    }
+    case Kind::FloorDiv: r = floordiv(visit(e.arg(0)), visit(e.arg(1))); break;
+    case Kind::Mod: r = mod(visit(e.arg(0)), visit(e.arg(1))); break;
     case Kind::Min: r = min(visit(e.arg(0)), visit(e.arg(1))); break;
     case Kind::Max: r = max(visit(e.arg(0)), visit(e.arg(1))); break;
     default: r = relation(e.kind(), visit(e.arg(0)), visit(e.arg(1))); break;
