@@ -89,9 +89,11 @@ int64_t lower(Expr e) {
     if (!coeff.defined() || coeff.is_const(0)) continue;
     Expr end;
     if (coeff.range().lo >= 0) {
-      if (v.range().lo != kNegInf) end = v.range().lo;  // e grows with v: take v's least
+      // e grows with v: e is least at v's least.
+      if (v.range().lo != kNegInf) end = v.range().lo;
     } else if (coeff.range().hi <= 0) {
-      Expr extent = symbolic_extent(v);                   // e shrinks as v grows: its most
+      // e shrinks as v grows: e is least at v's most, symbolic when it can be.
+      Expr extent = symbolic_extent(v);
       if (extent.defined()) end = extent - 1;
       else if (v.range().hi != kPosInf) end = v.range().hi;
     }
