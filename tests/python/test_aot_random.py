@@ -48,7 +48,8 @@ class Gen:
     def step(self):
         r = self.r
         kind = r.choice(["unary", "unary", "binary", "binary", "reduce", "view", "matmul",
-                         "nn", "inplace", "inplace_view", "buffer", "setitem"])
+                         "nn", "inplace", "inplace_view", "buffer", "setitem", "select",
+                         "combine", "inplace_masked", "buffer_view"])
         x, s = self.pick()
         if kind == "unary":
             op = r.choice(["sin()", "tanh()", "relu()", "sigmoid()", "neg()", "abs()",
@@ -109,6 +110,36 @@ class Gen:
                                   f"else {arg})" if arg[0] == "t" else f"{name}[1:].{op}({arg})")
             else:
                 self.lines.append(f"{name}.{op}({arg})")
+        elif kind == "select" and s == (4, 5):
+            choice = r.choice(["where", "masked_fill", "index_select", "cast"])
+            if choice == "where":
+                other = self.pick(s)
+                self.new(f"ignis.where({x} > 0, {x}, {other[0]})", s)
+            elif choice == "masked_fill":
+                self.new(f"{x}.masked_fill({x} < 0, 0.25)", s)
+            elif choice == "index_select":
+                self.new(f"{x}.index_select(0, ignis.tensor([3, 0, 0, 2]))", s)
+            else:
+                self.new(f"{x}.to(ignis.float64).mul(1.5).to(ignis.float32)", s)
+        elif kind == "combine" and s == (4, 5):
+            other = self.pick(s)
+            if r.random() < 0.5:
+                self.new(f"ignis.cat([{x}[:2], {other[0]}[2:]], 0)", s)
+            else:
+                self.new(f"ignis.stack([{x}, {other[0]}]).sum(0)", s)
+        elif kind == "inplace_masked":
+            target = self.pick((4, 5), exclude_buf=True)
+            if target is None or target[0] in ("a", "b"):
+                return
+            name = target[0]
+            if r.random() < 0.5:
+                self.lines.append(f"{name}.masked_fill_({name} > 1.0, 1.0)")
+            else:
+                self.lines.append(f"{name}.clamp_(min=-1.0)")
+        elif kind == "buffer_view":
+            choice = r.choice(["buf[:, 1:].mul_(1.5)", "buf.t()[2].add_(1.0)",
+                               "buf.view(-1)[3:7].zero_()", "buf[1].copy_(buf[0])"])
+            self.lines.append(choice)
         elif kind == "buffer":
             src = self.pick((4, 5), exclude_buf=True)
             if src:
