@@ -195,3 +195,16 @@ TEST(OpDecl, ArgumentsTorchDoesNotDifferentiateAreDeclared) {
     }
   }
 }
+
+TEST(OpDecl, EveryScalarNameIsAStructOfScalarOps) {
+  register_all_ops();
+  std::set<std::string> structs;
+#define IGNIS_NAME_OF(S) structs.insert(scalar_ops::S::name);
+  IGNIS_FORALL_SCALAR_OPS(IGNIS_NAME_OF)
+#undef IGNIS_NAME_OF
+  EXPECT_GE(structs.size(), 80u);
+  for (const OpDef* d : all_op_defs())
+    if (!d->scalar.empty())
+      EXPECT_TRUE(structs.count(d->scalar)) << d->schema << " names scalar function '"
+                                            << d->scalar << "', which scalar_ops.h lacks";
+}

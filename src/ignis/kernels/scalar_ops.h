@@ -368,4 +368,19 @@ struct MaskedFill {
 #undef IGNIS_BINARY_OP
 #undef IGNIS_COMPARE_OP
 
+// Every struct above, once: a code generator builds its table from the
+// structs' names (scalar_ops::Exp::name is "exp") rather than a second list
+// of strings, and a test checks that each op's `.scalar(...)` names one.
+#define IGNIS_FORALL_SCALAR_OPS(_) \
+  _(Neg) _(Abs) _(Exp) _(Exp2) _(Log) _(Log2) _(Log10) _(Log1p) _(Expm1) _(Sqrt) _(Rsqrt) \
+  _(Sin) _(Cos) _(Tan) _(Asin) _(Acos) _(Atan) _(Sinh) _(Cosh) _(Tanh) _(Sigmoid) _(Relu) \
+  _(Silu) _(Mish) _(Gelu) _(GeluTanh) _(Erf) _(Erfc) _(Floor) _(Ceil) _(Round) _(Trunc) \
+  _(Frac) _(Sign) _(Reciprocal) _(Square) _(BitwiseNot) _(LogicalNot) _(IsNan) _(IsInf) \
+  _(IsFinite) _(IsPosInf) _(IsNegInf) _(SignBit) _(Softplus) _(LeakyRelu) _(Elu) _(LogSigmoid) \
+  _(Hardtanh) _(GeluBackward) _(GeluBackwardTanh) _(Add) _(Sub) _(Rsub) _(Mul) _(Maximum) \
+  _(Minimum) _(BitwiseAnd) _(BitwiseOr) _(BitwiseXor) _(Atan2) _(Hypot) _(Copysign) _(Div) \
+  _(DivTrunc) _(DivFloor) _(Fmod) _(Remainder) _(Pow) _(Eq) _(Ne) _(Lt) _(Le) _(Gt) _(Ge) \
+  _(LogicalAnd) _(LogicalOr) _(LogicalXor) _(Where) _(ClampMin) _(ClampMax) _(Clamp) _(Lerp) \
+  _(Addcmul) _(Addcdiv) _(MaskedFill)
+
 }  // namespace ignis::scalar_ops
