@@ -1,0 +1,117 @@
+#include "ignis/compiler/compiled_graph.h"
+
+#include "ignis/compiler/codegen_cpp.h"
+#include "ignis/compiler/lower.h"
+#include "ignis/core/error.h"
+#include "ignis/dispatch/dispatcher.h"
+#include "ignis/graph/interpreter.h"
+
+namespace ignis::compiler {
+
+namespace {
+
+DimVector ints(const std::vector<sym::Expr>& v) {
+  DimVector r;
+  for (const sym::Expr& e : v) r.push_back(e.value());
+  return r;
+}
+
+// Whether t has the layout the program was compiled for (strides of size-1
+// dims do not matter: index 0 is the only one read).
+bool has_layout(const Tensor& t, const Buffer& b) {
+  if (t.dtype() != b.dtype || size_t(t.dim()) != b.sizes.size()) return false;
+  for (size_t d = 0; d < b.sizes.size(); ++d) {
+    if (t.sizes()[d] != b.sizes[d].value()) return false;
+    if (t.sizes()[d] != 1 && t.strides()[d] != b.strides[d].value()) return false;
+  }
+  return true;
+}
+
+// t in buffer b's layout: t itself when it has it, else a copy. Kernels index
+// with the strides the graph was traced with, so a tensor that arrives (or an
+// extern that returns one) in another layout is copied rather than misread.
+Tensor conform(const Tensor& t, const Buffer& b) {
+  if (has_layout(t, b)) return t;
+  IGNIS_CHECK(t.dtype() == b.dtype, "compiled graph: ", b.name, " is ", dtype_name(t.dtype()),
+              ", compiled for ", dtype_name(b.dtype));
+  Tensor out = empty_strided_tensor(ints(b.sizes), ints(b.strides), b.dtype, t.device());
+  graph::call_op_by_name("copy_", {graph::Value(out), graph::Value(t)}, {});
+  return out;
+}
+
+}  // namespace
+
+CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
+    : program_(lower(g)) {
+  source_ = generate_cpp(program_);
+  if (!program_.kernels.empty()) {
+    runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
+    runtime::CompileOptions co;
+    co.name = "compiled_graph";
+    library_ = cache.load_or_compile(source_, co);
+    for (const Kernel& k : program_.kernels) kernels_.push_back(library_.function<KernelFn>(k.name));
+  }
+  constants_.resize(program_.buffers.size());
+  for (size_t b = 0; b < program_.buffers.size(); ++b) {
+    const Buffer& buf = program_.buffers[b];
+    if (buf.kind != BufferKind::Constant) continue;
+    auto it = options.constants.find(buf.attr);
+    IGNIS_CHECK(it != options.constants.end(), "compiled graph: no constant '", buf.attr, "'");
+    constants_[b] = conform(it->second, buf);
+  }
+}
+
+std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) const {
+  const Program& p = program_;
+  IGNIS_CHECK_TYPE(inputs.size() == p.inputs.size(), "compiled graph takes ", p.inputs.size(),
+                   " inputs, got ", inputs.size());
+  std::vector<Tensor> bufs = constants_;
+  std::vector<char*> ptrs(p.buffers.size(), nullptr);
+  auto set = [&](int b, Tensor t) {
+    ptrs[size_t(b)] = static_cast<char*>(t.data_ptr());
+    bufs[size_t(b)] = std::move(t);
+  };
+  for (size_t b = 0; b < bufs.size(); ++b)
+    if (bufs[b].defined()) ptrs[b] = static_cast<char*>(bufs[b].data_ptr());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Buffer& b = p.buffers[size_t(p.inputs[i])];
+    IGNIS_CHECK_TYPE(inputs[i].defined(), "compiled graph: input ", b.name, " is undefined");
+    set(p.inputs[i], conform(inputs[i], b));
+  }
+  auto tensor_of = [&](graph::Node* n) -> graph::Value {
+    int b = p.buffer_of(n);
+    IGNIS_INTERNAL_ASSERT(b >= 0, "compiled graph: no buffer for ", n->name());
+    return graph::Value(bufs[size_t(b)]);
+  };
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::RunKernel) {
+      const Kernel& k = p.kernels[size_t(s.kernel)];
+      const Buffer& out = p.buffers[size_t(k.output)];
+      set(k.output, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
+      kernels_[size_t(s.kernel)](ptrs.data());
+      continue;
+    }
+    std::vector<graph::Value> args;
+    for (const graph::Value& a : s.args) args.push_back(graph::map_nodes(a, tensor_of));
+    graph::Kwargs kwargs;
+    for (const auto& [k, v] : s.kwargs) kwargs.emplace_back(k, graph::map_nodes(v, tensor_of));
+    graph::Value r = graph::call_op(*s.op, args, kwargs);
+    std::vector<graph::Value> results =
+        r.is_sequence() ? r.items() : std::vector<graph::Value>{r};
+    IGNIS_CHECK(results.size() == s.outputs.size(), "compiled graph: ", s.op->name(),
+                " returned ", results.size(), " values, expected ", s.outputs.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Buffer& b = p.buffers[size_t(s.outputs[i])];
+      const Tensor& t = results[i].to_tensor();
+      // conform() keeps a result in the traced layout as it is, so a view
+      // (an output aliasing an input) stays a view.
+      set(s.outputs[i], conform(t, b));
+    }
+  }
+  std::vector<graph::Value> outs;
+  for (const ProgramOutput& o : p.outputs)
+    outs.push_back(o.buffer >= 0 ? graph::Value(bufs[size_t(o.buffer)]) : o.value);
+  return outs;
+}
+
+}  // namespace ignis::compiler

@@ -1,0 +1,44 @@
+// A compiled graph: a lowered Program, its kernels compiled (once per
+// machine, through runtime::CodeCache) and loaded, and the runtime that
+// runs its steps on real tensors.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ignis/compiler/loop_ir.h"
+#include "ignis/graph/graph.h"
+#include "ignis/runtime/code_cache.h"
+
+namespace ignis::compiler {
+
+struct CompileGraphOptions {
+  runtime::CodeCache* cache = nullptr;  // null: CodeCache::global()
+  // get_attr targets -> tensors (AOT's graph constants).
+  std::unordered_map<std::string, Tensor> constants;
+};
+
+class CompiledGraph {
+ public:
+  CompiledGraph(const graph::Graph& g, CompileGraphOptions options = {});
+
+  // One value per placeholder; returns one value per graph output (a tensor,
+  // or the None/number the graph returns).
+  std::vector<graph::Value> run(const std::vector<Tensor>& inputs) const;
+
+  const Program& program() const { return program_; }
+  const std::string& source() const { return source_; }
+  size_t kernel_count() const { return program_.kernels.size(); }
+
+ private:
+  using KernelFn = void(char* const*);
+  Program program_;
+  std::string source_;
+  runtime::LoadedLibrary library_;
+  std::vector<KernelFn*> kernels_;
+  std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)
+};
+
+}  // namespace ignis::compiler

@@ -1,0 +1,143 @@
+#include "ignis/compiler/loop_ir.h"
+
+#include <sstream>
+
+#include "ignis/dispatch/dispatcher.h"
+#include "ignis/sym/print.h"
+
+namespace ignis::compiler {
+
+const char* buffer_kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Constant: return "constant";
+    case BufferKind::Extern: return "extern";
+    case BufferKind::Computed: return "computed";
+  }
+  return "?";
+}
+
+const char* scalar_kind_name(ScalarKind k) {
+  switch (k) {
+#define IGNIS_CASE(K) \
+  case ScalarKind::K: return #K;
+    IGNIS_FORALL_SCALAR_KINDS(IGNIS_CASE)
+#undef IGNIS_CASE
+  }
+  return "?";
+}
+
+int64_t Kernel::numel() const {
+  int64_t n = 1;
+  for (const sym::Expr& e : ranges) n *= e.value();
+  return n;
+}
+
+int Program::buffer_of(const graph::Node* n) const {
+  for (const auto& [node, b] : node_buffers)
+    if (node == n) return b;
+  return -1;
+}
+
+namespace {
+
+std::string list(const std::vector<sym::Expr>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + sym::str(v[i]);
+  return s + "]";
+}
+
+std::string value_str(const graph::Value& v) {
+  switch (v.kind()) {
+    case graph::Value::Kind::None: return "None";
+    case graph::Value::Kind::Bool: return v.to_bool() ? "True" : "False";
+    case graph::Value::Kind::Int: return std::to_string(v.to_int());
+    case graph::Value::Kind::Double: {
+      std::ostringstream os;
+      os << v.to_double();
+      return os.str();
+    }
+    case graph::Value::Kind::Str: return "'" + v.to_str() + "'";
+    case graph::Value::Kind::Node: return v.to_node()->name();
+    case graph::Value::Kind::List:
+    case graph::Value::Kind::Tuple: {
+      std::string s = v.kind() == graph::Value::Kind::List ? "[" : "(";
+      for (size_t i = 0; i < v.items().size(); ++i)
+        s += (i ? ", " : "") + value_str(v.items()[i]);
+      return s + (v.kind() == graph::Value::Kind::List ? "]" : ")");
+    }
+    default: return v.kind_name();
+  }
+}
+
+}  // namespace
+
+std::string to_string(const Program& p, const Kernel& k) {
+  std::ostringstream os;
+  os << k.name << " -> " << p.buffers[k.output].name << " over " << list(k.ranges) << " (";
+  for (size_t i = 0; i < k.origins.size(); ++i) os << (i ? ", " : "") << k.origins[i];
+  os << ")\n";
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const ScalarNode& s = k.body[i];
+    os << "  tmp" << i << ": " << dtype_name(s.dtype) << " = ";
+    switch (s.kind) {
+      case ScalarKind::Load:
+        os << "load " << p.buffers[s.buffer].name << "[" << sym::str(s.index) << "]";
+        break;
+      case ScalarKind::Constant:
+        if (s.is_int) os << "constant " << s.int_value;
+        else os << "constant " << value_str(graph::Value(s.value));
+        break;
+      case ScalarKind::Call:
+      case ScalarKind::Cast:
+      case ScalarKind::Where:
+        os << (s.kind == ScalarKind::Call ? s.fn : s.kind == ScalarKind::Cast ? "cast" : "where")
+           << "(";
+        for (size_t a = 0; a < s.args.size(); ++a) os << (a ? ", " : "") << "tmp" << s.args[a];
+        os << ")";
+        break;
+    }
+    os << "\n";
+  }
+  os << "  store " << p.buffers[k.output].name << "[" << sym::str(k.store_index) << "] = tmp"
+     << (k.body.size() - 1) << "\n";
+  return os.str();
+}
+
+std::string to_string(const Program& p) {
+  std::ostringstream os;
+  for (const Buffer& b : p.buffers) {
+    os << b.name << ": " << dtype_name(b.dtype) << list(b.sizes) << " strides " << list(b.strides)
+       << " " << buffer_kind_name(b.kind);
+    if (b.kind == BufferKind::Input) os << " " << b.input_index;
+    if (b.kind == BufferKind::Constant) os << " " << b.attr;
+    os << "\n";
+  }
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::RunKernel) {
+      os << to_string(p, p.kernels[s.kernel]);
+      continue;
+    }
+    os << (s.view ? "view " : "extern ") << s.op->name() << "(";
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      const graph::Value& a = s.args[i];
+      os << (i ? ", " : "");
+      if (a.is_node() && p.buffer_of(a.to_node()) >= 0) os << p.buffers[p.buffer_of(a.to_node())].name;
+      else os << value_str(a);
+    }
+    for (const auto& [k, v] : s.kwargs) os << ", " << k << "=" << value_str(v);
+    os << ") ->";
+    for (int b : s.outputs) os << " " << p.buffers[b].name;
+    os << "\n";
+  }
+  os << "return (";
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    os << (i ? ", " : "");
+    if (p.outputs[i].buffer >= 0) os << p.buffers[p.outputs[i].buffer].name;
+    else os << value_str(p.outputs[i].value);
+  }
+  os << ")\n";
+  return os.str();
+}
+
+}  // namespace ignis::compiler

@@ -1,0 +1,604 @@
+#include "ignis/compiler/lower.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <type_traits>
+#include <unordered_map>
+
+#include "ignis/core/error.h"
+#include "ignis/dispatch/dispatcher.h"
+#include "ignis/graph/interpreter.h"
+#include "ignis/kernels/scalar_ops.h"
+#include "ignis/ops/op_def.h"
+#include "ignis/sym/index.h"
+#include "ignis/sym/simplify.h"
+
+namespace ignis::compiler {
+
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+using sym::Expr;
+
+namespace {
+
+// ---- scalar functions: how many operands each takes ------------------------------
+
+template <typename S>
+int arity_of() {
+  if constexpr (std::is_invocable_v<S, float>) return 1;
+  else if constexpr (std::is_invocable_v<S, float, float>) return 2;
+  else if constexpr (std::is_invocable_v<S, float, float, float>) return 3;
+  else if constexpr (std::is_invocable_v<S, float, float, float, float>) return 4;
+  else return -1;
+}
+
+int scalar_arity(const std::string& name) {
+  static const std::unordered_map<std::string, int> table = [] {
+    std::unordered_map<std::string, int> t;
+#define IGNIS_ENTRY(S) t[scalar_ops::S::name] = arity_of<scalar_ops::S>();
+    IGNIS_FORALL_SCALAR_OPS(IGNIS_ENTRY)
+#undef IGNIS_ENTRY
+    return t;
+  }();
+  auto it = table.find(name);
+  return it == table.end() ? -1 : it->second;
+}
+
+// ---- kernel bodies -----------------------------------------------------------------
+
+// Builds one kernel's body, sharing equal nodes (a value read twice is loaded
+// once), so inlining a virtual value at each use costs no duplicate code.
+class BodyBuilder {
+ public:
+  int add(ScalarNode n) {
+    std::string key = std::to_string(int(n.kind)) + "|" + std::to_string(int(n.dtype)) + "|" +
+                      std::to_string(n.buffer) + "|" +
+                      std::to_string(n.index.defined() ? n.index.stable_hash() : 0) + "|" +
+                      std::to_string(n.is_int ? n.int_value : 0) + "|" + n.fn + "|" +
+                      std::to_string(n.is_int);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%a", n.value);
+    key += buf;
+    for (int a : n.args) key += "," + std::to_string(a);
+    auto [it, fresh] = seen_.emplace(key, int(body.size()));
+    if (fresh) body.push_back(std::move(n));
+    return it->second;
+  }
+  std::vector<ScalarNode> body;
+
+ private:
+  std::unordered_map<std::string, int> seen_;
+};
+
+using Coords = std::vector<Expr>;
+// A value as a function of its coordinates.
+using Body = std::function<int(BodyBuilder&, const Coords&)>;
+
+struct Val {
+  std::vector<int64_t> sizes;
+  ScalarType dtype = ScalarType::Float32;
+  int buffer = -1;  // realized: the buffer holding it
+  Body body;        // virtual (buffer < 0)
+  std::vector<std::string> origins;  // nodes fused into a virtual value
+};
+
+enum class How : uint8_t { Pointwise, View, Extern };
+
+const std::unordered_map<std::string, int>& view_ops() {
+  // base name -> 1 (a known index remapping)
+  static const std::unordered_map<std::string, int> t = {
+      {"view", 1}, {"_unsafe_view", 1}, {"reshape", 1}, {"permute", 1}, {"expand", 1},
+      {"unsqueeze", 1}, {"squeeze", 1}, {"t", 1}, {"transpose", 1}, {"slice", 1},
+      {"select", 1}, {"alias", 1}};
+  return t;
+}
+
+int64_t norm_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+class Lowering {
+ public:
+  explicit Lowering(const graph::Graph& g) : g_(g) {}
+
+  Program run() {
+    classify();
+    for (Node* n : g_.nodes()) lower_node(n);
+    return std::move(p_);
+  }
+
+ private:
+  // ---- deciding what each node becomes ----
+
+  static const graph::TensorMeta& meta(const Node* n, size_t i = 0) {
+    IGNIS_CHECK_KIND(NotImplemented, n->meta().tensors.size() > i, "compiler: node ", n->name(),
+                     " has no tensor metadata");
+    return n->meta().tensors[i];
+  }
+
+  // The op's arguments in schema order, defaults filled in.
+  static std::vector<Value> full_args(const Node* n) {
+    const FunctionSchema& s = n->target().op->schema();
+    std::vector<Value> out;
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      if (i < n->args().size()) out.push_back(n->args()[i]);
+      else if (const Value* v = n->kwarg(s.args[i].name)) out.push_back(*v);
+      else if (s.args[i].has_default) out.push_back(graph::from_ivalue(s.args[i].default_value));
+      else out.push_back(Value());
+    }
+    return out;
+  }
+
+  static bool is_float_slice_dtype(ScalarType t) {
+    return t == ScalarType::Float32 || t == ScalarType::Float64;
+  }
+
+  // The scalar function a pointwise node computes and its operands (nodes or
+  // numbers), or an empty name when the node is outside the slice.
+  struct PointwiseCall {
+    std::string fn;
+    std::vector<Value> operands;
+  };
+  static PointwiseCall pointwise_call(const Node* n) {
+    PointwiseCall pc;
+    const OpHandle* op = n->target().op;
+    const OpDef* d = op->def();
+    if (!d || d->category != OpCategory::Pointwise || d->scalar.empty() || n->target().impure() ||
+        n->target().nondeterministic() || n->meta().tensors.size() != 1)
+      return {};
+    ScalarType dt = n->meta().tensors[0].dtype;
+    if (!is_float_slice_dtype(dt)) return {};
+    std::string fn = d->scalar;
+    const FunctionSchema& s = op->schema();
+    std::vector<Value> args = full_args(n);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Value& a = args[i];
+      const std::string& name = s.args[i].name;
+      if (a.kind() == Value::Kind::Str || (a.is_none() && name == "rounding_mode")) {
+        // The string arguments that pick a formula (scalar_ops.h's conventions).
+        if (name == "rounding_mode") {
+          if (a.is_none()) continue;
+          if (a.to_str() != "trunc" && a.to_str() != "floor") return {};
+          fn += "_" + a.to_str();
+        } else if (name == "approximate") {
+          if (a.to_str() == "tanh") fn += "_tanh";
+          else if (a.to_str() != "none") return {};
+        } else {
+          return {};
+        }
+        continue;
+      }
+      if (a.is_none() && fn == "clamp" && (name == "min" || name == "max")) {
+        // clamp with one bound is clamp_max / clamp_min of the other.
+        fn = name == "min" ? "clamp_max" : "clamp_min";
+        continue;
+      }
+      if (a.is_node()) {
+        const Node* in = a.to_node();
+        if (in->meta().tensors.size() != 1 || in->meta().tuple_output ||
+            in->meta().tensors[0].dtype != dt)
+          return {};
+      } else if (a.kind() != Value::Kind::Double && a.kind() != Value::Kind::Int) {
+        return {};  // bools, lists, dtypes, None: not a number operand
+      }
+      pc.operands.push_back(a);
+    }
+    if (fn == "clamp_min_max") return {};
+    if (scalar_arity(fn) != int(pc.operands.size())) return {};
+    pc.fn = fn;
+    return pc;
+  }
+
+  static How how_of(const Node* n) {
+    if (n->op() != OpKind::CallFunction || graph::is_getitem(n->target())) return How::Extern;
+    IGNIS_CHECK_KIND(NotImplemented, n->target().kind == graph::Target::Kind::Op,
+                     "compiler: node ", n->name(), " calls ", n->target().identity(),
+                     ", not a dispatcher op");
+    if (view_ops().count(n->target().op->schema().name) && n->meta().tensors.size() == 1 &&
+        !n->meta().tuple_output)
+      return How::View;
+    if (!pointwise_call(n).fn.empty()) return How::Pointwise;
+    return How::Extern;
+  }
+
+  // Users are decided before their inputs (reverse order): a view that must
+  // be a real tensor is run as an extern (a real view of its realized input,
+  // so a graph output that aliases an input stays an alias), which in turn
+  // makes its input realized.
+  void classify() {
+    std::vector<Node*> order = g_.node_list();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node* n = *it;
+      if (n->op() != OpKind::CallFunction) continue;
+      How h = how_of(n);
+      bool realize = needs_realize(n);
+      if (h == How::View && realize) h = How::Extern;
+      how_[n] = h;
+    }
+  }
+
+  // v0 policy: realize a graph output, an extern's input, or a value with
+  // more than one user (so no computation is repeated; inductor instead
+  // weighs reads against recomputation).
+  bool needs_realize(const Node* n) const {
+    if (n->users().size() > 1) return true;
+    for (const Node* u : n->users()) {
+      if (u->op() != OpKind::CallFunction) return true;  // the output
+      auto it = how_.find(u);
+      if (it == how_.end() || it->second == How::Extern) return true;
+    }
+    return false;
+  }
+
+  // ---- buffers ----
+
+  int add_buffer(Buffer b) {
+    if (b.name.empty()) b.name = "buf" + std::to_string(p_.buffers.size());
+    p_.buffers.push_back(std::move(b));
+    return int(p_.buffers.size()) - 1;
+  }
+
+  static std::vector<Expr> exprs(const std::vector<int64_t>& v) {
+    return std::vector<Expr>(v.begin(), v.end());
+  }
+
+  // A value read from a buffer through its strides.
+  Val buffer_val(int b, const graph::TensorMeta& m) {
+    Val v;
+    v.sizes = m.sizes;
+    v.dtype = m.dtype;
+    v.buffer = b;
+    std::vector<Expr> strides = p_.buffers[b].strides;
+    ScalarType dt = m.dtype;
+    v.body = [b, strides, dt](BodyBuilder& bb, const Coords& c) {
+      ScalarNode s;
+      s.kind = ScalarKind::Load;
+      s.dtype = dt;
+      s.buffer = b;
+      s.index = sym::simplify(sym::linear_index(c, strides));
+      return bb.add(std::move(s));
+    };
+    return v;
+  }
+
+  Buffer tensor_buffer(const graph::TensorMeta& m, BufferKind k, const std::string& name = "") {
+    IGNIS_CHECK_KIND(NotImplemented, m.device.type == DeviceType::CPU,
+                     "compiler: only CPU tensors for now");
+    Buffer b;
+    b.name = name;
+    b.kind = k;
+    b.dtype = m.dtype;
+    b.sizes = exprs(m.sizes);
+    b.strides = exprs(m.strides);
+    return b;
+  }
+
+  void bind(const Node* n, int b) { p_.node_buffers.emplace_back(n, b); }
+
+  // Whether strides lay the sizes out densely with no overlap (a permutation
+  // of a contiguous layout): a kernel may then store in the eager layout.
+  static bool dense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+    std::vector<size_t> dims;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] != 1) dims.push_back(d);
+    std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+    int64_t expect = 1;
+    for (size_t d : dims) {
+      if (strides[d] != expect) return false;
+      expect *= sizes[d];
+    }
+    return true;
+  }
+
+  // Computes a virtual value into a buffer, in the node's eager layout when
+  // that is dense (what the fake trace recorded, and what later graphs of the
+  // same program expect), else contiguous.
+  void realize(const Node* n) {
+    Val& v = vals_.at(n);
+    if (v.buffer >= 0) return;
+    graph::TensorMeta m = meta(n);
+    if (!dense(m.sizes, m.strides)) {
+      std::vector<Expr> cs = sym::contiguous_strides(exprs(m.sizes));
+      m.strides.clear();
+      for (const Expr& e : cs) m.strides.push_back(e.value());
+    }
+    int b = add_buffer(tensor_buffer(m, BufferKind::Computed));
+    Kernel k;
+    k.name = "kernel_" + std::to_string(p_.kernels.size());
+    k.output = b;
+    k.ranges = exprs(m.sizes);
+    int64_t numel = 1;
+    for (int64_t s : m.sizes) numel *= s;
+    k.flat = sym::index_var("flat", std::max<int64_t>(numel, 1));
+    Coords c = sym::unravel_index(k.flat, k.ranges);
+    k.store_index = sym::simplify(sym::linear_index(c, p_.buffers[b].strides));
+    BodyBuilder bb;
+    v.body(bb, c);
+    k.body = std::move(bb.body);
+    k.origins = v.origins;
+    p_.kernels.push_back(std::move(k));
+    Step st;
+    st.kind = Step::Kind::RunKernel;
+    st.kernel = int(p_.kernels.size()) - 1;
+    p_.steps.push_back(std::move(st));
+    v = buffer_val(b, m);
+    bind(n, b);
+  }
+
+  // ---- nodes ----
+
+  void lower_node(Node* n) {
+    switch (n->op()) {
+      case OpKind::Placeholder: {
+        const graph::TensorMeta& m = meta(n);
+        IGNIS_CHECK_KIND(NotImplemented, !n->meta().tuple_output,
+                         "compiler: placeholder ", n->name(), " is not a tensor");
+        Buffer b = tensor_buffer(m, BufferKind::Input, n->name());
+        b.input_index = int64_t(p_.inputs.size());
+        int id = add_buffer(std::move(b));
+        p_.inputs.push_back(id);
+        vals_[n] = buffer_val(id, m);
+        bind(n, id);
+        return;
+      }
+      case OpKind::GetAttr: {
+        const graph::TensorMeta& m = meta(n);
+        Buffer b = tensor_buffer(m, BufferKind::Constant, n->name());
+        b.attr = n->target().name;
+        int id = add_buffer(std::move(b));
+        vals_[n] = buffer_val(id, m);
+        bind(n, id);
+        return;
+      }
+      case OpKind::Output: return lower_output(n);
+      case OpKind::CallFunction: break;
+      default:
+        IGNIS_NOT_IMPLEMENTED("compiler: cannot lower ", graph::op_kind_name(n->op()), " node ",
+                              n->name());
+    }
+    if (graph::is_getitem(n->target())) {
+      const Node* src = n->args().at(0).to_node();
+      int64_t i = n->args().at(1).to_int();
+      auto it = extern_outputs_.find(src);
+      IGNIS_CHECK_KIND(NotImplemented, it != extern_outputs_.end() && i >= 0 &&
+                                           i < int64_t(it->second.size()),
+                       "compiler: getitem of ", src->name(), " is not of an extern's outputs");
+      int b = it->second[size_t(i)];
+      vals_[n] = buffer_val(b, meta(src, size_t(i)));
+      bind(n, b);
+      return;
+    }
+    switch (how_.at(n)) {
+      case How::Pointwise: return lower_pointwise(n);
+      case How::View: return lower_view(n);
+      case How::Extern: return lower_extern(n);
+    }
+  }
+
+  // A number operand: a constant in the compute type (scalar_ops.h's conventions).
+  static int constant(BodyBuilder& bb, const Value& v, ScalarType dt) {
+    ScalarNode s;
+    s.kind = ScalarKind::Constant;
+    s.dtype = dt;
+    if (v.kind() == Value::Kind::Int) {
+      s.is_int = true;
+      s.int_value = v.to_int();
+    } else {
+      s.value = v.to_double();
+    }
+    return bb.add(std::move(s));
+  }
+
+  // Reads operand `in` (sizes in_sizes) at output coords c: broadcast dims
+  // (size 1 or missing) read index 0.
+  static Coords broadcast(const Coords& c, const std::vector<int64_t>& in_sizes,
+                          const std::vector<int64_t>& out_sizes) {
+    Coords r;
+    size_t lead = out_sizes.size() - in_sizes.size();
+    for (size_t d = 0; d < in_sizes.size(); ++d)
+      r.push_back(in_sizes[d] == 1 && out_sizes[d + lead] != 1 ? Expr(0) : c[d + lead]);
+    return r;
+  }
+
+  void lower_pointwise(const Node* n) {
+    PointwiseCall pc = pointwise_call(n);
+    const graph::TensorMeta& m = meta(n);
+    Val v;
+    v.sizes = m.sizes;
+    v.dtype = m.dtype;
+    struct Operand {
+      Value number;
+      Val val;
+      bool is_node = false;
+    };
+    std::vector<Operand> ops;
+    for (const Value& a : pc.operands) {
+      Operand o;
+      if (a.is_node()) {
+        o.is_node = true;
+        o.val = vals_.at(a.to_node());
+        for (const std::string& s : o.val.origins)
+          if (std::find(v.origins.begin(), v.origins.end(), s) == v.origins.end())
+            v.origins.push_back(s);
+      } else {
+        o.number = a;
+      }
+      ops.push_back(std::move(o));
+    }
+    v.origins.push_back(n->name());
+    std::string fn = pc.fn;
+    ScalarType dt = m.dtype;
+    std::vector<int64_t> out_sizes = m.sizes;
+    v.body = [ops, fn, dt, out_sizes](BodyBuilder& bb, const Coords& c) {
+      ScalarNode s;
+      s.kind = ScalarKind::Call;
+      s.dtype = dt;
+      s.fn = fn;
+      for (const Operand& o : ops)
+        s.args.push_back(o.is_node ? o.val.body(bb, broadcast(c, o.val.sizes, out_sizes))
+                                   : constant(bb, o.number, dt));
+      return bb.add(std::move(s));
+    };
+    vals_[n] = std::move(v);
+    if (needs_realize(n)) realize(n);
+  }
+
+  // A view: the input's value at remapped coordinates (no kernel, no copy).
+  void lower_view(const Node* n) {
+    std::vector<Value> args = full_args(n);
+    const Val& in = vals_.at(args[0].to_node());
+    const std::vector<int64_t>& is = in.sizes;
+    const std::vector<int64_t> os = meta(n).sizes;
+    int64_t in_rank = int64_t(is.size()), out_rank = int64_t(os.size());
+    const std::string& name = n->target().op->schema().name;
+    std::function<Coords(const Coords&)> remap;
+    if (name == "view" || name == "_unsafe_view" || name == "reshape") {
+      std::vector<Expr> ie = exprs(is), oe = exprs(os);
+      remap = [ie, oe](const Coords& c) {
+        return sym::unravel_index(sym::simplify(sym::ravel_index(c, oe)), ie);
+      };
+    } else if (name == "alias") {
+      remap = [](const Coords& c) { return c; };
+    } else if (name == "permute") {
+      std::vector<int64_t> dims = args[1].items().empty() ? std::vector<int64_t>{} : [&] {
+        std::vector<int64_t> r;
+        for (const Value& d : args[1].items()) r.push_back(norm_dim(d.to_int(), in_rank));
+        return r;
+      }();
+      remap = [dims](const Coords& c) {
+        Coords r(c.size());
+        for (size_t k = 0; k < dims.size(); ++k) r[size_t(dims[k])] = c[k];
+        return r;
+      };
+    } else if (name == "t" || name == "transpose") {
+      int64_t d0 = 0, d1 = in_rank > 1 ? 1 : 0;
+      if (name == "transpose") {
+        d0 = norm_dim(args[1].to_int(), in_rank);
+        d1 = norm_dim(args[2].to_int(), in_rank);
+      }
+      remap = [d0, d1](const Coords& c) {
+        Coords r = c;
+        if (!r.empty()) std::swap(r[size_t(d0)], r[size_t(d1)]);
+        return r;
+      };
+    } else if (name == "expand") {
+      remap = [is, os](const Coords& c) { return broadcast(c, is, os); };
+    } else if (name == "unsqueeze") {
+      int64_t d = norm_dim(args[1].to_int(), out_rank);
+      remap = [d](const Coords& c) {
+        Coords r = c;
+        r.erase(r.begin() + d);
+        return r;
+      };
+    } else if (name == "squeeze") {
+      // Each input dim either maps to the next output dim or was squeezed
+      // away (size 1, reads 0); the sizes tell which.
+      std::vector<int> from(size_t(in_rank), -1);
+      int64_t o = 0;
+      for (int64_t d = 0; d < in_rank; ++d) {
+        bool keep = o < out_rank && os[size_t(o)] == is[size_t(d)] &&
+                    (is[size_t(d)] != 1 || in_rank - d <= out_rank - o);
+        if (keep) from[size_t(d)] = int(o++);
+      }
+      IGNIS_INTERNAL_ASSERT(o == out_rank, "squeeze remap of ", n->name());
+      remap = [from](const Coords& c) {
+        Coords r;
+        for (int f : from) r.push_back(f < 0 ? Expr(0) : c[size_t(f)]);
+        return r;
+      };
+    } else if (name == "slice") {
+      int64_t d = norm_dim(args[1].to_int(), in_rank);
+      int64_t size = is[size_t(d)];
+      int64_t start = args[2].is_none() ? 0 : args[2].to_int();
+      if (start < 0) start += size;
+      start = std::clamp<int64_t>(start, 0, size);
+      int64_t step = args[4].is_none() ? 1 : args[4].to_int();
+      remap = [d, start, step](const Coords& c) {
+        Coords r = c;
+        r[size_t(d)] = c[size_t(d)] * step + start;
+        return r;
+      };
+    } else if (name == "select") {
+      int64_t d = norm_dim(args[1].to_int(), in_rank);
+      int64_t idx = args[2].to_int();
+      if (idx < 0) idx += is[size_t(d)];
+      remap = [d, idx](const Coords& c) {
+        Coords r = c;
+        r.insert(r.begin() + d, Expr(idx));
+        return r;
+      };
+    } else {
+      IGNIS_INTERNAL_ASSERT(false, "no remap for view ", name);
+    }
+    Val v;
+    v.sizes = os;
+    v.dtype = in.dtype;
+    v.origins = in.origins;
+    v.origins.push_back(n->name());
+    Body inner = in.body;
+    v.body = [inner, remap](BodyBuilder& bb, const Coords& c) { return inner(bb, remap(c)); };
+    vals_[n] = std::move(v);
+  }
+
+  void lower_extern(Node* n) {
+    for (Node* in : n->input_nodes()) {
+      if (vals_.count(in)) realize(in);
+      IGNIS_CHECK_KIND(NotImplemented, p_.buffer_of(in) >= 0, "compiler: input ", in->name(),
+                       " of ", n->name(), " is not a tensor");
+    }
+    Step st;
+    st.kind = Step::Kind::CallExtern;
+    st.node = graph::NodePtr(n);
+    st.op = n->target().op;
+    st.args = n->args();
+    st.kwargs = n->kwargs();
+    st.view = view_ops().count(st.op->schema().name) != 0;
+    const auto& ts = n->meta().tensors;
+    IGNIS_CHECK_KIND(NotImplemented, !ts.empty(), "compiler: node ", n->name(),
+                     " has no tensor metadata");
+    for (const graph::TensorMeta& m : ts) {
+      Buffer b = tensor_buffer(m, BufferKind::Extern);
+      st.outputs.push_back(add_buffer(std::move(b)));
+    }
+    if (n->meta().tuple_output) {
+      extern_outputs_[n] = st.outputs;
+    } else {
+      vals_[n] = buffer_val(st.outputs[0], ts[0]);
+      bind(n, st.outputs[0]);
+    }
+    p_.steps.push_back(std::move(st));
+  }
+
+  void lower_output(const Node* n) {
+    const Value& result = n->args().at(0);
+    std::vector<Value> items =
+        result.is_sequence() ? result.items() : std::vector<Value>{result};
+    for (const Value& v : items) {
+      ProgramOutput o;
+      if (v.is_node()) {
+        const Node* src = v.to_node();
+        if (vals_.count(src)) realize(src);
+        o.buffer = p_.buffer_of(src);
+        IGNIS_CHECK_KIND(NotImplemented, o.buffer >= 0, "compiler: output ", src->name(),
+                         " is not a tensor");
+      } else {
+        IGNIS_CHECK_KIND(NotImplemented, !v.has_items(), "compiler: nested graph outputs");
+        o.value = v;
+      }
+      p_.outputs.push_back(std::move(o));
+    }
+  }
+
+  const graph::Graph& g_;
+  Program p_;
+  std::unordered_map<const Node*, How> how_;
+  std::unordered_map<const Node*, Val> vals_;
+  std::unordered_map<const Node*, std::vector<int>> extern_outputs_;
+};
+
+}  // namespace
+
+Program lower(const graph::Graph& g) { return Lowering(g).run(); }
+
+}  // namespace ignis::compiler

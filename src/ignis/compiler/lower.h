@@ -1,0 +1,21 @@
+// Lowering: a graph of core ops (AOT's inference, forward or backward graph)
+// to a Program (loop_ir.h). docs/compiler.md has the rules; in short:
+// - pointwise ops with a scalar function, on one float dtype, and the view
+//   ops are *virtual* values: functions from an output coordinate to a
+//   scalar expression, composed without touching memory;
+// - a value is realized (a kernel computes it into a buffer) when it is a
+//   graph output, an extern call's input, or has more than one user;
+// - every other op is an extern call through the dispatcher.
+#pragma once
+
+#include "ignis/compiler/loop_ir.h"
+#include "ignis/graph/graph.h"
+
+namespace ignis::compiler {
+
+// Throws NotImplementedError for graphs outside the slice (a foreign callable,
+// a non-tensor placeholder, a tensor off the CPU, missing metadata): the
+// caller runs such graphs some other way.
+Program lower(const graph::Graph& g);
+
+}  // namespace ignis::compiler
