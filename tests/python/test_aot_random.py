@@ -193,6 +193,7 @@ def run(fn, seed):
 BACKENDS = {
     "aot_eager": "aot_eager",
     "aot_autograd_decomposed": aot_autograd(partition_fn=min_cut_rematerialization_partition),
+    "inductor": "inductor",
 }
 
 

@@ -119,6 +119,19 @@ def aot_eager_decomp_partition(gm, example_inputs, **kwargs):
     return _aot_eager_backend(True)(gm, example_inputs)
 
 
+@register_backend(name="inductor")
+def inductor(gm, example_inputs, **kwargs):
+    """The compiler (torch's default backend; opt-in here for now): AOT with
+    decompositions and the min-cut partitioner, each graph compiled by
+    ignis._inductor.compile_fx into fused C++ kernels plus extern calls."""
+    if kwargs:
+        raise TypeError(f"inductor backend takes no options, got {sorted(kwargs)}")
+    from .._functorch.aot_autograd import aot_autograd as make
+    from .._inductor import compile_fx
+    return make(fw_compiler=compile_fx, bw_compiler=compile_fx,
+                partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)
+
+
 @register_backend(name="eager_interpreter", tags=("debug",))
 def eager_interpreter(gm, example_inputs):
     """Runs the graph node by node through ignis.fx.Interpreter (debugging)."""

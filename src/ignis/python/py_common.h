@@ -104,6 +104,9 @@ void py_set_node_type(graph::Node* n, PyObject* type);
 // --- AOT (py_aot.cpp): tracing, partitioners, fake tensors -------------------------
 bool init_aot(PyObject* module);
 
+// --- compiler (py_compiler.cpp): compiled graphs ------------------------------------
+bool init_compiler(PyObject* module);
+
 // --- autograd (py_autograd.cpp): Tensor.grad etc., grad_fn objects, grad mode -------
 // Call after init_tensor_type.
 bool init_autograd(PyObject* module);

@@ -1,0 +1,23 @@
+"""compile_fx: one AOT graph (inference, forward or backward) to a callable."""
+import sys
+
+from .. import _C
+from . import metrics
+
+
+def _output_code_enabled():
+    return bool(_C._capture.log_mask() & getattr(_C._capture, "LOG_OUTPUT_CODE"))
+
+
+def compile_fx(gm, example_inputs):
+    """Lowers gm's graph, generates and compiles its kernels (cached on disk)
+    and returns a callable taking the graph's inputs and returning a tuple of
+    its outputs. Ops the compiler does not lower run through the dispatcher."""
+    constants = getattr(gm, "_aot_constants", None) or {}
+    compiled = _C._compile_graph(gm.graph, dict(constants))
+    metrics.generated_kernel_count += compiled.kernel_count
+    if _output_code_enabled():
+        sys.stderr.write(f"[output_code] ====== program ======\n{compiled.program}\n"
+                         f"[output_code] ====== generated code ======\n"
+                         f"{compiled.generated_code}\n")
+    return compiled

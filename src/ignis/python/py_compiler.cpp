@@ -1,0 +1,125 @@
+// Bindings of the compiler (compiler/): argument conversion only.
+//   _compile_graph(graph, constants=None) -> CompiledGraph
+//   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program
+#include "ignis/compiler/compiled_graph.h"
+#include "ignis/python/py_common.h"
+
+namespace ignis::py {
+
+namespace {
+
+struct PyCompiledGraph {
+  PyObject_HEAD
+  compiler::CompiledGraph* cg;
+};
+
+void cg_dealloc(PyObject* self) {
+  delete reinterpret_cast<PyCompiledGraph*>(self)->cg;
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyObject* cg_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  IGNIS_PY_BEGIN
+  IGNIS_CHECK_TYPE(!kwargs || PyDict_Size(kwargs) == 0, "CompiledGraph takes no keywords");
+  std::vector<Tensor> inputs;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) {
+    PyObject* a = PyTuple_GET_ITEM(args, i);
+    IGNIS_CHECK_TYPE(is_tensor(a), "CompiledGraph: input ", i, " is a ", Py_TYPE(a)->tp_name,
+                     ", not a tensor");
+    inputs.push_back(unwrap(a));
+  }
+  std::vector<graph::Value> outs;
+  {
+    auto* cg = reinterpret_cast<PyCompiledGraph*>(self)->cg;
+    outs = cg->run(inputs);
+  }
+  PyObject* t = PyTuple_New(Py_ssize_t(outs.size()));
+  if (!t) return nullptr;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    PyObject* o = py_from_value(outs[i]);
+    if (!o) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, Py_ssize_t(i), o);
+  }
+  return t;
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* cg_code(PyObject* self, void*) {
+  return PyUnicode_FromString(reinterpret_cast<PyCompiledGraph*>(self)->cg->source().c_str());
+}
+PyObject* cg_kernels(PyObject* self, void*) {
+  return PyLong_FromSize_t(reinterpret_cast<PyCompiledGraph*>(self)->cg->kernel_count());
+}
+PyObject* cg_program(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
+  return PyUnicode_FromString(
+      compiler::to_string(reinterpret_cast<PyCompiledGraph*>(self)->cg->program()).c_str());
+  IGNIS_PY_END(nullptr)
+}
+
+PyGetSetDef cg_getset[] = {
+    {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
+    {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
+    {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject* cg_type = nullptr;
+
+PyObject* f_compile_graph(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject* graph;
+  PyObject* constants = Py_None;
+  if (!PyArg_ParseTuple(args, "O|O", &graph, &constants)) return nullptr;
+  graph::Graph* g = graph_ptr(graph);
+  IGNIS_CHECK_TYPE(g != nullptr, "_compile_graph: expected an ignis.fx.Graph, got ",
+                   Py_TYPE(graph)->tp_name);
+  compiler::CompileGraphOptions options;
+  if (constants != Py_None) {
+    IGNIS_CHECK_TYPE(PyDict_Check(constants), "_compile_graph: constants must be a dict");
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(constants, &pos, &k, &v)) {
+      if (!PyUnicode_Check(k) || !is_tensor(v)) continue;
+      options.constants[PyUnicode_AsUTF8(k)] = unwrap(v);
+    }
+  }
+  auto cg = std::make_unique<compiler::CompiledGraph>(*g, std::move(options));
+  PyObject* o = cg_type->tp_alloc(cg_type, 0);
+  if (!o) return nullptr;
+  reinterpret_cast<PyCompiledGraph*>(o)->cg = cg.release();
+  return o;
+  IGNIS_PY_END(nullptr)
+}
+
+PyMethodDef functions[] = {
+    {"_compile_graph", f_compile_graph, METH_VARARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+bool init_compiler(PyObject* module) {
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void*>(cg_dealloc)},
+      {Py_tp_call, reinterpret_cast<void*>(cg_call)},
+      {Py_tp_getset, cg_getset},
+      {0, nullptr},
+  };
+  static PyType_Spec spec = {"ignis._C.CompiledGraph", sizeof(PyCompiledGraph), 0,
+                             Py_TPFLAGS_DEFAULT, slots};
+  PyObject* t = PyType_FromSpec(&spec);
+  if (!t) return false;
+  cg_type = reinterpret_cast<PyTypeObject*>(t);
+  Py_INCREF(t);
+  if (PyModule_AddObject(module, "CompiledGraph", t) < 0) {
+    Py_DECREF(t);
+    return false;
+  }
+  return PyModule_AddFunctions(module, functions) == 0;
+}
+
+}  // namespace ignis::py

@@ -1,0 +1,166 @@
+"""The compiler (backend "inductor"): fused pointwise kernels plus extern
+calls, against eager."""
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+import ignis.nn as nn
+from ignis import _inductor
+from ignis._inductor import metrics
+
+
+def compile_and_count(fn, *args):
+    """Runs fn through backend="inductor"; returns (result, kernels generated)."""
+    ignis.compiler.reset()
+    metrics.reset()
+    out = ignis.compile(fn, backend="inductor")(*args)
+    return out, metrics.generated_kernel_count
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=rtol, atol=atol)
+
+
+def test_seed_relu_add_mul_is_one_kernel():
+    def f(x, y):
+        return ignis.relu(x + y) * 2
+    x, y = ignis.randn(8, 16), ignis.randn(8, 16)
+    out, kernels = compile_and_count(f, x, y)
+    assert kernels == 1
+    close(out, f(x, y))
+
+
+def test_long_pointwise_chain_is_one_kernel():
+    def f(x):
+        for i in range(50):
+            x = ignis.tanh(x) * 1.01 + 0.01 * i if i % 2 else ignis.sigmoid(x) - 0.5
+        return x
+    x = ignis.randn(33, 17)
+    out, kernels = compile_and_count(f, x)
+    assert kernels == 1
+    close(out, f(x))
+
+
+def test_broadcasting_and_scalars():
+    def f(x, row, col):
+        return (x * row - col) / 3.0 + ignis.exp(-row) * 2
+    x, row, col = ignis.randn(5, 7), ignis.randn(7), ignis.randn(5, 1)
+    out, kernels = compile_and_count(f, x, row, col)
+    assert kernels == 1
+    close(out, f(x, row, col))
+
+
+def test_transposed_and_sliced_inputs():
+    def f(a, b):
+        return ignis.sin(a.t()) + b[1:, ::2] * b[:-1, 1::2]
+    a = ignis.randn(5, 5)
+    b = ignis.randn(6, 12)[:, 1:11]
+    out, _ = compile_and_count(f, a, b)
+    close(out, f(a, b))
+    # inputs that are themselves non-contiguous views
+    a2 = ignis.randn(5, 5).t()
+    out, _ = compile_and_count(f, a2, b)
+    close(out, f(a2, b))
+
+
+def test_views_inside_a_fused_kernel():
+    def f(x):
+        y = (x + 1).view(4, 6).permute(1, 0).unsqueeze(0)
+        return ignis.relu(y.squeeze(0)[2:5] * 3)
+    x = ignis.randn(2, 12)
+    out, kernels = compile_and_count(f, x)
+    assert kernels == 1
+    close(out, f(x))
+
+
+def test_float64():
+    def f(x, y):
+        return ignis.sqrt(ignis.abs(x)) * y - ignis.log1p(y * y)
+    x = ignis.randn(9, 4, dtype=ignis.float64)
+    y = ignis.randn(9, 4, dtype=ignis.float64)
+    out, kernels = compile_and_count(f, x, y)
+    assert kernels == 1
+    assert out.dtype == ignis.float64
+    close(out, f(x, y), rtol=1e-12, atol=1e-12)
+
+
+def test_int_and_bfloat16_graphs_run_as_externs():
+    def f(x):
+        return (x * 3 + 1) // 2
+    x = ignis.arange(24).reshape(4, 6)
+    out, kernels = compile_and_count(f, x)
+    assert kernels == 0
+    assert (out.numpy() == f(x).numpy()).all()
+
+    def g(x):
+        return ignis.relu(x * 2 + 1)
+    xb = ignis.randn(4, 6).to(ignis.bfloat16)
+    out, kernels = compile_and_count(g, xb)
+    assert out.dtype == ignis.bfloat16
+    close(out.float(), g(xb).float())
+
+
+def test_reductions_and_matmul_are_externs_between_kernels():
+    def f(x, w):
+        h = ignis.relu(x @ w + 1)
+        return (h * h).sum(1), h.softmax(-1)
+    x, w = ignis.randn(6, 5), ignis.randn(5, 4)
+    out, kernels = compile_and_count(f, x, w)
+    assert kernels >= 1
+    for a, b in zip(out, f(x, w)):
+        close(a, b)
+
+
+def test_output_aliasing_an_input_stays_a_view():
+    def f(x):
+        return x.t(), x + 1
+    x = ignis.randn(3, 4)
+    (v, y), _ = compile_and_count(f, x)
+    close(v, x.t())
+    x.add_(1)
+    close(v, x.t())
+
+
+def test_generated_code_is_readable(capfd):
+    from ignis import _C
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x, y):
+        return ignis.relu(x + y) * 2
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [ignis.randn(4, 4), ignis.randn(4, 4)])
+    compiled = _inductor.compile_fx(gm, None)
+    code = compiled.generated_code
+    assert 'extern "C" void kernel_0(char* const* bufs)' in code
+    assert "ignis::scalar_ops::Relu{}" in code
+    assert "#pragma omp parallel for if (numel >= 32768)" in code
+    assert "kernel_0 -> " in compiled.program
+    assert compiled.kernel_count == 1
+    del _C
+
+
+def test_mlp_training_matches_eager_gradients():
+    def make():
+        ignis.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+    x, target = ignis.randn(10, 8), ignis.randn(10, 4)
+
+    def loss_fn(model, x):
+        out = model(x)
+        return ((ignis.sigmoid(out) - target) ** 2).mean()
+
+    eager_model, comp_model = make(), make()
+    loss_fn(eager_model, x).backward()
+    ignis.compiler.reset()
+    metrics.reset()
+    compiled = ignis.compile(loss_fn, backend="inductor")
+    loss = compiled(comp_model, x)
+    loss.backward()
+    close(loss, loss_fn(eager_model, x))
+    assert metrics.generated_kernel_count >= 2  # forward and backward graphs
+    for p, q in zip(eager_model.parameters(), comp_model.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_backend_is_registered_but_not_default():
+    assert "inductor" in ignis.compiler.list_backends()
