@@ -311,7 +311,18 @@ class Lowering {
     int64_t numel = 1;
     for (int64_t s : m.sizes) numel *= s;
     k.flat = sym::index_var("flat", std::max<int64_t>(numel, 1));
-    Coords c = sym::unravel_index(k.flat, k.ranges);
+    // Iterate in the output's memory order (outermost stride first), so the
+    // store is sequential and a transposed layout moves the strided access to
+    // the loads, as eager's TensorIterator orders dims.
+    std::vector<size_t> perm(m.sizes.size());
+    std::iota(perm.begin(), perm.end(), size_t{0});
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](size_t a, size_t b) { return m.strides[a] > m.strides[b]; });
+    std::vector<Expr> loop_sizes;
+    for (size_t d : perm) loop_sizes.push_back(Expr(m.sizes[d]));
+    Coords loop = sym::unravel_index(k.flat, loop_sizes);
+    Coords c(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) c[perm[i]] = loop[i];
     k.store_index = sym::simplify(sym::linear_index(c, p_.buffers[b].strides));
     BodyBuilder bb;
     v.body(bb, c);
