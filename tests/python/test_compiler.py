@@ -85,6 +85,21 @@ def test_float64():
     close(out, f(x, y), rtol=1e-12, atol=1e-12)
 
 
+def test_comparisons_where_and_casts_fuse():
+    def f(x, y):
+        m = x > 0.25
+        z = ignis.where(m, x * y, -y)
+        return ignis.where(z < y, z, 0.5).double() + 1, (x == y).clone()
+    x, y = ignis.randn(6, 7), ignis.randn(7)
+    y[2] = x[1, 2]
+    (out, eq), kernels = compile_and_count(f, x, y)
+    want, want_eq = f(x, y)
+    assert out.dtype == ignis.float64 and eq.dtype == ignis.bool
+    assert kernels == 3  # z has two users (v0 policy: realized), then one per output
+    close(out, want)
+    assert (eq.numpy() == want_eq.numpy()).all()
+
+
 def test_int_and_bfloat16_graphs_run_as_externs():
     def f(x):
         return (x * 3 + 1) // 2

@@ -134,22 +134,64 @@ class Lowering {
     return t == ScalarType::Float32 || t == ScalarType::Float64;
   }
 
-  // The scalar function a pointwise node computes and its operands (nodes or
-  // numbers), or an empty name when the node is outside the slice.
+  // What a pointwise node computes: a scalar_ops call, a select (where), a
+  // copy (identity) or a conversion (cast) of its operands (nodes or
+  // numbers); kind None when the node is outside the slice.
+  enum class PwKind : uint8_t { None, Call, Where, Identity, Cast };
   struct PointwiseCall {
+    PwKind kind = PwKind::None;
     std::string fn;
     std::vector<Value> operands;
+    ScalarType compute = ScalarType::Float32;  // the operands' (and constants') type
   };
-  static PointwiseCall pointwise_call(const Node* n) {
+
+  static const graph::TensorMeta* single_meta(const Node* n) {
+    if (n->meta().tensors.size() != 1 || n->meta().tuple_output) return nullptr;
+    return &n->meta().tensors[0];
+  }
+
+  static bool is_comparison(const std::string& fn) {
+    return fn == "eq" || fn == "ne" || fn == "lt" || fn == "le" || fn == "gt" || fn == "ge";
+  }
+
+  // clone, _to_copy (float to float on the CPU) and copy (src broadcast into
+  // self's layout): copies, so the value is the source's (converted).
+  static PointwiseCall copy_call(const Node* n, const std::vector<Value>& args) {
+    const std::string& name = n->target().op->schema().name;
+    const graph::TensorMeta* out = single_meta(n);
+    size_t src = name == "copy" ? 1 : 0;
+    if (!out || args.size() <= src || !args[src].is_node()) return {};
+    const graph::TensorMeta* in = single_meta(args[src].to_node());
+    if (!in || !is_float_slice_dtype(in->dtype) || !is_float_slice_dtype(out->dtype) ||
+        in->device.type != DeviceType::CPU || out->device.type != DeviceType::CPU)
+      return {};
     PointwiseCall pc;
+    pc.kind = in->dtype == out->dtype ? PwKind::Identity : PwKind::Cast;
+    pc.operands.push_back(args[src]);
+    pc.compute = in->dtype;
+    return pc;
+  }
+
+  static PointwiseCall pointwise_call(const Node* n) {
     const OpHandle* op = n->target().op;
     const OpDef* d = op->def();
-    if (!d || d->category != OpCategory::Pointwise || d->scalar.empty() || n->target().impure() ||
-        n->target().nondeterministic() || n->meta().tensors.size() != 1)
-      return {};
-    ScalarType dt = n->meta().tensors[0].dtype;
-    if (!is_float_slice_dtype(dt)) return {};
+    if (!d || n->target().impure() || n->target().nondeterministic()) return {};
+    const std::string& opname = op->schema().name;
+    if (opname == "clone" || opname == "_to_copy" || opname == "copy")
+      return copy_call(n, full_args(n));
+    const graph::TensorMeta* out = single_meta(n);
+    if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out) return {};
     std::string fn = d->scalar;
+    // The compute type: one float dtype for every float operand. Comparisons
+    // give bool; where takes a bool condition.
+    ScalarType dt = out->dtype;
+    if (is_comparison(fn)) {
+      if (dt != ScalarType::Bool) return {};
+      dt = ScalarType::Undefined;  // from the operands
+    } else if (!is_float_slice_dtype(dt)) {
+      return {};
+    }
+    PointwiseCall pc;
     const FunctionSchema& s = op->schema();
     std::vector<Value> args = full_args(n);
     for (size_t i = 0; i < args.size(); ++i) {
@@ -175,18 +217,27 @@ class Lowering {
         continue;
       }
       if (a.is_node()) {
-        const Node* in = a.to_node();
-        if (in->meta().tensors.size() != 1 || in->meta().tuple_output ||
-            in->meta().tensors[0].dtype != dt)
+        const graph::TensorMeta* m = single_meta(a.to_node());
+        if (!m) return {};
+        if (fn == "where" && pc.operands.empty()) {
+          if (m->dtype != ScalarType::Bool) return {};
+        } else if (dt == ScalarType::Undefined && is_float_slice_dtype(m->dtype)) {
+          dt = m->dtype;
+        } else if (m->dtype != dt) {
           return {};
+        }
       } else if (a.kind() != Value::Kind::Double && a.kind() != Value::Kind::Int) {
         return {};  // bools, lists, dtypes, None: not a number operand
+      } else if (fn == "where" && pc.operands.empty()) {
+        return {};  // a constant condition
       }
       pc.operands.push_back(a);
     }
-    if (fn == "clamp_min_max") return {};
+    if (fn == "clamp_min_max" || dt == ScalarType::Undefined) return {};
     if (scalar_arity(fn) != int(pc.operands.size())) return {};
+    pc.kind = fn == "where" ? PwKind::Where : PwKind::Call;
     pc.fn = fn;
+    pc.compute = dt;
     return pc;
   }
 
@@ -198,7 +249,7 @@ class Lowering {
     if (view_ops().count(n->target().op->schema().name) && n->meta().tensors.size() == 1 &&
         !n->meta().tuple_output)
       return How::View;
-    if (!pointwise_call(n).fn.empty()) return How::Pointwise;
+    if (pointwise_call(n).kind != PwKind::None) return How::Pointwise;
     return How::Extern;
   }
 
@@ -439,16 +490,22 @@ class Lowering {
     }
     v.origins.push_back(n->name());
     std::string fn = pc.fn;
-    ScalarType dt = m.dtype;
+    PwKind kind = pc.kind;
+    ScalarType out_dt = m.dtype, dt = pc.compute;
     std::vector<int64_t> out_sizes = m.sizes;
-    v.body = [ops, fn, dt, out_sizes](BodyBuilder& bb, const Coords& c) {
-      ScalarNode s;
-      s.kind = ScalarKind::Call;
-      s.dtype = dt;
-      s.fn = fn;
+    v.body = [ops, fn, kind, out_dt, dt, out_sizes](BodyBuilder& bb, const Coords& c) {
+      std::vector<int> args;
       for (const Operand& o : ops)
-        s.args.push_back(o.is_node ? o.val.body(bb, broadcast(c, o.val.sizes, out_sizes))
-                                   : constant(bb, o.number, dt));
+        args.push_back(o.is_node ? o.val.body(bb, broadcast(c, o.val.sizes, out_sizes))
+                                 : constant(bb, o.number, dt));
+      if (kind == PwKind::Identity) return args.at(0);
+      ScalarNode s;
+      s.kind = kind == PwKind::Call    ? ScalarKind::Call
+               : kind == PwKind::Where ? ScalarKind::Where
+                                       : ScalarKind::Cast;
+      s.dtype = out_dt;
+      s.fn = fn;
+      s.args = std::move(args);
       return bb.add(std::move(s));
     };
     vals_[n] = std::move(v);
