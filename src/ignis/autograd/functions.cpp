@@ -114,9 +114,13 @@ namespace {
 OpRef copy_op("copy_");
 OpRef zero_op("zero_");
 
-// A zero (or g-filled) tensor laid out like the base, and the view's region of it.
+OpRef empty_strided_op("empty_strided");
+
+// A zero (or g-filled) tensor laid out like the base, and the view's region of
+// it. Allocated through the dispatcher, so that a trace records it (and a fake
+// backward makes a fake of it).
 Tensor base_like(const BaseGeom& b, ScalarType dtype, Device device) {
-  Tensor t = empty_strided_tensor(b.sizes, b.strides, dtype, device);
+  Tensor t = empty_strided_op.tensor(b.sizes.vec(), b.strides.vec(), dtype, device);
   zero_op.call(t);
   return t;
 }

@@ -1,6 +1,7 @@
 #include "ignis/runtime/cpu_info.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
