@@ -135,6 +135,26 @@ def test_fully_masked_rows_lse():
     assert np.all(np.isfinite(lse.numpy()[:, :, [0, 1, 3, 4, 5]]))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_few_heads_long_sequence(causal):
+    """Fewer batch x heads than twice the threads: the backward splits query
+    blocks across threads with per-thread dk/dv (the float mask's grad too)."""
+    m = None if causal else np.random.default_rng(7).standard_normal((260, 300))
+    run(((1, 2, 260, 16), (1, 2, 300, 16), (1, 2, 300, 8)), causal=causal, mask=m,
+        mask_grad=not causal)
+    run(((1, 1, 300, 32), (1, 1, 300, 32), (1, 1, 300, 32)), "float64", causal=causal)
+
+
+def test_float16_matches_float32():
+    rng = np.random.default_rng(8)
+    arrs = [rng.standard_normal((2, 3, 70, 16)).astype(np.float16) for _ in range(3)]
+    h = IF.scaled_dot_product_attention(*[ignis.from_numpy(a) for a in arrs], is_causal=True)
+    f = IF.scaled_dot_product_attention(*[ignis.from_numpy(a.astype(np.float32))
+                                          for a in arrs], is_causal=True)
+    assert h.dtype == ignis.float16
+    np.testing.assert_allclose(h.float().numpy(), f.numpy(), rtol=2e-3, atol=2e-3)
+
+
 def test_gqa():
     run(((2, 8, 70, 16), (2, 2, 130, 16), (2, 2, 130, 16)), gqa=True)
     run(((2, 8, 70, 16), (2, 4, 130, 16), (2, 4, 130, 16)), gqa=True, causal=True)

@@ -203,86 +203,138 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q, const 
   }
 }
 
-// One task per batch index: it owns that index's dk and dv, so blocks
-// accumulate into them without races; dq of a query block is finished
-// within the task too.
+// The backward of one block of query rows [i0, i0 + bq) of batch b: writes
+// its rows of dq (and of dmask), adds into dK/dV (that batch's [S, E] and
+// [S, Ev], wherever the caller keeps them).
+template <typename T>
+struct BackwardBlocks {
+  Dims d;
+  std::vector<int64_t> qo, ko, vo, go, oo, lo;
+  MaskView<T> mv;
+  const T *qp, *kp, *vp, *gp, *opp, *lp;
+  T *dqp, *dmp;
+  bool causal;
+  T scale;
+
+  // p, ds: kBQ x kBK scratch; D: kBQ.
+  void run(int64_t b, int64_t i0, T* dK, T* dV, T* p, T* ds, T* D) const {
+    const int64_t bq = std::min(kBQ, d.L - i0);
+    const T *K = kp + ko[b], *V = vp + vo[b];
+    const T* Q = qp + qo[b] + i0 * d.E;
+    const T* G = gp + go[b] + i0 * d.Ev;
+    const T* O = opp + oo[b] + i0 * d.Ev;
+    const T* LS = lp + lo[b] + i0;
+    T* dQ = dqp + (b * d.L + i0) * d.E;
+    T* dM = dmp ? dmp + b * d.L * d.S : nullptr;
+    std::fill(dQ, dQ + bq * d.E, T(0));
+    for (int64_t r = 0; r < bq; ++r) {
+      T acc = 0;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t e = 0; e < d.Ev; ++e) acc += G[r * d.Ev + e] * O[r * d.Ev + e];
+      D[r] = acc;
+    }
+    const int64_t jend = key_end(causal, d.S, i0, bq);
+    for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
+      const int64_t bk = std::min(kBK, jend - j0);
+      gemm_serial<T>(bq, bk, d.E, scale, Q, d.E, 1, K + j0 * d.E, 1, d.E, T(0), p, kBK);
+      mask_block<T>(p, bq, bk, i0, j0, causal, mv, b);
+      for (int64_t r = 0; r < bq; ++r) {
+        T* pr = p + r * kBK;
+        const T l = LS[r];
+        if (l == static_cast<T>(-kInf)) {
+          std::fill(pr, pr + bk, T(0));
+          continue;
+        }
+#pragma omp simd
+        for (int64_t c = 0; c < bk; ++c) pr[c] = vexp(pr[c] - l);
+      }
+      // dV += P^T dO;  dP = dO V^T
+      gemm_serial<T>(bk, d.Ev, bq, T(1), p, 1, kBK, G, d.Ev, 1, T(1), dV + j0 * d.Ev, d.Ev);
+      gemm_serial<T>(bq, bk, d.Ev, T(1), G, d.Ev, 1, V + j0 * d.Ev, 1, d.Ev, T(0), ds, kBK);
+      for (int64_t r = 0; r < bq; ++r) {
+        const T* pr = p + r * kBK;
+        T* sr = ds + r * kBK;
+        const T Dr = D[r];
+#pragma omp simd
+        for (int64_t c = 0; c < bk; ++c) sr[c] = pr[c] * (sr[c] - Dr);
+        if (dM) std::copy(sr, sr + bk, dM + (i0 + r) * d.S + j0);
+      }
+      // dQ += dS K * scale;  dK += dS^T Q * scale
+      gemm_serial<T>(bq, d.E, bk, scale, ds, kBK, 1, K + j0 * d.E, d.E, 1, T(1), dQ, d.E);
+      gemm_serial<T>(bk, d.E, bq, scale, ds, 1, kBK, Q, d.E, 1, T(1), dK + j0 * d.E, d.E);
+    }
+  }
+};
+
+// Two ways to split the work without races on dk/dv, which every query
+// block of a batch adds into: with enough batch indices, one task per batch
+// index (it owns that index's dk and dv); otherwise (few heads, long
+// sequences) one task per query block, each thread adding into its own
+// zeroed copy of dk and dv, summed at the end.
 template <typename T>
 void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dmask,
                     const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal,
                     T scale) {
   const Dims d = dims_of(q, v);
-  const auto qo = batch_offsets(q, d.nb), ko = batch_offsets(k, d.nb),
-             vo = batch_offsets(v, d.nb), go = batch_offsets(dout, d.nb),
-             oo = batch_offsets(out, d.nb), lo = batch_offsets(lse, d.nb);
-  const MaskView<T> mv(mask, d.nb);
-  const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(), *gp = dout.data<T>(),
-          *opp = out.data<T>(), *lp = lse.data<T>();
-  T *dqp = dq.data<T>(), *dkp = dk.data<T>(), *dvp = dv.data<T>();
-  T* dmp = dmask.defined() ? dmask.data<T>() : nullptr;
-  const int nt = threads_for_flops(2 * d.batch * d.L * d.S * (d.E + d.Ev), d.batch);
+  const BackwardBlocks<T> w{d,
+                            batch_offsets(q, d.nb),
+                            batch_offsets(k, d.nb),
+                            batch_offsets(v, d.nb),
+                            batch_offsets(dout, d.nb),
+                            batch_offsets(out, d.nb),
+                            batch_offsets(lse, d.nb),
+                            MaskView<T>(mask, d.nb),
+                            q.data<T>(),
+                            k.data<T>(),
+                            v.data<T>(),
+                            dout.data<T>(),
+                            out.data<T>(),
+                            lse.data<T>(),
+                            dq.data<T>(),
+                            dmask.defined() ? dmask.data<T>() : nullptr,
+                            causal,
+                            scale};
+  T *dkp = dk.data<T>(), *dvp = dv.data<T>();
+  const int64_t nkv = d.S * d.E, nvv = d.S * d.Ev;
+  // Causally skipped blocks have no gradient: dmask starts at zero.
+  if (w.dmp && causal) std::fill(w.dmp, w.dmp + d.batch * d.L * d.S, T(0));
+  const int64_t nqb = (d.L + kBQ - 1) / kBQ;
+  const int nt = threads_for_flops(2 * d.batch * d.L * d.S * (d.E + d.Ev), d.batch * nqb);
+  if (nt <= 1 || d.batch >= 2 * nt) {
 #pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+      std::vector<T> p(kBQ * kBK), ds(kBQ * kBK), D(kBQ);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t b = 0; b < d.batch; ++b) {
+        T* dK = dkp + b * nkv;
+        T* dV = dvp + b * nvv;
+        std::fill(dK, dK + nkv, T(0));
+        std::fill(dV, dV + nvv, T(0));
+        for (int64_t i0 = 0; i0 < d.L; i0 += kBQ)
+          w.run(b, i0, dK, dV, p.data(), ds.data(), D.data());
+      }
+    }
+    return;
+  }
+  const int64_t nk = d.batch * nkv, nv = d.batch * nvv;
+  std::vector<T> part(static_cast<size_t>(nt * (nk + nv)), T(0));
+#pragma omp parallel num_threads(nt)
   {
     std::vector<T> p(kBQ * kBK), ds(kBQ * kBK), D(kBQ);
+    T* mine = part.data() + omp_get_thread_num() * (nk + nv);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t b = 0; b < d.batch; ++b) {
-      const T *K = kp + ko[b], *V = vp + vo[b];
-      T* dK = dkp + b * d.S * d.E;
-      T* dV = dvp + b * d.S * d.Ev;
-      std::fill(dK, dK + d.S * d.E, T(0));
-      std::fill(dV, dV + d.S * d.Ev, T(0));
-      T* dM = dmp ? dmp + b * d.L * d.S : nullptr;
-      // Causally skipped blocks have no gradient; zero the whole slice once.
-      if (dM && causal) std::fill(dM, dM + d.L * d.S, T(0));
-      for (int64_t i0 = 0; i0 < d.L; i0 += kBQ) {
-        const int64_t bq = std::min(kBQ, d.L - i0);
-        const T* Q = qp + qo[b] + i0 * d.E;
-        const T* G = gp + go[b] + i0 * d.Ev;
-        const T* O = opp + oo[b] + i0 * d.Ev;
-        const T* LS = lp + lo[b] + i0;
-        T* dQ = dqp + (b * d.L + i0) * d.E;
-        std::fill(dQ, dQ + bq * d.E, T(0));
-        for (int64_t r = 0; r < bq; ++r) {
-          T acc = 0;
-#pragma omp simd reduction(+ : acc)
-          for (int64_t e = 0; e < d.Ev; ++e) acc += G[r * d.Ev + e] * O[r * d.Ev + e];
-          D[r] = acc;
-        }
-        const int64_t jend = key_end(causal, d.S, i0, bq);
-        for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
-          const int64_t bk = std::min(kBK, jend - j0);
-          T* P = p.data();
-          gemm_serial<T>(bq, bk, d.E, scale, Q, d.E, 1, K + j0 * d.E, 1, d.E, T(0), P, kBK);
-          mask_block<T>(P, bq, bk, i0, j0, causal, mv, b);
-          for (int64_t r = 0; r < bq; ++r) {
-            T* pr = P + r * kBK;
-            const T l = LS[r];
-            if (l == static_cast<T>(-kInf)) {
-              std::fill(pr, pr + bk, T(0));
-              continue;
-            }
-#pragma omp simd
-            for (int64_t c = 0; c < bk; ++c) pr[c] = vexp(pr[c] - l);
-          }
-          // dV += P^T dO;  dP = dO V^T
-          gemm_serial<T>(bk, d.Ev, bq, T(1), P, 1, kBK, G, d.Ev, 1, T(1), dV + j0 * d.Ev, d.Ev);
-          gemm_serial<T>(bq, bk, d.Ev, T(1), G, d.Ev, 1, V + j0 * d.Ev, 1, d.Ev, T(0),
-                         ds.data(), kBK);
-          for (int64_t r = 0; r < bq; ++r) {
-            const T* pr = P + r * kBK;
-            T* sr = ds.data() + r * kBK;
-            const T Dr = D[r];
-#pragma omp simd
-            for (int64_t c = 0; c < bk; ++c) sr[c] = pr[c] * (sr[c] - Dr);
-            if (dM) std::copy(sr, sr + bk, dM + (i0 + r) * d.S + j0);
-          }
-          // dQ += dS K * scale;  dK += dS^T Q * scale
-          gemm_serial<T>(bq, d.E, bk, scale, ds.data(), kBK, 1, K + j0 * d.E, d.E, 1, T(1), dQ,
-                         d.E);
-          gemm_serial<T>(bk, d.E, bq, scale, ds.data(), 1, kBK, Q, d.E, 1, T(1), dK + j0 * d.E,
-                         d.E);
-        }
-      }
+    for (int64_t t = 0; t < d.batch * nqb; ++t) {
+      const int64_t b = t / nqb;
+      w.run(b, (t % nqb) * kBQ, mine + b * nkv, mine + nk + b * nvv, p.data(), ds.data(),
+            D.data());
+    }
+    // (the implicit barrier above: every copy is complete)
+#pragma omp for
+    for (int64_t i = 0; i < nk + nv; ++i) {
+      T acc = 0;
+      for (int th = 0; th < nt; ++th) acc += part[th * (nk + nv) + i];
+      (i < nk ? dkp[i] : dvp[i - nk]) = acc;
     }
   }
 }

@@ -350,6 +350,9 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a
   const Mat<T> am{a, a_rs, a_cs}, bm{b, b_rs, b_cs};
 #if IGNIS_HAVE_BLAS
   if (use_blas() && k > 0) {
+    // Outside a parallel region OpenBLAS may thread a larger block itself:
+    // with as many threads as ignis has, not its own default.
+    if (!omp_in_parallel()) sync_blas_threads();
     gemm_blas(m, n, k, alpha, am, bm, beta, c, ldc);
     return;
   }
