@@ -127,6 +127,32 @@ def main():
     except Exception as e:
         print(f"  matmul: ignis failed: {e}")
 
+    # Causal attention at GPT-block sizes: the fused flash-style kernels.
+    # Flops count the products a dense kernel does (causal halves them).
+    B, H, L, E = 8, 8, 512, 64
+    qkv = [rng.standard_normal((B, H, L, E)).astype(np.float32) for _ in range(3)]
+    ai = [ignis.from_numpy(a) for a in qkv]
+    at = [torch.from_numpy(a) for a in qkv] if torch else None
+    sdpa_i = ignis.nn.functional.scaled_dot_product_attention
+    sdpa_t = torch.nn.functional.scaled_dot_product_attention if torch else None
+    att_flops = 2 * 2 * B * H * L * L * E // 2
+
+    def fwd_bwd(sdpa, xs):
+        leaves = [x.detach().requires_grad_() for x in xs]
+        sdpa(*leaves, is_causal=True).sum().backward()
+
+    try:
+        t_i = bench(lambda: sdpa_i(*ai, is_causal=True), mt)
+        t_t = bench(lambda: sdpa_t(*at, is_causal=True), mt) if torch else None
+        rows.append(("sdpa causal 8x8x512x64 fwd", t_i * 1e3, t_t * 1e3 if t_t else None, "ms",
+                     f"{att_flops / t_i / 1e9:.0f} GFLOP/s"))
+        t_i = bench(lambda: fwd_bwd(sdpa_i, ai), mt)
+        t_t = bench(lambda: fwd_bwd(sdpa_t, at), mt) if torch else None
+        rows.append(("sdpa causal ... fwd+bwd", t_i * 1e3, t_t * 1e3 if t_t else None, "ms",
+                     f"{3.5 * att_flops / t_i / 1e9:.0f} GFLOP/s"))
+    except Exception as e:
+        print(f"  attention: ignis failed: {e}")
+
     print()
     print(f"{'case':<28} {'ignis':>10} {'torch':>10} {'unit':>5} {'ignis/torch':>12} {'roof':>16}")
     for name, ti, tt, unit, roof in rows:

@@ -434,8 +434,9 @@ def test_decomposed_gpt_trains_like_eager_on_core_graphs():
         close(pc, pe, rtol=1e-4, atol=1e-6)
     assert targets and targets <= core, f"non-core ops in the graphs: {sorted(targets - core)}"
     # Decomposed: layer_norm, gelu, cross_entropy and their backwards are gone;
-    # attention stays one template.
+    # attention stays one template, and so does its fused backward.
     assert "_scaled_dot_product_attention" in targets
+    assert "_scaled_dot_product_attention_backward" in targets
     assert not targets & {"native_layer_norm", "native_layer_norm_backward", "gelu",
                           "gelu_backward", "cross_entropy", "log_softmax.int", "embedding"}
 

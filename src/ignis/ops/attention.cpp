@@ -13,9 +13,25 @@
 //   dv = p^T @ dout          dp = dout @ v^T       D = rowsum(dout * out)
 //   ds = p * (dp - D)        dq = ds @ k * scale   dk = ds^T @ q * scale
 // and a float mask gets ds.
+//
+// Kernels: on the CPU both directions are fused, flash-style kernels
+// (kernels/cpu/attention.h) that never hold the L x S scores. The backward
+// is its own op, _scaled_dot_product_attention_backward, which autograd
+// calls when grad mode is off inside backward (the usual case). With
+// create_graph the derivative differentiates a recomputation of the forward
+// from differentiable ops (so that double backward is right); off the CPU it
+// is the formula above, written with ops. float16/bfloat16 compute in float32 and
+// round once; their lse stays float32 (it is only read back by the
+// backward, where a 16-bit lse would put a relative error of about 2^-8 *
+// |lse| on every probability).
 #include <limits>
 
 #include "ignis/autograd/formula.h"
+#include "ignis/autograd/grad_mode.h"
+#include "ignis/kernels/cpu/attention.h"
+#include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/nn_util.h"
+#include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -26,8 +42,8 @@ namespace {
 using namespace grad_ops;  // NOLINT
 
 OpRef matmul("matmul"), masked_fill("masked_fill"), logical_not("logical_not"),
-    gt("gt"), arange("arange"), logsumexp("logsumexp"), eq("eq"), exp_op("exp"),
-    transpose("transpose.int"), sum_dim("sum.dim_IntList");
+    gt("gt"), arange("arange"), eq("eq"), exp_op("exp"),
+    transpose("transpose.int"), sum_dim("sum.dim_IntList"), safe_softmax("_safe_softmax");
 
 const double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -58,17 +74,153 @@ Tensor probabilities(const Tensor& scores, const Tensor& lse) {
   return exp_op.tensor(sub(scores, unsqueeze(safe, -1)));
 }
 
-void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
-  Tensor q = s[0].to_tensor(), k = s[1].to_tensor(), v = s[2].to_tensor();
-  Tensor mask = s[3].to_opt_tensor();
-  bool causal = s[4].to_bool();
-  double scale = s[5].to_double();
-  Tensor scores = masked_scores(q, k, mask, causal, scale);
-  Tensor lse = logsumexp.tensor(scores, std::vector<int64_t>{-1}, false);
-  Tensor out = matmul.tensor(probabilities(scores, lse), v);
-  s.clear();
-  s.emplace_back(std::move(out));
-  s.emplace_back(std::move(lse));
+// float32 for float16/bfloat16 (what the kernels compute in), else dt.
+ScalarType compute_dtype(ScalarType dt) {
+  return dt == ScalarType::Float16 || dt == ScalarType::BFloat16 ? ScalarType::Float32 : dt;
+}
+
+DimVector leading(const Tensor& t) { return DimVector(t.sizes().begin(), t.sizes().end() - 2); }
+DimVector with_last(DimVector batch, std::initializer_list<int64_t> last) {
+  for (int64_t d : last) batch.push_back(d);
+  return batch;
+}
+
+// The shapes of one attention call, checked: batch dims are the broadcast of
+// those of q, k, v (and of the mask's, beyond its last two).
+struct Shapes {
+  DimVector batch;
+  int64_t L, S, E, Ev;
+};
+
+Shapes check_shapes(const char* name, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const Tensor& mask) {
+  for (const Tensor* t : {&q, &k, &v})
+    IGNIS_CHECK(t->dim() >= 2, name, ": query, key and value must have at least 2 dims, got ",
+                t->shape_str());
+  IGNIS_CHECK(is_floating(q.dtype()), name, ": expected a floating query, got ",
+              dtype_name(q.dtype()));
+  IGNIS_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), name,
+              ": expected query, key and value of one dtype, got ", dtype_name(q.dtype()), ", ",
+              dtype_name(k.dtype()), " and ", dtype_name(v.dtype()));
+  Shapes sh;
+  sh.L = q.sizes()[q.dim() - 2];
+  sh.E = q.sizes()[q.dim() - 1];
+  sh.S = k.sizes()[k.dim() - 2];
+  sh.Ev = v.sizes()[v.dim() - 1];
+  IGNIS_CHECK(k.sizes()[k.dim() - 1] == sh.E, name, ": query ", q.shape_str(), " and key ",
+              k.shape_str(), " differ in the last dim");
+  IGNIS_CHECK(v.sizes()[v.dim() - 2] == sh.S, name, ": key ", k.shape_str(), " and value ",
+              v.shape_str(), " differ in sequence length");
+  sh.batch = broadcast_shapes(broadcast_shapes(leading(q), leading(k)), leading(v));
+  if (mask.defined()) {
+    IGNIS_CHECK(mask.dtype() == ScalarType::Bool || is_floating(mask.dtype()), name,
+                ": attn_mask must be bool or floating, got ", dtype_name(mask.dtype()));
+    DimVector full = broadcast_shapes(with_last(sh.batch, {sh.L, sh.S}), mask.sizes());
+    IGNIS_CHECK(full[full.size() - 2] == sh.L && full[full.size() - 1] == sh.S, name,
+                ": attn_mask ", mask.shape_str(), " does not broadcast to the scores' [",
+                sh.L, ", ", sh.S, "]");
+    sh.batch = DimVector(full.begin(), full.end() - 2);
+  }
+  return sh;
+}
+
+// t as the kernels read it: dtype dt with dense rows (a copy only when
+// needed), its batch dims broadcast to `batch` as a view.
+Tensor rows_as(const Tensor& t, ScalarType dt, const DimVector& batch) {
+  const int64_t n = t.dim();
+  const auto& sz = t.sizes();
+  const auto& st = t.strides();
+  bool dense = t.dtype() == dt && (sz[n - 1] <= 1 || st[n - 1] == 1) &&
+               (sz[n - 2] <= 1 || st[n - 2] == sz[n - 1]);
+  Tensor x = t;
+  if (!dense) {
+    x = empty_tensor(t.sizes(), dt, t.device());
+    copy_into(x, t);
+  }
+  return cpu::broadcast_view(x, with_last(batch, {sz[n - 2], sz[n - 1]}));
+}
+
+// The mask as the kernels read it: bool, or a float mask in dt; any strides.
+Tensor mask_as(const Tensor& mask, ScalarType dt, const Shapes& sh) {
+  if (!mask.defined()) return mask;
+  Tensor m = mask;
+  if (m.dtype() != ScalarType::Bool && m.dtype() != dt) {
+    m = empty_tensor(mask.sizes(), dt, mask.device());
+    copy_into(m, mask);
+  }
+  return cpu::broadcast_view(m, with_last(sh.batch, {sh.L, sh.S}));
+}
+
+// A kernel output in dt: `out` itself, or a temporary rounded into it later.
+Tensor out_as(const Tensor& out, ScalarType dt) {
+  return out.dtype() == dt ? out : empty_tensor(out.sizes(), dt, out.device());
+}
+void round_into(const Tensor& out, const Tensor& tmp) {
+  if (tmp.defined() && !tmp.is_same(out)) copy_into(out, tmp);
+}
+
+// output [B..., L, Ev] of the input dtype; logsumexp [B..., L], float32 for
+// 16-bit inputs (see the top of the file).
+void sdpa_meta(OpCall& c) {
+  const Tensor &q = c.tensor(0), &k = c.tensor(1), &v = c.tensor(2);
+  Shapes sh = check_shapes("scaled_dot_product_attention", q, k, v, c.opt_tensor(3));
+  c.alloc(with_last(sh.batch, {sh.L, sh.Ev}), q.dtype());
+  c.alloc(with_last(sh.batch, {sh.L}), compute_dtype(q.dtype()));
+}
+
+void sdpa_cpu(OpCall& c) {
+  const Tensor &q = c.tensor(0), &k = c.tensor(1), &v = c.tensor(2);
+  const Tensor mask = c.opt_tensor(3);
+  Shapes sh = check_shapes("scaled_dot_product_attention", q, k, v, mask);
+  const ScalarType dt = compute_dtype(q.dtype());
+  Tensor out = out_as(c.outputs[0], dt);
+  cpu::attention_forward_into(out, c.outputs[1], rows_as(q, dt, sh.batch),
+                              rows_as(k, dt, sh.batch), rows_as(v, dt, sh.batch),
+                              mask_as(mask, dt, sh), c.bool_arg(4), c.double_arg(5));
+  round_into(c.outputs[0], out);
+}
+
+// _scaled_dot_product_attention_backward -> (grad_query, grad_key,
+// grad_value, grad_attn_mask), over the full broadcast batch (autograd sums
+// broadcast dims); grad_attn_mask is only computed when mask_grad is set
+// (a float mask that needs a gradient), else None.
+void sdpa_backward_meta(OpCall& c) {
+  const Tensor &g = c.tensor(0), &q = c.tensor(1), &k = c.tensor(2), &v = c.tensor(3);
+  const Tensor mask = c.opt_tensor(4);
+  const char* name = "_scaled_dot_product_attention_backward";
+  Shapes sh = check_shapes(name, q, k, v, mask);
+  const DimVector osz = with_last(sh.batch, {sh.L, sh.Ev});
+  IGNIS_CHECK(g.sizes() == osz && c.tensor(5).sizes() == osz, name, ": grad_out ",
+              g.shape_str(), " and out ", c.tensor(5).shape_str(), " must be ", shape_str(osz));
+  IGNIS_CHECK(c.tensor(6).sizes() == with_last(sh.batch, {sh.L}), name, ": logsumexp ",
+              c.tensor(6).shape_str(), " does not match the output");
+  const bool mask_grad = c.bool_arg(9);
+  IGNIS_CHECK(!mask_grad || (mask.defined() && is_floating(mask.dtype())), name,
+              ": mask_grad needs a floating attn_mask");
+  c.alloc(with_last(sh.batch, {sh.L, sh.E}), q.dtype());
+  c.alloc(with_last(sh.batch, {sh.S, sh.E}), q.dtype());
+  c.alloc(with_last(sh.batch, {sh.S, sh.Ev}), q.dtype());
+  if (mask_grad) c.alloc(with_last(sh.batch, {sh.L, sh.S}), mask.dtype());
+  else c.outputs.emplace_back();
+}
+
+void sdpa_backward_cpu(OpCall& c) {
+  const Tensor &q = c.tensor(1), &k = c.tensor(2), &v = c.tensor(3);
+  const Tensor mask = c.opt_tensor(4);
+  Shapes sh = check_shapes("_scaled_dot_product_attention_backward", q, k, v, mask);
+  const ScalarType dt = compute_dtype(q.dtype());
+  Tensor dq = out_as(c.outputs[0], dt), dk = out_as(c.outputs[1], dt),
+         dv = out_as(c.outputs[2], dt);
+  Tensor dm = c.outputs[3].defined() ? out_as(c.outputs[3], dt) : Tensor();
+  Tensor lse = rows_as(unsqueeze(c.tensor(6), -1), dt, sh.batch);
+  cpu::attention_backward_into(
+      dq, dk, dv, dm, rows_as(c.tensor(0), dt, sh.batch), rows_as(q, dt, sh.batch),
+      rows_as(k, dt, sh.batch), rows_as(v, dt, sh.batch), mask_as(mask, dt, sh),
+      rows_as(c.tensor(5), dt, sh.batch), lse, c.bool_arg(7), c.double_arg(8));
+  round_into(c.outputs[0], dq);
+  round_into(c.outputs[1], dk);
+  round_into(c.outputs[2], dv);
+  if (dm.defined()) round_into(c.outputs[3], dm);
 }
 
 void sdpa_bw(GradCtx& c) {
@@ -79,7 +231,32 @@ void sdpa_bw(GradCtx& c) {
   const Tensor& out = c.result(0);
   const Tensor& lse = c.result(1);
   const Tensor& g = c.grad(0);
-  Tensor p = probabilities(masked_scores(q, k, mask, causal, scale), lse);
+  // user_device: a fake (AOT) tensor of a CPU tensor records the CPU op.
+  if (!autograd::grad_enabled() && q.user_device().is_cpu()) {
+    const bool mask_grad = mask.defined() && is_floating(mask.dtype()) && c.needs_grad(3);
+    static OpRef fused("_scaled_dot_product_attention_backward");
+    Stack r = fused.call(g, q, k, v, mask, out, lse, causal, scale, mask_grad);
+    for (int i = 0; i < 3; ++i) {
+      const Tensor& in = c.in(i);
+      c.set(i, sum_to(r[i].to_tensor(), in.sizes()));
+    }
+    if (mask_grad) c.set(3, sum_to(r[3].to_tensor(), mask.sizes()));
+    return;
+  }
+  if (autograd::grad_enabled()) {
+    // create_graph: the formula below reads the saved out and lse, and a
+    // gradient reaching lse through them would be dropped (this derivative
+    // ignores lse's grad), so differentiate a recomputation instead.
+    vjp_decomposition(c, {0, 1, 2, 3}, [&](const std::vector<Tensor>& in) {
+      Tensor m = in[3].defined() ? in[3] : mask;
+      Tensor scores = masked_scores(in[0], in[1], m, causal, scale);
+      return matmul.tensor(safe_softmax.tensor(scores, int64_t(-1)), in[2]);
+    });
+    return;
+  }
+  // Off the CPU: the formula. lse is float32 for 16-bit inputs: back to the
+  // scores' dtype here.
+  Tensor p = probabilities(masked_scores(q, k, mask, causal, scale), to_dtype(lse, q.dtype()));
   c.set(2, matmul.tensor(last_two_swapped(p), g));
   Tensor dp = matmul.tensor(g, last_two_swapped(v));
   Tensor d = sum_dim.tensor(mul(g, out), std::vector<int64_t>{-1}, true);
@@ -97,9 +274,21 @@ void register_attention_ops() {
       "-> (Tensor output, Tensor logsumexp)")
       .category(OpCategory::Template)
       .core()  // a template: kept whole, the compiler fills an attention kernel
-      .kernel(sdpa_kernel)
+      .meta(sdpa_meta)
+      .cpu(sdpa_cpu)
       .derivative(sdpa_bw, "query, key, value, attn_mask, result, result1")
-      .doc("attention with its row log-sum-exp; the backward recomputes the probabilities");
+      .doc("attention with its row log-sum-exp (float32 for 16-bit inputs); the backward "
+           "recomputes the probabilities");
+  def("_scaled_dot_product_attention_backward(Tensor grad_out, Tensor query, Tensor key, "
+      "Tensor value, Tensor? attn_mask, Tensor out, Tensor logsumexp, bool is_causal, "
+      "float scale, bool mask_grad=False) -> (Tensor grad_query, Tensor grad_key, "
+      "Tensor grad_value, Tensor grad_attn_mask)")
+      .category(OpCategory::Template)
+      .core()  // a template too: AOT records the fused backward whole
+      .meta(sdpa_backward_meta)
+      .cpu(sdpa_backward_cpu)
+      .doc("the gradients of _scaled_dot_product_attention (autograd's fused derivative; "
+           "grad_attn_mask only with mask_grad, over the full broadcast batch)");
 }
 
 }  // namespace ignis

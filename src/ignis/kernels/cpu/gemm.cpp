@@ -342,6 +342,31 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 
 bool gemm_uses_blas() { return use_blas(); }
 
+template <typename T>
+void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs,
+                 int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c,
+                 int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const Mat<T> am{a, a_rs, a_cs}, bm{b, b_rs, b_cs};
+#if IGNIS_HAVE_BLAS
+  if (use_blas() && k > 0) {
+    // Outside a parallel region OpenBLAS may thread a larger block itself:
+    // with as many threads as ignis has, not its own default.
+    if (!omp_in_parallel()) sync_blas_threads();
+    gemm_blas(m, n, k, alpha, am, bm, beta, c, ldc);
+    return;
+  }
+#endif
+  scale_rows(c, m, n, ldc, beta);
+  if (k > 0 && alpha != T(0)) gemm_builtin(m, n, k, alpha, am, bm, c, ldc, false);
+}
+template void gemm_serial<float>(int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                 int64_t, const float*, int64_t, int64_t, float, float*,
+                                 int64_t);
+template void gemm_serial<double>(int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                  int64_t, const double*, int64_t, int64_t, double, double*,
+                                  int64_t);
+
 void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
               const Scalar& alpha) {
   if (out.numel() == 0) return;

@@ -21,6 +21,16 @@ void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar&
 // out (0-dim) = sum_i a[i] * b[i] for 1-D a and b of one dtype and length.
 void dot_into(const Tensor& out, const Tensor& a, const Tensor& b);
 
+// c[m, n] (row stride ldc) = beta * c + alpha * a @ b on raw float/double
+// matrices: element (i, p) of a at a[i * a_rs + p * a_cs], (p, j) of b at
+// b[p * b_rs + j * b_cs]. Runs on the calling thread (inside a parallel
+// region BLAS does too): for kernels that already split their work across
+// threads, such as attention's blocks. beta == 0 only writes c.
+template <typename T>
+void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs,
+                 int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c,
+                 int64_t ldc);
+
 // True when float32/float64 products use BLAS: the build has OpenBLAS and
 // the environment does not set IGNIS_GEMM=builtin (which selects the
 // built-in GEMM, so that both paths can be tested from one build).
