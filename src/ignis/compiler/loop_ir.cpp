@@ -1,7 +1,8 @@
 #include "ignis/compiler/loop_ir.h"
 
-#include <sstream>
+#include <cstdio>
 
+#include "ignis/compiler/text.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/sym/print.h"
 
@@ -53,9 +54,9 @@ std::string value_str(const graph::Value& v) {
     case graph::Value::Kind::Bool: return v.to_bool() ? "True" : "False";
     case graph::Value::Kind::Int: return std::to_string(v.to_int());
     case graph::Value::Kind::Double: {
-      std::ostringstream os;
-      os << v.to_double();
-      return os.str();
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", v.to_double());
+      return buf;
     }
     case graph::Value::Kind::Str: return "'" + v.to_str() + "'";
     case graph::Value::Kind::Node: return v.to_node()->name();
@@ -73,7 +74,7 @@ std::string value_str(const graph::Value& v) {
 }  // namespace
 
 std::string to_string(const Program& p, const Kernel& k) {
-  std::ostringstream os;
+  Text os;
   os << k.name << " -> " << p.buffers[k.output].name << " over " << list(k.ranges) << " (";
   for (size_t i = 0; i < k.origins.size(); ++i) os << (i ? ", " : "") << k.origins[i];
   os << ")\n";
@@ -105,7 +106,7 @@ std::string to_string(const Program& p, const Kernel& k) {
 }
 
 std::string to_string(const Program& p) {
-  std::ostringstream os;
+  Text os;
   for (const Buffer& b : p.buffers) {
     os << b.name << ": " << dtype_name(b.dtype) << list(b.sizes) << " strides " << list(b.strides)
        << " " << buffer_kind_name(b.kind);
