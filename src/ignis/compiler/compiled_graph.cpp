@@ -98,9 +98,12 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
     graph::Value r = graph::call_op(*s.op, args, kwargs);
     std::vector<graph::Value> results =
         r.is_sequence() ? r.items() : std::vector<graph::Value>{r};
-    IGNIS_CHECK(results.size() == s.outputs.size(), "compiled graph: ", s.op->name(),
+    IGNIS_CHECK(results.size() >= s.outputs.size(), "compiled graph: ", s.op->name(),
                 " returned ", results.size(), " values, expected ", s.outputs.size());
-    for (size_t i = 0; i < results.size(); ++i) {
+    for (size_t i = 0; i < s.outputs.size(); ++i) {
+      if (s.outputs[i] < 0) continue;  // an element no node reads (or a None)
+      IGNIS_CHECK(results[i].is_tensor(), "compiled graph: ", s.op->name(), " returned ",
+                  results[i].kind_name(), " at position ", i, " where the trace had a tensor");
       const Buffer& b = p.buffers[size_t(s.outputs[i])];
       const Tensor& t = results[i].to_tensor();
       // conform() keeps a result in the traced layout as it is, so a view

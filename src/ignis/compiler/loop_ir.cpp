@@ -128,7 +128,7 @@ std::string to_string(const Program& p) {
     }
     for (const auto& [k, v] : s.kwargs) os << ", " << k << "=" << value_str(v);
     os << ") ->";
-    for (int b : s.outputs) os << " " << p.buffers[b].name;
+    for (int b : s.outputs) os << " " << (b < 0 ? std::string("_") : p.buffers[b].name);
     os << "\n";
   }
   os << "return (";

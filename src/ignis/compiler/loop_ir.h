@@ -78,7 +78,8 @@ struct Step {
   const OpHandle* op = nullptr;    // CallExtern
   std::vector<graph::Value> args;  // CallExtern: node references name buffers (node_buffers)
   graph::Kwargs kwargs;
-  std::vector<int> outputs;        // CallExtern: one buffer per tensor result
+  // CallExtern: one buffer per result position (-1: no node reads it, or None)
+  std::vector<int> outputs;
   bool view = false;               // CallExtern of a view op: its result aliases its input
 };
 

@@ -427,7 +427,9 @@ class Lowering {
                                            i < int64_t(it->second.size()),
                        "compiler: getitem of ", src->name(), " is not of an extern's outputs");
       int b = it->second[size_t(i)];
-      vals_[n] = buffer_val(b, meta(src, size_t(i)));
+      IGNIS_CHECK_KIND(NotImplemented, b >= 0, "compiler: getitem ", n->name(), " of ",
+                       src->name(), " has no buffer");
+      vals_[n] = buffer_val(b, n->meta().tensors.at(0));
       bind(n, b);
       return;
     }
@@ -625,13 +627,21 @@ class Lowering {
     const auto& ts = n->meta().tensors;
     IGNIS_CHECK_KIND(NotImplemented, !ts.empty(), "compiler: node ", n->name(),
                      " has no tensor metadata");
-    for (const graph::TensorMeta& m : ts) {
-      Buffer b = tensor_buffer(m, BufferKind::Extern);
-      st.outputs.push_back(add_buffer(std::move(b)));
-    }
     if (n->meta().tuple_output) {
+      // One buffer per element a getitem reads, at that element's position
+      // in the op's results (-1: an element no node reads, or a None -- the
+      // tuple's own metadata lists defined elements only, so positions come
+      // from the getitems).
+      for (Node* u : n->users()) {
+        if (!graph::is_getitem(u->target()) || u->meta().tensors.size() != 1) continue;
+        size_t i = size_t(u->args().at(1).to_int());
+        if (st.outputs.size() <= i) st.outputs.resize(i + 1, -1);
+        if (st.outputs[i] < 0)
+          st.outputs[i] = add_buffer(tensor_buffer(u->meta().tensors[0], BufferKind::Extern));
+      }
       extern_outputs_[n] = st.outputs;
     } else {
+      st.outputs.push_back(add_buffer(tensor_buffer(ts[0], BufferKind::Extern)));
       vals_[n] = buffer_val(st.outputs[0], ts[0]);
       bind(n, st.outputs[0]);
     }
