@@ -16,27 +16,13 @@ namespace ignis::py {
 
 namespace {
 
-struct Owned {
-  PyObject* p;
-  explicit Owned(PyObject* o) : p(o) {
-    if (!p) throw PythonErrorAlreadySet{};
-  }
-  ~Owned() { Py_XDECREF(p); }
-  Owned(const Owned&) = delete;
-  PyObject* release() {
-    PyObject* r = p;
-    p = nullptr;
-    return r;
-  }
-};
-
 PyObject* graph_class() {
-  Owned mod(PyImport_ImportModule("ignis.fx.graph"));
+  PyRef mod(PyImport_ImportModule("ignis.fx.graph"));
   return PyObject_GetAttrString(mod.p, "Graph");
 }
 
 PyObject* wrap_graph(std::unique_ptr<graph::Graph> g) {
-  Owned cls(graph_class());
+  PyRef cls(graph_class());
   return adopt_graph(cls.p, std::move(g));
 }
 
@@ -59,9 +45,9 @@ bool flag(PyObject* kw, const char* name, bool dflt) {
 bool read_names(PyObject* kw, const char* key, std::unordered_set<std::string>* out) {
   PyObject* names = kw ? PyDict_GetItemString(kw, key) : nullptr;
   if (!names || names == Py_None) return false;
-  Owned it(PyObject_GetIter(names));
+  PyRef it(PyObject_GetIter(names));
   while (PyObject* item = PyIter_Next(it.p)) {
-    Owned hold(item);
+    PyRef hold(item);
     const char* s = PyUnicode_AsUTF8(item);
     if (!s) throw PythonErrorAlreadySet{};
     out->insert(s);
@@ -83,7 +69,7 @@ aot::AotOptions options_from(PyObject* kw) {
 }
 
 std::vector<graph::Value> values_of(PyObject* seq) {
-  Owned fast(PySequence_Fast(seq, "AOT: inputs must be a sequence"));
+  PyRef fast(PySequence_Fast(seq, "AOT: inputs must be a sequence"));
   std::vector<graph::Value> out;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.p);
   for (Py_ssize_t i = 0; i < n; ++i) out.push_back(py_to_value(PySequence_Fast_GET_ITEM(fast.p, i)));
@@ -91,20 +77,20 @@ std::vector<graph::Value> values_of(PyObject* seq) {
 }
 
 PyObject* info_of(const aot::TracedGraph& t) {
-  Owned ins(PyList_New(0));
+  PyRef ins(PyList_New(0));
   for (const aot::InputInfo& i : t.inputs) {
-    Owned e(Py_BuildValue("(OOi)", i.requires_grad ? Py_True : Py_False,
+    PyRef e(Py_BuildValue("(OOi)", i.requires_grad ? Py_True : Py_False,
                           i.mutated ? Py_True : Py_False, i.duplicate_of));
     if (PyList_Append(ins.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
-  Owned outs(PyList_New(0));
+  PyRef outs(PyList_New(0));
   for (const aot::OutputInfo& o : t.outputs) {
-    Owned e(Py_BuildValue("(Oi)", o.requires_grad ? Py_True : Py_False, o.aliased_input));
+    PyRef e(Py_BuildValue("(Oi)", o.requires_grad ? Py_True : Py_False, o.aliased_input));
     if (PyList_Append(outs.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
-  Owned consts(PyDict_New());
+  PyRef consts(PyDict_New());
   for (const auto& [name, tensor] : t.constants) {
-    Owned v(wrap(tensor));
+    PyRef v(wrap(tensor));
     if (PyDict_SetItemString(consts.p, name.c_str(), v.p) < 0) throw PythonErrorAlreadySet{};
   }
   const char* kind = t.output_kind == aot::OutputKind::Single ? "single"
@@ -115,8 +101,8 @@ PyObject* info_of(const aot::TracedGraph& t) {
 }
 
 PyObject* traced_result(aot::TracedGraph t) {
-  Owned info(info_of(t));
-  Owned g(wrap_graph(std::move(t.graph)));
+  PyRef info(info_of(t));
+  PyRef g(wrap_graph(std::move(t.graph)));
   return PyTuple_Pack(2, g.p, info.p);
 }
 
@@ -135,10 +121,10 @@ PyObject* f_aot_trace_fn(PyObject*, PyObject* args, PyObject* kw) {
   PyObject *fn, *inputs;
   if (!PyArg_ParseTuple(args, "OO", &fn, &inputs)) return nullptr;
   aot::TraceFn call = [fn](const std::vector<graph::Value>& in) {
-    Owned a(PyTuple_New(static_cast<Py_ssize_t>(in.size())));
+    PyRef a(PyTuple_New(static_cast<Py_ssize_t>(in.size())));
     for (size_t i = 0; i < in.size(); ++i)
       PyTuple_SET_ITEM(a.p, static_cast<Py_ssize_t>(i), py_from_value(in[i]));
-    Owned r(PyObject_Call(fn, a.p, nullptr));
+    PyRef r(PyObject_Call(fn, a.p, nullptr));
     return py_to_value(r.p);
   };
   return traced_result(aot::trace(call, values_of(inputs), options_from(kw)));
@@ -146,9 +132,9 @@ PyObject* f_aot_trace_fn(PyObject*, PyObject* args, PyObject* kw) {
 }
 
 PyObject* names_list(const std::vector<std::string>& names) {
-  Owned l(PyList_New(0));
+  PyRef l(PyList_New(0));
   for (const std::string& n : names) {
-    Owned s(PyUnicode_FromString(n.c_str()));
+    PyRef s(PyUnicode_FromString(n.c_str()));
     if (PyList_Append(l.p, s.p) < 0) throw PythonErrorAlreadySet{};
   }
   return l.release();
@@ -165,10 +151,10 @@ PyObject* f_aot_partition(PyObject*, PyObject* args) {
   aot::Partition p = min_cut ? aot::min_cut_rematerialization_partition(g, static_cast<size_t>(k))
                              : aot::default_partition(g, static_cast<size_t>(k));
   aot::verify_partition(p);
-  Owned fw(wrap_graph(std::move(p.forward)));
-  Owned bw(wrap_graph(std::move(p.backward)));
-  Owned saved(names_list(p.saved));
-  Owned rec(names_list(p.recomputed));
+  PyRef fw(wrap_graph(std::move(p.forward)));
+  PyRef bw(wrap_graph(std::move(p.backward)));
+  PyRef saved(names_list(p.saved));
+  PyRef rec(names_list(p.recomputed));
   return Py_BuildValue("(OOOLO)", fw.p, bw.p, saved.p, static_cast<long long>(p.saved_bytes),
                        rec.p);
   IGNIS_PY_END(nullptr)

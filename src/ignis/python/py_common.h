@@ -34,6 +34,24 @@ void set_python_error();
 // Raised when a Python error is already set and must propagate unchanged.
 struct PythonErrorAlreadySet {};
 
+// An owned reference that throws PythonErrorAlreadySet when made from null
+// (the call that returned it set a Python error). Non-copyable; release()
+// hands the reference on.
+struct PyRef {
+  PyObject* p;
+  explicit PyRef(PyObject* o) : p(o) {
+    if (!p) throw PythonErrorAlreadySet{};
+  }
+  ~PyRef() { Py_XDECREF(p); }
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyObject* release() {
+    PyObject* r = p;
+    p = nullptr;
+    return r;
+  }
+};
+
 // --- Tensor -----------------------------------------------------------------
 struct PyTensor {
   PyObject_HEAD

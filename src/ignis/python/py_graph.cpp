@@ -44,22 +44,7 @@ PyObject* opaque_object(const std::shared_ptr<const Opaque>& h) {
   return p ? p->obj : Py_None;
 }
 
-struct PyErrSet {};  // thrown as PythonErrorAlreadySet
-
-// Owned reference that throws when null (a Python error is set).
-struct Ref {
-  PyObject* p;
-  explicit Ref(PyObject* o) : p(o) {
-    if (!p) throw PythonErrorAlreadySet{};
-  }
-  ~Ref() { Py_XDECREF(p); }
-  Ref(const Ref&) = delete;
-  PyObject* release() {
-    PyObject* r = p;
-    p = nullptr;
-    return r;
-  }
-};
+using Ref = PyRef;
 
 std::string py_str(PyObject* o) {
   Ref s(PyObject_Str(o));
