@@ -98,14 +98,16 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
   std::vector<Node*> placeholders;
   std::vector<Value> arg_values;
   std::unordered_map<const TensorImpl*, size_t> first_use;  // inputs passed twice
+  auto placeholder_name = [&](size_t i) {  // torch's names
+    return r.joint ? "primals_" + std::to_string(i + 1) : "arg" + std::to_string(i) + "_1";
+  };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& real = inputs[i].to_tensor();
     auto [dup, fresh] = first_use.emplace(real.impl(), i);
     if (!fresh) {
       // The same tensor again (a tied weight): the graph reads the first
       // placeholder; this one only keeps the arity, and gets no gradient.
-      Node* ph = g.placeholder(r.joint ? "primals_" + std::to_string(i + 1)
-                                       : "arg" + std::to_string(i) + "_1");
+      Node* ph = g.placeholder(placeholder_name(i));
       ph->meta().tensors = {graph::TensorMeta::of(args[dup->second])};
       args.push_back(args[dup->second]);
       placeholders.push_back(placeholders[dup->second]);
@@ -121,9 +123,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     }
     if (!r.joint && !opt.as_is && opt.fake && autograd::requires_grad(a))
       autograd::set_requires_grad(a, false);
-    std::string name = r.joint ? "primals_" + std::to_string(i + 1)
-                               : "arg" + std::to_string(i) + "_1";
-    Node* ph = g.placeholder(name);
+    Node* ph = g.placeholder(placeholder_name(i));
     ph->meta().tensors = {graph::TensorMeta::of(a)};
     tr.bind(a, ph);
     args.push_back(a);

@@ -2,6 +2,7 @@
 
 #include "ignis/autograd/autograd_meta.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/ops/op_def.h"
 
 namespace ignis::aot {
 
@@ -17,23 +18,6 @@ Storage fake_storage(size_t nbytes, Device device) {
 
 bool is_wrapped(const Tensor& t) { return t.impl()->is_wrapped_number(); }
 
-// The device an op's outputs stand for: its Device argument, else that of
-// its first tensor argument that is not a wrapped number, else cpu (the
-// rule op_def.cpp's structured kernels use, on user devices).
-Device output_device(const OpHandle& op, const Stack& s) {
-  const auto& args = op.schema().args;
-  for (size_t i = 0; i < args.size(); ++i)
-    if (s[i].is_device()) return s[i].to_device();
-  for (size_t i = 0; i < args.size(); ++i) {
-    const IValue& v = s[i];
-    if (v.is_tensor() && v.to_tensor().defined() && !is_wrapped(v.to_tensor()))
-      return v.to_tensor().user_device();
-    if (v.is_tensor_list() && !v.to_tensor_list().empty())
-      return v.to_tensor_list()[0].user_device();
-  }
-  return Device(DeviceType::CPU);
-}
-
 // Real tensors meeting fakes become fakes (through the active mode); a
 // wrapped Python number stays real (meta rules read only its dtype).
 Tensor to_fake(const OpHandle& op, const Tensor& t) {
@@ -44,27 +28,6 @@ Tensor to_fake(const OpHandle& op, const Tensor& t) {
               " met a fake tensor outside a FakeTensorMode; convert it with "
               "FakeTensorMode.from_tensor first");
   return mode->from_tensor(t);
-}
-
-// Fake tensors standing for different devices may not meet (a 0-dim cpu
-// tensor may join any device, as in eager).
-void check_devices(const OpHandle& op, const Stack& s) {
-  const Tensor* first = nullptr;
-  auto visit = [&](const Tensor& t) {
-    if (!t.defined() || (t.dim() == 0 && t.user_device().is_cpu())) return;
-    if (!first) {
-      first = &t;
-      return;
-    }
-    IGNIS_CHECK(t.user_device() == first->user_device(),
-                "Expected all tensors to be on the same device, but found at least two devices, ",
-                first->user_device().str(), " and ", t.user_device().str(), "! (in ", op.name(),
-                ")");
-  };
-  for (size_t i = 0; i < op.schema().args.size(); ++i) {
-    if (s[i].is_tensor()) visit(s[i].to_tensor());
-    else if (s[i].is_tensor_list()) for (const Tensor& t : s[i].to_tensor_list()) visit(t);
-  }
 }
 
 void mark_fake(Tensor& t, Device device) {
@@ -87,8 +50,8 @@ void fake_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
       v = IValue(std::move(l));
     }
   }
-  check_devices(op, s);
-  Device device = output_device(op, s);
+  check_same_device(op, s);  // on the devices the fakes stand for
+  Device device = call_device(op, s, Device(DeviceType::CPU));
   if (tls_mode && !device.is_meta()) tls_mode->note_device(device);
   // Kernels live in the meta world: a device argument names meta for them
   // (the outputs are marked with the stood-for device afterwards).

@@ -31,29 +31,6 @@ namespace {
 constexpr DispatchKeySet kTracingKeys =
     DispatchKeySet(DispatchKey::ProxyTrace) | DispatchKeySet(DispatchKey::Functionalize);
 
-// Calls `name` with the given named arguments (the rest default), through
-// the whole dispatcher (recorded).
-Tensor call_named(const char* name, std::initializer_list<std::pair<const char*, IValue>> named) {
-  const OpHandle& op = Dispatcher::get().find_or_throw(name);
-  const FunctionSchema& fs = op.schema();
-  Stack s(fs.args.size());
-  std::vector<bool> given(fs.args.size(), false);
-  for (auto& [k, v] : named) {
-    int i = fs.find_arg(k);
-    IGNIS_INTERNAL_ASSERT(i >= 0, name, " has no argument ", k);
-    s[i] = v;
-    given[i] = true;
-  }
-  for (size_t i = 0; i < fs.args.size(); ++i)
-    if (!given[i]) {
-      IGNIS_INTERNAL_ASSERT(fs.args[i].has_default, name, ": argument ", fs.args[i].name,
-                            " needs a value");
-      s[i] = fs.args[i].default_value;
-    }
-  op.call(s);
-  return s.at(0).to_tensor();
-}
-
 const OpHandle* functional_variant(const FunctionSchema& fs) {
   std::string base = fs.name.substr(0, fs.name.size() - 1);
   return Dispatcher::get().find(fs.overload.empty() ? base : base + "." + fs.overload);
@@ -135,7 +112,7 @@ void functionalize_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   }
   run_untraced(op, below, s);
   if (result.dtype() != self.dtype())
-    result = call_named("_to_copy", {{"self", result}, {"dtype", self.dtype()}});
+    result = OpRef("_to_copy").tensor(result, self.dtype());  // recorded
   tr->write(self, result);
 }
 

@@ -64,12 +64,9 @@ const OpDef* def_of(const Node& n) {
 bool is_compute_intensive(const Node& n) {
   const OpDef* d = def_of(n);
   if (!d) return false;
-  if (d->category == OpCategory::Template) return true;
-  // The matmul family is being declared Template; until it is, its names.
-  const std::string& name = n.target().op->schema().name;
-  for (const char* m : {"mm", "bmm", "addmm", "baddbmm", "matmul", "scaled_dot_product_attention"})
-    if (name == m) return true;
-  return false;
+  // GEMMs and attention are declared Template (matmul and the public
+  // scaled_dot_product_attention are composites: they reach graphs as those).
+  return d->category == OpCategory::Template;
 }
 
 int64_t bytes_of(const Node& n) {

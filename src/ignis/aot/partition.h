@@ -56,8 +56,8 @@
 //   - reductions whose output is at least 1/reduction_ratio of their input
 //     bytes: one that shrinks its input a lot (a mean over rows) is cheap
 //     to save, and recomputing it would need the large input kept;
-//   - never: random or impure ops, Template ops and the matmul family
-//     (mm, bmm, addmm, baddbmm, matmul, scaled_dot_product_attention),
+//   - never: random or impure ops, Template ops (the GEMMs mm, bmm, addmm,
+//     baddbmm, mv and attention, as their declarations say),
 //     the categories Other and Composite (their cost is unknown), calls
 //     into the embedding layer;
 //   - never from a primal the forward writes back into (a mutated input:

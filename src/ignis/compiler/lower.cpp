@@ -6,6 +6,7 @@
 #include <numeric>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
@@ -87,12 +88,11 @@ struct Val {
 
 enum class How : uint8_t { Pointwise, View, Extern };
 
-const std::unordered_map<std::string, int>& view_ops() {
-  // base name -> 1 (a known index remapping)
-  static const std::unordered_map<std::string, int> t = {
-      {"view", 1}, {"_unsafe_view", 1}, {"reshape", 1}, {"permute", 1}, {"expand", 1},
-      {"unsqueeze", 1}, {"squeeze", 1}, {"t", 1}, {"transpose", 1}, {"slice", 1},
-      {"select", 1}, {"alias", 1}};
+// The view ops (by base name) lowered as index remappings (lower_view).
+const std::unordered_set<std::string>& view_ops() {
+  static const std::unordered_set<std::string> t = {
+      "view", "_unsafe_view", "reshape", "permute", "expand", "unsqueeze",
+      "squeeze", "t", "transpose", "slice", "select", "alias"};
   return t;
 }
 

@@ -58,18 +58,10 @@ void alias(const std::string& name, const std::string& op) {
 
 namespace {
 
-// The device structured outputs go to: that of the first tensor argument
-// that is not a wrapped Python number, else a Device argument, else cpu.
 Device output_device(const OpHandle& op, const Stack& s, DispatchKey k) {
   if (k == DispatchKey::Meta) return Device(DeviceType::Meta);
-  for (size_t i = 0; i < op.schema().args.size(); ++i)
-    if (s[i].is_device()) return s[i].to_device();
-  for (size_t i = 0; i < op.schema().args.size(); ++i) {
-    const IValue& v = s[i];
-    if (v.is_tensor() && !v.to_tensor().impl()->is_wrapped_number()) return v.to_tensor().device();
-    if (v.is_tensor_list() && !v.to_tensor_list().empty()) return v.to_tensor_list()[0].device();
-  }
-  return k == DispatchKey::CUDA ? Device(DeviceType::CUDA) : Device(DeviceType::CPU);
+  return call_device(op, s, k == DispatchKey::CUDA ? Device(DeviceType::CUDA)
+                                                   : Device(DeviceType::CPU));
 }
 
 // Pops the arguments and pushes the outputs (for in-place ops the outputs
@@ -78,28 +70,6 @@ void finish(OpCall& call, Stack& s) {
   std::vector<Tensor> outs = std::move(call.outputs);
   s.clear();
   for (auto& t : outs) s.emplace_back(std::move(t));
-}
-
-// All tensor arguments of one call live on one device; a 0-dim CPU tensor
-// (a scalar) may join tensors of any device, as in PyTorch.
-void check_same_device(const OpHandle& op, const Stack& s) {
-  const Tensor* first = nullptr;
-  auto visit = [&](const Tensor& t) {
-    if (!t.defined() || (t.dim() == 0 && t.device().is_cpu())) return;
-    if (!first) {
-      first = &t;
-      return;
-    }
-    IGNIS_CHECK(t.device() == first->device(),
-                "Expected all tensors to be on the same device, but found at least two devices, ",
-                first->device().str(), " and ", t.device().str(), "! (in ", op.name(), ")");
-  };
-  for (size_t i = 0; i < op.schema().args.size(); ++i) {
-    const IValue& v = s[i];
-    if (v.is_tensor()) visit(v.to_tensor());
-    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) visit(t);
-    // Index lists (Tensor?[]) may stay on the CPU, as PyTorch allows.
-  }
 }
 
 KernelFn structured_kernel(const OpDef* d, DispatchKey k) {
@@ -156,6 +126,41 @@ void parse_nondiff(OpDef* d, const FunctionSchema& fs) {
 }
 
 }  // namespace
+
+Device call_device(const OpHandle& op, const Stack& s, Device otherwise) {
+  const auto& args = op.schema().args;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (s[i].is_device()) return s[i].to_device();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const IValue& v = s[i];
+    if (v.is_tensor() && !v.to_tensor().impl()->is_wrapped_number())
+      return v.to_tensor().user_device();
+    if (v.is_tensor_list() && !v.to_tensor_list().empty())
+      return v.to_tensor_list()[0].user_device();
+  }
+  return otherwise;
+}
+
+void check_same_device(const OpHandle& op, const Stack& s) {
+  const Tensor* first = nullptr;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined() || (t.dim() == 0 && t.user_device().is_cpu())) return;
+    if (!first) {
+      first = &t;
+      return;
+    }
+    IGNIS_CHECK(t.user_device() == first->user_device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                first->user_device().str(), " and ", t.user_device().str(), "! (in ", op.name(),
+                ")");
+  };
+  for (size_t i = 0; i < op.schema().args.size(); ++i) {
+    const IValue& v = s[i];
+    if (v.is_tensor()) visit(v.to_tensor());
+    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) visit(t);
+    // Index lists (Tensor?[]) may stay on the CPU, as PyTorch allows.
+  }
+}
 
 OpBuilder::~OpBuilder() {
   OpHandle& h = Dispatcher::get().register_op(d_->schema);

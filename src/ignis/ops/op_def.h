@@ -192,6 +192,15 @@ inline OpBuilder def(std::string schema) { return OpBuilder(std::move(schema)); 
 // reach. When the op has an in-place form `op_`, `name_` becomes its name too.
 void alias(const std::string& name, const std::string& op);
 
+// The device a call's outputs go to: its Device argument, else the device
+// of its first tensor argument that is not a wrapped Python number, else
+// `otherwise`. Devices as the user sees them (a fake's stood-for device).
+Device call_device(const OpHandle& op, const Stack& s, Device otherwise);
+// All tensor arguments of one call live on one device (as the user sees
+// devices); a 0-dim CPU tensor (a scalar) may join tensors of any device, as
+// in PyTorch. Throws naming the op and both devices.
+void check_same_device(const OpHandle& op, const Stack& s);
+
 // All declarations, in registration order.
 const std::vector<const OpDef*>& all_op_defs();
 
