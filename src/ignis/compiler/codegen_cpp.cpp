@@ -1,5 +1,6 @@
 #include "ignis/compiler/codegen_cpp.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <unordered_map>
 
@@ -46,45 +47,300 @@ std::string literal(const ScalarNode& s) {
   return std::string("static_cast<") + ctype(s.dtype) + ">(" + buf + ")";
 }
 
-void emit_kernel(Text& os, const Program& p, const Kernel& k) {
-  const Buffer& out = p.buffers[k.output];
-  os << "// " << k.name << ": " << out.name << " = ";
-  for (size_t i = 0; i < k.origins.size(); ++i) os << (i ? ", " : "") << k.origins[i];
-  os << "\nextern \"C\" void " << k.name << "(char* const* bufs) {\n";
-  os << "  const int64_t numel = " << k.numel() << ";\n";
-  os << "#pragma omp parallel for if (numel >= 32768)\n";
-  os << "  for (int64_t flat = 0; flat < numel; ++flat) {\n";
-  auto name_of = [](sym::Expr) { return std::string("flat"); };
-  for (size_t i = 0; i < k.body.size(); ++i) {
-    const ScalarNode& s = k.body[i];
-    os << "    " << (s.kind == ScalarKind::Load ? "const " : "") << ctype(s.dtype) << " tmp" << i
-       << " = ";
-    switch (s.kind) {
-      case ScalarKind::Load:
-        os << "reinterpret_cast<const " << ctype(p.buffers[s.buffer].dtype) << "*>(bufs["
-           << s.buffer << "])[" << sym::to_cpp(s.index, name_of) << "];  // "
-           << p.buffers[s.buffer].name << "\n";
-        continue;
-      case ScalarKind::Constant: os << literal(s); break;
-      case ScalarKind::Call:
-        os << "ignis::scalar_ops::" << scalar_struct_name(s.fn) << "{}(";
-        for (size_t a = 0; a < s.args.size(); ++a) os << (a ? ", " : "") << "tmp" << s.args[a];
-        os << ")";
-        break;
-      case ScalarKind::Cast:
-        os << "static_cast<" << ctype(s.dtype) << ">(tmp" << s.args.at(0) << ")";
-        break;
-      case ScalarKind::Where:
-        os << "tmp" << s.args.at(0) << " ? tmp" << s.args.at(1) << " : tmp" << s.args.at(2);
-        break;
-    }
-    os << ";\n";
-  }
-  os << "    reinterpret_cast<" << ctype(out.dtype) << "*>(bufs[" << k.output << "])["
-     << sym::to_cpp(k.store_index, name_of) << "] = tmp" << (k.body.size() - 1) << ";  // "
-     << out.name << "\n";
-  os << "  }\n}\n\n";
+// The variable a kernel reads or writes buffer b through.
+std::string ptr_name(const Buffer& b) {
+  return b.kind == BufferKind::Computed || b.kind == BufferKind::Extern ? b.name : "in_" + b.name;
 }
+
+const char* combine_init(Combine c) {
+  switch (c) {
+    case Combine::Sum: return "0";
+    case Combine::Prod: return "1";
+    case Combine::Max: return "-__builtin_inf()";
+    case Combine::Min: return "__builtin_inf()";
+  }
+  return "0";
+}
+
+std::string combine_expr(Combine c, const std::string& a, const std::string& b) {
+  switch (c) {
+    case Combine::Sum: return a + " + " + b;
+    case Combine::Prod: return a + " * " + b;
+    case Combine::Max: return "ignis_red_max(" + a + ", " + b + ")";
+    case Combine::Min: return "ignis_red_min(" + a + ", " + b + ")";
+  }
+  return a;
+}
+
+// Lanes of a reduction's accumulator: independent partial results, so the
+// fold vectorises and pipelines without reassociating one chain (and rounds
+// less than one long chain), as eager's vectorised reductions do.
+constexpr int64_t kLanes = 16;
+
+class KernelPrinter {
+ public:
+  KernelPrinter(Text& os, const Program& p, const Kernel& k)
+      : os_(os), p_(p), k_(k), base_(k.node_numbers()) {}
+
+  void print() {
+    if (k_.columns) return print_columns();
+    os_ << "// " << k_.name << ": ";
+    for (size_t i = 0; i < k_.origins.size(); ++i) os_ << (i ? ", " : "") << k_.origins[i];
+    os_ << "\nextern \"C\" void " << k_.name << "(char* const* bufs) {\n";
+    declare_pointers();
+    int64_t work = k_.outer_numel() * std::max<int64_t>(k_.inner_numel(), 1) *
+                   int64_t(std::max<size_t>(k_.loops.size(), 1));
+    std::string indent = "  ";
+    // Threads split the outer loops; a pointwise kernel with few outer
+    // iterations (a contiguous tensor is one loop) splits its inner loop
+    // instead, in contiguous chunks that each stay vectorised.
+    bool pointwise = k_.loops.size() == 1 && k_.loops[0].inner && k_.loops[0].reductions.empty() &&
+                     !k_.inner.empty();
+    parallel_inner_ = pointwise && k_.outer_numel() < 16 && work >= kParallelGrain;
+    if (!k_.outer.empty()) {
+      if (k_.outer_numel() > 1 && !parallel_inner_) {
+        os_ << "#pragma omp parallel for";
+        if (k_.outer.size() > 1) os_ << " collapse(" << k_.outer.size() << ")";
+        os_ << " if (" << work << " >= " << kParallelGrain << ")\n";
+      }
+      for (size_t i = 0; i < k_.outer.size(); ++i)
+        os_ << indent << "for (int64_t " << var(k_.outer[i]) << " = 0; " << var(k_.outer[i])
+            << " < " << sym::to_cpp(k_.outer_sizes[i]) << "; ++" << var(k_.outer[i]) << ") {\n";
+      indent = "    ";
+    }
+    for (size_t li = 0; li < k_.loops.size(); ++li) print_loop(li, indent);
+    for (size_t i = 0; i < k_.outer.size(); ++i) os_ << "  }\n";
+    os_ << "}\n\n";
+  }
+
+ private:
+  // Elements of work below which a kernel runs on one thread: forking the
+  // team costs microseconds, and small tensors stay in one core's cache.
+  static constexpr int64_t kParallelGrain = 32768;
+
+  static std::string var(sym::Expr v) { return sym::to_cpp(v); }
+
+  void declare_pointers() {
+    std::vector<bool> used(p_.buffers.size(), false), written(p_.buffers.size(), false);
+    for (const Loop& l : k_.loops) {
+      for (const ScalarNode& s : l.body)
+        if (s.kind == ScalarKind::Load) used[size_t(s.buffer)] = true;
+      for (const Store& st : l.stores) used[size_t(st.buffer)] = written[size_t(st.buffer)] = true;
+    }
+    for (size_t b = 0; b < used.size(); ++b) {
+      if (!used[b]) continue;
+      const Buffer& buf = p_.buffers[b];
+      os_ << "  " << (written[b] ? "" : "const ") << ctype(buf.dtype) << "* __restrict__ "
+          << ptr_name(buf) << " = reinterpret_cast<" << (written[b] ? "" : "const ")
+          << ctype(buf.dtype) << "*>(bufs[" << b << "]);\n";
+    }
+  }
+
+  std::string tmp(size_t loop, int node) const { return "tmp" + std::to_string(base_[loop] + node); }
+
+  // A reference to an earlier loop's value: a variable, or in a column
+  // kernel this column's element of an array.
+  std::string ref(const ScalarNode& s) const {
+    std::string name = s.acc >= 0 ? "acc" + std::to_string(s.acc) : tmp(size_t(s.loop), s.node) + "_v";
+    if (!k_.columns) return s.acc >= 0 ? name : tmp(size_t(s.loop), s.node);
+    return name + "[" + lane_ + "]";
+  }
+
+  void print_body(size_t li, const std::string& ind) {
+    const Loop& l = k_.loops[li];
+    for (size_t i = 0; i < l.body.size(); ++i) {
+      const ScalarNode& s = l.body[i];
+      os_ << ind << "const " << ctype(s.dtype) << " " << tmp(li, int(i)) << " = ";
+      switch (s.kind) {
+        case ScalarKind::Load:
+          os_ << ptr_name(p_.buffers[size_t(s.buffer)]) << "[" << sym::to_cpp(s.index) << "]";
+          break;
+        case ScalarKind::Constant: os_ << literal(s); break;
+        case ScalarKind::Call:
+          os_ << "ignis::scalar_ops::" << scalar_struct_name(s.fn) << "{}(";
+          for (size_t a = 0; a < s.args.size(); ++a) os_ << (a ? ", " : "") << tmp(li, s.args[a]);
+          os_ << ")";
+          break;
+        case ScalarKind::Cast:
+          os_ << "static_cast<" << ctype(s.dtype) << ">(" << tmp(li, s.args.at(0)) << ")";
+          break;
+        case ScalarKind::Where:
+          os_ << tmp(li, s.args.at(0)) << " ? " << tmp(li, s.args.at(1)) << " : "
+              << tmp(li, s.args.at(2));
+          break;
+        case ScalarKind::Ref: os_ << ref(s); break;
+      }
+      os_ << ";\n";
+    }
+    for (const Store& st : l.stores)
+      os_ << ind << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sym::to_cpp(st.index)
+          << "] = " << tmp(li, st.value) << ";\n";
+  }
+
+  // The fold of each of loop li's reductions into `target(r)`.
+  template <typename Target>
+  void print_folds(size_t li, const std::string& ind, Target target) {
+    for (int r : k_.loops[li].reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      std::string t = target(r);
+      os_ << ind << t << " = " << combine_expr(red.combine, t, tmp(li, red.value)) << ";\n";
+    }
+  }
+
+  void print_loop(size_t li, const std::string& ind) {
+    const Loop& l = k_.loops[li];
+    if (!l.inner || k_.inner.empty()) {
+      // Once per outer iteration: a scalar block's values stay visible to
+      // later loops; a reduction over no dims folds its one value.
+      for (int r : l.reductions)
+        os_ << ind << ctype(k_.reductions[size_t(r)].dtype) << " acc" << r << " = "
+            << combine_init(k_.reductions[size_t(r)].combine) << ";\n";
+      if (!l.inner) {
+        print_body(li, ind);
+        return;
+      }
+      os_ << ind << "{\n";
+      print_body(li, ind + "  ");
+      print_folds(li, ind + "  ", [](int r) { return "acc" + std::to_string(r); });
+      os_ << ind << "}\n";
+      return;
+    }
+    if (l.reductions.empty()) {
+      std::string in = ind;
+      if (parallel_inner_) os_ << "#pragma omp parallel for\n";
+      for (size_t i = 0; i < k_.inner.size(); ++i) {
+        os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
+            << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
+        in += "  ";
+      }
+      print_body(li, in);
+      for (size_t i = k_.inner.size(); i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+      return;
+    }
+    // A reduction loop: lanes over blocks of the innermost dim, the tail
+    // folded into lane 0, then the lanes folded into acc<r>.
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      os_ << ind << ctype(red.dtype) << " acc" << r << "_lanes[" << kLanes << "];\n"
+          << ind << "for (int64_t l = 0; l < " << kLanes << "; ++l) acc" << r << "_lanes[l] = "
+          << combine_init(red.combine) << ";\n";
+    }
+    std::string in = ind;
+    for (size_t i = 0; i + 1 < k_.inner.size(); ++i) {
+      os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
+          << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
+      in += "  ";
+    }
+    std::string rv = var(k_.inner.back());
+    int64_t size = k_.inner_sizes.back().value();
+    int64_t main = size - size % kLanes;
+    if (main > 0) {
+      os_ << in << "for (int64_t block = 0; block < " << main << "; block += " << kLanes << ") {\n"
+          << in << "  for (int64_t " << rv << " = block; " << rv << " < block + " << kLanes << "; ++"
+          << rv << ") {\n";
+      print_body(li, in + "    ");
+      print_folds(li, in + "    ",
+                  [&](int r) { return "acc" + std::to_string(r) + "_lanes[" + rv + " - block]"; });
+      os_ << in << "  }\n" << in << "}\n";
+    }
+    if (main < size) {
+      os_ << in << "for (int64_t " << rv << " = " << main << "; " << rv << " < " << size << "; ++"
+          << rv << ") {\n";
+      print_body(li, in + "  ");
+      print_folds(li, in + "  ", [](int r) { return "acc" + std::to_string(r) + "_lanes[0]"; });
+      os_ << in << "}\n";
+    }
+    for (size_t i = k_.inner.size() - 1; i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      std::string a = "acc" + std::to_string(r);
+      os_ << ind << ctype(red.dtype) << " " << a << " = " << a << "_lanes[0];\n"
+          << ind << "for (int64_t l = 1; l < " << kLanes << "; ++l) " << a << " = "
+          << combine_expr(red.combine, a, a + "_lanes[l]") << ";\n";
+    }
+  }
+
+  // A column kernel: outer loops but the last, then chunks of kColumns of
+  // the last outer dim; inside, every loop runs its body for each column of
+  // the chunk innermost, and accumulators and scalar values referenced later
+  // are arrays over the chunk.
+  static constexpr int64_t kColumns = 64;
+
+  void print_columns() {
+    os_ << "// " << k_.name << ": ";
+    for (size_t i = 0; i < k_.origins.size(); ++i) os_ << (i ? ", " : "") << k_.origins[i];
+    os_ << " (column reduction)\nextern \"C\" void " << k_.name << "(char* const* bufs) {\n";
+    declare_pointers();
+    size_t n = k_.outer.size();
+    std::string col = var(k_.outer[n - 1]);
+    int64_t cols = k_.outer_sizes[n - 1].value();
+    int64_t chunks = (cols + kColumns - 1) / kColumns;
+    int64_t work = k_.outer_numel() * k_.inner_numel();
+    int64_t parallel = chunks;
+    for (size_t i = 0; i + 1 < n; ++i) parallel *= k_.outer_sizes[i].value();
+    if (parallel > 1)
+      os_ << "#pragma omp parallel for collapse(" << n << ") if (" << work << " >= " << kParallelGrain
+          << ")\n";
+    std::string ind = "  ";
+    for (size_t i = 0; i + 1 < n; ++i) {
+      os_ << ind << "for (int64_t " << var(k_.outer[i]) << " = 0; " << var(k_.outer[i]) << " < "
+          << sym::to_cpp(k_.outer_sizes[i]) << "; ++" << var(k_.outer[i]) << ") {\n";
+    }
+    os_ << ind << "for (int64_t chunk = 0; chunk < " << cols << "; chunk += " << kColumns << ") {\n";
+    ind = "    ";
+    os_ << ind << "const int64_t chunk_end = chunk + " << kColumns << " < " << cols << " ? chunk + "
+        << kColumns << " : " << cols << ";\n";
+    lane_ = col + " - chunk";
+    std::string lanes = "for (int64_t " + col + " = chunk; " + col + " < chunk_end; ++" + col + ")";
+    // Scalar values a later loop reads.
+    std::vector<std::pair<size_t, int>> kept;
+    for (const Loop& l : k_.loops)
+      for (const ScalarNode& s : l.body)
+        if (s.kind == ScalarKind::Ref && s.acc < 0 &&
+            std::find(kept.begin(), kept.end(), std::make_pair(size_t(s.loop), s.node)) == kept.end())
+          kept.emplace_back(size_t(s.loop), s.node);
+    for (size_t li = 0; li < k_.loops.size(); ++li) {
+      const Loop& l = k_.loops[li];
+      for (int r : l.reductions) {
+        const Reduction& red = k_.reductions[size_t(r)];
+        os_ << ind << ctype(red.dtype) << " acc" << r << "[" << kColumns << "];\n"
+            << ind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << r
+            << "[l] = " << combine_init(red.combine) << ";\n";
+      }
+      for (const auto& [kl, kn] : kept)
+        if (kl == li)
+          os_ << ind << ctype(l.body[size_t(kn)].dtype) << " " << tmp(kl, kn) << "_v[" << kColumns
+              << "];\n";
+      std::string in = ind;
+      if (l.inner) {
+        for (size_t i = 0; i < k_.inner.size(); ++i) {
+          os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
+              << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
+          in += "  ";
+        }
+      }
+      os_ << in << lanes << " {\n";
+      print_body(li, in + "  ");
+      print_folds(li, in + "  ", [&](int r) { return "acc" + std::to_string(r) + "[" + lane_ + "]"; });
+      for (const auto& [kl, kn] : kept)
+        if (kl == li)
+          os_ << in << "  " << tmp(kl, kn) << "_v[" << lane_ << "] = " << tmp(kl, kn) << ";\n";
+      os_ << in << "}\n";
+      if (l.inner)
+        for (size_t i = k_.inner.size(); i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+    }
+    os_ << "  }\n";
+    for (size_t i = 0; i + 1 < n; ++i) os_ << "  }\n";
+    os_ << "}\n\n";
+  }
+
+  Text& os_;
+  const Program& p_;
+  const Kernel& k_;
+  std::string lane_;
+  std::vector<int> base_;
+  bool parallel_inner_ = false;
+};
 
 }  // namespace
 
@@ -93,7 +349,9 @@ std::string generate_cpp(const Program& p) {
   os << "// Generated by ignis's compiler (src/ignis/compiler/codegen_cpp.cpp).\n"
      << "#include \"ignis/kernels/scalar_ops.h\"\n\n"
      << sym::cpp_prelude() << "\n";
-  for (const Kernel& k : p.kernels) emit_kernel(os, p, k);
+  os << "template <typename T> inline T ignis_red_max(T a, T b) { return (a != a || a > b) ? a : b; }\n"
+     << "template <typename T> inline T ignis_red_min(T a, T b) { return (a != a || a < b) ? a : b; }\n\n";
+  for (const Kernel& k : p.kernels) KernelPrinter(os, p, k).print();
   return os.str();
 }
 

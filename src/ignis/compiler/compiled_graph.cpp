@@ -86,8 +86,10 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
   for (const Step& s : p.steps) {
     if (s.kind == Step::Kind::RunKernel) {
       const Kernel& k = p.kernels[size_t(s.kernel)];
-      const Buffer& out = p.buffers[size_t(k.output)];
-      set(k.output, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
+      for (int b : k.outputs) {
+        const Buffer& out = p.buffers[size_t(b)];
+        set(b, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
+      }
       kernels_[size_t(s.kernel)](ptrs.data());
       continue;
     }

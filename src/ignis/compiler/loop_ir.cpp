@@ -28,10 +28,36 @@ const char* scalar_kind_name(ScalarKind k) {
   return "?";
 }
 
-int64_t Kernel::numel() const {
+const char* combine_name(Combine c) {
+  switch (c) {
+#define IGNIS_CASE(C, op) \
+  case Combine::C: return op;
+    IGNIS_FORALL_COMBINES(IGNIS_CASE)
+#undef IGNIS_CASE
+  }
+  return "?";
+}
+
+int64_t Kernel::outer_numel() const {
   int64_t n = 1;
-  for (const sym::Expr& e : ranges) n *= e.value();
+  for (const sym::Expr& e : outer_sizes) n *= e.value();
   return n;
+}
+
+int64_t Kernel::inner_numel() const {
+  int64_t n = 1;
+  for (const sym::Expr& e : inner_sizes) n *= e.value();
+  return n;
+}
+
+std::vector<int> Kernel::node_numbers() const {
+  std::vector<int> base;
+  int n = 0;
+  for (const Loop& l : loops) {
+    base.push_back(n);
+    n += int(l.body.size());
+  }
+  return base;
 }
 
 int Program::buffer_of(const graph::Node* n) const {
@@ -75,33 +101,55 @@ std::string value_str(const graph::Value& v) {
 
 std::string to_string(const Program& p, const Kernel& k) {
   Text os;
-  os << k.name << " -> " << p.buffers[k.output].name << " over " << list(k.ranges) << " (";
+  os << k.name << " (";
   for (size_t i = 0; i < k.origins.size(); ++i) os << (i ? ", " : "") << k.origins[i];
-  os << ")\n";
-  for (size_t i = 0; i < k.body.size(); ++i) {
-    const ScalarNode& s = k.body[i];
-    os << "  tmp" << i << ": " << dtype_name(s.dtype) << " = ";
-    switch (s.kind) {
-      case ScalarKind::Load:
-        os << "load " << p.buffers[s.buffer].name << "[" << sym::str(s.index) << "]";
-        break;
-      case ScalarKind::Constant:
-        if (s.is_int) os << "constant " << s.int_value;
-        else os << "constant " << value_str(graph::Value(s.value));
-        break;
-      case ScalarKind::Call:
-      case ScalarKind::Cast:
-      case ScalarKind::Where:
-        os << (s.kind == ScalarKind::Call ? s.fn : s.kind == ScalarKind::Cast ? "cast" : "where")
-           << "(";
-        for (size_t a = 0; a < s.args.size(); ++a) os << (a ? ", " : "") << "tmp" << s.args[a];
-        os << ")";
-        break;
+  os << ") ->";
+  for (int b : k.outputs) os << " " << p.buffers[size_t(b)].name;
+  os << "\n  outer";
+  for (size_t i = 0; i < k.outer.size(); ++i)
+    os << (i ? ", " : " ") << sym::str(k.outer[i]) << " < " << sym::str(k.outer_sizes[i]);
+  os << "; inner";
+  for (size_t i = 0; i < k.inner.size(); ++i)
+    os << (i ? ", " : " ") << sym::str(k.inner[i]) << " < " << sym::str(k.inner_sizes[i]);
+  os << "\n";
+  std::vector<int> base = k.node_numbers();
+  for (size_t li = 0; li < k.loops.size(); ++li) {
+    const Loop& l = k.loops[li];
+    int b = base[li];
+    os << "  loop " << li << (l.inner ? " over inner" : " once") << ":\n";
+    for (size_t i = 0; i < l.body.size(); ++i) {
+      const ScalarNode& s = l.body[i];
+      os << "    tmp" << (b + int(i)) << ": " << dtype_name(s.dtype) << " = ";
+      switch (s.kind) {
+        case ScalarKind::Load:
+          os << "load " << p.buffers[size_t(s.buffer)].name << "[" << sym::str(s.index) << "]";
+          break;
+        case ScalarKind::Constant:
+          if (s.is_int) os << "constant " << s.int_value;
+          else os << "constant " << value_str(graph::Value(s.value));
+          break;
+        case ScalarKind::Call:
+        case ScalarKind::Cast:
+        case ScalarKind::Where:
+          os << (s.kind == ScalarKind::Call ? s.fn : s.kind == ScalarKind::Cast ? "cast" : "where")
+             << "(";
+          for (size_t a = 0; a < s.args.size(); ++a) os << (a ? ", " : "") << "tmp" << (b + s.args[a]);
+          os << ")";
+          break;
+        case ScalarKind::Ref:
+          if (s.acc >= 0) os << "acc" << s.acc;
+          else os << "tmp" << (base[size_t(s.loop)] + s.node);
+          break;
+      }
+      os << "\n";
     }
-    os << "\n";
+    for (int r : l.reductions)
+      os << "    acc" << r << " = " << combine_name(k.reductions[size_t(r)].combine) << "(tmp"
+         << (b + k.reductions[size_t(r)].value) << ")\n";
+    for (const Store& st : l.stores)
+      os << "    store " << p.buffers[size_t(st.buffer)].name << "[" << sym::str(st.index)
+         << "] = tmp" << (b + st.value) << "\n";
   }
-  os << "  store " << p.buffers[k.output].name << "[" << sym::str(k.store_index) << "] = tmp"
-     << (k.body.size() - 1) << "\n";
   return os.str();
 }
 
@@ -110,6 +158,7 @@ std::string to_string(const Program& p) {
   for (const Buffer& b : p.buffers) {
     os << b.name << ": " << dtype_name(b.dtype) << list(b.sizes) << " strides " << list(b.strides)
        << " " << buffer_kind_name(b.kind);
+    if (b.eliminated) os << " (fused away)";
     if (b.kind == BufferKind::Input) os << " " << b.input_index;
     if (b.kind == BufferKind::Constant) os << " " << b.attr;
     os << "\n";

@@ -1,16 +1,26 @@
 // The compiler's loop IR: what a graph of core ops becomes before C++ is
-// generated for it (TorchInductor's IR, cut down to the first slice: CPU,
-// static shapes, pointwise kernels plus extern calls).
+// generated for it (TorchInductor's IR, for the CPU and static shapes).
 //
 // A Program is a list of steps over buffers. A Buffer is a tensor the program
 // reads or writes: a graph input, a get_attr constant, an extern call's
-// output, or a kernel's output. A Kernel computes one output buffer, one
-// element per iteration of a flat loop; its body is a DAG of scalar nodes
-// (loads, constants, calls of scalar_ops.h's structs, casts, selects) whose
-// last node is the value stored. Everything the compiler does not lower is a
+// output, or a kernel's output. Everything the compiler does not lower is a
 // CallExtern step: the node runs through the dispatcher on real tensors.
-// Sizes, strides and indices are sym::Exprs (constants for now) so that
-// dynamic shapes later change values, not structure.
+//
+// A Kernel is one fused loop nest. Its *outer* loops run over the dims every
+// fused computation shares (parallel across threads); inside them, a
+// sequence of Loops runs once per outer iteration, each either over the
+// kernel's *inner* dims (a reduction's dims, or the innermost dim of a
+// pointwise kernel: the vectorised loop) or not at all (a per-row scalar
+// block). So softmax is one kernel: per row, a loop reducing the max, a loop
+// reducing the sum of exponentials, a loop storing the quotients.
+//
+// A loop's body is a DAG of scalar nodes (loads, constants, calls of
+// scalar_ops.h's structs, casts, selects, and references to values of
+// earlier loops: a reduction's result, a scalar block's value); stores write
+// body values to buffers, and reductions fold a body value into an
+// accumulator with a combine function. Sizes, strides and indices are
+// sym::Exprs (constants for now) so that dynamic shapes later change values,
+// not structure.
 #pragma once
 
 #include <cstdint>
@@ -34,10 +44,13 @@ struct Buffer {
   std::vector<sym::Expr> strides;  // elements; the data pointer includes the offset
   int64_t input_index = -1;        // Input: the placeholder's position
   std::string attr;                // Constant: the get_attr target
+  bool eliminated = false;         // Computed, but every reader is fused: never allocated
 };
 
 // The kinds of scalar nodes, listed once (printer and code generator switch on them).
-#define IGNIS_FORALL_SCALAR_KINDS(_) _(Load) _(Constant) _(Call) _(Cast) _(Where)
+// Ref reads a value computed in an earlier loop of the same kernel: a
+// reduction's result (`acc`) or a node of a scalar block (`loop`, `node`).
+#define IGNIS_FORALL_SCALAR_KINDS(_) _(Load) _(Constant) _(Call) _(Cast) _(Where) _(Ref)
 
 enum class ScalarKind : uint8_t {
 #define IGNIS_ENUM(K) K,
@@ -46,7 +59,7 @@ enum class ScalarKind : uint8_t {
 };
 const char* scalar_kind_name(ScalarKind k);
 
-// One scalar value of a kernel body. `args` index earlier nodes of the body.
+// One scalar value of a loop body. `args` index earlier nodes of the body.
 struct ScalarNode {
   ScalarKind kind = ScalarKind::Constant;
   ScalarType dtype = ScalarType::Float32;  // the value's type
@@ -57,17 +70,56 @@ struct ScalarNode {
   bool is_int = false;
   std::string fn;                          // Call: a scalar_ops name ("exp")
   std::vector<int> args;                   // Call, Cast {x}, Where {cond, a, b}
+  int acc = -1;                            // Ref: a reduction of the kernel, or
+  int loop = -1, node = -1;                //      node `node` of scalar loop `loop`
+};
+
+// How a reduction folds values; listed once (printer, code generator, lowering).
+// _(name, the core op's name)
+#define IGNIS_FORALL_COMBINES(_) _(Sum, "sum") _(Prod, "prod") _(Max, "amax") _(Min, "amin")
+enum class Combine : uint8_t {
+#define IGNIS_ENUM(C, op) C,
+  IGNIS_FORALL_COMBINES(IGNIS_ENUM)
+#undef IGNIS_ENUM
+};
+const char* combine_name(Combine c);
+
+struct Store {
+  int buffer = -1;
+  sym::Expr index;
+  int value = -1;  // a node of the loop's body
+};
+
+struct Reduction {
+  Combine combine = Combine::Sum;
+  ScalarType dtype = ScalarType::Float32;  // the accumulator's (and result's) type
+  int value = -1;                          // the body node folded, once per inner element
+};
+
+struct Loop {
+  bool inner = true;  // iterates the kernel's inner dims; false: once per outer iteration
+  std::vector<ScalarNode> body;  // topologically ordered
+  std::vector<Store> stores;
+  std::vector<int> reductions;   // the kernel reductions this loop accumulates
 };
 
 struct Kernel {
-  std::string name;                // "kernel_0": the exported symbol
-  int output = -1;                 // the buffer stored to
-  std::vector<sym::Expr> ranges;   // the output's sizes: the iteration space
-  sym::Expr flat;                  // the flat loop index symbol, 0 <= flat < numel
-  sym::Expr store_index;           // where element `flat` goes in the output
-  std::vector<ScalarNode> body;    // topologically ordered; body.back() is stored
+  std::string name;  // "kernel_0": the exported symbol
+  // Loop variables (sym index symbols) and their extents, outermost first.
+  std::vector<sym::Expr> outer, outer_sizes;
+  std::vector<sym::Expr> inner, inner_sizes;
+  std::vector<Loop> loops;
+  std::vector<Reduction> reductions;
+  // A reduction over outer dims of the memory layout (column sums): the last
+  // outer dim is iterated innermost, inside every loop, in chunks, so the
+  // reads stay contiguous and each column keeps its own accumulator.
+  bool columns = false;
+  std::vector<int> outputs;          // the buffers the kernel writes
   std::vector<std::string> origins;  // names of the graph nodes fused here
-  int64_t numel() const;
+  int64_t outer_numel() const;
+  int64_t inner_numel() const;
+  // Node i of loop l is printed (and generated) as tmp<node_numbers()[l] + i>.
+  std::vector<int> node_numbers() const;
 };
 
 struct Step {
@@ -103,10 +155,11 @@ struct Program {
 
 // Readable text of the whole program (logs and tests), e.g.
 //   buf2: float32[4, 3] strides [3, 1] computed
-//   kernel_0 -> buf2 (add, relu, mul) over [4, 3]
-//     tmp0 = load x[flat]
-//     tmp1 = load y[flat]
-//     ...
+//   kernel_0 (add, relu, mul) -> buf2
+//     outer x0 < 4; inner x1 < 3
+//     loop 0 over inner:
+//       tmp0: float32 = load x[3*x0 + x1]
+//       ...
 std::string to_string(const Program& p);
 std::string to_string(const Program& p, const Kernel& k);
 

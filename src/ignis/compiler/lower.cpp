@@ -1,5 +1,7 @@
 #include "ignis/compiler/lower.h"
 
+#include "ignis/compiler/body.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -48,36 +50,6 @@ int scalar_arity(const std::string& name) {
   return it == table.end() ? -1 : it->second;
 }
 
-// ---- kernel bodies -----------------------------------------------------------------
-
-// Builds one kernel's body, sharing equal nodes (a value read twice is loaded
-// once), so inlining a virtual value at each use costs no duplicate code.
-class BodyBuilder {
- public:
-  int add(ScalarNode n) {
-    std::string key = std::to_string(int(n.kind)) + "|" + std::to_string(int(n.dtype)) + "|" +
-                      std::to_string(n.buffer) + "|" +
-                      std::to_string(n.index.defined() ? n.index.stable_hash() : 0) + "|" +
-                      std::to_string(n.is_int ? n.int_value : 0) + "|" + n.fn + "|" +
-                      std::to_string(n.is_int);
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%a", n.value);
-    key += buf;
-    for (int a : n.args) key += "," + std::to_string(a);
-    auto [it, fresh] = seen_.emplace(key, int(body.size()));
-    if (fresh) body.push_back(std::move(n));
-    return it->second;
-  }
-  std::vector<ScalarNode> body;
-
- private:
-  std::unordered_map<std::string, int> seen_;
-};
-
-using Coords = std::vector<Expr>;
-// A value as a function of its coordinates.
-using Body = std::function<int(BodyBuilder&, const Coords&)>;
-
 struct Val {
   std::vector<int64_t> sizes;
   ScalarType dtype = ScalarType::Float32;
@@ -86,7 +58,7 @@ struct Val {
   std::vector<std::string> origins;  // nodes fused into a virtual value
 };
 
-enum class How : uint8_t { Pointwise, View, Extern };
+enum class How : uint8_t { Pointwise, View, Reduction, Extern };
 
 // The view ops (by base name) lowered as index remappings (lower_view).
 const std::unordered_set<std::string>& view_ops() {
@@ -105,6 +77,7 @@ class Lowering {
   Program run() {
     classify();
     for (Node* n : g_.nodes()) lower_node(n);
+    schedule(p_, std::move(computes_), std::move(externs_), order_);
     return std::move(p_);
   }
 
@@ -250,7 +223,60 @@ class Lowering {
         !n->meta().tuple_output)
       return How::View;
     if (pointwise_call(n).kind != PwKind::None) return How::Pointwise;
+    if (reduction_call(n).ok) return How::Reduction;
     return How::Extern;
+  }
+
+  // A reduction the compiler generates: sum, prod, amax or amin of one
+  // float32/float64 tensor over some dims (all when the list is empty or
+  // None), accumulated in the output dtype (sum's and prod's `dtype`).
+  struct ReductionCall {
+    bool ok = false;
+    Combine combine = Combine::Sum;
+    std::vector<bool> reduced;  // per input dim
+    bool keepdim = false;
+    ScalarType in_dtype = ScalarType::Float32, out_dtype = ScalarType::Float32;
+  };
+
+  static ReductionCall reduction_call(const Node* n) {
+    ReductionCall rc;
+    const FunctionSchema& s = n->target().op->schema();
+    bool known = false;
+#define IGNIS_MATCH(C, op)   \
+  if (s.name == op) {        \
+    rc.combine = Combine::C; \
+    known = true;            \
+  }
+    IGNIS_FORALL_COMBINES(IGNIS_MATCH)
+#undef IGNIS_MATCH
+    const graph::TensorMeta* out = single_meta(n);
+    if (!known || !out || n->args().empty() || !n->args()[0].is_node()) return rc;
+    const graph::TensorMeta* in = single_meta(n->args()[0].to_node());
+    if (!in || in->sizes.empty() || !is_float_slice_dtype(in->dtype) ||
+        !is_float_slice_dtype(out->dtype) || in->device.type != DeviceType::CPU)
+      return rc;
+    for (int64_t sz : in->sizes)
+      if (sz == 0) return rc;  // empty reductions: eager's identities and errors
+    std::vector<Value> args = full_args(n);
+    int64_t rank = int64_t(in->sizes.size());
+    rc.reduced.assign(in->sizes.size(), false);
+    int di = s.find_arg("dim"), ki = s.find_arg("keepdim");
+    std::vector<Value> dims;
+    if (di >= 0 && args[size_t(di)].kind() == Value::Kind::Int) dims.push_back(args[size_t(di)]);
+    else if (di >= 0 && args[size_t(di)].is_sequence()) dims = args[size_t(di)].items();
+    else if (di >= 0 && !args[size_t(di)].is_none()) return rc;
+    for (const Value& d : dims) {
+      if (d.kind() != Value::Kind::Int) return rc;
+      int64_t k = norm_dim(d.to_int(), rank);
+      if (k < 0 || k >= rank) return rc;
+      rc.reduced[size_t(k)] = true;
+    }
+    if (dims.empty()) rc.reduced.assign(in->sizes.size(), true);
+    rc.keepdim = ki >= 0 && args[size_t(ki)].kind() == Value::Kind::Bool && args[size_t(ki)].to_bool();
+    rc.in_dtype = in->dtype;
+    rc.out_dtype = out->dtype;
+    rc.ok = true;
+    return rc;
   }
 
   // Users are decided before their inputs (reverse order): a view that must
@@ -263,23 +289,34 @@ class Lowering {
       Node* n = *it;
       if (n->op() != OpKind::CallFunction) continue;
       How h = how_of(n);
-      bool realize = needs_realize(n);
-      if (h == How::View && realize) h = How::Extern;
+      if (h == How::View && read_as_tensor(n)) h = How::Extern;
       how_[n] = h;
     }
   }
 
-  // v0 policy: realize a graph output, an extern's input, or a value with
-  // more than one user (so no computation is repeated; inductor instead
-  // weighs reads against recomputation).
-  bool needs_realize(const Node* n) const {
-    if (n->users().size() > 1) return true;
+  // Whether a user needs n as a tensor in memory: the graph output, or an
+  // extern call's input.
+  bool read_as_tensor(const Node* n) const {
     for (const Node* u : n->users()) {
       if (u->op() != OpKind::CallFunction) return true;  // the output
       auto it = how_.find(u);
       if (it == how_.end() || it->second == How::Extern) return true;
     }
     return false;
+  }
+
+  // The realize policy: a value is computed into a buffer when something
+  // needs it in memory, or when several users would each recompute it and
+  // it is not cheap (more than kInlineOps ops). A cheap value with several
+  // users is recomputed in each (softmax's exp(x - max) feeds the sum and
+  // the quotient: computed in both passes over the row, never stored), as
+  // inductor inlines cheap pointwise values rather than storing them.
+  static constexpr size_t kInlineOps = 8;
+  bool needs_realize(const Node* n) const {
+    if (read_as_tensor(n)) return true;
+    if (n->users().size() <= 1) return false;
+    auto it = vals_.find(n);
+    return it == vals_.end() || it->second.origins.size() > kInlineOps;
   }
 
   // ---- buffers ----
@@ -348,43 +385,84 @@ class Lowering {
   void realize(const Node* n) {
     Val& v = vals_.at(n);
     if (v.buffer >= 0) return;
-    graph::TensorMeta m = meta(n);
+    graph::TensorMeta m = stored_meta(meta(n));
+    int b = add_buffer(tensor_buffer(m, BufferKind::Computed));
+    ComputeNode cn;
+    cn.buffer = b;
+    cn.sizes = m.sizes;
+    cn.dtype = m.dtype;
+    cn.body = v.body;
+    std::vector<Expr> strides = p_.buffers[size_t(b)].strides;
+    cn.store_index = [strides](const Coords& c) { return sym::linear_index(c, strides); };
+    // Iterate in the output's memory order (outermost stride first), so the
+    // store is sequential and a transposed layout moves the strided access to
+    // the loads, as eager's TensorIterator orders dims.
+    cn.loop_order.resize(m.sizes.size());
+    std::iota(cn.loop_order.begin(), cn.loop_order.end(), size_t{0});
+    std::stable_sort(cn.loop_order.begin(), cn.loop_order.end(),
+                     [&](size_t a, size_t b) { return m.strides[a] > m.strides[b]; });
+    cn.origins = v.origins;
+    add_compute(std::move(cn));
+    v = buffer_val(b, m);
+    bind(n, b);
+  }
+
+  void add_compute(ComputeNode cn) {
+    order_.push_back(PendingStep{-1, int(computes_.size())});
+    computes_.push_back(std::move(cn));
+  }
+
+  // A layout for a value the compiler stores: the trace's when dense, else contiguous.
+  static graph::TensorMeta stored_meta(graph::TensorMeta m) {
     if (!dense(m.sizes, m.strides)) {
       std::vector<Expr> cs = sym::contiguous_strides(exprs(m.sizes));
       m.strides.clear();
       for (const Expr& e : cs) m.strides.push_back(e.value());
     }
+    return m;
+  }
+
+  // A reduction: a compute node over its input's sizes folding the reduced
+  // dims; its input's value is computed inside it, never stored.
+  void lower_reduction(const Node* n) {
+    ReductionCall rc = reduction_call(n);
+    const Node* src = n->args()[0].to_node();
+    const Val& in = vals_.at(src);
+    graph::TensorMeta m = stored_meta(meta(n));
     int b = add_buffer(tensor_buffer(m, BufferKind::Computed));
-    Kernel k;
-    k.name = "kernel_" + std::to_string(p_.kernels.size());
-    k.output = b;
-    k.ranges = exprs(m.sizes);
-    int64_t numel = 1;
-    for (int64_t s : m.sizes) numel *= s;
-    k.flat = sym::index_var("flat", std::max<int64_t>(numel, 1));
-    // Iterate in the output's memory order (outermost stride first), so the
-    // store is sequential and a transposed layout moves the strided access to
-    // the loads, as eager's TensorIterator orders dims.
-    std::vector<size_t> perm(m.sizes.size());
-    std::iota(perm.begin(), perm.end(), size_t{0});
-    std::stable_sort(perm.begin(), perm.end(),
-                     [&](size_t a, size_t b) { return m.strides[a] > m.strides[b]; });
-    std::vector<Expr> loop_sizes;
-    for (size_t d : perm) loop_sizes.push_back(Expr(m.sizes[d]));
-    Coords loop = sym::unravel_index(k.flat, loop_sizes);
-    Coords c(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) c[perm[i]] = loop[i];
-    k.store_index = sym::simplify(sym::linear_index(c, p_.buffers[b].strides));
-    BodyBuilder bb;
-    v.body(bb, c);
-    k.body = std::move(bb.body);
-    k.origins = v.origins;
-    p_.kernels.push_back(std::move(k));
-    Step st;
-    st.kind = Step::Kind::RunKernel;
-    st.kernel = int(p_.kernels.size()) - 1;
-    p_.steps.push_back(std::move(st));
-    v = buffer_val(b, m);
+    ComputeNode cn;
+    cn.buffer = b;
+    cn.is_reduction = true;
+    cn.sizes = in.sizes;
+    cn.reduced = rc.reduced;
+    cn.combine = rc.combine;
+    cn.dtype = rc.out_dtype;
+    Body inner = in.body;
+    ScalarType from = rc.in_dtype, to = rc.out_dtype;
+    cn.body = [inner, from, to](BodyBuilder& bb, const Coords& c) {
+      int x = inner(bb, c);
+      if (from == to) return x;
+      ScalarNode s;
+      s.kind = ScalarKind::Cast;
+      s.dtype = to;
+      s.args = {x};
+      return bb.add(std::move(s));
+    };
+    std::vector<Expr> strides = p_.buffers[size_t(b)].strides;
+    std::vector<bool> reduced = rc.reduced;
+    bool keepdim = rc.keepdim;
+    cn.store_index = [strides, reduced, keepdim](const Coords& c) {
+      Coords oc;
+      for (size_t d = 0; d < c.size(); ++d) {
+        if (!reduced[d]) oc.push_back(c[d]);
+        else if (keepdim) oc.push_back(Expr(0));
+      }
+      return sym::linear_index(oc, strides);
+    };
+    cn.origins = in.origins;
+    cn.origins.push_back(n->name());
+    add_compute(std::move(cn));
+    vals_[n] = buffer_val(b, m);
     bind(n, b);
   }
 
@@ -436,6 +514,7 @@ class Lowering {
     switch (how_.at(n)) {
       case How::Pointwise: return lower_pointwise(n);
       case How::View: return lower_view(n);
+      case How::Reduction: return lower_reduction(n);
       case How::Extern: return lower_extern(n);
     }
   }
@@ -645,7 +724,8 @@ class Lowering {
       vals_[n] = buffer_val(st.outputs[0], ts[0]);
       bind(n, st.outputs[0]);
     }
-    p_.steps.push_back(std::move(st));
+    order_.push_back(PendingStep{int(externs_.size()), -1});
+    externs_.push_back(std::move(st));
   }
 
   void lower_output(const Node* n) {
@@ -673,6 +753,9 @@ class Lowering {
   std::unordered_map<const Node*, How> how_;
   std::unordered_map<const Node*, Val> vals_;
   std::unordered_map<const Node*, std::vector<int>> extern_outputs_;
+  std::vector<ComputeNode> computes_;
+  std::vector<Step> externs_;
+  std::vector<PendingStep> order_;
 };
 
 }  // namespace

@@ -1,0 +1,471 @@
+// The scheduler: compute nodes -> fused kernels (body.h has the contract).
+//
+// Nodes are taken in program order and grouped greedily. A group is one
+// kernel over an iteration space S with, once a reduction joins, the dims M
+// it reduces. A node joins the open group when
+//   - its shape fits: a pointwise node over S ("full": computed per element,
+//     in a loop over M), a pointwise node over S without M, dropped or kept
+//     as size 1 ("scalar": computed once per row), or a reduction of S over M;
+//   - every value of the group it reads, it reads at the element the group
+//     computes for the same coordinates (a full value at the same index, a
+//     row value at its row). A transposed or shifted read of a fused value
+//     would need the whole value first: it closes the group.
+// An extern step, or a node that does not fit, closes the group.
+//
+// Inside a kernel, each node goes into the last loop when it can (the same
+// kind of loop, and not needing a reduction that loop is still folding), so
+// sibling reductions share one pass and a pointwise consumer of a reduction
+// gets the next pass over the row. Values fused in the kernel are read where
+// they were computed: the same loop's node, a reduction's accumulator, a
+// scalar block's variable; only a full value of an earlier loop is re-read
+// from memory (the row is in cache). A computed buffer nobody outside the
+// kernel reads is never stored or allocated.
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ignis/compiler/body.h"
+#include "ignis/core/error.h"
+#include "ignis/sym/eval.h"
+#include "ignis/sym/index.h"
+#include "ignis/sym/simplify.h"
+
+namespace ignis::compiler {
+
+using sym::Expr;
+
+int BodyBuilder::add(ScalarNode n) {
+  if (n.kind == ScalarKind::Load && on_load_) {
+    int r = on_load_(*this, n);
+    if (r >= 0) return r;
+  }
+  std::string key = std::to_string(int(n.kind)) + "|" + std::to_string(int(n.dtype)) + "|" +
+                    std::to_string(n.buffer) + "|" +
+                    std::to_string(n.index.defined() ? n.index.stable_hash() : 0) + "|" +
+                    std::to_string(n.is_int ? n.int_value : 0) + "|" + n.fn + "|" +
+                    std::to_string(n.is_int) + "|" + std::to_string(n.acc) + "|" +
+                    std::to_string(n.loop) + "|" + std::to_string(n.node) + "|";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%a", n.value);
+  key += buf;
+  for (int a : n.args) key += "," + std::to_string(a);
+  auto [it, fresh] = seen_.emplace(key, int(body.size()));
+  if (fresh) body.push_back(std::move(n));
+  return it->second;
+}
+
+namespace {
+
+enum class Role : uint8_t { Full, Scalar, Reduce };
+
+struct Member {
+  int node = -1;
+  Role role = Role::Full;
+  std::vector<int> deps;  // group members whose values it reads (indices into members)
+};
+
+struct Group {
+  std::vector<int64_t> sizes;
+  std::vector<bool> reduced;  // empty until a reduction joins
+  std::vector<Member> members;
+  bool has_reduction() const { return !reduced.empty(); }
+};
+
+// Whether e divides or takes a remainder of an expression using `var`.
+bool divides_var(Expr e, Expr var) {
+  if (e.kind() == sym::Kind::FloorDiv || e.kind() == sym::Kind::Mod) {
+    for (Expr s : sym::free_symbols(e))
+      if (s == var) return true;
+  }
+  for (const Expr& a : e.args())
+    if (divides_var(a, var)) return true;
+  return false;
+}
+
+class Scheduler {
+ public:
+  Scheduler(Program& p, std::vector<ComputeNode> nodes, std::vector<Step> externs)
+      : p_(p), nodes_(std::move(nodes)), externs_(std::move(externs)) {
+    producer_.assign(p_.buffers.size(), -1);
+    for (size_t i = 0; i < nodes_.size(); ++i) producer_[size_t(nodes_[i].buffer)] = int(i);
+    // Who reads each computed buffer: other compute nodes (from a trial build
+    // of each body), extern calls and the program's outputs.
+    readers_.resize(p_.buffers.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      BodyBuilder bb([&](BodyBuilder&, const ScalarNode& l) {
+        readers_[size_t(l.buffer)].insert(int(i));
+        return -1;
+      });
+      nodes_[i].body(bb, canonical_coords(nodes_[i].sizes));
+    }
+    for (const Step& s : externs_)
+      for (const auto& [n, b] : p_.node_buffers)
+        for (graph::Node* in : s.node->input_nodes())
+          if (in == n) read_outside_.insert(b);
+    for (const ProgramOutput& o : p_.outputs)
+      if (o.buffer >= 0) read_outside_.insert(o.buffer);
+  }
+
+  void run(const std::vector<PendingStep>& order) {
+    for (const PendingStep& ps : order) {
+      if (ps.extern_step >= 0) {
+        close();
+        p_.steps.push_back(externs_[size_t(ps.extern_step)]);
+        continue;
+      }
+      if (!try_join(ps.compute)) {
+        close();
+        open(ps.compute);
+      }
+    }
+    close();
+  }
+
+ private:
+  // ---- coordinates ----
+
+  static Coords canonical_coords(const std::vector<int64_t>& sizes) {
+    Coords c;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      c.push_back(sym::index_var("d" + std::to_string(d), std::max<int64_t>(sizes[d], 1)));
+    return c;
+  }
+
+  // A member's own coordinates from the group's (over group.sizes).
+  Coords member_coords(const Group& g, const Member& m, const Coords& c) const {
+    if (m.role != Role::Scalar) return c;
+    const ComputeNode& n = nodes_[size_t(m.node)];
+    Coords r;
+    bool keepdim = n.sizes.size() == g.sizes.size();
+    for (size_t d = 0; d < g.sizes.size(); ++d) {
+      if (!g.reduced[d]) r.push_back(c[d]);
+      else if (keepdim) r.push_back(Expr(0));
+    }
+    return r;
+  }
+
+  // ---- joining ----
+
+  static std::vector<int64_t> kept_sizes(const Group& g, bool keepdim) {
+    std::vector<int64_t> r;
+    for (size_t d = 0; d < g.sizes.size(); ++d) {
+      if (!g.reduced[d]) r.push_back(g.sizes[d]);
+      else if (keepdim) r.push_back(1);
+    }
+    return r;
+  }
+
+  // The role node `id` would have in group g (with g.reduced possibly set by
+  // it), or false when its shape does not fit.
+  bool role_in(Group& g, int id, Role* role) const {
+    const ComputeNode& n = nodes_[size_t(id)];
+    if (n.is_reduction) {
+      if (n.sizes != g.sizes) return false;
+      if (g.has_reduction() && g.reduced != n.reduced) return false;
+      *role = Role::Reduce;
+      return true;
+    }
+    if (n.sizes == g.sizes) {
+      *role = Role::Full;
+      return true;
+    }
+    if (g.has_reduction() && (n.sizes == kept_sizes(g, false) || n.sizes == kept_sizes(g, true))) {
+      *role = Role::Scalar;
+      return true;
+    }
+    return false;
+  }
+
+  int member_of(const Group& g, int buffer) const {
+    int prod = producer_[size_t(buffer)];
+    if (prod < 0) return -1;
+    for (size_t i = 0; i < g.members.size(); ++i)
+      if (g.members[i].node == prod) return int(i);
+    return -1;
+  }
+
+  // Checks the reads of node `id` (as `role`) against what group g computes;
+  // fills deps. False when it reads a fused value at another element.
+  bool reads_fit(const Group& g, int id, Role role, std::vector<int>* deps) const {
+    Coords c = canonical_coords(g.sizes);
+    Member self{id, role, {}};
+    bool ok = true;
+    BodyBuilder bb([&](BodyBuilder&, const ScalarNode& l) {
+      int m = member_of(g, l.buffer);
+      if (m < 0) return -1;
+      const Member& pm = g.members[size_t(m)];
+      const ComputeNode& pn = nodes_[size_t(pm.node)];
+      if (role == Role::Scalar && pm.role == Role::Full) ok = false;
+      Expr want = sym::simplify(pn.store_index(member_coords(g, pm, c)));
+      if (!(want == l.index)) ok = false;
+      if (std::find(deps->begin(), deps->end(), m) == deps->end()) deps->push_back(m);
+      return -1;
+    });
+    nodes_[size_t(id)].body(bb, member_coords(g, self, c));
+    return ok;
+  }
+
+  bool try_join(int id) {
+    if (!open_) return false;
+    Group trial = group_;
+    Role role;
+    if (!role_in(trial, id, &role)) return false;
+    if (role == Role::Reduce && !trial.has_reduction()) trial.reduced = nodes_[size_t(id)].reduced;
+    std::vector<int> deps;
+    if (!reads_fit(trial, id, role, &deps)) return false;
+    trial.members.push_back(Member{id, role, std::move(deps)});
+    group_ = std::move(trial);
+    return true;
+  }
+
+  void open(int id) {
+    const ComputeNode& n = nodes_[size_t(id)];
+    group_ = Group{};
+    group_.sizes = n.sizes;
+    if (n.is_reduction) group_.reduced = n.reduced;
+    group_.members.push_back(Member{id, n.is_reduction ? Role::Reduce : Role::Full, {}});
+    open_ = true;
+  }
+
+  // ---- building the kernel ----
+
+  // A run of group dims iterated by one loop variable.
+  struct LoopDim {
+    std::vector<size_t> dims;  // outermost first
+    int64_t size = 1;
+  };
+
+  // The group's coordinates for loop variables over `loops`.
+  static Coords coords_for(const Group& g, const std::vector<LoopDim>& loops,
+                           const std::vector<Expr>& vars) {
+    Coords c(g.sizes.size(), Expr(0));
+    for (size_t i = 0; i < loops.size(); ++i) {
+      std::vector<Expr> sizes;
+      for (size_t d : loops[i].dims) sizes.push_back(Expr(g.sizes[d]));
+      Coords part = sym::unravel_index(vars[i], sizes);
+      for (size_t k = 0; k < loops[i].dims.size(); ++k) c[loops[i].dims[k]] = part[k];
+    }
+    return c;
+  }
+
+  static std::vector<Expr> vars_for(const std::vector<LoopDim>& loops, const char* prefix,
+                                    size_t first = 0) {
+    std::vector<Expr> v;
+    for (size_t i = 0; i < loops.size(); ++i)
+      v.push_back(sym::index_var(prefix + std::to_string(first + i),
+                                 std::max<int64_t>(loops[i].size, 1)));
+    return v;
+  }
+
+  // Every index the group's members load or store at, for loop variables.
+  std::vector<Expr> all_indices(const Group& g, const Coords& c) const {
+    std::vector<Expr> out;
+    for (const Member& m : g.members) {
+      const ComputeNode& n = nodes_[size_t(m.node)];
+      Coords mc = member_coords(g, m, c);
+      BodyBuilder bb([&](BodyBuilder&, const ScalarNode& l) {
+        out.push_back(l.index);
+        return -1;
+      });
+      n.body(bb, mc);
+      out.push_back(sym::simplify(n.store_index(mc)));
+    }
+    return out;
+  }
+
+  // Merges adjacent loop dims in loops[first..last] when no access then
+  // needs a division or remainder of the merged variable: a contiguous 3-d
+  // add is one loop; a broadcast row stays its own dim so that its index
+  // stays affine. Returns the number of merges.
+  size_t coalesce(const Group& g, std::vector<LoopDim>& loops, size_t first, size_t last) const {
+    size_t merged = 0;
+    for (size_t i = last; i > first; --i) {
+      std::vector<LoopDim> trial = loops;
+      LoopDim& a = trial[i - 1];
+      const LoopDim& b = trial[i];
+      a.dims.insert(a.dims.end(), b.dims.begin(), b.dims.end());
+      a.size *= b.size;
+      trial.erase(trial.begin() + long(i));
+      std::vector<Expr> vars = vars_for(trial, "m");
+      bool affine = true;
+      for (Expr e : all_indices(g, coords_for(g, trial, vars)))
+        if (divides_var(e, vars[i - 1])) affine = false;
+      if (affine) {
+        loops = std::move(trial);
+        ++merged;
+      }
+    }
+    return merged;
+  }
+
+  void close() {
+    if (!open_) return;
+    open_ = false;
+    Group& g = group_;
+    Kernel k;
+    k.name = "kernel_" + std::to_string(p_.kernels.size());
+
+    // Loop dims: outer = the kept dims (S order) and inner = the reduced ones;
+    // a pointwise kernel runs its first node's memory order with the
+    // innermost dim as the inner loop. Size-1 dims need no loop.
+    std::vector<LoopDim> loops;
+    size_t n_outer = 0;
+    auto dim = [&](size_t d) { return LoopDim{{d}, g.sizes[d]}; };
+    if (g.has_reduction()) {
+      for (size_t d = 0; d < g.sizes.size(); ++d)
+        if (g.sizes[d] != 1 && !g.reduced[d]) loops.push_back(dim(d));
+      n_outer = loops.size();
+      for (size_t d = 0; d < g.sizes.size(); ++d)
+        if (g.sizes[d] != 1 && g.reduced[d]) loops.push_back(dim(d));
+      if (n_outer > 1) n_outer -= coalesce(g, loops, 0, n_outer - 1);
+      if (loops.size() > n_outer + 1) coalesce(g, loops, n_outer, loops.size() - 1);
+    } else {
+      for (size_t d : nodes_[size_t(g.members[0].node)].loop_order)
+        if (g.sizes[d] != 1) loops.push_back(dim(d));
+      if (loops.size() > 1) coalesce(g, loops, 0, loops.size() - 1);
+      n_outer = loops.empty() ? 0 : loops.size() - 1;
+    }
+    std::vector<LoopDim> outer(loops.begin(), loops.begin() + long(n_outer));
+    std::vector<LoopDim> inner(loops.begin() + long(n_outer), loops.end());
+    k.outer = vars_for(outer, "x");
+    k.inner = g.has_reduction() ? vars_for(inner, "r") : vars_for(inner, "x", outer.size());
+    for (const LoopDim& l : outer) k.outer_sizes.push_back(Expr(l.size));
+    for (const LoopDim& l : inner) k.inner_sizes.push_back(Expr(l.size));
+    std::vector<Expr> vars = k.outer;
+    vars.insert(vars.end(), k.inner.begin(), k.inner.end());
+    Coords c = coords_for(g, loops, vars);
+
+    // Which computed buffers can stay inside the kernel: nobody outside reads them.
+    std::unordered_set<int> members;
+    for (const Member& m : g.members) members.insert(m.node);
+    std::unordered_set<int> internal;
+    for (const Member& m : g.members) {
+      int b = nodes_[size_t(m.node)].buffer;
+      if (read_outside_.count(b)) continue;
+      bool outside = false;
+      for (int r : readers_[size_t(b)])
+        if (!members.count(r)) outside = true;
+      if (!outside) internal.insert(b);
+    }
+
+    // Members into loops.
+    std::vector<int> loop_of(g.members.size(), -1), value_of(g.members.size(), -1),
+        acc_of(g.members.size(), -1);
+    std::vector<BodyBuilder> builders;
+    for (size_t mi = 0; mi < g.members.size(); ++mi) {
+      const Member& m = g.members[mi];
+      const ComputeNode& n = nodes_[size_t(m.node)];
+      for (const std::string& o : n.origins)
+        if (std::find(k.origins.begin(), k.origins.end(), o) == k.origins.end())
+          k.origins.push_back(o);
+      bool wants_inner = m.role != Role::Scalar;
+      int last = int(k.loops.size()) - 1;
+      bool fits = last >= 0 && k.loops[size_t(last)].inner == wants_inner;
+      for (int d : m.deps)
+        if (g.members[size_t(d)].role == Role::Reduce && loop_of[size_t(d)] == last) fits = false;
+      if (!fits) {
+        Loop l;
+        l.inner = wants_inner;
+        k.loops.push_back(std::move(l));
+        last = int(k.loops.size()) - 1;
+        int loop_index = last;
+        builders.emplace_back([&, loop_index](BodyBuilder& bb, const ScalarNode& ld) {
+          int pm = member_of(g, ld.buffer);
+          if (pm < 0) return -1;
+          const Member& prod = g.members[size_t(pm)];
+          if (loop_of[size_t(pm)] == loop_index) return value_of[size_t(pm)];
+          ScalarNode ref;
+          ref.kind = ScalarKind::Ref;
+          ref.dtype = ld.dtype;
+          if (prod.role == Role::Reduce) {
+            ref.acc = acc_of[size_t(pm)];
+            return bb.add(std::move(ref));
+          }
+          if (prod.role == Role::Scalar) {
+            ref.loop = loop_of[size_t(pm)];
+            ref.node = value_of[size_t(pm)];
+            return bb.add(std::move(ref));
+          }
+          internal.erase(ld.buffer);  // a full value of an earlier loop: re-read from memory
+          return -1;
+        });
+      }
+      loop_of[mi] = last;
+      BodyBuilder& bb = builders[size_t(last)];
+      int v = n.body(bb, member_coords(g, m, c));
+      value_of[mi] = v;
+      if (m.role == Role::Reduce) {
+        Reduction r;
+        r.combine = n.combine;
+        r.dtype = n.dtype;
+        r.value = v;
+        acc_of[mi] = int(k.reductions.size());
+        k.reductions.push_back(r);
+        k.loops[size_t(last)].reductions.push_back(acc_of[mi]);
+      }
+    }
+    for (size_t l = 0; l < k.loops.size(); ++l) k.loops[l].body = std::move(builders[l].body);
+
+    // Stores of the values someone reads from memory; a reduction's result is
+    // stored from a scalar block after everything else.
+    Loop tail;
+    tail.inner = false;
+    for (size_t mi = 0; mi < g.members.size(); ++mi) {
+      const Member& m = g.members[mi];
+      const ComputeNode& n = nodes_[size_t(m.node)];
+      if (internal.count(n.buffer)) {
+        p_.buffers[size_t(n.buffer)].eliminated = true;
+        continue;
+      }
+      k.outputs.push_back(n.buffer);
+      Expr index = sym::simplify(n.store_index(member_coords(g, m, c)));
+      if (m.role != Role::Reduce) {
+        k.loops[size_t(loop_of[mi])].stores.push_back(Store{n.buffer, index, value_of[mi]});
+        continue;
+      }
+      ScalarNode ref;
+      ref.kind = ScalarKind::Ref;
+      ref.dtype = n.dtype;
+      ref.acc = acc_of[mi];
+      tail.body.push_back(ref);
+      tail.stores.push_back(Store{n.buffer, index, int(tail.body.size()) - 1});
+    }
+    if (!tail.stores.empty()) k.loops.push_back(std::move(tail));
+
+    // Column reductions: the innermost dim of the layout is kept, so reading
+    // a row of it at a time is contiguous. Only when every value is per
+    // column (no full member needs the row order).
+    if (g.has_reduction() && !k.outer.empty() && !k.inner.empty()) {
+      bool per_column = true;
+      for (const Member& m : g.members)
+        if (m.role == Role::Full) per_column = false;
+      size_t last = g.sizes.size();
+      while (last > 0 && g.sizes[last - 1] == 1) --last;
+      k.columns = per_column && last > 0 && !g.reduced[last - 1];
+    }
+    p_.kernels.push_back(std::move(k));
+    Step st;
+    st.kind = Step::Kind::RunKernel;
+    st.kernel = int(p_.kernels.size()) - 1;
+    p_.steps.push_back(std::move(st));
+  }
+
+  Program& p_;
+  std::vector<ComputeNode> nodes_;
+  std::vector<Step> externs_;
+  std::vector<int> producer_;                      // buffer -> compute node
+  std::vector<std::unordered_set<int>> readers_;   // buffer -> compute nodes reading it
+  std::unordered_set<int> read_outside_;           // buffers read by externs or outputs
+  Group group_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+void schedule(Program& p, std::vector<ComputeNode> nodes, std::vector<Step> externs,
+              const std::vector<PendingStep>& order) {
+  Scheduler(p, std::move(nodes), std::move(externs)).run(order);
+}
+
+}  // namespace ignis::compiler
