@@ -315,11 +315,11 @@ def _weights_only_globals():
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("collections", "Counter"): collections.Counter,
         ("_codecs", "encode"): _codecs.encode,  # bytes, in protocol 2
-        ("builtins", "set"): set, ("builtins", "frozenset"): frozenset,
-        ("builtins", "bytearray"): bytearray, ("builtins", "complex"): complex,
-        ("builtins", "slice"): slice, ("builtins", "range"): range,
-        ("__builtin__", "set"): set,
     }
+    # Protocol 2 writes builtins under their Python 2 module name.
+    for b in (set, frozenset, bytearray, complex, slice, range):
+        g[("builtins", b.__name__)] = g[("__builtin__", b.__name__)] = b
+    g[("__builtin__", "xrange")] = range
     for name, dt in _TORCH_DTYPES.items():
         g[("torch", name)] = getattr(_C, dt)
     for name, dt in _DTYPE_OF_STORAGE.items():
