@@ -52,8 +52,8 @@ def from_bytes(data, dtype, shape):
     isz = _itemsize(dtype)
     arr = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8)
     if arr.size != numel * isz:
-        raise RuntimeError(f"expected {numel * isz} bytes for a {dtype_name(dtype)} tensor of shape "
-                           f"{list(shape)}, got {arr.size}")
+        raise RuntimeError(f"expected {numel * isz} bytes for a {dtype_name(dtype)} tensor of "
+                           f"shape {list(shape)}, got {arr.size}")
     if numel == 0:
         return ignis.empty(shape, dtype=dtype)
     arr = np.ascontiguousarray(arr)

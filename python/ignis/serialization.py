@@ -94,7 +94,8 @@ class _StorageTable:
         if t.numel() == 0:
             extent = 0
         else:
-            extent = t.storage_offset() + 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+            span = sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+            extent = t.storage_offset() + span + 1
         e = self.entries.get(ident)
         if e is None:
             e = self.entries[ident] = [str(len(self.entries)), dtype_name(t.dtype), extent, t]
