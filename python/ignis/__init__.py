@@ -39,6 +39,7 @@ _ops.install(globals(), Tensor)
 
 from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
+from ._generator import Generator  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .autograd import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
@@ -51,6 +52,8 @@ from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001
 from . import _logging  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401
 
 
 def nonzero(input, *, as_tuple=False):

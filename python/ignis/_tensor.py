@@ -175,6 +175,30 @@ class Tensor(_C.TensorBase):
             return self.item()
         return self.cpu().numpy().tolist()
 
+    # --- pickling and copying ---------------------------------------------------------
+    # By value: elements, dtype, shape, requires_grad (DataLoader workers send
+    # batches this way). ignis.save writes PyTorch's checkpoint format instead.
+    def __reduce_ex__(self, proto):
+        from ._tensor_bytes import reduce_tensor
+        return reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        import copy
+        result = self.detach().clone()
+        if type(self) is not Tensor:
+            result = _C._make_subclass(type(self), result)
+        if self.requires_grad:
+            result.requires_grad_(True)
+        memo[id(self)] = result
+        if getattr(self, "__dict__", None):
+            result.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return result
+
     def new_tensor(self, data, dtype=None, device=None):
         from ._creation import tensor
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device)

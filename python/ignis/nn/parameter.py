@@ -31,9 +31,5 @@ class Parameter(Tensor):
         return result
 
     def __reduce_ex__(self, proto):
-        return (_rebuild_parameter, (self.detach().numpy().copy(), self.requires_grad))
-
-
-def _rebuild_parameter(array, requires_grad):
-    from .. import from_numpy
-    return Parameter(from_numpy(array), requires_grad)
+        from .._tensor_bytes import reduce_tensor
+        return reduce_tensor(self)
