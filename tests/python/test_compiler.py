@@ -103,20 +103,52 @@ def test_comparisons_where_and_casts_fuse():
     assert (eq.numpy() == want_eq.numpy()).all()
 
 
-def test_int_and_bfloat16_graphs_run_as_externs():
+def test_integer_division_stays_an_extern_but_integer_math_fuses():
+    # Integer division traps on zero in C++: eager's kernel raises, so it
+    # stays an extern; the multiply-add around it fuses.
     def f(x):
         return (x * 3 + 1) // 2
     x = ignis.arange(24).reshape(4, 6)
     out, kernels = compile_and_count(f, x)
-    assert kernels == 0
+    assert kernels == 1
     assert (out.numpy() == f(x).numpy()).all()
 
-    def g(x):
-        return ignis.relu(x * 2 + 1)
-    xb = ignis.randn(4, 6).to(ignis.bfloat16)
-    out, kernels = compile_and_count(g, xb)
-    assert out.dtype == ignis.bfloat16
-    close(out.float(), g(xb).float())
+    def g(i):
+        return (i * 3 - 7).abs().clamp(0, 9) * (i > 2)
+    i = ignis.randint(-5, 5, (7, 5))
+    out, kernels = compile_and_count(g, i)
+    assert kernels == 1 and out.dtype == ignis.int64
+    assert (out.numpy() == g(i).numpy()).all()
+
+
+@pytest.mark.parametrize("dtype,tol", [("bfloat16", 1e-2), ("float16", 2e-3)])
+def test_16_bit_floats_compute_in_float_and_round_once(dtype, tol):
+    dt = getattr(ignis, dtype)
+
+    def f(x, w):
+        y = ignis.relu(x * 2 + 1) * w
+        return ignis.softmax(y, -1), y.sum(0)
+    x, w = ignis.randn(9, 40).to(dt), ignis.randn(40).to(dt)
+    (sm, s), kernels = compile_and_count(f, x, w)
+    want_sm, want_s = f(x, w)
+    assert sm.dtype == dt and s.dtype == dt
+    # Two kernels: the row softmax and the column sum iterate differently.
+    assert kernels == 2
+    # Eager rounds after each op; the kernel rounds once: within an ulp or two.
+    close(sm.float(), want_sm.float(), rtol=tol, atol=tol)
+    close(s.float(), want_s.float(), rtol=tol, atol=tol * 8)
+
+
+def test_casts_predicates_and_bool_logic_fuse():
+    def f(x, i):
+        bad = ignis.isnan(x / x) | (x > 1)
+        return ignis.where(bad, i.to(ignis.float32), x * 2).to(ignis.int32), ~bad
+    x, i = ignis.randn(6, 8), ignis.randint(-3, 3, (6, 8))
+    x[0, 0] = 0.0
+    (a, b), kernels = compile_and_count(f, x, i)
+    want_a, want_b = f(x, i)
+    assert kernels == 1 and a.dtype == ignis.int32 and b.dtype == ignis.bool
+    assert (a.numpy() == want_a.numpy()).all() and (b.numpy() == want_b.numpy()).all()
 
 
 def test_reductions_fuse_with_producers_and_a_matmul_stays_extern():

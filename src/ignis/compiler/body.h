@@ -49,7 +49,9 @@ struct ComputeNode {
   std::vector<bool> reduced;  // reductions only; one per dim of `sizes`
   bool is_reduction = false;
   Combine combine = Combine::Sum;
-  ScalarType dtype = ScalarType::Float32;  // the stored (and accumulated) type
+  // Pointwise: the buffer's dtype (the body's value is already converted);
+  // a reduction: the accumulator's (the compute type of the buffer's).
+  ScalarType dtype = ScalarType::Float32;
   Body body;  // the value at coordinates over `sizes`
   // The element of `buffer` written for coordinates over `sizes` (a
   // reduction's index ignores its reduced coordinates).

@@ -33,6 +33,14 @@
 
 namespace ignis::compiler {
 
+// The type a kernel computes values of a storage dtype in: float for the
+// 16-bit floats (loaded, widened, and rounded once when stored), else the
+// dtype itself.
+inline ScalarType compute_type(ScalarType storage) {
+  return storage == ScalarType::BFloat16 || storage == ScalarType::Float16 ? ScalarType::Float32
+                                                                           : storage;
+}
+
 enum class BufferKind : uint8_t { Input, Constant, Extern, Computed };
 const char* buffer_kind_name(BufferKind k);
 

@@ -103,8 +103,39 @@ class Lowering {
     return out;
   }
 
-  static bool is_float_slice_dtype(ScalarType t) {
-    return t == ScalarType::Float32 || t == ScalarType::Float64;
+  static bool is_float_dtype(ScalarType t) {
+    return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::BFloat16 ||
+           t == ScalarType::Float16;
+  }
+  // The dtypes kernels read and write: floats, the integers and bool.
+  static bool is_kernel_dtype(ScalarType t) {
+    switch (t) {
+      case ScalarType::Float32: case ScalarType::Float64: case ScalarType::BFloat16:
+      case ScalarType::Float16: case ScalarType::Int64: case ScalarType::Int32:
+      case ScalarType::Int16: case ScalarType::Int8: case ScalarType::UInt8:
+      case ScalarType::Bool:
+        return true;
+      default: return false;
+    }
+  }
+
+  // The scalar functions that are exact on integers and bool (no division,
+  // whose integer form traps on zero, and no transcendental).
+  static bool is_integer_safe(const std::string& fn) {
+    static const std::unordered_set<std::string> t = {
+        "add", "sub", "mul", "neg", "abs", "relu", "sign", "square", "maximum", "minimum",
+        "clamp", "clamp_min", "clamp_max", "where", "eq", "ne", "lt", "le", "gt", "ge",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "logical_not", "logical_and", "logical_or",
+        "logical_xor"};
+    return t.count(fn) != 0;
+  }
+
+  // Functions whose result is bool whatever their operands' dtype.
+  static bool returns_bool(const std::string& fn) {
+    static const std::unordered_set<std::string> t = {
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+        "logical_xor", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit"};
+    return t.count(fn) != 0;
   }
 
   // What a pointwise node computes: a scalar_ops call, a select (where), a
@@ -123,25 +154,22 @@ class Lowering {
     return &n->meta().tensors[0];
   }
 
-  static bool is_comparison(const std::string& fn) {
-    return fn == "eq" || fn == "ne" || fn == "lt" || fn == "le" || fn == "gt" || fn == "ge";
-  }
-
-  // clone, _to_copy (float to float on the CPU) and copy (src broadcast into
-  // self's layout): copies, so the value is the source's (converted).
+  // clone, _to_copy (between kernel dtypes on the CPU) and copy (src
+  // broadcast into self's layout): copies, so the value is the source's
+  // (converted as eager converts: a C++ static_cast of the compute values).
   static PointwiseCall copy_call(const Node* n, const std::vector<Value>& args) {
     const std::string& name = n->target().op->schema().name;
     const graph::TensorMeta* out = single_meta(n);
     size_t src = name == "copy" ? 1 : 0;
     if (!out || args.size() <= src || !args[src].is_node()) return {};
     const graph::TensorMeta* in = single_meta(args[src].to_node());
-    if (!in || !is_float_slice_dtype(in->dtype) || !is_float_slice_dtype(out->dtype) ||
+    if (!in || !is_kernel_dtype(in->dtype) || !is_kernel_dtype(out->dtype) ||
         in->device.type != DeviceType::CPU || out->device.type != DeviceType::CPU)
       return {};
     PointwiseCall pc;
-    pc.kind = in->dtype == out->dtype ? PwKind::Identity : PwKind::Cast;
+    pc.kind = compute_type(in->dtype) == compute_type(out->dtype) ? PwKind::Identity : PwKind::Cast;
     pc.operands.push_back(args[src]);
-    pc.compute = in->dtype;
+    pc.compute = compute_type(in->dtype);
     return pc;
   }
 
@@ -155,13 +183,15 @@ class Lowering {
     const graph::TensorMeta* out = single_meta(n);
     if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out) return {};
     std::string fn = d->scalar;
-    // The compute type: one float dtype for every float operand. Comparisons
-    // give bool; where takes a bool condition.
+    // One storage dtype for every tensor operand (where's condition aside):
+    // the output's, or for a bool-valued function the operands' own. The
+    // math runs in its compute type (float for 16-bit floats, rounded once
+    // when stored).
     ScalarType dt = out->dtype;
-    if (is_comparison(fn)) {
+    if (returns_bool(fn)) {
       if (dt != ScalarType::Bool) return {};
       dt = ScalarType::Undefined;  // from the operands
-    } else if (!is_float_slice_dtype(dt)) {
+    } else if (!is_kernel_dtype(dt)) {
       return {};
     }
     PointwiseCall pc;
@@ -194,7 +224,7 @@ class Lowering {
         if (!m) return {};
         if (fn == "where" && pc.operands.empty()) {
           if (m->dtype != ScalarType::Bool) return {};
-        } else if (dt == ScalarType::Undefined && is_float_slice_dtype(m->dtype)) {
+        } else if (dt == ScalarType::Undefined && is_kernel_dtype(m->dtype)) {
           dt = m->dtype;
         } else if (m->dtype != dt) {
           return {};
@@ -208,9 +238,13 @@ class Lowering {
     }
     if (fn == "clamp_min_max" || dt == ScalarType::Undefined) return {};
     if (scalar_arity(fn) != int(pc.operands.size())) return {};
+    if (!is_float_dtype(dt) && !is_integer_safe(fn)) return {};
+    // A float number operand of integer math: eager would promote; leave it.
+    for (const Value& a : pc.operands)
+      if (a.kind() == Value::Kind::Double && !is_float_dtype(dt)) return {};
     pc.kind = fn == "where" ? PwKind::Where : PwKind::Call;
     pc.fn = fn;
-    pc.compute = dt;
+    pc.compute = compute_type(dt);
     return pc;
   }
 
@@ -252,8 +286,8 @@ class Lowering {
     const graph::TensorMeta* out = single_meta(n);
     if (!known || !out || n->args().empty() || !n->args()[0].is_node()) return rc;
     const graph::TensorMeta* in = single_meta(n->args()[0].to_node());
-    if (!in || in->sizes.empty() || !is_float_slice_dtype(in->dtype) ||
-        !is_float_slice_dtype(out->dtype) || in->device.type != DeviceType::CPU)
+    if (!in || in->sizes.empty() || !is_float_dtype(in->dtype) || !is_float_dtype(out->dtype) ||
+        in->device.type != DeviceType::CPU)
       return rc;
     for (int64_t sz : in->sizes)
       if (sz == 0) return rc;  // empty reductions: eager's identities and errors
@@ -345,9 +379,19 @@ class Lowering {
       s.dtype = dt;
       s.buffer = b;
       s.index = sym::simplify(sym::linear_index(c, strides));
-      return bb.add(std::move(s));
+      return cast_to(bb, bb.add(std::move(s)), dt, compute_type(dt));
     };
     return v;
+  }
+
+  // Node x (of type from) converted to type to.
+  static int cast_to(BodyBuilder& bb, int x, ScalarType from, ScalarType to) {
+    if (from == to) return x;
+    ScalarNode s;
+    s.kind = ScalarKind::Cast;
+    s.dtype = to;
+    s.args = {x};
+    return bb.add(std::move(s));
   }
 
   Buffer tensor_buffer(const graph::TensorMeta& m, BufferKind k, const std::string& name = "") {
@@ -391,7 +435,11 @@ class Lowering {
     cn.buffer = b;
     cn.sizes = m.sizes;
     cn.dtype = m.dtype;
-    cn.body = v.body;
+    Body body = v.body;
+    ScalarType stored = m.dtype;
+    cn.body = [body, stored](BodyBuilder& bb, const Coords& c) {
+      return cast_to(bb, body(bb, c), compute_type(stored), stored);
+    };
     std::vector<Expr> strides = p_.buffers[size_t(b)].strides;
     cn.store_index = [strides](const Coords& c) { return sym::linear_index(c, strides); };
     // Iterate in the output's memory order (outermost stride first), so the
@@ -436,17 +484,11 @@ class Lowering {
     cn.sizes = in.sizes;
     cn.reduced = rc.reduced;
     cn.combine = rc.combine;
-    cn.dtype = rc.out_dtype;
+    cn.dtype = compute_type(rc.out_dtype);  // the accumulator's
     Body inner = in.body;
-    ScalarType from = rc.in_dtype, to = rc.out_dtype;
+    ScalarType from = compute_type(rc.in_dtype), to = cn.dtype;
     cn.body = [inner, from, to](BodyBuilder& bb, const Coords& c) {
-      int x = inner(bb, c);
-      if (from == to) return x;
-      ScalarNode s;
-      s.kind = ScalarKind::Cast;
-      s.dtype = to;
-      s.args = {x};
-      return bb.add(std::move(s));
+      return cast_to(bb, inner(bb, c), from, to);
     };
     std::vector<Expr> strides = p_.buffers[size_t(b)].strides;
     std::vector<bool> reduced = rc.reduced;
@@ -572,7 +614,7 @@ class Lowering {
     v.origins.push_back(n->name());
     std::string fn = pc.fn;
     PwKind kind = pc.kind;
-    ScalarType out_dt = m.dtype, dt = pc.compute;
+    ScalarType out_dt = compute_type(m.dtype), dt = pc.compute;
     std::vector<int64_t> out_sizes = m.sizes;
     v.body = [ops, fn, kind, out_dt, dt, out_sizes](BodyBuilder& bb, const Coords& c) {
       std::vector<int> args;

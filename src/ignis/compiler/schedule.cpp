@@ -429,6 +429,14 @@ class Scheduler {
       ref.dtype = n.dtype;
       ref.acc = acc_of[mi];
       tail.body.push_back(ref);
+      ScalarType stored = p_.buffers[size_t(n.buffer)].dtype;
+      if (stored != n.dtype) {
+        ScalarNode cast;
+        cast.kind = ScalarKind::Cast;
+        cast.dtype = stored;
+        cast.args = {int(tail.body.size()) - 1};
+        tail.body.push_back(cast);
+      }
       tail.stores.push_back(Store{n.buffer, index, int(tail.body.size()) - 1});
     }
     if (!tail.stores.empty()) k.loops.push_back(std::move(tail));
