@@ -42,7 +42,7 @@ Tensor conform(const Tensor& t, const Buffer& b) {
 }  // namespace
 
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
-    : program_(lower(g)) {
+    : program_(lower(g)), plan_(plan_memory(program_)) {
   source_ = generate_cpp(program_);
   if (!program_.kernels.empty()) {
     runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
@@ -83,14 +83,31 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
     IGNIS_INTERNAL_ASSERT(b >= 0, "compiled graph: no buffer for ", n->name());
     return graph::Value(bufs[size_t(b)]);
   };
-  for (const Step& s : p.steps) {
+  std::vector<Storage> slots(plan_.slot_bytes.size());
+  auto release = [&](size_t step) {
+    for (int b : plan_.release_after[step]) {
+      bufs[size_t(b)] = Tensor();
+      ptrs[size_t(b)] = nullptr;
+    }
+  };
+  for (size_t si = 0; si < p.steps.size(); ++si) {
+    const Step& s = p.steps[si];
     if (s.kind == Step::Kind::RunKernel) {
       const Kernel& k = p.kernels[size_t(s.kernel)];
       for (int b : k.outputs) {
         const Buffer& out = p.buffers[size_t(b)];
-        set(b, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
+        int slot = plan_.slot[size_t(b)];
+        if (slot < 0) {
+          set(b, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
+          continue;
+        }
+        Storage& st = slots[size_t(slot)];
+        if (!st) st = allocate_storage(size_t(plan_.slot_bytes[size_t(slot)]), Device());
+        set(b, Tensor(make_intrusive<TensorImpl>(st, out.dtype, ints(out.sizes), ints(out.strides),
+                                                 0)));
       }
       kernels_[size_t(s.kernel)](ptrs.data());
+      release(si);
       continue;
     }
     std::vector<graph::Value> args;
@@ -112,6 +129,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       // (an output aliasing an input) stays a view.
       set(s.outputs[i], conform(t, b));
     }
+    release(si);
   }
   std::vector<graph::Value> outs;
   for (const ProgramOutput& o : p.outputs)

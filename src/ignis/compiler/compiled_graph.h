@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ignis/compiler/loop_ir.h"
+#include "ignis/compiler/memory_plan.h"
 #include "ignis/graph/graph.h"
 #include "ignis/runtime/code_cache.h"
 
@@ -29,12 +30,14 @@ class CompiledGraph {
   std::vector<graph::Value> run(const std::vector<Tensor>& inputs) const;
 
   const Program& program() const { return program_; }
+  const MemoryPlan& memory_plan() const { return plan_; }
   const std::string& source() const { return source_; }
   size_t kernel_count() const { return program_.kernels.size(); }
 
  private:
   using KernelFn = void(char* const*);
   Program program_;
+  MemoryPlan plan_;
   std::string source_;
   runtime::LoadedLibrary library_;
   std::vector<KernelFn*> kernels_;

@@ -10,7 +10,8 @@
 //     computes for the same coordinates (a full value at the same index, a
 //     row value at its row). A transposed or shifted read of a fused value
 //     would need the whole value first: it closes the group.
-// An extern step, or a node that does not fit, closes the group.
+// A node that does not fit waits, with the nodes that read it, until the group
+// closes; an extern step closes the group and places everything waiting.
 //
 // Inside a kernel, each node goes into the last loop when it can (the same
 // kind of loop, and not needing a reduction that loop is still folding), so
@@ -92,9 +93,11 @@ class Scheduler {
     // Who reads each computed buffer: other compute nodes (from a trial build
     // of each body), extern calls and the program's outputs.
     readers_.resize(p_.buffers.size());
+    reads_.resize(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       BodyBuilder bb([&](BodyBuilder&, const ScalarNode& l) {
         readers_[size_t(l.buffer)].insert(int(i));
+        reads_[i].insert(l.buffer);
         return -1;
       });
       nodes_[i].body(bb, canonical_coords(nodes_[i].sizes));
@@ -107,22 +110,40 @@ class Scheduler {
       if (o.buffer >= 0) read_outside_.insert(o.buffer);
   }
 
+  // Nodes that do not fit the open group wait (with everything that reads
+  // them) until it closes, so that later nodes that do fit still join it:
+  // column sums between two row passes over one tensor do not split them.
   void run(const std::vector<PendingStep>& order) {
     for (const PendingStep& ps : order) {
       if (ps.extern_step >= 0) {
-        close();
+        flush();
         p_.steps.push_back(externs_[size_t(ps.extern_step)]);
         continue;
       }
-      if (!try_join(ps.compute)) {
-        close();
-        open(ps.compute);
-      }
+      place(ps.compute);
     }
-    close();
+    flush();
   }
 
  private:
+  void place(int id) {
+    bool waits = false;
+    for (int d : deferred_)
+      if (reads_[size_t(id)].count(nodes_[size_t(d)].buffer)) waits = true;
+    if (!waits && try_join(id)) return;
+    if (!waits && !open_) return open(id);
+    deferred_.push_back(id);
+  }
+
+  void flush() {
+    while (open_ || !deferred_.empty()) {
+      close();
+      std::vector<int> pending = std::move(deferred_);
+      deferred_.clear();
+      for (int id : pending) place(id);
+    }
+  }
+
   // ---- coordinates ----
 
   static Coords canonical_coords(const std::vector<int64_t>& sizes) {
@@ -441,16 +462,13 @@ class Scheduler {
     }
     if (!tail.stores.empty()) k.loops.push_back(std::move(tail));
 
-    // Column reductions: the innermost dim of the layout is kept, so reading
-    // a row of it at a time is contiguous. Only when every value is per
-    // column (no full member needs the row order).
+    // Column reductions: the innermost dim of the layout is kept, so the
+    // kernel walks a chunk of columns innermost (contiguous reads and
+    // stores) with one accumulator per column, full values included.
     if (g.has_reduction() && !k.outer.empty() && !k.inner.empty()) {
-      bool per_column = true;
-      for (const Member& m : g.members)
-        if (m.role == Role::Full) per_column = false;
       size_t last = g.sizes.size();
       while (last > 0 && g.sizes[last - 1] == 1) --last;
-      k.columns = per_column && last > 0 && !g.reduced[last - 1];
+      k.columns = last > 0 && !g.reduced[last - 1];
     }
     p_.kernels.push_back(std::move(k));
     Step st;
@@ -464,6 +482,8 @@ class Scheduler {
   std::vector<Step> externs_;
   std::vector<int> producer_;                      // buffer -> compute node
   std::vector<std::unordered_set<int>> readers_;   // buffer -> compute nodes reading it
+  std::vector<std::unordered_set<int>> reads_;     // compute node -> buffers it reads
+  std::vector<int> deferred_;                      // nodes waiting for the open group to close
   std::unordered_set<int> read_outside_;           // buffers read by externs or outputs
   Group group_;
   bool open_ = false;

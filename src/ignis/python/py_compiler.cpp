@@ -1,6 +1,6 @@
 // Bindings of the compiler (compiler/): argument conversion only.
 //   _compile_graph(graph, constants=None) -> CompiledGraph
-//   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program
+//   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan
 #include "ignis/compiler/compiled_graph.h"
 #include "ignis/python/py_common.h"
 
@@ -60,10 +60,18 @@ PyObject* cg_program(PyObject* self, void*) {
   IGNIS_PY_END(nullptr)
 }
 
+PyObject* cg_memory_plan(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
+  auto* cg = reinterpret_cast<PyCompiledGraph*>(self)->cg;
+  return PyUnicode_FromString(compiler::to_string(cg->program(), cg->memory_plan()).c_str());
+  IGNIS_PY_END(nullptr)
+}
+
 PyGetSetDef cg_getset[] = {
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
     {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
+    {"memory_plan", cg_memory_plan, nullptr, "buffer slots and releases, printed", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
