@@ -12,7 +12,7 @@ from . import _C
 
 # Artifact names; each one's mask bit is _C._capture.LOG_<NAME>.
 ARTIFACTS = ("graph_breaks", "guards", "recompiles", "graph_code", "bytecode", "output_code",
-             "aot_graphs")
+             "aot_graphs", "schedule")
 
 
 def _bit(name):
@@ -26,11 +26,11 @@ def get_logs():
 
 
 def set_logs(graph_breaks=False, guards=False, recompiles=False, graph_code=False, bytecode=False,
-             output_code=False, aot_graphs=False):
+             output_code=False, aot_graphs=False, schedule=False):
     """Switches the named artifacts on and every other one off (torch._logging.set_logs)."""
     flags = dict(graph_breaks=graph_breaks, guards=guards, recompiles=recompiles,
                  graph_code=graph_code, bytecode=bytecode, output_code=output_code,
-                 aot_graphs=aot_graphs)
+                 aot_graphs=aot_graphs, schedule=schedule)
     mask = 0
     for name, on in flags.items():
         if not isinstance(on, bool):
@@ -58,6 +58,10 @@ def parse_logs_setting(text):
                              f"{', '.join(ARTIFACTS)}, all")
         mask |= _bit(name)
     return mask
+
+
+def _enabled(name):
+    return bool(_C._capture.log_mask() & _bit(name))
 
 
 def _aot_graphs_enabled():

@@ -349,3 +349,41 @@ def test_gpt_trains_through_the_compiler_like_eager():
             np.testing.assert_allclose(pc.grad.numpy(), pe.grad.numpy(), rtol=1e-4, atol=1e-5)
         opt_e.step(), opt_c.step()
         opt_e.zero_grad(), opt_c.zero_grad()
+
+
+def test_config_knobs_reach_the_generated_code():
+    from ignis._inductor import config
+
+    def f(x):
+        return tuple(x * i for i in range(12))  # 12 outputs over one space
+    x = ignis.randn(256, 256)
+    with config.patch(max_fusion_size=4, **{"cpp.threads": 1}):
+        out, kernels = compile_and_count(f, x)
+    assert kernels == 3
+    for a, b in zip(out, f(x)):
+        close(a, b)
+    with config.patch(**{"cpp.threads": 1}):
+        from ignis._functorch.aot_autograd import trace_joint
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(lambda x: ignis.exp(x) * 2), [x])
+        assert "num_threads(1)" in _inductor.compile_fx(gm, None).generated_code
+    assert config.max_fusion_size == 64 and config.cpp.threads == -1  # restored
+    with pytest.raises(AttributeError, match="no knob"):
+        with config.patch(no_such_knob=1):
+            pass
+
+
+def test_schedule_log_names_every_fusion_decision(capfd):
+    def f(x):
+        y = ignis.softmax(x, -1)
+        return y, (x * 2).sum(0)
+    ignis._logging.set_logs(schedule=True)
+    try:
+        out, kernels = compile_and_count(f, ignis.randn(8, 16))
+    finally:
+        ignis._logging.set_logs()
+    err = capfd.readouterr().err
+    assert "[schedule] kernel_0 starts with amax over [8, 16 (reduced)]" in err
+    assert "[schedule] div joins kernel_0 (per element)" in err
+    assert "not fused into kernel_0: its iteration space [8 (reduced), 16]" in err
+    assert "stays inside kernel_0" in err
+    assert kernels == 2

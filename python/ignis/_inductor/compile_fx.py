@@ -2,11 +2,10 @@
 import sys
 
 from .. import _C
-from . import metrics
+from .._logging import _enabled
+from . import config, metrics
 
 
-def _output_code_enabled():
-    return bool(_C._capture.log_mask() & getattr(_C._capture, "LOG_OUTPUT_CODE"))
 
 
 def compile_fx(gm, example_inputs):
@@ -14,9 +13,12 @@ def compile_fx(gm, example_inputs):
     and returns a callable taking the graph's inputs and returning a tuple of
     its outputs. Ops the compiler does not lower run through the dispatcher."""
     constants = getattr(gm, "_aot_constants", None) or {}
-    compiled = _C._compile_graph(gm.graph, dict(constants))
+    compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options())
     metrics.generated_kernel_count += compiled.kernel_count
-    if _output_code_enabled():
+    if _enabled("schedule"):
+        sys.stderr.write("".join(f"[schedule] {line}\n" for line in
+                                 compiled.schedule.splitlines()))
+    if _enabled("output_code"):
         sys.stderr.write(f"[output_code] ====== program ======\n{compiled.program}\n"
                          f"[output_code] ====== generated code ======\n"
                          f"{compiled.generated_code}\n")

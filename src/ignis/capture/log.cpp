@@ -16,9 +16,9 @@ constexpr ArtifactName kArtifacts[] = {
     {"graph_breaks", kLogGraphBreaks}, {"guards", kLogGuards},
     {"recompiles", kLogRecompiles},    {"graph_code", kLogGraphCode},
     {"bytecode", kLogBytecode},        {"output_code", kLogOutputCode},
-    {"aot_graphs", kLogAotGraphs},
+    {"aot_graphs", kLogAotGraphs},     {"schedule", kLogSchedule},
 };
-constexpr unsigned kAllArtifacts = (1u << 7) - 1;
+constexpr unsigned kAllArtifacts = (1u << 8) - 1;
 
 // IGNIS_LOGS="graph_breaks,recompiles" / "+all" / "all"; a leading '+' on a
 // name is accepted (torch's "+dynamo" style). Unknown names are ignored.

@@ -16,8 +16,9 @@ enum LogArtifact : unsigned {
   kLogRecompiles = 1u << 2,   // recompiles
   kLogGraphCode = 1u << 3,    // graph_code
   kLogBytecode = 1u << 4,     // bytecode
-  kLogOutputCode = 1u << 5,   // output_code (the compiler's, later)
+  kLogOutputCode = 1u << 5,   // output_code: the compiler's loop IR and C++
   kLogAotGraphs = 1u << 6,    // aot_graphs: AOT's joint, forward and backward graphs
+  kLogSchedule = 1u << 7,     // schedule: the compiler's fusion decisions
 };
 
 unsigned log_mask();

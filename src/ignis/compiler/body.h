@@ -70,9 +70,7 @@ struct PendingStep {
 
 // Groups compute nodes into kernels (fusion) and fills p.kernels and p.steps
 // (p.steps comes in empty; `externs` are the extern steps `order` refers to).
-// `keep` lists buffers read outside the kernels (graph outputs, extern
-// inputs): they are always stored.
 void schedule(Program& p, std::vector<ComputeNode> nodes, std::vector<Step> externs,
-              const std::vector<PendingStep>& order);
+              const std::vector<PendingStep>& order, const CompilerOptions& options);
 
 }  // namespace ignis::compiler

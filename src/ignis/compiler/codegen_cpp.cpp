@@ -77,15 +77,16 @@ std::string combine_expr(Combine c, const std::string& a, const std::string& b) 
   return a;
 }
 
-// Lanes of a reduction's accumulator: independent partial results, so the
-// fold vectorises and pipelines without reassociating one chain (and rounds
-// less than one long chain), as eager's vectorised reductions do.
-constexpr int64_t kLanes = 16;
+// Lanes of a reduction's accumulator (options.reduction_lanes): independent
+// partial results, so the fold vectorises and pipelines without
+// reassociating one chain (and rounds less than one long chain), as eager's
+// vectorised reductions do.
 
 class KernelPrinter {
  public:
-  KernelPrinter(Text& os, const Program& p, const Kernel& k)
-      : os_(os), p_(p), k_(k), base_(k.node_numbers()) {}
+  KernelPrinter(Text& os, const Program& p, const Kernel& k, const CompilerOptions& options)
+      : os_(os), p_(p), k_(k), base_(k.node_numbers()), lanes_(options.reduction_lanes),
+        grain_(options.min_parallel_elements), threads_(options.threads) {}
 
   void print() {
     if (k_.columns) return print_columns();
@@ -101,12 +102,12 @@ class KernelPrinter {
     // instead, in contiguous chunks that each stay vectorised.
     bool pointwise = k_.loops.size() == 1 && k_.loops[0].inner && k_.loops[0].reductions.empty() &&
                      !k_.inner.empty();
-    parallel_inner_ = pointwise && k_.outer_numel() < 16 && work >= kParallelGrain;
+    parallel_inner_ = pointwise && k_.outer_numel() < 16 && work >= grain_;
     if (!k_.outer.empty()) {
       if (k_.outer_numel() > 1 && !parallel_inner_) {
-        os_ << "#pragma omp parallel for";
+        os_ << omp_for();
         if (k_.outer.size() > 1) os_ << " collapse(" << k_.outer.size() << ")";
-        os_ << " if (" << work << " >= " << kParallelGrain << ")\n";
+        os_ << " if (" << work << " >= " << grain_ << ")\n";
       }
       for (size_t i = 0; i < k_.outer.size(); ++i)
         os_ << indent << "for (int64_t " << var(k_.outer[i]) << " = 0; " << var(k_.outer[i])
@@ -119,9 +120,12 @@ class KernelPrinter {
   }
 
  private:
-  // Elements of work below which a kernel runs on one thread: forking the
-  // team costs microseconds, and small tensors stay in one core's cache.
-  static constexpr int64_t kParallelGrain = 32768;
+  // "#pragma omp parallel for" with the thread count the options ask for.
+  std::string omp_for() const {
+    std::string s = "#pragma omp parallel for";
+    if (threads_ > 0) s += " num_threads(" + std::to_string(threads_) + ")";
+    return s;
+  }
 
   static std::string var(sym::Expr v) { return sym::to_cpp(v); }
 
@@ -212,7 +216,7 @@ class KernelPrinter {
     }
     if (l.reductions.empty()) {
       std::string in = ind;
-      if (parallel_inner_) os_ << "#pragma omp parallel for\n";
+      if (parallel_inner_) os_ << omp_for() << "\n";
       for (size_t i = 0; i < k_.inner.size(); ++i) {
         os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
             << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
@@ -226,8 +230,8 @@ class KernelPrinter {
     // folded into lane 0, then the lanes folded into acc<r>.
     for (int r : l.reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
-      os_ << ind << ctype(red.dtype) << " acc" << r << "_lanes[" << kLanes << "];\n"
-          << ind << "for (int64_t l = 0; l < " << kLanes << "; ++l) acc" << r << "_lanes[l] = "
+      os_ << ind << ctype(red.dtype) << " acc" << r << "_lanes[" << lanes_ << "];\n"
+          << ind << "for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_lanes[l] = "
           << combine_init(red.combine) << ";\n";
     }
     std::string in = ind;
@@ -238,10 +242,10 @@ class KernelPrinter {
     }
     std::string rv = var(k_.inner.back());
     int64_t size = k_.inner_sizes.back().value();
-    int64_t main = size - size % kLanes;
+    int64_t main = size - size % lanes_;
     if (main > 0) {
-      os_ << in << "for (int64_t block = 0; block < " << main << "; block += " << kLanes << ") {\n"
-          << in << "  for (int64_t " << rv << " = block; " << rv << " < block + " << kLanes << "; ++"
+      os_ << in << "for (int64_t block = 0; block < " << main << "; block += " << lanes_ << ") {\n"
+          << in << "  for (int64_t " << rv << " = block; " << rv << " < block + " << lanes_ << "; ++"
           << rv << ") {\n";
       print_body(li, in + "    ");
       print_folds(li, in + "    ",
@@ -260,7 +264,7 @@ class KernelPrinter {
       const Reduction& red = k_.reductions[size_t(r)];
       std::string a = "acc" + std::to_string(r);
       os_ << ind << ctype(red.dtype) << " " << a << " = " << a << "_lanes[0];\n"
-          << ind << "for (int64_t l = 1; l < " << kLanes << "; ++l) " << a << " = "
+          << ind << "for (int64_t l = 1; l < " << lanes_ << "; ++l) " << a << " = "
           << combine_expr(red.combine, a, a + "_lanes[l]") << ";\n";
     }
   }
@@ -284,7 +288,7 @@ class KernelPrinter {
     int64_t parallel = chunks;
     for (size_t i = 0; i + 1 < n; ++i) parallel *= k_.outer_sizes[i].value();
     if (parallel > 1)
-      os_ << "#pragma omp parallel for collapse(" << n << ") if (" << work << " >= " << kParallelGrain
+      os_ << omp_for() << " collapse(" << n << ") if (" << work << " >= " << grain_
           << ")\n";
     std::string ind = "  ";
     for (size_t i = 0; i + 1 < n; ++i) {
@@ -344,12 +348,13 @@ class KernelPrinter {
   const Kernel& k_;
   std::string lane_;
   std::vector<int> base_;
+  int64_t lanes_, grain_, threads_;
   bool parallel_inner_ = false;
 };
 
 }  // namespace
 
-std::string generate_cpp(const Program& p) {
+std::string generate_cpp(const Program& p, const CompilerOptions& options) {
   Text os;
   os << "// Generated by ignis's compiler (src/ignis/compiler/codegen_cpp.cpp).\n"
      << "#include \"ignis/core/half.h\"\n"
@@ -357,7 +362,7 @@ std::string generate_cpp(const Program& p) {
      << sym::cpp_prelude() << "\n";
   os << "template <typename T> inline T ignis_red_max(T a, T b) { return (a != a || a > b) ? a : b; }\n"
      << "template <typename T> inline T ignis_red_min(T a, T b) { return (a != a || a < b) ? a : b; }\n\n";
-  for (const Kernel& k : p.kernels) KernelPrinter(os, p, k).print();
+  for (const Kernel& k : p.kernels) KernelPrinter(os, p, k, options).print();
   return os.str();
 }
 

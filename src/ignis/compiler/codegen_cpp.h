@@ -3,10 +3,10 @@
 //
 // Each kernel is `extern "C" void kernel_N(char* const* bufs)`: bufs[b] is
 // buffer b's data pointer (storage offset included), the same array for every
-// kernel of the program. A kernel is one flat loop over its output's
-// elements, split across OpenMP threads from 32768 elements (as eager's
-// TensorIterator), with one statement per scalar node (tmp0, tmp1, ...) that
-// calls the same scalar_ops.h structs eager's loops call.
+// kernel of the program. A kernel is its outer loops (split across OpenMP
+// threads from options.min_parallel_elements of work) around its loops, with
+// one statement per scalar node (tmp0, tmp1, ...) calling the same
+// scalar_ops.h structs eager's loops call. docs/compiler.md shows examples.
 #pragma once
 
 #include <string>
@@ -15,7 +15,7 @@
 
 namespace ignis::compiler {
 
-std::string generate_cpp(const Program& p);
+std::string generate_cpp(const Program& p, const CompilerOptions& options = {});
 
 // The C++ struct of a scalar_ops name ("exp" -> "Exp"); throws for an unknown name.
 const std::string& scalar_struct_name(const std::string& fn);

@@ -42,8 +42,8 @@ Tensor conform(const Tensor& t, const Buffer& b) {
 }  // namespace
 
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
-    : program_(lower(g)), plan_(plan_memory(program_)) {
-  source_ = generate_cpp(program_);
+    : program_(lower(g, options.compiler)), plan_(plan_memory(program_)) {
+  source_ = generate_cpp(program_, options.compiler);
   if (!program_.kernels.empty()) {
     runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
     runtime::CompileOptions co;

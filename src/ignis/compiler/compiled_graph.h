@@ -17,6 +17,7 @@ namespace ignis::compiler {
 
 struct CompileGraphOptions {
   runtime::CodeCache* cache = nullptr;  // null: CodeCache::global()
+  CompilerOptions compiler;
   // get_attr targets -> tensors (AOT's graph constants).
   std::unordered_map<std::string, Tensor> constants;
 };

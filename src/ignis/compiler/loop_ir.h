@@ -143,6 +143,23 @@ struct Step {
   bool view = false;               // CallExtern of a view op: its result aliases its input
 };
 
+// The knobs of lowering, scheduling and code generation
+// (ignis._inductor.config sets them; the defaults are these).
+struct CompilerOptions {
+  // A value with several users is recomputed in each when it has at most
+  // this many ops, else stored once (config.realize_opcount_threshold).
+  int64_t realize_opcount_threshold = 8;
+  // Graph nodes one kernel may fuse (config.max_fusion_size).
+  int64_t max_fusion_size = 64;
+  // Elements of work below which a kernel runs on one thread
+  // (config.cpp.min_parallel_elements): forking the team costs microseconds.
+  int64_t min_parallel_elements = 32768;
+  // Threads a kernel uses; 0: the runtime's (config.cpp.threads).
+  int64_t threads = 0;
+  // Independent accumulators per reduction (config.cpp.reduction_lanes).
+  int64_t reduction_lanes = 16;
+};
+
 // A graph output: a buffer, or a value that is no tensor (None, a number).
 struct ProgramOutput {
   int buffer = -1;
@@ -155,6 +172,8 @@ struct Program {
   std::vector<Step> steps;
   std::vector<int> inputs;  // the buffer of each placeholder, in order
   std::vector<ProgramOutput> outputs;
+  // The scheduler's fusion decisions, one line each (IGNIS_LOGS=schedule).
+  std::vector<std::string> schedule_log;
   // Graph nodes that name buffers in extern arguments.
   std::vector<std::pair<const graph::Node*, int>> node_buffers;
 

@@ -72,12 +72,12 @@ int64_t norm_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
 class Lowering {
  public:
-  explicit Lowering(const graph::Graph& g) : g_(g) {}
+  Lowering(const graph::Graph& g, const CompilerOptions& options) : g_(g), options_(options) {}
 
   Program run() {
     classify();
     for (Node* n : g_.nodes()) lower_node(n);
-    schedule(p_, std::move(computes_), std::move(externs_), order_);
+    schedule(p_, std::move(computes_), std::move(externs_), order_, options_);
     return std::move(p_);
   }
 
@@ -341,16 +341,16 @@ class Lowering {
 
   // The realize policy: a value is computed into a buffer when something
   // needs it in memory, or when several users would each recompute it and
-  // it is not cheap (more than kInlineOps ops). A cheap value with several
+  // it is not cheap (more than options_.realize_opcount_threshold ops). A cheap value with several
   // users is recomputed in each (softmax's exp(x - max) feeds the sum and
   // the quotient: computed in both passes over the row, never stored), as
   // inductor inlines cheap pointwise values rather than storing them.
-  static constexpr size_t kInlineOps = 8;
   bool needs_realize(const Node* n) const {
     if (read_as_tensor(n)) return true;
     if (n->users().size() <= 1) return false;
     auto it = vals_.find(n);
-    return it == vals_.end() || it->second.origins.size() > kInlineOps;
+    return it == vals_.end() ||
+           int64_t(it->second.origins.size()) > options_.realize_opcount_threshold;
   }
 
   // ---- buffers ----
@@ -791,6 +791,7 @@ class Lowering {
   }
 
   const graph::Graph& g_;
+  CompilerOptions options_;
   Program p_;
   std::unordered_map<const Node*, How> how_;
   std::unordered_map<const Node*, Val> vals_;
@@ -802,6 +803,8 @@ class Lowering {
 
 }  // namespace
 
-Program lower(const graph::Graph& g) { return Lowering(g).run(); }
+Program lower(const graph::Graph& g, const CompilerOptions& options) {
+  return Lowering(g, options).run();
+}
 
 }  // namespace ignis::compiler

@@ -16,6 +16,6 @@ namespace ignis::compiler {
 // Throws NotImplementedError for graphs outside the slice (a foreign callable,
 // a non-tensor placeholder, a tensor off the CPU, missing metadata): the
 // caller runs such graphs some other way.
-Program lower(const graph::Graph& g);
+Program lower(const graph::Graph& g, const CompilerOptions& options = {});
 
 }  // namespace ignis::compiler

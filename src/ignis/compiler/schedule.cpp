@@ -28,8 +28,10 @@
 
 #include "ignis/compiler/body.h"
 #include "ignis/core/error.h"
+#include "ignis/dispatch/dispatcher.h"
 #include "ignis/sym/eval.h"
 #include "ignis/sym/index.h"
+#include "ignis/sym/print.h"
 #include "ignis/sym/simplify.h"
 
 namespace ignis::compiler {
@@ -86,8 +88,9 @@ bool divides_var(Expr e, Expr var) {
 
 class Scheduler {
  public:
-  Scheduler(Program& p, std::vector<ComputeNode> nodes, std::vector<Step> externs)
-      : p_(p), nodes_(std::move(nodes)), externs_(std::move(externs)) {
+  Scheduler(Program& p, std::vector<ComputeNode> nodes, std::vector<Step> externs,
+            const CompilerOptions& options)
+      : p_(p), nodes_(std::move(nodes)), externs_(std::move(externs)), options_(options) {
     producer_.assign(p_.buffers.size(), -1);
     for (size_t i = 0; i < nodes_.size(); ++i) producer_[size_t(nodes_[i].buffer)] = int(i);
     // Who reads each computed buffer: other compute nodes (from a trial build
@@ -116,6 +119,9 @@ class Scheduler {
   void run(const std::vector<PendingStep>& order) {
     for (const PendingStep& ps : order) {
       if (ps.extern_step >= 0) {
+        if (open_)
+          log(kernel_name() + " ends before extern " +
+              externs_[size_t(ps.extern_step)].op->schema().full_name());
         flush();
         p_.steps.push_back(externs_[size_t(ps.extern_step)]);
         continue;
@@ -130,6 +136,7 @@ class Scheduler {
     bool waits = false;
     for (int d : deferred_)
       if (reads_[size_t(id)].count(nodes_[size_t(d)].buffer)) waits = true;
+    if (waits) log(name_of(id) + " waits: it reads a node that does not fit " + kernel_name());
     if (!waits && try_join(id)) return;
     if (!waits && !open_) return open(id);
     deferred_.push_back(id);
@@ -208,7 +215,8 @@ class Scheduler {
 
   // Checks the reads of node `id` (as `role`) against what group g computes;
   // fills deps. False when it reads a fused value at another element.
-  bool reads_fit(const Group& g, int id, Role role, std::vector<int>* deps) const {
+  bool reads_fit(const Group& g, int id, Role role, std::vector<int>* deps,
+                 std::string* why) const {
     Coords c = canonical_coords(g.sizes);
     Member self{id, role, {}};
     bool ok = true;
@@ -217,9 +225,17 @@ class Scheduler {
       if (m < 0) return -1;
       const Member& pm = g.members[size_t(m)];
       const ComputeNode& pn = nodes_[size_t(pm.node)];
-      if (role == Role::Scalar && pm.role == Role::Full) ok = false;
+      if (role == Role::Scalar && pm.role == Role::Full) {
+        if (ok) *why = "a per-row value reads " + name_of(pm.node) + ", computed per element";
+        ok = false;
+      }
       Expr want = sym::simplify(pn.store_index(member_coords(g, pm, c)));
-      if (!(want == l.index)) ok = false;
+      if (!(want == l.index)) {
+        if (ok)
+          *why = "reads " + name_of(pm.node) + " at " + sym::str(l.index) +
+                 ", not where the kernel computes it (" + sym::str(want) + ")";
+        ok = false;
+      }
       if (std::find(deps->begin(), deps->end(), m) == deps->end()) deps->push_back(m);
       return -1;
     });
@@ -231,17 +247,60 @@ class Scheduler {
     if (!open_) return false;
     Group trial = group_;
     Role role;
-    if (!role_in(trial, id, &role)) return false;
+    if (origins_in(group_) + int64_t(nodes_[size_t(id)].origins.size()) > options_.max_fusion_size) {
+      log(name_of(id) + " not fused into " + kernel_name() + ": the kernel has reached " +
+          "max_fusion_size (" + std::to_string(options_.max_fusion_size) + " nodes)");
+      return false;
+    }
+    if (!role_in(trial, id, &role)) {
+      log(name_of(id) + " not fused into " + kernel_name() + ": its iteration space " +
+          space(nodes_[size_t(id)].sizes, nodes_[size_t(id)].reduced) + " is not the kernel's " +
+          space(group_.sizes, group_.reduced));
+      return false;
+    }
     if (role == Role::Reduce && !trial.has_reduction()) trial.reduced = nodes_[size_t(id)].reduced;
     std::vector<int> deps;
-    if (!reads_fit(trial, id, role, &deps)) return false;
+    std::string why;
+    if (!reads_fit(trial, id, role, &deps, &why)) {
+      log(name_of(id) + " not fused into " + kernel_name() + ": " + why);
+      return false;
+    }
+    log(name_of(id) + " joins " + kernel_name() + " (" + role_name(role) + ")");
     trial.members.push_back(Member{id, role, std::move(deps)});
     group_ = std::move(trial);
     return true;
   }
 
+  int64_t origins_in(const Group& g) const {
+    int64_t n = 0;
+    for (const Member& m : g.members) n += int64_t(nodes_[size_t(m.node)].origins.size());
+    return n;
+  }
+
+  // ---- the schedule log (IGNIS_LOGS=schedule) ----
+
+  void log(std::string line) { p_.schedule_log.push_back(std::move(line)); }
+  std::string kernel_name() const { return "kernel_" + std::to_string(p_.kernels.size()); }
+  // A compute node by the graph node whose value it stores.
+  std::string name_of(int id) const {
+    const ComputeNode& n = nodes_[size_t(id)];
+    return n.origins.empty() ? p_.buffers[size_t(n.buffer)].name : n.origins.back();
+  }
+  static const char* role_name(Role r) {
+    return r == Role::Full ? "per element" : r == Role::Scalar ? "per row" : "reduction";
+  }
+  static std::string space(const std::vector<int64_t>& sizes, const std::vector<bool>& reduced) {
+    std::string s = "[";
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      s += (d ? ", " : "") + std::to_string(sizes[d]);
+      if (!reduced.empty() && reduced[d]) s += " (reduced)";
+    }
+    return s + "]";
+  }
+
   void open(int id) {
     const ComputeNode& n = nodes_[size_t(id)];
+    log(kernel_name() + " starts with " + name_of(id) + " over " + space(n.sizes, n.reduced));
     group_ = Group{};
     group_.sizes = n.sizes;
     if (n.is_reduction) group_.reduced = n.reduced;
@@ -436,6 +495,8 @@ class Scheduler {
       const Member& m = g.members[mi];
       const ComputeNode& n = nodes_[size_t(m.node)];
       if (internal.count(n.buffer)) {
+        log(name_of(m.node) + " stays inside " + k.name + " (" + p_.buffers[size_t(n.buffer)].name +
+            " is never stored)");
         p_.buffers[size_t(n.buffer)].eliminated = true;
         continue;
       }
@@ -479,6 +540,7 @@ class Scheduler {
 
   Program& p_;
   std::vector<ComputeNode> nodes_;
+  CompilerOptions options_;
   std::vector<Step> externs_;
   std::vector<int> producer_;                      // buffer -> compute node
   std::vector<std::unordered_set<int>> readers_;   // buffer -> compute nodes reading it
@@ -492,8 +554,8 @@ class Scheduler {
 }  // namespace
 
 void schedule(Program& p, std::vector<ComputeNode> nodes, std::vector<Step> externs,
-              const std::vector<PendingStep>& order) {
-  Scheduler(p, std::move(nodes), std::move(externs)).run(order);
+              const std::vector<PendingStep>& order, const CompilerOptions& options) {
+  Scheduler(p, std::move(nodes), std::move(externs), options).run(order);
 }
 
 }  // namespace ignis::compiler

@@ -1,6 +1,8 @@
 // Bindings of the compiler (compiler/): argument conversion only.
-//   _compile_graph(graph, constants=None) -> CompiledGraph
-//   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan
+//   _compile_graph(graph, constants=None, options=None) -> CompiledGraph
+//     options: {name: int} of compiler::CompilerOptions' fields
+//   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan,
+//   .schedule
 #include "ignis/compiler/compiled_graph.h"
 #include "ignis/python/py_common.h"
 
@@ -67,11 +69,21 @@ PyObject* cg_memory_plan(PyObject* self, void*) {
   IGNIS_PY_END(nullptr)
 }
 
+PyObject* cg_schedule(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
+  std::string s;
+  for (const std::string& line : reinterpret_cast<PyCompiledGraph*>(self)->cg->program().schedule_log)
+    s += line + "\n";
+  return PyUnicode_FromString(s.c_str());
+  IGNIS_PY_END(nullptr)
+}
+
 PyGetSetDef cg_getset[] = {
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
     {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
     {"memory_plan", cg_memory_plan, nullptr, "buffer slots and releases, printed", nullptr},
+    {"schedule", cg_schedule, nullptr, "the fusion decisions, one per line", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -81,7 +93,8 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   IGNIS_PY_BEGIN
   PyObject* graph;
   PyObject* constants = Py_None;
-  if (!PyArg_ParseTuple(args, "O|O", &graph, &constants)) return nullptr;
+  PyObject* knobs = Py_None;
+  if (!PyArg_ParseTuple(args, "O|OO", &graph, &constants, &knobs)) return nullptr;
   graph::Graph* g = graph_ptr(graph);
   IGNIS_CHECK_TYPE(g != nullptr, "_compile_graph: expected an ignis.fx.Graph, got ",
                    Py_TYPE(graph)->tp_name);
@@ -94,6 +107,33 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
       if (!PyUnicode_Check(k) || !is_tensor(v)) continue;
       options.constants[PyUnicode_AsUTF8(k)] = unwrap(v);
     }
+  }
+  if (knobs != Py_None) {
+    IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
+    compiler::CompilerOptions& o = options.compiler;
+    const std::pair<const char*, int64_t*> fields[] = {
+        {"realize_opcount_threshold", &o.realize_opcount_threshold},
+        {"max_fusion_size", &o.max_fusion_size},
+        {"min_parallel_elements", &o.min_parallel_elements},
+        {"threads", &o.threads},
+        {"reduction_lanes", &o.reduction_lanes},
+    };
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(knobs, &pos, &k, &v)) {
+      IGNIS_CHECK_TYPE(PyUnicode_Check(k), "_compile_graph: option names must be str");
+      std::string name = PyUnicode_AsUTF8(k);
+      int64_t* field = nullptr;
+      for (const auto& [n, f] : fields)
+        if (name == n) field = f;
+      IGNIS_CHECK_VALUE(field != nullptr, "_compile_graph: unknown option '", name, "'");
+      IGNIS_CHECK_TYPE(PyLong_Check(v), "_compile_graph: option ", name, " must be an int");
+      *field = PyLong_AsLongLong(v);
+    }
+    IGNIS_CHECK_VALUE(o.reduction_lanes >= 1 && o.max_fusion_size >= 1 && o.threads >= 0 &&
+                          o.min_parallel_elements >= 0,
+                      "_compile_graph: reduction_lanes and max_fusion_size must be >= 1, threads "
+                      "and min_parallel_elements >= 0");
   }
   auto cg = std::make_unique<compiler::CompiledGraph>(*g, std::move(options));
   PyObject* o = cg_type->tp_alloc(cg_type, 0);
