@@ -87,7 +87,7 @@ def _check_args(model, fullgraph, dynamic, backend, mode, options):
         raise RuntimeError(f"A callable function is expected, but {type(model)} is provided.")
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="eager", mode=None,  # noqa: A001
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
             options=None, disable=False):
     """Optimizes a function or nn.Module by capturing its Python bytecode into graphs
     (torch.compile).
@@ -100,8 +100,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="eager", mode=
         fullgraph: raise at the first graph break instead of splitting the graph.
         dynamic: reserved for symbolic shapes; shapes are static in this version.
         backend: a registered name or a callable `backend(gm, example_inputs)`.
-            The default is "eager" (run the captured graph as it is) until the
-            ignis compiler lands; it will then become the default.
+            The default is "inductor", the compiler (as torch's): AOT autograd,
+            then fused C++ kernels. "eager" runs the captured graph as it is.
         mode: one of None, "default", "reduce-overhead", "max-autotune",
             "max-autotune-no-cudagraphs" (kept for the compiler).
         options: a dict passed to the backend as `options=` (not with `mode`).

@@ -258,11 +258,11 @@ def test_backend_exception_reaches_user():
         ignis.compile(add_relu, backend=backend)(tensor(ignis, 4), tensor(ignis, 4))
 
 
-def test_default_backend_is_eager():
+def test_default_backend_is_the_compiler():
     import inspect
     sig = inspect.signature(ignis.compile)
-    assert sig.parameters["backend"].default == "eager"
-    assert "eager" in ignis.compile.__doc__
+    assert sig.parameters["backend"].default == "inductor"  # torch.compile's default too
+    assert "inductor" in ignis.compile.__doc__
 
 
 # --- the seed's custom backend example ------------------------------------------------------------

@@ -320,8 +320,16 @@ def test_mlp_training_matches_eager_gradients():
         np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_backend_is_registered_but_not_default():
+def test_the_compiler_is_the_default_backend():
+    import inspect
     assert "inductor" in ignis.compiler.list_backends()
+    assert inspect.signature(ignis.compile).parameters["backend"].default == "inductor"
+    ignis.compiler.reset()
+    metrics.reset()
+    x = ignis.randn(4, 4)
+    out = ignis.compile(lambda x: ignis.relu(x) * 2)(x)
+    assert metrics.generated_kernel_count == 1
+    close(out, ignis.relu(x) * 2)
 
 
 def test_gpt_trains_through_the_compiler_like_eager():

@@ -121,7 +121,7 @@ def aot_eager_decomp_partition(gm, example_inputs, **kwargs):
 
 @register_backend(name="inductor")
 def inductor(gm, example_inputs, **kwargs):
-    """The compiler (torch's default backend; opt-in here for now): AOT with
+    """The compiler (the default backend, as torch's): AOT with
     decompositions and the min-cut partitioner, each graph compiled by
     ignis._inductor.compile_fx into fused C++ kernels plus extern calls."""
     if kwargs:
