@@ -44,8 +44,11 @@ def wrap_inline(fn):
     return inner
 
 
-def _make_backend(backend, options):
+def _make_backend(backend, options, mode=None):
     be = _compiler.lookup_backend(backend)
+    if be is _compiler.inductor:
+        # torch's rule: mode and options are the compiler's config.
+        return functools.partial(be, mode=mode, options=options)
     if options:
         # torch passes options through to non-inductor backends as a keyword.
         be = functools.partial(be, options=dict(options))
@@ -54,7 +57,7 @@ def _make_backend(backend, options):
 
 def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):
     """A CompiledFunction for `fn`, carrying `fn`'s name, docs and __wrapped__."""
-    cf = _capture().CompiledFunction(fn, _make_backend(backend, options), bool(fullgraph),
+    cf = _capture().CompiledFunction(fn, _make_backend(backend, options, mode), bool(fullgraph),
                                      dynamic, int(_compiler.config.cache_size_limit))
     try:
         # A callable object's __dict__ is its state: do not copy it over.

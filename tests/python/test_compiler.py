@@ -395,3 +395,46 @@ def test_schedule_log_names_every_fusion_decision(capfd):
     assert "not fused into kernel_0: its iteration space [8 (reduced), 16]" in err
     assert "stays inside kernel_0" in err
     assert kernels == 2
+
+
+def test_max_autotune_measures_once_and_caches_the_winners(tmp_path, capfd, monkeypatch):
+    import subprocess
+    import sys
+    script = (
+        "import ignis\n"
+        "x = ignis.randn(256, 512)\n"
+        "f = ignis.compile(lambda x: (ignis.softmax(x, -1), (x * 2).sum(0)), mode='max-autotune')\n"
+        "a, b = f(x)\n"
+        "assert (a - ignis.softmax(x, -1)).abs().max().item() < 1e-6\n"
+        "assert (b - (x * 2).sum(0)).abs().max().item() < 1e-3\n")
+    env = dict(__import__("os").environ, IGNIS_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stderr
+    first = run()
+    assert "[autotune] kernel_0: threads=" in first and "variants)" in first
+    assert "[autotune]" not in run()  # a new process reads the winners
+    # A corrupt winner is measured again, not trusted.
+    for entry in (tmp_path / "autotune").rglob("*"):
+        if entry.is_file():
+            entry.write_text("garbage")
+    assert "[autotune] kernel_0" in run()
+
+
+def test_mode_and_options_set_the_compiler_config():
+    from ignis._inductor import config
+    x = ignis.randn(64, 64)
+    out, kernels = compile_and_count(lambda x: tuple(x * i for i in range(6)), x)
+    assert kernels == 1
+    ignis.compiler.reset()
+    metrics.reset()
+    f = ignis.compile(lambda x: tuple(x * i for i in range(6)), options={"max_fusion_size": 2})
+    for i, o in enumerate(f(x)):
+        close(o, x * i)
+    assert metrics.generated_kernel_count == 3
+    assert config.max_fusion_size == 64  # only for that compilation
+    with pytest.raises(RuntimeError, match="Unexpected optimization option no_such"):
+        ignis.compile(lambda x: x + 1, options={"no_such": 1})(x)

@@ -15,6 +15,9 @@ def compile_fx(gm, example_inputs):
     constants = getattr(gm, "_aot_constants", None) or {}
     compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options())
     metrics.generated_kernel_count += compiled.kernel_count
+    report, measured = compiled.autotune
+    if measured:  # a progress report, as torch's AUTOTUNE lines
+        sys.stderr.write("".join(f"[autotune] {line}\n" for line in report.splitlines()))
     if _enabled("schedule"):
         sys.stderr.write("".join(f"[schedule] {line}\n" for line in
                                  compiled.schedule.splitlines()))

@@ -13,6 +13,9 @@ import sys
 realize_opcount_threshold = 8
 # Graph nodes one kernel may fuse.
 max_fusion_size = 64
+# mode="max-autotune" sets this: each kernel's variants (threads, reduction
+# lanes) are timed on this machine once and the fastest kept (cached on disk).
+max_autotune = False
 
 
 class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)
@@ -33,7 +36,44 @@ def compiler_options():
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),
         "reduction_lanes": int(cpp.reduction_lanes),
+        "max_autotune": int(bool(max_autotune)),
     }
+
+
+# What each of torch.compile's modes sets (torch._inductor.list_mode_options).
+# CUDA graphs (reduce-overhead) are the GPU compiler's; on the CPU the mode
+# compiles as the default does.
+_MODE_OPTIONS = {
+    None: {},
+    "default": {},
+    "reduce-overhead": {},
+    "max-autotune": {"max_autotune": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True},
+}
+
+
+def overrides(mode=None, options=None):
+    """The knobs torch.compile's `mode` or `options` ask for, checked."""
+    if mode not in _MODE_OPTIONS:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(m for m in _MODE_OPTIONS if m)}")
+    out = dict(_MODE_OPTIONS[mode])
+    for name, value in (options or {}).items():
+        owner, attr = (cpp, name[4:]) if name.startswith("cpp.") else (sys.modules[__name__], name)
+        if attr.startswith("_") or not hasattr(owner, attr) or callable(getattr(owner, attr)):
+            raise RuntimeError(f"Unexpected optimization option {name}, known options are "
+                               f"{', '.join(list_options())}")
+        out[name] = value
+    return out
+
+
+def list_options():
+    """The knob names options= accepts."""
+    module = sys.modules[__name__]
+    top = [n for n, v in vars(module).items()
+           if not n.startswith("_") and not callable(v) and not isinstance(v, type(sys))]
+    return sorted(top) + sorted(f"cpp.{n}" for n, v in vars(cpp).items()
+                                if not n.startswith("_") and not callable(v))
 
 
 def patch(**changes):

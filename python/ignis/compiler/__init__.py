@@ -120,16 +120,17 @@ def aot_eager_decomp_partition(gm, example_inputs, **kwargs):
 
 
 @register_backend(name="inductor")
-def inductor(gm, example_inputs, **kwargs):
+def inductor(gm, example_inputs, mode=None, options=None):
     """The compiler (the default backend, as torch's): AOT with
     decompositions and the min-cut partitioner, each graph compiled by
-    ignis._inductor.compile_fx into fused C++ kernels plus extern calls."""
-    if kwargs:
-        raise TypeError(f"inductor backend takes no options, got {sorted(kwargs)}")
+    ignis._inductor.compile_fx into fused C++ kernels plus extern calls.
+    `mode` ("max-autotune", ...) and `options` ({knob: value}) set
+    ignis._inductor.config for this compilation, as torch.compile's do."""
     from .._functorch.aot_autograd import aot_autograd as make
-    from .._inductor import compile_fx
-    return make(fw_compiler=compile_fx, bw_compiler=compile_fx,
-                partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)
+    from .._inductor import compile_fx, config
+    with config.patch(**config.overrides(mode, options)):
+        return make(fw_compiler=compile_fx, bw_compiler=compile_fx,
+                    partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)
 
 
 @register_backend(name="eager_interpreter", tags=("debug",))

@@ -16,6 +16,10 @@
 namespace ignis::compiler {
 
 std::string generate_cpp(const Program& p, const CompilerOptions& options = {});
+// With options per kernel (autotuning's winners): per_kernel[i] for kernel i.
+std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& per_kernel);
+// One kernel's function alone (what autotuning compares and keys its cache by).
+std::string generate_kernel_cpp(const Program& p, const Kernel& k, const CompilerOptions& options);
 
 // The C++ struct of a scalar_ops name ("exp" -> "Exp"); throws for an unknown name.
 const std::string& scalar_struct_name(const std::string& fn);

@@ -1,5 +1,6 @@
 #include "ignis/compiler/compiled_graph.h"
 
+#include "ignis/compiler/autotune.h"
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/lower.h"
 #include "ignis/core/error.h"
@@ -43,9 +44,16 @@ Tensor conform(const Tensor& t, const Buffer& b) {
 
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
     : program_(lower(g, options.compiler)), plan_(plan_memory(program_)) {
-  source_ = generate_cpp(program_, options.compiler);
+  runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
+  if (options.autotune && !program_.kernels.empty()) {
+    AutotuneResult tuned = autotune(program_, options.compiler, cache);
+    source_ = generate_cpp(program_, tuned.per_kernel);
+    autotune_report_ = std::move(tuned.report);
+    autotune_measured_ = tuned.measured;
+  } else {
+    source_ = generate_cpp(program_, options.compiler);
+  }
   if (!program_.kernels.empty()) {
-    runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
     runtime::CompileOptions co;
     co.name = "compiled_graph";
     library_ = cache.load_or_compile(source_, co);

@@ -18,6 +18,8 @@ namespace ignis::compiler {
 struct CompileGraphOptions {
   runtime::CodeCache* cache = nullptr;  // null: CodeCache::global()
   CompilerOptions compiler;
+  // mode="max-autotune": measure variants of each kernel (autotune.h).
+  bool autotune = false;
   // get_attr targets -> tensors (AOT's graph constants).
   std::unordered_map<std::string, Tensor> constants;
 };
@@ -32,6 +34,9 @@ class CompiledGraph {
 
   const Program& program() const { return program_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  // Autotuning's choice per kernel, one line each; empty without autotuning.
+  const std::vector<std::string>& autotune_report() const { return autotune_report_; }
+  bool autotune_measured() const { return autotune_measured_; }
   const std::string& source() const { return source_; }
   size_t kernel_count() const { return program_.kernels.size(); }
 
@@ -40,6 +45,8 @@ class CompiledGraph {
   Program program_;
   MemoryPlan plan_;
   std::string source_;
+  std::vector<std::string> autotune_report_;
+  bool autotune_measured_ = false;
   runtime::LoadedLibrary library_;
   std::vector<KernelFn*> kernels_;
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)

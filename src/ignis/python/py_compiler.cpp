@@ -78,12 +78,22 @@ PyObject* cg_schedule(PyObject* self, void*) {
   IGNIS_PY_END(nullptr)
 }
 
+PyObject* cg_autotune(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
+  auto* cg = reinterpret_cast<PyCompiledGraph*>(self)->cg;
+  std::string s;
+  for (const std::string& line : cg->autotune_report()) s += line + "\n";
+  return Py_BuildValue("(sO)", s.c_str(), cg->autotune_measured() ? Py_True : Py_False);
+  IGNIS_PY_END(nullptr)
+}
+
 PyGetSetDef cg_getset[] = {
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
     {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
     {"memory_plan", cg_memory_plan, nullptr, "buffer slots and releases, printed", nullptr},
     {"schedule", cg_schedule, nullptr, "the fusion decisions, one per line", nullptr},
+    {"autotune", cg_autotune, nullptr, "(report, measured): autotuning's choices", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -111,7 +121,9 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   if (knobs != Py_None) {
     IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
     compiler::CompilerOptions& o = options.compiler;
+    int64_t max_autotune = 0;
     const std::pair<const char*, int64_t*> fields[] = {
+        {"max_autotune", &max_autotune},
         {"realize_opcount_threshold", &o.realize_opcount_threshold},
         {"max_fusion_size", &o.max_fusion_size},
         {"min_parallel_elements", &o.min_parallel_elements},
@@ -130,6 +142,7 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
       IGNIS_CHECK_TYPE(PyLong_Check(v), "_compile_graph: option ", name, " must be an int");
       *field = PyLong_AsLongLong(v);
     }
+    options.autotune = max_autotune != 0;
     IGNIS_CHECK_VALUE(o.reduction_lanes >= 1 && o.max_fusion_size >= 1 && o.threads >= 0 &&
                           o.min_parallel_elements >= 0,
                       "_compile_graph: reduction_lanes and max_fusion_size must be >= 1, threads "

@@ -1,0 +1,165 @@
+#include "ignis/compiler/autotune.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "ignis/compiler/codegen_cpp.h"
+#include "ignis/runtime/cache_dir.h"
+#include "ignis/runtime/sha256.h"
+
+namespace ignis::compiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using KernelFn = void(char* const*);
+
+std::vector<CompilerOptions> variants(const CompilerOptions& base) {
+  int all = omp_get_max_threads();
+  std::vector<int64_t> threads = {base.threads};
+  if (all > 1) {
+    threads.push_back(1);
+    if (all >= 4) threads.push_back(all / 2);
+  }
+  std::vector<CompilerOptions> out;
+  for (int64_t t : threads)
+    for (int64_t lanes : {base.reduction_lanes, int64_t(8), int64_t(32)}) {
+      CompilerOptions o = base;
+      o.threads = t;
+      o.reduction_lanes = lanes;
+      bool seen = false;
+      for (const CompilerOptions& q : out)
+        if (q.threads == o.threads && q.reduction_lanes == o.reduction_lanes) seen = true;
+      if (!seen) out.push_back(o);
+    }
+  return out;
+}
+
+std::string describe(const CompilerOptions& o) {
+  return "threads=" + (o.threads == 0 ? std::string("all") : std::to_string(o.threads)) +
+         " lanes=" + std::to_string(o.reduction_lanes);
+}
+
+// Winners on disk: "<threads> <lanes>\n" under <cache>/autotune/<key>.
+std::filesystem::path winner_path(runtime::CodeCache& cache, const std::string& key) {
+  return cache.dir() / "autotune" / key.substr(0, 2) / key;
+}
+
+bool read_winner(const std::filesystem::path& path, CompilerOptions* o) {
+  std::optional<std::string> text = runtime::read_file(path);
+  if (!text) return false;
+  long long threads = -1, lanes = -1;
+  if (std::sscanf(text->c_str(), "%lld %lld", &threads, &lanes) != 2 || threads < 0 || lanes < 1 ||
+      lanes > 1024)
+    return false;  // a corrupt entry is measured again, never trusted
+  o->threads = threads;
+  o->reduction_lanes = lanes;
+  return true;
+}
+
+// Random floats in [-1, 1), zero elsewhere: enough for timing.
+void fill(const Tensor& t) {
+  char* p = static_cast<char*>(t.data_ptr());
+  size_t bytes = t.impl()->storage()->nbytes();
+  std::memset(p, 0, bytes);
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return float(int32_t(state >> 32)) * (1.0f / 2147483648.0f);
+  };
+  if (t.dtype() == ScalarType::Float32)
+    for (size_t i = 0; i < bytes / 4; ++i) reinterpret_cast<float*>(p)[i] = next();
+  else if (t.dtype() == ScalarType::Float64)
+    for (size_t i = 0; i < bytes / 8; ++i) reinterpret_cast<double*>(p)[i] = next();
+}
+
+double time_kernel(KernelFn* fn, char* const* ptrs) {
+  fn(ptrs);  // warm-up: page faults, the thread team
+  int calls = 0;
+  auto start = Clock::now();
+  double elapsed = 0;
+  while (calls < 3 || (elapsed < 0.02 && calls < 200)) {
+    fn(ptrs);
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return elapsed / calls;
+}
+
+}  // namespace
+
+AutotuneResult autotune(const Program& p, const CompilerOptions& base, runtime::CodeCache& cache) {
+  AutotuneResult result;
+  result.per_kernel.assign(p.kernels.size(), base);
+  std::vector<CompilerOptions> vs = variants(base);
+  // Which kernels still need measuring.
+  std::vector<std::string> keys(p.kernels.size());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    keys[i] = runtime::sha256_hex(generate_kernel_cpp(p, p.kernels[i], base) + "|threads " +
+                                  std::to_string(omp_get_max_threads()));
+    CompilerOptions o = base;
+    if (read_winner(winner_path(cache, keys[i]), &o)) {
+      result.per_kernel[i] = o;
+      result.report.push_back(p.kernels[i].name + ": " + describe(o) + " (cached)");
+    } else {
+      todo.push_back(i);
+    }
+  }
+  if (todo.empty()) return result;
+  result.measured = true;
+
+  std::vector<std::string> sources;
+  for (const CompilerOptions& o : vs) sources.push_back(generate_cpp(p, o));
+  runtime::CompileOptions co;
+  co.name = "autotune";
+  std::vector<runtime::LoadedLibrary> libs = cache.compile_many(sources, co);
+
+  std::vector<Tensor> bufs(p.buffers.size());
+  std::vector<char*> ptrs(p.buffers.size(), nullptr);
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const Buffer& buf = p.buffers[b];
+    if (buf.eliminated) continue;
+    DimVector sizes, strides;
+    for (size_t d = 0; d < buf.sizes.size(); ++d) {
+      sizes.push_back(buf.sizes[d].value());
+      strides.push_back(buf.strides[d].value());
+    }
+    bufs[b] = empty_strided_tensor(sizes, strides, buf.dtype, Device());
+    fill(bufs[b]);
+    ptrs[b] = static_cast<char*>(bufs[b].data_ptr());
+  }
+  for (size_t i : todo) {
+    const Kernel& k = p.kernels[i];
+    std::vector<std::string> seen;
+    double best = -1, first = -1;
+    size_t best_v = 0;
+    for (size_t v = 0; v < vs.size(); ++v) {
+      std::string src = generate_kernel_cpp(p, k, vs[v]);
+      if (std::find(seen.begin(), seen.end(), src) != seen.end()) continue;
+      seen.push_back(src);
+      double t = time_kernel(libs[v].function<KernelFn>(k.name), ptrs.data());
+      if (first < 0) first = t;
+      if (best < 0 || t < best) {
+        best = t;
+        best_v = v;
+      }
+    }
+    result.per_kernel[i] = vs[best_v];
+    char line[160];
+    std::snprintf(line, sizeof line, ": %s %.3f ms (default %.3f ms, %zu variants)",
+                  describe(vs[best_v]).c_str(), best * 1e3, first * 1e3, seen.size());
+    result.report.push_back(k.name + line);
+    std::filesystem::path path = winner_path(cache, keys[i]);
+    runtime::make_dirs(path.parent_path());
+    runtime::write_file_atomic(path, std::to_string(vs[best_v].threads) + " " +
+                                         std::to_string(vs[best_v].reduction_lanes) + "\n");
+  }
+  return result;
+}
+
+}  // namespace ignis::compiler
