@@ -411,16 +411,25 @@ void epilogue_blocks(GemmEpilogue ep, void* ctx, int64_t i0, int64_t i1, int64_t
 }
 
 #if IGNIS_HAVE_BLAS
-// Rows of C per BLAS panel when an epilogue follows: the epilogue then reads
-// a panel that BLAS has just written, from L2, instead of all of C from
-// memory, while each panel stays tall enough for BLAS to run at full speed.
+// Rows of C per BLAS panel when an epilogue follows: about 32 MiB of C (a
+// share of a server's L3), at least 256 rows. Measured (docs/benchmarks.md,
+// bench/gemm_epilogue.cpp): L2-sized panels lose to one BLAS call plus a
+// separate epilogue pass, by 10-40% at 32-128 rows (OpenBLAS packs B again
+// for every panel, and each call wakes its threads), while 256-512 rows tie
+// with it; so MLP-sized products (C up to 16 MiB) run as one panel, and
+// only a C larger than a cache is split, so that the epilogue reads each
+// panel from L3 instead of memory.
 int64_t blas_panel_rows(int64_t n, size_t elem_size) {
-  const int64_t bytes = int64_t(2) << 20;  // about one core's L2
+  const int64_t bytes = int64_t(32) << 20;
   const int64_t rows = bytes / (n * static_cast<int64_t>(elem_size));
-  return std::max<int64_t>(rows, 64);
+  return std::max<int64_t>(rows, 256);
 }
 #endif
 
+// kAuto follows bmm_into's choice (use_blas()): with BLAS 2-2.6x faster
+// than the built-in GEMM where it has AVX-512 kernels, no fusion gain (at
+// most the 1-16% a separate bias+GELU pass costs) pays for leaving it; where
+// the built-in GEMM is the faster one, its per-tile epilogue comes free.
 template <typename T>
 void gemm_call_typed(const GemmCall& call, GemmPath path, int64_t panel_rows) {
   const int64_t m = call.m, n = call.n, k = call.k;

@@ -40,14 +40,18 @@ bool gemm_uses_blas();
 // call.c = beta * call.c + alpha * call.a @ call.b (gemm_epilogue.h), then
 // call.epilogue (when set) on disjoint blocks covering C, each once its
 // elements are final. Threads as bmm_into does: every thread when called
-// outside a parallel region, the calling thread inside one. Without an
-// epilogue the result equals bmm_into's for the same operands.
+// outside a parallel region; inside one, no OpenMP threads of its own (the
+// built-in GEMM and the epilogue run on the calling thread, BLAS is called
+// as gemm_serial calls it). Without an epilogue the result equals
+// bmm_into's for the same operands.
 //
-// Two strategies (gemm.cpp says which runs when, and why):
+// Two strategies, picked as bmm_into picks its GEMM (gemm_uses_blas());
+// docs/benchmarks.md has the measurements:
 // - built-in: the blocked GEMM calls the epilogue on each kMC x kNC tile as
 //   soon as the tile's k loop ends, on the thread that computed it;
-// - BLAS: C in row panels; BLAS computes a panel (with its own threads),
-//   then the epilogue runs over the panel's blocks in parallel.
+// - BLAS: C in row panels of about 32 MiB (one panel at MLP sizes); BLAS
+//   computes a panel (with its own threads), then the epilogue runs over
+//   the panel's kMC x kNC blocks in parallel.
 // Throws for a dtype other than 0 (float32) or 1 (float64).
 void gemm_with_epilogue(const GemmCall& call);
 
