@@ -15,6 +15,7 @@
 #include <cblas.h>
 #endif
 
+#include "ignis/core/error.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/nn_util.h"
 #include "ignis/kernels/cpu/parallel.h"
@@ -123,42 +124,52 @@ T* thread_buffer(size_t n) {
   return buf.data();
 }
 
-// c[m, n] (row stride ldc, already scaled by beta) += alpha * a @ b.
-// The work is split into independent tiles of C (kMC x kNC) handed out
-// dynamically, each packing its own panels: no barriers, so a thread that
-// loses its core to another process only delays its own tiles.
+// c[m, n] (row stride ldc) = beta * c + alpha * a @ b; alpha == 0 reads
+// neither a nor b. The work is split into independent tiles of C (kMC x kNC)
+// handed out dynamically, each scaling its block of C by beta and packing
+// its own panels: no barriers, so a thread that loses its core to another
+// process only delays its own tiles. When `ep` is set it runs on each tile
+// right after the tile's k loop, while the tile is still in L2.
 // `parallel` allows threads; callers already running one product per
 // thread pass false.
 template <typename T>
-void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T* c,
-                  int64_t ldc, bool parallel) {
+void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T beta, T* c,
+                  int64_t ldc, bool parallel, GemmEpilogue ep = nullptr, void* ctx = nullptr) {
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
   const int64_t mblocks = (m + kMC - 1) / kMC, nblocks = (n + kNC - 1) / kNC;
   const int64_t tasks = mblocks * nblocks;
-  // One thread per ~1M multiply-adds (a few microseconds), at most one per tile.
-  const int64_t by_work = threads_for(m * n * k, int64_t(1) << 20);
+  const bool multiply = k > 0 && alpha != T(0);
+  // One thread per ~1M multiply-adds (a few microseconds), at most one per
+  // tile; an element of C to scale or hand to the epilogue counts as 32
+  // (kGrain elements per thread, as elementwise ops).
+  const int64_t by_work = threads_for(m * n * ((multiply ? k : 0) + 32), int64_t(1) << 20);
   const int nt = parallel ? static_cast<int>(std::min<int64_t>(tasks, by_work)) : 1;
   const bool par = nt > 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
   for (int64_t task = 0; task < tasks; ++task) {
-    T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
-    T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
     const int64_t i0 = (task / nblocks) * kMC, j0 = (task % nblocks) * kNC;
     const int64_t mc = std::min(kMC, m - i0), nc = std::min(kNC, n - j0);
-    const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
-    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-      const int64_t kc = std::min(kKC, k - p0);
-      pack_a(a, i0, p0, mc, kc, apack);
-      for (int64_t t = 0; t * NR < nc; ++t) pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
-      for (int64_t jr = 0; jr < nc; jr += NR) {
-        const T* bs = bpack + (jr / NR) * kc * NR;
-        const int64_t nr = std::min<int64_t>(NR, nc - jr);
-        for (int64_t ir = 0; ir < mc; ir += MR) {
-          micro_kernel<T>(kc, apack + ir * kc, bs, alpha, c + (i0 + ir) * ldc + j0 + jr, ldc,
-                          std::min<int64_t>(MR, mc - ir), nr);
+    scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
+    if (multiply) {
+      T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
+      T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
+      const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
+      for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+        const int64_t kc = std::min(kKC, k - p0);
+        pack_a(a, i0, p0, mc, kc, apack);
+        for (int64_t t = 0; t * NR < nc; ++t)
+          pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const T* bs = bpack + (jr / NR) * kc * NR;
+          const int64_t nr = std::min<int64_t>(NR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            micro_kernel<T>(kc, apack + ir * kc, bs, alpha, c + (i0 + ir) * ldc + j0 + jr, ldc,
+                            std::min<int64_t>(MR, mc - ir), nr);
+          }
         }
       }
     }
+    if (ep) ep(ctx, i0, i0 + mc, j0, j0 + nc);
   }
 }
 
@@ -250,28 +261,46 @@ Mat<T> dense_copy(const Mat<T>& x, int64_t rows, int64_t cols, std::vector<T>& b
   return {buf.data(), cols, 1};
 }
 
+// A and B as BLAS reads them: in place when it can, else a dense copy.
+template <typename T>
+struct BlasOperands {
+  Mat<T> a, b;
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda, ldb;
+  std::vector<T> abuf, bbuf;
+
+  BlasOperands(int64_t m, int64_t n, int64_t k, Mat<T> a_, Mat<T> b_) : a(a_), b(b_) {
+    if (!blas_layout(m, k, a.rs, a.cs, &ta, &lda)) {
+      a = dense_copy(a, m, k, abuf);
+      blas_layout(m, k, a.rs, a.cs, &ta, &lda);
+    }
+    if (!blas_layout(k, n, b.rs, b.cs, &tb, &ldb)) {
+      b = dense_copy(b, k, n, bbuf);
+      blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
+    }
+  }
+  BlasOperands(const BlasOperands&) = delete;
+
+  // Rows [i0, i0 + rows) of c = beta * c + alpha * a @ b. A layout BLAS can
+  // read for all of A's rows also serves any run of them.
+  void gemm_rows(int64_t i0, int64_t rows, int64_t n, int64_t k, T alpha, T beta, T* c,
+                 int64_t ldc) const {
+    const T* ai = a.data + i0 * a.rs;
+    const int M = static_cast<int>(rows), N = static_cast<int>(n), K = static_cast<int>(k);
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, ai, static_cast<int>(lda), b.data,
+                  static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    } else {
+      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, ai, static_cast<int>(lda), b.data,
+                  static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    }
+  }
+};
+
 template <typename T>
 void gemm_blas(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T beta, T* c,
                int64_t ldc) {
-  std::vector<T> abuf, bbuf;
-  CBLAS_TRANSPOSE ta, tb;
-  int64_t lda, ldb;
-  if (!blas_layout(m, k, a.rs, a.cs, &ta, &lda)) {
-    a = dense_copy(a, m, k, abuf);
-    blas_layout(m, k, a.rs, a.cs, &ta, &lda);
-  }
-  if (!blas_layout(k, n, b.rs, b.cs, &tb, &ldb)) {
-    b = dense_copy(b, k, n, bbuf);
-    blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
-  }
-  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a.data, static_cast<int>(lda), b.data,
-                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a.data, static_cast<int>(lda), b.data,
-                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-  }
+  BlasOperands<T>(m, n, k, a, b).gemm_rows(0, m, n, k, alpha, beta, c, ldc);
 }
 #endif
 
@@ -297,8 +326,7 @@ void gemm_one(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T be
       return;
     }
 #endif
-    scale_rows(c, m, n, n, beta);
-    if (k > 0 && alpha != T(0)) gemm_builtin(m, n, k, alpha, a, b, c, n, parallel);
+    gemm_builtin(m, n, k, alpha, a, b, beta, c, n, parallel);
   } else {
     scale_rows(c, m, n, n, beta);
     if (k > 0) gemm_int(m, n, k, alpha, a, b, c, n, parallel);
@@ -357,8 +385,7 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a
     return;
   }
 #endif
-  scale_rows(c, m, n, ldc, beta);
-  if (k > 0 && alpha != T(0)) gemm_builtin(m, n, k, alpha, am, bm, c, ldc, false);
+  gemm_builtin(m, n, k, alpha, am, bm, beta, c, ldc, false);
 }
 template void gemm_serial<float>(int64_t, int64_t, int64_t, float, const float*, int64_t,
                                  int64_t, const float*, int64_t, int64_t, float, float*,
@@ -366,6 +393,99 @@ template void gemm_serial<float>(int64_t, int64_t, int64_t, float, const float*,
 template void gemm_serial<double>(int64_t, int64_t, int64_t, double, const double*, int64_t,
                                   int64_t, const double*, int64_t, int64_t, double, double*,
                                   int64_t);
+
+namespace {
+
+// The epilogue over rows [i0, i1) of C (n columns) in kMC x kNC blocks, in
+// parallel when outside a parallel region; static scheduling gives each
+// thread a run of neighbouring blocks.
+void epilogue_blocks(GemmEpilogue ep, void* ctx, int64_t i0, int64_t i1, int64_t n) {
+  const int64_t rblocks = (i1 - i0 + kMC - 1) / kMC, cblocks = (n + kNC - 1) / kNC;
+  const int64_t tasks = rblocks * cblocks;
+  const int nt = static_cast<int>(std::min<int64_t>(tasks, threads_for((i1 - i0) * n)));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t r0 = i0 + (t / cblocks) * kMC, j0 = (t % cblocks) * kNC;
+    ep(ctx, r0, std::min(r0 + kMC, i1), j0, std::min(j0 + kNC, n));
+  }
+}
+
+#if IGNIS_HAVE_BLAS
+// Rows of C per BLAS panel when an epilogue follows: about 32 MiB of C (a
+// share of a server's L3), at least 256 rows. Measured (docs/benchmarks.md,
+// bench/gemm_epilogue.cpp): L2-sized panels lose to one BLAS call plus a
+// separate epilogue pass, by 10-40% at 32-128 rows (OpenBLAS packs B again
+// for every panel, and each call wakes its threads), while 256-512 rows tie
+// with it; so MLP-sized products (C up to 16 MiB) run as one panel, and
+// only a C larger than a cache is split, so that the epilogue reads each
+// panel from L3 instead of memory.
+int64_t blas_panel_rows(int64_t n, size_t elem_size) {
+  const int64_t bytes = int64_t(32) << 20;
+  const int64_t rows = bytes / (n * static_cast<int64_t>(elem_size));
+  return std::max<int64_t>(rows, 256);
+}
+#endif
+
+// kAuto follows bmm_into's choice (use_blas()): with BLAS 2-2.6x faster
+// than the built-in GEMM where it has AVX-512 kernels, no fusion gain (at
+// most the 1-16% a separate bias+GELU pass costs) pays for leaving it; where
+// the built-in GEMM is the faster one, its per-tile epilogue comes free.
+template <typename T>
+void gemm_call_typed(const GemmCall& call, GemmPath path, int64_t panel_rows) {
+  const int64_t m = call.m, n = call.n, k = call.k;
+  if (m == 0 || n == 0) return;
+  const T alpha = static_cast<T>(call.alpha), beta = static_cast<T>(call.beta);
+  const Mat<T> a{static_cast<const T*>(call.a), call.a_rs, call.a_cs};
+  const Mat<T> b{static_cast<const T*>(call.b), call.b_rs, call.b_cs};
+  T* c = static_cast<T*>(call.c);
+  const bool parallel = !omp_in_parallel();
+#if IGNIS_HAVE_BLAS
+  const bool blas = path == GemmPath::kBlas || (path == GemmPath::kAuto && use_blas());
+  if (blas && k > 0 && alpha != T(0) && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX &&
+      call.ldc <= INT_MAX) {
+    if (parallel) sync_blas_threads();
+    const BlasOperands<T> ops(m, n, k, a, b);
+    if (!call.epilogue) {
+      ops.gemm_rows(0, m, n, k, alpha, beta, c, call.ldc);
+      return;
+    }
+    const int64_t ph = panel_rows > 0 ? panel_rows : blas_panel_rows(n, sizeof(T));
+    for (int64_t i0 = 0; i0 < m; i0 += ph) {
+      const int64_t rows = std::min(ph, m - i0);
+      ops.gemm_rows(i0, rows, n, k, alpha, beta, c + i0 * call.ldc, call.ldc);
+      epilogue_blocks(call.epilogue, call.ctx, i0, i0 + rows, n);
+    }
+    return;
+  }
+#else
+  (void)path;
+  (void)panel_rows;
+#endif
+  gemm_builtin(m, n, k, alpha, a, b, beta, c, call.ldc, parallel, call.epilogue, call.ctx);
+}
+
+void runtime_gemm(const GemmCall* call) { gemm_with_epilogue(*call); }
+
+}  // namespace
+
+void gemm_with_epilogue(const GemmCall& call, GemmPath path, int64_t panel_rows) {
+  IGNIS_CHECK(call.m >= 0 && call.n >= 0 && call.k >= 0, "gemm: negative size (", call.m,
+              ", ", call.n, ", ", call.k, ")");
+  switch (call.dtype) {
+    case 0: gemm_call_typed<float>(call, path, panel_rows); return;
+    case 1: gemm_call_typed<double>(call, path, panel_rows); return;
+    default:
+      IGNIS_CHECK(false, "gemm: dtype code ", call.dtype,
+                  " is not 0 (float32) or 1 (float64)");
+  }
+}
+
+void gemm_with_epilogue(const GemmCall& call) { gemm_with_epilogue(call, GemmPath::kAuto); }
+
+const KernelRuntime* kernel_runtime() {
+  static const KernelRuntime table{&runtime_gemm};
+  return &table;
+}
 
 void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
               const Scalar& alpha) {

@@ -7,6 +7,7 @@
 
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
+#include "ignis/kernels/cpu/gemm_epilogue.h"
 
 namespace ignis::cpu {
 
@@ -35,5 +36,32 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a
 // the environment does not set IGNIS_GEMM=builtin (which selects the
 // built-in GEMM, so that both paths can be tested from one build).
 bool gemm_uses_blas();
+
+// call.c = beta * call.c + alpha * call.a @ call.b (gemm_epilogue.h), then
+// call.epilogue (when set) on disjoint blocks covering C, each once its
+// elements are final. Threads as bmm_into does: every thread when called
+// outside a parallel region; inside one, no OpenMP threads of its own (the
+// built-in GEMM and the epilogue run on the calling thread, BLAS is called
+// as gemm_serial calls it). Without an epilogue the result equals
+// bmm_into's for the same operands.
+//
+// Two strategies, picked as bmm_into picks its GEMM (gemm_uses_blas());
+// docs/benchmarks.md has the measurements:
+// - built-in: the blocked GEMM calls the epilogue on each kMC x kNC tile as
+//   soon as the tile's k loop ends, on the thread that computed it;
+// - BLAS: C in row panels of about 32 MiB (one panel at MLP sizes); BLAS
+//   computes a panel (with its own threads), then the epilogue runs over
+//   the panel's kMC x kNC blocks in parallel.
+// Throws for a dtype other than 0 (float32) or 1 (float64).
+void gemm_with_epilogue(const GemmCall& call);
+
+// Forces one strategy, for tests and benchmarks. kBlas in a build without
+// BLAS runs the built-in GEMM; panel_rows (kBlas only) overrides the panel
+// height when positive.
+enum class GemmPath { kAuto, kBuiltin, kBlas };
+void gemm_with_epilogue(const GemmCall& call, GemmPath path, int64_t panel_rows = 0);
+
+// The table generated kernels receive: gemm calls gemm_with_epilogue.
+const KernelRuntime* kernel_runtime();
 
 }  // namespace ignis::cpu
