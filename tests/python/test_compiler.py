@@ -438,3 +438,16 @@ def test_mode_and_options_set_the_compiler_config():
     assert config.max_fusion_size == 64  # only for that compilation
     with pytest.raises(RuntimeError, match="Unexpected optimization option no_such"):
         ignis.compile(lambda x: x + 1, options={"no_such": 1})(x)
+
+
+def test_softmax_computes_each_exp_once():
+    # The sum pass writes exp(x - max) to a per-thread row; the quotient pass
+    # reads it back instead of computing it again.
+    from ignis._functorch.aot_autograd import trace_joint
+    x = ignis.randn(16, 300)
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(lambda x: ignis.softmax(x, -1)), [x])
+    compiled = _inductor.compile_fx(gm, None)
+    code = compiled.generated_code
+    assert code.count("ignis::scalar_ops::Exp{}") == 2  # the lanes loop and its tail
+    assert "scratch0[r0] = " in code and "= scratch0[r0];" in code
+    close(compiled(x)[0], ignis.softmax(x, -1))

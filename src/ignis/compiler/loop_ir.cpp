@@ -138,6 +138,7 @@ std::string to_string(const Program& p, const Kernel& k) {
           break;
         case ScalarKind::Ref:
           if (s.acc >= 0) os << "acc" << s.acc;
+          else if (s.scratch >= 0) os << "scratch" << s.scratch << "[inner]";
           else os << "tmp" << (base[size_t(s.loop)] + s.node);
           break;
       }
@@ -146,6 +147,8 @@ std::string to_string(const Program& p, const Kernel& k) {
     for (int r : l.reductions)
       os << "    acc" << r << " = " << combine_name(k.reductions[size_t(r)].combine) << "(tmp"
          << (b + k.reductions[size_t(r)].value) << ")\n";
+    for (const auto& [node, scratch] : l.spills)
+      os << "    scratch" << scratch << "[inner] = tmp" << (b + node) << "\n";
     for (const Store& st : l.stores)
       os << "    store " << p.buffers[size_t(st.buffer)].name << "[" << sym::str(st.index)
          << "] = tmp" << (b + st.value) << "\n";

@@ -79,7 +79,8 @@ struct ScalarNode {
   std::string fn;                          // Call: a scalar_ops name ("exp")
   std::vector<int> args;                   // Call, Cast {x}, Where {cond, a, b}
   int acc = -1;                            // Ref: a reduction of the kernel, or
-  int loop = -1, node = -1;                //      node `node` of scalar loop `loop`
+  int loop = -1, node = -1;                //      node `node` of scalar loop `loop`, or
+  int scratch = -1;                        //      this element of a row scratch
 };
 
 // How a reduction folds values; listed once (printer, code generator, lowering).
@@ -109,6 +110,9 @@ struct Loop {
   std::vector<ScalarNode> body;  // topologically ordered
   std::vector<Store> stores;
   std::vector<int> reductions;   // the kernel reductions this loop accumulates
+  // (node, scratch): values a later loop reads back instead of recomputing,
+  // written to the kernel's row scratch at this element of the inner dims.
+  std::vector<std::pair<int, int>> spills;
 };
 
 struct Kernel {
@@ -122,6 +126,9 @@ struct Kernel {
   // outer dim is iterated innermost, inside every loop, in chunks, so the
   // reads stay contiguous and each column keeps its own accumulator.
   bool columns = false;
+  // Per-thread rows (one element per inner iteration) holding values an
+  // earlier loop computed and a later one needs: their dtypes.
+  std::vector<ScalarType> scratch;
   std::vector<int> outputs;          // the buffers the kernel writes
   std::vector<std::string> origins;  // names of the graph nodes fused here
   int64_t outer_numel() const;

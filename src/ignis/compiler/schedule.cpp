@@ -22,6 +22,7 @@
 // from memory (the row is in cache). A computed buffer nobody outside the
 // kernel reads is never stored or allocated.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -531,11 +532,133 @@ class Scheduler {
       while (last > 0 && g.sizes[last - 1] == 1) --last;
       k.columns = last > 0 && !g.reduced[last - 1];
     }
+    if (!k.columns) spill_recomputed(k);
     p_.kernels.push_back(std::move(k));
     Step st;
     st.kind = Step::Kind::RunKernel;
     st.kernel = int(p_.kernels.size()) - 1;
     p_.steps.push_back(std::move(st));
+  }
+
+  // ---- spills ----
+
+  // Whether recomputing a call costs more than reading it back from a row
+  // in cache: anything beyond a few arithmetic instructions.
+  static bool expensive(const ScalarNode& n) {
+    static const std::unordered_set<std::string> cheap = {
+        "add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "clamp", "clamp_min",
+        "clamp_max", "square", "sign", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+        "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"};
+    return n.kind == ScalarKind::Call && !cheap.count(n.fn);
+  }
+
+  // A value a later pass over the row recomputes (softmax's exp(x - max),
+  // needed by the sum and again by the quotient) is written to a per-thread
+  // row scratch by the first pass and read back by the later one: one exp
+  // per element instead of two, the row still in cache.
+  void spill_recomputed(Kernel& k) const {
+    if (k.inner.empty()) return;
+    // Structural hashes of every node, loop by loop (Ref of a scalar-block
+    // node or an accumulator means the same value in every loop).
+    std::vector<std::vector<uint64_t>> h(k.loops.size());
+    for (size_t li = 0; li < k.loops.size(); ++li) {
+      for (const ScalarNode& n : k.loops[li].body) {
+        uint64_t x = 1469598103934665603ull;
+        auto mix = [&](uint64_t v) { x = (x ^ v) * 1099511628211ull; };
+        mix(uint64_t(n.kind));
+        mix(uint64_t(n.dtype));
+        mix(uint64_t(n.buffer + 1));
+        mix(n.index.defined() ? n.index.stable_hash() : 0);
+        uint64_t bits;
+        std::memcpy(&bits, &n.value, 8);
+        mix(bits);
+        mix(uint64_t(n.int_value));
+        mix(std::hash<std::string>()(n.fn));
+        mix(uint64_t(n.acc + 1));
+        mix(uint64_t(n.loop + 1) * 31 + uint64_t(n.node + 1));
+        for (int a : n.args) mix(h[li][size_t(a)]);
+        h[li].push_back(x);
+      }
+    }
+    std::unordered_map<uint64_t, std::pair<int, int>> first;  // hash -> (loop, node)
+    for (size_t li = 0; li < k.loops.size(); ++li) {
+      Loop& l = k.loops[li];
+      if (!l.inner) continue;
+      for (size_t ni = 0; ni < l.body.size(); ++ni) {
+        auto it = first.find(h[li][ni]);
+        if (it == first.end()) {
+          first.emplace(h[li][ni], std::make_pair(int(li), int(ni)));
+          continue;
+        }
+        if (it->second.first == int(li) || !expensive(l.body[ni])) continue;
+        Loop& src = k.loops[size_t(it->second.first)];
+        int s = -1;
+        for (const auto& [node, scratch] : src.spills)
+          if (node == it->second.second) s = scratch;
+        if (s < 0) {
+          s = int(k.scratch.size());
+          k.scratch.push_back(l.body[ni].dtype);
+          src.spills.emplace_back(it->second.second, s);
+        }
+        ScalarNode ref;
+        ref.kind = ScalarKind::Ref;
+        ref.dtype = l.body[ni].dtype;
+        ref.scratch = s;
+        l.body[ni] = ref;
+      }
+    }
+    prune(k);
+  }
+
+  // Drops the nodes nothing reads any more (the operands of a value now read
+  // from a scratch), renumbering each loop's body.
+  static void prune(Kernel& k) {
+    std::vector<std::vector<bool>> live(k.loops.size());
+    for (size_t li = 0; li < k.loops.size(); ++li) live[li].assign(k.loops[li].body.size(), false);
+    auto mark = [&](size_t li, int n) { live[li][size_t(n)] = true; };
+    for (size_t li = 0; li < k.loops.size(); ++li) {
+      const Loop& l = k.loops[li];
+      for (const Store& s : l.stores) mark(li, s.value);
+      for (int r : l.reductions) mark(li, k.reductions[size_t(r)].value);
+      for (const auto& sp : l.spills) mark(li, sp.first);
+    }
+    // Scalar-block values later loops refer to; then operands, back to front
+    // (a body is topologically ordered, and Refs point to earlier loops).
+    for (size_t li = k.loops.size(); li-- > 0;) {
+      const Loop& l = k.loops[li];
+      for (size_t n = l.body.size(); n-- > 0;) {
+        if (!live[li][n]) continue;
+        for (int a : l.body[n].args) live[li][size_t(a)] = true;
+        const ScalarNode& s = l.body[n];
+        if (s.kind == ScalarKind::Ref && s.loop >= 0) live[size_t(s.loop)][size_t(s.node)] = true;
+      }
+    }
+    std::vector<std::vector<int>> renum(k.loops.size());
+    for (size_t li = 0; li < k.loops.size(); ++li) {
+      Loop& l = k.loops[li];
+      renum[li].assign(l.body.size(), -1);
+      std::vector<ScalarNode> kept;
+      for (size_t n = 0; n < l.body.size(); ++n) {
+        if (!live[li][n]) continue;
+        renum[li][n] = int(kept.size());
+        kept.push_back(std::move(l.body[n]));
+      }
+      l.body = std::move(kept);
+    }
+    for (size_t li = 0; li < k.loops.size(); ++li) {
+      Loop& l = k.loops[li];
+      for (ScalarNode& s : l.body) {
+        for (int& a : s.args) a = renum[li][size_t(a)];
+        if (s.kind == ScalarKind::Ref && s.loop >= 0) s.node = renum[size_t(s.loop)][size_t(s.node)];
+      }
+      for (Store& s : l.stores) s.value = renum[li][size_t(s.value)];
+      for (auto& sp : l.spills) sp.first = renum[li][size_t(sp.first)];
+    }
+    for (Reduction& r : k.reductions) {
+      for (size_t li = 0; li < k.loops.size(); ++li)
+        for (int ri : k.loops[li].reductions)
+          if (&k.reductions[size_t(ri)] == &r) r.value = renum[li][size_t(r.value)];
+    }
   }
 
   Program& p_;
