@@ -25,7 +25,7 @@ Tensor filled(const DimVector& sizes, float start) {
   return t;
 }
 
-// relu(x + y) * 2 with y broadcast along rows, then a matmul (an extern) of
+// relu(x + y) * 2 with y broadcast along rows, then a matmul (a GEMM template) of
 // the transposed result.
 struct Seed {
   graph::Graph g;
@@ -45,7 +45,7 @@ struct Seed {
 
 }  // namespace
 
-TEST(Compiler, LowersPointwiseChainToOneKernelAndExterns) {
+TEST(Compiler, LowersPointwiseChainToOneKernelAndAGemm) {
   Seed s;
   compiler::Program p = compiler::lower(s.g);
   EXPECT_EQ(compiler::to_string(p),
@@ -53,7 +53,7 @@ TEST(Compiler, LowersPointwiseChainToOneKernelAndExterns) {
             "y: float32[3] strides [1] input 1\n"
             "buf2: float32[4, 3] strides [3, 1] computed\n"
             "buf3: float32[3, 4] strides [1, 3] extern\n"
-            "buf4: float32[3, 3] strides [3, 1] extern\n"
+            "buf4: float32[3, 3] strides [3, 1] computed\n"
             "kernel_0 (add, relu, mul) -> buf2\n"
             "  outer x0 < 4; inner x1 < 3\n"
             "  loop 0 over inner:\n"
@@ -66,14 +66,16 @@ TEST(Compiler, LowersPointwiseChainToOneKernelAndExterns) {
             "    tmp6: float32 = mul(tmp4, tmp5)\n"
             "    store buf2[3*x0 + x1] = tmp6\n"
             "view permute(buf2, [1, 0]) -> buf3\n"
-            "extern mm(buf3, x) -> buf4\n"
+            "kernel_1 (mm) -> buf4\n"
+            "  outer x0 < 3; inner x1 < 3\n"
+            "  gemm buf4 = 1 * buf3 @ x\n"
             "return (buf2, buf4)\n");
 }
 
 TEST(Compiler, CompiledGraphEqualsTheInterpreter) {
   Seed s;
   compiler::CompiledGraph cg(s.g);
-  EXPECT_EQ(cg.kernel_count(), 1u);
+  EXPECT_EQ(cg.kernel_count(), 2u);  // the fused chain, and the GEMM template
   EXPECT_NE(cg.source().find("ignis::scalar_ops::Relu{}(tmp3)"), std::string::npos);
   std::vector<Tensor> in{s.inputs[0].to_tensor(), s.inputs[1].to_tensor()};
   std::vector<Value> got = cg.run(in);

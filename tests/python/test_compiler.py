@@ -151,14 +151,15 @@ def test_casts_predicates_and_bool_logic_fuse():
     assert (a.numpy() == want_a.numpy()).all() and (b.numpy() == want_b.numpy()).all()
 
 
-def test_reductions_fuse_with_producers_and_a_matmul_stays_extern():
+def test_reductions_fuse_with_producers_after_a_gemm():
     def f(x, w):
         h = ignis.relu(x @ w + 1)
         return (h * h).sum(1), h.softmax(-1)
     x, w = ignis.randn(6, 5), ignis.randn(5, 4)
     out, kernels = compile_and_count(f, x, w)
-    # mm is an extern; relu(h) and both row reductions share its [6, 4] space.
-    assert kernels == 1
+    # The GEMM with relu(. + 1) in its epilogue; then both row reductions
+    # over h in one kernel.
+    assert kernels == 2
     for a, b in zip(out, f(x, w)):
         close(a, b)
 
@@ -287,7 +288,7 @@ def test_generated_code_is_readable(capfd):
     gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [ignis.randn(4, 4), ignis.randn(4, 4)])
     compiled = _inductor.compile_fx(gm, None)
     code = compiled.generated_code
-    assert 'extern "C" void kernel_0(char* const* bufs)' in code
+    assert 'extern "C" void kernel_0(char* const* bufs, const ignis::cpu::KernelRuntime*)' in code
     assert "ignis::scalar_ops::Relu{}" in code
     # [4, 4] contiguous: one loop over the 16 elements, too few for threads.
     assert "for (int64_t x0 = 0; x0 < 16; ++x0)" in code
@@ -451,3 +452,68 @@ def test_softmax_computes_each_exp_once():
     assert code.count("ignis::scalar_ops::Exp{}") == 2  # the lanes loop and its tail
     assert "scratch0[r0] = " in code and "= scratch0[r0];" in code
     close(compiled(x)[0], ignis.softmax(x, -1))
+
+
+def _linear_gelu_program(x, lin):
+    from ignis._functorch.aot_autograd import trace_joint
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(lambda x: F.gelu(lin(x))), [x])
+    return _inductor.compile_fx(gm, None)
+
+
+def test_linear_bias_gelu_is_one_gemm_with_its_epilogue():
+    ignis.manual_seed(0)
+    lin = nn.Linear(48, 80)
+    x = ignis.randn(37, 48)
+    with ignis.no_grad():
+        compiled = _linear_gelu_program(x, lin)
+        assert compiled.kernel_count == 1
+        assert "rt->gemm(&call)" in compiled.generated_code
+        assert "kernel_0_epilogue" in compiled.generated_code
+        assert "gemm " in compiled.program and "then per finished block" in compiled.program
+        assert "extern addmm" not in compiled.program
+        close(compiled(x)[0], F.gelu(lin(x)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gemm_templates_train_like_eager(dtype):
+    dt = getattr(ignis, dtype)
+
+    def make():
+        ignis.manual_seed(0)
+        return nn.Sequential(nn.Linear(24, 40), nn.GELU(), nn.Linear(40, 8)).to(dt)
+    x = ignis.randn(16, 24, dtype=dt)
+    eager, comp = make(), make()
+
+    def loss_fn(m, x):
+        return (m(x).tanh() ** 2).mean()
+    le = loss_fn(eager, x)
+    le.backward()
+    ignis.compiler.reset()
+    metrics.reset()
+    lc = ignis.compile(loss_fn)(comp, x)
+    lc.backward()
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    close(lc, le, rtol=tol, atol=tol)
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=tol * 10, atol=tol)
+
+
+def test_mm_variants_match_eager():
+    cases = [
+        (lambda a, b: a @ b, [(7, 5), (5, 3)]),
+        (lambda a, b: (a.t() @ b).relu(), [(5, 7), (5, 3)]),            # transposed operand
+        (lambda a, b: ignis.addmm(b[0], a, b, beta=0.5, alpha=2.0), [(3, 3), (3, 3)]),
+        (lambda a, b: ignis.addmm(b, a, b, beta=0), [(3, 3), (3, 3)]),  # beta 0 ignores NaN
+        (lambda a, b: a[:, ::2] @ b[1:, :], [(4, 6), (4, 5)]),         # strided views
+        (lambda a, b: (a @ b).sum(1), [(1, 9), (9, 1)]),                # 1x1 output
+    ]
+    for fn, shapes in cases:
+        a, b = (ignis.randn(*s) for s in shapes)
+        if shapes == [(3, 3), (3, 3)]:
+            b = b.clone()
+        out, kernels = compile_and_count(fn, a, b)
+        close(out, fn(a, b), rtol=1e-5, atol=1e-5)
+    a, b = ignis.randn(3, 3), ignis.randn(3, 3)
+    b[0, 0] = float("nan")
+    out, _ = compile_and_count(lambda a, b: ignis.addmm(b, a, ignis.eye(3), beta=0), a, b)
+    assert not bool(ignis.isnan(out).any())

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "ignis/compiler/codegen_cpp.h"
+#include "ignis/kernels/cpu/gemm.h"
 #include "ignis/runtime/cache_dir.h"
 #include "ignis/runtime/sha256.h"
 
@@ -16,7 +17,7 @@ namespace ignis::compiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using KernelFn = void(char* const*);
+using KernelFn = void(char* const*, const cpu::KernelRuntime*);
 
 std::vector<CompilerOptions> variants(const CompilerOptions& base) {
   int all = omp_get_max_threads();
@@ -78,12 +79,13 @@ void fill(const Tensor& t) {
 }
 
 double time_kernel(KernelFn* fn, char* const* ptrs) {
-  fn(ptrs);  // warm-up: page faults, the thread team
+  const cpu::KernelRuntime* rt = cpu::kernel_runtime();
+  fn(ptrs, rt);  // warm-up: page faults, the thread team
   int calls = 0;
   auto start = Clock::now();
   double elapsed = 0;
   while (calls < 3 || (elapsed < 0.02 && calls < 200)) {
-    fn(ptrs);
+    fn(ptrs, rt);
     ++calls;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }

@@ -60,6 +60,9 @@ struct ComputeNode {
   // (its buffer's memory order, outermost first).
   std::vector<size_t> loop_order;
   std::vector<std::string> origins;  // the graph nodes it computes
+  // A GEMM template (c = alpha * a @ b, a kernel of its own whose epilogue
+  // later pointwise nodes over its output may join); body is unused.
+  std::optional<Kernel::Gemm> gemm;
 };
 
 // A step before scheduling: an extern step of the program, or a compute node.

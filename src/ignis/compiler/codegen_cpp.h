@@ -1,9 +1,11 @@
 // C++ source for a Program's kernels: one translation unit, compiled once
 // through runtime::CodeCache.
 //
-// Each kernel is `extern "C" void kernel_N(char* const* bufs)`: bufs[b] is
+// Each kernel is `extern "C" void kernel_N(char* const* bufs, const
+// ignis::cpu::KernelRuntime* rt)`: bufs[b] is
 // buffer b's data pointer (storage offset included), the same array for every
-// kernel of the program. A kernel is its outer loops (split across OpenMP
+// kernel of the program, and rt the runtime's functions (the GEMM of a
+// template kernel; generated code cannot link against _C). A kernel is its outer loops (split across OpenMP
 // threads from options.min_parallel_elements of work) around its loops, with
 // one statement per scalar node (tmp0, tmp1, ...) calling the same
 // scalar_ops.h structs eager's loops call. docs/compiler.md shows examples.

@@ -6,6 +6,7 @@
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
+#include "ignis/kernels/cpu/gemm.h"
 
 namespace ignis::compiler {
 
@@ -114,7 +115,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
         set(b, Tensor(make_intrusive<TensorImpl>(st, out.dtype, ints(out.sizes), ints(out.strides),
                                                  0)));
       }
-      kernels_[size_t(s.kernel)](ptrs.data());
+      kernels_[size_t(s.kernel)](ptrs.data(), cpu::kernel_runtime());
       release(si);
       continue;
     }

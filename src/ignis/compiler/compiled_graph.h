@@ -11,6 +11,7 @@
 #include "ignis/compiler/loop_ir.h"
 #include "ignis/compiler/memory_plan.h"
 #include "ignis/graph/graph.h"
+#include "ignis/kernels/cpu/gemm_epilogue.h"
 #include "ignis/runtime/code_cache.h"
 
 namespace ignis::compiler {
@@ -41,7 +42,7 @@ class CompiledGraph {
   size_t kernel_count() const { return program_.kernels.size(); }
 
  private:
-  using KernelFn = void(char* const*);
+  using KernelFn = void(char* const*, const cpu::KernelRuntime*);
   Program program_;
   MemoryPlan plan_;
   std::string source_;

@@ -112,6 +112,13 @@ std::string to_string(const Program& p, const Kernel& k) {
   for (size_t i = 0; i < k.inner.size(); ++i)
     os << (i ? ", " : " ") << sym::str(k.inner[i]) << " < " << sym::str(k.inner_sizes[i]);
   os << "\n";
+  if (k.gemm) {
+    char alpha[32];
+    std::snprintf(alpha, sizeof alpha, "%g", k.gemm->alpha);
+    os << "  gemm " << p.buffers[size_t(k.gemm->c)].name << " = " << alpha << " * "
+       << p.buffers[size_t(k.gemm->a)].name << " @ " << p.buffers[size_t(k.gemm->b)].name
+       << (k.loops.empty() ? "\n" : ", then per finished block:\n");
+  }
   std::vector<int> base = k.node_numbers();
   for (size_t li = 0; li < k.loops.size(); ++li) {
     const Loop& l = k.loops[li];

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,14 @@ struct Kernel {
   // outer dim is iterated innermost, inside every loop, in chunks, so the
   // reads stay contiguous and each column keeps its own accumulator.
   bool columns = false;
+  // A GEMM template: the kernel is one GEMM call (runtime's gemm, blocked and
+  // threaded there) whose epilogue runs the kernel's single loop on each
+  // finished block of the output (outer = rows, inner = columns).
+  struct Gemm {
+    int a = -1, b = -1, c = -1;  // buffers: c = alpha * a @ b
+    double alpha = 1;
+  };
+  std::optional<Gemm> gemm;
   // Per-thread rows (one element per inner iteration) holding values an
   // earlier loop computed and a later one needs: their dtypes.
   std::vector<ScalarType> scratch;

@@ -58,7 +58,7 @@ struct Val {
   std::vector<std::string> origins;  // nodes fused into a virtual value
 };
 
-enum class How : uint8_t { Pointwise, View, Reduction, Extern };
+enum class How : uint8_t { Pointwise, View, Reduction, Template, Extern };
 
 // The view ops (by base name) lowered as index remappings (lower_view).
 const std::unordered_set<std::string>& view_ops() {
@@ -258,7 +258,56 @@ class Lowering {
       return How::View;
     if (pointwise_call(n).kind != PwKind::None) return How::Pointwise;
     if (reduction_call(n).ok) return How::Reduction;
+    if (gemm_call(n).ok) return How::Template;
     return How::Extern;
+  }
+
+  // A GEMM the compiler runs as a template with an epilogue: mm, or addmm
+  // (bias + alpha * a @ b, the bias added in the epilogue), of 2-D float32 or
+  // float64 CPU matrices. Batched products stay externs for now.
+  struct GemmCall {
+    bool ok = false;
+    const Node* a = nullptr;
+    const Node* b = nullptr;
+    const Node* bias = nullptr;  // addmm
+    double alpha = 1, beta = 1;
+  };
+
+  static GemmCall gemm_call(const Node* n) {
+    GemmCall gc;
+    const std::string& name = n->target().op->schema().name;
+    if (name != "mm" && name != "addmm") return gc;
+    std::vector<Value> args = full_args(n);
+    size_t first = name == "addmm" ? 1 : 0;
+    const graph::TensorMeta* out = single_meta(n);
+    if (!out || out->device.type != DeviceType::CPU || out->sizes.size() != 2 ||
+        (out->dtype != ScalarType::Float32 && out->dtype != ScalarType::Float64))
+      return gc;
+    for (size_t i = 0; i < first + 2; ++i) {
+      if (!args[i].is_node()) return gc;
+      const graph::TensorMeta* m = single_meta(args[i].to_node());
+      if (!m || m->dtype != out->dtype || m->device.type != DeviceType::CPU) return gc;
+      if (i >= first && m->sizes.size() != 2) return gc;
+      for (int64_t s : m->sizes)
+        if (s == 0) return gc;
+    }
+    if (name == "addmm") {
+      auto number = [](const Value& v, double* out) {
+        if (v.kind() == Value::Kind::Int) *out = double(v.to_int());
+        else if (v.kind() == Value::Kind::Double) *out = v.to_double();
+        else return false;
+        return true;
+      };
+      const FunctionSchema& s = n->target().op->schema();
+      if (!number(args[size_t(s.find_arg("beta"))], &gc.beta) ||
+          !number(args[size_t(s.find_arg("alpha"))], &gc.alpha))
+        return gc;
+      gc.bias = args[0].to_node();
+    }
+    gc.a = args[first].to_node();
+    gc.b = args[first + 1].to_node();
+    gc.ok = true;
+    return gc;
   }
 
   // A reduction the compiler generates: sum, prod, amax or amin of one
@@ -334,7 +383,15 @@ class Lowering {
     for (const Node* u : n->users()) {
       if (u->op() != OpKind::CallFunction) return true;  // the output
       auto it = how_.find(u);
-      if (it == how_.end() || it->second == How::Extern) return true;
+      if (it == how_.end() || it->second == How::Extern || it->second == How::Template) {
+        // A template reads its matrices from memory; an addmm's bias is
+        // read by the epilogue like any other value.
+        if (it != how_.end() && it->second == How::Template) {
+          GemmCall gc = gemm_call(u);
+          if (gc.bias == n && gc.a != n && gc.b != n) continue;
+        }
+        return true;
+      }
     }
     return false;
   }
@@ -470,6 +527,62 @@ class Lowering {
     return m;
   }
 
+  // A GEMM template: a compute node storing alpha * a @ b; addmm's bias is
+  // added by a pointwise value over it, which the scheduler runs in the
+  // GEMM's epilogue with whatever pointwise work follows.
+  void lower_gemm(const Node* n) {
+    GemmCall gc = gemm_call(n);
+    for (const Node* in : {gc.a, gc.b}) {
+      if (vals_.count(in)) realize(in);
+      IGNIS_CHECK_KIND(NotImplemented, p_.buffer_of(in) >= 0, "compiler: input ", in->name(),
+                       " of ", n->name(), " is not a tensor");
+    }
+    graph::TensorMeta m = meta(n);
+    m.strides = {m.sizes[1], 1};  // C is written row-major by the GEMM
+    int c = add_buffer(tensor_buffer(m, BufferKind::Computed));
+    ComputeNode cn;
+    cn.buffer = c;
+    cn.sizes = m.sizes;
+    cn.dtype = m.dtype;
+    cn.body = [](BodyBuilder& bb, const Coords&) { return bb.add(ScalarNode{}); };
+    std::vector<Expr> strides = p_.buffers[size_t(c)].strides;
+    cn.store_index = [strides](const Coords& co) { return sym::linear_index(co, strides); };
+    cn.loop_order = {0, 1};
+    cn.origins = {n->name()};
+    cn.gemm = Kernel::Gemm{p_.buffer_of(gc.a), p_.buffer_of(gc.b), c, gc.alpha};
+    add_compute(std::move(cn));
+    Val prod = buffer_val(c, m);
+    if (!gc.bias || gc.beta == 0) {  // beta 0: the bias is ignored (NaN included), as eager
+      vals_[n] = prod;
+      vals_[n].origins = {n->name()};
+    } else {
+      // addmm = prod + beta * bias, as scalar_ops' add(a, b, alpha).
+      const Val& bias = vals_.at(gc.bias);
+      Val v;
+      v.sizes = m.sizes;
+      v.dtype = m.dtype;
+      v.origins = bias.origins;
+      v.origins.push_back(n->name());
+      Body pb = prod.body, bb_ = bias.body;
+      std::vector<int64_t> bias_sizes = bias.sizes, out_sizes = m.sizes;
+      double beta = gc.beta;
+      ScalarType dt = compute_type(m.dtype);
+      v.body = [pb, bb_, bias_sizes, out_sizes, beta, dt](BodyBuilder& bb, const Coords& co) {
+        ScalarNode s;
+        s.kind = ScalarKind::Call;
+        s.dtype = dt;
+        s.fn = "add";
+        s.args = {pb(bb, co), bb_(bb, broadcast(co, bias_sizes, out_sizes)),
+                  constant(bb, Value(beta), dt)};
+        return bb.add(std::move(s));
+      };
+      vals_[n] = std::move(v);
+      if (needs_realize(n)) realize(n);
+      return;
+    }
+    bind(n, c);
+  }
+
   // A reduction: a compute node over its input's sizes folding the reduced
   // dims; its input's value is computed inside it, never stored.
   void lower_reduction(const Node* n) {
@@ -557,6 +670,7 @@ class Lowering {
       case How::Pointwise: return lower_pointwise(n);
       case How::View: return lower_view(n);
       case How::Reduction: return lower_reduction(n);
+      case How::Template: return lower_gemm(n);
       case How::Extern: return lower_extern(n);
     }
   }

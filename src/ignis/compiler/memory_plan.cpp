@@ -25,6 +25,7 @@ std::vector<int> uses(const Program& p, const Step& s) {
       for (const ScalarNode& n : l.body)
         if (n.kind == ScalarKind::Load) out.push_back(n.buffer);
     out.insert(out.end(), k.outputs.begin(), k.outputs.end());
+    if (k.gemm) out.insert(out.end(), {k.gemm->a, k.gemm->b});
   } else {
     for (graph::Node* in : s.node->input_nodes()) {
       int b = p.buffer_of(in);

@@ -73,6 +73,7 @@ struct Group {
   std::vector<int64_t> sizes;
   std::vector<bool> reduced;  // empty until a reduction joins
   std::vector<Member> members;
+  bool gemm = false;          // members[0] is a GEMM; the others its epilogue
   bool has_reduction() const { return !reduced.empty(); }
 };
 
@@ -105,6 +106,12 @@ class Scheduler {
         return -1;
       });
       nodes_[i].body(bb, canonical_coords(nodes_[i].sizes));
+      if (const auto& gm = nodes_[i].gemm) {  // a GEMM reads its matrices whole
+        for (int b : {gm->a, gm->b}) {
+          readers_[size_t(b)].insert(int(i));
+          reads_[i].insert(b);
+        }
+      }
     }
     for (const Step& s : externs_)
       for (const auto& [n, b] : p_.node_buffers)
@@ -189,6 +196,11 @@ class Scheduler {
   // it), or false when its shape does not fit.
   bool role_in(Group& g, int id, Role* role) const {
     const ComputeNode& n = nodes_[size_t(id)];
+    if (n.gemm) return false;  // a GEMM starts its own kernel
+    if (g.gemm) {              // an epilogue: per element of the GEMM's output
+      *role = Role::Full;
+      return !n.is_reduction && n.sizes == g.sizes;
+    }
     if (n.is_reduction) {
       if (n.sizes != g.sizes) return false;
       if (g.has_reduction() && g.reduced != n.reduced) return false;
@@ -306,6 +318,7 @@ class Scheduler {
     group_.sizes = n.sizes;
     if (n.is_reduction) group_.reduced = n.reduced;
     group_.members.push_back(Member{id, n.is_reduction ? Role::Reduce : Role::Full, {}});
+    group_.gemm = n.gemm.has_value();
     open_ = true;
   }
 
@@ -393,7 +406,12 @@ class Scheduler {
     std::vector<LoopDim> loops;
     size_t n_outer = 0;
     auto dim = [&](size_t d) { return LoopDim{{d}, g.sizes[d]}; };
-    if (g.has_reduction()) {
+    if (g.gemm) {
+      // The epilogue's loops are a block's rows and columns, never merged.
+      loops = {dim(0), dim(1)};
+      n_outer = 1;
+      k.gemm = nodes_[size_t(g.members[0].node)].gemm;
+    } else if (g.has_reduction()) {
       for (size_t d = 0; d < g.sizes.size(); ++d)
         if (g.sizes[d] != 1 && !g.reduced[d]) loops.push_back(dim(d));
       n_outer = loops.size();
@@ -440,6 +458,10 @@ class Scheduler {
       for (const std::string& o : n.origins)
         if (std::find(k.origins.begin(), k.origins.end(), o) == k.origins.end())
           k.origins.push_back(o);
+      if (n.gemm) {
+        internal.erase(n.buffer);  // the GEMM writes it; the epilogue reads it
+        continue;
+      }
       bool wants_inner = m.role != Role::Scalar;
       int last = int(k.loops.size()) - 1;
       bool fits = last >= 0 && k.loops[size_t(last)].inner == wants_inner;
@@ -502,6 +524,7 @@ class Scheduler {
         continue;
       }
       k.outputs.push_back(n.buffer);
+      if (n.gemm) continue;  // stored by the GEMM
       Expr index = sym::simplify(n.store_index(member_coords(g, m, c)));
       if (m.role != Role::Reduce) {
         k.loops[size_t(loop_of[mi])].stores.push_back(Store{n.buffer, index, value_of[mi]});
