@@ -88,7 +88,8 @@ def main():
             if mode in results:  # keep the best round per row
                 best = results[mode]["rows"]
                 for name, v in r["rows"].items():
-                    best[name] = min(best[name], v) if name == "add 1-element" else max(best[name], v)
+                    keep = min if name == "add 1-element" else max
+                    best[name] = keep(best[name], v)
             else:
                 results[mode] = r
     off, on = results["malloc"], results["caching"]

@@ -160,3 +160,32 @@ def test_environment_switches():
     assert r.returncode != 0 and "IGNIS_CPU_ALLOCATOR must be" in r.stderr
     r = _run("ignis.ones(1 << 20)", IGNIS_CPU_CACHE_LIMIT_MB="lots")
     assert r.returncode != 0 and "IGNIS_CPU_CACHE_LIMIT_MB must be" in r.stderr
+
+
+def test_fork_while_another_thread_allocates():
+    # The allocator's mutex is held across fork() (pthread_atfork), so a child
+    # never inherits it locked by a thread it does not have. Under the GIL this
+    # rarely races; it checks that parent and child both go on allocating.
+    code = """
+import os, threading
+stop = False
+def churn():
+    while not stop:
+        x = ignis.empty(1 << 20)
+        del x
+t = threading.Thread(target=churn)
+t.start()
+for _ in range(20):
+    pid = os.fork()
+    if pid == 0:
+        y = ignis.empty(3 << 20)
+        del y
+        os._exit(0 if ignis.cpu.memory_allocated() >= 0 else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+stop = True
+t.join()
+print("ok")
+"""
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

@@ -1,5 +1,6 @@
 #include "ignis/core/cpu_allocator.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -49,10 +50,12 @@ namespace ignis {
 // retried once (num_alloc_retries) before raising.
 //
 // Threads. Tensors are freed by autograd's engine and inside OpenMP regions,
-// so all cache state is under one mutex, held only for list and map updates
-// (system calls happen outside it). Counters are relaxed atomics, since
+// so all cache state is under one mutex, held for list and map updates; a
+// miss maps its block outside it, evictions unmap theirs under it (they need
+// no memory then, and free() must not fail). Counters are relaxed atomics, since
 // requests below the threshold never take the mutex; those cost one atomic
-// add on allocation and one on free beyond aligned_alloc/free.
+// add on allocation and one on free beyond aligned_alloc/free. The process
+// allocator's mutex is held across fork() (pthread_atfork), as malloc's are.
 
 namespace {
 
@@ -136,7 +139,7 @@ void* CpuCachingAllocator::allocate(size_t nbytes, size_t* block_size) {
       std::lock_guard<std::mutex> lock(mutex_);
       all = take_all_locked();
     }
-    release(all, false);
+    release(all);
     bool retry = !all.empty();
     if (retry) {
       retries_.fetch_add(1, std::memory_order_relaxed);
@@ -161,31 +164,43 @@ void CpuCachingAllocator::free(void* p, size_t size) {
     system_free(p, size, false);
     return;
   }
-  std::vector<Cached> evicted;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (size > options_.cache_limit) {
-      evicted.push_back({p, size});
-    } else {
-      take_oldest_locked(size, &evicted);
-      lru_.push_back({p, size});
-      by_class_[size].push_back(std::prev(lru_.end()));
-      add_cached_locked(static_cast<int64_t>(size));
-    }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (size > options_.cache_limit) {
+    system_free(p, size, true);  // never cached; counted as an eviction
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
-  release(evicted, true);
+  evict_locked(size);
+  // free() runs in storage destructors: when there is no memory to record
+  // the block (a list node), it is released instead of throwing.
+  try {
+    auto& q = by_class_[size];
+    lru_.push_back({p, size});
+    try {
+      q.push_back(std::prev(lru_.end()));
+    } catch (...) {
+      lru_.pop_back();
+      throw;
+    }
+  } catch (...) {
+    system_free(p, size, true);
+    return;
+  }
+  add_cached_locked(static_cast<int64_t>(size));
 }
 
-void CpuCachingAllocator::take_oldest_locked(size_t room, std::vector<Cached>* out) {
-  while (!lru_.empty() &&
-         static_cast<size_t>(cached_bytes_.load(std::memory_order_relaxed)) + room >
-             options_.cache_limit) {
+void CpuCachingAllocator::evict_locked(size_t room) {
+  auto cached = [this] {
+    return static_cast<size_t>(cached_bytes_.load(std::memory_order_relaxed));
+  };
+  while (!lru_.empty() && cached() + room > options_.cache_limit) {
     // The oldest block overall is the oldest of its class.
     Cached oldest = lru_.front();
     by_class_[oldest.size].pop_front();
     lru_.pop_front();
     add_cached_locked(-static_cast<int64_t>(oldest.size));
-    out->push_back(oldest);
+    system_free(oldest.ptr, oldest.size, true);
+    evictions_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -197,9 +212,8 @@ std::vector<CpuCachingAllocator::Cached> CpuCachingAllocator::take_all_locked() 
   return all;
 }
 
-void CpuCachingAllocator::release(const std::vector<Cached>& blocks, bool evicted) {
+void CpuCachingAllocator::release(const std::vector<Cached>& blocks) {
   for (const Cached& b : blocks) system_free(b.ptr, b.size, true);
-  if (evicted) evictions_.fetch_add(static_cast<int64_t>(blocks.size()), std::memory_order_relaxed);
 }
 
 void CpuCachingAllocator::empty_cache() {
@@ -208,19 +222,14 @@ void CpuCachingAllocator::empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
     all = take_all_locked();
   }
-  release(all, false);
+  release(all);
 }
 
 size_t CpuCachingAllocator::set_cache_limit(size_t bytes) {
-  std::vector<Cached> evicted;
-  size_t old;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    old = options_.cache_limit;
-    options_.cache_limit = bytes;
-    take_oldest_locked(0, &evicted);
-  }
-  release(evicted, true);
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t old = options_.cache_limit;
+  options_.cache_limit = bytes;
+  evict_locked(0);
   return old;
 }
 
@@ -282,7 +291,15 @@ CpuAllocatorOptions options_from_env() {
 }  // namespace
 
 CpuCachingAllocator& cpu_allocator() {
-  static CpuCachingAllocator* a = new CpuCachingAllocator(options_from_env());
+  static CpuCachingAllocator* a = [] {
+    auto* p = new CpuCachingAllocator(options_from_env());
+    // A fork while another thread holds the mutex would leave it locked
+    // forever in the child: hold it across fork() instead, as malloc does.
+    pthread_atfork([] { cpu_allocator().mutex_.lock(); },
+                   [] { cpu_allocator().mutex_.unlock(); },
+                   [] { cpu_allocator().mutex_.unlock(); });
+    return p;
+  }();
   return *a;
 }
 

@@ -72,6 +72,8 @@ class CpuCachingAllocator {
   size_t block_size_for(size_t nbytes) const;
 
  private:
+  friend CpuCachingAllocator& cpu_allocator();  // holds mutex_ across fork()
+
   struct Cached {
     void* ptr;
     size_t size;
@@ -80,12 +82,11 @@ class CpuCachingAllocator {
 
   void* system_alloc(size_t size, bool cached_class);
   void system_free(void* p, size_t size, bool cached_class);
-  // Take the oldest cached blocks out of the cache until cached bytes +
-  // `room` fit the limit / take all of them. Caller holds mutex_ and
-  // releases what it took after unlocking.
-  void take_oldest_locked(size_t room, std::vector<Cached>* out);
+  // Releases the oldest cached blocks until cached bytes + `room` fit the limit.
+  void evict_locked(size_t room);
+  // Takes every block out of the cache, for release() after unlocking.
   std::vector<Cached> take_all_locked();
-  void release(const std::vector<Cached>& blocks, bool evicted);
+  void release(const std::vector<Cached>& blocks);
   void note_alloc(size_t size, bool fresh);
   void add_cached_locked(int64_t delta);
 
