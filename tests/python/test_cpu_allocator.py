@@ -14,8 +14,10 @@ import _checkout  # noqa: F401
 import ignis
 
 MiB = 1 << 20
-CACHING = ignis._C._cpu_allocator_config()["caching"]
-needs_cache = pytest.mark.skipif(not CACHING, reason="IGNIS_CPU_ALLOCATOR=malloc")
+CONFIG = ignis._C._cpu_allocator_config()
+CACHING = CONFIG["caching"]
+needs_cache = pytest.mark.skipif(not CACHING or CONFIG["cache_limit"] < 16 * MiB,
+                                 reason="IGNIS_CPU_ALLOCATOR=malloc or a cache limit under 16 MiB")
 
 KEYS = {
     "allocated_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.current",
