@@ -11,6 +11,8 @@ existing buffer (copy_, no allocation) as the roof; and the 1-element add
 
 Each round runs both processes; per row the best round is kept (the median
 time within a round), which filters out other processes on a shared machine.
+"roof" divides a row by the copy_ row of the same size measured in the same
+process, so that load from other processes cancels out of it.
 """
 import argparse
 import json
@@ -76,7 +78,9 @@ def main():
     if args.child:
         print(json.dumps(child(args.threads, min_time)))
         return
-    results = {}
+    best = {}  # mode -> row -> best value over rounds
+    roof = {}  # mode -> row -> best fraction of the same process's copy_ bandwidth
+    info = {}
     for _ in range(args.rounds):
         for mode in ("malloc", "caching"):
             env = dict(os.environ, IGNIS_CPU_ALLOCATOR=mode)
@@ -85,25 +89,31 @@ def main():
                 cmd += ["--threads", str(args.threads)]
             out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
             r = json.loads(out.strip().splitlines()[-1])
-            if mode in results:  # keep the best round per row
-                best = results[mode]["rows"]
-                for name, v in r["rows"].items():
-                    keep = min if name == "add 1-element" else max
-                    best[name] = keep(best[name], v)
-            else:
-                results[mode] = r
-    off, on = results["malloc"], results["caching"]
+            info.setdefault(mode, r)
+            rows, b, f = r["rows"], best.setdefault(mode, {}), roof.setdefault(mode, {})
+            for name, v in rows.items():
+                keep = min if name == "add 1-element" else max
+                b[name] = keep(b.get(name, v), v)
+                size = name.split(" ", 1)[1]
+                ref = rows.get(f"copy_ (no alloc) {size}")
+                if ref and not name.startswith("copy_"):
+                    f[name] = max(f.get(name, 0.0), v / ref)
+    on = info["caching"]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
           f"threads {on['threads']}, ignis {on['ignis']}")
     print(f"cache hits/misses in the first caching run: {on['hits']}/{on['misses']}")
+    print("roof: GB/s over the copy_ (no alloc) GB/s of the same size in the same process")
     print()
-    print(f"| {'case':<26} | {'malloc':>8} | {'caching':>8} | unit | speedup |")
-    print(f"| {'-' * 26} | {'-' * 8} | {'-' * 8} | ---- | ------- |")
-    for name, v_off in off["rows"].items():
-        v_on = on["rows"][name]
+    print(f"| {'case':<26} | {'malloc':>8} | {'caching':>8} | unit | speedup "
+          f"| malloc roof | caching roof |")
+    print(f"| {'-' * 26} | {'-' * 8} | {'-' * 8} | ---- | ------- | ----------- | ------------ |")
+    for name, v_off in best["malloc"].items():
+        v_on = best["caching"][name]
         unit, speedup = ("us", v_off / v_on) if name == "add 1-element" else ("GB/s", v_on / v_off)
-        print(f"| {name:<26} | {v_off:>8.2f} | {v_on:>8.2f} | {unit:<4} | {speedup:>7.2f} |")
-
+        r_off, r_on = roof["malloc"].get(name), roof["caching"].get(name)
+        roofs = f"{r_off:>11.0%} | {r_on:>12.0%}" if r_off else f"{'':>11} | {'':>12}"
+        print(f"| {name:<26} | {v_off:>8.2f} | {v_on:>8.2f} | {unit:<4} | {speedup:>7.2f} "
+              f"| {roofs} |")
 
 if __name__ == "__main__":
     main()
