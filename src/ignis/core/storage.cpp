@@ -1,17 +1,12 @@
 #include "ignis/core/storage.h"
 
-#include <cstdlib>
-#include <new>
-
+#include "ignis/core/cpu_allocator.h"
 #include "ignis/core/error.h"
 
 namespace ignis {
 
 namespace {
-constexpr size_t kAlignment = 64;
 DeviceAllocatorFn g_cuda_allocator = nullptr;
-
-void cpu_free(void* p) { std::free(p); }
 }  // namespace
 
 void register_device_allocator(DeviceType type, DeviceAllocatorFn fn) {
@@ -22,14 +17,14 @@ void register_device_allocator(DeviceType type, DeviceAllocatorFn fn) {
 Storage allocate_storage(size_t nbytes, Device device) {
   switch (device.type) {
     case DeviceType::CPU: {
-      size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-      void* p = nullptr;
-      if (rounded > 0) {
-        p = std::aligned_alloc(kAlignment, rounded);
-        IGNIS_CHECK(p != nullptr, "CPU out of memory: tried to allocate ", nbytes, " bytes");
-      }
+      if (nbytes == 0)
+        return make_intrusive<StorageImpl>(nullptr, 0, Device(DeviceType::CPU),
+                                           StorageImpl::Deleter());
+      size_t block = 0;
+      void* p = cpu_allocator().allocate(nbytes, &block);
+      // The deleter carries the block size (stored inline in the std::function).
       return make_intrusive<StorageImpl>(p, nbytes, Device(DeviceType::CPU),
-                                         StorageImpl::Deleter(cpu_free));
+                                         [block](void* q) { cpu_allocator().free(q, block); });
     }
     case DeviceType::Meta:
       return make_intrusive<StorageImpl>(nullptr, nbytes, Device(DeviceType::Meta),

@@ -48,8 +48,8 @@ class StorageImpl : public RefCounted {
 
 using Storage = intrusive_ptr<StorageImpl>;
 
-// Allocates `nbytes` on `device`: 64-byte aligned host memory for cpu, no
-// memory at all for meta. CUDA memory comes from the CUDA backend when one is
+// Allocates `nbytes` on `device`: 64-byte aligned host memory for cpu (from
+// the caching allocator, core/cpu_allocator.h), no memory at all for meta. CUDA memory comes from the CUDA backend when one is
 // built in; otherwise this raises a RuntimeError saying so.
 Storage allocate_storage(size_t nbytes, Device device);
 

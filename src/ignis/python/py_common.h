@@ -125,6 +125,9 @@ bool init_aot(PyObject* module);
 // --- compiler (py_compiler.cpp): compiled graphs ------------------------------------
 bool init_compiler(PyObject* module);
 
+// --- CPU caching allocator (py_memory.cpp): _cpu_memory_stats, _cpu_empty_cache, ... --
+bool init_memory(PyObject* module);
+
 // --- autograd (py_autograd.cpp): Tensor.grad etc., grad_fn objects, grad mode -------
 // Call after init_tensor_type.
 bool init_autograd(PyObject* module);
