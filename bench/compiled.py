@@ -25,7 +25,8 @@ in a fresh process) and warm (a new process on that now-warm directory); the
 compile column is the first call's time, start to end, which includes
 compilation. Outputs are checked once: ignis compiled against ignis eager,
 torch.compile against torch eager, ignis eager against torch eager (the same
-inputs and weights, from NumPy).
+inputs and weights, from NumPy). Children run with GOMP_SPINCOUNT=10000 (ignis's
+own default) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 
     python bench/compiled.py [--threads N] [--rows a,b] [--quick] [--json PATH]
 
@@ -254,6 +255,11 @@ def spawn(extra, args, env_extra, timeout):
     env.update(env_extra)
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
+    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
+        # ignis/__init__.py's default (docs/benchmarks.md, "Threads under load"), for both
+        # libraries: with libgomp's default spin, torch's children slow down up to 20x
+        # whenever other processes compete for the cores.
+        env["GOMP_SPINCOUNT"] = "10000"
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra
     if args.threads:
         cmd += ["--threads", str(args.threads)]
