@@ -484,7 +484,9 @@ def report(results, args):
             elif "warm_error" in x:
                 errors.append((row, impl + " (warm)", {"error": x["warm_error"]}))
     print()
-    print("bandwidth of every implementation on the memory-bound rows (GB/s, fraction of triad):")
+    if any(r["bytes"] for r in results["rows"].values()):
+        print("bandwidth of every implementation on the memory-bound rows (GB/s, fraction of "
+              "triad):")
     for row, r in results["rows"].items():
         if not r["bytes"]:
             continue
