@@ -334,6 +334,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="skip the warm-compile runs (torch.compile's take a minute a row)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--impl", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--save", default=None, help=argparse.SUPPRESS)
@@ -381,8 +383,11 @@ def run_all(args, rows, impls, work):
             base = ["--child", row, "--impl", impl, "--save", str(save)]
             log(f"{row}: {impl}" + (" (cold compile)" if impl in COMPILING else ""))
             res = spawn(base, args, env, args.timeout)
+            if "time_s" in res:
+                log(f"{row}: {impl}: {res['time_s'] * 1e3:.3f} ms")
             if impl in COMPILING and "error" not in res:
                 res["cold_s"] = res["first_call_s"]
+            if impl in COMPILING and "error" not in res and not args.no_warm:
                 log(f"{row}: {impl} (warm compile)")
                 warm = spawn(base[:-1] + [str(work / "warm.npz"), "--first-only"], args, env,
                              args.timeout)
@@ -410,6 +415,9 @@ def run_all(args, rows, impls, work):
         results["rows"][row] = {"cells": cells, "checks": checks,
                                 "bytes": moved_bytes(row, args.quick),
                                 "flops": flops(row, args.quick)}
+        if args.json:  # rows done so far survive a run that is cut short
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
     return results
 
 
