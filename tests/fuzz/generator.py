@@ -26,6 +26,14 @@ UNARY_FN = ["torch.sin({x})", "torch.tanh({x})", "F.relu({x})", "F.gelu({x})", "
             "torch.sigmoid({x})", "{x} * 2 - 1", "-{x}", "abs({x})", "({x} + 0.5) / 3"]
 BINARY = ["+", "-", "*"]
 
+# Statement kinds and their weights (`Gen(seed, features=...)` leaves kinds out).
+# A closure gives `f` cell variables, and capture cannot resume such a frame after
+# a graph break (it runs the frame eagerly), so closures are rarer.
+KINDS = {"assign": 6, "inplace": 2, "buf": 1, "branch": 1, "loop": 1, "print": 1, "item": 1,
+         "helper": 1, "closure": 0.4, "container": 1, "global": 1, "no_grad": 1, "py_int": 1,
+         "raise": 0.5, "input_nograd": 0.7, "comprehension": 0.7, "nonlocal": 0.3,
+         "unpack": 0.7, "meta_branch": 1}
+
 HELPERS = [
     # (name, source); every helper maps tensors of one shape (broadcasting) to that shape
     ("h_scale", "def h_scale(x, y=None, scale=2.0, *rest, **kw):\n"
@@ -262,10 +270,7 @@ class Gen:
 
     def step(self, lines, ind, pool, depth):
         r = self.r
-        kinds = ["assign"] * 6 + ["inplace"] * 2 + ["buf"] + ["branch", "loop", "print", "item",
-                 "helper", "closure", "container", "global", "no_grad", "py_int", "raise",
-                 "input_nograd"]
-        kind = r.choice([k for k in kinds if k not in self.off])
+        kind = r.choices(*zip(*[(k, w) for k, w in KINDS.items() if k not in self.off]))[0]
         if depth >= 2 and kind in ("branch", "loop", "closure", "no_grad"):
             kind = "assign"
         if kind == "assign":
@@ -281,7 +286,7 @@ class Gen:
             x = r.choice(pool)[0]
             cond = r.choice([f"{x}.sum() > 0", f"{x}.mean().item() > 0.1", f"({x} > 0).any()",
                              "k > 2", f"{x}.shape[0] > 3", f"{x}.dim() == 2", "k % 2 == 0",
-                             f"bool({x}.amax() > 0.5)"] + ([f"{self.floats[-1]} > 0"] if self.floats else []))
+                             f"bool({x}.amax() > 0.5)", f"isinstance({x}, torch.Tensor)"] + ([f"{self.floats[-1]} > 0"] if self.floats else []))
             e1, e2 = self.block_assign(ind, pool)
             name = self.fresh("v")
             head = len(lines)
@@ -326,21 +331,24 @@ class Gen:
             x = r.choice(pool)[0]
             lines.append(ind + r.choice([f"print('shape', {x}.shape, k)", f"print({x}.dtype, {x}.dim())",
                                          f"print('n', {x}.numel() + k)", "print('g', g_count)",
-                                         f"print('pos', bool({x}.sum() > 0))"]))
+                                         f"print('pos', bool({x}.sum() > 0))",
+                                         f"print(f'{{k}}: {{{x}.shape[-1]}} {{len(g_log)}}')"]))
         elif kind == "item":
             x = r.choice(pool)[0]
             name = self.fresh("s")
             lines.append(f"{ind}{name} = {x}.{r.choice(['sum', 'mean', 'amax'])}().item()")
-            self.floats.append(name)
+            if depth == 0:  # a name bound in a branch may be unbound after it
+                self.floats.append(name)
         elif kind == "helper":
             h = r.choice(HELPERS)
             self.helpers.add(h[0])
             x, s, _ = r.choice(pool)
             y = self.operand(pool, s)
+            t = (self.pick(pool, s) or (x,))[0]
             call = {"h_scale": [f"h_scale({x})", f"h_scale({x}, {y})", f"h_scale({x}, scale=k)",
                                 f"h_scale({x}, {y}, 0.5, {x}, neg=True)", f"h_scale(*[{x}, {y}])",
                                 f"h_scale({x}, **{{'scale': 1.5, 'neg': k > 1}})"],
-                    "h_mix": [f"h_mix({x})", f"h_mix({x}, {y}, {x})", f"h_mix(*({x}, {y}), w=k)"],
+                    "h_mix": [f"h_mix({x})", f"h_mix({x}, {t}, {x})", f"h_mix(*({x}, {t}), w=k)"],
                     "h_kw": [f"h_kw({x})", f"h_kw({x}, p={y}, q=k)", f"h_kw({x}, **{{'z': 1.0}})"],
                     "h_pair": [f"h_pair({x}, {y})[0]", f"h_pair({x}, {y}, flip=True)[1]",
                                f"sum(h_pair({x}, {y}, k > 2))"],
@@ -382,7 +390,7 @@ class Gen:
             x, shape, _ = r.choice(pool)
             g = r.choice(["g_count += 1", "g_log.append(k)", "g_state['calls'] = g_state.get('calls', 0) + k",
                           "g_scale = g_scale * 0.5 + 0.25", f"g_acc.add_({x}.detach().sum())",
-                          "g_log.append(len(g_log))"])
+                          "g_log.append(len(g_log))", "g_box.n += k", "g_box.items.append(k)"])
             lines.append(ind + g)
             if r.random() < 0.5:
                 self.assign(lines, ind, pool, (f"{x} * g_scale + len(g_log)", shape, None))
@@ -402,6 +410,34 @@ class Gen:
         elif kind == "raise":
             lines.append(f"{ind}if k > 3:")
             lines.append(f"{ind}    raise {r.choice(['ValueError', 'KeyError', 'RuntimeError'])}('k too big')")
+        elif kind == "comprehension":
+            x, s, _ = r.choice(pool)
+            e = r.choice([f"sum([{x} * i for i in range(1, k + 1)], {x} * 0)",
+                          f"torch.stack([{x}.sin() + j for j in (0.5, 1.5)]).mean(0)",
+                          f"sum({x} * v for v in {{'u': 1.0, 'w': k}}.values())",
+                          f"[{x} + i for i in range(3) if i != 1][-1]"])
+            self.assign(lines, ind, pool, (e, s, None))
+        elif kind == "nonlocal":
+            x, s, _ = r.choice(pool)
+            fn, cnt = self.fresh("fn"), self.fresh("cnt")
+            lines += [f"{ind}{cnt} = 0", f"{ind}def {fn}(t):", f"{ind}    nonlocal {cnt}",
+                      f"{ind}    {cnt} += 1", f"{ind}    return t * {cnt}"]
+            self.assign(lines, ind, pool, (f"{fn}({x}) + {fn}({x})", s, None))
+        elif kind == "unpack":
+            x, s, _ = r.choice(pool)
+            y = (self.pick(pool, s) or (x,))[0]
+            lines.append(f"{ind}first, *rest = [{x}, {y}, {x} * 2]")
+            self.assign(lines, ind, pool, (r.choice(["first + rest[-1]", "first * len(rest)",
+                                                     "sum(rest, first)"]), s, None))
+        elif kind == "meta_branch":
+            x, s, _ = r.choice(pool)
+            cond = r.choice(["a.requires_grad", "a.dtype == torch.float64", "a.shape[0] == a.shape[1]",
+                             f"{x}.is_contiguous()", "len(g_log) > 2", "g_box.n > 1"])
+            self.globals_used.add("g_box")
+            name = self.fresh("v")
+            lines += [f"{ind}if {cond}:", f"{ind}    {name} = {x} + 1",
+                      f"{ind}else:", f"{ind}    {name} = {x} * 2"]
+            pool.append((name, s, None))
         elif kind == "input_nograd":
             lines.append(f"{ind}with torch.no_grad():")
             lines.append(f"{ind}    {r.choice(['a', 'b'])}.{r.choice(['mul_(0.9)', 'add_(0.1)', 'clamp_(max=2.0)'])}")
@@ -415,7 +451,8 @@ class Gen:
         for _ in range(r.randrange(6, 18)):
             self.step(lines, "    ", pool, 0)
         tensors = [v[0] for v in pool[3:]] or ["a"]
-        outs = tensors[-r.randrange(1, 4):]
+        outs = sorted(set(r.sample(tensors, min(len(tensors), r.randrange(1, 4)))) | {tensors[-1]},
+                      key=tensors.index)
         ret = r.choice(["tuple", "tuple", "dict", "list", "single"])
         extra = [f"{x}" for x in self.floats[-1:]] + (["k"] if r.random() < 0.3 else [])
         if ret == "tuple":
@@ -430,7 +467,9 @@ class Gen:
         body = ([f"    global {', '.join(glob)}"] if glob else []) + lines + [f"    return {ret_s}"]
         head = ["import ignis as torch", "F = torch.nn.functional", "",
                 "g_count = 0", "g_log = []", "g_state = {'calls': 0}", "g_scale = 1.0",
-                "g_acc = torch.zeros(())", ""]
+                "g_acc = torch.zeros(())", "", "", "class Box:",
+                "    def __init__(self):", "        self.n = 0", "        self.items = []", "",
+                "", "g_box = Box()", ""]
         for name, src in HELPERS:
             if name in self.helpers:
                 head.append(src)

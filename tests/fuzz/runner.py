@@ -71,6 +71,8 @@ def normalize(ignis, v, depth=0):
         return ("dict", [(repr(k), normalize(ignis, x, depth + 1)) for k, x in v.items()])
     if isinstance(v, (bool, int, float, str, type(None))):
         return v
+    if hasattr(v, "__dict__") and not callable(v):  # a user object: its attributes
+        return ("object", type(v).__name__, normalize(ignis, dict(vars(v)), depth + 1))
     return ("object", type(v).__name__)
 
 
