@@ -18,8 +18,13 @@ from .runner import Worker, write_repro, run_repro
 BACKENDS = ("eager", "aot_eager", "inductor")
 
 
-def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=print, skip=()):
-    """Runs `count` programs; returns {category: [(seed, repro path or None)]} and the count run."""
+def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=print, skip=(),
+         per_class=3):
+    """Runs `count` programs; returns {category: [(seed, repro path or None)]}.
+
+    With do_minimize, the first `per_class` failures of each category are
+    shrunk (the others are written as generated).
+    """
     worker = Worker(timeout=timeout)
     failures = collections.defaultdict(list)
     t0 = time.time()
@@ -33,14 +38,15 @@ def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=p
             path = None
             if out:
                 Path(out).mkdir(parents=True, exist_ok=True)
-                if do_minimize:
+                shrink = do_minimize and len(failures[fail.category]) < per_class
+                if shrink:
                     src = minimize(src, backend, fail.category, worker, log=log)
                     again, _ = worker.check(src, backend)
                     fail = again or fail
                 slug = fail.category.replace(":", "-")
                 path = Path(out) / f"{backend}_seed{s}_{slug}.py"
                 write_repro(path, src, backend, fail)
-                if do_minimize:  # the repro must fail on its own, in a fresh process
+                if shrink:  # the repro must fail on its own, in a fresh process
                     alone = run_repro(path, timeout=timeout)
                     if alone != fail.category:
                         log(f"  (alone, the repro gives {alone}; kept)")
@@ -63,6 +69,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="directory for repro files")
     p.add_argument("--minimize", action="store_true", help="shrink each failure first (needs --out)")
+    p.add_argument("--per-class", type=int, default=3,
+                   help="with --minimize, shrink only the first N failures of each category")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per program")
     p.add_argument("--skip", default="", help="comma-separated statement kinds to leave out")
     p.add_argument("--show", action="store_true", help="print program --seed and exit")
@@ -73,7 +81,8 @@ def main(argv=None):
         return 0
     failed = False
     for backend in (BACKENDS if a.backend == "all" else (a.backend,)):
-        failed |= bool(fuzz(backend, a.count, a.seed, a.out, a.minimize, a.timeout, skip=skip))
+        failed |= bool(fuzz(backend, a.count, a.seed, a.out, a.minimize, a.timeout, skip=skip,
+                            per_class=a.per_class))
     return 1 if failed else 0
 
 
