@@ -87,7 +87,8 @@ class Gen:
     def __init__(self, seed, features=None):
         self.r = random.Random(seed)
         self.seed = seed
-        # features: names of statement kinds to leave out (see `step`)
+        # features: names of statement kinds to leave out (KINDS), and "grad" for calls
+        # that never require grad
         self.off = set(features or ())
         self.n = 0
         self.helpers = set()
@@ -492,6 +493,8 @@ class Gen:
                     dtype = r.choice(["float32", "float64"])
                 elif change < 0.5:
                     grad = not grad
+            if "grad" in self.off:  # --skip grad: no call requires grad
+                grad = False
             k = r.choice([1, 2, 2, 3, 3, 4]) if r.random() < 0.9 else 0
             mode = "compiled" if i == 0 or r.random() < 0.75 else "eager"
             out.append(f"dict(R={R}, C={C}, dtype='{dtype}', grad={grad}, k={k}, "
