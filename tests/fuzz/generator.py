@@ -138,9 +138,7 @@ class Gen:
                 return f"{x}.clamp({op}={y})", s, None
             return f"{x} {op} {y}", s, None
         if kind == "reduce" and len(s) == 2:
-            red = r.choice(["sum", "mean", "amax", "amin", "prod", "std"])
-            if red == "std":
-                red = "sum"  # std over 1 element is nan, which compares but says little
+            red = r.choice(["sum", "mean", "amax", "amin", "prod", "sum"])
             dim = r.randrange(2)
             if r.random() < 0.5:
                 return f"{x}.{red}({dim}, keepdim=True)", (1, s[1]) if dim == 0 else (s[0], 1), None
@@ -320,7 +318,8 @@ class Gen:
             y = self.operand(pool, acc[1])
             upd = r.choice([f"{name} = {name} * 0.5 + {y}", f"{name} = ({name} + i).sin()",
                             f"{name}.add_({y})" if acc[1] else f"{name} = {name} + 1",
-                            f"{name} = {name} - {name}.mean()"])
+                            # not `- mean()`: a later `if acc.sum() > 0` would branch on rounding
+                            f"{name} = {name} - {name}.mean() * 0.5"])
             if var.startswith("i, row") and acc[1] == RC and r.random() < 0.5:
                 upd = f"{name} = {name} + row * i"
             lines.append(f"{body}{upd}")
