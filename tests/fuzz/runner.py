@@ -1,0 +1,398 @@
+"""Runs one program eagerly and compiled and compares what every call did.
+
+A run executes the program's source in a fresh namespace, then makes the
+calls in its `CALLS` list. For each call it records: the exception type (or
+the result, normalized: tensors as dtype, shape, requires_grad and values),
+what the call printed, the arguments afterwards (mutated inputs), the `g_*`
+globals afterwards and, when inputs require grad, the gradients of `a` and
+`b` after a backward of a weighted sum of the outputs (or the type of the
+exception backward raised). The reference run calls `f` eagerly every time;
+the compiled run calls `ignis.compile(f, backend=...)`, except for calls
+marked `mode='eager'`, which call `f` itself between the compiled ones.
+
+`check(src, backend)` returns None when the runs agree, else a `Failure`.
+A `Worker` runs checks in a child process, so that a crash (a signal) or a
+hang is a failure of that program, not of the fuzzer.
+"""
+import contextlib
+import io
+import json
+import math
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARK = "@@FUZZ@@ "
+
+
+@dataclass
+class Failure:
+    category: str  # short class: "mismatch:out", "compiled-raised:TypeError", "crash:SIGSEGV"
+    detail: str    # what differed, readable
+
+
+# --------------------------------------------------------------------------------------------
+# Running (in the process that imports ignis)
+# --------------------------------------------------------------------------------------------
+def _ignis():
+    from . import _checkout  # noqa: F401  (this checkout's ignis, not an installed one)
+    import ignis
+    return ignis
+
+
+def make_inputs(ignis, spec):
+    import numpy as np
+    g = np.random.default_rng(spec["seed"])
+    R, C = spec["R"], spec["C"]
+    dt = np.float32 if spec["dtype"] == "float32" else np.float64
+    a = ignis.tensor(g.standard_normal((R, C)).astype(dt), requires_grad=spec["grad"])
+    b = ignis.tensor(g.standard_normal((R, C)).astype(dt), requires_grad=spec["grad"])
+    buf = ignis.tensor(g.standard_normal((R, C)).astype(dt))
+    return a, b, buf, spec["k"]
+
+
+def normalize(ignis, v, depth=0):
+    """A comparable form of a call's result (plain data, tensors as arrays)."""
+    if depth > 6:
+        return ("deep",)
+    if isinstance(v, ignis.Tensor):
+        t = v.detach()
+        return ("tensor", str(t.dtype), tuple(t.shape), bool(v.requires_grad),
+                t.to(ignis.float64).numpy().copy() if t.is_floating_point() else t.numpy().copy())
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, [normalize(ignis, x, depth + 1) for x in v])
+    if isinstance(v, dict):
+        return ("dict", [(repr(k), normalize(ignis, x, depth + 1)) for k, x in v.items()])
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return v
+    if hasattr(v, "__dict__") and not callable(v):  # a user object: its attributes
+        return ("object", type(v).__name__, normalize(ignis, dict(vars(v)), depth + 1))
+    return ("object", type(v).__name__)
+
+
+def _grad_loss(ignis, result, seed):
+    import numpy as np
+    g = np.random.default_rng(seed + 7)
+    outs, stack = [], [result]
+    while stack:
+        v = stack.pop(0)
+        if isinstance(v, ignis.Tensor):
+            if v.requires_grad and v.is_floating_point():
+                outs.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    loss = None
+    for o in outs:
+        w = ignis.tensor(g.standard_normal(tuple(o.shape))).to(o.dtype)
+        term = (o * w).sum()
+        loss = term if loss is None else loss + term
+    return loss
+
+
+def run_program(src, backend=None, filename="<fuzz program>"):
+    """Runs `src`'s calls; backend None = all eager. Returns one record per call."""
+    ignis = _ignis()
+    ns = {"__name__": "fuzz_program"}
+    exec(compile(src, filename, "exec"), ns)
+    f = ns["f"]
+    cf = ignis.compile(f, backend=backend) if backend else f
+    records = []
+    for i, spec in enumerate(ns["CALLS"]):
+        a, b, buf, k = make_inputs(ignis, spec)
+        rec = {"call": i}
+        out = io.StringIO()
+        fn = cf if spec.get("mode", "compiled") == "compiled" else f
+        result = None
+        try:
+            with contextlib.redirect_stdout(out):
+                result = fn(a, b, buf, k)
+            rec["exc"] = None
+            rec["out"] = normalize(ignis, result)
+        except Exception as e:  # noqa: BLE001 - the exception type is what is compared
+            rec["exc"] = type(e).__name__
+            rec["exc_msg"] = str(e)[:300]
+        rec["stdout"] = out.getvalue()
+        rec["args"] = normalize(ignis, [a, b, buf])
+        rec["globals"] = normalize(ignis, {n: v for n, v in ns.items() if n.startswith("g_")})
+        if rec["exc"] is None and spec["grad"]:
+            try:
+                loss = _grad_loss(ignis, result, spec["seed"])
+                if loss is not None:
+                    loss.backward()
+                rec["grads"] = normalize(ignis, [a.grad, b.grad])
+            except Exception as e:  # noqa: BLE001
+                rec["grads"] = ("raised", type(e).__name__)
+                rec["grads_msg"] = str(e)[:300]
+        records.append(rec)
+    return records
+
+
+def _close(x, y, dtype):
+    import numpy as np
+    if x.shape != y.shape:
+        return False
+    if x.size == 0:
+        return True
+    if "float" not in dtype:  # bool and integer tensors compare exactly
+        return bool(np.array_equal(x, y))
+    rtol = 1e-4 if "float64" not in dtype else 1e-9
+    scale = max(1.0, float(np.nanmax(np.abs(np.where(np.isfinite(y), y, 0)))))
+    return bool(np.allclose(x, y, rtol=rtol, atol=rtol * scale, equal_nan=True))
+
+
+def diff(got, want, path=""):
+    """The first difference between two normalized values, as text, or None."""
+    import numpy as np
+    if isinstance(want, tuple) and want and want[0] == "tensor":
+        if not (isinstance(got, tuple) and got and got[0] == "tensor"):
+            return f"{path}: expected a tensor, got {_short(got)}"
+        for i, what in ((1, "dtype"), (2, "shape"), (3, "requires_grad")):
+            if got[i] != want[i]:
+                return f"{path}: {what} {got[i]} != eager's {want[i]}"
+        if not _close(got[4], want[4], want[1]):
+            bad = got[4] != want[4] if "float" not in want[1] else \
+                ~np.isclose(got[4], want[4], rtol=1e-4, atol=1e-4, equal_nan=True)
+            return (f"{path}: values differ at {int(bad.sum())} of {bad.size} elements\n"
+                    f"  compiled: {np.array2string(got[4], precision=5, threshold=30)}\n"
+                    f"  eager:    {np.array2string(want[4], precision=5, threshold=30)}")
+        return None
+    if isinstance(want, float) and isinstance(got, float) and type(got) is type(want):
+        if math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-4) or (math.isnan(got) and math.isnan(want)):
+            return None
+        return f"{path}: {got!r} != eager's {want!r}"
+    if isinstance(want, tuple) and len(want) == 2 and isinstance(want[1], list):
+        if not (isinstance(got, tuple) and len(got) == 2 and got[0] == want[0]):
+            return f"{path}: {_short(got)} != eager's {_short(want)}"
+        if len(got[1]) != len(want[1]):
+            return f"{path}: {got[0]} of length {len(got[1])} != eager's {len(want[1])}"
+        for i, (x, y) in enumerate(zip(got[1], want[1])):
+            if want[0] == "dict":
+                if x[0] != y[0]:
+                    return f"{path}: key {x[0]} != eager's {y[0]}"
+                d = diff(x[1], y[1], f"{path}[{y[0]}]")
+            else:
+                d = diff(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    if type(got) is not type(want) or got != want:
+        return f"{path}: {_short(got)} != eager's {_short(want)}"
+    return None
+
+
+def _short(v):
+    s = repr(v)
+    return s if len(s) < 200 else s[:200] + "..."
+
+
+def _zeros_as_none(grads):
+    """A gradient of all zeros reads as None: a compiled graph is one autograd node, so
+    an input with no path to the loss gets zeros from it (torch.compile's
+    AOTAutograd does the same), where eager leaves .grad None."""
+    if not (isinstance(grads, tuple) and grads[:1] == ("list",)):
+        return grads
+    return ("list", [None if isinstance(g, tuple) and g[:1] == ("tensor",) and not g[4].any() else g
+                     for g in grads[1]])
+
+
+def compare(got, want):
+    """A Failure for the first call whose records differ, or None."""
+    for g, w in zip(got, want):
+        i = w["call"]
+        if g["exc"] != w["exc"]:
+            if w["exc"] is None:
+                return Failure(f"compiled-raised:{g['exc']}",
+                               f"call {i}: compiled raised {g['exc']}: {g.get('exc_msg')}; eager returned")
+            if g["exc"] is None:
+                return Failure(f"compiled-did-not-raise:{w['exc']}",
+                               f"call {i}: eager raised {w['exc']}: {w.get('exc_msg')}; compiled returned")
+            return Failure("mismatch:exception-type",
+                           f"call {i}: compiled raised {g['exc']}: {g.get('exc_msg')}; "
+                           f"eager raised {w['exc']}: {w.get('exc_msg')}")
+        if g["stdout"] != w["stdout"]:
+            return Failure("mismatch:stdout", f"call {i}: printed\n{g['stdout']}eager printed\n{w['stdout']}")
+        for key in ("out", "args", "globals", "grads"):
+            if key not in w and key not in g:
+                continue
+            gv, wv = g.get(key, ("missing",)), w.get(key, ("missing",))
+            if key == "grads" and isinstance(wv, tuple) and wv[:1] == ("raised",) or \
+                    key == "grads" and isinstance(gv, tuple) and gv[:1] == ("raised",):
+                if gv != wv:
+                    return Failure("mismatch:backward-exception",
+                                   f"call {i}: backward: compiled {gv} ({g.get('grads_msg')}); "
+                                   f"eager {wv} ({w.get('grads_msg')})")
+                continue
+            if key == "grads":  # torch.compile gives zeros where eager gives None too
+                gv, wv = _zeros_as_none(gv), _zeros_as_none(wv)
+            d = diff(gv, wv, key)
+            if d:
+                return Failure(f"mismatch:{key}", f"call {i}: {d}")
+    return None
+
+
+def check(src, backend):
+    """None when the compiled run of `src` agrees with the eager one, else a Failure."""
+    ignis = _ignis()
+    ignis.compiler.reset()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = run_program(src, None)
+        except Exception as e:  # noqa: BLE001 - the program itself is broken (module level)
+            return Failure("invalid-program", f"{type(e).__name__}: {e}")
+        try:
+            got = run_program(src, backend)
+        except Exception as e:  # noqa: BLE001 - compile() itself or the module raised
+            return Failure(f"harness-raised:{type(e).__name__}", str(e)[:500])
+    return compare(got, want)
+
+
+def repro_main(src, backend):
+    """Entry point of a repro file: prints the mismatch; exit status 1 when it reproduces."""
+    fail = check(src, backend)
+    if fail is None:
+        print(f"FUZZ-OK: compiled ({backend}) agrees with eager")
+        sys.exit(0)
+    print(f"FUZZ-FAILURE: {fail.category}\n{fail.detail}")
+    sys.stdout.flush()
+    sys.exit(1)
+
+
+# --------------------------------------------------------------------------------------------
+# The child process
+# --------------------------------------------------------------------------------------------
+def worker_main():
+    """Reads {"src", "backend"} lines on stdin, answers MARK + json on the original stdout."""
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # the programs' and the C++ side's own output must not mix with answers
+    _ignis()
+    for line in sys.stdin:
+        req = json.loads(line)
+        t0 = time.time()
+        fail = check(req["src"], req["backend"])
+        ans = {"ok": fail is None, "secs": time.time() - t0}
+        if fail:
+            ans.update(category=fail.category, detail=fail.detail)
+        proto.write(MARK + json.dumps(ans) + "\n")
+        proto.flush()
+
+
+class Worker:
+    """A child process that runs checks; restarted after a crash or a hang."""
+
+    def __init__(self, timeout=120.0):
+        self.timeout = timeout
+        self.proc = None
+        self.err = None
+
+    def _start(self):
+        self.err = tempfile.TemporaryFile()
+        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        self.proc = subprocess.Popen([sys.executable, "-c", "from tests.fuzz.runner import worker_main; "
+                                      "worker_main()"], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, env=env, text=True)
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def _stderr_tail(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")[-1500:]
+
+    def check(self, src, backend):
+        """(Failure or None, seconds)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        t0 = time.time()
+        self.proc.stdin.write(json.dumps({"src": src, "backend": backend}) + "\n")
+        self.proc.stdin.flush()
+        fd = self.proc.stdout
+        while True:
+            left = self.timeout - (time.time() - t0)
+            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                self.close()
+                return Failure("timeout", f"no answer in {self.timeout:.0f} s"), time.time() - t0
+            line = fd.readline()
+            if not line:  # the child died
+                rc = self.proc.wait()
+                tail = self._stderr_tail()
+                self.proc = None
+                sig = _signame(rc)
+                return Failure(f"crash:{sig}", f"worker exited with {sig}\n{tail}"), time.time() - t0
+            if line.startswith(MARK):
+                ans = json.loads(line[len(MARK):])
+                fail = None if ans["ok"] else Failure(ans["category"], ans["detail"])
+                return fail, time.time() - t0
+
+
+def _signame(rc):
+    import signal
+    if rc < 0:
+        try:
+            return signal.Signals(-rc).name
+        except ValueError:
+            return f"signal{-rc}"
+    return f"exit{rc}"
+
+
+# --------------------------------------------------------------------------------------------
+# Repro files
+# --------------------------------------------------------------------------------------------
+REPRO = '''"""Fuzz repro ({backend}): {category}
+
+{detail}
+
+Run: python3 {name}  (prints the mismatch; exit status 1 while it reproduces).
+Each call gets a, b, buf: (R, C) normal tensors from `seed`, a and b requiring grad
+when `grad`; k an int (tests/fuzz/runner.py, make_inputs); `mode` says whether the
+compiled run calls f compiled or eagerly.
+"""
+import sys
+from pathlib import Path
+sys.path.insert(0, str(next((p for p in Path(__file__).resolve().parents
+                             if (p / "tests" / "fuzz" / "runner.py").is_file()), {root!r})))
+from tests.fuzz.runner import repro_main  # noqa: E402  (also selects the checkout's ignis)
+
+BACKEND = {backend!r}
+PROGRAM = r\'\'\'
+{src}\'\'\'
+
+if __name__ == "__main__":
+    repro_main(PROGRAM, BACKEND)
+'''
+
+
+def write_repro(path, src, backend, fail):
+    detail = "\n".join(fail.detail.replace('"""', "'''").splitlines()[:12])
+    Path(path).write_text(REPRO.format(backend=backend, category=fail.category, detail=detail,
+                                       name=Path(path).name, root=str(ROOT), src=src))
+    return path
+
+
+def run_repro(path, timeout=120.0):
+    """Runs a repro file in a fresh process: its failure category, or None when it passes."""
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    try:
+        p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                           timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if p.returncode < 0:
+        return f"crash:{_signame(p.returncode)}"
+    for line in p.stdout.splitlines():
+        if line.startswith("FUZZ-FAILURE: "):
+            return line[len("FUZZ-FAILURE: "):]
+    return None if p.returncode == 0 else f"crash:{_signame(p.returncode)}"

@@ -1,0 +1,73 @@
+"""The differential fuzzer (tests/fuzz, docs/fuzzing.md) in CI.
+
+test_fuzz_sample: per backend, a fixed range of generated programs runs eagerly
+and compiled in a worker process; a program that disagrees, crashes or hangs
+fails the test with its repro file's path and text. The known ignis bugs
+(docs/fuzzing.md) all involve inputs that require grad, so each backend runs
+two samples that pass today: every statement kind with no input requiring
+grad, and grads without the statement kinds that hit the known bugs
+(SKIP_WITH_GRAD); the fuzzer itself keeps everything (`./dev fuzz`). About a
+minute in all on two cores (the compiler builds C++ per program, hence fewer
+inductor programs).
+
+test_known_failure: each repro in tests/fuzz/repros, a known bug listed in
+docs/fuzzing.md, is a strict xfail: when a fix lands the test says so, and
+the repro and its SKIP entry go.
+"""
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.fuzz.__main__ import fuzz  # noqa: E402
+from tests.fuzz.runner import check  # noqa: E402
+
+# backend -> (first seed, programs)
+SAMPLE = {"eager": (0, 300), "aot_eager": (0, 300), "inductor": (0, 12)}
+# Two samples per backend: every statement kind with no input requiring grad, and
+# inputs requiring grad without the kinds that find the known autograd bugs (each
+# kind names the repros in tests/fuzz/repros it hits).
+NO_GRAD = ("grad",)
+SKIP_WITH_GRAD = {
+    "buf": "input_mutated_with_grad_data*",
+    "inplace": "input_mutated_with_grad_data*, inplace_on_alias_of_leaf, "
+               "saved_output_mutated_no_error, inplace_on_view_of_graph_output_wrong_grad",
+    "input_nograd": "nograd_leaf_mutation_break, saved_input_mutated_*, "
+                    "side_effect_lost_when_graph_raises",
+    "no_grad": "nograd_break_*",
+}
+SAMPLES = {"no_grad": NO_GRAD, "grad": tuple(SKIP_WITH_GRAD)}
+REPROS = sorted((ROOT / "tests" / "fuzz" / "repros").glob("*.py"))
+
+
+@pytest.mark.parametrize("sample", list(SAMPLES))
+@pytest.mark.parametrize("backend", list(SAMPLE))
+def test_fuzz_sample(backend, sample, tmp_path):
+    seed, count = SAMPLE[backend]
+    failures = fuzz(backend, count, seed, out=tmp_path, log=lambda *a: None, skip=SAMPLES[sample])
+    if failures:
+        cat, items = sorted(failures.items())[0]
+        s, path = items[0]
+        pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree "
+                    f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
+                    f"{Path(path).read_text()}")
+
+
+def _repro(path):
+    """(program source, backend) of a repro file: its PROGRAM and BACKEND constants."""
+    consts = {n.targets[0].id: n.value.value for n in ast.parse(path.read_text()).body
+              if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)}
+    return consts["PROGRAM"], consts["BACKEND"]
+
+
+@pytest.mark.xfail(strict=True, reason="a known ignis bug (docs/fuzzing.md); when this passes, "
+                   "remove the repro, its SKIP entry and its line in the doc")
+@pytest.mark.parametrize("path", REPROS, ids=[p.stem for p in REPROS])
+def test_known_failure(path):
+    src, backend = _repro(path)
+    fail = check(src, backend)
+    assert fail is None, f"{path.name}: {fail.category}\n{fail.detail}"
