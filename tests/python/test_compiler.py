@@ -517,3 +517,17 @@ def test_mm_variants_match_eager():
     b[0, 0] = float("nan")
     out, _ = compile_and_count(lambda a, b: ignis.addmm(b, a, ignis.eye(3), beta=0), a, b)
     assert not bool(ignis.isnan(out).any())
+
+
+def test_bool_tensor_against_a_python_int_compares_as_eager():
+    # Eager promotes to int64 (True < 3); converting 3 to bool would be wrong.
+    t = ignis.tensor([True, False])
+    for op in (ignis.eq, ignis.ne, ignis.lt, ignis.le, ignis.gt, ignis.ge):
+        out, _ = compile_and_count(lambda t: op(t, 3), t)
+        assert out.tolist() == op(t, 3).tolist(), op
+
+
+def test_views_of_zero_size_tensors_lower():
+    a, b = ignis.randn(3, 0), ignis.randn(0, 3)
+    out, _ = compile_and_count(lambda a, b: a.view(0, 3) + b, a, b)
+    assert out.shape == (0, 3)

@@ -194,22 +194,13 @@ def check_gradients(fn, eager_fn, args, kwargs, what, *, wanted=None, outputs=No
 # --------------------------------------------------------------------------------
 _ABS_BOOL = ("abs's meta rule accepts bool (eager's kernel raises NotImplementedError), so the "
              "compiled graph returns the input instead of raising (abs_bool_does_not_raise.py)")
-_BOOL_CMP = ("bool tensor vs a Python int: the kernel converts the constant to bool (3 -> True) "
-             "instead of comparing in the promoted int64 (bool_compare_int_scalar.py)")
 KNOWN_BUGS = {
     **{f"abs-bool-{layout}": _ABS_BOOL for layout in
        ("contiguous", "broadcast", "transposed", "sliced", "zero_size", "zero_dim", "large")},
-    # gt and le agree with eager for 3 by coincidence
-    **{f"{op}-bool-scalar": _BOOL_CMP for op in ("eq", "ne", "lt", "ge")},
     "grad-amin-step_d2-zero_size": (
         "AOT's joint trace of amin's backward with a zero-size result of rank >= 2 ([2, 0]) fails "
         "('a fake tensor ... was not produced by this trace'): falls back to eager "
         "(amin_zero_size_backward.py)"),
-    **{f"grad-{v}_output-zero_size": (
-        "the backward adds the view's gradient reshaped [2, 0] -> [0, 3, 4]: lowering a view of a "
-        "zero-size tensor with a zero inner dim divides by it ('sym: division by zero in "
-        "floordiv'): falls back to eager (view_of_inner_zero_size.py)")
-       for v in ("view-split_dim", "expand-lead")},
     **{f"native_layer_norm_backward-1-{dt}": (
         "capture graph-breaks on an op returning a tuple with None entries (no weight/bias: "
         "(grad_input, None, None)) (layer_norm_backward_none_outputs.py)")

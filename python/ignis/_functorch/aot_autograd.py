@@ -131,7 +131,19 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved):
         # so that the input keeps its history.
         fw_outs = [o.detach() if any(o is a for a in args) else o for o in fw_outs]
 
+        # Saved tensors are checked as eager autograd checks them: one written
+        # in place after the forward (an input, or an output the user
+        # mutates) would make the backward silently wrong.
+        versions = [t._version if isinstance(t, ignis.Tensor) else None for t in saved]
+
         def backward(*grads):
+            for t, v in zip(saved, versions):
+                if v is not None and t._version != v:
+                    raise RuntimeError(
+                        "one of the variables needed for gradient computation has been "
+                        f"modified by an inplace operation: [{t.dtype}, {list(t.shape)}] is at "
+                        f"version {t._version}; expected version {v} instead "
+                        "(a tensor saved by a compiled graph)")
             tangents = [g if g is not None else zeros_like(o)
                         for g, o, need in zip(grads, fw_outs, tangent_mask) if need]
             return tuple(compiled_bw(*saved, *tangents))

@@ -239,9 +239,12 @@ class Lowering {
     if (fn == "clamp_min_max" || dt == ScalarType::Undefined) return {};
     if (scalar_arity(fn) != int(pc.operands.size())) return {};
     if (!is_float_dtype(dt) && !is_integer_safe(fn)) return {};
-    // A float number operand of integer math: eager would promote; leave it.
-    for (const Value& a : pc.operands)
+    // A number operand that eager would promote the tensor for (a float
+    // with integer tensors, any number with bool ones): leave it to eager.
+    for (const Value& a : pc.operands) {
       if (a.kind() == Value::Kind::Double && !is_float_dtype(dt)) return {};
+      if (a.kind() == Value::Kind::Int && dt == ScalarType::Bool) return {};
+    }
     pc.kind = fn == "where" ? PwKind::Where : PwKind::Call;
     pc.fn = fn;
     pc.compute = compute_type(dt);
@@ -758,7 +761,13 @@ class Lowering {
     int64_t in_rank = int64_t(is.size()), out_rank = int64_t(os.size());
     const std::string& name = n->target().op->schema().name;
     std::function<Coords(const Coords&)> remap;
-    if (name == "view" || name == "_unsafe_view" || name == "reshape") {
+    bool empty = std::find(os.begin(), os.end(), 0) != os.end() ||
+                 std::find(is.begin(), is.end(), 0) != is.end();
+    if (empty) {
+      // No element is ever read: any coordinates do (and index arithmetic
+      // over a size-0 dim would divide by zero).
+      remap = [in_rank](const Coords&) { return Coords(size_t(in_rank), Expr(0)); };
+    } else if (name == "view" || name == "_unsafe_view" || name == "reshape") {
       std::vector<Expr> ie = exprs(is), oe = exprs(os);
       remap = [ie, oe](const Coords& c) {
         return sym::unravel_index(sym::simplify(sym::ravel_index(c, oe)), ie);

@@ -32,25 +32,25 @@ namespace ignis::scalar_ops {
   struct Name {                                      \
     static constexpr const char* name = op_name;     \
     template <typename T>                            \
-    T operator()(T x) const { return __VA_ARGS__; }  \
+    IGNIS_ALWAYS_INLINE T operator()(T x) const { return __VA_ARGS__; }  \
   };
 #define IGNIS_PREDICATE_OP(Name, op_name, ...)          \
   struct Name {                                        \
     static constexpr const char* name = op_name;       \
     template <typename T>                              \
-    bool operator()(T x) const { return __VA_ARGS__; } \
+    IGNIS_ALWAYS_INLINE bool operator()(T x) const { return __VA_ARGS__; } \
   };
 #define IGNIS_BINARY_OP(Name, op_name, ...)                \
   struct Name {                                           \
     static constexpr const char* name = op_name;          \
     template <typename T>                                 \
-    T operator()(T a, T b) const { return __VA_ARGS__; }  \
+    IGNIS_ALWAYS_INLINE T operator()(T a, T b) const { return __VA_ARGS__; }  \
   };
 #define IGNIS_COMPARE_OP(Name, op_name, ...)                  \
   struct Name {                                              \
     static constexpr const char* name = op_name;             \
     template <typename T>                                    \
-    bool operator()(T a, T b) const { return __VA_ARGS__; }  \
+    IGNIS_ALWAYS_INLINE bool operator()(T a, T b) const { return __VA_ARGS__; }  \
   };
 
 // ---- unary ----------------------------------------------------------------------
@@ -95,7 +95,7 @@ IGNIS_UNARY_OP(Square, "square", x * x)
 struct BitwiseNot {
   static constexpr const char* name = "bitwise_not";
   template <typename T>
-  T operator()(T x) const {
+  IGNIS_ALWAYS_INLINE T operator()(T x) const {
     if constexpr (std::is_same_v<T, bool>) return !x;
     else return T(~x);
   }
@@ -119,21 +119,21 @@ IGNIS_PREDICATE_OP(SignBit, "signbit", std::signbit(double(x)))
 struct Softplus {
   static constexpr const char* name = "softplus";
   template <typename T>
-  T operator()(T x, T beta, T threshold) const {
+  IGNIS_ALWAYS_INLINE T operator()(T x, T beta, T threshold) const {
     return x * beta > threshold ? x : T(std::log1p(cpu::vexp(x * beta)) / beta);
   }
 };
 struct LeakyRelu {
   static constexpr const char* name = "leaky_relu";
   template <typename T>
-  T operator()(T x, T negative_slope) const { return x > T(0) ? x : x * negative_slope; }
+  IGNIS_ALWAYS_INLINE T operator()(T x, T negative_slope) const { return x > T(0) ? x : x * negative_slope; }
 };
 // elu(x, alpha, scale, input_scale), with negcoef = alpha * scale (computed
 // in double, then converted) and poscoef = scale.
 struct Elu {
   static constexpr const char* name = "elu";
   template <typename T>
-  T operator()(T x, T negcoef, T poscoef, T input_scale) const {
+  IGNIS_ALWAYS_INLINE T operator()(T x, T negcoef, T poscoef, T input_scale) const {
     return x > T(0) ? x * poscoef : T(std::expm1(x * input_scale)) * negcoef;
   }
 };
@@ -142,7 +142,7 @@ IGNIS_UNARY_OP(LogSigmoid, "logsigmoid",
 struct Hardtanh {
   static constexpr const char* name = "hardtanh";
   template <typename T>
-  T operator()(T x, T min_val, T max_val) const {
+  IGNIS_ALWAYS_INLINE T operator()(T x, T min_val, T max_val) const {
     return x != x ? x : (x < min_val ? min_val : (x > max_val ? max_val : x));
   }
 };
@@ -151,7 +151,7 @@ struct Hardtanh {
 struct GeluBackward {
   static constexpr const char* name = "gelu_backward";
   template <typename T>
-  T operator()(T g, T x) const {
+  IGNIS_ALWAYS_INLINE T operator()(T g, T x) const {
     T cdf = T(0.5) * (T(1) + cpu::verf(x * T(0.70710678118654752440)));
     T pdf = cpu::vexp(T(-0.5) * x * x) * T(0.39894228040143267794);
     return g * (cdf + x * pdf);
@@ -160,7 +160,7 @@ struct GeluBackward {
 struct GeluBackwardTanh {
   static constexpr const char* name = "gelu_backward_tanh";
   template <typename T>
-  T operator()(T g, T x) const {
+  IGNIS_ALWAYS_INLINE T operator()(T g, T x) const {
     constexpr double k = 0.79788456080286535588, a = 0.044715;
     T t = cpu::vtanh(T(k) * (x + T(a) * x * x * x));
     T d = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(k) * (T(1) + T(3 * a) * x * x);
@@ -173,7 +173,7 @@ struct GeluBackwardTanh {
 struct Add {
   static constexpr const char* name = "add";
   template <typename T>
-  T operator()(T a, T b, T alpha) const {
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b, T alpha) const {
     if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
     else return a + alpha * b;
   }
@@ -181,13 +181,13 @@ struct Add {
 struct Sub {
   static constexpr const char* name = "sub";
   template <typename T>
-  T operator()(T a, T b, T alpha) const { return Add()(a, b, T(-alpha)); }
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b, T alpha) const { return Add()(a, b, T(-alpha)); }
 };
 // rsub(self, other, alpha) = other - alpha * self.
 struct Rsub {
   static constexpr const char* name = "rsub";
   template <typename T>
-  T operator()(T self, T other, T alpha) const { return other - alpha * self; }
+  IGNIS_ALWAYS_INLINE T operator()(T self, T other, T alpha) const { return other - alpha * self; }
 };
 IGNIS_BINARY_OP(Mul, "mul", std::is_same_v<T, bool> ? T(a && b) : T(a * b))
 IGNIS_BINARY_OP(Maximum, "maximum", (a != a) ? a : ((b != b) ? b : (a > b ? a : b)))
@@ -217,7 +217,7 @@ IGNIS_BINARY_OP(Div, "div", a / b)
 struct DivTrunc {
   static constexpr const char* name = "div_trunc";
   template <typename T>
-  T operator()(T a, T b) const {
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return a;
     else if constexpr (std::is_integral_v<T>) return detail::div_overflows(a, b) ? a : T(a / b);
     else return std::trunc(a / b);
@@ -227,7 +227,7 @@ struct DivTrunc {
 struct DivFloor {
   static constexpr const char* name = "div_floor";
   template <typename T>
-  T operator()(T a, T b) const {
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
       if constexpr (std::is_same_v<T, bool>) {
         return a;
@@ -257,7 +257,7 @@ struct DivFloor {
 struct Fmod {
   static constexpr const char* name = "fmod";
   template <typename T>
-  T operator()(T a, T b) const {
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return false;
     else if constexpr (std::is_integral_v<T>) return detail::div_overflows(a, b) ? T(0) : T(a % b);
     else return std::fmod(a, b);
@@ -267,7 +267,7 @@ struct Fmod {
 struct Remainder {
   static constexpr const char* name = "remainder";
   template <typename T>
-  T operator()(T a, T b) const {
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) {
       return false;
     } else {
@@ -282,7 +282,7 @@ struct Remainder {
 struct Pow {
   static constexpr const char* name = "pow";
   template <typename T>
-  T operator()(T base, T exp) const {
+  IGNIS_ALWAYS_INLINE T operator()(T base, T exp) const {
     if constexpr (!std::is_integral_v<T>) {
       return std::pow(base, exp);
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -319,48 +319,48 @@ IGNIS_COMPARE_OP(LogicalXor, "logical_xor", (a != T(0)) != (b != T(0)))
 struct Where {
   static constexpr const char* name = "where";
   template <typename T>
-  T operator()(T cond, T a, T b) const { return cond != T(0) ? a : b; }
+  IGNIS_ALWAYS_INLINE T operator()(T cond, T a, T b) const { return cond != T(0) ? a : b; }
 };
 // NaN propagates from x and from the bound.
 struct ClampMin {
   static constexpr const char* name = "clamp_min";
   template <typename T>
-  T operator()(T x, T lo) const { return (x != x) ? x : (lo != lo ? lo : (x < lo ? lo : x)); }
+  IGNIS_ALWAYS_INLINE T operator()(T x, T lo) const { return (x != x) ? x : (lo != lo ? lo : (x < lo ? lo : x)); }
 };
 struct ClampMax {
   static constexpr const char* name = "clamp_max";
   template <typename T>
-  T operator()(T x, T hi) const { return (x != x) ? x : (hi != hi ? hi : (x > hi ? hi : x)); }
+  IGNIS_ALWAYS_INLINE T operator()(T x, T hi) const { return (x != x) ? x : (hi != hi ? hi : (x > hi ? hi : x)); }
 };
 // clamp(self, min, max) with both bounds; with one, it is clamp_min or clamp_max.
 struct Clamp {
   static constexpr const char* name = "clamp";
   template <typename T>
-  T operator()(T x, T lo, T hi) const { return ClampMax()(ClampMin()(x, lo), hi); }
+  IGNIS_ALWAYS_INLINE T operator()(T x, T lo, T hi) const { return ClampMax()(ClampMin()(x, lo), hi); }
 };
 // PyTorch's formulation: exact at weight 0 and 1.
 struct Lerp {
   static constexpr const char* name = "lerp";
   template <typename T>
-  T operator()(T a, T b, T w) const {
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b, T w) const {
     return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
   }
 };
 struct Addcmul {
   static constexpr const char* name = "addcmul";
   template <typename T>
-  T operator()(T self, T t1, T t2, T value) const { return self + value * t1 * t2; }
+  IGNIS_ALWAYS_INLINE T operator()(T self, T t1, T t2, T value) const { return self + value * t1 * t2; }
 };
 struct Addcdiv {
   static constexpr const char* name = "addcdiv";
   template <typename T>
-  T operator()(T self, T t1, T t2, T value) const { return self + value * t1 / t2; }
+  IGNIS_ALWAYS_INLINE T operator()(T self, T t1, T t2, T value) const { return self + value * t1 / t2; }
 };
 // masked_fill(self, mask, value): the mask arrives in the compute type.
 struct MaskedFill {
   static constexpr const char* name = "masked_fill";
   template <typename T>
-  T operator()(T x, T mask, T value) const { return mask != T(0) ? value : x; }
+  IGNIS_ALWAYS_INLINE T operator()(T x, T mask, T value) const { return mask != T(0) ? value : x; }
 };
 
 #undef IGNIS_UNARY_OP

@@ -8,9 +8,16 @@
 #include <cstdint>
 #include <cstring>
 
+// Always inlined: a generated kernel fuses dozens of these into one loop,
+// and a call left out-of-line (GCC 13's inliner stops early in big bodies)
+// makes the whole loop scalar.
+#ifndef IGNIS_ALWAYS_INLINE
+#define IGNIS_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
 namespace ignis::cpu {
 
-inline float vexp(float x) {
+IGNIS_ALWAYS_INLINE float vexp(float x) {
   const float lo = -87.33654f, hi = 88.72283f;
   float xc = x < lo ? lo : (x > hi ? hi : x);
   float n = std::floor(xc * 1.44269504088896341f + 0.5f);
@@ -30,16 +37,16 @@ inline float vexp(float x) {
   out = x > hi ? INFINITY : out;
   return x != x ? x : out;
 }
-inline double vexp(double x) { return std::exp(x); }
+IGNIS_ALWAYS_INLINE double vexp(double x) { return std::exp(x); }
 
 template <typename T>
-inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
+IGNIS_ALWAYS_INLINE T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 
 // erf and tanh for float: odd rational approximations on a clamped range
 // (erf(+-4) and tanh(+-7.9) round to +-1 in float). Measured against the
 // double-precision functions on a 1e-5 grid over [-10, 10] and on tiny
 // arguments: max relative error 4.2e-7 (erf) and 4.0e-7 (tanh).
-inline float verf(float x) {
+IGNIS_ALWAYS_INLINE float verf(float x) {
   float xc = x < -4.f ? -4.f : (x > 4.f ? 4.f : x);
   float x2 = xc * xc;
   float p = -2.72614225801306e-10f;
@@ -56,9 +63,9 @@ inline float verf(float x) {
   q = q * x2 - 1.42647390514189e-02f;
   return xc * p / q;
 }
-inline double verf(double x) { return std::erf(x); }
+IGNIS_ALWAYS_INLINE double verf(double x) { return std::erf(x); }
 
-inline float vtanh(float x) {
+IGNIS_ALWAYS_INLINE float vtanh(float x) {
   const float lim = 7.90531110763549805f;
   float xc = x < -lim ? -lim : (x > lim ? lim : x);
   float x2 = xc * xc;
@@ -77,6 +84,6 @@ inline float vtanh(float x) {
   r = std::fabs(x) < 0.0004f ? x : r;
   return x != x ? x : r;
 }
-inline double vtanh(double x) { return std::tanh(x); }
+IGNIS_ALWAYS_INLINE double vtanh(double x) { return std::tanh(x); }
 
 }  // namespace ignis::cpu
