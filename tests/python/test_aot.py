@@ -632,3 +632,24 @@ def test_writes_through_a_base_refresh_the_history_of_its_views():
     f(a, b)[0].pow(2).sum().backward()
     ignis.compile(f, backend="aot_eager")(a2, b)[0].pow(2).sum().backward()
     close(a2.grad, a.grad)
+
+
+def test_a_saved_input_written_in_place_after_the_forward_raises_at_backward():
+    # Eager's saved variables check their version; the compiled backward's
+    # saved tensors must too, or it computes gradients from changed values.
+    def f(a, b):
+        return b * a
+    for backend in ("aot_eager", "inductor"):
+        a = ignis.randn(3, 4, requires_grad=True)
+        b = ignis.randn(3, 4, requires_grad=True)
+        t = ignis.compile(f, backend=backend)(a, b)
+        with ignis.no_grad():
+            a.mul_(0.9)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            t.sum().backward()
+        ae = ignis.randn(3, 4, requires_grad=True)
+        te = f(ae, ignis.randn(3, 4, requires_grad=True))
+        with ignis.no_grad():
+            ae.mul_(0.9)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            te.sum().backward()
