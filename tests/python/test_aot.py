@@ -653,3 +653,32 @@ def test_a_saved_input_written_in_place_after_the_forward_raises_at_backward():
             ae.mul_(0.9)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             te.sum().backward()
+
+
+def test_min_cut_saves_a_forward_output_rather_than_recompute_from_an_input():
+    # t = tanh(b) is returned: saving t costs nothing more than saving b, and
+    # it is what eager saves. Recomputing tanh from b in the backward gave
+    # wrong gradients once b was written after the forward (under no_grad),
+    # and missed eager's error when t itself was written.
+    def f(b):
+        return b.tanh()
+    for backend in ("aot_eager", "inductor"):
+        b = ignis.randn(3, 4, requires_grad=True)
+        be = b.detach().clone().requires_grad_(True)
+        t = ignis.compile(f, backend=backend)(b)
+        te = f(be)
+        with ignis.no_grad():
+            b.add_(0.5)
+            be.add_(0.5)
+        t.sum().backward()
+        te.sum().backward()
+        np.testing.assert_allclose(b.grad.numpy(), be.grad.numpy(), rtol=1e-6)
+
+    def g(a):
+        t1 = a + 1
+        return t1, t1.sin()
+    a = ignis.randn(3, 4, requires_grad=True)
+    t1, t2 = ignis.compile(g)(a)
+    t1.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        t2.sum().backward()

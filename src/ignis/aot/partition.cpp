@@ -433,12 +433,14 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
   }
   const int source = static_cast<int>(2 * n), sink = source + 1;
   const int64_t inf = MaxFlow::kInf;
-  // Capacity = cost * tie_scale + tie, tie in {1, 2, 3}: the tie terms of
+  // Capacity = cost * tie_scale + tie, tie in {1, 2, 3, 4}: the tie terms of
   // any cut sum to less than tie_scale, so they only order cuts of equal
-  // cost: fewer tensors first, then primals before other values before
-  // views (a view's base is the thing worth keeping). Costs are clamped so
-  // that all finite capacities together stay below kInf.
-  const int64_t tie_scale = 3 * static_cast<int64_t>(num_cand) + 1;
+  // cost: fewer tensors first, then forward outputs (alive anyway, and what
+  // eager's formulas save: tanh's result, not its input, so a later write
+  // into the input cannot change the gradient), then primals, then other
+  // values, then views (a view's base is the thing worth keeping). Costs
+  // are clamped so that all finite capacities together stay below kInf.
+  const int64_t tie_scale = 4 * static_cast<int64_t>(num_cand) + 1;
   // A primal the forward writes back into (copy_ of a mutated input) holds
   // its new value once the forward has run: the backward may neither read
   // it (saved) nor recompute from it. Its edge cannot be cut, so whatever
@@ -458,11 +460,13 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
     const int in = static_cast<int>(2 * i), out = in + 1;
     bool only_getitems = !node.users().empty();
     bool materialized = !is_fusible(node);
+    bool fw_output = false;
     bool feeds_bw = j.grad_out[i];
     for (const Node* u : node.users()) {
       if (u->op() == OpKind::Output) {
         materialized = true;
         only_getitems = false;
+        fw_output = true;
         continue;
       }
       size_t ui = j.at(u);
@@ -479,7 +483,10 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
       if (!materialized && !is_primal(node)) cost *= o.unfused_save_penalty;
       int64_t c = std::min(static_cast<int64_t>(cost), max_cost);
       const OpDef* d = def_of(node);
-      int64_t tie = is_primal(node) ? 1 : d && d->category == OpCategory::View ? 3 : 2;
+      int64_t tie = fw_output && !is_primal(node)                 ? 1
+                    : is_primal(node)                               ? 2
+                    : d && d->category == OpCategory::View          ? 4
+                                                                    : 3;
       flow.add_edge(in, out, c * tie_scale + tie);
     }
     if (is_primal(node) || banned[i]) flow.add_edge(source, in, inf);
