@@ -52,6 +52,16 @@ _MODE_OPTIONS = {
 }
 
 
+def _knob(name):
+    """(owner, attribute) of a knob name ("max_fusion_size", "cpp.threads"), or
+    None when there is no such knob."""
+    owner, attr = (cpp, name[4:]) if name.startswith("cpp.") else (sys.modules[__name__], name)
+    if attr.startswith("_") or not hasattr(owner, attr) or callable(getattr(owner, attr)) \
+            or isinstance(getattr(owner, attr), type(sys)):
+        return None
+    return owner, attr
+
+
 def overrides(mode=None, options=None):
     """The knobs torch.compile's `mode` or `options` ask for, checked."""
     if mode not in _MODE_OPTIONS:
@@ -59,8 +69,7 @@ def overrides(mode=None, options=None):
                            f"{', '.join(m for m in _MODE_OPTIONS if m)}")
     out = dict(_MODE_OPTIONS[mode])
     for name, value in (options or {}).items():
-        owner, attr = (cpp, name[4:]) if name.startswith("cpp.") else (sys.modules[__name__], name)
-        if attr.startswith("_") or not hasattr(owner, attr) or callable(getattr(owner, attr)):
+        if _knob(name) is None:
             raise RuntimeError(f"Unexpected optimization option {name}, known options are "
                                f"{', '.join(list_options())}")
         out[name] = value
@@ -69,11 +78,8 @@ def overrides(mode=None, options=None):
 
 def list_options():
     """The knob names options= accepts."""
-    module = sys.modules[__name__]
-    top = [n for n, v in vars(module).items()
-           if not n.startswith("_") and not callable(v) and not isinstance(v, type(sys))]
-    return sorted(top) + sorted(f"cpp.{n}" for n, v in vars(cpp).items()
-                                if not n.startswith("_") and not callable(v))
+    names = list(vars(sys.modules[__name__])) + [f"cpp.{n}" for n in vars(cpp)]
+    return sorted(n for n in names if _knob(n) is not None)
 
 
 def patch(**changes):
@@ -83,13 +89,13 @@ def patch(**changes):
 
     @contextlib.contextmanager
     def _patch():
-        module = sys.modules[__name__]
         saved = []
         try:
             for name, value in changes.items():
-                owner, attr = (cpp, name[4:]) if name.startswith("cpp.") else (module, name)
-                if not hasattr(owner, attr):
+                knob = _knob(name)
+                if knob is None:
                     raise AttributeError(f"ignis._inductor.config has no knob {name!r}")
+                owner, attr = knob
                 saved.append((owner, attr, getattr(owner, attr)))
                 setattr(owner, attr, value)
             yield
@@ -97,4 +103,3 @@ def patch(**changes):
             for owner, attr, value in reversed(saved):
                 setattr(owner, attr, value)
     return _patch()
-

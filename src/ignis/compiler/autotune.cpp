@@ -17,7 +17,6 @@ namespace ignis::compiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using KernelFn = void(char* const*, const cpu::KernelRuntime*);
 
 std::vector<CompilerOptions> variants(const CompilerOptions& base) {
   int all = omp_get_max_threads();

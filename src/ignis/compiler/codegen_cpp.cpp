@@ -113,8 +113,7 @@ class KernelPrinter {
         os_ << " if (" << work << " >= " << grain_ << ")\n";
       }
       for (size_t i = 0; i < k_.outer.size(); ++i)
-        os_ << indent << "for (int64_t " << var(k_.outer[i]) << " = 0; " << var(k_.outer[i])
-            << " < " << sym::to_cpp(k_.outer_sizes[i]) << "; ++" << var(k_.outer[i]) << ") {\n";
+        os_ << indent << loop_header(k_.outer[i], k_.outer_sizes[i]);
       indent = "    ";
     }
     for (size_t s = 0; s < k_.scratch.size(); ++s)
@@ -134,6 +133,12 @@ class KernelPrinter {
   }
 
   static std::string var(sym::Expr v) { return sym::to_cpp(v); }
+
+  // "for (int64_t v = 0; v < size; ++v) {\n"
+  static std::string loop_header(sym::Expr v, sym::Expr size) {
+    std::string n = var(v);
+    return "for (int64_t " + n + " = 0; " + n + " < " + sym::to_cpp(size) + "; ++" + n + ") {\n";
+  }
 
   void declare_pointers() {
     std::vector<bool> used(p_.buffers.size(), false), written(p_.buffers.size(), false);
@@ -236,8 +241,7 @@ class KernelPrinter {
       if (parallel_inner_) os_ << omp_for(last == 0) << "\n";
       for (size_t i = 0; i < k_.inner.size(); ++i) {
         if (i == last && !(parallel_inner_ && last == 0)) os_ << in << "#pragma omp simd\n";
-        os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
-            << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
+        os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
         in += "  ";
       }
       print_body(li, in);
@@ -254,8 +258,7 @@ class KernelPrinter {
     }
     std::string in = ind;
     for (size_t i = 0; i + 1 < k_.inner.size(); ++i) {
-      os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
-          << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
+      os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
       in += "  ";
     }
     std::string rv = var(k_.inner.back());
@@ -356,8 +359,7 @@ class KernelPrinter {
           << ")\n";
     std::string ind = "  ";
     for (size_t i = 0; i + 1 < n; ++i) {
-      os_ << ind << "for (int64_t " << var(k_.outer[i]) << " = 0; " << var(k_.outer[i]) << " < "
-          << sym::to_cpp(k_.outer_sizes[i]) << "; ++" << var(k_.outer[i]) << ") {\n";
+      os_ << ind << loop_header(k_.outer[i], k_.outer_sizes[i]);
     }
     os_ << ind << "for (int64_t chunk = 0; chunk < " << cols << "; chunk += " << kColumns << ") {\n";
     ind = "    ";
@@ -387,8 +389,7 @@ class KernelPrinter {
       std::string in = ind;
       if (l.inner) {
         for (size_t i = 0; i < k_.inner.size(); ++i) {
-          os_ << in << "for (int64_t " << var(k_.inner[i]) << " = 0; " << var(k_.inner[i]) << " < "
-              << sym::to_cpp(k_.inner_sizes[i]) << "; ++" << var(k_.inner[i]) << ") {\n";
+          os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
           in += "  ";
         }
       }

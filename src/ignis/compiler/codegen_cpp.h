@@ -14,8 +14,12 @@
 #include <string>
 
 #include "ignis/compiler/loop_ir.h"
+#include "ignis/kernels/cpu/gemm_epilogue.h"
 
 namespace ignis::compiler {
+
+// The signature of every generated kernel.
+using KernelFn = void(char* const* bufs, const cpu::KernelRuntime* rt);
 
 std::string generate_cpp(const Program& p, const CompilerOptions& options = {});
 // With options per kernel (autotuning's winners): per_kernel[i] for kernel i.

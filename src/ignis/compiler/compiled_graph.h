@@ -8,10 +8,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/loop_ir.h"
 #include "ignis/compiler/memory_plan.h"
 #include "ignis/graph/graph.h"
-#include "ignis/kernels/cpu/gemm_epilogue.h"
 #include "ignis/runtime/code_cache.h"
 
 namespace ignis::compiler {
@@ -42,7 +42,6 @@ class CompiledGraph {
   size_t kernel_count() const { return program_.kernels.size(); }
 
  private:
-  using KernelFn = void(char* const*, const cpu::KernelRuntime*);
   Program program_;
   MemoryPlan plan_;
   std::string source_;

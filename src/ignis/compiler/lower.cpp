@@ -27,27 +27,39 @@ using sym::Expr;
 
 namespace {
 
-// ---- scalar functions: how many operands each takes ------------------------------
+// ---- scalar functions: what scalar_ops.h's structs take and return --------------
 
-template <typename S>
-int arity_of() {
-  if constexpr (std::is_invocable_v<S, float>) return 1;
-  else if constexpr (std::is_invocable_v<S, float, float>) return 2;
-  else if constexpr (std::is_invocable_v<S, float, float, float>) return 3;
-  else if constexpr (std::is_invocable_v<S, float, float, float, float>) return 4;
-  else return -1;
+struct ScalarSignature {
+  int arity = -1;             // operands (-1: unknown name)
+  bool returns_bool = false;  // comparisons, predicates, logical ops
+};
+
+template <typename S, typename... Args>
+ScalarSignature sig() {  // the declared return type: no body is instantiated
+  return {int(sizeof...(Args)), std::is_same_v<std::invoke_result_t<S, Args...>, bool>};
 }
 
-int scalar_arity(const std::string& name) {
-  static const std::unordered_map<std::string, int> table = [] {
-    std::unordered_map<std::string, int> t;
-#define IGNIS_ENTRY(S) t[scalar_ops::S::name] = arity_of<scalar_ops::S>();
+template <typename S>
+ScalarSignature signature_of() {
+  if constexpr (std::is_invocable_v<S, float>) return sig<S, float>();
+  else if constexpr (std::is_invocable_v<S, float, float>) return sig<S, float, float>();
+  else if constexpr (std::is_invocable_v<S, float, float, float>) return sig<S, float, float, float>();
+  else if constexpr (std::is_invocable_v<S, float, float, float, float>)
+    return sig<S, float, float, float, float>();
+  else return ScalarSignature{};
+}
+
+// Read from the structs themselves, so a new scalar function needs no entry here.
+ScalarSignature scalar_signature(const std::string& name) {
+  static const std::unordered_map<std::string, ScalarSignature> table = [] {
+    std::unordered_map<std::string, ScalarSignature> t;
+#define IGNIS_ENTRY(S) t[scalar_ops::S::name] = signature_of<scalar_ops::S>();
     IGNIS_FORALL_SCALAR_OPS(IGNIS_ENTRY)
 #undef IGNIS_ENTRY
     return t;
   }();
   auto it = table.find(name);
-  return it == table.end() ? -1 : it->second;
+  return it == table.end() ? ScalarSignature{} : it->second;
 }
 
 struct Val {
@@ -130,13 +142,7 @@ class Lowering {
     return t.count(fn) != 0;
   }
 
-  // Functions whose result is bool whatever their operands' dtype.
-  static bool returns_bool(const std::string& fn) {
-    static const std::unordered_set<std::string> t = {
-        "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
-        "logical_xor", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit"};
-    return t.count(fn) != 0;
-  }
+
 
   // What a pointwise node computes: a scalar_ops call, a select (where), a
   // copy (identity) or a conversion (cast) of its operands (nodes or
@@ -188,7 +194,7 @@ class Lowering {
     // math runs in its compute type (float for 16-bit floats, rounded once
     // when stored).
     ScalarType dt = out->dtype;
-    if (returns_bool(fn)) {
+    if (scalar_signature(fn).returns_bool) {
       if (dt != ScalarType::Bool) return {};
       dt = ScalarType::Undefined;  // from the operands
     } else if (!is_kernel_dtype(dt)) {
@@ -237,7 +243,7 @@ class Lowering {
       pc.operands.push_back(a);
     }
     if (fn == "clamp_min_max" || dt == ScalarType::Undefined) return {};
-    if (scalar_arity(fn) != int(pc.operands.size())) return {};
+    if (scalar_signature(fn).arity != int(pc.operands.size())) return {};
     if (!is_float_dtype(dt) && !is_integer_safe(fn)) return {};
     // A number operand that eager would promote the tensor for (a float
     // with integer tensors, any number with bool ones): leave it to eager.

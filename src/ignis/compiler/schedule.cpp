@@ -114,9 +114,8 @@ class Scheduler {
       }
     }
     for (const Step& s : externs_)
-      for (const auto& [n, b] : p_.node_buffers)
-        for (graph::Node* in : s.node->input_nodes())
-          if (in == n) read_outside_.insert(b);
+      for (graph::Node* in : s.node->input_nodes())
+        if (int b = p_.buffer_of(in); b >= 0) read_outside_.insert(b);
     for (const ProgramOutput& o : p_.outputs)
       if (o.buffer >= 0) read_outside_.insert(o.buffer);
   }
@@ -676,11 +675,10 @@ class Scheduler {
       }
       for (Store& s : l.stores) s.value = renum[li][size_t(s.value)];
       for (auto& sp : l.spills) sp.first = renum[li][size_t(sp.first)];
-    }
-    for (Reduction& r : k.reductions) {
-      for (size_t li = 0; li < k.loops.size(); ++li)
-        for (int ri : k.loops[li].reductions)
-          if (&k.reductions[size_t(ri)] == &r) r.value = renum[li][size_t(r.value)];
+      for (int r : l.reductions) {
+        int& v = k.reductions[size_t(r)].value;
+        v = renum[li][size_t(v)];
+      }
     }
   }
 
