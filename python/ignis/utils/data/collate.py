@@ -15,6 +15,21 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
+def _same_sequence(template, values):
+    """`values` as a sequence of `template`'s type (a copy of it, for mutable
+    ones, so that subclasses keep their state), or a list when that type
+    cannot be built from one; torch's collate rule."""
+    try:
+        if isinstance(template, collections.abc.MutableSequence):
+            clone = copy.copy(template)
+            for i, v in enumerate(values):
+                clone[i] = v
+            return clone
+        return type(template)(values)
+    except TypeError:
+        return values
+
+
 def default_convert(data):
     """NumPy arrays and scalars -> tensors, through containers; the rest kept."""
     from ... import as_tensor
@@ -41,15 +56,7 @@ def default_convert(data):
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(data):
-                    clone[i] = default_convert(d)
-                return clone
-            return type(data)([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
+        return _same_sequence(data, [default_convert(d) for d in data])
     return data
 
 
@@ -94,13 +101,5 @@ def default_collate(batch):
         transposed = list(zip(*batch))
         if isinstance(elem, tuple):
             return [default_collate(s) for s in transposed]
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, s in enumerate(transposed):
-                    clone[i] = default_collate(s)
-                return clone
-            return type(elem)([default_collate(s) for s in transposed])
-        except TypeError:
-            return [default_collate(s) for s in transposed]
+        return _same_sequence(elem, [default_collate(s) for s in transposed])
     raise TypeError(_ERR.format(type(elem)))
