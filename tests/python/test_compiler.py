@@ -474,6 +474,89 @@ def test_linear_bias_gelu_is_one_gemm_with_its_epilogue():
         close(compiled(x)[0], F.gelu(lin(x)), rtol=1e-5, atol=1e-5)
 
 
+def _program(fn, *args):
+    from ignis._functorch.aot_autograd import trace_joint
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), list(args))
+    return _inductor.compile_fx(gm, None)
+
+
+def test_gemm_epilogue_fuses_through_a_reshape_of_its_output():
+    # A linear over [B, T, C] is a GEMM over [B*T, C] whose result is viewed
+    # back as [B, T, N]: the GELU over the 3-D view runs in the GEMM's
+    # epilogue all the same.
+    ignis.manual_seed(0)
+    lin = nn.Linear(24, 40)
+    x = ignis.randn(3, 7, 24)
+    with ignis.no_grad():
+        compiled = _program(lambda x: F.gelu(lin(x)), x)
+        assert compiled.kernel_count == 1, compiled.program
+        assert "kernel_0_epilogue" in compiled.generated_code
+        close(compiled(x)[0], F.gelu(lin(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_pointwise_chains_fuse_across_aligned_reshapes_only():
+    # y is an output (stored), and a reshape of it feeds more pointwise work.
+    x = ignis.randn(6, 8)
+
+    def f(shape):
+        def g(x):
+            y = x.relu() * 2
+            return y, y.reshape(shape).exp() + 1
+        return g
+
+    # [6, 8] -> [3, 2, 8]: rows split, the inner dim untouched: one kernel.
+    c = _program(f((3, 2, 8)), x)
+    assert c.kernel_count == 1, c.program
+    for got, want in zip(c(x), f((3, 2, 8))(x)):
+        close(got, want)
+    # [6, 8] -> [8, 6] would divide the inner loop variable: two kernels.
+    c = _program(f((8, 6)), x)
+    assert c.kernel_count == 2, c.program
+    for got, want in zip(c(x), f((8, 6))(x)):
+        close(got, want)
+
+
+def test_a_value_reading_many_buffers_is_stored_once():
+    # A residual stream x + a + b + c + d feeds a layer_norm and a column sum
+    # (two kernels): stored once by the first (it reads 5 buffers, more than
+    # realize_reads_threshold) rather than re-read from all five by each.
+    xs = [ignis.randn(4, 32) for _ in range(5)]
+
+    def f(x, a, b, c, d):
+        h = x + a + b + c + d
+        return F.layer_norm(h, (32,)), h.sum(0)
+
+    def loads(c):
+        return c.program.count("= load ")
+
+    compiled = _program(f, *xs)
+    assert compiled.kernel_count == 2, compiled.program
+    out = compiled(*xs)
+    h = xs[0] + xs[1] + xs[2] + xs[3] + xs[4]
+    close(out[0], F.layer_norm(h, (32,)), atol=1e-5)
+    close(out[1], h.sum(0), atol=1e-5)
+    with _inductor.config.patch(realize_reads_threshold=100):
+        inlined = _program(f, *xs)
+    assert loads(compiled) < loads(inlined), (compiled.program, inlined.program)
+
+
+def test_layer_norm_of_a_residual_sum_reads_it_back_from_the_row_scratch():
+    # The sum's three passes each need x + a + b: the first pass spills it,
+    # the later ones read it back.
+    xs = [ignis.randn(8, 64) for _ in range(3)]
+    c = _program(lambda x, a, b: F.layer_norm(x + a + b, (64,)), *xs)
+    assert c.kernel_count == 1
+    assert "scratch0[inner] = " in c.program and "= scratch0[inner]" in c.program
+    close(c(*xs)[0], F.layer_norm(xs[0] + xs[1] + xs[2], (64,)), atol=1e-5)
+
+
+def test_contiguous_after_a_transpose_allocates_no_dead_empty():
+    x = ignis.randn(2, 3, 4, 5)
+    c = _program(lambda x: x.transpose(1, 2).contiguous() * 2, x)
+    assert "extern empty" not in c.program, c.program
+    close(c(x)[0], x.transpose(1, 2).contiguous() * 2)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_gemm_templates_train_like_eager(dtype):
     dt = getattr(ignis, dtype)

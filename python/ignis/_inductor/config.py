@@ -11,6 +11,8 @@ import sys
 # A value with several users is recomputed in each when it has at most this
 # many ops; a costlier one is stored once and read back.
 realize_opcount_threshold = 8
+# ... or when it reads more than this many distinct elements of memory.
+realize_reads_threshold = 4
 # Graph nodes one kernel may fuse.
 max_fusion_size = 64
 # mode="max-autotune" sets this: each kernel's variants (threads, reduction
@@ -32,6 +34,7 @@ def compiler_options():
     """The knobs the C++ compiler reads, as _C._compile_graph's options."""
     return {
         "realize_opcount_threshold": int(realize_opcount_threshold),
+        "realize_reads_threshold": int(realize_reads_threshold),
         "max_fusion_size": int(max_fusion_size),
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),

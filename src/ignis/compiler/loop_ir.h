@@ -165,6 +165,10 @@ struct CompilerOptions {
   // A value with several users is recomputed in each when it has at most
   // this many ops, else stored once (config.realize_opcount_threshold).
   int64_t realize_opcount_threshold = 8;
+  // ... or when it reads more than this many distinct elements of memory
+  // (config.realize_reads_threshold): a residual stream summed over layers
+  // would otherwise re-read every layer's output in every consumer.
+  int64_t realize_reads_threshold = 4;
   // Graph nodes one kernel may fuse (config.max_fusion_size).
   int64_t max_fusion_size = 64;
   // Elements of work below which a kernel runs on one thread

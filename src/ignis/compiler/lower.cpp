@@ -407,16 +407,28 @@ class Lowering {
 
   // The realize policy: a value is computed into a buffer when something
   // needs it in memory, or when several users would each recompute it and
-  // it is not cheap (more than options_.realize_opcount_threshold ops). A cheap value with several
-  // users is recomputed in each (softmax's exp(x - max) feeds the sum and
-  // the quotient: computed in both passes over the row, never stored), as
-  // inductor inlines cheap pointwise values rather than storing them.
+  // it is not cheap: more than options_.realize_opcount_threshold ops, or
+  // reads of more than options_.realize_reads_threshold elements. A cheap
+  // value with several users is recomputed in each (softmax's exp(x - max)
+  // feeds the sum and the quotient: computed in both passes over the row,
+  // never stored), as inductor inlines cheap pointwise values rather than
+  // storing them.
   bool needs_realize(const Node* n) const {
     if (read_as_tensor(n)) return true;
     if (n->users().size() <= 1) return false;
     auto it = vals_.find(n);
-    return it == vals_.end() ||
-           int64_t(it->second.origins.size()) > options_.realize_opcount_threshold;
+    if (it == vals_.end()) return true;
+    const Val& v = it->second;
+    if (int64_t(v.origins.size()) > options_.realize_opcount_threshold) return true;
+    if (v.buffer >= 0) return false;
+    BodyBuilder bb;  // shares equal loads: what is left are distinct elements
+    std::vector<Expr> coords;
+    for (size_t d = 0; d < v.sizes.size(); ++d)
+      coords.push_back(sym::index_var("d" + std::to_string(d), std::max<int64_t>(v.sizes[d], 1)));
+    v.body(bb, coords);
+    int64_t loads = std::count_if(bb.body.begin(), bb.body.end(),
+                                  [](const ScalarNode& s) { return s.kind == ScalarKind::Load; });
+    return loads > options_.realize_reads_threshold;
   }
 
   // ---- buffers ----

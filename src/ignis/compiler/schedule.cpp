@@ -30,6 +30,7 @@
 #include "ignis/compiler/body.h"
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/ops/op_def.h"
 #include "ignis/sym/eval.h"
 #include "ignis/sym/index.h"
 #include "ignis/sym/print.h"
@@ -126,6 +127,7 @@ class Scheduler {
   void run(const std::vector<PendingStep>& order) {
     for (const PendingStep& ps : order) {
       if (ps.extern_step >= 0) {
+        if (dead(externs_[size_t(ps.extern_step)])) continue;
         if (open_)
           log(kernel_name() + " ends before extern " +
               externs_[size_t(ps.extern_step)].op->schema().full_name());
@@ -139,6 +141,18 @@ class Scheduler {
   }
 
  private:
+  // An extern call whose results nothing reads, that writes nothing and
+  // draws no random numbers: the `empty` a functionalized copy wrote into,
+  // once the copy itself became a kernel storing a buffer of its own.
+  bool dead(const Step& s) const {
+    for (int b : s.outputs)
+      if (b >= 0 && (!readers_[size_t(b)].empty() || read_outside_.count(b))) return false;
+    for (const Argument& a : s.op->schema().args)
+      if (a.is_write) return false;
+    const OpDef* def = s.op->def();
+    return def && def->determinism != Determinism::Random;
+  }
+
   void place(int id) {
     bool waits = false;
     for (int d : deferred_)
@@ -169,8 +183,9 @@ class Scheduler {
 
   // A member's own coordinates from the group's (over group.sizes).
   Coords member_coords(const Group& g, const Member& m, const Coords& c) const {
-    if (m.role != Role::Scalar) return c;
     const ComputeNode& n = nodes_[size_t(m.node)];
+    if (m.role == Role::Full && n.sizes != g.sizes) return reshaped_coords(g.sizes, n.sizes, c);
+    if (m.role != Role::Scalar) return c;
     Coords r;
     bool keepdim = n.sizes.size() == g.sizes.size();
     for (size_t d = 0; d < g.sizes.size(); ++d) {
@@ -178,6 +193,36 @@ class Scheduler {
       else if (keepdim) r.push_back(Expr(0));
     }
     return r;
+  }
+
+  // The coordinates over `to` of the element at coordinates c over `from`,
+  // both row-major shapes of the same elements (a reshape).
+  static Coords reshaped_coords(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
+                                const Coords& c) {
+    std::vector<Expr> fs(from.begin(), from.end()), ts(to.begin(), to.end());
+    Coords r = sym::unravel_index(sym::ravel_index(c, fs), ts);
+    for (Expr& e : r) e = sym::simplify(e);
+    return r;
+  }
+
+  // Whether a pointwise node over `sizes` can run in the group's loops
+  // although its shape differs: a reshape of the same elements (a GEMM's
+  // [M, N] output read as [B, T, N]) whose coordinates need no division of
+  // the group's innermost loop variable, so the inner loop stays a plain
+  // stride-1 loop.
+  bool reshapes_group(const Group& g, const ComputeNode& n) const {
+    if (g.has_reduction() || n.is_reduction) return false;
+    int64_t a = 1, b = 1;
+    for (int64_t s : g.sizes) a *= s;
+    for (int64_t s : n.sizes) b *= s;
+    if (a != b || a == 0) return false;
+    if (g.sizes.empty()) return true;
+    Coords c = canonical_coords(g.sizes);
+    const std::vector<size_t>& order = nodes_[size_t(g.members[0].node)].loop_order;
+    size_t innermost = order.empty() ? g.sizes.size() - 1 : order.back();
+    for (const Expr& e : reshaped_coords(g.sizes, n.sizes, c))
+      if (divides_var(e, c[innermost])) return false;
+    return true;
   }
 
   // ---- joining ----
@@ -198,7 +243,7 @@ class Scheduler {
     if (n.gemm) return false;  // a GEMM starts its own kernel
     if (g.gemm) {              // an epilogue: per element of the GEMM's output
       *role = Role::Full;
-      return !n.is_reduction && n.sizes == g.sizes;
+      return !n.is_reduction && (n.sizes == g.sizes || reshapes_group(g, n));
     }
     if (n.is_reduction) {
       if (n.sizes != g.sizes) return false;
@@ -206,7 +251,7 @@ class Scheduler {
       *role = Role::Reduce;
       return true;
     }
-    if (n.sizes == g.sizes) {
+    if (n.sizes == g.sizes || reshapes_group(g, n)) {
       *role = Role::Full;
       return true;
     }
@@ -564,20 +609,36 @@ class Scheduler {
 
   // ---- spills ----
 
-  // Whether recomputing a call costs more than reading it back from a row
-  // in cache: anything beyond a few arithmetic instructions.
-  static bool expensive(const ScalarNode& n) {
+  // What recomputing a node costs, in rough units of one load from a row in
+  // cache: a load 1, a cheap arithmetic call 1, anything else (exp, erf,
+  // div, ...) 4, a constant or a register read 0. A shared operand is
+  // counted at each use: that is what recomputation pays.
+  static int op_cost(const ScalarNode& n) {
     static const std::unordered_set<std::string> cheap = {
         "add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "clamp", "clamp_min",
         "clamp_max", "square", "sign", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
         "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"};
-    return n.kind == ScalarKind::Call && !cheap.count(n.fn);
+    switch (n.kind) {
+      case ScalarKind::Load: return 1;
+      case ScalarKind::Call: return cheap.count(n.fn) ? 1 : 4;
+      case ScalarKind::Cast:
+      case ScalarKind::Where: return 1;
+      case ScalarKind::Ref: return n.scratch >= 0 ? 1 : 0;
+      case ScalarKind::Constant: return 0;
+    }
+    return 1;
   }
 
   // A value a later pass over the row recomputes (softmax's exp(x - max),
-  // needed by the sum and again by the quotient) is written to a per-thread
-  // row scratch by the first pass and read back by the later one: one exp
-  // per element instead of two, the row still in cache.
+  // needed by the sum and again by the quotient; a residual stream's sum of
+  // four loads, needed by layer_norm's three passes) is written to a
+  // per-thread row scratch by the first pass and read back by the later
+  // one, the row still in cache. Worth it when recomputing costs more than
+  // the write and the read-back (cost >= kSpillCost). Each pass spills the
+  // largest recomputed values it needs, so their operands are not spilled
+  // too.
+  static constexpr int kSpillCost = 4;
+
   void spill_recomputed(Kernel& k) const {
     if (k.inner.empty()) return;
     // Structural hashes of every node, loop by loop (Ref of a scalar-block
@@ -598,6 +659,7 @@ class Scheduler {
         mix(std::hash<std::string>()(n.fn));
         mix(uint64_t(n.acc + 1));
         mix(uint64_t(n.loop + 1) * 31 + uint64_t(n.node + 1));
+        mix(uint64_t(n.scratch + 1));
         for (int a : n.args) mix(h[li][size_t(a)]);
         h[li].push_back(x);
       }
@@ -605,29 +667,47 @@ class Scheduler {
     std::unordered_map<uint64_t, std::pair<int, int>> first;  // hash -> (loop, node)
     for (size_t li = 0; li < k.loops.size(); ++li) {
       Loop& l = k.loops[li];
-      if (!l.inner) continue;
+      std::vector<int> cost(l.body.size(), 0);
       for (size_t ni = 0; ni < l.body.size(); ++ni) {
-        auto it = first.find(h[li][ni]);
-        if (it == first.end()) {
-          first.emplace(h[li][ni], std::make_pair(int(li), int(ni)));
+        cost[ni] = op_cost(l.body[ni]);
+        for (int a : l.body[ni].args) cost[ni] = std::min(cost[ni] + cost[size_t(a)], 1 << 20);
+      }
+      // Back to front from what the pass must produce: a needed node that an
+      // earlier inner pass computed, and that costs enough, is read back;
+      // otherwise its operands are needed.
+      std::vector<bool> needed(l.body.size(), false);
+      for (const Store& s : l.stores) needed[size_t(s.value)] = true;
+      for (int r : l.reductions) needed[size_t(k.reductions[size_t(r)].value)] = true;
+      for (const auto& sp : l.spills) needed[size_t(sp.first)] = true;
+      for (size_t lj = li + 1; lj < k.loops.size(); ++lj)
+        for (const ScalarNode& n : k.loops[lj].body)
+          if (n.kind == ScalarKind::Ref && n.loop == int(li)) needed[size_t(n.node)] = true;
+      for (size_t ni = l.body.size(); ni-- > 0;) {
+        if (!needed[ni]) continue;
+        auto it = l.inner ? first.find(h[li][ni]) : first.end();
+        if (it != first.end() && cost[ni] >= kSpillCost) {
+          Loop& src = k.loops[size_t(it->second.first)];
+          int s = -1;
+          for (const auto& [node, scratch] : src.spills)
+            if (node == it->second.second) s = scratch;
+          if (s < 0) {
+            s = int(k.scratch.size());
+            k.scratch.push_back(l.body[ni].dtype);
+            src.spills.emplace_back(it->second.second, s);
+          }
+          ScalarNode ref;
+          ref.kind = ScalarKind::Ref;
+          ref.dtype = l.body[ni].dtype;
+          ref.scratch = s;
+          l.body[ni] = ref;
           continue;
         }
-        if (it->second.first == int(li) || !expensive(l.body[ni])) continue;
-        Loop& src = k.loops[size_t(it->second.first)];
-        int s = -1;
-        for (const auto& [node, scratch] : src.spills)
-          if (node == it->second.second) s = scratch;
-        if (s < 0) {
-          s = int(k.scratch.size());
-          k.scratch.push_back(l.body[ni].dtype);
-          src.spills.emplace_back(it->second.second, s);
-        }
-        ScalarNode ref;
-        ref.kind = ScalarKind::Ref;
-        ref.dtype = l.body[ni].dtype;
-        ref.scratch = s;
-        l.body[ni] = ref;
+        for (int a : l.body[ni].args) needed[size_t(a)] = true;
       }
+      // What this pass computes, later passes may read back.
+      if (!l.inner) continue;
+      for (size_t ni = 0; ni < l.body.size(); ++ni)
+        if (needed[ni]) first.emplace(h[li][ni], std::make_pair(int(li), int(ni)));
     }
     prune(k);
   }

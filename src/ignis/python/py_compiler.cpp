@@ -125,6 +125,7 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
     const std::pair<const char*, int64_t*> fields[] = {
         {"max_autotune", &max_autotune},
         {"realize_opcount_threshold", &o.realize_opcount_threshold},
+        {"realize_reads_threshold", &o.realize_reads_threshold},
         {"max_fusion_size", &o.max_fusion_size},
         {"min_parallel_elements", &o.min_parallel_elements},
         {"threads", &o.threads},
