@@ -614,3 +614,22 @@ def test_views_of_zero_size_tensors_lower():
     a, b = ignis.randn(3, 0), ignis.randn(0, 3)
     out, _ = compile_and_count(lambda a, b: a.view(0, 3) + b, a, b)
     assert out.shape == (0, 3)
+
+
+def test_profile_bandwidth_times_every_step():
+    from ignis._inductor import step_profile
+    step_profile.reset()
+    x = ignis.randn(64, 32)
+    w = ignis.randn(32, 16)
+    with _inductor.config.patch(profile_bandwidth=True):
+        compiled = _program(lambda x, w: (x @ w).relu().sum(-1) + x.sum(-1)[:1], x, w)
+    for _ in range(3):
+        compiled(x, w)
+    rows = step_profile.rows()
+    assert rows and all(calls == 3 for _, _, _, calls, _ in rows)
+    kernels = [r for r in rows if "kernel_" in r[1]]
+    assert kernels and all(nbytes > 0 and seconds > 0 for _, _, nbytes, _, seconds in kernels)
+    text = step_profile.report()
+    assert "kernel_0" in text and "GB/s" in text
+    step_profile.reset()
+    assert "no compiled graph" in step_profile.report()

@@ -3,7 +3,7 @@ import sys
 
 from .. import _C
 from .._logging import _enabled
-from . import config, metrics
+from . import config, metrics, step_profile
 
 
 
@@ -15,6 +15,8 @@ def compile_fx(gm, example_inputs):
     constants = getattr(gm, "_aot_constants", None) or {}
     compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options())
     metrics.generated_kernel_count += compiled.kernel_count
+    if config.profile_bandwidth:
+        step_profile.register(compiled, f"graph_{len(step_profile._graphs)}")
     report, measured = compiled.autotune
     if measured:  # a progress report, as torch's AUTOTUNE lines
         sys.stderr.write("".join(f"[autotune] {line}\n" for line in report.splitlines()))

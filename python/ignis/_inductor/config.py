@@ -6,6 +6,7 @@ of the moment, e.g.
     config.max_fusion_size = 16
     config.cpp.threads = 4
 """
+import os
 import sys
 
 # A value with several users is recomputed in each when it has at most this
@@ -18,6 +19,10 @@ max_fusion_size = 64
 # mode="max-autotune" sets this: each kernel's variants (threads, reduction
 # lanes) are timed on this machine once and the fastest kept (cached on disk).
 max_autotune = False
+# Time every step (kernel or extern call) of graphs compiled from now on, and
+# print the slowest with their bandwidth when the process exits
+# (ignis._inductor.step_profile.report()). Costs a clock read per step.
+profile_bandwidth = os.environ.get("IGNIS_PROFILE_BANDWIDTH", "0") not in ("", "0")
 
 
 class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)

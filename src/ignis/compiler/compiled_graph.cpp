@@ -1,5 +1,8 @@
 #include "ignis/compiler/compiled_graph.h"
 
+#include <chrono>
+#include <set>
+
 #include "ignis/compiler/autotune.h"
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/lower.h"
@@ -41,7 +44,48 @@ Tensor conform(const Tensor& t, const Buffer& b) {
   return out;
 }
 
+// The bytes kernel k must move: every buffer it reads or writes, once.
+int64_t kernel_bytes(const Program& p, const Kernel& k) {
+  std::set<int> touched(k.outputs.begin(), k.outputs.end());
+  for (const Loop& l : k.loops)
+    for (const ScalarNode& n : l.body)
+      if (n.kind == ScalarKind::Load) touched.insert(n.buffer);
+  if (k.gemm) touched.insert({k.gemm->a, k.gemm->b, k.gemm->c});
+  int64_t bytes = 0;
+  for (int b : touched) {
+    const Buffer& buf = p.buffers[size_t(b)];
+    int64_t n = 1;
+    for (const sym::Expr& s : buf.sizes) n *= s.value();
+    bytes += n * int64_t(element_size(buf.dtype));
+  }
+  return bytes;
+}
+
 }  // namespace
+
+void CompiledGraph::enable_profile(bool on) {
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  profiling_ = on;
+  if (!on || !profile_.empty()) return;
+  for (const Step& s : program_.steps) {
+    StepProfile row;
+    if (s.kind == Step::Kind::RunKernel) {
+      const Kernel& k = program_.kernels[size_t(s.kernel)];
+      row.label = k.name + " (";
+      for (size_t i = 0; i < k.origins.size() && i < 4; ++i) row.label += (i ? ", " : "") + k.origins[i];
+      row.label += k.origins.size() > 4 ? ", ...)" : ")";
+      row.bytes = kernel_bytes(program_, k);
+    } else {
+      row.label = (s.view ? "view " : "extern ") + s.op->schema().full_name();
+    }
+    profile_.push_back(std::move(row));
+  }
+}
+
+std::vector<CompiledGraph::StepProfile> CompiledGraph::profile() const {
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  return profile_;
+}
 
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
     : program_(lower(g, options.compiler)), plan_(plan_memory(program_)) {
@@ -99,8 +143,15 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       ptrs[size_t(b)] = nullptr;
     }
   };
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> step_seconds(profiling_ ? p.steps.size() : 0);
+  Clock::time_point started;
+  auto timed = [&](size_t si) {
+    if (profiling_) step_seconds[si] = std::chrono::duration<double>(Clock::now() - started).count();
+  };
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const Step& s = p.steps[si];
+    if (profiling_) started = Clock::now();
     if (s.kind == Step::Kind::RunKernel) {
       const Kernel& k = p.kernels[size_t(s.kernel)];
       for (int b : k.outputs) {
@@ -116,6 +167,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
                                                  0)));
       }
       kernels_[size_t(s.kernel)](ptrs.data(), cpu::kernel_runtime());
+      timed(si);
       release(si);
       continue;
     }
@@ -138,7 +190,15 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       // (an output aliasing an input) stays a view.
       set(s.outputs[i], conform(t, b));
     }
+    timed(si);
     release(si);
+  }
+  if (profiling_) {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    for (size_t si = 0; si < profile_.size(); ++si) {
+      profile_[si].calls += 1;
+      profile_[si].seconds += step_seconds[si];
+    }
   }
   std::vector<graph::Value> outs;
   for (const ProgramOutput& o : p.outputs)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +34,19 @@ class CompiledGraph {
   // or the None/number the graph returns).
   std::vector<graph::Value> run(const std::vector<Tensor>& inputs) const;
 
+  // Per-step timing (config.profile_bandwidth): while enabled, run() times
+  // every kernel and extern call. One row per step: what it is, the bytes a
+  // kernel must move (each buffer it reads or writes, once; 0 for externs),
+  // calls and total seconds.
+  struct StepProfile {
+    std::string label;
+    int64_t bytes = 0;
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  void enable_profile(bool on);
+  std::vector<StepProfile> profile() const;
+
   const Program& program() const { return program_; }
   const MemoryPlan& memory_plan() const { return plan_; }
   // Autotuning's choice per kernel, one line each; empty without autotuning.
@@ -50,6 +64,11 @@ class CompiledGraph {
   runtime::LoadedLibrary library_;
   std::vector<KernelFn*> kernels_;
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)
+  // Filled while profiling; run() is const and may run on several threads,
+  // so the rows are guarded.
+  bool profiling_ = false;
+  mutable std::mutex profile_mutex_;
+  mutable std::vector<StepProfile> profile_;
 };
 
 }  // namespace ignis::compiler

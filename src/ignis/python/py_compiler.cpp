@@ -87,6 +87,38 @@ PyObject* cg_autotune(PyObject* self, void*) {
   IGNIS_PY_END(nullptr)
 }
 
+PyObject* cg_enable_profile(PyObject* self, PyObject* on) {
+  IGNIS_PY_BEGIN
+  reinterpret_cast<PyCompiledGraph*>(self)->cg->enable_profile(PyObject_IsTrue(on) == 1);
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
+// [(label, bytes, calls, seconds)] per step, in program order.
+PyObject* cg_profile(PyObject* self, PyObject*) {
+  IGNIS_PY_BEGIN
+  auto rows = reinterpret_cast<PyCompiledGraph*>(self)->cg->profile();
+  PyObject* list = PyList_New(Py_ssize_t(rows.size()));
+  if (!list) return nullptr;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    PyObject* t = Py_BuildValue("(sLLd)", rows[i].label.c_str(), (long long)rows[i].bytes,
+                                (long long)rows[i].calls, rows[i].seconds);
+    if (!t) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, Py_ssize_t(i), t);
+  }
+  return list;
+  IGNIS_PY_END(nullptr)
+}
+
+PyMethodDef cg_methods[] = {
+    {"enable_profile", cg_enable_profile, METH_O, "time every step of later calls"},
+    {"profile", cg_profile, METH_NOARGS, "[(label, bytes, calls, seconds)] per step"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 PyGetSetDef cg_getset[] = {
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
@@ -169,6 +201,7 @@ bool init_compiler(PyObject* module) {
       {Py_tp_dealloc, reinterpret_cast<void*>(cg_dealloc)},
       {Py_tp_call, reinterpret_cast<void*>(cg_call)},
       {Py_tp_getset, cg_getset},
+      {Py_tp_methods, cg_methods},
       {0, nullptr},
   };
   static PyType_Spec spec = {"ignis._C.CompiledGraph", sizeof(PyCompiledGraph), 0,
