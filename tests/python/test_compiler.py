@@ -633,3 +633,24 @@ def test_profile_bandwidth_times_every_step():
     assert "kernel_0" in text and "GB/s" in text
     step_profile.reset()
     assert "no compiled graph" in step_profile.report()
+
+
+def test_a_number_copied_into_an_empty_is_a_constant_in_the_kernel():
+    # cross_entropy's backward fills with zeros through empty + copy(0): no
+    # extern runs for either, and the value fuses into the where after it.
+    x = ignis.randn(8, 5, requires_grad=True)
+    t = ignis.tensor([0, 1, 2, 3, 4, -100, 1, 2])
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x, t, g):
+        return ignis.where(t != -100, g, ignis.zeros_like(g)) * 2
+
+    g = ignis.randn(8)
+    c = _program(f, x, t, g)
+    assert "extern copy" not in c.program and "extern empty" not in c.program, c.program
+    close(c(x, t, g)[0], f(x, t, g))
+    loss = ignis.compile(lambda x, t: F.cross_entropy(x, t))(x, t)
+    loss.backward()
+    x2 = x.detach().clone().requires_grad_(True)
+    F.cross_entropy(x2, t).backward()
+    close(x.grad, x2.grad)

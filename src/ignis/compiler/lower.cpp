@@ -160,6 +160,25 @@ class Lowering {
     return &n->meta().tensors[0];
   }
 
+  // Whether number v is stored exactly in dtype t (eager's fill raises on
+  // overflow; leave anything near that to eager).
+  static bool exact_in(const Value& v, ScalarType t) {
+    if (v.kind() == Value::Kind::Double) {
+      double x = v.to_double();
+      return is_float_dtype(t) && (x == 0 || (std::abs(x) >= 1e-4 && std::abs(x) <= 6e4));
+    }
+    if (v.kind() != Value::Kind::Int || t == ScalarType::Bool) return false;
+    int64_t x = v.to_int();
+    switch (t) {
+      case ScalarType::Int8: return x >= -128 && x <= 127;
+      case ScalarType::UInt8: return x >= 0 && x <= 255;
+      case ScalarType::Int16: return x >= -32768 && x <= 32767;
+      case ScalarType::Int32: return x >= INT32_MIN && x <= INT32_MAX;
+      case ScalarType::Int64: return true;
+      default: return std::abs(x) <= 2048;  // floats: exact even in float16
+    }
+  }
+
   // clone, _to_copy (between kernel dtypes on the CPU) and copy (src
   // broadcast into self's layout): copies, so the value is the source's
   // (converted as eager converts: a C++ static_cast of the compute values).
@@ -167,7 +186,18 @@ class Lowering {
     const std::string& name = n->target().op->schema().name;
     const graph::TensorMeta* out = single_meta(n);
     size_t src = name == "copy" ? 1 : 0;
-    if (!out || args.size() <= src || !args[src].is_node()) return {};
+    if (!out || args.size() <= src) return {};
+    if (name == "copy" && out->device.type == DeviceType::CPU && is_kernel_dtype(out->dtype) &&
+        exact_in(args[src], out->dtype)) {
+      // A number copied into every element (a decomposed fill / zeros_like):
+      // a constant; self's old contents are never read.
+      PointwiseCall pc;
+      pc.kind = PwKind::Identity;
+      pc.operands.push_back(args[src]);
+      pc.compute = compute_type(out->dtype);
+      return pc;
+    }
+    if (!args[src].is_node()) return {};
     const graph::TensorMeta* in = single_meta(args[src].to_node());
     if (!in || !is_kernel_dtype(in->dtype) || !is_kernel_dtype(out->dtype) ||
         in->device.type != DeviceType::CPU || out->device.type != DeviceType::CPU)
