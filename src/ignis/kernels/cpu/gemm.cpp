@@ -49,12 +49,29 @@ void scale_rows(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
 // micro-kernel multiplies one strip pair. Packing also absorbs any strides,
 // so transposed and sliced operands cost nothing extra.
 // ---------------------------------------------------------------------------
-template <typename T> struct Tile;
-template <> struct Tile<float> { static constexpr int MR = 6, NR = 16; };
-template <> struct Tile<double> { static constexpr int MR = 6, NR = 8; };
+// The register tile: MR rows of C by NR columns, NR a whole number of
+// vectors of the widest the build targets. The accumulators (MR x NR/L
+// vectors) plus the B row and a broadcast must fit the register file:
+// 32 zmm for AVX-512 (12 x 2 accumulators), 16 ymm for AVX2 (6 x 2).
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+constexpr int kTileRows = 12;
+#elif defined(__AVX__)
+constexpr int kVecBytes = 32;
+constexpr int kTileRows = 6;
+#else
+constexpr int kVecBytes = 16;
+constexpr int kTileRows = 4;
+#endif
+template <typename T> struct Tile {
+  static constexpr int L = kVecBytes / int(sizeof(T));  // lanes per vector
+  static constexpr int NV = 2;                          // vectors per tile row
+  static constexpr int MR = kTileRows, NR = NV * L;
+};
 constexpr int64_t kKC = 256;  // depth of one packed panel
 constexpr int64_t kMC = 96;   // rows of A per task (a multiple of MR)
 constexpr int64_t kNC = 256;  // columns of C per task (a multiple of NR)
+static_assert(kMC % kTileRows == 0 && kNC % Tile<float>::NR == 0 && kNC % Tile<double>::NR == 0);
 
 // Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as MR-row strips,
 // zero-padded to a whole strip.
@@ -89,31 +106,50 @@ void pack_b_strip(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t,
   }
 }
 
-// c[mr, nr] += alpha * (packed A strip) @ (packed B strip). The MR x NR
-// accumulator is written so that the compiler keeps it in vector registers.
+// c[mr, nr] += alpha * (packed A strip) @ (packed B strip), the MR x NR
+// accumulator held in vector registers (GCC vector extensions: the build's
+// widest vectors, with no intrinsics per ISA). Per depth step: NV loads of
+// B, MR broadcasts of A, MR * NV fused multiply-adds.
 template <typename T>
 void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T alpha, T* c,
                   int64_t ldc, int64_t mr, int64_t nr) {
-  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
-  T acc[MR][NR] = {};
+  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR, NV = Tile<T>::NV, L = Tile<T>::L;
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  V acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = V{};
   for (int64_t p = 0; p < kc; ++p) {
     const T* ap = a + p * MR;
     const T* bp = b + p * NR;
-#pragma GCC unroll 8
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], bp + v * L, sizeof(V));
+#pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const T av = ap[i];
-#pragma omp simd
-      for (int j = 0; j < NR; ++j) acc[i][j] += av * bp[j];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
     }
   }
   if (mr == MR && nr == NR) {
-    for (int i = 0; i < MR; ++i)
-#pragma omp simd
-      for (int j = 0; j < NR; ++j) c[i * ldc + j] += alpha * acc[i][j];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        V cv;
+        std::memcpy(&cv, c + i * ldc + v * L, sizeof(V));
+        cv += alpha * acc[i][v];
+        std::memcpy(c + i * ldc + v * L, &cv, sizeof(V));
+      }
+    }
     return;
   }
+  T tile[MR][NR];
+  std::memcpy(tile, acc, sizeof tile);
   for (int64_t i = 0; i < mr; ++i)
-    for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] += alpha * acc[i][j];
+    for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] += alpha * tile[i][j];
 }
 
 // Per-thread packing buffer (Slot tells the A and B buffers apart).
@@ -136,19 +172,30 @@ template <typename T>
 void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T beta, T* c,
                   int64_t ldc, bool parallel, GemmEpilogue ep = nullptr, void* ctx = nullptr) {
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
-  const int64_t mblocks = (m + kMC - 1) / kMC, nblocks = (n + kNC - 1) / kNC;
-  const int64_t tasks = mblocks * nblocks;
   const bool multiply = k > 0 && alpha != T(0);
-  // One thread per ~1M multiply-adds (a few microseconds), at most one per
-  // tile; an element of C to scale or hand to the epilogue counts as 32
-  // (kGrain elements per thread, as elementwise ops).
-  const int64_t by_work = threads_for(m * n * ((multiply ? k : 0) + 32), int64_t(1) << 20);
-  const int nt = parallel ? static_cast<int>(std::min<int64_t>(tasks, by_work)) : 1;
+  // One thread per ~1M multiply-adds (a few microseconds); an element of C
+  // to scale or hand to the epilogue counts as 32 (kGrain elements per
+  // thread, as elementwise ops).
+  const int64_t by_work =
+      parallel ? threads_for(m * n * ((multiply ? k : 0) + 32), int64_t(1) << 20) : 1;
+  // Row blocks of kMC rows, or fewer (a multiple of MR) when that leaves
+  // fewer than two tasks per thread: a [1024, 192] product on 16 threads
+  // would otherwise be 11 tasks.
+  const int64_t nblocks = (n + kNC - 1) / kNC;
+  int64_t mcb = kMC;
+  if (by_work > 1) {
+    const int64_t want_m = (2 * by_work + nblocks - 1) / nblocks;  // row blocks wanted
+    const int64_t rows = (m + want_m - 1) / want_m;
+    mcb = std::clamp<int64_t>((rows + MR - 1) / MR * MR, MR, kMC);
+  }
+  const int64_t mblocks = (m + mcb - 1) / mcb;
+  const int64_t tasks = mblocks * nblocks;
+  const int nt = static_cast<int>(std::min<int64_t>(tasks, by_work));
   const bool par = nt > 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
   for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t i0 = (task / nblocks) * kMC, j0 = (task % nblocks) * kNC;
-    const int64_t mc = std::min(kMC, m - i0), nc = std::min(kNC, n - j0);
+    const int64_t i0 = (task / nblocks) * mcb, j0 = (task % nblocks) * kNC;
+    const int64_t mc = std::min(mcb, m - i0), nc = std::min(kNC, n - j0);
     scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
     if (multiply) {
       T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
