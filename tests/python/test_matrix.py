@@ -330,6 +330,16 @@ BUILTIN_SCRIPT = textwrap.dedent("""
             for x, y in [(a, b), (np.asfortranarray(a), b), (a, np.asfortranarray(b))]:
                 got = (ignis.from_numpy(x) @ ignis.from_numpy(y)).numpy()
                 np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol * max(1, k))
+            # A read in place with a row stride wider than k (a column slice)
+            wide = rng.standard_normal((m, k + 5)).astype(dt)
+            sliced = ignis.from_numpy(wide)[:, 2:k + 2]
+            got = (sliced @ ignis.from_numpy(b)).numpy()
+            np.testing.assert_allclose(got, wide[:, 2:k + 2] @ b, rtol=tol, atol=tol * max(1, k))
+            # beta != 0 over several depth panels (C read back after the first)
+            c = rng.standard_normal((m, n)).astype(dt)
+            got = ignis.addmm(ignis.from_numpy(c), ignis.from_numpy(a), ignis.from_numpy(b),
+                              beta=0.5, alpha=2).numpy()
+            np.testing.assert_allclose(got, 0.5 * c + 2 * (a @ b), rtol=tol, atol=tol * max(1, k))
         s = rng.standard_normal((3,)).astype(dt)
         a = rng.standard_normal((4, 2, 9)).astype(dt)
         b = rng.standard_normal((4, 9, 3)).astype(dt)

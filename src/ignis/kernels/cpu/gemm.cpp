@@ -106,41 +106,48 @@ void pack_b_strip(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t,
   }
 }
 
-// c[mr, nr] += alpha * (packed A strip) @ (packed B strip), the MR x NR
-// accumulator held in vector registers (GCC vector extensions: the build's
-// widest vectors, with no intrinsics per ISA). Per depth step: NV loads of
-// B, MR broadcasts of A, MR * NV fused multiply-adds.
-template <typename T>
-void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T alpha, T* c,
-                  int64_t ldc, int64_t mr, int64_t nr) {
+// acc[MR][NV] = sum over depth p < kc of A(i, p) * (row p of the packed B
+// strip); A(i, p) is read through `a_at` (packed or in place).
+template <typename T, typename V, typename AAt>
+__attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
+                                                        const T* __restrict b,
+                                                        V (&acc)[Tile<T>::MR][Tile<T>::NV]) {
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR, NV = Tile<T>::NV, L = Tile<T>::L;
-  typedef T V __attribute__((vector_size(kVecBytes)));
-  V acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = V{};
   for (int64_t p = 0; p < kc; ++p) {
-    const T* ap = a + p * MR;
     const T* bp = b + p * NR;
     V bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], bp + v * L, sizeof(V));
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const T av = ap[i];
+      const T av = a_at(i, p);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
     }
   }
+}
+
+// c[mr, nr] (+)= alpha * acc.
+template <typename T, typename V>
+__attribute__((always_inline)) inline void store_tile(const V (&acc)[Tile<T>::MR][Tile<T>::NV],
+                                                      T alpha, T* c, int64_t ldc, int64_t mr,
+                                                      int64_t nr, bool overwrite) {
+  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR, NV = Tile<T>::NV, L = Tile<T>::L;
   if (mr == MR && nr == NR) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
-        V cv;
-        std::memcpy(&cv, c + i * ldc + v * L, sizeof(V));
-        cv += alpha * acc[i][v];
+        V cv = alpha * acc[i][v];
+        if (!overwrite) {
+          V old;
+          std::memcpy(&old, c + i * ldc + v * L, sizeof(V));
+          cv += old;
+        }
         std::memcpy(c + i * ldc + v * L, &cv, sizeof(V));
       }
     }
@@ -149,7 +156,45 @@ void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T al
   T tile[MR][NR];
   std::memcpy(tile, acc, sizeof tile);
   for (int64_t i = 0; i < mr; ++i)
-    for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] += alpha * tile[i][j];
+    for (int64_t j = 0; j < nr; ++j)
+      c[i * ldc + j] = overwrite ? alpha * tile[i][j] : c[i * ldc + j] + alpha * tile[i][j];
+}
+
+// The micro-kernel over A read in place: rows[i] is row i of the strip.
+template <typename T>
+void micro_kernel_rows(int64_t kc, const T* const (&rows)[Tile<T>::MR], const T* __restrict b,
+                       T alpha, T* c, int64_t ldc, int64_t mr, int64_t nr, bool overwrite) {
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  V acc[Tile<T>::MR][Tile<T>::NV];
+  tile_product<T>(kc, [&rows](int i, int64_t p) { return rows[i][p]; }, b, acc);
+  store_tile<T>(acc, alpha, c, ldc, mr, nr, overwrite);
+}
+
+// c[mr, nr] (+)= alpha * (packed A strip) @ (packed B strip), the MR x NR
+// accumulator held in vector registers (GCC vector extensions: the build's
+// widest vectors, with no intrinsics per ISA). Per depth step: NV loads of
+// B, MR broadcasts of A, MR * NV fused multiply-adds. `overwrite`: C's old
+// values are not read (beta == 0, first depth panel), saving a pass over C.
+//
+// A comes packed (MR-row strips, lda == 0) or, when it is row-major, in
+// place: element (i, p) at a[i * lda + p]. Packing a row-major A is a
+// strided gather at about a cycle an element, as much as the multiply
+// itself costs when N is small (a [256, 1024] @ [1024, 64] product uses
+// each element of A for 4 vector FMAs); read in place, each of the MR rows
+// is a sequential stream. Rows past `mr` read row 0 again (discarded).
+template <typename T>
+void micro_kernel(int64_t kc, const T* __restrict a, int64_t lda, const T* __restrict b, T alpha,
+                  T* c, int64_t ldc, int64_t mr, int64_t nr, bool overwrite) {
+  constexpr int MR = Tile<T>::MR, NV = Tile<T>::NV;
+  if (lda != 0) {
+    const T* rows[MR];
+    for (int i = 0; i < MR; ++i) rows[i] = a + (i < mr ? i : 0) * lda;
+    return micro_kernel_rows<T>(kc, rows, b, alpha, c, ldc, mr, nr, overwrite);
+  }
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  V acc[MR][NV];
+  tile_product<T>(kc, [a](int i, int64_t p) { return a[p * MR + i]; }, b, acc);
+  store_tile<T>(acc, alpha, c, ldc, mr, nr, overwrite);
 }
 
 // Per-thread packing buffer (Slot tells the A and B buffers apart).
@@ -192,26 +237,32 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   const int64_t tasks = mblocks * nblocks;
   const int nt = static_cast<int>(std::min<int64_t>(tasks, by_work));
   const bool par = nt > 1;
+  // A row-major A (unit column stride) is read in place by the micro-kernel.
+  const bool a_in_place = a.cs == 1 && a.rs >= k;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t i0 = (task / nblocks) * mcb, j0 = (task % nblocks) * kNC;
     const int64_t mc = std::min(mcb, m - i0), nc = std::min(kNC, n - j0);
-    scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
+    // With beta == 0 the first depth panel overwrites C: no zeroing pass.
+    const bool overwrite = beta == T(0) && multiply;
+    if (!overwrite) scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
     if (multiply) {
       T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
       T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
       const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
-        pack_a(a, i0, p0, mc, kc, apack);
+        if (!a_in_place) pack_a(a, i0, p0, mc, kc, apack);
         for (int64_t t = 0; t * NR < nc; ++t)
           pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const T* bs = bpack + (jr / NR) * kc * NR;
           const int64_t nr = std::min<int64_t>(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            micro_kernel<T>(kc, apack + ir * kc, bs, alpha, c + (i0 + ir) * ldc + j0 + jr, ldc,
-                            std::min<int64_t>(MR, mc - ir), nr);
+            const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0 : apack + ir * kc;
+            micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, bs, alpha,
+                            c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir), nr,
+                            overwrite && p0 == 0);
           }
         }
       }
