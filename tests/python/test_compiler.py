@@ -411,18 +411,20 @@ def test_max_autotune_measures_once_and_caches_the_winners(tmp_path, capfd, monk
     env = dict(__import__("os").environ, IGNIS_CACHE_DIR=str(tmp_path))
     env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
 
-    def run():
-        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    def run(graph_cache="1"):
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=dict(env, IGNIS_FX_GRAPH_CACHE=graph_cache))
         assert r.returncode == 0, r.stderr
         return r.stderr
     first = run()
     assert "[autotune] kernel_0: threads=" in first and "variants)" in first
-    assert "[autotune]" not in run()  # a new process reads the winners
+    assert "[autotune]" not in run()  # a new process finds the tuned graph
+    assert "[autotune]" not in run("0")  # ... or, lowering again, the winners
     # A corrupt winner is measured again, not trusted.
     for entry in (tmp_path / "autotune").rglob("*"):
         if entry.is_file():
             entry.write_text("garbage")
-    assert "[autotune] kernel_0" in run()
+    assert "[autotune] kernel_0" in run("0")
 
 
 def test_mode_and_options_set_the_compiler_config():
@@ -654,3 +656,52 @@ def test_a_number_copied_into_an_empty_is_a_constant_in_the_kernel():
     x2 = x.detach().clone().requires_grad_(True)
     F.cross_entropy(x2, t).backward()
     close(x.grad, x2.grad)
+
+
+GRAPH_CACHE_SCRIPT = """
+import sys
+import ignis, ignis.nn as nn
+from ignis._inductor import metrics
+ignis.manual_seed(0)
+m = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8))
+x = ignis.randn(16, 32, requires_grad=True)
+y = ignis.compile(m)(x)
+y.sum().backward()
+print(metrics.fxgraph_cache_hit, metrics.fxgraph_cache_miss, metrics.generated_kernel_count)
+print(repr(y.detach().numpy().tobytes().hex()), repr(x.grad.numpy().tobytes().hex()))
+"""
+
+
+def _run_graph_cache_script(cache_dir):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, IGNIS_CACHE_DIR=str(cache_dir))
+    env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
+    r = subprocess.run([sys.executable, "-c", GRAPH_CACHE_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    counts, values = r.stdout.strip().splitlines()
+    return [int(c) for c in counts.split()], values
+
+
+def test_a_new_process_loads_compiled_graphs_from_the_graph_cache(tmp_path):
+    (hit, miss, kernels), values = _run_graph_cache_script(tmp_path)
+    assert (hit, miss) == (0, 2) and kernels > 0  # forward and backward compiled
+    (hit2, miss2, kernels2), values2 = _run_graph_cache_script(tmp_path)
+    assert (hit2, miss2) == (2, 0) and kernels2 == kernels
+    assert values2 == values  # the same program: bit-identical outputs and gradients
+
+
+def test_a_corrupt_graph_cache_entry_is_compiled_again(tmp_path):
+    _, values = _run_graph_cache_script(tmp_path)
+    entries = [p for p in (tmp_path / "graphs").rglob("*.graph")]
+    assert len(entries) == 2
+    entries[0].write_bytes(entries[0].read_bytes()[:-7] + b"garbage")  # the checksum fails
+    data = bytearray(entries[1].read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped byte inside the program
+    entries[1].write_bytes(bytes(data))
+    (hit, miss, _), values2 = _run_graph_cache_script(tmp_path)
+    assert (hit, miss) == (0, 2) and values2 == values
+    (hit, miss, _), _ = _run_graph_cache_script(tmp_path)  # rewritten, valid again
+    assert (hit, miss) == (2, 0)

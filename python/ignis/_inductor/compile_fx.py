@@ -15,6 +15,11 @@ def compile_fx(gm, example_inputs):
     constants = getattr(gm, "_aot_constants", None) or {}
     compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options())
     metrics.generated_kernel_count += compiled.kernel_count
+    if config.fx_graph_cache:
+        if compiled.from_graph_cache:
+            metrics.fxgraph_cache_hit += 1
+        else:
+            metrics.fxgraph_cache_miss += 1
     if config.profile_bandwidth:
         step_profile.register(compiled, f"graph_{len(step_profile._graphs)}")
     report, measured = compiled.autotune

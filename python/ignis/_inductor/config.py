@@ -19,6 +19,10 @@ max_fusion_size = 64
 # mode="max-autotune" sets this: each kernel's variants (threads, reduction
 # lanes) are timed on this machine once and the fastest kept (cached on disk).
 max_autotune = False
+# A new process that compiles a graph compiled before (same ignis build,
+# toolchain and knobs) loads its program and kernels from the on-disk cache
+# and skips lowering and code generation (IGNIS_FX_GRAPH_CACHE=0 turns it off).
+fx_graph_cache = os.environ.get("IGNIS_FX_GRAPH_CACHE", "1") != "0"
 # Time every step (kernel or extern call) of graphs compiled from now on, and
 # print the slowest with their bandwidth when the process exits
 # (ignis._inductor.step_profile.report()). Costs a clock read per step.
@@ -45,6 +49,7 @@ def compiler_options():
         "threads": max(int(cpp.threads), 0),
         "reduction_lanes": int(cpp.reduction_lanes),
         "max_autotune": int(bool(max_autotune)),
+        "fx_graph_cache": int(bool(fx_graph_cache)),
     }
 
 

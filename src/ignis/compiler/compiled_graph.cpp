@@ -1,7 +1,10 @@
 #include "ignis/compiler/compiled_graph.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <chrono>
-#include <set>
+#include <optional>
 
 #include "ignis/compiler/autotune.h"
 #include "ignis/compiler/codegen_cpp.h"
@@ -9,25 +12,24 @@
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
+#include "ignis/graph/passes/hash.h"
 #include "ignis/kernels/cpu/gemm.h"
+#include "ignis/runtime/graph_cache.h"
+#include "ignis/runtime/sha256.h"
 
 namespace ignis::compiler {
 
 namespace {
 
-DimVector ints(const std::vector<sym::Expr>& v) {
-  DimVector r;
-  for (const sym::Expr& e : v) r.push_back(e.value());
-  return r;
-}
+DimVector ints(const std::vector<int64_t>& v) { return DimVector(v.begin(), v.end()); }
 
 // Whether t has the layout the program was compiled for (strides of size-1
 // dims do not matter: index 0 is the only one read).
-bool has_layout(const Tensor& t, const Buffer& b) {
+bool has_layout(const Tensor& t, const Executable::Buf& b) {
   if (t.dtype() != b.dtype || size_t(t.dim()) != b.sizes.size()) return false;
   for (size_t d = 0; d < b.sizes.size(); ++d) {
-    if (t.sizes()[d] != b.sizes[d].value()) return false;
-    if (t.sizes()[d] != 1 && t.strides()[d] != b.strides[d].value()) return false;
+    if (t.sizes()[d] != b.sizes[d]) return false;
+    if (t.sizes()[d] != 1 && t.strides()[d] != b.strides[d]) return false;
   }
   return true;
 }
@@ -35,7 +37,7 @@ bool has_layout(const Tensor& t, const Buffer& b) {
 // t in buffer b's layout: t itself when it has it, else a copy. Kernels index
 // with the strides the graph was traced with, so a tensor that arrives (or an
 // extern that returns one) in another layout is copied rather than misread.
-Tensor conform(const Tensor& t, const Buffer& b) {
+Tensor conform(const Tensor& t, const Executable::Buf& b) {
   if (has_layout(t, b)) return t;
   IGNIS_CHECK(t.dtype() == b.dtype, "compiled graph: ", b.name, " is ", dtype_name(t.dtype()),
               ", compiled for ", dtype_name(b.dtype));
@@ -44,21 +46,39 @@ Tensor conform(const Tensor& t, const Buffer& b) {
   return out;
 }
 
-// The bytes kernel k must move: every buffer it reads or writes, once.
-int64_t kernel_bytes(const Program& p, const Kernel& k) {
-  std::set<int> touched(k.outputs.begin(), k.outputs.end());
-  for (const Loop& l : k.loops)
-    for (const ScalarNode& n : l.body)
-      if (n.kind == ScalarKind::Load) touched.insert(n.buffer);
-  if (k.gemm) touched.insert({k.gemm->a, k.gemm->b, k.gemm->c});
-  int64_t bytes = 0;
-  for (int b : touched) {
-    const Buffer& buf = p.buffers[size_t(b)];
-    int64_t n = 1;
-    for (const sym::Expr& s : buf.sizes) n *= s.value();
-    bytes += n * int64_t(element_size(buf.dtype));
+// What besides the graph's structure decides the compiled program: this
+// build of ignis (its lowering and scheduling rules; the file's identity
+// changes with every build), the knobs, and the metadata of get_attr
+// constants (the structural hash spells them by name only).
+std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o) {
+  std::string k = "ignis-graph-1|" + graph::structural_hash(g);
+  static const std::string build = [] {
+    Dl_info info{};
+    std::string id = "unknown";
+    if (dladdr(reinterpret_cast<void*>(&graph_cache_key), &info) && info.dli_fname) {
+      struct stat st{};
+      if (stat(info.dli_fname, &st) == 0)
+        id = std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" +
+             std::to_string(int64_t(st.st_mtim.tv_sec)) + "." +
+             std::to_string(int64_t(st.st_mtim.tv_nsec));
+    }
+    return id;
+  }();
+  const CompilerOptions& c = o.compiler;
+  k += "|" + build + "|" + std::to_string(c.realize_opcount_threshold) + "," +
+       std::to_string(c.realize_reads_threshold) + "," + std::to_string(c.max_fusion_size) +
+       "," + std::to_string(c.min_parallel_elements) + "," + std::to_string(c.threads) + "," +
+       std::to_string(c.reduction_lanes) + "," + std::to_string(o.autotune);
+  for (graph::Node* n : g.nodes()) {
+    if (n->op() != graph::OpKind::GetAttr) continue;
+    for (const graph::TensorMeta& m : n->meta().tensors) {
+      k += "|" + n->target().identity() + ":" + dtype_name(m.dtype);
+      for (graph::SymInt s : m.sizes) k += "," + std::to_string(int64_t(s));
+      k += ";";
+      for (graph::SymInt s : m.strides) k += "," + std::to_string(int64_t(s));
+    }
   }
-  return bytes;
+  return runtime::sha256_hex(k);
 }
 
 }  // namespace
@@ -67,19 +87,7 @@ void CompiledGraph::enable_profile(bool on) {
   std::lock_guard<std::mutex> lock(profile_mutex_);
   profiling_ = on;
   if (!on || !profile_.empty()) return;
-  for (const Step& s : program_.steps) {
-    StepProfile row;
-    if (s.kind == Step::Kind::RunKernel) {
-      const Kernel& k = program_.kernels[size_t(s.kernel)];
-      row.label = k.name + " (";
-      for (size_t i = 0; i < k.origins.size() && i < 4; ++i) row.label += (i ? ", " : "") + k.origins[i];
-      row.label += k.origins.size() > 4 ? ", ...)" : ")";
-      row.bytes = kernel_bytes(program_, k);
-    } else {
-      row.label = (s.view ? "view " : "extern ") + s.op->schema().full_name();
-    }
-    profile_.push_back(std::move(row));
-  }
+  for (const Executable::Call& c : exec_.steps) profile_.push_back({c.label, c.bytes, 0, 0});
 }
 
 std::vector<CompiledGraph::StepProfile> CompiledGraph::profile() const {
@@ -87,26 +95,60 @@ std::vector<CompiledGraph::StepProfile> CompiledGraph::profile() const {
   return profile_;
 }
 
-CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
-    : program_(lower(g, options.compiler)), plan_(plan_memory(program_)) {
-  runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
-  if (options.autotune && !program_.kernels.empty()) {
-    AutotuneResult tuned = autotune(program_, options.compiler, cache);
-    source_ = generate_cpp(program_, tuned.per_kernel);
-    autotune_report_ = std::move(tuned.report);
+void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& options,
+                            runtime::CodeCache& cache, std::string* code_key) {
+  Program program = lower(g, options.compiler);
+  MemoryPlan plan = plan_memory(program);
+  std::string source;
+  std::vector<std::string> report;
+  if (options.autotune && !program.kernels.empty()) {
+    AutotuneResult tuned = autotune(program, options.compiler, cache);
+    source = generate_cpp(program, tuned.per_kernel);
+    report = std::move(tuned.report);
     autotune_measured_ = tuned.measured;
   } else {
-    source_ = generate_cpp(program_, options.compiler);
+    source = generate_cpp(program, options.compiler);
   }
-  if (!program_.kernels.empty()) {
+  exec_ = make_executable(program, plan);
+  exec_.source = std::move(source);
+  exec_.autotune_report = std::move(report);
+  if (!exec_.kernels.empty()) {
     runtime::CompileOptions co;
     co.name = "compiled_graph";
-    library_ = cache.load_or_compile(source_, co);
-    for (const Kernel& k : program_.kernels) kernels_.push_back(library_.function<KernelFn>(k.name));
+    library_ = cache.load_or_compile(exec_.source, co);
+    *code_key = cache.key(exec_.source, co);
   }
-  constants_.resize(program_.buffers.size());
-  for (size_t b = 0; b < program_.buffers.size(); ++b) {
-    const Buffer& buf = program_.buffers[b];
+}
+
+CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options) {
+  runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
+  runtime::GraphCache graphs(cache);
+  const std::string key = options.graph_cache ? graph_cache_key(g, options) : std::string();
+  if (!key.empty()) {
+    if (auto entry = graphs.get(key)) {
+      if (auto e = deserialize(entry->metadata)) {
+        std::optional<runtime::LoadedLibrary> lib;
+        if (!e->kernels.empty()) lib = cache.load_cached(entry->code_key);
+        if (e->kernels.empty() || lib) {
+          exec_ = std::move(*e);
+          if (lib) library_ = std::move(*lib);
+          from_graph_cache_ = true;
+        }
+      }
+    }
+  }
+  if (!from_graph_cache_) {
+    std::string code_key;
+    compile(g, options, cache, &code_key);
+    if (!key.empty())
+      if (std::optional<std::string> bytes = serialize(exec_))
+        graphs.put(key, runtime::GraphCacheEntry{code_key, std::move(*bytes)});
+  }
+  for (const Executable::Kern& k : exec_.kernels)
+    kernels_.push_back(library_.function<KernelFn>(k.name));
+  constants_.resize(exec_.buffers.size());
+  for (size_t b = 0; b < exec_.buffers.size(); ++b) {
+    const Executable::Buf& buf = exec_.buffers[b];
     if (buf.kind != BufferKind::Constant) continue;
     auto it = options.constants.find(buf.attr);
     IGNIS_CHECK(it != options.constants.end(), "compiled graph: no constant '", buf.attr, "'");
@@ -115,7 +157,8 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
 }
 
 std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) const {
-  const Program& p = program_;
+  const Executable& p = exec_;
+  const MemoryPlan& plan = exec_.plan;
   IGNIS_CHECK_TYPE(inputs.size() == p.inputs.size(), "compiled graph takes ", p.inputs.size(),
                    " inputs, got ", inputs.size());
   std::vector<Tensor> bufs = constants_;
@@ -127,18 +170,18 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
   for (size_t b = 0; b < bufs.size(); ++b)
     if (bufs[b].defined()) ptrs[b] = static_cast<char*>(bufs[b].data_ptr());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Buffer& b = p.buffers[size_t(p.inputs[i])];
+    const Executable::Buf& b = p.buffers[size_t(p.inputs[i])];
     IGNIS_CHECK_TYPE(inputs[i].defined(), "compiled graph: input ", b.name, " is undefined");
     set(p.inputs[i], conform(inputs[i], b));
   }
   auto tensor_of = [&](graph::Node* n) -> graph::Value {
-    int b = p.buffer_of(n);
-    IGNIS_INTERNAL_ASSERT(b >= 0, "compiled graph: no buffer for ", n->name());
-    return graph::Value(bufs[size_t(b)]);
+    auto it = p.ref_buffer.find(n);
+    IGNIS_INTERNAL_ASSERT(it != p.ref_buffer.end(), "compiled graph: no buffer for ", n->name());
+    return graph::Value(bufs[size_t(it->second)]);
   };
-  std::vector<Storage> slots(plan_.slot_bytes.size());
+  std::vector<Storage> slots(plan.slot_bytes.size());
   auto release = [&](size_t step) {
-    for (int b : plan_.release_after[step]) {
+    for (int b : plan.release_after[step]) {
       bufs[size_t(b)] = Tensor();
       ptrs[size_t(b)] = nullptr;
     }
@@ -150,23 +193,22 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
     if (profiling_) step_seconds[si] = std::chrono::duration<double>(Clock::now() - started).count();
   };
   for (size_t si = 0; si < p.steps.size(); ++si) {
-    const Step& s = p.steps[si];
+    const Executable::Call& s = p.steps[si];
     if (profiling_) started = Clock::now();
-    if (s.kind == Step::Kind::RunKernel) {
-      const Kernel& k = p.kernels[size_t(s.kernel)];
-      for (int b : k.outputs) {
-        const Buffer& out = p.buffers[size_t(b)];
-        int slot = plan_.slot[size_t(b)];
+    if (s.kernel) {
+      for (int b : p.kernels[size_t(s.index)].outputs) {
+        const Executable::Buf& out = p.buffers[size_t(b)];
+        int slot = plan.slot[size_t(b)];
         if (slot < 0) {
           set(b, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
           continue;
         }
         Storage& st = slots[size_t(slot)];
-        if (!st) st = allocate_storage(size_t(plan_.slot_bytes[size_t(slot)]), Device());
+        if (!st) st = allocate_storage(size_t(plan.slot_bytes[size_t(slot)]), Device());
         set(b, Tensor(make_intrusive<TensorImpl>(st, out.dtype, ints(out.sizes), ints(out.strides),
                                                  0)));
       }
-      kernels_[size_t(s.kernel)](ptrs.data(), cpu::kernel_runtime());
+      kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime());
       timed(si);
       release(si);
       continue;
@@ -184,7 +226,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       if (s.outputs[i] < 0) continue;  // an element no node reads (or a None)
       IGNIS_CHECK(results[i].is_tensor(), "compiled graph: ", s.op->name(), " returned ",
                   results[i].kind_name(), " at position ", i, " where the trace had a tensor");
-      const Buffer& b = p.buffers[size_t(s.outputs[i])];
+      const Executable::Buf& b = p.buffers[size_t(s.outputs[i])];
       const Tensor& t = results[i].to_tensor();
       // conform() keeps a result in the traced layout as it is, so a view
       // (an output aliasing an input) stays a view.
@@ -201,7 +243,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
     }
   }
   std::vector<graph::Value> outs;
-  for (const ProgramOutput& o : p.outputs)
+  for (const Executable::Output& o : p.outputs)
     outs.push_back(o.buffer >= 0 ? graph::Value(bufs[size_t(o.buffer)]) : o.value);
   return outs;
 }

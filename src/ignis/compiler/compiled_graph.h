@@ -1,6 +1,11 @@
-// A compiled graph: a lowered Program, its kernels compiled (once per
-// machine, through runtime::CodeCache) and loaded, and the runtime that
-// runs its steps on real tensors.
+// A compiled graph: an Executable (executable.h) and its kernels compiled
+// (once per machine, through runtime::CodeCache) and loaded, and the runtime
+// that runs its steps on real tensors.
+//
+// Compiling looks in the graph cache first (runtime/graph_cache.h): a graph
+// compiled before, by any process with the same ignis build, toolchain and
+// knobs, loads its Executable and library from disk and skips lowering,
+// scheduling and code generation.
 #pragma once
 
 #include <memory>
@@ -10,8 +15,7 @@
 #include <vector>
 
 #include "ignis/compiler/codegen_cpp.h"
-#include "ignis/compiler/loop_ir.h"
-#include "ignis/compiler/memory_plan.h"
+#include "ignis/compiler/executable.h"
 #include "ignis/graph/graph.h"
 #include "ignis/runtime/code_cache.h"
 
@@ -24,6 +28,8 @@ struct CompileGraphOptions {
   bool autotune = false;
   // get_attr targets -> tensors (AOT's graph constants).
   std::unordered_map<std::string, Tensor> constants;
+  // Look up and fill the graph cache (config.fx_graph_cache).
+  bool graph_cache = true;
 };
 
 class CompiledGraph {
@@ -47,20 +53,25 @@ class CompiledGraph {
   void enable_profile(bool on);
   std::vector<StepProfile> profile() const;
 
-  const Program& program() const { return program_; }
-  const MemoryPlan& memory_plan() const { return plan_; }
+  // The loop IR, the memory plan and the fusion decisions, printed.
+  const std::string& program_text() const { return exec_.program_text; }
+  const std::string& memory_plan_text() const { return exec_.memory_plan_text; }
+  const std::string& schedule_text() const { return exec_.schedule_text; }
   // Autotuning's choice per kernel, one line each; empty without autotuning.
-  const std::vector<std::string>& autotune_report() const { return autotune_report_; }
+  const std::vector<std::string>& autotune_report() const { return exec_.autotune_report; }
   bool autotune_measured() const { return autotune_measured_; }
-  const std::string& source() const { return source_; }
-  size_t kernel_count() const { return program_.kernels.size(); }
+  const std::string& source() const { return exec_.source; }
+  size_t kernel_count() const { return exec_.kernels.size(); }
+  // Whether the graph cache supplied this graph (nothing was lowered).
+  bool from_graph_cache() const { return from_graph_cache_; }
 
  private:
-  Program program_;
-  MemoryPlan plan_;
-  std::string source_;
-  std::vector<std::string> autotune_report_;
+  void compile(const graph::Graph& g, const CompileGraphOptions& options,
+               runtime::CodeCache& cache, std::string* code_key);
+
+  Executable exec_;
   bool autotune_measured_ = false;
+  bool from_graph_cache_ = false;
   runtime::LoadedLibrary library_;
   std::vector<KernelFn*> kernels_;
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)

@@ -57,24 +57,20 @@ PyObject* cg_kernels(PyObject* self, void*) {
 }
 PyObject* cg_program(PyObject* self, void*) {
   IGNIS_PY_BEGIN
-  return PyUnicode_FromString(
-      compiler::to_string(reinterpret_cast<PyCompiledGraph*>(self)->cg->program()).c_str());
+  return PyUnicode_FromString(reinterpret_cast<PyCompiledGraph*>(self)->cg->program_text().c_str());
   IGNIS_PY_END(nullptr)
 }
 
 PyObject* cg_memory_plan(PyObject* self, void*) {
   IGNIS_PY_BEGIN
   auto* cg = reinterpret_cast<PyCompiledGraph*>(self)->cg;
-  return PyUnicode_FromString(compiler::to_string(cg->program(), cg->memory_plan()).c_str());
+  return PyUnicode_FromString(cg->memory_plan_text().c_str());
   IGNIS_PY_END(nullptr)
 }
 
 PyObject* cg_schedule(PyObject* self, void*) {
   IGNIS_PY_BEGIN
-  std::string s;
-  for (const std::string& line : reinterpret_cast<PyCompiledGraph*>(self)->cg->program().schedule_log)
-    s += line + "\n";
-  return PyUnicode_FromString(s.c_str());
+  return PyUnicode_FromString(reinterpret_cast<PyCompiledGraph*>(self)->cg->schedule_text().c_str());
   IGNIS_PY_END(nullptr)
 }
 
@@ -119,7 +115,13 @@ PyMethodDef cg_methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
+PyObject* cg_from_graph_cache(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<PyCompiledGraph*>(self)->cg->from_graph_cache());
+}
+
 PyGetSetDef cg_getset[] = {
+    {"from_graph_cache", cg_from_graph_cache, nullptr,
+     "whether the graph cache supplied it (nothing was lowered or generated)", nullptr},
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
     {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
@@ -153,9 +155,10 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   if (knobs != Py_None) {
     IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
     compiler::CompilerOptions& o = options.compiler;
-    int64_t max_autotune = 0;
+    int64_t max_autotune = 0, fx_graph_cache = 1;
     const std::pair<const char*, int64_t*> fields[] = {
         {"max_autotune", &max_autotune},
+        {"fx_graph_cache", &fx_graph_cache},
         {"realize_opcount_threshold", &o.realize_opcount_threshold},
         {"realize_reads_threshold", &o.realize_reads_threshold},
         {"max_fusion_size", &o.max_fusion_size},
@@ -176,6 +179,7 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
       *field = PyLong_AsLongLong(v);
     }
     options.autotune = max_autotune != 0;
+    options.graph_cache = fx_graph_cache != 0;
     IGNIS_CHECK_VALUE(o.reduction_lanes >= 1 && o.max_fusion_size >= 1 && o.threads >= 0 &&
                           o.min_parallel_elements >= 0,
                       "_compile_graph: reduction_lanes and max_fusion_size must be >= 1, threads "

@@ -1,0 +1,80 @@
+// What running a compiled program needs besides its kernels' code: the
+// buffers, the steps (kernel launches and extern calls), the memory plan and
+// the program's outputs, with nothing left of the lowering (no loop bodies,
+// no graph). It is what the graph cache stores, so that a new process that
+// meets the same graph skips lowering, scheduling and code generation: it
+// reads an Executable and loads the kernels' library by its code key.
+//
+// Extern calls keep their arguments as graph values; a reference to a
+// buffer is a placeholder node of the executable's own small graph (one per
+// referenced buffer), so an Executable neither holds the traced graph alive
+// nor differs between the compiling and the loading process.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ignis/compiler/loop_ir.h"
+#include "ignis/compiler/memory_plan.h"
+#include "ignis/graph/graph.h"
+
+namespace ignis::compiler {
+
+struct Executable {
+  struct Buf {
+    std::string name;
+    BufferKind kind = BufferKind::Computed;
+    ScalarType dtype = ScalarType::Float32;
+    std::vector<int64_t> sizes, strides;
+    std::string attr;  // Constant: the get_attr target
+  };
+  struct Kern {
+    std::string name;          // the exported symbol
+    std::vector<int> outputs;  // buffers it writes (allocated before it runs)
+  };
+  struct Call {
+    bool kernel = false;
+    int index = -1;                  // kernel: into kernels
+    const OpHandle* op = nullptr;    // extern
+    std::vector<graph::Value> args;  // buffer references: nodes of `refs`
+    graph::Kwargs kwargs;
+    std::vector<int> outputs;        // extern: a buffer per result position (-1: unread)
+    bool view = false;
+    // For profiles: what it is, and the bytes a kernel must move.
+    std::string label;
+    int64_t bytes = 0;
+  };
+  struct Output {
+    int buffer = -1;
+    graph::Value value;  // when buffer < 0: the None or number returned
+  };
+
+  std::vector<Buf> buffers;
+  std::vector<int> inputs;  // one buffer per graph input
+  std::vector<Kern> kernels;
+  std::vector<Call> steps;
+  std::vector<Output> outputs;
+  MemoryPlan plan;
+  // The placeholders extern arguments refer to, and their buffers.
+  std::shared_ptr<graph::Graph> refs;
+  std::unordered_map<const graph::Node*, int> ref_buffer;
+  // What the compiler printed, kept for the Python accessors.
+  std::string program_text, memory_plan_text, schedule_text, source;
+  std::vector<std::string> autotune_report;
+};
+
+Executable make_executable(const Program& p, const MemoryPlan& plan);
+
+// The bytes the graph cache stores; nullopt when the program cannot be
+// written (an extern argument that is a tensor or another value with no
+// portable spelling): such graphs are simply not cached.
+std::optional<std::string> serialize(const Executable& e);
+// Nullopt when the bytes are not a well-formed executable of this format
+// (the caller treats it as a miss).
+std::optional<Executable> deserialize(std::string_view bytes);
+
+}  // namespace ignis::compiler
