@@ -197,6 +197,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
     if (profiling_) started = Clock::now();
     if (s.kernel) {
       for (int b : p.kernels[size_t(s.index)].outputs) {
+        if (bufs[size_t(b)].defined()) continue;  // a concatenation an earlier kernel began
         const Executable::Buf& out = p.buffers[size_t(b)];
         int slot = plan.slot[size_t(b)];
         if (slot < 0) {

@@ -70,7 +70,7 @@ struct Val {
   std::vector<std::string> origins;  // nodes fused into a virtual value
 };
 
-enum class How : uint8_t { Pointwise, View, Reduction, Template, Extern };
+enum class How : uint8_t { Pointwise, View, Reduction, Template, Concat, Extern };
 
 // The view ops (by base name) lowered as index remappings (lower_view).
 const std::unordered_set<std::string>& view_ops() {
@@ -298,7 +298,25 @@ class Lowering {
     if (pointwise_call(n).kind != PwKind::None) return How::Pointwise;
     if (reduction_call(n).ok) return How::Reduction;
     if (gemm_call(n).ok) return How::Template;
+    if (concat_ok(n)) return How::Concat;
     return How::Extern;
+  }
+
+  // cat of CPU tensors of kernel dtypes: each input is computed (or copied)
+  // straight into its slice of the output. Inputs with no elements add
+  // nothing (the legacy [0]-shaped empty included).
+  static bool concat_ok(const Node* n) {
+    if (n->target().op->schema().full_name() != "cat") return false;
+    const graph::TensorMeta* out = single_meta(n);
+    if (!out || out->device.type != DeviceType::CPU || !is_kernel_dtype(out->dtype)) return false;
+    std::vector<Value> args = full_args(n);
+    if (!args[0].is_sequence() || args[1].kind() != Value::Kind::Int) return false;
+    for (const Value& t : args[0].items()) {
+      if (!t.is_node()) return false;
+      const graph::TensorMeta* m = single_meta(t.to_node());
+      if (!m || m->device.type != DeviceType::CPU || !is_kernel_dtype(m->dtype)) return false;
+    }
+    return true;
   }
 
   // A GEMM the compiler runs as a template with an epilogue: mm, or addmm
@@ -634,6 +652,59 @@ class Lowering {
     bind(n, c);
   }
 
+  // cat: one buffer, written by one compute node per input over the input's
+  // own sizes, storing at its offset along the dim. The scheduler fuses each
+  // writer with the work that produces its input (a permute-copy of an
+  // attention gradient becomes the store into its slice), and never lets a
+  // reader of the buffer join a kernel that is still writing it.
+  void lower_cat(const Node* n) {
+    std::vector<Value> args = full_args(n);
+    graph::TensorMeta m = stored_meta(meta(n));
+    const int64_t rank = int64_t(m.sizes.size());
+    const int64_t dim = norm_dim(args[1].to_int(), rank);
+    int b = add_buffer(tensor_buffer(m, BufferKind::Computed));
+    std::vector<Expr> strides = p_.buffers[size_t(b)].strides;
+    std::vector<size_t> order(m.sizes.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return m.strides[x] > m.strides[y]; });
+    ScalarType stored = m.dtype;
+    int64_t offset = 0;
+    std::vector<std::string> origins;
+    for (const Value& t : args[0].items()) {
+      const Node* in = t.to_node();
+      const Val& v = vals_.at(in);
+      int64_t numel = 1;
+      for (int64_t s : v.sizes) numel *= s;
+      if (numel == 0) continue;
+      ComputeNode cn;
+      cn.buffer = b;
+      cn.sizes = v.sizes;
+      cn.dtype = stored;
+      Body body = v.body;
+      ScalarType from = compute_type(v.dtype);
+      cn.body = [body, from, stored](BodyBuilder& bb, const Coords& c) {
+        return cast_to(bb, cast_to(bb, body(bb, c), from, compute_type(stored)),
+                       compute_type(stored), stored);
+      };
+      cn.store_index = [strides, dim, offset](const Coords& c) {
+        Coords at = c;
+        at[size_t(dim)] = at[size_t(dim)] + Expr(offset);
+        return sym::linear_index(at, strides);
+      };
+      cn.loop_order = order;
+      cn.origins = v.origins;
+      cn.origins.push_back(n->name());
+      for (const std::string& o : v.origins) origins.push_back(o);
+      add_compute(std::move(cn));
+      offset += v.sizes[size_t(dim)];
+    }
+    IGNIS_INTERNAL_ASSERT(offset == m.sizes[size_t(dim)], "compiler: cat ", n->name(),
+                          " fills ", offset, " of ", m.sizes[size_t(dim)], " along dim ", dim);
+    vals_[n] = buffer_val(b, m);
+    bind(n, b);
+  }
+
   // A reduction: a compute node over its input's sizes folding the reduced
   // dims; its input's value is computed inside it, never stored.
   void lower_reduction(const Node* n) {
@@ -722,6 +793,7 @@ class Lowering {
       case How::View: return lower_view(n);
       case How::Reduction: return lower_reduction(n);
       case How::Template: return lower_gemm(n);
+      case How::Concat: return lower_cat(n);
       case How::Extern: return lower_extern(n);
     }
   }

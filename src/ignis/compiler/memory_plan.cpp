@@ -83,7 +83,8 @@ MemoryPlan plan_memory(const Program& p) {
     const Step& s = p.steps[i];
     if (s.kind == Step::Kind::RunKernel) {
       for (int b : p.kernels[size_t(s.kernel)].outputs) {
-        if (pinned[size_t(b)] || extern_read[size_t(b)]) continue;
+        // (a concatenation's later writers find it placed by its first)
+        if (pinned[size_t(b)] || extern_read[size_t(b)] || plan.slot[size_t(b)] >= 0) continue;
         int64_t need = buffer_bytes(p.buffers[size_t(b)]);
         int best = -1;
         for (size_t f = 0; f < free_slots.size(); ++f) {

@@ -95,7 +95,11 @@ class Scheduler {
             const CompilerOptions& options)
       : p_(p), nodes_(std::move(nodes)), externs_(std::move(externs)), options_(options) {
     producer_.assign(p_.buffers.size(), -1);
-    for (size_t i = 0; i < nodes_.size(); ++i) producer_[size_t(nodes_[i].buffer)] = int(i);
+    writers_.assign(p_.buffers.size(), 0);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      producer_[size_t(nodes_[i].buffer)] = int(i);
+      ++writers_[size_t(nodes_[i].buffer)];
+    }
     // Who reads each computed buffer: other compute nodes (from a trial build
     // of each body), extern calls and the program's outputs.
     readers_.resize(p_.buffers.size());
@@ -262,6 +266,12 @@ class Scheduler {
     return false;
   }
 
+  bool writes(const Group& g, int buffer) const {
+    for (const Member& m : g.members)
+      if (nodes_[size_t(m.node)].buffer == buffer) return true;
+    return false;
+  }
+
   int member_of(const Group& g, int buffer) const {
     int prod = producer_[size_t(buffer)];
     if (prod < 0) return -1;
@@ -278,6 +288,13 @@ class Scheduler {
     Member self{id, role, {}};
     bool ok = true;
     BodyBuilder bb([&](BodyBuilder&, const ScalarNode& l) {
+      if (writers_[size_t(l.buffer)] > 1 && writes(g, l.buffer)) {
+        // A concatenation: the kernel writes parts of it, and an element
+        // read here may be another part's, or not written yet.
+        if (ok) *why = "reads " + p_.buffers[size_t(l.buffer)].name + ", a concatenation the kernel writes";
+        ok = false;
+        return -1;
+      }
       int m = member_of(g, l.buffer);
       if (m < 0) return -1;
       const Member& pm = g.members[size_t(m)];
@@ -567,7 +584,8 @@ class Scheduler {
         p_.buffers[size_t(n.buffer)].eliminated = true;
         continue;
       }
-      k.outputs.push_back(n.buffer);
+      if (std::find(k.outputs.begin(), k.outputs.end(), n.buffer) == k.outputs.end())
+        k.outputs.push_back(n.buffer);
       if (n.gemm) continue;  // stored by the GEMM
       Expr index = sym::simplify(n.store_index(member_coords(g, m, c)));
       if (m.role != Role::Reduce) {
@@ -766,7 +784,8 @@ class Scheduler {
   std::vector<ComputeNode> nodes_;
   CompilerOptions options_;
   std::vector<Step> externs_;
-  std::vector<int> producer_;                      // buffer -> compute node
+  std::vector<int> producer_;                      // buffer -> compute node (the last)
+  std::vector<int> writers_;                       // buffer -> compute nodes writing it
   std::vector<std::unordered_set<int>> readers_;   // buffer -> compute nodes reading it
   std::vector<std::unordered_set<int>> reads_;     // compute node -> buffers it reads
   std::vector<int> deferred_;                      // nodes waiting for the open group to close
