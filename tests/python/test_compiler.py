@@ -776,3 +776,26 @@ def test_cat_feeding_more_work_and_its_gradients_match_eager():
     np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12)
     for a, b in zip(got, xs):
         np.testing.assert_allclose(a.numpy(), b.grad.numpy(), rtol=1e-12)
+
+
+def test_a_long_compile_prints_a_progress_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = ("import ignis\n"
+              "from ignis._inductor import config\n"
+              "config.compile_progress_after = float(__import__('sys').argv[1])\n"
+              "f = ignis.compile(lambda x: (x.relu() * 3).exp())\n"
+              "x = ignis.randn(8)\n"
+              "assert (f(x) - (x.relu() * 3).exp()).abs().max().item() < 1e-6\n")
+    env = dict(os.environ, PYTHONPATH=str(__import__("pathlib").Path(ignis.__file__).parents[1]))
+
+    def run(after, cache):
+        r = subprocess.run([sys.executable, "-c", script, str(after)], capture_output=True,
+                           text=True, env=dict(env, IGNIS_CACHE_DIR=str(tmp_path / cache)))
+        assert r.returncode == 0, r.stderr
+        return r.stderr
+    err = run(0.0, "a")  # every compile counts as long
+    assert "[inductor] compiling 1 kernels (" in err and "lines of C++) ..." in err
+    assert "lines of C++): done in " in err
+    assert "[inductor]" not in run(600.0, "b")  # a quick compile says nothing

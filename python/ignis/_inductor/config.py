@@ -23,6 +23,9 @@ max_autotune = False
 # toolchain and knobs) loads its program and kernels from the on-disk cache
 # and skips lowering and code generation (IGNIS_FX_GRAPH_CACHE=0 turns it off).
 fx_graph_cache = os.environ.get("IGNIS_FX_GRAPH_CACHE", "1") != "0"
+# A C++ compile still running after this many seconds prints a progress line
+# on stderr, and its time when it ends; None: never.
+compile_progress_after = 2.0
 # Time every step (kernel or extern call) of graphs compiled from now on, and
 # print the slowest with their bandwidth when the process exits
 # (ignis._inductor.step_profile.report()). Costs a clock read per step.
@@ -50,6 +53,8 @@ def compiler_options():
         "reduction_lanes": int(cpp.reduction_lanes),
         "max_autotune": int(bool(max_autotune)),
         "fx_graph_cache": int(bool(fx_graph_cache)),
+        "compile_progress_ms": -1 if compile_progress_after is None
+        else int(compile_progress_after * 1000),
     }
 
 

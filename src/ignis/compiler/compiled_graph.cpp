@@ -3,8 +3,12 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <optional>
+#include <thread>
 
 #include "ignis/compiler/autotune.h"
 #include "ignis/compiler/codegen_cpp.h"
@@ -81,6 +85,48 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
   return runtime::sha256_hex(k);
 }
 
+// A line on stderr for a step that turns out slow: nothing when it finishes
+// within `delay_s`, else "[inductor] <what> ..." at that point and, when
+// it ends, how long it took (torch.compile users otherwise stare at a
+// silent prompt while a large graph's C++ compiles).
+class ProgressLine {
+ public:
+  ProgressLine(std::string what, double delay_s) : what_(std::move(what)) {
+    if (delay_s < 0) return;
+    start_ = std::chrono::steady_clock::now();
+    thread_ = std::thread([this, delay_s] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (cv_.wait_for(lock, std::chrono::duration<double>(delay_s), [this] { return done_; }))
+        return;
+      std::fprintf(stderr, "[inductor] %s ...\n", what_.c_str());
+      std::fflush(stderr);
+      shown_ = true;
+    });
+  }
+  ~ProgressLine() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (shown_) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      std::fprintf(stderr, "[inductor] %s: done in %.1f s\n", what_.c_str(), s);
+      std::fflush(stderr);
+    }
+  }
+
+ private:
+  std::string what_;
+  std::chrono::steady_clock::time_point start_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false, shown_ = false;
+};
+
 }  // namespace
 
 void CompiledGraph::enable_profile(bool on) {
@@ -115,6 +161,10 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   if (!exec_.kernels.empty()) {
     runtime::CompileOptions co;
     co.name = "compiled_graph";
+    size_t lines = size_t(std::count(exec_.source.begin(), exec_.source.end(), '\n'));
+    ProgressLine progress("compiling " + std::to_string(exec_.kernels.size()) + " kernels (" +
+                              std::to_string(lines) + " lines of C++)",
+                          options.progress_delay_s);
     library_ = cache.load_or_compile(exec_.source, co);
     *code_key = cache.key(exec_.source, co);
   }

@@ -30,6 +30,9 @@ struct CompileGraphOptions {
   std::unordered_map<std::string, Tensor> constants;
   // Look up and fill the graph cache (config.fx_graph_cache).
   bool graph_cache = true;
+  // A C++ compile still running after this many seconds prints a progress
+  // line on stderr (and its time when done); negative: never.
+  double progress_delay_s = 2.0;
 };
 
 class CompiledGraph {

@@ -155,10 +155,11 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   if (knobs != Py_None) {
     IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
     compiler::CompilerOptions& o = options.compiler;
-    int64_t max_autotune = 0, fx_graph_cache = 1;
+    int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000;
     const std::pair<const char*, int64_t*> fields[] = {
         {"max_autotune", &max_autotune},
         {"fx_graph_cache", &fx_graph_cache},
+        {"compile_progress_ms", &progress_ms},
         {"realize_opcount_threshold", &o.realize_opcount_threshold},
         {"realize_reads_threshold", &o.realize_reads_threshold},
         {"max_fusion_size", &o.max_fusion_size},
@@ -180,6 +181,7 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
     }
     options.autotune = max_autotune != 0;
     options.graph_cache = fx_graph_cache != 0;
+    options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
     IGNIS_CHECK_VALUE(o.reduction_lanes >= 1 && o.max_fusion_size >= 1 && o.threads >= 0 &&
                           o.min_parallel_elements >= 0,
                       "_compile_graph: reduction_lanes and max_fusion_size must be >= 1, threads "
