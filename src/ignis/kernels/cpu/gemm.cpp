@@ -206,11 +206,12 @@ T* thread_buffer(size_t n) {
 }
 
 // c[m, n] (row stride ldc) = beta * c + alpha * a @ b; alpha == 0 reads
-// neither a nor b. The work is split into independent tiles of C (kMC x kNC)
-// handed out dynamically, each scaling its block of C by beta and packing
-// its own panels: no barriers, so a thread that loses its core to another
-// process only delays its own tiles. When `ep` is set it runs on each tile
-// right after the tile's k loop, while the tile is still in L2.
+// neither a nor b. The work is split into independent tasks (a column block
+// of kNC and a run of row blocks) handed out dynamically, each scaling its
+// part of C by beta and packing its own panels: no barriers, so a thread
+// that loses its core to another process only delays its own tasks. When
+// `ep` is set it runs on each tile right after the tile's last depth panel,
+// while the tile is still in L2.
 // `parallel` allows threads; callers already running one product per
 // thread pass false.
 template <typename T>
@@ -234,40 +235,66 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     mcb = std::clamp<int64_t>((rows + MR - 1) / MR * MR, MR, kMC);
   }
   const int64_t mblocks = (m + mcb - 1) / mcb;
-  const int64_t tasks = mblocks * nblocks;
+  // A task is one column block and a run of row blocks: it packs each depth
+  // panel of B once and sweeps it over all its rows (GotoBLAS's loop order),
+  // rather than every row block packing the same panel again. Runs are cut
+  // so that there are about two tasks per thread.
+  const int64_t runs = std::clamp<int64_t>((2 * by_work + nblocks - 1) / nblocks, 1, mblocks);
+  const int64_t per_run = (mblocks + runs - 1) / runs;
+  const int64_t tasks = nblocks * ((mblocks + per_run - 1) / per_run);
   const int nt = static_cast<int>(std::min<int64_t>(tasks, by_work));
   const bool par = nt > 1;
   // A row-major A (unit column stride) is read in place by the micro-kernel.
   const bool a_in_place = a.cs == 1 && a.rs >= k;
+  // With beta == 0 the first depth panel overwrites C: no zeroing pass.
+  const bool overwrite = beta == T(0) && multiply;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
   for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t i0 = (task / nblocks) * mcb, j0 = (task % nblocks) * kNC;
-    const int64_t mc = std::min(mcb, m - i0), nc = std::min(kNC, n - j0);
-    // With beta == 0 the first depth panel overwrites C: no zeroing pass.
-    const bool overwrite = beta == T(0) && multiply;
-    if (!overwrite) scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
+    const int64_t j0 = (task % nblocks) * kNC, nc = std::min(kNC, n - j0);
+    const int64_t rb0 = (task / nblocks) * per_run, rb1 = std::min(rb0 + per_run, mblocks);
+    auto rows_of = [&](int64_t rb, int64_t* i0, int64_t* mc) {
+      *i0 = rb * mcb;
+      *mc = std::min(mcb, m - *i0);
+    };
+    int64_t i0, mc;
+    if (!overwrite) {
+      for (int64_t rb = rb0; rb < rb1; ++rb) {
+        rows_of(rb, &i0, &mc);
+        scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
+      }
+    }
     if (multiply) {
       T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
       T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
       const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
-        if (!a_in_place) pack_a(a, i0, p0, mc, kc, apack);
+        const bool last_panel = p0 + kc >= k;
         for (int64_t t = 0; t * NR < nc; ++t)
           pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const T* bs = bpack + (jr / NR) * kc * NR;
-          const int64_t nr = std::min<int64_t>(NR, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0 : apack + ir * kc;
-            micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, bs, alpha,
-                            c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir), nr,
-                            overwrite && p0 == 0);
+        for (int64_t rb = rb0; rb < rb1; ++rb) {
+          rows_of(rb, &i0, &mc);
+          if (!a_in_place) pack_a(a, i0, p0, mc, kc, apack);
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const T* bs = bpack + (jr / NR) * kc * NR;
+            const int64_t nr = std::min<int64_t>(NR, nc - jr);
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0 : apack + ir * kc;
+              micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, bs, alpha,
+                              c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir),
+                              nr, overwrite && p0 == 0);
+            }
           }
+          // The tile is finished: its epilogue runs while it is in cache.
+          if (ep && last_panel) ep(ctx, i0, i0 + mc, j0, j0 + nc);
         }
       }
+    } else if (ep) {
+      for (int64_t rb = rb0; rb < rb1; ++rb) {
+        rows_of(rb, &i0, &mc);
+        ep(ctx, i0, i0 + mc, j0, j0 + nc);
+      }
     }
-    if (ep) ep(ctx, i0, i0 + mc, j0, j0 + nc);
   }
 }
 
