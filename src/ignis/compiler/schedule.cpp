@@ -153,6 +153,7 @@ class Scheduler {
       if (b >= 0 && (!readers_[size_t(b)].empty() || read_outside_.count(b))) return false;
     for (const Argument& a : s.op->schema().args)
       if (a.is_write) return false;
+    if (s.node && s.node->target().impure()) return false;  // state the graph cannot see
     const OpDef* def = s.op->def();
     return def && def->determinism != Determinism::Random;
   }
