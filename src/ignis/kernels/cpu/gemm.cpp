@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cctype>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -244,8 +245,12 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   const int64_t tasks = nblocks * ((mblocks + per_run - 1) / per_run);
   const int nt = static_cast<int>(std::min<int64_t>(tasks, by_work));
   const bool par = nt > 1;
-  // A row-major A (unit column stride) is read in place by the micro-kernel.
-  const bool a_in_place = a.cs == 1 && a.rs >= k;
+  // A row-major A (unit column stride) is read in place by the micro-kernel,
+  // unless its row stride puts the MR rows' cache lines into fewer than 4
+  // of L1's 64 sets (a 2 or 4 KiB stride, k = 512 or 1024 floats): those
+  // rows would evict one another and the B strip, so A is packed instead.
+  const int64_t line_stride = (a.rs * int64_t(sizeof(T)) / 64) % 64;
+  const bool a_in_place = a.cs == 1 && a.rs >= k && std::gcd<int64_t>(line_stride, 64) <= 16;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
   const bool overwrite = beta == T(0) && multiply;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
