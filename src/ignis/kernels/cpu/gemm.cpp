@@ -71,7 +71,7 @@ template <typename T> struct Tile {
 };
 constexpr int64_t kKC = 256;  // depth of one packed panel
 constexpr int64_t kMC = 96;   // rows of A per task (a multiple of MR)
-constexpr int64_t kNC = 256;  // columns of C per task (a multiple of NR)
+constexpr int64_t kNC = 1024;  // columns of C per task (a multiple of NR)
 static_assert(kMC % kTileRows == 0 && kNC % Tile<float>::NR == 0 && kNC % Tile<double>::NR == 0);
 
 // Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as MR-row strips,
