@@ -1,0 +1,95 @@
+"""float32 GEMM: ignis's built-in GEMM, ignis through OpenBLAS, and PyTorch
+(MKL / oneDNN), side by side in one run, each in its own process.
+
+Shapes: a GPT block's linears at the example's sizes (bench/train.py's
+"small" config: 1024 tokens, d=64), an MLP's up and down projections
+(1024x1024 @ 1024x4096, 1024x4096 @ 4096x1024), and the same with B
+transposed (x @ W^T, as nn.Linear multiplies). Prints GFLOP/s of the best
+and median run and each ignis variant's time as a ratio of torch's.
+
+    python bench/gemm.py [--threads N] [--rounds R] [--cpu-time]
+
+--cpu-time measures the process's CPU time instead of wall time: on a
+machine shared with other work it moves far less (a descheduled thread
+stops counting), at the price of hiding idle threads.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+SHAPES = [  # (m, k, n, b transposed)
+    (1024, 64, 192, True), (1024, 64, 256, True), (1024, 256, 64, True),
+    (1024, 64, 64, True), (64, 1024, 256, False), (256, 1024, 64, False),
+    (1024, 1024, 4096, True), (1024, 4096, 1024, True), (1024, 1024, 4096, False),
+]
+IMPLS = {"ignis builtin": ("ignis", "builtin"), "ignis openblas": ("ignis", "blas"),
+         "torch": ("torch", None)}
+
+
+def child(lib, threads, rounds, cpu_time):
+    import numpy as np
+    mod = __import__(lib)
+    mod.set_num_threads(threads)
+    clock = time.process_time if cpu_time else time.perf_counter
+    rng = np.random.default_rng(0)
+    out = []
+    for m, k, n, bt in SHAPES:
+        a = mod.from_numpy(rng.standard_normal((m, k)).astype(np.float32))
+        w = mod.from_numpy(rng.standard_normal((n, k) if bt else (k, n)).astype(np.float32))
+        b = w.t() if bt else w
+        reps = max(3, min(rounds, int(2e9 / (2 * m * k * n))))
+        for _ in range(2):
+            mod.mm(a, b)
+        ts = []
+        for _ in range(reps):
+            t = clock()
+            mod.mm(a, b)
+            ts.append(clock() - t)
+        ts.sort()
+        out.append({"best": ts[0], "median": ts[len(ts) // 2]})
+    print(json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--cpu-time", action="store_true")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child[0], args.threads, args.rounds, args.cpu_time)
+    results = {}
+    for name, (lib, gemm) in IMPLS.items():
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+        if gemm:
+            env["IGNIS_GEMM"] = gemm
+        cmd = [sys.executable, __file__, "--child", lib, "x", "--threads", str(args.threads),
+               "--rounds", str(args.rounds)] + (["--cpu-time"] if args.cpu_time else [])
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"{name}: failed\n{r.stderr[-2000:]}", file=sys.stderr)
+            continue
+        results[name] = json.loads(r.stdout.strip().splitlines()[-1])
+    clock = "process CPU time" if args.cpu_time else "wall time"
+    print(f"float32 GEMM, {args.threads} threads, {clock}: GFLOP/s of the best (median) run; "
+          f"time / torch's (best)")
+    head = f"{'m x k @ k x n':<26}" + "".join(f"{n:>24}" for n in results)
+    print(head + "".join(f"{'/torch ' + n.split()[1]:>16}" for n in results if n != "torch"))
+    for i, (m, k, n, bt) in enumerate(SHAPES):
+        flop = 2 * m * k * n
+        row = f"{m}x{k} @ {k}x{n}{' (B^T)' if bt else '':<7}".ljust(26)
+        for name, res in results.items():
+            row += f"{flop / res[i]['best'] / 1e9:>14.1f} ({flop / res[i]['median'] / 1e9:6.1f})"
+        if "torch" in results:
+            for name, res in results.items():
+                if name != "torch":
+                    row += f"{res[i]['best'] / results['torch'][i]['best']:>16.2f}"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
