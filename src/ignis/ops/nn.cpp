@@ -1169,7 +1169,7 @@ void nll_loss_bw(GradCtx& c) {
   Red red = red_of(c, 3, 5, 6);
   int64_t cdim = c.sizes(0).size() == 1 ? 0 : 1;
   ScalarType dt = c.grad().dtype();
-  Tensor valid = op("ne", t, scalar(static_cast<double>(ignore)));
+  Tensor valid = op("ne", t, scalar_to_tensor_int(ignore, ScalarType::Int64, true));  // exact
   Tensor t_safe = where(valid, t, zeros_like(t));
   Tensor wt = to_dtype(valid, dt);
   if (w.defined())
@@ -1220,7 +1220,7 @@ void cross_entropy_bw(GradCtx& c) {
     if (eps <= 0) return nll;
     Tensor prod = wb.defined() ? mul(lp, wb) : lp;
     Tensor s = neg(sum_dims(prod, {cdim}, false));
-    Tensor valid = op("ne", t, scalar(static_cast<double>(ignore)));
+    Tensor valid = op("ne", t, scalar_to_tensor_int(ignore, ScalarType::Int64, true));  // exact
     s = where(valid, s, zeros_like(s));
     Tensor sr;
     if (red == Red::Mean) {
