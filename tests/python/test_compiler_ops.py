@@ -205,6 +205,21 @@ KNOWN_BUGS = {
         "capture graph-breaks on an op returning a tuple with None entries (no weight/bias: "
         "(grad_input, None, None)) (layer_norm_backward_none_outputs.py)")
        for dt in ("float32", "float64", "bfloat16")},
+    # The same for the CNN ops' None outputs (an output_mask leaving one out,
+    # batch norm without running statistics).
+    **{f"{op}-{dt}-{layout}": (
+        "capture graph-breaks on an op returning a tuple with None entries "
+        "(layer_norm_backward_none_outputs.py)")
+       for op in ("convolution_backward-input_only", "native_batch_norm_backward-eval_input_only",
+                  "_native_batch_norm_legit_functional-train_no_stats")
+       for dt in ("float32", "float64", "bfloat16", "float16")
+       for layout in ("contiguous", "transposed")},
+    **{case: ("capture graph-breaks on an op returning a tuple with None entries "
+              "(layer_norm_backward_none_outputs.py)")
+       for case in ("convolution_backward-input_only-int64-contiguous",
+                    "convolution_backward-input_only-int64-transposed",
+                    "grad-_native_batch_norm_legit_functional-train_no_stats-contiguous",
+                    "grad-_native_batch_norm_legit_functional-train_no_stats-transposed")},
 }
 
 
@@ -561,11 +576,38 @@ def _view_specs():
     return specs
 
 
+# ---- core ops run as extern kernels: convolution, pooling, batch norm ----------
+def _cnn_specs():
+    """cnn_op_samples.SAMPLES in every dtype, on contiguous and transposed inputs."""
+    import cnn_op_samples
+
+    specs = {}
+    for name, samples in cnn_op_samples.SAMPLES.items():
+        op = PACKET[name]
+        const = tuple(sorted(cnn_op_samples.CONSTANT_ARGS.get(name, ())))
+
+        def call(*a, op=op, const=const):
+            a = list(a)
+            for k in const:
+                if a[k] is not None:
+                    a[k] = a[k].detach()
+            return op(*a)
+        for suffix, make_args in samples:
+            def build(rng, layout, dt, make_args=make_args, call=call):
+                def t(shape, kind="any"):
+                    x = make_tensor(rng, shape, dt, layout)
+                    return x.abs() + 1 if kind == "pos" and dt != "bool" else x
+                return call, make_args(t), {}
+            specs.setdefault(name, []).append((suffix, build, ("contiguous", "transposed")))
+    return specs
+
+
 CORE_SPECS = {}
 CORE_SPECS.update(POINTWISE_SPECS)
 CORE_SPECS.update(_reduction_specs())
 CORE_SPECS.update(_cast_specs())
 CORE_SPECS.update(_view_specs())
+CORE_SPECS.update(_cnn_specs())
 
 
 def _selected(case_id, op_variant, dt, layout, dtypes, full=FULL):
