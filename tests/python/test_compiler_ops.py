@@ -201,25 +201,6 @@ KNOWN_BUGS = {
         "AOT's joint trace of amin's backward with a zero-size result of rank >= 2 ([2, 0]) fails "
         "('a fake tensor ... was not produced by this trace'): falls back to eager "
         "(amin_zero_size_backward.py)"),
-    **{f"native_layer_norm_backward-1-{dt}": (
-        "capture graph-breaks on an op returning a tuple with None entries (no weight/bias: "
-        "(grad_input, None, None)) (layer_norm_backward_none_outputs.py)")
-       for dt in ("float32", "float64", "bfloat16")},
-    # The same for the CNN ops' None outputs (an output_mask leaving one out,
-    # batch norm without running statistics).
-    **{f"{op}-{dt}-{layout}": (
-        "capture graph-breaks on an op returning a tuple with None entries "
-        "(layer_norm_backward_none_outputs.py)")
-       for op in ("convolution_backward-input_only", "native_batch_norm_backward-eval_input_only",
-                  "_native_batch_norm_legit_functional-train_no_stats")
-       for dt in ("float32", "float64", "bfloat16", "float16")
-       for layout in ("contiguous", "transposed")},
-    **{case: ("capture graph-breaks on an op returning a tuple with None entries "
-              "(layer_norm_backward_none_outputs.py)")
-       for case in ("convolution_backward-input_only-int64-contiguous",
-                    "convolution_backward-input_only-int64-transposed",
-                    "grad-_native_batch_norm_legit_functional-train_no_stats-contiguous",
-                    "grad-_native_batch_norm_legit_functional-train_no_stats-transposed")},
 }
 
 
