@@ -107,3 +107,47 @@ def test_compiled_cnn_matches_eager_without_graph_breaks(train_mode):
     for k, v in mi.state_dict().items():  # the running statistics were updated alike
         np.testing.assert_allclose(mc.state_dict()[k].numpy(), v.numpy(), rtol=1e-5,
                                    atol=1e-6, err_msg=k)
+
+
+def test_compiled_unet_style_layers_match_eager():
+    """Reflect padding, GroupNorm, strided and transposed convolutions,
+    bilinear upsampling, pixel shuffle, average and adaptive pooling: one
+    graph, eager's values, gradients and running statistics."""
+    nn = ignis.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1, padding_mode="reflect")
+            self.gn = nn.GroupNorm(2, 8)
+            self.down = nn.Conv2d(8, 16, 4, stride=2, padding=1)
+            self.bn = nn.BatchNorm2d(16)
+            self.up = nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+            self.ups = nn.Upsample(scale_factor=2, mode="bilinear")
+            self.ps = nn.PixelShuffle(2)
+            self.head = nn.Conv2d(8, 4, 1)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+
+        def forward(self, x):
+            a = ignis.relu(self.gn(self.c1(x)))
+            b = ignis.relu(self.bn(self.down(a)))
+            c = self.up(b) + a
+            d = self.ps(self.head(self.ups(c)))
+            return self.pool(nn.functional.avg_pool2d(d, 2)).flatten(1).sum(1)
+
+    ignis.manual_seed(0)
+    me, mc = Net(), Net()
+    x = ignis.randn(2, 3, 16, 16)
+    explanation = ignis.compiler.explain(lambda x: mc(x).sum(), x)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    mc.load_state_dict(me.state_dict())  # explain ran it (and its running stats)
+    ye = me(x).sum()
+    yc = ignis.compile(lambda x: mc(x).sum(), fullgraph=True)(x)
+    np.testing.assert_allclose(float(yc), float(ye), rtol=1e-5)
+    ye.backward()
+    yc.backward()
+    for (n, a), (_, b) in zip(me.named_parameters(), mc.named_parameters()):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=n)
+    for (n, a), (_, b) in zip(me.named_buffers(), mc.named_buffers()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=n)
