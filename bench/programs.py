@@ -9,8 +9,9 @@ One step = forward, loss, zero_grad, backward, optimizer step, on the same
 model code for both libraries. torch runs twice: as installed (its
 convolutions go to oneDNN) and with torch.backends.mkldnn disabled (its
 own im2col + GEMM path), because on some machines (this VM among them)
-oneDNN's convolutions are an order of magnitude slower than torch's own. Each library runs in its own child process
-(two OpenMP runtimes in one process distort each other's timings); the
+oneDNN's convolutions are an order of magnitude slower than torch's own.
+Each library runs in its own child process (two OpenMP runtimes in one
+process distort each other's timings); the
 rounds alternate between the libraries and the best median is kept, so
 load from other processes on the machine affects both alike. Prints the
 median step time of each, its phases, and the ignis/torch ratio (< 1 means

@@ -184,10 +184,9 @@ def test_conv_bad_input_raises_like_torch(fn, xs, ws, kw, words):
 
 def test_conv_bad_bias_and_dtypes():
     x, w = np.zeros((2, 3, 5, 5)), np.ones((4, 3, 3, 3))
-    _raises_like(lambda: IF.conv2d(ignis.from_numpy(x), ignis.from_numpy(w), ignis.zeros(3,
-                                                                                        dtype=ignis.float64)),
-                 lambda: TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.zeros(3,
-                                                                                       dtype=torch.float64)))
+    b = np.zeros(3)  # 3 elements for 4 output channels
+    _raises_like(lambda: IF.conv2d(ignis.from_numpy(x), ignis.from_numpy(w), ignis.from_numpy(b)),
+                 lambda: TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)))
     _raises_like(lambda: IF.conv2d(ignis.from_numpy(x), ignis.from_numpy(w).float()),
                  lambda: TF.conv2d(torch.from_numpy(x), torch.from_numpy(w).float()))
     _raises_like(lambda: IF.conv2d(ignis.from_numpy(x).bool(), ignis.from_numpy(w).bool()),

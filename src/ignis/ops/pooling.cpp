@@ -220,7 +220,8 @@ DimVector adaptive_out(const Tensor& in, const std::vector<int64_t>& size, const
   return out;
 }
 void adaptive_avg_meta(OpCall& c) {
-  c.alloc(adaptive_out(c.tensor(0), c.int_list(1), "adaptive_avg_pool2d", false), c.tensor(0).dtype());
+  c.alloc(adaptive_out(c.tensor(0), c.int_list(1), "adaptive_avg_pool2d", false),
+          c.tensor(0).dtype());
 }
 void adaptive_avg_cpu(OpCall& c) {
   const Tensor& in = c.tensor(0);

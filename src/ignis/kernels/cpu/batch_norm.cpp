@@ -26,7 +26,8 @@ const T* ptr(const Tensor& t) {
 struct NCL {
   int64_t n, c, l;
   explicit NCL(const Tensor& t)
-      : n(t.size(0)), c(t.size(1)), l(t.size(1) ? t.numel() / std::max<int64_t>(t.size(0) * t.size(1), 1) : 0) {}
+      : n(t.size(0)), c(t.size(1)),
+        l(t.size(0) * t.size(1) ? t.numel() / (t.size(0) * t.size(1)) : 0) {}
 };
 
 template <typename T>
