@@ -210,6 +210,27 @@ def test_every_op_through_fake_tensors_matches_real_metadata():
     assert compared >= 200, f"only {compared} overloads were compared"
 
 
+def test_cnn_ops_through_fake_tensors_match_real_metadata():
+    """The ops whose arguments the schema alone cannot build (convolution,
+    pooling, batch norm): their samples from cnn_op_samples."""
+    import cnn_op_samples
+    compared = 0
+    for name, samples in cnn_op_samples.SAMPLES.items():
+        op = ignis._C._op_overload(name)
+        for suffix, make_args in samples:
+            ignis.manual_seed(0)
+            args = make_args(lambda shape, kind="any": ignis.randn(shape).abs() + 1
+                             if kind == "pos" else ignis.randn(shape))
+            out = op(*args)
+            mode = FakeTensorMode()
+            with mode:
+                fargs = [mode.from_tensor(a) if isinstance(a, ignis.Tensor) else a for a in args]
+                fout = op(*fargs)
+            assert _metas(out) == _metas(fout), (name, suffix)
+            compared += 1
+    assert compared >= len(cnn_op_samples.SAMPLES)
+
+
 # --- make_fx and functionalization ----------------------------------------------------
 def test_make_fx_real_and_fake_record_the_same_ops():
     def f(x, w):

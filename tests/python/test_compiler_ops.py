@@ -201,10 +201,6 @@ KNOWN_BUGS = {
         "AOT's joint trace of amin's backward with a zero-size result of rank >= 2 ([2, 0]) fails "
         "('a fake tensor ... was not produced by this trace'): falls back to eager "
         "(amin_zero_size_backward.py)"),
-    **{f"native_layer_norm_backward-1-{dt}": (
-        "capture graph-breaks on an op returning a tuple with None entries (no weight/bias: "
-        "(grad_input, None, None)) (layer_norm_backward_none_outputs.py)")
-       for dt in ("float32", "float64", "bfloat16")},
 }
 
 
@@ -561,11 +557,38 @@ def _view_specs():
     return specs
 
 
+# ---- core ops run as extern kernels: convolution, pooling, batch norm ----------
+def _cnn_specs():
+    """cnn_op_samples.SAMPLES in every dtype, on contiguous and transposed inputs."""
+    import cnn_op_samples
+
+    specs = {}
+    for name, samples in cnn_op_samples.SAMPLES.items():
+        op = PACKET[name]
+        const = tuple(sorted(cnn_op_samples.CONSTANT_ARGS.get(name, ())))
+
+        def call(*a, op=op, const=const):
+            a = list(a)
+            for k in const:
+                if a[k] is not None:
+                    a[k] = a[k].detach()
+            return op(*a)
+        for suffix, make_args in samples:
+            def build(rng, layout, dt, make_args=make_args, call=call):
+                def t(shape, kind="any"):
+                    x = make_tensor(rng, shape, dt, layout)
+                    return x.abs() + 1 if kind == "pos" and dt != "bool" else x
+                return call, make_args(t), {}
+            specs.setdefault(name, []).append((suffix, build, ("contiguous", "transposed")))
+    return specs
+
+
 CORE_SPECS = {}
 CORE_SPECS.update(POINTWISE_SPECS)
 CORE_SPECS.update(_reduction_specs())
 CORE_SPECS.update(_cast_specs())
 CORE_SPECS.update(_view_specs())
+CORE_SPECS.update(_cnn_specs())
 
 
 def _selected(case_id, op_variant, dt, layout, dtypes, full=FULL):

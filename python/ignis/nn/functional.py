@@ -18,6 +18,28 @@ for _n in _NAMES:
         globals()[_n] = _ops.get(_n)
 
 
+from ._conv import (  # noqa: E402,F401
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+)
+from ._pooling import (  # noqa: E402,F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
+    avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices,
+)
+from ._normalization import batch_norm, group_norm, instance_norm  # noqa: E402,F401
+from ._upsampling import (  # noqa: E402,F401
+    interpolate, pixel_shuffle, pixel_unshuffle, upsample,
+)
+
+# The layers written in Python (nn/_conv.py, ...) are this module's functions:
+# capture records a call to ignis.nn.functional as one graph call, as it
+# does for the ops above.
+for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+           adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
+           avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices, batch_norm,
+           group_norm, instance_norm, interpolate, pixel_shuffle, pixel_unshuffle, upsample):
+    _f.__module__ = __name__
+
+
 def relu_(x):
     return x.relu_()
 

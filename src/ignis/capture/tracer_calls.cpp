@@ -626,13 +626,18 @@ VTP Tracer::tensor_result(PyObject* fake, graph::Node* node) {
 VTP Tracer::wrap_result(PyObject* res, graph::Node* node) {
   if (py::is_tensor(res)) return tensor_result(res, node);
   if ((PyTuple_Check(res) || PyList_Check(res)) && PySequence_Size(res) > 0) {
+    // Tensors, and None where an op leaves an output out (a backward's
+    // output mask, batch norm without running statistics): a None gets no
+    // getitem node, and the node's metadata lists the tensors only.
     Py_ssize_t n = PySequence_Size(res);
-    bool all_tensors = true;
+    bool tensors_or_none = true, any_tensor = false;
     for (Py_ssize_t i = 0; i < n; ++i) {
       Obj e = check(PySequence_GetItem(res, i));
-      all_tensors &= py::is_tensor(e.get());
+      const bool t = py::is_tensor(e.get());
+      tensors_or_none &= t || e.get() == Py_None;
+      any_tensor |= t;
     }
-    if (all_tensors) {
+    if (tensors_or_none && any_tensor) {
       auto out = std::make_shared<VT>(PyList_Check(res) ? VK::List : VK::Tuple);
       if (PyTuple_Check(res) && !PyTuple_CheckExact(res))
         out->pytype = Obj::borrow(reinterpret_cast<PyObject*>(Py_TYPE(res)));
@@ -640,6 +645,10 @@ VTP Tracer::wrap_result(PyObject* res, graph::Node* node) {
       std::vector<graph::TensorMeta> metas;
       for (Py_ssize_t i = 0; i < n; ++i) {
         Obj e = check(PySequence_GetItem(res, i));
+        if (e.get() == Py_None) {
+          out->items.push_back(make_const(Py_None));
+          continue;
+        }
         graph::Node* gi =
             ir->call_function(getitem, {graph::Value(node), graph::Value(int64_t(i))});
         VTP v = tensor_result(e.get(), gi);

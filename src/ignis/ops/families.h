@@ -14,4 +14,7 @@ void register_matrix_ops();
 void register_composite_ops();
 void register_attention_ops();
 void register_nn_ops();
+void register_conv_ops();
+void register_pooling_ops();
+void register_normalization_ops();
 }  // namespace ignis

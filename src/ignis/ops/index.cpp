@@ -621,6 +621,10 @@ void roll_meta(OpCall& c) {
   IGNIS_CHECK(!shifts.empty(), "`shifts` required");
   IGNIS_CHECK(dims.empty() ? shifts.size() == 1 : shifts.size() == dims.size(),
               "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
+  // (wrap_dim lets a 0-dim tensor's dim be 0 or -1; roll has no dim to
+  // roll there, and indexing one by it wrote past the kernel's tables.)
+  IGNIS_CHECK_KIND(Index, dims.empty() || self.dim() > 0, "Dimension specified as ", dims[0],
+                   " but tensor has no dimensions");
   for (int64_t d : dims) wrap_dim(d, self.dim());
   c.alloc(self.sizes(), self.dtype());
 }

@@ -20,6 +20,9 @@ void register_all_ops() {
   register_attention_ops();
   register_composite_ops();
   register_nn_ops();
+  register_conv_ops();
+  register_pooling_ops();
+  register_normalization_ops();
   autograd::register_autograd_kernel();
 }
 

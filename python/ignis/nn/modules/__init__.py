@@ -3,10 +3,23 @@ from .linear import Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F
 from .activation import (  # noqa: F401
     ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, MultiheadAttention,
 )
-from .normalization import LayerNorm, RMSNorm  # noqa: F401
+from .normalization import (  # noqa: F401
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
+    RMSNorm,
+)
 from .sparse import Embedding  # noqa: F401
 from .dropout import Dropout  # noqa: F401
 from .loss import CrossEntropyLoss, MSELoss  # noqa: F401
+from .conv import (  # noqa: F401
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+)
+from .pooling import (  # noqa: F401
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+    AvgPool2d, MaxPool1d, MaxPool2d,
+)
+from .upsampling import (  # noqa: F401
+    PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
+)
 from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
 
 __all__ = [
@@ -14,4 +27,9 @@ __all__ = [
     "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention", "LayerNorm",
     "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "MSELoss", "Sequential", "ModuleList",
     "ModuleDict",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
 ]

@@ -1,0 +1,146 @@
+"""Time per training step of small classic programs, ignis eager vs PyTorch eager.
+
+Programs (--program):
+  cnn: an MNIST-style CNN, two blocks of conv 3x3 (padding 1) + batch norm +
+       ReLU + max pool 2, then a linear layer; batch 64 of 1x28x28 (or
+       3x32x32 with --image 32); SGD with momentum, cross-entropy loss.
+
+One step = forward, loss, zero_grad, backward, optimizer step, on the same
+model code for both libraries. torch runs twice: as installed (its
+convolutions go to oneDNN) and with torch.backends.mkldnn disabled (its
+own im2col + GEMM path), because on some machines (this VM among them)
+oneDNN's convolutions are an order of magnitude slower than torch's own.
+Each library runs in its own child process (two OpenMP runtimes in one
+process distort each other's timings); the
+rounds alternate between the libraries and the best median is kept, so
+load from other processes on the machine affects both alike. Prints the
+median step time of each, its phases, and the ignis/torch ratio (< 1 means
+ignis is faster).
+
+    python bench/programs.py [--program cnn] [--threads N] [--steps 20] [--rounds 2]
+                             [--image 28|32] [--batch 64]
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def build_cnn(lib, in_ch, image):
+    nn = lib.nn
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(in_ch, 16, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(16)
+            self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+            self.bn2 = nn.BatchNorm2d(32)
+            self.fc = nn.Linear(32 * (image // 4) ** 2, 10)
+
+        def forward(self, x):
+            F = lib.nn.functional
+            x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+            x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+            return self.fc(x.flatten(1))
+
+    return CNN()
+
+
+def cnn_step_times(lib, args):
+    lib.manual_seed(0)
+    in_ch = 1 if args.image == 28 else 3
+    model = build_cnn(lib, in_ch, args.image)
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((args.batch, in_ch, args.image, args.image))
+                       .astype(np.float32))
+    y = lib.from_numpy(rng.integers(0, 10, args.batch))
+    times, phases = [], []
+    for i in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        if i >= args.warmup:
+            times.append(t3 - t0)
+            phases.append((t1 - t0, t2 - t1, t3 - t2))
+    return float(np.median(times)), np.median(np.array(phases), axis=0), loss.item()
+
+
+PROGRAMS = {"cnn": cnn_step_times}
+PEERS = ["torch", "torch-nomkldnn", "ignis"]
+
+
+def run_one(args):
+    """Child process: time one library, print one JSON line."""
+    import importlib
+    if args.only == "torch-nomkldnn":
+        import torch
+        torch.backends.mkldnn.enabled = False
+        args.only = "torch"
+    if args.only == "ignis":
+        sys.path.insert(0, str(ROOT / "tests" / "python"))
+        import _checkout  # noqa: F401  (this checkout's build, when it has one)
+    lib = importlib.import_module(args.only)
+    if args.threads:
+        lib.set_num_threads(args.threads)
+    t, phases, loss = PROGRAMS[args.program](lib, args)
+    print(json.dumps({"step": t, "phases": [float(p) for p in phases], "loss": loss,
+                      "threads": lib.get_num_threads(), "version": lib.__version__}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--program", choices=sorted(PROGRAMS), default="cnn")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--image", type=int, choices=[28, 32], default=28)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--only", choices=PEERS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.only:
+        return run_one(args)
+
+    best = {}
+    for _ in range(args.rounds):
+        for name in PEERS:
+            cmd = [sys.executable, __file__, "--only", name, "--program", args.program,
+                   "--steps", str(args.steps), "--warmup", str(args.warmup),
+                   "--image", str(args.image), "--batch", str(args.batch)]
+            if args.threads:
+                cmd += ["--threads", str(args.threads)]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                 env=os.environ).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            if name not in best or r["step"] < best[name]["step"]:
+                best[name] = r
+    print(f"{args.program}: batch {args.batch}, {args.image}x{args.image} images; threads "
+          f"ignis={best['ignis']['threads']} torch={best['torch']['threads']}; "
+          f"{platform.processor() or platform.machine()}, torch {best['torch']['version']}")
+    for name in PEERS:
+        r = best[name]
+        t, (fwd, bwd, opt) = r["step"], r["phases"]
+        print(f"{name:15s} {t * 1e3:8.2f} ms/step  (forward {fwd * 1e3:.2f}, backward "
+              f"{bwd * 1e3:.2f}, optimizer {opt * 1e3:.2f})  final loss {r['loss']:.4f}")
+    for peer in PEERS[:-1]:
+        print(f"ratio ignis/{peer}: {best['ignis']['step'] / best[peer]['step']:.2f}x "
+              "(< 1 means ignis is faster)")
+
+
+if __name__ == "__main__":
+    main()

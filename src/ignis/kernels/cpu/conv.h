@@ -1,0 +1,41 @@
+// Convolution on the CPU (1-, 2- and 3-D, grouped, strided, dilated, plain
+// and transposed), through im2col and the project's GEMM.
+//
+// Both kinds of convolution are one geometry seen from two sides. The
+// "image" is the tensor the kernel window slides over (the input of a
+// convolution, the output of a transposed one); the "columns" side has one
+// position per window (the output of a convolution, the input of a
+// transposed one). The weight is always [col_channels, image_channels /
+// groups, *kernel]. Three products cover forward and backward of both:
+//   gather:  cols   = W @ im2col(image)       (conv forward, conv_T grad_input)
+//   scatter: image  = col2im(W^T @ cols)      (conv grad_input, conv_T forward)
+//   weight:  dW    += cols @ im2col(image)^T  (the weight gradient of both)
+// A 1x1 window with stride 1 and no padding needs no im2col: the image is
+// its own column matrix.
+#pragma once
+
+#include <vector>
+
+#include "ignis/core/tensor.h"
+
+namespace ignis::cpu {
+
+struct ConvParams {
+  std::vector<int64_t> stride, padding, dilation, output_padding;  // one per spatial dim
+  bool transposed = false;
+  int64_t groups = 1;
+};
+
+// out = convolution(input, weight) + bias: input, weight (and bias, when
+// defined) contiguous float32/float64 of out's dtype; out contiguous with
+// the size the meta rule computed.
+void convolution_into(const Tensor& out, const Tensor& input, const Tensor& weight,
+                      const Tensor& bias, const ConvParams& p);
+
+// The gradients of convolution_into's input, weight and bias for the
+// contiguous grad_out; an undefined output is not computed.
+void convolution_backward_into(const Tensor& grad_input, const Tensor& grad_weight,
+                               const Tensor& grad_bias, const Tensor& grad_out,
+                               const Tensor& input, const Tensor& weight, const ConvParams& p);
+
+}  // namespace ignis::cpu
