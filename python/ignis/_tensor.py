@@ -23,6 +23,8 @@ _DUNDER_OPS = {
     "__and__": "bitwise_and", "__rand__": "bitwise_and", "__iand__": "bitwise_and_",
     "__or__": "bitwise_or", "__ror__": "bitwise_or", "__ior__": "bitwise_or_",
     "__xor__": "bitwise_xor", "__rxor__": "bitwise_xor", "__ixor__": "bitwise_xor_",
+    "__lshift__": "bitwise_left_shift", "__ilshift__": "bitwise_left_shift_",
+    "__rshift__": "bitwise_right_shift", "__irshift__": "bitwise_right_shift_",
     "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
 }
 
@@ -90,6 +92,8 @@ class Tensor(_C.TensorBase):
     def __rfloordiv__(self, other): return _OPS["floor_divide"](_C._wrap_number(other), self)
     def __rmod__(self, other): return _OPS["remainder"](_C._wrap_number(other), self)
     def __rpow__(self, other): return _OPS["pow"](_C._wrap_number(other), self)
+    def __rlshift__(self, other): return _OPS["bitwise_left_shift"](_C._wrap_number(other), self)
+    def __rrshift__(self, other): return _OPS["bitwise_right_shift"](_C._wrap_number(other), self)
     def __rmatmul__(self, other): return _OPS["matmul"](other, self)
     def __pos__(self):
         if self.dtype is _C.bool:
