@@ -1,5 +1,9 @@
 """L-BFGS: PyTorch's algorithm (one parameter group, a closure that
-re-evaluates the loss), with the same state, so trajectories match torch's."""
+re-evaluates the loss), with the same state, so trajectories match torch's;
+optionally with a strong-Wolfe line search (Nocedal and Wright, algorithms
+3.5 and 3.6, with cubic interpolation)."""
+import math
+
 import ignis
 from ..autograd import enable_grad
 from .optimizer import Optimizer, _use_grad
@@ -20,9 +24,6 @@ class LBFGS(Optimizer):
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         if line_search_fn not in (None, "strong_wolfe"):
             raise RuntimeError("only 'strong_wolfe' is supported")
-        if line_search_fn is not None:
-            raise NotImplementedError("LBFGS: line_search_fn='strong_wolfe' is not implemented "
-                                      "in ignis yet")
         self._params = self.param_groups[0]["params"]
 
     def _flat_grad(self):
@@ -35,6 +36,16 @@ class LBFGS(Optimizer):
             n = p.numel()
             p.add_(update[offset:offset + n].view_as(p), alpha=step_size)
             offset += n
+
+    def _directional_evaluate(self, closure, x, t, d):
+        """Loss and gradient at x + t d; the parameters are left at x."""
+        self._add_grad(t, d)
+        with enable_grad():
+            loss = float(closure())
+        flat_grad = self._flat_grad()
+        for p, v in zip(self._params, x):
+            p.copy_(v)
+        return loss, flat_grad
 
     @_use_grad
     def step(self, closure):
@@ -111,12 +122,21 @@ class LBFGS(Optimizer):
             if gtd > -tol_change:
                 break
 
-            self._add_grad(t, d)
             ls_func_evals = 0
-            if n_iter != max_iter:
-                loss = float(evaluate())
-                flat_grad = self._flat_grad()
-                ls_func_evals = 1
+            if group["line_search_fn"] is not None:
+                x_init = [p.clone() for p in self._params]
+
+                def obj_func(x, step, direction):
+                    return self._directional_evaluate(closure, x, step, direction)
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(obj_func, x_init, t, d, loss,
+                                                                  flat_grad, gtd)
+                self._add_grad(t, d)
+            else:
+                self._add_grad(t, d)
+                if n_iter != max_iter:
+                    loss = float(evaluate())
+                    flat_grad = self._flat_grad()
+                    ls_func_evals = 1
             opt_cond = flat_grad.abs().max().item() <= tol_grad
             current_evals += ls_func_evals
             state["func_evals"] += ls_func_evals
@@ -131,3 +151,99 @@ class LBFGS(Optimizer):
         state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
                      prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
+
+
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
+    """The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1
+    and g2, clamped to `bounds` (default: between x1 and x2); the middle when
+    the cubic has no minimum."""
+    lo, hi = bounds if bounds is not None else (min(x1, x2), max(x1, x2))
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1 ** 2 - g1 * g2
+    if d2_square < 0:
+        return (lo + hi) / 2.0
+    d2 = math.sqrt(d2_square)
+    if x1 <= x2:
+        min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+    else:
+        min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+    return min(max(min_pos, lo), hi)
+
+
+def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
+                  max_ls=25):
+    """A step t along d satisfying the strong Wolfe conditions: bracket an
+    acceptable interval, then zoom into it. Returns (loss, flat gradient, t,
+    function evaluations)."""
+    d_norm = d.abs().max().item()
+    g = g.clone()
+    f_new, g_new = obj_func(x, t, d)
+    evals = 1
+    gtd_new = g_new.dot(d).item()
+    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+    done = False
+    ls_iter = 0
+    while ls_iter < max_ls:
+        # Checked in this order: sufficient decrease fails, the curvature
+        # condition holds, the slope turns upwards.
+        curvature_ok = abs(gtd_new) <= -c2 * gtd
+        if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev) or \
+                (not curvature_ok and gtd_new >= 0):
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new.clone()], [gtd_prev, gtd_new]
+            break
+        if curvature_ok:
+            bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
+            done = True
+            break
+        # Extrapolate: a cubic step between 1.01 t and 10 t.
+        tmp = t
+        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+                               bounds=(t + 0.01 * (t - t_prev), t * 10))
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.clone(), gtd_new
+        f_new, g_new = obj_func(x, t, d)
+        evals += 1
+        gtd_new = g_new.dot(d).item()
+        ls_iter += 1
+    if ls_iter == max_ls:
+        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
+
+    # Zoom: shrink the bracket around a point satisfying the conditions.
+    insuf_progress = False
+    low, high = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
+    while not done and ls_iter < max_ls:
+        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
+            break
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0],
+                               bracket[1], bracket_f[1], bracket_gtd[1])
+        # Too close to an end of the bracket: move away from it, unless the
+        # last step already made too little progress.
+        eps = 0.1 * (max(bracket) - min(bracket))
+        if min(max(bracket) - t, t - min(bracket)) < eps:
+            if insuf_progress or t >= max(bracket) or t <= min(bracket):
+                if abs(t - max(bracket)) < abs(t - min(bracket)):
+                    t = max(bracket) - eps
+                else:
+                    t = min(bracket) + eps
+                insuf_progress = False
+            else:
+                insuf_progress = True
+        else:
+            insuf_progress = False
+        f_new, g_new = obj_func(x, t, d)
+        evals += 1
+        gtd_new = g_new.dot(d).item()
+        ls_iter += 1
+        if f_new > f + c1 * t * gtd or f_new >= bracket_f[low]:
+            bracket[high], bracket_f[high] = t, f_new
+            bracket_g[high], bracket_gtd[high] = g_new.clone(), gtd_new
+            low, high = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
+        else:
+            if abs(gtd_new) <= -c2 * gtd:
+                done = True
+            elif gtd_new * (bracket[high] - bracket[low]) >= 0:
+                bracket[high], bracket_f[high] = bracket[low], bracket_f[low]
+                bracket_g[high], bracket_gtd[high] = bracket_g[low], bracket_gtd[low]
+            bracket[low], bracket_f[low] = t, f_new
+            bracket_g[low], bracket_gtd[low] = g_new.clone(), gtd_new
+    return bracket_f[low], bracket_g[low], bracket[low], evals
