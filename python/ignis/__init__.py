@@ -54,6 +54,7 @@ from . import cpu  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001
 from . import _logging  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
+from . import backends, accelerator, multiprocessing, onnx  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 
 

@@ -1,4 +1,5 @@
 """Building tensors from Python data and NumPy arrays."""
+import collections.abc
 import numbers
 
 import numpy as np
@@ -38,13 +39,14 @@ def from_numpy(arr):
 
 
 def _is_sequence(x):
-    """What torch.tensor descends into: lists, tuples, and arrays or tensors
-    with dimensions (a 0-dim array or tensor is a number)."""
+    """What torch.tensor descends into: any Python sequence but a string
+    (lists, tuples, deques, ranges), and arrays or tensors with dimensions
+    (a 0-dim array or tensor is a number)."""
     if isinstance(x, (list, tuple)):
         return True
     if isinstance(x, (np.ndarray, Tensor)):
         return x.ndim > 0
-    return False
+    return isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes, bytearray))
 
 
 def _shape(data):

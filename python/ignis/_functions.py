@@ -1,7 +1,8 @@
 """Python-level functions that are not operators of their own."""
 from . import _C
 
-__all__ = ["get_rng_state", "set_rng_state", "seed", "isclose", "allclose", "equal"]
+__all__ = ["get_rng_state", "set_rng_state", "seed", "isclose", "allclose", "equal",
+           "broadcast_tensors", "broadcast_shapes"]
 
 
 def get_rng_state():
@@ -44,3 +45,20 @@ def equal(input, other):
     if input.shape != other.shape:
         return False
     return bool((input == other).all())
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common shape, as views (the op
+    broadcast_tensors takes them as one list; torch's function takes them
+    one by one)."""
+    from . import _ops
+    return tuple(_ops.get("broadcast_tensors")(list(tensors)))
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of these shapes broadcast to."""
+    from . import _ops, empty
+    views = [empty([s] if isinstance(s, int) else list(s), device="meta") for s in shapes]
+    out = _ops.get("broadcast_tensors")(views)
+    from ._size import Size
+    return Size(out[0].shape) if out else Size([])

@@ -4,6 +4,7 @@ Each declared op is one `ignis._C.Op` object: the function `ignis.<name>`
 and, for ops declared with the method variant, `ignis.Tensor.<name>` (the
 same object; it binds like a method). `ignis.ops.<name>` lists them all.
 """
+import copyreg
 import types
 
 from . import _C
@@ -29,3 +30,13 @@ def install(namespace, tensor_cls):
 
 def get(name):
     return _table[name][0]
+
+
+def _reduce_op(op):
+    # By name, as functions pickle: an op object is one per name and holds
+    # nothing else, so a copy (pickle, deepcopy of a module holding one) is
+    # the same op.
+    return get, (op.__name__,)
+
+
+copyreg.pickle(_C.Op, _reduce_op)

@@ -23,6 +23,8 @@ _DUNDER_OPS = {
     "__and__": "bitwise_and", "__rand__": "bitwise_and", "__iand__": "bitwise_and_",
     "__or__": "bitwise_or", "__ror__": "bitwise_or", "__ior__": "bitwise_or_",
     "__xor__": "bitwise_xor", "__rxor__": "bitwise_xor", "__ixor__": "bitwise_xor_",
+    "__lshift__": "bitwise_left_shift", "__ilshift__": "bitwise_left_shift_",
+    "__rshift__": "bitwise_right_shift", "__irshift__": "bitwise_right_shift_",
     "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
 }
 
@@ -90,6 +92,8 @@ class Tensor(_C.TensorBase):
     def __rfloordiv__(self, other): return _OPS["floor_divide"](_C._wrap_number(other), self)
     def __rmod__(self, other): return _OPS["remainder"](_C._wrap_number(other), self)
     def __rpow__(self, other): return _OPS["pow"](_C._wrap_number(other), self)
+    def __rlshift__(self, other): return _OPS["bitwise_left_shift"](_C._wrap_number(other), self)
+    def __rrshift__(self, other): return _OPS["bitwise_right_shift"](_C._wrap_number(other), self)
     def __rmatmul__(self, other): return _OPS["matmul"](other, self)
     def __pos__(self):
         if self.dtype is _C.bool:
@@ -123,6 +127,13 @@ class Tensor(_C.TensorBase):
         _C._setitem(self, index, value)
 
     # --- properties and conversions -------------------------------------------------------
+    # Devices and layouts ignis does not have: no tensor is ever on or in one.
+    is_xpu = property(lambda self: False, doc="False: ignis has no XPU device")
+    is_mps = property(lambda self: False, doc="False: ignis has no MPS device")
+    is_sparse = property(lambda self: False, doc="False: ignis tensors are strided")
+    is_quantized = property(lambda self: False, doc="False: ignis has no quantized dtypes")
+    is_mkldnn = property(lambda self: False, doc="False: ignis has no MKL-DNN layout")
+
     @property
     def T(self):
         return self.permute(*reversed(range(self.dim())))
@@ -183,13 +194,17 @@ class Tensor(_C.TensorBase):
         return reduce_tensor(self)
 
     def __deepcopy__(self, memo):
+        """A copy sharing nothing with self. Tensors that share storage within
+        one deepcopy (views of one base) share one copied storage, with the
+        same offsets and strides, as in torch."""
         if id(self) in memo:
             return memo[id(self)]
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
                                "the deepcopy protocol at the moment.")
         import copy
-        result = self.detach().clone()
+        result = _copy_storage(self, memo).as_strided(
+            self.shape, self.stride(), self.storage_offset()).detach()
         if type(self) is not Tensor:
             result = _C._make_subclass(type(self), result)
         if self.requires_grad:
@@ -218,6 +233,23 @@ class Tensor(_C.TensorBase):
     def new_empty(self, *size, dtype=None, device=None):
         from . import empty
         return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+
+def _copy_storage(t, memo):
+    """A tensor owning a copy of all of t's storage (as elements of t's dtype),
+    made once per storage and dtype in one deepcopy (`memo`)."""
+    key = ("ignis.storage", t._storage_ptr(), t.dtype, t.device)
+    if t.numel() == 0 or t._storage_ptr() == 0:
+        key = None
+    copied = memo.get(key) if key is not None else None
+    if copied is None:
+        n = t._storage_nbytes() // t.element_size()
+        copied = t.detach().as_strided([n], [1], 0).clone()
+        if key is not None:
+            memo[key] = copied
+            # deepcopy keeps the objects it memoizes alive through memo[id(memo)].
+            memo.setdefault(id(memo), []).append(copied)
+    return copied
 
 
 class _ArrayView:

@@ -90,6 +90,12 @@ std::vector<Sample> samples() {
       {"mish", {F({3, 5})}}, {"gelu", {F({3, 5})}, {{"approximate", "tanh"}}},
       {"gelu_backward", {F({3, 5}), F({3, 5})}},
       {"rsub", {F({3, 4}), F({4})}}, {"floor_divide", {F({3, 4}), P({4})}},
+      {"bitwise_left_shift", {L(70, {3, 4}), L(70, {4})}},
+      {"bitwise_right_shift", {L(70, {3, 4}), L(70, {4})}},
+      {"pow.Scalar", {Scalar(2.5), F({3, 4})}},
+      {"argsort", {F({3, 5})}}, {"argsort.stable", {F({3, 5})}, {{"stable", true}}},
+      {"broadcast_to", {F({3, 1}), V{2, 3, 4}}},
+      {"broadcast_tensors", {std::vector<Tensor>{F({3, 1}), F({4}), F({2, 1, 1})}}},
       {"clamp_min", {F({3, 4}), F({4})}},
       {"clamp_max", {F({3, 4}), F({4})}}, {"lerp", {F({3, 4}), F({3, 4}), F({3, 4})}},
       {"addcmul", {F({3, 4}), F({3, 4}), F({4})}, {{"value", Scalar(0.5)}}},
@@ -243,7 +249,7 @@ TEST(CoreOps, FunctionalizationOutputsAndTemplatesAreCore) {
 TEST(CoreOps, RandomAndUninitializedCoreOpsDeclareIt) {
   register_all_ops();
   for (const char* name : {"rand", "randn", "randint.low", "uniform_", "normal_", "random_.from",
-                           "bernoulli_"}) {
+                           "bernoulli_", "randperm", "multinomial"}) {
     EXPECT_TRUE(def_of(name).core) << name;
     EXPECT_EQ(def_of(name).determinism, Determinism::Random) << name;
   }

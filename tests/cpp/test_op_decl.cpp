@@ -131,6 +131,7 @@ TEST(OpDecl, EveryPointwiseKernelNamesItsScalarFunction) {
       Round, Trunc, Frac, Sign, Reciprocal, Square, BitwiseNot, LogicalNot, IsNan, IsInf, IsFinite,
       IsPosInf, IsNegInf, SignBit, Softplus, LeakyRelu, Elu, LogSigmoid, Hardtanh, GeluBackward,
       GeluBackwardTanh, Add, Sub, Rsub, Mul, Maximum, Minimum, BitwiseAnd, BitwiseOr, BitwiseXor,
+      BitwiseLeftShift, BitwiseRightShift,
       Atan2, Hypot, Copysign, Div, DivTrunc, DivFloor, Fmod, Remainder, Pow, Eq, Ne, Lt, Le, Gt,
       Ge, LogicalAnd, LogicalOr, LogicalXor, Where, ClampMin, ClampMax, Clamp, Lerp, Addcmul,
       Addcdiv, MaskedFill>();

@@ -202,6 +202,17 @@ SAMPLES = {
     # ---- binary --------------------------------------------------------------
     "rsub": [S(F(3, 4), F(4), dtypes=WITH_INT), S(F(3, 4), 2, alpha=2, dtypes=WITH_INT)],
     "floor_divide": [S(F(3, 4), F(4, kind="nonzero"), dtypes=WITH_INT, grad=False)],
+    # Shift counts from -5 to 70: negative and past the width are in range too.
+    "bitwise_left_shift": [S(I(70, 3, 4, low=-5), I(70, 4, low=-5), dtypes=ONE, grad=False),
+                           S(IV([-7, 3, 100], "int8"), IV([1, 7, 8], "int8"), dtypes=ONE,
+                             grad=False),
+                           S(IV([5, 255, 1], "uint8"), 3, dtypes=ONE, grad=False)],
+    "bitwise_right_shift": [S(I(70, 3, 4, low=-50), I(70, 4, low=-5), dtypes=ONE, grad=False),
+                            S(IV([-7, 3, -100], "int8"), IV([1, 7, 6], "int8"), dtypes=ONE,
+                              grad=False),
+                            S(IV([5, 255, 128], "uint8"), IV([1, 7, 8], "uint8"), dtypes=ONE,
+                              grad=False)],
+    "pow.Scalar": [S(2.5, F(3, 4)), S(2, F(3, 4, kind="pos"), dtypes=WITH_INT)],
     # ---- ternary -----------------------------------------------------------
     "clamp_min": [S(F(3, 4), F(4), dtypes=WITH_INT), S(F(3, 4), 0.0)],
     "clamp_max": [S(F(3, 4), F(4), dtypes=WITH_INT), S(F(3, 4), 0.5)],
@@ -222,6 +233,10 @@ SAMPLES = {
     "swapdims": [S(F(2, 3, 4), 2, 1)],
     "t": [S(F(3, 4)), S(F(5)), S(F(3, 4, layout="strided"))],
     "expand_as": [S(F(3, 1), F(2, 3, 4))],
+    "broadcast_to": [S(F(3, 1), [2, 3, 4]), S(F(3, 4, layout="transposed"), [2, -1, 4])],
+    "broadcast_tensors": [S([F(3, 1), F(4), F(2, 1, 1)]), S([F(3, 4)])],
+    "argsort": [S(F(3, 5), grad=False), S(F(4, 3, layout="transposed"), 0, True, grad=False)],
+    "argsort.stable": [S(F(3, 5), stable=True, dim=0, descending=True, grad=False)],
     "squeeze": [S(F(3, 1, 4, 1))],
     "squeeze.dim": [S(F(3, 1, 4), 1), S(F(3, 1, 4), 0)],
     "flatten": [S(F(2, 3, 4)), S(F(2, 3, 4, layout="transposed"), 1, 2)],

@@ -17,7 +17,7 @@ import sys
 
 from .. import _C
 from .graph import Graph
-from .graph_module import GraphModule
+from .graph_module import GraphModule, _fetch
 
 
 class TraceError(ValueError):
@@ -290,5 +290,11 @@ def symbolic_trace(root):
     tracer = Tracer()
     graph = tracer.trace(root)
     name = root.__name__ if inspect.isfunction(root) else type(root).__name__
-    attrs = dict(tracer.attrs)
+    # The submodules that call_module nodes name come from the root, ahead of
+    # the tensors read off it (which may be their attributes: "l.weight").
+    attrs = {}
+    for n in graph.nodes:
+        if n.op == "call_module" and n.target not in attrs:
+            attrs[n.target] = _fetch(root, n.target)
+    attrs.update(tracer.attrs)
     return GraphModule(attrs, graph, name)

@@ -60,3 +60,82 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         from .modules.sparse import _renorm_rows
         _renorm_rows(weight, input, max_norm, norm_type)
     return _ops.get("embedding")(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+# ---- activations written with other ops ------------------------------------------------
+# Each is a formula over declared ops, so autograd, capture and the compiler
+# see those ops; the `inplace=True` forms write the result back into input.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _inplace(input, result, inplace):
+    return input.copy_(result) if inplace else result
+
+
+def selu(input, inplace=False):
+    """scale * elu(input, alpha) with SELU's fixed constants."""
+    return _inplace(input, _ops.get("elu")(input, _SELU_ALPHA, _SELU_SCALE), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _inplace(input, _ops.get("elu")(input, alpha, 1.0, 1.0 / alpha), inplace)
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6."""
+    return _inplace(input, (input + 3).clamp(0, 6) / 6, inplace)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6."""
+    return _inplace(input, input * (input + 3).clamp(0, 6) / 6, inplace)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """input where input > threshold, else value."""
+    import ignis
+    return _inplace(input, ignis.where(input > threshold, input, value), inplace)
+
+
+def threshold_(input, threshold, value):
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight per channel (dim 1) or one."""
+    if weight.dim() != 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = "
+                           f"{weight.dim()}")
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if input.dim() == 0 or channels != n:
+            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+        if input.dim() >= 2:
+            weight = weight.reshape([n] + [1] * (input.dim() - 2))
+    import ignis
+    return ignis.where(input > 0, input, weight * input)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softshrink(input, lambd=0.5):
+    import ignis
+    return ignis.where(input > lambd, input - lambd,
+                       ignis.where(input < -lambd, input + lambd, input * 0))
+
+
+def hardshrink(input, lambd=0.5):
+    import ignis
+    return ignis.where((input > lambd).logical_or(input < -lambd), input, input * 0)

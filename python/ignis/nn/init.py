@@ -121,3 +121,92 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+
+
+def eye_(tensor):
+    """The identity matrix into a 2-D tensor (ones on the diagonal)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(ignis.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor, groups=1):
+    """The Dirac delta into a 3-, 4- or 5-D convolution weight: each output
+    channel passes its input channel (per group) through unchanged."""
+    dimensions = tensor.dim()
+    if dimensions not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_chans_per_grp = sizes[0] // groups
+    min_dim = min(out_chans_per_grp, sizes[1])
+    with no_grad():
+        tensor.zero_()
+        centre = tuple(s // 2 for s in sizes[2:])
+        for g in range(groups):
+            for d in range(min_dim):
+                tensor[(g * out_chans_per_grp + d, d) + centre] = 1
+    return tensor
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix (the tensor's trailing dims flattened), from
+    the QR decomposition of a normal draw, signs fixed so the draw is
+    uniform, as torch does. The QR runs in NumPy (float64)."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    import numpy as np
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flat = ignis.empty(rows, cols, dtype=ignis.float64).normal_(0, 1).numpy()
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with no_grad():
+        tensor.copy_(ignis.tensor(np.ascontiguousarray(q)).reshape(tensor.shape).mul_(gain))
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-D tensor drawn from Normal(0, std) with a fraction `sparsity` of
+    each column set to zero (at random rows)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std)
+        for col_idx in range(cols):
+            zero_indices = ignis.randperm(rows)[:num_zeros]
+            tensor[zero_indices, col_idx] = 0
+    return tensor
+
+
+# The deprecated spellings (without the trailing underscore) torch still has.
+def _deprecated(fn):
+    def wrapper(*args, **kwargs):
+        warnings.warn(f"nn.init.{fn.__name__[:-1]} is now deprecated in favor of "
+                      f"nn.init.{fn.__name__}.", FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+    wrapper.__name__ = fn.__name__[:-1]
+    return wrapper
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -2,6 +2,7 @@
 // frame (with guards), tensor operations as graph nodes computed on fake
 // tensors, attribute access, calls (ops, builtins, inlined user functions,
 // nn.Module forward), containers and iteration.
+#include <algorithm>
 #include <cstring>
 
 #include "ignis/capture/eval_frame.h"
@@ -801,14 +802,24 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     PyTypeObject* tp = reinterpret_cast<PyTypeObject*>(fn);
     if (PyType_IsSubtype(tp, &PyTuple_Type) && PyObject_HasAttrString(fn, "_fields")) {
       // A namedtuple: a tuple tracker that knows its type.
+      // Keywords go to their fields' places, as the class's __new__ puts them.
       Obj fields = check(PyObject_GetAttrString(fn, "_fields"));
-      std::vector<VTP> items = args;
+      const Py_ssize_t nf = PyTuple_Size(fields.get());
+      if (static_cast<Py_ssize_t>(args.size()) > nf)
+        throw Unsupported{"namedtuple built with more arguments than fields"};
+      std::vector<VTP> items(static_cast<size_t>(nf));
+      std::copy(args.begin(), args.end(), items.begin());
       for (auto& [k, v] : kwargs) {
-        (void)k;
-        items.push_back(v);
+        Py_ssize_t at = -1;
+        for (Py_ssize_t f = 0; f < nf; ++f)
+          if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(fields.get(), f), k.c_str()) == 0)
+            at = f;
+        if (at < 0 || items[size_t(at)])
+          throw Unsupported{"namedtuple built with an unknown or repeated keyword"};
+        items[size_t(at)] = v;
       }
-      if (static_cast<Py_ssize_t>(items.size()) != PyTuple_Size(fields.get()))
-        throw Unsupported{"namedtuple built with defaults or keywords out of order"};
+      for (const VTP& item : items)
+        if (!item) throw Unsupported{"namedtuple built with field defaults"};
       auto t = std::make_shared<VT>(VK::Tuple);
       t->items = std::move(items);
       t->pytype = Obj::borrow(fn);

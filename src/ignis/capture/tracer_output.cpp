@@ -175,10 +175,22 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
         return;
       }
       if (v->pytype) {
+        // Other tuple types (Size, struct sequences) are built from one tuple,
+        // Size((a, b)). A namedtuple's class takes its fields as arguments
+        // instead; it is built as its __new__ builds it, tuple.__new__(P,
+        // (a, b)), a C call: running P's Python __new__ here would be a frame
+        // for capture to trace.
+        const bool is_namedtuple = PyObject_HasAttrString(v->pytype.get(), "_make");
+        if (is_namedtuple) {
+          static PyObject* tuple_new =
+              check(PyObject_GetAttrString(reinterpret_cast<PyObject*>(&PyTuple_Type), "__new__"))
+                  .release();
+          push_const(tuple_new);
+        }
         push_const(v->pytype.get());
         for (auto& e : v->items) emit_value(e, prog, outputs);
         prog.push_back(ValueOp{ValueOp::Tuple, static_cast<Py_ssize_t>(v->items.size())});
-        prog.push_back(ValueOp{ValueOp::Call, 1});
+        prog.push_back(ValueOp{ValueOp::Call, is_namedtuple ? 2 : 1});
         return;
       }
       for (auto& e : v->items) emit_value(e, prog, outputs);

@@ -195,6 +195,35 @@ IGNIS_BINARY_OP(Minimum, "minimum", (a != a) ? a : ((b != b) ? b : (a < b ? a : 
 IGNIS_BINARY_OP(BitwiseAnd, "bitwise_and", std::is_same_v<T, bool> ? T(a && b) : T(a & b))
 IGNIS_BINARY_OP(BitwiseOr, "bitwise_or", std::is_same_v<T, bool> ? T(a || b) : T(a | b))
 IGNIS_BINARY_OP(BitwiseXor, "bitwise_xor", std::is_same_v<T, bool> ? T(a != b) : T(a ^ b))
+// Shifts (integers): a count out of range (negative, or at least the
+// type's width) shifts every bit out, as PyTorch defines it: a left shift
+// gives 0, a right shift the sign (-1 or 0). Left shifts go through the
+// unsigned type, so the shifted-out bits wrap instead of overflowing.
+struct BitwiseLeftShift {
+  static constexpr const char* name = "bitwise_left_shift";
+  template <typename T>
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      using U = std::make_unsigned_t<T>;
+      const bool out = (std::is_signed_v<T> && b < T(0)) || b >= T(sizeof(T) * 8);
+      return out ? T(0) : T(U(a) << b);
+    } else {
+      return a;  // integers only: kernels never instantiate this
+    }
+  }
+};
+struct BitwiseRightShift {
+  static constexpr const char* name = "bitwise_right_shift";
+  template <typename T>
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const bool out = (std::is_signed_v<T> && b < T(0)) || b >= T(sizeof(T) * 8);
+      return out ? (a < T(0) ? T(-1) : T(0)) : T(a >> b);
+    } else {
+      return a;  // integers only: kernels never instantiate this
+    }
+  }
+};
 IGNIS_BINARY_OP(Atan2, "atan2", T(std::atan2(a, b)))
 IGNIS_BINARY_OP(Hypot, "hypot", T(std::hypot(a, b)))
 IGNIS_BINARY_OP(Copysign, "copysign", T(std::copysign(a, b)))
@@ -378,7 +407,8 @@ struct MaskedFill {
   _(Frac) _(Sign) _(Reciprocal) _(Square) _(BitwiseNot) _(LogicalNot) _(IsNan) _(IsInf) \
   _(IsFinite) _(IsPosInf) _(IsNegInf) _(SignBit) _(Softplus) _(LeakyRelu) _(Elu) _(LogSigmoid) \
   _(Hardtanh) _(GeluBackward) _(GeluBackwardTanh) _(Add) _(Sub) _(Rsub) _(Mul) _(Maximum) \
-  _(Minimum) _(BitwiseAnd) _(BitwiseOr) _(BitwiseXor) _(Atan2) _(Hypot) _(Copysign) _(Div) \
+  _(Minimum) _(BitwiseAnd) _(BitwiseOr) _(BitwiseXor) _(BitwiseLeftShift) _(BitwiseRightShift) \
+  _(Atan2) _(Hypot) _(Copysign) _(Div) \
   _(DivTrunc) _(DivFloor) _(Fmod) _(Remainder) _(Pow) _(Eq) _(Ne) _(Lt) _(Le) _(Gt) _(Ge) \
   _(LogicalAnd) _(LogicalOr) _(LogicalXor) _(Where) _(ClampMin) _(ClampMax) _(Clamp) _(Lerp) \
   _(Addcmul) _(Addcdiv) _(MaskedFill)

@@ -215,6 +215,28 @@ void pow_meta_check(OpCall& c, bool inplace) {
 void pow_meta(OpCall& c) { pow_meta_check(c, false); }
 void pow_meta_(OpCall& c) { pow_meta_check(c, true); }
 
+// Shifts take integers only (bool and floats raise, naming torch's kernel).
+template <typename F>
+void shift_cpu(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  constexpr bool left = std::is_same_v<F, scalar_ops::BitwiseLeftShift>;
+  IGNIS_DISPATCH_INT(it.common_dtype(), left ? "lshift_cpu" : "rshift_cpu", [&] {
+    cpu_kernel<scalar_t, scalar_t>(it, [](scalar_t a, scalar_t b) { return F()(a, b); });
+  });
+}
+
+// pow.Scalar(self, exponent): a number to tensor powers; the number joins
+// as a wrapped scalar, so it promotes as one (2 ** int tensor is int).
+void pow_scalar_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  static OpRef pow_op("pow");
+  const Scalar base = s[0].to_scalar();
+  Tensor b = base.is_float() ? scalar_to_tensor(base.to_double(), ScalarType::Float64, true)
+                             : scalar_to_tensor_int(base.to_int(), base.natural_dtype(), true);
+  Tensor r = pow_op.tensor(b, s[1].to_tensor());
+  s.clear();
+  s.emplace_back(std::move(r));
+}
+
 // Declares name(self, other) and name_(self, other) with one meta rule and kernel.
 // (Derivatives are declared with each op: `d` and the names it saves.)
 // `scalar` names the kernel's scalar function (kernels/scalar_ops.h). The
@@ -418,6 +440,16 @@ void register_binary_ops() {
   arith<BitwiseAnd, Types::IntBool, R::Promote>("bitwise_and", "self & other");
   arith<BitwiseOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
   arith<BitwiseXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");
+  pair("bitwise_left_shift", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
+       shift_cpu<BitwiseLeftShift>, BitwiseLeftShift::name,
+       "self << other (integers; 0 when other is out of range)", nullptr, "",
+       decomp::bitwise_shift);
+  pair("bitwise_right_shift", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
+       shift_cpu<BitwiseRightShift>, BitwiseRightShift::name,
+       "self >> other (integers, arithmetic; the sign when other is out of range)", nullptr, "",
+       decomp::bitwise_shift);
+  def("pow.Scalar(Scalar self, Tensor exponent) -> Tensor").category(OpCategory::Composite)
+      .composite(pow_scalar_kernel).doc("self ** exponent for a number self");
   arith<Atan2, Types::Float, R::PromoteToFloat>("atan2", "atan(self / other) by quadrant", "",
                                                 atan2_bw, "self, other");
   arith<Hypot, Types::Float, R::Promote>("hypot", "sqrt(self^2 + other^2)", "", hypot_bw,

@@ -5,6 +5,7 @@
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/random.h"
+#include "ignis/kernels/cpu/sample.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -178,6 +179,39 @@ void randint_impl(OpCall& c) {
   cpu::fill_randint(c.outputs[0], low, high, default_generator());
 }
 
+// randperm(n): a random permutation of 0 .. n - 1.
+void randperm_meta(OpCall& c) {
+  const int64_t n = c.int_arg(0);
+  IGNIS_CHECK(n >= 0, "Trying to create tensor with negative dimension ", n, ": [", n, "]");
+  ScalarType dt = dtype_or(c.args[1], ScalarType::Int64);
+  IGNIS_CHECK(dt != ScalarType::Bool || n <= 1, "randperm: bool cannot hold the values 0 .. ",
+              n - 1);
+  c.alloc({n}, dt);
+}
+void randperm_impl(OpCall& c) { cpu::fill_randperm(c.outputs[0], default_generator()); }
+
+// multinomial(self, num_samples, replacement): category indices drawn by
+// the weights of each row of self. The data checks run in the kernel.
+void multinomial_meta(OpCall& c) {
+  const Tensor& p = c.tensor(0);
+  const int64_t k = c.int_arg(1);
+  IGNIS_CHECK(is_floating(p.dtype()), "multinomial only supports floating-point dtypes for "
+              "input, got: ", scalar_type_name(p.dtype()));
+  IGNIS_CHECK(p.dim() == 1 || p.dim() == 2, "prob_dist must be 1 or 2 dim");
+  const int64_t n = p.sizes()[p.dim() - 1];
+  IGNIS_CHECK(n > 0, "multinomial: the number of categories (prob_dist.size(-1)) must be "
+              "positive");
+  IGNIS_CHECK(k > 0, "cannot sample n_sample <= 0 samples");
+  IGNIS_CHECK(c.bool_arg(2) || k <= n, "cannot sample n_sample > prob_dist.size(-1) samples "
+              "without replacement");
+  if (p.dim() == 1) c.alloc({k}, ScalarType::Int64);
+  else c.alloc({p.sizes()[0], k}, ScalarType::Int64);
+}
+void multinomial_impl(OpCall& c) {
+  cpu::multinomial_out(c.outputs[0], c.tensor(0), c.int_arg(1), c.bool_arg(2),
+                       default_generator());
+}
+
 // ---- *_like: composites over empty_strided + an in-place fill ----------------------------
 OpRef empty_strided_op("empty_strided");
 OpRef fill_op("fill_");
@@ -292,6 +326,15 @@ void register_creation_ops() {
       .random().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
   def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor")
       .category(OpCategory::Creation).random().meta(randint_meta).cpu(randint_impl).core();
+
+  def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+      .meta(randperm_meta).cpu(randperm_impl)
+      .doc("a random permutation of 0 .. n - 1 (int64 unless dtype is given)").core();
+  def("multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor")
+      .category(OpCategory::Other).both().random().nondifferentiable()
+      .meta(multinomial_meta).cpu(multinomial_impl)
+      .doc("num_samples category indices per row, drawn by the row's (unnormalised) weights")
+      .core();
 
   def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)")
       .category(OpCategory::Creation).random().method_only().meta(uniform_meta)

@@ -64,6 +64,8 @@ void lerp(const OpHandle& op, Stack& s);
 void addcmul(const OpHandle& op, Stack& s);
 void addcdiv(const OpHandle& op, Stack& s);
 void masked_fill(const OpHandle& op, Stack& s);
+// bitwise_left_shift / bitwise_right_shift (Tensor and in-place forms' functional op)
+void bitwise_shift(const OpHandle& op, Stack& s);
 
 // ---- creation (decomp/creation.cpp) -----------------------------------------------
 void zeros(const OpHandle& op, Stack& s);

@@ -6,6 +6,7 @@
 
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -228,6 +229,26 @@ void expand_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   auto [sz, st] = expanded(self, s[1].to_tensor().sizes().vec());
   ret(s, make_view(self, sz, st, self.storage_offset()));
+}
+
+// broadcast_to(self, size) is expand (size is the shape broadcasting
+// gives); broadcast_tensors(tensors) expands each to their common shape.
+// Both are views of their inputs, recorded as the expands they are.
+void broadcast_to_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  static OpRef expand_op("expand");
+  Tensor r = expand_op.tensor(s[0].to_tensor(), s[1].to_int_list());
+  ret(s, std::move(r));
+}
+void broadcast_tensors_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  static OpRef expand_op("expand");
+  const std::vector<Tensor> ts = s[0].to_tensor_list();
+  DimVector shape;
+  for (size_t i = 0; i < ts.size(); ++i)
+    shape = i == 0 ? ts[i].sizes() : broadcast_shapes(shape, ts[i].sizes());
+  std::vector<Tensor> out;
+  const std::vector<int64_t> size(shape.begin(), shape.end());
+  for (const Tensor& t : ts) out.push_back(expand_op.tensor(t, size));
+  ret_list(s, std::move(out));
 }
 
 // squeeze(), squeeze(dim), squeeze(dims)
@@ -696,6 +717,11 @@ void register_view_ops() {
   def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only()
       .kernel(t_inplace_kernel).derivative(t_bw);
   view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel, expand_bw);
+  def("broadcast_to(Tensor(a) self, int[] size) -> Tensor(a)").category(OpCategory::View)
+      .both().composite(broadcast_to_kernel).doc("self expanded to size (a view)");
+  def("broadcast_tensors(Tensor[] tensors) -> Tensor[]").category(OpCategory::View)
+      .composite(broadcast_tensors_kernel)
+      .doc("the tensors expanded to their broadcast shape (views)");
   def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)").category(OpCategory::View)
       .method_only().kernel(expand_as_kernel).derivative(expand_bw)
       .decomposition(decomp::expand_as);

@@ -168,6 +168,9 @@ PyObject* m_is_floating_point(PyObject* self, PyObject*) {
 PyObject* m_untyped_storage_ptr(PyObject* self, PyObject*) {
   return PyLong_FromVoidPtr(unwrap(self).impl()->storage()->data());
 }
+PyObject* m_storage_nbytes(PyObject* self, PyObject*) {
+  return PyLong_FromSize_t(unwrap(self).impl()->storage()->nbytes());
+}
 
 // size(dim=None) / stride(dim=None)
 PyObject* size_or_stride(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
@@ -242,6 +245,7 @@ PyMethodDef tensor_methods[] = {
     {"storage_offset", m_storage_offset, METH_NOARGS, nullptr},
     {"data_ptr", m_data_ptr, METH_NOARGS, nullptr},
     {"_storage_ptr", m_untyped_storage_ptr, METH_NOARGS, nullptr},
+    {"_storage_nbytes", m_storage_nbytes, METH_NOARGS, nullptr},
     {"is_contiguous", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_is_contiguous)),
      METH_VARARGS | METH_KEYWORDS, nullptr},
     {"is_floating_point", m_is_floating_point, METH_NOARGS, nullptr},

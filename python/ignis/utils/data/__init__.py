@@ -10,6 +10,7 @@ from .sampler import (  # noqa: F401
 from .collate import default_collate, default_convert  # noqa: F401
 from .worker import get_worker_info, WorkerInfo  # noqa: F401
 from .dataloader import DataLoader  # noqa: F401
+from . import distributed  # noqa: F401
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",

@@ -205,4 +205,27 @@ void masked_fill(const OpHandle& o, Stack& s) {
   a.ret(where(a.tensor(1), convert(a.tensor(2), self.dtype()), self));
 }
 
+// Shifts as arithmetic on the result's integer type, which wraps as the
+// shifted bits do: a << b = a * 2^b and a >> b = floor(a / 2^b) for counts
+// in range; out of range, 0 (left) or the sign (right). A signed right
+// shift by width - 1 is out of range too, as 2^(width - 1) does not fit.
+void bitwise_shift(const OpHandle& o, Stack& s) {
+  Args a(o, s);
+  const ScalarType dt = a.dtype();
+  const bool left = a.name() == "bitwise_left_shift";
+  const bool is_signed = dt != ScalarType::UInt8;
+  const int64_t bits = int64_t(element_size(dt)) * 8;
+  const int64_t top = left || !is_signed ? bits - 1 : bits - 2;
+  Tensor x = convert(a.tensor(0), dt), n = convert(a.tensor(1), dt);
+  Tensor in_range = OpRef("logical_and").tensor(cmp("ge", n, wrapped_as(0, dt)),
+                                                cmp("le", n, wrapped_as(top, dt)));
+  Tensor p = pow(wrapped_as(2, dt), clamp(n, wrapped_as(0, dt), wrapped_as(top, dt)));
+  Tensor shifted = left ? mul(x, p) : OpRef("div").tensor(x, p, std::string("floor"));
+  Tensor out_value = left || !is_signed
+                         ? wrapped_as(0, dt)
+                         : convert(where(cmp("lt", x, wrapped_as(0, dt)), wrapped_as(-1, dt),
+                                         wrapped_as(0, dt)), dt);
+  a.ret(where(in_range, shifted, out_value));
+}
+
 }  // namespace ignis::decomp

@@ -1,0 +1,7 @@
+"""ignis.backends: which compute libraries ignis uses, answering as
+torch.backends does. On the CPU ignis runs its own kernels and OpenBLAS, so
+cudnn, mkldnn and mps report not available; the settings scripts write
+(cudnn.benchmark, cuda.matmul.allow_tf32, ...) are kept and change nothing."""
+from . import cpu, cuda, cudnn, mkldnn, mps, openmp  # noqa: F401
+
+__all__ = ["cpu", "cuda", "cudnn", "mkldnn", "mps", "openmp"]

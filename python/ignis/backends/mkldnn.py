@@ -1,0 +1,7 @@
+"""ignis.backends.mkldnn: ignis does not use oneDNN (MKL-DNN)."""
+
+enabled = True
+
+
+def is_available():
+    return False

@@ -1,0 +1,173 @@
+"""RMSprop, Adagrad, Adadelta, LBFGS and the schedulers added beside
+StepLR/LambdaLR/CosineAnnealingLR: trajectories against torch from the same
+parameters and gradients, state_dict keys, and resuming from torch's state."""
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401  (must precede `import ignis`)
+import ignis
+
+torch = pytest.importorskip("torch")
+
+
+def _problem(lib):
+    rng = np.random.default_rng(0)
+    w0, b0 = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    X, Y = rng.standard_normal((8, 3)), rng.standard_normal((8, 4))
+    w = lib.tensor(w0, requires_grad=True)
+    b = lib.tensor(b0, requires_grad=True)
+    X, Y = lib.tensor(X), lib.tensor(Y)
+
+    def loss():
+        return ((lib.tanh(X @ w + b) - Y) ** 2).mean()
+    return [w, b], loss
+
+
+def _run(lib, make, steps, closure, opt=None, params=None):
+    p, loss = _problem(lib)
+    if params is not None:
+        p = params
+    opt = opt or make(p)
+    traj = []
+    for _ in range(steps):
+        def c():
+            opt.zero_grad()
+            v = loss()
+            v.backward()
+            return v
+        if closure:
+            opt.step(c)
+        else:
+            c()
+            opt.step()
+        traj.append(p[0].detach().numpy().copy())
+    return opt, p, traj
+
+
+OPTIMIZERS = [
+    ("RMSprop", {}), ("RMSprop", {"centered": True, "momentum": 0.9, "weight_decay": 0.1}),
+    ("RMSprop", {"maximize": True, "alpha": 0.9, "lr": 1e-3}), ("Adagrad", {}),
+    ("Adagrad", {"lr_decay": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.3}),
+    ("Adadelta", {}), ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1, "maximize": True}),
+    ("LBFGS", {}), ("LBFGS", {"lr": 0.5, "max_iter": 5, "history_size": 3}),
+    ("LBFGS", {"line_search_fn": "strong_wolfe"}),
+    ("LBFGS", {"line_search_fn": "strong_wolfe", "lr": 0.8, "history_size": 4}),
+]
+
+
+@pytest.mark.parametrize("name,kw", OPTIMIZERS, ids=[f"{n}-{k}" for n, k in OPTIMIZERS])
+def test_trajectory_and_state_match_torch(name, kw):
+    closure = name == "LBFGS"
+    # Each LBFGS step is up to 20 iterations on a problem whose weights grow
+    # large: rounding differences (an ulp in a sum) grow with every step, so
+    # two steps are compared, closely.
+    steps = 2 if closure else 8
+    tol = 1e-7 if closure else 1e-12
+    to, _, tt = _run(torch, lambda p: getattr(torch.optim, name)(p, **kw), steps, closure)
+    io, ip, it = _run(ignis, lambda p: getattr(ignis.optim, name)(p, **kw), steps, closure)
+    for a, b in zip(it, tt):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    if closure:
+        assert to.state[to.param_groups[0]["params"][0]]["func_evals"] == \
+            io.state[ip[0]]["func_evals"]
+    st, si = to.state_dict(), io.state_dict()
+    assert st["param_groups"][0].keys() == si["param_groups"][0].keys()
+    assert st["state"].keys() == si["state"].keys()
+    for k in st["state"]:
+        assert st["state"][k].keys() == si["state"][k].keys()
+    if closure:
+        return
+    # torch's state loads into a fresh ignis optimizer, which then continues as torch does.
+    fresh, fp, _ = _run(ignis, lambda p: getattr(ignis.optim, name)(p, **kw), 0, False)
+    with ignis.no_grad():
+        for q, v in zip(fp, ip):
+            q.copy_(v)
+    fresh.load_state_dict(st)
+    _, _, more_i = _run(ignis, None, 3, False, opt=fresh, params=fp)
+    _, _, more_t = _run(torch, None, 3, False, opt=to, params=to.param_groups[0]["params"])
+    for a, b in zip(more_i, more_t):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_optimizer_argument_errors():
+    p = [ignis.zeros(2, requires_grad=True)]
+    for cls, kw in [("RMSprop", {"lr": -1}), ("RMSprop", {"alpha": -1}), ("Adagrad", {"eps": -1}),
+                    ("Adadelta", {"rho": 1.5}), ("LBFGS", {"lr": -1})]:
+        with pytest.raises(ValueError):
+            getattr(ignis.optim, cls)(p, **kw)
+    with pytest.raises(TypeError):
+        ignis.optim.LBFGS(p).step()  # the closure is required, as in torch
+    with pytest.raises(RuntimeError, match="strong_wolfe"):
+        ignis.optim.LBFGS(p, line_search_fn="backtracking")
+
+
+def _lr_trajectory(lib, make, n=25, metrics=None, opt="SGD", okw=None):
+    okw = okw or {"lr": 0.1, "momentum": 0.9}
+    p = lib.zeros(2, requires_grad=True)
+    o = getattr(lib.optim, opt)([p], **okw)
+    s = make(lib.optim.lr_scheduler, o)
+    out = []
+    for e in range(n):
+        o.step()
+        s.step(metrics[e]) if metrics is not None else s.step()
+        g = o.param_groups[0]
+        out.append((s.get_last_lr()[0], g.get("momentum"), g.get("betas")))
+    return out, s
+
+
+SCHEDULERS = {
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, [3, 7, 7, 12], 0.5),
+    "ExponentialLR": lambda m, o: m.ExponentialLR(o, 0.9),
+    "LinearLR": lambda m, o: m.LinearLR(o, 0.2, 0.9, 6),
+    "ConstantLR": lambda m, o: m.ConstantLR(o, 0.5, 4),
+    "MultiplicativeLR": lambda m, o: m.MultiplicativeLR(o, lambda e: 0.95),
+    "CosineAnnealingWarmRestarts": lambda m, o: m.CosineAnnealingWarmRestarts(o, 3, 2, 0.01),
+    "CosineAnnealingWarmRestarts-1": lambda m, o: m.CosineAnnealingWarmRestarts(o, 4),
+    "OneCycleLR": lambda m, o: m.OneCycleLR(o, 1.0, total_steps=30),
+    "OneCycleLR-3phase": lambda m, o: m.OneCycleLR(o, [1.0], epochs=3, steps_per_epoch=10,
+                                                   three_phase=True, anneal_strategy="linear"),
+    "SequentialLR": lambda m, o: m.SequentialLR(
+        o, [m.LinearLR(o, 0.1, 1.0, 4), m.ExponentialLR(o, 0.8)], [5]),
+    "SequentialLR-3": lambda m, o: m.SequentialLR(
+        o, [m.ConstantLR(o, 0.5, 3), m.StepLR(o, 2, 0.5), m.CosineAnnealingLR(o, 5)], [4, 9]),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_scheduler_matches_torch(name):
+    got, _ = _lr_trajectory(ignis, SCHEDULERS[name])
+    want, _ = _lr_trajectory(torch, SCHEDULERS[name])
+    for g, w in zip(got, want):
+        assert g[0] == pytest.approx(w[0], rel=1e-12, abs=1e-15)
+        assert g[1] == pytest.approx(w[1], rel=1e-12)
+
+
+def test_one_cycle_cycles_adam_beta1():
+    make = lambda m, o: m.OneCycleLR(o, 0.01, total_steps=30)  # noqa: E731
+    got, _ = _lr_trajectory(ignis, make, opt="Adam", okw={"lr": 0.1})
+    want, _ = _lr_trajectory(torch, make, opt="Adam", okw={"lr": 0.1})
+    for g, w in zip(got, want):
+        assert g[0] == pytest.approx(w[0]) and g[2] == pytest.approx(w[2])
+
+
+@pytest.mark.parametrize("kw", [{}, {"mode": "max", "factor": 0.5, "patience": 2, "cooldown": 1,
+                                      "threshold_mode": "abs", "min_lr": 0.02},
+                                {"patience": 1, "threshold": 0.1}])
+def test_reduce_lr_on_plateau_matches_torch(kw):
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.95, 0.94, 0.96, 0.97, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6] * 2
+    make = lambda m, o: m.ReduceLROnPlateau(o, **kw)  # noqa: E731
+    got, si = _lr_trajectory(ignis, make, 30, metrics)
+    want, st = _lr_trajectory(torch, make, 30, metrics)
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert {k: v for k, v in si.state_dict().items() if k != "_last_lr"}.keys() <= \
+        st.state_dict().keys()
+
+
+def test_scheduler_argument_errors():
+    o = ignis.optim.SGD([ignis.zeros(1, requires_grad=True)], lr=0.1)
+    S = ignis.optim.lr_scheduler
+    for bad in (lambda: S.OneCycleLR(o, 1.0), lambda: S.CosineAnnealingWarmRestarts(o, 0),
+                lambda: S.ReduceLROnPlateau(o, factor=1.5), lambda: S.LinearLR(o, 0.0),
+                lambda: S.SequentialLR(o, [S.ExponentialLR(o, 0.9)], [3])):
+        with pytest.raises(ValueError):
+            bad()
