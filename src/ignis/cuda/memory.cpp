@@ -49,6 +49,7 @@ class DriverBackend : public DeviceMemoryBackend {
     IGNIS_CU(cuEventSynchronize(reinterpret_cast<CUevent>(e)));
   }
   void destroy_event(EventId e) override {
+    ensure_context(device_);
     driver().cuEventDestroy(reinterpret_cast<CUevent>(e));
   }
   std::pair<size_t, size_t> memory_info() override {

@@ -108,6 +108,9 @@ struct OpDef {
   std::string nondiff;
   uint64_t nondiff_inputs = 0;
   NondiffWhen nondiff_when = nullptr;
+  // Tensor arguments may live on different devices (copy_ and copy move data
+  // between them, as torch's do); other structured ops check that they share one.
+  bool cross_device = false;
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
   Determinism determinism = Determinism::Deterministic;
@@ -165,6 +168,7 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
+  OpBuilder& cross_device() { d_->cross_device = true; return *this; }
   // Tensor arguments (comma-separated names) that must not require grad, on
   // every call or on those `when` accepts (see OpDef::nondiff_inputs).
   OpBuilder& not_differentiable(std::string args, NondiffWhen when = nullptr) {
