@@ -49,7 +49,7 @@ class DriverBackend : public DeviceMemoryBackend {
     IGNIS_CU(cuEventSynchronize(reinterpret_cast<CUevent>(e)));
   }
   void destroy_event(EventId e) override {
-    ensure_context(device_);
+    // Errors are ignored: the event is gone either way.
     driver().cuEventDestroy(reinterpret_cast<CUevent>(e));
   }
   std::pair<size_t, size_t> memory_info() override {
@@ -89,7 +89,15 @@ Storage allocate_device_storage(size_t nbytes, Device device) {
   if (nbytes == 0) return make_intrusive<StorageImpl>(nullptr, 0, where, StorageImpl::Deleter());
   CachingAllocator& a = device_allocator(index);
   void* p = a.allocate(nbytes, current_stream(index).id());
-  return make_intrusive<StorageImpl>(p, nbytes, where, [&a](void* q) { a.free(q); });
+  // Runs in a destructor: a driver error here (a device torn down at exit, a
+  // sticky error after an illegal access) cannot be reported, and the block
+  // is left out of circulation rather than the process terminated.
+  return make_intrusive<StorageImpl>(p, nbytes, where, [&a](void* q) {
+    try {
+      a.free(q);
+    } catch (...) {
+    }
+  });
 }
 
 void record_stream(const Storage& s, const Stream& stream) {
