@@ -209,7 +209,8 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
 void CachingAllocator::free(void* ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = active_.find(ptr);
-  if (it == active_.end()) throw Error(ErrorKind::Internal, "CUDA allocator: free of an unknown pointer");
+  if (it == active_.end())
+    throw Error(ErrorKind::Internal, "CUDA allocator: free of an unknown pointer");
   Block* b = it->second;
   active_.erase(it);
   --stats_.active_blocks;

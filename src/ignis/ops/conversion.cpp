@@ -60,18 +60,17 @@ void copy_functional_meta(OpCall& c) {
 }
 void copy_functional_impl(OpCall& c) { copy_tensor(c.outputs[0], c.tensor(1)); }
 
-Scalar value_scalar(const Tensor& v) { return tensor_to_scalar(v); }
-
 void fill_meta(OpCall& c) {
   const Tensor& v = c.tensor(1);
   IGNIS_CHECK(v.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               v.dim(), " dimensions.");
   // A Python number must fit the dtype (a 0-dim tensor is converted as by copy_).
-  if (v.impl()->is_wrapped_number()) cpu::check_scalar_fits(value_scalar(v), c.tensor(0).dtype());
+  if (v.impl()->is_wrapped_number())
+    cpu::check_scalar_fits(tensor_to_scalar(v), c.tensor(0).dtype());
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
 }
-void fill_impl(OpCall& c) { fill_tensor(c.tensor(0), value_scalar(c.tensor(1))); }
+void fill_impl(OpCall& c) { fill_tensor(c.tensor(0), tensor_to_scalar(c.tensor(1))); }
 void zero_meta(OpCall& c) {
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
@@ -146,28 +145,28 @@ void zero_bw(GradCtx& c) { c.set(0, zeros_like(c.grad())); }
 
 void register_conversion_ops() {
   def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor")
-      .category(OpCategory::Other).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
-      .cuda(to_copy_impl)
-      .doc("copy converted to dtype and/or moved to device")
+      .category(OpCategory::Other).variants(kFunction).meta(to_copy_meta)
+      .cpu_and_cuda(to_copy_impl).doc("copy converted to dtype and/or moved to device")
       .derivative(identity_bw).core();
   def("clone(Tensor self) -> Tensor").category(OpCategory::Other).both().meta(clone_meta)
-      .cpu(clone_impl).cuda(clone_impl).doc("a copy with the same layout").derivative(identity_bw).core();
+      .cpu_and_cuda(clone_impl).doc("a copy with the same layout").derivative(identity_bw).core();
   def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
-      .category(OpCategory::Other).method_only().meta(copy_meta).cpu(copy_impl).cuda(copy_impl)
+      .category(OpCategory::Other).method_only().meta(copy_meta).cpu_and_cuda(copy_impl)
       .cross_device()
       .doc("writes src (broadcast and converted) into self").derivative(copy_bw);
   // Core: functionalization writes copy_, fill_ and zero_ as copy, and the
   // compiler lowers it as a (broadcasting, converting) pointwise copy.
   def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")
-      .category(OpCategory::Other).meta(copy_functional_meta).cpu(copy_functional_impl)
-      .cuda(copy_functional_impl).cross_device()
+      .category(OpCategory::Other).meta(copy_functional_meta)
+      .cpu_and_cuda(copy_functional_impl)
+      .cross_device()
       .doc("src broadcast and converted into a new tensor laid out like self").core()
       .derivative(copy_bw);
   def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(OpCategory::Other).both()
-      .meta(fill_meta).cpu(fill_impl).cuda(fill_impl)
+      .meta(fill_meta).cpu_and_cuda(fill_impl)
       .derivative(fill_bw);
   def("zero_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Other).both().meta(zero_meta)
-      .cpu(zero_impl).cuda(zero_impl).derivative(zero_bw);
+      .cpu_and_cuda(zero_impl).derivative(zero_bw);
   def("contiguous(Tensor(a) self) -> Tensor(a)").category(OpCategory::Other).method_only()
       .composite(contiguous_kernel);
   def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False) -> Tensor(a)")

@@ -265,16 +265,17 @@ void bernoulli_impl(OpCall& c) {
 void register_creation_ops() {
   const std::string o = kOpts;
   def("empty(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).uninitialized()
-      .meta(sized_meta<1>).cpu(noop_impl).cuda(noop_impl).doc("uninitialised tensor").core();
+      .meta(sized_meta<1>).cpu_and_cuda(noop_impl).doc("uninitialised tensor").core();
   def("empty_strided(int[] size, int[] stride, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).uninitialized().meta(empty_strided_meta).cpu(noop_impl).cuda(noop_impl)
+      .category(OpCategory::Creation).uninitialized().meta(empty_strided_meta)
+      .cpu_and_cuda(noop_impl)
       .core();
   def("zeros(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).meta(sized_meta<1>)
-      .cpu(zeros_impl).cuda(zeros_impl).decomposition(decomp::zeros);
+      .cpu_and_cuda(zeros_impl).decomposition(decomp::zeros);
   def("ones(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).meta(sized_meta<1>)
-      .cpu(ones_impl).cuda(ones_impl).decomposition(decomp::ones);
+      .cpu_and_cuda(ones_impl).decomposition(decomp::ones);
   def("full(int[] size, Scalar fill_value, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .meta(full_meta).cpu(full_impl).cuda(full_impl).doc("dtype follows fill_value when not given").core();
+      .meta(full_meta).cpu_and_cuda(full_impl).doc("dtype follows fill_value when not given").core();
   def("arange(Scalar end, " + o + ") -> Tensor").category(OpCategory::Creation).meta(arange_meta)
       .cpu(arange_impl).decomposition(decomp::arange);
   def("arange.start(Scalar start, Scalar end, Scalar step=1, " + o + ") -> Tensor")

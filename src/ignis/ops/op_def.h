@@ -151,6 +151,9 @@ class OpBuilder {
   OpBuilder& meta(MetaFn f) { d_->meta = f; return *this; }
   OpBuilder& cpu(ImplFn f) { d_->cpu = f; return *this; }
   OpBuilder& cuda(ImplFn f) { d_->cuda = f; return *this; }
+  // One compute kernel for CPU and CUDA: it routes by the tensors' devices
+  // itself (copies and fills, through kernels/device_kernels.h).
+  OpBuilder& cpu_and_cuda(ImplFn f) { d_->cpu = d_->cuda = f; return *this; }
   OpBuilder& kernel(KernelFn f) { d_->any_backend = std::move(f); return *this; }
   // A kernel written only in terms of other ops. Unless the op is core or
   // in place, that kernel is also its decomposition.

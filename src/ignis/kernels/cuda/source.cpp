@@ -72,13 +72,27 @@ __device__ __forceinline__ ig_bf16 ig_bf16_from(float f) {
 
 // Value conversions with C++'s rules, through float for the 16-bit floats,
 // and != 0 for bool.
-template <class T> struct ig_widen { typedef T type; static __device__ T get(T v) { return v; } };
-template <> struct ig_widen<ig_half> { typedef float type; static __device__ float get(ig_half v) { return ig_to_float(v); } };
-template <> struct ig_widen<ig_bf16> { typedef float type; static __device__ float get(ig_bf16 v) { return ig_to_float(v); } };
-template <class D> struct ig_narrow { template <class S> static __device__ D get(S v) { return static_cast<D>(v); } };
-template <> struct ig_narrow<bool> { template <class S> static __device__ bool get(S v) { return v != S(0); } };
-template <> struct ig_narrow<ig_half> { template <class S> static __device__ ig_half get(S v) { return ig_half_from(static_cast<float>(v)); } };
-template <> struct ig_narrow<ig_bf16> { template <class S> static __device__ ig_bf16 get(S v) { return ig_bf16_from(static_cast<float>(v)); } };
+template <class T> struct ig_widen {
+  static __device__ T get(T v) { return v; }
+};
+template <> struct ig_widen<ig_half> {
+  static __device__ float get(ig_half v) { return ig_to_float(v); }
+};
+template <> struct ig_widen<ig_bf16> {
+  static __device__ float get(ig_bf16 v) { return ig_to_float(v); }
+};
+template <class D> struct ig_narrow {
+  template <class S> static __device__ D get(S v) { return static_cast<D>(v); }
+};
+template <> struct ig_narrow<bool> {
+  template <class S> static __device__ bool get(S v) { return v != S(0); }
+};
+template <> struct ig_narrow<ig_half> {
+  template <class S> static __device__ ig_half get(S v) { return ig_half_from(static_cast<float>(v)); }
+};
+template <> struct ig_narrow<ig_bf16> {
+  template <class S> static __device__ ig_bf16 get(S v) { return ig_bf16_from(static_cast<float>(v)); }
+};
 template <class D, class S> __device__ __forceinline__ D ig_convert(S v) {
   return ig_narrow<D>::get(ig_widen<S>::get(v));
 }
@@ -91,8 +105,9 @@ struct Geometry {
   int32_t ndim;
 };
 
-#define IG_GRID_STRIDE_LOOP(i, n) \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+#define IG_GRID_STRIDE_LOOP(i, n)                                          \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
 
 // dst (any strides) = src (any strides, broadcast by zero strides), converted.
 template <class D, class S>
