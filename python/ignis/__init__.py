@@ -51,6 +51,8 @@ from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401
+from . import cuda  # noqa: E402,F401
+from ._C import OutOfMemoryError  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001
 from . import _logging  # noqa: E402,F401
 from . import utils  # noqa: E402,F401

@@ -160,7 +160,23 @@ class Tensor(_C.TensorBase):
     def byte(self): return self.to(_C.uint8)
     def bool(self): return self.to(_C.bool)
     def cpu(self): return self.to("cpu")
-    def cuda(self, device=None): return self.to("cuda" if device is None else device)
+    def cuda(self, device=None, non_blocking=False):
+        if isinstance(device, int):
+            device = f"cuda:{device}"
+        return self.to("cuda" if device is None else device, non_blocking=non_blocking)
+
+    def pin_memory(self):
+        """A copy in page-locked host memory (self when already pinned), so that copies
+        to and from the GPU can be non_blocking."""
+        return _C._cuda_pin_memory(self)
+
+    def is_pinned(self):
+        return _C._cuda_is_pinned(self)
+
+    def record_stream(self, stream):
+        """Marks this CUDA tensor's memory as used on `stream` too: when freed, it is not
+        reused before the work queued there by then has finished."""
+        _C._cuda_record_stream(self, stream.device_index, stream.cuda_stream)
     def type(self, dtype=None):
         if dtype is None:
             return "ignis." + {"float32": "Float", "float64": "Double", "float16": "Half",

@@ -3,6 +3,7 @@
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -23,7 +24,10 @@ void to_copy_meta(OpCall& c) {
   ScalarType dt = c.args[1].is_none() ? self.dtype() : c.args[1].to_dtype();
   c.alloc_strided(self.sizes(), like_strides(self), dt);
 }
-void to_copy_impl(OpCall& c) { copy_into(c.outputs[0], c.tensor(0)); }
+// Reached at the CPU key for a CPU tensor sent to a GPU, so it copies across
+// devices (copy_tensor), as copy_ does.
+void to_copy_impl(OpCall& c) { copy_tensor(c.outputs[0], c.tensor(0), c.bool_arg(3)); }
+void clone_impl(OpCall& c) { copy_tensor(c.outputs[0], c.tensor(0)); }
 
 void clone_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
@@ -41,7 +45,7 @@ void copy_meta(OpCall& c) {
   c.outputs.push_back(self);
   if (!c.device.is_meta()) self.impl()->version_counter().bump();
 }
-void copy_impl(OpCall& c) { copy_into(c.tensor(0), c.tensor(1)); }
+void copy_impl(OpCall& c) { copy_tensor(c.tensor(0), c.tensor(1), c.bool_arg(2)); }
 
 // copy(self, src): what copy_ would leave in self, as a new tensor laid out
 // like self (its values are not read). Functionalization records copy_,
@@ -54,29 +58,24 @@ void copy_functional_meta(OpCall& c) {
               self.shape_str());
   c.alloc_strided(self.sizes(), like_strides(self), self.dtype());
 }
-void copy_functional_impl(OpCall& c) { copy_into(c.outputs[0], c.tensor(1)); }
-
-Scalar value_scalar(const Tensor& v) {
-  return v.dtype() == ScalarType::Bool ? Scalar(v.item_int() != 0)
-         : is_floating(v.dtype())      ? Scalar(v.item_double())
-                                       : Scalar(v.item_int());
-}
+void copy_functional_impl(OpCall& c) { copy_tensor(c.outputs[0], c.tensor(1)); }
 
 void fill_meta(OpCall& c) {
   const Tensor& v = c.tensor(1);
   IGNIS_CHECK(v.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               v.dim(), " dimensions.");
   // A Python number must fit the dtype (a 0-dim tensor is converted as by copy_).
-  if (v.impl()->is_wrapped_number()) cpu::check_scalar_fits(value_scalar(v), c.tensor(0).dtype());
+  if (v.impl()->is_wrapped_number())
+    cpu::check_scalar_fits(tensor_to_scalar(v), c.tensor(0).dtype());
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
 }
-void fill_impl(OpCall& c) { cpu::fill(c.tensor(0), value_scalar(c.tensor(1))); }
+void fill_impl(OpCall& c) { fill_tensor(c.tensor(0), tensor_to_scalar(c.tensor(1))); }
 void zero_meta(OpCall& c) {
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
 }
-void zero_impl(OpCall& c) { cpu::fill(c.tensor(0), Scalar(int64_t(0))); }
+void zero_impl(OpCall& c) { fill_tensor(c.tensor(0), Scalar(int64_t(0))); }
 
 // contiguous(self): self when already contiguous, else a contiguous copy.
 void contiguous_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -93,38 +92,39 @@ void contiguous_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 // to(...): self when nothing changes (and copy=False), else _to_copy.
 // Devices are compared as the user sees them (a fake's stood-for device).
-void to_common(Stack& s, const Tensor& self, ScalarType dt, Device dev, bool copy) {
+void to_common(Stack& s, const Tensor& self, ScalarType dt, Device dev, bool non_blocking,
+               bool copy) {
   bool same = dt == self.dtype() && dev == self.user_device();
-  Tensor out = same && !copy ? self : to_copy_op.tensor(self, dt, dev);
+  Tensor out = same && !copy ? self : to_copy_op.tensor(self, dt, dev, non_blocking);
   s.clear();
   s.emplace_back(std::move(out));
 }
 void to_dtype_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  to_common(s, self, s[1].to_dtype(), self.user_device(), s[3].to_bool());
+  to_common(s, self, s[1].to_dtype(), self.user_device(), s[2].to_bool(), s[3].to_bool());
 }
 void to_device_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   Device dev = s[1].to_device();
   ScalarType dt = s[2].is_none() ? self.dtype() : s[2].to_dtype();
-  to_common(s, self, dt, dev, s[4].to_bool());
+  to_common(s, self, dt, dev, s[3].to_bool(), s[4].to_bool());
 }
 void to_other_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   Tensor other = s[1].to_tensor();
-  to_common(s, self, other.dtype(), other.user_device(), s[3].to_bool());
+  to_common(s, self, other.dtype(), other.user_device(), s[2].to_bool(), s[3].to_bool());
 }
 void to_kw_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? self.dtype() : s[1].to_dtype();
   Device dev = s[2].is_none() ? self.user_device() : s[2].to_device();
-  to_common(s, self, dt, dev, s[4].to_bool());
+  to_common(s, self, dt, dev, s[3].to_bool(), s[4].to_bool());
 }
 
 void type_as_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   Tensor other = s[1].to_tensor();
-  to_common(s, self, other.dtype(), self.user_device(), false);
+  to_common(s, self, other.dtype(), self.user_device(), false, false);
 }
 
 // ---- derivatives ------------------------------------------------------------------
@@ -144,26 +144,29 @@ void zero_bw(GradCtx& c) { c.set(0, zeros_like(c.grad())); }
 }  // namespace
 
 void register_conversion_ops() {
-  def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
-      .category(OpCategory::Other).variants(kFunction).meta(to_copy_meta).cpu(to_copy_impl)
-      .doc("copy converted to dtype and/or moved to device")
+  def("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, bool non_blocking=False) -> Tensor")
+      .category(OpCategory::Other).variants(kFunction).meta(to_copy_meta)
+      .cpu_and_cuda(to_copy_impl).doc("copy converted to dtype and/or moved to device")
       .derivative(identity_bw).core();
   def("clone(Tensor self) -> Tensor").category(OpCategory::Other).both().meta(clone_meta)
-      .cpu(to_copy_impl).doc("a copy with the same layout").derivative(identity_bw).core();
+      .cpu_and_cuda(clone_impl).doc("a copy with the same layout").derivative(identity_bw).core();
   def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
-      .category(OpCategory::Other).method_only().meta(copy_meta).cpu(copy_impl)
+      .category(OpCategory::Other).method_only().meta(copy_meta).cpu_and_cuda(copy_impl)
+      .cross_device()
       .doc("writes src (broadcast and converted) into self").derivative(copy_bw);
   // Core: functionalization writes copy_, fill_ and zero_ as copy, and the
   // compiler lowers it as a (broadcasting, converting) pointwise copy.
   def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")
-      .category(OpCategory::Other).meta(copy_functional_meta).cpu(copy_functional_impl)
+      .category(OpCategory::Other).meta(copy_functional_meta)
+      .cpu_and_cuda(copy_functional_impl)
+      .cross_device()
       .doc("src broadcast and converted into a new tensor laid out like self").core()
       .derivative(copy_bw);
   def("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)").category(OpCategory::Other).both()
-      .meta(fill_meta).cpu(fill_impl)
+      .meta(fill_meta).cpu_and_cuda(fill_impl)
       .derivative(fill_bw);
   def("zero_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Other).both().meta(zero_meta)
-      .cpu(zero_impl).derivative(zero_bw);
+      .cpu_and_cuda(zero_impl).derivative(zero_bw);
   def("contiguous(Tensor(a) self) -> Tensor(a)").category(OpCategory::Other).method_only()
       .composite(contiguous_kernel);
   def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False) -> Tensor(a)")

@@ -6,6 +6,7 @@
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/sample.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -57,8 +58,8 @@ void sized_meta(OpCall& c) {
   c.alloc(sizes_arg(c, 0), dt);
 }
 void noop_impl(OpCall&) {}
-void zeros_impl(OpCall& c) { cpu::fill(c.outputs[0], Scalar(int64_t(0))); }
-void ones_impl(OpCall& c) { cpu::fill(c.outputs[0], Scalar(int64_t(1))); }
+void zeros_impl(OpCall& c) { fill_tensor(c.outputs[0], Scalar(int64_t(0))); }
+void ones_impl(OpCall& c) { fill_tensor(c.outputs[0], Scalar(int64_t(1))); }
 
 void empty_strided_meta(OpCall& c) {
   ScalarType dt = dtype_or(c.args[2], default_dtype());
@@ -72,7 +73,7 @@ void full_meta(OpCall& c) {
   cpu::check_scalar_fits(v, dt);
   c.alloc(sizes_arg(c, 0), dt);
 }
-void full_impl(OpCall& c) { cpu::fill(c.outputs[0], c.scalar(1)); }
+void full_impl(OpCall& c) { fill_tensor(c.outputs[0], c.scalar(1)); }
 
 // ---- arange ---------------------------------------------------------------------------
 struct Range { Scalar start, end, step; int dtype_arg; };
@@ -298,16 +299,17 @@ void bernoulli_impl(OpCall& c) {
 void register_creation_ops() {
   const std::string o = kOpts;
   def("empty(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).uninitialized()
-      .meta(sized_meta<1>).cpu(noop_impl).doc("uninitialised tensor").core();
+      .meta(sized_meta<1>).cpu_and_cuda(noop_impl).doc("uninitialised tensor").core();
   def("empty_strided(int[] size, int[] stride, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).uninitialized().meta(empty_strided_meta).cpu(noop_impl)
+      .category(OpCategory::Creation).uninitialized().meta(empty_strided_meta)
+      .cpu_and_cuda(noop_impl)
       .core();
   def("zeros(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).meta(sized_meta<1>)
-      .cpu(zeros_impl).decomposition(decomp::zeros);
+      .cpu_and_cuda(zeros_impl).decomposition(decomp::zeros);
   def("ones(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).meta(sized_meta<1>)
-      .cpu(ones_impl).decomposition(decomp::ones);
+      .cpu_and_cuda(ones_impl).decomposition(decomp::ones);
   def("full(int[] size, Scalar fill_value, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .meta(full_meta).cpu(full_impl).doc("dtype follows fill_value when not given").core();
+      .meta(full_meta).cpu_and_cuda(full_impl).doc("dtype follows fill_value when not given").core();
   def("arange(Scalar end, " + o + ") -> Tensor").category(OpCategory::Creation).meta(arange_meta)
       .cpu(arange_impl).decomposition(decomp::arange);
   def("arange.start(Scalar start, Scalar end, Scalar step=1, " + o + ") -> Tensor")

@@ -76,13 +76,23 @@ KernelFn structured_kernel(const OpDef* d, DispatchKey k) {
   MetaFn meta = d->meta;
   ImplFn impl = k == DispatchKey::CPU ? d->cpu : k == DispatchKey::CUDA ? d->cuda : nullptr;
   bool meta_only = k == DispatchKey::Meta;
-  return [meta, impl, meta_only, k](const OpHandle& op, DispatchKeySet, Stack& s) {
-    check_same_device(op, s);
+  bool cross_device = d->cross_device;
+  return [meta, impl, meta_only, cross_device, k](const OpHandle& op, DispatchKeySet, Stack& s) {
+    if (!cross_device) check_same_device(op, s);
     OpCall call{op, s, output_device(op, s, k), {}, nullptr};
     meta(call);
     if (!meta_only) impl(call);
     finish(call, s);
   };
+}
+
+// The CUDA slot of a structured op with no CUDA kernel yet: a call that mixes
+// devices gets torch's device-mismatch error first (as it would from a
+// kernel), one on CUDA tensors alone a NotImplementedError naming the op.
+void missing_cuda_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  check_same_device(op, s);
+  IGNIS_NOT_IMPLEMENTED("Could not run '", op.name(), "' with arguments from the 'CUDA' backend: ",
+                        "ignis has no CUDA kernel for this operator yet");
 }
 
 // The comma-separated names of `list`, trimmed.
@@ -191,6 +201,7 @@ OpBuilder::~OpBuilder() {
   h.set_kernel(DispatchKey::Meta, structured_kernel(d_, DispatchKey::Meta));
   if (d_->cpu) h.set_kernel(DispatchKey::CPU, structured_kernel(d_, DispatchKey::CPU));
   if (d_->cuda) h.set_kernel(DispatchKey::CUDA, structured_kernel(d_, DispatchKey::CUDA));
+  else h.set_kernel(DispatchKey::CUDA, missing_cuda_kernel);
 }
 
 }  // namespace ignis

@@ -108,6 +108,9 @@ struct OpDef {
   std::string nondiff;
   uint64_t nondiff_inputs = 0;
   NondiffWhen nondiff_when = nullptr;
+  // Tensor arguments may live on different devices (copy_ and copy move data
+  // between them, as torch's do); other structured ops check that they share one.
+  bool cross_device = false;
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
   Determinism determinism = Determinism::Deterministic;
@@ -148,6 +151,9 @@ class OpBuilder {
   OpBuilder& meta(MetaFn f) { d_->meta = f; return *this; }
   OpBuilder& cpu(ImplFn f) { d_->cpu = f; return *this; }
   OpBuilder& cuda(ImplFn f) { d_->cuda = f; return *this; }
+  // One compute kernel for CPU and CUDA: it routes by the tensors' devices
+  // itself (copies and fills, through kernels/device_kernels.h).
+  OpBuilder& cpu_and_cuda(ImplFn f) { d_->cpu = d_->cuda = f; return *this; }
   OpBuilder& kernel(KernelFn f) { d_->any_backend = std::move(f); return *this; }
   // A kernel written only in terms of other ops. Unless the op is core or
   // in place, that kernel is also its decomposition.
@@ -165,6 +171,7 @@ class OpBuilder {
     return *this;
   }
   OpBuilder& nondifferentiable() { d_->nondifferentiable = true; return *this; }
+  OpBuilder& cross_device() { d_->cross_device = true; return *this; }
   // Tensor arguments (comma-separated names) that must not require grad, on
   // every call or on those `when` accepts (see OpDef::nondiff_inputs).
   OpBuilder& not_differentiable(std::string args, NondiffWhen when = nullptr) {

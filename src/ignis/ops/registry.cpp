@@ -1,4 +1,5 @@
 #include "ignis/autograd/autograd_kernel.h"
+#include "ignis/cuda/memory.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -25,6 +26,8 @@ void register_all_ops() {
   register_pooling_ops();
   register_normalization_ops();
   autograd::register_autograd_kernel();
+  // allocate_storage's CUDA hook; allocating raises a clear error without a GPU.
+  cuda::install_allocator();
 }
 
 }  // namespace ignis

@@ -1,5 +1,6 @@
 // PyInit__C: the ignis._C extension module.
 #include "ignis/capture/resume.h"
+#include "ignis/core/out_of_memory.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
@@ -12,6 +13,8 @@ void set_python_error() {
   try {
     throw;
   } catch (const PythonErrorAlreadySet&) {
+  } catch (const OutOfMemoryError& e) {
+    PyErr_SetString(OutOfMemoryErrorType, e.what());
   } catch (const Error& e) {
     PyObject* type = PyExc_RuntimeError;
     switch (e.kind()) {
@@ -281,7 +284,7 @@ PyMODINIT_FUNC PyInit__C() {
   if (!m) return nullptr;
   if (!init_tensor_type(m) || !init_dtype_types(m) || !init_op_type(m) || !init_indexing(m) ||
       !init_graph(m) || !init_autograd(m) || !init_capture(m) || !init_decompose(m) ||
-      !init_aot(m) || !init_compiler(m) || !init_memory(m)) {
+      !init_aot(m) || !init_compiler(m) || !init_memory(m) || !init_cuda(m)) {
     Py_DECREF(m);
     return nullptr;
   }

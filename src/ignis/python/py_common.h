@@ -128,6 +128,11 @@ bool init_compiler(PyObject* module);
 // --- CPU caching allocator (py_memory.cpp): _cpu_memory_stats, _cpu_empty_cache, ... --
 bool init_memory(PyObject* module);
 
+// --- CUDA runtime (py_cuda.cpp): _cuda_* functions, OutOfMemoryError --------------
+// ignis.OutOfMemoryError, raised for core/out_of_memory.h's error (a RuntimeError).
+extern PyObject* OutOfMemoryErrorType;
+bool init_cuda(PyObject* module);
+
 // --- autograd (py_autograd.cpp): Tensor.grad etc., grad_fn objects, grad mode -------
 // Call after init_tensor_type.
 bool init_autograd(PyObject* module);

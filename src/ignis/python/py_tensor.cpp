@@ -5,6 +5,7 @@
 // ignis.Tensor from the op declarations (see py_op.cpp).
 
 #include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/python/py_common.h"
 
 #include <structmember.h>
@@ -205,6 +206,14 @@ PyObject* m_stride(PyObject* self, PyObject* const* a, Py_ssize_t n, PyObject* k
 PyObject* m_item(PyObject* self, PyObject*) {
   IGNIS_PY_BEGIN
   const Tensor& t = unwrap(self);
+  if (t.device().is_cuda()) {  // copied to the host (and waited for), as torch does
+    IGNIS_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
+                " elements cannot be converted to Scalar");
+    Scalar v = tensor_to_scalar(t);
+    if (v.is_bool()) return PyBool_FromLong(v.to_bool());
+    if (v.is_float()) return PyFloat_FromDouble(v.to_double());
+    return PyLong_FromLongLong(v.to_int());
+  }
   if (t.dtype() == ScalarType::Bool) return PyBool_FromLong(t.item_int());
   if (is_floating(t.dtype())) return PyFloat_FromDouble(t.item_double());
   return PyLong_FromLongLong(t.item_int());

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds ignis and runs the CUDA tests and the first-use measurement on a
+# machine with an NVIDIA GPU (docs/cuda.md). Logs go to $OUT (default:
+# ./gpu_logs). Needs cmake, ninja, a C++20 compiler, Python with numpy and
+# pytest; torch with CUDA is used as the oracle for device facts when present.
+#   bash gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT=${OUT:-$PWD/gpu_logs}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+{ nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'; } \
+  >"$OUT/machine.log" 2>&1
+start=$(date +%s)
+cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+  ninja -C build-dev >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - start )) s" | tee -a "$OUT/build.log"
+cp build-dev/_C*.so python/ignis/ 2>/dev/null || true
+if [ -x build-dev/ignis_cpp_tests ]; then
+  ./build-dev/ignis_cpp_tests --gtest_filter='Cuda*' >"$OUT/cpp.log" 2>&1
+  tail -5 "$OUT/cpp.log"
+fi
+export IGNIS_CACHE_DIR=$(mktemp -d)
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda.py 2>&1 | tee "$OUT/pytest_cuda.log" | tail -25)
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
+  test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
+  | tee "$OUT/pytest_neighbours.log" | tail -3)
+PYTHONPATH=python python3 bench/cuda_first_use.py 2>&1 | tee "$OUT/first_use.log"

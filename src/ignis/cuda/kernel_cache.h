@@ -1,0 +1,53 @@
+// GPU kernels from CUDA C++ source: compiled by NVRTC for the running GPU on
+// first use, kept on disk, loaded with cuModuleLoadData.
+//
+// A request is keyed by the SHA-256 of the source, the NVRTC options, the
+// NVRTC version, the GPU architecture and kKernelCacheFormatVersion. Look-up:
+// this process's map of loaded modules; then the disk entry
+//
+//   <cache dir>/cuda/<key[0:2]>/<key>.cubin   the cubin
+//   <cache dir>/cuda/<key[0:2]>/<key>.meta    its size and SHA-256, written last
+//
+// used only when the cubin matches its .meta; then NVRTC. Files are
+// published by rename (runtime/cache_dir.h, Note [Cache files are published
+// by rename]), so concurrent processes are safe and a torn entry is rebuilt.
+// The cache directory is runtime/'s ($IGNIS_CACHE_DIR, else ~/.cache/ignis).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ignis/cuda/driver.h"
+#include "ignis/cuda/stream.h"
+
+namespace ignis::cuda {
+
+inline constexpr int kKernelCacheFormatVersion = 1;
+
+struct KernelRequest {
+  std::string source;                // a whole translation unit
+  std::string symbol;                // the extern "C" __global__ function to return
+  std::string label;                 // names the kernel in errors
+  std::vector<std::string> options;  // extra NVRTC options
+};
+
+// The kernel on `device` (compiled or loaded once per process and device).
+CUfunction get_kernel(int device, const KernelRequest& request);
+
+struct KernelCacheStats {
+  uint64_t memory_hits = 0;
+  uint64_t disk_hits = 0;
+  uint64_t compiles = 0;
+  uint64_t rejected = 0;         // disk entries found invalid and rebuilt
+  double compile_seconds = 0;    // in NVRTC
+  double load_seconds = 0;       // in cuModuleLoadData
+};
+KernelCacheStats kernel_cache_stats();
+
+// Launches a grid-stride kernel over `n` elements on `stream`: 256 threads a
+// block, enough blocks to fill the GPU 32 blocks per SM over. `args` points
+// at each argument.
+void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stream);
+
+}  // namespace ignis::cuda

@@ -1,0 +1,89 @@
+// A fake libcuda.so.1 for testing ignis's CUDA runtime on machines without a
+// GPU (tests/cuda_fake/run.sh): one device ("Fake GPU", sm_90, 4 SMs,
+// $FAKE_CUDA_CAP_MB of memory, default 1024) whose memory is host memory,
+// copies that are memcpy, streams that are always done, events that read the
+// host clock, and kernels run on the host from $IGNIS_FAKE_CUDA_KERNELS (the
+// eager kernels' CUDA C++ compiled as host C++; launches of unknown kernels
+// fail). NVRTC still compiles every kernel, so its cache path is exercised;
+// NVRTC asks the driver for an export table when libcuda is loaded, which
+// this fake declines. Not a driver: nothing here is asynchronous.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <dlfcn.h>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <map>
+#include <string>
+extern "C" {
+typedef int CUresult;
+static size_t g_cap = size_t(1) << 30, g_used = 0;
+static std::map<void*, size_t> g_sizes;
+static std::mutex g_mu;
+static thread_local void* g_ctx = nullptr;
+struct Ev { double t = 0; };
+static double now_ms() { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+CUresult cuInit(unsigned) { if (const char* c = getenv("FAKE_CUDA_CAP_MB")) g_cap = size_t(atoll(c)) << 20; return 0; }
+CUresult cuDriverGetVersion(int* v) { *v = 13000; return 0; }
+CUresult cuGetErrorName(CUresult r, const char** s) { *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE"; return 0; }
+CUresult cuGetErrorString(CUresult r, const char** s) { *s = r == 2 ? "out of memory" : "fake error"; return 0; }
+CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
+CUresult cuDeviceGet(int* d, int i) { if (i != 0) return 101; *d = 0; return 0; }
+CUresult cuDeviceGetName(char* s, int n, int) { strncpy(s, "Fake GPU", n); return 0; }
+CUresult cuDeviceTotalMem_v2(size_t* b, int) { *b = g_cap; return 0; }
+CUresult cuDeviceGetAttribute(int* v, int a, int) { *v = a == 16 ? 4 : a == 75 ? 9 : 0; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void** c, int) { static int ctx; *c = &ctx; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+CUresult cuCtxSetCurrent(void* c) { g_ctx = c; return 0; }
+CUresult cuCtxGetCurrent(void** c) { *c = g_ctx; return 0; }
+CUresult cuCtxSynchronize() { return g_ctx ? 0 : 201; }
+CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = g_cap - g_used; *t = g_cap; return 0; }
+CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
+  if (!g_ctx) return 201;
+  std::lock_guard<std::mutex> l(g_mu);
+  if (g_used + n > g_cap) return 2;
+  void* q = malloc(n); g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
+CUresult cuMemFree_v2(unsigned long long p) { std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
+CUresult cuMemHostAlloc(void** p, size_t n, unsigned) { *p = malloc(n); return 0; }
+CUresult cuMemFreeHost(void* p) { free(p); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) { memcpy((void*)d, s, n); return 0; }
+CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void*) { memcpy(d, (void*)s, n); return 0; }
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void*) { memmove((void*)d, (void*)s, n); return 0; }
+CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) { memset((void*)d, v, n); return 0; }
+CUresult cuStreamCreate(void** s, unsigned) { *s = malloc(1); return 0; }
+CUresult cuStreamDestroy_v2(void* s) { free(s); return 0; }
+CUresult cuStreamSynchronize(void*) { return 0; }
+CUresult cuStreamQuery(void*) { return 0; }
+CUresult cuStreamWaitEvent(void*, void*, unsigned) { return 0; }
+CUresult cuEventCreate(void** e, unsigned) { *e = new Ev; return 0; }
+CUresult cuEventDestroy_v2(void* e) { delete (Ev*)e; return 0; }
+CUresult cuEventRecord(void* e, void*) { ((Ev*)e)->t = now_ms(); return 0; }
+CUresult cuEventSynchronize(void*) { return 0; }
+CUresult cuEventQuery(void*) { return 0; }
+CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
+CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
+struct Fn { std::string name; void* host; };
+struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
+CUresult cuModuleGetFunction(void** f, void*, const char* name) {
+  static void* emu = getenv("IGNIS_FAKE_CUDA_KERNELS") ? dlopen(getenv("IGNIS_FAKE_CUDA_KERNELS"), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  void* h = emu ? dlsym(emu, name) : nullptr;
+  if (!h) return 500;
+  *f = new Fn{name, h};
+  return 0; }
+CUresult cuLaunchKernel(void* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** a, void**) {
+  Fn* fn = (Fn*)f;
+  if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
+  const std::string& n = fn->name;
+  if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);
+  else if (n.rfind("copy_contiguous", 0) == 0) ((void(*)(void*, const void*, int64_t))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2]);
+  else if (n.rfind("fill_strided", 0) == 0) ((void(*)(void*, uint64_t, int64_t, Geometry))fn->host)(*(void**)a[0], *(uint64_t*)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);
+  else if (n.rfind("fill_contiguous", 0) == 0) ((void(*)(void*, uint64_t, int64_t))fn->host)(*(void**)a[0], *(uint64_t*)a[1], *(int64_t*)a[2]);
+  else return 500;
+  return 0; }
+}
+extern "C" {
+int cuGetExportTable(const void**, const void*) { return 500; }
+int cuGetProcAddress(const char*, void**, int, unsigned long long, int*) { return 500; }
+int cuGetProcAddress_v2(const char*, void**, int, unsigned long long, int*) { return 500; }
+}
