@@ -810,3 +810,28 @@ def test_a_saved_tensor_is_checked_only_when_its_gradient_is_needed(backend):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             (t4.sum() + t5.sum()).backward()
     close(results[1], results[0])
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_the_forward_computes_saved_values_before_writing_its_inputs(backend):
+    # cos(t4) is computed in the forward for the backward; the compiler fused
+    # t4 = max(buf, b) * 3 + a into it and read buf after the forward's
+    # write-back of buf[:, 1] = 3: wrong gradients in column 1.
+    def f(a, b, buf):
+        with ignis.no_grad():
+            t1 = ignis.maximum(buf, b)
+        t4 = t1 * 3 + a
+        buf[:, 1] = 3
+        return t4.sin()
+
+    def make():
+        ignis.manual_seed(0)
+        return (ignis.randn(3, 6, requires_grad=True), ignis.randn(3, 6, requires_grad=True),
+                ignis.randn(3, 6))
+
+    (ea, eo), (ca, co) = _eager_and_compiled(f, backend, make)
+    eo.sum().backward()
+    co.sum().backward()
+    close(co, eo)
+    close(ca[2], ea[2])
+    close(ca[0].grad, ea[0].grad)
