@@ -159,7 +159,9 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     # inputs whose writes have autograd history (written here, schema.h).
     user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
     writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
-    aliases = [(j, a, rg) for j, (_, a, rg, _) in enumerate(outputs) if a >= 0 and j in user]
+    # Views of inputs without a tangent are remade here (schema.h).
+    aliases = [(j, a, rg) for j, (req, a, rg, _) in enumerate(outputs)
+               if a >= 0 and not req and j in user]
     kind = info["output_kind"]
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function

@@ -76,6 +76,14 @@ Tracer::DecomposePolicy decompose_policy(const AotOptions& o) {
 
 bool is_floating_tensor(const Tensor& t) { return t.defined() && is_floating(t.dtype()); }
 
+// Elements share memory (a broadcast dimension): autograd's as_strided
+// backward writes such a view's gradient instead of summing it.
+bool self_overlapping(const Tensor& t) {
+  for (size_t d = 0; d < t.sizes().size(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
@@ -161,9 +169,13 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       for (size_t i = args.size(); i-- > 0;)
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
-      // A view of an input is remade by the runtime (schema.h): no tangent.
-      info.requires_grad = differentiable && info.aliased_input < 0;
-      info.alias_requires_grad = differentiable && info.aliased_input >= 0;
+      // A view of an input is remade by the runtime (schema.h): no tangent;
+      // unless the view or the input overlaps itself (as_strided could not
+      // remake it with the right gradient): then it stays the node's output.
+      bool remade = info.aliased_input >= 0 && !self_overlapping(o) &&
+                    !self_overlapping(args[info.aliased_input]);
+      info.requires_grad = differentiable && !remade;
+      info.alias_requires_grad = differentiable && remade;
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }

@@ -23,7 +23,8 @@
 // by the runtime as an autograd view of that input (as_strided with the
 // output's geometry), so that in-place ops on it reach the input's history
 // as on eager's view; it has no tangent (its gradient flows through the
-// input's own history).
+// input's own history). A view that overlaps itself (a broadcast dimension),
+// or of such an input, stays an output of the compiled node with a tangent.
 #pragma once
 
 #include <memory>
