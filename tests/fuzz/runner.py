@@ -119,6 +119,10 @@ def run_program(src, backend=None, filename="<fuzz program>"):
         except Exception as e:  # noqa: BLE001 - the exception type is what is compared
             rec["exc"] = type(e).__name__
             rec["exc_msg"] = str(e)[:300]
+        # The grad mode a call leaves (a compiled call must leave eager's);
+        # reset, so that one program's leak does not change the next calls.
+        rec["grad_mode"] = ignis.is_grad_enabled()
+        ignis.set_grad_enabled(True)
         rec["stdout"] = out.getvalue()
         rec["args"] = normalize(ignis, [a, b, buf])
         rec["globals"] = normalize(ignis, {n: v for n, v in ns.items() if n.startswith("g_")})
@@ -219,7 +223,7 @@ def compare(got, want):
                            f"eager raised {w['exc']}: {w.get('exc_msg')}")
         if g["stdout"] != w["stdout"]:
             return Failure("mismatch:stdout", f"call {i}: printed\n{g['stdout']}eager printed\n{w['stdout']}")
-        for key in ("out", "args", "globals", "grads"):
+        for key in ("grad_mode", "out", "args", "globals", "grads"):
             if key not in w and key not in g:
                 continue
             gv, wv = g.get(key, ("missing",)), w.get(key, ("missing",))

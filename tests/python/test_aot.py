@@ -527,7 +527,7 @@ def test_min_cut_saves_fewer_bytes_than_default_with_equal_gradients(capsys):
     for fw, bw in ((fw_d, bw_d), (fw_m, bw_m)):
         res = fw(*inputs)
         outs, saved = res[:k], res[k:]
-        tangents = [ignis.ones_like(o) for o, (req, _) in zip(outs, info["outputs"]) if req]
+        tangents = [ignis.ones_like(o) for o, (req, *_) in zip(outs, info["outputs"]) if req]
         grads = bw(*saved, *tangents)
         ref = joint(*inputs, *tangents)
         for a, b in zip(outs, ref[:k]):
@@ -703,3 +703,156 @@ def test_min_cut_saves_a_forward_output_rather_than_recompute_from_an_input():
     t1.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         t2.sum().backward()
+
+
+def _eager_and_compiled(f, backend, make_args):
+    """(eager args, result), (compiled args, result) on equal fresh inputs."""
+    ea, ca = make_args(), make_args()
+    return (ea, f(*ea)), (ca, ignis.compile(f, backend=backend)(*ca))
+
+
+def _pair(requires_grad):
+    def make():
+        ignis.manual_seed(0)
+        a = ignis.randn(3, 4, requires_grad=requires_grad)
+        return a, ignis.randn(3, 4)
+    return make
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_input_written_with_data_that_requires_grad_joins_the_graph(backend):
+    # Eager's in-place op gives `buf` history; the compiled forward's write
+    # must too (the new value is an output of the compiled node, copied into
+    # buf outside it), and gradients through buf reach `a` as eager's do.
+    def f(a, buf):
+        buf.add_(a * 2)
+        return a.sin()
+
+    (ea, eo), (ca, co) = _eager_and_compiled(f, backend, _pair(True))
+    assert ca[1].requires_grad and ca[1].grad_fn is not None
+    close(ca[1], ea[1])
+    (eo + ea[1].pow(2)).sum().backward()
+    (co + ca[1].pow(2)).sum().backward()
+    close(ca[0].grad, ea[0].grad)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_output_viewing_an_input_written_with_grad_data_is_its_view(backend):
+    def f(a, buf):
+        buf.mul_(a)
+        return buf[1:], buf, a + 1
+
+    (ea, eo), (ca, co) = _eager_and_compiled(f, backend, _pair(True))
+    for x, y in zip(co, eo):
+        assert x.requires_grad == y.requires_grad
+        close(x, y)
+    assert co[1] is ca[1]
+    co[0].mul_(3)  # through the view: buf's history follows, as in eager
+    eo[0].mul_(3)
+    (ca[1].sum() + co[2].sum()).backward()
+    (ea[1].sum() + eo[2].sum()).backward()
+    close(ca[0].grad, ea[0].grad)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_inplace_on_a_view_output_of_a_compiled_region_has_eager_gradients(backend):
+    # The region returns a view of its input t; mul_ on it must rebase t's
+    # history (CopySlices), so the view has to be autograd's view of t.
+    def region(t):
+        return t[:, 0]
+
+    a = ignis.randn(3, 4, requires_grad=True)
+    a2 = a.detach().clone().requires_grad_()
+    for x, fn in ((a, region), (a2, ignis.compile(region, backend=backend))):
+        t = x.sin()
+        fn(t).mul_(2)
+        (t + 1).sum().backward()
+    close(a2.grad, a.grad)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_inplace_on_an_alias_of_a_leaf_output_raises_as_eager(backend):
+    for region in (lambda b: b.contiguous(), lambda b: b[0]):
+        b = ignis.randn(3, 4, requires_grad=True)
+        out = ignis.compile(region, backend=backend)(b)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            out.mul_(2)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            region(b).mul_(2)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_graph_ending_inside_no_grad_leaves_grad_mode_off(backend):
+    # The graph breaks inside the block: its values follow the block's mode,
+    # and the resumed code runs with grad off, as eager's.
+    import io
+    seen = io.StringIO()
+
+    def f(a, b):
+        t = a * 2
+        with ignis.no_grad():
+            u = a * 3
+            print(ignis.is_grad_enabled(), file=seen)  # a break inside the block
+            b.mul_(0.5)
+        return t, u, b * 1
+
+    a = ignis.randn(3, 4, requires_grad=True)
+    b = ignis.randn(3, 4, requires_grad=True)
+    b2 = b.detach().clone().requires_grad_()
+    eo = f(a, b)
+    co = ignis.compile(f, backend=backend)(a, b2)
+    assert seen.getvalue() == "False\nFalse\n" and ignis.is_grad_enabled()
+    for x, y in zip(co, eo):
+        assert x.requires_grad == y.requires_grad
+        close(x, y)
+    close(b2, b)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_saved_tensor_is_checked_only_when_its_gradient_is_needed(backend):
+    # t5's backward saves t4; eager checks t4's version only when a gradient
+    # reaches t5's node. The compiled node checks it only when t5's tangent
+    # is a real gradient.
+    def f(a):
+        t4 = a * 2
+        return t4, t4 / (t4 * t4 + 1.0)
+
+    results = []
+    for fn in (f, ignis.compile(f, backend=backend)):
+        a = ignis.randn(3, 4, requires_grad=True)
+        t4, t5 = fn(a)
+        with ignis.no_grad():
+            t4.sub_(t5)
+        t4.sum().backward()  # no gradient reaches t5: fine
+        results.append(a.grad)
+        t4, t5 = fn(a)
+        with ignis.no_grad():
+            t4.sub_(t5)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (t4.sum() + t5.sum()).backward()
+    close(results[1], results[0])
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_the_forward_computes_saved_values_before_writing_its_inputs(backend):
+    # cos(t4) is computed in the forward for the backward; the compiler fused
+    # t4 = max(buf, b) * 3 + a into it and read buf after the forward's
+    # write-back of buf[:, 1] = 3: wrong gradients in column 1.
+    def f(a, b, buf):
+        with ignis.no_grad():
+            t1 = ignis.maximum(buf, b)
+        t4 = t1 * 3 + a
+        buf[:, 1] = 3
+        return t4.sin()
+
+    def make():
+        ignis.manual_seed(0)
+        return (ignis.randn(3, 6, requires_grad=True), ignis.randn(3, 6, requires_grad=True),
+                ignis.randn(3, 6))
+
+    (ea, eo), (ca, co) = _eager_and_compiled(f, backend, make)
+    eo.sum().backward()
+    co.sum().backward()
+    close(co, eo)
+    close(ca[2], ea[2])
+    close(ca[0].grad, ea[0].grad)

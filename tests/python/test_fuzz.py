@@ -2,17 +2,20 @@
 
 test_fuzz_sample: per backend, a fixed range of generated programs runs eagerly
 and compiled in a worker process; a program that disagrees, crashes or hangs
-fails the test with its repro file's path and text. The known ignis bugs
+fails the test with its repro file's path and text. The known differences
 (docs/fuzzing.md) all involve inputs that require grad, so each backend runs
 two samples that pass today: every statement kind with no input requiring
-grad, and grads without the statement kinds that hit the known bugs
-(SKIP_WITH_GRAD); the fuzzer itself keeps everything (`./dev fuzz`). About a
+grad, and grads without the statement kinds that hit them (SKIP_WITH_GRAD);
+the fuzzer itself keeps everything (`./dev fuzz`). About a
 minute in all on two cores (the compiler builds C++ per program, hence fewer
 inductor programs).
 
 test_known_failure: each repro in tests/fuzz/repros, a known bug listed in
 docs/fuzzing.md, is a strict xfail: when a fix lands the test says so, and
-the repro and its SKIP entry go.
+the repro moves to tests/fuzz/fixed and its SKIP entry goes.
+
+test_fixed: each repro in tests/fuzz/fixed, a bug the fuzzer found and that
+was fixed, agrees with eager on every backend.
 """
 import ast
 import sys
@@ -29,18 +32,20 @@ from tests.fuzz.runner import check  # noqa: E402
 # backend -> (first seed, programs)
 SAMPLE = {"eager": (0, 300), "aot_eager": (0, 300), "inductor": (0, 12)}
 # Two samples per backend: every statement kind with no input requiring grad, and
-# inputs requiring grad without the kinds that find the known autograd bugs (each
-# kind names the repros in tests/fuzz/repros it hits).
+# inputs requiring grad without the kinds that write tensors after a forward has
+# saved them: those hit the known differences in which tensors a backward saves
+# (docs/fuzzing.md, "Known differences": ignis's eager autograd saves inputs torch's
+# does not; the partitioner saves other values than eager's formulas).
 NO_GRAD = ("grad",)
 SKIP_WITH_GRAD = {
-    "buf": "input_mutated_with_grad_data*",
-    "inplace": "input_mutated_with_grad_data*, inplace_on_alias_of_leaf, "
-               "inplace_on_view_of_graph_output_wrong_grad",
-    "input_nograd": "nograd_leaf_mutation_break, side_effect_lost_when_graph_raises",
-    "no_grad": "nograd_break_*",
+    "buf": "writes into buf after its values were saved",
+    "inplace": "in-place ops on saved intermediates",
+    "input_nograd": "in-place ops on a, b under no_grad (saved inputs)",
+    "no_grad": "in-place ops inside no_grad blocks",
 }
 SAMPLES = {"no_grad": NO_GRAD, "grad": tuple(SKIP_WITH_GRAD)}
 REPROS = sorted((ROOT / "tests" / "fuzz" / "repros").glob("*.py"))
+FIXED = sorted((ROOT / "tests" / "fuzz" / "fixed").glob("*.py"))
 
 
 @pytest.mark.parametrize("sample", list(SAMPLES))
@@ -70,3 +75,11 @@ def test_known_failure(path):
     src, backend = _repro(path)
     fail = check(src, backend)
     assert fail is None, f"{path.name}: {fail.category}\n{fail.detail}"
+
+
+@pytest.mark.parametrize("backend", list(SAMPLE))
+@pytest.mark.parametrize("path", FIXED, ids=[p.stem for p in FIXED])
+def test_fixed(path, backend):
+    src, _ = _repro(path)
+    fail = check(src, backend)
+    assert fail is None, f"{path.name} on {backend}: {fail.category}\n{fail.detail}"

@@ -15,6 +15,7 @@ second backward without retain_graph raises, as eager does.
 import ignis
 from .. import _C
 from .._logging import _aot_graphs_enabled, _log_aot_graph
+from ..autograd.grad_mode import _set_grad_enabled
 from ..fx.graph_module import GraphModule
 
 __all__ = ["aot_autograd", "default_partition", "min_cut_rematerialization_partition",
@@ -36,15 +37,18 @@ def _op_names(table):
 
 
 def trace_joint(gm, example_inputs, *, decompositions=None, keep=(), functionalize=True,
-                inference=None):
+                inference=None, enables_grad=False):
     """Traces a GraphModule on fakes of `example_inputs`.
 
     Returns (GraphModule, info): a joint graph when an input requires grad and
     grad mode is on (unless `inference`), else an inference graph. info has
-    "joint", "inputs" [(requires_grad, mutated)], "outputs" [(requires_grad,
-    aliased_input)] and "output_kind".
+    "joint", "inputs" [(requires_grad, mutated, duplicate_of)], "outputs"
+    [(has a tangent, aliased_input, alias_requires_grad, mutated_input)] and
+    "output_kind" (src/ignis/aot/schema.h says what each means).
+    `enables_grad`: gm switches grad mode on itself, so it is joint even when
+    grad mode is off (a captured graph entered inside `with no_grad()`).
     """
-    kw = dict(functionalize=functionalize, keep=list(keep))
+    kw = dict(functionalize=functionalize, keep=list(keep), enables_grad=enables_grad)
     if decompositions is not None:
         kw["only"] = _op_names(decompositions)
     if inference is not None:
@@ -110,35 +114,95 @@ def _guard_duplicates(run, info, fallback):
     return checked
 
 
-def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved):
+def _set_grad_mode(mode):
+    """Leaves grad mode as the captured graph does (None: unchanged)."""
+    if mode is not None:
+        _C._set_grad_enabled(mode)
+
+
+def _saved_tangents(bw, num_saved, num_tangents):
+    """Per saved value of a backward graph, the tangents (positions) that
+    it multiplies (or otherwise meets). Eager checks a saved tensor's version only
+    when its node runs, i.e. when a gradient reaches it; the compiled
+    backward checks a saved value only when one of its tangents is a real
+    gradient (the others are zeros: what they multiply does not count)."""
+    places = [n for n in bw.graph.nodes if n.op == "placeholder"]
+    if len(places) != num_saved + num_tangents:  # not the partitioners' layout: check all
+        return [set() for _ in range(num_saved)]
+    tangent_of = {n: {j} for j, n in enumerate(places[num_saved:])}
+    reach = {n: set() for n in places}  # node -> tangents it depends on
+    seen_by = {n: {i} for i, n in enumerate(places[:num_saved])}  # node -> saved it depends on
+    deps = [set() for _ in range(num_saved)]
+    for n in bw.graph.nodes:
+        if n.op == "placeholder":
+            reach[n] = tangent_of.get(n, set())
+            continue
+        ins = n.all_input_nodes
+        reach[n] = set().union(*(reach.get(i, set()) for i in ins))
+        seen_by[n] = set().union(*(seen_by.get(i, set()) for i in ins))
+        # The backward is linear in the tangents: a saved value counts where
+        # a tangent-free value made from it meets values carrying tangents
+        # (past that, it only rides along with those tangents).
+        for i in ins:
+            if not reach.get(i):
+                for k in seen_by.get(i, ()):
+                    deps[k] |= reach[n]
+    return deps
+
+
+def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
+                           saved_tangents):
     outputs = info["outputs"]
     k = len(outputs)
-    tangent_mask = [req for req, _ in outputs]
+    tangent_mask = [req for req, *_ in outputs]
+    # The function's own outputs come first; after them, the new values of
+    # inputs whose writes have autograd history (written here, schema.h).
+    user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
+    writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
+    # Views of inputs without a tangent are remade here (schema.h).
+    aliases = [(j, a, rg) for j, (req, a, rg, _) in enumerate(outputs)
+               if a >= 0 and not req and j in user]
     kind = info["output_kind"]
+    enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like
     no_grad = ignis.no_grad
+    enable_grad = ignis.enable_grad
 
     def run(*args):
         with no_grad():
             res = compiled_fw(*args)
         fw_outs = list(res[:k])
         saved = tuple(res[k:k + num_saved])
-        if not (_C.is_grad_enabled() and any(
+        if not ((enables_grad or _C.is_grad_enabled()) and any(
                 isinstance(a, ignis.Tensor) and a.requires_grad for a in args)):
-            return _restructure(fw_outs, kind)
+            with no_grad():
+                for j, i in writes:
+                    args[i].copy_(fw_outs[j])
+            _set_grad_mode(grad_mode_at_exit)
+            return _restructure([fw_outs[j] for j in user], kind)
+        returned = list(fw_outs)
         # An output that is an input gets its own tensor object (sharing data),
         # so that the input keeps its history.
         fw_outs = [o.detach() if any(o is a for a in args) else o for o in fw_outs]
 
+        if writes:
+            # A saved value of an input written below is its old value (the
+            # copy eager's in-place formulas save too).
+            written = {args[i]._storage_ptr() for _, i in writes}
+            with no_grad():
+                saved = tuple(t.clone() if isinstance(t, ignis.Tensor) and
+                              t._storage_ptr() in written else t for t in saved)
         # Saved tensors are checked as eager autograd checks them: one written
         # in place after the forward (an input, or an output the user
         # mutates) would make the backward silently wrong.
         versions = [t._version if isinstance(t, ignis.Tensor) else None for t in saved]
 
         def backward(*grads):
-            for t, v in zip(saved, versions):
-                if v is not None and t._version != v:
+            received = [g is not None for g, need in zip(grads, tangent_mask) if need]
+            for t, v, deps in zip(saved, versions, saved_tangents):
+                if v is not None and t._version != v and (
+                        not deps or any(received[d] for d in deps)):
                     raise RuntimeError(
                         "one of the variables needed for gradient computation has been "
                         f"modified by an inplace operation: [{t.dtype}, {list(t.shape)}] is at "
@@ -150,15 +214,49 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved):
 
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
         record("CompiledFunctionBackward", backward, list(args), fw_outs, non_diff)
-        return _restructure(fw_outs, kind)
+        # Writes with history: the input takes the compiled node's output
+        # through copy_, so its grad_fn leads into the graph as eager's
+        # in-place op would.
+        with enable_grad():  # the writes happened with grad on, whatever the caller's mode
+            for j, i in writes:
+                args[i].copy_(fw_outs[j])
+        # Outputs viewing an input are that input's autograd views (made
+        # after the writes), so in-place ops on them reach its history.
+        for j, i, requires_grad in aliases:
+            o, base = returned[j], args[i]
+            if o is base:
+                fw_outs[j] = base
+                continue
+            with enable_grad() if requires_grad else no_grad():
+                fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
+        _set_grad_mode(grad_mode_at_exit)
+        return _restructure([fw_outs[j] for j in user], kind)
 
     return run
 
 
-def _make_inference_runtime(compiled, kind):
+def _make_inference_runtime(compiled, kind, grad_mode_at_exit):
     def run(*args):
-        return _restructure(compiled(*args), kind)
+        outs = _restructure(compiled(*args), kind)
+        _set_grad_mode(grad_mode_at_exit)
+        return outs
     return run
+
+
+def _grad_modes(gm):
+    """(whether a captured graph switches grad mode on, the mode it leaves
+    set or None when it switches none). A graph that breaks inside `with
+    no_grad()` ends in the block's mode, which the resumed code expects; one
+    entered inside the block (a resume function) may leave it, and needs a
+    joint graph though grad mode is off when it starts. The traced graphs
+    have no such switch (the trace applied them), so the runtime does what
+    they did (torch's grad_enabled_mutation)."""
+    modes = [bool(n.args[0]) for n in gm.graph.nodes
+             if n.op == "call_function" and n.target in _GRAD_MODE_SETTERS]
+    return any(modes), (modes[-1] if modes else None)
+
+
+_GRAD_MODE_SETTERS = (_set_grad_enabled, _C._set_grad_enabled)
 
 
 def _fallback_warning(gm, exc):
@@ -194,13 +292,16 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
             return gm.forward
 
     def compile_graph(gm, example_inputs):
-        traced, info = trace_joint(gm, example_inputs, decompositions=decompositions)
+        grad_modes = _grad_modes(gm)
+        traced, info = trace_joint(gm, example_inputs, decompositions=decompositions,
+                                   enables_grad=grad_modes[0])
         if not info["joint"]:
             if _aot_graphs_enabled():
                 _log_aot_graph("inference graph", traced)
             compiled = inference_compiler(traced, example_inputs)
-            return _guard_duplicates(_make_inference_runtime(compiled, info["output_kind"]), info,
-                                     gm.forward)
+            return _guard_duplicates(_make_inference_runtime(compiled, info["output_kind"],
+                                                             grad_modes[1]),
+                                     info, gm.forward)
         k = len(info["outputs"])
         fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=k)
         if _aot_graphs_enabled():
@@ -209,10 +310,12 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
             _log_aot_graph("backward graph", bw)
         out_node = next(n for n in fw.graph.nodes if n.op == "output")
         num_saved = len(out_node.args[0]) - k
+        saved_tangents = _saved_tangents(bw, num_saved, sum(req for req, *_ in info["outputs"]))
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
-        return _guard_duplicates(_make_training_runtime(compiled_fw, compiled_bw, info, num_saved),
-                                 info, gm.forward)
+        runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
+                                         saved_tangents)
+        return _guard_duplicates(runtime, info, gm.forward)
 
     backend._ignis_aot = True
     return backend

@@ -76,6 +76,14 @@ Tracer::DecomposePolicy decompose_policy(const AotOptions& o) {
 
 bool is_floating_tensor(const Tensor& t) { return t.defined() && is_floating(t.dtype()); }
 
+// Elements share memory (a broadcast dimension): autograd's as_strided
+// backward writes such a view's gradient instead of summing it.
+bool self_overlapping(const Tensor& t) {
+  for (size_t d = 0; d < t.sizes().size(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
@@ -91,7 +99,8 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     IGNIS_CHECK_TYPE(v.is_tensor(), "AOT: graph inputs must be tensors, got ", v.kind_name());
     any_grad |= autograd::requires_grad(v.to_tensor());
   }
-  r.joint = !opt.inference && !opt.as_is && any_grad && autograd::grad_enabled();
+  bool caller_grad = autograd::grad_enabled();
+  r.joint = !opt.inference && !opt.as_is && any_grad && (caller_grad || opt.enables_grad);
 
   // 1. Inputs.
   std::vector<Tensor> args;
@@ -139,7 +148,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     std::unique_ptr<FakeModeGuard> fake_guard;
     if (opt.fake) fake_guard = std::make_unique<FakeModeGuard>(mode);
     TracingGuard tracing(tr);
-    autograd::GradModeGuard grad_mode(opt.as_is ? autograd::grad_enabled() : r.joint);
+    autograd::GradModeGuard grad_mode((opt.as_is || r.joint) && caller_grad);
 
     // 2. The forward.
     returned = fn(arg_values);
@@ -151,21 +160,38 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     } else {
       outs = flatten_outputs(returned, &r.output_kind);
     }
+    // The graph may leave grad mode switched (a captured graph that ends
+    // inside `with no_grad()`); the rest of the trace runs in its own mode.
+    if (!opt.as_is) autograd::set_grad_enabled(r.joint);
     for (const Tensor& o : outs) {
       OutputInfo info;
-      info.requires_grad = r.joint && autograd::requires_grad(o) && is_floating_tensor(o);
+      bool differentiable = r.joint && autograd::requires_grad(o) && is_floating_tensor(o);
       for (size_t i = args.size(); i-- > 0;)
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
+      // A view of an input is remade by the runtime (schema.h): no tangent;
+      // unless the view or the input overlaps itself (as_strided could not
+      // remake it with the right gradient): then it stays the node's output.
+      bool remade = info.aliased_input >= 0 && !self_overlapping(o) &&
+                    !self_overlapping(args[info.aliased_input]);
+      info.requires_grad = differentiable && !remade;
+      info.alias_requires_grad = differentiable && remade;
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }
 
-    // 3. Mutated inputs: one write-back each, at the end of the forward.
+    // 3. Mutated inputs: one write-back each, at the end of the forward;
+    // a new value with autograd history is an output instead (schema.h).
     static OpRef copy("copy_");
+    std::vector<size_t> written_by_runtime;
     for (size_t i = 0; i < args.size(); ++i) {
       if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0) continue;
       r.inputs[i].mutated = true;
+      // The fakes start as leaves: history on one came from a write.
+      if (r.joint && !autograd::is_leaf(args[i])) {
+        written_by_runtime.push_back(i);
+        continue;
+      }
       Node* c = g.call_function(graph::Target(copy.handle()),
                                 {Value(placeholders[i]), tr.value_of(args[i])});
       c->meta().tensors = {graph::TensorMeta::of(args[i])};
@@ -185,6 +211,14 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
                                  Value::list(std::move(stride)), Value(o.storage_offset())});
       v->meta().tensors = {graph::TensorMeta::of(o)};
       results[k] = Value(v);
+    }
+    for (size_t i : written_by_runtime) {
+      OutputInfo info;
+      info.requires_grad = is_floating_tensor(args[i]);
+      info.mutated_input = static_cast<int>(i);
+      r.outputs.push_back(info);
+      outs.push_back(args[i]);
+      results.push_back(tr.value_of(args[i]));
     }
 
     // 4. The backward.

@@ -9,7 +9,8 @@
 //      for tracing_mode="real"), bound to placeholders;
 //   2. the function runs with the ProxyTrace and Functionalize keys
 //      included (trace.h), grad mode on when a joint graph is wanted;
-//   3. mutated inputs get their one copy_ each;
+//   3. mutated inputs get their one copy_ each (or, joint, an output for
+//      a write with autograd history: schema.h);
 //   4. joint: tangent placeholders, then autograd's backward runs under the
 //      same tracer, so its formulas are recorded (and decomposed) too;
 //   5. the output node, dead-code elimination, lint.
@@ -37,6 +38,11 @@ struct AotOptions {
   // Joint graph when grad mode is on and an input requires grad; `inference`
   // forces an inference graph.
   bool inference = false;
+  // The function switches grad mode on itself (a captured graph entered
+  // inside `with no_grad()` that leaves the block): joint when an input
+  // requires grad even though grad mode is off; the function starts in the
+  // caller's mode either way.
+  bool enables_grad = false;
   // make_fx: no joint graph; grad mode and requires_grad stay as they are
   // (a backward the function runs itself is traced), and the output node
   // returns what the function returned (a tensor, tuple or list), not

@@ -262,11 +262,34 @@ Partition assemble(const Joint& j, const std::vector<char>& stop,
   p.forward = std::make_unique<Graph>();
   p.backward = std::make_unique<Graph>();
   Env fenv, benv;
+  // The forward ends with its write-backs into inputs (schema.h), then what
+  // reads an input after its write-back (an output viewing it): values of
+  // the backward's half computed here for saving come before, or they would
+  // read the written input (a compiler that recomputes a fused pointwise
+  // value from the input at its use would read the new data).
+  std::vector<char> after_writes(n, 0), written_primal(n, 0);
+  bool past_write = false;
   for (size_t i = 0; i < n; ++i) {
-    if (!in_fw[i]) continue;
-    IGNIS_INTERNAL_ASSERT(!j.tangent[i], "partition: tangent-dependent '", j.nodes[i]->name(),
-                          "' in the forward");
-    copy_node(*p.forward, *j.nodes[i], fenv);
+    const Node& node = *j.nodes[i];
+    bool write_back = is_effectful(node) && !node.args().empty() && node.args()[0].is_node() &&
+                      is_primal(*node.args()[0].to_node());
+    if (write_back) {
+      written_primal[j.at(node.args()[0].to_node())] = 1;
+      after_writes[i] = 1;
+      past_write = true;
+      continue;
+    }
+    if (!past_write) continue;
+    for (const Node* in : node.input_nodes())
+      after_writes[i] = after_writes[i] || written_primal[j.at(in)] || after_writes[j.at(in)];
+  }
+  for (int late = 0; late < 2; ++late) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!in_fw[i] || after_writes[i] != late) continue;
+      IGNIS_INTERNAL_ASSERT(!j.tangent[i], "partition: tangent-dependent '", j.nodes[i]->name(),
+                            "' in the forward");
+      copy_node(*p.forward, *j.nodes[i], fenv);
+    }
   }
   Value::Items fw_result;
   for (const Value& v : j.fw_outs) fw_result.push_back(map_value(fenv, v));

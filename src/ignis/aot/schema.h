@@ -9,9 +9,22 @@
 //      anything except the final write-backs;
 //   3. it ends with one copy_(input, new_value) per mutated input (a module
 //      buffer such as BatchNorm's running mean), so the caller sees eager's
-//      mutations;
-//   4. a joint graph also reads tangents_1..M, one per output that requires
-//      grad, and returns the gradients of the primals after the outputs.
+//      mutations -- except, in a joint graph, a write whose new value has
+//      autograd history (`buf.add_(w)` with w requiring grad): that new
+//      value is an extra output after the function's own, and the runtime
+//      writes it into the input with an autograd-visible copy_ after the
+//      graph, so that the input joins the graph's history as eager's
+//      in-place op makes it (torch's mutated-input outputs);
+//   4. a joint graph also reads tangents_1..M, one per output that has one
+//      (OutputInfo::requires_grad), and returns the gradients of the
+//      primals after the outputs.
+//
+// An output that views an input's storage is, in a joint graph, made again
+// by the runtime as an autograd view of that input (as_strided with the
+// output's geometry), so that in-place ops on it reach the input's history
+// as on eager's view; it has no tangent (its gradient flows through the
+// input's own history). A view that overlaps itself (a broadcast dimension),
+// or of such an input, stays an output of the compiled node with a tangent.
 #pragma once
 
 #include <memory>
@@ -41,6 +54,12 @@ struct InputInfo {
 struct OutputInfo {
   bool requires_grad = false;  // it has a tangent in the joint graph
   int aliased_input = -1;      // the input whose storage it views, or -1
+  // For an output viewing an input in a joint graph: the view required grad
+  // in the trace (the runtime makes it under grad mode, else under no_grad).
+  bool alias_requires_grad = false;
+  // This output is the new value of that input (a write with autograd
+  // history, step 3 above), or -1.
+  int mutated_input = -1;
 };
 
 struct TracedGraph {

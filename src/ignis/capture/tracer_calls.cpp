@@ -558,13 +558,29 @@ void Tracer::rename_node(const VTP& t, const std::string& name) {
   t->name_set = true;
 }
 
+namespace {
+// An index (a tensor, or a tuple holding some) with a boolean tensor in it.
+bool bool_mask_index(PyObject* index) {
+  auto is_mask = [](PyObject* o) {
+    return py::is_tensor(o) && py::unwrap(o).dtype() == ScalarType::Bool;
+  };
+  if (!PyTuple_Check(index)) return is_mask(index);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(index); ++i)
+    if (is_mask(PyTuple_GET_ITEM(index, i))) return true;
+  return false;
+}
+}  // namespace
+
 VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
                        const std::vector<std::pair<std::string, VTP>>& kwargs) {
   // --- metadata: the operation runs on the fakes ---
   Obj result;
-  if (fn == operator_fn("setitem")) {
+  if (fn == operator_fn("setitem") && bool_mask_index(fake_arg(args.at(1)).get())) {
     // An in-place assignment keeps the target's metadata; a boolean mask's
-    // count is unknown to fakes, so the assignment is not run on them.
+    // count is unknown to fakes, so that assignment is not run on them.
+    // Others are: autograd's checks (a leaf that requires grad) raise here,
+    // so the assignment runs eagerly after a break, and the target's fake
+    // takes its history (it may come to require grad).
     result = Obj::borrow(Py_None);
   } else {
     size_t first = method.empty() ? 0 : 1;  // a method's self is what it is looked up on

@@ -2,6 +2,7 @@
 // program that rebuilds Python values from graph outputs and frame inputs,
 // and graph breaks (the partial graph, the instruction run eagerly, the
 // resume functions).
+#include "ignis/autograd/grad_mode.h"
 #include "ignis/capture/log.h"
 #include "ignis/capture/resume.h"
 #include "ignis/capture/tracer_impl.h"
@@ -357,7 +358,13 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
   }
   Obj ex = check(PyList_New(0));
   for (auto& e : example_inputs) PyList_Append(ex.get(), e.get());
-  Obj compiled = Obj::steal(PyObject_CallFunctionObjArgs(cfg->backend, gm.get(), ex.get(), nullptr));
+  Obj compiled;
+  {
+    // The backend traces the graph from its start, in the grad mode it is
+    // entered with (guarded), not the mode of a with-block it breaks in.
+    autograd::GradModeGuard entry_mode(grad_enabled_at_start);
+    compiled = Obj::steal(PyObject_CallFunctionObjArgs(cfg->backend, gm.get(), ex.get(), nullptr));
+  }
   if (!compiled) throw PyErrorSet{};
   if (!PyCallable_Check(compiled.get())) {
     PyErr_Format(PyExc_TypeError, "the backend returned %R, which is not callable", compiled.get());

@@ -3,9 +3,11 @@
 //   _aot_trace_fn(fn, inputs, **options)             -> (Graph, info)
 //   _aot_partition(graph, num_fwd_outputs, min_cut)  -> (fw, bw, saved, saved_bytes, recomputed)
 //   FakeTensorMode: from_tensor(t), a context manager
-// options: fake, functionalize, decompose, inference, as_is (bools); keep, only (op names).
+// options: fake, functionalize, decompose, inference, enables_grad, as_is (bools); keep, only
+// (op names).
 // info: {"joint": bool, "inputs": [(requires_grad, mutated, duplicate_of)],
-//        "outputs": [(requires_grad, aliased_input)], "output_kind": str}.
+//        "outputs": [(requires_grad, aliased_input, alias_requires_grad, mutated_input)],
+//        "output_kind": str}.
 #include "ignis/aot/aot.h"
 #include "ignis/aot/fake.h"
 #include "ignis/aot/partition.h"
@@ -62,6 +64,7 @@ aot::AotOptions options_from(PyObject* kw) {
   o.functionalize = flag(kw, "functionalize", true);
   o.decompose = flag(kw, "decompose", true);
   o.inference = flag(kw, "inference", false);
+  o.enables_grad = flag(kw, "enables_grad", false);
   o.as_is = flag(kw, "as_is", false);
   read_names(kw, "keep", &o.keep);
   o.only_listed = read_names(kw, "only", &o.only);
@@ -85,7 +88,8 @@ PyObject* info_of(const aot::TracedGraph& t) {
   }
   PyRef outs(PyList_New(0));
   for (const aot::OutputInfo& o : t.outputs) {
-    PyRef e(Py_BuildValue("(Oi)", o.requires_grad ? Py_True : Py_False, o.aliased_input));
+    PyRef e(Py_BuildValue("(OiOi)", o.requires_grad ? Py_True : Py_False, o.aliased_input,
+                          o.alias_requires_grad ? Py_True : Py_False, o.mutated_input));
     if (PyList_Append(outs.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
   PyRef consts(PyDict_New());
