@@ -556,9 +556,9 @@ int64_t blas_panel_rows(int64_t n, size_t elem_size) {
 }
 #endif
 
-// kAuto follows bmm_into's choice (use_blas()): with BLAS 2-2.6x faster
-// than the built-in GEMM where it has AVX-512 kernels, no fusion gain (at
-// most the 1-16% a separate bias+GELU pass costs) pays for leaving it; where
+// kAuto follows bmm_into's choice (use_blas()): where OpenBLAS has AVX-512
+// kernels it is still up to ~15% faster at MLP shapes (docs/benchmarks.md),
+// more than the 1-16% a separate bias+GELU pass costs, so BLAS stays; where
 // the built-in GEMM is the faster one, its per-tile epilogue comes free.
 template <typename T>
 void gemm_call_typed(const GemmCall& call, GemmPath path, int64_t panel_rows) {
