@@ -324,6 +324,22 @@ def test_pow_negative_integer_exponent():
 
 
 @requires_torch
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_integer_pow_that_overflows_wraps_as_torch(dtype):
+    # Computed in the unsigned type: an overflowing power wraps around (it was
+    # signed-overflow undefined behaviour, found by ./dev test --sanitize).
+    vals = [100, 7, 3, 2, 0, 1] + ([] if dtype == "uint8" else [-3, -7])
+    a = ignis.tensor(vals, dtype=getattr(ignis, dtype))
+    at = torch.tensor(vals, dtype=getattr(torch, dtype))
+    for e in (5, 31, 63):
+        compare_call(lambda: a ** e, lambda: at ** e)
+    big = [2 ** 32, 3, -7, 2] if dtype == "int64" else None
+    if big:
+        compare_call(lambda: ignis.pow(ignis.tensor(big), ignis.tensor([3, 40, 3, 63])),
+                     lambda: torch.pow(torch.tensor(big), torch.tensor([3, 40, 3, 63])))
+
+
+@requires_torch
 def test_add_alpha():
     for dtype in DTYPES:
         a, at = make_pair((2, 3), dtype, seed=8)

@@ -322,13 +322,19 @@ struct Pow {
         if (base == -1) return (exp % 2 == 0) ? 1 : -1;
         return 0;
       }
-      T result = 1;
+      // In the unsigned type: an overflowing power wraps around (as
+      // PyTorch's does in practice) instead of being undefined behaviour.
+      // (W: at least unsigned int, so that 8- and 16-bit operands do not
+      // promote to a signed int that could overflow.)
+      using U = std::make_unsigned_t<T>;
+      using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+      W result = 1, b = W(U(base));
       while (exp) {
-        if (exp & 1) result *= base;
+        if (exp & 1) result *= b;
         exp >>= 1;
-        base *= base;
+        b *= b;
       }
-      return result;
+      return T(U(result));
     }
   }
 };
