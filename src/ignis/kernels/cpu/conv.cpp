@@ -95,7 +95,8 @@ void im2col(const Geom& g, const T* img, T* col) {
   for_each_run(g, col, const_cast<T*>(img), [W, sw](T* out, const T* in, int64_t lo, int64_t hi) {
     std::fill(out, out + lo, T(0));
     if (sw == 1) {
-      std::memcpy(out + lo, in + lo, sizeof(T) * static_cast<size_t>(hi - lo));
+      // (a row wholly in the padding has no source: in is null, lo == hi)
+      if (hi > lo) std::memcpy(out + lo, in + lo, sizeof(T) * static_cast<size_t>(hi - lo));
     } else {
       for (int64_t o = lo; o < hi; ++o) out[o] = in[o * sw];
     }
