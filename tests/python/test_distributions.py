@@ -130,11 +130,21 @@ def test_validation_raises_like_torch():
         lambda m, t: m.Categorical(t([0.5, 0.5])).log_prob(t([2])),
         lambda m, t: m.Uniform(t([0.0]), t([1.0])).log_prob(t([1.5])),
     ]
-    for case in cases:
-        with pytest.raises(Exception) as te:
-            case(TD, torch.tensor)
-        with pytest.raises(type(te.value)):
-            case(D, ignis.tensor)
+    # Validation is a process-wide default in both libraries (torch's follows
+    # __debug__, and other tests in the same process may turn it off).
+    import ignis.distributions.distribution as ignis_distribution
+    saved = (TD.Distribution._validate_args, ignis_distribution._VALIDATE_ARGS)
+    TD.Distribution.set_default_validate_args(True)
+    D.Distribution.set_default_validate_args(True)
+    try:
+        for case in cases:
+            with pytest.raises(Exception) as te:
+                case(TD, torch.tensor)
+            with pytest.raises(type(te.value)):
+                case(D, ignis.tensor)
+    finally:
+        TD.Distribution.set_default_validate_args(saved[0])
+        D.Distribution.set_default_validate_args(saved[1])
     # Without validation the same calls go through.
     D.Normal(ignis.tensor([0.0]), ignis.tensor([-1.0]), validate_args=False)
 
