@@ -41,6 +41,10 @@ class BodyBuilder {
 // A value as a function of its coordinates.
 using Body = std::function<int(BodyBuilder&, const Coords&)>;
 
+// One index variable per dim (d0, d1, ...), ranging over `sizes`: the
+// coordinates a body is built at when only its shape matters.
+Coords canonical_coords(const std::vector<int64_t>& sizes);
+
 struct ComputeNode {
   int buffer = -1;  // the buffer it fills (Program::buffers)
   // The iteration space: the output's sizes (pointwise), or the reduced

@@ -68,11 +68,7 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
     }
     return id;
   }();
-  const CompilerOptions& c = o.compiler;
-  k += "|" + build + "|" + std::to_string(c.realize_opcount_threshold) + "," +
-       std::to_string(c.realize_reads_threshold) + "," + std::to_string(c.max_fusion_size) +
-       "," + std::to_string(c.min_parallel_elements) + "," + std::to_string(c.threads) + "," +
-       std::to_string(c.reduction_lanes) + "," + std::to_string(o.autotune);
+  k += "|" + build + "|" + o.compiler.fingerprint() + "," + std::to_string(o.autotune);
   for (graph::Node* n : g.nodes()) {
     if (n->op() != graph::OpKind::GetAttr) continue;
     for (const graph::TensorMeta& m : n->meta().tensors) {

@@ -19,12 +19,7 @@ int64_t kernel_bytes(const Program& p, const Kernel& k) {
       if (n.kind == ScalarKind::Load) touched.insert(n.buffer);
   if (k.gemm) touched.insert({k.gemm->a, k.gemm->b, k.gemm->c});
   int64_t bytes = 0;
-  for (int b : touched) {
-    const Buffer& buf = p.buffers[size_t(b)];
-    int64_t n = 1;
-    for (const sym::Expr& s : buf.sizes) n *= s.value();
-    bytes += n * int64_t(element_size(buf.dtype));
-  }
+  for (int b : touched) bytes += buffer_bytes(p.buffers[size_t(b)]);
   return bytes;
 }
 

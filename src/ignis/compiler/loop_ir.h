@@ -178,6 +178,11 @@ struct CompilerOptions {
   int64_t threads = 0;
   // Independent accumulators per reduction (config.cpp.reduction_lanes).
   int64_t reduction_lanes = 16;
+
+  // Every field, as text: part of the graph cache's key (a field added
+  // above must be added here, or programs compiled with another value of it
+  // would be reused).
+  std::string fingerprint() const;
 };
 
 // A graph output: a buffer, or a value that is no tensor (None, a number).

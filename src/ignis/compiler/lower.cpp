@@ -470,10 +470,7 @@ class Lowering {
     if (int64_t(v.origins.size()) > options_.realize_opcount_threshold) return true;
     if (v.buffer >= 0) return false;
     BodyBuilder bb;  // shares equal loads: what is left are distinct elements
-    std::vector<Expr> coords;
-    for (size_t d = 0; d < v.sizes.size(); ++d)
-      coords.push_back(sym::index_var("d" + std::to_string(d), std::max<int64_t>(v.sizes[d], 1)));
-    v.body(bb, coords);
+    v.body(bb, canonical_coords(v.sizes));
     int64_t loads = std::count_if(bb.body.begin(), bb.body.end(),
                                   [](const ScalarNode& s) { return s.kind == ScalarKind::Load; });
     return loads > options_.realize_reads_threshold;

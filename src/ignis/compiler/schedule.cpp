@@ -60,6 +60,13 @@ int BodyBuilder::add(ScalarNode n) {
   return it->second;
 }
 
+Coords canonical_coords(const std::vector<int64_t>& sizes) {
+  Coords c;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    c.push_back(sym::index_var("d" + std::to_string(d), std::max<int64_t>(sizes[d], 1)));
+  return c;
+}
+
 namespace {
 
 enum class Role : uint8_t { Full, Scalar, Reduce };
@@ -178,13 +185,6 @@ class Scheduler {
   }
 
   // ---- coordinates ----
-
-  static Coords canonical_coords(const std::vector<int64_t>& sizes) {
-    Coords c;
-    for (size_t d = 0; d < sizes.size(); ++d)
-      c.push_back(sym::index_var("d" + std::to_string(d), std::max<int64_t>(sizes[d], 1)));
-    return c;
-  }
 
   // A member's own coordinates from the group's (over group.sizes).
   Coords member_coords(const Group& g, const Member& m, const Coords& c) const {
