@@ -206,13 +206,60 @@ T* thread_buffer(size_t n) {
   return buf.data();
 }
 
+// How a product is cut into tasks. C is cut into blocks of at most
+// kMC x kNC; a task is one column block and a run of its row blocks.
+struct GemmPlan {
+  int64_t mcb = kMC, ncb = kNC;  // rows and columns of C per block
+  int64_t mblocks = 0, nblocks = 0;
+  int64_t per_run = 0;  // row blocks per task
+  int64_t tasks = 0;
+  int threads = 1;
+};
+
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// About two tasks per thread: enough for dynamic scheduling to even out
+// threads that lose their core, few enough that each task sweeps its B
+// panel over many rows. Rows are cut first, down to MR; when that still
+// leaves too few blocks (a [64, 1024] @ [1024, 256] product on 16 threads
+// has 6 row blocks of MR), columns are cut too, down to NR.
+GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
+  GemmPlan p;
+  const int64_t want = 2 * int64_t(threads);
+  p.nblocks = ceil_div(n, p.ncb);
+  if (threads > 1) {
+    const int64_t rows = ceil_div(m, ceil_div(want, p.nblocks));
+    p.mcb = std::clamp<int64_t>(ceil_div(rows, MR) * MR, MR, kMC);
+  }
+  p.mblocks = ceil_div(m, p.mcb);
+  if (threads > 1 && p.mblocks * p.nblocks < want) {
+    const int64_t cols = ceil_div(n, ceil_div(want, p.mblocks));
+    p.ncb = std::clamp<int64_t>(ceil_div(cols, NR) * NR, NR, kNC);
+    p.nblocks = ceil_div(n, p.ncb);
+  }
+  const int64_t runs = std::clamp<int64_t>(ceil_div(want, p.nblocks), 1, p.mblocks);
+  p.per_run = ceil_div(p.mblocks, runs);
+  p.tasks = p.nblocks * ceil_div(p.mblocks, p.per_run);
+  p.threads = static_cast<int>(std::min<int64_t>(p.tasks, threads));
+  return p;
+}
+
+// B packed once for all tasks is kept when it fits this many bytes; past
+// it the product is large enough that each task packing its own panels
+// (into an L2-sized per-thread buffer) costs little beside the multiply.
+constexpr int64_t kSharedPackBytes = int64_t(32) << 20;
+
 // c[m, n] (row stride ldc) = beta * c + alpha * a @ b; alpha == 0 reads
-// neither a nor b. The work is split into independent tasks (a column block
-// of kNC and a run of row blocks) handed out dynamically, each scaling its
-// part of C by beta and packing its own panels: no barriers, so a thread
-// that loses its core to another process only delays its own tasks. When
-// `ep` is set it runs on each tile right after the tile's last depth panel,
-// while the tile is still in L2.
+// neither a nor b. The work is split into independent tasks (GemmPlan)
+// handed out dynamically, each scaling its part of C by beta: no barriers
+// between tasks, so a thread that loses its core to another process only
+// delays its own tasks. B's depth panels are packed either by each task for
+// its own column block (one task per column block, or B too large), or
+// once, by all threads together, before any task runs: when several tasks
+// share a column block, packing per task would repeat it (a [256, 1024] @
+// [1024, 64] product on 16 threads packed all of B in each of 22 tasks and
+// ran at 68 GFLOP/s). When `ep` is set it runs on each tile right after
+// the tile's last depth panel, while the tile is still in L2.
 // `parallel` allows threads; callers already running one product per
 // thread pass false.
 template <typename T>
@@ -223,28 +270,18 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // One thread per ~1M multiply-adds (a few microseconds); an element of C
   // to scale or hand to the epilogue counts as 32 (kGrain elements per
   // thread, as elementwise ops).
-  const int64_t by_work =
+  const int by_work =
       parallel ? threads_for(m * n * ((multiply ? k : 0) + 32), int64_t(1) << 20) : 1;
-  // Row blocks of kMC rows, or fewer (a multiple of MR) when that leaves
-  // fewer than two tasks per thread: a [1024, 192] product on 16 threads
-  // would otherwise be 11 tasks.
-  const int64_t nblocks = (n + kNC - 1) / kNC;
-  int64_t mcb = kMC;
-  if (by_work > 1) {
-    const int64_t want_m = (2 * by_work + nblocks - 1) / nblocks;  // row blocks wanted
-    const int64_t rows = (m + want_m - 1) / want_m;
-    mcb = std::clamp<int64_t>((rows + MR - 1) / MR * MR, MR, kMC);
-  }
-  const int64_t mblocks = (m + mcb - 1) / mcb;
-  // A task is one column block and a run of row blocks: it packs each depth
-  // panel of B once and sweeps it over all its rows (GotoBLAS's loop order),
-  // rather than every row block packing the same panel again. Runs are cut
-  // so that there are about two tasks per thread.
-  const int64_t runs = std::clamp<int64_t>((2 * by_work + nblocks - 1) / nblocks, 1, mblocks);
-  const int64_t per_run = (mblocks + runs - 1) / runs;
-  const int64_t tasks = nblocks * ((mblocks + per_run - 1) / per_run);
-  const int nt = static_cast<int>(std::min<int64_t>(tasks, by_work));
-  const bool par = nt > 1;
+  const GemmPlan plan = plan_gemm(m, n, by_work, MR, NR);
+  const int64_t mcb = plan.mcb, ncb = plan.ncb, nblocks = plan.nblocks;
+  const int64_t per_run = plan.per_run, tasks = plan.tasks;
+  const bool par = plan.threads > 1;
+  // B packed once: panel p0 holds all strips of NR columns, strip t at
+  // t * kc * NR within it, as a task's own buffer holds its column block's.
+  const int64_t nstrips = ceil_div(n, NR);
+  const bool shared_b = multiply && par && ceil_div(plan.mblocks, per_run) > 1 &&
+                        k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
+  T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A row-major A (unit column stride) is read in place by the micro-kernel,
   // unless its row stride puts the MR rows' cache lines into fewer than 4
   // of L1's 64 sets (a 2 or 4 KiB stride, k = 512 or 1024 floats): those
@@ -253,10 +290,10 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   const bool a_in_place = a.cs == 1 && a.rs >= k && std::gcd<int64_t>(line_stride, 64) <= 16;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
   const bool overwrite = beta == T(0) && multiply;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (par)
-  for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t j0 = (task % nblocks) * kNC, nc = std::min(kNC, n - j0);
-    const int64_t rb0 = (task / nblocks) * per_run, rb1 = std::min(rb0 + per_run, mblocks);
+
+  auto run_task = [&](int64_t task) {
+    const int64_t j0 = (task % nblocks) * ncb, nc = std::min(ncb, n - j0);
+    const int64_t rb0 = (task / nblocks) * per_run, rb1 = std::min(rb0 + per_run, plan.mblocks);
     auto rows_of = [&](int64_t rb, int64_t* i0, int64_t* mc) {
       *i0 = rb * mcb;
       *mc = std::min(mcb, m - *i0);
@@ -268,38 +305,62 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
         scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
       }
     }
-    if (multiply) {
-      T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
-      T* bpack = thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
-      const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
-      for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-        const int64_t kc = std::min(kKC, k - p0);
-        const bool last_panel = p0 + kc >= k;
-        for (int64_t t = 0; t * NR < nc; ++t)
-          pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
+    if (!multiply) {
+      if (ep) {
         for (int64_t rb = rb0; rb < rb1; ++rb) {
           rows_of(rb, &i0, &mc);
-          if (!a_in_place) pack_a(a, i0, p0, mc, kc, apack);
-          for (int64_t jr = 0; jr < nc; jr += NR) {
-            const T* bs = bpack + (jr / NR) * kc * NR;
-            const int64_t nr = std::min<int64_t>(NR, nc - jr);
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0 : apack + ir * kc;
-              micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, bs, alpha,
-                              c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir),
-                              nr, overwrite && p0 == 0);
-            }
-          }
-          // The tile is finished: its epilogue runs while it is in cache.
-          if (ep && last_panel) ep(ctx, i0, i0 + mc, j0, j0 + nc);
+          ep(ctx, i0, i0 + mc, j0, j0 + nc);
         }
       }
-    } else if (ep) {
+      return;
+    }
+    T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
+    T* bpack = shared_b ? nullptr : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
+    const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
+    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+      const int64_t kc = std::min(kKC, k - p0);
+      const bool last_panel = p0 + kc >= k;
+      // This column block's strips of the panel, kc * NR apart.
+      const T* panel;
+      if (shared_b) {
+        panel = bshared + p0 * nstrips * NR + (j0 / NR) * kc * NR;
+      } else {
+        for (int64_t t = 0; t * NR < nc; ++t)
+          pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
+        panel = bpack;
+      }
       for (int64_t rb = rb0; rb < rb1; ++rb) {
         rows_of(rb, &i0, &mc);
-        ep(ctx, i0, i0 + mc, j0, j0 + nc);
+        if (!a_in_place) pack_a(a, i0, p0, mc, kc, apack);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const T* bs = panel + (jr / NR) * kc * NR;
+          const int64_t nr = std::min<int64_t>(NR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0 : apack + ir * kc;
+            micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, bs, alpha,
+                            c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir),
+                            nr, overwrite && p0 == 0);
+          }
+        }
+        // The tile is finished: its epilogue runs while it is in cache.
+        if (ep && last_panel) ep(ctx, i0, i0 + mc, j0, j0 + nc);
       }
     }
+  };
+
+#pragma omp parallel num_threads(plan.threads) if (par)
+  {
+    if (shared_b) {
+      // Every (panel, strip) once; the loop's closing barrier publishes B.
+      const int64_t npanels = ceil_div(k, kKC);
+#pragma omp for schedule(static)
+      for (int64_t u = 0; u < npanels * nstrips; ++u) {
+        const int64_t p0 = (u / nstrips) * kKC, t = u % nstrips, kc = std::min(kKC, k - p0);
+        pack_b_strip(b, p0, kc, n, t, bshared + p0 * nstrips * NR + t * kc * NR);
+      }
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) run_task(task);
   }
 }
 
