@@ -119,6 +119,9 @@ std::string to_string(const Program& p, const Kernel& k) {
        << p.buffers[size_t(k.gemm->a)].name << " @ " << p.buffers[size_t(k.gemm->b)].name
        << (k.loops.empty() ? "\n" : ", then per finished block:\n");
   }
+  for (const auto& h : k.scratch_in_output)
+    os << "  scratch" << h.scratch << " in " << p.buffers[size_t(h.buffer)].name << "["
+       << sym::str(h.base) << " + inner]\n";
   std::vector<int> base = k.node_numbers();
   for (size_t li = 0; li < k.loops.size(); ++li) {
     const Loop& l = k.loops[li];

@@ -138,6 +138,18 @@ struct Kernel {
   // Per-thread rows (one element per inner iteration) holding values an
   // earlier loop computed and a later one needs: their dtypes.
   std::vector<ScalarType> scratch;
+  // A scratch row kept in the row of an output instead: the kernel's last
+  // pass reads the scratch and overwrites the output at the same elements,
+  // so the output row (from element `base`, an expression of the outer
+  // loop variables) holds the values until then. The first pass then
+  // writes, and fetches, the output's lines while the input streams in,
+  // rather than leaving the output's misses to a last pass that has
+  // nothing else to do (softmax 4096x4096: 21.5 ms against 16.4 ms).
+  struct ScratchInOutput {
+    int scratch = -1, buffer = -1;
+    sym::Expr base;
+  };
+  std::vector<ScratchInOutput> scratch_in_output;
   std::vector<int> outputs;          // the buffers the kernel writes
   std::vector<std::string> origins;  // names of the graph nodes fused here
   int64_t outer_numel() const;

@@ -618,7 +618,10 @@ class Scheduler {
       while (last > 0 && g.sizes[last - 1] == 1) --last;
       k.columns = last > 0 && !g.reduced[last - 1];
     }
-    if (!k.columns) spill_recomputed(k);
+    if (!k.columns) {
+      spill_recomputed(k);
+      home_scratch_in_outputs(k);
+    }
     p_.kernels.push_back(std::move(k));
     Step st;
     st.kind = Step::Kind::RunKernel;
@@ -729,6 +732,51 @@ class Scheduler {
         if (needed[ni]) first.emplace(h[li][ni], std::make_pair(int(li), int(ni)));
     }
     prune(k);
+  }
+
+  // Kernel::scratch_in_output: a scratch read by one pass only, which
+  // stores an output of the scratch's dtype at the scratch's own elements
+  // (the output row is contiguous in the inner loops' order). The output is
+  // computed memory of this program (not an input another buffer may alias,
+  // and never sharing storage with a buffer this kernel reads: a slot frees
+  // only after its buffer's last step), read nowhere in the kernel and
+  // stored once, so nothing sees the row between the first pass writing it
+  // and the last overwriting it.
+  void home_scratch_in_outputs(Kernel& k) const {
+    if (k.scratch.empty() || k.inner.empty()) return;
+    const sym::Expr row = sym::ravel_index(k.inner, k.inner_sizes);
+    std::unordered_map<int, int> stores;  // buffer -> stores in the kernel
+    std::unordered_set<int> loaded, taken;
+    for (const Loop& l : k.loops) {
+      for (const Store& st : l.stores) ++stores[st.buffer];
+      for (const ScalarNode& n : l.body)
+        if (n.kind == ScalarKind::Load) loaded.insert(n.buffer);
+    }
+    for (int s = 0; s < int(k.scratch.size()); ++s) {
+      int reader = -1, readers = 0;
+      for (size_t li = 0; li < k.loops.size(); ++li)
+        for (const ScalarNode& n : k.loops[li].body)
+          if (n.kind == ScalarKind::Ref && n.scratch == s) {
+            readers += reader != int(li);
+            reader = int(li);
+            break;
+          }
+      if (readers != 1 || !k.loops[size_t(reader)].inner) continue;
+      for (const Store& st : k.loops[size_t(reader)].stores) {
+        const Buffer& b = p_.buffers[size_t(st.buffer)];
+        if (b.kind != BufferKind::Computed || b.dtype != k.scratch[size_t(s)] ||
+            loaded.count(st.buffer) || stores[st.buffer] != 1 || taken.count(st.buffer))
+          continue;
+        sym::Expr base = sym::simplify(st.index - row);
+        bool per_outer = true;
+        for (sym::Expr v : sym::free_symbols(base))
+          for (const sym::Expr& in : k.inner) per_outer &= sym::compare(v, in) != 0;
+        if (!per_outer) continue;
+        k.scratch_in_output.push_back({s, st.buffer, base});
+        taken.insert(st.buffer);
+        break;
+      }
+    }
   }
 
   // Drops the nodes nothing reads any more (the operands of a value now read
