@@ -7,7 +7,7 @@ builds ignis's cached plan. Prints ms per product, TFLOP/s, the fraction of the 
 SXM spec peak (bf16/fp16 dense 989.5, TF32 494.7, FP32 66.9 TFLOP/s; about 790 bf16 is what
 large GEMMs reach in practice) and ignis / torch. Skips (exit 0) without a GPU.
 
-    PYTHONPATH=python python3 bench/gpu_gemm.py [--iters N] [--json]
+    PYTHONPATH=python python3 bench/gpu_gemm.py [--iters N] [--json] [--scale S]
 """
 import argparse
 import json
@@ -75,6 +75,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json", action="store_true", help="one JSON object per case")
+    ap.add_argument("--scale", type=int, default=1,
+                    help="divide every dimension by this (a smoke test, e.g. on the fake driver)")
     args = ap.parse_args()
     if not ignis.cuda.is_available():
         print(f"skipped: no usable CUDA GPU ({ignis._C._cuda_unavailable_reason()})")
@@ -86,8 +88,11 @@ def main():
     print(f"cuBLASLt: {path if loaded else reason}")
     header = f"{'case':42s} {'ignis ms':>9s} {'TFLOP/s':>8s} {'%spec':>6s} {'torch ms':>9s} " \
              f"{'TFLOP/s':>8s} {'ignis/torch':>11s}"
+    if args.scale != 1:
+        print(f"(every dimension divided by {args.scale}: a smoke test, not a measurement)")
     print(header)
     for name, m, k, n, dtype, tf32, op in CASES:
+        m, k, n = (max(1, v // args.scale) for v in (m, k, n))
         ignis.backends.cuda.matmul.allow_tf32 = tf32
         try:
             (ia, ib, *ibias), tt = operands(m, k, n, dtype, op, torch_cuda)

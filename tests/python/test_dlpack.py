@@ -257,11 +257,13 @@ def test_torch_cuda_consumer_waits_for_ignis_stream():
 
 @needs_torch_cuda
 def test_ignis_consumer_waits_for_torch_stream():
+    # torch produces on its current stream s; ignis consumes on its own current stream (the
+    # default one), which torch's __dlpack__ makes wait on an event recorded on s.
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         x = torch.full((4096, 4096), 2.0, device="cuda")
         y = x @ x
-    t = ignis.from_dlpack(y)  # ignis's current stream waits on torch's s
+        t = ignis.from_dlpack(y)
     assert t[0, 0].item() == 2.0 * 2.0 * 4096
 
 
