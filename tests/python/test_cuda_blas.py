@@ -296,6 +296,21 @@ def test_linear(dtype, x_shape, with_bias):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_linear_bias_rides_the_epilogue(dtype):
+    # linear(x, w, b) for a 2-D x is addmm(b, x, w.t()): one matmul with the BIAS epilogue,
+    # on aligned contiguous operands without a fallback.
+    x, w, b = (on_gpu(rand(s, dtype, i)) for i, s in enumerate([(64, 32), (48, 32), (48,)]))
+    before = ignis._C._cuda_blas_stats()
+    out = ignis.nn.functional.linear(x, w, b)
+    after = ignis._C._cuda_blas_stats()
+    assert after["matmuls"] == before["matmuls"] + 1
+    assert after["bias_epilogues"] == before["bias_epilogues"] + 1
+    assert after["no_algorithm"] == before["no_algorithm"]
+    check(out, ignis.nn.functional.linear(d(x.cpu()), d(w.cpu()), d(b.cpu())), dtype)
+
+
+@needs_gpu
 def test_linear_module_on_cuda():
     lin = ignis.nn.Linear(32, 24)
     x = rand((8, 32), "float32", 0)

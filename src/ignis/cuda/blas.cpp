@@ -23,7 +23,8 @@ namespace {
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 std::atomic<bool> g_allow_tf32{false};
-std::atomic<int64_t> g_plans{0}, g_plan_hits{0}, g_matmuls{0};
+std::atomic<int64_t> g_plans{0}, g_plan_hits{0}, g_matmuls{0}, g_bias_epilogues{0},
+    g_no_algorithm{0};
 
 // The largest power of two (at most 256) dividing a pointer: the heuristic
 // must only propose kernels whose vector loads that alignment allows, and
@@ -199,7 +200,10 @@ bool lt_matmul(const GemmCall& c, const Stream& stream) {
     ++g_plan_hits;
   }
   Plan& p = it->second;
-  if (!p.found) return false;
+  if (!p.found) {
+    ++g_no_algorithm;
+    return false;
+  }
   if (c.bias)
     IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                 &c.bias, sizeof(c.bias)));
@@ -212,12 +216,16 @@ bool lt_matmul(const GemmCall& c, const Stream& stream) {
                                          stream.handle);
   if (st != CUBLAS_STATUS_SUCCESS) throw_cublas_error(st, "cublasLtMatmul");
   ++g_matmuls;
+  if (c.bias) ++g_bias_epilogues;
   return true;
 }
 
 bool allow_tf32() { return g_allow_tf32.load(); }
 void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
 
-BlasStats blas_stats() { return {g_plans.load(), g_plan_hits.load(), g_matmuls.load()}; }
+BlasStats blas_stats() {
+  return {g_plans.load(), g_plan_hits.load(), g_matmuls.load(), g_bias_epilogues.load(),
+          g_no_algorithm.load()};
+}
 
 }  // namespace ignis::cuda

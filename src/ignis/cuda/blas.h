@@ -49,10 +49,11 @@ bool lt_matmul(const GemmCall& call, const Stream& stream);
 bool allow_tf32();
 void set_allow_tf32(bool on);
 
-// Counters of the plan cache, for tests: plans built (each one heuristic
-// query), calls served from the cache, and matmuls run.
+// Counters, for tests: plans built (each one heuristic query), calls served
+// from the cache, matmuls run, of which with the BIAS epilogue, and calls
+// that found no algorithm (the caller then copies its operands).
 struct BlasStats {
-  int64_t plans = 0, plan_hits = 0, matmuls = 0;
+  int64_t plans = 0, plan_hits = 0, matmuls = 0, bias_epilogues = 0, no_algorithm = 0;
 };
 BlasStats blas_stats();
 
