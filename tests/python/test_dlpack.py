@@ -170,6 +170,16 @@ def test_dlpack_device_and_arguments():
     assert same.data_ptr() == t.data_ptr()
 
 
+def test_from_dlpack_copy_and_device_arguments():
+    a = sample((3,), "float32")
+    c = ignis.from_dlpack(a, copy=True)
+    assert c.data_ptr() != a.ctypes.data and c.tolist() == a.tolist()
+    assert ignis.from_dlpack(a, copy=False).data_ptr() == a.ctypes.data
+    assert ignis.from_dlpack(a, device="cpu").data_ptr() == a.ctypes.data
+    cap = ignis.from_dlpack(idl.to_dlpack(ignis.ones(2)), copy=True)
+    assert cap.tolist() == [1.0, 1.0]
+
+
 def test_unsupported_dtype_is_named():
     with pytest.raises((TypeError, BufferError), match="complex|dtype|DLPack"):
         ignis.from_dlpack(np.zeros(3, dtype=np.complex64))
@@ -227,6 +237,15 @@ def test_cuda_round_trip_through_ignis_itself():
     assert u.cpu().tolist() == list(range(10))
     with pytest.raises(ValueError, match="stream 0 is ambiguous"):
         t.__dlpack__(stream=0)
+    g = ignis.from_dlpack(np.arange(3, dtype=np.float32), device="cuda")
+    assert g.device.type == "cuda" and g.cpu().tolist() == [0.0, 1.0, 2.0]
+    h = ignis.from_dlpack(t, device="cpu")
+    assert h.device.type == "cpu" and h.tolist() == list(range(10))
+    with pytest.raises(ValueError, match="without copying"):
+        ignis.from_dlpack(t, device="cpu", copy=False)
+    # a consumer asking for host memory gets a copy (NumPy's dl_device)
+    c = ignis.from_dlpack(t.__dlpack__(dl_device=(1, 0)))
+    assert c.device.type == "cpu" and c.tolist() == list(range(10))
 
 
 @needs_torch_cuda

@@ -66,20 +66,41 @@ def _consumer_stream(device_index):
     return 1 if handle == 0 else handle
 
 
-def from_dlpack(ext_tensor):
+def from_dlpack(ext_tensor, *, device=None, copy=None):
     """A tensor sharing memory with `ext_tensor`: an object with ``__dlpack__`` (a NumPy
-    array, torch or CuPy tensor, ...) or a DLPack capsule (consumed: it can be read once)."""
-    if hasattr(ext_tensor, "__dlpack__"):
-        kwargs = {}
-        kind, index = ext_tensor.__dlpack_device__()
-        if int(kind) == DLDeviceType.kDLCUDA:
-            kwargs["stream"] = _consumer_stream(int(index))
+    array, torch or CuPy tensor, ...) or a DLPack capsule (consumed: it can be read once).
+    As torch's: ``copy=True`` asks for a copy, ``copy=False`` forbids one, and `device` moves
+    the result there (a copy when it is not ext_tensor's device)."""
+    if not hasattr(ext_tensor, "__dlpack__"):
+        t = _C._from_dlpack_capsule(ext_tensor)
+        t = t.clone() if copy else t
+        return t if device is None else t.to(device)
+    kind, index = ext_tensor.__dlpack_device__()
+    target = None if device is None else _C.device(device) if isinstance(device, str) else device
+    moves = target is not None and (
+        (target.type, target.index or 0) != (("cuda", int(index)) if int(kind) == DLDeviceType.kDLCUDA
+                                             else ("cpu", 0)))
+    if moves and copy is False:
+        raise ValueError(f"cannot move DLPack tensor from device {(int(kind), int(index))} to "
+                         f"{target} without copying. Set copy=None or copy=True.")
+    kwargs = {"max_version": (1, 0)}
+    if copy is not None and not moves:
+        kwargs["copy"] = copy
+    if int(kind) == DLDeviceType.kDLCUDA:
+        kwargs["stream"] = _consumer_stream(int(index))
+    # Producers older than DLPack 1.0 (or than the array API's copy) reject the new keywords.
+    capsule = None
+    for drop in ((), ("max_version",), ("max_version", "copy")):
         try:
-            capsule = ext_tensor.__dlpack__(max_version=(1, 0), **kwargs)
-        except TypeError:  # a producer older than DLPack 1.0
-            capsule = ext_tensor.__dlpack__(**kwargs)
-        return _C._from_dlpack_capsule(capsule)
-    return _C._from_dlpack_capsule(ext_tensor)
+            capsule = ext_tensor.__dlpack__(**{k: v for k, v in kwargs.items() if k not in drop})
+            break
+        except TypeError:
+            if drop == ("max_version", "copy"):
+                raise
+    t = _C._from_dlpack_capsule(capsule)
+    if copy and "copy" not in kwargs and not moves:
+        t = t.clone()
+    return t.to(target) if moves else t
 
 
 def to_dlpack(tensor):
