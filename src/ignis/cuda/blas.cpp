@@ -1,12 +1,10 @@
 #include "ignis/cuda/blas.h"
 
 #include <atomic>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "ignis/core/storage.h"
 #include "ignis/cuda/cublaslt.h"
