@@ -50,7 +50,8 @@ def operands(m, k, n, dtype, op, torch_cuda):
     shapes = [(m, k), (n, k) if op == "linear" else (k, n)] + ([(n,)] if op == "linear" else [])
     if torch_cuda:
         g = torch.Generator(device="cuda").manual_seed(0)
-        tt = [torch.randn(s, device="cuda", dtype=getattr(torch, dtype), generator=g) for s in shapes]
+        dt = getattr(torch, dtype)
+        tt = [torch.randn(s, device="cuda", dtype=dt, generator=g) for s in shapes]
         return [ignis.from_dlpack(t) for t in tt], tt
     rng = np.random.default_rng(0)
     it = [ignis.from_numpy(rng.standard_normal(s).astype(np.float32)).to(getattr(ignis, dtype))
@@ -82,8 +83,8 @@ def main():
         print(f"skipped: no usable CUDA GPU ({ignis._C._cuda_unavailable_reason()})")
         return 0
     torch_cuda = torch is not None and torch.cuda.is_available()
-    print(f"GPU: {ignis.cuda.get_device_name()}; torch: "
-          f"{torch.__version__ + (' (CUDA)' if torch_cuda else ' (no CUDA)') if torch else 'absent'}")
+    tv = f"{torch.__version__} ({'CUDA' if torch_cuda else 'no CUDA'})" if torch else "absent"
+    print(f"GPU: {ignis.cuda.get_device_name()}; torch: {tv}")
     loaded, path, reason = ignis._C._cublaslt_status()
     print(f"cuBLASLt: {path if loaded else reason}")
     header = f"{'case':42s} {'ignis ms':>9s} {'TFLOP/s':>8s} {'%spec':>6s} {'torch ms':>9s} " \
@@ -128,7 +129,8 @@ def main():
         else:
             t = (f"{row['torch_ms']:9.3f} {row['torch_tflops']:8.1f} {row['ratio']:11.3f}"
                  if "torch_ms" in row else f"{'-':>9s} {'-':>8s} {'-':>11s}")
-            print(f"{name:42s} {ms:9.3f} {tflops:8.1f} {100 * row['fraction_of_spec_peak']:5.1f}% {t}")
+            pct = 100 * row["fraction_of_spec_peak"]
+            print(f"{name:42s} {ms:9.3f} {tflops:8.1f} {pct:5.1f}% {t}")
         del ia, ib, ibias, tt
     ignis.backends.cuda.matmul.allow_tf32 = False
     return 0

@@ -158,8 +158,10 @@ int cublasLtMatmul(void*, FakeDesc* d, const void* alpha, const void* A, FakeLay
                    void* D, FakeLayout* dl, const void*, void* workspace, size_t ws_size, void*) {
   int64_t m, n, k;
   if (!shapes(d, a, b, c, &m, &n, &k) || !workspace || ws_size < 4096) return 7;
-  double al = d->scale == 1 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
-  double be = d->scale == 1 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
+  auto scalar = [&](const void* p) {
+    return d->scale == 1 ? *static_cast<const double*>(p) : *static_cast<const float*>(p);
+  };
+  double al = scalar(alpha), be = scalar(beta);
   bool tf32 = d->compute == 77;
   auto in = [&](const void* p, int64_t i) {
     double v = load(p, a->type, i);

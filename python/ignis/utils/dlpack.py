@@ -38,7 +38,8 @@ def _export(t, stream=None, max_version=None, dl_device=None, copy=None):
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
     if stream is not None and type(stream) is not int:
         raise TypeError("stream must be ``int`` or ``none``")
-    if dl_device is not None and tuple(int(v) for v in dl_device) != tuple(int(v) for v in _device(t)):
+    here = tuple(int(v) for v in _device(t))
+    if dl_device is not None and tuple(int(v) for v in dl_device) != here:
         if copy is False:
             raise BufferError(f"__dlpack__: exporting to device {tuple(dl_device)} needs a copy, "
                               "and copy=False")
@@ -77,9 +78,8 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
         return t if device is None else t.to(device)
     kind, index = ext_tensor.__dlpack_device__()
     target = None if device is None else _C.device(device) if isinstance(device, str) else device
-    moves = target is not None and (
-        (target.type, target.index or 0) != (("cuda", int(index)) if int(kind) == DLDeviceType.kDLCUDA
-                                             else ("cpu", 0)))
+    source = ("cuda", int(index)) if int(kind) == DLDeviceType.kDLCUDA else ("cpu", 0)
+    moves = target is not None and (target.type, target.index or 0) != source
     if moves and copy is False:
         raise ValueError(f"cannot move DLPack tensor from device {(int(kind), int(index))} to "
                          f"{target} without copying. Set copy=None or copy=True.")

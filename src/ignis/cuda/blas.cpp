@@ -115,8 +115,10 @@ Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
   int scale = type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F;
   IGNIS_CUBLAS(cublasLtMatmulDescCreate(&p.desc, static_cast<int>(key.compute), scale));
   int32_t ta = static_cast<int32_t>(key.trans_a), tb = static_cast<int32_t>(key.trans_b);
-  IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  IGNIS_CUBLAS(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  IGNIS_CUBLAS(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   uint32_t epilogue = static_cast<uint32_t>(key.epilogue);
   IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                               sizeof(epilogue)));
@@ -137,10 +139,11 @@ Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
   uint64_t ws = kWorkspaceBytes;
   api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                            sizeof(ws));
-  const std::pair<int, int64_t> aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
-                                            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-                                            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
-                                            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+  const std::pair<int, int64_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
   for (auto [attr, v] : aligns) {
     uint32_t a = static_cast<uint32_t>(v);
     api.cublasLtMatmulPreferenceSetAttribute(pref, attr, &a, sizeof(a));

@@ -171,8 +171,8 @@ void sync_for_consumer(const Tensor& t, PyObject* stream) {
   int device = cuda::device_index(t.device());
   cuda::DeviceGuard guard(device);
   cuda::Stream producer = cuda::current_stream(device);
-  cuda::Stream consumer{device, v == 1 ? nullptr
-                                       : reinterpret_cast<cuda::CUstream>(static_cast<uintptr_t>(v))};
+  auto handle = reinterpret_cast<cuda::CUstream>(static_cast<uintptr_t>(v));
+  cuda::Stream consumer{device, v == 1 ? nullptr : handle};
   if (consumer == producer) return;
   cuda::Event ready;
   ready.record(producer);
@@ -188,7 +188,8 @@ PyObject* f_to_dlpack(PyObject*, PyObject* args) {
   IGNIS_CHECK_TYPE(is_tensor(t), "_to_dlpack: expected a Tensor");
   const Tensor& tensor = unwrap(t);
   IGNIS_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "Cannot export a ",
-              tensor.device().str(), " tensor through DLPack (only cpu and cuda tensors have memory)");
+              tensor.device().str(),
+              " tensor through DLPack (only cpu and cuda tensors have memory)");
   sync_for_consumer(tensor, stream);
   if (versioned) {
     auto* m = make_export<DLManagedTensorVersioned>(tensor);
