@@ -23,7 +23,11 @@ fi
 export IGNIS_CACHE_DIR=$(mktemp -d)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda.py 2>&1 | tee "$OUT/pytest_cuda.log" | tail -25)
+# GEMM through cuBLASLt and DLPack with torch/CuPy on the GPU.
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_blas.py test_dlpack.py 2>&1 | tee "$OUT/pytest_cuda_blas.log" | tail -25)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
   test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
   | tee "$OUT/pytest_neighbours.log" | tail -3)
 PYTHONPATH=python python3 bench/cuda_first_use.py 2>&1 | tee "$OUT/first_use.log"
+PYTHONPATH=python python3 bench/gpu_gemm.py 2>&1 | tee "$OUT/gpu_gemm.log"

@@ -58,6 +58,7 @@ from . import _logging  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import backends, accelerator, multiprocessing, onnx  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from .utils.dlpack import from_dlpack  # noqa: E402,F401
 
 
 def nonzero(input, *, as_tuple=False):
@@ -68,6 +69,16 @@ def nonzero(input, *, as_tuple=False):
 def set_default_dtype(d):
     """Sets the default floating dtype (float32 unless changed)."""
     _C.set_default_dtype(d)
+
+
+def set_float32_matmul_precision(precision):
+    """"highest" (the default): float32 matrix products in full float32; "high" or
+    "medium": TF32 on CUDA tensor cores (ignis.backends.cuda.matmul.allow_tf32), as torch."""
+    backends.cuda._set_precision(precision)
+
+
+def get_float32_matmul_precision():
+    return backends.cuda._get_precision()
 
 
 def is_tensor(obj):

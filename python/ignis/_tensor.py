@@ -191,6 +191,15 @@ class Tensor(_C.TensorBase):
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
         return np.asarray(self)
 
+    # --- DLPack (ignis.utils.dlpack) ---------------------------------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .utils.dlpack import _export
+        return _export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        from .utils.dlpack import _device
+        return _device(self)
+
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(_ArrayView(self))
         return a if dtype is None else a.astype(dtype)

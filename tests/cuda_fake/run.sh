@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs tests/python/test_cuda.py's GPU tests against a fake CUDA driver on a
-# machine without a GPU: device memory is host memory and the eager kernels'
+# Runs the CUDA tests (tests/python/test_cuda.py, test_cuda_blas.py,
+# test_dlpack.py) against a fake CUDA driver and a fake cuBLASLt
+# (fake_libcublaslt.cpp: host GEMMs) on a machine without a GPU: device memory is host memory and the eager kernels'
 # CUDA C++ runs as host C++ (see fake_libcuda.cpp). Checks the runtime's
 # plumbing (allocator, streams, events, copies, the kernel cache, bindings)
 # and the kernels' logic (conversions, strided geometry); it cannot check real
@@ -20,7 +21,9 @@ g++ -std=c++20 -O1 -I"$root/src" "$here/dump_kernels.cpp" "$root/$build/libignis
 "$work/dump_kernels" "$work/kernels.cu"
 g++ -shared -fPIC -O1 -include "$here/kernel_host.h" -x c++ "$work/kernels.cu" -o "$work/kernels.so"
 g++ -shared -fPIC -O1 "$here/fake_libcuda.cpp" -ldl -o "$work/libcuda.so.1"
+g++ -shared -fPIC -O1 "$here/fake_libcublaslt.cpp" -o "$work/libcublasLt.so.13"
 cd "$root/tests/python"
 LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IGNIS_FAKE_CUDA_KERNELS="$work/kernels.so" \
   IGNIS_CACHE_DIR="$work/cache" PYTHONPATH="$root/python" \
-  python3 -m pytest -q -p no:cacheprovider test_cuda.py "$@"
+  IGNIS_CUBLASLT_LIBRARY="$work/libcublasLt.so.13" \
+  python3 -m pytest -q -p no:cacheprovider test_cuda.py test_cuda_blas.py test_dlpack.py "$@"

@@ -41,7 +41,24 @@ def _find_nvrtc_wheel():
             return
 
 
+def _find_cublaslt_wheel():
+    """Points the cuBLASLt loader (src/ignis/cuda/cublaslt.h) at a pip nvidia-cublas wheel
+    (nvidia/cu13/lib or nvidia/cublas/lib, as torch's CUDA wheels bring) when no toolkit
+    has libcublasLt."""
+    if "IGNIS_CUBLASLT_LIBRARY" in _os.environ:
+        return
+    for root in (_os.environ.get("CUDA_HOME"), _os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and _glob.glob(_os.path.join(root, "lib64", "libcublasLt.so*")):
+            return
+    for p in _sys.path:
+        hits = sorted(_glob.glob(_os.path.join(p or ".", "nvidia", "*", "lib", "libcublasLt.so.*")))
+        if hits:
+            _os.environ["IGNIS_CUBLASLT_LIBRARY"] = hits[-1]
+            return
+
+
 _find_nvrtc_wheel()
+_find_cublaslt_wheel()
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "device_of",

@@ -1,2 +1,2 @@
-"""ignis.utils: data loading (ignis.utils.data), as torch.utils."""
-from . import data  # noqa: F401
+"""ignis.utils: data loading (ignis.utils.data) and DLPack (ignis.utils.dlpack), as torch.utils."""
+from . import data, dlpack  # noqa: F401

@@ -1,5 +1,6 @@
 // Matrix products: mm, bmm, addmm, baddbmm, dot, mv (structured, computed
-// by kernels/cpu/gemm) and matmul, outer (composites over them, so that
+// by kernels/cpu/gemm on the CPU and cuBLASLt on CUDA, ops/matrix_cuda.h)
+// and matmul, outer (composites over them, so that
 // autograd and tracing see the primitive products).
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
@@ -8,6 +9,7 @@
 #include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
+#include "ignis/ops/matrix_cuda.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis {
@@ -268,28 +270,30 @@ void register_matrix_ops() {
   // pointwise prologues or epilogues) rather than fusing them as loops. dot is a reduction in
   // all but name and stays Other; matmul and outer only call these and stay composite.
   def("mm(Tensor self, Tensor mat2) -> Tensor")
-      .category(OpCategory::Template).both().meta(mm_meta).cpu(mm_cpu)
+      .category(OpCategory::Template).both().meta(mm_meta).cpu(mm_cpu).cuda(mm_cuda)
       .doc("matrix product of [n, m] and [m, p]")
       .derivative(mm_bw, "self, mat2").core();
   def("bmm(Tensor self, Tensor mat2) -> Tensor")
-      .category(OpCategory::Template).both().meta(bmm_meta).cpu(bmm_cpu)
+      .category(OpCategory::Template).both().meta(bmm_meta).cpu(bmm_cpu).cuda(bmm_cuda)
       .doc("batched matrix product of [b, n, m] and [b, m, p]")
       .derivative(bmm_bw, "self, mat2").core();
   def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Template).both().meta(addmm_meta<false>).cpu(addmm_cpu<false>)
+      .cuda(addmm_cuda)
       .doc("beta * self + alpha * (mat1 @ mat2)")
       .derivative(addmm_bw<false>, "mat1, mat2").core();
   def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
       "Tensor")
       .category(OpCategory::Template).both().meta(addmm_meta<true>).cpu(addmm_cpu<true>)
+      .cuda(baddbmm_cuda)
       .doc("beta * self + alpha * bmm(batch1, batch2)")
       .derivative(addmm_bw<true>, "batch1, batch2").core();
   def("dot(Tensor self, Tensor tensor) -> Tensor")
-      .category(OpCategory::Other).both().meta(dot_meta).cpu(dot_cpu)
+      .category(OpCategory::Other).both().meta(dot_meta).cpu(dot_cpu).cuda(dot_cuda)
       .doc("inner product of two 1-D tensors")
       .derivative(dot_bw, "self, tensor").decomposition(decomp::dot);
   def("mv(Tensor self, Tensor vec) -> Tensor")
-      .category(OpCategory::Template).both().meta(mv_meta).cpu(mv_cpu)
+      .category(OpCategory::Template).both().meta(mv_meta).cpu(mv_cpu).cuda(mv_cuda)
       .doc("matrix-vector product")
       .derivative(mv_bw, "self, vec").decomposition(decomp::mv);
   def("matmul(Tensor self, Tensor other) -> Tensor").category(OpCategory::Composite).both()

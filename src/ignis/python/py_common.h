@@ -132,6 +132,10 @@ bool init_memory(PyObject* module);
 // ignis.OutOfMemoryError, raised for core/out_of_memory.h's error (a RuntimeError).
 extern PyObject* OutOfMemoryErrorType;
 bool init_cuda(PyObject* module);
+// --- cuBLASLt settings and loader (py_cuda_blas.cpp): _cuda_blas_*, _cublaslt_* ----
+bool init_cuda_blas(PyObject* module);
+// --- DLPack (py_dlpack.cpp): _to_dlpack, _from_dlpack_capsule ---------------------
+bool init_dlpack(PyObject* module);
 
 // --- autograd (py_autograd.cpp): Tensor.grad etc., grad_fn objects, grad mode -------
 // Call after init_tensor_type.

@@ -1,0 +1,232 @@
+#include "ignis/cuda/blas.h"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "ignis/core/storage.h"
+#include "ignis/cuda/cublaslt.h"
+#include "ignis/cuda/device.h"
+#include "ignis/cuda/memory.h"
+
+namespace ignis::cuda {
+
+namespace {
+
+// cuBLASLt's workspace per stream. 32 MiB is what torch gives cuBLASLt on
+// Hopper; the fastest kernels for large bf16 shapes (split-K, stream-K)
+// want several MiB.
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+std::atomic<bool> g_allow_tf32{false};
+std::atomic<int64_t> g_plans{0}, g_plan_hits{0}, g_matmuls{0}, g_bias_epilogues{0},
+    g_no_algorithm{0};
+
+// The largest power of two (at most 256) dividing a pointer: the heuristic
+// must only propose kernels whose vector loads that alignment allows, and
+// cuBLASLt assumes 256 unless told (a view at an odd offset would fault).
+uint32_t alignment(const void* p) {
+  uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 1;
+  while (a < 256 && v % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+int compute_type(int data_type) {
+  if (data_type == CUDA_R_64F) return CUBLAS_COMPUTE_64F;
+  if (data_type == CUDA_R_32F && g_allow_tf32.load()) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  return CUBLAS_COMPUTE_32F;
+}
+
+// Everything a plan depends on, as plain integers (hashed as bytes).
+struct PlanKey {
+  int64_t device, data_type, compute, trans_a, trans_b, epilogue;
+  int64_t m, n, k, batch;
+  int64_t a_rows, a_cols, lda, stride_a, b_rows, b_cols, ldb, stride_b, ldd, stride_d;
+  int64_t align_a, align_b, align_d, align_bias;
+};
+
+// A matmul descriptor, the layouts of A, B and C = D, and the algorithm:
+// built once per key, reused for every later call of that shape.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  bool found = false;  // false: the heuristic had no algorithm for this key
+};
+
+struct State {
+  std::mutex mu;
+  std::map<int, cublasLtHandle_t> handles;
+  std::map<std::pair<int, uintptr_t>, Storage> workspaces;
+  std::unordered_map<std::string, Plan> plans;
+};
+
+// Never destroyed: handles and workspaces live until the process exits, and
+// tearing them down from a static destructor could run after the driver
+// or the allocators are gone.
+State& state() {
+  static State* s = new State();
+  return *s;
+}
+
+cublasLtHandle_t handle(State& s, int device) {
+  auto it = s.handles.find(device);
+  if (it != s.handles.end()) return it->second;
+  cublasLtHandle_t h = nullptr;
+  IGNIS_CUBLAS(cublasLtCreate(&h));
+  s.handles.emplace(device, h);
+  return h;
+}
+
+void* workspace(State& s, const Stream& stream) {
+  auto key = std::make_pair(stream.device, stream.id());
+  auto it = s.workspaces.find(key);
+  if (it == s.workspaces.end()) {
+    // Allocated while `stream` is current (the caller's stream), so the
+    // block is filed under the stream that uses it.
+    Storage st = allocate_device_storage(kWorkspaceBytes, Device(DeviceType::CUDA, stream.device));
+    it = s.workspaces.emplace(key, std::move(st)).first;
+  }
+  return it->second->data();
+}
+
+cublasLtMatrixLayout_t make_layout(int type, int64_t rows, int64_t cols, int64_t ld,
+                                   int64_t batch, int64_t batch_stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  IGNIS_CUBLAS(cublasLtMatrixLayoutCreate(&l, type, uint64_t(rows), uint64_t(cols), ld));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    IGNIS_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                  sizeof(count)));
+    IGNIS_CUBLAS(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batch_stride, sizeof(batch_stride)));
+  }
+  return l;
+}
+
+Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
+  const auto& api = cublaslt();
+  Plan p;
+  int type = static_cast<int>(key.data_type);
+  int scale = type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F;
+  IGNIS_CUBLAS(cublasLtMatmulDescCreate(&p.desc, static_cast<int>(key.compute), scale));
+  int32_t ta = static_cast<int32_t>(key.trans_a), tb = static_cast<int32_t>(key.trans_b);
+  IGNIS_CUBLAS(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  IGNIS_CUBLAS(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  uint32_t epilogue = static_cast<uint32_t>(key.epilogue);
+  IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                              sizeof(epilogue)));
+  if (epilogue == CUBLASLT_EPILOGUE_BIAS) {
+    int32_t bias_type = type;
+    IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                &bias_type, sizeof(bias_type)));
+    // The heuristic reads the pointer's alignment (it is in the key).
+    IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof(bias)));
+  }
+  p.a = make_layout(type, key.a_rows, key.a_cols, key.lda, key.batch, key.stride_a);
+  p.b = make_layout(type, key.b_rows, key.b_cols, key.ldb, key.batch, key.stride_b);
+  p.d = make_layout(type, key.m, key.n, key.ldd, key.batch, key.stride_d);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  IGNIS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = kWorkspaceBytes;
+  api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                           sizeof(ws));
+  const std::pair<int, int64_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+  for (auto [attr, v] : aligns) {
+    uint32_t a = static_cast<uint32_t>(v);
+    api.cublasLtMatmulPreferenceSetAttribute(pref, attr, &a, sizeof(a));
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = api.cublasLtMatmulAlgoGetHeuristic(h, p.desc, p.a, p.b, p.d, p.d, pref, 1,
+                                                         &result, &found);
+  api.cublasLtMatmulPreferenceDestroy(pref);
+  // NOT_SUPPORTED is the heuristic's "no algorithm for this layout"; any
+  // other failure is an error.
+  if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+    throw_cublas_error(st, "cublasLtMatmulAlgoGetHeuristic");
+  if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    p.found = true;
+    p.algo = result.algo;
+    p.workspace = result.workspaceSize;
+  }
+  return p;
+}
+
+}  // namespace
+
+bool lt_matmul(const GemmCall& c, const Stream& stream) {
+  const auto& api = require_cublaslt();
+  DeviceGuard guard(c.device);
+  PlanKey key{};
+  key.device = c.device;
+  key.data_type = c.data_type;
+  key.compute = compute_type(c.data_type);
+  key.trans_a = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  key.trans_b = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  key.epilogue = c.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  key.m = c.m, key.n = c.n, key.k = c.k, key.batch = c.batch;
+  key.a_rows = c.a.rows, key.a_cols = c.a.cols, key.lda = c.a.ld;
+  key.stride_a = c.batch > 1 ? c.a.batch_stride : 0;
+  key.b_rows = c.b.rows, key.b_cols = c.b.cols, key.ldb = c.b.ld;
+  key.stride_b = c.batch > 1 ? c.b.batch_stride : 0;
+  key.ldd = c.ldd, key.stride_d = c.batch > 1 ? c.batch_stride_d : 0;
+  key.align_a = alignment(c.a.data), key.align_b = alignment(c.b.data);
+  key.align_d = alignment(c.d);
+  key.align_bias = c.bias ? alignment(c.bias) : 0;
+  std::string k(reinterpret_cast<const char*>(&key), sizeof(key));
+
+  State& s = state();
+  // One lock for the caches and the call: the cached descriptor's bias
+  // pointer is set per call, and cuBLASLt reads it while enqueuing.
+  std::lock_guard<std::mutex> lock(s.mu);
+  cublasLtHandle_t h = handle(s, c.device);
+  auto it = s.plans.find(k);
+  if (it == s.plans.end()) {
+    it = s.plans.emplace(k, build_plan(h, key, c.bias)).first;
+    ++g_plans;
+  } else {
+    ++g_plan_hits;
+  }
+  Plan& p = it->second;
+  if (!p.found) {
+    ++g_no_algorithm;
+    return false;
+  }
+  if (c.bias)
+    IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                &c.bias, sizeof(c.bias)));
+  void* ws = p.workspace ? workspace(s, stream) : nullptr;
+  float alpha_f = static_cast<float>(c.alpha), beta_f = static_cast<float>(c.beta);
+  const void* alpha = c.data_type == CUDA_R_64F ? static_cast<const void*>(&c.alpha) : &alpha_f;
+  const void* beta = c.data_type == CUDA_R_64F ? static_cast<const void*>(&c.beta) : &beta_f;
+  cublasStatus_t st = api.cublasLtMatmul(h, p.desc, alpha, c.a.data, p.a, c.b.data, p.b, beta,
+                                         c.d, p.d, c.d, p.d, &p.algo, ws, p.workspace,
+                                         stream.handle);
+  if (st != CUBLAS_STATUS_SUCCESS) throw_cublas_error(st, "cublasLtMatmul");
+  ++g_matmuls;
+  if (c.bias) ++g_bias_epilogues;
+  return true;
+}
+
+bool allow_tf32() { return g_allow_tf32.load(); }
+void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
+
+BlasStats blas_stats() {
+  return {g_plans.load(), g_plan_hits.load(), g_matmuls.load(), g_bias_epilogues.load(),
+          g_no_algorithm.load()};
+}
+
+}  // namespace ignis::cuda
