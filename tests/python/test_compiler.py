@@ -552,6 +552,30 @@ def test_layer_norm_of_a_residual_sum_reads_it_back_from_the_row_scratch():
     close(c(*xs)[0], F.layer_norm(xs[0] + xs[1] + xs[2], (64,)), atol=1e-5)
 
 
+def test_a_scratch_read_by_one_pass_lives_in_the_output_row():
+    # softmax's exp row is read back only by the quotient pass, which
+    # overwrites the output at the same elements: the output's row holds it
+    # (no per-thread row).
+    x = ignis.randn(16, 300)
+    c = _program(lambda x: ignis.softmax(x, -1), x)
+    assert "scratch0 in buf" in c.program and "[300*x0 + inner]" in c.program, c.program
+    assert "ignis_scratch<float, 0>(" not in c.generated_code
+    close(c(x)[0], ignis.softmax(x, -1))
+    # Stored transposed, the output's row is not the scratch's: per thread.
+    c = _program(lambda x: ignis.softmax(x, -1).t().contiguous(), x)
+    assert "scratch0 in" not in c.program, c.program
+    close(c(x)[0], ignis.softmax(x, -1).t().contiguous())
+    # Read by two passes (layer_norm of a residual sum), it stays per thread.
+    xs = [ignis.randn(8, 64) for _ in range(3)]
+    c = _program(lambda x, a, b: F.layer_norm(x + a + b, (64,)), *xs)
+    assert "scratch0 in" not in c.program and "ignis_scratch<float, 0>(" in c.generated_code
+    close(c(*xs)[0], F.layer_norm(xs[0] + xs[1] + xs[2], (64,)), atol=1e-5)
+    # An output of another dtype than the scratch cannot hold it.
+    c = _program(lambda x: ignis.softmax(x, -1).to(ignis.float64), x)
+    assert "scratch0 in" not in c.program, c.program
+    close(c(x)[0], ignis.softmax(x, -1).to(ignis.float64))
+
+
 def test_contiguous_after_a_transpose_allocates_no_dead_empty():
     x = ignis.randn(2, 3, 4, 5)
     c = _program(lambda x: x.transpose(1, 2).contiguous() * 2, x)
