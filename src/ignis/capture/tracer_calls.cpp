@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/grad_mode.h"
 #include "ignis/capture/eval_frame.h"
 #include "ignis/capture/tracer_impl.h"
 #include "ignis/core/str.h"
@@ -571,18 +573,10 @@ bool bool_mask_index(PyObject* index) {
 }
 }  // namespace
 
-VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
-                       const std::vector<std::pair<std::string, VTP>>& kwargs) {
-  // --- metadata: the operation runs on the fakes ---
+Obj Tracer::run_on_fakes(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                         const std::vector<std::pair<std::string, VTP>>& kwargs) {
   Obj result;
-  if (fn == operator_fn("setitem") && bool_mask_index(fake_arg(args.at(1)).get())) {
-    // An in-place assignment keeps the target's metadata; a boolean mask's
-    // count is unknown to fakes, so that assignment is not run on them.
-    // Others are: autograd's checks (a leaf that requires grad) raise here,
-    // so the assignment runs eagerly after a break, and the target's fake
-    // takes its history (it may come to require grad).
-    result = Obj::borrow(Py_None);
-  } else {
+  {
     size_t first = method.empty() ? 0 : 1;  // a method's self is what it is looked up on
     Obj fargs = check(PyTuple_New(static_cast<Py_ssize_t>(args.size() - first)));
     for (size_t i = first; i < args.size(); ++i)
@@ -616,6 +610,73 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
       PyErr_Clear();
       throw Unsupported{str(what, " failed on the traced values: ", msg)};
     }
+  }
+  return result;
+}
+
+// `out=`: recorded as user code would write it, r = op(...) then
+// out.copy_(r), so the write reaches the graph as a copy_ that
+// functionalization sees (a node with an `out` keyword would be dead code).
+// An `out` of another shape (eager resizes it, with a warning) and results
+// that require grad (an error in eager) run eagerly after a break; both are
+// checked on the fakes before anything is recorded.
+VTP Tracer::call_graph_out(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                           const std::vector<std::pair<std::string, VTP>>& kwargs, size_t at) {
+  VTP out = kwargs[at].second;
+  std::vector<std::pair<std::string, VTP>> rest = kwargs;
+  rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(at));
+  if (out->kind == VK::Const && out->value.get() == Py_None) return call_graph(fn, method, args, rest);
+  std::vector<VTP> outs;
+  if (out->kind == VK::Tensor) outs.push_back(out);
+  else if (out->kind == VK::Tuple || out->kind == VK::List) outs = out->items;
+  for (const VTP& o : outs)
+    if (o->kind != VK::Tensor) outs.clear();
+  if (outs.empty()) throw Unsupported{"out= with a value that is not a tensor or a tuple of them"};
+  Obj fr = run_on_fakes(fn, method, args, rest);
+  std::vector<PyObject*> fakes;
+  if (py::is_tensor(fr.get())) {
+    fakes.push_back(fr.get());
+  } else if (PyTuple_Check(fr.get())) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fr.get()); ++i)
+      fakes.push_back(PyTuple_GET_ITEM(fr.get(), i));
+  }
+  if (fakes.size() != outs.size())
+    throw Unsupported{"out= whose tensors do not match the operation's results one to one"};
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!py::is_tensor(fakes[i])) throw Unsupported{"out= for a result that is not a tensor"};
+    const Tensor& r = py::unwrap(fakes[i]);
+    const Tensor& o = py::unwrap(outs[i]->fake.get());
+    if (r.sizes() != o.sizes())
+      throw Unsupported{str("out= with a tensor of shape ", o.shape_str(), " for a result of shape ",
+                            r.shape_str(), " (eager resizes it)")};
+    if (autograd::grad_enabled() && (autograd::requires_grad(r) || autograd::requires_grad(o)))
+      throw Unsupported{"out= on values that require grad (an error when run eagerly)"};
+  }
+  VTP r = call_graph(fn, method, args, rest);
+  std::vector<VTP> results = r->kind == VK::Tensor ? std::vector<VTP>{r} : r->items;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::vector<VTP> a{results.at(i)};
+    std::vector<std::pair<std::string, VTP>> kw;
+    call_tensor_method(outs[i], "copy_", a, kw);
+  }
+  return out;
+}
+
+VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                       const std::vector<std::pair<std::string, VTP>>& kwargs) {
+  for (size_t i = 0; i < kwargs.size(); ++i)
+    if (kwargs[i].first == "out") return call_graph_out(fn, method, args, kwargs, i);
+  // --- metadata: the operation runs on the fakes ---
+  Obj result;
+  if (fn == operator_fn("setitem") && bool_mask_index(fake_arg(args.at(1)).get())) {
+    // An in-place assignment keeps the target's metadata; a boolean mask's
+    // count is unknown to fakes, so that assignment is not run on them.
+    // Others are: autograd's checks (a leaf that requires grad) raise here,
+    // so the assignment runs eagerly after a break, and the target's fake
+    // takes its history (it may come to require grad).
+    result = Obj::borrow(Py_None);
+  } else {
+    result = run_on_fakes(fn, method, args, kwargs);
   }
   // --- the node ---
   std::vector<graph::Value> gargs;

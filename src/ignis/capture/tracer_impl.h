@@ -227,6 +227,12 @@ class Tracer {
   graph::Node* node_of(const VTP& t);           // t's node (makes placeholders)
   VTP call_graph(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
                  const std::vector<std::pair<std::string, VTP>>& kwargs);
+  VTP call_graph_out(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                     const std::vector<std::pair<std::string, VTP>>& kwargs, size_t at);
+  // The operation run on the fakes (metadata, autograd's checks); throws
+  // Unsupported, naming the call, when it raises.
+  Obj run_on_fakes(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                   const std::vector<std::pair<std::string, VTP>>& kwargs);
   // A tracker as a node argument (nodes, constants, containers of them).
   graph::Value graph_arg(const VTP& v);
   // A tracker as a Python value for the fake run (fake tensors, constants).

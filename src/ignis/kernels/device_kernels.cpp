@@ -1,5 +1,7 @@
 #include "ignis/kernels/device_kernels.h"
 
+#include "ignis/core/error.h"
+
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cuda/copy.h"
@@ -26,6 +28,41 @@ Scalar tensor_to_scalar(const Tensor& v) {
   return h.dtype() == ScalarType::Bool ? Scalar(h.item_int() != 0)
          : is_floating(h.dtype())      ? Scalar(h.item_double())
                                        : Scalar(h.item_int());
+}
+
+void resize_tensor(const Tensor& t, const DimVector& sizes) {
+  if (t.sizes() == sizes && t.is_contiguous()) return;
+  IGNIS_CHECK(!t.is_fake(), "cannot resize a fake tensor");
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    IGNIS_CHECK_VALUE(s >= 0, "Trying to create tensor with negative dimension ", s, ": ",
+                      shape_str(sizes));
+    overflow |= __builtin_mul_overflow(n, s, &n);
+  }
+  int64_t need = 0;
+  overflow |= __builtin_mul_overflow(n, static_cast<int64_t>(t.itemsize()), &need);
+  IGNIS_CHECK(!overflow, "resize_(): ", shape_str(sizes), " has too many bytes");
+  TensorImpl* impl = t.impl();
+  const int64_t offset_bytes = t.storage_offset() * static_cast<int64_t>(t.itemsize());
+  const Storage& old = impl->storage();
+  if (static_cast<int64_t>(old->nbytes()) < offset_bytes + need) {
+    IGNIS_CHECK(old->resizable(), "Trying to resize storage that is not resizable (memory "
+                "shared with NumPy or another library cannot grow from ", t.shape_str(), " to ",
+                shape_str(sizes), ")");
+    // The storage grows as PyTorch's does: its old bytes move with it.
+    Storage grown = allocate_storage(static_cast<size_t>(offset_bytes + need), t.device());
+    const int64_t keep = static_cast<int64_t>(old->nbytes());
+    if (keep > 0) {
+      auto bytes = [keep](const Storage& st) {
+        return Tensor(make_intrusive<TensorImpl>(st, ScalarType::UInt8, DimVector{keep},
+                                                 DimVector{1}, 0));
+      };
+      copy_tensor(bytes(grown), bytes(old));
+    }
+    impl->set_storage(std::move(grown));
+  }
+  impl->set_geometry(sizes, contiguous_strides(sizes), t.storage_offset());
 }
 
 }  // namespace ignis

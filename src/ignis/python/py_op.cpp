@@ -11,6 +11,9 @@
 #include <memory>
 
 #include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/grad_mode.h"
+#include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/python/py_common.h"
 
@@ -456,14 +459,125 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
   return out;
 }
 
+// Writes one result into its `out=` tensor, as PyTorch does: same device, a
+// dtype the result can be cast to, resized to the result's shape (with a
+// warning when it held elements), and no autograd through it.
+void write_out(const char* name, PyObject* result, PyObject* out) {
+  const Tensor& r = unwrap(result);
+  const Tensor& o = unwrap(out);
+  if (autograd::grad_enabled() && (autograd::requires_grad(r) || autograd::requires_grad(o)))
+    throw Error(ErrorKind::Runtime,
+                std::string(name) + "(): functions with out=... arguments don't support "
+                "automatic differentiation, but one of the arguments requires grad.");
+  IGNIS_CHECK(o.user_device() == r.user_device(), "Expected out tensor to have device ",
+              r.user_device().str(), ", but got ", o.user_device().str(), " instead");
+  IGNIS_CHECK(can_cast(r.dtype(), o.dtype()), "result type ", scalar_type_name(r.dtype()),
+              " can't be cast to the desired output type ", scalar_type_name(o.dtype()));
+  if (o.sizes() != r.sizes()) {
+    if (o.numel() != 0) {
+      std::string msg = "An output with one or more elements was resized since it had shape " +
+                        o.shape_str() + ", which does not match the required output shape " +
+                        r.shape_str() + ". Pass an out tensor with zero elements to resize it "
+                        "without this warning.";
+      if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw PythonErrorAlreadySet();
+    }
+    resize_tensor(o, r.sizes());
+  }
+  PyObject* done = PyObject_CallMethod(out, "copy_", "O", result);
+  if (!done) throw PythonErrorAlreadySet();
+  Py_DECREF(done);
+}
+
+// Whether `out=` applies to an overload: it returns new tensors only (no
+// views, no in-place writes, no lists) and has no `out` of its own.
+bool takes_out(const FunctionSchema& fs) {
+  for (const Argument& a : fs.args)
+    if (a.name == "out" || a.is_write) return false;
+  if (fs.returns.empty()) return false;
+  for (const Return& r : fs.returns)
+    if (!r.alias_set.empty() || r.type != ArgType::Tensor) return false;
+  return true;
+}
+
+// PyTorch's `out=` keyword, accepted by every overload that takes_out: the
+// op runs as without it and its results are copied into `out` (a tensor,
+// or a tuple of one per result), which is returned. Returns null with no
+// error set when `out` is not among kwnames.
+PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "out") == 0) at = k;
+  if (at < 0) return nullptr;
+  for (const OpHandle* h : *op->overloads)  // an op declaring `out` parses it itself
+    for (const Argument& a : h->schema().args)
+      if (a.name == "out") return nullptr;
+  PyObject* out = args[nargs + at];
+  std::vector<PyObject*> rest(args, args + nargs);
+  PyRef names(PyTuple_New(nkw - 1));
+  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
+    if (k == at) continue;
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    Py_INCREF(key);
+    PyTuple_SET_ITEM(names.p, j++, key);
+    rest.push_back(args[nargs + k]);
+  }
+  PyObject* rest_names = nkw > 1 ? names.p : nullptr;
+  const char* name = PyUnicode_AsUTF8(op->name);
+  Stack stack;
+  const OpHandle* matched = nullptr;
+  for (const OpHandle* h : *op->overloads) {
+    std::string why;
+    stack.clear();
+    if (parse(h->schema(), rest.data(), nargs, rest_names, stack, &why)) {
+      matched = h;
+      break;
+    }
+  }
+  // No overload takes these arguments: the usual call reports them.
+  if (!matched) return op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), rest_names);
+  if (!takes_out(matched->schema()))
+    return PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument 'out'", name);
+  const size_t nret = matched->schema().returns.size();
+  std::vector<PyObject*> outs;
+  if (out != Py_None) {
+    if (is_tensor(out)) {
+      outs.push_back(out);
+    } else if (PyTuple_Check(out) || PyList_Check(out)) {
+      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out); ++i)
+        outs.push_back(PySequence_Fast_GET_ITEM(out, i));
+    }
+    bool ok = outs.size() == nret;
+    for (PyObject* o : outs) ok &= is_tensor(o);
+    if (!ok)
+      return PyErr_Format(PyExc_TypeError, "%s(): argument 'out' must be %s, not %s", name,
+                          nret == 1 ? "Tensor" : "a tuple of Tensors, one per result",
+                          Py_TYPE(out)->tp_name);
+  }
+  matched->call(stack);
+  PyRef result(convert_result(*matched, stack));
+  if (out == Py_None) return result.release();
+  if (nret == 1) {
+    write_out(name, result.p, outs[0]);
+  } else {
+    for (size_t i = 0; i < nret; ++i)
+      write_out(name, PyTuple_GET_ITEM(result.p, Py_ssize_t(i)), outs[i]);
+  }
+  Py_INCREF(out);
+  return out;
+}
+
 PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* op = reinterpret_cast<PyOp*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (kwnames && PyTuple_GET_SIZE(kwnames) > 0) {
-    PyObject* r = factory_with_requires_grad(self, args, nargs, kwnames);
-    if (r || PyErr_Occurred()) return r;
-  }
   try {
+    if (kwnames && PyTuple_GET_SIZE(kwnames) > 0) {
+      PyObject* r = call_with_out(self, args, nargs, kwnames);
+      if (r || PyErr_Occurred()) return r;
+      r = factory_with_requires_grad(self, args, nargs, kwnames);
+      if (r || PyErr_Occurred()) return r;
+    }
     Stack stack;
     stack.reserve(8);
     std::string first_why;

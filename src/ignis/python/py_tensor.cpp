@@ -4,6 +4,7 @@
 // buffer protocol hooks); every operator method is an op object attached to
 // ignis.Tensor from the op declarations (see py_op.cpp).
 
+#include "ignis/autograd/autograd_meta.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/device_kernels.h"
 #include "ignis/python/py_common.h"
@@ -173,6 +174,37 @@ PyObject* m_storage_nbytes(PyObject* self, PyObject*) {
   return PyLong_FromSize_t(unwrap(self).impl()->storage()->nbytes());
 }
 
+// resize_(*sizes) / resize_(sizes): PyTorch's in-place resize (see
+// resize_tensor); refused on tensors that require grad, as in PyTorch.
+PyObject* m_resize(PyObject* self, PyObject* args) {
+  IGNIS_PY_BEGIN
+  const Tensor& t = unwrap(self);
+  PyObject* seq = args;
+  if (PyTuple_GET_SIZE(args) == 1 && !PyLong_Check(PyTuple_GET_ITEM(args, 0)))
+    seq = PyTuple_GET_ITEM(args, 0);
+  PyObject* fast = PySequence_Fast(seq, "resize_(): sizes must be a sequence of ints");
+  if (!fast) return nullptr;
+  DimVector sizes;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
+    PyObject* v = PySequence_Fast_GET_ITEM(fast, i);
+    long long x = PyLong_Check(v) ? PyLong_AsLongLong(v) : -1;
+    if (!PyLong_Check(v) || (x == -1 && PyErr_Occurred())) {
+      Py_DECREF(fast);
+      PyErr_Clear();
+      return PyErr_Format(PyExc_TypeError, "resize_(): sizes must be ints, not %s",
+                          Py_TYPE(v)->tp_name);
+    }
+    sizes.push_back(x);
+  }
+  Py_DECREF(fast);
+  IGNIS_CHECK(!autograd::requires_grad(t), "cannot resize variables that require grad");
+  resize_tensor(t, sizes);
+  t.impl()->version_counter().bump();
+  Py_INCREF(self);
+  return self;
+  IGNIS_PY_END(nullptr)
+}
+
 // size(dim=None) / stride(dim=None)
 PyObject* size_or_stride(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                          bool stride) {
@@ -255,6 +287,7 @@ PyMethodDef tensor_methods[] = {
     {"data_ptr", m_data_ptr, METH_NOARGS, nullptr},
     {"_storage_ptr", m_untyped_storage_ptr, METH_NOARGS, nullptr},
     {"_storage_nbytes", m_storage_nbytes, METH_NOARGS, nullptr},
+    {"resize_", m_resize, METH_VARARGS, "Resizes the tensor in place (contiguous strides)."},
     {"is_contiguous", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_is_contiguous)),
      METH_VARARGS | METH_KEYWORDS, nullptr},
     {"is_floating_point", m_is_floating_point, METH_NOARGS, nullptr},
