@@ -25,6 +25,7 @@ from .pooling import (  # noqa: F401
 from .upsampling import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
 )
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "LeakyReLU", "ELU", "CELU", "SELU", "ReLU6", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh",
     "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "LogSoftmax", "Softmin",
     "PReLU", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
-    "BCEWithLogitsLoss",
+    "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell",
 ]
