@@ -370,11 +370,7 @@ class RNN(RNNBase):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
                              f"'relu'.")
         super().__init__(mode, **kwargs)
-        self.nonlinearity = nonlinearity
-
-    def extra_repr(self):
-        s = super().extra_repr()
-        return s + (", nonlinearity='relu'" if self.nonlinearity != "tanh" else "")
+        self.nonlinearity = nonlinearity  # not in the repr, as in torch
 
 
 class LSTM(RNNBase):
