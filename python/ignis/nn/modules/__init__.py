@@ -26,6 +26,10 @@ from .upsampling import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
 )
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
+from .transformer import (  # noqa: F401
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
 
 __all__ = [
@@ -42,5 +46,6 @@ __all__ = [
     "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "LogSoftmax", "Softmin",
     "PReLU", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
-    "GRUCell",
+    "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
+    "TransformerEncoderLayer", "TransformerDecoderLayer",
 ]
