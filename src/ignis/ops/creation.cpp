@@ -162,8 +162,8 @@ void rand_meta(OpCall& c) {
   check_floating(dt, c.op.schema().name == "rand" ? "check_uniform_bounds" : "normal_kernel_cpu");
   c.alloc(sizes_arg(c, 0), dt);
 }
-void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, default_generator()); }
-void randn_impl(OpCall& c) { cpu::fill_normal(c.outputs[0], 0.0, 1.0, default_generator()); }
+void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, current_generator()); }
+void randn_impl(OpCall& c) { cpu::fill_normal(c.outputs[0], 0.0, 1.0, current_generator()); }
 
 // randint(high, size) / randint.low(low, high, size)
 void randint_meta(OpCall& c) {
@@ -177,7 +177,7 @@ void randint_meta(OpCall& c) {
 void randint_impl(OpCall& c) {
   bool low_form = !c.op.schema().overload.empty();
   int64_t low = low_form ? c.int_arg(0) : 0, high = c.int_arg(low_form ? 1 : 0);
-  cpu::fill_randint(c.outputs[0], low, high, default_generator());
+  cpu::fill_randint(c.outputs[0], low, high, current_generator());
 }
 
 // randperm(n): a random permutation of 0 .. n - 1.
@@ -189,7 +189,7 @@ void randperm_meta(OpCall& c) {
               n - 1);
   c.alloc({n}, dt);
 }
-void randperm_impl(OpCall& c) { cpu::fill_randperm(c.outputs[0], default_generator()); }
+void randperm_impl(OpCall& c) { cpu::fill_randperm(c.outputs[0], current_generator()); }
 
 // multinomial(self, num_samples, replacement): category indices drawn by
 // the weights of each row of self. The data checks run in the kernel.
@@ -210,7 +210,7 @@ void multinomial_meta(OpCall& c) {
 }
 void multinomial_impl(OpCall& c) {
   cpu::multinomial_out(c.outputs[0], c.tensor(0), c.int_arg(1), c.bool_arg(2),
-                       default_generator());
+                       current_generator());
 }
 
 // ---- *_like: composites over empty_strided + an in-place fill ----------------------------
@@ -267,7 +267,7 @@ void uniform_meta(OpCall& c) {
   inplace_meta(c);
 }
 void uniform_impl(OpCall& c) {
-  cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
+  cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
 }
 void normal_meta(OpCall& c) {
   check_floating(c.tensor(0).dtype(), "normal_kernel_cpu");
@@ -275,14 +275,14 @@ void normal_meta(OpCall& c) {
   inplace_meta(c);
 }
 void normal_impl(OpCall& c) {
-  cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
+  cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
 }
 void random_meta(OpCall& c) {
   check_random_bounds(c.int_arg(1), c.int_arg(2), c.tensor(0).dtype());
   inplace_meta(c);
 }
 void random_impl(OpCall& c) {
-  cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), default_generator());
+  cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), current_generator());
 }
 void bernoulli_meta(OpCall& c) {
   double p = c.double_arg(1);
@@ -290,7 +290,7 @@ void bernoulli_meta(OpCall& c) {
   inplace_meta(c);
 }
 void bernoulli_impl(OpCall& c) {
-  cpu::fill_bernoulli(c.tensor(0), c.double_arg(1), default_generator());
+  cpu::fill_bernoulli(c.tensor(0), c.double_arg(1), current_generator());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "ignis/autograd/autograd_meta.h"
 #include "ignis/ops/op_def.h"
+#include "ignis/kernels/cpu/random.h"
 #include "ignis/python/py_common.h"
 
 #include <structmember.h>
@@ -456,11 +457,54 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
   return out;
 }
 
+// Random ops take PyTorch's `generator=` keyword. It is not part of their
+// schemas either: the call runs under a GeneratorGuard, so the op's kernels
+// (and the ops a composite calls) draw from that generator; None draws from
+// the default one. Returns null with no error set when `generator` is not
+// among kwnames.
+PyObject* random_with_generator(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                PyObject* kwnames) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  bool random = false;
+  for (const OpHandle* h : *op->overloads)
+    random = random || (h->def() && h->def()->determinism == Determinism::Random);
+  if (!random) return nullptr;
+  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "generator") == 0) at = k;
+  if (at < 0) return nullptr;
+  PyObject* g = args[nargs + at];
+  if (g != Py_None && !is_generator(g)) {
+    PyErr_Format(PyExc_TypeError, "%U(): argument 'generator' must be ignis.Generator, not %s",
+                 op->name, Py_TYPE(g)->tp_name);
+    return nullptr;
+  }
+  std::vector<PyObject*> rest(args, args + nargs);
+  PyObject* names = PyTuple_New(nkw - 1);
+  if (!names) return nullptr;
+  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
+    if (k == at) continue;
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    Py_INCREF(key);
+    PyTuple_SET_ITEM(names, j++, key);
+    rest.push_back(args[nargs + k]);
+  }
+  PyObject* out;
+  {
+    GeneratorGuard guard(g == Py_None ? nullptr : generator_of(g));
+    out = op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), nkw > 1 ? names : nullptr);
+  }
+  Py_DECREF(names);
+  return out;
+}
+
 PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* op = reinterpret_cast<PyOp*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (kwnames && PyTuple_GET_SIZE(kwnames) > 0) {
     PyObject* r = factory_with_requires_grad(self, args, nargs, kwnames);
+    if (r || PyErr_Occurred()) return r;
+    r = random_with_generator(self, args, nargs, kwnames);
     if (r || PyErr_Occurred()) return r;
   }
   try {
