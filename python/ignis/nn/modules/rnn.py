@@ -7,7 +7,7 @@ weight_hr_l{k} for LSTM's proj_size; every one U(-1/sqrt(hidden),
 n = tanh(W_in x + b_in + r * (W_hn h + b_hn))), so a PyTorch state_dict
 loads and gives PyTorch's outputs.
 
-The recurrence is written with ordinary ops (linear, sigmoid, tanh, cat),
+The recurrence is written with ordinary ops (linear, addmm, sigmoid, tanh, cat),
 so autograd and capture see it like any other code. Every layer runs on a
 "flat" sequence: (sum of batch sizes, features) with a batch size per step,
 which is a padded batch (T * B rows, B per step) or a PackedSequence's data
@@ -31,26 +31,39 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 # ---- one step of each kind of cell --------------------------------------------------------
-# xg: the input projection W_ih x + b_ih of this step; state: h, or (h, c).
+# xg: this step's input projection, W_ih x + b_ih, plus b_hh for RNN and LSTM
+# (GRU keeps b_hn inside r * (W_hn h + b_hn)); w_hh_t, w_hr_t: the transposed
+# hidden and projection weights; state: h, or (h, c).
+def _input_proj(mode, x, w_ih, b_ih, b_hh):
+    xg = F.linear(x, w_ih, b_ih)
+    if b_hh is not None and mode != "GRU":
+        xg = xg + b_hh
+    return xg
+
+
 def _rnn_step(act):
-    def step(xg, state, w_hh, b_hh, w_hr):
-        return act(xg + F.linear(state, w_hh, b_hh))
+    def step(xg, h, w_hh_t, b_hh, w_hr_t):
+        return act(ignis.addmm(xg, h, w_hh_t))
     return step
 
 
-def _lstm_step(xg, state, w_hh, b_hh, w_hr):
+def _lstm_step(xg, state, w_hh_t, b_hh, w_hr_t):
     h, c = state
-    i, f, g, o = (xg + F.linear(h, w_hh, b_hh)).chunk(4, 1)
-    c = ignis.sigmoid(f) * c + ignis.sigmoid(i) * ignis.tanh(g)
-    h = ignis.sigmoid(o) * ignis.tanh(c)
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
+    gates = ignis.addmm(xg, h, w_hh_t)
+    H = gates.shape[1] // 4
+    i, f, _, o = ignis.sigmoid(gates).chunk(4, 1)
+    g = ignis.tanh(gates.narrow(1, 2 * H, H))
+    c = f * c + i * g
+    h = o * ignis.tanh(c)
+    if w_hr_t is not None:
+        h = h.mm(w_hr_t)
     return h, c
 
 
-def _gru_step(xg, h, w_hh, b_hh, w_hr):
+def _gru_step(xg, h, w_hh_t, b_hh, w_hr_t):
+    hg = h.mm(w_hh_t) if b_hh is None else ignis.addmm(b_hh, h, w_hh_t)
     xr, xz, xn = xg.chunk(3, 1)
-    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, 1)
+    hr, hz, hn = hg.chunk(3, 1)
     r = ignis.sigmoid(xr + hr)
     z = ignis.sigmoid(xz + hz)
     n = ignis.tanh(xn + r * hn)
@@ -63,6 +76,10 @@ def _step_fn(mode):
     if mode == "GRU":
         return _gru_step
     return _rnn_step(ignis.tanh if mode == "RNN_TANH" else ignis.relu)
+
+
+def _t(w):
+    return None if w is None else w.t()
 
 
 # ---- state helpers: h, or the pair (h, c) -------------------------------------------------
@@ -85,18 +102,15 @@ def _out(state):
     return state[0] if isinstance(state, tuple) else state
 
 
-def _run_direction(step, xg, batch_sizes, state, w_hh, b_hh, w_hr, reverse):
+def _run_direction(step, xg, batch_sizes, state, w_hh_t, b_hh, w_hr_t, reverse):
     """Runs one direction of one layer over the flat projected input xg;
     returns the flat output and the final state."""
-    offsets, off = [], 0
-    for b in batch_sizes:
-        offsets.append(off)
-        off += b
+    steps = xg.split(batch_sizes)  # one backward node for all steps (narrow would be one each)
     order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
     outs = [None] * len(batch_sizes)
     for t in order:
         b = batch_sizes[t]
-        new = step(xg.narrow(0, offsets[t], b), _head(state, b), w_hh, b_hh, w_hr)
+        new = step(steps[t], _head(state, b), w_hh_t, b_hh, w_hr_t)
         state = _merge(new, state, b)
         outs[t] = _out(new)
     return ignis.cat(outs, 0), state
@@ -305,9 +319,9 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, d)
                 k = layer * D + d
                 state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
-                xg = F.linear(x, w_ih, b_ih)
-                out, state = _run_direction(step, xg, batch_sizes, state, w_hh, b_hh, w_hr,
-                                            reverse=d == 1)
+                xg = _input_proj(self.mode, x, w_ih, b_ih, b_hh)
+                out, state = _run_direction(step, xg, batch_sizes, state, w_hh.t(), b_hh,
+                                            _t(w_hr), reverse=d == 1)
                 outs.append(out)
                 if is_lstm:
                     h_finals.append(state[0])
@@ -464,8 +478,8 @@ class RNNCell(RNNCellBase):
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
         act = ignis.tanh if self.nonlinearity == "tanh" else ignis.relu
-        h = _rnn_step(act)(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                           self.bias_hh, None)
+        xg = _input_proj("RNN", x, self.weight_ih, self.bias_ih, self.bias_hh)
+        h = _rnn_step(act)(xg, h, self.weight_hh.t(), None, None)
         return h if batched else h.squeeze(0)
 
 
@@ -475,8 +489,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prepare(input, hx, 2)
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), (h, c), self.weight_hh,
-                          self.bias_hh, None)
+        xg = _input_proj("LSTM", x, self.weight_ih, self.bias_ih, self.bias_hh)
+        h, c = _lstm_step(xg, (h, c), self.weight_hh.t(), None, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -486,6 +500,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                      self.bias_hh, None)
+        xg = _input_proj("GRU", x, self.weight_ih, self.bias_ih, self.bias_hh)
+        h = _gru_step(xg, h, self.weight_hh.t(), self.bias_hh, None)
         return h if batched else h.squeeze(0)
