@@ -43,6 +43,7 @@ from ._generator import Generator, default_generator  # noqa: E402,F401
 from . import _random  # noqa: E402
 from ._random import normal, bernoulli, poisson  # noqa: E402,F401
 _random.install(Tensor)
+from . import random  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .autograd import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,

@@ -319,36 +319,36 @@ void register_creation_ops() {
       .decomposition(decomp::linspace);
   def("eye(int n, int? m=None, " + o + ") -> Tensor").category(OpCategory::Creation).meta(eye_meta)
       .cpu(eye_impl).decomposition(decomp::eye);
-  def("rand(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("rand(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(rand_meta).cpu(rand_impl)
       .doc("uniform on [0, 1); same numbers for the same seed at any thread count").core();
-  def("randn(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("randn(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(rand_meta).cpu(randn_impl).doc("standard normal").core();
   def("randint(int high, int[] size, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .random().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
+      .random_with_generator().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
   def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).random().meta(randint_meta).cpu(randint_impl).core();
+      .category(OpCategory::Creation).random_with_generator().meta(randint_meta).cpu(randint_impl).core();
 
-  def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(randperm_meta).cpu(randperm_impl)
       .doc("a random permutation of 0 .. n - 1 (int64 unless dtype is given)").core();
   def("multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor")
-      .category(OpCategory::Other).both().random().nondifferentiable()
+      .category(OpCategory::Other).both().random_with_generator().nondifferentiable()
       .meta(multinomial_meta).cpu(multinomial_impl)
       .doc("num_samples category indices per row, drawn by the row's (unnormalised) weights")
       .core();
 
   def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)")
-      .category(OpCategory::Creation).random().method_only().meta(uniform_meta)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(uniform_meta)
       .cpu(uniform_impl).core();
   def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)")
-      .category(OpCategory::Creation).random().method_only().meta(normal_meta).cpu(normal_impl)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(normal_meta).cpu(normal_impl)
       .core();
   def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)")
-      .category(OpCategory::Creation).random().method_only().meta(random_meta).cpu(random_impl)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(random_meta).cpu(random_impl)
       .core();
   def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(OpCategory::Creation)
-      .random().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
+      .random_with_generator().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
 
   def("empty_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
       .uninitialized().composite(like_kernel<0>);
@@ -358,14 +358,14 @@ void register_creation_ops() {
       .composite(like_kernel<2>);
   def("full_like(Tensor self, Scalar fill_value, " + o + ") -> Tensor")
       .category(OpCategory::Creation).composite(like_kernel<3>);
-  def("rand_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("rand_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .composite(like_kernel<4>);
-  def("randn_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("randn_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .composite(like_kernel<5>);
   def("randint_like(Tensor self, int high, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .random().composite(randint_like_kernel);
+      .random_with_generator().composite(randint_like_kernel);
   def("randint_like.low(Tensor self, int low, int high, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).random().composite(randint_like_kernel);
+      .category(OpCategory::Creation).random_with_generator().composite(randint_like_kernel);
 }
 
 }  // namespace ignis

@@ -457,7 +457,8 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
   return out;
 }
 
-// Random ops take PyTorch's `generator=` keyword. It is not part of their
+// Random ops declared random_with_generator() take PyTorch's `generator=`
+// keyword (OpDef::takes_generator). It is not part of their
 // schemas either: the call runs under a GeneratorGuard, so the op's kernels
 // (and the ops a composite calls) draw from that generator; None draws from
 // the default one. Returns null with no error set when `generator` is not
@@ -465,10 +466,9 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
 PyObject* random_with_generator(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                                 PyObject* kwnames) {
   auto* op = reinterpret_cast<PyOp*>(self);
-  bool random = false;
-  for (const OpHandle* h : *op->overloads)
-    random = random || (h->def() && h->def()->determinism == Determinism::Random);
-  if (!random) return nullptr;
+  bool takes = false;
+  for (const OpHandle* h : *op->overloads) takes = takes || (h->def() && h->def()->takes_generator);
+  if (!takes) return nullptr;
   Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
   for (Py_ssize_t k = 0; k < nkw; ++k)
     if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "generator") == 0) at = k;
