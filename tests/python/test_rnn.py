@@ -442,3 +442,122 @@ def test_compiled_matches_eager(name, kw):
     got.backward()
     for a, b in zip(_grads(me), _grads(mc)):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
+# ---- programs -------------------------------------------------------------------------------
+def _lm(lib, kind):
+    nn_ = lib.nn
+
+    class LM(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn_.Embedding(50, 16)
+            self.rnn = getattr(nn_, kind)(16, 16, 2, dropout=0.0)
+            self.decoder = nn_.Linear(16, 50)
+
+        def forward(self, x, hidden):
+            out, hidden = self.rnn(self.encoder(x), hidden)
+            return self.decoder(out), hidden
+
+    return LM()
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_word_language_model_training_matches_torch(kind):
+    """pytorch/examples' word language model, small: truncated BPTT with the
+    hidden state carried (detached) between batches, SGD and
+    clip_grad_norm_; the same losses and weights as torch after 4 steps."""
+    torch.manual_seed(0)
+    tm = _lm(torch, kind)
+    im = _lm(ignis, kind)
+    im.load_state_dict(OrderedDict((k, from_torch(v)) for k, v in tm.state_dict().items()))
+    data = np.random.default_rng(0).integers(0, 50, (4 * 7 + 1, 3))
+
+    def train(lib, m):
+        opt = lib.optim.SGD(m.parameters(), lr=1.0)
+        hidden = None
+        losses = []
+        for i in range(4):
+            x = lib.from_numpy(data[i * 7:(i + 1) * 7].copy())
+            y = lib.from_numpy(data[i * 7 + 1:(i + 1) * 7 + 1].copy())
+            if hidden is not None:
+                hidden = tuple(h.detach() for h in hidden) if isinstance(hidden, tuple) \
+                    else hidden.detach()
+            out, hidden = m(x, hidden)
+            loss = lib.nn.functional.cross_entropy(out.reshape(-1, 50), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            lib.nn.utils.clip_grad_norm_(m.parameters(), 0.25)
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    np.testing.assert_allclose(train(ignis, im), train(torch, tm), rtol=1e-5)
+    for (n, p), (_, q) in zip(im.named_parameters(), tm.named_parameters()):
+        close(p, q, 1e-4, 1e-5, n)
+
+
+def test_time_sequence_prediction_with_lbfgs_matches_torch():
+    """pytorch/examples' time-sequence prediction: two LSTMCells unrolled
+    over sine waves, trained with LBFGS (closure), then a future
+    prediction; torch's losses and predictions."""
+    def make(lib):
+        nn_ = lib.nn
+
+        class Sequence(nn_.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm1 = nn_.LSTMCell(1, 12)
+                self.lstm2 = nn_.LSTMCell(12, 12)
+                self.linear = nn_.Linear(12, 1)
+
+            def forward(self, input, future=0):
+                outputs = []
+                n = input.size(0)
+                h_t = lib.zeros(n, 12, dtype=lib.double)
+                c_t = lib.zeros(n, 12, dtype=lib.double)
+                h_t2 = lib.zeros(n, 12, dtype=lib.double)
+                c_t2 = lib.zeros(n, 12, dtype=lib.double)
+                for input_t in input.split(1, dim=1):
+                    h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+                    h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                    output = self.linear(h_t2)
+                    outputs += [output]
+                for _ in range(future):
+                    h_t, c_t = self.lstm1(output, (h_t, c_t))
+                    h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                    output = self.linear(h_t2)
+                    outputs += [output]
+                return lib.cat(outputs, dim=1)
+
+        return Sequence().double()
+
+    torch.manual_seed(0)
+    tm, im = make(torch), make(ignis)
+    im.load_state_dict(OrderedDict((k, from_torch(v)) for k, v in tm.state_dict().items()))
+    t = np.arange(21) + np.random.default_rng(0).integers(-4, 4, (3, 1))
+    wave = np.sin(t / 20.0 * 2 * np.pi)
+
+    def train(lib, m):
+        x = lib.from_numpy(wave[:, :-1].copy())
+        y = lib.from_numpy(wave[:, 1:].copy())
+        crit = lib.nn.MSELoss()
+        opt = lib.optim.LBFGS(m.parameters(), lr=0.8, max_iter=5)
+        losses = []
+
+        def closure():
+            opt.zero_grad()
+            loss = crit(m(x), y)
+            losses.append(loss.item())
+            loss.backward()
+            return loss
+
+        for _ in range(2):
+            opt.step(closure)
+        with lib.no_grad():
+            pred = m(x, future=5)
+        return losses, pred.numpy()
+
+    (li, pi), (lt, pt) = train(ignis, im), train(torch, tm)
+    np.testing.assert_allclose(li, lt, rtol=1e-7)
+    np.testing.assert_allclose(pi, pt, rtol=1e-7, atol=1e-9)

@@ -428,3 +428,86 @@ def test_compiled_transformer_encoder_matches_eager():
     for (n, a), (_, b) in zip(me.named_parameters(), mc.named_parameters()):
         np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-4, atol=1e-6,
                                    err_msg=n)
+
+
+# ---- programs ---------------------------------------------------------------------------------
+def _transformer_lm(lib):
+    nn_ = lib.nn
+
+    class TransformerModel(nn_.Module):
+        """pytorch/examples' word language model, Transformer variant."""
+
+        def __init__(self, ntoken=40, ninp=16, nhead=2, nhid=32, nlayers=2):
+            super().__init__()
+            layer = nn_.TransformerEncoderLayer(ninp, nhead, nhid, 0.0)
+            self.transformer_encoder = nn_.TransformerEncoder(layer, nlayers)
+            self.encoder = nn_.Embedding(ntoken, ninp)
+            self.decoder = nn_.Linear(ninp, ntoken)
+            self.ninp = ninp
+
+        def forward(self, src):
+            mask = nn_.Transformer.generate_square_subsequent_mask(len(src))
+            src = self.encoder(src) * math.sqrt(self.ninp)
+            out = self.transformer_encoder(src, mask)
+            return lib.nn.functional.log_softmax(self.decoder(out), dim=-1)
+
+    return TransformerModel()
+
+
+def test_transformer_language_model_training_matches_torch():
+    torch.manual_seed(0)
+    tm, im = _transformer_lm(torch), _transformer_lm(ignis)
+    load(im, tm)
+    data = np.random.default_rng(0).integers(0, 40, (3 * 6 + 1, 4))
+
+    def train(lib, m):
+        # SGD: the key bias's gradient is zero up to rounding (softmax ignores a
+        # shift), which Adam would scale up to full steps in either direction
+        opt = lib.optim.SGD(m.parameters(), lr=0.5)
+        losses = []
+        for i in range(3):
+            x = lib.from_numpy(data[i * 6:(i + 1) * 6].copy())
+            y = lib.from_numpy(data[i * 6 + 1:(i + 1) * 6 + 1].copy())
+            loss = lib.nn.functional.nll_loss(m(x).reshape(-1, 40), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            lib.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    np.testing.assert_allclose(train(ignis, im), train(torch, tm), rtol=1e-5)
+    for (n, p), (_, q) in zip(im.named_parameters(), tm.named_parameters()):
+        close(p, q, 1e-4, 1e-5, n)
+
+
+def test_seq2seq_transformer_training_matches_torch():
+    """nn.Transformer as a seq2seq model: masks for the target and the
+    padding, two SGD steps, torch's losses."""
+    torch.manual_seed(0)
+    tm = torch.nn.Transformer(16, 4, 2, 2, 32, dropout=0.0, batch_first=True)
+    im = nn.Transformer(16, 4, 2, 2, 32, dropout=0.0, batch_first=True)
+    load(im, tm)
+    rng = np.random.default_rng(1)
+    src, tgt = rng.standard_normal((3, 7, 16)), rng.standard_normal((3, 5, 16))
+    pad = np.zeros((3, 7), bool)
+    pad[0, 5:] = True
+
+    def train(lib, m):
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        s = lib.from_numpy(src.astype(np.float32))
+        t = lib.from_numpy(tgt.astype(np.float32))
+        kpm = lib.from_numpy(pad.copy())
+        mask = m.generate_square_subsequent_mask(5)
+        losses = []
+        for _ in range(2):
+            out = m(s, t, tgt_mask=mask, src_key_padding_mask=kpm,
+                    memory_key_padding_mask=kpm, tgt_is_causal=True)
+            loss = (out - t).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    np.testing.assert_allclose(train(ignis, im), train(torch, tm), rtol=1e-5)
