@@ -284,8 +284,11 @@ PyMODINIT_FUNC PyInit__C() {
   if (!m) return nullptr;
   if (!init_tensor_type(m) || !init_dtype_types(m) || !init_op_type(m) || !init_indexing(m) ||
       !init_graph(m) || !init_autograd(m) || !init_capture(m) || !init_decompose(m) ||
-      !init_aot(m) || !init_compiler(m) || !init_memory(m) || !init_cuda(m) ||
-      !init_generator(m)) {
+      !init_aot(m) || !init_compiler(m) || !init_memory(m) || !init_cuda(m)) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  if (!init_generator(m)) {  // _C.Generator, _C.default_generator
     Py_DECREF(m);
     return nullptr;
   }
