@@ -42,6 +42,9 @@ DRAWS = [
     ("normal_", lambda g: ignis.empty(4).normal_(1, 2, generator=g)),
     ("random_", lambda g: ignis.empty(4, dtype=ignis.int64).random_(0, 100, generator=g)),
     ("bernoulli_", lambda g: ignis.empty(8).bernoulli_(0.3, generator=g)),
+    ("random_to", lambda g: ignis.empty(5).random_(7, generator=g)),
+    ("random_all", lambda g: ignis.empty(5).random_(generator=g)),
+    ("bernoulli_tensor", lambda g: ignis.empty(2, 4).bernoulli_(ignis.tensor([0.2, 0.5, 0.7, 0.9]), generator=g)),
     ("rand_like", lambda g: ignis.rand_like(ignis.zeros(2, 2), generator=g)),
     ("randn_like", lambda g: ignis.randn_like(ignis.zeros(3), generator=g)),
     ("randint_like", lambda g: ignis.randint_like(ignis.zeros(3), 7, generator=g)),
@@ -347,3 +350,26 @@ def test_ignis_random_module():
     R.set_rng_state(s)
     np.testing.assert_array_equal(arr(ignis.rand(2)), b)
     assert isinstance(R.seed(), int)
+
+
+@pytest.mark.skipif(torch is None, reason="torch not installed")
+def test_random_and_bernoulli_overloads_like_torch():
+    """random_(to), random_() and bernoulli_(Tensor p): torch's ranges and shapes."""
+    n = 20000
+    for dt, hi in (("float32", 2 ** 24), ("float64", 2 ** 53), ("int8", 127), ("uint8", 255),
+                   ("int16", 32767), ("bool", 1)):
+        for lib in (ignis, torch):
+            x = lib.empty(n, dtype=getattr(lib, dt)).random_()
+            v = x.to(lib.float64).numpy() if dt != "bool" else x.numpy().astype(np.float64)
+            assert v.min() >= 0 and v.max() <= hi, (lib.__name__, dt)
+            if dt in ("int8", "uint8", "bool"):
+                assert v.max() >= hi - 2, (lib.__name__, dt)
+        i = ignis.empty(n, dtype=getattr(ignis, dt)).random_(2 if dt == "bool" else 5)
+        assert set(np.unique(i.numpy().astype(np.int64))) <= set(range(5))
+    for lib in (ignis, torch):
+        p = lib.tensor([0.0, 1.0, 0.5])
+        x = lib.empty(4000, 3).bernoulli_(p)
+        m = x.mean(0).tolist()
+        assert m[0] == 0.0 and m[1] == 1.0 and abs(m[2] - 0.5) < 0.05
+        with pytest.raises(TypeError):
+            lib.empty(3).random_(1, 2, 3)

@@ -253,6 +253,47 @@ void randint_like_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
   s.emplace_back(std::move(out));
 }
 
+// random_.to(self, to) and random_(self): random_.from with from = 0 and, for
+// random_(), to one past every integer the dtype holds exactly (2^digits for
+// floating types, as torch) or past its largest value for integer types.
+int64_t random_default_to(ScalarType dt) {
+  switch (dt) {
+    case ScalarType::Float16: return (int64_t(1) << 11) + 1;
+    case ScalarType::BFloat16: return (int64_t(1) << 8) + 1;
+    case ScalarType::Float32: return (int64_t(1) << 24) + 1;
+    case ScalarType::Float64: return (int64_t(1) << 53) + 1;
+    case ScalarType::Bool: return 2;
+    case ScalarType::UInt8: return 256;
+    case ScalarType::Int8: return 128;
+    case ScalarType::Int16: return 32768;
+    case ScalarType::Int32: return int64_t(1) << 31;
+    default: return INT64_MAX;
+  }
+}
+
+void random_to_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const int64_t to = op.schema().overload == "to" ? s[1].to_int() : random_default_to(self.dtype());
+  random_op.call(self, int64_t(0), to);
+  s.clear();
+  s.emplace_back(std::move(self));
+}
+
+// bernoulli_.Tensor(self, p): each element 1 with the probability of p there
+// (p broadcast to self), drawn as uniform < p.
+OpRef lt_op("lt");
+OpRef copy_op("copy_");
+void bernoulli_tensor_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const Tensor& p = s[1].to_tensor();
+  ScalarType ut = is_floating(p.dtype()) ? p.dtype() : ScalarType::Float32;
+  Tensor u = empty_like_impl(self, IValue(ut), IValue());
+  uniform_op.call(u, 0.0, 1.0);
+  copy_op.call(self, lt_op.tensor(u, p));
+  s.clear();
+  s.emplace_back(std::move(self));
+}
+
 // ---- in-place random fills ------------------------------------------------------------------
 // The argument checks run in the meta rules so that meta tensors see them too.
 void inplace_meta(OpCall& c) {
@@ -349,6 +390,14 @@ void register_creation_ops() {
       .core();
   def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(OpCategory::Creation)
       .random_with_generator().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
+  def("random_.to(Tensor(a!) self, int to) -> Tensor(a!)").category(OpCategory::Creation)
+      .random_with_generator().method_only().composite(random_to_kernel);
+  def("random_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Creation)
+      .random_with_generator().method_only().composite(random_to_kernel)
+      .doc("integers in [0, 2^digits] for floating types, [0, max) for integer types");
+  def("bernoulli_.Tensor(Tensor(a!) self, Tensor p) -> Tensor(a!)")
+      .category(OpCategory::Creation).random_with_generator().method_only()
+      .composite(bernoulli_tensor_kernel);
 
   def("empty_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
       .uninitialized().composite(like_kernel<0>);
