@@ -4,6 +4,11 @@ Programs (--program):
   cnn: an MNIST-style CNN, two blocks of conv 3x3 (padding 1) + batch norm +
        ReLU + max pool 2, then a linear layer; batch 64 of 1x28x28 (or
        3x32x32 with --image 32); SGD with momentum, cross-entropy loss.
+  lstm: the word language model of pytorch/examples, small: embedding 128,
+       a 2-layer LSTM of 128 (dropout 0.2), a decoder over 1000 words;
+       35 steps x batch 20 (--batch sets it); SGD, clip_grad_norm_ 0.25.
+  transformer: the same model with a 2-layer TransformerEncoder (d_model
+       128, 4 heads, feed-forward 256, causal mask) in place of the LSTM.
 
 One step = forward, loss, zero_grad, backward, optimizer step, on the same
 model code for both libraries. torch runs twice: as installed (its
@@ -17,7 +22,8 @@ load from other processes on the machine affects both alike. Prints the
 median step time of each, its phases, and the ignis/torch ratio (< 1 means
 ignis is faster).
 
-    python bench/programs.py [--program cnn] [--threads N] [--steps 20] [--rounds 2]
+    python bench/programs.py [--program cnn|lstm|transformer] [--threads N] [--steps 20]
+                             [--rounds 2]
                              [--image 28|32] [--batch 64]
 """
 import argparse
@@ -61,9 +67,10 @@ def cnn_step_times(lib, args):
     model = build_cnn(lib, in_ch, args.image)
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = np.random.default_rng(0)
-    x = lib.from_numpy(rng.standard_normal((args.batch, in_ch, args.image, args.image))
+    batch = args.batch or 64
+    x = lib.from_numpy(rng.standard_normal((batch, in_ch, args.image, args.image))
                        .astype(np.float32))
-    y = lib.from_numpy(rng.integers(0, 10, args.batch))
+    y = lib.from_numpy(rng.integers(0, 10, batch))
     times, phases = [], []
     for i in range(args.warmup + args.steps):
         t0 = time.perf_counter()
@@ -80,7 +87,63 @@ def cnn_step_times(lib, args):
     return float(np.median(times)), np.median(np.array(phases), axis=0), loss.item()
 
 
-PROGRAMS = {"cnn": cnn_step_times}
+def build_language_model(lib, kind, ntoken=1000, ninp=128):
+    nn = lib.nn
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.2)
+            self.encoder = nn.Embedding(ntoken, ninp)
+            if kind == "lstm":
+                self.rnn = nn.LSTM(ninp, ninp, 2, dropout=0.2)
+            else:
+                layer = nn.TransformerEncoderLayer(ninp, 4, 256, 0.2)
+                self.rnn = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.decoder = nn.Linear(ninp, ntoken)
+
+        def forward(self, src, mask=None):
+            emb = self.drop(self.encoder(src))
+            if kind == "lstm":
+                out, _ = self.rnn(emb)
+            else:
+                out = self.rnn(emb, mask=mask, is_causal=True)
+            return self.decoder(self.drop(out))
+
+    return LM()
+
+
+def lm_step_times(lib, args, kind):
+    lib.manual_seed(0)
+    model = build_language_model(lib, kind)
+    opt = lib.optim.SGD(model.parameters(), lr=0.5)
+    rng = np.random.default_rng(0)
+    seq, batch = 35, args.batch or 20
+    data = lib.from_numpy(rng.integers(0, 1000, (seq + 1, batch)))
+    x, y = data[:-1], data[1:].reshape(-1)
+    mask = lib.nn.Transformer.generate_square_subsequent_mask(seq) if kind != "lstm" else None
+    times, phases = [], []
+    for i in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        loss = lib.nn.functional.cross_entropy(model(x, mask).reshape(-1, 1000), y)
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        if i >= args.warmup:
+            times.append(t3 - t0)
+            phases.append((t1 - t0, t2 - t1, t3 - t2))
+    return float(np.median(times)), np.median(np.array(phases), axis=0), loss.item()
+
+
+PROGRAMS = {
+    "cnn": cnn_step_times,
+    "lstm": lambda lib, args: lm_step_times(lib, args, "lstm"),
+    "transformer": lambda lib, args: lm_step_times(lib, args, "transformer"),
+}
 PEERS = ["torch", "torch-nomkldnn", "ignis"]
 
 
@@ -110,7 +173,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--image", type=int, choices=[28, 32], default=28)
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=None, help="64 for cnn, 20 for the LMs")
     ap.add_argument("--only", choices=PEERS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.only:
@@ -121,7 +184,9 @@ def main():
         for name in PEERS:
             cmd = [sys.executable, __file__, "--only", name, "--program", args.program,
                    "--steps", str(args.steps), "--warmup", str(args.warmup),
-                   "--image", str(args.image), "--batch", str(args.batch)]
+                   "--image", str(args.image)]
+            if args.batch:
+                cmd += ["--batch", str(args.batch)]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True,
@@ -129,7 +194,9 @@ def main():
             r = json.loads(out.strip().splitlines()[-1])
             if name not in best or r["step"] < best[name]["step"]:
                 best[name] = r
-    print(f"{args.program}: batch {args.batch}, {args.image}x{args.image} images; threads "
+    what = (f"batch {args.batch or 64}, {args.image}x{args.image} images"
+            if args.program == "cnn" else f"35 steps x batch {args.batch or 20}")
+    print(f"{args.program}: {what}; threads "
           f"ignis={best['ignis']['threads']} torch={best['torch']['threads']}; "
           f"{platform.processor() or platform.machine()}, torch {best['torch']['version']}")
     for name in PEERS:

@@ -18,7 +18,7 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
 from . import _C  # noqa: E402
 from ._C import (  # noqa: E402,F401
     dtype, device, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-    manual_seed, initial_seed, get_default_dtype, promote_types, can_cast,
+    initial_seed, get_default_dtype, promote_types, can_cast,
     get_num_threads, set_num_threads,
 )
 
@@ -39,7 +39,11 @@ _ops.install(globals(), Tensor)
 
 from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
-from ._generator import Generator  # noqa: E402,F401
+from ._generator import Generator, default_generator  # noqa: E402,F401
+from . import _random  # noqa: E402
+from ._random import normal, bernoulli, poisson  # noqa: E402,F401
+_random.install(Tensor)
+from . import random  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .autograd import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,

@@ -1,16 +1,27 @@
 """Python-level functions that are not operators of their own."""
 from . import _C
 
-__all__ = ["get_rng_state", "set_rng_state", "seed", "isclose", "allclose", "equal",
+__all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "allclose", "equal",
            "broadcast_tensors", "broadcast_shapes"]
 
 
+def manual_seed(seed):
+    """Seeds the global generator; returns it (ignis.default_generator)."""
+    _C.manual_seed(seed)
+    return _C.default_generator
+
+
 def get_rng_state():
-    return _C.get_rng_state()
+    """The global generator's state, a uint8 tensor (default_generator.get_state())."""
+    return _C.default_generator.get_state()
 
 
 def set_rng_state(state):
-    _C.set_rng_state(*state)
+    """Restores get_rng_state()'s tensor (or the older (seed, offset) pair)."""
+    if isinstance(state, tuple):
+        _C.set_rng_state(*state)
+    else:
+        _C.default_generator.set_state(state)
 
 
 def seed():

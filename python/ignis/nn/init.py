@@ -54,23 +54,23 @@ def _calculate_correct_fan(tensor, mode):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     with no_grad():
-        return tensor.uniform_(a, b)
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     with no_grad():
-        return tensor.normal_(mean, std)
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Normal(mean, std) restricted to [a, b], by redrawing values outside."""
     with no_grad():
-        tensor.normal_(mean, std)
+        tensor.normal_(mean, std, generator=generator)
         for _ in range(1000):
             outside = (tensor < a).logical_or(tensor > b)
             if not bool(outside.any()):
                 break
-            redraw = ignis.empty_like(tensor).normal_(mean, std)
+            redraw = ignis.empty_like(tensor).normal_(mean, std, generator=generator)
             tensor.copy_(ignis.where(outside, redraw, tensor))
         return tensor.clamp_(min=a, max=b)
 
@@ -94,13 +94,13 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
 def _kaiming_std(tensor, a, mode, nonlinearity):
@@ -113,14 +113,14 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
         warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 def eye_(tensor):
@@ -162,7 +162,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     import numpy as np
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flat = ignis.empty(rows, cols, dtype=ignis.float64).normal_(0, 1).numpy()
+    flat = ignis.empty(rows, cols, dtype=ignis.float64).normal_(0, 1, generator=generator).numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -182,9 +182,9 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     with no_grad():
-        tensor.normal_(0, std)
+        tensor.normal_(0, std, generator=generator)
         for col_idx in range(cols):
-            zero_indices = ignis.randperm(rows)[:num_zeros]
+            zero_indices = ignis.randperm(rows, generator=generator)[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
 

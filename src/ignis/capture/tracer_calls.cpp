@@ -501,6 +501,16 @@ graph::Node* Tracer::node_of(const VTP& t) {
   return ph;
 }
 
+namespace {
+// An argument a graph cannot hold: a graph break, the call running eagerly.
+[[noreturn]] void unsupported_arg(const VTP& v) {
+  if (v->value && py::is_generator(v->value.get()))
+    throw Unsupported{"a random op called with generator= (it runs eagerly, drawing from that "
+                      "generator)"};
+  throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
+}
+}  // namespace
+
 graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return graph::Value(node_of(v));
@@ -522,7 +532,7 @@ graph::Value Tracer::graph_arg(const VTP& v) {
       return graph::Value::dict(std::move(kv));
     }
     default:
-      throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
+      unsupported_arg(v);
   }
 }
 
@@ -550,7 +560,7 @@ Obj Tracer::fake_arg(const VTP& v) {
       return d;
     }
     default:
-      throw Unsupported{str("passing a ", kind_name(v->kind), " to a tensor operation")};
+      unsupported_arg(v);
   }
 }
 

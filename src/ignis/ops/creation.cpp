@@ -162,8 +162,8 @@ void rand_meta(OpCall& c) {
   check_floating(dt, c.op.schema().name == "rand" ? "check_uniform_bounds" : "normal_kernel_cpu");
   c.alloc(sizes_arg(c, 0), dt);
 }
-void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, default_generator()); }
-void randn_impl(OpCall& c) { cpu::fill_normal(c.outputs[0], 0.0, 1.0, default_generator()); }
+void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, current_generator()); }
+void randn_impl(OpCall& c) { cpu::fill_normal(c.outputs[0], 0.0, 1.0, current_generator()); }
 
 // randint(high, size) / randint.low(low, high, size)
 void randint_meta(OpCall& c) {
@@ -177,7 +177,7 @@ void randint_meta(OpCall& c) {
 void randint_impl(OpCall& c) {
   bool low_form = !c.op.schema().overload.empty();
   int64_t low = low_form ? c.int_arg(0) : 0, high = c.int_arg(low_form ? 1 : 0);
-  cpu::fill_randint(c.outputs[0], low, high, default_generator());
+  cpu::fill_randint(c.outputs[0], low, high, current_generator());
 }
 
 // randperm(n): a random permutation of 0 .. n - 1.
@@ -189,7 +189,7 @@ void randperm_meta(OpCall& c) {
               n - 1);
   c.alloc({n}, dt);
 }
-void randperm_impl(OpCall& c) { cpu::fill_randperm(c.outputs[0], default_generator()); }
+void randperm_impl(OpCall& c) { cpu::fill_randperm(c.outputs[0], current_generator()); }
 
 // multinomial(self, num_samples, replacement): category indices drawn by
 // the weights of each row of self. The data checks run in the kernel.
@@ -210,7 +210,7 @@ void multinomial_meta(OpCall& c) {
 }
 void multinomial_impl(OpCall& c) {
   cpu::multinomial_out(c.outputs[0], c.tensor(0), c.int_arg(1), c.bool_arg(2),
-                       default_generator());
+                       current_generator());
 }
 
 // ---- *_like: composites over empty_strided + an in-place fill ----------------------------
@@ -253,6 +253,47 @@ void randint_like_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
   s.emplace_back(std::move(out));
 }
 
+// random_.to(self, to) and random_(self): random_.from with from = 0 and, for
+// random_(), to one past every integer the dtype holds exactly (2^digits for
+// floating types, as torch) or past its largest value for integer types.
+int64_t random_default_to(ScalarType dt) {
+  switch (dt) {
+    case ScalarType::Float16: return (int64_t(1) << 11) + 1;
+    case ScalarType::BFloat16: return (int64_t(1) << 8) + 1;
+    case ScalarType::Float32: return (int64_t(1) << 24) + 1;
+    case ScalarType::Float64: return (int64_t(1) << 53) + 1;
+    case ScalarType::Bool: return 2;
+    case ScalarType::UInt8: return 256;
+    case ScalarType::Int8: return 128;
+    case ScalarType::Int16: return 32768;
+    case ScalarType::Int32: return int64_t(1) << 31;
+    default: return INT64_MAX;
+  }
+}
+
+void random_to_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const int64_t to = op.schema().overload == "to" ? s[1].to_int() : random_default_to(self.dtype());
+  random_op.call(self, int64_t(0), to);
+  s.clear();
+  s.emplace_back(std::move(self));
+}
+
+// bernoulli_.Tensor(self, p): each element 1 with the probability of p there
+// (p broadcast to self), drawn as uniform < p.
+OpRef lt_op("lt");
+OpRef copy_op("copy_");
+void bernoulli_tensor_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const Tensor& p = s[1].to_tensor();
+  ScalarType ut = is_floating(p.dtype()) ? p.dtype() : ScalarType::Float32;
+  Tensor u = empty_like_impl(self, IValue(ut), IValue());
+  uniform_op.call(u, 0.0, 1.0);
+  copy_op.call(self, lt_op.tensor(u, p));
+  s.clear();
+  s.emplace_back(std::move(self));
+}
+
 // ---- in-place random fills ------------------------------------------------------------------
 // The argument checks run in the meta rules so that meta tensors see them too.
 void inplace_meta(OpCall& c) {
@@ -267,7 +308,7 @@ void uniform_meta(OpCall& c) {
   inplace_meta(c);
 }
 void uniform_impl(OpCall& c) {
-  cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
+  cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
 }
 void normal_meta(OpCall& c) {
   check_floating(c.tensor(0).dtype(), "normal_kernel_cpu");
@@ -275,14 +316,14 @@ void normal_meta(OpCall& c) {
   inplace_meta(c);
 }
 void normal_impl(OpCall& c) {
-  cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), default_generator());
+  cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
 }
 void random_meta(OpCall& c) {
   check_random_bounds(c.int_arg(1), c.int_arg(2), c.tensor(0).dtype());
   inplace_meta(c);
 }
 void random_impl(OpCall& c) {
-  cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), default_generator());
+  cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), current_generator());
 }
 void bernoulli_meta(OpCall& c) {
   double p = c.double_arg(1);
@@ -290,7 +331,7 @@ void bernoulli_meta(OpCall& c) {
   inplace_meta(c);
 }
 void bernoulli_impl(OpCall& c) {
-  cpu::fill_bernoulli(c.tensor(0), c.double_arg(1), default_generator());
+  cpu::fill_bernoulli(c.tensor(0), c.double_arg(1), current_generator());
 }
 
 }  // namespace
@@ -319,36 +360,44 @@ void register_creation_ops() {
       .decomposition(decomp::linspace);
   def("eye(int n, int? m=None, " + o + ") -> Tensor").category(OpCategory::Creation).meta(eye_meta)
       .cpu(eye_impl).decomposition(decomp::eye);
-  def("rand(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("rand(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(rand_meta).cpu(rand_impl)
       .doc("uniform on [0, 1); same numbers for the same seed at any thread count").core();
-  def("randn(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("randn(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(rand_meta).cpu(randn_impl).doc("standard normal").core();
   def("randint(int high, int[] size, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .random().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
+      .random_with_generator().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
   def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).random().meta(randint_meta).cpu(randint_impl).core();
+      .category(OpCategory::Creation).random_with_generator().meta(randint_meta).cpu(randint_impl).core();
 
-  def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(randperm_meta).cpu(randperm_impl)
       .doc("a random permutation of 0 .. n - 1 (int64 unless dtype is given)").core();
   def("multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor")
-      .category(OpCategory::Other).both().random().nondifferentiable()
+      .category(OpCategory::Other).both().random_with_generator().nondifferentiable()
       .meta(multinomial_meta).cpu(multinomial_impl)
       .doc("num_samples category indices per row, drawn by the row's (unnormalised) weights")
       .core();
 
   def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)")
-      .category(OpCategory::Creation).random().method_only().meta(uniform_meta)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(uniform_meta)
       .cpu(uniform_impl).core();
   def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)")
-      .category(OpCategory::Creation).random().method_only().meta(normal_meta).cpu(normal_impl)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(normal_meta).cpu(normal_impl)
       .core();
   def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)")
-      .category(OpCategory::Creation).random().method_only().meta(random_meta).cpu(random_impl)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(random_meta).cpu(random_impl)
       .core();
   def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(OpCategory::Creation)
-      .random().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
+      .random_with_generator().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
+  def("random_.to(Tensor(a!) self, int to) -> Tensor(a!)").category(OpCategory::Creation)
+      .random_with_generator().method_only().composite(random_to_kernel);
+  def("random_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Creation)
+      .random_with_generator().method_only().composite(random_to_kernel)
+      .doc("integers in [0, 2^digits] for floating types, [0, max) for integer types");
+  def("bernoulli_.Tensor(Tensor(a!) self, Tensor p) -> Tensor(a!)")
+      .category(OpCategory::Creation).random_with_generator().method_only()
+      .composite(bernoulli_tensor_kernel);
 
   def("empty_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
       .uninitialized().composite(like_kernel<0>);
@@ -358,14 +407,14 @@ void register_creation_ops() {
       .composite(like_kernel<2>);
   def("full_like(Tensor self, Scalar fill_value, " + o + ") -> Tensor")
       .category(OpCategory::Creation).composite(like_kernel<3>);
-  def("rand_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("rand_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .composite(like_kernel<4>);
-  def("randn_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random()
+  def("randn_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .composite(like_kernel<5>);
   def("randint_like(Tensor self, int high, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .random().composite(randint_like_kernel);
+      .random_with_generator().composite(randint_like_kernel);
   def("randint_like.low(Tensor self, int low, int high, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).random().composite(randint_like_kernel);
+      .category(OpCategory::Creation).random_with_generator().composite(randint_like_kernel);
 }
 
 }  // namespace ignis

@@ -114,6 +114,11 @@ struct OpDef {
   // Outputs never require grad even when inputs do (creation ops, .detach()).
   bool nondifferentiable = false;
   Determinism determinism = Determinism::Deterministic;
+  // A random op that takes PyTorch's `generator=` keyword: its kernels draw
+  // from current_generator() (kernels/cpu/random.h), which a call with
+  // generator= points at that generator. Dropout draws from the default
+  // generator only, as in PyTorch.
+  bool takes_generator = false;
   // Why the shape of an output, or a Python value the op returns, depends on
   // the input tensors' values (empty: it does not). Tracers read it to stop
   // before the call rather than to trace an output they cannot size.
@@ -181,6 +186,11 @@ class OpBuilder {
   }
   // Results drawn from the RNG / left uninitialised (see Determinism).
   OpBuilder& random() { d_->determinism = Determinism::Random; return *this; }
+  // Random, and takes generator= (see OpDef::takes_generator).
+  OpBuilder& random_with_generator() {
+    d_->takes_generator = true;
+    return random();
+  }
   OpBuilder& uninitialized() { d_->determinism = Determinism::Uninitialized; return *this; }
   OpBuilder& data_dependent(std::string why) { d_->data_dependent = std::move(why); return *this; }
   OpBuilder& scalar(std::string name) { d_->scalar = std::move(name); return *this; }

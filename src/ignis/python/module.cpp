@@ -289,6 +289,10 @@ PyMODINIT_FUNC PyInit__C() {
     Py_DECREF(m);
     return nullptr;
   }
+  if (!init_generator(m)) {  // _C.Generator, _C.default_generator
+    Py_DECREF(m);
+    return nullptr;
+  }
   // _C._capture (temporary home of the resume-function test binding).
   PyObject* capture = PyObject_GetAttrString(m, "_capture");
   if (!capture) {

@@ -17,6 +17,10 @@
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/graph.h"
 
+namespace ignis {
+class Generator;  // kernels/cpu/random.h
+}  // namespace ignis
+
 namespace ignis::py {
 
 // Translates the C++ exception in flight into the matching Python exception.
@@ -93,6 +97,12 @@ bool parse_op_args(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t n
                    PyObject* kwnames, Stack& stack, std::string* why);
 // New reference: an op's results on `stack` as an op call returns them.
 PyObject* op_results(const OpHandle& op, Stack& stack);
+
+// --- generators (py_generator.cpp): _C.Generator, _C.default_generator ----------
+bool init_generator(PyObject* module);
+bool is_generator(PyObject* o);
+// Borrowed: the C++ generator of an object where is_generator() holds.
+ignis::Generator* generator_of(PyObject* o);
 
 // --- decompositions (py_decompose.cpp): _decompose, _decompose_trace, ... ------
 bool init_decompose(PyObject* module);

@@ -15,6 +15,7 @@
 #include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/op_def.h"
+#include "ignis/kernels/cpu/random.h"
 #include "ignis/python/py_common.h"
 
 #include <structmember.h>
@@ -459,6 +460,47 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
   return out;
 }
 
+// Random ops declared random_with_generator() take PyTorch's `generator=`
+// keyword (OpDef::takes_generator). It is not part of their
+// schemas either: the call runs under a GeneratorGuard, so the op's kernels
+// (and the ops a composite calls) draw from that generator; None draws from
+// the default one. Returns null with no error set when `generator` is not
+// among kwnames.
+PyObject* random_with_generator(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                PyObject* kwnames) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  bool takes = false;
+  for (const OpHandle* h : *op->overloads) takes = takes || (h->def() && h->def()->takes_generator);
+  if (!takes) return nullptr;
+  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "generator") == 0) at = k;
+  if (at < 0) return nullptr;
+  PyObject* g = args[nargs + at];
+  if (g != Py_None && !is_generator(g)) {
+    PyErr_Format(PyExc_TypeError, "%U(): argument 'generator' must be ignis.Generator, not %s",
+                 op->name, Py_TYPE(g)->tp_name);
+    return nullptr;
+  }
+  std::vector<PyObject*> rest(args, args + nargs);
+  PyObject* names = PyTuple_New(nkw - 1);
+  if (!names) return nullptr;
+  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
+    if (k == at) continue;
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    Py_INCREF(key);
+    PyTuple_SET_ITEM(names, j++, key);
+    rest.push_back(args[nargs + k]);
+  }
+  PyObject* out;
+  {
+    GeneratorGuard guard(g == Py_None ? nullptr : generator_of(g));
+    out = op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), nkw > 1 ? names : nullptr);
+  }
+  Py_DECREF(names);
+  return out;
+}
+
 // Writes one result into its `out=` tensor, as PyTorch does: same device, a
 // dtype the result can be cast to, resized to the result's shape (with a
 // warning when it held elements), and no autograd through it.
@@ -514,23 +556,32 @@ PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     for (const Argument& a : h->schema().args)
       if (a.name == "out") return nullptr;
   PyObject* out = args[nargs + at];
-  std::vector<PyObject*> rest(args, args + nargs);
-  PyRef names(PyTuple_New(nkw - 1));
+  // `rest`: the call without `out`; `plain`: also without the keywords no
+  // schema declares (generator=, requires_grad=), to find the overload.
+  std::vector<PyObject*> rest(args, args + nargs), plain(args, args + nargs);
+  PyRef names(PyTuple_New(nkw - 1)), plain_names(PyTuple_New(nkw - 1));
+  Py_ssize_t nplain = 0;
   for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
     if (k == at) continue;
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
     Py_INCREF(key);
     PyTuple_SET_ITEM(names.p, j++, key);
     rest.push_back(args[nargs + k]);
+    if (PyUnicode_CompareWithASCIIString(key, "generator") == 0 ||
+        PyUnicode_CompareWithASCIIString(key, "requires_grad") == 0)
+      continue;
+    Py_INCREF(key);
+    PyTuple_SET_ITEM(plain_names.p, nplain++, key);
+    plain.push_back(args[nargs + k]);
   }
+  if (_PyTuple_Resize(&plain_names.p, nplain) < 0) throw PythonErrorAlreadySet();
   PyObject* rest_names = nkw > 1 ? names.p : nullptr;
   const char* name = PyUnicode_AsUTF8(op->name);
-  Stack stack;
   const OpHandle* matched = nullptr;
   for (const OpHandle* h : *op->overloads) {
     std::string why;
-    stack.clear();
-    if (parse(h->schema(), rest.data(), nargs, rest_names, stack, &why)) {
+    Stack stack;
+    if (parse(h->schema(), plain.data(), nargs, nplain ? plain_names.p : nullptr, stack, &why)) {
       matched = h;
       break;
     }
@@ -555,8 +606,7 @@ PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                           nret == 1 ? "Tensor" : "a tuple of Tensors, one per result",
                           Py_TYPE(out)->tp_name);
   }
-  matched->call(stack);
-  PyRef result(convert_result(*matched, stack));
+  PyRef result(op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), rest_names));
   if (out == Py_None) return result.release();
   if (nret == 1) {
     write_out(name, result.p, outs[0]);
@@ -572,10 +622,13 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
   auto* op = reinterpret_cast<PyOp*>(self);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   try {
+    // The keywords no schema declares, each taken off before the call.
     if (kwnames && PyTuple_GET_SIZE(kwnames) > 0) {
       PyObject* r = call_with_out(self, args, nargs, kwnames);
       if (r || PyErr_Occurred()) return r;
       r = factory_with_requires_grad(self, args, nargs, kwnames);
+      if (r || PyErr_Occurred()) return r;
+      r = random_with_generator(self, args, nargs, kwnames);
       if (r || PyErr_Occurred()) return r;
     }
     Stack stack;

@@ -25,6 +25,11 @@ from .pooling import (  # noqa: F401
 from .upsampling import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
 )
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
+from .transformer import (  # noqa: F401
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
 
 __all__ = [
@@ -40,5 +45,7 @@ __all__ = [
     "LeakyReLU", "ELU", "CELU", "SELU", "ReLU6", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh",
     "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "LogSoftmax", "Softmin",
     "PReLU", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
-    "BCEWithLogitsLoss",
+    "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
+    "TransformerEncoderLayer", "TransformerDecoderLayer",
 ]

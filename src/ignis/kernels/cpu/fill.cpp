@@ -183,5 +183,16 @@ Generator& default_generator_impl() {
 }  // namespace ignis::cpu
 
 namespace ignis {
+namespace {
+thread_local Generator* tls_generator = nullptr;
+}  // namespace
+
 Generator& default_generator() { return cpu::default_generator_impl(); }
+
+Generator& current_generator() {
+  return tls_generator ? *tls_generator : cpu::default_generator_impl();
+}
+
+GeneratorGuard::GeneratorGuard(Generator* g) : prev_(tls_generator) { tls_generator = g; }
+GeneratorGuard::~GeneratorGuard() { tls_generator = prev_; }
 }  // namespace ignis

@@ -3,6 +3,12 @@
 // Element i of a random op's output is a pure function of (seed, offset + i),
 // so the numbers are the same whatever the thread count or chunking; the
 // generator only advances `offset` by the number of values each op draws.
+//
+// A Generator is (seed, offset). The default one serves ignis.manual_seed;
+// ignis.Generator objects are more of the same class, so a generator seeded
+// with s gives the stream the default generator gives after manual_seed(s).
+// Random ops draw from current_generator(): the default one, or the one a
+// GeneratorGuard installed on this thread for a call made with generator=.
 #pragma once
 
 #include <cstdint>
@@ -43,13 +49,19 @@ struct Philox {
 
 class Generator {
  public:
+  Generator() = default;
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
   void manual_seed(uint64_t s) {
     std::lock_guard<std::mutex> g(mu_);
     seed_ = s;
     offset_ = 0;
   }
   uint64_t seed() const { return seed_; }
-  std::pair<uint64_t, uint64_t> state() const { return {seed_, offset_}; }
+  std::pair<uint64_t, uint64_t> state() {
+    std::lock_guard<std::mutex> g(mu_);
+    return {seed_, offset_};
+  }
   void set_state(uint64_t seed, uint64_t offset) {
     std::lock_guard<std::mutex> g(mu_);
     seed_ = seed;
@@ -70,5 +82,21 @@ class Generator {
 };
 
 Generator& default_generator();
+
+// The generator random ops draw from on this thread (see the file comment).
+Generator& current_generator();
+
+// Makes `g` this thread's current generator for the guard's lifetime (null:
+// the default generator).
+class GeneratorGuard {
+ public:
+  explicit GeneratorGuard(Generator* g);
+  ~GeneratorGuard();
+  GeneratorGuard(const GeneratorGuard&) = delete;
+  GeneratorGuard& operator=(const GeneratorGuard&) = delete;
+
+ private:
+  Generator* prev_;
+};
 
 }  // namespace ignis
