@@ -188,3 +188,13 @@ def test_out_that_would_be_resized_or_needs_grad_runs_eagerly():
     a = ignis.randn(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         cf(a, ignis.empty(3))
+
+
+def test_out_with_generator_and_requires_grad_keywords():
+    g1, g2 = ignis.Generator().manual_seed(7), ignis.Generator().manual_seed(7)
+    o = ignis.empty(5)
+    r = ignis.randn(5, generator=g1, out=o)
+    assert r is o
+    np.testing.assert_array_equal(o.numpy(), ignis.randn(5, generator=g2).numpy())
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        ignis.zeros(3, requires_grad=True, out=ignis.empty(3))
