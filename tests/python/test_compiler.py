@@ -731,6 +731,61 @@ def test_a_corrupt_graph_cache_entry_is_compiled_again(tmp_path):
     assert (hit, miss) == (2, 0)
 
 
+def _graph_cache_process(cache_dir):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, IGNIS_CACHE_DIR=str(cache_dir))
+    env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
+    return subprocess.Popen([sys.executable, "-c", GRAPH_CACHE_SCRIPT], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_compiling_the_same_graph_at_once_both_get_it_right(tmp_path):
+    # Both miss, compile and write the same entries (kernels and graphs) at
+    # the same moment: writes go to private temporary names and are renamed
+    # into place, so neither reads the other's half-written file.
+    _, expected = _run_graph_cache_script(tmp_path / "reference")
+    procs = [_graph_cache_process(tmp_path / "shared") for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert out.strip().splitlines()[1] == expected
+    (hit, miss, _), values = _run_graph_cache_script(tmp_path / "shared")
+    assert (hit, miss) == (2, 0) and values == expected
+    assert not [f for f in (tmp_path / "shared").rglob("*") if ".tmp-" in f.name]
+
+
+def test_a_process_killed_while_compiling_leaves_nothing_trusted(tmp_path):
+    # Killed at several moments of its compile (SIGKILL: no cleanup runs),
+    # a process leaves at most temporary files; the next process compiles
+    # what is missing and gets the right values.
+    import signal
+    import time
+    _, expected = _run_graph_cache_script(tmp_path / "reference")
+    shared = tmp_path / "shared"
+    for delay in (0.3, 0.8, 1.5):
+        p = _graph_cache_process(shared)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    # What a writer killed in the middle of each write leaves: the first
+    # half of every entry (graphs and kernel libraries) under its temporary
+    # name, beside where the entry goes.
+    reference = tmp_path / "reference"
+    for f in reference.rglob("*"):
+        if f.is_file() and f.suffix in (".graph", ".so"):
+            stray = shared / f.relative_to(reference)
+            stray = stray.with_name(stray.name + ".tmp-1-1-00000000")
+            stray.parent.mkdir(parents=True, exist_ok=True)
+            data = f.read_bytes()
+            stray.write_bytes(data[:len(data) // 2])
+    _, values = _run_graph_cache_script(shared)
+    assert values == expected
+    (hit, miss, _), values = _run_graph_cache_script(shared)
+    assert (hit, miss) == (2, 0) and values == expected
+
+
 CAT_CASES = {
     # name: (inputs as (shape, dtype, layout), dim)
     "rows": ([((2, 3), "float32", "c"), ((4, 3), "float32", "c")], 0),
