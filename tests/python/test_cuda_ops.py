@@ -132,16 +132,22 @@ def _to_numpy(t):
     return t.numpy()
 
 
-def assert_same(cuda_result, cpu_result, dtype=None, what=""):
+def assert_same(cuda_result, cpu_result, dtype=None, what="", scale=1.0):
+    """Same dtype and shape; values equal for integers and bool, else within
+    the dtype's tolerance times `scale` (sums whose terms cancel, gradients)."""
     if isinstance(cpu_result, (tuple, list)):
         assert len(cuda_result) == len(cpu_result)
         for a, b in zip(cuda_result, cpu_result):
-            assert_same(a, b, dtype, what)
+            if a is None or b is None:
+                assert a is None and b is None, what
+                continue
+            assert_same(a, b, dtype, what, scale)
         return
     assert cuda_result.device.type == "cuda", what
     assert cuda_result.dtype == cpu_result.dtype, (what, cuda_result.dtype, cpu_result.dtype)
     assert tuple(cuda_result.shape) == tuple(cpu_result.shape), what
     rtol, atol = _tol(str(cpu_result.dtype).replace("ignis.", ""))
+    rtol, atol = rtol * scale, atol * scale
     a, b = _to_numpy(cuda_result), _to_numpy(cpu_result)
     if rtol == 0:
         np.testing.assert_array_equal(a, b, err_msg=what)
@@ -213,7 +219,7 @@ def _pointwise_cases():
             continue
         for schema in op.schemas:
             base = schema.split("(")[0]
-            if "." in base or base.endswith("_"):
+            if "." in base or base.endswith("_") or not schema.endswith("-> Tensor"):
                 continue
             for dtype in DTYPES:
                 cases.append(pytest.param(name, schema, dtype, id=f"{name}-{dtype}"))
@@ -416,9 +422,12 @@ def test_long_reductions_take_the_split_path(dtype):
     for call in (lambda a: a.sum(), lambda a: a.amax(), lambda a: a.argmax(),
                  lambda a: a.reshape(4, -1).sum(1), lambda a: a.reshape(-1, 4).sum(0)):
         got, want = _run_both(call, [x])
-        rtol = 1e-4 if dtype == "float32" else 2e-2 if dtype == "float16" else 1e-10
+        # Sums of 2^20 terms in float32 differ with the order of addition:
+        # compare against the size of the terms, not of the (cancelling) result.
         a, b = _to_numpy(got), _to_numpy(want)
-        np.testing.assert_allclose(a, b, rtol=rtol)
+        mag = float(np.abs(_to_numpy(x)).sum()) if dtype in FLOATS else 0.0
+        atol = {"float32": 1e-6, "float16": 1e-3, "float64": 1e-12}.get(dtype, 0.0) * mag
+        np.testing.assert_allclose(a, b, rtol=1e-6 if dtype != "float16" else 1e-2, atol=atol)
     if dtype in FLOATS:
         got, want = _run_both(lambda a: ignis.var_mean(a.reshape(2, -1), 1), [x])
         for a, b in zip(got, want):
@@ -472,7 +481,7 @@ def test_layer_norm_and_its_backward_match_cpu(dtype, shape, ns):
     b = _sample(ns, dtype)
     got, want = _run_both(lambda a, ww, bb: ignis.ops.native_layer_norm(a, list(ns), ww, bb, 1e-5),
                           [x, w, b])
-    assert_same(got, want)
+    assert_same(got, want, scale=10)
     g = _sample(shape, dtype)
     mean, rstd = want[1], want[2]
     acc = ignis.float64 if dtype == "float64" else ignis.float32
@@ -480,7 +489,7 @@ def test_layer_norm_and_its_backward_match_cpu(dtype, shape, ns):
     got, want = _run_both(
         lambda gg, xx, m, r, ww, bb: ignis.ops.native_layer_norm_backward(gg, xx, list(ns), m, r,
                                                                           ww, bb), args)
-    assert_same(got, want)
+    assert_same(got, want, scale=10)
 
 
 # ---- on a GPU: autograd and errors ---------------------------------------------------------

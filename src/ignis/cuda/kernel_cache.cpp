@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -63,9 +64,22 @@ std::string cubin_for(Cache& c, const std::string& key, const KernelRequest& r, 
   return bin;
 }
 
+// $IGNIS_CUDA_DUMP_SOURCES: a directory that receives each kernel's source
+// as <symbol>.cu the first time it is requested (for reading generated code,
+// and for tests/cuda_fake, which compiles them as host C++).
+void dump_source(const KernelRequest& r) {
+  static const char* dir = std::getenv("IGNIS_CUDA_DUMP_SOURCES");
+  if (!dir || !*dir) return;
+  fs::path path = fs::path(dir) / (r.symbol + ".cu");
+  if (fs::exists(path)) return;
+  runtime::make_dirs(path.parent_path());
+  runtime::write_file_atomic(path, r.source);
+}
+
 }  // namespace
 
 CUfunction get_kernel(int device, const KernelRequest& r) {
+  dump_source(r);
   const DeviceProperties& props = device_properties(device);
   int arch = props.major * 10 + props.minor;
   runtime::Sha256 h;

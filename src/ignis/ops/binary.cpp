@@ -315,7 +315,7 @@ void pow_scalar_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 // (Derivatives are declared with each op: `d` and the names it saves.)
 // `scalar` names the kernel's scalar function (kernels/scalar_ops.h). The
 // functional form is core unless it declares a decomposition.
-// `cuda` is the CUDA kernel; `dtypes` (with `nscalars`, `bool_out`) what it
+// `gpu` is the CUDA kernel; `dtypes` (with `nscalars`, `bool_out`) what it
 // runs, recorded for the no-GPU compile test (declare_cuda_pointwise).
 struct CudaSpec {
   ImplFn kernel;
@@ -324,15 +324,15 @@ struct CudaSpec {
   bool bool_out = false;
 };
 void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn meta_inplace,
-          ImplFn cpu, CudaSpec cuda, const char* scalar, const char* doc,
+          ImplFn cpu, CudaSpec gpu, const char* scalar, const char* doc,
           DerivativeFn d = nullptr, const char* saves = "", DecompFn decomp = nullptr) {
-  declare_cuda_pointwise(name, scalar, 2, cuda.nscalars, cuda.dtypes, cuda.bool_out);
+  declare_cuda_pointwise(name, scalar, 2, gpu.nscalars, gpu.dtypes, gpu.bool_out);
   def(name + "(Tensor self, Tensor other" + extra + ") -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta).cpu(cpu)
-      .cuda(cuda.kernel).doc(doc).derivative(d, saves).decomposition(decomp).core(!decomp);
+      .cuda(gpu.kernel).doc(doc).derivative(d, saves).decomposition(decomp).core(!decomp);
   def(name + "_(Tensor(a!) self, Tensor other" + extra + ") -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta_inplace).cpu(cpu)
-      .cuda(cuda.kernel).doc(doc).derivative(d, saves);
+      .cuda(gpu.kernel).doc(doc).derivative(d, saves);
 }
 
 template <typename F, Types T, R Rule>

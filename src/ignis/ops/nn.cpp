@@ -1283,16 +1283,16 @@ void cross_entropy_bw(GradCtx& c) {
 // `F` is the kernel's scalar function (kernels/scalar_ops.h).
 // `nscalars`: F's Scalar arguments (recorded for the CUDA compile test).
 template <typename F>
-void activation(const std::string& name, const std::string& params, ImplFn cpu, ImplFn cuda,
+void activation(const std::string& name, const std::string& params, ImplFn cpu, ImplFn gpu,
                 int nscalars, const char* doc, bool with_inplace, DerivativeFn d,
                 DecompFn decomp) {
   declare_cuda_pointwise(name, F::name, 1, nscalars, cuda::kFloatDtypes);
   def(name + "(Tensor self" + params + ") -> Tensor").category(OpCategory::Pointwise).both()
-      .scalar(F::name).meta(float_act_meta<false>).cpu(cpu).cuda(cuda).doc(doc)
+      .scalar(F::name).meta(float_act_meta<false>).cpu(cpu).cuda(gpu).doc(doc)
       .derivative(d, "self").decomposition(decomp);
   if (with_inplace) {
     def(name + "_(Tensor(a!) self" + params + ") -> Tensor(a!)").category(OpCategory::Pointwise)
-        .both().scalar(F::name).meta(float_act_meta<true>).cpu(cpu).cuda(cuda).doc(doc)
+        .both().scalar(F::name).meta(float_act_meta<true>).cpu(cpu).cuda(gpu).doc(doc)
         .derivative(d, "self");
   }
 }

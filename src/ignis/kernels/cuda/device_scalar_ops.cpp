@@ -22,6 +22,7 @@ namespace {
 // expf/erff/tanhf; results therefore agree with the CPU's to rounding, not
 // bit for bit, for the transcendental functions (exact for the rest).
 const char* kShim = R"CUDA(
+#ifdef __CUDACC_RTC__
 #define IGNIS_ALWAYS_INLINE __forceinline__
 namespace std {
 template <class T, T v> struct integral_constant { static constexpr T value = v; };
@@ -108,6 +109,19 @@ inline float vtanh(float x) { return ::tanhf(x); }
 inline double vtanh(double x) { return ::tanh(x); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
+#else
+// Host C++ (tests/cuda_fake runs the kernels on the CPU): the real headers.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#define IGNIS_ALWAYS_INLINE inline
+namespace ignis::cpu {
+template <class T> inline T vexp(T x) { return std::exp(x); }
+template <class T> inline T verf(T x) { return std::erf(x); }
+template <class T> inline T vtanh(T x) { return std::tanh(x); }
+template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
+}  // namespace ignis::cpu
+#endif
 )CUDA";
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "ignis/kernels/cuda/kernel_catalog.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>

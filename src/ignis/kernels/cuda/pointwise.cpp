@@ -1,7 +1,9 @@
 #include "ignis/kernels/cuda/pointwise.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <map>
 #include <mutex>
 
@@ -289,13 +291,13 @@ void pointwise(TensorIterator& it, const PointwiseOp& op) {
     k.layout = fits ? PointwiseLayout::Strided32 : PointwiseLayout::Strided64;
     CUfunction f = function_for(device, k);
     auto run = [&](auto geom) {
+      using I = std::remove_reference_t<decltype(geom.sizes[0])>;
+      using S = std::remove_reference_t<decltype(geom.strides[0][0])>;
       geom.ndim = nd;
       for (int d = 0; d < nd; ++d) {
-        geom.sizes[d] = static_cast<decltype(geom.sizes[0])>(shape[d]);
+        geom.sizes[d] = static_cast<I>(shape[d]);
         for (int t = 0; t <= nin; ++t)
-          geom.strides[d][t] = tensor_operand(t)
-                                   ? static_cast<decltype(geom.strides[0][0])>(it.iter_strides(t)[d])
-                                   : 0;
+          geom.strides[d][t] = tensor_operand(t) ? static_cast<S>(it.iter_strides(t)[d]) : S(0);
       }
       void* args[] = {&ptrs, &geom, &nn, &scalars};
       launch_grid_stride(f, n, args, stream);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -245,7 +246,7 @@ __forceinline__ void ig_reduce(const Op& op, const IgRedParams& p) {
   Acc* smem = reinterpret_cast<Acc*>(smem_raw);
   const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
   const int64_t k0 = int64_t(blockIdx.y) * p.k_per_split;
-  const int64_t k1 = min(p.K, k0 + p.k_per_split);
+  const int64_t k1 = p.K < k0 + p.k_per_split ? p.K : k0 + p.k_per_split;
   const int64_t per_block = p.outer ? bx : by;
   for (int64_t mb = int64_t(blockIdx.x) * per_block; mb < p.M; mb += int64_t(gridDim.x) * per_block) {
     const int64_t m = mb + (p.outer ? tx : ty);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -47,14 +48,26 @@ template <class T> __forceinline__ T ig_shfl_xor(const T& v, int o) {
   for (int i = 0; i < W; ++i) r.w[i] = __shfl_xor_sync(0xffffffffu, a.w[i], o);
   return r.t;
 }
+template <class T> __forceinline__ T ig_shfl_lane0(const T& v) {
+  constexpr int W = (sizeof(T) + 3) / 4;
+  union U { T t; uint32_t w[W]; } a, r;
+  a.t = v;
+#pragma unroll
+  for (int i = 0; i < W; ++i) r.w[i] = __shfl_sync(0xffffffffu, a.w[i], 0);
+  return r.t;
+}
 // Combines v over the x threads of this block row (blockDim.x a multiple of
-// 32, at most 256) and gives every one of them the result. All threads of
-// the block must call it.
+// 32, at most 256) and gives every one of them the same result (lane 0's:
+// the butterfly's lanes round in different orders). All threads of the
+// block must call it.
 template <class T, class F> __forceinline__ T ig_row_allreduce(T v, F f) {
   __shared__ __align__(16) char raw[8 * 16];
   T* smem = reinterpret_cast<T*>(raw);
+  if (blockDim.x >= 32) {  // always on a GPU; a host emulation runs 1-thread blocks
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = f(v, ig_shfl_xor(v, o));
+    for (int o = 16; o > 0; o >>= 1) v = f(v, ig_shfl_xor(v, o));
+    v = ig_shfl_lane0(v);
+  }
   const int warps = blockDim.x / 32;
   if (warps > 1) {
     __syncthreads();
