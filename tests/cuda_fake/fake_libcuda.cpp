@@ -17,6 +17,7 @@
 #include <mutex>
 #include <map>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 extern "C" {
@@ -119,7 +120,10 @@ static void* generated_wrapper(const std::string& name) {
   std::string host = base + ".host.cpp", so = base + ".so";
   if (FILE* h = fopen(host.c_str(), "wb")) { fwrite(src.data(), 1, src.size(), h); fwrite(w.data(), 1, w.size(), h); fclose(h); }
   std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + std::string(header) + " -x c++ " + host + " -o " + so;
-  if (access(so.c_str(), F_OK) != 0 && system(cmd.c_str()) != 0) return nullptr;
+  struct stat cu_st, so_st;  // rebuilt when ignis wrote a newer text of the kernel
+  bool fresh = stat((base + ".cu").c_str(), &cu_st) == 0 && stat(so.c_str(), &so_st) == 0 &&
+               so_st.st_mtime >= cu_st.st_mtime;
+  if (!fresh && system(cmd.c_str()) != 0) return nullptr;
   void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   return lib ? dlsym(lib, (name + "__host").c_str()) : nullptr;
 }

@@ -337,14 +337,17 @@ def test_strided_paths_high_rank_and_64_bit_offsets():
     # An expanded operand broadcasts by stride 0.
     got, want = _run_both(lambda a: a + a[:, :1].expand(3, 4, 5, 6, 7), [x])
     assert_same(got, want)
-    # Offsets past 2^31 bytes take the 64-bit kernel: a 2.1 GB strided view.
+    # Offsets past 2^31 bytes take the 64-bit kernels: a strided view of a
+    # 3 GiB tensor (every other column) reaches 3 * 2^30 bytes.
     try:
-        big = ignis.ones((2, 1 << 28), dtype=ignis.float32, device="cuda")
+        big = ignis.full((3, 1 << 28), 1.5, dtype=ignis.float32, device="cuda")
     except ignis.OutOfMemoryError:
         pytest.skip("not enough GPU memory for the 64-bit indexing check")
-    v = big.t()  # strides (1, 2^28): element offsets to 2^29, bytes to 2^31
-    r = (v * 3)[-5:]
-    assert _to_numpy(r).tolist() == [[3.0, 3.0]] * 5
+    r = big[:, ::2] * 2
+    assert tuple(r.shape) == (3, 1 << 27)
+    assert r.amax().item() == 3.0 and r.amin().item() == 3.0
+    assert _to_numpy(r[2, -3:]).tolist() == [3.0, 3.0, 3.0]
+    del big, r
 
 
 @needs_gpu

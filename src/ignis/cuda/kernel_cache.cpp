@@ -65,13 +65,14 @@ std::string cubin_for(Cache& c, const std::string& key, const KernelRequest& r, 
 }
 
 // $IGNIS_CUDA_DUMP_SOURCES: a directory that receives each kernel's source
-// as <symbol>.cu the first time it is requested (for reading generated code,
+// as <symbol>.cu the first time it is requested in a process, replacing an
+// older text of that name (for reading generated code,
 // and for tests/cuda_fake, which compiles them as host C++).
 void dump_source(const KernelRequest& r) {
   static const char* dir = std::getenv("IGNIS_CUDA_DUMP_SOURCES");
   if (!dir || !*dir) return;
   fs::path path = fs::path(dir) / (r.symbol + ".cu");
-  if (fs::exists(path)) return;
+  if (auto old = runtime::read_file(path); old && *old == r.source) return;
   runtime::make_dirs(path.parent_path());
   runtime::write_file_atomic(path, r.source);
 }

@@ -262,8 +262,9 @@ void pow_cuda(OpCall& c) {
   cuda::check_dtype(cuda::kNumericDtypes, dt, "pow");
   if (is_floating(dt) && e.dim() == 0 && e.device().is_cpu()) {
     double ev = e.item_double();
-    if (ev == 2.0) return cuda_pointwise(c, scalar_ops::Square::name, dt, cuda::kFloatDtypes, {}, 1);
-    if (ev == 0.5) return cuda_pointwise(c, scalar_ops::Sqrt::name, dt, cuda::kFloatDtypes, {}, 1);
+    using scalar_ops::Square, scalar_ops::Sqrt;
+    if (ev == 2.0) return cuda_pointwise(c, Square::name, dt, cuda::kFloatDtypes, {}, 1);
+    if (ev == 0.5) return cuda_pointwise(c, Sqrt::name, dt, cuda::kFloatDtypes, {}, 1);
     if (ev == 1.0) {
       copy_tensor(it.output(0), it.input(0));
       return it.finish();
@@ -504,11 +505,14 @@ void register_binary_ops() {
   using namespace scalar_ops;  // NOLINT: the table names the functions
   const std::string alpha = ", *, Scalar alpha=1";
   pair("add", alpha, add_meta<false, false>, add_meta<false, true>, alpha_cpu<Add, Types::All>,
-       {alpha_cuda<Add, Types::All>, cuda::kAllDtypes, 1}, Add::name, "self + alpha * other", add_bw);
+       {alpha_cuda<Add, Types::All>, cuda::kAllDtypes, 1}, Add::name, "self + alpha * other",
+       add_bw);
   pair("sub", alpha, add_meta<true, false>, add_meta<true, true>, alpha_cpu<Sub, Types::Numeric>,
-       {alpha_cuda<Sub, Types::Numeric>, cuda::kNumericDtypes, 1}, Sub::name, "self - alpha * other", sub_bw);
+       {alpha_cuda<Sub, Types::Numeric>, cuda::kNumericDtypes, 1}, Sub::name,
+       "self - alpha * other", sub_bw);
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
-      .category(OpCategory::Pointwise).scalar(Rsub::name).meta(rsub_meta).cpu(rsub_cpu).cuda(rsub_cuda)
+      .category(OpCategory::Pointwise).scalar(Rsub::name).meta(rsub_meta).cpu(rsub_cpu)
+      .cuda(rsub_cuda)
       .doc("other - alpha * self").derivative(rsub_bw).decomposition(decomp::rsub);
   arith<Mul, Types::All, R::Promote>("mul", "self * other", "", mul_bw, "self, other");
   declare_cuda_pointwise("div", DivTrunc::name, 2, 0, cuda::kNumericDtypes);
@@ -517,16 +521,16 @@ void register_binary_ops() {
        {div_cuda, cuda::kNumericDtypes}, Div::name,
        "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient", div_bw, "self, other");
   pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       floor_divide_cpu, {checked_div_cuda<DivFloor>, cuda::kNumericDtypes}, DivFloor::name, "floor(self / other)", nullptr, "",
-       decomp::floor_divide);
+       floor_divide_cpu, {checked_div_cuda<DivFloor>, cuda::kNumericDtypes}, DivFloor::name,
+       "floor(self / other)", nullptr, "", decomp::floor_divide);
   pair("pow", "", pow_meta, pow_meta_, pow_cpu, {pow_cuda, cuda::kNumericDtypes}, Pow::name,
-       "self ** other", pow_bw,
-       "self, other, result");
+       "self ** other", pow_bw, "self, other, result");
   pair("fmod", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>, fmod_cpu,
-       {checked_div_cuda<Fmod>, cuda::kNumericDtypes}, Fmod::name, "C-style remainder (sign of self)", fmod_bw, "self, other");
+       {checked_div_cuda<Fmod>, cuda::kNumericDtypes}, Fmod::name,
+       "C-style remainder (sign of self)", fmod_bw, "self, other");
   pair("remainder", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       remainder_cpu, {checked_div_cuda<Remainder>, cuda::kNumericDtypes}, Remainder::name, "Python-style remainder (sign of other)", remainder_bw,
-       "self, other");
+       remainder_cpu, {checked_div_cuda<Remainder>, cuda::kNumericDtypes}, Remainder::name,
+       "Python-style remainder (sign of other)", remainder_bw, "self, other");
   arith<Maximum, Types::All, R::Promote>("maximum", "elementwise max, propagating NaN", "",
                                          maximum_bw, "self, other");
   arith<Minimum, Types::All, R::Promote>("minimum", "elementwise min, propagating NaN", "",

@@ -334,7 +334,8 @@ void register_ternary_ops() {
   declare_cuda_pointwise("addcdiv", Addcdiv::name, 3, 1, kFloatDtypes);
   declare_cuda_pointwise("masked_fill", MaskedFill::name, 2, 1, kAllDtypes);
   def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")
-      .category(OpCategory::Pointwise).both().scalar(Where::name).meta(where_meta).cpu(where_cpu).cuda(where_cuda)
+      .category(OpCategory::Pointwise).both().scalar(Where::name).meta(where_meta).cpu(where_cpu)
+      .cuda(where_cuda)
       .doc("self where condition holds, other elsewhere")
       .derivative(where_bw, "condition").core();
   // With one bound, clamp computes clamp_min or clamp_max.

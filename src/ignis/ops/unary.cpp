@@ -57,7 +57,9 @@ constexpr uint32_t dtypes_of(Types t) {
          : t == Types::IntBool ? cuda::kIntBoolDtypes
                                : cuda::kAllDtypes;
 }
-constexpr bool bool_out(DtypeRule r) { return r == DtypeRule::BoolOut || r == DtypeRule::LogicalOut; }
+constexpr bool bool_out(DtypeRule r) {
+  return r == DtypeRule::BoolOut || r == DtypeRule::LogicalOut;
+}
 
 // The CUDA kernel: the same function, dtype and type set as unary_cpu.
 template <typename F, Types T, DtypeRule R>

@@ -179,8 +179,9 @@ KernelRequest pointwise_kernel(const PointwiseKernel& k) {
                 "  for (int64_t v = tid; v < nv; v += step) {\n");
     for (int j = 0; j < nin; ++j)
       if (!is_scalar(j))
-        body += str("    const IgVec<", in_type(j), ", ", V, "> a", j, " = reinterpret_cast<const IgVec<",
-                    in_type(j), ", ", V, ">*>(p.p[", j + 1, "])[v];\n");
+        body += str("    const IgVec<", in_type(j), ", ", V, "> a", j,
+                    " = reinterpret_cast<const IgVec<", in_type(j), ", ", V, ">*>(p.p[", j + 1,
+                    "])[v];\n");
     body += str("    IgVec<", out, ", ", V, "> o;\n#pragma unroll\n    for (int e = 0; e < ", V,
                 "; ++e) {\n");
     body += loads([&](int j) { return str("a", j, ".v[e]"); });
@@ -253,7 +254,8 @@ void pointwise(TensorIterator& it, const PointwiseOp& op) {
   const int nd = static_cast<int>(shape.size());
   bool contiguous = nd == 1;
   for (int t = 0; t <= nin && contiguous; ++t)
-    if (tensor_operand(t) && it.iter_strides(t)[0] != itemsize(t) && shape[0] != 1) contiguous = false;
+    if (tensor_operand(t) && it.iter_strides(t)[0] != itemsize(t) && shape[0] != 1)
+      contiguous = false;
 
   const int device = out.device().index;
   DeviceGuard guard(device);

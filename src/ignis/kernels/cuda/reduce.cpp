@@ -70,8 +70,12 @@ template <class T> __forceinline__ T ig_highest() {
   if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
   else return std::numeric_limits<T>::max();
 }
-template <class T> __forceinline__ T ig_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-template <class T> __forceinline__ T ig_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <class T> __forceinline__ T ig_max_nan(T a, T b) {
+  return a != a ? a : (b != b ? b : (a > b ? a : b));
+}
+template <class T> __forceinline__ T ig_min_nan(T a, T b) {
+  return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
 
 // Any trivially copyable value, shuffled a 32-bit word at a time.
 template <class T> __forceinline__ T ig_shfl_down(const T& v, int o) {
@@ -82,7 +86,8 @@ template <class T> __forceinline__ T ig_shfl_down(const T& v, int o) {
   for (int i = 0; i < W; ++i) r.w[i] = __shfl_down_sync(0xffffffffu, a.w[i], o);
   return r.t;
 }
-template <class Op> __forceinline__ typename Op::acc_t ig_warp_reduce(const Op& op, typename Op::acc_t v) {
+template <class Op>
+__forceinline__ typename Op::acc_t ig_warp_reduce(const Op& op, typename Op::acc_t v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = op.combine(v, ig_shfl_down(v, o));
   return v;
@@ -95,7 +100,9 @@ template <class In, class Out, class Acc> struct IgSum {
   Acc identity() const { return Acc(0); }
   Acc map(In x, int64_t) const { return ig_rload<Acc, Out, In>(x); }
   Acc combine(Acc x, Acc y) const { return x + y; }
-  void project(Acc v, char* o, char*, int64_t off) const { reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v); }
+  void project(Acc v, char* o, char*, int64_t off) const {
+    reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v);
+  }
 };
 template <class In, class Out, class Acc> struct IgNanSum : IgSum<In, Out, Acc> {
   Acc map(In x, int64_t) const { Acc v = ig_rload<Acc, Out, In>(x); return v != v ? Acc(0) : v; }
@@ -114,21 +121,27 @@ template <class In, class Out, class Acc, bool IsMax> struct IgExtreme {
   Acc identity() const { return IsMax ? ig_lowest<Acc>() : ig_highest<Acc>(); }
   Acc map(In x, int64_t) const { return ig_widen<In>::get(x); }
   Acc combine(Acc x, Acc y) const { return IsMax ? ig_max_nan(x, y) : ig_min_nan(x, y); }
-  void project(Acc v, char* o, char*, int64_t off) const { reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v); }
+  void project(Acc v, char* o, char*, int64_t off) const {
+    reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v);
+  }
 };
 template <class In, class Out, bool IsAll> struct IgLogical {
   typedef bool acc_t; IgRedArgs a;
   bool identity() const { return IsAll; }
   bool map(In x, int64_t) const { return ig_widen<In>::get(x) != 0; }
   bool combine(bool x, bool y) const { return IsAll ? (x && y) : (x || y); }
-  void project(bool v, char* o, char*, int64_t off) const { reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v); }
+  void project(bool v, char* o, char*, int64_t off) const {
+    reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v);
+  }
 };
 template <class In, class Out> struct IgCountNonzero {
   typedef int64_t acc_t; IgRedArgs a;
   int64_t identity() const { return 0; }
   int64_t map(In x, int64_t) const { return ig_widen<In>::get(x) != 0 ? 1 : 0; }
   int64_t combine(int64_t x, int64_t y) const { return x + y; }
-  void project(int64_t v, char* o, char*, int64_t off) const { reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v); }
+  void project(int64_t v, char* o, char*, int64_t off) const {
+    reinterpret_cast<Out*>(o)[off] = ig_convert<Out>(v);
+  }
 };
 // Vector norms, as the CPU's NormOp: K 2 (L2), 1, 0, 3 (inf), 4 (-inf), 5 (any p).
 template <class In, class Out, class C, int K> struct IgNorm {
@@ -193,7 +206,9 @@ template <class In, class Out, class C> struct IgLogSumExp {
 template <class C> struct IgArgAcc { C v; int64_t i; };
 template <class In, class Out, class C, bool IsMax> struct IgArg {
   typedef IgArgAcc<C> acc_t; IgRedArgs a;
-  acc_t identity() const { return acc_t{IsMax ? ig_lowest<C>() : ig_highest<C>(), 0x7fffffffffffffffll}; }
+  acc_t identity() const {
+    return acc_t{IsMax ? ig_lowest<C>() : ig_highest<C>(), 0x7fffffffffffffffll};
+  }
   acc_t map(In x, int64_t k) const { return acc_t{ig_widen<In>::get(x), k}; }
   acc_t combine(acc_t x, acc_t y) const {
     const bool xn = x.v != x.v, yn = y.v != y.v;
@@ -208,7 +223,8 @@ template <class In, class Out, class C, bool IsMax> struct IgArg {
 };
 
 // ---- the kernels ----
-__forceinline__ void ig_red_out_offsets(const IgRedParams& p, int64_t m, int64_t& in_off, int64_t& out_off) {
+__forceinline__ void ig_red_out_offsets(const IgRedParams& p, int64_t m, int64_t& in_off,
+                                        int64_t& out_off) {
   in_off = 0;
   out_off = 0;
   for (int d = 0; d < p.out_ndim; ++d) {
@@ -228,11 +244,15 @@ __forceinline__ int64_t ig_red_offset(const IgRedParams& p, int64_t k) {
   }
   return off;
 }
+// The workspace slot of split s's partial result for output m.
+template <class Acc> __forceinline__ Acc* ig_slot(const IgRedParams& p, int64_t s, int64_t m) {
+  return reinterpret_cast<Acc*>(p.ws + (s * p.M + m) * IG_ACC_BYTES);
+}
 template <class Op>
 __forceinline__ void ig_emit(const Op& op, const IgRedParams& p, int64_t m, int64_t out_off,
                              const typename Op::acc_t& acc) {
   if (p.splits > 1)
-    *reinterpret_cast<typename Op::acc_t*>(p.ws + (int64_t(blockIdx.y) * p.M + m) * IG_ACC_BYTES) = acc;
+    *ig_slot<typename Op::acc_t>(p, blockIdx.y, m) = acc;
   else
     op.project(acc, p.out, p.out2, out_off);
 }
@@ -248,7 +268,8 @@ __forceinline__ void ig_reduce(const Op& op, const IgRedParams& p) {
   const int64_t k0 = int64_t(blockIdx.y) * p.k_per_split;
   const int64_t k1 = p.K < k0 + p.k_per_split ? p.K : k0 + p.k_per_split;
   const int64_t per_block = p.outer ? bx : by;
-  for (int64_t mb = int64_t(blockIdx.x) * per_block; mb < p.M; mb += int64_t(gridDim.x) * per_block) {
+  const int64_t mstep = int64_t(gridDim.x) * per_block;
+  for (int64_t mb = int64_t(blockIdx.x) * per_block; mb < p.M; mb += mstep) {
     const int64_t m = mb + (p.outer ? tx : ty);
     const int64_t kstep = p.outer ? by : bx;
     Acc acc = op.identity();
@@ -290,9 +311,8 @@ __forceinline__ void ig_reduce_finish(const Op& op, const IgRedParams& p) {
   typedef typename Op::acc_t Acc;
   for (int64_t m = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; m < p.M;
        m += int64_t(gridDim.x) * blockDim.x) {
-    Acc acc = *reinterpret_cast<const Acc*>(p.ws + m * IG_ACC_BYTES);
-    for (int s = 1; s < p.splits; ++s)
-      acc = op.combine(acc, *reinterpret_cast<const Acc*>(p.ws + (int64_t(s) * p.M + m) * IG_ACC_BYTES));
+    Acc acc = *ig_slot<Acc>(p, 0, m);
+    for (int s = 1; s < p.splits; ++s) acc = op.combine(acc, *ig_slot<Acc>(p, s, m));
     int64_t in_off, out_off;
     ig_red_out_offsets(p, m, in_off, out_off);
     op.project(acc, p.out, p.out2, out_off);
@@ -392,7 +412,8 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
   // innermost first; the reduced dims innermost first.
   int nd = 0;
   auto push_out = [&](int64_t size, int64_t s_in, int64_t s_out) {
-    IGNIS_CHECK(nd < kMaxKernelDims, "CUDA reductions handle at most ", kMaxKernelDims, " kept dims");
+    IGNIS_CHECK(nd < kMaxKernelDims, "CUDA reductions handle at most ", kMaxKernelDims,
+                " kept dims");
     p.out_sizes[nd] = size;
     p.out_in[nd] = s_in;
     p.out_out[nd] = s_out;
@@ -448,7 +469,8 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
                           stream.handle, a, nullptr));
   if (splits > 1) {
     CUfunction g = function_for(device, kind, in_t, out_t, true);
-    auto grid = static_cast<unsigned>(std::min<int64_t>(ceil_div(p.M, kBlockThreads), int64_t(sms) * 32));
+    auto grid = static_cast<unsigned>(
+        std::min<int64_t>(ceil_div(p.M, kBlockThreads), int64_t(sms) * 32));
     IGNIS_CU(cuLaunchKernel(g, grid, 1, 1, kBlockThreads, 1, 1, 0, stream.handle, a, nullptr));
   }
   // ws goes back to the caching allocator now: its stream reuses it only in
@@ -479,10 +501,11 @@ KernelRequest reduce_kernel(const std::string& kind, ScalarType in, ScalarType o
   const std::string sym = symbol_of(kind, in, out);
   std::string body = str("typedef ", device_type_name(in), " In;\ntypedef ", device_type_name(out),
                          " Out;\ntypedef ", acc_type(k, in, out), " Acc;\ntypedef ", k.op,
-                         " IgOp;\n", "extern \"C\" __global__ void ", sym,
-                         "(IgRedParams p) {\n  IgOp op;\n  op.a = p.a;\n  ig_reduce<IgOp, In>(op, p);\n}\n",
-                         "extern \"C\" __global__ void ", sym,
-                         "_finish(IgRedParams p) {\n  IgOp op;\n  op.a = p.a;\n  ig_reduce_finish(op, p);\n}\n");
+                         " IgOp;\n");
+  body += str("extern \"C\" __global__ void ", sym, "(IgRedParams p) {\n",
+              "  IgOp op;\n  op.a = p.a;\n  ig_reduce<IgOp, In>(op, p);\n}\n");
+  body += str("extern \"C\" __global__ void ", sym, "_finish(IgRedParams p) {\n",
+              "  IgOp op;\n  op.a = p.a;\n  ig_reduce_finish(op, p);\n}\n");
   KernelRequest r;
   r.symbol = finish ? sym + "_finish" : sym;
   r.label = sym + ".cu";

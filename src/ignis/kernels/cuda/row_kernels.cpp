@@ -78,6 +78,7 @@ template <class T, class F> __forceinline__ T ig_row_allreduce(T v, F f) {
   }
   return v;
 }
+#define IG_ROW_STEP (int64_t(gridDim.x) * blockDim.y)  // rows a grid covers per iteration
 struct IgAdd { template <class T> T operator()(T a, T b) const { return a + b; } };
 // Softmax statistics: the running max and the sum of exp(x - max); s == 0
 // marks an empty one (so that an all -inf part does not turn into NaN
@@ -100,7 +101,7 @@ template <class C, class T> __forceinline__ T ig_softmax_value(C x, IgMS<C> st, 
 template <class T, class C> __forceinline__ void ig_softmax_rows(const IgRowParams& p) {
   const T* in = reinterpret_cast<const T*>(p.in);
   T* out = reinterpret_cast<T*>(p.out);
-  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += int64_t(gridDim.x) * blockDim.y) {
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
     IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
@@ -119,12 +120,15 @@ template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowPara
   const T* in = reinterpret_cast<const T*>(p.in);
   T* out = reinterpret_cast<T*>(p.out);
   const int64_t cols = p.rows * p.inner;
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t base = (c / p.inner) * p.D * p.inner + c % p.inner;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += step) {
+    const T* x = in + (c / p.inner) * p.D * p.inner + c % p.inner;
+    T* y = out + (x - in);
     IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
-    for (int64_t k = 0; k < p.D; ++k) st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(in[base + k * p.inner]), C(1)});
     for (int64_t k = 0; k < p.D; ++k)
-      out[base + k * p.inner] = ig_softmax_value<C, T>(ig_convert<C>(in[base + k * p.inner]), st, p.kind);
+      st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(x[k * p.inner]), C(1)});
+    for (int64_t k = 0; k < p.D; ++k)
+      y[k * p.inner] = ig_softmax_value<C, T>(ig_convert<C>(x[k * p.inner]), st, p.kind);
   }
 }
 // Layer norm over rows of D: mean, then the biased variance about it (two
@@ -134,7 +138,7 @@ template <class T, class C> __forceinline__ void ig_layer_norm(const IgRowParams
   T* out = reinterpret_cast<T*>(p.out);
   const C* w = reinterpret_cast<const C*>(p.w);
   const C* b = reinterpret_cast<const C*>(p.b);
-  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += int64_t(gridDim.x) * blockDim.y) {
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
     const T* x = in + r * p.D;
@@ -170,7 +174,7 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_rows(const Ig
   const C* rp = reinterpret_cast<const C*>(p.rstd);
   const C* w = reinterpret_cast<const C*>(p.w);
   T* dx = reinterpret_cast<T*>(p.out);
-  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += int64_t(gridDim.x) * blockDim.y) {
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
     const C mu = live ? mp[r] : C(0), rs = live ? rp[r] : C(0);
@@ -202,7 +206,8 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const Ig
   const C* rp = reinterpret_cast<const C*>(p.rstd);
   C* dw = reinterpret_cast<C*>(p.out);
   C* db = const_cast<C*>(reinterpret_cast<const C*>(p.w));
-  for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < p.D; cb += int64_t(gridDim.x) * blockDim.x) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < p.D; cb += step) {
     const int64_t n = cb + threadIdx.x;
     C aw = 0, ab = 0;
     if (n < p.D)
@@ -277,10 +282,10 @@ void launch_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams
   while (bx < kBlockThreads && bx * 8 < p.D) bx *= 2;
   const int by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
-  const auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(ceil_div(p.rows, by), sms * 32)));
+  const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, by), 1, sms * 32));
   void* a[] = {&p};
-  IGNIS_CU(cuLaunchKernel(function_for(device, t, kernel), grid, 1, 1, unsigned(bx), unsigned(by), 1,
-                          0, stream.handle, a, nullptr));
+  IGNIS_CU(cuLaunchKernel(function_for(device, t, kernel), grid, 1, 1, unsigned(bx), unsigned(by),
+                          1, 0, stream.handle, a, nullptr));
 }
 
 }  // namespace
@@ -308,7 +313,8 @@ void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::Softmax
   Stream stream = current_stream(device);
   void* a[] = {&p};
   const int64_t sms = device_properties(device).multi_processor_count;
-  const auto grid = static_cast<unsigned>(std::min(ceil_div(p.rows * p.inner, kBlockThreads), sms * 32));
+  const auto grid =
+      static_cast<unsigned>(std::min(ceil_div(p.rows * p.inner, kBlockThreads), sms * 32));
   IGNIS_CU(cuLaunchKernel(function_for(device, in.dtype(), "softmax_cols"), grid, 1, 1,
                           kBlockThreads, 1, 1, 0, stream.handle, a, nullptr));
 }
@@ -362,10 +368,10 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   Stream stream = current_stream(device);
   const int bx = 32, by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
-  const auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(ceil_div(N, bx), sms * 32)));
+  const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32));
   void* a[] = {&q};
-  IGNIS_CU(cuLaunchKernel(function_for(device, x.dtype(), "layer_norm_bwd_cols"), grid, 1, 1, bx, by,
-                          1, 0, stream.handle, a, nullptr));
+  CUfunction f = function_for(device, x.dtype(), "layer_norm_bwd_cols");
+  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, bx, by, 1, 0, stream.handle, a, nullptr));
   if (dw.defined()) copy_tensor(dw, tw);
   if (db.defined()) copy_tensor(db, tb);
 }
