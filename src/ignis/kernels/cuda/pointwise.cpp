@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/kernel_cache.h"
 #include "ignis/cuda/stream.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"

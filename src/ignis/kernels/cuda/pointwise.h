@@ -22,13 +22,14 @@
 #include <vector>
 
 #include "ignis/core/scalar.h"
-#include "ignis/cuda/kernel_cache.h"
 
 namespace ignis {
 class TensorIterator;
 }
 
 namespace ignis::cuda {
+
+struct KernelRequest;  // cuda/kernel_cache.h (kept out of the op files that include this)
 
 // One call: which scalar function runs on the iterator, in which dtype.
 struct PointwiseOp {

@@ -433,7 +433,12 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
   p.red_ndim = nr;
   p.M = pl.num_outputs * pl.vec_size;
   p.K = pl.reduce_numel;
-  p.outer = pl.vec_mode ? 1 : 0;
+  // Outer layout when a kept dim is the fastest and there are outputs enough
+  // to fill a warp's lanes, or when rows are too short to share among a
+  // warp's lanes (x.sum(-1) of 4-element rows); inner layout otherwise, also
+  // for x.sum(0) of a few columns, whose reduced dim is then walked by a
+  // warp with a small stride.
+  p.outer = (pl.vec_mode && p.M >= 32) || p.K <= 16 ? 1 : 0;
   p.a = args;
 
   const int device = in.device().index;

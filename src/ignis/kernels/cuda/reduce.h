@@ -6,11 +6,13 @@
 // dropped, dims ordered by stride and merged) and runs as one kernel whose
 // block reduces in registers, then across a warp by shuffles, then across
 // warps through shared memory. Two layouts:
-//   * inner: the reduced dim is the input's fastest. Threads of a block row
-//     stride along it (a warp per output for short rows, a block for long);
-//   * outer: a kept dim is the fastest. Each thread owns one output, so a
-//     warp reads consecutive elements, and the block's rows split the
-//     reduced elements among themselves.
+//   * inner: the reduced dim is the input's fastest (or few outputs are
+//     kept). Threads of a block row stride along it (a warp per output for
+//     short rows, a block for long);
+//   * outer: a kept dim is the fastest and there are 32 outputs or more (or
+//     rows have at most 16 elements). Each thread owns one output, so a warp
+//     reads consecutive elements, and the block's rows split the reduced
+//     elements among themselves.
 // When there are too few outputs to fill the GPU and each has many
 // elements, the reduced elements are split over a second grid dimension:
 // every block writes its partial accumulator to a workspace and a second
