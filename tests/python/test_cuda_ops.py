@@ -44,6 +44,19 @@ FLOATS = ["float16", "bfloat16", "float32", "float64"]
 CPU_ONLY_REDUCTIONS = {"cumsum", "cumprod", "cumsum_", "cumprod_"}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _warm_kernel_cache():
+    """On a GPU, first compile every generated kernel into the disk cache on
+    all cores (cuda::precompile), so that the tests load them rather than
+    compile some 1900 kernels one at a time (minutes of NVRTC). The fake
+    driver's runs skip it: they compile each kernel for the host anyway."""
+    if AVAILABLE and ignis.cuda.get_device_name(0) != "Fake GPU":
+        t0 = time.time()
+        n = ignis._C._cuda_precompile_eager_kernels(0, os.cpu_count() or 1)
+        print(f"\nprecompiled {n} kernels into the disk cache in {time.time() - t0:.1f} s")
+    yield
+
+
 def _nvrtc():
     try:
         return ignis._C._cuda_nvrtc_version()

@@ -13,6 +13,7 @@
 //   _cuda_kernel_cache_stats() -> dict, _cuda_nvrtc_version()
 //   _cuda_eager_kernel_units() -> [(label, source, options, kernels)]
 //   _cuda_nvrtc_compile(source, label, arch, options) -> cubin size
+//   _cuda_precompile_eager_kernels(device, threads) -> kernels compiled into the disk cache
 //   OutOfMemoryError (the exception type)
 #include "ignis/cuda/device.h"
 #include "ignis/cuda/kernel_cache.h"
@@ -390,6 +391,29 @@ PyObject* f_nvrtc_compile(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// Compiles every eager kernel for device i into the disk cache, `threads`
+// at a time (a warm-up before the GPU tests); returns how many compiled.
+PyObject* f_precompile_eager_kernels(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  int device, threads;
+  if (!PyArg_ParseTuple(args, "ii", &device, &threads)) return nullptr;
+  std::vector<cuda::KernelRequest> requests;
+  for (auto& [group, r] : cuda::eager_kernel_variants()) requests.push_back(std::move(r));
+  int n;
+  {
+    PyThreadState* ts = PyEval_SaveThread();
+    try {
+      n = cuda::precompile(device, requests, threads);
+    } catch (...) {
+      PyEval_RestoreThread(ts);
+      throw;
+    }
+    PyEval_RestoreThread(ts);
+  }
+  return PyLong_FromLong(n);
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef functions[] = {
     {"_cuda_is_available", f_is_available, METH_NOARGS, nullptr},
     {"_cuda_unavailable_reason", f_unavailable_reason, METH_NOARGS, nullptr},
@@ -420,6 +444,7 @@ PyMethodDef functions[] = {
     {"_cuda_nvrtc_version", f_nvrtc_version, METH_NOARGS, nullptr},
     {"_cuda_eager_kernel_units", f_eager_kernel_units, METH_NOARGS, nullptr},
     {"_cuda_nvrtc_compile", f_nvrtc_compile, METH_VARARGS, nullptr},
+    {"_cuda_precompile_eager_kernels", f_precompile_eager_kernels, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -65,9 +65,13 @@ ScalarType other_kind(ScalarType t) {
 
 }  // namespace
 
-std::vector<KernelUnit> eager_kernel_units() {
+std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
   register_all_ops();
-  Grouper g;
+  std::vector<std::pair<std::string, KernelRequest>> v;
+  struct Collector {
+    std::vector<std::pair<std::string, KernelRequest>>* out;
+    void add(const std::string& group, KernelRequest r) { out->emplace_back(group, std::move(r)); }
+  } g{&v};
   // Pointwise: one unit per scalar function.
   using DeclKey = std::tuple<std::string, int, int, bool>;
   std::map<DeclKey, uint32_t> decls;
@@ -111,6 +115,12 @@ std::vector<KernelUnit> eager_kernel_units() {
   for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32,
                        ScalarType::Float64})
     for (const KernelRequest& r : row_kernel_requests(t)) g.add(str("rows_", dtype_name(t)), r);
+  return v;
+}
+
+std::vector<KernelUnit> eager_kernel_units() {
+  Grouper g;
+  for (const auto& [group, r] : eager_kernel_variants()) g.add(group, r);
   return g.units();
 }
 

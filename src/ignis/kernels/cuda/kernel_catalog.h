@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ignis/cuda/kernel_cache.h"
@@ -25,5 +26,9 @@ struct KernelUnit {
 };
 
 std::vector<KernelUnit> eager_kernel_units();
+
+// The same kernels one request each, as the ops ask for them, with the
+// name of their unit: what cuda::precompile warms the disk cache with.
+std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants();
 
 }  // namespace ignis::cuda
