@@ -61,7 +61,7 @@ struct PointwiseKernel {
 KernelRequest pointwise_kernel(const PointwiseKernel& k);
 
 // The kernels a pointwise op's declaration can ask for, recorded as ops are
-// registered (ops/pointwise.h's cuda_pointwise), so that a test can build
+// registered (ops/pointwise.h's declare_cuda_pointwise), so that a test can build
 // the source of every (function, dtype) variant without a GPU.
 struct PointwiseDecl {
   std::string op;     // the op's name, for messages
