@@ -26,6 +26,10 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # GEMM through cuBLASLt and DLPack with torch/CuPy on the GPU.
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_blas.py test_dlpack.py 2>&1 | tee "$OUT/pytest_cuda_blas.log" | tail -25)
+# The eager kernels of pointwise ops, reductions, softmax and layer norm against the CPU
+# (tests/python/test_cuda_ops.py; its NVRTC compile of every variant runs here too).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_ops.py 2>&1 | tee "$OUT/pytest_cuda_ops.log" | tail -40)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
   test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
   | tee "$OUT/pytest_neighbours.log" | tail -3)

@@ -2,9 +2,10 @@
 // GPU (tests/cuda_fake/run.sh): one device ("Fake GPU", sm_90, 4 SMs,
 // $FAKE_CUDA_CAP_MB of memory, default 1024) whose memory is host memory,
 // copies that are memcpy, streams that are always done, events that read the
-// host clock, and kernels run on the host from $IGNIS_FAKE_CUDA_KERNELS (the
-// eager kernels' CUDA C++ compiled as host C++; launches of unknown kernels
-// fail). NVRTC still compiles every kernel, so its cache path is exercised;
+// host clock, and kernels run on the host: copies and fills from
+// $IGNIS_FAKE_CUDA_KERNELS (their CUDA C++ compiled as host C++), generated
+// kernels compiled from $IGNIS_CUDA_DUMP_SOURCES on first use (launches of
+// unknown kernels fail). NVRTC still compiles every kernel, so its cache path is exercised;
 // NVRTC asks the driver for an export table when libcuda is loaded, which
 // this fake declines. Not a driver: nothing here is asynchronous.
 #include <chrono>
@@ -16,6 +17,9 @@
 #include <mutex>
 #include <map>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 extern "C" {
 typedef int CUresult;
 static size_t g_cap = size_t(1) << 30, g_used = 0;
@@ -63,17 +67,79 @@ CUresult cuEventSynchronize(void*) { return 0; }
 CUresult cuEventQuery(void*) { return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
-struct Fn { std::string name; void* host; };
+struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned); };
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
+}  // extern "C"
+
+// Generated kernels (pointwise, reductions, row kernels): ignis writes each
+// one's source to $IGNIS_CUDA_DUMP_SOURCES/<name>.cu when it asks for it;
+// here it is compiled as host C++ with a wrapper that unpacks the launch's
+// argument array and walks the grid (one thread a block), then cached as
+// <name>.so beside it.
+static std::vector<std::string> split_params(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '<') ++depth;
+    if (c == '>') --depth;
+    if (c == ',' && depth == 0) { out.push_back(cur); cur.clear(); continue; }
+    cur += c;
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+static std::string param_type(std::string p) {
+  while (!p.empty() && p.back() == ' ') p.pop_back();
+  size_t i = p.size();
+  while (i > 0 && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_')) --i;
+  return p.substr(0, i);
+}
+static void* generated_wrapper(const std::string& name) {
+  const char* dir = getenv("IGNIS_CUDA_DUMP_SOURCES");
+  const char* header = getenv("IGNIS_FAKE_CUDA_HOST_HEADER");
+  if (!dir || !header) return nullptr;
+  std::string base = std::string(dir) + "/" + name;
+  FILE* f = fopen((base + ".cu").c_str(), "rb");
+  if (!f) return nullptr;
+  std::string src;
+  char buf[65536];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) src.append(buf, n);
+  fclose(f);
+  std::string sig = "extern \"C\" __global__ void " + name + "(";
+  size_t at = src.find(sig);
+  if (at == std::string::npos) return nullptr;
+  size_t open = at + sig.size(), close = src.find(')', open);
+  std::vector<std::string> params = split_params(src.substr(open, close - open));
+  std::string w = "\nextern \"C\" void " + name + "__host(void** a, unsigned gx, unsigned gy) {\n"
+                  "  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
+                  "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + name + "(";
+  for (size_t i = 0; i < params.size(); ++i)
+    w += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
+  w += ");\n    }\n}\n";
+  std::string host = base + ".host.cpp", so = base + ".so";
+  if (FILE* h = fopen(host.c_str(), "wb")) { fwrite(src.data(), 1, src.size(), h); fwrite(w.data(), 1, w.size(), h); fclose(h); }
+  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + std::string(header) + " -x c++ " + host + " -o " + so;
+  struct stat cu_st, so_st;  // rebuilt when ignis wrote a newer text of the kernel
+  bool fresh = stat((base + ".cu").c_str(), &cu_st) == 0 && stat(so.c_str(), &so_st) == 0 &&
+               so_st.st_mtime >= cu_st.st_mtime;
+  if (!fresh && system(cmd.c_str()) != 0) return nullptr;
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  return lib ? dlsym(lib, (name + "__host").c_str()) : nullptr;
+}
+
+extern "C" {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   static void* emu = getenv("IGNIS_FAKE_CUDA_KERNELS") ? dlopen(getenv("IGNIS_FAKE_CUDA_KERNELS"), RTLD_NOW | RTLD_LOCAL) : nullptr;
   void* h = emu ? dlsym(emu, name) : nullptr;
-  if (!h) return 500;
-  *f = new Fn{name, h};
+  void* w = h ? nullptr : generated_wrapper(name);
+  if (!h && !w) return 500;
+  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned))w};
   return 0; }
-CUresult cuLaunchKernel(void* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** a, void**) {
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** a, void**) {
   Fn* fn = (Fn*)f;
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
+  if (fn->wrapper) { fn->wrapper(a, gx, gy); return 0; }
   const std::string& n = fn->name;
   if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);
   else if (n.rfind("copy_contiguous", 0) == 0) ((void(*)(void*, const void*, int64_t))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2]);

@@ -1,11 +1,19 @@
 // Host emulation of the eager CUDA kernels: their CUDA C++ compiled as host C++
-// (one "thread" runs the whole grid-stride loop), for fake_libcuda.cpp.
+// for fake_libcuda.cpp. Blocks have one thread and the launcher walks the grid
+// (the kernels are written for any block shape; warp shuffles only run with
+// 32-thread rows and are never reached here).
 #include <cstdint>
 #include <cstring>
 #define __device__
 #define __global__
 #define __forceinline__ inline
-struct ig_dim3 { unsigned x; };
-static ig_dim3 blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct ig_dim3 { unsigned x, y, z; };
+static ig_dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
+static inline void __syncthreads() {}
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+template <class T> static inline T __shfl_sync(unsigned, T v, int) { return v; }

@@ -7,6 +7,7 @@
 # and the kernels' logic (conversions, strided geometry); it cannot check real
 # asynchrony or the GPU's own arithmetic, which gpu_check.sh does on a GPU.
 #   bash tests/cuda_fake/run.sh [build dir, default build-wt] [pytest args...]
+#   FAKE_CUDA_TESTS="test_cuda_ops.py" bash tests/cuda_fake/run.sh build-wt -k float32
 # Needs NVRTC ($IGNIS_NVRTC_LIBRARY, the toolkit, or the nvidia-cuda-nvrtc wheel).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,7 +24,14 @@ g++ -shared -fPIC -O1 -include "$here/kernel_host.h" -x c++ "$work/kernels.cu" -
 g++ -shared -fPIC -O1 "$here/fake_libcuda.cpp" -ldl -o "$work/libcuda.so.1"
 g++ -shared -fPIC -O1 "$here/fake_libcublaslt.cpp" -o "$work/libcublasLt.so.13"
 cd "$root/tests/python"
+# Generated kernels (pointwise, reductions, softmax, layer norm) are compiled
+# for the host as they are first launched, into $IGNIS_FAKE_CUDA_SOURCES
+# (default: a directory kept across runs, so later runs reuse them).
+sources=${IGNIS_FAKE_CUDA_SOURCES:-/tmp/ignis-fake-cuda-kernels}
+mkdir -p "$sources"
+tests=${FAKE_CUDA_TESTS:-test_cuda.py test_cuda_blas.py test_dlpack.py}
 LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IGNIS_FAKE_CUDA_KERNELS="$work/kernels.so" \
+  IGNIS_CUDA_DUMP_SOURCES="$sources" IGNIS_FAKE_CUDA_HOST_HEADER="$here/kernel_host.h" \
   IGNIS_CACHE_DIR="$work/cache" PYTHONPATH="$root/python" \
   IGNIS_CUBLASLT_LIBRARY="$work/libcublasLt.so.13" \
-  python3 -m pytest -q -p no:cacheprovider test_cuda.py test_cuda_blas.py test_dlpack.py "$@"
+  python3 -m pytest -q -p no:cacheprovider $tests "$@"

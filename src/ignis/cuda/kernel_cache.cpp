@@ -1,10 +1,13 @@
 #include "ignis/cuda/kernel_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "ignis/core/error.h"
@@ -41,21 +44,33 @@ std::string meta_text(const std::string& cubin) {
 }
 
 // The cubin of `key`: a valid disk entry, else compiled now and published.
+// Called without c.mu held (it takes it for the counters), so that threads
+// compile different kernels at once; two threads compiling one key publish
+// the same bytes, each by rename.
 std::string cubin_for(Cache& c, const std::string& key, const KernelRequest& r, int arch) {
-  if (c.dir.empty()) c.dir = runtime::open_private_dir(runtime::default_cache_dir() / "cuda");
-  fs::path sub = c.dir / key.substr(0, 2);
+  fs::path dir;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.dir.empty()) c.dir = runtime::open_private_dir(runtime::default_cache_dir() / "cuda");
+    dir = c.dir;
+  }
+  fs::path sub = dir / key.substr(0, 2);
   fs::path cubin_path = sub / (key + ".cubin"), meta_path = sub / (key + ".meta");
   auto cubin = runtime::read_file(cubin_path);
   auto meta = runtime::read_file(meta_path);
   if (cubin && meta && *meta == meta_text(*cubin)) {
+    std::lock_guard<std::mutex> lock(c.mu);
     ++c.stats.disk_hits;
     return *cubin;
   }
-  if (cubin || meta) ++c.stats.rejected;
   auto t0 = std::chrono::steady_clock::now();
   std::string bin = nvrtc_compile(r.source, r.label, arch, r.options);
-  c.stats.compile_seconds += seconds_since(t0);
-  ++c.stats.compiles;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (cubin || meta) ++c.stats.rejected;
+    c.stats.compile_seconds += seconds_since(t0);
+    ++c.stats.compiles;
+  }
   runtime::make_dirs(sub);
   runtime::remove_stale_temps(sub);
   runtime::write_file_atomic(cubin_path, bin);
@@ -63,33 +78,91 @@ std::string cubin_for(Cache& c, const std::string& key, const KernelRequest& r, 
   return bin;
 }
 
-}  // namespace
+// $IGNIS_CUDA_DUMP_SOURCES: a directory that receives each kernel's source
+// as <symbol>.cu the first time it is requested in a process, replacing an
+// older text of that name (for reading generated code,
+// and for tests/cuda_fake, which compiles them as host C++).
+void dump_source(const KernelRequest& r) {
+  static const char* dir = std::getenv("IGNIS_CUDA_DUMP_SOURCES");
+  if (!dir || !*dir) return;
+  fs::path path = fs::path(dir) / (r.symbol + ".cu");
+  if (auto old = runtime::read_file(path); old && *old == r.source) return;
+  runtime::make_dirs(path.parent_path());
+  runtime::write_file_atomic(path, r.source);
+}
 
-CUfunction get_kernel(int device, const KernelRequest& r) {
+int arch_of(int device) {
   const DeviceProperties& props = device_properties(device);
-  int arch = props.major * 10 + props.minor;
+  return props.major * 10 + props.minor;
+}
+
+std::string key_of(const KernelRequest& r, int arch) {
   runtime::Sha256 h;
   h.update_field("ignis-cuda-kernel").update_field(std::to_string(kKernelCacheFormatVersion));
   h.update_field(std::to_string(nvrtc_version())).update_field(std::to_string(arch));
   for (const auto& o : r.options) h.update_field(o);
   h.update_field(r.source);
-  std::string key = h.hex_digest();
+  return h.hex_digest();
+}
 
+// `symbol` of a loaded module; c.mu held.
+CUfunction function_locked(Cache& c, CUmodule mod, const std::string& symbol) {
+  CUfunction& f = c.functions[{mod, symbol}];
+  if (!f) IGNIS_CU(cuModuleGetFunction(&f, mod, symbol.c_str()));
+  return f;
+}
+
+}  // namespace
+
+CUfunction get_kernel(int device, const KernelRequest& r) {
+  dump_source(r);
+  const int arch = arch_of(device);
+  const std::string key = key_of(r, arch);
   Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.modules.find({key, device});
+    if (it != c.modules.end()) {
+      ++c.stats.memory_hits;
+      return function_locked(c, it->second, r.symbol);
+    }
+  }
+  std::string bin = cubin_for(c, key, r, arch);  // unlocked: see cubin_for
   std::lock_guard<std::mutex> lock(c.mu);
   CUmodule& mod = c.modules[{key, device}];
-  if (mod) {
-    ++c.stats.memory_hits;
-  } else {
-    std::string bin = cubin_for(c, key, r, arch);
+  if (!mod) {  // else another thread loaded it meanwhile
     DeviceGuard guard(device);
     auto t0 = std::chrono::steady_clock::now();
     IGNIS_CU(cuModuleLoadData(&mod, bin.data()));
     c.stats.load_seconds += seconds_since(t0);
   }
-  CUfunction& f = c.functions[{mod, r.symbol}];
-  if (!f) IGNIS_CU(cuModuleGetFunction(&f, mod, r.symbol.c_str()));
-  return f;
+  return function_locked(c, mod, r.symbol);
+}
+
+int precompile(int device, const std::vector<KernelRequest>& requests, int threads) {
+  const int arch = arch_of(device);
+  nvrtc_version();  // loads NVRTC (or raises) before the threads start
+  Cache& c = cache();
+  const uint64_t before = kernel_cache_stats().compiles;
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto work = [&] {
+    for (size_t i; (i = next++) < requests.size();) {
+      try {
+        cubin_for(c, key_of(requests[i], arch), requests[i], arch);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return static_cast<int>(kernel_cache_stats().compiles - before);
 }
 
 KernelCacheStats kernel_cache_stats() {

@@ -35,6 +35,12 @@ struct KernelRequest {
 // The kernel on `device` (compiled or loaded once per process and device).
 CUfunction get_kernel(int device, const KernelRequest& request);
 
+// Compiles `requests` for `device`'s architecture into the disk cache
+// without loading them, `threads` at a time: a warm-up, so that each one's
+// first use is a disk hit. Returns how many were compiled (the rest were on
+// disk already).
+int precompile(int device, const std::vector<KernelRequest>& requests, int threads);
+
 struct KernelCacheStats {
   uint64_t memory_hits = 0;
   uint64_t disk_hits = 0;

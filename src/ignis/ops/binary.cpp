@@ -7,6 +7,8 @@
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/cuda/pointwise.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
@@ -81,13 +83,37 @@ void binary_cpu(OpCall& c) { binary_cpu_impl<Plain<F>, T>(c, c.op.schema().name.
 template <typename F, Types T>
 void alpha_cpu(OpCall& c) { binary_cpu_impl<WithAlpha<F>, T>(c, c.op.schema().name.c_str()); }
 
+// The CUDA kernels: the same scalar function, dtype and type set.
+constexpr uint32_t dtypes_of(Types t) {
+  return t == Types::Float     ? cuda::kFloatDtypes
+         : t == Types::Numeric ? cuda::kNumericDtypes
+         : t == Types::IntBool ? cuda::kIntBoolDtypes
+                               : cuda::kAllDtypes;
+}
+template <typename F, Types T>
+void binary_cuda(OpCall& c) { cuda_pointwise(c, F::name, c.iter->common_dtype(), dtypes_of(T)); }
+template <typename F, Types T>
+void alpha_cuda(OpCall& c) {
+  cuda_pointwise(c, F::name, c.iter->common_dtype(), dtypes_of(T), {c.scalar(2)});
+}
+template <typename F>
+void compare_cuda(OpCall& c) { cuda_pointwise(c, F::name, c.iter->common_dtype(), cuda::kAllDtypes); }
+
 // Integer division (and modulo) by zero raises instead of trapping.
 // Bool has no integer division kernel: the caller's dispatch reports it.
 void check_no_int_zero(OpCall& c) {
   const TensorIterator& it = *c.iter;
   ScalarType dt = it.common_dtype();
   if (is_floating(dt) || dt == ScalarType::Bool || c.device.is_meta()) return;
-  const Tensor& b = it.input(1);
+  // A GPU divisor is scanned on the host: one synchronising copy, the price
+  // of raising as the CPU does rather than returning garbage as torch's
+  // CUDA kernels do.
+  Tensor b = it.input(1);
+  if (b.device().is_cuda()) {
+    Tensor host = empty_tensor(b.sizes(), b.dtype(), Device(DeviceType::CPU));
+    copy_tensor(host, b);
+    b = host;
+  }
   bool zero = false;
   IGNIS_DISPATCH_ALL(b.dtype(), "div", [&] {
     // b may be broadcast/strided: walk it through a copy-free iteration.
@@ -144,6 +170,23 @@ void div_cpu(OpCall& c) {
                                      [](T a, T b) -> T { return scalar_ops::DivFloor()(a, b); });
     }
   });
+}
+
+const char* div_function(Rounding r) {
+  return r == Rounding::None    ? scalar_ops::Div::name
+         : r == Rounding::Trunc ? scalar_ops::DivTrunc::name
+                                : scalar_ops::DivFloor::name;
+}
+void div_cuda(OpCall& c) {
+  Rounding r = rounding_of(c.args[2]);
+  if (r != Rounding::None) check_no_int_zero(c);
+  cuda_pointwise(c, div_function(r), c.iter->common_dtype(), cuda::kNumericDtypes);
+}
+// floor_divide, fmod, remainder: integer operands must not divide by zero.
+template <typename F>
+void checked_div_cuda(OpCall& c) {
+  check_no_int_zero(c);
+  cuda_pointwise(c, F::name, c.iter->common_dtype(), cuda::kNumericDtypes);
 }
 
 void floor_divide_cpu(OpCall& c) {
@@ -205,6 +248,31 @@ void pow_cpu(OpCall& c) {
   IGNIS_DISPATCH_NUMERIC(it.common_dtype(), "pow", [&] { pow_loop<scalar_t>(it); });
 }
 
+// As pow_cpu, with the same shortcuts (a CPU 0-dim exponent of 2, 0.5 or 1
+// is x * x, sqrt(x) or x, which pow need not compute exactly).
+void pow_cuda(OpCall& c) {
+  TensorIterator& it = *c.iter;
+  const Tensor& e = c.tensor(1);
+  if (e.impl()->is_wrapped_number()) {
+    double ev = e.item_double();
+    if (ev == 0.0) return fill_tensor(c.outputs[0], Scalar(int64_t(1)));
+    if (ev == 1.0) return copy_tensor(c.outputs[0], c.tensor(0));
+  }
+  const ScalarType dt = it.common_dtype();
+  cuda::check_dtype(cuda::kNumericDtypes, dt, "pow");
+  if (is_floating(dt) && e.dim() == 0 && e.device().is_cpu()) {
+    double ev = e.item_double();
+    using scalar_ops::Square, scalar_ops::Sqrt;
+    if (ev == 2.0) return cuda_pointwise(c, Square::name, dt, cuda::kFloatDtypes, {}, 1);
+    if (ev == 0.5) return cuda_pointwise(c, Sqrt::name, dt, cuda::kFloatDtypes, {}, 1);
+    if (ev == 1.0) {
+      copy_tensor(it.output(0), it.input(0));
+      return it.finish();
+    }
+  }
+  cuda_pointwise(c, scalar_ops::Pow::name, dt, cuda::kNumericDtypes);
+}
+
 void pow_meta_check(OpCall& c, bool inplace) {
   pointwise_meta(c, {0, 1}, R::Promote, inplace);
   const Tensor& e = c.tensor(1);
@@ -225,6 +293,13 @@ void shift_cpu(OpCall& c) {
   });
 }
 
+template <typename F>
+void shift_cuda(OpCall& c) {
+  constexpr bool left = std::is_same_v<F, scalar_ops::BitwiseLeftShift>;
+  cuda::check_dtype(cuda::kIntDtypes, c.iter->common_dtype(), left ? "lshift_cuda" : "rshift_cuda");
+  cuda_pointwise(c, F::name, c.iter->common_dtype(), cuda::kIntDtypes);
+}
+
 // pow.Scalar(self, exponent): a number to tensor powers; the number joins
 // as a wrapped scalar, so it promotes as one (2 ** int tensor is int).
 void pow_scalar_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -241,28 +316,37 @@ void pow_scalar_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 // (Derivatives are declared with each op: `d` and the names it saves.)
 // `scalar` names the kernel's scalar function (kernels/scalar_ops.h). The
 // functional form is core unless it declares a decomposition.
+// `gpu` is the CUDA kernel; `dtypes` (with `nscalars`, `bool_out`) what it
+// runs, recorded for the no-GPU compile test (declare_cuda_pointwise).
+struct CudaSpec {
+  ImplFn kernel;
+  uint32_t dtypes;
+  int nscalars = 0;
+  bool bool_out = false;
+};
 void pair(const std::string& name, const std::string& extra, MetaFn meta, MetaFn meta_inplace,
-          ImplFn cpu, const char* scalar, const char* doc, DerivativeFn d = nullptr,
-          const char* saves = "", DecompFn decomp = nullptr) {
+          ImplFn cpu, CudaSpec gpu, const char* scalar, const char* doc,
+          DerivativeFn d = nullptr, const char* saves = "", DecompFn decomp = nullptr) {
+  declare_cuda_pointwise(name, scalar, 2, gpu.nscalars, gpu.dtypes, gpu.bool_out);
   def(name + "(Tensor self, Tensor other" + extra + ") -> Tensor")
-      .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta).cpu(cpu).doc(doc)
-      .derivative(d, saves).decomposition(decomp).core(!decomp);
+      .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta).cpu(cpu)
+      .cuda(gpu.kernel).doc(doc).derivative(d, saves).decomposition(decomp).core(!decomp);
   def(name + "_(Tensor(a!) self, Tensor other" + extra + ") -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(scalar).meta(meta_inplace).cpu(cpu)
-      .doc(doc).derivative(d, saves);
+      .cuda(gpu.kernel).doc(doc).derivative(d, saves);
 }
 
 template <typename F, Types T, R Rule>
 void arith(const std::string& name, const char* doc, const std::string& extra = "",
            DerivativeFn d = nullptr, const char* saves = "", DecompFn decomp = nullptr) {
-  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>, F::name,
-       doc, d, saves, decomp);
+  pair(name, extra, binary_meta<Rule, false>, binary_meta<Rule, true>, binary_cpu<F, T>,
+       {binary_cuda<F, T>, dtypes_of(T)}, F::name, doc, d, saves, decomp);
 }
 
 template <typename F>
 void compare(const std::string& name, const char* doc, DecompFn decomp = nullptr) {
   pair(name, "", binary_meta<R::BoolOut, false>, binary_meta<R::BoolOut, true>, compare_cpu<F>,
-       F::name, doc, nullptr, "", decomp);
+       {compare_cuda<F>, cuda::kAllDtypes, 0, true}, F::name, doc, nullptr, "", decomp);
 }
 
 void rsub_cpu(OpCall& c) {
@@ -276,6 +360,13 @@ void rsub_cpu(OpCall& c) {
     cpu_kernel<scalar_t, scalar_t>(it,
                                    [al](T a, T b) -> T { return scalar_ops::Rsub()(b, a, al); });
   });
+}
+
+// The iterator holds (other, self): rsub(self, other, alpha) is sub of its
+// inputs in order, other - alpha * self, which Rsub computes bit for bit.
+void rsub_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Sub::name, c.iter->common_dtype(), cuda::kNumericDtypes,
+                 {c.scalar(2)});
 }
 
 void sub_check(OpCall& c) {
@@ -414,25 +505,32 @@ void register_binary_ops() {
   using namespace scalar_ops;  // NOLINT: the table names the functions
   const std::string alpha = ", *, Scalar alpha=1";
   pair("add", alpha, add_meta<false, false>, add_meta<false, true>, alpha_cpu<Add, Types::All>,
-       Add::name, "self + alpha * other", add_bw);
+       {alpha_cuda<Add, Types::All>, cuda::kAllDtypes, 1}, Add::name, "self + alpha * other",
+       add_bw);
   pair("sub", alpha, add_meta<true, false>, add_meta<true, true>, alpha_cpu<Sub, Types::Numeric>,
-       Sub::name, "self - alpha * other", sub_bw);
+       {alpha_cuda<Sub, Types::Numeric>, cuda::kNumericDtypes, 1}, Sub::name,
+       "self - alpha * other", sub_bw);
   def("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Pointwise).scalar(Rsub::name).meta(rsub_meta).cpu(rsub_cpu)
+      .cuda(rsub_cuda)
       .doc("other - alpha * self").derivative(rsub_bw).decomposition(decomp::rsub);
   arith<Mul, Types::All, R::Promote>("mul", "self * other", "", mul_bw, "self, other");
-  pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu, Div::name,
+  declare_cuda_pointwise("div", DivTrunc::name, 2, 0, cuda::kNumericDtypes);
+  declare_cuda_pointwise("div", DivFloor::name, 2, 0, cuda::kNumericDtypes);
+  pair("div", ", *, str? rounding_mode=None", div_meta<false>, div_meta<true>, div_cpu,
+       {div_cuda, cuda::kNumericDtypes}, Div::name,
        "self / other; rounding_mode 'trunc' or 'floor' rounds the quotient", div_bw, "self, other");
   pair("floor_divide", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       floor_divide_cpu, DivFloor::name, "floor(self / other)", nullptr, "",
-       decomp::floor_divide);
-  pair("pow", "", pow_meta, pow_meta_, pow_cpu, Pow::name, "self ** other", pow_bw,
-       "self, other, result");
+       floor_divide_cpu, {checked_div_cuda<DivFloor>, cuda::kNumericDtypes}, DivFloor::name,
+       "floor(self / other)", nullptr, "", decomp::floor_divide);
+  pair("pow", "", pow_meta, pow_meta_, pow_cpu, {pow_cuda, cuda::kNumericDtypes}, Pow::name,
+       "self ** other", pow_bw, "self, other, result");
   pair("fmod", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>, fmod_cpu,
-       Fmod::name, "C-style remainder (sign of self)", fmod_bw, "self, other");
+       {checked_div_cuda<Fmod>, cuda::kNumericDtypes}, Fmod::name,
+       "C-style remainder (sign of self)", fmod_bw, "self, other");
   pair("remainder", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       remainder_cpu, Remainder::name, "Python-style remainder (sign of other)", remainder_bw,
-       "self, other");
+       remainder_cpu, {checked_div_cuda<Remainder>, cuda::kNumericDtypes}, Remainder::name,
+       "Python-style remainder (sign of other)", remainder_bw, "self, other");
   arith<Maximum, Types::All, R::Promote>("maximum", "elementwise max, propagating NaN", "",
                                          maximum_bw, "self, other");
   arith<Minimum, Types::All, R::Promote>("minimum", "elementwise min, propagating NaN", "",
@@ -441,11 +539,13 @@ void register_binary_ops() {
   arith<BitwiseOr, Types::IntBool, R::Promote>("bitwise_or", "self | other");
   arith<BitwiseXor, Types::IntBool, R::Promote>("bitwise_xor", "self ^ other");
   pair("bitwise_left_shift", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       shift_cpu<BitwiseLeftShift>, BitwiseLeftShift::name,
+       shift_cpu<BitwiseLeftShift>, {shift_cuda<BitwiseLeftShift>, cuda::kIntDtypes},
+       BitwiseLeftShift::name,
        "self << other (integers; 0 when other is out of range)", nullptr, "",
        decomp::bitwise_shift);
   pair("bitwise_right_shift", "", binary_meta<R::Promote, false>, binary_meta<R::Promote, true>,
-       shift_cpu<BitwiseRightShift>, BitwiseRightShift::name,
+       shift_cpu<BitwiseRightShift>, {shift_cuda<BitwiseRightShift>, cuda::kIntDtypes},
+       BitwiseRightShift::name,
        "self >> other (integers, arithmetic; the sign when other is out of range)", nullptr, "",
        decomp::bitwise_shift);
   def("pow.Scalar(Scalar self, Tensor exponent) -> Tensor").category(OpCategory::Composite)

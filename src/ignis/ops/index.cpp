@@ -1070,7 +1070,10 @@ void nonzero_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   if (self.device().is_meta())
     IGNIS_NOT_IMPLEMENTED("nonzero: the output shape depends on the data (the number of nonzero "
                           "elements), which the meta device cannot compute");
-  IGNIS_CHECK(self.device().is_cpu(), "nonzero: no kernel for device ", self.device().str());
+  if (!self.device().is_cpu())
+    IGNIS_NOT_IMPLEMENTED("Could not run 'nonzero' with arguments from the '",
+                          self.device().is_cuda() ? "CUDA" : self.device().str(),
+                          "' backend: ignis has no kernel for this operator there yet");
   ret(s, cpu::nonzero(self));
 }
 

@@ -19,6 +19,8 @@
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/softmax.h"
 #include "ignis/kernels/cpu/vec_math.h"
+#include "ignis/kernels/cuda/pointwise.h"
+#include "ignis/kernels/cuda/row_kernels.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
@@ -75,11 +77,13 @@ void softmax_meta(OpCall& c) {
                                                           : "softmax_lastdim_kernel_impl", dt);
   c.alloc(self.sizes(), dt);
 }
+// One kernel for both devices: kernels/cpu/softmax.h or kernels/cuda/row_kernels.h.
 template <cpu::SoftmaxKind K>
-void softmax_cpu(OpCall& c) {
+void softmax_kernel(OpCall& c) {
   const Tensor& out = c.outputs[0];
   const int64_t dim = wrap_dim(c.int_arg(1), c.tensor(0).dim());
-  cpu::softmax_into(out, dense_as(c.tensor(0), out.dtype()), dim, K);
+  auto run = c.device.is_cuda() ? cuda::softmax_into : cpu::softmax_into;
+  run(out, dense_as(c.tensor(0), out.dtype()), dim, K);
 }
 
 OpRef softmax_op("softmax.int"), log_softmax_op("log_softmax.int");
@@ -139,13 +143,14 @@ void layer_norm_meta(OpCall& c) {
   c.alloc(stat, in.dtype());
   c.alloc(stat, in.dtype());
 }
-void layer_norm_cpu(OpCall& c) {
+void native_layer_norm_kernel(OpCall& c) {
   const Tensor& in = c.tensor(0);
   const ScalarType acc = opmath_dtype(in.dtype());
   const int64_t n = compute_numel(DimVector(c.int_list(1)));
-  cpu::layer_norm_into(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(in, in.dtype()),
-                       opt_dense_as(c.opt_tensor(2), acc), opt_dense_as(c.opt_tensor(3), acc),
-                       n, c.double_arg(4));
+  auto run = c.device.is_cuda() ? cuda::layer_norm_into : cpu::layer_norm_into;
+  run(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(in, in.dtype()),
+      opt_dense_as(c.opt_tensor(2), acc), opt_dense_as(c.opt_tensor(3), acc), n,
+      c.double_arg(4));
 }
 
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
@@ -239,6 +244,16 @@ void layer_norm_backward_cpu(OpCall& c) {
   const int64_t M = N == 0 ? 0 : in.numel() / N;
   IGNIS_DISPATCH_FLOAT(in.dtype(), "native_layer_norm_backward",
                        [&] { layer_norm_backward_loop<scalar_t>(c, M, N); });
+}
+
+void layer_norm_backward_cuda(OpCall& c) {
+  const Tensor& in = c.tensor(1);
+  const ScalarType dt = in.dtype(), acc = opmath_dtype(dt);
+  const int64_t N = compute_numel(DimVector(c.int_list(2)));
+  const int64_t M = N == 0 ? 0 : in.numel() / N;
+  cuda::layer_norm_backward(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(c.tensor(0), dt),
+                            dense_as(in, dt), dense_as(c.tensor(3), acc),
+                            dense_as(c.tensor(4), acc), opt_dense_as(c.opt_tensor(5), acc), M, N);
 }
 
 OpRef native_layer_norm_op("native_layer_norm");
@@ -798,14 +813,14 @@ void point_loss_cpu(OpCall& c) {
 
 // ---- activations ------------------------------------------------------------------------
 // Floating-point-only pointwise ops: PyTorch raises NotImplementedError
-// naming "<op>_cpu" for other dtypes.
+// naming "<op>_cpu" (or "<op>_cuda") for other dtypes.
 template <bool Inplace>
 void float_act_meta(OpCall& c) {
   pointwise_meta(c, {0}, DtypeRule::Promote, Inplace);
   std::string name = c.op.schema().name;
   if (Inplace) name.pop_back();
   const ScalarType dt = c.iter->common_dtype();
-  if (!is_floating(dt)) not_implemented_for(name + "_cpu", dt);
+  if (!is_floating(dt)) not_implemented_for(name + (c.device.is_cuda() ? "_cuda" : "_cpu"), dt);
 }
 
 template <typename S>
@@ -850,6 +865,25 @@ void logsigmoid_cpu(OpCall& c) {
   });
 }
 
+// The CUDA kernels: the same functions and arguments (elu's negcoef is
+// alpha * scale in double, as above).
+void softplus_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Softplus::name, c.iter->common_dtype(), cuda::kFloatDtypes,
+                 {Scalar(c.scalar(1).to_double()), Scalar(c.scalar(2).to_double())});
+}
+void leaky_relu_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::LeakyRelu::name, c.iter->common_dtype(), cuda::kFloatDtypes,
+                 {Scalar(c.scalar(1).to_double())});
+}
+void elu_cuda(OpCall& c) {
+  const double alpha = c.scalar(1).to_double(), scale = c.scalar(2).to_double();
+  cuda_pointwise(c, scalar_ops::Elu::name, c.iter->common_dtype(), cuda::kFloatDtypes,
+                 {Scalar(alpha * scale), Scalar(scale), Scalar(c.scalar(3).to_double())});
+}
+void logsigmoid_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::LogSigmoid::name, c.iter->common_dtype(), cuda::kFloatDtypes);
+}
+
 // hardtanh(self, min_val=-1, max_val=1): every numeric dtype but bool.
 template <bool Inplace>
 void hardtanh_meta(OpCall& c) {
@@ -864,6 +898,11 @@ void hardtanh_cpu(OpCall& c) {
     cpu::cpu_kernel<scalar_t, scalar_t>(
         *c.iter, [l, h](T x) -> T { return scalar_ops::Hardtanh()(x, l, h); });
   });
+}
+
+void hardtanh_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Hardtanh::name, c.iter->common_dtype(), cuda::kNumericDtypes,
+                 {c.scalar(1), c.scalar(2)});
 }
 
 OpRef hardtanh_op("hardtanh"), hardtanh_inplace_op("hardtanh_");
@@ -1242,15 +1281,19 @@ void cross_entropy_bw(GradCtx& c) {
 }
 
 // `F` is the kernel's scalar function (kernels/scalar_ops.h).
+// `nscalars`: F's Scalar arguments (recorded for the CUDA compile test).
 template <typename F>
-void activation(const std::string& name, const std::string& params, ImplFn cpu, const char* doc,
-                bool with_inplace, DerivativeFn d, DecompFn decomp) {
+void activation(const std::string& name, const std::string& params, ImplFn cpu, ImplFn gpu,
+                int nscalars, const char* doc, bool with_inplace, DerivativeFn d,
+                DecompFn decomp) {
+  declare_cuda_pointwise(name, F::name, 1, nscalars, cuda::kFloatDtypes);
   def(name + "(Tensor self" + params + ") -> Tensor").category(OpCategory::Pointwise).both()
-      .scalar(F::name).meta(float_act_meta<false>).cpu(cpu).doc(doc).derivative(d, "self")
-      .decomposition(decomp);
+      .scalar(F::name).meta(float_act_meta<false>).cpu(cpu).cuda(gpu).doc(doc)
+      .derivative(d, "self").decomposition(decomp);
   if (with_inplace) {
     def(name + "_(Tensor(a!) self" + params + ") -> Tensor(a!)").category(OpCategory::Pointwise)
-        .both().scalar(F::name).meta(float_act_meta<true>).cpu(cpu).doc(doc).derivative(d, "self");
+        .both().scalar(F::name).meta(float_act_meta<true>).cpu(cpu).cuda(gpu).doc(doc)
+        .derivative(d, "self");
   }
 }
 
@@ -1260,31 +1303,32 @@ void register_nn_ops() {
   using cpu::SoftmaxKind;
   def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Other).both().meta(softmax_meta<SoftmaxKind::Softmax>)
-      .cpu(softmax_cpu<SoftmaxKind::Softmax>)
+      .cpu_and_cuda(softmax_kernel<SoftmaxKind::Softmax>)
       .doc("exp(x) / sum(exp(x)) along dim (numerically stable)").derivative(softmax_bw, "result")
       .decomposition(decomp::softmax);
   def("softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Composite).composite(softmax_functional);
   def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Other).both().meta(softmax_meta<SoftmaxKind::LogSoftmax>)
-      .cpu(softmax_cpu<SoftmaxKind::LogSoftmax>).doc("x - log(sum(exp(x))) along dim")
+      .cpu_and_cuda(softmax_kernel<SoftmaxKind::LogSoftmax>).doc("x - log(sum(exp(x))) along dim")
       .derivative(log_softmax_bw, "result").decomposition(decomp::softmax);
   def("log_softmax.functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Composite).composite(softmax_functional);
   def("_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Other).meta(softmax_meta<SoftmaxKind::SafeSoftmax>)
-      .cpu(softmax_cpu<SoftmaxKind::SafeSoftmax>)
+      .cpu_and_cuda(softmax_kernel<SoftmaxKind::SafeSoftmax>)
       .doc("softmax whose fully masked (all -inf) slices are 0, not NaN")
       .derivative(softmax_bw, "result").decomposition(decomp::softmax);
 
   def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")
-      .category(OpCategory::Other).meta(layer_norm_meta).cpu(layer_norm_cpu)
+      .category(OpCategory::Other).meta(layer_norm_meta).cpu_and_cuda(native_layer_norm_kernel)
       .doc("layer_norm that also returns the per-row mean and 1/std (for backward)")
       .derivative(layer_norm_bw, "input, weight, bias, result1, result2")
       .decomposition(decomp::native_layer_norm);
   def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, "
       "Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)")
       .category(OpCategory::Other).meta(layer_norm_backward_meta).cpu(layer_norm_backward_cpu)
+      .cuda(layer_norm_backward_cuda)
       .doc("the gradients of native_layer_norm's input, weight and bias (fused)")
       .decomposition(decomp::native_layer_norm_backward);
   def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")
@@ -1376,33 +1420,37 @@ void register_nn_ops() {
       .derivative(point_loss_bw<LossOp::KLDiv>, "input, target").decomposition(decomp::kl_div);
 
   activation<scalar_ops::Softplus>(
-      "softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu,
+      "softplus", ", Scalar beta=1, Scalar threshold=20", softplus_cpu, softplus_cuda, 2,
       "log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold", false, softplus_bw,
       decomp::softplus);
   activation<scalar_ops::LeakyRelu>("leaky_relu", ", Scalar negative_slope=0.01", leaky_relu_cpu,
+                                    leaky_relu_cuda, 1,
                                     "x if x > 0 else negative_slope * x", true, leaky_relu_bw,
                                     decomp::leaky_relu);
   def("leaky_relu.functional(Tensor input, Scalar negative_slope=0.01, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite)
       .composite(inplace_switch(&leaky_relu_op, &leaky_relu_inplace_op));
   activation<scalar_ops::Elu>(
-      "elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu,
+      "elu", ", Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", elu_cpu, elu_cuda, 3,
       "scale * x if x > 0 else scale * alpha * (exp(input_scale * x) - 1)", true, elu_bw,
       decomp::elu);
   def("elu.functional(Tensor input, Scalar alpha=1.0, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite).composite(inplace_switch(&elu_op, &elu_inplace_op));
+  declare_cuda_pointwise("logsigmoid", scalar_ops::LogSigmoid::name, 1, 0, cuda::kFloatDtypes);
+  declare_cuda_pointwise("hardtanh", scalar_ops::Hardtanh::name, 1, 2, cuda::kNumericDtypes);
   def("logsigmoid(Tensor self) -> Tensor").category(OpCategory::Pointwise)
       .scalar(scalar_ops::LogSigmoid::name).meta(float_act_meta<false>).cpu(logsigmoid_cpu)
+      .cuda(logsigmoid_cuda)
       .doc("log(sigmoid(x)), computed stably")
       .derivative(logsigmoid_bw, "self").decomposition(decomp::logsigmoid);
   def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(scalar_ops::Hardtanh::name)
-      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu)
+      .meta(hardtanh_meta<false>).cpu(hardtanh_cpu).cuda(hardtanh_cuda)
       .doc("clamp(x, min_val, max_val)").derivative(hardtanh_bw, "self")
       .decomposition(decomp::hardtanh);
   def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(scalar_ops::Hardtanh::name)
-      .meta(hardtanh_meta<true>).cpu(hardtanh_cpu)
+      .meta(hardtanh_meta<true>).cpu(hardtanh_cpu).cuda(hardtanh_cuda)
       .derivative(hardtanh_bw, "self");
   def("hardtanh.functional(Tensor input, Scalar min_val=-1.0, Scalar max_val=1.0, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite)

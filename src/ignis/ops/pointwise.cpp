@@ -1,6 +1,7 @@
 #include "ignis/ops/pointwise.h"
 
 #include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cuda/pointwise.h"
 
 namespace ignis {
 
@@ -58,6 +59,17 @@ void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule
   c.outputs.push_back(inplace ? c.tensor(0) : it->output(0));
   if (inplace && !c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
   c.iter = std::move(it);
+}
+
+void cuda_pointwise(OpCall& c, const char* fn, ScalarType compute, uint32_t dtypes,
+                    std::vector<Scalar> scalars, int nargs) {
+  cuda::check_dtype(dtypes, compute, c.op.schema().name.c_str());
+  cuda::pointwise(*c.iter, cuda::PointwiseOp{fn, compute, std::move(scalars), nargs});
+}
+
+void declare_cuda_pointwise(const std::string& op, const char* fn, int nargs, int nscalars,
+                            uint32_t dtypes, bool bool_out) {
+  cuda::declare_pointwise(cuda::PointwiseDecl{op, fn, nargs, nscalars, dtypes, bool_out});
 }
 
 }  // namespace ignis

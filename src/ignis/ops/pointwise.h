@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/op_def.h"
@@ -27,6 +29,19 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in);
 // Builds c.iter over the tensor arguments at `inputs` and allocates the
 // output (or, for in-place ops, checks that args[0] can hold the result).
 void pointwise_meta(OpCall& c, std::initializer_list<int> inputs, DtypeRule rule, bool inplace);
+
+// The CUDA kernel of a pointwise op (kernels/cuda/pointwise.h): runs the
+// scalar function `fn` over c.iter in `compute`, the dtype the CPU kernel
+// dispatches on, after checking it against `dtypes` (the CPU dispatch's set,
+// as kernels/cuda/pointwise.h's k*Dtypes bits) so that both devices refuse
+// the same dtypes with the same error. `scalars` are fn's trailing
+// arguments; fn reads the iterator's first `nargs` inputs (-1: all).
+void cuda_pointwise(OpCall& c, const char* fn, ScalarType compute, uint32_t dtypes,
+                    std::vector<Scalar> scalars = {}, int nargs = -1);
+// Records that op `op` runs `fn` on CUDA for `dtypes`, so that a test can
+// compile every variant without a GPU (cuda::declared_pointwise()).
+void declare_cuda_pointwise(const std::string& op, const char* fn, int nargs, int nscalars,
+                            uint32_t dtypes, bool bool_out = false);
 
 template <DtypeRule R, bool Inplace>
 void unary_meta(OpCall& c) { pointwise_meta(c, {0}, R, Inplace); }

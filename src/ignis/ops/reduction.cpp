@@ -1,8 +1,9 @@
 // Reduction ops: sum, mean, prod, amax/amin, max/min, argmax/argmin,
 // var/std (and *_mean), logsumexp, all/any, norm, count_nonzero and the
 // scans cumsum/cumprod. Each is structured: a meta rule that validates the
-// arguments and allocates the (contiguous) outputs, and a CPU kernel from
-// kernels/cpu/reduce.h. Dims follow PyTorch: negative dims wrap, duplicates
+// arguments and allocates the (contiguous) outputs, and a kernel from
+// kernels/cpu/reduce.h or, on a GPU, kernels/cuda/reduce.h (the scans and
+// nothing else are CPU-only). Dims follow PyTorch: negative dims wrap, duplicates
 // are errors, `dim=None` (and for most ops `dim=[]`) reduces every dim.
 #include <cmath>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/reduce.h"
+#include "ignis/kernels/cuda/reduce.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -19,6 +21,10 @@ namespace ignis {
 namespace {
 
 using cpu::DimMask;
+
+// The call's reduction kernel: kernels/cpu/reduce.h and kernels/cuda/reduce.h
+// declare the same functions, so each op's one kernel serves both devices.
+#define IGNIS_REDUCE(c, fn) ((c).device.is_cuda() ? cuda::fn : cpu::fn)
 
 // ---------------------------------------------------------------------------
 // Argument helpers
@@ -110,16 +116,16 @@ void sum_meta(OpCall& c) {
   alloc_reduced(c, s, s.dtype.value_or(sum_dtype(c.tensor(0).dtype())));
 }
 template <int Dim, int Keep, int Dtype>
-void sum_cpu(OpCall& c) {
-  cpu::sum_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+void sum_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, sum_out)(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
 }
 template <int Dim, int Keep, int Dtype>
-void nansum_cpu(OpCall& c) {
-  cpu::nansum_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+void nansum_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, nansum_out)(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
 }
 template <int Dim, int Keep, int Dtype>
-void prod_cpu(OpCall& c) {
-  cpu::prod_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+void prod_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, prod_out)(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
 }
 
 template <int Dim, int Keep, int Dtype>
@@ -136,8 +142,8 @@ void mean_meta(OpCall& c) {
   alloc_reduced(c, s, s.dtype.value_or(in));
 }
 template <int Dim, int Keep, int Dtype>
-void mean_cpu(OpCall& c) {
-  cpu::mean_out(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
+void mean_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, mean_out)(c.outputs[0], c.tensor(0), parse<Dim, Keep, Dtype>(c).mask);
 }
 
 // ---------------------------------------------------------------------------
@@ -154,10 +160,10 @@ void amax_meta(OpCall& c) {
   alloc_reduced(c, s, c.tensor(0).dtype());
 }
 template <bool IsMax>
-void amax_cpu(OpCall& c) {
+void amax_kernel(OpCall& c) {
   DimMask m = parse<1, 2>(c).mask;
-  if (IsMax) cpu::amax_out(c.outputs[0], c.tensor(0), m);
-  else cpu::amin_out(c.outputs[0], c.tensor(0), m);
+  if (IsMax) IGNIS_REDUCE(c, amax_out)(c.outputs[0], c.tensor(0), m);
+  else IGNIS_REDUCE(c, amin_out)(c.outputs[0], c.tensor(0), m);
 }
 
 // max(self) / min(self): the extreme of every element.
@@ -167,10 +173,10 @@ void max_all_meta(OpCall& c) {
   c.alloc({}, c.tensor(0).dtype());
 }
 template <bool IsMax>
-void max_all_cpu(OpCall& c) {
+void max_all_kernel(OpCall& c) {
   DimMask m = all_dims(c.tensor(0).dim());
-  if (IsMax) cpu::amax_out(c.outputs[0], c.tensor(0), m);
-  else cpu::amin_out(c.outputs[0], c.tensor(0), m);
+  if (IsMax) IGNIS_REDUCE(c, amax_out)(c.outputs[0], c.tensor(0), m);
+  else IGNIS_REDUCE(c, amin_out)(c.outputs[0], c.tensor(0), m);
 }
 
 // max.dim / min.dim: (values, indices).
@@ -182,9 +188,9 @@ void max_dim_meta(OpCall& c) {
   alloc_reduced(c, s, ScalarType::Int64);
 }
 template <bool IsMax>
-void max_dim_cpu(OpCall& c) {
+void max_dim_kernel(OpCall& c) {
   int64_t dim = wrap_dim(c.int_arg(1), c.tensor(0).dim());
-  cpu::arg_reduce_out(c.outputs[0], c.outputs[1], c.tensor(0), dim, IsMax);
+  IGNIS_REDUCE(c, arg_reduce_out)(c.outputs[0], c.outputs[1], c.tensor(0), dim, IsMax);
 }
 
 // argmax(self, dim=None, keepdim): dim=None flattens (keepdim then keeps
@@ -199,11 +205,11 @@ void argmax_meta(OpCall& c) {
   alloc_reduced(c, s, ScalarType::Int64);
 }
 template <bool IsMax>
-void argmax_cpu(OpCall& c) {
+void argmax_kernel(OpCall& c) {
   const Tensor& self = c.tensor(0);
   int64_t dim = c.args[1].is_none() ? -1 : wrap_dim(c.int_arg(1), self.dim());
   if (self.dim() == 0) dim = -1;
-  cpu::arg_reduce_out(Tensor(), c.outputs[0], self, dim, IsMax);
+  IGNIS_REDUCE(c, arg_reduce_out)(Tensor(), c.outputs[0], self, dim, IsMax);
 }
 
 // ---------------------------------------------------------------------------
@@ -237,10 +243,11 @@ void var_meta(OpCall& c) {
   if (WithMean) alloc_reduced(c, s, dt);
 }
 template <VarForm F, bool Sqrt, bool WithMean>
-void var_cpu(OpCall& c) {
+void var_kernel(OpCall& c) {
   double corr;
   Spec s = var_spec<F>(c, &corr);
-  cpu::var_mean_out(c.outputs[0], WithMean ? c.outputs[1] : Tensor(), c.tensor(0), s.mask, corr,
+  IGNIS_REDUCE(c, var_mean_out)(c.outputs[0], WithMean ? c.outputs[1] : Tensor(), c.tensor(0),
+                            s.mask, corr,
                     Sqrt);
 }
 
@@ -252,8 +259,8 @@ void logsumexp_meta(OpCall& c) {
   const ScalarType dt = c.tensor(0).dtype();
   alloc_reduced(c, s, is_floating(dt) ? dt : default_dtype());
 }
-void logsumexp_cpu(OpCall& c) {
-  cpu::logsumexp_out(c.outputs[0], c.tensor(0), parse<1, 2>(c).mask);
+void logsumexp_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, logsumexp_out)(c.outputs[0], c.tensor(0), parse<1, 2>(c).mask);
 }
 
 // all/any return bool, except uint8 in, uint8 out (as PyTorch).
@@ -265,17 +272,17 @@ void logical_meta(OpCall& c) {
   alloc_reduced(c, parse<Dim, Keep>(c, false), logical_dtype(c.tensor(0)));
 }
 template <bool IsAll, int Dim, int Keep>
-void logical_cpu(OpCall& c) {
+void logical_kernel(OpCall& c) {
   DimMask m = parse<Dim, Keep>(c, false).mask;
-  if (IsAll) cpu::all_out(c.outputs[0], c.tensor(0), m);
-  else cpu::any_out(c.outputs[0], c.tensor(0), m);
+  if (IsAll) IGNIS_REDUCE(c, all_out)(c.outputs[0], c.tensor(0), m);
+  else IGNIS_REDUCE(c, any_out)(c.outputs[0], c.tensor(0), m);
 }
 
 void count_nonzero_meta(OpCall& c) {
   alloc_reduced(c, parse<1, -1>(c), ScalarType::Int64);
 }
-void count_nonzero_cpu(OpCall& c) {
-  cpu::count_nonzero_out(c.outputs[0], c.tensor(0), parse<1, -1>(c).mask);
+void count_nonzero_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, count_nonzero_out)(c.outputs[0], c.tensor(0), parse<1, -1>(c).mask);
 }
 
 // ---------------------------------------------------------------------------
@@ -318,8 +325,8 @@ void norm_meta(OpCall& c) {
   }
   alloc_reduced(c, s, s.dtype.value_or(self.dtype()));
 }
-void norm_cpu(OpCall& c) {
-  cpu::norm_out(c.outputs[0], c.tensor(0), parse<2, 3, 4>(c).mask, norm_p(c));
+void norm_kernel(OpCall& c) {
+  IGNIS_REDUCE(c, norm_out)(c.outputs[0], c.tensor(0), parse<2, 3, 4>(c).mask, norm_p(c));
 }
 
 // ---------------------------------------------------------------------------
@@ -563,52 +570,62 @@ void cumprod_bw(GradCtx& c) {
 
 void register_reduction_ops() {
   def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>).cpu(sum_cpu<-1, -1, 1>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>)
+      .cpu_and_cuda(sum_kernel<-1, -1, 1>)
       .doc("sum of all elements; integers and bool sum in int64")
       .derivative(sum_bw).decomposition(decomp::sum);
   def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None)"
       " -> Tensor")
-      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>).cpu(sum_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>)
+      .cpu_and_cuda(sum_kernel<1, 2, 3>)
       .doc("sum over dims (None or [] for all)")
       .derivative(sum_dim_bw).core();
   def("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
-      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>).cpu(nansum_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>)
+      .cpu_and_cuda(nansum_kernel<1, 2, 3>)
       .doc("sum treating NaN as zero")
       .derivative(nansum_bw, "self").decomposition(decomp::nansum);
   def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(mean_meta<-1, -1, 1>).cpu(mean_cpu<-1, -1, 1>)
+      .category(OpCategory::Reduction).both().meta(mean_meta<-1, -1, 1>)
+      .cpu_and_cuda(mean_kernel<-1, -1, 1>)
       .doc("mean of all elements (floating inputs, or an explicit floating dtype)")
       .derivative(mean_bw).decomposition(decomp::mean);
   def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
-      .category(OpCategory::Reduction).both().meta(mean_meta<1, 2, 3>).cpu(mean_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(mean_meta<1, 2, 3>)
+      .cpu_and_cuda(mean_kernel<1, 2, 3>)
       .doc("mean over dims")
       .derivative(mean_dim_bw).decomposition(decomp::mean);
   def("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>).cpu(prod_cpu<-1, -1, 1>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>)
+      .cpu_and_cuda(prod_kernel<-1, -1, 1>)
       .doc("product of all elements; integers and bool multiply in int64")
       .derivative(prod_bw, "self").decomposition(decomp::prod);
   def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
-      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>).cpu(prod_cpu<1, 2, 3>)
+      .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>)
+      .cpu_and_cuda(prod_kernel<1, 2, 3>)
       .doc("product along one dim")
       .derivative(prod_dim_bw, "self").core();
 
   def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(amax_meta<true>).cpu(amax_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(amax_meta<true>).cpu_and_cuda(amax_kernel<true>)
       .doc("maximum over dims ([] for all); NaN propagates")
       .derivative(amax_bw, "self, result").core();
   def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(amax_meta<false>).cpu(amax_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(amax_meta<false>)
+      .cpu_and_cuda(amax_kernel<false>)
       .doc("minimum over dims ([] for all); NaN propagates")
       .derivative(amax_bw, "self, result").core();
   def("max(Tensor self) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(max_all_meta<true>).cpu(max_all_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(max_all_meta<true>)
+      .cpu_and_cuda(max_all_kernel<true>)
       .doc("maximum of all elements; NaN propagates")
       .derivative(max_all_bw, "self, result").decomposition(decomp::max_all);
   def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
-      .category(OpCategory::Reduction).both().meta(max_dim_meta<true>).cpu(max_dim_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(max_dim_meta<true>)
+      .cpu_and_cuda(max_dim_kernel<true>)
       .doc("maximum along dim and the index of its first occurrence")
       .derivative(max_dim_bw, "result1").core();
   def("max.other(Tensor self, Tensor other) -> Tensor")
@@ -616,11 +633,13 @@ void register_reduction_ops() {
       .doc("elementwise maximum (alias of maximum)")
       .derivative(maximum_bw, "self, other");
   def("min(Tensor self) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(max_all_meta<false>).cpu(max_all_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(max_all_meta<false>)
+      .cpu_and_cuda(max_all_kernel<false>)
       .doc("minimum of all elements; NaN propagates")
       .derivative(max_all_bw, "self, result").decomposition(decomp::max_all);
   def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
-      .category(OpCategory::Reduction).both().meta(max_dim_meta<false>).cpu(max_dim_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(max_dim_meta<false>)
+      .cpu_and_cuda(max_dim_kernel<false>)
       .doc("minimum along dim and the index of its first occurrence")
       .derivative(max_dim_bw, "result1").core();
   def("min.other(Tensor self, Tensor other) -> Tensor")
@@ -628,10 +647,12 @@ void register_reduction_ops() {
       .doc("elementwise minimum (alias of minimum)")
       .derivative(minimum_bw, "self, other");
   def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(argmax_meta<true>).cpu(argmax_cpu<true>)
+      .category(OpCategory::Reduction).both().meta(argmax_meta<true>)
+      .cpu_and_cuda(argmax_kernel<true>)
       .doc("index of the first maximum (of the flattened input when dim is None)").core();
   def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(argmax_meta<false>).cpu(argmax_cpu<false>)
+      .category(OpCategory::Reduction).both().meta(argmax_meta<false>)
+      .cpu_and_cuda(argmax_kernel<false>)
       .doc("index of the first minimum (of the flattened input when dim is None)").core();
 
   using F = VarForm;
@@ -640,85 +661,90 @@ void register_reduction_ops() {
   const std::string corr =
       "(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False)";
   def("var" + unbiased + " -> Tensor").category(OpCategory::Reduction).both()
-      .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, false, false>)
+      .meta(var_meta<F::Unbiased, false>).cpu_and_cuda(var_kernel<F::Unbiased, false, false>)
       .doc("variance (Bessel-corrected unless unbiased=False)")
       .derivative(var_bw<F::Unbiased, false, false>, "self").decomposition(decomp::var);
   def("var.dim" + dim + " -> Tensor").category(OpCategory::Reduction).both()
-      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, false, false>)
+      .meta(var_meta<F::Dim, false>).cpu_and_cuda(var_kernel<F::Dim, false, false>)
       .derivative(var_bw<F::Dim, false, false>, "self").decomposition(decomp::var);
   def("var.correction" + corr + " -> Tensor").category(OpCategory::Reduction).both()
-      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, false, false>)
+      .meta(var_meta<F::Correction, false>).cpu_and_cuda(var_kernel<F::Correction, false, false>)
       .derivative(var_bw<F::Correction, false, false>, "self").decomposition(decomp::var);
   def("std" + unbiased + " -> Tensor").category(OpCategory::Reduction).both()
-      .meta(var_meta<F::Unbiased, false>).cpu(var_cpu<F::Unbiased, true, false>)
+      .meta(var_meta<F::Unbiased, false>).cpu_and_cuda(var_kernel<F::Unbiased, true, false>)
       .doc("standard deviation (Bessel-corrected unless unbiased=False)")
       .derivative(var_bw<F::Unbiased, true, false>, "self, result").decomposition(decomp::var);
   def("std.dim" + dim + " -> Tensor").category(OpCategory::Reduction).both()
-      .meta(var_meta<F::Dim, false>).cpu(var_cpu<F::Dim, true, false>)
+      .meta(var_meta<F::Dim, false>).cpu_and_cuda(var_kernel<F::Dim, true, false>)
       .derivative(var_bw<F::Dim, true, false>, "self, result").decomposition(decomp::var);
   def("std.correction" + corr + " -> Tensor").category(OpCategory::Reduction).both()
-      .meta(var_meta<F::Correction, false>).cpu(var_cpu<F::Correction, true, false>)
+      .meta(var_meta<F::Correction, false>).cpu_and_cuda(var_kernel<F::Correction, true, false>)
       .derivative(var_bw<F::Correction, true, false>, "self, result").decomposition(decomp::var);
   def("var_mean" + unbiased + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
-      .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, false, true>)
+      .meta(var_meta<F::Unbiased, true>).cpu_and_cuda(var_kernel<F::Unbiased, false, true>)
       .doc("(variance, mean)")
       .derivative(var_bw<F::Unbiased, false, true>, "self").decomposition(decomp::var);
   def("var_mean.dim" + dim + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
-      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, false, true>)
+      .meta(var_meta<F::Dim, true>).cpu_and_cuda(var_kernel<F::Dim, false, true>)
       .derivative(var_bw<F::Dim, false, true>, "self").decomposition(decomp::var);
   def("var_mean.correction" + corr + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
-      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, false, true>)
+      .meta(var_meta<F::Correction, true>).cpu_and_cuda(var_kernel<F::Correction, false, true>)
       .derivative(var_bw<F::Correction, false, true>, "self").decomposition(decomp::var);
   def("std_mean" + unbiased + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
-      .meta(var_meta<F::Unbiased, true>).cpu(var_cpu<F::Unbiased, true, true>)
+      .meta(var_meta<F::Unbiased, true>).cpu_and_cuda(var_kernel<F::Unbiased, true, true>)
       .doc("(standard deviation, mean)")
       .derivative(var_bw<F::Unbiased, true, true>, "self, result").decomposition(decomp::var);
   def("std_mean.dim" + dim + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
-      .meta(var_meta<F::Dim, true>).cpu(var_cpu<F::Dim, true, true>)
+      .meta(var_meta<F::Dim, true>).cpu_and_cuda(var_kernel<F::Dim, true, true>)
       .derivative(var_bw<F::Dim, true, true>, "self, result").decomposition(decomp::var);
   def("std_mean.correction" + corr + " -> (Tensor, Tensor)").category(OpCategory::Reduction)
-      .meta(var_meta<F::Correction, true>).cpu(var_cpu<F::Correction, true, true>)
+      .meta(var_meta<F::Correction, true>).cpu_and_cuda(var_kernel<F::Correction, true, true>)
       .derivative(var_bw<F::Correction, true, true>, "self, result").decomposition(decomp::var);
 
   def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(logsumexp_meta).cpu(logsumexp_cpu)
+      .category(OpCategory::Reduction).both().meta(logsumexp_meta).cpu_and_cuda(logsumexp_kernel)
       .doc("log(sum(exp(input))) over dims, computed without overflow")
       .derivative(logsumexp_bw, "self, result").decomposition(decomp::logsumexp);
 
   def("all(Tensor self) -> Tensor").category(OpCategory::Reduction).both()
-      .meta(logical_meta<-1, -1>).cpu(logical_cpu<true, -1, -1>)
+      .meta(logical_meta<-1, -1>).cpu_and_cuda(logical_kernel<true, -1, -1>)
       .doc("whether every element is nonzero").decomposition(decomp::all_any);
   def("all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>)
+      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>)
+      .cpu_and_cuda(logical_kernel<true, 1, 2>)
       .decomposition(decomp::all_any);
   def("all.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>).cpu(logical_cpu<true, 1, 2>)
+      .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>)
+      .cpu_and_cuda(logical_kernel<true, 1, 2>)
       .core();
   def("any(Tensor self) -> Tensor").category(OpCategory::Reduction).both()
-      .meta(logical_meta<-1, -1>).cpu(logical_cpu<false, -1, -1>)
+      .meta(logical_meta<-1, -1>).cpu_and_cuda(logical_kernel<false, -1, -1>)
       .doc("whether any element is nonzero").decomposition(decomp::all_any);
   def("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor").category(OpCategory::Reduction)
-      .both().meta(logical_meta<1, 2>).cpu(logical_cpu<false, 1, 2>).decomposition(decomp::all_any);
+      .both().meta(logical_meta<1, 2>)
+      .cpu_and_cuda(logical_kernel<false, 1, 2>).decomposition(decomp::all_any);
   def("any.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor")
       .category(OpCategory::Reduction).both().meta(logical_meta<1, 2>)
-      .cpu(logical_cpu<false, 1, 2>).core();
+      .cpu_and_cuda(logical_kernel<false, 1, 2>).core();
 
   def("norm(Tensor self, Scalar? p=2, int[1]? dim=None, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(norm_meta).cpu(norm_cpu)
+      .category(OpCategory::Reduction).both().meta(norm_meta).cpu_and_cuda(norm_kernel)
       .doc("vector p-norm over dims (p = 2, 1, 0, inf, -inf or any float)")
       .derivative(norm_bw, "self, result").decomposition(decomp::norm);
   def("norm.str(Tensor self, str p, int[1]? dim=None, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(norm_meta).cpu(norm_cpu)
+      .category(OpCategory::Reduction).both().meta(norm_meta).cpu_and_cuda(norm_kernel)
       .doc("p='fro': the 2-norm over dims")
       .derivative(norm_bw, "self, result").decomposition(decomp::norm);
 
   def("count_nonzero(Tensor self, int? dim=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
+      .category(OpCategory::Reduction).both().meta(count_nonzero_meta)
+      .cpu_and_cuda(count_nonzero_kernel)
       .doc("number of nonzero elements (int64)").decomposition(decomp::count_nonzero);
   def("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(count_nonzero_meta).cpu(count_nonzero_cpu)
+      .category(OpCategory::Reduction).both().meta(count_nonzero_meta)
+      .cpu_and_cuda(count_nonzero_kernel)
       .decomposition(decomp::count_nonzero);
 
   def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")

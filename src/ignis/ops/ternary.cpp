@@ -5,6 +5,8 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/device_kernels.h"
+#include "ignis/kernels/cuda/pointwise.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
@@ -41,6 +43,10 @@ void where_cpu(OpCall& c) {
     cpu_kernel<scalar_t, scalar_t>(
         *c.iter, [](T cond, T a, T b) -> T { return scalar_ops::Where()(cond, a, b); });
   });
+}
+
+void where_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Where::name, c.iter->common_dtype(), cuda::kAllDtypes);
 }
 
 // ---- clamp(self, min=None, max=None) ----------------------------------------------
@@ -94,6 +100,14 @@ void clamp_cpu(OpCall& c) {
   });
 }
 
+void clamp_cuda(OpCall& c) {
+  bool has_lo = !c.args[1].is_none(), has_hi = !c.args[2].is_none();
+  const char* fn = has_lo && has_hi ? scalar_ops::Clamp::name
+                   : has_lo         ? scalar_ops::ClampMin::name
+                                    : scalar_ops::ClampMax::name;
+  cuda_pointwise(c, fn, c.iter->common_dtype(), cuda::kAllDtypes);
+}
+
 // clamp_min(self, min) / clamp_max(self, max): clamp with one bound.
 template <bool Hi, bool Inplace>
 void clamp_one_meta(OpCall& c) {
@@ -111,6 +125,12 @@ void clamp_one_cpu(OpCall& c) {
       cpu_kernel<scalar_t, scalar_t>(*c.iter,
                                      [](T x, T b) -> T { return scalar_ops::ClampMin()(x, b); });
   });
+}
+
+template <bool Hi>
+void clamp_one_cuda(OpCall& c) {
+  cuda_pointwise(c, Hi ? scalar_ops::ClampMax::name : scalar_ops::ClampMin::name,
+                 c.iter->common_dtype(), cuda::kAllDtypes);
 }
 
 // ---- lerp, addcmul, addcdiv -------------------------------------------------------
@@ -135,6 +155,10 @@ void lerp_cpu(OpCall& c) {
     cpu_kernel<scalar_t, scalar_t>(*c.iter,
                                    [](T a, T b, T w) -> T { return scalar_ops::Lerp()(a, b, w); });
   });
+}
+
+void lerp_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Lerp::name, c.iter->common_dtype(), cuda::kFloatDtypes);
 }
 
 template <bool Inplace>
@@ -170,6 +194,15 @@ void addcdiv_cpu(OpCall& c) {
     cpu_kernel<scalar_t, scalar_t>(
         *c.iter, [v](T a, T b, T d) -> T { return scalar_ops::Addcdiv()(a, b, d, v); });
   });
+}
+
+void addcmul_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Addcmul::name, c.iter->common_dtype(), cuda::kNumericDtypes,
+                 {c.scalar(3)});
+}
+void addcdiv_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Addcdiv::name, c.iter->common_dtype(), cuda::kFloatDtypes,
+                 {c.scalar(3)});
 }
 
 // ---- masked_fill(self, mask, value) -------------------------------------------------
@@ -214,6 +247,12 @@ void masked_fill_cpu(OpCall& c) {
     cpu_kernel<scalar_t, scalar_t>(
         *c.iter, [v](T x, T m) -> T { return scalar_ops::MaskedFill()(x, m, v); });
   });
+}
+
+// The value is a kernel argument (read from the GPU when it lives there).
+void masked_fill_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::MaskedFill::name, c.iter->common_dtype(), cuda::kAllDtypes,
+                 {tensor_to_scalar(c.tensor(2))});
 }
 
 // ---- derivatives ------------------------------------------------------------------
@@ -285,71 +324,87 @@ void masked_fill_bw(GradCtx& c) {
 
 void register_ternary_ops() {
   using namespace scalar_ops;  // NOLINT: the declarations name the functions
+  using cuda::kAllDtypes, cuda::kFloatDtypes, cuda::kNumericDtypes;
+  declare_cuda_pointwise("where", Where::name, 3, 0, kAllDtypes);
+  declare_cuda_pointwise("clamp", Clamp::name, 3, 0, kAllDtypes);
+  declare_cuda_pointwise("clamp_min", ClampMin::name, 2, 0, kAllDtypes);
+  declare_cuda_pointwise("clamp_max", ClampMax::name, 2, 0, kAllDtypes);
+  declare_cuda_pointwise("lerp", Lerp::name, 3, 0, kFloatDtypes);
+  declare_cuda_pointwise("addcmul", Addcmul::name, 3, 1, kNumericDtypes);
+  declare_cuda_pointwise("addcdiv", Addcdiv::name, 3, 1, kFloatDtypes);
+  declare_cuda_pointwise("masked_fill", MaskedFill::name, 2, 1, kAllDtypes);
   def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(Where::name).meta(where_meta).cpu(where_cpu)
+      .cuda(where_cuda)
       .doc("self where condition holds, other elsewhere")
       .derivative(where_bw, "condition").core();
   // With one bound, clamp computes clamp_min or clamp_max.
   def("clamp(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(Clamp::name)
-      .meta(clamp_meta<false>).cpu(clamp_cpu)
+      .meta(clamp_meta<false>).cpu(clamp_cpu).cuda(clamp_cuda)
       .doc("min(max(self, min), max); NaN propagates")
       .derivative(clamp_bw, "self, min, max").core();
   def("clamp_(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(Clamp::name)
-      .meta(clamp_meta<true>).cpu(clamp_cpu)
+      .meta(clamp_meta<true>).cpu(clamp_cpu).cuda(clamp_cuda)
       .derivative(clamp_bw, "self, min, max");
   def("clamp_min(Tensor self, Tensor min) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(ClampMin::name)
       .meta(clamp_one_meta<false, false>).cpu(clamp_one_cpu<false>)
+      .cuda(clamp_one_cuda<false>)
       .derivative(clamp_one_bw<false>, "self, min").decomposition(decomp::clamp_min);
   def("clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(ClampMin::name)
       .meta(clamp_one_meta<false, true>).cpu(clamp_one_cpu<false>)
+      .cuda(clamp_one_cuda<false>)
       .derivative(clamp_one_bw<false>, "self, min");
   def("clamp_max(Tensor self, Tensor max) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(ClampMax::name)
       .meta(clamp_one_meta<true, false>).cpu(clamp_one_cpu<true>)
+      .cuda(clamp_one_cuda<true>)
       .derivative(clamp_one_bw<true>, "self, max").decomposition(decomp::clamp_max);
   def("clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(ClampMax::name)
       .meta(clamp_one_meta<true, true>).cpu(clamp_one_cpu<true>)
+      .cuda(clamp_one_cuda<true>)
       .derivative(clamp_one_bw<true>, "self, max");
   def("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(Lerp::name)
-      .meta(lerp_meta<false>).cpu(lerp_cpu)
+      .meta(lerp_meta<false>).cpu(lerp_cpu).cuda(lerp_cuda)
       .doc("self + weight * (end - self)")
       .derivative(lerp_bw, "self, end, weight").decomposition(decomp::lerp);
   def("lerp_(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(Lerp::name)
-      .meta(lerp_meta<true>).cpu(lerp_cpu)
+      .meta(lerp_meta<true>).cpu(lerp_cpu).cuda(lerp_cuda)
       .derivative(lerp_bw, "self, end, weight");
   def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(Addcmul::name)
-      .meta(addc_meta<false>).cpu(addcmul_cpu)
+      .meta(addc_meta<false>).cpu(addcmul_cpu).cuda(addcmul_cuda)
       .doc("self + value * tensor1 * tensor2")
       .derivative(addcmul_bw, "tensor1, tensor2").decomposition(decomp::addcmul);
   def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(Addcmul::name)
-      .meta(addc_meta<true>).cpu(addcmul_cpu)
+      .meta(addc_meta<true>).cpu(addcmul_cpu).cuda(addcmul_cuda)
       .derivative(addcmul_bw, "tensor1, tensor2");
   def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(Addcdiv::name)
-      .meta(addcdiv_meta<false>).cpu(addcdiv_cpu)
+      .meta(addcdiv_meta<false>).cpu(addcdiv_cpu).cuda(addcdiv_cuda)
       .doc("self + value * tensor1 / tensor2")
       .derivative(addcdiv_bw, "tensor1, tensor2").decomposition(decomp::addcdiv);
   def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(Addcdiv::name)
-      .meta(addcdiv_meta<true>).cpu(addcdiv_cpu)
+      .meta(addcdiv_meta<true>).cpu(addcdiv_cpu).cuda(addcdiv_cuda)
       .derivative(addcdiv_bw, "tensor1, tensor2");
   def("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(MaskedFill::name)
       .meta(masked_fill_meta<false>).cpu(masked_fill_cpu)
+      .cuda(masked_fill_cuda)
       .doc("value where mask is True, self elsewhere")
       .derivative(masked_fill_bw, "mask").decomposition(decomp::masked_fill);
   def("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(MaskedFill::name)
       .meta(masked_fill_meta<true>).cpu(masked_fill_cpu)
+      .cuda(masked_fill_cuda)
       .derivative(masked_fill_bw, "mask");
   alias("clip", "clamp");  // and clip_ for clamp_
 }

@@ -6,6 +6,7 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/cuda/pointwise.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
@@ -49,6 +50,24 @@ void unary_cpu(OpCall& c) {
   }
 }
 
+// The dtypes each Types value admits (the CPU dispatch macros' sets).
+constexpr uint32_t dtypes_of(Types t) {
+  return t == Types::Float     ? cuda::kFloatDtypes
+         : t == Types::Numeric ? cuda::kNumericDtypes
+         : t == Types::IntBool ? cuda::kIntBoolDtypes
+                               : cuda::kAllDtypes;
+}
+constexpr bool bool_out(DtypeRule r) {
+  return r == DtypeRule::BoolOut || r == DtypeRule::LogicalOut;
+}
+
+// The CUDA kernel: the same function, dtype and type set as unary_cpu.
+template <typename F, Types T, DtypeRule R>
+void unary_cuda(OpCall& c) {
+  if constexpr (bool_out(R)) cuda_pointwise(c, F::name, c.iter->input(0).dtype(), cuda::kAllDtypes);
+  else cuda_pointwise(c, F::name, c.iter->common_dtype(), dtypes_of(T));
+}
+
 // Input checks that run before the meta rule (PyTorch's op-specific errors).
 struct NoCheck {
   static void check(const Tensor&) {}
@@ -86,14 +105,18 @@ template <typename F, Types T, DtypeRule R, typename Check = NoCheck>
 void unary(const char* name, const char* doc, Deriv d = {}, bool with_inplace = true,
            DecompFn decomp = nullptr) {
   std::string n(name);
+  declare_cuda_pointwise(n, F::name, 1, 0, bool_out(R) ? cuda::kAllDtypes : dtypes_of(T),
+                         bool_out(R));
   def(n + "(Tensor self) -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(F::name)
-      .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
+      .meta(checked_unary_meta<R, false, Check>).cpu(unary_cpu<F, T, R>)
+      .cuda(unary_cuda<F, T, R>).doc(doc)
       .derivative(d.fn, d.saves).decomposition(decomp).core(!decomp);
   if (with_inplace) {
     def(n + "_(Tensor(a!) self) -> Tensor(a!)")
         .category(OpCategory::Pointwise).both().scalar(F::name)
-        .meta(checked_unary_meta<R, true, Check>).cpu(unary_cpu<F, T, R>).doc(doc)
+        .meta(checked_unary_meta<R, true, Check>).cpu(unary_cpu<F, T, R>)
+        .cuda(unary_cuda<F, T, R>).doc(doc)
         .derivative(d.fn, d.saves);
   }
 }
@@ -109,6 +132,11 @@ void gelu_cpu(OpCall& c) {
   const std::string& approx = c.args[1].to_string();
   if (approx == "tanh") unary_cpu<scalar_ops::GeluTanh, Types::Float, R::Promote>(c);
   else unary_cpu<scalar_ops::Gelu, Types::Float, R::Promote>(c);
+}
+void gelu_cuda(OpCall& c) {
+  const bool tanh = c.args[1].to_string() == "tanh";
+  cuda_pointwise(c, tanh ? scalar_ops::GeluTanh::name : scalar_ops::Gelu::name,
+                 c.iter->common_dtype(), cuda::kFloatDtypes);
 }
 template <bool Inplace>
 void gelu_meta(OpCall& c) {
@@ -223,6 +251,12 @@ void gelu_backward_cpu(OpCall& c) {
   });
 }
 
+void gelu_backward_cuda(OpCall& c) {
+  const bool tanh = c.args[2].to_string() == "tanh";
+  cuda_pointwise(c, tanh ? scalar_ops::GeluBackwardTanh::name : scalar_ops::GeluBackward::name,
+                 c.iter->common_dtype(), cuda::kFloatDtypes);
+}
+
 void gelu_bw(GradCtx& c) {
   const Tensor& x = c.in(0);
   if (!autograd::grad_enabled()) {
@@ -301,19 +335,23 @@ void register_unary_ops() {
                                                     {}, false);
 
   // approximate='tanh' computes gelu_tanh (scalar_ops.h).
+  declare_cuda_pointwise("gelu", Gelu::name, 1, 0, cuda::kFloatDtypes);
+  declare_cuda_pointwise("gelu", GeluTanh::name, 1, 0, cuda::kFloatDtypes);
+  declare_cuda_pointwise("gelu_backward", GeluBackward::name, 2, 0, cuda::kFloatDtypes);
+  declare_cuda_pointwise("gelu_backward", GeluBackwardTanh::name, 2, 0, cuda::kFloatDtypes);
   def("gelu(Tensor self, *, str approximate='none') -> Tensor")
       .category(OpCategory::Pointwise).both().scalar(scalar_ops::Gelu::name)
-      .meta(gelu_meta<false>).cpu(gelu_cpu<false>)
+      .meta(gelu_meta<false>).cpu(gelu_cpu<false>).cuda(gelu_cuda)
       .doc("Gaussian error linear unit; approximate='tanh' uses the tanh formula")
       .derivative(gelu_bw, "self").decomposition(decomp::gelu);
   def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
       .category(OpCategory::Pointwise).scalar(scalar_ops::GeluBackward::name)
-      .meta(gelu_backward_meta).cpu(gelu_backward_cpu)
+      .meta(gelu_backward_meta).cpu(gelu_backward_cpu).cuda(gelu_backward_cuda)
       .doc("grad_output * d gelu(self) / d self (autograd's fused derivative of gelu)")
       .decomposition(decomp::gelu_backward);
   def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")
       .category(OpCategory::Pointwise).both().scalar(scalar_ops::Gelu::name)
-      .meta(gelu_meta<true>).cpu(gelu_cpu<true>).derivative(gelu_bw, "self");
+      .meta(gelu_meta<true>).cpu(gelu_cpu<true>).cuda(gelu_cuda).derivative(gelu_bw, "self");
 
   // PyTorch's other names of the ops above (and of their in-place forms).
   alias("negative", "neg");

@@ -11,12 +11,16 @@
 //   _cuda_memory_stats(i) -> dict, _cuda_empty_cache(), _cuda_reset_peak_memory_stats(i)
 //   _cuda_record_stream(tensor, device, handle), _cuda_pin_memory(tensor), _cuda_is_pinned(t)
 //   _cuda_kernel_cache_stats() -> dict, _cuda_nvrtc_version()
+//   _cuda_eager_kernel_units() -> [(label, source, options, kernels)]
+//   _cuda_nvrtc_compile(source, label, arch, options) -> cubin size
+//   _cuda_precompile_eager_kernels(device, threads) -> kernels compiled into the disk cache
 //   OutOfMemoryError (the exception type)
 #include "ignis/cuda/device.h"
 #include "ignis/cuda/kernel_cache.h"
 #include "ignis/cuda/memory.h"
 #include "ignis/cuda/nvrtc.h"
 #include "ignis/cuda/stream.h"
+#include "ignis/kernels/cuda/kernel_catalog.h"
 #include "ignis/kernels/device_kernels.h"
 #include "ignis/python/py_common.h"
 
@@ -334,6 +338,82 @@ PyObject* f_nvrtc_version(PyObject*, PyObject*) {
   IGNIS_PY_END(nullptr)
 }
 
+// Every eager kernel's source, grouped into NVRTC units (kernel_catalog.h).
+PyObject* f_eager_kernel_units(PyObject*, PyObject*) {
+  IGNIS_PY_BEGIN
+  std::vector<cuda::KernelUnit> units = cuda::eager_kernel_units();
+  PyObject* list = PyList_New(0);
+  for (const cuda::KernelUnit& u : units) {
+    PyObject* opts = PyList_New(0);
+    for (const std::string& o : u.request.options) {
+      PyObject* s = PyUnicode_FromString(o.c_str());
+      PyList_Append(opts, s);
+      Py_DECREF(s);
+    }
+    PyObject* item = Py_BuildValue("(ss#Ni)", u.request.label.c_str(), u.request.source.data(),
+                                   static_cast<Py_ssize_t>(u.request.source.size()), opts,
+                                   u.kernels);
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+  return list;
+  IGNIS_PY_END(nullptr)
+}
+
+// NVRTC alone (no GPU): compiles `source` for sm_<arch>; a compile error
+// raises with NVRTC's log.
+PyObject* f_nvrtc_compile(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  const char *source, *label;
+  int arch;
+  PyObject* opts;
+  if (!PyArg_ParseTuple(args, "ssiO", &source, &label, &arch, &opts)) return nullptr;
+  std::vector<std::string> options;
+  PyObject* it = PyObject_GetIter(opts);
+  if (!it) return nullptr;
+  while (PyObject* o = PyIter_Next(it)) {
+    options.emplace_back(PyUnicode_AsUTF8(o));
+    Py_DECREF(o);
+  }
+  Py_DECREF(it);
+  std::string cubin;
+  {
+    PyThreadState* ts = PyEval_SaveThread();  // let tests compile units in parallel
+    try {
+      cubin = cuda::nvrtc_compile(source, label, arch, options);
+    } catch (...) {
+      PyEval_RestoreThread(ts);
+      throw;
+    }
+    PyEval_RestoreThread(ts);
+  }
+  return PyLong_FromSize_t(cubin.size());
+  IGNIS_PY_END(nullptr)
+}
+
+// Compiles every eager kernel for device i into the disk cache, `threads`
+// at a time (a warm-up before the GPU tests); returns how many compiled.
+PyObject* f_precompile_eager_kernels(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  int device, threads;
+  if (!PyArg_ParseTuple(args, "ii", &device, &threads)) return nullptr;
+  std::vector<cuda::KernelRequest> requests;
+  for (auto& [group, r] : cuda::eager_kernel_variants()) requests.push_back(std::move(r));
+  int n;
+  {
+    PyThreadState* ts = PyEval_SaveThread();
+    try {
+      n = cuda::precompile(device, requests, threads);
+    } catch (...) {
+      PyEval_RestoreThread(ts);
+      throw;
+    }
+    PyEval_RestoreThread(ts);
+  }
+  return PyLong_FromLong(n);
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef functions[] = {
     {"_cuda_is_available", f_is_available, METH_NOARGS, nullptr},
     {"_cuda_unavailable_reason", f_unavailable_reason, METH_NOARGS, nullptr},
@@ -362,6 +442,9 @@ PyMethodDef functions[] = {
     {"_cuda_is_pinned", f_is_pinned, METH_O, nullptr},
     {"_cuda_kernel_cache_stats", f_kernel_cache_stats, METH_NOARGS, nullptr},
     {"_cuda_nvrtc_version", f_nvrtc_version, METH_NOARGS, nullptr},
+    {"_cuda_eager_kernel_units", f_eager_kernel_units, METH_NOARGS, nullptr},
+    {"_cuda_nvrtc_compile", f_nvrtc_compile, METH_VARARGS, nullptr},
+    {"_cuda_precompile_eager_kernels", f_precompile_eager_kernels, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -738,6 +738,15 @@ PyObject* op_get_scalar_name(PyObject* self, void*) {
   Py_RETURN_NONE;
 }
 
+// Whether every overload runs on CUDA tensors: it declares a CUDA kernel, or
+// is one kernel for every backend (views, composites). An op without one
+// raises NotImplementedError naming itself and the CUDA backend there.
+PyObject* op_get_has_cuda_kernel(PyObject* self, void*) {
+  for (const OpHandle* h : *reinterpret_cast<PyOp*>(self)->overloads)
+    if (h->def() && !h->def()->cuda && !h->def()->any_backend) Py_RETURN_FALSE;
+  Py_RETURN_TRUE;
+}
+
 PyGetSetDef op_getset[] = {
     {"__name__", op_get_name, nullptr, nullptr, nullptr},
     {"__qualname__", op_get_name, nullptr, nullptr, nullptr},
@@ -748,6 +757,9 @@ PyGetSetDef op_getset[] = {
      "'random', 'uninitialized' or 'deterministic', as the op is declared.", nullptr},
     {"scalar_name", op_get_scalar_name, nullptr,
      "The name of the op's scalar function in kernels/scalar_ops.h (None: it has none).",
+     nullptr},
+    {"has_cuda_kernel", op_get_has_cuda_kernel, nullptr,
+     "Whether every overload runs on CUDA tensors (a CUDA kernel, or one for every backend).",
      nullptr},
     {"alias_of", op_get_alias_of, nullptr,
      "The name of the op this name is an alias of (None: the op's own name).", nullptr},

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "ignis/kernels/cpu/loops.h"
+#include "ignis/kernels/device_kernels.h"
 
 namespace ignis {
 
@@ -57,6 +58,10 @@ Tensor broadcast_to(const Tensor& src, const DimVector& sizes) {
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.device().is_meta()) return;
   if (src.device().is_meta()) IGNIS_NOT_IMPLEMENTED("Cannot copy out of meta tensor; no data!");
+  // Copies that touch a GPU are the CUDA copy kernels' (which convert and
+  // broadcast the same way), so that code written against copy_into
+  // (TensorIterator's casts and copy-back, float_compute.h) serves both.
+  if (dst.device().is_cuda() || src.device().is_cuda()) return copy_tensor(dst, src);
   IGNIS_CHECK(dst.device().is_cpu() && src.device().is_cpu(),
               "copy between ", src.device().str(), " and ", dst.device().str(),
               " needs the CUDA backend");

@@ -68,7 +68,9 @@ DimVector broadcast_shapes(const DimVector& a, const DimVector& b) {
 void TensorIterator::build(const IterConfig& cfg, Device device) {
   compute_shape(cfg);
   compute_types(cfg);
-  if (!device.is_meta()) cast_inputs();
+  // CUDA kernels convert each input as they load it (kernels/cuda/pointwise.h),
+  // to the same values the cast would give, without the temporaries.
+  if (!device.is_meta() && !device.is_cuda()) cast_inputs();
   compute_strides_and_perm();
   allocate_outputs(device);
   coalesce();

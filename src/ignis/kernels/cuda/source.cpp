@@ -191,6 +191,12 @@ const char* device_type_name(ScalarType t) {
   IGNIS_FAIL("no CUDA kernel type for dtype ", to_string(t));
 }
 
+const char* device_opmath_name(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16 ? "float" : device_type_name(t);
+}
+
+const char* eager_prelude() { return kPrelude; }
+
 KernelRequest eager_kernel(const std::string& kernel, std::initializer_list<ScalarType> types) {
   const KernelShape* shape = nullptr;
   for (const KernelShape& s : kShapes)

@@ -29,6 +29,18 @@ struct KernelGeometry {
 
 // The prelude's type name for `t` ("float", "ig_half", ...).
 const char* device_type_name(ScalarType t);
+// The type arithmetic on `t` runs in, as opmath_t says on the CPU ("float"
+// for ig_half and ig_bf16).
+const char* device_opmath_name(ScalarType t);
+
+// Generated sources put this line between their shared text (prelude and
+// templates) and the kernels they instantiate, so that a test can group
+// kernels into one translation unit (kernel_catalog.h).
+inline constexpr const char* kKernelBodyMarker = "\n// ---- kernels ----\n";
+
+// The prelude itself: the start of every eager kernel's translation unit
+// (pointwise.cpp, reduce.cpp and softmax.cpp add their templates after it).
+const char* eager_prelude();
 
 // A request for `kernel<Types...>` from the prelude, named
 // "<kernel>_<dtype>_..." (e.g. copy_strided_float32_float16).

@@ -1,0 +1,379 @@
+#include "ignis/kernels/cuda/row_kernels.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "ignis/core/error.h"
+#include "ignis/cuda/device.h"
+#include "ignis/cuda/stream.h"
+#include "ignis/kernels/cuda/device_scalar_ops.h"
+#include "ignis/kernels/cuda/source.h"
+#include "ignis/kernels/device_kernels.h"
+
+namespace ignis::cuda {
+
+namespace {
+
+constexpr int kBlockThreads = 256;
+
+// Must match IgRowParams in kTemplates.
+struct RowParams {
+  const void* in;
+  void* out;
+  const void* w;
+  const void* b;
+  void* mean;
+  void* rstd;
+  const void* g;
+  int64_t rows, D, inner;
+  double eps;
+  int32_t kind;
+};
+
+const char* kTemplates = R"CUDA(
+// ---- softmax and layer norm (kernels/cuda/row_kernels.cpp) ----
+struct IgRowParams {
+  const char* in; char* out; const char* w; const char* b; char* mean; char* rstd; const char* g;
+  int64_t rows, D, inner;
+  double eps;
+  int32_t kind;  // softmax 0, log_softmax 1, safe softmax 2 (cpu::SoftmaxKind)
+};
+template <class T> __forceinline__ T ig_shfl_xor(const T& v, int o) {
+  constexpr int W = (sizeof(T) + 3) / 4;
+  union U { T t; uint32_t w[W]; } a, r;
+  a.t = v;
+#pragma unroll
+  for (int i = 0; i < W; ++i) r.w[i] = __shfl_xor_sync(0xffffffffu, a.w[i], o);
+  return r.t;
+}
+template <class T> __forceinline__ T ig_shfl_lane0(const T& v) {
+  constexpr int W = (sizeof(T) + 3) / 4;
+  union U { T t; uint32_t w[W]; } a, r;
+  a.t = v;
+#pragma unroll
+  for (int i = 0; i < W; ++i) r.w[i] = __shfl_sync(0xffffffffu, a.w[i], 0);
+  return r.t;
+}
+// Combines v over the x threads of this block row (blockDim.x a multiple of
+// 32, at most 256) and gives every one of them the same result (lane 0's:
+// the butterfly's lanes round in different orders). All threads of the
+// block must call it.
+template <class T, class F> __forceinline__ T ig_row_allreduce(T v, F f) {
+  __shared__ __align__(16) char raw[8 * 16];
+  T* smem = reinterpret_cast<T*>(raw);
+  if (blockDim.x >= 32) {  // always on a GPU; a host emulation runs 1-thread blocks
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = f(v, ig_shfl_xor(v, o));
+    v = ig_shfl_lane0(v);
+  }
+  const int warps = blockDim.x / 32;
+  if (warps > 1) {
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) smem[threadIdx.y * warps + threadIdx.x / 32] = v;
+    __syncthreads();
+    v = smem[threadIdx.y * warps];
+    for (int i = 1; i < warps; ++i) v = f(v, smem[threadIdx.y * warps + i]);
+  }
+  return v;
+}
+#define IG_ROW_STEP (int64_t(gridDim.x) * blockDim.y)  // rows a grid covers per iteration
+struct IgAdd { template <class T> T operator()(T a, T b) const { return a + b; } };
+// Softmax statistics: the running max and the sum of exp(x - max); s == 0
+// marks an empty one (so that an all -inf part does not turn into NaN
+// before it meets the rest of its row).
+template <class C> struct IgMS { C m, s; };
+struct IgMSMerge {
+  template <class C> IgMS<C> operator()(IgMS<C> a, IgMS<C> b) const {
+    if (a.s == C(0)) return b;
+    if (b.s == C(0)) return a;
+    const C m = a.m != a.m ? a.m : (b.m != b.m ? b.m : (a.m > b.m ? a.m : b.m));
+    return IgMS<C>{m, a.s * std::exp(a.m - m) + b.s * std::exp(b.m - m)};
+  }
+};
+template <class C, class T> __forceinline__ T ig_softmax_value(C x, IgMS<C> st, int kind) {
+  if (kind == 1) return ig_convert<T>((x - st.m) - std::log(st.s));
+  if (kind == 2 && st.m == -std::numeric_limits<C>::infinity()) return ig_convert<T>(C(0));
+  return ig_convert<T>(std::exp(x - st.m) / st.s);
+}
+// The softmax dim is the last: rows of D, blockDim.y rows to a block.
+template <class T, class C> __forceinline__ void ig_softmax_rows(const IgRowParams& p) {
+  const T* in = reinterpret_cast<const T*>(p.in);
+  T* out = reinterpret_cast<T*>(p.out);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    const bool live = r < p.rows;
+    IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
+    if (live)
+      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x)
+        st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(in[r * p.D + k]), C(1)});
+    st = ig_row_allreduce(st, IgMSMerge());
+    if (live)
+      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x)
+        out[r * p.D + k] = ig_softmax_value<C, T>(ig_convert<C>(in[r * p.D + k]), st, p.kind);
+  }
+}
+// Any other dim: a thread per (outer, inner) column, walking it with stride
+// `inner` (neighbouring threads read neighbouring elements).
+template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowParams& p) {
+  const T* in = reinterpret_cast<const T*>(p.in);
+  T* out = reinterpret_cast<T*>(p.out);
+  const int64_t cols = p.rows * p.inner;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += step) {
+    const T* x = in + (c / p.inner) * p.D * p.inner + c % p.inner;
+    T* y = out + (x - in);
+    IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
+    for (int64_t k = 0; k < p.D; ++k)
+      st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(x[k * p.inner]), C(1)});
+    for (int64_t k = 0; k < p.D; ++k)
+      y[k * p.inner] = ig_softmax_value<C, T>(ig_convert<C>(x[k * p.inner]), st, p.kind);
+  }
+}
+// Layer norm over rows of D: mean, then the biased variance about it (two
+// passes over the cached row, as the CPU computes them).
+template <class T, class C> __forceinline__ void ig_layer_norm(const IgRowParams& p) {
+  const T* in = reinterpret_cast<const T*>(p.in);
+  T* out = reinterpret_cast<T*>(p.out);
+  const C* w = reinterpret_cast<const C*>(p.w);
+  const C* b = reinterpret_cast<const C*>(p.b);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    const bool live = r < p.rows;
+    const T* x = in + r * p.D;
+    C sum = 0;
+    if (live) for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) sum += ig_convert<C>(x[k]);
+    const C mean = ig_row_allreduce(sum, IgAdd()) / C(p.D);
+    C sq = 0;
+    if (live)
+      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
+        const C d = ig_convert<C>(x[k]) - mean;
+        sq += d * d;
+      }
+    const C var = ig_row_allreduce(sq, IgAdd()) / C(p.D);
+    const C rstd = C(1) / std::sqrt(var + C(p.eps));
+    if (!live) continue;
+    for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
+      C y = (ig_convert<C>(x[k]) - mean) * rstd;
+      if (w) y = y * w[k];
+      if (b) y = y + b[k];
+      out[r * p.D + k] = ig_convert<T>(y);
+    }
+    if (threadIdx.x == 0) {
+      reinterpret_cast<T*>(p.mean)[r] = ig_convert<T>(mean);
+      reinterpret_cast<T*>(p.rstd)[r] = ig_convert<T>(rstd);
+    }
+  }
+}
+// grad_input of layer norm per row: rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
+template <class T, class C> __forceinline__ void ig_layer_norm_bwd_rows(const IgRowParams& p) {
+  const T* gp = reinterpret_cast<const T*>(p.g);
+  const T* xp = reinterpret_cast<const T*>(p.in);
+  const C* mp = reinterpret_cast<const C*>(p.mean);
+  const C* rp = reinterpret_cast<const C*>(p.rstd);
+  const C* w = reinterpret_cast<const C*>(p.w);
+  T* dx = reinterpret_cast<T*>(p.out);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    const bool live = r < p.rows;
+    const C mu = live ? mp[r] : C(0), rs = live ? rp[r] : C(0);
+    C a = 0, bsum = 0;
+    if (live)
+      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
+        const C gw = ig_convert<C>(gp[r * p.D + k]) * (w ? w[k] : C(1));
+        a += gw;
+        bsum += gw * (ig_convert<C>(xp[r * p.D + k]) - mu) * rs;
+      }
+    a = ig_row_allreduce(a, IgAdd()) / C(p.D);
+    bsum = ig_row_allreduce(bsum, IgAdd()) / C(p.D);
+    if (!live) continue;
+    for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
+      const C xh = (ig_convert<C>(xp[r * p.D + k]) - mu) * rs;
+      const C gw = ig_convert<C>(gp[r * p.D + k]) * (w ? w[k] : C(1));
+      dx[r * p.D + k] = ig_convert<T>(rs * (gw - a - xh * bsum));
+    }
+  }
+}
+// grad_weight (into p.out) and grad_bias (into p.w, which the host points at
+// a temporary for it) per column: blockDim.x columns, blockDim.y rows
+// sharing the sum over the rows.
+template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const IgRowParams& p) {
+  __shared__ C sw[256], sb[256];
+  const T* gp = reinterpret_cast<const T*>(p.g);
+  const T* xp = reinterpret_cast<const T*>(p.in);
+  const C* mp = reinterpret_cast<const C*>(p.mean);
+  const C* rp = reinterpret_cast<const C*>(p.rstd);
+  C* dw = reinterpret_cast<C*>(p.out);
+  C* db = const_cast<C*>(reinterpret_cast<const C*>(p.w));
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < p.D; cb += step) {
+    const int64_t n = cb + threadIdx.x;
+    C aw = 0, ab = 0;
+    if (n < p.D)
+      for (int64_t m = threadIdx.y; m < p.rows; m += blockDim.y) {
+        const C gv = ig_convert<C>(gp[m * p.D + n]);
+        aw += gv * (ig_convert<C>(xp[m * p.D + n]) - mp[m]) * rp[m];
+        ab += gv;
+      }
+    const int slot = threadIdx.y * blockDim.x + threadIdx.x;
+    sw[slot] = aw;
+    sb[slot] = ab;
+    __syncthreads();
+    if (threadIdx.y == 0 && n < p.D) {
+      for (int r = 1; r < blockDim.y; ++r) {
+        aw += sw[r * blockDim.x + threadIdx.x];
+        ab += sb[r * blockDim.x + threadIdx.x];
+      }
+      if (dw) dw[n] = aw;
+      if (db) db[n] = ab;
+    }
+    __syncthreads();
+  }
+}
+)CUDA";
+
+const char* kKernels[] = {"softmax_rows", "softmax_cols", "layer_norm", "layer_norm_bwd_rows",
+                          "layer_norm_bwd_cols"};
+
+std::string source_for(ScalarType t) {
+  std::string body = str("typedef ", device_type_name(t), " T;\ntypedef ", device_opmath_name(t),
+                         " C;\n");
+  for (const char* k : kKernels)
+    body += str("extern \"C\" __global__ void ", k, "_", dtype_name(t),
+                "(IgRowParams p) { ig_", k, "<T, C>(p); }\n");
+  return str(eager_prelude(), device_scalar_ops_source(), kTemplates, kKernelBodyMarker, body);
+}
+
+KernelRequest request(ScalarType t, const char* kernel) {
+  KernelRequest r;
+  r.symbol = str(kernel, "_", dtype_name(t));
+  r.label = str("row_kernels_", dtype_name(t), ".cu");
+  r.source = source_for(t);
+  r.options = {"-default-device", "-w"};
+  return r;
+}
+
+CUfunction function_for(int device, ScalarType t, const char* kernel) {
+  using Key = std::tuple<int, ScalarType, std::string>;
+  static std::mutex mu;
+  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
+  Key key{device, t, kernel};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = functions->find(key);
+    if (it != functions->end()) return it->second;
+  }
+  CUfunction f = get_kernel(device, request(t, kernel));
+  std::lock_guard<std::mutex> lock(mu);
+  functions->emplace(std::move(key), f);
+  return f;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Row kernels: x threads along a row (32 for rows up to 256 elements, up to
+// the whole block beyond), the block's other threads on further rows.
+void launch_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams& p) {
+  const int device = like.device().index;
+  DeviceGuard guard(device);
+  Stream stream = current_stream(device);
+  int bx = 32;
+  while (bx < kBlockThreads && bx * 8 < p.D) bx *= 2;
+  const int by = kBlockThreads / bx;
+  const int64_t sms = device_properties(device).multi_processor_count;
+  const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, by), 1, sms * 32));
+  void* a[] = {&p};
+  IGNIS_CU(cuLaunchKernel(function_for(device, t, kernel), grid, 1, 1, unsigned(bx), unsigned(by),
+                          1, 0, stream.handle, a, nullptr));
+}
+
+}  // namespace
+
+std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
+  std::vector<KernelRequest> v;
+  for (const char* k : kKernels) v.push_back(request(t, k));
+  return v;
+}
+
+void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::SoftmaxKind kind) {
+  if (out.numel() == 0) return;
+  IGNIS_INTERNAL_ASSERT(in.is_contiguous() && out.is_contiguous() && in.dtype() == out.dtype());
+  RowParams p{};
+  p.in = in.data_ptr();
+  p.out = out.data_ptr();
+  p.kind = static_cast<int32_t>(kind);
+  p.D = in.dim() == 0 ? 1 : in.size(dim);
+  p.inner = 1;
+  for (int64_t d = dim + 1; d < in.dim(); ++d) p.inner *= in.size(d);
+  p.rows = in.numel() / (p.D * p.inner);
+  if (p.inner == 1) return launch_rows(in, in.dtype(), "softmax_rows", p);
+  const int device = in.device().index;
+  DeviceGuard guard(device);
+  Stream stream = current_stream(device);
+  void* a[] = {&p};
+  const int64_t sms = device_properties(device).multi_processor_count;
+  const auto grid =
+      static_cast<unsigned>(std::min(ceil_div(p.rows * p.inner, kBlockThreads), sms * 32));
+  IGNIS_CU(cuLaunchKernel(function_for(device, in.dtype(), "softmax_cols"), grid, 1, 1,
+                          kBlockThreads, 1, 1, 0, stream.handle, a, nullptr));
+}
+
+void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
+                     const Tensor& weight, const Tensor& bias, int64_t n, double eps) {
+  const int64_t M = n == 0 ? 0 : in.numel() / n;
+  if (M == 0) return;
+  RowParams p{};
+  p.in = in.data_ptr();
+  p.out = out.data_ptr();
+  p.w = weight.defined() ? weight.data_ptr() : nullptr;
+  p.b = bias.defined() ? bias.data_ptr() : nullptr;
+  p.mean = mean.data_ptr();
+  p.rstd = rstd.data_ptr();
+  p.rows = M;
+  p.D = n;
+  p.eps = eps;
+  launch_rows(in, in.dtype(), "layer_norm", p);
+}
+
+void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
+                         const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& weight, int64_t M, int64_t N) {
+  if (M == 0 || N == 0) {
+    for (const Tensor* t : {&dw, &db})
+      if (t->defined()) fill_tensor(*t, Scalar(int64_t(0)));
+    return;
+  }
+  RowParams p{};
+  p.g = g.data_ptr();
+  p.in = x.data_ptr();
+  p.mean = mean.data_ptr();
+  p.rstd = rstd.data_ptr();
+  p.w = weight.defined() ? weight.data_ptr() : nullptr;
+  p.out = dx.data_ptr();
+  p.rows = M;
+  p.D = N;
+  launch_rows(x, x.dtype(), "layer_norm_bwd_rows", p);
+  if (!dw.defined() && !db.defined()) return;
+  // The column sums in op-math temporaries (mean's dtype), then converted
+  // into the parameters' dtypes as the CPU's store does.
+  const ScalarType acc = mean.dtype();
+  Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
+  Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
+  RowParams q = p;
+  q.out = tw.defined() ? tw.data_ptr() : nullptr;
+  q.w = tb.defined() ? tb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
+  const int device = x.device().index;
+  DeviceGuard guard(device);
+  Stream stream = current_stream(device);
+  const int bx = 32, by = kBlockThreads / bx;
+  const int64_t sms = device_properties(device).multi_processor_count;
+  const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32));
+  void* a[] = {&q};
+  CUfunction f = function_for(device, x.dtype(), "layer_norm_bwd_cols");
+  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, bx, by, 1, 0, stream.handle, a, nullptr));
+  if (dw.defined()) copy_tensor(dw, tw);
+  if (db.defined()) copy_tensor(db, tb);
+}
+
+}  // namespace ignis::cuda

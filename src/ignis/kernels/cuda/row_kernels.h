@@ -1,0 +1,40 @@
+// Softmax and layer norm on CUDA tensors: one kernel reads each row (the
+// softmax dim, the normalized dims) with a warp when it is short and a whole
+// block when it is long, several rows to a block, keeping per-row statistics
+// in registers and reducing them by warp shuffles and shared memory. The
+// functions take what kernels/cpu/softmax.h and kernels/cpu/norm.h take.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ignis/core/tensor.h"
+#include "ignis/cuda/kernel_cache.h"
+#include "ignis/kernels/cpu/softmax.h"
+
+namespace ignis::cuda {
+
+// out = softmax / log_softmax / safe softmax of the contiguous `in` along
+// `dim`; same shape and floating dtype. A softmax dim that is not the last
+// (inner > 1) runs a thread per column instead, reading along it.
+void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::SoftmaxKind kind);
+
+// As cpu::layer_norm_into: rows of n elements of the contiguous `in`;
+// weight/bias contiguous in the op-math dtype or undefined; mean/rstd one
+// per row in `in`'s dtype.
+void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
+                     const Tensor& weight, const Tensor& bias, int64_t n, double eps);
+
+// native_layer_norm_backward over M rows of N: grad_input (dtype of x) and,
+// when defined, grad_weight and grad_bias (written through op-math
+// temporaries). g, x contiguous in x's dtype; mean, rstd, weight contiguous
+// in the op-math dtype (weight may be undefined).
+void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
+                         const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& weight, int64_t M, int64_t N);
+
+// The kernels above for dtype `t` (kernel names: the functions in
+// row_kernels.cpp's kTemplates), for tests that compile them without a GPU.
+std::vector<KernelRequest> row_kernel_requests(ScalarType t);
+
+}  // namespace ignis::cuda

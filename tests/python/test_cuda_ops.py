@@ -1,0 +1,561 @@
+"""Eager CUDA kernels of the pointwise ops, reductions, softmax and layer norm
+(src/ignis/kernels/cuda: pointwise, reduce, row_kernels).
+
+The first part runs everywhere, with no GPU:
+  * every generated kernel (each pointwise op's scalar function x each dtype
+    it declares, in each layout; every reduction x dtype; softmax and layer
+    norm x floating dtype) is compiled by NVRTC for sm_90, so that an error
+    in generated source fails here rather than on the first GPU call. It
+    skips, saying so, when NVRTC cannot be loaded;
+  * the op registry: every pointwise op with a scalar function has a CUDA
+    kernel, and every reduction in the registry either has one or is listed
+    below as CPU-only.
+The second part needs a GPU and is skipped with the reason elsewhere. It is
+driven by the registry: every pointwise op is called on CUDA with inputs
+generated from its schema and compared with the same call on the CPU
+(values, dtypes, a CPU error must be a CUDA error too), for every dtype,
+broadcast, non-contiguous, with a Python-number operand and in place; each
+reduction over inner, outer, several and all dims, keepdim, long rows (the
+split path) and 16-bit floats; softmax, log_softmax and layer norm (and its
+backward); autograd through CUDA tensors.
+"""
+import math
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+
+AVAILABLE = ignis.cuda.is_available()
+REASON = ignis._C._cuda_unavailable_reason()
+needs_gpu = pytest.mark.skipif(not AVAILABLE, reason=f"no usable CUDA GPU here: {REASON}")
+
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64",
+          "float16", "bfloat16", "float32", "float64"]
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+
+# Reductions that have no CUDA kernel yet (they raise NotImplementedError on
+# CUDA tensors): the scans.
+CPU_ONLY_REDUCTIONS = {"cumsum", "cumprod", "cumsum_", "cumprod_"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_kernel_cache():
+    """On a GPU, first compile every generated kernel into the disk cache on
+    all cores (cuda::precompile), so that the tests load them rather than
+    compile some 1900 kernels one at a time (minutes of NVRTC). The fake
+    driver's runs skip it: they compile each kernel for the host anyway."""
+    if AVAILABLE and ignis.cuda.get_device_name(0) != "Fake GPU":
+        t0 = time.time()
+        n = ignis._C._cuda_precompile_eager_kernels(0, os.cpu_count() or 1)
+        print(f"\nprecompiled {n} kernels into the disk cache in {time.time() - t0:.1f} s")
+    yield
+
+
+def _nvrtc():
+    try:
+        return ignis._C._cuda_nvrtc_version()
+    except RuntimeError as e:
+        return str(e)
+
+
+# ---- everywhere --------------------------------------------------------------------------
+
+def test_every_generated_kernel_compiles_with_nvrtc():
+    version = _nvrtc()
+    if isinstance(version, str):
+        pytest.skip(f"NVRTC cannot be loaded here ({version[:200]}); set IGNIS_NVRTC_LIBRARY "
+                    "or install the nvidia-cuda-nvrtc wheel")
+    units = ignis._C._cuda_eager_kernel_units()
+    kernels = sum(u[3] for u in units)
+    assert kernels > 1000, kernels
+    labels = [u[0] for u in units]
+    # One unit per pointwise scalar function, per reduction and per dtype of
+    # the row kernels.
+    assert any(l.startswith("pw_add") for l in labels)
+    assert any(l.startswith("red_var") for l in labels)
+    assert "rows_float16.cu" in labels
+
+    def compile_one(u):
+        label, source, options, _ = u
+        return ignis._C._cuda_nvrtc_compile(source, label, 90, options)
+
+    t0 = time.time()
+    workers = max(1, min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        sizes = list(pool.map(compile_one, units))
+    assert all(s > 0 for s in sizes)
+    print(f"\n{len(units)} NVRTC units, {kernels} kernels, NVRTC {version[0]}: "
+          f"{time.time() - t0:.1f} s")
+
+
+def test_generated_kernels_call_the_shared_scalar_functions():
+    units = {u[0]: u[1] for u in ignis._C._cuda_eager_kernel_units()}
+    src = units["pw_exp.cu"]
+    # The CPU's own definition, not a second CUDA table.
+    assert "IGNIS_UNARY_OP(Exp, \"exp\", cpu::vexp(x))" in src
+    assert "ignis::scalar_ops::Exp()(x[0])" in src
+    assert "ignis::scalar_ops::Add()(x[0], x[1], ig_scalar<C>(s, 0))" in units["pw_add.cu"]
+
+
+def _ops(category):
+    names = sorted(n for n in dir(ignis.ops) if not n.startswith("_"))
+    out = []
+    for n in names:
+        op = getattr(ignis.ops, n)
+        if getattr(op, "category", None) == category and op.alias_of is None:
+            out.append((n, op))
+    return out
+
+
+def test_every_pointwise_op_with_a_scalar_function_has_a_cuda_kernel():
+    missing = [n for n, op in _ops("pointwise")
+               if op.scalar_name is not None and not op.has_cuda_kernel]
+    assert not missing, missing
+
+
+def test_every_reduction_has_a_cuda_kernel_or_is_listed_cpu_only():
+    missing = [n for n, op in _ops("reduction")
+               if not op.has_cuda_kernel and n not in CPU_ONLY_REDUCTIONS]
+    assert not missing, missing
+
+
+def test_softmax_and_layer_norm_have_cuda_kernels():
+    for n in ["softmax", "log_softmax", "_safe_softmax", "native_layer_norm",
+              "native_layer_norm_backward"]:
+        assert getattr(ignis.ops, n).has_cuda_kernel, n
+
+
+# ---- on a GPU: the registry's pointwise ops against the CPU --------------------------------
+
+def _tol(dtype):
+    return {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (2e-5, 1e-6),
+            "float64": (1e-10, 1e-10)}.get(dtype, (0, 0))
+
+
+def _to_numpy(t):
+    t = t.cpu()
+    if t.dtype in (ignis.bfloat16, ignis.float16):
+        t = t.float()
+    return t.numpy()
+
+
+def assert_same(cuda_result, cpu_result, dtype=None, what="", scale=1.0, atol_extra=0.0):
+    """Same dtype and shape; values equal for integers and bool, else within
+    the dtype's tolerance times `scale` (sums whose terms cancel, gradients)."""
+    if isinstance(cpu_result, (tuple, list)):
+        assert len(cuda_result) == len(cpu_result)
+        for a, b in zip(cuda_result, cpu_result):
+            if a is None or b is None:
+                assert a is None and b is None, what
+                continue
+            assert_same(a, b, dtype, what, scale, atol_extra)
+        return
+    assert cuda_result.device.type == "cuda", what
+    assert cuda_result.dtype == cpu_result.dtype, (what, cuda_result.dtype, cpu_result.dtype)
+    assert tuple(cuda_result.shape) == tuple(cpu_result.shape), what
+    rtol, atol = _tol(str(cpu_result.dtype).replace("ignis.", ""))
+    rtol, atol = rtol * scale, atol * scale + atol_extra
+    a, b = _to_numpy(cuda_result), _to_numpy(cpu_result)
+    if rtol == 0:
+        np.testing.assert_array_equal(a, b, err_msg=what)
+    else:
+        # Transcendental functions near their poles (tan, lgamma-like
+        # growth) differ by ulps scaled by the value: compare relatively.
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+
+
+_rng = np.random.default_rng(0)
+
+
+def _sample(shape, dtype, role=""):
+    """Inputs that keep every op in its domain on both devices: integers are
+    non-zero (divisors), small (powers), bool random."""
+    if dtype == "bool":
+        a = _rng.random(shape) < 0.5
+    elif dtype == "uint8":
+        a = _rng.integers(1, 8, shape).astype(np.uint8)
+    elif dtype.startswith("int"):
+        a = _rng.integers(1, 6, shape) * _rng.choice([-1, 1], shape)
+        a = a.astype(dtype)
+    else:
+        a = (_rng.random(shape) * 4 - 2).astype(np.float64)
+        if role in ("weight", "end"):
+            a = _rng.random(shape).astype(np.float64)
+    t = ignis.tensor(a)
+    return t.to(getattr(ignis, dtype))
+
+
+_ARG = re.compile(r"(\w[\w?\[\]()!a-z]*)\s+(\w+)(=([^,)]*))?")
+
+
+def _schema_args(schema):
+    inner = schema[schema.index("(") + 1:schema.rindex(") ->")]
+    args = []
+    for part in inner.split(","):
+        part = part.strip()
+        if part == "*" or not part:
+            continue
+        m = _ARG.match(part)
+        typ, name, default = m.group(1), m.group(2), m.group(4)
+        args.append((typ, name, default))
+    return args
+
+
+def _call_args(schema, dtype, shape, make):
+    """Positional tensors for every Tensor argument, defaults for the rest."""
+    args = []
+    for typ, name, default in _schema_args(schema):
+        if typ.startswith("Tensor"):
+            if name in ("condition", "mask"):
+                args.append(make(shape, "bool", name))
+            elif name == "value" and "masked_fill" in schema:
+                args.append(ignis.tensor(1.5 if dtype in FLOATS else 3).to(getattr(ignis, dtype)))
+            else:
+                args.append(make(shape, dtype, name))
+        elif default is not None:
+            break  # the rest keep their defaults
+        else:
+            return None  # a required non-tensor argument: not generic
+    return args
+
+
+def _pointwise_cases():
+    cases = []
+    for name, op in _ops("pointwise"):
+        if op.scalar_name is None:
+            continue
+        for schema in op.schemas:
+            base = schema.split("(")[0]
+            if "." in base or base.endswith("_") or not schema.endswith("-> Tensor"):
+                continue
+            for dtype in DTYPES:
+                cases.append(pytest.param(name, schema, dtype, id=f"{name}-{dtype}"))
+    return cases
+
+
+def _run_both(fn, cpu_args):
+    """fn on the CPU arguments and on their CUDA copies; the CPU's error, if
+    any, must be the CUDA call's too."""
+    cuda_args = [a.cuda() if isinstance(a, ignis.Tensor) and a.dim() > 0 else a for a in cpu_args]
+    try:
+        expected = fn(*cpu_args)
+    except (RuntimeError, NotImplementedError, TypeError, ValueError, IndexError) as e:
+        with pytest.raises(type(e)):
+            fn(*cuda_args)
+        return None, None
+    return fn(*cuda_args), expected
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,schema,dtype", _pointwise_cases())
+def test_pointwise_op_matches_cpu(name, schema, dtype):
+    fn = getattr(ignis.ops, name)
+    shape = (33, 65)
+    args = _call_args(schema, dtype, shape, _sample)
+    if args is None:
+        pytest.skip("needs a non-tensor argument")
+    got, want = _run_both(fn, args)
+    if want is not None:
+        assert_same(got, want, what=f"{name} {dtype}")
+    # Broadcast (a row against a matrix) and non-contiguous (a transpose).
+    if len(args) >= 2 and isinstance(args[1], ignis.Tensor) and args[1].dim() == 2:
+        b = list(args)
+        b[1] = b[1][:1]
+        got, want = _run_both(fn, b)
+        if want is not None:
+            assert_same(got, want, what=f"{name} {dtype} broadcast")
+    t = [a.t() if isinstance(a, ignis.Tensor) and a.dim() == 2 else a for a in args]
+    got, want = _run_both(fn, t)
+    if want is not None:
+        assert_same(got, want, what=f"{name} {dtype} transposed")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,schema,dtype", _pointwise_cases())
+def test_pointwise_inplace_matches_cpu(name, schema, dtype):
+    inplace = getattr(ignis.ops, name + "_", None)
+    if inplace is None:
+        pytest.skip("no in-place form")
+    args = _call_args(schema, dtype, (17, 40), _sample)
+    if args is None:
+        pytest.skip("needs a non-tensor argument")
+    cpu_self = args[0].clone()
+    cuda_self = args[0].cuda()
+    rest_cuda = [a.cuda() if isinstance(a, ignis.Tensor) and a.dim() > 0 else a for a in args[1:]]
+    try:
+        inplace(cpu_self, *args[1:])
+    except (RuntimeError, NotImplementedError, TypeError) as e:
+        with pytest.raises(type(e)):
+            inplace(cuda_self, *rest_cuda)
+        return
+    r = inplace(cuda_self, *rest_cuda)
+    assert r is cuda_self or r.data_ptr() == cuda_self.data_ptr()
+    assert_same(cuda_self, cpu_self, what=f"{name}_ {dtype}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "maximum", "eq", "lt",
+                                "remainder", "bitwise_and", "fmod"])
+def test_binary_with_python_number_and_promotion(op, dtype):
+    x = _sample((5, 7), dtype)
+    for other in (2, 1.5, True, -3):
+        got, want = _run_both(lambda a, o=other: getattr(ignis.ops, op)(a, o), [x])
+        if want is not None:
+            assert_same(got, want, what=f"{op} {dtype} {other!r}")
+    # Mixed tensor dtypes: promotion exactly as on the CPU.
+    for odt in ("int32", "float32", "float16", "bool"):
+        y = _sample((5, 7), odt)
+        got, want = _run_both(getattr(ignis.ops, op), [x, y])
+        if want is not None:
+            assert_same(got, want, what=f"{op} {dtype} {odt}")
+    # A 0-dim CUDA tensor and a 0-dim CPU tensor as the other operand.
+    s = _sample((), dtype)
+    want = None
+    try:
+        want = getattr(ignis.ops, op)(x, s)
+    except Exception:  # noqa: BLE001
+        return
+    assert_same(getattr(ignis.ops, op)(x.cuda(), s), want, what="cpu scalar")
+    assert_same(getattr(ignis.ops, op)(x.cuda(), s.cuda()), want, what="cuda scalar")
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1, 3, 4, 127, 1024, 1 << 20, (1 << 20) + 3])
+def test_contiguous_vectorized_path_and_its_tail(n):
+    for dtype in ("float32", "float16", "int8", "float64", "bool"):
+        x = _sample((n,), dtype)
+        y = _sample((n,), dtype)
+        for fn in (ignis.add, ignis.mul, ignis.maximum, ignis.eq):
+            got, want = _run_both(fn, [x, y])
+            if want is not None:
+                assert_same(got, want, what=f"{fn.__name__} {dtype} n={n}")
+    # Misaligned starts (a slice one element in) fall back to narrower vectors.
+    x = _sample((n + 1,), "float32")
+    got, want = _run_both(lambda a: ignis.exp(a[1:]), [x])
+    assert_same(got, want, what="misaligned")
+
+
+@needs_gpu
+def test_strided_paths_high_rank_and_64_bit_offsets():
+    x = _sample((3, 4, 5, 6, 7), "float32")
+    got, want = _run_both(lambda a: (a.permute(4, 2, 0, 3, 1) * 2).sin(), [x])
+    assert_same(got, want)
+    # An expanded operand broadcasts by stride 0.
+    got, want = _run_both(lambda a: a + a[:, :1].expand(3, 4, 5, 6, 7), [x])
+    assert_same(got, want)
+    # Offsets past 2^31 bytes take the 64-bit kernels: a strided view of a
+    # 3 GiB tensor (every other column) reaches 3 * 2^30 bytes.
+    try:
+        big = ignis.full((3, 1 << 28), 1.5, dtype=ignis.float32, device="cuda")
+    except ignis.OutOfMemoryError:
+        pytest.skip("not enough GPU memory for the 64-bit indexing check")
+    r = big[:, ::2] * 2
+    assert tuple(r.shape) == (3, 1 << 27)
+    assert r.amax().item() == 3.0 and r.amin().item() == 3.0
+    assert _to_numpy(r[2, -3:]).tolist() == [3.0, 3.0, 3.0]
+    del big, r
+
+
+@needs_gpu
+def test_kernels_are_compiled_once_per_process_and_reused():
+    x = ignis.randn(1000).cuda()
+    ignis.exp(x)
+    before = ignis._C._cuda_kernel_cache_stats()
+    for _ in range(3):
+        ignis.exp(x + 1.25)
+        ignis.exp(x + 7.5)  # another scalar value: the same kernel
+    after = ignis._C._cuda_kernel_cache_stats()
+    assert after["compiles"] - before["compiles"] <= 1  # add's kernel at most
+
+
+# ---- on a GPU: reductions ----------------------------------------------------------------
+
+REDUCTION_CALLS = {
+    "sum": [lambda x: x.sum(), lambda x: x.sum(1), lambda x: x.sum(0), lambda x: x.sum((0, 2)),
+            lambda x: x.sum(-1, keepdim=True), lambda x: x.sum(dtype=ignis.float64)],
+    "nansum": [lambda x: ignis.nansum(x), lambda x: ignis.nansum(x, 1)],
+    "prod": [lambda x: x.prod(), lambda x: x.prod(1), lambda x: x.prod(0, keepdim=True)],
+    "mean": [lambda x: x.mean(), lambda x: x.mean(1), lambda x: x.mean((0, 2), keepdim=True)],
+    "amax": [lambda x: x.amax(), lambda x: x.amax(1), lambda x: x.amax((0, 2))],
+    "amin": [lambda x: x.amin(), lambda x: x.amin(0)],
+    "max": [lambda x: x.max(), lambda x: x.max(1), lambda x: x.max(0, keepdim=True)],
+    "min": [lambda x: x.min(), lambda x: x.min(2)],
+    "argmax": [lambda x: x.argmax(), lambda x: x.argmax(1), lambda x: x.argmax(0, keepdim=True)],
+    "argmin": [lambda x: x.argmin(), lambda x: x.argmin(2)],
+    "var": [lambda x: x.var(), lambda x: x.var(1), lambda x: ignis.var(x, 0, correction=0),
+            lambda x: ignis.var(x, (0, 2), keepdim=True)],
+    "std": [lambda x: x.std(), lambda x: x.std(1, keepdim=True)],
+    "var_mean": [lambda x: ignis.var_mean(x, 1)],
+    "std_mean": [lambda x: ignis.std_mean(x, 0)],
+    "logsumexp": [lambda x: ignis.logsumexp(x, 1), lambda x: ignis.logsumexp(x, (0, 2))],
+    "all": [lambda x: x.all(), lambda x: x.all(1), lambda x: ignis.all(x, 0, keepdim=True)],
+    "any": [lambda x: x.any(), lambda x: x.any(2)],
+    "norm": [lambda x: x.norm(), lambda x: x.norm(1, 1), lambda x: x.norm(float("inf"), 0),
+             lambda x: x.norm(0, 2), lambda x: x.norm(3.0, 1), lambda x: x.norm(float("-inf"))],
+    "count_nonzero": [lambda x: ignis.count_nonzero(x), lambda x: ignis.count_nonzero(x, 1)],
+}
+FLOAT_ONLY = {"mean", "var", "std", "var_mean", "std_mean", "norm"}
+# Reductions that add floats: the order of addition differs (a tree on the
+# GPU, lanes on the CPU), so results that cancel are compared against the
+# size of the terms.
+SUMS = {"sum", "nansum", "mean", "var_mean", "std_mean"}
+EPS = {"float16": 1e-3, "bfloat16": 8e-3, "float32": 1e-6, "float64": 1e-14}
+
+
+def test_every_cuda_reduction_has_calls_here():
+    have = set(REDUCTION_CALLS)
+    missing = [n for n, op in _ops("reduction")
+               if op.has_cuda_kernel and n not in have and n not in CPU_ONLY_REDUCTIONS]
+    assert not missing, missing
+
+
+def _reduction_cases():
+    return [pytest.param(n, d, id=f"{n}-{d}") for n in sorted(REDUCTION_CALLS) for d in DTYPES
+            if not (n in FLOAT_ONLY and d not in FLOATS)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name,dtype", _reduction_cases())
+def test_reduction_matches_cpu(name, dtype):
+    shapes = [(6, 300, 5), (3, 4, 2), (2, 5000, 3)]
+    if name == "prod" and dtype in FLOATS:
+        # 5000 factors over- or underflow part way in an order-dependent way.
+        shapes = shapes[:2]
+    for shape in shapes:
+        x = _sample(shape, dtype)
+        extra = 0.0
+        if name in SUMS and dtype in FLOATS:
+            # sums: errors grow with the count; means (and *_mean) divide it out
+            count = max(shape) if name in ("sum", "nansum") else 1
+            extra = EPS[dtype] * float(np.abs(_to_numpy(x)).max()) * count * 4
+        for i, call in enumerate(REDUCTION_CALLS[name]):
+            for variant in (x, x.transpose(0, 2)):
+                got, want = _run_both(call, [variant])
+                if want is not None:
+                    assert_same(got, want, what=f"{name} call {i} {shape}", atol_extra=extra)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "float64"])
+def test_long_reductions_take_the_split_path(dtype):
+    # One output over 2^22 elements, and a few over long rows: split across
+    # blocks and finished by the second kernel.
+    x = _sample((1 << 22,), dtype)
+    for call in (lambda a: a.sum(), lambda a: a.amax(), lambda a: a.argmax(),
+                 lambda a: a.reshape(4, -1).sum(1), lambda a: a.reshape(-1, 4).sum(0)):
+        got, want = _run_both(call, [x])
+        # Sums of 2^20 terms in float32 differ with the order of addition:
+        # compare against the size of the terms, not of the (cancelling) result.
+        a, b = _to_numpy(got), _to_numpy(want)
+        mag = float(np.abs(_to_numpy(x)).sum()) if dtype in FLOATS else 0.0
+        atol = {"float32": 1e-6, "float16": 1e-3, "float64": 1e-12}.get(dtype, 0.0) * mag
+        np.testing.assert_allclose(a, b, rtol=1e-6 if dtype != "float16" else 1e-2, atol=atol)
+    if dtype in FLOATS:
+        got, want = _run_both(lambda a: ignis.var_mean(a.reshape(2, -1), 1), [x])
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(_to_numpy(a), _to_numpy(b), rtol=1e-3)
+
+
+@needs_gpu
+def test_reductions_of_nan_inf_and_empty():
+    x = ignis.tensor([[1.0, float("nan"), 3.0], [float("-inf"), -1.0, float("inf")]])
+    for call in (lambda a: a.amax(1), lambda a: a.argmax(1), lambda a: a.max(1),
+                 lambda a: a.argmin(1), lambda a: ignis.logsumexp(a, 1), lambda a: a.sum(1),
+                 lambda a: a.norm(float("inf"), 1), lambda a: a.any(1)):
+        got, want = _run_both(call, [x])
+        assert_same(got, want)
+    e = ignis.zeros((0, 3))
+    for call in (lambda a: a.sum(0), lambda a: a.prod(0), lambda a: a.mean(0),
+                 lambda a: a.all(0), lambda a: a.any(0), lambda a: ignis.logsumexp(a, 0)):
+        assert_same(call(e.cuda()), call(e))
+
+
+# ---- on a GPU: softmax, layer norm ----------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,dim", [((7, 10), 1), ((3, 5000), -1), ((4, 33, 6), 1),
+                                       ((2, 3, 4), 0), ((1, 1), 0), ((9, 2048), 1)])
+def test_softmax_log_softmax_match_cpu(dtype, shape, dim):
+    x = _sample(shape, dtype)
+    for fn in (lambda a: ignis.softmax(a, dim), lambda a: ignis.log_softmax(a, dim),
+               lambda a: ignis.ops._safe_softmax(a, dim)):
+        got, want = _run_both(fn, [x])
+        assert_same(got, want)
+
+
+@needs_gpu
+def test_softmax_of_masked_rows():
+    x = ignis.tensor([[float("-inf")] * 4, [0.0, float("-inf"), 1.0, 2.0]])
+    for fn in (lambda a: ignis.softmax(a, 1), lambda a: ignis.ops._safe_softmax(a, 1),
+               lambda a: ignis.log_softmax(a, 1)):
+        got, want = _run_both(fn, [x])
+        assert_same(got, want)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,ns", [((4, 10), (10,)), ((3, 7, 1000), (1000,)),
+                                      ((2, 3, 4, 5), (4, 5)), ((5, 4096), (4096,))])
+def test_layer_norm_and_its_backward_match_cpu(dtype, shape, ns):
+    x = _sample(shape, dtype)
+    w = _sample(ns, dtype)
+    b = _sample(ns, dtype)
+    got, want = _run_both(lambda a, ww, bb: ignis.ops.native_layer_norm(a, list(ns), ww, bb, 1e-5),
+                          [x, w, b])
+    assert_same(got, want, scale=10)
+    g = _sample(shape, dtype)
+    mean, rstd = want[1], want[2]
+    acc = ignis.float64 if dtype == "float64" else ignis.float32
+    args = [g, x, mean.to(acc), rstd.to(acc), w, b]
+    got, want = _run_both(
+        lambda gg, xx, m, r, ww, bb: ignis.ops.native_layer_norm_backward(gg, xx, list(ns), m, r,
+                                                                          ww, bb), args)
+    assert_same(got, want, scale=10)
+
+
+# ---- on a GPU: autograd and errors ---------------------------------------------------------
+
+@needs_gpu
+def test_autograd_through_cuda_tensors():
+    x = ignis.randn(8, 16, dtype=ignis.float32)
+    w = ignis.randn(16)
+
+    def f(a, ww):
+        y = ignis.layer_norm(a, [16], ww) * a.sigmoid()
+        return (ignis.softmax(y, 1) * 3 + y.exp()).sum()
+
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    f(xc, wc).backward()
+    xg, wg = x.cuda().requires_grad_(), w.cuda().requires_grad_()
+    f(xg, wg).backward()
+    assert xg.grad.device.type == "cuda"
+    np.testing.assert_allclose(_to_numpy(xg.grad), xc.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_to_numpy(wg.grad), wc.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_gpu
+def test_ops_without_a_cuda_kernel_raise_naming_op_and_device():
+    a = ignis.ones(3, 3, device="cuda")
+    with pytest.raises(NotImplementedError, match=r"Could not run 'cumsum' with arguments from "
+                                                  r"the 'CUDA' backend"):
+        ignis.cumsum(a, 0)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ignis.add(a, ignis.ones(3, 3))
+
+
+@needs_gpu
+def test_integer_division_by_zero_raises_as_on_cpu():
+    a = ignis.tensor([4, 5, 6]).cuda()
+    b = ignis.tensor([1, 0, 2]).cuda()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ignis.div(a, b, rounding_mode="floor")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ignis.remainder(a, b)
