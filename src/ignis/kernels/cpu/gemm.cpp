@@ -392,28 +392,18 @@ void gemm_int(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, T* c
 // BLAS
 // ---------------------------------------------------------------------------
 #if IGNIS_HAVE_BLAS
-extern "C" char* openblas_get_corename(void);
-
-// Which GEMM runs float32/float64 products. IGNIS_GEMM=blas|builtin decides
-// when set. Otherwise the built-in GEMM wins when it is compiled for AVX-512
-// and OpenBLAS picked a kernel without it (OpenBLAS 0.3.21 runs its Haswell
-// kernels on AVX-512 EPYCs: measured 10.5 vs 8.9 ms for a 1024^3 product on
-// 2 threads, and a 2.6x slower linear at GPT-block sizes).
+// Which GEMM runs float32/float64 products: the built-in one unless
+// IGNIS_GEMM=blas. OpenBLAS keeps its own pthread pool, whose threads spin
+// for a while after each call beside OpenMP's team: on the 16-core GPU
+// host a small GPT's training step took 65.7 ms compiled and 37.8 ms eager
+// with OpenBLAS, 15.4 and 20.3 ms with the built-in GEMM (every OpenMP
+// region waited for cores the BLAS threads held), and the built-in GEMM
+// was ahead on 6 of bench/gemm.py's 9 shapes there. On one thread OpenBLAS
+// is 5-15% faster on the large shapes.
 bool env_builtin() {
   const char* e = std::getenv("IGNIS_GEMM");
-  if (e && std::strcmp(e, "builtin") == 0) return true;
   if (e && std::strcmp(e, "blas") == 0) return false;
-#if defined(__AVX512F__)
-  const char* core = openblas_get_corename();
-  std::string c = core ? core : "";
-  for (auto& ch : c) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  const bool blas_avx512 = c.find("skylakex") != std::string::npos ||
-                           c.find("cooperlake") != std::string::npos ||
-                           c.find("sapphire") != std::string::npos;
-  return !blas_avx512;
-#else
-  return false;
-#endif
+  return true;
 }
 
 // OpenBLAS keeps its own thread pool; keep its size equal to ignis's.
