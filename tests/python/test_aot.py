@@ -856,3 +856,24 @@ def test_the_forward_computes_saved_values_before_writing_its_inputs(backend):
     close(co, eo)
     close(ca[2], ea[2])
     close(ca[0].grad, ea[0].grad)
+
+
+def test_an_overload_named_by_a_python_keyword_prints_and_runs():
+    # random_.from is printed as ignis.ops.random_.from_ (the generated
+    # forward was a SyntaxError, and the graph silently ran eagerly).
+    import warnings
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x):
+        x.random_(10)
+        return x * 1
+
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [ignis.zeros(4)])
+    assert "ignis.ops.random_.from_(" in gm.code
+    assert repr(ignis.ops.random_.from_) == repr(getattr(ignis.ops.random_, "from"))
+    ignis.compiler.reset()
+    x = ignis.zeros(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        r = ignis.compile(f, backend="aot_eager")(x)
+    assert bool(((r >= 0) & (r < 10)).all()) and bool((r == x).all())

@@ -297,4 +297,16 @@ std::string FunctionSchema::str() const {
   return os.str();
 }
 
+std::string FunctionSchema::python_overload() const {
+  static const char* const keywords[] = {
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+      "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
+      "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+      "while", "with", "yield"};
+  if (overload.empty()) return "default";
+  for (const char* k : keywords)
+    if (overload == k) return overload + "_";
+  return overload;
+}
+
 }  // namespace ignis

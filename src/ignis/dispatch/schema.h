@@ -56,6 +56,10 @@ struct FunctionSchema {
   bool is_inplace() const;  // writes its first argument and returns it
   bool is_out_of_place_view() const;  // returns an alias of an input
   int find_arg(const std::string& name) const;  // -1 if absent
+  // The overload's attribute name in Python (ignis.ops.random_.from_): the
+  // overload, with "_" appended when it is a Python keyword; "default"
+  // when there is none.
+  std::string python_overload() const;
   std::string str() const;  // the schema text, normalised
 };
 

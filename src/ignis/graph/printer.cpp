@@ -479,7 +479,7 @@ class CodeGen {
     if (t.kind == Target::Kind::Op) {
       // ignis.ops.add.Tensor(...), as torch prints torch.ops.aten.add.Tensor.
       const FunctionSchema& fs = t.op->schema();
-      return alias("ignis.ops." + fs.name + "." + (fs.overload.empty() ? "default" : fs.overload));
+      return alias("ignis.ops." + fs.name + "." + fs.python_overload());
     }
     const Foreign& f = *t.callable;
     if (is_ignis_module(f.module)) return alias(f.qualified_name());

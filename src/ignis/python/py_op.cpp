@@ -776,8 +776,9 @@ PyObject* op_getattro(PyObject* self, PyObject* name) {
   if (!s) return nullptr;
   if (s[0] != '_') {
     for (const OpHandle* h : *op->overloads) {
+      // (random_.from is also random_.from_, the name printed code uses)
       const std::string& ov = h->schema().overload;
-      if (ov.empty() ? std::strcmp(s, "default") != 0 : ov != s) continue;
+      if (h->schema().python_overload() != s && (ov.empty() || ov != s)) continue;
       if (!op->overload_objects && !(op->overload_objects = PyDict_New())) return nullptr;
       if (PyObject* hit = PyDict_GetItemWithError(op->overload_objects, name)) {
         Py_INCREF(hit);
