@@ -6,23 +6,14 @@
 #include <vector>
 
 #include "ignis/core/error.h"
+#include "ignis/cuda/driver.h"
 
 namespace ignis::cuda {
 
 namespace {
 
 std::vector<std::string> candidates() {
-  std::vector<std::string> c;
-  if (const char* p = std::getenv("IGNIS_CUBLASLT_LIBRARY")) c.emplace_back(p);
-  const char* names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
-  for (const char* n : names) c.emplace_back(n);
-  std::vector<std::string> roots;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* p = std::getenv(var)) roots.emplace_back(p);
-  roots.emplace_back("/usr/local/cuda");
-  for (const auto& r : roots)
-    for (const char* n : names) c.push_back(r + "/lib64/" + n);
-  return c;
+  return toolkit_library_candidates("IGNIS_CUBLASLT_LIBRARY", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"});
 }
 
 // Resolves every entry point of an opened library into `api`.

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include "ignis/core/out_of_memory.h"
 
 namespace ignis::cuda {
@@ -68,6 +70,20 @@ void throw_driver_error(CUresult r, const char* what) {
   std::string msg = str("CUDA error: ", error_text(driver(), r), " in ", what);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemoryError(std::move(msg));
   throw Error(ErrorKind::Runtime, std::move(msg));
+}
+
+std::vector<std::string> toolkit_library_candidates(const char* env_var,
+                                                    const std::vector<const char*>& names) {
+  std::vector<std::string> c;
+  if (const char* p = std::getenv(env_var)) c.emplace_back(p);
+  for (const char* n : names) c.emplace_back(n);
+  std::vector<std::string> roots;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* p = std::getenv(var)) roots.emplace_back(p);
+  roots.emplace_back("/usr/local/cuda");
+  for (const auto& r : roots)
+    for (const char* n : names) c.push_back(r + "/lib64/" + n);
+  return c;
 }
 
 }  // namespace ignis::cuda

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace ignis::cuda {
 
@@ -118,6 +119,12 @@ const DriverApi& require_driver();
 // CUDA_ERROR_X (the driver's description) in `what`". An out-of-memory is
 // an OutOfMemoryError (core/out_of_memory.h).
 [[noreturn]] void throw_driver_error(CUresult r, const char* what);
+
+// Where a toolkit library loaded at run time (NVRTC, cuBLASLt) is looked
+// for: $<env_var>, then each name on the loader's path, then under
+// $CUDA_HOME, $CUDA_PATH and /usr/local/cuda (lib64).
+std::vector<std::string> toolkit_library_candidates(const char* env_var,
+                                                    const std::vector<const char*>& names);
 
 }  // namespace ignis::cuda
 

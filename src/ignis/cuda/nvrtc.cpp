@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "ignis/core/error.h"
+#include "ignis/cuda/driver.h"
 
 namespace ignis::cuda {
 
@@ -31,17 +32,7 @@ struct NvrtcApi {
 };
 
 std::vector<std::string> candidates() {
-  std::vector<std::string> c;
-  if (const char* p = std::getenv("IGNIS_NVRTC_LIBRARY")) c.emplace_back(p);
-  const char* names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-  for (const char* n : names) c.emplace_back(n);
-  std::vector<std::string> roots;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* p = std::getenv(var)) roots.emplace_back(p);
-  roots.emplace_back("/usr/local/cuda");
-  for (const auto& r : roots)
-    for (const char* n : names) c.push_back(r + "/lib64/" + n);
-  return c;
+  return toolkit_library_candidates("IGNIS_NVRTC_LIBRARY", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
 }
 
 NvrtcApi load() {

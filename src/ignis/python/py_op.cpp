@@ -420,6 +420,30 @@ std::string signature_text(const FunctionSchema& fs) {
 
 PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames);
 
+// The position of keyword `name` among kwnames (-1: absent).
+Py_ssize_t keyword_at(PyObject* kwnames, const char* name) {
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), name) == 0) return k;
+  return -1;
+}
+
+// A vectorcall's arguments without keyword `at`, for calling on without it.
+struct WithoutKeyword {
+  std::vector<PyObject*> args;
+  PyRef names;  // the other keywords' names (a tuple, possibly empty)
+  WithoutKeyword(PyObject* const* a, Py_ssize_t nargs, PyObject* kwnames, Py_ssize_t at)
+      : args(a, a + nargs), names(PyTuple_New(PyTuple_GET_SIZE(kwnames) - 1)) {
+    for (Py_ssize_t k = 0, j = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
+      if (k == at) continue;
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      Py_INCREF(key);
+      PyTuple_SET_ITEM(names.p, j++, key);
+      args.push_back(a[nargs + k]);
+    }
+  }
+  PyObject* kwnames() const { return PyTuple_GET_SIZE(names.p) ? names.p : nullptr; }
+};
+
 // Factories take PyTorch's `requires_grad=` keyword. It is not part of their
 // schemas: the call runs without it and autograd flags the result.
 // Returns null with no error set when `requires_grad` is not among kwnames.
@@ -428,26 +452,12 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
   auto* op = reinterpret_cast<PyOp*>(self);
   const OpDef* d = op->overloads->empty() ? nullptr : (*op->overloads)[0]->def();
   if (!d || d->category != OpCategory::Creation) return nullptr;
-  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
-  for (Py_ssize_t k = 0; k < nkw; ++k)
-    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "requires_grad") == 0)
-      at = k;
+  const Py_ssize_t at = keyword_at(kwnames, "requires_grad");
   if (at < 0) return nullptr;
   int on = PyObject_IsTrue(args[nargs + at]);
   if (on < 0) return nullptr;
-  std::vector<PyObject*> rest(args, args + nargs);
-  PyObject* names = PyTuple_New(nkw - 1);
-  if (!names) return nullptr;
-  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
-    if (k == at) continue;
-    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-    Py_INCREF(key);
-    PyTuple_SET_ITEM(names, j++, key);
-    rest.push_back(args[nargs + k]);
-  }
-  PyObject* out = op_vectorcall(self, rest.data(), static_cast<size_t>(nargs),
-                                nkw > 1 ? names : nullptr);
-  Py_DECREF(names);
+  WithoutKeyword rest(args, nargs, kwnames, at);
+  PyObject* out = op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest.kwnames());
   if (out && on && is_tensor(out)) {
     try {
       autograd::set_requires_grad(unwrap(out), true);
@@ -472,9 +482,7 @@ PyObject* random_with_generator(PyObject* self, PyObject* const* args, Py_ssize_
   bool takes = false;
   for (const OpHandle* h : *op->overloads) takes = takes || (h->def() && h->def()->takes_generator);
   if (!takes) return nullptr;
-  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
-  for (Py_ssize_t k = 0; k < nkw; ++k)
-    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "generator") == 0) at = k;
+  const Py_ssize_t at = keyword_at(kwnames, "generator");
   if (at < 0) return nullptr;
   PyObject* g = args[nargs + at];
   if (g != Py_None && !is_generator(g)) {
@@ -482,23 +490,9 @@ PyObject* random_with_generator(PyObject* self, PyObject* const* args, Py_ssize_
                  op->name, Py_TYPE(g)->tp_name);
     return nullptr;
   }
-  std::vector<PyObject*> rest(args, args + nargs);
-  PyObject* names = PyTuple_New(nkw - 1);
-  if (!names) return nullptr;
-  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
-    if (k == at) continue;
-    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-    Py_INCREF(key);
-    PyTuple_SET_ITEM(names, j++, key);
-    rest.push_back(args[nargs + k]);
-  }
-  PyObject* out;
-  {
-    GeneratorGuard guard(g == Py_None ? nullptr : generator_of(g));
-    out = op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), nkw > 1 ? names : nullptr);
-  }
-  Py_DECREF(names);
-  return out;
+  WithoutKeyword rest(args, nargs, kwnames, at);
+  GeneratorGuard guard(g == Py_None ? nullptr : generator_of(g));
+  return op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest.kwnames());
 }
 
 // Writes one result into its `out=` tensor, as PyTorch does: same device, a
@@ -548,34 +542,31 @@ bool takes_out(const FunctionSchema& fs) {
 PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) {
   auto* op = reinterpret_cast<PyOp*>(self);
-  Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), at = -1;
-  for (Py_ssize_t k = 0; k < nkw; ++k)
-    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "out") == 0) at = k;
+  const Py_ssize_t at = keyword_at(kwnames, "out");
   if (at < 0) return nullptr;
   for (const OpHandle* h : *op->overloads)  // an op declaring `out` parses it itself
     for (const Argument& a : h->schema().args)
       if (a.name == "out") return nullptr;
   PyObject* out = args[nargs + at];
-  // `rest`: the call without `out`; `plain`: also without the keywords no
-  // schema declares (generator=, requires_grad=), to find the overload.
-  std::vector<PyObject*> rest(args, args + nargs), plain(args, args + nargs);
-  PyRef names(PyTuple_New(nkw - 1)), plain_names(PyTuple_New(nkw - 1));
-  Py_ssize_t nplain = 0;
-  for (Py_ssize_t k = 0, j = 0; k < nkw; ++k) {
-    if (k == at) continue;
+  WithoutKeyword rest(args, nargs, kwnames, at);
+  // The overload is found without the keywords no schema declares either
+  // (generator=, requires_grad=); the call below handles them.
+  std::vector<PyObject*> plain(args, args + nargs), plain_keys;
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-    Py_INCREF(key);
-    PyTuple_SET_ITEM(names.p, j++, key);
-    rest.push_back(args[nargs + k]);
-    if (PyUnicode_CompareWithASCIIString(key, "generator") == 0 ||
+    if (k == at || PyUnicode_CompareWithASCIIString(key, "generator") == 0 ||
         PyUnicode_CompareWithASCIIString(key, "requires_grad") == 0)
       continue;
-    Py_INCREF(key);
-    PyTuple_SET_ITEM(plain_names.p, nplain++, key);
+    plain_keys.push_back(key);
     plain.push_back(args[nargs + k]);
   }
-  if (_PyTuple_Resize(&plain_names.p, nplain) < 0) throw PythonErrorAlreadySet();
-  PyObject* rest_names = nkw > 1 ? names.p : nullptr;
+  const Py_ssize_t nplain = static_cast<Py_ssize_t>(plain_keys.size());
+  PyRef plain_names(PyTuple_New(nplain));
+  for (Py_ssize_t i = 0; i < nplain; ++i) {
+    Py_INCREF(plain_keys[size_t(i)]);
+    PyTuple_SET_ITEM(plain_names.p, i, plain_keys[size_t(i)]);
+  }
+  PyObject* rest_names = rest.kwnames();
   const char* name = PyUnicode_AsUTF8(op->name);
   const OpHandle* matched = nullptr;
   for (const OpHandle* h : *op->overloads) {
@@ -587,7 +578,7 @@ PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     }
   }
   // No overload takes these arguments: the usual call reports them.
-  if (!matched) return op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), rest_names);
+  if (!matched) return op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest_names);
   if (!takes_out(matched->schema()))
     return PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument 'out'", name);
   const size_t nret = matched->schema().returns.size();
@@ -606,7 +597,7 @@ PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                           nret == 1 ? "Tensor" : "a tuple of Tensors, one per result",
                           Py_TYPE(out)->tp_name);
   }
-  PyRef result(op_vectorcall(self, rest.data(), static_cast<size_t>(nargs), rest_names));
+  PyRef result(op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest_names));
   if (out == Py_None) return result.release();
   if (nret == 1) {
     write_out(name, result.p, outs[0]);
