@@ -481,8 +481,9 @@ def report(results, args):
         def comp(x):
             if not x or "cold_s" not in x:
                 return "-"
-            w = f"{x['warm_s']:.2f}" if "warm_s" in x else "ERR"
-            return f"{x['cold_s']:.2f} / {w}"
+            if "warm_s" not in x:   # --no-warm, or the warm child failed (printed below)
+                return f"{x['cold_s']:.2f} / {'skipped' if args.no_warm else 'ERR'}"
+            return f"{x['cold_s']:.2f} / {x['warm_s']:.2f}"
         print(f"| {row} | {fmt_t(ic, row)} | {fmt_t(ie, row)} | {fmt_t(te, row)} | "
               f"{fmt_t(tc, row)} | {ratio(ic, tc)} | {ratio(ic, ie)} | {roof} | {comp(ic)} | "
               f"{comp(tc)} |")

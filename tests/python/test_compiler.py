@@ -652,11 +652,13 @@ def test_profile_bandwidth_times_every_step():
     for _ in range(3):
         compiled(x, w)
     rows = step_profile.rows()
-    assert rows and all(calls == 3 for _, _, _, calls, _ in rows)
+    assert rows and all(calls == 3 for _, _, _, calls, _, _ in rows)
     kernels = [r for r in rows if "kernel_" in r[1]]
-    assert kernels and all(nbytes > 0 and seconds > 0 for _, _, nbytes, _, seconds in kernels)
+    assert kernels and all(nbytes > 0 and seconds > 0 and cpu >= 0
+                           for _, _, nbytes, _, seconds, cpu in kernels)
+    assert sum(r[5] for r in rows) > 0  # the steps used CPU time
     text = step_profile.report()
-    assert "kernel_0" in text and "GB/s" in text
+    assert "kernel_0" in text and "GB/s" in text and "cpu us" in text
     step_profile.reset()
     assert "no compiled graph" in step_profile.report()
 

@@ -4,8 +4,10 @@ With ``ignis._inductor.config.profile_bandwidth = True`` (or
 ``IGNIS_PROFILE_BANDWIDTH=1`` in the environment) every graph compiled from
 then on times each of its steps (a generated kernel, an extern call) on every
 call. ``report()`` gives the table, slowest steps first, with the bytes each
-kernel must move and the bandwidth that reaches; it is printed to stderr when
-the process exits.
+kernel must move and the bandwidth that reaches, and the process CPU time each
+step used (all threads: CPU / wall is the parallelism reached; with one thread
+the CPU column is the step's cost even on a loaded machine); it is printed to
+stderr when the process exits.
 """
 import atexit
 import sys
@@ -21,11 +23,11 @@ def register(compiled, name):
 
 
 def rows():
-    """(graph, step, bytes, calls, seconds) for every profiled step."""
+    """(graph, step, bytes, calls, seconds, cpu_seconds) for every profiled step."""
     out = []
     for name, compiled in _graphs:
-        for label, nbytes, calls, seconds in compiled.profile():
-            out.append((name, label, nbytes, calls, seconds))
+        for label, nbytes, calls, seconds, cpu_seconds in compiled.profile():
+            out.append((name, label, nbytes, calls, seconds, cpu_seconds))
     return out
 
 
@@ -38,12 +40,13 @@ def report(top=40):
     total = sum(r[4] for r in data)
     data.sort(key=lambda r: -r[4])
     lines = [f"profile_bandwidth: {len(_graphs)} graph(s), {total * 1e3:.3f} ms in steps",
-             f"{'share':>6} {'us/call':>10} {'calls':>6} {'GB/s':>7}  graph / step"]
-    for name, label, nbytes, calls, seconds in data[:top]:
+             f"{'share':>6} {'us/call':>10} {'cpu us':>10} {'calls':>6} {'GB/s':>7}  "
+             "graph / step"]
+    for name, label, nbytes, calls, seconds, cpu_seconds in data[:top]:
         per = seconds / calls
         gbs = f"{nbytes / per / 1e9:7.1f}" if nbytes and per > 0 else f"{'':>7}"
-        lines.append(f"{100 * seconds / total:5.1f}% {per * 1e6:10.1f} {calls:6d} {gbs}  "
-                     f"{name} / {label}")
+        lines.append(f"{100 * seconds / total:5.1f}% {per * 1e6:10.1f} "
+                     f"{cpu_seconds / calls * 1e6:10.1f} {calls:6d} {gbs}  {name} / {label}")
     if len(data) > top:
         rest = sum(r[4] for r in data[top:])
         lines.append(f"{100 * rest / total:5.1f}%  ... {len(data) - top} more steps")

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -79,6 +80,12 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
     }
   }
   return runtime::sha256_hex(k);
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 // A line on stderr for a step that turns out slow: nothing when it finishes
@@ -234,13 +241,20 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
   };
   using Clock = std::chrono::steady_clock;
   std::vector<double> step_seconds(profiling_ ? p.steps.size() : 0);
+  std::vector<double> step_cpu_seconds(profiling_ ? p.steps.size() : 0);
   Clock::time_point started;
+  double cpu_started = 0;
   auto timed = [&](size_t si) {
-    if (profiling_) step_seconds[si] = std::chrono::duration<double>(Clock::now() - started).count();
+    if (!profiling_) return;
+    step_seconds[si] = std::chrono::duration<double>(Clock::now() - started).count();
+    step_cpu_seconds[si] = process_cpu_seconds() - cpu_started;
   };
   for (size_t si = 0; si < p.steps.size(); ++si) {
     const Executable::Call& s = p.steps[si];
-    if (profiling_) started = Clock::now();
+    if (profiling_) {
+      started = Clock::now();
+      cpu_started = process_cpu_seconds();
+    }
     if (s.kernel) {
       for (int b : p.kernels[size_t(s.index)].outputs) {
         if (bufs[size_t(b)].defined()) continue;  // a concatenation an earlier kernel began
@@ -287,6 +301,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
     for (size_t si = 0; si < profile_.size(); ++si) {
       profile_[si].calls += 1;
       profile_[si].seconds += step_seconds[si];
+      profile_[si].cpu_seconds += step_cpu_seconds[si];
     }
   }
   std::vector<graph::Value> outs;

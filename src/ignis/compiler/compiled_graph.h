@@ -46,12 +46,16 @@ class CompiledGraph {
   // Per-step timing (config.profile_bandwidth): while enabled, run() times
   // every kernel and extern call. One row per step: what it is, the bytes a
   // kernel must move (each buffer it reads or writes, once; 0 for externs),
-  // calls and total seconds.
+  // calls, total wall seconds and total CPU seconds of the process (all
+  // threads: CPU / wall is the parallelism a step reached; on one thread the
+  // CPU time is what the step costs even while other processes load the
+  // machine).
   struct StepProfile {
     std::string label;
     int64_t bytes = 0;
     int64_t calls = 0;
     double seconds = 0;
+    double cpu_seconds = 0;
   };
   void enable_profile(bool on);
   std::vector<StepProfile> profile() const;

@@ -124,14 +124,15 @@ Shapes check_shapes(const char* name, const Tensor& q, const Tensor& k, const Te
   return sh;
 }
 
-// t as the kernels read it: dtype dt with dense rows (a copy only when
-// needed), its batch dims broadcast to `batch` as a view.
+// t as the kernels read it: dtype dt with contiguous rows (a copy only when
+// needed; rows may lie any distance apart, so q, k and v sliced out of one
+// fused projection and transposed to [B, H, L, E] are read in place), its
+// batch dims broadcast to `batch` as a view.
 Tensor rows_as(const Tensor& t, ScalarType dt, const DimVector& batch) {
   const int64_t n = t.dim();
   const auto& sz = t.sizes();
   const auto& st = t.strides();
-  bool dense = t.dtype() == dt && (sz[n - 1] <= 1 || st[n - 1] == 1) &&
-               (sz[n - 2] <= 1 || st[n - 2] == sz[n - 1]);
+  bool dense = t.dtype() == dt && (sz[n - 1] <= 1 || st[n - 1] == 1);
   Tensor x = t;
   if (!dense) {
     x = empty_tensor(t.sizes(), dt, t.device());

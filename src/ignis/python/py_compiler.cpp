@@ -90,15 +90,15 @@ PyObject* cg_enable_profile(PyObject* self, PyObject* on) {
   IGNIS_PY_END(nullptr)
 }
 
-// [(label, bytes, calls, seconds)] per step, in program order.
+// [(label, bytes, calls, seconds, cpu_seconds)] per step, in program order.
 PyObject* cg_profile(PyObject* self, PyObject*) {
   IGNIS_PY_BEGIN
   auto rows = reinterpret_cast<PyCompiledGraph*>(self)->cg->profile();
   PyObject* list = PyList_New(Py_ssize_t(rows.size()));
   if (!list) return nullptr;
   for (size_t i = 0; i < rows.size(); ++i) {
-    PyObject* t = Py_BuildValue("(sLLd)", rows[i].label.c_str(), (long long)rows[i].bytes,
-                                (long long)rows[i].calls, rows[i].seconds);
+    PyObject* t = Py_BuildValue("(sLLdd)", rows[i].label.c_str(), (long long)rows[i].bytes,
+                                (long long)rows[i].calls, rows[i].seconds, rows[i].cpu_seconds);
     if (!t) {
       Py_DECREF(list);
       return nullptr;
@@ -111,7 +111,7 @@ PyObject* cg_profile(PyObject* self, PyObject*) {
 
 PyMethodDef cg_methods[] = {
     {"enable_profile", cg_enable_profile, METH_O, "time every step of later calls"},
-    {"profile", cg_profile, METH_NOARGS, "[(label, bytes, calls, seconds)] per step"},
+    {"profile", cg_profile, METH_NOARGS, "[(label, bytes, calls, seconds, cpu_seconds)] per step"},
     {nullptr, nullptr, 0, nullptr},
 };
 
