@@ -140,15 +140,14 @@ class KernelPrinter {
   }
 
  private:
-  // "#pragma omp parallel for" over `work` elements: one thread per grain
-  // of work, as eager ops split (threads_for), up to the options' count or
-  // the process's. Waking all threads for a small kernel costs more than
-  // the kernel: a 16-thread team for each 64K-element kernel of a small
-  // GPT's training step made 16 threads 3.5x slower than 4.
+  // "#pragma omp parallel for" over `work` elements: serial within one
+  // grain of work, else a team of every thread (the options' count or the
+  // process's), as eager ops split (threads_for): libgomp's workers exit
+  // whenever a team is smaller than the last one (kernels/cpu/parallel.h).
   std::string omp_for(int64_t work, bool simd = false) const {
     std::string s = simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for";
     const int64_t grains = std::max<int64_t>((work + grain_ - 1) / grain_, 1);
-    if (threads_ > 0) return s + " num_threads(" + std::to_string(std::min(grains, threads_)) + ")";
+    if (threads_ > 0) return s + " num_threads(" + std::to_string(grains > 1 ? threads_ : 1) + ")";
     return s + " num_threads(ignis_threads(" + std::to_string(grains) + "))";
   }
 
@@ -510,10 +509,10 @@ std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& p
      << "  thread_local std::vector<T> row;\n"
      << "  if (int64_t(row.size()) < n) row.resize(size_t(n));\n"
      << "  return row.data();\n}\n";
-  // Threads for `grains` grains of work: no more than the process allows.
+  // Threads for `grains` grains of work: one, or all the process allows (a
+  // smaller team makes libgomp's surplus workers exit; see parallel.h).
   os << "static inline int ignis_threads(int64_t grains) {\n"
-     << "  const int t = omp_get_max_threads();\n"
-     << "  return grains < t ? int(grains) : t;\n}\n";
+     << "  return grains > 1 ? omp_get_max_threads() : 1;\n}\n";
   // max/min propagating NaN (as eager's amax), branch-free so they vectorise.
   os << "template <typename T> inline T ignis_red_max(T a, T b) { return ((a > b) | (a != a)) ? a : b; }\n"
      << "template <typename T> inline T ignis_red_min(T a, T b) { return ((a < b) | (a != a)) ? a : b; }\n\n";

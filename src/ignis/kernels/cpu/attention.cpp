@@ -158,8 +158,7 @@ struct Rows {
 // Threads for `work` multiply-adds: about one per million (a few
 // microseconds), so that small attention stays on the calling thread.
 int threads_for_flops(int64_t work, int64_t tasks) {
-  return static_cast<int>(std::min<int64_t>(threads_for(work, int64_t(1) << 20),
-                                            std::max<int64_t>(tasks, 1)));
+  return tasks > 1 ? threads_for(work, int64_t(1) << 20) : 1;
 }
 
 template <typename T>

@@ -240,7 +240,7 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
   const int64_t runs = std::clamp<int64_t>(ceil_div(want, p.nblocks), 1, p.mblocks);
   p.per_run = ceil_div(p.mblocks, runs);
   p.tasks = p.nblocks * ceil_div(p.mblocks, p.per_run);
-  p.threads = static_cast<int>(std::min<int64_t>(p.tasks, threads));
+  p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
   return p;
 }
 
@@ -583,7 +583,7 @@ namespace {
 void epilogue_blocks(GemmEpilogue ep, void* ctx, int64_t i0, int64_t i1, int64_t n) {
   const int64_t rblocks = (i1 - i0 + kMC - 1) / kMC, cblocks = (n + kNC - 1) / kNC;
   const int64_t tasks = rblocks * cblocks;
-  const int nt = static_cast<int>(std::min<int64_t>(tasks, threads_for((i1 - i0) * n)));
+  const int nt = tasks > 1 ? threads_for((i1 - i0) * n) : 1;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r0 = i0 + (t / cblocks) * kMC, j0 = (t % cblocks) * kNC;

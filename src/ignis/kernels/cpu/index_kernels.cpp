@@ -6,11 +6,11 @@
 #include <cstring>
 #include <limits>
 
+#include "ignis/kernels/cpu/parallel.h"
+
 namespace ignis::cpu {
 
 namespace {
-
-constexpr int64_t kGrain = 32768;
 
 // Runs f(begin, end) over [0, n) in one contiguous chunk per thread when the
 // elements touched (`work`) make threads worth starting.
@@ -22,7 +22,7 @@ void parallel_chunks(int64_t n, int64_t work, F f) {
     return;
   }
   int64_t chunks = std::min({n, threads, std::max<int64_t>(1, work / kGrain)});
-#pragma omp parallel num_threads(static_cast<int>(chunks))
+#pragma omp parallel num_threads(team_threads(chunks))
   {
     int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     int64_t per = (n + nt - 1) / nt;

@@ -32,7 +32,6 @@ void parallel_rows(int64_t n, int64_t work_per_item, F f) {
     f(int64_t(0), n);
     return;
   }
-  nt = static_cast<int>(std::min<int64_t>(nt, n));
 #pragma omp parallel num_threads(nt)
   {
     int64_t t = omp_get_thread_num(), k = omp_get_num_threads();

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/parallel.h"
 
 namespace ignis {
 
@@ -289,7 +290,7 @@ void TensorIterator::for_each(Loop loop, void* ctx, int64_t grain) {
     return;
   }
   int64_t chunks = std::min<int64_t>(nthreads, (numel_ + grain - 1) / grain);
-#pragma omp parallel num_threads(static_cast<int>(chunks))
+#pragma omp parallel num_threads(cpu::team_threads(chunks))
   {
     int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     int64_t per = (numel_ + nt - 1) / nt;
