@@ -5,9 +5,10 @@ With ``ignis._inductor.config.profile_bandwidth = True`` (or
 then on times each of its steps (a generated kernel, an extern call) on every
 call. ``report()`` gives the table, slowest steps first, with the bytes each
 kernel must move and the bandwidth that reaches, and the process CPU time each
-step used (all threads: CPU / wall is the parallelism reached; with one thread
-the CPU column is the step's cost even on a loaded machine); it is printed to
-stderr when the process exits.
+step used; it is printed to stderr when the process exits. The CPU column is
+exact on one thread, where it is the step's cost even while other processes
+load the machine; with several threads Linux adds the workers' time to the
+process clock only at scheduler ticks, so short parallel steps under-count it.
 """
 import atexit
 import sys

@@ -46,10 +46,10 @@ class CompiledGraph {
   // Per-step timing (config.profile_bandwidth): while enabled, run() times
   // every kernel and extern call. One row per step: what it is, the bytes a
   // kernel must move (each buffer it reads or writes, once; 0 for externs),
-  // calls, total wall seconds and total CPU seconds of the process (all
-  // threads: CPU / wall is the parallelism a step reached; on one thread the
-  // CPU time is what the step costs even while other processes load the
-  // machine).
+  // calls, total wall seconds and total CPU seconds of the process (exact on
+  // one thread, where it is the step's cost even while other processes load
+  // the machine; other threads' time reaches the process clock only at
+  // scheduler ticks).
   struct StepProfile {
     std::string label;
     int64_t bytes = 0;
