@@ -103,29 +103,6 @@ inline int64_t key_end(bool causal, int64_t S, int64_t i0, int64_t bq) {
   return causal ? std::min(S, i0 + bq) : S;
 }
 
-// Rows of a causal block that crosses the diagonal are taken in strips of
-// this many, each multiplying only the keys its last row can see: a 64-row
-// block of a 64-key sequence computes 67% of the scores instead of all of
-// them. A multiple of the GEMM's register tile (12 rows with AVX-512, 6
-// with AVX2).
-constexpr int64_t kStrip = 24;
-
-// Calls f(r0, r1, bks) for the strips of a bq x bk block of query rows
-// i0.. and keys j0..: rows [r0, r1) against the first bks keys. One strip
-// for a block the diagonal does not cross.
-template <typename F>
-void for_each_strip(bool causal, int64_t i0, int64_t bq, int64_t j0, int64_t bk, F&& f) {
-  if (!causal || j0 + bk - 1 <= i0) {
-    f(int64_t(0), bq, bk);
-    return;
-  }
-  for (int64_t r0 = 0; r0 < bq; r0 += kStrip) {
-    const int64_t r1 = std::min(bq, r0 + kStrip);
-    const int64_t bks = std::min(bk, i0 + r1 - j0);  // row i0 + r1 - 1 sees keys < i0 + r1
-    if (bks > 0) f(r0, r1, bks);
-  }
-}
-
 struct Dims {
   int64_t nb, batch, L, S, E, Ev;
 };
@@ -184,41 +161,38 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q, const 
       const int64_t jend = key_end(causal, d.S, i0, bq);
       for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
         const int64_t bk = std::min(kBK, jend - j0);
-        for_each_strip(causal, i0, bq, j0, bk, [&](int64_t r0, int64_t r1, int64_t bks) {
-          T* S0 = s.data() + r0 * kBK;
-          gemm_serial<T>(r1 - r0, bks, d.E, scale, Q + r0 * qr.rs, qr.rs, 1, kr.at(b, j0), 1,
-                         kr.rs, T(0), S0, kBK);
-          mask_block<T>(S0, r1 - r0, bks, i0 + r0, j0, causal, mv, b);
-          for (int64_t r = r0; r < r1; ++r) {
-            T* sr = s.data() + r * kBK;
-            T mx = static_cast<T>(-kInf);
+        gemm_serial<T>(bq, bk, d.E, scale, Q, qr.rs, 1, kr.at(b, j0), 1, kr.rs, T(0), s.data(),
+                       kBK);
+        mask_block<T>(s.data(), bq, bk, i0, j0, causal, mv, b);
+        for (int64_t r = 0; r < bq; ++r) {
+          T* sr = s.data() + r * kBK;
+          T mx = static_cast<T>(-kInf);
 #pragma omp simd reduction(max : mx)
-            for (int64_t c = 0; c < bks; ++c) mx = sr[c] > mx ? sr[c] : mx;
-            const T mnew = std::max(mrow[r], mx);
-            if (mnew == static_cast<T>(-kInf)) {
-              // Nothing seen unmasked yet: the row contributes nothing.
-              std::fill(sr, sr + bks, T(0));
-              continue;
-            }
-            T sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t c = 0; c < bks; ++c) {
-              const T e = vexp(sr[c] - mnew);
-              sr[c] = e;
-              sum += e;
-            }
-            const T corr = vexp(mrow[r] - mnew);  // 0 on the first unmasked block
-            lrow[r] = lrow[r] * corr + sum;
-            mrow[r] = mnew;
-            if (corr != T(1)) {
-              T* ar = acc.data() + r * d.Ev;
-#pragma omp simd
-              for (int64_t e = 0; e < d.Ev; ++e) ar[e] *= corr;
-            }
+          for (int64_t c = 0; c < bk; ++c) mx = sr[c] > mx ? sr[c] : mx;
+          const T mnew = std::max(mrow[r], mx);
+          if (mnew == static_cast<T>(-kInf)) {
+            // Nothing seen unmasked yet: the row contributes nothing.
+            std::fill(sr, sr + bk, T(0));
+            continue;
           }
-          gemm_serial<T>(r1 - r0, d.Ev, bks, T(1), S0, kBK, 1, vr.at(b, j0), vr.rs, 1, T(1),
-                         acc.data() + r0 * d.Ev, d.Ev);
-        });
+          T sum = 0;
+#pragma omp simd reduction(+ : sum)
+          for (int64_t c = 0; c < bk; ++c) {
+            const T e = vexp(sr[c] - mnew);
+            sr[c] = e;
+            sum += e;
+          }
+          const T corr = vexp(mrow[r] - mnew);  // 0 on the first unmasked block
+          lrow[r] = lrow[r] * corr + sum;
+          mrow[r] = mnew;
+          if (corr != T(1)) {
+            T* ar = acc.data() + r * d.Ev;
+#pragma omp simd
+            for (int64_t e = 0; e < d.Ev; ++e) ar[e] *= corr;
+          }
+        }
+        gemm_serial<T>(bq, d.Ev, bk, T(1), s.data(), kBK, 1, vr.at(b, j0), vr.rs, 1, T(1),
+                       acc.data(), d.Ev);
       }
       for (int64_t r = 0; r < bq; ++r) {
         const int64_t row = b * d.L + i0 + r;
@@ -271,41 +245,32 @@ struct BackwardBlocks {
     for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
       const int64_t bk = std::min(kBK, jend - j0);
       const T *K = k.at(b, j0), *V = v.at(b, j0);
-      for_each_strip(causal, i0, bq, j0, bk, [&](int64_t r0, int64_t r1, int64_t bks) {
-        const int64_t rows = r1 - r0;
-        T* P = p + r0 * kBK;
-        T* DS = ds + r0 * kBK;
-        const T* Qs = Q + r0 * q.rs;
-        const T* Gs = G + r0 * g.rs;
-        gemm_serial<T>(rows, bks, d.E, scale, Qs, q.rs, 1, K, 1, k.rs, T(0), P, kBK);
-        mask_block<T>(P, rows, bks, i0 + r0, j0, causal, mv, b);
-        for (int64_t r = r0; r < r1; ++r) {
-          T* pr = p + r * kBK;
-          const T l = LS[r * lse.rs];
-          if (l == static_cast<T>(-kInf)) {
-            std::fill(pr, pr + bks, T(0));
-            continue;
-          }
-#pragma omp simd
-          for (int64_t c = 0; c < bks; ++c) pr[c] = vexp(pr[c] - l);
+      gemm_serial<T>(bq, bk, d.E, scale, Q, q.rs, 1, K, 1, k.rs, T(0), p, kBK);
+      mask_block<T>(p, bq, bk, i0, j0, causal, mv, b);
+      for (int64_t r = 0; r < bq; ++r) {
+        T* pr = p + r * kBK;
+        const T l = LS[r * lse.rs];
+        if (l == static_cast<T>(-kInf)) {
+          std::fill(pr, pr + bk, T(0));
+          continue;
         }
-        // dV += P^T dO;  dP = dO V^T
-        gemm_serial<T>(bks, d.Ev, rows, T(1), P, 1, kBK, Gs, g.rs, 1, T(1), dV + j0 * d.Ev,
-                       d.Ev);
-        gemm_serial<T>(rows, bks, d.Ev, T(1), Gs, g.rs, 1, V, 1, v.rs, T(0), DS, kBK);
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* pr = p + r * kBK;
-          T* sr = ds + r * kBK;
-          const T Dr = D[r];
 #pragma omp simd
-          for (int64_t c = 0; c < bks; ++c) sr[c] = pr[c] * (sr[c] - Dr);
-          if (dM) std::copy(sr, sr + bks, dM + (i0 + r) * d.S + j0);
-        }
-        // dQ += dS K * scale;  dK += dS^T Q * scale
-        gemm_serial<T>(rows, d.E, bks, scale, DS, kBK, 1, K, k.rs, 1, T(1), dQ + r0 * d.E, d.E);
-        gemm_serial<T>(bks, d.E, rows, scale, DS, 1, kBK, Qs, q.rs, 1, T(1), dK + j0 * d.E,
-                       d.E);
-      });
+        for (int64_t c = 0; c < bk; ++c) pr[c] = vexp(pr[c] - l);
+      }
+      // dV += P^T dO;  dP = dO V^T
+      gemm_serial<T>(bk, d.Ev, bq, T(1), p, 1, kBK, G, g.rs, 1, T(1), dV + j0 * d.Ev, d.Ev);
+      gemm_serial<T>(bq, bk, d.Ev, T(1), G, g.rs, 1, V, 1, v.rs, T(0), ds, kBK);
+      for (int64_t r = 0; r < bq; ++r) {
+        const T* pr = p + r * kBK;
+        T* sr = ds + r * kBK;
+        const T Dr = D[r];
+#pragma omp simd
+        for (int64_t c = 0; c < bk; ++c) sr[c] = pr[c] * (sr[c] - Dr);
+        if (dM) std::copy(sr, sr + bk, dM + (i0 + r) * d.S + j0);
+      }
+      // dQ += dS K * scale;  dK += dS^T Q * scale
+      gemm_serial<T>(bq, d.E, bk, scale, ds, kBK, 1, K, k.rs, 1, T(1), dQ, d.E);
+      gemm_serial<T>(bk, d.E, bq, scale, ds, 1, kBK, Q, q.rs, 1, T(1), dK + j0 * d.E, d.E);
     }
   }
 };

@@ -5,8 +5,7 @@
 // scores lives only in a per-thread buffer. The forward keeps a running row
 // max and sum (online softmax) and rescales its output accumulator when the
 // max grows; the backward recomputes the probabilities of each block from the
-// saved row log-sum-exp. Under is_causal, blocks that cross the diagonal
-// are taken in strips of rows, each multiplying only the keys it can see.
+// saved row log-sum-exp.
 #pragma once
 
 #include "ignis/core/tensor.h"
