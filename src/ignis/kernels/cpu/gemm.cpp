@@ -348,7 +348,14 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     }
   };
 
-#pragma omp parallel num_threads(plan.threads) if (par)
+  if (!par) {
+    // No parallel region at all: even a one-thread region allocates and
+    // frees an OpenMP team, a cost attention's small per-block products
+    // (thousands per call) paid every time.
+    for (int64_t task = 0; task < tasks; ++task) run_task(task);
+    return;
+  }
+#pragma omp parallel num_threads(plan.threads)
   {
     if (shared_b) {
       // Every (panel, strip) once; the loop's closing barrier publishes B.
