@@ -89,8 +89,8 @@ def _define(signature, call):
         body = f"if inplace:\n        return _op_{op}_({rest}\n    {body}"
     for name in (op, op + "_") if "inplace" in params else (op,):
         globals()["_op_" + name] = _ops.get(name)
-    exec(compile(f"def {signature}:\n    {body}\n", f"<ignis.nn.functional.{fn.name}>",
-                 "exec"), globals())
+    # compiled as this file's code: capture's frame hook skips ignis's own files
+    exec(compile(f"def {signature}:\n    {body}\n", __file__, "exec"), globals())
     globals()[fn.name].__doc__ = f"torch.nn.functional.{signature}: ignis.ops.{call}" + \
         (", in place: the op's in-place form" if "inplace" in params else "")
 
