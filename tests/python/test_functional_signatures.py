@@ -324,6 +324,37 @@ def test_random_functionals_in_place():
     _close(x[before > 0], before[before > 0])
 
 
+# ---- compiled: an in-place call whose result is unused keeps its write ----------------------
+def _writes_unused(x):
+    y = x * 2
+    IF.elu(y, 0.5, True)
+    IF.relu(y, inplace=True)
+    ignis.ops.leaky_relu(x, 0.2, True)  # the op's inplace= overload, on an input
+    return y + 1
+
+
+def _module_writes_unused(x):
+    y = x + 0
+    _ACT(y)
+    return y * 3
+
+
+_ACT = inn.SiLU(inplace=True)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+@pytest.mark.parametrize("fn", [_writes_unused, _module_writes_unused])
+def test_compiled_inplace_call_with_unused_result_keeps_its_write(fn, backend):
+    ignis.compiler.reset()
+    x = ignis.tensor(RNG.standard_normal((4, 5)).astype(np.float32))
+    xe, xc = x.clone(), x.clone()
+    want = fn(xe)
+    got = ignis.compile(fn, backend=backend)(xc)
+    _close(got, want)
+    _close(xc, xe)
+    ignis.compiler.reset()
+
+
 # ---- a bool is not a number where a bool is meant -----------------------------------------
 def test_positional_bool_is_not_elus_scale():
     x = RNG.standard_normal((3, 4)).astype(np.float32)
