@@ -257,7 +257,7 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
 
 // Whether binding Python object `o` to parameter `a` is a loose match (see
 // Note [Overload resolution]): a Python bool taken by a parameter that is no
-// bool (a Scalar, a float, a Tensor as a wrapped number).
+// bool (a Scalar, an int[] of one element, a Tensor as a wrapped number).
 bool loose_bool(PyObject* o, const Argument& a) {
   return PyBool_Check(o) && a.type != ArgType::Bool && a.type != ArgType::OptBool;
 }
