@@ -40,11 +40,6 @@ DIFFERENT = {
                                  "before its consumer",
     "higher_order_reduce": "functools.reduce polyfill names",
     "list_concat_and_repeat": "Dynamo realizes an argument it never uses first",
-    # torch's Python functionals pass their defaults on (inplace=False,
-    # _stacklevel=5); ignis's functionals are ops with those defaults built in.
-    "activations_modules": "torch.nn.functional keyword defaults",
-    "iterate_sequential": "torch.nn.functional keyword defaults",
-    "compile_nn_sequential_directly": "torch.nn.functional keyword defaults",
     # Dynamo traces the raise and the except clause; ignis breaks there.
     "try_except_raised_and_caught": "raise inside a traced try block",
     # Dynamo's first graph restores grad mode before the break and re-enters

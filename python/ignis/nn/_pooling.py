@@ -33,7 +33,7 @@ def _check_1d(input, fn):
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     return _max_pool2d(input, _list(kernel_size), _list(stride), _list(padding), _list(dilation),
                        ceil_mode)
 

@@ -1,21 +1,103 @@
 """ignis.nn.functional: the functional forms of neural-network layers.
 
-Each name here is an op declared in C++ (so it is traceable like any other
-op); this module only gathers them under PyTorch's names.
+Every function has torch.nn.functional's signature (parameter names, order
+and defaults). Those that one op computes are generated from the table
+below; the others are written out further down (or in nn/_conv.py, ...).
 """
+import ast
+
 from .. import _ops
 
-_NAMES = [
-    "relu", "gelu", "silu", "sigmoid", "tanh", "mish", "softmax", "log_softmax", "layer_norm",
-    "rms_norm", "dropout", "linear", "cross_entropy", "nll_loss", "mse_loss",
-    "scaled_dot_product_attention", "pad", "softplus", "leaky_relu", "elu", "hardtanh",
-    "relu6", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "normalize",
-    "one_hot", "logsigmoid", "glu", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",
+# ---- functionals that are one op call ---------------------------------------------------
+# torch.nn.functional's signature of each, and the op call that computes it
+# (None: the op of the same name, given the parameters in order). With an
+# `inplace` parameter, inplace=True calls the op's in-place form instead (the
+# call's op name + "_", same arguments), which writes into `input` and returns
+# it, as torch's functionals do. The op call names a declared op and may use
+# the parameters and this module's globals.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+_ONE_OP = [
+    # activations
+    ("relu(input, inplace=False)", None),
+    ("relu_(input)", None),
+    ("relu6(input, inplace=False)", None),
+    ("elu(input, alpha=1.0, inplace=False)", None),
+    ("elu_(input, alpha=1.0)", None),
+    ("selu(input, inplace=False)", "elu(input, _SELU_ALPHA, _SELU_SCALE)"),
+    ("leaky_relu(input, negative_slope=0.01, inplace=False)", None),
+    ("leaky_relu_(input, negative_slope=0.01)", None),
+    ("hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False)", None),
+    ("hardtanh_(input, min_val=-1.0, max_val=1.0)", None),
+    ("silu(input, inplace=False)", None),
+    ("mish(input, inplace=False)", None),
+    ("gelu(input, approximate='none')", "gelu(input, approximate=approximate)"),
+    ("softplus(input, beta=1.0, threshold=20.0)", None),
+    ("sigmoid(input)", None),
+    ("tanh(input)", None),
+    ("logsigmoid(input)", None),
+    ("glu(input, dim=-1)", None),
+    ("softmax(input, dim=None, _stacklevel=3, dtype=None)", None),
+    ("log_softmax(input, dim=None, _stacklevel=3, dtype=None)", None),
+    ("softmin(input, dim=None, _stacklevel=3, dtype=None)",
+     "softmax(-input, dim, _stacklevel, dtype)"),
+    ("dropout(input, p=0.5, training=True, inplace=False)", None),
+    # layers
+    ("linear(input, weight, bias=None)", None),
+    ("layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05)", None),
+    ("rms_norm(input, normalized_shape, weight=None, eps=None)", None),
+    ("normalize(input, p=2.0, dim=1, eps=1e-12, out=None)",
+     "normalize(input, p, dim, eps, out=out)"),
+    ("cosine_similarity(x1, x2, dim=1, eps=1e-08)", None),
+    ("one_hot(input, num_classes=-1)", None),
+    ("pad(input, pad, mode='constant', value=None)", None),
+    ("scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
+     "is_causal=False, scale=None, enable_gqa=False)",
+     "scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, "
+     "scale=scale, enable_gqa=enable_gqa)"),
+    # losses
+    ("cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, "
+     "reduce=None, reduction='mean', label_smoothing=0.0)", None),
+    ("nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, "
+     "reduce=None, reduction='mean')", None),
+    ("mse_loss(input, target, size_average=None, reduce=None, reduction='mean', weight=None)",
+     None),
+    ("l1_loss(input, target, size_average=None, reduce=None, reduction='mean', weight=None)",
+     None),
+    ("smooth_l1_loss(input, target, size_average=None, reduce=None, reduction='mean', "
+     "beta=1.0)", None),
+    ("huber_loss(input, target, reduction='mean', delta=1.0, weight=None)", None),
+    ("binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, "
+     "reduction='mean')", None),
+    ("binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, "
+     "reduce=None, reduction='mean', pos_weight=None)", None),
+    ("kl_div(input, target, size_average=None, reduce=None, reduction='mean', "
+     "log_target=False)", None),
 ]
 
-for _n in _NAMES:
-    if _n in _ops._table:
-        globals()[_n] = _ops.get(_n)
+
+def _define(signature, call):
+    """Defines the function `signature` in this module, computing `call`."""
+    fn = ast.parse(f"def {signature}: pass").body[0]
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+    if call is None:
+        call = f"{fn.name}({', '.join(p for p in params if p != 'inplace')})"
+    op, rest = call.split("(", 1)
+    body = f"return _op_{op}({rest}"
+    if "inplace" in params:
+        body = f"if inplace:\n        return _op_{op}_({rest}\n    {body}"
+    for name in (op, op + "_") if "inplace" in params else (op,):
+        globals()["_op_" + name] = _ops.get(name)
+    # compiled as this file's code: capture's frame hook skips ignis's own files
+    exec(compile(f"def {signature}:\n    {body}\n", __file__, "exec"), globals())
+    globals()[fn.name].__doc__ = f"torch.nn.functional.{signature}: ignis.ops.{call}" + \
+        (", in place: the op's in-place form" if "inplace" in params else "")
+
+
+for _sig, _call in _ONE_OP:
+    _define(_sig, _call)
+del _sig, _call
 
 
 from ._conv import (  # noqa: E402,F401
@@ -40,10 +122,6 @@ for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_tran
     _f.__module__ = __name__
 
 
-def relu_(x):
-    return x.relu_()
-
-
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` at `input` (PyTorch's F.embedding argument order; the
@@ -65,24 +143,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 # ---- activations written with other ops ------------------------------------------------
 # Each is a formula over declared ops, so autograd, capture and the compiler
 # see those ops; the `inplace=True` forms write the result back into input.
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _inplace(input, result, inplace):
-    return input.copy_(result) if inplace else result
-
-
-def selu(input, inplace=False):
-    """scale * elu(input, alpha) with SELU's fixed constants."""
-    return _inplace(input, _ops.get("elu")(input, _SELU_ALPHA, _SELU_SCALE), inplace)
+def _inplace(input, formula, inplace):
+    """formula(input), or that written into input. The formula reads a copy of
+    input, so that autograd's saved values are not the tensor overwritten."""
+    if not inplace:
+        return formula(input)
+    return input.copy_(formula(input.clone()))
 
 
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _inplace(input, _ops.get("elu")(input, alpha, 1.0, 1.0 / alpha), inplace)
+    return (_op_elu_ if inplace else _op_elu)(input, alpha, 1.0, 1.0 / alpha)
 
 
 def softsign(input):
@@ -91,18 +164,35 @@ def softsign(input):
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6."""
-    return _inplace(input, (input + 3).clamp(0, 6) / 6, inplace)
+    return _inplace(input, lambda x: (x + 3).clamp(0, 6) / 6, inplace)
 
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
-    return _inplace(input, input * (input + 3).clamp(0, 6) / 6, inplace)
+    return _inplace(input, lambda x: x * (x + 3).clamp(0, 6) / 6, inplace)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """leaky_relu with slope (lower + upper) / 2; in training, each element's
+    slope drawn from U(lower, upper) where input <= 0."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    import ignis
+
+    def formula(x):
+        slope = ignis.empty_like(x).uniform_(lower, upper)
+        return ignis.where(x > 0, x, x * slope)
+    return _inplace(input, formula, inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 def threshold(input, threshold, value, inplace=False):
     """input where input > threshold, else value."""
     import ignis
-    return _inplace(input, ignis.where(input > threshold, input, value), inplace)
+    return _inplace(input, lambda x: ignis.where(x > threshold, x, value), inplace)
 
 
 def threshold_(input, threshold, value):

@@ -677,6 +677,19 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   for (size_t i = 0; i < kwargs.size(); ++i)
     if (kwargs[i].first == "out") return call_graph_out(fn, method, args, kwargs, i);
   // --- metadata: the operation runs on the fakes ---
+  // The version of each tensor argument's fake, before the call: a call that
+  // bumps one writes that argument (F.relu(x, inplace=True), an op's
+  // inplace= overload), which neither its target nor its name says.
+  std::vector<std::pair<intrusive_ptr<VersionCounter>, uint64_t>> versions;
+  auto note_version = [&](const VTP& v) {
+    if (v && v->kind == VK::Tensor && v->fake && py::is_tensor(v->fake.get())) {
+      const intrusive_ptr<VersionCounter>& c =
+          py::unwrap(v->fake.get()).impl()->shared_version_counter();
+      versions.emplace_back(c, c->value());
+    }
+  };
+  for (const VTP& a : args) note_version(a);
+  for (const auto& kv : kwargs) note_version(kv.second);
   Obj result;
   if (fn == operator_fn("setitem") && bool_mask_index(fake_arg(args.at(1)).get())) {
     // An in-place assignment keeps the target's metadata; a boolean mask's
@@ -697,6 +710,8 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   graph::Node* node = method.empty()
                           ? ir->call_function(target_of(fn), std::move(gargs), std::move(gkw))
                           : ir->call_method(method, std::move(gargs), std::move(gkw));
+  for (const auto& [counter, before] : versions)
+    node->meta().writes_argument |= counter->value() != before;
   ++call_nodes;
   return wrap_result(result.get(), node);
 }

@@ -231,6 +231,10 @@ struct NodeMeta {
   // several); empty when unknown.
   std::vector<TensorMeta> tensors;
   bool tuple_output = false;  // tensors describe a tuple's elements
+  // The call wrote one of its arguments although its target does not say so
+  // (F.relu(x, inplace=True); capture saw the argument's version change):
+  // a side effect, which DCE keeps and CSE does not merge.
+  bool writes_argument = false;
   SourceLoc loc;
   std::vector<std::pair<std::string, std::string>> extra;  // free-form, ordered
 

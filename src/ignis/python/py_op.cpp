@@ -255,10 +255,18 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
   return false;
 }
 
+// Whether binding Python object `o` to parameter `a` is a loose match (see
+// Note [Overload resolution]): a Python bool taken by a parameter that is no
+// bool (a Scalar, an int[] of one element, a Tensor as a wrapped number).
+bool loose_bool(PyObject* o, const Argument& a) {
+  return PyBool_Check(o) && a.type != ArgType::Bool && a.type != ArgType::OptBool;
+}
+
 // Matches Python arguments to one schema. On a mismatch returns false with
-// the reason in *why.
+// the reason in *why. *loose (when given) counts the loose matches.
 bool parse(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-           Stack& stack, std::string* why) {
+           Stack& stack, std::string* why, int* loose = nullptr) {
+  if (loose) *loose = 0;
   const size_t nparams = fs.args.size();
   stack.clear();
   stack.resize(nparams);
@@ -294,6 +302,7 @@ bool parse(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs, Py
              arg_type_name(a.type) + ", not " + py_type_name(o);
       return false;
     }
+    if (loose && loose_bool(o, a)) ++*loose;
     filled[pi] = true;
   }
   if (ai < nargs) {
@@ -323,6 +332,7 @@ bool parse(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs, Py
                ", not " + py_type_name(o);
         return false;
       }
+      if (loose && loose_bool(o, fs.args[idx])) ++*loose;
       filled[idx] = true;
     }
   }
@@ -416,6 +426,45 @@ std::string signature_text(const FunctionSchema& fs) {
     if (a.has_default) s += "=" + a.default_value.repr();
   }
   return s + ")";
+}
+
+// Note [Overload resolution]
+// An op's overloads are tried in declaration order. The first one that takes
+// the arguments with no loose match wins. A loose match is a Python bool
+// bound to a parameter that is no bool: PyTorch's argument parser accepts a
+// bool for a Scalar or a float (torch.full((2,), True), x.fill_(False)), and
+// so does ignis for a Scalar, but when a later overload takes that bool as a
+// bool, that overload is meant: elu(x, 1.0, False) is elu.functional's
+// inplace=False, not elu's scale=0 (which silently returned zeros). An
+// overload with loose matches is used only when no overload matches without
+// one (the first such). PyTorch orders its overloads by type (torchgen's
+// sort_overloads) and takes the first match; this ranking is ignis's, so that
+// declaration order cannot bind a bool to a number when a bool parameter
+// exists. A float or int parameter never takes a bool at all (convert).
+//
+// Returns the overload and leaves its arguments in `stack`; null when none
+// matches, with the first overload's reason in *first_why.
+const OpHandle* resolve(const std::vector<const OpHandle*>& overloads, PyObject* const* args,
+                        Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
+                        std::string* first_why) {
+  const OpHandle* fallback = nullptr;
+  Stack fallback_stack;
+  for (const OpHandle* h : overloads) {
+    std::string why;
+    int loose = 0;
+    if (parse(h->schema(), args, nargs, kwnames, stack, &why, &loose)) {
+      if (loose == 0) return h;
+      if (!fallback) {
+        fallback = h;
+        fallback_stack = std::move(stack);
+        stack = Stack();
+      }
+      continue;
+    }
+    if (first_why && first_why->empty()) *first_why = why;
+  }
+  if (fallback) stack = std::move(fallback_stack);
+  return fallback;
 }
 
 PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames);
@@ -568,15 +617,9 @@ PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   }
   PyObject* rest_names = rest.kwnames();
   const char* name = PyUnicode_AsUTF8(op->name);
-  const OpHandle* matched = nullptr;
-  for (const OpHandle* h : *op->overloads) {
-    std::string why;
-    Stack stack;
-    if (parse(h->schema(), plain.data(), nargs, nplain ? plain_names.p : nullptr, stack, &why)) {
-      matched = h;
-      break;
-    }
-  }
+  Stack stack;
+  const OpHandle* matched = resolve(*op->overloads, plain.data(), nargs,
+                                    nplain ? plain_names.p : nullptr, stack, nullptr);
   // No overload takes these arguments: the usual call reports them.
   if (!matched) return op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest_names);
   if (!takes_out(matched->schema()))
@@ -625,13 +668,9 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
     Stack stack;
     stack.reserve(8);
     std::string first_why;
-    for (const OpHandle* h : *op->overloads) {
-      std::string why;
-      if (parse(h->schema(), args, nargs, kwnames, stack, &why)) {
-        h->call(stack);
-        return convert_result(*h, stack);
-      }
-      if (first_why.empty()) first_why = why;
+    if (const OpHandle* h = resolve(*op->overloads, args, nargs, kwnames, stack, &first_why)) {
+      h->call(stack);
+      return convert_result(*h, stack);
     }
     // No overload matched: list them all, as PyTorch does.
     std::string msg = std::string(PyUnicode_AsUTF8(op->name)) +

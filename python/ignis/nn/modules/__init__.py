@@ -3,7 +3,7 @@ from .linear import Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F
 from .activation import (  # noqa: F401
     ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, MultiheadAttention,
     LeakyReLU, ELU, CELU, SELU, ReLU6, Hardswish, Hardsigmoid, Mish, Hardtanh, Softplus,
-    Softsign, Tanhshrink, LogSigmoid, Threshold, LogSoftmax, Softmin, PReLU,
+    Softsign, Tanhshrink, LogSigmoid, Threshold, LogSoftmax, Softmin, PReLU, RReLU,
 )
 from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
@@ -44,7 +44,7 @@ __all__ = [
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "LeakyReLU", "ELU", "CELU", "SELU", "ReLU6", "Hardswish", "Hardsigmoid", "Mish", "Hardtanh",
     "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "LogSoftmax", "Softmin",
-    "PReLU", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
+    "PReLU", "RReLU", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer",

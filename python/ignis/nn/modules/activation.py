@@ -13,7 +13,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return input.relu_() if self.inplace else F.relu(input)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -37,7 +37,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return input.mul_(F.sigmoid(input)) if self.inplace else F.silu(input)
+        return F.silu(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -64,7 +64,7 @@ class Softmax(Module):
             self.dim = None
 
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -288,7 +288,7 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.elu(input, alpha=self.alpha, inplace=self.inplace)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -313,15 +313,35 @@ class Hardswish(_Inplace):
     def forward(self, input):
         return F.hardswish(input, self.inplace)
 
+    def extra_repr(self):  # torch's shows no inplace
+        return ""
+
 
 class Hardsigmoid(_Inplace):
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
+    def extra_repr(self):  # torch's shows no inplace
+        return ""
+
 
 class Mish(_Inplace):
     def forward(self, input):
-        return input.copy_(F.mish(input)) if self.inplace else F.mish(input)
+        return F.mish(input, inplace=self.inplace)
+
+
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
 class Hardtanh(Module):
@@ -386,12 +406,12 @@ class Threshold(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, input):
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmin(Softmax):
     def forward(self, input):
-        return F.softmax(-input, self.dim)
+        return F.softmin(input, self.dim, _stacklevel=5)
 
 
 class PReLU(Module):

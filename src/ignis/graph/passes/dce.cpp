@@ -5,9 +5,11 @@ namespace ignis::graph {
 bool has_side_effects(const Node& n) {
   switch (n.op()) {
     case OpKind::Placeholder: case OpKind::Output: case OpKind::Root: return true;
-    case OpKind::CallFunction: return n.target().impure();
+    case OpKind::CallFunction: return n.target().impure() || n.meta().writes_argument;
     // An in-place method (add_) mutates its receiver. Modules may have state.
-    case OpKind::CallMethod: return !n.target().name.empty() && n.target().name.back() == '_';
+    case OpKind::CallMethod:
+      return (!n.target().name.empty() && n.target().name.back() == '_') ||
+             n.meta().writes_argument;
     case OpKind::CallModule: return true;
     case OpKind::GetAttr: return false;
   }

@@ -1,7 +1,8 @@
 // Dead-code elimination: erases nodes whose results nobody uses.
 //
 // Placeholders and the output are kept (the signature must not change), and
-// so are impure nodes (ops writing an argument, foreign calls marked impure):
+// so are impure nodes (ops writing an argument, foreign calls marked impure,
+// calls capture saw write an argument: NodeMeta::writes_argument):
 // their effect is the point even when their result is unused.
 #pragma once
 
