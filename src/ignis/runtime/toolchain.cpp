@@ -13,7 +13,8 @@
 #endif
 // The flags CMake builds the eager kernels with (IGNIS_KERNEL_FLAGS).
 #ifndef IGNIS_EAGER_KERNEL_FLAGS
-#define IGNIS_EAGER_KERNEL_FLAGS "-O3 -fno-math-errno -fno-trapping-math -march=native"
+#define IGNIS_EAGER_KERNEL_FLAGS \
+  "-O3 -fno-math-errno -fno-trapping-math -march=native -mprefer-vector-width=512"
 #endif
 
 namespace ignis::runtime {
