@@ -43,7 +43,7 @@ def trace_joint(gm, example_inputs, *, decompositions=None, keep=(), functionali
     Returns (GraphModule, info): a joint graph when an input requires grad and
     grad mode is on (unless `inference`), else an inference graph. info has
     "joint", "inputs" [(requires_grad, mutated, duplicate_of)], "outputs"
-    [(has a tangent, aliased_input, alias_requires_grad, mutated_input)] and
+    [(has a tangent, aliased_input, alias_is_view, mutated_input)] and
     "output_kind" (src/ignis/aot/schema.h says what each means).
     `enables_grad`: gm switches grad mode on itself, so it is joint even when
     grad mode is off (a captured graph entered inside `with no_grad()`).
@@ -160,7 +160,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
     writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
     # Views of inputs without a tangent are remade here (schema.h).
-    aliases = [(j, a, rg) for j, (req, a, rg, _) in enumerate(outputs)
+    aliases = [(j, a, view) for j, (req, a, view, _) in enumerate(outputs)
                if a >= 0 and not req and j in user]
     kind = info["output_kind"]
     enables_grad, grad_mode_at_exit = grad_modes
@@ -221,13 +221,14 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
             for j, i in writes:
                 args[i].copy_(fw_outs[j])
         # Outputs viewing an input are that input's autograd views (made
-        # after the writes), so in-place ops on them reach its history.
-        for j, i, requires_grad in aliases:
+        # after the writes), so in-place ops on them reach its history, and
+        # they require grad when it does, now or after a later write.
+        for j, i, is_view in aliases:
             o, base = returned[j], args[i]
             if o is base:
                 fw_outs[j] = base
                 continue
-            with enable_grad() if requires_grad else no_grad():
+            with enable_grad() if is_view else no_grad():
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
         _set_grad_mode(grad_mode_at_exit)
         return _restructure([fw_outs[j] for j in user], kind)

@@ -84,6 +84,13 @@ bool self_overlapping(const Tensor& t) {
   return false;
 }
 
+// t is autograd's view of another tensor (a view op ran on it with grad mode
+// on): its requires_grad and history follow its base's.
+bool autograd_view(const Tensor& t) {
+  const autograd::AutogradMeta* m = autograd::get_meta(t);
+  return m && m->is_view_;
+}
+
 }  // namespace
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
@@ -175,7 +182,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       bool remade = info.aliased_input >= 0 && !self_overlapping(o) &&
                     !self_overlapping(args[info.aliased_input]);
       info.requires_grad = differentiable && !remade;
-      info.alias_requires_grad = differentiable && remade;
+      info.alias_is_view = r.joint && remade && (differentiable || autograd_view(o));
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }

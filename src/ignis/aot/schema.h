@@ -23,7 +23,9 @@
 // by the runtime as an autograd view of that input (as_strided with the
 // output's geometry), so that in-place ops on it reach the input's history
 // as on eager's view; it has no tangent (its gradient flows through the
-// input's own history). A view that overlaps itself (a broadcast dimension),
+// input's own history). Whether it requires grad is not fixed by the trace:
+// a view of an input that requires no grad yet still follows it, so a later
+// write with grad data (here or after the graph) makes it require grad. A view that overlaps itself (a broadcast dimension),
 // or of such an input, stays an output of the compiled node with a tangent.
 #pragma once
 
@@ -54,9 +56,12 @@ struct InputInfo {
 struct OutputInfo {
   bool requires_grad = false;  // it has a tangent in the joint graph
   int aliased_input = -1;      // the input whose storage it views, or -1
-  // For an output viewing an input in a joint graph: the view required grad
-  // in the trace (the runtime makes it under grad mode, else under no_grad).
-  bool alias_requires_grad = false;
+  // For an output viewing an input in a joint graph: it is autograd's view in
+  // the trace (made by view ops with grad mode on), so the runtime makes it
+  // under grad mode and its requires_grad follows the input's, then and
+  // after later writes to the input (eager's views); else (made under
+  // no_grad, or by detach) the runtime makes it under no_grad.
+  bool alias_is_view = false;
   // This output is the new value of that input (a write with autograd
   // history, step 3 above), or -1.
   int mutated_input = -1;
