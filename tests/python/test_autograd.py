@@ -614,6 +614,44 @@ def test_inplace_on_view_errors():
         c.sum().backward()
 
 
+# (name, fn(m, a, w)): `a` requires grad, `w` does not. Torch saves an input
+# only for the gradients whose formulas read it, so writing it afterwards is
+# an error only then (mul: `a` is saved for w's gradient, which none needs).
+_SAVED_FOR_NEEDED = [
+    ("mul", lambda m, a, w: a * w), ("mul_int", lambda m, a, w: a * 3),
+    ("div", lambda m, a, w: a / w), ("rdiv", lambda m, a, w: w / a),
+    ("mm", lambda m, a, w: a @ w.t()), ("matmul", lambda m, a, w: m.matmul(a, w.t())),
+    ("addcmul", lambda m, a, w: m.addcmul(w, a, w)), ("maximum", lambda m, a, w: m.maximum(a, w)),
+    ("pow", lambda m, a, w: a.pow(w)), ("rpow", lambda m, a, w: w.pow(a)),
+    ("where", lambda m, a, w: m.where(w > 3, a, w)), ("atan2", lambda m, a, w: m.atan2(a, w)),
+    ("lerp", lambda m, a, w: m.lerp(a, w, 0.3)), ("sub", lambda m, a, w: a - w),
+    ("hypot", lambda m, a, w: m.hypot(a, w)), ("copysign", lambda m, a, w: m.copysign(a, w)),
+    ("cat", lambda m, a, w: m.cat([a, w]) * 1),
+    ("mul_inplace", lambda m, a, w: w.clone().mul_(a)),
+]
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+@pytest.mark.parametrize("written", ["a", "w"])
+@pytest.mark.parametrize("name,fn", _SAVED_FOR_NEEDED, ids=[n for n, _ in _SAVED_FOR_NEEDED])
+def test_a_written_input_raises_at_backward_only_when_a_needed_gradient_reads_it(
+        name, fn, written):
+    def outcome(m):
+        a = m.tensor(np.linspace(0.5, 2.0, 12).reshape(3, 4), requires_grad=True)
+        w = m.tensor(np.linspace(3.5, 5.0, 12).reshape(3, 4))
+        out = fn(m, a, w)
+        with m.no_grad():
+            (a if written == "a" else w).mul_(2)
+        try:
+            out.sum().backward()
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+            return "raised"
+        return "ran"
+
+    assert outcome(ignis) == outcome(torch)
+
+
 def test_not_implemented_derivative_raises_at_backward():
     x = leaf()
     y = x.floor_divide(2)  # not differentiable in torch either
