@@ -652,6 +652,32 @@ def test_a_written_input_raises_at_backward_only_when_a_needed_gradient_reads_it
     assert outcome(ignis) == outcome(torch)
 
 
+_RESULT_WRITTEN = [
+    ("prod", lambda a: a.prod()), ("prod_dim", lambda a: a.prod(dim=1)),
+    ("exp", lambda a: a.exp()), ("tanh", lambda a: a.tanh()), ("sin", lambda a: a.sin()),
+    ("sum", lambda a: a.sum(1)), ("amax", lambda a: a.amax(1)),
+]
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+@pytest.mark.parametrize("name,fn", _RESULT_WRITTEN, ids=[n for n, _ in _RESULT_WRITTEN])
+def test_a_result_written_in_place_raises_at_backward_as_in_torch(name, fn):
+    # Fuzz seed 72214: prod's formula did not read its result, so `t.neg_()`
+    # on it before backward was no error (torch's prod_backward reads it).
+    def outcome(m):
+        a = m.tensor(np.linspace(0.5, 2.0, 12).reshape(3, 4), requires_grad=True)
+        out = fn(a)
+        out.neg_()
+        try:
+            out.sum().backward()
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+            return "raised"
+        return "ran"
+
+    assert outcome(ignis) == outcome(torch)
+
+
 def test_not_implemented_derivative_raises_at_backward():
     x = leaf()
     y = x.floor_divide(2)  # not differentiable in torch either
