@@ -784,18 +784,26 @@ def test_a_view_output_of_an_input_follows_a_later_write_with_grad_data(backend)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_a_view_made_under_no_grad_stays_without_grad(backend):
-    # Not an autograd view in eager (made under no_grad): the remade output
-    # must not follow buf's later history either.
+def test_views_made_under_no_grad_and_detached_aliases_are_remade_as_eagers(backend):
+    # A view made under no_grad requires grad when its base does, with no
+    # history (Note [No-grad views]); a detached alias never does.
     def f(a, buf):
         with ignis.no_grad():
-            v = buf[1:]
-        return v, a * 2
+            v, av = buf[1:], a[1:]
+        return v, av, a.detach()[1:], a * 2
 
     (ea, eo), (ca, co) = _eager_and_compiled(f, backend, _pair(True))
+    assert [o.requires_grad for o in co] == [o.requires_grad for o in eo] == [
+        False, True, False, True]
+    assert co[1].grad_fn is None and co[1]._is_view
     ea[1].add_(ea[0])
     ca[1].add_(ca[0])
-    assert eo[0].requires_grad == co[0].requires_grad
+    assert eo[0].requires_grad and co[0].requires_grad
+    for out in (eo, co):
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            out[0].grad_fn
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            out[1].mul_(2)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])

@@ -678,6 +678,43 @@ def test_a_result_written_in_place_raises_at_backward_as_in_torch(name, fn):
     assert outcome(ignis) == outcome(torch)
 
 
+def _no_grad_view_cases(m):
+    """What a view made under no_grad does afterwards, as comparable data."""
+    out = {}
+    b = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with m.no_grad():
+        v = b[1:]
+        d = b.detach()
+    out["requires_grad"] = (v.requires_grad, v.is_leaf, v.grad_fn is None, d.requires_grad)
+    try:  # an in-place op on it with grad mode on
+        v.mul_(2)
+        out["inplace"] = "ran"
+    except RuntimeError as e:
+        out["inplace"] = "no_grad mode" in str(e)
+    (v * 2).sum().backward()  # a leaf of its own: the gradient stays in v.grad
+    out["grads"] = (b.grad is None, v.grad is not None and v.grad.tolist())
+    buf = m.tensor([1.0, 2.0, 3.0])
+    with m.no_grad():
+        w = buf[1:]
+    out["before_write"] = w.requires_grad
+    buf.add_(b)  # the base gets history: reading the view's history raises
+    out["after_write"] = w.requires_grad
+    try:
+        w.grad_fn
+        out["grad_fn"] = "ran"
+    except RuntimeError as e:
+        out["grad_fn"] = "no_grad mode" in str(e)
+    return out
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+def test_a_view_made_under_no_grad_behaves_as_torchs():
+    # Fuzz (--backend torch): `with no_grad(): t = b.view(...)` with b requiring
+    # grad gave t requires_grad False, and an in-place op on such a view with
+    # grad mode on ran, where torch's view requires grad and the op raises.
+    assert _no_grad_view_cases(ignis) == _no_grad_view_cases(torch)
+
+
 def test_not_implemented_derivative_raises_at_backward():
     x = leaf()
     y = x.floor_divide(2)  # not differentiable in torch either

@@ -44,6 +44,16 @@ enum class OutputKind : uint8_t {
   Nested,  // make_fx only: any nesting of tuples/lists; the output node keeps it
 };
 
+// What an output viewing an input is to autograd, in the trace (joint graphs):
+// the runtime remakes it as the same kind of alias of the real input.
+enum class AliasKind : uint8_t {
+  None,        // no autograd view (detach(), or not a view of the input)
+  View,        // a view made with grad mode on: its requires_grad and history
+               // follow the input's, then and after later writes to it
+  NoGradView,  // a view made under no_grad (Note [No-grad views],
+               // autograd_meta.cpp): requires grad when the input does
+};
+
 struct InputInfo {
   bool requires_grad = false;  // a joint graph returns its gradient
   bool mutated = false;        // its data is written: the forward ends with copy_ into it
@@ -56,12 +66,9 @@ struct InputInfo {
 struct OutputInfo {
   bool requires_grad = false;  // it has a tangent in the joint graph
   int aliased_input = -1;      // the input whose storage it views, or -1
-  // For an output viewing an input in a joint graph: it is autograd's view in
-  // the trace (made by view ops with grad mode on), so the runtime makes it
-  // under grad mode and its requires_grad follows the input's, then and
-  // after later writes to the input (eager's views); else (made under
-  // no_grad, or by detach) the runtime makes it under no_grad.
-  bool alias_is_view = false;
+  // For an output viewing an input in a joint graph: which kind of alias of
+  // it the trace's output is (the runtime makes the same kind).
+  AliasKind alias_kind = AliasKind::None;
   // This output is the new value of that input (a write with autograd
   // history, step 3 above), or -1.
   int mutated_input = -1;
