@@ -20,13 +20,15 @@
 //      primals after the outputs.
 //
 // An output that views an input's storage is, in a joint graph, made again
-// by the runtime as an autograd view of that input (as_strided with the
-// output's geometry), so that in-place ops on it reach the input's history
-// as on eager's view; it has no tangent (its gradient flows through the
-// input's own history). Whether it requires grad is not fixed by the trace:
-// a view of an input that requires no grad yet still follows it, so a later
-// write with grad data (here or after the graph) makes it require grad. A view that overlaps itself (a broadcast dimension),
-// or of such an input, stays an output of the compiled node with a tangent.
+// by the runtime as the same kind of alias of that input as in the trace
+// (AliasKind; as_strided with the output's geometry), so that in-place ops
+// on an autograd view reach the input's history as on eager's view; it has
+// no tangent (its gradient flows through the input's own history). Whether
+// it requires grad is not fixed by the trace: a view of an input that
+// requires no grad yet still follows it, so a later write with grad data
+// (here or after the graph) makes it require grad. A view that overlaps
+// itself (a broadcast dimension), or of such an input, stays an output of
+// the compiled node with a tangent.
 #pragma once
 
 #include <memory>
