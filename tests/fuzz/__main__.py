@@ -64,7 +64,9 @@ def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=p
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m tests.fuzz", description=__doc__.splitlines()[0])
-    p.add_argument("--backend", default="eager", choices=BACKENDS + ("all",))
+    p.add_argument("--backend", default="eager", choices=BACKENDS + ("all", "torch"),
+                   help="'torch': eager ignis against torch's eager mode (needs torch; not in "
+                        "'all'); in its repros 'compiled' is ignis and 'eager' is torch")
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="directory for repro files")

@@ -97,9 +97,11 @@ def _grad_loss(ignis, result, seed):
     return loss
 
 
-def run_program(src, backend=None, filename="<fuzz program>"):
-    """Runs `src`'s calls; backend None = all eager. Returns one record per call."""
-    ignis = _ignis()
+def run_program(src, backend=None, filename="<fuzz program>", lib=None):
+    """Runs `src`'s calls; backend None = all eager. Returns one record per call.
+    `lib`: the library the program imports as `torch` (default ignis; torch itself for
+    torch_ref.py, which then passes the program with `import torch`)."""
+    ignis = lib or _ignis()
     ns = {"__name__": "fuzz_program"}
     exec(compile(src, filename, "exec"), ns)
     f = ns["f"]
@@ -243,7 +245,11 @@ def compare(got, want):
 
 
 def check(src, backend):
-    """None when the compiled run of `src` agrees with the eager one, else a Failure."""
+    """None when the compiled run of `src` agrees with the eager one, else a Failure.
+    backend "torch": eager ignis against torch's eager mode (tests/fuzz/torch_ref.py)."""
+    if backend == "torch":
+        from .torch_ref import eager_verdict
+        return eager_verdict(src)
     ignis = _ignis()
     ignis.compiler.reset()
     import warnings

@@ -755,6 +755,58 @@ def test_an_output_viewing_an_input_written_with_grad_data_is_its_view(backend):
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_view_output_of_an_input_follows_a_later_write_with_grad_data(backend):
+    # Fuzz seed 71169: the view was made by a joint graph while `buf` required
+    # no grad; the runtime remade it under no_grad, so it was no autograd view
+    # of buf and stayed without requires_grad after `buf.add_(a)` (after the
+    # graph, or in a later graph that reads it as an input), where eager's
+    # view requires grad and takes buf's history.
+    def region(a, buf):
+        return buf[1:], a * 2
+
+    def two_graphs(a, buf):
+        v = buf.unsqueeze(0).squeeze(0)
+        s = a * 2
+        print("break")
+        buf.add_(s)
+        return v, s
+
+    for f, write in ((region, True), (two_graphs, False)):
+        (ea, eo), (ca, co) = _eager_and_compiled(f, backend, _pair(True))
+        if write:
+            ea[1].add_(ea[0])
+            ca[1].add_(ca[0])
+        assert eo[0].requires_grad and co[0].requires_grad
+        close(co[0], eo[0])
+        (eo[0].sin().sum() + eo[1].sum()).backward()
+        (co[0].sin().sum() + co[1].sum()).backward()
+        close(ca[0].grad, ea[0].grad)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_views_made_under_no_grad_and_detached_aliases_are_remade_as_eagers(backend):
+    # A view made under no_grad requires grad when its base does, with no
+    # history (Note [No-grad views]); a detached alias never does.
+    def f(a, buf):
+        with ignis.no_grad():
+            v, av = buf[1:], a[1:]
+        return v, av, a.detach()[1:], a * 2
+
+    (ea, eo), (ca, co) = _eager_and_compiled(f, backend, _pair(True))
+    assert [o.requires_grad for o in co] == [o.requires_grad for o in eo] == [
+        False, True, False, True]
+    assert co[1].grad_fn is None and co[1]._is_view
+    ea[1].add_(ea[0])
+    ca[1].add_(ca[0])
+    assert eo[0].requires_grad and co[0].requires_grad
+    for out in (eo, co):
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            out[0].grad_fn
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            out[1].mul_(2)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_inplace_on_a_view_output_of_a_compiled_region_has_eager_gradients(backend):
     # The region returns a view of its input t; mul_ on it must rebase t's
     # history (CopySlices), so the view has to be autograd's view of t.

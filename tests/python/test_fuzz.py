@@ -16,8 +16,12 @@ the repro moves to tests/fuzz/fixed and its SKIP entry goes.
 
 test_fixed: each repro in tests/fuzz/fixed, a bug the fuzzer found and that
 was fixed, agrees with eager on every backend.
+
+test_fuzz_eager_against_torch: the oracle itself, eager ignis, agrees with
+torch's eager mode on a sample (when torch is installed).
 """
 import ast
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -33,9 +37,9 @@ from tests.fuzz.runner import check  # noqa: E402
 SAMPLE = {"eager": (0, 300), "aot_eager": (0, 300), "inductor": (0, 12)}
 # Two samples per backend: every statement kind with no input requiring grad, and
 # inputs requiring grad without the kinds that write tensors after a forward has
-# saved them: those hit the known differences in which tensors a backward saves
-# (docs/fuzzing.md, "Known differences": ignis's eager autograd saves inputs torch's
-# does not; the partitioner saves other values than eager's formulas).
+# saved them: those hit the known difference in which tensors a backward saves
+# (docs/fuzzing.md, "Known differences": the partitioner saves other values than
+# eager's formulas, as torch.compile's does).
 NO_GRAD = ("grad",)
 SKIP_WITH_GRAD = {
     "buf": "writes into buf after its values were saved",
@@ -58,6 +62,19 @@ def test_fuzz_sample(backend, sample, tmp_path):
         s, path = items[0]
         pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree "
                     f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
+                    f"{Path(path).read_text()}")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_fuzz_eager_against_torch(tmp_path):
+    # Eager ignis, the oracle of the samples above, against torch's eager mode
+    # (--backend torch), every statement kind, grads included.
+    failures = fuzz("torch", 300, 0, out=tmp_path, log=lambda *a: None)
+    if failures:
+        cat, items = sorted(failures.items())[0]
+        s, path = items[0]
+        pytest.fail(f"eager ignis differs from torch on {sum(map(len, failures.values()))} of "
+                    f"300 programs; first: seed {s}, {cat}, repro {path}:\n"
                     f"{Path(path).read_text()}")
 
 

@@ -43,7 +43,7 @@ def trace_joint(gm, example_inputs, *, decompositions=None, keep=(), functionali
     Returns (GraphModule, info): a joint graph when an input requires grad and
     grad mode is on (unless `inference`), else an inference graph. info has
     "joint", "inputs" [(requires_grad, mutated, duplicate_of)], "outputs"
-    [(has a tangent, aliased_input, alias_requires_grad, mutated_input)] and
+    [(has a tangent, aliased_input, alias_kind, mutated_input)] and
     "output_kind" (src/ignis/aot/schema.h says what each means).
     `enables_grad`: gm switches grad mode on itself, so it is joint even when
     grad mode is off (a captured graph entered inside `with no_grad()`).
@@ -150,6 +150,10 @@ def _saved_tangents(bw, num_saved, num_tangents):
     return deps
 
 
+# aot::AliasKind (src/ignis/aot/schema.h): none, view, no-grad view.
+_ALIAS_NONE, _ALIAS_VIEW, _ALIAS_NO_GRAD_VIEW = 0, 1, 2
+
+
 def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
                            saved_tangents):
     outputs = info["outputs"]
@@ -160,7 +164,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
     writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
     # Views of inputs without a tangent are remade here (schema.h).
-    aliases = [(j, a, rg) for j, (req, a, rg, _) in enumerate(outputs)
+    aliases = [(j, a, how) for j, (req, a, how, _) in enumerate(outputs)
                if a >= 0 and not req and j in user]
     kind = info["output_kind"]
     enables_grad, grad_mode_at_exit = grad_modes
@@ -183,8 +187,11 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
             return _restructure([fw_outs[j] for j in user], kind)
         returned = list(fw_outs)
         # An output that is an input gets its own tensor object (sharing data),
-        # so that the input keeps its history.
-        fw_outs = [o.detach() if any(o is a for a in args) else o for o in fw_outs]
+        # so that the input keeps its history; one that is a view (made under
+        # the no_grad above) gets one that is no view: the compiled node is its
+        # history.
+        fw_outs = [o.detach() if o._is_view or any(o is a for a in args) else o
+                   for o in fw_outs]
 
         if writes:
             # A saved value of an input written below is its old value (the
@@ -221,13 +228,16 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
             for j, i in writes:
                 args[i].copy_(fw_outs[j])
         # Outputs viewing an input are that input's autograd views (made
-        # after the writes), so in-place ops on them reach its history.
-        for j, i, requires_grad in aliases:
+        # after the writes), so in-place ops on them reach its history, and
+        # they require grad when it does, now or after a later write.
+        for j, i, how in aliases:
             o, base = returned[j], args[i]
             if o is base:
                 fw_outs[j] = base
                 continue
-            with enable_grad() if requires_grad else no_grad():
+            if how == _ALIAS_NONE:  # e.g. detach(): no autograd relation to the input
+                base = base.detach()
+            with enable_grad() if how == _ALIAS_VIEW else no_grad():
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
         _set_grad_mode(grad_mode_at_exit)
         return _restructure([fw_outs[j] for j in user], kind)

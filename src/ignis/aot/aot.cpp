@@ -84,6 +84,16 @@ bool self_overlapping(const Tensor& t) {
   return false;
 }
 
+// What kind of autograd alias of `input` the traced output t is: a view of
+// it, or of something else sharing its storage (a view of input.detach()),
+// which follows that instead (None).
+AliasKind alias_kind(const Tensor& t, const Tensor& input, bool requires_grad) {
+  const autograd::AutogradMeta* m = autograd::get_meta(t);
+  if (m && m->is_view_ && m->base_.is_same(input))
+    return m->no_grad_view_ ? AliasKind::NoGradView : AliasKind::View;
+  return requires_grad ? AliasKind::View : AliasKind::None;
+}
+
 }  // namespace
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
@@ -169,13 +179,20 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       for (size_t i = args.size(); i-- > 0;)
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
+      // An autograd view is remade from its own base when that is an input
+      // (inputs may share storage).
+      if (const autograd::AutogradMeta* m = autograd::get_meta(o);
+          info.aliased_input >= 0 && m && m->is_view_)
+        for (size_t i = 0; i < args.size(); ++i)
+          if (m->base_.is_same(args[i])) info.aliased_input = static_cast<int>(i);
       // A view of an input is remade by the runtime (schema.h): no tangent;
       // unless the view or the input overlaps itself (as_strided could not
       // remake it with the right gradient): then it stays the node's output.
       bool remade = info.aliased_input >= 0 && !self_overlapping(o) &&
                     !self_overlapping(args[info.aliased_input]);
       info.requires_grad = differentiable && !remade;
-      info.alias_requires_grad = differentiable && remade;
+      if (r.joint && remade)
+        info.alias_kind = alias_kind(o, args[info.aliased_input], differentiable);
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }

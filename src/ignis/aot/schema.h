@@ -20,11 +20,15 @@
 //      primals after the outputs.
 //
 // An output that views an input's storage is, in a joint graph, made again
-// by the runtime as an autograd view of that input (as_strided with the
-// output's geometry), so that in-place ops on it reach the input's history
-// as on eager's view; it has no tangent (its gradient flows through the
-// input's own history). A view that overlaps itself (a broadcast dimension),
-// or of such an input, stays an output of the compiled node with a tangent.
+// by the runtime as the same kind of alias of that input as in the trace
+// (AliasKind; as_strided with the output's geometry), so that in-place ops
+// on an autograd view reach the input's history as on eager's view; it has
+// no tangent (its gradient flows through the input's own history). Whether
+// it requires grad is not fixed by the trace: a view of an input that
+// requires no grad yet still follows it, so a later write with grad data
+// (here or after the graph) makes it require grad. A view that overlaps
+// itself (a broadcast dimension), or of such an input, stays an output of
+// the compiled node with a tangent.
 #pragma once
 
 #include <memory>
@@ -42,6 +46,16 @@ enum class OutputKind : uint8_t {
   Nested,  // make_fx only: any nesting of tuples/lists; the output node keeps it
 };
 
+// What an output viewing an input is to autograd, in the trace (joint graphs):
+// the runtime remakes it as the same kind of alias of the real input.
+enum class AliasKind : uint8_t {
+  None,        // no autograd view (detach(), or not a view of the input)
+  View,        // a view made with grad mode on: its requires_grad and history
+               // follow the input's, then and after later writes to it
+  NoGradView,  // a view made under no_grad (Note [No-grad views],
+               // autograd_meta.cpp): requires grad when the input does
+};
+
 struct InputInfo {
   bool requires_grad = false;  // a joint graph returns its gradient
   bool mutated = false;        // its data is written: the forward ends with copy_ into it
@@ -54,9 +68,9 @@ struct InputInfo {
 struct OutputInfo {
   bool requires_grad = false;  // it has a tangent in the joint graph
   int aliased_input = -1;      // the input whose storage it views, or -1
-  // For an output viewing an input in a joint graph: the view required grad
-  // in the trace (the runtime makes it under grad mode, else under no_grad).
-  bool alias_requires_grad = false;
+  // For an output viewing an input in a joint graph: which kind of alias of
+  // it the trace's output is (the runtime makes the same kind).
+  AliasKind alias_kind = AliasKind::None;
   // This output is the new value of that input (a write with autograd
   // history, step 3 above), or -1.
   int mutated_input = -1;

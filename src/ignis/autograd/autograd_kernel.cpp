@@ -47,6 +47,7 @@ void check_nondiff(const OpHandle& op, const OpDef& d, const Stack& s) {
 void check_inplace(const Tensor& self) {
   AutogradMeta* m = get_meta(self);
   if (!m) return;
+  if (m->is_view_ && m->no_grad_view_) fail_inplace_on_no_grad_view();
   IGNIS_CHECK(!(m->requires_grad_ && !m->grad_fn_),
               "a leaf Variable that requires grad is being used in an in-place operation.");
   if (m->is_view_) {
@@ -57,16 +58,19 @@ void check_inplace(const Tensor& self) {
   }
 }
 
-// Marks the outputs of a view op that alias `self`'s storage as views of its base.
+// Marks the outputs of a view op that alias `self`'s storage as views of its
+// base; made under no_grad, or from such a view, they are no-grad views
+// (Note [No-grad views] in autograd_meta.cpp).
 void mark_views(const Tensor& self, const std::vector<Tensor*>& outs) {
   if (!self.defined()) return;
   AutogradMeta* sm = get_meta(self);
   const Tensor& base = sm && sm->is_view_ ? sm->base_ : self;
+  bool no_grad = !grad_enabled() || (sm && sm->is_view_ && sm->no_grad_view_);
   for (Tensor* t : outs) {
     if (!t || !t->defined() || t->is_same(self) ||
         t->impl()->storage().get() != base.impl()->storage().get())
       continue;
-    set_view_of(*t, base);
+    set_view_of(*t, base, no_grad);
   }
 }
 
@@ -193,11 +197,18 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
 
 void autograd_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   DispatchKeySet below = ks.below(DispatchKey::AutogradCPU);
+  const OpDef* d = op.def();
   if (__builtin_expect(!grad_enabled(), 0)) {
+    // Views are tracked under no_grad too (Note [No-grad views]).
+    if (d && d->is_view) {
+      Tensor self = s[0].is_tensor() ? s[0].to_tensor() : Tensor();
+      op.redispatch(below, s);
+      mark_views(self, flat_outputs(s));
+      return;
+    }
     op.redispatch(below, s);
     return;
   }
-  const OpDef* d = op.def();
   if (__builtin_expect(!any_requires_grad(op, s), 1)) {
     // Views are tracked even when nothing requires grad, so that a later
     // in-place op that brings in a tensor requiring grad (buf[0] = x) can

@@ -45,9 +45,21 @@ bool AutogradMeta::stale_view() const {
   return version_ && version_->value() != view_version_ && autograd::requires_grad(base_);
 }
 
-void set_view_of(const Tensor& t, const Tensor& base) {
+bool AutogradMeta::base_requires_grad() const { return autograd::requires_grad(base_); }
+
+// Note [No-grad views]
+// A view op under no_grad still makes an autograd view (torch's
+// CreationMeta::NO_GRAD_MODE), so that what it means stays defined when grad
+// mode comes back: it requires grad when its base does (with no history of
+// its own); an in-place op on it with grad mode on that autograd would record
+// raises (it cannot rebase the base's history on a view the base's history
+// never saw), and so does reading its history after its base (or another
+// view) was written in place while the base requires grad. A gradient that
+// reaches it goes nowhere (no edge, no .grad), as in torch.
+void set_view_of(const Tensor& t, const Tensor& base, bool no_grad) {
   AutogradMeta& m = materialize_meta(t);
   m.is_view_ = true;
+  m.no_grad_view_ = no_grad;
   m.base_ = base;
   m.version_ = t.impl()->shared_version_counter();
   m.view_version_ = m.version_->value();
@@ -65,11 +77,33 @@ static void regenerate_view_history(const Tensor& t, AutogradMeta& m) {
   set_history(t, node, 0);
 }
 
+void fail_inplace_on_no_grad_view() {
+  IGNIS_FAIL("A view was created in no_grad mode and is being modified inplace with grad mode "
+             "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+             "You can clarify your code by moving both the view and the inplace either both "
+             "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+             "outside (if you want the inplace to be tracked).");
+}
+
+void fail_no_grad_view_rebased() {
+  IGNIS_FAIL("A view was created in no_grad mode and its base or another view of its base has "
+             "been modified inplace with grad mode enabled. Given that this use case is "
+             "ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+             "both the view and the inplace either both inside the no_grad block (if you don't "
+             "want the inplace to be tracked) or both outside (if you want the inplace to be "
+             "tracked).");
+}
+
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = get_meta(t);
   if (!m) return {};
-  if (m->is_view_ && m->stale_view()) regenerate_view_history(t, *m);
+  if (m->is_view_ && m->stale_view()) {
+    if (m->no_grad_view_) fail_no_grad_view_rebased();
+    regenerate_view_history(t, *m);
+  }
   if (m->grad_fn_) return {m->grad_fn_, m->output_nr_};
+  // A no-grad view that requires grad through its base has no edge: the
+  // gradient reaching it is dropped, as torch's is.
   if (!m->requires_grad_) return {};
   std::shared_ptr<Node> acc = m->grad_accumulator_.lock();
   if (!acc) {

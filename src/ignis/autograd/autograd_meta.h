@@ -12,8 +12,10 @@ namespace ignis::autograd {
 struct AutogradMeta : AutogradMetaInterface {
   ~AutogradMeta() override;
   bool requires_grad() const override {
-    return requires_grad_ || grad_fn_ != nullptr || (is_view_ && stale_view());
+    return requires_grad_ || grad_fn_ != nullptr ||
+           (is_view_ && (no_grad_view_ ? base_requires_grad() : stale_view()));
   }
+  bool base_requires_grad() const;
   // A view whose storage was written since its history was set, while its
   // base has history: its grad_fn must be regenerated from the base.
   bool stale_view() const;
@@ -26,6 +28,12 @@ struct AutogradMeta : AutogradMetaInterface {
   bool retains_grad_ = false;
   // Views: the tensor whose storage this one views (itself not a view).
   bool is_view_ = false;
+  // Made by a view op under no_grad (or from such a view): torch's
+  // CreationMeta::NO_GRAD_MODE. It requires grad when its base does, but it
+  // has no history: an in-place op on it with grad mode on, or reading its
+  // history after its base was written, is an error (see Note [No-grad views]
+  // in autograd_meta.cpp).
+  bool no_grad_view_ = false;
   Tensor base_;
   intrusive_ptr<VersionCounter> version_;  // views: the storage's version counter ...
   uint64_t view_version_ = 0;             // ... when the view's history was last set
@@ -52,8 +60,13 @@ void set_requires_grad(const Tensor& t, bool on);
 // Where a gradient for t goes: its grad_fn, or the AccumulateGrad of a leaf
 // that requires grad, or an invalid edge.
 Edge gradient_edge(const Tensor& t);
-// Marks t as a view of `base` (itself not a view).
-void set_view_of(const Tensor& t, const Tensor& base);
+// Marks t as a view of `base` (itself not a view); `no_grad`: made under
+// no_grad (AutogradMeta::no_grad_view_).
+void set_view_of(const Tensor& t, const Tensor& base, bool no_grad = false);
+// The errors torch raises for a view made under no_grad: an in-place op on it
+// with grad mode on, and its history read after its base was written.
+[[noreturn]] void fail_inplace_on_no_grad_view();
+[[noreturn]] void fail_no_grad_view_rebased();
 // Makes `fn` the grad_fn of t (output output_nr of fn).
 void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
 // A tensor sharing t's data and version counter, without history.

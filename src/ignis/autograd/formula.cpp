@@ -83,21 +83,22 @@ Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t
 
 void vjp_decomposition(GradCtx& c, std::initializer_list<int> which, const Decomposition& f) {
   bool create_graph = autograd::grad_enabled();
+  std::vector<int> wanted;
+  for (int i : which)
+    if (c.needs_grad(i) && c.args[i].is_tensor()) wanted.push_back(i);
+  if (wanted.empty()) return;
+  // f reads every saved tensor (each read through c.in: version-checked).
   std::vector<Tensor> in(c.args.size());
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (!c.args[i].is_tensor()) continue;
-    const Tensor& t = c.args[i].to_tensor();
+    const Tensor& t = c.in(static_cast<int>(i));
     in[i] = create_graph ? t : autograd::detach(t);
   }
-  std::vector<int> wanted;
   std::vector<Tensor> leaves;
-  for (int i : which) {
-    if (!c.needs_grad(i) || !in[i].defined()) continue;
+  for (int i : wanted) {
     if (!create_graph) autograd::set_requires_grad(in[i], true);
-    wanted.push_back(i);
     leaves.push_back(in[i]);
   }
-  if (wanted.empty()) return;
   autograd::GradModeGuard on(true);
   Tensor out = f(in);
   autograd::BackwardOptions opt;

@@ -5,7 +5,11 @@
 //   def("mul(Tensor self, Tensor other) -> Tensor")...derivative(mul_bw, "self, other");
 // The second argument names the inputs ("self", "other", ...) and outputs
 // ("result", "result1", ...) backward needs; only those are saved, so an
-// in-place change to any other input is not an error, as in PyTorch.
+// in-place change to any other input is not an error, as in PyTorch. A saved
+// value is version-checked when the formula reads it (in, opt_in, in_list,
+// result), so a formula reads a value only for the gradients that need it
+// (inside `if (c.needs_grad(i))`): torch saves `other` of mul only when
+// self needs a gradient, and a write to it is an error only then.
 // Formulas call ops through the dispatcher, so with create_graph=True they
 // are themselves recorded and can be differentiated again.
 //
@@ -35,18 +39,30 @@ struct GradCtx {
   std::vector<std::vector<Tensor>>& out;
 
   bool needs_grad(int i) const { return (needs >> i) & 1; }
+  // Raise when saved input i (output j) was modified in place since it was
+  // saved; called on every read below. Empty: no check.
+  std::function<void(int)> check_input, check_result;
+
   // A saved input (an internal error names the op if it was not declared saved).
   const Tensor& in(int i) const {
     IGNIS_INTERNAL_ASSERT(args[i].is_tensor(), "derivative of ", op.name(), " reads argument ",
                           i, " which its declaration does not save");
+    if (check_input) check_input(i);
     return args[i].to_tensor();
   }
-  Tensor opt_in(int i) const { return args[i].to_opt_tensor(); }
-  const std::vector<Tensor>& in_list(int i) const { return args[i].to_tensor_list(); }
+  Tensor opt_in(int i) const {
+    if (check_input) check_input(i);
+    return args[i].to_opt_tensor();
+  }
+  const std::vector<Tensor>& in_list(int i) const {
+    if (check_input) check_input(i);
+    return args[i].to_tensor_list();
+  }
   const Tensor& grad(int j = 0) const { return grads[j]; }
   const Tensor& result(int j = 0) const {
     IGNIS_INTERNAL_ASSERT(results[j].defined(), "derivative of ", op.name(), " reads output ", j,
                           " which its declaration does not save");
+    if (check_result) check_result(j);
     return results[j];
   }
   const DimVector& sizes(int i) const { return geom[i][0].sizes; }

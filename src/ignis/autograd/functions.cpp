@@ -63,20 +63,24 @@ tensor_list OpNode::apply(tensor_list&& grads) {
   std::shared_ptr<Node> self = shared_from_this();
   const FunctionSchema& fs = op_.schema();
 
+  // Saved values are version-checked when the formula reads them (GradCtx),
+  // not here: torch saves a value only for the gradients whose formulas read
+  // it, so writing a value that no needed gradient reads is no error (mul
+  // saves `other` for self's gradient only when self needs one).
   Stack full = args;
   for (size_t i = 0; i < saved_in.size(); ++i) {
     if (saved_in[i].empty()) continue;
     const char* what = fs.args[i].name.c_str();
     if (fs.args[i].type == ArgType::TensorList) {
       std::vector<Tensor> l;
-      for (auto& s : saved_in[i]) l.push_back(s.unpack(self, what));
+      for (auto& s : saved_in[i]) l.push_back(s.unpack(self, what, false));
       full[i] = IValue(std::move(l));
     } else {
-      full[i] = IValue(saved_in[i][0].unpack(self, what));
+      full[i] = IValue(saved_in[i][0].unpack(self, what, false));
     }
   }
   std::vector<Tensor> results;
-  for (auto& s : saved_out) results.push_back(s.unpack(self, "result"));
+  for (auto& s : saved_out) results.push_back(s.unpack(self, "result", false));
 
   bool any = false;
   for (auto& g : grads) any |= g.defined();
@@ -90,6 +94,14 @@ tensor_list OpNode::apply(tensor_list&& grads) {
 
   std::vector<std::vector<Tensor>> in_grads(fs.args.size());
   GradCtx ctx{op_, full, geom, results, grads, needs, in_grads};
+  ctx.check_input = [this, &self, &fs](int i) {
+    if (i >= 0 && static_cast<size_t>(i) < saved_in.size())
+      for (const SavedVariable& s : saved_in[i]) s.check_version(self, fs.args[i].name.c_str());
+  };
+  ctx.check_result = [this, &self](int j) {
+    if (j >= 0 && static_cast<size_t>(j) < saved_out.size())
+      saved_out[j].check_version(self, "result");
+  };
   op_.def()->derivative(ctx);
 
   for (size_t i = 0; i < in_grads.size(); ++i) {

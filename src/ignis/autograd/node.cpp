@@ -74,9 +74,8 @@ static const char* dtype_tensor_name(ScalarType t) {
   }
 }
 
-Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* what) const {
-  if (!was_defined_) return Tensor();
-  IGNIS_CHECK(data_.defined(), kFreedGraphMessage);
+void SavedVariable::check_version(const std::shared_ptr<Node>& owner, const char* what) const {
+  if (!was_defined_ || !data_.defined()) return;
   uint64_t now = data_.impl()->version_counter().value();
   if (now != version_) {
     std::string node_name = owner ? owner->name() : std::string("?");
@@ -90,6 +89,13 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* wha
                "; clone() the tensor before modifying it in place, or do the in-place "
                "operation after backward.");
   }
+}
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* what,
+                             bool check) const {
+  if (!was_defined_) return Tensor();
+  IGNIS_CHECK(data_.defined(), kFreedGraphMessage);
+  if (check) check_version(owner, what);
   if (!is_output_) return data_;
   // Outputs get their history back (so that double backward can see it).
   Tensor t = detach(data_);

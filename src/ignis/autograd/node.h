@@ -89,9 +89,13 @@ class SavedVariable {
   SavedVariable() = default;
   SavedVariable(const Tensor& t, bool is_output);
   bool was_defined() const { return was_defined_; }
-  // The tensor; RuntimeError when it was modified in place since it was saved
-  // or freed by an earlier backward. `owner` is the node that saved it.
-  Tensor unpack(const std::shared_ptr<Node>& owner, const char* what) const;
+  // The tensor; RuntimeError when it was freed by an earlier backward or
+  // (with check_version) modified in place since it was saved. `owner` is
+  // the node that saved it.
+  Tensor unpack(const std::shared_ptr<Node>& owner, const char* what,
+                bool check_version = true) const;
+  // RuntimeError when the tensor was modified in place since it was saved.
+  void check_version(const std::shared_ptr<Node>& owner, const char* what) const;
   void reset() { data_ = Tensor(); }
 
  private:

@@ -488,8 +488,8 @@ void atan2_bw(GradCtx& c) {
   c.set(1, div(mul(neg(c.grad()), a), den));
 }
 void hypot_bw(GradCtx& c) {
-  c.set(0, div(mul(c.grad(), c.in(0)), c.result()));
-  c.set(1, div(mul(c.grad(), c.in(1)), c.result()));
+  if (c.needs_grad(0)) c.set(0, div(mul(c.grad(), c.in(0)), c.result()));
+  if (c.needs_grad(1)) c.set(1, div(mul(c.grad(), c.in(1)), c.result()));
 }
 void copysign_bw(GradCtx& c) {
   // d|a|*sign(b)/da = sign(a)*sign(b) = result / a (0 where a == 0).

@@ -418,12 +418,18 @@ Tensor prod_others(const Tensor& x, int64_t dim) {
   Tensor right = op("flip", shifted_cumprod(op("flip", x, fd), dim), fd);
   return mul(shifted_cumprod(x, dim), right);
 }
+// Torch's prod formulas read the result (grad * result / self where no
+// element is zero); these compute the products of the others instead, which
+// needs no division, but read the result too, so that writing it in place
+// before backward is an error as in torch.
 void prod_bw(GradCtx& c) {
+  (void)c.result();
   Tensor flat = reshape(c.in(0), DimVector{-1});
   Tensor others = reshape(prod_others(flat, 0), c.sizes(0));
   c.set(0, mul(expand(c.grad(), c.sizes(0)), others));
 }
 void prod_dim_bw(GradCtx& c) {
+  (void)c.result();
   if (c.sizes(0).empty()) return c.set(0, c.grad());
   int64_t dim = wrap_dim(c.int_arg(1), nd_of(c));
   Tensor g = spread(c, c.grad(), {dim}, c.bool_arg(2));
@@ -601,13 +607,13 @@ void register_reduction_ops() {
       .category(OpCategory::Reduction).both().meta(sum_meta<-1, -1, 1>)
       .cpu_and_cuda(prod_kernel<-1, -1, 1>)
       .doc("product of all elements; integers and bool multiply in int64")
-      .derivative(prod_bw, "self").decomposition(decomp::prod);
+      .derivative(prod_bw, "self, result").decomposition(decomp::prod);
   def("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor")
       .category(OpCategory::Reduction).both().meta(sum_meta<1, 2, 3>)
       .cpu_and_cuda(prod_kernel<1, 2, 3>)
       .doc("product along one dim")
-      .derivative(prod_dim_bw, "self").core();
+      .derivative(prod_dim_bw, "self, result").core();
 
   def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
       .category(OpCategory::Reduction).both().meta(amax_meta<true>).cpu_and_cuda(amax_kernel<true>)

@@ -6,7 +6,8 @@
 // options: fake, functionalize, decompose, inference, enables_grad, as_is (bools); keep, only
 // (op names).
 // info: {"joint": bool, "inputs": [(requires_grad, mutated, duplicate_of)],
-//        "outputs": [(requires_grad, aliased_input, alias_requires_grad, mutated_input)],
+//        "outputs": [(requires_grad, aliased_input, alias_kind, mutated_input)],
+//        (alias_kind: aot::AliasKind as an int: 0 none, 1 view, 2 no-grad view)
 //        "output_kind": str}.
 #include "ignis/aot/aot.h"
 #include "ignis/aot/fake.h"
@@ -88,8 +89,8 @@ PyObject* info_of(const aot::TracedGraph& t) {
   }
   PyRef outs(PyList_New(0));
   for (const aot::OutputInfo& o : t.outputs) {
-    PyRef e(Py_BuildValue("(OiOi)", o.requires_grad ? Py_True : Py_False, o.aliased_input,
-                          o.alias_requires_grad ? Py_True : Py_False, o.mutated_input));
+    PyRef e(Py_BuildValue("(Oiii)", o.requires_grad ? Py_True : Py_False, o.aliased_input,
+                          static_cast<int>(o.alias_kind), o.mutated_input));
     if (PyList_Append(outs.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
   PyRef consts(PyDict_New());

@@ -155,10 +155,13 @@ int set_grad(PyObject* self, PyObject* v, void*) {
   IGNIS_PY_END(-1)
 }
 PyObject* get_grad_fn(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
   autograd::AutogradMeta* m = autograd::get_meta(self_tensor(self));
-  if (m && m->is_view_) autograd::gradient_edge(self_tensor(self));  // refreshes a stale view
+  // Refreshes a stale view (raises for a no-grad view whose base was written).
+  if (m && m->is_view_) autograd::gradient_edge(self_tensor(self));
   if (!m || !m->grad_fn_) Py_RETURN_NONE;
   return wrap_node(m->grad_fn_);
+  IGNIS_PY_END(nullptr)
 }
 PyObject* get_is_leaf(PyObject* self, void*) {
   return PyBool_FromLong(autograd::is_leaf(self_tensor(self)));
