@@ -157,8 +157,9 @@ KernelRequest map_copy_request(size_t itemsize) {
 }
 KernelRequest map_add_request(ScalarType t) {
   const std::string sym = str("map_add_", dtype_name(t));
-  return make_request(sym, str("extern \"C\" __global__ void ", sym, "(IgMapParams p) { ig_map_add<",
-                               device_type_name(t), ", ", device_opmath_name(t), ">(p); }\n"));
+  return make_request(sym, str("extern \"C\" __global__ void ", sym,
+                               "(IgMapParams p) { ig_map_add<", device_type_name(t), ", ",
+                               device_opmath_name(t), ">(p); }\n"));
 }
 KernelRequest tri_zero_request(ScalarType t) {
   const std::string sym = str("tri_zero_", dtype_name(t));
