@@ -30,6 +30,10 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # (tests/python/test_cuda_ops.py; its NVRTC compile of every variant runs here too).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_ops.py 2>&1 | tee "$OUT/pytest_cuda_ops.log" | tail -40)
+# Training on CUDA: indexing, random numbers, losses, attention, optimizers and the GPT
+# against the CPU (tests/python/test_cuda_train.py).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_train.py 2>&1 | tee "$OUT/pytest_cuda_train.log" | tail -40)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
   test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
   | tee "$OUT/pytest_neighbours.log" | tail -3)

@@ -114,7 +114,7 @@ def build_gpt(lib):
 
         def forward(self, idx, targets=None):
             B, T = idx.shape
-            pos = lib.arange(T, dtype=lib.long)
+            pos = lib.arange(T, dtype=lib.long, device=idx.device)
             tr = self.transformer
             x = tr.drop(tr.wte(idx) + tr.wpe(pos))
             for block in tr.h:

@@ -17,3 +17,13 @@ static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4);
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_sync(unsigned, T v, int) { return v; }
+// Atomics: the host walks the grid on one thread, so plain read-modify-writes.
+static inline float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
+static inline double atomicAdd(double* p, double v) { double o = *p; *p = o + v; return o; }
+static inline int atomicAdd(int* p, int v) { int o = *p; *p = int(unsigned(o) + unsigned(v)); return o; }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  unsigned long long o = *p; *p = o + v; return o;
+}
+static inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned v) {
+  unsigned o = *p; if (o == expected) *p = v; return o;
+}

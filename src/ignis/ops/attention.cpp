@@ -15,7 +15,10 @@
 // and a float mask gets ds.
 //
 // Kernels: on the CPU both directions are fused, flash-style kernels
-// (kernels/cpu/attention.h) that never hold the L x S scores. The backward
+// (kernels/cpu/attention.h) that never hold the L x S scores. On CUDA both
+// are the formulas above written with ops (matmul on cuBLASLt, the masks,
+// logsumexp and exp as pointwise and reduction kernels), which hold the
+// scores: correct for every dtype and mask, not yet a flash kernel. The backward
 // is its own op, _scaled_dot_product_attention_backward, which autograd
 // calls when grad mode is off inside backward (the usual case). With
 // create_graph the derivative differentiates a recomputation of the forward
@@ -41,7 +44,8 @@ namespace {
 
 using namespace grad_ops;  // NOLINT
 
-OpRef matmul("matmul"), masked_fill("masked_fill"), logical_not("logical_not"),
+OpRef matmul("matmul"), logsumexp("logsumexp"), masked_fill("masked_fill"),
+    logical_not("logical_not"),
     gt("gt"), arange("arange"), eq("eq"), exp_op("exp"),
     transpose("transpose.int"), sum_dim("sum.dim_IntList"), safe_softmax("_safe_softmax");
 
@@ -224,6 +228,57 @@ void sdpa_backward_cpu(OpCall& c) {
   if (dm.defined()) round_into(c.outputs[3], dm);
 }
 
+// The backward formula of the file comment, from ops: dq, dk, dv and ds
+// (which is a float mask's gradient), over the broadcast batch.
+struct AttentionGrads {
+  Tensor dq, dk, dv, ds;
+};
+AttentionGrads backward_by_ops(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask, const Tensor& out, const Tensor& lse,
+                               bool causal, double scale) {
+  AttentionGrads r;
+  Tensor p = probabilities(masked_scores(q, k, mask, causal, scale), lse);
+  r.dv = matmul.tensor(last_two_swapped(p), g);
+  Tensor dp = matmul.tensor(g, last_two_swapped(v));
+  Tensor d = sum_dim.tensor(mul(g, out), std::vector<int64_t>{-1}, true);
+  r.ds = mul(p, sub(dp, d));
+  r.dq = mul(matmul.tensor(r.ds, k), scale);
+  r.dk = mul(matmul.tensor(last_two_swapped(r.ds), q), scale);
+  return r;
+}
+
+// The CUDA kernels: the formulas through ops, in the compute dtype (float32
+// for 16-bit inputs), rounded into the outputs. Autograd is excluded: these
+// are one op's kernel, whose parts are not recorded.
+Tensor in_dtype(const Tensor& t, ScalarType dt) {
+  return t.defined() && t.dtype() != dt && is_floating(t.dtype()) ? to_dtype(t, dt) : t;
+}
+
+void sdpa_cuda(OpCall& c) {
+  ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+  const ScalarType dt = compute_dtype(c.tensor(0).dtype());
+  Tensor q = in_dtype(c.tensor(0), dt), k = in_dtype(c.tensor(1), dt);
+  Tensor v = in_dtype(c.tensor(2), dt);
+  Tensor scores =
+      masked_scores(q, k, in_dtype(c.opt_tensor(3), dt), c.bool_arg(4), c.double_arg(5));
+  Tensor lse = logsumexp.tensor(scores, std::vector<int64_t>{-1}, false);
+  copy_into(c.outputs[0], matmul.tensor(probabilities(scores, lse), v));
+  copy_into(c.outputs[1], lse);
+}
+
+void sdpa_backward_cuda(OpCall& c) {
+  ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+  const ScalarType dt = compute_dtype(c.tensor(1).dtype());
+  AttentionGrads r = backward_by_ops(
+      in_dtype(c.tensor(0), dt), in_dtype(c.tensor(1), dt), in_dtype(c.tensor(2), dt),
+      in_dtype(c.tensor(3), dt), in_dtype(c.opt_tensor(4), dt), in_dtype(c.tensor(5), dt),
+      in_dtype(c.tensor(6), dt), c.bool_arg(7), c.double_arg(8));
+  copy_into(c.outputs[0], r.dq);
+  copy_into(c.outputs[1], r.dk);
+  copy_into(c.outputs[2], r.dv);
+  if (c.outputs[3].defined()) copy_into(c.outputs[3], r.ds);
+}
+
 void sdpa_bw(GradCtx& c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
   Tensor mask = c.opt_in(3);
@@ -257,14 +312,12 @@ void sdpa_bw(GradCtx& c) {
   }
   // Off the CPU: the formula. lse is float32 for 16-bit inputs: back to the
   // scores' dtype here.
-  Tensor p = probabilities(masked_scores(q, k, mask, causal, scale), to_dtype(lse, q.dtype()));
-  c.set(2, matmul.tensor(last_two_swapped(p), g));
-  Tensor dp = matmul.tensor(g, last_two_swapped(v));
-  Tensor d = sum_dim.tensor(mul(g, out), std::vector<int64_t>{-1}, true);
-  Tensor ds = mul(p, sub(dp, d));
-  c.set(0, mul(matmul.tensor(ds, k), scale));
-  c.set(1, mul(matmul.tensor(last_two_swapped(ds), q), scale));
-  if (mask.defined() && is_floating(mask.dtype())) c.set(3, ds);
+  AttentionGrads r =
+      backward_by_ops(g, q, k, v, mask, out, to_dtype(lse, q.dtype()), causal, scale);
+  c.set(2, r.dv);
+  c.set(0, r.dq);
+  c.set(1, r.dk);
+  if (mask.defined() && is_floating(mask.dtype())) c.set(3, r.ds);
 }
 
 }  // namespace
@@ -277,6 +330,7 @@ void register_attention_ops() {
       .core()  // a template: kept whole, the compiler fills an attention kernel
       .meta(sdpa_meta)
       .cpu(sdpa_cpu)
+      .cuda(sdpa_cuda)
       .derivative(sdpa_bw, "query, key, value, attn_mask, result, result1")
       .doc("attention with its row log-sum-exp (float32 for 16-bit inputs); the backward "
            "recomputes the probabilities");
@@ -288,6 +342,7 @@ void register_attention_ops() {
       .core()  // a template too: AOT records the fused backward whole
       .meta(sdpa_backward_meta)
       .cpu(sdpa_backward_cpu)
+      .cuda(sdpa_backward_cuda)
       .doc("the gradients of _scaled_dot_product_attention (autograd's fused derivative; "
            "grad_attn_mask only with mask_grad, over the full broadcast batch)");
 }

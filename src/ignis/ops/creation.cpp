@@ -1,11 +1,13 @@
 // Factories: empty, zeros, ones, full, arange, linspace, eye, the random
 // factories, and the *_like forms (composites over the plain ones).
 #include <cmath>
+#include <type_traits>
 
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/sample.h"
+#include "ignis/kernels/cuda/random_kernels.h"
 #include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
@@ -16,6 +18,15 @@ namespace ignis {
 namespace {
 
 const char* kOpts = "*, ScalarType? dtype=None, Device? device=None";
+
+// Runs a fill (kernels/cpu/fill.h) on t's device: kernels/cuda/random_kernels.h
+// declares the same functions, which compute the same values.
+template <class... A>
+void fill_on(const Tensor& t, void (*on_cpu)(const Tensor&, A...),
+             void (*on_cuda)(const Tensor&, A...), std::type_identity_t<A>... a) {
+  (t.device().is_cuda() ? on_cuda : on_cpu)(t, a...);
+}
+#define IGNIS_FILL(fn, t, ...) fill_on(t, &cpu::fn, &cuda::fn, __VA_ARGS__)
 
 ScalarType dtype_or(const IValue& v, ScalarType dflt) { return v.is_none() ? dflt : v.to_dtype(); }
 
@@ -114,9 +125,9 @@ void arange_impl(OpCall& c) {
   Range r = range_args(c);
   Tensor& out = c.outputs[0];
   if (is_floating(out.dtype()))
-    cpu::fill_affine(out, r.start.to_double(), r.step.to_double());
+    IGNIS_FILL(fill_affine, out, r.start.to_double(), r.step.to_double());
   else
-    cpu::fill_affine_int(out, r.start.to_int(), r.step.to_int());
+    IGNIS_FILL(fill_affine_int, out, r.start.to_int(), r.step.to_int());
 }
 
 // ---- linspace ------------------------------------------------------------------------
@@ -162,8 +173,12 @@ void rand_meta(OpCall& c) {
   check_floating(dt, c.op.schema().name == "rand" ? "check_uniform_bounds" : "normal_kernel_cpu");
   c.alloc(sizes_arg(c, 0), dt);
 }
-void rand_impl(OpCall& c) { cpu::fill_uniform(c.outputs[0], 0.0, 1.0, current_generator()); }
-void randn_impl(OpCall& c) { cpu::fill_normal(c.outputs[0], 0.0, 1.0, current_generator()); }
+void rand_impl(OpCall& c) {
+  IGNIS_FILL(fill_uniform, c.outputs[0], 0.0, 1.0, current_generator());
+}
+void randn_impl(OpCall& c) {
+  IGNIS_FILL(fill_normal, c.outputs[0], 0.0, 1.0, current_generator());
+}
 
 // randint(high, size) / randint.low(low, high, size)
 void randint_meta(OpCall& c) {
@@ -177,7 +192,7 @@ void randint_meta(OpCall& c) {
 void randint_impl(OpCall& c) {
   bool low_form = !c.op.schema().overload.empty();
   int64_t low = low_form ? c.int_arg(0) : 0, high = c.int_arg(low_form ? 1 : 0);
-  cpu::fill_randint(c.outputs[0], low, high, current_generator());
+  IGNIS_FILL(fill_randint, c.outputs[0], low, high, current_generator());
 }
 
 // randperm(n): a random permutation of 0 .. n - 1.
@@ -308,7 +323,7 @@ void uniform_meta(OpCall& c) {
   inplace_meta(c);
 }
 void uniform_impl(OpCall& c) {
-  cpu::fill_uniform(c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
+  IGNIS_FILL(fill_uniform, c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
 }
 void normal_meta(OpCall& c) {
   check_floating(c.tensor(0).dtype(), "normal_kernel_cpu");
@@ -316,14 +331,14 @@ void normal_meta(OpCall& c) {
   inplace_meta(c);
 }
 void normal_impl(OpCall& c) {
-  cpu::fill_normal(c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
+  IGNIS_FILL(fill_normal, c.tensor(0), c.double_arg(1), c.double_arg(2), current_generator());
 }
 void random_meta(OpCall& c) {
   check_random_bounds(c.int_arg(1), c.int_arg(2), c.tensor(0).dtype());
   inplace_meta(c);
 }
 void random_impl(OpCall& c) {
-  cpu::fill_randint(c.tensor(0), c.int_arg(1), c.int_arg(2), current_generator());
+  IGNIS_FILL(fill_randint, c.tensor(0), c.int_arg(1), c.int_arg(2), current_generator());
 }
 void bernoulli_meta(OpCall& c) {
   double p = c.double_arg(1);
@@ -331,7 +346,7 @@ void bernoulli_meta(OpCall& c) {
   inplace_meta(c);
 }
 void bernoulli_impl(OpCall& c) {
-  cpu::fill_bernoulli(c.tensor(0), c.double_arg(1), current_generator());
+  IGNIS_FILL(fill_bernoulli, c.tensor(0), c.double_arg(1), current_generator());
 }
 
 }  // namespace
@@ -352,23 +367,23 @@ void register_creation_ops() {
   def("full(int[] size, Scalar fill_value, " + o + ") -> Tensor").category(OpCategory::Creation)
       .meta(full_meta).cpu_and_cuda(full_impl).doc("dtype follows fill_value when not given").core();
   def("arange(Scalar end, " + o + ") -> Tensor").category(OpCategory::Creation).meta(arange_meta)
-      .cpu(arange_impl).decomposition(decomp::arange);
+      .cpu_and_cuda(arange_impl).decomposition(decomp::arange);
   def("arange.start(Scalar start, Scalar end, Scalar step=1, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).meta(arange_meta).cpu(arange_impl).core();
+      .category(OpCategory::Creation).meta(arange_meta).cpu_and_cuda(arange_impl).core();
   def("linspace(Scalar start, Scalar end, int steps, " + o + ") -> Tensor")
       .category(OpCategory::Creation).meta(linspace_meta).cpu(linspace_impl)
       .decomposition(decomp::linspace);
   def("eye(int n, int? m=None, " + o + ") -> Tensor").category(OpCategory::Creation).meta(eye_meta)
       .cpu(eye_impl).decomposition(decomp::eye);
   def("rand(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
-      .meta(rand_meta).cpu(rand_impl)
+      .meta(rand_meta).cpu_and_cuda(rand_impl)
       .doc("uniform on [0, 1); same numbers for the same seed at any thread count").core();
   def("randn(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
-      .meta(rand_meta).cpu(randn_impl).doc("standard normal").core();
+      .meta(rand_meta).cpu_and_cuda(randn_impl).doc("standard normal").core();
   def("randint(int high, int[] size, " + o + ") -> Tensor").category(OpCategory::Creation)
-      .random_with_generator().meta(randint_meta).cpu(randint_impl).decomposition(decomp::randint);
+      .random_with_generator().meta(randint_meta).cpu_and_cuda(randint_impl).decomposition(decomp::randint);
   def("randint.low(int low, int high, int[] size, " + o + ") -> Tensor")
-      .category(OpCategory::Creation).random_with_generator().meta(randint_meta).cpu(randint_impl).core();
+      .category(OpCategory::Creation).random_with_generator().meta(randint_meta).cpu_and_cuda(randint_impl).core();
 
   def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .meta(randperm_meta).cpu(randperm_impl)
@@ -381,15 +396,15 @@ void register_creation_ops() {
 
   def("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)")
       .category(OpCategory::Creation).random_with_generator().method_only().meta(uniform_meta)
-      .cpu(uniform_impl).core();
+      .cpu_and_cuda(uniform_impl).core();
   def("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)")
-      .category(OpCategory::Creation).random_with_generator().method_only().meta(normal_meta).cpu(normal_impl)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(normal_meta).cpu_and_cuda(normal_impl)
       .core();
   def("random_.from(Tensor(a!) self, int from, int to) -> Tensor(a!)")
-      .category(OpCategory::Creation).random_with_generator().method_only().meta(random_meta).cpu(random_impl)
+      .category(OpCategory::Creation).random_with_generator().method_only().meta(random_meta).cpu_and_cuda(random_impl)
       .core();
   def("bernoulli_(Tensor(a!) self, float p=0.5) -> Tensor(a!)").category(OpCategory::Creation)
-      .random_with_generator().method_only().meta(bernoulli_meta).cpu(bernoulli_impl).core();
+      .random_with_generator().method_only().meta(bernoulli_meta).cpu_and_cuda(bernoulli_impl).core();
   def("random_.to(Tensor(a!) self, int to) -> Tensor(a!)").category(OpCategory::Creation)
       .random_with_generator().method_only().composite(random_to_kernel);
   def("random_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::Creation)

@@ -4,8 +4,13 @@
 //
 // The structured ops compute shapes and check arguments in their meta rule
 // (so they run on the meta device) and move data with the kernels of
-// kernels/cpu/index_kernels.h. Index values are range-checked before any
-// kernel reads through them.
+// kernels/cpu/index_kernels.h, or on CUDA tensors with those of
+// kernels/cuda/index_kernels.h: one implementation per op, only the
+// primitive (mapped_copy, zero_triangle) routed by device. Index values are
+// range-checked before any kernel reads through them; on CUDA that check and
+// the offset tables read a host copy of the indices (one synchronising copy
+// per call, as the CPU's errors are kept: torch's CUDA kernels assert on
+// the device instead).
 #include <algorithm>
 
 #include "ignis/autograd/formula.h"
@@ -13,6 +18,8 @@
 #include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cpu/index_kernels.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/kernels/cuda/index_kernels.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -89,17 +96,111 @@ void bump(OpCall& c, const Tensor& t) {
 }
 
 // The compute kernels read every tensor argument's data: all must be on the
-// cpu (a meta index with a cpu self has no data to read).
-void expect_cpu(const OpCall& c) {
-  auto check = [](const Tensor& t) {
-    IGNIS_CHECK(!t.defined() || t.device().is_cpu(), "Expected all tensors to be on the same "
-                "device, but found at least two devices, cpu and ", t.device().str(), "!");
+// call's device (a meta index with a cpu self has no data to read), except
+// that a CUDA call takes 0-dim CPU tensors (values) and CPU index tensors,
+// as torch does.
+void expect_one_device(const OpCall& c) {
+  const Device dev = c.device;
+  auto check = [dev](const Tensor& t, bool index) {
+    const bool ok = !t.defined() || t.device() == dev ||
+                    (dev.is_cuda() && t.device().is_cpu() && (index || t.dim() == 0));
+    IGNIS_CHECK(ok, "Expected all tensors to be on the same device, but found at least two "
+                "devices, ", dev.str(), " and ", t.device().str(), "!");
   };
   for (const IValue& v : c.args) {
-    if (v.is_tensor()) check(v.to_tensor());
-    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) check(t);
-    else if (v.is_opt_tensor_list()) for (const Tensor& t : v.to_opt_tensor_list()) check(t);
+    if (v.is_tensor()) check(v.to_tensor(), false);
+    else if (v.is_tensor_list()) for (const Tensor& t : v.to_tensor_list()) check(t, false);
+    else if (v.is_opt_tensor_list()) for (const Tensor& t : v.to_opt_tensor_list()) check(t, true);
   }
+}
+
+// t on the host: itself, or a copy of a CUDA tensor (for reading index values).
+Tensor host(const Tensor& t) {
+  if (!t.defined() || !t.device().is_cuda()) return t;
+  Tensor h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
+  copy_tensor(h, t);
+  return h;
+}
+// t on `d`: itself, or a copy (a 0-dim CPU value read by a CUDA kernel).
+Tensor on_device(const Tensor& t, Device d) {
+  if (t.device() == d) return t;
+  Tensor r = empty_tensor(t.sizes(), t.dtype(), d);
+  copy_tensor(r, t);
+  return r;
+}
+std::optional<int64_t> out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
+  return cpu::find_out_of_range(host(index), lo, hi);
+}
+void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t>& sizes,
+                   const std::vector<int64_t>& byte_strides, int64_t* out) {
+  std::vector<Tensor> h;
+  for (const Tensor& t : indices) h.push_back(host(t));
+  cpu::index_offsets(h, sizes, byte_strides, out);
+}
+
+// cpu::mapped_copy on `device`'s memory (the CUDA kernel ignores
+// parallel_dims: it runs every position at once, adding atomically).
+void mapped_copy(Device device, char* dst, const char* src, std::vector<MapDim> dims,
+                 ScalarType dtype, cpu::MapOp op, int parallel_dims,
+                 const Scalar& alpha = Scalar(int64_t(1))) {
+  if (device.is_cuda())
+    cuda::mapped_copy(device.index, dst, src, std::move(dims), dtype, op, alpha);
+  else
+    cpu::mapped_copy(dst, src, std::move(dims), dtype, op, parallel_dims, alpha);
+}
+
+// cpu::gather_scatter on self's device. On CUDA every position p of index
+// becomes one position of a mapped copy, through tables of self's and
+// other's byte offsets built on the host from a copy of the index.
+void gather_scatter_on(cpu::FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
+                       const Tensor& other, const Scalar& value) {
+  if (!self.device().is_cuda()) return cpu::gather_scatter(op, self, dim, index, other, value);
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  Tensor iv = empty_tensor(index.sizes(), ScalarType::Int64, Device(DeviceType::CPU));
+  copy_tensor(iv, index);
+  const int64_t* ix = iv.data<int64_t>();
+  const int64_t isz = static_cast<int64_t>(self.itemsize()), nd = index.dim();
+  MapDim m;
+  m.size = n;
+  std::vector<int64_t> self_off(n), other_off(other.defined() ? n : 0), pos(nd, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t so = 0, oo = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      so += (d == dim ? ix[i] : pos[d]) * self.strides()[d];
+      if (other.defined()) oo += pos[d] * other.strides()[d];
+    }
+    self_off[i] = so * isz;
+    if (other.defined()) other_off[i] = oo * isz;
+    for (int64_t d = nd - 1; d >= 0; --d) {  // the next position, row-major
+      if (++pos[d] < index.sizes()[d]) break;
+      pos[d] = 0;
+    }
+  }
+  char* sp = static_cast<char*>(self.data_ptr());
+  if (op == cpu::FiberOp::Gather) {
+    m.dst_table = std::move(other_off);
+    m.src_table = std::move(self_off);
+    cuda::mapped_copy(self.device().index, static_cast<char*>(other.data_ptr()), sp, {m},
+                      self.dtype(), cpu::MapOp::Copy);
+    return;
+  }
+  m.dst_table = std::move(self_off);
+  Tensor src = other;
+  if (op == cpu::FiberOp::ScatterFill) {  // the value, broadcast by a zero stride
+    src = empty_tensor({}, self.dtype(), self.device());
+    fill_tensor(src, value);
+  } else {
+    m.src_table = std::move(other_off);
+  }
+  cuda::mapped_copy(self.device().index, sp, static_cast<const char*>(src.data_ptr()), {m},
+                    self.dtype(),
+                    op == cpu::FiberOp::ScatterAdd ? cpu::MapOp::Add : cpu::MapOp::Copy);
+}
+
+void zero_triangle(const Tensor& t, int64_t k, bool lower) {
+  if (t.device().is_cuda()) cuda::zero_triangle(t, k, lower);
+  else cpu::zero_triangle(t, k, lower);
 }
 
 // Identity map of dims [0, n) of dst and src (contiguous-style traversal).
@@ -154,8 +255,8 @@ void cat_meta(OpCall& c) {
   c.alloc(size, dt);
 }
 
-void cat_cpu(OpCall& c) {
-  expect_cpu(c);
+void cat_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
   const auto& ts = c.args[0].to_tensor_list();
@@ -239,8 +340,8 @@ void repeat_meta(OpCall& c) {
 }
 
 // The output, viewed as [r0, s0, r1, s1, ...], is self broadcast along the r dims.
-void repeat_cpu(OpCall& c) {
-  expect_cpu(c);
+void repeat_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -255,8 +356,9 @@ void repeat_cpu(OpCall& c) {
     dims.push_back(MapDim{reps[i], os * s, 0, {}, {}});
     dims.push_back(MapDim{s, os, ss, {}, {}});
   }
-  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
-                   std::move(dims), self.dtype(), cpu::MapOp::Copy, static_cast<int>(2 * n));
+  mapped_copy(out.device(), static_cast<char*>(out.data_ptr()),
+              static_cast<const char*>(self.data_ptr()),
+              std::move(dims), self.dtype(), cpu::MapOp::Copy, static_cast<int>(2 * n));
 }
 
 void tile_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -288,24 +390,25 @@ void index_select_meta(OpCall& c) {
   c.alloc(size, self.dtype());
 }
 
-void index_select_cpu(OpCall& c) {
-  expect_cpu(c);
+void index_select_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   Tensor index = as_1d(c.tensor(2));
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
-  IGNIS_CHECK_INDEX(!cpu::find_out_of_range(index, 0, n), "index out of range in self");
+  IGNIS_CHECK_INDEX(!out_of_range(index, 0, n), "index out of range in self");
   if (out.numel() == 0) return;
   Tensor src = as_1d(self), dst = as_1d(out);
   const size_t isz = self.itemsize();
   auto dims = affine_dims(dst.sizes(), bytes(dst.strides(), isz), bytes(src.strides(), isz));
   dims[dim].src_table.resize(index.numel());
-  cpu::index_offsets({index}, {n}, {src.strides()[dim] * static_cast<int64_t>(isz)},
+  index_offsets({index}, {n}, {src.strides()[dim] * static_cast<int64_t>(isz)},
                      dims[dim].src_table.data());
-  cpu::mapped_copy(static_cast<char*>(dst.data_ptr()), static_cast<const char*>(src.data_ptr()),
-                   std::move(dims), self.dtype(), cpu::MapOp::Copy,
-                   static_cast<int>(dst.dim()));
+  mapped_copy(dst.device(), static_cast<char*>(dst.data_ptr()),
+              static_cast<const char*>(src.data_ptr()),
+              std::move(dims), self.dtype(), cpu::MapOp::Copy,
+              static_cast<int>(dst.dim()));
 }
 
 int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
@@ -365,15 +468,15 @@ void indexed_meta(OpCall& c) {
 }
 
 template <IndexedOp K, bool Inplace>
-void indexed_cpu(OpCall& c) {
-  expect_cpu(c);
+void indexed_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   Tensor index = as_1d(c.tensor(2));
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
   const int64_t n = size_or_1(self, dim);
   // index_fill counts negative indices from the end; the others reject them.
-  auto bad = cpu::find_out_of_range(index, K == IndexedOp::Fill ? -n : 0, n);
+  auto bad = out_of_range(index, K == IndexedOp::Fill ? -n : 0, n);
   if (K == IndexedOp::Add)
     IGNIS_CHECK(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", dim,
                 " with size ", n);
@@ -383,7 +486,9 @@ void indexed_cpu(OpCall& c) {
   if (!Inplace) copy_into(out, self);
   Tensor dst = as_1d(out);
   // The source: `source` itself, or the fill value broadcast (stride 0).
-  Tensor src = K == IndexedOp::Fill ? to_dtype_copy(c.tensor(3), self.dtype()) : c.tensor(3);
+  Tensor src = K == IndexedOp::Fill
+                   ? on_device(to_dtype_copy(c.tensor(3), self.dtype()), out.device())
+                   : c.tensor(3);
   Tensor src1 = K == IndexedOp::Fill ? make_view(src, DimVector(dst.dim(), 1),
                                                  DimVector(dst.dim(), 0), src.storage_offset())
                                      : as_1d(src);
@@ -392,12 +497,13 @@ void indexed_cpu(OpCall& c) {
   sizes[dim] = index.numel();
   auto dims = affine_dims(sizes, bytes(dst.strides(), isz), bytes(src1.strides(), isz));
   dims[dim].dst_table.resize(index.numel());
-  cpu::index_offsets({index}, {n}, {dst.strides()[dim] * static_cast<int64_t>(isz)},
+  index_offsets({index}, {n}, {dst.strides()[dim] * static_cast<int64_t>(isz)},
                      dims[dim].dst_table.data());
-  cpu::mapped_copy(static_cast<char*>(dst.data_ptr()), static_cast<const char*>(src1.data_ptr()),
-                   std::move(dims), self.dtype(),
-                   K == IndexedOp::Add ? cpu::MapOp::Add : cpu::MapOp::Copy,
-                   static_cast<int>(dim), K == IndexedOp::Add ? c.scalar(4) : Scalar(int64_t(1)));
+  mapped_copy(dst.device(), static_cast<char*>(dst.data_ptr()),
+              static_cast<const char*>(src1.data_ptr()),
+              std::move(dims), self.dtype(),
+              K == IndexedOp::Add ? cpu::MapOp::Add : cpu::MapOp::Copy,
+              static_cast<int>(dim), K == IndexedOp::Add ? c.scalar(4) : Scalar(int64_t(1)));
 }
 
 void take_along_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -446,19 +552,19 @@ void gather_meta(OpCall& c) {
 
 void check_dim_range(const Tensor& index, const Tensor& self, int64_t dim) {
   int64_t n = size_or_1(self, dim);
-  auto bad = cpu::find_out_of_range(index, 0, n);
+  auto bad = out_of_range(index, 0, n);
   IGNIS_CHECK(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", dim,
               " with size ", n);
 }
 
-void gather_cpu(OpCall& c) {
-  expect_cpu(c);
+void gather_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& index = c.tensor(2);
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
   check_dim_range(index, self, dim);
-  cpu::gather_scatter(cpu::FiberOp::Gather, as_1d(self), dim, as_1d(index), as_1d(c.outputs[0]),
-                      Scalar());
+  gather_scatter_on(cpu::FiberOp::Gather, as_1d(self), dim, as_1d(index), as_1d(c.outputs[0]),
+                    Scalar());
 }
 
 // scatter(self, dim, index, src | value), scatter_add, and their in-place forms.
@@ -507,8 +613,8 @@ void scatter_meta(OpCall& c) {
 }
 
 template <ScatterKind K, bool Inplace>
-void scatter_cpu(OpCall& c) {
-  expect_cpu(c);
+void scatter_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& index = c.tensor(2);
   const Tensor& out = c.outputs[0];
@@ -522,8 +628,8 @@ void scatter_cpu(OpCall& c) {
   cpu::FiberOp op = !has_src                  ? cpu::FiberOp::ScatterFill
                     : K == ScatterKind::Add ? cpu::FiberOp::ScatterAdd
                                             : cpu::FiberOp::Scatter;
-  cpu::gather_scatter(op, as_1d(out), dim, as_1d(index),
-                      has_src ? as_1d(c.tensor(3)) : Tensor(), value);
+  gather_scatter_on(op, as_1d(out), dim, as_1d(index),
+                    has_src ? as_1d(c.tensor(3)) : Tensor(), value);
 }
 
 // scatter_reduce(self, dim, index, src, reduce, *, include_self=True)
@@ -544,7 +650,7 @@ void scatter_reduce_meta(OpCall& c) {
 
 template <bool Inplace>
 void scatter_reduce_cpu(OpCall& c) {
-  expect_cpu(c);
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
@@ -570,11 +676,11 @@ void tri_meta(OpCall& c) {
   }
 }
 template <bool Lower, bool Inplace>
-void tri_cpu(OpCall& c) {
-  expect_cpu(c);
+void tri_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& out = c.outputs[0];
   if (!Inplace) copy_into(out, c.tensor(0));
-  cpu::zero_triangle(out, c.int_arg(1), Lower);
+  zero_triangle(out, c.int_arg(1), Lower);
 }
 
 // ---- flip / roll ----------------------------------------------------------------------------
@@ -595,8 +701,8 @@ void flip_meta(OpCall& c) {
 }
 
 // A flipped dim reads the source backwards: a negative stride from its end.
-void flip_cpu(OpCall& c) {
-  expect_cpu(c);
+void flip_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -609,9 +715,9 @@ void flip_cpu(OpCall& c) {
     src += (self.sizes()[d] - 1) * ss[d];
     ss[d] = -ss[d];
   }
-  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), src,
-                   affine_dims(self.sizes(), bytes(out.strides(), isz), ss), self.dtype(),
-                   cpu::MapOp::Copy, static_cast<int>(self.dim()));
+  mapped_copy(out.device(), static_cast<char*>(out.data_ptr()), src,
+              affine_dims(self.sizes(), bytes(out.strides(), isz), ss), self.dtype(),
+              cpu::MapOp::Copy, static_cast<int>(self.dim()));
 }
 
 void roll_meta(OpCall& c) {
@@ -637,8 +743,8 @@ std::vector<int64_t> rotation_table(int64_t n, int64_t shift, int64_t byte_strid
   return t;
 }
 
-void roll_cpu(OpCall& c) {
-  expect_cpu(c);
+void roll_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -670,9 +776,10 @@ void roll_cpu(OpCall& c) {
       if (rolled[d])
         dims[d].src_table = rotation_table(self.sizes()[d], total[d], dims[d].src_stride);
   }
-  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
-                   std::move(dims), self.dtype(), cpu::MapOp::Copy,
-                   static_cast<int>(dims.size()));
+  mapped_copy(out.device(), static_cast<char*>(out.data_ptr()),
+              static_cast<const char*>(self.data_ptr()),
+              std::move(dims), self.dtype(), cpu::MapOp::Copy,
+              static_cast<int>(dims.size()));
 }
 
 // ---- pad ----------------------------------------------------------------------------------------
@@ -753,8 +860,8 @@ int64_t pad_source(PadMode mode, int64_t i, int64_t l, int64_t r, int64_t n) {
   return j;
 }
 
-void pad_cpu(OpCall& c) {
-  expect_cpu(c);
+void pad_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
@@ -766,7 +873,7 @@ void pad_cpu(OpCall& c) {
   char* dst = static_cast<char*>(out.data_ptr());
   const char* src = static_cast<const char*>(self.data_ptr());
   if (mode == PadMode::Constant) {
-    cpu::fill(out, Scalar(c.args[3].is_none() ? 0.0 : c.double_arg(3)));
+    fill_tensor(out, Scalar(c.args[3].is_none() ? 0.0 : c.double_arg(3)));
     // Copy the overlap of input and output; negative pads crop.
     for (int64_t j = 0; j < k; ++j) {
       int64_t d = nd - 1 - j, l = p[2 * j], n = self.sizes()[d];
@@ -785,8 +892,8 @@ void pad_cpu(OpCall& c) {
         dims[d].src_table[i] = pad_source(mode, i, l, p[2 * j + 1], n) * dims[d].src_stride;
     }
   }
-  cpu::mapped_copy(dst, src, std::move(dims), self.dtype(), cpu::MapOp::Copy,
-                   static_cast<int>(nd));
+  mapped_copy(out.device(), dst, src, std::move(dims), self.dtype(), cpu::MapOp::Copy,
+              static_cast<int>(nd));
 }
 
 // ---- advanced indexing: index / index_put_ ---------------------------------------------------
@@ -830,13 +937,13 @@ std::vector<Tensor> expand_masks(const Tensor& self, const std::vector<Tensor>& 
       IGNIS_CHECK_INDEX(t.sizes()[j] == self.sizes()[used + j], "The shape of the mask ",
                         t.shape_str(), " at index ", j, " does not match the shape of the "
                         "indexed tensor ", self.shape_str(), " at index ", used + j);
-    IGNIS_CHECK(meta || t.device().is_cpu(), "index: a mask on ", t.device().str(),
-                " cannot index a tensor on cpu");
+    IGNIS_CHECK(meta || t.device().is_cpu() || t.device() == self.device(), "index: a mask on ",
+                t.device().str(), " cannot index a tensor on ", self.device().str());
     if (meta)
       IGNIS_NOT_IMPLEMENTED("index: indexing with a boolean mask has a data-dependent output "
                             "shape (the number of True elements), which the meta device cannot "
                             "compute");
-    Tensor nz = cpu::nonzero(t);  // [n, k]
+    Tensor nz = cpu::nonzero(host(t));  // [n, k], on the host
     int64_t n = nz.sizes()[0], k = t.dim();
     for (int64_t j = 0; j < k; ++j) out.push_back(make_view(nz, {n}, {k}, j));
     used += k;
@@ -908,7 +1015,7 @@ void check_index_bounds(const Tensor& self, const AdvIndex& a) {
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (!a.idx[d].defined()) continue;
     int64_t n = self.sizes()[d];
-    auto bad = cpu::find_out_of_range(a.idx[d], -n, n);
+    auto bad = out_of_range(a.idx[d], -n, n);
     IGNIS_CHECK_INDEX(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", d,
                       " with size ", n);
   }
@@ -947,7 +1054,7 @@ IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, boo
   MapDim bdim;
   bdim.size = compute_numel(a.bshape);
   std::vector<int64_t> table(bdim.size), other(bdim.size);
-  cpu::index_offsets(idx, sizes, strides, table.data());
+  index_offsets(idx, sizes, strides, table.data());
   DimVector rs(res.strides().begin() + m.b_pos, res.strides().begin() + m.b_pos + nb);
   cpu::strided_offsets(make_view(res, a.bshape, rs, res.storage_offset()), other.data());
   (self_is_dst ? bdim.dst_table : bdim.src_table) = std::move(table);
@@ -979,7 +1086,8 @@ bool leading_mask(const OpCall& c) {
   const auto& indices = c.args[1].to_opt_tensor_list();
   if (c.device.is_meta() || indices.size() != 1 || !indices[0].defined()) return false;
   const Tensor& m = indices[0];
-  if (!is_mask_dtype(m.dtype()) || m.dim() == 0 || m.dim() > self.dim() || !m.device().is_cpu())
+  if (!is_mask_dtype(m.dtype()) || m.dim() == 0 || m.dim() > self.dim() || !m.device().is_cpu() ||
+      !self.device().is_cpu())
     return false;
   for (int64_t d = 0; d < m.dim(); ++d)
     if (m.sizes()[d] != self.sizes()[d]) return false;  // the general path raises
@@ -1004,8 +1112,8 @@ void index_meta(OpCall& c) {
   c.alloc(a.result, c.tensor(0).dtype());
 }
 
-void index_cpu(OpCall& c) {
-  expect_cpu(c);
+void index_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (leading_mask(c)) {
@@ -1016,9 +1124,10 @@ void index_cpu(OpCall& c) {
   check_index_bounds(self, a);
   if (out.numel() == 0) return;
   IndexMap m = index_map(self, a, out, false);
-  cpu::mapped_copy(static_cast<char*>(out.data_ptr()), static_cast<const char*>(self.data_ptr()),
-                   std::move(m.dims), self.dtype(), cpu::MapOp::Copy,
-                   static_cast<int>(a.result.size()));
+  mapped_copy(out.device(), static_cast<char*>(out.data_ptr()),
+              static_cast<const char*>(self.data_ptr()),
+              std::move(m.dims), self.dtype(), cpu::MapOp::Copy,
+              static_cast<int>(a.result.size()));
 }
 
 void index_put_meta(OpCall& c) {
@@ -1041,21 +1150,21 @@ void index_put_meta(OpCall& c) {
   bump(c, self);
 }
 
-void index_put_cpu(OpCall& c) {
-  expect_cpu(c);
+void index_put_impl(OpCall& c) {
+  expect_one_device(c);
   const Tensor& self = c.tensor(0);
   AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
   check_index_bounds(self, a);
   if (compute_numel(a.result) == 0) return;
-  Tensor values = c.tensor(2);
+  Tensor values = on_device(c.tensor(2), self.device());  // a 0-dim CPU value
   if (values.dtype() != self.dtype()) values = to_dtype_copy(values, self.dtype());
   values = expand_view(values, a.result);
   // Only the dims before B may run in parallel: along B two positions may
   // hit the same element, and the later one must win (or add last).
   IndexMap m = index_map(self, a, values, true);
-  cpu::mapped_copy(static_cast<char*>(self.data_ptr()),
-                   static_cast<const char*>(values.data_ptr()), std::move(m.dims), self.dtype(),
-                   c.bool_arg(3) ? cpu::MapOp::Add : cpu::MapOp::Copy, m.b_pos);
+  mapped_copy(self.device(), static_cast<char*>(self.data_ptr()),
+              static_cast<const char*>(values.data_ptr()), std::move(m.dims), self.dtype(),
+              c.bool_arg(3) ? cpu::MapOp::Add : cpu::MapOp::Copy, m.b_pos);
 }
 
 void index_put_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -1070,11 +1179,9 @@ void nonzero_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   if (self.device().is_meta())
     IGNIS_NOT_IMPLEMENTED("nonzero: the output shape depends on the data (the number of nonzero "
                           "elements), which the meta device cannot compute");
-  if (!self.device().is_cpu())
-    IGNIS_NOT_IMPLEMENTED("Could not run 'nonzero' with arguments from the '",
-                          self.device().is_cuda() ? "CUDA" : self.device().str(),
-                          "' backend: ignis has no kernel for this operator there yet");
-  ret(s, cpu::nonzero(self));
+  // On CUDA: the coordinates are found on the host, from a copy (the output's
+  // size needs the data there anyway), and copied back.
+  ret(s, on_device(cpu::nonzero(host(self)), self.device()));
 }
 
 void masked_select_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -1101,8 +1208,8 @@ void take_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   IGNIS_CHECK(index.dtype() == ScalarType::Int64, "take(): Expected a long tensor for index, "
               "but got ", scalar_type_name(index.dtype()));
   int64_t n = self.numel();
-  if (index.device().is_cpu()) {
-    auto bad = cpu::find_out_of_range(index, -n, n);
+  if (index.device().is_cpu() || index.device().is_cuda()) {  // not a meta or fake index
+    auto bad = out_of_range(index, -n, n);
     IGNIS_CHECK_INDEX(!bad, "out of range: tried to access index ", bad.value_or(0),
                       " on a tensor of ", n, " elements.");
   }
@@ -1274,7 +1381,7 @@ void scatter_reduce_bw(GradCtx& c) {
 
 void register_index_ops() {
   def("cat(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Other).meta(cat_meta)
-      .cpu(cat_cpu).doc("concatenation along dim (inputs promote to a common dtype)")
+      .cpu_and_cuda(cat_impl).doc("concatenation along dim (inputs promote to a common dtype)")
       .derivative(cat_bw).core();
   def("stack(Tensor[] tensors, int dim=0) -> Tensor").category(OpCategory::Composite)
       .composite(stack_kernel).doc("concatenation along a new dim");
@@ -1287,42 +1394,43 @@ void register_index_ops() {
   def("column_stack(Tensor[] tensors) -> Tensor").category(OpCategory::Composite)
       .composite(column_stack_kernel);
   def("repeat(Tensor self, int[] repeats) -> Tensor").category(OpCategory::Other).method_only()
-      .meta(repeat_meta).cpu(repeat_cpu).doc("self tiled repeats[i] times along dim i")
+      .meta(repeat_meta).cpu_and_cuda(repeat_impl).doc("self tiled repeats[i] times along dim i")
       .derivative(repeat_bw).decomposition(decomp::repeat);
   def("tile(Tensor self, int[] dims) -> Tensor").category(OpCategory::Composite).both()
       .composite(tile_kernel);
   def("index_select(Tensor self, int dim, Tensor index) -> Tensor").category(OpCategory::Other)
-      .both().meta(index_select_meta).cpu(index_select_cpu).doc("the entries index of dim")
+      .both().meta(index_select_meta).cpu_and_cuda(index_select_impl)
+      .doc("the entries index of dim")
       .derivative(index_select_bw, "index").core();
   def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")
-      .category(OpCategory::Other).both().meta(gather_meta).cpu(gather_cpu)
+      .category(OpCategory::Other).both().meta(gather_meta).cpu_and_cuda(gather_impl)
       .doc("out[i][j] = self[index[i][j]][j] (for dim 0)")
       .derivative(gather_bw, "index").core();
   using SK = ScatterKind;
   def("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
       .category(OpCategory::Other).both().meta(scatter_meta<SK::Src, false>)
-      .cpu(scatter_cpu<SK::Src, false>)
+      .cpu_and_cuda(scatter_impl<SK::Src, false>)
       .doc("self with self[index[i][j]][j] = src[i][j] (for dim 0)")
       .derivative(scatter_bw, "index").core();
   def("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor")
       .category(OpCategory::Other).both().meta(scatter_meta<SK::Value, false>)
-      .cpu(scatter_cpu<SK::Value, false>).derivative(scatter_bw, "index").core();
+      .cpu_and_cuda(scatter_impl<SK::Value, false>).derivative(scatter_bw, "index").core();
   def("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
       .category(OpCategory::Other).method_only().meta(scatter_meta<SK::Src, true>)
-      .cpu(scatter_cpu<SK::Src, true>)
+      .cpu_and_cuda(scatter_impl<SK::Src, true>)
       .derivative(scatter_bw, "index");
   def("scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)")
       .category(OpCategory::Other).method_only().meta(scatter_meta<SK::Value, true>)
-      .cpu(scatter_cpu<SK::Value, true>)
+      .cpu_and_cuda(scatter_impl<SK::Value, true>)
       .derivative(scatter_bw, "index");
   def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
       .category(OpCategory::Other).both().meta(scatter_meta<SK::Add, false>)
-      .cpu(scatter_cpu<SK::Add, false>)
+      .cpu_and_cuda(scatter_impl<SK::Add, false>)
       .doc("self with self[index[i][j]][j] += src[i][j] (for dim 0)")
       .derivative(scatter_add_bw, "index").core();
   def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
       .category(OpCategory::Other).method_only().meta(scatter_meta<SK::Add, true>)
-      .cpu(scatter_cpu<SK::Add, true>)
+      .cpu_and_cuda(scatter_impl<SK::Add, true>)
       .derivative(scatter_add_bw, "index");
   def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
       "bool include_self=True) -> Tensor")
@@ -1337,62 +1445,68 @@ void register_index_ops() {
   using IK = IndexedOp;
   def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Other).both().meta(indexed_meta<IK::Add, false>)
-      .cpu(indexed_cpu<IK::Add, false>)
+      .cpu_and_cuda(indexed_impl<IK::Add, false>)
       .doc("self with source[i] * alpha added at index[i] along dim")
       .derivative(index_add_bw, "index").decomposition(decomp::index_add);
   def("index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
       "Tensor(a!)").category(OpCategory::Other).method_only().meta(indexed_meta<IK::Add, true>)
-      .cpu(indexed_cpu<IK::Add, true>)
+      .cpu_and_cuda(indexed_impl<IK::Add, true>)
       .derivative(index_add_bw, "index");
   def("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")
       .category(OpCategory::Other).both().meta(indexed_meta<IK::Copy, false>)
-      .cpu(indexed_cpu<IK::Copy, false>).doc("self with source[i] written at index[i] along dim")
+      .cpu_and_cuda(indexed_impl<IK::Copy, false>)
+      .doc("self with source[i] written at index[i] along dim")
       .derivative(index_copy_bw, "index").decomposition(decomp::index_copy);
   def("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)")
       .category(OpCategory::Other).method_only().meta(indexed_meta<IK::Copy, true>)
-      .cpu(indexed_cpu<IK::Copy, true>)
+      .cpu_and_cuda(indexed_impl<IK::Copy, true>)
       .derivative(index_copy_bw, "index");
   def("index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
       .category(OpCategory::Other).both().meta(indexed_meta<IK::Fill, false>)
-      .cpu(indexed_cpu<IK::Fill, false>).doc("self with value written at the entries index of dim")
+      .cpu_and_cuda(indexed_impl<IK::Fill, false>)
+      .doc("self with value written at the entries index of dim")
       .derivative(index_fill_bw, "index").decomposition(decomp::index_fill);
   def("index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
       "Tensor(a!)").category(OpCategory::Other).method_only().meta(indexed_meta<IK::Fill, true>)
-      .cpu(indexed_cpu<IK::Fill, true>)
+      .cpu_and_cuda(indexed_impl<IK::Fill, true>)
       .derivative(index_fill_bw, "index");
   def("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor")
       .category(OpCategory::Composite).both().composite(take_along_dim_kernel)
       .doc("gather with indices broadcast against self");
   def("tril(Tensor self, int diagonal=0) -> Tensor").category(OpCategory::Other).both()
-      .meta(tri_meta<true, false>).cpu(tri_cpu<true, false>).doc("lower triangle")
+      .meta(tri_meta<true, false>).cpu_and_cuda(tri_impl<true, false>).doc("lower triangle")
       .derivative(tril_bw).decomposition(decomp::tril_triu);
   def("tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(OpCategory::Other)
-      .method_only().meta(tri_meta<true, true>).cpu(tri_cpu<true, true>).derivative(tril_bw);
+      .method_only().meta(tri_meta<true, true>).cpu_and_cuda(tri_impl<true, true>)
+      .derivative(tril_bw);
   def("triu(Tensor self, int diagonal=0) -> Tensor").category(OpCategory::Other).both()
-      .meta(tri_meta<false, false>).cpu(tri_cpu<false, false>).doc("upper triangle")
+      .meta(tri_meta<false, false>).cpu_and_cuda(tri_impl<false, false>).doc("upper triangle")
       .derivative(triu_bw).decomposition(decomp::tril_triu);
   def("triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)").category(OpCategory::Other)
-      .method_only().meta(tri_meta<false, true>).cpu(tri_cpu<false, true>).derivative(triu_bw);
+      .method_only().meta(tri_meta<false, true>).cpu_and_cuda(tri_impl<false, true>)
+      .derivative(triu_bw);
   def("flip(Tensor self, int[] dims) -> Tensor").category(OpCategory::Other).both().meta(flip_meta)
-      .cpu(flip_cpu).doc("reverses the order along dims")
+      .cpu_and_cuda(flip_impl).doc("reverses the order along dims")
       .derivative(flip_bw).core();
   def("fliplr(Tensor self) -> Tensor").category(OpCategory::Composite).both()
       .composite(fliplr_kernel);
   def("flipud(Tensor self) -> Tensor").category(OpCategory::Composite).both()
       .composite(flipud_kernel);
   def("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor").category(OpCategory::Other).both()
-      .meta(roll_meta).cpu(roll_cpu).doc("rotates along dims (the flattened tensor if none)")
+      .meta(roll_meta).cpu_and_cuda(roll_impl)
+      .doc("rotates along dims (the flattened tensor if none)")
       .derivative(roll_bw).decomposition(decomp::roll);
   def("pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor")
-      .category(OpCategory::Other).meta(pad_meta).cpu(pad_cpu)
+      .category(OpCategory::Other).meta(pad_meta).cpu_and_cuda(pad_impl)
       .doc("pads (or, with negative pads, crops) the last len(pad)/2 dims")
       .derivative(pad_bw).core();
   def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").category(OpCategory::Other)
-      .meta(index_meta).cpu(index_cpu)
+      .meta(index_meta).cpu_and_cuda(index_impl)
       .doc("advanced (NumPy) indexing with integer and boolean tensors").derivative(index_bw)
       .core();
   def("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
-      "Tensor(a!)").category(OpCategory::Other).both().meta(index_put_meta).cpu(index_put_cpu)
+      "Tensor(a!)").category(OpCategory::Other).both().meta(index_put_meta)
+      .cpu_and_cuda(index_put_impl)
       .doc("self[indices] = values (or += with accumulate)")
       .derivative(index_put_bw);
   def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")

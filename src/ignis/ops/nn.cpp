@@ -20,7 +20,9 @@
 #include "ignis/kernels/cpu/softmax.h"
 #include "ignis/kernels/cpu/vec_math.h"
 #include "ignis/kernels/cuda/pointwise.h"
+#include "ignis/kernels/cuda/random_kernels.h"
 #include "ignis/kernels/cuda/row_kernels.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
@@ -370,16 +372,20 @@ void dropout_typed(const Tensor& out, const Tensor& mask, const Tensor& in, doub
   });
 }
 
-void native_dropout_cpu(OpCall& c) {
+// On CUDA the kernel draws the same numbers from the same generator
+// (kernels/cuda/random_kernels.h), so a seed gives both devices one mask.
+void native_dropout_impl(OpCall& c) {
   const Tensor &out = c.outputs[0], &mask = c.outputs[1];
   const Tensor& in = c.tensor(0);
   if (!(c.args[2].is_none() || c.bool_arg(2))) {
     copy_into(out, in);
-    cpu::fill(mask, Scalar(true));
+    fill_tensor(mask, Scalar(true));
     return;
   }
   if (in.numel() == 0) return;
   Tensor x = dense_as(in, in.dtype());
+  if (in.device().is_cuda())
+    return cuda::dropout(out, mask, x, c.double_arg(1), default_generator());
   IGNIS_DISPATCH_FLOAT(in.dtype(), "dropout", [&] {
     dropout_typed<scalar_t>(out, mask, x, c.double_arg(1));
   });
@@ -1348,7 +1354,8 @@ void register_nn_ops() {
       .derivative(cosine_similarity_bw, "x1, x2").decomposition(decomp::cosine_similarity);
 
   def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")
-      .category(OpCategory::Other).random().meta(native_dropout_meta).cpu(native_dropout_cpu)
+      .category(OpCategory::Other).random().meta(native_dropout_meta)
+      .cpu_and_cuda(native_dropout_impl)
       .doc("(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p)")
       .derivative(native_dropout_bw, "result1").decomposition(decomp::native_dropout);
   def("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor")

@@ -95,6 +95,22 @@ void missing_cuda_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
                         "ignis has no CUDA kernel for this operator yet");
 }
 
+// The CUDA slot of a structured op with no CUDA kernel but a decomposition:
+// the decomposition runs on the CUDA tensors, its parts coming back through
+// the dispatcher to their own CUDA kernels (or to this fallback in turn).
+// Autograd, which recorded the whole op above this kernel, is excluded so
+// that the parts are not recorded as well (as AOT's tracer applies them).
+// Results are the decomposition's: the same values as the CPU's fused
+// kernel up to rounding, but checks that need the data (a target out of
+// range) are left to the ops it calls.
+KernelFn decomposed_cuda_kernel(DecompFn decompose) {
+  return [decompose](const OpHandle& op, DispatchKeySet, Stack& s) {
+    check_same_device(op, s);
+    ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+    decompose(op, s);
+  };
+}
+
 // The comma-separated names of `list`, trimmed.
 std::vector<std::string> split_names(const std::string& list) {
   std::vector<std::string> names;
@@ -201,6 +217,8 @@ OpBuilder::~OpBuilder() {
   h.set_kernel(DispatchKey::Meta, structured_kernel(d_, DispatchKey::Meta));
   if (d_->cpu) h.set_kernel(DispatchKey::CPU, structured_kernel(d_, DispatchKey::CPU));
   if (d_->cuda) h.set_kernel(DispatchKey::CUDA, structured_kernel(d_, DispatchKey::CUDA));
+  else if (d_->decomposition)
+    h.set_kernel(DispatchKey::CUDA, decomposed_cuda_kernel(d_->decomposition));
   else h.set_kernel(DispatchKey::CUDA, missing_cuda_kernel);
 }
 

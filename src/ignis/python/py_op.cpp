@@ -768,12 +768,15 @@ PyObject* op_get_scalar_name(PyObject* self, void*) {
   Py_RETURN_NONE;
 }
 
-// Whether every overload runs on CUDA tensors: it declares a CUDA kernel, or
-// is one kernel for every backend (views, composites). An op without one
-// raises NotImplementedError naming itself and the CUDA backend there.
+// Whether every overload runs on CUDA tensors: it declares a CUDA kernel, is
+// one kernel for every backend (views, composites), or has a decomposition
+// (which runs there in its place). An op without any raises
+// NotImplementedError naming itself and the CUDA backend there.
 PyObject* op_get_has_cuda_kernel(PyObject* self, void*) {
-  for (const OpHandle* h : *reinterpret_cast<PyOp*>(self)->overloads)
-    if (h->def() && !h->def()->cuda && !h->def()->any_backend) Py_RETURN_FALSE;
+  for (const OpHandle* h : *reinterpret_cast<PyOp*>(self)->overloads) {
+    const OpDef* d = h->def();
+    if (d && !d->cuda && !d->any_backend && !d->decomposition) Py_RETURN_FALSE;
+  }
   Py_RETURN_TRUE;
 }
 

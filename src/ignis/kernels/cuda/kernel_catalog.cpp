@@ -6,7 +6,9 @@
 #include <tuple>
 
 #include "ignis/core/error.h"
+#include "ignis/kernels/cuda/index_kernels.h"
 #include "ignis/kernels/cuda/pointwise.h"
+#include "ignis/kernels/cuda/random_kernels.h"
 #include "ignis/kernels/cuda/reduce.h"
 #include "ignis/kernels/cuda/row_kernels.h"
 #include "ignis/kernels/cuda/source.h"
@@ -115,6 +117,15 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
   for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32,
                        ScalarType::Float64})
     for (const KernelRequest& r : row_kernel_requests(t)) g.add(str("rows_", dtype_name(t)), r);
+  // Indexing (mapped copies, atomic adds, triangles) and ranges/random
+  // numbers, per dtype.
+  for (ScalarType t : {ScalarType::Bool, ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16,
+                       ScalarType::Int32, ScalarType::Int64, ScalarType::Float16,
+                       ScalarType::BFloat16, ScalarType::Float32, ScalarType::Float64}) {
+    for (const KernelRequest& r : index_kernel_requests(t)) g.add(str("index_", dtype_name(t)), r);
+    for (const KernelRequest& r : random_kernel_requests(t))
+      g.add(str("random_", dtype_name(t)), r);
+  }
   return v;
 }
 

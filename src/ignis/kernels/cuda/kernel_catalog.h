@@ -1,15 +1,16 @@
-// Every eager CUDA kernel of the pointwise ops, reductions, softmax and
-// layer norm, as NVRTC translation units: for tests that compile them all
+// Every eager CUDA kernel of the pointwise ops, reductions, softmax, layer
+// norm, indexing and random numbers, as NVRTC translation units: for tests that compile them all
 // without a GPU (tests/python/test_cuda_ops.py), so that a syntax or type
 // error in generated source is caught where no GPU runs.
 //
 // The variants follow the declarations: every (scalar function, dtype) a
 // pointwise op declares (cuda::declared_pointwise(), recorded as ops
 // register), in each layout and with a CPU-scalar operand, each reduction
-// over every dtype it accepts (cuda::reduce_variants()), and the row
-// kernels per floating dtype. Kernels that share a prelude are grouped into
-// one unit (each in its own namespace), so the test pays NVRTC's fixed cost
-// per group rather than per kernel.
+// over every dtype it accepts (cuda::reduce_variants()), the row kernels
+// per floating dtype, and the indexing and random-number kernels per dtype.
+// Kernels that share a prelude are grouped into one unit (each in its own
+// namespace), so the test pays NVRTC's fixed cost per group rather than per
+// kernel.
 #pragma once
 
 #include <string>

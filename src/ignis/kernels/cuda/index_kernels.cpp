@@ -1,0 +1,278 @@
+#include "ignis/kernels/cuda/index_kernels.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "ignis/core/error.h"
+#include "ignis/cuda/device.h"
+#include "ignis/cuda/stream.h"
+#include "ignis/kernels/cuda/copy.h"
+#include "ignis/kernels/cuda/device_scalar_ops.h"
+#include "ignis/kernels/cuda/source.h"
+#include "ignis/kernels/device_kernels.h"
+
+namespace ignis::cuda {
+
+namespace {
+
+// Must match IgMapDim / IgMapParams in kTemplates.
+struct MapDimArg {
+  int64_t size, dst_stride, src_stride;
+  const int64_t* dst_table;
+  const int64_t* src_table;
+};
+struct MapParams {
+  char* dst;
+  const char* src;
+  int64_t total;
+  double alpha_f;
+  int64_t alpha_i;
+  int32_t ndim;
+  MapDimArg dims[kMaxKernelDims];
+};
+
+const char* kTemplates = R"CUDA(
+// ---- indexing (kernels/cuda/index_kernels.cpp) ----
+struct IgMapDim {
+  int64_t size, dst_stride, src_stride;
+  const int64_t* dst_table;  // byte offsets, or null: the stride
+  const int64_t* src_table;
+};
+struct IgMapParams {
+  char* dst; const char* src;
+  int64_t total;
+  double alpha_f; int64_t alpha_i;  // MapOp::Add's alpha, for float and integer C
+  int32_t ndim;
+  IgMapDim dims[IG_MAX_DIMS];
+};
+// Byte offsets of position i (dims[0] outermost) in dst and src.
+__forceinline__ void ig_map_offsets(const IgMapParams& p, int64_t i, int64_t& od, int64_t& os) {
+  int64_t rem = i;
+  od = 0;
+  os = 0;
+  for (int d = p.ndim - 1; d >= 0; --d) {
+    const IgMapDim& m = p.dims[d];
+    const int64_t k = rem % m.size;
+    rem /= m.size;
+    od += m.dst_table ? m.dst_table[k] : k * m.dst_stride;
+    os += m.src_table ? m.src_table[k] : k * m.src_stride;
+  }
+}
+// Atomic *p += v: the hardware's for 32- and 64-bit types, a compare-and-swap
+// of the aligned 32-bit word holding *p for 8- and 16-bit ones (v already in
+// op-math; the sum rounds to T as the CPU's store does).
+__forceinline__ void ig_atomic_add(float* p, float v) { atomicAdd(p, v); }
+__forceinline__ void ig_atomic_add(double* p, double v) { atomicAdd(p, v); }
+__forceinline__ void ig_atomic_add(int32_t* p, int32_t v) {
+  atomicAdd(reinterpret_cast<int*>(p), int(v));
+}
+__forceinline__ void ig_atomic_add(int64_t* p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)(v));
+}
+template <class T, class C> __forceinline__ void ig_atomic_add_narrow(T* p, C v) {
+  const unsigned long long addr = reinterpret_cast<unsigned long long>(p);
+  unsigned int* w = reinterpret_cast<unsigned int*>(addr & ~3ull);
+  const unsigned int shift = unsigned(addr & 3ull) * 8u;
+  const unsigned int mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+  unsigned int old = *w, assumed;
+  do {
+    assumed = old;
+    union { T t; uint8_t u8; uint16_t u16; } cur, next;
+    if (sizeof(T) == 1) cur.u8 = uint8_t((assumed & mask) >> shift);
+    else cur.u16 = uint16_t((assumed & mask) >> shift);
+    next.t = ig_convert<T>(ig_convert<C>(cur.t) + v);
+    const unsigned int nb = sizeof(T) == 1 ? unsigned(next.u8) : unsigned(next.u16);
+    old = atomicCAS(w, assumed, (assumed & ~mask) | ((nb << shift) & mask));
+  } while (old != assumed);
+}
+template <class T, class C> __forceinline__ void ig_atomic_add_any(T* p, C v) {
+  if constexpr (sizeof(T) >= 4) ig_atomic_add(p, T(v));
+  else ig_atomic_add_narrow<T, C>(p, v);
+}
+// dst[od] = src[os], moving U (an unsigned type of the item's size).
+template <class U> __forceinline__ void ig_map_copy(const IgMapParams& p) {
+  IG_GRID_STRIDE_LOOP(i, p.total) {
+    int64_t od, os;
+    ig_map_offsets(p, i, od, os);
+    *reinterpret_cast<U*>(p.dst + od) = *reinterpret_cast<const U*>(p.src + os);
+  }
+}
+// dst[od] += alpha * src[os] in op-math C, atomically.
+template <class T, class C> __forceinline__ void ig_map_add(const IgMapParams& p) {
+  const C a = C(0.5) != C(0) ? C(p.alpha_f) : C(p.alpha_i);
+  IG_GRID_STRIDE_LOOP(i, p.total) {
+    int64_t od, os;
+    ig_map_offsets(p, i, od, os);
+    const C v = a * ig_convert<C>(*reinterpret_cast<const T*>(p.src + os));
+    ig_atomic_add_any<T, C>(reinterpret_cast<T*>(p.dst + od), v);
+  }
+}
+// Zeroes the elements of t (any strides, g.dst_strides) outside the lower
+// (col - row <= k) or upper (col - row >= k) triangle of its last two dims.
+template <class T> __forceinline__ void ig_tri_zero(T* t, int64_t n, int64_t k, int32_t lower,
+                                                    const Geometry& g) {
+  const T z = ig_convert<T>(0.0f);
+  IG_GRID_STRIDE_LOOP(i, n) {
+    int64_t rem = i, off = 0, r = 0, c = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      const int64_t q = rem % g.sizes[d];
+      rem /= g.sizes[d];
+      off += q * g.dst_strides[d];
+      if (d == g.ndim - 1) c = q;
+      else if (d == g.ndim - 2) r = q;
+    }
+    if (lower ? c - r > k : c - r < k) t[off] = z;
+  }
+}
+)CUDA";
+
+const char* copy_type(size_t itemsize) {
+  switch (itemsize) {
+    case 1: return "uint8_t";
+    case 2: return "uint16_t";
+    case 4: return "uint32_t";
+    case 8: return "uint64_t";
+    default: break;
+  }
+  IGNIS_FAIL("no CUDA mapped copy for items of ", itemsize, " bytes");
+}
+
+std::string prefix() { return str(eager_prelude(), device_scalar_ops_source(), kTemplates); }
+
+KernelRequest make_request(std::string symbol, const std::string& body) {
+  KernelRequest r;
+  r.label = symbol + ".cu";
+  r.symbol = std::move(symbol);
+  r.source = str(prefix(), kKernelBodyMarker, body);
+  r.options = {"-default-device", "-w"};
+  return r;
+}
+
+// The kernels, by name: map_copy_<bytes>, map_add_<dtype>, tri_zero_<dtype>.
+KernelRequest map_copy_request(size_t itemsize) {
+  const std::string sym = str("map_copy_", itemsize);
+  return make_request(sym, str("extern \"C\" __global__ void ", sym,
+                               "(IgMapParams p) { ig_map_copy<", copy_type(itemsize), ">(p); }\n"));
+}
+KernelRequest map_add_request(ScalarType t) {
+  const std::string sym = str("map_add_", dtype_name(t));
+  return make_request(sym, str("extern \"C\" __global__ void ", sym,
+                               "(IgMapParams p) { ig_map_add<", device_type_name(t), ", ",
+                               device_opmath_name(t), ">(p); }\n"));
+}
+KernelRequest tri_zero_request(ScalarType t) {
+  const std::string sym = str("tri_zero_", dtype_name(t));
+  return make_request(sym, str("extern \"C\" __global__ void ", sym, "(", device_type_name(t),
+                               "* t, int64_t n, int64_t k, int32_t lower, Geometry g) "
+                               "{ ig_tri_zero(t, n, k, lower, g); }\n"));
+}
+
+// The function of `request()` on `device`, kept by its symbol after the
+// first call (the source is not rebuilt and hashed per launch).
+template <class Make>
+CUfunction function_for(int device, const std::string& symbol, Make request) {
+  using Key = std::tuple<int, std::string>;
+  static std::mutex mu;
+  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
+  Key key{device, symbol};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = functions->find(key);
+    if (it != functions->end()) return it->second;
+  }
+  CUfunction f = get_kernel(device, request());
+  std::lock_guard<std::mutex> lock(mu);
+  functions->emplace(std::move(key), f);
+  return f;
+}
+
+}  // namespace
+
+std::vector<KernelRequest> index_kernel_requests(ScalarType t) {
+  return {map_copy_request(element_size(t)), map_add_request(t), tri_zero_request(t)};
+}
+
+void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim> dims,
+                 ScalarType dtype, cpu::MapOp op, const Scalar& alpha) {
+  int64_t total = 1;
+  for (const cpu::MapDim& m : dims) total *= m.size;
+  if (total == 0) return;
+  // Dims of size 1 only move the base pointers (their position is 0).
+  std::vector<cpu::MapDim> kept;
+  for (cpu::MapDim& m : dims) {
+    if (m.size != 1) {
+      kept.push_back(std::move(m));
+      continue;
+    }
+    dst += m.dst_table.empty() ? 0 : m.dst_table[0];
+    src += m.src_table.empty() ? 0 : m.src_table[0];
+  }
+  IGNIS_CHECK(kept.size() <= static_cast<size_t>(kMaxKernelDims), "CUDA indexing kernels handle "
+              "at most ", kMaxKernelDims, " dims, got ", kept.size());
+  DeviceGuard guard(device);
+  // Every table in one host buffer, uploaded once; the kernel reads them
+  // from a device block that lives (stream-ordered) until the launch is done.
+  std::vector<int64_t> host;
+  for (const cpu::MapDim& m : kept) {
+    host.insert(host.end(), m.dst_table.begin(), m.dst_table.end());
+    host.insert(host.end(), m.src_table.begin(), m.src_table.end());
+  }
+  Tensor tables;
+  if (!host.empty()) {
+    Tensor h = empty_tensor({static_cast<int64_t>(host.size())}, ScalarType::Int64,
+                            Device(DeviceType::CPU));
+    std::copy(host.begin(), host.end(), h.data<int64_t>());
+    tables = empty_tensor(h.sizes(), ScalarType::Int64, Device(DeviceType::CUDA, device));
+    copy_tensor(tables, h);
+  }
+  MapParams p{};
+  p.dst = dst;
+  p.src = src;
+  p.total = total;
+  p.alpha_f = alpha.to<double>();
+  p.alpha_i = alpha.to<int64_t>();
+  p.ndim = static_cast<int32_t>(kept.size());
+  const int64_t* at = tables.defined() ? static_cast<const int64_t*>(tables.data_ptr()) : nullptr;
+  for (size_t d = 0; d < kept.size(); ++d) {
+    const cpu::MapDim& m = kept[d];
+    MapDimArg& a = p.dims[d];
+    a.size = m.size;
+    a.dst_stride = m.dst_stride;
+    a.src_stride = m.src_stride;
+    if (!m.dst_table.empty()) {
+      a.dst_table = at;
+      at += m.dst_table.size();
+    }
+    if (!m.src_table.empty()) {
+      a.src_table = at;
+      at += m.src_table.size();
+    }
+  }
+  CUfunction f;
+  if (op == cpu::MapOp::Copy) {
+    const size_t isz = element_size(dtype);
+    f = function_for(device, str("map_copy_", isz), [&] { return map_copy_request(isz); });
+  } else {
+    f = function_for(device, str("map_add_", dtype_name(dtype)),
+                     [&] { return map_add_request(dtype); });
+  }
+  void* args[] = {&p};
+  launch_grid_stride(f, total, args, current_stream(device));
+}
+
+void zero_triangle(const Tensor& t, int64_t k, bool lower) {
+  int64_t n = t.numel();
+  if (n == 0) return;
+  const int device = t.device().index;
+  DeviceGuard guard(device);
+  KernelGeometry g = geometry_for(t, nullptr);
+  void* data = t.data_ptr();
+  int32_t low = lower ? 1 : 0;
+  CUfunction f = function_for(device, str("tri_zero_", dtype_name(t.dtype())),
+                              [&] { return tri_zero_request(t.dtype()); });
+  void* args[] = {&data, &n, &k, &low, &g};
+  launch_grid_stride(f, n, args, current_stream(device));
+}
+
+}  // namespace ignis::cuda

@@ -1,0 +1,36 @@
+// The indexing family's data movement on CUDA tensors, with
+// kernels/cpu/index_kernels.h's signatures so that ops/index.cpp keeps one
+// implementation per op and routes only the primitive by device.
+//
+// mapped_copy is the CPU's pattern as one kernel: a thread per position of
+// the dims, each dim mapping its position to a byte offset in dst and in src
+// by a stride or through a table (the index offsets, computed on the host by
+// the same cpu::index_offsets and uploaded). MapOp::Add adds atomically
+// (float, double, int32 and int64 natively; 8- and 16-bit types by a
+// compare-and-swap on their aligned 32-bit word), so repeated indices sum in
+// an unspecified order (torch's CUDA index_put_ and index_add_ do the same);
+// a plain copy to a repeated position keeps one of the writes, not
+// necessarily the last as the CPU does.
+#pragma once
+
+#include <vector>
+
+#include "ignis/core/scalar.h"
+#include "ignis/core/tensor.h"
+#include "ignis/cuda/kernel_cache.h"
+#include "ignis/kernels/cpu/index_kernels.h"
+
+namespace ignis::cuda {
+
+// cpu::mapped_copy on `device`: dst and src point into that device's memory,
+// tables hold byte offsets. At most 16 dims after dropping size-1 ones.
+void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim> dims,
+                 ScalarType dtype, cpu::MapOp op, const Scalar& alpha = Scalar(int64_t(1)));
+
+// cpu::zero_triangle on a CUDA tensor (any strides).
+void zero_triangle(const Tensor& t, int64_t k, bool lower);
+
+// The kernels above for dtype `t`, for tests that compile them without a GPU.
+std::vector<KernelRequest> index_kernel_requests(ScalarType t);
+
+}  // namespace ignis::cuda

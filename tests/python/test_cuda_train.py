@@ -1,0 +1,579 @@
+"""Training on CUDA: the ops the example GPT's training step needs beyond the
+pointwise, reduction, row and GEMM kernels (test_cuda_ops.py, test_cuda_blas.py):
+indexing (kernels/cuda/index_kernels), ranges and random numbers
+(kernels/cuda/random_kernels), losses and the other ops that run on CUDA
+through their decomposition, attention, the optimizers, and the GPT itself.
+
+Everywhere (no GPU needed):
+  * the indexing and random kernels compile with NVRTC for sm_90 (skipped,
+    saying why, without NVRTC);
+  * every op one training step of the GPT (examples/gpt.py, with and without
+    dropout; AdamW, Adam and SGD) dispatches has a CUDA kernel, read from the
+    registry after tracing the step on the CPU.
+On a GPU (skipped with the reason elsewhere): each op against the CPU, values
+and gradients; the same seed gives the same rand/randn/bernoulli/dropout
+numbers on both devices; optimizer steps; a few GPT training steps on CUDA
+give the CPU's losses.
+"""
+import copy
+import os
+import pathlib
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+import ignis.nn.functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+from gpt import GPTConfig, build_gpt, configure_optimizer  # noqa: E402
+
+AVAILABLE = ignis.cuda.is_available()
+REASON = ignis._C._cuda_unavailable_reason()
+needs_gpu = pytest.mark.skipif(not AVAILABLE, reason=f"no usable CUDA GPU here: {REASON}")
+
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+ALL = ["bool", "uint8", "int8", "int16", "int32", "int64"] + FLOATS
+
+
+def _dt(name):
+    return getattr(ignis, name)
+
+
+def _np(t):
+    t = t.detach().cpu()
+    if t.dtype in (ignis.bfloat16, ignis.float16):
+        t = t.float()
+    return t.numpy()
+
+
+def _sample(shape, dtype, seed=0, low=-3, high=3):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return ignis.from_numpy(rng.integers(0, 2, size=shape).astype(bool))
+    if dtype in ("uint8",):
+        return ignis.from_numpy(rng.integers(0, 50, size=shape).astype(np.uint8))
+    if dtype in ("int8", "int16", "int32", "int64"):
+        return ignis.from_numpy(rng.integers(low, high + 1, size=shape).astype(dtype))
+    return ignis.from_numpy(rng.standard_normal(shape).astype(np.float32)).to(_dt(dtype))
+
+
+def _tol(dtype):
+    return {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12}.get(dtype, 0)
+
+
+def assert_close(got, want, dtype=None, scale=1.0):
+    assert got.device.type == "cuda", got.device
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert tuple(got.shape) == tuple(want.shape)
+    tol = _tol(dtype or str(want.dtype).split(".")[-1]) * scale
+    np.testing.assert_allclose(_np(got), _np(want), rtol=tol, atol=tol)
+
+
+# ---- everywhere --------------------------------------------------------------------------
+
+def _nvrtc():
+    try:
+        return ignis._C._cuda_nvrtc_version()
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_index_and_random_kernels_compile_with_nvrtc():
+    version = _nvrtc()
+    if isinstance(version, str):
+        pytest.skip(f"NVRTC cannot be loaded here ({version[:200]}); set IGNIS_NVRTC_LIBRARY "
+                    "or install the nvidia-cuda-nvrtc wheel")
+    units = [u for u in ignis._C._cuda_eager_kernel_units()
+             if u[0].startswith(("index_", "random_"))]
+    labels = {u[0] for u in units}
+    for dt in ALL:
+        assert f"index_{dt}.cu" in labels and f"random_{dt}.cu" in labels, dt
+    t0 = time.time()
+    for label, source, options, kernels in units:
+        assert kernels >= 3 if label.startswith("index_") else kernels >= 1, label
+        assert ignis._C._cuda_nvrtc_compile(source, label, 90, options) > 0, label
+    print(f"\n{len(units)} NVRTC units: {time.time() - t0:.1f} s")
+
+
+def test_index_and_random_kernel_sources():
+    units = {u[0]: u[1] for u in ignis._C._cuda_eager_kernel_units()}
+    idx = units["index_float16.cu"]
+    assert "atomicCAS" in idx and "ig_map_add<ig_half, float>" in idx
+    assert "ig_map_add<float, float>" in units["index_float32.cu"]
+    rnd = units["random_float32.cu"]
+    # The CPU's Philox constants and Box-Muller (kernels/cpu/random.h, fill.cpp).
+    for s in ("0xD2511F53u", "0xCD9E8D57u", "0x9E3779B9u", "0xBB67AE85u", "6.283185307179586"):
+        assert s in rnd, s
+    assert "ig_dropout<float, float>" in rnd
+
+
+def _gpt_step_ops(dropout, opt_name="adamw", use_mha=False):
+    cfg = GPTConfig(dropout=dropout, use_mha=use_mha)
+    ignis.manual_seed(0)
+    model = build_gpt(ignis)(cfg)
+    if opt_name == "adamw":
+        opt = configure_optimizer(ignis, model)
+    elif opt_name == "adam":
+        opt = ignis.optim.Adam(model.parameters(), lr=1e-3, weight_decay=0.01)
+    else:
+        opt = ignis.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9, weight_decay=0.01)
+    x = ignis.randint(0, cfg.vocab_size, (2, cfg.block_size))
+    y = ignis.randint(0, cfg.vocab_size, (2, cfg.block_size))
+
+    def step():
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    step()  # optimizer state exists from here on
+    return sorted(set(ignis._C._dispatch_trace(step)))
+
+
+@pytest.mark.parametrize("dropout,opt_name,use_mha", [
+    (0.0, "adamw", False), (0.1, "adamw", False), (0.1, "adamw", True), (0.0, "adam", False),
+    (0.0, "sgd", False)])
+def test_every_op_of_a_gpt_training_step_has_a_cuda_kernel(dropout, opt_name, use_mha):
+    names = _gpt_step_ops(dropout, opt_name, use_mha)
+    assert "index_put_" in names and "addmm" in names
+    missing = []
+    for n in names:
+        op = getattr(ignis.ops, n.split(".")[0])
+        if not op.has_cuda_kernel:
+            missing.append(n)
+    assert not missing, missing
+
+
+def test_indexing_and_random_ops_have_cuda_kernels():
+    for n in ["index_select", "gather", "scatter", "scatter_add", "index_add", "index_copy",
+              "index_fill", "index", "index_put_", "embedding", "cat", "tril", "triu", "flip",
+              "roll", "pad", "repeat", "arange", "rand", "randn", "randint", "uniform_",
+              "normal_", "bernoulli_", "native_dropout", "nll_loss", "cross_entropy",
+              "_scaled_dot_product_attention", "_scaled_dot_product_attention_backward",
+              "linspace", "eye", "rms_norm", "one_hot", "mse_loss"]:
+        assert getattr(ignis.ops, n).has_cuda_kernel, n
+    # The scans still have none (and say so on a GPU).
+    assert not ignis.ops.cumsum.has_cuda_kernel
+
+
+# ---- on a GPU: random numbers --------------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rand_matches_cpu_bit_for_bit(dtype):
+    for shape in [(7,), (33, 65), (1000, 3)]:
+        ignis.manual_seed(123)
+        a = ignis.rand(*shape, dtype=_dt(dtype))
+        ignis.manual_seed(123)
+        b = ignis.rand(*shape, dtype=_dt(dtype), device="cuda")
+        assert b.device.type == "cuda"
+        np.testing.assert_array_equal(_np(b), _np(a))
+    # The stream continues from the same offset on both.
+    ignis.manual_seed(5)
+    a1, a2 = ignis.rand(10), ignis.rand(10)
+    ignis.manual_seed(5)
+    b1, b2 = ignis.rand(10, device="cuda"), ignis.rand(10, device="cuda")
+    np.testing.assert_array_equal(_np(b2), _np(a2))
+    np.testing.assert_array_equal(_np(b1), _np(a1))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_randn_and_normal_match_cpu(dtype):
+    ignis.manual_seed(7)
+    a = ignis.randn(257, 31, dtype=_dt(dtype))
+    ignis.manual_seed(7)
+    b = ignis.randn(257, 31, dtype=_dt(dtype), device="cuda")
+    # Box-Muller in double: the device's log/cos may differ in the last bit.
+    tol = 1e-13 if dtype == "float64" else 1e-6
+    np.testing.assert_allclose(_np(b), _np(a), rtol=tol, atol=tol)
+    a = ignis.empty(40, 30, dtype=_dt(dtype)).t()
+    b = ignis.empty(40, 30, dtype=_dt(dtype), device="cuda").t()
+    ignis.manual_seed(8)
+    a.normal_(2.0, 0.5)
+    ignis.manual_seed(8)
+    b.normal_(2.0, 0.5)
+    np.testing.assert_allclose(_np(b), _np(a), rtol=max(tol, _tol(dtype)), atol=tol)
+
+
+@needs_gpu
+def test_uniform_bernoulli_randint_and_generators_match_cpu():
+    for dtype in FLOATS:
+        a = ignis.empty(100, 7, dtype=_dt(dtype))
+        b = ignis.empty(100, 7, dtype=_dt(dtype), device="cuda")
+        ignis.manual_seed(3)
+        a.uniform_(-2.0, 5.0)
+        ignis.manual_seed(3)
+        b.uniform_(-2.0, 5.0)
+        # from + range * u in double: a compiler may fuse it (FMA) on either
+        # side, which moves the last bit of a double (not of the narrower types).
+        tol = 1e-15 if dtype == "float64" else 0
+        np.testing.assert_allclose(_np(b), _np(a), rtol=tol, atol=tol)
+        ignis.manual_seed(4)
+        a.bernoulli_(0.3)
+        ignis.manual_seed(4)
+        b.bernoulli_(0.3)
+        np.testing.assert_array_equal(_np(b), _np(a))
+    for dtype in ["int64", "int32", "uint8", "float32"]:
+        ignis.manual_seed(9)
+        a = ignis.randint(-5 if dtype != "uint8" else 0, 20, (300,), dtype=_dt(dtype))
+        ignis.manual_seed(9)
+        b = ignis.randint(-5 if dtype != "uint8" else 0, 20, (300,), dtype=_dt(dtype),
+                          device="cuda")
+        np.testing.assert_array_equal(_np(b), _np(a))
+    g1, g2 = ignis.Generator().manual_seed(11), ignis.Generator().manual_seed(11)
+    np.testing.assert_array_equal(_np(ignis.rand(50, generator=g2, device="cuda")),
+                                  _np(ignis.rand(50, generator=g1)))
+    a = ignis.empty(64)
+    b = ignis.empty(64, device="cuda")
+    a.bernoulli_(ignis.full((64,), 0.5))
+    b.bernoulli_(ignis.full((64,), 0.5, device="cuda"))  # the composite runs on CUDA
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_dropout_masks_match_cpu(dtype):
+    x = _sample((37, 129), dtype)
+    xc = x.cuda()
+    for p in [0.1, 0.5, 0.9]:
+        ignis.manual_seed(21)
+        out, mask = ignis.ops.native_dropout(x, p, True)
+        ignis.manual_seed(21)
+        gout, gmask = ignis.ops.native_dropout(xc, p, True)
+        assert gmask.dtype == ignis.bool and gout.device.type == "cuda"
+        np.testing.assert_array_equal(_np(gmask), _np(mask))
+        np.testing.assert_array_equal(_np(gout), _np(out))
+        ignis.manual_seed(22)
+        want = F.dropout(x, p)
+        ignis.manual_seed(22)
+        got = F.dropout(xc, p)
+        np.testing.assert_array_equal(_np(got), _np(want))
+    out, mask = ignis.ops.native_dropout(xc, 0.5, False)
+    assert bool(mask.all()) and np.array_equal(_np(out), _np(x))
+
+
+@needs_gpu
+def test_dropout_backward_on_cuda():
+    x = _sample((16, 33), "float32")
+    xa, xb = x.clone().requires_grad_(), x.cuda().requires_grad_()
+    ignis.manual_seed(1)
+    (F.dropout(xa, 0.3) * 2).sum().backward()
+    ignis.manual_seed(1)
+    (F.dropout(xb, 0.3) * 2).sum().backward()
+    np.testing.assert_allclose(_np(xb.grad), _np(xa.grad), rtol=1e-6)
+
+
+@needs_gpu
+def test_arange_linspace_eye_match_cpu():
+    cases = [((10,), {}), ((2, 17, 3), {}), ((-4.5, 3.0, 0.25), {}),
+             ((5,), {"dtype": ignis.float16}), ((0, 1000, 7), {"dtype": ignis.int32}),
+             ((1.0, 2.0, 0.1), {"dtype": ignis.float64}), ((300,), {"dtype": ignis.bfloat16})]
+    for args, kw in cases:
+        want = ignis.arange(*args, **kw)
+        got = ignis.arange(*args, device="cuda", **kw)
+        assert got.dtype == want.dtype
+        # start + step * i in double: a fused multiply-add on either side moves
+        # the last bit of a double only.
+        tol = 1e-15 if want.dtype == ignis.float64 else 0
+        np.testing.assert_allclose(_np(got), _np(want), rtol=tol, atol=tol)
+    np.testing.assert_allclose(_np(ignis.linspace(-1, 3, 11, device="cuda")),
+                               _np(ignis.linspace(-1, 3, 11)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(_np(ignis.eye(4, 6, device="cuda")), _np(ignis.eye(4, 6)))
+
+
+# ---- on a GPU: indexing ----------------------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ALL)
+def test_index_select_gather_and_views_match_cpu(dtype):
+    x = _sample((6, 9, 5), dtype)
+    xc = x.cuda()
+    for idx_dt in (ignis.int64, ignis.int32):
+        idx = ignis.tensor([4, 0, 4, 2, 5], dtype=idx_dt)
+        for dim in range(3):
+            i = idx % x.shape[dim]
+            assert_close(ignis.index_select(xc, dim, i.cuda()), ignis.index_select(x, dim, i))
+    xt = x.transpose(0, 2)
+    assert_close(ignis.index_select(xt.cuda(), 1, ignis.tensor([1, 1, 8]).cuda()),
+                 ignis.index_select(xt, 1, ignis.tensor([1, 1, 8])))
+    g = ignis.randint(0, 9, (6, 4, 5))
+    assert_close(ignis.gather(xc, 1, g.cuda()), ignis.gather(x, 1, g))
+    assert_close(xc.flip(0, 2), x.flip(0, 2))
+    assert_close(xc.roll(3, 1), x.roll(3, 1))
+    assert_close(xc.roll(-7), x.roll(-7))
+    assert_close(xc.repeat(2, 1, 3), x.repeat(2, 1, 3))
+    if dtype != "bool":
+        assert_close(F.pad(xc, (1, 2, 0, 3)), F.pad(x, (1, 2, 0, 3)))
+    assert_close(ignis.tril(xc, -1), ignis.tril(x, -1))
+    assert_close(ignis.triu(xc, 2), ignis.triu(x, 2))
+    assert_close(ignis.tril(xc.transpose(1, 2)), ignis.tril(x.transpose(1, 2)))
+    y, yc = x.clone(), xc.clone()
+    y.triu_(1)
+    yc.triu_(1)
+    assert_close(yc, y)
+
+
+@needs_gpu
+def test_advanced_indexing_matches_cpu():
+    x = _sample((5, 7, 4), "float32")
+    xc = x.cuda()
+    i = ignis.tensor([[0, 4], [3, 3]])
+    j = ignis.tensor([6, 1])
+    for key in [(i,), (slice(None), j), (i, j), (i, slice(None), ignis.tensor([0, 3])),
+                (Ellipsis, ignis.tensor([1, 1, 2])), (x[:, 0, 0] > 0,), (x > 0.5,)]:
+        kc = tuple(k.cuda() if isinstance(k, ignis.Tensor) else k for k in key)
+        assert_close(xc[kc], x[key])
+        assert_close(xc[key], x[key])  # CPU indices for a CUDA tensor, as torch allows
+    assert_close(ignis.masked_select(xc, xc > 0), ignis.masked_select(x, x > 0))
+    np.testing.assert_array_equal(_np(ignis.nonzero(xc > 1)), _np(ignis.nonzero(x > 1)))
+    assert_close(ignis.take(xc, ignis.tensor([0, 139, -1]).cuda()),
+                 ignis.take(x, ignis.tensor([0, 139, -1])))
+    with pytest.raises(IndexError, match="out of bounds"):
+        xc[ignis.tensor([5]).cuda()]
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ALL)
+def test_index_put_accumulate_and_scatter_add_with_repeated_indices(dtype):
+    # Repeated indices add up (atomically on the GPU, 8- and 16-bit types by
+    # compare-and-swap); small integer values keep every sum exact.
+    base = _sample((6, 5), dtype, seed=1, low=-2, high=2)
+    vals = _sample((8, 5), dtype, seed=2, low=-2, high=2)
+    idx = ignis.tensor([0, 3, 3, 5, 0, 0, 2, 3])
+    want = base.clone().index_put_((idx,), vals, accumulate=True)
+    got = base.cuda().index_put_((idx.cuda(),), vals.cuda(), accumulate=True)
+    assert_close(got, want, scale=8)
+    want = base.index_add(0, idx, vals)
+    got = base.cuda().index_add(0, idx.cuda(), vals.cuda())
+    assert_close(got, want, scale=8)
+    src = _sample((4, 5), dtype, seed=3, low=-2, high=2)
+    sidx = ignis.tensor([[0, 1, 2, 3, 4], [0, 0, 0, 0, 0], [5, 5, 1, 1, 2], [0, 1, 2, 3, 4]])
+    want = base.scatter_add(0, sidx, src)
+    got = base.cuda().scatter_add(0, sidx.cuda(), src.cuda())
+    assert_close(got, want, scale=8)
+    # Without repeats: plain writes.
+    u = ignis.tensor([4, 1, 0])
+    want = base.clone().index_put_((u,), vals[:3])
+    got = base.cuda().index_put_((u.cuda(),), vals[:3].cuda())
+    assert_close(got, want)
+    assert_close(base.cuda().index_copy(0, u.cuda(), vals[:3].cuda()),
+                 base.index_copy(0, u, vals[:3]))
+    assert_close(base.cuda().index_fill(1, ignis.tensor([0, 4]).cuda(), 1),
+                 base.index_fill(1, ignis.tensor([0, 4]), 1))
+    perm = ignis.tensor([[5, 4, 3, 2, 1], [0, 5, 4, 3, 2]])
+    s2 = _sample((2, 5), dtype, seed=4)
+    assert_close(base.cuda().scatter(0, perm.cuda(), s2.cuda()), base.scatter(0, perm, s2))
+    assert_close(base.cuda().scatter(0, perm.cuda(), 1), base.scatter(0, perm, 1))
+
+
+@needs_gpu
+def test_atomic_adds_of_16_bit_neighbours_do_not_clobber_each_other():
+    # Neighbouring float16/bfloat16 (and int8) elements share a 32-bit word:
+    # many threads adding to both halves at once must lose nothing.
+    for dtype in ["float16", "bfloat16", "int8", "int16", "bool"]:
+        n = 4096
+        idx = ignis.arange(n) % 4
+        vals = ignis.ones(n, dtype=_dt(dtype))
+        z = ignis.zeros(4, dtype=_dt(dtype))
+        got = z.cuda().index_put_((idx.cuda(),), vals.cuda(), accumulate=True)
+        want = z.index_put_((idx,), vals, accumulate=True) if dtype != "int8" else None
+        if dtype == "int8":  # 1024 wraps to 0 in int8, as on the CPU
+            want = ignis.zeros(4, dtype=ignis.int8).index_put_((idx,), vals, accumulate=True)
+        assert_close(got, want, scale=1)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_embedding_forward_and_backward_match_cpu(dtype):
+    w = _sample((50, 16), dtype)
+    idx = ignis.tensor([[1, 2, 1, 49], [0, 0, 7, 1]])
+    wa, wb = w.clone().requires_grad_(), w.cuda().requires_grad_()
+    ya, yb = F.embedding(idx, wa), F.embedding(idx.cuda(), wb)
+    assert_close(yb, ya)
+    g = _sample(tuple(ya.shape), dtype, seed=5)
+    ya.backward(g)
+    yb.backward(g.cuda())
+    assert_close(wb.grad, wa.grad, scale=4)
+    wa.grad = wb.grad = None
+    F.embedding(idx, wa, padding_idx=1).sum().backward()
+    F.embedding(idx.cuda(), wb, padding_idx=1).sum().backward()
+    assert_close(wb.grad, wa.grad)
+
+
+@needs_gpu
+def test_cat_and_stack_match_cpu():
+    a, b = _sample((3, 4), "float32"), _sample((3, 2), "float16", seed=1)
+    c = _sample((4, 3), "float32", seed=2).t()
+    for dim in (1, -1):
+        assert_close(ignis.cat([a.cuda(), b.cuda(), c.cuda()], dim), ignis.cat([a, b, c], dim))
+    assert_close(ignis.stack([a.cuda(), c.cuda()], 1), ignis.stack([a, c], 1))
+    x = _sample((4, 6), "float32").requires_grad_()
+    xc = x.detach().cuda().requires_grad_()
+    p, q = x.split([2, 4], 1)
+    pc, qc = xc.split([2, 4], 1)
+    (ignis.cat([q, p], 1) * ignis.arange(6.0)).sum().backward()
+    (ignis.cat([qc, pc], 1) * ignis.arange(6.0, device="cuda")).sum().backward()
+    assert_close(xc.grad, x.grad)
+
+
+# ---- on a GPU: losses and attention ---------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"ignore_index": 3}, {"weight": True},
+                                {"label_smoothing": 0.1}, {"weight": True, "ignore_index": 0}])
+def test_cross_entropy_and_nll_loss_match_cpu(dtype, kw):
+    x = _sample((12, 7), dtype)
+    t = ignis.tensor([3, 0, 6, 1, 3, 3, 2, 5, 4, 0, 1, 6])
+    kw = dict(kw)
+    if kw.pop("weight", False):
+        kw["weight"] = _sample((7,), dtype, seed=9).abs() + 0.5
+    kwc = {k: (v.cuda() if isinstance(v, ignis.Tensor) else v) for k, v in kw.items()}
+    xa, xb = x.clone().requires_grad_(), x.cuda().requires_grad_()
+    la, lb = F.cross_entropy(xa, t, **kw), F.cross_entropy(xb, t.cuda(), **kwc)
+    assert_close(lb, la, scale=10)
+    ga = ignis.ones_like(la) if la.dim() else None
+    la.backward(ga)
+    lb.backward(ga.cuda() if ga is not None else None)
+    assert_close(xb.grad, xa.grad, scale=10)
+    if "label_smoothing" not in kw:
+        lp = F.log_softmax(x, 1)
+        assert_close(F.nll_loss(lp.cuda(), t.cuda(), **kwc), F.nll_loss(lp, t, **kw), scale=10)
+    # Three dims (class dim 1), as the GPT's loss is not but others are.
+    x3 = _sample((2, 7, 5), dtype)
+    t3 = ignis.randint(0, 7, (2, 5))
+    assert_close(F.cross_entropy(x3.cuda(), t3.cuda()), F.cross_entropy(x3, t3), scale=10)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("mask", [None, "causal", "bool", "float"])
+def test_scaled_dot_product_attention_forward_and_backward_match_cpu(dtype, mask):
+    q = _sample((2, 3, 9, 8), dtype, seed=1)
+    k = _sample((2, 3, 11, 8), dtype, seed=2)
+    v = _sample((2, 3, 11, 5), dtype, seed=3)
+    kw = {}
+    if mask == "causal":
+        kw["is_causal"] = True
+    elif mask == "bool":
+        m = _sample((9, 11), "bool", seed=4)
+        m[:, 0] = True
+        kw["attn_mask"] = m
+    elif mask == "float":
+        kw["attn_mask"] = _sample((3, 9, 11), dtype, seed=5)
+    kwc = {n: (a.cuda() if isinstance(a, ignis.Tensor) else a) for n, a in kw.items()}
+    ins = [t.clone().requires_grad_() for t in (q, k, v)]
+    insc = [t.cuda().requires_grad_() for t in (q, k, v)]
+    oa = F.scaled_dot_product_attention(*ins, **kw)
+    ob = F.scaled_dot_product_attention(*insc, **kwc)
+    scale = 4 if dtype == "float16" else 10
+    assert_close(ob, oa, scale=scale)
+    g = _sample(tuple(oa.shape), dtype, seed=6)
+    oa.backward(g)
+    ob.backward(g.cuda())
+    for a, b in zip(ins, insc):
+        assert_close(b.grad, a.grad, scale=scale * 4)
+    # The backward op itself (what AOT records): the CUDA kernel vs the CPU's.
+    out, lse = ignis.ops._scaled_dot_product_attention(q, k, v, kw.get("attn_mask"),
+                                                       mask == "causal", 0.3)
+    outc, lsec = ignis.ops._scaled_dot_product_attention(
+        q.cuda(), k.cuda(), v.cuda(), kwc.get("attn_mask"), mask == "causal", 0.3)
+    assert_close(outc, out, scale=scale)
+    assert_close(lsec, lse, scale=scale)
+    r = ignis.ops._scaled_dot_product_attention_backward(g, q, k, v, kw.get("attn_mask"), out,
+                                                        lse, mask == "causal", 0.3)
+    rc = ignis.ops._scaled_dot_product_attention_backward(
+        g.cuda(), q.cuda(), k.cuda(), v.cuda(), kwc.get("attn_mask"), outc, lsec,
+        mask == "causal", 0.3)
+    for a, b in zip(r[:3], rc[:3]):
+        assert_close(b, a, scale=scale * 4)
+
+
+@needs_gpu
+def test_attention_with_dropout_runs_on_cuda():
+    q = _sample((2, 2, 8, 4), "float32").cuda().requires_grad_()
+    ignis.manual_seed(0)
+    y = F.scaled_dot_product_attention(q, q, q, dropout_p=0.2, is_causal=True)
+    y.sum().backward()
+    assert q.grad.device.type == "cuda" and bool(ignis.isfinite(q.grad).all())
+
+
+# ---- on a GPU: optimizers and the GPT ---------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("make", [
+    lambda p: ignis.optim.AdamW(p, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95)),
+    lambda p: ignis.optim.Adam(p, lr=1e-2, weight_decay=0.01),
+    lambda p: ignis.optim.Adam(p, lr=1e-2, amsgrad=True),
+    lambda p: ignis.optim.SGD(p, lr=1e-2, momentum=0.9, nesterov=True, weight_decay=0.01),
+    lambda p: ignis.optim.SGD(p, lr=1e-1),
+], ids=["adamw", "adam", "adam-amsgrad", "sgd-nesterov", "sgd"])
+def test_optimizer_steps_match_cpu(make):
+    ws = [_sample((5, 3), "float32", seed=s) for s in range(3)]
+    pa = [ignis.nn.Parameter(w.clone()) for w in ws]
+    pb = [ignis.nn.Parameter(w.cuda()) for w in ws]
+    oa, ob = make(pa), make(pb)
+    for step in range(4):
+        for p, q, s in zip(pa, pb, range(3)):
+            g = _sample((5, 3), "float32", seed=100 + 10 * step + s)
+            p.grad, q.grad = g, g.cuda()
+        oa.step()
+        ob.step()
+    for p, q in zip(pa, pb):
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+
+
+def _train(cfg, device, steps, batch=4, seed=0):
+    ignis.manual_seed(seed)
+    model = build_gpt(ignis)(cfg)
+    if device != "cpu":
+        model = model.to(device)
+    opt = configure_optimizer(ignis, model)
+    rng = np.random.default_rng(seed)
+    # One batch, seen every step: the model memorises it, so the loss falls.
+    x = ignis.from_numpy(rng.integers(0, cfg.vocab_size, (batch, cfg.block_size))).to(device)
+    y = ignis.from_numpy(rng.integers(0, cfg.vocab_size, (batch, cfg.block_size))).to(device)
+    losses = []
+    for _ in range(steps):
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, model
+
+
+@needs_gpu
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+@pytest.mark.parametrize("use_mha", [False, True])
+def test_gpt_trains_on_cuda_with_the_cpus_losses(dropout, use_mha):
+    # The same seed draws the same weights on the CPU (then moved) and the
+    # same dropout masks on both devices, so the losses agree to rounding.
+    cfg = GPTConfig(vocab_size=96, block_size=32, n_layer=2, n_head=4, n_embd=64,
+                    dropout=dropout, use_mha=use_mha)
+    want, mc = _train(cfg, "cpu", 6)
+    got, mg = _train(cfg, "cuda", 6)
+    assert all(np.isfinite(got)), got
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+    assert got[-1] < got[0]
+    # The key bias's gradient is 0 in exact arithmetic (a per-row shift of the
+    # scores), so its value is rounding noise, which Adam turns into steps of up
+    # to lr: parameters agree to about lr, the losses much closer.
+    for (na, pa), (nb, pb) in zip(mc.named_parameters(), mg.named_parameters()):
+        assert pb.device.type == "cuda", nb
+        np.testing.assert_allclose(_np(pb), _np(pa), rtol=2e-3, atol=3e-3, err_msg=na)
+
+
+@needs_gpu
+def test_ops_without_a_cuda_kernel_still_raise_naming_op_and_device():
+    a = ignis.ones(3, 3, device="cuda")
+    with pytest.raises(NotImplementedError, match=r"Could not run 'cumsum' with arguments from "
+                                                  r"the 'CUDA' backend"):
+        ignis.cumsum(a, 0)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ignis.index_select(a, 0, ignis.tensor([0]).cuda()) + ignis.ones(1, 3)
