@@ -47,7 +47,11 @@ CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
   if (!g_ctx) return 201;
   std::lock_guard<std::mutex> l(g_mu);
   if (g_used + n > g_cap) return 2;
-  void* q = malloc(n); g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
+  // Fresh device memory holds garbage on a GPU; here it holds NaN bytes
+  // (0xFF), so that a kernel reading what nothing wrote shows as NaN
+  // instead of the zeros a fresh host page would give.
+  void* q = malloc(n); memset(q, 0xFF, n);
+  g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
 CUresult cuMemFree_v2(unsigned long long p) { std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned) { *p = malloc(n); return 0; }
 CUresult cuMemFreeHost(void* p) { free(p); return 0; }

@@ -501,6 +501,27 @@ def test_softmax_of_masked_rows():
 
 
 @needs_gpu
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_softmax_of_rows_with_several_masked_entries(dim):
+    """Partial statistics of two -inf entries meet before any finite one
+    (consecutive -inf in a row, several per lane in long rows, a causal
+    mask): merging them must not make the row's sum NaN. The attention with
+    dropout on an H200 got NaN gradients from this."""
+    inf = float("-inf")
+    rows = [[inf, inf, 1.0, 2.0], [1.0, inf, inf, inf], [inf, 0.5, inf, inf]]
+    causal = ignis.randn(8, 8).masked_fill(ignis.ones(8, 8).triu(1).bool(), inf)
+    long = ignis.randn(3, 1000)
+    long[:, ::3] = inf
+    long[1, :500] = inf
+    for x in (ignis.tensor(rows), causal, long):
+        x = x if dim == -1 else x.t().contiguous()
+        for fn in (lambda a: ignis.softmax(a, dim), lambda a: ignis.ops._safe_softmax(a, dim),
+                   lambda a: ignis.log_softmax(a, dim)):
+            got, want = _run_both(fn, [x])
+            assert_same(got, want)
+
+
+@needs_gpu
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape,ns", [((4, 10), (10,)), ((3, 7, 1000), (1000,)),
                                       ((2, 3, 4, 5), (4, 5)), ((5, 4096), (4096,))])

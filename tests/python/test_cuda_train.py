@@ -495,9 +495,6 @@ def test_scaled_dot_product_attention_forward_and_backward_match_cpu(dtype, mask
 
 
 @needs_gpu
-@pytest.mark.xfail(reason="every gradient came back NaN on an H200 (2026-12-02) while the same "
-                   "test passes against tests/cuda_fake; see docs/cuda.md, Known failures",
-                   strict=False)
 def test_attention_with_dropout_runs_on_cuda():
     q = _sample((2, 2, 8, 4), "float32").cuda().requires_grad_()
     ignis.manual_seed(0)

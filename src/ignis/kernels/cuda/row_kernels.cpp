@@ -81,14 +81,18 @@ template <class T, class F> __forceinline__ T ig_row_allreduce(T v, F f) {
 #define IG_ROW_STEP (int64_t(gridDim.x) * blockDim.y)  // rows a grid covers per iteration
 struct IgAdd { template <class T> T operator()(T a, T b) const { return a + b; } };
 // Softmax statistics: the running max and the sum of exp(x - max); s == 0
-// marks an empty one (so that an all -inf part does not turn into NaN
-// before it meets the rest of its row).
+// marks an empty one. Two parts whose max is -inf (only masked entries so
+// far) add their counts: exp(-inf - -inf) would be NaN, and the part must
+// stay harmless until it meets a finite entry of its row (a causal mask's
+// rows merge such parts in a warp's butterfly; a row of nothing but -inf
+// keeps m = -inf, which the caller handles).
 template <class C> struct IgMS { C m, s; };
 struct IgMSMerge {
   template <class C> IgMS<C> operator()(IgMS<C> a, IgMS<C> b) const {
     if (a.s == C(0)) return b;
     if (b.s == C(0)) return a;
     const C m = a.m != a.m ? a.m : (b.m != b.m ? b.m : (a.m > b.m ? a.m : b.m));
+    if (m == -std::numeric_limits<C>::infinity()) return IgMS<C>{m, a.s + b.s};
     return IgMS<C>{m, a.s * std::exp(a.m - m) + b.s * std::exp(b.m - m)};
   }
 };
