@@ -19,7 +19,6 @@ import copy
 import os
 import pathlib
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -75,28 +74,16 @@ def assert_close(got, want, dtype=None, scale=1.0):
 
 # ---- everywhere --------------------------------------------------------------------------
 
-def _nvrtc():
-    try:
-        return ignis._C._cuda_nvrtc_version()
-    except RuntimeError as e:
-        return str(e)
-
-
-def test_index_and_random_kernels_compile_with_nvrtc():
-    version = _nvrtc()
-    if isinstance(version, str):
-        pytest.skip(f"NVRTC cannot be loaded here ({version[:200]}); set IGNIS_NVRTC_LIBRARY "
-                    "or install the nvidia-cuda-nvrtc wheel")
+def test_index_and_random_kernel_units_exist():
+    # test_cuda_ops.py's test_every_generated_kernel_compiles_with_nvrtc compiles every
+    # unit, these included; here: that each dtype has its indexing and random units.
     units = [u for u in ignis._C._cuda_eager_kernel_units()
              if u[0].startswith(("index_", "random_"))]
     labels = {u[0] for u in units}
     for dt in ALL:
         assert f"index_{dt}.cu" in labels and f"random_{dt}.cu" in labels, dt
-    t0 = time.time()
     for label, source, options, kernels in units:
         assert kernels >= 3 if label.startswith("index_") else kernels >= 1, label
-        assert ignis._C._cuda_nvrtc_compile(source, label, 90, options) > 0, label
-    print(f"\n{len(units)} NVRTC units: {time.time() - t0:.1f} s")
 
 
 def test_index_and_random_kernel_sources():

@@ -178,6 +178,13 @@ GenParams params(Gen kind) {
   return p;
 }
 
+// A draw from g: its key and the counters t's elements use, reserved.
+GenParams drawn(Gen kind, const Tensor& t, Generator& g) {
+  GenParams p = params(kind);
+  std::tie(p.seed, p.off) = g.reserve(static_cast<uint64_t>(t.numel()));
+  return p;
+}
+
 }  // namespace
 
 std::vector<KernelRequest> random_kernel_requests(ScalarType t) {
@@ -202,32 +209,28 @@ void fill_affine_int(const Tensor& t, int64_t start, int64_t step) {
 
 void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
   GenParams p =
-      params(t.dtype() == ScalarType::Float64 ? Gen::UniformDouble : Gen::UniformFloat);
-  std::tie(p.seed, p.off) = g.reserve(static_cast<uint64_t>(t.numel()));
+      drawn(t.dtype() == ScalarType::Float64 ? Gen::UniformDouble : Gen::UniformFloat, t, g);
   p.a = from;
   p.b = to;
   generate(t, p);
 }
 
 void fill_normal(const Tensor& t, double mean, double std, Generator& g) {
-  GenParams p = params(Gen::Normal);
-  std::tie(p.seed, p.off) = g.reserve(static_cast<uint64_t>(t.numel()));
+  GenParams p = drawn(Gen::Normal, t, g);
   p.a = mean;
   p.b = std;
   generate(t, p);
 }
 
 void fill_randint(const Tensor& t, int64_t low, int64_t high, Generator& g) {
-  GenParams p = params(Gen::RandInt);
-  std::tie(p.seed, p.off) = g.reserve(static_cast<uint64_t>(t.numel()));
+  GenParams p = drawn(Gen::RandInt, t, g);
   p.ia = low;
   p.ib = high;
   generate(t, p);
 }
 
 void fill_bernoulli(const Tensor& t, double prob, Generator& g) {
-  GenParams p = params(Gen::Bernoulli);
-  std::tie(p.seed, p.off) = g.reserve(static_cast<uint64_t>(t.numel()));
+  GenParams p = drawn(Gen::Bernoulli, t, g);
   p.a = prob;
   generate(t, p);
 }
