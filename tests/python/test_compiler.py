@@ -392,7 +392,7 @@ def test_schedule_log_names_every_fusion_decision(capfd):
         ignis._logging.set_logs()
     err = capfd.readouterr().err
     assert "[schedule] kernel_0 starts with amax over [8, 16 (reduced)]" in err
-    assert "[schedule] div joins kernel_0 (per element)" in err
+    assert "[schedule] mul joins kernel_0 (per element)" in err
     assert "not fused into kernel_0: its iteration space [8 (reduced), 16]" in err
     assert "stays inside kernel_0" in err
     assert kernels == 2

@@ -48,8 +48,11 @@ void softmax(const OpHandle& o, Stack& s) {
   Tensor shifted = sub(xf, m);
   if (a.name() == "log_softmax")
     return a.ret(sub(shifted, op("log", reduce_sum(op("exp", shifted), dim, true))));
+  // Times the sum's reciprocal, as the eager kernel computes it: one
+  // division per slice rather than per element (a vector division costs
+  // several multiplies), and the compiled softmax rounds as eager's does.
   Tensor e = op("exp", shifted);
-  Tensor out = div(e, reduce_sum(e, dim, true));
+  Tensor out = mul(e, op("reciprocal", reduce_sum(e, dim, true)));
   if (a.name() == "_safe_softmax") {
     Tensor masked = cmp("eq", m, scalar(-kInf));
     out = where(masked, wrapped_as(0, out.dtype()), out);
