@@ -335,6 +335,11 @@ BUILTIN_SCRIPT = textwrap.dedent("""
             sliced = ignis.from_numpy(wide)[:, 2:k + 2]
             got = (sliced @ ignis.from_numpy(b)).numpy()
             np.testing.assert_allclose(got, wide[:, 2:k + 2] @ b, rtol=tol, atol=tol * max(1, k))
+            # A column-major with a column stride wider than m (read in place)
+            tall = rng.standard_normal((k, m + 5)).astype(dt)
+            cols = ignis.from_numpy(tall)[:, 1:m + 1].t()
+            got = (cols @ ignis.from_numpy(b)).numpy()
+            np.testing.assert_allclose(got, tall[:, 1:m + 1].T @ b, rtol=tol, atol=tol * max(1, k))
             # beta != 0 over several depth panels (C read back after the first)
             c = rng.standard_normal((m, n)).astype(dt)
             got = ignis.addmm(ignis.from_numpy(c), ignis.from_numpy(a), ignis.from_numpy(b),
