@@ -118,6 +118,7 @@ Opc opcode_of(const std::string& n) {
       {"RETURN_GENERATOR", Opc::ReturnGenerator}, {"YIELD_VALUE", Opc::YieldValue},
       {"BUILD_SET", Opc::BuildSet}, {"SET_ADD", Opc::SetAdd}, {"SET_UPDATE", Opc::SetUpdate},
       {"LOAD_SUPER_ATTR", Opc::LoadSuperAttr}, {"STORE_GLOBAL", Opc::StoreGlobal},
+      {"IMPORT_NAME", Opc::ImportName}, {"IMPORT_FROM", Opc::ImportFrom},
   };
   auto it = table.find(n);
   return it == table.end() ? Opc::Unknown : it->second;
@@ -543,6 +544,14 @@ void Tracer::step(TFrame& f, const Instr& in) {
       next();
       return;
     }
+    case Opc::ImportName: {
+      VTP fromlist = pop(f);
+      VTP level = pop(f);
+      f.stack.push_back(import_name(f, in.argval, fromlist, level));
+      next();
+      return;
+    }
+    case Opc::ImportFrom: f.stack.push_back(import_from(f.stack.back(), in.argval)); next(); return;
     case Opc::MakeCell: {
       auto c = std::make_shared<VT>(VK::Cell);
       VTP v = f.locals[in.arg];
