@@ -14,7 +14,7 @@ at once when einops is already imported, and otherwise puts a finder on
 `sys.meta_path` that defines it right after `einops._backends` loads.
 
 Layers: `einops.layers.torch` subclasses real torch's `nn.Module`, so
-`ignis.utils.einops` offers `Rearrange`, `Reduce` and `EinMix` built on
+`ignis.utils.einops` offers `Rearrange` and `Reduce` built on
 einops's layer mixins and ignis's `nn.Module` (see that module).
 """
 import importlib.abc

@@ -1,7 +1,7 @@
-"""einops's layers for ignis models (needs einops): `Rearrange`, `Reduce` and
-`EinMix`, as `einops.layers.torch` has them for torch. Defined in
+"""einops's layers for ignis models (needs einops): `Rearrange` and `Reduce`,
+as `einops.layers.torch` has them for torch. Defined in
 ignis.nn.modules.einops; importing this also makes einops accept ignis
 tensors (ignis._einops)."""
-from ..nn.modules.einops import EinMix, Rearrange, Reduce  # noqa: F401
+from ..nn.modules.einops import Rearrange, Reduce  # noqa: F401
 
-__all__ = ["Rearrange", "Reduce", "EinMix"]
+__all__ = ["Rearrange", "Reduce"]

@@ -962,6 +962,12 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     bool plain = tp->tp_new == PyBaseObject_Type.tp_new && new_ == object_new &&
                  !PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(py::TensorBaseType)) &&
                  tp->tp_dictoffset != 0 && !is_nn_module_type(fn);
+    PyObject* object_init = _PyType_Lookup(&PyBaseObject_Type, PyUnicode_InternFromString("__init__"));
+    if (plain && init == object_init && args.empty() && kwargs.empty()) {  // no __init__ of its own
+      auto o = std::make_shared<VT>(VK::LocalObject);
+      o->pytype = Obj::borrow(fn);
+      return o;
+    }
     if (plain && init && PyFunction_Check(init)) {
       auto o = std::make_shared<VT>(VK::LocalObject);
       o->pytype = Obj::borrow(fn);
@@ -1456,6 +1462,20 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     }
     return make_const(Obj::steal(PyLong_FromSsize_t(n)).get());
   }
+  if (is_builtin("id") && args.size() == 1 && kwargs.empty()) {
+    // The identity of an object that exists outside the trace (a module, a
+    // parameter, a constant), as a constant. Modules and objects are guarded
+    // by type only, so the identity is guarded too: another instance of the
+    // class (with other parameters, or weights tied differently, which the
+    // memo sets of Module.parameters() would see) gets its own trace.
+    VTP a = args[0];
+    PyObject* o = a->value.get();
+    bool is_sourced = a->reg >= 0 && o;
+    if (!(a->kind == VK::Const && o) && !is_sourced)
+      throw Unsupported{str("id() of a ", kind_name(a->kind), " made while tracing")};
+    if (a->reg >= 0) guards().check_id(a->reg, o);
+    return make_const(Obj::steal(PyLong_FromVoidPtr(o)).get());
+  }
   if (is_builtin("isinstance") || is_builtin("issubclass")) {
     if (args.size() != 2) throw Unsupported{"isinstance() with wrong arguments"};
     Obj cls = const_value(args[1]);
@@ -1838,6 +1858,19 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       throw Unsupported{str("'super' object has no attribute '", n, "'")};
     }
     case VK::Tensor: {
+      for (auto& [k, v] : obj->attrs)  // written earlier in this trace
+        if (k == n) return v;
+      if (n == "grad" && obj->value && obj->reg >= 0) {
+        // A frame tensor's gradient: read through its source (a graph input,
+        // or None, guarded either way).
+        int r = guards().attr(obj->reg, name);
+        Obj g = check(PyObject_GetAttr(obj->value.get(), name));
+        if (g.get() == Py_None) {
+          guards().check_none(r, true);
+          return make_const(Py_None);
+        }
+        if (py::is_tensor(g.get())) return wrap_input(g.get(), r);
+      }
       realize(obj);
       if (n == "data" || n == "grad" || n == "grad_fn" || n == "_version" || n == "_base")
         throw Unsupported{str("Tensor.", n, " inside a captured function")};

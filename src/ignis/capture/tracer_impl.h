@@ -73,6 +73,7 @@ enum class Opc : uint8_t {
   ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
   PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, ReturnGenerator,
   YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr, StoreGlobal, ImportName, ImportFrom,
+  GetYieldFromIter, Send, EndSend,
 };
 
 struct Instr {

@@ -89,6 +89,7 @@ void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*
         seen.insert(v.get());
         out.push_back(v);
       }
+      for (auto& [k, e] : v->attrs) collect_outputs(e, out, seen);  // a frame tensor's new .grad
       return;
     case VK::List: case VK::Tuple: case VK::Dict: case VK::Partial:
       for (auto& e : v->items) collect_outputs(e, out, seen);
