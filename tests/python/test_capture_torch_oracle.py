@@ -14,10 +14,12 @@ import test_capture_builtins
 import test_capture_control
 import test_capture_functions
 import test_capture_guards
+import test_capture_libraries
 import test_capture_modules
 
 TABLES = [test_capture_basics, test_capture_control, test_capture_builtins,
-          test_capture_functions, test_capture_modules, test_capture_breaks]
+          test_capture_functions, test_capture_modules, test_capture_breaks,
+          test_capture_libraries]
 ALL_CASES = [(m, c) for m in TABLES for c in m.CASES]
 
 

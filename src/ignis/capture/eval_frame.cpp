@@ -589,10 +589,24 @@ PyObject* on_miss(PyThreadState* ts, _PyInterpreterFrame* frame, CodeState& cs, 
   return run_entry(ts, frame, *m.entry, f, regs.get());
 }
 
+// Frames Python's import machinery calls (finders, loaders, import hooks,
+// the bodies of modules being imported) run eagerly: they are not the
+// program's tensor code, and an import only runs them the first time. Their
+// caller is a frame of importlib's frozen bootstrap.
+bool called_by_import_machinery(PyThreadState* ts) {
+  _PyInterpreterFrame* caller = ts->cframe ? ts->cframe->current_frame : nullptr;
+  if (!caller) return false;
+  PyObject* file = caller->f_code->co_filename;
+  return PyUnicode_Check(file) &&
+         (PyUnicode_CompareWithASCIIString(file, "<frozen importlib._bootstrap>") == 0 ||
+          PyUnicode_CompareWithASCIIString(file, "<frozen importlib._bootstrap_external>") == 0);
+}
+
 PyObject* capture_frame(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   const std::shared_ptr<const CaptureConfig>& cfg = t_config;
   if (throwflag || !cfg || frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals)
     return eval_default(ts, frame, throwflag);
+  if (called_by_import_machinery(ts)) return eval_default(ts, frame, throwflag);
   PyCodeObject* code = frame->f_code;
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
     return eval_default(ts, frame, throwflag);

@@ -178,8 +178,37 @@ bool run_program(const ValueProgram& prog, PyObject* outs, GuardProgram::Registe
 
 // Calls `fn` with the non-NULL items of st[0, below), then `extra` (if not
 // null), then st[from, from + nlocals). Borrowed arguments; new reference.
-PyObject* call_resume(PyObject* fn, ValueStack& st, int below, PyObject* extra, size_t from,
-                      int nlocals) {
+// Note [Resume functions and closures]
+// A resume function is made when the frame is traced, with that frame's
+// closure cells. One code object can run with many closures (each call of a
+// function that defines it makes a new closure), and the cache entry's
+// guards read free variables through the running frame, so a later frame of
+// the same code may pass them with other cells: its resume function must
+// continue with the running frame's cells, not the traced frame's, or it
+// would read and write another closure's variables.
+// Returns `fn` itself, or a new function stored (owned) in *made_out.
+PyObject* resume_for_frame(PyObject* fn, const FrameView& f, PyObject** made_out) {
+  if (!fn || !PyFunction_Check(fn)) return fn;
+  PyObject* closure = f.closure;
+  if (PyFunction_GET_CLOSURE(fn) == closure ||
+      (closure == nullptr && PyFunction_GET_CLOSURE(fn) == Py_None))
+    return fn;
+  PyObject* made = PyFunction_NewWithQualName(PyFunction_GET_CODE(fn), PyFunction_GET_GLOBALS(fn),
+                                             reinterpret_cast<PyFunctionObject*>(fn)->func_qualname);
+  if (!made) return nullptr;
+  *made_out = made;
+  if (PyFunction_SetClosure(made, closure ? closure : Py_None) < 0) return nullptr;
+  return made;
+}
+
+PyObject* call_resume(PyObject* fn_traced, const FrameView& f, ValueStack& st, int below,
+                      PyObject* extra, size_t from, int nlocals) {
+  PyObject* made = nullptr;
+  PyObject* fn = resume_for_frame(fn_traced, f, &made);
+  if (fn_traced && !fn) {
+    Py_XDECREF(made);
+    return nullptr;
+  }
   PyObject* small[24];
   std::vector<PyObject*> big;
   size_t max = static_cast<size_t>(below) + 1 + static_cast<size_t>(nlocals);
@@ -196,6 +225,7 @@ PyObject* call_resume(PyObject* fn, ValueStack& st, int below, PyObject* extra, 
     PyObject* v = st[from + i];
     if (!v) {
       PyErr_SetString(PyExc_SystemError, "capture plan: a live local passed to a resume function is unbound");
+      Py_XDECREF(made);
       return nullptr;
     }
     argv[n++] = v;
@@ -204,14 +234,16 @@ PyObject* call_resume(PyObject* fn, ValueStack& st, int below, PyObject* extra, 
     PyErr_SetString(PyExc_SystemError, "capture plan: missing resume function");
     return nullptr;
   }
-  return PyObject_Vectorcall(fn, argv, n, nullptr);
+  PyObject* out = PyObject_Vectorcall(fn, argv, n, nullptr);
+  Py_XDECREF(made);
+  return out;
 }
 
 // The operands of the breaking instruction start at st[below]; the live
 // locals are the top `nlocals` items.
 // *resumed is set once the resume function is entered (its own with-block
 // handlers restore grad mode from then on).
-PyObject* run_exit(const PlanExit& ex, ValueStack& st, bool* resumed) {
+PyObject* run_exit(const PlanExit& ex, const FrameView& f, ValueStack& st, bool* resumed) {
   const int below = ex.stack_below;
   const int nloc = ex.num_locals;
   const size_t total = st.size();
@@ -251,7 +283,7 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st, bool* resumed) {
       PyObject* r = PyObject_Vectorcall(callable, argv, argc - nkw, nkw ? ex.kwnames : nullptr);
       if (!r) return nullptr;
       *resumed = true;
-      PyObject* out = call_resume(ex.resume, st, below, r, locals_at, nloc);
+      PyObject* out = call_resume(ex.resume, f, st, below, r, locals_at, nloc);
       Py_DECREF(r);
       return out;
     }
@@ -309,7 +341,7 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st, bool* resumed) {
       Py_XDECREF(kw);
       if (!r) return nullptr;
       *resumed = true;
-      PyObject* out = call_resume(ex.resume, st, below, r, locals_at, nloc);
+      PyObject* out = call_resume(ex.resume, f, st, below, r, locals_at, nloc);
       Py_DECREF(r);
       return out;
     }
@@ -327,19 +359,19 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st, bool* resumed) {
         }
       }
       *resumed = true;
-      return call_resume(taken ? ex.resume_jump : ex.resume, st, below, nullptr, locals_at, nloc);
+      return call_resume(taken ? ex.resume_jump : ex.resume, f, st, below, nullptr, locals_at, nloc);
     }
     case PlanExit::StoreAttr: {
       if (!need(2)) return nullptr;
       if (PyObject_SetAttr(st[below + 1], ex.name, st[below]) < 0) return nullptr;
       *resumed = true;
-      return call_resume(ex.resume, st, below, nullptr, locals_at, nloc);
+      return call_resume(ex.resume, f, st, below, nullptr, locals_at, nloc);
     }
     case PlanExit::StoreSubscr: {
       if (!need(3)) return nullptr;
       if (PyObject_SetItem(st[below + 1], st[below + 2], st[below]) < 0) return nullptr;
       *resumed = true;
-      return call_resume(ex.resume, st, below, nullptr, locals_at, nloc);
+      return call_resume(ex.resume, f, st, below, nullptr, locals_at, nloc);
     }
     case PlanExit::RunOriginal:
       break;
@@ -351,7 +383,6 @@ PyObject* run_exit(const PlanExit& ex, ValueStack& st, bool* resumed) {
 }  // namespace
 
 PyObject* run_plan(const Plan& plan, const FrameView& f, GuardProgram::Registers& regs) {
-  (void)f;
   PyObject* outs = nullptr;  // owned: the graph's outputs as a fast sequence
   if (plan.graph_fn) {
     PyObject* small[16];
@@ -383,7 +414,7 @@ PyObject* run_plan(const Plan& plan, const FrameView& f, GuardProgram::Registers
   ValueStack st;
   PyObject* result = nullptr;
   bool resumed = false;
-  if (run_program(plan.program, outs, regs, st)) result = run_exit(plan.exit, st, &resumed);
+  if (run_program(plan.program, outs, regs, st)) result = run_exit(plan.exit, f, st, &resumed);
   if (!result && plan.exit.grad_mode_on_error >= 0 && !resumed)
     autograd::set_grad_enabled(plan.exit.grad_mode_on_error != 0);
   Py_XDECREF(outs);

@@ -118,6 +118,8 @@ Opc opcode_of(const std::string& n) {
       {"RETURN_GENERATOR", Opc::ReturnGenerator}, {"YIELD_VALUE", Opc::YieldValue},
       {"BUILD_SET", Opc::BuildSet}, {"SET_ADD", Opc::SetAdd}, {"SET_UPDATE", Opc::SetUpdate},
       {"LOAD_SUPER_ATTR", Opc::LoadSuperAttr}, {"STORE_GLOBAL", Opc::StoreGlobal},
+      {"IMPORT_NAME", Opc::ImportName}, {"IMPORT_FROM", Opc::ImportFrom},
+      {"GET_YIELD_FROM_ITER", Opc::GetYieldFromIter}, {"SEND", Opc::Send}, {"END_SEND", Opc::EndSend},
   };
   auto it = table.find(n);
   return it == table.end() ? Opc::Unknown : it->second;
@@ -127,7 +129,7 @@ bool is_jump(Opc op) {
   switch (op) {
     case Opc::JumpForward: case Opc::JumpBackward: case Opc::PopJumpIfFalse:
     case Opc::PopJumpIfTrue: case Opc::PopJumpIfNone: case Opc::PopJumpIfNotNone:
-    case Opc::JumpIfFalseOrPop: case Opc::JumpIfTrueOrPop: case Opc::ForIter:
+    case Opc::JumpIfFalseOrPop: case Opc::JumpIfTrueOrPop: case Opc::ForIter: case Opc::Send:
       return true;
     default: return false;
   }
@@ -490,7 +492,13 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP value = pop(f);
       std::string name = utf8(in.argval);
       bool frame_object = (obj->kind == VK::Object || obj->kind == VK::Module) && obj->reg >= 0;
-      if (obj->kind != VK::LocalObject && !frame_object)
+      // `p.grad = None` (or a tensor) on a tensor from the frame (zero_grad,
+      // an optimizer's step): replayed after the graph as any attribute write.
+      bool frame_grad = obj->kind == VK::Tensor && obj->reg >= 0 && obj->value && name == "grad" &&
+                        (value->kind == VK::Tensor || (value->kind == VK::Const && value->value.get() == Py_None));
+      if (frame_grad) {
+        mark_mutated(obj, "a .grad assignment");
+      } else if (obj->kind != VK::LocalObject && !frame_object)
         throw Unsupported{str("assignment to attribute '", name, "' of a ",
                               obj->kind == VK::Tensor ? "tensor" : "Python object")};
       if (frame_object) mark_mutated(obj, "attribute assignment");
@@ -513,6 +521,37 @@ void Tracer::step(TFrame& f, const Instr& in) {
       if (!f.yields) throw Unsupported{"yield outside an inlined generator"};
       f.yields->push_back(pop(f));
       f.stack.push_back(make_const(Py_None));  // the value sent back in
+      next();
+      return;
+    }
+    case Opc::GetYieldFromIter: {
+      if (!f.yields) throw Unsupported{"yield from outside an inlined generator"};
+      f.stack.push_back(get_iter(pop(f)));
+      next();
+      return;
+    }
+    case Opc::Send: {
+      // `yield from it` in an inlined generator (run to completion): what
+      // `it` yields is yielded here, all at once. The expression's own value
+      // (the sub-generator's return value) is not tracked: only the form
+      // that drops it (a `yield from` statement) is accepted.
+      pop(f);  // the value sent in: None here
+      VTP it = f.stack.back();
+      if (!f.yields || it->kind != VK::Iter) throw Unsupported{"SEND outside an inlined generator"};
+      size_t at = static_cast<size_t>(in.target);
+      if (at < ins.size() && ins[at].opname == "END_SEND") ++at;  // 3.12
+      if (at >= ins.size() || ins[at].op != Opc::PopTop)
+        throw Unsupported{"the value of a yield from expression"};
+      while (VTP v = iter_next(it)) f.yields->push_back(v);
+      f.stack.back() = make_const(Py_None);  // 3.11: the receiver becomes its return value
+      if (ins[in.target].opname == "END_SEND") f.stack.push_back(make_const(Py_None));  // 3.12 keeps both
+      jump(in.target);
+      return;
+    }
+    case Opc::EndSend: {  // 3.12: receiver, value -> value
+      VTP v = pop(f);
+      pop(f);
+      f.stack.push_back(v);
       next();
       return;
     }
@@ -543,6 +582,14 @@ void Tracer::step(TFrame& f, const Instr& in) {
       next();
       return;
     }
+    case Opc::ImportName: {
+      VTP fromlist = pop(f);
+      VTP level = pop(f);
+      f.stack.push_back(import_name(f, in.argval, fromlist, level));
+      next();
+      return;
+    }
+    case Opc::ImportFrom: f.stack.push_back(import_from(f.stack.back(), in.argval)); next(); return;
     case Opc::MakeCell: {
       auto c = std::make_shared<VT>(VK::Cell);
       VTP v = f.locals[in.arg];

@@ -29,7 +29,7 @@ PyTypeObject* python_type(const VTP& v) {
       return v->value ? Py_TYPE(v->value.get()) : reinterpret_cast<PyTypeObject*>(py::TensorClass);
     case VK::List: return &PyList_Type;
     case VK::Tuple: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyTuple_Type;
-    case VK::Dict: return &PyDict_Type;
+    case VK::Dict: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyDict_Type;
     case VK::LocalObject: return reinterpret_cast<PyTypeObject*>(v->pytype.get());
     default: return v->value ? Py_TYPE(v->value.get()) : nullptr;
   }
@@ -71,6 +71,8 @@ bool type_named(PyObject* o, const char* name) {
          std::strcmp(Py_TYPE(o)->tp_name, (std::string("ignis._C._capture.") + name).c_str()) == 0;
 }
 
+bool set_of_constants(PyObject* o);
+
 // Values that cannot change and compare by value.
 bool is_immutable(PyObject* o) {
   if (o == Py_None || o == Py_Ellipsis || o == Py_NotImplemented || PyBool_Check(o) ||
@@ -85,7 +87,19 @@ bool is_immutable(PyObject* o) {
       if (!is_immutable(PyTuple_GET_ITEM(o, i))) return false;
     return true;
   }
+  if (PyFrozenSet_CheckExact(o)) return set_of_constants(o);
   return false;
+}
+
+// A set or frozenset whose items are all immutable (the items of a set are
+// hashable, but a hashable object may still change).
+bool set_of_constants(PyObject* o) {
+  Py_ssize_t pos = 0;
+  PyObject* key;
+  Py_hash_t hash;
+  while (_PySet_NextEntry(o, &pos, &key, &hash))
+    if (!is_immutable(key)) return false;
+  return true;
 }
 
 // Objects used by identity: calling or reading them does not depend on
@@ -95,7 +109,8 @@ bool is_identity_object(PyObject* o) {
          PyMethod_Check(o) || is_op(o) || type_named(o, "CompiledFunction") ||
          type_named(o, "DisabledFunction") || Py_TYPE(o) == &PyMethodDescr_Type ||
          Py_TYPE(o) == &PyWrapperDescr_Type || Py_TYPE(o) == &_PyMethodWrapper_Type ||
-         PyObject_TypeCheck(o, &PyProperty_Type);
+         PyObject_TypeCheck(o, &PyProperty_Type) ||
+         Py_TYPE(o) == reinterpret_cast<PyTypeObject*>(py_import_attr("functools", "_lru_cache_wrapper"));
 }
 
 std::string sanitize(const std::string& s) {
@@ -295,7 +310,7 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
       else if (value == Py_Ellipsis || value == Py_NotImplemented || PySlice_Check(value))
         g.check_id(reg, value);
       else
-        g.check_equals(reg, value);
+        g.check_equals(reg, value);  // pins the type too (a set never equals a frozenset here)
     }
     v = make_const(value);
   } else if (is_grad_exit(value)) {
@@ -344,19 +359,31 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     v = std::make_shared<VT>(VK::Dict);
     v->local = false;
     v->reg = reg;
+    if (!PyDict_CheckExact(value)) v->pytype = Obj::borrow(reinterpret_cast<PyObject*>(Py_TYPE(value)));
     reg_vt[reg] = v;
     PyObject *k, *x;
     Py_ssize_t pos = 0;
     std::vector<std::pair<PyObject*, PyObject*>> kvs;
     while (PyDict_Next(value, &pos, &k, &x)) kvs.emplace_back(k, x);
     for (auto& [key, val] : kvs) {
-      if (!is_immutable(key)) throw Unsupported{"a dict with keys that are not constants"};
+      // Constants, or objects hashed by identity (a table keyed by type).
+      if (!is_immutable(key) && !is_identity_object(key))
+        throw Unsupported{"a dict with keys that are not constants"};
       v->keys.push_back(Obj::borrow(key));
       int ireg = g.dict_item(reg, key);
       lazy_regs.insert(ireg);
       v->items.push_back(wrap_input(val, ireg));
     }
     return v;
+  } else if (PySet_CheckExact(value) && set_of_constants(value)) {
+    // A set of constants from the frame (a module's table of names): traced
+    // on a private copy, guarded equal to it. Its mutating methods break the
+    // graph (call_method): capture does not write sets back.
+    if (reg < 0) throw Unsupported{"a set capture cannot guard (no source)"};
+    v = std::make_shared<VT>(VK::Set);
+    v->value = check(PySet_New(value));
+    v->local = false;
+    g.check_equals(reg, v->value.get());  // type and items
   } else if (Py_IS_TYPE(value, &PyRangeIter_Type) || Py_IS_TYPE(value, &PyListIter_Type) ||
              Py_IS_TYPE(value, &PyTupleIter_Type)) {
     // An iterator a resume function received mid-loop: read its sequence and
@@ -935,6 +962,12 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     bool plain = tp->tp_new == PyBaseObject_Type.tp_new && new_ == object_new &&
                  !PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(py::TensorBaseType)) &&
                  tp->tp_dictoffset != 0 && !is_nn_module_type(fn);
+    PyObject* object_init = _PyType_Lookup(&PyBaseObject_Type, PyUnicode_InternFromString("__init__"));
+    if (plain && init == object_init && args.empty() && kwargs.empty()) {  // no __init__ of its own
+      auto o = std::make_shared<VT>(VK::LocalObject);
+      o->pytype = Obj::borrow(fn);
+      return o;
+    }
     if (plain && init && PyFunction_Check(init)) {
       auto o = std::make_shared<VT>(VK::LocalObject);
       o->pytype = Obj::borrow(fn);
@@ -943,6 +976,32 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
                       std::move(args), std::move(kwargs));
       return o;
     }
+  }
+  if (fn == py_import_attr("collections", "OrderedDict")) {
+    // A dict that remembers its class (type(), isinstance and the rebuilt value).
+    bool dict_handled = false;
+    VTP d = call_builtin(PyDict_GetItemString(builtins_dict(), "dict"), args, kwargs, &dict_handled);
+    d->pytype = Obj::borrow(fn);
+    return d;
+  }
+  if (fn == py_import_attr("itertools", "chain")) {
+    if (!kwargs.empty()) throw Unsupported{"itertools.chain() with keyword arguments"};
+    std::vector<VTP> all;
+    for (auto& a : args)
+      for (auto& e : unpack(a)) all.push_back(e);
+    return get_iter(make_list(all));
+  }
+  if (fn && Py_TYPE(fn) == reinterpret_cast<PyTypeObject*>(py_import_attr("functools", "_lru_cache_wrapper"))) {
+    // Note [lru_cache while tracing]
+    // A functools.lru_cache wrapper (einops caches its parsed patterns this
+    // way) is traced through: the wrapped function is inlined on every trace
+    // and the cache is neither read nor filled, as Dynamo does. Its result is
+    // then whatever the function computes from the traced arguments, guarded
+    // as they are, so a cache hit or miss cannot change the graph; only a
+    // function whose result depends on the cache's own history (not a pure
+    // helper) would trace differently from eager.
+    Obj wrapped = check(PyObject_GetAttrString(fn, "__wrapped__"));
+    return call_function_obj(wrapped.get(), make_const(wrapped.get()), args, kwargs);
   }
   // Anything else with constant arguments that is known to be pure: fold.
   throw Unsupported{str("call to ", callable_name(fn), " is not supported by capture")};
@@ -1149,8 +1208,29 @@ VTP Tracer::call_method(const VTP& self, const std::string& name, std::vector<VT
   };
   if (!kwargs.empty() && name != "update" && name != "get")
     throw Unsupported{str(kind_name(self->kind), ".", name, " with keyword arguments")};
+  if (self->kind == VK::Const && name == "__subclasses__" && args.empty()) {
+    // cls.__subclasses__() (a registry of backends found by subclass): the
+    // classes it gives now, as constants. The guard calls it again and checks
+    // the same classes come back, so a class defined later retraces.
+    PyObject* cls = self->value.get();
+    Obj subs = check(PyObject_CallMethod(cls, "__subclasses__", nullptr));
+    int base = self->reg >= 0 ? self->reg : guards().object(cls, str("<class ", reinterpret_cast<PyTypeObject*>(cls)->tp_name, ">"));
+    int r = guards().call_method0(base, "__subclasses__");
+    guards().check_len(r, PyList_GET_SIZE(subs.get()));
+    std::vector<VTP> items;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(subs.get()); ++i)
+      items.push_back(wrap_input(PyList_GET_ITEM(subs.get(), i), guards().item(r, i)));
+    return make_list(items);
+  }
   if (self->kind == VK::Set) {
-    // A private set of constants: run the method on it.
+    // A private set of constants: run the method on it. A set read from the
+    // frame is a copy here, so what would change it breaks the graph.
+    static const char* mutators[] = {"add", "update", "discard", "remove", "pop", "clear",
+                                     "difference_update", "intersection_update",
+                                     "symmetric_difference_update"};
+    if (!self->local)
+      for (const char* m : mutators)
+        if (name == m) throw Unsupported{str("set.", name, "() on a set from outside the captured function")};
     Obj a = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
     for (size_t i = 0; i < args.size(); ++i) PyTuple_SET_ITEM(a.get(), i, const_arg(i).release());
     Obj m = check(PyObject_GetAttrString(self->value.get(), name.c_str()));
@@ -1315,6 +1395,13 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
   };
   auto wrap_folded = [&](PyObject* r) -> VTP {
     if (is_immutable(r) || is_identity_object(r)) return make_const(r);
+    if (PySet_CheckExact(r) && set_of_constants(r)) {  // set.union(a, b) and friends: a new set
+      for (auto& a : args)
+        if (a->value.get() == r) throw Unsupported{"a set method returned its argument"};
+      auto out = std::make_shared<VT>(VK::Set);
+      out->value = Obj::borrow(r);
+      return out;
+    }
     if (PyList_CheckExact(r) || PyTuple_CheckExact(r)) {
       std::vector<VTP> items;
       for (Py_ssize_t i = 0; i < PySequence_Size(r); ++i) {
@@ -1360,10 +1447,34 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     } else if (a->kind == VK::Const || a->kind == VK::Set) {
       n = PyObject_Length(a->value.get());
       if (n < 0) throw PyErrorSet{};
+    } else if (a->kind == VK::Object || a->kind == VK::LocalObject) {
+      // A user class's __len__, inlined; len() checks what it returns as Python does.
+      PyObject* len_fn = _PyType_Lookup(python_type(a), PyUnicode_InternFromString("__len__"));
+      if (!len_fn || !PyFunction_Check(len_fn)) throw Unsupported{str("len() of a ", describe(a))};
+      VTP r = inline_function(PyFunction_GET_CODE(len_fn), PyFunction_GET_GLOBALS(len_fn),
+                              make_const(len_fn), {a}, {});
+      Obj c = const_value(r);
+      if (!c || !PyLong_Check(c.get())) throw Unsupported{"__len__ gave a value that is not a constant int"};
+      n = PyLong_AsSsize_t(c.get());
+      if (n < 0) throw Unsupported{"__len__ gave a negative length (ValueError)"};
     } else {
       throw Unsupported{str("len() of a ", kind_name(a->kind))};
     }
     return make_const(Obj::steal(PyLong_FromSsize_t(n)).get());
+  }
+  if (is_builtin("id") && args.size() == 1 && kwargs.empty()) {
+    // The identity of an object that exists outside the trace (a module, a
+    // parameter, a constant), as a constant. Modules and objects are guarded
+    // by type only, so the identity is guarded too: another instance of the
+    // class (with other parameters, or weights tied differently, which the
+    // memo sets of Module.parameters() would see) gets its own trace.
+    VTP a = args[0];
+    PyObject* o = a->value.get();
+    bool is_sourced = a->reg >= 0 && o;
+    if (!(a->kind == VK::Const && o) && !is_sourced)
+      throw Unsupported{str("id() of a ", kind_name(a->kind), " made while tracing")};
+    if (a->reg >= 0) guards().check_id(a->reg, o);
+    return make_const(Obj::steal(PyLong_FromVoidPtr(o)).get());
   }
   if (is_builtin("isinstance") || is_builtin("issubclass")) {
     if (args.size() != 2) throw Unsupported{"isinstance() with wrong arguments"};
@@ -1457,6 +1568,22 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
   if (is_builtin("tuple")) {
     if (args.empty()) return make_tuple({});
     return make_tuple(unpack(args[0]));
+  }
+  if (is_builtin("set") || is_builtin("frozenset")) {
+    // Of constants only: a set is traced as its Python value (VK::Set, or a
+    // frozenset constant), which holds no tensors.
+    if (args.size() > 1 || !kwargs.empty()) throw Unsupported{str(callable_name(fn), "() with wrong arguments")};
+    Obj out = check(is_builtin("set") ? PySet_New(nullptr) : PyFrozenSet_New(nullptr));
+    if (!args.empty())
+      for (auto& e : unpack(args[0])) {
+        Obj c = const_value(e);
+        if (!c) throw Unsupported{str(callable_name(fn), "() of a ", kind_name(e->kind), " (capture's sets hold constants only)")};
+        if (PySet_Add(out.get(), c.get()) < 0) throw PyErrorSet{};
+      }
+    if (is_builtin("frozenset")) return make_const(out.get());
+    auto v = std::make_shared<VT>(VK::Set);
+    v->value = out;
+    return v;
   }
   if (is_builtin("dict")) {
     auto d = std::make_shared<VT>(VK::Dict);
@@ -1576,6 +1703,75 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
   return nullptr;
 }
 
+// --- imports ---------------------------------------------------------------------------------------
+// Note [Imports while tracing]
+// An `import` inside a function (`import torch` in a backend's __init__,
+// `from . import helpers`) runs Python's import machinery: finders, loaders,
+// import hooks and, the first time, the module's own code. Capture does not
+// trace that. A module already in sys.modules is only looked up, so the
+// trace takes it as a constant (as Dynamo does) and the guard checks that
+// sys.modules still holds that very module; an import of a module not yet
+// loaded is a graph break, and Python imports it at the break.
+namespace {
+PyObject* sys_modules() { return PyImport_GetModuleDict(); }  // borrowed
+}  // namespace
+
+VTP Tracer::import_name(TFrame& f, PyObject* name, const VTP& fromlist_vt, const VTP& level_vt) {
+  Obj fromlist = const_value(fromlist_vt), level = const_value(level_vt);
+  if (!fromlist || !level || !PyLong_Check(level.get()))
+    throw Unsupported{"import with arguments capture cannot read"};
+  std::string absolute = utf8(name);
+  long lv = PyLong_AsLong(level.get());
+  if (lv > 0) {  // relative: against the importing module's package
+    PyObject* pkg = PyDict_GetItemString(f.globals.get(), "__package__");
+    if (!pkg || !PyUnicode_Check(pkg)) throw Unsupported{"relative import in a module without __package__"};
+    std::string base = utf8(pkg);
+    for (long i = 1; i < lv; ++i) {
+      size_t dot = base.rfind('.');
+      if (dot == std::string::npos) throw Unsupported{"relative import beyond the top-level package"};
+      base.resize(dot);
+    }
+    absolute = absolute.empty() ? base : base + "." + absolute;
+  }
+  bool has_fromlist = fromlist.get() != Py_None && PyObject_IsTrue(fromlist.get());
+  // Without a fromlist, `import a.b` binds the top-level package `a`.
+  std::string bound = has_fromlist ? absolute : absolute.substr(0, absolute.find('.'));
+  auto guarded = [&](const std::string& modname) -> VTP {
+    Obj key = check(PyUnicode_FromString(modname.c_str()));
+    PyObject* m = PyDict_GetItemWithError(sys_modules(), key.get());
+    if (!m && PyErr_Occurred()) throw PyErrorSet{};
+    if (!m || m == Py_None)
+      throw Unsupported{str("import of '", modname, "', which is not imported yet (Python's import machinery runs it)")};
+    int reg = guards().dict_item(guards().object(sys_modules(), "sys.modules"), key.get());
+    guards().check_id(reg, m);
+    return make_const(m);
+  };
+  if (bound != absolute) guarded(absolute);  // `import a.b` needs a.b loaded too
+  return guarded(bound);
+}
+
+VTP Tracer::import_from(const VTP& module, PyObject* name) {
+  if (module->kind != VK::Const || !PyModule_Check(module->value.get()))
+    throw Unsupported{"from-import out of a value that is not a module"};
+  PyObject* m = module->value.get();
+  PyObject* d = PyModule_GetDict(m);
+  PyObject* v = PyDict_GetItemWithError(d, name);
+  if (!v && PyErr_Occurred()) throw PyErrorSet{};
+  if (v) {  // read through the module's dict, guarded as any global of it
+    int reg = guards().dict_item(guards().object(d, str("G['", PyModule_GetName(m), "']")), name);
+    return wrap_input(v, reg);
+  }
+  // A submodule not (yet) an attribute: Python looks it up in sys.modules.
+  const char* mname = PyModule_GetName(m);
+  if (!mname) throw PyErrorSet{};
+  Obj key = check(PyUnicode_FromFormat("%s.%U", mname, name));
+  PyObject* sub = PyDict_GetItemWithError(sys_modules(), key.get());
+  if (!sub && PyErr_Occurred()) throw PyErrorSet{};
+  if (!sub) throw Unsupported{str("from-import of '", utf8(key.get()), "', which is not imported yet")};
+  guards().check_id(guards().dict_item(guards().object(sys_modules(), "sys.modules"), key.get()), sub);
+  return make_const(sub);
+}
+
 // --- attributes ------------------------------------------------------------------------------------
 VTP Tracer::make_super(TFrame& f, const VTP& cls_in, const VTP& self_in) {
   VTP cls = cls_in, self = self_in;
@@ -1662,6 +1858,19 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       throw Unsupported{str("'super' object has no attribute '", n, "'")};
     }
     case VK::Tensor: {
+      for (auto& [k, v] : obj->attrs)  // written earlier in this trace
+        if (k == n) return v;
+      if (n == "grad" && obj->value && obj->reg >= 0) {
+        // A frame tensor's gradient: read through its source (a graph input,
+        // or None, guarded either way).
+        int r = guards().attr(obj->reg, name);
+        Obj g = check(PyObject_GetAttr(obj->value.get(), name));
+        if (g.get() == Py_None) {
+          guards().check_none(r, true);
+          return make_const(Py_None);
+        }
+        if (py::is_tensor(g.get())) return wrap_input(g.get(), r);
+      }
       realize(obj);
       if (n == "data" || n == "grad" || n == "grad_fn" || n == "_version" || n == "_base")
         throw Unsupported{str("Tensor.", n, " inside a captured function")};
@@ -1693,6 +1902,12 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
       throw Unsupported{str("Tensor.", n, " of type ", Py_TYPE(v.get())->tp_name)};
     }
     case VK::Const: {
+      if (n == "__subclasses__" && PyType_Check(obj->value.get())) {
+        auto m = std::make_shared<VT>(VK::Method);  // call_method lists them, guarded
+        m->self = obj;
+        m->attr = n;
+        return m;
+      }
       Obj v = Obj::steal(PyObject_GetAttr(obj->value.get(), name));
       if (!v) {
         PyErr_Clear();
@@ -1838,9 +2053,20 @@ VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
     return make_tuple(items);
   }
   Obj av = const_value(a), bv = const_value(b);
+  if (av && bv && a->kind == VK::Set && op[0] == 'i') {
+    // s |= t (and -=, &=, ^=) changes s: only a set made here may change.
+    if (!a->local) throw Unsupported{str("operator ", name, " on a set from outside the captured function")};
+    check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), bv.get(), nullptr));
+    return a;
+  }
   if (av && bv && a->kind != VK::List && b->kind != VK::List) {
     Obj r = check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), bv.get(), nullptr));
     if (is_immutable(r.get())) return make_const(r.get());
+    if (PySet_CheckExact(r.get()) && r.get() != av.get() && r.get() != bv.get()) {  // s | t: a new set
+      auto out = std::make_shared<VT>(VK::Set);
+      out->value = r;
+      return out;
+    }
     throw Unsupported{str("operator ", name, " made a ", Py_TYPE(r.get())->tp_name)};
   }
   throw Unsupported{str("operator ", name, " on a ", kind_name(a->kind), " and a ", kind_name(b->kind))};

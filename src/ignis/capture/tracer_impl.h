@@ -72,7 +72,8 @@ enum class Opc : uint8_t {
   ListExtend, MapAdd, DictMerge, DictUpdate, CallIntrinsic1, UnpackSequence, UnpackEx, GetIter,
   ForIter, EndFor, JumpForward, JumpBackward, PopJumpIfFalse, PopJumpIfTrue, PopJumpIfNone,
   PopJumpIfNotNone, JumpIfFalseOrPop, JumpIfTrueOrPop, BeforeWith, ReturnGenerator,
-  YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr, StoreGlobal,
+  YieldValue, BuildSet, SetAdd, SetUpdate, LoadSuperAttr, StoreGlobal, ImportName, ImportFrom,
+  GetYieldFromIter, Send, EndSend,
 };
 
 struct Instr {
@@ -262,6 +263,9 @@ class Tracer {
   VTP call_module(const VTP& mod, std::vector<VTP>& args,
                   std::vector<std::pair<std::string, VTP>>& kwargs);
   VTP getattr(const VTP& obj, PyObject* name);
+  // `import` inside traced code: modules already in sys.modules, guarded (Note [Imports while tracing]).
+  VTP import_name(TFrame& f, PyObject* name, const VTP& fromlist, const VTP& level);
+  VTP import_from(const VTP& module, PyObject* name);
   void guard_not_shadowed(const VTP& obj, PyObject* name);  // `name` stays a class attribute / absent
   VTP make_super(TFrame& f, const VTP& cls, const VTP& self);  // nullptrs: zero-argument form
   VTP class_attribute(const VTP& self, PyObject* attr, PyObject* name);  // bind a class attribute

@@ -89,6 +89,7 @@ void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*
         seen.insert(v.get());
         out.push_back(v);
       }
+      for (auto& [k, e] : v->attrs) collect_outputs(e, out, seen);  // a frame tensor's new .grad
       return;
     case VK::List: case VK::Tuple: case VK::Dict: case VK::Partial:
       for (auto& e : v->items) collect_outputs(e, out, seen);
@@ -155,6 +156,10 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
       throw Unsupported{"internal: a tensor missing from the graph outputs"};
     }
     case VK::Set: {
+      if (!v->local && v->reg >= 0) {  // the frame's own set (unchanged: its mutators break)
+        prog.push_back(ValueOp{ValueOp::Reg, v->reg});
+        return;
+      }
       push_const(reinterpret_cast<PyObject*>(&PySet_Type));
       Obj t = check(PySequence_Tuple(v->value.get()));
       push_const(t.get());
@@ -204,11 +209,13 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
         prog.push_back(ValueOp{ValueOp::Reg, v->reg});
         return;
       }
+      if (v->pytype) push_const(v->pytype.get());  // OrderedDict(the dict)
       for (size_t i = 0; i < v->keys.size(); ++i) {
         push_const(v->keys[i].get());
         emit_value(v->items[i], prog, outputs);
       }
       prog.push_back(ValueOp{ValueOp::Dict, static_cast<Py_ssize_t>(v->keys.size())});
+      if (v->pytype) prog.push_back(ValueOp{ValueOp::Call, 1});
       return;
     }
     case VK::Iter: {
