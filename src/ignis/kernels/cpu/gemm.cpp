@@ -70,7 +70,7 @@ template <typename T> struct Tile {
   static constexpr int MR = kTileRows, NR = NV * L;
 };
 constexpr int64_t kKC = 256;  // depth of one packed panel
-constexpr int64_t kMC = 96;   // rows of A per task (a multiple of MR)
+constexpr int64_t kMC = 48;   // rows of C per block (a multiple of MR)
 constexpr int64_t kNC = 1024;  // columns of C per task (a multiple of NR)
 static_assert(kMC % kTileRows == 0 && kNC % Tile<float>::NR == 0 && kNC % Tile<double>::NR == 0);
 
@@ -227,11 +227,11 @@ struct GemmPlan {
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// About two tasks per thread: enough for dynamic scheduling to even out
-// threads that lose their core, few enough that each task sweeps its B
-// panel over many rows. Rows are cut first, down to MR; when that still
-// leaves too few blocks (a [64, 1024] @ [1024, 256] product on 16 threads
-// has 6 row blocks of MR), columns are cut too, down to NR.
+// Blocks for about two tasks per thread: rows are cut first, down to MR;
+// when that still leaves too few blocks (a [64, 1024] @ [1024, 256] product
+// on 16 threads has 6 row blocks of MR), columns are cut too, down to NR.
+// Then the blocks are grouped into tasks, runs of row blocks of one column
+// block (see below).
 GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
   GemmPlan p;
   const int64_t want = 2 * int64_t(threads);
@@ -246,8 +246,22 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
     p.ncb = std::clamp<int64_t>(ceil_div(cols, NR) * NR, NR, kNC);
     p.nblocks = ceil_div(n, p.ncb);
   }
-  const int64_t runs = std::clamp<int64_t>(ceil_div(want, p.nblocks), 1, p.mblocks);
-  p.per_run = ceil_div(p.mblocks, runs);
+  if (threads > 1) {
+    // Row blocks per task: the run whose tasks, dealt to the threads in
+    // rounds, finish soonest (blocks per task x rounds), the longest on a
+    // tie (a thread's run of row blocks reuses its column block's B panel
+    // from L2). The MLP's [1024, 1024] @ [1024, 4096] on 16 threads has
+    // 11 x 4 blocks: runs of 2 made 24 tasks and a second round half idle
+    // (4 block-times where 2.75 is the ideal); runs of 3 make 16 (3).
+    int64_t best_span = 0;
+    for (int64_t run = 1; run <= p.mblocks; ++run) {
+      const int64_t span = ceil_div(p.nblocks * ceil_div(p.mblocks, run), threads) * run;
+      if (p.per_run == 0 || span <= best_span) p.per_run = run, best_span = span;
+    }
+  } else {
+    const int64_t runs = std::clamp<int64_t>(ceil_div(want, p.nblocks), 1, p.mblocks);
+    p.per_run = ceil_div(p.mblocks, runs);
+  }
   p.tasks = p.nblocks * ceil_div(p.mblocks, p.per_run);
   p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
   return p;
