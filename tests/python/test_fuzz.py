@@ -2,17 +2,15 @@
 
 test_fuzz_sample: per backend, a fixed range of generated programs runs eagerly
 and compiled in a worker process; a program that disagrees, crashes or hangs
-fails the test with its repro file's path and text. The known differences
-(docs/fuzzing.md) all involve inputs that require grad, so each backend runs
-two samples that pass today: every statement kind with no input requiring
-grad, and grads without the statement kinds that hit them (SKIP_WITH_GRAD);
-the fuzzer itself keeps everything (`./dev fuzz`). About a
-minute in all on two cores (the compiler builds C++ per program, hence fewer
-inductor programs).
+fails the test with its repro file's path and text. Each backend runs two
+samples: every statement kind with no input requiring grad, and every kind
+with inputs requiring grad in about half the calls. About a minute in all on
+two cores (the compiler builds C++ per program, hence fewer inductor
+programs).
 
 test_known_failure: each repro in tests/fuzz/repros, a known bug listed in
 docs/fuzzing.md, is a strict xfail: when a fix lands the test says so, and
-the repro moves to tests/fuzz/fixed and its SKIP entry goes.
+the repro moves to tests/fuzz/fixed.
 
 test_fixed: each repro in tests/fuzz/fixed, a bug the fuzzer found and that
 was fixed, agrees with eager on every backend.
@@ -36,18 +34,9 @@ from tests.fuzz.runner import check  # noqa: E402
 # backend -> (first seed, programs)
 SAMPLE = {"eager": (0, 300), "aot_eager": (0, 300), "inductor": (0, 12)}
 # Two samples per backend: every statement kind with no input requiring grad, and
-# inputs requiring grad without the kinds that write tensors after a forward has
-# saved them: those hit the known difference in which tensors a backward saves
-# (docs/fuzzing.md, "Known differences": the partitioner saves other values than
-# eager's formulas, as torch.compile's does).
+# every statement kind with about half the calls' inputs requiring grad.
 NO_GRAD = ("grad",)
-SKIP_WITH_GRAD = {
-    "buf": "writes into buf after its values were saved",
-    "inplace": "in-place ops on saved intermediates",
-    "input_nograd": "in-place ops on a, b under no_grad (saved inputs)",
-    "no_grad": "in-place ops inside no_grad blocks",
-}
-SAMPLES = {"no_grad": NO_GRAD, "grad": tuple(SKIP_WITH_GRAD)}
+SAMPLES = {"no_grad": NO_GRAD, "grad": ()}
 REPROS = sorted((ROOT / "tests" / "fuzz" / "repros").glob("*.py"))
 FIXED = sorted((ROOT / "tests" / "fuzz" / "fixed").glob("*.py"))
 
@@ -86,7 +75,7 @@ def _repro(path):
 
 
 @pytest.mark.xfail(strict=True, reason="a known ignis bug (docs/fuzzing.md); when this passes, "
-                   "remove the repro, its SKIP entry and its line in the doc")
+                   "move the repro to tests/fuzz/fixed and update its line in the doc")
 @pytest.mark.parametrize("path", REPROS, ids=[p.stem for p in REPROS])
 def test_known_failure(path):
     src, backend = _repro(path)

@@ -150,18 +150,92 @@ def _saved_tangents(bw, num_saved, num_tangents):
     return deps
 
 
+def _grad_tangents(bw, num_saved, num_tangents):
+    """Per gradient the backward graph returns, the tangents (positions) it
+    is computed from; None where it cannot tell (not the partitioners'
+    layout, or an output that is not a node)."""
+    places = [n for n in bw.graph.nodes if n.op == "placeholder"]
+    out = next(n for n in bw.graph.nodes if n.op == "output").args[0]
+    if len(places) != num_saved + num_tangents:
+        return [None] * len(out)
+    reach = {n: {j} for j, n in enumerate(places[num_saved:])}
+    for n in bw.graph.nodes:
+        if n.op not in ("placeholder", "output"):
+            reach[n] = set().union(*(reach.get(i, set()) for i in n.all_input_nodes))
+    return [reach.get(g) if hasattr(g, "op") else None for g in out]
+
+
+def _eager_saved_inputs(joint, num_fwd_outputs):
+    """The inputs and outputs eager's derivative formulas save, as
+    (position, tangents): each primal, then each forward output (positions
+    from the number of primals on), that a backward node of the joint graph
+    reads directly, with the tangents (positions) that reach the nodes
+    reading it. Eager checks such a tensor's version when one of those nodes
+    runs; the compiled backward checks it the same way, whether or not the
+    partitioner saved it (it may save a mask computed from an input, or
+    recompute prod's result; Note [Saving what eager saves] in
+    src/ignis/aot/partition.cpp)."""
+    nodes = list(joint.graph.nodes)
+    places = [n for n in nodes if n.op == "placeholder"]
+    primals = [n for n in places if not n.name.startswith("tangents")]
+    tangent_of = {n: {j} for j, n in enumerate(n for n in places if n.name.startswith("tangents"))}
+    out = next(n for n in nodes if n.op == "output").args[0]
+    reach = {}
+    for n in nodes:
+        if n.op == "placeholder":
+            reach[n] = tangent_of.get(n, set())
+        elif n.op != "output":
+            reach[n] = set().union(*(reach.get(i, set()) for i in n.all_input_nodes))
+    # What the forward outputs need: the forward nodes; any other node is
+    # the backward's.
+    fw = set()
+    stack = [v for v in out[:num_fwd_outputs] if hasattr(v, "op")]
+    while stack:
+        n = stack.pop()
+        if n not in fw:
+            fw.add(n)
+            stack.extend(n.all_input_nodes)
+    found = []
+    outs = [v for v in out[:num_fwd_outputs]]
+    for i, p in enumerate(primals + outs):
+        if not hasattr(p, "op"):
+            continue
+        readers = [u for u in p.users if u.op != "output" and (reach.get(u) or u not in fw)]
+        if not readers:
+            continue
+        deps = set()
+        # A reader free of tangents (x.sign() for abs) counts where its value
+        # meets values carrying tangents, as in _saved_tangents.
+        free = {u for u in readers if not reach.get(u)}
+        for u in readers:
+            deps |= reach.get(u, set())
+        for n in nodes:
+            if n.op in ("placeholder", "output") or n in free:
+                continue
+            ins = n.all_input_nodes
+            if any(x in free for x in ins):
+                if reach.get(n):
+                    deps |= reach[n]
+                else:
+                    free.add(n)
+        if deps:
+            found.append((i, deps))
+    return found
+
+
 # aot::AliasKind (src/ignis/aot/schema.h): none, view, no-grad view.
 _ALIAS_NONE, _ALIAS_VIEW, _ALIAS_NO_GRAD_VIEW = 0, 1, 2
 
 
 def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
-                           saved_tangents):
+                           saved_tangents, grad_tangents, eager_saved):
     outputs = info["outputs"]
     k = len(outputs)
     tangent_mask = [req for req, *_ in outputs]
     # The function's own outputs come first; after them, the new values of
     # inputs whose writes have autograd history (written here, schema.h).
     user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
+    user_set = set(user)
     writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
     # Views of inputs without a tangent are remade here (schema.h).
     aliases = [(j, a, how) for j, (req, a, how, _) in enumerate(outputs)
@@ -204,12 +278,20 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # in place after the forward (an input, or an output the user
         # mutates) would make the backward silently wrong.
         versions = [t._version if isinstance(t, ignis.Tensor) else None for t in saved]
+        # The inputs eager would have saved, checked as eager checks them
+        # (an input the graph writes into is left out: eager's in-place
+        # formulas save its old value, not the input).
+        written_at = {i for _, i in writes}
+        inputs = [(args[i], args[i]._version, deps) for i, deps in eager_saved
+                  if i < len(args) and isinstance(args[i], ignis.Tensor) and i not in written_at]
+        outputs_saved = []  # the returned outputs eager saves, filled below
 
         def backward(*grads):
             received = [g is not None for g, need in zip(grads, tangent_mask) if need]
-            for t, v, deps in zip(saved, versions, saved_tangents):
-                if v is not None and t._version != v and (
-                        not deps or any(received[d] for d in deps)):
+            checks = [(t, v, deps) for t, v, deps in zip(saved, versions, saved_tangents)
+                      if v is not None]
+            for t, v, deps in checks + inputs + outputs_saved:
+                if t._version != v and (not deps or any(received[d] for d in deps)):
                     raise RuntimeError(
                         "one of the variables needed for gradient computation has been "
                         f"modified by an inplace operation: [{t.dtype}, {list(t.shape)}] is at "
@@ -217,7 +299,13 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                         "(a tensor saved by a compiled graph)")
             tangents = [g if g is not None else zeros_like(o)
                         for g, o, need in zip(grads, fw_outs, tangent_mask) if need]
-            return tuple(compiled_bw(*saved, *tangents))
+            # A gradient made only from tangents that did not arrive (zeros
+            # stand in for them) is None, as eager's engine never reaches
+            # the nodes no gradient flows into: a zero tensor would carry on
+            # into the graphs before this one and run, and check, nodes that
+            # eager skips.
+            return tuple(None if deps and not any(received[d] for d in deps) else g
+                         for g, deps in zip(compiled_bw(*saved, *tangents), grad_tangents))
 
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
         record("CompiledFunctionBackward", backward, list(args), fw_outs, non_diff)
@@ -239,6 +327,10 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                 base = base.detach()
             with enable_grad() if how == _ALIAS_VIEW else no_grad():
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
+        for i, deps in eager_saved:
+            j = i - len(args)
+            if 0 <= j < len(fw_outs) and j in user_set and isinstance(fw_outs[j], ignis.Tensor):
+                outputs_saved.append((fw_outs[j], fw_outs[j]._version, deps))
         _set_grad_mode(grad_mode_at_exit)
         return _restructure([fw_outs[j] for j in user], kind)
 
@@ -320,11 +412,14 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
             _log_aot_graph("backward graph", bw)
         out_node = next(n for n in fw.graph.nodes if n.op == "output")
         num_saved = len(out_node.args[0]) - k
-        saved_tangents = _saved_tangents(bw, num_saved, sum(req for req, *_ in info["outputs"]))
+        num_tangents = sum(req for req, *_ in info["outputs"])
+        saved_tangents = _saved_tangents(bw, num_saved, num_tangents)
+        grad_tangents = _grad_tangents(bw, num_saved, num_tangents)
+        eager_saved = _eager_saved_inputs(traced, k)
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
         runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
-                                         saved_tangents)
+                                         saved_tangents, grad_tangents, eager_saved)
         return _guard_duplicates(runtime, info, gm.forward)
 
     backend._ignis_aot = True

@@ -442,6 +442,50 @@ std::vector<char> banned_nodes(const Joint& j, const PartitionOptions& o) {
   return banned;
 }
 
+// Note [Saving what eager saves]
+// Eager autograd keeps what the derivative formulas save: tanh its result,
+// mul its operands. A program may write into an input after the forward
+// (under no_grad, or after a graph break); eager's gradient survives that
+// when no formula saved the input, and raises ("modified by an inplace
+// operation") when one did. A compiled backward that saved an input eager
+// did not save (to recompute tanh from it) would raise where eager does
+// not. So a primal that no backward node of the joint graph reads (one
+// computed from a tangent, or one only the gradients need) is never saved
+// nor recomputed from: the cut saves what is computed from it instead, as
+// eager does. The same holds for the forward's outputs (the program may
+// write into those too: v2.add_(...) after a graph break) and for views of
+// either (they share the storage and the version counter). Those the
+// formulas read are saved as before, and the runtime checks the versions
+// of the inputs eager saves whether or not the cut saved them
+// (aot_autograd.py, _eager_saved_inputs).
+bool read_by_backward(const Joint& j, size_t i) {
+  if (j.grad_out[i]) return true;
+  for (const Node* u : j.nodes[i]->users()) {
+    if (u->op() == OpKind::Output) continue;
+    const size_t ui = j.at(u);
+    if (j.live[ui] && (j.tangent[ui] || !j.required_fw[ui])) return true;
+  }
+  return false;
+}
+
+// Values the program holds after the forward, or views of them: the
+// primals, the forward outputs.
+std::vector<char> visible_to_program(const Joint& j) {
+  std::vector<char> visible(j.size(), 0);
+  for (const Value& v : j.fw_outs) graph::for_each_node(v, [&](Node* x) { visible[j.at(x)] = 1; });
+  for (size_t i = 0; i < j.size(); ++i) {
+    const Node& node = *j.nodes[i];
+    if (is_primal(node)) visible[i] = 1;
+    const OpDef* d = def_of(node);
+    if (!visible[i] && !j.tangent[i] && (is_getitem(node) || (d && d->category == OpCategory::View)))
+      for (const Node* in : node.input_nodes()) visible[i] = visible[i] || visible[j.at(in)];
+  }
+  // A view of a forward output is visible too (the output was marked above,
+  // its views come after it in execution order and were reached by the
+  // loop). A view computed before the output it feeds is not the program's.
+  return visible;
+}
+
 // The nodes whose saving the minimum cut chooses; empty when no cut is finite.
 std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
                           const PartitionOptions& o) {
@@ -475,6 +519,7 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
         is_primal(*node.args()[0].to_node()))
       written[j.at(node.args()[0].to_node())] = 1;
   }
+  const std::vector<char> visible = visible_to_program(j);
   const int64_t max_cost = inf / (tie_scale * (static_cast<int64_t>(num_cand) + 1)) - 1;
   MaxFlow flow(sink + 1);
   for (size_t i = 0; i < n; ++i) {
@@ -499,7 +544,8 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
       if (j.tangent[ui]) feeds_bw = true;
       else flow.add_edge(out, static_cast<int>(2 * ui), inf);
     }
-    if (only_getitems || written[i]) {
+    const bool unsaved_primal = visible[i] && !read_by_backward(j, i);
+    if (only_getitems || written[i] || unsaved_primal) {
       flow.add_edge(in, out, inf);  // saved through its getitems; or never
     } else {
       double cost = static_cast<double>(bytes_of(node));
