@@ -564,3 +564,167 @@ def test_ops_without_a_cuda_kernel_still_raise_naming_op_and_device():
         ignis.cumsum(a, 0)
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ignis.index_select(a, 0, ignis.tensor([0]).cuda()) + ignis.ones(1, 3)
+
+
+# ---- multi-tensor optimizer steps and the fused cross-entropy -------------------------------
+
+def test_multi_tensor_and_cross_entropy_kernel_units_exist():
+    units = {u[0]: u[1] for u in ignis._C._cuda_eager_kernel_units()}
+    for dt in FLOATS:
+        src = units[f"multi_tensor_{dt}.cu"]
+        assert "AdamElement" in src and "__grid_constant__" in src
+        assert "ig_cross_entropy_fwd<T, C>" in units[f"rows_{dt}.cu"]
+
+
+OPTIMS = {
+    "adamw": lambda p, **k: ignis.optim.AdamW(p, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95), **k),
+    "adam-wd-maximize": lambda p, **k: ignis.optim.Adam(p, lr=1e-2, weight_decay=0.01,
+                                                        maximize=True, **k),
+    "adam-amsgrad": lambda p, **k: ignis.optim.Adam(p, lr=1e-2, amsgrad=True, **k),
+    "sgd-nesterov": lambda p, **k: ignis.optim.SGD(p, lr=1e-2, momentum=0.9, nesterov=True,
+                                                   weight_decay=0.01, **k),
+    "sgd-dampening": lambda p, **k: ignis.optim.SGD(p, lr=1e-2, momentum=0.8, dampening=0.3,
+                                                    maximize=True, **k),
+    "sgd": lambda p, **k: ignis.optim.SGD(p, lr=1e-1, **k),
+}
+# 45 tensors (two launches of at most 40) and one of two 65536-element chunks.
+OPT_SHAPES = [(5, 3)] * 43 + [(), (70001,)]
+
+
+def _optimizer_run(make, device, impl, dtype="float32", steps=3, lr_tensor=False):
+    ws = [_sample(s, "float32", seed=i) for i, s in enumerate(OPT_SHAPES)]
+    ps = [ignis.nn.Parameter(w.to(device=device, dtype=_dt(dtype))) for w in ws]
+    opt = make(ps, **impl)
+    if lr_tensor:
+        for g in opt.param_groups:
+            g["lr"] = ignis.tensor(g["lr"], device=device)
+    for step in range(steps):
+        for i, p in enumerate(ps):
+            g = _sample(OPT_SHAPES[i], "float32", seed=1000 + 100 * step + i)
+            p.grad = g.to(device=device, dtype=_dt(dtype))
+        opt.step()
+    return ps, opt
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(OPTIMS))
+@pytest.mark.parametrize("impl", [{}, {"foreach": True}, {"fused": True}],
+                         ids=["default", "foreach", "fused"])
+def test_foreach_and_fused_optimizer_steps_on_cuda_match_the_cpus_for_loop(name, impl):
+    want, _ = _optimizer_run(OPTIMS[name], "cpu", {"foreach": False})
+    got, opt = _optimizer_run(OPTIMS[name], "cuda", impl)
+    for q, p in zip(got, want):
+        assert q.device.type == "cuda"
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+    # Step counts: on the device for the fused kernel to read, else on the host.
+    for state in opt.state.values():
+        if "step" in state:
+            assert state["step"].device.type == ("cuda" if impl.get("fused") else "cpu")
+            assert state["step"].item() == 3.0
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["adamw", "adam-amsgrad", "sgd-nesterov"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64"])
+def test_fused_steps_on_cuda_match_the_cpus_fused_steps(name, dtype):
+    """The same formula (scalar_ops.h's AdamElement/SgdElement) on both
+    devices, in float for 16-bit parameters."""
+    want, _ = _optimizer_run(OPTIMS[name], "cpu", {"fused": True}, dtype=dtype)
+    got, _ = _optimizer_run(OPTIMS[name], "cuda", {"fused": True}, dtype=dtype)
+    for q, p in zip(got, want):
+        assert q.dtype == _dt(dtype)
+        np.testing.assert_allclose(_np(q), _np(p), rtol=_tol(dtype) + 1e-6, atol=_tol(dtype) + 1e-6)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["adamw", "sgd-nesterov"])
+def test_fused_steps_on_cuda_take_a_device_learning_rate(name):
+    want, _ = _optimizer_run(OPTIMS[name], "cpu", {"foreach": False})
+    got, _ = _optimizer_run(OPTIMS[name], "cuda", {"fused": True}, lr_tensor=True)
+    for q, p in zip(got, want):
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_fused_adam_step_is_one_op_and_never_reads_the_device():
+    """The fused step dispatches its steps' increment and _fused_adamw_ only
+    (no per-parameter ops, no copy to the host)."""
+    ps = [ignis.nn.Parameter(_sample((4, 3), "float32", seed=i).cuda()) for i in range(5)]
+    for p in ps:
+        p.grad = ignis.ones_like(p)
+    opt = ignis.optim.AdamW(ps, lr=1e-3, fused=True)
+    opt.step()
+    names = ignis._C._dispatch_trace(opt.step)
+    assert "_fused_adamw_" in names
+    assert not {"lerp_", "addcdiv_", "_local_scalar_dense", "item"} & set(names), names
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"ignore_index": 3}, {"ignore_index": 3, "reduction": "none"},
+                                {"weight": True, "ignore_index": 0},
+                                {"label_smoothing": 0.2, "ignore_index": 3},
+                                {"label_smoothing": 0.1, "weight": True, "reduction": "sum"},
+                                {"label_smoothing": 0.1, "weight": True, "ignore_index": 6}])
+def test_fused_cross_entropy_matches_the_cpu(dtype, kw):
+    """cross_entropy with class indices over [N, C] (wide rows: 300 classes)
+    and [C] logits runs the fused row kernels; values and gradients against
+    the CPU's kernel, with rows whose target is ignore_index."""
+    kw = dict(kw)
+    for shape in [(9, 300), (300,)]:
+        C = shape[-1]
+        x = _sample(shape, dtype, seed=3) * 3
+        rng = np.random.default_rng(5)
+        t = ignis.from_numpy(np.asarray(rng.integers(0, 7, shape[:-1]), dtype=np.int64))
+        if len(shape) == 2:
+            t[1], t[4] = 3, 6  # rows that ignore_index 3 / 6 leave out
+        kw_cpu = dict(kw)
+        if kw_cpu.pop("weight", False):
+            kw_cpu["weight"] = (_sample((C,), dtype, seed=9).abs() + 0.5)
+        kw_gpu = {k: (v.cuda() if isinstance(v, ignis.Tensor) else v) for k, v in kw_cpu.items()}
+        xa, xb = x.clone().requires_grad_(), x.cuda().requires_grad_()
+        la, lb = F.cross_entropy(xa, t, **kw_cpu), F.cross_entropy(xb, t.cuda(), **kw_gpu)
+        assert_close(lb, la, scale=10)
+        ga = _sample(tuple(la.shape), "float32", seed=11).to(la.dtype) if la.dim() else None
+        la.backward(ga)
+        lb.backward(ga.cuda() if ga is not None else None)
+        assert_close(xb.grad, xa.grad, scale=10)
+
+
+@needs_gpu
+def test_fused_cross_entropy_runs_one_kernel_each_way():
+    """On CUDA, [N, C] class-index cross_entropy no longer dispatches
+    log_softmax/gather (the decomposition) forward or backward; three-dim
+    inputs and class probabilities still do, with the CPU's values."""
+    x = _sample((6, 10), "float32").cuda().requires_grad_()
+    t = ignis.tensor([1, 2, 3, 4, 5, 6]).cuda()
+    names = ignis._C._dispatch_trace(lambda: F.cross_entropy(x, t).backward())
+    assert "cross_entropy" in names
+    assert not {"log_softmax", "_log_softmax", "gather", "nll_loss"} & {n.split(".")[0] for n in names}
+    x3 = _sample((2, 7, 5), "float32")
+    t3 = ignis.randint(0, 7, (2, 5))
+    assert_close(F.cross_entropy(x3.cuda(), t3.cuda()), F.cross_entropy(x3, t3), scale=10)
+    p = ignis.softmax(_sample((6, 10), "float32", seed=2), 1)
+    xs = _sample((6, 10), "float32", seed=4)
+    assert_close(F.cross_entropy(xs.cuda(), p.cuda(), label_smoothing=0.1),
+                 F.cross_entropy(xs, p, label_smoothing=0.1), scale=10)
+
+
+@needs_gpu
+def test_fused_cross_entropy_edge_rows():
+    """Every target ignored: mean is NaN (0/0) as on the CPU, sum 0, and the
+    gradient 0; a row of -inf logits except the target."""
+    x = _sample((4, 5), "float32").cuda().requires_grad_()
+    t = ignis.full((4,), -100, dtype=ignis.int64).cuda()
+    assert np.isnan(F.cross_entropy(x, t).item())
+    loss = F.cross_entropy(x, t, reduction="sum")
+    assert loss.item() == 0.0
+    loss.backward()
+    assert (x.grad == 0).all().item()
+    m = ignis.full((2, 4), float("-inf"))
+    m[0, 1] = 2.0
+    m[1, 3] = 0.5
+    tt = ignis.tensor([1, 3])
+    assert_close(F.cross_entropy(m.cuda(), tt.cuda(), reduction="none"),
+                 F.cross_entropy(m, tt, reduction="none"))

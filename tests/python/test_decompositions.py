@@ -418,6 +418,36 @@ SAMPLES = {
     "glu": [S(F(3, 4)), S(F(4, 3, layout="transposed"), 0)],
 }
 
+
+def _foreach_samples():
+    """The functional _foreach_ ops (ops/foreach.cpp), each a composite over
+    its per-tensor op, on lists of two tensors of different shapes."""
+    def lst(kind="any"):
+        return [F(3, 4, kind=kind), F(5, kind=kind)]
+    out = {}
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        other = "nonzero" if name == "div" else "any"
+        out[f"_foreach_{name}.Scalar"] = [S(lst(), 1.5)]
+        out[f"_foreach_{name}.ScalarList"] = [S(lst(), [0.5, -2.0])]
+        out[f"_foreach_{name}.List"] = [S(lst(), lst(other))]
+        if name in ("add", "sub"):
+            out[f"_foreach_{name}.List"].append(S(lst(), lst(), alpha=0.5))
+        if name not in ("maximum", "minimum"):
+            out[f"_foreach_{name}.Tensor"] = [S(lst(), F(1, kind=other))]
+    for name, kind in (("sqrt", "pos"), ("neg", "any"), ("abs", "any"), ("exp", "any"),
+                       ("log", "pos"), ("reciprocal", "nonzero"), ("sigmoid", "any")):
+        out[f"_foreach_{name}"] = [S(lst(kind))]
+    out["_foreach_lerp.Scalar"] = [S(lst(), lst(), 0.3)]
+    out["_foreach_lerp.List"] = [S(lst(), lst(), lst("unit"))]
+    for name in ("addcmul", "addcdiv"):
+        den = "nonzero" if name == "addcdiv" else "any"
+        out[f"_foreach_{name}.Scalar"] = [S(lst(), lst(), lst(den), value=0.5)]
+        out[f"_foreach_{name}.ScalarList"] = [S(lst(), lst(), lst(den), [0.5, 2.0])]
+    return out
+
+
+SAMPLES.update(_foreach_samples())
+
 # Aliases are names of one op (alias() in the family files), not ops: they
 # declare no decomposition, and a call through one is the op it names, so it
 # traces (and decomposes) as that op. Samples: (the op, samples as above).
