@@ -432,8 +432,8 @@ def _foreach_samples():
         out[f"_foreach_{name}.List"] = [S(lst(), lst(other))]
         if name in ("add", "sub"):
             out[f"_foreach_{name}.List"].append(S(lst(), lst(), alpha=0.5))
-        if name not in ("maximum", "minimum"):
-            out[f"_foreach_{name}.Tensor"] = [S(lst(), F(1, kind=other))]
+        if name in ("add", "mul", "div"):  # a 0-dim tensor, as torch's overload takes
+            out[f"_foreach_{name}.Tensor"] = [S(lst(), F(kind=other))]
     for name, kind in (("sqrt", "pos"), ("neg", "any"), ("abs", "any"), ("exp", "any"),
                        ("log", "pos"), ("reciprocal", "nonzero"), ("sigmoid", "any")):
         out[f"_foreach_{name}"] = [S(lst(kind))]

@@ -194,6 +194,10 @@ def test_foreach_and_fused_errors():
         ignis._foreach_add(ia, ib)
     with pytest.raises(RuntimeError, match="same number of elements as scalar list"):
         ignis._foreach_mul_(ia, [1.0, 2.0])
+    with pytest.raises(RuntimeError, match="scalar tensor expected to be 0 dim"):
+        ignis.ops._foreach_mul.Tensor(ia, ignis.ones(1))
+    np.testing.assert_allclose(ignis._foreach_mul(ia, ignis.tensor(2.0))[0].numpy(),
+                               2 * ia[0].numpy())
     p = [ignis.ones(3)]
     g = [ignis.ones(4)]
     z = [ignis.zeros(3)]

@@ -59,6 +59,12 @@ KernelFn foreach_kernel(std::string per_tensor) {
                     "number of elements as scalar list, got ", n, " and ",
                     s[j].to_double_list().size());
     }
+    // The .Tensor overloads take one scalar tensor (a step count, a learning
+    // rate on the device), as torch's do.
+    if (fs.overload == "Tensor")
+      IGNIS_CHECK(s[1].to_tensor().dim() == 0, op.name(), ": scalar tensor expected to be 0 "
+                  "dim but it has ", s[1].to_tensor().dim(), " dimensions and ",
+                  s[1].to_tensor().numel(), " elements.");
     std::vector<Tensor> results;
     results.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -232,8 +238,8 @@ void register_foreach_ops() {
     foreach_pair(n, "Scalar", ", Scalar scalar", what);
     foreach_pair(n, "ScalarList", ", float[] scalars", what);
     foreach_pair(n, "List", ", Tensor[] other, *, Scalar alpha=1", what);
-    foreach_pair(n, "Tensor", ", Tensor other, *, Scalar alpha=1", what);
   }
+  foreach_pair("add", "Tensor", ", Tensor other, *, Scalar alpha=1", "self + alpha * other");
   for (const char* name : {"mul", "div"}) {
     const std::string n = name;
     const char* what = n == "mul" ? "self * other" : "self / other";
