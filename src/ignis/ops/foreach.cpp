@@ -39,7 +39,8 @@ IValue element(const IValue& v, ArgType declared, ArgType want, size_t i) {
     const Scalar x(v.to_double_list()[i]);
     return is_tensor_type(want) ? IValue(wrapped_number(x)) : IValue(x);
   }
-  if (declared == ArgType::Scalar && is_tensor_type(want)) return IValue(wrapped_number(v.to_scalar()));
+  if (declared == ArgType::Scalar && is_tensor_type(want))
+    return IValue(wrapped_number(v.to_scalar()));
   return v;
 }
 
