@@ -443,6 +443,18 @@ def _foreach_samples():
         den = "nonzero" if name == "addcdiv" else "any"
         out[f"_foreach_{name}.Scalar"] = [S(lst(), lst(), lst(den), value=0.5)]
         out[f"_foreach_{name}.ScalarList"] = [S(lst(), lst(), lst(den), [0.5, 2.0])]
+    # The fused optimizer steps' functional forms: copies of the parameters
+    # and states, updated (float32 step counts, as the optimizers keep them).
+    steps = [FD("float32", kind="pos"), FD("float32", kind="pos")]
+    for name in ("_fused_adam", "_fused_adamw"):
+        for ov, lr in (("", 0.01), (".tensor_lr", FD("float32", kind="pos"))):
+            out[name + ov] = [S(lst(), lst(), lst(), lst("pos"), lst("pos"), steps, lr=lr,
+                                beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-8,
+                                amsgrad=True, maximize=False, grad=False, dtypes=("float32",))]
+    for ov, lr in (("", 0.01), (".tensor_lr", FD("float32", kind="pos"))):
+        out["_fused_sgd" + ov] = [S(lst(), lst(), lst(), weight_decay=0.1, momentum=0.9, lr=lr,
+                                    dampening=0.0, nesterov=True, maximize=False,
+                                    is_first_step=False, grad=False, dtypes=("float32",))]
     return out
 
 

@@ -1,6 +1,7 @@
 // The multi-tensor ops the optimizers call: torch's `_foreach_*` (a
 // pointwise op applied to each tensor of a list) and the fused optimizer
-// steps `_fused_adam_`, `_fused_adamw_`, `_fused_sgd_`.
+// steps `_fused_adam_`, `_fused_adamw_`, `_fused_sgd_` (with torch's
+// functional forms `_fused_adam` etc., for functionalization).
 //
 // A `_foreach_` op is a composite: for each position i it calls the
 // per-tensor op with element i of each list argument (lists of tensors or
@@ -93,6 +94,52 @@ void foreach_pair(const std::string& name, const std::string& overload, const st
   def("_foreach_" + name + "_" + ov + "(Tensor(a!)[] self" + args + ") -> ()")
       .category(OpCategory::Composite).composite(foreach_kernel(name + "_"))
       .doc(str(what, " in place, for each tensor of a list"));
+}
+
+// The functional form of an op that writes lists (torch's _fused_adam for
+// _fused_adam_): the written lists are cloned, `inplace` updates the clones,
+// and they are returned in argument order. What functionalization needs.
+KernelFn functional_of(std::string inplace) {
+  return [inplace](const OpHandle&, DispatchKeySet, Stack& s) {
+    static const OpRef clone("clone");
+    const OpHandle& w = Dispatcher::get().find_or_throw(inplace);
+    const FunctionSchema& ws = w.schema();
+    Stack e(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(ws.args.size()));
+    std::vector<IValue> outs;
+    for (size_t j = 0; j < ws.args.size(); ++j) {
+      if (!ws.args[j].is_write) continue;
+      std::vector<Tensor> copies;
+      for (const Tensor& t : e[j].to_tensor_list()) copies.push_back(clone.tensor(t));
+      e[j] = IValue(std::move(copies));
+      outs.push_back(e[j]);
+    }
+    w.call(e);
+    s.clear();
+    for (IValue& o : outs) s.push_back(std::move(o));
+  };
+}
+
+// The schema text without its alias annotations ("Tensor(a!)[]" -> "Tensor[]").
+std::string without_annotations(std::string text) {
+  for (size_t at = text.find("Tensor("); at != std::string::npos; at = text.find("Tensor(", at)) {
+    const size_t close = text.find(')', at);
+    text.erase(at + 6, close - at - 5);
+    at += 6;
+  }
+  return text;
+}
+
+// Declares the in-place fused step `name_<ov>(args) -> ()` with its kernels
+// and its functional form `name<ov>(args) -> returns`.
+void fused_pair(const std::string& name, const std::string& ov, const std::string& args,
+                const std::string& returns, MetaFn meta, ImplFn cpu, ImplFn cuda,
+                const char* what) {
+  def(name + "_" + ov + args + " -> ()")
+      .category(OpCategory::Other).meta(meta).cpu(cpu).cuda(cuda).nondifferentiable()
+      .doc(str(what, " of every parameter of the lists (CUDA: one launch per 40 tensors)"));
+  def(name + ov + without_annotations(args) + " -> " + returns)
+      .category(OpCategory::Composite).composite(functional_of(name + "_" + ov))
+      .doc(str(what, " on copies of the parameters and states, which it returns"));
 }
 
 // ---- fused optimizer steps ----
@@ -278,24 +325,25 @@ void register_foreach_ops() {
       "Tensor(e!)[] max_exp_avg_sqs, Tensor[] state_steps, *, ";
   const std::string adam_rest =
       ", float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, "
-      "Tensor? grad_scale=None, Tensor? found_inf=None) -> ()";
+      "Tensor? grad_scale=None, Tensor? found_inf=None)";
+  const std::string adam_returns =
+      "(Tensor[] self_out, Tensor[] grads_out, Tensor[] exp_avgs_out, Tensor[] exp_avg_sqs_out, "
+      "Tensor[] max_exp_avg_sqs_out)";
   for (const char* lr : {"float lr", "Tensor lr"}) {
     const std::string ov = lr[0] == 'T' ? ".tensor_lr" : "";
-    def("_fused_adam_" + ov + adam_args + lr + adam_rest)
-        .category(OpCategory::Other).meta(fused_adam_meta<false>).cpu(fused_adam_cpu<false>)
-        .cuda(fused_adam_cuda<false>).nondifferentiable()
-        .doc("one Adam step of every parameter of the lists (CUDA: one launch per 40 tensors)");
-    def("_fused_adamw_" + ov + adam_args + lr + adam_rest)
-        .category(OpCategory::Other).meta(fused_adam_meta<true>).cpu(fused_adam_cpu<true>)
-        .cuda(fused_adam_cuda<true>).nondifferentiable()
-        .doc("one AdamW step of every parameter of the lists (CUDA: one launch per 40 tensors)");
-    def("_fused_sgd_" + ov + "(Tensor(a!)[] self, Tensor(b!)[] grads, "
-        "Tensor(c!)[] momentum_buffer_list, *, float weight_decay, float momentum, " + lr +
-        ", float dampening, bool nesterov, bool maximize, bool is_first_step, "
-        "Tensor? grad_scale=None, Tensor? found_inf=None) -> ()")
-        .category(OpCategory::Other).meta(fused_sgd_meta).cpu(fused_sgd_cpu)
-        .cuda(fused_sgd_cuda).nondifferentiable()
-        .doc("one SGD step of every parameter of the lists (CUDA: one launch per 40 tensors)");
+    fused_pair("_fused_adam", ov, adam_args + lr + adam_rest, adam_returns,
+               fused_adam_meta<false>, fused_adam_cpu<false>, fused_adam_cuda<false>,
+               "one Adam step");
+    fused_pair("_fused_adamw", ov, adam_args + lr + adam_rest, adam_returns,
+               fused_adam_meta<true>, fused_adam_cpu<true>, fused_adam_cuda<true>,
+               "one AdamW step");
+    fused_pair("_fused_sgd", ov,
+               std::string("(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] "
+                           "momentum_buffer_list, *, float weight_decay, float momentum, ") +
+                   lr + ", float dampening, bool nesterov, bool maximize, bool is_first_step, "
+                   "Tensor? grad_scale=None, Tensor? found_inf=None)",
+               "(Tensor[] self_out, Tensor[] grads_out, Tensor[] momentum_buffer_list_out)",
+               fused_sgd_meta, fused_sgd_cpu, fused_sgd_cuda, "one SGD step");
   }
 }
 

@@ -196,12 +196,9 @@ OpBuilder::~OpBuilder() {
   d_->is_view = h.schema().is_out_of_place_view();
   // A functional composite decomposes into what its kernel calls: AOT runs
   // decompositions with autograd excluded, where the kernel would run below
-  // the tracer and the op be recorded whole. Composites that write an
-  // argument (in place, or a _foreach_ op's list) reach the tracer only as
-  // their functional form (functionalization).
-  bool writes = false;
-  for (const Argument& a : h.schema().args) writes |= a.is_write;
-  if (d_->composite_implicit && !d_->core && !d_->decomposition && !writes)
+  // the tracer and the op be recorded whole. In-place composites reach the
+  // tracer only as their functional form (functionalization).
+  if (d_->composite_implicit && !d_->core && !d_->decomposition && !h.schema().is_inplace())
     d_->decomposition = decomp::composite;
   IGNIS_INTERNAL_ASSERT(!d_->core || !d_->decomposition, "core op ", d_->schema,
                         " declares a decomposition");
