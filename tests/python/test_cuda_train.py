@@ -729,3 +729,6 @@ def test_fused_cross_entropy_edge_rows():
     tt = ignis.tensor([1, 3])
     assert_close(F.cross_entropy(m.cuda(), tt.cuda(), reduction="none"),
                  F.cross_entropy(m, tt, reduction="none"))
+    # [C] logits on the GPU with a 0-dim target left on the CPU (a scalar may join).
+    x1 = _sample((7,), "float32", seed=8)
+    assert_close(F.cross_entropy(x1.cuda(), ignis.tensor(4)), F.cross_entropy(x1, ignis.tensor(4)))

@@ -708,12 +708,20 @@ bool fused_cross_entropy_applies(const OpCall& c) {
   return !(target.dtype() == ScalarType::UInt8 && c.double_arg(7) > 0 &&
            c.opt_tensor(2).defined() && reduction_of(c, 3, 5, 6) == Reduction::Mean);
 }
+// `t` contiguous in dtype `dt` on `device`: a 0-dim CPU target may join CUDA
+// logits (as any scalar may), and the kernel reads it on the GPU.
+Tensor dense_on(const Tensor& t, ScalarType dt, Device device) {
+  if (!t.defined() || t.device() == device) return t.defined() ? dense_as(t, dt) : t;
+  Tensor out = empty_tensor(t.sizes(), dt, device);
+  copy_tensor(out, t);
+  return out;
+}
 cuda::CrossEntropyRows cross_entropy_rows_of(const Tensor& in, const Tensor& target,
                                              const Tensor& weight, int64_t ignore, double eps) {
   cuda::CrossEntropyRows a;
   a.logits = dense_as(in, in.dtype());
-  a.target = dense_as(target, target.dtype());
-  a.weight = opt_dense_as(weight, opmath_dtype(in.dtype()));
+  a.target = dense_on(target, target.dtype(), in.device());
+  a.weight = dense_on(weight, opmath_dtype(in.dtype()), in.device());
   a.ignore_index = ignore;
   a.label_smoothing = eps;
   return a;
