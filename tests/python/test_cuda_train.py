@@ -732,3 +732,76 @@ def test_fused_cross_entropy_edge_rows():
     # [C] logits on the GPU with a 0-dim target left on the CPU (a scalar may join).
     x1 = _sample((7,), "float32", seed=8)
     assert_close(F.cross_entropy(x1.cuda(), ignis.tensor(4)), F.cross_entropy(x1, ignis.tensor(4)))
+
+
+FOREACH_CALLS = [
+    ("_foreach_add", lambda a, b, c, z: (a, 2.5), {}),
+    ("_foreach_add", lambda a, b, c, z: (a, b), {"alpha": -0.5}),
+    ("_foreach_add", lambda a, b, c, z: (a, z), {"alpha": 2}),
+    ("_foreach_sub", lambda a, b, c, z: (a, [1.0, 2.0, 3.0]), {}),
+    ("_foreach_mul", lambda a, b, c, z: (a, b), {}),
+    ("_foreach_div", lambda a, b, c, z: (a, [2.0, 4.0, 0.5]), {}),
+    ("_foreach_maximum", lambda a, b, c, z: (a, b), {}),
+    ("_foreach_minimum", lambda a, b, c, z: (a, 0.1), {}),
+    ("_foreach_lerp", lambda a, b, c, z: (a, b, 0.1), {}),
+    ("_foreach_lerp", lambda a, b, c, z: (a, b, c), {}),
+    ("_foreach_addcmul", lambda a, b, c, z: (a, b, c), {"value": 0.3}),
+    ("_foreach_addcdiv", lambda a, b, c, z: (a, b, c, [0.5, -1.0, 2.0]), {}),
+    ("_foreach_sqrt", lambda a, b, c, z: (a,), {}),
+    ("_foreach_neg", lambda a, b, c, z: (a,), {}),
+    ("_foreach_exp", lambda a, b, c, z: (a,), {}),
+    ("_foreach_log", lambda a, b, c, z: (a,), {}),
+    ("_foreach_reciprocal", lambda a, b, c, z: (a,), {}),
+    ("_foreach_sigmoid", lambda a, b, c, z: (a,), {}),
+]
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("call", FOREACH_CALLS, ids=[f"{c[0]}{i}" for i, c in enumerate(FOREACH_CALLS)])
+def test_foreach_ops_on_cuda_run_one_multi_tensor_launch(call, dtype):
+    """Under no_grad, on contiguous CUDA tensors, a _foreach_ op is one
+    multi-tensor launch (no per-tensor op dispatched), with the CPU's values,
+    functional and in place (versions bumped)."""
+    name, args_of, kw = call
+    shapes = [(4, 3), (70001,), ()]
+
+    def lists(seed):
+        return [(_sample(s, "float32", seed=seed + i).abs() + 0.5).to(_dt(dtype))
+                for i, s in enumerate(shapes)]
+    cpu = [lists(10), lists(20), lists(30)]
+    gpu = [[t.cuda() for t in lst] for lst in cpu]
+    z = ignis.tensor(1.5, dtype=_dt(dtype))
+    with ignis.no_grad():
+        want = getattr(ignis, name)(*args_of(*cpu, z), **kw)
+        gargs = args_of(*gpu, z.cuda())
+        names = ignis._C._dispatch_trace(lambda: getattr(ignis, name)(*gargs, **kw))
+        per_tensor = name[len("_foreach_"):]
+        assert not {per_tensor, per_tensor + "_"} & {n.split(".")[0] for n in names}, names
+        got = getattr(ignis, name)(*gargs, **kw)
+        for g, w in zip(got, want):
+            assert_close(g, w, dtype)
+        before = [t._version for t in gpu[0]]
+        getattr(ignis, name + "_")(*gargs, **kw)
+        for g, w, v in zip(gpu[0], want, before):
+            assert_close(g, w, dtype)
+            assert g._version > v
+
+
+@needs_gpu
+def test_foreach_ops_on_cuda_fall_back_tensor_by_tensor():
+    """A strided tensor, mixed dtypes, or grad mode with a tensor requiring
+    grad: the per-tensor ops, with the same values (and autograd's graph)."""
+    a = [_sample((4, 3), "float32", seed=1).cuda(), _sample((3, 4), "float32", seed=2).cuda().t()]
+    b = [_sample((4, 3), "float32", seed=3).cuda(), _sample((4, 3), "float64", seed=4).cuda()]
+    with ignis.no_grad():
+        names = ignis._C._dispatch_trace(lambda: ignis._foreach_mul(a, b))
+        assert "mul" in {n.split(".")[0] for n in names}
+        got = ignis._foreach_mul(a, b)
+    assert got[1].dtype == ignis.float64
+    for g, x, y in zip(got, a, b):
+        np.testing.assert_allclose(_np(g), _np(x) * _np(y), rtol=1e-6)
+    x = [_sample((5,), "float32").cuda().requires_grad_()]
+    y = ignis._foreach_mul(x, 3.0)
+    y[0].sum().backward()
+    np.testing.assert_allclose(_np(x[0].grad), np.full(5, 3.0))

@@ -10,8 +10,15 @@
 // kernel of its own. The fused steps are structured ops with one kernel per
 // device: the CPU's loops (kernels/cpu/fused_optimizer.h) and on CUDA one
 // launch for up to 40 tensors (kernels/cuda/multi_tensor.h).
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/grad_mode.h"
+#include "ignis/kernels/device_kernels.h"
 
 #include "ignis/core/error.h"
 #include "ignis/kernels/cpu/fused_optimizer.h"
@@ -45,6 +52,94 @@ IValue element(const IValue& v, ArgType declared, ArgType want, size_t i) {
   return v;
 }
 
+// Note [Multi-tensor _foreach_ on CUDA]
+// A _foreach_ op is one call of its per-tensor op per tensor, which on CUDA
+// is a launch per tensor. When nothing needs autograd (grad mode off, as in
+// an optimizer step) and every tensor is a real CUDA tensor, contiguous, of
+// a floating dtype, with each position's tensors of one shape and dtype (so
+// no broadcasting or promotion), the op runs as one multi-tensor launch per
+// 40 tensors instead (cuda::foreach_apply): the same scalar_ops formula in
+// the same op-math type as the per-tensor kernels. Anything else (CPU
+// tensors, grad mode with tensors requiring grad, mixed dtypes, zero_,
+// copy_) goes tensor by tensor.
+std::optional<cuda::ForeachFormula> formula_of(const std::string& per_tensor) {
+  using Fm = cuda::ForeachFormula;
+  static const std::map<std::string, Fm> formulas{
+      {"add", Fm::Add}, {"sub", Fm::Sub}, {"mul", Fm::Mul}, {"div", Fm::Div},
+      {"maximum", Fm::Maximum}, {"minimum", Fm::Minimum}, {"lerp", Fm::Lerp},
+      {"addcmul", Fm::Addcmul}, {"addcdiv", Fm::Addcdiv}, {"sqrt", Fm::Sqrt}, {"neg", Fm::Neg},
+      {"abs", Fm::Abs}, {"exp", Fm::Exp}, {"log", Fm::Log}, {"reciprocal", Fm::Reciprocal},
+      {"sigmoid", Fm::Sigmoid}};
+  std::string base = per_tensor;
+  if (!base.empty() && base.back() == '_') base.pop_back();
+  auto it = formulas.find(base);
+  if (it == formulas.end()) return std::nullopt;
+  return it->second;
+}
+
+// Runs the call as cuda::foreach_apply when Note [Multi-tensor _foreach_ on
+// CUDA] allows; false (nothing done) otherwise.
+bool foreach_on_cuda(const OpHandle& op, const std::string& per_tensor, Stack& s) {
+  const auto formula = formula_of(per_tensor);
+  const std::vector<Tensor>& self = s[0].to_tensor_list();
+  if (!formula || self.empty()) return false;
+  const FunctionSchema& fs = op.schema();
+  const Device device = self[0].device();
+  if (!device.is_cuda()) return false;
+  const bool grad_mode = autograd::grad_enabled();
+  // t may join self[i] (`like`): on the device, contiguous, of its shape and
+  // dtype, and not needing autograd.
+  auto fits = [&](const Tensor& t, const Tensor& like) {
+    return t.defined() && t.device() == device && t.is_contiguous() &&
+           t.dtype() == like.dtype() && t.sizes() == like.sizes() &&
+           !(grad_mode && autograd::requires_grad(t));
+  };
+  for (const Tensor& t : self)
+    if (!fits(t, t) || !is_floating(t.dtype())) return false;
+  cuda::ForeachCall call;
+  call.formula = *formula;
+  std::vector<std::vector<Tensor>*> lists{&call.b, &call.c};
+  size_t next_list = 0;
+  for (size_t j = 1; j < fs.args.size(); ++j) {
+    const Argument& a = fs.args[j];
+    if (a.type == ArgType::TensorList) {
+      const std::vector<Tensor>& l = s[j].to_tensor_list();
+      for (size_t i = 0; i < self.size(); ++i)
+        if (!fits(l[i], self[i])) return false;
+      *lists[next_list++] = l;
+    } else if (a.type == ArgType::FloatList) {
+      call.scalars = s[j].to_double_list();
+    } else if (a.type == ArgType::Scalar && a.name == "alpha") {
+      call.alpha = s[j].to_scalar().to_double();
+    } else if (a.type == ArgType::Scalar) {
+      call.scalars.assign(self.size(), s[j].to_scalar().to_double());
+    } else if (a.type == ArgType::Tensor) {  // the .Tensor overloads' 0-dim operand
+      const Tensor& t = s[j].to_tensor();
+      if (t.device().is_cpu() && is_floating(t.dtype())) {
+        call.scalars.assign(self.size(), tensor_to_scalar(t).to_double());
+      } else if (t.device() == device && !(grad_mode && autograd::requires_grad(t)) &&
+                 std::all_of(self.begin(), self.end(),
+                             [&](const Tensor& x) { return x.dtype() == t.dtype(); })) {
+        call.operand = t;
+      } else {
+        return false;
+      }
+    }
+  }
+  call.self = self;  // the launcher groups positions by dtype
+  if (fs.is_inplace()) {
+    call.out = self;
+  } else {
+    for (const Tensor& t : self) call.out.push_back(empty_tensor(t.sizes(), t.dtype(), device));
+  }
+  cuda::foreach_apply(call);
+  if (fs.is_inplace())
+    for (const Tensor& t : call.out) t.impl()->version_counter().bump();
+  s.clear();  // `self` refers into s: not used below
+  if (!fs.is_inplace()) s.emplace_back(std::move(call.out));
+  return true;
+}
+
 // The kernel of a _foreach_ op applying `per_tensor` (an op name with its
 // overload) position by position; lists must be as long as `self`.
 KernelFn foreach_kernel(std::string per_tensor) {
@@ -67,6 +162,7 @@ KernelFn foreach_kernel(std::string per_tensor) {
       IGNIS_CHECK(s[1].to_tensor().dim() == 0, op.name(), ": scalar tensor expected to be 0 "
                   "dim but it has ", s[1].to_tensor().dim(), " dimensions and ",
                   s[1].to_tensor().numel(), " elements.");
+    if (foreach_on_cuda(op, per_tensor, s)) return;
     std::vector<Tensor> results;
     results.reserve(n);
     for (size_t i = 0; i < n; ++i) {

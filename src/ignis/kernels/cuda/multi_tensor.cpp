@@ -20,10 +20,12 @@ constexpr int kBlockThreads = 256;
 // Must match IgMTTensor / IgMTParams in kTemplates. The launch's argument is
 // one IgMTParams, under the 4 KiB every GPU takes.
 struct MTTensor {
-  void* list[5];       // param, grad, then the state tensors
+  void* list[5];       // optimizers: param, grad, then the state tensors;
+                       // _foreach_: out, self, then the list operands
   const float* step;   // Adam: this tensor's step count
   int64_t n;
   int64_t first_chunk;  // chunks of the tensors before it in this launch
+  double scalar;        // _foreach_: this tensor's number operand
 };
 struct MTParams {
   MTTensor t[kMultiTensorsPerLaunch];
@@ -33,19 +35,27 @@ struct MTParams {
   const float* grad_scale;
   const float* found_inf;
   int32_t amsgrad, maximize, decoupled, nesterov, first_step, has_buffer;
+  const void* operand;  // _foreach_: a 0-dim tensor operand (the .Tensor overloads)
+  double alpha;
+  int32_t formula;
 };
 static_assert(sizeof(MTParams) <= 4096, "a kernel argument of at most 4 KiB");
 
 const char* kTemplates = R"CUDA(
 // ---- multi-tensor optimizer steps (kernels/cuda/multi_tensor.cpp) ----
 #define IG_MT_CHUNK 65536
-struct IgMTTensor { char* list[5]; const float* step; int64_t n; int64_t first_chunk; };
+struct IgMTTensor {
+  char* list[5]; const float* step; int64_t n; int64_t first_chunk; double scalar;
+};
 struct IgMTParams {
   IgMTTensor t[40];
   int64_t count, chunks;
   double lr, beta1, beta2, weight_decay, eps, momentum, dampening;
   const float* lr_ptr; const float* grad_scale; const float* found_inf;
   int32_t amsgrad, maximize, decoupled, nesterov, first_step, has_buffer;
+  const char* operand;
+  double alpha;
+  int32_t formula;  // cuda::ForeachFormula
 };
 // Each block walks chunks blockIdx.x, + gridDim.x, ...: increasing, so the
 // tensor a chunk belongs to is found by moving forward from the last one.
@@ -117,9 +127,49 @@ template <class T, class C> __forceinline__ void ig_fused_sgd(const IgMTParams& 
     }
   });
 }
+// _foreach_ ops: out = formula(self, y, z) per element, each formula a
+// scalar_ops struct; y is list[2]'s element, else the 0-dim operand, else
+// the tensor's number; z is list[3]'s element, else the tensor's number.
+template <class T, class C> __forceinline__ void ig_foreach(const IgMTParams& p) {
+  namespace so = ignis::scalar_ops;
+  const C alpha = C(p.alpha);
+  ig_mt_chunks(p, [&](const IgMTTensor& t, int64_t begin, int64_t end) {
+    T* out = reinterpret_cast<T*>(t.list[0]);
+    const T* a = reinterpret_cast<const T*>(t.list[1]);
+    const T* b = reinterpret_cast<const T*>(t.list[2]);
+    const T* c = reinterpret_cast<const T*>(t.list[3]);
+    const C s = C(t.scalar);
+    const C y0 = p.operand ? ig_convert<C>(*reinterpret_cast<const T*>(p.operand)) : s;
+    for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+      const C x = ig_convert<C>(a[k]);
+      const C y = b ? ig_convert<C>(b[k]) : y0;
+      const C z = c ? ig_convert<C>(c[k]) : s;
+      C r;
+      switch (p.formula) {
+        case 0: r = so::Add()(x, y, alpha); break;
+        case 1: r = so::Sub()(x, y, alpha); break;
+        case 2: r = so::Mul()(x, y); break;
+        case 3: r = so::Div()(x, y); break;
+        case 4: r = so::Maximum()(x, y); break;
+        case 5: r = so::Minimum()(x, y); break;
+        case 6: r = so::Lerp()(x, y, z); break;
+        case 7: r = so::Addcmul()(x, y, z, s); break;
+        case 8: r = so::Addcdiv()(x, y, z, s); break;
+        case 9: r = so::Sqrt()(x); break;
+        case 10: r = so::Neg()(x); break;
+        case 11: r = so::Abs()(x); break;
+        case 12: r = so::Exp()(x); break;
+        case 13: r = so::Log()(x); break;
+        case 14: r = so::Reciprocal()(x); break;
+        default: r = so::Sigmoid()(x); break;
+      }
+      out[k] = ig_convert<T>(r);
+    }
+  });
+}
 )CUDA";
 
-const char* kKernels[] = {"fused_adam", "fused_sgd"};
+const char* kKernels[] = {"fused_adam", "fused_sgd", "foreach"};
 
 std::string source_for(ScalarType t) {
   std::string body = str("typedef ", device_type_name(t), " T;\ntypedef ", device_opmath_name(t),
@@ -208,6 +258,23 @@ const float* scaler_value(const Tensor& t) {
 }
 
 }  // namespace
+
+void foreach_apply(const ForeachCall& a) {
+  MTParams p{};
+  p.formula = static_cast<int32_t>(a.formula);
+  p.alpha = a.alpha;
+  p.operand = a.operand.defined() ? a.operand.data_ptr() : nullptr;
+  auto at = [](const std::vector<Tensor>& l, size_t i) { return l.empty() ? nullptr : ptr(l[i]); };
+  launch_lists(a.self, "foreach", p, [&](size_t i, MTTensor& m) {
+    m.list[0] = ptr(a.out[i]);
+    m.list[1] = ptr(a.self[i]);
+    m.list[2] = at(a.b, i);
+    m.list[3] = at(a.c, i);
+    m.list[4] = nullptr;
+    m.step = nullptr;
+    m.scalar = a.scalars.empty() ? 0.0 : a.scalars[i];
+  });
+}
 
 std::vector<KernelRequest> multi_tensor_kernel_requests(ScalarType t) {
   std::vector<KernelRequest> v;
