@@ -26,9 +26,10 @@ The last column is ignis / torch (below 1: ignis faster).
 
 The first outputs of each row (the result; for gpt_fwd the loss and a corner of
 the logits; for gpt_train the first step's loss and a corner of two gradients)
-are saved by both children and compared with bf16 tolerances (absolute ones
-scaled by the values' RMS where that exceeds 1); a difference prints a loud
-MISMATCH and the run exits 1.
+are saved by both children and compared with bf16 tolerances (element by
+element for pointwise, softmax and layer_norm; the relative error of each
+output as a whole for the GEMM rows); a difference prints a loud MISMATCH and
+the run exits 1.
 
     python bench/gpu.py [--rows a,b] [--quick] [--json PATH] [--device cuda|cpu]
 
@@ -54,9 +55,13 @@ sys.path.insert(0, str(ROOT / "examples"))
 ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "gpt_fwd", "gpt_train"]
 IMPLS = ["ignis", "torch"]
 MEMORY_BOUND = {"pointwise", "softmax", "layer_norm"}
-# (rtol, atol) of the ignis-vs-torch check of each row's first outputs.
-TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2),
-       "mlp": (2e-2, 2e-2), "gpt_fwd": (5e-2, 5e-2), "gpt_train": (5e-2, 5e-2)}
+# The ignis-vs-torch check of each row's first outputs: element by element
+# (rtol, atol) for the rows that compute each element the same way; for the
+# rows whose products and attention sum in other orders (in bfloat16, over
+# thousands of terms), the relative error of each output as a whole,
+# |x - y| / |y| (Frobenius norms), at most this.
+TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2)}
+NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2}
 
 
 def sizes(quick):
@@ -324,22 +329,25 @@ def spawn(extra, args, timeout):
 
 
 def check(row, a_path, b_path):
-    """allclose with the row's tolerances, atol scaled by the RMS of torch's
-    values when it exceeds 1 (logits and gradients are not O(1))."""
-    rtol, atol = TOL[row]
+    """(ok, detail): the row's outputs agree by TOL or NORM_TOL."""
     a, b = np.load(a_path), np.load(b_path)
     if len(a.files) != len(b.files):
         return False, f"{len(a.files)} vs {len(b.files)} outputs"
-    ok, worst = True, 0.0
+    ok, worst, worst_rel = True, 0.0, 0.0
     for k in a.files:
         x, y = a[k].astype(np.float64), b[k].astype(np.float64)
         if x.shape != y.shape:
             return False, f"shape {x.shape} vs {y.shape}"
-        if x.size:
-            worst = max(worst, float(np.nanmax(np.abs(x - y))))
-        scale = max(1.0, float(np.sqrt(np.nanmean(y * y)))) if y.size else 1.0
-        ok = ok and bool(np.allclose(x, y, rtol=rtol, atol=atol * scale))
-    return ok, f"max |diff| {worst:.2e}"
+        if not x.size:
+            continue
+        worst = max(worst, float(np.max(np.abs(x - y))))
+        rel = float(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-30))
+        worst_rel = max(worst_rel, rel)
+        if row in NORM_TOL:
+            ok = ok and bool(np.isfinite(x).all()) and rel <= NORM_TOL[row]
+        else:
+            ok = ok and bool(np.allclose(x, y, rtol=TOL[row][0], atol=TOL[row][1]))
+    return ok, f"max |diff| {worst:.2e}, relative error {worst_rel:.2e}"
 
 
 def run_all(args, rows, work):
