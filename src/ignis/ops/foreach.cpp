@@ -6,8 +6,9 @@
 // A `_foreach_` op is a composite: for each position i it calls the
 // per-tensor op with element i of each list argument (lists of tensors or
 // of numbers) and the other arguments as given, so every device with the
-// per-tensor op's kernels runs it, autograd sees the parts, and it needs no
-// kernel of its own. The fused steps are structured ops with one kernel per
+// per-tensor op's kernels runs it and autograd sees the parts; on CUDA,
+// without autograd, it is one multi-tensor launch instead (Note
+// [Multi-tensor _foreach_ on CUDA]). The fused steps are structured ops with one kernel per
 // device: the CPU's loops (kernels/cpu/fused_optimizer.h) and on CUDA one
 // launch for up to 40 tensors (kernels/cuda/multi_tensor.h).
 #include <algorithm>
@@ -18,11 +19,10 @@
 
 #include "ignis/autograd/autograd_meta.h"
 #include "ignis/autograd/grad_mode.h"
-#include "ignis/kernels/device_kernels.h"
-
 #include "ignis/core/error.h"
 #include "ignis/kernels/cpu/fused_optimizer.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -140,8 +140,9 @@ bool foreach_on_cuda(const OpHandle& op, const std::string& per_tensor, Stack& s
   return true;
 }
 
-// The kernel of a _foreach_ op applying `per_tensor` (an op name with its
-// overload) position by position; lists must be as long as `self`.
+// The kernel of a _foreach_ op applying the op `per_tensor` ("add", "add_":
+// the overload without a name) position by position; lists must be as long
+// as `self`.
 KernelFn foreach_kernel(std::string per_tensor) {
   return [per_tensor](const OpHandle& op, DispatchKeySet, Stack& s) {
     const OpHandle& each = Dispatcher::get().find_or_throw(per_tensor);
