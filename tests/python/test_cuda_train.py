@@ -805,3 +805,33 @@ def test_foreach_ops_on_cuda_fall_back_tensor_by_tensor():
     y = ignis._foreach_mul(x, 3.0)
     y[0].sum().backward()
     np.testing.assert_allclose(_np(x[0].grad), np.full(5, 3.0))
+
+
+@needs_gpu
+def test_optimizer_state_moves_between_fused_and_foreach():
+    """A fused optimizer's state (step counts on the GPU) loaded into a foreach
+    one (step counts on the host): the steps continue as one run."""
+    ws = [_sample((4, 3), "float32", seed=i) for i in range(3)]
+    grads = [[_sample((4, 3), "float32", seed=50 + 10 * k + i) for i in range(3)]
+             for k in range(4)]
+
+    def run(switch):
+        ps = [ignis.nn.Parameter(w.cuda()) for w in ws]
+        opt = ignis.optim.AdamW(ps, lr=1e-2, amsgrad=True, fused=True)
+        for k in range(4):
+            if switch and k == 2:
+                other = ignis.optim.AdamW(ps, lr=1e-2, amsgrad=True)
+                other.load_state_dict(opt.state_dict())
+                for g in other.param_groups:  # the saved groups say fused, as torch's do
+                    g["fused"], g["foreach"] = None, True
+                opt = other
+            for p, g in zip(ps, grads[k]):
+                p.grad = g.cuda()
+            opt.step()
+        return ps, opt
+    want, _ = run(False)
+    got, opt = run(True)
+    for q, p in zip(got, want):
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+    for state in opt.state.values():
+        assert state["step"].device.type == "cpu" and state["step"].item() == 4.0

@@ -48,10 +48,9 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = ignis.zeros_like(p)
             if amsgrad:
                 state["max_exp_avg_sq"] = ignis.zeros_like(p)
-        elif step_device is not None or state["step"].device.type != "cpu":
-            want = step_device if step_device is not None else "cpu"
-            if state["step"].device != ignis.device(want):  # moved once (a loaded state)
-                state["step"] = state["step"].to(device=want, dtype=ignis.float32)
+        want = ignis.device(step_device if step_device is not None else "cpu")
+        if state["step"].device != want:  # a loaded state, or another implementation's: once
+            state["step"] = state["step"].to(device=want, dtype=ignis.float32)
         if amsgrad and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = ignis.zeros_like(p)
         return state
