@@ -42,13 +42,13 @@ struct MTParams {
 static_assert(sizeof(MTParams) <= 4096, "a kernel argument of at most 4 KiB");
 
 const char* kTemplates = R"CUDA(
-// ---- multi-tensor optimizer steps (kernels/cuda/multi_tensor.cpp) ----
-#define IG_MT_CHUNK 65536
+// ---- multi-tensor kernels (kernels/cuda/multi_tensor.cpp) ----
+// IG_MT_TENSORS and IG_MT_CHUNK come before this text, from multi_tensor.h.
 struct IgMTTensor {
   char* list[5]; const float* step; int64_t n; int64_t first_chunk; double scalar;
 };
 struct IgMTParams {
-  IgMTTensor t[40];
+  IgMTTensor t[IG_MT_TENSORS];
   int64_t count, chunks;
   double lr, beta1, beta2, weight_decay, eps, momentum, dampening;
   const float* lr_ptr; const float* grad_scale; const float* found_inf;
@@ -180,7 +180,10 @@ std::string source_for(ScalarType t) {
   for (const char* k : kKernels)
     body += str("extern \"C\" __global__ void ", k, "_", dtype_name(t),
                 "(const __grid_constant__ IgMTParams p) { ig_", k, "<T, C>(p); }\n");
-  return str(eager_prelude(), device_scalar_ops_source(), kTemplates, kKernelBodyMarker, body);
+  const std::string sizes = str("\n#define IG_MT_TENSORS ", kMultiTensorsPerLaunch,
+                                "\n#define IG_MT_CHUNK ", kMultiTensorChunk, "\n");
+  return str(eager_prelude(), device_scalar_ops_source(), sizes, kTemplates, kKernelBodyMarker,
+             body);
 }
 
 KernelRequest request(ScalarType t, const char* kernel) {
