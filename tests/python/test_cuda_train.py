@@ -758,7 +758,8 @@ FOREACH_CALLS = [
 
 @needs_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("call", FOREACH_CALLS, ids=[f"{c[0]}{i}" for i, c in enumerate(FOREACH_CALLS)])
+@pytest.mark.parametrize("call", FOREACH_CALLS,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(FOREACH_CALLS)])
 def test_foreach_ops_on_cuda_run_one_multi_tensor_launch(call, dtype):
     """Under no_grad, on contiguous CUDA tensors, a _foreach_ op is one
     multi-tensor launch (no per-tensor op dispatched), with the CPU's values,

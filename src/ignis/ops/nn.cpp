@@ -711,7 +711,8 @@ bool fused_cross_entropy_applies(const OpCall& c) {
 // `t` contiguous in dtype `dt` on `device`: a 0-dim CPU target may join CUDA
 // logits (as any scalar may), and the kernel reads it on the GPU.
 Tensor dense_on(const Tensor& t, ScalarType dt, Device device) {
-  if (!t.defined() || t.device() == device) return t.defined() ? dense_as(t, dt) : t;
+  if (!t.defined()) return t;
+  if (t.device() == device) return dense_as(t, dt);
   Tensor out = empty_tensor(t.sizes(), dt, device);
   copy_tensor(out, t);
   return out;
@@ -741,7 +742,8 @@ void cross_entropy_cuda(OpCall& c) {
       cross_entropy_rows_of(in, c.tensor(1), c.opt_tensor(2), c.int_arg(4), c.double_arg(7));
   const int64_t N = in.dim() == 1 ? 1 : in.size(0);
   const ScalarType acc = opmath_dtype(in.dtype());
-  Tensor loss = empty_tensor(red == Reduction::None ? out.sizes() : DimVector{N}, acc, in.device());
+  const DimVector rows = red == Reduction::None ? out.sizes() : DimVector{N};
+  Tensor loss = empty_tensor(rows, acc, in.device());
   Tensor picked = empty_tensor({N}, acc, in.device());
   cuda::cross_entropy_rows(loss, picked, a);
   if (red == Reduction::None) return copy_tensor(out, loss);
@@ -1290,8 +1292,6 @@ void nll_loss_bw(GradCtx& c) {
   c.set(0, op("scatter.src", z, cdim, unsqueeze(t_safe, cdim), src));
 }
 
-// cross_entropy = nll_loss(log_softmax(input)) (+ label smoothing), or the
-// soft-target form; differentiated through that decomposition.
 // Note [Cross-entropy backward recomputes its statistics]
 // On CUDA, for the calls the fused kernel takes (Note [Fused cross-entropy on
 // CUDA]), the gradient is one row kernel: it recomputes each row's max and
@@ -1324,6 +1324,8 @@ bool fused_cross_entropy_backward(GradCtx& c) {
   return true;
 }
 
+// cross_entropy = nll_loss(log_softmax(input)) (+ label smoothing), or the
+// soft-target form; differentiated through that decomposition.
 void cross_entropy_bw(GradCtx& c) {
   Red red = red_of(c, 3, 5, 6);
   double eps = c.double_arg(7);
