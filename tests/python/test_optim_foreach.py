@@ -167,8 +167,8 @@ def test_foreach_ops_match_torch_functional_and_in_place(call):
     assert_lists_equal(got, want)
     assert all(x is not y for x, y in zip(got, ia))  # functional: new tensors
     before = [t._version for t in ia]
-    assert getattr(ignis, name + "_")(*iargs, **kw) is None
-    getattr(torch, name + "_")(*targs, **kw)
+    assert getattr(ignis, name + "_")(*iargs, **kw) is ia  # the same list, as torch returns
+    assert getattr(torch, name + "_")(*targs, **kw) is ta
     assert_lists_equal(ia, ta)
     assert all(t._version > v for t, v in zip(ia, before))
 

@@ -190,7 +190,7 @@ void foreach_pair(const std::string& name, const std::string& overload, const st
       .doc(str(what, ", for each tensor of a list"));
   def("_foreach_" + name + "_" + ov + "(Tensor(a!)[] self" + args + ") -> ()")
       .category(OpCategory::Composite).composite(foreach_kernel(name + "_"))
-      .doc(str(what, " in place, for each tensor of a list"));
+      .python_returns_self().doc(str(what, " in place, for each tensor of a list"));
 }
 
 // The functional form of an op that writes lists (torch's _fused_adam for
@@ -412,9 +412,10 @@ void register_foreach_ops() {
     foreach_pair(n, "ScalarList", ", Tensor[] tensor1, Tensor[] tensor2, float[] scalars", what);
   }
   def("_foreach_zero_(Tensor(a!)[] self) -> ()").category(OpCategory::Composite)
-      .composite(foreach_kernel("zero_")).doc("zero each tensor of a list");
+      .composite(foreach_kernel("zero_")).python_returns_self()
+      .doc("zero each tensor of a list");
   def("_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()")
-      .category(OpCategory::Composite).composite(foreach_kernel("copy_"))
+      .category(OpCategory::Composite).composite(foreach_kernel("copy_")).python_returns_self()
       .doc("copy src[i] into self[i]");
 
   const std::string adam_args =
