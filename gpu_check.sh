@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds ignis and runs the CUDA tests and the first-use measurement on a
+# Builds ignis and runs the CUDA tests, the first-use measurement and the benchmarks on a
 # machine with an NVIDIA GPU (docs/cuda.md). Logs go to $OUT (default:
 # ./gpu_logs). Needs cmake, ninja, a C++20 compiler, Python with numpy and
 # pytest; torch with CUDA is used as the oracle for device facts when present.
@@ -39,3 +39,5 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
   | tee "$OUT/pytest_neighbours.log" | tail -3)
 PYTHONPATH=python python3 bench/cuda_first_use.py 2>&1 | tee "$OUT/first_use.log"
 PYTHONPATH=python python3 bench/gpu_gemm.py 2>&1 | tee "$OUT/gpu_gemm.log"
+# ignis eager beside torch eager (docs/cuda.md, "The GPU benchmark"); exits 1 on a MISMATCH.
+PYTHONPATH=python python3 bench/gpu.py --json "$OUT/gpu.json" 2>"$OUT/gpu.err" | tee "$OUT/gpu.log"

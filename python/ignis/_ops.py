@@ -11,12 +11,15 @@ from . import _C
 
 ops = types.SimpleNamespace()
 _table = _C._op_table()
+# Ops whose names start with "_" stay in ignis.ops, except the families torch
+# itself calls by their private names (torch._foreach_add_, torch._fused_adamw_).
+_PUBLIC_PRIVATE = ("_foreach_", "_fused_")
 
 
 def install(namespace, tensor_cls):
     for name, (op, is_function, is_method) in _table.items():
         setattr(ops, name, op)
-        if is_function and not name.startswith("_"):
+        if is_function and (not name.startswith("_") or name.startswith(_PUBLIC_PRIVATE)):
             namespace[name] = op
         if is_method and name not in tensor_cls.__dict__:
             setattr(tensor_cls, name, op)

@@ -69,7 +69,69 @@ Stack stack_of(const OpHandle& op, const Sample& sm) {
   return s;
 }
 
+std::vector<Sample> listed_samples();
+
+// The functional _foreach_ ops (ops/foreach.cpp), each built from its schema:
+// lists of two positive tensors of different shapes (sqrt, log and div need
+// no sign), a list of two numbers, a number, a 0-dim tensor.
+std::vector<Sample> foreach_samples() {
+  std::vector<Sample> out;
+  for (const auto& h : Dispatcher::get().ops()) {
+    const FunctionSchema& fs = h->schema();
+    if (fs.name.rfind("_foreach_", 0) != 0 || fs.is_inplace()) continue;
+    Sample sm{h->name(), {}};
+    for (const Argument& a : fs.args) {
+      if (a.kwarg_only) break;
+      if (a.type == ArgType::TensorList)
+        sm.args.emplace_back(std::vector<Tensor>{P({3, 4}), P({5})});
+      else if (a.type == ArgType::FloatList)
+        sm.args.emplace_back(std::vector<double>{0.5, 2.0});
+      else if (a.type == ArgType::Scalar) sm.args.emplace_back(Scalar(1.5));
+      else if (a.type == ArgType::Tensor) sm.args.emplace_back(P({}));
+      else ADD_FAILURE() << h->name() << ": no sample for argument " << a.name;
+    }
+    out.push_back(std::move(sm));
+  }
+  return out;
+}
+
+// The functional forms of the fused optimizer steps: two parameters with
+// their states and step counts (float32, as the optimizers keep them).
+std::vector<Sample> fused_step_samples() {
+  auto two = [] { return std::vector<Tensor>{F({3, 4}), F({5})}; };
+  auto pos = [] { return std::vector<Tensor>{P({3, 4}), P({5})}; };
+  auto f32 = [](double v) { return scalar_to_tensor(v, ScalarType::Float32); };
+  auto steps = [&] { return std::vector<Tensor>{f32(3.0), f32(1.0)}; };
+  std::vector<std::pair<std::string, IValue>> adam{
+      {"beta1", 0.9}, {"beta2", 0.99}, {"weight_decay", 0.1}, {"eps", 1e-8},
+      {"amsgrad", true}, {"maximize", false}};
+  std::vector<std::pair<std::string, IValue>> sgd{
+      {"weight_decay", 0.1}, {"momentum", 0.9}, {"dampening", 0.0}, {"nesterov", true},
+      {"maximize", false}, {"is_first_step", false}};
+  std::vector<Sample> out;
+  for (const char* name : {"_fused_adam", "_fused_adamw"})
+    for (IValue lr : {IValue(0.01), IValue(f32(0.01))}) {
+      Sample sm{lr.is_tensor() ? std::string(name) + ".tensor_lr" : name,
+                {two(), two(), two(), pos(), pos(), steps()}, adam};
+      sm.named.emplace_back("lr", lr);
+      out.push_back(std::move(sm));
+    }
+  for (IValue lr : {IValue(0.01), IValue(f32(0.01))}) {
+    Sample sm{lr.is_tensor() ? "_fused_sgd.tensor_lr" : "_fused_sgd", {two(), two(), two()}, sgd};
+    sm.named.emplace_back("lr", lr);
+    out.push_back(std::move(sm));
+  }
+  return out;
+}
+
 std::vector<Sample> samples() {
+  std::vector<Sample> all = listed_samples();
+  for (Sample& sm : foreach_samples()) all.push_back(std::move(sm));
+  for (Sample& sm : fused_step_samples()) all.push_back(std::move(sm));
+  return all;
+}
+
+std::vector<Sample> listed_samples() {
   using V = std::vector<int64_t>;
   const auto f64 = ScalarType::Float64;
   Stack ln = OpRef("native_layer_norm").call(F({3, 4}), V{4}, F({4}), F({4}), 1e-5);

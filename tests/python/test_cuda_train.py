@@ -564,3 +564,275 @@ def test_ops_without_a_cuda_kernel_still_raise_naming_op_and_device():
         ignis.cumsum(a, 0)
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ignis.index_select(a, 0, ignis.tensor([0]).cuda()) + ignis.ones(1, 3)
+
+
+# ---- multi-tensor optimizer steps and the fused cross-entropy -------------------------------
+
+def test_multi_tensor_and_cross_entropy_kernel_units_exist():
+    units = {u[0]: u[1] for u in ignis._C._cuda_eager_kernel_units()}
+    for dt in FLOATS:
+        src = units[f"multi_tensor_{dt}.cu"]
+        assert "AdamElement" in src and "__grid_constant__" in src
+        assert "ig_cross_entropy_fwd<T, C>" in units[f"rows_{dt}.cu"]
+
+
+OPTIMS = {
+    "adamw": lambda p, **k: ignis.optim.AdamW(p, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95), **k),
+    "adam-wd-maximize": lambda p, **k: ignis.optim.Adam(p, lr=1e-2, weight_decay=0.01,
+                                                        maximize=True, **k),
+    "adam-amsgrad": lambda p, **k: ignis.optim.Adam(p, lr=1e-2, amsgrad=True, **k),
+    "sgd-nesterov": lambda p, **k: ignis.optim.SGD(p, lr=1e-2, momentum=0.9, nesterov=True,
+                                                   weight_decay=0.01, **k),
+    "sgd-dampening": lambda p, **k: ignis.optim.SGD(p, lr=1e-2, momentum=0.8, dampening=0.3,
+                                                    maximize=True, **k),
+    "sgd": lambda p, **k: ignis.optim.SGD(p, lr=1e-1, **k),
+}
+# 45 tensors (two launches of at most 40) and one of two 65536-element chunks.
+OPT_SHAPES = [(5, 3)] * 43 + [(), (70001,)]
+
+
+def _optimizer_run(make, device, impl, dtype="float32", steps=3, lr_tensor=False):
+    ws = [_sample(s, "float32", seed=i) for i, s in enumerate(OPT_SHAPES)]
+    ps = [ignis.nn.Parameter(w.to(device=device, dtype=_dt(dtype))) for w in ws]
+    opt = make(ps, **impl)
+    if lr_tensor:
+        for g in opt.param_groups:
+            g["lr"] = ignis.tensor(g["lr"], device=device)
+    for step in range(steps):
+        for i, p in enumerate(ps):
+            g = _sample(OPT_SHAPES[i], "float32", seed=1000 + 100 * step + i)
+            p.grad = g.to(device=device, dtype=_dt(dtype))
+        opt.step()
+    return ps, opt
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(OPTIMS))
+@pytest.mark.parametrize("impl", [{}, {"foreach": True}, {"fused": True}],
+                         ids=["default", "foreach", "fused"])
+def test_foreach_and_fused_optimizer_steps_on_cuda_match_the_cpus_for_loop(name, impl):
+    want, _ = _optimizer_run(OPTIMS[name], "cpu", {"foreach": False})
+    got, opt = _optimizer_run(OPTIMS[name], "cuda", impl)
+    for q, p in zip(got, want):
+        assert q.device.type == "cuda"
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+    # Step counts: on the device for the fused kernel to read, else on the host.
+    for state in opt.state.values():
+        if "step" in state:
+            assert state["step"].device.type == ("cuda" if impl.get("fused") else "cpu")
+            assert state["step"].item() == 3.0
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["adamw", "adam-amsgrad", "sgd-nesterov"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64"])
+def test_fused_steps_on_cuda_match_the_cpus_fused_steps(name, dtype):
+    """The same formula (scalar_ops.h's AdamElement/SgdElement) on both
+    devices, in float for 16-bit parameters."""
+    want, _ = _optimizer_run(OPTIMS[name], "cpu", {"fused": True}, dtype=dtype)
+    got, _ = _optimizer_run(OPTIMS[name], "cuda", {"fused": True}, dtype=dtype)
+    for q, p in zip(got, want):
+        assert q.dtype == _dt(dtype)
+        np.testing.assert_allclose(_np(q), _np(p), rtol=_tol(dtype) + 1e-6, atol=_tol(dtype) + 1e-6)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["adamw", "sgd-nesterov"])
+def test_fused_steps_on_cuda_take_a_device_learning_rate(name):
+    want, _ = _optimizer_run(OPTIMS[name], "cpu", {"foreach": False})
+    got, _ = _optimizer_run(OPTIMS[name], "cuda", {"fused": True}, lr_tensor=True)
+    for q, p in zip(got, want):
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_fused_adam_step_is_one_op_and_never_reads_the_device():
+    """The fused step dispatches its steps' increment and _fused_adamw_ only
+    (no per-parameter ops, no copy to the host)."""
+    ps = [ignis.nn.Parameter(_sample((4, 3), "float32", seed=i).cuda()) for i in range(5)]
+    for p in ps:
+        p.grad = ignis.ones_like(p)
+    opt = ignis.optim.AdamW(ps, lr=1e-3, fused=True)
+    opt.step()
+    names = ignis._C._dispatch_trace(opt.step)
+    assert "_fused_adamw_" in names
+    assert not {"lerp_", "addcdiv_", "_local_scalar_dense", "item"} & set(names), names
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"ignore_index": 3}, {"ignore_index": 3, "reduction": "none"},
+                                {"weight": True, "ignore_index": 0},
+                                {"label_smoothing": 0.2, "ignore_index": 3},
+                                {"label_smoothing": 0.1, "weight": True, "reduction": "sum"},
+                                {"label_smoothing": 0.1, "weight": True, "ignore_index": 6}])
+def test_fused_cross_entropy_matches_the_cpu(dtype, kw):
+    """cross_entropy with class indices over [N, C] (wide rows: 300 classes)
+    and [C] logits runs the fused row kernels; values and gradients against
+    the CPU's kernel, with rows whose target is ignore_index."""
+    kw = dict(kw)
+    for shape in [(9, 300), (300,)]:
+        C = shape[-1]
+        x = _sample(shape, dtype, seed=3) * 3
+        rng = np.random.default_rng(5)
+        t = ignis.from_numpy(np.asarray(rng.integers(0, 7, shape[:-1]), dtype=np.int64))
+        if len(shape) == 2:
+            t[1], t[4] = 3, 6  # rows that ignore_index 3 / 6 leave out
+        kw_cpu = dict(kw)
+        if kw_cpu.pop("weight", False):
+            kw_cpu["weight"] = (_sample((C,), dtype, seed=9).abs() + 0.5)
+        kw_gpu = {k: (v.cuda() if isinstance(v, ignis.Tensor) else v) for k, v in kw_cpu.items()}
+        xa, xb = x.clone().requires_grad_(), x.cuda().requires_grad_()
+        la, lb = F.cross_entropy(xa, t, **kw_cpu), F.cross_entropy(xb, t.cuda(), **kw_gpu)
+        assert_close(lb, la, scale=10)
+        ga = _sample(tuple(la.shape), "float32", seed=11).to(la.dtype) if la.dim() else None
+        la.backward(ga)
+        lb.backward(ga.cuda() if ga is not None else None)
+        assert_close(xb.grad, xa.grad, scale=10)
+
+
+@needs_gpu
+def test_fused_cross_entropy_runs_one_kernel_each_way():
+    """On CUDA, [N, C] class-index cross_entropy no longer dispatches
+    log_softmax/gather (the decomposition) forward or backward; three-dim
+    inputs and class probabilities still do, with the CPU's values."""
+    x = _sample((6, 10), "float32").cuda().requires_grad_()
+    t = ignis.tensor([1, 2, 3, 4, 5, 6]).cuda()
+    names = ignis._C._dispatch_trace(lambda: F.cross_entropy(x, t).backward())
+    assert "cross_entropy" in names
+    decomposed = {"log_softmax", "_log_softmax", "gather", "nll_loss"}
+    assert not decomposed & {n.split(".")[0] for n in names}, names
+    x3 = _sample((2, 7, 5), "float32")
+    t3 = ignis.randint(0, 7, (2, 5))
+    assert_close(F.cross_entropy(x3.cuda(), t3.cuda()), F.cross_entropy(x3, t3), scale=10)
+    p = ignis.softmax(_sample((6, 10), "float32", seed=2), 1)
+    xs = _sample((6, 10), "float32", seed=4)
+    assert_close(F.cross_entropy(xs.cuda(), p.cuda(), label_smoothing=0.1),
+                 F.cross_entropy(xs, p, label_smoothing=0.1), scale=10)
+
+
+@needs_gpu
+def test_fused_cross_entropy_edge_rows():
+    """Every target ignored: mean is NaN (0/0) as on the CPU, sum 0, and the
+    gradient 0; a row of -inf logits except the target."""
+    x = _sample((4, 5), "float32").cuda().requires_grad_()
+    t = ignis.full((4,), -100, dtype=ignis.int64).cuda()
+    assert np.isnan(F.cross_entropy(x, t).item())
+    loss = F.cross_entropy(x, t, reduction="sum")
+    assert loss.item() == 0.0
+    loss.backward()
+    assert (x.grad == 0).all().item()
+    m = ignis.full((2, 4), float("-inf"))
+    m[0, 1] = 2.0
+    m[1, 3] = 0.5
+    tt = ignis.tensor([1, 3])
+    assert_close(F.cross_entropy(m.cuda(), tt.cuda(), reduction="none"),
+                 F.cross_entropy(m, tt, reduction="none"))
+    # [C] logits on the GPU with a 0-dim target left on the CPU (a scalar may join).
+    x1 = _sample((7,), "float32", seed=8)
+    assert_close(F.cross_entropy(x1.cuda(), ignis.tensor(4)), F.cross_entropy(x1, ignis.tensor(4)))
+
+
+FOREACH_CALLS = [
+    ("_foreach_add", lambda a, b, c, z: (a, 2.5), {}),
+    ("_foreach_add", lambda a, b, c, z: (a, b), {"alpha": -0.5}),
+    ("_foreach_add", lambda a, b, c, z: (a, z), {"alpha": 2}),
+    ("_foreach_sub", lambda a, b, c, z: (a, [1.0, 2.0, 3.0]), {}),
+    ("_foreach_mul", lambda a, b, c, z: (a, b), {}),
+    ("_foreach_div", lambda a, b, c, z: (a, [2.0, 4.0, 0.5]), {}),
+    ("_foreach_maximum", lambda a, b, c, z: (a, b), {}),
+    ("_foreach_minimum", lambda a, b, c, z: (a, 0.1), {}),
+    ("_foreach_lerp", lambda a, b, c, z: (a, b, 0.1), {}),
+    ("_foreach_lerp", lambda a, b, c, z: (a, b, c), {}),
+    ("_foreach_addcmul", lambda a, b, c, z: (a, b, c), {"value": 0.3}),
+    ("_foreach_addcdiv", lambda a, b, c, z: (a, b, c, [0.5, -1.0, 2.0]), {}),
+    ("_foreach_sqrt", lambda a, b, c, z: (a,), {}),
+    ("_foreach_neg", lambda a, b, c, z: (a,), {}),
+    ("_foreach_exp", lambda a, b, c, z: (a,), {}),
+    ("_foreach_log", lambda a, b, c, z: (a,), {}),
+    ("_foreach_reciprocal", lambda a, b, c, z: (a,), {}),
+    ("_foreach_sigmoid", lambda a, b, c, z: (a,), {}),
+]
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("call", FOREACH_CALLS,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(FOREACH_CALLS)])
+def test_foreach_ops_on_cuda_run_one_multi_tensor_launch(call, dtype):
+    """Under no_grad, on contiguous CUDA tensors, a _foreach_ op is one
+    multi-tensor launch (no per-tensor op dispatched), with the CPU's values,
+    functional and in place (versions bumped)."""
+    name, args_of, kw = call
+    shapes = [(4, 3), (70001,), ()]
+
+    def lists(seed):
+        return [(_sample(s, "float32", seed=seed + i).abs() + 0.5).to(_dt(dtype))
+                for i, s in enumerate(shapes)]
+    cpu = [lists(10), lists(20), lists(30)]
+    gpu = [[t.cuda() for t in lst] for lst in cpu]
+    z = ignis.tensor(1.5, dtype=_dt(dtype))
+    with ignis.no_grad():
+        want = getattr(ignis, name)(*args_of(*cpu, z), **kw)
+        gargs = args_of(*gpu, z.cuda())
+        names = ignis._C._dispatch_trace(lambda: getattr(ignis, name)(*gargs, **kw))
+        per_tensor = name[len("_foreach_"):]
+        assert not {per_tensor, per_tensor + "_"} & {n.split(".")[0] for n in names}, names
+        got = getattr(ignis, name)(*gargs, **kw)
+        for g, w in zip(got, want):
+            assert_close(g, w, dtype)
+        before = [t._version for t in gpu[0]]
+        getattr(ignis, name + "_")(*gargs, **kw)
+        for g, w, v in zip(gpu[0], want, before):
+            assert_close(g, w, dtype)
+            assert g._version > v
+
+
+@needs_gpu
+def test_foreach_ops_on_cuda_fall_back_tensor_by_tensor():
+    """A strided tensor, mixed dtypes, or grad mode with a tensor requiring
+    grad: the per-tensor ops, with the same values (and autograd's graph)."""
+    a = [_sample((4, 3), "float32", seed=1).cuda(), _sample((3, 4), "float32", seed=2).cuda().t()]
+    b = [_sample((4, 3), "float32", seed=3).cuda(), _sample((4, 3), "float64", seed=4).cuda()]
+    with ignis.no_grad():
+        names = ignis._C._dispatch_trace(lambda: ignis._foreach_mul(a, b))
+        assert "mul" in {n.split(".")[0] for n in names}
+        got = ignis._foreach_mul(a, b)
+    assert got[1].dtype == ignis.float64
+    for g, x, y in zip(got, a, b):
+        np.testing.assert_allclose(_np(g), _np(x) * _np(y), rtol=1e-6)
+    x = [_sample((5,), "float32").cuda().requires_grad_()]
+    y = ignis._foreach_mul(x, 3.0)
+    y[0].sum().backward()
+    np.testing.assert_allclose(_np(x[0].grad), np.full(5, 3.0))
+
+
+@needs_gpu
+def test_optimizer_state_moves_between_fused_and_foreach():
+    """A fused optimizer's state (step counts on the GPU) loaded into a foreach
+    one (step counts on the host): the steps continue as one run."""
+    ws = [_sample((4, 3), "float32", seed=i) for i in range(3)]
+    grads = [[_sample((4, 3), "float32", seed=50 + 10 * k + i) for i in range(3)]
+             for k in range(4)]
+
+    def run(switch):
+        ps = [ignis.nn.Parameter(w.cuda()) for w in ws]
+        opt = ignis.optim.AdamW(ps, lr=1e-2, amsgrad=True, fused=True)
+        for k in range(4):
+            if switch and k == 2:
+                other = ignis.optim.AdamW(ps, lr=1e-2, amsgrad=True)
+                other.load_state_dict(opt.state_dict())
+                for g in other.param_groups:  # the saved groups say fused, as torch's do
+                    g["fused"], g["foreach"] = None, True
+                opt = other
+            for p, g in zip(ps, grads[k]):
+                p.grad = g.cuda()
+            opt.step()
+        return ps, opt
+    want, _ = run(False)
+    got, opt = run(True)
+    for q, p in zip(got, want):
+        np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
+    for state in opt.state.values():
+        assert state["step"].device.type == "cpu" and state["step"].item() == 4.0

@@ -418,6 +418,48 @@ SAMPLES = {
     "glu": [S(F(3, 4)), S(F(4, 3, layout="transposed"), 0)],
 }
 
+
+def _foreach_samples():
+    """The functional _foreach_ ops (ops/foreach.cpp), each a composite over
+    its per-tensor op, on lists of two tensors of different shapes."""
+    def lst(kind="any"):
+        return [F(3, 4, kind=kind), F(5, kind=kind)]
+    out = {}
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        other = "nonzero" if name == "div" else "any"
+        out[f"_foreach_{name}.Scalar"] = [S(lst(), 1.5)]
+        out[f"_foreach_{name}.ScalarList"] = [S(lst(), [0.5, -2.0])]
+        out[f"_foreach_{name}.List"] = [S(lst(), lst(other))]
+        if name in ("add", "sub"):
+            out[f"_foreach_{name}.List"].append(S(lst(), lst(), alpha=0.5))
+        if name in ("add", "mul", "div"):  # a 0-dim tensor, as torch's overload takes
+            out[f"_foreach_{name}.Tensor"] = [S(lst(), F(kind=other))]
+    for name, kind in (("sqrt", "pos"), ("neg", "any"), ("abs", "any"), ("exp", "any"),
+                       ("log", "pos"), ("reciprocal", "nonzero"), ("sigmoid", "any")):
+        out[f"_foreach_{name}"] = [S(lst(kind))]
+    out["_foreach_lerp.Scalar"] = [S(lst(), lst(), 0.3)]
+    out["_foreach_lerp.List"] = [S(lst(), lst(), lst("unit"))]
+    for name in ("addcmul", "addcdiv"):
+        den = "nonzero" if name == "addcdiv" else "any"
+        out[f"_foreach_{name}.Scalar"] = [S(lst(), lst(), lst(den), value=0.5)]
+        out[f"_foreach_{name}.ScalarList"] = [S(lst(), lst(), lst(den), [0.5, 2.0])]
+    # The fused optimizer steps' functional forms: copies of the parameters
+    # and states, updated (float32 step counts, as the optimizers keep them).
+    steps = [FD("float32", kind="pos"), FD("float32", kind="pos")]
+    for name in ("_fused_adam", "_fused_adamw"):
+        for ov, lr in (("", 0.01), (".tensor_lr", FD("float32", kind="pos"))):
+            out[name + ov] = [S(lst(), lst(), lst(), lst("pos"), lst("pos"), steps, lr=lr,
+                                beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-8,
+                                amsgrad=True, maximize=False, grad=False, dtypes=("float32",))]
+    for ov, lr in (("", 0.01), (".tensor_lr", FD("float32", kind="pos"))):
+        out["_fused_sgd" + ov] = [S(lst(), lst(), lst(), weight_decay=0.1, momentum=0.9, lr=lr,
+                                    dampening=0.0, nesterov=True, maximize=False,
+                                    is_first_step=False, grad=False, dtypes=("float32",))]
+    return out
+
+
+SAMPLES.update(_foreach_samples())
+
 # Aliases are names of one op (alias() in the family files), not ops: they
 # declare no decomposition, and a call through one is the op it names, so it
 # traces (and decomposes) as that op. Samples: (the op, samples as above).

@@ -204,3 +204,46 @@ def _typename(obj):
 
 def _params_with_grad(group):
     return [p for p in group["params"] if getattr(p, "grad", None) is not None]
+
+
+def _implementation(group, params, name):
+    """Which step implementation a group takes: "fused", "foreach" or
+    "for-loop", as torch decides it. foreach=None and fused=None take the
+    foreach ops when every parameter is a CUDA tensor (their one-op-per-list
+    calls and host-side step counts keep the GPU busy without a host sync);
+    fused=True takes the fused kernel (one launch per 40 tensors on CUDA)."""
+    foreach, fused = group.get("foreach"), group.get("fused")
+    if fused:
+        for p in params:
+            if not p.is_floating_point():
+                raise RuntimeError(f"`fused=True` requires all the params to be floating point "
+                                   f"Tensors, but {name} got one of dtype {p.dtype}")
+        return "fused"
+    if foreach is None:
+        foreach = not group.get("differentiable", False) and len(params) > 0 and \
+            all(p.device.type == "cuda" for p in params)
+    return "foreach" if foreach else "for-loop"
+
+
+def _check_fused_flags(foreach, fused, differentiable):
+    """torch's constructor checks of the fused flag."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _by_device(params):
+    """Indices of params grouped by device, in first-seen order (a fused op
+    takes tensors of one device)."""
+    groups = {}
+    for i, p in enumerate(params):
+        groups.setdefault(str(p.device), []).append(i)
+    return list(groups.values())
+
+
+def _host_float(value):
+    """A learning rate given as a tensor, as a Python float (the for-loop and
+    foreach paths take numbers; the fused ops take the tensor itself)."""
+    return float(value) if isinstance(value, _C.TensorBase) else value

@@ -398,6 +398,53 @@ struct MaskedFill {
   IGNIS_ALWAYS_INLINE T operator()(T x, T mask, T value) const { return mask != T(0) ? value : x; }
 };
 
+// ---- fused optimizer steps ---------------------------------------------------------
+// Not pointwise ops (they update a parameter and its state in place), so not
+// in the list below: one element of the step of _fused_adam_/_fused_adamw_
+// and _fused_sgd_ (ops/foreach.cpp), in the compute type T. The CPU loops
+// (kernels/cpu/fused_optimizer.cpp) and the CUDA multi-tensor kernel
+// (kernels/cuda/multi_tensor.cpp) both call these, so both devices compute
+// the same formula. `g` is the gradient already unscaled and negated for
+// maximize; bias_correction1 = 1 - beta1^step and bias_correction2_sqrt =
+// sqrt(1 - beta2^step), computed once per tensor by the caller.
+struct AdamElement {
+  template <typename T>
+  IGNIS_ALWAYS_INLINE void operator()(T& param, T g, T& exp_avg, T& exp_avg_sq, T& max_exp_avg_sq,
+                                      bool amsgrad, bool decoupled, T lr, T beta1, T beta2,
+                                      T weight_decay, T eps, T bias_correction1,
+                                      T bias_correction2_sqrt) const {
+    if (weight_decay != T(0)) {
+      if (decoupled) param = param - lr * weight_decay * param;
+      else g = g + weight_decay * param;
+    }
+    exp_avg = beta1 * exp_avg + (T(1) - beta1) * g;
+    exp_avg_sq = beta2 * exp_avg_sq + (T(1) - beta2) * g * g;
+    T second = exp_avg_sq;
+    if (amsgrad) {
+      // NaN propagates, as maximum() does in the for-loop optimizer.
+      if (exp_avg_sq != exp_avg_sq || exp_avg_sq > max_exp_avg_sq) max_exp_avg_sq = exp_avg_sq;
+      second = max_exp_avg_sq;
+    }
+    const T denom = std::sqrt(second) / bias_correction2_sqrt + eps;
+    param = param - (lr / bias_correction1) * exp_avg / denom;
+  }
+};
+// SGD: `has_buffer` when momentum != 0; on the first step the buffer
+// becomes the (decayed) gradient, as the for-loop optimizer's clone does.
+struct SgdElement {
+  template <typename T>
+  IGNIS_ALWAYS_INLINE void operator()(T& param, T g, T& buffer, bool has_buffer, bool first_step,
+                                      bool nesterov, T lr, T weight_decay, T momentum,
+                                      T dampening) const {
+    if (weight_decay != T(0)) g = g + weight_decay * param;
+    if (has_buffer) {
+      buffer = first_step ? g : momentum * buffer + (T(1) - dampening) * g;
+      g = nesterov ? g + momentum * buffer : buffer;
+    }
+    param = param - lr * g;
+  }
+};
+
 #undef IGNIS_UNARY_OP
 #undef IGNIS_PREDICATE_OP
 #undef IGNIS_BINARY_OP

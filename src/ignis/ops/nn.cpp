@@ -690,6 +690,68 @@ void cross_entropy_cpu(OpCall& c) {
                        g.C, g.inner);
 }
 
+// Note [Fused cross-entropy on CUDA]
+// cross_entropy with class indices over [N, C] or [C] logits runs on CUDA as
+// two row kernels (kernels/cuda/row_kernels.h): the forward reads each row
+// once for its log-softmax statistics, picked logit and (label smoothing)
+// weighted sum, and writes a loss and a weight per row, which the
+// reduction sums; the backward writes softmax minus one-hot, scaled by the
+// incoming gradient, in one kernel too. Statistics accumulate in float for
+// float16/bfloat16 logits. Everything else (class probabilities, [N, C, d...]
+// inputs, and the uint8-target case the CPU refuses) runs the decomposition,
+// as before. The declaration is unchanged, so the AOT stage and the compiler
+// still see cross_entropy decompose. A target out of range is not checked
+// on the GPU (that needs the data on the host): its row's loss is NaN.
+bool fused_cross_entropy_applies(const OpCall& c) {
+  const Tensor &in = c.tensor(0), &target = c.tensor(1);
+  if (prob_targets(in, target) || in.dim() > 2 || !is_floating(in.dtype())) return false;
+  return !(target.dtype() == ScalarType::UInt8 && c.double_arg(7) > 0 &&
+           c.opt_tensor(2).defined() && reduction_of(c, 3, 5, 6) == Reduction::Mean);
+}
+// `t` contiguous in dtype `dt` on `device`: a 0-dim CPU target may join CUDA
+// logits (as any scalar may), and the kernel reads it on the GPU.
+Tensor dense_on(const Tensor& t, ScalarType dt, Device device) {
+  if (!t.defined()) return t;
+  if (t.device() == device) return dense_as(t, dt);
+  Tensor out = empty_tensor(t.sizes(), dt, device);
+  copy_tensor(out, t);
+  return out;
+}
+cuda::CrossEntropyRows cross_entropy_rows_of(const Tensor& in, const Tensor& target,
+                                             const Tensor& weight, int64_t ignore, double eps) {
+  cuda::CrossEntropyRows a;
+  a.logits = dense_as(in, in.dtype());
+  a.target = dense_on(target, target.dtype(), in.device());
+  a.weight = dense_on(weight, opmath_dtype(in.dtype()), in.device());
+  a.ignore_index = ignore;
+  a.label_smoothing = eps;
+  return a;
+}
+void cross_entropy_cuda(OpCall& c) {
+  const Tensor &in = c.tensor(0), &out = c.outputs[0];
+  if (!fused_cross_entropy_applies(c)) {
+    Stack s(c.args.begin(), c.args.end());
+    ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+    decomp::cross_entropy(c.op, s);
+    copy_tensor(out, s[0].to_tensor());
+    return;
+  }
+  static OpRef sum_op("sum"), div_op("div");
+  const Reduction red = reduction_of(c, 3, 5, 6);
+  const cuda::CrossEntropyRows a =
+      cross_entropy_rows_of(in, c.tensor(1), c.opt_tensor(2), c.int_arg(4), c.double_arg(7));
+  const int64_t N = in.dim() == 1 ? 1 : in.size(0);
+  const ScalarType acc = opmath_dtype(in.dtype());
+  const DimVector rows = red == Reduction::None ? out.sizes() : DimVector{N};
+  Tensor loss = empty_tensor(rows, acc, in.device());
+  Tensor picked = empty_tensor({N}, acc, in.device());
+  cuda::cross_entropy_rows(loss, picked, a);
+  if (red == Reduction::None) return copy_tensor(out, loss);
+  Tensor total = sum_op.tensor(loss);
+  if (red == Reduction::Mean) total = div_op.tensor(total, sum_op.tensor(picked));
+  copy_tensor(out, total);
+}
+
 // Elementwise losses, one fused kernel (kernels/cpu/loss) for all of them.
 // Each op's argument positions and rules, from torch.nn.functional:
 enum class LossOp : uint8_t { MSE, L1, SmoothL1, Huber, BCE, BCEWithLogits, KLDiv };
@@ -1230,12 +1292,45 @@ void nll_loss_bw(GradCtx& c) {
   c.set(0, op("scatter.src", z, cdim, unsqueeze(t_safe, cdim), src));
 }
 
+// Note [Cross-entropy backward recomputes its statistics]
+// On CUDA, for the calls the fused kernel takes (Note [Fused cross-entropy on
+// CUDA]), the gradient is one row kernel: it recomputes each row's max and
+// sum of exp from the saved logits (one more read of them) because the
+// autograd node saves cross_entropy's arguments and its one output, which
+// has no room for per-row statistics. Under create_graph (grad mode on) and
+// on other devices, the decomposition is differentiated as before.
+bool fused_cross_entropy_backward(GradCtx& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& t = c.in(1);
+  Tensor w = c.opt_in(2);
+  const Red red = red_of(c, 3, 5, 6);
+  const double eps = c.double_arg(7);
+  if (!x.device().is_cuda() || autograd::grad_enabled() || is_floating(t.dtype()) ||
+      x.dim() > 2 ||
+      (t.dtype() == ScalarType::UInt8 && eps > 0 && w.defined() && red == Red::Mean))
+    return false;
+  const ScalarType acc = opmath_dtype(x.dtype());
+  const cuda::CrossEntropyRows a = cross_entropy_rows_of(x, t, w, c.int_arg(4), eps);
+  Tensor total;
+  if (red == Red::Mean) {
+    const int64_t N = x.dim() == 1 ? 1 : x.size(0);
+    Tensor picked = empty_tensor({N}, acc, x.device());
+    cuda::cross_entropy_rows(Tensor(), picked, a, /*weights_only=*/true);
+    total = op("sum", picked);
+  }
+  Tensor dx = empty_tensor(x.sizes(), x.dtype(), x.device());
+  cuda::cross_entropy_rows_backward(dx, dense_as(c.grad(), acc), total, a);
+  c.set(0, dx);
+  return true;
+}
+
 // cross_entropy = nll_loss(log_softmax(input)) (+ label smoothing), or the
 // soft-target form; differentiated through that decomposition.
 void cross_entropy_bw(GradCtx& c) {
   Red red = red_of(c, 3, 5, 6);
   double eps = c.double_arg(7);
   int64_t ignore = c.int_arg(4);
+  if (fused_cross_entropy_backward(c)) return;
   const std::string reduction = red == Red::None ? "none" : red == Red::Sum ? "sum" : "mean";
   vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
     const Tensor &x = in[0], &w = in[2];
@@ -1381,6 +1476,7 @@ void register_nn_ops() {
       .decomposition(decomp::nll_loss);
   def("cross_entropy(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, int ignore_index=-100, bool? reduce=None, str reduction='mean', float label_smoothing=0.0) -> Tensor")
       .category(OpCategory::Other).meta(cross_entropy_meta).cpu(cross_entropy_cpu)
+      .cuda(cross_entropy_cuda)
       .doc("log_softmax + nll_loss in one pass; class indices or class probabilities")
       .derivative(cross_entropy_bw, "input, target, weight")
       .not_differentiable("weight", class_index_call).decomposition(decomp::cross_entropy);

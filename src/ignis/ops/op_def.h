@@ -129,6 +129,10 @@ struct OpDef {
   // Returns an alias of its first input (schema `Tensor(a) -> Tensor(a)`):
   // autograd tracks the output as a view of that input's base.
   bool is_view = false;
+  // Python hands back the first argument, as torch's binding does for the
+  // in-place _foreach_ ops (their schemas return nothing; `x = op_(x, ...)`
+  // works in torch). The C++ op still returns nothing.
+  bool python_returns_self = false;
   // The op written in terms of other ops (null: the op is kept whole).
   // Functional composite ops get their kernel as decomposition (see
   // OpBuilder::composite).
@@ -196,6 +200,7 @@ class OpBuilder {
   OpBuilder& scalar(std::string name) { d_->scalar = std::move(name); return *this; }
   OpBuilder& decomposition(DecompFn f) { d_->decomposition = f; return *this; }
   OpBuilder& core(bool on = true) { d_->core = on; return *this; }
+  OpBuilder& python_returns_self() { d_->python_returns_self = true; return *this; }
 
  private:
   OpDef* d_;

@@ -670,6 +670,10 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
     std::string first_why;
     if (const OpHandle* h = resolve(*op->overloads, args, nargs, kwnames, stack, &first_why)) {
       h->call(stack);
+      if (h->def() && h->def()->python_returns_self && nargs > 0) {
+        Py_INCREF(args[0]);  // the caller's object itself (torch returns the same list)
+        return args[0];
+      }
       return convert_result(*h, stack);
     }
     // No overload matched: list them all, as PyTorch does.

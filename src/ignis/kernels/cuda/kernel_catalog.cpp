@@ -7,6 +7,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/kernels/cuda/index_kernels.h"
+#include "ignis/kernels/cuda/multi_tensor.h"
 #include "ignis/kernels/cuda/pointwise.h"
 #include "ignis/kernels/cuda/random_kernels.h"
 #include "ignis/kernels/cuda/reduce.h"
@@ -115,8 +116,11 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
   for (const ReduceVariant& v : reduce_variants())
     g.add("red_" + v.kind, reduce_kernel(v.kind, v.in, v.out, false));
   for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32,
-                       ScalarType::Float64})
+                       ScalarType::Float64}) {
     for (const KernelRequest& r : row_kernel_requests(t)) g.add(str("rows_", dtype_name(t)), r);
+    for (const KernelRequest& r : multi_tensor_kernel_requests(t))
+      g.add(str("multi_tensor_", dtype_name(t)), r);
+  }
   // Indexing (mapped copies, atomic adds, triangles) and ranges/random
   // numbers, per dtype.
   for (ScalarType t : {ScalarType::Bool, ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16,

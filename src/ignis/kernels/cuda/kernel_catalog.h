@@ -1,5 +1,6 @@
 // Every eager CUDA kernel of the pointwise ops, reductions, softmax, layer
-// norm, indexing and random numbers, as NVRTC translation units: for tests that compile them all
+// norm, cross-entropy, the multi-tensor optimizer steps, indexing and random
+// numbers, as NVRTC translation units: for tests that compile them all
 // without a GPU (tests/python/test_cuda_ops.py), so that a syntax or type
 // error in generated source is caught where no GPU runs.
 //

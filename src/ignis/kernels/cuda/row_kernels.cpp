@@ -32,6 +32,21 @@ struct RowParams {
   int32_t kind;
 };
 
+// Must match IgCEParams in kTemplates.
+struct CEParams {
+  const void* logits;
+  const void* target;
+  const void* weight;
+  void* loss;
+  void* picked_weight;
+  void* grad_in;
+  const void* grad_out;
+  const void* total;
+  int64_t rows, C, ignore_index;
+  double smoothing;
+  int32_t target_u8, grad_per_row, weights_only;
+};
+
 const char* kTemplates = R"CUDA(
 // ---- softmax and layer norm (kernels/cuda/row_kernels.cpp) ----
 struct IgRowParams {
@@ -235,10 +250,124 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const Ig
     __syncthreads();
   }
 }
+// ---- cross-entropy with class indices over rows of C logits ----
+struct IgCEParams {
+  const char* logits; const char* target; const char* weight; char* loss; char* picked_weight;
+  char* grad_in; const char* grad_out; const char* total;
+  int64_t rows, C, ignore_index;
+  double smoothing;
+  int32_t target_u8, grad_per_row, weights_only;
+};
+template <class C> __forceinline__ C ig_ce_nan() {
+  return std::numeric_limits<C>::infinity() - std::numeric_limits<C>::infinity();
+}
+__forceinline__ int64_t ig_ce_target(const IgCEParams& p, int64_t r) {
+  return p.target_u8 ? int64_t(reinterpret_cast<const uint8_t*>(p.target)[r])
+                     : reinterpret_cast<const int64_t*>(p.target)[r];
+}
+// One row's statistics: max and sum of exp (IgMS) and, with label smoothing,
+// the weighted sum of the logits and the sum of the weights (W); every
+// thread of the row gets them.
+template <class T, class C> __forceinline__ IgMS<C> ig_ce_stats(const IgCEParams& p, int64_t r,
+                                                                bool live, C* wx, C* ws) {
+  const T* x = reinterpret_cast<const T*>(p.logits) + r * p.C;
+  const C* w = reinterpret_cast<const C*>(p.weight);
+  IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
+  C sx = 0, sw = 0;
+  if (live)
+    for (int64_t k = threadIdx.x; k < p.C; k += blockDim.x) {
+      const C v = ig_convert<C>(x[k]);
+      st = IgMSMerge()(st, IgMS<C>{v, C(1)});
+      if (p.smoothing > 0) {
+        const C wk = w ? w[k] : C(1);
+        sx += wk * v;
+        sw += wk;
+      }
+    }
+  st = ig_row_allreduce(st, IgMSMerge());
+  if (p.smoothing > 0) {
+    *wx = ig_row_allreduce(sx, IgAdd());
+    *ws = ig_row_allreduce(sw, IgAdd());
+  }
+  return st;
+}
+// Forward: per row, loss = w[t] (lse - x[t]) (1 - eps) + eps / C (lse W - sum_c w_c x_c)
+// and picked_weight = w[t] (both 0 where t is ignore_index; NaN for a target
+// out of range, which is not read). weights_only: just picked_weight, for
+// the backward's mean.
+template <class T, class C> __forceinline__ void ig_cross_entropy_fwd(const IgCEParams& p) {
+  const T* x = reinterpret_cast<const T*>(p.logits);
+  const C* w = reinterpret_cast<const C*>(p.weight);
+  C* loss = reinterpret_cast<C*>(p.loss);
+  C* picked = reinterpret_cast<C*>(p.picked_weight);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    const bool live = r < p.rows;
+    const int64_t t = live ? ig_ce_target(p, r) : p.ignore_index;
+    const bool valid = t != p.ignore_index;
+    const bool in_range = t >= 0 && t < p.C;
+    if (p.weights_only) {
+      if (live && threadIdx.x == 0)
+        picked[r] = !valid ? C(0) : !in_range ? ig_ce_nan<C>() : (w ? w[t] : C(1));
+      continue;
+    }
+    C wx = 0, ws = 0;
+    const IgMS<C> st = ig_ce_stats<T, C>(p, r, live, &wx, &ws);
+    if (!live || threadIdx.x != 0) continue;
+    if (!valid || !in_range) {
+      loss[r] = valid ? ig_ce_nan<C>() : C(0);
+      picked[r] = valid ? ig_ce_nan<C>() : C(0);
+      continue;
+    }
+    const C lse = st.m + std::log(st.s);
+    const C wt = w ? w[t] : C(1);
+    C l = wt * (lse - ig_convert<C>(x[r * p.C + t]));
+    if (p.smoothing > 0)
+      l = C(1 - p.smoothing) * l + C(p.smoothing / double(p.C)) * (lse * ws - wx);
+    loss[r] = l;
+    picked[r] = wt;
+  }
+}
+// Backward: d loss / d x_c = w[t] (1 - eps) (p_c - [c == t]) + eps / C (W p_c - w_c),
+// p = softmax(row), scaled by the row's incoming gradient (grad_out[r], or
+// grad_out[0] for a sum, divided by *total for a mean); ignored rows get 0.
+template <class T, class C> __forceinline__ void ig_cross_entropy_bwd(const IgCEParams& p) {
+  const T* x = reinterpret_cast<const T*>(p.logits);
+  const C* w = reinterpret_cast<const C*>(p.weight);
+  const C* go = reinterpret_cast<const C*>(p.grad_out);
+  T* dx = reinterpret_cast<T*>(p.grad_in);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    const bool live = r < p.rows;
+    const int64_t t = live ? ig_ce_target(p, r) : p.ignore_index;
+    const bool valid = t != p.ignore_index;
+    C wx = 0, ws = 0;
+    const IgMS<C> st = ig_ce_stats<T, C>(p, r, live && valid, &wx, &ws);
+    if (!live) continue;
+    if (!valid) {
+      for (int64_t k = threadIdx.x; k < p.C; k += blockDim.x) dx[r * p.C + k] = ig_convert<T>(C(0));
+      continue;
+    }
+    C g = p.grad_per_row ? go[r] : go[0];
+    if (p.total) g = g / *reinterpret_cast<const C*>(p.total);
+    const bool in_range = t >= 0 && t < p.C;
+    const C wt = !in_range ? ig_ce_nan<C>() : w ? w[t] : C(1);
+    const C lse = st.m + std::log(st.s);
+    const C a = wt * C(1 - p.smoothing), b = C(p.smoothing / double(p.C));
+    for (int64_t k = threadIdx.x; k < p.C; k += blockDim.x) {
+      const C pk = std::exp(ig_convert<C>(x[r * p.C + k]) - lse);
+      C d = a * (pk - (k == t ? C(1) : C(0)));
+      if (p.smoothing > 0) d += b * (ws * pk - (w ? w[k] : C(1)));
+      dx[r * p.C + k] = ig_convert<T>(g * d);
+    }
+  }
+}
 )CUDA";
 
 const char* kKernels[] = {"softmax_rows", "softmax_cols", "layer_norm", "layer_norm_bwd_rows",
                           "layer_norm_bwd_cols"};
+// Their parameter struct is IgCEParams; the kernels above take IgRowParams.
+const char* kCrossEntropyKernels[] = {"cross_entropy_fwd", "cross_entropy_bwd"};
 
 std::string source_for(ScalarType t) {
   std::string body = str("typedef ", device_type_name(t), " T;\ntypedef ", device_opmath_name(t),
@@ -246,6 +375,9 @@ std::string source_for(ScalarType t) {
   for (const char* k : kKernels)
     body += str("extern \"C\" __global__ void ", k, "_", dtype_name(t),
                 "(IgRowParams p) { ig_", k, "<T, C>(p); }\n");
+  for (const char* k : kCrossEntropyKernels)
+    body += str("extern \"C\" __global__ void ", k, "_", dtype_name(t),
+                "(IgCEParams p) { ig_", k, "<T, C>(p); }\n");
   return str(eager_prelude(), device_scalar_ops_source(), kTemplates, kKernelBodyMarker, body);
 }
 
@@ -278,12 +410,13 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Row kernels: x threads along a row (32 for rows up to 256 elements, up to
 // the whole block beyond), the block's other threads on further rows.
-void launch_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams& p) {
+template <class Params>
+void launch_rows(const Tensor& like, ScalarType t, const char* kernel, Params& p, int64_t D) {
   const int device = like.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   int bx = 32;
-  while (bx < kBlockThreads && bx * 8 < p.D) bx *= 2;
+  while (bx < kBlockThreads && bx * 8 < D) bx *= 2;
   const int by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
   const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, by), 1, sms * 32));
@@ -297,6 +430,7 @@ void launch_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams
 std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
   std::vector<KernelRequest> v;
   for (const char* k : kKernels) v.push_back(request(t, k));
+  for (const char* k : kCrossEntropyKernels) v.push_back(request(t, k));
   return v;
 }
 
@@ -311,7 +445,7 @@ void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::Softmax
   p.inner = 1;
   for (int64_t d = dim + 1; d < in.dim(); ++d) p.inner *= in.size(d);
   p.rows = in.numel() / (p.D * p.inner);
-  if (p.inner == 1) return launch_rows(in, in.dtype(), "softmax_rows", p);
+  if (p.inner == 1) return launch_rows(in, in.dtype(), "softmax_rows", p, p.D);
   const int device = in.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
@@ -337,7 +471,7 @@ void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
   p.rows = M;
   p.D = n;
   p.eps = eps;
-  launch_rows(in, in.dtype(), "layer_norm", p);
+  launch_rows(in, in.dtype(), "layer_norm", p, p.D);
 }
 
 void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
@@ -357,7 +491,7 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   p.out = dx.data_ptr();
   p.rows = M;
   p.D = N;
-  launch_rows(x, x.dtype(), "layer_norm_bwd_rows", p);
+  launch_rows(x, x.dtype(), "layer_norm_bwd_rows", p, p.D);
   if (!dw.defined() && !db.defined()) return;
   // The column sums in op-math temporaries (mean's dtype), then converted
   // into the parameters' dtypes as the CPU's store does.
@@ -378,6 +512,44 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, bx, by, 1, 0, stream.handle, a, nullptr));
   if (dw.defined()) copy_tensor(dw, tw);
   if (db.defined()) copy_tensor(db, tb);
+}
+
+namespace {
+
+CEParams ce_params(const CrossEntropyRows& a) {
+  CEParams p{};
+  p.logits = a.logits.data_ptr();
+  p.target = a.target.data_ptr();
+  p.weight = a.weight.defined() ? a.weight.data_ptr() : nullptr;
+  p.rows = a.logits.dim() == 1 ? 1 : a.logits.size(0);
+  p.C = a.logits.size(-1);
+  p.ignore_index = a.ignore_index;
+  p.smoothing = a.label_smoothing;
+  p.target_u8 = a.target.dtype() == ScalarType::UInt8;
+  return p;
+}
+
+}  // namespace
+
+void cross_entropy_rows(const Tensor& loss, const Tensor& picked_weight, const CrossEntropyRows& a,
+                        bool weights_only) {
+  CEParams p = ce_params(a);
+  if (p.rows == 0) return;
+  p.loss = loss.defined() ? loss.data_ptr() : nullptr;
+  p.picked_weight = picked_weight.data_ptr();
+  p.weights_only = weights_only;
+  launch_rows(a.logits, a.logits.dtype(), "cross_entropy_fwd", p, weights_only ? 1 : p.C);
+}
+
+void cross_entropy_rows_backward(const Tensor& grad_logits, const Tensor& grad_loss,
+                                 const Tensor& total, const CrossEntropyRows& a) {
+  CEParams p = ce_params(a);
+  if (p.rows == 0 || p.C == 0) return;
+  p.grad_in = grad_logits.data_ptr();
+  p.grad_out = grad_loss.data_ptr();
+  p.grad_per_row = grad_loss.numel() == p.rows && grad_loss.dim() > 0;
+  p.total = total.defined() ? total.data_ptr() : nullptr;
+  launch_rows(a.logits, a.logits.dtype(), "cross_entropy_bwd", p, p.C);
 }
 
 }  // namespace ignis::cuda

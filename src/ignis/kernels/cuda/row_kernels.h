@@ -1,4 +1,4 @@
-// Softmax and layer norm on CUDA tensors: one kernel reads each row (the
+// Softmax, layer norm and cross-entropy on CUDA tensors: one kernel reads each row (the
 // softmax dim, the normalized dims) with a warp when it is short and a whole
 // block when it is long, several rows to a block, keeping per-row statistics
 // in registers and reducing them by warp shuffles and shared memory. The
@@ -32,6 +32,29 @@ void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
 void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
                          const Tensor& x, const Tensor& mean, const Tensor& rstd,
                          const Tensor& weight, int64_t M, int64_t N);
+
+// Cross-entropy with class indices (the fused CUDA kernel of cross_entropy):
+// logits [N, C] or [C], contiguous; target [N] (or one element) int64 or
+// uint8, contiguous; weight [C] in the op-math dtype or undefined.
+struct CrossEntropyRows {
+  Tensor logits, target, weight;
+  int64_t ignore_index = -100;
+  double label_smoothing = 0;
+};
+// One pass over each row (max, sum of exp, the picked logit and, with label
+// smoothing, the weighted sum of logits, reduced as softmax's statistics
+// are): loss [N] and picked_weight [N] (w[target], 0 where ignored) in the
+// op-math dtype. With weights_only, only picked_weight is written (loss may
+// be undefined) and the logits are not read.
+void cross_entropy_rows(const Tensor& loss, const Tensor& picked_weight, const CrossEntropyRows& a,
+                        bool weights_only = false);
+// grad_logits (logits' shape and dtype) = the derivative of each row's loss
+// times grad_loss: [N] (reduction 'none') or one element (sum and mean),
+// divided by `total` (one element, the mean's summed weight) when defined.
+// The row statistics are recomputed from the logits (Note [Cross-entropy
+// backward recomputes its statistics] in ops/nn.cpp).
+void cross_entropy_rows_backward(const Tensor& grad_logits, const Tensor& grad_loss,
+                                 const Tensor& total, const CrossEntropyRows& a);
 
 // The kernels above for dtype `t` (kernel names: the functions in
 // row_kernels.cpp's kTemplates), for tests that compile them without a GPU.

@@ -1,0 +1,491 @@
+"""The GPU benchmark: ignis eager beside torch eager on one GPU, each in its own
+child process, the same model code written once against a `torch`-like module
+object (`lib` is `ignis` or `torch`). Rows:
+
+  pointwise   (relu(x + b) * s + tanh(x)).sigmoid(), x 8192x8192 (2^26) float32,
+              b and s broadcast row vectors
+  softmax     softmax(x, -1), 8192x8192 bfloat16
+  layer_norm  layer_norm(x, (4096,), weight, bias), 16384x4096 bfloat16
+  mlp         Linear(4096, 16384) + GELU + Linear(16384, 4096) on 8192x4096
+              bfloat16, no_grad
+  gpt_fwd     a GPT-2-small-sized model (examples/gpt.py: 12 layers, d=768, 12 heads,
+              vocab 50304) on batch 8 x sequence 512, bfloat16 parameters
+              (`.to(dtype)`, no autocast), forward with loss, no_grad
+  gpt_train   one training step of it: zero_grad, forward, loss, backward, AdamW step
+              (fused when the library has it, else foreach), with the peak memory
+
+Timing: CUDA events on the current stream around `iters` calls, after warm-up;
+the median of several such rounds, in ms per call. Each run also measures, in a
+child of its own (torch when it has CUDA, else ignis), the copy bandwidth (a
+device-to-device copy of a 1 GiB buffer: 2 bytes moved per byte copied) and the
+bf16 matmul peak (an 8192^3 bf16 GEMM). Memory-bound rows print the bytes they
+must move (inputs read once, output written once) per second as a fraction of
+that copy bandwidth; the GEMM rows (mlp, gpt_*) their FLOP/s (model FLOPs: the
+matrix products, attention counted in full) as a fraction of that bf16 peak.
+The last column is ignis / torch (below 1: ignis faster).
+
+The first outputs of each row (the result; for gpt_fwd the loss and a corner of
+the logits; for gpt_train the first step's loss and a corner of two gradients)
+are saved by both children and compared with bf16 tolerances (element by
+element for pointwise, softmax and layer_norm; the relative error of each
+output as a whole for the GEMM rows); a difference prints a loud MISMATCH and
+the run exits 1.
+
+    python bench/gpu.py [--rows a,b] [--quick] [--json PATH] [--device cuda|cpu]
+
+--device cpu --quick runs everything on small sizes on the CPU (the
+benchmark's own test, where there is no GPU). Without CUDA in torch, torch's
+side is skipped with the reason; without a GPU at all, `--device cuda` says so.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+
+ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "gpt_fwd", "gpt_train"]
+IMPLS = ["ignis", "torch"]
+MEMORY_BOUND = {"pointwise", "softmax", "layer_norm"}
+# The ignis-vs-torch check of each row's first outputs: element by element
+# (rtol, atol) for the rows that compute each element the same way; for the
+# rows whose products and attention sum in other orders (in bfloat16, over
+# thousands of terms), the relative error of each output as a whole,
+# |x - y| / |y| (Frobenius norms), at most this.
+TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2)}
+NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2}
+
+
+def sizes(quick):
+    if quick:
+        return dict(pw=(256, 256), sm=(256, 512), ln=(512, 256), mlp=(256, 256, 1024),
+                    gpt=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=512, block_size=64),
+                    batch=2)
+    return dict(pw=(8192, 8192), sm=(8192, 8192), ln=(16384, 4096), mlp=(8192, 4096, 16384),
+                gpt=dict(n_layer=12, n_head=12, n_embd=768, vocab_size=50304, block_size=512),
+                batch=8)
+
+
+# ---------------------------------------------------------------- child side
+
+def load_lib(impl):
+    if impl == "ignis":
+        sys.path.insert(0, str(ROOT / "tests" / "python"))
+        import _checkout  # noqa: F401  (this checkout's build, when it has one)
+        import ignis as lib
+    else:
+        import torch as lib
+    return lib
+
+
+def set_params(lib, model, seed=1):
+    """The same weights in both libraries: drawn by NumPy in named_parameters order."""
+    rng = np.random.default_rng(seed)
+    with lib.no_grad():
+        for name, p in model.named_parameters():
+            shape = tuple(p.shape)
+            if len(shape) >= 2:
+                a = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(shape[-1]))
+            elif name.endswith("weight"):
+                a = 1.0 + 0.1 * rng.standard_normal(shape, dtype=np.float32)
+            else:
+                a = 0.1 * rng.standard_normal(shape, dtype=np.float32)
+            p.copy_(lib.from_numpy(a))
+
+
+def gpt_model(lib, S, device, dtype):
+    from gpt import GPTConfig, build_gpt
+    cfg = GPTConfig(**S["gpt"])
+    lib.manual_seed(0)
+    model = build_gpt(lib)(cfg)
+    set_params(lib, model)
+    return model.to(device=device, dtype=dtype), cfg
+
+
+def adamw(lib, model):
+    """AdamW, fused when the library has it for these parameters, else foreach."""
+    params = list(model.parameters())
+    try:
+        return lib.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                               fused=True), "fused"
+    except (RuntimeError, TypeError):
+        return lib.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                               foreach=True), "foreach"
+
+
+def make_case(row, lib, quick, device):
+    """(call, first, flops, bytes, info): call() runs the row once; first()
+    runs it once and returns the tensors to compare."""
+    S = sizes(quick)
+    rng = np.random.default_rng(0)
+    bf16 = lib.bfloat16
+
+    def t(a, dtype=None):
+        x = lib.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)
+        return x.to(dtype) if dtype is not None else x
+    F = lib.nn.functional
+    if row == "pointwise":
+        m, n = S["pw"]
+        x, b, s = t(rng.standard_normal((m, n))), t(rng.standard_normal(n)), \
+            t(rng.standard_normal(n))
+
+        def call():
+            return (lib.relu(x + b) * s + lib.tanh(x)).sigmoid()
+        return call, call, None, 4 * (2 * m * n + 2 * n), {}
+    if row == "softmax":
+        m, n = S["sm"]
+        x = t(rng.standard_normal((m, n)), bf16)
+
+        def call():
+            return lib.softmax(x, -1)
+        return call, call, None, 2 * 2 * m * n, {}
+    if row == "layer_norm":
+        m, n = S["ln"]
+        x = t(rng.standard_normal((m, n)), bf16)
+        w, b = t(1 + 0.1 * rng.standard_normal(n), bf16), t(0.1 * rng.standard_normal(n), bf16)
+
+        def call():
+            return F.layer_norm(x, (n,), w, b)
+        return call, call, None, 2 * (2 * m * n + 2 * n), {}
+    if row == "mlp":
+        m, d, h = S["mlp"]
+        nn = lib.nn
+        model = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, d))
+        set_params(lib, model)
+        model = model.to(device=device, dtype=bf16)
+        x = t(rng.standard_normal((m, d)), bf16)
+
+        def call():
+            return model(x)
+        return call, call, 2 * m * d * h * 2, None, {}
+    if row in ("gpt_fwd", "gpt_train"):
+        model, cfg = gpt_model(lib, S, device, bf16)
+        B, T = S["batch"], cfg.block_size
+        idx = lib.from_numpy(rng.integers(0, cfg.vocab_size, size=(B, T))).to(device)
+        tgt = lib.from_numpy(rng.integers(0, cfg.vocab_size, size=(B, T))).to(device)
+        d, L, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
+        fwd_flops = 2 * B * T * (12 * L * d * d + d * V) + 2 * 2 * B * T * T * d * L
+        if row == "gpt_fwd":
+            def call():
+                return model(idx, tgt)
+
+            def first():  # the loss and a corner of the logits (all of them: 0.8 GB)
+                logits, loss = call()
+                return loss, logits[:, :16, :512]
+            return call, first, fwd_flops, None, {}
+        opt, how = adamw(lib, model)
+        named = dict(model.named_parameters())
+        probes = [named["transformer.h.0.attn.c_attn.weight"], named["transformer.wte.weight"]]
+
+        def call():
+            opt.zero_grad(set_to_none=True)
+            _, loss = model(idx, tgt)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def first():
+            opt.zero_grad(set_to_none=True)
+            _, loss = model(idx, tgt)
+            loss.backward()
+            grads = [p.grad[:256, :256].clone() for p in probes]
+            opt.step()
+            return (loss, *grads)
+        return call, first, 3 * fwd_flops, None, {"optimizer": how}
+    raise ValueError(row)
+
+
+class Timer:
+    """Times calls with CUDA events on the current stream (wall clock on the CPU)."""
+
+    def __init__(self, lib, device):
+        self.lib, self.cuda = lib, device.startswith("cuda")
+
+    def sync(self):
+        if self.cuda:
+            self.lib.cuda.synchronize()
+
+    def per_call(self, fn, iters):
+        if not self.cuda:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            return (time.perf_counter() - t0) / iters
+        start = self.lib.cuda.Event(enable_timing=True)
+        end = self.lib.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / iters
+
+    def median(self, fn, min_time, rounds=7, warmup=3):
+        for _ in range(warmup):
+            fn()
+        self.sync()
+        one = max(self.per_call(fn, 1), 1e-6)
+        iters = max(1, min(100, int(min_time / rounds / one)))
+        times = [self.per_call(fn, iters) for _ in range(rounds)]
+        return float(np.median(times)), iters * rounds
+
+
+def to_numpy(x):
+    if isinstance(x, (tuple, list)):
+        return [a for v in x if v is not None for a in to_numpy(v)]
+    x = x.detach()
+    if str(x.dtype).split(".")[-1] in ("bfloat16", "float16"):
+        x = x.float()
+    return [x.cpu().numpy().copy()]
+
+
+def cuda_missing(lib, device):
+    if not device.startswith("cuda"):
+        return None
+    if not lib.cuda.is_available():
+        return f"{lib.__name__} has no usable CUDA GPU here"
+    return None
+
+
+def run_child(args):
+    lib = load_lib(args.impl)
+    out = {"row": args.child, "impl": args.impl, "version": lib.__version__}
+    why = cuda_missing(lib, args.device)
+    if why:
+        out["skipped"] = why
+        print("RESULT " + json.dumps(out))
+        return
+    call, first, fl, nbytes, info = make_case(args.child, lib, args.quick, args.device)
+    out.update(info)
+    timer = Timer(lib, args.device)
+    train = args.child == "gpt_train"
+    with lib.set_grad_enabled(train):
+        res = first()
+        np.savez(args.save, *to_numpy(res))
+        if timer.cuda:
+            timer.sync()
+            lib.cuda.reset_peak_memory_stats()
+        out["time_s"], out["reps"] = timer.median(call, 0.05 if args.quick else 1.0)
+        if timer.cuda:
+            out["peak_mib"] = lib.cuda.max_memory_allocated() / 2 ** 20
+    out["flops"], out["bytes"] = fl, nbytes
+    print("RESULT " + json.dumps(out))
+
+
+def peaks_child(args):
+    """The copy bandwidth and the bf16 matmul peak, by torch when it has CUDA
+    (or on the CPU), else by ignis."""
+    try:
+        import torch as lib
+        if args.device.startswith("cuda") and not lib.cuda.is_available():
+            raise ImportError
+    except ImportError:
+        lib = load_lib("ignis")
+    why = cuda_missing(lib, args.device)
+    if why:
+        print("RESULT " + json.dumps({"error": why}))
+        return
+    timer = Timer(lib, args.device)
+    n = (16 if args.quick else 1024) * 2 ** 20  # bytes copied
+    src = lib.ones(n // 4, device=args.device)
+    dst = lib.empty_like(src)
+    t_copy, _ = timer.median(lambda: dst.copy_(src), 0.05 if args.quick else 1.0)
+    k = 512 if args.quick else 8192
+    a = lib.ones(k, k, device=args.device, dtype=lib.bfloat16)
+    b = lib.ones(k, k, device=args.device, dtype=lib.bfloat16)
+    t_mm, _ = timer.median(lambda: a @ b, 0.05 if args.quick else 1.0)
+    print("RESULT " + json.dumps({"copy_bw": 2 * n / t_copy, "bf16_flops": 2 * k ** 3 / t_mm,
+                                  "by": f"{lib.__name__} {lib.__version__}",
+                                  "copy_mib": n / 2 ** 20, "gemm": k}))
+
+
+# --------------------------------------------------------------- parent side
+
+def log(msg):
+    print(f"[gpu.py {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def spawn(extra, args, timeout):
+    cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra + \
+        ["--device", args.device] + (["--quick"] if args.quick else [])
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    if r.returncode != 0 or not lines:
+        tail = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+        return {"error": tail[-1] if tail else f"exit code {r.returncode}",
+                "stderr": "\n".join(tail[-25:])}
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def check(row, a_path, b_path):
+    """(ok, detail): the row's outputs agree by TOL or NORM_TOL."""
+    a, b = np.load(a_path), np.load(b_path)
+    if len(a.files) != len(b.files):
+        return False, f"{len(a.files)} vs {len(b.files)} outputs"
+    ok, worst, worst_rel = True, 0.0, 0.0
+    for k in a.files:
+        x, y = a[k].astype(np.float64), b[k].astype(np.float64)
+        if x.shape != y.shape:
+            return False, f"shape {x.shape} vs {y.shape}"
+        if not x.size:
+            continue
+        worst = max(worst, float(np.max(np.abs(x - y))))
+        rel = float(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-30))
+        worst_rel = max(worst_rel, rel)
+        if row in NORM_TOL:
+            ok = ok and bool(np.isfinite(x).all()) and rel <= NORM_TOL[row]
+        else:
+            ok = ok and bool(np.allclose(x, y, rtol=TOL[row][0], atol=TOL[row][1]))
+    return ok, f"max |diff| {worst:.2e}, relative error {worst_rel:.2e}"
+
+
+def run_all(args, rows, work):
+    log("peaks (copy bandwidth, bf16 GEMM)")
+    results = {"device": args.device, "quick": args.quick, "rows": {},
+               "peaks": spawn(["--child", "peaks"], args, args.timeout)}
+    for row in rows:
+        cells = {}
+        for impl in IMPLS:
+            save = work / f"{row}-{impl}.npz"
+            log(f"{row}: {impl}")
+            res = spawn(["--child", row, "--impl", impl, "--save", str(save)], args, args.timeout)
+            if "time_s" in res:
+                log(f"{row}: {impl}: {res['time_s'] * 1e3:.3f} ms")
+                res["saved"] = str(save)
+            elif "error" in res:
+                log(f"{row}: {impl} FAILED: {res['error']}")
+            cells[impl] = res
+        check_res = None
+        if all("saved" in cells[i] for i in IMPLS):
+            try:
+                ok, detail = check(row, cells["ignis"]["saved"], cells["torch"]["saved"])
+            except Exception as e:  # noqa: BLE001
+                ok, detail = False, f"check failed: {e}"
+            check_res = {"ok": ok, "detail": detail}
+            if not ok:
+                log(f"!!! MISMATCH {row}: ignis vs torch: {detail}")
+        for c in cells.values():
+            c.pop("saved", None)
+        results["rows"][row] = {"cells": cells, "check": check_res}
+        if args.json:  # rows done so far survive a run that is cut short
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+    return results
+
+
+def report(results):
+    pk = results["peaks"]
+    bw, peak = pk.get("copy_bw"), pk.get("bf16_flops")
+    versions = {i: c["version"] for r in results["rows"].values()
+                for i, c in r["cells"].items() if "version" in c}
+    print(f"device: {results['device']}{', QUICK sizes' if results['quick'] else ''}; "
+          f"ignis {versions.get('ignis', '?')}, torch {versions.get('torch', 'absent')}")
+    if bw:
+        print(f"copy bandwidth {bw / 1e9:.3g} GB/s ({pk['copy_mib']:.0f} MiB device copy), "
+              f"bf16 GEMM {peak / 1e12:.3g} TFLOP/s ({pk['gemm']}^3), measured by {pk['by']}")
+    else:
+        print(f"peaks not measured: {pk.get('error')}")
+    print()
+    print("ms per call (median of rounds timed by CUDA events, by the wall clock on the CPU, "
+          "after warm-up); of roof: memory-bound rows as a fraction of the copy bandwidth, GEMM "
+          "rows of the bf16 GEMM peak")
+    print("| row | ignis ms | torch ms | ignis/torch | ignis of roof | torch of roof | "
+          "peak MiB ignis / torch | notes |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    problems = []
+
+    def roof(c):
+        if "time_s" not in c:
+            return "-"
+        if c.get("bytes") and bw:
+            rate = c["bytes"] / c["time_s"]
+            return f"{rate / bw:.2f} ({rate / 1e9:.3g} GB/s)"
+        if c.get("flops") and peak:
+            rate = c["flops"] / c["time_s"]
+            return f"{rate / peak:.2f} ({rate / 1e12:.3g} TF/s)"
+        return "-"
+    for row, r in results["rows"].items():
+        ig, to = r["cells"]["ignis"], r["cells"]["torch"]
+
+        def ms(c):
+            if "time_s" in c:
+                return f"{c['time_s'] * 1e3:.3f}"
+            return "skipped" if "skipped" in c else "ERROR"
+        ratio = f"{ig['time_s'] / to['time_s']:.2f}" if "time_s" in ig and "time_s" in to else "-"
+        mem = " / ".join(f"{c['peak_mib']:.0f}" if "peak_mib" in c else "-" for c in (ig, to)) \
+            if row == "gpt_train" else ""
+        notes = ", ".join(f"{i} AdamW {c['optimizer']}" for i, c in r["cells"].items()
+                          if "optimizer" in c)
+        print(f"| {row} | {ms(ig)} | {ms(to)} | {ratio} | {roof(ig)} | {roof(to)} | {mem} | "
+              f"{notes} |")
+        for impl, c in r["cells"].items():
+            if "error" in c:
+                problems.append(f"ERROR {row} / {impl}: {c['error']}\n    " +
+                                c.get("stderr", "").replace("\n", "\n    "))
+            elif "skipped" in c:
+                problems.append(f"skipped {row} / {impl}: {c['skipped']}")
+    print()
+    for row, r in results["rows"].items():
+        ch = r["check"]
+        print(f"check {row}: " + ("nothing to compare" if ch is None else
+                                  f"{'ok' if ch['ok'] else 'MISMATCH'} ({ch['detail']})"))
+    bad = [(row, r["check"]) for row, r in results["rows"].items()
+           if r["check"] and not r["check"]["ok"]]
+    if bad:
+        print("\n" + "!" * 72)
+        for row, ch in bad:
+            print(f"!!! MISMATCH in {row}: ignis vs torch: {ch['detail']}")
+        print("!" * 72)
+    for p in problems:
+        print("\n" + p)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ",".join(ROWS))
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--impl", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--save", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child == "peaks":
+        return peaks_child(args)
+    if args.child:
+        return run_child(args)
+    rows = [r for r in args.rows.split(",") if r]
+    bad = [r for r in rows if r not in ROWS]
+    if bad:
+        ap.error(f"unknown rows {bad}; choose from {ROWS}")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="ignis_bench_gpu_"))
+    t0 = time.time()
+    try:
+        results = run_all(args, rows, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["wall_s"] = time.time() - t0
+    log(f"done in {results['wall_s']:.0f} s")
+    report(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+        log(f"wrote {args.json}")
+    if any(r["check"] and not r["check"]["ok"] for r in results["rows"].values()):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
