@@ -165,62 +165,31 @@ def _grad_tangents(bw, num_saved, num_tangents):
     return [reach.get(g) if hasattr(g, "op") else None for g in out]
 
 
-def _eager_saved_inputs(joint, num_fwd_outputs):
+def _eager_saved_inputs(joint, info):
     """The inputs and outputs eager's derivative formulas save, as
-    (position, tangents): each primal, then each forward output (positions
-    from the number of primals on), that a backward node of the joint graph
-    reads directly, with the tangents (positions) that reach the nodes
-    reading it. Eager checks such a tensor's version when one of those nodes
-    runs; the compiled backward checks it the same way, whether or not the
+    (position, tangents): positions count the inputs, then the forward
+    outputs; the tangents (positions) are those the gradients reaching the
+    nodes that read them were computed from. The trace's backward ran
+    eager's formulas and recorded what they unpacked (info["eager_saved"]);
+    eager checks such a tensor's version when one of those nodes runs, and
+    the compiled backward checks it the same way, whether or not the
     partitioner saved it (it may save a mask computed from an input, or
     recompute prod's result; Note [Saving what eager saves] in
     src/ignis/aot/partition.cpp)."""
-    nodes = list(joint.graph.nodes)
-    places = [n for n in nodes if n.op == "placeholder"]
-    primals = [n for n in places if not n.name.startswith("tangents")]
+    places = [n for n in joint.graph.nodes if n.op == "placeholder"]
     tangent_of = {n: {j} for j, n in enumerate(n for n in places if n.name.startswith("tangents"))}
-    out = next(n for n in nodes if n.op == "output").args[0]
     reach = {}
-    for n in nodes:
+    for n in joint.graph.nodes:
         if n.op == "placeholder":
-            reach[n] = tangent_of.get(n, set())
+            reach[n.name] = tangent_of.get(n, set())
         elif n.op != "output":
-            reach[n] = set().union(*(reach.get(i, set()) for i in n.all_input_nodes))
-    # What the forward outputs need: the forward nodes; any other node is
-    # the backward's.
-    fw = set()
-    stack = [v for v in out[:num_fwd_outputs] if hasattr(v, "op")]
-    while stack:
-        n = stack.pop()
-        if n not in fw:
-            fw.add(n)
-            stack.extend(n.all_input_nodes)
-    found = []
-    outs = [v for v in out[:num_fwd_outputs]]
-    for i, p in enumerate(primals + outs):
-        if not hasattr(p, "op"):
-            continue
-        readers = [u for u in p.users if u.op != "output" and (reach.get(u) or u not in fw)]
-        if not readers:
-            continue
-        deps = set()
-        # A reader free of tangents (x.sign() for abs) counts where its value
-        # meets values carrying tangents, as in _saved_tangents.
-        free = {u for u in readers if not reach.get(u)}
-        for u in readers:
-            deps |= reach.get(u, set())
-        for n in nodes:
-            if n.op in ("placeholder", "output") or n in free:
-                continue
-            ins = n.all_input_nodes
-            if any(x in free for x in ins):
-                if reach.get(n):
-                    deps |= reach[n]
-                else:
-                    free.add(n)
-        if deps:
-            found.append((i, deps))
-    return found
+            reach[n.name] = set().union(*(reach.get(i.name, set()) for i in n.all_input_nodes))
+    deps = {}
+    for index, grad_nodes in info.get("eager_saved", ()):
+        d = set().union(*(reach.get(name, set()) for name in grad_nodes))
+        if d:  # a node no tangent reaches never runs in eager's backward
+            deps.setdefault(index, set()).update(d)
+    return sorted(deps.items())
 
 
 # aot::AliasKind (src/ignis/aot/schema.h): none, view, no-grad view.
@@ -278,19 +247,17 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # in place after the forward (an input, or an output the user
         # mutates) would make the backward silently wrong.
         versions = [t._version if isinstance(t, ignis.Tensor) else None for t in saved]
-        # The inputs eager would have saved, checked as eager checks them
-        # (an input the graph writes into is left out: eager's in-place
-        # formulas save its old value, not the input).
-        written_at = {i for _, i in writes}
-        inputs = [(args[i], args[i]._version, deps) for i, deps in eager_saved
-                  if i < len(args) and isinstance(args[i], ignis.Tensor) and i not in written_at]
-        outputs_saved = []  # the returned outputs eager saves, filled below
+        # The inputs and outputs eager's formulas would have saved, checked
+        # as eager checks them; their versions are taken once the writes
+        # below are done (a formula that read an input after the function
+        # wrote into it saw that version).
+        eager_checks = []  # filled below
 
         def backward(*grads):
             received = [g is not None for g, need in zip(grads, tangent_mask) if need]
             checks = [(t, v, deps) for t, v, deps in zip(saved, versions, saved_tangents)
                       if v is not None]
-            for t, v, deps in checks + inputs + outputs_saved:
+            for t, v, deps in checks + eager_checks:
                 if t._version != v and (not deps or any(received[d] for d in deps)):
                     raise RuntimeError(
                         "one of the variables needed for gradient computation has been "
@@ -329,8 +296,9 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
         for i, deps in eager_saved:
             j = i - len(args)
-            if 0 <= j < len(fw_outs) and j in user_set and isinstance(fw_outs[j], ignis.Tensor):
-                outputs_saved.append((fw_outs[j], fw_outs[j]._version, deps))
+            t = args[i] if j < 0 else fw_outs[j] if j < len(fw_outs) and j in user_set else None
+            if isinstance(t, ignis.Tensor):
+                eager_checks.append((t, t._version, deps))
         _set_grad_mode(grad_mode_at_exit)
         return _restructure([fw_outs[j] for j in user], kind)
 
@@ -415,7 +383,7 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         num_tangents = sum(req for req, *_ in info["outputs"])
         saved_tangents = _saved_tangents(bw, num_saved, num_tangents)
         grad_tangents = _grad_tangents(bw, num_saved, num_tangents)
-        eager_saved = _eager_saved_inputs(traced, k)
+        eager_saved = _eager_saved_inputs(traced, info)
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
         runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,

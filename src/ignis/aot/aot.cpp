@@ -96,6 +96,47 @@ AliasKind alias_kind(const Tensor& t, const Tensor& input, bool requires_grad) {
 
 }  // namespace
 
+
+// Records, while the trace's backward runs eager's formulas, the inputs and
+// outputs they read from what they saved (a saved tensor sharing the version counter of an input
+// or an output: the tensor itself or a view of it), with the graph nodes of
+// the gradients each reading node ran with (Note [Saving what eager saves],
+// partition.cpp; the runtime checks these tensors' versions as eager would).
+class EagerSavedRecorder : public autograd::SavedTensorObserver {
+ public:
+  EagerSavedRecorder(Tracer& tr, const std::vector<Tensor>& args, const std::vector<Tensor>& outs,
+                     std::vector<EagerSaved>* out)
+      : tr_(tr), args_(args), outs_(outs), out_(out) {}
+
+  void checked(const Tensor& saved, const autograd::tensor_list& grads) override {
+    const VersionCounter* v = saved.impl()->shared_version_counter().get();
+    int index = -1;
+    for (size_t i = 0; i < args_.size() && index < 0; ++i)
+      if (args_[i].impl()->shared_version_counter().get() == v) index = static_cast<int>(i);
+    for (size_t k = 0; k < outs_.size() && index < 0; ++k)
+      if (outs_[k].impl()->shared_version_counter().get() == v)
+        index = static_cast<int>(args_.size() + k);
+    if (index < 0) return;
+    EagerSaved e;
+    e.index = index;
+    for (const Tensor& g : grads) {
+      if (!g.defined()) continue;
+      try {
+        if (graph::Node* n = tr_.node_of(g)) e.grad_nodes.push_back(n->name());
+      } catch (const std::exception&) {
+        // a gradient the trace did not make (a constant): no tangent in it
+      }
+    }
+    out_->push_back(std::move(e));
+  }
+
+ private:
+  Tracer& tr_;
+  const std::vector<Tensor>& args_;
+  const std::vector<Tensor>& outs_;
+  std::vector<EagerSaved>* out_;
+};
+
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
   TracedGraph r;
   r.graph = std::make_unique<graph::Graph>();
@@ -270,6 +311,8 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       if (!roots.empty() && !primals.empty()) {
         autograd::BackwardOptions bo;
         bo.allow_unused = true;
+        EagerSavedRecorder rec(tr, args, outs, &r.eager_saved);
+        autograd::ObserveSavedTensors observe(&rec);
         grads = autograd::grad(roots, tangents, primals, bo);
       }
       for (size_t i = 0; i < args.size(); ++i) {

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ignis/graph/graph.h"
@@ -76,6 +77,14 @@ struct OutputInfo {
   int mutated_input = -1;
 };
 
+// A tensor eager's formulas save that the program holds: input `index`
+// (index < number of inputs) or output `index - inputs`, read by a backward
+// node that ran with the gradients named `grad_nodes` (joint graph nodes).
+struct EagerSaved {
+  int index = -1;
+  std::vector<std::string> grad_nodes;
+};
+
 struct TracedGraph {
   // Joint: placeholders primals_1..N, tangents_1..M; output
   // (fw_out_1..K, grad_primals_1..N) with None for inputs that get no grad.
@@ -87,6 +96,8 @@ struct TracedGraph {
   OutputKind output_kind = OutputKind::Tuple;
   // Real tensors the graph reads with get_attr (attribute name, tensor).
   std::vector<std::pair<std::string, Tensor>> constants;
+  // Joint: what eager's formulas save of the inputs and outputs.
+  std::vector<EagerSaved> eager_saved;
   size_t num_tangents() const {
     size_t m = 0;
     for (const OutputInfo& o : outputs) m += o.requires_grad;

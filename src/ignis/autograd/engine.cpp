@@ -13,6 +13,9 @@ namespace ignis::autograd {
 
 namespace {
 
+thread_local SavedTensorObserver* t_observer = nullptr;
+thread_local const tensor_list* t_node_grads = nullptr;  // the running node's
+
 OpRef add_op("add");
 OpRef ones_like_op("ones_like");
 
@@ -140,7 +143,17 @@ void run(GraphTask& task, const std::vector<Edge>& roots, tensor_list& root_grad
     }
     if (inputs.size() < n->input_geom().size()) inputs.resize(n->input_geom().size());
     std::shared_ptr<Node> keep = n->shared_from_this();
-    tensor_list outs = n->apply(std::move(inputs));
+    tensor_list outs;
+    if (t_observer) {
+      // The observer is told which gradients the node runs with.
+      const tensor_list grads_in = inputs;
+      const tensor_list* outer = t_node_grads;
+      t_node_grads = &grads_in;
+      outs = n->apply(std::move(inputs));
+      t_node_grads = outer;
+    } else {
+      outs = n->apply(std::move(inputs));
+    }
     if (!opt.keep_graph) n->release_variables();
     const auto& edges = n->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
@@ -161,6 +174,16 @@ void backward(const tensor_list& outputs, const tensor_list& grads, const Backwa
   check_roots(outputs, grads, root_grads, roots);
   GraphTask task;
   run(task, roots, root_grads, opt);
+}
+
+ObserveSavedTensors::ObserveSavedTensors(SavedTensorObserver* o) : previous_(t_observer) {
+  t_observer = o;
+}
+ObserveSavedTensors::~ObserveSavedTensors() { t_observer = previous_; }
+
+void notify_checked(const Tensor& saved) {
+  static const tensor_list kNone;
+  if (t_observer && saved.defined()) t_observer->checked(saved, t_node_grads ? *t_node_grads : kNone);
 }
 
 tensor_list grad(const tensor_list& outputs, const tensor_list& grads, const tensor_list& inputs,

@@ -21,4 +21,29 @@ void backward(const tensor_list& outputs, const tensor_list& grads, const Backwa
 tensor_list grad(const tensor_list& outputs, const tensor_list& grads, const tensor_list& inputs,
                  const BackwardOptions& opt);
 
+// Sees every saved tensor a backward node's formula reads (checks the
+// version of) on this thread, with the gradients the node was called with. The AOT trace records with it which
+// inputs and outputs eager's formulas save, and which gradients reach the
+// nodes that read them (Note [Saving what eager saves], aot/partition.cpp).
+class SavedTensorObserver {
+ public:
+  virtual ~SavedTensorObserver() = default;
+  virtual void checked(const Tensor& saved, const tensor_list& node_grads) = 0;
+};
+
+// Installs an observer on this thread for the guard's lifetime.
+class ObserveSavedTensors {
+ public:
+  explicit ObserveSavedTensors(SavedTensorObserver* o);
+  ~ObserveSavedTensors();
+  ObserveSavedTensors(const ObserveSavedTensors&) = delete;
+  ObserveSavedTensors& operator=(const ObserveSavedTensors&) = delete;
+
+ private:
+  SavedTensorObserver* previous_;
+};
+
+// Called by SavedVariable::check_version: tells the observer, if any.
+void notify_checked(const Tensor& saved);
+
 }  // namespace ignis::autograd

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "ignis/autograd/autograd_meta.h"
+#include "ignis/autograd/engine.h"
 
 namespace ignis::autograd {
 
@@ -76,6 +77,7 @@ static const char* dtype_tensor_name(ScalarType t) {
 
 void SavedVariable::check_version(const std::shared_ptr<Node>& owner, const char* what) const {
   if (!was_defined_ || !data_.defined()) return;
+  notify_checked(data_);
   uint64_t now = data_.impl()->version_counter().value();
   if (now != version_) {
     std::string node_name = owner ? owner->name() : std::string("?");

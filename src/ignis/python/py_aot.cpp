@@ -101,8 +101,19 @@ PyObject* info_of(const aot::TracedGraph& t) {
   const char* kind = t.output_kind == aot::OutputKind::Single ? "single"
                      : t.output_kind == aot::OutputKind::List ? "list"
                      : t.output_kind == aot::OutputKind::Nested ? "nested" : "tuple";
-  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O}", "joint", t.joint ? Py_True : Py_False, "inputs",
-                       ins.p, "outputs", outs.p, "output_kind", kind, "constants", consts.p);
+  PyRef saved(PyList_New(0));
+  for (const aot::EagerSaved& e : t.eager_saved) {
+    PyRef names(PyList_New(0));
+    for (const std::string& n : e.grad_nodes) {
+      PyRef u(PyUnicode_FromString(n.c_str()));
+      if (!u.p || PyList_Append(names.p, u.p) < 0) throw PythonErrorAlreadySet{};
+    }
+    PyRef item(Py_BuildValue("(iO)", e.index, names.p));
+    if (!item.p || PyList_Append(saved.p, item.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O}", "joint", t.joint ? Py_True : Py_False,
+                       "inputs", ins.p, "outputs", outs.p, "output_kind", kind, "constants",
+                       consts.p, "eager_saved", saved.p);
 }
 
 PyObject* traced_result(aot::TracedGraph t) {
