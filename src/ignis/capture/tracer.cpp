@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "ignis/autocast/autocast_mode.h"
 #include "ignis/capture/log.h"
 #include "ignis/capture/resume.h"
 #include "ignis/core/str.h"
@@ -1032,6 +1033,9 @@ void Tracer::run() {
   f.builtins = Obj::borrow(fv.builtins);
   root = cur = &f;
   guards().check_grad_mode(grad_enabled_at_start);
+  // The autocast state decided the dtypes the trace saw (and what AOT
+  // records): guard it as global state, as Dynamo does.
+  guards().check_autocast_state(autocast::state_key());
   {
     // Factories read the default dtype: guard it as global state (as torch).
     Obj d = check(PyObject_CallMethod(ignis_module(), "get_default_dtype", nullptr));
