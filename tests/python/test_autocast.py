@@ -708,6 +708,43 @@ def test_compiled_function_entering_autocast(backend):
     assert not ignis.is_autocast_enabled("cpu")
 
 
+def test_autocast_block_is_captured_into_one_graph():
+    def f(x, w):
+        h = x @ w
+        with ignis.autocast("cpu", dtype=ignis.bfloat16):
+            y = h @ w.t()
+        return y, h.sum()
+
+    ignis.compiler.reset()
+    ex = ignis.compiler.explain(f)(ignis.randn(3, 4), ignis.randn(4, 4))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+    code = ex.graphs[0].code
+    assert "ignis.amp.autocast_mode._enter_autocast('cpu', ignis.bfloat16, True, True)" in code
+    assert "ignis.amp.autocast_mode._exit_autocast()" in code
+    assert code.index("_enter_autocast") < code.index("y = h @ t") < code.index("_exit_autocast")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_break_inside_autocast_block_runs_frame_eagerly(backend, capsys):
+    def f(x, w):
+        with ignis.autocast("cpu"):
+            y = x @ w
+            print("inside")  # a graph break inside the block
+            z = y @ w.t()
+        return y, z
+
+    ignis.compiler.reset()
+    x, w = ignis.randn(3, 4), ignis.randn(4, 4)
+    e = f(x, w)
+    got = ignis.compile(f, backend=backend)(x, w)
+    assert [t.dtype for t in got] == [t.dtype for t in e] == [ignis.bfloat16] * 2
+    assert all(ignis.equal(a, b) for a, b in zip(got, e))
+    assert not ignis.is_autocast_enabled("cpu")
+    ex = ignis.compiler.explain(f)(x, w)
+    assert any("inside an ignis.autocast block" in r.reason for r in ex.break_reasons)
+    assert not ignis.is_autocast_enabled("cpu")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compiled_training_step_under_autocast(backend):
     model = _mlp(ignis)

@@ -11,6 +11,7 @@ device type, and the nesting depth whose return to 0 clears the weight-cast
 cache.
 """
 import functools
+import threading
 import warnings
 
 from .. import _C
@@ -113,16 +114,32 @@ class autocast:
                 f"enabled={self._enabled}, cache_enabled={self._cache_enabled})")
 
 
+_open_regions = threading.local()
+
+
 def _enter_autocast(device_type, dtype=None, enabled=True, cache_enabled=None):
-    """Enters an autocast region with no ``with`` statement (what captured
-    graphs call); returns the context for _exit_autocast."""
+    """Enters an autocast region with no ``with`` statement: what a captured
+    graph calls where the traced code entered ``ignis.autocast(...)``.
+    Returns None (graphs pass no Python objects between nodes); the region
+    is kept on a per-thread stack for :func:`_exit_autocast`."""
     ctx = autocast(device_type, dtype, enabled, cache_enabled)
     ctx.__enter__()
-    return ctx
+    stack = getattr(_open_regions, "stack", None)
+    if stack is None:
+        stack = _open_regions.stack = []
+    stack.append(ctx)
 
 
-def _exit_autocast(ctx):
+def _exit_autocast(ctx=None):
+    """Leaves `ctx`, or the innermost region _enter_autocast opened."""
+    if ctx is None:
+        ctx = _open_regions.stack.pop()
     ctx.__exit__(None, None, None)
+
+
+# Captured graphs keep these calls though nothing uses their results.
+_enter_autocast._ignis_impure = True
+_exit_autocast._ignis_impure = True
 
 
 def _cast(value, device_type, dtype):

@@ -548,6 +548,13 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   // the resume function gets the blocks' exits on its stack, and if the
   // instruction itself raises, the plan restores the mode the outermost
   // open block would.
+  for (auto& v : stack)
+    if (v->kind == VK::AutocastExit) {
+      // The graph would end inside the region (Note [Autocast blocks in
+      // captured graphs]).
+      break_fail_note = "a graph break inside an ignis.autocast block";
+      return false;
+    }
   int grad_mode_on_error = -1;
   for (auto& v : stack)
     if (v->kind == VK::GradExit) {
