@@ -5,8 +5,8 @@ warns (FutureWarning) and then behaves as the ignis.amp object it stands for."""
 import warnings
 
 
-def _deprecated(old, new):
-    warnings.warn(f"`{old}(args...)` is deprecated. Please use `{new}args...)` instead.",
+def _deprecated(old, new, tail=""):
+    warnings.warn(f"`{old}(args...)` is deprecated. Please use `{new}args...{tail})` instead.",
                   FutureWarning, stacklevel=3)
 
 

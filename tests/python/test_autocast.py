@@ -722,6 +722,9 @@ def test_autocast_block_is_captured_into_one_graph():
     assert "ignis.amp.autocast_mode._enter_autocast('cpu', ignis.bfloat16, True, True)" in code
     assert "ignis.amp.autocast_mode._exit_autocast()" in code
     assert code.index("_enter_autocast") < code.index("y = h @ t") < code.index("_exit_autocast")
+    x, w = ignis.randn(3, 4), ignis.randn(4, 4)
+    got = ignis.compile(f, fullgraph=True)(x, w)  # no break: fullgraph holds
+    assert got[0].dtype == ignis.bfloat16 and ignis.equal(got[0], f(x, w)[0])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
