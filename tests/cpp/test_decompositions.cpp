@@ -135,6 +135,7 @@ std::vector<Sample> samples() {
       {"repeat", {F({2, 3}), V{2, 1, 2}}}, {"tile", {F({2, 3}), V{2}}},
       {"index_add", {F({5, 3}), int64_t(0), Lv({0, 2, 2, 4}), F({4, 3})}},
       {"index_copy", {F({5, 3}), int64_t(0), Lv({4, 0, 2}), F({3, 3})}},
+      {"prelu", {F({2, 3, 4}), F({3})}},
       {"_amp_foreach_non_finite_check_and_unscale_",
        {std::vector<Tensor>{F({2, 3}), T({3, 2})}, OpRef("zeros").tensor(Shape{1}),
         OpRef("full").tensor(Shape{1}, Scalar(0.5))}},

@@ -77,6 +77,8 @@ OP_CASES = [
     ("sdpa", lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(q, k, v),
      [(2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8)]),
     ("mixed_mm", lambda T, a, b: T.mm(a, b), [((4, 5), BF), (5, 3)]),
+    ("prelu", lambda T, x, w: T.nn.functional.prelu(x, w), [(2, 3, 4), (3,)]),
+    ("prelu_one", lambda T, x, w: T.nn.functional.prelu(x, w[:1]), [(5,), (3,)]),
     # float32 on the CPU (lower-precision inputs come out float32)
     ("mse_loss", lambda T, a, b: T.nn.functional.mse_loss(a, b), [((4, 5), BF), ((4, 5), BF)]),
     ("l1_loss", lambda T, a, b: T.nn.functional.l1_loss(a, b), [((4, 5), BF), ((4, 5), BF)]),

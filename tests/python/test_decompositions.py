@@ -307,6 +307,7 @@ SAMPLES = {
         S(build=lambda rng, dt: [ignis.full((), 8.0), ignis.zeros((), dtype=ignis.int32),
                                  ignis.zeros(()), 2.0, 0.5, 3], dtypes=ONE, grad=False,
           values=False, torch=False)],
+    "prelu": [S(F(2, 3, 4), F(3)), S(F(5), F(1))],
     "index_copy": [S(F(5, 3), 0, IV([4, 0, 2]), F(3, 3)), S(F(3, 5), 1, IV([1, 3]), F(3, 2))],
     "index_fill.int_Tensor": [S(F(4, 5), 1, IV([0, 3]), 2.5), S(F(4, 5), 0, IV([1]), -1)],
     "take_along_dim": [S(F(3, 4), I(4, 3, 2), 1), S(F(3, 4), I(12, 5))],

@@ -41,6 +41,7 @@ const std::vector<AutocastRule>& autocast_rules() {
       {"linear",                             L,   L},
       {"mv",                                 N,   L},
       {"convolution",                        L,   L},
+      {"prelu",                              L,   L},
       {"scaled_dot_product_attention",       L,   L},
       {"_scaled_dot_product_attention",      L,   L},
       // float32 on both.
