@@ -98,6 +98,8 @@ OP_CASES = [
     # promote: the widest floating type
     ("cat", lambda T, a, b: T.cat([a, b]), [((2, 3), BF), (2, 3)]),
     ("cat_same", lambda T, a, b: T.cat([a, b], 1), [((2, 3), BF), ((2, 3), BF)]),
+    ("cat_f64", lambda T, a, b: T.cat([a, b.double()]), [((2, 3), BF), (2, 3)]),
+    ("stack_f64", lambda T, a, b: T.stack([a.double(), b]), [(2, 3), (2, 3)]),
     ("stack", lambda T, a, b: T.stack([a, b]), [((2, 3), BF), (2, 3)]),
     ("index_copy", lambda T, a, s: a.index_copy(0, T.tensor([2, 0]), s), [((3, 4), BF), (2, 4)]),
     # no policy on the CPU: run in the dtype they are given
@@ -130,6 +132,15 @@ def test_op_under_cpu_autocast_matches_torch(name, fn, specs, lower):
         got = fn(ignis, *ig_in)
     # Values went through `lower` (inputs or results), so its tolerance holds.
     assert_same(got, expected, **tol(lower), msg=name)
+
+
+@needs_torch
+def test_promote_refuses_mixed_16_bit_types_as_torch():
+    for T in (ignis, torch):
+        a, b = T.ones(2, dtype=T.bfloat16), T.ones(2, dtype=T.float16)
+        with T.autocast("cpu", dtype=T.float16):
+            with pytest.raises(RuntimeError):
+                T.cat([a, b])
 
 
 @needs_torch

@@ -9,16 +9,13 @@ namespace ignis::autocast {
 
 namespace {
 
-// A tensor autocast may cast on `dev`: floating, on that device type (as the
-// user sees it: a fake counts as the device it stands for), and not a
-// wrapped Python number. float64 is left alone by every cast but takes part
-// in promotion, as in torch.
-bool floating_on(const Tensor& t, DeviceType dev) {
-  return t.defined() && !t.impl()->is_wrapped_number() && is_floating(t.dtype()) &&
-         t.user_device().type == dev;
-}
+// A tensor autocast may cast on `dev`: floating but not float64 (which every
+// policy leaves alone, as torch's), on that device type (as the user sees
+// it: a fake counts as the device it stands for), and not a wrapped Python
+// number.
 bool castable(const Tensor& t, DeviceType dev) {
-  return floating_on(t, dev) && t.dtype() != ScalarType::Float64;
+  return t.defined() && !t.impl()->is_wrapped_number() && is_floating(t.dtype()) &&
+         t.dtype() != ScalarType::Float64 && t.user_device().type == dev;
 }
 
 // Calls f on every tensor argument (single tensors and Tensor[] items),
@@ -76,9 +73,16 @@ void apply_policy(const OpHandle& op, CastPolicy p, DeviceType dev, int dtype_ar
       return;
     }
     case CastPolicy::Promote: {
+      // torch's rule: float32 wins over the autocast dtype; float64 takes no
+      // part (it is left as it is and the op's own promotion meets it); the
+      // two 16-bit types do not mix.
       ScalarType widest = get_dtype(dev);
       visit_tensor_args(op, s, [&](const Tensor& t) {
-        if (floating_on(t, dev)) widest = promote_types(widest, t.dtype());
+        if (!castable(t, dev) || t.dtype() == widest) return;
+        IGNIS_CHECK(widest == ScalarType::Float32 || t.dtype() == ScalarType::Float32,
+                    "autocast: ", op.name(), " got both ", dtype_name(widest), " and ",
+                    dtype_name(t.dtype()), " tensors, which promote to no autocast type");
+        widest = ScalarType::Float32;
       });
       cast_all(op, s, dev, widest);
       return;
