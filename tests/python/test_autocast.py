@@ -741,6 +741,31 @@ def test_autocast_block_is_captured_into_one_graph():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_nested_and_decorated_blocks_compile(backend):
+    @ignis.autocast("cpu")
+    def inner(x, w):
+        return x @ w
+
+    def f(x, w):
+        with ignis.autocast("cpu"):
+            with ignis.autocast("cpu", enabled=False):
+                a = x @ w
+            b = x @ w
+            with ignis.autocast("cpu", dtype=ignis.float16):
+                c = x @ w
+        return a, b, c, inner(x, w)
+
+    ignis.compiler.reset()
+    x, w = ignis.randn(3, 4), ignis.randn(4, 2)
+    e = f(x, w)
+    got = ignis.compile(f, backend=backend, fullgraph=True)(x, w)
+    assert [t.dtype for t in got] == [t.dtype for t in e] == [
+        ignis.float32, ignis.bfloat16, ignis.float16, ignis.bfloat16]
+    assert all(ignis.equal(a, b) for a, b in zip(got, e))
+    assert not ignis.is_autocast_enabled("cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_break_inside_autocast_block_runs_frame_eagerly(backend, capsys):
     def f(x, w):
         with ignis.autocast("cpu"):
@@ -804,6 +829,25 @@ def test_outer_autocast_is_guarded(backend):
         assert cf(x, w).dtype == ignis.float16
     assert cf(x, w).dtype == ignis.float32
     assert len(graphs) == 3  # no autocast, bfloat16, float16: one graph each
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_module_under_outer_autocast_trains_as_eager(backend):
+    ignis.compiler.reset()
+    m, ref = _mlp(ignis), _mlp(ignis)
+    ref.load_state_dict(m.state_dict())
+    cm = ignis.compile(m, backend=backend)
+    x, t = ignis.randn(5, 6), ignis.randn(5, 3)
+    with ignis.autocast("cpu"):
+        out, out_ref = cm(x), ref(x)
+        loss, loss_ref = F.mse_loss(out, t), F.mse_loss(out_ref, t)
+    loss.backward()
+    loss_ref.backward()
+    assert out.dtype == out_ref.dtype == ignis.bfloat16
+    assert ignis.equal(out, out_ref)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        assert p.grad.dtype == ignis.float32
+        assert ignis.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-7)
 
 
 # ---------------------------------------------------------------------------

@@ -88,11 +88,6 @@ class autocast:
         _C.set_autocast_cache_enabled(cache)
         return False
 
-    def _clone(self):
-        new = object.__new__(type(self))
-        new.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_prev"})
-        return new
-
     def __call__(self, func):
         if not callable(func):
             raise TypeError(
@@ -100,12 +95,14 @@ class autocast:
                 "mean to use autocast as a context manager? For example:\n"
                 "    with torch.autocast(device_type=...):\n"
                 "        output = model(input)")
+        # Each call enters a fresh region made from these constants, so that
+        # recursive and concurrent calls each restore the state they found,
+        # and capture traces the call's `with` as any other autocast block.
+        settings = (self.device, self.fast_dtype, self._enabled, self._cache_enabled)
 
         @functools.wraps(func)
         def run_under_autocast(*args, **kwargs):
-            # A fresh context per call, so that recursive and concurrent calls
-            # each restore the state they found.
-            with self._clone():
+            with autocast(*settings):
                 return func(*args, **kwargs)
         return run_under_autocast
 
