@@ -100,7 +100,10 @@ Tensor cached_cast(const Tensor& t, ScalarType dtype, DeviceType device) {
   autograd::AutogradMeta* m = autograd::get_meta(t);
   // Under no_grad the cast has no history: caching it would hand a cast
   // without a path back to the weight to a later op that records one.
-  bool cacheable = s.cache_enabled && autograd::grad_enabled() && dtype == dtype_slot(device) &&
+  // Fakes (tracing) are not cached: an entry would keep a trace's fakes alive
+  // until the user's region ends, and the trace records each cast anyway.
+  bool cacheable = s.cache_enabled && autograd::grad_enabled() && !t.is_fake() &&
+                   dtype == dtype_slot(device) &&
                    t.dtype() == ScalarType::Float32 && m && m->requires_grad_ && !m->grad_fn_ &&
                    !m->is_view_;
   if (!cacheable) return cast(t, dtype);

@@ -50,7 +50,8 @@ int decrement_nesting();
 // weight, is kept and reused until the outermost region exits. Other tensors
 // (activations, views, tensors not requiring grad) may change between two
 // reads and are cast every time, as torch does. Casts made under no_grad are
-// not cached either (they carry no history for later ops to record).
+// not cached either (they carry no history for later ops to record), nor are
+// fake tensors (a trace's fakes would outlive the trace).
 Tensor cached_cast(const Tensor& t, ScalarType dtype, DeviceType device);
 void clear_cache();
 size_t cache_size();
