@@ -419,6 +419,17 @@ def test_cache_disabled_and_no_grad():
     assert ignis._C._autocast_cache_size() == 0
 
 
+def test_traces_leave_no_fakes_in_the_cache():
+    ignis.compiler.reset()
+    m = _mlp(ignis)
+    cm = ignis.compile(m, backend="aot_eager")
+    with ignis.autocast("cpu"):
+        cm(ignis.randn(2, 6))
+        assert ignis._C._autocast_cache_size() == 0  # the trace's fakes were not cached
+        m(ignis.randn(2, 6))
+        assert ignis._C._autocast_cache_size() == 4  # eager: two weights, two biases
+
+
 # ---------------------------------------------------------------------------
 # custom_fwd / custom_bwd
 # ---------------------------------------------------------------------------
