@@ -861,6 +861,42 @@ def test_compiled_module_under_outer_autocast_trains_as_eager(backend):
         assert ignis.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_step_with_grad_scaler_matches_eager(backend):
+    # GradScaler's methods are ignis internals: capture breaks at them and
+    # they run eagerly; the model's forward and backward are compiled.
+    results = []
+    for compiled in (False, True):
+        ignis.compiler.reset()
+        m = _mlp(ignis, seed=1)
+        opt = ignis.optim.SGD(m.parameters(), lr=0.1)
+        s = ignis.amp.GradScaler("cpu", init_scale=256.0, growth_interval=1)
+
+        def step(x, t):
+            opt.zero_grad()
+            with ignis.autocast("cpu"):
+                loss = F.mse_loss(m(x), t)
+            s.scale(loss).backward()
+            s.step(opt)
+            s.update()
+            return loss
+
+        fn = ignis.compile(step, backend=backend) if compiled else step
+        ignis.manual_seed(3)
+        scales = []
+        for i in range(4):
+            x, t = ignis.randn(4, 6), ignis.randn(4, 3)
+            if i == 2:
+                x[0, 0] = float("inf")  # a skipped step
+            fn(x, t)
+            scales.append(s.get_scale())
+        results.append((scales, [p.detach().clone() for p in m.parameters()]))
+    (s_e, p_e), (s_c, p_c) = results
+    assert s_e == s_c == [512.0, 1024.0, 512.0, 1024.0]
+    for a, b in zip(p_e, p_c):
+        assert ignis.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # CUDA (skipped without a GPU)
 # ---------------------------------------------------------------------------
