@@ -253,11 +253,3 @@ def get_autocast_gpu_dtype():
 def set_autocast_gpu_dtype(dtype):
     _C.set_autocast_dtype("cuda", dtype)
 
-
-_STATE_FUNCTIONS = [
-    "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
-    "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
-    "autocast_increment_nesting", "autocast_decrement_nesting", "is_autocast_cpu_enabled",
-    "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
-    "get_autocast_gpu_dtype", "set_autocast_gpu_dtype",
-]
