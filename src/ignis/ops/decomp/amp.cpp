@@ -11,12 +11,19 @@ void amp_foreach_non_finite_check_and_unscale(const OpHandle& self_op, Stack& s)
   Args a(self_op, s);
   const std::vector<Tensor> grads = a[0].to_tensor_list();
   const Tensor found_inf = a.tensor(1), inv_scale = a.tensor(2);
+  // Per gradient: one isfinite, one reduction and the in-place scaling; the
+  // flags are combined and written once at the end.
+  std::vector<Tensor> finite;
   for (const Tensor& g : grads) {
     if (g.numel() == 0) continue;
-    // A 0-dim 1.0 when some element is not finite.
-    Tensor bad = to_dtype(op("logical_not", op("all", op("isfinite", g))), ScalarType::Float32);
-    op("copy_", found_inf, op("maximum", found_inf, bad));
+    finite.push_back(op("all", op("isfinite", g)));
     op("mul_", g, inv_scale);
+  }
+  if (!finite.empty()) {
+    static const OpRef stack_op("stack");
+    Tensor all_finite = op("all", stack_op.tensor(finite, int64_t(0)));
+    Tensor bad = to_dtype(op("logical_not", all_finite), ScalarType::Float32);
+    op("copy_", found_inf, op("maximum", found_inf, bad));
   }
   a.ret(std::vector<Tensor>{});
 }
