@@ -182,6 +182,42 @@ CUDA_CASES = [
      "float16", "float32"),
     ("addcmul", lambda T, x: T.addcmul(x, x.float(), x), "float16", "float32"),
     ("cat", lambda T, x: T.cat([x, x.float()]), "float16", "float32"),
+    ("bmm", lambda T, x: T.bmm(x[None], x[None]), "float32", "float16"),
+    ("addmm", lambda T, x: T.addmm(x, x, x), "float32", "float16"),
+    ("baddbmm", lambda T, x: T.baddbmm(x[None], x[None], x[None]), "float32", "float16"),
+    ("matmul", lambda T, x: x @ x, "float32", "float16"),
+    ("prelu", lambda T, x: T.nn.functional.prelu(x, x[0]), "float32", "float16"),
+    ("sdpa", lambda T, x: T.nn.functional.scaled_dot_product_attention(x[None], x[None], x[None]),
+     "float32", "float16"),
+    ("expm1", lambda T, x: x.expm1(), "float16", "float32"),
+    ("log10", lambda T, x: x.log10(), "float16", "float32"),
+    ("log2", lambda T, x: x.log2(), "float16", "float32"),
+    ("log1p", lambda T, x: x.log1p(), "float16", "float32"),
+    ("reciprocal", lambda T, x: x.reciprocal(), "float16", "float32"),
+    ("acos", lambda T, x: x.acos(), "float16", "float32"),
+    ("asin", lambda T, x: x.asin(), "float16", "float32"),
+    ("cosh", lambda T, x: x.cosh(), "float16", "float32"),
+    ("sinh", lambda T, x: x.sinh(), "float16", "float32"),
+    ("tan", lambda T, x: x.tan(), "float16", "float32"),
+    ("softplus", lambda T, x: T.nn.functional.softplus(x), "float16", "float32"),
+    ("cosine_similarity", lambda T, x: T.nn.functional.cosine_similarity(x, x), "float16",
+     "float32"),
+    ("cumprod", lambda T, x: x.cumprod(0), "float16", "float32"),
+    ("l1_loss", lambda T, x: T.nn.functional.l1_loss(x, x), "float16", "float32"),
+    ("bce_logits", lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(x, x),
+     "float16", "float32"),
+    ("kl_div", lambda T, x: T.nn.functional.kl_div(x, x, reduction="batchmean"), "float16",
+     "float32"),
+    ("stack", lambda T, x: T.stack([x, x.float()]), "float16", "float32"),
+    ("addcdiv", lambda T, x: T.addcdiv(x, x.float(), x), "float16", "float32"),
+    ("atan2", lambda T, x: T.atan2(x, x.float()), "float16", "float32"),
+    ("dot", lambda T, x: T.dot(x[0], x[1].float()), "float16", "float32"),
+    ("index_put", lambda T, x: x.index_put((T.zeros(1, dtype=T.int64, device="cuda"),),
+                                           x[0].float()), "float16", "float32"),
+    ("scatter_add", lambda T, x: x.scatter_add(0, T.zeros(1, 4, dtype=T.int64, device="cuda"),
+                                               x[:1].float()), "float16", "float32"),
+    ("group_norm", lambda T, x: T.nn.functional.group_norm(x.view(1, 4, 4), 2), "float16",
+     "float32"),
     ("relu", lambda T, x: T.relu(x), "float16", "float16"),
     ("gelu", lambda T, x: T.nn.functional.gelu(x), "float32", "float32"),
 ]
@@ -212,6 +248,19 @@ def test_cuda_bans_binary_cross_entropy():
         try:
             with pytest.raises(RuntimeError, match="unsafe to autocast"):
                 F.binary_cross_entropy(x, x)
+        finally:
+            ignis._C.set_autocast_enabled("cuda", False)
+
+
+def test_cuda_index_copy_does_not_promote():
+    # torch's CUDA list has no index_copy: mixed dtypes raise as without autocast.
+    from ignis._subclasses import FakeTensorMode
+    with FakeTensorMode():
+        x = ignis.rand(4, 4, device="cuda").half()
+        ignis._C.set_autocast_enabled("cuda", True)
+        try:
+            with pytest.raises(RuntimeError):
+                x.index_copy(0, ignis.zeros(1, dtype=ignis.int64, device="cuda"), x[:1].float())
         finally:
             ignis._C.set_autocast_enabled("cuda", False)
 

@@ -25,7 +25,8 @@ const char* cast_policy_name(CastPolicy p) {
 // computes them in one kernel where torch's CUDA path composes listed ops:
 // `cross_entropy` (torch: log_softmax with dtype=float32, then nll_loss in
 // fp32) and `norm` (torch's fp32_append_dtype: the norm computed with
-// dtype=float32); both give torch's float32 result.
+// dtype=float32); both give torch's float32 result. Checked against
+// torch's AT_FORALL_* lists (aten/src/ATen/autocast_mode.h, 2.x).
 const std::vector<AutocastRule>& autocast_rules() {
   using P = CastPolicy;
   constexpr P N = P::None, L = P::LowerPrecisionFp, F = P::Fp32, S = P::Fp32SetOptDtype,
@@ -82,10 +83,12 @@ const std::vector<AutocastRule>& autocast_rules() {
       {"cumprod",                            N,   S},
       {"softmax.int",                        N,   S},
       {"log_softmax.int",                    N,   S},
-      // The widest floating type of the arguments.
-      {"cat",                                W,   W},
-      {"stack",                              W,   W},
-      {"index_copy",                         W,   W},
+      // The widest floating type of the arguments. (torch's CUDA list has no
+      // cat/stack/index_copy: there cat and stack promote by themselves and
+      // index_copy refuses mixed dtypes.)
+      {"cat",                                W,   N},
+      {"stack",                              W,   N},
+      {"index_copy",                         W,   N},
       {"addcmul",                            N,   W},
       {"addcdiv",                            N,   W},
       {"atan2",                              N,   W},
