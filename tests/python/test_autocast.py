@@ -826,6 +826,24 @@ def test_nested_and_decorated_blocks_compile(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_error_inside_compiled_block_leaves_autocast_off(backend):
+    def f(x, w, idx):
+        with ignis.autocast("cpu"):
+            y = (x @ w).index_select(0, idx)  # idx is only checked when the graph runs
+        return y
+
+    ignis.compiler.reset()
+    cf = ignis.compile(f, backend=backend)
+    x, w = ignis.randn(3, 4), ignis.randn(4, 2)
+    assert cf(x, w, ignis.tensor([0, 2])).dtype == ignis.bfloat16
+    with pytest.raises((IndexError, RuntimeError)):
+        cf(x, w, ignis.tensor([0, 7]))
+    assert not ignis.is_autocast_enabled("cpu")
+    assert ignis._C.autocast_decrement_nesting() == -1  # nesting was back at 0
+    ignis._C.autocast_increment_nesting()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_break_inside_autocast_block_runs_frame_eagerly(backend, capsys):
     def f(x, w):
         with ignis.autocast("cpu"):

@@ -134,6 +134,25 @@ def _exit_autocast(ctx=None):
     ctx.__exit__(None, None, None)
 
 
+def _leaving_regions_on_error(run_graph):
+    """`run_graph` (a backend's callable for a captured graph that opens
+    autocast regions), made to exit the regions its run opened if it raises
+    between an _enter_autocast and its _exit_autocast, so that autocast is
+    left as the call found it."""
+    def run(*args, **kwargs):
+        stack = getattr(_open_regions, "stack", None)
+        if stack is None:
+            stack = _open_regions.stack = []
+        depth = len(stack)
+        try:
+            return run_graph(*args, **kwargs)
+        except BaseException:
+            while len(stack) > depth:
+                stack.pop().__exit__(None, None, None)
+            raise
+    return run
+
+
 # Captured graphs keep these calls though nothing uses their results.
 _enter_autocast._ignis_impure = True
 _exit_autocast._ignis_impure = True

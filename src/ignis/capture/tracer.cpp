@@ -320,6 +320,7 @@ void Tracer::enter_autocast(PyObject* ctx) {
                                     graph::Value(enabled.get() == Py_True),
                                     graph::Value(cache.get() == Py_True)});
   ++call_nodes;
+  graph_enters_autocast = true;
   check(PyObject_CallMethod(ctx, "__enter__", nullptr));
   autocast_open.push_back(Obj::borrow(ctx));
 }

@@ -288,10 +288,12 @@ class Tracer {
   // (eager) call the two functions; AOT's trace runs them too, so the casts
   // autocast makes are recorded as ops and the traced graphs need no state.
   // A graph break inside the block is refused (the frame runs eagerly): the
-  // graph would end inside the region.
+  // graph would end inside the region. A backend's callable for such a graph
+  // is wrapped so that a run raising inside a region exits it.
   void enter_autocast(PyObject* ctx);
   void exit_autocast();
   std::vector<Obj> autocast_open;  // regions entered for real, innermost last
+  bool graph_enters_autocast = false;  // the graph holds _enter_autocast nodes
   Obj const_value(const VTP& v);          // Python value of a constant-like tracker or null
 
   // --- interpretation ---

@@ -370,6 +370,12 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
     PyErr_Format(PyExc_TypeError, "the backend returned %R, which is not callable", compiled.get());
     throw PyErrorSet{};
   }
+  if (graph_enters_autocast) {
+    // A run that raises inside a region must not leave autocast on (Note
+    // [Autocast blocks in captured graphs]).
+    PyObject* wrap = py_import_attr("ignis.amp.autocast_mode", "_leaving_regions_on_error");
+    compiled = check(PyObject_CallOneArg(wrap, compiled.get()));
+  }
   for (auto& in : inputs) entry_->plan.graph_inputs.push_back(in->reg);
   return compiled;
 }
