@@ -51,12 +51,10 @@ void cast_all(const OpHandle& op, Stack& s, DeviceType dev, ScalarType to) {
 }
 
 [[noreturn]] void banned(const OpHandle& op) {
-  IGNIS_FAIL_KIND(Runtime, "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are ",
-                  "unsafe to autocast (", op.name(), ").\nMany models use a sigmoid layer right ",
-                  "before the binary cross entropy layer.\nIn this case, combine the two layers ",
-                  "using torch.nn.functional.binary_cross_entropy_with_logits\nor ",
-                  "torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and ",
-                  "BCEWithLogits are\nsafe to autocast.");
+  IGNIS_FAIL_KIND(Runtime, op.name(), " is unsafe to autocast: probabilities in float16 lose the ",
+                  "precision its logarithms need. Skip the sigmoid and use ",
+                  "binary_cross_entropy_with_logits (nn.BCEWithLogitsLoss) on the logits, which ",
+                  "autocast runs in float32.");
 }
 
 void apply_policy(const OpHandle& op, CastPolicy p, DeviceType dev, int dtype_arg, Stack& s) {
