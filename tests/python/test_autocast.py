@@ -728,6 +728,18 @@ def test_grad_scaler_api_against_torch():
 
 
 @needs_torch
+def test_grad_scaler_state_dicts_interchange_with_torch():
+    th = torch.amp.GradScaler("cpu", init_scale=32.0, growth_interval=7)
+    th.scale(torch.ones(()))
+    ig = ignis.amp.GradScaler("cpu")
+    ig.load_state_dict(th.state_dict())
+    assert ig.state_dict() == th.state_dict()
+    back = torch.amp.GradScaler("cpu")
+    back.load_state_dict(ig.state_dict())
+    assert back.state_dict() == th.state_dict()
+
+
+@needs_torch
 def test_grad_scaler_refuses_fp16_grads():
     for T in (ignis, torch):
         p = T.nn.Parameter(T.ones(3, dtype=T.float16))
