@@ -345,6 +345,22 @@ def test_nesting_and_enabled_false_inside():
     assert (a @ w).dtype == ignis.float32
 
 
+def test_state_is_per_thread():
+    import threading
+    seen = {}
+
+    def other():
+        seen["enabled"] = ignis.is_autocast_enabled("cpu")
+        seen["dtype"] = ignis.mm(ignis.randn(2, 2), ignis.randn(2, 2)).dtype
+
+    with ignis.autocast("cpu"):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert ignis.mm(ignis.randn(2, 2), ignis.randn(2, 2)).dtype == ignis.bfloat16
+    assert seen == {"enabled": False, "dtype": ignis.float32}
+
+
 def test_state_restored_after_exception():
     with pytest.raises(ValueError):
         with ignis.autocast("cpu"):
