@@ -23,7 +23,7 @@ __all__ = ["GradScaler", "OptState"]
 
 class OptState(enum.Enum):
     READY = 0      # no unscale_ or step since the last update
-    UNSCALED = 1   # unscale_ ran (by the user, or by step)
+    UNSCALED = 1   # unscale_ ran (called by the user, or by step)
     STEPPED = 2    # step ran
 
 
