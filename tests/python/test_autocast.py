@@ -410,6 +410,13 @@ def test_errors_match_torch():
     with ctx:
         assert not ignis.is_autocast_enabled("cpu")
         assert ignis.mm(ignis.randn(2, 2), ignis.randn(2, 2)).dtype == ignis.float32
+    for T in (ignis, torch):  # a dtype that is no float: entered, disabled, restored
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with T.autocast("cpu", dtype=T.int32):
+                assert T.get_autocast_dtype("cpu") == T.int32
+                assert not T.is_autocast_enabled("cpu")
+        assert T.get_autocast_dtype("cpu") == T.bfloat16
 
 
 @pytest.mark.skipif(ignis.cuda.is_available(), reason="checks the behaviour without a GPU")

@@ -27,7 +27,8 @@ void set_enabled(DeviceType t, bool on);
 // The dtype LowerPrecisionFp ops run in: bfloat16 on the CPU and float16 on
 // CUDA unless set.
 ScalarType get_dtype(DeviceType t);
-// Throws for a dtype the device type's autocast does not support.
+// Any dtype, as torch's: ignis.autocast checks the dtype (it warns and
+// disables itself for one the device type does not support).
 void set_dtype(DeviceType t, ScalarType dtype);
 
 // The whole state as one number, for capture's guards: a graph traced under
