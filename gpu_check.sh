@@ -34,6 +34,10 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # against the CPU (tests/python/test_cuda_train.py).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_train.py 2>&1 | tee "$OUT/pytest_cuda_train.log" | tail -40)
+# Mixed precision: autocast("cuda") and GradScaler("cuda") (the whole file: its CUDA tests
+# run on the GPU, the rest on the CPU; docs/autocast.md).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_autocast.py 2>&1 | tee "$OUT/pytest_autocast.log" | tail -25)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
   test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
   | tee "$OUT/pytest_neighbours.log" | tail -3)

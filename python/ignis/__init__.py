@@ -56,6 +56,15 @@ from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
+from . import amp  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+from .amp.autocast_mode import (  # noqa: E402,F401
+    is_autocast_enabled, set_autocast_enabled, get_autocast_dtype, set_autocast_dtype,
+    is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache,
+    autocast_increment_nesting, autocast_decrement_nesting, is_autocast_cpu_enabled,
+    set_autocast_cpu_enabled, get_autocast_cpu_dtype, set_autocast_cpu_dtype,
+    get_autocast_gpu_dtype, set_autocast_gpu_dtype,
+)
 from ._C import OutOfMemoryError  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001
 from . import _logging  # noqa: E402,F401
@@ -65,6 +74,12 @@ from .serialization import save, load  # noqa: E402,F401
 from ._einops import install as _install_einops  # noqa: E402
 _install_einops()  # einops (when a program uses it) accepts ignis tensors
 from .utils.dlpack import from_dlpack  # noqa: E402,F401
+
+
+# GradScaler's ops under torch's top-level names (ops starting with "_" are
+# otherwise only in ignis.ops).
+_amp_foreach_non_finite_check_and_unscale_ = ops._amp_foreach_non_finite_check_and_unscale_
+_amp_update_scale_ = ops._amp_update_scale_
 
 
 def nonzero(input, *, as_tuple=False):

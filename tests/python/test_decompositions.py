@@ -296,6 +296,18 @@ SAMPLES = {
     "tile": [S(F(2, 3), [2])],
     "index_add": [S(F(5, 3), 0, IV([0, 2, 2, 4]), F(4, 3), alpha=2),
                   S(F(3, 5), 1, IV([4, 1]), F(3, 2), dtypes=WITH_INT)],
+    # GradScaler's in-place ops: each run writes its arguments, so the three
+    # runs here see different states; test_autocast.py compares the
+    # decompositions' effects with the CPU kernels and torch.
+    "_amp_foreach_non_finite_check_and_unscale_": [
+        S(build=lambda rng, dt: [[ignis.randn(2, 3), ignis.randn(3, 2).t()], ignis.zeros(1),
+                                 ignis.full((1,), 0.5)], dtypes=ONE, grad=False, values=False,
+          torch=False)],
+    "_amp_update_scale_": [
+        S(build=lambda rng, dt: [ignis.full((), 8.0), ignis.zeros((), dtype=ignis.int32),
+                                 ignis.zeros(()), 2.0, 0.5, 3], dtypes=ONE, grad=False,
+          values=False, torch=False)],
+    "prelu": [S(F(2, 3, 4), F(3)), S(F(5), F(1))],
     "index_copy": [S(F(5, 3), 0, IV([4, 0, 2]), F(3, 3)), S(F(3, 5), 1, IV([1, 3]), F(3, 2))],
     "index_fill.int_Tensor": [S(F(4, 5), 1, IV([0, 3]), 2.5), S(F(4, 5), 0, IV([1]), -1)],
     "take_along_dim": [S(F(3, 4), I(4, 3, 2), 1), S(F(3, 4), I(12, 5))],

@@ -18,6 +18,7 @@ from .memory import (
     max_memory_reserved, reset_peak_memory_stats, reset_max_memory_allocated, empty_cache,
     memory_summary,
 )
+from . import amp  # noqa: F401  (torch.cuda.amp: deprecated aliases)
 from .random import (
     manual_seed, manual_seed_all, seed, seed_all, initial_seed,
 )
@@ -67,7 +68,7 @@ __all__ = [
     "memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
     "empty_cache", "memory_summary", "manual_seed", "manual_seed_all", "seed", "seed_all",
-    "initial_seed", "is_initialized", "init", "OutOfMemoryError",
+    "initial_seed", "is_initialized", "init", "OutOfMemoryError", "is_bf16_supported", "amp",
 ]
 
 
@@ -184,3 +185,9 @@ def get_device_name(device=None):
 def get_device_capability(device=None):
     p = get_device_properties(device)
     return (p.major, p.minor)
+
+
+def is_bf16_supported(including_emulation=True):
+    """True when the current GPU computes in bfloat16 (compute capability 8.0
+    and later: ignis's kernels and cuBLASLt need it natively)."""
+    return is_available() and get_device_capability() >= (8, 0)

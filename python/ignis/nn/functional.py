@@ -200,20 +200,10 @@ def threshold_(input, threshold, value):
 
 
 def prelu(input, weight):
-    """max(0, x) + weight * min(0, x), weight per channel (dim 1) or one."""
-    if weight.dim() != 1:
-        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = "
-                           f"{weight.dim()}")
-    n = weight.numel()
-    if n != 1:
-        channels = input.shape[1] if input.dim() >= 2 else 1
-        if input.dim() == 0 or channels != n:
-            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
-                               f"parameter numbers = {n} and channel size = {channels}.")
-        if input.dim() >= 2:
-            weight = weight.reshape([n] + [1] * (input.dim() - 2))
+    """max(0, x) + weight * min(0, x), weight per channel (dim 1) or one: the
+    op ``prelu`` (one op, so that autocast runs it in its lower precision)."""
     import ignis
-    return ignis.where(input > 0, input, weight * input)
+    return ignis.ops.prelu(input, weight)
 
 
 def tanhshrink(input):

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "ignis/autocast/autocast_mode.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/core/dtype.h"
 #include "ignis/core/str.h"
@@ -40,6 +41,7 @@ enum class Op : uint8_t {
   CheckNoKey,
   CheckGradMode,
   CheckDefaultDtype,
+  CheckAutocastState,
 };
 
 struct Step {
@@ -244,7 +246,7 @@ struct GuardProgram::Impl {
     s.arg = arg;
     s.obj = obj;
     Py_XINCREF(obj);
-    if (op == Op::CheckGradMode || op == Op::CheckDefaultDtype) {
+    if (op == Op::CheckGradMode || op == Op::CheckDefaultDtype || op == Op::CheckAutocastState) {
       // Global state is checked before any value is loaded (as torch._dynamo
       // checks it first): cheapest, and the reason a whole cache fails.
       steps.insert(steps.begin() + num_global_checks++, std::move(s));
@@ -419,6 +421,8 @@ struct GuardProgram::Impl {
         return autograd::grad_enabled() == (s.arg != 0);
       case Op::CheckDefaultDtype:
         return static_cast<int>(default_dtype()) == s.arg;
+      case Op::CheckAutocastState:
+        return autocast::state_key() == s.arg;
       default:
         return true;
     }
@@ -445,6 +449,8 @@ struct GuardProgram::Impl {
         return "GLOBAL_STATE changed: grad_mode";
       case Op::CheckDefaultDtype:
         return "GLOBAL_STATE changed: default_dtype";
+      case Op::CheckAutocastState:
+        return "GLOBAL_STATE changed: autocast";
       default:
         return "";
     }
@@ -527,6 +533,10 @@ void GuardProgram::check_default_dtype(int dtype) {
   impl_->add_check(Op::CheckDefaultDtype, -1, dtype, nullptr);
 }
 
+void GuardProgram::check_autocast_state(int64_t key) {
+  impl_->add_check(Op::CheckAutocastState, -1, static_cast<Py_ssize_t>(key), nullptr);
+}
+
 bool GuardProgram::check(const FrameView& f, Registers& regs, std::string* why) const {
   std::vector<PyObject*>& v = regs.values_;
   if (!v.empty()) regs.reset();
@@ -585,6 +595,9 @@ std::vector<std::string> GuardProgram::describe() const {
         break;
       case Op::CheckDefaultDtype:
         out.push_back(str("DEFAULT_DTYPE: ", dtype_name(static_cast<ScalarType>(s.arg))));
+        break;
+      case Op::CheckAutocastState:
+        out.push_back(str("GLOBAL_STATE: autocast=", autocast::describe_state_key(s.arg)));
         break;
       default:
         break;

@@ -79,6 +79,8 @@ class GuardProgram {
   // Global state read at trace time.
   void check_grad_mode(bool enabled);
   void check_default_dtype(int dtype);
+  // autocast::state_key() (enabled and dtype per device type, cache flag).
+  void check_autocast_state(int64_t key);
 
   // --- evaluation -----------------------------------------------------------------
   // Runs all steps. On success returns true and `regs` holds a borrowed or

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "ignis/autocast/autocast_mode.h"
 #include "ignis/capture/log.h"
 #include "ignis/capture/resume.h"
 #include "ignis/core/str.h"
@@ -236,6 +237,18 @@ Tracer::Tracer(const FrameView& f, std::shared_ptr<const CaptureConfig> c,
 }
 
 Tracer::~Tracer() {
+  // Leave autocast as tracing found it: a trace that stopped inside an
+  // autocast block never ran its exit.
+  while (!autocast_open.empty()) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyObject* r = PyObject_CallMethod(autocast_open.back().get(), "__exit__", "OOO", Py_None,
+                                      Py_None, Py_None);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyErr_Restore(t, v, tb);
+    autocast_open.pop_back();
+  }
   // Leave the interpreter's grad mode as tracing found it.
   if (grad_enabled != grad_enabled_at_start) {
     PyObject *t, *v, *tb;
@@ -296,6 +309,32 @@ void Tracer::set_grad_mode(bool enabled) {
   Obj C = check(PyObject_GetAttrString(ignis_module(), "_C"));
   check(PyObject_CallMethod(C.get(), "_set_grad_enabled", "O", enabled ? Py_True : Py_False));
   grad_enabled = enabled;
+}
+
+// See Note [Autocast blocks in captured graphs].
+void Tracer::enter_autocast(PyObject* ctx) {
+  Obj device = check(PyObject_GetAttrString(ctx, "device"));
+  Obj dtype = check(PyObject_GetAttrString(ctx, "fast_dtype"));
+  Obj enabled = check(PyObject_GetAttrString(ctx, "_enabled"));
+  Obj cache = check(PyObject_GetAttrString(ctx, "_cache_enabled"));
+  PyObject* fn = py_import_attr("ignis.amp.autocast_mode", "_enter_autocast");
+  ir->call_function(target_of(fn), {py::py_to_value(device.get()), py::py_to_value(dtype.get()),
+                                    graph::Value(enabled.get() == Py_True),
+                                    graph::Value(cache.get() == Py_True)});
+  ++call_nodes;
+  graph_enters_autocast = true;
+  check(PyObject_CallMethod(ctx, "__enter__", nullptr));
+  autocast_open.push_back(Obj::borrow(ctx));
+}
+
+void Tracer::exit_autocast() {
+  IGNIS_INTERNAL_ASSERT(!autocast_open.empty(), "capture: an autocast exit with no open region");
+  PyObject* fn = py_import_attr("ignis.amp.autocast_mode", "_exit_autocast");
+  ir->call_function(target_of(fn), {});
+  ++call_nodes;
+  Obj ctx = autocast_open.back();
+  autocast_open.pop_back();
+  check(PyObject_CallMethod(ctx.get(), "__exit__", "OOO", Py_None, Py_None, Py_None));
 }
 
 // --- the frame loop ---------------------------------------------------------------------------
@@ -1049,9 +1088,18 @@ void Tracer::step(TFrame& f, const Instr& in) {
     }
     case Opc::BeforeWith: {
       VTP ctx = pop(f);
+      if (ctx->kind == VK::Autocast) {
+        enter_autocast(ctx->value.get());
+        auto exit = std::make_shared<VT>(VK::AutocastExit);
+        exit->value = ctx->value;
+        f.stack.push_back(exit);
+        f.stack.push_back(make_const(ctx->value.get()));  // `as` binds the autocast object
+        next();
+        return;
+      }
       if (ctx->kind != VK::GradMode)
         throw Unsupported{"a 'with' block over a context manager other than ignis.no_grad / "
-                          "enable_grad / set_grad_enabled"};
+                          "enable_grad / set_grad_enabled / ignis.autocast"};
       auto exit = std::make_shared<VT>(VK::GradExit);
       exit->grad_prev = ctx->grad_applied ? ctx->grad_prev : grad_enabled;
       if (!ctx->grad_applied) set_grad_mode(ctx->grad_enabled);
@@ -1079,6 +1127,9 @@ void Tracer::run() {
   f.builtins = Obj::borrow(fv.builtins);
   root = cur = &f;
   guards().check_grad_mode(grad_enabled_at_start);
+  // The autocast state decided the dtypes the trace saw (and what AOT
+  // records): guard it as global state, as Dynamo does.
+  guards().check_autocast_state(autocast::state_key());
   {
     // Factories read the default dtype: guard it as global state (as torch).
     Obj d = check(PyObject_CallMethod(ignis_module(), "get_default_dtype", nullptr));

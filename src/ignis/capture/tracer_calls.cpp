@@ -150,6 +150,8 @@ const char* kind_name(VK k) {
     case VK::Partial: return "functools.partial";
     case VK::LocalObject: return "object";
     case VK::Super: return "super()";
+    case VK::Autocast: return "ignis.autocast";
+    case VK::AutocastExit: return "ignis.autocast exit";
   }
   return "value";
 }
@@ -816,6 +818,9 @@ VTP Tracer::call(const VTP& fn, std::vector<VTP> args,
     case VK::GradExit:
       set_grad_mode(fn->grad_prev);
       return make_const(Py_None);
+    case VK::AutocastExit:
+      exit_autocast();
+      return make_const(Py_None);
     case VK::Partial: {
       std::vector<VTP> all = fn->items;
       for (auto& a : args) all.push_back(a);
@@ -929,6 +934,27 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
       return g;
     }
     PyTypeObject* tp = reinterpret_cast<PyTypeObject*>(fn);
+    static PyObject* autocast_cls = py_import_attr("ignis.amp.autocast_mode", "autocast");
+    if (PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(autocast_cls))) {
+      // Made for real now (its checks and warnings are the constructor's);
+      // `with` on it is traced (Note [Autocast blocks in captured graphs]).
+      Obj pos = check(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i]->kind != VK::Const)
+          throw Unsupported{"ignis.autocast(...) with an argument that is not a constant"};
+        Py_INCREF(args[i]->value.get());
+        PyTuple_SET_ITEM(pos.get(), static_cast<Py_ssize_t>(i), args[i]->value.get());
+      }
+      Obj kw = check(PyDict_New());
+      for (auto& [k, v] : kwargs) {
+        if (v->kind != VK::Const)
+          throw Unsupported{"ignis.autocast(...) with an argument that is not a constant"};
+        if (PyDict_SetItemString(kw.get(), k.c_str(), v->value.get()) < 0) throw PyErrorSet{};
+      }
+      auto a = std::make_shared<VT>(VK::Autocast);
+      a->value = check(PyObject_Call(fn, pos.get(), kw.get()));
+      return a;
+    }
     if (PyType_IsSubtype(tp, &PyTuple_Type) && PyObject_HasAttrString(fn, "_fields")) {
       // A namedtuple: a tuple tracker that knows its type.
       // Keywords go to their fields' places, as the class's __new__ puts them.

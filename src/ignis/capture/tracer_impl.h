@@ -124,6 +124,8 @@ enum class VK : uint8_t {
   Partial,   // functools.partial: func, items (args), kw
   LocalObject,  // an instance of a user class made while tracing (pytype, attrs)
   Super,     // super(pytype, self): attribute lookup after pytype in self's MRO
+  Autocast,     // an ignis.autocast(...) object made while tracing (value: the object)
+  AutocastExit, // its __exit__ inside a traced `with` block (value: the object)
 };
 
 struct VT {
@@ -282,6 +284,20 @@ class Tracer {
   VTP make_tuple(std::vector<VTP> items);
   VTP make_list(std::vector<VTP> items);
   void set_grad_mode(bool enabled);
+  // Note [Autocast blocks in captured graphs]
+  // `with ignis.autocast(...)` becomes _enter_autocast(device, dtype,
+  // enabled, cache_enabled) and _exit_autocast() nodes around the block's
+  // ops, as Dynamo records them; the tracer also enters the region for real,
+  // so the fakes get the dtypes autocast gives. Backends that run the graph
+  // (eager) call the two functions; AOT's trace runs them too, so the casts
+  // autocast makes are recorded as ops and the traced graphs need no state.
+  // A graph break inside the block is refused (the frame runs eagerly): the
+  // graph would end inside the region. A backend's callable for such a graph
+  // is wrapped so that a run raising inside a region exits it.
+  void enter_autocast(PyObject* ctx);
+  void exit_autocast();
+  std::vector<Obj> autocast_open;  // regions entered for real, innermost last
+  bool graph_enters_autocast = false;  // the graph holds _enter_autocast nodes
   Obj const_value(const VTP& v);          // Python value of a constant-like tracker or null
 
   // --- interpretation ---

@@ -377,6 +377,12 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
     PyErr_Format(PyExc_TypeError, "the backend returned %R, which is not callable", compiled.get());
     throw PyErrorSet{};
   }
+  if (graph_enters_autocast) {
+    // A run that raises inside a region must not leave autocast on (Note
+    // [Autocast blocks in captured graphs]).
+    PyObject* wrap = py_import_attr("ignis.amp.autocast_mode", "_leaving_regions_on_error");
+    compiled = check(PyObject_CallOneArg(wrap, compiled.get()));
+  }
   for (auto& in : inputs) entry_->plan.graph_inputs.push_back(in->reg);
   return compiled;
 }
@@ -555,6 +561,13 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   // the resume function gets the blocks' exits on its stack, and if the
   // instruction itself raises, the plan restores the mode the outermost
   // open block would.
+  for (auto& v : stack)
+    if (v->kind == VK::AutocastExit) {
+      // The graph would end inside the region (Note [Autocast blocks in
+      // captured graphs]).
+      break_fail_note = "a graph break inside an ignis.autocast block";
+      return false;
+    }
   int grad_mode_on_error = -1;
   for (auto& v : stack)
     if (v->kind == VK::GradExit) {

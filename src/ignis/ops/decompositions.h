@@ -131,4 +131,10 @@ void kl_div(const OpHandle& op, Stack& s);
 void nll_loss(const OpHandle& op, Stack& s);
 void cross_entropy(const OpHandle& op, Stack& s);
 
+// ---- mixed precision (decomp/amp.cpp) ----------------------------------------------------
+// GradScaler's two in-place ops over pointwise ops and reductions; on CUDA
+// they are the ops' kernels (ops/amp.cpp).
+void amp_foreach_non_finite_check_and_unscale(const OpHandle& op, Stack& s);
+void amp_update_scale(const OpHandle& op, Stack& s);
+
 }  // namespace ignis::decomp

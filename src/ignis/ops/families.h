@@ -19,4 +19,5 @@ void register_conv_ops();
 void register_pooling_ops();
 void register_normalization_ops();
 void register_foreach_ops();
+void register_amp_ops();
 }  // namespace ignis

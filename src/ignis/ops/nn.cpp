@@ -980,6 +980,30 @@ void relu6_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, (Inplace ? hardtanh_inplace_op : hardtanh_op).tensor(x, int64_t(0), int64_t(6)));
 }
 
+// prelu(self, weight): self where it is positive, weight * self elsewhere;
+// the weight one value or one per channel (dim 1). A composite (autograd
+// records its parts), declared as an op so that autocast can list it:
+// torch runs prelu in the autocast dtype on both device types.
+OpRef gt_op("gt"), where_op("where.self"), mul_op("mul");
+void prelu_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor x = s[0].to_tensor(), w = s[1].to_tensor();
+  IGNIS_CHECK(w.dim() == 1, "prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+              "ndim = ", w.dim());
+  const int64_t n = w.numel();
+  if (n != 1) {
+    const int64_t channels = x.dim() >= 2 ? x.sizes()[1] : 1;
+    IGNIS_CHECK(x.dim() != 0 && channels == n, "Mismatch of parameter numbers and input channel "
+                "size. Found parameter numbers = ", n, " and channel size = ", channels, ".");
+    if (x.dim() >= 2) {
+      DimVector shape{n};
+      for (int64_t i = 2; i < x.dim(); ++i) shape.push_back(1);
+      w = OpRef("reshape").tensor(w, shape);
+    }
+  }
+  Tensor zero = scalar_to_tensor(0.0, ScalarType::Float64, true);
+  ret(s, where_op.tensor(gt_op.tensor(x, zero), x, mul_op.tensor(w, x)));
+}
+
 // glu(self, dim=-1): first half * sigmoid(second half) along dim.
 void glu_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
@@ -1564,6 +1588,8 @@ void register_nn_ops() {
       .composite(relu6_kernel<true>);
   def("relu6.functional(Tensor input, bool inplace=False) -> Tensor")
       .category(OpCategory::Composite).composite(inplace_switch(&relu6_op, &relu6_inplace_op));
+  def("prelu(Tensor self, Tensor weight) -> Tensor").category(OpCategory::Composite).both()
+      .composite(prelu_kernel).doc("self if self > 0 else weight * self, weight per channel");
   def("glu(Tensor self, int dim=-1) -> Tensor").category(OpCategory::Other).both().meta(glu_meta)
       .cpu(glu_cpu).doc("first half * sigmoid(second half) along dim").derivative(glu_bw, "self")
       .decomposition(decomp::glu);

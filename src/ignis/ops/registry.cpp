@@ -1,3 +1,4 @@
+#include "ignis/autocast/autocast_kernel.h"
 #include "ignis/autograd/autograd_kernel.h"
 #include "ignis/cuda/memory.h"
 #include "ignis/ops/families.h"
@@ -26,7 +27,9 @@ void register_all_ops() {
   register_pooling_ops();
   register_normalization_ops();
   register_foreach_ops();
+  register_amp_ops();
   autograd::register_autograd_kernel();
+  autocast::register_autocast_kernels();
   // allocate_storage's CUDA hook; allocating raises a clear error without a GPU.
   cuda::install_allocator();
 }

@@ -9,7 +9,8 @@ IGNIS_CPU_CACHE_LIMIT_MB=N bounds the cached bytes (default: 1/8 of RAM).
 """
 import collections
 
-from . import _C
+from .. import _C
+from . import amp  # noqa: E402,F401  (torch.cpu.amp: deprecated aliases)
 
 __all__ = [
     "memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
