@@ -168,6 +168,7 @@ std::string to_string(const Program& p, const Kernel& k) {
 
 std::string to_string(const Program& p) {
   Text os;
+  if (!p.device.is_cpu()) os << "device " << p.device.str() << "\n";
   for (const Buffer& b : p.buffers) {
     os << b.name << ": " << dtype_name(b.dtype) << list(b.sizes) << " strides " << list(b.strides)
        << " " << buffer_kind_name(b.kind);

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "ignis/core/device.h"
 #include "ignis/core/dtype.h"
 #include "ignis/graph/node.h"
 #include "ignis/sym/expr.h"
@@ -204,6 +205,10 @@ struct ProgramOutput {
 };
 
 struct Program {
+  // Where the kernels run and the computed buffers live: the CPU, or the GPU
+  // of the graph's CUDA tensors. Everything above the printer is the same
+  // for both (codegen_cpp or codegen_cuda prints the kernels).
+  Device device;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Step> steps;

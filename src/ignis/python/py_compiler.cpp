@@ -3,7 +3,10 @@
 //     options: {name: int} of compiler::CompilerOptions' fields
 //   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan,
 //   .schedule
+//   _generate_graph_code(graph) -> (program text, source, [CUDA kernel symbols])
+#include "ignis/compiler/codegen_cuda.h"
 #include "ignis/compiler/compiled_graph.h"
+#include "ignis/compiler/lower.h"
 #include "ignis/python/py_common.h"
 
 namespace ignis::py {
@@ -195,8 +198,42 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// The program and the source the compiler generates for a graph, without
+// compiling or loading anything: a CUDA graph's kernels can be checked
+// (NVRTC-compiled) on a machine with no GPU.
+PyObject* f_generate_graph_code(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject* graph;
+  if (!PyArg_ParseTuple(args, "O", &graph)) return nullptr;
+  graph::Graph* g = graph_ptr(graph);
+  IGNIS_CHECK_TYPE(g != nullptr, "_generate_graph_code: expected an ignis.fx.Graph, got ",
+                   Py_TYPE(graph)->tp_name);
+  compiler::Program p = compiler::lower(*g);
+  std::string source;
+  PyObject* symbols = PyList_New(0);
+  if (!symbols) return nullptr;
+  if (p.device.is_cuda()) {
+    compiler::CudaProgramCode code = compiler::generate_cuda(p);
+    source = std::move(code.source);
+    for (const compiler::CudaKernel& k : code.kernels) {
+      PyObject* s = PyUnicode_FromString(k.symbol.c_str());
+      if (!s || PyList_Append(symbols, s) < 0) {
+        Py_XDECREF(s);
+        Py_DECREF(symbols);
+        return nullptr;
+      }
+      Py_DECREF(s);
+    }
+  } else {
+    source = compiler::generate_cpp(p);
+  }
+  return Py_BuildValue("(ssN)", compiler::to_string(p).c_str(), source.c_str(), symbols);
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef functions[] = {
     {"_compile_graph", f_compile_graph, METH_VARARGS, nullptr},
+    {"_generate_graph_code", f_generate_graph_code, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 
