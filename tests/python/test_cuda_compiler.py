@@ -69,8 +69,11 @@ def _randn(*shape, dtype=ignis.float32):
     return ignis.randn(*shape).to(dtype).cuda()
 
 
+# (x * x rather than x.pow(2): eager's pow backward on CUDA raises "invalid
+# device ordinal -1" today, a where() with the CPU exponent's mask; that is
+# eager's bug, not the compiler's.)
 def _rms_norm(x, w):
-    return x * ignis.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    return x * ignis.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
 
 
 # ---- pointwise ----
@@ -299,7 +302,8 @@ def test_mlp_forward_and_backward_match_eager():
     x, target = _randn(10, 8), _randn(10, 4)
 
     def loss_fn(model, x):
-        return ((ignis.sigmoid(model(x)) - target) ** 2).mean()
+        d = ignis.sigmoid(model(x)) - target
+        return (d * d).mean()
 
     eager_model, comp_model = make(), make()
     le = loss_fn(eager_model, x)
@@ -393,10 +397,7 @@ def _fake_cuda_graphs():
         "softmax": (lambda x: ignis.log_softmax(x, -1) + ignis.softmax(x, -1), [(5, 33)]),
         "rms_norm": (_rms_norm, [(5, 33), (33,)]),
     }
-    # RMSNorm's joint graph does not trace on fake CUDA tensors made in the
-    # mode (a CPU tensor meets a CUDA one in an add of the backward); its
-    # forward does.
-    forward_only = {"rms_norm"}
+    forward_only = set()
     out = {}
     with FakeTensorMode():
         for name, (fn, shapes) in cases.items():
