@@ -1,5 +1,5 @@
-// The compiler's loop IR: what a graph of core ops becomes before C++ is
-// generated for it (TorchInductor's IR, for the CPU and static shapes).
+// The compiler's loop IR: what a graph of core ops becomes before C++ or
+// CUDA C++ is generated for it (TorchInductor's IR, for static shapes).
 //
 // A Program is a list of steps over buffers. A Buffer is a tensor the program
 // reads or writes: a graph input, a get_attr constant, an extern call's
