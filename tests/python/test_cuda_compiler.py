@@ -4,8 +4,9 @@ per graph), launched by the compiled graph on the current stream; GEMMs,
 attention, indexing and random numbers run as externs on eager's kernels.
 
 Everywhere (no GPU needed): the CUDA source of the canonical graphs (traced
-with fake CUDA tensors) compiles with NVRTC for sm_90; skipped, saying why,
-when NVRTC cannot be loaded.
+with fake CUDA tensors) and of an MLP's and the example GPT's training graphs
+(captured on the CPU, generated for CUDA) compiles with NVRTC for sm_90;
+skipped, saying why, when NVRTC cannot be loaded.
 On a GPU, or the fake driver (tests/cuda_fake/run.sh), skipped with the reason
 elsewhere: compiled equals eager on CUDA for pointwise chains (broadcast,
 strided and transposed inputs, every kernel dtype), reductions over last,
@@ -408,6 +409,38 @@ def _fake_cuda_graphs():
     return out
 
 
+def _training_graphs():
+    """The forward and backward graphs the compiler gets for an MLP's and the
+    example GPT's training step, captured on the CPU (the same graphs as on a
+    GPU but for the tensors' device, which _generate_graph_code retargets)."""
+    from ignis._functorch.aot_autograd import aot_autograd
+    from ignis.compiler import min_cut_rematerialization_partition
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+    from gpt import GPTConfig, build_gpt
+    graphs = {}
+
+    def backend_for(name):
+        def keep(gm, example_inputs):
+            graphs[f"{name}_{len([k for k in graphs if k.startswith(name)])}"] = gm
+            return gm
+        return aot_autograd(fw_compiler=keep, bw_compiler=keep,
+                            partition_fn=min_cut_rematerialization_partition)
+
+    ignis.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+    x = ignis.randn(10, 8)
+    ignis.compiler.reset()
+    ignis.compile(lambda x: (ignis.sigmoid(mlp(x)) ** 2).mean(), backend=backend_for("mlp"))(
+        x).backward()
+    gpt = build_gpt(ignis)(GPTConfig(vocab_size=32, block_size=16, n_layer=2, n_head=2,
+                                     n_embd=32))
+    idx = ignis.randint(0, 32, (4, 16))
+    ignis.compiler.reset()
+    ignis.compile(gpt, backend=backend_for("gpt"))(idx, idx)[1].backward()
+    ignis.compiler.reset()
+    return graphs
+
+
 def test_every_generated_kernel_compiles_with_nvrtc():
     version = _nvrtc()
     if version is None:
@@ -415,12 +448,15 @@ def test_every_generated_kernel_compiles_with_nvrtc():
                     "or install the nvidia-cuda-nvrtc wheel")
     options = ["-default-device", "-w"]
     compiled = 0
-    for name, gm in _fake_cuda_graphs().items():
-        program, source, symbols = ignis._C._generate_graph_code(gm.graph)
+    cases = [(name, gm, None) for name, gm in _fake_cuda_graphs().items()]
+    cases += [(name, gm, "cuda") for name, gm in _training_graphs().items()]
+    assert {"mlp_0", "mlp_1", "gpt_0", "gpt_1"} <= {c[0] for c in cases}
+    for name, gm, device in cases:
+        program, source, symbols = ignis._C._generate_graph_code(gm.graph, device)
         assert program.startswith("device cuda"), name
         assert symbols, name
         for s in symbols:
             assert f'extern "C" __global__ void {s}(' in source
         assert ignis._C._cuda_nvrtc_compile(source, f"{name}.cu", 90, options) > 0
         compiled += len(symbols)
-    assert compiled >= 5
+    assert compiled >= 40
