@@ -3,7 +3,9 @@ lowered to the same loop IR as the CPU's, printed as CUDA C++ (one NVRTC unit
 per graph), launched by the compiled graph on the current stream; GEMMs,
 attention, indexing and random numbers run as externs on eager's kernels.
 
-Everywhere (no GPU needed): the CUDA source of the canonical graphs (traced
+Everywhere (no GPU needed): the generated kernels run as host C++ with real
+threads per block (1 to 256; tests/cuda_fake/block_threads_host.h) and equal
+eager; the CUDA source of the canonical graphs (traced
 with fake CUDA tensors) and of an MLP's and the example GPT's training graphs
 (captured on the CPU, generated for CUDA) compiles with NVRTC for sm_90;
 skipped, saying why, when NVRTC cannot be loaded.
@@ -15,6 +17,7 @@ GELU, and forward and backward of an MLP and of the example GPT; the
 canonical fusions are one kernel each.
 """
 import pathlib
+import re
 import sys
 import warnings
 
@@ -460,3 +463,87 @@ def test_every_generated_kernel_compiles_with_nvrtc():
         assert ignis._C._cuda_nvrtc_compile(source, f"{name}.cu", 90, options) > 0
         compiled += len(symbols)
     assert compiled >= 40
+
+
+# ---- no GPU needed: the kernels with real threads per block on the host ----
+
+HOST_THREADS_HEADER = pathlib.Path(__file__).resolve().parents[1] / "cuda_fake" / \
+    "block_threads_host.h"
+_BUFFER_LINE = re.compile(r"^(\w+): (\w+)\[([\d, ]*)\] strides \[([\d, ]*)\] (?:input (\d+)|computed)")
+
+
+def _host_threads_kernel(fn, inputs, tmp_path):
+    """The one CUDA kernel the compiler generates for fn(*inputs), compiled as
+    host C++ with block_threads_host.h; returns run(grid, threads) -> the
+    output as a NumPy array."""
+    import ctypes
+    import shutil
+    import subprocess
+    from ignis._functorch.aot_autograd import trace_joint
+    if shutil.which("g++") is None:
+        pytest.skip("no g++ here to build the host emulation")
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), inputs)
+    program, source, symbols = ignis._C._generate_graph_code(gm.graph, "cuda")
+    assert len(symbols) == 1 and "extern " not in program, program
+    sig = re.search(r'extern "C" __global__ void ' + symbols[0] + r"\((.*?)\) \{", source)
+    params = [p.strip() for p in sig.group(1).split(",")]
+    casts = ", ".join(f"({p.rsplit(' ', 1)[0].replace('__restrict__', '')})p[{i}]"
+                      for i, p in enumerate(params))
+    driver = (f'\nextern "C" void ig_run(void** p, unsigned grid, unsigned threads) '
+              f"{{ ig_launch({symbols[0]}, grid, threads, {casts}); }}\n")
+    src, lib = tmp_path / "kernel.cpp", tmp_path / "kernel.so"
+    src.write_text(source + driver)
+    subprocess.run(["g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread", "-include",
+                    str(HOST_THREADS_HEADER), "-x", "c++", str(src), "-o", str(lib)], check=True)
+    run_lib = ctypes.CDLL(str(lib))
+    buffers = {}
+    for line in program.splitlines():
+        m = _BUFFER_LINE.match(line)
+        if m:
+            buffers[m.group(1)] = (m.group(2), [int(s) for s in m.group(3).split(",") if s.strip()],
+                                   m.group(5))
+    output = re.search(r"return \((\w+)", program).group(1)
+
+    def run(grid, threads):
+        arrays = []
+        for p in params:
+            name = p.split()[-1]
+            dtype, sizes, input_index = buffers[name[3:] if name.startswith("in_") else name]
+            if input_index is not None:
+                a = np.ascontiguousarray(inputs[int(input_index)].numpy())
+            else:
+                a = np.full(sizes, np.nan, dtype=dtype)
+            arrays.append((name, a))
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for _, a in arrays])
+        run_lib.ig_run(ptrs, grid, threads)
+        return dict(arrays)[output]
+    return run
+
+
+HOST_CASES = {
+    "softmax": (lambda x: ignis.softmax(x, -1), [(7, 129)]),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (129,), w, b), [(7, 129), (129,), (129,)]),
+    "rms_norm": (_rms_norm, [(7, 129), (129,)]),
+    "var_middle": (lambda x: x.var(1), [(3, 45, 5)]),
+    "column_sum": (lambda x: (x * 2).sum(0), [(70, 6)]),
+    "amax_nan": (lambda x: x.amax(-1), [(5, 100)]),
+    "pointwise": (lambda x, y: ignis.relu(x * y) + ignis.exp(-y), [(9, 31), (31,)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOST_CASES))
+def test_kernels_are_right_for_any_block_size_on_host_threads(case, tmp_path):
+    fn, shapes = HOST_CASES[case]
+    ignis.manual_seed(0)
+    inputs = [ignis.randn(*s) for s in shapes]
+    if case == "amax_nan":
+        inputs[0][1, 40] = float("nan")
+        inputs[0][3, 99] = float("nan")
+    want = fn(*inputs).numpy()
+    run = _host_threads_kernel(fn, inputs, tmp_path)
+    # 1 thread (the fake driver's), part of a warp, a warp and one lane, a
+    # few warps, the compiler's 256; 3 blocks stride over the rows.
+    for threads in (1, 5, 33, 64, 256):
+        got = run(3, threads).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{case} with {threads} threads a block")
