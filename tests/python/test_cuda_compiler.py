@@ -245,6 +245,21 @@ def test_nan_propagates_through_max_and_min():
     assert np.isnan(_np(mx)).tolist() == [False, True, False, True]
 
 
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_rows_accumulate_in_float(dtype):
+    dt = getattr(ignis, dtype)
+    x, w, b = _randn(9, 300, dtype=dt), _randn(300, dtype=dt), _randn(300, dtype=dt)
+
+    def f(x, w, b):
+        return F.layer_norm(x, (300,), w, b), x.sum(-1), ignis.softmax(x, -1)
+    outs, kernels = compile_and_count(f, x, w, b)
+    assert kernels == 1  # three row computations over x: passes of one kernel
+    for got, want in zip(outs, f(x.float(), w.float(), b.float())):
+        assert got.dtype == dt
+        close(got, want, rtol=2e-2, atol=5e-2)
+
+
 # ---- the canonical fusions, forward and backward ----
 
 CANONICAL = [
@@ -294,6 +309,25 @@ def test_linear_gelu_is_a_gemm_extern_and_one_fused_kernel():
         assert compiled.kernel_count == 1
         assert "extern addmm" in compiled.program
         close(compiled(x)[0], F.gelu(lin(x)), rtol=1e-5, atol=1e-5)
+
+
+@needs_gpu
+def test_random_ops_run_as_externs_with_eagers_numbers():
+    def f(x):
+        return F.dropout(ignis.exp(x) * 2, 0.5, training=True) + 1
+    # The compiled dropout draws its mask through the decomposition's random
+    # op, not eager dropout's own call (so its numbers differ from eager's on
+    # either device); CUDA's random kernels give the CPU's numbers, so the
+    # graph compiled for the GPU equals the one compiled for the CPU.
+    x = _randn(16, 40)
+    ignis.manual_seed(5)
+    want, _ = compile_and_count(f, x.cpu())
+    ignis.manual_seed(5)
+    got, kernels = compile_and_count(f, x)
+    assert kernels >= 1 and got.device.type == "cuda"
+    close(got, want, rtol=1e-6)
+    kept = _np(got) != 1
+    assert 0.35 < kept.mean() < 0.65
 
 
 # ---- training ----
@@ -364,6 +398,23 @@ def test_the_graph_cache_gives_back_a_working_cuda_program():
     assert kernels == 1
     assert metrics.fxgraph_cache_hit == hits + 1
     close(again, first, rtol=0, atol=0)
+
+
+@needs_gpu
+def test_profile_bandwidth_times_every_gpu_step():
+    from ignis._inductor import step_profile
+    step_profile.reset()
+    x, w = _randn(64, 32), _randn(32, 16)
+    with _inductor.config.patch(profile_bandwidth=True):
+        compiled = _program(lambda x, w: (x @ w).relu().sum(-1) + x.sum(-1)[:1], x, w)
+    for _ in range(3):
+        compiled(x, w)
+    rows = step_profile.rows()
+    assert rows and all(calls == 3 for _, _, _, calls, _, _ in rows)
+    assert any("extern mm" in r[1] for r in rows)
+    kernels = [r for r in rows if "kernel_" in r[1]]
+    assert kernels and all(nbytes > 0 and seconds > 0 for _, _, nbytes, _, seconds, _ in kernels)
+    step_profile.reset()
 
 
 @needs_gpu
