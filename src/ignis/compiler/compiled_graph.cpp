@@ -87,22 +87,17 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
 }
 
 // Launches kernel k of a CUDA program on the current stream of `device`
-// with the data pointers of its parameter buffers. Every generated kernel
-// strides over its work, so the grid is capped at what fills the GPU.
+// with the data pointers of its parameter buffers (every generated kernel
+// strides over its work, so launch_strided may cap the grid).
 void launch_cuda(cuda::CUfunction f, const Executable::Kern& k, const std::vector<char*>& ptrs,
                  int device) {
-  if (k.blocks <= 0) return;  // no elements
   std::vector<char*> values;
   values.reserve(k.params.size());
   for (int b : k.params) values.push_back(ptrs[size_t(b)]);
   std::vector<void*> args;
   for (char*& v : values) args.push_back(&v);
-  const int64_t cap = int64_t(cuda::device_properties(device).multi_processor_count) * 32;
-  const auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(k.blocks, cap)));
   cuda::DeviceGuard guard(device);
-  const cuda::Stream stream = cuda::current_stream(device);
-  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(k.threads), 1, 1, 0, stream.handle,
-                          args.data(), nullptr));
+  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), cuda::current_stream(device));
 }
 
 double process_cpu_seconds() {
