@@ -195,6 +195,22 @@ def test_a_cpu_scalar_tensor_beside_cuda_ones_stays_with_eager():
     close(out, f(x, s))
 
 
+@needs_gpu
+def test_cpu_work_in_a_cuda_graph_runs_through_the_dispatcher():
+    def f(x, y):
+        h = ignis.tanh(x) + 1
+        return h.cpu() * y, h * 3
+    x, y = _randn(4, 6), ignis.randn(4, 6)
+    (a, b), kernels = compile_and_count(f, x, y)
+    # tanh + 1 and * 3 on the GPU (two kernels: the copy to the CPU between
+    # them closes the first, as any extern does); the CPU product is eager's.
+    assert kernels == 2
+    assert a.device.type == "cpu" and b.device.type == "cuda"
+    wa, wb = f(x, y)
+    close(a, wa)
+    close(b, wb)
+
+
 # ---- reductions ----
 
 REDUCTIONS = {
