@@ -306,6 +306,20 @@ def test_canonical_fusions_are_one_kernel_forward_and_backward(name, fn, shapes)
 
 
 @needs_gpu
+def test_a_per_thread_scratch_row_is_recomputed_on_the_gpu():
+    # The CPU spills x + a + b to a per-thread row for layer_norm's later
+    # passes; the GPU recomputes it (Note [Scratch rows on the GPU]).
+    xs = [_randn(8, 64) for _ in range(3)]
+    fn = lambda x, a, b: F.layer_norm(x + a + b, (64,))  # noqa: E731
+    compiled = _program(fn, *xs)
+    assert compiled.kernel_count == 1
+    assert "scratch0[inner] = " in compiled.program and "scratch0 in" not in compiled.program
+    assert "const float re" in compiled.generated_code
+    assert "scratch0" not in compiled.generated_code
+    close(compiled(*xs)[0], fn(*xs), atol=1e-5)
+
+
+@needs_gpu
 def test_softmax_is_one_block_per_row_with_block_reductions():
     compiled = _program(lambda x: ignis.softmax(x, -1), _randn(64, 100))
     code = compiled.generated_code
@@ -595,6 +609,8 @@ HOST_CASES = {
     "column_sum": (lambda x: (x * 2).sum(0), [(70, 6)]),
     "amax_nan": (lambda x: x.amax(-1), [(5, 100)]),
     "pointwise": (lambda x, y: ignis.relu(x * y) + ignis.exp(-y), [(9, 31), (31,)]),
+    # a per-thread scratch row on the CPU, recomputed on the GPU
+    "residual_layer_norm": (lambda x, a, b: F.layer_norm(x + a + b, (64,)), [(8, 64)] * 3),
 }
 
 
