@@ -327,8 +327,9 @@ class CudaKernelPrinter {
               << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
       }
       // What this pass stored is visible to the block's next pass.
-      if ((!l.stores.empty() || !l.spills.empty()) && li + 1 < k_.loops.size())
-        os_ << "    __syncthreads();\n";
+      bool wrote = !l.stores.empty();
+      for (const auto& spill : l.spills) wrote = wrote || home(spill.second) != nullptr;
+      if (wrote && li + 1 < k_.loops.size()) os_ << "    __syncthreads();\n";
     }
     os_ << "  }\n";
   }
