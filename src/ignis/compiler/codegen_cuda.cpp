@@ -258,16 +258,30 @@ class CudaKernelPrinter {
     return name;
   }
 
-  // Loop li's nodes, spills and stores, one statement each. `once`: a scalar
-  // block in a row kernel, computed by every thread and stored by one.
-  void print_body(size_t li, const std::string& ind, bool once) {
+  // Which of a loop's nodes print_nodes prints.
+  enum class Part { All, Invariant, PerElement };
+
+  // Loop li's nodes (those of `part`: row-invariant ones go before a row
+  // kernel's pass, at row scope), one statement each.
+  void print_nodes(size_t li, const std::string& ind, Part part) {
     const Loop& l = k_.loops[li];
+    const std::vector<bool> inv = part == Part::All ? std::vector<bool>(l.body.size(), false)
+                                                    : row_invariant_nodes(k_, li);
     recomputed_.clear();
     for (size_t i = 0; i < l.body.size(); ++i) {
+      if ((part == Part::Invariant && !inv[i]) || (part == Part::PerElement && inv[i])) continue;
       const ScalarNode& s = l.body[i];
       std::string e = expr(s, [&](int a) { return tmp(li, a); }, ind);
       os_ << ind << "const " << cuda_type(s.dtype) << " " << tmp(li, int(i)) << " = " << e << ";\n";
     }
+  }
+
+  // Loop li's nodes (`part` of them), spills and stores, one statement each.
+  // `once`: a scalar block in a row kernel, computed by every thread and
+  // stored by one.
+  void print_body(size_t li, const std::string& ind, bool once, Part part = Part::All) {
+    const Loop& l = k_.loops[li];
+    print_nodes(li, ind, part);
     for (const auto& [node, scratch] : l.spills)
       if (home(scratch)) os_ << ind << scratch_element(scratch) << " = " << tmp(li, node) << ";\n";
     for (const Store& st : l.stores)
@@ -312,10 +326,11 @@ class CudaKernelPrinter {
           os_ << "    " << cuda_type(red.dtype) << " acc" << r << " = "
               << combine_init(red.combine, red.dtype) << ";\n";
         }
+        print_nodes(li, "    ", Part::Invariant);
         os_ << "    for (int64_t ig_e = threadIdx.x; ig_e < " << inner
             << "; ig_e += blockDim.x) {\n";
         print_unravel(k_.inner, k_.inner_sizes, "ig_e", "      ");
-        print_body(li, "      ", false);
+        print_body(li, "      ", false, Part::PerElement);
         for (int r : l.reductions) {
           const Reduction& red = k_.reductions[size_t(r)];
           os_ << "      acc" << r << " = " << combine_functor(red.combine) << "()(acc" << r

@@ -222,6 +222,14 @@ struct Program {
   int buffer_of(const graph::Node* n) const;  // -1 when the node has none
 };
 
+// Which nodes of inner loop `loop` of k take the same value at every inner
+// element: loads at an index of the outer variables only (of buffers the
+// kernel does not write), constants, accumulators and scalar-block values of
+// earlier loops, and calls on such values. Printers compute them once per
+// outer iteration, before the loop. All false for a scalar block or a
+// kernel with no inner dims.
+std::vector<bool> row_invariant_nodes(const Kernel& k, size_t loop);
+
 // Readable text of the whole program (logs and tests), e.g.
 //   buf2: float32[4, 3] strides [3, 1] computed
 //   kernel_0 (add, relu, mul) -> buf2
