@@ -180,7 +180,7 @@ class Lowering {
     }
   }
 
-  // clone, _to_copy (between kernel dtypes on the CPU) and copy (src
+  // clone, _to_copy (between kernel dtypes on the program's device) and copy (src
   // broadcast into self's layout): copies, so the value is the source's
   // (converted as eager converts: a C++ static_cast of the compute values).
   PointwiseCall copy_call(const Node* n, const std::vector<Value>& args) const {
@@ -304,7 +304,7 @@ class Lowering {
     return How::Extern;
   }
 
-  // cat of CPU tensors of kernel dtypes: each input is computed (or copied)
+  // cat of kernel-dtype tensors on the program's device: each input is computed (or copied)
   // straight into its slice of the output. Inputs with no elements add
   // nothing (the legacy [0]-shaped empty included).
   bool concat_ok(const Node* n) const {
