@@ -38,6 +38,10 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # run on the GPU, the rest on the CPU; docs/autocast.md).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_autocast.py 2>&1 | tee "$OUT/pytest_autocast.log" | tail -25)
+# The compiler on the GPU: compiled graphs against eager on CUDA
+# (tests/python/test_cuda_compiler.py).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_compiler.py 2>&1 | tee "$OUT/pytest_cuda_compiler.log" | tail -40)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
   test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
   | tee "$OUT/pytest_neighbours.log" | tail -3)

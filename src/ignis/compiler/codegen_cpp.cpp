@@ -188,42 +188,15 @@ class KernelPrinter {
     return name + "[" + lane_ + "]";
   }
 
-  // Which nodes of inner loop li take the same value at every inner
-  // element: loads at an index of the outer variables only (of buffers the
-  // kernel does not write), constants, accumulators and scalar-block values
-  // of earlier loops, and calls on such values. They are computed once per
-  // outer iteration, before the loop: a row's log or rsqrt is not taken
-  // per element, and a call GCC cannot vectorise (std::log) no longer
+  // The nodes of inner loop li computed once per outer iteration, before
+  // the loop (loop_ir.h's row_invariant_nodes): a row's log or rsqrt is not
+  // taken per element, and a call GCC cannot vectorise (std::log) no longer
   // keeps the whole loop scalar (a cross-entropy backward kernel over
   // [1024, 96] took 1.8 ms at one thread with log(row sum) in its loop).
+  // Not in column kernels, whose loops run per column chunk.
   std::vector<bool> invariant_nodes(size_t li) const {
-    const Loop& l = k_.loops[li];
-    std::vector<bool> inv(l.body.size(), false);
-    if (!l.inner || k_.inner.empty() || k_.columns) return inv;
-    std::unordered_set<int> written;
-    for (const Loop& other : k_.loops)
-      for (const Store& st : other.stores) written.insert(st.buffer);
-    for (size_t i = 0; i < l.body.size(); ++i) {
-      const ScalarNode& s = l.body[i];
-      switch (s.kind) {
-        case ScalarKind::Load: {
-          bool outer_only = !written.count(s.buffer);
-          for (sym::Expr v : sym::free_symbols(s.index))
-            for (const sym::Expr& in : k_.inner) outer_only &= sym::compare(v, in) != 0;
-          inv[i] = outer_only;
-          break;
-        }
-        case ScalarKind::Constant: inv[i] = true; break;
-        case ScalarKind::Ref: inv[i] = s.scratch < 0; break;
-        case ScalarKind::Call:
-        case ScalarKind::Cast:
-        case ScalarKind::Where:
-          inv[i] = true;
-          for (int a : s.args) inv[i] = inv[i] && inv[size_t(a)];
-          break;
-      }
-    }
-    return inv;
+    if (k_.columns) return std::vector<bool>(k_.loops[li].body.size(), false);
+    return row_invariant_nodes(k_, li);
   }
 
   // Which of a loop's nodes print_body prints.

@@ -13,6 +13,10 @@
 
 #include "ignis/compiler/autotune.h"
 #include "ignis/compiler/codegen_cpp.h"
+#include "ignis/compiler/codegen_cuda.h"
+#include "ignis/cuda/device.h"
+#include "ignis/cuda/kernel_cache.h"
+#include "ignis/cuda/stream.h"
 #include "ignis/compiler/lower.h"
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
@@ -82,6 +86,20 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
   return runtime::sha256_hex(k);
 }
 
+// Launches kernel k of a CUDA program on the current stream of `device`
+// with the data pointers of its parameter buffers (every generated kernel
+// strides over its work, so launch_strided may cap the grid).
+void launch_cuda(cuda::CUfunction f, const Executable::Kern& k, const std::vector<char*>& ptrs,
+                 int device) {
+  std::vector<char*> values;
+  values.reserve(k.params.size());
+  for (int b : k.params) values.push_back(ptrs[size_t(b)]);
+  std::vector<void*> args;
+  for (char*& v : values) args.push_back(&v);
+  cuda::DeviceGuard guard(device);
+  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), cuda::current_stream(device));
+}
+
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -148,6 +166,23 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
                             runtime::CodeCache& cache, std::string* code_key) {
   Program program = lower(g, options.compiler);
   MemoryPlan plan = plan_memory(program);
+  if (program.device.is_cuda()) {
+    // One NVRTC unit for every kernel; the cubin cache (cuda/kernel_cache.h)
+    // keeps it per machine, so there is no library for the code cache and
+    // the graph cache needs no code key. (No autotuning on the GPU yet.)
+    CudaProgramCode code = generate_cuda(program, options.compiler);
+    exec_ = make_executable(program, plan);
+    exec_.source = std::move(code.source);
+    for (size_t i = 0; i < code.kernels.size(); ++i) {
+      Executable::Kern& k = exec_.kernels[i];
+      k.symbol = code.kernels[i].symbol;
+      k.params = code.kernels[i].params;
+      k.threads = code.kernels[i].launch.threads;
+      k.blocks = code.kernels[i].launch.blocks;
+    }
+    code_key->clear();
+    return;
+  }
   std::string source;
   std::vector<std::string> report;
   if (options.autotune && !program.kernels.empty()) {
@@ -173,6 +208,24 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   }
 }
 
+void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
+  if (exec_.kernels.empty()) return;
+  cuda::KernelRequest r;
+  r.source = exec_.source;
+  r.label = "compiled_graph.cu";
+  r.options = cuda_compile_options();
+  size_t lines = size_t(std::count(r.source.begin(), r.source.end(), '\n'));
+  // The first request compiles the unit (or reads its cubin from disk); the
+  // rest find the loaded module.
+  ProgressLine progress("compiling " + std::to_string(exec_.kernels.size()) +
+                            " CUDA kernels (" + std::to_string(lines) + " lines of CUDA C++)",
+                        progress_delay_s);
+  for (const Executable::Kern& k : exec_.kernels) {
+    r.symbol = k.symbol;
+    cuda_kernels_.push_back(cuda::get_kernel(exec_.device.index, r));
+  }
+}
+
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options) {
   runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
   runtime::GraphCache graphs(cache);
@@ -181,8 +234,9 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
     if (auto entry = graphs.get(key)) {
       if (auto e = deserialize(entry->metadata)) {
         std::optional<runtime::LoadedLibrary> lib;
-        if (!e->kernels.empty()) lib = cache.load_cached(entry->code_key);
-        if (e->kernels.empty() || lib) {
+        const bool needs_library = !e->kernels.empty() && e->device.is_cpu();
+        if (needs_library) lib = cache.load_cached(entry->code_key);
+        if (!needs_library || lib) {
           exec_ = std::move(*e);
           if (lib) library_ = std::move(*lib);
           from_graph_cache_ = true;
@@ -197,8 +251,12 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
       if (std::optional<std::string> bytes = serialize(exec_))
         graphs.put(key, runtime::GraphCacheEntry{code_key, std::move(*bytes)});
   }
-  for (const Executable::Kern& k : exec_.kernels)
-    kernels_.push_back(library_.function<KernelFn>(k.name));
+  if (exec_.device.is_cuda()) {
+    load_cuda_kernels(options.progress_delay_s);
+  } else {
+    for (const Executable::Kern& k : exec_.kernels)
+      kernels_.push_back(library_.function<KernelFn>(k.name));
+  }
   constants_.resize(exec_.buffers.size());
   for (size_t b = 0; b < exec_.buffers.size(); ++b) {
     const Executable::Buf& buf = exec_.buffers[b];
@@ -246,6 +304,8 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
   double cpu_started = 0;
   auto timed = [&](size_t si) {
     if (!profiling_) return;
+    // A GPU step is timed to its end (the launch alone returns at once).
+    if (p.device.is_cuda()) cuda::synchronize_stream(cuda::current_stream(p.device.index));
     step_seconds[si] = std::chrono::duration<double>(Clock::now() - started).count();
     step_cpu_seconds[si] = process_cpu_seconds() - cpu_started;
   };
@@ -261,15 +321,19 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
         const Executable::Buf& out = p.buffers[size_t(b)];
         int slot = plan.slot[size_t(b)];
         if (slot < 0) {
-          set(b, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, Device()));
+          set(b, empty_strided_tensor(ints(out.sizes), ints(out.strides), out.dtype, p.device));
           continue;
         }
         Storage& st = slots[size_t(slot)];
-        if (!st) st = allocate_storage(size_t(plan.slot_bytes[size_t(slot)]), Device());
+        if (!st) st = allocate_storage(size_t(plan.slot_bytes[size_t(slot)]), p.device);
         set(b, Tensor(make_intrusive<TensorImpl>(st, out.dtype, ints(out.sizes), ints(out.strides),
                                                  0)));
       }
-      kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime());
+      if (p.device.is_cuda())
+        launch_cuda(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
+                    p.device.index);
+      else
+        kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime());
       timed(si);
       release(si);
       continue;

@@ -16,6 +16,7 @@
 
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/executable.h"
+#include "ignis/cuda/driver.h"
 #include "ignis/graph/graph.h"
 #include "ignis/runtime/code_cache.h"
 
@@ -79,8 +80,12 @@ class CompiledGraph {
   Executable exec_;
   bool autotune_measured_ = false;
   bool from_graph_cache_ = false;
+  // Loads (compiling on first use) a CUDA program's kernels from exec_.source.
+  void load_cuda_kernels(double progress_delay_s);
+
   runtime::LoadedLibrary library_;
   std::vector<KernelFn*> kernels_;
+  std::vector<cuda::CUfunction> cuda_kernels_;  // a CUDA program's, one per kernel
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)
   // Filled while profiling; run() is const and may run on several threads,
   // so the rows are guarded.

@@ -41,7 +41,7 @@ graph::Node* ref_node(Executable& e, std::unordered_map<int, graph::Node*>& made
 
 // ---- the byte format: tagged, length-prefixed, little-endian ----
 
-constexpr char kMagic[] = "ignis-executable-1";
+constexpr char kMagic[] = "ignis-executable-2";
 
 class Writer {
  public:
@@ -189,6 +189,7 @@ Executable make_executable(const Program& p, const MemoryPlan& plan) {
   Executable e;
   e.refs = std::make_shared<graph::Graph>();
   std::unordered_map<int, graph::Node*> made;
+  e.device = p.device;
   for (const Buffer& b : p.buffers) {
     Executable::Buf x;
     x.name = b.name;
@@ -246,9 +247,15 @@ std::optional<std::string> serialize(const Executable& e) {
   }
   w.ints(e.inputs);
   w.i64(int64_t(e.kernels.size()));
+  w.i64(int64_t(e.device.type));
+  w.i64(e.device.index);
   for (const Executable::Kern& k : e.kernels) {
     w.str(k.name);
     w.ints(k.outputs);
+    w.str(k.symbol);
+    w.ints(k.params);
+    w.i64(k.threads);
+    w.i64(k.blocks);
   }
   w.i64(int64_t(e.steps.size()));
   for (const Executable::Call& c : e.steps) {
@@ -320,11 +327,21 @@ std::optional<Executable> deserialize(std::string_view bytes) {
   for (int b : e.inputs)
     if (b < 0 || b >= nb) return std::nullopt;
   const int64_t nk = r.count();
+  const int64_t device_type = r.i64(), device_index = r.i64();
+  if (device_type != int64_t(DeviceType::CPU) && device_type != int64_t(DeviceType::CUDA))
+    return std::nullopt;
+  e.device = Device(DeviceType(device_type), int(device_index));
   for (int64_t i = 0; i < nk && !r.bad(); ++i) {
     Executable::Kern k;
     k.name = r.str();
     k.outputs = r.ints<int>();
+    k.symbol = r.str();
+    k.params = r.ints<int>();
+    k.threads = r.i64();
+    k.blocks = r.i64();
     for (int b : k.outputs)
+      if (b < 0 || b >= nb) return std::nullopt;
+    for (int b : k.params)
       if (b < 0 || b >= nb) return std::nullopt;
     e.kernels.push_back(std::move(k));
   }

@@ -33,8 +33,13 @@ struct Executable {
     std::string attr;  // Constant: the get_attr target
   };
   struct Kern {
-    std::string name;          // the exported symbol
+    std::string name;          // the exported symbol (CPU); the IR's name (CUDA)
     std::vector<int> outputs;  // buffers it writes (allocated before it runs)
+    // CUDA (codegen_cuda.h's CudaKernel): the __global__ function, the
+    // buffers passed to it, threads per block and blocks that have work.
+    std::string symbol;
+    std::vector<int> params;
+    int64_t threads = 0, blocks = 0;
   };
   struct Call {
     bool kernel = false;
@@ -53,6 +58,7 @@ struct Executable {
     graph::Value value;  // when buffer < 0: the None or number returned
   };
 
+  Device device;  // where kernels run and computed buffers live (Program::device)
   std::vector<Buf> buffers;
   std::vector<int> inputs;  // one buffer per graph input
   std::vector<Kern> kernels;
@@ -62,7 +68,8 @@ struct Executable {
   // The placeholders extern arguments refer to, and their buffers.
   std::shared_ptr<graph::Graph> refs;
   std::unordered_map<const graph::Node*, int> ref_buffer;
-  // What the compiler printed, kept for the Python accessors.
+  // What the compiler printed, kept for the Python accessors (a CUDA
+  // program's `source` is also what its kernels are compiled from).
   std::string program_text, memory_plan_text, schedule_text, source;
   std::vector<std::string> autotune_report;
 };

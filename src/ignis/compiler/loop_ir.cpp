@@ -1,9 +1,11 @@
 #include "ignis/compiler/loop_ir.h"
 
 #include <cstdio>
+#include <unordered_set>
 
 #include "ignis/compiler/text.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/sym/eval.h"
 #include "ignis/sym/print.h"
 
 namespace ignis::compiler {
@@ -48,6 +50,36 @@ int64_t Kernel::inner_numel() const {
   int64_t n = 1;
   for (const sym::Expr& e : inner_sizes) n *= e.value();
   return n;
+}
+
+std::vector<bool> row_invariant_nodes(const Kernel& k, size_t loop) {
+  const Loop& l = k.loops[loop];
+  std::vector<bool> inv(l.body.size(), false);
+  if (!l.inner || k.inner.empty()) return inv;
+  std::unordered_set<int> written;
+  for (const Loop& other : k.loops)
+    for (const Store& st : other.stores) written.insert(st.buffer);
+  for (size_t i = 0; i < l.body.size(); ++i) {
+    const ScalarNode& s = l.body[i];
+    switch (s.kind) {
+      case ScalarKind::Load: {
+        bool outer_only = !written.count(s.buffer);
+        for (sym::Expr v : sym::free_symbols(s.index))
+          for (const sym::Expr& in : k.inner) outer_only &= sym::compare(v, in) != 0;
+        inv[i] = outer_only;
+        break;
+      }
+      case ScalarKind::Constant: inv[i] = true; break;
+      case ScalarKind::Ref: inv[i] = s.scratch < 0; break;
+      case ScalarKind::Call:
+      case ScalarKind::Cast:
+      case ScalarKind::Where:
+        inv[i] = true;
+        for (int a : s.args) inv[i] = inv[i] && inv[size_t(a)];
+        break;
+    }
+  }
+  return inv;
 }
 
 std::vector<int> Kernel::node_numbers() const {
@@ -168,6 +200,7 @@ std::string to_string(const Program& p, const Kernel& k) {
 
 std::string to_string(const Program& p) {
   Text os;
+  if (!p.device.is_cpu()) os << "device " << p.device.str() << "\n";
   for (const Buffer& b : p.buffers) {
     os << b.name << ": " << dtype_name(b.dtype) << list(b.sizes) << " strides " << list(b.strides)
        << " " << buffer_kind_name(b.kind);

@@ -1,5 +1,5 @@
-// The compiler's loop IR: what a graph of core ops becomes before C++ is
-// generated for it (TorchInductor's IR, for the CPU and static shapes).
+// The compiler's loop IR: what a graph of core ops becomes before C++ or
+// CUDA C++ is generated for it (TorchInductor's IR, for static shapes).
 //
 // A Program is a list of steps over buffers. A Buffer is a tensor the program
 // reads or writes: a graph input, a get_attr constant, an extern call's
@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "ignis/core/device.h"
 #include "ignis/core/dtype.h"
 #include "ignis/graph/node.h"
 #include "ignis/sym/expr.h"
@@ -204,6 +205,10 @@ struct ProgramOutput {
 };
 
 struct Program {
+  // Where the kernels run and the computed buffers live: the CPU, or the GPU
+  // of the graph's CUDA tensors. Everything above the printer is the same
+  // for both (codegen_cpp or codegen_cuda prints the kernels).
+  Device device;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
@@ -216,6 +221,14 @@ struct Program {
 
   int buffer_of(const graph::Node* n) const;  // -1 when the node has none
 };
+
+// Which nodes of inner loop `loop` of k take the same value at every inner
+// element: loads at an index of the outer variables only (of buffers the
+// kernel does not write), constants, accumulators and scalar-block values of
+// earlier loops, and calls on such values. Printers compute them once per
+// outer iteration, before the loop. All false for a scalar block or a
+// kernel with no inner dims.
+std::vector<bool> row_invariant_nodes(const Kernel& k, size_t loop);
 
 // Readable text of the whole program (logs and tests), e.g.
 //   buf2: float32[4, 3] strides [3, 1] computed

@@ -87,6 +87,7 @@ class Lowering {
   Lowering(const graph::Graph& g, const CompilerOptions& options) : g_(g), options_(options) {}
 
   Program run() {
+    choose_device();
     classify();
     for (Node* n : g_.nodes()) lower_node(n);
     schedule(p_, std::move(computes_), std::move(externs_), order_, options_);
@@ -179,15 +180,15 @@ class Lowering {
     }
   }
 
-  // clone, _to_copy (between kernel dtypes on the CPU) and copy (src
+  // clone, _to_copy (between kernel dtypes on the program's device) and copy (src
   // broadcast into self's layout): copies, so the value is the source's
   // (converted as eager converts: a C++ static_cast of the compute values).
-  static PointwiseCall copy_call(const Node* n, const std::vector<Value>& args) {
+  PointwiseCall copy_call(const Node* n, const std::vector<Value>& args) const {
     const std::string& name = n->target().op->schema().name;
     const graph::TensorMeta* out = single_meta(n);
     size_t src = name == "copy" ? 1 : 0;
     if (!out || args.size() <= src) return {};
-    if (name == "copy" && out->device.type == DeviceType::CPU && is_kernel_dtype(out->dtype) &&
+    if (name == "copy" && on_device(out) && is_kernel_dtype(out->dtype) &&
         exact_in(args[src], out->dtype)) {
       // A number copied into every element (a decomposed fill / zeros_like):
       // a constant; self's old contents are never read.
@@ -200,7 +201,7 @@ class Lowering {
     if (!args[src].is_node()) return {};
     const graph::TensorMeta* in = single_meta(args[src].to_node());
     if (!in || !is_kernel_dtype(in->dtype) || !is_kernel_dtype(out->dtype) ||
-        in->device.type != DeviceType::CPU || out->device.type != DeviceType::CPU)
+        !on_device(in) || !on_device(out))
       return {};
     PointwiseCall pc;
     pc.kind = compute_type(in->dtype) == compute_type(out->dtype) ? PwKind::Identity : PwKind::Cast;
@@ -209,7 +210,7 @@ class Lowering {
     return pc;
   }
 
-  static PointwiseCall pointwise_call(const Node* n) {
+  PointwiseCall pointwise_call(const Node* n) const {
     const OpHandle* op = n->target().op;
     const OpDef* d = op->def();
     if (!d || n->target().impure() || n->target().nondeterministic()) return {};
@@ -217,7 +218,8 @@ class Lowering {
     if (opname == "clone" || opname == "_to_copy" || opname == "copy")
       return copy_call(n, full_args(n));
     const graph::TensorMeta* out = single_meta(n);
-    if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out) return {};
+    if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out || !on_device(out))
+      return {};
     std::string fn = d->scalar;
     // One storage dtype for every tensor operand (where's condition aside):
     // the output's, or for a bool-valued function the operands' own. The
@@ -257,7 +259,7 @@ class Lowering {
       }
       if (a.is_node()) {
         const graph::TensorMeta* m = single_meta(a.to_node());
-        if (!m) return {};
+        if (!m || !on_device(m)) return {};  // a CPU scalar tensor with CUDA ones: eager's
         if (fn == "where" && pc.operands.empty()) {
           if (m->dtype != ScalarType::Bool) return {};
         } else if (dt == ScalarType::Undefined && is_kernel_dtype(m->dtype)) {
@@ -287,7 +289,7 @@ class Lowering {
     return pc;
   }
 
-  static How how_of(const Node* n) {
+  How how_of(const Node* n) const {
     if (n->op() != OpKind::CallFunction || graph::is_getitem(n->target())) return How::Extern;
     IGNIS_CHECK_KIND(NotImplemented, n->target().kind == graph::Target::Kind::Op,
                      "compiler: node ", n->name(), " calls ", n->target().identity(),
@@ -302,19 +304,19 @@ class Lowering {
     return How::Extern;
   }
 
-  // cat of CPU tensors of kernel dtypes: each input is computed (or copied)
+  // cat of kernel-dtype tensors on the program's device: each input is computed (or copied)
   // straight into its slice of the output. Inputs with no elements add
   // nothing (the legacy [0]-shaped empty included).
-  static bool concat_ok(const Node* n) {
+  bool concat_ok(const Node* n) const {
     if (n->target().op->schema().full_name() != "cat") return false;
     const graph::TensorMeta* out = single_meta(n);
-    if (!out || out->device.type != DeviceType::CPU || !is_kernel_dtype(out->dtype)) return false;
+    if (!out || !on_device(out) || !is_kernel_dtype(out->dtype)) return false;
     std::vector<Value> args = full_args(n);
     if (!args[0].is_sequence() || args[1].kind() != Value::Kind::Int) return false;
     for (const Value& t : args[0].items()) {
       if (!t.is_node()) return false;
       const graph::TensorMeta* m = single_meta(t.to_node());
-      if (!m || m->device.type != DeviceType::CPU || !is_kernel_dtype(m->dtype)) return false;
+      if (!m || !on_device(m) || !is_kernel_dtype(m->dtype)) return false;
     }
     return true;
   }
@@ -330,20 +332,21 @@ class Lowering {
     double alpha = 1, beta = 1;
   };
 
-  static GemmCall gemm_call(const Node* n) {
+  GemmCall gemm_call(const Node* n) const {
     GemmCall gc;
     const std::string& name = n->target().op->schema().name;
-    if (name != "mm" && name != "addmm") return gc;
+    // (On the GPU, products run as externs on eager's cuBLASLt kernels.)
+    if ((name != "mm" && name != "addmm") || !device_.is_cpu()) return gc;
     std::vector<Value> args = full_args(n);
     size_t first = name == "addmm" ? 1 : 0;
     const graph::TensorMeta* out = single_meta(n);
-    if (!out || out->device.type != DeviceType::CPU || out->sizes.size() != 2 ||
+    if (!out || !on_device(out) || out->sizes.size() != 2 ||
         (out->dtype != ScalarType::Float32 && out->dtype != ScalarType::Float64))
       return gc;
     for (size_t i = 0; i < first + 2; ++i) {
       if (!args[i].is_node()) return gc;
       const graph::TensorMeta* m = single_meta(args[i].to_node());
-      if (!m || m->dtype != out->dtype || m->device.type != DeviceType::CPU) return gc;
+      if (!m || m->dtype != out->dtype || !on_device(m)) return gc;
       if (i >= first && m->sizes.size() != 2) return gc;
       for (int64_t s : m->sizes)
         if (s == 0) return gc;
@@ -378,7 +381,7 @@ class Lowering {
     ScalarType in_dtype = ScalarType::Float32, out_dtype = ScalarType::Float32;
   };
 
-  static ReductionCall reduction_call(const Node* n) {
+  ReductionCall reduction_call(const Node* n) const {
     ReductionCall rc;
     const FunctionSchema& s = n->target().op->schema();
     bool known = false;
@@ -393,7 +396,7 @@ class Lowering {
     if (!known || !out || n->args().empty() || !n->args()[0].is_node()) return rc;
     const graph::TensorMeta* in = single_meta(n->args()[0].to_node());
     if (!in || in->sizes.empty() || !is_float_dtype(in->dtype) || !is_float_dtype(out->dtype) ||
-        in->device.type != DeviceType::CPU)
+        !on_device(in) || !on_device(out))
       return rc;
     for (int64_t sz : in->sizes)
       if (sz == 0) return rc;  // empty reductions: eager's identities and errors
@@ -517,9 +520,40 @@ class Lowering {
     return bb.add(std::move(s));
   }
 
+  // Whether a tensor lives where the program's kernels run: only such
+  // tensors are read or written by kernels; others (a CPU scalar tensor in a
+  // CUDA graph) stay with the externs that use them.
+  bool on_device(const graph::TensorMeta* m) const {
+    return m && m->device.type == device_.type &&
+           (device_.is_cpu() || m->device.index < 0 || m->device.index == device_.index);
+  }
+
+  // The program's device: the GPU of its CUDA tensors, else the CPU. The
+  // loop IR is the same for both; only the printer differs.
+  void choose_device() {
+    for (Node* n : g_.nodes())
+      for (const graph::TensorMeta& m : n->meta().tensors) {
+        IGNIS_CHECK_KIND(NotImplemented, m.device.is_cpu() || m.device.is_cuda(),
+                         "compiler: node ", n->name(), " has a tensor on ", m.device.str(),
+                         "; only CPU and CUDA tensors are compiled");
+        if (!m.device.is_cuda()) continue;
+        IGNIS_CHECK_KIND(NotImplemented,
+                         device_.is_cpu() || m.device.index < 0 || device_.index < 0 ||
+                             m.device.index == device_.index,
+                         "compiler: the graph has tensors on ", device_.str(), " and ",
+                         m.device.str(), "; one GPU per graph for now");
+        if (device_.is_cpu() || device_.index < 0) device_ = m.device;
+      }
+    if (device_.is_cuda() && device_.index < 0) device_.index = 0;
+    p_.device = device_;
+  }
+
   Buffer tensor_buffer(const graph::TensorMeta& m, BufferKind k, const std::string& name = "") {
-    IGNIS_CHECK_KIND(NotImplemented, m.device.type == DeviceType::CPU,
-                     "compiler: only CPU tensors for now");
+    IGNIS_CHECK_KIND(NotImplemented, m.device.is_cpu() || m.device.is_cuda(),
+                     "compiler: a tensor on ", m.device.str(), " (only CPU and CUDA tensors)");
+    IGNIS_CHECK_KIND(NotImplemented, k != BufferKind::Computed || on_device(&m),
+                     "compiler: a value on ", m.device.str(), " computed in a program on ",
+                     device_.str());
     Buffer b;
     b.name = name;
     b.kind = k;
@@ -1032,6 +1066,7 @@ class Lowering {
 
   const graph::Graph& g_;
   CompilerOptions options_;
+  Device device_;  // where the program's kernels run (choose_device)
   Program p_;
   std::unordered_map<const Node*, How> how_;
   std::unordered_map<const Node*, Val> vals_;

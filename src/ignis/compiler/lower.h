@@ -14,8 +14,9 @@
 namespace ignis::compiler {
 
 // Throws NotImplementedError for graphs outside the slice (a foreign callable,
-// a non-tensor placeholder, a tensor off the CPU, missing metadata): the
-// caller runs such graphs some other way.
+// a non-tensor placeholder, a tensor on neither the CPU nor one GPU, missing
+// metadata): the caller runs such graphs some other way. The program's
+// device is the GPU of the graph's CUDA tensors, else the CPU.
 Program lower(const graph::Graph& g, const CompilerOptions& options = {});
 
 }  // namespace ignis::compiler

@@ -171,11 +171,16 @@ KernelCacheStats kernel_cache_stats() {
   return c.stats;
 }
 
+void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, const Stream& stream) {
+  if (blocks <= 0) return;
+  int64_t cap = int64_t(device_properties(stream.device).multi_processor_count) * 32;
+  auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(cap, blocks)));
+  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(threads), 1, 1, 0, stream.handle, args, nullptr));
+}
+
 void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stream) {
   constexpr int64_t kBlock = 256;
-  int64_t cap = int64_t(device_properties(stream.device).multi_processor_count) * 32;
-  auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(cap, (n + kBlock - 1) / kBlock)));
-  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(kBlock), 1, 1, 0, stream.handle, args, nullptr));
+  launch_strided(f, std::max<int64_t>(1, (n + kBlock - 1) / kBlock), int(kBlock), args, stream);
 }
 
 }  // namespace ignis::cuda

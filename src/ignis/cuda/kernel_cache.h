@@ -56,4 +56,9 @@ KernelCacheStats kernel_cache_stats();
 // at each argument.
 void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stream);
 
+// Launches a kernel that strides over its work (so any grid is correct) with
+// `threads` a block and `blocks` blocks, capped at 32 per SM; nothing when
+// `blocks` is 0.
+void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, const Stream& stream);
+
 }  // namespace ignis::cuda

@@ -3,8 +3,14 @@
 //     options: {name: int} of compiler::CompilerOptions' fields
 //   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan,
 //   .schedule
+//   _generate_graph_code(graph, device=None) -> (program text, source, [CUDA kernel symbols])
+#include "ignis/compiler/codegen_cuda.h"
 #include "ignis/compiler/compiled_graph.h"
+#include "ignis/compiler/lower.h"
 #include "ignis/python/py_common.h"
+
+#include <optional>
+#include <vector>
 
 namespace ignis::py {
 
@@ -195,8 +201,75 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// While alive, every CPU tensor of g's metadata stands for one on `device`
+// (put back after): CUDA code for a graph traced on the CPU.
+class RetargetedMetas {
+ public:
+  RetargetedMetas(graph::Graph& g, Device device) {
+    for (graph::Node* n : g.nodes())
+      for (graph::TensorMeta& m : n->meta().tensors)
+        if (m.device.is_cpu()) {
+          changed_.emplace_back(&m, m.device);
+          m.device = device;
+        }
+  }
+  ~RetargetedMetas() {
+    for (auto& [m, was] : changed_) m->device = was;
+  }
+  RetargetedMetas(const RetargetedMetas&) = delete;
+  RetargetedMetas& operator=(const RetargetedMetas&) = delete;
+
+ private:
+  std::vector<std::pair<graph::TensorMeta*, Device>> changed_;
+};
+
+// The program and the source the compiler generates for a graph, without
+// compiling or loading anything, so that a CUDA graph's kernels can be
+// checked (NVRTC-compiled) on a machine with no GPU. With `device`
+// ("cuda"), the graph's CPU tensors are taken to live there: the CUDA code
+// of a graph traced on the CPU.
+PyObject* f_generate_graph_code(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject* graph;
+  const char* device = nullptr;
+  if (!PyArg_ParseTuple(args, "O|z", &graph, &device)) return nullptr;
+  graph::Graph* g = graph_ptr(graph);
+  IGNIS_CHECK_TYPE(g != nullptr, "_generate_graph_code: expected an ignis.fx.Graph, got ",
+                   Py_TYPE(graph)->tp_name);
+  std::optional<RetargetedMetas> retarget;
+  if (device) {
+    Device d = Device::parse(device);
+    IGNIS_CHECK_VALUE(d.is_cuda(), "_generate_graph_code: device must be a CUDA device, got ",
+                      device);
+    retarget.emplace(*g, Device(DeviceType::CUDA, d.index < 0 ? 0 : d.index));
+  }
+  compiler::Program p = compiler::lower(*g);
+  retarget.reset();
+  std::string source;
+  PyObject* symbols = PyList_New(0);
+  if (!symbols) return nullptr;
+  if (p.device.is_cuda()) {
+    compiler::CudaProgramCode code = compiler::generate_cuda(p);
+    source = std::move(code.source);
+    for (const compiler::CudaKernel& k : code.kernels) {
+      PyObject* s = PyUnicode_FromString(k.symbol.c_str());
+      if (!s || PyList_Append(symbols, s) < 0) {
+        Py_XDECREF(s);
+        Py_DECREF(symbols);
+        return nullptr;
+      }
+      Py_DECREF(s);
+    }
+  } else {
+    source = compiler::generate_cpp(p);
+  }
+  return Py_BuildValue("(ssN)", compiler::to_string(p).c_str(), source.c_str(), symbols);
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef functions[] = {
     {"_compile_graph", f_compile_graph, METH_VARARGS, nullptr},
+    {"_generate_graph_code", f_generate_graph_code, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,0 +1,59 @@
+// CUDA C++ for a Program's kernels (a Program whose device is a GPU): one
+// NVRTC translation unit per graph, compiled once per machine and GPU
+// architecture through cuda/kernel_cache.h's cubin cache.
+//
+// Each Kernel of the loop IR becomes one `extern "C" __global__` function
+// taking the data pointers of the buffers it reads or writes (in buffer
+// order, CudaKernel::params), and calling the same scalar_ops.h structs as
+// the CPU's generated C++, through the NVRTC shim the eager CUDA kernels use
+// (kernels/cuda/device_scalar_ops.h). Two shapes:
+//
+// - a *pointwise* kernel (no reduction): a grid-stride loop over every
+//   element of its outer x inner space, the loop variables unravelled from
+//   the linear index (the innermost fastest, so neighbouring threads touch
+//   neighbouring elements of a contiguous output);
+// - a *row* kernel (any reduction): each block takes whole rows (one outer
+//   iteration) in a block-stride loop; each of the kernel's loops is a pass
+//   of the block's threads over the row's inner elements, a reduction folded
+//   per thread and then across the block (ig_block_reduce: warp shuffles and
+//   shared memory, correct for any blockDim, 1 included), so softmax and
+//   layer_norm stay one kernel each. Scalar blocks are computed by every
+//   thread at row scope. Note [Scratch rows on the GPU] says what becomes of
+//   the CPU's scratch rows.
+//
+// docs/compiler.md ("The compiler on the GPU") shows an example.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ignis/compiler/loop_ir.h"
+
+namespace ignis::compiler {
+
+// How a kernel is launched. `blocks` is the number of blocks that have work
+// (rows of a row kernel, ceil(elements / threads) of a pointwise one); the
+// launcher may use fewer, since every kernel strides over its work.
+struct CudaLaunch {
+  int threads = 256;
+  int64_t blocks = 1;
+};
+
+struct CudaKernel {
+  std::string symbol;       // the extern "C" name: the kernel's, tagged with the source's hash
+  std::vector<int> params;  // the buffers whose data pointers it takes, in order
+  CudaLaunch launch;
+};
+
+struct CudaProgramCode {
+  std::string source;               // the whole translation unit
+  std::vector<CudaKernel> kernels;  // one per Program kernel, in order
+};
+
+CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options = {});
+
+// The NVRTC options the source is compiled with (those of the eager kernels:
+// scalar_ops.h's unannotated functions become device functions).
+const std::vector<std::string>& cuda_compile_options();
+
+}  // namespace ignis::compiler
