@@ -210,6 +210,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     aliases = [(j, a, how) for j, (req, a, how, _) in enumerate(outputs)
                if a >= 0 and not req and j in user]
     kind = info["output_kind"]
+    output_views = [(j, a, how) for j, a, how in info.get("output_views", ()) if j in set(user)]
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like
@@ -291,6 +292,14 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                 fw_outs[j] = base
                 continue
             if how == _ALIAS_NONE:  # e.g. detach(): no autograd relation to the input
+                base = base.detach()
+            with enable_grad() if how == _ALIAS_VIEW else no_grad():
+                fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
+        # Outputs viewing another output are that output's autograd views,
+        # so a later write into it rebases them (OutputInfo::aliased_output).
+        for j, a, how in output_views:
+            o, base = returned[j], fw_outs[a]
+            if how == _ALIAS_NONE:
                 base = base.detach()
             with enable_grad() if how == _ALIAS_VIEW else no_grad():
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())

@@ -250,9 +250,22 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       // remake it with the right gradient): then it stays the node's output.
       bool remade = info.aliased_input >= 0 && !self_overlapping(o) &&
                     !self_overlapping(args[info.aliased_input]);
+      // A view of another output (not of an input) is remade the same way
+      // from that output (OutputInfo::aliased_output).
+      if (const autograd::AutogradMeta* m = autograd::get_meta(o);
+          r.joint && info.aliased_input < 0 && m && m->is_view_)
+        for (size_t j = 0; j < outs.size(); ++j)
+          if (!outs[j].is_same(o) && m->base_.is_same(outs[j]) && !self_overlapping(o) &&
+              !self_overlapping(outs[j])) {
+            info.aliased_output = static_cast<int>(j);
+            remade = true;
+            break;
+          }
       info.requires_grad = differentiable && !remade;
       if (r.joint && remade)
-        info.alias_kind = alias_kind(o, args[info.aliased_input], differentiable);
+        info.alias_kind = alias_kind(
+            o, info.aliased_input >= 0 ? args[info.aliased_input] : outs[info.aliased_output],
+            differentiable);
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }

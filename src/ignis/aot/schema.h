@@ -75,6 +75,12 @@ struct OutputInfo {
   // This output is the new value of that input (a write with autograd
   // history, step 3 above), or -1.
   int mutated_input = -1;
+  // A joint graph's output that is an autograd view of another of its
+  // outputs (t3 = t2.t() returned beside t2): the output it views, or -1.
+  // Like a view of an input it has no tangent, and the runtime remakes it as
+  // that kind of view (alias_kind) of the other output, so that a later
+  // write into t2 rebases t3's history as eager's autograd does.
+  int aliased_output = -1;
 };
 
 // A tensor eager's formulas save that the program holds: input `index`

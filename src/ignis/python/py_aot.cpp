@@ -7,6 +7,8 @@
 // (op names).
 // info: {"joint": bool, "inputs": [(requires_grad, mutated, duplicate_of)],
 //        "outputs": [(requires_grad, aliased_input, alias_kind, mutated_input)],
+//        "output_views": [(output, the output it views, alias_kind)],
+//        "eager_saved": [(input or output position, [gradient node names])],
 //        (alias_kind: aot::AliasKind as an int: 0 none, 1 view, 2 no-grad view)
 //        "output_kind": str}.
 #include "ignis/aot/aot.h"
@@ -101,6 +103,14 @@ PyObject* info_of(const aot::TracedGraph& t) {
   const char* kind = t.output_kind == aot::OutputKind::Single ? "single"
                      : t.output_kind == aot::OutputKind::List ? "list"
                      : t.output_kind == aot::OutputKind::Nested ? "nested" : "tuple";
+  PyRef out_views(PyList_New(0));  // (output, output it views, alias kind)
+  for (size_t k = 0; k < t.outputs.size(); ++k) {
+    const aot::OutputInfo& o = t.outputs[k];
+    if (o.aliased_output < 0) continue;
+    PyRef e(Py_BuildValue("(nii)", static_cast<Py_ssize_t>(k), o.aliased_output,
+                          static_cast<int>(o.alias_kind)));
+    if (!e.p || PyList_Append(out_views.p, e.p) < 0) throw PythonErrorAlreadySet{};
+  }
   PyRef saved(PyList_New(0));
   for (const aot::EagerSaved& e : t.eager_saved) {
     PyRef names(PyList_New(0));
@@ -111,9 +121,9 @@ PyObject* info_of(const aot::TracedGraph& t) {
     PyRef item(Py_BuildValue("(iO)", e.index, names.p));
     if (!item.p || PyList_Append(saved.p, item.p) < 0) throw PythonErrorAlreadySet{};
   }
-  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O}", "joint", t.joint ? Py_True : Py_False,
+  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O,s:O}", "joint", t.joint ? Py_True : Py_False,
                        "inputs", ins.p, "outputs", outs.p, "output_kind", kind, "constants",
-                       consts.p, "eager_saved", saved.p);
+                       consts.p, "eager_saved", saved.p, "output_views", out_views.p);
 }
 
 PyObject* traced_result(aot::TracedGraph t) {
