@@ -18,4 +18,5 @@ void register_nn_ops();
 void register_conv_ops();
 void register_pooling_ops();
 void register_normalization_ops();
+void register_rnn_ops();
 }  // namespace ignis

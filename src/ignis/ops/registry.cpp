@@ -25,6 +25,7 @@ void register_all_ops() {
   register_conv_ops();
   register_pooling_ops();
   register_normalization_ops();
+  register_rnn_ops();
   autograd::register_autograd_kernel();
   // allocate_storage's CUDA hook; allocating raises a clear error without a GPU.
   cuda::install_allocator();

@@ -7,18 +7,24 @@ weight_hr_l{k} for LSTM's proj_size; every one U(-1/sqrt(hidden),
 n = tanh(W_in x + b_in + r * (W_hn h + b_hn))), so a PyTorch state_dict
 loads and gives PyTorch's outputs.
 
-The recurrence is written with ordinary ops (linear, addmm, sigmoid, tanh, cat),
-so autograd and capture see it like any other code. Every layer runs on a
+The recurrence is written with ordinary ops, so autograd and capture see it
+like any other code. An LSTM or GRU step is two of them: the hidden
+projection (mm) and the fused cell op (`_thnn_fused_lstm_cell` /
+`_thnn_fused_gru_cell`, src/ignis/ops/rnn.cpp: the gate math forward and
+backward in one kernel each, decomposed into core ops for the compiler);
+the Elman RNN is an addmm and its activation. Every layer runs on a
 "flat" sequence: (sum of batch sizes, features) with a batch size per step,
 which is a padded batch (T * B rows, B per step) or a PackedSequence's data
-as it is; the input projection of all steps is one matmul, and step t works
-on the first batch_sizes[t] rows (the sequences still running, longest
-first), leaving the finished ones' state as it was.
+as it is; the input projection of all steps is one matmul (with both biases
+of the LSTM and b_ih of the GRU folded in), and step t works on the first
+batch_sizes[t] rows (the sequences still running, longest first), leaving
+the finished ones' state as it was.
 """
 import math
 import numbers
 
 import ignis
+from ... import _ops
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -28,6 +34,10 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+_fused_lstm_cell = _ops.get("_thnn_fused_lstm_cell")
+_fused_gru_cell = _ops.get("_thnn_fused_gru_cell")
 
 
 # ---- one step of each kind of cell --------------------------------------------------------
@@ -49,25 +59,17 @@ def _rnn_step(act):
 
 def _lstm_step(xg, state, w_hh_t, b_hh, w_hr_t):
     h, c = state
-    gates = ignis.addmm(xg, h, w_hh_t)
-    H = gates.shape[1] // 4
-    i, f, _, o = ignis.sigmoid(gates).chunk(4, 1)
-    g = ignis.tanh(gates.narrow(1, 2 * H, H))
-    c = f * c + i * g
-    h = o * ignis.tanh(c)
+    h, c, _ = _fused_lstm_cell(xg, h.mm(w_hh_t), c)
     if w_hr_t is not None:
         h = h.mm(w_hr_t)
     return h, c
 
 
 def _gru_step(xg, h, w_hh_t, b_hh, w_hr_t):
+    # b_hh joins the hidden gates: the cell adds them whole to r and z, and
+    # keeps b_hn inside r * (W_hn h + b_hn), as GRU's n gate needs.
     hg = h.mm(w_hh_t) if b_hh is None else ignis.addmm(b_hh, h, w_hh_t)
-    xr, xz, xn = xg.chunk(3, 1)
-    hr, hz, hn = hg.chunk(3, 1)
-    r = ignis.sigmoid(xr + hr)
-    z = ignis.sigmoid(xz + hz)
-    n = ignis.tanh(xn + r * hn)
-    return n + z * (h - n)  # (1 - z) * n + z * h
+    return _fused_gru_cell(xg, hg, h)[0]
 
 
 def _step_fn(mode):
@@ -84,9 +86,11 @@ def _t(w):
 
 # ---- state helpers: h, or the pair (h, c) -------------------------------------------------
 def _head(state, n):
+    """The first n rows (the state itself when that is all of it: a narrow's
+    backward would write a zero-filled full-size gradient every step)."""
     if isinstance(state, tuple):
-        return tuple(s.narrow(0, 0, n) for s in state)
-    return state.narrow(0, 0, n)
+        return tuple(_head(s, n) for s in state)
+    return state if n == state.shape[0] else state.narrow(0, 0, n)
 
 
 def _merge(new, old, n):
@@ -489,8 +493,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prepare(input, hx, 2)
-        xg = _input_proj("LSTM", x, self.weight_ih, self.bias_ih, self.bias_hh)
-        h, c = _lstm_step(xg, (h, c), self.weight_hh.t(), None, None)
+        h, c, _ = _fused_lstm_cell(x.mm(self.weight_ih.t()), h.mm(self.weight_hh.t()), c,
+                                   self.bias_ih, self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -500,6 +504,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        xg = _input_proj("GRU", x, self.weight_ih, self.bias_ih, self.bias_hh)
-        h = _gru_step(xg, h, self.weight_hh.t(), self.bias_hh, None)
+        h = _fused_gru_cell(x.mm(self.weight_ih.t()), h.mm(self.weight_hh.t()), h,
+                            self.bias_ih, self.bias_hh)[0]
         return h if batched else h.squeeze(0)
