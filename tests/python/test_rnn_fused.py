@@ -272,3 +272,63 @@ def test_compiled_cell_loop_matches_eager(name):
     got.backward()
     for p, q in zip(mc.parameters(), me.parameters()):
         close(p.grad, q.grad, 1e-4, 1e-6)
+
+
+# ---- eager training: one autograd node per direction (Note [Recurrence as one autograd node]) ----
+def graph_node_names(t):
+    seen, names, todo = set(), [], [t.grad_fn]
+    while todo:
+        f = todo.pop()
+        if f is None or f in seen:  # wrappers are made per access; they compare by node
+            continue
+        seen.add(f)
+        names.append(f.name())
+        todo.extend(g for g, _ in f.next_functions)
+    return names
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_eager_training_records_one_node_per_direction(name):
+    m = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True)
+    names = graph_node_names(m(ignis.randn(5, 2, 3))[0])
+    assert sum("_Recurrence" in n for n in names) == 4, names
+    assert not any("fused" in n.lower() for n in names), names
+    # A packed input (its batch shrinks) keeps the per-step form: a cell each step.
+    packed = nn.utils.rnn.pack_padded_sequence(ignis.randn(5, 2, 3), [5, 3])
+    names = graph_node_names(m(packed)[0].data)
+    assert not any("_Recurrence" in n for n in names)
+    assert sum("fused" in n.lower() for n in names) == 2 * 2 * 5, names  # layers, directions, steps
+
+
+@pytest.mark.parametrize("name,kw", [("LSTM", dict(bidirectional=True)),
+                                     ("GRU", dict(num_layers=2)),
+                                     ("GRU", dict(bias=False))])
+def test_layer_double_backward(name, kw):
+    """create_graph through the one-node recurrence differentiates the
+    recorded steps, so second derivatives are right (gradgradcheck)."""
+    ignis.manual_seed(0)
+    m = getattr(nn, name)(2, 3, **kw).double()
+    x = ignis.randn(3, 2, 2, dtype=ignis.float64, requires_grad=True)
+    D = 2 if kw.get("bidirectional") else 1
+    h0 = ignis.randn(kw.get("num_layers", 1) * D, 2, 3, dtype=ignis.float64,
+                     requires_grad=True)
+    state = (h0, h0 * 0.5) if name == "LSTM" else h0
+
+    def f(x, h0):
+        out, hn = m(x, (h0, h0 * 0.5) if name == "LSTM" else h0)
+        return out, (hn[0] if name == "LSTM" else hn)
+
+    assert m(x, state)[0].grad_fn is not None
+    assert ignis.autograd.gradcheck(f, (x, h0))
+    assert ignis.autograd.gradgradcheck(f, (x, h0))
+    # and the weights' second derivatives, against the per-step (packed) form
+    out, _ = m(x, state)
+    g = ignis.autograd.grad(out.square().sum(), m.weight_hh_l0, create_graph=True)[0]
+    gg = ignis.autograd.grad(g.square().sum(), x)[0]
+    lengths = [3, 3]
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths)
+    out_p, _ = m(packed, state)
+    g_p = ignis.autograd.grad(out_p.data.square().sum(), m.weight_hh_l0, create_graph=True)[0]
+    gg_p = ignis.autograd.grad(g_p.square().sum(), x)[0]
+    close(g, g_p, 1e-10, 1e-12)
+    close(gg, gg_p, 1e-10, 1e-12)

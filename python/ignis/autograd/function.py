@@ -66,7 +66,8 @@ class Function:
             return out
         # An output that is an input gets its own tensor object (sharing data),
         # so the input keeps its history.
-        outs = tuple(o.detach() if any(o is a for a in args) else o for o in outs)
+        outs = tuple(o.detach() if isinstance(o, Tensor) and any(o is a for a in args) else o
+                     for o in outs)
         # Saved outputs are kept without history: keeping them with it would make
         # a cycle (output -> node -> ctx -> output) that nothing frees.
         saved = getattr(ctx, "_saved", ())

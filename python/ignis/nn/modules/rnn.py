@@ -120,6 +120,115 @@ def _run_direction(step, xg, batch_sizes, state, w_hh_t, b_hh, w_hr_t, reverse):
     return ignis.cat(outs, 0), state
 
 
+# ---- eager training: one autograd node per direction and layer -------------------------------
+# Note [Recurrence as one autograd node]
+# Recorded op by op, a step of an LSTM is an mm and a fused cell, and its
+# backward two more mms (the gradients of h and of W_hh) plus an add that
+# accumulates W_hh's gradient, with a node's bookkeeping each. Eager training
+# over equal-sized steps instead runs the recurrence unrecorded and gives
+# autograd one node for it (PyTorch's fused RNN kernels do the same): forward
+# multiplies by W_hh^T made contiguous once (a row-major right operand packs
+# with memcpy, a transposed view by a strided gather), backward runs the
+# steps in reverse with the fused backward op and one mm each, and takes
+# W_hh's gradient (and b_hh's, for GRU) in one product over all steps.
+# Packed sequences, proj_size and capture (ignis.compile traces the op-by-op
+# form, which decomposes and fuses) keep the recorded form; so does double
+# backward: with create_graph, backward recomputes the steps recorded.
+_lstm_cell_backward = _ops.get("_thnn_fused_lstm_cell_backward_impl")
+_gru_cell_backward = _ops.get("_thnn_fused_gru_cell_backward")
+
+
+def _previous_states(out, h0, B, reverse):
+    """The state each step started from, stacked in step order: h0 then the
+    outputs but the last (reversed: the outputs but the first, then h0)."""
+    n = out.shape[0] - B
+    if reverse:
+        return ignis.cat([out.narrow(0, B, n), h0], 0)
+    return ignis.cat([h0, out.narrow(0, 0, n)], 0)
+
+
+class _Recurrence(ignis.autograd.Function):
+    """One direction of an LSTM or GRU layer over T steps of B rows:
+    (xg [T*B, G*H], h0 [B, H], c0 [B, H] or None, w_hh [G*H, H], b_hh or
+    None) -> (out [T*B, H], h_T, c_T or None). xg holds the input
+    projections with the biases the cell adds (LSTM: both; GRU: b_ih)."""
+
+    @staticmethod
+    def forward(ctx, xg, h0, c0, w_hh, b_hh, mode, reverse):
+        B = h0.shape[0]
+        T = xg.shape[0] // B
+        w_t = w_hh.t().contiguous()
+        steps = xg.split(B)
+        order = range(T - 1, -1, -1) if reverse else range(T)
+        hs, cs, ws = [None] * T, [None] * T, [None] * T
+        h, c = h0, c0
+        for t in order:
+            if mode == "LSTM":
+                h, c, ws[t] = _fused_lstm_cell(steps[t], h.mm(w_t), c)
+                cs[t] = c
+            else:
+                hg = h.mm(w_t) if b_hh is None else ignis.addmm(b_hh, h, w_t)
+                h, ws[t] = _fused_gru_cell(steps[t], hg, h)
+            hs[t] = h
+        out = ignis.cat(hs, 0)
+        ctx.args = (xg, h0, c0, w_hh, b_hh, mode, reverse)
+        ctx.cs, ctx.ws, ctx.out = cs, ws, out
+        return out, h, c
+
+    @staticmethod
+    def backward(ctx, g_out, g_h, g_c):
+        xg, h0, c0, w_hh, b_hh, mode, reverse = ctx.args
+        if ignis.is_grad_enabled():  # create_graph: differentiate the recorded steps
+            return _Recurrence._recorded_backward(ctx, g_out, g_h, g_c)
+        B = h0.shape[0]
+        T = xg.shape[0] // B
+        g_steps = g_out.split(B)
+        order = range(T) if reverse else range(T - 1, -1, -1)
+        dx, dhg = [None] * T, [None] * T
+        dh, dc = g_h, g_c
+        for t in order:
+            dh = g_steps[t] + dh
+            if mode == "LSTM":
+                prev = t + 1 if reverse else t - 1
+                c_prev = c0 if prev < 0 or prev >= T else ctx.cs[prev]
+                dx[t], dc, _ = _lstm_cell_backward(dh, dc, c_prev, ctx.cs[t], ctx.ws[t], False)
+                dhg[t] = dx[t]
+                dh = dx[t].mm(w_hh)
+            else:
+                dx[t], dhg[t], dh, _, _ = _gru_cell_backward(dh, ctx.ws[t], False)
+                dh = ignis.addmm(dh, dhg[t], w_hh)
+        d_xg = ignis.cat(dx, 0)
+        d_hg = d_xg if mode == "LSTM" else ignis.cat(dhg, 0)
+        d_w = d_hg.t().mm(_previous_states(ctx.out, h0, B, reverse))
+        d_b = None if b_hh is None else d_hg.sum(0)
+        return d_xg, dh, dc, d_w, d_b, None, None
+
+    @staticmethod
+    def _recorded_backward(ctx, g_out, g_h, g_c):
+        # The steps are recorded on the inputs themselves, so that the
+        # gradients returned are functions of them (differentiable again).
+        xg, h0, c0, w_hh, b_hh, mode, reverse = ctx.args
+        inputs = [xg, h0, c0, w_hh, b_hh]
+        B = h0.shape[0]
+        state = (h0, c0) if mode == "LSTM" else h0
+        out, state = _run_direction(_step_fn(mode), xg, [B] * (xg.shape[0] // B), state,
+                                    w_hh.t(), b_hh, None, reverse)
+        outs = [out] + (list(state) if mode == "LSTM" else [state])
+        grads = [g_out, g_h] + ([g_c] if mode == "LSTM" else [])
+        wanted = [t is not None and t.requires_grad for t in inputs]
+        got = iter(ignis.autograd.grad(outs, [t for t, w in zip(inputs, wanted) if w], grads,
+                                       create_graph=True, allow_unused=True))
+        return tuple(next(got) if w else None for w in wanted) + (None, None)
+
+
+def _one_node(module, batch_sizes):
+    """Whether a layer's directions run as one autograd node each (see Note
+    [Recurrence as one autograd node])."""
+    return (module.mode in ("LSTM", "GRU") and not module.proj_size
+            and all(b == batch_sizes[0] for b in batch_sizes)
+            and not ignis.compiler.is_compiling())
+
+
 class RNNBase(Module):
     """The shared body of RNN, LSTM and GRU (PyTorch's RNNBase)."""
 
@@ -316,6 +425,7 @@ class RNNBase(Module):
         step = _step_fn(self.mode)
         D = 2 if self.bidirectional else 1
         h_finals, c_finals = [], []
+        one_node = _one_node(self, batch_sizes)
         x = data
         for layer in range(self.num_layers):
             outs = []
@@ -324,8 +434,14 @@ class RNNBase(Module):
                 k = layer * D + d
                 state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
                 xg = _input_proj(self.mode, x, w_ih, b_ih, b_hh)
-                out, state = _run_direction(step, xg, batch_sizes, state, w_hh.t(), b_hh,
-                                            _t(w_hr), reverse=d == 1)
+                if one_node:
+                    h0, c0 = state if is_lstm else (state, None)
+                    out, h, c = _Recurrence.apply(xg, h0, c0, w_hh,
+                                                  None if is_lstm else b_hh, self.mode, d == 1)
+                    state = (h, c) if is_lstm else h
+                else:
+                    out, state = _run_direction(step, xg, batch_sizes, state, w_hh.t(), b_hh,
+                                                _t(w_hr), reverse=d == 1)
                 outs.append(out)
                 if is_lstm:
                     h_finals.append(state[0])
