@@ -332,3 +332,18 @@ def test_layer_double_backward(name, kw):
     gg_p = ignis.autograd.grad(g_p.square().sum(), x)[0]
     close(g, g_p, 1e-10, 1e-12)
     close(gg, gg_p, 1e-10, 1e-12)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_outputs_dropped_without_backward_free_their_steps(name):
+    # ctx keeps every step's state and workspace; none of them may be an
+    # output, or the output -> node -> ctx -> output cycle would keep them all.
+    m = getattr(nn, name)(16, 64)
+    x = ignis.randn(50, 32, 16, requires_grad=True)
+    stats = ignis._C._cpu_memory_stats
+    m(x)
+    before = stats()["allocated_bytes.all.current"]
+    for _ in range(3):
+        out, state = m(x)
+    del out, state
+    assert stats()["allocated_bytes.all.current"] == before

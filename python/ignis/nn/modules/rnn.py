@@ -172,8 +172,11 @@ class _Recurrence(ignis.autograd.Function):
             hs[t] = h
         out = ignis.cat(hs, 0)
         ctx.args = (xg, h0, c0, w_hh, b_hh, mode, reverse)
+        # What ctx keeps must not be an output: an output's grad_fn holds ctx,
+        # and that cycle runs through C++ where the garbage collector cannot
+        # see it (every step's memory would stay). Outputs get aliases.
         ctx.cs, ctx.ws, ctx.out = cs, ws, out
-        return out, h, c
+        return out.detach(), h, None if c is None else c.detach()
 
     @staticmethod
     def backward(ctx, g_out, g_h, g_c):
