@@ -45,10 +45,12 @@ _fused_gru_cell = _ops.get("_thnn_fused_gru_cell")
 # (GRU keeps b_hn inside r * (W_hn h + b_hn)); w_hh_t, w_hr_t: the transposed
 # hidden and projection weights; state: h, or (h, c).
 def _input_proj(mode, x, w_ih, b_ih, b_hh):
-    xg = F.linear(x, w_ih, b_ih)
+    # Both biases as one vector: linear adds it in its GEMM's epilogue, where
+    # adding b_hh after would be a pass over all steps' gates (and its
+    # backward another).
     if b_hh is not None and mode != "GRU":
-        xg = xg + b_hh
-    return xg
+        b_ih = b_ih + b_hh
+    return F.linear(x, w_ih, b_ih)
 
 
 def _rnn_step(act):
