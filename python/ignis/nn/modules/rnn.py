@@ -129,15 +129,27 @@ def _run_direction(step, xg, batch_sizes, state, w_hh_t, b_hh, w_hr_t, reverse):
 # accumulates W_hh's gradient, with a node's bookkeeping each. Eager training
 # over equal-sized steps instead runs the recurrence unrecorded and gives
 # autograd one node for it (PyTorch's fused RNN kernels do the same): forward
-# multiplies by W_hh^T made contiguous once (a row-major right operand packs
-# with memcpy, a transposed view by a strided gather), backward runs the
-# steps in reverse with the fused backward op and one mm each, and takes
-# W_hh's gradient (and b_hh's, for GRU) in one product over all steps.
+# multiplies by W_hh^T copied once into rows the GEMM reads in place (a
+# transposed view would be packed by a strided gather every step); backward
+# runs the steps in reverse with the fused backward op and one mm each (by
+# W_hh as it is, row-major and read in place too), and takes W_hh's
+# gradient (and b_hh's, for GRU) in one product over all steps.
 # Packed sequences, proj_size and capture (ignis.compile traces the op-by-op
 # form, which decomposes and fuses) keep the recorded form; so does double
 # backward: with create_graph, backward recomputes the steps recorded.
 _lstm_cell_backward = _ops.get("_thnn_fused_lstm_cell_backward_impl")
 _gru_cell_backward = _ops.get("_thnn_fused_gru_cell_backward")
+
+
+def _odd_lines_copy(w):
+    """A row-major copy of the 2-D w whose rows are an odd number of 64-byte
+    lines apart: the built-in GEMM then reads it in place as a right operand
+    (rows 2 KiB apart, [128, 512] float32, would share L1's sets, so it
+    packs them instead, every step)."""
+    lines = -(-w.shape[1] * w.element_size() // 64)
+    stride = (lines + (lines % 2 == 0)) * 64 // w.element_size()
+    out = ignis.empty_strided(tuple(w.shape), (stride, 1), dtype=w.dtype, device=w.device)
+    return out.copy_(w)
 
 
 def _previous_states(out, h0, B, reverse):
@@ -159,7 +171,7 @@ class _Recurrence(ignis.autograd.Function):
     def forward(ctx, xg, h0, c0, w_hh, b_hh, mode, reverse):
         B = h0.shape[0]
         T = xg.shape[0] // B
-        w_t = w_hh.t().contiguous()
+        w_t = _odd_lines_copy(w_hh.t())
         steps = xg.split(B)
         order = range(T - 1, -1, -1) if reverse else range(T)
         hs, cs, ws = [None] * T, [None] * T, [None] * T
