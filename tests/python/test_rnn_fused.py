@@ -196,6 +196,10 @@ def test_bad_input_raises_torch_error_types():
         OPS._thnn_fused_gru_cell_backward(t(3, 4), t(3, 16), True)
     # The layers check their input first, with torch's messages and types.
     for lib in (ignis, torch):
+        with pytest.raises(RuntimeError, match="sequence length"):
+            lib.nn.GRU(3, 4)(lib.zeros(0, 2, 3))
+        out, _ = lib.nn.LSTM(3, 4)(lib.zeros(5, 0, 3, requires_grad=True))  # batch 0 is fine
+        assert tuple(out.shape) == (5, 0, 4)
         with pytest.raises(RuntimeError):
             lib.nn.LSTMCell(5, 4)(lib.zeros(3, 6))
         with pytest.raises(RuntimeError):

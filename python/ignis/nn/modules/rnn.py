@@ -242,6 +242,7 @@ def _one_node(module, batch_sizes):
     """Whether a layer's directions run as one autograd node each (see Note
     [Recurrence as one autograd node])."""
     return (module.mode in ("LSTM", "GRU") and not module.proj_size
+            and len(batch_sizes) > 0 and batch_sizes[0] > 0
             and all(b == batch_sizes[0] for b in batch_sizes)
             and not ignis.compiler.is_compiling())
 
@@ -385,6 +386,8 @@ class RNNBase(Module):
                 input = input.transpose(0, 1)
             self.check_input(input, None)
             T, B = input.shape[0], input.shape[1]
+            if T == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             batch_sizes = [B] * T
             data = input.reshape(T * B, input.shape[2])
 
