@@ -120,17 +120,26 @@ PyObject* make_op_overload(const OpHandle* op) {
 }
 
 // --- Python <-> Value ------------------------------------------------------------------
-// Whether `ignis.<name>` is the object o.
-bool exported_by_ignis(PyObject* o, const std::string& name) {
+// The package's attribute `name` (a new reference; null, with no error set, when absent).
+PyObject* ignis_attr(const std::string& name) {
   PyObject* pkg_name = PyUnicode_FromString("ignis");
   PyObject* pkg = pkg_name ? PyImport_GetModule(pkg_name) : nullptr;
   Py_XDECREF(pkg_name);
-  PyObject* exported = pkg && !name.empty() ? PyObject_GetAttrString(pkg, name.c_str()) : nullptr;
-  if (!exported) PyErr_Clear();
-  const bool same = exported == o;
-  Py_XDECREF(exported);
+  PyObject* attr = pkg && !name.empty() ? PyObject_GetAttrString(pkg, name.c_str()) : nullptr;
+  if (!attr) PyErr_Clear();
   Py_XDECREF(pkg);
-  return same;
+  return attr;
+}
+bool ignis_has(const std::string& name) {
+  PyObject* attr = ignis_attr(name);
+  Py_XDECREF(attr);
+  return attr != nullptr;
+}
+// Whether `ignis.<name>` is the object o.
+bool exported_by_ignis(PyObject* o, const std::string& name) {
+  PyObject* attr = ignis_attr(name);
+  Py_XDECREF(attr);
+  return attr == o;
 }
 
 ForeignPtr make_foreign(PyObject* o, bool callable) {
@@ -138,10 +147,10 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
   f->handle = std::make_shared<PyOpaque>(o);
   if (IgnisOpType && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(IgnisOpType))) {
     // An ignis op object prints like the torch function it stands for:
-    // ignis.<name>, or ignis.ops.<name> for an op that the package does not
-    // export under its name (private ones: ignis.ops._thnn_fused_lstm_cell).
+    // ignis.<name>, or ignis.ops.<name> for an op that the package has no
+    // function of that name for (private ones: ignis.ops._thnn_fused_lstm_cell).
     f->name = str_attr(o, "__name__");
-    f->module = exported_by_ignis(o, f->name) ? "ignis" : "ignis.ops";
+    f->module = ignis_has(f->name) ? "ignis" : "ignis.ops";
     char buf[160];
     std::snprintf(buf, sizeof buf, "<built-in method %s of type object at %p>", f->name.c_str(),
                   static_cast<void*>(IgnisOpType));
