@@ -202,18 +202,20 @@ class _Recurrence(ignis.autograd.Function):
         g_steps = g_out.split(B)
         order = range(T) if reverse else range(T - 1, -1, -1)
         dx, dhg = [None] * T, [None] * T
-        dh, dc = g_h, g_c
+        # dh: the gradient of the state step t produced, its output's included
+        dh, dc = g_steps[order[0]] + g_h, g_c
         for t in order:
-            dh = g_steps[t] + dh
+            prev = t + 1 if reverse else t - 1  # the step that made t's state
+            g_prev = g_steps[prev] if 0 <= prev < T else None
             if mode == "LSTM":
-                prev = t + 1 if reverse else t - 1
-                c_prev = c0 if prev < 0 or prev >= T else ctx.cs[prev]
+                c_prev = c0 if g_prev is None else ctx.cs[prev]
                 dx[t], dc, _ = _lstm_cell_backward(dh, dc, c_prev, ctx.cs[t], ctx.ws[t], False)
                 dhg[t] = dx[t]
-                dh = dx[t].mm(w_hh)
+                # (the previous step's output gradient joins in the GEMM's epilogue)
+                dh = dx[t].mm(w_hh) if g_prev is None else ignis.addmm(g_prev, dx[t], w_hh)
             else:
                 dx[t], dhg[t], dh, _, _ = _gru_cell_backward(dh, ctx.ws[t], False)
-                dh = ignis.addmm(dh, dhg[t], w_hh)
+                dh = ignis.addmm(dh if g_prev is None else dh + g_prev, dhg[t], w_hh)
         d_xg = ignis.cat(dx, 0)
         d_hg = d_xg if mode == "LSTM" else ignis.cat(dhg, 0)
         d_w = d_hg.t().mm(_previous_states(ctx.out, h0, B, reverse))
