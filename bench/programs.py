@@ -23,7 +23,7 @@ median step time of each, its phases, and the ignis/torch ratio (< 1 means
 ignis is faster).
 
     python bench/programs.py [--program cnn|lstm|transformer] [--threads N] [--steps 20]
-                             [--rounds 2]
+                             [--rounds 2] [--cpu-time]
                              [--image 28|32] [--batch 64]
 """
 import argparse
@@ -38,6 +38,14 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def clock(args):
+    """Wall time, or with --cpu-time the CPU time of this process (of the
+    calling thread at one thread): steadier when other work loads the machine."""
+    if not args.cpu_time:
+        return time.perf_counter
+    return time.thread_time if args.threads == 1 else time.process_time
 
 
 def build_cnn(lib, in_ch, image):
@@ -73,14 +81,14 @@ def cnn_step_times(lib, args):
     y = lib.from_numpy(rng.integers(0, 10, batch))
     times, phases = [], []
     for i in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
+        t0 = clock(args)()
         loss = lib.nn.functional.cross_entropy(model(x), y)
-        t1 = time.perf_counter()
+        t1 = clock(args)()
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        t2 = time.perf_counter()
+        t2 = clock(args)()
         opt.step()
-        t3 = time.perf_counter()
+        t3 = clock(args)()
         if i >= args.warmup:
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
@@ -124,15 +132,15 @@ def lm_step_times(lib, args, kind):
     mask = lib.nn.Transformer.generate_square_subsequent_mask(seq) if kind != "lstm" else None
     times, phases = [], []
     for i in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
+        t0 = clock(args)()
         loss = lib.nn.functional.cross_entropy(model(x, mask).reshape(-1, 1000), y)
-        t1 = time.perf_counter()
+        t1 = clock(args)()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-        t2 = time.perf_counter()
+        t2 = clock(args)()
         opt.step()
-        t3 = time.perf_counter()
+        t3 = clock(args)()
         if i >= args.warmup:
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
@@ -172,6 +180,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time steps by CPU time (the thread's at --threads 1), not wall time")
     ap.add_argument("--image", type=int, choices=[28, 32], default=28)
     ap.add_argument("--batch", type=int, default=None, help="64 for cnn, 20 for the LMs")
     ap.add_argument("--only", choices=PEERS, help=argparse.SUPPRESS)
@@ -189,6 +199,8 @@ def main():
                 cmd += ["--batch", str(args.batch)]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
+            if args.cpu_time:
+                cmd += ["--cpu-time"]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                                  env=os.environ).stdout
             r = json.loads(out.strip().splitlines()[-1])
@@ -198,7 +210,8 @@ def main():
             if args.program == "cnn" else f"35 steps x batch {args.batch or 20}")
     print(f"{args.program}: {what}; threads "
           f"ignis={best['ignis']['threads']} torch={best['torch']['threads']}; "
-          f"{platform.processor() or platform.machine()}, torch {best['torch']['version']}")
+          f"{platform.processor() or platform.machine()}, torch {best['torch']['version']}; "
+          f"{'CPU' if args.cpu_time else 'wall'} time")
     for name in PEERS:
         r = best[name]
         t, (fwd, bwd, opt) = r["step"], r["phases"]

@@ -135,6 +135,9 @@ std::vector<Sample> listed_samples() {
   using V = std::vector<int64_t>;
   const auto f64 = ScalarType::Float64;
   Stack ln = OpRef("native_layer_norm").call(F({3, 4}), V{4}, F({4}), F({4}), 1e-5);
+  Tensor cx = F({3, 2});
+  Stack lstm = OpRef("_thnn_fused_lstm_cell").call(F({3, 8}), F({3, 8}), cx, None{}, None{});
+  Stack gru = OpRef("_thnn_fused_gru_cell").call(F({3, 6}), F({3, 6}), F({3, 2}), F({6}), F({6}));
   return {
       {"zeros", {V{2, 3}}}, {"ones", {V{2, 3}}}, {"arange", {Scalar(int64_t(5))}},
       {"linspace", {Scalar(0.0), Scalar(1.0), int64_t(7)}}, {"eye", {int64_t(3)}},
@@ -225,6 +228,11 @@ std::vector<Sample> listed_samples() {
       {"native_layer_norm_backward", {F({3, 4}), F({3, 4}), V{4}, ln[1], ln[2], F({4}), F({4})}},
       {"layer_norm", {F({2, 3, 4}), V{3, 4}}}, {"rms_norm", {F({3, 4}), V{4}, F({4})}},
       {"normalize", {F({3, 4})}}, {"cosine_similarity", {F({3, 4}), F({4})}},
+      {"_thnn_fused_lstm_cell", {F({3, 8}), F({3, 8}), F({3, 2}), F({8}), F({8})}},
+      {"_thnn_fused_lstm_cell_backward_impl",
+       {None{}, F({3, 2}), cx, lstm[1], lstm[2], true}},
+      {"_thnn_fused_gru_cell", {F({3, 6}), T({6, 3}), F({3, 2})}},
+      {"_thnn_fused_gru_cell_backward", {F({3, 2}), gru[1], false}},
       {"native_dropout", {F({4, 5}), 0.3, true}}, {"dropout", {F({4, 5}), 0.4, true}},
       {"dropout.functional", {F({4, 5}), 0.5}}, {"embedding", {F({10, 3}), L(10, {2, 4})}},
       {"one_hot", {L(5, {3, 4}), int64_t(5)}}, {"nll_loss", {F({4, 5}), L(5, {4})}},

@@ -863,6 +863,35 @@ def test_custom_function():
                                     (ignis.from_numpy(np.array([0.1, -0.2])).requires_grad_(),))
 
 
+class _MaybeNone(ignis.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, none):
+        return x.exp(), none  # a None output, beside a None input
+
+    @staticmethod
+    def backward(ctx, g, g_none):
+        assert g_none is None
+        return g, None
+
+
+def test_custom_function_outputs_dropped_without_backward_are_freed():
+    # The node must not hold its outputs (they hold the node): a graph
+    # dropped without backward would never be freed.
+    x = ignis.randn(256, 1024, requires_grad=True)  # 1 MiB outputs
+    stats = ignis._C._cpu_memory_stats
+
+    for fn in (lambda: _ScaledExp.apply(x, 2.0), lambda: _Pair.apply(x, x)):
+        fn()
+        before = stats()["allocated_bytes.all.current"]
+        for _ in range(4):
+            fn()
+        assert stats()["allocated_bytes.all.current"] == before
+    y, none = _MaybeNone.apply(x, None)
+    assert none is None
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((256, 1024), np.float32))
+
+
 def test_double_backward_through_copy_slices_is_refused():
     x = leaf()
     y = x * x

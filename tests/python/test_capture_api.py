@@ -301,6 +301,17 @@ def test_is_compiling_false_outside():
     assert ignis.compiler.is_compiling() is False
 
 
+def test_is_compiling_true_in_traced_code():
+    # Traced code takes the branch for compiled code, in one graph (as under Dynamo).
+    def f(x):
+        return x * 2 if ignis.compiler.is_compiling() else x * 3
+
+    x = tensor(ignis, 4)
+    assert ignis.compiler.explain(f, x).graph_break_count == 0
+    assert close(ignis.compile(f)(x), x * 2)
+    assert close(f(x), x * 3)
+
+
 def test_disable_decorator_forms():
     def f(x):
         return x + 1

@@ -152,6 +152,24 @@ def _layer_norm_backward_no_affine(rng, dt):
     return [_tensor(rng, (2, 3, 4), dt), x, [3, 4], mean, rstd, None, None]
 
 
+def _lstm_cell_backward_args(with_grad_hy):
+    def build(rng, dt):
+        ig, hg, cx = (_tensor(rng, shape, dt) for shape in ((3, 8), (3, 8), (3, 2)))
+        _, cy, ws = C._op_overload("_thnn_fused_lstm_cell")(ig, hg, cx)
+        grad_hy = _tensor(rng, (3, 2), dt) if with_grad_hy else None
+        return [grad_hy, _tensor(rng, (3, 2), dt), cx, cy, ws, with_grad_hy]
+    return build
+
+
+def _gru_cell_backward_args(has_bias):
+    def build(rng, dt):
+        ig, hg, hx = (_tensor(rng, shape, dt) for shape in ((3, 6), (3, 6), (3, 2)))
+        biases = [_tensor(rng, (6,), dt), _tensor(rng, (6,), dt)] if has_bias else []
+        _, ws = C._op_overload("_thnn_fused_gru_cell")(ig, hg, hx, *biases)
+        return [_tensor(rng, (3, 2), dt), ws, has_bias]
+    return build
+
+
 def _dropout_check(p):
     def check(args, out):
         x = args[0]
@@ -356,6 +374,20 @@ SAMPLES = {
                                    S(build=_layer_norm_backward_no_affine, grad=False,
                                      torch=False)],
     "layer_norm": [S(F(3, 4), [4], F(4), F(4)), S(F(2, 3, 4), [3, 4])],
+    # torch has these only for CUDA: no torch comparison. The workspace
+    # (the last output) is not differentiable, as in torch.
+    "_thnn_fused_lstm_cell": [
+        S(F(3, 8), F(3, 8), F(3, 2), F(8), F(8), grad_outputs=[0, 1], torch=False),
+        S(F(2, 12, layout="transposed"), F(2, 12), F(2, 3), grad_outputs=[0, 1], torch=False)],
+    "_thnn_fused_lstm_cell_backward_impl": [
+        S(build=_lstm_cell_backward_args(True), grad=False, torch=False),
+        S(build=_lstm_cell_backward_args(False), grad=False, torch=False)],
+    "_thnn_fused_gru_cell": [
+        S(F(3, 6), F(3, 6), F(3, 2), F(6), F(6), grad_outputs=[0], torch=False),
+        S(F(2, 9), F(2, 9, layout="transposed"), F(2, 3), grad_outputs=[0], torch=False)],
+    "_thnn_fused_gru_cell_backward": [
+        S(build=_gru_cell_backward_args(True), grad=False, torch=False),
+        S(build=_gru_cell_backward_args(False), grad=False, torch=False)],
     "rms_norm": [S(F(3, 4), [4], F(4)), S(F(2, 3, 4, layout="transposed"), [3, 4], None, 1e-3)],
     "normalize": [S(F(3, 4)), S(F(3, 4), 1.0, 0), S(F(3, 4), 3.0, -1)],
     "cosine_similarity": [S(F(3, 4), F(3, 4)), S(F(3, 4), F(4), 1),

@@ -106,6 +106,22 @@ def test_mm_strided(layout, dtype):
     check(ignis.mm(ia, ib), torch.mm(ta, tb))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m", [1, 11, 20, 24, 25, 40])
+@pytest.mark.parametrize("k,n,pad", [(128, 512, 16), (300, 64, 0), (7, 96, 3), (1, 32, 48)])
+def test_mm_row_major_b_read_in_place(dtype, m, k, n, pad):
+    """Few rows of A against a row-major B whose strips are all whole: the
+    built-in GEMM reads B in place rather than packing it (a recurrent
+    step's h @ W_hh^T), across depth panels (k > 256), with alpha/beta."""
+    a = rand((m, k), dtype)
+    b = rand((k, n + pad), dtype)[:, :n]  # rows n + pad apart
+    c = rand((m, n), dtype)
+    (ia, ta), (ib, tb), (ic, tc) = both(a, dtype), both(b, dtype), both(c, dtype)
+    check(ignis.mm(ia, ib), torch.mm(ta, tb))
+    check(ignis.addmm(ic, ia, ib, beta=0.5, alpha=-2.0),
+          torch.addmm(tc, ta, tb, beta=0.5, alpha=-2.0))
+
+
 def test_mm_transposed_views_of_ignis_tensors():
     a, b = rand((8, 5)), rand((6, 8))
     (ia, ta), (ib, tb) = both(a, "float32"), both(b, "float32")

@@ -66,7 +66,8 @@ class Function:
             return out
         # An output that is an input gets its own tensor object (sharing data),
         # so the input keeps its history.
-        outs = tuple(o.detach() if any(o is a for a in args) else o for o in outs)
+        outs = tuple(o.detach() if isinstance(o, Tensor) and any(o is a for a in args) else o
+                     for o in outs)
         # Saved outputs are kept without history: keeping them with it would make
         # a cycle (output -> node -> ctx -> output) that nothing frees.
         saved = getattr(ctx, "_saved", ())
@@ -75,21 +76,27 @@ class Function:
         tensor_outs = [o if isinstance(o, Tensor) else None for o in outs]
         inputs = [a if isinstance(a, Tensor) else None for a in args]
         materialize = getattr(ctx, "_materialize", True)
+        # For the zeros of missing gradients: the outputs' geometry, not the
+        # outputs (the node would hold them, and they hold the node).
+        out_geometry = [None if o is None else (tuple(o.shape), o.dtype, o.device)
+                        for o in tensor_outs]
+        n_args = len(args)
 
         def run_backward(*grads):
             if materialize:
-                from .. import zeros_like
-                grads = tuple(zeros_like(o) if g is None and o is not None else g
-                              for g, o in zip(grads, tensor_outs))
+                from .. import zeros
+                grads = tuple(zeros(m[0], dtype=m[1], device=m[2])
+                              if g is None and m is not None else g
+                              for g, m in zip(grads, out_geometry))
             res = cls.backward(ctx, *grads)
             res = res if isinstance(res, tuple) else (res,)
-            if len(res) > len(args):
-                extra = res[len(args):]
+            if len(res) > n_args:
+                extra = res[n_args:]
                 if any(r is not None for r in extra):
                     raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect "
-                                       f"number of gradients (expected {len(args)}, got "
+                                       f"number of gradients (expected {n_args}, got "
                                        f"{len(res)})")
-                res = res[:len(args)]
+                res = res[:n_args]
             return res
 
         _C._record_function(cls.__name__ + "Backward", run_backward, inputs, tensor_outs,

@@ -82,6 +82,13 @@ Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t
 }
 
 void vjp_decomposition(GradCtx& c, std::initializer_list<int> which, const Decomposition& f) {
+  vjp_decomposition_outputs(c, which, [&f](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{f(in)};
+  });
+}
+
+void vjp_decomposition_outputs(GradCtx& c, std::initializer_list<int> which,
+                               const Decompositions& f) {
   bool create_graph = autograd::grad_enabled();
   std::vector<int> wanted;
   for (int i : which)
@@ -100,12 +107,14 @@ void vjp_decomposition(GradCtx& c, std::initializer_list<int> which, const Decom
     leaves.push_back(in[i]);
   }
   autograd::GradModeGuard on(true);
-  Tensor out = f(in);
+  std::vector<Tensor> outs = f(in);
+  std::vector<Tensor> grads;
+  for (size_t j = 0; j < outs.size(); ++j) grads.push_back(c.grad(static_cast<int>(j)));
   autograd::BackwardOptions opt;
   opt.keep_graph = create_graph;
   opt.create_graph = create_graph;
   opt.allow_unused = true;
-  std::vector<Tensor> gs = autograd::grad({out}, {c.grad()}, leaves, opt);
+  std::vector<Tensor> gs = autograd::grad(outs, grads, leaves, opt);
   for (size_t k = 0; k < wanted.size(); ++k)
     if (gs[k].defined()) c.set(wanted[k], gs[k]);
 }

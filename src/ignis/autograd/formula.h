@@ -128,6 +128,12 @@ Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t
 // double backward works too.
 using Decomposition = std::function<Tensor(const std::vector<Tensor>& in)>;
 void vjp_decomposition(GradCtx& c, std::initializer_list<int> which, const Decomposition& f);
+// The same for an op with several differentiable outputs: `f` returns the
+// first outputs.size() outputs in order, and output j is weighted by grad(j)
+// (the fused recurrent cells: h and c, not the workspace).
+using Decompositions = std::function<std::vector<Tensor>(const std::vector<Tensor>& in)>;
+void vjp_decomposition_outputs(GradCtx& c, std::initializer_list<int> which,
+                               const Decompositions& f);
 // Restores reduced dims (keepdim=False) so that g broadcasts against the input.
 Tensor unreduce(const Tensor& g, const DimVector& in_sizes, const std::vector<int64_t>& dims,
                 bool keepdim);

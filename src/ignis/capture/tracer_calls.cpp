@@ -866,6 +866,14 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
   }
   if (type_named(fn, "DisabledFunction"))
     throw Unsupported{"call to a function marked ignis.compiler.disable"};
+  // Traced code sees itself being compiled (torch.compiler.is_compiling()
+  // under Dynamo): library code picks its traceable form by it.
+  static PyObject* is_compiling = py_import_attr("ignis.compiler", "is_compiling");
+  if (fn == is_compiling) {
+    if (!args.empty() || !kwargs.empty())
+      throw Unsupported{"ignis.compiler.is_compiling() takes no arguments"};
+    return make_const(Py_True);
+  }
   if (PyMethod_Check(fn)) {
     PyObject* self = PyMethod_GET_SELF(fn);
     PyObject* func = PyMethod_GET_FUNCTION(fn);

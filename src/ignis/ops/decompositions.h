@@ -120,6 +120,12 @@ void native_dropout(const OpHandle& op, Stack& s);
 void embedding(const OpHandle& op, Stack& s);
 void one_hot(const OpHandle& op, Stack& s);
 
+// ---- recurrent cells (decomp/rnn.cpp) ----------------------------------------------------
+void thnn_fused_lstm_cell(const OpHandle& op, Stack& s);
+void thnn_fused_lstm_cell_backward_impl(const OpHandle& op, Stack& s);
+void thnn_fused_gru_cell(const OpHandle& op, Stack& s);
+void thnn_fused_gru_cell_backward(const OpHandle& op, Stack& s);
+
 // ---- losses (decomp/loss.cpp) ----------------------------------------------------------
 void mse_loss(const OpHandle& op, Stack& s);
 void l1_loss(const OpHandle& op, Stack& s);

@@ -20,4 +20,5 @@ void register_pooling_ops();
 void register_normalization_ops();
 void register_foreach_ops();
 void register_amp_ops();
+void register_rnn_ops();
 }  // namespace ignis

@@ -1355,6 +1355,34 @@ void cross_entropy_bw(GradCtx& c) {
   double eps = c.double_arg(7);
   int64_t ignore = c.int_arg(4);
   if (fused_cross_entropy_backward(c)) return;
+  if (!autograd::grad_enabled() && eps <= 0 && !is_floating(c.dtype(1))) {
+    // Class indices, no label smoothing, outside create_graph: the closed
+    // form w_t (softmax(x) - onehot(t)) * grad (over the total weight for a
+    // mean): softmax's fused kernel, one product and a scatter at the
+    // targets, where differentiating log_softmax + nll_loss op by op makes
+    // ~8 passes over the logits ([700, 1000] of the word language model:
+    // 2.0 -> 0.8 ms).
+    const Tensor& x = c.in(0);
+    const Tensor t = to_dtype(c.in(1), ScalarType::Int64);
+    const Tensor w = c.opt_in(2);
+    const int64_t cdim = x.dim() == 1 ? 0 : 1;
+    const ScalarType dt = c.grad().dtype();
+    Tensor valid = op("ne", t, scalar_to_tensor_int(ignore, ScalarType::Int64, true));
+    Tensor t_safe = unsqueeze(where(valid, t, zeros_like(t)), cdim);
+    Tensor wt = to_dtype(valid, dt);
+    if (w.defined())
+      wt = mul(wt, reshape(op("index_select", w, int64_t(0), reshape(t_safe, DimVector{-1})),
+                           t.sizes()));
+    Tensor scale = c.grad();
+    if (red == Red::Mean) scale = div(scale, op("sum", wt));
+    // Ignored targets get no gradient, also where a mean's total weight is 0.
+    Tensor rows = mul(wt, scale);
+    rows = unsqueeze(where(valid, rows, zeros_like(rows)), cdim);
+    Tensor g = mul(op("softmax.int", x, cdim), rows);
+    OpRef("scatter_add_").call(g, cdim, t_safe, neg(rows));
+    c.set(0, g);
+    return;
+  }
   const std::string reduction = red == Red::None ? "none" : red == Red::Sum ? "sum" : "mean";
   vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
     const Tensor &x = in[0], &w = in[2];

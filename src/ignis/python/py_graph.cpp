@@ -120,18 +120,42 @@ PyObject* make_op_overload(const OpHandle* op) {
 }
 
 // --- Python <-> Value ------------------------------------------------------------------
+// The package's attribute `name` (a new reference; null, with no error set, when absent).
+PyObject* ignis_attr(const std::string& name) {
+  PyObject* pkg_name = PyUnicode_FromString("ignis");
+  PyObject* pkg = pkg_name ? PyImport_GetModule(pkg_name) : nullptr;
+  Py_XDECREF(pkg_name);
+  PyObject* attr = pkg && !name.empty() ? PyObject_GetAttrString(pkg, name.c_str()) : nullptr;
+  if (!attr) PyErr_Clear();
+  Py_XDECREF(pkg);
+  return attr;
+}
+bool ignis_has(const std::string& name) {
+  PyObject* attr = ignis_attr(name);
+  Py_XDECREF(attr);
+  return attr != nullptr;
+}
+// Whether `ignis.<name>` is the object o.
+bool exported_by_ignis(PyObject* o, const std::string& name) {
+  PyObject* attr = ignis_attr(name);
+  Py_XDECREF(attr);
+  return attr == o;
+}
+
 ForeignPtr make_foreign(PyObject* o, bool callable) {
   auto f = std::make_shared<Foreign>();
   f->handle = std::make_shared<PyOpaque>(o);
   if (IgnisOpType && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(IgnisOpType))) {
-    // An ignis op object prints like the torch function it stands for.
-    f->module = "ignis";
+    // An ignis op object prints like the torch function it stands for:
+    // ignis.<name>, or ignis.ops.<name> for an op that the package has no
+    // function of that name for (private ones: ignis.ops._thnn_fused_lstm_cell).
     f->name = str_attr(o, "__name__");
+    f->module = ignis_has(f->name) ? "ignis" : "ignis.ops";
     char buf[160];
     std::snprintf(buf, sizeof buf, "<built-in method %s of type object at %p>", f->name.c_str(),
                   static_cast<void*>(IgnisOpType));
     f->repr = buf;
-    f->identity = "ignis." + f->name;
+    f->identity = f->module + "." + f->name;
     f->impure = !f->name.empty() && f->name.back() == '_';
     f->nondeterministic = nondeterministic_by_name(f->name);
     return f;
@@ -142,14 +166,7 @@ ForeignPtr make_foreign(PyObject* o, bool callable) {
     if (f->module.rfind("ignis.", 0) == 0 && !f->name.empty()) {
       // A function of a private module that ignis exports (ignis._creation.tensor)
       // prints as users call it: ignis.tensor.
-      PyObject* pkg_name = PyUnicode_FromString("ignis");
-      PyObject* pkg = pkg_name ? PyImport_GetModule(pkg_name) : nullptr;
-      Py_XDECREF(pkg_name);
-      PyObject* exported = pkg ? PyObject_GetAttrString(pkg, f->name.c_str()) : nullptr;
-      if (!exported) PyErr_Clear();
-      if (exported == o) f->module = "ignis";
-      Py_XDECREF(exported);
-      Py_XDECREF(pkg);
+      if (exported_by_ignis(o, f->name)) f->module = "ignis";
     }
     std::string qual = str_attr(o, "__qualname__");
     f->repr = py_str(o);

@@ -7,18 +7,24 @@ weight_hr_l{k} for LSTM's proj_size; every one U(-1/sqrt(hidden),
 n = tanh(W_in x + b_in + r * (W_hn h + b_hn))), so a PyTorch state_dict
 loads and gives PyTorch's outputs.
 
-The recurrence is written with ordinary ops (linear, addmm, sigmoid, tanh, cat),
-so autograd and capture see it like any other code. Every layer runs on a
+The recurrence is written with ordinary ops, so autograd and capture see it
+like any other code. An LSTM or GRU step is two of them: the hidden
+projection (mm) and the fused cell op (`_thnn_fused_lstm_cell` /
+`_thnn_fused_gru_cell`, src/ignis/ops/rnn.cpp: the gate math forward and
+backward in one kernel each, decomposed into core ops for the compiler);
+the Elman RNN is an addmm and its activation. Every layer runs on a
 "flat" sequence: (sum of batch sizes, features) with a batch size per step,
 which is a padded batch (T * B rows, B per step) or a PackedSequence's data
-as it is; the input projection of all steps is one matmul, and step t works
-on the first batch_sizes[t] rows (the sequences still running, longest
-first), leaving the finished ones' state as it was.
+as it is; the input projection of all steps is one matmul (with both biases
+of the LSTM and b_ih of the GRU folded in), and step t works on the first
+batch_sizes[t] rows (the sequences still running, longest first), leaving
+the finished ones' state as it was.
 """
 import math
 import numbers
 
 import ignis
+from ... import _ops
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -30,15 +36,21 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
+_fused_lstm_cell = _ops.get("_thnn_fused_lstm_cell")
+_fused_gru_cell = _ops.get("_thnn_fused_gru_cell")
+
+
 # ---- one step of each kind of cell --------------------------------------------------------
 # xg: this step's input projection, W_ih x + b_ih, plus b_hh for RNN and LSTM
 # (GRU keeps b_hn inside r * (W_hn h + b_hn)); w_hh_t, w_hr_t: the transposed
 # hidden and projection weights; state: h, or (h, c).
 def _input_proj(mode, x, w_ih, b_ih, b_hh):
-    xg = F.linear(x, w_ih, b_ih)
+    # Both biases as one vector: linear adds it in its GEMM's epilogue, where
+    # adding b_hh after would be a pass over all steps' gates (and its
+    # backward another).
     if b_hh is not None and mode != "GRU":
-        xg = xg + b_hh
-    return xg
+        b_ih = b_ih + b_hh
+    return F.linear(x, w_ih, b_ih)
 
 
 def _rnn_step(act):
@@ -49,25 +61,17 @@ def _rnn_step(act):
 
 def _lstm_step(xg, state, w_hh_t, b_hh, w_hr_t):
     h, c = state
-    gates = ignis.addmm(xg, h, w_hh_t)
-    H = gates.shape[1] // 4
-    i, f, _, o = ignis.sigmoid(gates).chunk(4, 1)
-    g = ignis.tanh(gates.narrow(1, 2 * H, H))
-    c = f * c + i * g
-    h = o * ignis.tanh(c)
+    h, c, _ = _fused_lstm_cell(xg, h.mm(w_hh_t), c)
     if w_hr_t is not None:
         h = h.mm(w_hr_t)
     return h, c
 
 
 def _gru_step(xg, h, w_hh_t, b_hh, w_hr_t):
+    # b_hh joins the hidden gates: the cell adds them whole to r and z, and
+    # keeps b_hn inside r * (W_hn h + b_hn), as GRU's n gate needs.
     hg = h.mm(w_hh_t) if b_hh is None else ignis.addmm(b_hh, h, w_hh_t)
-    xr, xz, xn = xg.chunk(3, 1)
-    hr, hz, hn = hg.chunk(3, 1)
-    r = ignis.sigmoid(xr + hr)
-    z = ignis.sigmoid(xz + hz)
-    n = ignis.tanh(xn + r * hn)
-    return n + z * (h - n)  # (1 - z) * n + z * h
+    return _fused_gru_cell(xg, hg, h)[0]
 
 
 def _step_fn(mode):
@@ -84,9 +88,11 @@ def _t(w):
 
 # ---- state helpers: h, or the pair (h, c) -------------------------------------------------
 def _head(state, n):
+    """The first n rows (the state itself when that is all of it: a narrow's
+    backward would write a zero-filled full-size gradient every step)."""
     if isinstance(state, tuple):
-        return tuple(s.narrow(0, 0, n) for s in state)
-    return state.narrow(0, 0, n)
+        return tuple(_head(s, n) for s in state)
+    return state if n == state.shape[0] else state.narrow(0, 0, n)
 
 
 def _merge(new, old, n):
@@ -114,6 +120,133 @@ def _run_direction(step, xg, batch_sizes, state, w_hh_t, b_hh, w_hr_t, reverse):
         state = _merge(new, state, b)
         outs[t] = _out(new)
     return ignis.cat(outs, 0), state
+
+
+# ---- eager training: one autograd node per direction and layer -------------------------------
+# Note [Recurrence as one autograd node]
+# Recorded op by op, a step of an LSTM is an mm and a fused cell, and its
+# backward two more mms (the gradients of h and of W_hh) plus an add that
+# accumulates W_hh's gradient, with a node's bookkeeping each. Eager training
+# over equal-sized steps instead runs the recurrence unrecorded and gives
+# autograd one node for it (PyTorch's fused RNN kernels do the same): forward
+# multiplies by W_hh^T copied once into rows the GEMM reads in place (a
+# transposed view would be packed by a strided gather every step); backward
+# runs the steps in reverse with the fused backward op and one mm each (by
+# W_hh as it is, row-major and read in place too), and takes W_hh's
+# gradient (and b_hh's, for GRU) in one product over all steps.
+# Packed sequences, proj_size and capture (ignis.compile traces the op-by-op
+# form, which decomposes and fuses) keep the recorded form; so does double
+# backward: with create_graph, backward recomputes the steps recorded.
+_lstm_cell_backward = _ops.get("_thnn_fused_lstm_cell_backward_impl")
+_gru_cell_backward = _ops.get("_thnn_fused_gru_cell_backward")
+
+
+def _odd_lines_copy(w):
+    """A row-major copy of the 2-D w whose rows are an odd number of 64-byte
+    lines apart: the built-in GEMM then reads it in place as a right operand
+    (rows 2 KiB apart, [128, 512] float32, would share L1's sets, so it
+    packs them instead, every step)."""
+    lines = -(-w.shape[1] * w.element_size() // 64)
+    stride = (lines + (lines % 2 == 0)) * 64 // w.element_size()
+    out = ignis.empty_strided(tuple(w.shape), (stride, 1), dtype=w.dtype, device=w.device)
+    return out.copy_(w)
+
+
+def _previous_states(out, h0, B, reverse):
+    """The state each step started from, stacked in step order: h0 then the
+    outputs but the last (reversed: the outputs but the first, then h0)."""
+    n = out.shape[0] - B
+    if reverse:
+        return ignis.cat([out.narrow(0, B, n), h0], 0)
+    return ignis.cat([h0, out.narrow(0, 0, n)], 0)
+
+
+class _Recurrence(ignis.autograd.Function):
+    """One direction of an LSTM or GRU layer over T steps of B rows:
+    (xg [T*B, G*H], h0 [B, H], c0 [B, H] or None, w_hh [G*H, H], b_hh or
+    None) -> (out [T*B, H], h_T, c_T or None). xg holds the input
+    projections with the biases the cell adds (LSTM: both; GRU: b_ih)."""
+
+    @staticmethod
+    def forward(ctx, xg, h0, c0, w_hh, b_hh, mode, reverse):
+        B = h0.shape[0]
+        T = xg.shape[0] // B
+        w_t = _odd_lines_copy(w_hh.t())
+        steps = xg.split(B)
+        order = range(T - 1, -1, -1) if reverse else range(T)
+        hs, cs, ws = [None] * T, [None] * T, [None] * T
+        h, c = h0, c0
+        for t in order:
+            if mode == "LSTM":
+                h, c, ws[t] = _fused_lstm_cell(steps[t], h.mm(w_t), c)
+                cs[t] = c
+            else:
+                hg = h.mm(w_t) if b_hh is None else ignis.addmm(b_hh, h, w_t)
+                h, ws[t] = _fused_gru_cell(steps[t], hg, h)
+            hs[t] = h
+        out = ignis.cat(hs, 0)
+        ctx.args = (xg, h0, c0, w_hh, b_hh, mode, reverse)
+        # What ctx keeps must not be an output: an output's grad_fn holds ctx,
+        # and that cycle runs through C++ where the garbage collector cannot
+        # see it (every step's memory would stay). Outputs get aliases.
+        ctx.cs, ctx.ws, ctx.out = cs, ws, out
+        return out.detach(), h, None if c is None else c.detach()
+
+    @staticmethod
+    def backward(ctx, g_out, g_h, g_c):
+        xg, h0, c0, w_hh, b_hh, mode, reverse = ctx.args
+        if ignis.is_grad_enabled():  # create_graph: differentiate the recorded steps
+            return _Recurrence._recorded_backward(ctx, g_out, g_h, g_c)
+        B = h0.shape[0]
+        T = xg.shape[0] // B
+        g_steps = g_out.split(B)
+        order = range(T) if reverse else range(T - 1, -1, -1)
+        dx, dhg = [None] * T, [None] * T
+        # dh: the gradient of the state step t produced, its output's included
+        dh, dc = g_steps[order[0]] + g_h, g_c
+        for t in order:
+            prev = t + 1 if reverse else t - 1  # the step that made t's state
+            g_prev = g_steps[prev] if 0 <= prev < T else None
+            if mode == "LSTM":
+                c_prev = c0 if g_prev is None else ctx.cs[prev]
+                dx[t], dc, _ = _lstm_cell_backward(dh, dc, c_prev, ctx.cs[t], ctx.ws[t], False)
+                dhg[t] = dx[t]
+                # (the previous step's output gradient joins in the GEMM's epilogue)
+                dh = dx[t].mm(w_hh) if g_prev is None else ignis.addmm(g_prev, dx[t], w_hh)
+            else:
+                dx[t], dhg[t], dh, _, _ = _gru_cell_backward(dh, ctx.ws[t], False)
+                dh = ignis.addmm(dh if g_prev is None else dh + g_prev, dhg[t], w_hh)
+        d_xg = ignis.cat(dx, 0)
+        d_hg = d_xg if mode == "LSTM" else ignis.cat(dhg, 0)
+        d_w = d_hg.t().mm(_previous_states(ctx.out, h0, B, reverse))
+        d_b = None if b_hh is None else d_hg.sum(0)
+        return d_xg, dh, dc, d_w, d_b, None, None
+
+    @staticmethod
+    def _recorded_backward(ctx, g_out, g_h, g_c):
+        # The steps are recorded on the inputs themselves, so that the
+        # gradients returned are functions of them (differentiable again).
+        xg, h0, c0, w_hh, b_hh, mode, reverse = ctx.args
+        inputs = [xg, h0, c0, w_hh, b_hh]
+        B = h0.shape[0]
+        state = (h0, c0) if mode == "LSTM" else h0
+        out, state = _run_direction(_step_fn(mode), xg, [B] * (xg.shape[0] // B), state,
+                                    w_hh.t(), b_hh, None, reverse)
+        outs = [out] + (list(state) if mode == "LSTM" else [state])
+        grads = [g_out, g_h] + ([g_c] if mode == "LSTM" else [])
+        wanted = [t is not None and t.requires_grad for t in inputs]
+        got = iter(ignis.autograd.grad(outs, [t for t, w in zip(inputs, wanted) if w], grads,
+                                       create_graph=True, allow_unused=True))
+        return tuple(next(got) if w else None for w in wanted) + (None, None)
+
+
+def _one_node(module, batch_sizes):
+    """Whether a layer's directions run as one autograd node each (see Note
+    [Recurrence as one autograd node])."""
+    return (module.mode in ("LSTM", "GRU") and not module.proj_size
+            and len(batch_sizes) > 0 and batch_sizes[0] > 0
+            and all(b == batch_sizes[0] for b in batch_sizes)
+            and not ignis.compiler.is_compiling())
 
 
 class RNNBase(Module):
@@ -255,6 +388,8 @@ class RNNBase(Module):
                 input = input.transpose(0, 1)
             self.check_input(input, None)
             T, B = input.shape[0], input.shape[1]
+            if T == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             batch_sizes = [B] * T
             data = input.reshape(T * B, input.shape[2])
 
@@ -312,6 +447,7 @@ class RNNBase(Module):
         step = _step_fn(self.mode)
         D = 2 if self.bidirectional else 1
         h_finals, c_finals = [], []
+        one_node = _one_node(self, batch_sizes)
         x = data
         for layer in range(self.num_layers):
             outs = []
@@ -320,8 +456,14 @@ class RNNBase(Module):
                 k = layer * D + d
                 state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
                 xg = _input_proj(self.mode, x, w_ih, b_ih, b_hh)
-                out, state = _run_direction(step, xg, batch_sizes, state, w_hh.t(), b_hh,
-                                            _t(w_hr), reverse=d == 1)
+                if one_node:
+                    h0, c0 = state if is_lstm else (state, None)
+                    out, h, c = _Recurrence.apply(xg, h0, c0, w_hh,
+                                                  None if is_lstm else b_hh, self.mode, d == 1)
+                    state = (h, c) if is_lstm else h
+                else:
+                    out, state = _run_direction(step, xg, batch_sizes, state, w_hh.t(), b_hh,
+                                                _t(w_hr), reverse=d == 1)
                 outs.append(out)
                 if is_lstm:
                     h_finals.append(state[0])
@@ -489,8 +631,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prepare(input, hx, 2)
-        xg = _input_proj("LSTM", x, self.weight_ih, self.bias_ih, self.bias_hh)
-        h, c = _lstm_step(xg, (h, c), self.weight_hh.t(), None, None)
+        h, c, _ = _fused_lstm_cell(x.mm(self.weight_ih.t()), h.mm(self.weight_hh.t()), c,
+                                   self.bias_ih, self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -500,6 +642,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        xg = _input_proj("GRU", x, self.weight_ih, self.bias_ih, self.bias_hh)
-        h = _gru_step(xg, h, self.weight_hh.t(), self.bias_hh, None)
+        h = _fused_gru_cell(x.mm(self.weight_ih.t()), h.mm(self.weight_hh.t()), h,
+                            self.bias_ih, self.bias_hh)[0]
         return h if batched else h.squeeze(0)

@@ -110,11 +110,12 @@ void pack_b_strip(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t,
   }
 }
 
-// acc[MR][NV] = sum over depth p < kc of A(i, p) * (row p of the packed B
-// strip); A(i, p) is read through `a_at` (packed or in place).
+// acc[MR][NV] = sum over depth p < kc of A(i, p) * (row p of the B strip,
+// ldb apart: NR when packed, B's row stride when read in place); A(i, p) is
+// read through `a_at` (packed or in place).
 template <typename T, typename V, typename AAt>
 __attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
-                                                        const T* __restrict b,
+                                                        const T* __restrict b, int64_t ldb,
                                                         V (&acc)[Tile<T>::MR][Tile<T>::NV]) {
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR, NV = Tile<T>::NV, L = Tile<T>::L;
 #pragma GCC unroll 16
@@ -122,7 +123,7 @@ __attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = V{};
   for (int64_t p = 0; p < kc; ++p) {
-    const T* bp = b + p * NR;
+    const T* bp = b + p * ldb;
     V bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], bp + v * L, sizeof(V));
@@ -167,10 +168,11 @@ __attribute__((always_inline)) inline void store_tile(const V (&acc)[Tile<T>::MR
 // The micro-kernel over A read in place: rows[i] is row i of the strip.
 template <typename T>
 void micro_kernel_rows(int64_t kc, const T* const (&rows)[Tile<T>::MR], const T* __restrict b,
-                       T alpha, T* c, int64_t ldc, int64_t mr, int64_t nr, bool overwrite) {
+                       int64_t ldb, T alpha, T* c, int64_t ldc, int64_t mr, int64_t nr,
+                       bool overwrite) {
   typedef T V __attribute__((vector_size(kVecBytes)));
   V acc[Tile<T>::MR][Tile<T>::NV];
-  tile_product<T>(kc, [&rows](int i, int64_t p) { return rows[i][p]; }, b, acc);
+  tile_product<T>(kc, [&rows](int i, int64_t p) { return rows[i][p]; }, b, ldb, acc);
   store_tile<T>(acc, alpha, c, ldc, mr, nr, overwrite);
 }
 
@@ -191,19 +193,22 @@ void micro_kernel_rows(int64_t kc, const T* const (&rows)[Tile<T>::MR], const T*
 // its column stride for MR: `adepth` is the distance between depths, MR
 // for a packed strip. Such an A is read in place when the strip is whole
 // (a short strip would read past the matrix).
+//
+// B comes packed (ldb == NR) or, row-major, in place (ldb its row stride).
 template <typename T>
 void micro_kernel(int64_t kc, const T* __restrict a, int64_t lda, int64_t adepth,
-                  const T* __restrict b, T alpha, T* c, int64_t ldc, int64_t mr, int64_t nr,
-                  bool overwrite) {
+                  const T* __restrict b, int64_t ldb, T alpha, T* c, int64_t ldc, int64_t mr,
+                  int64_t nr, bool overwrite) {
   constexpr int MR = Tile<T>::MR, NV = Tile<T>::NV;
   if (lda != 0) {
     const T* rows[MR];
     for (int i = 0; i < MR; ++i) rows[i] = a + (i < mr ? i : 0) * lda;
-    return micro_kernel_rows<T>(kc, rows, b, alpha, c, ldc, mr, nr, overwrite);
+    return micro_kernel_rows<T>(kc, rows, b, ldb, alpha, c, ldc, mr, nr, overwrite);
   }
   typedef T V __attribute__((vector_size(kVecBytes)));
   V acc[MR][NV];
-  tile_product<T>(kc, [a, adepth](int i, int64_t p) { return a[p * adepth + i]; }, b, acc);
+  tile_product<T>(kc, [a, adepth](int i, int64_t p) { return a[p * adepth + i]; }, b, ldb,
+                  acc);
   store_tile<T>(acc, alpha, c, ldc, mr, nr, overwrite);
 }
 
@@ -299,10 +304,19 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   const int64_t mcb = plan.mcb, ncb = plan.ncb, nblocks = plan.nblocks;
   const int64_t per_run = plan.per_run, tasks = plan.tasks;
   const bool par = plan.threads > 1;
+  const int64_t nstrips = ceil_div(n, NR);
+  // A row-major B is read in place when packing it would not pay: each
+  // task multiplies it into at most two tiles of rows (a recurrent layer's
+  // [20, 128] @ [128, 512] per step packed all of W_hh^T for them: 25-27 ->
+  // 18 us at one thread; [20, 512] @ [512, 128]: 26 -> 20 us). Only where
+  // every strip is whole and B's rows spread over L1's sets (as for A
+  // below: rows 2 KiB apart would evict one another, and are packed).
+  const int64_t b_line_stride = (b.rs * int64_t(sizeof(T)) / 64) % 64;
+  const bool b_in_place = b.cs == 1 && n % NR == 0 && std::min(m, per_run * mcb) <= 2 * MR &&
+                          std::gcd<int64_t>(b_line_stride, 64) <= 16;
   // B packed once: panel p0 holds all strips of NR columns, strip t at
   // t * kc * NR within it, as a task's own buffer holds its column block's.
-  const int64_t nstrips = ceil_div(n, NR);
-  const bool shared_b = multiply && par && ceil_div(plan.mblocks, per_run) > 1 &&
+  const bool shared_b = multiply && par && !b_in_place && ceil_div(plan.mblocks, per_run) > 1 &&
                         k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A row-major A (unit column stride) is read in place by the micro-kernel,
@@ -345,14 +359,17 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       return;
     }
     T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
-    T* bpack = shared_b ? nullptr : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
+    T* bpack = shared_b || b_in_place ? nullptr
+                                      : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
     const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
     for (int64_t p0 = 0; p0 < k; p0 += kKC) {
       const int64_t kc = std::min(kKC, k - p0);
       const bool last_panel = p0 + kc >= k;
       // This column block's strips of the panel, kc * NR apart.
       const T* panel;
-      if (shared_b) {
+      if (b_in_place) {
+        panel = bj.data + p0 * b.rs;
+      } else if (shared_b) {
         panel = bshared + p0 * nstrips * NR + (j0 / NR) * kc * NR;
       } else {
         for (int64_t t = 0; t * NR < nc; ++t)
@@ -369,14 +386,15 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
           pack_a(a, i0, p0, mc, kc, apack);
         }
         for (int64_t jr = 0; jr < nc; jr += NR) {
-          const T* bs = panel + (jr / NR) * kc * NR;
+          const T* bs = b_in_place ? panel + jr : panel + (jr / NR) * kc * NR;
           const int64_t nr = std::min<int64_t>(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const bool cols = a_cols_in_place && ir + MR <= mc;
             const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0
                           : cols     ? a.data + (i0 + ir) + p0 * a.cs
                                      : apack + ir * kc;
-            micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, cols ? a.cs : MR, bs, alpha,
+            micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, cols ? a.cs : MR, bs,
+                            b_in_place ? b.rs : NR, alpha,
                             c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir),
                             nr, overwrite && p0 == 0);
           }

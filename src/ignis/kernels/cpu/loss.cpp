@@ -38,9 +38,17 @@ template <typename T>
 opmath_t<T> logsumexp(const T* x, int64_t C, int64_t st) {
   using A = opmath_t<T>;
   A m = -std::numeric_limits<A>::infinity();
-  for (int64_t c = 0; c < C; ++c) {
-    A v = static_cast<A>(x[c * st]);
-    m = v > m ? v : m;
+  if (st == 1) {  // vectorised, as the sum below (NaN is skipped either way)
+#pragma omp simd reduction(max : m)
+    for (int64_t c = 0; c < C; ++c) {
+      A v = static_cast<A>(x[c]);
+      m = v > m ? v : m;
+    }
+  } else {
+    for (int64_t c = 0; c < C; ++c) {
+      A v = static_cast<A>(x[c * st]);
+      m = v > m ? v : m;
+    }
   }
   if (std::isinf(m)) return m;
   A s = A(0);
