@@ -1067,3 +1067,22 @@ def test_cuda_amp_ops_match_cpu():
     ignis._amp_foreach_non_finite_check_and_unscale_(gpu, f_g, ignis.full((1,), 0.5,
                                                                           device="cuda"))
     assert f_g.item() == 1.0
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers_under_cpu_autocast_match_torchs_dtypes(kind):
+    # ignis's layers end in the fused cells, which autocast lists (the LSTM's
+    # in the autocast dtype as torch's mkldnn layer, the GRU's in float32 as
+    # torch's CPU gru); the backward reaches the float32 weights.
+    outs = {}
+    for lib in (ignis, torch):
+        lib.manual_seed(0)
+        mod = getattr(lib.nn, kind)(8, 16, num_layers=2)
+        x = lib.randn(5, 3, 8)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            y, _ = mod(x)
+        y.float().sum().backward()
+        outs[lib.__name__] = (str(y.dtype).split(".")[-1],
+                              str(mod.weight_hh_l0.grad.dtype).split(".")[-1])
+    assert outs["ignis"] == outs["torch"]

@@ -45,6 +45,12 @@ const std::vector<AutocastRule>& autocast_rules() {
       {"prelu",                              L,   L},
       {"scaled_dot_product_attention",       L,   L},
       {"_scaled_dot_product_attention",      L,   L},
+      // The recurrent cells (torch's CUDA list). On the CPU torch's LSTM runs
+      // as mkldnn_rnn_layer, listed there, and its GRU as gru, not listed
+      // (float32): ignis's layers end in these cells, whose state would
+      // otherwise meet gates of the autocast dtype.
+      {"_thnn_fused_lstm_cell",              L,   L},
+      {"_thnn_fused_gru_cell",               F,   L},
       // float32 on both.
       {"mse_loss",                           F,   F},
       {"nll_loss",                           F,   F},

@@ -240,13 +240,17 @@ class _Recurrence(ignis.autograd.Function):
         return tuple(next(got) if w else None for w in wanted) + (None, None)
 
 
-def _one_node(module, batch_sizes):
+def _one_node(module, batch_sizes, device_type):
     """Whether a layer's directions run as one autograd node each (see Note
-    [Recurrence as one autograd node])."""
+    [Recurrence as one autograd node]). Not under autocast: the node's own
+    backward would meet the autocast dtype's gates with the float32 weights
+    outside the autocast region; the per-step form records autocast's casts
+    for autograd."""
     return (module.mode in ("LSTM", "GRU") and not module.proj_size
             and len(batch_sizes) > 0 and batch_sizes[0] > 0
             and all(b == batch_sizes[0] for b in batch_sizes)
-            and not ignis.compiler.is_compiling())
+            and not ignis.compiler.is_compiling()
+            and not ignis.is_autocast_enabled(device_type))
 
 
 class RNNBase(Module):
@@ -447,7 +451,7 @@ class RNNBase(Module):
         step = _step_fn(self.mode)
         D = 2 if self.bidirectional else 1
         h_finals, c_finals = [], []
-        one_node = _one_node(self, batch_sizes)
+        one_node = _one_node(self, batch_sizes, data.device.type)
         x = data
         for layer in range(self.num_layers):
             outs = []
