@@ -836,3 +836,27 @@ def test_optimizer_state_moves_between_fused_and_foreach():
         np.testing.assert_allclose(_np(q), _np(p), rtol=1e-5, atol=1e-6)
     for state in opt.state.values():
         assert state["step"].device.type == "cpu" and state["step"].item() == 4.0
+
+
+@needs_gpu
+@pytest.mark.parametrize("form", ["pow_number", "rpow", "pow_cpu_scalar", "pow_tensor"])
+def test_pow_gradients_on_cuda_match_cpu(form):
+    # pow's derivative masks where the exponent is 0 (and the base 0): with a
+    # number or a 0-dim CPU exponent the mask is a CPU scalar beside CUDA
+    # gradients (found by the CUDA compiler's tests: "invalid device ordinal").
+    fns = {
+        "pow_number": lambda x, e: x.pow(2),
+        "rpow": lambda x, e: 2.0 ** x,
+        "pow_cpu_scalar": lambda x, e: x.pow(ignis.tensor(3.0)),
+        "pow_tensor": lambda x, e: x.abs().pow(e),
+    }
+    fn = fns[form]
+    grads = {}
+    for dev in ("cpu", "cuda"):
+        x = _sample((4, 5), "float32", seed=1).to(dev).requires_grad_()
+        e = _sample((4, 5), "float32", seed=2).to(dev).requires_grad_()
+        fn(x, e).sum().backward()
+        grads[dev] = (x.grad, e.grad if form == "pow_tensor" else None)
+    assert_close(grads["cuda"][0], grads["cpu"][0].cuda())
+    if form == "pow_tensor":
+        assert_close(grads["cuda"][1], grads["cpu"][1].cuda())

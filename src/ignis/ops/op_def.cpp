@@ -157,14 +157,26 @@ Device call_device(const OpHandle& op, const Stack& s, Device otherwise) {
   const auto& args = op.schema().args;
   for (size_t i = 0; i < args.size(); ++i)
     if (s[i].is_device()) return s[i].to_device();
+  // A 0-dim CPU tensor beside tensors on another device is a scalar to the
+  // kernel (check_same_device allows it; TensorIterator reads it on the
+  // host), as in torch: it does not choose the device. pow's derivative
+  // masks with `exponent == 0`, a CPU scalar for a number exponent, in a
+  // where() over CUDA gradients.
+  const Tensor* cpu_scalar = nullptr;
   for (size_t i = 0; i < args.size(); ++i) {
     const IValue& v = s[i];
-    if (v.is_tensor() && !v.to_tensor().impl()->is_wrapped_number())
-      return v.to_tensor().user_device();
+    if (v.is_tensor() && !v.to_tensor().impl()->is_wrapped_number()) {
+      const Tensor& t = v.to_tensor();
+      if (t.dim() == 0 && t.user_device().is_cpu()) {
+        if (!cpu_scalar) cpu_scalar = &t;
+        continue;
+      }
+      return t.user_device();
+    }
     if (v.is_tensor_list() && !v.to_tensor_list().empty())
       return v.to_tensor_list()[0].user_device();
   }
-  return otherwise;
+  return cpu_scalar ? cpu_scalar->user_device() : otherwise;
 }
 
 void check_same_device(const OpHandle& op, const Stack& s) {
