@@ -438,6 +438,47 @@ def test_bool_still_converts_to_a_scalar_where_torch_accepts_it():
         == [1.0, 0.0]
 
 
+BOOL_FOR_FLOAT = [
+    ("dropout p=True", lambda F, x: F.dropout(x, True)),
+    ("dropout p=False", lambda F, x: F.dropout(x, False)),
+    ("dropout training=True p=True", lambda F, x: F.dropout(x, p=True, training=True)),
+    ("leaky_relu slope=True", lambda F, x: F.leaky_relu(x, True)),
+    ("leaky_relu negative_slope=True", lambda F, x: F.leaky_relu(x, negative_slope=True)),
+    ("clamp min=True", lambda F, x: x.clamp(min=True)),
+    ("clamp max=False", lambda F, x: x.clamp(max=False)),
+    ("hardtanh min_val=True", lambda F, x: F.hardtanh(x, True, 2.0)),
+    ("elu alpha=True", lambda F, x: F.elu(x, True)),
+    ("softplus beta=True threshold=True", lambda F, x: F.softplus(x, True, True)),
+    ("celu alpha=True", lambda F, x: F.celu(x, True)),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BOOL_FOR_FLOAT], ids=[i for i, _ in BOOL_FOR_FLOAT])
+def test_bool_binds_to_a_float_parameter_as_torch_does(call):
+    """torch's argument parser takes a bool for a float parameter (as 0.0 or
+    1.0; bool is an int subclass): F.dropout(x, True) zeroes everything."""
+    x = RNG.standard_normal((3, 4)).astype(np.float32) * 3
+    xi, xt = ignis.tensor(x).requires_grad_(), torch.tensor(x).requires_grad_()
+    yi, yt = call(IF, xi), call(TF, xt)
+    _close(yi, yt)
+    g = RNG.standard_normal((3, 4)).astype(np.float32)
+    yi.backward(ignis.tensor(g))
+    yt.backward(torch.tensor(g))
+    _close(xi.grad, xt.grad)
+
+
+def test_bool_is_still_refused_where_torch_refuses_it():
+    # an int parameter takes no bool in torch's parser
+    x = ignis.zeros(3)
+    with pytest.raises(TypeError):
+        ignis.ops.cumsum(x, True)
+    with pytest.raises(TypeError):
+        torch.cumsum(torch.zeros(3), True)
+    # and an overload taking the bool as a bool still wins: elu's inplace
+    xi = ignis.tensor([-1.0, 2.0])
+    assert ignis.ops.elu(xi, 1.0, True) is xi
+
+
 # ---- modules pass inplace through -----------------------------------------------------------
 MODULES = [("ReLU", (True,)), ("SiLU", (True,)), ("Mish", (True,)), ("ELU", (0.5, True)),
            ("CELU", (0.5, True)), ("SELU", (True,)), ("LeakyReLU", (0.2, True)),
