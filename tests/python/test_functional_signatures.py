@@ -467,14 +467,35 @@ def test_bool_binds_to_a_float_parameter_as_torch_does(call):
     _close(xi.grad, xt.grad)
 
 
-def test_bool_is_still_refused_where_torch_refuses_it():
-    # an int parameter takes no bool in torch's parser
-    x = ignis.zeros(3)
+BOOL_FOR_INT = [
+    ("cumsum dim", lambda T, x: T.cumsum(x, True)),
+    ("zeros size", lambda T, x: T.zeros(True)),
+    ("zeros size in a tuple", lambda T, x: T.zeros((True, 2))),
+    ("sum dim", lambda T, x: x.sum(dim=True)),
+    ("sum dim in a tuple", lambda T, x: x.sum(dim=(True,))),
+    ("amax dim", lambda T, x: x.amax(True)),
+    ("view sizes", lambda T, x: x.view(True, 6)),
+    ("reshape sizes", lambda T, x: x.reshape(True, 6)),
+    ("permute dims", lambda T, x: x.permute(True, 0)),
+    ("flip dims", lambda T, x: x.flip(True)),
+    ("repeat sizes", lambda T, x: x.repeat(True, 1)),
+    ("expand sizes", lambda T, x: x.expand(True, 2, 3)),
+    ("squeeze dim", lambda T, x: x.squeeze(True)),
+    ("pad widths", lambda T, x: T.nn.functional.pad(x, (True, 0))),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BOOL_FOR_INT], ids=[i for i, _ in BOOL_FOR_INT])
+def test_bool_is_refused_for_an_int_parameter_as_torch_does(call):
+    """torch's parser takes no bool for an int or int[] parameter (bool is an
+    int subclass, but not an int there): a TypeError in both."""
     with pytest.raises(TypeError):
-        ignis.ops.cumsum(x, True)
+        call(torch, torch.zeros(2, 3))
     with pytest.raises(TypeError):
-        torch.cumsum(torch.zeros(3), True)
-    # and an overload taking the bool as a bool still wins: elu's inplace
+        call(ignis, ignis.zeros(2, 3))
+
+
+def test_an_overload_taking_the_bool_as_a_bool_still_wins():
     xi = ignis.tensor([-1.0, 2.0])
     assert ignis.ops.elu(xi, 1.0, True) is xi
 
