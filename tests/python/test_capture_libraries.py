@@ -530,3 +530,54 @@ def test_einops_layers_are_ignis_modules():
     assert close(Reduce("b c n -> b c", "max")(x), x.amax(dim=2))
     seq = ignis.nn.Sequential(r, ignis.nn.Linear(3, 2))
     assert list(dict(seq.state_dict())) == ["1.weight", "1.bias"]
+
+
+# --- random ops called with generator= --------------------------------------------------------
+# Dynamo (torch 2.13) does not put such a call in a graph: the Generator
+# argument has no proxy ("Failed to convert args/kwargs to proxy"), so it
+# breaks there, runs the call eagerly and resumes. ignis breaks at the same
+# place, so each call draws from the user's generator exactly as eagerly.
+def generator_program(T, g):
+    def f(x):
+        y = x.sin() * 2
+        z = y + T.randn(4, generator=g)
+        z = z + T.empty(4).uniform_(generator=g)
+        z = z + T.randperm(4, generator=g)
+        return z.cos() + T.multinomial(x.abs() + 1, 2, generator=g).sum()
+    return f
+
+
+def test_generator_calls_break_as_in_dynamo():
+    torch = pytest.importorskip("torch")
+    ex = ignis.compiler.explain(generator_program(ignis, ignis.Generator()))(tensor(ignis, 4))
+    want = dynamo_explain(generator_program(torch, torch.Generator()), tensor(torch, 4))
+    assert (ex.graph_count, ex.graph_break_count) == want
+    assert ex.graph_break_count >= 1
+    assert all("generator=" in b.reason for b in ex.break_reasons)
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager", "inductor"])
+def test_generator_streams_match_eager_call_after_call(backend):
+    """Two generators with the same seed: one drives eager calls, the other
+    the compiled ones; a later call continues the stream, and calls with the
+    default generator in between (seeded alike) do not disturb it."""
+    g_eager, g_comp = ignis.Generator().manual_seed(7), ignis.Generator().manual_seed(7)
+    other_eager, other_comp = ignis.Generator().manual_seed(3), ignis.Generator().manual_seed(3)
+    kw = {} if backend is None else {"backend": backend}
+    f_eager = generator_program(ignis, g_eager)
+    f_comp = ignis.compile(generator_program(ignis, g_comp), **kw)
+
+    def mixed(g):
+        def h(x):
+            return x * ignis.rand(4) + ignis.rand(4, generator=g)
+        return h
+    h_eager, h_comp = mixed(other_eager), ignis.compile(mixed(other_comp), **kw)
+    x = tensor(ignis, 4)
+    for i in range(3):
+        close(f_comp(x), f_eager(x))
+        ignis.manual_seed(100 + i)
+        want = h_eager(x)
+        ignis.manual_seed(100 + i)
+        close(h_comp(x), want)
+    assert ignis.equal(g_comp.get_state(), g_eager.get_state())
+    assert ignis.equal(other_comp.get_state(), other_eager.get_state())

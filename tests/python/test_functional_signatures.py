@@ -438,6 +438,68 @@ def test_bool_still_converts_to_a_scalar_where_torch_accepts_it():
         == [1.0, 0.0]
 
 
+BOOL_FOR_FLOAT = [
+    ("dropout p=True", lambda F, x: F.dropout(x, True)),
+    ("dropout p=False", lambda F, x: F.dropout(x, False)),
+    ("dropout training=True p=True", lambda F, x: F.dropout(x, p=True, training=True)),
+    ("leaky_relu slope=True", lambda F, x: F.leaky_relu(x, True)),
+    ("leaky_relu negative_slope=True", lambda F, x: F.leaky_relu(x, negative_slope=True)),
+    ("clamp min=True", lambda F, x: x.clamp(min=True)),
+    ("clamp max=False", lambda F, x: x.clamp(max=False)),
+    ("hardtanh min_val=True", lambda F, x: F.hardtanh(x, True, 2.0)),
+    ("elu alpha=True", lambda F, x: F.elu(x, True)),
+    ("softplus beta=True threshold=True", lambda F, x: F.softplus(x, True, True)),
+    ("celu alpha=True", lambda F, x: F.celu(x, True)),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BOOL_FOR_FLOAT], ids=[i for i, _ in BOOL_FOR_FLOAT])
+def test_bool_binds_to_a_float_parameter_as_torch_does(call):
+    """torch's argument parser takes a bool for a float parameter (as 0.0 or
+    1.0; bool is an int subclass): F.dropout(x, True) zeroes everything."""
+    x = RNG.standard_normal((3, 4)).astype(np.float32) * 3
+    xi, xt = ignis.tensor(x).requires_grad_(), torch.tensor(x).requires_grad_()
+    yi, yt = call(IF, xi), call(TF, xt)
+    _close(yi, yt)
+    g = RNG.standard_normal((3, 4)).astype(np.float32)
+    yi.backward(ignis.tensor(g))
+    yt.backward(torch.tensor(g))
+    _close(xi.grad, xt.grad)
+
+
+BOOL_FOR_INT = [
+    ("cumsum dim", lambda T, x: T.cumsum(x, True)),
+    ("zeros size", lambda T, x: T.zeros(True)),
+    ("zeros size in a tuple", lambda T, x: T.zeros((True, 2))),
+    ("sum dim", lambda T, x: x.sum(dim=True)),
+    ("sum dim in a tuple", lambda T, x: x.sum(dim=(True,))),
+    ("amax dim", lambda T, x: x.amax(True)),
+    ("view sizes", lambda T, x: x.view(True, 6)),
+    ("reshape sizes", lambda T, x: x.reshape(True, 6)),
+    ("permute dims", lambda T, x: x.permute(True, 0)),
+    ("flip dims", lambda T, x: x.flip(True)),
+    ("repeat sizes", lambda T, x: x.repeat(True, 1)),
+    ("expand sizes", lambda T, x: x.expand(True, 2, 3)),
+    ("squeeze dim", lambda T, x: x.squeeze(True)),
+    ("pad widths", lambda T, x: T.nn.functional.pad(x, (True, 0))),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BOOL_FOR_INT], ids=[i for i, _ in BOOL_FOR_INT])
+def test_bool_is_refused_for_an_int_parameter_as_torch_does(call):
+    """torch's parser takes no bool for an int or int[] parameter (bool is an
+    int subclass, but not an int there): a TypeError in both."""
+    with pytest.raises(TypeError):
+        call(torch, torch.zeros(2, 3))
+    with pytest.raises(TypeError):
+        call(ignis, ignis.zeros(2, 3))
+
+
+def test_an_overload_taking_the_bool_as_a_bool_still_wins():
+    xi = ignis.tensor([-1.0, 2.0])
+    assert ignis.ops.elu(xi, 1.0, True) is xi
+
+
 # ---- modules pass inplace through -----------------------------------------------------------
 MODULES = [("ReLU", (True,)), ("SiLU", (True,)), ("Mish", (True,)), ("ELU", (0.5, True)),
            ("CELU", (0.5, True)), ("SELU", (True,)), ("LeakyReLU", (0.2, True)),

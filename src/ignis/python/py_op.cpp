@@ -40,7 +40,11 @@ struct Mismatch {
 };
 
 // --- scalar conversions ---------------------------------------------------------
+// An int, for an int or int[] parameter. A bool is an int subclass but no
+// int here: PyTorch's parser refuses it for those (zeros(True), view(True, 6),
+// sum(dim=True) are TypeErrors), though it takes one for a float or Scalar.
 bool as_int(PyObject* o, int64_t* out) {
+  if (PyBool_Check(o)) return false;
   if (PyLong_Check(o)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -172,7 +176,7 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
     case ArgType::Int:
     case ArgType::OptInt: {
       int64_t v;
-      if (PyBool_Check(o) || !as_int(o, &v)) return false;
+      if (!as_int(o, &v)) return false;
       *out = v;
       return true;
     }
@@ -185,8 +189,10 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
     }
     case ArgType::Float:
     case ArgType::OptFloat: {
+      // A bool binds as 0.0 or 1.0, as PyTorch's parser converts it
+      // (dropout(x, True)); a loose match (Note [Overload resolution]).
       double v;
-      if (PyBool_Check(o) || !as_double(o, &v)) return false;
+      if (!as_double(o, &v)) return false;
       *out = v;
       return true;
     }
@@ -257,7 +263,7 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
 
 // Whether binding Python object `o` to parameter `a` is a loose match (see
 // Note [Overload resolution]): a Python bool taken by a parameter that is no
-// bool (a Scalar, an int[] of one element, a Tensor as a wrapped number).
+// bool (a Scalar, a float, a Tensor as a wrapped number).
 bool loose_bool(PyObject* o, const Argument& a) {
   return PyBool_Check(o) && a.type != ArgType::Bool && a.type != ArgType::OptBool;
 }
@@ -432,15 +438,16 @@ std::string signature_text(const FunctionSchema& fs) {
 // An op's overloads are tried in declaration order. The first one that takes
 // the arguments with no loose match wins. A loose match is a Python bool
 // bound to a parameter that is no bool: PyTorch's argument parser accepts a
-// bool for a Scalar or a float (torch.full((2,), True), x.fill_(False)), and
-// so does ignis for a Scalar, but when a later overload takes that bool as a
+// bool for a Scalar or a float (torch.full((2,), True), x.fill_(False),
+// dropout(x, True)), and so does ignis, but when a later overload takes that bool as a
 // bool, that overload is meant: elu(x, 1.0, False) is elu.functional's
 // inplace=False, not elu's scale=0 (which silently returned zeros). An
 // overload with loose matches is used only when no overload matches without
 // one (the first such). PyTorch orders its overloads by type (torchgen's
 // sort_overloads) and takes the first match; this ranking is ignis's, so that
 // declaration order cannot bind a bool to a number when a bool parameter
-// exists. A float or int parameter never takes a bool at all (convert).
+// exists. An int or int[] parameter never takes a bool at all (as_int), as in
+// PyTorch.
 //
 // Returns the overload and leaves its arguments in `stack`; null when none
 // matches, with the first overload's reason in *first_why.
