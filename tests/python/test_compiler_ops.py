@@ -197,6 +197,15 @@ _ABS_BOOL = ("abs's meta rule accepts bool (eager's kernel raises NotImplemented
 KNOWN_BUGS = {
     **{f"abs-bool-{layout}": _ABS_BOOL for layout in
        ("contiguous", "broadcast", "transposed", "sliced", "zero_size", "zero_dim", "large")},
+    **{f"{name}-0-float32": (
+        "the functional fused optimizer steps return a structseq of tensor lists "
+        "(return_types._fused_adam, ...), which capture does not hold: the graph breaks at "
+        "the call and fullgraph=True refuses it")
+       for name in ("_fused_adam", "_fused_adamw", "_fused_sgd", "_fused_adam.tensor_lr",
+                    "_fused_adamw.tensor_lr", "_fused_sgd.tensor_lr")},
+    "_amp_foreach_non_finite_check_and_unscale_-0-float32": (
+        "the op writes two arguments (the gradients and found_inf), which AOT's "
+        "functionalization does not take: the graph runs eagerly (docs/autocast.md)"),
     "grad-amin-step_d2-zero_size": (
         "AOT's joint trace of amin's backward with a zero-size result of rank >= 2 ([2, 0]) fails "
         "('a fake tensor ... was not produced by this trace'): falls back to eager "
