@@ -120,6 +120,19 @@ def _set_grad_mode(mode):
         _C._set_grad_enabled(mode)
 
 
+def _tangent_reach(graph, tangents):
+    """node -> the tangents (positions in `tangents`, placeholders) it is
+    computed from, for every node of `graph` but its output."""
+    position = {n: j for j, n in enumerate(tangents)}
+    reach = {}
+    for n in graph.nodes:
+        if n.op == "placeholder":
+            reach[n] = {position[n]} if n in position else set()
+        elif n.op != "output":
+            reach[n] = set().union(*(reach[i] for i in n.all_input_nodes))
+    return reach
+
+
 def _saved_tangents(bw, num_saved, num_tangents):
     """Per saved value of a backward graph, the tangents (positions) that
     it multiplies (or otherwise meets). Eager checks a saved tensor's version only
@@ -129,22 +142,19 @@ def _saved_tangents(bw, num_saved, num_tangents):
     places = [n for n in bw.graph.nodes if n.op == "placeholder"]
     if len(places) != num_saved + num_tangents:  # not the partitioners' layout: check all
         return [set() for _ in range(num_saved)]
-    tangent_of = {n: {j} for j, n in enumerate(places[num_saved:])}
-    reach = {n: set() for n in places}  # node -> tangents it depends on
+    reach = _tangent_reach(bw.graph, places[num_saved:])
     seen_by = {n: {i} for i, n in enumerate(places[:num_saved])}  # node -> saved it depends on
     deps = [set() for _ in range(num_saved)]
     for n in bw.graph.nodes:
-        if n.op == "placeholder":
-            reach[n] = tangent_of.get(n, set())
+        if n.op in ("placeholder", "output"):
             continue
         ins = n.all_input_nodes
-        reach[n] = set().union(*(reach.get(i, set()) for i in ins))
         seen_by[n] = set().union(*(seen_by.get(i, set()) for i in ins))
         # The backward is linear in the tangents: a saved value counts where
         # a tangent-free value made from it meets values carrying tangents
         # (past that, it only rides along with those tangents).
         for i in ins:
-            if not reach.get(i):
+            if not reach[i]:
                 for k in seen_by.get(i, ()):
                     deps[k] |= reach[n]
     return deps
@@ -158,10 +168,7 @@ def _grad_tangents(bw, num_saved, num_tangents):
     out = next(n for n in bw.graph.nodes if n.op == "output").args[0]
     if len(places) != num_saved + num_tangents:
         return [None] * len(out)
-    reach = {n: {j} for j, n in enumerate(places[num_saved:])}
-    for n in bw.graph.nodes:
-        if n.op not in ("placeholder", "output"):
-            reach[n] = set().union(*(reach.get(i, set()) for i in n.all_input_nodes))
+    reach = _tangent_reach(bw.graph, places[num_saved:])
     return [reach.get(g) if hasattr(g, "op") else None for g in out]
 
 
@@ -176,14 +183,9 @@ def _eager_saved_inputs(joint, info):
     partitioner saved it (it may save a mask computed from an input, or
     recompute prod's result; Note [Saving what eager saves] in
     src/ignis/aot/partition.cpp)."""
-    places = [n for n in joint.graph.nodes if n.op == "placeholder"]
-    tangent_of = {n: {j} for j, n in enumerate(n for n in places if n.name.startswith("tangents"))}
-    reach = {}
-    for n in joint.graph.nodes:
-        if n.op == "placeholder":
-            reach[n.name] = tangent_of.get(n, set())
-        elif n.op != "output":
-            reach[n.name] = set().union(*(reach.get(i.name, set()) for i in n.all_input_nodes))
+    tangents = [n for n in joint.graph.nodes
+                if n.op == "placeholder" and n.name.startswith("tangents")]
+    reach = {n.name: r for n, r in _tangent_reach(joint.graph, tangents).items()}
     deps = {}
     for index, grad_nodes in info.get("eager_saved", ()):
         d = set().union(*(reach.get(name, set()) for name in grad_nodes))
@@ -210,7 +212,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     aliases = [(j, a, how) for j, (req, a, how, _) in enumerate(outputs)
                if a >= 0 and not req and j in user]
     kind = info["output_kind"]
-    output_views = [(j, a, how) for j, a, how in info.get("output_views", ()) if j in set(user)]
+    output_views = [(j, a, how) for j, a, how in info.get("output_views", ()) if j in user_set]
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like

@@ -468,8 +468,8 @@ bool read_by_backward(const Joint& j, size_t i) {
   return false;
 }
 
-// Values the program holds after the forward, or views of them: the
-// primals, the forward outputs.
+// Values the program holds after the forward (the primals and the forward
+// outputs) and the views taken of them in execution order.
 std::vector<char> visible_to_program(const Joint& j) {
   std::vector<char> visible(j.size(), 0);
   for (const Value& v : j.fw_outs) graph::for_each_node(v, [&](Node* x) { visible[j.at(x)] = 1; });
@@ -480,9 +480,6 @@ std::vector<char> visible_to_program(const Joint& j) {
     if (!visible[i] && !j.tangent[i] && (is_getitem(node) || (d && d->category == OpCategory::View)))
       for (const Node* in : node.input_nodes()) visible[i] = visible[i] || visible[j.at(in)];
   }
-  // A view of a forward output is visible too (the output was marked above,
-  // its views come after it in execution order and were reached by the
-  // loop). A view computed before the output it feeds is not the program's.
   return visible;
 }
 

@@ -117,7 +117,7 @@ template <typename T, typename V, typename AAt>
 __attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
                                                         const T* __restrict b, int64_t ldb,
                                                         V (&acc)[Tile<T>::MR][Tile<T>::NV]) {
-  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR, NV = Tile<T>::NV, L = Tile<T>::L;
+  constexpr int MR = Tile<T>::MR, NV = Tile<T>::NV, L = Tile<T>::L;
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -251,21 +251,17 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
     p.ncb = std::clamp<int64_t>(ceil_div(cols, NR) * NR, NR, kNC);
     p.nblocks = ceil_div(n, p.ncb);
   }
-  if (threads > 1) {
-    // Row blocks per task: the run whose tasks, dealt to the threads in
-    // rounds, finish soonest (blocks per task x rounds), the longest on a
-    // tie (a thread's run of row blocks reuses its column block's B panel
-    // from L2). The MLP's [1024, 1024] @ [1024, 4096] on 16 threads has
-    // 11 x 4 blocks: runs of 2 made 24 tasks and a second round half idle
-    // (4 block-times where 2.75 is the ideal); runs of 3 make 16 (3).
-    int64_t best_span = 0;
-    for (int64_t run = 1; run <= p.mblocks; ++run) {
-      const int64_t span = ceil_div(p.nblocks * ceil_div(p.mblocks, run), threads) * run;
-      if (p.per_run == 0 || span <= best_span) p.per_run = run, best_span = span;
-    }
-  } else {
-    const int64_t runs = std::clamp<int64_t>(ceil_div(want, p.nblocks), 1, p.mblocks);
-    p.per_run = ceil_div(p.mblocks, runs);
+  // Row blocks per task: the run whose tasks, dealt to the threads in
+  // rounds, finish soonest (blocks per task x rounds), the longest on a tie
+  // (a thread's run of row blocks reuses its column block's B panel from L2;
+  // on one thread that is one task per column block, B packed once). The
+  // MLP's [1024, 1024] @ [1024, 4096] on 16 threads has 11 x 4 blocks: runs
+  // of 2 made 24 tasks and a second round half idle (4 block-times where
+  // 2.75 is the ideal); runs of 3 make 16 (3).
+  int64_t best_span = 0;
+  for (int64_t run = 1; run <= p.mblocks; ++run) {
+    const int64_t span = ceil_div(p.nblocks * ceil_div(p.mblocks, run), threads) * run;
+    if (p.per_run == 0 || span <= best_span) p.per_run = run, best_span = span;
   }
   p.tasks = p.nblocks * ceil_div(p.mblocks, p.per_run);
   p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
