@@ -191,26 +191,6 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     arg_values.emplace_back(a);
     r.inputs.push_back(InputInfo{r.joint && autograd::requires_grad(a), false, -1});
   }
-  // An input that is an autograd view of another input (t4 = buf[:, :]
-  // captured as an output of an earlier graph, then passed in beside buf) is
-  // made the same kind of view of that input's fake: a write into the base
-  // inside the graph (buf[-1].copy_(a[0])) then gives the view the base's
-  // history, as eager's autograd does; as two unrelated fakes, t4 * t1 took
-  // no gradient to a (fuzz seed 78888: wrong gradients).
-  if (opt.fake && r.joint) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const autograd::AutogradMeta* m = autograd::get_meta(inputs[i].to_tensor());
-      if (!m || !m->is_view_ || r.inputs[i].duplicate_of >= 0) continue;
-      for (size_t j = 0; j < inputs.size(); ++j) {
-        if (j == i || r.inputs[j].duplicate_of >= 0 || !m->base_.is_same(inputs[j].to_tensor()))
-          continue;
-        args[i].impl()->share_version_counter(args[j].impl()->shared_version_counter());
-        autograd::set_view_of(args[i], args[j], m->no_grad_view_);
-        break;
-      }
-    }
-  }
-
   std::vector<Value> results;
   Value returned;
   std::vector<Tensor> outs;
