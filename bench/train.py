@@ -11,6 +11,11 @@ the rounds alternate between the libraries and the best median is kept, so
 load from other processes on the machine affects both alike.
 
     python bench/train.py [--threads N] [--steps 30] [--rounds 2] [--size small|medium]
+                          [--profile 5]
+
+--profile N: after timing, each library profiles N more steps with its own
+profiler (torch.profiler / ignis.profiler, the same API) and the two tables
+of ops by self CPU time are printed, top 25 rows each.
 """
 import argparse
 import json
@@ -32,7 +37,7 @@ SIZES = {
 }
 
 
-def step_times(lib, cfg, batch, steps, warmup):
+def step_times(lib, cfg, batch, steps, warmup, profile_steps=0):
     lib.manual_seed(0)
     model = build_gpt(lib)(cfg)
     opt = configure_optimizer(lib, model)
@@ -53,7 +58,16 @@ def step_times(lib, cfg, batch, steps, warmup):
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
     med = np.median(np.array(phases), axis=0)
-    return float(np.median(times)), med, loss.item()
+    table = None
+    if profile_steps:
+        with lib.profiler.profile() as prof:
+            for _ in range(profile_steps):
+                _, loss = model(x, y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+        table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25)
+    return float(np.median(times)), med, loss.item(), table
 
 
 def run_one(args):
@@ -63,9 +77,10 @@ def run_one(args):
     if args.threads:
         lib.set_num_threads(args.threads)
     cfg, batch = SIZES[args.size]
-    t, phases, loss = step_times(lib, cfg, batch, args.steps, args.warmup)
+    t, phases, loss, table = step_times(lib, cfg, batch, args.steps, args.warmup, args.profile)
     print(json.dumps({"step": t, "phases": [float(p) for p in phases], "loss": loss,
-                      "threads": lib.get_num_threads(), "version": lib.__version__}))
+                      "threads": lib.get_num_threads(), "version": lib.__version__,
+                      "profile": table}))
 
 
 def main():
@@ -75,6 +90,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="profile N more steps per library and print the op tables")
     ap.add_argument("--only", choices=["ignis", "torch"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.only:
@@ -88,6 +105,8 @@ def main():
                    "--steps", str(args.steps), "--warmup", str(args.warmup)]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
+            if args.profile:
+                cmd += ["--profile", str(args.profile)]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                                  env=os.environ).stdout
             r = json.loads(out.strip().splitlines()[-1])
@@ -105,6 +124,10 @@ def main():
               f"{batch * cfg.block_size / t:9.0f} tokens/s  final loss {r['loss']:.4f}")
     print(f"ratio ignis/torch: {best['ignis']['step'] / best['torch']['step']:.2f}x "
           "(< 1 means ignis is faster)")
+    for name in ("torch", "ignis"):
+        if best[name].get("profile"):
+            print(f"\n{name}: {args.profile} steps, ops by self CPU time")
+            print(best[name]["profile"])
 
 
 if __name__ == "__main__":

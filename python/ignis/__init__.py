@@ -70,6 +70,7 @@ from ._compile import compile  # noqa: E402,F401,A001
 from . import _logging  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import backends, accelerator, multiprocessing, onnx  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from ._einops import install as _install_einops  # noqa: E402
 _install_einops()  # einops (when a program uses it) accepts ignis tensors

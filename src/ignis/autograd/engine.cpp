@@ -1,5 +1,6 @@
 #include "ignis/autograd/engine.h"
 
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -8,6 +9,7 @@
 #include "ignis/autograd/functions.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/profiler/profiler.h"
 
 namespace ignis::autograd {
 
@@ -143,6 +145,12 @@ void run(GraphTask& task, const std::vector<Edge>& roots, tensor_list& root_grad
     }
     if (inputs.size() < n->input_geom().size()) inputs.resize(n->input_geom().size());
     std::shared_ptr<Node> keep = n->shared_from_this();
+    // The node's event, named as torch's profiler names it; the ops its
+    // formula calls nest inside (Note [Profiling through the dispatcher]).
+    std::optional<profiler::Scope> event;
+    if (profiler::active())
+      event.emplace(profiler::EventKind::Backward,
+                    "autograd::engine::evaluate_function: " + n->name());
     tensor_list outs;
     if (t_observer) {
       // The observer is told which gradients the node runs with.

@@ -22,6 +22,7 @@
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
 #include "ignis/graph/passes/hash.h"
+#include "ignis/profiler/profiler.h"
 #include "ignis/kernels/cpu/gemm.h"
 #include "ignis/runtime/graph_cache.h"
 #include "ignis/runtime/sha256.h"
@@ -272,6 +273,11 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
   const MemoryPlan& plan = exec_.plan;
   IGNIS_CHECK_TYPE(inputs.size() == p.inputs.size(), "compiled graph takes ", p.inputs.size(),
                    " inputs, got ", inputs.size());
+  // Under the profiler: the call is one event and each generated kernel one
+  // inside it (extern calls are ops and make their own).
+  const bool profiled = profiler::active();
+  std::optional<profiler::Scope> call_event;
+  if (profiled) call_event.emplace(profiler::EventKind::Compiled, "CompiledGraph");
   std::vector<Tensor> bufs = constants_;
   std::vector<char*> ptrs(p.buffers.size(), nullptr);
   auto set = [&](int b, Tensor t) {
@@ -329,6 +335,8 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
         set(b, Tensor(make_intrusive<TensorImpl>(st, out.dtype, ints(out.sizes), ints(out.strides),
                                                  0)));
       }
+      std::optional<profiler::Scope> kernel_event;
+      if (profiled) kernel_event.emplace(profiler::EventKind::Compiled, s.label);
       if (p.device.is_cuda())
         launch_cuda(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
                     p.device.index);

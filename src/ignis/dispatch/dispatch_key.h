@@ -10,7 +10,7 @@
 //
 // The layers follow PyTorch's order, lowest first:
 //   BackendSelect < FakeTensor < ProxyTrace < Functionalize < ADInplaceOrView
-//     < Autograd < Autocast
+//     < Autograd < Autocast < Profiler
 // so that a tracer sees what remains after the layers above it have done
 // their work: autograd has recorded the backward of the op it was called
 // with, functionalization has turned mutations into functional ops, and
@@ -40,6 +40,7 @@ namespace ignis {
   _(AutogradMeta)                                                           \
   _(AutocastCPU)     /* mixed precision casting */                          \
   _(AutocastCUDA)                                                           \
+  _(Profiler)        /* times each op call (profiler/profiler.h) */         \
   _(TestLayer0)      /* reserved for the dispatcher's own tests */          \
   _(TestLayer1)                                                             \
   _(TestLayer2)

@@ -290,7 +290,7 @@ PyMODINIT_FUNC PyInit__C() {
   if (!init_tensor_type(m) || !init_dtype_types(m) || !init_op_type(m) || !init_indexing(m) ||
       !init_graph(m) || !init_autograd(m) || !init_capture(m) || !init_decompose(m) ||
       !init_aot(m) || !init_compiler(m) || !init_memory(m) || !init_cuda(m) ||
-      !init_cuda_blas(m) || !init_dlpack(m) || !init_autocast(m)) {
+      !init_cuda_blas(m) || !init_dlpack(m) || !init_autocast(m) || !init_profiler(m)) {
     Py_DECREF(m);
     return nullptr;
   }

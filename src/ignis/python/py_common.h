@@ -106,6 +106,7 @@ ignis::Generator* generator_of(PyObject* o);
 
 // --- decompositions (py_decompose.cpp): _decompose, _decompose_trace, ... ------
 bool init_decompose(PyObject* module);
+bool init_profiler(PyObject* module);
 
 // --- indexing (py_indexing.cpp): _getitem / _setitem ----------------------------
 bool init_indexing(PyObject* module);
