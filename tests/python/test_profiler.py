@@ -220,3 +220,16 @@ def test_compiled_graph_and_kernels_are_events():
     assert len(graph) == 1
     kernels = [c for c in graph[0].cpu_children if c.key.startswith("kernel_")]
     assert kernels, [c.key for c in graph[0].cpu_children]
+
+
+def test_optimizer_steps_are_named_ranges():
+    m = nn.Linear(4, 4)
+    opt = ignis.optim.AdamW(m.parameters(), lr=0.1)
+    with profile() as prof:
+        m(ignis.randn(2, 4)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+    keys = _keys(prof.events())
+    assert {"Optimizer.step#AdamW.step", "Optimizer.zero_grad#AdamW.zero_grad"} <= keys
+    step = next(e for e in prof.events() if e.key == "Optimizer.step#AdamW.step")
+    assert step.cpu_children, "the step's ops nest inside it"

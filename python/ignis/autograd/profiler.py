@@ -22,15 +22,24 @@ def _warn_unrecorded(**options):
                       "add nothing to the profile", stacklevel=3)
 
 
+# Sessions running in this process: Python wrappers that only name ranges
+# (optimizer steps) read this plain counter instead of calling into C++.
+sessions = 0
+
+
 class _Session:
     """One run of the C++ profiler on the calling thread."""
 
     def __init__(self, record_shapes):
+        global sessions
         self.thread = threading.get_ident()
         self.start_us = time.time_ns() / 1e3
         _C._profiler_start(bool(record_shapes))
+        sessions += 1
 
     def finish(self):
+        global sessions
+        sessions -= 1
         return EventList(_events_from_records(_C._profiler_stop(), self.thread),
                          trace_start_us=self.start_us)
 

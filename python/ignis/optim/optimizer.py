@@ -7,6 +7,8 @@ from itertools import chain
 
 from .. import _C
 from ..autograd import enable_grad, no_grad
+from ..autograd import profiler as _profiler_state
+from ..autograd.profiler import record_function
 from ..nn.modules.module import _as_ignis_tensor, _zero_grad
 
 
@@ -27,8 +29,29 @@ def _use_grad(step):
     return wrapper
 
 
+def _profiled(method, label):
+    """Wraps an optimizer method in a profiler range named as torch names
+    it ("Optimizer.step#AdamW.step"). The check reads a Python counter, so
+    capture traces through the wrapper when no profiler runs."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if not _profiler_state.sessions:
+            return method(self, *args, **kwargs)
+        with record_function(f"Optimizer.{label}#{type(self).__name__}.{label}"):
+            return method(self, *args, **kwargs)
+    wrapper._ignis_profiled = True
+    return wrapper
+
+
 class Optimizer:
     """Base class: subclasses pass their defaults and implement step()."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for label in ("step", "zero_grad"):
+            m = cls.__dict__.get(label)
+            if m is not None and not getattr(m, "_ignis_profiled", False):
+                setattr(cls, label, _profiled(m, label))
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -194,6 +217,9 @@ class Optimizer:
                            "param_groups": [update_group(g, ng)
                                             for g, ng in zip(groups, saved_groups)]})
 
+
+
+Optimizer.zero_grad = _profiled(Optimizer.zero_grad, "zero_grad")
 
 def _typename(obj):
     if isinstance(obj, _C.TensorBase):
