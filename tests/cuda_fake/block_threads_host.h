@@ -9,13 +9,24 @@
 // warp or past the block gets its own value back, as on the GPU; a lane
 // that exists but is outside the caller's mask is read anyway, so a kernel
 // that forgets to ignore it double-counts here.
+//
+// The fake driver (fake_libcuda.cpp) also runs the kernels whose source says
+// IG_NEEDS_BLOCK_THREADS (the flash-attention kernels) with this header:
+// __shfl_xor_sync and the tensor cores' mma.sync m16n8k16 are emulated per
+// warp, each lane handing over its registers and reading the others' by the
+// instruction's documented layout (ig_host_mma), so a kernel that puts a
+// value in the wrong lane or register computes garbage here too.
 #include <barrier>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
+#define IG_HOST_EMULATION 1
 #define __device__
 #define __global__
+#define __grid_constant__
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
@@ -36,6 +47,101 @@ template <class T> static inline T __shfl_down_sync(unsigned, T v, int o) {
   if (lane + unsigned(o) < 32u && src < blockDim.x) memcpy(&r, &ig_shuffle_slots[src], sizeof(T));
   __syncthreads();
   return r;
+}
+
+// The warps of the running block, each meeting at its own barrier.
+static std::barrier<>* ig_warp_barriers[32];
+static inline void ig_warp_sync() { ig_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
+static uint64_t ig_warp_slots[1024];
+// A lane past the end of a (short) warp reads its own value, as on the GPU.
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "emulated shuffles move at most 8 bytes");
+  memcpy(&ig_warp_slots[threadIdx.x], &v, sizeof(T));
+  ig_warp_sync();
+  const unsigned src = (threadIdx.x & ~31u) | ((threadIdx.x & 31u) ^ unsigned(o));
+  T r = v;
+  if (src < blockDim.x) memcpy(&r, &ig_warp_slots[src], sizeof(T));
+  ig_warp_sync();
+  return r;
+}
+// Blocks run one at a time, but the threads of one block do race.
+static inline float atomicAdd(float* p, float v) {
+  uint32_t* w = reinterpret_cast<uint32_t*>(p);
+  uint32_t cur = __atomic_load_n(w, __ATOMIC_RELAXED), next;
+  float old;
+  do {
+    memcpy(&old, &cur, 4);
+    const float n = old + v;
+    memcpy(&next, &n, 4);
+  } while (!__atomic_compare_exchange_n(w, &cur, next, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+  return old;
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d += A (16x16) B (16x8)
+// for the warp. With g = lane / 4, t = lane % 4, lane holds A's rows g and
+// g + 8 at columns 2t, 2t + 1 (registers 0, 1) and 2t + 8, 2t + 9 (2, 3);
+// B's column g at rows 2t, 2t + 1 (register 0) and 2t + 8, 2t + 9 (1); C's
+// rows g (0, 1) and g + 8 (2, 3) at columns 2t, 2t + 1. Each register
+// holds two 16-bit values, the lower column (or row, for B) in its low half.
+static inline float ig_host_16bit(uint32_t bits, bool bf16) {
+  if (bf16) return __uint_as_float(bits << 16);
+  const uint32_t sign = (bits & 0x8000u) << 16, exp = (bits >> 10) & 0x1f, man = bits & 0x3ff;
+  if (exp == 0) {
+    const float v = float(man) * 5.9604644775390625e-08f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return __uint_as_float(sign | 0x7f800000u | (man << 13));
+  return __uint_as_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+static uint32_t ig_mma_slots[1024][6];
+static inline void ig_host_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                               bool bf16) {
+  uint32_t* mine = ig_mma_slots[threadIdx.x];
+  for (int i = 0; i < 4; ++i) mine[i] = a[i];
+  mine[4] = b[0];
+  mine[5] = b[1];
+  ig_warp_sync();
+  const unsigned base = threadIdx.x & ~31u, lane = threadIdx.x & 31u;
+  auto half = [&](unsigned l, int reg, int k) {
+    return ig_host_16bit((ig_mma_slots[base + l][reg] >> (16 * (k & 1))) & 0xffffu, bf16);
+  };
+  for (int e = 0; e < 4; ++e) {
+    const int row = int(lane / 4) + (e >= 2 ? 8 : 0), col = 2 * int(lane % 4) + (e & 1);
+    float acc = d[e];
+    for (int k = 0; k < 16; ++k) {
+      const float x = half(unsigned((row % 8) * 4 + (k % 8) / 2), (row >= 8) + 2 * (k >= 8), k);
+      const float y = half(unsigned(col * 4 + (k % 8) / 2), 4 + (k >= 8), k);
+      acc += x * y;
+    }
+    d[e] = acc;
+  }
+  ig_warp_sync();
+}
+
+// Runs body() as a grid of gx x gy blocks of bx threads (one block at a
+// time), the fake driver's launcher for IG_NEEDS_BLOCK_THREADS kernels.
+template <class F> void ig_launch_blocks(unsigned gx, unsigned gy, unsigned bx, F body) {
+  gridDim = {gx, gy, 1};
+  blockDim = {bx, 1, 1};
+  for (unsigned y = 0; y < gy; ++y)
+    for (unsigned x = 0; x < gx; ++x) {
+      blockIdx = {x, y, 0};
+      std::barrier<> barrier(bx);
+      ig_block_barrier = &barrier;
+      std::vector<std::unique_ptr<std::barrier<>>> warps;
+      for (unsigned w = 0; w * 32 < bx; ++w) {
+        warps.emplace_back(new std::barrier<>(std::ptrdiff_t(bx - w * 32 < 32 ? bx - w * 32 : 32)));
+        ig_warp_barriers[w] = warps.back().get();
+      }
+      std::vector<std::thread> team;
+      for (unsigned t = 0; t < bx; ++t)
+        team.emplace_back([t, &body] {
+          threadIdx = {t, 0, 0};
+          body();
+        });
+      for (std::thread& t : team) t.join();
+    }
 }
 
 // Launches kernel(args...) on `grid` blocks of `threads` threads.
