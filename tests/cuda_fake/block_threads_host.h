@@ -11,17 +11,20 @@
 // that forgets to ignore it double-counts here.
 //
 // The fake driver (fake_libcuda.cpp) also runs the kernels whose source says
-// IG_NEEDS_BLOCK_THREADS (the flash-attention kernels) with this header:
-// __shfl_xor_sync and the tensor cores' mma.sync m16n8k16 are emulated per
-// warp, each lane handing over its registers and reading the others' by the
-// instruction's documented layout (ig_host_mma), so a kernel that puts a
-// value in the wrong lane or register computes garbage here too.
+// IG_NEEDS_BLOCK_THREADS (the flash-attention kernels) with this header,
+// through ig_launch_blocks, which runs a block's threads as fibers on one OS
+// thread (a barrier switches to the next fiber). __shfl_xor_sync and the
+// tensor cores' mma.sync m16n8k16 are emulated per warp, each lane handing
+// over its registers and reading the others' by the instruction's
+// documented layout (ig_host_mma), so a kernel that puts a value in the
+// wrong lane or register computes garbage here too.
 #include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <ucontext.h>
 #include <vector>
 #define IG_HOST_EMULATION 1
 #define __device__
@@ -34,7 +37,28 @@ struct ig_dim3 { unsigned x, y, z; };
 static thread_local ig_dim3 threadIdx{0, 0, 0};
 static ig_dim3 blockIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
 static std::barrier<>* ig_block_barrier = nullptr;
-static inline void __syncthreads() { ig_block_barrier->arrive_and_wait(); }
+// ig_launch_blocks runs a block's threads as fibers on the calling thread
+// instead (ucontext: a barrier is a switch to the next fiber, not a wake-up
+// of an OS thread, so thousands of barriers a block stay cheap).
+struct IgFiberBarrier { unsigned count = 0, arrived = 0; uint64_t gen = 0; };
+static bool ig_fibers = false;
+static IgFiberBarrier ig_fiber_block, ig_fiber_warps[32];
+static ucontext_t ig_fiber_main;
+static ucontext_t* ig_fiber_ctx = nullptr;
+static unsigned ig_fiber_cur = 0;
+static inline void ig_fiber_wait(IgFiberBarrier& b) {
+  const uint64_t gen = b.gen;
+  if (++b.arrived == b.count) {
+    b.arrived = 0;
+    ++b.gen;
+    return;
+  }
+  while (b.gen == gen) swapcontext(&ig_fiber_ctx[ig_fiber_cur], &ig_fiber_main);
+}
+static inline void __syncthreads() {
+  if (ig_fibers) ig_fiber_wait(ig_fiber_block);
+  else ig_block_barrier->arrive_and_wait();
+}
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static uint64_t ig_shuffle_slots[1024];
@@ -51,7 +75,10 @@ template <class T> static inline T __shfl_down_sync(unsigned, T v, int o) {
 
 // The warps of the running block, each meeting at its own barrier.
 static std::barrier<>* ig_warp_barriers[32];
-static inline void ig_warp_sync() { ig_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
+static inline void ig_warp_sync() {
+  if (ig_fibers) ig_fiber_wait(ig_fiber_warps[threadIdx.x / 32]);
+  else ig_warp_barriers[threadIdx.x / 32]->arrive_and_wait();
+}
 static uint64_t ig_warp_slots[1024];
 // A lane past the end of a (short) warp reads its own value, as on the GPU.
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
@@ -119,29 +146,52 @@ static inline void ig_host_mma(float (&d)[4], const uint32_t (&a)[4], const uint
   ig_warp_sync();
 }
 
-// Runs body() as a grid of gx x gy blocks of bx threads (one block at a
-// time), the fake driver's launcher for IG_NEEDS_BLOCK_THREADS kernels.
+// Runs body() as a grid of gx x gy blocks of bx threads, one block at a
+// time, its threads as fibers switched round robin at every barrier: the
+// fake driver's launcher for IG_NEEDS_BLOCK_THREADS kernels.
+static void (*ig_fiber_body)(void*) = nullptr;
+static void* ig_fiber_arg = nullptr;
+static bool* ig_fiber_done = nullptr;
+static void ig_fiber_entry() {
+  ig_fiber_body(ig_fiber_arg);
+  ig_fiber_done[ig_fiber_cur] = true;
+}  // returns to uc_link: the scheduler
 template <class F> void ig_launch_blocks(unsigned gx, unsigned gy, unsigned bx, F body) {
+  constexpr size_t kStack = 256 << 10;
   gridDim = {gx, gy, 1};
   blockDim = {bx, 1, 1};
+  std::vector<ucontext_t> ctx(bx);
+  std::vector<char> stacks(size_t(bx) * kStack);
+  std::unique_ptr<bool[]> done(new bool[bx]);
+  ig_fiber_body = [](void* f) { (*static_cast<F*>(f))(); };
+  ig_fiber_arg = &body;
+  ig_fiber_ctx = ctx.data();
+  ig_fiber_done = done.get();
+  ig_fibers = true;
   for (unsigned y = 0; y < gy; ++y)
     for (unsigned x = 0; x < gx; ++x) {
       blockIdx = {x, y, 0};
-      std::barrier<> barrier(bx);
-      ig_block_barrier = &barrier;
-      std::vector<std::unique_ptr<std::barrier<>>> warps;
-      for (unsigned w = 0; w * 32 < bx; ++w) {
-        warps.emplace_back(new std::barrier<>(std::ptrdiff_t(bx - w * 32 < 32 ? bx - w * 32 : 32)));
-        ig_warp_barriers[w] = warps.back().get();
+      ig_fiber_block = IgFiberBarrier{bx};
+      for (unsigned w = 0; w * 32 < bx; ++w)
+        ig_fiber_warps[w] = IgFiberBarrier{bx - w * 32 < 32 ? bx - w * 32 : 32};
+      for (unsigned t = 0; t < bx; ++t) {
+        done[t] = false;
+        getcontext(&ctx[t]);
+        ctx[t].uc_stack.ss_sp = stacks.data() + size_t(t) * kStack;
+        ctx[t].uc_stack.ss_size = kStack;
+        ctx[t].uc_link = &ig_fiber_main;
+        makecontext(&ctx[t], ig_fiber_entry, 0);
       }
-      std::vector<std::thread> team;
-      for (unsigned t = 0; t < bx; ++t)
-        team.emplace_back([t, &body] {
+      for (unsigned left = bx; left > 0;)
+        for (unsigned t = 0; t < bx; ++t) {
+          if (done[t]) continue;
+          ig_fiber_cur = t;
           threadIdx = {t, 0, 0};
-          body();
-        });
-      for (std::thread& t : team) t.join();
+          swapcontext(&ig_fiber_main, &ctx[t]);
+          if (done[t]) --left;
+        }
     }
+  ig_fibers = false;
 }
 
 // Launches kernel(args...) on `grid` blocks of `threads` threads.
@@ -152,6 +202,11 @@ void ig_launch(void (*kernel)(P...), unsigned grid, unsigned threads, A... args)
   for (unsigned b = 0; b < grid; ++b) {
     std::barrier<> barrier(threads);
     ig_block_barrier = &barrier;
+    std::vector<std::unique_ptr<std::barrier<>>> warps;  // for __shfl_xor_sync
+    for (unsigned w = 0; w * 32 < threads; ++w) {
+      warps.emplace_back(new std::barrier<>(std::ptrdiff_t(threads - w * 32 < 32 ? threads - w * 32 : 32)));
+      ig_warp_barriers[w] = warps.back().get();
+    }
     blockIdx = {b, 0, 0};
     std::vector<std::thread> team;
     for (unsigned t = 0; t < threads; ++t)
