@@ -13,6 +13,9 @@ object (`lib` is `ignis` or `torch`). Rows:
               (`.to(dtype)`, no autocast), forward with loss, no_grad
   gpt_train   one training step of it: zero_grad, forward, loss, backward, AdamW step
               (fused when the library has it, else foreach), with the peak memory
+  attn_fwd    scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v
+              [8, 12, 512, 64] bfloat16 (GPT-2 small's attention), no_grad
+  attn_train  the same forward and its backward (dq, dk, dv from a fixed dout)
 
 Timing: CUDA events on the current stream around `iters` calls, after warm-up;
 the median of several such rounds, in ms per call. Each run also measures, in a
@@ -21,7 +24,9 @@ device-to-device copy of a 1 GiB buffer: 2 bytes moved per byte copied) and the
 bf16 matmul peak (an 8192^3 bf16 GEMM). Memory-bound rows print the bytes they
 must move (inputs read once, output written once) per second as a fraction of
 that copy bandwidth; the GEMM rows (mlp, gpt_*) their FLOP/s (model FLOPs: the
-matrix products, attention counted in full) as a fraction of that bf16 peak.
+matrix products, attention counted in full; the attn rows count the causal
+half, 4 B H L^2 D / 2 forward and 2.5 times that backward) as a fraction of that
+bf16 peak.
 The last column is ignis / torch (below 1: ignis faster).
 
 The first outputs of each row (the result; for gpt_fwd the loss and a corner of
@@ -52,7 +57,8 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "gpt_fwd", "gpt_train"]
+ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "gpt_fwd", "gpt_train", "attn_fwd",
+        "attn_train"]
 IMPLS = ["ignis", "torch"]
 MEMORY_BOUND = {"pointwise", "softmax", "layer_norm"}
 # The ignis-vs-torch check of each row's first outputs: element by element
@@ -61,17 +67,18 @@ MEMORY_BOUND = {"pointwise", "softmax", "layer_norm"}
 # thousands of terms), the relative error of each output as a whole,
 # |x - y| / |y| (Frobenius norms), at most this.
 TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2)}
-NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2}
+NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2, "attn_fwd": 2e-2,
+            "attn_train": 2e-2}
 
 
 def sizes(quick):
     if quick:
         return dict(pw=(256, 256), sm=(256, 512), ln=(512, 256), mlp=(256, 256, 1024),
                     gpt=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=512, block_size=64),
-                    batch=2)
+                    batch=2, attn=(2, 2, 64, 32))
     return dict(pw=(8192, 8192), sm=(8192, 8192), ln=(16384, 4096), mlp=(8192, 4096, 16384),
                 gpt=dict(n_layer=12, n_head=12, n_embd=768, vocab_size=50304, block_size=512),
-                batch=8)
+                batch=8, attn=(8, 12, 512, 64))
 
 
 # ---------------------------------------------------------------- child side
@@ -200,6 +207,26 @@ def make_case(row, lib, quick, device):
             opt.step()
             return (loss, *grads)
         return call, first, 3 * fwd_flops, None, {"optimizer": how}
+    if row in ("attn_fwd", "attn_train"):
+        B, H, T, D = S["attn"]
+        q, k, v, g = (t(rng.standard_normal((B, H, T, D)), bf16) for _ in range(4))
+        flops = 4 * B * H * T * T * D // 2  # causal: half the scores
+        if row == "attn_fwd":
+            def call():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return call, call, flops, None, {}
+        ins = [x.clone().requires_grad_() for x in (q, k, v)]
+
+        def call():
+            for x in ins:
+                x.grad = None
+            out = F.scaled_dot_product_attention(*ins, is_causal=True)
+            out.backward(g)
+            return out
+
+        def first():
+            return (call(), *[x.grad for x in ins])
+        return call, first, 3.5 * flops, None, {}
     raise ValueError(row)
 
 
@@ -266,7 +293,7 @@ def run_child(args):
     call, first, fl, nbytes, info = make_case(args.child, lib, args.quick, args.device)
     out.update(info)
     timer = Timer(lib, args.device)
-    train = args.child == "gpt_train"
+    train = args.child in ("gpt_train", "attn_train")
     with lib.set_grad_enabled(train):
         res = first()
         np.savez(args.save, *to_numpy(res))

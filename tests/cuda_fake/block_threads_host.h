@@ -9,13 +9,27 @@
 // warp or past the block gets its own value back, as on the GPU; a lane
 // that exists but is outside the caller's mask is read anyway, so a kernel
 // that forgets to ignore it double-counts here.
+//
+// The fake driver (fake_libcuda.cpp) also runs the kernels whose source says
+// IG_NEEDS_BLOCK_THREADS (the flash-attention kernels) with this header,
+// through ig_launch_blocks, which runs a block's threads as fibers on one OS
+// thread (a barrier switches to the next fiber). __shfl_xor_sync and the
+// tensor cores' mma.sync m16n8k16 are emulated per warp, each lane handing
+// over its registers and reading the others' by the instruction's
+// documented layout (ig_host_mma), so a kernel that puts a value in the
+// wrong lane or register computes garbage here too.
 #include <barrier>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
+#include <ucontext.h>
 #include <vector>
+#define IG_HOST_EMULATION 1
 #define __device__
 #define __global__
+#define __grid_constant__
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
@@ -23,7 +37,28 @@ struct ig_dim3 { unsigned x, y, z; };
 static thread_local ig_dim3 threadIdx{0, 0, 0};
 static ig_dim3 blockIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
 static std::barrier<>* ig_block_barrier = nullptr;
-static inline void __syncthreads() { ig_block_barrier->arrive_and_wait(); }
+// ig_launch_blocks runs a block's threads as fibers on the calling thread
+// instead (ucontext: a barrier is a switch to the next fiber, not a wake-up
+// of an OS thread, so thousands of barriers a block stay cheap).
+struct IgFiberBarrier { unsigned count = 0, arrived = 0; uint64_t gen = 0; };
+static bool ig_fibers = false;
+static IgFiberBarrier ig_fiber_block, ig_fiber_warps[32];
+static ucontext_t ig_fiber_main;
+static ucontext_t* ig_fiber_ctx = nullptr;
+static unsigned ig_fiber_cur = 0;
+static inline void ig_fiber_wait(IgFiberBarrier& b) {
+  const uint64_t gen = b.gen;
+  if (++b.arrived == b.count) {
+    b.arrived = 0;
+    ++b.gen;
+    return;
+  }
+  while (b.gen == gen) swapcontext(&ig_fiber_ctx[ig_fiber_cur], &ig_fiber_main);
+}
+static inline void __syncthreads() {
+  if (ig_fibers) ig_fiber_wait(ig_fiber_block);
+  else ig_block_barrier->arrive_and_wait();
+}
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static uint64_t ig_shuffle_slots[1024];
@@ -38,6 +73,127 @@ template <class T> static inline T __shfl_down_sync(unsigned, T v, int o) {
   return r;
 }
 
+// The warps of the running block, each meeting at its own barrier.
+static std::barrier<>* ig_warp_barriers[32];
+static inline void ig_warp_sync() {
+  if (ig_fibers) ig_fiber_wait(ig_fiber_warps[threadIdx.x / 32]);
+  else ig_warp_barriers[threadIdx.x / 32]->arrive_and_wait();
+}
+static uint64_t ig_warp_slots[1024];
+// A lane past the end of a (short) warp reads its own value, as on the GPU.
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "emulated shuffles move at most 8 bytes");
+  memcpy(&ig_warp_slots[threadIdx.x], &v, sizeof(T));
+  ig_warp_sync();
+  const unsigned src = (threadIdx.x & ~31u) | ((threadIdx.x & 31u) ^ unsigned(o));
+  T r = v;
+  if (src < blockDim.x) memcpy(&r, &ig_warp_slots[src], sizeof(T));
+  ig_warp_sync();
+  return r;
+}
+// Blocks run one at a time, but the threads of one block do race.
+static inline float atomicAdd(float* p, float v) {
+  uint32_t* w = reinterpret_cast<uint32_t*>(p);
+  uint32_t cur = __atomic_load_n(w, __ATOMIC_RELAXED), next;
+  float old;
+  do {
+    memcpy(&old, &cur, 4);
+    const float n = old + v;
+    memcpy(&next, &n, 4);
+  } while (!__atomic_compare_exchange_n(w, &cur, next, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+  return old;
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d += A (16x16) B (16x8)
+// for the warp. With g = lane / 4, t = lane % 4, lane holds A's rows g and
+// g + 8 at columns 2t, 2t + 1 (registers 0, 1) and 2t + 8, 2t + 9 (2, 3);
+// B's column g at rows 2t, 2t + 1 (register 0) and 2t + 8, 2t + 9 (1); C's
+// rows g (0, 1) and g + 8 (2, 3) at columns 2t, 2t + 1. Each register
+// holds two 16-bit values, the lower column (or row, for B) in its low half.
+static inline float ig_host_16bit(uint32_t bits, bool bf16) {
+  if (bf16) return __uint_as_float(bits << 16);
+  const uint32_t sign = (bits & 0x8000u) << 16, exp = (bits >> 10) & 0x1f, man = bits & 0x3ff;
+  if (exp == 0) {
+    const float v = float(man) * 5.9604644775390625e-08f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return __uint_as_float(sign | 0x7f800000u | (man << 13));
+  return __uint_as_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+static uint32_t ig_mma_slots[1024][6];
+static inline void ig_host_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                               bool bf16) {
+  uint32_t* mine = ig_mma_slots[threadIdx.x];
+  for (int i = 0; i < 4; ++i) mine[i] = a[i];
+  mine[4] = b[0];
+  mine[5] = b[1];
+  ig_warp_sync();
+  const unsigned base = threadIdx.x & ~31u, lane = threadIdx.x & 31u;
+  auto half = [&](unsigned l, int reg, int k) {
+    return ig_host_16bit((ig_mma_slots[base + l][reg] >> (16 * (k & 1))) & 0xffffu, bf16);
+  };
+  for (int e = 0; e < 4; ++e) {
+    const int row = int(lane / 4) + (e >= 2 ? 8 : 0), col = 2 * int(lane % 4) + (e & 1);
+    float acc = d[e];
+    for (int k = 0; k < 16; ++k) {
+      const float x = half(unsigned((row % 8) * 4 + (k % 8) / 2), (row >= 8) + 2 * (k >= 8), k);
+      const float y = half(unsigned(col * 4 + (k % 8) / 2), 4 + (k >= 8), k);
+      acc += x * y;
+    }
+    d[e] = acc;
+  }
+  ig_warp_sync();
+}
+
+// Runs body() as a grid of gx x gy blocks of bx threads, one block at a
+// time, its threads as fibers switched round robin at every barrier: the
+// fake driver's launcher for IG_NEEDS_BLOCK_THREADS kernels.
+static void (*ig_fiber_body)(void*) = nullptr;
+static void* ig_fiber_arg = nullptr;
+static bool* ig_fiber_done = nullptr;
+static void ig_fiber_entry() {
+  ig_fiber_body(ig_fiber_arg);
+  ig_fiber_done[ig_fiber_cur] = true;
+}  // returns to uc_link: the scheduler
+template <class F> void ig_launch_blocks(unsigned gx, unsigned gy, unsigned bx, F body) {
+  constexpr size_t kStack = 256 << 10;
+  gridDim = {gx, gy, 1};
+  blockDim = {bx, 1, 1};
+  std::vector<ucontext_t> ctx(bx);
+  std::vector<char> stacks(size_t(bx) * kStack);
+  std::unique_ptr<bool[]> done(new bool[bx]);
+  ig_fiber_body = [](void* f) { (*static_cast<F*>(f))(); };
+  ig_fiber_arg = &body;
+  ig_fiber_ctx = ctx.data();
+  ig_fiber_done = done.get();
+  ig_fibers = true;
+  for (unsigned y = 0; y < gy; ++y)
+    for (unsigned x = 0; x < gx; ++x) {
+      blockIdx = {x, y, 0};
+      ig_fiber_block = IgFiberBarrier{bx};
+      for (unsigned w = 0; w * 32 < bx; ++w)
+        ig_fiber_warps[w] = IgFiberBarrier{bx - w * 32 < 32 ? bx - w * 32 : 32};
+      for (unsigned t = 0; t < bx; ++t) {
+        done[t] = false;
+        getcontext(&ctx[t]);
+        ctx[t].uc_stack.ss_sp = stacks.data() + size_t(t) * kStack;
+        ctx[t].uc_stack.ss_size = kStack;
+        ctx[t].uc_link = &ig_fiber_main;
+        makecontext(&ctx[t], ig_fiber_entry, 0);
+      }
+      for (unsigned left = bx; left > 0;)
+        for (unsigned t = 0; t < bx; ++t) {
+          if (done[t]) continue;
+          ig_fiber_cur = t;
+          threadIdx = {t, 0, 0};
+          swapcontext(&ig_fiber_main, &ctx[t]);
+          if (done[t]) --left;
+        }
+    }
+  ig_fibers = false;
+}
+
 // Launches kernel(args...) on `grid` blocks of `threads` threads.
 template <class... P, class... A>
 void ig_launch(void (*kernel)(P...), unsigned grid, unsigned threads, A... args) {
@@ -46,6 +202,11 @@ void ig_launch(void (*kernel)(P...), unsigned grid, unsigned threads, A... args)
   for (unsigned b = 0; b < grid; ++b) {
     std::barrier<> barrier(threads);
     ig_block_barrier = &barrier;
+    std::vector<std::unique_ptr<std::barrier<>>> warps;  // for __shfl_xor_sync
+    for (unsigned w = 0; w * 32 < threads; ++w) {
+      warps.emplace_back(new std::barrier<>(std::ptrdiff_t(threads - w * 32 < 32 ? threads - w * 32 : 32)));
+      ig_warp_barriers[w] = warps.back().get();
+    }
     blockIdx = {b, 0, 0};
     std::vector<std::thread> team;
     for (unsigned t = 0; t < threads; ++t)

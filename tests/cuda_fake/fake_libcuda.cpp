@@ -71,7 +71,7 @@ CUresult cuEventSynchronize(void*) { return 0; }
 CUresult cuEventQuery(void*) { return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
-struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned); };
+struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned); };
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
 }  // extern "C"
 
@@ -115,15 +115,24 @@ static void* generated_wrapper(const std::string& name) {
   if (at == std::string::npos) return nullptr;
   size_t open = at + sig.size(), close = src.find(')', open);
   std::vector<std::string> params = split_params(src.substr(open, close - open));
-  std::string w = "\nextern \"C\" void " + name + "__host(void** a, unsigned gx, unsigned gy) {\n"
-                  "  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
-                  "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + name + "(";
+  std::string call = name + "(";
   for (size_t i = 0; i < params.size(); ++i)
-    w += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
-  w += ");\n    }\n}\n";
+    call += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
+  call += ");";
+  // Kernels that need a block's threads to meet (warp shuffles, mma.sync)
+  // run with real threads (block_threads_host.h, beside the header).
+  const bool threads = src.find("IG_NEEDS_BLOCK_THREADS") != std::string::npos;
+  std::string hdr = header;
+  if (threads) hdr = hdr.substr(0, hdr.find_last_of('/') + 1) + "block_threads_host.h";
+  std::string w = "\nextern \"C\" void " + name + "__host(void** a, unsigned gx, unsigned gy, unsigned bx) {\n";
+  if (threads)
+    w += "  ig_launch_blocks(gx, gy, bx, [a] { " + call + " });\n}\n";
+  else
+    w += "  (void)bx;\n  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
+         "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + call + "\n    }\n}\n";
   std::string host = base + ".host.cpp", so = base + ".so";
   if (FILE* h = fopen(host.c_str(), "wb")) { fwrite(src.data(), 1, src.size(), h); fwrite(w.data(), 1, w.size(), h); fclose(h); }
-  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + std::string(header) + " -x c++ " + host + " -o " + so;
+  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + hdr + " -x c++ " + host + " -o " + so;
   struct stat cu_st, so_st;  // rebuilt when ignis wrote a newer text of the kernel
   bool fresh = stat((base + ".cu").c_str(), &cu_st) == 0 && stat(so.c_str(), &so_st) == 0 &&
                so_st.st_mtime >= cu_st.st_mtime;
@@ -138,12 +147,12 @@ CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   void* h = emu ? dlsym(emu, name) : nullptr;
   void* w = h ? nullptr : generated_wrapper(name);
   if (!h && !w) return 500;
-  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned))w};
+  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned))w};
   return 0; }
-CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** a, void**) {
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned, unsigned, unsigned, void*, void** a, void**) {
   Fn* fn = (Fn*)f;
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
-  if (fn->wrapper) { fn->wrapper(a, gx, gy); return 0; }
+  if (fn->wrapper) { fn->wrapper(a, gx, gy, bx); return 0; }
   const std::string& n = fn->name;
   if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);
   else if (n.rfind("copy_contiguous", 0) == 0) ((void(*)(void*, const void*, int64_t))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2]);

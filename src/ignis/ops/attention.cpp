@@ -15,15 +15,18 @@
 // and a float mask gets ds.
 //
 // Kernels: on the CPU both directions are fused, flash-style kernels
-// (kernels/cpu/attention.h) that never hold the L x S scores. On CUDA both
-// are the formulas above written with ops (matmul on cuBLASLt, the masks,
-// logsumexp and exp as pointwise and reduction kernels), which hold the
-// scores: correct for every dtype and mask, not yet a flash kernel. The backward
-// is its own op, _scaled_dot_product_attention_backward, which autograd
-// calls when grad mode is off inside backward (the usual case). With
-// create_graph the derivative differentiates a recomputation of the forward
-// from differentiable ops (so that double backward is right); off the CPU it
-// is the formula above, written with ops. float16/bfloat16 compute in float32 and
+// (kernels/cpu/attention.h) that never hold the L x S scores. On CUDA,
+// float16/bfloat16 without an attn_mask (is_causal is fine) and head dims up
+// to 128 run the flash kernels (kernels/cuda/flash_attention.h, tensor
+// cores); everything else runs the formulas above written with ops (matmul
+// on cuBLASLt, the masks, logsumexp and exp as pointwise and reduction
+// kernels), which hold the scores. The backward is its own op,
+// _scaled_dot_product_attention_backward, which autograd calls when grad
+// mode is off inside backward (the usual case) on the CPU, and on CUDA when
+// the flash kernels apply. With create_graph the derivative differentiates a
+// recomputation of the forward from differentiable ops (so that double
+// backward is right); on CUDA without the flash kernels it is the formula
+// above, written with ops. float16/bfloat16 compute in float32 and
 // round once; their lse stays float32 (it is only read back by the
 // backward, where a 16-bit lse would put a relative error of about 2^-8 *
 // |lse| on every probability).
@@ -35,6 +38,7 @@
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/nn_util.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/kernels/cuda/flash_attention.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -254,8 +258,27 @@ Tensor in_dtype(const Tensor& t, ScalarType dt) {
   return t.defined() && t.dtype() != dt && is_floating(t.dtype()) ? to_dtype(t, dt) : t;
 }
 
+// lse as the flash backward reads it: float32, contiguous.
+Tensor contiguous_float(const Tensor& t) {
+  if (t.dtype() == ScalarType::Float32 && t.is_contiguous()) return t;
+  Tensor x = empty_tensor(t.sizes(), ScalarType::Float32, t.device());
+  copy_into(x, t);
+  return x;
+}
+
 void sdpa_cuda(OpCall& c) {
   ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+  {
+    const Tensor &q = c.tensor(0), &k = c.tensor(1), &v = c.tensor(2);
+    if (!cuda::flash_attention_unsupported(q, k, v, c.opt_tensor(3))) {
+      Shapes sh = check_shapes("scaled_dot_product_attention", q, k, v, Tensor());
+      const ScalarType dt = q.dtype();
+      cuda::flash_attention_forward(c.outputs[0], c.outputs[1], rows_as(q, dt, sh.batch),
+                                    rows_as(k, dt, sh.batch), rows_as(v, dt, sh.batch),
+                                    c.bool_arg(4), c.double_arg(5));
+      return;
+    }
+  }
   const ScalarType dt = compute_dtype(c.tensor(0).dtype());
   Tensor q = in_dtype(c.tensor(0), dt), k = in_dtype(c.tensor(1), dt);
   Tensor v = in_dtype(c.tensor(2), dt);
@@ -268,6 +291,20 @@ void sdpa_cuda(OpCall& c) {
 
 void sdpa_backward_cuda(OpCall& c) {
   ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+  {
+    const Tensor &q = c.tensor(1), &k = c.tensor(2), &v = c.tensor(3);
+    if (!c.outputs[3].defined() &&
+        !cuda::flash_attention_unsupported(q, k, v, c.opt_tensor(4))) {
+      Shapes sh = check_shapes("_scaled_dot_product_attention_backward", q, k, v, Tensor());
+      const ScalarType dt = q.dtype();
+      cuda::flash_attention_backward(
+          c.outputs[0], c.outputs[1], c.outputs[2], rows_as(c.tensor(0), dt, sh.batch),
+          rows_as(q, dt, sh.batch), rows_as(k, dt, sh.batch), rows_as(v, dt, sh.batch),
+          rows_as(c.tensor(5), dt, sh.batch), contiguous_float(c.tensor(6)), c.bool_arg(7),
+          c.double_arg(8));
+      return;
+    }
+  }
   const ScalarType dt = compute_dtype(c.tensor(1).dtype());
   AttentionGrads r = backward_by_ops(
       in_dtype(c.tensor(0), dt), in_dtype(c.tensor(1), dt), in_dtype(c.tensor(2), dt),
@@ -287,8 +324,13 @@ void sdpa_bw(GradCtx& c) {
   const Tensor& out = c.result(0);
   const Tensor& lse = c.result(1);
   const Tensor& g = c.grad(0);
-  // user_device: a fake (AOT) tensor of a CPU tensor records the CPU op.
-  if (!autograd::grad_enabled() && q.user_device().is_cpu()) {
+  // user_device: a fake (AOT) tensor of a CPU tensor records the CPU op. On
+  // CUDA the fused op when the flash kernels apply (its kernel checks the
+  // GPU's capability and falls back to ops itself).
+  const Device dev = q.user_device();
+  const bool fused =
+      dev.is_cpu() || (dev.is_cuda() && !cuda::flash_attention_unsupported(q, k, v, mask, false));
+  if (!autograd::grad_enabled() && fused) {
     const bool mask_grad = mask.defined() && is_floating(mask.dtype()) && c.needs_grad(3);
     static OpRef fused("_scaled_dot_product_attention_backward");
     Stack r = fused.call(g, q, k, v, mask, out, lse, causal, scale, mask_grad);

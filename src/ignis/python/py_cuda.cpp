@@ -14,12 +14,15 @@
 //   _cuda_eager_kernel_units() -> [(label, source, options, kernels)]
 //   _cuda_nvrtc_compile(source, label, arch, options) -> cubin size
 //   _cuda_precompile_eager_kernels(device, threads) -> kernels compiled into the disk cache
+//   _cuda_flash_attention_unsupported(q, k, v, mask) -> None when SDPA on these
+//     tensors runs the flash kernels, else why not (a str)
 //   OutOfMemoryError (the exception type)
 #include "ignis/cuda/device.h"
 #include "ignis/cuda/kernel_cache.h"
 #include "ignis/cuda/memory.h"
 #include "ignis/cuda/nvrtc.h"
 #include "ignis/cuda/stream.h"
+#include "ignis/kernels/cuda/flash_attention.h"
 #include "ignis/kernels/cuda/kernel_catalog.h"
 #include "ignis/kernels/device_kernels.h"
 #include "ignis/python/py_common.h"
@@ -362,6 +365,17 @@ PyObject* f_eager_kernel_units(PyObject*, PyObject*) {
 
 // NVRTC alone (no GPU): compiles `source` for sm_<arch>; a compile error
 // raises with NVRTC's log.
+PyObject* f_flash_attention_unsupported(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject *q, *k, *v, *mask;
+  if (!PyArg_ParseTuple(args, "OOOO", &q, &k, &v, &mask)) return nullptr;
+  const char* why = cuda::flash_attention_unsupported(
+      unwrap(q), unwrap(k), unwrap(v), mask == Py_None ? Tensor() : unwrap(mask));
+  if (!why) Py_RETURN_NONE;
+  return PyUnicode_FromString(why);
+  IGNIS_PY_END(nullptr)
+}
+
 PyObject* f_nvrtc_compile(PyObject*, PyObject* args) {
   IGNIS_PY_BEGIN
   const char *source, *label;
@@ -444,6 +458,7 @@ PyMethodDef functions[] = {
     {"_cuda_nvrtc_version", f_nvrtc_version, METH_NOARGS, nullptr},
     {"_cuda_eager_kernel_units", f_eager_kernel_units, METH_NOARGS, nullptr},
     {"_cuda_nvrtc_compile", f_nvrtc_compile, METH_VARARGS, nullptr},
+    {"_cuda_flash_attention_unsupported", f_flash_attention_unsupported, METH_VARARGS, nullptr},
     {"_cuda_precompile_eager_kernels", f_precompile_eager_kernels, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "ignis/core/error.h"
+#include "ignis/kernels/cuda/flash_attention.h"
 #include "ignis/kernels/cuda/index_kernels.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
 #include "ignis/kernels/cuda/pointwise.h"
@@ -130,6 +131,9 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
     for (const KernelRequest& r : random_kernel_requests(t))
       g.add(str("random_", dtype_name(t)), r);
   }
+  // Flash attention: one unit per kernel (each is a few hundred lines of
+  // unrolled tensor-core code).
+  for (const KernelRequest& r : flash_attention_kernel_requests()) g.add(r.symbol, r);
   return v;
 }
 

@@ -8,7 +8,8 @@
 // pointwise op declares (cuda::declared_pointwise(), recorded as ops
 // register), in each layout and with a CPU-scalar operand, each reduction
 // over every dtype it accepts (cuda::reduce_variants()), the row kernels
-// per floating dtype, and the indexing and random-number kernels per dtype.
+// per floating dtype, the indexing and random-number kernels per dtype, and
+// the flash-attention kernels (kernels/cuda/flash_attention.h).
 // Kernels that share a prelude are grouped into one unit (each in its own
 // namespace), so the test pays NVRTC's fixed cost per group rather than per
 // kernel.

@@ -1,0 +1,727 @@
+#include "ignis/kernels/cuda/flash_attention.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "ignis/core/error.h"
+#include "ignis/cuda/device.h"
+#include "ignis/cuda/stream.h"
+#include "ignis/kernels/cuda/source.h"
+#include "ignis/kernels/device_kernels.h"
+
+namespace ignis::cuda {
+
+namespace {
+
+// Note [Flash attention on CUDA]
+// The kernels follow FlashAttention-2 (Dao, 2023). Notation: q [L, D],
+// k and v [S, D] per batch index; scores s = q k^T * scale; p = softmax(s)
+// by rows; out = p v; lse = the row log-sum-exp of s.
+//
+// Tensor cores. Every product is mma.sync.m16n8k16 (PTX, sm_80+): a warp
+// multiplies a 16x16 A tile (row-major, 4 registers of two 16-bit values a
+// lane) by a 16x8 B tile (column-major, 2 registers) into a 16x8 float
+// accumulator (4 floats a lane). Lane l holds, with g = l / 4 and t = l % 4:
+//   A: rows g and g + 8, columns 2t, 2t + 1 and 2t + 8, 2t + 9
+//   B: column g, rows 2t, 2t + 1 and 2t + 8, 2t + 9
+//   C: rows g and g + 8, columns 2t and 2t + 1
+// So a lane owns two rows of every accumulator, and the accumulators of two
+// neighbouring 8-column tiles, rounded to 16 bits, are exactly the A
+// registers of the next product over those 16 columns: the probabilities
+// never leave registers between "s = q k^T" and "out += p v".
+//
+// Forward (ig_flash_fwd): a block of 4 warps owns BM = 64 query rows of one
+// batch index, 16 rows a warp; its q rows stay in registers as A tiles. It
+// walks the keys in blocks of BN = 64 (k and v tiles staged in shared
+// memory), and for each: s = q k^T (16 x 64 per warp), the mask (keys past
+// S; with is_causal, keys after the query: top-left aligned, j <= i, as
+// the CPU's), then the online softmax per row:
+//   m' = max(m, rowmax(s));  c = exp(m - m');  l = l c + rowsum(exp(s - m'))
+//   acc = acc c + exp(s - m') v
+// and at the end out = acc / l, lse = m + log l. Scores are kept in log2
+// units (scale * log2 e folded in) so every exponential is one exp2. A row's
+// max and sum are shared by the 4 lanes of its quad (two xor shuffles).
+// With is_causal, key blocks past the block's last query are never
+// visited, and only blocks that cross the diagonal or S are masked. The
+// longest causal rows are launched first.
+//
+// Backward: with p recomputed from q, k and the saved lse,
+//   dv = p^T dout    dp = dout v^T    D = rowsum(dout * out)
+//   ds = p (dp - D)  dq = ds k scale  dk = ds^T q scale
+// Pass 1 (ig_flash_bwd_dot): D per row, and dq's float32 workspace zeroed.
+// Pass 2 (ig_flash_bwd): a block of 4 warps owns BN = 64 keys of one batch
+// index (16 a warp) and keeps their dk and dv in registers; it walks the
+// query blocks (BM = 64 rows for D <= 64, 32 for D <= 128, to fit shared
+// memory), staging q, dout, lse and D, and computes per warp the transposed
+// products (s^T = k q^T, p^T, dv += p^T dout, dp^T = v dout^T, ds^T,
+// dk += ds^T q), so that keys are rows and every accumulator stays with its
+// warp. ds goes through shared memory (transposed back to queries x keys),
+// and dq += ds k is added into the float32 workspace by atomics (each
+// (query block, key block) pair adds its part once). With is_causal, query
+// blocks wholly before the key block are skipped. Pass 3 rounds the
+// workspace into dq (the copy kernel).
+//
+// Head dims: the kernels are instantiated for KD = 64 and 128; a smaller D
+// pads q, k, v and dout with zero columns up to KD in shared memory and
+// registers (which changes no dot product) and writes only D columns.
+// Loads are 16 bytes wide when every row and batch offset allows it, else
+// element by element.
+//
+// The host emulation (tests/cuda_fake/block_threads_host.h) runs these
+// kernels with real threads, emulating mma.sync's register layout and the
+// shuffles per warp, so the fake driver checks the tiling, masks and online
+// rescaling, not a simplified version.
+
+// Must match IgFlashOperand / IgFlashParams in kTemplates.
+struct FlashOperand {
+  const void* p = nullptr;
+  int64_t bs[4] = {0, 0, 0, 0};  // batch strides (elements), innermost batch dim last
+  int64_t rs = 0;                // row stride
+};
+struct FlashParams {
+  FlashOperand q, k, v, o, g;  // o (the forward's out) and g (grad_out): backward only
+  void* out = nullptr;
+  float* lse = nullptr;
+  float* delta = nullptr;
+  float* dq = nullptr;  // float32 workspace [batch, L, D]
+  void* dk = nullptr;
+  void* dv = nullptr;
+  int64_t bsz[4] = {1, 1, 1, 1};
+  int64_t batch = 0, L = 0, S = 0;
+  int32_t D = 0, causal = 0;
+  float scale = 0, scale_log2 = 0;
+  int32_t vec = 0;  // 16-byte loads allowed
+};
+
+constexpr int kFlashThreads = 128;  // 4 warps
+constexpr int kFlashKeys = 64;      // BN in both directions
+constexpr int kFlashRows = 64;      // BM of the forward
+
+const char* kTemplates = R"CUDA(
+// ---- flash attention (kernels/cuda/flash_attention.cpp) ----
+// IG_NEEDS_BLOCK_THREADS: the host emulation runs this unit with real threads.
+struct IgFlashOperand { const char* p; int64_t bs[4]; int64_t rs; };
+struct IgFlashParams {
+  IgFlashOperand q, k, v, o, g;
+  char* out; float* lse; float* delta; float* dq; char* dk; char* dv;
+  int64_t bsz[4];
+  int64_t batch, L, S;
+  int32_t D, causal;
+  float scale, scale_log2;
+  int32_t vec;
+};
+#define IG_FA_INF __uint_as_float(0x7f800000u)
+
+// The tensor-core product d += a b (m16n8k16, float accumulation) and the
+// packing of two floats into one register of 16-bit values (lo first).
+template <class T> struct IgTensorCore;
+template <> struct IgTensorCore<ig_bf16> {
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
+                                             const uint32_t (&b)[2]) {
+#ifdef IG_HOST_EMULATION
+    ig_host_mma(d, a, b, true);
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+#ifdef IG_HOST_EMULATION
+    return uint32_t(ig_bf16_from(lo).x) | (uint32_t(ig_bf16_from(hi).x) << 16);
+#else
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#endif
+  }
+};
+template <> struct IgTensorCore<ig_half> {
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
+                                             const uint32_t (&b)[2]) {
+#ifdef IG_HOST_EMULATION
+    ig_host_mma(d, a, b, false);
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+#ifdef IG_HOST_EMULATION
+    return uint32_t(ig_half_from(lo).x) | (uint32_t(ig_half_from(hi).x) << 16);
+#else
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#endif
+  }
+};
+
+__device__ __forceinline__ float ig_fa_xor(float v, int o) {
+  return __shfl_xor_sync(0xffffffffu, v, o);
+}
+// Max and sum over the 4 lanes of a quad (the lanes sharing a row).
+__device__ __forceinline__ float ig_fa_quad_max(float v) {
+  v = fmaxf(v, ig_fa_xor(v, 1));
+  return fmaxf(v, ig_fa_xor(v, 2));
+}
+__device__ __forceinline__ float ig_fa_quad_sum(float v) {
+  v += ig_fa_xor(v, 1);
+  return v + ig_fa_xor(v, 2);
+}
+
+// Batch index b's first element of an operand (elements of T).
+template <class T>
+__device__ __forceinline__ const T* ig_fa_base(const IgFlashOperand& a, const IgFlashParams& p,
+                                               int64_t b) {
+  int64_t off = 0;
+  for (int d = 3; d >= 0; --d) {
+    off += (b % p.bsz[d]) * a.bs[d];
+    b /= p.bsz[d];
+  }
+  return reinterpret_cast<const T*>(a.p) + off;
+}
+
+// Elements (r, c) and (r, c + 1) of rows `base` as one register (zero
+// outside rows x D).
+template <class T>
+__device__ __forceinline__ uint32_t ig_fa_pair(const T* base, int64_t rs, int64_t r, int64_t rows,
+                                               int c, int D) {
+  if (r >= rows) return 0u;
+  const uint16_t* x = reinterpret_cast<const uint16_t*>(base + r * rs);
+  const uint32_t lo = c < D ? x[c] : 0u, hi = c + 1 < D ? x[c + 1] : 0u;
+  return lo | (hi << 16);
+}
+
+struct __align__(16) IgFa16Bytes { uint32_t w[4]; };
+// Shared tile rows [r0, r0 + ROWS) of `base` into tile (row stride LD
+// 16-bit values), zero past `rows` and D.
+template <class T, int ROWS, int KD, int LD>
+__device__ __forceinline__ void ig_fa_stage(uint16_t* tile, const T* base, int64_t rs, int64_t r0,
+                                            int64_t rows, int D, bool vec) {
+  if (vec) {  // D % 8 == 0 and every row 16-byte aligned
+    constexpr int CH = KD / 8;
+    for (int i = threadIdx.x; i < ROWS * CH; i += blockDim.x) {
+      const int r = i / CH, c = (i % CH) * 8;
+      IgFa16Bytes v = {{0u, 0u, 0u, 0u}};
+      if (r0 + r < rows && c < D)
+        v = *reinterpret_cast<const IgFa16Bytes*>(base + (r0 + r) * rs + c);
+      *reinterpret_cast<IgFa16Bytes*>(tile + r * LD + c) = v;
+    }
+  } else {
+    for (int i = threadIdx.x; i < ROWS * KD; i += blockDim.x) {
+      const int r = i / KD, c = i % KD;
+      uint16_t v = 0;
+      if (r0 + r < rows && c < D) v = reinterpret_cast<const uint16_t*>(base + (r0 + r) * rs)[c];
+      tile[r * LD + c] = v;
+    }
+  }
+}
+
+// Two 16-bit values of a shared tile as one register: (r, c), (r, c + 1)
+// (a row's neighbours), or (r, c), (r + 1, c) (a column's).
+__device__ __forceinline__ uint32_t ig_fa_row2(const uint16_t* tile, int LD, int r, int c) {
+  return *reinterpret_cast<const uint32_t*>(tile + r * LD + c);
+}
+__device__ __forceinline__ uint32_t ig_fa_col2(const uint16_t* tile, int LD, int r, int c) {
+  return uint32_t(tile[r * LD + c]) | (uint32_t(tile[(r + 1) * LD + c]) << 16);
+}
+
+template <class T, int KD>
+__device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
+  typedef IgTensorCore<T> TC;
+  constexpr int BM = 64, BN = 64, LD = KD + 8;
+  __shared__ __align__(16) uint16_t sK[BN * LD];
+  __shared__ __align__(16) uint16_t sV[BN * LD];
+  const int64_t nqb = (p.L + BM - 1) / BM;
+  const int64_t b = blockIdx.x / nqb;
+  const int64_t i0 = (nqb - 1 - int64_t(blockIdx.x) % nqb) * BM;  // longest causal rows first
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const T* Q = ig_fa_base<T>(p.q, p, b);
+  const T* K = ig_fa_base<T>(p.k, p, b);
+  const T* V = ig_fa_base<T>(p.v, p, b);
+  const int64_t r0 = i0 + warp * 16 + g, r1 = r0 + 8;  // this lane's two rows
+
+  uint32_t qf[KD / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk) {
+    const int c = kk * 16 + 2 * t;
+    qf[kk][0] = ig_fa_pair(Q, p.q.rs, r0, p.L, c, p.D);
+    qf[kk][1] = ig_fa_pair(Q, p.q.rs, r1, p.L, c, p.D);
+    qf[kk][2] = ig_fa_pair(Q, p.q.rs, r0, p.L, c + 8, p.D);
+    qf[kk][3] = ig_fa_pair(Q, p.q.rs, r1, p.L, c + 8, p.D);
+  }
+  float acc[KD / 8][4];
+#pragma unroll
+  for (int n = 0; n < KD / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  float m0 = -IG_FA_INF, m1 = -IG_FA_INF, l0 = 0.f, l1 = 0.f;
+
+  const int64_t kend = p.causal ? (p.S < i0 + BM ? p.S : i0 + BM) : p.S;
+  for (int64_t j0 = 0; j0 < kend; j0 += BN) {
+    __syncthreads();  // the previous block's tiles are read
+    ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
+    ig_fa_stage<T, BN, KD, LD>(sV, V, p.v.rs, j0, p.S, p.D, p.vec);
+    __syncthreads();
+
+    // s = q k^T for this warp's 16 rows and the block's BN keys.
+    float s[BN / 8][4];
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KD / 16; ++kk)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+        const uint32_t kb[2] = {ig_fa_row2(sK, LD, n * 8 + g, kk * 16 + 2 * t),
+                                ig_fa_row2(sK, LD, n * 8 + g, kk * 16 + 8 + 2 * t)};
+        TC::mma(s[n], qf[kk], kb);
+      }
+    // Scale into log2 units and mask; only blocks crossing S or the diagonal.
+    const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
+    float mx0 = -IG_FA_INF, mx1 = -IG_FA_INF;
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[n][e] * p.scale_log2;
+        if (edge) {
+          const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = e < 2 ? r0 : r1;
+          if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
+        }
+        s[n][e] = x;
+        if (e < 2) mx0 = fmaxf(mx0, x);
+        else mx1 = fmaxf(mx1, x);
+      }
+    // The online softmax: new maxima, the rescale of what came before.
+    const float mn0 = fmaxf(m0, ig_fa_quad_max(mx0)), mn1 = fmaxf(m1, ig_fa_quad_max(mx1));
+    const float z0 = mn0 == -IG_FA_INF ? 0.f : mn0, z1 = mn1 == -IG_FA_INF ? 0.f : mn1;
+    const float c0 = exp2f(m0 - z0), c1 = exp2f(m1 - z1);  // 0 before the first key
+    m0 = mn0;
+    m1 = mn1;
+    l0 *= c0;
+    l1 *= c1;
+#pragma unroll
+    for (int n = 0; n < KD / 8; ++n) {
+      acc[n][0] *= c0;
+      acc[n][1] *= c0;
+      acc[n][2] *= c1;
+      acc[n][3] *= c1;
+    }
+    // p = exp2(s - m), summed per lane (the quad's sum is taken at the end),
+    // and packed as the A tiles of p v.
+    uint32_t pa[BN / 16][4];
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) {
+      const float p0 = exp2f(s[n][0] - z0), p1 = exp2f(s[n][1] - z0);
+      const float p2 = exp2f(s[n][2] - z1), p3 = exp2f(s[n][3] - z1);
+      l0 += p0 + p1;
+      l1 += p2 + p3;
+      pa[n / 2][(n & 1) * 2] = TC::pack(p0, p1);
+      pa[n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
+    }
+    // acc += p v: k runs over the block's keys, n over the head dim.
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc)
+#pragma unroll
+      for (int n = 0; n < KD / 8; ++n) {
+        const uint32_t vb[2] = {ig_fa_col2(sV, LD, kc * 16 + 2 * t, n * 8 + g),
+                                ig_fa_col2(sV, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
+        TC::mma(acc[n], pa[kc], vb);
+      }
+  }
+  l0 = ig_fa_quad_sum(l0);
+  l1 = ig_fa_quad_sum(l1);
+  T* out = reinterpret_cast<T*>(p.out);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t r = h ? r1 : r0;
+    const float l = h ? l1 : l0, m = h ? m1 : m0;
+    if (r >= p.L) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    T* orow = out + (b * p.L + r) * p.D;
+#pragma unroll
+    for (int n = 0; n < KD / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int c = n * 8 + 2 * t + e;
+        if (c < p.D) orow[c] = ig_convert<T>(acc[n][h * 2 + e] * inv);
+      }
+    if (t == 0) p.lse[b * p.L + r] = l > 0.f ? m * 0.6931471805599453f + logf(l) : -IG_FA_INF;
+  }
+}
+
+template <class T, int KD>
+__device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
+  typedef IgTensorCore<T> TC;
+  constexpr int BN = 64, BM = KD <= 64 ? 64 : 32, LD = KD + 8, LS = BN + 8;
+  constexpr int MT = BM / 16, NT = BM / 8;  // query tiles of 16 (dq) and of 8 (s^T)
+  __shared__ __align__(16) uint16_t sK[BN * LD];
+  __shared__ __align__(16) uint16_t sQ[BM * LD];
+  __shared__ __align__(16) uint16_t sG[BM * LD];
+  __shared__ __align__(16) uint16_t sS[BM * LS];  // ds, queries x keys
+  __shared__ float sL[BM], sD[BM];                 // lse (log2 units), D
+  const int64_t nkb = (p.S + BN - 1) / BN;
+  const int64_t b = blockIdx.x / nkb, j0 = (int64_t(blockIdx.x) % nkb) * BN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const T* Q = ig_fa_base<T>(p.q, p, b);
+  const T* K = ig_fa_base<T>(p.k, p, b);
+  const T* V = ig_fa_base<T>(p.v, p, b);
+  const T* G = ig_fa_base<T>(p.g, p, b);
+  const int64_t k0 = j0 + warp * 16 + g, k1 = k0 + 8;  // this lane's two keys
+
+  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
+  uint32_t vf[KD / 16][4];  // this warp's 16 rows of v, as A tiles
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk) {
+    const int c = kk * 16 + 2 * t;
+    vf[kk][0] = ig_fa_pair(V, p.v.rs, k0, p.S, c, p.D);
+    vf[kk][1] = ig_fa_pair(V, p.v.rs, k1, p.S, c, p.D);
+    vf[kk][2] = ig_fa_pair(V, p.v.rs, k0, p.S, c + 8, p.D);
+    vf[kk][3] = ig_fa_pair(V, p.v.rs, k1, p.S, c + 8, p.D);
+  }
+  float dk[KD / 8][4], dv[KD / 8][4];
+#pragma unroll
+  for (int n = 0; n < KD / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
+
+  // dq's share of each warp: query tile mt, head-dim tiles [n0, n0 + DQN).
+  constexpr int DQN = (KD / 8) / (4 / MT);
+  const int mt = warp % MT, n0 = (warp / MT) * DQN;
+  const int kw = warp * 16;  // the warp's first key in the block
+
+  const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
+  for (int64_t i0 = istart; i0 < p.L; i0 += BM) {
+    __syncthreads();  // the previous query block's tiles are read
+    ig_fa_stage<T, BM, KD, LD>(sQ, Q, p.q.rs, i0, p.L, p.D, p.vec);
+    ig_fa_stage<T, BM, KD, LD>(sG, G, p.g.rs, i0, p.L, p.D, p.vec);
+    for (int r = threadIdx.x; r < BM; r += blockDim.x) {
+      const bool live = i0 + r < p.L;
+      const float l = live ? p.lse[b * p.L + i0 + r] : IG_FA_INF;
+      // Rows past L, and fully masked rows (lse = -inf), get p = 0.
+      sL[r] = l == -IG_FA_INF ? IG_FA_INF : l * 1.4426950408889634f;
+      sD[r] = live ? p.delta[b * p.L + i0 + r] : 0.f;
+    }
+    __syncthreads();
+
+    // s^T = k q^T and dp^T = v dout^T: the warp's 16 keys x BM queries.
+    float st[NT][4], dp[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) st[n][e] = dp[n][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KD / 16; ++kk) {
+      const int c = kk * 16 + 2 * t;
+      const uint32_t ka[4] = {ig_fa_row2(sK, LD, kw + g, c), ig_fa_row2(sK, LD, kw + g + 8, c),
+                              ig_fa_row2(sK, LD, kw + g, c + 8),
+                              ig_fa_row2(sK, LD, kw + g + 8, c + 8)};
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const uint32_t qb[2] = {ig_fa_row2(sQ, LD, n * 8 + g, c),
+                                ig_fa_row2(sQ, LD, n * 8 + g, c + 8)};
+        TC::mma(st[n], ka, qb);
+        const uint32_t gb[2] = {ig_fa_row2(sG, LD, n * 8 + g, c),
+                                ig_fa_row2(sG, LD, n * 8 + g, c + 8)};
+        TC::mma(dp[n], vf[kk], gb);
+      }
+    }
+    // p^T = exp2(s^T scale_log2 - lse) (masked), ds^T = p^T (dp^T - D).
+    const bool edge = j0 + BN > p.S || i0 + BM > p.L || (p.causal && j0 + BN - 1 > i0);
+    uint32_t pa[BM / 16][4], sa[BM / 16][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      float pv[4], dsv[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int ql = n * 8 + 2 * t + (e & 1);
+        const int64_t key = e < 2 ? k0 : k1, query = i0 + ql;
+        float x = exp2f(st[n][e] * p.scale_log2 - sL[ql]);
+        if (edge && (key >= p.S || (p.causal && key > query))) x = 0.f;
+        pv[e] = x;
+        dsv[e] = x * (dp[n][e] - sD[ql]);
+        // ds, queries x keys, for dq (16-bit, as it enters the product).
+        sS[ql * LS + kw + g + (e < 2 ? 0 : 8)] = TC::pack(dsv[e], 0.f) & 0xffffu;
+      }
+      pa[n / 2][(n & 1) * 2] = TC::pack(pv[0], pv[1]);
+      pa[n / 2][(n & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
+      sa[n / 2][(n & 1) * 2] = TC::pack(dsv[0], dsv[1]);
+      sa[n / 2][(n & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
+    }
+    // dv += p^T dout and dk += ds^T q: k runs over the block's queries.
+#pragma unroll
+    for (int kc = 0; kc < BM / 16; ++kc)
+#pragma unroll
+      for (int n = 0; n < KD / 8; ++n) {
+        const uint32_t gb[2] = {ig_fa_col2(sG, LD, kc * 16 + 2 * t, n * 8 + g),
+                                ig_fa_col2(sG, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
+        TC::mma(dv[n], pa[kc], gb);
+        const uint32_t qb[2] = {ig_fa_col2(sQ, LD, kc * 16 + 2 * t, n * 8 + g),
+                                ig_fa_col2(sQ, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
+        TC::mma(dk[n], sa[kc], qb);
+      }
+    __syncthreads();  // every warp's ds is in sS
+
+    // dq[mt rows] += ds k * scale over the block's keys, into the workspace.
+    float dq[DQN][4];
+#pragma unroll
+    for (int n = 0; n < DQN; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) {
+      const int c = kc * 16 + 2 * t, r = mt * 16 + g;
+      const uint32_t sa2[4] = {ig_fa_row2(sS, LS, r, c), ig_fa_row2(sS, LS, r + 8, c),
+                               ig_fa_row2(sS, LS, r, c + 8), ig_fa_row2(sS, LS, r + 8, c + 8)};
+#pragma unroll
+      for (int n = 0; n < DQN; ++n) {
+        const uint32_t kb[2] = {ig_fa_col2(sK, LD, kc * 16 + 2 * t, (n0 + n) * 8 + g),
+                                ig_fa_col2(sK, LD, kc * 16 + 8 + 2 * t, (n0 + n) * 8 + g)};
+        TC::mma(dq[n], sa2, kb);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = i0 + mt * 16 + g + (e < 2 ? 0 : 8);
+      if (row >= p.L) continue;
+      float* dst = p.dq + (b * p.L + row) * p.D;
+#pragma unroll
+      for (int n = 0; n < DQN; ++n) {
+        const int c = (n0 + n) * 8 + 2 * t + (e & 1);
+        if (c < p.D) atomicAdd(dst + c, dq[n][e] * p.scale);
+      }
+    }
+  }
+  // This warp's rows of dk (scaled) and dv.
+  T* dkp = reinterpret_cast<T*>(p.dk);
+  T* dvp = reinterpret_cast<T*>(p.dv);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int64_t key = e < 2 ? k0 : k1;
+    if (key >= p.S) continue;
+    const int64_t at = (b * p.S + key) * p.D;
+#pragma unroll
+    for (int n = 0; n < KD / 8; ++n) {
+      const int c = n * 8 + 2 * t + (e & 1);
+      if (c < p.D) {
+        dkp[at + c] = ig_convert<T>(dk[n][e] * p.scale);
+        dvp[at + c] = ig_convert<T>(dv[n][e]);
+      }
+    }
+  }
+}
+)CUDA";
+
+// The backward's first pass, in a unit of its own (a plain grid-stride
+// kernel, which the host emulation runs on one thread a block).
+const char* kDotTemplate = R"CUDA(
+// ---- flash attention, backward pass 1 (kernels/cuda/flash_attention.cpp) ----
+struct IgFlashOperand { const char* p; int64_t bs[4]; int64_t rs; };
+struct IgFlashParams {
+  IgFlashOperand q, k, v, o, g;
+  char* out; float* lse; float* delta; float* dq; char* dk; char* dv;
+  int64_t bsz[4];
+  int64_t batch, L, S;
+  int32_t D, causal;
+  float scale, scale_log2;
+  int32_t vec;
+};
+template <class T>
+__device__ __forceinline__ const T* ig_fa_row(const IgFlashOperand& a, const IgFlashParams& p,
+                                              int64_t b, int64_t r) {
+  int64_t off = r * a.rs;
+  for (int d = 3; d >= 0; --d) {
+    off += (b % p.bsz[d]) * a.bs[d];
+    b /= p.bsz[d];
+  }
+  return reinterpret_cast<const T*>(a.p) + off;
+}
+// delta[row] = sum(dout * out) over the row, in float; the row of dq's
+// workspace zeroed.
+template <class T> __device__ __forceinline__ void ig_flash_bwd_dot(const IgFlashParams& p) {
+  IG_GRID_STRIDE_LOOP(i, p.batch * p.L) {
+    const T* go = ig_fa_row<T>(p.g, p, i / p.L, i % p.L);
+    const T* o = ig_fa_row<T>(p.o, p, i / p.L, i % p.L);
+    float acc = 0.f;
+    for (int c = 0; c < p.D; ++c) acc += ig_convert<float>(go[c]) * ig_convert<float>(o[c]);
+    p.delta[i] = acc;
+    float* dq = p.dq + i * p.D;
+    for (int c = 0; c < p.D; ++c) dq[c] = 0.f;
+  }
+}
+)CUDA";
+
+const char* type_of(ScalarType t) { return t == ScalarType::BFloat16 ? "ig_bf16" : "ig_half"; }
+
+KernelRequest make_request(const std::string& symbol, const char* templates,
+                           const std::string& call) {
+  KernelRequest r;
+  r.symbol = symbol;
+  r.label = symbol + ".cu";
+  r.source = str(eager_prelude(), templates, kKernelBodyMarker, "extern \"C\" __global__ void ",
+                 symbol, "(IgFlashParams p) { ", call, "(p); }\n");
+  r.options = {"-default-device", "-w"};
+  return r;
+}
+
+// kind: "fwd", "bwd" (with head-dim tile kd) or "bwd_dot".
+KernelRequest request(const char* kind, ScalarType t, int kd) {
+  const std::string dt = dtype_name(t);
+  if (std::string(kind) == "bwd_dot")
+    return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
+                        str("ig_flash_bwd_dot<", type_of(t), ">"));
+  return make_request(str("flash_", kind, "_", dt, "_d", kd), kTemplates,
+                      str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"));
+}
+
+CUfunction function_for(int device, const char* kind, ScalarType t, int kd) {
+  using Key = std::tuple<int, std::string, ScalarType, int>;
+  static std::mutex mu;
+  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
+  Key key{device, kind, t, kd};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = functions->find(key);
+    if (it != functions->end()) return it->second;
+  }
+  CUfunction f = get_kernel(device, request(kind, t, kd));
+  std::lock_guard<std::mutex> lock(mu);
+  functions->emplace(std::move(key), f);
+  return f;
+}
+
+// The batch dims of `t` (its leading dim() - 2), right-aligned into four.
+FlashOperand operand(const Tensor& t) {
+  FlashOperand a;
+  a.p = t.data_ptr();
+  const int64_t nb = t.dim() - 2;
+  for (int64_t d = 0; d < nb; ++d) a.bs[4 - nb + d] = t.strides()[d];
+  a.rs = t.strides()[nb];
+  return a;
+}
+
+// 16-byte loads need every row start 16-byte aligned and D a multiple of 8.
+bool rows_aligned(const Tensor& t, int64_t D) {
+  if (D % 8 != 0 || reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
+  for (int64_t d = 0; d < t.dim() - 1; ++d)
+    if (t.size(d) > 1 && t.strides()[d] % 8 != 0) return false;
+  return true;
+}
+
+int head_tile(int64_t D) { return D <= 64 ? 64 : 128; }
+
+FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                       double scale) {
+  FlashParams p;
+  p.q = operand(q);
+  p.k = operand(k);
+  p.v = operand(v);
+  const int64_t nb = q.dim() - 2;
+  p.batch = 1;
+  for (int64_t d = 0; d < nb; ++d) {
+    p.bsz[4 - nb + d] = q.size(d);
+    p.batch *= q.size(d);
+  }
+  p.L = q.size(nb);
+  p.S = k.size(nb);
+  p.D = static_cast<int32_t>(q.size(nb + 1));
+  p.causal = causal;
+  p.scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  p.vec = rows_aligned(q, p.D) && rows_aligned(k, p.D) && rows_aligned(v, p.D);
+  return p;
+}
+
+void launch(CUfunction f, int64_t blocks, FlashParams& p, int device) {
+  IGNIS_CHECK(blocks < (int64_t(1) << 31), "flash attention: too many blocks (", blocks, ")");
+  Stream stream = current_stream(device);
+  void* a[] = {&p};
+  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kFlashThreads, 1, 1, 0,
+                          stream.handle, a, nullptr));
+}
+
+}  // namespace
+
+const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& mask, bool check_device) {
+  if (mask.defined()) return "an attn_mask (only is_causal is fused)";
+  if (q.dtype() != ScalarType::Float16 && q.dtype() != ScalarType::BFloat16)
+    return "the dtype (float16 and bfloat16 only)";
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) return "mixed dtypes";
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2) return "fewer than 2 dims";
+  const int64_t E = q.size(-1), Ev = v.size(-1), S = k.size(-2);
+  if (E != Ev || k.size(-1) != E) return "a value head dim unlike the query's";
+  if (E == 0 || E > kFlashMaxHeadDim) return "the head dim (1 to 128)";
+  if (S == 0) return "no keys";
+  if (std::max({q.dim(), k.dim(), v.dim()}) > 6) return "more than 4 batch dims";
+  if (check_device && !q.device().is_cpu()) {
+    const auto& props = device_properties(q.device().index);
+    if (props.major < 8) return "a GPU older than sm_80 (no bf16 mma.sync)";
+  }
+  return nullptr;
+}
+
+void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
+                             const Tensor& k, const Tensor& v, bool causal, double scale) {
+  if (out.numel() == 0) return;
+  IGNIS_INTERNAL_ASSERT(out.is_contiguous() && lse.is_contiguous() &&
+                        lse.dtype() == ScalarType::Float32);
+  const int device = q.device().index;
+  DeviceGuard guard(device);
+  FlashParams p = params_for(q, k, v, causal, scale);
+  p.out = out.data_ptr();
+  p.lse = lse.data<float>();
+  const int kd = head_tile(p.D);
+  const int64_t nqb = (p.L + kFlashRows - 1) / kFlashRows;
+  launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, p, device);
+}
+
+void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const Tensor& grad_out, const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
+                              double scale) {
+  IGNIS_INTERNAL_ASSERT(dq.is_contiguous() && dk.is_contiguous() && dv.is_contiguous() &&
+                        lse.is_contiguous() && lse.dtype() == ScalarType::Float32);
+  if (dq.numel() == 0 && dk.numel() == 0) return;
+  const int device = q.device().index;
+  DeviceGuard guard(device);
+  FlashParams p = params_for(q, k, v, causal, scale);
+  p.vec = p.vec && rows_aligned(grad_out, p.D);
+  p.o = operand(out);
+  p.g = operand(grad_out);
+  p.lse = lse.data<float>();
+  Tensor delta = empty_tensor(lse.sizes(), ScalarType::Float32, q.device());
+  Tensor dq_acc = empty_tensor(dq.sizes(), ScalarType::Float32, q.device());
+  p.delta = delta.data<float>();
+  p.dq = dq_acc.data<float>();
+  p.dk = dk.data_ptr();
+  p.dv = dv.data_ptr();
+  if (p.L > 0) {
+    void* a[] = {&p};
+    launch_grid_stride(function_for(device, "bwd_dot", q.dtype(), 0), p.batch * p.L, a,
+                       current_stream(device));
+  }
+  const int kd = head_tile(p.D);
+  const int64_t nkb = (p.S + kFlashKeys - 1) / kFlashKeys;
+  launch(function_for(device, "bwd", q.dtype(), kd), nkb * p.batch, p, device);
+  if (dq.numel() > 0) copy_tensor(dq, dq_acc);
+}
+
+std::vector<KernelRequest> flash_attention_kernel_requests() {
+  std::vector<KernelRequest> v;
+  for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16}) {
+    for (int kd : {64, 128}) {
+      v.push_back(request("fwd", t, kd));
+      v.push_back(request("bwd", t, kd));
+    }
+    v.push_back(request("bwd_dot", t, 0));
+  }
+  return v;
+}
+
+}  // namespace ignis::cuda

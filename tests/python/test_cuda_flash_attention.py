@@ -1,0 +1,217 @@
+"""The flash-attention kernels (kernels/cuda/flash_attention.cpp): SDPA on
+CUDA for float16/bfloat16 without an attn_mask, forward and backward.
+
+Everywhere (no GPU needed): every flash kernel compiles with NVRTC for sm_90
+(skipped, saying why, without NVRTC); which calls the dispatch sends to the
+flash kernels.
+On a GPU, and against the fake driver (tests/cuda_fake/run.sh, which runs the
+kernels on the host with real threads and an emulated mma.sync): outputs,
+the log-sum-exp and the three gradients against the CPU's flash-style kernel
+and against CUDA's op-based path in float32 (the dispatch's fallback), causal
+and not, L != S, head dims 64, 128 and 40, L not a multiple of the 64-row
+block, a block the causal diagonal crosses, q/k/v sliced out of one fused
+projection (strided), a broadcast batch. The GPT-2-sized case runs on a real
+GPU only (the host emulation would take minutes).
+"""
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+import ignis.nn.functional as F
+
+AVAILABLE = ignis.cuda.is_available()
+REASON = ignis._C._cuda_unavailable_reason()
+needs_gpu = pytest.mark.skipif(not AVAILABLE, reason=f"no usable CUDA GPU here: {REASON}")
+FAKE = AVAILABLE and ignis.cuda.get_device_name(0) == "Fake GPU"
+real_gpu_only = pytest.mark.skipif(not AVAILABLE or FAKE,
+                                   reason="needs a real GPU (too slow in the host emulation)"
+                                   if AVAILABLE else f"no usable CUDA GPU here: {REASON}")
+
+# Largest |error| allowed, relative to 1 + max |reference|: the kernels round
+# p (and ds) to the input dtype before their products, as FlashAttention does.
+TOL = {"float16": 1e-2, "bfloat16": 4e-2}
+
+
+def _np(t):
+    t = t.detach().cpu()
+    if t.dtype in (ignis.bfloat16, ignis.float16):
+        t = t.float()
+    return t.numpy().astype(np.float64)
+
+
+def _sample(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return ignis.from_numpy(rng.standard_normal(shape).astype(np.float32)).to(
+        getattr(ignis, dtype))
+
+
+def assert_near(got, want, dtype, what=""):
+    assert tuple(got.shape) == tuple(want.shape), (what, got.shape, want.shape)
+    a, b = _np(got), _np(want)
+    err = np.abs(a - b).max() if a.size else 0.0
+    assert err <= TOL[dtype] * (1 + np.abs(b).max()), (what, err, np.abs(b).max())
+
+
+# ---- everywhere ------------------------------------------------------------------------------
+
+def _nvrtc():
+    try:
+        return ignis._C._cuda_nvrtc_version()
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_every_flash_kernel_compiles_with_nvrtc():
+    version = _nvrtc()
+    if isinstance(version, str):
+        pytest.skip(f"NVRTC cannot be loaded here ({version[:200]}); set IGNIS_NVRTC_LIBRARY "
+                    "or install the nvidia-cuda-nvrtc wheel")
+    units = [u for u in ignis._C._cuda_eager_kernel_units() if u[0].startswith("flash_")]
+    labels = sorted(u[0] for u in units)
+    # Forward and backward per dtype and head-dim tile, and the backward's row dot.
+    assert len(units) == 10, labels
+    assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
+    assert all("mma.sync.aligned.m16n8k16" in u[1] for u in units if "_dot_" not in u[0])
+
+    def compile_one(u):
+        label, source, options, _ = u
+        return ignis._C._cuda_nvrtc_compile(source, label, 90, options)
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        assert all(s > 0 for s in pool.map(compile_one, units))
+
+
+def test_dispatch_picks_the_flash_kernels():
+    why = ignis._C._cuda_flash_attention_unsupported
+    q = ignis.zeros(2, 3, 5, 64, dtype=ignis.bfloat16)
+    k = ignis.zeros(2, 3, 7, 64, dtype=ignis.bfloat16)
+    # On the CPU tensors the device check is skipped: only the call's shape counts.
+    assert why(q, k, k, None) is None
+    assert why(q.half(), k.half(), k.half(), None) is None
+    assert "dtype" in why(q.float(), k.float(), k.float(), None)
+    assert "attn_mask" in why(q, k, k, ignis.ones(5, 7, dtype=ignis.bool))
+    assert "head dim" in why(q[..., :8], k, k[..., :8], None)
+    big = ignis.zeros(1, 1, 4, 160, dtype=ignis.bfloat16)
+    assert "head dim" in why(big, big, big, None)
+    assert "no keys" in why(q, k[:, :, :0], k[:, :, :0], None)
+
+
+# ---- on a GPU (and the fake driver) ---------------------------------------------------------
+
+def _check_call(q, k, v, dtype, causal, scale=None, strided=None):
+    """SDPA on CUDA (the flash kernels) against the CPU's kernel and CUDA's
+    float32 op path: output, lse, and gradients of q, k, v."""
+    if strided is not None:
+        qc, kc, vc = strided
+    else:
+        qc, kc, vc = (t.cuda() for t in (q, k, v))
+    assert ignis._C._cuda_flash_attention_unsupported(qc, kc, vc, None) is None
+    kw = {"is_causal": causal}
+    if scale is not None:
+        kw["scale"] = scale
+    g = _sample(tuple(q.shape[:-2]) + (q.shape[-2], v.shape[-1]), dtype, seed=9)
+    ins = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    insc = [t.detach().requires_grad_() for t in (qc, kc, vc)]
+    ins32 = [t.detach().cuda().float().requires_grad_() for t in (q, k, v)]
+    outs = []
+    for xs in (ins, insc, ins32):
+        o = F.scaled_dot_product_attention(*xs, **kw)
+        o.backward((g.cuda() if xs[0].device.type == "cuda" else g).to(o.dtype))
+        outs.append(o)
+    cpu, flash, ops32 = outs
+    assert flash.dtype == getattr(ignis, dtype) and flash.device.type == "cuda"
+    for want in (cpu, ops32):
+        assert_near(flash, want, dtype, "out")
+    for name, a, b, c in zip("qkv", ins, insc, ins32):
+        assert_near(b.grad, a.grad, dtype, f"d{name} vs cpu")
+        assert_near(b.grad, c.grad, dtype, f"d{name} vs ops")
+    # The op itself: its float32 lse against the CPU's.
+    sc = scale if scale is not None else 1 / np.sqrt(q.shape[-1])
+    _, lse = ignis.ops._scaled_dot_product_attention(q, k, v, None, causal, sc)
+    _, lsec = ignis.ops._scaled_dot_product_attention(qc, kc, vc, None, causal, sc)
+    assert lsec.dtype == ignis.float32
+    np.testing.assert_allclose(_np(lsec), _np(lse), rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [
+    (1, 2, 70, 50, 64),   # L != S, L past one 64-row block, S not a multiple of 64
+    (1, 1, 20, 130, 128),  # three key blocks, head dim 128
+    (2, 1, 33, 33, 40),   # an odd head dim (padded to 64), the diagonal inside a block
+], ids=lambda s: "x".join(map(str, s)))
+def test_flash_attention_matches_cpu_and_ops(dtype, causal, shape):
+    B, H, L, S, D = shape
+    q = _sample((B, H, L, D), dtype, seed=1)
+    k = _sample((B, H, S, D), dtype, seed=2)
+    v = _sample((B, H, S, D), dtype, seed=3)
+    _check_call(q, k, v, dtype, causal)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["bfloat16"])
+def test_flash_attention_reads_slices_of_a_fused_projection(dtype):
+    # qkv [B, L, 3 * H * D] split and viewed as [B, H, L, D]: batch and head
+    # strides unlike a contiguous tensor's, rows 3 * H * D apart, read in place.
+    B, L, H, D = 2, 40, 2, 64
+    x = _sample((B, L, 3 * H * D), dtype, seed=4)
+    xc = x.cuda()
+
+    def heads(t):
+        return [p.view(B, L, H, D).transpose(1, 2) for p in t.split(H * D, dim=2)]
+    q, k, v = (t.contiguous() for t in heads(x))
+    qc, kc, vc = heads(xc)
+    assert not qc.is_contiguous()
+    _check_call(q, k, v, dtype, True, strided=(qc, kc, vc))
+
+
+@needs_gpu
+def test_flash_attention_scale_and_broadcast_batch():
+    # A key/value batch of 1 broadcast against two query batches, and a scale.
+    q = _sample((2, 2, 17, 64), "float16", seed=5)
+    k = _sample((1, 2, 23, 64), "float16", seed=6)
+    v = _sample((1, 2, 23, 64), "float16", seed=7)
+    _check_call(q, k, v, "float16", False, scale=0.3)
+
+
+@needs_gpu
+def test_flash_backward_op_matches_the_cpu_op():
+    # What AOT records: the fused backward op called directly.
+    q = _sample((1, 2, 65, 64), "bfloat16", seed=1)
+    k = _sample((1, 2, 65, 64), "bfloat16", seed=2)
+    v = _sample((1, 2, 65, 64), "bfloat16", seed=3)
+    g = _sample((1, 2, 65, 64), "bfloat16", seed=4)
+    out, lse = ignis.ops._scaled_dot_product_attention(q, k, v, None, True, 0.125)
+    r = ignis.ops._scaled_dot_product_attention_backward(g, q, k, v, None, out, lse, True, 0.125)
+    outc, lsec = ignis.ops._scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), None,
+                                                         True, 0.125)
+    rc = ignis.ops._scaled_dot_product_attention_backward(
+        g.cuda(), q.cuda(), k.cuda(), v.cuda(), None, outc, lsec, True, 0.125)
+    assert_near(outc, out, "bfloat16", "out")
+    for a, b, n in zip(r[:3], rc[:3], "qkv"):
+        assert b.dtype == ignis.bfloat16
+        assert_near(b, a, "bfloat16", f"d{n}")
+
+
+@real_gpu_only
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_flash_attention_at_gpt2_size(dtype):
+    # GPT-2 small's attention, smaller batch: 8 query blocks, 8 key blocks.
+    q = _sample((2, 12, 512, 64), dtype, seed=1)
+    k = _sample((2, 12, 512, 64), dtype, seed=2)
+    v = _sample((2, 12, 512, 64), dtype, seed=3)
+    _check_call(q, k, v, dtype, True)
+
+
+@real_gpu_only
+@pytest.mark.parametrize("D", [64, 128, 96])
+def test_flash_attention_long_sequences(D):
+    q = _sample((1, 4, 1000, D), "bfloat16", seed=1)
+    k = _sample((1, 4, 1000, D), "bfloat16", seed=2)
+    v = _sample((1, 4, 1000, D), "bfloat16", seed=3)
+    _check_call(q, k, v, "bfloat16", False)
+    _check_call(q, k, v, "bfloat16", True)
