@@ -7,7 +7,12 @@ Shapes: a GPT block's linears at the example's sizes (bench/train.py's
 transposed (x @ W^T, as nn.Linear multiplies). Prints GFLOP/s of the best
 and median run and each ignis variant's time as a ratio of torch's.
 
-    python bench/gemm.py [--threads N] [--rounds R] [--cpu-time]
+    python bench/gemm.py [--threads N] [--rounds R] [--cpu-time] [--set default|medium]
+
+--set medium: the products of bench/train.py's "medium" GPT training step
+(2048 tokens, d=128, MLP 512, vocab 256): the forward's x @ W^T, the
+backward's dY @ W and the weight gradients dY^T @ X (A transposed, a long
+depth of 2048 and a small result).
 
 --cpu-time measures the process's CPU time instead of wall time: on a
 machine shared with other work it moves far less (a descheduled thread
@@ -25,19 +30,27 @@ SHAPES = [  # (m, k, n, b transposed)
     (1024, 64, 64, True), (64, 1024, 256, False), (256, 1024, 64, False),
     (1024, 1024, 4096, True), (1024, 4096, 1024, True), (1024, 1024, 4096, False),
 ]
+# (m, k, n, b transposed, a transposed)
+MEDIUM = ([(2048, 128, n, True, False) for n in (384, 128, 512, 256)] + [(2048, 512, 128, True, False)]
+          + [(2048, k, 128, False, False) for k in (384, 128, 512, 256)]
+          + [(2048, 128, 512, False, False)]
+          + [(m, 2048, 128, False, True) for m in (384, 128, 512, 256)]
+          + [(128, 2048, 512, False, True)])
+SETS = {"default": [s + (False,) for s in SHAPES], "medium": MEDIUM}
 IMPLS = {"ignis builtin": ("ignis", "builtin"), "ignis openblas": ("ignis", "blas"),
          "torch": ("torch", None)}
 
 
-def child(lib, threads, rounds, cpu_time):
+def child(lib, threads, rounds, cpu_time, shapes):
     import numpy as np
     mod = __import__(lib)
     mod.set_num_threads(threads)
     clock = time.process_time if cpu_time else time.perf_counter
     rng = np.random.default_rng(0)
     out = []
-    for m, k, n, bt in SHAPES:
-        a = mod.from_numpy(rng.standard_normal((m, k)).astype(np.float32))
+    for m, k, n, bt, at in shapes:
+        a = mod.from_numpy(rng.standard_normal((k, m) if at else (m, k)).astype(np.float32))
+        a = a.t() if at else a
         w = mod.from_numpy(rng.standard_normal((n, k) if bt else (k, n)).astype(np.float32))
         b = w.t() if bt else w
         reps = max(3, min(rounds, int(2e9 / (2 * m * k * n))))
@@ -58,17 +71,19 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--cpu-time", action="store_true")
+    ap.add_argument("--set", choices=sorted(SETS), default="default")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    shapes = SETS[args.set]
     if args.child:
-        return child(args.child[0], args.threads, args.rounds, args.cpu_time)
+        return child(args.child[0], args.threads, args.rounds, args.cpu_time, shapes)
     results = {}
     for name, (lib, gemm) in IMPLS.items():
         env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
         if gemm:
             env["IGNIS_GEMM"] = gemm
         cmd = [sys.executable, __file__, "--child", lib, "x", "--threads", str(args.threads),
-               "--rounds", str(args.rounds)] + (["--cpu-time"] if args.cpu_time else [])
+               "--rounds", str(args.rounds), "--set", args.set] + (["--cpu-time"] if args.cpu_time else [])
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"{name}: failed\n{r.stderr[-2000:]}", file=sys.stderr)
@@ -79,9 +94,10 @@ def main():
           f"time / torch's (best)")
     head = f"{'m x k @ k x n':<26}" + "".join(f"{n:>24}" for n in results)
     print(head + "".join(f"{'/torch ' + n.split()[1]:>16}" for n in results if n != "torch"))
-    for i, (m, k, n, bt) in enumerate(SHAPES):
+    for i, (m, k, n, bt, at) in enumerate(shapes):
         flop = 2 * m * k * n
-        row = f"{m}x{k} @ {k}x{n}{' (B^T)' if bt else '':<7}".ljust(26)
+        tag = " (A^T)" if at else " (B^T)" if bt else ""
+        row = f"{m}x{k} @ {k}x{n}{tag:<7}".ljust(26)
         for name, res in results.items():
             row += f"{flop / res[i]['best'] / 1e9:>14.1f} ({flop / res[i]['median'] / 1e9:6.1f})"
         if "torch" in results:
