@@ -16,6 +16,7 @@
 #include "ignis/kernels/cpu/loss.h"
 #include "ignis/kernels/cpu/nn_util.h"
 #include "ignis/kernels/cpu/norm.h"
+#include "ignis/kernels/cpu/parallel.h"
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/softmax.h"
 #include "ignis/kernels/cpu/vec_math.h"
@@ -187,6 +188,13 @@ void layer_norm_backward_meta(OpCall& c) {
   if (b.defined()) c.alloc(b.sizes(), b.dtype());
   else c.outputs.emplace_back();
 }
+// One pass over the rows: each row's grad_input, and (when wanted) its terms
+// of grad_weight/grad_bias summed into the partials of the thread that owns
+// the row, while the row is in cache. Threads own contiguous row ranges; the
+// partials are added in thread order at the end, so a thread count gives
+// one result (another count reassociates the column sums, as torch's does).
+// The column sums were a serial second pass: at 16 threads on [2048, 128]
+// it took 3.5x torch's time for the whole op.
 template <typename scalar_t>
 void layer_norm_backward_loop(OpCall& c, int64_t M, int64_t N) {
   using T = opmath_t<scalar_t>;
@@ -200,45 +208,61 @@ void layer_norm_backward_loop(OpCall& c, int64_t M, int64_t N) {
   const T* rp = rstd.data<T>();
   const T* wp = w.defined() ? w.data<T>() : nullptr;
   scalar_t* dx = c.outputs[0].data<scalar_t>();
-#pragma omp parallel for if (M * N >= 32768)
-  for (int64_t m = 0; m < M; ++m) {
-    const scalar_t* gr = gp + m * N;
-    const scalar_t* xr = xp + m * N;
-    const T mu = mp[m], rs = rp[m];
-    T a = 0, b = 0;
-    for (int64_t n = 0; n < N; ++n) {
-      T gw = T(gr[n]) * (wp ? wp[n] : T(1));
-      a += gw;
-      b += gw * (T(xr[n]) - mu) * rs;
+  const bool want_w = c.outputs[1].defined(), want_b = c.outputs[2].defined();
+  const bool want_params = want_w || want_b;
+  const int threads = cpu::threads_for(M * N);
+  // Per thread: N partial sums of grad_weight, then N of grad_bias.
+  std::vector<T> partial(want_params ? size_t(threads) * size_t(2 * N) : 0, T(0));
+  auto rows = [&](int t, int64_t m0, int64_t m1) {
+    T* dw = want_params ? partial.data() + size_t(t) * size_t(2 * N) : nullptr;
+    T* db = want_params ? dw + N : nullptr;
+    for (int64_t m = m0; m < m1; ++m) {
+      const scalar_t* gr = gp + m * N;
+      const scalar_t* xr = xp + m * N;
+      const T mu = mp[m], rs = rp[m];
+      T a = 0, b = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T gv = T(gr[n]), xh = (T(xr[n]) - mu) * rs;
+        const T gw = gv * (wp ? wp[n] : T(1));
+        a += gw;
+        b += gw * xh;
+        if (want_params) {
+          dw[n] += gv * xh;
+          db[n] += gv;
+        }
+      }
+      a /= T(N);
+      b /= T(N);
+      scalar_t* dr = dx + m * N;
+      for (int64_t n = 0; n < N; ++n) {
+        const T xh = (T(xr[n]) - mu) * rs;
+        const T gw = T(gr[n]) * (wp ? wp[n] : T(1));
+        dr[n] = static_cast<scalar_t>(rs * (gw - a - xh * b));
+      }
     }
-    a /= T(N);
-    b /= T(N);
-    scalar_t* dr = dx + m * N;
-    for (int64_t n = 0; n < N; ++n) {
-      T xh = (T(xr[n]) - mu) * rs;
-      T gw = T(gr[n]) * (wp ? wp[n] : T(1));
-      dr[n] = static_cast<scalar_t>(rs * (gw - a - xh * b));
+  };
+  if (threads == 1) {
+    rows(0, 0, M);
+  } else {
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      rows(t, M * t / nt, M * (t + 1) / nt);
     }
   }
-  const bool want_w = c.outputs[1].defined(), want_b = c.outputs[2].defined();
-  if (!want_w && !want_b) return;
-  std::vector<T> dw(static_cast<size_t>(N), T(0)), db(static_cast<size_t>(N), T(0));
-  for (int64_t m = 0; m < M; ++m) {
-    const T mu = mp[m], rs = rp[m];
-    for (int64_t n = 0; n < N; ++n) {
-      T gv = T(gp[m * N + n]);
-      dw[n] += gv * (T(xp[m * N + n]) - mu) * rs;
-      db[n] += gv;
-    }
+  if (!want_params) return;
+  for (int t = 1; t < threads; ++t) {
+    const T* src = partial.data() + size_t(t) * size_t(2 * N);
+    for (int64_t n = 0; n < 2 * N; ++n) partial[size_t(n)] += src[n];
   }
   // Sums in the op-math type, converted into the parameter's dtype and layout.
-  auto store = [N, acc](Tensor& out, const std::vector<T>& v) {
+  auto store = [N, acc](Tensor& out, const T* v) {
     Tensor tmp = empty_tensor(out.sizes(), acc, out.device());
-    std::copy(v.begin(), v.begin() + N, tmp.data<T>());
+    std::copy(v, v + N, tmp.data<T>());
     copy_into(out, tmp);
   };
-  if (want_w) store(c.outputs[1], dw);
-  if (want_b) store(c.outputs[2], db);
+  if (want_w) store(c.outputs[1], partial.data());
+  if (want_b) store(c.outputs[2], partial.data() + N);
 }
 void layer_norm_backward_cpu(OpCall& c) {
   const Tensor& in = c.tensor(1);
