@@ -66,6 +66,15 @@ struct GradCtx {
     return results[j];
   }
   const DimVector& sizes(int i) const { return geom[i][0].sizes; }
+  // The strides of saved input i, read without the version check: layout is
+  // metadata that an in-place write leaves alone, and a formula may choose
+  // how to compute a gradient by it (mm's products) without reading the
+  // values (which stay unsaved for AOT when no formula reads them).
+  const DimVector& strides(int i) const {
+    IGNIS_INTERNAL_ASSERT(args[i].is_tensor(), "derivative of ", op.name(), " reads the strides "
+                          "of argument ", i, " which its declaration does not save");
+    return args[i].to_tensor().strides();
+  }
   ScalarType dtype(int i) const { return geom[i][0].dtype; }
   int64_t int_arg(int i) const { return args[i].to_int(); }
   double double_arg(int i) const { return args[i].to_double(); }

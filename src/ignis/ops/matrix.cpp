@@ -231,9 +231,30 @@ void outer_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 using namespace grad_ops;  // NOLINT
 
 Tensor mT(const Tensor& t) { return conj_t(t); }
+// A column-major matrix (the transpose of a contiguous one: nn.Linear's
+// weight.t() as mm's mat2), from its sizes and strides.
+bool column_major(const DimVector& sizes, const DimVector& strides) {
+  return sizes.size() == 2 && strides[0] == 1 && strides[1] == sizes[0];
+}
+// The gradients of mat1 @ mat2 (arguments i1, i2 of the call), each in its
+// input's layout, as torch's mm_mat1_backward / mm_mat2_backward: for a
+// column-major input the product is taken the other way round and
+// transposed, so that a Linear's weight gradient (mat2 = W.t()) comes out as
+// W's contiguous [out, in] once its t() is undone -- AccumulateGrad then
+// keeps it without a copy, and the product is dY^T @ X, as torch computes it.
+// The layout is read from the input's strides, not its values: the
+// gradient of mat1 reads only mat2.
+Tensor mm_mat1_grad(GradCtx& c, int i1, int i2) {
+  if (column_major(c.sizes(i1), c.strides(i1))) return mT(op("mm", c.in(i2), mT(c.grad())));
+  return op("mm", c.grad(), mT(c.in(i2)));
+}
+Tensor mm_mat2_grad(GradCtx& c, int i1, int i2) {
+  if (column_major(c.sizes(i2), c.strides(i2))) return mT(op("mm", mT(c.grad()), c.in(i1)));
+  return op("mm", mT(c.in(i1)), c.grad());
+}
 void mm_bw(GradCtx& c) {
-  if (c.needs_grad(0)) c.set(0, op("mm", c.grad(), mT(c.in(1))));
-  if (c.needs_grad(1)) c.set(1, op("mm", mT(c.in(0)), c.grad()));
+  if (c.needs_grad(0)) c.set(0, mm_mat1_grad(c, 0, 1));
+  if (c.needs_grad(1)) c.set(1, mm_mat2_grad(c, 0, 1));
 }
 void bmm_bw(GradCtx& c) {
   if (c.needs_grad(0)) c.set(0, op("bmm", c.grad(), mT(c.in(1))));
@@ -246,11 +267,11 @@ void addmm_bw(GradCtx& c) {
   double beta = c.scalar(3).to_double(), alpha = c.scalar(4).to_double();
   c.set(0, beta == 1.0 ? c.grad() : mul(c.grad(), beta));
   if (c.needs_grad(1)) {
-    Tensor g = op(mm_name, c.grad(), mT(c.in(2)));
+    Tensor g = Batched ? op(mm_name, c.grad(), mT(c.in(2))) : mm_mat1_grad(c, 1, 2);
     c.set(1, alpha == 1.0 ? g : mul(g, alpha));
   }
   if (c.needs_grad(2)) {
-    Tensor g = op(mm_name, mT(c.in(1)), c.grad());
+    Tensor g = Batched ? op(mm_name, mT(c.in(1)), c.grad()) : mm_mat2_grad(c, 1, 2);
     c.set(2, alpha == 1.0 ? g : mul(g, alpha));
   }
 }
