@@ -71,7 +71,7 @@ CUresult cuEventSynchronize(void*) { return 0; }
 CUresult cuEventQuery(void*) { return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
-struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned); };
+struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); };
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
 }  // extern "C"
 
@@ -99,10 +99,16 @@ static std::string param_type(std::string p) {
   while (i > 0 && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_')) --i;
   return p.substr(0, i);
 }
-static void* generated_wrapper(const std::string& name) {
+// With $FAKE_CUDA_BLOCK_THREADS set, a kernel runs instead with real threads
+// for the launch's block (block_threads_host.h: barriers and warp shuffles
+// between them), built as <name>.threads.so: slow, for the tests of the
+// warp and block code (tests/python/test_cuda_rows.py).
+static void* generated_wrapper(const std::string& name, bool threads) {
   const char* dir = getenv("IGNIS_CUDA_DUMP_SOURCES");
-  const char* header = getenv("IGNIS_FAKE_CUDA_HOST_HEADER");
-  if (!dir || !header) return nullptr;
+  const char* kernel_host = getenv("IGNIS_FAKE_CUDA_HOST_HEADER");
+  if (!dir || !kernel_host) return nullptr;
+  std::string header = kernel_host;
+  if (threads) header = header.substr(0, header.rfind('/') + 1) + "block_threads_host.h";
   std::string base = std::string(dir) + "/" + name;
   FILE* f = fopen((base + ".cu").c_str(), "rb");
   if (!f) return nullptr;
@@ -115,15 +121,23 @@ static void* generated_wrapper(const std::string& name) {
   if (at == std::string::npos) return nullptr;
   size_t open = at + sig.size(), close = src.find(')', open);
   std::vector<std::string> params = split_params(src.substr(open, close - open));
-  std::string w = "\nextern \"C\" void " + name + "__host(void** a, unsigned gx, unsigned gy) {\n"
-                  "  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
-                  "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + name + "(";
+  std::string args;
   for (size_t i = 0; i < params.size(); ++i)
-    w += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
-  w += ");\n    }\n}\n";
-  std::string host = base + ".host.cpp", so = base + ".so";
+    args += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
+  std::string w = "\nextern \"C\" void " + name +
+                  "__host(void** a, unsigned gx, unsigned gy, unsigned bx, unsigned by) {\n";
+  if (threads) {
+    w += "  ig_launch_2d(" + name + ", gx, gy, bx, by" + (args.empty() ? "" : ", ") + args + ");\n}\n";
+  } else {
+    w += "  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
+         "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + name +
+         "(" + args + ");\n    }\n}\n";
+  }
+  const std::string tag = threads ? ".threads" : "";
+  std::string host = base + tag + ".host.cpp", so = base + tag + ".so";
   if (FILE* h = fopen(host.c_str(), "wb")) { fwrite(src.data(), 1, src.size(), h); fwrite(w.data(), 1, w.size(), h); fclose(h); }
-  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + std::string(header) + " -x c++ " + host + " -o " + so;
+  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + header + " -x c++ " + host +
+                    " -o " + so + (threads ? " -pthread" : "");
   struct stat cu_st, so_st;  // rebuilt when ignis wrote a newer text of the kernel
   bool fresh = stat((base + ".cu").c_str(), &cu_st) == 0 && stat(so.c_str(), &so_st) == 0 &&
                so_st.st_mtime >= cu_st.st_mtime;
@@ -136,14 +150,14 @@ extern "C" {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   static void* emu = getenv("IGNIS_FAKE_CUDA_KERNELS") ? dlopen(getenv("IGNIS_FAKE_CUDA_KERNELS"), RTLD_NOW | RTLD_LOCAL) : nullptr;
   void* h = emu ? dlsym(emu, name) : nullptr;
-  void* w = h ? nullptr : generated_wrapper(name);
+  void* w = h ? nullptr : generated_wrapper(name, getenv("FAKE_CUDA_BLOCK_THREADS") != nullptr);
   if (!h && !w) return 500;
-  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned))w};
+  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned, unsigned))w};
   return 0; }
-CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** a, void**) {
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned by, unsigned, unsigned, void*, void** a, void**) {
   Fn* fn = (Fn*)f;
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
-  if (fn->wrapper) { fn->wrapper(a, gx, gy); return 0; }
+  if (fn->wrapper) { fn->wrapper(a, gx, gy, bx, by); return 0; }
   const std::string& n = fn->name;
   if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);
   else if (n.rfind("copy_contiguous", 0) == 0) ((void(*)(void*, const void*, int64_t))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2]);
