@@ -229,3 +229,21 @@ def test_the_variant_the_launcher_picks(capfd):
             assert f"launch {name}\n" in log, (name, log)
     finally:
         del os.environ["FAKE_CUDA_LOG"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_layer_norm_weight_and_bias_grads_over_many_rows(dtype):
+    """grad_weight and grad_bias sum over the rows in slices (so that the grid
+    fills the GPU) whose partial sums a second kernel adds: 3000 rows."""
+    shape = (3000, 24)
+    x, g = _sample(shape, dtype), _sample(shape, dtype)
+    w, b = _sample((24,), dtype), _sample((24,), dtype)
+    acc = ignis.float32
+    _, mean, rstd = ignis.ops.native_layer_norm(x, [24], w, b, 1e-5)
+    args = [g, x, mean.to(acc), rstd.to(acc), w, b]
+    want = ignis.ops.native_layer_norm_backward(*args[:2], [24], *args[2:])
+    cu = [a.cuda() for a in args]
+    got = ignis.ops.native_layer_norm_backward(*cu[:2], [24], *cu[2:])
+    for a, e in zip(got, want):
+        _close(a, e, dtype, scale=40)

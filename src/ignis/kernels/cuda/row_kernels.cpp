@@ -358,9 +358,11 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bw
     });
   }
 }
-// grad_weight (into p.out) and grad_bias (into p.w, which the host points at
-// a temporary for it) per column: blockDim.x columns, blockDim.y rows
-// sharing the sum over the rows.
+// grad_weight and grad_bias per column, summed over the rows in gridDim.y
+// slices: block (x, y) sums blockDim.x columns over slice y's rows (its
+// blockDim.y threads of a column sharing them) into row y of the [gridDim.y,
+// D] partial sums p.out (weight) and p.w (bias; the host points it at a
+// temporary); either may be null. layer_norm_bwd_cols_sum adds the slices.
 template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const IgRowParams& p) {
   __shared__ C sw[256], sb[256];
   const T* gp = reinterpret_cast<const T*>(p.g);
@@ -369,12 +371,16 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const Ig
   const C* rp = reinterpret_cast<const C*>(p.rstd);
   C* dw = reinterpret_cast<C*>(p.out);
   C* db = const_cast<C*>(reinterpret_cast<const C*>(p.w));
+  const int64_t per_slice = (p.rows + gridDim.y - 1) / gridDim.y;
+  const int64_t m0 = int64_t(blockIdx.y) * per_slice;
+  const int64_t m1 = m0 + per_slice < p.rows ? m0 + per_slice : p.rows;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < p.D; cb += step) {
     const int64_t n = cb + threadIdx.x;
     C aw = 0, ab = 0;
     if (n < p.D)
-      for (int64_t m = threadIdx.y; m < p.rows; m += blockDim.y) {
+#pragma unroll 4
+      for (int64_t m = m0 + threadIdx.y; m < m1; m += blockDim.y) {
         const C gv = ig_convert<C>(gp[m * p.D + n]);
         aw += gv * (ig_convert<C>(xp[m * p.D + n]) - mp[m]) * rp[m];
         ab += gv;
@@ -388,10 +394,29 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const Ig
         aw += sw[r * blockDim.x + threadIdx.x];
         ab += sb[r * blockDim.x + threadIdx.x];
       }
-      if (dw) dw[n] = aw;
-      if (db) db[n] = ab;
+      if (dw) dw[int64_t(blockIdx.y) * p.D + n] = aw;
+      if (db) db[int64_t(blockIdx.y) * p.D + n] = ab;
     }
     __syncthreads();
+  }
+}
+// The slices' partial sums of the kernel above, p.rows of them, added in
+// order per column: p.in (weight's) and p.g (bias's) into p.out and
+// p.mean (either pair may be null).
+template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols_sum(const IgRowParams& p) {
+  const C* pw = reinterpret_cast<const C*>(p.in);
+  const C* pb = reinterpret_cast<const C*>(p.g);
+  C* dw = reinterpret_cast<C*>(p.out);
+  C* db = reinterpret_cast<C*>(p.mean);
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; n < p.D; n += step) {
+    C aw = 0, ab = 0;
+    for (int64_t s = 0; s < p.rows; ++s) {
+      if (pw) aw += pw[s * p.D + n];
+      if (pb) ab += pb[s * p.D + n];
+    }
+    if (dw) dw[n] = aw;
+    if (db) db[n] = ab;
   }
 }
 // ---- cross-entropy with class indices over rows of C logits ----
@@ -509,7 +534,7 @@ template <class T, class C> __forceinline__ void ig_cross_entropy_bwd(const IgCE
 )CUDA";
 
 // Kernels over scalar elements (their template is ig_<name><T, C>).
-const char* kKernels[] = {"softmax_cols", "layer_norm_bwd_cols"};
+const char* kKernels[] = {"softmax_cols", "layer_norm_bwd_cols", "layer_norm_bwd_cols_sum"};
 // Their parameter struct is IgCEParams; the kernels above take IgRowParams.
 const char* kCrossEntropyKernels[] = {"cross_entropy_fwd", "cross_entropy_bwd"};
 // The vectorised row kernels (ig_<name>_v<T, C, V, NV>), one compiled
@@ -754,22 +779,45 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   launch_vector_rows(x, x.dtype(), "layer_norm_bwd_rows", p, {p.g, p.in, p.out}, {p.w});
   if (!dw.defined() && !db.defined()) return;
   // The column sums in op-math temporaries (mean's dtype), then converted
-  // into the parameters' dtypes as the CPU's store does.
+  // into the parameters' dtypes as the CPU's store does. The rows are cut
+  // into slices so that the grid fills the GPU (a few blocks of columns
+  // would not), each slice's sums a row of partials, added by a second
+  // kernel.
   const ScalarType acc = mean.dtype();
-  Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
-  Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
-  RowParams q = p;
-  q.out = tw.defined() ? tw.data_ptr() : nullptr;
-  q.w = tb.defined() ? tb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
   const int device = x.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   const int bx = 32, by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
-  const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32));
+  const int64_t col_blocks = std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32);
+  // About 8 blocks a multiprocessor, each slice at least 64 rows a thread row.
+  const int64_t slices =
+      std::clamp<int64_t>(std::min(ceil_div(sms * 8, col_blocks), M / (by * 64)), 1, 1024);
+  Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
+  Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
+  Tensor pw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
+  Tensor pb = slices > 1 && db.defined() ? empty_tensor({slices, N}, acc, x.device()) : tb;
+  RowParams q = p;
+  q.out = pw.defined() ? pw.data_ptr() : nullptr;
+  q.w = pb.defined() ? pb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
   void* a[] = {&q};
   CUfunction f = function_for(device, x.dtype(), "layer_norm_bwd_cols");
-  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, bx, by, 1, 0, stream.handle, a, nullptr));
+  IGNIS_CU(cuLaunchKernel(f, unsigned(col_blocks), unsigned(slices), 1, bx, by, 1, 0,
+                          stream.handle, a, nullptr));
+  if (slices > 1) {
+    RowParams s{};
+    s.in = pw.defined() ? pw.data_ptr() : nullptr;
+    s.g = pb.defined() ? pb.data_ptr() : nullptr;
+    s.out = tw.defined() ? tw.data_ptr() : nullptr;
+    s.mean = tb.defined() ? tb.data_ptr() : nullptr;
+    s.rows = slices;
+    s.D = N;
+    void* sa[] = {&s};
+    const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, kBlockThreads), 1,
+                                                                sms * 32));
+    IGNIS_CU(cuLaunchKernel(function_for(device, x.dtype(), "layer_norm_bwd_cols_sum"), grid, 1,
+                            1, kBlockThreads, 1, 1, 0, stream.handle, sa, nullptr));
+  }
   if (dw.defined()) copy_tensor(dw, tw);
   if (db.defined()) copy_tensor(db, tb);
 }
