@@ -116,9 +116,10 @@ static void* generated_wrapper(const std::string& name, bool threads) {
   char buf[65536];
   for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) src.append(buf, n);
   fclose(f);
-  std::string sig = "extern \"C\" __global__ void " + name + "(";
+  // extern "C" __global__ void [__launch_bounds__(n)] <name>(params)
+  std::string sig = " " + name + "(";
   size_t at = src.find(sig);
-  if (at == std::string::npos) return nullptr;
+  if (at == std::string::npos || src.rfind("extern \"C\"", at) == std::string::npos) return nullptr;
   size_t open = at + sig.size(), close = src.find(')', open);
   std::vector<std::string> params = split_params(src.substr(open, close - open));
   std::string args;

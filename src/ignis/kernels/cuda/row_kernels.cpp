@@ -191,7 +191,7 @@ __forceinline__ void ig_row_cache_init(IgRowCache<T, V, NV, K>& c, const char* c
 // then the output. A row longer than the registers hold is read twice: the
 // first pass keeps an online (max, sum of exp) pair per thread instead.
 template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_rows_v(const IgRowParams& p) {
-  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  const C kNegInf = -std::numeric_limits<C>::infinity();
   IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
@@ -556,7 +556,7 @@ const char* kRowKernels[] = {"softmax_rows", "softmax_bwd_rows", "layer_norm",
 // pointer are multiples of the vector (a row of 7, a sliced input at an
 // odd offset: V = 1, scalar loads). The sums accumulate in op-math (float
 // for 16-bit inputs) with the CPU's formulas; only their order differs.
-constexpr int kMaxRowThreads = 512;      // registers: 512 x ~100 fit an SM's 64K
+constexpr int kMaxRowThreads = 512;  // the kernels' __launch_bounds__: at most 128 registers
 constexpr int kRowRegisterElements = 32;  // elements of each input a thread keeps
 
 struct RowVariant {
@@ -594,9 +594,11 @@ KernelRequest request(ScalarType t, const char* kernel) {
 
 KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
   const std::string symbol = row_symbol(kernel, t, v);
-  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol,
-                                  "(IgRowParams p) { ig_", kernel, "_v<T, C, ", v.vec, ", ", v.nv,
-                                  ">(p); }\n"));
+  // At most kMaxRowThreads a block: the compiler keeps to the registers
+  // that allow (128 a thread), where a two-input row kernel would take more.
+  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void __launch_bounds__(",
+                                  kMaxRowThreads, ") ", symbol, "(IgRowParams p) { ig_", kernel,
+                                  "_v<T, C, ", v.vec, ", ", v.nv, ">(p); }\n"));
 }
 
 // Every (V, NV) a dtype's row kernels are compiled for: V up to 16 bytes,
