@@ -31,8 +31,8 @@ The last column is ignis / torch (below 1: ignis faster).
 The first outputs of each row (the result; for gpt_fwd the loss and a corner of
 the logits; for gpt_train the first step's loss and a corner of two gradients)
 are saved by both children and compared with bf16 tolerances (element by
-element for pointwise, softmax and layer_norm; the relative error of each
-output as a whole for the GEMM rows); a difference prints a loud MISMATCH and
+element for pointwise, softmax, layer_norm and softmax_bwd; the relative
+error of each output as a whole for the GEMM rows and layer_norm_bwd); a difference prints a loud MISMATCH and
 the run exits 1.
 
     python bench/gpu.py [--rows a,b] [--quick] [--json PATH] [--device cuda|cpu]
@@ -66,8 +66,11 @@ MEMORY_BOUND = {"pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm
 # thousands of terms), the relative error of each output as a whole,
 # |x - y| / |y| (Frobenius norms), at most this.
 TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2),
-       "softmax_bwd": (2e-2, 1e-3), "layer_norm_bwd": (5e-2, 5e-2)}
-NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2}
+       "softmax_bwd": (2e-2, 1e-3)}
+# layer_norm_bwd's weight and bias gradients are sums over all rows, in
+# other orders (torch's CPU kernel sums them in bfloat16: 2% off a float64
+# reference at --quick sizes, where ignis is 0.25% off).
+NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2, "layer_norm_bwd": 3e-2}
 
 
 def sizes(quick):
@@ -180,8 +183,6 @@ def make_case(row, lib, quick, device):
 
         def call():
             return lib.autograd.grad(y, (x, w, b), g, retain_graph=True)
-        # dw and db are sums over 16384 rows in another order: compare them
-        # by a looser element check (TOL) all the same.
         return call, call, None, 2 * (3 * m * n + 4 * n), {}
     if row == "mlp":
         m, d, h = S["mlp"]
