@@ -2,10 +2,13 @@
 // that what the fake driver (kernel_host.h: one thread a block) cannot
 // reach is exercised without a GPU: the compiler's block reductions across
 // lanes and warps of any blockDim, and the barriers between a row kernel's
-// passes (tests/python/test_cuda_compiler.py). Blocks run one after another;
-// the threads of a block run at once, meeting at a std::barrier for each
-// __syncthreads(). A warp shuffle is emulated block-wide (every thread of
-// the block must call it, as ig_block_reduce's do): a lane reading past its
+// passes (tests/python/test_cuda_compiler.py); the fake driver runs the
+// eager kernels this way when $FAKE_CUDA_BLOCK_THREADS is set (2-D blocks:
+// x fastest, warps of 32 consecutive threads, as on a GPU). Blocks run one
+// after another; the threads of a block run at once, meeting at a
+// std::barrier for each __syncthreads(). Warp shuffles are emulated per
+// warp (the warp's lanes meet at a barrier of their own; every lane of the
+// warp must call, as on a GPU with a full mask): a lane reading past its
 // warp or past the block gets its own value back, as on the GPU; a lane
 // that exists but is outside the caller's mask is read anyway, so a kernel
 // that forgets to ignore it double-counts here.
@@ -13,11 +16,11 @@
 // The fake driver (fake_libcuda.cpp) also runs the kernels whose source says
 // IG_NEEDS_BLOCK_THREADS (the flash-attention kernels) with this header,
 // through ig_launch_blocks, which runs a block's threads as fibers on one OS
-// thread (a barrier switches to the next fiber). __shfl_xor_sync and the
-// tensor cores' mma.sync m16n8k16 are emulated per warp, each lane handing
-// over its registers and reading the others' by the instruction's
-// documented layout (ig_host_mma), so a kernel that puts a value in the
-// wrong lane or register computes garbage here too.
+// thread (a barrier switches to the next fiber). The tensor cores' mma.sync
+// m16n8k16 is emulated per warp, each lane handing over its registers and
+// reading the others' by the instruction's documented layout (ig_host_mma),
+// so a kernel that puts a value in the wrong lane or register computes
+// garbage here too.
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +32,7 @@
 #define IG_HOST_EMULATION 1
 #define __device__
 #define __global__
+#define __launch_bounds__(...)
 #define __grid_constant__
 #define __forceinline__ inline
 #define __shared__ static
@@ -61,35 +65,38 @@ static inline void __syncthreads() {
 }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-static uint64_t ig_shuffle_slots[1024];
-template <class T> static inline T __shfl_down_sync(unsigned, T v, int o) {
-  static_assert(sizeof(T) <= sizeof(uint64_t), "emulated shuffles move at most 8 bytes");
-  memcpy(&ig_shuffle_slots[threadIdx.x], &v, sizeof(T));
-  __syncthreads();
-  const unsigned lane = threadIdx.x & 31u, src = threadIdx.x + unsigned(o);
-  T r = v;
-  if (lane + unsigned(o) < 32u && src < blockDim.x) memcpy(&r, &ig_shuffle_slots[src], sizeof(T));
-  __syncthreads();
-  return r;
-}
+// The thread's index in its block (x fastest).
+static inline unsigned ig_linear_thread() { return threadIdx.y * blockDim.x + threadIdx.x; }
 
 // The warps of the running block, each meeting at its own barrier.
 static std::barrier<>* ig_warp_barriers[32];
 static inline void ig_warp_sync() {
-  if (ig_fibers) ig_fiber_wait(ig_fiber_warps[threadIdx.x / 32]);
-  else ig_warp_barriers[threadIdx.x / 32]->arrive_and_wait();
+  if (ig_fibers) ig_fiber_wait(ig_fiber_warps[ig_linear_thread() / 32]);
+  else ig_warp_barriers[ig_linear_thread() / 32]->arrive_and_wait();
 }
 static uint64_t ig_warp_slots[1024];
-// A lane past the end of a (short) warp reads its own value, as on the GPU.
-template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
+// Every lane of the warp publishes v, then reads the slot of lane
+// `src_lane(lane)` of its own warp (its own value when that lane is past
+// the warp or the block).
+template <class T, class F> static inline T ig_shuffle(T v, F src_lane) {
   static_assert(sizeof(T) <= sizeof(uint64_t), "emulated shuffles move at most 8 bytes");
-  memcpy(&ig_warp_slots[threadIdx.x], &v, sizeof(T));
+  const unsigned me = ig_linear_thread(), threads = blockDim.x * blockDim.y;
+  memcpy(&ig_warp_slots[me], &v, sizeof(T));
   ig_warp_sync();
-  const unsigned src = (threadIdx.x & ~31u) | ((threadIdx.x & 31u) ^ unsigned(o));
+  const unsigned lane = me & 31u, from = src_lane(lane), src = (me & ~31u) + from;
   T r = v;
-  if (src < blockDim.x) memcpy(&r, &ig_warp_slots[src], sizeof(T));
+  if (from < 32u && src < threads) memcpy(&r, &ig_warp_slots[src], sizeof(T));
   ig_warp_sync();
   return r;
+}
+template <class T> static inline T __shfl_down_sync(unsigned, T v, int o) {
+  return ig_shuffle(v, [o](unsigned lane) { return lane + unsigned(o); });
+}
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
+  return ig_shuffle(v, [o](unsigned lane) { return lane ^ unsigned(o); });
+}
+template <class T> static inline T __shfl_sync(unsigned, T v, int src) {
+  return ig_shuffle(v, [src](unsigned) { return unsigned(src); });
 }
 // Blocks run one at a time, but the threads of one block do race.
 static inline float atomicAdd(float* p, float v) {
@@ -124,12 +131,12 @@ static inline float ig_host_16bit(uint32_t bits, bool bf16) {
 static uint32_t ig_mma_slots[1024][6];
 static inline void ig_host_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                                bool bf16) {
-  uint32_t* mine = ig_mma_slots[threadIdx.x];
+  uint32_t* mine = ig_mma_slots[ig_linear_thread()];
   for (int i = 0; i < 4; ++i) mine[i] = a[i];
   mine[4] = b[0];
   mine[5] = b[1];
   ig_warp_sync();
-  const unsigned base = threadIdx.x & ~31u, lane = threadIdx.x & 31u;
+  const unsigned base = ig_linear_thread() & ~31u, lane = ig_linear_thread() & 31u;
   auto half = [&](unsigned l, int reg, int k) {
     return ig_host_16bit((ig_mma_slots[base + l][reg] >> (16 * (k & 1))) & 0xffffu, bf16);
   };
@@ -194,26 +201,36 @@ template <class F> void ig_launch_blocks(unsigned gx, unsigned gy, unsigned bx, 
   ig_fibers = false;
 }
 
+// Launches kernel(args...) on a grid of gx x gy blocks of bx x by threads.
+template <class... P, class... A>
+void ig_launch_2d(void (*kernel)(P...), unsigned gx, unsigned gy, unsigned bx, unsigned by,
+                  A... args) {
+  gridDim = {gx, gy, 1};
+  blockDim = {bx, by, 1};
+  const unsigned threads = bx * by;
+  for (unsigned y = 0; y < gy; ++y)
+    for (unsigned b = 0; b < gx; ++b) {
+      std::barrier<> barrier(threads);
+      ig_block_barrier = &barrier;
+      std::vector<std::unique_ptr<std::barrier<>>> warps;  // for the shuffles
+      for (unsigned w = 0; w * 32 < threads; ++w) {
+        const unsigned lanes = threads - w * 32 < 32 ? threads - w * 32 : 32;
+        warps.emplace_back(new std::barrier<>(std::ptrdiff_t(lanes)));
+        ig_warp_barriers[w] = warps.back().get();
+      }
+      blockIdx = {b, y, 0};
+      std::vector<std::thread> team;
+      for (unsigned t = 0; t < threads; ++t)
+        team.emplace_back([=] {
+          threadIdx = {t % bx, t / bx, 0};
+          kernel(args...);
+        });
+      for (std::thread& t : team) t.join();
+    }
+}
+
 // Launches kernel(args...) on `grid` blocks of `threads` threads.
 template <class... P, class... A>
 void ig_launch(void (*kernel)(P...), unsigned grid, unsigned threads, A... args) {
-  gridDim = {grid, 1, 1};
-  blockDim = {threads, 1, 1};
-  for (unsigned b = 0; b < grid; ++b) {
-    std::barrier<> barrier(threads);
-    ig_block_barrier = &barrier;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;  // for __shfl_xor_sync
-    for (unsigned w = 0; w * 32 < threads; ++w) {
-      warps.emplace_back(new std::barrier<>(std::ptrdiff_t(threads - w * 32 < 32 ? threads - w * 32 : 32)));
-      ig_warp_barriers[w] = warps.back().get();
-    }
-    blockIdx = {b, 0, 0};
-    std::vector<std::thread> team;
-    for (unsigned t = 0; t < threads; ++t)
-      team.emplace_back([=] {
-        threadIdx = {t, 0, 0};
-        kernel(args...);
-      });
-    for (std::thread& t : team) t.join();
-  }
+  ig_launch_2d(kernel, grid, 1, threads, 1, args...);
 }

@@ -71,7 +71,7 @@ CUresult cuEventSynchronize(void*) { return 0; }
 CUresult cuEventQuery(void*) { return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
-struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned); };
+struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); };
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
 }  // extern "C"
 
@@ -99,10 +99,16 @@ static std::string param_type(std::string p) {
   while (i > 0 && (isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_')) --i;
   return p.substr(0, i);
 }
-static void* generated_wrapper(const std::string& name) {
+// With $FAKE_CUDA_BLOCK_THREADS set, a kernel runs instead with real threads
+// for the launch's block (block_threads_host.h: barriers and warp shuffles
+// between them), built as <name>.threads.so: slow, for the tests of the
+// warp and block code (tests/python/test_cuda_rows.py).
+static void* generated_wrapper(const std::string& name, bool threads) {
   const char* dir = getenv("IGNIS_CUDA_DUMP_SOURCES");
-  const char* header = getenv("IGNIS_FAKE_CUDA_HOST_HEADER");
-  if (!dir || !header) return nullptr;
+  const char* kernel_host = getenv("IGNIS_FAKE_CUDA_HOST_HEADER");
+  if (!dir || !kernel_host) return nullptr;
+  std::string header = kernel_host;
+  if (threads) header = header.substr(0, header.rfind('/') + 1) + "block_threads_host.h";
   std::string base = std::string(dir) + "/" + name;
   FILE* f = fopen((base + ".cu").c_str(), "rb");
   if (!f) return nullptr;
@@ -110,29 +116,36 @@ static void* generated_wrapper(const std::string& name) {
   char buf[65536];
   for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) src.append(buf, n);
   fclose(f);
-  std::string sig = "extern \"C\" __global__ void " + name + "(";
+  // extern "C" __global__ void [__launch_bounds__(n)] <name>(params)
+  std::string sig = " " + name + "(";
   size_t at = src.find(sig);
-  if (at == std::string::npos) return nullptr;
+  if (at == std::string::npos || src.rfind("extern \"C\"", at) == std::string::npos) return nullptr;
   size_t open = at + sig.size(), close = src.find(')', open);
   std::vector<std::string> params = split_params(src.substr(open, close - open));
-  std::string call = name + "(";
+  std::string args;
   for (size_t i = 0; i < params.size(); ++i)
-    call += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
-  call += ");";
-  // Kernels that need a block's threads to meet (warp shuffles, mma.sync)
-  // run with real threads (block_threads_host.h, beside the header).
-  const bool threads = src.find("IG_NEEDS_BLOCK_THREADS") != std::string::npos;
-  std::string hdr = header;
-  if (threads) hdr = hdr.substr(0, hdr.find_last_of('/') + 1) + "block_threads_host.h";
-  std::string w = "\nextern \"C\" void " + name + "__host(void** a, unsigned gx, unsigned gy, unsigned bx) {\n";
-  if (threads)
-    w += "  ig_launch_blocks(gx, gy, bx, [a] { " + call + " });\n}\n";
-  else
-    w += "  (void)bx;\n  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
-         "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + call + "\n    }\n}\n";
-  std::string host = base + ".host.cpp", so = base + ".so";
+    args += (i ? ", " : "") + std::string("*(") + param_type(params[i]) + "*)a[" + std::to_string(i) + "]";
+  // Kernels that need a block's threads to meet (warp shuffles, mma.sync:
+  // the flash-attention kernels) always run as fibers per block
+  // (block_threads_host.h's ig_launch_blocks).
+  const bool fibers = src.find("IG_NEEDS_BLOCK_THREADS") != std::string::npos;
+  if (fibers) header = header.substr(0, header.rfind('/') + 1) + "block_threads_host.h";
+  std::string w = "\nextern \"C\" void " + name +
+                  "__host(void** a, unsigned gx, unsigned gy, unsigned bx, unsigned by) {\n";
+  if (fibers) {
+    w += "  (void)by;\n  ig_launch_blocks(gx, gy, bx, [a] { " + name + "(" + args + "); });\n}\n";
+  } else if (threads) {
+    w += "  ig_launch_2d(" + name + ", gx, gy, bx, by" + (args.empty() ? "" : ", ") + args + ");\n}\n";
+  } else {
+    w += "  (void)bx; (void)by;\n  gridDim = {gx, gy, 1};\n  for (unsigned y = 0; y < gy; ++y)\n"
+         "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + name +
+         "(" + args + ");\n    }\n}\n";
+  }
+  const std::string tag = fibers ? ".fibers" : threads ? ".threads" : "";
+  std::string host = base + tag + ".host.cpp", so = base + tag + ".so";
   if (FILE* h = fopen(host.c_str(), "wb")) { fwrite(src.data(), 1, src.size(), h); fwrite(w.data(), 1, w.size(), h); fclose(h); }
-  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + hdr + " -x c++ " + host + " -o " + so;
+  std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + header + " -x c++ " + host +
+                    " -o " + so + (threads || fibers ? " -pthread" : "");
   struct stat cu_st, so_st;  // rebuilt when ignis wrote a newer text of the kernel
   bool fresh = stat((base + ".cu").c_str(), &cu_st) == 0 && stat(so.c_str(), &so_st) == 0 &&
                so_st.st_mtime >= cu_st.st_mtime;
@@ -145,14 +158,14 @@ extern "C" {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   static void* emu = getenv("IGNIS_FAKE_CUDA_KERNELS") ? dlopen(getenv("IGNIS_FAKE_CUDA_KERNELS"), RTLD_NOW | RTLD_LOCAL) : nullptr;
   void* h = emu ? dlsym(emu, name) : nullptr;
-  void* w = h ? nullptr : generated_wrapper(name);
+  void* w = h ? nullptr : generated_wrapper(name, getenv("FAKE_CUDA_BLOCK_THREADS") != nullptr);
   if (!h && !w) return 500;
-  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned))w};
+  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned, unsigned))w};
   return 0; }
-CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned, unsigned, unsigned, void*, void** a, void**) {
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned by, unsigned, unsigned, void*, void** a, void**) {
   Fn* fn = (Fn*)f;
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
-  if (fn->wrapper) { fn->wrapper(a, gx, gy, bx); return 0; }
+  if (fn->wrapper) { fn->wrapper(a, gx, gy, bx, by); return 0; }
   const std::string& n = fn->name;
   if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);
   else if (n.rfind("copy_contiguous", 0) == 0) ((void(*)(void*, const void*, int64_t))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2]);

@@ -6,6 +6,7 @@
 #include <cstring>
 #define __device__
 #define __global__
+#define __launch_bounds__(...)
 #define __grid_constant__
 #define __forceinline__ inline
 #define __shared__ static

@@ -343,6 +343,58 @@ def test_contiguous_vectorized_path_and_its_tail(n):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "float64", "bool"])
+def test_rows_of_vectors_path(dtype):
+    """A fastest dim contiguous in every operand or broadcast along it (a row
+    or a column operand, x + b): the vrows layout's vectors, their tails by
+    falling back, misaligned operands and outer strides."""
+    x = _sample((33, 64), dtype)
+    row, col = _sample((64,), dtype), _sample((33, 1), dtype)
+    wide = _sample((33, 128), dtype)
+    cases = {
+        "row": (lambda a, r, c, w: a + r),
+        "column": (lambda a, r, c, w: a * c),
+        "both": (lambda a, r, c, w: ignis.maximum(a - r, c)),
+        "compare": (lambda a, r, c, w: a > r),
+        "outer stride": (lambda a, r, c, w: w[:, :64] + r),
+        "odd row length": (lambda a, r, c, w: w[:, :63] + r[:63]),
+        "misaligned row": (lambda a, r, c, w: w[:, 1:65] + r),
+        "mixed dtypes": (lambda a, r, c, w: a + r.float()),
+        "three inputs": (lambda a, r, c, w: ignis.where(a > r, a, c)),
+    }
+    for what, fn in cases.items():
+        got, want = _run_both(fn, [x, row, col, wide])
+        if want is not None:
+            assert_same(got, want, what=f"{what} {dtype}")
+    if dtype == "bool":
+        return
+    # In place, through the same layout.
+    xc = x.cuda()
+    xc += row.cuda()
+    want = x.clone()
+    want += row
+    assert_same(xc, want, what=f"in place {dtype}")
+
+
+@needs_gpu
+def test_rows_of_vectors_kernel_is_chosen(capfd):
+    if ignis.cuda.get_device_name(0) != "Fake GPU":
+        pytest.skip("reads the fake driver's launch log (tests/cuda_fake)")
+    x, b = _sample((8, 64), "float32").cuda(), _sample((64,), "float32").cuda()
+    os.environ["FAKE_CUDA_LOG"] = "1"
+    try:
+        capfd.readouterr()
+        x + b
+        x[:, 1:63] + b[1:63]  # rows 4 bytes in: no aligned vectors, the strided kernel
+        log = capfd.readouterr().err
+    finally:
+        del os.environ["FAKE_CUDA_LOG"]
+    assert "launch pw_add_float32_float32_float32_float32_n1_vrows4\n" in log, log
+    assert "launch pw_add_float32_float32_float32_float32_n1_vrows2\n" not in log, log
+    assert "_s32\n" in log, log
+
+
+@needs_gpu
 def test_strided_paths_high_rank_and_64_bit_offsets():
     x = _sample((3, 4, 5, 6, 7), "float32")
     got, want = _run_both(lambda a: (a.permute(4, 2, 0, 3, 1) * 2).sin(), [x])

@@ -1073,12 +1073,29 @@ KernelFn inplace_switch(const OpRef* out_of_place, const OpRef* in_place) {
 // ---- derivatives ------------------------------------------------------------------
 using namespace grad_ops;  // NOLINT
 
+// On CUDA, outside create_graph (grad mode off), the derivative of softmax
+// along the last dim is one row kernel (kernels/cuda/row_kernels.h: the
+// formulas below in op-math, rounded once) instead of four ops' passes.
+bool fused_softmax_backward(GradCtx& c, cpu::SoftmaxKind kind) {
+  const Tensor& y = c.result();
+  const Tensor& g = c.grad();
+  if (!y.device().is_cuda() || autograd::grad_enabled() || !is_floating(y.dtype()) ||
+      g.dtype() != y.dtype() || g.sizes() != y.sizes())
+    return false;
+  if (y.dim() > 0 && wrap_dim(c.int_arg(1), y.dim()) != y.dim() - 1) return false;
+  Tensor dx = empty_tensor(y.sizes(), y.dtype(), y.device());
+  cuda::softmax_backward_into(dx, dense_as(g, y.dtype()), dense_as(y, y.dtype()), kind);
+  c.set(0, dx);
+  return true;
+}
 void softmax_bw(GradCtx& c) {
+  if (fused_softmax_backward(c, cpu::SoftmaxKind::Softmax)) return;
   const Tensor& y = c.result();
   std::vector<int64_t> dim{c.int_arg(1)};
   c.set(0, mul(y, sub(c.grad(), sum_dims(mul(c.grad(), y), dim, true))));
 }
 void log_softmax_bw(GradCtx& c) {
+  if (fused_softmax_backward(c, cpu::SoftmaxKind::LogSoftmax)) return;
   std::vector<int64_t> dim{c.int_arg(1)};
   c.set(0, sub(c.grad(), mul(op("exp", c.result()), sum_dims(c.grad(), dim, true))));
 }

@@ -103,10 +103,14 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
         s.inputs.back() = ScalarType::Undefined;
         g.add("pw_" + fn, pointwise_kernel(s));
       }
-      if (first) {  // once per function: 64-bit indexing, a converting load
+      if (first) {  // once per function: 64-bit indexing, rows of vectors, a converting load
         PointwiseKernel w = k;
         w.layout = PointwiseLayout::Strided64;
         g.add("pw_" + fn, pointwise_kernel(w));
+        PointwiseKernel r = k;
+        r.layout = PointwiseLayout::VectorRows;
+        r.vec = static_cast<int>(std::min<size_t>(8, 16 / element_size(t)));
+        g.add("pw_" + fn, pointwise_kernel(r));
         PointwiseKernel m = k;
         m.inputs[0] = other_kind(t);
         g.add("pw_" + fn, pointwise_kernel(m));

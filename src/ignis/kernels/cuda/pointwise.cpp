@@ -77,6 +77,7 @@ __forceinline__ void ig_offsets(const IgGeom<I, S>& g, I i, S (&off)[NT]) {
 const char* layout_name(PointwiseLayout l) {
   switch (l) {
     case PointwiseLayout::Vectorized: return "vec";
+    case PointwiseLayout::VectorRows: return "vrows";
     case PointwiseLayout::Strided32: return "s32";
     case PointwiseLayout::Strided64: return "s64";
   }
@@ -87,7 +88,8 @@ std::string symbol_of(const PointwiseKernel& k) {
   std::string s = str("pw_", k.fn, "_", dtype_name(k.compute), "_", dtype_name(k.out));
   for (ScalarType t : k.inputs) s += str("_", t == ScalarType::Undefined ? "s" : dtype_name(t));
   s += str("_n", k.nscalars, "_", layout_name(k.layout));
-  if (k.layout == PointwiseLayout::Vectorized) s += str(k.vec);
+  if (k.layout == PointwiseLayout::Vectorized || k.layout == PointwiseLayout::VectorRows)
+    s += str(k.vec);
   return s;
 }
 
@@ -171,29 +173,64 @@ KernelRequest pointwise_kernel(const PointwiseKernel& k) {
   };
   std::string body;
   if (k.layout == PointwiseLayout::Vectorized) {
+    // Two vectors an iteration, both loaded before either is stored (the
+    // output may alias an input, so the compiler could not hoist the second
+    // load above the first store itself): more bytes in flight a thread.
     const int V = k.vec;
     body += str("extern \"C\" __global__ void ", sym, "(IgPtrs p, int64_t n, IgScalars s) {\n",
                 "  typedef ", C, " C;\n  typedef ", common, " Common;\n",
                 "  const int64_t step = int64_t(blockDim.x) * gridDim.x;\n",
                 "  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n",
                 "  const int64_t nv = n / ", V, ";\n",
-                "  for (int64_t v = tid; v < nv; v += step) {\n");
+                "  for (int64_t v0 = tid; v0 < nv; v0 += 2 * step) {\n");
     for (int j = 0; j < nin; ++j)
       if (!is_scalar(j))
-        body += str("    const IgVec<", in_type(j), ", ", V, "> a", j,
-                    " = reinterpret_cast<const IgVec<", in_type(j), ", ", V, ">*>(p.p[", j + 1,
-                    "])[v];\n");
-    body += str("    IgVec<", out, ", ", V, "> o;\n#pragma unroll\n    for (int e = 0; e < ", V,
+        body += str("    IgVec<", in_type(j), ", ", V, "> a", j, "[2];\n");
+    body += "#pragma unroll\n    for (int u = 0; u < 2; ++u) {\n"
+            "      const int64_t v = v0 + u * step;\n      if (v >= nv) break;\n";
+    for (int j = 0; j < nin; ++j)
+      if (!is_scalar(j))
+        body += str("      a", j, "[u] = reinterpret_cast<const IgVec<", in_type(j), ", ", V,
+                    ">*>(p.p[", j + 1, "])[v];\n");
+    body += "    }\n#pragma unroll\n    for (int u = 0; u < 2; ++u) {\n"
+            "      const int64_t v = v0 + u * step;\n      if (v >= nv) break;\n";
+    body += str("      IgVec<", out, ", ", V, "> o;\n#pragma unroll\n      for (int e = 0; e < ", V,
                 "; ++e) {\n");
-    body += loads([&](int j) { return str("a", j, ".v[e]"); });
-    body += str("      o.v[e] = ig_convert<", out, ">(", call, ");\n    }\n",
-                "    reinterpret_cast<IgVec<", out, ", ", V, ">*>(p.p[0])[v] = o;\n  }\n",
+    body += loads([&](int j) { return str("a", j, "[u].v[e]"); });
+    body += str("        o.v[e] = ig_convert<", out, ">(", call, ");\n      }\n",
+                "      reinterpret_cast<IgVec<", out, ", ", V, ">*>(p.p[0])[v] = o;\n    }\n  }\n",
                 "  for (int64_t i = nv * ", V, " + tid; i < n; i += step) {\n");
     body += loads([&](int j) {
       return str("reinterpret_cast<const ", in_type(j), "*>(p.p[", j + 1, "])[i]");
     });
     body += str("      reinterpret_cast<", out, "*>(p.p[0])[i] = ig_convert<", out, ">(", call,
                 ");\n  }\n}\n");
+  } else if (k.layout == PointwiseLayout::VectorRows) {
+    // g's dim 0 counts vectors (its strides: a vector's bytes, or 0 for an
+    // operand broadcast along it, which loads one element and repeats it).
+    const int V = k.vec;
+    body += str("extern \"C\" __global__ void ", sym,
+                "(IgPtrs p, IgGeom<uint32_t, int32_t> g, int64_t n, IgScalars s) {\n",
+                "  typedef ", C, " C;\n  typedef ", common, " Common;\n",
+                "  const uint32_t step = uint32_t(blockDim.x) * gridDim.x;\n",
+                "  for (uint32_t i = uint32_t(blockIdx.x) * blockDim.x + threadIdx.x; i < uint32_t(n);"
+                " i += step) {\n",
+                "    int32_t off[", nin + 1, "];\n    ig_offsets(g, i, off);\n");
+    for (int j = 0; j < nin; ++j) {
+      if (is_scalar(j)) continue;
+      const std::string vt = str("IgVec<", in_type(j), ", ", V, ">");
+      body += str("    ", vt, " a", j, ";\n    if (g.strides[0][", j + 1, "] == 0) {\n",
+                  "      const ", in_type(j), " one = *reinterpret_cast<const ", in_type(j),
+                  "*>(p.p[", j + 1, "] + off[", j + 1, "]);\n",
+                  "#pragma unroll\n      for (int e = 0; e < ", V, "; ++e) a", j, ".v[e] = one;\n",
+                  "    } else {\n      a", j, " = *reinterpret_cast<const ", vt, "*>(p.p[", j + 1,
+                  "] + off[", j + 1, "]);\n    }\n");
+    }
+    body += str("    IgVec<", out, ", ", V, "> o;\n#pragma unroll\n    for (int e = 0; e < ", V,
+                "; ++e) {\n");
+    body += loads([&](int j) { return str("a", j, ".v[e]"); });
+    body += str("      o.v[e] = ig_convert<", out, ">(", call, ");\n    }\n",
+                "    *reinterpret_cast<IgVec<", out, ", ", V, ">*>(p.p[0] + off[0]) = o;\n  }\n}\n");
   } else {
     const bool narrow = k.layout == PointwiseLayout::Strided32;
     const char* I = narrow ? "uint32_t" : "int64_t";
@@ -290,6 +327,46 @@ void pointwise(TensorIterator& it, const PointwiseOp& op) {
       int64_t reach = 0;
       for (int d = 0; d < nd; ++d) reach += (shape[d] - 1) * std::abs(it.iter_strides(t)[d]);
       fits = reach <= INT32_MAX;
+    }
+    // Whole aligned vectors along a fastest dim that every operand reads
+    // contiguously (or broadcasts): the VectorRows layout.
+    int vec = 1;
+    if (fits && nd >= 2) {
+      int64_t widest = 1;
+      for (int t = 0; t <= nin; ++t)
+        if (tensor_operand(t)) widest = std::max(widest, itemsize(t));
+      auto rows_of_vectors = [&](int v) {
+        if (shape[0] % v != 0) return false;
+        for (int t = 0; t <= nin; ++t) {
+          if (!tensor_operand(t)) continue;
+          const int64_t inner = it.iter_strides(t)[0], bytes = v * itemsize(t);
+          if (inner == 0 && t > 0) continue;  // broadcast along it: one element, repeated
+          if (inner != itemsize(t) || reinterpret_cast<uintptr_t>(ptrs.p[t]) % bytes != 0)
+            return false;
+          for (int d = 1; d < nd; ++d)
+            if (it.iter_strides(t)[d] % bytes != 0) return false;
+        }
+        return true;
+      };
+      vec = static_cast<int>(std::min<int64_t>(8, 16 / widest));
+      while (vec > 1 && !rows_of_vectors(vec)) vec /= 2;
+    }
+    if (vec > 1) {
+      k.layout = PointwiseLayout::VectorRows;
+      k.vec = vec;
+      Geom<uint32_t, int32_t> geom{};
+      geom.ndim = nd;
+      for (int d = 0; d < nd; ++d) {
+        geom.sizes[d] = static_cast<uint32_t>(d == 0 ? shape[0] / vec : shape[d]);
+        for (int t = 0; t <= nin; ++t)
+          geom.strides[d][t] = !tensor_operand(t) ? 0
+                               : static_cast<int32_t>(it.iter_strides(t)[d] * (d == 0 ? vec : 1));
+      }
+      int64_t nvec = n / vec;
+      void* args[] = {&ptrs, &geom, &nvec, &scalars};
+      launch_grid_stride(function_for(device, k), nvec, args, stream);
+      it.finish();
+      return;
     }
     k.layout = fits ? PointwiseLayout::Strided32 : PointwiseLayout::Strided64;
     CUfunction f = function_for(device, k);

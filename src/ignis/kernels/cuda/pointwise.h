@@ -6,7 +6,11 @@
 // them as it loads, exactly as the CPU's cast would). pointwise() then runs
 // one generated kernel over it:
 //   * contiguous operands, aligned: each thread reads and writes vectors of
-//     up to 16 bytes (4 floats, 8 halves), then a scalar tail;
+//     up to 16 bytes (4 floats, 8 halves), two vectors an iteration (both
+//     loads issued before either store), then a scalar tail;
+//   * a contiguous fastest dim of whole aligned vectors in every operand
+//     (or broadcast along it), any outer strides (a row-broadcast operand:
+//     x + b): vectors too, their offsets from the outer dims;
 //   * otherwise: a grid-stride loop whose offsets come from the coalesced
 //     sizes and byte strides, in 32-bit index math when every offset fits,
 //     else in 64-bit.
@@ -45,7 +49,12 @@ struct PointwiseOp {
 void pointwise(TensorIterator& it, const PointwiseOp& op);
 
 // ---- the generated source (also for tests that compile every variant) ----
-enum class PointwiseLayout : uint8_t { Vectorized, Strided32, Strided64 };
+// Vectorized: contiguous operands, V elements a vector. VectorRows: the
+// fastest dim is contiguous (or broadcast: stride 0) in every operand and
+// holds whole aligned vectors; the other dims any strides (32-bit offsets):
+// a row-broadcast operand (x + b[n]) keeps 16-byte accesses. Strided32/64:
+// one element at a time, offsets in 32 or 64 bits.
+enum class PointwiseLayout : uint8_t { Vectorized, VectorRows, Strided32, Strided64 };
 
 struct PointwiseKernel {
   std::string fn;
@@ -56,7 +65,7 @@ struct PointwiseKernel {
   std::vector<ScalarType> inputs;
   int nscalars = 0;
   PointwiseLayout layout = PointwiseLayout::Strided32;
-  int vec = 1;  // elements per thread (Vectorized)
+  int vec = 1;  // elements a vector (Vectorized, VectorRows)
 };
 KernelRequest pointwise_kernel(const PointwiseKernel& k);
 

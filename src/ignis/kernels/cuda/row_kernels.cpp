@@ -1,6 +1,7 @@
 #include "ignis/kernels/cuda/row_kernels.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -72,11 +73,12 @@ template <class T> __forceinline__ T ig_shfl_lane0(const T& v) {
   return r.t;
 }
 // Combines v over the x threads of this block row (blockDim.x a multiple of
-// 32, at most 256) and gives every one of them the same result (lane 0's:
-// the butterfly's lanes round in different orders). All threads of the
-// block must call it.
+// 32; the block at most 1024 threads, 32 warps) and gives every one of them
+// the same result (lane 0's: the butterfly's lanes round in different
+// orders). All threads of the block must call it.
 template <class T, class F> __forceinline__ T ig_row_allreduce(T v, F f) {
-  __shared__ __align__(16) char raw[8 * 16];
+  static_assert(sizeof(T) <= 16, "a row statistic of at most 16 bytes");
+  __shared__ __align__(16) char raw[32 * 16];
   T* smem = reinterpret_cast<T*>(raw);
   if (blockDim.x >= 32) {  // always on a GPU; a host emulation runs 1-thread blocks
 #pragma unroll
@@ -116,23 +118,6 @@ template <class C, class T> __forceinline__ T ig_softmax_value(C x, IgMS<C> st, 
   if (kind == 2 && st.m == -std::numeric_limits<C>::infinity()) return ig_convert<T>(C(0));
   return ig_convert<T>(std::exp(x - st.m) / st.s);
 }
-// The softmax dim is the last: rows of D, blockDim.y rows to a block.
-template <class T, class C> __forceinline__ void ig_softmax_rows(const IgRowParams& p) {
-  const T* in = reinterpret_cast<const T*>(p.in);
-  T* out = reinterpret_cast<T*>(p.out);
-  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
-    const int64_t r = rb + threadIdx.y;
-    const bool live = r < p.rows;
-    IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
-    if (live)
-      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x)
-        st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(in[r * p.D + k]), C(1)});
-    st = ig_row_allreduce(st, IgMSMerge());
-    if (live)
-      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x)
-        out[r * p.D + k] = ig_softmax_value<C, T>(ig_convert<C>(in[r * p.D + k]), st, p.kind);
-  }
-}
 // Any other dim: a thread per (outer, inner) column, walking it with stride
 // `inner` (neighbouring threads read neighbouring elements).
 template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowParams& p) {
@@ -150,35 +135,182 @@ template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowPara
       y[k * p.inner] = ig_softmax_value<C, T>(ig_convert<C>(x[k * p.inner]), st, p.kind);
   }
 }
-// Layer norm over rows of D: mean, then the biased variance about it (two
-// passes over the cached row, as the CPU computes them).
-template <class T, class C> __forceinline__ void ig_layer_norm(const IgRowParams& p) {
-  const T* in = reinterpret_cast<const T*>(p.in);
-  T* out = reinterpret_cast<T*>(p.out);
-  const C* w = reinterpret_cast<const C*>(p.w);
-  const C* b = reinterpret_cast<const C*>(p.b);
+// ---- the vectorised row kernels (Note [Row kernels keep the row in registers]) ----
+template <class T, int V> struct alignas(sizeof(T) * V) IgRVec { T v[V]; };
+// NaN-propagating max (as the CPU's softmax takes it).
+struct IgMaxNan {
+  template <class C> C operator()(C a, C b) const { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+};
+// K rows of the same shape (softmax's x; layer norm's x; a backward's g and
+// x), read by this thread's share of the row team (blockDim.x threads): V
+// elements a vector, NV vectors a chunk, vector i of the chunk at c0 being
+// c0 + j * blockDim.x + threadIdx.x. When the row fits in one chunk it is
+// loaded once and kept in registers across the passes (`resident`); a
+// longer row is read again, chunk by chunk, by each pass.
+template <class T, int V, int NV, int K> struct IgRowCache {
+  const IgRVec<T, V>* src[K];
+  int64_t nvec;  // vectors in the row; 0 for a row past the end
+  bool resident;
+  IgRVec<T, V> v[K][NV];
+  __forceinline__ void load(int64_t c0) {
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int64_t i = c0 + int64_t(j) * blockDim.x + threadIdx.x;
+      if (i < nvec) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k][j] = src[k][i];
+      }
+    }
+  }
+  // Calls f(i, j) for each of this thread's vectors i (held in v[.][j]).
+  template <class F> __forceinline__ void each(F f) {
+    const int64_t span = int64_t(blockDim.x) * NV;
+    for (int64_t c0 = 0; c0 < nvec; c0 += span) {
+      if (!resident) load(c0);
+#pragma unroll
+      for (int j = 0; j < NV; ++j) {
+        const int64_t i = c0 + int64_t(j) * blockDim.x + threadIdx.x;
+        if (i < nvec) f(i, j);
+      }
+    }
+  }
+};
+template <class T, int V, int NV, int K>
+__forceinline__ void ig_row_cache_init(IgRowCache<T, V, NV, K>& c, const char* const (&base)[K],
+                                       const IgRowParams& p, int64_t r) {
+  const bool live = r < p.rows;
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    c.src[k] = reinterpret_cast<const IgRVec<T, V>*>(base[k] + (live ? r : 0) * p.D * int64_t(sizeof(T)));
+  c.nvec = live ? p.D / V : 0;
+  c.resident = p.D / V <= int64_t(blockDim.x) * NV;
+  if (c.resident) c.load(0);
+}
+// Softmax along the last dim, rows of D: the max, then the sum of
+// exp(x - max) about it (the exps kept in registers for a resident row),
+// then the output. A row longer than the registers hold is read twice: the
+// first pass keeps an online (max, sum of exp) pair per thread instead.
+template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_rows_v(const IgRowParams& p) {
+  const C kNegInf = -std::numeric_limits<C>::infinity();
+  IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
-    const bool live = r < p.rows;
-    const T* x = in + r * p.D;
+    IgRowCache<T, V, NV, 1> x;
+    const char* const base[1] = {p.in};
+    ig_row_cache_init(x, base, p, r);
+    C ex[NV][V];
+    IgMS<C> st{kNegInf, C(0)};
+    if (x.resident) {
+      C m = kNegInf;
+      x.each([&](int64_t, int j) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) m = IgMaxNan()(m, ig_convert<C>(x.v[0][j].v[e]));
+      });
+      m = ig_row_allreduce(m, IgMaxNan());
+      C s = 0;
+      x.each([&](int64_t, int j) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          ex[j][e] = std::exp(ig_convert<C>(x.v[0][j].v[e]) - m);
+          s += ex[j][e];
+        }
+      });
+      st = IgMS<C>{m, ig_row_allreduce(s, IgAdd())};
+    } else {
+      x.each([&](int64_t, int j) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(x.v[0][j].v[e]), C(1)});
+      });
+      st = ig_row_allreduce(st, IgMSMerge());
+    }
+    IgRVec<T, V>* y = out + (r < p.rows ? r : 0) * (p.D / V);
+    x.each([&](int64_t i, int j) {
+      IgRVec<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C v = ig_convert<C>(x.v[0][j].v[e]);
+        if (p.kind == 1) o.v[e] = ig_convert<T>((v - st.m) - std::log(st.s));
+        else if (p.kind == 2 && st.m == kNegInf) o.v[e] = ig_convert<T>(C(0));
+        else o.v[e] = ig_convert<T>((x.resident ? ex[j][e] : std::exp(v - st.m)) / st.s);
+      }
+      y[i] = o;
+    });
+  }
+}
+// The backward of softmax along the last dim, p.in = its output y, p.g = the
+// incoming gradient: softmax (kind 0, 2) y (g - sum(g y)); log_softmax
+// (kind 1) g - exp(y) sum(g). In op-math, rounded once.
+template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_bwd_rows_v(const IgRowParams& p) {
+  IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    IgRowCache<T, V, NV, 2> c;  // [0] y, [1] g
+    const char* const base[2] = {p.in, p.g};
+    ig_row_cache_init(c, base, p, r);
+    C acc = 0;
+    c.each([&](int64_t, int j) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C gv = ig_convert<C>(c.v[1][j].v[e]);
+        acc += p.kind == 1 ? gv : gv * ig_convert<C>(c.v[0][j].v[e]);
+      }
+    });
+    acc = ig_row_allreduce(acc, IgAdd());
+    IgRVec<T, V>* dx = out + (r < p.rows ? r : 0) * (p.D / V);
+    c.each([&](int64_t i, int j) {
+      IgRVec<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C yv = ig_convert<C>(c.v[0][j].v[e]), gv = ig_convert<C>(c.v[1][j].v[e]);
+        o.v[e] = ig_convert<T>(p.kind == 1 ? gv - std::exp(yv) * acc : yv * (gv - acc));
+      }
+      dx[i] = o;
+    });
+  }
+}
+// Layer norm over rows of D: the mean, then the biased variance about it
+// (two passes over the row, as the CPU computes them; three reads of a row
+// too long for the registers), then the output.
+template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_v(const IgRowParams& p) {
+  const IgRVec<C, V>* w = reinterpret_cast<const IgRVec<C, V>*>(p.w);
+  const IgRVec<C, V>* b = reinterpret_cast<const IgRVec<C, V>*>(p.b);
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    IgRowCache<T, V, NV, 1> x;
+    const char* const base[1] = {p.in};
+    ig_row_cache_init(x, base, p, r);
     C sum = 0;
-    if (live) for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) sum += ig_convert<C>(x[k]);
+    x.each([&](int64_t, int j) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum += ig_convert<C>(x.v[0][j].v[e]);
+    });
     const C mean = ig_row_allreduce(sum, IgAdd()) / C(p.D);
     C sq = 0;
-    if (live)
-      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
-        const C d = ig_convert<C>(x[k]) - mean;
+    x.each([&](int64_t, int j) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C d = ig_convert<C>(x.v[0][j].v[e]) - mean;
         sq += d * d;
       }
+    });
     const C var = ig_row_allreduce(sq, IgAdd()) / C(p.D);
     const C rstd = C(1) / std::sqrt(var + C(p.eps));
-    if (!live) continue;
-    for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
-      C y = (ig_convert<C>(x[k]) - mean) * rstd;
-      if (w) y = y * w[k];
-      if (b) y = y + b[k];
-      out[r * p.D + k] = ig_convert<T>(y);
-    }
+    if (r >= p.rows) continue;
+    IgRVec<T, V>* y = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
+    x.each([&](int64_t i, int j) {
+      IgRVec<C, V> wv, bv;
+      if (w) wv = w[i];
+      if (b) bv = b[i];
+      IgRVec<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        C v = (ig_convert<C>(x.v[0][j].v[e]) - mean) * rstd;
+        if (w) v = v * wv.v[e];
+        if (b) v = v + bv.v[e];
+        o.v[e] = ig_convert<T>(v);
+      }
+      y[i] = o;
+    });
     if (threadIdx.x == 0) {
       reinterpret_cast<T*>(p.mean)[r] = ig_convert<T>(mean);
       reinterpret_cast<T*>(p.rstd)[r] = ig_convert<T>(rstd);
@@ -186,37 +318,51 @@ template <class T, class C> __forceinline__ void ig_layer_norm(const IgRowParams
   }
 }
 // grad_input of layer norm per row: rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
-template <class T, class C> __forceinline__ void ig_layer_norm_bwd_rows(const IgRowParams& p) {
-  const T* gp = reinterpret_cast<const T*>(p.g);
-  const T* xp = reinterpret_cast<const T*>(p.in);
+template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bwd_rows_v(const IgRowParams& p) {
   const C* mp = reinterpret_cast<const C*>(p.mean);
   const C* rp = reinterpret_cast<const C*>(p.rstd);
-  const C* w = reinterpret_cast<const C*>(p.w);
-  T* dx = reinterpret_cast<T*>(p.out);
+  const IgRVec<C, V>* w = reinterpret_cast<const IgRVec<C, V>*>(p.w);
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
+    IgRowCache<T, V, NV, 2> c;  // [0] g, [1] x
+    const char* const base[2] = {p.g, p.in};
+    ig_row_cache_init(c, base, p, r);
     const C mu = live ? mp[r] : C(0), rs = live ? rp[r] : C(0);
     C a = 0, bsum = 0;
-    if (live)
-      for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
-        const C gw = ig_convert<C>(gp[r * p.D + k]) * (w ? w[k] : C(1));
+    c.each([&](int64_t i, int j) {
+      IgRVec<C, V> wv;
+      if (w) wv = w[i];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (w ? wv.v[e] : C(1));
         a += gw;
-        bsum += gw * (ig_convert<C>(xp[r * p.D + k]) - mu) * rs;
+        bsum += gw * (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
       }
+    });
     a = ig_row_allreduce(a, IgAdd()) / C(p.D);
     bsum = ig_row_allreduce(bsum, IgAdd()) / C(p.D);
     if (!live) continue;
-    for (int64_t k = threadIdx.x; k < p.D; k += blockDim.x) {
-      const C xh = (ig_convert<C>(xp[r * p.D + k]) - mu) * rs;
-      const C gw = ig_convert<C>(gp[r * p.D + k]) * (w ? w[k] : C(1));
-      dx[r * p.D + k] = ig_convert<T>(rs * (gw - a - xh * bsum));
-    }
+    IgRVec<T, V>* dx = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
+    c.each([&](int64_t i, int j) {
+      IgRVec<C, V> wv;
+      if (w) wv = w[i];
+      IgRVec<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C xh = (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
+        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (w ? wv.v[e] : C(1));
+        o.v[e] = ig_convert<T>(rs * (gw - a - xh * bsum));
+      }
+      dx[i] = o;
+    });
   }
 }
-// grad_weight (into p.out) and grad_bias (into p.w, which the host points at
-// a temporary for it) per column: blockDim.x columns, blockDim.y rows
-// sharing the sum over the rows.
+// grad_weight and grad_bias per column, summed over the rows in gridDim.y
+// slices: block (x, y) sums blockDim.x columns over slice y's rows (its
+// blockDim.y threads of a column sharing them) into row y of the [gridDim.y,
+// D] partial sums p.out (weight) and p.w (bias; the host points it at a
+// temporary); either may be null. layer_norm_bwd_cols_sum adds the slices.
 template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const IgRowParams& p) {
   __shared__ C sw[256], sb[256];
   const T* gp = reinterpret_cast<const T*>(p.g);
@@ -225,12 +371,16 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const Ig
   const C* rp = reinterpret_cast<const C*>(p.rstd);
   C* dw = reinterpret_cast<C*>(p.out);
   C* db = const_cast<C*>(reinterpret_cast<const C*>(p.w));
+  const int64_t per_slice = (p.rows + gridDim.y - 1) / gridDim.y;
+  const int64_t m0 = int64_t(blockIdx.y) * per_slice;
+  const int64_t m1 = m0 + per_slice < p.rows ? m0 + per_slice : p.rows;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < p.D; cb += step) {
     const int64_t n = cb + threadIdx.x;
     C aw = 0, ab = 0;
     if (n < p.D)
-      for (int64_t m = threadIdx.y; m < p.rows; m += blockDim.y) {
+#pragma unroll 4
+      for (int64_t m = m0 + threadIdx.y; m < m1; m += blockDim.y) {
         const C gv = ig_convert<C>(gp[m * p.D + n]);
         aw += gv * (ig_convert<C>(xp[m * p.D + n]) - mp[m]) * rp[m];
         ab += gv;
@@ -244,10 +394,29 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const Ig
         aw += sw[r * blockDim.x + threadIdx.x];
         ab += sb[r * blockDim.x + threadIdx.x];
       }
-      if (dw) dw[n] = aw;
-      if (db) db[n] = ab;
+      if (dw) dw[int64_t(blockIdx.y) * p.D + n] = aw;
+      if (db) db[int64_t(blockIdx.y) * p.D + n] = ab;
     }
     __syncthreads();
+  }
+}
+// The slices' partial sums of the kernel above, p.rows of them, added in
+// order per column: p.in (weight's) and p.g (bias's) into p.out and
+// p.mean (either pair may be null).
+template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols_sum(const IgRowParams& p) {
+  const C* pw = reinterpret_cast<const C*>(p.in);
+  const C* pb = reinterpret_cast<const C*>(p.g);
+  C* dw = reinterpret_cast<C*>(p.out);
+  C* db = reinterpret_cast<C*>(p.mean);
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; n < p.D; n += step) {
+    C aw = 0, ab = 0;
+    for (int64_t s = 0; s < p.rows; ++s) {
+      if (pw) aw += pw[s * p.D + n];
+      if (pb) ab += pb[s * p.D + n];
+    }
+    if (dw) dw[n] = aw;
+    if (db) db[n] = ab;
   }
 }
 // ---- cross-entropy with class indices over rows of C logits ----
@@ -364,52 +533,110 @@ template <class T, class C> __forceinline__ void ig_cross_entropy_bwd(const IgCE
 }
 )CUDA";
 
-const char* kKernels[] = {"softmax_rows", "softmax_cols", "layer_norm", "layer_norm_bwd_rows",
-                          "layer_norm_bwd_cols"};
+// Kernels over scalar elements (their template is ig_<name><T, C>).
+const char* kKernels[] = {"softmax_cols", "layer_norm_bwd_cols", "layer_norm_bwd_cols_sum"};
 // Their parameter struct is IgCEParams; the kernels above take IgRowParams.
 const char* kCrossEntropyKernels[] = {"cross_entropy_fwd", "cross_entropy_bwd"};
+// The vectorised row kernels (ig_<name>_v<T, C, V, NV>), one compiled
+// variant per (dtype, V, NV).
+const char* kRowKernels[] = {"softmax_rows", "softmax_bwd_rows", "layer_norm",
+                             "layer_norm_bwd_rows"};
 
-std::string source_for(ScalarType t) {
-  std::string body = str("typedef ", device_type_name(t), " T;\ntypedef ", device_opmath_name(t),
-                         " C;\n");
-  for (const char* k : kKernels)
-    body += str("extern \"C\" __global__ void ", k, "_", dtype_name(t),
-                "(IgRowParams p) { ig_", k, "<T, C>(p); }\n");
-  for (const char* k : kCrossEntropyKernels)
-    body += str("extern \"C\" __global__ void ", k, "_", dtype_name(t),
-                "(IgCEParams p) { ig_", k, "<T, C>(p); }\n");
+// Note [Row kernels keep the row in registers]
+// softmax, log_softmax, layer norm and their backwards read a row with a
+// team of blockDim.x threads: a warp for rows up to 32 * 32 elements (the
+// block then holds 256 / 32 = 8 rows), more warps for longer rows (up to
+// kMaxRowThreads, one row a block). Each thread loads NV vectors of V
+// elements (16 bytes: 8 float16/bfloat16, 4 float32, 2 float64) into
+// registers, so a row of up to kMaxRowThreads * kRowRegisterElements
+// elements is read from memory once and every later pass (the variance
+// about the mean, the exps, the output) reuses the registers; a longer row
+// is read again by each pass, chunk by chunk (the same kernel: `resident`
+// is decided per launch). V is halved until the row length and every
+// pointer are multiples of the vector (a row of 7, a sliced input at an
+// odd offset: V = 1, scalar loads). The sums accumulate in op-math (float
+// for 16-bit inputs) with the CPU's formulas; only their order differs.
+constexpr int kMaxRowThreads = 512;  // the kernels' __launch_bounds__: at most 128 registers
+constexpr int kRowRegisterElements = 32;  // elements of each input a thread keeps
+
+struct RowVariant {
+  int vec = 1, nv = 1;  // V and NV
+};
+
+std::string row_symbol(const char* kernel, ScalarType t, RowVariant v) {
+  return str(kernel, "_", dtype_name(t), "_v", v.vec, "_n", v.nv);
+}
+
+std::string source_with(const std::string& body) {
   return str(eager_prelude(), device_scalar_ops_source(), kTemplates, kKernelBodyMarker, body);
 }
 
-KernelRequest request(ScalarType t, const char* kernel) {
+std::string types_of(ScalarType t) {
+  return str("typedef ", device_type_name(t), " T;\ntypedef ", device_opmath_name(t), " C;\n");
+}
+
+KernelRequest request_with(const std::string& symbol, const std::string& body) {
   KernelRequest r;
-  r.symbol = str(kernel, "_", dtype_name(t));
-  r.label = str("row_kernels_", dtype_name(t), ".cu");
-  r.source = source_for(t);
+  r.symbol = symbol;
+  r.label = symbol + ".cu";
+  r.source = source_with(body);
   r.options = {"-default-device", "-w"};
   return r;
 }
 
-CUfunction function_for(int device, ScalarType t, const char* kernel) {
-  using Key = std::tuple<int, ScalarType, std::string>;
+KernelRequest request(ScalarType t, const char* kernel) {
+  const bool ce = std::string(kernel).rfind("cross_entropy", 0) == 0;
+  const std::string symbol = str(kernel, "_", dtype_name(t));
+  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol, "(",
+                                  ce ? "IgCEParams" : "IgRowParams", " p) { ig_", kernel,
+                                  "<T, C>(p); }\n"));
+}
+
+KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
+  const std::string symbol = row_symbol(kernel, t, v);
+  // At most kMaxRowThreads a block: the compiler keeps to the registers
+  // that allow (128 a thread), where a two-input row kernel would take more.
+  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void __launch_bounds__(",
+                                  kMaxRowThreads, ") ", symbol, "(IgRowParams p) { ig_", kernel,
+                                  "_v<T, C, ", v.vec, ", ", v.nv, ">(p); }\n"));
+}
+
+// Every (V, NV) a dtype's row kernels are compiled for: V up to 16 bytes,
+// NV * V at most kRowRegisterElements.
+std::vector<RowVariant> row_variants(ScalarType t) {
+  std::vector<RowVariant> v;
+  for (int vec = 1; vec * static_cast<int>(element_size(t)) <= 16; vec *= 2)
+    for (int nv = 1; nv <= 8 && nv * vec <= kRowRegisterElements; nv *= 2) v.push_back({vec, nv});
+  return v;
+}
+
+CUfunction cached_function(int device, const std::string& symbol,
+                           const std::function<KernelRequest()>& make) {
+  using Key = std::pair<int, std::string>;
   static std::mutex mu;
   static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, t, kernel};
+  Key key{device, symbol};
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = functions->find(key);
     if (it != functions->end()) return it->second;
   }
-  CUfunction f = get_kernel(device, request(t, kernel));
+  CUfunction f = get_kernel(device, make());
   std::lock_guard<std::mutex> lock(mu);
   functions->emplace(std::move(key), f);
   return f;
 }
 
+CUfunction function_for(int device, ScalarType t, const char* kernel) {
+  return cached_function(device, str(kernel, "_", dtype_name(t)),
+                         [&] { return request(t, kernel); });
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Row kernels: x threads along a row (32 for rows up to 256 elements, up to
-// the whole block beyond), the block's other threads on further rows.
+// Row kernels over scalars (cross-entropy): x threads along a row (32 for
+// rows up to 256 elements, up to the whole block beyond), the block's other
+// threads on further rows.
 template <class Params>
 void launch_rows(const Tensor& like, ScalarType t, const char* kernel, Params& p, int64_t D) {
   const int device = like.device().index;
@@ -425,12 +652,55 @@ void launch_rows(const Tensor& like, ScalarType t, const char* kernel, Params& p
                           1, 0, stream.handle, a, nullptr));
 }
 
+// The vectorised row kernel `kernel` over p.rows rows of p.D elements of
+// dtype t. `rows` are the row-shaped operands (in t), `params` those of D
+// elements in op-math (weight, bias): all must be aligned to the vector.
+void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams& p,
+                        std::initializer_list<const void*> rows,
+                        std::initializer_list<const void*> params) {
+  const int device = like.device().index;
+  const auto tsize = static_cast<int64_t>(element_size(t));
+  const bool narrow = t == ScalarType::Float16 || t == ScalarType::BFloat16;
+  const int64_t csize = narrow ? 4 : tsize;  // op-math: float for 16-bit floats
+  RowVariant v;
+  v.vec = static_cast<int>(16 / tsize);
+  auto aligned = [&](int vec) {
+    if (p.D % vec != 0) return false;
+    for (const void* q : rows)
+      if (reinterpret_cast<uintptr_t>(q) % (vec * tsize) != 0) return false;
+    for (const void* q : params)
+      if (q && reinterpret_cast<uintptr_t>(q) % (vec * csize) != 0) return false;
+    return true;
+  };
+  while (v.vec > 1 && !aligned(v.vec)) v.vec /= 2;
+  const int64_t nvec = p.D / v.vec;
+  const int max_nv = std::min(8, kRowRegisterElements / v.vec);
+  // Threads a row: a warp, doubled while the row would not fit the registers.
+  int64_t team = 32;
+  while (team < kMaxRowThreads && nvec > team * max_nv) team *= 2;
+  v.nv = 1;
+  while (v.nv < max_nv && nvec > team * v.nv) v.nv *= 2;
+  const int64_t per_block = std::max<int64_t>(1, kBlockThreads / team);
+  DeviceGuard guard(device);
+  Stream stream = current_stream(device);
+  const int64_t sms = device_properties(device).multi_processor_count;
+  const auto grid =
+      static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, per_block), 1, sms * 32));
+  CUfunction f = cached_function(device, row_symbol(kernel, t, v),
+                                 [&] { return row_request(t, kernel, v); });
+  void* a[] = {&p};
+  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(team), unsigned(per_block), 1, 0,
+                          stream.handle, a, nullptr));
+}
+
 }  // namespace
 
 std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
   std::vector<KernelRequest> v;
   for (const char* k : kKernels) v.push_back(request(t, k));
   for (const char* k : kCrossEntropyKernels) v.push_back(request(t, k));
+  for (const char* k : kRowKernels)
+    for (RowVariant rv : row_variants(t)) v.push_back(row_request(t, k, rv));
   return v;
 }
 
@@ -445,7 +715,8 @@ void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::Softmax
   p.inner = 1;
   for (int64_t d = dim + 1; d < in.dim(); ++d) p.inner *= in.size(d);
   p.rows = in.numel() / (p.D * p.inner);
-  if (p.inner == 1) return launch_rows(in, in.dtype(), "softmax_rows", p, p.D);
+  if (p.inner == 1)
+    return launch_vector_rows(in, in.dtype(), "softmax_rows", p, {p.in, p.out}, {});
   const int device = in.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
@@ -455,6 +726,22 @@ void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::Softmax
       static_cast<unsigned>(std::min(ceil_div(p.rows * p.inner, kBlockThreads), sms * 32));
   IGNIS_CU(cuLaunchKernel(function_for(device, in.dtype(), "softmax_cols"), grid, 1, 1,
                           kBlockThreads, 1, 1, 0, stream.handle, a, nullptr));
+}
+
+void softmax_backward_into(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out,
+                           cpu::SoftmaxKind kind) {
+  if (out.numel() == 0) return;
+  IGNIS_INTERNAL_ASSERT(grad_in.is_contiguous() && grad_out.is_contiguous() &&
+                        out.is_contiguous() && grad_out.dtype() == out.dtype() &&
+                        grad_in.dtype() == out.dtype());
+  RowParams p{};
+  p.in = out.data_ptr();
+  p.g = grad_out.data_ptr();
+  p.out = grad_in.data_ptr();
+  p.kind = static_cast<int32_t>(kind);
+  p.D = out.dim() == 0 ? 1 : out.size(-1);
+  p.rows = out.numel() / p.D;
+  launch_vector_rows(out, out.dtype(), "softmax_bwd_rows", p, {p.in, p.g, p.out}, {});
 }
 
 void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
@@ -471,7 +758,7 @@ void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
   p.rows = M;
   p.D = n;
   p.eps = eps;
-  launch_rows(in, in.dtype(), "layer_norm", p, p.D);
+  launch_vector_rows(in, in.dtype(), "layer_norm", p, {p.in, p.out}, {p.w, p.b});
 }
 
 void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
@@ -491,25 +778,48 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   p.out = dx.data_ptr();
   p.rows = M;
   p.D = N;
-  launch_rows(x, x.dtype(), "layer_norm_bwd_rows", p, p.D);
+  launch_vector_rows(x, x.dtype(), "layer_norm_bwd_rows", p, {p.g, p.in, p.out}, {p.w});
   if (!dw.defined() && !db.defined()) return;
   // The column sums in op-math temporaries (mean's dtype), then converted
-  // into the parameters' dtypes as the CPU's store does.
+  // into the parameters' dtypes as the CPU's store does. The rows are cut
+  // into slices so that the grid fills the GPU (a few blocks of columns
+  // would not), each slice's sums a row of partials, added by a second
+  // kernel.
   const ScalarType acc = mean.dtype();
-  Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
-  Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
-  RowParams q = p;
-  q.out = tw.defined() ? tw.data_ptr() : nullptr;
-  q.w = tb.defined() ? tb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
   const int device = x.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   const int bx = 32, by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
-  const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32));
+  const int64_t col_blocks = std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32);
+  // About 8 blocks a multiprocessor, each slice at least 64 rows a thread row.
+  const int64_t slices =
+      std::clamp<int64_t>(std::min(ceil_div(sms * 8, col_blocks), M / (by * 64)), 1, 1024);
+  Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
+  Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
+  Tensor pw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
+  Tensor pb = slices > 1 && db.defined() ? empty_tensor({slices, N}, acc, x.device()) : tb;
+  RowParams q = p;
+  q.out = pw.defined() ? pw.data_ptr() : nullptr;
+  q.w = pb.defined() ? pb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
   void* a[] = {&q};
   CUfunction f = function_for(device, x.dtype(), "layer_norm_bwd_cols");
-  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, bx, by, 1, 0, stream.handle, a, nullptr));
+  IGNIS_CU(cuLaunchKernel(f, unsigned(col_blocks), unsigned(slices), 1, bx, by, 1, 0,
+                          stream.handle, a, nullptr));
+  if (slices > 1) {
+    RowParams s{};
+    s.in = pw.defined() ? pw.data_ptr() : nullptr;
+    s.g = pb.defined() ? pb.data_ptr() : nullptr;
+    s.out = tw.defined() ? tw.data_ptr() : nullptr;
+    s.mean = tb.defined() ? tb.data_ptr() : nullptr;
+    s.rows = slices;
+    s.D = N;
+    void* sa[] = {&s};
+    const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, kBlockThreads), 1,
+                                                                sms * 32));
+    IGNIS_CU(cuLaunchKernel(function_for(device, x.dtype(), "layer_norm_bwd_cols_sum"), grid, 1,
+                            1, kBlockThreads, 1, 1, 0, stream.handle, sa, nullptr));
+  }
   if (dw.defined()) copy_tensor(dw, tw);
   if (db.defined()) copy_tensor(db, tb);
 }

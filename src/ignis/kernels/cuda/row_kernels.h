@@ -1,8 +1,10 @@
 // Softmax, layer norm and cross-entropy on CUDA tensors: one kernel reads each row (the
-// softmax dim, the normalized dims) with a warp when it is short and a whole
-// block when it is long, several rows to a block, keeping per-row statistics
-// in registers and reducing them by warp shuffles and shared memory. The
-// functions take what kernels/cpu/softmax.h and kernels/cpu/norm.h take.
+// softmax dim, the normalized dims) with a warp when it is short and several
+// warps of a block when it is long, several rows to a block, keeping the
+// row (16-byte vectors) and its statistics in registers and reducing them by
+// warp shuffles and shared memory (Note [Row kernels keep the row in
+// registers] in row_kernels.cpp). The functions take what
+// kernels/cpu/softmax.h and kernels/cpu/norm.h take.
 #pragma once
 
 #include <string>
@@ -18,6 +20,14 @@ namespace ignis::cuda {
 // `dim`; same shape and floating dtype. A softmax dim that is not the last
 // (inner > 1) runs a thread per column instead, reading along it.
 void softmax_into(const Tensor& out, const Tensor& in, int64_t dim, cpu::SoftmaxKind kind);
+
+// grad_in = the derivative of softmax / log_softmax / safe softmax along the
+// last dim, from its result `out` and the incoming gradient `grad_out`: all
+// three contiguous, of one floating dtype and shape. softmax:
+// out * (grad_out - sum(grad_out * out)); log_softmax:
+// grad_out - exp(out) * sum(grad_out); computed in op-math, rounded once.
+void softmax_backward_into(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out,
+                           cpu::SoftmaxKind kind);
 
 // As cpu::layer_norm_into: rows of n elements of the contiguous `in`;
 // weight/bias contiguous in the op-math dtype or undefined; mean/rstd one
