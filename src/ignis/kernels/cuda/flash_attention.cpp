@@ -190,32 +190,53 @@ __device__ __forceinline__ const T* ig_fa_base(const IgFlashOperand& a, const Ig
   return reinterpret_cast<const T*>(a.p) + off;
 }
 
-// Elements (r, c) and (r, c + 1) of rows `base` as one register (zero
-// outside rows x D).
-template <class T>
-__device__ __forceinline__ uint32_t ig_fa_pair(const T* base, int64_t rs, int64_t r, int64_t rows,
-                                               int c, int D) {
-  if (r >= rows) return 0u;
-  const uint16_t* x = reinterpret_cast<const uint16_t*>(base + r * rs);
-  const uint32_t lo = c < D ? x[c] : 0u, hi = c + 1 < D ? x[c + 1] : 0u;
-  return lo | (hi << 16);
+#ifndef IG_HOST_EMULATION
+// Shared-memory address of a generic pointer, for ldmatrix and cp.async.
+__device__ __forceinline__ uint32_t ig_fa_smem(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+#endif
+
+// cp.async: 16 bytes from global to shared memory without passing through
+// registers, finished by ig_fa_cp_wait (each stage is one commit group and
+// at most one is in flight, so "wait for all" is exact). src_bytes 0 fills
+// the 16 bytes with zeros (rows past the end, columns past D).
+__device__ __forceinline__ void ig_fa_cp16(void* dst, const void* src, int src_bytes) {
+#ifdef IG_HOST_EMULATION
+  ig_host_cp_async16(dst, src, src_bytes);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(ig_fa_smem(dst)),
+               "l"(src), "r"(src_bytes));
+#endif
+}
+__device__ __forceinline__ void ig_fa_cp_commit() {
+#ifndef IG_HOST_EMULATION
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void ig_fa_cp_wait() {
+#ifdef IG_HOST_EMULATION
+  ig_host_cp_async_wait();
+#else
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
 }
 
-struct __align__(16) IgFa16Bytes { uint32_t w[4]; };
 // Shared tile rows [r0, r0 + ROWS) of `base` into tile (row stride LD
-// 16-bit values), zero past `rows` and D.
+// 16-bit values), zero past `rows` and D. With `vec` (D % 8 == 0 and every
+// row 16-byte aligned) the copy is cp.async and still in flight on return
+// (ig_fa_cp_wait, then __syncthreads, before reading it); else plain loads.
 template <class T, int ROWS, int KD, int LD>
 __device__ __forceinline__ void ig_fa_stage(uint16_t* tile, const T* base, int64_t rs, int64_t r0,
                                             int64_t rows, int D, bool vec) {
-  if (vec) {  // D % 8 == 0 and every row 16-byte aligned
+  if (vec) {
     constexpr int CH = KD / 8;
     for (int i = threadIdx.x; i < ROWS * CH; i += blockDim.x) {
       const int r = i / CH, c = (i % CH) * 8;
-      IgFa16Bytes v = {{0u, 0u, 0u, 0u}};
-      if (r0 + r < rows && c < D)
-        v = *reinterpret_cast<const IgFa16Bytes*>(base + (r0 + r) * rs + c);
-      *reinterpret_cast<IgFa16Bytes*>(tile + r * LD + c) = v;
+      const bool live = r0 + r < rows && c < D;
+      ig_fa_cp16(tile + r * LD + c, live ? base + (r0 + r) * rs + c : base, live ? 16 : 0);
     }
+    ig_fa_cp_commit();
   } else {
     for (int i = threadIdx.x; i < ROWS * KD; i += blockDim.x) {
       const int r = i / KD, c = i % KD;
@@ -226,13 +247,50 @@ __device__ __forceinline__ void ig_fa_stage(uint16_t* tile, const T* base, int64
   }
 }
 
-// Two 16-bit values of a shared tile as one register: (r, c), (r, c + 1)
-// (a row's neighbours), or (r, c), (r + 1, c) (a column's).
-__device__ __forceinline__ uint32_t ig_fa_row2(const uint16_t* tile, int LD, int r, int c) {
-  return *reinterpret_cast<const uint32_t*>(tile + r * LD + c);
+// ldmatrix .x4: the warp reads four 8x8 tiles of 16-bit values from shared
+// memory, lane l naming row l % 8 of tile l / 8 (16 contiguous bytes).
+// Register i gets tile i: lane l holds its row l / 4 at columns 2 (l % 4)
+// and 2 (l % 4) + 1, or with TRANS its column l / 4 at rows 2 (l % 4) and
+// 2 (l % 4) + 1 (the lower index in the low half) -- the mma fragments.
+template <bool TRANS>
+__device__ __forceinline__ void ig_fa_ldsm(uint32_t (&r)[4], const uint16_t* row) {
+#ifdef IG_HOST_EMULATION
+  ig_host_ldmatrix_x4(r, row, TRANS);
+#else
+  if (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ig_fa_smem(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ig_fa_smem(row)));
+#endif
 }
-__device__ __forceinline__ uint32_t ig_fa_col2(const uint16_t* tile, int LD, int r, int c) {
-  return uint32_t(tile[r * LD + c]) | (uint32_t(tile[(r + 1) * LD + c]) << 16);
+// The A fragment of the 16x16 block at (m0, k0) of a row-major tile A[m][k].
+__device__ __forceinline__ void ig_fa_lda(uint32_t (&a)[4], const uint16_t* tile, int LD, int m0,
+                                          int k0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<false>(a, tile + (m0 + l % 16) * LD + k0 + (l / 16) * 8);
+}
+// The same A fragment from a tile holding A transposed (tile[k][m]).
+__device__ __forceinline__ void ig_fa_lda_t(uint32_t (&a)[4], const uint16_t* tile, int LD, int m0,
+                                            int k0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<true>(a, tile + (k0 + l % 8 + (l / 16) * 8) * LD + m0 + ((l / 8) & 1) * 8);
+}
+// The B fragments of two 8-column tiles, columns [n0, n0 + 8) in b[0..1] and
+// [n0 + 8, n0 + 16) in b[2..3], over rows [k0, k0 + 16): from a tile holding
+// B transposed (tile[n][k]: k in q k^T) or B itself (tile[k][n]: v in p v).
+__device__ __forceinline__ void ig_fa_ldb_t(uint32_t (&b)[4], const uint16_t* tile, int LD, int k0,
+                                            int n0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<false>(b, tile + (n0 + l % 8 + (l / 16) * 8) * LD + k0 + ((l / 8) & 1) * 8);
+}
+__device__ __forceinline__ void ig_fa_ldb(uint32_t (&b)[4], const uint16_t* tile, int LD, int k0,
+                                          int n0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<true>(b, tile + (k0 + l % 16) * LD + n0 + (l / 16) * 8);
 }
 
 template <class T, int KD>
@@ -241,35 +299,40 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   constexpr int BM = 64, BN = 64, LD = KD + 8;
   __shared__ __align__(16) uint16_t sK[BN * LD];
   __shared__ __align__(16) uint16_t sV[BN * LD];
+  // Query blocks major, batch minor: every batch index's longest causal rows
+  // (the last query block) are launched first, the short ones fill the tail.
   const int64_t nqb = (p.L + BM - 1) / BM;
-  const int64_t b = blockIdx.x / nqb;
-  const int64_t i0 = (nqb - 1 - int64_t(blockIdx.x) % nqb) * BM;  // longest causal rows first
+  const int64_t b = int64_t(blockIdx.x) % p.batch;
+  const int64_t i0 = (nqb - 1 - int64_t(blockIdx.x) / p.batch) * BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
   const int64_t r0 = i0 + warp * 16 + g, r1 = r0 + 8;  // this lane's two rows
 
+  // q goes through sK into registers (A tiles), then k's first block is
+  // staged while nothing waits on it.
   uint32_t qf[KD / 16][4];
+  ig_fa_stage<T, BM, KD, LD>(sK, Q, p.q.rs, i0, p.L, p.D, p.vec);
+  ig_fa_cp_wait();
+  __syncthreads();
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) {
-    const int c = kk * 16 + 2 * t;
-    qf[kk][0] = ig_fa_pair(Q, p.q.rs, r0, p.L, c, p.D);
-    qf[kk][1] = ig_fa_pair(Q, p.q.rs, r1, p.L, c, p.D);
-    qf[kk][2] = ig_fa_pair(Q, p.q.rs, r0, p.L, c + 8, p.D);
-    qf[kk][3] = ig_fa_pair(Q, p.q.rs, r1, p.L, c + 8, p.D);
-  }
+  for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(qf[kk], sK, LD, warp * 16, kk * 16);
+  __syncthreads();  // every warp holds its q: sK is free
   float acc[KD / 8][4];
 #pragma unroll
   for (int n = 0; n < KD / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
   float m0 = -IG_FA_INF, m1 = -IG_FA_INF, l0 = 0.f, l1 = 0.f;
 
+  // The pipeline: k of block j + 1 loads during p v of block j, and v of
+  // block j during q k^T and the softmax of block j (one tile each, as
+  // FlashAttention-2 does, so shared memory holds two tiles, not four).
   const int64_t kend = p.causal ? (p.S < i0 + BM ? p.S : i0 + BM) : p.S;
+  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, 0, p.S, p.D, p.vec);
   for (int64_t j0 = 0; j0 < kend; j0 += BN) {
-    __syncthreads();  // the previous block's tiles are read
-    ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
+    ig_fa_cp_wait();
+    __syncthreads();  // k(j) is in sK; every warp is done with v(j - 1)
     ig_fa_stage<T, BN, KD, LD>(sV, V, p.v.rs, j0, p.S, p.D, p.vec);
-    __syncthreads();
 
     // s = q k^T for this warp's 16 rows and the block's BN keys.
     float s[BN / 8][4];
@@ -278,10 +341,12 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
 #pragma unroll
     for (int kk = 0; kk < KD / 16; ++kk)
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const uint32_t kb[2] = {ig_fa_row2(sK, LD, n * 8 + g, kk * 16 + 2 * t),
-                                ig_fa_row2(sK, LD, n * 8 + g, kk * 16 + 8 + 2 * t)};
-        TC::mma(s[n], qf[kk], kb);
+      for (int n = 0; n < BN / 8; n += 2) {
+        uint32_t kb[4];
+        ig_fa_ldb_t(kb, sK, LD, kk * 16, n * 8);
+        const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+        TC::mma(s[n], qf[kk], b0);
+        TC::mma(s[n + 1], qf[kk], b1);
       }
     // Scale into log2 units and mask; only blocks crossing S or the diagonal.
     const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
@@ -326,14 +391,19 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
       pa[n / 2][(n & 1) * 2] = TC::pack(p0, p1);
       pa[n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
     }
+    ig_fa_cp_wait();
+    __syncthreads();  // v(j) is in sV; every warp is done with k(j)
+    if (j0 + BN < kend) ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0 + BN, p.S, p.D, p.vec);
     // acc += p v: k runs over the block's keys, n over the head dim.
 #pragma unroll
     for (int kc = 0; kc < BN / 16; ++kc)
 #pragma unroll
-      for (int n = 0; n < KD / 8; ++n) {
-        const uint32_t vb[2] = {ig_fa_col2(sV, LD, kc * 16 + 2 * t, n * 8 + g),
-                                ig_fa_col2(sV, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
-        TC::mma(acc[n], pa[kc], vb);
+      for (int n = 0; n < KD / 8; n += 2) {
+        uint32_t vb[4];
+        ig_fa_ldb(vb, sV, LD, kc * 16, n * 8);
+        const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+        TC::mma(acc[n], pa[kc], b0);
+        TC::mma(acc[n + 1], pa[kc], b1);
       }
   }
   l0 = ig_fa_quad_sum(l0);
@@ -360,32 +430,33 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
 template <class T, int KD>
 __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  constexpr int BN = 64, BM = KD <= 64 ? 64 : 32, LD = KD + 8, LS = BN + 8;
+  constexpr int BN = 64, BM = KD <= 64 ? 64 : 32, LD = KD + 8, LT = BM + 8;
   constexpr int MT = BM / 16, NT = BM / 8;  // query tiles of 16 (dq) and of 8 (s^T)
   __shared__ __align__(16) uint16_t sK[BN * LD];
-  __shared__ __align__(16) uint16_t sQ[BM * LD];
-  __shared__ __align__(16) uint16_t sG[BM * LD];
-  __shared__ __align__(16) uint16_t sS[BM * LS];  // ds, queries x keys
-  __shared__ float sL[BM], sD[BM];                 // lse (log2 units), D
-  const int64_t nkb = (p.S + BN - 1) / BN;
-  const int64_t b = blockIdx.x / nkb, j0 = (int64_t(blockIdx.x) % nkb) * BN;
+  __shared__ __align__(16) uint16_t sQG[2 * BM * LD];  // q then dout (v at the start)
+  __shared__ __align__(16) uint16_t sT[BN * LT];      // ds^T, keys x queries
+  __shared__ float sL[BM], sD[BM];                     // lse (log2 units), D
+  uint16_t* const sQ = sQG;
+  uint16_t* const sG = sQG + BM * LD;
+  // Key blocks major, batch minor: the longest causal columns (the first key
+  // block) of every batch index are launched first.
+  const int64_t b = int64_t(blockIdx.x) % p.batch, j0 = (int64_t(blockIdx.x) / p.batch) * BN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
   const T* G = ig_fa_base<T>(p.g, p, b);
   const int64_t k0 = j0 + warp * 16 + g, k1 = k0 + 8;  // this lane's two keys
+  const int kw = warp * 16;                            // the warp's first key in the block
 
+  // k stays in sK; v goes through sQG into registers (A tiles).
   ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
-  uint32_t vf[KD / 16][4];  // this warp's 16 rows of v, as A tiles
+  ig_fa_stage<T, BN, KD, LD>(sQG, V, p.v.rs, j0, p.S, p.D, p.vec);
+  ig_fa_cp_wait();
+  __syncthreads();
+  uint32_t vf[KD / 16][4];  // this warp's 16 rows of v
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) {
-    const int c = kk * 16 + 2 * t;
-    vf[kk][0] = ig_fa_pair(V, p.v.rs, k0, p.S, c, p.D);
-    vf[kk][1] = ig_fa_pair(V, p.v.rs, k1, p.S, c, p.D);
-    vf[kk][2] = ig_fa_pair(V, p.v.rs, k0, p.S, c + 8, p.D);
-    vf[kk][3] = ig_fa_pair(V, p.v.rs, k1, p.S, c + 8, p.D);
-  }
+  for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(vf[kk], sQG, LD, kw, kk * 16);
   float dk[KD / 8][4], dv[KD / 8][4];
 #pragma unroll
   for (int n = 0; n < KD / 8; ++n)
@@ -395,11 +466,10 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   // dq's share of each warp: query tile mt, head-dim tiles [n0, n0 + DQN).
   constexpr int DQN = (KD / 8) / (4 / MT);
   const int mt = warp % MT, n0 = (warp / MT) * DQN;
-  const int kw = warp * 16;  // the warp's first key in the block
 
-  const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
-  for (int64_t i0 = istart; i0 < p.L; i0 += BM) {
-    __syncthreads();  // the previous query block's tiles are read
+  // A query block's q, dout, lse and D. q and dout of the next block load
+  // (cp.async) while this one's dq is computed and added.
+  auto stage_rows = [&](int64_t i0) {
     ig_fa_stage<T, BM, KD, LD>(sQ, Q, p.q.rs, i0, p.L, p.D, p.vec);
     ig_fa_stage<T, BM, KD, LD>(sG, G, p.g.rs, i0, p.L, p.D, p.vec);
     for (int r = threadIdx.x; r < BM; r += blockDim.x) {
@@ -409,7 +479,13 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       sL[r] = l == -IG_FA_INF ? IG_FA_INF : l * 1.4426950408889634f;
       sD[r] = live ? p.delta[b * p.L + i0 + r] : 0.f;
     }
-    __syncthreads();
+  };
+  const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
+  __syncthreads();  // every warp holds its v: sQG is free
+  if (istart < p.L) stage_rows(istart);
+  for (int64_t i0 = istart; i0 < p.L; i0 += BM) {
+    ig_fa_cp_wait();
+    __syncthreads();  // this query block is staged
 
     // s^T = k q^T and dp^T = v dout^T: the warp's 16 keys x BM queries.
     float st[NT][4], dp[NT][4];
@@ -419,18 +495,19 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       for (int e = 0; e < 4; ++e) st[n][e] = dp[n][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < KD / 16; ++kk) {
-      const int c = kk * 16 + 2 * t;
-      const uint32_t ka[4] = {ig_fa_row2(sK, LD, kw + g, c), ig_fa_row2(sK, LD, kw + g + 8, c),
-                              ig_fa_row2(sK, LD, kw + g, c + 8),
-                              ig_fa_row2(sK, LD, kw + g + 8, c + 8)};
+      uint32_t ka[4];
+      ig_fa_lda(ka, sK, LD, kw, kk * 16);
 #pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        const uint32_t qb[2] = {ig_fa_row2(sQ, LD, n * 8 + g, c),
-                                ig_fa_row2(sQ, LD, n * 8 + g, c + 8)};
-        TC::mma(st[n], ka, qb);
-        const uint32_t gb[2] = {ig_fa_row2(sG, LD, n * 8 + g, c),
-                                ig_fa_row2(sG, LD, n * 8 + g, c + 8)};
-        TC::mma(dp[n], vf[kk], gb);
+      for (int n = 0; n < NT; n += 2) {
+        uint32_t qb[4], gb[4];
+        ig_fa_ldb_t(qb, sQ, LD, kk * 16, n * 8);
+        ig_fa_ldb_t(gb, sG, LD, kk * 16, n * 8);
+        const uint32_t q0[2] = {qb[0], qb[1]}, q1[2] = {qb[2], qb[3]};
+        const uint32_t g0[2] = {gb[0], gb[1]}, g1[2] = {gb[2], gb[3]};
+        TC::mma(st[n], ka, q0);
+        TC::mma(st[n + 1], ka, q1);
+        TC::mma(dp[n], vf[kk], g0);
+        TC::mma(dp[n + 1], vf[kk], g1);
       }
     }
     // p^T = exp2(s^T scale_log2 - lse) (masked), ds^T = p^T (dp^T - D).
@@ -447,27 +524,33 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
         if (edge && (key >= p.S || (p.causal && key > query))) x = 0.f;
         pv[e] = x;
         dsv[e] = x * (dp[n][e] - sD[ql]);
-        // ds, queries x keys, for dq (16-bit, as it enters the product).
-        sS[ql * LS + kw + g + (e < 2 ? 0 : 8)] = TC::pack(dsv[e], 0.f) & 0xffffu;
       }
       pa[n / 2][(n & 1) * 2] = TC::pack(pv[0], pv[1]);
       pa[n / 2][(n & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
       sa[n / 2][(n & 1) * 2] = TC::pack(dsv[0], dsv[1]);
       sa[n / 2][(n & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
+      // ds^T (16-bit, as it enters the products) for dq, two queries a store.
+      *reinterpret_cast<uint32_t*>(sT + (kw + g) * LT + n * 8 + 2 * t) = sa[n / 2][(n & 1) * 2];
+      *reinterpret_cast<uint32_t*>(sT + (kw + g + 8) * LT + n * 8 + 2 * t) =
+          sa[n / 2][(n & 1) * 2 + 1];
     }
     // dv += p^T dout and dk += ds^T q: k runs over the block's queries.
 #pragma unroll
     for (int kc = 0; kc < BM / 16; ++kc)
 #pragma unroll
-      for (int n = 0; n < KD / 8; ++n) {
-        const uint32_t gb[2] = {ig_fa_col2(sG, LD, kc * 16 + 2 * t, n * 8 + g),
-                                ig_fa_col2(sG, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
-        TC::mma(dv[n], pa[kc], gb);
-        const uint32_t qb[2] = {ig_fa_col2(sQ, LD, kc * 16 + 2 * t, n * 8 + g),
-                                ig_fa_col2(sQ, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
-        TC::mma(dk[n], sa[kc], qb);
+      for (int n = 0; n < KD / 8; n += 2) {
+        uint32_t gb[4], qb[4];
+        ig_fa_ldb(gb, sG, LD, kc * 16, n * 8);
+        ig_fa_ldb(qb, sQ, LD, kc * 16, n * 8);
+        const uint32_t g0[2] = {gb[0], gb[1]}, g1[2] = {gb[2], gb[3]};
+        const uint32_t q0[2] = {qb[0], qb[1]}, q1[2] = {qb[2], qb[3]};
+        TC::mma(dv[n], pa[kc], g0);
+        TC::mma(dv[n + 1], pa[kc], g1);
+        TC::mma(dk[n], sa[kc], q0);
+        TC::mma(dk[n + 1], sa[kc], q1);
       }
-    __syncthreads();  // every warp's ds is in sS
+    __syncthreads();  // every warp's ds^T is in sT, and q, dout, lse, D are read
+    if (i0 + BM < p.L) stage_rows(i0 + BM);
 
     // dq[mt rows] += ds k * scale over the block's keys, into the workspace.
     float dq[DQN][4];
@@ -475,14 +558,15 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
     for (int n = 0; n < DQN; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
 #pragma unroll
     for (int kc = 0; kc < BN / 16; ++kc) {
-      const int c = kc * 16 + 2 * t, r = mt * 16 + g;
-      const uint32_t sa2[4] = {ig_fa_row2(sS, LS, r, c), ig_fa_row2(sS, LS, r + 8, c),
-                               ig_fa_row2(sS, LS, r, c + 8), ig_fa_row2(sS, LS, r + 8, c + 8)};
+      uint32_t da[4];
+      ig_fa_lda_t(da, sT, LT, mt * 16, kc * 16);
 #pragma unroll
-      for (int n = 0; n < DQN; ++n) {
-        const uint32_t kb[2] = {ig_fa_col2(sK, LD, kc * 16 + 2 * t, (n0 + n) * 8 + g),
-                                ig_fa_col2(sK, LD, kc * 16 + 8 + 2 * t, (n0 + n) * 8 + g)};
-        TC::mma(dq[n], sa2, kb);
+      for (int n = 0; n < DQN; n += 2) {
+        uint32_t kb[4];
+        ig_fa_ldb(kb, sK, LD, kc * 16, (n0 + n) * 8);
+        const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+        TC::mma(dq[n], da, b0);
+        TC::mma(dq[n + 1], da, b1);
       }
     }
 #pragma unroll
