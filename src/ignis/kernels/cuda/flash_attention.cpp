@@ -98,7 +98,6 @@ struct FlashParams {
 
 constexpr int kFlashThreads = 128;  // 4 warps
 constexpr int kFlashKeys = 64;      // BN in both directions
-constexpr int kFlashRows = 64;      // BM of the forward
 
 const char* kTemplates = R"CUDA(
 // ---- flash attention (kernels/cuda/flash_attention.cpp) ----
@@ -293,12 +292,21 @@ __device__ __forceinline__ void ig_fa_ldb(uint32_t (&b)[4], const uint16_t* tile
   ig_fa_ldsm<true>(b, tile + (k0 + l % 16) * LD + n0 + (l / 16) * 8);
 }
 
+// Query rows per warp of the forward: 32 (two m16 tiles, so every k and v
+// fragment read from shared memory feeds two products, as FlashAttention-2
+// does for head dim 64) where the registers allow it, else 16.
+template <int KD> struct IgFlashFwdTiles { static constexpr int MW = KD <= 64 ? 2 : 1; };
+
 template <class T, int KD>
 __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  constexpr int BM = 64, BN = 64, LD = KD + 8;
-  __shared__ __align__(16) uint16_t sK[BN * LD];
-  __shared__ __align__(16) uint16_t sV[BN * LD];
+  constexpr int MW = IgFlashFwdTiles<KD>::MW;  // m16 tiles per warp
+  constexpr int BM = 4 * 16 * MW, BN = 64, LD = KD + 8;
+  // k and v tiles, one after the other (q is staged through both at the start).
+  __shared__ __align__(16) uint16_t sKV[2 * BN * LD];
+  static_assert(BM <= 2 * BN, "q must fit in the k and v tiles");
+  uint16_t* const sK = sKV;
+  uint16_t* const sV = sKV + BN * LD;
   // Query blocks major, batch minor: every batch index's longest causal rows
   // (the last query block) are launched first, the short ones fill the tail.
   const int64_t nqb = (p.L + BM - 1) / BM;
@@ -308,21 +316,34 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
-  const int64_t r0 = i0 + warp * 16 + g, r1 = r0 + 8;  // this lane's two rows
+  // This lane's rows: r[mi][h] = tile mi's row g (h = 0) or g + 8 (h = 1).
+  int64_t rw[MW][2];
+#pragma unroll
+  for (int mi = 0; mi < MW; ++mi) {
+    rw[mi][0] = i0 + (warp * MW + mi) * 16 + g;
+    rw[mi][1] = rw[mi][0] + 8;
+  }
 
-  // q goes through sK into registers (A tiles), then k's first block is
-  // staged while nothing waits on it.
-  uint32_t qf[KD / 16][4];
-  ig_fa_stage<T, BM, KD, LD>(sK, Q, p.q.rs, i0, p.L, p.D, p.vec);
+  // q goes through shared memory into registers (A tiles), then k's first
+  // block is staged while nothing waits on it.
+  uint32_t qf[MW][KD / 16][4];
+  ig_fa_stage<T, BM, KD, LD>(sKV, Q, p.q.rs, i0, p.L, p.D, p.vec);
   ig_fa_cp_wait();
   __syncthreads();
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(qf[kk], sK, LD, warp * 16, kk * 16);
-  __syncthreads();  // every warp holds its q: sK is free
-  float acc[KD / 8][4];
+  for (int mi = 0; mi < MW; ++mi)
 #pragma unroll
-  for (int n = 0; n < KD / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-  float m0 = -IG_FA_INF, m1 = -IG_FA_INF, l0 = 0.f, l1 = 0.f;
+    for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(qf[mi][kk], sKV, LD, (warp * MW + mi) * 16, kk * 16);
+  __syncthreads();  // every warp holds its q: the tiles are free
+  float acc[MW][KD / 8][4];
+  float m[MW][2], l[MW][2];  // running max (log2 units) and sum per row
+#pragma unroll
+  for (int mi = 0; mi < MW; ++mi) {
+#pragma unroll
+    for (int n = 0; n < KD / 8; ++n) acc[mi][n][0] = acc[mi][n][1] = acc[mi][n][2] = acc[mi][n][3] = 0.f;
+    m[mi][0] = m[mi][1] = -IG_FA_INF;
+    l[mi][0] = l[mi][1] = 0.f;
+  }
 
   // The pipeline: k of block j + 1 loads during p v of block j, and v of
   // block j during q k^T and the softmax of block j (one tile each, as
@@ -334,10 +355,12 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
     __syncthreads();  // k(j) is in sK; every warp is done with v(j - 1)
     ig_fa_stage<T, BN, KD, LD>(sV, V, p.v.rs, j0, p.S, p.D, p.vec);
 
-    // s = q k^T for this warp's 16 rows and the block's BN keys.
-    float s[BN / 8][4];
+    // s = q k^T for this warp's rows and the block's BN keys.
+    float s[MW][BN / 8][4];
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    for (int mi = 0; mi < MW; ++mi)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < KD / 16; ++kk)
 #pragma unroll
@@ -345,51 +368,56 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
         uint32_t kb[4];
         ig_fa_ldb_t(kb, sK, LD, kk * 16, n * 8);
         const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
-        TC::mma(s[n], qf[kk], b0);
-        TC::mma(s[n + 1], qf[kk], b1);
+#pragma unroll
+        for (int mi = 0; mi < MW; ++mi) {
+          TC::mma(s[mi][n], qf[mi][kk], b0);
+          TC::mma(s[mi][n + 1], qf[mi][kk], b1);
+        }
       }
     // Scale into log2 units and mask; only blocks crossing S or the diagonal.
     const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
-    float mx0 = -IG_FA_INF, mx1 = -IG_FA_INF;
+    uint32_t pa[MW][BN / 16][4];
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n)
+    for (int mi = 0; mi < MW; ++mi) {
+      float mx[2] = {-IG_FA_INF, -IG_FA_INF};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[n][e] * p.scale_log2;
-        if (edge) {
-          const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = e < 2 ? r0 : r1;
-          if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = s[mi][n][e] * p.scale_log2;
+          if (edge) {
+            const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = rw[mi][e / 2];
+            if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
+          }
+          s[mi][n][e] = x;
+          mx[e / 2] = fmaxf(mx[e / 2], x);
         }
-        s[n][e] = x;
-        if (e < 2) mx0 = fmaxf(mx0, x);
-        else mx1 = fmaxf(mx1, x);
+      // The online softmax: new maxima, the rescale of what came before.
+      float z[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float mn = fmaxf(m[mi][h], ig_fa_quad_max(mx[h]));
+        z[h] = mn == -IG_FA_INF ? 0.f : mn;
+        const float c = exp2f(m[mi][h] - z[h]);  // 0 before the first key
+        m[mi][h] = mn;
+        l[mi][h] *= c;
+#pragma unroll
+        for (int n = 0; n < KD / 8; ++n) {
+          acc[mi][n][2 * h] *= c;
+          acc[mi][n][2 * h + 1] *= c;
+        }
       }
-    // The online softmax: new maxima, the rescale of what came before.
-    const float mn0 = fmaxf(m0, ig_fa_quad_max(mx0)), mn1 = fmaxf(m1, ig_fa_quad_max(mx1));
-    const float z0 = mn0 == -IG_FA_INF ? 0.f : mn0, z1 = mn1 == -IG_FA_INF ? 0.f : mn1;
-    const float c0 = exp2f(m0 - z0), c1 = exp2f(m1 - z1);  // 0 before the first key
-    m0 = mn0;
-    m1 = mn1;
-    l0 *= c0;
-    l1 *= c1;
+      // p = exp2(s - m), summed per lane (the quad's sum is taken at the
+      // end), and packed as the A tiles of p v.
 #pragma unroll
-    for (int n = 0; n < KD / 8; ++n) {
-      acc[n][0] *= c0;
-      acc[n][1] *= c0;
-      acc[n][2] *= c1;
-      acc[n][3] *= c1;
-    }
-    // p = exp2(s - m), summed per lane (the quad's sum is taken at the end),
-    // and packed as the A tiles of p v.
-    uint32_t pa[BN / 16][4];
-#pragma unroll
-    for (int n = 0; n < BN / 8; ++n) {
-      const float p0 = exp2f(s[n][0] - z0), p1 = exp2f(s[n][1] - z0);
-      const float p2 = exp2f(s[n][2] - z1), p3 = exp2f(s[n][3] - z1);
-      l0 += p0 + p1;
-      l1 += p2 + p3;
-      pa[n / 2][(n & 1) * 2] = TC::pack(p0, p1);
-      pa[n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
+      for (int n = 0; n < BN / 8; ++n) {
+        const float p0 = exp2f(s[mi][n][0] - z[0]), p1 = exp2f(s[mi][n][1] - z[0]);
+        const float p2 = exp2f(s[mi][n][2] - z[1]), p3 = exp2f(s[mi][n][3] - z[1]);
+        l[mi][0] += p0 + p1;
+        l[mi][1] += p2 + p3;
+        pa[mi][n / 2][(n & 1) * 2] = TC::pack(p0, p1);
+        pa[mi][n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
+      }
     }
     ig_fa_cp_wait();
     __syncthreads();  // v(j) is in sV; every warp is done with k(j)
@@ -402,29 +430,38 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
         uint32_t vb[4];
         ig_fa_ldb(vb, sV, LD, kc * 16, n * 8);
         const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
-        TC::mma(acc[n], pa[kc], b0);
-        TC::mma(acc[n + 1], pa[kc], b1);
+#pragma unroll
+        for (int mi = 0; mi < MW; ++mi) {
+          TC::mma(acc[mi][n], pa[mi][kc], b0);
+          TC::mma(acc[mi][n + 1], pa[mi][kc], b1);
+        }
       }
   }
-  l0 = ig_fa_quad_sum(l0);
-  l1 = ig_fa_quad_sum(l1);
+  // out = acc / l (two neighbouring columns a store when D is even), lse.
   T* out = reinterpret_cast<T*>(p.out);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t r = h ? r1 : r0;
-    const float l = h ? l1 : l0, m = h ? m1 : m0;
-    if (r >= p.L) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    T* orow = out + (b * p.L + r) * p.D;
+  for (int mi = 0; mi < MW; ++mi)
 #pragma unroll
-    for (int n = 0; n < KD / 8; ++n)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t r = rw[mi][h];
+      const float lr = ig_fa_quad_sum(l[mi][h]);
+      if (r >= p.L) continue;
+      const float inv = lr > 0.f ? 1.f / lr : 0.f;
+      T* orow = out + (b * p.L + r) * p.D;
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int c = n * 8 + 2 * t + e;
-        if (c < p.D) orow[c] = ig_convert<T>(acc[n][h * 2 + e] * inv);
+      for (int n = 0; n < KD / 8; ++n) {
+        const int c = n * 8 + 2 * t;
+        const float x0 = acc[mi][n][h * 2] * inv, x1 = acc[mi][n][h * 2 + 1] * inv;
+        if (c + 1 < p.D && p.D % 2 == 0) {
+          *reinterpret_cast<uint32_t*>(orow + c) = TC::pack(x0, x1);
+        } else {
+          if (c < p.D) orow[c] = ig_convert<T>(x0);
+          if (c + 1 < p.D) orow[c + 1] = ig_convert<T>(x1);
+        }
       }
-    if (t == 0) p.lse[b * p.L + r] = l > 0.f ? m * 0.6931471805599453f + logf(l) : -IG_FA_INF;
-  }
+      if (t == 0)
+        p.lse[b * p.L + r] = lr > 0.f ? m[mi][h] * 0.6931471805599453f + logf(lr) : -IG_FA_INF;
+    }
 }
 
 template <class T, int KD>
@@ -699,6 +736,10 @@ bool rows_aligned(const Tensor& t, int64_t D) {
 
 int head_tile(int64_t D) { return D <= 64 ? 64 : 128; }
 
+// The forward's query rows a block (BM: 4 warps of IgFlashFwdTiles<kd>::MW
+// m16 tiles each).
+int64_t forward_rows(int kd) { return kd <= 64 ? 128 : 64; }
+
 FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        double scale) {
   FlashParams p;
@@ -761,7 +802,7 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   p.out = out.data_ptr();
   p.lse = lse.data<float>();
   const int kd = head_tile(p.D);
-  const int64_t nqb = (p.L + kFlashRows - 1) / kFlashRows;
+  const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
   launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, p, device);
 }
 
