@@ -221,6 +221,17 @@ __device__ __forceinline__ void ig_fa_cp_wait() {
 #endif
 }
 
+// dst[0] += a and dst[1] += b in global memory, one vector reduction on
+// sm_90 (red.v2.f32, dst 8-byte aligned), two atomic adds before it.
+__device__ __forceinline__ void ig_fa_atomic_add2(float* dst, float a, float b) {
+#if !defined(IG_HOST_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  atomicAdd(dst, a);
+  atomicAdd(dst + 1, b);
+#endif
+}
+
 // Shared tile rows [r0, r0 + ROWS) of `base` into tile (row stride LD
 // 16-bit values), zero past `rows` and D. With `vec` (D % 8 == 0 and every
 // row 16-byte aligned) the copy is cp.async and still in flight on return
@@ -607,14 +618,20 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       }
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t row = i0 + mt * 16 + g + (e < 2 ? 0 : 8);
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = i0 + mt * 16 + g + h * 8;
       if (row >= p.L) continue;
       float* dst = p.dq + (b * p.L + row) * p.D;
 #pragma unroll
       for (int n = 0; n < DQN; ++n) {
-        const int c = (n0 + n) * 8 + 2 * t + (e & 1);
-        if (c < p.D) atomicAdd(dst + c, dq[n][e] * p.scale);
+        const int c = (n0 + n) * 8 + 2 * t;
+        const float x0 = dq[n][2 * h] * p.scale, x1 = dq[n][2 * h + 1] * p.scale;
+        if (c + 1 < p.D && p.D % 2 == 0) {
+          ig_fa_atomic_add2(dst + c, x0, x1);
+        } else {
+          if (c < p.D) atomicAdd(dst + c, x0);
+          if (c + 1 < p.D) atomicAdd(dst + c + 1, x1);
+        }
       }
     }
   }
@@ -662,17 +679,29 @@ __device__ __forceinline__ const T* ig_fa_row(const IgFlashOperand& a, const IgF
   }
   return reinterpret_cast<const T*>(a.p) + off;
 }
-// delta[row] = sum(dout * out) over the row, in float; the row of dq's
-// workspace zeroed.
+// delta[row] = sum(dout * out) over the row, in float. With p.vec (both
+// operands' rows 16-byte aligned, D % 8 == 0) eight columns a load.
+struct __align__(16) IgFaDot16 { uint16_t h[8]; };
 template <class T> __device__ __forceinline__ void ig_flash_bwd_dot(const IgFlashParams& p) {
   IG_GRID_STRIDE_LOOP(i, p.batch * p.L) {
     const T* go = ig_fa_row<T>(p.g, p, i / p.L, i % p.L);
     const T* o = ig_fa_row<T>(p.o, p, i / p.L, i % p.L);
     float acc = 0.f;
-    for (int c = 0; c < p.D; ++c) acc += ig_convert<float>(go[c]) * ig_convert<float>(o[c]);
+    if (p.vec) {
+      for (int c = 0; c < p.D; c += 8) {
+        const IgFaDot16 a = *reinterpret_cast<const IgFaDot16*>(go + c);
+        const IgFaDot16 b = *reinterpret_cast<const IgFaDot16*>(o + c);
+        for (int e = 0; e < 8; ++e) {
+          T x, y;
+          x.x = a.h[e];
+          y.x = b.h[e];
+          acc += ig_convert<float>(x) * ig_convert<float>(y);
+        }
+      }
+    } else {
+      for (int c = 0; c < p.D; ++c) acc += ig_convert<float>(go[c]) * ig_convert<float>(o[c]);
+    }
     p.delta[i] = acc;
-    float* dq = p.dq + i * p.D;
-    for (int c = 0; c < p.D; ++c) dq[c] = 0.f;
   }
 }
 )CUDA";
@@ -827,9 +856,15 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   p.dk = dk.data_ptr();
   p.dv = dv.data_ptr();
   if (p.L > 0) {
+    // The row-dot kernel reads out and grad_out: its 16-byte loads need those
+    // two aligned (the parameters are copied at the launch).
+    const int32_t vec = p.vec;
+    p.vec = rows_aligned(out, p.D) && rows_aligned(grad_out, p.D);
     void* a[] = {&p};
     launch_grid_stride(function_for(device, "bwd_dot", q.dtype(), 0), p.batch * p.L, a,
                        current_stream(device));
+    p.vec = vec;
+    fill_tensor(dq_acc, Scalar(0.0));
   }
   const int kd = head_tile(p.D);
   const int64_t nkb = (p.S + kFlashKeys - 1) / kFlashKeys;
