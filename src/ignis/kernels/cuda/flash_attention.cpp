@@ -33,47 +33,67 @@ namespace {
 // registers of the next product over those 16 columns: the probabilities
 // never leave registers between "s = q k^T" and "out += p v".
 //
-// Forward (ig_flash_fwd): a block of 4 warps owns BM = 64 query rows of one
-// batch index, 16 rows a warp; its q rows stay in registers as A tiles. It
-// walks the keys in blocks of BN = 64 (k and v tiles staged in shared
-// memory), and for each: s = q k^T (16 x 64 per warp), the mask (keys past
-// S; with is_causal, keys after the query: top-left aligned, j <= i, as
-// the CPU's), then the online softmax per row:
+// Shared memory. Fragments come out of shared tiles by ldmatrix (.x4: four
+// 8x8 tiles of 16-bit values a warp instruction, each lane receiving the
+// mma layout above; .trans for the operands stored the other way round,
+// such as v in p v), and tiles go in by cp.async (16 bytes global -> shared
+// without registers, zero-filled past the rows and D). Tile rows are padded
+// by 8 values (16 bytes), so the 8 rows of an ldmatrix phase fall in
+// distinct banks.
+//
+// Forward (ig_flash_fwd): a block of 4 warps owns BM query rows of one
+// batch index: 128 at head dim 64 (32 a warp, two m16 tiles, so every k and
+// v fragment read from shared memory feeds two products), 64 at 128 (16 a
+// warp: the registers hold no more). q goes through shared memory into
+// registers as A tiles. The block walks the keys in blocks of BN = 64, k and
+// v each in one shared tile, pipelined as FlashAttention-2 does: v(j) loads
+// while s = q k^T and the softmax of block j run, k(j + 1) while p v(j)
+// runs. For each key block: s = q k^T, the mask (keys past S; with
+// is_causal, keys after the query: top-left aligned, j <= i, as the CPU's),
+// then the online softmax per row:
 //   m' = max(m, rowmax(s));  c = exp(m - m');  l = l c + rowsum(exp(s - m'))
 //   acc = acc c + exp(s - m') v
 // and at the end out = acc / l, lse = m + log l. Scores are kept in log2
 // units (scale * log2 e folded in) so every exponential is one exp2. A row's
 // max and sum are shared by the 4 lanes of its quad (two xor shuffles).
 // With is_causal, key blocks past the block's last query are never
-// visited, and only blocks that cross the diagonal or S are masked. The
-// longest causal rows are launched first.
+// visited, and only blocks that cross the diagonal or S are masked. Blocks
+// are numbered query block major, batch index minor, the last query blocks
+// (the longest causal rows) first, so the short ones fill the tail.
 //
 // Backward: with p recomputed from q, k and the saved lse,
 //   dv = p^T dout    dp = dout v^T    D = rowsum(dout * out)
 //   ds = p (dp - D)  dq = ds k scale  dk = ds^T q scale
-// Pass 1 (ig_flash_bwd_dot): D per row, and dq's float32 workspace zeroed.
-// Pass 2 (ig_flash_bwd): a block of 4 warps owns BN = 64 keys of one batch
-// index (16 a warp) and keeps their dk and dv in registers; it walks the
-// query blocks (BM = 64 rows for D <= 64, 32 for D <= 128, to fit shared
-// memory), staging q, dout, lse and D, and computes per warp the transposed
-// products (s^T = k q^T, p^T, dv += p^T dout, dp^T = v dout^T, ds^T,
-// dk += ds^T q), so that keys are rows and every accumulator stays with its
-// warp. ds goes through shared memory (transposed back to queries x keys),
-// and dq += ds k is added into the float32 workspace by atomics (each
-// (query block, key block) pair adds its part once). With is_causal, query
-// blocks wholly before the key block are skipped. Pass 3 rounds the
-// workspace into dq (the copy kernel).
+// Pass 1 (ig_flash_bwd_dot): D per row (dq's float32 workspace is zeroed by
+// a memset). Pass 2 (ig_flash_bwd): a block of 4 warps owns BN = 64 keys of
+// one batch index (16 a warp) and keeps their dk and dv in registers; it
+// walks the query blocks (BM = 64 rows for D <= 64, 32 for D <= 128, to fit
+// 48 KiB of static shared memory), staging q, dout, lse and D, and computes
+// per warp the transposed products (s^T = k q^T, p^T, dv += p^T dout,
+// dp^T = v dout^T, ds^T, dk += ds^T q), so that keys are rows and every
+// accumulator stays with its warp. ds^T goes to shared memory as it is
+// (keys x queries, two queries a 32-bit store) and comes back transposed by
+// ldmatrix.trans as the A tiles of dq += ds k, which is added into the
+// float32 workspace by atomics (two columns a red.global.add.v2.f32 on
+// sm_90; each (query block, key block) pair adds its part once). The next
+// query block's q and dout load (cp.async) while dq is computed and added.
+// With is_causal, query blocks wholly before the key block are skipped;
+// blocks are numbered key block major, the first key blocks (the most
+// query blocks) first. Pass 3 rounds the workspace into dq (the copy kernel).
 //
 // Head dims: the kernels are instantiated for KD = 64 and 128; a smaller D
 // pads q, k, v and dout with zero columns up to KD in shared memory and
 // registers (which changes no dot product) and writes only D columns.
-// Loads are 16 bytes wide when every row and batch offset allows it, else
-// element by element.
+// Tiles are staged by cp.async when every row and batch offset is 16-byte
+// aligned and D % 8 == 0, else element by element with plain loads.
 //
 // The host emulation (tests/cuda_fake/block_threads_host.h) runs these
-// kernels with real threads, emulating mma.sync's register layout and the
-// shuffles per warp, so the fake driver checks the tiling, masks and online
-// rescaling, not a simplified version.
+// kernels with real threads, emulating mma.sync's and ldmatrix's register
+// layouts and the shuffles per warp, and landing each cp.async at the
+// thread's wait (so a read before the wait, or a wait with no barrier
+// before another warp's read, goes wrong there too): the fake driver checks
+// the tiling, masks, pipeline and online rescaling, not a simplified
+// version.
 
 // Must match IgFlashOperand / IgFlashParams in kTemplates.
 struct FlashOperand {
