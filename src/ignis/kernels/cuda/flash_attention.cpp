@@ -65,10 +65,11 @@ namespace {
 //   dv = p^T dout    dp = dout v^T    D = rowsum(dout * out)
 //   ds = p (dp - D)  dq = ds k scale  dk = ds^T q scale
 // Pass 1 (ig_flash_bwd_dot): D per row (dq's float32 workspace is zeroed by
-// a memset). Pass 2 (ig_flash_bwd): a block of 4 warps owns BN = 64 keys of
-// one batch index (16 a warp) and keeps their dk and dv in registers; it
-// walks the query blocks (BM = 64 rows for D <= 64, 32 for D <= 128, to fit
-// 48 KiB of static shared memory), staging q, dout, lse and D, and computes
+// a memset). Pass 2 (ig_flash_bwd): a block owns BN keys of one batch index
+// (16 a warp: 128 keys and 8 warps at head dim 64, as FlashAttention-2, 64
+// and 4 at 128) and keeps their dk and dv in registers; it walks the query
+// blocks BM = 32 rows at a time (what fits 48 KiB of static shared memory
+// beside the keys), staging q, dout, lse and D, and computes
 // per warp the transposed products (s^T = k q^T, p^T, dv += p^T dout,
 // dp^T = v dout^T, ds^T, dk += ds^T q), so that keys are rows and every
 // accumulator stays with its warp. ds^T goes to shared memory as it is
@@ -116,8 +117,7 @@ struct FlashParams {
   int32_t vec = 0;  // 16-byte loads allowed
 };
 
-constexpr int kFlashThreads = 128;  // 4 warps
-constexpr int kFlashKeys = 64;      // BN in both directions
+constexpr int kFlashThreads = 128;  // the forward's 4 warps
 
 const char* kTemplates = R"CUDA(
 // ---- flash attention (kernels/cuda/flash_attention.cpp) ----
@@ -495,13 +495,22 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
     }
 }
 
+// The backward's tiles: BN keys a block (16 a warp, so BN / 16 warps) and
+// BM queries a step. 128 x 32 at head dim 64 (FlashAttention-2's 128 keys:
+// half the dq atomics of 64), 64 x 32 at 128; both within 48 KiB of static
+// shared memory.
+template <int KD> struct IgFlashBwdTiles {
+  static constexpr int BN = KD <= 64 ? 128 : 64, BM = 32, WARPS = BN / 16;
+};
+
 template <class T, int KD>
 __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  constexpr int BN = 64, BM = KD <= 64 ? 64 : 32, LD = KD + 8, LT = BM + 8;
+  constexpr int BN = IgFlashBwdTiles<KD>::BN, BM = IgFlashBwdTiles<KD>::BM;
+  constexpr int WARPS = IgFlashBwdTiles<KD>::WARPS, LD = KD + 8, LT = BM + 8;
   constexpr int MT = BM / 16, NT = BM / 8;  // query tiles of 16 (dq) and of 8 (s^T)
-  __shared__ __align__(16) uint16_t sK[BN * LD];
-  __shared__ __align__(16) uint16_t sQG[2 * BM * LD];  // q then dout (v at the start)
+  __shared__ __align__(16) uint16_t sK[BN * LD];       // k (v at the start)
+  __shared__ __align__(16) uint16_t sQG[2 * BM * LD];  // q then dout
   __shared__ __align__(16) uint16_t sT[BN * LT];      // ds^T, keys x queries
   __shared__ float sL[BM], sD[BM];                     // lse (log2 units), D
   uint16_t* const sQ = sQG;
@@ -517,14 +526,13 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   const int64_t k0 = j0 + warp * 16 + g, k1 = k0 + 8;  // this lane's two keys
   const int kw = warp * 16;                            // the warp's first key in the block
 
-  // k stays in sK; v goes through sQG into registers (A tiles).
-  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
-  ig_fa_stage<T, BN, KD, LD>(sQG, V, p.v.rs, j0, p.S, p.D, p.vec);
+  // v goes through sK into registers (A tiles); then k stays in sK.
+  ig_fa_stage<T, BN, KD, LD>(sK, V, p.v.rs, j0, p.S, p.D, p.vec);
   ig_fa_cp_wait();
   __syncthreads();
   uint32_t vf[KD / 16][4];  // this warp's 16 rows of v
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(vf[kk], sQG, LD, kw, kk * 16);
+  for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(vf[kk], sK, LD, kw, kk * 16);
   float dk[KD / 8][4], dv[KD / 8][4];
 #pragma unroll
   for (int n = 0; n < KD / 8; ++n)
@@ -532,7 +540,8 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
 
   // dq's share of each warp: query tile mt, head-dim tiles [n0, n0 + DQN).
-  constexpr int DQN = (KD / 8) / (4 / MT);
+  constexpr int DQN = (KD / 8) / (WARPS / MT);
+  static_assert(DQN % 2 == 0, "dq's column tiles go in pairs");
   const int mt = warp % MT, n0 = (warp / MT) * DQN;
 
   // A query block's q, dout, lse and D. q and dout of the next block load
@@ -549,7 +558,8 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
     }
   };
   const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
-  __syncthreads();  // every warp holds its v: sQG is free
+  __syncthreads();  // every warp holds its v: sK is free
+  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
   if (istart < p.L) stage_rows(istart);
   for (int64_t i0 = istart; i0 < p.L; i0 += BM) {
     ig_fa_cp_wait();
@@ -789,6 +799,9 @@ int head_tile(int64_t D) { return D <= 64 ? 64 : 128; }
 // m16 tiles each).
 int64_t forward_rows(int kd) { return kd <= 64 ? 128 : 64; }
 
+// The backward's keys a block (IgFlashBwdTiles<kd>::BN), 16 a warp.
+int64_t backward_keys(int kd) { return kd <= 64 ? 128 : 64; }
+
 FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        double scale) {
   FlashParams p;
@@ -811,11 +824,11 @@ FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   return p;
 }
 
-void launch(CUfunction f, int64_t blocks, FlashParams& p, int device) {
+void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int device) {
   IGNIS_CHECK(blocks < (int64_t(1) << 31), "flash attention: too many blocks (", blocks, ")");
   Stream stream = current_stream(device);
   void* a[] = {&p};
-  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kFlashThreads, 1, 1, 0,
+  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0,
                           stream.handle, a, nullptr));
 }
 
@@ -852,7 +865,7 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   p.lse = lse.data<float>();
   const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
-  launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, p, device);
+  launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, kFlashThreads, p, device);
 }
 
 void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -887,8 +900,9 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
     fill_tensor(dq_acc, Scalar(0.0));
   }
   const int kd = head_tile(p.D);
-  const int64_t nkb = (p.S + kFlashKeys - 1) / kFlashKeys;
-  launch(function_for(device, "bwd", q.dtype(), kd), nkb * p.batch, p, device);
+  const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
+  launch(function_for(device, "bwd", q.dtype(), kd), nkb * p.batch,
+         static_cast<unsigned>(bn / 16) * 32, p, device);
   if (dq.numel() > 0) copy_tensor(dq, dq_acc);
 }
 
