@@ -217,9 +217,10 @@ __device__ __forceinline__ uint32_t ig_fa_smem(const void* ptr) {
 #endif
 
 // cp.async: 16 bytes from global to shared memory without passing through
-// registers, finished by ig_fa_cp_wait (each stage is one commit group and
-// at most one is in flight, so "wait for all" is exact). src_bytes 0 fills
-// the 16 bytes with zeros (rows past the end, columns past D).
+// registers, finished by ig_fa_cp_wait (each stage is one commit group; the
+// kernels wait for all of them, wait_group 0, before a barrier and the reads
+// behind it). src_bytes 0 fills the 16 bytes with zeros (rows past the end,
+// columns past D).
 __device__ __forceinline__ void ig_fa_cp16(void* dst, const void* src, int src_bytes) {
 #ifdef IG_HOST_EMULATION
   ig_host_cp_async16(dst, src, src_bytes);
