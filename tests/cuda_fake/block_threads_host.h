@@ -17,10 +17,10 @@
 // IG_NEEDS_BLOCK_THREADS (the flash-attention kernels) with this header,
 // through ig_launch_blocks, which runs a block's threads as fibers on one OS
 // thread (a barrier switches to the next fiber). The tensor cores' mma.sync
-// m16n8k16 is emulated per warp, each lane handing over its registers and
-// reading the others' by the instruction's documented layout (ig_host_mma),
-// so a kernel that puts a value in the wrong lane or register computes
-// garbage here too.
+// m16n8k16 and ldmatrix are emulated per warp, each lane handing over its
+// registers and reading the others' by the instruction's documented layout
+// (ig_host_mma), so a kernel that puts a value in the wrong lane or
+// register computes garbage here too.
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -151,6 +151,48 @@ static inline void ig_host_mma(float (&d)[4], const uint32_t (&a)[4], const uint
     d[e] = acc;
   }
   ig_warp_sync();
+}
+
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 for the warp: lane l
+// names the 16-byte row l % 8 of 8x8 tile l / 8. Register i of lane l gets
+// tile i's row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (low half
+// first); with .trans, tile i's column l / 4 at rows 2 (l % 4) and
+// 2 (l % 4) + 1 (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
+static const uint16_t* ig_ldmatrix_rows[1024];
+static inline void ig_host_ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row, bool trans) {
+  ig_ldmatrix_rows[ig_linear_thread()] = row;
+  ig_warp_sync();
+  const unsigned base = ig_linear_thread() & ~31u, lane = ig_linear_thread() & 31u;
+  for (unsigned i = 0; i < 4; ++i) {
+    uint16_t lo, hi;
+    if (trans) {
+      lo = ig_ldmatrix_rows[base + i * 8 + 2 * (lane % 4)][lane / 4];
+      hi = ig_ldmatrix_rows[base + i * 8 + 2 * (lane % 4) + 1][lane / 4];
+    } else {
+      const uint16_t* src = ig_ldmatrix_rows[base + i * 8 + lane / 4];
+      lo = src[2 * (lane % 4)];
+      hi = src[2 * (lane % 4) + 1];
+    }
+    r[i] = uint32_t(lo) | (uint32_t(hi) << 16);
+  }
+  ig_warp_sync();
+}
+// cp.async.cg.shared.global [dst], [src], 16, src_bytes: src_bytes bytes
+// copied, the rest of the 16 zero-filled. The copy is held back until the
+// thread's cp.async.wait_group 0 (ig_host_cp_async_wait), so a kernel that
+// reads a tile before waiting, or whose wait lands while another warp still
+// reads the tile (no barrier between), reads the wrong values here too.
+struct IgPendingCopy { void* dst; const void* src; int bytes; };
+static std::vector<IgPendingCopy> ig_pending_copies[1024];
+static inline void ig_host_cp_async16(void* dst, const void* src, int src_bytes) {
+  ig_pending_copies[ig_linear_thread()].push_back({dst, src, src_bytes});
+}
+static inline void ig_host_cp_async_wait() {
+  for (const IgPendingCopy& c : ig_pending_copies[ig_linear_thread()]) {
+    memset(c.dst, 0, 16);
+    memcpy(c.dst, c.src, size_t(c.bytes));
+  }
+  ig_pending_copies[ig_linear_thread()].clear();
 }
 
 // Runs body() as a grid of gx x gy blocks of bx threads, one block at a

@@ -9,7 +9,8 @@ kernels on the host with real threads and an emulated mma.sync): outputs,
 the log-sum-exp and the three gradients against the CPU's flash-style kernel
 and against CUDA's op-based path in float32 (the dispatch's fallback), causal
 and not, L != S, head dims 64, 128 and 40, L not a multiple of the 64-row
-block, a block the causal diagonal crosses, q/k/v sliced out of one fused
+block, a block the causal diagonal crosses, an odd head dim (7: no 16-byte
+loads, no paired stores), two 128-row forward blocks, q/k/v sliced out of one fused
 projection (strided), a broadcast batch. The GPT-2-sized case runs on a real
 GPU only (the host emulation would take minutes).
 """
@@ -143,6 +144,8 @@ def _check_call(q, k, v, dtype, causal, scale=None, strided=None):
     (1, 2, 70, 50, 64),   # L != S, L past one 64-row block, S not a multiple of 64
     (1, 1, 20, 130, 128),  # three key blocks, head dim 128
     (2, 1, 33, 33, 40),   # an odd head dim (padded to 64), the diagonal inside a block
+    (2, 1, 150, 140, 64),  # two 128-row forward blocks a batch index (batch-minor order)
+    (1, 2, 9, 11, 7),     # an odd head dim: element loads, single-column stores and atomics
 ], ids=lambda s: "x".join(map(str, s)))
 def test_flash_attention_matches_cpu_and_ops(dtype, causal, shape):
     B, H, L, S, D = shape

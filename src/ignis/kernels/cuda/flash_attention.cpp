@@ -33,47 +33,68 @@ namespace {
 // registers of the next product over those 16 columns: the probabilities
 // never leave registers between "s = q k^T" and "out += p v".
 //
-// Forward (ig_flash_fwd): a block of 4 warps owns BM = 64 query rows of one
-// batch index, 16 rows a warp; its q rows stay in registers as A tiles. It
-// walks the keys in blocks of BN = 64 (k and v tiles staged in shared
-// memory), and for each: s = q k^T (16 x 64 per warp), the mask (keys past
-// S; with is_causal, keys after the query: top-left aligned, j <= i, as
-// the CPU's), then the online softmax per row:
+// Shared memory. Fragments come out of shared tiles by ldmatrix (.x4: four
+// 8x8 tiles of 16-bit values a warp instruction, each lane receiving the
+// mma layout above; .trans for the operands stored the other way round,
+// such as v in p v), and tiles go in by cp.async (16 bytes global -> shared
+// without registers, zero-filled past the rows and D). Tile rows are padded
+// by 8 values (16 bytes), so the 8 rows of an ldmatrix phase fall in
+// distinct banks.
+//
+// Forward (ig_flash_fwd): a block of 4 warps owns BM query rows of one
+// batch index: 128 at head dim 64 (32 a warp, two m16 tiles, so every k and
+// v fragment read from shared memory feeds two products), 64 at 128 (16 a
+// warp: the registers hold no more). q goes through shared memory into
+// registers as A tiles. The block walks the keys in blocks of BN = 64, k and
+// v each in one shared tile, pipelined as FlashAttention-2 does: v(j) loads
+// while s = q k^T and the softmax of block j run, k(j + 1) while p v(j)
+// runs. For each key block: s = q k^T, the mask (keys past S; with
+// is_causal, keys after the query: top-left aligned, j <= i, as the CPU's),
+// then the online softmax per row:
 //   m' = max(m, rowmax(s));  c = exp(m - m');  l = l c + rowsum(exp(s - m'))
 //   acc = acc c + exp(s - m') v
 // and at the end out = acc / l, lse = m + log l. Scores are kept in log2
 // units (scale * log2 e folded in) so every exponential is one exp2. A row's
 // max and sum are shared by the 4 lanes of its quad (two xor shuffles).
 // With is_causal, key blocks past the block's last query are never
-// visited, and only blocks that cross the diagonal or S are masked. The
-// longest causal rows are launched first.
+// visited, and only blocks that cross the diagonal or S are masked. Blocks
+// are numbered query block major, batch index minor, the last query blocks
+// (the longest causal rows) first, so the short ones fill the tail.
 //
 // Backward: with p recomputed from q, k and the saved lse,
 //   dv = p^T dout    dp = dout v^T    D = rowsum(dout * out)
 //   ds = p (dp - D)  dq = ds k scale  dk = ds^T q scale
-// Pass 1 (ig_flash_bwd_dot): D per row, and dq's float32 workspace zeroed.
-// Pass 2 (ig_flash_bwd): a block of 4 warps owns BN = 64 keys of one batch
-// index (16 a warp) and keeps their dk and dv in registers; it walks the
-// query blocks (BM = 64 rows for D <= 64, 32 for D <= 128, to fit shared
-// memory), staging q, dout, lse and D, and computes per warp the transposed
-// products (s^T = k q^T, p^T, dv += p^T dout, dp^T = v dout^T, ds^T,
-// dk += ds^T q), so that keys are rows and every accumulator stays with its
-// warp. ds goes through shared memory (transposed back to queries x keys),
-// and dq += ds k is added into the float32 workspace by atomics (each
-// (query block, key block) pair adds its part once). With is_causal, query
-// blocks wholly before the key block are skipped. Pass 3 rounds the
-// workspace into dq (the copy kernel).
+// Pass 1 (ig_flash_bwd_dot): D per row (dq's float32 workspace is zeroed by
+// a memset). Pass 2 (ig_flash_bwd): a block owns BN keys of one batch index
+// (16 a warp: 128 keys and 8 warps at head dim 64, as FlashAttention-2, 64
+// and 4 at 128) and keeps their dk and dv in registers; it walks the query
+// blocks BM = 32 rows at a time (what fits 48 KiB of static shared memory
+// beside the keys), staging q, dout, lse and D, and computes
+// per warp the transposed products (s^T = k q^T, p^T, dv += p^T dout,
+// dp^T = v dout^T, ds^T, dk += ds^T q), so that keys are rows and every
+// accumulator stays with its warp. ds^T goes to shared memory as it is
+// (keys x queries, two queries a 32-bit store) and comes back transposed by
+// ldmatrix.trans as the A tiles of dq += ds k, which is added into the
+// float32 workspace by atomics (two columns a red.global.add.v2.f32 on
+// sm_90; each (query block, key block) pair adds its part once). The next
+// query block's q and dout load (cp.async) while dq is computed and added.
+// With is_causal, query blocks wholly before the key block are skipped;
+// blocks are numbered key block major, the first key blocks (the most
+// query blocks) first. Pass 3 rounds the workspace into dq (the copy kernel).
 //
 // Head dims: the kernels are instantiated for KD = 64 and 128; a smaller D
 // pads q, k, v and dout with zero columns up to KD in shared memory and
 // registers (which changes no dot product) and writes only D columns.
-// Loads are 16 bytes wide when every row and batch offset allows it, else
-// element by element.
+// Tiles are staged by cp.async when every row and batch offset is 16-byte
+// aligned and D % 8 == 0, else element by element with plain loads.
 //
 // The host emulation (tests/cuda_fake/block_threads_host.h) runs these
-// kernels with real threads, emulating mma.sync's register layout and the
-// shuffles per warp, so the fake driver checks the tiling, masks and online
-// rescaling, not a simplified version.
+// kernels with real threads, emulating mma.sync's and ldmatrix's register
+// layouts and the shuffles per warp, and landing each cp.async at the
+// thread's wait (so a read before the wait, or a wait with no barrier
+// before another warp's read, goes wrong there too): the fake driver checks
+// the tiling, masks, pipeline and online rescaling, not a simplified
+// version.
 
 // Must match IgFlashOperand / IgFlashParams in kTemplates.
 struct FlashOperand {
@@ -96,9 +117,7 @@ struct FlashParams {
   int32_t vec = 0;  // 16-byte loads allowed
 };
 
-constexpr int kFlashThreads = 128;  // 4 warps
-constexpr int kFlashKeys = 64;      // BN in both directions
-constexpr int kFlashRows = 64;      // BM of the forward
+constexpr int kFlashThreads = 128;  // the forward's 4 warps
 
 const char* kTemplates = R"CUDA(
 // ---- flash attention (kernels/cuda/flash_attention.cpp) ----
@@ -190,32 +209,65 @@ __device__ __forceinline__ const T* ig_fa_base(const IgFlashOperand& a, const Ig
   return reinterpret_cast<const T*>(a.p) + off;
 }
 
-// Elements (r, c) and (r, c + 1) of rows `base` as one register (zero
-// outside rows x D).
-template <class T>
-__device__ __forceinline__ uint32_t ig_fa_pair(const T* base, int64_t rs, int64_t r, int64_t rows,
-                                               int c, int D) {
-  if (r >= rows) return 0u;
-  const uint16_t* x = reinterpret_cast<const uint16_t*>(base + r * rs);
-  const uint32_t lo = c < D ? x[c] : 0u, hi = c + 1 < D ? x[c + 1] : 0u;
-  return lo | (hi << 16);
+#ifndef IG_HOST_EMULATION
+// Shared-memory address of a generic pointer, for ldmatrix and cp.async.
+__device__ __forceinline__ uint32_t ig_fa_smem(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+#endif
+
+// cp.async: 16 bytes from global to shared memory without passing through
+// registers, finished by ig_fa_cp_wait (each stage is one commit group; the
+// kernels wait for all of them, wait_group 0, before a barrier and the reads
+// behind it). src_bytes 0 fills the 16 bytes with zeros (rows past the end,
+// columns past D).
+__device__ __forceinline__ void ig_fa_cp16(void* dst, const void* src, int src_bytes) {
+#ifdef IG_HOST_EMULATION
+  ig_host_cp_async16(dst, src, src_bytes);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(ig_fa_smem(dst)),
+               "l"(src), "r"(src_bytes));
+#endif
+}
+__device__ __forceinline__ void ig_fa_cp_commit() {
+#ifndef IG_HOST_EMULATION
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void ig_fa_cp_wait() {
+#ifdef IG_HOST_EMULATION
+  ig_host_cp_async_wait();
+#else
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
 }
 
-struct __align__(16) IgFa16Bytes { uint32_t w[4]; };
+// dst[0] += a and dst[1] += b in global memory, one vector reduction on
+// sm_90 (red.v2.f32, dst 8-byte aligned), two atomic adds before it.
+__device__ __forceinline__ void ig_fa_atomic_add2(float* dst, float a, float b) {
+#if !defined(IG_HOST_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  atomicAdd(dst, a);
+  atomicAdd(dst + 1, b);
+#endif
+}
+
 // Shared tile rows [r0, r0 + ROWS) of `base` into tile (row stride LD
-// 16-bit values), zero past `rows` and D.
+// 16-bit values), zero past `rows` and D. With `vec` (D % 8 == 0 and every
+// row 16-byte aligned) the copy is cp.async and still in flight on return
+// (ig_fa_cp_wait, then __syncthreads, before reading it); else plain loads.
 template <class T, int ROWS, int KD, int LD>
 __device__ __forceinline__ void ig_fa_stage(uint16_t* tile, const T* base, int64_t rs, int64_t r0,
                                             int64_t rows, int D, bool vec) {
-  if (vec) {  // D % 8 == 0 and every row 16-byte aligned
+  if (vec) {
     constexpr int CH = KD / 8;
     for (int i = threadIdx.x; i < ROWS * CH; i += blockDim.x) {
       const int r = i / CH, c = (i % CH) * 8;
-      IgFa16Bytes v = {{0u, 0u, 0u, 0u}};
-      if (r0 + r < rows && c < D)
-        v = *reinterpret_cast<const IgFa16Bytes*>(base + (r0 + r) * rs + c);
-      *reinterpret_cast<IgFa16Bytes*>(tile + r * LD + c) = v;
+      const bool live = r0 + r < rows && c < D;
+      ig_fa_cp16(tile + r * LD + c, live ? base + (r0 + r) * rs + c : base, live ? 16 : 0);
     }
+    ig_fa_cp_commit();
   } else {
     for (int i = threadIdx.x; i < ROWS * KD; i += blockDim.x) {
       const int r = i / KD, c = i % KD;
@@ -226,166 +278,262 @@ __device__ __forceinline__ void ig_fa_stage(uint16_t* tile, const T* base, int64
   }
 }
 
-// Two 16-bit values of a shared tile as one register: (r, c), (r, c + 1)
-// (a row's neighbours), or (r, c), (r + 1, c) (a column's).
-__device__ __forceinline__ uint32_t ig_fa_row2(const uint16_t* tile, int LD, int r, int c) {
-  return *reinterpret_cast<const uint32_t*>(tile + r * LD + c);
+// ldmatrix .x4: the warp reads four 8x8 tiles of 16-bit values from shared
+// memory, lane l naming row l % 8 of tile l / 8 (16 contiguous bytes).
+// Register i gets tile i: lane l holds its row l / 4 at columns 2 (l % 4)
+// and 2 (l % 4) + 1, or with TRANS its column l / 4 at rows 2 (l % 4) and
+// 2 (l % 4) + 1 (the lower index in the low half) -- the mma fragments.
+template <bool TRANS>
+__device__ __forceinline__ void ig_fa_ldsm(uint32_t (&r)[4], const uint16_t* row) {
+#ifdef IG_HOST_EMULATION
+  ig_host_ldmatrix_x4(r, row, TRANS);
+#else
+  if (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ig_fa_smem(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ig_fa_smem(row)));
+#endif
 }
-__device__ __forceinline__ uint32_t ig_fa_col2(const uint16_t* tile, int LD, int r, int c) {
-  return uint32_t(tile[r * LD + c]) | (uint32_t(tile[(r + 1) * LD + c]) << 16);
+// The A fragment of the 16x16 block at (m0, k0) of a row-major tile A[m][k].
+__device__ __forceinline__ void ig_fa_lda(uint32_t (&a)[4], const uint16_t* tile, int LD, int m0,
+                                          int k0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<false>(a, tile + (m0 + l % 16) * LD + k0 + (l / 16) * 8);
 }
+// The same A fragment from a tile holding A transposed (tile[k][m]).
+__device__ __forceinline__ void ig_fa_lda_t(uint32_t (&a)[4], const uint16_t* tile, int LD, int m0,
+                                            int k0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<true>(a, tile + (k0 + l % 8 + (l / 16) * 8) * LD + m0 + ((l / 8) & 1) * 8);
+}
+// The B fragments of two 8-column tiles, columns [n0, n0 + 8) in b[0..1] and
+// [n0 + 8, n0 + 16) in b[2..3], over rows [k0, k0 + 16): from a tile holding
+// B transposed (tile[n][k]: k in q k^T) or B itself (tile[k][n]: v in p v).
+__device__ __forceinline__ void ig_fa_ldb_t(uint32_t (&b)[4], const uint16_t* tile, int LD, int k0,
+                                            int n0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<false>(b, tile + (n0 + l % 8 + (l / 16) * 8) * LD + k0 + ((l / 8) & 1) * 8);
+}
+__device__ __forceinline__ void ig_fa_ldb(uint32_t (&b)[4], const uint16_t* tile, int LD, int k0,
+                                          int n0) {
+  const int l = threadIdx.x % 32;
+  ig_fa_ldsm<true>(b, tile + (k0 + l % 16) * LD + n0 + (l / 16) * 8);
+}
+
+// Query rows per warp of the forward: 32 (two m16 tiles, so every k and v
+// fragment read from shared memory feeds two products, as FlashAttention-2
+// does for head dim 64) where the registers allow it, else 16.
+template <int KD> struct IgFlashFwdTiles { static constexpr int MW = KD <= 64 ? 2 : 1; };
 
 template <class T, int KD>
 __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  constexpr int BM = 64, BN = 64, LD = KD + 8;
-  __shared__ __align__(16) uint16_t sK[BN * LD];
-  __shared__ __align__(16) uint16_t sV[BN * LD];
+  constexpr int MW = IgFlashFwdTiles<KD>::MW;  // m16 tiles per warp
+  constexpr int BM = 4 * 16 * MW, BN = 64, LD = KD + 8;
+  // k and v tiles, one after the other (q is staged through both at the start).
+  __shared__ __align__(16) uint16_t sKV[2 * BN * LD];
+  static_assert(BM <= 2 * BN, "q must fit in the k and v tiles");
+  uint16_t* const sK = sKV;
+  uint16_t* const sV = sKV + BN * LD;
+  // Query blocks major, batch minor: every batch index's longest causal rows
+  // (the last query block) are launched first, the short ones fill the tail.
   const int64_t nqb = (p.L + BM - 1) / BM;
-  const int64_t b = blockIdx.x / nqb;
-  const int64_t i0 = (nqb - 1 - int64_t(blockIdx.x) % nqb) * BM;  // longest causal rows first
+  const int64_t b = int64_t(blockIdx.x) % p.batch;
+  const int64_t i0 = (nqb - 1 - int64_t(blockIdx.x) / p.batch) * BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
-  const int64_t r0 = i0 + warp * 16 + g, r1 = r0 + 8;  // this lane's two rows
-
-  uint32_t qf[KD / 16][4];
+  // This lane's rows: r[mi][h] = tile mi's row g (h = 0) or g + 8 (h = 1).
+  int64_t rw[MW][2];
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) {
-    const int c = kk * 16 + 2 * t;
-    qf[kk][0] = ig_fa_pair(Q, p.q.rs, r0, p.L, c, p.D);
-    qf[kk][1] = ig_fa_pair(Q, p.q.rs, r1, p.L, c, p.D);
-    qf[kk][2] = ig_fa_pair(Q, p.q.rs, r0, p.L, c + 8, p.D);
-    qf[kk][3] = ig_fa_pair(Q, p.q.rs, r1, p.L, c + 8, p.D);
+  for (int mi = 0; mi < MW; ++mi) {
+    rw[mi][0] = i0 + (warp * MW + mi) * 16 + g;
+    rw[mi][1] = rw[mi][0] + 8;
   }
-  float acc[KD / 8][4];
-#pragma unroll
-  for (int n = 0; n < KD / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-  float m0 = -IG_FA_INF, m1 = -IG_FA_INF, l0 = 0.f, l1 = 0.f;
 
+  // q goes through shared memory into registers (A tiles), then k's first
+  // block is staged while nothing waits on it.
+  uint32_t qf[MW][KD / 16][4];
+  ig_fa_stage<T, BM, KD, LD>(sKV, Q, p.q.rs, i0, p.L, p.D, p.vec);
+  ig_fa_cp_wait();
+  __syncthreads();
+#pragma unroll
+  for (int mi = 0; mi < MW; ++mi)
+#pragma unroll
+    for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(qf[mi][kk], sKV, LD, (warp * MW + mi) * 16, kk * 16);
+  __syncthreads();  // every warp holds its q: the tiles are free
+  float acc[MW][KD / 8][4];
+  float m[MW][2], l[MW][2];  // running max (log2 units) and sum per row
+#pragma unroll
+  for (int mi = 0; mi < MW; ++mi) {
+#pragma unroll
+    for (int n = 0; n < KD / 8; ++n) acc[mi][n][0] = acc[mi][n][1] = acc[mi][n][2] = acc[mi][n][3] = 0.f;
+    m[mi][0] = m[mi][1] = -IG_FA_INF;
+    l[mi][0] = l[mi][1] = 0.f;
+  }
+
+  // The pipeline: k of block j + 1 loads during p v of block j, and v of
+  // block j during q k^T and the softmax of block j (one tile each, as
+  // FlashAttention-2 does, so shared memory holds two tiles, not four).
   const int64_t kend = p.causal ? (p.S < i0 + BM ? p.S : i0 + BM) : p.S;
+  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, 0, p.S, p.D, p.vec);
   for (int64_t j0 = 0; j0 < kend; j0 += BN) {
-    __syncthreads();  // the previous block's tiles are read
-    ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
+    ig_fa_cp_wait();
+    __syncthreads();  // k(j) is in sK; every warp is done with v(j - 1)
     ig_fa_stage<T, BN, KD, LD>(sV, V, p.v.rs, j0, p.S, p.D, p.vec);
-    __syncthreads();
 
-    // s = q k^T for this warp's 16 rows and the block's BN keys.
-    float s[BN / 8][4];
+    // s = q k^T for this warp's rows and the block's BN keys.
+    float s[MW][BN / 8][4];
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    for (int mi = 0; mi < MW; ++mi)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < KD / 16; ++kk)
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const uint32_t kb[2] = {ig_fa_row2(sK, LD, n * 8 + g, kk * 16 + 2 * t),
-                                ig_fa_row2(sK, LD, n * 8 + g, kk * 16 + 8 + 2 * t)};
-        TC::mma(s[n], qf[kk], kb);
+      for (int n = 0; n < BN / 8; n += 2) {
+        uint32_t kb[4];
+        ig_fa_ldb_t(kb, sK, LD, kk * 16, n * 8);
+        const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+#pragma unroll
+        for (int mi = 0; mi < MW; ++mi) {
+          TC::mma(s[mi][n], qf[mi][kk], b0);
+          TC::mma(s[mi][n + 1], qf[mi][kk], b1);
+        }
       }
     // Scale into log2 units and mask; only blocks crossing S or the diagonal.
     const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
-    float mx0 = -IG_FA_INF, mx1 = -IG_FA_INF;
+    uint32_t pa[MW][BN / 16][4];
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n)
+    for (int mi = 0; mi < MW; ++mi) {
+      float mx[2] = {-IG_FA_INF, -IG_FA_INF};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[n][e] * p.scale_log2;
-        if (edge) {
-          const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = e < 2 ? r0 : r1;
-          if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = s[mi][n][e] * p.scale_log2;
+          if (edge) {
+            const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = rw[mi][e / 2];
+            if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
+          }
+          s[mi][n][e] = x;
+          mx[e / 2] = fmaxf(mx[e / 2], x);
         }
-        s[n][e] = x;
-        if (e < 2) mx0 = fmaxf(mx0, x);
-        else mx1 = fmaxf(mx1, x);
+      // The online softmax: new maxima, the rescale of what came before.
+      float z[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float mn = fmaxf(m[mi][h], ig_fa_quad_max(mx[h]));
+        z[h] = mn == -IG_FA_INF ? 0.f : mn;
+        const float c = exp2f(m[mi][h] - z[h]);  // 0 before the first key
+        m[mi][h] = mn;
+        l[mi][h] *= c;
+#pragma unroll
+        for (int n = 0; n < KD / 8; ++n) {
+          acc[mi][n][2 * h] *= c;
+          acc[mi][n][2 * h + 1] *= c;
+        }
       }
-    // The online softmax: new maxima, the rescale of what came before.
-    const float mn0 = fmaxf(m0, ig_fa_quad_max(mx0)), mn1 = fmaxf(m1, ig_fa_quad_max(mx1));
-    const float z0 = mn0 == -IG_FA_INF ? 0.f : mn0, z1 = mn1 == -IG_FA_INF ? 0.f : mn1;
-    const float c0 = exp2f(m0 - z0), c1 = exp2f(m1 - z1);  // 0 before the first key
-    m0 = mn0;
-    m1 = mn1;
-    l0 *= c0;
-    l1 *= c1;
+      // p = exp2(s - m), summed per lane (the quad's sum is taken at the
+      // end), and packed as the A tiles of p v.
 #pragma unroll
-    for (int n = 0; n < KD / 8; ++n) {
-      acc[n][0] *= c0;
-      acc[n][1] *= c0;
-      acc[n][2] *= c1;
-      acc[n][3] *= c1;
+      for (int n = 0; n < BN / 8; ++n) {
+        const float p0 = exp2f(s[mi][n][0] - z[0]), p1 = exp2f(s[mi][n][1] - z[0]);
+        const float p2 = exp2f(s[mi][n][2] - z[1]), p3 = exp2f(s[mi][n][3] - z[1]);
+        l[mi][0] += p0 + p1;
+        l[mi][1] += p2 + p3;
+        pa[mi][n / 2][(n & 1) * 2] = TC::pack(p0, p1);
+        pa[mi][n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
+      }
     }
-    // p = exp2(s - m), summed per lane (the quad's sum is taken at the end),
-    // and packed as the A tiles of p v.
-    uint32_t pa[BN / 16][4];
-#pragma unroll
-    for (int n = 0; n < BN / 8; ++n) {
-      const float p0 = exp2f(s[n][0] - z0), p1 = exp2f(s[n][1] - z0);
-      const float p2 = exp2f(s[n][2] - z1), p3 = exp2f(s[n][3] - z1);
-      l0 += p0 + p1;
-      l1 += p2 + p3;
-      pa[n / 2][(n & 1) * 2] = TC::pack(p0, p1);
-      pa[n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
-    }
+    ig_fa_cp_wait();
+    __syncthreads();  // v(j) is in sV; every warp is done with k(j)
+    if (j0 + BN < kend) ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0 + BN, p.S, p.D, p.vec);
     // acc += p v: k runs over the block's keys, n over the head dim.
 #pragma unroll
     for (int kc = 0; kc < BN / 16; ++kc)
 #pragma unroll
-      for (int n = 0; n < KD / 8; ++n) {
-        const uint32_t vb[2] = {ig_fa_col2(sV, LD, kc * 16 + 2 * t, n * 8 + g),
-                                ig_fa_col2(sV, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
-        TC::mma(acc[n], pa[kc], vb);
+      for (int n = 0; n < KD / 8; n += 2) {
+        uint32_t vb[4];
+        ig_fa_ldb(vb, sV, LD, kc * 16, n * 8);
+        const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+#pragma unroll
+        for (int mi = 0; mi < MW; ++mi) {
+          TC::mma(acc[mi][n], pa[mi][kc], b0);
+          TC::mma(acc[mi][n + 1], pa[mi][kc], b1);
+        }
       }
   }
-  l0 = ig_fa_quad_sum(l0);
-  l1 = ig_fa_quad_sum(l1);
+  // out = acc / l (two neighbouring columns a store when D is even), lse.
   T* out = reinterpret_cast<T*>(p.out);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t r = h ? r1 : r0;
-    const float l = h ? l1 : l0, m = h ? m1 : m0;
-    if (r >= p.L) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    T* orow = out + (b * p.L + r) * p.D;
+  for (int mi = 0; mi < MW; ++mi)
 #pragma unroll
-    for (int n = 0; n < KD / 8; ++n)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t r = rw[mi][h];
+      const float lr = ig_fa_quad_sum(l[mi][h]);
+      if (r >= p.L) continue;
+      const float inv = lr > 0.f ? 1.f / lr : 0.f;
+      T* orow = out + (b * p.L + r) * p.D;
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int c = n * 8 + 2 * t + e;
-        if (c < p.D) orow[c] = ig_convert<T>(acc[n][h * 2 + e] * inv);
+      for (int n = 0; n < KD / 8; ++n) {
+        const int c = n * 8 + 2 * t;
+        const float x0 = acc[mi][n][h * 2] * inv, x1 = acc[mi][n][h * 2 + 1] * inv;
+        if (c + 1 < p.D && p.D % 2 == 0) {
+          *reinterpret_cast<uint32_t*>(orow + c) = TC::pack(x0, x1);
+        } else {
+          if (c < p.D) orow[c] = ig_convert<T>(x0);
+          if (c + 1 < p.D) orow[c + 1] = ig_convert<T>(x1);
+        }
       }
-    if (t == 0) p.lse[b * p.L + r] = l > 0.f ? m * 0.6931471805599453f + logf(l) : -IG_FA_INF;
-  }
+      if (t == 0)
+        p.lse[b * p.L + r] = lr > 0.f ? m[mi][h] * 0.6931471805599453f + logf(lr) : -IG_FA_INF;
+    }
 }
+
+// The backward's tiles: BN keys a block (16 a warp, so BN / 16 warps) and
+// BM queries a step. 128 x 32 at head dim 64 (FlashAttention-2's 128 keys:
+// half the dq atomics of 64), 64 x 32 at 128; both within 48 KiB of static
+// shared memory.
+template <int KD> struct IgFlashBwdTiles {
+  static constexpr int BN = KD <= 64 ? 128 : 64, BM = 32, WARPS = BN / 16;
+};
 
 template <class T, int KD>
 __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  constexpr int BN = 64, BM = KD <= 64 ? 64 : 32, LD = KD + 8, LS = BN + 8;
+  constexpr int BN = IgFlashBwdTiles<KD>::BN, BM = IgFlashBwdTiles<KD>::BM;
+  constexpr int WARPS = IgFlashBwdTiles<KD>::WARPS, LD = KD + 8, LT = BM + 8;
   constexpr int MT = BM / 16, NT = BM / 8;  // query tiles of 16 (dq) and of 8 (s^T)
-  __shared__ __align__(16) uint16_t sK[BN * LD];
-  __shared__ __align__(16) uint16_t sQ[BM * LD];
-  __shared__ __align__(16) uint16_t sG[BM * LD];
-  __shared__ __align__(16) uint16_t sS[BM * LS];  // ds, queries x keys
-  __shared__ float sL[BM], sD[BM];                 // lse (log2 units), D
-  const int64_t nkb = (p.S + BN - 1) / BN;
-  const int64_t b = blockIdx.x / nkb, j0 = (int64_t(blockIdx.x) % nkb) * BN;
+  __shared__ __align__(16) uint16_t sK[BN * LD];       // k (v at the start)
+  __shared__ __align__(16) uint16_t sQG[2 * BM * LD];  // q then dout
+  __shared__ __align__(16) uint16_t sT[BN * LT];      // ds^T, keys x queries
+  __shared__ float sL[BM], sD[BM];                     // lse (log2 units), D
+  uint16_t* const sQ = sQG;
+  uint16_t* const sG = sQG + BM * LD;
+  // Key blocks major, batch minor: the longest causal columns (the first key
+  // block) of every batch index are launched first.
+  const int64_t b = int64_t(blockIdx.x) % p.batch, j0 = (int64_t(blockIdx.x) / p.batch) * BN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
   const T* G = ig_fa_base<T>(p.g, p, b);
   const int64_t k0 = j0 + warp * 16 + g, k1 = k0 + 8;  // this lane's two keys
+  const int kw = warp * 16;                            // the warp's first key in the block
 
-  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
-  uint32_t vf[KD / 16][4];  // this warp's 16 rows of v, as A tiles
+  // v goes through sK into registers (A tiles); then k stays in sK.
+  ig_fa_stage<T, BN, KD, LD>(sK, V, p.v.rs, j0, p.S, p.D, p.vec);
+  ig_fa_cp_wait();
+  __syncthreads();
+  uint32_t vf[KD / 16][4];  // this warp's 16 rows of v
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) {
-    const int c = kk * 16 + 2 * t;
-    vf[kk][0] = ig_fa_pair(V, p.v.rs, k0, p.S, c, p.D);
-    vf[kk][1] = ig_fa_pair(V, p.v.rs, k1, p.S, c, p.D);
-    vf[kk][2] = ig_fa_pair(V, p.v.rs, k0, p.S, c + 8, p.D);
-    vf[kk][3] = ig_fa_pair(V, p.v.rs, k1, p.S, c + 8, p.D);
-  }
+  for (int kk = 0; kk < KD / 16; ++kk) ig_fa_lda(vf[kk], sK, LD, kw, kk * 16);
   float dk[KD / 8][4], dv[KD / 8][4];
 #pragma unroll
   for (int n = 0; n < KD / 8; ++n)
@@ -393,13 +541,13 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
 
   // dq's share of each warp: query tile mt, head-dim tiles [n0, n0 + DQN).
-  constexpr int DQN = (KD / 8) / (4 / MT);
+  constexpr int DQN = (KD / 8) / (WARPS / MT);
+  static_assert(DQN % 2 == 0, "dq's column tiles go in pairs");
   const int mt = warp % MT, n0 = (warp / MT) * DQN;
-  const int kw = warp * 16;  // the warp's first key in the block
 
-  const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
-  for (int64_t i0 = istart; i0 < p.L; i0 += BM) {
-    __syncthreads();  // the previous query block's tiles are read
+  // A query block's q, dout, lse and D. q and dout of the next block load
+  // (cp.async) while this one's dq is computed and added.
+  auto stage_rows = [&](int64_t i0) {
     ig_fa_stage<T, BM, KD, LD>(sQ, Q, p.q.rs, i0, p.L, p.D, p.vec);
     ig_fa_stage<T, BM, KD, LD>(sG, G, p.g.rs, i0, p.L, p.D, p.vec);
     for (int r = threadIdx.x; r < BM; r += blockDim.x) {
@@ -409,7 +557,14 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       sL[r] = l == -IG_FA_INF ? IG_FA_INF : l * 1.4426950408889634f;
       sD[r] = live ? p.delta[b * p.L + i0 + r] : 0.f;
     }
-    __syncthreads();
+  };
+  const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
+  __syncthreads();  // every warp holds its v: sK is free
+  ig_fa_stage<T, BN, KD, LD>(sK, K, p.k.rs, j0, p.S, p.D, p.vec);
+  if (istart < p.L) stage_rows(istart);
+  for (int64_t i0 = istart; i0 < p.L; i0 += BM) {
+    ig_fa_cp_wait();
+    __syncthreads();  // this query block is staged
 
     // s^T = k q^T and dp^T = v dout^T: the warp's 16 keys x BM queries.
     float st[NT][4], dp[NT][4];
@@ -419,18 +574,19 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       for (int e = 0; e < 4; ++e) st[n][e] = dp[n][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < KD / 16; ++kk) {
-      const int c = kk * 16 + 2 * t;
-      const uint32_t ka[4] = {ig_fa_row2(sK, LD, kw + g, c), ig_fa_row2(sK, LD, kw + g + 8, c),
-                              ig_fa_row2(sK, LD, kw + g, c + 8),
-                              ig_fa_row2(sK, LD, kw + g + 8, c + 8)};
+      uint32_t ka[4];
+      ig_fa_lda(ka, sK, LD, kw, kk * 16);
 #pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        const uint32_t qb[2] = {ig_fa_row2(sQ, LD, n * 8 + g, c),
-                                ig_fa_row2(sQ, LD, n * 8 + g, c + 8)};
-        TC::mma(st[n], ka, qb);
-        const uint32_t gb[2] = {ig_fa_row2(sG, LD, n * 8 + g, c),
-                                ig_fa_row2(sG, LD, n * 8 + g, c + 8)};
-        TC::mma(dp[n], vf[kk], gb);
+      for (int n = 0; n < NT; n += 2) {
+        uint32_t qb[4], gb[4];
+        ig_fa_ldb_t(qb, sQ, LD, kk * 16, n * 8);
+        ig_fa_ldb_t(gb, sG, LD, kk * 16, n * 8);
+        const uint32_t q0[2] = {qb[0], qb[1]}, q1[2] = {qb[2], qb[3]};
+        const uint32_t g0[2] = {gb[0], gb[1]}, g1[2] = {gb[2], gb[3]};
+        TC::mma(st[n], ka, q0);
+        TC::mma(st[n + 1], ka, q1);
+        TC::mma(dp[n], vf[kk], g0);
+        TC::mma(dp[n + 1], vf[kk], g1);
       }
     }
     // p^T = exp2(s^T scale_log2 - lse) (masked), ds^T = p^T (dp^T - D).
@@ -447,27 +603,33 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
         if (edge && (key >= p.S || (p.causal && key > query))) x = 0.f;
         pv[e] = x;
         dsv[e] = x * (dp[n][e] - sD[ql]);
-        // ds, queries x keys, for dq (16-bit, as it enters the product).
-        sS[ql * LS + kw + g + (e < 2 ? 0 : 8)] = TC::pack(dsv[e], 0.f) & 0xffffu;
       }
       pa[n / 2][(n & 1) * 2] = TC::pack(pv[0], pv[1]);
       pa[n / 2][(n & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
       sa[n / 2][(n & 1) * 2] = TC::pack(dsv[0], dsv[1]);
       sa[n / 2][(n & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
+      // ds^T (16-bit, as it enters the products) for dq, two queries a store.
+      *reinterpret_cast<uint32_t*>(sT + (kw + g) * LT + n * 8 + 2 * t) = sa[n / 2][(n & 1) * 2];
+      *reinterpret_cast<uint32_t*>(sT + (kw + g + 8) * LT + n * 8 + 2 * t) =
+          sa[n / 2][(n & 1) * 2 + 1];
     }
     // dv += p^T dout and dk += ds^T q: k runs over the block's queries.
 #pragma unroll
     for (int kc = 0; kc < BM / 16; ++kc)
 #pragma unroll
-      for (int n = 0; n < KD / 8; ++n) {
-        const uint32_t gb[2] = {ig_fa_col2(sG, LD, kc * 16 + 2 * t, n * 8 + g),
-                                ig_fa_col2(sG, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
-        TC::mma(dv[n], pa[kc], gb);
-        const uint32_t qb[2] = {ig_fa_col2(sQ, LD, kc * 16 + 2 * t, n * 8 + g),
-                                ig_fa_col2(sQ, LD, kc * 16 + 8 + 2 * t, n * 8 + g)};
-        TC::mma(dk[n], sa[kc], qb);
+      for (int n = 0; n < KD / 8; n += 2) {
+        uint32_t gb[4], qb[4];
+        ig_fa_ldb(gb, sG, LD, kc * 16, n * 8);
+        ig_fa_ldb(qb, sQ, LD, kc * 16, n * 8);
+        const uint32_t g0[2] = {gb[0], gb[1]}, g1[2] = {gb[2], gb[3]};
+        const uint32_t q0[2] = {qb[0], qb[1]}, q1[2] = {qb[2], qb[3]};
+        TC::mma(dv[n], pa[kc], g0);
+        TC::mma(dv[n + 1], pa[kc], g1);
+        TC::mma(dk[n], sa[kc], q0);
+        TC::mma(dk[n + 1], sa[kc], q1);
       }
-    __syncthreads();  // every warp's ds is in sS
+    __syncthreads();  // every warp's ds^T is in sT, and q, dout, lse, D are read
+    if (i0 + BM < p.L) stage_rows(i0 + BM);
 
     // dq[mt rows] += ds k * scale over the block's keys, into the workspace.
     float dq[DQN][4];
@@ -475,25 +637,32 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
     for (int n = 0; n < DQN; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
 #pragma unroll
     for (int kc = 0; kc < BN / 16; ++kc) {
-      const int c = kc * 16 + 2 * t, r = mt * 16 + g;
-      const uint32_t sa2[4] = {ig_fa_row2(sS, LS, r, c), ig_fa_row2(sS, LS, r + 8, c),
-                               ig_fa_row2(sS, LS, r, c + 8), ig_fa_row2(sS, LS, r + 8, c + 8)};
+      uint32_t da[4];
+      ig_fa_lda_t(da, sT, LT, mt * 16, kc * 16);
 #pragma unroll
-      for (int n = 0; n < DQN; ++n) {
-        const uint32_t kb[2] = {ig_fa_col2(sK, LD, kc * 16 + 2 * t, (n0 + n) * 8 + g),
-                                ig_fa_col2(sK, LD, kc * 16 + 8 + 2 * t, (n0 + n) * 8 + g)};
-        TC::mma(dq[n], sa2, kb);
+      for (int n = 0; n < DQN; n += 2) {
+        uint32_t kb[4];
+        ig_fa_ldb(kb, sK, LD, kc * 16, (n0 + n) * 8);
+        const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+        TC::mma(dq[n], da, b0);
+        TC::mma(dq[n + 1], da, b1);
       }
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t row = i0 + mt * 16 + g + (e < 2 ? 0 : 8);
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = i0 + mt * 16 + g + h * 8;
       if (row >= p.L) continue;
       float* dst = p.dq + (b * p.L + row) * p.D;
 #pragma unroll
       for (int n = 0; n < DQN; ++n) {
-        const int c = (n0 + n) * 8 + 2 * t + (e & 1);
-        if (c < p.D) atomicAdd(dst + c, dq[n][e] * p.scale);
+        const int c = (n0 + n) * 8 + 2 * t;
+        const float x0 = dq[n][2 * h] * p.scale, x1 = dq[n][2 * h + 1] * p.scale;
+        if (c + 1 < p.D && p.D % 2 == 0) {
+          ig_fa_atomic_add2(dst + c, x0, x1);
+        } else {
+          if (c < p.D) atomicAdd(dst + c, x0);
+          if (c + 1 < p.D) atomicAdd(dst + c + 1, x1);
+        }
       }
     }
   }
@@ -541,17 +710,29 @@ __device__ __forceinline__ const T* ig_fa_row(const IgFlashOperand& a, const IgF
   }
   return reinterpret_cast<const T*>(a.p) + off;
 }
-// delta[row] = sum(dout * out) over the row, in float; the row of dq's
-// workspace zeroed.
+// delta[row] = sum(dout * out) over the row, in float. With p.vec (both
+// operands' rows 16-byte aligned, D % 8 == 0) eight columns a load.
+struct __align__(16) IgFaDot16 { uint16_t h[8]; };
 template <class T> __device__ __forceinline__ void ig_flash_bwd_dot(const IgFlashParams& p) {
   IG_GRID_STRIDE_LOOP(i, p.batch * p.L) {
     const T* go = ig_fa_row<T>(p.g, p, i / p.L, i % p.L);
     const T* o = ig_fa_row<T>(p.o, p, i / p.L, i % p.L);
     float acc = 0.f;
-    for (int c = 0; c < p.D; ++c) acc += ig_convert<float>(go[c]) * ig_convert<float>(o[c]);
+    if (p.vec) {
+      for (int c = 0; c < p.D; c += 8) {
+        const IgFaDot16 a = *reinterpret_cast<const IgFaDot16*>(go + c);
+        const IgFaDot16 b = *reinterpret_cast<const IgFaDot16*>(o + c);
+        for (int e = 0; e < 8; ++e) {
+          T x, y;
+          x.x = a.h[e];
+          y.x = b.h[e];
+          acc += ig_convert<float>(x) * ig_convert<float>(y);
+        }
+      }
+    } else {
+      for (int c = 0; c < p.D; ++c) acc += ig_convert<float>(go[c]) * ig_convert<float>(o[c]);
+    }
     p.delta[i] = acc;
-    float* dq = p.dq + i * p.D;
-    for (int c = 0; c < p.D; ++c) dq[c] = 0.f;
   }
 }
 )CUDA";
@@ -575,8 +756,13 @@ KernelRequest request(const char* kind, ScalarType t, int kd) {
   if (std::string(kind) == "bwd_dot")
     return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
                         str("ig_flash_bwd_dot<", type_of(t), ">"));
-  return make_request(str("flash_", kind, "_", dt, "_d", kd), kTemplates,
-                      str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"));
+  KernelRequest r = make_request(str("flash_", kind, "_", dt, "_d", kd), kTemplates,
+                                 str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"));
+  // The head-dim-64 backward (256 threads) takes 174 registers uncapped: one
+  // block an SM. At 128 two fit (16 warps to hide the atomics' and barriers'
+  // latency) for 48 bytes of spills.
+  if (std::string(kind) == "bwd" && kd == 64) r.options.push_back("-maxrregcount=128");
+  return r;
 }
 
 CUfunction function_for(int device, const char* kind, ScalarType t, int kd) {
@@ -615,6 +801,13 @@ bool rows_aligned(const Tensor& t, int64_t D) {
 
 int head_tile(int64_t D) { return D <= 64 ? 64 : 128; }
 
+// The forward's query rows a block (BM: 4 warps of IgFlashFwdTiles<kd>::MW
+// m16 tiles each).
+int64_t forward_rows(int kd) { return kd <= 64 ? 128 : 64; }
+
+// The backward's keys a block (IgFlashBwdTiles<kd>::BN), 16 a warp.
+int64_t backward_keys(int kd) { return kd <= 64 ? 128 : 64; }
+
 FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        double scale) {
   FlashParams p;
@@ -637,11 +830,11 @@ FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   return p;
 }
 
-void launch(CUfunction f, int64_t blocks, FlashParams& p, int device) {
+void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int device) {
   IGNIS_CHECK(blocks < (int64_t(1) << 31), "flash attention: too many blocks (", blocks, ")");
   Stream stream = current_stream(device);
   void* a[] = {&p};
-  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kFlashThreads, 1, 1, 0,
+  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0,
                           stream.handle, a, nullptr));
 }
 
@@ -677,8 +870,8 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   p.out = out.data_ptr();
   p.lse = lse.data<float>();
   const int kd = head_tile(p.D);
-  const int64_t nqb = (p.L + kFlashRows - 1) / kFlashRows;
-  launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, p, device);
+  const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
+  launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, kFlashThreads, p, device);
 }
 
 void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -702,13 +895,20 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   p.dk = dk.data_ptr();
   p.dv = dv.data_ptr();
   if (p.L > 0) {
+    // The row-dot kernel reads out and grad_out: its 16-byte loads need those
+    // two aligned (the parameters are copied at the launch).
+    const int32_t vec = p.vec;
+    p.vec = rows_aligned(out, p.D) && rows_aligned(grad_out, p.D);
     void* a[] = {&p};
     launch_grid_stride(function_for(device, "bwd_dot", q.dtype(), 0), p.batch * p.L, a,
                        current_stream(device));
+    p.vec = vec;
+    fill_tensor(dq_acc, Scalar(0.0));
   }
   const int kd = head_tile(p.D);
-  const int64_t nkb = (p.S + kFlashKeys - 1) / kFlashKeys;
-  launch(function_for(device, "bwd", q.dtype(), kd), nkb * p.batch, p, device);
+  const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
+  launch(function_for(device, "bwd", q.dtype(), kd), nkb * p.batch,
+         static_cast<unsigned>(bn / 16) * 32, p, device);
   if (dq.numel() > 0) copy_tensor(dq, dq_acc);
 }
 
