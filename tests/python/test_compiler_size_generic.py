@@ -233,6 +233,7 @@ def test_the_graph_cache_keeps_each_sizes_parameters():
 def test_a_new_process_compiles_the_first_size_only(tmp_path):
     # A fresh code cache: the first size runs g++ once per graph, the others never.
     script = """
+import _checkout
 import ignis, ignis.nn.functional as F
 from ignis._inductor import config, metrics
 def f(x, w):
@@ -251,7 +252,7 @@ print(counts)
     env = dict(os.environ, IGNIS_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=str(ROOT / "python"))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=300, cwd=pathlib.Path(__file__).parent)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[(1, 0), (0, 1), (0, 1), (0, 1)]"
 

@@ -252,7 +252,14 @@ class KernelPrinter {
         case ScalarKind::Load:
           os_ << ptr_name(p_.buffers[size_t(s.buffer)]) << "[" << sz_.expr(s.index) << "]";
           break;
-        case ScalarKind::Constant: os_ << literal(s); break;
+        case ScalarKind::Constant:
+          // An integer constant of the computation may be a size too (a
+          // mean's count): generic code lifts it like one.
+          if (generic_ && s.is_int)
+            os_ << "static_cast<" << ctype(s.dtype) << ">(" << sz_.integer(s.int_value) << ")";
+          else
+            os_ << literal(s);
+          break;
         case ScalarKind::Call:
           os_ << "ignis::scalar_ops::" << scalar_struct_name(s.fn) << "{}(";
           for (size_t a = 0; a < s.args.size(); ++a) os_ << (a ? ", " : "") << tmp(li, s.args[a]);

@@ -252,7 +252,12 @@ class CudaKernelPrinter {
     switch (s.kind) {
       case ScalarKind::Load:
         return ptr_name(p_.buffers[size_t(s.buffer)]) + "[" + sz_.expr(s.index) + "]";
-      case ScalarKind::Constant: return literal(s);
+      case ScalarKind::Constant:
+        // An integer constant may be a size too (a mean's count): lifted.
+        if (sz_.generic() && s.is_int)
+          return std::string("ig_convert<") + cuda_type(s.dtype) + ">(" +
+                 sz_.integer(s.int_value) + ")";
+        return literal(s);
       case ScalarKind::Call: {
         std::string e = std::string("ignis::scalar_ops::") + scalar_struct_name(s.fn) + "{}(";
         for (size_t a = 0; a < s.args.size(); ++a) e += (a ? ", " : "") + arg(s.args[a]);
