@@ -114,10 +114,13 @@ class KernelPrinter {
     // Threads split the outer loops; a pointwise kernel with few outer
     // iterations (a contiguous tensor is one loop) splits its inner loop
     // instead, in contiguous chunks that each stay vectorised. (Generic
-    // code leaves the work's size to the run-time `if`.)
+    // code leaves the work's size to the run-time `if`. No team for no
+    // work: the row-invariant loads before an empty loop are dead code
+    // only when the compiler sees the loop run zero times.)
     bool pointwise = k_.loops.size() == 1 && k_.loops[0].inner && k_.loops[0].reductions.empty() &&
                      !k_.inner.empty();
-    parallel_inner_ = pointwise && k_.outer_numel() < 16 && (generic_ || work >= grain_);
+    parallel_inner_ =
+        pointwise && k_.outer_numel() < 16 && (generic_ ? k_.inner_numel() > 0 : work >= grain_);
     work_ = work;
     work_factor_ = loops;
     if (!k_.outer.empty()) {
