@@ -1,17 +1,16 @@
 #include "ignis/compiler/size_params.h"
 
-#include <algorithm>
-
 #include "ignis/sym/print.h"
 
 namespace ignis::compiler {
 
 std::string SizeParams::lifted(int64_t v) {
   if (!generic_ || v == 0 || v == 1 || v == -1) return "";
-  auto it = std::find(values_.begin(), values_.end(), v);
-  size_t k = size_t(it - values_.begin());
-  if (it == values_.end()) values_.push_back(v);
-  return lift_ ? "P[" + std::to_string(k) + "]" : "";
+  // A parameter per occurrence, never one per distinct value: sharing one
+  // would make the text depend on which sizes happen to be equal (Note
+  // [Size-generic code]).
+  values_.push_back(v);
+  return lift_ ? "P[" + std::to_string(values_.size() - 1) + "]" : "";
 }
 
 std::string SizeParams::integer(int64_t v) {

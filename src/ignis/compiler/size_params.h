@@ -11,9 +11,13 @@
 // parameter array, except 0, 1 and -1 (a unit stride must stay visible to
 // the vectoriser, and a size-1 dim is a different loop nest anyway). The
 // code generator's own constants (lane counts, vector widths, array sizes,
-// the threshold itself, buffer numbers) stay literals. Each distinct value
-// gets one parameter, numbered by first appearance within the kernel, so
-// equal sizes share one.
+// the threshold itself, buffer numbers) stay literals. Each occurrence gets
+// its own parameter, numbered in the order printed within the kernel. (One
+// parameter per distinct value, equal sizes sharing it, was the first
+// design: it made the text depend on which values coincide -- a GPT whose
+// sequence length met its batch, head or embedding size printed another
+// text and compiled again, 5 compiles instead of 2 over 12 lengths -- and
+// the sharing bought no speed measurable here.)
 //
 // The text T and the values B are, together, exactly the source printed
 // with the same decisions and the values in place (SizeParams(false)): T
@@ -47,8 +51,8 @@ class SizeParams {
 
   bool generic() const { return generic_; }
 
-  // v as generated code spells it: P[k], or its literal (std::to_string,
-  // as the printers write integers of their own).
+  // v as generated code spells it: P[k] (a new parameter), or its literal
+  // (std::to_string, as the printers write integers of their own).
   std::string integer(int64_t v);
   // sym::to_cpp(e), with the constants lifted.
   std::string expr(sym::Expr e);
