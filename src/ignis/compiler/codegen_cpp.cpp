@@ -181,11 +181,11 @@ class KernelPrinter {
   std::string omp_for(int64_t work, const std::string& work_expr, bool simd = false) const {
     std::string s = simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for";
     if (generic_) {
-      const std::string& work = work_expr;
       const std::string g = std::to_string(grain_);
       if (threads_ > 0)
-        return s + " num_threads(" + work + " > " + g + " ? " + std::to_string(threads_) + " : 1)";
-      return s + " num_threads(ignis_threads_for(" + work + ", " + g + "))";
+        return s + " num_threads(" + work_expr + " > " + g + " ? " + std::to_string(threads_) +
+               " : 1)";
+      return s + " num_threads(ignis_threads_for(" + work_expr + ", " + g + "))";
     }
     const int64_t grains = std::max<int64_t>((work + grain_ - 1) / grain_, 1);
     if (threads_ > 0) return s + " num_threads(" + std::to_string(grains > 1 ? threads_ : 1) + ")";
