@@ -28,7 +28,11 @@ torch.compile against torch eager, ignis eager against torch eager (the same
 inputs and weights, from NumPy). Children run with GOMP_SPINCOUNT=10000 (ignis's
 own default) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 
-    python bench/compiled.py [--threads N] [--rows a,b] [--quick] [--json PATH]
+    python bench/compiled.py [--threads N] [--rows a,b] [--quick] [--json PATH] [--size-generic]
+
+--size-generic adds ignis_compiled_generic: ignis.compile with size-generic code
+(IGNIS_SIZE_GENERIC=1: kernels read their sizes from a parameter array; docs/compiler.md,
+"Size-generic code"), printed beside ignis_compiled (the static code) with their ratio.
 
 Progress goes to stderr; torch.compile's cold compiles take a while.
 """
@@ -53,9 +57,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train"]
 IMPLS = ["ignis_compiled", "ignis_eager", "torch_eager", "torch_compile"]
-COMPILING = {"ignis_compiled", "torch_compile"}
+GENERIC = "ignis_compiled_generic"  # --size-generic: IGNIS_SIZE_GENERIC=1
+COMPILING = {"ignis_compiled", GENERIC, "torch_compile"}
 # reference to check each implementation against (the first call's outputs)
-CHECKS = [("ignis_compiled", "ignis_eager"), ("torch_compile", "torch_eager"),
+CHECKS = [("ignis_compiled", "ignis_eager"), (GENERIC, "ignis_eager"),
+          ("torch_compile", "torch_eager"),
           ("ignis_eager", "torch_eager")]
 TOL = {"gpt_train": (1e-3, 1e-4), "gpt_fwd": (1e-4, 1e-5), "mlp": (1e-4, 1e-4)}
 
@@ -187,7 +193,7 @@ def run_child(args):
     out["threads"] = lib.get_num_threads()
     out["version"] = lib.__version__
     fn, fargs, train = make_case(args.child, lib, args.quick)
-    if args.impl.endswith("compiled") or args.impl.endswith("compile"):
+    if "compiled" in args.impl or args.impl.endswith("compile"):
         fn = lib.compile(fn, backend="inductor")
     if train:
         model, idx, tgt, opt = fn, fargs[0], fargs[1], fargs[2]
@@ -220,7 +226,7 @@ def run_child(args):
                 out["time_s"], out["reps"] = bench_calls(call, 200 if args.quick else 2000)
             else:
                 out["time_s"], out["reps"] = bench(call, 0.1 if args.quick else 0.6)
-    if args.impl == "ignis_compiled":
+    if args.impl in ("ignis_compiled", GENERIC):
         from ignis._inductor import metrics
         out["kernels"] = metrics.generated_kernel_count
     print("RESULT " + json.dumps(out))
@@ -332,6 +338,8 @@ def main():
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ",".join(ROWS))
     ap.add_argument("--impls", default=",".join(IMPLS), help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    ap.add_argument("--size-generic", action="store_true",
+                    help="also run ignis.compile with size-generic code (IGNIS_SIZE_GENERIC=1)")
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
     ap.add_argument("--no-warm", action="store_true",
@@ -351,6 +359,9 @@ def main():
     if bad:
         ap.error(f"unknown rows {bad}; choose from {ROWS}")
     impls = [i for i in args.impls.split(",") if i]
+    if args.size_generic and GENERIC not in impls:
+        impls.insert(impls.index("ignis_compiled") + 1 if "ignis_compiled" in impls else 0,
+                     GENERIC)
     work = pathlib.Path(tempfile.mkdtemp(prefix="ignis_bench_compiled_"))
     t_run = time.time()
     try:
@@ -378,7 +389,8 @@ def run_all(args, rows, impls, work):
             cache = work / f"{row}-{impl}-cache"
             cache.mkdir()
             env = {"IGNIS_CACHE_DIR": str(cache / "ignis"),
-                   "TORCHINDUCTOR_CACHE_DIR": str(cache / "torch")}
+                   "TORCHINDUCTOR_CACHE_DIR": str(cache / "torch"),
+                   "IGNIS_SIZE_GENERIC": "1" if impl == GENERIC else "0"}
             save = work / f"{row}-{impl}.npz"
             base = ["--child", row, "--impl", impl, "--save", str(save)]
             log(f"{row}: {impl}" + (" (cold compile)" if impl in COMPILING else ""))
@@ -500,7 +512,7 @@ def report(results, args):
         if not r["bytes"]:
             continue
         parts = []
-        for impl in IMPLS:
+        for impl in IMPLS + [GENERIC]:
             x = r["cells"].get(impl)
             if x and "time_s" in x:
                 g = r["bytes"] / x["time_s"]
@@ -512,6 +524,13 @@ def report(results, args):
     if ttf:
         print("mlp, process start to end of the first compiled call (imports, inputs, compile): "
               + "; ".join(ttf))
+    gen = [f"{row} {fmt_t(r['cells'][GENERIC], row)} vs {fmt_t(r['cells']['ignis_compiled'], row)}"
+           f" ({ratio(r['cells'][GENERIC], r['cells']['ignis_compiled'])})"
+           for row, r in results["rows"].items()
+           if GENERIC in r["cells"] and "ignis_compiled" in r["cells"]]
+    if gen:
+        print("size-generic code against static code (ignis compiled), ratio > 1: generic "
+              "slower: " + "; ".join(gen))
     kern = [f"{row} {r['cells']['ignis_compiled']['kernels']}" for row, r in results["rows"].items()
             if "kernels" in r["cells"].get("ignis_compiled", {})]
     if kern:

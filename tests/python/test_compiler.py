@@ -302,7 +302,9 @@ def test_generated_code_is_readable(capfd):
     def f(x, y):
         return ignis.relu(x + y) * 2
     gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [ignis.randn(4, 4), ignis.randn(4, 4)])
-    compiled = _inductor.compile_fx(gm, None)
+    from ignis._inductor import config
+    with config.patch(size_generic=False):  # the static text (IGNIS_SIZE_GENERIC may be set)
+        compiled = _inductor.compile_fx(gm, None)
     code = compiled.generated_code
     assert 'extern "C" void kernel_0(char* const* bufs, const ignis::cpu::KernelRuntime*)' in code
     assert "ignis::scalar_ops::Relu{}" in code
@@ -387,7 +389,7 @@ def test_config_knobs_reach_the_generated_code():
     assert kernels == 3
     for a, b in zip(out, f(x)):
         close(a, b)
-    with config.patch(**{"cpp.threads": 1}):
+    with config.patch(size_generic=False, **{"cpp.threads": 1}):  # the static text
         from ignis._functorch.aot_autograd import trace_joint
         gm, _ = trace_joint(ignis.fx.symbolic_trace(lambda x: ignis.exp(x) * 2), [x])
         assert "num_threads(1)" in _inductor.compile_fx(gm, None).generated_code

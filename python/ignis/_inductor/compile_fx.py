@@ -13,8 +13,14 @@ def compile_fx(gm, example_inputs):
     and returns a callable taking the graph's inputs and returning a tuple of
     its outputs. Ops the compiler does not lower run through the dispatcher."""
     constants = getattr(gm, "_aot_constants", None) or {}
-    compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options())
+    generic = config.resolve_size_generic(gm, example_inputs)
+    compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options(generic))
     metrics.generated_kernel_count += compiled.kernel_count
+    if compiled.kernel_count:
+        if compiled.compiled_code:
+            metrics.library_compiled += 1
+        else:
+            metrics.library_reused += 1
     if config.fx_graph_cache:
         if compiled.from_graph_cache:
             metrics.fxgraph_cache_hit += 1

@@ -32,6 +32,27 @@ compile_progress_after = 2.0
 profile_bandwidth = os.environ.get("IGNIS_PROFILE_BANDWIDTH", "0") not in ("", "0")
 
 
+def _size_generic_from_env():
+    value = os.environ.get("IGNIS_SIZE_GENERIC", "auto").strip().lower()
+    if value in ("", "auto"):
+        return "auto"
+    if value in ("1", "true", "on"):
+        return True
+    if value in ("0", "false", "off"):
+        return False
+    raise ValueError(f"IGNIS_SIZE_GENERIC={value!r}: expected auto, 1 or 0")
+
+
+# Size-generic code: kernels read their sizes (extents, strides, numels) from
+# a parameter array instead of literals, so that the C++ text of a graph is
+# the same for many sizes and every size after the first loads the library
+# compiled for the first (no C++ compile); each size keeps its own program.
+# "auto": for graphs with symbolic inputs (a placeholder whose "val" is a
+# symbolic int, or a tensor with symbolic sizes); True: always; False: never
+# (docs/compiler.md, "Size-generic code"). IGNIS_SIZE_GENERIC=auto|1|0.
+size_generic = _size_generic_from_env()
+
+
 class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)
     """Knobs of the C++ code generator."""
     # Threads each kernel uses; -1: the runtime's (ignis.get_num_threads()).
@@ -42,8 +63,56 @@ class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)
     reduction_lanes = 16
 
 
-def compiler_options():
-    """The knobs the C++ compiler reads, as _C._compile_graph's options."""
+def _is_symbolic(value):
+    """Whether a placeholder's value (or example input) is symbolic: a
+    symbolic int, or a tensor with a symbolic size."""
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return False
+    if type(value).__name__ in ("SymInt", "SymFloat", "SymBool"):
+        return True
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, type):
+        try:
+            return any(not isinstance(s, int) for s in shape)
+        except TypeError:
+            return False
+    return False
+
+
+def graph_is_symbolic(gm, example_inputs=None):
+    """Whether a graph has symbolic inputs (size_generic="auto" generates
+    size-generic code for it)."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        # The stored value only: reading meta["val"] would make fakes from
+        # the concrete metadata.
+        val = node._pymeta.get("val") if hasattr(node, "_pymeta") else None
+        if isinstance(val, (tuple, list)):
+            if any(_is_symbolic(v) for v in val):
+                return True
+        elif _is_symbolic(val):
+            return True
+    return any(_is_symbolic(v) for v in (example_inputs or ()))
+
+
+def resolve_size_generic(gm=None, example_inputs=None):
+    """size_generic's answer for one graph: True or False."""
+    value = size_generic
+    if isinstance(value, str) and value.lower() == "auto":
+        return gm is not None and graph_is_symbolic(gm, example_inputs)
+    if value in (True, False, 0, 1):
+        return bool(value)
+    raise ValueError(f"ignis._inductor.config.size_generic must be 'auto', True or False, "
+                     f"got {value!r}")
+
+
+def compiler_options(size_generic_graph=None):
+    """The knobs the C++ compiler reads, as _C._compile_graph's options
+    (size_generic as resolved for the graph, else the knob's own value
+    with "auto" meaning no)."""
+    if size_generic_graph is None:
+        size_generic_graph = resolve_size_generic()
     return {
         "realize_opcount_threshold": int(realize_opcount_threshold),
         "realize_reads_threshold": int(realize_reads_threshold),
@@ -51,6 +120,7 @@ def compiler_options():
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),
         "reduction_lanes": int(cpp.reduction_lanes),
+        "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),
         "fx_graph_cache": int(bool(fx_graph_cache)),
         "compile_progress_ms": -1 if compile_progress_after is None

@@ -93,9 +93,14 @@ double time_kernel(KernelFn* fn, char* const* ptrs) {
 
 }  // namespace
 
-AutotuneResult autotune(const Program& p, const CompilerOptions& base, runtime::CodeCache& cache) {
+AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
+                        runtime::CodeCache& cache) {
   AutotuneResult result;
-  result.per_kernel.assign(p.kernels.size(), base);
+  result.per_kernel.assign(p.kernels.size(), requested);
+  // Variants are measured as static code, whatever the program is printed
+  // as afterwards (its sizes are these; the winner's knobs carry over).
+  CompilerOptions base = requested;
+  base.size_generic = false;
   std::vector<CompilerOptions> vs = variants(base);
   // Which kernels still need measuring.
   std::vector<std::string> keys(p.kernels.size());
@@ -105,6 +110,7 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& base, runtime::
                                   std::to_string(omp_get_max_threads()));
     CompilerOptions o = base;
     if (read_winner(winner_path(cache, keys[i]), &o)) {
+      o.size_generic = requested.size_generic;
       result.per_kernel[i] = o;
       result.report.push_back(p.kernels[i].name + ": " + describe(o) + " (cached)");
     } else {
@@ -151,6 +157,7 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& base, runtime::
       }
     }
     result.per_kernel[i] = vs[best_v];
+    result.per_kernel[i].size_generic = requested.size_generic;
     char line[160];
     std::snprintf(line, sizeof line, ": %s %.3f ms (default %.3f ms, %zu variants)",
                   describe(vs[best_v]).c_str(), best * 1e3, first * 1e3, seen.size());

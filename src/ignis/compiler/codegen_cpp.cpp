@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ignis/compiler/size_params.h"
 #include "ignis/compiler/text.h"
 #include "ignis/core/error.h"
 #include "ignis/kernels/scalar_ops.h"
@@ -88,32 +89,46 @@ std::string combine_expr(Combine c, const std::string& a, const std::string& b) 
 
 class KernelPrinter {
  public:
-  KernelPrinter(Text& os, const Program& p, const Kernel& k, const CompilerOptions& options)
+  // lift: in size-generic mode, read sizes from P (false prints the same
+  // code with the values in place: Note [Size-generic code]).
+  KernelPrinter(Text& os, const Program& p, const Kernel& k, const CompilerOptions& options,
+                bool lift = true)
       : os_(os), p_(p), k_(k), base_(k.node_numbers()), lanes_(options.reduction_lanes),
-        grain_(options.min_parallel_elements), threads_(options.threads) {}
+        grain_(options.min_parallel_elements), threads_(options.threads),
+        generic_(options.size_generic), sz_(options.size_generic, lift) {}
+
+  // The values of the kernel's parameters (empty for static code).
+  const std::vector<int64_t>& size_params() const { return sz_.values(); }
 
   void print() {
     if (k_.gemm) return print_gemm();
     if (k_.columns) return print_columns();
     os_ << "// " << k_.name << ": ";
     for (size_t i = 0; i < k_.origins.size(); ++i) os_ << (i ? ", " : "") << k_.origins[i];
-    os_ << "\nextern \"C\" void " << k_.name << "(char* const* bufs, const ignis::cpu::KernelRuntime*) {\n";
+    os_ << "\nextern \"C\" void " << k_.name << "(char* const* bufs, const ignis::cpu::KernelRuntime*"
+        << signature_params() << ") {\n";
     declare_pointers();
-    int64_t work = k_.outer_numel() * std::max<int64_t>(k_.inner_numel(), 1) *
-                   int64_t(std::max<size_t>(k_.loops.size(), 1));
+    const int64_t loops = int64_t(std::max<size_t>(k_.loops.size(), 1));
+    int64_t work = k_.outer_numel() * std::max<int64_t>(k_.inner_numel(), 1) * loops;
     std::string indent = "  ";
     // Threads split the outer loops; a pointwise kernel with few outer
     // iterations (a contiguous tensor is one loop) splits its inner loop
-    // instead, in contiguous chunks that each stay vectorised.
+    // instead, in contiguous chunks that each stay vectorised. (Generic
+    // code leaves the work's size to the run-time `if`. No team for no
+    // work: the row-invariant loads before an empty loop are dead code
+    // only when the compiler sees the loop run zero times.)
     bool pointwise = k_.loops.size() == 1 && k_.loops[0].inner && k_.loops[0].reductions.empty() &&
                      !k_.inner.empty();
-    parallel_inner_ = pointwise && k_.outer_numel() < 16 && work >= grain_;
+    parallel_inner_ =
+        pointwise && k_.outer_numel() < 16 && (generic_ ? k_.inner_numel() > 0 : work >= grain_);
     work_ = work;
+    work_factor_ = loops;
     if (!k_.outer.empty()) {
       if (k_.outer_numel() > 1 && !parallel_inner_) {
-        os_ << omp_for(work);
+        std::string w = work_text(work, true, loops);
+        os_ << omp_for(work, w);
         if (k_.outer.size() > 1) os_ << " collapse(" << k_.outer.size() << ")";
-        os_ << " if (" << work << " >= " << grain_ << ")\n";
+        os_ << " if (" << w << " >= " << grain_ << ")\n";
       }
       for (size_t i = 0; i < k_.outer.size(); ++i)
         os_ << indent << loop_header(k_.outer[i], k_.outer_sizes[i]);
@@ -127,12 +142,13 @@ class KernelPrinter {
       // through the scratch and writes it through the output's pointer)
       if (home)
         os_ << indent << ctype(k_.scratch[s]) << "* scratch" << s << " = "
-            << ptr_name(p_.buffers[size_t(home->buffer)]) << " + (" << sym::to_cpp(home->base)
+            << ptr_name(p_.buffers[size_t(home->buffer)]) << " + (" << sz_.expr(home->base)
             << ");\n";
       else
         os_ << indent << ctype(k_.scratch[s]) << "* __restrict__ scratch" << s
             << " = ignis_scratch<" << ctype(k_.scratch[s]) << ", " << s << ">("
-            << k_.inner_numel() << ");\n";
+            << (generic_ ? sz_.product(k_.inner_sizes) : std::to_string(k_.inner_numel()))
+            << ");\n";
     }
     for (size_t li = 0; li < k_.loops.size(); ++li) print_loop(li, indent);
     for (size_t i = 0; i < k_.outer.size(); ++i) os_ << "  }\n";
@@ -140,12 +156,37 @@ class KernelPrinter {
   }
 
  private:
+  // The signature's parameter array, in size-generic code.
+  const char* signature_params() const {
+    return generic_ ? ", const int64_t* __restrict__ P" : "";
+  }
+
+  // The work a thread decision compares with the grain: its value (static
+  // code), or the kernel's extents (outer, and inner when `inner`) times
+  // `factor` written over the parameters (generic code).
+  std::string work_text(int64_t work, bool inner, int64_t factor) {
+    if (!generic_) return std::to_string(work);
+    std::vector<sym::Expr> sizes = k_.outer_sizes;
+    if (inner) sizes.insert(sizes.end(), k_.inner_sizes.begin(), k_.inner_sizes.end());
+    std::string w = sz_.product(sizes);
+    return factor == 1 ? w : w + "*" + std::to_string(factor);
+  }
+
   // "#pragma omp parallel for" over `work` elements: serial within one
   // grain of work, else a team of every thread (the options' count or the
   // process's), as eager ops split (threads_for): libgomp's workers exit
   // whenever a team is smaller than the last one (kernels/cpu/parallel.h).
-  std::string omp_for(int64_t work, bool simd = false) const {
+  // Static code decides when it is printed; generic code at run time, from
+  // the work's expression (ignis_threads_for).
+  std::string omp_for(int64_t work, const std::string& work_expr, bool simd = false) const {
     std::string s = simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for";
+    if (generic_) {
+      const std::string g = std::to_string(grain_);
+      if (threads_ > 0)
+        return s + " num_threads(" + work_expr + " > " + g + " ? " + std::to_string(threads_) +
+               " : 1)";
+      return s + " num_threads(ignis_threads_for(" + work_expr + ", " + g + "))";
+    }
     const int64_t grains = std::max<int64_t>((work + grain_ - 1) / grain_, 1);
     if (threads_ > 0) return s + " num_threads(" + std::to_string(grains > 1 ? threads_ : 1) + ")";
     return s + " num_threads(ignis_threads(" + std::to_string(grains) + "))";
@@ -154,9 +195,9 @@ class KernelPrinter {
   static std::string var(sym::Expr v) { return sym::to_cpp(v); }
 
   // "for (int64_t v = 0; v < size; ++v) {\n"
-  static std::string loop_header(sym::Expr v, sym::Expr size) {
+  std::string loop_header(sym::Expr v, sym::Expr size) {
     std::string n = var(v);
-    return "for (int64_t " + n + " = 0; " + n + " < " + sym::to_cpp(size) + "; ++" + n + ") {\n";
+    return "for (int64_t " + n + " = 0; " + n + " < " + sz_.expr(size) + "; ++" + n + ") {\n";
   }
 
   void declare_pointers() {
@@ -179,10 +220,10 @@ class KernelPrinter {
 
   // A reference to an earlier loop's value: a variable, or in a column
   // kernel this column's element of an array.
-  std::string ref(const ScalarNode& s) const {
+  std::string ref(const ScalarNode& s) {
     if (s.scratch >= 0)
       return "scratch" + std::to_string(s.scratch) + "[" +
-             sym::to_cpp(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) + "]";
+             sz_.expr(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) + "]";
     std::string name = s.acc >= 0 ? "acc" + std::to_string(s.acc) : tmp(size_t(s.loop), s.node) + "_v";
     if (!k_.columns) return s.acc >= 0 ? name : tmp(size_t(s.loop), s.node);
     return name + "[" + lane_ + "]";
@@ -212,9 +253,16 @@ class KernelPrinter {
       os_ << ind << "const " << ctype(s.dtype) << " " << tmp(li, int(i)) << " = ";
       switch (s.kind) {
         case ScalarKind::Load:
-          os_ << ptr_name(p_.buffers[size_t(s.buffer)]) << "[" << sym::to_cpp(s.index) << "]";
+          os_ << ptr_name(p_.buffers[size_t(s.buffer)]) << "[" << sz_.expr(s.index) << "]";
           break;
-        case ScalarKind::Constant: os_ << literal(s); break;
+        case ScalarKind::Constant:
+          // An integer constant of the computation may be a size too (a
+          // mean's count): generic code lifts it like one.
+          if (generic_ && s.is_int)
+            os_ << "static_cast<" << ctype(s.dtype) << ">(" << sz_.integer(s.int_value) << ")";
+          else
+            os_ << literal(s);
+          break;
         case ScalarKind::Call:
           os_ << "ignis::scalar_ops::" << scalar_struct_name(s.fn) << "{}(";
           for (size_t a = 0; a < s.args.size(); ++a) os_ << (a ? ", " : "") << tmp(li, s.args[a]);
@@ -234,10 +282,10 @@ class KernelPrinter {
     if (part == Part::Invariant) return;
     for (const auto& [node, scratch] : l.spills)
       os_ << ind << "scratch" << scratch << "["
-          << sym::to_cpp(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) << "] = "
+          << sz_.expr(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) << "] = "
           << tmp(li, node) << ";\n";
     for (const Store& st : l.stores)
-      os_ << ind << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sym::to_cpp(st.index)
+      os_ << ind << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sz_.expr(st.index)
           << "] = " << tmp(li, st.value) << ";\n";
   }
 
@@ -303,7 +351,12 @@ class KernelPrinter {
       // own analysis gives up on some bodies (GCC 13 on the polynomial exp).
       size_t last = k_.inner.size() - 1;
       print_body(li, in, Part::Invariant);
-      if (parallel_inner_) os_ << omp_for(work_, last == 0) << "\n";
+      if (parallel_inner_) {
+        os_ << omp_for(work_, work_text(work_, true, work_factor_), last == 0);
+        // (static code chose the team only for a work above the grain)
+        if (generic_) os_ << " if (" << work_text(work_, true, work_factor_) << " >= " << grain_ << ")";
+        os_ << "\n";
+      }
       for (size_t i = 0; i < k_.inner.size(); ++i) {
         if (i == last && !(parallel_inner_ && last == 0)) os_ << in << "#pragma omp simd\n";
         os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
@@ -332,10 +385,17 @@ class KernelPrinter {
     std::string rv = var(k_.inner.back());
     int64_t size = k_.inner_sizes.back().value();
     int64_t main = size - size % lanes_;
-    if (main > 0) {
+    // Static code prints the blocks and the tail that have iterations, with
+    // their bounds; generic code prints both, bounded by the extent.
+    std::string size_text = std::to_string(size), main_text = std::to_string(main);
+    if (generic_) {
+      size_text = sz_.expr(k_.inner_sizes.back());
+      main_text = size_text + " - " + size_text + " % " + std::to_string(lanes_);
+    }
+    if (main > 0 || generic_) {
       // `omp simd`: the lanes are independent, which GCC does not prove on
       // its own for a max with NaN propagation.
-      os_ << in << "for (int64_t block = 0; block < " << main << "; block += " << lanes_ << ") {\n"
+      os_ << in << "for (int64_t block = 0; block < " << main_text << "; block += " << lanes_ << ") {\n"
           << in << "  #pragma omp simd\n"
           << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
           << in << "    const int64_t " << rv << " = block + lane;\n";
@@ -343,9 +403,9 @@ class KernelPrinter {
       print_lane_folds(li, in + "    ");
       os_ << in << "  }\n" << in << "}\n";
     }
-    if (main < size) {
-      os_ << in << "for (int64_t " << rv << " = " << main << "; " << rv << " < " << size << "; ++"
-          << rv << ") {\n";
+    if (main < size || generic_) {
+      os_ << in << "for (int64_t " << rv << " = " << main_text << "; " << rv << " < " << size_text
+          << "; ++" << rv << ") {\n";
       print_body(li, in + "  ", Part::PerElement);
       print_folds(li, in + "  ", [](int r) { return "acc" + std::to_string(r) + "_lanes[0]"; });
       os_ << in << "}\n";
@@ -378,8 +438,13 @@ class KernelPrinter {
       os_ << " with its epilogue)\n";
       epilogue = k_.name + "_epilogue";
       os_ << "static void " << epilogue
-          << "(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {\n"
-          << "  char* const* bufs = static_cast<char* const*>(ctx);\n";
+          << "(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {\n";
+      // Generic code's epilogue gets the parameters with the buffers.
+      if (generic_)
+        os_ << "  char* const* bufs = static_cast<const IgnisEpilogueContext*>(ctx)->bufs;\n"
+            << "  const int64_t* __restrict__ P = static_cast<const IgnisEpilogueContext*>(ctx)->P;\n";
+      else
+        os_ << "  char* const* bufs = static_cast<char* const*>(ctx);\n";
       declare_pointers();
       std::string row = var(k_.outer.at(0)), col = var(k_.inner.at(0));
       os_ << "  for (int64_t " << row << " = i0; " << row << " < i1; ++" << row << ") {\n"
@@ -392,17 +457,20 @@ class KernelPrinter {
     }
     char alpha[40];
     std::snprintf(alpha, sizeof alpha, "%a", g.alpha);
+    auto n = [this](const sym::Expr& e) { return sz_.expr(e); };
     os_ << "extern \"C\" void " << k_.name
-        << "(char* const* bufs, const ignis::cpu::KernelRuntime* rt) {\n"
-        << "  const ignis::cpu::GemmCall call{" << c.sizes[0].value() << ", " << c.sizes[1].value()
-        << ", " << a.sizes[1].value() << ",\n"
-        << "      bufs[" << g.a << "], " << a.strides[0].value() << ", " << a.strides[1].value()
+        << "(char* const* bufs, const ignis::cpu::KernelRuntime* rt" << signature_params() << ") {\n";
+    const bool context = generic_ && !k_.loops.empty();
+    if (context) os_ << "  IgnisEpilogueContext ctx{bufs, P};\n";
+    os_ << "  const ignis::cpu::GemmCall call{" << n(c.sizes[0]) << ", " << n(c.sizes[1])
+        << ", " << n(a.sizes[1]) << ",\n"
+        << "      bufs[" << g.a << "], " << n(a.strides[0]) << ", " << n(a.strides[1])
         << ",  // " << a.name << "\n"
-        << "      bufs[" << g.b << "], " << b.strides[0].value() << ", " << b.strides[1].value()
+        << "      bufs[" << g.b << "], " << n(b.strides[0]) << ", " << n(b.strides[1])
         << ",  // " << b.name << "\n"
-        << "      bufs[" << g.c << "], " << c.strides[0].value() << ",  // " << c.name << "\n"
+        << "      bufs[" << g.c << "], " << n(c.strides[0]) << ",  // " << c.name << "\n"
         << "      " << alpha << ", 0.0, " << (c.dtype == ScalarType::Float64 ? 1 : 0) << ", "
-        << epilogue << ", const_cast<char**>(bufs)};\n"
+        << epilogue << ", " << (context ? "&ctx" : "const_cast<char**>(bufs)") << "};\n"
         << "  rt->gemm(&call);\n}\n\n";
   }
 
@@ -416,7 +484,7 @@ class KernelPrinter {
     os_ << "// " << k_.name << ": ";
     for (size_t i = 0; i < k_.origins.size(); ++i) os_ << (i ? ", " : "") << k_.origins[i];
     os_ << " (column reduction)\nextern \"C\" void " << k_.name
-        << "(char* const* bufs, const ignis::cpu::KernelRuntime*) {\n";
+        << "(char* const* bufs, const ignis::cpu::KernelRuntime*" << signature_params() << ") {\n";
     declare_pointers();
     size_t n = k_.outer.size();
     std::string col = var(k_.outer[n - 1]);
@@ -425,17 +493,20 @@ class KernelPrinter {
     int64_t work = k_.outer_numel() * k_.inner_numel();
     int64_t parallel = chunks;
     for (size_t i = 0; i + 1 < n; ++i) parallel *= k_.outer_sizes[i].value();
-    if (parallel > 1)
-      os_ << omp_for(work) << " collapse(" << n << ") if (" << work << " >= " << grain_
-          << ")\n";
+    if (parallel > 1) {
+      std::string w = work_text(work, true, 1);
+      os_ << omp_for(work, w) << " collapse(" << n << ") if (" << w << " >= " << grain_ << ")\n";
+    }
     std::string ind = "  ";
     for (size_t i = 0; i + 1 < n; ++i) {
       os_ << ind << loop_header(k_.outer[i], k_.outer_sizes[i]);
     }
-    os_ << ind << "for (int64_t chunk = 0; chunk < " << cols << "; chunk += " << kColumns << ") {\n";
+    const std::string cols_text = sz_.expr(k_.outer_sizes[n - 1]);
+    os_ << ind << "for (int64_t chunk = 0; chunk < " << cols_text << "; chunk += " << kColumns
+        << ") {\n";
     ind = "    ";
-    os_ << ind << "const int64_t chunk_end = chunk + " << kColumns << " < " << cols << " ? chunk + "
-        << kColumns << " : " << cols << ";\n";
+    os_ << ind << "const int64_t chunk_end = chunk + " << kColumns << " < " << cols_text
+        << " ? chunk + " << kColumns << " : " << cols_text << ";\n";
     lane_ = col + " - chunk";
     std::string lanes = "for (int64_t " + col + " = chunk; " + col + " < chunk_end; ++" + col + ")";
     // Scalar values a later loop reads.
@@ -486,7 +557,10 @@ class KernelPrinter {
   std::vector<int> base_;
   int64_t lanes_, grain_, threads_;
   int64_t work_ = 0;  // the kernel's elements times loops (print's estimate)
+  int64_t work_factor_ = 1;  // its loops
   bool parallel_inner_ = false;
+  bool generic_;
+  SizeParams sz_;
 };
 
 }  // namespace
@@ -502,6 +576,11 @@ std::string generate_cpp(const Program& p, const CompilerOptions& options) {
 }
 
 std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& per_kernel) {
+  return generate_cpp_code(p, per_kernel).source;
+}
+
+CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOptions>& per_kernel,
+                                 bool lift) {
   Text os;
   os << "// Generated by ignis's compiler (src/ignis/compiler/codegen_cpp.cpp).\n"
      << "#include \"ignis/core/half.h\"\n"
@@ -518,12 +597,27 @@ std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& p
   // smaller team makes libgomp's surplus workers exit; see parallel.h).
   os << "static inline int ignis_threads(int64_t grains) {\n"
      << "  return grains > 1 ? omp_get_max_threads() : 1;\n}\n";
+  bool generic = false;
+  for (const CompilerOptions& o : per_kernel) generic = generic || o.size_generic;
+  if (generic) {
+    // Size-generic code decides at run time, from the work's expression,
+    // what static code decides when printing (ignis_threads(grains)), and
+    // hands a GEMM's epilogue the parameters with the buffers.
+    os << "static inline int ignis_threads_for(int64_t work, int64_t grain) {\n"
+       << "  return work > grain ? omp_get_max_threads() : 1;\n}\n"
+       << "struct IgnisEpilogueContext {\n  char* const* bufs;\n  const int64_t* P;\n};\n";
+  }
   // max/min propagating NaN (as eager's amax), branch-free so they vectorise.
   os << "template <typename T> inline T ignis_red_max(T a, T b) { return ((a > b) | (a != a)) ? a : b; }\n"
      << "template <typename T> inline T ignis_red_min(T a, T b) { return ((a < b) | (a != a)) ? a : b; }\n\n";
-  for (size_t i = 0; i < p.kernels.size(); ++i)
-    KernelPrinter(os, p, p.kernels[i], per_kernel.at(i)).print();
-  return os.str();
+  CppProgramCode code;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    KernelPrinter printer(os, p, p.kernels[i], per_kernel.at(i), lift);
+    printer.print();
+    code.size_params.push_back(printer.size_params());
+  }
+  code.source = os.str();
+  return code;
 }
 
 }  // namespace ignis::compiler

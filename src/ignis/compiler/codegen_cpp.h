@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ignis/compiler/loop_ir.h"
 #include "ignis/kernels/cpu/gemm_epilogue.h"
@@ -20,10 +21,25 @@ namespace ignis::compiler {
 
 // The signature of every generated kernel.
 using KernelFn = void(char* const* bufs, const cpu::KernelRuntime* rt);
+// ... and of a size-generic one: P holds the kernel's sizes (Note
+// [Size-generic code], size_params.h).
+using GenericKernelFn = void(char* const* bufs, const cpu::KernelRuntime* rt, const int64_t* P);
+
+struct CppProgramCode {
+  std::string source;
+  // Per kernel: the values of its parameters P[0], P[1], ... (empty for
+  // static code).
+  std::vector<std::vector<int64_t>> size_params;
+};
 
 std::string generate_cpp(const Program& p, const CompilerOptions& options = {});
 // With options per kernel (autotuning's winners): per_kernel[i] for kernel i.
 std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& per_kernel);
+// The source and each kernel's parameters. `lift` false prints size-generic
+// kernels with the values in place of P[k] (what T with B substituted must
+// equal; tests compare the two).
+CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOptions>& per_kernel,
+                                 bool lift = true);
 // One kernel's function alone (what autotuning compares and keys its cache by).
 std::string generate_kernel_cpp(const Program& p, const Kernel& k, const CompilerOptions& options);
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ignis/compiler/codegen_cpp.h"
+#include "ignis/compiler/size_params.h"
 #include "ignis/compiler/text.h"
 #include "ignis/core/error.h"
 #include "ignis/kernels/cuda/device_scalar_ops.h"
@@ -75,6 +76,15 @@ template <class T, class F> __device__ __forceinline__ T ig_block_reduce(T v, F 
 }
 )CUDA";
 
+// A size-generic kernel's parameters (Note [Size-generic code]), passed by
+// value: the launch copies them into the kernel's constant parameter space.
+const char* kGenericHelpers = R"CUDA(
+template <int N> struct IgParams {
+  int64_t v[N];
+  __device__ __forceinline__ int64_t operator[](int i) const { return v[i]; }
+};
+)CUDA";
+
 const char* cuda_type(ScalarType t) { return cuda::device_type_name(t); }
 
 // A number as an exact literal of the node's type, converted as the CPU's
@@ -134,8 +144,11 @@ std::string ptr_name(const Buffer& b) {
 // exp costs less than a second trip to memory.
 class CudaKernelPrinter {
  public:
-  CudaKernelPrinter(Text& os, const Program& p, const Kernel& k, std::string symbol)
-      : os_(os), p_(p), k_(k), symbol_(std::move(symbol)), base_(k.node_numbers()) {}
+  // generic, lift: as SizeParams's (Note [Size-generic code]).
+  CudaKernelPrinter(Text& os, const Program& p, const Kernel& k, std::string symbol,
+                    bool generic = false, bool lift = true)
+      : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), base_(k.node_numbers()),
+        sz_(generic, lift) {}
 
   CudaKernel print() {
     IGNIS_INTERNAL_ASSERT(!k_.gemm, "codegen_cuda: ", k_.name,
@@ -143,14 +156,21 @@ class CudaKernelPrinter {
     CudaKernel out;
     out.symbol = symbol_;
     out.launch.threads = kThreadsPerBlock;
-    os_ << "// " << k_.name << ": ";
-    for (size_t i = 0; i < k_.origins.size(); ++i) os_ << (i ? ", " : "") << k_.origins[i];
-    os_ << "\nextern \"C\" __global__ void " << symbol_ << "(";
+    out_ << "// " << k_.name << ": ";
+    for (size_t i = 0; i < k_.origins.size(); ++i) out_ << (i ? ", " : "") << k_.origins[i];
+    out_ << "\nextern \"C\" __global__ void " << symbol_ << "(";
+    // The body first: the parameters it reads complete the signature.
+    Text signature;
+    std::swap(os_, signature);
     out.params = declare_params();
-    os_ << ") {\n";
+    std::swap(os_, signature);
     if (k_.reductions.empty()) print_pointwise(&out.launch);
     else print_rows(&out.launch);
-    os_ << "}\n\n";
+    out.size_params = sz_.values();
+    out_ << signature.str();
+    if (!out.size_params.empty())
+      out_ << ", const IgParams<" << int64_t(out.size_params.size()) << "> P";
+    out_ << ") {\n" << os_.str() << "}\n\n";
     return out;
   }
 
@@ -180,18 +200,32 @@ class CudaKernelPrinter {
   std::string tmp(size_t loop, int node) const { return "tmp" + std::to_string(base_[loop] + node); }
 
   // Declares `vars` (sizes `sizes`, row-major, the last fastest) from the
-  // linear index `lin`.
+  // linear index `lin`. (Generic code writes a stride as the product of the
+  // sizes after it.)
   void print_unravel(const std::vector<sym::Expr>& vars, const std::vector<sym::Expr>& sizes,
                      const std::string& lin, const std::string& ind) {
     int64_t stride = 1;
     for (size_t j = vars.size(); j-- > 0;) {
       const int64_t size = sizes[j].value();
-      std::string e = stride == 1 ? lin : "(" + lin + " / " + std::to_string(stride) + ")";
-      if (size == 1) e = "0";
-      else if (j > 0) e = e + " % " + std::to_string(size);
+      std::string e = "0";
+      if (size != 1) {
+        e = stride == 1 ? lin
+                        : "(" + lin + " / " +
+                              (sz_.generic()
+                                   ? sz_.product({sizes.begin() + ptrdiff_t(j) + 1, sizes.end()})
+                                   : std::to_string(stride)) +
+                              ")";
+        if (j > 0) e = e + " % " + sz_.expr(sizes[j]);
+      }
       os_ << ind << "const int64_t " << var(vars[j]) << " = " << e << ";\n";
       stride *= size;
     }
+  }
+
+  // The product of `sizes` (a row's or the kernel's elements): its value in
+  // static code, over the parameters in generic code.
+  std::string numel(const std::vector<sym::Expr>& sizes, int64_t value) {
+    return sz_.generic() ? sz_.product(sizes) : std::to_string(value);
   }
 
   const Kernel::ScratchInOutput* home(int scratch) const {
@@ -200,16 +234,16 @@ class CudaKernelPrinter {
     return nullptr;
   }
 
-  std::string scratch_element(int scratch) const {
+  std::string scratch_element(int scratch) {
     return "scratch" + std::to_string(scratch) + "[" +
-           sym::to_cpp(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) + "]";
+           sz_.expr(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) + "]";
   }
 
   // The rows of outputs that hold scratch values (Note [Scratch rows on the GPU]).
   void declare_scratch(const std::string& ind) {
     for (const auto& h : k_.scratch_in_output)
       os_ << ind << cuda_type(k_.scratch[size_t(h.scratch)]) << "* scratch" << h.scratch << " = "
-          << ptr_name(p_.buffers[size_t(h.buffer)]) << " + (" << sym::to_cpp(h.base) << ");\n";
+          << ptr_name(p_.buffers[size_t(h.buffer)]) << " + (" << sz_.expr(h.base) << ");\n";
   }
 
   // The expression of node s (of loop `loop`), its operands named by `arg`.
@@ -217,8 +251,13 @@ class CudaKernelPrinter {
                    const std::string& ind) {
     switch (s.kind) {
       case ScalarKind::Load:
-        return ptr_name(p_.buffers[size_t(s.buffer)]) + "[" + sym::to_cpp(s.index) + "]";
-      case ScalarKind::Constant: return literal(s);
+        return ptr_name(p_.buffers[size_t(s.buffer)]) + "[" + sz_.expr(s.index) + "]";
+      case ScalarKind::Constant:
+        // An integer constant may be a size too (a mean's count): lifted.
+        if (sz_.generic() && s.is_int)
+          return std::string("ig_convert<") + cuda_type(s.dtype) + ">(" +
+                 sz_.integer(s.int_value) + ")";
+        return literal(s);
       case ScalarKind::Call: {
         std::string e = std::string("ignis::scalar_ops::") + scalar_struct_name(s.fn) + "{}(";
         for (size_t a = 0; a < s.args.size(); ++a) e += (a ? ", " : "") + arg(s.args[a]);
@@ -286,7 +325,7 @@ class CudaKernelPrinter {
       if (home(scratch)) os_ << ind << scratch_element(scratch) << " = " << tmp(li, node) << ";\n";
     for (const Store& st : l.stores)
       os_ << ind << (once ? "if (threadIdx.x == 0) " : "")
-          << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sym::to_cpp(st.index)
+          << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sz_.expr(st.index)
           << "] = " << tmp(li, st.value) << ";\n";
   }
 
@@ -296,11 +335,11 @@ class CudaKernelPrinter {
   void print_pointwise(CudaLaunch* launch) {
     const int64_t n = k_.outer_numel() * k_.inner_numel();
     launch->blocks = (n + launch->threads - 1) / launch->threads;
-    os_ << "  for (int64_t ig_i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ig_i < " << n
-        << "; ig_i += int64_t(gridDim.x) * blockDim.x) {\n";
     std::vector<sym::Expr> vars = k_.outer, sizes = k_.outer_sizes;
     vars.insert(vars.end(), k_.inner.begin(), k_.inner.end());
     sizes.insert(sizes.end(), k_.inner_sizes.begin(), k_.inner_sizes.end());
+    os_ << "  for (int64_t ig_i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ig_i < "
+        << numel(sizes, n) << "; ig_i += int64_t(gridDim.x) * blockDim.x) {\n";
     print_unravel(vars, sizes, "ig_i", "    ");
     declare_scratch("    ");
     for (size_t li = 0; li < k_.loops.size(); ++li) print_body(li, "    ", false);
@@ -312,7 +351,7 @@ class CudaKernelPrinter {
   void print_rows(CudaLaunch* launch) {
     const int64_t rows = k_.outer_numel(), inner = k_.inner_numel();
     launch->blocks = rows;
-    os_ << "  for (int64_t ig_row = blockIdx.x; ig_row < " << rows
+    os_ << "  for (int64_t ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
         << "; ig_row += gridDim.x) {\n";
     print_unravel(k_.outer, k_.outer_sizes, "ig_row", "    ");
     declare_scratch("    ");
@@ -327,7 +366,7 @@ class CudaKernelPrinter {
               << combine_init(red.combine, red.dtype) << ";\n";
         }
         print_nodes(li, "    ", Part::Invariant);
-        os_ << "    for (int64_t ig_e = threadIdx.x; ig_e < " << inner
+        os_ << "    for (int64_t ig_e = threadIdx.x; ig_e < " << numel(k_.inner_sizes, inner)
             << "; ig_e += blockDim.x) {\n";
         print_unravel(k_.inner, k_.inner_sizes, "ig_e", "      ");
         print_body(li, "      ", false, Part::PerElement);
@@ -349,12 +388,14 @@ class CudaKernelPrinter {
     os_ << "  }\n";
   }
 
-  Text& os_;
+  Text& out_;  // the translation unit
+  Text os_;    // this kernel's signature, then its body
   const Program& p_;
   const Kernel& k_;
   std::string symbol_;
   std::vector<int> base_;
   std::map<std::pair<size_t, int>, std::string> recomputed_;  // in the loop being printed
+  SizeParams sz_;
 };
 
 // sym's helpers (floor division, remainder) without their #include line:
@@ -365,15 +406,16 @@ std::string sym_helpers() {
   return s;
 }
 
-CudaProgramCode print_program(const Program& p, const std::string& tag) {
+CudaProgramCode print_program(const Program& p, const std::string& tag, bool generic, bool lift) {
   Text os;
   os << "// Generated by ignis's compiler (src/ignis/compiler/codegen_cuda.cpp).\n"
      << cuda::eager_prelude() << cuda::device_scalar_ops_source() << sym_helpers() << kHelpers
-     << "\n";
+     << (generic ? kGenericHelpers : "") << "\n";
   CudaProgramCode code;
   for (const Kernel& k : p.kernels)
     code.kernels.push_back(
-        CudaKernelPrinter(os, p, k, tag.empty() ? k.name : k.name + "_" + tag).print());
+        CudaKernelPrinter(os, p, k, tag.empty() ? k.name : k.name + "_" + tag, generic, lift)
+            .print());
   code.source = os.str();
   return code;
 }
@@ -385,13 +427,18 @@ const std::vector<std::string>& cuda_compile_options() {
   return options;
 }
 
-CudaProgramCode generate_cuda(const Program& p, const CompilerOptions&) {
+CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options, bool lift) {
   IGNIS_INTERNAL_ASSERT(p.device.is_cuda(), "generate_cuda: a program on ", p.device.str());
   // Kernel symbols carry a hash of the program's text, so that kernels of
   // different graphs never share a name (IGNIS_CUDA_DUMP_SOURCES writes
-  // <symbol>.cu; the fake driver loads kernels by symbol).
-  const std::string tag = runtime::sha256_hex(print_program(p, "").source).substr(0, 12);
-  return print_program(p, tag);
+  // <symbol>.cu; the fake driver loads kernels by symbol). Size-generic
+  // text is the same for every size it serves, and so are its symbols.
+  // (The tag is the lifted text's, so that printing with the values in
+  // place keeps the symbols.)
+  const bool generic = options.size_generic;
+  const std::string tag =
+      runtime::sha256_hex(print_program(p, "", generic, true).source).substr(0, 12);
+  return print_program(p, tag, generic, lift);
 }
 
 }  // namespace ignis::compiler

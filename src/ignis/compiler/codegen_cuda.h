@@ -43,6 +43,10 @@ struct CudaKernel {
   std::string symbol;       // the extern "C" name: the kernel's, tagged with the source's hash
   std::vector<int> params;  // the buffers whose data pointers it takes, in order
   CudaLaunch launch;
+  // Size-generic code: the values of the kernel's last argument, an
+  // IgParams<N> passed by value (Note [Size-generic code]); empty: no such
+  // argument (static code, or nothing to read).
+  std::vector<int64_t> size_params;
 };
 
 struct CudaProgramCode {
@@ -50,7 +54,10 @@ struct CudaProgramCode {
   std::vector<CudaKernel> kernels;  // one per Program kernel, in order
 };
 
-CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options = {});
+// options.size_generic: sizes are kernel arguments; `lift` false prints the
+// same kernels with the values in place (what T with B substituted equals).
+CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options = {},
+                              bool lift = true);
 
 // The NVRTC options the source is compiled with (those of the eager kernels:
 // scalar_ops.h's unannotated functions become device functions).

@@ -97,6 +97,8 @@ void launch_cuda(cuda::CUfunction f, const Executable::Kern& k, const std::vecto
   for (int b : k.params) values.push_back(ptrs[size_t(b)]);
   std::vector<void*> args;
   for (char*& v : values) args.push_back(&v);
+  // A size-generic kernel's IgParams<N>: N int64s, laid out as the vector.
+  if (!k.size_params.empty()) args.push_back(const_cast<int64_t*>(k.size_params.data()));
   cuda::DeviceGuard guard(device);
   cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), cuda::current_stream(device));
 }
@@ -174,38 +176,49 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
     CudaProgramCode code = generate_cuda(program, options.compiler);
     exec_ = make_executable(program, plan);
     exec_.source = std::move(code.source);
+    exec_.size_generic = options.compiler.size_generic;
     for (size_t i = 0; i < code.kernels.size(); ++i) {
       Executable::Kern& k = exec_.kernels[i];
       k.symbol = code.kernels[i].symbol;
       k.params = code.kernels[i].params;
       k.threads = code.kernels[i].launch.threads;
       k.blocks = code.kernels[i].launch.blocks;
+      k.size_params = code.kernels[i].size_params;
     }
     code_key->clear();
     return;
   }
-  std::string source;
+  std::vector<CompilerOptions> per_kernel(program.kernels.size(), options.compiler);
   std::vector<std::string> report;
   if (options.autotune && !program.kernels.empty()) {
     AutotuneResult tuned = autotune(program, options.compiler, cache);
-    source = generate_cpp(program, tuned.per_kernel);
+    per_kernel = std::move(tuned.per_kernel);
     report = std::move(tuned.report);
     autotune_measured_ = tuned.measured;
-  } else {
-    source = generate_cpp(program, options.compiler);
   }
+  CppProgramCode code = generate_cpp_code(program, per_kernel);
   exec_ = make_executable(program, plan);
-  exec_.source = std::move(source);
+  exec_.source = std::move(code.source);
+  exec_.size_generic = options.compiler.size_generic;
+  for (size_t i = 0; i < exec_.kernels.size(); ++i)
+    exec_.kernels[i].size_params = std::move(code.size_params[i]);
   exec_.autotune_report = std::move(report);
   if (!exec_.kernels.empty()) {
     runtime::CompileOptions co;
     co.name = "compiled_graph";
+    *code_key = cache.key(exec_.source, co);
+    // Loaded already, or on disk (another size of a size-generic graph
+    // printed the same text): no compiler, and no second dlopen.
+    if (std::optional<runtime::LoadedLibrary> lib = cache.load_cached(*code_key)) {
+      library_ = std::move(*lib);
+      return;
+    }
     size_t lines = size_t(std::count(exec_.source.begin(), exec_.source.end(), '\n'));
     ProgressLine progress("compiling " + std::to_string(exec_.kernels.size()) + " kernels (" +
                               std::to_string(lines) + " lines of C++)",
                           options.progress_delay_s);
     library_ = cache.load_or_compile(exec_.source, co);
-    *code_key = cache.key(exec_.source, co);
+    compiled_code_ = true;
   }
 }
 
@@ -221,10 +234,13 @@ void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
   ProgressLine progress("compiling " + std::to_string(exec_.kernels.size()) +
                             " CUDA kernels (" + std::to_string(lines) + " lines of CUDA C++)",
                         progress_delay_s);
+  const uint64_t compiles = cuda::kernel_cache_stats().compiles;
   for (const Executable::Kern& k : exec_.kernels) {
     r.symbol = k.symbol;
     cuda_kernels_.push_back(cuda::get_kernel(exec_.device.index, r));
   }
+  // (The process's count: another thread compiling at once is counted too.)
+  compiled_code_ = cuda::kernel_cache_stats().compiles != compiles;
 }
 
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options) {
@@ -254,6 +270,9 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
   }
   if (exec_.device.is_cuda()) {
     load_cuda_kernels(options.progress_delay_s);
+  } else if (exec_.size_generic) {
+    for (const Executable::Kern& k : exec_.kernels)
+      generic_kernels_.push_back(library_.function<GenericKernelFn>(k.name));
   } else {
     for (const Executable::Kern& k : exec_.kernels)
       kernels_.push_back(library_.function<KernelFn>(k.name));
@@ -340,6 +359,9 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       if (p.device.is_cuda())
         launch_cuda(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
                     p.device.index);
+      else if (p.size_generic)
+        generic_kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime(),
+                                          p.kernels[size_t(s.index)].size_params.data());
       else
         kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime());
       timed(si);

@@ -72,6 +72,12 @@ class CompiledGraph {
   size_t kernel_count() const { return exec_.kernels.size(); }
   // Whether the graph cache supplied this graph (nothing was lowered).
   bool from_graph_cache() const { return from_graph_cache_; }
+  // Whether getting this graph's kernels ran a compiler (g++ or NVRTC);
+  // false when their library or module was loaded already or on disk (a
+  // size-generic graph whose text another size compiled: Note
+  // [Size-generic code]).
+  bool compiled_code() const { return compiled_code_; }
+  bool size_generic() const { return exec_.size_generic; }
 
  private:
   void compile(const graph::Graph& g, const CompileGraphOptions& options,
@@ -80,11 +86,13 @@ class CompiledGraph {
   Executable exec_;
   bool autotune_measured_ = false;
   bool from_graph_cache_ = false;
+  bool compiled_code_ = false;
   // Loads (compiling on first use) a CUDA program's kernels from exec_.source.
   void load_cuda_kernels(double progress_delay_s);
 
   runtime::LoadedLibrary library_;
-  std::vector<KernelFn*> kernels_;
+  std::vector<KernelFn*> kernels_;                 // static code's
+  std::vector<GenericKernelFn*> generic_kernels_;  // size-generic code's
   std::vector<cuda::CUfunction> cuda_kernels_;  // a CUDA program's, one per kernel
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)
   // Filled while profiling; run() is const and may run on several threads,

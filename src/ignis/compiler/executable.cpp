@@ -41,7 +41,7 @@ graph::Node* ref_node(Executable& e, std::unordered_map<int, graph::Node*>& made
 
 // ---- the byte format: tagged, length-prefixed, little-endian ----
 
-constexpr char kMagic[] = "ignis-executable-2";
+constexpr char kMagic[] = "ignis-executable-3";
 
 class Writer {
  public:
@@ -249,6 +249,7 @@ std::optional<std::string> serialize(const Executable& e) {
   w.i64(int64_t(e.kernels.size()));
   w.i64(int64_t(e.device.type));
   w.i64(e.device.index);
+  w.i64(e.size_generic);
   for (const Executable::Kern& k : e.kernels) {
     w.str(k.name);
     w.ints(k.outputs);
@@ -256,6 +257,7 @@ std::optional<std::string> serialize(const Executable& e) {
     w.ints(k.params);
     w.i64(k.threads);
     w.i64(k.blocks);
+    w.ints(k.size_params);
   }
   w.i64(int64_t(e.steps.size()));
   for (const Executable::Call& c : e.steps) {
@@ -331,6 +333,7 @@ std::optional<Executable> deserialize(std::string_view bytes) {
   if (device_type != int64_t(DeviceType::CPU) && device_type != int64_t(DeviceType::CUDA))
     return std::nullopt;
   e.device = Device(DeviceType(device_type), int(device_index));
+  e.size_generic = r.i64() != 0;
   for (int64_t i = 0; i < nk && !r.bad(); ++i) {
     Executable::Kern k;
     k.name = r.str();
@@ -339,6 +342,7 @@ std::optional<Executable> deserialize(std::string_view bytes) {
     k.params = r.ints<int>();
     k.threads = r.i64();
     k.blocks = r.i64();
+    k.size_params = r.ints<int64_t>();
     for (int b : k.outputs)
       if (b < 0 || b >= nb) return std::nullopt;
     for (int b : k.params)

@@ -40,6 +40,9 @@ struct Executable {
     std::string symbol;
     std::vector<int> params;
     int64_t threads = 0, blocks = 0;
+    // Size-generic code: the values the kernel reads as P[0], P[1], ...
+    // (this size's; Note [Size-generic code]). Empty for static code.
+    std::vector<int64_t> size_params;
   };
   struct Call {
     bool kernel = false;
@@ -59,6 +62,9 @@ struct Executable {
   };
 
   Device device;  // where kernels run and computed buffers live (Program::device)
+  // The kernels are size-generic: a CPU kernel is a GenericKernelFn taking
+  // its size_params, a CUDA one takes them as its last argument when it has any.
+  bool size_generic = false;
   std::vector<Buf> buffers;
   std::vector<int> inputs;  // one buffer per graph input
   std::vector<Kern> kernels;

@@ -239,7 +239,8 @@ std::string to_string(const Program& p) {
 std::string CompilerOptions::fingerprint() const {
   return std::to_string(realize_opcount_threshold) + "," + std::to_string(realize_reads_threshold) +
          "," + std::to_string(max_fusion_size) + "," + std::to_string(min_parallel_elements) +
-         "," + std::to_string(threads) + "," + std::to_string(reduction_lanes);
+         "," + std::to_string(threads) + "," + std::to_string(reduction_lanes) +
+         (size_generic ? ",generic" : "");
 }
 
 }  // namespace ignis::compiler

@@ -191,6 +191,10 @@ struct CompilerOptions {
   int64_t threads = 0;
   // Independent accumulators per reduction (config.cpp.reduction_lanes).
   int64_t reduction_lanes = 16;
+  // Print code whose text does not depend on the sizes: they are read from
+  // each kernel's parameter array (Note [Size-generic code],
+  // size_params.h; config.size_generic).
+  bool size_generic = false;
 
   // Every field, as text: part of the graph cache's key (a field added
   // above must be added here, or programs compiled with another value of it

@@ -4,6 +4,8 @@
 //   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan,
 //   .schedule
 //   _generate_graph_code(graph, device=None) -> (program text, source, [CUDA kernel symbols])
+//   _generate_size_generic_code(graph, device=None, lift=True)
+//     -> (source, [[parameter values] per kernel])
 #include "ignis/compiler/codegen_cuda.h"
 #include "ignis/compiler/compiled_graph.h"
 #include "ignis/compiler/lower.h"
@@ -124,10 +126,21 @@ PyMethodDef cg_methods[] = {
 PyObject* cg_from_graph_cache(PyObject* self, void*) {
   return PyBool_FromLong(reinterpret_cast<PyCompiledGraph*>(self)->cg->from_graph_cache());
 }
+PyObject* cg_compiled_code(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<PyCompiledGraph*>(self)->cg->compiled_code());
+}
+PyObject* cg_size_generic(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<PyCompiledGraph*>(self)->cg->size_generic());
+}
 
 PyGetSetDef cg_getset[] = {
     {"from_graph_cache", cg_from_graph_cache, nullptr,
      "whether the graph cache supplied it (nothing was lowered or generated)", nullptr},
+    {"compiled_code", cg_compiled_code, nullptr,
+     "whether a compiler ran for its kernels (false: their library was loaded or on disk)",
+     nullptr},
+    {"size_generic", cg_size_generic, nullptr,
+     "whether its kernels read their sizes from parameters", nullptr},
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
     {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
@@ -161,9 +174,10 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   if (knobs != Py_None) {
     IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
     compiler::CompilerOptions& o = options.compiler;
-    int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000;
+    int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000, size_generic = 0;
     const std::pair<const char*, int64_t*> fields[] = {
         {"max_autotune", &max_autotune},
+        {"size_generic", &size_generic},
         {"fx_graph_cache", &fx_graph_cache},
         {"compile_progress_ms", &progress_ms},
         {"realize_opcount_threshold", &o.realize_opcount_threshold},
@@ -186,6 +200,7 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
       *field = PyLong_AsLongLong(v);
     }
     options.autotune = max_autotune != 0;
+    o.size_generic = size_generic != 0;
     options.graph_cache = fx_graph_cache != 0;
     options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
     IGNIS_CHECK_VALUE(o.reduction_lanes >= 1 && o.max_fusion_size >= 1 && o.threads >= 0 &&
@@ -267,9 +282,70 @@ PyObject* f_generate_graph_code(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// A graph's size-generic code (Note [Size-generic code]) and each kernel's
+// parameter values, without compiling; `lift` false prints the same code
+// with the values in place (what the text with the values substituted must
+// equal).
+PyObject* f_generate_size_generic_code(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject* graph;
+  const char* device = nullptr;
+  int lift = 1;
+  if (!PyArg_ParseTuple(args, "O|zp", &graph, &device, &lift)) return nullptr;
+  graph::Graph* g = graph_ptr(graph);
+  IGNIS_CHECK_TYPE(g != nullptr, "_generate_size_generic_code: expected an ignis.fx.Graph, got ",
+                   Py_TYPE(graph)->tp_name);
+  std::optional<RetargetedMetas> retarget;
+  if (device) {
+    Device d = Device::parse(device);
+    IGNIS_CHECK_VALUE(d.is_cuda(), "_generate_size_generic_code: device must be a CUDA device, got ",
+                      device);
+    retarget.emplace(*g, Device(DeviceType::CUDA, d.index < 0 ? 0 : d.index));
+  }
+  compiler::CompilerOptions options;
+  options.size_generic = true;
+  compiler::Program p = compiler::lower(*g, options);
+  retarget.reset();
+  std::string source;
+  std::vector<std::vector<int64_t>> params;
+  if (p.device.is_cuda()) {
+    compiler::CudaProgramCode code = compiler::generate_cuda(p, options, lift != 0);
+    source = std::move(code.source);
+    for (const compiler::CudaKernel& k : code.kernels) params.push_back(k.size_params);
+  } else {
+    compiler::CppProgramCode code = compiler::generate_cpp_code(
+        p, std::vector<compiler::CompilerOptions>(p.kernels.size(), options), lift != 0);
+    source = std::move(code.source);
+    params = std::move(code.size_params);
+  }
+  PyObject* list = PyList_New(0);
+  if (!list) return nullptr;
+  for (const std::vector<int64_t>& values : params) {
+    PyObject* inner = PyList_New(0);
+    if (!inner || PyList_Append(list, inner) < 0) {
+      Py_XDECREF(inner);
+      Py_DECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(inner);
+    for (int64_t v : values) {
+      PyObject* o = PyLong_FromLongLong(v);
+      if (!o || PyList_Append(inner, o) < 0) {
+        Py_XDECREF(o);
+        Py_DECREF(list);
+        return nullptr;
+      }
+      Py_DECREF(o);
+    }
+  }
+  return Py_BuildValue("(sN)", source.c_str(), list);
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef functions[] = {
     {"_compile_graph", f_compile_graph, METH_VARARGS, nullptr},
     {"_generate_graph_code", f_generate_graph_code, METH_VARARGS, nullptr},
+    {"_generate_size_generic_code", f_generate_size_generic_code, METH_VARARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -21,7 +21,8 @@ std::string paren(std::string s) {
 // products.
 class Printer {
  public:
-  Printer(bool cpp, const SymbolNamer& name_of) : cpp_(cpp), name_of_(name_of) {}
+  Printer(bool cpp, const SymbolNamer& name_of, const ConstantSpeller& spell_constant = {})
+      : cpp_(cpp), name_of_(name_of), spell_constant_(spell_constant) {}
 
   std::string print(Expr e) {
     switch (e.kind()) {
@@ -44,6 +45,10 @@ class Printer {
  private:
   std::string constant(int64_t v) {
     if (!cpp_) return std::to_string(v);
+    if (spell_constant_) {
+      std::string s = spell_constant_(v);
+      if (!s.empty()) return s;
+    }
     // Beyond int's range a literal needs its suffix to stay 64-bit in every
     // context; INT64_MIN has no literal at all.
     if (v == kNegInf) return "(-9223372036854775807LL - 1)";
@@ -122,6 +127,7 @@ class Printer {
 
   bool cpp_;
   const SymbolNamer& name_of_;
+  const ConstantSpeller& spell_constant_;
 };
 
 }  // namespace
@@ -133,7 +139,9 @@ std::string str(Expr e) {
 
 std::ostream& operator<<(std::ostream& os, Expr e) { return os << str(e); }
 
-std::string to_cpp(Expr e, const SymbolNamer& name_of) { return Printer(true, name_of).print(e); }
+std::string to_cpp(Expr e, const SymbolNamer& name_of, const ConstantSpeller& spell_constant) {
+  return Printer(true, name_of, spell_constant).print(e);
+}
 
 const char* cpp_prelude() {
   return R"(#include <cstdint>

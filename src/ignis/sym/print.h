@@ -28,7 +28,15 @@ std::ostream& operator<<(std::ostream& os, Expr e);
 // `name_of` spells a symbol as the generated code's variable (default: its
 // name).
 using SymbolNamer = std::function<std::string(Expr)>;
-std::string to_cpp(Expr e, const SymbolNamer& name_of = {});
+// `spell_constant`, when set, sees every integer the C++ spelling would
+// write as a literal (a constant, a sum's coefficient or constant term,
+// always as the magnitude printed after any sign) and may return another
+// spelling for it; an empty string keeps the literal. The compiler's
+// size-generic code reads sizes from a parameter array this way
+// (compiler/size_params.h).
+using ConstantSpeller = std::function<std::string(int64_t)>;
+std::string to_cpp(Expr e, const SymbolNamer& name_of = {},
+                   const ConstantSpeller& spell_constant = {});
 
 // Definitions of the helpers to_cpp() may call; include once per source.
 const char* cpp_prelude();

@@ -1,0 +1,36 @@
+#include "ignis/compiler/size_params.h"
+
+#include "ignis/sym/print.h"
+
+namespace ignis::compiler {
+
+std::string SizeParams::lifted(int64_t v) {
+  if (!generic_ || v == 0 || v == 1 || v == -1) return "";
+  // A parameter per occurrence, never one per distinct value: sharing one
+  // would make the text depend on which sizes happen to be equal (Note
+  // [Size-generic code]).
+  values_.push_back(v);
+  return lift_ ? "P[" + std::to_string(values_.size() - 1) + "]" : "";
+}
+
+std::string SizeParams::integer(int64_t v) {
+  std::string s = lifted(v);
+  return s.empty() ? std::to_string(v) : s;
+}
+
+std::string SizeParams::expr(sym::Expr e) {
+  return sym::to_cpp(e, {}, [this](int64_t v) { return lifted(v); });
+}
+
+std::string SizeParams::product(const std::vector<sym::Expr>& sizes) {
+  std::string s;
+  for (const sym::Expr& e : sizes) {
+    if (e.is_const() && e.value() == 1) continue;
+    std::string f = expr(e);
+    if (!e.is_const() && !e.is_symbol()) f = "(" + f + ")";
+    s += (s.empty() ? "" : "*") + f;
+  }
+  return s.empty() ? "1" : s;
+}
+
+}  // namespace ignis::compiler

@@ -1,0 +1,325 @@
+"""Size-generic code (docs/compiler.md, "Size-generic code"; Note
+[Size-generic code] in src/ignis/compiler/size_params.h): in this mode the
+compiler prints kernels that read their sizes from a parameter array P, so
+the text T of a graph's code is the same for many sizes and every size after
+the first loads the library compiled for the first (no C++ compile), while
+each size keeps its own program (lowering, buffers, launch configuration).
+
+Soundness is by construction: T with each P[k] replaced by the value B[k] is
+the source printed with the values in place (tested directly below, CPU and
+CUDA); the rest checks that sizes share T, that results equal eager (and
+torch when installed) at every size, forward and backward, and that later
+sizes compile nothing.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+import ignis.nn.functional as F
+from ignis import _inductor
+from ignis._inductor import config, metrics
+
+try:
+    import torch
+except ImportError:  # the oracle is optional
+    torch = None
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _gm(fn, *args):
+    from ignis._functorch.aot_autograd import trace_joint
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), list(args))
+    return gm
+
+
+_KERNEL = re.compile(r"^// kernel_\d+", re.M)
+
+
+def substitute(source, params):
+    """T with B substituted: in kernel i's part of the source (from its
+    `// kernel_i` comment to the next one), P[k] -> params[i][k]."""
+    starts = [m.start() for m in _KERNEL.finditer(source)]
+    assert len(starts) == len(params)
+    parts = [source[:starts[0]] if starts else source]
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(source)
+        parts.append(re.sub(r"P\[(\d+)\]", lambda m: str(params[i][int(m.group(1))]),
+                            source[start:end]))
+    return "".join(parts)
+
+
+def generic_code(gm, device=None, lift=True):
+    return ignis._C._generate_size_generic_code(gm.graph, device, lift)
+
+
+# Graphs whose code is checked: (function, shapes of its inputs, requires grad).
+def _layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def _pointwise_broadcast(x, b, s):
+    return (ignis.relu(x + b) * s + ignis.tanh(x)).sigmoid()
+
+
+def _linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+CASES = {
+    "softmax": (lambda x: ignis.softmax(x, -1), [(37, 53)], False),
+    "layer_norm": (_layer_norm, [(37, 53), (53,), (53,)], False),
+    "layer_norm_joint": (_layer_norm, [(37, 53), (53,), (53,)], True),
+    "pointwise_broadcast": (_pointwise_broadcast, [(37, 53), (53,), (37, 1)], False),
+    "linear_gelu": (_linear_gelu, [(37, 24), (40, 24), (40,)], False),
+    "sum_dim0": (lambda x: x.sum(0), [(37, 53)], False),
+    "sum_middle": (lambda x: (x * 2).sum(1), [(5, 37, 53)], False),
+}
+
+
+def _case_gm(name, scale=0):
+    fn, shapes, grad = CASES[name]
+    # `scale` grows every dim but the size-1 ones (another size, same text)
+    args = [ignis.randn(*[d if d == 1 else d + scale for d in s]).requires_grad_(grad)
+            for s in shapes]
+    return _gm(fn, *args)
+
+
+@pytest.mark.parametrize("device", [None, "cuda"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_text_with_values_substituted_is_the_source_with_values_in_place(name, device):
+    gm = _case_gm(name)
+    text, values = generic_code(gm, device)
+    in_place, same_values = generic_code(gm, device, lift=False)
+    assert "P[" in text and "P[" not in in_place
+    assert values == same_values
+    assert substitute(text, values) == in_place
+    # a parameter per occurrence, never for 0, 1 or -1
+    for v in values:
+        assert not set(v) & {0, 1, -1}
+
+
+@pytest.mark.parametrize("device", [None, "cuda"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_another_size_prints_the_same_text_with_other_values(name, device):
+    text, values = generic_code(_case_gm(name), device)
+    text2, values2 = generic_code(_case_gm(name, scale=6), device)
+    assert text2 == text
+    assert values2 != values
+
+
+def test_static_code_reads_no_parameters():
+    gm = _case_gm("softmax")
+    _, source, _ = ignis._C._generate_graph_code(gm.graph)
+    assert "P[" not in source and "ignis_threads_for" not in source
+    assert "2492" not in generic_code(gm)[0]  # 37 * 53 * 2 loops nowhere as a literal
+
+
+# ---- compiled at several sizes: one library, right answers ----
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _block(x, w1, b1, w2, b2, g, beta):
+    """A transformer-ish block over rows: GEMM + GELU epilogue, a GEMM, a
+    residual layer_norm, a softmax over the last dim, a column sum."""
+    h = F.gelu(F.linear(x, w1, b1))
+    y = F.layer_norm(x + F.linear(h, w2, b2), (x.shape[-1],), g, beta)
+    return ignis.softmax(y, -1) * y, y.sum(0)
+
+
+def _torch_block(x, w1, b1, w2, b2, g, beta):
+    tf = torch.nn.functional
+    h = tf.gelu(tf.linear(x, w1, b1))
+    y = tf.layer_norm(x + tf.linear(h, w2, b2), (x.shape[-1],), g, beta)
+    return torch.softmax(y, -1) * y, y.sum(0)
+
+
+def _params(width=24, hidden=40):
+    ignis.manual_seed(0)
+    shapes = [(hidden, width), (hidden,), (width, hidden), (width,), (width,), (width,)]
+    return [(ignis.randn(*s) * 0.3).requires_grad_() for s in shapes]
+
+
+def _inputs(rows, kind, width=24):
+    """Rows of the block's input: contiguous, transposed (a column-major
+    view) or sliced (every other column of a wider tensor)."""
+    if kind == "transposed":
+        return ignis.randn(width, rows).t()
+    if kind == "sliced":
+        return ignis.randn(rows, 2 * width + 3)[:, 3::2]
+    return ignis.randn(rows, width)
+
+
+def _check_against_eager_and_torch(fn, params, x):
+    """Compiled forward and backward of fn at x equal eager's (and torch's)."""
+    out = fn(x, *params)
+    loss = (out[0] * out[0]).sum() + out[1].sum()
+    grads = ignis.autograd.grad(loss, params)
+    eager = _block(x, *params)
+    eager_loss = (eager[0] * eager[0]).sum() + eager[1].sum()
+    eager_grads = ignis.autograd.grad(eager_loss, params)
+    for a, b in zip(out, eager):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
+    for a, b in zip(grads, eager_grads):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-4)
+    if torch is not None:
+        tp = [torch.tensor(_np(p), requires_grad=True) for p in params]
+        tout = _torch_block(torch.tensor(_np(x)), *tp)
+        tloss = (tout[0] * tout[0]).sum() + tout[1].sum()
+        tgrads = torch.autograd.grad(tloss, tp)
+        for a, b in zip(out, tout):
+            np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-4, atol=1e-5)
+        for a, b in zip(grads, tgrads):
+            np.testing.assert_allclose(_np(a), b.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["contiguous", "transposed", "sliced"])
+def test_a_block_at_many_sizes_compiles_once_forward_and_backward(kind):
+    params = _params()
+    ignis.compiler.reset()
+    with config.patch(size_generic=True):
+        fn = ignis.compile(_block, backend="inductor")
+        # 37 rows: not a multiple of the vector width
+        for i, rows in enumerate([19, 37, 130]):
+            metrics.reset()
+            _check_against_eager_and_torch(fn, params, _inputs(rows, kind))
+            assert metrics.library_compiled + metrics.library_reused == 2  # forward, backward
+            if i > 0:  # the first size's libraries serve every later one
+                assert metrics.library_compiled == 0, rows
+    ignis.compiler.reset()
+
+
+def test_a_size_with_other_decisions_prints_other_text_and_is_right():
+    # One row: a size-1 dim is a different loop nest (1 is never a parameter).
+    params = _params()
+    gm_rows = _gm(_block, _inputs(37, "contiguous"), *params)
+    gm_one = _gm(_block, _inputs(1, "contiguous"), *params)
+    assert generic_code(gm_rows)[0] != generic_code(gm_one)[0]
+    ignis.compiler.reset()
+    with config.patch(size_generic=True):
+        fn = ignis.compile(_block, backend="inductor")
+        for rows in [37, 1]:
+            _check_against_eager_and_torch(fn, params, _inputs(rows, "contiguous"))
+    ignis.compiler.reset()
+
+
+def test_the_graph_cache_keeps_each_sizes_parameters():
+    # A graph cache hit deserializes the program with its kernels' values.
+    params = _params()
+    with config.patch(size_generic=True, fx_graph_cache=True):
+        for rows in [19, 45]:
+            x = _inputs(rows, "contiguous")
+            gm = _gm(_block, x, *[p.detach() for p in params])
+            first = _inductor.compile_fx(gm, None)
+            again = _inductor.compile_fx(gm, None)
+            assert first.size_generic and again.from_graph_cache and not again.compiled_code
+            args = [x] + [p.detach() for p in params]
+            want = _block(*args)
+            for got in (first(*args), again(*args)):
+                for a, b in zip(got, want):
+                    np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
+
+
+def test_a_new_process_compiles_the_first_size_only(tmp_path):
+    # A fresh code cache: the first size runs g++ once per graph, the others never.
+    script = """
+import _checkout
+import ignis, ignis.nn.functional as F
+from ignis._inductor import config, metrics
+def f(x, w):
+    return F.layer_norm(F.gelu(x @ w), (w.shape[1],)).softmax(-1).sum(0)
+w = ignis.randn(16, 24)
+counts = []
+with config.patch(size_generic=True):
+    fn = ignis.compile(f, backend="inductor")
+    for rows in (8, 29, 64, 100):
+        metrics.reset()
+        x = ignis.randn(rows, 16)
+        assert (fn(x, w) - f(x, w)).abs().max().item() < 1e-4
+        counts.append((metrics.library_compiled, metrics.library_reused))
+print(counts)
+"""
+    env = dict(os.environ, IGNIS_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=pathlib.Path(__file__).parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[(1, 0), (0, 1), (0, 1), (0, 1)]"
+
+
+def test_auto_is_generic_for_symbolic_inputs_only():
+    class SymInt:  # what a symbolic int looks like to the check: its type's name
+        pass
+
+    gm = _case_gm("softmax")
+    assert config.size_generic == "auto"
+    assert not config.resolve_size_generic(gm, [ignis.randn(37, 53)])
+    assert config.resolve_size_generic(gm, [SymInt()])
+    placeholder = next(n for n in gm.graph.nodes if n.op == "placeholder")
+    placeholder.meta["val"] = SymInt()
+    assert config.resolve_size_generic(gm)
+    with config.patch(size_generic=False):
+        assert not config.resolve_size_generic(gm)
+    with config.patch(size_generic="sometimes"):
+        with pytest.raises(ValueError, match="size_generic"):
+            config.resolve_size_generic(gm)
+    with config.patch(size_generic=True):
+        assert _inductor.compile_fx(_case_gm("softmax"), None).size_generic
+
+
+# ---- CUDA: NVRTC without a GPU; the fake driver or a GPU for running ----
+
+def _nvrtc():
+    try:
+        return ignis._C._cuda_nvrtc_version()
+    except RuntimeError:
+        return None
+
+
+def test_generic_cuda_code_compiles_with_nvrtc():
+    if _nvrtc() is None:
+        pytest.skip("NVRTC cannot be loaded here: set IGNIS_NVRTC_LIBRARY, install the toolkit "
+                    "or install the nvidia-cuda-nvrtc wheel")
+    for name in sorted(CASES):
+        source, values = generic_code(_case_gm(name), "cuda")
+        assert any(values), name
+        assert "const IgParams<" in source
+        assert ignis._C._cuda_nvrtc_compile(source, f"{name}.cu", 90,
+                                            ["-default-device", "-w"]) > 0, name
+
+
+needs_gpu = pytest.mark.skipif(not ignis.cuda.is_available(),
+                               reason="no usable CUDA GPU here (tests/cuda_fake/run.sh fakes one)")
+
+
+@needs_gpu
+def test_cuda_block_at_many_sizes_compiles_once_forward_and_backward():
+    params = [p.detach().cuda().requires_grad_() for p in _params()]
+    ignis.compiler.reset()
+    with config.patch(size_generic=True):
+        fn = ignis.compile(_block, backend="inductor")
+        for i, rows in enumerate([19, 37, 130]):
+            metrics.reset()
+            x = ignis.randn(rows, 24).cuda()
+            out = fn(x, *params)
+            loss = (out[0] * out[0]).sum() + out[1].sum()
+            grads = ignis.autograd.grad(loss, params)
+            eager = _block(x, *params)
+            eager_loss = (eager[0] * eager[0]).sum() + eager[1].sum()
+            eager_grads = ignis.autograd.grad(eager_loss, params)
+            for a, b in zip(list(out) + list(grads), list(eager) + list(eager_grads)):
+                np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(),
+                                           rtol=1e-4, atol=1e-4)
+            assert metrics.library_compiled + metrics.library_reused == 2
+            if i > 0:
+                assert metrics.library_compiled == 0, rows
+    ignis.compiler.reset()
