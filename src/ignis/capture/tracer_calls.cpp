@@ -9,6 +9,7 @@
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/capture/eval_frame.h"
 #include "ignis/capture/tracer_impl.h"
+#include "ignis/ops/sym_shape.h"
 #include "ignis/core/str.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/python/py_common.h"
@@ -152,6 +153,7 @@ const char* kind_name(VK k) {
     case VK::Super: return "super()";
     case VK::Autocast: return "ignis.autocast";
     case VK::AutocastExit: return "ignis.autocast exit";
+    case VK::SymInt: return "symbolic int";
   }
   return "value";
 }
@@ -234,6 +236,8 @@ const char* data_dependent_reason(const std::string& name) {
 Obj Tracer::const_value(const VTP& v) {
   switch (v->kind) {
     case VK::Const: return v->value;
+    case VK::SymInt:  // a use that needs a real int: the size is pinned (guarded)
+      return check(PyLong_FromLongLong(specialize(v, "used as a Python int")));
     case VK::Set: return v->value;  // a private set of constants
     case VK::List:
     case VK::Tuple: {
@@ -298,7 +302,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     spec.requires_grad = rg.get() == Py_True;
     spec.sizes.assign(t.sizes().begin(), t.sizes().end());
     spec.strides.assign(t.strides().begin(), t.strides().end());
+    make_dynamic(v, value, reg, spec);
     g.check_tensor(reg, std::move(spec));
+    bind_sizes(reg);
     if (!lazy_regs.count(reg)) {
       v->reg = reg;
       reg_vt[reg] = v;
@@ -507,6 +513,7 @@ const graph::Target& Tracer::target_of(PyObject* fn) {
 graph::Node* Tracer::node_of(const VTP& t) {
   if (t->node) return t->node.get();
   if (t->reg < 0) throw Unsupported{"internal: tensor without node or source"};
+  if (!t->sym_sizes.empty()) lift_symbols(t);
   std::string target = sanitize(guards().source_name(t->reg));
   PyObject* type = t->value ? reinterpret_cast<PyObject*>(Py_TYPE(t->value.get()))
                             : reinterpret_cast<PyObject*>(py::TensorClass);
@@ -523,6 +530,12 @@ graph::Node* Tracer::node_of(const VTP& t) {
     }
   }
   set_tensor_meta(ph, t->fake.get());
+  if (!t->sym_sizes.empty()) {
+    graph::TensorMeta& m = ph->meta().tensors[0];
+    m.sym_sizes = sizes_of(t);
+    const Tensor& f = py::unwrap(t->fake.get());
+    if (f.is_contiguous()) m.sym_strides = sym_shape::contiguous_strides(m.sym_sizes);
+  }
   t->node = graph::NodePtr(ph);
   t->name_set = true;
   inputs.push_back(t);
@@ -543,6 +556,7 @@ namespace {
 graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return graph::Value(node_of(v));
+    case VK::SymInt: return graph::Value(v->node);
     case VK::Const: return binding([&] { return py::py_to_value(v->value.get()); });
     case VK::List:
     case VK::Tuple: {
@@ -568,6 +582,7 @@ graph::Value Tracer::graph_arg(const VTP& v) {
 Obj Tracer::fake_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return v->fake;
+    case VK::SymInt: return check(PyLong_FromLongLong(v->hint));  // fakes run at the hints
     case VK::Const: return v->value;
     case VK::List:
     case VK::Tuple: {
@@ -742,7 +757,9 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   for (const auto& [counter, before] : versions)
     node->meta().writes_argument |= counter->value() != before;
   ++call_nodes;
-  return wrap_result(result.get(), node);
+  VTP r = wrap_result(result.get(), node);
+  if (has_symbols()) propagate_shapes(fn, method, args, kwargs, r);
+  return r;
 }
 
 VTP Tracer::tensor_result(PyObject* fake, graph::Node* node) {
@@ -1226,6 +1243,18 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                                std::vector<std::pair<std::string, VTP>>& kwargs) {
   if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
+  if (self->kind == VK::Tensor && is_symbolic(self) && kwargs.empty()) {
+    // Sizes of a tensor with symbolic dims are symbolic ints.
+    if ((name == "size" || name == "shape") && args.empty()) return shape_of(self);
+    if (name == "size" && args.size() == 1) {
+      sym::Expr d = args[0]->kind == VK::Const && PyLong_Check(args[0]->value.get())
+                        ? sym::Expr(static_cast<int64_t>(PyLong_AsLongLong(args[0]->value.get())))
+                        : sym::Expr();
+      if (d.defined()) return size_of(self, d.value());
+    }
+    if (name == "numel" && args.empty()) return numel_of(self);
+    if (name == "__len__" && args.empty()) return size_of(self, 0);
+  }
   std::vector<VTP> all;
   all.push_back(self);
   for (auto& a : args) all.push_back(a);
@@ -1472,7 +1501,10 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     Py_ssize_t n = -1;
     if (a->kind == VK::List || a->kind == VK::Tuple) n = static_cast<Py_ssize_t>(a->items.size());
     else if (a->kind == VK::Dict) n = static_cast<Py_ssize_t>(a->keys.size());
-    else if (a->kind == VK::Tensor) {
+    else if (a->kind == VK::Tensor && is_symbolic(a)) {
+      if (sizes_of(a).empty()) throw Unsupported{"len() of a 0-d tensor"};
+      return size_of(a, 0);
+    } else if (a->kind == VK::Tensor) {
       Obj shape = check(PyObject_GetAttrString(a->fake.get(), "shape"));
       if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"len() of a 0-d tensor"};
       n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape.get(), 0));
@@ -1906,6 +1938,7 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         if (py::is_tensor(g.get())) return wrap_input(g.get(), r);
       }
       realize(obj);
+      if (n == "shape" && is_symbolic(obj)) return shape_of(obj);
       if (n == "data" || n == "grad" || n == "grad_fn" || n == "_version" || n == "_base")
         throw Unsupported{str("Tensor.", n, " inside a captured function")};
       // Read from the fake: its device (is_cuda, ...) is the real tensor's.
@@ -2056,6 +2089,13 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
 // --- operators --------------------------------------------------------------------------------------
 VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
   if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
+  if (a->kind == VK::SymInt || b->kind == VK::SymInt) {
+    if (VTP r = sym_binary(name, a, b)) return r;
+    // Not an int operation (x / 2, ...): on the specialized value.
+    VTP ca = a->kind == VK::SymInt ? make_const(const_value(a).get()) : a;
+    VTP cb = b->kind == VK::SymInt ? make_const(const_value(b).get()) : b;
+    return binary(name, ca, cb);
+  }
   std::string op = name;
   if (a->kind == VK::List && (op == "iadd")) {
     mark_mutated(a, "+= on a list");
@@ -2108,6 +2148,10 @@ VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
 
 VTP Tracer::unary(const char* name, const VTP& a) {
   if (a->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a}, {});
+  if (a->kind == VK::SymInt) {
+    if (VTP r = sym_binary(name, a, nullptr)) return r;
+    return unary(name, make_const(const_value(a).get()));
+  }
   Obj av = const_value(a);
   if (av && a->kind == VK::Const) {
     Obj r = check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), nullptr));
@@ -2124,6 +2168,9 @@ VTP Tracer::compare(const char* op, const VTP& a, const VTP& b) {
     if (std::strcmp(op, s) == 0) name = n;
   if (!name) throw Unsupported{str("comparison ", op)};
   if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
+  if (a->kind == VK::SymInt || b->kind == VK::SymInt) {
+    if (VTP r = sym_compare(name, a, b)) return r;
+  }
   Obj av = const_value(a), bv = const_value(b);
   if (!av && a->value) av = a->value;
   if (!bv && b->value) bv = b->value;
@@ -2277,6 +2324,9 @@ bool Tracer::truth(const VTP& v) {
     case VK::Dict: return !v->keys.empty();
     case VK::Tensor:
       throw Unsupported{"data-dependent control flow: a branch on a tensor's value"};
+    case VK::SymInt:  // `if n:` on a size: a guard on n != 0
+      shape_env.set_location(user_location());
+      return shape_env.evaluate(sym::ne(v->sym, sym::Expr(0)));
     case VK::Module: {
       PyTypeObject* tp = Py_TYPE(v->value.get());
       if (tp->tp_as_sequence && tp->tp_as_sequence->sq_length) return module_length(v) > 0;
