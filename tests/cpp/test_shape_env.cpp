@@ -77,7 +77,9 @@ TEST(ShapeEnv, SpecializeGuardsEqualityAndReplaces) {
   EXPECT_TRUE(env.replace(s).is_const(5));
   EXPECT_TRUE(env.is_symbolic(t));
   EXPECT_EQ(env.guard_strs()[0], "L['x'].size()[0] == 5");
-  EXPECT_NE(logs.back().find("specialize 2*s77 = 10 (range())"), std::string::npos);
+  bool logged = false;
+  for (const std::string& l : logs) logged |= l == "specialize 2*s77 = 10 (range())";
+  EXPECT_TRUE(logged);
   // A relation over two symbols that is not an equality stays a relation.
   EXPECT_EQ(env.specialize(t * t, "index"), 9);  // non-linear: kept as Eq(t**2, 9)
   EXPECT_EQ(env.relations().size(), 1u);

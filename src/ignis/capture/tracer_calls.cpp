@@ -154,6 +154,7 @@ const char* kind_name(VK k) {
     case VK::Autocast: return "ignis.autocast";
     case VK::AutocastExit: return "ignis.autocast exit";
     case VK::SymInt: return "symbolic int";
+    case VK::Slice: return "slice";
   }
   return "value";
 }
@@ -238,6 +239,11 @@ Obj Tracer::const_value(const VTP& v) {
     case VK::Const: return v->value;
     case VK::SymInt:  // a use that needs a real int: the size is pinned (guarded)
       return check(PyLong_FromLongLong(specialize(v, "used as a Python int")));
+    case VK::Slice: {
+      Obj p[3];
+      for (size_t i = 0; i < 3; ++i) p[i] = const_value(v->items[i]);
+      return check(PySlice_New(p[0].get(), p[1].get(), p[2].get()));
+    }
     case VK::Set: return v->value;  // a private set of constants
     case VK::List:
     case VK::Tuple: {
@@ -557,6 +563,8 @@ graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return graph::Value(node_of(v));
     case VK::SymInt: return graph::Value(v->node);
+    case VK::Slice:
+      return graph::Value::slice(graph_arg(v->items[0]), graph_arg(v->items[1]), graph_arg(v->items[2]));
     case VK::Const: return binding([&] { return py::py_to_value(v->value.get()); });
     case VK::List:
     case VK::Tuple: {
@@ -583,6 +591,11 @@ Obj Tracer::fake_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return v->fake;
     case VK::SymInt: return check(PyLong_FromLongLong(v->hint));  // fakes run at the hints
+    case VK::Slice: {
+      Obj p[3];
+      for (size_t i = 0; i < 3; ++i) p[i] = fake_arg(v->items[i]);
+      return check(PySlice_New(p[0].get(), p[1].get(), p[2].get()));
+    }
     case VK::Const: return v->value;
     case VK::List:
     case VK::Tuple: {
@@ -1252,7 +1265,13 @@ VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::ve
                         : sym::Expr();
       if (d.defined()) return size_of(self, d.value());
     }
-    if (name == "numel" && args.empty()) return numel_of(self);
+    if ((name == "numel" || name == "nelement") && args.empty()) return numel_of(self);
+    if (name == "stride" || name == "storage_offset") {
+      // Python ints of the layout at the hints: the sizes they depend on are pinned.
+      shape_env.set_location(user_location());
+      for (const sym::Expr& e : sizes_of(self))
+        if (!e.is_const()) shape_env.specialize(e, "Tensor." + name);
+    }
     if (name == "__len__" && args.empty()) return size_of(self, 0);
   }
   std::vector<VTP> all;
@@ -1963,7 +1982,9 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         graph::Node* node =
             ir->call_function(target_of(getattr_fn), {graph::Value(node_of(obj)), graph::Value(n)});
         ++call_nodes;
-        return tensor_result(v.get(), node);
+        VTP r = tensor_result(v.get(), node);
+        if (has_symbols()) propagate_shapes(nullptr, n, {obj}, {}, r);  // T, mT, ...: by name
+        return r;
       }
       if (is_immutable(v.get())) return make_const(v.get());  // shape, dtype, ndim, requires_grad
       throw Unsupported{str("Tensor.", n, " of type ", Py_TYPE(v.get())->tp_name)};
@@ -2354,6 +2375,13 @@ VTP Tracer::get_iter(const VTP& v) {
     return it;
   }
   if (v->kind == VK::Tensor) {
+    if (is_symbolic(v)) {  // the loop unrolls to the first dim's size: pin it
+      std::vector<sym::Expr> s = sizes_of(v);
+      if (!s.empty() && !s[0].is_const()) {
+        shape_env.set_location(user_location());
+        shape_env.specialize(s[0], "iteration over a tensor");
+      }
+    }
     Obj shape = check(PyObject_GetAttrString(v->fake.get(), "shape"));
     if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"iteration over a 0-d tensor"};
     it->self = v;

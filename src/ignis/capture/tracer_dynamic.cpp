@@ -139,7 +139,9 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
   std::vector<size_t> order(rank);
   for (size_t i = 0; i < rank; ++i) order[i] = i;
   const DimVector& st = t.strides();
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st[a] < st[b]; });
+  // Ties (size-1 dims) put the inner dim first, as a contiguous layout has it.
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return st[a] != st[b] ? st[a] < st[b] : a > b; });
   spec.stride_dims.assign(rank, 0);
   spec.stride_text.assign(rank, "");
   uint64_t mask = 0;
@@ -178,11 +180,21 @@ void Tracer::bind_sizes(int reg) {
 
 std::vector<sym::Expr> Tracer::sizes_of(const VTP& t) {
   std::vector<sym::Expr> out;
-  if (!t->sym_sizes.empty()) {
-    for (const sym::Expr& e : t->sym_sizes) out.push_back(shape_env.replace(e));
-    return out;
-  }
   const Tensor& f = py::unwrap(t->fake.get());
+  if (!t->sym_sizes.empty()) {
+    bool agree = t->sym_sizes.size() == f.sizes().size();
+    for (size_t d = 0; agree && d < t->sym_sizes.size(); ++d) {
+      out.push_back(shape_env.replace(t->sym_sizes[d]));
+      agree = shape_env.hint_of(out.back()) == f.sizes()[d];
+    }
+    if (agree) return out;
+    // The tensor changed shape in place (unsqueeze_, resize_, ...): its sizes
+    // are the fake's from now on, and the symbols they came from are pinned.
+    for (const sym::Expr& e : t->sym_sizes)
+      if (!shape_env.replace(e).is_const()) shape_env.specialize(e, "an in-place shape change");
+    t->sym_sizes.clear();
+    out.clear();
+  }
   for (int64_t n : f.sizes()) out.push_back(sym::Expr(n));
   return out;
 }
@@ -404,6 +416,10 @@ void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std
         symbolic |= !a.value.is_const();
         return a;
       case VK::Const: return const_arg(v->value.get());
+      case VK::Slice:
+        a.kind = sym_shape::SymArg::Slice;
+        for (const VTP& e : v->items) a.items.push_back(to_arg(e));
+        return a;
       case VK::List:
       case VK::Tuple:
         a.kind = sym_shape::SymArg::List;
@@ -484,6 +500,29 @@ void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std
   };
   for (const VTP& a : args) pin(a);
   for (const auto& kv : kwargs) pin(kv.second);
+}
+
+VTP Tracer::make_slice(std::vector<VTP> parts) {
+  while (parts.size() < 3) parts.push_back(make_const(Py_None));
+  bool symbolic = false;
+  for (const VTP& p : parts) symbolic |= p->kind == VK::SymInt;
+  if (symbolic) {
+    for (const VTP& p : parts)
+      if (p->kind != VK::SymInt && !(p->kind == VK::Const && (p->value.get() == Py_None ||
+                                                              is_exact_int(p->value.get()))))
+        symbolic = false;
+  }
+  if (symbolic) {
+    auto s = std::make_shared<VT>(VK::Slice);
+    s->items = std::move(parts);
+    return s;
+  }
+  Obj p[3];
+  for (size_t i = 0; i < 3; ++i) {
+    p[i] = const_value(parts[i]);
+    if (!p[i]) throw Unsupported{"slice bounds that are not Python numbers"};
+  }
+  return make_const(check(PySlice_New(p[0].get(), p[1].get(), p[2].get())).get());
 }
 
 void Tracer::finish_shape_guards() {

@@ -127,6 +127,8 @@ enum class VK : uint8_t {
   Super,     // super(pytype, self): attribute lookup after pytype in self's MRO
   Autocast,     // an ignis.autocast(...) object made while tracing (value: the object)
   AutocastExit, // its __exit__ inside a traced `with` block (value: the object)
+  Slice,     // a slice with a symbolic bound: items = {start, stop, step} (only then; a
+             // slice of constants is a Const)
   SymInt,    // a symbolic int (a dynamic size, or arithmetic on sizes): node, sym, hint;
              // no `value` (a use that needs a real int specializes it: const_value)
 };
@@ -389,6 +391,9 @@ class Tracer {
                         const std::vector<std::pair<std::string, VTP>>& kwargs, const VTP& result);
   // The shape guards, once tracing is over (guards.h check_shapes).
   void finish_shape_guards();
+  // slice(start, stop, step) from trackers: a Slice tracker when a bound is a
+  // SymInt, else a constant slice (throws Unsupported for other bounds).
+  VTP make_slice(std::vector<VTP> parts);
   std::string user_location();                  // "file:line" of the current instruction
 };
 

@@ -241,6 +241,15 @@ Result transpose(const SymCall& c, sym::ShapeEnv&) {
     if (out.size() == 2) std::swap(out[0], out[1]);
     return one(out);
   }
+  if (c.name == "T") {
+    std::reverse(out.begin(), out.end());
+    return one(out);
+  }
+  if (c.name == "mT" || c.name == "mH") {
+    if (out.size() < 2) return std::nullopt;
+    std::swap(out[out.size() - 1], out[out.size() - 2]);
+    return one(out);
+  }
   auto a = dim_of(c.arg(1, "dim0"), out.size());
   auto b = dim_of(c.arg(2, "dim1"), out.size());
   if (!a || !b) return std::nullopt;
@@ -616,7 +625,7 @@ const std::unordered_map<std::string, Rule>& table() {
     add({"view", "reshape"}, view);
     add({"flatten"}, flatten);
     add({"permute"}, permute);
-    add({"transpose", "swapaxes", "t"}, transpose);
+    add({"transpose", "swapaxes", "t", "T", "mT", "mH"}, transpose);
     add({"unsqueeze"}, unsqueeze);
     add({"squeeze"}, squeeze);
     add({"expand", "expand_as"}, expand);
