@@ -32,6 +32,8 @@ PyTypeObject* python_type(const VTP& v) {
     case VK::Tuple: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyTuple_Type;
     case VK::Dict: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyDict_Type;
     case VK::LocalObject: return reinterpret_cast<PyTypeObject*>(v->pytype.get());
+    case VK::SymInt: return &PyLong_Type;  // an int at run time, whatever its value
+    case VK::Slice: return &PySlice_Type;
     default: return v->value ? Py_TYPE(v->value.get()) : nullptr;
   }
 }

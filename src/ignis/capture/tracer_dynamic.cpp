@@ -314,6 +314,9 @@ VTP Tracer::sym_binary(const char* name, const VTP& a, const VTP& b) {
     Obj n = check(PyLong_FromLongLong(r.value()));
     return make_const(n.get());
   }
+  // n * 1, n + 0, ...: the operand itself, no node.
+  if (a->kind == VK::SymInt && r == shape_env.replace(x)) return a;
+  if (b && b->kind == VK::SymInt && r == shape_env.replace(y)) return b;
   std::vector<graph::Value> gargs{graph_arg(a)};
   if (b) gargs.push_back(graph_arg(b));
   graph::Node* n = ir->call_function(target_of(operator_fn(op.c_str())), std::move(gargs));
