@@ -361,6 +361,43 @@ def test_printed_graph_matches_torch():
     assert codes[ignis] == codes[torch]
 
 
+def _readable_lines(text):
+    # The forward's lines: torch's "# File:" comments and class line aside.
+    return [ln.strip() for ln in text.splitlines()
+            if ln.strip() and not ln.strip().startswith(("#", "class "))]
+
+
+def test_print_readable_annotates_symbolic_sizes_as_torch():
+    graphs = []
+    cf = ignis.compile(view_fn, backend=counting_backend(graphs))
+    for n in (4, 6):
+        cf(rand(n, 6))
+    text = graphs[1].print_readable(print_output=False)
+    assert 'def forward(self, s77: "Sym(s77)", L_x_: "f32[s77, 6]"):' in text
+    assert 'mul: "Sym(2*s77)" = s77 * 2' in text
+    assert 'view: "f32[2*s77, 3]" = l_x_.view(mul, -1)' in text
+    torch = pytest.importorskip("torch")
+    if not torch.__version__.startswith("2.13"):
+        return
+    texts = []
+
+    def backend(gm, example_inputs):
+        texts.append(gm.print_readable(print_output=False))
+        return gm.forward
+
+    torch._dynamo.reset()
+    logging.disable(logging.WARNING)
+    try:
+        ct = torch.compile(view_fn, backend=backend)
+        for n in (4, 6):
+            ct(torch.randn(n, 6))
+    finally:
+        logging.disable(logging.NOTSET)
+        torch._dynamo.reset()
+    want = [ln.replace("torch.", "ignis.") for ln in _readable_lines(texts[1])]
+    assert _readable_lines(text) == want
+
+
 def test_gpt_with_varying_sequence_lengths_trains_as_eager():
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
     from gpt import GPTConfig, build_gpt, configure_optimizer
