@@ -300,6 +300,44 @@ def test_a_size_used_as_a_python_int_specializes():
     assert "LAMBDA_GUARD: L['x'].size()[0] == 3" in " ".join(guard_lines(f)[-2] + guard_lines(f)[0])
 
 
+def test_sizes_returned_to_python_are_computed_not_specialized():
+    def f(x):
+        return x * 2, x.shape, x.size(0) * 3 + 1, x.numel() // 2, (x.size(0) - 1) % 4
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for n in (3, 4, 6, 9):
+        x = rand(n, 2)
+        got, want = cf(x), f(x)
+        close(got[0], want[0])
+        assert got[1:] == want[1:] and type(got[1]) is ignis.Size
+    assert len(graphs) == 2
+
+
+def test_a_size_live_across_a_graph_break():
+    def f(x):
+        n = x.size(0) * 2
+        print("", end="")  # a graph break: n reaches the resume function as an int
+        return x.sum(0) + n
+
+    cf = ignis.compile(f, backend=counting_backend([]))
+    for k in (3, 4, 6):
+        x = rand(k, 2)
+        close(cf(x), f(x))
+
+
+def test_pad_has_a_rule():
+    def f(x):
+        return ignis.nn.functional.pad(x, (1, 2, 0, 3)) * 2
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for n in (3, 4, 6):
+        x = rand(n, 2)
+        close(cf(x), f(x))
+    assert len(graphs) == 2
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_backends_give_eagers_values_for_every_size(backend):
     def f(x, w):

@@ -528,6 +528,89 @@ VTP Tracer::make_slice(std::vector<VTP> parts) {
   return make_const(check(PySlice_New(p[0].get(), p[1].get(), p[2].get())).get());
 }
 
+bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog) {
+  // Only these kinds can be spelt (checked first, so a failure appends nothing).
+  std::function<bool(sym::Expr)> spellable = [&](sym::Expr x) {
+    switch (x.kind()) {
+      case sym::Kind::Const: return true;
+      case sym::Kind::Symbol: return symbol_reg.count(x) > 0;
+      case sym::Kind::Add: case sym::Kind::Mul: case sym::Kind::FloorDiv: case sym::Kind::Mod:
+      case sym::Kind::Min: case sym::Kind::Max:
+        for (const sym::Expr& a : x.args())
+          if (!spellable(a)) return false;
+        return true;
+      default: return false;
+    }
+  };
+  if (!spellable(e)) return false;
+  auto push_const = [&](PyObject* o) {  // borrowed o
+    Py_INCREF(o);
+    prog.push_back(ValueOp{ValueOp::Const, 0, o});
+  };
+  auto push_int = [&](int64_t v) {
+    Obj n = check(PyLong_FromLongLong(v));
+    push_const(n.get());
+  };
+  // fn(a, b) where `emit_a` and `emit_b` push the operands: the stack program
+  // wants the callable first.
+  auto call2 = [&](PyObject* fn, const std::function<void()>& emit_a,
+                   const std::function<void()>& emit_b) {
+    push_const(fn);
+    emit_a();
+    emit_b();
+    prog.push_back(ValueOp{ValueOp::Call, 2});
+  };
+  std::function<void(sym::Expr)> emit = [&](sym::Expr x) {
+    switch (x.kind()) {
+      case sym::Kind::Const: push_int(x.value()); return;
+      case sym::Kind::Symbol: prog.push_back(ValueOp{ValueOp::Reg, symbol_reg.at(x)}); return;
+      case sym::Kind::Add: {
+        // c + k0*t0 + k1*t1 + ...: a right fold of operator.add over the pieces.
+        std::vector<std::function<void()>> pieces;
+        for (size_t i = 0; i < x.args().size(); ++i) {
+          sym::Expr t = x.args()[i];
+          int64_t k = x->coeffs[i];
+          if (k == 1) pieces.push_back([&, t] { emit(t); });
+          else pieces.push_back([&, t, k] { call2(operator_fn("mul"), [&] { push_int(k); }, [&] { emit(t); }); });
+        }
+        if (x->value != 0) {
+          int64_t c = x->value;
+          pieces.push_back([&, c] { push_int(c); });
+        }
+        std::function<void(size_t)> sum = [&](size_t i) {
+          if (i + 1 == pieces.size()) return pieces[i]();
+          call2(operator_fn("add"), pieces[i], [&, i] { sum(i + 1); });
+        };
+        sum(0);
+        return;
+      }
+      case sym::Kind::Mul: {
+        const auto& f = x.args();
+        std::function<void(size_t)> prod = [&](size_t i) {
+          if (i + 1 == f.size()) return emit(f[i]);
+          call2(operator_fn("mul"), [&, i] { emit(f[i]); }, [&, i] { prod(i + 1); });
+        };
+        prod(0);
+        return;
+      }
+      case sym::Kind::FloorDiv:
+      case sym::Kind::Mod:
+      case sym::Kind::Min:
+      case sym::Kind::Max: {
+        PyObject* fn = x.kind() == sym::Kind::FloorDiv ? operator_fn("floordiv")
+                       : x.kind() == sym::Kind::Mod    ? operator_fn("mod")
+                       : PyDict_GetItemString(builtins_dict(), x.kind() == sym::Kind::Min ? "min" : "max");
+        sym::Expr a = x.arg(0), b = x.arg(1);
+        call2(fn, [&, a] { emit(a); }, [&, b] { emit(b); });
+        return;
+      }
+      default: return;  // not spellable: excluded above
+    }
+  };
+  emit(e);
+  return true;
+}
+
 void Tracer::finish_shape_guards() {
   if (!has_symbols()) return;
   ShapeGuards g;

@@ -394,6 +394,10 @@ class Tracer {
   // slice(start, stop, step) from trackers: a Slice tracker when a bound is a
   // SymInt, else a constant slice (throws Unsupported for other bounds).
   VTP make_slice(std::vector<VTP> parts);
+  // Appends ops computing the int `e` from the size registers (Python's
+  // operators on the symbols' values); false for an expression it cannot
+  // spell (a comparison), with nothing appended.
+  bool emit_sym(sym::Expr e, ValueProgram& prog);
   std::string user_location();                  // "file:line" of the current instruction
 };
 

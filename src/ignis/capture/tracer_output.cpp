@@ -142,8 +142,10 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
   switch (v->kind) {
     case VK::Null: prog.push_back(ValueOp{ValueOp::Null}); return;
     case VK::Const: push_const(v->value.get()); return;
-    case VK::Slice:
-    case VK::SymInt: {  // an int the frame goes on with: its value, guarded
+    case VK::SymInt:  // an int the frame goes on with: computed from the sizes at run time
+      if (emit_sym(shape_env.replace(v->sym), prog)) return;
+      [[fallthrough]];
+    case VK::Slice: {  // else its value, guarded
       Obj n = const_value(v);
       push_const(n.get());
       return;

@@ -613,6 +613,24 @@ Result arange(const SymCall& c, sym::ShapeEnv& env) {
   return one({env.replace(sym::floordiv(end - start + (k - 1), Expr(k)))});
 }
 
+// F.pad(input, pad): pad[2i], pad[2i+1] widen dim -1-i (every mode).
+Result pad(const SymCall& c, sym::ShapeEnv& env) {
+  const SymArg* self = tensor_arg(c, 0, "input");
+  const SymArg* p = c.arg(1, "pad");
+  if (!self || !p || p->kind != SymArg::List || p->items.size() % 2 != 0 ||
+      p->items.size() / 2 > self->sizes.size())
+    return std::nullopt;
+  Sizes out = self->sizes;
+  for (size_t i = 0; i < p->items.size() / 2; ++i) {
+    auto lo = int_expr(&p->items[2 * i]);
+    auto hi = int_expr(&p->items[2 * i + 1]);
+    if (!lo || !hi) return std::nullopt;
+    Expr& d = out[out.size() - 1 - i];
+    d = env.replace(d + *lo + *hi);
+  }
+  return one(out);
+}
+
 using Rule = std::function<Result(const SymCall&, sym::ShapeEnv&)>;
 
 // Names with a rule of their own (the families cover the rest).
@@ -645,6 +663,7 @@ const std::unordered_map<std::string, Rule>& table() {
     add({"zeros", "ones", "empty", "rand", "randn", "full"}, factory);
     add({"new_zeros", "new_ones", "new_empty", "new_full"}, new_factory);
     add({"arange"}, arange);
+    add({"pad", "constant_pad_nd"}, pad);
     // Same shape as the first tensor (activations, normalisations, casts,
     // in-place updates, *_like factories).
     add({"softmax", "log_softmax", "dropout", "layer_norm", "rms_norm", "group_norm", "batch_norm",
