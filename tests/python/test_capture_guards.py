@@ -353,7 +353,8 @@ def test_cache_size_limit_is_read_at_compile_time():
     old = ignis.compiler.config.cache_size_limit
     ignis.compiler.config.cache_size_limit = 2
     try:
-        cf = ignis.compile(f, backend=counting_backend(graphs))
+        # dynamic=False: each k is its own entry (automatic dynamic would make k a symbol)
+        cf = ignis.compile(f, backend=counting_backend(graphs), dynamic=False)
     finally:
         ignis.compiler.config.cache_size_limit = old
     cf(tensor(ignis, 4), 1)

@@ -326,6 +326,22 @@ def test_a_size_live_across_a_graph_break():
         close(cf(x), f(x))
 
 
+def test_an_int_argument_that_varies_becomes_a_symbol():
+    def f(x, n):
+        return x * n + ignis.ones(n).sum()
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    x = rand(3)
+    for n in (2, 3, 5, 8):
+        close(cf(x, n), f(x, n))
+    assert len(graphs) == 2
+    assert "def forward(self, L_x_ : ignis.Tensor, L_n_ : ignis.SymInt):" in graphs[1].code
+    assert "LAMBDA_GUARD: 2 <= L['n']" in guard_lines(f)[0]
+    close(cf(x, 1), f(x, 1))  # 1 specializes: another graph
+    assert len(graphs) == 3
+
+
 def test_pad_has_a_rule():
     def f(x):
         return ignis.nn.functional.pad(x, (1, 2, 0, 3)) * 2

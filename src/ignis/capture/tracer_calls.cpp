@@ -321,6 +321,10 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     }
   } else if (is_immutable(value)) {
     if (reg >= 0) {
+      if (VTP s = dynamic_int(value, reg)) {  // an int argument that varies: a symbol
+        reg_vt[reg] = s;
+        return s;
+      }
       if (value == Py_None)
         g.check_none(reg, true);
       else if (value == Py_Ellipsis || value == Py_NotImplemented || PySlice_Check(value))
@@ -564,7 +568,7 @@ namespace {
 graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return graph::Value(node_of(v));
-    case VK::SymInt: return graph::Value(v->node);
+    case VK::SymInt: return graph::Value(v->node ? v->node.get() : lift_int(v));
     case VK::Slice:
       return graph::Value::slice(graph_arg(v->items[0]), graph_arg(v->items[1]), graph_arg(v->items[2]));
     case VK::Const: return binding([&] { return py::py_to_value(v->value.get()); });

@@ -9,6 +9,7 @@
 // trackers. A rule's result is checked against the fake's sizes at the
 // hints, so a wrong rule can only specialise, never give a wrong graph.
 #include <algorithm>
+#include <cctype>
 
 #include "ignis/capture/log.h"
 #include "ignis/capture/tracer_impl.h"
@@ -176,6 +177,82 @@ void Tracer::bind_sizes(int reg) {
     if (p.is_new) symbol_reg[p.sym] = sreg;
   }
   pending_sizes.clear();
+}
+
+VTP Tracer::dynamic_int(PyObject* value, int reg) {
+  if (!PyLong_CheckExact(value)) return nullptr;  // not bool
+  PyObject* mode = cfg->dynamic;
+  if (mode == Py_False) return nullptr;
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow) return nullptr;
+  const std::string& source = guards().source_name(reg);
+  if (source.rfind("L['", 0) != 0 || source.find(']') + 1 != source.size())
+    return nullptr;  // only the frame's own int arguments (torch: also globals, attributes)
+  bool dyn = mode == Py_True;
+  if (mode == nullptr || mode == Py_None) {
+    if (FrameDynamicState* st = frame_dynamic_state(fv.code)) {
+      auto it = st->sizes.find(source);
+      if (it == st->sizes.end() || it->second.size() != 1) {
+        st->sizes[source] = {v};
+      } else if (it->second[0] != v || it->second[0] == -1) {
+        if (it->second[0] != -1 && log_on(kLogDynamic))
+          log_write(kLogDynamic, str("automatic dynamic ", source, " ", it->second[0], " != ", v));
+        it->second[0] = -1;
+        dyn = true;
+      }
+    }
+  }
+  if (!dyn || v < 2) return nullptr;  // 0 and 1 specialize, as sizes do
+  if (log_on(kLogDynamic))
+    shape_env.set_logger([](const std::string& m) { log_write(kLogDynamic, m); });
+  shape_env.set_location(user_location());
+  guards().check_type(reg, &PyLong_Type);
+  size_reg[source] = reg;
+  // Duck sizing only onto a symbol whose placeholder exists already (the one
+  // create_symbol would pick: the first unreplaced symbol of that value).
+  sym::Expr same;
+  for (const sym::ShapeEnv::Symbol& e : shape_env.symbols())
+    if (e.hint == v && shape_env.replace(e.sym) == e.sym) {
+      same = e.sym;
+      break;
+    }
+  bool duck = same.defined() && symbol_vt.count(same);
+  sym::Expr s = shape_env.create_symbol(v, source, torch_symbol_id(source), duck);
+  if (duck) return symbol_vt.at(s);
+  symbol_reg[s] = reg;
+  auto t = std::make_shared<VT>(VK::SymInt);
+  t->sym = s;
+  t->hint = v;
+  t->reg = reg;
+  symbol_vt[s] = t;
+  return t;  // its placeholder comes with its first use (lift_int), as Dynamo orders them
+}
+
+graph::Node* Tracer::lift_int(const VTP& t) {
+  if (t->node) return t->node.get();
+  // Named as Dynamo names a lifted int: L_n_, bound to l_n_.
+  std::string target = guards().source_name(t->reg);
+  for (char& c : target)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  while (target.find("__") != std::string::npos) target.replace(target.find("__"), 2, "_");
+  graph::Node* ph = ir->placeholder(target);
+  py::py_set_node_type(ph, py_import_attr("ignis", "SymInt"));
+  std::string lower = target;
+  for (char& c : lower) c = static_cast<char>(std::tolower(c));
+  ph->rename(lower);
+  for (graph::Node* n : ir->nodes()) {
+    if (n->op() != graph::OpKind::Placeholder) {
+      n->prepend(ph);
+      break;
+    }
+  }
+  ph->meta().sym_value = t->sym;
+  t->node = graph::NodePtr(ph);
+  t->name_set = true;
+  inputs.push_back(t);
+  example_inputs.push_back(check(PyLong_FromLongLong(t->hint)));
+  return ph;
 }
 
 std::vector<sym::Expr> Tracer::sizes_of(const VTP& t) {

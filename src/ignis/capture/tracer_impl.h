@@ -359,6 +359,11 @@ class Tracer {
   // Which dims of a frame tensor are symbolic (config, marks, frame state);
   // gives the tracker its symbolic sizes and the guard spec its dynamic dims.
   void make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSpec& spec);
+  // An int read from the frame that automatic dynamic (or dynamic=True) makes
+  // a symbol: a SymInt tracker with its own placeholder; nullptr to keep it a
+  // constant (guarded by value).
+  VTP dynamic_int(PyObject* value, int reg);
+  graph::Node* lift_int(const VTP& t);  // its placeholder, made at its first use
   // The size registers of the symbols make_dynamic made for tensor `reg`.
   void bind_sizes(int reg);
   struct PendingSize {
