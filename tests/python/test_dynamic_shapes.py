@@ -399,6 +399,9 @@ def test_printed_graph_matches_torch():
         def h(x):
             return x.view(x.size(0) * 2, -1)
 
+        def g(x, n):
+            return x * n + lib.ones(n).sum()
+
         if lib is torch:
             torch._dynamo.reset()
         logging.disable(logging.WARNING)
@@ -407,6 +410,9 @@ def test_printed_graph_matches_torch():
             for n in (3, 4, 5):
                 cf(lib.randn(n, 3))
                 ch(lib.randn(n, 6))
+            cg = lib.compile(g, backend=backend)
+            for n in (2, 3, 5):
+                cg(lib.randn(3), n)
         finally:
             logging.disable(logging.NOTSET)
             if lib is torch:
