@@ -342,6 +342,18 @@ def test_an_int_argument_that_varies_becomes_a_symbol():
     assert len(graphs) == 3
 
 
+def test_ints_computed_on_the_fakes_pin_the_sizes():
+    def f(x):
+        return x * x.size(dim=0) + ignis.numel(x) + x.stride(0)
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for n in (3, 4, 6):
+        x = rand(n, 2)
+        close(cf(x), f(x))  # each size its own graph, with the right values
+    assert len(graphs) == 3
+
+
 def test_pad_has_a_rule():
     def f(x):
         return ignis.nn.functional.pad(x, (1, 2, 0, 3)) * 2

@@ -1992,7 +1992,14 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         if (has_symbols()) propagate_shapes(nullptr, n, {obj}, {}, r);  // T, mT, ...: by name
         return r;
       }
-      if (is_immutable(v.get())) return make_const(v.get());  // shape, dtype, ndim, requires_grad
+      if (is_immutable(v.get())) {  // shape, dtype, ndim, requires_grad
+        if (PyLong_CheckExact(v.get()) && n != "ndim" && n != "itemsize" && is_symbolic(obj)) {
+          shape_env.set_location(user_location());  // nbytes, ...: pinned sizes
+          for (const sym::Expr& e : sizes_of(obj))
+            if (!e.is_const()) shape_env.specialize(e, "Tensor." + n);
+        }
+        return make_const(v.get());
+      }
       throw Unsupported{str("Tensor.", n, " of type ", Py_TYPE(v.get())->tp_name)};
     }
     case VK::Const: {

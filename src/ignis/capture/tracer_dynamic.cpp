@@ -473,6 +473,34 @@ void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std
                               const std::vector<std::pair<std::string, VTP>>& kwargs,
                               const VTP& result) {
   if (!has_symbols() || !result) return;
+  if (result->kind == VK::Const) {
+    // A Python int (or ints) computed on the fakes, at the hints: sound only
+    // with the sizes it may depend on pinned (x.size(dim=0), ignis.numel(x),
+    // x.stride()). Results that no size changes are left alone.
+    static const char* size_free[] = {"dim", "ndimension", "element_size", "get_device",
+                                      "is_contiguous", "is_floating_point", "is_complex"};
+    std::string what = method.empty() ? target_of(fn).base_name() : method;
+    for (const char* n : size_free)
+      if (what == n) return;
+    PyObject* r = result->value.get();
+    bool ints = is_exact_int(r);
+    if (PyTuple_Check(r))
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r); ++i) ints |= is_exact_int(PyTuple_GET_ITEM(r, i));
+    if (!ints) return;
+    shape_env.set_location(user_location());
+    std::string why = str("a Python int from ", method.empty() ? "" : "Tensor.", what);
+    std::function<void(const VTP&)> pin = [&](const VTP& v) {
+      if (v->kind == VK::Tensor) {
+        for (const sym::Expr& e : sizes_of(v))
+          if (!e.is_const()) shape_env.specialize(e, why);
+      } else if (v->kind == VK::List || v->kind == VK::Tuple) {
+        for (const VTP& e : v->items) pin(e);
+      }
+    };
+    for (const VTP& a : args) pin(a);
+    for (const auto& kv : kwargs) pin(kv.second);
+    return;
+  }
   // The result's tensors.
   std::vector<VTP> outs;
   if (result->kind == VK::Tensor) outs.push_back(result);
