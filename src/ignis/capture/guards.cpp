@@ -690,8 +690,10 @@ std::vector<std::string> GuardProgram::describe() const {
         break;
       case Op::CheckShapes:
         // torch's shape guards are LAMBDA_GUARDs over sources.
-        for (const ShapeGuards::Check& c : I.shape_guards[s.arg].checks)
-          out.push_back(str("LAMBDA_GUARD: ", c.text));
+        for (const ShapeGuards::Check& c : I.shape_guards[s.arg].checks) {
+          std::string line = str("LAMBDA_GUARD: ", c.text);
+          if (out.empty() || out.back() != line) out.push_back(line);  // a range is two checks
+        }
         break;
       default:
         break;

@@ -51,6 +51,13 @@ std::string spell_sources(const std::string& text,
 
 }  // namespace
 
+// torch's spelling of a guard in the dynamic log: `s77 > 8` for 8 < s77.
+std::string ShapeEnv::log_str(Expr g) {
+  if ((g.kind() == Kind::Lt || g.kind() == Kind::Le) && g.arg(0).is_const() && !g.arg(1).is_const())
+    return sym::str(g.arg(1)) + (g.kind() == Kind::Lt ? " > " : " >= ") + sym::str(g.arg(0));
+  return sym::str(g);
+}
+
 void ShapeEnv::log(const std::string& msg) const {
   if (log_) log_(where_.empty() ? msg : msg + " " + where_);
 }
@@ -177,7 +184,7 @@ bool ShapeEnv::evaluate(Expr cond) {
   if (k >= 0) return k == 1;
   bool value = eval(c, hints_) != 0;
   Expr g = value ? c : logical_not(c);
-  log(ignis::str("eval ", sym::str(g), " [guard added]"));
+  log(ignis::str("eval ", log_str(g), " [guard added]"));
   if (!narrow(g)) {
     relations_.push_back(g);
     if (g.kind() == Kind::Eq) {

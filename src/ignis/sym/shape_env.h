@@ -101,6 +101,7 @@ class ShapeEnv {
 
  private:
   void log(const std::string& msg) const;
+  static std::string log_str(Expr g);
   void add_replacement(Expr sym, Expr value);
   // Narrows the range of the one symbol of a linear `cond`; false when cond
   // is not of that form.
