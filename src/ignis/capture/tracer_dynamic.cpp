@@ -36,18 +36,22 @@ int torch_symbol_id(const std::string& source) {
   return static_cast<int>(PyLong_AsLong(r.get()));
 }
 
-// Whether `dim` is in the set attribute `attr` of a tensor (torch's marks:
+// The dims in the set attribute `attr` of a tensor (torch's marks:
 // _dynamo_dynamic_indices, _dynamo_weak_dynamic_indices, _dynamo_static_indices).
-bool marked(PyObject* t, const char* attr, int64_t dim) {
+std::vector<bool> marked_dims(PyObject* t, const char* attr, size_t rank) {
+  std::vector<bool> out(rank, false);
   Obj s = Obj::steal(PyObject_GetAttrString(t, attr));
   if (!s) {
     PyErr_Clear();
-    return false;
+    return out;
   }
-  Obj d = check(PyLong_FromLongLong(dim));
-  int r = PySequence_Contains(s.get(), d.get());
-  if (r < 0) PyErr_Clear();
-  return r == 1;
+  for (size_t d = 0; d < rank; ++d) {
+    Obj dd = check(PyLong_FromSize_t(d));
+    int r = PySequence_Contains(s.get(), dd.get());
+    if (r < 0) PyErr_Clear();
+    out[d] = r == 1;
+  }
+  return out;
 }
 
 bool is_exact_int(PyObject* o) { return PyLong_Check(o) && !PyBool_Check(o); }
@@ -104,12 +108,12 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
       }
     }
   }
+  std::vector<bool> marked = marked_dims(tensor, "_dynamo_dynamic_indices", rank);
+  std::vector<bool> weak = marked_dims(tensor, "_dynamo_weak_dynamic_indices", rank);
+  std::vector<bool> pinned = marked_dims(tensor, "_dynamo_static_indices", rank);
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t dd = static_cast<int64_t>(d);
-    if (marked(tensor, "_dynamo_dynamic_indices", dd) ||
-        marked(tensor, "_dynamo_weak_dynamic_indices", dd))
-      dyn[d] = true;
-    if (marked(tensor, "_dynamo_static_indices", dd)) dyn[d] = false;
+    if (marked[d] || weak[d]) dyn[d] = true;
+    if (pinned[d]) dyn[d] = false;
     if (t.sizes()[d] < 2) dyn[d] = false;  // 0 and 1 are specialized, as in torch
   }
   if (std::none_of(dyn.begin(), dyn.end(), [](bool b) { return b; })) return;
