@@ -379,7 +379,9 @@ struct GuardProgram::Impl {
   // Runs the shape guards over the registers: -1 all hold, else the index
   // of the first check that fails.
   static int failing_shape_check(const ShapeGuards& g, const std::vector<PyObject*>& v) {
-    sym::Bindings values;
+    // Reused across calls: after the first, assigning a symbol's value
+    // allocates nothing (every symbol a check reads is assigned first).
+    thread_local sym::Bindings values;
     auto value_of = [&](int reg, int64_t* out) {
       PyObject* o = v[reg];
       if (!o || !PyLong_Check(o)) return false;
