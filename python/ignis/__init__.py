@@ -31,7 +31,7 @@ int = int32  # noqa: A001
 long = int64
 uint8 = uint8
 
-from ._size import Size  # noqa: E402
+from ._size import Size, SymInt  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402
 from . import _ops  # noqa: E402
 
@@ -67,6 +67,7 @@ from .amp.autocast_mode import (  # noqa: E402,F401
 )
 from ._C import OutOfMemoryError  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001
+from . import _dynamo  # noqa: E402,F401
 from . import _logging  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import backends, accelerator, multiprocessing, onnx  # noqa: E402,F401

@@ -6,7 +6,6 @@ modules become an OptimizedModule wrapper, as torch._dynamo does.
 """
 import builtins
 import functools
-import warnings
 
 from . import compiler as _compiler
 from .nn import Module
@@ -44,15 +43,72 @@ def wrap_inline(fn):
     return inner
 
 
+def _dynamic_log(text):
+    from . import _C
+    if _C._capture.log_mask() & _C._capture.LOG_DYNAMIC:
+        import sys
+        sys.stderr.write(f"[dynamic] {text}\n")
+
+
+def _with_sizes(gm, sym_at, values):
+    """gm with its symbolic-size inputs (placeholders at `sym_at`) replaced by
+    the ints `values`: a graph of static shapes."""
+    from . import fx
+    g = fx.Graph()
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    val_map = {phs[i]: v for i, v in zip(sym_at, values)}
+    g.output(g.graph_copy(gm.graph, val_map))
+    for n in g.nodes:
+        # Recorded at the trace's sizes: stale for these.
+        if "tensor_meta" in n.meta:
+            del n.meta["tensor_meta"]
+    return fx.GraphModule({}, g)
+
+
+def _per_size(backend):
+    """A backend whose stages are concrete (AOT, the compiler), made to take
+    graphs with symbolic sizes: their Sym inputs (ints among the example
+    inputs) are made constants, and each distinct tuple of sizes compiles
+    the graph once, kept in a small cache keyed by the sizes."""
+    def compile_dynamic(gm, example_inputs, **kwargs):
+        sym_at = [i for i, x in enumerate(example_inputs) if type(x) is int]
+        if not sym_at:
+            return backend(gm, example_inputs, **kwargs)
+        sym_set = set(sym_at)
+        tensor_at = [i for i in range(len(example_inputs)) if i not in sym_set]
+        names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        compiled = {}
+
+        def compile_for(args):
+            key = tuple(args[i] for i in sym_at)
+            _dynamic_log("specializing the graph for " +
+                         ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
+            fn = backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at], **kwargs)
+            compiled[key] = fn
+            return fn
+
+        compile_for(example_inputs)
+
+        def run(*args):
+            fn = compiled.get(tuple(args[i] for i in sym_at))
+            if fn is None:
+                fn = compile_for(args)
+            return fn(*[args[i] for i in tensor_at])
+        return run
+    return compile_dynamic
+
+
 def _make_backend(backend, options, mode=None):
     be = _compiler.lookup_backend(backend)
+    concrete = be in (_compiler.inductor, _compiler.lookup_backend("aot_eager"),
+                      _compiler.lookup_backend("aot_eager_decomp_partition"))
     if be is _compiler.inductor:
         # torch's rule: mode and options are the compiler's config.
-        return functools.partial(be, mode=mode, options=options)
-    if options:
+        be = functools.partial(be, mode=mode, options=options)
+    elif options:
         # torch passes options through to non-inductor backends as a keyword.
         be = functools.partial(be, options=dict(options))
-    return be
+    return _per_size(be) if concrete else be
 
 
 def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):
@@ -79,10 +135,6 @@ def _check_args(model, fullgraph, dynamic, backend, mode, options):
         raise TypeError(f"ignis.compile: options must be a dict, got {type(options).__name__}")
     if dynamic not in (None, True, False):
         raise TypeError(f"ignis.compile: dynamic must be None, True or False, got {dynamic!r}")
-    if dynamic is True:
-        warnings.warn("ignis.compile(dynamic=True): symbolic shapes are not implemented yet; "
-                      "shapes are specialized, so each new input shape recompiles",
-                      UserWarning, stacklevel=3)
     if not isinstance(fullgraph, bool):
         raise TypeError(f"ignis.compile: fullgraph must be a bool, got {fullgraph!r}")
     _compiler.lookup_backend(backend)  # unknown names raise InvalidBackend now
@@ -101,7 +153,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     Args:
         model: the function or nn.Module (None: returns a decorator).
         fullgraph: raise at the first graph break instead of splitting the graph.
-        dynamic: reserved for symbolic shapes; shapes are static in this version.
+        dynamic: None (default): automatic dynamic, the first call specializes
+            every size and a size that changes makes that dim symbolic; True:
+            every size symbolic from the first call (sizes 0 and 1 specialize);
+            False: never symbolic (each new shape recompiles).
         backend: a registered name or a callable `backend(gm, example_inputs)`.
             The default is "inductor", the compiler (as torch's): AOT autograd,
             then fused C++ kernels. "eager" runs the captured graph as it is.

@@ -22,3 +22,9 @@ class Size(tuple):
 
 
 _C._set_size_class(Size)
+
+
+class SymInt:
+    """The annotation of a captured graph's symbolic-size inputs (torch.SymInt):
+    a placeholder `s77 : ignis.SymInt` receives the size as a plain int."""
+    __module__ = "ignis"  # printed in graph code as ignis.SymInt

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import io
 import re
+import warnings
 
 import pytest
 
@@ -337,9 +338,18 @@ def test_compiler_exports():
     assert "eager" in ignis.compiler.list_backends()
 
 
-def test_dynamic_true_warns_that_shapes_are_static():
-    with pytest.warns(UserWarning, match="symbolic shapes are not implemented"):
-        cf = ignis.compile(lambda x: x * 2, dynamic=True)
-    x = ignis.ones(3)
-    assert ignis.equal(cf(x), x * 2)
+def test_dynamic_true_compiles_symbolic_shapes_without_a_warning():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cf = ignis.compile(lambda x: x * 2, dynamic=True, backend=backend)
+        for n in (3, 5):
+            x = ignis.ones(n)
+            assert ignis.equal(cf(x), x * 2)
+    assert len(graphs) == 1  # one graph for every size (docs/dynamic_shapes.md)
     ignis.compiler.reset()

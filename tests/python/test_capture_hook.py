@@ -61,7 +61,9 @@ def _reset():
 
 
 def compiled(fn, backend=None):
-    return ignis.compile(fn, backend=backend or Backend())
+    # Static shapes: these tests count entries per shape (dynamic shapes have
+    # their own tests, test_dynamic_shapes.py).
+    return ignis.compile(fn, backend=backend or Backend(), dynamic=False)
 
 
 def t(*shape, seed=0, **kw):

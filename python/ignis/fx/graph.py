@@ -267,8 +267,8 @@ class Graph(_C.GraphBase):
         """Prints opcode/name/target/args/kwargs as torch.fx does (tabulate "simple")."""
         print(self._tabular())
 
-    def python_code(self, root_module="self", *, module_alias="ignis"):
-        src, globals_ = self._python_code(root_module, module_alias)
+    def python_code(self, root_module="self", *, module_alias="ignis", verbose=False):
+        src, globals_ = self._python_code(root_module, module_alias, verbose)
         return PythonCode(src, globals_)
 
     def __repr__(self):

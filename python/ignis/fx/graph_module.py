@@ -120,8 +120,10 @@ class GraphModule:
         return self.forward(*args, **kwargs)
 
     def print_readable(self, print_output=True):
+        # torch's form: every value annotated with its type string ("f32[s77, 3]", "Sym(s77)").
+        code = self.graph.python_code("self", verbose=True).src
         text = f"class {self._class_name}:\n" + "\n".join(
-            "    " + line if line else line for line in self.code.strip("\n").splitlines())
+            "    " + line if line else line for line in code.strip("\n").splitlines())
         if print_output:
             print(text)
         return text

@@ -77,6 +77,7 @@ struct CodeState {
   int compiles = 0;       // compile id's second part for the next compile
   std::string skip_reason;
   std::vector<std::shared_ptr<CacheEntry>> entries;  // most recently hit first
+  FrameDynamicState dynamic;  // automatic dynamic's sizes (dropped by reset)
 };
 
 Py_ssize_t g_extra_index = -1;
@@ -680,6 +681,11 @@ bool is_skipped(PyCodeObject* code) {
   return cs && (cs->disabled || cs->skipped);
 }
 
+FrameDynamicState* frame_dynamic_state(PyCodeObject* code) {
+  CodeState* cs = get_state(code);
+  return cs ? &cs->dynamic : nullptr;
+}
+
 void reset_caches() {
   if (!g_states) return;
   // Move every entry out first: destroying entries can free code objects
@@ -692,6 +698,7 @@ void reset_caches() {
     cs->warned = false;
     cs->frame_id = -1;
     cs->compiles = 0;
+    cs->dynamic.sizes.clear();
     if (!cs->disabled) cs->skip_reason.clear();
   }
   g_frame_counter = 0;

@@ -23,6 +23,8 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "ignis/capture/frame.h"
 
@@ -32,7 +34,9 @@ namespace ignis::capture {
 struct CaptureConfig {
   PyObject* backend = nullptr;   // callable(gm, example_inputs) -> callable; owned
   bool fullgraph = false;
-  PyObject* dynamic = nullptr;   // None/True/False; owned (reserved: static shapes only)
+  // None: automatic dynamic (a size that changed between traces becomes
+  // symbolic); True: every size symbolic from the start; False: never.
+  PyObject* dynamic = nullptr;   // owned
   int cache_size_limit = 8;
   ~CaptureConfig();
 };
@@ -73,6 +77,15 @@ bool hook_installed();
 // The compile id ("frame/recompile") of the trace_frame call in progress on
 // this thread (empty outside one); the tracer tags its log events with it.
 const std::string& current_compile_id();
+
+// Automatic dynamic's memory of a code object (torch's frame state): the
+// sizes each tensor source had when the code was traced, -1 for a dim seen
+// with two sizes (dynamic from then on). Kept beside the code's cache and
+// dropped with it by reset_caches. nullptr when the code cannot hold state.
+struct FrameDynamicState {
+  std::unordered_map<std::string, std::vector<int64_t>> sizes;
+};
+FrameDynamicState* frame_dynamic_state(PyCodeObject* code);
 
 // Number of cache entries of a code object (tests, explain).
 int cache_entry_count(PyCodeObject* code);

@@ -16,6 +16,7 @@
 #include "ignis/core/dtype.h"
 #include "ignis/core/str.h"
 #include "ignis/python/py_common.h"
+#include "ignis/sym/eval.h"
 
 namespace ignis::capture {
 
@@ -31,6 +32,7 @@ enum class Op : uint8_t {
   LoadDictItem,
   LoadItem,
   LoadCallMethod0,
+  LoadTensorSize,
   // checks
   CheckTensor,
   CheckType,
@@ -42,6 +44,7 @@ enum class Op : uint8_t {
   CheckGradMode,
   CheckDefaultDtype,
   CheckAutocastState,
+  CheckShapes,
 };
 
 struct Step {
@@ -126,6 +129,12 @@ std::string int_list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+std::string text_list(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += str(i ? ", " : "", v[i]);
+  return s + "]";
+}
+
 bool same_key(PyObject* a, PyObject* b) {
   if (a == b) return true;
   if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) return PyUnicode_Compare(a, b) == 0;
@@ -187,6 +196,7 @@ struct GuardProgram::Impl {
   std::vector<Step> steps;
   std::vector<RegisterInfo> regs;
   std::vector<TensorGuardSpec> tensor_specs;
+  std::vector<ShapeGuards> shape_guards;
   // Registers by (op, parent, arg), in order: a trace loads hundreds of
   // values (a model's parameters), and each new load looks for an equal one.
   struct LoadKey {
@@ -308,6 +318,14 @@ struct GuardProgram::Impl {
       case Op::LoadCallMethod0:
         out = PyObject_CallMethod(v[s.parent], s.text.c_str(), nullptr);
         break;
+      case Op::LoadTensorSize: {
+        PyObject* t = v[s.parent];
+        if (!py::is_tensor(t)) return false;
+        TensorImpl* impl = py::unwrap(t).impl();
+        if (!impl || s.arg >= static_cast<Py_ssize_t>(impl->sizes().size())) return false;
+        out = PyLong_FromLongLong(impl->sizes()[s.arg]);
+        break;
+      }
       default:
         return true;
     }
@@ -336,11 +354,64 @@ struct GuardProgram::Impl {
     const DimVector& sz = t->sizes();
     if (sz.size() != spec.sizes.size()) return false;
     const DimVector& st = t->strides();
+    if (spec.dynamic_dims == 0) {
+      for (size_t i = 0; i < sz.size(); ++i)
+        if (sz[i] != spec.sizes[i] || st[i] != spec.strides[i]) return false;
+      return true;
+    }
     for (size_t i = 0; i < sz.size(); ++i) {
-      if ((spec.dynamic_dims >> i) & 1) continue;
-      if (sz[i] != spec.sizes[i] || st[i] != spec.strides[i]) return false;
+      if (!((spec.dynamic_dims >> i) & 1) && sz[i] != spec.sizes[i]) return false;
+      if (st[i] != expected_stride(spec, sz, i)) return false;
     }
     return true;
+  }
+
+  // Stride i as the spec states it for these sizes (a product of sizes times
+  // a constant for a tensor with dynamic dims).
+  static int64_t expected_stride(const TensorGuardSpec& spec, const DimVector& sz, size_t i) {
+    if (spec.dynamic_dims == 0 || spec.stride_dims.empty()) return spec.strides[i];
+    int64_t v = spec.strides[i];
+    for (size_t k = 0; k < sz.size(); ++k)
+      if ((spec.stride_dims[i] >> k) & 1) v *= sz[k];
+    return v;
+  }
+
+  // Runs the shape guards over the registers: -1 all hold, else the index
+  // of the first check that fails.
+  static int failing_shape_check(const ShapeGuards& g, const std::vector<PyObject*>& v) {
+    // Reused across calls: after the first, assigning a symbol's value
+    // allocates nothing (every symbol a check reads is assigned first).
+    thread_local sym::Bindings values;
+    auto value_of = [&](int reg, int64_t* out) {
+      PyObject* o = v[reg];
+      if (!o || !PyLong_Check(o)) return false;
+      *out = PyLong_AsLongLong(o);
+      if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+      }
+      return true;
+    };
+    for (const auto& [sym, reg] : g.symbols) {
+      int64_t x;
+      if (!value_of(reg, &x)) return 0;
+      values[sym] = x;
+    }
+    for (size_t i = 0; i < g.checks.size(); ++i) {
+      const ShapeGuards::Check& c = g.checks[i];
+      try {
+        int64_t e = sym::eval(c.expr, values);
+        if (c.reg >= 0) {
+          int64_t x;
+          if (!value_of(c.reg, &x) || x != e) return static_cast<int>(i);
+        } else if (e == 0) {
+          return static_cast<int>(i);
+        }
+      } catch (...) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
   }
 
   // The first mismatch in torch._dynamo's words (TensorCheck::check_verbose).
@@ -374,9 +445,9 @@ struct GuardProgram::Impl {
         return p + str("size mismatch at index ", i, ". expected ", spec.sizes[i], ", actual ", sz[i]);
     const DimVector& st = t->strides();
     for (size_t i = 0; i < st.size(); ++i)
-      if (!((spec.dynamic_dims >> i) & 1) && st[i] != spec.strides[i])
-        return p + str("stride mismatch at index ", i, ". expected ", spec.strides[i], ", actual ",
-                       st[i]);
+      if (st[i] != expected_stride(spec, sz, i))
+        return p + str("stride mismatch at index ", i, ". expected ", expected_stride(spec, sz, i),
+                       ", actual ", st[i]);
     return p + "mismatch";
   }
 
@@ -423,6 +494,8 @@ struct GuardProgram::Impl {
         return static_cast<int>(default_dtype()) == s.arg;
       case Op::CheckAutocastState:
         return autocast::state_key() == s.arg;
+      case Op::CheckShapes:
+        return failing_shape_check(shape_guards[s.arg], v) < 0;
       default:
         return true;
     }
@@ -451,6 +524,11 @@ struct GuardProgram::Impl {
         return "GLOBAL_STATE changed: default_dtype";
       case Op::CheckAutocastState:
         return "GLOBAL_STATE changed: autocast";
+      case Op::CheckShapes: {
+        const ShapeGuards& g = shape_guards[s.arg];
+        int i = failing_shape_check(g, v);
+        return i < 0 ? "" : g.checks[i].text;
+      }
       default:
         return "";
     }
@@ -495,6 +573,11 @@ int GuardProgram::call_method0(int reg, const char* method) {
                              str(impl_->src(reg), ".", method, "()"), method);
 }
 
+int GuardProgram::tensor_size(int reg, int dim) {
+  return impl_->add_register(Op::LoadTensorSize, reg, dim, nullptr,
+                             str(impl_->src(reg), ".size()[", dim, "]"));
+}
+
 int GuardProgram::num_registers() const { return static_cast<int>(impl_->regs.size()); }
 
 const std::string& GuardProgram::source_name(int reg) const { return impl_->src(reg); }
@@ -537,6 +620,12 @@ void GuardProgram::check_autocast_state(int64_t key) {
   impl_->add_check(Op::CheckAutocastState, -1, static_cast<Py_ssize_t>(key), nullptr);
 }
 
+void GuardProgram::check_shapes(ShapeGuards guards) {
+  impl_->shape_guards.push_back(std::move(guards));
+  impl_->add_check(Op::CheckShapes, -1, static_cast<Py_ssize_t>(impl_->shape_guards.size() - 1),
+                   nullptr);
+}
+
 bool GuardProgram::check(const FrameView& f, Registers& regs, std::string* why) const {
   std::vector<PyObject*>& v = regs.values_;
   if (!v.empty()) regs.reset();
@@ -563,10 +652,12 @@ std::vector<std::string> GuardProgram::describe() const {
       case Op::CheckTensor: {
         const TensorGuardSpec& t = I.tensor_specs[s.arg];
         std::string tn = t.type ? type_name(t.type) : "?";
+        std::string sizes = t.size_text.empty() ? int_list(t.sizes) : text_list(t.size_text);
+        std::string strides = t.stride_text.empty() ? int_list(t.strides) : text_list(t.stride_text);
         out.push_back(str("TENSOR_MATCH: ", I.src(s.reg), " (", tn, ", ",
                           dtype_name(static_cast<ScalarType>(t.dtype)), ", ",
                           Device(static_cast<DeviceType>(t.device_type), t.device_index).str(),
-                          ", size=", int_list(t.sizes), ", stride=", int_list(t.strides),
+                          ", size=", sizes, ", stride=", strides,
                           ", requires_grad=", t.requires_grad, ")"));
         break;
       }
@@ -598,6 +689,13 @@ std::vector<std::string> GuardProgram::describe() const {
         break;
       case Op::CheckAutocastState:
         out.push_back(str("GLOBAL_STATE: autocast=", autocast::describe_state_key(s.arg)));
+        break;
+      case Op::CheckShapes:
+        // torch's shape guards are LAMBDA_GUARDs over sources.
+        for (const ShapeGuards::Check& c : I.shape_guards[s.arg].checks) {
+          std::string line = str("LAMBDA_GUARD: ", c.text);
+          if (out.empty() || out.back() != line) out.push_back(line);  // a range is two checks
+        }
         break;
       default:
         break;

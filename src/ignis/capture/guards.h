@@ -23,13 +23,14 @@
 #include <vector>
 
 #include "ignis/capture/frame.h"
+#include "ignis/sym/expr.h"
 
 namespace ignis::capture {
 
-// Tensor properties a tensor guard pins. Sizes and strides are static in this
-// version; `dynamic_dims` is reserved for symbolic sizes (a set bit means the
-// size of that dim is not checked for equality; the symbolic-shape issue
-// will attach range checks there).
+// Tensor properties a tensor guard pins. A set bit of `dynamic_dims` means
+// the size of that dim is symbolic: it is not checked for equality here (the
+// shape guards, check_shapes, check it), and the strides are checked as
+// products of sizes (`stride_dims`) where the trace gave them so.
 struct TensorGuardSpec {
   PyTypeObject* type = nullptr;  // exact Python type (ignis.Tensor, Parameter, ...)
   int dtype = 0;                 // ignis ScalarType as int
@@ -38,7 +39,26 @@ struct TensorGuardSpec {
   bool requires_grad = false;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
-  uint64_t dynamic_dims = 0;     // reserved (always 0 for now)
+  uint64_t dynamic_dims = 0;
+  // With dynamic dims, stride i must be strides[i] * prod(size[k] for the
+  // bits k of stride_dims[i]) (contiguous: stride[0] == size[1]); empty
+  // when dynamic_dims is 0. `size_text`/`stride_text` spell them for logs
+  // ("s77", "3").
+  std::vector<uint64_t> stride_dims;
+  std::vector<std::string> size_text, stride_text;
+};
+
+// The guards a trace with symbolic sizes relied on (sym::ShapeEnv's), over
+// the values of size registers (GuardProgram::tensor_size).
+struct ShapeGuards {
+  // Each symbol and the register its value is read from.
+  std::vector<std::pair<sym::Expr, int>> symbols;
+  struct Check {
+    sym::Expr expr;   // a relation over the symbols (nonzero: holds) ...
+    int reg = -1;     // ... or, when reg >= 0, register reg's value == expr
+    std::string text; // torch's words, for the reason and the guards log
+  };
+  std::vector<Check> checks;
 };
 
 class GuardProgram {
@@ -60,6 +80,8 @@ class GuardProgram {
   int dict_item(int reg, PyObject* key);           // r[key] for an exact dict (no __getitem__ call)
   int item(int reg, Py_ssize_t index);             // r[index] for a list/tuple: r[i]
   int call_method0(int reg, const char* method);   // r.method(): r.__reduce__()
+  // r.size()[dim] of a tensor, read in C++ as an int: L['x'].size()[0]
+  int tensor_size(int reg, int dim);
   int num_registers() const;
   // The source text of a register: "L['x']", "G['torch'].nn", ...
   const std::string& source_name(int reg) const;
@@ -81,6 +103,10 @@ class GuardProgram {
   void check_default_dtype(int dtype);
   // autocast::state_key() (enabled and dtype per device type, cache flag).
   void check_autocast_state(int64_t key);
+  // Symbolic-size guards (ranges, equalities, relations), evaluated in C++
+  // over the registers' ints; the failing check's text is the reason.
+  // Added after every load it reads.
+  void check_shapes(ShapeGuards guards);
 
   // --- evaluation -----------------------------------------------------------------
   // Runs all steps. On success returns true and `regs` holds a borrowed or

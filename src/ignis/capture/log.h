@@ -19,6 +19,7 @@ enum LogArtifact : unsigned {
   kLogOutputCode = 1u << 5,   // output_code: the compiler's loop IR and C++
   kLogAotGraphs = 1u << 6,    // aot_graphs: AOT's joint, forward and backward graphs
   kLogSchedule = 1u << 7,     // schedule: the compiler's fusion decisions
+  kLogDynamic = 1u << 8,      // dynamic: symbols, shape guards, specializations
 };
 
 unsigned log_mask();

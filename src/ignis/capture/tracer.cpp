@@ -858,10 +858,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP stop = pop(f);
       VTP start = pop(f);
       VTP obj = pop(f);
-      Obj s0 = const_value(start), s1 = const_value(stop);
-      if (!s0 || !s1) throw Unsupported{"slice bounds that are not Python numbers"};
-      Obj sl = check(PySlice_New(s0.get(), s1.get(), nullptr));
-      f.stack.push_back(subscr(obj, make_const(sl.get())));
+      f.stack.push_back(subscr(obj, make_slice({start, stop})));
       next();
       return;
     }
@@ -907,14 +904,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
       return;
     }
     case Opc::BuildSlice: {
-      auto parts = popn(f, in.arg);
-      Obj p[3];
-      for (size_t i = 0; i < parts.size(); ++i) {
-        p[i] = const_value(parts[i]);
-        if (!p[i]) throw Unsupported{"slice bounds that are not Python numbers"};
-      }
-      Obj sl = check(PySlice_New(p[0].get(), p[1].get(), parts.size() == 3 ? p[2].get() : nullptr));
-      f.stack.push_back(make_const(sl.get()));
+      f.stack.push_back(make_slice(popn(f, in.arg)));
       next();
       return;
     }

@@ -9,6 +9,7 @@
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/capture/eval_frame.h"
 #include "ignis/capture/tracer_impl.h"
+#include "ignis/ops/sym_shape.h"
 #include "ignis/core/str.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/python/py_common.h"
@@ -31,6 +32,8 @@ PyTypeObject* python_type(const VTP& v) {
     case VK::Tuple: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyTuple_Type;
     case VK::Dict: return v->pytype ? reinterpret_cast<PyTypeObject*>(v->pytype.get()) : &PyDict_Type;
     case VK::LocalObject: return reinterpret_cast<PyTypeObject*>(v->pytype.get());
+    case VK::SymInt: return &PyLong_Type;  // an int at run time, whatever its value
+    case VK::Slice: return &PySlice_Type;
     default: return v->value ? Py_TYPE(v->value.get()) : nullptr;
   }
 }
@@ -152,6 +155,8 @@ const char* kind_name(VK k) {
     case VK::Super: return "super()";
     case VK::Autocast: return "ignis.autocast";
     case VK::AutocastExit: return "ignis.autocast exit";
+    case VK::SymInt: return "symbolic int";
+    case VK::Slice: return "slice";
   }
   return "value";
 }
@@ -234,6 +239,13 @@ const char* data_dependent_reason(const std::string& name) {
 Obj Tracer::const_value(const VTP& v) {
   switch (v->kind) {
     case VK::Const: return v->value;
+    case VK::SymInt:  // a use that needs a real int: the size is pinned (guarded)
+      return check(PyLong_FromLongLong(specialize(v, "used as a Python int")));
+    case VK::Slice: {
+      Obj p[3];
+      for (size_t i = 0; i < 3; ++i) p[i] = const_value(v->items[i]);
+      return check(PySlice_New(p[0].get(), p[1].get(), p[2].get()));
+    }
     case VK::Set: return v->value;  // a private set of constants
     case VK::List:
     case VK::Tuple: {
@@ -298,7 +310,9 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     spec.requires_grad = rg.get() == Py_True;
     spec.sizes.assign(t.sizes().begin(), t.sizes().end());
     spec.strides.assign(t.strides().begin(), t.strides().end());
+    make_dynamic(v, value, reg, spec);
     g.check_tensor(reg, std::move(spec));
+    bind_sizes(reg);
     if (!lazy_regs.count(reg)) {
       v->reg = reg;
       reg_vt[reg] = v;
@@ -307,6 +321,10 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     }
   } else if (is_immutable(value)) {
     if (reg >= 0) {
+      if (VTP s = dynamic_int(value, reg)) {  // an int argument that varies: a symbol
+        reg_vt[reg] = s;
+        return s;
+      }
       if (value == Py_None)
         g.check_none(reg, true);
       else if (value == Py_Ellipsis || value == Py_NotImplemented || PySlice_Check(value))
@@ -507,6 +525,7 @@ const graph::Target& Tracer::target_of(PyObject* fn) {
 graph::Node* Tracer::node_of(const VTP& t) {
   if (t->node) return t->node.get();
   if (t->reg < 0) throw Unsupported{"internal: tensor without node or source"};
+  if (!t->sym_sizes.empty()) lift_symbols(t);
   std::string target = sanitize(guards().source_name(t->reg));
   PyObject* type = t->value ? reinterpret_cast<PyObject*>(Py_TYPE(t->value.get()))
                             : reinterpret_cast<PyObject*>(py::TensorClass);
@@ -523,6 +542,12 @@ graph::Node* Tracer::node_of(const VTP& t) {
     }
   }
   set_tensor_meta(ph, t->fake.get());
+  if (!t->sym_sizes.empty()) {
+    graph::TensorMeta& m = ph->meta().tensors[0];
+    m.sym_sizes = sizes_of(t);
+    const Tensor& f = py::unwrap(t->fake.get());
+    if (f.is_contiguous()) m.sym_strides = sym_shape::contiguous_strides(m.sym_sizes);
+  }
   t->node = graph::NodePtr(ph);
   t->name_set = true;
   inputs.push_back(t);
@@ -543,6 +568,9 @@ namespace {
 graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return graph::Value(node_of(v));
+    case VK::SymInt: return graph::Value(v->node ? v->node.get() : lift_int(v));
+    case VK::Slice:
+      return graph::Value::slice(graph_arg(v->items[0]), graph_arg(v->items[1]), graph_arg(v->items[2]));
     case VK::Const: return binding([&] { return py::py_to_value(v->value.get()); });
     case VK::List:
     case VK::Tuple: {
@@ -568,6 +596,12 @@ graph::Value Tracer::graph_arg(const VTP& v) {
 Obj Tracer::fake_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return v->fake;
+    case VK::SymInt: return check(PyLong_FromLongLong(v->hint));  // fakes run at the hints
+    case VK::Slice: {
+      Obj p[3];
+      for (size_t i = 0; i < 3; ++i) p[i] = fake_arg(v->items[i]);
+      return check(PySlice_New(p[0].get(), p[1].get(), p[2].get()));
+    }
     case VK::Const: return v->value;
     case VK::List:
     case VK::Tuple: {
@@ -742,7 +776,9 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
   for (const auto& [counter, before] : versions)
     node->meta().writes_argument |= counter->value() != before;
   ++call_nodes;
-  return wrap_result(result.get(), node);
+  VTP r = wrap_result(result.get(), node);
+  if (has_symbols()) propagate_shapes(fn, method, args, kwargs, r);
+  return r;
 }
 
 VTP Tracer::tensor_result(PyObject* fake, graph::Node* node) {
@@ -1226,6 +1262,24 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                                std::vector<std::pair<std::string, VTP>>& kwargs) {
   if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
+  if (self->kind == VK::Tensor && is_symbolic(self) && kwargs.empty()) {
+    // Sizes of a tensor with symbolic dims are symbolic ints.
+    if ((name == "size" || name == "shape") && args.empty()) return shape_of(self);
+    if (name == "size" && args.size() == 1) {
+      sym::Expr d = args[0]->kind == VK::Const && PyLong_Check(args[0]->value.get())
+                        ? sym::Expr(static_cast<int64_t>(PyLong_AsLongLong(args[0]->value.get())))
+                        : sym::Expr();
+      if (d.defined()) return size_of(self, d.value());
+    }
+    if ((name == "numel" || name == "nelement") && args.empty()) return numel_of(self);
+    if (name == "stride" || name == "storage_offset") {
+      // Python ints of the layout at the hints: the sizes they depend on are pinned.
+      shape_env.set_location(user_location());
+      for (const sym::Expr& e : sizes_of(self))
+        if (!e.is_const()) shape_env.specialize(e, "Tensor." + name);
+    }
+    if (name == "__len__" && args.empty()) return size_of(self, 0);
+  }
   std::vector<VTP> all;
   all.push_back(self);
   for (auto& a : args) all.push_back(a);
@@ -1472,7 +1526,10 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     Py_ssize_t n = -1;
     if (a->kind == VK::List || a->kind == VK::Tuple) n = static_cast<Py_ssize_t>(a->items.size());
     else if (a->kind == VK::Dict) n = static_cast<Py_ssize_t>(a->keys.size());
-    else if (a->kind == VK::Tensor) {
+    else if (a->kind == VK::Tensor && is_symbolic(a)) {
+      if (sizes_of(a).empty()) throw Unsupported{"len() of a 0-d tensor"};
+      return size_of(a, 0);
+    } else if (a->kind == VK::Tensor) {
       Obj shape = check(PyObject_GetAttrString(a->fake.get(), "shape"));
       if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"len() of a 0-d tensor"};
       n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape.get(), 0));
@@ -1906,6 +1963,7 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         if (py::is_tensor(g.get())) return wrap_input(g.get(), r);
       }
       realize(obj);
+      if (n == "shape" && is_symbolic(obj)) return shape_of(obj);
       if (n == "data" || n == "grad" || n == "grad_fn" || n == "_version" || n == "_base")
         throw Unsupported{str("Tensor.", n, " inside a captured function")};
       // Read from the fake: its device (is_cuda, ...) is the real tensor's.
@@ -1930,9 +1988,18 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         graph::Node* node =
             ir->call_function(target_of(getattr_fn), {graph::Value(node_of(obj)), graph::Value(n)});
         ++call_nodes;
-        return tensor_result(v.get(), node);
+        VTP r = tensor_result(v.get(), node);
+        if (has_symbols()) propagate_shapes(nullptr, n, {obj}, {}, r);  // T, mT, ...: by name
+        return r;
       }
-      if (is_immutable(v.get())) return make_const(v.get());  // shape, dtype, ndim, requires_grad
+      if (is_immutable(v.get())) {  // shape, dtype, ndim, requires_grad
+        if (PyLong_CheckExact(v.get()) && n != "ndim" && n != "itemsize" && is_symbolic(obj)) {
+          shape_env.set_location(user_location());  // nbytes, ...: pinned sizes
+          for (const sym::Expr& e : sizes_of(obj))
+            if (!e.is_const()) shape_env.specialize(e, "Tensor." + n);
+        }
+        return make_const(v.get());
+      }
       throw Unsupported{str("Tensor.", n, " of type ", Py_TYPE(v.get())->tp_name)};
     }
     case VK::Const: {
@@ -2056,6 +2123,13 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
 // --- operators --------------------------------------------------------------------------------------
 VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
   if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
+  if (a->kind == VK::SymInt || b->kind == VK::SymInt) {
+    if (VTP r = sym_binary(name, a, b)) return r;
+    // Not an int operation (x / 2, ...): on the specialized value.
+    VTP ca = a->kind == VK::SymInt ? make_const(const_value(a).get()) : a;
+    VTP cb = b->kind == VK::SymInt ? make_const(const_value(b).get()) : b;
+    return binary(name, ca, cb);
+  }
   std::string op = name;
   if (a->kind == VK::List && (op == "iadd")) {
     mark_mutated(a, "+= on a list");
@@ -2108,6 +2182,10 @@ VTP Tracer::binary(const char* name, const VTP& a, const VTP& b) {
 
 VTP Tracer::unary(const char* name, const VTP& a) {
   if (a->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a}, {});
+  if (a->kind == VK::SymInt) {
+    if (VTP r = sym_binary(name, a, nullptr)) return r;
+    return unary(name, make_const(const_value(a).get()));
+  }
   Obj av = const_value(a);
   if (av && a->kind == VK::Const) {
     Obj r = check(PyObject_CallFunctionObjArgs(operator_fn(name), av.get(), nullptr));
@@ -2124,6 +2202,9 @@ VTP Tracer::compare(const char* op, const VTP& a, const VTP& b) {
     if (std::strcmp(op, s) == 0) name = n;
   if (!name) throw Unsupported{str("comparison ", op)};
   if (a->kind == VK::Tensor || b->kind == VK::Tensor) return call_graph(operator_fn(name), "", {a, b}, {});
+  if (a->kind == VK::SymInt || b->kind == VK::SymInt) {
+    if (VTP r = sym_compare(name, a, b)) return r;
+  }
   Obj av = const_value(a), bv = const_value(b);
   if (!av && a->value) av = a->value;
   if (!bv && b->value) bv = b->value;
@@ -2277,6 +2358,9 @@ bool Tracer::truth(const VTP& v) {
     case VK::Dict: return !v->keys.empty();
     case VK::Tensor:
       throw Unsupported{"data-dependent control flow: a branch on a tensor's value"};
+    case VK::SymInt:  // `if n:` on a size: a guard on n != 0
+      shape_env.set_location(user_location());
+      return shape_env.evaluate(sym::ne(v->sym, sym::Expr(0)));
     case VK::Module: {
       PyTypeObject* tp = Py_TYPE(v->value.get());
       if (tp->tp_as_sequence && tp->tp_as_sequence->sq_length) return module_length(v) > 0;
@@ -2304,6 +2388,13 @@ VTP Tracer::get_iter(const VTP& v) {
     return it;
   }
   if (v->kind == VK::Tensor) {
+    if (is_symbolic(v)) {  // the loop unrolls to the first dim's size: pin it
+      std::vector<sym::Expr> s = sizes_of(v);
+      if (!s.empty() && !s[0].is_const()) {
+        shape_env.set_location(user_location());
+        shape_env.specialize(s[0], "iteration over a tensor");
+      }
+    }
     Obj shape = check(PyObject_GetAttrString(v->fake.get(), "shape"));
     if (PyTuple_Size(shape.get()) == 0) throw Unsupported{"iteration over a 0-d tensor"};
     it->self = v;

@@ -15,6 +15,7 @@
 #include "ignis/aot/fake.h"
 #include "ignis/capture/tracer.h"
 #include "ignis/graph/graph.h"
+#include "ignis/sym/shape_env.h"
 
 namespace ignis::capture {
 
@@ -126,6 +127,10 @@ enum class VK : uint8_t {
   Super,     // super(pytype, self): attribute lookup after pytype in self's MRO
   Autocast,     // an ignis.autocast(...) object made while tracing (value: the object)
   AutocastExit, // its __exit__ inside a traced `with` block (value: the object)
+  Slice,     // a slice with a symbolic bound: items = {start, stop, step} (only then; a
+             // slice of constants is a Const)
+  SymInt,    // a symbolic int (a dynamic size, or arithmetic on sizes): node, sym, hint;
+             // no `value` (a use that needs a real int specializes it: const_value)
 };
 
 struct VT {
@@ -158,6 +163,11 @@ struct VT {
   bool mutated = false;        // a frame container/object changed: replay after the graph
   // GradMode
   bool grad_enabled = false, grad_prev = false, grad_applied = false;
+  // Tensor: symbolic sizes (empty: static shape). SymInt: its expression
+  // and its value at trace time.
+  std::vector<sym::Expr> sym_sizes;
+  sym::Expr sym;
+  int64_t hint = 0;
 
   explicit VT(VK k) : kind(k) {}
 };
@@ -339,6 +349,61 @@ class Tracer {
   bool grad_before_grad_node = true;
   int call_nodes_at_grad_node = -1;
   int inline_depth = 0;
+
+  // --- dynamic shapes (tracer_dynamic.cpp; docs/dynamic_shapes.md) ---
+  sym::ShapeEnv shape_env;
+  std::unordered_map<sym::Expr, int> symbol_reg;   // symbol -> register of its size
+  std::unordered_map<sym::Expr, VTP> symbol_vt;    // symbol -> its placeholder's tracker
+  std::unordered_map<std::string, int> size_reg;   // "L['x'].size()[0]" -> register
+  bool has_symbols() const { return !shape_env.symbols().empty(); }
+  // Which dims of a frame tensor are symbolic (config, marks, frame state);
+  // gives the tracker its symbolic sizes and the guard spec its dynamic dims.
+  void make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSpec& spec);
+  // An int read from the frame that automatic dynamic (or dynamic=True) makes
+  // a symbol: a SymInt tracker with its own placeholder; nullptr to keep it a
+  // constant (guarded by value).
+  VTP dynamic_int(PyObject* value, int reg);
+  graph::Node* lift_int(const VTP& t);  // its placeholder, made at its first use
+  // The size registers of the symbols make_dynamic made for tensor `reg`.
+  void bind_sizes(int reg);
+  struct PendingSize {
+    std::string source;
+    int dim;
+    sym::Expr sym;
+    bool is_new;  // a new symbol (else duck-sized to an existing one)
+  };
+  std::vector<PendingSize> pending_sizes;
+  // The symbolic sizes of a tensor tracker with replacements applied
+  // (constants from the fake when static).
+  std::vector<sym::Expr> sizes_of(const VTP& t);
+  bool is_symbolic(const VTP& t);
+  // A tracker for the int `e` (a constant, or a SymInt with a graph node:
+  // the symbol's placeholder, else `fallback` run to make one).
+  VTP sym_int(sym::Expr e, const VTP& tensor, int64_t dim);
+  VTP size_of(const VTP& t, int64_t dim);       // x.size(d), x.shape[d]
+  VTP shape_of(const VTP& t);                   // x.shape, x.size(): an ignis.Size tracker
+  VTP numel_of(const VTP& t);
+  // Arithmetic and comparisons with a SymInt operand; nullptr when the
+  // operation is not one on ints (the caller specializes).
+  VTP sym_binary(const char* name, const VTP& a, const VTP& b);
+  VTP sym_compare(const char* name, const VTP& a, const VTP& b);
+  int64_t specialize(const VTP& v, const std::string& why);
+  // Placeholders for the symbols of a tensor input, before its own.
+  void lift_symbols(const VTP& t);
+  // After a call recorded at `node` with results `result`: the outputs'
+  // symbolic sizes by the op's rule, or the inputs specialized.
+  void propagate_shapes(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
+                        const std::vector<std::pair<std::string, VTP>>& kwargs, const VTP& result);
+  // The shape guards, once tracing is over (guards.h check_shapes).
+  void finish_shape_guards();
+  // slice(start, stop, step) from trackers: a Slice tracker when a bound is a
+  // SymInt, else a constant slice (throws Unsupported for other bounds).
+  VTP make_slice(std::vector<VTP> parts);
+  // Appends ops computing the int `e` from the size registers (Python's
+  // operators on the symbols' values); false for an expression it cannot
+  // spell (a comparison), with nothing appended.
+  bool emit_sym(sym::Expr e, ValueProgram& prog);
+  std::string user_location();                  // "file:line" of the current instruction
 };
 
 // IGNIS_LOGS=bytecode: the disassembly of `code` (original frames, resume functions).

@@ -142,6 +142,14 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
   switch (v->kind) {
     case VK::Null: prog.push_back(ValueOp{ValueOp::Null}); return;
     case VK::Const: push_const(v->value.get()); return;
+    case VK::SymInt:  // an int the frame goes on with: computed from the sizes at run time
+      if (emit_sym(shape_env.replace(v->sym), prog)) return;
+      [[fallthrough]];
+    case VK::Slice: {  // else its value, guarded
+      Obj n = const_value(v);
+      push_const(n.get());
+      return;
+    }
     case VK::Tensor: {
       for (size_t i = 0; i < outputs.size(); ++i) {
         if (outputs[i].get() == v.get() || (v->node && outputs[i]->node.get() == v->node.get())) {
@@ -330,7 +338,10 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
   std::vector<VTP> kept;
   std::vector<Obj> kept_examples;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->node->users().empty()) {
+    // A symbol's placeholder stays while the symbol does (torch keeps them:
+    // they bind the sizes the tensors' types name).
+    bool live_symbol = inputs[i]->kind == VK::SymInt && shape_env.replace(inputs[i]->sym) == inputs[i]->sym;
+    if (inputs[i]->node->users().empty() && !live_symbol) {
       ir->erase_node(inputs[i]->node.get());
       inputs[i]->node = nullptr;
       continue;
@@ -509,6 +520,7 @@ void Tracer::finish_return(const VTP& value) {
   entry_->plan.graph_fn = fn.release();
   entry_->plan.program = std::move(prog);
   entry_->plan.exit.kind = PlanExit::Return;
+  finish_shape_guards();
   log_guards(*entry_);
 }
 
@@ -665,6 +677,7 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   exit.grad_mode_on_error = grad_mode_on_error;
   entry_->plan.exit = exit;
   exit.kwnames = exit.name = exit.resume = exit.resume_jump = nullptr;  // owned by the plan now
+  finish_shape_guards();
   log_guards(*entry_);
   return true;
 }

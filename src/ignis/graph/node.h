@@ -17,6 +17,7 @@
 
 #include "ignis/core/intrusive_ptr.h"
 #include "ignis/core/tensor.h"
+#include "ignis/sym/expr.h"
 
 namespace ignis {
 class OpHandle;
@@ -202,8 +203,9 @@ bool nondeterministic_by_name(const std::string& name);
 // ---------------------------------------------------------------------------
 // Metadata
 // ---------------------------------------------------------------------------
-// Sizes and strides are plain ints for now; symbolic sizes will replace the
-// element type (an int or a symbol) without changing the structure.
+// Sizes and strides are ints: the values at trace time (the hints, for a
+// graph with dynamic shapes). A graph traced with symbolic sizes also keeps
+// their symbolic form beside them (docs/dynamic_shapes.md).
 using SymInt = int64_t;
 
 struct TensorMeta {
@@ -211,11 +213,16 @@ struct TensorMeta {
   std::vector<SymInt> strides;
   ScalarType dtype = ScalarType::Float32;
   Device device;
+  // The symbolic sizes and strides (constants where static); empty when the
+  // tensor's shape is static. Printed instead of `sizes` ("f32[s77, 3]").
+  std::vector<sym::Expr> sym_sizes;
+  std::vector<sym::Expr> sym_strides;
 
   static TensorMeta of(const Tensor& t);
   bool operator==(const TensorMeta& o) const {
     return sizes == o.sizes && strides == o.strides && dtype == o.dtype &&
-           device.type == o.device.type && device.index == o.device.index;
+           device.type == o.device.type && device.index == o.device.index &&
+           sym_sizes == o.sym_sizes && sym_strides == o.sym_strides;
   }
 };
 
@@ -231,6 +238,9 @@ struct NodeMeta {
   // several); empty when unknown.
   std::vector<TensorMeta> tensors;
   bool tuple_output = false;  // tensors describe a tuple's elements
+  // A node whose value is a symbolic int (a placeholder `s77`, `s77 * 2`):
+  // its expression, printed "Sym(2*s77)". Undefined for other nodes.
+  sym::Expr sym_value;
   // The call wrote one of its arguments although its target does not say so
   // (F.relu(x, inplace=True); capture saw the argument's version change):
   // a side effect, which DCE keeps and CSE does not merge.

@@ -2,6 +2,8 @@
 // (CodeGen._gen_python_code) and tabulate's "simple" format.
 #include "ignis/graph/printer.h"
 
+#include "ignis/sym/print.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -400,6 +402,11 @@ class CodeGen {
     return qualified;
   }
   std::string annotation(const Node* n) const {
+    if (o_.verbose) {
+      std::string v = verbose_type(*n);
+      if (!v.empty()) return ": \"" + v + "\"";
+      if (n->op() != OpKind::Placeholder && n->op() != OpKind::Output) return "";
+    }
     return n->type_repr.empty() ? "" : " : " + alias(n->type_repr);
   }
   // A global for a target the code cannot name directly.
@@ -497,6 +504,26 @@ class CodeGen {
 };
 
 }  // namespace
+
+std::string verbose_type(const Node& n) {
+  const NodeMeta& m = n.meta();
+  if (m.sym_value.defined()) return "Sym(" + sym::str(m.sym_value) + ")";
+  if (m.tensors.size() != 1 || m.tuple_output) return "";
+  const TensorMeta& t = m.tensors[0];
+  static const std::pair<const char*, const char*> abbr[] = {
+      {"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"},
+      {"int64", "i64"},   {"int32", "i32"},   {"int16", "i16"},   {"int8", "i8"},
+      {"uint8", "u8"},    {"bool", "b8"},     {"complex64", "c64"}, {"complex128", "c128"}};
+  std::string d = dtype_name(t.dtype);
+  for (const auto& [name, a] : abbr)
+    if (d == name) d = a;
+  std::string s = d + "[";
+  for (size_t i = 0; i < t.sizes.size(); ++i) {
+    if (i) s += ", ";
+    s += i < t.sym_sizes.size() ? sym::str(t.sym_sizes[i]) : std::to_string(t.sizes[i]);
+  }
+  return s + "]";
+}
 
 PythonCode python_code(const Graph& g, const CodeOptions& opts) { return CodeGen(g, opts).run(); }
 

@@ -36,7 +36,14 @@ struct CodeOptions {
   // whose code imports ignis under another name passes that name.
   std::string module_alias = "ignis";
   std::string fn_name = "forward";
+  // print_readable's form: each value annotated with torch's type string
+  // ("f32[s77, 3]", "Sym(2*s77)") instead of the Python type.
+  bool verbose = false;
 };
+
+// torch's type string of a node's value for print_readable: "f32[s77, 3]"
+// (symbolic sizes where the node has them), "Sym(2*s77)"; empty when unknown.
+std::string verbose_type(const Node& n);
 
 // A global the generated code refers to: its name and the target it stands
 // for (a foreign callable, or a dispatcher op).

@@ -830,16 +830,18 @@ PyObject* graph_str(PyObject* self) {
 }
 
 PyObject* graph_python_code(PyObject* self, PyObject* args, PyObject* kw) {
-  static const char* kwlist[] = {"root_module", "module_alias", nullptr};
+  static const char* kwlist[] = {"root_module", "module_alias", "verbose", nullptr};
   const char* root = "self";
   const char* alias = "ignis";
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|ss:_python_code", const_cast<char**>(kwlist), &root,
-                                   &alias))
+  int verbose = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|ssp:_python_code", const_cast<char**>(kwlist), &root,
+                                   &alias, &verbose))
     return nullptr;
   IGNIS_PY_BEGIN
   CodeOptions o;
   o.root_module = root;
   o.module_alias = alias;
+  o.verbose = verbose != 0;
   PythonCode pc = python_code(graph_of(self), o);
   Ref globals(PyDict_New());
   for (const CodeGlobal& g : pc.globals) {

@@ -54,6 +54,13 @@ void hash_meta(Hasher& h, const TensorMeta& m) {
   h.u8(static_cast<uint8_t>(m.dtype));
   h.u8(static_cast<uint8_t>(m.device.type));
   h.i64(m.device.index);
+  // A symbolic shape is part of what the graph means (f32[s0, 3] is not f32[4, 3]).
+  // (Static metas hash as before.)
+  if (m.sym_sizes.empty()) return;
+  h.i64(static_cast<int64_t>(m.sym_sizes.size()));
+  for (const sym::Expr& e : m.sym_sizes) h.i64(static_cast<int64_t>(e.stable_hash()));
+  h.i64(static_cast<int64_t>(m.sym_strides.size()));
+  for (const sym::Expr& e : m.sym_strides) h.i64(static_cast<int64_t>(e.stable_hash()));
 }
 
 // Contents of a CPU tensor, element by element in logical order.
@@ -147,6 +154,7 @@ std::string structural_hash(const Graph& g) {
       h.i64(static_cast<int64_t>(m.tensors.size()));
       h.u8(m.tuple_output);
       for (const TensorMeta& t : m.tensors) hash_meta(h, t);
+      if (m.sym_value.defined()) h.i64(static_cast<int64_t>(m.sym_value.stable_hash()));
       h.text(n->type_repr);
     }
   }

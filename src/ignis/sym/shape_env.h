@@ -1,0 +1,123 @@
+// ShapeEnv: the symbolic sizes of one trace and the facts the trace relied on.
+//
+// Dynamic shapes (docs/dynamic_shapes.md) trace a frame once for many sizes:
+// a tensor size that varies becomes a symbol (s77 for L['x'].size()[0]) whose
+// value at trace time, its *hint*, decides every question the trace asks
+// about it. Each decision that the symbols' ranges do not prove is recorded
+// as a guard, so the captured graph is reused only for sizes that would have
+// traced the same way (torch's ShapeEnv, without sympy):
+//
+//   - evaluate(cond) decides a relation with the hints and records it;
+//     a relation on one symbol (s0 <= 8, 8 < s0) narrows that symbol's range
+//     instead, as torch's value ranges do, and prints as "2 <= src <= 8";
+//   - Eq(s1, s0) replaces s1 by s0 from then on; Eq(s0, 5) specialises s0
+//     (replaced by 5, guarded src == 5);
+//   - sizes 0 and 1 never get symbols (the caller keeps them static), so a
+//     symbol's range starts at [2, inf), and "2 <= src" is always guarded.
+//
+// Symbol names follow torch 2.13: s<id> where id is sha256(source) % 100,
+// probing upwards when taken; the caller computes the preferred id (this
+// module is Python-free and has no sha256). Duck sizing, torch's default: a
+// new size whose value equals an existing symbol's hint reuses that symbol
+// and guards the two sources equal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ignis/sym/eval.h"
+#include "ignis/sym/expr.h"
+
+namespace ignis::sym {
+
+class ShapeEnv {
+ public:
+  static constexpr int64_t kNoUpper = std::numeric_limits<int64_t>::max();
+
+  struct Symbol {
+    Expr sym;             // the size_var, range [2, inf)
+    std::string source;   // where its value is read: "L['x'].size()[0]"
+    int64_t hint = 0;     // its value at trace time
+    int64_t lo = 2;       // the range guards narrowed it to
+    int64_t hi = kNoUpper;
+  };
+  // Another source whose size the trace took equal to a symbol (duck sizing).
+  struct SourceEquality {
+    std::string source;
+    Expr expr;
+  };
+
+  // IGNIS_LOGS=dynamic lines ("create_symbol s77 = 4 for L['x'].size()[0] [2, int_oo]").
+  using Logger = std::function<void(const std::string&)>;
+  void set_logger(Logger log) { log_ = std::move(log); }
+  // Appended to each log line: where in user code the event happened.
+  void set_location(std::string where) { where_ = std::move(where); }
+
+  // The symbol for a size `hint` (>= 2) read from `source`. `preferred_id`
+  // is torch's sha256(source) % 100. With `duck`, an existing symbol with the
+  // same hint is returned (and the source guarded equal to it).
+  Expr create_symbol(int64_t hint, const std::string& source, int preferred_id, bool duck = true);
+
+  // e with the replacements applied, simplified.
+  Expr replace(Expr e) const;
+  // Whether e still depends on a symbol after the replacements.
+  bool is_symbolic(Expr e) const;
+  // e's value at the hints.
+  int64_t hint_of(Expr e) const;
+  // The hints of every symbol (for eval).
+  const Bindings& hints() const { return hints_; }
+
+  // Decides the relation `cond` (a comparison) at the hints and returns it.
+  // Unless the symbols' ranges already decide it, the outcome (cond or its
+  // negation) becomes a guard. `why` is logged.
+  bool evaluate(Expr cond);
+  // Guards e == its hint, replaces e's symbol when e is one, and returns the
+  // hint: what a use that needs a real int does (range(), an index, a call
+  // that takes no symbols). `why` names that use in the log.
+  int64_t specialize(Expr e, const std::string& why);
+  // a == b for sizes that must match (broadcast, cat): evaluates Eq(a, b),
+  // which then replaces one symbol by the other. False when they differ at
+  // the hints (the caller's fake run would have failed).
+  bool expect_equal(Expr a, Expr b);
+
+  const std::vector<Symbol>& symbols() const { return symbols_; }
+  const Symbol* symbol_info(Expr sym) const;
+  const std::vector<SourceEquality>& source_equalities() const { return equalities_; }
+  // Relations over two or more symbols (one-symbol ones narrow ranges).
+  const std::vector<Expr>& relations() const { return relations_; }
+  // Every guard in torch's words, over sources, in a fixed order: source
+  // equalities, relations, then each symbol's range ("2 <= L['x'].size()[0]",
+  // "2 <= L['x'].size()[0] <= 8", "L['x'].size()[0] == 5" when specialised).
+  std::vector<std::string> guard_strs() const;
+  // e printed with each symbol spelt as its source.
+  std::string source_str(Expr e) const;
+  // A symbol's range guard in torch's words, for source text `src`.
+  static std::string range_str(const Symbol& s, const std::string& src);
+
+ private:
+  void log(const std::string& msg) const;
+  static std::string log_str(Expr g);
+  void add_replacement(Expr sym, Expr value);
+  // Narrows the range of the one symbol of a linear `cond`; false when cond
+  // is not of that form.
+  bool narrow(Expr cond);
+  // cond decided by the current ranges: 1 true, 0 false, -1 unknown.
+  int known(Expr cond) const;
+
+  std::vector<Symbol> symbols_;
+  std::unordered_map<Expr, size_t> index_of_;  // symbol -> symbols_ index
+  std::unordered_set<int> ids_;
+  std::vector<SourceEquality> equalities_;
+  std::vector<Expr> relations_;
+  std::unordered_map<Expr, Expr> replacements_;
+  Bindings hints_;
+  Logger log_;
+  std::string where_;
+};
+
+}  // namespace ignis::sym
