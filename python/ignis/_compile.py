@@ -83,7 +83,13 @@ def _per_size(backend):
             key = tuple(args[i] for i in sym_at)
             _dynamic_log("specializing the graph for " +
                          ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
-            fn = backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at], **kwargs)
+            from ._inductor import config as inductor_config
+            prev = inductor_config._compiling_symbolic_capture
+            inductor_config._compiling_symbolic_capture = True  # size-generic code (compiler.md)
+            try:
+                fn = backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at], **kwargs)
+            finally:
+                inductor_config._compiling_symbolic_capture = prev
             compiled[key] = fn
             return fn
 

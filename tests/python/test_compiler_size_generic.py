@@ -323,3 +323,22 @@ def test_cuda_block_at_many_sizes_compiles_once_forward_and_backward():
             if i > 0:
                 assert metrics.library_compiled == 0, rows
     ignis.compiler.reset()
+
+
+def test_a_dynamic_capture_compiles_size_generic_code_on_the_cpu():
+    """Automatic dynamic (capture) + per-size AOT + size-generic kernels: the
+    sizes after the recompile that made the batch symbolic load the library
+    the first of them compiled."""
+    def f(x, w):
+        return (x @ w).relu().softmax(-1).sum(0) * 2.0
+
+    g = ignis.compile(f)
+    w = ignis.randn(16, 8)
+    metrics.reset()
+    for n in (5, 7, 9, 11, 13):
+        x = ignis.randn(n, 16)
+        np.testing.assert_allclose(g(x, w).numpy(), f(x, w).numpy(), rtol=1e-5, atol=1e-5)
+    # 5: static; 7: the dynamic graph's first size (its generic library);
+    # 9, 11, 13: that library again.
+    assert metrics.library_reused >= 3, (metrics.library_compiled, metrics.library_reused)
+    assert config.size_generic == "auto" and not config._compiling_symbolic_capture
