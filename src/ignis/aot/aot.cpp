@@ -191,6 +191,37 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     arg_values.emplace_back(a);
     r.inputs.push_back(InputInfo{r.joint && autograd::requires_grad(a), false, -1});
   }
+  // An input that is an autograd view of another input (t4 = buf[:, :]
+  // returned by an earlier graph, then passed in beside buf) is made the same
+  // kind of view of that input's fake: a write into the base inside the graph
+  // (buf[-1].copy_(a[0])) then gives the view the base's history, as eager's
+  // autograd does; as two unrelated fakes, t4 * t1 took no gradient to a
+  // (fuzz seed 78888: wrong gradients).
+  // Such a view is written back through its base (one storage): it gets no
+  // write-back of its own, which would write into a view of a leaf.
+  std::vector<bool> view_of_input(inputs.size(), false);
+  if (opt.fake && r.joint) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const autograd::AutogradMeta* m = autograd::get_meta(inputs[i].to_tensor());
+      if (!m || !m->is_view_ || r.inputs[i].duplicate_of >= 0) continue;
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        if (j == i || r.inputs[j].duplicate_of >= 0 || !m->base_.is_same(inputs[j].to_tensor()))
+          continue;
+        args[i].impl()->share_version_counter(args[j].impl()->shared_version_counter());
+        autograd::set_view_of(args[i], args[j], m->no_grad_view_);
+        view_of_input[i] = true;
+        break;
+      }
+    }
+  }
+  // The gradients of the inputs are those reaching their edges as they are
+  // now: a view input whose base the graph writes (even under no_grad)
+  // regenerates its history at the write, but what read it before still
+  // leads to the edge it had (fuzz seed 71758: t11 = t1 * s, then
+  // a.mul_(0.9) under no_grad, with t1 = a[:, -1] an input).
+  std::vector<autograd::Edge> input_edges;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (r.inputs[i].requires_grad) input_edges.push_back(autograd::gradient_edge(args[i]));
   std::vector<Value> results;
   Value returned;
   std::vector<Tensor> outs;
@@ -220,11 +251,14 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
       // An autograd view is remade from its own base when that is an input
-      // (inputs may share storage).
+      // (inputs may share storage); an input returned as it is stays itself.
       if (const autograd::AutogradMeta* m = autograd::get_meta(o);
           info.aliased_input >= 0 && m && m->is_view_)
         for (size_t i = 0; i < args.size(); ++i)
           if (m->base_.is_same(args[i])) info.aliased_input = static_cast<int>(i);
+      for (size_t i = 0; i < args.size(); ++i)
+        if (o.is_same(args[i]) && r.inputs[i].duplicate_of < 0)
+          info.aliased_input = static_cast<int>(i);
       // A view of an input is remade by the runtime (schema.h): no tangent;
       // unless the view or the input overlaps itself (as_strided could not
       // remake it with the right gradient): then it stays the node's output.
@@ -255,7 +289,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     static OpRef copy("copy_");
     std::vector<size_t> written_by_runtime;
     for (size_t i = 0; i < args.size(); ++i) {
-      if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0) continue;
+      if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0 || view_of_input[i]) continue;
       r.inputs[i].mutated = true;
       // The fakes start as leaves: history on one came from a write.
       if (r.joint && !autograd::is_leaf(args[i])) {
@@ -293,7 +327,8 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
 
     // 4. The backward.
     if (r.joint) {
-      autograd::tensor_list roots, tangents, primals;
+      autograd::tensor_list roots, tangents;
+      std::vector<autograd::Edge> primals;
       Node* first_body = nullptr;
       for (Node* n : g.nodes())
         if (n->op() != graph::OpKind::Placeholder) {
@@ -317,7 +352,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       std::vector<size_t> grad_index;  // primal -> position in `primals`
       for (size_t i = 0; i < args.size(); ++i) {
         grad_index.push_back(primals.size());
-        if (r.inputs[i].requires_grad) primals.push_back(args[i]);
+        if (r.inputs[i].requires_grad) primals.push_back(input_edges[primals.size()]);
       }
       autograd::tensor_list grads;
       if (!roots.empty() && !primals.empty()) {
