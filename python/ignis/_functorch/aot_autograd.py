@@ -213,6 +213,10 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                if a >= 0 and not req and j in user]
     kind = info["output_kind"]
     output_views = [(j, a, how) for j, a, how in info.get("output_views", ()) if j in user_set]
+    # Views of inputs that the function wrote after making them: made before
+    # the graph's writes, so that they are stale as eager's (schema.h).
+    early_views = {j: geom for j, *geom in info.get("views_made_before_writes", ())}
+    early_views = [(j, i, how, early_views[j]) for j, i, how in aliases if j in early_views]
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like
@@ -220,6 +224,11 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     enable_grad = ignis.enable_grad
 
     def run(*args):
+        early = {}
+        if early_views and (enables_grad or _C.is_grad_enabled()):
+            for j, i, how, (size, stride, offset) in early_views:
+                with enable_grad() if how == _ALIAS_VIEW else no_grad():
+                    early[j] = args[i].as_strided(size, stride, offset)
         with no_grad():
             res = compiled_fw(*args)
         fw_outs = list(res[:k])
@@ -292,6 +301,9 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
             o, base = returned[j], args[i]
             if o is base:
                 fw_outs[j] = base
+                continue
+            if j in early:
+                fw_outs[j] = early[j]
                 continue
             if how == _ALIAS_NONE:  # e.g. detach(): no autograd relation to the input
                 base = base.detach()

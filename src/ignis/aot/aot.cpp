@@ -280,6 +280,15 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         info.alias_kind = alias_kind(
             o, info.aliased_input >= 0 ? args[info.aliased_input] : outs[info.aliased_output],
             differentiable);
+      if (const autograd::AutogradMeta* m = autograd::get_meta(o);
+          r.joint && remade && info.aliased_input >= 0 && !o.is_same(args[info.aliased_input]) &&
+          info.alias_kind != AliasKind::None && m && m->is_view_ && m->version_ &&
+          m->version_->value() != m->view_version_) {
+        info.made_before_write = true;
+        info.view_sizes = o.sizes().vec();
+        info.view_strides = o.strides().vec();
+        info.view_offset = o.storage_offset();
+      }
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }

@@ -81,6 +81,14 @@ struct OutputInfo {
   // that kind of view (alias_kind) of the other output, so that a later
   // write into t2 rebases t3's history as eager's autograd does.
   int aliased_output = -1;
+  // A view of an input (remade by the runtime) whose input the function
+  // wrote after making it: eager's view is stale then (its history is
+  // regenerated from the base's when next used, and a no-grad view refuses
+  // that), so the runtime makes it before the graph's writes, with this
+  // geometry (a view made after them would be fresh).
+  bool made_before_write = false;
+  std::vector<int64_t> view_sizes, view_strides;
+  int64_t view_offset = 0;
 };
 
 // A tensor eager's formulas save that the program holds: input `index`
