@@ -198,8 +198,17 @@ def _eager_saved_inputs(joint, info):
 _ALIAS_NONE, _ALIAS_VIEW, _ALIAS_NO_GRAD_VIEW = 0, 1, 2
 
 
+def _inputs_without_gradient(joint, num_fwd_outputs):
+    """Positions of the inputs the joint graph gives no gradient (a None
+    among its grad_primals): the compiled node takes no edge to them, as
+    eager's ops never asked for one (asking regenerates a stale view's
+    history, and a stale no-grad view refuses that)."""
+    out = next(n for n in joint.graph.nodes if n.op == "output").args[0]
+    return {i for i, g in enumerate(out[num_fwd_outputs:]) if g is None}
+
+
 def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
-                           saved_tangents, grad_tangents, eager_saved):
+                           saved_tangents, grad_tangents, eager_saved, no_edge=frozenset()):
     outputs = info["outputs"]
     k = len(outputs)
     tangent_mask = [req for req, *_ in outputs]
@@ -287,7 +296,8 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                          for g, deps in zip(compiled_bw(*saved, *tangents), grad_tangents))
 
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
-        record("CompiledFunctionBackward", backward, list(args), fw_outs, non_diff)
+        record("CompiledFunctionBackward", backward,
+               [None if i in no_edge else a for i, a in enumerate(args)], fw_outs, non_diff)
         # Writes with history: the input takes the compiled node's output
         # through copy_, so its grad_fn leads into the graph as eager's
         # in-place op would.
@@ -410,7 +420,8 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
         runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
-                                         saved_tangents, grad_tangents, eager_saved)
+                                         saved_tangents, grad_tangents, eager_saved,
+                                         _inputs_without_gradient(traced, k))
         return _guard_duplicates(runtime, info, gm.forward)
 
     backend._ignis_aot = True
