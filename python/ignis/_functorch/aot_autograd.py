@@ -226,6 +226,8 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     # the graph's writes, so that they are stale as eager's (schema.h).
     early_views = {j: geom for j, *geom in info.get("views_made_before_writes", ())}
     early_views = [(j, i, how, early_views[j]) for j, i, how in aliases if j in early_views]
+    # No-grad views of values the user cannot reach otherwise (schema.h).
+    no_grad_views = [j for j in info.get("no_grad_view_outputs", ()) if j in user_set]
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like
@@ -327,6 +329,10 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                 base = base.detach()
             with enable_grad() if how == _ALIAS_VIEW else no_grad():
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
+        for j in no_grad_views:
+            with no_grad():
+                o = fw_outs[j]
+                fw_outs[j] = o.as_strided(o.shape, o.stride(), o.storage_offset())
         for i, deps in eager_saved:
             j = i - len(args)
             t = args[i] if j < 0 else fw_outs[j] if j < len(fw_outs) and j in user_set else None

@@ -87,6 +87,11 @@ struct OutputInfo {
   // that), so the runtime makes it before the graph's writes, with this
   // geometry (a view made after them would be fresh).
   bool made_before_write = false;
+  // A joint graph's output that is a no-grad view (Note [No-grad views]) of
+  // a value that is neither an input nor an output: the runtime returns it as
+  // a no-grad view of the node's output, so that it requires grad, takes no
+  // gradient, and refuses an in-place op with grad mode on, as eager's does.
+  bool no_grad_view = false;
   std::vector<int64_t> view_sizes, view_strides;
   int64_t view_offset = 0;
 };
