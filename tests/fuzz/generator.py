@@ -11,7 +11,8 @@ them: a value's shape is a tuple over 'R', 'C' and 1 (R, C are a's sizes,
 which vary between calls), e.g. ('R', 'C'), ('R', 1), ('C',), ().
 `a` and `b` are (R, C) floats that may require grad; `buf` is (R, C) and
 never requires grad (it is mutated in place and by index assignment); `k` is
-a small Python int.
+a small Python int. Statement kinds are KINDS (the first random stream) and
+EXTRA_KINDS (a second one, so that leaving them out gives the older programs).
 """
 import random
 
