@@ -347,6 +347,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
           first_body = n;
           break;
         }
+      size_t num_tangents = 0;
       for (size_t k = 0; k < outs.size(); ++k) {
         if (!r.outputs[k].requires_grad) continue;
         const Tensor& o = outs[k];
@@ -354,10 +355,13 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
                                         o.user_device())
                             : OpRef("ones_like").tensor(o);
         g.set_insert_point(first_body);
-        Node* ph = g.placeholder("tangents_" + std::to_string(tangents.size() + 1));
+        Node* ph = g.placeholder("tangents_" + std::to_string(++num_tangents));
         g.set_insert_point(nullptr);
         ph->meta().tensors = {graph::TensorMeta::of(t)};
         tr.bind(t, ph);
+        // A no-grad view has no gradient edge: its gradient goes nowhere, as
+        // eager's does (its tangent stays unused).
+        if (r.outputs[k].no_grad_view) continue;
         roots.push_back(o);
         tangents.push_back(t);
       }
