@@ -214,7 +214,9 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     tangent_mask = [req for req, *_ in outputs]
     # The function's own outputs come first; after them, the new values of
     # inputs whose writes have autograd history (written here, schema.h).
-    user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
+    # (Intermediates that outputs view are returned too, for the runtime.)
+    hidden = set(info.get("intermediate_bases", ()))
+    user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0 and i not in hidden]
     user_set = set(user)
     writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
     # Views of inputs without a tangent are remade here (schema.h).
@@ -255,9 +257,10 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # An output that is an input gets its own tensor object (sharing data),
         # so that the input keeps its history; one that is a view (made under
         # the no_grad above) gets one that is no view: the compiled node is its
-        # history.
-        fw_outs = [o.detach() if o._is_view or any(o is a for a in args) else o
-                   for o in fw_outs]
+        # history; so does an intermediate base, which may be the very tensor
+        # of an output that views it (remade from it below).
+        fw_outs = [o.detach() if o._is_view or j in hidden or any(o is a for a in args) else o
+                   for j, o in enumerate(fw_outs)]
 
         if writes:
             # A saved value of an input written below is its old value (the

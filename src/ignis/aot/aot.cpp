@@ -295,6 +295,48 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
     }
+    // Outputs viewing one intermediate that is not returned: that base is
+    // returned after them and they are remade from it (schema.h).
+    if (r.joint) {
+      const size_t num_user = outs.size();
+      for (size_t k = 0; k < num_user; ++k) {
+        auto base_of = [&](size_t j) -> const autograd::AutogradMeta* {
+          const autograd::AutogradMeta* m = autograd::get_meta(outs[j]);
+          const OutputInfo& oi = r.outputs[j];
+          if (!m || !m->is_view_ || oi.aliased_input >= 0 || oi.aliased_output >= 0 ||
+              self_overlapping(outs[j]) || self_overlapping(m->base_))
+            return nullptr;
+          for (size_t i = 0; i < outs.size(); ++i)
+            if (m->base_.is_same(outs[i])) return nullptr;  // a returned base
+          for (const Tensor& a : args)
+            if (m->base_.is_same(a)) return nullptr;
+          return m;
+        };
+        const autograd::AutogradMeta* mk = base_of(k);
+        if (!mk) continue;
+        std::vector<size_t> group{k};
+        for (size_t j = k + 1; j < num_user; ++j)
+          if (const autograd::AutogradMeta* mj = base_of(j); mj && mj->base_.is_same(mk->base_))
+            group.push_back(j);
+        if (group.size() < 2) continue;
+        const Tensor base = mk->base_;
+        OutputInfo bi;
+        bi.requires_grad = autograd::requires_grad(base) && is_floating_tensor(base);
+        bi.intermediate_base = true;
+        const int b = static_cast<int>(outs.size());
+        r.outputs.push_back(bi);
+        outs.push_back(base);
+        results.push_back(tr.value_of(base));
+        for (size_t j : group) {
+          OutputInfo& oi = r.outputs[j];
+          bool differentiable = oi.requires_grad || oi.no_grad_view;
+          oi.aliased_output = b;
+          oi.alias_kind = alias_kind(outs[j], base, differentiable);
+          oi.requires_grad = false;
+          oi.no_grad_view = false;
+        }
+      }
+    }
 
     // 3. Mutated inputs: one write-back each, at the end of the forward;
     // a new value with autograd history is an output instead (schema.h).

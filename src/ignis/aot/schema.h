@@ -92,6 +92,13 @@ struct OutputInfo {
   // a no-grad view of the node's output, so that it requires grad, takes no
   // gradient, and refuses an in-place op with grad mode on, as eager's does.
   bool no_grad_view = false;
+  // Not one of the function's outputs: the intermediate that two or more of
+  // them view (t10 = t7.unsqueeze(0), w = t10[:, :], t7 not returned). The
+  // graph returns it after the function's outputs, and the runtime remakes
+  // those views from it (aliased_output), so that a write through one of
+  // them later rebases the others' history, as eager's views of t7 do
+  // (torch's outputs aliasing an intermediate).
+  bool intermediate_base = false;
   std::vector<int64_t> view_sizes, view_strides;
   int64_t view_offset = 0;
 };
