@@ -11,7 +11,8 @@ them: a value's shape is a tuple over 'R', 'C' and 1 (R, C are a's sizes,
 which vary between calls), e.g. ('R', 'C'), ('R', 1), ('C',), ().
 `a` and `b` are (R, C) floats that may require grad; `buf` is (R, C) and
 never requires grad (it is mutated in place and by index assignment); `k` is
-a small Python int.
+a small Python int. Statement kinds are KINDS (the first random stream) and
+EXTRA_KINDS (a second one, so that leaving them out gives the older programs).
 """
 import random
 
@@ -33,6 +34,28 @@ KINDS = {"assign": 6, "inplace": 2, "buf": 1, "branch": 1, "loop": 1, "print": 1
          "helper": 1, "closure": 0.4, "container": 1, "global": 1, "no_grad": 1, "py_int": 1,
          "raise": 0.5, "input_nograd": 0.7, "comprehension": 0.7, "nonlocal": 0.3,
          "unpack": 0.7, "meta_branch": 1}
+
+# Kinds drawn from a second random stream (`Gen.r2`): before each top-level statement,
+# one of them is added with probability EXTRA_RATE. The first stream never sees them, so
+# leaving all of them out (`--skip view_write,view_stale,grad_nest`) gives exactly the
+# programs of the generator before they existed (the campaigns up to seed 80999 in
+# docs/fuzzing.md).
+# - view_write: an in-place op through a view (a row, a column, a transpose's row, a
+#   slice), on an intermediate with grad mode on, under no_grad (also on a view of `a` or
+#   `b`, leaves that require grad), or through a `.detach()` alias;
+# - view_stale: a view taken, then its base written (under no_grad for `a`, `b`), often
+#   across a graph break, then the view used: its history follows the write;
+# - grad_nest: `enable_grad()` inside `no_grad()`, or `set_grad_enabled(<data or k>)`,
+#   around ordinary statements.
+EXTRA_KINDS = {"view_write": 1, "view_stale": 1, "grad_nest": 0.6}
+EXTRA_RATE = 0.15
+# A view of a 2-D value: (text after the value, its symbolic shape from (R, C)).
+VIEWS_2D = [("[0]", lambda s: (s[1],)), ("[:, -1]", lambda s: (s[0],)),
+            (".t()[1]", lambda s: (s[0],)), ("[1:]", lambda s: s), ("[:, :]", lambda s: s),
+            (".t()", lambda s: (s[1], s[0])), (".narrow(1, 0, 1)", lambda s: (s[0], 1)),
+            (".unsqueeze(0).squeeze(0)", lambda s: s)]
+VIEW_WRITES = ["mul_(0.5)", "add_(1.0)", "clamp_(max=1.0)", "zero_()", "neg_()", "fill_(k)",
+               "sub_(0.25)"]
 
 HELPERS = [
     # (name, source); every helper maps tensors of one shape (broadcasting) to that shape
@@ -90,6 +113,8 @@ class Gen:
         # features: names of statement kinds to leave out (KINDS), and "grad" for calls
         # that never require grad
         self.off = set(features or ())
+        self.r2 = random.Random(seed * 1000003 + 7)  # EXTRA_KINDS only
+        self.extra = {k: w for k, w in EXTRA_KINDS.items() if k not in self.off}
         self.n = 0
         self.helpers = set()
         self.globals_used = set()
@@ -267,8 +292,61 @@ class Gen:
             e2 = (f"{e1[0]} * 2", e1[1], None)
         return e1, e2
 
+    def extra_step(self, lines, ind, pool):
+        """One statement of EXTRA_KINDS, every choice from self.r2."""
+        r = self.r2
+        kind = r.choices(list(self.extra), list(self.extra.values()))[0]
+        twod = [v for v in pool if len(v[1]) == 2 and 1 not in v[1]]
+        if kind in ("view_write", "view_stale") and not twod:
+            return
+        if kind == "view_write":
+            x, s, base = r.choice(twod)
+            view = r.choice(VIEWS_2D)[0]
+            op = r.choice(VIEW_WRITES)
+            leaf = x in ("a", "b") or base in ("a", "b")
+            how = r.choice(["no_grad", "detach"] + ([] if leaf else ["grad", "grad"]))
+            if how == "no_grad":
+                lines += [f"{ind}with torch.no_grad():", f"{ind}    {x}{view}.{op}"]
+            elif how == "detach":
+                lines.append(f"{ind}{x}.detach(){view}.{op}")
+            else:
+                lines.append(f"{ind}{x}{view}.{op}")
+        elif kind == "view_stale":
+            x, s, base = r.choice(twod)
+            view, shape = r.choice(VIEWS_2D)
+            v = self.fresh("w")
+            lines.append(f"{ind}{v} = {x}{view}")
+            if r.random() < 0.5:  # a graph break: the view is an input of the next graph
+                lines.append(f"{ind}print('w', {v}.shape, bool({x}.sum() > 0))")
+            write = r.choice(["mul_(0.9)", "add_(0.1)", "clamp_(max=1.5)", "[0].mul_(2)",
+                              ("[-1].copy_(b[0])" if x != "b" else "[-1].copy_(a[0])")
+                              if s == RC else "[:, 0].zero_()"])
+            write = write if write.startswith("[") else "." + write
+            leaf = x in ("a", "b") or base in ("a", "b")
+            if leaf or r.random() < 0.4:
+                lines += [f"{ind}with torch.no_grad():", f"{ind}    {x}{write}"]
+            else:
+                lines.append(f"{ind}{x}{write}")
+            t = self.fresh()
+            lines.append(f"{ind}{t} = {v} * {r.choice(['2.0', 'k', '-0.5'])} + 1")
+            pool.append((t, shape(s), None))
+        else:  # grad_nest
+            x, s, _ = r.choice(pool)
+            t1, t2 = self.fresh(), self.fresh()
+            if r.random() < 0.5:
+                lines += [f"{ind}with torch.no_grad():", f"{ind}    {t1} = {x} * 2",
+                          f"{ind}    with torch.enable_grad():",
+                          f"{ind}        {t2} = ({t1} + {x}).sin()"]
+            else:
+                cond = r.choice(["k > 2", f"bool({x}.sum() > 0)", "False"])
+                lines += [f"{ind}with torch.set_grad_enabled({cond}):",
+                          f"{ind}    {t1} = {x} * 2", f"{ind}    {t2} = ({t1} + {x}).sin()"]
+            pool += [(t1, s, None), (t2, s, None)]
+
     def step(self, lines, ind, pool, depth):
         r = self.r
+        if depth == 0 and self.extra and self.r2.random() < EXTRA_RATE:
+            self.extra_step(lines, ind, pool)
         kind = r.choices(*zip(*[(k, w) for k, w in KINDS.items() if k not in self.off]))[0]
         if depth >= 2 and kind in ("branch", "loop", "closure", "no_grad"):
             kind = "assign"

@@ -929,3 +929,32 @@ def test_an_overload_named_by_a_python_keyword_prints_and_runs():
         warnings.simplefilter("error")  # no fallback to eager
         r = ignis.compile(f, backend="aot_eager")(x)
     assert bool(((r >= 0) & (r < 10)).all()) and bool((r == x).all())
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_no_grad_view_of_an_intermediate_output_is_one(backend):
+    # Fuzz seed 98612: t3 made under no_grad from t2 (an intermediate that
+    # requires grad) leaves the graph at the break before t3[-1].mul_(2). It
+    # came back as a plain output with history (mul_ ran, eager raises); and
+    # as a root of the trace's backward it had no edge, so AOT fell back to
+    # running the graph eagerly. It is now a no-grad view of the node's output.
+    import warnings
+
+    def f(a, buf):
+        t2 = ignis.minimum(buf, a)
+        with ignis.no_grad():
+            t3 = t2[:, :]
+        t3[-1].mul_(2)
+        return t3
+
+    def outcome(fn):
+        a = ignis.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+        try:
+            fn(a, ignis.zeros(3, 4))
+        except RuntimeError as e:
+            return "no_grad mode" in str(e)
+        return "ran"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to running the graph eagerly
+        assert outcome(ignis.compile(f, backend=backend)) == outcome(f) is True

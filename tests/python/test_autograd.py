@@ -678,6 +678,23 @@ def test_a_result_written_in_place_raises_at_backward_as_in_torch(name, fn):
     assert outcome(ignis) == outcome(torch)
 
 
+@pytest.mark.skipif(torch is None, reason="needs torch")
+def test_as_strided_reads_only_its_inputs_geometry_at_backward():
+    # Fuzz seed 74448: as_strided's formula read its saved input with a version
+    # check, so writing the input after the view was made raised at backward;
+    # torch saves only the geometry (the AOT runtime remakes views with as_strided).
+    def outcome(m):
+        a = m.tensor(np.linspace(0.5, 2.0, 12).reshape(3, 4), requires_grad=True)
+        x = a * 1.0
+        v = x.as_strided((2, 4), (4, 1), 4)
+        y = v * m.tensor(np.arange(8.0).reshape(2, 4))
+        x.mul_(3)  # after y read v through as_strided's node
+        y.sum().backward()
+        return a.grad.numpy().copy()
+
+    np.testing.assert_allclose(outcome(ignis), outcome(torch), rtol=1e-6)
+
+
 def _no_grad_view_cases(m):
     """What a view made under no_grad does afterwards, as comparable data."""
     out = {}

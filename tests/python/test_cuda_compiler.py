@@ -348,16 +348,20 @@ def test_random_ops_run_as_externs_with_eagers_numbers():
     def f(x):
         return F.dropout(ignis.exp(x) * 2, 0.5, training=True) + 1
     # The compiled dropout draws its mask through the decomposition's random
-    # op, not eager dropout's own call (so its numbers differ from eager's on
-    # either device); CUDA's random kernels give the CPU's numbers, so the
-    # graph compiled for the GPU equals the one compiled for the CPU.
+    # op, which gives eager dropout's numbers (Note [Uniform floats are
+    # dropout's numbers], kernels/cpu/fill.cpp); CUDA's random kernels give
+    # the CPU's numbers, so the graph compiled for the GPU equals the one
+    # compiled for the CPU, and both equal eager.
     x = _randn(16, 40)
     ignis.manual_seed(5)
     want, _ = compile_and_count(f, x.cpu())
     ignis.manual_seed(5)
+    eager = f(x)
+    ignis.manual_seed(5)
     got, kernels = compile_and_count(f, x)
     assert kernels >= 1 and got.device.type == "cuda"
     close(got, want, rtol=1e-6)
+    close(got, eager, rtol=1e-6)
     kept = _np(got) != 1
     assert 0.35 < kept.mean() < 0.65
 

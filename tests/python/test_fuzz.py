@@ -54,11 +54,21 @@ def test_fuzz_sample(backend, sample, tmp_path):
                     f"{Path(path).read_text()}")
 
 
+# Programs of the torch sample where torch's eager mode is the odd one out
+# (docs/fuzzing.md, "Known differences"): seed -> why.
+TORCH_QUIRKS = {
+    151: "torch raises 'a leaf Variable ... in-place' on an in-place op on a view whose base "
+         "gained history after the view was made, unless the view's grad_fn was read first",
+}
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_fuzz_eager_against_torch(tmp_path):
     # Eager ignis, the oracle of the samples above, against torch's eager mode
     # (--backend torch), every statement kind, grads included.
     failures = fuzz("torch", 300, 0, out=tmp_path, log=lambda *a: None)
+    failures = {cat: kept for cat, items in failures.items()
+                if (kept := [(s, p) for s, p in items if s not in TORCH_QUIRKS])}
     if failures:
         cat, items = sorted(failures.items())[0]
         s, path = items[0]

@@ -336,6 +336,49 @@ def test_compiled_random_ops_match_eager():
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_uniform_floats_draw_dropouts_numbers(dtype):
+    """rand (float precision) takes four elements from one Philox block, as the
+    dropout kernel does (Note [Uniform floats are dropout's numbers]): after
+    one seed, rand(n) < 1 - p is dropout's mask, and both move the generator
+    by the same count. dropout on float64 still draws float-precision numbers."""
+    x = ignis.randn(7, 9, dtype=getattr(ignis, dtype))
+    for p in (0.1, 0.5, 0.8):
+        ignis.manual_seed(11)
+        out, mask = ignis.native_dropout(x, p, True)
+        after_dropout = arr(ignis.rand(5))
+        ignis.manual_seed(11)
+        u = ignis.rand(7, 9)
+        after_rand = arr(ignis.rand(5))
+        np.testing.assert_array_equal(arr(mask), arr(u < 1 - p))
+        np.testing.assert_array_equal(after_dropout, after_rand)
+        np.testing.assert_array_equal(arr(out), arr(ignis.where(u < 1 - p, x * (1 / (1 - p)), 0.0)))
+
+
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager_decomp_partition", "aot_eager"])
+def test_compiled_dropout_gives_eagers_mask(backend):
+    """A compiled dropout (decomposed into rand < 1 - p) gives eager's mask and
+    values for the same manual_seed, forward and backward, and leaves the
+    generator where eager's leaves it."""
+    def f(x, w):
+        h = F.dropout(ignis.tanh(x @ w), 0.3, training=True)
+        return F.dropout(h * 2 + 1, 0.5, training=True).sum(1)
+
+    x = ignis.randn(6, 10)
+    w = ignis.randn(10, 13, requires_grad=True)
+    runs = []
+    for fn in (f, ignis.compile(f, backend=backend)):
+        w.grad = None
+        ignis.manual_seed(3)
+        out = fn(x, w)
+        out.sum().backward()
+        runs.append((arr(out), arr(w.grad), arr(ignis.rand(3))))
+    (want, want_grad, want_next), (got, got_grad, got_next) = runs
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got_next, want_next)
+
+
 def test_ignis_random_module():
     import ignis.random as R
     assert R.manual_seed(4) is ignis.default_generator is R.default_generator

@@ -198,14 +198,25 @@ def _eager_saved_inputs(joint, info):
 _ALIAS_NONE, _ALIAS_VIEW, _ALIAS_NO_GRAD_VIEW = 0, 1, 2
 
 
+def _inputs_without_gradient(joint, num_fwd_outputs):
+    """Positions of the inputs the joint graph gives no gradient (a None
+    among its grad_primals): the compiled node takes no edge to them, as
+    eager's ops never asked for one (asking regenerates a stale view's
+    history, and a stale no-grad view refuses that)."""
+    out = next(n for n in joint.graph.nodes if n.op == "output").args[0]
+    return {i for i, g in enumerate(out[num_fwd_outputs:]) if g is None}
+
+
 def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
-                           saved_tangents, grad_tangents, eager_saved):
+                           saved_tangents, grad_tangents, eager_saved, no_edge=frozenset()):
     outputs = info["outputs"]
     k = len(outputs)
     tangent_mask = [req for req, *_ in outputs]
     # The function's own outputs come first; after them, the new values of
     # inputs whose writes have autograd history (written here, schema.h).
-    user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0]
+    # (Intermediates that outputs view are returned too, for the runtime.)
+    hidden = set(info.get("intermediate_bases", ()))
+    user = [i for i, (_, _, _, m) in enumerate(outputs) if m < 0 and i not in hidden]
     user_set = set(user)
     writes = [(j, m) for j, (_, _, _, m) in enumerate(outputs) if m >= 0]
     # Views of inputs without a tangent are remade here (schema.h).
@@ -213,6 +224,12 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                if a >= 0 and not req and j in user]
     kind = info["output_kind"]
     output_views = [(j, a, how) for j, a, how in info.get("output_views", ()) if j in user_set]
+    # Views of inputs that the function wrote after making them: made before
+    # the graph's writes, so that they are stale as eager's (schema.h).
+    early_views = {j: geom for j, *geom in info.get("views_made_before_writes", ())}
+    early_views = [(j, i, how, early_views[j]) for j, i, how in aliases if j in early_views]
+    # No-grad views of values the user cannot reach otherwise (schema.h).
+    no_grad_views = [j for j in info.get("no_grad_view_outputs", ()) if j in user_set]
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like
@@ -220,6 +237,11 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     enable_grad = ignis.enable_grad
 
     def run(*args):
+        early = {}
+        if early_views and (enables_grad or _C.is_grad_enabled()):
+            for j, i, how, (size, stride, offset) in early_views:
+                with enable_grad() if how == _ALIAS_VIEW else no_grad():
+                    early[j] = args[i].as_strided(size, stride, offset)
         with no_grad():
             res = compiled_fw(*args)
         fw_outs = list(res[:k])
@@ -235,9 +257,10 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # An output that is an input gets its own tensor object (sharing data),
         # so that the input keeps its history; one that is a view (made under
         # the no_grad above) gets one that is no view: the compiled node is its
-        # history.
-        fw_outs = [o.detach() if o._is_view or any(o is a for a in args) else o
-                   for o in fw_outs]
+        # history; so does an intermediate base, which may be the very tensor
+        # of an output that views it (remade from it below).
+        fw_outs = [o.detach() if o._is_view or j in hidden or any(o is a for a in args) else o
+                   for j, o in enumerate(fw_outs)]
 
         if writes:
             # A saved value of an input written below is its old value (the
@@ -278,7 +301,8 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                          for g, deps in zip(compiled_bw(*saved, *tangents), grad_tangents))
 
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
-        record("CompiledFunctionBackward", backward, list(args), fw_outs, non_diff)
+        record("CompiledFunctionBackward", backward,
+               [None if i in no_edge else a for i, a in enumerate(args)], fw_outs, non_diff)
         # Writes with history: the input takes the compiled node's output
         # through copy_, so its grad_fn leads into the graph as eager's
         # in-place op would.
@@ -293,6 +317,9 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
             if o is base:
                 fw_outs[j] = base
                 continue
+            if j in early:
+                fw_outs[j] = early[j]
+                continue
             if how == _ALIAS_NONE:  # e.g. detach(): no autograd relation to the input
                 base = base.detach()
             with enable_grad() if how == _ALIAS_VIEW else no_grad():
@@ -305,6 +332,10 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                 base = base.detach()
             with enable_grad() if how == _ALIAS_VIEW else no_grad():
                 fw_outs[j] = base.as_strided(o.shape, o.stride(), o.storage_offset())
+        for j in no_grad_views:
+            with no_grad():
+                o = fw_outs[j]
+                fw_outs[j] = o.as_strided(o.shape, o.stride(), o.storage_offset())
         for i, deps in eager_saved:
             j = i - len(args)
             t = args[i] if j < 0 else fw_outs[j] if j < len(fw_outs) and j in user_set else None
@@ -398,7 +429,8 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
         runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
-                                         saved_tangents, grad_tangents, eager_saved)
+                                         saved_tangents, grad_tangents, eager_saved,
+                                         _inputs_without_gradient(traced, k))
         return _guard_duplicates(runtime, info, gm.forward)
 
     backend._ignis_aot = True

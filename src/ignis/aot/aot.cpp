@@ -191,6 +191,37 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     arg_values.emplace_back(a);
     r.inputs.push_back(InputInfo{r.joint && autograd::requires_grad(a), false, -1});
   }
+  // An input that is an autograd view of another input (t4 = buf[:, :]
+  // returned by an earlier graph, then passed in beside buf) is made the same
+  // kind of view of that input's fake: a write into the base inside the graph
+  // (buf[-1].copy_(a[0])) then gives the view the base's history, as eager's
+  // autograd does; as two unrelated fakes, t4 * t1 took no gradient to a
+  // (fuzz seed 78888: wrong gradients).
+  // Such a view is written back through its base (one storage): it gets no
+  // write-back of its own, which would write into a view of a leaf.
+  std::vector<bool> view_of_input(inputs.size(), false);
+  if (opt.fake && r.joint) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const autograd::AutogradMeta* m = autograd::get_meta(inputs[i].to_tensor());
+      if (!m || !m->is_view_ || r.inputs[i].duplicate_of >= 0) continue;
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        if (j == i || r.inputs[j].duplicate_of >= 0 || !m->base_.is_same(inputs[j].to_tensor()))
+          continue;
+        args[i].impl()->share_version_counter(args[j].impl()->shared_version_counter());
+        autograd::set_view_of(args[i], args[j], m->no_grad_view_);
+        view_of_input[i] = true;
+        break;
+      }
+    }
+  }
+  // The gradients of the inputs are those reaching their edges as they are
+  // now: a view input whose base the graph writes (even under no_grad)
+  // regenerates its history at the write, but what read it before still
+  // leads to the edge it had (fuzz seed 71758: t11 = t1 * s, then
+  // a.mul_(0.9) under no_grad, with t1 = a[:, -1] an input).
+  std::vector<autograd::Edge> input_edges;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (r.inputs[i].requires_grad) input_edges.push_back(autograd::gradient_edge(args[i]));
   std::vector<Value> results;
   Value returned;
   std::vector<Tensor> outs;
@@ -220,11 +251,14 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
       // An autograd view is remade from its own base when that is an input
-      // (inputs may share storage).
+      // (inputs may share storage); an input returned as it is stays itself.
       if (const autograd::AutogradMeta* m = autograd::get_meta(o);
           info.aliased_input >= 0 && m && m->is_view_)
         for (size_t i = 0; i < args.size(); ++i)
           if (m->base_.is_same(args[i])) info.aliased_input = static_cast<int>(i);
+      for (size_t i = 0; i < args.size(); ++i)
+        if (o.is_same(args[i]) && r.inputs[i].duplicate_of < 0)
+          info.aliased_input = static_cast<int>(i);
       // A view of an input is remade by the runtime (schema.h): no tangent;
       // unless the view or the input overlaps itself (as_strided could not
       // remake it with the right gradient): then it stays the node's output.
@@ -242,12 +276,66 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
             break;
           }
       info.requires_grad = differentiable && !remade;
+      if (const autograd::AutogradMeta* m = autograd::get_meta(o);
+          r.joint && !remade && info.aliased_input < 0 && m && m->is_view_ && m->no_grad_view_)
+        info.no_grad_view = true;
       if (r.joint && remade)
         info.alias_kind = alias_kind(
             o, info.aliased_input >= 0 ? args[info.aliased_input] : outs[info.aliased_output],
             differentiable);
+      if (const autograd::AutogradMeta* m = autograd::get_meta(o);
+          r.joint && remade && info.aliased_input >= 0 && !o.is_same(args[info.aliased_input]) &&
+          info.alias_kind != AliasKind::None && m && m->is_view_ && m->version_ &&
+          m->version_->value() != m->view_version_) {
+        info.made_before_write = true;
+        info.view_sizes = o.sizes().vec();
+        info.view_strides = o.strides().vec();
+        info.view_offset = o.storage_offset();
+      }
       r.outputs.push_back(info);
       results.push_back(tr.value_of(o));
+    }
+    // Outputs viewing one intermediate that is not returned: that base is
+    // returned after them and they are remade from it (schema.h).
+    if (r.joint) {
+      const size_t num_user = outs.size();
+      for (size_t k = 0; k < num_user; ++k) {
+        auto base_of = [&](size_t j) -> const autograd::AutogradMeta* {
+          const autograd::AutogradMeta* m = autograd::get_meta(outs[j]);
+          const OutputInfo& oi = r.outputs[j];
+          if (!m || !m->is_view_ || oi.aliased_input >= 0 || oi.aliased_output >= 0 ||
+              self_overlapping(outs[j]) || self_overlapping(m->base_))
+            return nullptr;
+          for (size_t i = 0; i < outs.size(); ++i)
+            if (m->base_.is_same(outs[i])) return nullptr;  // a returned base
+          for (const Tensor& a : args)
+            if (m->base_.is_same(a)) return nullptr;
+          return m;
+        };
+        const autograd::AutogradMeta* mk = base_of(k);
+        if (!mk) continue;
+        std::vector<size_t> group{k};
+        for (size_t j = k + 1; j < num_user; ++j)
+          if (const autograd::AutogradMeta* mj = base_of(j); mj && mj->base_.is_same(mk->base_))
+            group.push_back(j);
+        if (group.size() < 2) continue;
+        const Tensor base = mk->base_;
+        OutputInfo bi;
+        bi.requires_grad = autograd::requires_grad(base) && is_floating_tensor(base);
+        bi.intermediate_base = true;
+        const int b = static_cast<int>(outs.size());
+        r.outputs.push_back(bi);
+        outs.push_back(base);
+        results.push_back(tr.value_of(base));
+        for (size_t j : group) {
+          OutputInfo& oi = r.outputs[j];
+          bool differentiable = oi.requires_grad || oi.no_grad_view;
+          oi.aliased_output = b;
+          oi.alias_kind = alias_kind(outs[j], base, differentiable);
+          oi.requires_grad = false;
+          oi.no_grad_view = false;
+        }
+      }
     }
 
     // 3. Mutated inputs: one write-back each, at the end of the forward;
@@ -255,7 +343,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     static OpRef copy("copy_");
     std::vector<size_t> written_by_runtime;
     for (size_t i = 0; i < args.size(); ++i) {
-      if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0) continue;
+      if (!tr.written(args[i]) || r.inputs[i].duplicate_of >= 0 || view_of_input[i]) continue;
       r.inputs[i].mutated = true;
       // The fakes start as leaves: history on one came from a write.
       if (r.joint && !autograd::is_leaf(args[i])) {
@@ -293,13 +381,15 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
 
     // 4. The backward.
     if (r.joint) {
-      autograd::tensor_list roots, tangents, primals;
+      autograd::tensor_list roots, tangents;
+      std::vector<autograd::Edge> primals;
       Node* first_body = nullptr;
       for (Node* n : g.nodes())
         if (n->op() != graph::OpKind::Placeholder) {
           first_body = n;
           break;
         }
+      size_t num_tangents = 0;
       for (size_t k = 0; k < outs.size(); ++k) {
         if (!r.outputs[k].requires_grad) continue;
         const Tensor& o = outs[k];
@@ -307,17 +397,20 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
                                         o.user_device())
                             : OpRef("ones_like").tensor(o);
         g.set_insert_point(first_body);
-        Node* ph = g.placeholder("tangents_" + std::to_string(tangents.size() + 1));
+        Node* ph = g.placeholder("tangents_" + std::to_string(++num_tangents));
         g.set_insert_point(nullptr);
         ph->meta().tensors = {graph::TensorMeta::of(t)};
         tr.bind(t, ph);
+        // A no-grad view has no gradient edge: its gradient goes nowhere, as
+        // eager's does (its tangent stays unused).
+        if (r.outputs[k].no_grad_view) continue;
         roots.push_back(o);
         tangents.push_back(t);
       }
       std::vector<size_t> grad_index;  // primal -> position in `primals`
       for (size_t i = 0; i < args.size(); ++i) {
         grad_index.push_back(primals.size());
-        if (r.inputs[i].requires_grad) primals.push_back(args[i]);
+        if (r.inputs[i].requires_grad) primals.push_back(input_edges[primals.size()]);
       }
       autograd::tensor_list grads;
       if (!roots.empty() && !primals.empty()) {

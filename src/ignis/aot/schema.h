@@ -81,6 +81,26 @@ struct OutputInfo {
   // that kind of view (alias_kind) of the other output, so that a later
   // write into t2 rebases t3's history as eager's autograd does.
   int aliased_output = -1;
+  // A view of an input (remade by the runtime) whose input the function
+  // wrote after making it: eager's view is stale then (its history is
+  // regenerated from the base's when next used, and a no-grad view refuses
+  // that), so the runtime makes it before the graph's writes, with this
+  // geometry (a view made after them would be fresh).
+  bool made_before_write = false;
+  // A joint graph's output that is a no-grad view (Note [No-grad views]) of
+  // a value that is neither an input nor an output: the runtime returns it as
+  // a no-grad view of the node's output, so that it requires grad, takes no
+  // gradient, and refuses an in-place op with grad mode on, as eager's does.
+  bool no_grad_view = false;
+  // Not one of the function's outputs: the intermediate that two or more of
+  // them view (t10 = t7.unsqueeze(0), w = t10[:, :], t7 not returned). The
+  // graph returns it after the function's outputs, and the runtime remakes
+  // those views from it (aliased_output), so that a write through one of
+  // them later rebases the others' history, as eager's views of t7 do
+  // (torch's outputs aliasing an intermediate).
+  bool intermediate_base = false;
+  std::vector<int64_t> view_sizes, view_strides;
+  int64_t view_offset = 0;
 };
 
 // A tensor eager's formulas save that the program holds: input `index`

@@ -194,23 +194,16 @@ void notify_checked(const Tensor& saved) {
   if (t_observer && saved.defined()) t_observer->checked(saved, t_node_grads ? *t_node_grads : kNone);
 }
 
-tensor_list grad(const tensor_list& outputs, const tensor_list& grads, const tensor_list& inputs,
-                 const BackwardOptions& opt) {
+tensor_list grad(const tensor_list& outputs, const tensor_list& grads,
+                 const std::vector<Edge>& input_edges, const BackwardOptions& opt) {
   std::vector<Edge> roots;
   tensor_list root_grads;
   check_roots(outputs, grads, root_grads, roots);
   GraphTask task;
-  std::vector<Edge> input_edges;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    IGNIS_CHECK(requires_grad(t), "One of the differentiated Tensors does not require grad");
-    Edge e = gradient_edge(t);
-    input_edges.push_back(e);
-    task.captures.push_back(Capture{e.fn.get(), e.input_nr});
-  }
-  task.captured.resize(inputs.size());
+  for (const Edge& e : input_edges) task.captures.push_back(Capture{e.fn.get(), e.input_nr});
+  task.captured.resize(input_edges.size());
   run(task, roots, root_grads, opt);
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < input_edges.size(); ++i) {
     IGNIS_CHECK(task.captured[i].defined() || opt.allow_unused,
                 "One of the differentiated Tensors appears to not have been used in the graph. "
                 "Set allow_unused=True if this is the desired behavior.");
@@ -218,6 +211,16 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& grads, const ten
       task.captured[i] = detach(task.captured[i]);
   }
   return task.captured;
+}
+
+tensor_list grad(const tensor_list& outputs, const tensor_list& grads, const tensor_list& inputs,
+                 const BackwardOptions& opt) {
+  std::vector<Edge> input_edges;
+  for (const Tensor& t : inputs) {
+    IGNIS_CHECK(requires_grad(t), "One of the differentiated Tensors does not require grad");
+    input_edges.push_back(gradient_edge(t));
+  }
+  return grad(outputs, grads, input_edges, opt);
 }
 
 }  // namespace ignis::autograd

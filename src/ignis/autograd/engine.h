@@ -21,6 +21,13 @@ void backward(const tensor_list& outputs, const tensor_list& grads, const Backwa
 tensor_list grad(const tensor_list& outputs, const tensor_list& grads, const tensor_list& inputs,
                  const BackwardOptions& opt);
 
+// grad() into gradient edges taken earlier: the AOT trace takes its inputs'
+// edges before the traced function runs, because a view input's edge changes
+// when its base is written in place (a stale view regenerates its history),
+// while the ops that read it before the write recorded the edge it had then.
+tensor_list grad(const tensor_list& outputs, const tensor_list& grads,
+                 const std::vector<Edge>& input_edges, const BackwardOptions& opt);
+
 // Sees every saved tensor a backward node's formula reads (checks the
 // version of) on this thread, with the gradients the node was called with. The AOT trace records with it which
 // inputs and outputs eager's formulas save, and which gradients reach the

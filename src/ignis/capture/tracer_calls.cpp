@@ -509,8 +509,30 @@ void set_tensor_meta(graph::Node* n, PyObject* fake) {
 
 }  // namespace
 
+// A no-grad view read from the frame (made under no_grad, perhaps by an
+// earlier graph's runtime) stays one on its fake: a view of its base's fake,
+// sharing its version counter, and stale when the real one is. So what eager
+// refuses on it (an in-place op with grad mode on, a use with grad after its
+// base was written while requiring grad) raises on the fakes too, and the
+// graph breaks before that op, after the side effects traced before it
+// (fuzz seed 80029: a global increment lost when the graph raised instead).
+static void mirror_no_grad_view(aot::FakeTensorMode& mode, const Tensor& real, const Tensor& fake) {
+  const autograd::AutogradMeta* m = autograd::get_meta(real);
+  if (!m || !m->is_view_ || !m->no_grad_view_ || !m->base_.defined() || real.is_same(m->base_))
+    return;
+  if (const autograd::AutogradMeta* fm = autograd::get_meta(fake); fm && fm->is_view_) return;
+  Tensor base = mode.from_tensor(m->base_);
+  fake.impl()->share_version_counter(base.impl()->shared_version_counter());
+  autograd::set_view_of(fake, base, /*no_grad=*/true);
+  if (m->version_ && m->version_->value() != m->view_version_)  // stale: stays stale
+    autograd::get_meta(fake)->view_version_ = ~uint64_t(0);
+}
+
 Obj Tracer::fake_of(PyObject* real) {
-  return check(py::wrap(fake_mode.from_tensor(py::unwrap(real))));
+  const Tensor& r = py::unwrap(real);
+  Tensor f = fake_mode.from_tensor(r);
+  mirror_no_grad_view(fake_mode, r, f);
+  return check(py::wrap(f));
 }
 
 const graph::Target& Tracer::target_of(PyObject* fn) {

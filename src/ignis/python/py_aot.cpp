@@ -9,6 +9,9 @@
 //        "outputs": [(requires_grad, aliased_input, alias_kind, mutated_input)],
 //        "output_views": [(output, the output it views, alias_kind)],
 //        "eager_saved": [(input or output position, [gradient node names])],
+//        "views_made_before_writes": [(output, sizes, strides, storage offset)],
+//        "no_grad_view_outputs": [output],
+//        "intermediate_bases": [output] (returned for the runtime, not the user's),
 //        (alias_kind: aot::AliasKind as an int: 0 none, 1 view, 2 no-grad view)
 //        "output_kind": str}.
 #include "ignis/aot/aot.h"
@@ -111,6 +114,30 @@ PyObject* info_of(const aot::TracedGraph& t) {
                           static_cast<int>(o.alias_kind)));
     if (!e.p || PyList_Append(out_views.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
+  PyRef stale(PyList_New(0));  // (output, sizes, strides, offset)
+  for (size_t k = 0; k < t.outputs.size(); ++k) {
+    const aot::OutputInfo& o = t.outputs[k];
+    if (!o.made_before_write) continue;
+    PyRef sizes(PyList_New(0)), strides(PyList_New(0));
+    for (int64_t v : o.view_sizes) {
+      PyRef n(PyLong_FromLongLong(v));
+      if (!n.p || PyList_Append(sizes.p, n.p) < 0) throw PythonErrorAlreadySet{};
+    }
+    for (int64_t v : o.view_strides) {
+      PyRef n(PyLong_FromLongLong(v));
+      if (!n.p || PyList_Append(strides.p, n.p) < 0) throw PythonErrorAlreadySet{};
+    }
+    PyRef e(Py_BuildValue("(nOOL)", static_cast<Py_ssize_t>(k), sizes.p, strides.p,
+                          static_cast<long long>(o.view_offset)));
+    if (!e.p || PyList_Append(stale.p, e.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  PyRef no_grad_views(PyList_New(0)), bases(PyList_New(0));  // outputs
+  for (size_t k = 0; k < t.outputs.size(); ++k) {
+    if (!t.outputs[k].no_grad_view && !t.outputs[k].intermediate_base) continue;
+    PyRef n(PyLong_FromSsize_t(static_cast<Py_ssize_t>(k)));
+    PyObject* list = t.outputs[k].no_grad_view ? no_grad_views.p : bases.p;
+    if (!n.p || PyList_Append(list, n.p) < 0) throw PythonErrorAlreadySet{};
+  }
   PyRef saved(PyList_New(0));
   for (const aot::EagerSaved& e : t.eager_saved) {
     PyRef names(PyList_New(0));
@@ -121,9 +148,12 @@ PyObject* info_of(const aot::TracedGraph& t) {
     PyRef item(Py_BuildValue("(iO)", e.index, names.p));
     if (!item.p || PyList_Append(saved.p, item.p) < 0) throw PythonErrorAlreadySet{};
   }
-  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O,s:O}", "joint", t.joint ? Py_True : Py_False,
-                       "inputs", ins.p, "outputs", outs.p, "output_kind", kind, "constants",
-                       consts.p, "eager_saved", saved.p, "output_views", out_views.p);
+  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "joint",
+                       t.joint ? Py_True : Py_False, "inputs", ins.p, "outputs", outs.p,
+                       "output_kind", kind, "constants", consts.p, "eager_saved", saved.p,
+                       "output_views", out_views.p, "views_made_before_writes", stale.p,
+                       "no_grad_view_outputs", no_grad_views.p, "intermediate_bases",
+                       bases.p);
 }
 
 PyObject* traced_result(aot::TracedGraph t) {

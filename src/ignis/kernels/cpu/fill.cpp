@@ -124,18 +124,31 @@ void fill_eye(const Tensor& t) {
   generate(t, [=](int64_t i, auto) { return (i / m == i % m) ? 1 : 0; });
 }
 
+// Note [Uniform floats are dropout's numbers]
+// native_dropout (ops/nn.cpp) and the float-precision uniform fill (rand,
+// rand_like, uniform_ on float32 and 16-bit tensors) both take element i
+// from word i % 4 of Philox block offset + i / 4 and reserve ceil(n / 4)
+// blocks. So the decomposed dropout of a compiled graph (rand(shape) < 1 - p,
+// ops/decomp/nn.cpp) draws eager dropout's mask for the same seed, and
+// leaves the generator where eager's leaves it. Double precision takes two
+// words, so one block per element. CUDA's kernels number them alike
+// (kernels/cuda/random_kernels.cpp).
 void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
-  auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
+  const bool wide = t.dtype() == ScalarType::Float64;
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  auto [seed, off] = g.reserve(wide ? n : (n + 3) / 4);
   double range = to - from;
   generate(t, [=](int64_t i, auto tag) {
     uint32_t r[4];
-    Philox::block(seed, off + i, r);
     using S = decltype(tag);
-    if constexpr (std::is_same_v<S, double>) return from + range * Philox::to_double(r[0], r[1]);
-    else {
+    if constexpr (std::is_same_v<S, double>) {
+      Philox::block(seed, off + i, r);
+      return from + range * Philox::to_double(r[0], r[1]);
+    } else {
+      Philox::block(seed, off + static_cast<uint64_t>(i / 4), r);
       // float precision: 24 bits. A value that rounds up to `to` in the
       // output type (often, for 16-bit floats) becomes `from`: [from, to).
-      float u = Philox::to_float(r[0]);
+      float u = Philox::to_float(r[i % 4]);
       double v = from + range * u;
       return static_cast<double>(static_cast<S>(v)) >= to ? from : v;
     }

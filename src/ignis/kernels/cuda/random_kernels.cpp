@@ -69,12 +69,14 @@ __forceinline__ double ig_philox_double(uint32_t a, uint32_t b) {
 template <class T> __forceinline__ void ig_generate(T* out, int64_t n, IgGenParams p) {
   IG_GRID_STRIDE_LOOP(i, n) {
     uint32_t r[4];
-    if (p.kind >= 2) ig_philox(p.seed, p.off + uint64_t(i), r);
+    // UniformFloat: four elements a block, as dropout (Note [Uniform floats are
+    // dropout's numbers], kernels/cpu/fill.cpp).
+    if (p.kind >= 2) ig_philox(p.seed, p.off + uint64_t(p.kind == 2 ? i / 4 : i), r);
     switch (p.kind) {
       case 0: out[i] = ig_convert<T>(p.a + p.b * double(i)); break;
       case 1: out[i] = ig_convert<T>(p.ia + p.ib * i); break;
       case 2: {  // [a, b) in float precision; a value rounding up to b in T becomes a
-        const float u = ig_philox_float(r[0]);
+        const float u = ig_philox_float(r[i % 4]);
         double v = p.a + (p.b - p.a) * u;
         if (double(ig_widen<T>::get(ig_convert<T>(v))) >= p.b) v = p.a;
         out[i] = ig_convert<T>(v);
@@ -181,7 +183,8 @@ GenParams params(Gen kind) {
 // A draw from g: its key and the counters t's elements use, reserved.
 GenParams drawn(Gen kind, const Tensor& t, Generator& g) {
   GenParams p = params(kind);
-  std::tie(p.seed, p.off) = g.reserve(static_cast<uint64_t>(t.numel()));
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  std::tie(p.seed, p.off) = g.reserve(kind == Gen::UniformFloat ? (n + 3) / 4 : n);
   return p;
 }
 

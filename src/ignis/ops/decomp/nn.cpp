@@ -147,9 +147,10 @@ void cosine_similarity(const OpHandle& o, Stack& s) {
 }
 
 // native_dropout(input, p, train) -> (input * mask / (1 - p), mask) with
-// mask = rand < 1 - p: the generator op (rand) is core and random. It
-// draws from the generator differently from the fused kernel, so a traced
-// dropout does not repeat eager's mask for the same seed (as in torch).
+// mask = rand < 1 - p: the generator op (rand) is core and random. It draws
+// the fused kernel's numbers (Note [Uniform floats are dropout's numbers],
+// kernels/cpu/fill.cpp), so a traced dropout repeats eager's mask and values
+// for the same seed (torch.compile's does not).
 void native_dropout(const OpHandle& o, Stack& s) {
   Args a(o, s);
   const Tensor& x = a.tensor(0);

@@ -2,10 +2,10 @@
 
 Seed 78888, shrunk: t4 = buf[:, :] leaves the first graph (a .item() break) as an
 autograd view of buf, and the second graph gets both; it writes a[0] into buf's last
-row, then multiplies the view. The trace makes the two inputs unrelated fakes, so the
-product takes no gradient to a (**wrong gradients**; a known bug, docs/fuzzing.md).
-Tracing the view input as a view of the base's fake fixed this one but broke seed 71758
-(a write into the base under no_grad), so it was taken back.
+row, then multiplies the view. The trace made the two inputs unrelated fakes, so the
+product took no gradient to a (**wrong gradients**). Fixed: an input that is an autograd
+view of another input is traced as that view of the base's fake (and the inputs'
+gradient edges are taken before the trace runs: view_input_base_written_under_no_grad.py).
 
 Run: python3 view_input_of_base_input_written_in_graph.py  (prints the mismatch; exit status 1 while it reproduces).
 Each call gets a, b, buf: (R, C) normal tensors from `seed`, a and b requiring grad
