@@ -5,6 +5,7 @@ switches the frame hook on for the call; see src/ignis/capture/eval_frame.h);
 modules become an OptimizedModule wrapper, as torch._dynamo does.
 """
 import builtins
+import collections
 import functools
 
 from . import compiler as _compiler
@@ -65,11 +66,19 @@ def _with_sizes(gm, sym_at, values):
     return fx.GraphModule({}, g)
 
 
+# Sizes of one dynamic graph whose compiled forms _per_size keeps; the least
+# recently used goes past this (a generation loop over thousands of lengths
+# must not keep thousands of programs; recompiling an evicted size costs the
+# AOT trace and lowering, its size-generic library stays loaded).
+PER_SIZE_CACHE_LIMIT = 64
+
+
 def _per_size(backend):
     """A backend whose stages are concrete (AOT, the compiler), made to take
     graphs with symbolic sizes: their Sym inputs (ints among the example
     inputs) are made constants, and each distinct tuple of sizes compiles
-    the graph once, kept in a small cache keyed by the sizes."""
+    the graph once, kept in a cache keyed by the sizes (the
+    PER_SIZE_CACHE_LIMIT most recently used)."""
     def compile_dynamic(gm, example_inputs, **kwargs):
         sym_at = [i for i, x in enumerate(example_inputs) if type(x) is int]
         if not sym_at:
@@ -77,7 +86,7 @@ def _per_size(backend):
         sym_set = set(sym_at)
         tensor_at = [i for i in range(len(example_inputs)) if i not in sym_set]
         names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-        compiled = {}
+        compiled = collections.OrderedDict()
 
         def compile_for(args):
             key = tuple(args[i] for i in sym_at)
@@ -91,15 +100,21 @@ def _per_size(backend):
             finally:
                 inductor_config._compiling_symbolic_capture = prev
             compiled[key] = fn
+            while len(compiled) > PER_SIZE_CACHE_LIMIT:
+                compiled.popitem(last=False)
             return fn
 
         compile_for(example_inputs)
 
         def run(*args):
-            fn = compiled.get(tuple(args[i] for i in sym_at))
+            key = tuple(args[i] for i in sym_at)
+            fn = compiled.get(key)
             if fn is None:
                 fn = compile_for(args)
+            else:
+                compiled.move_to_end(key)
             return fn(*[args[i] for i in tensor_at])
+        run._ignis_per_size = compiled  # for tests
         return run
     return compile_dynamic
 

@@ -497,3 +497,29 @@ def test_gpt_with_varying_sequence_lengths_trains_as_eager():
     (eager_losses, _), (comp_losses, n_graphs) = runs
     assert n_graphs == 2  # the first length, then one graph for every other
     assert eager_losses == pytest.approx(comp_losses, rel=1e-5, abs=1e-5)
+
+
+def test_the_per_size_compiles_of_a_dynamic_graph_are_bounded(monkeypatch):
+    """aot_eager/inductor compile a dynamic graph once per size and keep the
+    PER_SIZE_CACHE_LIMIT most recently used sizes: an evicted size compiles
+    again, a kept one does not; every result is eager's."""
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_CACHE_LIMIT", 3)
+    sizes_compiled = []
+    with_sizes = comp._with_sizes
+
+    def counting(gm, sym_at, values):
+        sizes_compiled.append(tuple(values))
+        return with_sizes(gm, sym_at, values)
+    monkeypatch.setattr(comp, "_with_sizes", counting)
+
+    def f(x):
+        return (x * 2).sum(0) + x.size(0)
+
+    g = ignis.compile(f, backend="aot_eager")
+    for n in (4, 5, 6, 7, 8, 5, 8):
+        x = ignis.randn(n, 3)
+        np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-6)
+    # 4: the static first trace; 5-8 the dynamic graph's sizes; 5 again was
+    # evicted (the limit keeps 6, 7, 8), 8 was kept.
+    assert sizes_compiled == [(5,), (6,), (7,), (8,), (5,)], sizes_compiled
