@@ -44,7 +44,19 @@ class _Interval:
         return self.end - self.start
 
 
-class FunctionEvent:
+class _Times:
+    """What FunctionEvent and FunctionEventAvg share: the time strings, and
+    device times, which the profiler does not record (module docstring)."""
+
+    device_time_total = self_device_time_total = device_time = 0.0
+    cuda_time_total = self_cuda_time_total = cuda_time = 0.0
+
+    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
+    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
+    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
+
+
+class FunctionEvent(_Times):
     """One timed call: an op, a backward node, a user range or a compiled
     graph/kernel."""
 
@@ -93,21 +105,13 @@ class FunctionEvent:
     def cpu_time(self):
         return self.cpu_time_total
 
-    # No device timeline is recorded (see the module docstring).
-    device_time_total = self_device_time_total = device_time = 0.0
-    cuda_time_total = self_cuda_time_total = cuda_time = 0.0
-
-    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
-    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
-    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
-
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} "
                 f"cpu_time={self.cpu_time_str} self_cpu_time={self.self_cpu_time_total_str} "
                 f"thread={self.thread} input_shapes={self.input_shapes}>")
 
 
-class FunctionEventAvg:
+class FunctionEventAvg(_Times):
     """The events of one key (and input shapes, when grouped by them)
     summed; cpu_time is the mean per call."""
 
@@ -148,13 +152,6 @@ class FunctionEventAvg:
     @property
     def cpu_time(self):
         return self.cpu_time_total / self.count if self.count else 0.0
-
-    device_time_total = self_device_time_total = device_time = 0.0
-    cuda_time_total = self_cuda_time_total = cuda_time = 0.0
-
-    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
-    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
-    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "

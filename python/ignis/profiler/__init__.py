@@ -11,7 +11,6 @@ import socket
 import time
 
 from ..autograd.profiler import _Session, _warn_unrecorded, record_function
-from ..autograd.profiler_util import EventList
 
 __all__ = ["ProfilerAction", "ProfilerActivity", "profile", "record_function", "schedule",
            "supported_activities", "tensorboard_trace_handler"]
