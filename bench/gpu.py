@@ -20,6 +20,17 @@ object (`lib` is `ignis` or `torch`). Rows:
   attn_fwd    scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v
               [8, 12, 512, 64] bfloat16 (GPT-2 small's attention), no_grad
   attn_train  the same forward and its backward (dq, dk, dv from a fixed dout)
+  tiny        50 small pointwise ops (adds, multiplies, sin, cos, relu) on 1024
+              float32 elements, microseconds per call: launch and call overhead
+  compile     the gpt_train model compiled: seconds from a fresh cache to the end of
+              the first training step (cold), and from a new process on that warm
+              cache (warm); a row of the compiled columns only
+
+Columns (--impls): ignis and torch eager; ignis.compile and torch.compile
+(`lib.compile` with its default mode: the model, or the row's function, is
+compiled; the bwd rows compile the forward and time its compiled backward;
+gpt_train's optimizer step stays eager); and the same with
+mode="reduce-overhead" (CUDA graphs): ignis.cg and torch.cg.
 
 Timing: CUDA events on the current stream around `iters` calls, after warm-up;
 the median of several such rounds, in ms per call. Each run also measures, in a
@@ -31,16 +42,18 @@ that copy bandwidth; the GEMM rows (mlp, gpt_*) their FLOP/s (model FLOPs: the
 matrix products, attention counted in full; the attn rows count the causal
 half, 4 B H L^2 D / 2 forward and 2.5 times that backward) as a fraction of that
 bf16 peak.
-The last column is ignis / torch (below 1: ignis faster).
+The ratio columns are ignis / torch (below 1: ignis faster): eager over eager,
+ignis.compile over torch.compile, and ignis.cg over torch.cg.
 
 The first outputs of each row (the result; for gpt_fwd the loss and a corner of
 the logits; for gpt_train the first step's loss and a corner of two gradients)
-are saved by both children and compared with bf16 tolerances (element by
+are saved by every child and compared with torch eager's, with bf16 tolerances (element by
 element for pointwise, softmax, layer_norm and softmax_bwd; the relative
 error of each output as a whole for the GEMM rows and layer_norm_bwd); a difference prints a loud MISMATCH and
 the run exits 1.
 
-    python bench/gpu.py [--rows a,b] [--quick] [--json PATH] [--device cuda|cpu]
+    python bench/gpu.py [--rows a,b] [--impls a,b] [--quick] [--json PATH]
+                        [--device cuda|cpu]
 
 --device cpu --quick runs everything on small sizes on the CPU (the
 benchmark's own test, where there is no GPU). Without CUDA in torch, torch's
@@ -62,8 +75,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
 ROWS = ["pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "mlp", "gpt_fwd",
-        "gpt_train", "attn_fwd", "attn_train"]
-IMPLS = ["ignis", "torch"]
+        "gpt_train", "attn_fwd", "attn_train", "tiny", "compile"]
+# library[.how]: eager, compiled with the default mode, compiled with CUDA graphs.
+IMPLS = ["ignis", "torch", "ignis.compile", "torch.compile", "ignis.cg", "torch.cg"]
+COMPILE_MODES = {"compile": "default", "cg": "reduce-overhead"}
 MEMORY_BOUND = {"pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd"}
 # The ignis-vs-torch check of each row's first outputs: element by element
 # (rtol, atol) for the rows that compute each element the same way; for the
@@ -71,7 +86,7 @@ MEMORY_BOUND = {"pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm
 # thousands of terms), the relative error of each output as a whole,
 # |x - y| / |y| (Frobenius norms), at most this.
 TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2),
-       "softmax_bwd": (2e-2, 1e-3)}
+       "softmax_bwd": (2e-2, 1e-3), "tiny": (1e-4, 1e-5)}
 # layer_norm_bwd's weight and bias gradients are sums over all rows, in
 # other orders (torch's CPU kernel sums them in bfloat16: 2% off a float64
 # reference at --quick sizes, where ignis is 0.25% off).
@@ -92,7 +107,7 @@ def sizes(quick):
 # ---------------------------------------------------------------- child side
 
 def load_lib(impl):
-    if impl == "ignis":
+    if impl.split(".")[0] == "ignis":
         sys.path.insert(0, str(ROOT / "tests" / "python"))
         import _checkout  # noqa: F401  (this checkout's build, when it has one)
         import ignis as lib
@@ -136,9 +151,11 @@ def adamw(lib, model):
                                foreach=True), "foreach"
 
 
-def make_case(row, lib, quick, device):
+def make_case(row, lib, quick, device, wrap=lambda f: f):
     """(call, first, flops, bytes, info): call() runs the row once; first()
-    runs it once and returns the tensors to compare."""
+    runs it once and returns the tensors to compare. `wrap` turns the row's
+    function or model into what is timed (lib.compile for the compiled
+    columns; the identity for eager)."""
     S = sizes(quick)
     rng = np.random.default_rng(0)
     bf16 = lib.bfloat16
@@ -151,30 +168,33 @@ def make_case(row, lib, quick, device):
         m, n = S["pw"]
         x, b, s = t(rng.standard_normal((m, n))), t(rng.standard_normal(n)), \
             t(rng.standard_normal(n))
+        f = wrap(lambda x, b, s: (lib.relu(x + b) * s + lib.tanh(x)).sigmoid())
 
         def call():
-            return (lib.relu(x + b) * s + lib.tanh(x)).sigmoid()
+            return f(x, b, s)
         return call, call, None, 4 * (2 * m * n + 2 * n), {}
     if row == "softmax":
         m, n = S["sm"]
         x = t(rng.standard_normal((m, n)), bf16)
+        f = wrap(lambda x: lib.softmax(x, -1))
 
         def call():
-            return lib.softmax(x, -1)
+            return f(x)
         return call, call, None, 2 * 2 * m * n, {}
     if row == "layer_norm":
         m, n = S["ln"]
         x = t(rng.standard_normal((m, n)), bf16)
         w, b = t(1 + 0.1 * rng.standard_normal(n), bf16), t(0.1 * rng.standard_normal(n), bf16)
+        f = wrap(lambda x, w, b: F.layer_norm(x, (n,), w, b))
 
         def call():
-            return F.layer_norm(x, (n,), w, b)
+            return f(x, w, b)
         return call, call, None, 2 * (2 * m * n + 2 * n), {}
     if row == "softmax_bwd":
         m, n = S["sm"]
         x = t(rng.standard_normal((m, n)), bf16).requires_grad_()
         g = t(rng.standard_normal((m, n)), bf16)
-        y = lib.softmax(x, -1)
+        y = wrap(lambda x: lib.softmax(x, -1))(x)
 
         def call():
             return lib.autograd.grad(y, x, g, retain_graph=True)[0]
@@ -185,7 +205,7 @@ def make_case(row, lib, quick, device):
         w = t(1 + 0.1 * rng.standard_normal(n), bf16).requires_grad_()
         b = t(0.1 * rng.standard_normal(n), bf16).requires_grad_()
         g = t(rng.standard_normal((m, n)), bf16)
-        y = F.layer_norm(x, (n,), w, b)
+        y = wrap(lambda x, w, b: F.layer_norm(x, (n,), w, b))(x, w, b)
 
         def call():
             return lib.autograd.grad(y, (x, w, b), g, retain_graph=True)
@@ -195,7 +215,7 @@ def make_case(row, lib, quick, device):
         nn = lib.nn
         model = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, d))
         set_params(lib, model)
-        model = model.to(device=device, dtype=bf16)
+        model = wrap(model.to(device=device, dtype=bf16))
         x = t(rng.standard_normal((m, d)), bf16)
 
         def call():
@@ -208,9 +228,10 @@ def make_case(row, lib, quick, device):
         tgt = lib.from_numpy(rng.integers(0, cfg.vocab_size, size=(B, T))).to(device)
         d, L, V = cfg.n_embd, cfg.n_layer, cfg.vocab_size
         fwd_flops = 2 * B * T * (12 * L * d * d + d * V) + 2 * 2 * B * T * T * d * L
+        run = wrap(model)
         if row == "gpt_fwd":
             def call():
-                return model(idx, tgt)
+                return run(idx, tgt)
 
             def first():  # the loss and a corner of the logits (all of them: 0.8 GB)
                 logits, loss = call()
@@ -222,39 +243,52 @@ def make_case(row, lib, quick, device):
 
         def call():
             opt.zero_grad(set_to_none=True)
-            _, loss = model(idx, tgt)
+            _, loss = run(idx, tgt)
             loss.backward()
             opt.step()
             return loss
 
         def first():
             opt.zero_grad(set_to_none=True)
-            _, loss = model(idx, tgt)
+            _, loss = run(idx, tgt)
             loss.backward()
             grads = [p.grad[:256, :256].clone() for p in probes]
             opt.step()
-            return (loss, *grads)
+            return (loss.detach().clone(), *grads)
         return call, first, 3 * fwd_flops, None, {"optimizer": how}
     if row in ("attn_fwd", "attn_train"):
         B, H, T, D = S["attn"]
         q, k, v, g = (t(rng.standard_normal((B, H, T, D)), bf16) for _ in range(4))
         flops = 4 * B * H * T * T * D // 2  # causal: half the scores
+        attn = wrap(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True))
         if row == "attn_fwd":
             def call():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return attn(q, k, v)
             return call, call, flops, None, {}
         ins = [x.clone().requires_grad_() for x in (q, k, v)]
 
         def call():
             for x in ins:
                 x.grad = None
-            out = F.scaled_dot_product_attention(*ins, is_causal=True)
+            out = attn(*ins)
             out.backward(g)
             return out
 
         def first():
-            return (call(), *[x.grad for x in ins])
+            return (call().detach().clone(), *[x.grad for x in ins])
         return call, first, 3.5 * flops, None, {}
+    if row == "tiny":
+        x = t(rng.standard_normal(1024))
+
+        def fifty(x):
+            for _ in range(10):  # 5 ops a round
+                x = lib.relu(lib.cos(lib.sin(x) * 0.9) + 0.1)
+            return x
+        f = wrap(fifty)
+
+        def call():
+            return f(x)
+        return call, call, None, None, {}
     raise ValueError(row)
 
 
@@ -310,7 +344,48 @@ def cuda_missing(lib, device):
     return None
 
 
+def wrapper(lib, impl):
+    """What make_case applies to a row's function or model for this column."""
+    how = impl.partition(".")[2]
+    if not how:
+        return lambda f: f
+    mode = COMPILE_MODES[how]
+    return lambda f: lib.compile(f, mode=mode)
+
+
+def compile_child(args):
+    """The compile row: seconds from compiling the gpt_train model to the end
+    of its first training step (the cache directory is the parent's choice:
+    fresh for cold, the cold run's for warm)."""
+    t0 = time.perf_counter()
+    lib = load_lib(args.impl)
+    out = {"row": "compile", "impl": args.impl, "version": lib.__version__}
+    why = cuda_missing(lib, args.device)
+    if why:
+        out["skipped"] = why
+        print("RESULT " + json.dumps(out))
+        return
+    t_import = time.perf_counter() - t0
+    # The model and inputs are built (and moved to the device) before the clock starts.
+    call, _, _, _, _ = make_case("gpt_train", lib, args.quick, args.device,
+                                 wrapper(lib, args.impl))
+    timer = Timer(lib, args.device)
+    timer.sync()
+    t1 = time.perf_counter()
+    call()
+    timer.sync()
+    out["time_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    call()
+    timer.sync()
+    out["step_s"] = time.perf_counter() - t2  # a second step: what is not compile time
+    out["import_s"] = t_import
+    print("RESULT " + json.dumps(out))
+
+
 def run_child(args):
+    if args.child == "compile":
+        return compile_child(args)
     lib = load_lib(args.impl)
     out = {"row": args.child, "impl": args.impl, "version": lib.__version__}
     why = cuda_missing(lib, args.device)
@@ -318,7 +393,8 @@ def run_child(args):
         out["skipped"] = why
         print("RESULT " + json.dumps(out))
         return
-    call, first, fl, nbytes, info = make_case(args.child, lib, args.quick, args.device)
+    call, first, fl, nbytes, info = make_case(args.child, lib, args.quick, args.device,
+                                              wrapper(lib, args.impl))
     out.update(info)
     timer = Timer(lib, args.device)
     train = args.child in ("gpt_train", "attn_train")
@@ -368,11 +444,12 @@ def log(msg):
     print(f"[gpu.py {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def spawn(extra, args, timeout):
+def spawn(extra, args, timeout, env=None):
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra + \
         ["--device", args.device] + (["--quick"] if args.quick else [])
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s"}
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -405,13 +482,47 @@ def check(row, a_path, b_path):
     return ok, f"max |diff| {worst:.2e}, relative error {worst_rel:.2e}"
 
 
-def run_all(args, rows, work):
+def run_compile_row(args, impls):
+    """The compile row's cells: for each compiled column, a cold run on a fresh
+    cache directory and a warm run (a new process) on the same directory."""
+    cells = {}
+    for impl in impls:
+        if not impl.partition(".")[2]:
+            continue
+        cache = tempfile.mkdtemp(prefix="ignis_bench_cache_")
+        env = {"IGNIS_CACHE_DIR": cache, "TORCHINDUCTOR_CACHE_DIR": cache,
+               "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
+        cell = {}
+        try:
+            for phase in ("cold", "warm"):
+                log(f"compile: {impl} {phase}")
+                res = spawn(["--child", "compile", "--impl", impl], args, args.timeout, env)
+                if "time_s" in res:
+                    log(f"compile: {impl} {phase}: {res['time_s']:.2f} s")
+                    cell[phase + "_s"] = res["time_s"]
+                    cell["step_s"] = res["step_s"]
+                    cell["version"] = res["version"]
+                else:
+                    cell.update({k: v for k, v in res.items() if k in ("error", "stderr",
+                                                                          "skipped")})
+                    log(f"compile: {impl} {phase}: {res.get('error') or res.get('skipped')}")
+                    break
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        cells[impl] = cell
+    return {"cells": cells, "checks": {}}
+
+
+def run_all(args, rows, impls, work):
     log("peaks (copy bandwidth, bf16 GEMM)")
-    results = {"device": args.device, "quick": args.quick, "rows": {},
+    results = {"device": args.device, "quick": args.quick, "impls": impls, "rows": {},
                "peaks": spawn(["--child", "peaks"], args, args.timeout)}
     for row in rows:
+        if row == "compile":
+            results["rows"][row] = run_compile_row(args, impls)
+            continue
         cells = {}
-        for impl in IMPLS:
+        for impl in impls:
             save = work / f"{row}-{impl}.npz"
             log(f"{row}: {impl}")
             res = spawn(["--child", row, "--impl", impl, "--save", str(save)], args, args.timeout)
@@ -421,18 +532,22 @@ def run_all(args, rows, work):
             elif "error" in res:
                 log(f"{row}: {impl} FAILED: {res['error']}")
             cells[impl] = res
-        check_res = None
-        if all("saved" in cells[i] for i in IMPLS):
+        # Every column against torch eager (ignis eager where torch has none).
+        ref = next((i for i in ("torch", "ignis") if "saved" in cells.get(i, {})), None)
+        checks = {}
+        for impl, c in cells.items():
+            if impl == ref or "saved" not in c:
+                continue
             try:
-                ok, detail = check(row, cells["ignis"]["saved"], cells["torch"]["saved"])
+                ok, detail = check(row, c["saved"], cells[ref]["saved"])
             except Exception as e:  # noqa: BLE001
                 ok, detail = False, f"check failed: {e}"
-            check_res = {"ok": ok, "detail": detail}
+            checks[impl] = {"ok": ok, "detail": detail, "against": ref}
             if not ok:
-                log(f"!!! MISMATCH {row}: ignis vs torch: {detail}")
+                log(f"!!! MISMATCH {row}: {impl} vs {ref}: {detail}")
         for c in cells.values():
             c.pop("saved", None)
-        results["rows"][row] = {"cells": cells, "check": check_res}
+        results["rows"][row] = {"cells": cells, "checks": checks}
         if args.json:  # rows done so far survive a run that is cut short
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
@@ -442,7 +557,8 @@ def run_all(args, rows, work):
 def report(results):
     pk = results["peaks"]
     bw, peak = pk.get("copy_bw"), pk.get("bf16_flops")
-    versions = {i: c["version"] for r in results["rows"].values()
+    impls = results["impls"]
+    versions = {i.split(".")[0]: c["version"] for r in results["rows"].values()
                 for i, c in r["cells"].items() if "version" in c}
     print(f"device: {results['device']}{', QUICK sizes' if results['quick'] else ''}; "
           f"ignis {versions.get('ignis', '?')}, torch {versions.get('torch', 'absent')}")
@@ -452,39 +568,53 @@ def report(results):
     else:
         print(f"peaks not measured: {pk.get('error')}")
     print()
-    print("ms per call (median of rounds timed by CUDA events, by the wall clock on the CPU, "
-          "after warm-up); of roof: memory-bound rows as a fraction of the copy bandwidth, GEMM "
-          "rows of the bf16 GEMM peak")
-    print("| row | ignis ms | torch ms | ignis/torch | ignis of roof | torch of roof | "
-          "peak MiB ignis / torch | notes |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("ms per call (tiny: µs; median of rounds timed by CUDA events, by the wall clock on "
+          "the CPU, after warm-up), with the fraction of the roof in brackets: memory-bound "
+          "rows of the copy bandwidth, GEMM rows of the bf16 GEMM peak. Ratios: ignis / torch "
+          "in the same column kind (below 1: ignis faster). compile: seconds to the end of "
+          "the first training step, cold / warm cache.")
+    pairs = [(i, "torch" + i[len("ignis"):]) for i in impls
+             if i.startswith("ignis") and "torch" + i[len("ignis"):] in impls]
+    head = [*impls, *[f"{a} / {b}" for a, b in pairs]]
+    print("| row | " + " | ".join(head) + " | peak MiB (gpt_train) | notes |")
+    print("|" + " --- |" * (len(head) + 3))
     problems = []
 
-    def roof(c):
-        if "time_s" not in c:
-            return "-"
-        if c.get("bytes") and bw:
-            rate = c["bytes"] / c["time_s"]
-            return f"{rate / bw:.2f} ({rate / 1e9:.3g} GB/s)"
-        if c.get("flops") and peak:
-            rate = c["flops"] / c["time_s"]
-            return f"{rate / peak:.2f} ({rate / 1e12:.3g} TF/s)"
+    def cell_text(row, c):
+        if row == "compile":
+            if "cold_s" in c:
+                return f"{c['cold_s']:.1f} / {c.get('warm_s', float('nan')):.2f} s"
+        elif "time_s" in c:
+            if row == "tiny":
+                return f"{c['time_s'] * 1e6:.1f} µs"
+            text = f"{c['time_s'] * 1e3:.3f}"
+            if c.get("bytes") and bw:
+                text += f" ({c['bytes'] / c['time_s'] / bw:.2f})"
+            elif c.get("flops") and peak:
+                text += f" ({c['flops'] / c['time_s'] / peak:.2f})"
+            return text
+        if "skipped" in c:
+            return "skipped"
+        return "ERROR" if "error" in c else "-"
+
+    def ratio(row, a, b):
+        key = "cold_s" if row == "compile" else "time_s"
+        if key in a and key in b:
+            text = f"{a[key] / b[key]:.2f}"
+            if row == "compile" and "warm_s" in a and "warm_s" in b:
+                text += f" / {a['warm_s'] / b['warm_s']:.2f}"
+            return text
         return "-"
     for row, r in results["rows"].items():
-        ig, to = r["cells"]["ignis"], r["cells"]["torch"]
-
-        def ms(c):
-            if "time_s" in c:
-                return f"{c['time_s'] * 1e3:.3f}"
-            return "skipped" if "skipped" in c else "ERROR"
-        ratio = f"{ig['time_s'] / to['time_s']:.2f}" if "time_s" in ig and "time_s" in to else "-"
-        mem = " / ".join(f"{c['peak_mib']:.0f}" if "peak_mib" in c else "-" for c in (ig, to)) \
-            if row == "gpt_train" else ""
-        notes = ", ".join(f"{i} AdamW {c['optimizer']}" for i, c in r["cells"].items()
-                          if "optimizer" in c)
-        print(f"| {row} | {ms(ig)} | {ms(to)} | {ratio} | {roof(ig)} | {roof(to)} | {mem} | "
-              f"{notes} |")
-        for impl, c in r["cells"].items():
+        cells = r["cells"]
+        texts = [cell_text(row, cells.get(i, {})) for i in impls]
+        texts += [ratio(row, cells.get(a, {}), cells.get(b, {})) for a, b in pairs]
+        mem = " / ".join(f"{c['peak_mib']:.0f}" if "peak_mib" in c else "-"
+                         for c in (cells.get(i, {}) for i in impls)) if row == "gpt_train" else ""
+        notes = ", ".join(f"{i} AdamW {c['optimizer']}" for i, c in cells.items()
+                          if "optimizer" in c and i in ("ignis", "torch"))
+        print(f"| {row} | " + " | ".join(texts) + f" | {mem} | {notes} |")
+        for impl, c in cells.items():
             if "error" in c:
                 problems.append(f"ERROR {row} / {impl}: {c['error']}\n    " +
                                 c.get("stderr", "").replace("\n", "\n    "))
@@ -492,15 +622,15 @@ def report(results):
                 problems.append(f"skipped {row} / {impl}: {c['skipped']}")
     print()
     for row, r in results["rows"].items():
-        ch = r["check"]
-        print(f"check {row}: " + ("nothing to compare" if ch is None else
-                                  f"{'ok' if ch['ok'] else 'MISMATCH'} ({ch['detail']})"))
-    bad = [(row, r["check"]) for row, r in results["rows"].items()
-           if r["check"] and not r["check"]["ok"]]
+        for impl, ch in r["checks"].items():
+            print(f"check {row} {impl} vs {ch['against']}: "
+                  f"{'ok' if ch['ok'] else 'MISMATCH'} ({ch['detail']})")
+    bad = [(row, impl, ch) for row, r in results["rows"].items()
+           for impl, ch in r["checks"].items() if not ch["ok"]]
     if bad:
         print("\n" + "!" * 72)
-        for row, ch in bad:
-            print(f"!!! MISMATCH in {row}: ignis vs torch: {ch['detail']}")
+        for row, impl, ch in bad:
+            print(f"!!! MISMATCH in {row}: {impl} vs {ch['against']}: {ch['detail']}")
         print("!" * 72)
     for p in problems:
         print("\n" + p)
@@ -509,6 +639,7 @@ def report(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ",".join(ROWS))
+    ap.add_argument("--impls", default=",".join(IMPLS), help="comma-separated: " + ",".join(IMPLS))
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
@@ -525,10 +656,14 @@ def main():
     bad = [r for r in rows if r not in ROWS]
     if bad:
         ap.error(f"unknown rows {bad}; choose from {ROWS}")
+    impls = [i for i in args.impls.split(",") if i]
+    bad = [i for i in impls if i not in IMPLS]
+    if bad:
+        ap.error(f"unknown impls {bad}; choose from {IMPLS}")
     work = pathlib.Path(tempfile.mkdtemp(prefix="ignis_bench_gpu_"))
     t0 = time.time()
     try:
-        results = run_all(args, rows, work)
+        results = run_all(args, rows, impls, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["wall_s"] = time.time() - t0
@@ -538,7 +673,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
         log(f"wrote {args.json}")
-    if any(r["check"] and not r["check"]["ok"] for r in results["rows"].values()):
+    if any(not ch["ok"] for r in results["rows"].values() for ch in r["checks"].values()):
         sys.exit(1)
 
 
