@@ -93,7 +93,8 @@ def test_a_pointwise_chain_is_one_kernel_of_cuda_code():
     close(out, f(x, y))
     compiled = _program(f, x, y)
     assert compiled.program.startswith("device cuda:0\n")
-    assert 'extern "C" __global__ void kernel_0_' in compiled.generated_code
+    assert re.search(r'extern "C" __global__ void __launch_bounds__\(\d+\) kernel_0_',
+                     compiled.generated_code)
     assert "ignis::scalar_ops::Relu{}" in compiled.generated_code
 
 
@@ -326,7 +327,12 @@ def test_softmax_is_one_block_per_row_with_block_reductions():
         compiled = _program(lambda x: ignis.softmax(x, -1), _randn(64, 100))
     code = compiled.generated_code
     assert compiled.kernel_count == 1
-    assert "for (int64_t ig_row = blockIdx.x; ig_row < 64; ig_row += gridDim.x)" in code
+    assert "for (int32_t ig_row = blockIdx.x; ig_row < 64; ig_row += gridDim.x)" in code
+    # The row (25 float4 vectors) is held in registers: x loaded once as vectors
+    # for both passes that read it, the exps kept for the last pass.
+    assert "if (ig_resident)" in code
+    assert code.count("*reinterpret_cast<const IgVec<float, 4>*>(in_") == 1
+    assert "ig_rc0[ig_k][ig_j]" in code and "ig_sp0[ig_k][ig_j]" in code
     assert "ig_block_reduce(acc0, IgMax())" in code
     assert "ig_block_reduce(acc1, IgSum())" in code
 
@@ -463,7 +469,7 @@ def test_output_code_prints_the_cuda_source(capfd):
         _logging.set_logs()
     err = capfd.readouterr().err
     assert "device cuda:0" in err
-    assert '__global__ void kernel_0_' in err
+    assert re.search(r"__global__ void __launch_bounds__\(\d+\) kernel_0_", err)
 
 
 # ---- no GPU needed: NVRTC compiles every generated kernel ----
@@ -546,7 +552,8 @@ def test_every_generated_kernel_compiles_with_nvrtc():
         assert program.startswith("device cuda"), name
         assert symbols, name
         for s in symbols:
-            assert f'extern "C" __global__ void {s}(' in source
+            assert re.search(r'extern "C" __global__ void __launch_bounds__\(\d+\) ' + s + r"\(",
+                             source)
         assert ignis._C._cuda_nvrtc_compile(source, f"{name}.cu", 90, options) > 0
         compiled += len(symbols)
     assert compiled >= 40
@@ -572,7 +579,8 @@ def _host_threads_kernel(fn, inputs, tmp_path):
     gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), inputs)
     program, source, symbols = ignis._C._generate_graph_code(gm.graph, "cuda")
     assert len(symbols) == 1 and "extern " not in program, program
-    sig = re.search(r'extern "C" __global__ void ' + symbols[0] + r"\((.*?)\) \{", source)
+    sig = re.search(r'extern "C" __global__ void __launch_bounds__\(\d+\) ' + symbols[0] +
+                    r"\((.*?)\) \{", source)
     params = [p.strip() for p in sig.group(1).split(",")]
     casts = ", ".join(f"({p.rsplit(' ', 1)[0].replace('__restrict__', '')})p[{i}]"
                       for i, p in enumerate(params))

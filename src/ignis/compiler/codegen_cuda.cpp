@@ -1,8 +1,11 @@
 #include "ignis/compiler/codegen_cuda.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/size_params.h"
@@ -11,6 +14,7 @@
 #include "ignis/kernels/cuda/device_scalar_ops.h"
 #include "ignis/kernels/cuda/source.h"
 #include "ignis/runtime/sha256.h"
+#include "ignis/sym/eval.h"
 #include "ignis/sym/index.h"
 #include "ignis/sym/print.h"
 #include "ignis/sym/simplify.h"
@@ -50,6 +54,8 @@ struct IgMin {
     return (a < b || a != a) ? a : b;
   }
 };
+// V elements of T moved by one load or store instruction (16 bytes at most).
+template <class T, int V> struct alignas(sizeof(T) * V) IgVec { T v[V]; };
 // Combines v over the threads of the block (every thread must call it) and
 // returns the result to all of them. Any blockDim.x works, 1 included: each
 // warp folds its live lanes with shuffles (a lane reads lane + o only when
@@ -133,6 +139,70 @@ std::string ptr_name(const Buffer& b) {
   return b.kind == BufferKind::Computed || b.kind == BufferKind::Extern ? b.name : "in_" + b.name;
 }
 
+// Whether e involves the symbol v.
+bool involves(sym::Expr e, sym::Expr v) {
+  if (e == v) return true;
+  for (const sym::Expr& a : e.args())
+    if (involves(a, v)) return true;
+  return false;
+}
+
+// The largest power of two dividing x (x == 0: any).
+int64_t pow2_divisor(int64_t x) { return x == 0 ? int64_t(1) << 40 : (x & -x); }
+
+// How an element index moves with a loop variable v: `unit` when it is
+// v + rest with rest free of v (neighbouring v, neighbouring elements: a
+// vector access), `align` the power of two that divides rest for every
+// value of the other variables (its coefficients and constant).
+struct AccessForm {
+  bool depends = false;
+  bool unit = false;
+  int64_t align = 1;
+};
+
+AccessForm access_form(sym::Expr index, sym::Expr v) {
+  AccessForm f;
+  int64_t align = int64_t(1) << 40;
+  int64_t coeff_v = 0;
+  bool other = false;
+  const int64_t c = sym::for_each_term(index, [&](sym::Expr term, int64_t coeff) {
+    if (term == v) {
+      coeff_v += coeff;
+    } else if (involves(term, v)) {
+      other = true;
+    } else {
+      align = std::min(align, pow2_divisor(coeff));
+    }
+  });
+  align = std::min(align, pow2_divisor(c));
+  f.depends = other || coeff_v != 0;
+  f.unit = !other && coeff_v == 1;
+  f.align = align;
+  return f;
+}
+
+// Note [Vectors and registers on the GPU]
+// Static kernels move 16 bytes per load or store where they can: when every
+// access whose index moves with the innermost loop variable moves by one
+// element per step (or not at all), the innermost extent and the other
+// terms of those indices are multiples of V, each thread takes V
+// neighbouring elements, loading and storing each such buffer as one
+// IgVec<T, V> (accesses in other layouts stay scalar). The data pointers
+// must be aligned too, which only the launch knows: the kernel checks them
+// once and otherwise runs the scalar loop.
+//
+// A row kernel whose row fits in the block's registers (at most
+// kMaxRowChunks vectors a thread) keeps it there: thread t holds vectors
+// t, t + blockDim.x, ... of the row in every pass, so a buffer that several
+// passes read (softmax's and layer_norm's x) is loaded once, and values a
+// later pass needs (softmax's exps: the loop IR's spills) stay in registers
+// instead of a scratch row. A longer row, misaligned pointers, or a block
+// too small to hold the row (the fake driver's one-thread blocks) take the
+// streaming path: each pass reads the row again (Note [Scratch rows on the
+// GPU]).
+constexpr int kMaxRowChunks = 8;
+constexpr int kMaxBlockThreads = 1024;
+
 // Note [Scratch rows on the GPU]
 // The scheduler keeps some values of one pass over a row for a later pass
 // (Loop::spills) in a per-thread scratch row. A scratch kept in an output's
@@ -156,10 +226,9 @@ class CudaKernelPrinter {
     CudaKernel out;
     out.symbol = symbol_;
     out.launch.threads = kThreadsPerBlock;
-    out_ << "// " << k_.name << ": ";
-    for (size_t i = 0; i < k_.origins.size(); ++i) out_ << (i ? ", " : "") << k_.origins[i];
-    out_ << "\nextern \"C\" __global__ void " << symbol_ << "(";
-    // The body first: the parameters it reads complete the signature.
+    it_ = fits_int32() ? "int32_t" : "int64_t";
+    // The body first: the parameters it reads complete the signature, and
+    // the launch (its block size) the declaration.
     Text signature;
     std::swap(os_, signature);
     out.params = declare_params();
@@ -167,6 +236,10 @@ class CudaKernelPrinter {
     if (k_.reductions.empty()) print_pointwise(&out.launch);
     else print_rows(&out.launch);
     out.size_params = sz_.values();
+    out_ << "// " << k_.name << ": ";
+    for (size_t i = 0; i < k_.origins.size(); ++i) out_ << (i ? ", " : "") << k_.origins[i];
+    out_ << "\nextern \"C\" __global__ void __launch_bounds__(" << out.launch.threads << ") "
+         << symbol_ << "(";
     out_ << signature.str();
     if (!out.size_params.empty())
       out_ << ", const IgParams<" << int64_t(out.size_params.size()) << "> P";
@@ -217,7 +290,7 @@ class CudaKernelPrinter {
                               ")";
         if (j > 0) e = e + " % " + sz_.expr(sizes[j]);
       }
-      os_ << ind << "const int64_t " << var(vars[j]) << " = " << e << ";\n";
+      os_ << ind << "const " << it_ << " " << var(vars[j]) << " = " << e << ";\n";
       stride *= size;
     }
   }
@@ -251,6 +324,12 @@ class CudaKernelPrinter {
                    const std::string& ind) {
     switch (s.kind) {
       case ScalarKind::Load:
+        if (vec_) {
+          const std::string key = access_key(s.buffer, s.index);
+          if (vec_->cached.count(key)) return vec_->cache.at(key) + "[ig_k][ig_j]";
+          auto it = vec_->loads.find(key);
+          if (it != vec_->loads.end()) return it->second + ".v[ig_j]";
+        }
         return ptr_name(p_.buffers[size_t(s.buffer)]) + "[" + sz_.expr(s.index) + "]";
       case ScalarKind::Constant:
         // An integer constant may be a size too (a mean's count): lifted.
@@ -270,6 +349,7 @@ class CudaKernelPrinter {
       case ScalarKind::Ref:
         if (s.acc >= 0) return "acc" + std::to_string(s.acc);
         if (s.scratch < 0) return tmp(size_t(s.loop), s.node);
+        if (vec_ && vec_->registers) return "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]";
         if (home(s.scratch)) return scratch_element(s.scratch);
         return recompute_spill(s.scratch, ind);
     }
@@ -312,6 +392,12 @@ class CudaKernelPrinter {
       const ScalarNode& s = l.body[i];
       std::string e = expr(s, [&](int a) { return tmp(li, a); }, ind);
       os_ << ind << "const " << cuda_type(s.dtype) << " " << tmp(li, int(i)) << " = " << e << ";\n";
+      if (vec_ && s.kind == ScalarKind::Load) {
+        const std::string key = access_key(s.buffer, s.index);
+        auto c = vec_->cache.find(key);
+        if (c != vec_->cache.end() && !vec_->cached.count(key) && vec_->filling.insert(key).second)
+          os_ << ind << c->second << "[ig_k][ig_j] = " << tmp(li, int(i)) << ";\n";
+      }
     }
   }
 
@@ -321,71 +407,434 @@ class CudaKernelPrinter {
   void print_body(size_t li, const std::string& ind, bool once, Part part = Part::All) {
     const Loop& l = k_.loops[li];
     print_nodes(li, ind, part);
-    for (const auto& [node, scratch] : l.spills)
-      if (home(scratch)) os_ << ind << scratch_element(scratch) << " = " << tmp(li, node) << ";\n";
-    for (const Store& st : l.stores)
+    for (const auto& [node, scratch] : l.spills) {
+      if (vec_ && vec_->registers)
+        os_ << ind << "ig_sp" << scratch << "[ig_k][ig_j] = " << tmp(li, node) << ";\n";
+      else if (home(scratch))
+        os_ << ind << scratch_element(scratch) << " = " << tmp(li, node) << ";\n";
+    }
+    for (const Store& st : l.stores) {
+      if (vec_ && !once) {
+        auto it = vec_->stores.find(access_key(st.buffer, st.index));
+        if (it != vec_->stores.end()) {
+          os_ << ind << it->second << ".v[ig_j] = " << tmp(li, st.value) << ";\n";
+          continue;
+        }
+      }
       os_ << ind << (once ? "if (threadIdx.x == 0) " : "")
           << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sz_.expr(st.index)
           << "] = " << tmp(li, st.value) << ";\n";
+    }
+  }
+
+  // ---- vectors and registers (Note [Vectors and registers on the GPU]) ----
+
+  // While a vector or register path is printed: how accesses are spelled.
+  struct VectorState {
+    int width = 1;
+    bool registers = false;  // row path: chunks in registers, spills in ig_sp arrays
+    std::map<std::string, std::string> loads, stores;  // access -> IgVec variable (this pass)
+    std::map<std::string, std::string> cache;          // access -> ig_rc array (loads several passes read)
+    std::set<std::string> cached;                      // filled by an earlier pass
+    std::set<std::string> filling;                     // filled by this pass
+    int names = 0;                                     // IgVec variables printed so far
+  };
+
+  static std::string access_key(int buffer, sym::Expr index) {
+    return std::to_string(buffer) + "@" + sym::to_cpp(index);
+  }
+
+  // Every index this kernel forms fits in int32 (static code only): the
+  // extents of the buffers it touches and its iteration space, with room
+  // for a grid-stride step past the end.
+  bool fits_int32() const {
+    if (sz_.generic()) return false;
+    constexpr int64_t kLimit = (int64_t(1) << 31) - (int64_t(1) << 26);
+    auto known = [](const std::vector<sym::Expr>& v) {
+      return std::all_of(v.begin(), v.end(), [](const sym::Expr& e) { return e.is_const(); });
+    };
+    if (!known(k_.outer_sizes) || !known(k_.inner_sizes)) return false;
+    if (k_.outer_numel() >= kLimit || k_.inner_numel() >= kLimit ||
+        k_.outer_numel() * k_.inner_numel() >= kLimit)
+      return false;
+    std::vector<bool> used(p_.buffers.size(), false);
+    for (const Loop& l : k_.loops) {
+      for (const ScalarNode& s : l.body)
+        if (s.kind == ScalarKind::Load) used[size_t(s.buffer)] = true;
+      for (const Store& st : l.stores) used[size_t(st.buffer)] = true;
+    }
+    for (const auto& h : k_.scratch_in_output) used[size_t(h.buffer)] = true;
+    for (size_t b = 0; b < used.size(); ++b) {
+      if (!used[b]) continue;
+      const Buffer& buf = p_.buffers[b];
+      if (!known(buf.sizes) || !known(buf.strides)) return false;
+      int64_t extent = 1;
+      for (size_t d = 0; d < buf.sizes.size(); ++d) {
+        const int64_t n = buf.sizes[d].value(), st = buf.strides[d].value();
+        if (n == 0) { extent = 0; break; }
+        extent += (n - 1) * (st < 0 ? -st : st);
+        if (extent >= kLimit) return false;
+      }
+    }
+    return true;
+  }
+
+  // The accesses of loop li that move with v: (buffer, index, store?).
+  struct Access {
+    int buffer;
+    sym::Expr index;
+    bool store;
+    ScalarType dtype;
+  };
+  std::vector<Access> accesses(size_t li) const {
+    std::vector<Access> out;
+    const Loop& l = k_.loops[li];
+    for (const ScalarNode& s : l.body)
+      if (s.kind == ScalarKind::Load) out.push_back({s.buffer, s.index, false, s.dtype});
+    for (const Store& st : l.stores)
+      out.push_back({st.buffer, st.index, true, p_.buffers[size_t(st.buffer)].dtype});
+    return out;
+  }
+
+  // The vector width for the loops `loops` moving with v (extent n): 16
+  // bytes of the widest element an access moves by one along v, halved until
+  // the extent and every such access's other terms allow it; 1 when no
+  // access moves along v element by element.
+  int vector_width(const std::vector<size_t>& loops, sym::Expr v, int64_t n) const {
+    if (sz_.generic() || n <= 1) return 1;
+    size_t widest = 0;
+    std::vector<int64_t> aligns;
+    for (size_t li : loops)
+      for (const Access& a : accesses(li)) {
+        AccessForm f = access_form(a.index, v);
+        if (!f.unit) continue;
+        widest = std::max(widest, element_size(p_.buffers[size_t(a.buffer)].dtype));
+        aligns.push_back(f.align);
+      }
+    if (widest == 0) return 1;
+    int width = int(std::min<size_t>(8, 16 / widest));
+    for (; width > 1; width /= 2) {
+      if (n % width) continue;
+      if (std::all_of(aligns.begin(), aligns.end(), [&](int64_t al) { return al % width == 0; }))
+        break;
+    }
+    return width;
+  }
+
+  // The IgVec type of buffer b's elements.
+  std::string vec_type(int b, int width) const {
+    return std::string("IgVec<") + cuda_type(p_.buffers[size_t(b)].dtype) + ", " +
+           std::to_string(width) + ">";
+  }
+
+  // `const bool ig_aligned = ...;`: whether every pointer a vector accesses
+  // is aligned to its vector (the launch decides; offsets of views too).
+  void print_alignment_check(const std::vector<size_t>& loops, sym::Expr v, int width,
+                             const std::string& ind) {
+    std::map<int, size_t> bytes;
+    for (size_t li : loops)
+      for (const Access& a : accesses(li))
+        if (access_form(a.index, v).unit)
+          bytes[a.buffer] = element_size(p_.buffers[size_t(a.buffer)].dtype) * size_t(width);
+    os_ << ind << "const bool ig_aligned =";
+    const char* sep = " ";
+    for (const auto& [b, n] : bytes) {
+      os_ << sep << "reinterpret_cast<unsigned long long>(" << ptr_name(p_.buffers[size_t(b)])
+          << ") % " << n << " == 0";
+      sep = " &&\n" "      ";
+    }
+    os_ << ";\n";
+  }
+
+  // Inside a vector's scope (the innermost variable v not yet declared, its
+  // first element's value in `base`): IgVec loads of loop li's per-element
+  // accesses that move along v and are not in the register cache, and the
+  // IgVecs its vector stores fill.
+  void print_vector_accesses(size_t li, sym::Expr v, sym::Expr base, int width,
+                             const std::string& ind) {
+    vec_->loads.clear();
+    vec_->stores.clear();
+    const std::vector<bool> inv = row_invariant_nodes(k_, li);
+    const Loop& l = k_.loops[li];
+    for (size_t i = 0; i < l.body.size(); ++i) {
+      const ScalarNode& s = l.body[i];
+      if (s.kind != ScalarKind::Load || (k_.loops[li].inner && !inv.empty() && inv[i])) continue;
+      const std::string key = access_key(s.buffer, s.index);
+      if (vec_->cached.count(key) || vec_->loads.count(key) || !access_form(s.index, v).unit)
+        continue;
+      const std::string name = "ig_vl" + std::to_string(vec_->names++);
+      os_ << ind << "const " << vec_type(s.buffer, width) << " " << name << " = *reinterpret_cast<const "
+          << vec_type(s.buffer, width) << "*>(" << ptr_name(p_.buffers[size_t(s.buffer)]) << " + ("
+          << sz_.expr(sym::subs(s.index, {{v, base}})) << "));\n";
+      vec_->loads.emplace(key, name);
+    }
+    for (const Store& st : l.stores) {
+      const std::string key = access_key(st.buffer, st.index);
+      if (vec_->stores.count(key) || !access_form(st.index, v).unit) continue;
+      const std::string name = "ig_vs" + std::to_string(vec_->names++);
+      os_ << ind << vec_type(st.buffer, width) << " " << name << ";\n";
+      vec_->stores.emplace(key, name);
+    }
+  }
+
+  // After the element loop: the vector stores of loop li.
+  void print_vector_stores(size_t li, sym::Expr v, sym::Expr base, int width,
+                           const std::string& ind) {
+    std::set<std::string> done;
+    for (const Store& st : k_.loops[li].stores) {
+      const std::string key = access_key(st.buffer, st.index);
+      auto it = vec_->stores.find(key);
+      if (it == vec_->stores.end() || !done.insert(key).second) continue;
+      os_ << ind << "*reinterpret_cast<" << vec_type(st.buffer, width) << "*>("
+          << ptr_name(p_.buffers[size_t(st.buffer)]) << " + ("
+          << sz_.expr(sym::subs(st.index, {{v, base}})) << ")) = " << it->second << ";\n";
+    }
+  }
+
+  // Whether some buffer is both read and written by the kernel (a later
+  // loop re-reading what an earlier one stored).
+  bool reads_own_output() const {
+    std::set<int> loaded, stored;
+    for (const Loop& l : k_.loops) {
+      for (const ScalarNode& s : l.body)
+        if (s.kind == ScalarKind::Load) loaded.insert(s.buffer);
+      for (const Store& st : l.stores) stored.insert(st.buffer);
+    }
+    for (int b : stored)
+      if (loaded.count(b)) return true;
+    return false;
   }
 
   // No reduction: one grid-stride loop over every element; each element runs
   // every loop of the kernel in order (a later loop re-reads only elements
-  // this thread stored).
+  // this thread stored). Static kernels whose accesses allow it take
+  // `width` neighbouring elements a step instead, when the pointers are
+  // aligned (Note [Vectors and registers on the GPU]).
   void print_pointwise(CudaLaunch* launch) {
     const int64_t n = k_.outer_numel() * k_.inner_numel();
-    launch->blocks = (n + launch->threads - 1) / launch->threads;
     std::vector<sym::Expr> vars = k_.outer, sizes = k_.outer_sizes;
     vars.insert(vars.end(), k_.inner.begin(), k_.inner.end());
     sizes.insert(sizes.end(), k_.inner_sizes.begin(), k_.inner_sizes.end());
-    os_ << "  for (int64_t ig_i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ig_i < "
-        << numel(sizes, n) << "; ig_i += int64_t(gridDim.x) * blockDim.x) {\n";
-    print_unravel(vars, sizes, "ig_i", "    ");
-    declare_scratch("    ");
-    for (size_t li = 0; li < k_.loops.size(); ++li) print_body(li, "    ", false);
-    os_ << "  }\n";
+    std::vector<size_t> all(k_.loops.size());
+    for (size_t li = 0; li < all.size(); ++li) all[li] = li;
+    int width = 1;
+    if (!vars.empty() && sizes.back().is_const() && !reads_own_output() &&
+        k_.scratch_in_output.empty())
+      width = vector_width(all, vars.back(), sizes.back().value());
+    launch->blocks = (n / width + launch->threads - 1) / launch->threads;
+    std::string ind = "  ";
+    if (width > 1) {
+      const sym::Expr v = vars.back();
+      const sym::Expr base = sym::index_var("ig_v0", sizes.back());
+      print_alignment_check(all, v, width, "  ");
+      os_ << "  if (ig_aligned) {\n";
+      vec_.emplace();
+      vec_->width = width;
+      std::vector<sym::Expr> head = vars;
+      head.back() = base;
+      os_ << "    for (" << it_ << " ig_q = " << it_ << "(blockIdx.x) * " << it_
+          << "(blockDim.x) + " << it_ << "(threadIdx.x); ig_q < " << n / width << "; ig_q += "
+          << it_ << "(gridDim.x) * " << it_ << "(blockDim.x)) {\n";
+      os_ << "      const " << it_ << " ig_i = ig_q * " << width << ";\n";
+      print_unravel(head, sizes, "ig_i", "      ");
+      for (size_t li : all) {
+        print_vector_accesses(li, v, base, width, "      ");
+        os_ << "#pragma unroll\n      for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+        os_ << "        const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
+        print_body(li, "        ", false);
+        os_ << "      }\n";
+        print_vector_stores(li, v, base, width, "      ");
+      }
+      os_ << "    }\n  } else {\n";
+      vec_.reset();
+      ind = "    ";
+    }
+    os_ << ind << "for (" << it_ << " ig_i = " << it_ << "(blockIdx.x) * " << it_
+        << "(blockDim.x) + " << it_ << "(threadIdx.x); ig_i < " << numel(sizes, n)
+        << "; ig_i += " << it_ << "(gridDim.x) * " << it_ << "(blockDim.x)) {\n";
+    print_unravel(vars, sizes, "ig_i", ind + "  ");
+    declare_scratch(ind + "  ");
+    for (size_t li = 0; li < k_.loops.size(); ++li) print_body(li, ind + "  ", false);
+    os_ << ind << "}\n";
+    if (width > 1) os_ << "  }\n";
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass
-  // of the block over the row's inner elements.
+  // of the block over the row's inner elements. A static row that fits in
+  // the block's registers is held there (Note [Vectors and registers on
+  // the GPU]); others stream.
   void print_rows(CudaLaunch* launch) {
     const int64_t rows = k_.outer_numel(), inner = k_.inner_numel();
     launch->blocks = rows;
-    os_ << "  for (int64_t ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
+    int width = 1, chunks = 0;
+    int64_t nvec = 0;
+    std::vector<size_t> passes;
+    for (size_t li = 0; li < k_.loops.size(); ++li)
+      if (k_.loops[li].inner) passes.push_back(li);
+    const bool statics = !sz_.generic() && !k_.inner.empty() && inner > 0 && !k_.columns &&
+                         std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
+                                     [](const sym::Expr& e) { return e.is_const(); });
+    if (statics) {
+      width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value());
+      nvec = inner / width;
+      // About four vectors a thread: enough loads in flight, few registers.
+      int threads = 32;
+      while (threads < kMaxBlockThreads && int64_t(threads) * 4 < nvec) threads *= 2;
+      chunks = int((nvec + threads - 1) / threads);
+      if (chunks <= kMaxRowChunks) launch->threads = threads;
+      else chunks = 0;
+    }
+    if (chunks > 0) {
+      const sym::Expr v = k_.inner.back();
+      if (width > 1) print_alignment_check(passes, v, width, "  ");
+      else os_ << "  const bool ig_aligned = true;\n";
+      // The row fits when the block is as large as planned (a host
+      // emulation may run smaller blocks).
+      os_ << "  const bool ig_resident = ig_aligned && " << it_ << "(blockDim.x) * " << chunks
+          << " >= " << nvec << ";\n";
+    }
+    os_ << "  for (" << it_ << " ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
         << "; ig_row += gridDim.x) {\n";
     print_unravel(k_.outer, k_.outer_sizes, "ig_row", "    ");
-    declare_scratch("    ");
+    std::string ind = "    ";
+    if (chunks > 0) {
+      os_ << "    if (ig_resident) {\n";
+      print_rows_in_registers(passes, width, chunks, nvec, "      ");
+      os_ << "    } else {\n";
+      ind = "      ";
+    }
+    print_rows_streaming(ind);
+    if (chunks > 0) os_ << "    }\n";
+    os_ << "  }\n";
+  }
+
+  // The streaming row: each pass reads the row from memory again.
+  void print_rows_streaming(const std::string& ind) {
+    const int64_t inner = k_.inner_numel();
+    const std::string in2 = ind + "  ";
+    declare_scratch(ind);
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
       if (!l.inner) {
-        print_body(li, "    ", true);
+        print_body(li, ind, true);
       } else {
         for (int r : l.reductions) {
           const Reduction& red = k_.reductions[size_t(r)];
-          os_ << "    " << cuda_type(red.dtype) << " acc" << r << " = "
+          os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
               << combine_init(red.combine, red.dtype) << ";\n";
         }
-        print_nodes(li, "    ", Part::Invariant);
-        os_ << "    for (int64_t ig_e = threadIdx.x; ig_e < " << numel(k_.inner_sizes, inner)
-            << "; ig_e += blockDim.x) {\n";
-        print_unravel(k_.inner, k_.inner_sizes, "ig_e", "      ");
-        print_body(li, "      ", false, Part::PerElement);
-        for (int r : l.reductions) {
-          const Reduction& red = k_.reductions[size_t(r)];
-          os_ << "      acc" << r << " = " << combine_functor(red.combine) << "()(acc" << r
-              << ", " << tmp(li, red.value) << ");\n";
-        }
-        os_ << "    }\n";
-        for (int r : l.reductions)
-          os_ << "    acc" << r << " = ig_block_reduce(acc" << r << ", "
-              << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
+        print_nodes(li, ind, Part::Invariant);
+        os_ << ind << "for (" << it_ << " ig_e = threadIdx.x; ig_e < "
+            << numel(k_.inner_sizes, inner) << "; ig_e += blockDim.x) {\n";
+        print_unravel(k_.inner, k_.inner_sizes, "ig_e", in2);
+        print_body(li, in2, false, Part::PerElement);
+        print_accumulate(li, in2);
+        os_ << ind << "}\n";
+        print_block_reduce(li, ind);
       }
-      // What this pass stored is visible to the block's next pass.
-      bool wrote = !l.stores.empty();
-      for (const auto& spill : l.spills) wrote = wrote || home(spill.second) != nullptr;
-      if (wrote && li + 1 < k_.loops.size()) os_ << "    __syncthreads();\n";
+      print_pass_barrier(li, ind);
     }
-    os_ << "  }\n";
+  }
+
+  void print_accumulate(size_t li, const std::string& ind) {
+    for (int r : k_.loops[li].reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      os_ << ind << "acc" << r << " = " << combine_functor(red.combine) << "()(acc" << r << ", "
+          << tmp(li, red.value) << ");\n";
+    }
+  }
+
+  void print_block_reduce(size_t li, const std::string& ind) {
+    for (int r : k_.loops[li].reductions)
+      os_ << ind << "acc" << r << " = ig_block_reduce(acc" << r << ", "
+          << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
+  }
+
+  // What pass li stored is visible to the block's next pass.
+  void print_pass_barrier(size_t li, const std::string& ind) {
+    const Loop& l = k_.loops[li];
+    bool wrote = !l.stores.empty();
+    for (const auto& spill : l.spills) wrote = wrote || home(spill.second) != nullptr;
+    if (wrote && li + 1 < k_.loops.size()) os_ << ind << "__syncthreads();\n";
+  }
+
+  // The resident row: thread t holds vectors t, t + blockDim.x, ... (chunk
+  // ig_k, element ig_j of the vector) in every pass; a load that several
+  // passes read is kept in an ig_rc array, a spill in an ig_sp array.
+  void print_rows_in_registers(const std::vector<size_t>& passes, int width, int chunks,
+                               int64_t nvec, const std::string& ind) {
+    const sym::Expr v = k_.inner.back();
+    const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
+    vec_.emplace();
+    vec_->width = width;
+    vec_->registers = true;
+    // Loads of buffers the kernel does not write that more than one pass reads.
+    std::set<int> written;
+    for (const Loop& l : k_.loops)
+      for (const Store& st : l.stores) written.insert(st.buffer);
+    std::map<std::string, std::set<size_t>> readers;
+    std::map<std::string, ScalarType> types;
+    for (size_t li : passes) {
+      const std::vector<bool> inv = row_invariant_nodes(k_, li);
+      const Loop& l = k_.loops[li];
+      for (size_t i = 0; i < l.body.size(); ++i) {
+        const ScalarNode& s = l.body[i];
+        if (s.kind != ScalarKind::Load || written.count(s.buffer) || (!inv.empty() && inv[i]))
+          continue;
+        const std::string key = access_key(s.buffer, s.index);
+        readers[key].insert(li);
+        types[key] = s.dtype;
+      }
+    }
+    for (const auto& [key, ls] : readers) {
+      if (ls.size() < 2) continue;
+      const std::string name = "ig_rc" + std::to_string(vec_->cache.size());
+      vec_->cache.emplace(key, name);
+      os_ << ind << cuda_type(types[key]) << " " << name << "[" << chunks << "][" << width
+          << "];\n";
+    }
+    std::set<int> spilled;
+    for (size_t li : passes)
+      for (const auto& sp : k_.loops[li].spills) spilled.insert(sp.second);
+    for (int sc : spilled)
+      os_ << ind << cuda_type(k_.scratch[size_t(sc)]) << " ig_sp" << sc << "[" << chunks << "]["
+          << width << "];\n";
+    std::vector<sym::Expr> head = k_.inner;
+    head.back() = base;
+    const std::string i2 = ind + "  ", i3 = ind + "    ", i4 = ind + "      ";
+    for (size_t li = 0; li < k_.loops.size(); ++li) {
+      const Loop& l = k_.loops[li];
+      if (!l.inner) {
+        print_body(li, ind, true);
+        print_pass_barrier(li, ind);
+        continue;
+      }
+      for (int r : l.reductions) {
+        const Reduction& red = k_.reductions[size_t(r)];
+        os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
+            << combine_init(red.combine, red.dtype) << ";\n";
+      }
+      print_nodes(li, ind, Part::Invariant);
+      vec_->filling.clear();
+      os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";
+      os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
+          << it_ << "(threadIdx.x);\n";
+      os_ << i2 << "if (ig_c < " << nvec << ") {\n";
+      os_ << i3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
+      print_unravel(head, k_.inner_sizes, "ig_e0", i3);
+      print_vector_accesses(li, v, base, width, i3);
+      os_ << "#pragma unroll\n" << i3 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+      os_ << i4 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
+      print_body(li, i4, false, Part::PerElement);
+      print_accumulate(li, i4);
+      os_ << i3 << "}\n";
+      print_vector_stores(li, v, base, width, i3);
+      os_ << i2 << "}\n" << ind << "}\n";
+      vec_->cached.insert(vec_->filling.begin(), vec_->filling.end());
+      print_block_reduce(li, ind);
+      print_pass_barrier(li, ind);
+    }
+    vec_.reset();
   }
 
   Text& out_;  // the translation unit
@@ -396,6 +845,8 @@ class CudaKernelPrinter {
   std::vector<int> base_;
   std::map<std::pair<size_t, int>, std::string> recomputed_;  // in the loop being printed
   SizeParams sz_;
+  std::string it_ = "int64_t";  // the index type (int32_t when every index fits)
+  std::optional<VectorState> vec_;
 };
 
 // sym's helpers (floor division, remainder) without their #include line:
