@@ -1,4 +1,5 @@
 """compile_fx: one AOT graph (inference, forward or backward) to a callable."""
+import collections
 import sys
 
 from .. import _C
@@ -6,6 +7,9 @@ from .._logging import _enabled
 from . import config, metrics, step_profile
 
 _cudagraph_count = 0
+# The latest graphs compiled with CUDA graphs on, for tests and debugging
+# (each one's .cudagraph_stats: records, replays, copies, fallback reason).
+recent_cudagraph_graphs = collections.deque(maxlen=16)
 
 
 def _enable_cudagraphs(compiled, gm):
@@ -19,6 +23,7 @@ def _enable_cudagraphs(compiled, gm):
     backward = any(n.op == "placeholder" and n.name.startswith("tangents")
                    for n in gm.graph.nodes)
     compiled._enable_cudagraphs(f"{'backward ' if backward else ''}graph {_cudagraph_count}")
+    recent_cudagraph_graphs.append(compiled)
 
 
 def compile_fx(gm, example_inputs):

@@ -27,7 +27,9 @@ namespace ignis::compiler {
 // arrived elsewhere, the graph is recorded again with that input copied: a
 // static buffer in the pool, filled by a device copy before each replay.
 // An input the graph writes stays in place (a copy would take the write)
-// and is re-recorded at its new address instead. After kMaxRecords
+// and is re-recorded at its new address instead, as is an input that now
+// lives in a graph's pool (another runner's output: the backward graph's
+// saved tensors after the forward graph recorded again). After kMaxRecords
 // recordings the runner falls back to plain runs.
 //
 // Outputs. What the graph computes lives in its pool and each replay
@@ -184,9 +186,14 @@ std::vector<graph::Value> CudaGraphRunner::run(const std::vector<Tensor>& inputs
   }
   if (moved.empty()) return replay(inputs);
   std::string which;
+  cuda::CachingAllocator& alloc = cuda::device_allocator(graph_.executable().device.index);
   for (size_t i : moved) {
     which += (which.empty() ? "" : ", ") + std::to_string(i);
-    if (!written_[i]) in_place_[i] = false;
+    // Another graph's output (the forward's saved tensors after the forward
+    // recorded again) stays put from now on: recorded at its new address.
+    const StorageImpl* st = inputs[i].impl()->storage().get();
+    const bool in_a_pool = st && st->data() && alloc.block_pool(st->data()) != 0;
+    if (!written_[i] && !in_a_pool) in_place_[i] = false;
   }
   if (stats_.records >= kMaxRecords) {
     drop_graph();
@@ -197,7 +204,8 @@ std::vector<graph::Value> CudaGraphRunner::run(const std::vector<Tensor>& inputs
   if (report_)
     report_(false, name_ + ": recording again: input " + which +
                        " arrived at a new address (now copied into a static buffer, or "
-                       "recorded at its new address if the graph writes it)");
+                       "recorded at its new address if the graph writes it or it lives in a "
+                       "graph's pool)");
   return record(inputs);
 }
 
