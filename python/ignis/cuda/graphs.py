@@ -49,9 +49,10 @@ class CUDAGraph:
         if capture_error_mode not in _MODES:
             raise ValueError(f"capture_error_mode must be one of {', '.join(_MODES)}, "
                              f"got {capture_error_mode!r}")
+        pool_id = _pool_id(pool)
         from . import _require
         _require()
-        _C._cuda_graph_capture_begin(self._graph, _pool_id(pool), _MODES[capture_error_mode])
+        _C._cuda_graph_capture_begin(self._graph, pool_id, _MODES[capture_error_mode])
 
     def capture_end(self):
         """Ends the capture and instantiates the graph. A capture invalidated
