@@ -42,6 +42,10 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # (tests/python/test_cuda_compiler.py).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_compiler.py 2>&1 | tee "$OUT/pytest_cuda_compiler.log" | tail -40)
+# CUDA graphs: ignis.cuda.CUDAGraph and mode="reduce-overhead"
+# (tests/python/test_cuda_graphs.py).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_graphs.py 2>&1 | tee "$OUT/pytest_cuda_graphs.log" | tail -40)
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -x \
   test_conversion.py test_creation.py test_repr.py test_cpu_allocator.py 2>&1 \
   | tee "$OUT/pytest_neighbours.log" | tail -3)

@@ -12,7 +12,7 @@ from . import _C
 
 # Artifact names; each one's mask bit is _C._capture.LOG_<NAME>.
 ARTIFACTS = ("graph_breaks", "guards", "recompiles", "graph_code", "bytecode", "output_code",
-             "aot_graphs", "schedule", "dynamic")
+             "aot_graphs", "schedule", "dynamic", "cudagraphs")
 
 
 def _bit(name):
@@ -26,11 +26,13 @@ def get_logs():
 
 
 def set_logs(graph_breaks=False, guards=False, recompiles=False, graph_code=False, bytecode=False,
-             output_code=False, aot_graphs=False, schedule=False, dynamic=False):
+             output_code=False, aot_graphs=False, schedule=False, dynamic=False,
+             cudagraphs=False):
     """Switches the named artifacts on and every other one off (torch._logging.set_logs)."""
     flags = dict(graph_breaks=graph_breaks, guards=guards, recompiles=recompiles,
                  graph_code=graph_code, bytecode=bytecode, output_code=output_code,
-                 aot_graphs=aot_graphs, schedule=schedule, dynamic=dynamic)
+                 aot_graphs=aot_graphs, schedule=schedule, dynamic=dynamic,
+                 cudagraphs=cudagraphs)
     mask = 0
     for name, on in flags.items():
         if not isinstance(on, bool):

@@ -32,6 +32,12 @@ struct FakeDevice {
   std::map<EventId, Ev> events;
   EventId next_event = 1;
   int waits = 0;
+  // Set while a capture runs: a real capture forbids every call but
+  // cuMemAlloc (Note [Private pools for CUDA graphs]).
+  bool only_alloc_allowed = false;
+  void check_allowed(const char* what) const {
+    if (only_alloc_allowed) ADD_FAILURE() << what << " during a capture";
+  }
 
   void finish(StreamId s) {
     for (auto& [id, e] : events)
@@ -51,6 +57,7 @@ class FakeBackend : public DeviceMemoryBackend {
     return reinterpret_cast<void*>(a);
   }
   void release(void* p, size_t bytes) override {
+    d_->check_allowed("release");
     auto it = d_->live.find(reinterpret_cast<uintptr_t>(p));
     ASSERT_NE(it, d_->live.end());
     ASSERT_EQ(it->second, bytes);
@@ -58,16 +65,23 @@ class FakeBackend : public DeviceMemoryBackend {
     d_->live.erase(it);
   }
   EventId record_event(StreamId s) override {
+    d_->check_allowed("record_event");
     EventId id = d_->next_event++;
     d_->events[id] = {s, false};
     return id;
   }
-  bool event_done(EventId e) override { return d_->events.at(e).done; }
+  bool event_done(EventId e) override {
+    d_->check_allowed("event_done");
+    return d_->events.at(e).done;
+  }
   void wait_event(EventId e) override {
+    d_->check_allowed("wait_event");
     ++d_->waits;
     d_->events.at(e).done = true;
   }
-  void destroy_event(EventId e) override { ASSERT_EQ(d_->events.erase(e), 1u); }
+  void destroy_event(EventId e) override {
+    d_->check_allowed("destroy_event");
+    ASSERT_EQ(d_->events.erase(e), 1u); }
   std::pair<size_t, size_t> memory_info() override {
     return {d_->capacity - d_->used, d_->capacity};
   }
@@ -311,4 +325,125 @@ TEST(CudaAllocator, RandomWorkloadKeepsInvariants) {
   EXPECT_EQ(s.inactive_split_bytes, 0);
   EXPECT_TRUE(f.dev.live.empty());
   EXPECT_TRUE(f.dev.events.empty());
+}
+
+// ---- private pools (CUDA graphs) --------------------------------------------------
+
+TEST(CudaAllocator, CaptureAllocatesFromAPrivatePoolReusedOnlyThere) {
+  Fixture f;
+  void* general = f.alloc.allocate(4096, kS1);
+  f.alloc.free(general);  // cached on s1
+  const PoolId pool = CachingAllocator::new_pool_id();
+  f.alloc.begin_allocate_to_pool(pool);
+  EXPECT_EQ(f.alloc.current_pool(), pool);
+  EXPECT_TRUE(f.alloc.capture_underway());
+  void* a = f.alloc.allocate(4096, kS1);
+  EXPECT_NE(a, general);  // not the stream's cached block: a segment of the pool
+  f.alloc.free(a);
+  void* b = f.alloc.allocate(4096, kS1);
+  EXPECT_EQ(b, a);  // freed inside the pool, reused inside it
+  f.alloc.end_allocate_to_pool(pool);
+  EXPECT_EQ(f.alloc.current_pool(), 0u);
+  EXPECT_FALSE(f.alloc.capture_underway());
+  auto ps = f.alloc.pool_stats(pool);
+  EXPECT_EQ(ps.uses, 1);
+  EXPECT_EQ(ps.segments, 1);
+  EXPECT_EQ(ps.reserved_bytes, int64_t(2 * kMiB));
+  EXPECT_EQ(ps.allocated_bytes, 4096);
+  f.alloc.free(b);
+  EXPECT_EQ(f.alloc.pool_stats(pool).allocated_bytes, 0);
+  // Outside the capture, s1 gets its own block again, never the pool's.
+  void* c = f.alloc.allocate(4096, kS1);
+  EXPECT_EQ(c, general);
+  void* d = f.alloc.allocate(4096, kS1);
+  EXPECT_NE(d, a);
+  f.alloc.free(c);
+  f.alloc.free(d);
+  // Another stream never takes the pool's free segment, however long it waits.
+  f.dev.finish(kS1);
+  void* e = f.alloc.allocate(4096, kS2);
+  EXPECT_NE(e, a);
+  f.alloc.free(e);
+  // empty_cache leaves a held pool alone; the last release gives it back.
+  f.alloc.empty_cache();
+  EXPECT_EQ(f.alloc.pool_stats(pool).segments, 1);
+  EXPECT_EQ(f.alloc.stats().segments, 1);
+  f.alloc.release_pool(pool);
+  EXPECT_EQ(f.alloc.pool_stats(pool).segments, 0);
+  EXPECT_EQ(f.alloc.stats().reserved_bytes, 0);
+  EXPECT_TRUE(f.dev.live.empty());
+}
+
+TEST(CudaAllocator, NoDriverCallButAllocDuringACapture) {
+  Fixture f;
+  const size_t n = 12 * kMiB;
+  // A block used on s2 too, and a whole free segment of s1 another stream
+  // would normally take after querying s1's event.
+  void* shared = f.alloc.allocate(8192, kS1);
+  f.alloc.record_stream(shared, kS2);
+  void* seg = f.alloc.allocate(n, kS1);
+  f.alloc.free(seg);
+  const PoolId pool = CachingAllocator::new_pool_id();
+  f.alloc.begin_allocate_to_pool(pool);
+  f.dev.only_alloc_allowed = true;
+  void* p = f.alloc.allocate(n, kS1);   // a new segment (cuMemAlloc is allowed)
+  f.alloc.free(shared);                 // its event waits for the capture's end
+  void* q = f.alloc.allocate(100, kS2);  // no migration: that would query events
+  f.alloc.empty_cache();                // releases nothing now
+  EXPECT_EQ(f.alloc.stats().device_frees, 0);
+  f.alloc.free(q);
+  f.dev.only_alloc_allowed = false;
+  f.alloc.end_allocate_to_pool(pool);
+  // The deferred free recorded its event on s2 now: the block waits for it.
+  EXPECT_EQ(f.dev.events.size(), 1u);
+  f.dev.finish(kS2);
+  void* again = f.alloc.allocate(8192, kS1);
+  EXPECT_EQ(again, shared);
+  f.alloc.free(again);
+  f.alloc.free(p);
+  f.alloc.release_pool(pool);
+  f.alloc.empty_cache();
+  EXPECT_EQ(f.alloc.stats().reserved_bytes, 0);
+  EXPECT_TRUE(f.dev.events.empty());
+}
+
+TEST(CudaAllocator, GraphsSharingAPoolReuseEachOthersBlocks) {
+  Fixture f;
+  const PoolId pool = CachingAllocator::new_pool_id();
+  f.alloc.begin_allocate_to_pool(pool);  // graph 1
+  void* x = f.alloc.allocate(1 << 16, kS1);
+  f.alloc.free(x);
+  f.alloc.end_allocate_to_pool(pool);
+  f.alloc.begin_allocate_to_pool(pool);  // graph 2, same pool
+  void* y = f.alloc.allocate(1 << 16, kS1);
+  EXPECT_EQ(y, x);
+  f.alloc.end_allocate_to_pool(pool);
+  EXPECT_EQ(f.alloc.pool_stats(pool).uses, 2);
+  f.alloc.free(y);
+  f.alloc.release_pool(pool);  // graph 1 gone: graph 2 still holds the pool
+  EXPECT_EQ(f.alloc.pool_stats(pool).segments, 1);
+  f.alloc.release_pool(pool);
+  EXPECT_EQ(f.alloc.stats().segments, 0);
+  // A second pool is another pool: it does not see the first's blocks.
+  const PoolId other = CachingAllocator::new_pool_id();
+  EXPECT_NE(other, pool);
+  EXPECT_THROW(f.alloc.release_pool(other), Error);
+}
+
+TEST(CudaAllocator, PoolOutputsOutliveTheGraph) {
+  Fixture f;
+  const PoolId pool = CachingAllocator::new_pool_id();
+  f.alloc.begin_allocate_to_pool(pool);
+  void* out = f.alloc.allocate(1000, kS1);
+  f.alloc.end_allocate_to_pool(pool);
+  f.alloc.release_pool(pool);  // the graph is gone, its output is not
+  EXPECT_EQ(f.alloc.stats().segments, 1);
+  f.alloc.free(out);  // the segment is wholly free now: it goes at once
+  EXPECT_EQ(f.alloc.stats().segments, 0);
+  EXPECT_TRUE(f.dev.live.empty());
+  // One capture per thread at a time.
+  f.alloc.begin_allocate_to_pool(pool);
+  EXPECT_THROW(f.alloc.begin_allocate_to_pool(CachingAllocator::new_pool_id()), Error);
+  f.alloc.end_allocate_to_pool(pool);
+  f.alloc.release_pool(pool);
 }

@@ -10,6 +10,11 @@
 // like cuBLASLt on some GPUs, has no algorithm for a float64 BIAS epilogue,
 // so that ignis's fallback runs. What it cannot check: the GPU's own
 // alignment rules and arithmetic, which gpu_check.sh does.
+// While the stream captures a CUDA graph, a product is recorded in the fake
+// driver's graph (fake_cuda_capture_host_work) with the descriptors and
+// scalars copied, as the real library's kernels are captured.
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -153,15 +158,47 @@ int cublasLtMatmulAlgoGetHeuristic(void*, FakeDesc* d, FakeLayout* a, FakeLayout
   return 0;
 }
 
+// One product with everything it reads copied (run now, or at each replay).
+struct Product {
+  FakeDesc d;
+  FakeLayout a, b, c, dl;
+  double al, be;
+  const void *A, *B, *C;
+  void* D;
+  int64_t m, n, k;
+};
+static void run_product(void* p);
+
 int cublasLtMatmul(void*, FakeDesc* d, const void* alpha, const void* A, FakeLayout* a,
                    const void* B, FakeLayout* b, const void* beta, const void* C, FakeLayout* c,
-                   void* D, FakeLayout* dl, const void*, void* workspace, size_t ws_size, void*) {
+                   void* D, FakeLayout* dl, const void*, void* workspace, size_t ws_size,
+                   void* stream) {
   int64_t m, n, k;
   if (!shapes(d, a, b, c, &m, &n, &k) || !workspace || ws_size < 4096) return 7;
   auto scalar = [&](const void* p) {
     return d->scale == 1 ? *static_cast<const double*>(p) : *static_cast<const float*>(p);
   };
-  double al = scalar(alpha), be = scalar(beta);
+  auto* prod = new Product{*d, *a, *b, *c, *dl, scalar(alpha), scalar(beta), A, B, C, D, m, n, k};
+  using Capture = int (*)(void*, void (*)(void*), void*, void (*)(void*));
+  static Capture capture = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<Capture>(dlsym(lib, "fake_cuda_capture_host_work")) : nullptr;
+  }();
+  if (capture && capture(stream, run_product, prod, [](void* p) { delete static_cast<Product*>(p); }))
+    return 0;
+  run_product(prod);
+  delete prod;
+  return 0;
+}
+
+static void run_product(void* p) {
+  const Product& pr = *static_cast<const Product*>(p);
+  const FakeDesc* d = &pr.d;
+  const FakeLayout *a = &pr.a, *b = &pr.b, *c = &pr.c, *dl = &pr.dl;
+  const void *A = pr.A, *B = pr.B, *C = pr.C;
+  void* D = pr.D;
+  const int64_t m = pr.m, n = pr.n, k = pr.k;
+  double al = pr.al, be = pr.be;
   bool tf32 = d->compute == 77;
   auto in = [&](const void* p, int64_t i) {
     double v = load(p, a->type, i);
@@ -184,7 +221,6 @@ int cublasLtMatmul(void*, FakeDesc* d, const void* alpha, const void* A, FakeLay
         store(D, dl->type, od + i + j * dl->ld, v);
       }
   }
-  return 0;
 }
 
 }  // extern "C"

@@ -8,7 +8,23 @@
 // unknown kernels fail). NVRTC still compiles every kernel, so its cache path is exercised;
 // NVRTC asks the driver for an export table when libcuda is loaded, which
 // this fake declines. Not a driver: nothing here is asynchronous.
+//
+// Stream capture and CUDA graphs: while a stream captures, kernel launches,
+// copies and memsets on it are recorded (a launch's argument values copied,
+// as the driver copies them) instead of run; cuGraphInstantiate copies the
+// list and cuGraphLaunch replays it in order. What a real capture refuses
+// is refused here too, with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and the
+// capture invalidated (cuStreamEndCapture then fails with
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED): synchronizing or querying the
+// capturing stream, and, unless the thread's capture mode is relaxed,
+// cuCtxSynchronize, cuEventQuery, cuEventSynchronize, cuMemAlloc, cuMemFree
+// and copies between the device and pageable (not cuMemHostAlloc'ed) host
+// memory. fake_libcublaslt.cpp records its products through
+// fake_cuda_capture_host_work.
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
 #include <cstdint>
 #include <cstdio>
 #include <dlfcn.h>
@@ -26,12 +42,59 @@ static size_t g_cap = size_t(1) << 30, g_used = 0;
 static std::map<void*, size_t> g_sizes;
 static std::mutex g_mu;
 static thread_local void* g_ctx = nullptr;
+// ---- stream capture --------------------------------------------------------------
+struct Capture { std::vector<std::function<void()>> work; int mode; std::thread::id thread; bool invalid = false; };
+struct Graph { std::vector<std::function<void()>> work; };
+static std::map<void*, Capture*> g_captures;  // capturing stream -> its capture
+static std::map<void*, size_t> g_pinned;       // cuMemHostAlloc'ed blocks
+static thread_local int g_thread_mode = 0;     // CU_STREAM_CAPTURE_MODE_GLOBAL
+static std::recursive_mutex g_cap_mu;
+// The capture `s` belongs to, or null.
+static Capture* capturing(void* s) {
+  std::lock_guard<std::recursive_mutex> l(g_cap_mu);
+  auto it = g_captures.find(s);
+  return it == g_captures.end() ? nullptr : it->second;
+}
+// A "potentially unsafe" call (cuMemAlloc, a synchronization, ...): refused,
+// invalidating the captures it conflicts with, when this thread's mode is
+// not relaxed and this thread captures (not relaxed) or another thread
+// captures in global mode.
+static bool unsafe_call_refused() {
+  if (g_thread_mode == 2) return false;
+  std::lock_guard<std::recursive_mutex> l(g_cap_mu);
+  bool refused = false;
+  for (auto& [s, c] : g_captures) {
+    if (c->mode == 2) continue;
+    if (c->thread == std::this_thread::get_id() || c->mode == 0) { c->invalid = true; refused = true; }
+  }
+  return refused;
+}
+// Work on stream `s`: recorded when it captures (returns 900/901 for a
+// refused or invalidated capture, 0 when recorded), else -1: run it now.
+static int record_or_run(void* s, std::function<void()> work) {
+  Capture* c = capturing(s);
+  if (!c) return -1;
+  if (c->invalid) return 901;
+  c->work.push_back(std::move(work));
+  return 0;
+}
+static bool is_pinned_host(const void* p) {
+  std::lock_guard<std::recursive_mutex> l(g_cap_mu);
+  auto it = g_pinned.upper_bound(const_cast<void*>(p));
+  if (it == g_pinned.begin()) return false;
+  --it;
+  return (const char*)p < (const char*)it->first + it->second;
+}
 struct Ev { double t = 0; };
 static double now_ms() { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 CUresult cuInit(unsigned) { if (const char* c = getenv("FAKE_CUDA_CAP_MB")) g_cap = size_t(atoll(c)) << 20; return 0; }
 CUresult cuDriverGetVersion(int* v) { *v = 13000; return 0; }
-CUresult cuGetErrorName(CUresult r, const char** s) { *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE"; return 0; }
-CUresult cuGetErrorString(CUresult r, const char** s) { *s = r == 2 ? "out of memory" : "fake error"; return 0; }
+CUresult cuGetErrorName(CUresult r, const char** s) {
+  *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 900 ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+     : r == 901 ? "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED" : "CUDA_ERROR_FAKE"; return 0; }
+CUresult cuGetErrorString(CUresult r, const char** s) {
+  *s = r == 2 ? "out of memory" : r == 900 ? "operation not permitted when stream is capturing"
+     : r == 901 ? "operation failed due to a previous error during capture" : "fake error"; return 0; }
 CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int* d, int i) { if (i != 0) return 101; *d = 0; return 0; }
 CUresult cuDeviceGetName(char* s, int n, int) { strncpy(s, "Fake GPU", n); return 0; }
@@ -41,10 +104,11 @@ CUresult cuDevicePrimaryCtxRetain(void** c, int) { static int ctx; *c = &ctx; re
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 CUresult cuCtxSetCurrent(void* c) { g_ctx = c; return 0; }
 CUresult cuCtxGetCurrent(void** c) { *c = g_ctx; return 0; }
-CUresult cuCtxSynchronize() { return g_ctx ? 0 : 201; }
+CUresult cuCtxSynchronize() { if (unsafe_call_refused()) return 900; return g_ctx ? 0 : 201; }
 CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = g_cap - g_used; *t = g_cap; return 0; }
 CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
   if (!g_ctx) return 201;
+  if (unsafe_call_refused()) return 900;
   std::lock_guard<std::mutex> l(g_mu);
   if (g_used + n > g_cap) return 2;
   // Fresh device memory holds garbage on a GPU; here it holds NaN bytes
@@ -52,26 +116,89 @@ CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
   // instead of the zeros a fresh host page would give.
   void* q = malloc(n); memset(q, 0xFF, n);
   g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
-CUresult cuMemFree_v2(unsigned long long p) { std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
-CUresult cuMemHostAlloc(void** p, size_t n, unsigned) { *p = malloc(n); return 0; }
-CUresult cuMemFreeHost(void* p) { free(p); return 0; }
-CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void*) { memcpy((void*)d, s, n); return 0; }
-CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void*) { memcpy(d, (void*)s, n); return 0; }
-CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void*) { memmove((void*)d, (void*)s, n); return 0; }
-CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void*) { memset((void*)d, v, n); return 0; }
+CUresult cuMemFree_v2(unsigned long long p) { if (unsafe_call_refused()) return 900; std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
+CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
+  if (unsafe_call_refused()) return 900;
+  *p = malloc(n); std::lock_guard<std::recursive_mutex> l(g_cap_mu); g_pinned[*p] = n; return 0; }
+CUresult cuMemFreeHost(void* p) {
+  if (unsafe_call_refused()) return 900;
+  { std::lock_guard<std::recursive_mutex> l(g_cap_mu); g_pinned.erase(p); } free(p); return 0; }
+// A captured copy between the device and pageable host memory is refused (a
+// graph's memcpy node needs pinned memory); one from pinned memory reads it
+// when replayed.
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, void* st) {
+  if (capturing(st) && !is_pinned_host(s)) { capturing(st)->invalid = true; return 900; }
+  int r = record_or_run(st, [=] { memcpy((void*)d, s, n); });
+  if (r >= 0) return r;
+  memcpy((void*)d, s, n); return 0; }
+CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void* st) {
+  if (capturing(st) && !is_pinned_host(d)) { capturing(st)->invalid = true; return 900; }
+  int r = record_or_run(st, [=] { memcpy(d, (void*)s, n); });
+  if (r >= 0) return r;
+  memcpy(d, (void*)s, n); return 0; }
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void* st) {
+  int r = record_or_run(st, [=] { memmove((void*)d, (void*)s, n); });
+  if (r >= 0) return r;
+  memmove((void*)d, (void*)s, n); return 0; }
+CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void* st) {
+  int r = record_or_run(st, [=] { memset((void*)d, v, n); });
+  if (r >= 0) return r;
+  memset((void*)d, v, n); return 0; }
 CUresult cuStreamCreate(void** s, unsigned) { *s = malloc(1); return 0; }
 CUresult cuStreamDestroy_v2(void* s) { free(s); return 0; }
-CUresult cuStreamSynchronize(void*) { return 0; }
-CUresult cuStreamQuery(void*) { return 0; }
+// Synchronizing or querying a capturing stream is never legal.
+CUresult cuStreamSynchronize(void* s) {
+  if (Capture* c = capturing(s)) { c->invalid = true; return 900; }
+  if (!s && unsafe_call_refused()) return 900;  // the legacy stream syncs with all
+  return 0; }
+CUresult cuStreamQuery(void* s) { if (Capture* c = capturing(s)) { c->invalid = true; return 900; } return 0; }
 CUresult cuStreamWaitEvent(void*, void*, unsigned) { return 0; }
 CUresult cuEventCreate(void** e, unsigned) { *e = new Ev; return 0; }
 CUresult cuEventDestroy_v2(void* e) { delete (Ev*)e; return 0; }
 CUresult cuEventRecord(void* e, void*) { ((Ev*)e)->t = now_ms(); return 0; }
-CUresult cuEventSynchronize(void*) { return 0; }
-CUresult cuEventQuery(void*) { return 0; }
+CUresult cuEventSynchronize(void*) { return unsafe_call_refused() ? 900 : 0; }
+CUresult cuEventQuery(void*) { return unsafe_call_refused() ? 900 : 0; }
+CUresult cuStreamBeginCapture_v2(void* s, int mode) {
+  if (!s) return 900;  // the legacy stream cannot capture
+  std::lock_guard<std::recursive_mutex> l(g_cap_mu);
+  if (g_captures.count(s)) return 1;
+  g_captures[s] = new Capture{{}, mode, std::this_thread::get_id()};
+  return 0; }
+CUresult cuStreamEndCapture(void* s, void** graph) {
+  std::lock_guard<std::recursive_mutex> l(g_cap_mu);
+  auto it = g_captures.find(s);
+  if (it == g_captures.end()) return 1;  // CUDA_ERROR_ILLEGAL_STATE on a real driver
+  Capture* c = it->second;
+  g_captures.erase(it);
+  *graph = nullptr;
+  CUresult r = c->invalid ? 901 : 0;
+  if (!c->invalid) *graph = new Graph{std::move(c->work)};
+  delete c;
+  return r; }
+CUresult cuStreamIsCapturing(void* s, int* status) {
+  Capture* c = capturing(s);
+  *status = !c ? 0 : c->invalid ? 2 : 1; return 0; }
+CUresult cuThreadExchangeStreamCaptureMode(int* mode) { std::swap(*mode, g_thread_mode); return 0; }
+CUresult cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long) {
+  *exec = new Graph{((Graph*)graph)->work}; return 0; }
+CUresult cuGraphLaunch(void* exec, void* s) {
+  if (capturing(s)) return 900;  // (a real driver can capture a child graph; ignis never asks)
+  for (auto& w : ((Graph*)exec)->work) w();
+  if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "graph launch: %zu nodes\n", ((Graph*)exec)->work.size());
+  return 0; }
+CUresult cuGraphExecDestroy(void* exec) { delete (Graph*)exec; return 0; }
+CUresult cuGraphDestroy(void* graph) { delete (Graph*)graph; return 0; }
+// For fake_libcublaslt.cpp: host work for stream `s`, recorded when it
+// captures (returns 1, taking `data`) or not (returns 0: the caller runs it).
+int fake_cuda_capture_host_work(void* s, void (*run)(void*), void* data, void (*destroy)(void*)) {
+  Capture* c = capturing(s);
+  if (!c) return 0;
+  std::shared_ptr<void> owned(data, destroy);
+  c->work.push_back([run, owned] { run(owned.get()); });
+  return 1; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
-struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); };
+struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); int (*arg_sizes)(size_t*) = nullptr; };
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
 }  // extern "C"
 
@@ -103,7 +230,8 @@ static std::string param_type(std::string p) {
 // for the launch's block (block_threads_host.h: barriers and warp shuffles
 // between them), built as <name>.threads.so: slow, for the tests of the
 // warp and block code (tests/python/test_cuda_rows.py).
-static void* generated_wrapper(const std::string& name, bool threads) {
+// `*sizes` receives the wrapper's report of its argument sizes (for capture).
+static void* generated_wrapper(const std::string& name, bool threads, int (**sizes)(size_t*)) {
   const char* dir = getenv("IGNIS_CUDA_DUMP_SOURCES");
   const char* kernel_host = getenv("IGNIS_FAKE_CUDA_HOST_HEADER");
   if (!dir || !kernel_host) return nullptr;
@@ -141,7 +269,12 @@ static void* generated_wrapper(const std::string& name, bool threads) {
          "    for (unsigned x = 0; x < gx; ++x) {\n      blockIdx = {x, y, 0};\n      " + name +
          "(" + args + ");\n    }\n}\n";
   }
-  const std::string tag = fibers ? ".fibers" : threads ? ".threads" : "";
+  w += "extern \"C\" int " + name + "__arg_sizes(size_t* s) {\n";
+  for (size_t i = 0; i < params.size(); ++i)
+    w += "  s[" + std::to_string(i) + "] = sizeof(" + param_type(params[i]) + ");\n";
+  w += "  return " + std::to_string(params.size()) + ";\n}\n";
+  // (".v2": wrappers built before they reported argument sizes are rebuilt.)
+  const std::string tag = std::string(fibers ? ".fibers" : threads ? ".threads" : "") + ".v2";
   std::string host = base + tag + ".host.cpp", so = base + tag + ".so";
   if (FILE* h = fopen(host.c_str(), "wb")) { fwrite(src.data(), 1, src.size(), h); fwrite(w.data(), 1, w.size(), h); fclose(h); }
   std::string cmd = "g++ -std=c++20 -O1 -w -shared -fPIC -include " + header + " -x c++ " + host +
@@ -151,19 +284,21 @@ static void* generated_wrapper(const std::string& name, bool threads) {
                so_st.st_mtime >= cu_st.st_mtime;
   if (!fresh && system(cmd.c_str()) != 0) return nullptr;
   void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  return lib ? dlsym(lib, (name + "__host").c_str()) : nullptr;
+  if (!lib) return nullptr;
+  *sizes = (int (*)(size_t*))dlsym(lib, (name + "__arg_sizes").c_str());
+  return dlsym(lib, (name + "__host").c_str());
 }
 
 extern "C" {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   static void* emu = getenv("IGNIS_FAKE_CUDA_KERNELS") ? dlopen(getenv("IGNIS_FAKE_CUDA_KERNELS"), RTLD_NOW | RTLD_LOCAL) : nullptr;
   void* h = emu ? dlsym(emu, name) : nullptr;
-  void* w = h ? nullptr : generated_wrapper(name, getenv("FAKE_CUDA_BLOCK_THREADS") != nullptr);
+  int (*sizes)(size_t*) = nullptr;
+  void* w = h ? nullptr : generated_wrapper(name, getenv("FAKE_CUDA_BLOCK_THREADS") != nullptr, &sizes);
   if (!h && !w) return 500;
-  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned, unsigned))w};
+  *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned, unsigned))w, sizes};
   return 0; }
-CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned by, unsigned, unsigned, void*, void** a, void**) {
-  Fn* fn = (Fn*)f;
+static CUresult launch_now(Fn* fn, unsigned gx, unsigned gy, unsigned bx, unsigned by, void** a) {
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
   if (fn->wrapper) { fn->wrapper(a, gx, gy, bx, by); return 0; }
   const std::string& n = fn->name;
@@ -173,6 +308,31 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx
   else if (n.rfind("fill_contiguous", 0) == 0) ((void(*)(void*, uint64_t, int64_t))fn->host)(*(void**)a[0], *(uint64_t*)a[1], *(int64_t*)a[2]);
   else return 500;
   return 0; }
+// The byte size of each kernel argument, for capture (the driver copies the
+// values at launch): the built-in kernels' are known, a generated kernel's
+// wrapper reports them.
+static std::vector<size_t> arg_sizes(Fn* fn) {
+  if (fn->arg_sizes) { size_t s[64]; int n = fn->arg_sizes(s); return std::vector<size_t>(s, s + n); }
+  const std::string& n = fn->name;
+  if (n.rfind("copy_strided", 0) == 0 || n.rfind("fill_strided", 0) == 0) return {8, 8, 8, sizeof(Geometry)};
+  return {8, 8, 8};
+}
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned by, unsigned, unsigned, void* st, void** a, void**) {
+  Fn* fn = (Fn*)f;
+  if (Capture* c = capturing(st)) {
+    if (c->invalid) return 901;
+    std::vector<std::vector<char>> values;
+    const std::vector<size_t> sizes = arg_sizes(fn);
+    for (size_t i = 0; i < sizes.size(); ++i)
+      values.emplace_back((const char*)a[i], (const char*)a[i] + sizes[i]);
+    c->work.push_back([fn, gx, gy, bx, by, values]() mutable {
+      std::vector<void*> ptrs;
+      for (auto& v : values) ptrs.push_back(v.data());
+      launch_now(fn, gx, gy, bx, by, ptrs.data());
+    });
+    return 0;
+  }
+  return launch_now(fn, gx, gy, bx, by, a); }
 }
 extern "C" {
 int cuGetExportTable(const void**, const void*) { return 500; }

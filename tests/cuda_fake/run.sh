@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the CUDA tests (tests/python/test_cuda.py, test_cuda_blas.py,
-# test_dlpack.py) against a fake CUDA driver and a fake cuBLASLt
+# test_dlpack.py, test_cuda_graphs.py) against a fake CUDA driver and a fake cuBLASLt
 # (fake_libcublaslt.cpp: host GEMMs) on a machine without a GPU: device memory is host memory and the eager kernels'
 # CUDA C++ runs as host C++ (see fake_libcuda.cpp). Checks the runtime's
 # plumbing (allocator, streams, events, copies, the kernel cache, bindings)
@@ -29,7 +29,7 @@ cd "$root/tests/python"
 # (default: a directory kept across runs, so later runs reuse them).
 sources=${IGNIS_FAKE_CUDA_SOURCES:-/tmp/ignis-fake-cuda-kernels}
 mkdir -p "$sources"
-tests=${FAKE_CUDA_TESTS:-test_cuda.py test_cuda_blas.py test_dlpack.py}
+tests=${FAKE_CUDA_TESTS:-test_cuda.py test_cuda_blas.py test_dlpack.py test_cuda_graphs.py}
 LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IGNIS_FAKE_CUDA_KERNELS="$work/kernels.so" \
   IGNIS_CUDA_DUMP_SOURCES="$sources" IGNIS_FAKE_CUDA_HOST_HEADER="$here/kernel_host.h" \
   IGNIS_CACHE_DIR="$work/cache" PYTHONPATH="$root/python" \

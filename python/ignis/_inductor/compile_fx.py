@@ -1,11 +1,29 @@
 """compile_fx: one AOT graph (inference, forward or backward) to a callable."""
+import collections
 import sys
 
 from .. import _C
 from .._logging import _enabled
 from . import config, metrics, step_profile
 
+_cudagraph_count = 0
+# The latest graphs compiled with CUDA graphs on, for tests and debugging
+# (each one's .cudagraph_stats: records, replays, copies, fallback reason).
+recent_cudagraph_graphs = collections.deque(maxlen=16)
 
+
+def _enable_cudagraphs(compiled, gm):
+    """mode="reduce-overhead": the compiled graph's later calls record and
+    replay a CUDA graph (in C++: compiler/cudagraph_runner.h). A graph on
+    the CPU, or one that cannot be recorded, runs plainly; the reason is
+    logged under IGNIS_LOGS=cudagraphs (and warned once when it is not
+    the CPU)."""
+    global _cudagraph_count
+    _cudagraph_count += 1
+    backward = any(n.op == "placeholder" and n.name.startswith("tangents")
+                   for n in gm.graph.nodes)
+    compiled._enable_cudagraphs(f"{'backward ' if backward else ''}graph {_cudagraph_count}")
+    recent_cudagraph_graphs.append(compiled)
 
 
 def compile_fx(gm, example_inputs):
@@ -26,6 +44,8 @@ def compile_fx(gm, example_inputs):
             metrics.fxgraph_cache_hit += 1
         else:
             metrics.fxgraph_cache_miss += 1
+    if config.triton.cudagraphs:
+        _enable_cudagraphs(compiled, gm)
     if config.profile_bandwidth:
         step_profile.register(compiled, f"graph_{len(step_profile._graphs)}")
     report, measured = compiled.autotune

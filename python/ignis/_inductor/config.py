@@ -63,6 +63,14 @@ class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)
     reduction_lanes = 16
 
 
+class triton:  # noqa: N801  (torch's spelling: config.triton.cudagraphs)
+    """Knobs of the GPU side (torch keeps them under config.triton)."""
+    # mode="reduce-overhead" sets this: each compiled CUDA graph is recorded
+    # into a CUDA graph on its second call and replayed from then on
+    # (compiler/cudagraph_runner.h; docs/compiler.md "reduce-overhead").
+    cudagraphs = False
+
+
 def _is_symbolic(value):
     """Whether a placeholder's value (or example input) is symbolic: a
     symbolic int, or a tensor with a symbolic size."""
@@ -152,7 +160,7 @@ def compiler_options(size_generic_graph=None):
 _MODE_OPTIONS = {
     None: {},
     "default": {},
-    "reduce-overhead": {},
+    "reduce-overhead": {"triton.cudagraphs": True},
     "max-autotune": {"max_autotune": True},
     "max-autotune-no-cudagraphs": {"max_autotune": True},
 }
@@ -161,7 +169,12 @@ _MODE_OPTIONS = {
 def _knob(name):
     """(owner, attribute) of a knob name ("max_fusion_size", "cpp.threads"), or
     None when there is no such knob."""
-    owner, attr = (cpp, name[4:]) if name.startswith("cpp.") else (sys.modules[__name__], name)
+    if name.startswith("cpp."):
+        owner, attr = cpp, name[4:]
+    elif name.startswith("triton."):
+        owner, attr = triton, name[7:]
+    else:
+        owner, attr = sys.modules[__name__], name
     if attr.startswith("_") or not hasattr(owner, attr) or callable(getattr(owner, attr)) \
             or isinstance(getattr(owner, attr), type(sys)):
         return None
@@ -184,7 +197,8 @@ def overrides(mode=None, options=None):
 
 def list_options():
     """The knob names options= accepts."""
-    names = list(vars(sys.modules[__name__])) + [f"cpp.{n}" for n in vars(cpp)]
+    names = (list(vars(sys.modules[__name__])) + [f"cpp.{n}" for n in vars(cpp)]
+             + [f"triton.{n}" for n in vars(triton)])
     return sorted(n for n in names if _knob(n) is not None)
 
 

@@ -22,6 +22,9 @@ from . import amp  # noqa: F401  (torch.cuda.amp: deprecated aliases)
 from .random import (
     manual_seed, manual_seed_all, seed, seed_all, initial_seed,
 )
+from .graphs import (
+    CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing, make_graphed_callables,
+)
 
 OutOfMemoryError = _C.OutOfMemoryError
 
@@ -69,6 +72,8 @@ __all__ = [
     "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
     "empty_cache", "memory_summary", "manual_seed", "manual_seed_all", "seed", "seed_all",
     "initial_seed", "is_initialized", "init", "OutOfMemoryError", "is_bf16_supported", "amp",
+    "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+    "make_graphed_callables",
 ]
 
 

@@ -17,9 +17,9 @@ constexpr ArtifactName kArtifacts[] = {
     {"recompiles", kLogRecompiles},    {"graph_code", kLogGraphCode},
     {"bytecode", kLogBytecode},        {"output_code", kLogOutputCode},
     {"aot_graphs", kLogAotGraphs},     {"schedule", kLogSchedule},
-    {"dynamic", kLogDynamic},
+    {"dynamic", kLogDynamic},          {"cudagraphs", kLogCudagraphs},
 };
-constexpr unsigned kAllArtifacts = (1u << 9) - 1;
+constexpr unsigned kAllArtifacts = (1u << 10) - 1;
 
 // IGNIS_LOGS="graph_breaks,recompiles" / "+all" / "all"; a leading '+' on a
 // name is accepted (torch's "+dynamo" style). Unknown names are ignored.

@@ -20,6 +20,7 @@ enum LogArtifact : unsigned {
   kLogAotGraphs = 1u << 6,    // aot_graphs: AOT's joint, forward and backward graphs
   kLogSchedule = 1u << 7,     // schedule: the compiler's fusion decisions
   kLogDynamic = 1u << 8,      // dynamic: symbols, shape guards, specializations
+  kLogCudagraphs = 1u << 9,   // cudagraphs: reduce-overhead's recordings and fallbacks
 };
 
 unsigned log_mask();

@@ -391,7 +391,8 @@ bool init_capture(PyObject* module) {
             PyModule_AddIntConstant(m, "LOG_OUTPUT_CODE", kLogOutputCode) == 0 &&
             PyModule_AddIntConstant(m, "LOG_AOT_GRAPHS", kLogAotGraphs) == 0 &&
             PyModule_AddIntConstant(m, "LOG_SCHEDULE", kLogSchedule) == 0 &&
-            PyModule_AddIntConstant(m, "LOG_DYNAMIC", kLogDynamic) == 0;
+            PyModule_AddIntConstant(m, "LOG_DYNAMIC", kLogDynamic) == 0 &&
+            PyModule_AddIntConstant(m, "LOG_CUDAGRAPHS", kLogCudagraphs) == 0;
   // The lead adds helper A's test binding here: init_resume_testing(m).
   if (ok) {
     PyObject* modules = PyImport_GetModuleDict();  // borrowed

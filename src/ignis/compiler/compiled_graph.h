@@ -78,6 +78,9 @@ class CompiledGraph {
   // [Size-generic code]).
   bool compiled_code() const { return compiled_code_; }
   bool size_generic() const { return exec_.size_generic; }
+  // What running needs (buffers, steps, outputs), for runners that wrap
+  // run() (cudagraph_runner.h).
+  const Executable& executable() const { return exec_; }
 
  private:
   void compile(const graph::Graph& g, const CompileGraphOptions& options,

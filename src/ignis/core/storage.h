@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <utility>
 
 #include "ignis/core/device.h"
 #include "ignis/core/intrusive_ptr.h"
@@ -25,6 +26,16 @@ class StorageImpl : public RefCounted {
   // False for storage that wraps memory owned elsewhere (e.g. a NumPy array).
   bool resizable() const { return resizable_; }
   void set_resizable(bool r) { resizable_ = r; }
+
+  // Exchanges the memory (data pointer and deleter) of two storages of one
+  // size and device, each keeping its identity. The one use: a CUDA graph's
+  // output that someone still holds moves out of the graph's memory pool
+  // into a copy before a replay overwrites it
+  // (compiler/cudagraph_runner.h, Note [Outputs of a replayed graph]).
+  void swap_memory(StorageImpl& other) {
+    std::swap(data_, other.data_);
+    std::swap(deleter_, other.deleter_);
+  }
 
   // Fake storage (aot/fake.h): meta storage that stands for memory on
   // another device. Kernels see a meta tensor; the user sees this device.

@@ -94,6 +94,17 @@ void* workspace(State& s, const Stream& stream) {
   return it->second->data();
 }
 
+}  // namespace
+
+void reserve_workspace(const Stream& stream) {
+  if (!cublaslt().is_loaded()) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  workspace(s, stream);
+}
+
+namespace {
+
 cublasLtMatrixLayout_t make_layout(int type, int64_t rows, int64_t cols, int64_t ld,
                                    int64_t batch, int64_t batch_stride) {
   cublasLtMatrixLayout_t l = nullptr;

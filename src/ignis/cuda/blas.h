@@ -44,6 +44,12 @@ struct GemmCall {
 // raises a RuntimeError when cuBLASLt cannot be loaded or a call fails.
 bool lt_matmul(const GemmCall& call, const Stream& stream);
 
+// Allocates cuBLASLt's workspace for `stream` (the current stream of its
+// device) now, when cuBLASLt can be loaded and it has none yet: a CUDA
+// graph captured on the stream then finds it, rather than allocating it
+// inside the capture, from the graph's private pool.
+void reserve_workspace(const Stream& stream);
+
 // TF32 for float32 products (torch.backends.cuda.matmul.allow_tf32;
 // default false, as in torch). Process-wide.
 bool allow_tf32();

@@ -1,6 +1,7 @@
 #include "ignis/cuda/caching_allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <tuple>
 
@@ -41,6 +42,37 @@ namespace ignis::cuda {
 // request, the device's free and total memory and the allocator's counters.
 // The allocator's state is unchanged by the failure, so the process stays
 // usable.
+
+// Note [Private pools for CUDA graphs]
+//
+// A CUDA graph replays its kernels on the addresses they had when it was
+// captured, so the memory a capture allocates must stay the graph's while it
+// lives, and nothing outside the graph may be handed those addresses. While a
+// thread captures (begin_allocate_to_pool .. end_allocate_to_pool) its
+// requests are filed under a pseudo-stream of the graph's pool (the pool id
+// with the top bit set; real streams are user-space pointers), so the
+// per-stream bookkeeping above keeps them apart: a block freed there (a
+// temporary of the captured work) returns to the pool and is reused only by
+// later requests of a capture into the same pool -- which is also how graphs
+// sharing a pool (graph_pool_handle) reuse each other's memory. Pool segments
+// never migrate to a stream, nor a stream's to a pool, and empty_cache and
+// the out-of-memory retry leave them alone while a graph holds the pool. The
+// last release_pool lets them go back to the device once wholly free (the
+// tensors a graph returned may outlive it).
+//
+// A real capture forbids calls that could synchronize (cuEventQuery,
+// cuEventSynchronize, cuMemFree, ...) while any global-mode capture runs, so
+// while one is underway the allocator records, queries and destroys no event
+// and releases no memory: events of blocks freed with record_stream uses
+// are recorded, and events dropped are destroyed, when the last capture
+// ends. cuMemAlloc is allowed (the driver backend calls it in the thread's
+// relaxed capture mode, as torch does): a capture may take new segments.
+namespace {
+constexpr StreamId kPoolStreamBit = StreamId(1) << 63;
+StreamId pool_stream_id(PoolId pool) { return kPoolStreamBit | StreamId(pool); }
+bool is_pool_stream(StreamId s) { return (s & kPoolStreamBit) != 0; }
+PoolId pool_of(StreamId s) { return PoolId(s & ~kPoolStreamBit); }
+}  // namespace
 
 struct CachingAllocator::Block {
   void* ptr;
@@ -123,6 +155,7 @@ CachingAllocator::Block* CachingAllocator::migrate_free_segment(Pool& pool, size
   Block* best = nullptr;
   for (Block* b : pool) {
     if (b->stream == stream || b->size < size || !b->whole_segment()) continue;
+    if (is_pool_stream(b->stream)) continue;  // a graph's (see the Note)
     if (best && best->size <= b->size) continue;
     if (!b->reuse_event) b->reuse_event = backend_->record_event(b->stream);
     if (backend_->event_done(b->reuse_event)) best = b;
@@ -136,15 +169,30 @@ CachingAllocator::Block* CachingAllocator::migrate_free_segment(Pool& pool, size
 }
 
 void CachingAllocator::forget_reuse_event(Block* b) {
-  if (b->reuse_event) backend_->destroy_event(b->reuse_event);
+  if (b->reuse_event) drop_event(b->reuse_event);
   b->reuse_event = 0;
+}
+
+void CachingAllocator::drop_event(EventId e) {
+  if (!capturing_.empty()) {
+    deferred_event_drops_.push_back(e);
+    return;
+  }
+  backend_->destroy_event(e);
+}
+
+bool CachingAllocator::live_pool_block(const Block* b) const {
+  if (!is_pool_stream(b->stream)) return false;
+  auto it = pools_.find(pool_of(b->stream));
+  return it != pools_.end() && it->second.uses > 0;
 }
 
 CachingAllocator::Block* CachingAllocator::new_segment(size_t size, StreamId stream,
                                                        size_t requested) {
   size_t seg = segment_size(size);
   void* p = backend_->allocate(seg);
-  if (!p) {
+  // During a capture nothing can be released (see the Note): no retry.
+  if (!p && capturing_.empty()) {
     ++stats_.alloc_retries;
     release_cached(/*wait_events=*/true);
     p = backend_->allocate(seg);
@@ -164,6 +212,11 @@ CachingAllocator::Block* CachingAllocator::new_segment(size_t size, StreamId str
   ++stats_.device_allocs;
   ++stats_.segments;
   add(stats_.reserved_bytes, stats_.reserved_bytes_peak, static_cast<int64_t>(seg));
+  if (is_pool_stream(stream)) {
+    PoolInfo& info = pools_[pool_of(stream)];
+    ++info.segments;
+    info.reserved_bytes += static_cast<int64_t>(seg);
+  }
   return new Block{p, seg, stream, size <= kSmallSize};
 }
 
@@ -174,11 +227,16 @@ bool CachingAllocator::should_split(const Block* b, size_t size) const {
 
 void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  process_events();
+  const bool capture = !capturing_.empty();
+  if (!capture) process_events();
+  const auto self = std::this_thread::get_id();
+  for (const auto& [thread, graph_pool] : capturing_)
+    if (thread == self) stream = pool_stream_id(graph_pool);
   size_t size = round_size(nbytes);
   Pool& pool = pool_for(size);
   Block* b = find_free(pool, size, stream);
-  if (!b) b = migrate_free_segment(pool, size, stream);
+  // Migration records and queries events: not during a capture.
+  if (!b && !capture && !is_pool_stream(stream)) b = migrate_free_segment(pool, size, stream);
   if (b) {
     forget_reuse_event(b);
     // A free piece of a partly used segment is counted in inactive_split_bytes.
@@ -203,6 +261,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   ++stats_.active_blocks;
   add(stats_.allocated_bytes, stats_.allocated_bytes_peak, static_cast<int64_t>(b->size));
   add(stats_.requested_bytes, stats_.requested_bytes_peak, static_cast<int64_t>(nbytes));
+  if (is_pool_stream(stream)) pools_[pool_of(stream)].allocated_bytes += int64_t(b->size);
   return b->ptr;
 }
 
@@ -216,11 +275,24 @@ void CachingAllocator::free(void* ptr) {
   --stats_.active_blocks;
   stats_.allocated_bytes -= static_cast<int64_t>(b->size);
   stats_.requested_bytes -= static_cast<int64_t>(b->requested);
+  if (is_pool_stream(b->stream)) pools_[pool_of(b->stream)].allocated_bytes -= int64_t(b->size);
   if (b->uses.empty()) {
-    free_block(b);
+    Block* merged = free_block(b);
+    // A block of a pool no graph holds: its segment goes once wholly free.
+    if (is_pool_stream(merged->stream) && !live_pool_block(merged) &&
+        merged->whole_segment() && capturing_.empty())
+      release_segment(merged->small ? small_ : large_, merged);
     return;
   }
   b->state = Block::State::Pending;
+  if (!capturing_.empty()) {
+    deferred_frees_.push_back(b);  // its events are recorded after the capture
+    return;
+  }
+  record_pending_events(b);
+}
+
+void CachingAllocator::record_pending_events(Block* b) {
   b->pending_events = static_cast<int>(b->uses.size());
   for (StreamId s : b->uses) pending_.emplace_back(backend_->record_event(s), b);
   b->uses.clear();
@@ -236,7 +308,7 @@ void CachingAllocator::record_stream(void* ptr, StreamId stream) {
     b->uses.push_back(stream);
 }
 
-void CachingAllocator::free_block(Block* b) {
+CachingAllocator::Block* CachingAllocator::free_block(Block* b) {
   Pool& pool = b->small ? small_ : large_;
   // Merging a free neighbour: it leaves the pool and its bytes stop being an
   // inactive split; the merged block counts again below if still partial.
@@ -265,6 +337,7 @@ void CachingAllocator::free_block(Block* b) {
   }
   if (!b->whole_segment()) stats_.inactive_split_bytes += static_cast<int64_t>(b->size);
   pool.insert(b);
+  return b;
 }
 
 void CachingAllocator::process_events() {
@@ -286,6 +359,7 @@ void CachingAllocator::process_events() {
 }
 
 void CachingAllocator::release_cached(bool wait_events) {
+  if (!capturing_.empty()) return;  // no cuMemFree or event wait during a capture
   if (wait_events) {
     for (auto& [e, b] : pending_) backend_->wait_event(e);
     process_events();
@@ -293,19 +367,108 @@ void CachingAllocator::release_cached(bool wait_events) {
   for (Pool* pool : {&small_, &large_}) {
     for (auto it = pool->begin(); it != pool->end();) {
       Block* b = *it;
-      if (!b->whole_segment()) {
-        ++it;
-        continue;
-      }
-      it = pool->erase(it);
-      forget_reuse_event(b);
-      backend_->release(b->ptr, b->size);
-      ++stats_.device_frees;
-      --stats_.segments;
-      stats_.reserved_bytes -= static_cast<int64_t>(b->size);
-      delete b;
+      ++it;
+      if (!b->whole_segment() || live_pool_block(b)) continue;
+      release_segment(*pool, b);
     }
   }
+}
+
+void CachingAllocator::release_segment(Pool& pool, Block* b) {
+  pool.erase(b);
+  forget_reuse_event(b);
+  backend_->release(b->ptr, b->size);
+  ++stats_.device_frees;
+  --stats_.segments;
+  stats_.reserved_bytes -= static_cast<int64_t>(b->size);
+  if (is_pool_stream(b->stream)) {
+    auto it = pools_.find(pool_of(b->stream));
+    if (it != pools_.end()) {
+      --it->second.segments;
+      it->second.reserved_bytes -= static_cast<int64_t>(b->size);
+      if (it->second.uses == 0 && it->second.segments == 0) pools_.erase(it);
+    }
+  }
+  delete b;
+}
+
+PoolId CachingAllocator::new_pool_id() {
+  static std::atomic<PoolId> next{1};
+  return next.fetch_add(1);
+}
+
+void CachingAllocator::begin_allocate_to_pool(PoolId pool) {
+  IGNIS_CHECK(pool > 0, "CUDA allocator: a private pool id must be positive");
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto self = std::this_thread::get_id();
+  for (const auto& [thread, p] : capturing_)
+    IGNIS_CHECK(thread != self, "CUDA allocator: this thread already allocates to private pool ",
+                p, " (one capture at a time per thread)");
+  capturing_.emplace_back(self, pool);
+  ++pools_[pool].uses;
+}
+
+void CachingAllocator::end_allocate_to_pool(PoolId pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto self = std::this_thread::get_id();
+  auto it = std::find(capturing_.begin(), capturing_.end(), std::make_pair(self, pool));
+  IGNIS_CHECK(it != capturing_.end(), "CUDA allocator: this thread does not allocate to pool ",
+              pool);
+  capturing_.erase(it);
+  if (!capturing_.empty()) return;
+  // The work the capture deferred (see the Note).
+  for (EventId e : deferred_event_drops_) backend_->destroy_event(e);
+  deferred_event_drops_.clear();
+  for (Block* b : deferred_frees_) record_pending_events(b);
+  deferred_frees_.clear();
+}
+
+void CachingAllocator::release_pool(PoolId pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pools_.find(pool);
+  IGNIS_CHECK(it != pools_.end() && it->second.uses > 0, "CUDA allocator: pool ", pool,
+              " is not held");
+  if (--it->second.uses > 0) return;
+  if (it->second.segments == 0) {
+    pools_.erase(it);
+    return;
+  }
+  if (!capturing_.empty()) return;  // released by a later empty_cache
+  const StreamId s = pool_stream_id(pool);
+  for (Pool* p : {&small_, &large_}) {
+    std::vector<Block*> whole;
+    for (Block* b : *p)
+      if (b->stream == s && b->whole_segment()) whole.push_back(b);
+    for (Block* b : whole) release_segment(*p, b);
+  }
+}
+
+bool CachingAllocator::capture_underway() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !capturing_.empty();
+}
+
+PoolId CachingAllocator::current_pool() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto self = std::this_thread::get_id();
+  for (const auto& [thread, p] : capturing_)
+    if (thread == self) return p;
+  return 0;
+}
+
+PoolId CachingAllocator::block_pool(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(const_cast<void*>(ptr));
+  if (it == active_.end() || !is_pool_stream(it->second->stream)) return 0;
+  return pool_of(it->second->stream);
+}
+
+CachingAllocator::PoolStats CachingAllocator::pool_stats(PoolId pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return {};
+  return {it->second.uses, it->second.segments, it->second.reserved_bytes,
+          it->second.allocated_bytes};
 }
 
 void CachingAllocator::empty_cache() {

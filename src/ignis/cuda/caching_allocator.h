@@ -19,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -28,6 +29,9 @@ namespace ignis::cuda {
 // A CUstream / CUevent as an integer (0: the default stream).
 using StreamId = uintptr_t;
 using EventId = uintptr_t;
+// A private memory pool of CUDA graphs (> 0; torch's MempoolId_t), see
+// Note [Private pools for CUDA graphs] in the .cpp.
+using PoolId = uint64_t;
 
 // What the allocator needs from a device.
 class DeviceMemoryBackend {
@@ -89,6 +93,34 @@ class CachingAllocator {
   // the events of blocks freed across streams).
   void empty_cache();
 
+  // CUDA graphs (Note [Private pools for CUDA graphs]). From
+  // begin_allocate_to_pool until end_allocate_to_pool, the calling thread's
+  // requests take their blocks from private pool `pool`, whose blocks only
+  // its own requests reuse; begin also holds the pool (one use, given back
+  // by release_pool). While any thread allocates to a pool (a capture is
+  // underway) the allocator makes no driver call but cuMemAlloc: no event
+  // is recorded, queried or destroyed and nothing is released.
+  void begin_allocate_to_pool(PoolId pool);
+  void end_allocate_to_pool(PoolId pool);
+  // Gives back one use of `pool`; at the last, its segments return to the
+  // device as soon as they are wholly free.
+  void release_pool(PoolId pool);
+  bool capture_underway() const;
+  // A new pool id, unique in the process (graph_pool_handle()).
+  static PoolId new_pool_id();
+  // The pool the calling thread allocates to (0: none).
+  PoolId current_pool() const;
+  // The private pool of the live block at `ptr` (as allocate returned it);
+  // 0 for a stream's block or an unknown pointer.
+  PoolId block_pool(const void* ptr) const;
+  struct PoolStats {
+    int uses = 0;             // graphs holding it
+    int64_t segments = 0;     // segments it holds
+    int64_t reserved_bytes = 0;
+    int64_t allocated_bytes = 0;  // of its blocks held by tensors
+  };
+  PoolStats pool_stats(PoolId pool) const;
+
   CachingAllocatorStats stats() const;
   void reset_peak_stats();
   int device() const { return device_; }
@@ -111,10 +143,14 @@ class CachingAllocator {
   Block* migrate_free_segment(Pool& pool, size_t size, StreamId stream);
   Block* new_segment(size_t size, StreamId stream, size_t requested);
   bool should_split(const Block* b, size_t size) const;
-  void free_block(Block* b);  // into its pool, merged with free neighbours
+  Block* free_block(Block* b);  // into its pool, merged with free neighbours
   void process_events();
   void release_cached(bool wait_events);
+  void release_segment(Pool& pool, Block* b);  // a wholly free segment, to the device
   void forget_reuse_event(Block* b);
+  void drop_event(EventId e);  // destroyed now, or after the capture
+  void record_pending_events(Block* b);
+  bool live_pool_block(const Block* b) const;
   void add(int64_t& cur, int64_t& peak, int64_t delta);
 
   std::unique_ptr<DeviceMemoryBackend> backend_;
@@ -125,6 +161,18 @@ class CachingAllocator {
   // Blocks freed while in use on other streams, waiting for those events.
   std::vector<std::pair<EventId, Block*>> pending_;
   CachingAllocatorStats stats_;
+  // Threads allocating to a private pool (captures underway), and per pool
+  // its uses and reserved bytes and segments.
+  std::vector<std::pair<std::thread::id, PoolId>> capturing_;
+  struct PoolInfo {
+    int uses = 0;
+    int64_t segments = 0, reserved_bytes = 0, allocated_bytes = 0;
+  };
+  std::unordered_map<PoolId, PoolInfo> pools_;
+  // Work deferred while a capture is underway: blocks freed with uses on
+  // other streams (their events are recorded after it), events to destroy.
+  std::vector<Block*> deferred_frees_;
+  std::vector<EventId> deferred_event_drops_;
 };
 
 }  // namespace ignis::cuda

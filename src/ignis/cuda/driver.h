@@ -30,12 +30,24 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUstreamCaptureMode = int;
+using CUstreamCaptureStatus = int;
 
 // The few enum values ignis uses (cuda.h's names).
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
+inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
+inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
@@ -88,7 +100,17 @@ inline constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x1;
   X(cuModuleGetFunction, "cuModuleGetFunction", CUresult(CUfunction*, CUmodule, const char*))  \
   X(cuLaunchKernel, "cuLaunchKernel",                                                          \
     CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
-             CUstream, void**, void**))
+             CUstream, void**, void**))                                                        \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult(CUstream, CUstreamCaptureMode))  \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult(CUstream, CUgraph*))                    \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult(CUstream, CUstreamCaptureStatus*))    \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode",                    \
+    CUresult(CUstreamCaptureMode*))                                                            \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags",                                         \
+    CUresult(CUgraphExec*, CUgraph, unsigned long long))                                       \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult(CUgraphExec, CUstream))                           \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult(CUgraphExec))                           \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult(CUgraph))
 
 struct DriverApi {
 #define IGNIS_CUDA_DECLARE(name, symbol, sig) std::add_pointer_t<sig> name = nullptr;

@@ -21,7 +21,15 @@ class DriverBackend : public DeviceMemoryBackend {
   void* allocate(size_t bytes) override {
     ensure_context(device_);
     CUdeviceptr p = 0;
+    // While this thread captures a CUDA graph, the global capture mode
+    // forbids cuMemAlloc as "potentially unsafe"; the allocator gives the
+    // memory to the graph's private pool, never frees it during the capture,
+    // so the call is safe and the thread relaxes its mode for it (as torch
+    // does). Outside a capture the exchange changes nothing.
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    driver().cuThreadExchangeStreamCaptureMode(&mode);
     CUresult r = driver().cuMemAlloc(&p, bytes);
+    driver().cuThreadExchangeStreamCaptureMode(&mode);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
     if (r != CUDA_SUCCESS) throw_driver_error(r, "cuMemAlloc");
     return reinterpret_cast<void*>(p);

@@ -3,11 +3,15 @@
 //     options: {name: int} of compiler::CompilerOptions' fields
 //   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan,
 //   .schedule
+//   CompiledGraph._enable_cudagraphs(name): later calls go through a CUDA
+//   graph runner (mode="reduce-overhead"); .cudagraph_stats (None without)
 //   _generate_graph_code(graph, device=None) -> (program text, source, [CUDA kernel symbols])
 //   _generate_size_generic_code(graph, device=None, lift=True)
 //     -> (source, [[parameter values] per kernel])
 #include "ignis/compiler/codegen_cuda.h"
+#include "ignis/capture/log.h"
 #include "ignis/compiler/compiled_graph.h"
+#include "ignis/compiler/cudagraph_runner.h"
 #include "ignis/compiler/lower.h"
 #include "ignis/python/py_common.h"
 
@@ -21,9 +25,11 @@ namespace {
 struct PyCompiledGraph {
   PyObject_HEAD
   compiler::CompiledGraph* cg;
+  compiler::CudaGraphRunner* runner;  // null: calls run cg directly
 };
 
 void cg_dealloc(PyObject* self) {
+  delete reinterpret_cast<PyCompiledGraph*>(self)->runner;
   delete reinterpret_cast<PyCompiledGraph*>(self)->cg;
   Py_TYPE(self)->tp_free(self);
 }
@@ -40,8 +46,8 @@ PyObject* cg_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   }
   std::vector<graph::Value> outs;
   {
-    auto* cg = reinterpret_cast<PyCompiledGraph*>(self)->cg;
-    outs = cg->run(inputs);
+    auto* py = reinterpret_cast<PyCompiledGraph*>(self);
+    outs = py->runner ? py->runner->run(inputs) : py->cg->run(inputs);
   }
   PyObject* t = PyTuple_New(Py_ssize_t(outs.size()));
   if (!t) return nullptr;
@@ -117,7 +123,43 @@ PyObject* cg_profile(PyObject* self, PyObject*) {
   IGNIS_PY_END(nullptr)
 }
 
+// The runner's reports: a "[cudagraphs] ..." log line when that artifact is
+// on; a fallback also warns (once per runner: it falls back once). Called
+// with the GIL held (from a call or from _enable_cudagraphs).
+void report_cudagraphs(bool fallback, const std::string& text) {
+  if (capture::log_on(capture::kLogCudagraphs)) capture::log_write(capture::kLogCudagraphs, text);
+  if (!fallback) return;
+  std::string msg = "ignis.compile(mode=\"reduce-overhead\"): " + text;
+  if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) PyErr_Clear();
+}
+
+PyObject* cg_enable_cudagraphs(PyObject* self, PyObject* name) {
+  IGNIS_PY_BEGIN
+  auto* py = reinterpret_cast<PyCompiledGraph*>(self);
+  IGNIS_CHECK_TYPE(PyUnicode_Check(name), "_enable_cudagraphs: name must be a str");
+  if (!py->runner)
+    py->runner = new compiler::CudaGraphRunner(*py->cg, PyUnicode_AsUTF8(name), report_cudagraphs);
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* cg_cudagraph_stats(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
+  auto* py = reinterpret_cast<PyCompiledGraph*>(self);
+  if (!py->runner) Py_RETURN_NONE;
+  auto s = py->runner->stats();
+  std::string reason = py->runner->fallback_reason();
+  return Py_BuildValue("{sLsLsLsLsLsisN}", "plain_runs", (long long)s.plain_runs, "records",
+                       (long long)s.records, "replays", (long long)s.replays, "input_copies",
+                       (long long)s.input_copies, "outputs_moved", (long long)s.outputs_moved,
+                       "copied_inputs", s.copied_inputs, "fallback",
+                       reason.empty() ? Py_NewRef(Py_None) : PyUnicode_FromString(reason.c_str()));
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef cg_methods[] = {
+    {"_enable_cudagraphs", cg_enable_cudagraphs, METH_O,
+     "later calls record a CUDA graph and replay it (mode=\"reduce-overhead\")"},
     {"enable_profile", cg_enable_profile, METH_O, "time every step of later calls"},
     {"profile", cg_profile, METH_NOARGS, "[(label, bytes, calls, seconds, cpu_seconds)] per step"},
     {nullptr, nullptr, 0, nullptr},
@@ -147,6 +189,8 @@ PyGetSetDef cg_getset[] = {
     {"memory_plan", cg_memory_plan, nullptr, "buffer slots and releases, printed", nullptr},
     {"schedule", cg_schedule, nullptr, "the fusion decisions, one per line", nullptr},
     {"autotune", cg_autotune, nullptr, "(report, measured): autotuning's choices", nullptr},
+    {"cudagraph_stats", cg_cudagraph_stats, nullptr,
+     "the CUDA graph runner's counters and fallback reason (None without one)", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 

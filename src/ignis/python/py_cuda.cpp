@@ -18,6 +18,7 @@
 //     tensors runs the flash kernels, else why not (a str)
 //   OutOfMemoryError (the exception type)
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/graph.h"
 #include "ignis/cuda/kernel_cache.h"
 #include "ignis/cuda/memory.h"
 #include "ignis/cuda/nvrtc.h"
@@ -261,6 +262,92 @@ PyObject* f_memory_stats(PyObject*, PyObject* o) {
   IGNIS_PY_END(nullptr)
 }
 
+// ---- CUDA graphs (ignis.cuda.CUDAGraph, python/ignis/cuda/graphs.py) -------------
+
+const char* kGraphCapsule = "ignis.cuda.CUDAGraph";
+
+void graph_capsule_free(PyObject* cap) {
+  delete static_cast<cuda::CudaGraph*>(PyCapsule_GetPointer(cap, kGraphCapsule));
+}
+
+cuda::CudaGraph* graph_of(PyObject* cap) {
+  return static_cast<cuda::CudaGraph*>(PyCapsule_GetPointer(cap, kGraphCapsule));
+}
+
+PyObject* f_graph_new(PyObject*, PyObject*) {
+  IGNIS_PY_BEGIN
+  auto* g = new cuda::CudaGraph();
+  PyObject* cap = PyCapsule_New(g, kGraphCapsule, graph_capsule_free);
+  if (!cap) delete g;
+  return cap;
+  IGNIS_PY_END(nullptr)
+}
+
+// _cuda_graph_capture_begin(graph, pool id (0: new), capture mode)
+PyObject* f_graph_capture_begin(PyObject*, PyObject* args) {
+  PyObject* cap;
+  unsigned long long pool;
+  int mode;
+  if (!PyArg_ParseTuple(args, "OKi", &cap, &pool, &mode)) return nullptr;
+  cuda::CudaGraph* g = graph_of(cap);
+  if (!g) return nullptr;
+  IGNIS_PY_BEGIN
+  g->capture_begin(pool, mode);
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
+template <void (cuda::CudaGraph::*Method)()>
+PyObject* f_graph_call(PyObject*, PyObject* cap) {
+  cuda::CudaGraph* g = graph_of(cap);
+  if (!g) return nullptr;
+  IGNIS_PY_BEGIN
+  (g->*Method)();
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_graph_abort(PyObject*, PyObject* cap) {
+  cuda::CudaGraph* g = graph_of(cap);
+  if (!g) return nullptr;
+  g->abort_capture();
+  Py_RETURN_NONE;
+}
+
+// (pool id, captured, capturing, replays)
+PyObject* f_graph_state(PyObject*, PyObject* cap) {
+  cuda::CudaGraph* g = graph_of(cap);
+  if (!g) return nullptr;
+  return Py_BuildValue("(KOOL)", static_cast<unsigned long long>(g->pool()),
+                       g->captured() ? Py_True : Py_False, g->capturing() ? Py_True : Py_False,
+                       static_cast<long long>(g->replays()));
+}
+
+PyObject* f_graph_pool_handle(PyObject*, PyObject*) {
+  return PyLong_FromUnsignedLongLong(cuda::CachingAllocator::new_pool_id());
+}
+
+PyObject* f_stream_is_capturing(PyObject*, PyObject* args) {
+  Stream s;
+  if (!parse_stream(args, &s)) return nullptr;
+  IGNIS_PY_BEGIN
+  return PyBool_FromLong(cuda::stream_is_capturing(s));
+  IGNIS_PY_END(nullptr)
+}
+
+// _cuda_pool_stats(device, pool) -> (uses, segments, reserved bytes, allocated bytes)
+PyObject* f_pool_stats(PyObject*, PyObject* args) {
+  int device;
+  unsigned long long pool;
+  if (!PyArg_ParseTuple(args, "iK", &device, &pool)) return nullptr;
+  IGNIS_PY_BEGIN
+  auto st = cuda::device_allocator(device).pool_stats(pool);
+  return Py_BuildValue("(iLLL)", st.uses, static_cast<long long>(st.segments),
+                       static_cast<long long>(st.reserved_bytes),
+                       static_cast<long long>(st.allocated_bytes));
+  IGNIS_PY_END(nullptr)
+}
+
 PyObject* f_empty_cache(PyObject*, PyObject*) {
   IGNIS_PY_BEGIN
   for (int i = 0; i < cuda::device_count(); ++i) cuda::device_allocator(i).empty_cache();
@@ -450,6 +537,16 @@ PyMethodDef functions[] = {
     {"_cuda_event_elapsed", f_event_elapsed, METH_VARARGS, nullptr},
     {"_cuda_memory_stats", f_memory_stats, METH_O, nullptr},
     {"_cuda_empty_cache", f_empty_cache, METH_NOARGS, nullptr},
+    {"_cuda_graph_new", f_graph_new, METH_NOARGS, nullptr},
+    {"_cuda_graph_capture_begin", f_graph_capture_begin, METH_VARARGS, nullptr},
+    {"_cuda_graph_capture_end", f_graph_call<&cuda::CudaGraph::capture_end>, METH_O, nullptr},
+    {"_cuda_graph_abort", f_graph_abort, METH_O, nullptr},
+    {"_cuda_graph_replay", f_graph_call<&cuda::CudaGraph::replay>, METH_O, nullptr},
+    {"_cuda_graph_reset", f_graph_call<&cuda::CudaGraph::reset>, METH_O, nullptr},
+    {"_cuda_graph_state", f_graph_state, METH_O, nullptr},
+    {"_cuda_graph_pool_handle", f_graph_pool_handle, METH_NOARGS, nullptr},
+    {"_cuda_stream_is_capturing", f_stream_is_capturing, METH_VARARGS, nullptr},
+    {"_cuda_pool_stats", f_pool_stats, METH_VARARGS, nullptr},
     {"_cuda_reset_peak_memory_stats", f_reset_peak, METH_O, nullptr},
     {"_cuda_record_stream", f_record_stream, METH_VARARGS, nullptr},
     {"_cuda_pin_memory", f_pin_memory, METH_O, nullptr},
