@@ -338,6 +338,24 @@ def test_softmax_is_one_block_per_row_with_block_reductions():
 
 
 @needs_gpu
+def test_column_sums_read_rows_of_neighbouring_columns():
+    """A sum over rows (layer_norm's weight and bias gradients) is a column
+    kernel: each thread a column, a warp a stretch of one row, the row lanes
+    folded by ig_column_reduce; not a block per column reading a stride."""
+    from ignis._inductor import config
+    x, g = _randn(300, 70), _randn(300, 70)
+    with config.patch(size_generic=False):
+        compiled = _program(lambda x, g: ((x * g).sum(0), g.sum(0)), x, g)
+    code = compiled.generated_code
+    assert compiled.kernel_count == 1
+    assert "ig_column_reduce(acc0, IgSum(), ig_cw)" in code
+    assert "ig_column_reduce(acc1, IgSum(), ig_cw)" in code
+    a, b = compiled(x, g)
+    close(a, (x * g).sum(0), rtol=1e-5, atol=1e-4)
+    close(b, g.sum(0), rtol=1e-5, atol=1e-4)
+
+
+@needs_gpu
 def test_linear_gelu_is_a_gemm_extern_and_one_fused_kernel():
     ignis.manual_seed(0)
     lin = nn.Linear(48, 80).cuda()

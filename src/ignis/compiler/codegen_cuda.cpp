@@ -54,6 +54,21 @@ struct IgMin {
     return (a < b || a != a) ? a : b;
   }
 };
+// Combines v over the row lanes of a column kernel's block (thread t works
+// on column t % cw of the block's cw columns, row lane t / cw) and returns
+// column t % cw's result to every thread. Every thread must call it; each
+// folds the lanes of its column in the same order, so all get the same bits
+// (threads past the last whole lane hold the combine's identity).
+template <class T, class F> __device__ __forceinline__ T ig_column_reduce(T v, F f, int cw) {
+  __shared__ T ig_cparts[1024];
+  __syncthreads();
+  ig_cparts[threadIdx.x] = v;
+  __syncthreads();
+  const int tx = int(threadIdx.x) % cw, lanes = int(blockDim.x) / cw;
+  T r = ig_cparts[tx];
+  for (int y = 1; y < lanes; ++y) r = f(r, ig_cparts[y * cw + tx]);
+  return r;
+}
 // V elements of T moved by one load or store instruction (16 bytes at most).
 template <class T, int V> struct alignas(sizeof(T) * V) IgVec { T v[V]; };
 // Combines v over the threads of the block (every thread must call it) and
@@ -234,6 +249,7 @@ class CudaKernelPrinter {
     out.params = declare_params();
     std::swap(os_, signature);
     if (k_.reductions.empty()) print_pointwise(&out.launch);
+    else if (is_column_kernel()) print_columns(&out.launch);
     else print_rows(&out.launch);
     out.size_params = sz_.values();
     out_ << "// " << k_.name << ": ";
@@ -657,6 +673,82 @@ class CudaKernelPrinter {
     for (size_t li = 0; li < k_.loops.size(); ++li) print_body(li, ind + "  ", false);
     os_ << ind << "}\n";
     if (width > 1) os_ << "  }\n";
+  }
+
+  // Whether the kernel reduces columns: every load that moves with the
+  // reduced (inner) dims moves element by element with the last outer dim
+  // and not with the innermost inner one (LayerNorm's weight and bias
+  // gradients: sums over rows). A block per row would read each column
+  // with a stride; print_columns reads rows of neighbouring columns.
+  bool is_column_kernel() const {
+    if (k_.outer.empty() || k_.inner.empty() || !k_.scratch_in_output.empty()) return false;
+    bool any = false;
+    for (const Loop& l : k_.loops) {
+      if (!l.spills.empty()) return false;
+      if (!l.inner) continue;
+      for (const ScalarNode& s : l.body) {
+        if (s.kind != ScalarKind::Load) continue;
+        bool moves = false;
+        for (const sym::Expr& r : k_.inner) moves = moves || involves(s.index, r);
+        if (!moves) continue;
+        if (!access_form(s.index, k_.outer.back()).unit ||
+            access_form(s.index, k_.inner.back()).unit)
+          return false;
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  // A column kernel: a block takes cw = min(32, blockDim.x) neighbouring
+  // outer iterations (columns), thread t column t % cw and every lanes-th
+  // inner iteration from t / cw, so a warp reads cw neighbouring elements of
+  // one row; ig_column_reduce folds the lanes of each column.
+  void print_columns(CudaLaunch* launch) {
+    constexpr int kColumns = 32, kLanes = 16;
+    const int64_t cols = k_.outer_numel(), inner = k_.inner_numel();
+    launch->threads = kColumns * kLanes;
+    launch->blocks = (cols + kColumns - 1) / kColumns;
+    os_ << "  const int ig_cw = blockDim.x < " << kColumns << " ? int(blockDim.x) : " << kColumns
+        << ";\n";
+    os_ << "  const int ig_lanes = int(blockDim.x) / ig_cw;\n";
+    os_ << "  const int ig_ty = int(threadIdx.x) / ig_cw;\n";
+    os_ << "  for (" << it_ << " ig_c0 = " << it_ << "(blockIdx.x) * ig_cw; ig_c0 < "
+        << numel(k_.outer_sizes, cols) << "; ig_c0 += " << it_ << "(gridDim.x) * ig_cw) {\n";
+    os_ << "    const " << it_ << " ig_o = ig_c0 + " << it_ << "(threadIdx.x) % ig_cw;\n";
+    os_ << "    const bool ig_live = ig_o < " << numel(k_.outer_sizes, cols)
+        << " && ig_ty < ig_lanes;\n";
+    os_ << "    const " << it_ << " ig_col = ig_live ? ig_o : ig_c0;\n";
+    print_unravel(k_.outer, k_.outer_sizes, "ig_col", "    ");
+    for (size_t li = 0; li < k_.loops.size(); ++li) {
+      const Loop& l = k_.loops[li];
+      if (!l.inner) {
+        print_nodes(li, "    ", Part::All);
+        for (const Store& st : l.stores)
+          os_ << "    if (ig_live && ig_ty == 0) " << ptr_name(p_.buffers[size_t(st.buffer)])
+              << "[" << sz_.expr(st.index) << "] = " << tmp(li, st.value) << ";\n";
+        continue;
+      }
+      for (int r : l.reductions) {
+        const Reduction& red = k_.reductions[size_t(r)];
+        os_ << "    " << cuda_type(red.dtype) << " acc" << r << " = "
+            << combine_init(red.combine, red.dtype) << ";\n";
+      }
+      print_nodes(li, "    ", Part::Invariant);
+      os_ << "    if (ig_live) {\n";
+      os_ << "#pragma unroll 4\n";
+      os_ << "      for (" << it_ << " ig_e = ig_ty; ig_e < " << numel(k_.inner_sizes, inner)
+          << "; ig_e += ig_lanes) {\n";
+      print_unravel(k_.inner, k_.inner_sizes, "ig_e", "        ");
+      print_body(li, "        ", false, Part::PerElement);
+      print_accumulate(li, "        ");
+      os_ << "      }\n    }\n";
+      for (int r : l.reductions)
+        os_ << "    acc" << r << " = ig_column_reduce(acc" << r << ", "
+            << combine_functor(k_.reductions[size_t(r)].combine) << "(), ig_cw);\n";
+      if (!l.stores.empty() && li + 1 < k_.loops.size()) os_ << "    __syncthreads();\n";
+    }
+    os_ << "  }\n";
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass
