@@ -23,9 +23,9 @@ namespace ignis::compiler {
 
 namespace {
 
-// Threads per block: one simple choice for every kernel in this first slice
-// (a per-kernel heuristic, vectorised loads, ... later change CudaLaunch,
-// not the kernels' text).
+// Threads per block of pointwise and streaming row kernels; rows held in
+// registers and column kernels choose their own (Note [Vectors and
+// registers on the GPU]).
 constexpr int kThreadsPerBlock = 256;
 
 // What generated kernels need besides the eager prelude and scalar_ops.h:

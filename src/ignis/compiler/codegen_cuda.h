@@ -6,7 +6,7 @@
 // taking the data pointers of the buffers it reads or writes (in buffer
 // order, CudaKernel::params), and calling the same scalar_ops.h structs as
 // the CPU's generated C++, through the NVRTC shim the eager CUDA kernels use
-// (kernels/cuda/device_scalar_ops.h). Two shapes:
+// (kernels/cuda/device_scalar_ops.h). Three shapes:
 //
 // - a *pointwise* kernel (no reduction): a grid-stride loop over every
 //   element of its outer x inner space, the loop variables unravelled from
@@ -19,7 +19,11 @@
 //   shared memory, correct for any blockDim, 1 included), so softmax and
 //   layer_norm stay one kernel each. Scalar blocks are computed by every
 //   thread at row scope. Note [Scratch rows on the GPU] says what becomes of
-//   the CPU's scratch rows.
+//   the CPU's scratch rows;
+// - a *column* kernel (a reduction over rows of neighbouring columns): a
+//   thread per column, the block's row lanes folded per column.
+// Static kernels load and store 16-byte vectors and hold a row that fits in
+// registers (Note [Vectors and registers on the GPU] in the .cpp).
 //
 // docs/compiler.md ("The compiler on the GPU") shows an example.
 #pragma once
