@@ -258,8 +258,14 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # so that the input keeps its history; one that is a view (made under
         # the no_grad above) gets one that is no view: the compiled node is its
         # history; so does an intermediate base, which may be the very tensor
-        # of an output that views it (remade from it below).
-        fw_outs = [o.detach() if o._is_view or j in hidden or any(o is a for a in args) else o
+        # of an output that views it (remade from it below), and an output
+        # without a tangent that is the very tensor of one with a tangent (a
+        # view of t1 with t1's whole geometry is t1's node once functional):
+        # marked non-differentiable, the shared tensor would lose the node as
+        # its history.
+        with_tangent = {id(o) for o, need in zip(fw_outs, tangent_mask) if need}
+        fw_outs = [o.detach() if o._is_view or j in hidden or any(o is a for a in args) or
+                   (not tangent_mask[j] and id(o) in with_tangent) else o
                    for j, o in enumerate(fw_outs)]
 
         if writes:

@@ -483,6 +483,109 @@ std::vector<char> visible_to_program(const Joint& j) {
   return visible;
 }
 
+// Note [Recomputing from what the program holds]
+// (Note [Saving what eager saves], continued.) The runtime checks a saved
+// value's version when a tangent that meets it in the backward arrives
+// (aot_autograd.py, _saved_tangents): the tangents of the formulas that read
+// it, and those of whatever the backward recomputes from it. Eager checks an
+// input (an output, a view of either) only when a formula that saved it
+// runs. So the cut may save `a` for t5 = a * a (MulBackward reads it), but
+// must not recompute from it the mask of t3 = a.masked_fill(a < 0.1, v),
+// which eager saves instead of `a`: after a later a.mul_(0.9) under no_grad
+// the compiled backward raised when only t3's gradient arrived, where eager's
+// runs (fuzz seed 300293); unchecked, it would have computed the mask from
+// the new data. A forward node reading a value the program holds may be
+// recomputed by the backward only for the gradients (the tangents) that
+// formulas reading that value or a view of it serve; one that serves others
+// stays in the forward, and the cut saves it or what is computed from it.
+// torch.compile's partitioner recomputes there and raises (on 300293 its
+// aot_eager does not compile at all).
+
+// A set of tangents, by position among the tangent placeholders.
+class TangentSet {
+ public:
+  explicit TangentSet(size_t num_tangents = 0) : words_((num_tangents + 63) / 64, 0) {}
+  void add(size_t k) { words_[k / 64] |= uint64_t(1) << (k % 64); }
+  void add_all() { std::fill(words_.begin(), words_.end(), ~uint64_t(0)); }
+  void add(const TangentSet& o) {
+    for (size_t w = 0; w < words_.size(); ++w) words_[w] |= o.words_[w];
+  }
+  bool subset_of(const TangentSet& o) const {
+    for (size_t w = 0; w < words_.size(); ++w)
+      if (words_[w] & ~o.words_[w]) return false;
+    return true;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+// Forward nodes that read a value the program holds (a primal, a forward
+// output, or a view of either) and that the backward may not recompute
+// from it (Note [Recomputing from what the program holds]).
+std::vector<char> recompute_from_held_banned(const Joint& j) {
+  const size_t n = j.size();
+  size_t num_tangents = 0;
+  std::vector<TangentSet> reach(n);  // the tangents a node is computed from
+  for (size_t i = 0; i < n; ++i)
+    if (is_tangent(*j.nodes[i])) ++num_tangents;
+  for (size_t i = 0, k = 0; i < n; ++i) {
+    reach[i] = TangentSet(num_tangents);
+    if (is_tangent(*j.nodes[i])) reach[i].add(k++);
+    for (const Node* in : j.nodes[i]->input_nodes()) reach[i].add(reach[j.at(in)]);
+  }
+  auto live_users = [&](size_t i) {
+    std::vector<size_t> users;
+    for (const Node* u : j.nodes[i]->users())
+      if (u->op() != OpKind::Output && j.live[j.at(u)]) users.push_back(j.at(u));
+    return users;
+  };
+  // Per tangent-free node, the tangents whose gradients a backward reading
+  // it would serve: those of the first tangent-dependent nodes downstream
+  // (all of them for a value returned as a gradient itself).
+  std::vector<TangentSet> serves(n, TangentSet(num_tangents));
+  for (size_t i = n; i-- > 0;) {
+    if (j.tangent[i]) continue;
+    if (j.grad_out[i]) serves[i].add_all();
+    for (size_t u : live_users(i)) serves[i].add(j.tangent[u] ? reach[u] : serves[u]);
+  }
+  // Held values by family: a primal or forward output roots one, and a view
+  // (or getitem) of a member joins its family (one storage, one version
+  // counter). -1: not held.
+  std::vector<int64_t> root(n, -1);
+  std::vector<char> fw_out(n, 0);
+  for (const Value& v : j.fw_outs) graph::for_each_node(v, [&](Node* x) { fw_out[j.at(x)] = 1; });
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = *j.nodes[i];
+    const OpDef* d = def_of(node);
+    if (!j.tangent[i] && (is_getitem(node) || (d && d->category == OpCategory::View)))
+      for (const Node* in : node.input_nodes())
+        if (root[i] < 0) root[i] = root[j.at(in)];
+    if (root[i] < 0 && (is_primal(node) || fw_out[i])) root[i] = static_cast<int64_t>(i);
+  }
+  // The tangents the formulas reading a family serve: eager checks its
+  // version counter only when their gradients arrive.
+  std::vector<TangentSet> read_for(n, TangentSet(num_tangents));
+  for (size_t i = 0; i < n; ++i) {
+    if (root[i] < 0) continue;
+    TangentSet& reads = read_for[static_cast<size_t>(root[i])];
+    if (j.grad_out[i]) reads.add_all();
+    for (size_t u : live_users(i)) {
+      if (j.tangent[u]) reads.add(reach[u]);
+      else if (root[u] != root[i] && !j.required_fw[u]) reads.add(serves[u]);  // a formula's part
+    }
+  }
+  std::vector<char> banned(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (root[i] < 0) continue;
+    for (size_t u : live_users(i))
+      if (!j.tangent[u] && j.required_fw[u] && root[u] != root[i] && is_call(*j.nodes[u]) &&
+          !serves[u].subset_of(read_for[static_cast<size_t>(root[i])]))
+        banned[u] = 1;
+  }
+  return banned;
+}
+
 // The nodes whose saving the minimum cut chooses; empty when no cut is finite.
 std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
                           const PartitionOptions& o) {
@@ -595,6 +698,8 @@ Partition min_cut_rematerialization_partition(const Graph& joint, size_t num_fwd
                                               const PartitionOptions& options) {
   Joint j = read_joint(joint, num_fwd_outputs);
   std::vector<char> banned = banned_nodes(j, options);
+  const std::vector<char> held = recompute_from_held_banned(j);
+  for (size_t i = 0; i < j.size(); ++i) banned[i] = banned[i] || held[i];
   std::vector<char> cut = min_cut(j, banned, options);
   if (cut.empty()) return default_partition(joint, num_fwd_outputs);
   for (size_t i = 0; i < j.size(); ++i) banned[i] = banned[i] || j.forced_fw[i];

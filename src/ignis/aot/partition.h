@@ -63,6 +63,10 @@
 //   - never from a primal the forward writes back into (a mutated input:
 //     after the forward it holds its new value); what the backward needs of
 //     it is saved instead;
+//   - from a value the program holds (a primal, a forward output, a view of
+//     either), only what serves the gradients that backward formulas reading
+//     it serve, and nothing from one no formula reads (Notes [Saving what
+//     eager saves] and [Recomputing from what the program holds]);
 //   - no recompute chain longer than max_recompute_chain ops: along a longer
 //     chain of recomputable forward ops, the op at the limit counts as not
 //     recomputable (torch caps fusible chains likewise, so that a backward
