@@ -430,6 +430,12 @@ class CudaKernelPrinter {
         os_ << ind << scratch_element(scratch) << " = " << tmp(li, node) << ";\n";
     }
     for (const Store& st : l.stores) {
+      if (vec_ && vec_->registers && !once) {
+        const std::string key = access_key(st.buffer, st.index);
+        auto c = vec_->cache.find(key);
+        if (c != vec_->cache.end() && !vec_->cached.count(key) && vec_->filling.insert(key).second)
+          os_ << ind << c->second << "[ig_k][ig_j] = " << tmp(li, st.value) << ";\n";
+      }
       if (vec_ && !once) {
         auto it = vec_->stores.find(access_key(st.buffer, st.index));
         if (it != vec_->stores.end()) {
@@ -878,6 +884,25 @@ class CudaKernelPrinter {
         types[key] = s.dtype;
       }
     }
+    // A value a pass stores and a later pass loads back at the same element
+    // (layer_norm backward's normalised x) is forwarded in registers too.
+    std::map<std::string, size_t> first_store;
+    for (size_t li : passes)
+      for (const Store& st : k_.loops[li].stores) {
+        const std::string key = access_key(st.buffer, st.index);
+        if (first_store.emplace(key, li).second)
+          types[key] = p_.buffers[size_t(st.buffer)].dtype;
+      }
+    for (size_t li : passes)
+      for (const ScalarNode& s : k_.loops[li].body) {
+        if (s.kind != ScalarKind::Load) continue;
+        const std::string key = access_key(s.buffer, s.index);
+        auto st = first_store.find(key);
+        if (st != first_store.end() && st->second < li) {
+          readers[key].insert(st->second);
+          readers[key].insert(li);
+        }
+      }
     for (const auto& [key, ls] : readers) {
       if (ls.size() < 2) continue;
       const std::string name = "ig_rc" + std::to_string(vec_->cache.size());
