@@ -166,13 +166,16 @@ _MODE_OPTIONS = {
 }
 
 
+# The knob groups, by the prefix their names take ("cpp.threads").
+_GROUPS = {"cpp": cpp, "triton": triton}
+
+
 def _knob(name):
     """(owner, attribute) of a knob name ("max_fusion_size", "cpp.threads"), or
     None when there is no such knob."""
-    if name.startswith("cpp."):
-        owner, attr = cpp, name[4:]
-    elif name.startswith("triton."):
-        owner, attr = triton, name[7:]
+    group, dot, attr = name.partition(".")
+    if dot and group in _GROUPS:
+        owner = _GROUPS[group]
     else:
         owner, attr = sys.modules[__name__], name
     if attr.startswith("_") or not hasattr(owner, attr) or callable(getattr(owner, attr)) \
@@ -197,8 +200,8 @@ def overrides(mode=None, options=None):
 
 def list_options():
     """The knob names options= accepts."""
-    names = (list(vars(sys.modules[__name__])) + [f"cpp.{n}" for n in vars(cpp)]
-             + [f"triton.{n}" for n in vars(triton)])
+    names = list(vars(sys.modules[__name__])) + [f"{g}.{n}" for g, owner in _GROUPS.items()
+                                                 for n in vars(owner)]
     return sorted(n for n in names if _knob(n) is not None)
 
 

@@ -154,12 +154,10 @@ std::string ptr_name(const Buffer& b) {
   return b.kind == BufferKind::Computed || b.kind == BufferKind::Extern ? b.name : "in_" + b.name;
 }
 
-// Whether e involves the symbol v.
+// Whether e uses the symbol v.
 bool involves(sym::Expr e, sym::Expr v) {
-  if (e == v) return true;
-  for (const sym::Expr& a : e.args())
-    if (involves(a, v)) return true;
-  return false;
+  const std::vector<sym::Expr> used = sym::free_symbols(e);
+  return std::find(used.begin(), used.end(), v) != used.end();
 }
 
 // The largest power of two dividing x (x == 0: any).
@@ -170,7 +168,6 @@ int64_t pow2_divisor(int64_t x) { return x == 0 ? int64_t(1) << 40 : (x & -x); }
 // vector access), `align` the power of two that divides rest for every
 // value of the other variables (its coefficients and constant).
 struct AccessForm {
-  bool depends = false;
   bool unit = false;
   int64_t align = 1;
 };
@@ -190,7 +187,6 @@ AccessForm access_form(sym::Expr index, sym::Expr v) {
     }
   });
   align = std::min(align, pow2_divisor(c));
-  f.depends = other || coeff_v != 0;
   f.unit = !other && coeff_v == 1;
   f.align = align;
   return f;
@@ -453,7 +449,6 @@ class CudaKernelPrinter {
 
   // While a vector or register path is printed: how accesses are spelled.
   struct VectorState {
-    int width = 1;
     bool registers = false;  // row path: chunks in registers, spills in ig_sp arrays
     std::map<std::string, std::string> loads, stores;  // access -> IgVec variable (this pass)
     std::map<std::string, std::string> cache;          // access -> ig_rc array (loads several passes read)
@@ -651,7 +646,6 @@ class CudaKernelPrinter {
       print_alignment_check(all, v, width, "  ");
       os_ << "  if (ig_aligned) {\n";
       vec_.emplace();
-      vec_->width = width;
       std::vector<sym::Expr> head = vars;
       head.back() = base;
       os_ << "    for (" << it_ << " ig_q = " << it_ << "(blockIdx.x) * " << it_
@@ -735,11 +729,7 @@ class CudaKernelPrinter {
               << "[" << sz_.expr(st.index) << "] = " << tmp(li, st.value) << ";\n";
         continue;
       }
-      for (int r : l.reductions) {
-        const Reduction& red = k_.reductions[size_t(r)];
-        os_ << "    " << cuda_type(red.dtype) << " acc" << r << " = "
-            << combine_init(red.combine, red.dtype) << ";\n";
-      }
+      print_acc_init(li, "    ");
       print_nodes(li, "    ", Part::Invariant);
       os_ << "    if (ig_live) {\n";
       os_ << "#pragma unroll 4\n";
@@ -749,9 +739,7 @@ class CudaKernelPrinter {
       print_body(li, "        ", false, Part::PerElement);
       print_accumulate(li, "        ");
       os_ << "      }\n    }\n";
-      for (int r : l.reductions)
-        os_ << "    acc" << r << " = ig_column_reduce(acc" << r << ", "
-            << combine_functor(k_.reductions[size_t(r)].combine) << "(), ig_cw);\n";
+      print_block_reduce(li, "    ", /*columns=*/true);
       if (!l.stores.empty() && li + 1 < k_.loops.size()) os_ << "    __syncthreads();\n";
     }
     os_ << "  }\n";
@@ -816,11 +804,7 @@ class CudaKernelPrinter {
       if (!l.inner) {
         print_body(li, ind, true);
       } else {
-        for (int r : l.reductions) {
-          const Reduction& red = k_.reductions[size_t(r)];
-          os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
-              << combine_init(red.combine, red.dtype) << ";\n";
-        }
+        print_acc_init(li, ind);
         print_nodes(li, ind, Part::Invariant);
         os_ << ind << "for (" << it_ << " ig_e = threadIdx.x; ig_e < "
             << numel(k_.inner_sizes, inner) << "; ig_e += blockDim.x) {\n";
@@ -834,6 +818,15 @@ class CudaKernelPrinter {
     }
   }
 
+  // Loop li's accumulators, at their combine's identity.
+  void print_acc_init(size_t li, const std::string& ind) {
+    for (int r : k_.loops[li].reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
+          << combine_init(red.combine, red.dtype) << ";\n";
+    }
+  }
+
   void print_accumulate(size_t li, const std::string& ind) {
     for (int r : k_.loops[li].reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
@@ -842,10 +835,13 @@ class CudaKernelPrinter {
     }
   }
 
-  void print_block_reduce(size_t li, const std::string& ind) {
+  // Loop li's accumulators folded across the block: ig_block_reduce, or
+  // (`columns`) ig_column_reduce over each column's row lanes.
+  void print_block_reduce(size_t li, const std::string& ind, bool columns = false) {
     for (int r : k_.loops[li].reductions)
-      os_ << ind << "acc" << r << " = ig_block_reduce(acc" << r << ", "
-          << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
+      os_ << ind << "acc" << r << " = " << (columns ? "ig_column_reduce" : "ig_block_reduce")
+          << "(acc" << r << ", " << combine_functor(k_.reductions[size_t(r)].combine) << "()"
+          << (columns ? ", ig_cw" : "") << ");\n";
   }
 
   // What pass li stored is visible to the block's next pass.
@@ -864,7 +860,6 @@ class CudaKernelPrinter {
     const sym::Expr v = k_.inner.back();
     const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
     vec_.emplace();
-    vec_->width = width;
     vec_->registers = true;
     // Loads of buffers the kernel does not write that more than one pass reads.
     std::set<int> written;
@@ -926,11 +921,7 @@ class CudaKernelPrinter {
         print_pass_barrier(li, ind);
         continue;
       }
-      for (int r : l.reductions) {
-        const Reduction& red = k_.reductions[size_t(r)];
-        os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
-            << combine_init(red.combine, red.dtype) << ";\n";
-      }
+      print_acc_init(li, ind);
       print_nodes(li, ind, Part::Invariant);
       vec_->filling.clear();
       os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";

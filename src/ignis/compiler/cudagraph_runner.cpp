@@ -1,5 +1,6 @@
 #include "ignis/compiler/cudagraph_runner.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ignis/core/error.h"
@@ -142,9 +143,12 @@ CudaGraphRunner::~CudaGraphRunner() {
 CudaGraphRunner::Stats CudaGraphRunner::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s = stats_;
-  s.copied_inputs = 0;
-  for (bool in_place : in_place_) s.copied_inputs += in_place ? 0 : 1;
+  s.copied_inputs = copied_inputs();
   return s;
+}
+
+int CudaGraphRunner::copied_inputs() const {
+  return int(std::count(in_place_.begin(), in_place_.end(), false));
 }
 
 std::string CudaGraphRunner::fallback_reason() const {
@@ -291,10 +295,8 @@ std::vector<graph::Value> CudaGraphRunner::record(const std::vector<Tensor>& inp
   cuda_graph_ = std::move(g);
   ++stats_.records;
   if (report_) {
-    int copied = 0;
-    for (bool in_place : in_place_) copied += in_place ? 0 : 1;
     report_(false, name_ + ": recorded a CUDA graph of " + std::to_string(e.steps.size()) +
-                       " steps (" + std::to_string(copied) + " of " +
+                       " steps (" + std::to_string(copied_inputs()) + " of " +
                        std::to_string(inputs.size()) + " inputs copied)");
   }
   // The capture ran nothing: this call's results come from a replay.

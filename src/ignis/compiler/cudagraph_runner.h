@@ -71,6 +71,7 @@ class CudaGraphRunner {
   std::vector<graph::Value> replay(const std::vector<Tensor>& inputs);
   void move_held_outputs();
   void fall_back(const std::string& reason);
+  int copied_inputs() const;  // inputs read through static buffers now
   void drop_graph();
 
   const CompiledGraph& graph_;
