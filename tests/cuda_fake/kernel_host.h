@@ -26,6 +26,8 @@ static inline int atomicAdd(int* p, int v) { int o = *p; *p = int(unsigned(o) + 
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   unsigned long long o = *p; *p = o + v; return o;
 }
+static inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
+static inline void __threadfence() {}
 static inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned v) {
   unsigned o = *p; if (o == expected) *p = v; return o;
 }

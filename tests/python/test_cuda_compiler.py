@@ -356,6 +356,53 @@ def test_column_sums_read_rows_of_neighbouring_columns():
 
 
 @needs_gpu
+def test_few_long_columns_split_their_rows_over_blocks():
+    """40 columns of 5000 rows would be 2 blocks: the rows split into ranges,
+    one block each; the last block of a column group folds the partials in
+    range order, so repeated runs give the same bits (Note [Split column
+    reductions]). Per-row values every column reads (layer_norm's mean and
+    rstd in its weight gradient) are broadcasts, not a reason to leave the
+    column kernel."""
+    from ignis._inductor import config
+    x, g = _randn(5000, 40), _randn(5000, 40)
+    m, r = _randn(5000, 1), _randn(5000, 1)
+
+    def weight_and_bias_grads(x, g, m, r):
+        return ((x - m) * r * g).sum(0), g.sum(0), x.amax(0)
+    with config.patch(size_generic=False):
+        compiled = _program(weight_and_bias_grads, x, g, m, r)
+    code = compiled.generated_code
+    assert compiled.kernel_count == 1
+    assert "ig_column_reduce(acc0, IgSum(), ig_cw)" in code
+    assert "atomicAdd(&ig_count[" in code and "ig_part2" in code
+    first = compiled(x, g, m, r)
+    for got, want in zip(first, weight_and_bias_grads(x, g, m, r)):
+        close(got, want, rtol=1e-4, atol=1e-3)
+    for _ in range(3):
+        for a, b in zip(compiled(x, g, m, r), first):
+            assert np.array_equal(a.cpu().numpy(), b.cpu().numpy())
+
+
+@needs_gpu
+def test_split_column_sums_in_float64_and_a_second_pass_does_not_split():
+    """float64 partials (a double workspace) fold to NumPy's sums; a kernel
+    with two passes over the rows (a column variance) keeps a block per
+    column group."""
+    from ignis._inductor import config
+    x = _randn(3000, 24)
+    xd = x.double()
+    with config.patch(size_generic=False):
+        doubles = _program(lambda a: (a * a).sum(0), xd)
+        var = _program(lambda a: ((a - a.mean(0)) ** 2).sum(0), x)
+    assert "double* const ig_part0" in doubles.generated_code
+    xn = x.cpu().numpy().astype(np.float64)
+    np.testing.assert_allclose(doubles(xd)[0].cpu().numpy(), (xn * xn).sum(0), rtol=1e-12)
+    assert "ig_part0" not in var.generated_code and "ig_column_reduce(" in var.generated_code
+    close(var(x)[0], ignis.from_numpy(((xn - xn.mean(0)) ** 2).sum(0)).float(), rtol=1e-4,
+          atol=1e-3)
+
+
+@needs_gpu
 def test_linear_gelu_is_a_gemm_extern_and_one_fused_kernel():
     ignis.manual_seed(0)
     lin = nn.Linear(48, 80).cuda()

@@ -253,6 +253,7 @@ class CudaKernelPrinter {
     out_ << "\nextern \"C\" __global__ void __launch_bounds__(" << out.launch.threads << ") "
          << symbol_ << "(";
     out_ << signature.str();
+    if (out.launch.workspace_bytes > 0) out_ << ", char* __restrict__ ig_ws";
     if (!out.size_params.empty())
       out_ << ", const IgParams<" << int64_t(out.size_params.size()) << "> P";
     out_ << ") {\n" << os_.str() << "}\n\n";
@@ -688,9 +689,12 @@ class CudaKernelPrinter {
       if (!l.inner) continue;
       for (const ScalarNode& s : l.body) {
         if (s.kind != ScalarKind::Load) continue;
-        bool moves = false;
+        bool moves = false, across = false;
         for (const sym::Expr& r : k_.inner) moves = moves || involves(s.index, r);
-        if (!moves) continue;
+        for (const sym::Expr& o : k_.outer) across = across || involves(s.index, o);
+        // A value every column of a row shares (layer_norm's mean and rstd
+        // in its weight gradient) is one address for the warp: a broadcast.
+        if (!moves || !across) continue;
         if (!access_form(s.index, k_.outer.back()).unit ||
             access_form(s.index, k_.inner.back()).unit)
           return false;
@@ -703,46 +707,161 @@ class CudaKernelPrinter {
   // A column kernel: a block takes cw = min(32, blockDim.x) neighbouring
   // outer iterations (columns), thread t column t % cw and every lanes-th
   // inner iteration from t / cw, so a warp reads cw neighbouring elements of
-  // one row; ig_column_reduce folds the lanes of each column.
+  // one row; ig_column_reduce folds the lanes of each column. Few columns
+  // split their rows over several blocks (Note [Split column reductions]).
   void print_columns(CudaLaunch* launch) {
-    constexpr int kColumns = 32, kLanes = 16;
     const int64_t cols = k_.outer_numel(), inner = k_.inner_numel();
-    launch->threads = kColumns * kLanes;
-    launch->blocks = (cols + kColumns - 1) / kColumns;
+    launch->threads = kColumns * kColumnLanes;
+    const int64_t groups = (cols + kColumns - 1) / kColumns;
+    const int64_t splits = column_splits(groups, inner);
+    launch->blocks = groups * splits;
     os_ << "  const int ig_cw = blockDim.x < " << kColumns << " ? int(blockDim.x) : " << kColumns
         << ";\n";
     os_ << "  const int ig_lanes = int(blockDim.x) / ig_cw;\n";
     os_ << "  const int ig_ty = int(threadIdx.x) / ig_cw;\n";
-    os_ << "  for (" << it_ << " ig_c0 = " << it_ << "(blockIdx.x) * ig_cw; ig_c0 < "
-        << numel(k_.outer_sizes, cols) << "; ig_c0 += " << it_ << "(gridDim.x) * ig_cw) {\n";
+    const std::string ncols = numel(k_.outer_sizes, cols);
+    if (splits > 1) {
+      print_split_workspace(launch, cols, splits);
+      os_ << "  const " << it_ << " ig_groups = (" << ncols << " + ig_cw - 1) / ig_cw;\n";
+      os_ << "  __shared__ bool ig_last;\n";
+      os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < ig_groups * " << splits
+          << "; ig_item += gridDim.x) {\n";
+      os_ << "    const " << it_ << " ig_split = ig_item / ig_groups;\n";
+      os_ << "    const " << it_ << " ig_c0 = (ig_item % ig_groups) * ig_cw;\n";
+    } else {
+      os_ << "  for (" << it_ << " ig_c0 = " << it_ << "(blockIdx.x) * ig_cw; ig_c0 < " << ncols
+          << "; ig_c0 += " << it_ << "(gridDim.x) * ig_cw) {\n";
+    }
     os_ << "    const " << it_ << " ig_o = ig_c0 + " << it_ << "(threadIdx.x) % ig_cw;\n";
-    os_ << "    const bool ig_live = ig_o < " << numel(k_.outer_sizes, cols)
-        << " && ig_ty < ig_lanes;\n";
+    os_ << "    const bool ig_live = ig_o < " << ncols << " && ig_ty < ig_lanes;\n";
     os_ << "    const " << it_ << " ig_col = ig_live ? ig_o : ig_c0;\n";
     print_unravel(k_.outer, k_.outer_sizes, "ig_col", "    ");
+    std::string ind = "    ";
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
       if (!l.inner) {
-        print_nodes(li, "    ", Part::All);
+        print_nodes(li, ind, Part::All);
         for (const Store& st : l.stores)
-          os_ << "    if (ig_live && ig_ty == 0) " << ptr_name(p_.buffers[size_t(st.buffer)])
+          os_ << ind << "if (ig_live && ig_ty == 0) " << ptr_name(p_.buffers[size_t(st.buffer)])
               << "[" << sz_.expr(st.index) << "] = " << tmp(li, st.value) << ";\n";
         continue;
       }
-      print_acc_init(li, "    ");
-      print_nodes(li, "    ", Part::Invariant);
-      os_ << "    if (ig_live) {\n";
+      print_acc_init(li, ind);
+      print_nodes(li, ind, Part::Invariant);
+      std::string lo = "ig_ty", hi = numel(k_.inner_sizes, inner);
+      if (splits > 1) {
+        const int64_t chunk = (inner + splits - 1) / splits;
+        lo = "ig_split * " + std::to_string(chunk) + " + ig_ty";
+        hi = "(ig_split + 1) * " + std::to_string(chunk) + " < " + hi + " ? (ig_split + 1) * " +
+             std::to_string(chunk) + " : " + hi;
+        os_ << ind << "const " << it_ << " ig_hi = " << hi << ";\n";
+        hi = "ig_hi";
+      }
+      os_ << ind << "if (ig_live) {\n";
       os_ << "#pragma unroll 4\n";
-      os_ << "      for (" << it_ << " ig_e = ig_ty; ig_e < " << numel(k_.inner_sizes, inner)
+      os_ << ind << "  for (" << it_ << " ig_e = " << lo << "; ig_e < " << hi
           << "; ig_e += ig_lanes) {\n";
-      print_unravel(k_.inner, k_.inner_sizes, "ig_e", "        ");
-      print_body(li, "        ", false, Part::PerElement);
-      print_accumulate(li, "        ");
-      os_ << "      }\n    }\n";
-      print_block_reduce(li, "    ", /*columns=*/true);
-      if (!l.stores.empty() && li + 1 < k_.loops.size()) os_ << "    __syncthreads();\n";
+      print_unravel(k_.inner, k_.inner_sizes, "ig_e", ind + "    ");
+      print_body(li, ind + "    ", false, Part::PerElement);
+      print_accumulate(li, ind + "    ");
+      os_ << ind << "  }\n" << ind << "}\n";
+      print_block_reduce(li, ind, /*columns=*/true);
+      if (splits > 1) {
+        print_split_fold(li, splits);
+        ind = "      ";
+        continue;
+      }
+      if (!l.stores.empty() && li + 1 < k_.loops.size()) os_ << ind << "__syncthreads();\n";
     }
+    if (splits > 1) os_ << "    }\n    __syncthreads();  // ig_last is the next item's\n";
     os_ << "  }\n";
+  }
+
+  // Note [Split column reductions]
+  // A column kernel has a block per 32 columns, so a reduction over the rows
+  // of few columns (layer_norm's weight and bias gradients: 4096 columns of
+  // 16384 rows; a bias gradient: 768 columns) would run on fewer blocks than
+  // the GPU has multiprocessors, each streaming a long column alone. Such a
+  // kernel splits its rows into `splits` ranges, one block per (columns,
+  // range) item. Each block folds its range, writes the partial results to a
+  // workspace the launch allocates (CudaLaunch::workspace_bytes), and counts
+  // itself in its column group's counter (zeroed before the launch); the
+  // block that counts last folds the partials in range order and runs the
+  // loops after the reduction (the casts and stores). The order of the fold
+  // does not depend on which block finishes last, so the bits do not change
+  // from run to run. Only a kernel with one pass over the rows splits: a
+  // second pass would need every range's result first.
+  static constexpr int kColumns = 32, kColumnLanes = 16;
+
+  int64_t column_splits(int64_t groups, int64_t inner) const {
+    // Enough blocks for a few per multiprocessor (H100/H200: 132), each
+    // thread folding at least 16 elements of its range.
+    constexpr int64_t kTargetBlocks = 1024, kMinPerThread = 16;
+    if (sz_.generic() || groups >= kTargetBlocks / 4) return 1;
+    int passes = 0;
+    for (size_t li = 0; li < k_.loops.size(); ++li) {
+      const Loop& l = k_.loops[li];
+      if (l.inner) {
+        ++passes;
+        for (int r : l.reductions)
+          if (!is_floating_or_integral(k_.reductions[size_t(r)].dtype)) return 1;
+      } else if (passes == 0 && !l.stores.empty()) {
+        return 1;  // a store before the reduction would run in every range
+      }
+    }
+    if (passes != 1) return 1;
+    const int64_t splits =
+        std::min((kTargetBlocks + groups - 1) / groups, inner / (kColumnLanes * kMinPerThread));
+    return splits >= 2 ? splits : 1;
+  }
+
+  static bool is_floating_or_integral(ScalarType t) {
+    return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
+           t == ScalarType::Int32;
+  }
+
+  // The workspace: a counter per column group (the first zeroed_bytes),
+  // then for each reduction its partials, [splits][columns].
+  void print_split_workspace(CudaLaunch* launch, int64_t cols, int64_t splits) {
+    auto round = [](int64_t b) { return (b + 127) / 128 * 128; };
+    int64_t offset = round(cols * int64_t(sizeof(uint32_t)));
+    launch->zeroed_bytes = offset;
+    os_ << "  unsigned* const ig_count = reinterpret_cast<unsigned*>(ig_ws);\n";
+    for (const Loop& l : k_.loops) {
+      if (!l.inner) continue;
+      for (int r : l.reductions) {
+        const Reduction& red = k_.reductions[size_t(r)];
+        os_ << "  " << cuda_type(red.dtype) << "* const ig_part" << r << " = reinterpret_cast<"
+            << cuda_type(red.dtype) << "*>(ig_ws + " << offset << ");\n";
+        offset += round(splits * cols * int64_t(element_size(red.dtype)));
+      }
+    }
+    launch->workspace_bytes = offset;
+  }
+
+  // After loop li's block fold: the partials out, the last block of the
+  // column group in. The kernel's remaining loops run inside the `if`.
+  void print_split_fold(size_t li, int64_t splits) {
+    const Loop& l = k_.loops[li];
+    const std::string cols = numel(k_.outer_sizes, k_.outer_numel());
+    for (int r : l.reductions)
+      os_ << "    if (ig_live && ig_ty == 0) ig_part" << r << "[ig_split * " << cols
+          << " + ig_o] = acc" << r << ";\n";
+    os_ << "    __threadfence();\n    __syncthreads();\n";
+    os_ << "    if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[ig_c0 / ig_cw], 1u) == "
+        << splits - 1 << "u;\n";
+    os_ << "    __syncthreads();\n";
+    os_ << "    if (ig_last) {\n      __threadfence();\n";
+    // Volatile reads: another multiprocessor wrote these after this kernel began.
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      const std::string t = cuda_type(red.dtype);
+      os_ << "      {\n        const volatile " << t << "* ig_p = ig_part" << r << " + ig_col;\n";
+      os_ << "        acc" << r << " = ig_p[0];\n";
+      os_ << "        for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) acc" << r << " = "
+          << combine_functor(red.combine) << "()(acc" << r << ", " << t << "(ig_p[ig_s * " << cols
+          << "]));\n      }\n";
+    }
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass

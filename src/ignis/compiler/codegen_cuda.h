@@ -41,6 +41,11 @@ namespace ignis::compiler {
 struct CudaLaunch {
   int threads = 256;
   int64_t blocks = 1;
+  // Device memory the kernel takes as its `char* ig_ws` argument (after the
+  // buffers), of which the first zeroed_bytes are zero when it starts: a
+  // split column reduction's counters and partials (Note [Split column
+  // reductions]). 0: no such argument.
+  int64_t workspace_bytes = 0, zeroed_bytes = 0;
 };
 
 struct CudaKernel {

@@ -95,12 +95,24 @@ void launch_cuda(cuda::CUfunction f, const Executable::Kern& k, const std::vecto
   std::vector<char*> values;
   values.reserve(k.params.size());
   for (int b : k.params) values.push_back(ptrs[size_t(b)]);
+  cuda::DeviceGuard guard(device);
+  const cuda::Stream stream = cuda::current_stream(device);
+  // A split reduction's workspace (Note [Split column reductions]): from the
+  // caching allocator, so a later kernel on this stream may reuse it once
+  // this one is done; its counters zeroed on the same stream.
+  Storage workspace;
+  if (k.workspace_bytes > 0) {
+    workspace = allocate_storage(size_t(k.workspace_bytes), Device(DeviceType::CUDA, device));
+    values.push_back(static_cast<char*>(workspace->data()));
+    if (k.zeroed_bytes > 0)
+      IGNIS_CU(cuMemsetD8Async(reinterpret_cast<cuda::CUdeviceptr>(workspace->data()), 0,
+                               size_t(k.zeroed_bytes), stream.handle));
+  }
   std::vector<void*> args;
   for (char*& v : values) args.push_back(&v);
   // A size-generic kernel's IgParams<N>: N int64s, laid out as the vector.
   if (!k.size_params.empty()) args.push_back(const_cast<int64_t*>(k.size_params.data()));
-  cuda::DeviceGuard guard(device);
-  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), cuda::current_stream(device));
+  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), stream);
 }
 
 double process_cpu_seconds() {
@@ -183,6 +195,8 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
       k.params = code.kernels[i].params;
       k.threads = code.kernels[i].launch.threads;
       k.blocks = code.kernels[i].launch.blocks;
+      k.workspace_bytes = code.kernels[i].launch.workspace_bytes;
+      k.zeroed_bytes = code.kernels[i].launch.zeroed_bytes;
       k.size_params = code.kernels[i].size_params;
     }
     code_key->clear();

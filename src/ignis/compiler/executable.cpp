@@ -257,6 +257,8 @@ std::optional<std::string> serialize(const Executable& e) {
     w.ints(k.params);
     w.i64(k.threads);
     w.i64(k.blocks);
+    w.i64(k.workspace_bytes);
+    w.i64(k.zeroed_bytes);
     w.ints(k.size_params);
   }
   w.i64(int64_t(e.steps.size()));
@@ -342,7 +344,11 @@ std::optional<Executable> deserialize(std::string_view bytes) {
     k.params = r.ints<int>();
     k.threads = r.i64();
     k.blocks = r.i64();
+    k.workspace_bytes = r.i64();
+    k.zeroed_bytes = r.i64();
     k.size_params = r.ints<int64_t>();
+    if (k.workspace_bytes < 0 || k.zeroed_bytes < 0 || k.zeroed_bytes > k.workspace_bytes)
+      return std::nullopt;
     for (int b : k.outputs)
       if (b < 0 || b >= nb) return std::nullopt;
     for (int b : k.params)
