@@ -646,6 +646,29 @@ def test_fused_steps_on_cuda_take_a_device_learning_rate(name):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_adam_on_parameters_at_odd_offsets(dtype):
+    """The fused kernel moves 16 bytes of each tensor per load when all of a
+    tensor's pointers are 16-byte aligned; a parameter one element into its
+    storage takes the scalar loop, an aligned one the vector loop and a tail.
+    Both match the CPU's fused step."""
+    def step(device):
+        base = _sample((2 * 1003,), "float32", seed=7).to(device=device, dtype=_dt(dtype))
+        ps = [ignis.nn.Parameter(base[1:1004].detach()), ignis.nn.Parameter(base[1003:].detach())]
+        assert ps[0].storage_offset() == 1
+        opt = ignis.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, amsgrad=True, fused=True)
+        for k in range(3):
+            for i, p in enumerate(ps):
+                p.grad = _sample((1003,), "float32", seed=50 + 10 * k + i).to(
+                    device=device, dtype=_dt(dtype))
+            opt.step()
+        return ps
+    for q, p in zip(step("cuda"), step("cpu")):
+        np.testing.assert_allclose(_np(q), _np(p), rtol=_tol(dtype) + 1e-6,
+                                   atol=_tol(dtype) + 1e-6)
+
+
+@needs_gpu
 def test_fused_adam_step_is_one_op_and_never_reads_the_device():
     """The fused step dispatches its steps' increment and _fused_adamw_ only
     (no per-parameter ops, no copy to the host)."""
