@@ -693,6 +693,31 @@ HOST_CASES = {
 }
 
 
+def test_a_long_resident_row_recomputes_its_spills_on_host_threads(tmp_path):
+    """Softmax over 32768 floats runs 1024 threads a row, each holding 8
+    vectors of 4 of x; its exps too would take 64 more registers a thread,
+    past what a thread of a 1024-thread block has, so the normalising pass
+    recomputes exp from the held x instead (no ig_sp array). Both the
+    resident path (1024 threads) and the streaming one (256) are right."""
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def fn(x):
+        return ignis.softmax(x, -1)
+    ignis.manual_seed(0)
+    x = ignis.randn(2, 32768) * 3
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), [x])
+    _, source, _ = ignis._C._generate_graph_code(gm.graph, "cuda")
+    assert "__launch_bounds__(1024)" in source
+    assert "ig_rc0[8][4]" in source and "ig_sp" not in source
+    assert re.search(r"const float re\d+ = ignis::scalar_ops::Exp", source)
+    want = fn(x).numpy()
+    run = _host_threads_kernel(fn, [x], tmp_path)
+    for threads in (1024, 256):
+        got = run(2, threads).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8,
+                                   err_msg=f"{threads} threads a block")
+
+
 @pytest.mark.parametrize("case", sorted(HOST_CASES))
 def test_kernels_are_right_for_any_block_size_on_host_threads(case, tmp_path):
     fn, shapes = HOST_CASES[case]

@@ -207,7 +207,12 @@ AccessForm access_form(sym::Expr index, sym::Expr v) {
 // t, t + blockDim.x, ... of the row in every pass, so a buffer that several
 // passes read (softmax's and layer_norm's x) is loaded once, and values a
 // later pass needs (softmax's exps: the loop IR's spills) stay in registers
-// instead of a scratch row. A longer row, misaligned pointers, or a block
+// instead of a scratch row. All of it must fit the registers a thread of
+// the block may use (65536 a multiprocessor over the block's threads, less
+// kRegisterReserve for the pass's own values); when it does not, the spills
+// are recomputed from the held loads (a 50304-wide bfloat16 softmax at 1024
+// threads), and when the loads alone do not fit, the row streams. A longer
+// row, misaligned pointers, or a block
 // too small to hold the row (the fake driver's one-thread blocks) take the
 // streaming path: each pass reads the row again (Note [Scratch rows on the
 // GPU]).
@@ -362,7 +367,9 @@ class CudaKernelPrinter {
       case ScalarKind::Ref:
         if (s.acc >= 0) return "acc" + std::to_string(s.acc);
         if (s.scratch < 0) return tmp(size_t(s.loop), s.node);
-        if (vec_ && vec_->registers) return "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]";
+        if (vec_ && vec_->registers)
+          return vec_->spills ? "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]"
+                              : recompute_spill(s.scratch, ind);
         if (home(s.scratch)) return scratch_element(s.scratch);
         return recompute_spill(s.scratch, ind);
     }
@@ -421,10 +428,12 @@ class CudaKernelPrinter {
     const Loop& l = k_.loops[li];
     print_nodes(li, ind, part);
     for (const auto& [node, scratch] : l.spills) {
-      if (vec_ && vec_->registers)
-        os_ << ind << "ig_sp" << scratch << "[ig_k][ig_j] = " << tmp(li, node) << ";\n";
-      else if (home(scratch))
+      if (vec_ && vec_->registers) {
+        if (vec_->spills)
+          os_ << ind << "ig_sp" << scratch << "[ig_k][ig_j] = " << tmp(li, node) << ";\n";
+      } else if (home(scratch)) {
         os_ << ind << scratch_element(scratch) << " = " << tmp(li, node) << ";\n";
+      }
     }
     for (const Store& st : l.stores) {
       if (vec_ && vec_->registers && !once) {
@@ -450,7 +459,8 @@ class CudaKernelPrinter {
 
   // While a vector or register path is printed: how accesses are spelled.
   struct VectorState {
-    bool registers = false;  // row path: chunks in registers, spills in ig_sp arrays
+    bool registers = false;  // row path: chunks in registers
+    bool spills = false;     // ... and the loop IR's spills in ig_sp arrays (else recomputed)
     std::map<std::string, std::string> loads, stores;  // access -> IgVec variable (this pass)
     std::map<std::string, std::string> cache;          // access -> ig_rc array (loads several passes read)
     std::set<std::string> cached;                      // filled by an earlier pass
@@ -873,6 +883,7 @@ class CudaKernelPrinter {
     launch->blocks = rows;
     int width = 1, chunks = 0;
     int64_t nvec = 0;
+    Residency residency;
     std::vector<size_t> passes;
     for (size_t li = 0; li < k_.loops.size(); ++li)
       if (k_.loops[li].inner) passes.push_back(li);
@@ -886,8 +897,21 @@ class CudaKernelPrinter {
       int threads = 32;
       while (threads < kMaxBlockThreads && int64_t(threads) * 4 < nvec) threads *= 2;
       chunks = int((nvec + threads - 1) / threads);
-      if (chunks <= kMaxRowChunks) launch->threads = threads;
-      else chunks = 0;
+      if (chunks > kMaxRowChunks) chunks = 0;
+      // What the row keeps must fit the registers a thread of a block this
+      // large may have, with room for the pass's own values: else spills
+      // are recomputed, and if even the loads do not fit, the row streams
+      // (a 50304-wide bfloat16 softmax held its exps too: 208 bytes of
+      // local-memory spills a thread at 1024 threads).
+      const int64_t budget = std::min<int64_t>(255, 65536 / threads) - kRegisterReserve;
+      if (chunks > 0) {
+        residency = plan_residency(passes, /*keep_spills=*/true);
+        if (residency.registers(chunks, width) > budget) {
+          residency = plan_residency(passes, /*keep_spills=*/false);
+          if (residency.registers(chunks, width) > budget) chunks = 0;
+        }
+      }
+      if (chunks > 0) launch->threads = threads;
     }
     if (chunks > 0) {
       const sym::Expr v = k_.inner.back();
@@ -904,7 +928,7 @@ class CudaKernelPrinter {
     std::string ind = "    ";
     if (chunks > 0) {
       os_ << "    if (ig_resident) {\n";
-      print_rows_in_registers(passes, width, chunks, nvec, "      ");
+      print_rows_in_registers(residency, width, chunks, nvec, "      ");
       os_ << "    } else {\n";
       ind = "      ";
     }
@@ -971,32 +995,58 @@ class CudaKernelPrinter {
     if (wrote && li + 1 < k_.loops.size()) os_ << ind << "__syncthreads();\n";
   }
 
-  // The resident row: thread t holds vectors t, t + blockDim.x, ... (chunk
-  // ig_k, element ig_j of the vector) in every pass; a load that several
-  // passes read is kept in an ig_rc array, a spill in an ig_sp array.
-  void print_rows_in_registers(const std::vector<size_t>& passes, int width, int chunks,
-                               int64_t nvec, const std::string& ind) {
-    const sym::Expr v = k_.inner.back();
-    const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
-    vec_.emplace();
-    vec_->registers = true;
-    // Loads of buffers the kernel does not write that more than one pass reads.
+  // What a resident row keeps in registers: each load of a buffer the
+  // kernel does not write that several passes read (ig_rc arrays), each
+  // value a pass stores and a later pass loads back, and with keep_spills
+  // the loop IR's spills (ig_sp arrays; else a later pass recomputes them,
+  // and the loads that recomputation reads count as that pass's).
+  struct Residency {
+    std::map<std::string, ScalarType> cache;  // access -> element type
+    std::set<int> spilled;                    // scratches held in ig_sp arrays
+    std::vector<ScalarType> spill_types;
+    // The 32-bit registers a thread spends on them (16-bit values in pairs).
+    int64_t registers(int chunks, int width) const {
+      int64_t bytes = 0;
+      for (const auto& kv : cache) bytes += int64_t(element_size(kv.second));
+      for (ScalarType t : spill_types) bytes += int64_t(element_size(t));
+      return (int64_t(chunks) * width * bytes + 3) / 4;
+    }
+  };
+  static constexpr int64_t kRegisterReserve = 24;
+
+  Residency plan_residency(const std::vector<size_t>& passes, bool keep_spills) const {
+    Residency r;
     std::set<int> written;
     for (const Loop& l : k_.loops)
       for (const Store& st : l.stores) written.insert(st.buffer);
     std::map<std::string, std::set<size_t>> readers;
     std::map<std::string, ScalarType> types;
-    for (size_t li : passes) {
-      const std::vector<bool> inv = row_invariant_nodes(k_, li);
+    auto read_loads = [&](size_t li, size_t reader, const std::vector<bool>& inv,
+                          const std::vector<bool>* cone) {
       const Loop& l = k_.loops[li];
       for (size_t i = 0; i < l.body.size(); ++i) {
         const ScalarNode& s = l.body[i];
-        if (s.kind != ScalarKind::Load || written.count(s.buffer) || (!inv.empty() && inv[i]))
+        if (s.kind != ScalarKind::Load || written.count(s.buffer) || (!inv.empty() && inv[i]) ||
+            (cone && !(*cone)[i]))
           continue;
         const std::string key = access_key(s.buffer, s.index);
-        readers[key].insert(li);
+        readers[key].insert(reader);
         types[key] = s.dtype;
       }
+    };
+    for (size_t li : passes) read_loads(li, li, row_invariant_nodes(k_, li), nullptr);
+    if (!keep_spills) {
+      // A pass that reads a spill reads what its recomputation loads.
+      for (size_t li : passes)
+        for (const ScalarNode& s : k_.loops[li].body) {
+          if (s.kind != ScalarKind::Ref || s.acc >= 0 || s.scratch < 0) continue;
+          for (size_t lj = 0; lj < k_.loops.size(); ++lj)
+            for (const auto& [node, sc] : k_.loops[lj].spills)
+              if (sc == s.scratch) {
+                std::vector<bool> cone = node_cone(lj, node);
+                read_loads(lj, li, row_invariant_nodes(k_, lj), &cone);
+              }
+        }
     }
     // A value a pass stores and a later pass loads back at the same element
     // (layer_norm backward's normalised x) is forwarded in registers too.
@@ -1017,17 +1067,47 @@ class CudaKernelPrinter {
           readers[key].insert(li);
         }
       }
-    for (const auto& [key, ls] : readers) {
-      if (ls.size() < 2) continue;
+    for (const auto& [key, ls] : readers)
+      if (ls.size() >= 2) r.cache.emplace(key, types[key]);
+    if (keep_spills)
+      for (size_t li : passes)
+        for (const auto& sp : k_.loops[li].spills)
+          if (r.spilled.insert(sp.second).second)
+            r.spill_types.push_back(k_.scratch[size_t(sp.second)]);
+    return r;
+  }
+
+  // The nodes of loop li that node depends on (itself included).
+  std::vector<bool> node_cone(size_t li, int node) const {
+    const Loop& l = k_.loops[li];
+    std::vector<bool> in(l.body.size(), false);
+    std::vector<int> todo{node};
+    while (!todo.empty()) {
+      const int n = todo.back();
+      todo.pop_back();
+      if (n < 0 || in[size_t(n)]) continue;
+      in[size_t(n)] = true;
+      for (int a : l.body[size_t(n)].args) todo.push_back(a);
+    }
+    return in;
+  }
+
+  // The resident row: thread t holds vectors t, t + blockDim.x, ... (chunk
+  // ig_k, element ig_j of the vector) in every pass; a load that several
+  // passes read is kept in an ig_rc array, a spill in an ig_sp array.
+  void print_rows_in_registers(const Residency& residency, int width, int chunks,
+                               int64_t nvec, const std::string& ind) {
+    const sym::Expr v = k_.inner.back();
+    const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
+    vec_.emplace();
+    vec_->registers = true;
+    vec_->spills = !residency.spilled.empty();
+    for (const auto& [key, type] : residency.cache) {
       const std::string name = "ig_rc" + std::to_string(vec_->cache.size());
       vec_->cache.emplace(key, name);
-      os_ << ind << cuda_type(types[key]) << " " << name << "[" << chunks << "][" << width
-          << "];\n";
+      os_ << ind << cuda_type(type) << " " << name << "[" << chunks << "][" << width << "];\n";
     }
-    std::set<int> spilled;
-    for (size_t li : passes)
-      for (const auto& sp : k_.loops[li].spills) spilled.insert(sp.second);
-    for (int sc : spilled)
+    for (int sc : residency.spilled)
       os_ << ind << cuda_type(k_.scratch[size_t(sc)]) << " ig_sp" << sc << "[" << chunks << "]["
           << width << "];\n";
     std::vector<sym::Expr> head = k_.inner;
