@@ -624,6 +624,53 @@ def test_every_generated_kernel_compiles_with_nvrtc():
     assert compiled >= 40
 
 
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_cross_entropy_gathers_the_logits_at_the_targets(dtype):
+    # The gather sinks through log_softmax (graph/passes/sink_gather.h): the
+    # forward keeps per-row max and sum, no float32 [N, V] log_softmax.
+    n, v = 48, 777
+    x0 = ignis.randn(n, v) * 3
+    t = ignis.randint(0, v, (n,))
+    t[::5] = -100
+    dt = getattr(ignis, dtype)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=2e-2, atol=2e-2)
+    for reduction in ("mean", "none"):
+        def f(x, t):
+            return F.cross_entropy(x, t, reduction=reduction)
+        xc = x0.to(dt).cuda().requires_grad_()
+        xe = x0.to(dt).cuda().requires_grad_()
+        got, _ = compile_and_count(f, xc, t.cuda())
+        want = f(xe, t.cuda())
+        close(got, want, **tol)
+        got.sum().backward()
+        want.sum().backward()
+        close(xc.grad, xe.grad, **tol)
+    with ignis.no_grad():
+        compiled = _program(lambda x, t: F.cross_entropy(x, t), x0.to(dt).cuda(), t.cuda())
+    assert not re.search(rf"buf\d+: float32\[{n}, {v}\]", compiled.program), compiled.program
+    assert "extern gather(" in compiled.program
+    close(compiled(x0.to(dt).cuda(), t.cuda())[0], F.cross_entropy(x0.to(dt).cuda(), t.cuda()),
+          **tol)
+
+
+def test_cross_entropy_cuda_program_has_no_vocabulary_sized_float32_buffer():
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._subclasses.fake_tensor import FakeTensorMode
+    n, v = 64, 50304
+    with FakeTensorMode():
+        x = ignis.empty(n, v, dtype=ignis.bfloat16, device="cuda")
+        t = ignis.empty(n, dtype=ignis.int64, device="cuda")
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(lambda x, t: F.cross_entropy(x, t)), [x, t])
+    program, source, symbols = ignis._C._generate_graph_code(gm.graph, None)
+    assert program.startswith("device cuda")
+    assert not re.search(rf"buf\d+: float32\[{n}, {v}\]", program), program
+    assert re.search(r"extern gather\((arg0_1|buf\d+), 1, buf\d+\)", program), program
+    if _nvrtc() is not None:
+        assert ignis._C._cuda_nvrtc_compile(source, "cross_entropy.cu", 90,
+                                            ["-default-device", "-w"]) > 0
+
+
 # ---- no GPU needed: the kernels with real threads per block on the host ----
 
 HOST_THREADS_HEADER = pathlib.Path(__file__).resolve().parents[1] / "cuda_fake" / \

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -209,6 +210,10 @@ struct ProgramOutput {
 };
 
 struct Program {
+  // The graph lowered when a pass rewrote a copy of the one given (lower.h):
+  // node_buffers and the extern steps point into it (first, so that it is
+  // destroyed last). Null otherwise.
+  std::shared_ptr<const graph::Graph> rewritten;
   // Where the kernels run and the computed buffers live: the CPU, or the GPU
   // of the graph's CUDA tensors. Everything above the printer is the same
   // for both (codegen_cpp or codegen_cuda prints the kernels).

@@ -13,6 +13,7 @@
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
+#include "ignis/graph/passes/sink_gather.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/sym/index.h"
@@ -1079,7 +1080,20 @@ class Lowering {
 }  // namespace
 
 Program lower(const graph::Graph& g, const CompilerOptions& options) {
-  return Lowering(g, options).run();
+  if (!graph::has_sinkable_gather(g)) return Lowering(g, options).run();
+  // The caller's graph stays as it was traced: the rewrite works on a copy,
+  // which the program keeps (its extern steps point into it).
+  auto copy = std::make_shared<graph::Graph>();
+  if (const Node* out = g.output_node()) {
+    Node* o = copy->output(copy->copy_from(g));
+    o->meta() = out->meta();
+  } else {
+    copy->copy_from(g);
+  }
+  graph::sink_gathers(*copy);
+  Program p = Lowering(*copy, options).run();
+  p.rewritten = std::move(copy);
+  return p;
 }
 
 }  // namespace ignis::compiler

@@ -6,6 +6,8 @@
 // - a value is realized (a kernel computes it into a buffer) when it is a
 //   graph output, an extern call's input, or has more than one user;
 // - every other op is an extern call through the dispatcher.
+// Before lowering, a graph whose gathers read elementwise values is rewritten
+// (a copy; graph/passes/sink_gather.h) to gather their operands instead.
 #pragma once
 
 #include "ignis/compiler/loop_ir.h"
