@@ -13,6 +13,7 @@
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
+#include "ignis/graph/passes/row_scatter.h"
 #include "ignis/graph/passes/sink_gather.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/op_def.h"
@@ -1080,7 +1081,8 @@ class Lowering {
 }  // namespace
 
 Program lower(const graph::Graph& g, const CompilerOptions& options) {
-  if (!graph::has_sinkable_gather(g)) return Lowering(g, options).run();
+  if (!graph::has_sinkable_gather(g) && !graph::has_row_scatter(g))
+    return Lowering(g, options).run();
   // The caller's graph stays as it was traced: the rewrite works on a copy,
   // which the program keeps (its extern steps point into it).
   auto copy = std::make_shared<graph::Graph>();
@@ -1090,6 +1092,7 @@ Program lower(const graph::Graph& g, const CompilerOptions& options) {
   } else {
     copy->copy_from(g);
   }
+  graph::rewrite_row_scatters(*copy);
   graph::sink_gathers(*copy);
   Program p = Lowering(*copy, options).run();
   p.rewritten = std::move(copy);

@@ -7,7 +7,9 @@
 //   graph output, an extern call's input, or has more than one user;
 // - every other op is an extern call through the dispatcher.
 // Before lowering, a graph whose gathers read elementwise values is rewritten
-// (a copy; graph/passes/sink_gather.h) to gather their operands instead.
+// (a copy; graph/passes/sink_gather.h) to gather their operands instead, and
+// one whose scatters write one element a row to select it by comparing
+// indices (graph/passes/row_scatter.h).
 #pragma once
 
 #include "ignis/compiler/loop_ir.h"
