@@ -285,6 +285,10 @@ TEST(GemmEpilogue, AlphaZeroOnlyScalesC) {
 TEST(GemmEpilogue, Float64) {
   every_shape<double>(1.0, 0.0, Layout::kRowMajor, Layout::kRowMajor);
   every_shape<double>(0.5, 1.0, Layout::kTransposed, Layout::kStrided);
+  // x @ W^T: a row-major A the built-in GEMM packs (a row stride of 513 or
+  // 1024) and a transposed B, both transposed in register blocks of 8 doubles
+  // with AVX-512 (the A strip of 12 rows in two blocks).
+  every_shape<double>(1.0, 0.0, Layout::kRowMajor, Layout::kTransposed);
 }
 
 TEST(GemmEpilogue, NoEpilogue) {
