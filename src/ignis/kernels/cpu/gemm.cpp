@@ -690,6 +690,27 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 
 bool gemm_uses_blas() { return use_blas(); }
 
+std::string gemm_choice() {
+  const std::string isa = kVecBytes == 64 ? "AVX-512" : kVecBytes == 32 ? "AVX2" : "SSE";
+  const std::string builtin =
+      "the built-in GEMM (" + std::to_string(Tile<float>::MR) + "x" +
+      std::to_string(Tile<float>::NR) + " float32 register tile, " + isa +
+      "; an epilogue runs on each tile as it is finished)";
+#if IGNIS_HAVE_BLAS
+  const std::string core = openblas_get_corename();
+  std::string note;
+  if (kVecBytes == 64 && core != "SkylakeX" && core != "Cooperlake" && core != "SapphireRapids")
+    note = "; OpenBLAS runs its " + core +
+           " kernels without AVX-512 on this CPU (OPENBLAS_CORETYPE=SkylakeX selects them)";
+  if (use_blas())
+    return "OpenBLAS (core " + core + ", its own threads; an epilogue runs after each panel of C)" +
+           ", as IGNIS_GEMM=blas asks" + note;
+  return builtin + ", the default (IGNIS_GEMM=blas selects OpenBLAS, core " + core + ")" + note;
+#else
+  return builtin + ", the build has no OpenBLAS";
+#endif
+}
+
 template <typename T>
 void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs,
                  int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c,
