@@ -1,8 +1,9 @@
 // Matrix products on the CPU: C = beta * C + alpha * A @ B.
 //
-// float32/float64 go to BLAS (cblas_sgemm/dgemm) when the build found
-// OpenBLAS, else to the built-in blocked GEMM; float16/bfloat16 compute in
-// float and round once at the end; integer types use a direct loop.
+// float32/float64 run on the built-in blocked GEMM, or on BLAS
+// (cblas_sgemm/dgemm) when the build found OpenBLAS and IGNIS_GEMM=blas
+// (gemm_choice() says which, and why); float16/bfloat16 compute in float
+// and round once at the end; integer types use a direct loop.
 #pragma once
 
 #include <string>
