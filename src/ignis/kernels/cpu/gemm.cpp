@@ -9,8 +9,8 @@
 #include <cctype>
 #include <cstring>
 #include <numeric>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if IGNIS_HAVE_BLAS
@@ -188,8 +188,9 @@ __attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
   for (int64_t p = 0; p < kc; ++p) {
     const T* bp = b + p * ldb;
     // B's strip streams from L2 (gemm_builtin keeps A's strip in L1): ask
-    // for its row kBPrefetch depths ahead. Without it the loads of B stalled
-    // the loop; with it, 11-15% faster at MLP shapes, one thread.
+    // for its row kBPrefetch depths ahead. Without it the loop stalled on
+    // the loads of B; with it and the loop order, [192, 1024] @ [1024, 1024]
+    // products took 11-15% less time at one thread (docs/benchmarks.md).
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) __builtin_prefetch(bp + kBPrefetch * ldb + v * L, 0, 3);
     V bv[NV];
