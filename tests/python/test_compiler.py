@@ -498,18 +498,26 @@ GEMM_LOG_SCRIPT = """
 import os, sys
 sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__name__.startswith("ScikitBuild")]
 sys.path.insert(0, sys.argv[1])
+import math
+import numpy as np
 import ignis
 ignis._logging.set_logs(schedule=True)
 lin = ignis.nn.Linear(48, 80)
+x = ignis.randn(37, 48)
 with ignis.no_grad():
-    ignis.compile(lambda x: ignis.nn.functional.gelu(lin(x)))(ignis.randn(37, 48))
+    y = ignis.compile(lambda x: ignis.nn.functional.gelu(lin(x)))(x).numpy()
+# NumPy's x @ W^T + b, then the exact GELU: the GEMM (W transposed) and its epilogue.
+pre = x.numpy().astype(np.float64) @ lin.weight.numpy().T.astype(np.float64) + lin.bias.numpy()
+want = 0.5 * pre * (1 + np.vectorize(math.erf)(pre / math.sqrt(2)))
+print(float(np.abs(y - want).max()))
 print(ignis._C._gemm_choice())
 """
 
 
 @pytest.mark.parametrize("gemm", ["builtin", "blas"])
 def test_schedule_log_says_which_gemm_the_templates_call(gemm, tmp_path):
-    # IGNIS_GEMM is read once per process: one child per choice.
+    # IGNIS_GEMM is read once per process: one child per choice, each also
+    # checking linear + GELU (x @ W^T and its epilogue) against NumPy.
     import os
     import subprocess
     import sys
@@ -518,7 +526,8 @@ def test_schedule_log_says_which_gemm_the_templates_call(gemm, tmp_path):
     r = subprocess.run([sys.executable, "-c", GEMM_LOG_SCRIPT, pkg_parent], env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    choice = r.stdout.strip().splitlines()[-1]
+    err, choice = r.stdout.strip().splitlines()[-2:]
+    assert float(err) < 1e-5
     assert "[schedule] kernel_0 starts with addmm over [37, 80] (a GEMM template)" in r.stderr
     assert f"[schedule] GEMM templates call {choice}\n" in r.stderr
     if gemm == "blas" and "the build has no OpenBLAS" not in choice:
