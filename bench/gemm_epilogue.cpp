@@ -12,6 +12,14 @@
 //   blas + pass      BLAS GEMM, then bias+GELU over C in parallel
 //   blas + epi pN    BLAS per N-row panel of C, then bias+GELU over the panel
 //   auto + epi       what gemm_with_epilogue picks by default
+//   blas tasks R + epi   (builds with OpenBLAS) the built-in GEMM's kind of
+//                    decomposition with BLAS inside: OpenMP tasks over blocks
+//                    of R rows x 1024 columns, each block a single-threaded
+//                    cblas_sgemm (OpenBLAS told to use 1 thread, so its pool
+//                    never runs) and then the epilogue on the block
+// A "W^T" shape multiplies by a transposed B (x @ W^T, as nn.Linear does).
+// Each row's "vs builtin + epi" is the median over rounds of its time over
+// that row's in the same round: on a loaded machine the steadier comparison.
 // float32, C = A @ B with A [m, k], B [k, n] row-major. Each round times
 // every row once, in turn (so that load from other processes falls on all
 // of them alike); the table gives the median and the best wall time over
@@ -32,6 +40,10 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#if IGNIS_HAVE_BLAS
+#include <cblas.h>
+#endif
 
 #include "ignis/kernels/cpu/gemm.h"
 #include "ignis/kernels/scalar_ops.h"
@@ -81,6 +93,7 @@ void bias_gelu_pass(const BiasGelu& e, int64_t m, int64_t n) {
 struct Shape {
   const char* name;
   int64_t m, n, k;
+  bool bt = false;  // B transposed: W [n, k] row-major
 };
 
 struct Row {
@@ -107,11 +120,14 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
   }
   std::printf("threads %d, BLAS by default: %s, rounds %d; wall ms median (best, GFLOP/s "
-              "of the best), median process CPU ms\n\n",
-              omp_get_max_threads(), gemm_uses_blas() ? "yes" : "no", rounds);
+              "of the best), median process CPU ms\n%s\n\n",
+              omp_get_max_threads(), gemm_uses_blas() ? "yes" : "no", rounds,
+              gemm_choice().c_str());
   const Shape shapes[] = {
       {"MLP up 1024x1024 @ 1024x4096", 1024, 4096, 1024},
       {"MLP down 1024x4096 @ 4096x1024", 1024, 1024, 4096},
+      {"MLP up 1024x1024 @ (4096x1024 W)^T", 1024, 4096, 1024, true},
+      {"MLP down 1024x4096 @ (1024x4096 W)^T", 1024, 1024, 4096, true},
       {"8*128x256 @ 256x1024", 1024, 1024, 256},
       {"64x64 @ 64x64", 64, 64, 64},
   };
@@ -122,7 +138,8 @@ int main(int argc, char** argv) {
     for (auto* v : {&a, &b, &bias})
       for (float& x : *v) x = dist(rng);
     BiasGelu ctx{c.data(), s.n, bias.data()};
-    GemmCall call{s.m, s.n, s.k, a.data(), s.k, 1, b.data(), s.n, 1, c.data(), s.n, 1.0, 0.0,
+    const int64_t b_rs = s.bt ? 1 : s.n, b_cs = s.bt ? s.k : 1;
+    GemmCall call{s.m, s.n, s.k, a.data(), s.k, 1, b.data(), b_rs, b_cs, c.data(), s.n, 1.0, 0.0,
                   0, nullptr, &ctx};
     auto plain = [&](GemmPath path, bool pass) {
       GemmCall p = call;
@@ -147,6 +164,27 @@ int main(int argc, char** argv) {
                       {}});
     }
     rows.push_back({"auto + epi", [&] { fused(GemmPath::kAuto, 0); }, {}});
+#if IGNIS_HAVE_BLAS
+    // OpenBLAS's thread count is global: 1 for these rows, restored after.
+    auto blas_tasks = [&](int64_t R) {
+      const int64_t N = 1024, rb = (s.m + R - 1) / R, cb = (s.n + N - 1) / N;
+      openblas_set_num_threads(1);
+#pragma omp parallel for schedule(dynamic, 1)
+      for (int64_t t = 0; t < rb * cb; ++t) {
+        const int64_t i0 = (t / cb) * R, j0 = (t % cb) * N;
+        const int64_t mr = std::min(R, s.m - i0), nr = std::min(N, s.n - j0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, s.bt ? CblasTrans : CblasNoTrans, int(mr),
+                    int(nr), int(s.k), 1.f, a.data() + i0 * s.k, int(s.k),
+                    b.data() + j0 * b_cs, int(s.bt ? s.k : s.n), 0.f, c.data() + i0 * s.n + j0,
+                    int(s.n));
+        bias_gelu_block(&ctx, i0, i0 + mr, j0, j0 + nr);
+      }
+      openblas_set_num_threads(omp_get_max_threads());
+    };
+    for (int64_t R : {48, 256})
+      if (R < s.m) rows.push_back({"blas tasks " + std::to_string(R) + " + epi",
+                                   [&, R] { blas_tasks(R); }, {}});
+#endif
     const int inner = s.m * s.n * s.k < (int64_t(1) << 24) ? 200 : 1;  // tiny shapes: batch calls
     for (int r = 0; r < rounds + 1; ++r) {
       for (Row& row : rows) {
@@ -161,10 +199,15 @@ int main(int argc, char** argv) {
     }
     const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
     std::printf("%s\n", s.name);
+    const Row& ref = rows[2];  // builtin + epi
     for (const Row& row : rows) {
       const double med = median(row.ms), best = *std::min_element(row.ms.begin(), row.ms.end());
-      std::printf("  %-18s %9.3f ms (best %8.3f, %7.1f GFLOP/s)  cpu %9.3f ms\n",
-                  row.name.c_str(), med, best, flop / (best * 1e6), median(row.cpu_ms));
+      std::vector<double> ratio;
+      for (size_t r = 0; r < row.ms.size(); ++r) ratio.push_back(row.ms[r] / ref.ms[r]);
+      std::printf("  %-20s %9.3f ms (best %8.3f, %7.1f GFLOP/s)  cpu %9.3f ms  vs builtin + epi "
+                  "%.3f\n",
+                  row.name.c_str(), med, best, flop / (best * 1e6), median(row.cpu_ms),
+                  median(ratio));
     }
     std::printf("\n");
     std::fflush(stdout);

@@ -12,6 +12,9 @@ process (medians of 40 calls after 5 warm-ups):
   attn_fwd    causal scaled_dot_product_attention, q, k, v sliced from one
               [B, T, 3, H, E] projection (rows read in place), no_grad
   attn_train  the same, forward and backward
+  mlp         bench/compiled.py's MLP row: Linear(1024,4096) + GELU +
+              Linear(4096,1024) on [1024, 1024] float32, no_grad (median of
+              15 calls: each is two 8.6 GFLOP products)
 
 for ignis compiled, ignis eager, torch eager and torch.compile (the attention
 rows: eager only). Attention shapes: B16 H4 T64 E16 (the GPT's) and B4 H8
@@ -28,7 +31,7 @@ import sys
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROWS = ["gpt_fwd", "gpt_train", "attn_fwd", "attn_train"]
+ROWS = ["gpt_fwd", "gpt_train", "attn_fwd", "attn_train", "mlp"]
 IMPLS = ["ignis_compiled", "ignis_eager", "torch_eager", "torch_compile"]
 ATTN_SHAPES = [(16, 4, 64, 16), (4, 8, 256, 64)]
 
@@ -52,6 +55,18 @@ def child(row, impl):
     else:
         import ignis as lib
     compiled = impl in ("ignis_compiled", "torch_compile")
+    if row == "mlp":
+        import numpy as np
+        lib.manual_seed(0)
+        nn = lib.nn
+        model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
+        x = lib.from_numpy(np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32))
+        f = lib.compile(model) if compiled else model
+
+        def step():
+            with lib.no_grad():
+                f(x)
+        return {"ms": [cpu_ms(step, warm=3, n=15)]}
     if row.startswith("gpt"):
         sys.path.insert(0, str(HERE.parent / "examples"))
         import numpy as np
@@ -98,7 +113,7 @@ def main():
         print(json.dumps(child(*args.child)))
         return
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    print("CPU ms of the calling thread, one OpenMP thread, median of 40")
+    print("CPU ms of the calling thread, one OpenMP thread, median of 40 calls (mlp: 15)")
     print("| row | shape | " + " | ".join(args.impls.split(",")) + " |")
     print("|---" * (2 + len(args.impls.split(","))) + "|")
     for row in args.rows.split(","):
@@ -113,7 +128,7 @@ def main():
             cells.append(json.loads(lines[-1])["ms"] if r.returncode == 0 and lines
                          else "ERROR: " + r.stderr.strip()[-300:])
         shapes = ["B%d H%d T%d E%d" % s for s in ATTN_SHAPES] if row.startswith("attn") \
-            else ["small GPT"]
+            else ["1024x1024, 4096 hidden"] if row == "mlp" else ["small GPT"]
         for i, shape in enumerate(shapes):
             vals = []
             for c in cells:

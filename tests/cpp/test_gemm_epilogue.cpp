@@ -26,8 +26,9 @@ struct Shape {
   int64_t m, n, k;
 };
 
-// 1s, primes, sizes around and not multiples of the tiles (kMC 96, kNC 256,
-// kKC 256, MR 6, NR 16/8), and one that spans several tiles each way.
+// 1s, primes, sizes around and not multiples of the tiles (kMC 48, kNC 1024,
+// kKC 256, MR x NR 12 x 32 with AVX-512, 6 x 16 with AVX2), and one that
+// spans several tiles each way.
 const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},      {7, 1, 3},     {1, 1, 300},
                          {5, 3, 0},     {64, 64, 64},   {67, 131, 97}, {97, 257, 255},
                          {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}};
@@ -285,6 +286,10 @@ TEST(GemmEpilogue, AlphaZeroOnlyScalesC) {
 TEST(GemmEpilogue, Float64) {
   every_shape<double>(1.0, 0.0, Layout::kRowMajor, Layout::kRowMajor);
   every_shape<double>(0.5, 1.0, Layout::kTransposed, Layout::kStrided);
+  // x @ W^T: a row-major A the built-in GEMM packs (a row stride of 513 or
+  // 1024) and a transposed B, both transposed in register blocks of 8 doubles
+  // with AVX-512 (the A strip of 12 rows in two blocks).
+  every_shape<double>(1.0, 0.0, Layout::kRowMajor, Layout::kTransposed);
 }
 
 TEST(GemmEpilogue, NoEpilogue) {
@@ -338,6 +343,35 @@ TEST(GemmEpilogue, WithoutEpilogueMatchesBmmInto) {
     int64_t differ = 0;
     for (int64_t i = 0; i < out.numel(); ++i) differ += c[i] != out.data<float>()[i];
     EXPECT_EQ(differ, 0);
+  }
+}
+
+TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
+  // The thread count changes how C is cut into blocks and tasks (and whether
+  // B is packed once or per task), never the order in which an element's
+  // products are summed: the built-in GEMM's results are the same bits at
+  // 1, 2 and 3 threads. x @ W^T with k = 1024 and 513 packs both operands by
+  // block transposes.
+  const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}};
+  for (const Shape& s : shapes) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    std::vector<float> a(s.m * s.k), w(s.n * s.k);
+    for (float& x : a) x = dist(rng);
+    for (float& x : w) x = dist(rng);
+    std::vector<std::vector<float>> cs;
+    const int saved_threads = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<float> c(s.m * s.n, 0.f);
+      GemmCall call{s.m, s.n, s.k, a.data(), s.k, 1, w.data(), 1, s.k, c.data(), s.n, 1.0, 0.0,
+                    0, nullptr, nullptr};
+      gemm_with_epilogue(call, GemmPath::kBuiltin);
+      cs.push_back(std::move(c));
+    }
+    omp_set_num_threads(saved_threads);
+    EXPECT_EQ(cs[1], cs[0]) << s.m << "x" << s.k << " @ " << s.k << "x" << s.n << ", 2 threads";
+    EXPECT_EQ(cs[2], cs[0]) << s.m << "x" << s.k << " @ " << s.k << "x" << s.n << ", 3 threads";
   }
 }
 

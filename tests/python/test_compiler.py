@@ -494,6 +494,48 @@ def test_linear_bias_gelu_is_one_gemm_with_its_epilogue():
         close(compiled(x)[0], F.gelu(lin(x)), rtol=1e-5, atol=1e-5)
 
 
+GEMM_LOG_SCRIPT = """
+import os, sys
+sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__name__.startswith("ScikitBuild")]
+sys.path.insert(0, sys.argv[1])
+import math
+import numpy as np
+import ignis
+ignis._logging.set_logs(schedule=True)
+lin = ignis.nn.Linear(48, 80)
+x = ignis.randn(37, 48)
+with ignis.no_grad():
+    y = ignis.compile(lambda x: ignis.nn.functional.gelu(lin(x)))(x).numpy()
+# NumPy's x @ W^T + b, then the exact GELU: the GEMM (W transposed) and its epilogue.
+pre = x.numpy().astype(np.float64) @ lin.weight.numpy().T.astype(np.float64) + lin.bias.numpy()
+want = 0.5 * pre * (1 + np.vectorize(math.erf)(pre / math.sqrt(2)))
+print(float(np.abs(y - want).max()))
+print(ignis._C._gemm_choice())
+"""
+
+
+@pytest.mark.parametrize("gemm", ["builtin", "blas"])
+def test_schedule_log_says_which_gemm_the_templates_call(gemm, tmp_path):
+    # IGNIS_GEMM is read once per process: one child per choice, each also
+    # checking linear + GELU (x @ W^T and its epilogue) against NumPy.
+    import os
+    import subprocess
+    import sys
+    pkg_parent = os.path.dirname(os.path.dirname(ignis.__file__))
+    env = dict(os.environ, IGNIS_GEMM=gemm, IGNIS_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", GEMM_LOG_SCRIPT, pkg_parent], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    err, choice = r.stdout.strip().splitlines()[-2:]
+    assert float(err) < 1e-5
+    assert "[schedule] kernel_0 starts with addmm over [37, 80] (a GEMM template)" in r.stderr
+    assert f"[schedule] GEMM templates call {choice}\n" in r.stderr
+    if gemm == "blas" and "the build has no OpenBLAS" not in choice:
+        assert choice.startswith("OpenBLAS (core ") and "IGNIS_GEMM=blas" in choice
+    else:
+        assert choice.startswith("the built-in GEMM (") and "float32 register tile" in choice
+
+
 def _program(fn, *args):
     from ignis._functorch.aot_autograd import trace_joint
     gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), list(args))

@@ -340,9 +340,12 @@ BUILTIN_SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(1)
     for dt in ("float32", "float64"):
         tol = 1e-4 if dt == "float32" else 1e-10
-        for m, k, n in [(1, 1, 1), (7, 5, 3), (97, 300, 61), (130, 257, 270), (6, 0, 4)]:
+        for m, k, n in [(1, 1, 1), (7, 5, 3), (97, 300, 61), (130, 257, 270), (6, 0, 4),
+                        (29, 1024, 97), (37, 513, 64)]:
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
+            # x @ W^T (B column-major) with A row-major: at k = 513 or 1024 the
+            # built-in GEMM packs both by transposing register blocks.
             for x, y in [(a, b), (np.asfortranarray(a), b), (a, np.asfortranarray(b))]:
                 got = (ignis.from_numpy(x) @ ignis.from_numpy(y)).numpy()
                 np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol * max(1, k))

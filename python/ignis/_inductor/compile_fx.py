@@ -54,6 +54,10 @@ def compile_fx(gm, example_inputs):
     if _enabled("schedule"):
         sys.stderr.write("".join(f"[schedule] {line}\n" for line in
                                  compiled.schedule.splitlines()))
+        if "(a GEMM template)" in compiled.schedule:
+            # The GEMM is picked when the kernels run, in this process (IGNIS_GEMM), not
+            # when they were compiled (the schedule may come from the graph cache).
+            sys.stderr.write(f"[schedule] GEMM templates call {_C._gemm_choice()}\n")
     if _enabled("output_code"):
         sys.stderr.write(f"[output_code] ====== program ======\n{compiled.program}\n"
                          f"[output_code] ====== generated code ======\n"

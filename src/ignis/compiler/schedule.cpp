@@ -375,7 +375,8 @@ class Scheduler {
 
   void open(int id) {
     const ComputeNode& n = nodes_[size_t(id)];
-    log(kernel_name() + " starts with " + name_of(id) + " over " + space(n.sizes, n.reduced));
+    log(kernel_name() + " starts with " + name_of(id) + " over " + space(n.sizes, n.reduced) +
+        (n.gemm ? " (a GEMM template)" : ""));
     group_ = Group{};
     group_.sizes = n.sizes;
     if (n.is_reduction) group_.reduced = n.reduced;

@@ -2,6 +2,7 @@
 #include "ignis/capture/resume.h"
 #include "ignis/core/out_of_memory.h"
 #include "ignis/kernels/cpu/copy.h"
+#include "ignis/kernels/cpu/gemm.h"
 #include "ignis/kernels/cpu/random.h"
 #include "ignis/kernels/cpu/tensor_iterator.h"
 #include "ignis/ops/op_def.h"
@@ -195,6 +196,12 @@ PyObject* f_set_num_threads(PyObject*, PyObject* n) {
   IGNIS_PY_END(nullptr)
 }
 
+PyObject* f_gemm_choice(PyObject*, PyObject*) {
+  IGNIS_PY_BEGIN
+  return PyUnicode_FromString(cpu::gemm_choice().c_str());
+  IGNIS_PY_END(nullptr)
+}
+
 PyObject* f_op_table(PyObject*, PyObject*) { return build_op_table(); }
 
 // _wrap_number(x): a Python number as a 0-dim "wrapped number" tensor (for
@@ -260,6 +267,7 @@ PyMethodDef module_methods[] = {
     {"can_cast", f_can_cast, METH_VARARGS, nullptr},
     {"get_num_threads", f_get_num_threads, METH_NOARGS, nullptr},
     {"set_num_threads", f_set_num_threads, METH_O, nullptr},
+    {"_gemm_choice", f_gemm_choice, METH_NOARGS, nullptr},
     {"_op_table", f_op_table, METH_NOARGS, nullptr},
     {"_wrap_number", f_wrap_number, METH_O, nullptr},
     {"_dispatch_trace", f_dispatch_trace, METH_O, nullptr},

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if IGNIS_HAVE_BLAS
@@ -70,43 +71,105 @@ template <typename T> struct Tile {
   static constexpr int MR = kTileRows, NR = NV * L;
 };
 constexpr int64_t kKC = 256;  // depth of one packed panel
+constexpr int64_t kBPrefetch = 8;  // depths ahead the micro-kernel prefetches B
 constexpr int64_t kMC = 48;   // rows of C per block (a multiple of MR)
 constexpr int64_t kNC = 1024;  // columns of C per task (a multiple of NR)
 static_assert(kMC % kTileRows == 0 && kNC % Tile<float>::NR == 0 && kNC % Tile<double>::NR == 0);
 
+// Transposes an L x L block (L = Tile<T>::L, a vector's lanes): row q of
+// the result, dst[q * dld + r] for r < cols, is column q of the rows of src
+// (src[r * sld + q]; rows past `rows` read as 0). The rows are loaded whole,
+// one vector (a cache line with AVX-512) each, and transposed in registers
+// in log2(L) butterfly stages, each a two-source permute per row: the
+// strided gather it replaces read an element a cycle, and a transposed B's
+// columns 4 or 16 KiB apart (the MLP's weights) map to one L1 set and
+// evicted one another (packing was 10-20% of a [192, 1024] @ W^T product).
+template <typename T, int B, typename V, typename I>
+__attribute__((always_inline)) inline void butterfly(V (&r)[Tile<T>::L]) {
+  constexpr int L = Tile<T>::L;
+  // Stage B swaps the off-diagonal B x B blocks of each 2B x 2B block.
+  I lo, hi;
+  for (int l = 0; l < L; ++l) {
+    lo[l] = (l & B) ? L + l - B : l;
+    hi[l] = (l & B) ? L + l : l + B;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < L; ++i) {
+    if (i & B) continue;
+    const V x = r[i], y = r[i + B];
+    r[i] = __builtin_shuffle(x, y, lo);
+    r[i + B] = __builtin_shuffle(x, y, hi);
+  }
+}
+
+template <typename T>
+__attribute__((always_inline)) inline void transpose_block(const T* src, int64_t sld, int rows,
+                                                           T* dst, int64_t dld, int cols) {
+  constexpr int L = Tile<T>::L;
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  using Int = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  typedef Int I __attribute__((vector_size(kVecBytes)));
+  V r[L];
+#pragma GCC unroll 16
+  for (int i = 0; i < L; ++i) {
+    if (i < rows) std::memcpy(&r[i], src + i * sld, sizeof(V));
+    else r[i] = V{};
+  }
+  if constexpr (L >= 16) butterfly<T, 8, V, I>(r);
+  if constexpr (L >= 8) butterfly<T, 4, V, I>(r);
+  if constexpr (L >= 4) butterfly<T, 2, V, I>(r);
+  butterfly<T, 1, V, I>(r);
+#pragma GCC unroll 16
+  for (int i = 0; i < L; ++i) std::memcpy(dst + i * dld, &r[i], cols * sizeof(T));
+}
+
 // Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as MR-row strips,
 // zero-padded to a whole strip.
-// A column-major A (unit row stride) copies MR contiguous elements per depth.
+// A column-major A (unit row stride) copies MR contiguous elements per depth;
+// a row-major one (unit column stride; packed when its row stride makes its
+// rows evict one another, see gemm_builtin) is transposed in L x L blocks.
 template <typename T>
 void pack_a(const Mat<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, T* dst) {
-  constexpr int MR = Tile<T>::MR;
+  constexpr int MR = Tile<T>::MR, L = Tile<T>::L;
   for (int64_t s = 0; s < mc; s += MR, dst += kc * MR) {
     const int64_t mr = std::min<int64_t>(MR, mc - s);
     const T* src = a.data + (i0 + s) * a.rs + p0 * a.cs;
+    int64_t p = 0;
     if (a.rs == 1 && mr == MR) {
-      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * MR, src + p * a.cs, MR * sizeof(T));
-    } else {
-      for (int64_t p = 0; p < kc; ++p) {
-        for (int64_t i = 0; i < mr; ++i) dst[p * MR + i] = src[i * a.rs + p * a.cs];
-        for (int64_t i = mr; i < MR; ++i) dst[p * MR + i] = T(0);
-      }
+      for (p = 0; p < kc; ++p) std::memcpy(dst + p * MR, src + p * a.cs, MR * sizeof(T));
+    } else if (a.cs == 1 && mr == MR) {
+      for (; p + L <= kc; p += L)
+        for (int ib = 0; ib < MR; ib += L) {
+          const int w = std::min(L, MR - ib);
+          transpose_block<T>(src + ib * a.rs + p, a.rs, w, dst + p * MR + ib, MR, w);
+        }
+    }
+    for (; p < kc; ++p) {
+      for (int64_t i = 0; i < mr; ++i) dst[p * MR + i] = src[i * a.rs + p * a.cs];
+      for (int64_t i = mr; i < MR; ++i) dst[p * MR + i] = T(0);
     }
   }
 }
 
-// Packs strip t (columns [t * NR, t * NR + NR)) of depth [p0, p0 + kc) of B.
+// Packs strip t (columns [t * NR, t * NR + NR)) of depth [p0, p0 + kc) of B:
+// a row-major B copies NR contiguous elements per depth, a transposed one
+// (unit row stride, x @ W^T) is transposed in L x L blocks.
 template <typename T>
 void pack_b_strip(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t, T* dst) {
-  constexpr int NR = Tile<T>::NR;
+  constexpr int NR = Tile<T>::NR, L = Tile<T>::L;
   const int64_t j0 = t * NR, nr = std::min<int64_t>(NR, n - j0);
   const T* src = b.data + p0 * b.rs + j0 * b.cs;
+  int64_t p = 0;
   if (b.cs == 1 && nr == NR) {
-    for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * NR, src + p * b.rs, NR * sizeof(T));
-  } else {
-    for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t j = 0; j < nr; ++j) dst[p * NR + j] = src[p * b.rs + j * b.cs];
-      for (int64_t j = nr; j < NR; ++j) dst[p * NR + j] = T(0);
-    }
+    for (p = 0; p < kc; ++p) std::memcpy(dst + p * NR, src + p * b.rs, NR * sizeof(T));
+  } else if (b.rs == 1 && nr == NR) {
+    for (; p + L <= kc; p += L)
+      for (int jb = 0; jb < NR; jb += L)
+        transpose_block<T>(src + jb * b.cs + p, b.cs, L, dst + p * NR + jb, NR, L);
+  }
+  for (; p < kc; ++p) {
+    for (int64_t j = 0; j < nr; ++j) dst[p * NR + j] = src[p * b.rs + j * b.cs];
+    for (int64_t j = nr; j < NR; ++j) dst[p * NR + j] = T(0);
   }
 }
 
@@ -124,6 +187,12 @@ __attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
     for (int v = 0; v < NV; ++v) acc[i][v] = V{};
   for (int64_t p = 0; p < kc; ++p) {
     const T* bp = b + p * ldb;
+    // B's strip streams from L2 (gemm_builtin keeps A's strip in L1): ask
+    // for its row kBPrefetch depths ahead. Without it the loop stalled on
+    // the loads of B; with it and the loop order, [192, 1024] @ [1024, 1024]
+    // products took 11-15% less time at one thread (docs/benchmarks.md).
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) __builtin_prefetch(bp + kBPrefetch * ldb + v * L, 0, 3);
     V bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], bp + v * L, sizeof(V));
@@ -200,6 +269,12 @@ void micro_kernel(int64_t kc, const T* __restrict a, int64_t lda, int64_t adepth
                   const T* __restrict b, int64_t ldb, T alpha, T* c, int64_t ldc, int64_t mr,
                   int64_t nr, bool overwrite) {
   constexpr int MR = Tile<T>::MR, NV = Tile<T>::NV;
+  // C's tile is loaded (or written) only after the depth loop: fetch its
+  // lines now, so that the misses overlap the multiply.
+  for (int64_t i = 0; i < mr; ++i) {
+    __builtin_prefetch(c + i * ldc, 1, 3);
+    __builtin_prefetch(c + i * ldc + nr - 1, 1, 3);
+  }
   if (lda != 0) {
     const T* rows[MR];
     for (int i = 0; i < MR; ++i) rows[i] = a + (i < mr ? i : 0) * lda;
@@ -381,14 +456,19 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
         } else if (!a_in_place) {
           pack_a(a, i0, p0, mc, kc, apack);
         }
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const T* bs = b_in_place ? panel + jr : panel + (jr / NR) * kc * NR;
-          const int64_t nr = std::min<int64_t>(NR, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const bool cols = a_cols_in_place && ir + MR <= mc;
-            const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0
-                          : cols     ? a.data + (i0 + ir) + p0 * a.cs
-                                     : apack + ir * kc;
+        // A strip (MR x kc, at most 12 KiB) stays in L1 while the
+        // column block's B strips stream past it from L2, as BLIS orders
+        // its loops (the broadcast operand resident, the vector one
+        // streamed). The other order kept a B strip (32 KiB) in L1 against
+        // the row block's four A strips (48 KiB), and L1 held neither.
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+          const bool cols = a_cols_in_place && ir + MR <= mc;
+          const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0
+                        : cols     ? a.data + (i0 + ir) + p0 * a.cs
+                                   : apack + ir * kc;
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const T* bs = b_in_place ? panel + jr : panel + (jr / NR) * kc * NR;
+            const int64_t nr = std::min<int64_t>(NR, nc - jr);
             micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, cols ? a.cs : MR, bs,
                             b_in_place ? b.rs : NR, alpha,
                             c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir),
@@ -610,6 +690,27 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 }  // namespace
 
 bool gemm_uses_blas() { return use_blas(); }
+
+std::string gemm_choice() {
+  const std::string isa = kVecBytes == 64 ? "AVX-512" : kVecBytes == 32 ? "AVX2" : "SSE";
+  const std::string builtin =
+      "the built-in GEMM (" + std::to_string(Tile<float>::MR) + "x" +
+      std::to_string(Tile<float>::NR) + " float32 register tile, " + isa +
+      "; an epilogue runs on each tile as it is finished)";
+#if IGNIS_HAVE_BLAS
+  const std::string core = openblas_get_corename();
+  std::string note;
+  if (kVecBytes == 64 && core != "SkylakeX" && core != "Cooperlake" && core != "SapphireRapids")
+    note = "; OpenBLAS runs its " + core +
+           " kernels without AVX-512 on this CPU (OPENBLAS_CORETYPE=SkylakeX selects them)";
+  if (use_blas())
+    return "OpenBLAS (core " + core + ", its own threads; an epilogue runs after each panel of C)" +
+           ", as IGNIS_GEMM=blas asks" + note;
+  return builtin + ", the default (IGNIS_GEMM=blas selects OpenBLAS, core " + core + ")" + note;
+#else
+  return builtin + ", the build has no OpenBLAS";
+#endif
+}
 
 template <typename T>
 void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs,

@@ -1,9 +1,12 @@
 // Matrix products on the CPU: C = beta * C + alpha * A @ B.
 //
-// float32/float64 go to BLAS (cblas_sgemm/dgemm) when the build found
-// OpenBLAS, else to the built-in blocked GEMM; float16/bfloat16 compute in
-// float and round once at the end; integer types use a direct loop.
+// float32/float64 run on the built-in blocked GEMM, or on BLAS
+// (cblas_sgemm/dgemm) when the build found OpenBLAS and IGNIS_GEMM=blas
+// (gemm_choice() says which, and why); float16/bfloat16 compute in float
+// and round once at the end; integer types use a direct loop.
 #pragma once
+
+#include <string>
 
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
@@ -31,6 +34,14 @@ template <typename T>
 void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs,
                  int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c,
                  int64_t ldc);
+
+// Which GEMM float32/float64 products run on in this process, and why, in
+// one line (IGNIS_LOGS=schedule prints it under a compiled graph's GEMM
+// kernels; ignis._C._gemm_choice() returns it): the built-in GEMM's tile and
+// ISA, or OpenBLAS's core, and a warning when the build targets AVX-512 but
+// OpenBLAS runs kernels without it (OpenBLAS 0.3.21 falls back to Prescott on
+// CPUs newer than it knows, 4x slower than the built-in GEMM).
+std::string gemm_choice();
 
 // True when float32/float64 products use BLAS: the build has OpenBLAS and
 // the environment does not set IGNIS_GEMM=builtin (which selects the
