@@ -29,6 +29,11 @@ const std::string& scalar_struct_name(const std::string& fn) {
 
 namespace {
 
+// The C++ type of a value (and element) of dtype t. 16-bit floats are their
+// raw bits (uint16_t), converted to and from float by half.h's static
+// functions: a local of class type (ignis::BFloat16) inside an `omp simd`
+// loop becomes a per-lane array that GCC then copies element by element,
+// which kept every loop touching 16-bit floats scalar.
 const char* ctype(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return "float";
@@ -38,11 +43,30 @@ const char* ctype(ScalarType t) {
     case ScalarType::Int16: return "int16_t";
     case ScalarType::Int8: return "int8_t";
     case ScalarType::UInt8: return "uint8_t";
-    case ScalarType::BFloat16: return "ignis::BFloat16";
-    case ScalarType::Float16: return "ignis::Half";
+    case ScalarType::BFloat16: return "uint16_t";
+    case ScalarType::Float16: return "uint16_t";
     case ScalarType::Bool: return "bool";
     default: IGNIS_NOT_IMPLEMENTED("compiler: no C++ type for ", dtype_name(t), " yet");
   }
+}
+
+bool is_16bit(ScalarType t) { return t == ScalarType::BFloat16 || t == ScalarType::Float16; }
+
+// `value` (C++ of dtype `from`) converted to dtype `to`, as a static_cast
+// between the arithmetic types (16-bit floats: through float, as their
+// struct's conversions do).
+std::string convert(ScalarType from, ScalarType to, std::string value) {
+  if (from == to && is_16bit(to)) return value;  // the bits as they are
+  if (is_16bit(from)) {
+    value = from == ScalarType::BFloat16 ? "ignis::bits_to_float(uint32_t(" + value + ") << 16)"
+                                         : "ignis::Half::to_float(" + value + ")";
+    if (to == ScalarType::Float32) return value;
+    from = ScalarType::Float32;
+  }
+  if (!is_16bit(to)) return std::string("static_cast<") + ctype(to) + ">(" + value + ")";
+  if (from != ScalarType::Float32) value = "static_cast<float>(" + value + ")";
+  return std::string(to == ScalarType::BFloat16 ? "ignis::BFloat16" : "ignis::Half") +
+         "::from_float(" + value + ")";
 }
 
 // A number as an exact C++ literal of type t. Doubles print in hex (exact),
@@ -54,7 +78,7 @@ std::string literal(const ScalarNode& s) {
   else if (s.value == __builtin_inf()) std::snprintf(buf, sizeof buf, "__builtin_inf()");
   else if (s.value == -__builtin_inf()) std::snprintf(buf, sizeof buf, "(-__builtin_inf())");
   else std::snprintf(buf, sizeof buf, "%a", s.value);
-  return std::string("static_cast<") + ctype(s.dtype) + ">(" + buf + ")";
+  return convert(s.is_int ? ScalarType::Int64 : ScalarType::Float64, s.dtype, buf);
 }
 
 // The variable a kernel reads or writes buffer b through.
@@ -259,7 +283,7 @@ class KernelPrinter {
           // An integer constant of the computation may be a size too (a
           // mean's count): generic code lifts it like one.
           if (generic_ && s.is_int)
-            os_ << "static_cast<" << ctype(s.dtype) << ">(" << sz_.integer(s.int_value) << ")";
+            os_ << convert(ScalarType::Int64, s.dtype, sz_.integer(s.int_value));
           else
             os_ << literal(s);
           break;
@@ -269,7 +293,7 @@ class KernelPrinter {
           os_ << ")";
           break;
         case ScalarKind::Cast:
-          os_ << "static_cast<" << ctype(s.dtype) << ">(" << tmp(li, s.args.at(0)) << ")";
+          os_ << convert(l.body[size_t(s.args.at(0))].dtype, s.dtype, tmp(li, s.args.at(0)));
           break;
         case ScalarKind::Where:
           os_ << tmp(li, s.args.at(0)) << " ? " << tmp(li, s.args.at(1)) << " : "
