@@ -114,7 +114,13 @@ namespace vec_math_detail {
 // 2pi in three parts of at most 28 bits (m times a part is exact in double);
 // row e = 0 is 1 (x < 2^24 reduces as it is), e = 105 NaN (inf and NaN).
 // Generated with mpmath at 400 bits by vec_math_tables.py.
-inline constexpr double kTwoPowModTwoPi0[106] = {
+// Not const, and with external linkage, so that GCC cannot fold a read:
+// where a fused loop makes an argument known on one path (relu's 0), it
+// folded that path's reads (of a const or a static table alike), left the
+// others masked loads and the loop scalar. Hidden: one copy per library,
+// exported by none. Nothing writes them.
+#define IGNIS_VEC_MATH_TABLE __attribute__((visibility("hidden")))
+inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi0[106] = {
     0x1p+0, 0x1.0000000000000p+1, 0x1.0000000000000p+2,
     0x1.b7812ae000000p+0, 0x1.b7812ae000000p+1, 0x1.2b0bad4000000p-1,
     0x1.2b0bad4000000p+0, 0x1.2b0bad4000000p+1, 0x1.2b0bad4000000p+2,
@@ -152,7 +158,7 @@ inline constexpr double kTwoPowModTwoPi0[106] = {
     0x1.05b529e000000p+1, 0x1.05b529e000000p+2, 0x1.e52a7a6000000p+0,
     __builtin_nan(""),
 };
-inline constexpr double kTwoPowModTwoPi1[106] = {
+inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi1[106] = {
     0x0p+0, 0x0.0p+0, 0x0.0p+0,
     0x1.de973dc000000p-29, 0x1.de973dc000000p-28, 0x1.58f434e000000p-29,
     0x1.58f434e000000p-28, 0x1.58f434e000000p-27, 0x1.58f434e000000p-26,
@@ -190,7 +196,7 @@ inline constexpr double kTwoPowModTwoPi1[106] = {
     0x1.dc2e18c000000p-28, 0x1.dc2e18c000000p-27, 0x1.8010098000000p-30,
     __builtin_nan(""),
 };
-inline constexpr double kTwoPowModTwoPi2[106] = {
+inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi2[106] = {
     0x0p+0, 0x0.0p+0, 0x0.0p+0,
     0x1.676733ae8fe48p-58, 0x1.676733ae8fe48p-57, 0x1.8282013467bb3p-57,
     0x1.8282013467bb3p-56, 0x1.8282013467bb3p-55, 0x1.8282013467bb3p-54,
