@@ -82,7 +82,7 @@ def to_numpy(t):
 
 def compiled(fn):
     ignis.compiler.reset()
-    return ignis.compile(lambda x: fn(x), backend="inductor")
+    return ignis.compile(lambda *args: fn(*args), backend="inductor")
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "transposed"])
@@ -204,3 +204,21 @@ def test_float_transcendentals_call_no_libm(tmp_path):
     # (GCC merges sin(x) and cos(x) into one sincos call)
     assert any("log" in syms and syms & {"sin", "sincos"} for syms in libs["float64"]), \
         libs["float64"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16bit_reductions_and_rows_match_eager(dtype):
+    # 16-bit values are bits in the generated code: a reduction's float
+    # accumulator read back as its 16-bit result (column sums), row scratch
+    # (softmax) and broadcast rows must convert, not copy, their values
+    def f(x, w):
+        return (x.sum(0), x.sum(1).float() * 2, ignis.softmax(x, -1), x.sum(0).float(),
+                ignis.sin(x - x.mean(1, keepdim=True)) * w, x.t().sum(0))
+    rng = np.random.default_rng(3)
+    x = ig_tensor(rng.standard_normal(37 * 70).astype(np.float32), dtype, "contiguous")
+    x = x.reshape(37, 70)
+    w = ig_tensor(rng.standard_normal(70).astype(np.float32), dtype, "contiguous")
+    rtol, atol = TOL[dtype]
+    for got, want in zip(compiled(f)(x, w), f(x, w)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=rtol, atol=atol)

@@ -69,6 +69,14 @@ std::string convert(ScalarType from, ScalarType to, std::string value) {
          "::from_float(" + value + ")";
 }
 
+// `value` of dtype `from` where dtype `to` is wanted: as it is when the
+// types agree, else converted. (Loads, stores and references may carry a
+// dtype other than their value's, a reduction's accumulator read back as
+// its bfloat16 result, which C++ converts implicitly; 16-bit bits cannot.)
+std::string as_dtype(ScalarType from, ScalarType to, const std::string& value) {
+  return from == to || (!is_16bit(from) && !is_16bit(to)) ? value : convert(from, to, value);
+}
+
 // A number as an exact C++ literal of type t. Doubles print in hex (exact),
 // converted as eager converts a Scalar argument: double (or int64) -> t.
 std::string literal(const ScalarNode& s) {
@@ -253,6 +261,13 @@ class KernelPrinter {
     return name + "[" + lane_ + "]";
   }
 
+  // The dtype of the value a Ref node reads (its own dtype may differ).
+  ScalarType ref_dtype(const ScalarNode& s) const {
+    if (s.scratch >= 0) return k_.scratch[size_t(s.scratch)];
+    if (s.acc >= 0) return k_.reductions[size_t(s.acc)].dtype;
+    return k_.loops[size_t(s.loop)].body[size_t(s.node)].dtype;
+  }
+
   // The nodes of inner loop li computed once per outer iteration, before
   // the loop (loop_ir.h's row_invariant_nodes): a row's log or rsqrt is not
   // taken per element, and a call GCC cannot vectorise (std::log) no longer
@@ -276,9 +291,11 @@ class KernelPrinter {
       if ((part == Part::Invariant && !inv[i]) || (part == Part::PerElement && inv[i])) continue;
       os_ << ind << "const " << ctype(s.dtype) << " " << tmp(li, int(i)) << " = ";
       switch (s.kind) {
-        case ScalarKind::Load:
-          os_ << ptr_name(p_.buffers[size_t(s.buffer)]) << "[" << sz_.expr(s.index) << "]";
+        case ScalarKind::Load: {
+          const Buffer& b = p_.buffers[size_t(s.buffer)];
+          os_ << as_dtype(b.dtype, s.dtype, ptr_name(b) + "[" + sz_.expr(s.index) + "]");
           break;
+        }
         case ScalarKind::Constant:
           // An integer constant of the computation may be a size too (a
           // mean's count): generic code lifts it like one.
@@ -299,7 +316,7 @@ class KernelPrinter {
           os_ << tmp(li, s.args.at(0)) << " ? " << tmp(li, s.args.at(1)) << " : "
               << tmp(li, s.args.at(2));
           break;
-        case ScalarKind::Ref: os_ << ref(s); break;
+        case ScalarKind::Ref: os_ << as_dtype(ref_dtype(s), s.dtype, ref(s)); break;
       }
       os_ << ";\n";
     }
@@ -307,10 +324,13 @@ class KernelPrinter {
     for (const auto& [node, scratch] : l.spills)
       os_ << ind << "scratch" << scratch << "["
           << sz_.expr(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) << "] = "
-          << tmp(li, node) << ";\n";
-    for (const Store& st : l.stores)
-      os_ << ind << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sz_.expr(st.index)
-          << "] = " << tmp(li, st.value) << ";\n";
+          << as_dtype(l.body[size_t(node)].dtype, k_.scratch[size_t(scratch)], tmp(li, node))
+          << ";\n";
+    for (const Store& st : l.stores) {
+      const Buffer& b = p_.buffers[size_t(st.buffer)];
+      os_ << ind << ptr_name(b) << "[" << sz_.expr(st.index) << "] = "
+          << as_dtype(l.body[size_t(st.value)].dtype, b.dtype, tmp(li, st.value)) << ";\n";
+    }
   }
 
   // The fold of each of loop li's reductions into `target(r)`.
