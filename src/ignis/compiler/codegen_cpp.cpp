@@ -29,6 +29,11 @@ const std::string& scalar_struct_name(const std::string& fn) {
 
 namespace {
 
+// The C++ type of a value (and element) of dtype t. 16-bit floats are their
+// raw bits (uint16_t), converted to and from float by half.h's static
+// functions: a local of class type (ignis::BFloat16) inside an `omp simd`
+// loop becomes a per-lane array that GCC then copies element by element,
+// which kept every loop touching 16-bit floats scalar.
 const char* ctype(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return "float";
@@ -38,11 +43,38 @@ const char* ctype(ScalarType t) {
     case ScalarType::Int16: return "int16_t";
     case ScalarType::Int8: return "int8_t";
     case ScalarType::UInt8: return "uint8_t";
-    case ScalarType::BFloat16: return "ignis::BFloat16";
-    case ScalarType::Float16: return "ignis::Half";
+    case ScalarType::BFloat16: return "uint16_t";
+    case ScalarType::Float16: return "uint16_t";
     case ScalarType::Bool: return "bool";
     default: IGNIS_NOT_IMPLEMENTED("compiler: no C++ type for ", dtype_name(t), " yet");
   }
+}
+
+bool is_16bit(ScalarType t) { return t == ScalarType::BFloat16 || t == ScalarType::Float16; }
+
+// `value` (C++ of dtype `from`) converted to dtype `to`, as a static_cast
+// between the arithmetic types (16-bit floats: through float, as their
+// struct's conversions do).
+std::string convert(ScalarType from, ScalarType to, std::string value) {
+  if (from == to && is_16bit(to)) return value;  // the bits as they are
+  if (is_16bit(from)) {
+    value = from == ScalarType::BFloat16 ? "ignis::bits_to_float(uint32_t(" + value + ") << 16)"
+                                         : "ignis::Half::to_float(" + value + ")";
+    if (to == ScalarType::Float32) return value;
+    from = ScalarType::Float32;
+  }
+  if (!is_16bit(to)) return std::string("static_cast<") + ctype(to) + ">(" + value + ")";
+  if (from != ScalarType::Float32) value = "static_cast<float>(" + value + ")";
+  return std::string(to == ScalarType::BFloat16 ? "ignis::BFloat16" : "ignis::Half") +
+         "::from_float(" + value + ")";
+}
+
+// `value` of dtype `from` where dtype `to` is wanted: as it is when the
+// types agree, else converted. (Loads, stores and references may carry a
+// dtype other than their value's, a reduction's accumulator read back as
+// its bfloat16 result, which C++ converts implicitly; 16-bit bits cannot.)
+std::string as_dtype(ScalarType from, ScalarType to, const std::string& value) {
+  return from == to || (!is_16bit(from) && !is_16bit(to)) ? value : convert(from, to, value);
 }
 
 // A number as an exact C++ literal of type t. Doubles print in hex (exact),
@@ -54,7 +86,7 @@ std::string literal(const ScalarNode& s) {
   else if (s.value == __builtin_inf()) std::snprintf(buf, sizeof buf, "__builtin_inf()");
   else if (s.value == -__builtin_inf()) std::snprintf(buf, sizeof buf, "(-__builtin_inf())");
   else std::snprintf(buf, sizeof buf, "%a", s.value);
-  return std::string("static_cast<") + ctype(s.dtype) + ">(" + buf + ")";
+  return convert(s.is_int ? ScalarType::Int64 : ScalarType::Float64, s.dtype, buf);
 }
 
 // The variable a kernel reads or writes buffer b through.
@@ -229,6 +261,13 @@ class KernelPrinter {
     return name + "[" + lane_ + "]";
   }
 
+  // The dtype of the value a Ref node reads (its own dtype may differ).
+  ScalarType ref_dtype(const ScalarNode& s) const {
+    if (s.scratch >= 0) return k_.scratch[size_t(s.scratch)];
+    if (s.acc >= 0) return k_.reductions[size_t(s.acc)].dtype;
+    return k_.loops[size_t(s.loop)].body[size_t(s.node)].dtype;
+  }
+
   // The nodes of inner loop li computed once per outer iteration, before
   // the loop (loop_ir.h's row_invariant_nodes): a row's log or rsqrt is not
   // taken per element, and a call GCC cannot vectorise (std::log) no longer
@@ -252,14 +291,16 @@ class KernelPrinter {
       if ((part == Part::Invariant && !inv[i]) || (part == Part::PerElement && inv[i])) continue;
       os_ << ind << "const " << ctype(s.dtype) << " " << tmp(li, int(i)) << " = ";
       switch (s.kind) {
-        case ScalarKind::Load:
-          os_ << ptr_name(p_.buffers[size_t(s.buffer)]) << "[" << sz_.expr(s.index) << "]";
+        case ScalarKind::Load: {
+          const Buffer& b = p_.buffers[size_t(s.buffer)];
+          os_ << as_dtype(b.dtype, s.dtype, ptr_name(b) + "[" + sz_.expr(s.index) + "]");
           break;
+        }
         case ScalarKind::Constant:
           // An integer constant of the computation may be a size too (a
           // mean's count): generic code lifts it like one.
           if (generic_ && s.is_int)
-            os_ << "static_cast<" << ctype(s.dtype) << ">(" << sz_.integer(s.int_value) << ")";
+            os_ << convert(ScalarType::Int64, s.dtype, sz_.integer(s.int_value));
           else
             os_ << literal(s);
           break;
@@ -269,13 +310,13 @@ class KernelPrinter {
           os_ << ")";
           break;
         case ScalarKind::Cast:
-          os_ << "static_cast<" << ctype(s.dtype) << ">(" << tmp(li, s.args.at(0)) << ")";
+          os_ << convert(l.body[size_t(s.args.at(0))].dtype, s.dtype, tmp(li, s.args.at(0)));
           break;
         case ScalarKind::Where:
           os_ << tmp(li, s.args.at(0)) << " ? " << tmp(li, s.args.at(1)) << " : "
               << tmp(li, s.args.at(2));
           break;
-        case ScalarKind::Ref: os_ << ref(s); break;
+        case ScalarKind::Ref: os_ << as_dtype(ref_dtype(s), s.dtype, ref(s)); break;
       }
       os_ << ";\n";
     }
@@ -283,10 +324,13 @@ class KernelPrinter {
     for (const auto& [node, scratch] : l.spills)
       os_ << ind << "scratch" << scratch << "["
           << sz_.expr(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) << "] = "
-          << tmp(li, node) << ";\n";
-    for (const Store& st : l.stores)
-      os_ << ind << ptr_name(p_.buffers[size_t(st.buffer)]) << "[" << sz_.expr(st.index)
-          << "] = " << tmp(li, st.value) << ";\n";
+          << as_dtype(l.body[size_t(node)].dtype, k_.scratch[size_t(scratch)], tmp(li, node))
+          << ";\n";
+    for (const Store& st : l.stores) {
+      const Buffer& b = p_.buffers[size_t(st.buffer)];
+      os_ << ind << ptr_name(b) << "[" << sz_.expr(st.index) << "] = "
+          << as_dtype(l.body[size_t(st.value)].dtype, b.dtype, tmp(li, st.value)) << ";\n";
+    }
   }
 
   // The fold of each of loop li's reductions into `target(r)`.

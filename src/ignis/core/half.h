@@ -25,18 +25,18 @@ struct Half {
   Half(float f) : x(from_float(f)) {}
   operator float() const { return to_float(x); }
 
+  // Branch-free (selects), so that a loop converting halves vectorises
+  // whatever follows (with early returns, GCC duplicated the code after the
+  // conversion per case and left its table reads masked, unvectorisable).
   static float to_float(uint16_t h) {
     uint32_t sign = uint32_t(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f;
     uint32_t man = h & 0x3ff;
-    if (exp == 0) {
-      if (man == 0) return bits_to_float(sign);
-      // subnormal: value = man * 2^-24
-      float v = float(man) * 5.9604644775390625e-08f;
-      return sign ? -v : v;
-    }
-    if (exp == 31) return bits_to_float(sign | 0x7f800000 | (man << 13));
-    return bits_to_float(sign | ((exp + 112) << 23) | (man << 13));
+    // zero and subnormals: man * 2^-24 (exact), with the sign
+    uint32_t small = sign | float_to_bits(float(man) * 5.9604644775390625e-08f);
+    uint32_t inf_nan = sign | 0x7f800000 | (man << 13);
+    uint32_t normal = sign | ((exp + 112) << 23) | (man << 13);
+    return bits_to_float(exp == 0 ? small : (exp == 31 ? inf_nan : normal));
   }
   static uint16_t from_float(float f) {
     uint32_t u = float_to_bits(f);

@@ -58,15 +58,15 @@ IGNIS_UNARY_OP(Neg, "neg", -x)
 IGNIS_UNARY_OP(Abs, "abs", x < T(0) ? T(-x) : x)
 IGNIS_UNARY_OP(Exp, "exp", cpu::vexp(x))
 IGNIS_UNARY_OP(Exp2, "exp2", std::exp2(x))
-IGNIS_UNARY_OP(Log, "log", std::log(x))
-IGNIS_UNARY_OP(Log2, "log2", std::log2(x))
-IGNIS_UNARY_OP(Log10, "log10", std::log10(x))
-IGNIS_UNARY_OP(Log1p, "log1p", std::log1p(x))
+IGNIS_UNARY_OP(Log, "log", cpu::vlog(x))
+IGNIS_UNARY_OP(Log2, "log2", cpu::vlog2(x))
+IGNIS_UNARY_OP(Log10, "log10", cpu::vlog10(x))
+IGNIS_UNARY_OP(Log1p, "log1p", cpu::vlog1p(x))
 IGNIS_UNARY_OP(Expm1, "expm1", std::expm1(x))
 IGNIS_UNARY_OP(Sqrt, "sqrt", std::sqrt(x))
 IGNIS_UNARY_OP(Rsqrt, "rsqrt", T(1) / std::sqrt(x))
-IGNIS_UNARY_OP(Sin, "sin", std::sin(x))
-IGNIS_UNARY_OP(Cos, "cos", std::cos(x))
+IGNIS_UNARY_OP(Sin, "sin", cpu::vsin(x))
+IGNIS_UNARY_OP(Cos, "cos", cpu::vcos(x))
 IGNIS_UNARY_OP(Tan, "tan", std::tan(x))
 IGNIS_UNARY_OP(Asin, "asin", std::asin(x))
 IGNIS_UNARY_OP(Acos, "acos", std::acos(x))
@@ -77,7 +77,7 @@ IGNIS_UNARY_OP(Tanh, "tanh", cpu::vtanh(x))
 IGNIS_UNARY_OP(Sigmoid, "sigmoid", cpu::sigmoid(x))
 IGNIS_UNARY_OP(Relu, "relu", x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
 IGNIS_UNARY_OP(Silu, "silu", x * cpu::sigmoid(x))
-IGNIS_UNARY_OP(Mish, "mish", x * cpu::vtanh(std::log1p(cpu::vexp(x))))
+IGNIS_UNARY_OP(Mish, "mish", x * cpu::vtanh(cpu::vlog1p(cpu::vexp(x))))
 IGNIS_UNARY_OP(Gelu, "gelu", T(0.5) * x * (T(1) + cpu::verf(x * T(0.70710678118654752440))))
 IGNIS_UNARY_OP(GeluTanh, "gelu_tanh",
                T(0.5) * x *
@@ -120,7 +120,7 @@ struct Softplus {
   static constexpr const char* name = "softplus";
   template <typename T>
   IGNIS_ALWAYS_INLINE T operator()(T x, T beta, T threshold) const {
-    return x * beta > threshold ? x : T(std::log1p(cpu::vexp(x * beta)) / beta);
+    return x * beta > threshold ? x : T(cpu::vlog1p(cpu::vexp(x * beta)) / beta);
   }
 };
 struct LeakyRelu {
@@ -138,7 +138,7 @@ struct Elu {
   }
 };
 IGNIS_UNARY_OP(LogSigmoid, "logsigmoid",
-               (x < T(0) ? x : T(0)) - T(std::log1p(cpu::vexp(x < T(0) ? x : -x))))
+               (x < T(0) ? x : T(0)) - T(cpu::vlog1p(cpu::vexp(x < T(0) ? x : -x))))
 struct Hardtanh {
   static constexpr const char* name = "hardtanh";
   template <typename T>

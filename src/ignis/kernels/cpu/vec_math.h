@@ -1,9 +1,14 @@
 // Scalar math written so that the compiler can vectorise loops calling it
-// (no branches, no errno): exp for float, and the activations built on it.
+// (no branches, no errno, no libm calls): exp, erf, tanh, sin, cos, log,
+// log2, log10 and log1p for float, and the activations built on them. The
+// one implementation of each: eager's CPU loops, the compiler's generated
+// C++ (which includes this header through scalar_ops.h) and tests all call
+// these; the double overloads call libm.
 // Accuracy: vexp is within 2 ulp of expf on [-87.3, 88.7]; below -87.3 it
 // returns 0 (expf would give a subnormal), above 88.7 +inf, NaN stays NaN.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,7 +34,13 @@ IGNIS_ALWAYS_INLINE float vexp(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // y * 2^n, as (2y) * 2^(n-1) for n > 0: 2^128 is not a float, and
+  // exp(x) for x in [88.38, 88.72] is (n = 128).
+  int32_t k = static_cast<int32_t>(n);
+  const bool high = k > 0;
+  y = high ? y * 2.0f : y;
+  k = high ? k - 1 : k;
+  int32_t bits = (k + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
   float out = y * scale;
@@ -85,5 +96,269 @@ IGNIS_ALWAYS_INLINE float vtanh(float x) {
   return x != x ? x : r;
 }
 IGNIS_ALWAYS_INLINE double vtanh(double x) { return std::tanh(x); }
+
+// ---- sin, cos, log, log2, log10 and log1p for float, computed in double ---
+// Branch-free, so that loops calling them vectorise (libm's sinf/logf are
+// calls GCC cannot vectorise). Each works in double on the float argument,
+// exactly converted, and rounds once at the end: the double result is within
+// about 1e-11 relative of the true value (|r| <= pi/4 Taylor series to
+// r^11 / r^12; log1p(f) by a degree-12 Chebyshev fit, 2.0e-11 f^2), so the
+// float result is the correctly rounded one except where the true value
+// lies within ~1e-11 relative of a rounding boundary. Double arguments call
+// libm (the overloads below), as vexp(double) does.
+namespace vec_math_detail {
+
+// sin/cos argument reduction over the whole float range, without a branch:
+// a float |x| >= 2^24 is m * 2^e with an integer m < 2^24 and e in [1, 104],
+// and x = m * (2^e mod 2pi) (mod 2pi). kTwoPowModTwoPi[k][e] holds 2^e mod
+// 2pi in three parts of at most 28 bits (m times a part is exact in double);
+// row e = 0 is 1 (x < 2^24 reduces as it is), e = 105 NaN (inf and NaN).
+// Generated with mpmath at 400 bits by vec_math_tables.py.
+// Not const, and with external linkage, so that GCC cannot fold a read:
+// where a fused loop makes an argument known on one path (relu's 0), it
+// folded that path's reads (of a const or a static table alike), left the
+// others masked loads and the loop scalar. Hidden: one copy per library,
+// exported by none. Nothing writes them.
+#define IGNIS_VEC_MATH_TABLE __attribute__((visibility("hidden")))
+inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi0[106] = {
+    0x1p+0, 0x1.0000000000000p+1, 0x1.0000000000000p+2,
+    0x1.b7812ae000000p+0, 0x1.b7812ae000000p+1, 0x1.2b0bad4000000p-1,
+    0x1.2b0bad4000000p+0, 0x1.2b0bad4000000p+1, 0x1.2b0bad4000000p+2,
+    0x1.87ef4ac000000p+1, 0x1.87ef4ac000000p+2, 0x1.7dbee04000000p+2,
+    0x1.695e0b6000000p+2, 0x1.409c618000000p+2, 0x1.de321ba000000p+1,
+    0x1.304999c000000p+0, 0x1.304999c000000p+1, 0x1.304999c000000p+2,
+    0x1.9ce6fca000000p+1, 0x1.58e8ec0000000p-3, 0x1.58e8ec0000000p-2,
+    0x1.58e8ec0000000p-1, 0x1.58e8ec0000000p+0, 0x1.58e8ec0000000p+1,
+    0x1.58e8ec0000000p+2, 0x1.1fb222e000000p+2, 0x1.5a8920e000000p+1,
+    0x1.5a8920e000000p+2, 0x1.22f28ca000000p+2, 0x1.678ac84000000p+1,
+    0x1.678ac84000000p+2, 0x1.3cf5db4000000p+2, 0x1.cf9802a000000p+1,
+    0x1.ebc26b8000000p-1, 0x1.ebc26b8000000p+0, 0x1.ebc26b8000000p+1,
+    0x1.668ad94000000p+0, 0x1.668ad94000000p+1, 0x1.668ad94000000p+2,
+    0x1.3af5fd4000000p+2, 0x1.c7988a8000000p+1, 0x1.abc6aac000000p-1,
+    0x1.abc6aac000000p+0, 0x1.abc6aac000000p+1, 0x1.9a6f588000000p-2,
+    0x1.9a6f588000000p-1, 0x1.9a6f588000000p+0, 0x1.9a6f588000000p+1,
+    0x1.09f4682000000p-3, 0x1.09f4682000000p-2, 0x1.09f4682000000p-1,
+    0x1.09f4682000000p+0, 0x1.09f4682000000p+1, 0x1.09f4682000000p+2,
+    0x1.0392366000000p+1, 0x1.0392366000000p+2, 0x1.d412de4000000p+0,
+    0x1.d412de4000000p+1, 0x1.07cca42000000p+0, 0x1.07cca42000000p+1,
+    0x1.07cca42000000p+2, 0x1.f5e64c4000000p+0, 0x1.f5e64c4000000p+1,
+    0x1.8f1a5c2000000p+0, 0x1.8f1a5c2000000p+1, 0x1.8f1a5c2000000p+2,
+    0x1.8c15032000000p+2, 0x1.860a512000000p+2, 0x1.79f4ed0000000p+2,
+    0x1.61ca24c000000p+2, 0x1.3174946000000p+2, 0x1.a192e70000000p+1,
+    0x1.ee66398000000p-3, 0x1.ee66398000000p-2, 0x1.ee66398000000p-1,
+    0x1.ee66398000000p+0, 0x1.ee66398000000p+1, 0x1.711a110000000p+0,
+    0x1.711a110000000p+1, 0x1.711a110000000p+2, 0x1.50146cc000000p+2,
+    0x1.0e09246000000p+2, 0x1.13e5274000000p+1, 0x1.13e5274000000p+2,
+    0x1.2b5532a000000p+1, 0x1.2b5532a000000p+2, 0x1.8915606000000p+1,
+    0x1.8915606000000p+2, 0x1.800b0b8000000p+2, 0x1.6df661c000000p+2,
+    0x1.49cd0e4000000p+2, 0x1.017a676000000p+2, 0x1.c35466c000000p+0,
+    0x1.c35466c000000p+1, 0x1.89a58c4000000p-1, 0x1.89a58c4000000p+0,
+    0x1.89a58c4000000p+1, 0x1.89a58c4000000p+2, 0x1.812b632000000p+2,
+    0x1.7037112000000p+2, 0x1.4e4e6d2000000p+2, 0x1.0a7d250000000p+2,
+    0x1.05b529e000000p+1, 0x1.05b529e000000p+2, 0x1.e52a7a6000000p+0,
+    __builtin_nan(""),
+};
+inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi1[106] = {
+    0x0p+0, 0x0.0p+0, 0x0.0p+0,
+    0x1.de973dc000000p-29, 0x1.de973dc000000p-28, 0x1.58f434e000000p-29,
+    0x1.58f434e000000p-28, 0x1.58f434e000000p-27, 0x1.58f434e000000p-26,
+    0x1.b6ed46a000000p-28, 0x1.b6ed46a000000p-27, 0x1.72c02e6000000p-26,
+    0x1.42a688e000000p-27, 0x1.fcf2e14000000p-27, 0x1.718b922000000p-27,
+    0x1.6af3cf0000000p-29, 0x1.6af3cf0000000p-28, 0x1.6af3cf0000000p-27,
+    0x1.3635b62000000p-29, 0x1.2c0aa86000000p-31, 0x1.2c0aa86000000p-30,
+    0x1.2c0aa86000000p-29, 0x1.2c0aa86000000p-28, 0x1.2c0aa86000000p-27,
+    0x1.2c0aa86000000p-26, 0x1.3e83884000000p-30, 0x1.c746b18000000p-27,
+    0x1.c746b18000000p-26, 0x1.4a604ac000000p-26, 0x1.424df4e000000p-28,
+    0x1.424df4e000000p-27, 0x1.fc41b94000000p-27, 0x1.7029420000000p-27,
+    0x1.5fe14ea000000p-29, 0x1.5fe14ea000000p-28, 0x1.5fe14ea000000p-27,
+    0x1.bb43660000000p-30, 0x1.bb43660000000p-29, 0x1.bb43660000000p-28,
+    0x1.32e9358000000p-27, 0x1.dd783a8000000p-27, 0x1.94b223a000000p-30,
+    0x1.94b223a000000p-29, 0x1.94b223a000000p-28, 0x1.8afe656000000p-32,
+    0x1.8afe656000000p-31, 0x1.8afe656000000p-30, 0x1.8afe656000000p-29,
+    0x1.d250230000000p-31, 0x1.d250230000000p-30, 0x1.d250230000000p-29,
+    0x1.d250230000000p-28, 0x1.d250230000000p-27, 0x1.d250230000000p-26,
+    0x1.81ccb7e000000p-28, 0x1.81ccb7e000000p-27, 0x1.ecfcfce000000p-29,
+    0x1.ecfcfce000000p-28, 0x1.928b318000000p-29, 0x1.928b318000000p-28,
+    0x1.928b318000000p-27, 0x1.3978654000000p-28, 0x1.3978654000000p-27,
+    0x1.d52d340000000p-28, 0x1.d52d340000000p-27, 0x1.d52d340000000p-26,
+    0x1.662d4fe000000p-26, 0x1.105b0f2000000p-27, 0x1.985bedc000000p-27,
+    0x1.542ed58000000p-26, 0x1.90c24b2000000p-28, 0x1.08681aa000000p-27,
+    0x1.0ec09a6000000p-32, 0x1.0ec09a6000000p-31, 0x1.0ec09a6000000p-30,
+    0x1.0ec09a6000000p-29, 0x1.0ec09a6000000p-28, 0x1.0cccd3a000000p-28,
+    0x1.0cccd3a000000p-27, 0x1.0cccd3a000000p-26, 0x1.d56c8f0000000p-26,
+    0x1.66ac05c000000p-26, 0x1.1255e6c000000p-27, 0x1.1255e6c000000p-26,
+    0x1.c0fd6ac000000p-27, 0x1.c0fd6ac000000p-26, 0x1.ee6deac000000p-29,
+    0x1.ee6deac000000p-28, 0x1.6613ba4000000p-27, 0x1.21e6a20000000p-26,
+    0x1.ffa02bc000000p-26, 0x1.bb133f4000000p-26, 0x1.8fcb336000000p-29,
+    0x1.8fcb336000000p-28, 0x1.dc40bb6000000p-33, 0x1.dc40bb6000000p-32,
+    0x1.dc40bb6000000p-31, 0x1.dc40bb6000000p-30, 0x1.f75aff2000000p-26,
+    0x1.aa88e60000000p-26, 0x1.10e4b3c000000p-26, 0x1.dd9c4f2000000p-26,
+    0x1.dc2e18c000000p-28, 0x1.dc2e18c000000p-27, 0x1.8010098000000p-30,
+    __builtin_nan(""),
+};
+inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi2[106] = {
+    0x0p+0, 0x0.0p+0, 0x0.0p+0,
+    0x1.676733ae8fe48p-58, 0x1.676733ae8fe48p-57, 0x1.8282013467bb3p-57,
+    0x1.8282013467bb3p-56, 0x1.8282013467bb3p-55, 0x1.8282013467bb3p-54,
+    0x1.b7a75a3b874b6p-58, 0x1.b7a75a3b874b6p-57, 0x1.18127272b447bp-60,
+    0x1.3e6e0d9cfd411p-55, 0x1.a9c901afcc7eap-55, 0x1.00fdd3aad5f3bp-56,
+    0x1.6f55d1053f822p-58, 0x1.6f55d1053f822p-57, 0x1.6f55d1053f822p-56,
+    0x1.c42b77b117eaep-59, 0x1.5c955afd3e7b2p-61, 0x1.5c955afd3e7b2p-60,
+    0x1.5c955afd3e7b2p-59, 0x1.5c955afd3e7b2p-58, 0x1.5c955afd3e7b2p-57,
+    0x1.5c955afd3e7b2p-56, 0x1.30482e620ef58p-60, 0x1.ff8b4adf975f4p-58,
+    0x1.ff8b4adf975f4p-57, 0x1.65945f2ced617p-58, 0x1.0ca3fc821aa9dp-56,
+    0x1.0ca3fc821aa9dp-55, 0x1.4634df7a07504p-55, 0x1.b956a569e09d0p-55,
+    0x1.f9a3149933690p-59, 0x1.f9a3149933690p-58, 0x1.f9a3149933690p-57,
+    0x1.4df386135d88ap-58, 0x1.4df386135d88ap-57, 0x1.4df386135d88ap-56,
+    0x1.eb81b224be14bp-57, 0x1.156dfc4188372p-58, 0x1.92432c31a052dp-58,
+    0x1.92432c31a052dp-57, 0x1.92432c31a052dp-56, 0x1.e60254ee49eb7p-60,
+    0x1.e60254ee49eb7p-59, 0x1.e60254ee49eb7p-58, 0x1.e60254ee49eb7p-57,
+    0x1.fee10ecf6f246p-59, 0x1.fee10ecf6f246p-58, 0x1.fee10ecf6f246p-57,
+    0x1.fee10ecf6f246p-56, 0x1.fee10ecf6f246p-55, 0x1.fee10ecf6f246p-54,
+    0x1.43890d9c746f8p-58, 0x1.43890d9c746f8p-57, 0x1.3ac5b51030d14p-57,
+    0x1.3ac5b51030d14p-56, 0x1.9eca6e180b375p-57, 0x1.9eca6e180b375p-56,
+    0x1.9eca6e180b375p-55, 0x1.aa070a97a1acap-57, 0x1.aa070a97a1acap-56,
+    0x1.ade7e21ae7526p-56, 0x1.ade7e21ae7526p-55, 0x1.ade7e21ae7526p-54,
+    0x1.e48c6ee16f461p-55, 0x1.ec0b887161116p-56, 0x1.18f86ee7330dfp-55,
+    0x1.5eddc44438188p-55, 0x1.d550ddfc845b1p-56, 0x1.023dc4725657ap-55,
+    0x1.686f5a7eabc09p-63, 0x1.686f5a7eabc09p-62, 0x1.686f5a7eabc09p-61,
+    0x1.686f5a7eabc09p-60, 0x1.686f5a7eabc09p-59, 0x1.67eb47169dd28p-57,
+    0x1.67eb47169dd28p-56, 0x1.67eb47169dd28p-55, 0x1.fcc374a30da1ap-55,
+    0x1.9339e7ddf69fep-54, 0x1.79d485edac7c1p-55, 0x1.79d485edac7c1p-54,
+    0x1.143efe2c83ecdp-55, 0x1.143efe2c83ecdp-54, 0x1.f7a37c9f86bf0p-57,
+    0x1.f7a37c9f86bf0p-56, 0x1.2490631558bb9p-55, 0x1.760daca08373ap-55,
+    0x1.0c841fdb6c71fp-54, 0x1.af7eb2f1c1e22p-54, 0x1.ab9ec8f366149p-57,
+    0x1.ab9ec8f366149p-56, 0x1.175ed2702248ep-64, 0x1.175ed2702248ep-63,
+    0x1.175ed2702248ep-62, 0x1.175ed2702248ep-61, 0x1.6b4fba12a61dbp-56,
+    0x1.30794110f0348p-56, 0x1.75989e1b08c42p-57, 0x1.f3dc9ac1ab2f5p-54,
+    0x1.f8bea2f8fd73ap-56, 0x1.f8bea2f8fd73ap-55, 0x1.e6a2c67cce3dbp-59,
+    __builtin_nan(""),
+};
+
+// sin(x) (cos_shift 0) or cos(x) (cos_shift 1): |x| reduced to
+// r = |x| - n pi/2, |r| <= ~pi/4, then sin or cos of r by the quadrant
+// n + cos_shift. pi/2 = kPio2a + kPio2b + kPio2c, the first two of 26 bits
+// (n < 2^27, so n times either is exact).
+IGNIS_ALWAYS_INLINE float sin_cos(float x, int32_t cos_shift) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint32_t abs_bits = bits & 0x7fffffffu;
+  float ax;
+  std::memcpy(&ax, &abs_bits, 4);
+  const int32_t biased = int32_t(abs_bits >> 23);
+  // e = 0 below 2^24, and m = |x| 2^-e. Arithmetic, no select on |x| >= 2^24:
+  // GCC would make one side's table reads masked loads, which it cannot
+  // vectorise as gathers; and int64, as GCC 12 gathers doubles only with
+  // 64-bit indices.
+  const int64_t e = std::max<int64_t>(int64_t(biased) - 150, 0);
+  const int64_t scale_bits = (1023 - e) << 52;
+  double scale;
+  std::memcpy(&scale, &scale_bits, 8);
+  const double m = double(ax) * scale;
+  const double y0 = m * kTwoPowModTwoPi0[e], y1 = m * kTwoPowModTwoPi1[e],
+               y2 = m * kTwoPowModTwoPi2[e];
+  // round(y0 * 2/pi) by the 1.5 * 2^52 shift (|y0| < 2^27): no rounding-mode call
+  const double shifter = 0x1.8p52;
+  const double n = (y0 * 0x1.45f306dc9c883p-1 + shifter) - shifter;
+  const double kPio2a = 0x1.921fb5p+0, kPio2b = 0x1.110b46p-26, kPio2c = 0x1.1a62633145c07p-54;
+  const double r = ((y0 - n * kPio2a) - n * kPio2b) + ((y1 - n * kPio2c) + y2);
+  const double r2 = r * r;
+  double s = -1.0 / 39916800;
+  s = s * r2 + 1.0 / 362880;
+  s = s * r2 - 1.0 / 5040;
+  s = s * r2 + 1.0 / 120;
+  s = s * r2 - 1.0 / 6;
+  s = s * r2 * r + r;
+  double c = 1.0 / 479001600;
+  c = c * r2 - 1.0 / 3628800;
+  c = c * r2 + 1.0 / 40320;
+  c = c * r2 - 1.0 / 720;
+  c = c * r2 + 1.0 / 24;
+  c = c * r2 - 0.5;
+  c = c * r2 + 1.0;
+  const int32_t q = int32_t(n) + cos_shift;
+  double v = (q & 1) ? c : s;
+  v = (q & 2) ? -v : v;
+  float out = float(v);
+  // sin is odd (the sign of x, -0 included), cos even
+  uint32_t out_bits;
+  std::memcpy(&out_bits, &out, 4);
+  out_bits ^= cos_shift ? 0u : (bits & 0x80000000u);
+  std::memcpy(&out, &out_bits, 4);
+  return out;
+}
+
+// log(u) for a positive, finite, normal double u: u = 2^k * m with m in
+// [sqrt(1/2), sqrt(2)), log(u) = k log(2) + f + f^2 P(f), f = m - 1, where
+// P fits (log1p(f) - f) / f^2 (Chebyshev, degree 12, max error 2.0e-11).
+IGNIS_ALWAYS_INLINE double log_positive(double u) {
+  int64_t bits;
+  std::memcpy(&bits, &u, 8);
+  int64_t k = (bits >> 52) - 1023;
+  const int64_t m_bits = (bits & 0xfffffffffffffLL) | 0x3ff0000000000000LL;
+  double m;
+  std::memcpy(&m, &m_bits, 8);
+  const bool high = m > 0x1.6a09e667f3bcdp+0;  // sqrt(2)
+  m = high ? m * 0.5 : m;
+  k = high ? k + 1 : k;
+  const double f = m - 1.0;
+  double p = -0x1.8e19896e9415fp-5;
+  p = p * f + 0x1.736ddf636ad9bp-4;
+  p = p * f - 0x1.79dadfb6e7fc9p-4;
+  p = p * f + 0x1.72486dd2aa993p-4;
+  p = p * f - 0x1.9595ac5990e11p-4;
+  p = p * f + 0x1.c6f00215b91d9p-4;
+  p = p * f - 0x1.0018f07ce1289p-3;
+  p = p * f + 0x1.249408b273046p-3;
+  p = p * f - 0x1.5554c939e6e03p-3;
+  p = p * f + 0x1.9999907fdc231p-3;
+  p = p * f - 0x1.00000092d2b44p-2;
+  p = p * f + 0x1.5555555b184ecp-2;
+  p = p * f - 0x1.ffffffffcc90fp-2;
+  return double(k) * 0x1.62e42fefa39efp-1 + (f + f * f * p);
+}
+
+}  // namespace vec_math_detail
+
+IGNIS_ALWAYS_INLINE float vsin(float x) { return vec_math_detail::sin_cos(x, 0); }
+IGNIS_ALWAYS_INLINE double vsin(double x) { return std::sin(x); }
+IGNIS_ALWAYS_INLINE float vcos(float x) { return vec_math_detail::sin_cos(x, 1); }
+IGNIS_ALWAYS_INLINE double vcos(double x) { return std::cos(x); }
+
+// log family: a float's double is never subnormal, so log_positive takes
+// every positive finite float; 0, negatives, inf and NaN are selected after.
+IGNIS_ALWAYS_INLINE float log_specials(float x, double result) {
+  float out = float(result);
+  out = x == 0.0f ? -INFINITY : out;
+  out = x < 0.0f ? NAN : out;
+  out = x == INFINITY ? INFINITY : out;
+  return x != x ? x : out;
+}
+IGNIS_ALWAYS_INLINE float vlog(float x) {
+  return log_specials(x, vec_math_detail::log_positive(double(x)));
+}
+IGNIS_ALWAYS_INLINE double vlog(double x) { return std::log(x); }
+IGNIS_ALWAYS_INLINE float vlog2(float x) {
+  return log_specials(x, vec_math_detail::log_positive(double(x)) * 0x1.71547652b82fep+0);
+}
+IGNIS_ALWAYS_INLINE double vlog2(double x) { return std::log2(x); }
+IGNIS_ALWAYS_INLINE float vlog10(float x) {
+  return log_specials(x, vec_math_detail::log_positive(double(x)) * 0x1.bcb7b1526e50ep-2);
+}
+IGNIS_ALWAYS_INLINE double vlog10(double x) { return std::log10(x); }
+// log1p(x) = log(u) + (x - (u - 1)) with u = 1 + x in double: u is exact
+// unless |x| < 2^-29, where the second term is the rounding error u lost
+// (log(u (1 + c/u)) = log(u) + c to double precision there).
+IGNIS_ALWAYS_INLINE float vlog1p(float x) {
+  const double xd = double(x), u = 1.0 + xd;
+  const double lost = xd - (u - 1.0);
+  float out = float(vec_math_detail::log_positive(u) + (xd < 1.0 ? lost : 0.0));
+  out = x == 0.0f ? x : out;  // log1p(-0) = -0
+  out = x == -1.0f ? -INFINITY : out;
+  out = x < -1.0f ? NAN : out;
+  out = x == INFINITY ? INFINITY : out;
+  return x != x ? x : out;
+}
+IGNIS_ALWAYS_INLINE double vlog1p(double x) { return std::log1p(x); }
 
 }  // namespace ignis::cpu

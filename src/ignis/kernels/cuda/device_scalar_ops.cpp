@@ -19,7 +19,8 @@ namespace {
 // is below: the standard library pieces the header uses, over the device
 // math library (full precision: no fast-math), and vec_math.h's functions,
 // which on the CPU are branch-free approximations and here are the device's
-// expf/erff/tanhf; results therefore agree with the CPU's to rounding, not
+// functions of the same names (expf, erff, tanhf, sinf, cosf, logf, log2f,
+// log10f, log1pf); results therefore agree with the CPU's to rounding, not
 // bit for bit, for the transcendental functions (exact for the rest).
 const char* kShim = R"CUDA(
 #ifdef __CUDACC_RTC__
@@ -107,6 +108,18 @@ inline float verf(float x) { return ::erff(x); }
 inline double verf(double x) { return ::erf(x); }
 inline float vtanh(float x) { return ::tanhf(x); }
 inline double vtanh(double x) { return ::tanh(x); }
+inline float vsin(float x) { return ::sinf(x); }
+inline double vsin(double x) { return ::sin(x); }
+inline float vcos(float x) { return ::cosf(x); }
+inline double vcos(double x) { return ::cos(x); }
+inline float vlog(float x) { return ::logf(x); }
+inline double vlog(double x) { return ::log(x); }
+inline float vlog2(float x) { return ::log2f(x); }
+inline double vlog2(double x) { return ::log2(x); }
+inline float vlog10(float x) { return ::log10f(x); }
+inline double vlog10(double x) { return ::log10(x); }
+inline float vlog1p(float x) { return ::log1pf(x); }
+inline double vlog1p(double x) { return ::log1p(x); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
 #else
@@ -119,6 +132,12 @@ namespace ignis::cpu {
 template <class T> inline T vexp(T x) { return std::exp(x); }
 template <class T> inline T verf(T x) { return std::erf(x); }
 template <class T> inline T vtanh(T x) { return std::tanh(x); }
+template <class T> inline T vsin(T x) { return std::sin(x); }
+template <class T> inline T vcos(T x) { return std::cos(x); }
+template <class T> inline T vlog(T x) { return std::log(x); }
+template <class T> inline T vlog2(T x) { return std::log2(x); }
+template <class T> inline T vlog10(T x) { return std::log10(x); }
+template <class T> inline T vlog1p(T x) { return std::log1p(x); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
 #endif

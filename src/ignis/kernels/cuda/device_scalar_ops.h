@@ -4,8 +4,9 @@
 // The header's own text is built into the library (CMake turns it into a
 // string) and follows a shim that gives it what it names from the standard
 // library and vec_math.h, which NVRTC lacks: std's traits, numeric_limits and
-// <cmath> overloads over the device math library, and cpu::vexp/verf/vtanh
-// as the device's expf/erff/tanhf. Kernels are compiled with -default-device
+// <cmath> overloads over the device math library, and vec_math.h's cpu::vexp,
+// verf, vtanh, vsin, vcos, vlog, vlog2, vlog10, vlog1p as the device's expf,
+// erff, ... . Kernels are compiled with -default-device
 // so that the header's unannotated functions are device functions. One
 // declaration of each formula therefore serves the CPU loops, the compiler's
 // generated C++ and the GPU (Note [CUDA kernels derive from scalar_ops.h] in
