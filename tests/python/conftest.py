@@ -22,6 +22,25 @@ except ImportError:  # pragma: no cover - the torch comparison is skipped
     HAVE_TORCH = False
 
 
+@pytest.fixture
+def programs(monkeypatch):
+    """Compiles through backend="inductor" and records each graph's program
+    (the compiler's passes and schedules, read by the tests that assert
+    what a graph stores)."""
+    from ignis import _inductor
+    texts = []
+    real = _inductor.compile_fx
+
+    def recording(gm, example_inputs):
+        compiled = real(gm, example_inputs)
+        texts.append(compiled.program)
+        return compiled
+    monkeypatch.setattr(_inductor, "compile_fx", recording)
+    ignis.compiler.reset()
+    yield texts
+    ignis.compiler.reset()
+
+
 def pytest_configure(config):
     # torch warns about deprecated-but-working inputs (uint8 `where` conditions,
     # ...), NumPy references about nan results (0 ** -0.5): both are expected.

@@ -11,23 +11,6 @@ import torch
 import _checkout  # noqa: F401
 import ignis
 import ignis.nn.functional as F
-from ignis import _inductor
-
-
-@pytest.fixture
-def programs(monkeypatch):
-    """Compiles through backend="inductor" and records each graph's program."""
-    texts = []
-    real = _inductor.compile_fx
-
-    def recording(gm, example_inputs):
-        compiled = real(gm, example_inputs)
-        texts.append(compiled.program)
-        return compiled
-    monkeypatch.setattr(_inductor, "compile_fx", recording)
-    ignis.compiler.reset()
-    yield texts
-    ignis.compiler.reset()
 
 
 def stored(program):
