@@ -5,16 +5,11 @@
 #include "ignis/core/tensor.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/passes/dce.h"
+#include "ignis/graph/passes/static_meta.h"
 
 namespace ignis::graph {
 
 namespace {
-
-const TensorMeta* static_meta(const Node* n) {
-  if (n->meta().tensors.size() != 1 || n->meta().tuple_output) return nullptr;
-  const TensorMeta& m = n->meta().tensors[0];
-  return m.sym_sizes.empty() && m.sym_strides.empty() ? &m : nullptr;
-}
 
 bool same_device(const TensorMeta& a, const TensorMeta& b) {
   return a.device.type == b.device.type && a.device.index == b.device.index;

@@ -6,6 +6,7 @@
 
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/passes/dce.h"
+#include "ignis/graph/passes/static_meta.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis::graph {
@@ -15,12 +16,6 @@ namespace {
 const OpHandle* op_of(const Node* n) {
   if (n->op() != OpKind::CallFunction || n->target().kind != Target::Kind::Op) return nullptr;
   return n->target().op;
-}
-
-const TensorMeta* static_meta(const Node* n) {
-  if (n->meta().tensors.size() != 1 || n->meta().tuple_output) return nullptr;
-  const TensorMeta& m = n->meta().tensors[0];
-  return m.sym_sizes.empty() && m.sym_strides.empty() ? &m : nullptr;
 }
 
 // Arguments an elementwise call may take besides its tensor operands.
