@@ -222,3 +222,28 @@ def test_16bit_reductions_and_rows_match_eager(dtype):
     for got, want in zip(compiled(f)(x, w), f(x, w)):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=rtol, atol=atol)
+
+
+def test_float_exp_edges_within_an_ulp_of_the_float_grid():
+    # vexp applies 2^n in two factors (Note [vexp's scaling]): results that are
+    # subnormal come out within an ulp of the subnormal grid (they were 0
+    # below -87.3), the top of the range stays finite up to 88.7228 and
+    # overflows to +inf above; compiled and eager alike
+    rng = np.random.default_rng(11)
+    v = np.concatenate([np.linspace(-104.5, -86.5, 4001), rng.uniform(-110, -80, 997),
+                        np.linspace(88.5, 88.8, 301), [-87.4, -100.0, -103.2, -103.97, -104.0,
+                                                       88.72283, 88.72284, 89.0]])
+    v = v.astype(np.float32)
+    want = np.exp(v.astype(np.float64))
+    # an ulp at each exact value, the subnormal grid's 2^-149 at the bottom
+    with np.errstate(over="ignore"):
+        ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    x = ig_tensor(v, "float32", "contiguous")
+    for got in (ignis.exp(x), compiled(ignis.exp)(x)):
+        g = got.numpy().astype(np.float64)
+        finite = np.isfinite(want.astype(np.float32))
+        assert np.all(np.isinf(g[~finite]) & (g[~finite] > 0))
+        err = np.abs(g[finite] - want[finite]) / ulp[finite]
+        assert err.max() <= 2.0, (v[finite][err.argmax()], err.max())
+        sub = finite & (want < np.finfo(np.float32).tiny) & (want > 2.0 ** -149)
+        assert np.all(g[sub] > 0)  # not flushed to zero

@@ -4,8 +4,9 @@
 // one implementation of each: eager's CPU loops, the compiler's generated
 // C++ (which includes this header through scalar_ops.h) and tests all call
 // these; the double overloads call libm.
-// Accuracy: vexp is within 2 ulp of expf on [-87.3, 88.7]; below -87.3 it
-// returns 0 (expf would give a subnormal), above 88.7 +inf, NaN stays NaN.
+// Accuracy: vexp is within 2 ulp of expf where the result is normal, within
+// an ulp of the subnormal grid where it is subnormal (0 below -103.97), +inf
+// above 88.72, NaN stays NaN.
 #pragma once
 
 #include <algorithm>
@@ -22,10 +23,26 @@
 
 namespace ignis::cpu {
 
+// Note [vexp's scaling]: exp(x) = y * 2^n with n = round(x / ln 2) and y =
+// exp(r) on |r| <= ln(2) / 2, and 2^n applied as two factors 2^(n/2) and
+// 2^(n - n/2), each a normal float for every n of the clamped range [-150,
+// 128]: the product overflows to +inf and rounds into the subnormals and
+// to 0 as expf does, with no compare or select on the result. The one
+// exponent 2^n took fix-ups at both ends (a clamp at -87.3 with a zero
+// below it, n = 128 halved, +inf and NaN put back), 14 of the function's
+// ~38 vector instructions; this form takes 8, and NaN needs none (it
+// passes the clamps and the arithmetic). Measured on the 2-core VM, one
+// thread, the kernels alone: bench/compiled.py's pointwise chain (tanh and
+// sigmoid) 16.4 -> 15.1 ms, softmax 4096x4096 13.7 -> 13.2 ms.
 IGNIS_ALWAYS_INLINE float vexp(float x) {
-  const float lo = -87.33654f, hi = 88.72283f;
-  float xc = x < lo ? lo : (x > hi ? hi : x);
-  float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+  // Each select keeps x when its compare is false, so NaN passes both.
+  float xc = x > 89.0f ? 89.0f : x;
+  xc = xc < -104.0f ? -104.0f : xc;
+  // n = round(xc / ln 2) by the 1.5 * 2^23 shift, which leaves n in t's low
+  // bits (no rounding-mode call, no float-to-int conversion).
+  const float shift = 12582912.0f;
+  const float t = xc * 1.44269504088896341f + shift;
+  const float n = t - shift;
   float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;
@@ -34,19 +51,15 @@ IGNIS_ALWAYS_INLINE float vexp(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  // y * 2^n, as (2y) * 2^(n-1) for n > 0: 2^128 is not a float, and
-  // exp(x) for x in [88.38, 88.72] is (n = 128).
-  int32_t k = static_cast<int32_t>(n);
-  const bool high = k > 0;
-  y = high ? y * 2.0f : y;
-  k = high ? k - 1 : k;
-  int32_t bits = (k + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  float out = y * scale;
-  out = x < lo ? 0.0f : out;
-  out = x > hi ? INFINITY : out;
-  return x != x ? x : out;
+  int32_t k;
+  std::memcpy(&k, &t, 4);
+  k -= 0x4B400000;  // the bits of 1.5 * 2^23
+  const int32_t k1 = k >> 1, k2 = k - k1;
+  const int32_t b1 = (k1 + 127) << 23, b2 = (k2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  return y * s1 * s2;
 }
 IGNIS_ALWAYS_INLINE double vexp(double x) { return std::exp(x); }
 
@@ -78,7 +91,9 @@ IGNIS_ALWAYS_INLINE double verf(double x) { return std::erf(x); }
 
 IGNIS_ALWAYS_INLINE float vtanh(float x) {
   const float lim = 7.90531110763549805f;
-  float xc = x < -lim ? -lim : (x > lim ? lim : x);
+  // NaN passes both selects (as in vexp) and the arithmetic after them
+  float xc = x > lim ? lim : x;
+  xc = xc < -lim ? -lim : xc;
   float x2 = xc * xc;
   float p = -2.76076847742355e-16f;
   p = p * x2 + 2.00018790482477e-13f;
@@ -92,8 +107,7 @@ IGNIS_ALWAYS_INLINE float vtanh(float x) {
   q = q * x2 + 2.26843463243900e-03f;
   q = q * x2 + 4.89352518554385e-03f;
   float r = xc * p / q;
-  r = std::fabs(x) < 0.0004f ? x : r;
-  return x != x ? x : r;
+  return std::fabs(x) < 0.0004f ? x : r;
 }
 IGNIS_ALWAYS_INLINE double vtanh(double x) { return std::tanh(x); }
 
