@@ -352,8 +352,10 @@ class KernelPrinter {
   // keeps the propagating form (it folds into lane 0, which starts the fold).
   // The lanes fold with the plain select too, and their NaN flags with one
   // or: the propagating select compiled to two data-dependent branches per
-  // lane (softmax's row max mispredicts a few times a row, about 2% of its
-  // time on this VM), eager's `omp simd reduction(max:)` to none.
+  // lane, and the flags to one each (softmax's row max mispredicts a few of
+  // them a row: 2-4% of the kernel's time at two threads on the 2-core VM,
+  // alternating runs of the kernel alone), eager's `omp simd reduction(max:)`
+  // to none.
   static bool tracks_nan(const Reduction& red) {
     return (red.combine == Combine::Max || red.combine == Combine::Min) &&
            (red.dtype == ScalarType::Float32 || red.dtype == ScalarType::Float64);
