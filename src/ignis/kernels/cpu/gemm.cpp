@@ -70,10 +70,18 @@ template <typename T> struct Tile {
   static constexpr int NV = 2;                          // vectors per tile row
   static constexpr int MR = kTileRows, NR = NV * L;
 };
-constexpr int64_t kKC = 256;  // depth of one packed panel
+// Note [GEMM block sizes]: a depth panel of 512 with column blocks of 512
+// keeps B's panel at 1 MiB (half an L2) and halves the passes over C and
+// the micro-kernel calls of a 256-deep panel. With column blocks of 1024 a
+// product with n = 1024 (the MLP's down projection, [1024, 4096] @
+// [4096, 1024]) had one column block, so two threads split its rows and
+// shared one B packed up front, which each read back from L3: 182-199
+// GFLOP/s at 2 threads against 221-231 with two column blocks of 512, each
+// thread packing its own B into its L2 (docs/benchmarks.md).
+constexpr int64_t kKC = 512;  // depth of one packed panel
 constexpr int64_t kBPrefetch = 8;  // depths ahead the micro-kernel prefetches B
 constexpr int64_t kMC = 48;   // rows of C per block (a multiple of MR)
-constexpr int64_t kNC = 1024;  // columns of C per task (a multiple of NR)
+constexpr int64_t kNC = 512;  // columns of C per task (a multiple of NR)
 static_assert(kMC % kTileRows == 0 && kNC % Tile<float>::NR == 0 && kNC % Tile<double>::NR == 0);
 
 // Transposes an L x L block (L = Tile<T>::L, a vector's lanes): row q of
@@ -403,6 +411,18 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // small attention backward 0.86-0.94 -> 0.82-0.87 ms (P^T and dS^T read
   // in place).
   const bool a_cols_in_place = !a_in_place && a.rs == 1 && a.cs >= m;
+  // A packed once, by all threads together before any task runs, when
+  // several column blocks would each pack the same rows again (the MLP's up
+  // projection, [1024, 1024] @ W^T with W [4096, 1024], has 8 column blocks,
+  // and each of its tasks transposed all 4 MiB of A). Unlike B's panel,
+  // which streams from L2 past every A strip, a packed A strip is read once
+  // per column block and then stays in L1, so reading it back from L3 costs
+  // little. Panel p0 holds all strips of MR rows, strip s at s * kc * MR
+  // within it; row blocks start on a strip (mcb is a multiple of MR).
+  const int64_t mstrips = ceil_div(m, MR);
+  const bool shared_a = multiply && par && !a_in_place && !a_cols_in_place && nblocks > plan.threads &&
+                        k * mstrips * MR * int64_t(sizeof(T)) <= kSharedPackBytes;
+  T* ashared = shared_a ? thread_buffer<T, 3>(static_cast<size_t>(k * mstrips * MR)) : nullptr;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
   const bool overwrite = beta == T(0) && multiply;
 
@@ -429,7 +449,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       }
       return;
     }
-    T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
+    T* apack = shared_a ? nullptr : thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
     T* bpack = shared_b || b_in_place ? nullptr
                                       : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
     const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
@@ -449,7 +469,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       }
       for (int64_t rb = rb0; rb < rb1; ++rb) {
         rows_of(rb, &i0, &mc);
-        if (a_cols_in_place) {
+        // This row block's packed strips, kc * MR apart.
+        const T* ablock = apack;
+        if (shared_a) {
+          ablock = ashared + p0 * mstrips * MR + i0 * kc;
+        } else if (a_cols_in_place) {
           // Only a short last strip is packed (at its place in apack).
           const int64_t whole = mc - mc % MR;
           if (whole < mc) pack_a(a, i0 + whole, p0, mc - whole, kc, apack + whole * kc);
@@ -465,7 +489,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
           const bool cols = a_cols_in_place && ir + MR <= mc;
           const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0
                         : cols     ? a.data + (i0 + ir) + p0 * a.cs
-                                   : apack + ir * kc;
+                                   : ablock + ir * kc;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const T* bs = b_in_place ? panel + jr : panel + (jr / NR) * kc * NR;
             const int64_t nr = std::min<int64_t>(NR, nc - jr);
@@ -490,14 +514,26 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   }
 #pragma omp parallel num_threads(plan.threads)
   {
+    // Every (panel, strip) of a shared operand once; the barrier publishes
+    // them.
+    const int64_t npanels = ceil_div(k, kKC);
+    if (shared_a) {
+#pragma omp for schedule(static) nowait
+      for (int64_t u = 0; u < npanels * mstrips; ++u) {
+        const int64_t p0 = (u / mstrips) * kKC, s = u % mstrips, kc = std::min(kKC, k - p0);
+        pack_a(a, s * MR, p0, std::min<int64_t>(MR, m - s * MR), kc,
+               ashared + p0 * mstrips * MR + s * kc * MR);
+      }
+    }
     if (shared_b) {
-      // Every (panel, strip) once; the loop's closing barrier publishes B.
-      const int64_t npanels = ceil_div(k, kKC);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
       for (int64_t u = 0; u < npanels * nstrips; ++u) {
         const int64_t p0 = (u / nstrips) * kKC, t = u % nstrips, kc = std::min(kKC, k - p0);
         pack_b_strip(b, p0, kc, n, t, bshared + p0 * nstrips * NR + t * kc * NR);
       }
+    }
+    if (shared_a || shared_b) {
+#pragma omp barrier
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) run_task(task);
