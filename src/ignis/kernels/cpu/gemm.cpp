@@ -338,9 +338,11 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
   // rounds, finish soonest (blocks per task x rounds), the longest on a tie
   // (a thread's run of row blocks reuses its column block's B panel from L2;
   // on one thread that is one task per column block, B packed once). The
-  // MLP's [1024, 1024] @ [1024, 4096] on 16 threads has 11 x 4 blocks: runs
-  // of 2 made 24 tasks and a second round half idle (4 block-times where
-  // 2.75 is the ideal); runs of 3 make 16 (3).
+  // MLP's [1024, 1024] @ [1024, 4096] on 16 threads had 11 x 4 blocks (rows
+  // in 96s, columns in 1024s): runs of 2 made 24 tasks and a second round half
+  // idle (4 block-times where 2.75 is the ideal); runs of 3 made 16 (3).
+  // With column blocks of 512 it has 22 x 8 blocks of 48 rows: runs of 11,
+  // 16 tasks in one round (11, the ideal).
   int64_t best_span = 0;
   for (int64_t run = 1; run <= p.mblocks; ++run) {
     const int64_t span = ceil_div(p.nblocks * ceil_div(p.mblocks, run), threads) * run;
