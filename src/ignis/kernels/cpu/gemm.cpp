@@ -367,8 +367,11 @@ constexpr int64_t kSharedPackBytes = int64_t(32) << 20;
 // once, by all threads together, before any task runs: when several tasks
 // share a column block, packing per task would repeat it (a [256, 1024] @
 // [1024, 64] product on 16 threads packed all of B in each of 22 tasks and
-// ran at 68 GFLOP/s). When `ep` is set it runs on each tile right after
-// the tile's last depth panel, while the tile is still in L2.
+// ran at 68 GFLOP/s). A is packed by each task for its row blocks, or once,
+// up front as B, when the column blocks outnumber the threads (each row
+// block would be packed again for every column block). When `ep` is set it
+// runs on each tile right after the tile's last depth panel, while the tile
+// is still in L2.
 // `parallel` allows threads; callers already running one product per
 // thread pass false.
 template <typename T>
