@@ -75,7 +75,7 @@ template <typename T> struct Tile {
 // the micro-kernel calls of a 256-deep panel. With column blocks of 1024 a
 // product with n = 1024 (the MLP's down projection, [1024, 4096] @
 // [4096, 1024]) had one column block, so two threads split its rows and
-// shared one B packed up front, which each read back from L3: 182-199
+// shared one B packed up front, which each read back from L3: 175-199
 // GFLOP/s at 2 threads against 221-231 with two column blocks of 512, each
 // thread packing its own B into its L2 (docs/benchmarks.md).
 constexpr int64_t kKC = 512;  // depth of one packed panel
@@ -425,7 +425,8 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // little. Panel p0 holds all strips of MR rows, strip s at s * kc * MR
   // within it; row blocks start on a strip (mcb is a multiple of MR).
   const int64_t mstrips = ceil_div(m, MR);
-  const bool shared_a = multiply && par && !a_in_place && !a_cols_in_place && nblocks > plan.threads &&
+  const bool shared_a = multiply && par && !a_in_place && !a_cols_in_place &&
+                        nblocks > plan.threads &&
                         k * mstrips * MR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* ashared = shared_a ? thread_buffer<T, 3>(static_cast<size_t>(k * mstrips * MR)) : nullptr;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
