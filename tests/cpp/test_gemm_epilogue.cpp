@@ -28,11 +28,13 @@ struct Shape {
 
 // 1s, primes, sizes around and not multiples of the tiles (kMC 48, kNC 512,
 // kKC 512, MR x NR 12 x 32 with AVX-512, 6 x 16 with AVX2), one that spans
-// several tiles each way, and one with more column blocks than threads
-// (A packed once for all tasks).
+// several tiles each way, one with more column blocks than threads (A
+// packed once for all tasks), and one whose A rows, 4 KiB apart, are read in
+// place because B has only two strips.
 const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},      {7, 1, 3},     {1, 1, 300},
                          {5, 3, 0},     {64, 64, 64},   {67, 131, 97}, {97, 257, 255},
-                         {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}, {61, 1600, 1030}};
+                         {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}, {61, 1600, 1030},
+                         {40, 64, 1024}};
 
 // How an operand is laid out in memory.
 enum class Layout { kRowMajor, kTransposed, kStrided };

@@ -406,9 +406,14 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // A row-major A (unit column stride) is read in place by the micro-kernel,
   // unless its row stride puts the MR rows' cache lines into fewer than 4
   // of L1's 64 sets (a 2 or 4 KiB stride, k = 512 or 1024 floats): those
-  // rows would evict one another and the B strip, so A is packed instead.
+  // rows would evict one another and the B strip, so A is packed instead --
+  // except when B has at most two strips: then each packed A strip would
+  // serve only one or two micro-kernel calls, and packing cost more than the
+  // evictions ([256, 1024] @ [1024, 64]: 0.81 of the packed time at one
+  // thread, process CPU time, paired).
   const int64_t line_stride = (a.rs * int64_t(sizeof(T)) / 64) % 64;
-  const bool a_in_place = a.cs == 1 && a.rs >= k && std::gcd<int64_t>(line_stride, 64) <= 16;
+  const bool a_in_place = a.cs == 1 && a.rs >= k &&
+                          (std::gcd<int64_t>(line_stride, 64) <= 16 || n <= 2 * NR);
   // A column-major A (X^T in a weight gradient) is read in place too: its
   // columns are laid out as packed strips are, MR rows of one depth
   // contiguous (micro_kernel's `adepth`). [256, 1024] @ [1024, 64] with A
