@@ -395,8 +395,14 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // 18 us at one thread; [20, 512] @ [512, 128]: 26 -> 20 us). Only where
   // every strip is whole and B's rows spread over L1's sets (as for A
   // below: rows 2 KiB apart would evict one another, and are packed).
+  // A product of at most kFewRows rows reads both operands in place: each
+  // packed B strip would serve at most six A strips, and each packed A strip
+  // little more ([64, 1024] @ [1024, 256]: 0.83 of the packed time at one
+  // and two threads, paired).
+  constexpr int64_t kFewRows = 64;
   const int64_t b_line_stride = (b.rs * int64_t(sizeof(T)) / 64) % 64;
-  const bool b_in_place = b.cs == 1 && n % NR == 0 && std::min(m, per_run * mcb) <= 2 * MR &&
+  const bool b_in_place = b.cs == 1 && n % NR == 0 &&
+                          (std::min(m, per_run * mcb) <= 2 * MR || m <= kFewRows) &&
                           std::gcd<int64_t>(b_line_stride, 64) <= 16;
   // B packed once: panel p0 holds all strips of NR columns, strip t at
   // t * kc * NR within it, as a task's own buffer holds its column block's.
@@ -410,10 +416,12 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // except when B has at most two strips: then each packed A strip would
   // serve only one or two micro-kernel calls, and packing cost more than the
   // evictions ([256, 1024] @ [1024, 64]: 0.81 of the packed time at one
-  // thread, process CPU time, paired).
+  // thread, process CPU time, paired); and except for a product of at most
+  // kFewRows rows (above).
   const int64_t line_stride = (a.rs * int64_t(sizeof(T)) / 64) % 64;
   const bool a_in_place = a.cs == 1 && a.rs >= k &&
-                          (std::gcd<int64_t>(line_stride, 64) <= 16 || n <= 2 * NR);
+                          (std::gcd<int64_t>(line_stride, 64) <= 16 || n <= 2 * NR ||
+                           m <= kFewRows);
   // A column-major A (X^T in a weight gradient) is read in place too: its
   // columns are laid out as packed strips are, MR rows of one depth
   // contiguous (micro_kernel's `adepth`). [256, 1024] @ [1024, 64] with A
@@ -421,6 +429,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // small attention backward 0.86-0.94 -> 0.82-0.87 ms (P^T and dS^T read
   // in place).
   const bool a_cols_in_place = !a_in_place && a.rs == 1 && a.cs >= m;
+  // Depth panels of kKC, or half of it when A is read in place column-major:
+  // its strip's depths lie a.cs apart, whole cache lines of which only MR
+  // elements are used, and 512 of them crowded L1 ([512, 2048] @ [2048, 128]
+  // with A transposed took 1.07-1.09 of the time of 256-deep panels).
+  const int64_t kcb = a_cols_in_place ? kKC / 2 : kKC;
   // A packed once, by all threads together before any task runs, when
   // several column blocks would each pack the same rows again (the MLP's up
   // projection, [1024, 1024] @ W^T with W [4096, 1024], has 8 column blocks,
@@ -464,8 +477,8 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     T* bpack = shared_b || b_in_place ? nullptr
                                       : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
     const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
-    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-      const int64_t kc = std::min(kKC, k - p0);
+    for (int64_t p0 = 0; p0 < k; p0 += kcb) {
+      const int64_t kc = std::min(kcb, k - p0);
       const bool last_panel = p0 + kc >= k;
       // This column block's strips of the panel, kc * NR apart.
       const T* panel;
@@ -527,11 +540,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   {
     // Every (panel, strip) of a shared operand once; the barrier publishes
     // them.
-    const int64_t npanels = ceil_div(k, kKC);
+    const int64_t npanels = ceil_div(k, kcb);
     if (shared_a) {
 #pragma omp for schedule(static) nowait
       for (int64_t u = 0; u < npanels * mstrips; ++u) {
-        const int64_t p0 = (u / mstrips) * kKC, s = u % mstrips, kc = std::min(kKC, k - p0);
+        const int64_t p0 = (u / mstrips) * kcb, s = u % mstrips, kc = std::min(kcb, k - p0);
         pack_a(a, s * MR, p0, std::min<int64_t>(MR, m - s * MR), kc,
                ashared + p0 * mstrips * MR + s * kc * MR);
       }
@@ -539,7 +552,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     if (shared_b) {
 #pragma omp for schedule(static) nowait
       for (int64_t u = 0; u < npanels * nstrips; ++u) {
-        const int64_t p0 = (u / nstrips) * kKC, t = u % nstrips, kc = std::min(kKC, k - p0);
+        const int64_t p0 = (u / nstrips) * kcb, t = u % nstrips, kc = std::min(kcb, k - p0);
         pack_b_strip(b, p0, kc, n, t, bshared + p0 * nstrips * NR + t * kc * NR);
       }
     }
