@@ -43,6 +43,10 @@ IMPLS = {"ignis builtin": ("ignis", "builtin"), "ignis openblas": ("ignis", "bla
 
 def child(lib, threads, rounds, cpu_time, shapes):
     import numpy as np
+    if lib == "ignis":
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, os.path.join(here, "..", "tests", "python"))
+        import _checkout  # noqa: F401  (this checkout's build, when it has one)
     mod = __import__(lib)
     mod.set_num_threads(threads)
     clock = time.process_time if cpu_time else time.perf_counter

@@ -26,12 +26,15 @@ struct Shape {
   int64_t m, n, k;
 };
 
-// 1s, primes, sizes around and not multiples of the tiles (kMC 48, kNC 1024,
-// kKC 256, MR x NR 12 x 32 with AVX-512, 6 x 16 with AVX2), and one that
-// spans several tiles each way.
+// 1s, primes, sizes around and not multiples of the tiles (kMC 48, kNC 512,
+// kKC 512, MR x NR 12 x 32 with AVX-512, 6 x 16 with AVX2), one that spans
+// several tiles each way, one with more column blocks than threads (A
+// packed once for all tasks), and one whose A rows, 4 KiB apart, are read in
+// place because B has only two strips.
 const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},      {7, 1, 3},     {1, 1, 300},
                          {5, 3, 0},     {64, 64, 64},   {67, 131, 97}, {97, 257, 255},
-                         {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}};
+                         {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}, {61, 1600, 1030},
+                         {40, 64, 1024}};
 
 // How an operand is laid out in memory.
 enum class Layout { kRowMajor, kTransposed, kStrided };
@@ -351,8 +354,9 @@ TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
   // B is packed once or per task), never the order in which an element's
   // products are summed: the built-in GEMM's results are the same bits at
   // 1, 2 and 3 threads. x @ W^T with k = 1024 and 513 packs both operands by
-  // block transposes.
-  const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}};
+  // block transposes; at 1600 columns (4 blocks) 2 and 3 threads pack A
+  // once for all tasks.
+  const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}, {61, 1600, 1030}};
   for (const Shape& s : shapes) {
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);

@@ -340,8 +340,13 @@ BUILTIN_SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(1)
     for dt in ("float32", "float64"):
         tol = 1e-4 if dt == "float32" else 1e-10
+        # (61, 1030, 1600) and (3, 600, 1100): at 2 threads more column blocks
+        # than threads, so A is packed once for all tasks, with short last
+        # strips and depth panels. (30, 1024, 50): A's rows 4 KiB apart read
+        # in place, as B has two strips (the second short).
         for m, k, n in [(1, 1, 1), (7, 5, 3), (97, 300, 61), (130, 257, 270), (6, 0, 4),
-                        (29, 1024, 97), (37, 513, 64)]:
+                        (29, 1024, 97), (37, 513, 64), (61, 1030, 1600), (3, 600, 1100),
+                        (30, 1024, 50)]:
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
             # x @ W^T (B column-major) with A row-major: at k = 513 or 1024 the

@@ -70,10 +70,18 @@ template <typename T> struct Tile {
   static constexpr int NV = 2;                          // vectors per tile row
   static constexpr int MR = kTileRows, NR = NV * L;
 };
-constexpr int64_t kKC = 256;  // depth of one packed panel
+// Note [GEMM block sizes]: a depth panel of 512 with column blocks of 512
+// keeps B's panel at 1 MiB (half an L2) and halves the passes over C and
+// the micro-kernel calls of a 256-deep panel. With column blocks of 1024 a
+// product with n = 1024 (the MLP's down projection, [1024, 4096] @
+// [4096, 1024]) had one column block, so two threads split its rows and
+// shared one B packed up front, which each read back from L3: 175-199
+// GFLOP/s at 2 threads against 221-231 with two column blocks of 512, each
+// thread packing its own B into its L2 (docs/benchmarks.md).
+constexpr int64_t kKC = 512;  // depth of one packed panel
 constexpr int64_t kBPrefetch = 8;  // depths ahead the micro-kernel prefetches B
 constexpr int64_t kMC = 48;   // rows of C per block (a multiple of MR)
-constexpr int64_t kNC = 1024;  // columns of C per task (a multiple of NR)
+constexpr int64_t kNC = 512;  // columns of C per task (a multiple of NR)
 static_assert(kMC % kTileRows == 0 && kNC % Tile<float>::NR == 0 && kNC % Tile<double>::NR == 0);
 
 // Transposes an L x L block (L = Tile<T>::L, a vector's lanes): row q of
@@ -330,9 +338,11 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
   // rounds, finish soonest (blocks per task x rounds), the longest on a tie
   // (a thread's run of row blocks reuses its column block's B panel from L2;
   // on one thread that is one task per column block, B packed once). The
-  // MLP's [1024, 1024] @ [1024, 4096] on 16 threads has 11 x 4 blocks: runs
-  // of 2 made 24 tasks and a second round half idle (4 block-times where
-  // 2.75 is the ideal); runs of 3 make 16 (3).
+  // MLP's [1024, 1024] @ [1024, 4096] on 16 threads had 11 x 4 blocks (rows
+  // in 96s, columns in 1024s): runs of 2 made 24 tasks and a second round half
+  // idle (4 block-times where 2.75 is the ideal); runs of 3 made 16 (3).
+  // With column blocks of 512 it has 22 x 8 blocks of 48 rows: runs of 11,
+  // 16 tasks in one round (11, the ideal).
   int64_t best_span = 0;
   for (int64_t run = 1; run <= p.mblocks; ++run) {
     const int64_t span = ceil_div(p.nblocks * ceil_div(p.mblocks, run), threads) * run;
@@ -357,8 +367,11 @@ constexpr int64_t kSharedPackBytes = int64_t(32) << 20;
 // once, by all threads together, before any task runs: when several tasks
 // share a column block, packing per task would repeat it (a [256, 1024] @
 // [1024, 64] product on 16 threads packed all of B in each of 22 tasks and
-// ran at 68 GFLOP/s). When `ep` is set it runs on each tile right after
-// the tile's last depth panel, while the tile is still in L2.
+// ran at 68 GFLOP/s). A is packed by each task for its row blocks, or once,
+// up front as B, when the column blocks outnumber the threads (each row
+// block would be packed again for every column block). When `ep` is set it
+// runs on each tile right after the tile's last depth panel, while the tile
+// is still in L2.
 // `parallel` allows threads; callers already running one product per
 // thread pass false.
 template <typename T>
@@ -382,8 +395,14 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // 18 us at one thread; [20, 512] @ [512, 128]: 26 -> 20 us). Only where
   // every strip is whole and B's rows spread over L1's sets (as for A
   // below: rows 2 KiB apart would evict one another, and are packed).
+  // A product of at most kFewRows rows reads both operands in place: each
+  // packed B strip would serve at most six A strips, and each packed A strip
+  // little more ([64, 1024] @ [1024, 256]: 0.83 of the packed time at one
+  // and two threads, paired).
+  constexpr int64_t kFewRows = 64;
   const int64_t b_line_stride = (b.rs * int64_t(sizeof(T)) / 64) % 64;
-  const bool b_in_place = b.cs == 1 && n % NR == 0 && std::min(m, per_run * mcb) <= 2 * MR &&
+  const bool b_in_place = b.cs == 1 && n % NR == 0 &&
+                          (std::min(m, per_run * mcb) <= 2 * MR || m <= kFewRows) &&
                           std::gcd<int64_t>(b_line_stride, 64) <= 16;
   // B packed once: panel p0 holds all strips of NR columns, strip t at
   // t * kc * NR within it, as a task's own buffer holds its column block's.
@@ -393,9 +412,16 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // A row-major A (unit column stride) is read in place by the micro-kernel,
   // unless its row stride puts the MR rows' cache lines into fewer than 4
   // of L1's 64 sets (a 2 or 4 KiB stride, k = 512 or 1024 floats): those
-  // rows would evict one another and the B strip, so A is packed instead.
+  // rows would evict one another and the B strip, so A is packed instead --
+  // except when B has at most two strips: then each packed A strip would
+  // serve only one or two micro-kernel calls, and packing cost more than the
+  // evictions ([256, 1024] @ [1024, 64]: 0.81 of the packed time at one
+  // thread, process CPU time, paired); and except for a product of at most
+  // kFewRows rows (above).
   const int64_t line_stride = (a.rs * int64_t(sizeof(T)) / 64) % 64;
-  const bool a_in_place = a.cs == 1 && a.rs >= k && std::gcd<int64_t>(line_stride, 64) <= 16;
+  const bool a_in_place = a.cs == 1 && a.rs >= k &&
+                          (std::gcd<int64_t>(line_stride, 64) <= 16 || n <= 2 * NR ||
+                           m <= kFewRows);
   // A column-major A (X^T in a weight gradient) is read in place too: its
   // columns are laid out as packed strips are, MR rows of one depth
   // contiguous (micro_kernel's `adepth`). [256, 1024] @ [1024, 64] with A
@@ -403,6 +429,24 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // small attention backward 0.86-0.94 -> 0.82-0.87 ms (P^T and dS^T read
   // in place).
   const bool a_cols_in_place = !a_in_place && a.rs == 1 && a.cs >= m;
+  // Depth panels of kKC, or half of it when A is read in place column-major:
+  // its strip's depths lie a.cs apart, whole cache lines of which only MR
+  // elements are used, and 512 of them crowded L1 ([512, 2048] @ [2048, 128]
+  // with A transposed took 1.07-1.09 of the time of 256-deep panels).
+  const int64_t kcb = a_cols_in_place ? kKC / 2 : kKC;
+  // A packed once, by all threads together before any task runs, when
+  // several column blocks would each pack the same rows again (the MLP's up
+  // projection, [1024, 1024] @ W^T with W [4096, 1024], has 8 column blocks,
+  // and each of its tasks transposed all 4 MiB of A). Unlike B's panel,
+  // which streams from L2 past every A strip, a packed A strip is read once
+  // per column block and then stays in L1, so reading it back from L3 costs
+  // little. Panel p0 holds all strips of MR rows, strip s at s * kc * MR
+  // within it; row blocks start on a strip (mcb is a multiple of MR).
+  const int64_t mstrips = ceil_div(m, MR);
+  const bool shared_a = multiply && par && !a_in_place && !a_cols_in_place &&
+                        nblocks > plan.threads &&
+                        k * mstrips * MR * int64_t(sizeof(T)) <= kSharedPackBytes;
+  T* ashared = shared_a ? thread_buffer<T, 3>(static_cast<size_t>(k * mstrips * MR)) : nullptr;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
   const bool overwrite = beta == T(0) && multiply;
 
@@ -429,12 +473,12 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       }
       return;
     }
-    T* apack = thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
+    T* apack = shared_a ? nullptr : thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
     T* bpack = shared_b || b_in_place ? nullptr
                                       : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
     const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
-    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-      const int64_t kc = std::min(kKC, k - p0);
+    for (int64_t p0 = 0; p0 < k; p0 += kcb) {
+      const int64_t kc = std::min(kcb, k - p0);
       const bool last_panel = p0 + kc >= k;
       // This column block's strips of the panel, kc * NR apart.
       const T* panel;
@@ -449,7 +493,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       }
       for (int64_t rb = rb0; rb < rb1; ++rb) {
         rows_of(rb, &i0, &mc);
-        if (a_cols_in_place) {
+        // This row block's packed strips, kc * MR apart.
+        const T* ablock = apack;
+        if (shared_a) {
+          ablock = ashared + p0 * mstrips * MR + i0 * kc;
+        } else if (a_cols_in_place) {
           // Only a short last strip is packed (at its place in apack).
           const int64_t whole = mc - mc % MR;
           if (whole < mc) pack_a(a, i0 + whole, p0, mc - whole, kc, apack + whole * kc);
@@ -465,7 +513,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
           const bool cols = a_cols_in_place && ir + MR <= mc;
           const T* as = a_in_place ? a.data + (i0 + ir) * a.rs + p0
                         : cols     ? a.data + (i0 + ir) + p0 * a.cs
-                                   : apack + ir * kc;
+                                   : ablock + ir * kc;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const T* bs = b_in_place ? panel + jr : panel + (jr / NR) * kc * NR;
             const int64_t nr = std::min<int64_t>(NR, nc - jr);
@@ -490,14 +538,26 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   }
 #pragma omp parallel num_threads(plan.threads)
   {
+    // Every (panel, strip) of a shared operand once; the barrier publishes
+    // them.
+    const int64_t npanels = ceil_div(k, kcb);
+    if (shared_a) {
+#pragma omp for schedule(static) nowait
+      for (int64_t u = 0; u < npanels * mstrips; ++u) {
+        const int64_t p0 = (u / mstrips) * kcb, s = u % mstrips, kc = std::min(kcb, k - p0);
+        pack_a(a, s * MR, p0, std::min<int64_t>(MR, m - s * MR), kc,
+               ashared + p0 * mstrips * MR + s * kc * MR);
+      }
+    }
     if (shared_b) {
-      // Every (panel, strip) once; the loop's closing barrier publishes B.
-      const int64_t npanels = ceil_div(k, kKC);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
       for (int64_t u = 0; u < npanels * nstrips; ++u) {
-        const int64_t p0 = (u / nstrips) * kKC, t = u % nstrips, kc = std::min(kKC, k - p0);
+        const int64_t p0 = (u / nstrips) * kcb, t = u % nstrips, kc = std::min(kcb, k - p0);
         pack_b_strip(b, p0, kc, n, t, bshared + p0 * nstrips * NR + t * kc * NR);
       }
+    }
+    if (shared_a || shared_b) {
+#pragma omp barrier
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) run_task(task);
