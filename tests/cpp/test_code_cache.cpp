@@ -381,6 +381,52 @@ TEST_F(CodeCacheTest, TemporaryFilesAreNeverTrustedAndOldOnesAreRemoved) {
   EXPECT_TRUE(fs::exists(new_tmp));   // may belong to a live writer: kept, ignored
 }
 
+// Note [A precompiled header changes speed, never code]: the first compile
+// with a prelude starts the .gch's build and goes on without it; later ones
+// read it and produce the same bytes; a damaged .gch costs a recompile, never
+// a wrong or failed build.
+TEST_F(CodeCacheTest, PrecompiledPreludesChangeSpeedNeverBytes) {
+  CompileOptions with;
+  with.prelude = "#include <cmath>\n#include <vector>\n";
+  auto source = [&](int v) {
+    return with.prelude + "extern \"C\" double root() { std::vector<double> a{" +
+           std::to_string(v) + "}; return std::sqrt(a[0]); }\n";
+  };
+  CodeCache cache(config());
+  if (!cache.precompiled_headers().enabled()) GTEST_SKIP() << "no PCHs with this compiler";
+  EXPECT_EQ(cache.load_or_compile(source(4), with).function<double()>("root")(), 2.0);
+  EXPECT_EQ(cache.stats().precompiled, 0u);  // the .gch was still being built
+  cache.precompiled_headers().wait_for_builds();
+  EXPECT_EQ(cache.precompiled_headers().builds(), 1);
+  std::vector<fs::path> gch;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "pch"))
+    if (e.path().extension() == ".gch") gch.push_back(e.path());
+  ASSERT_EQ(gch.size(), 1u);
+
+  // Read precompiled: the same library, byte for byte, as a plain compile.
+  std::string key = cache.key(source(9), with);
+  EXPECT_EQ(key, cache.key(source(9)));  // the prelude is not in the key
+  EXPECT_EQ(cache.load_or_compile(source(9), with).function<double()>("root")(), 3.0);
+  EXPECT_EQ(cache.stats().precompiled, 1u);
+  std::string precompiled = slurp(cache.entry_paths(key).so);
+  fs::remove(cache.entry_paths(key).meta);
+  CodeCache plain(config());
+  plain.build(source(9));
+  EXPECT_EQ(plain.stats().precompiled, 0u);
+  EXPECT_EQ(slurp(plain.entry_paths(key).so), precompiled);
+
+  // A torn .gch: GCC refuses it, the compile runs again without it, and the
+  // .gch is discarded (the next compile that wants it builds it again).
+  std::string whole = slurp(gch[0]);
+  overwrite(gch[0], whole.substr(0, whole.size() / 4));
+  CodeCache damaged(config());
+  EXPECT_EQ(damaged.load_or_compile(source(16), with).function<double()>("root")(), 4.0);
+  EXPECT_EQ(damaged.stats().compiles, 2u);
+  EXPECT_EQ(damaged.stats().precompiled, 0u);
+  EXPECT_EQ(damaged.precompiled_headers().discards(), 1);
+  EXPECT_FALSE(fs::exists(gch[0]));
+}
+
 TEST_F(CodeCacheTest, CompileManyCompilesMissesInParallel) {
   CodeCache cache(config());
   std::vector<std::string> sources = {kernel_returning(1), kernel_returning(2),

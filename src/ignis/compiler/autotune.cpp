@@ -124,6 +124,7 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
   for (const CompilerOptions& o : vs) sources.push_back(generate_cpp(p, o));
   runtime::CompileOptions co;
   co.name = "autotune";
+  co.prelude = cpp_includes();
   std::vector<runtime::LoadedLibrary> libs = cache.compile_many(sources, co);
 
   std::vector<Tensor> bufs(p.buffers.size());

@@ -40,6 +40,9 @@ std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& p
 // equal; tests compare the two).
 CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOptions>& per_kernel,
                                  bool lift = true);
+// The #include lines every generated source begins with: the code cache's
+// CompileOptions::prelude, precompiled once per machine.
+const char* cpp_includes();
 // One kernel's function alone (what autotuning compares and keys its cache by).
 std::string generate_kernel_cpp(const Program& p, const Kernel& k, const CompilerOptions& options);
 

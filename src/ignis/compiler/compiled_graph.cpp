@@ -220,6 +220,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   if (!exec_.kernels.empty()) {
     runtime::CompileOptions co;
     co.name = "compiled_graph";
+    co.prelude = cpp_includes();
     *code_key = cache.key(exec_.source, co);
     // Loaded already, or on disk (another size of a size-generic graph
     // printed the same text): no compiler, and no second dlopen.

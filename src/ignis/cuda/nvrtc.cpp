@@ -25,6 +25,8 @@ struct NvrtcApi {
   nvrtcResult (*log)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*cubin_size)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*cubin)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*ptx_size)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*ptx)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*destroy)(nvrtcProgram*) = nullptr;
   std::string path;
   std::string error;  // why it did not load
@@ -77,6 +79,8 @@ NvrtcApi load() {
   sym(api.log, "nvrtcGetProgramLog");
   sym(api.cubin_size, "nvrtcGetCUBINSize");
   sym(api.cubin, "nvrtcGetCUBIN");
+  sym(api.ptx_size, "nvrtcGetPTXSize");
+  sym(api.ptx, "nvrtcGetPTX");
   sym(api.destroy, "nvrtcDestroyProgram");
   if (api.error.empty()) {
     int major = 0, minor = 0;
@@ -98,8 +102,9 @@ int nvrtc_version() { return api().version_code; }
 std::string nvrtc_library() { return api().path; }
 
 std::string nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                          const std::vector<std::string>& options) {
+                          const std::vector<std::string>& options, NvrtcOutput output) {
   const NvrtcApi& a = api();
+  const bool ptx = output == NvrtcOutput::kPtx;
   auto check = [&](nvrtcResult r, const char* what) {
     IGNIS_CHECK(r == 0, "NVRTC: ", what, " failed for ", name, ": ", a.error_string(r));
   };
@@ -110,7 +115,7 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, in
     nvrtcProgram* p;
     ~Destroy() { a.destroy(p); }
   } destroy{a, &prog};
-  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(arch),
+  std::vector<std::string> opts = {str("--gpu-architecture=", ptx ? "compute_" : "sm_", arch),
                                    "--std=c++17"};
   opts.insert(opts.end(), options.begin(), options.end());
   std::vector<const char*> argv;
@@ -121,14 +126,14 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, in
     a.log_size(prog, &n);
     std::string log(n, '\0');
     if (n) a.log(prog, log.data());
-    IGNIS_FAIL("NVRTC could not compile ", name, " for sm_", arch, ": ", a.error_string(r), "\n",
+    IGNIS_FAIL("NVRTC could not compile ", name, " for ", ptx ? "compute_" : "sm_", arch, ": ", a.error_string(r), "\n",
                log);
   }
   size_t n = 0;
-  check(a.cubin_size(prog, &n), "nvrtcGetCUBINSize");
-  std::string cubin(n, '\0');
-  check(a.cubin(prog, cubin.data()), "nvrtcGetCUBIN");
-  return cubin;
+  check((ptx ? a.ptx_size : a.cubin_size)(prog, &n), ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize");
+  std::string code(n, '\0');
+  check((ptx ? a.ptx : a.cubin)(prog, code.data()), ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN");
+  return code;
 }
 
 }  // namespace ignis::cuda

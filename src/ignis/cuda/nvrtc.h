@@ -18,10 +18,17 @@ int nvrtc_version();
 // The path of the NVRTC library in use (for messages and docs).
 std::string nvrtc_library();
 
+// What nvrtc_compile returns: machine code for sm_<arch> (what a GPU loads),
+// or PTX for compute_<arch>, which skips ptxas (about half of NVRTC's time)
+// and still runs the front end and NVVM, where errors in generated source
+// show up; the GPU-less tests check every kernel that way.
+enum class NvrtcOutput { kCubin, kPtx };
+
 // Compiles `source` (a whole translation unit; `name` labels it in errors)
-// for sm_<arch> ("90" for an H100/H200) and returns the cubin. A compile
-// error raises a RuntimeError with NVRTC's log.
+// for architecture <arch> ("90" for an H100/H200) and returns the cubin (or
+// the PTX). A compile error raises a RuntimeError with NVRTC's log.
 std::string nvrtc_compile(const std::string& source, const std::string& name, int arch,
-                          const std::vector<std::string>& options);
+                          const std::vector<std::string>& options,
+                          NvrtcOutput output = NvrtcOutput::kCubin);
 
 }  // namespace ignis::cuda

@@ -12,7 +12,7 @@
 //   _cuda_record_stream(tensor, device, handle), _cuda_pin_memory(tensor), _cuda_is_pinned(t)
 //   _cuda_kernel_cache_stats() -> dict, _cuda_nvrtc_version()
 //   _cuda_eager_kernel_units() -> [(label, source, options, kernels)]
-//   _cuda_nvrtc_compile(source, label, arch, options) -> cubin size
+//   _cuda_nvrtc_compile(source, label, arch, options, ptx=False) -> cubin (or PTX) size
 //   _cuda_precompile_eager_kernels(device, threads) -> kernels compiled into the disk cache
 //   _cuda_flash_attention_unsupported(q, k, v, mask) -> None when SDPA on these
 //     tensors runs the flash kernels, else why not (a str)
@@ -468,7 +468,8 @@ PyObject* f_nvrtc_compile(PyObject*, PyObject* args) {
   const char *source, *label;
   int arch;
   PyObject* opts;
-  if (!PyArg_ParseTuple(args, "ssiO", &source, &label, &arch, &opts)) return nullptr;
+  int ptx = 0;
+  if (!PyArg_ParseTuple(args, "ssiO|p", &source, &label, &arch, &opts, &ptx)) return nullptr;
   std::vector<std::string> options;
   PyObject* it = PyObject_GetIter(opts);
   if (!it) return nullptr;
@@ -481,7 +482,8 @@ PyObject* f_nvrtc_compile(PyObject*, PyObject* args) {
   {
     PyThreadState* ts = PyEval_SaveThread();  // let tests compile units in parallel
     try {
-      cubin = cuda::nvrtc_compile(source, label, arch, options);
+      cubin = cuda::nvrtc_compile(source, label, arch, options,
+                                  ptx ? cuda::NvrtcOutput::kPtx : cuda::NvrtcOutput::kCubin);
     } catch (...) {
       PyEval_RestoreThread(ts);
       throw;

@@ -56,7 +56,8 @@ CodeCache::CodeCache(CodeCacheConfig config)
     : dir_(open_private_dir(config.dir.empty() ? default_cache_dir() : config.dir)),
       toolchain_(config.toolchain ? *config.toolchain : default_toolchain()),
       max_parallel_(config.max_parallel ? config.max_parallel
-                                        : std::max(1u, std::thread::hardware_concurrency())) {}
+                                        : std::max(1u, std::thread::hardware_concurrency())),
+      pch_(dir_, toolchain_) {}
 
 CodeCache& CodeCache::global() {
   // Never destroyed: compiled graphs may still run during static destruction.
@@ -84,7 +85,8 @@ CodeCache::EntryPaths CodeCache::entry_paths(const std::string& key) const {
 }
 
 CodeCacheStats CodeCache::stats() const {
-  return {memory_hits_.load(), disk_hits_.load(), compiles_.load(), rejected_.load()};
+  return {memory_hits_.load(), disk_hits_.load(), compiles_.load(), rejected_.load(),
+          precompiled_.load()};
 }
 
 bool CodeCache::entry_is_valid(const std::string& key) const {
@@ -110,16 +112,40 @@ void CodeCache::compile_entry(const std::string& key, std::string_view source,
   write_file_atomic(p.source, source);
   fs::path tmp_so = temp_path_for(p.so);
 
-  std::vector<std::string> argv = toolchain_.compiler;
-  argv.insert(argv.end(), toolchain_.flags.begin(), toolchain_.flags.end());
-  if (options.openmp && !toolchain_.openmp_flag.empty()) argv.push_back(toolchain_.openmp_flag);
-  argv.insert(argv.end(), toolchain_.shared_flags.begin(), toolchain_.shared_flags.end());
-  for (const auto& dir : all_include_dirs(options, toolchain_)) argv.push_back("-I" + dir);
-  argv.insert(argv.end(), options.extra_flags.begin(), options.extra_flags.end());
-  argv.insert(argv.end(), {p.source.string(), "-o", tmp_so.string()});
+  std::vector<std::string> flags = toolchain_.flags;
+  if (options.openmp && !toolchain_.openmp_flag.empty()) flags.push_back(toolchain_.openmp_flag);
+  flags.insert(flags.end(), toolchain_.shared_flags.begin(), toolchain_.shared_flags.end());
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  const std::vector<std::string> dirs = all_include_dirs(options, toolchain_);
+  auto command = [&](const std::vector<std::string>& pch_flags) {
+    std::vector<std::string> argv = toolchain_.compiler;
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    for (const auto& dir : dirs) argv.push_back("-I" + dir);
+    argv.insert(argv.end(), pch_flags.begin(), pch_flags.end());
+    argv.insert(argv.end(), {p.source.string(), "-o", tmp_so.string()});
+    return argv;
+  };
 
+  std::vector<std::string> pch = pch_.flags_for(options.prelude, flags, dirs);
+  std::vector<std::string> argv = command(pch);
   compiles_++;
   ProcessResult r = run_process(argv);
+  if (!pch.empty()) {
+    // A PCH that GCC would not use, or a compile that failed with one, is
+    // discarded; the failed compile runs again without it, so a bad .gch
+    // never costs more than time (Note [A precompiled header changes speed,
+    // never code]).
+    bool rejected = PrecompiledHeaders::output_rejects_pch(r.output);
+    if (r.exit_code != 0 || rejected) pch_.discard(pch);
+    if (r.exit_code != 0) {
+      ::unlink(tmp_so.c_str());
+      argv = command({});
+      compiles_++;
+      r = run_process(argv);
+    } else if (!rejected) {
+      precompiled_++;
+    }
+  }
   if (r.exit_code != 0) {
     ::unlink(tmp_so.c_str());
     // Errors cascade: the first screenfuls say what went wrong.

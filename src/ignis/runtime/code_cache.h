@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ignis/runtime/loader.h"
+#include "ignis/runtime/precompiled_header.h"
 #include "ignis/runtime/toolchain.h"
 
 namespace ignis::runtime {
@@ -53,6 +54,11 @@ struct CompileOptions {
   std::vector<std::string> include_dirs;
   // A label for errors and progress ("kernel_3_fused_add_exp"); not in the key.
   std::string name;
+  // The #include lines the source begins with, when every source of its kind
+  // does (codegen_cpp's kernel_prelude()): compiled once into a precompiled
+  // header and force-included (precompiled_header.h). Not in the key: a PCH
+  // changes how fast a source compiles, never what it compiles to.
+  std::string prelude;
 };
 
 struct CodeCacheConfig {
@@ -69,6 +75,7 @@ struct CodeCacheStats {
   uint64_t disk_hits = 0;    // verified disk entries
   uint64_t compiles = 0;     // compiler runs (failed ones included)
   uint64_t rejected = 0;     // disk entries found invalid and rebuilt
+  uint64_t precompiled = 0;  // compiler runs that read a precompiled header
 };
 
 // What compile_many reports after each request it finishes.
@@ -120,6 +127,7 @@ class CodeCache {
 
   const std::filesystem::path& dir() const { return dir_; }
   const Toolchain& toolchain() const { return toolchain_; }
+  PrecompiledHeaders& precompiled_headers() { return pch_; }
   CodeCacheStats stats() const;
 
  private:
@@ -132,13 +140,15 @@ class CodeCache {
   std::filesystem::path dir_;
   Toolchain toolchain_;
   unsigned max_parallel_;
+  PrecompiledHeaders pch_;
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, LoadedLibrary> loaded_;
   // Keys being checked or compiled by some thread of this object.
   std::map<std::string, std::shared_future<std::filesystem::path>> pending_;
 
-  std::atomic<uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0}, rejected_{0};
+  std::atomic<uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0}, rejected_{0},
+      precompiled_{0};
 };
 
 }  // namespace ignis::runtime
