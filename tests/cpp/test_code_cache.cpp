@@ -415,6 +415,13 @@ TEST_F(CodeCacheTest, PrecompiledPreludesChangeSpeedNeverBytes) {
   EXPECT_EQ(plain.stats().precompiled, 0u);
   EXPECT_EQ(slurp(plain.entry_paths(key).so), precompiled);
 
+  // A source that does not compile fails the same with or without the .gch
+  // (it is compiled again without) and leaves the .gch alone.
+  EXPECT_THROW(cache.load_or_compile(with.prelude + "int f() { return undeclared; }\n", with),
+               Error);
+  EXPECT_EQ(cache.precompiled_headers().discards(), 0);
+  EXPECT_TRUE(fs::exists(gch[0]));
+
   // A torn .gch: GCC refuses it, the compile runs again without it, and the
   // .gch is discarded (the next compile that wants it builds it again).
   std::string whole = slurp(gch[0]);

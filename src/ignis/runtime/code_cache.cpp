@@ -131,18 +131,21 @@ void CodeCache::compile_entry(const std::string& key, std::string_view source,
   compiles_++;
   ProcessResult r = run_process(argv);
   if (!pch.empty()) {
-    // A PCH that GCC would not use, or a compile that failed with one, is
-    // discarded; the failed compile runs again without it, so a bad .gch
-    // never costs more than time (Note [A precompiled header changes speed,
-    // never code]).
-    bool rejected = PrecompiledHeaders::output_rejects_pch(r.output);
-    if (r.exit_code != 0 || rejected) pch_.discard(pch);
+    // A PCH that GCC would not use is discarded. A compile that failed with
+    // one runs again without it: when that one succeeds the .gch was at
+    // fault (a torn file) and is discarded too; when it fails as well, the
+    // source was (a kernel a test expects to be rejected) and the error is
+    // the plain compile's. So a bad .gch never costs more than time (Note [A
+    // precompiled header changes speed, never code]).
     if (r.exit_code != 0) {
       ::unlink(tmp_so.c_str());
       argv = command({});
       compiles_++;
       r = run_process(argv);
-    } else if (!rejected) {
+      if (r.exit_code == 0) pch_.discard(pch);
+    } else if (PrecompiledHeaders::output_rejects_pch(r.output)) {
+      pch_.discard(pch);
+    } else {
       precompiled_++;
     }
   }
