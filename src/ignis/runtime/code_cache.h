@@ -55,7 +55,7 @@ struct CompileOptions {
   // A label for errors and progress ("kernel_3_fused_add_exp"); not in the key.
   std::string name;
   // The #include lines the source begins with, when every source of its kind
-  // does (codegen_cpp's kernel_prelude()): compiled once into a precompiled
+  // does (codegen_cpp's cpp_includes()): compiled once into a precompiled
   // header and force-included (precompiled_header.h). Not in the key: a PCH
   // changes how fast a source compiles, never what it compiles to.
   std::string prelude;

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
-#include "ignis/core/error.h"
 #include "ignis/runtime/cache_dir.h"
 #include "ignis/runtime/include_scan.h"
 #include "ignis/runtime/process.h"
@@ -39,7 +37,6 @@ struct PrecompiledHeaders::Shared {
   std::mutex mu;
   std::condition_variable idle;
   std::set<std::string> building;  // keys whose build is running
-  std::map<std::string, std::string> keys;  // memo: request material -> key
   int builds = 0, discards = 0;
 };
 
@@ -52,27 +49,18 @@ PrecompiledHeaders::PrecompiledHeaders(fs::path cache_dir, const Toolchain& tool
 std::string PrecompiledHeaders::key(const std::string& prelude,
                                     const std::vector<std::string>& flags,
                                     const std::vector<std::string>& include_dirs) const {
-  Sha256 material;
-  material.update_field(prelude).update_field(std::to_string(flags.size()));
-  for (const auto& f : flags) material.update_field(f);
-  for (const auto& d : include_dirs) material.update_field(d);
-  std::string memo = material.hex_digest();
-  {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    auto it = shared_->keys.find(memo);
-    if (it != shared_->keys.end()) return it->second;
-  }
   // The headers by content (paths alone would keep a stale .gch after an
   // edit), the compiler by its fingerprint; see the Note.
   Sha256 h;
-  h.update_field("ignis-pch").update_field(toolchain_.fingerprint()).update_field(memo);
+  h.update_field("ignis-pch").update_field(toolchain_.fingerprint()).update_field(prelude);
+  h.update_field(std::to_string(flags.size()));
+  for (const auto& f : flags) h.update_field(f);
+  h.update_field(std::to_string(include_dirs.size()));
+  for (const auto& d : include_dirs) h.update_field(d);
   auto includes = quoted_includes(prelude, include_dirs);
   h.update_field(std::to_string(includes.size()));
   for (const auto& inc : includes) h.update_field(inc.name).update_field(inc.sha256);
-  std::string k = h.hex_digest();
-  std::lock_guard<std::mutex> lock(shared_->mu);
-  shared_->keys.emplace(memo, k);
-  return k;
+  return h.hex_digest();
 }
 
 std::vector<std::string> PrecompiledHeaders::flags_for(

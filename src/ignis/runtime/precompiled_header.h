@@ -65,8 +65,7 @@ class PrecompiledHeaders {
   // compile builds it again: it was rejected or a compile failed with it.
   void discard(const std::vector<std::string>& pch_flags);
 
-  // Waits for background builds this object started (tests, and compiles that
-  // would rather wait than go without).
+  // Waits for the background builds this object started (for tests).
   void wait_for_builds();
 
   // Builds run so far by this object, and PCHs discarded.
