@@ -2,6 +2,9 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -290,9 +293,59 @@ CpuAllocatorOptions options_from_env() {
 
 }  // namespace
 
+// Note [Keeping malloc's heap]
+//
+// Requests under min_cached_size come from glibc's heap, whose memory is
+// only warm while glibc keeps it. By default it does not: a free that leaves
+// more than M_TRIM_THRESHOLD bytes free at the top of a heap gives them back
+// to the kernel (sbrk or madvise), and the next allocations fault the pages
+// in again, zeroed. The threshold starts at 128 KiB and grows only to twice
+// the largest mmapped chunk freed so far, which stays under 2 MiB here since
+// the cache takes every larger request. A compiled training step frees its
+// temporaries at once, so every step trimmed and refaulted them: measured
+// (the example GPT, `bench/compiled.py`'s gpt_train, 2 threads on the
+// 2-core VM), dropping one 64 KiB gradient in zero_grad took 0.25 to 4 ms,
+// the munmap's TLB shootdown across the OpenMP threads included, and 7 to
+// 30 us with the thresholds below; on the 16-core host the zero_grad phase
+// took 0.34 to 0.56 ms against eager's 0.03.
+//
+// So the process allocator fixes the thresholds where glibc's own dynamic
+// rule ends up after a 32 MiB chunk is freed, from the start: chunks under
+// 32 MiB (glibc's cap for this threshold) come from the heap, and up to 64
+// MiB free at a heap's top stays there. The cost is that memory, at most 64
+// MiB per heap, not returned while the process runs. Setting a threshold
+// turns glibc's dynamic rule off, so both are set or neither. Nothing is
+// changed when the user tuned malloc (MALLOC_*_ environment variables or
+// glibc.malloc tunables), when caching is off (IGNIS_CPU_ALLOCATOR=malloc:
+// sanitizers replace malloc), or with another C library.
+namespace {
+
+bool user_tuned_malloc() {
+  for (const char* v : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+                        "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX"})
+    if (std::getenv(v)) return true;
+  const char* t = std::getenv("GLIBC_TUNABLES");
+  return t && std::string(t).find("glibc.malloc.") != std::string::npos;
+}
+
+bool keep_malloc_heap() {
+#if defined(__GLIBC__)
+  if (user_tuned_malloc()) return false;
+  constexpr int kMmapThreshold = 32 << 20;
+  return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 &&
+         mallopt(M_TRIM_THRESHOLD, 2 * kMmapThreshold) == 1;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
 CpuCachingAllocator& cpu_allocator() {
   static CpuCachingAllocator* a = [] {
-    auto* p = new CpuCachingAllocator(options_from_env());
+    CpuAllocatorOptions o = options_from_env();
+    if (o.caching) o.malloc_tuned = keep_malloc_heap();
+    auto* p = new CpuCachingAllocator(o);
     // A fork while another thread holds the mutex would leave it locked
     // forever in the child: hold it across fork() instead, as malloc does.
     pthread_atfork([] { cpu_allocator().mutex_.lock(); },

@@ -26,6 +26,9 @@ struct CpuAllocatorOptions {
   size_t cache_limit = size_t(1) << 30;
   // Requests below this go straight to aligned_alloc/free.
   size_t min_cached_size = size_t(1) << 20;
+  // Whether glibc's heap was told to keep freed memory (Note [Keeping
+  // malloc's heap]): set when the process allocator is made.
+  bool malloc_tuned = false;
 };
 
 // Counters, named after torch.cuda.memory_stats where one exists.
@@ -110,6 +113,8 @@ class CpuCachingAllocator {
 // the environment when it is first used:
 //   IGNIS_CPU_ALLOCATOR=malloc      no caching (sanitizers, debugging)
 //   IGNIS_CPU_CACHE_LIMIT_MB=N      cache limit in MiB (default: 1/8 of RAM)
+// and, unless malloc is not cached or the user tuned glibc's malloc, it sets
+// glibc's thresholds (Note [Keeping malloc's heap]).
 // It is never destroyed, so storages freed during exit stay valid.
 CpuCachingAllocator& cpu_allocator();
 

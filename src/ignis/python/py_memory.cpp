@@ -1,7 +1,7 @@
 // Bindings of the CPU caching allocator (core/cpu_allocator.h); argument
 // conversion only. ignis.cpu wraps them.
 //   _C._cpu_memory_stats() -> dict of counters (torch.cuda.memory_stats' names)
-//   _C._cpu_allocator_config() -> {"caching", "cache_limit", "min_cached_size"}
+//   _C._cpu_allocator_config() -> {"caching", "cache_limit", "min_cached_size", "malloc_tuned"}
 //   _C._cpu_empty_cache(), _C._cpu_reset_peak_memory_stats()
 //   _C._cpu_set_cache_limit(bytes) -> the previous limit
 #include "ignis/core/cpu_allocator.h"
@@ -50,9 +50,10 @@ PyObject* f_memory_stats(PyObject*, PyObject*) {
 PyObject* f_allocator_config(PyObject*, PyObject*) {
   IGNIS_PY_BEGIN
   CpuAllocatorOptions o = cpu_allocator().options();
-  return Py_BuildValue("{s:O,s:n,s:n}", "caching", o.caching ? Py_True : Py_False, "cache_limit",
-                       static_cast<Py_ssize_t>(o.cache_limit), "min_cached_size",
-                       static_cast<Py_ssize_t>(o.min_cached_size));
+  return Py_BuildValue("{s:O,s:n,s:n,s:O}", "caching", o.caching ? Py_True : Py_False,
+                       "cache_limit", static_cast<Py_ssize_t>(o.cache_limit), "min_cached_size",
+                       static_cast<Py_ssize_t>(o.min_cached_size), "malloc_tuned",
+                       o.malloc_tuned ? Py_True : Py_False);
   IGNIS_PY_END(nullptr)
 }
 
