@@ -25,8 +25,9 @@ in a fresh process) and warm (a new process on that now-warm directory); the
 compile column is the first call's time, start to end, which includes
 compilation. Outputs are checked once: ignis compiled against ignis eager,
 torch.compile against torch eager, ignis eager against torch eager (the same
-inputs and weights, from NumPy). Children run with GOMP_SPINCOUNT=10000 (ignis's
-own default) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
+inputs and weights, from NumPy). Children run with ignis's own default OpenMP
+spin for both libraries: GOMP_SPINCOUNT=10000 on a machine of at most 4 CPUs,
+libgomp's default on more, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 
     python bench/compiled.py [--threads N] [--rows a,b] [--quick] [--json PATH] [--size-generic]
 
@@ -256,15 +257,26 @@ def log(msg):
     print(f"[compiled.py {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def short_spin_wanted(env):
+    """ignis/__init__.py's rule (without importing ignis in the parent)."""
+    if "OMP_WAIT_POLICY" in env or "GOMP_SPINCOUNT" in env:
+        return False
+    try:
+        return len(os.sched_getaffinity(0)) <= 4
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) <= 4
+
+
 def spawn(extra, args, env_extra, timeout):
     env = dict(os.environ)
     env.update(env_extra)
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
-    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
+    if short_spin_wanted(env):
         # ignis/__init__.py's default (docs/benchmarks.md, "Threads under load"), for both
-        # libraries: with libgomp's default spin, torch's children slow down up to 20x
-        # whenever other processes compete for the cores.
+        # libraries: on a few cores with libgomp's default spin, torch's children slow down
+        # up to 20x whenever other processes compete for the cores. On more cores both run
+        # with libgomp's default.
         env["GOMP_SPINCOUNT"] = "10000"
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra
     if args.threads:

@@ -8,11 +8,26 @@ ignis.Tensor.
 import os as _os
 
 # OpenMP threads spin ~300k iterations waiting for the next parallel region
-# (libgomp's default). On an oversubscribed machine that stalls every op by a
-# scheduler tick (measured: an attention block 4x slower than torch under
-# load, on par with a short spin). Spin briefly, then sleep; settings the user
-# made win. Read by libgomp when ignis._C loads it.
-if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+# (libgomp's default). On a machine of few cores that others compete for, a
+# spinning worker holds the core its partner needs and every op waits a
+# scheduler tick (measured on 2 cores: an attention block 4x slower than
+# torch under load, on par with a short spin), so there workers spin briefly,
+# then sleep. With more cores the short spin costs more than it saves: a
+# worker that slept is woken by a futex at the next region (the example GPT's
+# training step on 16 cores: 6.5 ms with GOMP_SPINCOUNT=10000, 5.9 with 10^6,
+# eager and compiled alike), so there libgomp's default stays, as in torch.
+# Settings the user made win. Read by libgomp when ignis._C loads it.
+def _short_spin_wanted(env=_os.environ):
+    if "OMP_WAIT_POLICY" in env or "GOMP_SPINCOUNT" in env:
+        return False
+    try:
+        cpus = len(_os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = _os.cpu_count() or 1
+    return cpus <= 4
+
+
+if _short_spin_wanted():
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
 from . import _C  # noqa: E402
