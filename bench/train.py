@@ -11,7 +11,11 @@ the rounds alternate between the libraries and the best median is kept, so
 load from other processes on the machine affects both alike.
 
     python bench/train.py [--threads N] [--steps 30] [--rounds 2] [--size small|medium]
-                          [--profile 5]
+                          [--profile 5] [--compile]
+
+--compile: the model compiled in both libraries (ignis.compile / torch.compile,
+backend "inductor"); the optimizer step stays eager. The first steps (the
+compile) are in the warm-up.
 
 --profile N: after timing, each library profiles N more steps with its own
 profiler (torch.profiler / ignis.profiler, the same API) and the two tables
@@ -37,10 +41,12 @@ SIZES = {
 }
 
 
-def step_times(lib, cfg, batch, steps, warmup, profile_steps=0):
+def step_times(lib, cfg, batch, steps, warmup, profile_steps=0, compile=False):
     lib.manual_seed(0)
     model = build_gpt(lib)(cfg)
     opt = configure_optimizer(lib, model)
+    if compile:
+        model = lib.compile(model, backend="inductor")
     rng = np.random.default_rng(0)
     x = lib.from_numpy(rng.integers(0, cfg.vocab_size, size=(batch, cfg.block_size)))
     y = lib.from_numpy(rng.integers(0, cfg.vocab_size, size=(batch, cfg.block_size)))
@@ -77,7 +83,8 @@ def run_one(args):
     if args.threads:
         lib.set_num_threads(args.threads)
     cfg, batch = SIZES[args.size]
-    t, phases, loss, table = step_times(lib, cfg, batch, args.steps, args.warmup, args.profile)
+    t, phases, loss, table = step_times(lib, cfg, batch, args.steps, args.warmup, args.profile,
+                                        args.compile)
     print(json.dumps({"step": t, "phases": [float(p) for p in phases], "loss": loss,
                       "threads": lib.get_num_threads(), "version": lib.__version__,
                       "profile": table}))
@@ -92,6 +99,8 @@ def main():
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="profile N more steps per library and print the op tables")
+    ap.add_argument("--compile", action="store_true",
+                    help="compile the model (ignis.compile / torch.compile) in both libraries")
     ap.add_argument("--only", choices=["ignis", "torch"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.only:
@@ -107,6 +116,8 @@ def main():
                 cmd += ["--threads", str(args.threads)]
             if args.profile:
                 cmd += ["--profile", str(args.profile)]
+            if args.compile:
+                cmd.append("--compile")
             out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                                  env=os.environ).stdout
             r = json.loads(out.strip().splitlines()[-1])
