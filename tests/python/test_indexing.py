@@ -961,3 +961,34 @@ def test_random_index_expressions_match_torch():
         t[ti] = -1.0
         x[ii] = -1.0
         same(x, t)
+
+
+# ---- the layouts index's kernel takes apart ------------------------------------------------
+@pytest.mark.parametrize("idx_dtype", ["int64", "int32"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "expanded"])
+def test_row_gathers_and_accumulating_puts_in_every_index_layout(idx_dtype, layout):
+    # Contiguous index tensors take a typed pass (and a branch-free range
+    # check); transposed and expanded ones walk their strides. Negative
+    # values count from the end in both.
+    w = np_data((7, 5)).astype(np.float32)
+    raw = RNG.integers(-7, 7, size=(4, 6)).astype(idx_dtype)
+    idx = {"contiguous": raw, "transposed": raw.T, "expanded": np.broadcast_to(raw[:1], (4, 6))}
+    i_np = idx[layout]
+    i_ig = ignis.from_numpy(np.ascontiguousarray(raw))
+    i_ig = {"contiguous": i_ig, "transposed": i_ig.t(), "expanded": i_ig[:1].expand(4, 6)}[layout]
+    assert i_ig.is_contiguous() == (layout == "contiguous")
+    np.testing.assert_array_equal(ig(w)[i_ig].numpy(), w[i_np])
+    np.testing.assert_array_equal(ig(w)[:, i_ig % 5].numpy(), w[:, i_np % 5])
+    # Values broadcast along B (one row per index row: B's strides do not
+    # merge) and along everything (stride 0): accumulate matches np.add.at.
+    for vals in (np_data(i_np.shape[:1] + (1, 5)).astype(np.float32),
+                 np_data((5,)).astype(np.float32)):
+        out = ig(w).index_put_((i_ig,), ig(vals), accumulate=True)
+        ref = w.copy()
+        np.add.at(ref, i_np, np.broadcast_to(vals, i_np.shape + (5,)))
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
+    bad = raw.copy()
+    bad.flat[13] = 9
+    bad.flat[17] = -11
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 7"):
+        ig(w)[ignis.from_numpy(bad)]

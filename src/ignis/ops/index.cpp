@@ -1053,12 +1053,18 @@ IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, boo
   }
   MapDim bdim;
   bdim.size = compute_numel(a.bshape);
-  std::vector<int64_t> table(bdim.size), other(bdim.size);
+  std::vector<int64_t> table(bdim.size);
   index_offsets(idx, sizes, strides, table.data());
   DimVector rs(res.strides().begin() + m.b_pos, res.strides().begin() + m.b_pos + nb);
-  cpu::strided_offsets(make_view(res, a.bshape, rs, res.storage_offset()), other.data());
   (self_is_dst ? bdim.dst_table : bdim.src_table) = std::move(table);
-  (self_is_dst ? bdim.src_table : bdim.dst_table) = std::move(other);
+  // res's side of B steps affinely unless its B dims do not merge (then a table).
+  if (std::optional<int64_t> step = cpu::collapsed_stride(a.bshape, rs)) {
+    (self_is_dst ? bdim.src_stride : bdim.dst_stride) = *step * isz;
+  } else {
+    std::vector<int64_t> other(bdim.size);
+    cpu::strided_offsets(make_view(res, a.bshape, rs, res.storage_offset()), other.data());
+    (self_is_dst ? bdim.src_table : bdim.dst_table) = std::move(other);
+  }
 
   int64_t r = 0;  // result dim
   for (size_t i = 0; i <= self_dims.size(); ++i) {

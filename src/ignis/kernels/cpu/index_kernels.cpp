@@ -150,6 +150,12 @@ template <typename T, typename Op>
 void run_rows(const Op& op, char* dst, const char* src, const std::vector<MapDim>& dims,
               int64_t row_b, int64_t row_e) {
   const size_t nd = dims.size();
+  if (nd == 2) {  // rows of one dim (a gather of rows): no position vector
+    const MapDim& r = dims[0];
+    for (int64_t row = row_b; row < row_e; ++row)
+      inner_dispatch<T>(op, dst + dst_off(r, row), src + src_off(r, row), dims[1]);
+    return;
+  }
   std::vector<int64_t> idx(nd, 0);
   int64_t r = row_b;
   for (int64_t d = static_cast<int64_t>(nd) - 2; d >= 0; --d) {
@@ -252,6 +258,29 @@ void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t
   IGNIS_INTERNAL_ASSERT(!indices.empty());
   const DimVector& shape = indices[0].sizes();
   int64_t n = indices[0].numel();
+  const size_t nk = indices.size();
+  // Index tensors laid out as their broadcast shape (not expanded views):
+  // one typed pass each, with no walker and no call per element (an
+  // embedding-style lookup spent most of its time here).
+  bool linear = true;
+  for (const Tensor& t : indices) linear = linear && t.sizes() == shape && t.is_contiguous();
+  if (linear) {
+    parallel_chunks(n, n * static_cast<int64_t>(nk), [&](int64_t b, int64_t e) {
+      for (size_t k = 0; k < nk; ++k) {
+        const int64_t size = sizes[k], stride = byte_strides_k[k];
+        auto pass = [&](const auto* p) {
+          for (int64_t i = b; i < e; ++i) {
+            int64_t v = static_cast<int64_t>(p[i]);
+            v += v < 0 ? size : 0;
+            out[i] = (k ? out[i] : 0) + v * stride;
+          }
+        };
+        if (indices[k].dtype() == ScalarType::Int64) pass(indices[k].data<int64_t>());
+        else pass(indices[k].data<int32_t>());
+      }
+    });
+    return;
+  }
   std::vector<DimVector> strides;
   std::vector<IndexLoad> loads;
   std::vector<const char*> bases;
@@ -260,7 +289,6 @@ void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t
     loads.push_back(index_loader(t.dtype()));
     bases.push_back(static_cast<const char*>(t.data_ptr()));
   }
-  const size_t nk = indices.size();
   parallel_chunks(n, n * static_cast<int64_t>(nk), [&](int64_t b, int64_t e) {
     Walker w(shape, strides, b);
     for (int64_t i = b; i < e; ++i, w.next()) {
@@ -273,6 +301,17 @@ void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t
       out[i] = off;
     }
   });
+}
+
+std::optional<int64_t> collapsed_stride(const DimVector& sizes, const DimVector& strides) {
+  int64_t inner = 0, expected = -1;  // the innermost stride; the next dim's, if affine
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (expected < 0) inner = strides[d];
+    else if (strides[d] != expected) return std::nullopt;
+    expected = strides[d] * sizes[d];
+  }
+  return inner;
 }
 
 void strided_offsets(const Tensor& t, int64_t* out) {
@@ -312,6 +351,22 @@ MemOverlap mem_overlap(const Tensor& a, const Tensor& b) {
 }
 
 std::optional<int64_t> find_out_of_range(const Tensor& index, int64_t lo, int64_t hi) {
+  if (index.is_contiguous()) {  // one branch-free pass, then the first culprit
+    IGNIS_INTERNAL_ASSERT(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32);
+    auto first_bad = [&](const auto* p) -> std::optional<int64_t> {
+      const int64_t n = index.numel();
+      bool bad = false;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = static_cast<int64_t>(p[i]);
+        bad |= (v < lo) | (v >= hi);
+      }
+      if (!bad) return std::nullopt;
+      for (int64_t i = 0;; ++i)
+        if (int64_t v = static_cast<int64_t>(p[i]); v < lo || v >= hi) return v;
+    };
+    return index.dtype() == ScalarType::Int64 ? first_bad(index.data<int64_t>())
+                                              : first_bad(index.data<int32_t>());
+  }
   IndexLoad load = index_loader(index.dtype());
   const char* base = static_cast<const char*>(index.data_ptr());
   Walker w(index.sizes(), {byte_strides(index)}, 0);

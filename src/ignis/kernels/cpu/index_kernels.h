@@ -44,6 +44,10 @@ void mapped_copy(char* dst, const char* src, std::vector<MapDim> dims, ScalarTyp
 void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t>& sizes,
                    const std::vector<int64_t>& byte_strides, int64_t* out);
 
+// The stride with which positions of `sizes` (row-major order) step when the
+// strides make them one affine run (dims of size 1 ignored), else nullopt.
+std::optional<int64_t> collapsed_stride(const DimVector& sizes, const DimVector& strides);
+
 // Byte offsets of every element of `t` (row-major order) over its strides.
 void strided_offsets(const Tensor& t, int64_t* out);
 
