@@ -1,6 +1,9 @@
 #include "ignis/kernels/cpu/fused_optimizer.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "ignis/core/dtype.h"
 #include "ignis/kernels/cpu/parallel.h"
@@ -20,35 +23,73 @@ float one_value(const Tensor& t) { return *static_cast<const float*>(t.data_ptr(
 // per tensor (in double, then rounded to the compute type). A found_inf
 // that is not 0 skips the whole step (the optimizer's step counts are the
 // caller's business, as in torch).
-template <class T>
-void adam_tensor(const AdamLists& t, size_t i, const AdamStep& h, double lr, double inv_scale) {
+// Elements [b, e) of tensor i. Without a gradient scaler (the usual case)
+// the flags become constants of an `omp simd` loop, so it vectorises; with
+// one, the gradient is unscaled and stored back element by element.
+template <class T, bool kAmsgrad, bool kDecoupled>
+void adam_range(const AdamLists& t, size_t i, int64_t b, int64_t e, const AdamStep& h, double lr,
+                double inv_scale) {
   using C = opmath_t<T>;
-  T* p = static_cast<T*>(t.params[i].data_ptr());
-  T* g = static_cast<T*>(t.grads[i].data_ptr());
-  T* m = static_cast<T*>(t.exp_avgs[i].data_ptr());
-  T* v = static_cast<T*>(t.exp_avg_sqs[i].data_ptr());
-  T* vmax = h.amsgrad ? static_cast<T*>(t.max_exp_avg_sqs[i].data_ptr()) : nullptr;
+  T* __restrict p = static_cast<T*>(t.params[i].data_ptr());
+  T* __restrict g = static_cast<T*>(t.grads[i].data_ptr());
+  T* __restrict m = static_cast<T*>(t.exp_avgs[i].data_ptr());
+  T* __restrict v = static_cast<T*>(t.exp_avg_sqs[i].data_ptr());
+  T* __restrict vmax = kAmsgrad ? static_cast<T*>(t.max_exp_avg_sqs[i].data_ptr()) : nullptr;
   const double step = one_value(t.steps[i]);
   const C bc1 = C(1 - std::pow(h.beta1, step));
   const C bc2_sqrt = C(std::sqrt(1 - std::pow(h.beta2, step)));
-  const bool unscale = h.grad_scale.defined();
-  const int64_t n = t.params[i].numel();
-#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
-  for (int64_t k = 0; k < n; ++k) {
-    C gk = C(g[k]);
-    if (unscale) {
-      gk = C(gk * C(inv_scale));
-      g[k] = T(gk);
+  const C clr = C(lr), b1 = C(h.beta1), b2 = C(h.beta2), wd = C(h.weight_decay), eps = C(h.eps);
+  const C sign = h.maximize ? C(-1) : C(1);
+  if (!h.grad_scale.defined()) {
+#pragma omp simd
+    for (int64_t k = b; k < e; ++k) {
+      C pk = C(p[k]), mk = C(m[k]), vk = C(v[k]), vmk = kAmsgrad ? C(vmax[k]) : C(0);
+      scalar_ops::AdamElement()(pk, C(g[k]) * sign, mk, vk, vmk, kAmsgrad, kDecoupled, clr, b1,
+                                b2, wd, eps, bc1, bc2_sqrt);
+      p[k] = T(pk);
+      m[k] = T(mk);
+      v[k] = T(vk);
+      if constexpr (kAmsgrad) vmax[k] = T(vmk);
     }
-    if (h.maximize) gk = -gk;
-    C pk = C(p[k]), mk = C(m[k]), vk = C(v[k]), vmk = vmax ? C(vmax[k]) : C(0);
-    scalar_ops::AdamElement()(pk, gk, mk, vk, vmk, h.amsgrad, h.decoupled, C(lr), C(h.beta1),
-                              C(h.beta2), C(h.weight_decay), C(h.eps), bc1, bc2_sqrt);
+    return;
+  }
+  for (int64_t k = b; k < e; ++k) {
+    C gk = C(C(g[k]) * C(inv_scale));
+    g[k] = T(gk);
+    C pk = C(p[k]), mk = C(m[k]), vk = C(v[k]), vmk = kAmsgrad ? C(vmax[k]) : C(0);
+    scalar_ops::AdamElement()(pk, gk * sign, mk, vk, vmk, kAmsgrad, kDecoupled, clr, b1, b2, wd,
+                              eps, bc1, bc2_sqrt);
     p[k] = T(pk);
     m[k] = T(mk);
     v[k] = T(vk);
-    if (vmax) vmax[k] = T(vmk);
+    if constexpr (kAmsgrad) vmax[k] = T(vmk);
   }
+}
+
+// Note [One parallel region per fused step]
+// A model's parameters are many small tensors (the example GPT: 28, from 64
+// to 16K elements). A region per tensor paid a team's start and join 28
+// times a step, and a tensor under the grain ran on one thread; instead
+// every tensor is cut into pieces of at most kPiece elements, and the
+// pieces of all tensors share one region (or run serially when all of
+// them together are under the grain). Each element is still computed by
+// the same formula, so the results do not depend on the cut.
+constexpr int64_t kPiece = 8192;
+
+template <class F>
+void for_each_piece(const std::vector<Tensor>& params, F&& f) {
+  std::vector<std::array<int64_t, 3>> pieces;  // tensor, begin, end
+  int64_t total = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int64_t n = params[i].numel();
+    total += n;
+    for (int64_t b = 0; b < n; b += kPiece)
+      pieces.push_back({int64_t(i), b, std::min(n, b + kPiece)});
+  }
+  const int64_t np = int64_t(pieces.size());
+#pragma omp parallel for num_threads(threads_for(total)) schedule(static)
+  for (int64_t q = 0; q < np; ++q) f(size_t(pieces[size_t(q)][0]), pieces[size_t(q)][1],
+                                     pieces[size_t(q)][2]);
 }
 
 template <class T>
@@ -90,10 +131,20 @@ void fused_adam(const AdamLists& t, const AdamStep& h) {
   if (skip_step(h.found_inf)) return;
   const double lr = h.lr_tensor.defined() ? double(one_value(h.lr_tensor)) : h.lr;
   const double inv_scale = inverse_scale(h.grad_scale);
-  for (size_t i = 0; i < t.params.size(); ++i)
+  // An unsupported dtype raises here, not inside the parallel region.
+  for (const Tensor& p : t.params)
+    IGNIS_DISPATCH_FLOAT(p.dtype(), "_fused_adam_", [] { static_assert(sizeof(scalar_t) > 0); });
+  for_each_piece(t.params, [&](size_t i, int64_t b, int64_t e) {
     IGNIS_DISPATCH_FLOAT(t.params[i].dtype(), "_fused_adam_", [&] {
-      adam_tensor<scalar_t>(t, i, h, lr, inv_scale);
+      if (h.amsgrad) {
+        if (h.decoupled) adam_range<scalar_t, true, true>(t, i, b, e, h, lr, inv_scale);
+        else adam_range<scalar_t, true, false>(t, i, b, e, h, lr, inv_scale);
+      } else {
+        if (h.decoupled) adam_range<scalar_t, false, true>(t, i, b, e, h, lr, inv_scale);
+        else adam_range<scalar_t, false, false>(t, i, b, e, h, lr, inv_scale);
+      }
     });
+  });
 }
 
 void fused_sgd(const SgdLists& t, const SgdStep& h) {
