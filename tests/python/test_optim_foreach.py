@@ -109,13 +109,27 @@ def test_state_and_step_counts():
             np.testing.assert_allclose(as_np(s[key]), as_np(s2[key]), rtol=1e-5, atol=1e-7)
 
 
-def test_default_implementation_on_the_cpu_is_the_for_loop():
-    p = nn.Parameter(ignis.ones(3))
-    p.grad = ignis.ones(3)
-    opt = optim.Adam([p])
-    assert optim.optimizer._implementation(opt.param_groups[0], [p], "Adam") == "for-loop"
-    assert optim.optimizer._implementation({"foreach": True}, [p], "Adam") == "foreach"
-    assert optim.optimizer._implementation({"fused": True}, [p], "Adam") == "fused"
+def test_default_implementation_on_the_cpu_is_the_fused_step_in_float32_and_float64():
+    # Note [The fused step by default on the CPU]
+    def how(dtype, **group):
+        p = nn.Parameter(ignis.ones(3, dtype=dtype))
+        return optim.optimizer._implementation(group, [p], "Adam")
+    assert how(ignis.float32) == how(ignis.float64) == "fused"
+    assert how(ignis.float16) == how(ignis.bfloat16) == "for-loop"
+    assert how(ignis.float32, foreach=False) == "for-loop"
+    assert how(ignis.float32, fused=False) == "for-loop"
+    assert how(ignis.float32, differentiable=True) == "for-loop"
+    assert how(ignis.float32, foreach=True) == "foreach"
+    assert how(ignis.float16, fused=True) == "fused"
+    # And it is what a default optimizer runs: its parameters match the
+    # explicit fused step's bit for bit, and the for-loop's to rounding.
+    for make in (CONFIGS[4], CONFIGS[-2]):  # AdamW with weight decay; SGD with Nesterov
+        default, _, _ = run(make, {})
+        fused, _, _ = run(make, {"fused": True})
+        loop, _, _ = run(make, {"foreach": False})
+        for a, b, c in zip(default, fused, loop):
+            np.testing.assert_array_equal(as_np(a), as_np(b))
+            np.testing.assert_allclose(as_np(a), as_np(c), rtol=1e-5, atol=1e-6)
 
 
 def test_flag_errors_match_torch():
