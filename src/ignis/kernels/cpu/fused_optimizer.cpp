@@ -92,28 +92,28 @@ void for_each_piece(const std::vector<Tensor>& params, F&& f) {
                                      pieces[size_t(q)][2]);
 }
 
+// Elements [b, e) of tensor i.
 template <class T>
-void sgd_tensor(const SgdLists& t, size_t i, const SgdStep& h, double lr, double inv_scale) {
+void sgd_range(const SgdLists& t, size_t i, int64_t b, int64_t e, const SgdStep& h, double lr,
+               double inv_scale) {
   using C = opmath_t<T>;
   T* p = static_cast<T*>(t.params[i].data_ptr());
   T* g = static_cast<T*>(t.grads[i].data_ptr());
   const bool has_buffer = !t.momentum_buffers.empty();
-  T* b = has_buffer ? static_cast<T*>(t.momentum_buffers[i].data_ptr()) : nullptr;
+  T* buf = has_buffer ? static_cast<T*>(t.momentum_buffers[i].data_ptr()) : nullptr;
   const bool unscale = h.grad_scale.defined();
-  const int64_t n = t.params[i].numel();
-#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
-  for (int64_t k = 0; k < n; ++k) {
+  for (int64_t k = b; k < e; ++k) {
     C gk = C(g[k]);
     if (unscale) {
       gk = C(gk * C(inv_scale));
       g[k] = T(gk);
     }
     if (h.maximize) gk = -gk;
-    C pk = C(p[k]), bk = b ? C(b[k]) : C(0);
+    C pk = C(p[k]), bk = buf ? C(buf[k]) : C(0);
     scalar_ops::SgdElement()(pk, gk, bk, has_buffer, h.first_step, h.nesterov, C(lr),
                              C(h.weight_decay), C(h.momentum), C(h.dampening));
     p[k] = T(pk);
-    if (b) b[k] = T(bk);
+    if (buf) buf[k] = T(bk);
   }
 }
 
@@ -151,10 +151,13 @@ void fused_sgd(const SgdLists& t, const SgdStep& h) {
   if (skip_step(h.found_inf)) return;
   const double lr = h.lr_tensor.defined() ? double(one_value(h.lr_tensor)) : h.lr;
   const double inv_scale = inverse_scale(h.grad_scale);
-  for (size_t i = 0; i < t.params.size(); ++i)
+  for (const Tensor& p : t.params)
+    IGNIS_DISPATCH_FLOAT(p.dtype(), "_fused_sgd_", [] { static_assert(sizeof(scalar_t) > 0); });
+  for_each_piece(t.params, [&](size_t i, int64_t b, int64_t e) {
     IGNIS_DISPATCH_FLOAT(t.params[i].dtype(), "_fused_sgd_", [&] {
-      sgd_tensor<scalar_t>(t, i, h, lr, inv_scale);
+      sgd_range<scalar_t>(t, i, b, e, h, lr, inv_scale);
     });
+  });
 }
 
 }  // namespace ignis::cpu
