@@ -132,3 +132,18 @@ def numel(t):
 
 
 __version__ = "0.1.0"
+
+
+# Submodules torch imports with itself but that cost ignis's import time
+# (`ignis.distributions`: ~30 ms): loaded on first access (PEP 562), so
+# `torch.distributions.Normal` works without an import of its own.
+_LAZY_SUBMODULES = ("distributions",)
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'ignis' has no attribute '{name}'")

@@ -153,3 +153,22 @@ def test_constraints_repr_as_torch():
     for name in ("real", "positive", "unit_interval", "boolean", "simplex"):
         assert repr(getattr(D.constraints, name)) == repr(getattr(TD.constraints, name))
     assert math.isnan(D.Uniform(0.0, 1.0).mode.item())
+
+
+def test_reached_as_an_attribute_of_ignis_without_an_import():
+    # `import torch` then `torch.distributions.X`, as scripts write it; in a
+    # fresh process, so that no other test's import has loaded it.
+    code = ("import sys; sys.path.insert(0, {tests!r}); import _checkout, ignis as torch\n"
+            "assert 'ignis.distributions' not in sys.modules\n"
+            "d = torch.distributions.Categorical(logits=torch.zeros(4))\n"
+            "print(type(d).__name__, torch.distributions is sys.modules['ignis.distributions'])\n"
+            "try:\n    torch.no_such_module\nexcept AttributeError as e:\n    print(e)")
+    import pathlib
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c",
+                        code.format(tests=str(pathlib.Path(__file__).resolve().parent))],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["Categorical True",
+                                     "module 'ignis' has no attribute 'no_such_module'"]
