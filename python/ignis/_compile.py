@@ -129,7 +129,18 @@ def _make_backend(backend, options, mode=None):
     elif options:
         # torch passes options through to non-inductor backends as a keyword.
         be = functools.partial(be, options=dict(options))
-    return _per_size(be) if concrete else be
+    return _counted(_per_size(be) if concrete else be)
+
+
+def _counted(backend):
+    """The backend, counting each graph it is given in torch's counter
+    (ignis._dynamo.utils.counters["stats"]["unique_graphs"])."""
+    from ._dynamo.utils import counters
+
+    def compile_graph(gm, example_inputs, **kwargs):
+        counters["stats"]["unique_graphs"] += 1
+        return backend(gm, example_inputs, **kwargs)
+    return compile_graph
 
 
 def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):

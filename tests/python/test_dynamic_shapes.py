@@ -523,3 +523,26 @@ def test_the_per_size_compiles_of_a_dynamic_graph_are_bounded(monkeypatch):
     # 4: the static first trace; 5-8 the dynamic graph's sizes; 5 again was
     # evicted (the limit keeps 6, 7, 8), 8 was kept.
     assert sizes_compiled == [(5,), (6,), (7,), (8,), (5,)], sizes_compiled
+
+
+def test_unique_graphs_counter_counts_as_torchs():
+    # torch._dynamo.utils.counters["stats"]["unique_graphs"]: a graph per trace
+    # handed to the backend, recompiles included, cache hits not.
+    from ignis._dynamo.utils import counters
+    before = counters["stats"]["unique_graphs"]
+    cf = ignis.compile(batch_fn, backend="inductor")
+    for n in (3, 4, 5, 5, 6):
+        cf(rand(n, 3))
+    ours = counters["stats"]["unique_graphs"] - before
+    assert ours == 2  # static, then dynamic
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.utils import counters as torch_counters
+    torch._dynamo.reset()
+    before = torch_counters["stats"]["unique_graphs"]
+
+    def torch_batch_fn(x):
+        return (x * 2).sum(0) + x.size(0)
+    tf = torch.compile(torch_batch_fn, backend="eager")
+    for n in (3, 4, 5, 5, 6):
+        tf(torch.rand(n, 3))
+    assert torch_counters["stats"]["unique_graphs"] - before == ours

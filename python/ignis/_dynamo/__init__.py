@@ -9,6 +9,7 @@ lets it specialize silently; here both are a hint the trace follows),
 `_dynamo_static_indices`), which the tracer reads.
 """
 from .. import compiler as _compiler
+from . import utils  # noqa: F401  (torch._dynamo.utils.counters)
 
 __all__ = ["mark_dynamic", "maybe_mark_dynamic", "mark_static", "reset", "explain", "config"]
 
