@@ -15,6 +15,11 @@ caches, compiled-graph caches and thread pools never carry over. Rows:
               "small" config), no_grad
   gpt_train   one training step of it: zero_grad, forward, loss, backward, AdamW
               step (the model compiled, the optimizer eager)
+  gpt_lengths 20 calls of gpt_fwd's forward, each with another sequence length
+              (LENGTHS): the total ms of the 20, compiles included (each in a fresh
+              process: cold and warm are the same 20 calls on a fresh / warm cache),
+              and the graphs each compiler made (torch._dynamo.utils.counters'
+              unique_graphs, in both libraries); default settings (automatic dynamic)
 
 Times are medians after warm-up. A triad (a = b + s*c on 512 MiB arrays, torch
 eager) gives the machine's memory bandwidth; memory-bound rows print the bytes
@@ -38,6 +43,7 @@ libgomp's default on more, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 Progress goes to stderr; torch.compile's cold compiles take a while.
 """
 import argparse
+import importlib
 import json
 import os
 import pathlib
@@ -56,7 +62,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train"]
+ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train",
+        "gpt_lengths"]
+# gpt_lengths: sequence lengths of its 20 calls (distinct, up to the block size 64)
+LENGTHS = [64, 56, 48, 40, 32, 24, 16, 8, 60, 52, 44, 36, 28, 20, 12, 62, 50, 38, 26, 14]
 IMPLS = ["ignis_compiled", "ignis_eager", "torch_eager", "torch_compile"]
 GENERIC = "ignis_compiled_generic"  # --size-generic: IGNIS_SIZE_GENERIC=1
 COMPILING = {"ignis_compiled", GENERIC, "torch_compile"}
@@ -64,7 +73,8 @@ COMPILING = {"ignis_compiled", GENERIC, "torch_compile"}
 CHECKS = [("ignis_compiled", "ignis_eager"), (GENERIC, "ignis_eager"),
           ("torch_compile", "torch_eager"),
           ("ignis_eager", "torch_eager")]
-TOL = {"gpt_train": (1e-3, 1e-4), "gpt_fwd": (1e-4, 1e-5), "mlp": (1e-4, 1e-4)}
+TOL = {"gpt_train": (1e-3, 1e-4), "gpt_fwd": (1e-4, 1e-5), "gpt_lengths": (1e-4, 1e-5),
+       "mlp": (1e-4, 1e-4)}
 
 
 # ---------------------------------------------------------------- child side
@@ -193,6 +203,8 @@ def run_child(args):
         lib.set_num_threads(args.threads)
     out["threads"] = lib.get_num_threads()
     out["version"] = lib.__version__
+    if args.child == "gpt_lengths":
+        return lengths_child(args, lib, out)
     fn, fargs, train = make_case(args.child, lib, args.quick)
     if "compiled" in args.impl or args.impl.endswith("compile"):
         fn = lib.compile(fn, backend="inductor")
@@ -231,6 +243,43 @@ def run_child(args):
         from ignis._inductor import metrics
         out["kernels"] = metrics.generated_kernel_count
     print("RESULT " + json.dumps(out))
+
+
+def lengths_child(args, lib, out):
+    """gpt_lengths: the 20 calls, timed together from the first (compiles
+    included); saves the 20 losses for the check."""
+    from gpt import build_gpt
+    from train import SIZES
+    cfg, batch = SIZES["small"]
+    if args.quick:
+        batch = 4
+    lib.manual_seed(0)
+    model = build_gpt(lib)(cfg)
+    set_params(lib, model)
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, cfg.vocab_size, size=(batch, cfg.block_size))
+    tgt = rng.integers(0, cfg.vocab_size, size=(batch, cfg.block_size))
+    calls = [(lib.from_numpy(idx[:, :n].copy()), lib.from_numpy(tgt[:, :n].copy()))
+             for n in LENGTHS]
+    compiling = args.impl in COMPILING
+    fn = lib.compile(model, backend="inductor") if compiling else model
+    if compiling:
+        counters = importlib.import_module(lib.__name__ + "._dynamo.utils").counters
+        graphs_before = counters["stats"]["unique_graphs"]
+    losses = []
+    with lib.no_grad():
+        t0 = time.perf_counter()
+        for x, y in calls:
+            losses.append(fn(x, y)[1].item())
+        total = time.perf_counter() - t0
+    out["t_first_done"] = time.time()
+    out["first_call_s"] = total
+    if not args.first_only:
+        out["time_s"], out["reps"] = total, len(LENGTHS)
+    if compiling:
+        out["graphs"] = counters["stats"]["unique_graphs"] - graphs_before
+    np.savez(args.save, np.array(losses))
+    print("RESULT " + json.dumps(out), flush=True)
 
 
 def triad_child(args):
@@ -403,6 +452,8 @@ def run_all(args, rows, impls, work):
             env = {"IGNIS_CACHE_DIR": str(cache / "ignis"),
                    "TORCHINDUCTOR_CACHE_DIR": str(cache / "torch"),
                    "IGNIS_SIZE_GENERIC": "1" if impl == GENERIC else "0"}
+            if row == "gpt_lengths" and impl != GENERIC:
+                env.pop("IGNIS_SIZE_GENERIC")  # the default ("auto"), as users run it
             save = work / f"{row}-{impl}.npz"
             base = ["--child", row, "--impl", impl, "--save", str(save)]
             log(f"{row}: {impl}" + (" (cold compile)" if impl in COMPILING else ""))
@@ -547,6 +598,13 @@ def report(results, args):
             if "kernels" in r["cells"].get("ignis_compiled", {})]
     if kern:
         print("ignis generated kernels per row: " + ", ".join(kern))
+    lens = results["rows"].get("gpt_lengths")
+    if lens:
+        graphs = ", ".join(f"{impl} {c['graphs']}" for impl, c in lens["cells"].items()
+                           if "graphs" in c)
+        print(f"gpt_lengths: {len(LENGTHS)} calls, sequence lengths {min(LENGTHS)}-"
+              f"{max(LENGTHS)}; times are the 20 calls' total, compiles included; graphs "
+              f"compiled: {graphs or '-'}")
     print()
     bad = [(row, ch) for row, r in results["rows"].items() for ch in r["checks"] if not ch["ok"]]
     for row, r in results["rows"].items():
