@@ -92,29 +92,49 @@ void for_each_piece(const std::vector<Tensor>& params, F&& f) {
                                      pieces[size_t(q)][2]);
 }
 
-// Elements [b, e) of tensor i.
-template <class T>
+// Elements [b, e) of tensor i; as adam_range, the flags are constants of an
+// `omp simd` loop unless a gradient scaler is given.
+template <class T, bool kBuffer, bool kFirst, bool kNesterov>
 void sgd_range(const SgdLists& t, size_t i, int64_t b, int64_t e, const SgdStep& h, double lr,
                double inv_scale) {
   using C = opmath_t<T>;
-  T* p = static_cast<T*>(t.params[i].data_ptr());
-  T* g = static_cast<T*>(t.grads[i].data_ptr());
-  const bool has_buffer = !t.momentum_buffers.empty();
-  T* buf = has_buffer ? static_cast<T*>(t.momentum_buffers[i].data_ptr()) : nullptr;
-  const bool unscale = h.grad_scale.defined();
-  for (int64_t k = b; k < e; ++k) {
-    C gk = C(g[k]);
-    if (unscale) {
-      gk = C(gk * C(inv_scale));
-      g[k] = T(gk);
+  T* __restrict p = static_cast<T*>(t.params[i].data_ptr());
+  T* __restrict g = static_cast<T*>(t.grads[i].data_ptr());
+  T* __restrict buf = kBuffer ? static_cast<T*>(t.momentum_buffers[i].data_ptr()) : nullptr;
+  const C clr = C(lr), wd = C(h.weight_decay), mom = C(h.momentum), damp = C(h.dampening);
+  const C sign = h.maximize ? C(-1) : C(1);
+  if (!h.grad_scale.defined()) {
+#pragma omp simd
+    for (int64_t k = b; k < e; ++k) {
+      C pk = C(p[k]), bk = kBuffer ? C(buf[k]) : C(0);
+      scalar_ops::SgdElement()(pk, C(g[k]) * sign, bk, kBuffer, kFirst, kNesterov, clr, wd, mom,
+                               damp);
+      p[k] = T(pk);
+      if constexpr (kBuffer) buf[k] = T(bk);
     }
-    if (h.maximize) gk = -gk;
-    C pk = C(p[k]), bk = buf ? C(buf[k]) : C(0);
-    scalar_ops::SgdElement()(pk, gk, bk, has_buffer, h.first_step, h.nesterov, C(lr),
-                             C(h.weight_decay), C(h.momentum), C(h.dampening));
-    p[k] = T(pk);
-    if (buf) buf[k] = T(bk);
+    return;
   }
+  for (int64_t k = b; k < e; ++k) {
+    C gk = C(C(g[k]) * C(inv_scale));
+    g[k] = T(gk);
+    C pk = C(p[k]), bk = kBuffer ? C(buf[k]) : C(0);
+    scalar_ops::SgdElement()(pk, gk * sign, bk, kBuffer, kFirst, kNesterov, clr, wd, mom, damp);
+    p[k] = T(pk);
+    if constexpr (kBuffer) buf[k] = T(bk);
+  }
+}
+
+template <class T>
+void sgd_range_for(const SgdLists& t, size_t i, int64_t b, int64_t e, const SgdStep& h,
+                   double lr, double inv_scale) {
+  if (t.momentum_buffers.empty()) return sgd_range<T, false, false, false>(t, i, b, e, h, lr,
+                                                                          inv_scale);
+  if (h.first_step) {
+    if (h.nesterov) return sgd_range<T, true, true, true>(t, i, b, e, h, lr, inv_scale);
+    return sgd_range<T, true, true, false>(t, i, b, e, h, lr, inv_scale);
+  }
+  if (h.nesterov) return sgd_range<T, true, false, true>(t, i, b, e, h, lr, inv_scale);
+  return sgd_range<T, true, false, false>(t, i, b, e, h, lr, inv_scale);
 }
 
 // 1 / grad_scale, or 0 when found_inf says to skip the step.
@@ -155,7 +175,7 @@ void fused_sgd(const SgdLists& t, const SgdStep& h) {
     IGNIS_DISPATCH_FLOAT(p.dtype(), "_fused_sgd_", [] { static_assert(sizeof(scalar_t) > 0); });
   for_each_piece(t.params, [&](size_t i, int64_t b, int64_t e) {
     IGNIS_DISPATCH_FLOAT(t.params[i].dtype(), "_fused_sgd_", [&] {
-      sgd_range<scalar_t>(t, i, b, e, h, lr, inv_scale);
+      sgd_range_for<scalar_t>(t, i, b, e, h, lr, inv_scale);
     });
   });
 }
