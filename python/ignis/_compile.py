@@ -134,12 +134,23 @@ def _make_backend(backend, options, mode=None):
 
 def _counted(backend):
     """The backend, counting each graph it is given in torch's counter
-    (ignis._dynamo.utils.counters["stats"]["unique_graphs"])."""
+    (ignis._dynamo.utils.counters["stats"]["unique_graphs"]). One shim per
+    backend object, kept on the backend: capture keeps a code's cache entries
+    per backend, so compiling again with the same backend must hand capture
+    the same object (a map beside it would keep every backend alive; the
+    attribute's cycle is collected with the backend)."""
+    shim = getattr(backend, "_ignis_counting_shim", None)
+    if shim is not None:
+        return shim
     from ._dynamo.utils import counters
 
     def compile_graph(gm, example_inputs, **kwargs):
         counters["stats"]["unique_graphs"] += 1
         return backend(gm, example_inputs, **kwargs)
+    try:
+        backend._ignis_counting_shim = compile_graph
+    except (AttributeError, TypeError):  # no attributes (a bound method): a shim per compile
+        pass
     return compile_graph
 
 
