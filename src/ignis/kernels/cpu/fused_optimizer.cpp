@@ -23,6 +23,7 @@ float one_value(const Tensor& t) { return *static_cast<const float*>(t.data_ptr(
 // per tensor (in double, then rounded to the compute type). A found_inf
 // that is not 0 skips the whole step (the optimizer's step counts are the
 // caller's business, as in torch).
+
 // Elements [b, e) of tensor i. Without a gradient scaler (the usual case)
 // the flags become constants of an `omp simd` loop, so it vectorises; with
 // one, the gradient is unscaled and stored back element by element.
@@ -40,22 +41,7 @@ void adam_range(const AdamLists& t, size_t i, int64_t b, int64_t e, const AdamSt
   const C bc2_sqrt = C(std::sqrt(1 - std::pow(h.beta2, step)));
   const C clr = C(lr), b1 = C(h.beta1), b2 = C(h.beta2), wd = C(h.weight_decay), eps = C(h.eps);
   const C sign = h.maximize ? C(-1) : C(1);
-  if (!h.grad_scale.defined()) {
-#pragma omp simd
-    for (int64_t k = b; k < e; ++k) {
-      C pk = C(p[k]), mk = C(m[k]), vk = C(v[k]), vmk = kAmsgrad ? C(vmax[k]) : C(0);
-      scalar_ops::AdamElement()(pk, C(g[k]) * sign, mk, vk, vmk, kAmsgrad, kDecoupled, clr, b1,
-                                b2, wd, eps, bc1, bc2_sqrt);
-      p[k] = T(pk);
-      m[k] = T(mk);
-      v[k] = T(vk);
-      if constexpr (kAmsgrad) vmax[k] = T(vmk);
-    }
-    return;
-  }
-  for (int64_t k = b; k < e; ++k) {
-    C gk = C(C(g[k]) * C(inv_scale));
-    g[k] = T(gk);
+  auto update = [&](int64_t k, C gk) {
     C pk = C(p[k]), mk = C(m[k]), vk = C(v[k]), vmk = kAmsgrad ? C(vmax[k]) : C(0);
     scalar_ops::AdamElement()(pk, gk * sign, mk, vk, vmk, kAmsgrad, kDecoupled, clr, b1, b2, wd,
                               eps, bc1, bc2_sqrt);
@@ -63,6 +49,16 @@ void adam_range(const AdamLists& t, size_t i, int64_t b, int64_t e, const AdamSt
     m[k] = T(mk);
     v[k] = T(vk);
     if constexpr (kAmsgrad) vmax[k] = T(vmk);
+  };
+  if (!h.grad_scale.defined()) {
+#pragma omp simd
+    for (int64_t k = b; k < e; ++k) update(k, C(g[k]));
+    return;
+  }
+  for (int64_t k = b; k < e; ++k) {
+    const C gk = C(C(g[k]) * C(inv_scale));
+    g[k] = T(gk);
+    update(k, gk);
   }
 }
 
@@ -103,24 +99,21 @@ void sgd_range(const SgdLists& t, size_t i, int64_t b, int64_t e, const SgdStep&
   T* __restrict buf = kBuffer ? static_cast<T*>(t.momentum_buffers[i].data_ptr()) : nullptr;
   const C clr = C(lr), wd = C(h.weight_decay), mom = C(h.momentum), damp = C(h.dampening);
   const C sign = h.maximize ? C(-1) : C(1);
-  if (!h.grad_scale.defined()) {
-#pragma omp simd
-    for (int64_t k = b; k < e; ++k) {
-      C pk = C(p[k]), bk = kBuffer ? C(buf[k]) : C(0);
-      scalar_ops::SgdElement()(pk, C(g[k]) * sign, bk, kBuffer, kFirst, kNesterov, clr, wd, mom,
-                               damp);
-      p[k] = T(pk);
-      if constexpr (kBuffer) buf[k] = T(bk);
-    }
-    return;
-  }
-  for (int64_t k = b; k < e; ++k) {
-    C gk = C(C(g[k]) * C(inv_scale));
-    g[k] = T(gk);
+  auto update = [&](int64_t k, C gk) {
     C pk = C(p[k]), bk = kBuffer ? C(buf[k]) : C(0);
     scalar_ops::SgdElement()(pk, gk * sign, bk, kBuffer, kFirst, kNesterov, clr, wd, mom, damp);
     p[k] = T(pk);
     if constexpr (kBuffer) buf[k] = T(bk);
+  };
+  if (!h.grad_scale.defined()) {
+#pragma omp simd
+    for (int64_t k = b; k < e; ++k) update(k, C(g[k]));
+    return;
+  }
+  for (int64_t k = b; k < e; ++k) {
+    const C gk = C(C(g[k]) * C(inv_scale));
+    g[k] = T(gk);
+    update(k, gk);
   }
 }
 
