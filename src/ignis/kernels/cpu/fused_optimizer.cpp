@@ -24,9 +24,25 @@ float one_value(const Tensor& t) { return *static_cast<const float*>(t.data_ptr(
 // that is not 0 skips the whole step (the optimizer's step counts are the
 // caller's business, as in torch).
 
-// Elements [b, e) of tensor i. Without a gradient scaler (the usual case)
-// the flags become constants of an `omp simd` loop, so it vectorises; with
-// one, the gradient is unscaled and stored back element by element.
+// update(k, gradient) for k in [b, e). Without a gradient scaler (the usual
+// case) in an `omp simd` loop, so that with the caller's flags as constants
+// it vectorises; with one, the gradient is unscaled and stored back first.
+template <class C, class T, class F>
+IGNIS_ALWAYS_INLINE void each_element(T* g, int64_t b, int64_t e, bool unscale, double inv_scale,
+                                      const F& update) {
+  if (!unscale) {
+#pragma omp simd
+    for (int64_t k = b; k < e; ++k) update(k, C(g[k]));
+    return;
+  }
+  for (int64_t k = b; k < e; ++k) {
+    const C gk = C(C(g[k]) * C(inv_scale));
+    g[k] = T(gk);
+    update(k, gk);
+  }
+}
+
+// Elements [b, e) of tensor i (the flags as template constants).
 template <class T, bool kAmsgrad, bool kDecoupled>
 void adam_range(const AdamLists& t, size_t i, int64_t b, int64_t e, const AdamStep& h, double lr,
                 double inv_scale) {
@@ -50,16 +66,7 @@ void adam_range(const AdamLists& t, size_t i, int64_t b, int64_t e, const AdamSt
     v[k] = T(vk);
     if constexpr (kAmsgrad) vmax[k] = T(vmk);
   };
-  if (!h.grad_scale.defined()) {
-#pragma omp simd
-    for (int64_t k = b; k < e; ++k) update(k, C(g[k]));
-    return;
-  }
-  for (int64_t k = b; k < e; ++k) {
-    const C gk = C(C(g[k]) * C(inv_scale));
-    g[k] = T(gk);
-    update(k, gk);
-  }
+  each_element<C>(g, b, e, h.grad_scale.defined(), inv_scale, update);
 }
 
 // Note [One parallel region per fused step]
@@ -88,8 +95,7 @@ void for_each_piece(const std::vector<Tensor>& params, F&& f) {
                                      pieces[size_t(q)][2]);
 }
 
-// Elements [b, e) of tensor i; as adam_range, the flags are constants of an
-// `omp simd` loop unless a gradient scaler is given.
+// Elements [b, e) of tensor i (the flags as template constants).
 template <class T, bool kBuffer, bool kFirst, bool kNesterov>
 void sgd_range(const SgdLists& t, size_t i, int64_t b, int64_t e, const SgdStep& h, double lr,
                double inv_scale) {
@@ -105,16 +111,7 @@ void sgd_range(const SgdLists& t, size_t i, int64_t b, int64_t e, const SgdStep&
     p[k] = T(pk);
     if constexpr (kBuffer) buf[k] = T(bk);
   };
-  if (!h.grad_scale.defined()) {
-#pragma omp simd
-    for (int64_t k = b; k < e; ++k) update(k, C(g[k]));
-    return;
-  }
-  for (int64_t k = b; k < e; ++k) {
-    const C gk = C(C(g[k]) * C(inv_scale));
-    g[k] = T(gk);
-    update(k, gk);
-  }
+  each_element<C>(g, b, e, h.grad_scale.defined(), inv_scale, update);
 }
 
 template <class T>
