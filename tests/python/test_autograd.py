@@ -614,6 +614,27 @@ def test_inplace_on_view_errors():
         c.sum().backward()
 
 
+@pytest.mark.parametrize("libname", ["ignis", "torch"])
+def test_ops_without_a_derivative_read_no_history_of_a_stale_no_grad_view(libname):
+    # A no-grad view whose base was written: reading its history raises
+    # (sign, add), but comparisons, isnan, argmax, all() and equal() have no
+    # derivative and leave its history unread, as torch's do.
+    if libname == "torch" and torch is None:
+        pytest.skip("torch is not installed")
+    m = ignis if libname == "ignis" else torch
+    a = m.randn(3, 3).requires_grad_()
+    with m.no_grad():
+        v = a.t()
+        v[v > 0.5] = 0.5
+    assert v.requires_grad
+    assert not (v == v).requires_grad and bool((v == v).all())
+    assert m.equal(v, v) and not bool(v.isnan().any())
+    assert v.argmax().dtype == m.int64 and (v > 0).dtype == m.bool
+    for use in (lambda: v.sign(), lambda: v + 1, lambda: v.grad_fn):
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+            use()
+
+
 # (name, fn(m, a, w)): `a` requires grad, `w` does not. Torch saves an input
 # only for the gradients whose formulas read it, so writing it afterwards is
 # an error only then (mul: `a` is saved for w's gradient, which none needs).

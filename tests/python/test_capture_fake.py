@@ -87,5 +87,57 @@ def test_data_dependent_ops_still_break(fn, reason):
     assert len(reasons) == 1 and reasons[0].startswith(reason), reasons
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("target", ["leaf", "view_of_leaf", "no_grad_view"])
+def test_a_masked_assignment_autograd_refuses_raises_after_the_side_effects(backend, target):
+    # Fakes cannot run x[mask] = v (the count of True is unknown to them), but
+    # autograd's in-place check needs no count: capture makes it, so the graph
+    # breaks there and the assignment raises eagerly after the log's append
+    # (fuzz seed 92969). Torch raises the same error at the same point.
+    def f(a, log):
+        log.append(1)
+        if target == "leaf":
+            v = a
+        elif target == "view_of_leaf":
+            v = a.t()
+        else:
+            h = a * 1
+            with ignis.no_grad():
+                v = h[:, :]
+        v[v > 0.5] = 0.5
+        return v
+
+    messages = {"leaf": "a leaf Variable that requires grad",
+                "view_of_leaf": "a view of a leaf Variable that requires grad",
+                "no_grad_view": "A view was created in no_grad mode"}
+    for fn in (f, ignis.compile(f, backend=backend)):
+        log = []
+        with pytest.raises(RuntimeError, match=messages[target]):
+            fn(ignis.randn(3, 3, requires_grad=True), log)
+        assert log == [1]
+        # Under no_grad, or with nothing requiring grad, the write is allowed.
+        a = ignis.randn(3, 3)
+        with ignis.no_grad():
+            out = fn(a.clone().requires_grad_(), [])
+        expect = f(a.clone(), [])
+        assert ignis.equal(out, expect)
+
+
+def test_a_masked_assignment_of_a_value_requiring_grad_keeps_eagers_gradient():
+    # The check runs only where eager records the write: a target that does
+    # not require grad taking a value that does is allowed, and differentiable.
+    def f(a, b):
+        x = a * 1
+        x[x > 0] = b.sum()
+        return x * 2
+
+    a = ignis.randn(4, 3)
+    b1 = ignis.randn(3, requires_grad=True)
+    b2 = b1.detach().clone().requires_grad_()
+    f(a, b1).sum().backward()
+    ignis.compile(f, backend="aot_eager")(a, b2).sum().backward()
+    assert ignis.allclose(b1.grad, b2.grad)
+
+
 if __name__ == "__main__":
     raise SystemExit(pytest.main([__file__, "-q"]))

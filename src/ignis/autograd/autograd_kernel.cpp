@@ -1,5 +1,7 @@
 #include "ignis/autograd/autograd_kernel.h"
 
+#include <algorithm>
+
 #include "ignis/autograd/autograd_meta.h"
 #include "ignis/autograd/functions.h"
 #include "ignis/autograd/grad_mode.h"
@@ -39,22 +41,6 @@ void check_nondiff(const OpHandle& op, const OpDef& d, const Stack& s) {
     IGNIS_FAIL_KIND(Runtime, "The function '", op.name(), "' is not differentiable with respect "
                     "to argument '", fs.args[i].name, "'. This input cannot have requires_grad "
                     "True.");
-  }
-}
-
-// In-place ops: a leaf that requires grad may not be modified; a view is
-// modified through its base (CopySlices), so the base must not be such a leaf.
-void check_inplace(const Tensor& self) {
-  AutogradMeta* m = get_meta(self);
-  if (!m) return;
-  if (m->is_view_ && m->no_grad_view_) fail_inplace_on_no_grad_view();
-  IGNIS_CHECK(!(m->requires_grad_ && !m->grad_fn_),
-              "a leaf Variable that requires grad is being used in an in-place operation.");
-  if (m->is_view_) {
-    AutogradMeta* bm = get_meta(m->base_);
-    IGNIS_CHECK(!(bm && bm->requires_grad_ && !bm->grad_fn_),
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation.");
   }
 }
 
@@ -195,6 +181,46 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
   }
 }
 
+// Note [Ops without a derivative record after running]
+// An op declared without a derivative (comparisons, isnan, argmax, ...)
+// records a node only so that a backward through one of its floating outputs
+// raises; most have no floating output at all. Such an op runs first and
+// takes its inputs' edges only when an output needs the node: reading an
+// edge is not free of effects (a no-grad view whose base was written refuses
+// it), and torch, whose outputs of these ops are not differentiable, never
+// reads them (`v == v` on such a view works in torch).
+void record_without_derivative(const OpHandle& op, DispatchKeySet below, Stack& s) {
+  const FunctionSchema& fs = op.schema();
+  std::vector<Tensor> inputs;  // one per tensor argument slot, undefined for None
+  for (size_t i = 0; i < fs.args.size(); ++i) {
+    const ArgType at = fs.args[i].type;
+    if (!is_tensor_arg(at) && at != ArgType::TensorList) continue;
+    if (s[i].is_tensor()) inputs.push_back(s[i].to_tensor());
+    else if (s[i].is_tensor_list()) for (const Tensor& t : s[i].to_tensor_list()) inputs.push_back(t);
+    else inputs.emplace_back();
+  }
+  {
+    ExcludeDispatchKeyGuard guard(kAutogradKeys);
+    op.redispatch(below, s);
+  }
+  std::vector<Tensor*> outs = flat_outputs(s);
+  auto needs_node = [&](const Tensor* t) {
+    if (!t || !t->defined() || !is_floating(t->dtype())) return false;
+    for (const Tensor& in : inputs)
+      if (in.defined() && in.is_same(*t)) return false;  // passed through unchanged
+    return true;
+  };
+  if (std::none_of(outs.begin(), outs.end(), needs_node)) return;
+  auto node = std::make_shared<NotImplementedNode>(op.name());
+  auto& edges = node->mutable_next_edges();
+  for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
+  for (size_t j = 0; j < outs.size(); ++j) {
+    Tensor* t = outs[j];
+    node->add_input_geom(t && t->defined() ? *t : Tensor());
+    if (needs_node(t)) set_history(*t, node, static_cast<uint32_t>(j));
+  }
+}
+
 void autograd_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
   DispatchKeySet below = ks.below(DispatchKey::AutogradCPU);
   const OpDef* d = op.def();
@@ -228,6 +254,10 @@ void autograd_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
     return;
   }
   if (d && d->nondiff_inputs) check_nondiff(op, *d, s);
+  if (d && !d->derivative && !d->is_view && !op.schema().is_inplace()) {
+    record_without_derivative(op, below, s);
+    return;
+  }
   record(op, below, s);
 }
 

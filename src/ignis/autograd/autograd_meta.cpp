@@ -85,6 +85,20 @@ void fail_inplace_on_no_grad_view() {
              "outside (if you want the inplace to be tracked).");
 }
 
+void check_inplace(const Tensor& self) {
+  AutogradMeta* m = get_meta(self);
+  if (!m) return;
+  if (m->is_view_ && m->no_grad_view_) fail_inplace_on_no_grad_view();
+  IGNIS_CHECK(!(m->requires_grad_ && !m->grad_fn_),
+              "a leaf Variable that requires grad is being used in an in-place operation.");
+  if (m->is_view_) {
+    AutogradMeta* bm = get_meta(m->base_);
+    IGNIS_CHECK(!(bm && bm->requires_grad_ && !bm->grad_fn_),
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.");
+  }
+}
+
 void fail_no_grad_view_rebased() {
   IGNIS_FAIL("A view was created in no_grad mode and its base or another view of its base has "
              "been modified inplace with grad mode enabled. Given that this use case is "

@@ -67,6 +67,10 @@ void set_view_of(const Tensor& t, const Tensor& base, bool no_grad = false);
 // with grad mode on, and its history read after its base was written.
 [[noreturn]] void fail_inplace_on_no_grad_view();
 [[noreturn]] void fail_no_grad_view_rebased();
+// The check of an in-place op recorded with grad mode on (some input requires
+// grad): a leaf that requires grad may not be modified, nor a view of one (a
+// view is written through its base), nor a view made under no_grad.
+void check_inplace(const Tensor& self);
 // Makes `fn` the grad_fn of t (output output_nr of fn).
 void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
 // A tensor sharing t's data and version counter, without history.

@@ -666,6 +666,22 @@ bool bool_mask_index(PyObject* index) {
     if (is_mask(PyTuple_GET_ITEM(index, i))) return true;
   return false;
 }
+
+// Eager's index_put_ records itself when grad mode is on and the target or
+// the value requires grad, and autograd refuses the write there (a leaf that
+// requires grad, a view of one, a no-grad view): the same check, on the fakes.
+void check_masked_assignment(PyObject* target, PyObject* value) {
+  if (!py::is_tensor(target) || !autograd::grad_enabled()) return;
+  const Tensor& t = py::unwrap(target);
+  const bool value_requires_grad = py::is_tensor(value) && autograd::requires_grad(py::unwrap(value));
+  if (!autograd::requires_grad(t) && !value_requires_grad) return;
+  try {
+    autograd::check_inplace(t);
+  } catch (const std::exception& e) {
+    throw Unsupported{str("an assignment through a boolean mask fails on the traced values: ",
+                          e.what())};
+  }
+}
 }  // namespace
 
 Obj Tracer::run_on_fakes(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
@@ -781,7 +797,11 @@ VTP Tracer::call_graph(PyObject* fn, const std::string& method, const std::vecto
     // count is unknown to fakes, so that assignment is not run on them.
     // Others are: autograd's checks (a leaf that requires grad) raise here,
     // so the assignment runs eagerly after a break, and the target's fake
-    // takes its history (it may come to require grad).
+    // takes its history (it may come to require grad). The masked one gets
+    // the same checks without running: else the graph would raise at run
+    // time, after the side effects traced before it and before the plan
+    // replays them (fuzz seed 92969).
+    check_masked_assignment(fake_arg(args.at(0)).get(), fake_arg(args.at(2)).get());
     result = Obj::borrow(Py_None);
   } else {
     result = run_on_fakes(fn, method, args, kwargs);

@@ -1,11 +1,13 @@
 """Fuzz repro (eager): mismatch:globals
 
 Seed 92969, shrunk: g_log.append(k), then v3 = a.t(); v3[v3 > 0.5] = 0.5 with a a leaf
-that requires grad. Eager raises at the assignment, after the append. Capture does not
+that requires grad. Eager raises at the assignment, after the append. Capture did not
 run a boolean-mask index assignment on its fakes (the count is unknown to them), so
-autograd's in-place check does not raise while tracing: the graph raises at run time,
-before the plan replays the append, which is lost. A known difference (docs/fuzzing.md,
-"Known differences"): a strict xfail until fixed.
+autograd's in-place check did not raise while tracing: the graph raised at run time,
+before the plan replayed the append, which was lost. Capture now makes autograd's
+in-place check of such an assignment on the fakes (check_masked_assignment in
+src/ignis/capture/tracer_calls.cpp): the graph breaks before it, and the assignment
+raises eagerly after the append.
 
 Run: python3 bool_mask_assignment_into_leaf_view_after_side_effect.py  (prints the mismatch; exit status 1 while it reproduces).
 Each call gets a, b, buf: (R, C) normal tensors from `seed`, a and b requiring grad
