@@ -19,11 +19,12 @@ BACKENDS = ("eager", "aot_eager", "inductor")
 
 
 def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=print, skip=(),
-         per_class=3):
+         per_class=3, device="cpu"):
     """Runs `count` programs; returns {category: [(seed, repro path or None)]}.
 
     With do_minimize, the first `per_class` failures of each category are
-    shrunk (the others are written as generated).
+    shrunk (the others are written as generated). `device`: where the
+    programs' inputs live ("cuda": eager on the GPU is the reference).
     """
     worker = Worker(timeout=timeout)
     failures = collections.defaultdict(list)
@@ -31,21 +32,22 @@ def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=p
     try:
         for s in range(seed, seed + count):
             src = generate(s, skip)
-            fail, secs = worker.check(src, backend)
+            fail, secs = worker.check(src, backend, device)
             if fail is None:
                 continue
-            log(f"[fuzz] seed {s} ({backend}): {fail.category}")
+            log(f"[fuzz] seed {s} ({backend}, {device}): {fail.category}")
             path = None
             if out:
                 Path(out).mkdir(parents=True, exist_ok=True)
                 shrink = do_minimize and len(failures[fail.category]) < per_class
                 if shrink:
-                    src = minimize(src, backend, fail.category, worker, log=log)
-                    again, _ = worker.check(src, backend)
+                    src = minimize(src, backend, fail.category, worker, log=log, device=device)
+                    again, _ = worker.check(src, backend, device)
                     fail = again or fail
                 slug = fail.category.replace(":", "-")
-                path = Path(out) / f"{backend}_seed{s}_{slug}.py"
-                write_repro(path, src, backend, fail)
+                where = "" if device == "cpu" else f"_{device}"
+                path = Path(out) / f"{backend}{where}_seed{s}_{slug}.py"
+                write_repro(path, src, backend, fail, device)
                 if shrink:  # the repro must fail on its own, in a fresh process
                     alone = run_repro(path, timeout=timeout)
                     if alone != fail.category:
@@ -54,7 +56,7 @@ def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=p
             failures[fail.category].append((s, path))
     finally:
         worker.close()
-    log(f"[fuzz] {backend}: {count} programs in {time.time() - t0:.0f} s, "
+    log(f"[fuzz] {backend} ({device}): {count} programs in {time.time() - t0:.0f} s, "
         f"{sum(map(len, failures.values()))} failed")
     for cat, items in sorted(failures.items()):
         log(f"  {cat}: {len(items)} (seeds {', '.join(str(s) for s, _ in items[:12])}"
@@ -75,16 +77,22 @@ def main(argv=None):
                    help="with --minimize, shrink only the first N failures of each category")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per program")
     p.add_argument("--skip", default="", help="comma-separated statement kinds to leave out")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                   help="where the programs' inputs live (cuda: needs a GPU)")
     p.add_argument("--show", action="store_true", help="print program --seed and exit")
     a = p.parse_args(argv)
     skip = [x for x in a.skip.split(",") if x]
     if a.show:
         print(generate(a.seed, skip))
         return 0
+    if a.device == "cuda":
+        from .runner import _ignis
+        if not _ignis().cuda.is_available():
+            p.error("--device cuda: ignis.cuda.is_available() is False on this machine")
     failed = False
     for backend in (BACKENDS if a.backend == "all" else (a.backend,)):
         failed |= bool(fuzz(backend, a.count, a.seed, a.out, a.minimize, a.timeout, skip=skip,
-                            per_class=a.per_class))
+                            per_class=a.per_class, device=a.device))
     return 1 if failed else 0
 
 

@@ -212,11 +212,11 @@ class Gen:
                 return f"torch.where({x} > 0, {x}, {y})", s, None
             return f"{x}.masked_fill({x} < {round(r.uniform(-1, 1), 1)}, 0.25)", s, None
         if kind == "factory":
-            f = r.choice([("torch.ones_like({x})", s), ("torch.zeros({x}.shape[0], 1, dtype={x}.dtype)",
+            f = r.choice([("torch.ones_like({x})", s), ("torch.zeros({x}.shape[0], 1, dtype={x}.dtype, device={x}.device)",
                                                          ("R", 1) if s[:1] == ("R",) else None),
                           ("torch.full_like({x}, k * 0.5)", s),
-                          ("torch.arange(a.shape[1], dtype=a.dtype)", VC),
-                          ("torch.ones(a.shape[0], a.shape[1], dtype=a.dtype) * k", RC)])
+                          ("torch.arange(a.shape[1], dtype=a.dtype, device=a.device)", VC),
+                          ("torch.ones(a.shape[0], a.shape[1], dtype=a.dtype, device=a.device) * k", RC)])
             if f[1] is not None and len(s) >= 1:
                 return f[0].format(x=x), f[1], None
             return f"{x} + 0", s, None
@@ -232,8 +232,8 @@ class Gen:
             return f"torch.cat([{x}, {y[0]}], 1).sum(1, keepdim=True)", (s[0], 1), None
         if kind == "index" and len(s) == 2:
             i = r.choice(["[[0, -1]].sum(0, keepdim=True)",
-                          ".index_select(0, torch.tensor([0, 0]))[:1]", "[1:].sum(0, keepdim=True)",
-                          "[{x} > 0].sum().reshape(1, 1)"])
+                          ".index_select(0, torch.tensor([0, 0], device={x}.device))[:1]",
+                          "[1:].sum(0, keepdim=True)", "[{x} > 0].sum().reshape(1, 1)"])
             return f"{x}{i}".format(x=x), (1, s[1]) if "reshape" not in i else (1, 1), None
         if kind == "shape_math" and len(s) == 2:
             return f"{x} * ({x}.shape[0] + {x}.shape[1] * k) / {x}.numel()", s, None
@@ -467,7 +467,7 @@ class Gen:
             self.globals_used.update(["g_count", "g_log", "g_state", "g_scale", "g_acc"])
             x, shape, _ = r.choice(pool)
             g = r.choice(["g_count += 1", "g_log.append(k)", "g_state['calls'] = g_state.get('calls', 0) + k",
-                          "g_scale = g_scale * 0.5 + 0.25", f"g_acc.add_({x}.detach().sum())",
+                          "g_scale = g_scale * 0.5 + 0.25", f"g_acc.add_({x}.detach().sum().cpu())",
                           "g_log.append(len(g_log))", "g_box.n += k", "g_box.items.append(k)"])
             lines.append(ind + g)
             if r.random() < 0.5:

@@ -58,7 +58,7 @@ def _candidates(tree):
                     yield t
 
 
-def minimize(src, backend, category, worker, log=print, max_tries=300):
+def minimize(src, backend, category, worker, log=print, max_tries=300, device="cpu"):
     """The smallest program found that still fails with `category` (source text).
 
     `worker` (a runner.Worker) runs the candidates; deletion continues from
@@ -80,7 +80,7 @@ def minimize(src, backend, category, worker, log=print, max_tries=300):
         except (SyntaxError, ValueError):
             ok = False
         else:
-            fail, _ = worker.check(text, backend)
+            fail, _ = worker.check(text, backend, device)
             ok = fail is not None and fail.category == category
         if ok:
             best, misses = cand, 0

@@ -46,14 +46,14 @@ def _ignis():
     return ignis
 
 
-def make_inputs(ignis, spec):
+def make_inputs(ignis, spec, device="cpu"):
     import numpy as np
     g = np.random.default_rng(spec["seed"])
     R, C = spec["R"], spec["C"]
     dt = np.float32 if spec["dtype"] == "float32" else np.float64
-    a = ignis.tensor(g.standard_normal((R, C)).astype(dt), requires_grad=spec["grad"])
-    b = ignis.tensor(g.standard_normal((R, C)).astype(dt), requires_grad=spec["grad"])
-    buf = ignis.tensor(g.standard_normal((R, C)).astype(dt))
+    a = ignis.tensor(g.standard_normal((R, C)).astype(dt), requires_grad=spec["grad"], device=device)
+    b = ignis.tensor(g.standard_normal((R, C)).astype(dt), requires_grad=spec["grad"], device=device)
+    buf = ignis.tensor(g.standard_normal((R, C)).astype(dt), device=device)
     return a, b, buf, spec["k"]
 
 
@@ -63,8 +63,11 @@ def normalize(ignis, v, depth=0):
         return ("deep",)
     if isinstance(v, ignis.Tensor):
         t = v.detach()
+        device = t.device.type
+        t = t.cpu()
         return ("tensor", str(t.dtype), tuple(t.shape), bool(v.requires_grad),
-                t.to(ignis.float64).numpy().copy() if t.is_floating_point() else t.numpy().copy())
+                t.to(ignis.float64).numpy().copy() if t.is_floating_point() else t.numpy().copy(),
+                device)
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, [normalize(ignis, x, depth + 1) for x in v])
     if isinstance(v, dict):
@@ -91,16 +94,17 @@ def _grad_loss(ignis, result, seed):
             stack.extend(v.values())
     loss = None
     for o in outs:
-        w = ignis.tensor(g.standard_normal(tuple(o.shape))).to(o.dtype)
+        w = ignis.tensor(g.standard_normal(tuple(o.shape))).to(o.dtype).to(o.device)
         term = (o * w).sum()
         loss = term if loss is None else loss + term
     return loss
 
 
-def run_program(src, backend=None, filename="<fuzz program>", lib=None):
+def run_program(src, backend=None, filename="<fuzz program>", lib=None, device="cpu"):
     """Runs `src`'s calls; backend None = all eager. Returns one record per call.
     `lib`: the library the program imports as `torch` (default ignis; torch itself for
-    torch_ref.py, which then passes the program with `import torch`)."""
+    torch_ref.py, which then passes the program with `import torch`). `device`: where
+    the inputs live (the program's factories follow its inputs' device)."""
     ignis = lib or _ignis()
     ns = {"__name__": "fuzz_program"}
     exec(compile(src, filename, "exec"), ns)
@@ -108,7 +112,7 @@ def run_program(src, backend=None, filename="<fuzz program>", lib=None):
     cf = ignis.compile(f, backend=backend) if backend else f
     records = []
     for i, spec in enumerate(ns["CALLS"]):
-        a, b, buf, k = make_inputs(ignis, spec)
+        a, b, buf, k = make_inputs(ignis, spec, device)
         rec = {"call": i}
         out = io.StringIO()
         fn = cf if spec.get("mode", "compiled") == "compiled" else f
@@ -160,7 +164,7 @@ def diff(got, want, path=""):
     if isinstance(want, tuple) and want and want[0] == "tensor":
         if not (isinstance(got, tuple) and got and got[0] == "tensor"):
             return f"{path}: expected a tensor, got {_short(got)}"
-        for i, what in ((1, "dtype"), (2, "shape"), (3, "requires_grad")):
+        for i, what in ((1, "dtype"), (2, "shape"), (3, "requires_grad"), (5, "device")):
             if got[i] != want[i]:
                 return f"{path}: {what} {got[i]} != eager's {want[i]}"
         if not _close(got[4], want[4], want[1]):
@@ -244,33 +248,34 @@ def compare(got, want):
     return None
 
 
-def check(src, backend):
+def check(src, backend, device="cpu"):
     """None when the compiled run of `src` agrees with the eager one, else a Failure.
-    backend "torch": eager ignis against torch's eager mode (tests/fuzz/torch_ref.py)."""
+    backend "torch": eager ignis against torch's eager mode (tests/fuzz/torch_ref.py).
+    device "cuda": the inputs live on the GPU (eager on the GPU is the reference)."""
     if backend == "torch":
         from .torch_ref import eager_verdict
-        return eager_verdict(src)
+        return eager_verdict(src, device=device)
     ignis = _ignis()
     ignis.compiler.reset()
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            want = run_program(src, None)
+            want = run_program(src, None, device=device)
         except Exception as e:  # noqa: BLE001 - the program itself is broken (module level)
             return Failure("invalid-program", f"{type(e).__name__}: {e}")
         try:
-            got = run_program(src, backend)
+            got = run_program(src, backend, device=device)
         except Exception as e:  # noqa: BLE001 - compile() itself or the module raised
             return Failure(f"harness-raised:{type(e).__name__}", str(e)[:500])
     return compare(got, want)
 
 
-def repro_main(src, backend):
+def repro_main(src, backend, device="cpu"):
     """Entry point of a repro file: prints the mismatch; exit status 1 when it reproduces."""
-    fail = check(src, backend)
+    fail = check(src, backend, device)
     if fail is None:
-        print(f"FUZZ-OK: compiled ({backend}) agrees with eager")
+        print(f"FUZZ-OK: compiled ({backend}, {device}) agrees with eager")
         sys.exit(0)
     print(f"FUZZ-FAILURE: {fail.category}\n{fail.detail}")
     sys.stdout.flush()
@@ -288,7 +293,7 @@ def worker_main():
     for line in sys.stdin:
         req = json.loads(line)
         t0 = time.time()
-        fail = check(req["src"], req["backend"])
+        fail = check(req["src"], req["backend"], req.get("device", "cpu"))
         ans = {"ok": fail is None, "secs": time.time() - t0}
         if fail:
             ans.update(category=fail.category, detail=fail.detail)
@@ -321,12 +326,12 @@ class Worker:
         self.err.seek(0)
         return self.err.read().decode(errors="replace")[-1500:]
 
-    def check(self, src, backend):
+    def check(self, src, backend, device="cpu"):
         """(Failure or None, seconds)."""
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         t0 = time.time()
-        self.proc.stdin.write(json.dumps({"src": src, "backend": backend}) + "\n")
+        self.proc.stdin.write(json.dumps({"src": src, "backend": backend, "device": device}) + "\n")
         self.proc.stdin.flush()
         fd = self.proc.stdout
         while True:
@@ -361,7 +366,7 @@ def _signame(rc):
 # --------------------------------------------------------------------------------------------
 # Repro files
 # --------------------------------------------------------------------------------------------
-REPRO = '''"""Fuzz repro ({backend}): {category}
+REPRO = '''"""Fuzz repro ({backend}{on_device}): {category}
 
 {detail}
 
@@ -377,17 +382,20 @@ sys.path.insert(0, str(next((p for p in Path(__file__).resolve().parents
 from tests.fuzz.runner import repro_main  # noqa: E402  (also selects the checkout's ignis)
 
 BACKEND = {backend!r}
+DEVICE = {device!r}
 PROGRAM = r\'\'\'
 {src}\'\'\'
 
 if __name__ == "__main__":
-    repro_main(PROGRAM, BACKEND)
+    repro_main(PROGRAM, BACKEND, DEVICE)
 '''
 
 
-def write_repro(path, src, backend, fail):
+def write_repro(path, src, backend, fail, device="cpu"):
     detail = "\n".join(fail.detail.replace('"""', "'''").splitlines()[:12])
+    on_device = "" if device == "cpu" else f", {device}"
     Path(path).write_text(REPRO.format(backend=backend, category=fail.category, detail=detail,
+                                       device=device, on_device=on_device,
                                        name=Path(path).name, root=str(ROOT), src=src))
     return path
 

@@ -41,7 +41,7 @@ def _as_ignis(v):
     return v
 
 
-def verdict(src, backend):
+def verdict(src, backend, device="cpu"):
     """(category, verdict, detail) for a program whose compiled run differs from
     eager ignis; None when the two agree."""
     ignis = _ignis()
@@ -49,10 +49,10 @@ def verdict(src, backend):
     ignis.compiler.reset()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eager = run_program(src, None)
-        compiled = run_program(src, backend)
+        eager = run_program(src, None, device=device)
+        compiled = run_program(src, backend, device=device)
         try:
-            ref = _as_ignis(run_program(torch_source(src), None, lib=torch))
+            ref = _as_ignis(run_program(torch_source(src), None, lib=torch, device=device))
         except Exception as e:  # noqa: BLE001 - a program torch rejects at module level
             return "?", "torch-fails", f"{type(e).__name__}: {e}"
     fail = compare(compiled, eager)
@@ -75,7 +75,7 @@ def verdict(src, backend):
     return fail.category, v, f"call {call}: {detail}"
 
 
-def eager_verdict(src):
+def eager_verdict(src, device="cpu"):
     """A Failure where eager ignis differs from torch's eager mode (torch as the
     reference), or None; "torch-fails" when torch rejects the program."""
     ignis = _ignis()
@@ -83,9 +83,9 @@ def eager_verdict(src):
     from .runner import Failure
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        eager = run_program(src, None)
+        eager = run_program(src, None, device=device)
         try:
-            ref = _as_ignis(run_program(torch_source(src), None, lib=torch))
+            ref = _as_ignis(run_program(torch_source(src), None, lib=torch, device=device))
         except Exception as e:  # noqa: BLE001
             return Failure("torch-fails", f"{type(e).__name__}: {e}")
     return compare(eager, ref)

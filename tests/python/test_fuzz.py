@@ -13,7 +13,9 @@ docs/fuzzing.md, is a strict xfail: when a fix lands the test says so, and
 the repro moves to tests/fuzz/fixed.
 
 test_fixed: each repro in tests/fuzz/fixed, a bug the fuzzer found and that
-was fixed, agrees with eager on every backend.
+was fixed, agrees with eager on every backend (and on CUDA where there is a GPU).
+
+test_fuzz_sample_on_cuda: on a GPU, a sample with the inputs on CUDA.
 
 test_fuzz_eager_against_torch: the oracle itself, eager ignis, agrees with
 torch's eager mode on a sample (when torch is installed).
@@ -50,6 +52,30 @@ def test_fuzz_sample(backend, sample, tmp_path):
         cat, items = sorted(failures.items())[0]
         s, path = items[0]
         pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree "
+                    f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
+                    f"{Path(path).read_text()}")
+
+
+# On a GPU: the inputs on CUDA, eager on the GPU as the reference (seeds 0..99 and
+# 0..11 for the compiler, which builds CUDA C++ per program).
+CUDA_SAMPLE = {"eager": (0, 100), "aot_eager": (0, 100), "inductor": (0, 12)}
+
+
+def _cuda_available():
+    import ignis
+    return ignis.cuda.is_available()
+
+
+@pytest.mark.parametrize("backend", list(CUDA_SAMPLE))
+def test_fuzz_sample_on_cuda(backend, tmp_path):
+    if not _cuda_available():
+        pytest.skip("ignis.cuda.is_available() is False: no GPU or driver here")
+    seed, count = CUDA_SAMPLE[backend]
+    failures = fuzz(backend, count, seed, out=tmp_path, log=lambda *a: None, device="cuda")
+    if failures:
+        cat, items = sorted(failures.items())[0]
+        s, path = items[0]
+        pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree on CUDA "
                     f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
                     f"{Path(path).read_text()}")
 
@@ -93,9 +119,12 @@ def test_known_failure(path):
     assert fail is None, f"{path.name}: {fail.category}\n{fail.detail}"
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
 @pytest.mark.parametrize("backend", list(SAMPLE))
 @pytest.mark.parametrize("path", FIXED, ids=[p.stem for p in FIXED])
-def test_fixed(path, backend):
+def test_fixed(path, backend, device):
+    if device == "cuda" and not _cuda_available():
+        pytest.skip("ignis.cuda.is_available() is False: no GPU or driver here")
     src, _ = _repro(path)
-    fail = check(src, backend)
-    assert fail is None, f"{path.name} on {backend}: {fail.category}\n{fail.detail}"
+    fail = check(src, backend, device)
+    assert fail is None, f"{path.name} on {backend} ({device}): {fail.category}\n{fail.detail}"

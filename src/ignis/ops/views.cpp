@@ -691,6 +691,18 @@ void as_strided_scatter_impl(OpCall& c) {
   copy_into(make_view(out, DimVector(c.int_list(2)), DimVector(c.int_list(3)), off), c.tensor(1));
 }
 
+// On the GPU the two copies are the CUDA copy_ kernel's (strided both ways);
+// autograd, which recorded the whole op, is excluded from them.
+OpRef copy_op("copy_");
+void as_strided_scatter_cuda(OpCall& c) {
+  ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
+  Tensor& out = c.outputs[0];
+  copy_op.call(out, c.tensor(0));
+  int64_t off = c.args[4].is_none() ? 0 : c.int_arg(4);
+  copy_op.call(make_view(out, DimVector(c.int_list(2)), DimVector(c.int_list(3)), off),
+               c.tensor(1));
+}
+
 // A view op is core unless it declares a decomposition (onto the core views).
 void view_op(const std::string& schema, KernelFn k, DerivativeFn d, const char* doc = "",
              const char* saves = "", DecompFn decomp = nullptr) {
@@ -762,7 +774,7 @@ void register_view_ops() {
   def("as_strided_scatter(Tensor self, Tensor src, int[] size, int[] stride, "
       "int? storage_offset=None) -> Tensor")
       .category(OpCategory::Other).both()
-      .meta(as_strided_scatter_meta).cpu(as_strided_scatter_impl)
+      .meta(as_strided_scatter_meta).cpu(as_strided_scatter_impl).cuda(as_strided_scatter_cuda)
       .doc("self with the as_strided slice replaced by src (a copy)")
       .core();  // functionalization writes mutated views back with it
   view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
