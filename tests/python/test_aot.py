@@ -969,6 +969,44 @@ def _masked_fill_and_square(a, b):
     return a.masked_fill(a < 0.1, 0.25) * b, a * a
 
 
+def _filled_then_squared(b):
+    t1 = ignis.nn.functional.silu(b) if isinstance(b, ignis.Tensor) else \
+        torch.nn.functional.silu(b)
+    t1.fill_(4)
+    t5 = (t1 * 2 + t1).sin()
+    return t5, t5.square().sqrt()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_saved_output_is_checked_when_its_gradient_ends_in_zeros(backend):
+    # Fuzz seed 374742: square saves t5, an output the program writes after
+    # the graph; fill_ makes every gradient reaching b zeros. Eager's engine
+    # still runs SquareBackward and raises; the joint graph, where nothing
+    # depends on the tangents, dropped square's backward, and with it the
+    # record of what it read: the compiled backward ran. The tangents of what
+    # eager saves are now resolved before dead code goes.
+    def outcome(lib, fn):
+        b = lib.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+        t5, t6 = fn(b)
+        with lib.no_grad():
+            t5.sub_(1.0)
+        try:
+            t6.sum().backward()
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+            return "raised"
+        return b.grad.numpy()
+
+    assert outcome(ignis, _filled_then_squared) == "raised"
+    if torch is not None:
+        assert outcome(torch, _filled_then_squared) == "raised"
+    assert outcome(ignis, ignis.compile(_filled_then_squared, backend=backend)) == "raised"
+    # Not written: the compiled backward runs and gives eager's (zero) gradient.
+    b = ignis.randn(3, 4, requires_grad=True)
+    ignis.compile(_filled_then_squared, backend=backend)(b)[1].sum().backward()
+    assert ignis.equal(b.grad, ignis.zeros(3, 4))
+
+
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_the_backward_recomputes_from_an_input_only_for_gradients_eagers_formulas_read_it(
         backend):

@@ -172,25 +172,23 @@ def _grad_tangents(bw, num_saved, num_tangents):
     return [reach.get(g) if hasattr(g, "op") else None for g in out]
 
 
-def _eager_saved_inputs(joint, info):
+def _eager_saved_inputs(info):
     """The inputs and outputs eager's derivative formulas save, as
     (position, tangents): positions count the inputs, then the forward
     outputs; the tangents (positions) are those the gradients reaching the
     nodes that read them were computed from. The trace's backward ran
-    eager's formulas and recorded what they unpacked (info["eager_saved"]);
-    eager checks such a tensor's version when one of those nodes runs, and
-    the compiled backward checks it the same way, whether or not the
+    eager's formulas and recorded what they unpacked (info["eager_saved"],
+    with the tangents resolved on the whole trace: a reader whose gradient
+    ends in zeros is gone from the joint graph, but eager runs it); eager
+    checks such a tensor's version when one of those nodes runs, and the
+    compiled backward checks it the same way, whether or not the
     partitioner saved it (it may save a mask computed from an input, or
     recompute prod's result; Note [Saving what eager saves] in
     src/ignis/aot/partition.cpp)."""
-    tangents = [n for n in joint.graph.nodes
-                if n.op == "placeholder" and n.name.startswith("tangents")]
-    reach = {n.name: r for n, r in _tangent_reach(joint.graph, tangents).items()}
     deps = {}
-    for index, grad_nodes in info.get("eager_saved", ()):
-        d = set().union(*(reach.get(name, set()) for name in grad_nodes))
-        if d:  # a node no tangent reaches never runs in eager's backward
-            deps.setdefault(index, set()).update(d)
+    for index, tangents in info.get("eager_saved", ()):
+        if tangents:  # a node no tangent reaches never runs in eager's backward
+            deps.setdefault(index, set()).update(tangents)
     return sorted(deps.items())
 
 
@@ -431,7 +429,7 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         num_tangents = sum(req for req, *_ in info["outputs"])
         saved_tangents = _saved_tangents(bw, num_saved, num_tangents)
         grad_tangents = _grad_tangents(bw, num_saved, num_tangents)
-        eager_saved = _eager_saved_inputs(traced, info)
+        eager_saved = _eager_saved_inputs(info)
         compiled_fw = fw_compiler(fw, example_inputs)
         compiled_bw = bw_compiler(bw, example_inputs)
         runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,

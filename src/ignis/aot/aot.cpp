@@ -1,5 +1,6 @@
 #include "ignis/aot/aot.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ignis/aot/fake.h"
@@ -136,6 +137,41 @@ class EagerSavedRecorder : public autograd::SavedTensorObserver {
   const std::vector<Tensor>& outs_;
   std::vector<EagerSaved>* out_;
 };
+
+// Fills each EagerSaved's tangents from its gradient nodes, on the whole
+// traced graph (before dead code is eliminated): the tangents each node is
+// computed from, by one pass in graph order.
+static void resolve_tangents(const graph::Graph& g, const std::vector<Node*>& tangent_placeholders,
+                      std::vector<EagerSaved>* saved) {
+  if (saved->empty()) return;
+  std::unordered_map<const Node*, std::vector<int>> reach;
+  for (size_t k = 0; k < tangent_placeholders.size(); ++k)
+    reach[tangent_placeholders[k]] = {static_cast<int>(k)};
+  std::unordered_map<std::string, const Node*> by_name;
+  for (const Node* n : g.nodes()) {
+    by_name.emplace(n->name(), n);
+    if (n->op() == graph::OpKind::Placeholder) continue;
+    std::vector<int> r;
+    for (const Node* in : n->input_nodes()) {
+      auto it = reach.find(in);
+      if (it != reach.end()) r.insert(r.end(), it->second.begin(), it->second.end());
+    }
+    if (r.empty()) continue;
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    reach[n] = std::move(r);
+  }
+  for (EagerSaved& e : *saved) {
+    for (const std::string& name : e.grad_nodes) {
+      auto node = by_name.find(name);
+      if (node == by_name.end()) continue;
+      auto it = reach.find(node->second);
+      if (it != reach.end()) e.tangents.insert(e.tangents.end(), it->second.begin(), it->second.end());
+    }
+    std::sort(e.tangents.begin(), e.tangents.end());
+    e.tangents.erase(std::unique(e.tangents.begin(), e.tangents.end()), e.tangents.end());
+  }
+}
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
   TracedGraph r;
@@ -390,6 +426,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
           break;
         }
       size_t num_tangents = 0;
+      std::vector<Node*> tangent_placeholders;
       for (size_t k = 0; k < outs.size(); ++k) {
         if (!r.outputs[k].requires_grad) continue;
         const Tensor& o = outs[k];
@@ -398,6 +435,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
                             : OpRef("ones_like").tensor(o);
         g.set_insert_point(first_body);
         Node* ph = g.placeholder("tangents_" + std::to_string(++num_tangents));
+        tangent_placeholders.push_back(ph);
         g.set_insert_point(nullptr);
         ph->meta().tensors = {graph::TensorMeta::of(t)};
         tr.bind(t, ph);
@@ -419,6 +457,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         EagerSavedRecorder rec(tr, args, outs, &r.eager_saved);
         autograd::ObserveSavedTensors observe(&rec);
         grads = autograd::grad(roots, tangents, primals, bo);
+        resolve_tangents(g, tangent_placeholders, &r.eager_saved);
       }
       for (size_t i = 0; i < args.size(); ++i) {
         if (!r.inputs[i].requires_grad || grads.empty()) {

@@ -108,7 +108,12 @@ struct OutputInfo {
 // node that ran with the gradients named `grad_nodes` (joint graph nodes).
 struct EagerSaved {
   int index = -1;
-  std::vector<std::string> grad_nodes;
+  std::vector<std::string> grad_nodes;  // while tracing: the gradients its readers ran with
+  // The tangents (positions among the tangent placeholders) those gradients
+  // were computed from, resolved before dead code goes: a reader whose
+  // gradient ends in zeros (fill_'s derivative) leaves the graph, but eager
+  // runs it, and checks the version then (fuzz seed 374742).
+  std::vector<int> tangents;
 };
 
 struct TracedGraph {

@@ -8,7 +8,7 @@
 // info: {"joint": bool, "inputs": [(requires_grad, mutated, duplicate_of)],
 //        "outputs": [(requires_grad, aliased_input, alias_kind, mutated_input)],
 //        "output_views": [(output, the output it views, alias_kind)],
-//        "eager_saved": [(input or output position, [gradient node names])],
+//        "eager_saved": [(input or output position, [tangent positions])],
 //        "views_made_before_writes": [(output, sizes, strides, storage offset)],
 //        "no_grad_view_outputs": [output],
 //        "intermediate_bases": [output] (returned for the runtime, not the user's),
@@ -140,12 +140,12 @@ PyObject* info_of(const aot::TracedGraph& t) {
   }
   PyRef saved(PyList_New(0));
   for (const aot::EagerSaved& e : t.eager_saved) {
-    PyRef names(PyList_New(0));
-    for (const std::string& n : e.grad_nodes) {
-      PyRef u(PyUnicode_FromString(n.c_str()));
-      if (!u.p || PyList_Append(names.p, u.p) < 0) throw PythonErrorAlreadySet{};
+    PyRef tangents(PyList_New(0));
+    for (int k : e.tangents) {
+      PyRef u(PyLong_FromLong(k));
+      if (!u.p || PyList_Append(tangents.p, u.p) < 0) throw PythonErrorAlreadySet{};
     }
-    PyRef item(Py_BuildValue("(iO)", e.index, names.p));
+    PyRef item(Py_BuildValue("(iO)", e.index, tangents.p));
     if (!item.p || PyList_Append(saved.p, item.p) < 0) throw PythonErrorAlreadySet{};
   }
   return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "joint",
