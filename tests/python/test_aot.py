@@ -969,6 +969,39 @@ def _masked_fill_and_square(a, b):
     return a.masked_fill(a < 0.1, 0.25) * b, a * a
 
 
+def _stale_no_grad_view_of_intermediate(lib, a):
+    acc = a * 1.0
+    with lib.no_grad():
+        t = acc.transpose(0, 1)
+    acc.sub_(3)
+    return t, a.sin()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_no_grad_view_whose_base_the_graph_wrote_is_returned_stale(backend):
+    # Fuzz seed 500341: t, a no-grad view of an intermediate that the graph
+    # then writes with grad mode on, is stale in eager: it requires grad, its
+    # values follow the write, and reading its history raises. The compiled
+    # runtime returned a fresh no-grad view (the loss built from it worked).
+    def outcome(lib, fn):
+        a = lib.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+        t, s = fn(a)
+        values = t.detach().numpy().copy()
+        assert t.requires_grad
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+            (t * 2).sum()
+        s.sum().backward()
+        return values, a.grad.numpy()
+
+    libs = [ignis] + ([torch] if torch is not None else [])
+    want = [outcome(m, lambda a, m=m: _stale_no_grad_view_of_intermediate(m, a)) for m in libs]
+    got = outcome(ignis, ignis.compile(lambda a: _stale_no_grad_view_of_intermediate(ignis, a),
+                                       backend=backend))
+    for ref in want:
+        np.testing.assert_allclose(got[0], ref[0], rtol=1e-6)
+        np.testing.assert_allclose(got[1], ref[1], rtol=1e-6)
+
+
 def _filled_then_squared(b):
     t1 = ignis.nn.functional.silu(b) if isinstance(b, ignis.Tensor) else \
         torch.nn.functional.silu(b)

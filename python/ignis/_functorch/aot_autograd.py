@@ -228,6 +228,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     early_views = [(j, i, how, early_views[j]) for j, i, how in aliases if j in early_views]
     # No-grad views of values the user cannot reach otherwise (schema.h).
     no_grad_views = [j for j in info.get("no_grad_view_outputs", ()) if j in user_set]
+    stale_views = set(info.get("stale_no_grad_view_outputs", ()))
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
     zeros_like = ignis.zeros_like
@@ -340,6 +341,8 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
             with no_grad():
                 o = fw_outs[j]
                 fw_outs[j] = o.as_strided(o.shape, o.stride(), o.storage_offset())
+            if j in stale_views:
+                _C._mark_stale_view(fw_outs[j])
         for i, deps in eager_saved:
             j = i - len(args)
             t = args[i] if j < 0 else fw_outs[j] if j < len(fw_outs) and j in user_set else None

@@ -313,8 +313,10 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
           }
       info.requires_grad = differentiable && !remade;
       if (const autograd::AutogradMeta* m = autograd::get_meta(o);
-          r.joint && !remade && info.aliased_input < 0 && m && m->is_view_ && m->no_grad_view_)
+          r.joint && !remade && info.aliased_input < 0 && m && m->is_view_ && m->no_grad_view_) {
         info.no_grad_view = true;
+        info.stale_no_grad_view = m->stale_view();
+      }
       if (r.joint && remade)
         info.alias_kind = alias_kind(
             o, info.aliased_input >= 0 ? args[info.aliased_input] : outs[info.aliased_output],

@@ -92,6 +92,10 @@ struct OutputInfo {
   // a no-grad view of the node's output, so that it requires grad, takes no
   // gradient, and refuses an in-place op with grad mode on, as eager's does.
   bool no_grad_view = false;
+  // Such a no-grad view whose base the graph wrote after making it: eager's
+  // is stale, and refuses to give its history when next read (fuzz seed
+  // 500341); the runtime marks the one it returns stale too.
+  bool stale_no_grad_view = false;
   // Not one of the function's outputs: the intermediate that two or more of
   // them view (t10 = t7.unsqueeze(0), w = t10[:, :], t7 not returned). The
   // graph returns it after the function's outputs, and the runtime remakes

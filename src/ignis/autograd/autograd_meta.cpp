@@ -99,6 +99,13 @@ void check_inplace(const Tensor& self) {
   }
 }
 
+void mark_stale_view(const Tensor& t) {
+  AutogradMeta* m = get_meta(t);
+  IGNIS_CHECK(m && m->is_view_ && m->version_, "mark_stale_view: not a view");
+  // One behind the counter: it only moves forward, so the view stays stale.
+  m->view_version_ = m->version_->value() - 1;
+}
+
 void fail_no_grad_view_rebased() {
   IGNIS_FAIL("A view was created in no_grad mode and its base or another view of its base has "
              "been modified inplace with grad mode enabled. Given that this use case is "

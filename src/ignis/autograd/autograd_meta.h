@@ -71,6 +71,10 @@ void set_view_of(const Tensor& t, const Tensor& base, bool no_grad = false);
 // grad): a leaf that requires grad may not be modified, nor a view of one (a
 // view is written through its base), nor a view made under no_grad.
 void check_inplace(const Tensor& self);
+// Marks the view t stale, as if its base had been written since its history
+// was set: its history is regenerated when next read, and a no-grad view
+// refuses that (the compiled runtime's outputs that eager's views were).
+void mark_stale_view(const Tensor& t);
 // Makes `fn` the grad_fn of t (output output_nr of fn).
 void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
 // A tensor sharing t's data and version counter, without history.

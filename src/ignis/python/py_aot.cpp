@@ -10,7 +10,7 @@
 //        "output_views": [(output, the output it views, alias_kind)],
 //        "eager_saved": [(input or output position, [tangent positions])],
 //        "views_made_before_writes": [(output, sizes, strides, storage offset)],
-//        "no_grad_view_outputs": [output],
+//        "no_grad_view_outputs": [output], "stale_no_grad_view_outputs": [output],
 //        "intermediate_bases": [output] (returned for the runtime, not the user's),
 //        (alias_kind: aot::AliasKind as an int: 0 none, 1 view, 2 no-grad view)
 //        "output_kind": str}.
@@ -131,8 +131,12 @@ PyObject* info_of(const aot::TracedGraph& t) {
                           static_cast<long long>(o.view_offset)));
     if (!e.p || PyList_Append(stale.p, e.p) < 0) throw PythonErrorAlreadySet{};
   }
-  PyRef no_grad_views(PyList_New(0)), bases(PyList_New(0));  // outputs
+  PyRef no_grad_views(PyList_New(0)), bases(PyList_New(0)), stale_views(PyList_New(0));
   for (size_t k = 0; k < t.outputs.size(); ++k) {
+    if (t.outputs[k].stale_no_grad_view) {
+      PyRef n(PyLong_FromSsize_t(static_cast<Py_ssize_t>(k)));
+      if (!n.p || PyList_Append(stale_views.p, n.p) < 0) throw PythonErrorAlreadySet{};
+    }
     if (!t.outputs[k].no_grad_view && !t.outputs[k].intermediate_base) continue;
     PyRef n(PyLong_FromSsize_t(static_cast<Py_ssize_t>(k)));
     PyObject* list = t.outputs[k].no_grad_view ? no_grad_views.p : bases.p;
@@ -148,12 +152,12 @@ PyObject* info_of(const aot::TracedGraph& t) {
     PyRef item(Py_BuildValue("(iO)", e.index, tangents.p));
     if (!item.p || PyList_Append(saved.p, item.p) < 0) throw PythonErrorAlreadySet{};
   }
-  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "joint",
+  return Py_BuildValue("{s:O,s:O,s:O,s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "joint",
                        t.joint ? Py_True : Py_False, "inputs", ins.p, "outputs", outs.p,
                        "output_kind", kind, "constants", consts.p, "eager_saved", saved.p,
                        "output_views", out_views.p, "views_made_before_writes", stale.p,
-                       "no_grad_view_outputs", no_grad_views.p, "intermediate_bases",
-                       bases.p);
+                       "no_grad_view_outputs", no_grad_views.p, "stale_no_grad_view_outputs",
+                       stale_views.p, "intermediate_bases", bases.p);
 }
 
 PyObject* traced_result(aot::TracedGraph t) {

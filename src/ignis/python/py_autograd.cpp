@@ -451,6 +451,16 @@ PyObject* f_set_inference_mode(PyObject*, PyObject* v) {
   Py_RETURN_NONE;
 }
 
+// _mark_stale_view(t): t (a view) reads as if its base was written since its
+// history was set (autograd::mark_stale_view).
+PyObject* f_mark_stale_view(PyObject*, PyObject* t) {
+  IGNIS_PY_BEGIN
+  if (!is_tensor(t)) return PyErr_Format(PyExc_TypeError, "_mark_stale_view: expected a Tensor");
+  autograd::mark_stale_view(unwrap(t));
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
 PyMethodDef autograd_functions[] = {
     {"_run_backward", f_run_backward, METH_VARARGS, nullptr},
     {"_run_grad", f_run_grad, METH_VARARGS, nullptr},
@@ -459,6 +469,7 @@ PyMethodDef autograd_functions[] = {
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, nullptr},
     {"is_inference_mode_enabled", f_is_inference_mode_enabled, METH_NOARGS, nullptr},
     {"_set_inference_mode", f_set_inference_mode, METH_O, nullptr},
+    {"_mark_stale_view", f_mark_stale_view, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
