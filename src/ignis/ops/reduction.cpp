@@ -11,7 +11,9 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/reduce.h"
+#include "ignis/kernels/cuda/copy.h"
 #include "ignis/kernels/cuda/reduce.h"
+#include "ignis/kernels/cuda/scan.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -356,6 +358,15 @@ void scan_cpu(OpCall& c) {
   if (IsProd) cpu::cumprod_out(dst, self, dim);
   else cpu::cumsum_out(dst, self, dim);
   if (Inplace) copy_into(out, dst);
+}
+template <bool IsProd, bool Inplace>
+void scan_cuda(OpCall& c) {
+  const Tensor& self = c.tensor(0);
+  const int64_t dim = self.dim() == 0 ? 0 : wrap_dim(c.int_arg(1), self.dim());
+  const Tensor& out = c.outputs[0];
+  Tensor dst = Inplace ? empty_tensor(self.sizes(), self.dtype(), self.device()) : out;
+  cuda::scan(dst, self, dim, IsProd);
+  if (Inplace) cuda::copy(out, dst);
 }
 
 // max.other / min.other: the elementwise maximum / minimum.
@@ -755,17 +766,20 @@ void register_reduction_ops() {
 
   def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu(scan_cpu<false, false>)
+      .cuda(scan_cuda<false, false>)
       .doc("inclusive cumulative sum along dim; integers and bool give int64")
       .derivative(cumsum_bw).core();
   def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
       .category(OpCategory::Reduction).method_only().meta(scan_meta<true>)
-      .cpu(scan_cpu<false, true>).derivative(cumsum_bw);
+      .cpu(scan_cpu<false, true>).cuda(scan_cuda<false, true>).derivative(cumsum_bw);
   def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
       .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu(scan_cpu<true, false>)
+      .cuda(scan_cuda<true, false>)
       .doc("inclusive cumulative product along dim; integers and bool give int64")
       .derivative(cumprod_bw, "self, result").core();
   def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
       .category(OpCategory::Reduction).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>)
+      .cuda(scan_cuda<true, true>)
       .derivative(cumprod_bw, "self, result");
 }
 

@@ -151,6 +151,47 @@ __device__ void fill_contiguous(D* dst, uint64_t bits, int64_t n) {
   D v = *reinterpret_cast<const D*>(&bits);
   IG_GRID_STRIDE_LOOP(i, n) dst[i] = v;
 }
+
+// Scans (cumsum, cumprod): a thread per line, in the CPU's order and with
+// its accumulators (kernels/cpu/reduce.cpp, scan_acc_t: float in double,
+// 16-bit floats in float, integers in int64), so that both devices give the
+// same bits. The geometry walks the lines (the shape without the scanned
+// dim); step and len walk one line. src is converted to dst's dtype first.
+template <class T> struct ig_scan_acc { typedef int64_t type; };
+template <> struct ig_scan_acc<float> { typedef double type; };
+template <> struct ig_scan_acc<double> { typedef double type; };
+template <> struct ig_scan_acc<ig_half> { typedef float type; };
+template <> struct ig_scan_acc<ig_bf16> { typedef float type; };
+template <class D, class S, bool Prod>
+__device__ void scan_lines(D* dst, const S* src, int64_t lines, int64_t len, int64_t dst_step,
+                           int64_t src_step, Geometry g) {
+  typedef typename ig_scan_acc<D>::type A;
+  IG_GRID_STRIDE_LOOP(i, lines) {
+    int64_t rem = i, od = 0, os = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      int64_t k = rem % g.sizes[d];
+      rem /= g.sizes[d];
+      od += k * g.dst_strides[d];
+      os += k * g.src_strides[d];
+    }
+    A acc = Prod ? A(1) : A(0);
+    for (int64_t j = 0; j < len; ++j) {
+      A v = static_cast<A>(ig_widen<D>::get(ig_convert<D>(src[os + j * src_step])));
+      acc = Prod ? acc * v : acc + v;
+      dst[od + j * dst_step] = ig_narrow<D>::get(acc);
+    }
+  }
+}
+template <class D, class S>
+__device__ void cumsum_lines(D* dst, const S* src, int64_t lines, int64_t len, int64_t dst_step,
+                             int64_t src_step, Geometry g) {
+  scan_lines<D, S, false>(dst, src, lines, len, dst_step, src_step, g);
+}
+template <class D, class S>
+__device__ void cumprod_lines(D* dst, const S* src, int64_t lines, int64_t len, int64_t dst_step,
+                              int64_t src_step, Geometry g) {
+  scan_lines<D, S, true>(dst, src, lines, len, dst_step, src_step, g);
+}
 )CUDA";
 
 // The parameter list each kernel template takes (its extern "C" wrapper
@@ -165,6 +206,10 @@ const KernelShape kShapes[] = {
     {"copy_contiguous", "T0* dst, const T1* src, int64_t n", "dst, src, n"},
     {"fill_strided", "T0* dst, uint64_t bits, int64_t n, Geometry g", "dst, bits, n, g"},
     {"fill_contiguous", "T0* dst, uint64_t bits, int64_t n", "dst, bits, n"},
+    {"cumsum_lines", "T0* dst, const T1* src, int64_t lines, int64_t len, int64_t dst_step, "
+                     "int64_t src_step, Geometry g", "dst, src, lines, len, dst_step, src_step, g"},
+    {"cumprod_lines", "T0* dst, const T1* src, int64_t lines, int64_t len, int64_t dst_step, "
+                      "int64_t src_step, Geometry g", "dst, src, lines, len, dst_step, src_step, g"},
 };
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {

@@ -1,0 +1,13 @@
+// Cumulative sums and products along one dim on a CUDA device (eager kernels).
+#pragma once
+
+#include "ignis/core/tensor.h"
+
+namespace ignis::cuda {
+
+// out = cumsum (prod: cumprod) of in along dim, in converted to out's dtype
+// first and accumulated as the CPU's scans (the same bits). out and in have
+// the same shape, any strides; out may not overlap in.
+void scan(const Tensor& out, const Tensor& in, int64_t dim, bool prod);
+
+}  // namespace ignis::cuda
