@@ -81,6 +81,24 @@ def test_fake_tensors_stand_for_devices_without_memory():
         assert ignis.zeros(2, device="meta").device.type == "cpu"
 
 
+def test_tensors_made_like_a_fake_stand_for_its_device_in_a_mixed_device_trace():
+    # Fuzz seed 504372 (on CUDA): a graph mutating a CPU global and returning
+    # full_like(b) of a CUDA b gave a CPU tensor. The *_like factories and the
+    # derivative formulas' zeros asked for the fake's own device (meta), which
+    # the mode resolves to the first device it saw (the CPU global's); they
+    # ask for the device it stands for now.
+    with FakeTensorMode():
+        first = ignis.zeros(())  # the trace sees the CPU first
+        b = ignis.empty(5, 4, device="cuda", requires_grad=True)
+        assert first.device.type == "cpu"
+        for made in (ignis.full_like(b, 0.5), ignis.zeros_like(b), ignis.ones_like(b),
+                     ignis.empty_like(b), ignis.rand_like(b), ignis.randn_like(b)):
+            assert made.device.type == "cuda", made
+        idx = ignis.zeros(3, dtype=ignis.int64, device="cuda")
+        g, = ignis.autograd.grad(b.index_select(0, idx).sum(), [b])
+        assert g.device.type == "cuda"
+
+
 # Every op through fake tensors matches the real op's output metadata. The
 # arguments are generated from each overload's schema, so a new op is covered
 # without a new test; overloads whose generated arguments the real op refuses

@@ -63,8 +63,8 @@ Tensor masked_scores(const Tensor& q, const Tensor& k, const Tensor& mask, bool 
   Tensor scores = matmul.tensor(mul(q, scale), last_two_swapped(k));
   if (causal) {
     const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2];
-    Tensor i = arange.tensor(L, IValue(), IValue(q.device()));
-    Tensor j = arange.tensor(S, IValue(), IValue(q.device()));
+    Tensor i = arange.tensor(L, IValue(), IValue(q.user_device()));
+    Tensor j = arange.tensor(S, IValue(), IValue(q.user_device()));
     scores = masked_fill.tensor(scores, gt.tensor(unsqueeze(j, 0), unsqueeze(i, 1)), scalar(kNegInf));
   }
   if (mask.defined()) {

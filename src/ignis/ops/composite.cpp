@@ -112,8 +112,8 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
                                    transpose_op.tensor(k, int64_t(-2), int64_t(-1)));
   const Tensor ninf = wrapped(-std::numeric_limits<double>::infinity());
   if (causal) {
-    Tensor i = arange_op.tensor(L, IValue(), q.device());
-    Tensor j = arange_op.tensor(S, IValue(), q.device());
+    Tensor i = arange_op.tensor(L, IValue(), q.user_device());
+    Tensor j = arange_op.tensor(S, IValue(), q.user_device());
     Tensor above =
         gt_op.tensor(unsqueeze_op.tensor(j, int64_t(0)), unsqueeze_op.tensor(i, int64_t(1)));
     scores = masked_fill_op.tensor(scores, above, ninf);

@@ -237,7 +237,7 @@ OpRef random_op("random_.from");
 
 Tensor empty_like_impl(const Tensor& self, const IValue& dtype, const IValue& device) {
   ScalarType dt = dtype.is_none() ? self.dtype() : dtype.to_dtype();
-  Device dev = device.is_none() ? self.device() : device.to_device();
+  Device dev = device.is_none() ? self.user_device() : device.to_device();
   return empty_strided_op.tensor(self.sizes(), like_strides(self), dt, dev);
 }
 

@@ -1247,7 +1247,7 @@ void cat_bw(GradCtx& c) {
   int64_t off = 0;
   for (const auto& g : geom) {
     if (static_cast<int64_t>(g.sizes.size()) != nd) {  // a legacy empty 1-D input
-      out.push_back(zeros(g.sizes, c.grad().dtype(), c.grad().device()));
+      out.push_back(zeros(g.sizes, c.grad().dtype(), c.grad().user_device()));
       continue;
     }
     out.push_back(op("narrow", c.grad(), dim, off, g.sizes[dim]));
@@ -1274,7 +1274,7 @@ int64_t dim_arg(const GradCtx& c, int i) {
   return wrap_dim(c.int_arg(i), static_cast<int64_t>(c.sizes(0).size()));
 }
 Tensor zeros_of_self(const GradCtx& c) {
-  return zeros(c.sizes(0), c.grad().dtype(), c.grad().device());
+  return zeros(c.sizes(0), c.grad().dtype(), c.grad().user_device());
 }
 void index_select_bw(GradCtx& c) {
   c.set(0, op("index_add", zeros_of_self(c), dim_arg(c, 1), c.in(2), c.grad()));
@@ -1325,9 +1325,10 @@ void pad_bw(GradCtx& c) {
     // then add the gradients up there.
     const DimVector& sizes = c.sizes(0);
     int64_t n = compute_numel(sizes);
-    Tensor idx = OpRef("arange.start").tensor(int64_t(0), n, int64_t(1), ScalarType::Int64);
+    Tensor idx = OpRef("arange.start").tensor(int64_t(0), n, int64_t(1), ScalarType::Int64,
+                                              c.grad().user_device());
     Tensor src = op("pad", reshape(idx, sizes), c.int_list(1), mode, c.args[3]);
-    Tensor flat = zeros(DimVector{n}, c.grad().dtype(), c.grad().device());
+    Tensor flat = zeros(DimVector{n}, c.grad().dtype(), c.grad().user_device());
     flat = op("index_put", flat, IValue::OptTensors{{reshape(src, DimVector{-1})}},
               reshape(c.grad(), DimVector{-1}), true);
     c.set(0, reshape(flat, sizes));

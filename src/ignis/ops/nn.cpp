@@ -1206,7 +1206,7 @@ void embedding_bw(GradCtx& c) {
   int64_t pad = c.int_arg(2);
   Tensor g = c.grad();
   if (pad >= 0) g = mul(g, unsqueeze(op("ne", idx, scalar(static_cast<double>(pad))), -1));
-  Tensor z = zeros(c.sizes(0), g.dtype(), g.device());
+  Tensor z = zeros(c.sizes(0), g.dtype(), g.user_device());
   c.set(0, op("index_put", z, IValue::OptTensors{{idx}}, g, true));
 }
 void softplus_bw(GradCtx& c) {
@@ -1353,7 +1353,7 @@ void nll_loss_bw(GradCtx& c) {
   // (every target ignored: 0 * inf), as torch writes only the others'.
   Tensor src = neg(mul(wt, scale));
   src = unsqueeze(where(valid, src, zeros_like(src)), cdim);
-  Tensor z = zeros(c.sizes(0), dt, c.grad().device());
+  Tensor z = zeros(c.sizes(0), dt, c.grad().user_device());
   c.set(0, op("scatter.src", z, cdim, unsqueeze(t_safe, cdim), src));
 }
 

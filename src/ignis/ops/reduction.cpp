@@ -469,7 +469,7 @@ void max_dim_bw(GradCtx& c) {
   bool keep = c.bool_arg(2);
   Tensor idx = unreduce(c.result(1), c.sizes(0), {dim}, keep);
   Tensor g = unreduce(c.grad(), c.sizes(0), {dim}, keep);
-  Tensor z = zeros(c.sizes(0), g.dtype(), g.device());
+  Tensor z = zeros(c.sizes(0), g.dtype(), g.user_device());
   c.set(0, op("scatter.src", z, dim, idx, g));
 }
 

@@ -81,7 +81,7 @@ using namespace grad_ops;  // NOLINT
 Tensor scatter_back(const GradCtx& c, int64_t dim) {
   if (c.sizes(0).empty()) return c.grad();
   const Tensor& g = c.grad();
-  return op("scatter.src", zeros(c.sizes(0), g.dtype(), g.device()), dim, c.result(1), g);
+  return op("scatter.src", zeros(c.sizes(0), g.dtype(), g.user_device()), dim, c.result(1), g);
 }
 void sort_bw(GradCtx& c) {
   const int64_t d = c.args.size() == 4 ? 2 : 1;  // sort.stable has four arguments
