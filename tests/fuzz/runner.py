@@ -203,14 +203,30 @@ def _short(v):
     return s if len(s) < 200 else s[:200] + "..."
 
 
-def _zeros_as_none(grads):
-    """A gradient of all zeros reads as None: a compiled graph is one autograd node, so
-    an input with no path to the loss gets zeros from it (torch.compile's
-    AOTAutograd does the same), where eager leaves .grad None."""
-    if not (isinstance(grads, tuple) and grads[:1] == ("list",)):
-        return grads
-    return ("list", [None if isinstance(g, tuple) and g[:1] == ("tensor",) and not g[4].any() else g
-                     for g in grads[1]])
+def _none_as_zeros(got, want):
+    """None where the other run has a tensor reads as that tensor's zeros: a compiled
+    graph is one autograd node, so an input with no path to the loss gets zeros from
+    it (torch.compile's AOTAutograd does the same), where eager leaves .grad None; and a
+    gradient that cancels exactly in eager ((a - a) * a) may leave rounding in a fused
+    kernel, which the tolerance then judges."""
+    if not (isinstance(got, tuple) and got[:1] == ("list",) and isinstance(want, tuple)
+            and want[:1] == ("list",) and len(got[1]) == len(want[1])):
+        return got, want
+
+    def is_tensor(v):
+        return isinstance(v, tuple) and v[:1] == ("tensor",)
+
+    def zeros_like(t):
+        import numpy as np
+        return t[:4] + (np.zeros_like(t[4]),) + t[5:]
+
+    g, w = list(got[1]), list(want[1])
+    for i, (x, y) in enumerate(zip(g, w)):
+        if x is None and is_tensor(y):
+            g[i] = zeros_like(y)
+        elif y is None and is_tensor(x):
+            w[i] = zeros_like(x)
+    return ("list", g), ("list", w)
 
 
 def compare(got, want):
@@ -241,7 +257,7 @@ def compare(got, want):
                                    f"eager {wv} ({w.get('grads_msg')})")
                 continue
             if key == "grads":  # torch.compile gives zeros where eager gives None too
-                gv, wv = _zeros_as_none(gv), _zeros_as_none(wv)
+                gv, wv = _none_as_zeros(gv, wv)
             d = diff(gv, wv, key)
             if d:
                 return Failure(f"mismatch:{key}", f"call {i}: {d}")
