@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import re
 import select
 import subprocess
 import sys
@@ -145,7 +146,16 @@ def run_program(src, backend=None, filename="<fuzz program>", lib=None, device="
     return records
 
 
-def _close(x, y, dtype):
+def float32_inside(src):
+    """Whether a program computes in float32 on the way (`.float()`, `torch.float32`): its
+    float64 results then carry float32 rounding, which a fused kernel may place
+    differently (a multiply-add contracted into one fma), so they compare with
+    float32's tolerance (seed 510102 on CUDA: `a.float() * n - c` cat with a float64
+    tensor)."""
+    return bool(re.search(r"\.float\(\)|float32", src))
+
+
+def _close(x, y, dtype, loose64=False):
     import numpy as np
     if x.shape != y.shape:
         return False
@@ -153,12 +163,12 @@ def _close(x, y, dtype):
         return True
     if "float" not in dtype:  # bool and integer tensors compare exactly
         return bool(np.array_equal(x, y))
-    rtol = 1e-4 if "float64" not in dtype else 1e-9
+    rtol = 1e-4 if "float64" not in dtype or loose64 else 1e-9
     scale = max(1.0, float(np.nanmax(np.abs(np.where(np.isfinite(y), y, 0)))))
     return bool(np.allclose(x, y, rtol=rtol, atol=rtol * scale, equal_nan=True))
 
 
-def diff(got, want, path=""):
+def diff(got, want, path="", loose64=False):
     """The first difference between two normalized values, as text, or None."""
     import numpy as np
     if isinstance(want, tuple) and want and want[0] == "tensor":
@@ -167,7 +177,7 @@ def diff(got, want, path=""):
         for i, what in ((1, "dtype"), (2, "shape"), (3, "requires_grad"), (5, "device")):
             if got[i] != want[i]:
                 return f"{path}: {what} {got[i]} != eager's {want[i]}"
-        if not _close(got[4], want[4], want[1]):
+        if not _close(got[4], want[4], want[1], loose64):
             bad = got[4] != want[4] if "float" not in want[1] else \
                 ~np.isclose(got[4], want[4], rtol=1e-4, atol=1e-4, equal_nan=True)
             return (f"{path}: values differ at {int(bad.sum())} of {bad.size} elements\n"
@@ -187,9 +197,9 @@ def diff(got, want, path=""):
             if want[0] == "dict":
                 if x[0] != y[0]:
                     return f"{path}: key {x[0]} != eager's {y[0]}"
-                d = diff(x[1], y[1], f"{path}[{y[0]}]")
+                d = diff(x[1], y[1], f"{path}[{y[0]}]", loose64)
             else:
-                d = diff(x, y, f"{path}[{i}]")
+                d = diff(x, y, f"{path}[{i}]", loose64)
             if d:
                 return d
         return None
@@ -229,8 +239,9 @@ def _none_as_zeros(got, want):
     return ("list", g), ("list", w)
 
 
-def compare(got, want):
-    """A Failure for the first call whose records differ, or None."""
+def compare(got, want, loose64=False):
+    """A Failure for the first call whose records differ, or None. loose64: float64
+    values compare with float32's tolerance (float32_inside)."""
     for g, w in zip(got, want):
         i = w["call"]
         if g["exc"] != w["exc"]:
@@ -258,7 +269,7 @@ def compare(got, want):
                 continue
             if key == "grads":  # torch.compile gives zeros where eager gives None too
                 gv, wv = _none_as_zeros(gv, wv)
-            d = diff(gv, wv, key)
+            d = diff(gv, wv, key, loose64)
             if d:
                 return Failure(f"mismatch:{key}", f"call {i}: {d}")
     return None
@@ -284,7 +295,7 @@ def check(src, backend, device="cpu"):
             got = run_program(src, backend, device=device)
         except Exception as e:  # noqa: BLE001 - compile() itself or the module raised
             return Failure(f"harness-raised:{type(e).__name__}", str(e)[:500])
-    return compare(got, want)
+    return compare(got, want, float32_inside(src))
 
 
 def repro_main(src, backend, device="cpu"):

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 from .generator import generate
-from .runner import _ignis, compare, run_program
+from .runner import _ignis, compare, float32_inside, run_program
 
 
 def torch_source(src):
@@ -55,10 +55,11 @@ def verdict(src, backend, device="cpu"):
             ref = _as_ignis(run_program(torch_source(src), None, lib=torch, device=device))
         except Exception as e:  # noqa: BLE001 - a program torch rejects at module level
             return "?", "torch-fails", f"{type(e).__name__}: {e}"
-    fail = compare(compiled, eager)
+    loose64 = float32_inside(src)
+    fail = compare(compiled, eager, loose64)
     if fail is None:
         return None
-    e_vs_t, c_vs_t = compare(eager, ref), compare(compiled, ref)
+    e_vs_t, c_vs_t = compare(eager, ref, loose64), compare(compiled, ref, loose64)
     if e_vs_t and c_vs_t:
         v = "both-differ-from-torch"
     elif e_vs_t:
@@ -88,7 +89,7 @@ def eager_verdict(src, device="cpu"):
             ref = _as_ignis(run_program(torch_source(src), None, lib=torch, device=device))
         except Exception as e:  # noqa: BLE001
             return Failure("torch-fails", f"{type(e).__name__}: {e}")
-    return compare(eager, ref)
+    return compare(eager, ref, float32_inside(src))
 
 
 def _outcome(rec):
