@@ -149,7 +149,8 @@ def run_program(src, backend=None, filename="<fuzz program>", lib=None, device="
 def float32_inside(src):
     """Whether a program computes in float32 on the way (`.float()`, `torch.float32`): its
     float64 results then carry float32 rounding, which a fused kernel may place
-    differently (a multiply-add contracted into one fma), so they compare with
+    differently (a multiply-add contracted into an fma, an intermediate kept wider), so
+    they compare with
     float32's tolerance (seed 510102 on CUDA: `a.float() * n - c` cat with a float64
     tensor)."""
     return bool(re.search(r"\.float\(\)|float32", src))
