@@ -340,6 +340,24 @@ def test_integer_pow_that_overflows_wraps_as_torch(dtype):
 
 
 @requires_torch
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_integer_add_sub_mul_that_overflow_wrap_as_torch(dtype):
+    # In the unsigned type (scalar_ops.h, detail::wrap_*): signed overflow was
+    # undefined behaviour (UBSan: int64 min * 28 in the bit-shift decomposition).
+    info = torch.iinfo(getattr(torch, dtype))
+    vals = [info.min, info.max, info.min + 1, info.max - 1, 3, 0]
+    a = ignis.tensor(vals, dtype=getattr(ignis, dtype))
+    at = torch.tensor(vals, dtype=getattr(torch, dtype))
+    compare_call(lambda: a * 28, lambda: at * 28)
+    compare_call(lambda: a * a, lambda: at * at)
+    compare_call(lambda: a + a, lambda: at + at)
+    compare_call(lambda: a - a.flip(0), lambda: at - at.flip(0))
+    compare_call(lambda: a.add(a, alpha=3), lambda: at.add(at, alpha=3))
+    compare_call(lambda: ignis.rsub(a, 1, alpha=2), lambda: torch.rsub(at, 1, alpha=2))
+    compare_call(lambda: a << 3, lambda: at << 3)
+
+
+@requires_torch
 def test_add_alpha():
     for dtype in DTYPES:
         a, at = make_pair((2, 3), dtype, seed=8)

@@ -169,13 +169,49 @@ struct GeluBackwardTanh {
 };
 
 // ---- binary -----------------------------------------------------------------------
+namespace detail {
+// Signed integer + - * that wrap (two's complement) where C++ calls the
+// overflow undefined: PyTorch's integer ops wrap in practice, and UBSan
+// caught mul's (int64 min * 28 in the bit-shift decomposition). In the
+// unsigned type, at least unsigned int so that 8- and 16-bit operands do not
+// promote to a signed int; other types (floats, SIMD vectors) as they are.
+template <typename T>
+constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+// The type an integer T computes in (other types compute as they are).
+template <typename T, bool = is_int_v<T>>
+struct wrapping { using type = T; };
+template <typename T>
+struct wrapping<T, true> {
+  using U = std::make_unsigned_t<T>;
+  using type = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+};
+template <typename T>
+IGNIS_ALWAYS_INLINE T wrap_mul(T a, T b) {
+  using W = typename wrapping<T>::type;
+  if constexpr (is_int_v<T>) return T(std::make_unsigned_t<T>(W(a) * W(b)));
+  else return a * b;
+}
+template <typename T>
+IGNIS_ALWAYS_INLINE T wrap_add(T a, T b) {
+  using W = typename wrapping<T>::type;
+  if constexpr (is_int_v<T>) return T(std::make_unsigned_t<T>(W(a) + W(b)));
+  else return a + b;
+}
+template <typename T>
+IGNIS_ALWAYS_INLINE T wrap_sub(T a, T b) {
+  using W = typename wrapping<T>::type;
+  if constexpr (is_int_v<T>) return T(std::make_unsigned_t<T>(W(a) - W(b)));
+  else return a - b;
+}
+}  // namespace detail
+
 // add(self, other, alpha) = self + alpha * other (for bool: self or (alpha and other)).
 struct Add {
   static constexpr const char* name = "add";
   template <typename T>
   IGNIS_ALWAYS_INLINE T operator()(T a, T b, T alpha) const {
     if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
-    else return a + alpha * b;
+    else return detail::wrap_add(a, detail::wrap_mul(alpha, b));
   }
 };
 struct Sub {
@@ -187,9 +223,18 @@ struct Sub {
 struct Rsub {
   static constexpr const char* name = "rsub";
   template <typename T>
-  IGNIS_ALWAYS_INLINE T operator()(T self, T other, T alpha) const { return other - alpha * self; }
+  IGNIS_ALWAYS_INLINE T operator()(T self, T other, T alpha) const {
+    return detail::wrap_sub(other, detail::wrap_mul(alpha, self));
+  }
 };
-IGNIS_BINARY_OP(Mul, "mul", std::is_same_v<T, bool> ? T(a && b) : T(a * b))
+struct Mul {
+  static constexpr const char* name = "mul";
+  template <typename T>
+  IGNIS_ALWAYS_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return detail::wrap_mul(a, b);
+  }
+};
 IGNIS_BINARY_OP(Maximum, "maximum", (a != a) ? a : ((b != b) ? b : (a > b ? a : b)))
 IGNIS_BINARY_OP(Minimum, "minimum", (a != a) ? a : ((b != b) ? b : (a < b ? a : b)))
 IGNIS_BINARY_OP(BitwiseAnd, "bitwise_and", std::is_same_v<T, bool> ? T(a && b) : T(a & b))
