@@ -43,17 +43,22 @@ REPROS = sorted((ROOT / "tests" / "fuzz" / "repros").glob("*.py"))
 FIXED = sorted((ROOT / "tests" / "fuzz" / "fixed").glob("*.py"))
 
 
+def _fail_on(failures, count, where=""):
+    """Fails the test with the first failure's repro when a sample had any."""
+    if failures:
+        cat, items = sorted(failures.items())[0]
+        s, path = items[0]
+        pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree{where} "
+                    f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
+                    f"{Path(path).read_text()}")
+
+
 @pytest.mark.parametrize("sample", list(SAMPLES))
 @pytest.mark.parametrize("backend", list(SAMPLE))
 def test_fuzz_sample(backend, sample, tmp_path):
     seed, count = SAMPLE[backend]
     failures = fuzz(backend, count, seed, out=tmp_path, log=lambda *a: None, skip=SAMPLES[sample])
-    if failures:
-        cat, items = sorted(failures.items())[0]
-        s, path = items[0]
-        pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree "
-                    f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
-                    f"{Path(path).read_text()}")
+    _fail_on(failures, count)
 
 
 # On a GPU: the inputs on CUDA, eager on the GPU as the reference (seeds 0..99 and
@@ -72,12 +77,7 @@ def test_fuzz_sample_on_cuda(backend, tmp_path):
         pytest.skip("ignis.cuda.is_available() is False: no GPU or driver here")
     seed, count = CUDA_SAMPLE[backend]
     failures = fuzz(backend, count, seed, out=tmp_path, log=lambda *a: None, device="cuda")
-    if failures:
-        cat, items = sorted(failures.items())[0]
-        s, path = items[0]
-        pytest.fail(f"{sum(map(len, failures.values()))} of {count} programs disagree on CUDA "
-                    f"({', '.join(sorted(failures))}); first: seed {s}, {cat}, repro {path}:\n"
-                    f"{Path(path).read_text()}")
+    _fail_on(failures, count, " on CUDA")
 
 
 # Programs of the torch sample where torch's eager mode is the odd one out

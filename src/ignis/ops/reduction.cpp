@@ -350,23 +350,17 @@ void scan_meta(OpCall& c) {
   c.alloc(self.sizes(), dt.is_none() ? sum_dtype(self.dtype()) : dt.to_dtype());
 }
 template <bool IsProd, bool Inplace>
-void scan_cpu(OpCall& c) {
+void scan_impl(OpCall& c) {
   const Tensor& self = c.tensor(0);
   const int64_t dim = self.dim() == 0 ? 0 : wrap_dim(c.int_arg(1), self.dim());
   const Tensor& out = c.outputs[0];
+  const bool on_cuda = c.device.is_cuda();
   Tensor dst = Inplace ? empty_tensor(self.sizes(), self.dtype(), self.device()) : out;
-  if (IsProd) cpu::cumprod_out(dst, self, dim);
+  if (on_cuda) cuda::scan(dst, self, dim, IsProd);
+  else if (IsProd) cpu::cumprod_out(dst, self, dim);
   else cpu::cumsum_out(dst, self, dim);
-  if (Inplace) copy_into(out, dst);
-}
-template <bool IsProd, bool Inplace>
-void scan_cuda(OpCall& c) {
-  const Tensor& self = c.tensor(0);
-  const int64_t dim = self.dim() == 0 ? 0 : wrap_dim(c.int_arg(1), self.dim());
-  const Tensor& out = c.outputs[0];
-  Tensor dst = Inplace ? empty_tensor(self.sizes(), self.dtype(), self.device()) : out;
-  cuda::scan(dst, self, dim, IsProd);
-  if (Inplace) cuda::copy(out, dst);
+  if (Inplace && on_cuda) cuda::copy(out, dst);
+  else if (Inplace) copy_into(out, dst);
 }
 
 // max.other / min.other: the elementwise maximum / minimum.
@@ -765,21 +759,18 @@ void register_reduction_ops() {
       .decomposition(decomp::count_nonzero);
 
   def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu(scan_cpu<false, false>)
-      .cuda(scan_cuda<false, false>)
+      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu_and_cuda(scan_impl<false, false>)
       .doc("inclusive cumulative sum along dim; integers and bool give int64")
       .derivative(cumsum_bw).core();
   def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
       .category(OpCategory::Reduction).method_only().meta(scan_meta<true>)
-      .cpu(scan_cpu<false, true>).cuda(scan_cuda<false, true>).derivative(cumsum_bw);
+      .cpu_and_cuda(scan_impl<false, true>).derivative(cumsum_bw);
   def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu(scan_cpu<true, false>)
-      .cuda(scan_cuda<true, false>)
+      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu_and_cuda(scan_impl<true, false>)
       .doc("inclusive cumulative product along dim; integers and bool give int64")
       .derivative(cumprod_bw, "self, result").core();
   def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
-      .category(OpCategory::Reduction).method_only().meta(scan_meta<true>).cpu(scan_cpu<true, true>)
-      .cuda(scan_cuda<true, true>)
+      .category(OpCategory::Reduction).method_only().meta(scan_meta<true>).cpu_and_cuda(scan_impl<true, true>)
       .derivative(cumprod_bw, "self, result");
 }
 

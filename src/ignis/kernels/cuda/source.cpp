@@ -109,17 +109,25 @@ struct Geometry {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 
+// The dst and src offsets of element i of g's shape (row-major).
+__device__ __forceinline__ void ig_offsets(int64_t i, const Geometry& g, int64_t& od, int64_t& os) {
+  int64_t rem = i;
+  od = 0;
+  os = 0;
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    int64_t k = rem % g.sizes[d];
+    rem /= g.sizes[d];
+    od += k * g.dst_strides[d];
+    os += k * g.src_strides[d];
+  }
+}
+
 // dst (any strides) = src (any strides, broadcast by zero strides), converted.
 template <class D, class S>
 __device__ void copy_strided(D* dst, const S* src, int64_t n, Geometry g) {
   IG_GRID_STRIDE_LOOP(i, n) {
-    int64_t rem = i, od = 0, os = 0;
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      int64_t k = rem % g.sizes[d];
-      rem /= g.sizes[d];
-      od += k * g.dst_strides[d];
-      os += k * g.src_strides[d];
-    }
+    int64_t od, os;
+    ig_offsets(i, g, od, os);
     dst[od] = ig_convert<D>(src[os]);
   }
 }
@@ -167,13 +175,8 @@ __device__ void scan_lines(D* dst, const S* src, int64_t lines, int64_t len, int
                            int64_t src_step, Geometry g) {
   typedef typename ig_scan_acc<D>::type A;
   IG_GRID_STRIDE_LOOP(i, lines) {
-    int64_t rem = i, od = 0, os = 0;
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      int64_t k = rem % g.sizes[d];
-      rem /= g.sizes[d];
-      od += k * g.dst_strides[d];
-      os += k * g.src_strides[d];
-    }
+    int64_t od, os;
+    ig_offsets(i, g, od, os);
     A acc = Prod ? A(1) : A(0);
     for (int64_t j = 0; j < len; ++j) {
       A v = static_cast<A>(ig_widen<D>::get(ig_convert<D>(src[os + j * src_step])));
