@@ -143,8 +143,9 @@ def test_indexing_and_random_ops_have_cuda_kernels():
               "_scaled_dot_product_attention", "_scaled_dot_product_attention_backward",
               "linspace", "eye", "rms_norm", "one_hot", "mse_loss"]:
         assert getattr(ignis.ops, n).has_cuda_kernel, n
-    # The scans still have none (and say so on a GPU).
-    assert not ignis.ops.cumsum.has_cuda_kernel
+    # The scans have theirs; sort still has none (and says so on a GPU).
+    assert ignis.ops.cumsum.has_cuda_kernel and ignis.ops.cumprod.has_cuda_kernel
+    assert not ignis.ops.sort.has_cuda_kernel
 
 
 # ---- on a GPU: random numbers --------------------------------------------------------------
@@ -559,9 +560,9 @@ def test_gpt_trains_on_cuda_with_the_cpus_losses(dropout, use_mha):
 @needs_gpu
 def test_ops_without_a_cuda_kernel_still_raise_naming_op_and_device():
     a = ignis.ones(3, 3, device="cuda")
-    with pytest.raises(NotImplementedError, match=r"Could not run 'cumsum' with arguments from "
+    with pytest.raises(NotImplementedError, match=r"Could not run 'sort' with arguments from "
                                                   r"the 'CUDA' backend"):
-        ignis.cumsum(a, 0)
+        ignis.sort(a, 0)
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ignis.index_select(a, 0, ignis.tensor([0]).cuda()) + ignis.ones(1, 3)
 
