@@ -244,6 +244,13 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         if (j == i || r.inputs[j].duplicate_of >= 0 || !m->base_.is_same(inputs[j].to_tensor()))
           continue;
         args[i].impl()->share_version_counter(args[j].impl()->shared_version_counter());
+        // A no-grad view requires grad only through its base and has no
+        // gradient edge of its own (eager drops what reaches it): its fake is
+        // no leaf that requires grad, or the joint graph would give it a
+        // gradient and the runtime would ask for its edge after the graph
+        // wrote its base, which a stale no-grad view refuses (fuzz seed
+        // 405889: t1 = b[:, :] under no_grad, t1 - t3, then b.clamp_()).
+        if (m->no_grad_view_) autograd::set_requires_grad(args[i], false);
         autograd::set_view_of(args[i], args[j], m->no_grad_view_);
         view_of_input[i] = true;
         break;
