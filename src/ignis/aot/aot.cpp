@@ -118,60 +118,57 @@ class EagerSavedRecorder : public autograd::SavedTensorObserver {
       if (outs_[k].impl()->shared_version_counter().get() == v)
         index = static_cast<int>(args_.size() + k);
     if (index < 0) return;
-    EagerSaved e;
-    e.index = index;
+    std::vector<const Node*> nodes;
     for (const Tensor& g : grads) {
       if (!g.defined()) continue;
       try {
-        if (graph::Node* n = tr_.node_of(g)) e.grad_nodes.push_back(n->name());
+        if (const Node* n = tr_.node_of(g)) nodes.push_back(n);
       } catch (const std::exception&) {
         // a gradient the trace did not make (a constant): no tangent in it
       }
     }
-    out_->push_back(std::move(e));
+    out_->push_back(EagerSaved{index, {}});
+    gradients_.push_back(std::move(nodes));
+  }
+
+  // Fills each record's tangents from its gradients' nodes, on the whole
+  // graph as traced (dead code not yet gone): the tangents each node is
+  // computed from, by one pass in graph order.
+  void resolve_tangents(const graph::Graph& g, const std::vector<Node*>& tangent_placeholders) {
+    if (out_->empty()) return;
+    std::unordered_map<const Node*, std::vector<int>> reach;
+    for (size_t k = 0; k < tangent_placeholders.size(); ++k)
+      reach[tangent_placeholders[k]] = {static_cast<int>(k)};
+    for (const Node* n : g.nodes()) {
+      if (n->op() == graph::OpKind::Placeholder) continue;
+      std::vector<int> r;
+      for (const Node* in : n->input_nodes())
+        if (auto it = reach.find(in); it != reach.end())
+          r.insert(r.end(), it->second.begin(), it->second.end());
+      if (!r.empty()) reach[n] = sorted_unique(std::move(r));
+    }
+    for (size_t i = 0; i < out_->size(); ++i) {
+      std::vector<int> t;
+      for (const Node* n : gradients_[i])
+        if (auto it = reach.find(n); it != reach.end())
+          t.insert(t.end(), it->second.begin(), it->second.end());
+      (*out_)[i].tangents = sorted_unique(std::move(t));
+    }
   }
 
  private:
+  static std::vector<int> sorted_unique(std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  }
+
   Tracer& tr_;
   const std::vector<Tensor>& args_;
   const std::vector<Tensor>& outs_;
   std::vector<EagerSaved>* out_;
+  std::vector<std::vector<const Node*>> gradients_;  // per record: its readers' gradients
 };
-
-// Fills each EagerSaved's tangents from its gradient nodes, on the whole
-// traced graph (before dead code is eliminated): the tangents each node is
-// computed from, by one pass in graph order.
-static void resolve_tangents(const graph::Graph& g, const std::vector<Node*>& tangent_placeholders,
-                      std::vector<EagerSaved>* saved) {
-  if (saved->empty()) return;
-  std::unordered_map<const Node*, std::vector<int>> reach;
-  for (size_t k = 0; k < tangent_placeholders.size(); ++k)
-    reach[tangent_placeholders[k]] = {static_cast<int>(k)};
-  std::unordered_map<std::string, const Node*> by_name;
-  for (const Node* n : g.nodes()) {
-    by_name.emplace(n->name(), n);
-    if (n->op() == graph::OpKind::Placeholder) continue;
-    std::vector<int> r;
-    for (const Node* in : n->input_nodes()) {
-      auto it = reach.find(in);
-      if (it != reach.end()) r.insert(r.end(), it->second.begin(), it->second.end());
-    }
-    if (r.empty()) continue;
-    std::sort(r.begin(), r.end());
-    r.erase(std::unique(r.begin(), r.end()), r.end());
-    reach[n] = std::move(r);
-  }
-  for (EagerSaved& e : *saved) {
-    for (const std::string& name : e.grad_nodes) {
-      auto node = by_name.find(name);
-      if (node == by_name.end()) continue;
-      auto it = reach.find(node->second);
-      if (it != reach.end()) e.tangents.insert(e.tangents.end(), it->second.begin(), it->second.end());
-    }
-    std::sort(e.tangents.begin(), e.tangents.end());
-    e.tangents.erase(std::unique(e.tangents.begin(), e.tangents.end()), e.tangents.end());
-  }
-}
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {
   TracedGraph r;
@@ -466,7 +463,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         EagerSavedRecorder rec(tr, args, outs, &r.eager_saved);
         autograd::ObserveSavedTensors observe(&rec);
         grads = autograd::grad(roots, tangents, primals, bo);
-        resolve_tangents(g, tangent_placeholders, &r.eager_saved);
+        rec.resolve_tangents(g, tangent_placeholders);
       }
       for (size_t i = 0; i < args.size(); ++i) {
         if (!r.inputs[i].requires_grad || grads.empty()) {

@@ -109,14 +109,13 @@ struct OutputInfo {
 
 // A tensor eager's formulas save that the program holds: input `index`
 // (index < number of inputs) or output `index - inputs`, read by a backward
-// node that ran with the gradients named `grad_nodes` (joint graph nodes).
+// node that ran with gradients computed from `tangents` (positions among the
+// tangent placeholders). They are resolved on the whole trace, before dead
+// code goes: a reader whose gradient ends in zeros (fill_'s derivative)
+// leaves the graph, but eager runs it, and checks the version then (fuzz
+// seed 374742).
 struct EagerSaved {
   int index = -1;
-  std::vector<std::string> grad_nodes;  // while tracing: the gradients its readers ran with
-  // The tangents (positions among the tangent placeholders) those gradients
-  // were computed from, resolved before dead code goes: a reader whose
-  // gradient ends in zeros (fill_'s derivative) leaves the graph, but eager
-  // runs it, and checks the version then (fuzz seed 374742).
   std::vector<int> tangents;
 };
 

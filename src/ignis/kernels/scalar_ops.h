@@ -175,33 +175,27 @@ namespace detail {
 // caught mul's (int64 min * 28 in the bit-shift decomposition). In the
 // unsigned type, at least unsigned int so that 8- and 16-bit operands do not
 // promote to a signed int; other types (floats, SIMD vectors) as they are.
-template <typename T>
-constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-// The type an integer T computes in (other types compute as they are).
-template <typename T, bool = is_int_v<T>>
-struct wrapping { using type = T; };
-template <typename T>
-struct wrapping<T, true> {
-  using U = std::make_unsigned_t<T>;
-  using type = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-};
+template <typename T, typename F>
+IGNIS_ALWAYS_INLINE T wrapping(T a, T b, F f) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+    return T(U(f(W(U(a)), W(U(b)))));
+  } else {
+    return f(a, b);
+  }
+}
 template <typename T>
 IGNIS_ALWAYS_INLINE T wrap_mul(T a, T b) {
-  using W = typename wrapping<T>::type;
-  if constexpr (is_int_v<T>) return T(std::make_unsigned_t<T>(W(a) * W(b)));
-  else return a * b;
+  return wrapping(a, b, [](auto x, auto y) { return x * y; });
 }
 template <typename T>
 IGNIS_ALWAYS_INLINE T wrap_add(T a, T b) {
-  using W = typename wrapping<T>::type;
-  if constexpr (is_int_v<T>) return T(std::make_unsigned_t<T>(W(a) + W(b)));
-  else return a + b;
+  return wrapping(a, b, [](auto x, auto y) { return x + y; });
 }
 template <typename T>
 IGNIS_ALWAYS_INLINE T wrap_sub(T a, T b) {
-  using W = typename wrapping<T>::type;
-  if constexpr (is_int_v<T>) return T(std::make_unsigned_t<T>(W(a) - W(b)));
-  else return a - b;
+  return wrapping(a, b, [](auto x, auto y) { return x - y; });
 }
 }  // namespace detail
 

@@ -9,11 +9,10 @@
 #include <optional>
 
 #include "ignis/autograd/formula.h"
-#include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/reduce.h"
-#include "ignis/kernels/cuda/copy.h"
 #include "ignis/kernels/cuda/reduce.h"
 #include "ignis/kernels/cuda/scan.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
@@ -354,13 +353,10 @@ void scan_impl(OpCall& c) {
   const Tensor& self = c.tensor(0);
   const int64_t dim = self.dim() == 0 ? 0 : wrap_dim(c.int_arg(1), self.dim());
   const Tensor& out = c.outputs[0];
-  const bool on_cuda = c.device.is_cuda();
   Tensor dst = Inplace ? empty_tensor(self.sizes(), self.dtype(), self.device()) : out;
-  if (on_cuda) cuda::scan(dst, self, dim, IsProd);
-  else if (IsProd) cpu::cumprod_out(dst, self, dim);
-  else cpu::cumsum_out(dst, self, dim);
-  if (Inplace && on_cuda) cuda::copy(out, dst);
-  else if (Inplace) copy_into(out, dst);
+  if (IsProd) IGNIS_REDUCE(c, cumprod_out)(dst, self, dim);
+  else IGNIS_REDUCE(c, cumsum_out)(dst, self, dim);
+  if (Inplace) copy_tensor(out, dst);
 }
 
 // max.other / min.other: the elementwise maximum / minimum.
@@ -759,14 +755,16 @@ void register_reduction_ops() {
       .decomposition(decomp::count_nonzero);
 
   def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu_and_cuda(scan_impl<false, false>)
+      .category(OpCategory::Reduction).both().meta(scan_meta<false>)
+      .cpu_and_cuda(scan_impl<false, false>)
       .doc("inclusive cumulative sum along dim; integers and bool give int64")
       .derivative(cumsum_bw).core();
   def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")
       .category(OpCategory::Reduction).method_only().meta(scan_meta<true>)
       .cpu_and_cuda(scan_impl<false, true>).derivative(cumsum_bw);
   def("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-      .category(OpCategory::Reduction).both().meta(scan_meta<false>).cpu_and_cuda(scan_impl<true, false>)
+      .category(OpCategory::Reduction).both().meta(scan_meta<false>)
+      .cpu_and_cuda(scan_impl<true, false>)
       .doc("inclusive cumulative product along dim; integers and bool give int64")
       .derivative(cumprod_bw, "self, result").core();
   def("cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)")

@@ -8,6 +8,8 @@
 
 namespace ignis::cuda {
 
+namespace {
+
 // A thread per line (the kernel: source.cpp, scan_lines): the lines of a
 // tensor scanned along its last dim are far apart, so this is slow for few
 // long rows; it serves the programs that reach it (prod's backward, user
@@ -43,5 +45,10 @@ void scan(const Tensor& out, const Tensor& in, int64_t dim, bool prod) {
   void* args[] = {&d, &s, &lines, &len, &dst_step, &src_step, &g};
   launch_grid_stride(f, lines, args, stream);
 }
+
+}  // namespace
+
+void cumsum_out(const Tensor& out, const Tensor& in, int64_t dim) { scan(out, in, dim, false); }
+void cumprod_out(const Tensor& out, const Tensor& in, int64_t dim) { scan(out, in, dim, true); }
 
 }  // namespace ignis::cuda

@@ -5,9 +5,11 @@
 
 namespace ignis::cuda {
 
-// out = cumsum (prod: cumprod) of in along dim, in converted to out's dtype
-// first and accumulated as the CPU's scans (the same bits). out and in have
-// the same shape, any strides; out may not overlap in.
-void scan(const Tensor& out, const Tensor& in, int64_t dim, bool prod);
+// out = cumsum (cumprod) of in along dim, in converted to out's dtype first
+// and accumulated as the CPU's scans (cpu::cumsum_out, cpu::cumprod_out: the
+// same bits). out and in have the same shape, any strides; out may not
+// overlap in.
+void cumsum_out(const Tensor& out, const Tensor& in, int64_t dim);
+void cumprod_out(const Tensor& out, const Tensor& in, int64_t dim);
 
 }  // namespace ignis::cuda
