@@ -139,5 +139,42 @@ def test_a_masked_assignment_of_a_value_requiring_grad_keeps_eagers_gradient():
     assert ignis.allclose(b1.grad, b2.grad)
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+@pytest.mark.parametrize("used", [True, False])
+def test_a_view_first_read_after_its_base_was_written_is_stale_on_its_fake(backend, used):
+    # Fuzz seed 410368. The second graph (after the print's break) first reads
+    # w, a no-grad view of a's storage, after tracing a write into t, another
+    # view of it: the fake made for w then must be stale, as the real one will
+    # be when the graph runs (fakes of one version counter share one, starting
+    # at the real one's value). Eager and torch.compile raise at w * 2, also
+    # when the product is unused (torch while tracing it); the graph breaks
+    # there and the multiply raises eagerly, after the log's append.
+    def f(a, log):
+        with ignis.no_grad():
+            t = a.reshape(a.shape[1], a.shape[0])
+        w = t.narrow(1, 0, 1)
+        print(end="")
+        with ignis.no_grad():
+            t[:, 0].zero_()
+        log.append(1)
+        u = w * 2.0 + 1
+        return u if used else None
+
+    for fn in (f, ignis.compile(f, backend=backend)):
+        log = []
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+            fn(ignis.randn(3, 6, requires_grad=True), log)
+        assert log == [1]
+    # Without the write between, the view is not stale: no error, eager's values.
+    def g(a):
+        with ignis.no_grad():
+            t = a.reshape(a.shape[1], a.shape[0])
+        w = t.narrow(1, 0, 1)
+        print(end="")
+        return w * 2.0 + 1
+    a = ignis.randn(3, 6, requires_grad=True)
+    assert ignis.equal(ignis.compile(g, backend=backend)(a), g(a))
+
+
 if __name__ == "__main__":
     raise SystemExit(pytest.main([__file__, "-q"]))

@@ -246,9 +246,13 @@ def test_nan_propagates_through_max_and_min(dtype):
     assert np.isnan(mx.numpy()).tolist() == [False, True, False, True]
 
 
+@pytest.mark.skipif(getattr(ignis._C, "_sanitized", False),
+                    reason="a sanitized build compiles eager kernels at -O1 (ASan + UBSan), where "
+                           "their sums and the generated kernel's round differently")
 def test_softmax_rounds_as_eager():
     # The decomposition multiplies by the sum's reciprocal, as the eager
-    # kernel does, so the compiled softmax gives eager's bits.
+    # kernel does, so the compiled softmax gives eager's bits (at the
+    # release build's flags, which the generated kernels copy).
     x = ignis.randn(8, 300)
     x[2, 7] = float("nan")
     x[5] = float("-inf")

@@ -108,6 +108,19 @@ Tensor FakeTensorMode::from_tensor(const Tensor& t) {
   note_device(t.device());
   Tensor f(make_intrusive<TensorImpl>(sit->second.second, t.dtype(), t.sizes(), t.strides(),
                                       t.storage_offset()));
+  // Note [Fake version counters]: the fakes of one version counter's
+  // tensors share one, starting where the real one stands. Capture makes a
+  // frame value's fake when the trace first reads it, perhaps after a write
+  // to its base was traced (fuzz seed 410368: t9[:, 0].zero_() under
+  // no_grad, then w10 * 2 where w10 is a no-grad view of t9's base): the
+  // write moved the shared fake counter past the real one, so the view's
+  // fake, keeping the real view's version, is stale as eager's will be.
+  const intrusive_ptr<VersionCounter>& rv = t.impl()->shared_version_counter();
+  auto cit = counters_.find(rv.get());
+  if (cit == counters_.end())
+    cit = counters_.emplace(rv.get(), std::make_pair(rv, make_intrusive<VersionCounter>(rv->value())))
+              .first;
+  f.impl()->share_version_counter(cit->second.second);
   if (autograd::requires_grad(t)) autograd::set_requires_grad(f, true);
   tensors_.emplace(t.impl(), std::make_pair(t, f));
   return f;

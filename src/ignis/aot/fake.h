@@ -30,8 +30,12 @@ class FakeTensorMode {
   FakeTensorMode& operator=(const FakeTensorMode&) = delete;
 
   // A fake with t's sizes, strides, offset, dtype and device (and
-  // requires_grad). Memoized: one real tensor gives one fake, and tensors
-  // sharing a storage give fakes sharing one fake storage.
+  // requires_grad). Memoized: one real tensor gives one fake, tensors
+  // sharing a storage give fakes sharing one fake storage, and tensors
+  // sharing a version counter (a view and its base) give fakes sharing one,
+  // which starts at the real one's value: a write traced on any of them
+  // moves it for all, and a view's fake made after that write compares its
+  // real view version against it (Note [Fake version counters], fake.cpp).
   Tensor from_tensor(const Tensor& t);
 
   // The device the mode's fakes stand for (the first non-meta device a fake
@@ -45,6 +49,10 @@ class FakeTensorMode {
   Device device_{DeviceType::Meta};
   std::unordered_map<const TensorImpl*, std::pair<Tensor, Tensor>> tensors_;  // real -> (real, fake)
   std::unordered_map<const StorageImpl*, std::pair<Storage, Storage>> storages_;
+  // real -> (real, fake); the real is held so that its address is not reused
+  std::unordered_map<const VersionCounter*,
+                     std::pair<intrusive_ptr<VersionCounter>, intrusive_ptr<VersionCounter>>>
+      counters_;
 };
 
 // A new fake tensor standing for `device`.

@@ -521,11 +521,12 @@ static void mirror_no_grad_view(aot::FakeTensorMode& mode, const Tensor& real, c
   if (!m || !m->is_view_ || !m->no_grad_view_ || !m->base_.defined() || real.is_same(m->base_))
     return;
   if (const autograd::AutogradMeta* fm = autograd::get_meta(fake); fm && fm->is_view_) return;
-  Tensor base = mode.from_tensor(m->base_);
-  fake.impl()->share_version_counter(base.impl()->shared_version_counter());
+  Tensor base = mode.from_tensor(m->base_);  // shares the fake's version counter
   autograd::set_view_of(fake, base, /*no_grad=*/true);
-  if (m->version_ && m->version_->value() != m->view_version_)  // stale: stays stale
-    autograd::get_meta(fake)->view_version_ = ~uint64_t(0);
+  // The real view's version against the fake counter, which started at the
+  // real one's value: stale when the real is, or when a write to the base
+  // was traced before this fake was made (Note [Fake version counters]).
+  autograd::get_meta(fake)->view_version_ = m->view_version_;
 }
 
 Obj Tracer::fake_of(PyObject* real) {

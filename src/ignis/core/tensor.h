@@ -25,11 +25,12 @@ using IntList = std::vector<int64_t>;
 // saved tensor was modified in place.
 class VersionCounter : public RefCounted {
  public:
+  explicit VersionCounter(uint64_t start = 0) : version_(start) {}
   uint64_t value() const { return version_.load(std::memory_order_relaxed); }
   void bump() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> version_;
 };
 
 // Autograd keeps its per-tensor state (grad, grad_fn, ...) behind this
