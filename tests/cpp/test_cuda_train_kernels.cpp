@@ -58,9 +58,10 @@ TEST(CudaTrainKernels, TrainingOpsHaveCudaKernels) {
     ASSERT_NE(d, nullptr) << name;
     EXPECT_TRUE(d->cuda || d->any_backend || d->decomposition) << name;
   }
-  // The scans have theirs; sort has none: a call raises NotImplementedError naming the op.
-  const OpDef* cumsum = Dispatcher::get().find_or_throw("cumsum").def();
-  EXPECT_TRUE(cumsum->cuda != nullptr);
-  const OpDef* sort = Dispatcher::get().find_or_throw("sort").def();
-  EXPECT_TRUE(!sort->cuda && !sort->decomposition);
+  // The scans and sorts have theirs; scatter_reduce has none: a call raises
+  // NotImplementedError naming the op.
+  for (const char* name : {"cumsum", "sort", "topk"})
+    EXPECT_TRUE(Dispatcher::get().find_or_throw(name).def()->cuda != nullptr) << name;
+  const OpDef* sr = Dispatcher::get().find_or_throw("scatter_reduce.two").def();
+  EXPECT_TRUE(!sr->cuda && !sr->decomposition);
 }

@@ -618,6 +618,71 @@ def test_layer_norm_and_its_backward_match_cpu(dtype, shape, ns):
 
 # ---- on a GPU: autograd and errors ---------------------------------------------------------
 
+def _sort_input(dtype, shape):
+    """Values with ties, and for floats NaN, infinities and both zeros."""
+    g = ignis.Generator().manual_seed(7)
+    if dtype == "bool":
+        return ignis.randint(0, 2, shape, generator=g).bool()
+    if dtype in FLOATS:
+        x = (ignis.randn(shape, generator=g) * 4).round()
+        flat = x.view(-1)
+        for i, v in zip(range(0, flat.numel(), 7), [float("nan"), float("inf"), -0.0,
+                                                    float("-inf"), 0.0, float("nan")]):
+            flat[i] = v
+        return x.to(getattr(ignis, dtype))
+    return ignis.randint(-9 if dtype not in ("bool", "uint8") else 0, 9, shape,
+                         generator=g).to(getattr(ignis, dtype))
+
+
+def _same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+        _to_numpy(a).reshape(-1).view(np.uint8), _to_numpy(b).reshape(-1).view(np.uint8))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", [((7, 10), 1), ((3, 300), -1), ((2, 5000), 1),
+                                       ((9000,), 0), ((5, 33, 4), 1), ((6, 1), 1), ((0, 4), 1),
+                                       ((), 0)])
+def test_sort_topk_argsort_match_cpu(dtype, shape, dim):
+    # The order is total on (value, position): NaN above every number, ties
+    # by position (a stable sort), so the GPU returns the CPU's elements in
+    # the CPU's order, bit for bit, through every path: a block's chunk
+    # (slices of 256 or fewer, of 4096 or fewer) and the global passes after
+    # it (5000, 9000).
+    x = _sort_input(dtype, shape)
+    g = x.cuda()
+    for desc in (False, True):
+        for fn in (lambda t: t.sort(dim=dim, descending=desc),
+                   lambda t: ignis.sort(t, stable=True, dim=dim, descending=desc),
+                   lambda t: (t.argsort(dim=dim, descending=desc),)):
+            for a, b in zip(fn(x), fn(g)):
+                assert b.device.type == "cuda"
+                assert _same(a, b.cpu()), (dtype, shape, dim, desc)
+        n = x.shape[dim] if x.dim() else 1
+        for k in {0, 1, min(3, n), n} if dtype != "bool" else ():  # no bool topk, as torch
+            a, b = x.topk(k, dim=dim, largest=desc), g.topk(k, dim=dim, largest=desc)
+            assert _same(a[0], b[0].cpu()) and _same(a[1], b[1].cpu()), (dtype, shape, k)
+
+
+@needs_gpu
+def test_sort_of_strided_input_into_strided_outputs_and_its_gradient():
+    x = ignis.randn(40, 6).t()  # sorted along a dim of stride 6
+    xg = x.cuda()
+    vals, idx = ignis.empty(40, 6).t(), ignis.empty(40, 6, dtype=ignis.int64).t()
+    vals_g, idx_g = vals.cuda(), idx.cuda()
+    ignis.sort(x, 1, out=(vals, idx))
+    ignis.sort(xg, 1, out=(vals_g, idx_g))
+    assert vals_g.stride() == vals.stride() and _same(vals, vals_g.cpu()) and _same(idx, idx_g.cpu())
+    # Gradients go back to where the values came from, on either device.
+    a = ignis.randn(4, 700, requires_grad=True)
+    b = a.detach().cuda().requires_grad_()
+    w = ignis.randn(4, 5)
+    (a.topk(5, dim=1)[0] * w).sum().backward()
+    (b.topk(5, dim=1)[0] * w.cuda()).sum().backward()
+    assert b.grad.device.type == "cuda" and _same(a.grad, b.grad.cpu())
+
+
 @needs_gpu
 def test_autograd_through_cuda_tensors():
     x = ignis.randn(8, 16, dtype=ignis.float32)
@@ -639,9 +704,10 @@ def test_autograd_through_cuda_tensors():
 @needs_gpu
 def test_ops_without_a_cuda_kernel_raise_naming_op_and_device():
     a = ignis.ones(3, 3, device="cuda")
-    with pytest.raises(NotImplementedError, match=r"Could not run 'sort' with arguments from "
-                                                  r"the 'CUDA' backend"):
-        ignis.sort(a, 0)
+    idx = ignis.zeros(3, 3, dtype=ignis.int64, device="cuda")
+    with pytest.raises(NotImplementedError, match=r"Could not run 'scatter_reduce[.a-z]*' with "
+                                                  r"arguments from the 'CUDA' backend"):
+        ignis.scatter_reduce(a, 0, idx, a, "amax")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ignis.add(a, ignis.ones(3, 3))
 

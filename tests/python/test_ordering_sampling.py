@@ -116,6 +116,18 @@ def test_sort_and_topk_gradients_match_torch():
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
 
 
+def test_topk_of_a_0_dim_tensor_and_of_bools_as_torch():
+    # A 0-dim tensor gives itself back for k = 0 and 1; bool has no topk.
+    for k in (0, 1):
+        v, i = ignis.tensor(2.5).topk(k)
+        tv, ti = torch.tensor(2.5).topk(k)
+        assert v.shape == tuple(tv.shape) and v.item() == tv.item() and i.item() == ti.item()
+    with pytest.raises(RuntimeError) as te:
+        torch.tensor([True, False]).topk(1)
+    with pytest.raises(type(te.value), match="topk does not support bool"):
+        ignis.tensor([True, False]).topk(1)
+
+
 def test_ordering_errors_have_torch_types():
     x, t = _pair(RNG.standard_normal((3, 4)).astype(np.float32))
     for f in (lambda m, v: m.topk(v, 5), lambda m, v: m.topk(v, -1), lambda m, v: m.sort(v, 2),

@@ -1,9 +1,11 @@
 // Ordering ops: sort, argsort and topk. sort and topk are core: an order
 // cannot be written with other core ops, and topk's partial sort costs less
-// than a full one. Both run kernels/cpu/sort.h and, in the compiler, stay
-// extern calls. argsort is sort's indices.
+// than a full one. Both run kernels/cpu/sort.h (kernels/cuda/sort.h on a
+// GPU, the same results) and, in the compiler, stay extern calls. argsort is
+// sort's indices.
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/sort.h"
+#include "ignis/kernels/cuda/sort.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/op_def.h"
 
@@ -31,6 +33,9 @@ void alloc_ordered(OpCall& c, int64_t dim, int64_t k) {
   c.alloc(sizes, ScalarType::Int64);
 }
 
+// The call's device's kernel (cpu::sort_out and cuda::sort_out agree).
+auto sort_out_on(const OpCall& c) { return c.device.is_cuda() ? cuda::sort_out : cpu::sort_out; }
+
 template <bool Stable>
 void sort_meta(OpCall& c) {
   const Tensor& self = c.tensor(0);
@@ -39,12 +44,12 @@ void sort_meta(OpCall& c) {
   alloc_ordered(c, dim, self.dim() == 0 ? 1 : self.sizes()[dim]);
 }
 template <bool Stable>
-void sort_cpu(OpCall& c) {
+void sort_kernel(OpCall& c) {
   const Tensor& self = c.tensor(0);
   SortArgs a = sort_args(c.args, Stable);
   const int64_t dim = wrap_dim(a.dim, self.dim());
-  cpu::sort_out(c.outputs[0], c.outputs[1], self, dim, self.dim() == 0 ? 1 : self.sizes()[dim],
-                a.descending);
+  sort_out_on(c)(c.outputs[0], c.outputs[1], self, dim,
+                 self.dim() == 0 ? 1 : self.sizes()[dim], a.descending);
 }
 
 // topk(self, k, dim=-1, largest=True, sorted=True). The result is always
@@ -55,12 +60,15 @@ void topk_meta(OpCall& c) {
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
   const int64_t k = c.int_arg(1);
   IGNIS_CHECK(k >= 0 && k <= n, "selected index k out of range");
+  IGNIS_CHECK(self.dtype() != ScalarType::Bool, "topk does not support bool dtypes");
   alloc_ordered(c, dim, k);
 }
-void topk_cpu(OpCall& c) {
+void topk_kernel(OpCall& c) {
   const Tensor& self = c.tensor(0);
   const int64_t dim = wrap_dim(c.int_arg(2), self.dim());
-  cpu::sort_out(c.outputs[0], c.outputs[1], self, dim, c.int_arg(1), c.bool_arg(3));
+  // A 0-dim self gives itself back for k = 0 too, as torch's topk does.
+  const int64_t k = self.dim() == 0 ? 1 : c.int_arg(1);
+  sort_out_on(c)(c.outputs[0], c.outputs[1], self, dim, k, c.bool_arg(3));
 }
 
 // argsort: the indices of sort (argsort.stable passes `stable` on).
@@ -95,13 +103,13 @@ void topk_bw(GradCtx& c) {
 
 void register_sort_ops() {
   def("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)")
-      .category(OpCategory::Other).both().meta(sort_meta<false>).cpu(sort_cpu<false>)
+      .category(OpCategory::Other).both().meta(sort_meta<false>).cpu_and_cuda(sort_kernel<false>)
       .doc("the elements along dim in order, and where each came from (stable; NaN last, "
            "or first when descending)")
       .derivative(sort_bw, "result1").core();
   def("sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> "
       "(Tensor values, Tensor indices)")
-      .category(OpCategory::Other).both().meta(sort_meta<true>).cpu(sort_cpu<true>)
+      .category(OpCategory::Other).both().meta(sort_meta<true>).cpu_and_cuda(sort_kernel<true>)
       .doc("sort; every sort is stable, so `stable` changes nothing")
       .derivative(sort_bw, "result1").core();
   def("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor")
@@ -111,7 +119,7 @@ void register_sort_ops() {
       .category(OpCategory::Composite).both().composite(argsort_kernel);
   def("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> "
       "(Tensor values, Tensor indices)")
-      .category(OpCategory::Other).both().meta(topk_meta).cpu(topk_cpu)
+      .category(OpCategory::Other).both().meta(topk_meta).cpu_and_cuda(topk_kernel)
       .doc("the k largest (or smallest) elements along dim, in order, and their indices")
       .derivative(topk_bw, "result1").core();
 }

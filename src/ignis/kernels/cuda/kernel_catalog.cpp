@@ -13,6 +13,7 @@
 #include "ignis/kernels/cuda/random_kernels.h"
 #include "ignis/kernels/cuda/reduce.h"
 #include "ignis/kernels/cuda/row_kernels.h"
+#include "ignis/kernels/cuda/sort.h"
 #include "ignis/kernels/cuda/source.h"
 #include "ignis/ops/op_def.h"
 
@@ -134,6 +135,7 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
     for (const KernelRequest& r : index_kernel_requests(t)) g.add(str("index_", dtype_name(t)), r);
     for (const KernelRequest& r : random_kernel_requests(t))
       g.add(str("random_", dtype_name(t)), r);
+    for (const KernelRequest& r : sort_kernel_requests(t)) g.add(str("sort_", dtype_name(t)), r);
   }
   // Flash attention: one unit per kernel (each is a few hundred lines of
   // unrolled tensor-core code).
