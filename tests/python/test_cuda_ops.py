@@ -684,6 +684,62 @@ def test_sort_of_strided_input_into_strided_outputs_and_its_gradient():
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_multinomial_draws_the_cpus_numbers(dtype):
+    # The same generator counters and, with replacement, the same running
+    # sums in the same order: the same indices on both devices. Zero weights
+    # are never drawn with replacement and come last, by index, without.
+    g = ignis.Generator().manual_seed(11)
+    w = ignis.rand(6, 300, generator=g)
+    w[:, ::7] = 0
+    w[2] = 0
+    w[2, 5] = 1.0
+    w = w.to(getattr(ignis, dtype))
+    cases = [(w, 50, True), (w, 40, False), (w, 300, False), (w[0], 9, True), (w[1], 9, False),
+             (w.t().contiguous().t(), 20, True), (w[:, 1::2], 30, False)]
+    for probs, k, replacement in cases:
+        ignis.manual_seed(5)
+        a = ignis.multinomial(probs, k, replacement)
+        ignis.manual_seed(5)
+        b = ignis.multinomial(probs.cuda(), k, replacement)
+        assert b.device.type == "cuda" and b.dtype == ignis.int64
+        assert ignis.equal(a, b.cpu()), (k, replacement)
+    full = ignis.multinomial(w.cuda(), 300, False).cpu()
+    zeros = [j for j in range(300) if j % 7 == 0]
+    assert full[0, -len(zeros):].tolist() == zeros
+    assert ignis.multinomial(w.cuda(), 100, True)[2].cpu().tolist() == [5] * 100
+
+
+@needs_gpu
+def test_multinomial_errors_on_cuda_are_the_cpus_and_draw_nothing():
+    for bad, match in ((ignis.tensor([[1.0, -1.0]]), "probability tensor contains"),
+                       (ignis.tensor([[1.0, float("nan")]]), "probability tensor contains"),
+                       (ignis.tensor([[1.0, 1.0], [0.0, 0.0]]), "invalid multinomial"),
+                       (ignis.tensor([1.0, float("inf")]), "probability tensor contains")):
+        for dev in ("cpu", "cuda"):
+            ignis.manual_seed(3)
+            with pytest.raises(RuntimeError, match=match):
+                ignis.multinomial(bad.to(dev), 1, True)
+            after = ignis.rand(4, device=dev).cpu()
+            ignis.manual_seed(3)
+            assert ignis.equal(after, ignis.rand(4, device=dev).cpu()), (dev, match)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32", "float16"])
+def test_randperm_on_cuda_is_the_cpus_permutation(dtype):
+    for n in (0, 1, 7, 5000):
+        ignis.manual_seed(9)
+        a = ignis.randperm(n, dtype=getattr(ignis, dtype))
+        ignis.manual_seed(9)
+        b = ignis.randperm(n, dtype=getattr(ignis, dtype), device="cuda")
+        assert b.device.type == "cuda" and b.dtype == a.dtype and ignis.equal(a, b.cpu())
+    g1, g2 = ignis.Generator().manual_seed(4), ignis.Generator().manual_seed(4)
+    assert ignis.equal(ignis.randperm(100, generator=g1),
+                       ignis.randperm(100, generator=g2, device="cuda").cpu())
+
+
+@needs_gpu
 def test_autograd_through_cuda_tensors():
     x = ignis.randn(8, 16, dtype=ignis.float32)
     w = ignis.randn(16)

@@ -204,7 +204,10 @@ void randperm_meta(OpCall& c) {
               n - 1);
   c.alloc({n}, dt);
 }
-void randperm_impl(OpCall& c) { cpu::fill_randperm(c.outputs[0], current_generator()); }
+void randperm_impl(OpCall& c) {
+  if (c.device.is_cuda()) cuda::fill_randperm(c.outputs[0], current_generator());
+  else cpu::fill_randperm(c.outputs[0], current_generator());
+}
 
 // multinomial(self, num_samples, replacement): category indices drawn by
 // the weights of each row of self. The data checks run in the kernel.
@@ -224,8 +227,8 @@ void multinomial_meta(OpCall& c) {
   else c.alloc({p.sizes()[0], k}, ScalarType::Int64);
 }
 void multinomial_impl(OpCall& c) {
-  cpu::multinomial_out(c.outputs[0], c.tensor(0), c.int_arg(1), c.bool_arg(2),
-                       current_generator());
+  auto run = c.device.is_cuda() ? cuda::multinomial_out : cpu::multinomial_out;
+  run(c.outputs[0], c.tensor(0), c.int_arg(1), c.bool_arg(2), current_generator());
 }
 
 // ---- *_like: composites over empty_strided + an in-place fill ----------------------------
@@ -386,11 +389,11 @@ void register_creation_ops() {
       .category(OpCategory::Creation).random_with_generator().meta(randint_meta).cpu_and_cuda(randint_impl).core();
 
   def("randperm(int n, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
-      .meta(randperm_meta).cpu(randperm_impl)
+      .meta(randperm_meta).cpu_and_cuda(randperm_impl)
       .doc("a random permutation of 0 .. n - 1 (int64 unless dtype is given)").core();
   def("multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor")
       .category(OpCategory::Other).both().random_with_generator().nondifferentiable()
-      .meta(multinomial_meta).cpu(multinomial_impl)
+      .meta(multinomial_meta).cpu_and_cuda(multinomial_impl)
       .doc("num_samples category indices per row, drawn by the row's (unnormalised) weights")
       .core();
 

@@ -105,8 +105,10 @@ void multinomial_out(const Tensor& out, const Tensor& probs, int64_t k, bool rep
           key[size_t(j)] = wr[j] > 0 ? -std::log(open_unit(seed, base + uint64_t(j))) / wr[j]
                                      : INFINITY;
         std::iota(order.begin(), order.end(), int64_t(0));
-        std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                          [&](int64_t a, int64_t b) { return key[size_t(a)] < key[size_t(b)]; });
+        // Ties (zero weights' infinite keys) by index, as the GPU's sort.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          return key[size_t(a)] < key[size_t(b)] || (key[size_t(a)] == key[size_t(b)] && a < b);
+        });
         for (int64_t s = 0; s < k; ++s) orow[s * os] = order[size_t(s)];
       }
     }

@@ -8,6 +8,8 @@
 #include "ignis/cuda/device.h"
 #include "ignis/cuda/stream.h"
 #include "ignis/kernels/cuda/device_scalar_ops.h"
+#include "ignis/kernels/cpu/sample.h"
+#include "ignis/kernels/cuda/sort.h"
 #include "ignis/kernels/cuda/source.h"
 #include "ignis/kernels/device_kernels.h"
 
@@ -118,6 +120,67 @@ __forceinline__ void ig_dropout(const T* x, T* y, bool* m, int64_t n, uint64_t s
     }
   }
 }
+// ---- multinomial (cpu::multinomial_out's draws, Note [CUDA multinomial]) ----
+__forceinline__ double ig_open_unit(uint64_t seed, uint64_t ctr) {  // (0, 1]
+  uint32_t r[4];
+  ig_philox(seed, ctr, r);
+  const uint64_t bits = (uint64_t(r[0]) << 32) | r[1];
+  return double((bits >> 11) + 1) * (1.0 / 9007199254740992.0);
+}
+template <class T> __forceinline__ double ig_weight(const T* p, int64_t i) {
+  return double(ig_widen<T>::get(p[i]));
+}
+// A thread a row: the running sums in the CPU's order, and the row's
+// status (0 valid, 1 a NaN, infinite or negative weight, 2 a sum <= 0).
+template <class T>
+__forceinline__ void ig_multinomial_cdf(const T* p, int64_t rows, int64_t n, int64_t ps_row,
+                                        int64_t ps, double* cdf, int32_t* status) {
+  IG_GRID_STRIDE_LOOP(r, rows) {
+    double sum = 0;
+    int32_t st = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = ig_weight(p, r * ps_row + j * ps);
+      if (!(v - v == 0.0 && v >= 0)) st = 1;
+      sum += v;
+      cdf[r * n + j] = sum;
+    }
+    status[r] = st != 0 ? st : (sum > 0 ? 0 : 2);
+  }
+}
+// With replacement: sample s of row r is the first category whose running
+// sum exceeds u * total (std::upper_bound), never a zero-weight one.
+template <class T>
+__forceinline__ void ig_multinomial_draw(const T* p, const double* cdf, int64_t rows, int64_t n,
+                                         int64_t ps_row, int64_t ps, int64_t k, uint64_t seed,
+                                         uint64_t off, int64_t* out, int64_t os_row,
+                                         int64_t os) {
+  IG_GRID_STRIDE_LOOP(i, rows * k) {
+    const int64_t r = i / k, s = i % k;
+    const double* c = cdf + r * n;
+    const double u = (1.0 - ig_open_unit(seed, off + uint64_t(i))) * c[n - 1];
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (u < c[mid]) hi = mid;
+      else lo = mid + 1;
+    }
+    int64_t j = lo < n - 1 ? lo : n - 1;
+    while (j > 0 && ig_weight(p, r * ps_row + j * ps) == 0) --j;
+    out[r * os_row + s * os] = j;
+  }
+}
+// Without replacement: each category's key E / w (E ~ Exp(1)); the k
+// smallest, ties by index, are the draw (sorted by cuda::sort_out).
+template <class T>
+__forceinline__ void ig_multinomial_keys(const T* p, int64_t rows, int64_t n, int64_t ps_row,
+                                         int64_t ps, uint64_t seed, uint64_t off, double* keys) {
+  IG_GRID_STRIDE_LOOP(i, rows * n) {
+    const int64_t r = i / n, j = i % n;
+    const double w = ig_weight(p, r * ps_row + j * ps);
+    keys[i] = w > 0 ? -std::log(ig_open_unit(seed, off + uint64_t(i))) / w
+                    : std::numeric_limits<double>::infinity();
+  }
+}
 )CUDA";
 
 KernelRequest make_request(std::string symbol, const std::string& body) {
@@ -144,17 +207,41 @@ KernelRequest dropout_request(ScalarType t) {
                                ">(x, y, m, n, seed, off, keep, scale); }\n"));
 }
 
-CUfunction function_for(int device, ScalarType t, bool dropout) {
-  using Key = std::tuple<int, ScalarType, bool>;
+// The three multinomial kernels for probabilities of dtype t, one unit.
+KernelRequest multinomial_request(ScalarType t) {
+  const std::string d = dtype_name(t), T = device_type_name(t);
+  const std::string rows = "int64_t rows, int64_t n, int64_t ps_row, int64_t ps";
+  return make_request(
+      str("multinomial_cdf_", d),
+      str("extern \"C\" __global__ void multinomial_cdf_", d, "(const ", T, "* p, ", rows,
+          ", double* cdf, int32_t* status) { ig_multinomial_cdf(p, rows, n, ps_row, ps, cdf, "
+          "status); }\n",
+          "extern \"C\" __global__ void multinomial_draw_", d, "(const ", T,
+          "* p, const double* cdf, ", rows, ", int64_t k, uint64_t seed, uint64_t off, "
+          "int64_t* out, int64_t os_row, int64_t os) { ig_multinomial_draw(p, cdf, rows, n, "
+          "ps_row, ps, k, seed, off, out, os_row, os); }\n",
+          "extern \"C\" __global__ void multinomial_keys_", d, "(const ", T, "* p, ", rows,
+          ", uint64_t seed, uint64_t off, double* keys) { ig_multinomial_keys(p, rows, n, "
+          "ps_row, ps, seed, off, keys); }\n"));
+}
+
+enum class Unit { Generate, Dropout, Multinomial };
+
+CUfunction function_for(int device, ScalarType t, Unit unit, const char* kernel = nullptr) {
+  using Key = std::tuple<int, ScalarType, Unit, std::string>;
   static std::mutex mu;
   static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, t, dropout};
+  Key key{device, t, unit, kernel ? kernel : ""};
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = functions->find(key);
     if (it != functions->end()) return it->second;
   }
-  CUfunction f = get_kernel(device, dropout ? dropout_request(t) : generate_request(t));
+  KernelRequest r = unit == Unit::Generate  ? generate_request(t)
+                    : unit == Unit::Dropout ? dropout_request(t)
+                                            : multinomial_request(t);
+  if (kernel) r.symbol = str(kernel, "_", dtype_name(t));
+  CUfunction f = get_kernel(device, r);
   std::lock_guard<std::mutex> lock(mu);
   functions->emplace(std::move(key), f);
   return f;
@@ -170,7 +257,8 @@ void generate(const Tensor& t, GenParams p) {
   Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
   void* data = dst.data_ptr();
   void* args[] = {&data, &n, &p};
-  launch_grid_stride(function_for(device, t.dtype(), false), n, args, current_stream(device));
+  launch_grid_stride(function_for(device, t.dtype(), Unit::Generate), n, args,
+                     current_stream(device));
   if (!dst.is_same(t)) copy_tensor(t, dst);
 }
 
@@ -192,7 +280,10 @@ GenParams drawn(Gen kind, const Tensor& t, Generator& g) {
 
 std::vector<KernelRequest> random_kernel_requests(ScalarType t) {
   std::vector<KernelRequest> v{generate_request(t)};
-  if (is_floating(t)) v.push_back(dropout_request(t));
+  if (is_floating(t)) {
+    v.push_back(dropout_request(t));
+    v.push_back(multinomial_request(t));
+  }
   return v;
 }
 
@@ -253,8 +344,75 @@ void dropout(const Tensor& out, const Tensor& mask, const Tensor& in, double p, 
   void* y = out.data_ptr();
   void* m = mask.data_ptr();
   void* args[] = {&x, &y, &m, &n, &seed, &off, &keep, &scale};
-  launch_grid_stride(function_for(device, in.dtype(), true), blocks, args,
+  launch_grid_stride(function_for(device, in.dtype(), Unit::Dropout), blocks, args,
                      current_stream(device));
+}
+
+// Note [CUDA multinomial]
+// The CPU's draws (cpu::multinomial_out), from the same counters of the same
+// generator: a thread a row sums the weights in the CPU's order (so the
+// running sums, and with them every draw with replacement, are the same
+// bits) and flags invalid rows; those flags come back to the host (one
+// synchronization) so that a bad distribution raises the CPU's error before
+// anything is drawn, where torch's CUDA kernel can only assert on the
+// device. Without replacement the keys -log(u) / w go through the device's
+// double log (which may differ from the host's in the last bit) and
+// cuda::sort_out takes the k smallest, ties by index as on the CPU.
+void multinomial_out(const Tensor& out, const Tensor& probs, int64_t k, bool replacement,
+                     Generator& g) {
+  const bool one_row = probs.dim() == 1;
+  const int64_t n = probs.sizes()[probs.dim() - 1];
+  int64_t rows = one_row ? 1 : probs.sizes()[0];
+  const Tensor p2 = one_row ? make_view(probs, {1, n}, {0, probs.strides()[0]},
+                                        probs.storage_offset())
+                            : probs;
+  const Tensor o2 = one_row ? make_view(out, {1, k}, {0, out.strides()[0]}, out.storage_offset())
+                            : out;
+  int64_t nn = n, ps_row = p2.strides()[0], ps = p2.strides()[1];
+  const ScalarType t = probs.dtype();
+  const int device = probs.device().index;
+  DeviceGuard guard(device);
+  Stream stream = current_stream(device);
+  Tensor cdf = empty_tensor({rows, n}, ScalarType::Float64, probs.device());
+  Tensor status = empty_tensor({rows}, ScalarType::Int32, probs.device());
+  const void* p = p2.data_ptr();
+  void* c = cdf.data_ptr();
+  void* st = status.data_ptr();
+  {
+    void* args[] = {&p, &rows, &nn, &ps_row, &ps, &c, &st};
+    launch_grid_stride(function_for(device, t, Unit::Multinomial, "multinomial_cdf"), rows, args,
+                       stream);
+  }
+  Tensor host = empty_tensor({rows}, ScalarType::Int32, Device(DeviceType::CPU));
+  copy_tensor(host, status);  // waits for the kernel
+  const int32_t* flags = host.data<int32_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    IGNIS_CHECK(flags[r] != 1, "probability tensor contains either `inf`, `nan` or element < 0");
+    IGNIS_CHECK(flags[r] != 2, "invalid multinomial distribution (sum of probabilities <= 0)");
+  }
+  const int64_t per_row = replacement ? k : n;
+  auto [seed, off] = g.reserve(static_cast<uint64_t>(rows * per_row));
+  if (replacement) {
+    void* o = o2.data_ptr();
+    int64_t kk = k, os_row = o2.strides()[0], os = o2.strides()[1];
+    void* args[] = {&p, &c, &rows, &nn, &ps_row, &ps, &kk, &seed, &off, &o, &os_row, &os};
+    launch_grid_stride(function_for(device, t, Unit::Multinomial, "multinomial_draw"), rows * k,
+                       args, stream);
+    return;
+  }
+  {
+    void* args[] = {&p, &rows, &nn, &ps_row, &ps, &seed, &off, &c};
+    launch_grid_stride(function_for(device, t, Unit::Multinomial, "multinomial_keys"), rows * n,
+                       args, stream);
+  }
+  Tensor keys_sorted = empty_tensor({rows, k}, ScalarType::Float64, probs.device());
+  sort_out(keys_sorted, o2, cdf, 1, k, false);
+}
+
+void fill_randperm(const Tensor& t, Generator& g) {
+  Tensor host = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
+  cpu::fill_randperm(host, g);
+  copy_tensor(t, host);
 }
 
 }  // namespace ignis::cuda

@@ -28,6 +28,17 @@ void fill_bernoulli(const Tensor& t, double p, Generator& g);
 // consecutive elements). in, out and mask contiguous, one floating dtype.
 void dropout(const Tensor& out, const Tensor& mask, const Tensor& in, double p, Generator& g);
 
+// cpu::multinomial_out's draws on the GPU, from the same generator counters
+// (Note [CUDA multinomial], random_kernels.cpp): the same indices with
+// replacement; without replacement the same unless two keys meet within the
+// last bit of the device's log. Invalid weights raise the CPU's errors (the
+// rows' checks are read back: one synchronization).
+void multinomial_out(const Tensor& out, const Tensor& probs, int64_t k, bool replacement,
+                     Generator& g);
+// cpu::fill_randperm's permutation (Fisher-Yates is serial: it is drawn on
+// the host and copied), so a seed gives the same permutation on both devices.
+void fill_randperm(const Tensor& t, Generator& g);
+
 // The kernels above for dtype `t`, for tests that compile them without a GPU.
 std::vector<KernelRequest> random_kernel_requests(ScalarType t);
 
