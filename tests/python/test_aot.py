@@ -1093,6 +1093,46 @@ def test_a_saved_output_is_checked_when_its_gradient_ends_in_zeros(backend):
     assert ignis.equal(b.grad, ignis.zeros(3, 4))
 
 
+def _zeroed_product(a, b):
+    t = (a - b) * b  # mul saves b for the gradient of (a - b)
+    t.zero_()  # every gradient reaching mul is zeros, made fresh by zero_'s formula
+    return t * 1.0
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("written", [True, False])
+def test_an_input_saved_behind_a_fresh_zero_gradient_is_checked(backend, written):
+    # Fuzz seed 736182 (and 723884, fill_ after mm): zero_'s gradient is
+    # zeros_like(grad), which traces as a fresh empty + fill that no tangent
+    # flows into, so the record of mul's saved b had no tangent and the
+    # compiled backward never checked b's version; eager's engine runs
+    # MulBackward with those zeros and raises. A node's results now depend
+    # on the gradients the node ran with.
+    def outcome(lib, fn):
+        a = lib.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+        b = lib.tensor(np.linspace(2, 3, 12).reshape(3, 4), requires_grad=True)
+        out = fn(a, b)
+        if written:
+            with lib.no_grad():
+                b.mul_(0.9)
+        try:
+            out.sum().backward()
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+            return "raised"
+        return a.grad.numpy(), b.grad.numpy()
+
+    expect = outcome(ignis, _zeroed_product)
+    got = outcome(ignis, ignis.compile(_zeroed_product, backend=backend))
+    if written:
+        assert expect == got == "raised"
+        if torch is not None:
+            assert outcome(torch, _zeroed_product) == "raised"
+    else:
+        np.testing.assert_array_equal(got[0], expect[0])
+        np.testing.assert_array_equal(got[1], expect[1])
+
+
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_the_backward_recomputes_from_an_input_only_for_gradients_eagers_formulas_read_it(
         backend):

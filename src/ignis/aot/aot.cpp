@@ -119,16 +119,27 @@ class EagerSavedRecorder : public autograd::SavedTensorObserver {
         index = static_cast<int>(args_.size() + k);
     if (index < 0) return;
     std::vector<const Node*> nodes;
-    for (const Tensor& g : grads) {
-      if (!g.defined()) continue;
-      try {
-        if (const Node* n = tr_.node_of(g)) nodes.push_back(n);
-      } catch (const std::exception&) {
-        // a gradient the trace did not make (a constant): no tangent in it
-      }
-    }
+    for (const Tensor& g : grads)
+      if (const Node* n = node_or_null(g)) nodes.push_back(n);
     out_->push_back(EagerSaved{index, {}});
     gradients_.push_back(std::move(nodes));
+  }
+
+  // A node's results exist because it ran with a defined gradient (eager's
+  // nodes return nothing when none is): each result's node depends on the
+  // nodes of those gradients even when its value does not (zero_'s
+  // gradient, zeros_like(grad), traces as a fresh empty + fill; fuzz seed
+  // 736182: mul's saved input written after the graph went unchecked).
+  void applied(const autograd::tensor_list& grads, const autograd::tensor_list& results) override {
+    std::vector<const Node*> from;
+    for (const Tensor& g : grads)
+      if (const Node* n = node_or_null(g)) from.push_back(n);
+    if (from.empty()) return;
+    for (const Tensor& r : results)
+      if (const Node* n = node_or_null(r)) {
+        std::vector<const Node*>& v = ran_with_[n];
+        v.insert(v.end(), from.begin(), from.end());
+      }
   }
 
   // Fills each record's tangents from its gradients' nodes, on the whole
@@ -142,9 +153,13 @@ class EagerSavedRecorder : public autograd::SavedTensorObserver {
     for (const Node* n : g.nodes()) {
       if (n->op() == graph::OpKind::Placeholder) continue;
       std::vector<int> r;
-      for (const Node* in : n->input_nodes())
-        if (auto it = reach.find(in); it != reach.end())
+      auto add = [&](const Node* in) {
+        if (auto it = reach.find(in); in != n && it != reach.end())
           r.insert(r.end(), it->second.begin(), it->second.end());
+      };
+      for (const Node* in : n->input_nodes()) add(in);
+      if (auto it = ran_with_.find(n); it != ran_with_.end())  // made earlier: reached already
+        for (const Node* in : it->second) add(in);
       if (!r.empty()) reach[n] = sorted_unique(std::move(r));
     }
     for (size_t i = 0; i < out_->size(); ++i) {
@@ -157,6 +172,14 @@ class EagerSavedRecorder : public autograd::SavedTensorObserver {
   }
 
  private:
+  const Node* node_or_null(const Tensor& t) {
+    if (!t.defined()) return nullptr;
+    try {
+      return tr_.node_of(t);
+    } catch (const std::exception&) {
+      return nullptr;  // a gradient the trace did not make (a constant): no tangent in it
+    }
+  }
   static std::vector<int> sorted_unique(std::vector<int> v) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -168,6 +191,8 @@ class EagerSavedRecorder : public autograd::SavedTensorObserver {
   const std::vector<Tensor>& outs_;
   std::vector<EagerSaved>* out_;
   std::vector<std::vector<const Node*>> gradients_;  // per record: its readers' gradients
+  // A backward result's node -> the nodes of the gradients its node ran with.
+  std::unordered_map<const Node*, std::vector<const Node*>> ran_with_;
 };
 
 TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const AotOptions& opt) {

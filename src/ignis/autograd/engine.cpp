@@ -159,6 +159,7 @@ void run(GraphTask& task, const std::vector<Edge>& roots, tensor_list& root_grad
       t_node_grads = &grads_in;
       outs = n->apply(std::move(inputs));
       t_node_grads = outer;
+      t_observer->applied(grads_in, outs);
     } else {
       outs = n->apply(std::move(inputs));
     }

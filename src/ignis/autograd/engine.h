@@ -36,6 +36,11 @@ class SavedTensorObserver {
  public:
   virtual ~SavedTensorObserver() = default;
   virtual void checked(const Tensor& saved, const tensor_list& node_grads) = 0;
+  // Every node the engine ran: the gradients it ran with and those it gave.
+  virtual void applied(const tensor_list& node_grads, const tensor_list& results) {
+    (void)node_grads;
+    (void)results;
+  }
 };
 
 // Installs an observer on this thread for the guard's lifetime.
