@@ -139,6 +139,23 @@ CUfunction get_kernel(int device, const KernelRequest& r) {
   return function_locked(c, mod, r.symbol);
 }
 
+CUfunction get_named_kernel(int device, const std::string& name,
+                            const std::function<KernelRequest()>& make) {
+  using Key = std::pair<int, std::string>;
+  static std::mutex mu;
+  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
+  Key key{device, name};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = functions->find(key);
+    if (it != functions->end()) return it->second;
+  }
+  CUfunction f = get_kernel(device, make());  // unlocked: it may compile
+  std::lock_guard<std::mutex> lock(mu);
+  functions->emplace(std::move(key), f);
+  return f;
+}
+
 int precompile(int device, const std::vector<KernelRequest>& requests, int threads) {
   const int arch = arch_of(device);
   nvrtc_version();  // loads NVRTC (or raises) before the threads start

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,14 @@ struct KernelRequest {
 
 // The kernel on `device` (compiled or loaded once per process and device).
 CUfunction get_kernel(int device, const KernelRequest& request);
+
+// The kernel `name` stands for on `device`: `name` says everything its
+// source depends on (the kernel's symbol, or more where one symbol has
+// several sources), and `make` builds its request on the first call only,
+// so a launch looks the function up by name without generating and hashing
+// the source again. The one memo of every eager kernel family.
+CUfunction get_named_kernel(int device, const std::string& name,
+                            const std::function<KernelRequest()>& make);
 
 // Compiles `requests` for `device`'s architecture into the disk cache
 // without loading them, `threads` at a time: a warm-up, so that each one's

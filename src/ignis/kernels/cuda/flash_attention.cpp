@@ -1,10 +1,7 @@
 #include "ignis/kernels/cuda/flash_attention.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -766,19 +763,8 @@ KernelRequest request(const char* kind, ScalarType t, int kd) {
 }
 
 CUfunction function_for(int device, const char* kind, ScalarType t, int kd) {
-  using Key = std::tuple<int, std::string, ScalarType, int>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, kind, t, kd};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, request(kind, t, kd));
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  return get_named_kernel(device, str("flash/", kind, "/", dtype_name(t), "/", kd),
+                          [&] { return request(kind, t, kd); });
 }
 
 // The batch dims of `t` (its leading dim() - 2), right-aligned into four.

@@ -1,8 +1,5 @@
 #include "ignis/kernels/cuda/index_kernels.h"
 
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -168,24 +165,6 @@ KernelRequest tri_zero_request(ScalarType t) {
                                "{ ig_tri_zero(t, n, k, lower, g); }\n"));
 }
 
-// The function of `request()` on `device`, kept by its symbol after the
-// first call (the source is not rebuilt and hashed per launch).
-template <class Make>
-CUfunction function_for(int device, const std::string& symbol, Make request) {
-  using Key = std::tuple<int, std::string>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, symbol};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, request());
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
-}
 
 }  // namespace
 
@@ -252,9 +231,9 @@ void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim
   CUfunction f;
   if (op == cpu::MapOp::Copy) {
     const size_t isz = element_size(dtype);
-    f = function_for(device, str("map_copy_", isz), [&] { return map_copy_request(isz); });
+    f = get_named_kernel(device, str("map_copy_", isz), [&] { return map_copy_request(isz); });
   } else {
-    f = function_for(device, str("map_add_", dtype_name(dtype)),
+    f = get_named_kernel(device, str("map_add_", dtype_name(dtype)),
                      [&] { return map_add_request(dtype); });
   }
   void* args[] = {&p};
@@ -269,7 +248,7 @@ void zero_triangle(const Tensor& t, int64_t k, bool lower) {
   KernelGeometry g = geometry_for(t, nullptr);
   void* data = t.data_ptr();
   int32_t low = lower ? 1 : 0;
-  CUfunction f = function_for(device, str("tri_zero_", dtype_name(t.dtype())),
+  CUfunction f = get_named_kernel(device, str("tri_zero_", dtype_name(t.dtype())),
                               [&] { return tri_zero_request(t.dtype()); });
   void* args[] = {&data, &n, &k, &low, &g};
   launch_grid_stride(f, n, args, current_stream(device));

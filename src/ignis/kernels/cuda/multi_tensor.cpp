@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
-#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -237,19 +235,8 @@ KernelRequest request(ScalarType t, const char* kernel) {
 }
 
 CUfunction function_for(int device, ScalarType t, const char* kernel) {
-  using Key = std::tuple<int, ScalarType, std::string>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, t, kernel};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, request(t, kernel));
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  return get_named_kernel(device, str(kernel, "_", dtype_name(t)),
+                          [&] { return request(t, kernel); });
 }
 
 // lr as a one-element float32 tensor: its device address; a CPU one (a 0-dim

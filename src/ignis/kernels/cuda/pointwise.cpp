@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <type_traits>
 
 #include "ignis/core/error.h"
@@ -118,19 +116,7 @@ uint64_t opmath_bits(const Tensor& cpu_scalar, ScalarType compute) {
 CUfunction function_for(int device, const PointwiseKernel& k) {
   // The symbol names every field the source depends on: looked up by it, the
   // source is generated and hashed once per process.
-  using Key = std::pair<int, std::string>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, symbol_of(k)};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, pointwise_kernel(k));
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  return get_named_kernel(device, symbol_of(k), [&] { return pointwise_kernel(k); });
 }
 
 std::vector<PointwiseDecl>& decls() {

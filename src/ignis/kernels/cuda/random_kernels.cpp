@@ -1,7 +1,5 @@
 #include "ignis/kernels/cuda/random_kernels.h"
 
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "ignis/core/error.h"
@@ -227,24 +225,19 @@ KernelRequest multinomial_request(ScalarType t) {
 
 enum class Unit { Generate, Dropout, Multinomial };
 
+// `kernel`: which of the unit's kernels (the unit's first when null).
 CUfunction function_for(int device, ScalarType t, Unit unit, const char* kernel = nullptr) {
-  using Key = std::tuple<int, ScalarType, Unit, std::string>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, t, unit, kernel ? kernel : ""};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  KernelRequest r = unit == Unit::Generate  ? generate_request(t)
-                    : unit == Unit::Dropout ? dropout_request(t)
-                                            : multinomial_request(t);
-  if (kernel) r.symbol = str(kernel, "_", dtype_name(t));
-  CUfunction f = get_kernel(device, r);
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  const char* first = unit == Unit::Generate  ? "generate"
+                      : unit == Unit::Dropout ? "dropout"
+                                              : "multinomial_cdf";
+  const std::string symbol = str(kernel ? kernel : first, "_", dtype_name(t));
+  return get_named_kernel(device, symbol, [&] {
+    KernelRequest r = unit == Unit::Generate  ? generate_request(t)
+                      : unit == Unit::Dropout ? dropout_request(t)
+                                              : multinomial_request(t);
+    r.symbol = symbol;
+    return r;
+  });
 }
 
 // Runs ig_generate into t, through a contiguous temporary when t is not

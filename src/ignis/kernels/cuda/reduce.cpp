@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -373,19 +370,9 @@ std::string symbol_of(const std::string& kind, ScalarType in, ScalarType out) {
 
 CUfunction function_for(int device, const std::string& kind, ScalarType in, ScalarType out,
                         bool finish) {
-  using Key = std::tuple<int, std::string, bool>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, symbol_of(kind, in, out), finish};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, reduce_kernel(kind, in, out, finish));
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  // One symbol, two sources: the split path's finishing pass is the other.
+  return get_named_kernel(device, str(symbol_of(kind, in, out), finish ? "/finish" : ""),
+                          [&] { return reduce_kernel(kind, in, out, finish); });
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

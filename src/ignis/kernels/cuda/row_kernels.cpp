@@ -1,10 +1,6 @@
 #include "ignis/kernels/cuda/row_kernels.h"
 
 #include <algorithm>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -610,25 +606,8 @@ std::vector<RowVariant> row_variants(ScalarType t) {
   return v;
 }
 
-CUfunction cached_function(int device, const std::string& symbol,
-                           const std::function<KernelRequest()>& make) {
-  using Key = std::pair<int, std::string>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, symbol};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, make());
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
-}
-
 CUfunction function_for(int device, ScalarType t, const char* kernel) {
-  return cached_function(device, str(kernel, "_", dtype_name(t)),
+  return get_named_kernel(device, str(kernel, "_", dtype_name(t)),
                          [&] { return request(t, kernel); });
 }
 
@@ -686,7 +665,7 @@ void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, Ro
   const int64_t sms = device_properties(device).multi_processor_count;
   const auto grid =
       static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, per_block), 1, sms * 32));
-  CUfunction f = cached_function(device, row_symbol(kernel, t, v),
+  CUfunction f = get_named_kernel(device, row_symbol(kernel, t, v),
                                  [&] { return row_request(t, kernel, v); });
   void* a[] = {&p};
   IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(team), unsigned(per_block), 1, 0,

@@ -1,9 +1,6 @@
 #include "ignis/kernels/cuda/sort.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -190,21 +187,12 @@ KernelRequest unit_for(ScalarType t) {
 }
 
 CUfunction function_for(int device, ScalarType t, const char* kernel) {
-  using Key = std::tuple<int, ScalarType, std::string>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, t, kernel};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  KernelRequest r = unit_for(t);
-  r.symbol = str(kernel, "_", dtype_name(t));
-  CUfunction f = get_kernel(device, r);
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  const std::string symbol = str(kernel, "_", dtype_name(t));
+  return get_named_kernel(device, symbol, [&] {
+    KernelRequest r = unit_for(t);
+    r.symbol = symbol;
+    return r;
+  });
 }
 
 // t with `dim` moved last (a 0-dim tensor as one element).

@@ -1,8 +1,5 @@
 #include "ignis/kernels/cuda/source.h"
 
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "ignis/core/error.h"
 
@@ -268,19 +265,9 @@ KernelRequest eager_kernel(const std::string& kernel, std::initializer_list<Scal
 }
 
 CUfunction eager_function(int device, const char* kernel, std::initializer_list<ScalarType> types) {
-  using Key = std::tuple<int, std::string, std::vector<ScalarType>>;
-  static std::mutex mu;
-  static auto* functions = new std::map<Key, CUfunction>();  // never destroyed
-  Key key{device, kernel, std::vector<ScalarType>(types)};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = functions->find(key);
-    if (it != functions->end()) return it->second;
-  }
-  CUfunction f = get_kernel(device, eager_kernel(kernel, types));
-  std::lock_guard<std::mutex> lock(mu);
-  functions->emplace(std::move(key), f);
-  return f;
+  std::string name = kernel;
+  for (ScalarType t : types) name += str("_", dtype_name(t));
+  return get_named_kernel(device, name, [&] { return eager_kernel(kernel, types); });
 }
 
 }  // namespace ignis::cuda
