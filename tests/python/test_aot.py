@@ -1093,6 +1093,28 @@ def test_a_saved_output_is_checked_when_its_gradient_ends_in_zeros(backend):
     assert ignis.equal(b.grad, ignis.zeros(3, 4))
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_output_that_is_an_input_is_returned_as_that_input(backend):
+    # Fuzz seed 740872: buf.float() of a float buf is buf itself. The graph
+    # also writes buf (and a, under no_grad), so functionalization returns a
+    # fresh value for it, and the runtime made the output a detached alias of
+    # buf: once a later write gave buf history, eager's t3 (buf) required
+    # grad and the compiled one did not. The output is now the input itself.
+    def f(a, buf):
+        with ignis.no_grad():
+            a.add_(1.0)
+        t3 = buf.float()
+        buf[1:].neg_()
+        return t3
+
+    for fn in (f, ignis.compile(f, backend=backend)):
+        a, buf = ignis.randn(3, requires_grad=True), ignis.randn(3)
+        t3 = fn(a, buf)
+        assert t3 is buf
+        buf.mul_(a)
+        assert t3.requires_grad and t3.grad_fn is not None
+
+
 def _zeroed_product(a, b):
     t = (a - b) * b  # mul saves b for the gradient of (a - b)
     t.zero_()  # every gradient reaching mul is zeros, made fresh by zero_'s formula

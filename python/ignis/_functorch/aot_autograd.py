@@ -192,8 +192,8 @@ def _eager_saved_inputs(info):
     return sorted(deps.items())
 
 
-# aot::AliasKind (src/ignis/aot/schema.h): none, view, no-grad view.
-_ALIAS_NONE, _ALIAS_VIEW, _ALIAS_NO_GRAD_VIEW = 0, 1, 2
+# aot::AliasKind (src/ignis/aot/schema.h): none, view, no-grad view, the input itself.
+_ALIAS_NONE, _ALIAS_VIEW, _ALIAS_NO_GRAD_VIEW, _ALIAS_SAME = 0, 1, 2, 3
 
 
 def _inputs_without_gradient(joint, num_fwd_outputs):
@@ -319,7 +319,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # they require grad when it does, now or after a later write.
         for j, i, how in aliases:
             o, base = returned[j], args[i]
-            if o is base:
+            if o is base or how == _ALIAS_SAME:  # the input itself, as eager returns it
                 fw_outs[j] = base
                 continue
             if j in early:

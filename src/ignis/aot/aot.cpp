@@ -89,6 +89,7 @@ bool self_overlapping(const Tensor& t) {
 // it, or of something else sharing its storage (a view of input.detach()),
 // which follows that instead (None).
 AliasKind alias_kind(const Tensor& t, const Tensor& input, bool requires_grad) {
+  if (t.is_same(input)) return AliasKind::Same;
   const autograd::AutogradMeta* m = autograd::get_meta(t);
   if (m && m->is_view_ && m->base_.is_same(input))
     return m->no_grad_view_ ? AliasKind::NoGradView : AliasKind::View;

@@ -55,6 +55,8 @@ enum class AliasKind : uint8_t {
                // follow the input's, then and after later writes to it
   NoGradView,  // a view made under no_grad (Note [No-grad views],
                // autograd_meta.cpp): requires grad when the input does
+  Same,        // the input itself (x.float() of a float x, x.to(x.dtype)): the
+               // runtime returns the input's own tensor (fuzz seed 740872)
 };
 
 struct InputInfo {

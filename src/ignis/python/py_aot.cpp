@@ -12,7 +12,7 @@
 //        "views_made_before_writes": [(output, sizes, strides, storage offset)],
 //        "no_grad_view_outputs": [output], "stale_no_grad_view_outputs": [output],
 //        "intermediate_bases": [output] (returned for the runtime, not the user's),
-//        (alias_kind: aot::AliasKind as an int: 0 none, 1 view, 2 no-grad view)
+//        (alias_kind: aot::AliasKind as an int: 0 none, 1 view, 2 no-grad view, 3 the input)
 //        "output_kind": str}.
 #include "ignis/aot/aot.h"
 #include "ignis/aot/fake.h"
