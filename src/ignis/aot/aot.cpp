@@ -266,7 +266,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
       for (size_t j = 0; j < inputs.size(); ++j) {
         if (j == i || r.inputs[j].duplicate_of >= 0 || !m->base_.is_same(inputs[j].to_tensor()))
           continue;
-        args[i].impl()->share_version_counter(args[j].impl()->shared_version_counter());
+        // (Their fakes share a version counter already: from_tensor's.)
         // A no-grad view requires grad only through its base and has no
         // gradient edge of its own (eager drops what reaches it): its fake is
         // no leaf that requires grad, or the joint graph would give it a

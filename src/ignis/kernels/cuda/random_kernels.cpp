@@ -119,11 +119,10 @@ __forceinline__ void ig_dropout(const T* x, T* y, bool* m, int64_t n, uint64_t s
   }
 }
 // ---- multinomial (cpu::multinomial_out's draws, Note [CUDA multinomial]) ----
-__forceinline__ double ig_open_unit(uint64_t seed, uint64_t ctr) {  // (0, 1]
+__forceinline__ double ig_open_unit(uint64_t seed, uint64_t ctr) {  // (0, 1], exactly
   uint32_t r[4];
   ig_philox(seed, ctr, r);
-  const uint64_t bits = (uint64_t(r[0]) << 32) | r[1];
-  return double((bits >> 11) + 1) * (1.0 / 9007199254740992.0);
+  return ig_philox_double(r[0], r[1]) + 1.0 / 9007199254740992.0;
 }
 template <class T> __forceinline__ double ig_weight(const T* p, int64_t i) {
   return double(ig_widen<T>::get(p[i]));

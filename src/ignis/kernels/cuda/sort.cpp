@@ -5,6 +5,7 @@
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
 #include "ignis/cuda/stream.h"
+#include "ignis/kernels/cpu/fill.h"
 #include "ignis/kernels/cuda/source.h"
 #include "ignis/kernels/device_kernels.h"
 
@@ -154,11 +155,6 @@ __device__ __forceinline__ void ig_sort_merge(const T* in, T* vals, int64_t* idx
 }
 )CUDA";
 
-// The dtype the keys are compared in (opmath_t, as the CPU's sort).
-ScalarType key_dtype(ScalarType t) {
-  return t == ScalarType::Float16 || t == ScalarType::BFloat16 ? ScalarType::Float32 : t;
-}
-
 // One translation unit per dtype with the four kernels.
 KernelRequest unit_for(ScalarType t) {
   const std::string d = dtype_name(t);
@@ -218,7 +214,7 @@ Tensor contiguous_like(const Tensor& t, bool fill) {
   return c;
 }
 
-int threads_for(int64_t chunk) {
+int block_threads(int64_t chunk) {
   return static_cast<int>(std::clamp<int64_t>(chunk / 2, 1, 1024));
 }
 
@@ -253,7 +249,7 @@ void sort_out(const Tensor& values, const Tensor& indices, const Tensor& in, int
   const bool small = N <= kSmallChunk;
   const int64_t c = small ? N : std::min<int64_t>(N, kChunk);
   if (N > c) {
-    key_buf = empty_tensor({lines * N}, key_dtype(t), in.device());
+    key_buf = empty_tensor({lines * N}, cpu::opmath_type(t), in.device());  // the CPU's keys
     pos_buf = empty_tensor({lines * N}, ScalarType::Int32, in.device());
     keys = key_buf.data_ptr();
     pos = pos_buf.data_ptr();
@@ -261,7 +257,7 @@ void sort_out(const Tensor& values, const Tensor& indices, const Tensor& in, int
   {
     void* args[] = {&in_p, &vals, &idx, &keys, &pos, &lines, &n, &N, &k, &desc};
     launch_strided(function_for(device, t, small ? "sort_chunks_small" : "sort_chunks"),
-                   lines * (N / c), threads_for(c), args, stream);
+                   lines * (N / c), block_threads(c), args, stream);
   }
   for (int64_t s = 2 * c; s <= N; s <<= 1) {
     for (int64_t j = s / 2; j >= c; j >>= 1) {
@@ -269,7 +265,7 @@ void sort_out(const Tensor& values, const Tensor& indices, const Tensor& in, int
       launch_grid_stride(function_for(device, t, "sort_step"), lines * (N / 2), args, stream);
     }
     void* args[] = {&in_p, &vals, &idx, &keys, &pos, &lines, &n, &N, &k, &s, &desc};
-    launch_strided(function_for(device, t, "sort_merge"), lines * (N / c), threads_for(c), args,
+    launch_strided(function_for(device, t, "sort_merge"), lines * (N / c), block_threads(c), args,
                    stream);
   }
   if (!v.is_same(v_view)) copy_tensor(v_view, v);
