@@ -343,10 +343,12 @@ BUILTIN_SCRIPT = textwrap.dedent("""
         # (61, 1030, 1600) and (3, 600, 1100): at 2 threads more column blocks
         # than threads, so A is packed once for all tasks, with short last
         # strips and depth panels. (30, 1024, 50): A's rows 4 KiB apart read
-        # in place, as B has two strips (the second short).
+        # in place, as B has two strips (the second short). (200, 700, 1000):
+        # B packed depth by depth across 31 whole strips and a short one, in
+        # groups of 16 strips when packed once for all tasks (2 threads).
         for m, k, n in [(1, 1, 1), (7, 5, 3), (97, 300, 61), (130, 257, 270), (6, 0, 4),
                         (29, 1024, 97), (37, 513, 64), (61, 1030, 1600), (3, 600, 1100),
-                        (30, 1024, 50)]:
+                        (30, 1024, 50), (200, 700, 1000)]:
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
             # x @ W^T (B column-major) with A row-major: at k = 513 or 1024 the

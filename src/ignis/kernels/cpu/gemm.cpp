@@ -159,25 +159,44 @@ void pack_a(const Mat<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, T* 
   }
 }
 
-// Packs strip t (columns [t * NR, t * NR + NR)) of depth [p0, p0 + kc) of B:
-// a row-major B copies NR contiguous elements per depth, a transposed one
-// (unit row stride, x @ W^T) is transposed in L x L blocks.
+// Packs strips [t0, t1) (columns [t0 * NR, t1 * NR) of the n) of depth
+// [p0, p0 + kc) of B, strip t at dst + (t - t0) * kc * NR, zero-padded to
+// whole strips. A row-major B is copied depth by depth across the strips:
+// each of its rows is then read as one sequential run of the block's
+// columns. Strip by strip, the reads walked down B's columns a row stride
+// apart (16 KiB for the MLP's [1024, 4096] weight), one page per depth,
+// which the hardware prefetcher does not follow: packing took 8% of a
+// [1024, 1024] @ [1024, 4096] product at one thread. A transposed B (unit
+// row stride, x @ W^T) is transposed in L x L blocks, strip by strip: each
+// of a strip's NR rows of W is then a sequential stream.
 template <typename T>
-void pack_b_strip(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t, T* dst) {
+void pack_b_strips(const Mat<T>& b, int64_t p0, int64_t kc, int64_t n, int64_t t0, int64_t t1,
+                   T* dst) {
   constexpr int NR = Tile<T>::NR, L = Tile<T>::L;
-  const int64_t j0 = t * NR, nr = std::min<int64_t>(NR, n - j0);
-  const T* src = b.data + p0 * b.rs + j0 * b.cs;
-  int64_t p = 0;
-  if (b.cs == 1 && nr == NR) {
-    for (p = 0; p < kc; ++p) std::memcpy(dst + p * NR, src + p * b.rs, NR * sizeof(T));
-  } else if (b.rs == 1 && nr == NR) {
-    for (; p + L <= kc; p += L)
-      for (int jb = 0; jb < NR; jb += L)
-        transpose_block<T>(src + jb * b.cs + p, b.cs, L, dst + p * NR + jb, NR, L);
+  const int64_t whole = std::min(t1, n / NR);  // strips [t0, whole) are whole
+  int64_t t = t0;
+  if (b.cs == 1 && whole > t0) {
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = b.data + (p0 + p) * b.rs + t0 * NR;
+      for (int64_t u = 0; u < whole - t0; ++u)
+        std::memcpy(dst + u * kc * NR + p * NR, src + u * NR, NR * sizeof(T));
+    }
+    t = whole;
   }
-  for (; p < kc; ++p) {
-    for (int64_t j = 0; j < nr; ++j) dst[p * NR + j] = src[p * b.rs + j * b.cs];
-    for (int64_t j = nr; j < NR; ++j) dst[p * NR + j] = T(0);
+  for (; t < t1; ++t) {
+    T* out = dst + (t - t0) * kc * NR;
+    const int64_t j0 = t * NR, nr = std::min<int64_t>(NR, n - j0);
+    const T* src = b.data + p0 * b.rs + j0 * b.cs;
+    int64_t p = 0;
+    if (b.rs == 1 && nr == NR) {
+      for (; p + L <= kc; p += L)
+        for (int jb = 0; jb < NR; jb += L)
+          transpose_block<T>(src + jb * b.cs + p, b.cs, L, out + p * NR + jb, NR, L);
+    }
+    for (; p < kc; ++p) {
+      for (int64_t j = 0; j < nr; ++j) out[p * NR + j] = src[p * b.rs + j * b.cs];
+      for (int64_t j = nr; j < NR; ++j) out[p * NR + j] = T(0);
+    }
   }
 }
 
@@ -193,6 +212,7 @@ __attribute__((always_inline)) inline void tile_product(int64_t kc, AAt a_at,
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = V{};
+#pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const T* bp = b + p * ldb;
     // B's strip streams from L2 (gemm_builtin keeps A's strip in L1): ask
@@ -437,14 +457,14 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // A packed once, by all threads together before any task runs, when
   // several column blocks would each pack the same rows again (the MLP's up
   // projection, [1024, 1024] @ W^T with W [4096, 1024], has 8 column blocks,
-  // and each of its tasks transposed all 4 MiB of A). Unlike B's panel,
+  // and each of its tasks transposed all 4 MiB of A; on one thread, too,
+  // where A's packing was 5% of that product's time). Unlike B's panel,
   // which streams from L2 past every A strip, a packed A strip is read once
   // per column block and then stays in L1, so reading it back from L3 costs
   // little. Panel p0 holds all strips of MR rows, strip s at s * kc * MR
   // within it; row blocks start on a strip (mcb is a multiple of MR).
   const int64_t mstrips = ceil_div(m, MR);
-  const bool shared_a = multiply && par && !a_in_place && !a_cols_in_place &&
-                        nblocks > plan.threads &&
+  const bool shared_a = multiply && !a_in_place && !a_cols_in_place && nblocks > plan.threads &&
                         k * mstrips * MR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* ashared = shared_a ? thread_buffer<T, 3>(static_cast<size_t>(k * mstrips * MR)) : nullptr;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
@@ -487,8 +507,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       } else if (shared_b) {
         panel = bshared + p0 * nstrips * NR + (j0 / NR) * kc * NR;
       } else {
-        for (int64_t t = 0; t * NR < nc; ++t)
-          pack_b_strip(bj, p0, kc, nc, t, bpack + t * kc * NR);
+        pack_b_strips(bj, p0, kc, nc, 0, ceil_div(nc, NR), bpack);
         panel = bpack;
       }
       for (int64_t rb = rb0; rb < rb1; ++rb) {
@@ -529,35 +548,40 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     }
   };
 
+  // Every (panel, strip) of a shared A and every (panel, group of strips)
+  // of a shared B, once, before any task runs.
+  const int64_t npanels = ceil_div(k, kcb);
+  constexpr int64_t kStripsPerUnit = 16;
+  const int64_t bgroups = ceil_div(nstrips, kStripsPerUnit);
+  const int64_t a_units = shared_a ? npanels * mstrips : 0;
+  const int64_t b_units = shared_b ? npanels * bgroups : 0;
+  auto pack_unit = [&](int64_t u) {
+    if (u < a_units) {
+      const int64_t p0 = (u / mstrips) * kcb, s = u % mstrips, kc = std::min(kcb, k - p0);
+      pack_a(a, s * MR, p0, std::min<int64_t>(MR, m - s * MR), kc,
+             ashared + p0 * mstrips * MR + s * kc * MR);
+      return;
+    }
+    u -= a_units;
+    const int64_t p0 = (u / bgroups) * kcb, kc = std::min(kcb, k - p0);
+    const int64_t t0 = (u % bgroups) * kStripsPerUnit, t1 = std::min(t0 + kStripsPerUnit, nstrips);
+    pack_b_strips(b, p0, kc, n, t0, t1, bshared + p0 * nstrips * NR + t0 * kc * NR);
+  };
+
   if (!par) {
     // No parallel region at all: even a one-thread region allocates and
     // frees an OpenMP team, a cost attention's small per-block products
     // (thousands per call) paid every time.
+    for (int64_t u = 0; u < a_units + b_units; ++u) pack_unit(u);
     for (int64_t task = 0; task < tasks; ++task) run_task(task);
     return;
   }
 #pragma omp parallel num_threads(plan.threads)
   {
-    // Every (panel, strip) of a shared operand once; the barrier publishes
-    // them.
-    const int64_t npanels = ceil_div(k, kcb);
-    if (shared_a) {
-#pragma omp for schedule(static) nowait
-      for (int64_t u = 0; u < npanels * mstrips; ++u) {
-        const int64_t p0 = (u / mstrips) * kcb, s = u % mstrips, kc = std::min(kcb, k - p0);
-        pack_a(a, s * MR, p0, std::min<int64_t>(MR, m - s * MR), kc,
-               ashared + p0 * mstrips * MR + s * kc * MR);
-      }
-    }
-    if (shared_b) {
-#pragma omp for schedule(static) nowait
-      for (int64_t u = 0; u < npanels * nstrips; ++u) {
-        const int64_t p0 = (u / nstrips) * kcb, t = u % nstrips, kc = std::min(kcb, k - p0);
-        pack_b_strip(b, p0, kc, n, t, bshared + p0 * nstrips * NR + t * kc * NR);
-      }
-    }
-    if (shared_a || shared_b) {
-#pragma omp barrier
+    if (a_units + b_units > 0) {
+      // The barrier publishes the packed operands.
+#pragma omp for schedule(static)
+      for (int64_t u = 0; u < a_units + b_units; ++u) pack_unit(u);
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) run_task(task);
