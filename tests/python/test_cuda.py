@@ -382,3 +382,22 @@ def test_kernels_are_cached_on_disk(tmp_path):
     assert runs[0]["compiles"] >= 1 and runs[0]["disk_hits"] == 0
     assert runs[1]["compiles"] == 0 and runs[1]["disk_hits"] == runs[0]["compiles"]
     assert list(tmp_path.glob("cuda/*/*.cubin"))
+
+
+@needs_gpu
+def test_gradient_through_a_device_copy_reaches_the_source_device():
+    # The gradient of x.cuda() / x.to("cuda", float64) / copy_ from a CPU
+    # source comes back on the CPU, where it accumulates into x.grad.
+    x = ignis.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    (x.cuda() * 3).sum().backward()
+    (x.to("cuda", ignis.float64) * 4).sum().backward()
+    dst = ignis.zeros(3, device="cuda")
+    dst.copy_(x)
+    (dst * 5).sum().backward()
+    assert x.grad.device.type == "cpu" and x.grad.dtype == ignis.float32
+    np.testing.assert_array_equal(x.grad.numpy(), [14.0, 14.0, 14.0])
+    y = ignis.ones(2, device="cuda", requires_grad=True)
+    (y.cpu() * 2).sum().backward()
+    assert y.grad.device.type == "cuda"
+    np.testing.assert_array_equal(y.grad.cpu().numpy(), [2.0, 2.0])

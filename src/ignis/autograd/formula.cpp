@@ -11,7 +11,7 @@ OpRef add_op("add"), sub_op("sub"), mul_op("mul"), div_op("div"), neg_op("neg"),
     pow_op("pow"), where_op("where.self"), zeros_like_op("zeros_like"), zeros_op("zeros"),
     ones_like_op("ones_like"), expand_op("expand"), reshape_op("reshape"),
     sum_op("sum.dim_IntList"), unsqueeze_op("unsqueeze"), transpose_op("transpose.int"),
-    to_op("to.dtype");
+    to_op("to.dtype"), to_device_op("to.device");
 }  // namespace
 
 Tensor scalar(double v) { return scalar_to_tensor(v, ScalarType::Float64, true); }
@@ -65,6 +65,7 @@ Tensor sum_to(const Tensor& g, const DimVector& sizes) {
 Tensor unsqueeze(const Tensor& a, int64_t dim) { return unsqueeze_op.tensor(a, dim); }
 Tensor conj_t(const Tensor& a) { return transpose_op.tensor(a, int64_t(-2), int64_t(-1)); }
 Tensor to_dtype(const Tensor& a, ScalarType dt) { return to_op.tensor(a, dt); }
+Tensor to_device(const Tensor& a, Device device) { return to_device_op.tensor(a, device); }
 
 Tensor embed_slice(const Tensor& g, const DimVector& sizes, int64_t dim, int64_t start,
                    int64_t step) {

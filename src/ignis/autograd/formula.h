@@ -120,6 +120,7 @@ Tensor sum_dims(const Tensor& g, const std::vector<int64_t>& dims, bool keepdim)
 Tensor unsqueeze(const Tensor& a, int64_t dim);
 Tensor conj_t(const Tensor& a);  // transpose of the last two dims
 Tensor to_dtype(const Tensor& a, ScalarType dt);
+Tensor to_device(const Tensor& a, Device device);
 // Call any op by name with the given arguments (defaults filled in).
 template <typename... Args>
 Tensor op(const char* name, Args&&... args) {

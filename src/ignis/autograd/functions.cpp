@@ -15,11 +15,14 @@ OpRef contiguous_op("contiguous");
 OpRef clone_op("clone");
 
 // A formula's gradient for an input of geometry `g`: summed over broadcast
-// dims and cast to the input's dtype.
+// dims, cast to the input's dtype and moved to its device (the gradient of
+// a copy between devices, x.cuda() or copy_ from a CPU source, comes back
+// on the device the copy went to).
 Tensor fit_to(Tensor grad, const TensorGeom& g) {
   if (!grad.defined()) return grad;
   if (grad.sizes() != g.sizes) grad = grad_ops::sum_to(grad, g.sizes);
   if (grad.dtype() != g.dtype) grad = grad_ops::to_dtype(grad, g.dtype);
+  if (grad.device() != g.device) grad = grad_ops::to_device(grad, g.device);
   return grad;
 }
 

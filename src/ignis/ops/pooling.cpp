@@ -1,7 +1,8 @@
 // 2-D pooling: max (with indices), average, adaptive average and adaptive
 // max, each with its backward, as ATen declares them. The 1-D forms and
 // F.max_pool2d's return_indices are Python over these (ignis/nn/_pooling.py).
-// Kernels: kernels/cpu/pooling.
+// Kernels: kernels/cpu/pooling and kernels/cuda/pooling (the same windows and
+// results on both devices).
 //
 // Core (docs/core_ops.md): a window reduction with argmax indices is data
 // movement the compiler calls as an extern kernel, as Inductor lowers
@@ -11,6 +12,7 @@
 
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/pooling.h"
+#include "ignis/kernels/cuda/pooling.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/float_compute.h"
 #include "ignis/ops/op_def.h"
@@ -35,6 +37,23 @@ void check_input(const Tensor& in, const char* op, bool integers = false) {
   if (!is_floating(in.dtype()) && !(integers && is_integral(in.dtype(), false)))
     IGNIS_FAIL_KIND(NotImplemented, "\"", op, "\" not implemented for '",
                     scalar_type_name(in.dtype()), "'");
+}
+
+// The call's device's kernels.
+void max_pool_into(const OpCall& c, const Tensor& out, const Tensor& idx, const Tensor& in,
+                   const cpu::PoolAxis& h, const cpu::PoolAxis& w) {
+  (c.device.is_cuda() ? cuda::max_pool2d_into : cpu::max_pool2d_into)(out, idx, in, h, w);
+}
+void avg_pool_into(const OpCall& c, const Tensor& out, const Tensor& in, const cpu::PoolAxis& h,
+                   const cpu::PoolAxis& w, bool count_include_pad, int64_t divisor_override) {
+  (c.device.is_cuda() ? cuda::avg_pool2d_into : cpu::avg_pool2d_into)(
+      out, in, h, w, count_include_pad, divisor_override);
+}
+void avg_pool_backward_into(const OpCall& c, const Tensor& grad_in, const Tensor& grad_out,
+                            const cpu::PoolAxis& h, const cpu::PoolAxis& w,
+                            bool count_include_pad, int64_t divisor_override) {
+  (c.device.is_cuda() ? cuda::avg_pool2d_backward_into : cpu::avg_pool2d_backward_into)(
+      grad_in, grad_out, h, w, count_include_pad, divisor_override);
 }
 
 struct Window {
@@ -104,15 +123,15 @@ void max_pool_meta(OpCall& c) {
   c.alloc(out, c.tensor(0).dtype());
   c.alloc(out, ScalarType::Int64);
 }
-void max_pool_cpu(OpCall& c) {
+void max_pool_impl(OpCall& c) {
   Window w;
   const Tensor& in = c.tensor(0);
   DimVector out = pool_window(c.args, 1, true, in, "max_pool2d", w);
   const ScalarType dt = compute_dtype(in.dtype());
   Tensor res = scratch_for(c.outputs[0], dt);
   const int64_t n = static_cast<int64_t>(out.size());
-  cpu::max_pool2d_into(res, c.outputs[1], dense(in, dt), axis(w, 0, in.size(-2), out[n - 2]),
-                       axis(w, 1, in.size(-1), out[n - 1]));
+  max_pool_into(c, res, c.outputs[1], dense(in, dt), axis(w, 0, in.size(-2), out[n - 2]),
+                axis(w, 1, in.size(-1), out[n - 1]));
   finish(c.outputs[0], res);
 }
 
@@ -147,6 +166,31 @@ void by_indices_backward_cpu(OpCall& c) {
                                                                   ScalarType::Int64));
   finish(c.outputs[0], res);
 }
+// On CUDA the backward gathers over the forward's windows (kernels/cuda/
+// pooling.h), so it rebuilds them: from the arguments, or adaptive ones
+// from the sizes.
+void by_indices_backward_cuda(OpCall& c, const Tensor& indices, const cpu::PoolAxis& h,
+                              const cpu::PoolAxis& w) {
+  const ScalarType dt = compute_dtype(c.tensor(1).dtype());
+  Tensor res = scratch_for(c.outputs[0], dt);
+  cuda::max_pool2d_backward_into(res, dense(c.tensor(0), dt), dense(indices, ScalarType::Int64),
+                                 h, w);
+  finish(c.outputs[0], res);
+}
+void max_pool_backward_cuda(OpCall& c) {
+  Window w;
+  const Tensor& in = c.tensor(1);
+  DimVector out = pool_window(c.args, 2, true, in, "max_pool2d_with_indices_backward", w);
+  const int64_t n = static_cast<int64_t>(out.size());
+  by_indices_backward_cuda(c, c.tensor(7), axis(w, 0, in.size(-2), out[n - 2]),
+                           axis(w, 1, in.size(-1), out[n - 1]));
+}
+void adaptive_max_backward_cuda(OpCall& c) {
+  const Tensor& in = c.tensor(1);
+  const Tensor& g = c.tensor(0);
+  by_indices_backward_cuda(c, c.tensor(2), cpu::adaptive_axis(in.size(-2), g.size(-2)),
+                           cpu::adaptive_axis(in.size(-1), g.size(-1)));
+}
 
 // ---- avg_pool2d(self, kernel_size, stride, padding, ceil_mode,
 // count_include_pad, divisor_override)
@@ -161,16 +205,15 @@ void avg_pool_meta(OpCall& c) {
   divisor_of(c.args, 6);
   c.alloc(out, c.tensor(0).dtype());
 }
-void avg_pool_cpu(OpCall& c) {
+void avg_pool_impl(OpCall& c) {
   Window w;
   const Tensor& in = c.tensor(0);
   DimVector out = pool_window(c.args, 1, false, in, "avg_pool2d", w);
   const ScalarType dt = compute_dtype(in.dtype());
   Tensor res = scratch_for(c.outputs[0], dt);
   const int64_t n = static_cast<int64_t>(out.size());
-  cpu::avg_pool2d_into(res, dense(in, dt), axis(w, 0, in.size(-2), out[n - 2]),
-                       axis(w, 1, in.size(-1), out[n - 1]), c.bool_arg(5),
-                       divisor_of(c.args, 6));
+  avg_pool_into(c, res, dense(in, dt), axis(w, 0, in.size(-2), out[n - 2]),
+                axis(w, 1, in.size(-1), out[n - 1]), c.bool_arg(5), divisor_of(c.args, 6));
   finish(c.outputs[0], res);
 }
 // avg_pool2d_backward(grad_output, self, kernel_size, stride, padding,
@@ -184,17 +227,16 @@ void avg_pool_backward_meta(OpCall& c) {
               c.tensor(0).shape_str(), " does not match the pooled size ", shape_str(out));
   c.alloc(in.sizes(), in.dtype());
 }
-void avg_pool_backward_cpu(OpCall& c) {
+void avg_pool_backward_impl(OpCall& c) {
   Window w;
   const Tensor& in = c.tensor(1);
   DimVector out = pool_window(c.args, 2, false, in, "avg_pool2d_backward", w);
   const ScalarType dt = compute_dtype(in.dtype());
   Tensor res = scratch_for(c.outputs[0], dt);
   const int64_t n = static_cast<int64_t>(out.size());
-  cpu::avg_pool2d_backward_into(res, dense(c.tensor(0), dt),
-                                axis(w, 0, in.size(-2), out[n - 2]),
-                                axis(w, 1, in.size(-1), out[n - 1]), c.bool_arg(6),
-                                divisor_of(c.args, 7));
+  avg_pool_backward_into(c, res, dense(c.tensor(0), dt), axis(w, 0, in.size(-2), out[n - 2]),
+                         axis(w, 1, in.size(-1), out[n - 1]), c.bool_arg(6),
+                         divisor_of(c.args, 7));
   finish(c.outputs[0], res);
 }
 
@@ -223,14 +265,14 @@ void adaptive_avg_meta(OpCall& c) {
   c.alloc(adaptive_out(c.tensor(0), c.int_list(1), "adaptive_avg_pool2d", false),
           c.tensor(0).dtype());
 }
-void adaptive_avg_cpu(OpCall& c) {
+void adaptive_avg_impl(OpCall& c) {
   const Tensor& in = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
   const ScalarType dt = compute_dtype(in.dtype());
   Tensor res = scratch_for(out, dt);
-  cpu::avg_pool2d_into(res, dense(in, dt), cpu::adaptive_axis(in.size(-2), out.size(-2)),
-                       cpu::adaptive_axis(in.size(-1), out.size(-1)), true, 0);
+  avg_pool_into(c, res, dense(in, dt), cpu::adaptive_axis(in.size(-2), out.size(-2)),
+                cpu::adaptive_axis(in.size(-1), out.size(-1)), true, 0);
   finish(out, res);
 }
 // _adaptive_avg_pool2d_backward(grad_output, self)
@@ -241,13 +283,13 @@ void adaptive_avg_backward_meta(OpCall& c) {
               "size ", c.tensor(0).shape_str(), " for input of size ", in.shape_str());
   c.alloc(in.sizes(), in.dtype());
 }
-void adaptive_avg_backward_cpu(OpCall& c) {
+void adaptive_avg_backward_impl(OpCall& c) {
   const Tensor& in = c.tensor(1);
   const Tensor& g = c.tensor(0);
   const ScalarType dt = compute_dtype(in.dtype());
   Tensor res = scratch_for(c.outputs[0], dt);
-  cpu::avg_pool2d_backward_into(res, dense(g, dt), cpu::adaptive_axis(in.size(-2), g.size(-2)),
-                                cpu::adaptive_axis(in.size(-1), g.size(-1)), true, 0);
+  avg_pool_backward_into(c, res, dense(g, dt), cpu::adaptive_axis(in.size(-2), g.size(-2)),
+                         cpu::adaptive_axis(in.size(-1), g.size(-1)), true, 0);
   finish(c.outputs[0], res);
 }
 void adaptive_max_meta(OpCall& c) {
@@ -255,15 +297,15 @@ void adaptive_max_meta(OpCall& c) {
   c.alloc(out, c.tensor(0).dtype());
   c.alloc(out, ScalarType::Int64);
 }
-void adaptive_max_cpu(OpCall& c) {
+void adaptive_max_impl(OpCall& c) {
   const Tensor& in = c.tensor(0);
   const Tensor& out = c.outputs[0];
   if (out.numel() == 0) return;
   const ScalarType dt = compute_dtype(in.dtype());
   Tensor res = scratch_for(out, dt);
-  cpu::max_pool2d_into(res, c.outputs[1], dense(in, dt),
-                       cpu::adaptive_axis(in.size(-2), out.size(-2)),
-                       cpu::adaptive_axis(in.size(-1), out.size(-1)));
+  max_pool_into(c, res, c.outputs[1], dense(in, dt),
+                cpu::adaptive_axis(in.size(-2), out.size(-2)),
+                cpu::adaptive_axis(in.size(-1), out.size(-1)));
   finish(out, res);
 }
 
@@ -314,38 +356,42 @@ void adaptive_avg_backward_bw(GradCtx& c) {
 void register_pooling_ops() {
   def("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
       "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)")
-      .category(OpCategory::Other).meta(max_pool_meta).cpu(max_pool_cpu)
+      .category(OpCategory::Other).meta(max_pool_meta).cpu(max_pool_impl).cuda(max_pool_impl)
       .doc("2-D max pooling, and the flat position of each max in its plane")
       .derivative(max_pool_bw, "self, result1").core();
   def("max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
       "int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor")
       .category(OpCategory::Other).meta(max_pool_backward_meta)
-      .cpu(by_indices_backward_cpu<7>)
+      .cpu(by_indices_backward_cpu<7>).cuda(max_pool_backward_cuda)
       .doc("grad_output summed into the input positions max pooling picked")
       .derivative(max_pool_backward_bw, "indices").core();
   def("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
       "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor")
-      .category(OpCategory::Other).meta(avg_pool_meta).cpu(avg_pool_cpu)
+      .category(OpCategory::Other).meta(avg_pool_meta).cpu(avg_pool_impl).cuda(avg_pool_impl)
       .doc("2-D average pooling").derivative(avg_pool_bw, "self").core();
   def("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, "
       "int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor")
-      .category(OpCategory::Other).meta(avg_pool_backward_meta).cpu(avg_pool_backward_cpu)
+      .category(OpCategory::Other).meta(avg_pool_backward_meta).cpu(avg_pool_backward_impl)
+      .cuda(avg_pool_backward_impl)
       .doc("the gradient of avg_pool2d's input").derivative(avg_pool_backward_bw).core();
   def("_adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor")
-      .category(OpCategory::Other).meta(adaptive_avg_meta).cpu(adaptive_avg_cpu)
+      .category(OpCategory::Other).meta(adaptive_avg_meta).cpu(adaptive_avg_impl)
+      .cuda(adaptive_avg_impl)
       .doc("2-D average pooling to a given output size").derivative(adaptive_avg_bw, "self")
       .core();
   def("_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor")
       .category(OpCategory::Other).meta(adaptive_avg_backward_meta)
-      .cpu(adaptive_avg_backward_cpu).doc("the gradient of _adaptive_avg_pool2d's input")
+      .cpu(adaptive_avg_backward_impl).cuda(adaptive_avg_backward_impl)
+      .doc("the gradient of _adaptive_avg_pool2d's input")
       .derivative(adaptive_avg_backward_bw).core();
   def("adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)")
-      .category(OpCategory::Other).meta(adaptive_max_meta).cpu(adaptive_max_cpu)
+      .category(OpCategory::Other).meta(adaptive_max_meta).cpu(adaptive_max_impl)
+      .cuda(adaptive_max_impl)
       .doc("2-D max pooling to a given output size, with the argmax positions")
       .derivative(adaptive_max_bw, "self, result1").core();
   def("adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor")
       .category(OpCategory::Other).meta(adaptive_max_backward_meta)
-      .cpu(by_indices_backward_cpu<2>)
+      .cpu(by_indices_backward_cpu<2>).cuda(adaptive_max_backward_cuda)
       .doc("grad_output summed into the input positions adaptive max pooling picked")
       .derivative(adaptive_max_backward_bw, "indices").core();
 }

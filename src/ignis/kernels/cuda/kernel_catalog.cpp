@@ -10,6 +10,7 @@
 #include "ignis/kernels/cuda/index_kernels.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
 #include "ignis/kernels/cuda/pointwise.h"
+#include "ignis/kernels/cuda/pooling.h"
 #include "ignis/kernels/cuda/random_kernels.h"
 #include "ignis/kernels/cuda/reduce.h"
 #include "ignis/kernels/cuda/row_kernels.h"
@@ -127,6 +128,9 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
     for (const KernelRequest& r : multi_tensor_kernel_requests(t))
       g.add(str("multi_tensor_", dtype_name(t)), r);
   }
+  // The nn kernels that compute in float32 or float64 (pooling).
+  for (ScalarType t : {ScalarType::Float32, ScalarType::Float64})
+    for (const KernelRequest& r : pooling_kernel_requests(t)) g.add(str("nn_", dtype_name(t)), r);
   // Indexing (mapped copies, atomic adds, triangles) and ranges/random
   // numbers, per dtype.
   for (ScalarType t : {ScalarType::Bool, ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16,

@@ -1,0 +1,135 @@
+"""The CNN ops on CUDA (src/ignis/kernels/cuda: pooling, batch_norm, conv):
+each called on CUDA tensors and compared with the same call on the CPU,
+forward and gradients, over the windows, strides, paddings, groups and
+dtypes the CPU kernels take. Pooling and batch norm compute as the CPU's
+kernels do, so they agree bit for bit in float32/float64 (the gradient of
+max pooling included: the CUDA backward adds in the CPU's order); a
+convolution's products run on cuBLASLt and agree to rounding.
+
+Needs a GPU (skipped with the reason elsewhere); tests/cuda_fake/run.sh runs
+it on the fake driver: FAKE_CUDA_TESTS=test_cuda_nn.py.
+"""
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+import ignis.nn.functional as F
+
+AVAILABLE = ignis.cuda.is_available()
+REASON = ignis._C._cuda_unavailable_reason()
+pytestmark = pytest.mark.skipif(not AVAILABLE, reason=f"no usable CUDA GPU here: {REASON}")
+
+
+def _np(t):
+    return t.detach().cpu().float().numpy() if t.dtype in (ignis.float16, ignis.bfloat16) \
+        else t.detach().cpu().numpy()
+
+
+def _both(fn, inputs, grad_seed=0, exact=True, rtol=1e-5, atol=1e-6):
+    """fn on CPU and on CUDA copies of `inputs` (float tensors get gradients);
+    compares every output and every input's gradient for a random upstream
+    gradient."""
+    outs = {}
+    grads = {}
+    for dev in ("cpu", "cuda"):
+        xs = [x.detach().to(dev).requires_grad_(x.is_floating_point())
+              if isinstance(x, ignis.Tensor)
+              else x for x in inputs]
+        out = fn(*xs)
+        out = out if isinstance(out, tuple) else (out,)
+        outs[dev] = out
+        rng = np.random.default_rng(grad_seed)
+        loss = None
+        for o in out:
+            if o.is_floating_point():
+                g = ignis.from_numpy(rng.standard_normal(tuple(o.shape))).to(o.dtype).to(dev)
+                term = (o * g).sum()
+                loss = term if loss is None else loss + term
+        loss.backward()
+        grads[dev] = [x.grad for x in xs if isinstance(x, ignis.Tensor) and x.is_floating_point()]
+    for a, b in zip(outs["cpu"], outs["cuda"]):
+        assert b.device.type == "cuda" and b.dtype == a.dtype and b.shape == a.shape
+        if exact:
+            np.testing.assert_array_equal(_np(b), _np(a))
+        else:
+            np.testing.assert_allclose(_np(b), _np(a), rtol=rtol, atol=atol)
+    for a, b in zip(grads["cpu"], grads["cuda"]):
+        assert b is not None and b.device.type == "cuda"
+        if exact:
+            np.testing.assert_array_equal(_np(b), _np(a))
+        else:
+            np.testing.assert_allclose(_np(b), _np(a), rtol=rtol, atol=atol)
+
+
+def _randn(*shape, dtype=ignis.float32, seed=0):
+    return ignis.from_numpy(np.random.default_rng(seed).standard_normal(shape)).to(dtype)
+
+
+# ---- pooling --------------------------------------------------------------------------------
+
+MAX_POOLS = [  # kernel, stride, padding, dilation, ceil_mode
+    (2, 2, 0, 1, False), (3, 2, 1, 1, False), (3, 2, 1, 1, True), (3, 1, 1, 2, False),
+    ((2, 3), (1, 2), (1, 0), (2, 1), True), (5, 3, 2, 1, True),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", MAX_POOLS)
+def test_max_pool2d_and_its_gradient_match_cpu(dtype, case):
+    k, s, p, d, ceil = case
+    x = _randn(2, 3, 11, 13, dtype=getattr(ignis, dtype))
+    _both(lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode=ceil, return_indices=True), [x])
+
+
+def test_max_pool2d_of_ties_nan_and_overlapping_windows():
+    # Ties keep the first position, NaN wins, and overlapping windows (stride
+    # 1) add several gradients into one input in the CPU's order.
+    x = ignis.tensor([[[[1., 1., 2., 2.], [1., float("nan"), 2., 0.],
+                        [3., 3., 3., 3.], [0., 0., 5., 5.]]]])
+    _both(lambda t: F.max_pool2d(t, 2, 1, return_indices=True), [x])
+    _both(lambda t: F.max_pool2d(t, 3, 1, 1, return_indices=True), [_randn(1, 2, 6, 6).round()])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", [  # kernel, stride, padding, ceil, count_include_pad, divisor
+    (2, 2, 0, False, True, None), (3, 2, 1, False, True, None), (3, 2, 1, True, False, None),
+    (3, 1, 1, False, False, None), ((3, 2), (2, 1), (1, 1), True, True, None),
+    (2, 2, 1, False, True, 3)])
+def test_avg_pool2d_and_its_gradient_match_cpu(dtype, case):
+    k, s, p, ceil, cip, div = case
+    x = _randn(2, 3, 9, 10, dtype=getattr(ignis, dtype))
+    _both(lambda t: F.avg_pool2d(t, k, s, p, ceil, cip, div), [x])
+
+
+@pytest.mark.parametrize("out", [(1, 1), (3, 5), (7, 7), (4, 13)])
+def test_adaptive_pooling_and_gradients_match_cpu(out):
+    x = _randn(2, 3, 10, 13)
+    _both(lambda t: F.adaptive_avg_pool2d(t, out), [x])
+    _both(lambda t: F.adaptive_max_pool2d(t, out, return_indices=True), [x])
+
+
+def test_pooling_of_unbatched_and_empty_batches():
+    _both(lambda t: F.max_pool2d(t, 2, return_indices=True), [_randn(3, 8, 8)])
+    _both(lambda t: F.avg_pool2d(t, 3, 2, 1), [_randn(3, 8, 8)])
+    for fn in (lambda t: F.max_pool2d(t, 2), lambda t: F.avg_pool2d(t, 2),
+               lambda t: F.adaptive_avg_pool2d(t, 3)):
+        y = fn(ignis.zeros(0, 3, 8, 8, device="cuda"))
+        assert y.device.type == "cuda" and y.shape[0] == 0
+
+
+def test_max_pool2d_of_integers_matches_cpu():
+    x = ignis.from_numpy(np.random.default_rng(1).integers(-50, 50, (2, 3, 7, 7)))
+    a = F.max_pool2d(x, 3, 2, 1)
+    b = F.max_pool2d(x.cuda(), 3, 2, 1)
+    assert b.dtype == ignis.int64
+    np.testing.assert_array_equal(b.cpu().numpy(), a.numpy())
+
+
+def test_pooling_errors_on_cuda_are_the_cpus():
+    x = ignis.zeros(1, 1, 4, 4, device="cuda")
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        F.max_pool2d(x, 2, 2, 2)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ignis.ops.max_pool2d_with_indices_backward(x, x.cpu(), [2], [2], [0], [1], False,
+                                                   ignis.zeros(1, 1, 2, 2, dtype=ignis.int64))
