@@ -133,3 +133,49 @@ def test_pooling_errors_on_cuda_are_the_cpus():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         ignis.ops.max_pool2d_with_indices_backward(x, x.cpu(), [2], [2], [0], [1], False,
                                                    ignis.zeros(1, 1, 2, 2, dtype=ignis.int64))
+
+
+# ---- batch norm -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 7), (2, 5, 6, 7), (1, 2, 3, 2, 2)])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_and_its_gradients_match_cpu(dtype, shape, training):
+    dt = getattr(ignis, dtype)
+    tol = {"float32": 1e-5, "float64": 1e-12}.get(dtype, 1e-2)
+    C = shape[1]
+    x = _randn(*shape, dtype=dt, seed=1)
+    w, b = _randn(C, dtype=dt, seed=2), _randn(C, dtype=dt, seed=3)
+    stats = {}
+    for dev in ("cpu", "cuda"):
+        rm, rv = _randn(C, dtype=dt, seed=4).to(dev), _randn(C, dtype=dt, seed=5).abs().to(dev)
+        stats[dev] = (rm, rv)
+
+    def fn(xx, ww, bb):
+        rm, rv = stats[xx.device.type]
+        return F.batch_norm(xx, rm, rv, ww, bb, training=training, momentum=0.3, eps=1e-4)
+
+    _both(fn, [x, w, b], exact=False, rtol=tol, atol=tol)
+    for a, bt in zip(stats["cpu"], stats["cuda"]):  # the running statistics' update
+        np.testing.assert_allclose(_np(bt), _np(a), rtol=tol, atol=tol)
+
+
+def test_batch_norm_module_trains_on_cuda_as_on_cpu():
+    import ignis.nn as nn
+    ignis.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+    mc = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+    mc.load_state_dict(m.state_dict())
+    mc = mc.cuda()
+    x = _randn(16, 6, seed=7)
+    for model, xx in ((m, x), (mc, x.cuda())):
+        opt = ignis.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(3):
+            opt.zero_grad()
+            model(xx).square().mean().backward()
+            opt.step()
+    for (k, a), (_, b) in zip(m.state_dict().items(), mc.state_dict().items()):
+        np.testing.assert_allclose(_np(b), _np(a), rtol=1e-4, atol=1e-5, err_msg=k)
+    m.eval()
+    mc.eval()
+    np.testing.assert_allclose(_np(mc(x.cuda())), _np(m(x)), rtol=1e-4, atol=1e-5)

@@ -7,7 +7,7 @@
 // the running statistics may be None (track_running_stats=False), and so
 // are then the updated ones. F.group_norm and F.instance_norm are Python
 // over layer_norm and this op (ignis/nn/_normalization.py).
-// Kernels: kernels/cpu/batch_norm.
+// Kernels: kernels/cpu/batch_norm and kernels/cuda/batch_norm.
 //
 // Both ops are core for now: the compiler runs them as extern kernels.
 #include <string>
@@ -15,6 +15,7 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/batch_norm.h"
+#include "ignis/kernels/cuda/batch_norm.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/float_compute.h"
 #include "ignis/ops/op_def.h"
@@ -73,7 +74,7 @@ void batch_norm_meta(OpCall& c) {
     c.outputs.emplace_back();
   }
 }
-void batch_norm_cpu(OpCall& c) {
+void batch_norm_impl(OpCall& c) {
   const Tensor& in = c.tensor(0);
   const ScalarType dt = compute_dtype(in.dtype());
   const bool training = c.bool_arg(5);
@@ -81,9 +82,9 @@ void batch_norm_cpu(OpCall& c) {
   std::vector<Tensor> res;
   for (const Tensor& o : c.outputs) res.push_back(scratch_for(o, dt));
   const Tensor new_mean = training ? res[3] : Tensor(), new_var = training ? res[4] : Tensor();
-  cpu::batch_norm_into(res[0], res[1], res[2], new_mean, new_var, dense(in, dt),
-                       dense(c.opt_tensor(1), dt), dense(c.opt_tensor(2), dt), rm, rv, training,
-                       c.double_arg(6), c.double_arg(7));
+  auto kernel = c.device.is_cuda() ? cuda::batch_norm_into : cpu::batch_norm_into;
+  kernel(res[0], res[1], res[2], new_mean, new_var, dense(in, dt), dense(c.opt_tensor(1), dt),
+         dense(c.opt_tensor(2), dt), rm, rv, training, c.double_arg(6), c.double_arg(7));
   for (size_t i = 0; i < 3; ++i) finish(c.outputs[i], res[i]);
   if (!c.outputs[3].defined()) return;
   if (training) {
@@ -126,15 +127,16 @@ void batch_norm_backward_meta(OpCall& c) {
   if (mask[2]) c.alloc(channels, w.defined() ? w.dtype() : in.dtype());
   else c.outputs.emplace_back();
 }
-void batch_norm_backward_cpu(OpCall& c) {
+void batch_norm_backward_impl(OpCall& c) {
   const ScalarType dt = compute_dtype(c.tensor(1).dtype());
   std::vector<Tensor> res;
   for (const Tensor& o : c.outputs) res.push_back(scratch_for(o, dt));
-  cpu::batch_norm_backward_into(res[0], res[1], res[2], dense(c.tensor(0), dt),
-                                dense(c.tensor(1), dt), dense(c.opt_tensor(2), dt),
-                                dense(c.opt_tensor(3), dt), dense(c.opt_tensor(4), dt),
-                                dense(c.opt_tensor(5), dt), dense(c.opt_tensor(6), dt),
-                                c.bool_arg(7), c.double_arg(8));
+  auto kernel = c.device.is_cuda() ? cuda::batch_norm_backward_into
+                                   : cpu::batch_norm_backward_into;
+  kernel(res[0], res[1], res[2], dense(c.tensor(0), dt), dense(c.tensor(1), dt),
+         dense(c.opt_tensor(2), dt), dense(c.opt_tensor(3), dt), dense(c.opt_tensor(4), dt),
+         dense(c.opt_tensor(5), dt), dense(c.opt_tensor(6), dt), c.bool_arg(7),
+         c.double_arg(8));
   for (size_t i = 0; i < 3; ++i) finish(c.outputs[i], res[i]);
 }
 
@@ -181,7 +183,8 @@ void register_normalization_ops() {
   def("_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, "
       "Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> "
       "(Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)")
-      .category(OpCategory::Other).meta(batch_norm_meta).cpu(batch_norm_cpu)
+      .category(OpCategory::Other).meta(batch_norm_meta).cpu(batch_norm_impl)
+      .cuda(batch_norm_impl)
       .doc("batch normalisation; also the batch mean and 1/std (training) and the updated "
            "running statistics, without writing the old ones")
       .derivative(batch_norm_bw, "input, weight, bias, result1, result2")
@@ -189,7 +192,8 @@ void register_normalization_ops() {
   def("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
       "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
       "bool train, float eps, int[] output_mask) -> (Tensor, Tensor, Tensor)")
-      .category(OpCategory::Other).meta(batch_norm_backward_meta).cpu(batch_norm_backward_cpu)
+      .category(OpCategory::Other).meta(batch_norm_backward_meta)
+      .cpu(batch_norm_backward_impl).cuda(batch_norm_backward_impl)
       .doc("the gradients of batch norm's input, weight and bias (those output_mask asks for)")
       .core();
 }

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "ignis/core/error.h"
+#include "ignis/kernels/cuda/batch_norm.h"
 #include "ignis/kernels/cuda/flash_attention.h"
 #include "ignis/kernels/cuda/index_kernels.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
@@ -128,9 +129,12 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
     for (const KernelRequest& r : multi_tensor_kernel_requests(t))
       g.add(str("multi_tensor_", dtype_name(t)), r);
   }
-  // The nn kernels that compute in float32 or float64 (pooling).
-  for (ScalarType t : {ScalarType::Float32, ScalarType::Float64})
+  // The nn kernels that compute in float32 or float64 (pooling, batch norm).
+  for (ScalarType t : {ScalarType::Float32, ScalarType::Float64}) {
     for (const KernelRequest& r : pooling_kernel_requests(t)) g.add(str("nn_", dtype_name(t)), r);
+    for (const KernelRequest& r : batch_norm_kernel_requests(t))
+      g.add(str("nn_", dtype_name(t)), r);
+  }
   // Indexing (mapped copies, atomic adds, triangles) and ranges/random
   // numbers, per dtype.
   for (ScalarType t : {ScalarType::Bool, ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16,
