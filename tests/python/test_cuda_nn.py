@@ -179,3 +179,78 @@ def test_batch_norm_module_trains_on_cuda_as_on_cpu():
     m.eval()
     mc.eval()
     np.testing.assert_allclose(_np(mc(x.cuda())), _np(m(x)), rtol=1e-4, atol=1e-5)
+
+
+# ---- convolution ----------------------------------------------------------------------------
+
+CONVS = [  # input shape, weight shape, stride, padding, dilation, groups, transposed, out_pad
+    ((2, 3, 9, 11), (4, 3, 3, 3), 1, 1, 1, 1, False, 0),
+    ((2, 4, 10, 9), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), 2, False, 0),
+    ((3, 4, 8, 8), (4, 1, 3, 3), 1, 1, 1, 4, False, 0),  # depthwise
+    ((2, 3, 7, 7), (5, 3, 1, 1), 1, 0, 1, 1, False, 0),  # 1x1
+    ((2, 3, 17), (4, 3, 5), 2, 2, 1, 1, False, 0),  # 1-D
+    ((1, 2, 5, 6, 7), (3, 2, 2, 3, 2), 1, (1, 0, 1), 1, 1, False, 0),  # 3-D
+    ((2, 4, 5, 6), (4, 3, 3, 3), 2, 1, 1, 1, True, 1),  # transposed
+    ((2, 4, 5, 5), (4, 2, 2, 3), (2, 1), (0, 1), (1, 2), 2, True, 0),  # grouped transposed
+    ((2, 3, 9), (3, 5, 4), 3, 1, 1, 1, True, 2),  # 1-D transposed
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CONVS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_convolution_and_its_gradients_match_cpu(dtype, case, bias):
+    xs, ws, stride, pad, dil, groups, transposed, out_pad = case
+    dt = getattr(ignis, dtype)
+    nd = len(xs) - 2
+    tup = lambda v: list(v) if isinstance(v, tuple) else [v] * nd  # noqa: E731
+    cout = ws[1] * groups if transposed else ws[0]
+    inputs = [_randn(*xs, dtype=dt, seed=1), _randn(*ws, dtype=dt, seed=2)]
+    if bias:
+        inputs.append(_randn(cout, dtype=dt, seed=3))
+
+    def fn(x, w, b=None):
+        return ignis.ops.convolution(x, w, b, tup(stride), tup(pad), tup(dil), transposed,
+                                     tup(out_pad), groups)
+
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    _both(fn, inputs, exact=False, rtol=tol, atol=tol)
+
+
+def test_conv2d_module_trains_on_cuda_as_on_cpu():
+    import ignis.nn as nn
+    ignis.manual_seed(0)
+
+    def make():
+        return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                             nn.MaxPool2d(2), nn.Conv2d(4, 8, 3, stride=2), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 3))
+    m, mc = make(), make()
+    mc.load_state_dict(m.state_dict())
+    mc = mc.cuda()
+    x = _randn(8, 1, 12, 12, seed=5)
+    y = ignis.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    losses = {}
+    for key, model, xx, yy in (("cpu", m, x, y), ("cuda", mc, x.cuda(), y.cuda())):
+        opt = ignis.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        losses[key] = []
+        for _ in range(4):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xx), yy)
+            loss.backward()
+            opt.step()
+            losses[key].append(loss.item())
+    np.testing.assert_allclose(losses["cuda"], losses["cpu"], rtol=1e-4)
+    for (k, a), (_, b) in zip(m.state_dict().items(), mc.state_dict().items()):
+        np.testing.assert_allclose(_np(b), _np(a), rtol=1e-3, atol=1e-4, err_msg=k)
+
+
+def test_convolution_of_16_bit_floats_and_an_empty_batch():
+    for dt in (ignis.float16, ignis.bfloat16):
+        x, w = _randn(2, 3, 6, 6, dtype=dt), _randn(4, 3, 3, 3, dtype=dt, seed=1)
+        a = F.conv2d(x, w, padding=1)
+        b = F.conv2d(x.cuda(), w.cuda(), padding=1)
+        assert b.dtype == dt and b.device.type == "cuda"
+        np.testing.assert_allclose(_np(b), _np(a), rtol=2e-2, atol=2e-2)
+    y = F.conv2d(ignis.zeros(0, 3, 6, 6, device="cuda"), ignis.ones(4, 3, 3, 3, device="cuda"))
+    assert tuple(y.shape) == (0, 4, 4, 4) and y.device.type == "cuda"

@@ -150,6 +150,17 @@ def test_indexing_and_random_ops_have_cuda_kernels():
     assert not ignis.ops.scatter_reduce.has_cuda_kernel
 
 
+def test_cnn_ops_have_cuda_kernels():
+    # Convolution, pooling and batch norm (kernels/cuda: conv, pooling,
+    # batch_norm; test_cuda_nn.py compares them with the CPU's on a GPU).
+    for n in ["convolution", "convolution_backward", "max_pool2d_with_indices",
+              "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
+              "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "adaptive_max_pool2d",
+              "adaptive_max_pool2d_backward", "_native_batch_norm_legit_functional",
+              "native_batch_norm_backward"]:
+        assert getattr(ignis.ops, n).has_cuda_kernel, n
+
+
 # ---- on a GPU: random numbers --------------------------------------------------------------
 
 @needs_gpu

@@ -3,7 +3,8 @@
 // `convolution_backward` with an output mask. F.conv1d ... conv_transpose2d
 // and the nn.Conv* modules are Python over these (ignis/nn/_conv.py): they
 // batch unbatched inputs, resolve padding="same"/"valid" and padding modes,
-// then call `convolution`. Kernels: kernels/cpu/conv (im2col + GEMM).
+// then call `convolution`. Kernels: kernels/cpu/conv (im2col + GEMM) and
+// kernels/cuda/conv (im2col + cuBLASLt).
 //
 // Both are core and Template (docs/core_ops.md): a convolution is a GEMM's
 // cost, not a loop nest to fuse, so the compiler calls the kernel (extern)
@@ -12,6 +13,7 @@
 
 #include "ignis/autograd/formula.h"
 #include "ignis/kernels/cpu/conv.h"
+#include "ignis/kernels/cuda/conv.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/float_compute.h"
 #include "ignis/ops/op_def.h"
@@ -153,13 +155,13 @@ void convolution_meta(OpCall& c) {
                            b.defined() ? b.sizes() : DimVector{}, p),
           in.dtype());
 }
-void convolution_cpu(OpCall& c) {
+void convolution_impl(OpCall& c) {
   const Tensor& out = c.outputs[0];
   const ScalarType dt = compute_dtype(out.dtype());
   const cpu::ConvParams p = conv_params(c.args, 3, c.tensor(1).dim() - 2);
   Tensor res = scratch_for(out, dt);
-  cpu::convolution_into(res, dense(c.tensor(0), dt), dense(c.tensor(1), dt),
-                        dense(c.opt_tensor(2), dt), p);
+  auto kernel = c.device.is_cuda() ? cuda::convolution_into : cpu::convolution_into;
+  kernel(res, dense(c.tensor(0), dt), dense(c.tensor(1), dt), dense(c.opt_tensor(2), dt), p);
   finish(out, res);
 }
 
@@ -193,13 +195,14 @@ void convolution_backward_meta(OpCall& c) {
   if (mask[2]) c.alloc(DimVector{out[1]}, in.dtype());
   else c.outputs.emplace_back();
 }
-void convolution_backward_cpu(OpCall& c) {
+void convolution_backward_impl(OpCall& c) {
   const ScalarType dt = compute_dtype(c.tensor(1).dtype());
   const cpu::ConvParams p = conv_params(c.args, 4, c.tensor(2).dim() - 2);
   Tensor gi = scratch_for(c.outputs[0], dt), gw = scratch_for(c.outputs[1], dt),
          gb = scratch_for(c.outputs[2], dt);
-  cpu::convolution_backward_into(gi, gw, gb, dense(c.tensor(0), dt), dense(c.tensor(1), dt),
-                                 dense(c.tensor(2), dt), p);
+  auto kernel =
+      c.device.is_cuda() ? cuda::convolution_backward_into : cpu::convolution_backward_into;
+  kernel(gi, gw, gb, dense(c.tensor(0), dt), dense(c.tensor(1), dt), dense(c.tensor(2), dt), p);
   finish(c.outputs[0], gi);
   finish(c.outputs[1], gw);
   finish(c.outputs[2], gb);
@@ -224,7 +227,8 @@ void convolution_bw(GradCtx& c) {
 void register_conv_ops() {
   def("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
       "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor")
-      .category(OpCategory::Template).meta(convolution_meta).cpu(convolution_cpu)
+      .category(OpCategory::Template).meta(convolution_meta).cpu(convolution_impl)
+      .cuda(convolution_impl)
       .doc("1-, 2- or 3-D convolution or transposed convolution of a batched input "
            "(grouped, strided, dilated)")
       .derivative(convolution_bw, "input, weight").core();
@@ -232,7 +236,7 @@ void register_conv_ops() {
       "int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, "
       "int groups, int[] output_mask) -> (Tensor, Tensor, Tensor)")
       .category(OpCategory::Template).meta(convolution_backward_meta)
-      .cpu(convolution_backward_cpu)
+      .cpu(convolution_backward_impl).cuda(convolution_backward_impl)
       .doc("the gradients of convolution's input, weight and bias (those output_mask asks for)")
       .core();
 }

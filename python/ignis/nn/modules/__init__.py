@@ -31,6 +31,7 @@ from .transformer import (  # noqa: F401
     TransformerEncoderLayer,
 )
 from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
 
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "NonDynamicallyQuantizableLinear",
@@ -47,5 +48,5 @@ __all__ = [
     "PReLU", "RReLU", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
-    "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "TransformerEncoderLayer", "TransformerDecoderLayer", "Flatten", "Unflatten",
 ]

@@ -10,30 +10,9 @@
 
 namespace ignis::cpu {
 
-namespace {
-
-// The geometry padded to three spatial dims (leading dims of size 1), so one
-// loop nest serves 1-, 2- and 3-D convolutions.
-struct Geom {
-  int64_t batch = 0, groups = 1;
-  int64_t img_ch = 0, col_ch = 0;  // per group
-  std::array<int64_t, 3> img{1, 1, 1}, col{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, p{0, 0, 0},
-      d{1, 1, 1};
-  int64_t img_len() const { return img[0] * img[1] * img[2]; }
-  int64_t col_len() const { return col[0] * col[1] * col[2]; }
-  int64_t k_len() const { return k[0] * k[1] * k[2]; }
-  // The image is its own column matrix.
-  bool identity() const {
-    for (int i = 0; i < 3; ++i)
-      if (k[i] != 1 || s[i] != 1 || p[i] != 0 || img[i] != col[i]) return false;
-    return true;
-  }
-};
-
-// `image` has the image side's sizes, `cols` the columns side's.
-Geom make_geom(const Tensor& image, const Tensor& cols, const Tensor& weight,
-               const ConvParams& p) {
-  Geom g;
+ConvGeom conv_geom(const Tensor& image, const Tensor& cols, const Tensor& weight,
+                   const ConvParams& p) {
+  ConvGeom g;
   const int64_t nd = image.dim() - 2, off = 3 - nd;
   g.batch = image.size(0);
   g.groups = p.groups;
@@ -50,6 +29,8 @@ Geom make_geom(const Tensor& image, const Tensor& cols, const Tensor& weight,
   return g;
 }
 
+namespace {
+
 // The window positions o in [0, n) whose tap o * s + off lands inside [0, size).
 inline void valid_range(int64_t n, int64_t s, int64_t off, int64_t size, int64_t& lo,
                         int64_t& hi) {
@@ -63,7 +44,7 @@ inline void valid_range(int64_t n, int64_t s, int64_t off, int64_t size, int64_t
 // positions [lo, hi) of one output row read image elements
 // img_row[ow * s + off] (the rest of the row lies in the padding).
 template <typename T, typename Fn>
-void for_each_run(const Geom& g, T* col, T* img, Fn f) {
+void for_each_run(const ConvGeom& g, T* col, T* img, Fn f) {
   const int64_t L = g.col_len();
   for (int64_t c = 0; c < g.img_ch; ++c) {
     for (int64_t kd = 0; kd < g.k[0]; ++kd)
@@ -90,7 +71,7 @@ void for_each_run(const Geom& g, T* col, T* img, Fn f) {
 
 // col [img_ch * K, L] = the image's window taps (0 in the padding).
 template <typename T>
-void im2col(const Geom& g, const T* img, T* col) {
+void im2col(const ConvGeom& g, const T* img, T* col) {
   const int64_t W = g.col[2], sw = g.s[2];
   for_each_run(g, col, const_cast<T*>(img), [W, sw](T* out, const T* in, int64_t lo, int64_t hi) {
     std::fill(out, out + lo, T(0));
@@ -107,7 +88,7 @@ void im2col(const Geom& g, const T* img, T* col) {
 // image += the column matrix's taps summed back into their image positions
 // (the adjoint of im2col).
 template <typename T>
-void col2im(const Geom& g, const T* col, T* img) {
+void col2im(const ConvGeom& g, const T* col, T* img) {
   const int64_t sw = g.s[2];
   for_each_run(g, const_cast<T*>(col), img, [sw](T* in, T* out, int64_t lo, int64_t hi) {
     if (sw == 1) {
@@ -138,7 +119,7 @@ void gemm(bool threaded, int64_t m, int64_t n, int64_t k, const T* a, bool a_t, 
 // threads with serial GEMMs when there are enough of them, else one after
 // the other with threaded GEMMs (batch 1, deep layers).
 template <typename Body>
-void for_each_item(const Geom& g, int64_t work_per_item, Body body) {
+void for_each_item(const ConvGeom& g, int64_t work_per_item, Body body) {
   const int64_t items = g.batch * g.groups;
   const int nt = threads_for(items * work_per_item);
   if (nt > 1 && items >= nt) {
@@ -152,7 +133,7 @@ void for_each_item(const Geom& g, int64_t work_per_item, Body body) {
 
 // cols side [n, g] = W_g @ im2col(image [n, g]), plus bias when given.
 template <typename T>
-void gather(const Geom& g, const T* image, const T* w, const T* bias, T* cols) {
+void gather(const ConvGeom& g, const T* image, const T* w, const T* bias, T* cols) {
   const int64_t K = g.img_ch * g.k_len(), L = g.col_len(), Li = g.img_len();
   const bool ident = g.identity();
   for_each_item(g, g.col_ch * K * L, [&](int64_t item, bool threaded) {
@@ -179,7 +160,7 @@ void gather(const Geom& g, const T* image, const T* w, const T* bias, T* cols) {
 
 // image [n, g] = col2im(W_g^T @ cols [n, g]), plus bias when given.
 template <typename T>
-void scatter(const Geom& g, const T* cols, const T* w, const T* bias, T* image) {
+void scatter(const ConvGeom& g, const T* cols, const T* w, const T* bias, T* image) {
   const int64_t K = g.img_ch * g.k_len(), L = g.col_len(), Li = g.img_len();
   const bool ident = g.identity();
   for_each_item(g, g.col_ch * K * L, [&](int64_t item, bool threaded) {
@@ -208,7 +189,7 @@ void scatter(const Geom& g, const T* cols, const T* w, const T* bias, T* image) 
 // dW = sum over samples of cols [n, g] @ im2col(image [n, g])^T. Threads
 // split the batch and sum their partial products at the end.
 template <typename T>
-void weight_grad(const Geom& g, const T* image, const T* cols, T* dw) {
+void weight_grad(const ConvGeom& g, const T* image, const T* cols, T* dw) {
   const int64_t K = g.img_ch * g.k_len(), L = g.col_len(), Li = g.img_len();
   const int64_t per_group = g.col_ch * K;
   const bool ident = g.identity();
@@ -286,10 +267,10 @@ void convolution_into(const Tensor& out, const Tensor& input, const Tensor& weig
   float_or_double(out.dtype(), "convolution", [&](auto tag) {
     using T = decltype(tag);
     if (p.transposed) {
-      scatter<T>(make_geom(out, input, weight, p), input.data<T>(), weight.data<T>(),
+      scatter<T>(conv_geom(out, input, weight, p), input.data<T>(), weight.data<T>(),
                  opt_data<T>(bias), out.data<T>());
     } else {
-      gather<T>(make_geom(input, out, weight, p), input.data<T>(), weight.data<T>(),
+      gather<T>(conv_geom(input, out, weight, p), input.data<T>(), weight.data<T>(),
                 opt_data<T>(bias), out.data<T>());
     }
   });
@@ -302,7 +283,7 @@ void backward(const Tensor& gi, const Tensor& gw, const Tensor& gb, const Tensor
   // The image side is the input of a convolution, grad_out of a transposed one.
   const Tensor& image = p.transposed ? go : input;
   const Tensor& cols = p.transposed ? input : go;
-  const Geom g = make_geom(image, cols, weight, p);
+  const ConvGeom g = conv_geom(image, cols, weight, p);
   const T* w = weight.data<T>();
   if (gi.defined() && gi.numel() > 0) {
     if (p.transposed)

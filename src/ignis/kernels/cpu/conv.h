@@ -14,6 +14,7 @@
 // its own column matrix.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "ignis/core/tensor.h"
@@ -25,6 +26,31 @@ struct ConvParams {
   bool transposed = false;
   int64_t groups = 1;
 };
+
+// The geometry padded to three spatial dims (leading dims of size 1), so one
+// loop nest serves 1-, 2- and 3-D convolutions; the CUDA kernels
+// (kernels/cuda/conv.h) take it too.
+struct ConvGeom {
+  int64_t batch = 0, groups = 1;
+  int64_t img_ch = 0, col_ch = 0;  // per group
+  std::array<int64_t, 3> img{1, 1, 1}, col{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, p{0, 0, 0},
+      d{1, 1, 1};
+  int64_t img_len() const { return img[0] * img[1] * img[2]; }
+  int64_t col_len() const { return col[0] * col[1] * col[2]; }
+  int64_t k_len() const { return k[0] * k[1] * k[2]; }
+  // The image is its own column matrix.
+  bool identity() const {
+    for (int i = 0; i < 3; ++i)
+      if (k[i] != 1 || s[i] != 1 || p[i] != 0 || img[i] != col[i]) return false;
+    return true;
+  }
+};
+
+// The geometry of a convolution whose image side (the input of a
+// convolution, the output of a transposed one) is `image` and whose columns
+// side is `cols`.
+ConvGeom conv_geom(const Tensor& image, const Tensor& cols, const Tensor& weight,
+                   const ConvParams& p);
 
 // out = convolution(input, weight) + bias: input, weight (and bias, when
 // defined) contiguous float32/float64 of out's dtype; out contiguous with

@@ -7,6 +7,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/kernels/cuda/batch_norm.h"
+#include "ignis/kernels/cuda/conv.h"
 #include "ignis/kernels/cuda/flash_attention.h"
 #include "ignis/kernels/cuda/index_kernels.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
@@ -129,11 +130,14 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
     for (const KernelRequest& r : multi_tensor_kernel_requests(t))
       g.add(str("multi_tensor_", dtype_name(t)), r);
   }
-  // The nn kernels that compute in float32 or float64 (pooling, batch norm).
+  // The nn kernels that compute in float32 or float64 (pooling, batch norm,
+  // convolution).
   for (ScalarType t : {ScalarType::Float32, ScalarType::Float64}) {
-    for (const KernelRequest& r : pooling_kernel_requests(t)) g.add(str("nn_", dtype_name(t)), r);
+    for (const KernelRequest& r : pooling_kernel_requests(t))
+      g.add(str("pool_", dtype_name(t)), r);
+    for (const KernelRequest& r : conv_kernel_requests(t)) g.add(str("conv_", dtype_name(t)), r);
     for (const KernelRequest& r : batch_norm_kernel_requests(t))
-      g.add(str("nn_", dtype_name(t)), r);
+      g.add(str("batch_norm_", dtype_name(t)), r);
   }
   // Indexing (mapped copies, atomic adds, triangles) and ranges/random
   // numbers, per dtype.
