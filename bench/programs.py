@@ -24,7 +24,11 @@ ignis is faster).
 
     python bench/programs.py [--program cnn|lstm|transformer] [--threads N] [--steps 20]
                              [--rounds 2] [--cpu-time]
-                             [--image 28|32] [--batch 64]
+                             [--image 28|32] [--batch 64] [--device cpu|cuda]
+
+--device cuda runs both libraries' models on the GPU (torch's convolutions on
+cuDNN, ignis's through im2col + cuBLASLt), synchronizing before each clock
+reading; torch runs once there (oneDNN is a CPU library).
 """
 import argparse
 import json
@@ -40,9 +44,15 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def clock(args):
+def clock(args, lib=None):
     """Wall time, or with --cpu-time the CPU time of this process (of the
-    calling thread at one thread): steadier when other work loads the machine."""
+    calling thread at one thread): steadier when other work loads the machine.
+    On a GPU, the clock first waits for the device's queued work."""
+    if args.device == "cuda":
+        def read():
+            lib.cuda.synchronize()
+            return time.perf_counter()
+        return read
     if not args.cpu_time:
         return time.perf_counter
     return time.thread_time if args.threads == 1 else time.process_time
@@ -72,23 +82,24 @@ def build_cnn(lib, in_ch, image):
 def cnn_step_times(lib, args):
     lib.manual_seed(0)
     in_ch = 1 if args.image == 28 else 3
-    model = build_cnn(lib, in_ch, args.image)
+    model = build_cnn(lib, in_ch, args.image).to(args.device)
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = np.random.default_rng(0)
     batch = args.batch or 64
     x = lib.from_numpy(rng.standard_normal((batch, in_ch, args.image, args.image))
-                       .astype(np.float32))
-    y = lib.from_numpy(rng.integers(0, 10, batch))
+                       .astype(np.float32)).to(args.device)
+    y = lib.from_numpy(rng.integers(0, 10, batch)).to(args.device)
     times, phases = [], []
+    now = clock(args, lib)
     for i in range(args.warmup + args.steps):
-        t0 = clock(args)()
+        t0 = now()
         loss = lib.nn.functional.cross_entropy(model(x), y)
-        t1 = clock(args)()
+        t1 = now()
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        t2 = clock(args)()
+        t2 = now()
         opt.step()
-        t3 = clock(args)()
+        t3 = now()
         if i >= args.warmup:
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
@@ -123,24 +134,26 @@ def build_language_model(lib, kind, ntoken=1000, ninp=128):
 
 def lm_step_times(lib, args, kind):
     lib.manual_seed(0)
-    model = build_language_model(lib, kind)
+    model = build_language_model(lib, kind).to(args.device)
     opt = lib.optim.SGD(model.parameters(), lr=0.5)
     rng = np.random.default_rng(0)
     seq, batch = 35, args.batch or 20
-    data = lib.from_numpy(rng.integers(0, 1000, (seq + 1, batch)))
+    data = lib.from_numpy(rng.integers(0, 1000, (seq + 1, batch))).to(args.device)
     x, y = data[:-1], data[1:].reshape(-1)
-    mask = lib.nn.Transformer.generate_square_subsequent_mask(seq) if kind != "lstm" else None
+    mask = (lib.nn.Transformer.generate_square_subsequent_mask(seq).to(args.device)
+            if kind != "lstm" else None)
     times, phases = [], []
+    now = clock(args, lib)
     for i in range(args.warmup + args.steps):
-        t0 = clock(args)()
+        t0 = now()
         loss = lib.nn.functional.cross_entropy(model(x, mask).reshape(-1, 1000), y)
-        t1 = clock(args)()
+        t1 = now()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-        t2 = clock(args)()
+        t2 = now()
         opt.step()
-        t3 = clock(args)()
+        t3 = now()
         if i >= args.warmup:
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
@@ -184,17 +197,19 @@ def main():
                     help="time steps by CPU time (the thread's at --threads 1), not wall time")
     ap.add_argument("--image", type=int, choices=[28, 32], default=28)
     ap.add_argument("--batch", type=int, default=None, help="64 for cnn, 20 for the LMs")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--only", choices=PEERS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.only:
         return run_one(args)
 
+    peers = PEERS if args.device == "cpu" else ["torch", "ignis"]
     best = {}
     for _ in range(args.rounds):
-        for name in PEERS:
+        for name in peers:
             cmd = [sys.executable, __file__, "--only", name, "--program", args.program,
                    "--steps", str(args.steps), "--warmup", str(args.warmup),
-                   "--image", str(args.image)]
+                   "--image", str(args.image), "--device", args.device]
             if args.batch:
                 cmd += ["--batch", str(args.batch)]
             if args.threads:
@@ -211,13 +226,13 @@ def main():
     print(f"{args.program}: {what}; threads "
           f"ignis={best['ignis']['threads']} torch={best['torch']['threads']}; "
           f"{platform.processor() or platform.machine()}, torch {best['torch']['version']}; "
-          f"{'CPU' if args.cpu_time else 'wall'} time")
-    for name in PEERS:
+          f"{'CPU' if args.cpu_time else 'wall'} time; device {args.device}")
+    for name in peers:
         r = best[name]
         t, (fwd, bwd, opt) = r["step"], r["phases"]
         print(f"{name:15s} {t * 1e3:8.2f} ms/step  (forward {fwd * 1e3:.2f}, backward "
               f"{bwd * 1e3:.2f}, optimizer {opt * 1e3:.2f})  final loss {r['loss']:.4f}")
-    for peer in PEERS[:-1]:
+    for peer in peers[:-1]:
         print(f"ratio ignis/{peer}: {best['ignis']['step'] / best[peer]['step']:.2f}x "
               "(< 1 means ignis is faster)")
 
