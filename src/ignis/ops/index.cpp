@@ -648,8 +648,54 @@ void scatter_reduce_meta(OpCall& c) {
   scatter_meta<ScatterKind::Src, Inplace>(c);
 }
 
+// cpu::scatter_reduce on out's device. On CUDA the host groups the index's
+// positions by the element of out they reduce into, keeping the index's
+// row-major order within a group (the CPU's order: positions meeting at one
+// element lie on one fiber along dim), and the GPU folds each group.
+void scatter_reduce_on(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                       cpu::Reduce r, bool include_self) {
+  if (!out.device().is_cuda()) return cpu::scatter_reduce(out, dim, index, src, r, include_self);
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  Tensor iv = empty_tensor(index.sizes(), ScalarType::Int64, Device(DeviceType::CPU));
+  copy_tensor(iv, index);
+  const int64_t* ix = iv.data<int64_t>();
+  const int64_t isz = static_cast<int64_t>(out.itemsize()), nd = index.dim();
+  std::vector<int64_t> out_off(n), src_off(n), pos(nd, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t so = 0, oo = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      so += (d == dim ? ix[i] : pos[d]) * out.strides()[d];
+      oo += pos[d] * src.strides()[d];
+    }
+    out_off[i] = so * isz;
+    src_off[i] = oo * isz;
+    for (int64_t d = nd - 1; d >= 0; --d) {  // the next position, row-major
+      if (++pos[d] < index.sizes()[d]) break;
+      pos[d] = 0;
+    }
+  }
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return out_off[a] < out_off[b]; });
+  std::vector<int64_t> dst, starts, srcs(n);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = order[k];
+    if (k == 0 || out_off[i] != out_off[order[k - 1]]) {
+      dst.push_back(out_off[i]);
+      starts.push_back(k);
+    }
+    srcs[k] = src_off[i];
+  }
+  starts.push_back(n);
+  cuda::scatter_reduce_grouped(out.device().index, static_cast<char*>(out.data_ptr()),
+                               static_cast<const char*>(src.data_ptr()), dst, starts, srcs,
+                               out.dtype(), r, include_self);
+}
+
 template <bool Inplace>
-void scatter_reduce_cpu(OpCall& c) {
+void scatter_reduce_impl(OpCall& c) {
   expect_one_device(c);
   const Tensor& self = c.tensor(0);
   const Tensor& out = c.outputs[0];
@@ -658,8 +704,8 @@ void scatter_reduce_cpu(OpCall& c) {
   check_dim_range(index, self, dim);
   if (!Inplace) copy_into(out, self);
   if (index.dtype() != ScalarType::Int64) index = to_dtype_copy(index, ScalarType::Int64);
-  cpu::scatter_reduce(as_1d(out), dim, as_1d(index), as_1d(c.tensor(3)),
-                      reduce_kind(c.args[4].to_string()), c.bool_arg(5));
+  scatter_reduce_on(as_1d(out), dim, as_1d(index), as_1d(c.tensor(3)),
+                    reduce_kind(c.args[4].to_string()), c.bool_arg(5));
 }
 
 // ---- tril / triu ------------------------------------------------------------------------------
@@ -1442,12 +1488,12 @@ void register_index_ops() {
   def("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
       "bool include_self=True) -> Tensor")
       .category(OpCategory::Other).both().meta(scatter_reduce_meta<false>)
-      .cpu(scatter_reduce_cpu<false>)
+      .cpu_and_cuda(scatter_reduce_impl<false>)
       .doc("scatter with sum, prod, mean, amax or amin of the values meeting at an element")
       .derivative(scatter_reduce_bw, "self, index, src, result").core();
   def("scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, "
       "bool include_self=True) -> Tensor(a!)").category(OpCategory::Other).method_only()
-      .meta(scatter_reduce_meta<true>).cpu(scatter_reduce_cpu<true>)
+      .meta(scatter_reduce_meta<true>).cpu_and_cuda(scatter_reduce_impl<true>)
       .derivative(scatter_reduce_bw, "self, index, src, result");
   using IK = IndexedOp;
   def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")

@@ -29,6 +29,18 @@ struct MapParams {
   MapDimArg dims[kMaxKernelDims];
 };
 
+// Must match IgScatterReduceParams in kTemplates.
+struct ScatterReduceParams {
+  char* out;
+  const char* src;
+  const int64_t *dst_off, *starts, *src_off;
+  int64_t groups;
+  int32_t reduce, include_self;
+};
+static_assert(static_cast<int>(cpu::Reduce::Sum) == 0 && static_cast<int>(cpu::Reduce::Prod) == 1 &&
+              static_cast<int>(cpu::Reduce::Mean) == 2 && static_cast<int>(cpu::Reduce::Max) == 3 &&
+              static_cast<int>(cpu::Reduce::Min) == 4, "the kernel's reduce codes");
+
 const char* kTemplates = R"CUDA(
 // ---- indexing (kernels/cuda/index_kernels.cpp) ----
 struct IgMapDim {
@@ -105,6 +117,55 @@ template <class T, class C> __forceinline__ void ig_map_add(const IgMapParams& p
     ig_atomic_add_any<T, C>(reinterpret_cast<T*>(p.dst + od), v);
   }
 }
+// Must match ScatterReduceParams (index_kernels.cpp). reduce: cpu::Reduce's
+// values (Sum, Prod, Mean, Max, Min).
+struct IgScatterReduceParams {
+  char* out; const char* src;
+  const int64_t *dst_off, *starts, *src_off;
+  int64_t groups;
+  int32_t reduce, include_self;
+};
+template <class T, class C> __forceinline__ T ig_scatter_step(T a, T b, int32_t reduce) {
+  const C x = ig_convert<C>(a), y = ig_convert<C>(b);
+  switch (reduce) {
+    case 1: return ig_convert<T>(x * y);
+    case 3: return y != y || y > x ? b : a;  // NaN wins
+    case 4: return y != y || y < x ? b : a;
+    default: return ig_convert<T>(x + y);
+  }
+}
+// Without include_self the fold starts from the first element -- the CPU
+// starts from the reduction's identity, and identity op x == x exactly,
+// except that 0 + -0.0 is +0.0: a sum starts from 0 + x.
+template <class T, class C> __forceinline__ void ig_scatter_reduce(const IgScatterReduceParams& p) {
+  IG_GRID_STRIDE_LOOP(g, p.groups) {
+    T* o = reinterpret_cast<T*>(p.out + p.dst_off[g]);
+    int64_t s = p.starts[g];
+    const int64_t e = p.starts[g + 1];
+    T acc;
+    if (p.include_self) {
+      acc = *o;
+    } else {
+      acc = *reinterpret_cast<const T*>(p.src + p.src_off[s++]);
+      if (p.reduce == 0 || p.reduce == 2) acc = ig_convert<T>(ig_convert<C>(0) + ig_convert<C>(acc));
+    }
+    for (; s < e; ++s)
+      acc = ig_scatter_step<T, C>(acc, *reinterpret_cast<const T*>(p.src + p.src_off[s]),
+                                  p.reduce);
+    if (p.reduce == 2) {
+      const int64_t n = e - p.starts[g] + (p.include_self ? 1 : 0);
+      if constexpr (C(0.5) != C(0)) {
+        acc = ig_convert<T>(ig_convert<C>(acc) / C(n));
+      } else if constexpr (C(2) != C(1)) {  // integers; bool keeps its value
+        const int64_t v = int64_t(acc);
+        int64_t q = v / n;
+        if (v % n != 0 && v < 0) --q;  // floor division, as PyTorch
+        acc = T(q);
+      }
+    }
+    *o = acc;
+  }
+}
 // Zeroes the elements of t (any strides, g.dst_strides) outside the lower
 // (col - row <= k) or upper (col - row >= k) triangle of its last two dims.
 template <class T> __forceinline__ void ig_tri_zero(T* t, int64_t n, int64_t k, int32_t lower,
@@ -158,6 +219,12 @@ KernelRequest map_add_request(ScalarType t) {
                                "(IgMapParams p) { ig_map_add<", device_type_name(t), ", ",
                                device_opmath_name(t), ">(p); }\n"));
 }
+KernelRequest scatter_reduce_request(ScalarType t) {
+  const std::string sym = str("scatter_reduce_", dtype_name(t));
+  return make_request(sym, str("extern \"C\" __global__ void ", sym,
+                               "(IgScatterReduceParams p) { ig_scatter_reduce<",
+                               device_type_name(t), ", ", device_opmath_name(t), ">(p); }\n"));
+}
 KernelRequest tri_zero_request(ScalarType t) {
   const std::string sym = str("tri_zero_", dtype_name(t));
   return make_request(sym, str("extern \"C\" __global__ void ", sym, "(", device_type_name(t),
@@ -169,7 +236,8 @@ KernelRequest tri_zero_request(ScalarType t) {
 }  // namespace
 
 std::vector<KernelRequest> index_kernel_requests(ScalarType t) {
-  return {map_copy_request(element_size(t)), map_add_request(t), tri_zero_request(t)};
+  return {map_copy_request(element_size(t)), map_add_request(t), tri_zero_request(t),
+          scatter_reduce_request(t)};
 }
 
 void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim> dims,
@@ -238,6 +306,32 @@ void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim
   }
   void* args[] = {&p};
   launch_grid_stride(f, total, args, current_stream(device));
+}
+
+void scatter_reduce_grouped(int device, char* out, const char* src,
+                            const std::vector<int64_t>& dst_off,
+                            const std::vector<int64_t>& starts,
+                            const std::vector<int64_t>& src_off, ScalarType dtype, cpu::Reduce r,
+                            bool include_self) {
+  const int64_t groups = static_cast<int64_t>(dst_off.size());
+  if (groups == 0) return;
+  DeviceGuard guard(device);
+  // The three tables in one upload (see mapped_copy).
+  std::vector<int64_t> host(dst_off);
+  host.insert(host.end(), starts.begin(), starts.end());
+  host.insert(host.end(), src_off.begin(), src_off.end());
+  Tensor h = empty_tensor({static_cast<int64_t>(host.size())}, ScalarType::Int64,
+                          Device(DeviceType::CPU));
+  std::copy(host.begin(), host.end(), h.data<int64_t>());
+  Tensor tables = empty_tensor(h.sizes(), ScalarType::Int64, Device(DeviceType::CUDA, device));
+  copy_tensor(tables, h);
+  const int64_t* at = static_cast<const int64_t*>(tables.data_ptr());
+  ScatterReduceParams p{out, src, at, at + groups, at + groups + starts.size(), groups,
+                        static_cast<int32_t>(r), include_self ? 1 : 0};
+  CUfunction f = get_named_kernel(device, str("scatter_reduce_", dtype_name(dtype)),
+                                  [&] { return scatter_reduce_request(dtype); });
+  void* args[] = {&p};
+  launch_grid_stride(f, groups, args, current_stream(device));
 }
 
 void zero_triangle(const Tensor& t, int64_t k, bool lower) {

@@ -27,6 +27,19 @@ namespace ignis::cuda {
 void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim> dims,
                  ScalarType dtype, cpu::MapOp op, const Scalar& alpha = Scalar(int64_t(1)));
 
+// cpu::scatter_reduce's reduction on `device`, planned on the host: group g
+// reduces the src elements at byte offsets src_off[starts[g] .. starts[g +
+// 1]) (in the CPU's order: the index's row-major order) into the out element
+// at byte offset dst_off[g], from its value when `include_self`. A thread per
+// group folds them one by one, rounding to the dtype after each step as the
+// CPU does, so both devices return the same bits; mean divides by the count
+// (floor division for integers).
+void scatter_reduce_grouped(int device, char* out, const char* src,
+                            const std::vector<int64_t>& dst_off,
+                            const std::vector<int64_t>& starts,
+                            const std::vector<int64_t>& src_off, ScalarType dtype, cpu::Reduce r,
+                            bool include_self);
+
 // cpu::zero_triangle on a CUDA tensor (any strides).
 void zero_triangle(const Tensor& t, int64_t k, bool lower);
 
