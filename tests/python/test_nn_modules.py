@@ -737,3 +737,91 @@ def test_loss_gradients_match_torch(loss):
     getattr(nn, loss)()(x, y).backward()
     getattr(tnn, loss)()(tx, ty).backward()
     close(x.grad, tx.grad)
+
+
+# ---- reshaping, padding, distance, channel dropout and parameter containers -----------------
+
+@pytest.mark.parametrize("name,args,shape", [
+    ("Flatten", (), (2, 3, 4, 5)), ("Flatten", (0, 2), (2, 3, 4, 5)),
+    ("Unflatten", (1, (3, 1)), (2, 3, 4)), ("Unflatten", (-1, (2, -1)), (2, 3, 4)),
+    ("ZeroPad1d", (2,), (2, 3, 5)), ("ZeroPad2d", ((1, 0, 2, 1),), (1, 2, 4, 5)),
+    ("ZeroPad3d", (1,), (1, 2, 3, 3, 3)), ("ConstantPad1d", ((2, 1), 3.5), (2, 3, 5)),
+    ("ConstantPad2d", (1, -1.0), (1, 2, 4, 5)), ("ReflectionPad1d", ((1, 2),), (2, 3, 5)),
+    ("ReflectionPad2d", (2,), (1, 2, 4, 5)), ("ReplicationPad2d", ((1, 2, 0, 3),), (1, 2, 4, 5)),
+    ("ReplicationPad3d", (1,), (1, 2, 3, 3, 3)), ("CircularPad1d", (2,), (2, 3, 5)),
+    ("CircularPad2d", (1,), (1, 2, 4, 5)), ("Softmax2d", (), (2, 3, 4, 5)),
+    ("GLU", (), (2, 6)), ("GLU", (1,), (2, 6, 3)),
+])
+def test_shape_and_padding_modules_match_torch(name, args, shape):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    m, tm = getattr(nn, name)(*args), getattr(tnn, name)(*args)
+    assert repr(m) == repr(tm)
+    got = m(ignis.from_numpy(x))
+    want = tm(torch.from_numpy(x))
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(to_np(got), to_np(want), rtol=1e-6, atol=1e-6)
+
+
+def test_distance_modules_match_torch():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    for args in [(), (1.0,), (3.0, 1e-3, True)]:
+        got = nn.PairwiseDistance(*args)(ignis.from_numpy(a), ignis.from_numpy(b))
+        want = tnn.PairwiseDistance(*args)(torch.from_numpy(a), torch.from_numpy(b))
+        np.testing.assert_allclose(to_np(got), to_np(want), rtol=1e-5, atol=1e-6)
+    got = nn.CosineSimilarity(dim=0)(ignis.from_numpy(a), ignis.from_numpy(b))
+    want = tnn.CosineSimilarity(dim=0)(torch.from_numpy(a), torch.from_numpy(b))
+    np.testing.assert_allclose(to_np(got), to_np(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,shape", [("Dropout1d", (8, 16, 5)), ("Dropout2d", (8, 16, 3, 3)),
+                                        ("Dropout3d", (4, 16, 2, 2, 2)), ("Dropout2d", (16, 3, 3))])
+def test_channel_dropout_zeroes_whole_channels_and_scales_the_rest(name, shape):
+    ignis.manual_seed(0)
+    m = getattr(nn, name)(0.25)
+    assert repr(m) == repr(getattr(tnn, name)(0.25))
+    x = ignis.ones(*shape, requires_grad=True)
+    y = m(x)
+    spatial = {"Dropout1d": 1, "Dropout2d": 2, "Dropout3d": 3}[name]
+    per_channel = y.detach().reshape(*shape[:len(shape) - spatial], -1).numpy()
+    # each channel is all zeros or all 1 / (1 - p)
+    assert np.all((per_channel == 0).all(-1) | np.isclose(per_channel, 1 / 0.75).all(-1))
+    dropped = (per_channel == 0).all(-1).mean()
+    assert 0.05 < dropped < 0.5
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.detach().numpy())
+    m.eval()
+    assert m(x) is x
+    with pytest.raises(RuntimeError, match="Expected"):
+        getattr(nn, name)(0.5)(ignis.ones(*([2] * (spatial + 3))))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        getattr(nn, name)(1.5)
+
+
+def test_parameter_list_and_dict_register_and_round_trip():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pl = nn.ParameterList([ignis.ones(2), nn.Parameter(ignis.zeros(3))])
+            self.pd = nn.ParameterDict({"a": ignis.ones(4)})
+            self.pd["b"] = ignis.full((1,), 2.0)
+            self.pl.append(ignis.ones(5))
+
+    class T(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pl = tnn.ParameterList([torch.ones(2), tnn.Parameter(torch.zeros(3))])
+            self.pd = tnn.ParameterDict({"a": torch.ones(4)})
+            self.pd["b"] = torch.full((1,), 2.0)
+            self.pl.append(torch.ones(5))
+
+    m, t = M(), T()
+    assert list(m.state_dict()) == list(t.state_dict())
+    assert [n for n, _ in m.named_parameters()] == [n for n, _ in t.named_parameters()]
+    assert all(isinstance(p, nn.Parameter) for p in m.pl) and len(m.pl) == 3
+    assert len(m.pd) == 2 and "b" in m.pd and list(m.pd.keys()) == ["a", "b"]
+    assert tuple(m.pl[-1].shape) == (5,) and len(m.pl[1:]) == 2
+    m.load_state_dict({k: ignis.from_numpy(v.numpy()) for k, v in t.state_dict().items()})
+    sd = copy.deepcopy(m).state_dict()
+    assert set(sd) == set(t.state_dict())
+    assert m.pd.pop("a").shape == (4,) and len(m.pd) == 1

@@ -219,3 +219,52 @@ def softshrink(input, lambd=0.5):
 def hardshrink(input, lambd=0.5):
     import ignis
     return ignis.where((input > lambd).logical_or(input < -lambd), input, input * 0)
+
+
+# ---- channel dropout and distances ------------------------------------------------------
+
+def _feature_dropout(input, p, training, inplace, name, spatial):
+    """Zeroes whole channels (all `spatial` trailing dims of one (sample,
+    channel)) with probability p and scales the rest by 1 / (1 - p): torch's
+    dropout1d/2d/3d. Inputs have a channel dim, `spatial` dims and an
+    optional batch dim."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.dim() not in (spatial + 1, spatial + 2):
+        raise RuntimeError(
+            f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but received a "
+            f"{input.dim()}D input. Note that {name} exists to provide channel-wise dropout on "
+            f"inputs with {spatial} spatial dimension{'s' if spatial > 1 else ''}, a channel "
+            f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D "
+            "inputs).")
+    if not training or p == 0.0:
+        return input
+    mask_shape = tuple(input.shape[:input.dim() - spatial]) + (1,) * spatial
+    if p == 1.0:
+        mask = _ops.get("zeros")(mask_shape, dtype=input.dtype, device=input.device)
+    else:
+        keep = _ops.get("empty")(mask_shape, dtype=input.dtype, device=input.device)
+        mask = keep.bernoulli_(1.0 - p).div_(1.0 - p)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, L) or (C, L) inputs."""
+    return _feature_dropout(input, p, training, inplace, "dropout1d", 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, H, W) or (C, H, W) inputs."""
+    return _feature_dropout(input, p, training, inplace, "dropout2d", 2)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    return _feature_dropout(input, p, training, inplace, "dropout3d", 3)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps over the last dim (torch's definition,
+    eps added to the difference)."""
+    diff = x1 - x2 + eps
+    return _ops.get("norm")(diff, p, -1, keepdim)

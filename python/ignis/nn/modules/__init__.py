@@ -3,14 +3,15 @@ from .linear import Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F
 from .activation import (  # noqa: F401
     ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, MultiheadAttention,
     LeakyReLU, ELU, CELU, SELU, ReLU6, Hardswish, Hardsigmoid, Mish, Hardtanh, Softplus,
-    Softsign, Tanhshrink, LogSigmoid, Threshold, LogSoftmax, Softmin, PReLU, RReLU,
+    Softsign, Tanhshrink, LogSigmoid, Threshold, LogSoftmax, Softmin, PReLU, RReLU, Softmax2d,
+    GLU,
 )
 from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
     RMSNorm,
 )
 from .sparse import Embedding  # noqa: F401
-from .dropout import Dropout  # noqa: F401
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .loss import (  # noqa: F401
     CrossEntropyLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss, BCELoss,
     BCEWithLogitsLoss,
@@ -30,7 +31,15 @@ from .transformer import (  # noqa: F401
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
     TransformerEncoderLayer,
 )
-from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
+from .container import (  # noqa: F401
+    Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict,
+)
+from .padding import (  # noqa: F401
+    ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
+    ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+    ReplicationPad3d, CircularPad1d, CircularPad2d, CircularPad3d,
+)
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 
 __all__ = [
@@ -49,4 +58,9 @@ __all__ = [
     "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Flatten", "Unflatten",
+    "ParameterList", "ParameterDict", "Dropout1d", "Dropout2d", "Dropout3d", "Softmax2d", "GLU",
+    "CosineSimilarity", "PairwiseDistance", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
+    "CircularPad1d", "CircularPad2d", "CircularPad3d",
 ]
