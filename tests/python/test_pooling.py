@@ -172,3 +172,30 @@ def test_max_pool2d_integer_dtypes_match_torch(dtype):
     assert yi.dtype == getattr(ignis, dtype)
     np.testing.assert_array_equal(yi.numpy(), yt.numpy())
     np.testing.assert_array_equal(ii.numpy(), it.numpy())
+
+
+def test_max_pool2d_matches_torch_over_a_sweep_of_windows():
+    # The kernel's vectorised path (output columns whose windows lie inside
+    # the row) and its edges, with NaN and ties: values and indices as
+    # torch's, for every kernel, stride, padding, dilation and ceil_mode.
+    import itertools
+    rng = np.random.default_rng(0)
+    checked = 0
+    for k, s, p, d, ceil, H, W in itertools.product([1, 2, 3, 4], [1, 2, 3], [0, 1, 2], [1, 2, 3],
+                                                   [False, True], [5, 8], [5, 9, 13]):
+        x = rng.standard_normal((2, 3, H, W)).astype(np.float32)
+        x[0, 0, 0, 0] = np.nan
+        x[1, 2, H // 2, :] = 1.0
+        try:
+            tv, ti = TF.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil,
+                                                    return_indices=True)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                IF.max_pool2d(ignis.from_numpy(x), k, s, p, d, ceil_mode=ceil)
+            continue
+        iv, ii = IF.max_pool2d(ignis.from_numpy(x), k, s, p, d, ceil_mode=ceil,
+                              return_indices=True)
+        np.testing.assert_array_equal(iv.numpy(), tv.numpy(), err_msg=str((k, s, p, d, ceil)))
+        np.testing.assert_array_equal(ii.numpy(), ti.numpy(), err_msg=str((k, s, p, d, ceil)))
+        checked += 1
+    assert checked > 300

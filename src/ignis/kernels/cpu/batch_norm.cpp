@@ -22,6 +22,31 @@ const T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
+// Note [Batch norm's sums in lanes]
+// A channel's statistics sum N * L values in double. One running sum is a
+// chain of dependent additions (4 cycles each: 3 ms for a [64, 16, 28, 28]
+// batch's two passes); kLanes independent sums, combined at the end, let
+// the compiler vectorise the loop. The order of the additions changes, not
+// their precision: the sums stay double, so the float statistics round the
+// same but for ties at the last double bit.
+constexpr int kLanes = 8;
+
+// sum over the rows of channel c of f(i) (i indexes x's storage), in lanes.
+template <typename F>
+double lane_sum(int64_t n, int64_t c, int64_t C, int64_t L, F f) {
+  double acc[kLanes] = {};
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t base = (b * C + c) * L;
+    int64_t l = 0;
+    for (; l + kLanes <= L; l += kLanes)
+      for (int k = 0; k < kLanes; ++k) acc[k] += f(base + l + k);
+    for (; l < L; ++l) acc[l % kLanes] += f(base + l);
+  }
+  double s = 0;
+  for (double a : acc) s += a;
+  return s;
+}
+
 // N, C and L (the product of the spatial sizes) of a [N, C, *] tensor.
 struct NCL {
   int64_t n, c, l;
@@ -48,20 +73,12 @@ void forward(const Tensor& out, const Tensor& save_mean, const Tensor& save_invs
     for (int64_t c = c0; c < c1; ++c) {
       double mean, invstd;
       if (training) {
-        double sum = 0;
-        for (int64_t n = 0; n < s.n; ++n) {
-          const T* r = x + (n * s.c + c) * s.l;
-          for (int64_t l = 0; l < s.l; ++l) sum += r[l];
-        }
+        const double sum = lane_sum(s.n, c, s.c, s.l, [x](int64_t i) { return double(x[i]); });
         mean = M ? sum / double(M) : 0.0;
-        double sq = 0;
-        for (int64_t n = 0; n < s.n; ++n) {
-          const T* r = x + (n * s.c + c) * s.l;
-          for (int64_t l = 0; l < s.l; ++l) {
-            const double d = double(r[l]) - mean;
-            sq += d * d;
-          }
-        }
+        const double sq = lane_sum(s.n, c, s.c, s.l, [x, mean](int64_t i) {
+          const double d = double(x[i]) - mean;
+          return d * d;
+        });
         const double var = M ? sq / double(M) : 0.0;
         invstd = 1.0 / std::sqrt(var + eps);
         if (nm) nm[c] = static_cast<T>((1 - momentum) * double(rmp[c]) + momentum * mean);
@@ -105,15 +122,11 @@ void backward(const Tensor& gi, const Tensor& gw, const Tensor& gb, const Tensor
       const double mean = saved ? double(save_mean.data<T>()[c]) : double(rm.data<T>()[c]);
       const double invstd = saved ? double(save_invstd.data<T>()[c])
                                   : 1.0 / std::sqrt(double(rv.data<T>()[c]) + eps);
-      double sum_g = 0, sum_gx = 0;  // sum(g), sum(g * (x - mean))
-      for (int64_t n = 0; n < s.n; ++n) {
-        const T* xr = x + (n * s.c + c) * s.l;
-        const T* gr = g + (n * s.c + c) * s.l;
-        for (int64_t l = 0; l < s.l; ++l) {
-          sum_g += gr[l];
-          sum_gx += double(gr[l]) * (double(xr[l]) - mean);
-        }
-      }
+      // sum(g), sum(g * (x - mean))
+      const double sum_g = lane_sum(s.n, c, s.c, s.l, [g](int64_t i) { return double(g[i]); });
+      const double sum_gx = lane_sum(s.n, c, s.c, s.l, [g, x, mean](int64_t i) {
+        return double(g[i]) * (double(x[i]) - mean);
+      });
       if (db) db[c] = static_cast<T>(sum_g);
       if (dw) dw[c] = static_cast<T>(sum_gx * invstd);
       if (!dx) continue;

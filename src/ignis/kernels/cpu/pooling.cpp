@@ -12,6 +12,10 @@ PoolAxis fixed_axis(int64_t in, int64_t out, int64_t kernel, int64_t stride, int
                     int64_t dilation) {
   PoolAxis a;
   a.in = in;
+  a.kernel = kernel;
+  a.stride = stride;
+  a.pad = pad;
+  a.dilation = dilation;
   a.taps.resize(static_cast<size_t>(out));
   a.span.resize(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o) {
@@ -62,10 +66,42 @@ int64_t divisor(const PoolAxis& h, const PoolAxis& w, int64_t oh, int64_t ow,
 
 }  // namespace
 
+// One output position's window max, read through the tap lists: NaN wins
+// (a later NaN moves the position), ties keep the first in (row, column)
+// order.
+template <typename T>
+inline void window_max(const T* xp, int64_t W, const std::vector<int64_t>& rows,
+                       const std::vector<int64_t>& cols, T* y, int64_t* ix) {
+  T best = -std::numeric_limits<T>::infinity();
+  int64_t at = rows.empty() || cols.empty() ? 0 : rows[0] * W + cols[0];
+  for (int64_t r : rows)
+    for (int64_t c : cols) {
+      const T v = xp[r * W + c];
+      if (v > best || v != v) {
+        best = v;
+        at = r * W + c;
+      }
+    }
+  *y = best;
+  *ix = at;
+}
+
 void max_pool2d_into(const Tensor& out, const Tensor& indices, const Tensor& in,
                      const PoolAxis& h, const PoolAxis& w) {
   const int64_t planes = planes_of(in), W = w.in, HW = h.in * w.in;
   const int64_t OH = static_cast<int64_t>(h.taps.size()), OW = static_cast<int64_t>(w.taps.size());
+  // With a fixed window along W, the output columns whose windows lie inside
+  // the row, [lo, hi), read column ow * s - pad + k * d for every k: there the
+  // taps are visited tap by tap across a run of outputs (the same (row,
+  // column) order per output as window_max, so the same results), a loop
+  // without the tap lists that the compiler vectorises.
+  int64_t lo = OW, hi = OW;
+  if (w.kernel > 0) {
+    const int64_t s = w.stride, reach = (w.kernel - 1) * w.dilation;
+    lo = std::min<int64_t>(OW, (w.pad + s - 1) / s);
+    hi = W - 1 - reach + w.pad < 0 ? 0 : std::min<int64_t>(OW, (W - 1 - reach + w.pad) / s + 1);
+    if (hi <= lo) lo = hi = OW;  // no interior (and no skip in the loop below)
+  }
   float_or_double(in.dtype(), "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
     const T* x = in.data<T>();
@@ -74,23 +110,34 @@ void max_pool2d_into(const Tensor& out, const Tensor& indices, const Tensor& in,
     parallel_rows(planes, OH * OW * 4, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) {
         const T* xp = x + p * HW;
-        for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const auto& rows = h.taps[oh];
+          T* yr = y + (p * OH + oh) * OW;
+          int64_t* ir = ix + (p * OH + oh) * OW;
           for (int64_t ow = 0; ow < OW; ++ow) {
-            const auto& rows = h.taps[oh];
-            const auto& cols = w.taps[ow];
-            T best = -std::numeric_limits<T>::infinity();
-            int64_t at = rows.empty() || cols.empty() ? 0 : rows[0] * W + cols[0];
-            for (int64_t r : rows)
-              for (int64_t c : cols) {
-                const T v = xp[r * W + c];
-                if (v > best || std::isnan(v)) {
-                  best = v;
-                  at = r * W + c;
-                }
-              }
-            y[(p * OH + oh) * OW + ow] = best;
-            ix[(p * OH + oh) * OW + ow] = at;
+            if (ow == lo && !rows.empty()) {
+              ow = hi - 1;
+              continue;
+            }
+            window_max(xp, W, rows, w.taps[ow], yr + ow, ir + ow);
           }
+          if (lo >= hi || rows.empty()) continue;
+          const int64_t s = w.stride;
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            yr[ow] = -std::numeric_limits<T>::infinity();
+            ir[ow] = rows[0] * W + ow * s - w.pad;
+          }
+          for (int64_t r : rows)
+            for (int64_t k = 0; k < w.kernel; ++k) {
+              const int64_t off = r * W - w.pad + k * w.dilation;
+              for (int64_t ow = lo; ow < hi; ++ow) {
+                const T v = xp[ow * s + off];
+                const bool take = v > yr[ow] || v != v;
+                yr[ow] = take ? v : yr[ow];
+                ir[ow] = take ? ow * s + off : ir[ow];
+              }
+            }
+        }
       }
     });
   });

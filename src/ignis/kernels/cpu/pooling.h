@@ -19,6 +19,9 @@ struct PoolAxis {
   int64_t in = 0;                         // input size along the axis
   std::vector<std::vector<int64_t>> taps;  // per output position: input positions read
   std::vector<int64_t> span;              // per output position: count_include_pad's size
+  // A fixed window's parameters (kernel 0: adaptive): output o reads
+  // o * stride - pad + k * dilation for k < kernel, those inside [0, in).
+  int64_t kernel = 0, stride = 1, pad = 0, dilation = 1;
 };
 
 // A fixed window along one axis (the caller computed `out` and checked it).
