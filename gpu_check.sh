@@ -34,6 +34,10 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # against the CPU (tests/python/test_cuda_train.py).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_train.py 2>&1 | tee "$OUT/pytest_cuda_train.log" | tail -40)
+# CNNs on CUDA: convolution, pooling, batch norm, scatter_reduce against the CPU
+# (tests/python/test_cuda_nn.py).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_nn.py 2>&1 | tee "$OUT/pytest_cuda_nn.log" | tail -40)
 # Mixed precision: autocast("cuda") and GradScaler("cuda") (the whole file: its CUDA tests
 # run on the GPU, the rest on the CPU; docs/autocast.md).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
