@@ -149,21 +149,19 @@ void mapped_copy(Device device, char* dst, const char* src, std::vector<MapDim> 
     cpu::mapped_copy(dst, src, std::move(dims), dtype, op, parallel_dims, alpha);
 }
 
-// cpu::gather_scatter on self's device. On CUDA every position p of index
-// becomes one position of a mapped copy, through tables of self's and
-// other's byte offsets built on the host from a copy of the index.
-void gather_scatter_on(cpu::FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
-                       const Tensor& other, const Scalar& value) {
-  if (!self.device().is_cuda()) return cpu::gather_scatter(op, self, dim, index, other, value);
+// For every position p of index (row-major), the byte offsets of self's
+// element at p with p[dim] replaced by index[p] and, when `other` is
+// defined, of other's element at p (from a host copy of the index).
+void position_offsets(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& other,
+                      std::vector<int64_t>& self_off, std::vector<int64_t>& other_off) {
   const int64_t n = index.numel();
-  if (n == 0) return;
   Tensor iv = empty_tensor(index.sizes(), ScalarType::Int64, Device(DeviceType::CPU));
   copy_tensor(iv, index);
   const int64_t* ix = iv.data<int64_t>();
   const int64_t isz = static_cast<int64_t>(self.itemsize()), nd = index.dim();
-  MapDim m;
-  m.size = n;
-  std::vector<int64_t> self_off(n), other_off(other.defined() ? n : 0), pos(nd, 0);
+  self_off.assign(static_cast<size_t>(n), 0);
+  other_off.assign(other.defined() ? static_cast<size_t>(n) : 0, 0);
+  std::vector<int64_t> pos(static_cast<size_t>(nd), 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t so = 0, oo = 0;
     for (int64_t d = 0; d < nd; ++d) {
@@ -177,6 +175,20 @@ void gather_scatter_on(cpu::FiberOp op, const Tensor& self, int64_t dim, const T
       pos[d] = 0;
     }
   }
+}
+
+// cpu::gather_scatter on self's device. On CUDA every position p of index
+// becomes one position of a mapped copy, through tables of self's and
+// other's byte offsets built on the host from a copy of the index.
+void gather_scatter_on(cpu::FiberOp op, const Tensor& self, int64_t dim, const Tensor& index,
+                       const Tensor& other, const Scalar& value) {
+  if (!self.device().is_cuda()) return cpu::gather_scatter(op, self, dim, index, other, value);
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  MapDim m;
+  m.size = n;
+  std::vector<int64_t> self_off, other_off;
+  position_offsets(self, dim, index, other, self_off, other_off);
   char* sp = static_cast<char*>(self.data_ptr());
   if (op == cpu::FiberOp::Gather) {
     m.dst_table = std::move(other_off);
@@ -657,24 +669,8 @@ void scatter_reduce_on(const Tensor& out, int64_t dim, const Tensor& index, cons
   if (!out.device().is_cuda()) return cpu::scatter_reduce(out, dim, index, src, r, include_self);
   const int64_t n = index.numel();
   if (n == 0) return;
-  Tensor iv = empty_tensor(index.sizes(), ScalarType::Int64, Device(DeviceType::CPU));
-  copy_tensor(iv, index);
-  const int64_t* ix = iv.data<int64_t>();
-  const int64_t isz = static_cast<int64_t>(out.itemsize()), nd = index.dim();
-  std::vector<int64_t> out_off(n), src_off(n), pos(nd, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t so = 0, oo = 0;
-    for (int64_t d = 0; d < nd; ++d) {
-      so += (d == dim ? ix[i] : pos[d]) * out.strides()[d];
-      oo += pos[d] * src.strides()[d];
-    }
-    out_off[i] = so * isz;
-    src_off[i] = oo * isz;
-    for (int64_t d = nd - 1; d >= 0; --d) {  // the next position, row-major
-      if (++pos[d] < index.sizes()[d]) break;
-      pos[d] = 0;
-    }
-  }
+  std::vector<int64_t> out_off, src_off;
+  position_offsets(out, dim, index, src, out_off, src_off);
   std::vector<int64_t> order(n);
   for (int64_t i = 0; i < n; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),

@@ -139,25 +139,11 @@ template <class T> __forceinline__ void ig_batch_norm_bwd(const IgBatchNormParam
 )CUDA";
 
 KernelRequest bn_request(const char* kernel, ScalarType t) {
-  const std::string sym = str(kernel, "_", dtype_name(t));
-  KernelRequest r;
-  r.label = sym + ".cu";
-  r.symbol = sym;
-  r.source = str(eager_prelude(), kTemplates, kKernelBodyMarker,
-                 "extern \"C\" __global__ void __launch_bounds__(", kThreads, ") ", sym,
-                 "(IgBatchNormParams p) { ig_", kernel, "<", device_type_name(t), ">(p); }\n");
-  r.options = {"-default-device", "-w"};
-  return r;
+  return family_kernel(kTemplates, kernel, t, "IgBatchNormParams", kThreads);
 }
 
 const void* ptr(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 void* mut(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
-
-void check_dtype(ScalarType t, const char* op) {
-  if (t != ScalarType::Float32 && t != ScalarType::Float64)
-    IGNIS_FAIL_KIND(NotImplemented, "\"", op, "\" not implemented for '", scalar_type_name(t),
-                    "'");
-}
 
 // N, C and L (the product of the spatial sizes) of a [N, C, *] tensor.
 void shape_of(const Tensor& t, BatchNormParams& p) {
@@ -184,7 +170,7 @@ void batch_norm_into(const Tensor& out, const Tensor& save_mean, const Tensor& s
                      const Tensor& new_mean, const Tensor& new_var, const Tensor& in,
                      const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                      const Tensor& running_var, bool training, double momentum, double eps) {
-  check_dtype(in.dtype(), "batch_norm");
+  require_float_or_double(in.dtype(), "batch_norm");
   const int device = in.device().index;
   DeviceGuard guard(device);
   BatchNormParams p{};
@@ -210,7 +196,7 @@ void batch_norm_backward_into(const Tensor& grad_in, const Tensor& grad_weight,
                               const Tensor& weight, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& save_mean,
                               const Tensor& save_invstd, bool training, double eps) {
-  check_dtype(in.dtype(), "batch_norm_backward");
+  require_float_or_double(in.dtype(), "batch_norm_backward");
   const int device = in.device().index;
   DeviceGuard guard(device);
   BatchNormParams p{};

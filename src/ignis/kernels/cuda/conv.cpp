@@ -162,20 +162,7 @@ constexpr const char* kKernels[] = {"im2col", "col2im", "conv_pack", "conv_unpac
                                     "conv_bias_grad"};
 
 KernelRequest conv_request(const char* kernel, ScalarType t) {
-  const std::string sym = str(kernel, "_", dtype_name(t));
-  KernelRequest r;
-  r.label = sym + ".cu";
-  r.symbol = sym;
-  r.source = str(eager_prelude(), kTemplates, kKernelBodyMarker, "extern \"C\" __global__ void ",
-                 sym, "(IgConvParams p) { ig_", kernel, "<", device_type_name(t), ">(p); }\n");
-  r.options = {"-default-device", "-w"};
-  return r;
-}
-
-void check_dtype(ScalarType t, const char* op) {
-  if (t != ScalarType::Float32 && t != ScalarType::Float64)
-    IGNIS_FAIL_KIND(NotImplemented, "\"", op, "\" not implemented for '", scalar_type_name(t),
-                    "'");
+  return family_kernel(kTemplates, kernel, t, "IgConvParams");
 }
 
 // One convolution's kernels on one device, chunk by chunk.
@@ -321,7 +308,7 @@ std::vector<KernelRequest> conv_kernel_requests(ScalarType t) {
 
 void convolution_into(const Tensor& out, const Tensor& input, const Tensor& weight,
                       const Tensor& bias, const cpu::ConvParams& p) {
-  check_dtype(out.dtype(), "convolution");
+  require_float_or_double(out.dtype(), "convolution");
   if (out.numel() == 0) return;
   const int device = out.device().index;
   DeviceGuard guard(device);
@@ -338,7 +325,7 @@ void convolution_backward_into(const Tensor& grad_input, const Tensor& grad_weig
                                const Tensor& grad_bias, const Tensor& grad_out,
                                const Tensor& input, const Tensor& weight,
                                const cpu::ConvParams& p) {
-  check_dtype(grad_out.dtype(), "convolution_backward");
+  require_float_or_double(grad_out.dtype(), "convolution_backward");
   const int device = grad_out.device().index;
   DeviceGuard guard(device);
   // The image side is the input of a convolution, grad_out of a transposed one.

@@ -132,20 +132,7 @@ template <class T> __forceinline__ void ig_avg_pool_bwd(const IgPoolParams& p) {
 constexpr const char* kKernels[] = {"max_pool", "max_pool_bwd", "avg_pool", "avg_pool_bwd"};
 
 KernelRequest pool_request(const char* kernel, ScalarType t) {
-  const std::string sym = str(kernel, "_", dtype_name(t));
-  KernelRequest r;
-  r.label = sym + ".cu";
-  r.symbol = sym;
-  r.source = str(eager_prelude(), kTemplates, kKernelBodyMarker, "extern \"C\" __global__ void ",
-                 sym, "(IgPoolParams p) { ig_", kernel, "<", device_type_name(t), ">(p); }\n");
-  r.options = {"-default-device", "-w"};
-  return r;
-}
-
-void check_dtype(ScalarType t, const char* op) {
-  if (t != ScalarType::Float32 && t != ScalarType::Float64)
-    IGNIS_FAIL_KIND(NotImplemented, "\"", op, "\" not implemented for '", scalar_type_name(t),
-                    "'");
+  return family_kernel(kTemplates, kernel, t, "IgPoolParams");
 }
 
 int64_t planes_of(const Tensor& t) { return t.dim() == 3 ? t.size(0) : t.size(0) * t.size(1); }
@@ -195,14 +182,28 @@ Tensor upload_axes(const cpu::PoolAxis& h, const cpu::PoolAxis& w, int device, A
   return table;
 }
 
-// Runs `kernel` over `n` threads' worth of work (one per element of the
-// tensor it writes).
-void launch(const char* kernel, ScalarType t, int device, PoolParams& p, int64_t n) {
-  if (n == 0) return;
+// Runs `kernel` with a thread per element of `dst` (the output, or the
+// input's gradient): src and dst [planes, ...] float32/float64 on one GPU.
+void run_pool(const char* kernel, const char* op, const Tensor& src, const Tensor& dst,
+              const Tensor& indices, const cpu::PoolAxis& h, const cpu::PoolAxis& w,
+              int64_t planes, bool count_include_pad = false, int64_t divisor_override = 0) {
+  const ScalarType t = dst.dtype();
+  require_float_or_double(t, op);
+  if (dst.numel() == 0) return;
+  const int device = dst.device().index;
+  DeviceGuard guard(device);
+  PoolParams p{};
+  Tensor table = upload_axes(h, w, device, &p.h, &p.w);
+  p.src = src.data_ptr();
+  p.dst = dst.data_ptr();
+  p.indices = indices.defined() ? static_cast<int64_t*>(indices.data_ptr()) : nullptr;
+  p.planes = planes;
+  p.divisor_override = divisor_override;
+  p.count_include_pad = count_include_pad ? 1 : 0;
   CUfunction f = get_named_kernel(device, str(kernel, "_", dtype_name(t)),
                                   [&] { return pool_request(kernel, t); });
   void* args[] = {&p};
-  launch_grid_stride(f, n, args, current_stream(device));
+  launch_grid_stride(f, dst.numel(), args, current_stream(device));
 }
 
 }  // namespace
@@ -215,62 +216,27 @@ std::vector<KernelRequest> pooling_kernel_requests(ScalarType t) {
 
 void max_pool2d_into(const Tensor& out, const Tensor& indices, const Tensor& in,
                      const cpu::PoolAxis& h, const cpu::PoolAxis& w) {
-  check_dtype(in.dtype(), "max_pool2d");
-  const int device = in.device().index;
-  DeviceGuard guard(device);
-  PoolParams p{};
-  Tensor table = upload_axes(h, w, device, &p.h, &p.w);
-  p.src = in.data_ptr();
-  p.dst = out.data_ptr();
-  p.indices = static_cast<int64_t*>(indices.data_ptr());
-  p.planes = planes_of(in);
-  launch("max_pool", in.dtype(), device, p, out.numel());
+  run_pool("max_pool", "max_pool2d", in, out, indices, h, w, planes_of(in));
 }
 
 void max_pool2d_backward_into(const Tensor& grad_in, const Tensor& grad_out,
                               const Tensor& indices, const cpu::PoolAxis& h,
                               const cpu::PoolAxis& w) {
-  check_dtype(grad_in.dtype(), "max_pool2d_backward");
-  const int device = grad_in.device().index;
-  DeviceGuard guard(device);
-  PoolParams p{};
-  Tensor table = upload_axes(h, w, device, &p.h, &p.w);
-  p.src = grad_out.data_ptr();
-  p.dst = grad_in.data_ptr();
-  p.indices = static_cast<int64_t*>(indices.data_ptr());
-  p.planes = planes_of(grad_in);
-  launch("max_pool_bwd", grad_in.dtype(), device, p, grad_in.numel());
+  run_pool("max_pool_bwd", "max_pool2d_backward", grad_out, grad_in, indices, h, w,
+           planes_of(grad_in));
 }
 
 void avg_pool2d_into(const Tensor& out, const Tensor& in, const cpu::PoolAxis& h,
                      const cpu::PoolAxis& w, bool count_include_pad, int64_t divisor_override) {
-  check_dtype(in.dtype(), "avg_pool2d");
-  const int device = in.device().index;
-  DeviceGuard guard(device);
-  PoolParams p{};
-  Tensor table = upload_axes(h, w, device, &p.h, &p.w);
-  p.src = in.data_ptr();
-  p.dst = out.data_ptr();
-  p.planes = planes_of(in);
-  p.divisor_override = divisor_override;
-  p.count_include_pad = count_include_pad ? 1 : 0;
-  launch("avg_pool", in.dtype(), device, p, out.numel());
+  run_pool("avg_pool", "avg_pool2d", in, out, Tensor(), h, w, planes_of(in), count_include_pad,
+           divisor_override);
 }
 
 void avg_pool2d_backward_into(const Tensor& grad_in, const Tensor& grad_out,
                               const cpu::PoolAxis& h, const cpu::PoolAxis& w,
                               bool count_include_pad, int64_t divisor_override) {
-  check_dtype(grad_in.dtype(), "avg_pool2d_backward");
-  const int device = grad_in.device().index;
-  DeviceGuard guard(device);
-  PoolParams p{};
-  Tensor table = upload_axes(h, w, device, &p.h, &p.w);
-  p.src = grad_out.data_ptr();
-  p.dst = grad_in.data_ptr();
-  p.planes = planes_of(grad_in);
-  p.divisor_override = divisor_override;
-  p.count_include_pad = count_include_pad ? 1 : 0;
-  launch("avg_pool_bwd", grad_in.dtype(), device, p, grad_in.numel());
+  run_pool("avg_pool_bwd", "avg_pool2d_backward", grad_out, grad_in, Tensor(), h, w,
+           planes_of(grad_in), count_include_pad, divisor_override);
 }
 
 }  // namespace ignis::cuda

@@ -242,6 +242,26 @@ const char* device_opmath_name(ScalarType t) {
 
 const char* eager_prelude() { return kPrelude; }
 
+KernelRequest family_kernel(const char* templates, const char* kernel, ScalarType t,
+                            const char* params, int launch_bounds) {
+  const std::string sym = str(kernel, "_", dtype_name(t));
+  KernelRequest r;
+  r.label = sym + ".cu";
+  r.symbol = sym;
+  const std::string bounds =
+      launch_bounds > 0 ? str("__launch_bounds__(", launch_bounds, ") ") : std::string();
+  r.source = str(kPrelude, templates, kKernelBodyMarker, "extern \"C\" __global__ void ", bounds,
+                 sym, "(", params, " p) { ig_", kernel, "<", device_type_name(t), ">(p); }\n");
+  r.options = {"-default-device", "-w"};
+  return r;
+}
+
+void require_float_or_double(ScalarType t, const char* op) {
+  if (t != ScalarType::Float32 && t != ScalarType::Float64)
+    IGNIS_FAIL_KIND(NotImplemented, "\"", op, "\" not implemented for '", scalar_type_name(t),
+                    "'");
+}
+
 KernelRequest eager_kernel(const std::string& kernel, std::initializer_list<ScalarType> types) {
   const KernelShape* shape = nullptr;
   for (const KernelShape& s : kShapes)

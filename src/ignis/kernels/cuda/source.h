@@ -42,6 +42,17 @@ inline constexpr const char* kKernelBodyMarker = "\n// ---- kernels ----\n";
 // (pointwise.cpp, reduce.cpp and softmax.cpp add their templates after it).
 const char* eager_prelude();
 
+// A request for one kernel of a family whose templates follow the prelude:
+// `extern "C" __global__ void <kernel>_<dtype>(<params> p) { ig_<kernel><T>(p); }`
+// after eager_prelude() and `templates` (with __launch_bounds__ when
+// `launch_bounds` > 0). The conv, pooling and batch-norm kernels are such.
+KernelRequest family_kernel(const char* templates, const char* kernel, ScalarType t,
+                            const char* params, int launch_bounds = 0);
+
+// Raises the CPU's NotImplementedError unless t is float32 or float64 (the
+// dtypes the nn kernels compute in; ops convert others before them).
+void require_float_or_double(ScalarType t, const char* op);
+
 // A request for `kernel<Types...>` from the prelude, named
 // "<kernel>_<dtype>_..." (e.g. copy_strided_float32_float16).
 KernelRequest eager_kernel(const std::string& kernel, std::initializer_list<ScalarType> types);
