@@ -306,3 +306,12 @@ def test_scatter_reduce_gradients_and_errors_on_cuda():
         ignis.scatter_reduce(x.cuda(), 0, (idx + 4).cuda(), src.cuda(), "sum")
     with pytest.raises(RuntimeError, match="reduce argument must be"):
         ignis.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), "max")
+
+
+def test_unfold_and_fold_match_cpu():
+    # Overlapping blocks sum through index_add (atomic on CUDA, in no fixed
+    # order): equal to rounding.
+    x = _randn(2, 3, 7, 6)
+    _both(lambda t: F.unfold(t, (2, 3), 1, 1, (2, 1)), [x], exact=False)
+    cols = _randn(2, 12, 9, seed=1)
+    _both(lambda t: F.fold(t, (4, 5), (2, 3), 1, 1, 2), [cols], exact=False)

@@ -751,6 +751,8 @@ def test_loss_gradients_match_torch(loss):
     ("ReplicationPad3d", (1,), (1, 2, 3, 3, 3)), ("CircularPad1d", (2,), (2, 3, 5)),
     ("CircularPad2d", (1,), (1, 2, 4, 5)), ("Softmax2d", (), (2, 3, 4, 5)),
     ("GLU", (), (2, 6)), ("GLU", (1,), (2, 6, 3)),
+    ("Unfold", ((2, 3), 1, 1, (2, 1)), (2, 3, 7, 6)), ("Unfold", (2,), (3, 5, 5)),
+    ("Fold", ((4, 4), 2), (2, 12, 9)), ("Fold", ((5, 6), (2, 3), 1, 1, 2), (2, 18, 9)),
 ])
 def test_shape_and_padding_modules_match_torch(name, args, shape):
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)

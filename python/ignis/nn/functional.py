@@ -101,7 +101,7 @@ del _sig, _call
 
 
 from ._conv import (  # noqa: E402,F401
-    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold, unfold,
 )
 from ._pooling import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
@@ -115,8 +115,8 @@ from ._upsampling import (  # noqa: E402,F401
 # The layers written in Python (nn/_conv.py, ...) are this module's functions:
 # capture records a call to ignis.nn.functional as one graph call, as it
 # does for the ops above.
-for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
-           adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
+for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
+           unfold, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
            avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices, batch_norm,
            group_norm, instance_norm, interpolate, pixel_shuffle, pixel_unshuffle, upsample):
     _f.__module__ = __name__

@@ -41,6 +41,7 @@ from .padding import (  # noqa: F401
 )
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
 
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "NonDynamicallyQuantizableLinear",
@@ -62,5 +63,5 @@ __all__ = [
     "CosineSimilarity", "PairwiseDistance", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
-    "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
 ]
