@@ -2,9 +2,10 @@
 run unchanged on ignis and on torch from the same weights and data: a DCGAN
 step (transposed convolutions, batch norm, LeakyReLU, BCELoss, Adam with
 betas), a VAE step (the reparameterisation with a fixed noise draw, BCE +
-KL), a super-resolution net (conv + PixelShuffle, MSE, Adam), REINFORCE
-(Categorical policy, log_prob of fixed actions, discounted returns) and the
-time-sequence predictor (two LSTMCells trained by LBFGS with a closure).
+KL), a super-resolution net (conv + PixelShuffle, MSE, Adam) and REINFORCE
+(Categorical policy, log_prob of fixed actions, discounted returns). The
+time-sequence predictor (LSTMCells trained by LBFGS) is in test_rnn.py, the
+word language models in test_rnn.py and bench/programs.py.
 Each program's code takes the library as an argument (`lib` is ignis or
 torch), as `import ignis as torch` would run it; the losses and the
 parameters after the steps must agree.
@@ -228,62 +229,3 @@ def reinforce_steps(lib, m):
 
 def test_reinforce_trains_as_in_torch():
     run_both(policy, reinforce_steps)
-
-
-# ---- time-sequence prediction (LSTMCell + LBFGS) ------------------------------------------------
-
-def sequence(lib):
-    nn = lib.nn
-
-    class Sequence(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lstm1, self.lstm2 = nn.LSTMCell(1, 16), nn.LSTMCell(16, 16)
-            self.linear = nn.Linear(16, 1)
-
-        def forward(self, input, future=0):
-            outputs = []
-            n = input.size(0)
-            h_t = lib.zeros(n, 16, dtype=lib.double)
-            c_t = lib.zeros(n, 16, dtype=lib.double)
-            h_t2 = lib.zeros(n, 16, dtype=lib.double)
-            c_t2 = lib.zeros(n, 16, dtype=lib.double)
-            for input_t in input.split(1, dim=1):
-                h_t, c_t = self.lstm1(input_t, (h_t, c_t))
-                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
-                output = self.linear(h_t2)
-                outputs += [output]
-            for _ in range(future):
-                h_t, c_t = self.lstm1(output, (h_t, c_t))
-                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
-                output = self.linear(h_t2)
-                outputs += [output]
-            return lib.cat(outputs, dim=1)
-
-    return Sequence().double()
-
-
-def sequence_steps(lib, m):
-    t = np.arange(24)[None] + np.arange(6)[:, None] * 3
-    data = np.sin(t / 4.0).astype(np.float64)
-    inp, target = arr(lib, data[:, :-1]), arr(lib, data[:, 1:])
-    crit = lib.nn.MSELoss()
-    opt = lib.optim.LBFGS(m.parameters(), lr=0.8, max_iter=4)
-    losses = []
-
-    def closure():
-        opt.zero_grad()
-        loss = crit(m(inp), target)
-        loss.backward()
-        losses.append(loss.item())
-        return loss
-
-    opt.step(closure)
-    with lib.no_grad():
-        pred = m(inp[:2], future=5)
-    losses.append(float(crit(pred[:, :-5], target[:2]).item()))
-    return losses
-
-
-def test_time_sequence_trains_with_lbfgs_as_in_torch():
-    run_both(sequence, sequence_steps)

@@ -105,7 +105,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # ---- unfold / fold: sliding blocks as columns, and back -----------------------------------------
 
 def _pair(v):
-    return tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else (int(v), int(v))
+    return tuple(_tuple(v, 2))
 
 
 def _blocks(size, k, d, p, s):
