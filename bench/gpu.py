@@ -53,7 +53,12 @@ error of each output as a whole for the GEMM rows and layer_norm_bwd); a differe
 the run exits 1.
 
     python bench/gpu.py [--rows a,b] [--impls a,b] [--quick] [--json PATH]
-                        [--device cuda|cpu]
+                        [--device cuda|cpu] [--profile N]
+
+--profile N also records N calls of each cell under torch.profiler's CUDA
+activity (which sees ignis's driver-API launches as well as torch's kernels)
+and prints each cell's kernels by GPU time per call: where a row's time goes,
+for both libraries, in one table.
 
 --device cpu --quick runs everything on small sizes on the CPU (the
 benchmark's own test, where there is no GPU). Without CUDA in torch, torch's
@@ -407,8 +412,32 @@ def run_child(args):
         out["time_s"], out["reps"] = timer.median(call, 0.05 if args.quick else 1.0)
         if timer.cuda:
             out["peak_mib"] = lib.cuda.max_memory_allocated() / 2 ** 20
+        if args.profile and timer.cuda:
+            out["profile"] = kernel_profile(call, args.profile, timer)
     out["flops"], out["bytes"] = fl, nbytes
     print("RESULT " + json.dumps(out))
+
+
+def kernel_profile(call, n, timer):
+    """[(kernel, launches per call, µs per call)] for n calls, by GPU time:
+    torch.profiler's CUDA activity records every kernel of the process,
+    ignis's (launched through the driver API) as well as torch's."""
+    import torch  # noqa: F401  (the profiler needs it loaded)
+    from torch.profiler import ProfilerActivity, profile
+    timer.sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            call()
+        timer.sync()
+    rows = {}
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        if us is None:
+            us = e.self_cuda_time_total
+        if us > 0:
+            calls, total = rows.get(e.key, (0, 0.0))
+            rows[e.key] = (calls + e.count, total + us)
+    return sorted(([k, c / n, us / n] for k, (c, us) in rows.items()), key=lambda r: -r[2])
 
 
 def peaks_child(args):
@@ -446,7 +475,8 @@ def log(msg):
 
 def spawn(extra, args, timeout, env=None):
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra + \
-        ["--device", args.device] + (["--quick"] if args.quick else [])
+        ["--device", args.device] + (["--quick"] if args.quick else []) + \
+        (["--profile", str(args.profile)] if args.profile else [])
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, **(env or {})})
@@ -636,6 +666,17 @@ def report(results):
         print("!" * 72)
     for p in problems:
         print("\n" + p)
+    for row, r in results["rows"].items():
+        for impl, c in r["cells"].items():
+            if "profile" not in c:
+                continue
+            prof = c["profile"]
+            total = sum(k[2] for k in prof)
+            print(f"\nkernels of {row} / {impl}: {total:.1f} µs of GPU time per call, "
+                  f"{sum(k[1] for k in prof):.0f} launches")
+            print("| µs per call | share | launches | kernel |\n| --- | --- | --- | --- |")
+            for name, calls, us in prof[:25]:
+                print(f"| {us:.1f} | {us / total:.1%} | {calls:g} | {name[:110]} |")
 
 
 def main():
@@ -646,6 +687,8 @@ def main():
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="profile N calls of each cell by kernel (needs torch with CUDA)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--impl", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--save", default=None, help=argparse.SUPPRESS)

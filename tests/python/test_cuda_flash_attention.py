@@ -173,6 +173,44 @@ def test_flash_attention_reads_slices_of_a_fused_projection(dtype):
 
 
 @needs_gpu
+@pytest.mark.parametrize("fused", [True, False])
+def test_outputs_and_gradients_are_laid_out_as_their_inputs(fused):
+    # torch's CUDA attention allocates its output like the query and the
+    # gradients like q, k and v (empty_like): for heads viewed out of a
+    # [B, L, H*D] projection, y.transpose(1, 2) is then contiguous (the GPT's
+    # .contiguous() after attention copies nothing) and so are the
+    # gradients' views back to [B, L, H, D]. Values are unchanged.
+    B, L, H, D = 2, 40, 3, 64
+    x = _sample((B, L, 3 * H * D), "bfloat16", seed=4).cuda()
+    q, k, v = (p.view(B, L, H, D).transpose(1, 2) for p in x.split(H * D, dim=2))
+    if not fused:
+        q, k, v = (t.contiguous() for t in (q, k, v))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert y.stride() == ignis.empty_like(q).stride()
+    assert y.transpose(1, 2).is_contiguous() == fused
+    g = _sample((B, H, L, D), "bfloat16", seed=5).cuda()
+    out, lse = ignis.ops._scaled_dot_product_attention(q, k, v, None, True, 0.125)
+    grads = ignis.ops._scaled_dot_product_attention_backward(g, q, k, v, None, out, lse, True,
+                                                            0.125)
+    for a, t in zip(grads[:3], (q, k, v)):
+        assert a.stride() == ignis.empty_like(t).stride()
+    dense = [t.contiguous() for t in (q, k, v)]
+    yr = F.scaled_dot_product_attention(*dense, is_causal=True)
+    assert yr.is_contiguous() and bool((y == yr).all())
+    outr, lser = ignis.ops._scaled_dot_product_attention(*dense, None, True, 0.125)
+    ref = ignis.ops._scaled_dot_product_attention_backward(g, *dense, None, outr, lser, True,
+                                                          0.125)
+    for a, r in zip(grads[:3], ref[:3]):
+        assert bool((a == r).all())
+    # Through autograd: the values as before; a leaf's .grad follows
+    # torch's layout contract (its own strides when dense, else contiguous).
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*leaves, is_causal=True).backward(g)
+    for a, r in zip(leaves, ref[:3]):
+        assert bool((a.grad == r).all())
+
+
+@needs_gpu
 def test_flash_attention_scale_and_broadcast_batch():
     # A key/value batch of 1 broadcast against two query batches, and a scale.
     q = _sample((2, 2, 17, 64), "float16", seed=5)

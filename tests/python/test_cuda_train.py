@@ -426,12 +426,15 @@ def test_cat_and_stack_match_cpu():
 @pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
                                 {"ignore_index": 3}, {"weight": True},
                                 {"label_smoothing": 0.1}, {"weight": True, "ignore_index": 0}])
-def test_cross_entropy_and_nll_loss_match_cpu(dtype, kw):
-    x = _sample((12, 7), dtype)
-    t = ignis.tensor([3, 0, 6, 1, 3, 3, 2, 5, 4, 0, 1, 6])
+@pytest.mark.parametrize("C", [7, 40, 2056])
+def test_cross_entropy_and_nll_loss_match_cpu(dtype, kw, C):
+    # 7 classes: one element a load; 40 and 2056: 16-byte vectors (2056 rows
+    # take two rounds of four loads a thread, the second partial).
+    x = _sample((12, C), dtype)
+    t = ignis.tensor([3, 0, 6, 1, 3, 3, 2, 5, 4, 0, 1, 6]) * (C // 7)
     kw = dict(kw)
     if kw.pop("weight", False):
-        kw["weight"] = _sample((7,), dtype, seed=9).abs() + 0.5
+        kw["weight"] = _sample((C,), dtype, seed=9).abs() + 0.5
     kwc = {k: (v.cuda() if isinstance(v, ignis.Tensor) else v) for k, v in kw.items()}
     xa, xb = x.clone().requires_grad_(), x.cuda().requires_grad_()
     la, lb = F.cross_entropy(xa, t, **kw), F.cross_entropy(xb, t.cuda(), **kwc)
@@ -443,10 +446,36 @@ def test_cross_entropy_and_nll_loss_match_cpu(dtype, kw):
     if "label_smoothing" not in kw:
         lp = F.log_softmax(x, 1)
         assert_close(F.nll_loss(lp.cuda(), t.cuda(), **kwc), F.nll_loss(lp, t, **kw), scale=10)
+    if C != 7:
+        return
     # Three dims (class dim 1), as the GPT's loss is not but others are.
     x3 = _sample((2, 7, 5), dtype)
     t3 = ignis.randint(0, 7, (2, 5))
     assert_close(F.cross_entropy(x3.cuda(), t3.cuda()), F.cross_entropy(x3, t3), scale=10)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_cross_entropy_with_infinities_and_nan_matches_cpu(dtype):
+    # A row whose first 16-byte vector is all -inf (a masked part the
+    # vector fold must keep harmless), a row with one -inf, a row with a NaN
+    # (NaN loss and gradient), and logits sliced at an odd offset (scalar loads).
+    x = _sample((4, 25), dtype)
+    x[0, :8] = float("-inf")
+    x[1, 20] = float("-inf")
+    x[2, 5] = float("nan")
+    t = ignis.tensor([9, 3, 1, 23])
+    for logits in (x[:, :24], x[:, 1:]):
+        la = logits.clone().requires_grad_()
+        lb = logits.cuda().requires_grad_()
+        for red in ("none", "mean"):
+            ya = F.cross_entropy(la, t, reduction=red)
+            yb = F.cross_entropy(lb, t.cuda(), reduction=red)
+            np.testing.assert_allclose(_np(yb), _np(ya), rtol=_tol(dtype), atol=_tol(dtype))
+        F.cross_entropy(la, t, reduction="none").sum().backward()
+        F.cross_entropy(lb, t.cuda(), reduction="none").sum().backward()
+        np.testing.assert_allclose(_np(lb.grad), _np(la.grad), rtol=_tol(dtype) * 10,
+                                   atol=_tol(dtype) * 10)
 
 
 @needs_gpu
@@ -582,7 +611,7 @@ def test_multi_tensor_and_cross_entropy_kernel_units_exist():
     for dt in FLOATS:
         src = units[f"multi_tensor_{dt}.cu"]
         assert "AdamElement" in src and "__grid_constant__" in src
-        assert "ig_cross_entropy_fwd<T, C>" in units[f"rows_{dt}.cu"]
+        assert "ig_cross_entropy_fwd<T, C, 1>" in units[f"rows_{dt}.cu"]
 
 
 OPTIMS = {

@@ -168,12 +168,25 @@ void round_into(const Tensor& out, const Tensor& tmp) {
   if (tmp.defined() && !tmp.is_same(out)) copy_into(out, tmp);
 }
 
+// An attention output of `sizes` laid out as `like` is on CUDA, as torch's
+// fused CUDA attention allocates them (empty_like of the query for the
+// output, of q, k and v for their gradients): for the usual q =
+// x.view(B, T, H, E).transpose(1, 2) the output's transpose(1, 2) back to
+// [B, T, H, E] is then a view, not a copy, and so are the gradients' on
+// their way back to x. Contiguous elsewhere.
+void alloc_like_input(OpCall& c, const Tensor& like, const DimVector& sizes, ScalarType dt) {
+  if (like.user_device().is_cuda() && like.sizes() == sizes)
+    c.alloc_strided(sizes, like_strides(like), dt);
+  else
+    c.alloc(sizes, dt);
+}
+
 // output [B..., L, Ev] of the input dtype; logsumexp [B..., L], float32 for
 // 16-bit inputs (see the top of the file).
 void sdpa_meta(OpCall& c) {
   const Tensor &q = c.tensor(0), &k = c.tensor(1), &v = c.tensor(2);
   Shapes sh = check_shapes("scaled_dot_product_attention", q, k, v, c.opt_tensor(3));
-  c.alloc(with_last(sh.batch, {sh.L, sh.Ev}), q.dtype());
+  alloc_like_input(c, q, with_last(sh.batch, {sh.L, sh.Ev}), q.dtype());
   c.alloc(with_last(sh.batch, {sh.L}), compute_dtype(q.dtype()));
 }
 
@@ -206,9 +219,9 @@ void sdpa_backward_meta(OpCall& c) {
   const bool mask_grad = c.bool_arg(9);
   IGNIS_CHECK(!mask_grad || (mask.defined() && is_floating(mask.dtype())), name,
               ": mask_grad needs a floating attn_mask");
-  c.alloc(with_last(sh.batch, {sh.L, sh.E}), q.dtype());
-  c.alloc(with_last(sh.batch, {sh.S, sh.E}), q.dtype());
-  c.alloc(with_last(sh.batch, {sh.S, sh.Ev}), q.dtype());
+  alloc_like_input(c, q, with_last(sh.batch, {sh.L, sh.E}), q.dtype());
+  alloc_like_input(c, k, with_last(sh.batch, {sh.S, sh.E}), q.dtype());
+  alloc_like_input(c, v, with_last(sh.batch, {sh.S, sh.Ev}), q.dtype());
   if (mask_grad) c.alloc(with_last(sh.batch, {sh.L, sh.S}), mask.dtype());
   else c.outputs.emplace_back();
 }

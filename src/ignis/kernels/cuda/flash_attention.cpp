@@ -100,13 +100,12 @@ struct FlashOperand {
   int64_t rs = 0;                // row stride
 };
 struct FlashParams {
-  FlashOperand q, k, v, o, g;  // o (the forward's out) and g (grad_out): backward only
-  void* out = nullptr;
+  FlashOperand q, k, v, o, g;  // o: the forward's out (written by it, read by the backward);
+                               // g: grad_out (backward only)
   float* lse = nullptr;
   float* delta = nullptr;
   float* dq = nullptr;  // float32 workspace [batch, L, D]
-  void* dk = nullptr;
-  void* dv = nullptr;
+  FlashOperand dk, dv;  // any batch and row strides, as o
   int64_t bsz[4] = {1, 1, 1, 1};
   int64_t batch = 0, L = 0, S = 0;
   int32_t D = 0, causal = 0;
@@ -122,7 +121,7 @@ const char* kTemplates = R"CUDA(
 struct IgFlashOperand { const char* p; int64_t bs[4]; int64_t rs; };
 struct IgFlashParams {
   IgFlashOperand q, k, v, o, g;
-  char* out; float* lse; float* delta; float* dq; char* dk; char* dv;
+  float* lse; float* delta; float* dq; IgFlashOperand dk, dv;
   int64_t bsz[4];
   int64_t batch, L, S;
   int32_t D, causal;
@@ -467,7 +466,10 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
       }
   }
   // out = acc / l (two neighbouring columns a store when D is even), lse.
-  T* out = reinterpret_cast<T*>(p.out);
+  // out is the operand p.o: any batch and row strides (torch's CUDA
+  // attention lays its output out as the query is, so that the usual
+  // transpose(1, 2) back to [B, L, H, E] is a view).
+  T* out = const_cast<T*>(ig_fa_base<T>(p.o, p, b));
 #pragma unroll
   for (int mi = 0; mi < MW; ++mi)
 #pragma unroll
@@ -476,7 +478,7 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
       const float lr = ig_fa_quad_sum(l[mi][h]);
       if (r >= p.L) continue;
       const float inv = lr > 0.f ? 1.f / lr : 0.f;
-      T* orow = out + (b * p.L + r) * p.D;
+      T* orow = out + r * p.o.rs;
 #pragma unroll
       for (int n = 0; n < KD / 8; ++n) {
         const int c = n * 8 + 2 * t;
@@ -664,19 +666,18 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
     }
   }
   // This warp's rows of dk (scaled) and dv.
-  T* dkp = reinterpret_cast<T*>(p.dk);
-  T* dvp = reinterpret_cast<T*>(p.dv);
+  T* dkp = const_cast<T*>(ig_fa_base<T>(p.dk, p, b));
+  T* dvp = const_cast<T*>(ig_fa_base<T>(p.dv, p, b));
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t key = e < 2 ? k0 : k1;
     if (key >= p.S) continue;
-    const int64_t at = (b * p.S + key) * p.D;
 #pragma unroll
     for (int n = 0; n < KD / 8; ++n) {
       const int c = n * 8 + 2 * t + (e & 1);
       if (c < p.D) {
-        dkp[at + c] = ig_convert<T>(dk[n][e] * p.scale);
-        dvp[at + c] = ig_convert<T>(dv[n][e]);
+        dkp[key * p.dk.rs + c] = ig_convert<T>(dk[n][e] * p.scale);
+        dvp[key * p.dv.rs + c] = ig_convert<T>(dv[n][e]);
       }
     }
   }
@@ -690,7 +691,7 @@ const char* kDotTemplate = R"CUDA(
 struct IgFlashOperand { const char* p; int64_t bs[4]; int64_t rs; };
 struct IgFlashParams {
   IgFlashOperand q, k, v, o, g;
-  char* out; float* lse; float* delta; float* dq; char* dk; char* dv;
+  float* lse; float* delta; float* dq; IgFlashOperand dk, dv;
   int64_t bsz[4];
   int64_t batch, L, S;
   int32_t D, causal;
@@ -848,12 +849,12 @@ const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const 
 void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
                              const Tensor& k, const Tensor& v, bool causal, double scale) {
   if (out.numel() == 0) return;
-  IGNIS_INTERNAL_ASSERT(out.is_contiguous() && lse.is_contiguous() &&
+  IGNIS_INTERNAL_ASSERT(out.dim() == q.dim() && out.stride(-1) == 1 && lse.is_contiguous() &&
                         lse.dtype() == ScalarType::Float32);
   const int device = q.device().index;
   DeviceGuard guard(device);
   FlashParams p = params_for(q, k, v, causal, scale);
-  p.out = out.data_ptr();
+  p.o = operand(out);
   p.lse = lse.data<float>();
   const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
@@ -864,8 +865,9 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
                               const Tensor& grad_out, const Tensor& q, const Tensor& k,
                               const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
                               double scale) {
-  IGNIS_INTERNAL_ASSERT(dq.is_contiguous() && dk.is_contiguous() && dv.is_contiguous() &&
-                        lse.is_contiguous() && lse.dtype() == ScalarType::Float32);
+  IGNIS_INTERNAL_ASSERT(dk.dim() == k.dim() && dk.stride(-1) == 1 && dv.dim() == v.dim() &&
+                        dv.stride(-1) == 1 && lse.is_contiguous() &&
+                        lse.dtype() == ScalarType::Float32);
   if (dq.numel() == 0 && dk.numel() == 0) return;
   const int device = q.device().index;
   DeviceGuard guard(device);
@@ -878,8 +880,8 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   Tensor dq_acc = empty_tensor(dq.sizes(), ScalarType::Float32, q.device());
   p.delta = delta.data<float>();
   p.dq = dq_acc.data<float>();
-  p.dk = dk.data_ptr();
-  p.dv = dv.data_ptr();
+  p.dk = operand(dk);
+  p.dv = operand(dv);
   if (p.L > 0) {
     // The row-dot kernel reads out and grad_out: its 16-byte loads need those
     // two aligned (the parameters are copied at the launch).

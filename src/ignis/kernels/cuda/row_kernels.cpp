@@ -432,23 +432,56 @@ __forceinline__ int64_t ig_ce_target(const IgCEParams& p, int64_t r) {
 }
 // One row's statistics: max and sum of exp (IgMS) and, with label smoothing,
 // the weighted sum of the logits and the sum of the weights (W); every
-// thread of the row gets them.
-template <class T, class C> __forceinline__ IgMS<C> ig_ce_stats(const IgCEParams& p, int64_t r,
-                                                                bool live, C* wx, C* ws) {
-  const T* x = reinterpret_cast<const T*>(p.logits) + r * p.C;
+// thread of the row gets them. The row is read V elements a load (16-byte
+// vectors when the host found the row and the logits aligned to them, else
+// V = 1), four loads in flight a thread; each vector is folded into the
+// thread's running pair at once: its max, the exps about that max, one
+// rescale (V + 2 exps a vector, where folding element by element took two
+// an element).
+template <class T, class C, int V>
+__forceinline__ IgMS<C> ig_ce_stats(const IgCEParams& p, int64_t r, bool live, C* wx, C* ws) {
+  constexpr int U = 4;  // vectors loaded before any is folded
+  const C kNegInf = -std::numeric_limits<C>::infinity();
+  const IgRVec<T, V>* x = reinterpret_cast<const IgRVec<T, V>*>(p.logits) + r * (p.C / V);
   const C* w = reinterpret_cast<const C*>(p.weight);
-  IgMS<C> st{-std::numeric_limits<C>::infinity(), C(0)};
+  IgMS<C> st{kNegInf, C(0)};
   C sx = 0, sw = 0;
-  if (live)
-    for (int64_t k = threadIdx.x; k < p.C; k += blockDim.x) {
-      const C v = ig_convert<C>(x[k]);
-      st = IgMSMerge()(st, IgMS<C>{v, C(1)});
+  const int64_t nvec = live ? p.C / V : 0;
+  for (int64_t i0 = threadIdx.x; i0 < nvec; i0 += int64_t(U) * blockDim.x) {
+    IgRVec<T, V> a[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = i0 + int64_t(u) * blockDim.x;
+      if (i < nvec) a[u] = x[i];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = i0 + int64_t(u) * blockDim.x;
+      if (i >= nvec) break;
+      C c[V];
+      C vm = kNegInf;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        c[e] = ig_convert<C>(a[u].v[e]);
+        vm = IgMaxNan()(vm, c[e]);
+      }
+      // A vector of nothing but -inf is a part of V masked entries (see IgMSMerge).
+      C vs = vm == kNegInf ? C(V) : C(0);
+      if (vm != kNegInf) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) vs += std::exp(c[e] - vm);
+      }
+      st = IgMSMerge()(st, IgMS<C>{vm, vs});
       if (p.smoothing > 0) {
-        const C wk = w ? w[k] : C(1);
-        sx += wk * v;
-        sw += wk;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const C wk = w ? w[i * V + e] : C(1);
+          sx += wk * c[e];
+          sw += wk;
+        }
       }
     }
+  }
   st = ig_row_allreduce(st, IgMSMerge());
   if (p.smoothing > 0) {
     *wx = ig_row_allreduce(sx, IgAdd());
@@ -460,7 +493,7 @@ template <class T, class C> __forceinline__ IgMS<C> ig_ce_stats(const IgCEParams
 // and picked_weight = w[t] (both 0 where t is ignore_index; NaN for a target
 // out of range, which is not read). weights_only: just picked_weight, for
 // the backward's mean.
-template <class T, class C> __forceinline__ void ig_cross_entropy_fwd(const IgCEParams& p) {
+template <class T, class C, int V> __forceinline__ void ig_cross_entropy_fwd(const IgCEParams& p) {
   const T* x = reinterpret_cast<const T*>(p.logits);
   const C* w = reinterpret_cast<const C*>(p.weight);
   C* loss = reinterpret_cast<C*>(p.loss);
@@ -477,7 +510,7 @@ template <class T, class C> __forceinline__ void ig_cross_entropy_fwd(const IgCE
       continue;
     }
     C wx = 0, ws = 0;
-    const IgMS<C> st = ig_ce_stats<T, C>(p, r, live, &wx, &ws);
+    const IgMS<C> st = ig_ce_stats<T, C, V>(p, r, live, &wx, &ws);
     if (!live || threadIdx.x != 0) continue;
     if (!valid || !in_range) {
       loss[r] = valid ? ig_ce_nan<C>() : C(0);
@@ -496,21 +529,25 @@ template <class T, class C> __forceinline__ void ig_cross_entropy_fwd(const IgCE
 // Backward: d loss / d x_c = w[t] (1 - eps) (p_c - [c == t]) + eps / C (W p_c - w_c),
 // p = softmax(row), scaled by the row's incoming gradient (grad_out[r], or
 // grad_out[0] for a sum, divided by *total for a mean); ignored rows get 0.
-template <class T, class C> __forceinline__ void ig_cross_entropy_bwd(const IgCEParams& p) {
-  const T* x = reinterpret_cast<const T*>(p.logits);
+template <class T, class C, int V> __forceinline__ void ig_cross_entropy_bwd(const IgCEParams& p) {
   const C* w = reinterpret_cast<const C*>(p.weight);
   const C* go = reinterpret_cast<const C*>(p.grad_out);
-  T* dx = reinterpret_cast<T*>(p.grad_in);
+  const int64_t nvec = p.C / V;
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
     const int64_t t = live ? ig_ce_target(p, r) : p.ignore_index;
     const bool valid = t != p.ignore_index;
     C wx = 0, ws = 0;
-    const IgMS<C> st = ig_ce_stats<T, C>(p, r, live && valid, &wx, &ws);
+    const IgMS<C> st = ig_ce_stats<T, C, V>(p, r, live && valid, &wx, &ws);
     if (!live) continue;
+    const IgRVec<T, V>* x = reinterpret_cast<const IgRVec<T, V>*>(p.logits) + r * nvec;
+    IgRVec<T, V>* dx = reinterpret_cast<IgRVec<T, V>*>(p.grad_in) + r * nvec;
     if (!valid) {
-      for (int64_t k = threadIdx.x; k < p.C; k += blockDim.x) dx[r * p.C + k] = ig_convert<T>(C(0));
+      IgRVec<T, V> zero;
+#pragma unroll
+      for (int e = 0; e < V; ++e) zero.v[e] = ig_convert<T>(C(0));
+      for (int64_t i = threadIdx.x; i < nvec; i += blockDim.x) dx[i] = zero;
       continue;
     }
     C g = p.grad_per_row ? go[r] : go[0];
@@ -519,11 +556,18 @@ template <class T, class C> __forceinline__ void ig_cross_entropy_bwd(const IgCE
     const C wt = !in_range ? ig_ce_nan<C>() : w ? w[t] : C(1);
     const C lse = st.m + std::log(st.s);
     const C a = wt * C(1 - p.smoothing), b = C(p.smoothing / double(p.C));
-    for (int64_t k = threadIdx.x; k < p.C; k += blockDim.x) {
-      const C pk = std::exp(ig_convert<C>(x[r * p.C + k]) - lse);
-      C d = a * (pk - (k == t ? C(1) : C(0)));
-      if (p.smoothing > 0) d += b * (ws * pk - (w ? w[k] : C(1)));
-      dx[r * p.C + k] = ig_convert<T>(g * d);
+    for (int64_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+      const IgRVec<T, V> xv = x[i];
+      IgRVec<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const int64_t k = i * V + e;
+        const C pk = std::exp(ig_convert<C>(xv.v[e]) - lse);
+        C d = a * (pk - (k == t ? C(1) : C(0)));
+        if (p.smoothing > 0) d += b * (ws * pk - (w ? w[k] : C(1)));
+        o.v[e] = ig_convert<T>(g * d);
+      }
+      dx[i] = o;
     }
   }
 }
@@ -581,11 +625,23 @@ KernelRequest request_with(const std::string& symbol, const std::string& body) {
 }
 
 KernelRequest request(ScalarType t, const char* kernel) {
-  const bool ce = std::string(kernel).rfind("cross_entropy", 0) == 0;
   const std::string symbol = str(kernel, "_", dtype_name(t));
-  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol, "(",
-                                  ce ? "IgCEParams" : "IgRowParams", " p) { ig_", kernel,
-                                  "<T, C>(p); }\n"));
+  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol,
+                                  "(IgRowParams p) { ig_", kernel, "<T, C>(p); }\n"));
+}
+
+// A cross-entropy kernel reading `vec` elements a load.
+KernelRequest ce_request(ScalarType t, const char* kernel, int vec) {
+  const std::string symbol = str(kernel, "_", dtype_name(t), "_v", vec);
+  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol,
+                                  "(IgCEParams p) { ig_", kernel, "<T, C, ", vec, ">(p); }\n"));
+}
+
+// The vector widths compiled for dtype t: 1, 2, ... up to 16 bytes.
+std::vector<int> vector_widths(ScalarType t) {
+  std::vector<int> v;
+  for (int vec = 1; vec * static_cast<int>(element_size(t)) <= 16; vec *= 2) v.push_back(vec);
+  return v;
 }
 
 KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
@@ -601,7 +657,7 @@ KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
 // NV * V at most kRowRegisterElements.
 std::vector<RowVariant> row_variants(ScalarType t) {
   std::vector<RowVariant> v;
-  for (int vec = 1; vec * static_cast<int>(element_size(t)) <= 16; vec *= 2)
+  for (int vec : vector_widths(t))
     for (int nv = 1; nv <= 8 && nv * vec <= kRowRegisterElements; nv *= 2) v.push_back({vec, nv});
   return v;
 }
@@ -613,22 +669,37 @@ CUfunction function_for(int device, ScalarType t, const char* kernel) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Row kernels over scalars (cross-entropy): x threads along a row (32 for
-// rows up to 256 elements, up to the whole block beyond), the block's other
-// threads on further rows.
-template <class Params>
-void launch_rows(const Tensor& like, ScalarType t, const char* kernel, Params& p, int64_t D) {
+// The cross-entropy kernel `kernel` over p.rows rows of p.C logits, V of
+// them a load: 16 bytes, halved until C and the `rows` pointers (the
+// logits, and the gradient the backward writes) are multiples of it. x
+// threads along a row (32 for rows up to 256 vectors, up to the whole
+// block beyond), the block's other threads on further rows; `work` is the
+// elements a row's threads go through (1 when only picked weights are
+// wanted).
+void launch_cross_entropy(const Tensor& like, ScalarType t, const char* kernel, CEParams& p,
+                          int64_t work, std::initializer_list<const void*> rows) {
   const int device = like.device().index;
+  const auto tsize = static_cast<int64_t>(element_size(t));
+  int vec = static_cast<int>(16 / tsize);
+  auto aligned = [&](int v) {
+    if (p.C % v != 0) return false;
+    for (const void* q : rows)
+      if (q && reinterpret_cast<uintptr_t>(q) % (v * tsize) != 0) return false;
+    return true;
+  };
+  while (vec > 1 && !aligned(vec)) vec /= 2;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   int bx = 32;
-  while (bx < kBlockThreads && bx * 8 < D) bx *= 2;
+  while (bx < kBlockThreads && bx * 8 < work / vec) bx *= 2;
   const int by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
   const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, by), 1, sms * 32));
+  CUfunction f = get_named_kernel(device, str(kernel, "_", dtype_name(t), "_v", vec),
+                                 [&] { return ce_request(t, kernel, vec); });
   void* a[] = {&p};
-  IGNIS_CU(cuLaunchKernel(function_for(device, t, kernel), grid, 1, 1, unsigned(bx), unsigned(by),
-                          1, 0, stream.handle, a, nullptr));
+  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(bx), unsigned(by), 1, 0, stream.handle, a,
+                          nullptr));
 }
 
 // The vectorised row kernel `kernel` over p.rows rows of p.D elements of
@@ -677,7 +748,8 @@ void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, Ro
 std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
   std::vector<KernelRequest> v;
   for (const char* k : kKernels) v.push_back(request(t, k));
-  for (const char* k : kCrossEntropyKernels) v.push_back(request(t, k));
+  for (const char* k : kCrossEntropyKernels)
+    for (int vec : vector_widths(t)) v.push_back(ce_request(t, k, vec));
   for (const char* k : kRowKernels)
     for (RowVariant rv : row_variants(t)) v.push_back(row_request(t, k, rv));
   return v;
@@ -827,7 +899,8 @@ void cross_entropy_rows(const Tensor& loss, const Tensor& picked_weight, const C
   p.loss = loss.defined() ? loss.data_ptr() : nullptr;
   p.picked_weight = picked_weight.data_ptr();
   p.weights_only = weights_only;
-  launch_rows(a.logits, a.logits.dtype(), "cross_entropy_fwd", p, weights_only ? 1 : p.C);
+  launch_cross_entropy(a.logits, a.logits.dtype(), "cross_entropy_fwd", p, weights_only ? 1 : p.C,
+                       {p.logits});
 }
 
 void cross_entropy_rows_backward(const Tensor& grad_logits, const Tensor& grad_loss,
@@ -838,7 +911,8 @@ void cross_entropy_rows_backward(const Tensor& grad_logits, const Tensor& grad_l
   p.grad_out = grad_loss.data_ptr();
   p.grad_per_row = grad_loss.numel() == p.rows && grad_loss.dim() > 0;
   p.total = total.defined() ? total.data_ptr() : nullptr;
-  launch_rows(a.logits, a.logits.dtype(), "cross_entropy_bwd", p, p.C);
+  launch_cross_entropy(a.logits, a.logits.dtype(), "cross_entropy_bwd", p, p.C,
+                       {p.logits, p.grad_in});
 }
 
 }  // namespace ignis::cuda
