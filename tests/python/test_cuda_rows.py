@@ -256,3 +256,32 @@ def test_layer_norm_weight_and_bias_grads_over_many_rows(dtype):
     got = ignis.ops.native_layer_norm_backward(*cu[:2], [24], *cu[2:])
     for a, e in zip(got, want):
         _close(a, e, dtype, scale=40, cancels=True)
+
+
+@needs_gpu
+@pytest.mark.parametrize("D", [24, 1024])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_layer_norm_parameters_and_statistics_in_either_dtype(dtype, D):
+    """16-bit weight, bias, mean and rstd are read as they are (widened in the
+    kernel: no conversion launch) and float32 ones as before: the same
+    values as the CPU's either way, forward and backward."""
+    shape = (300, D)
+    x, g = _sample(shape, dtype), _sample(shape, dtype)
+    w16, b16 = _sample((D,), dtype), _sample((D,), dtype)
+    w32, b32 = w16.float(), b16.float()
+    for w, b in ((w16, b16), (w32, b32), (w16, None), (None, b32)):
+        want = ignis.ops.native_layer_norm(x, [D], w, b, 1e-5)
+        got = ignis.ops.native_layer_norm(x.cuda(), [D], *(t.cuda() if t is not None else None
+                                                           for t in (w, b)), 1e-5)
+        for a, e in zip(got, want):
+            _close(a, e, dtype, scale=10, cancels=True)
+    _, mean, rstd = ignis.ops.native_layer_norm(x, [D], w16, b16, 1e-5)
+    assert mean.dtype == getattr(ignis, dtype)
+    for m, r in ((mean, rstd), (mean.float(), rstd.float())):
+        for w in (w16, w32):
+            args = [g, x, m, r, w, b16]
+            want = ignis.ops.native_layer_norm_backward(*args[:2], [D], *args[2:])
+            cu = [a.cuda() for a in args]
+            got = ignis.ops.native_layer_norm_backward(*cu[:2], [D], *cu[2:])
+            for a, e in zip(got, want):
+                _close(a, e, dtype, scale=40, cancels=True)

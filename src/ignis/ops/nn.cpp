@@ -146,14 +146,29 @@ void layer_norm_meta(OpCall& c) {
   c.alloc(stat, in.dtype());
   c.alloc(stat, in.dtype());
 }
+// The dtype CUDA's layer norm kernels read `ts` in: the input's when every
+// defined one has it (16-bit parameters and statistics are widened as they
+// are loaded, as a conversion would, without its launch and pass), else
+// op-math. The CPU kernels take op-math.
+ScalarType cuda_norm_operand_dtype(ScalarType in, std::initializer_list<Tensor> ts) {
+  for (const Tensor& t : ts)
+    if (t.defined() && t.dtype() != in) return opmath_dtype(in);
+  return in;
+}
+
 void native_layer_norm_kernel(OpCall& c) {
   const Tensor& in = c.tensor(0);
+  const Tensor w = c.opt_tensor(2), b = c.opt_tensor(3);
   const ScalarType acc = opmath_dtype(in.dtype());
   const int64_t n = compute_numel(DimVector(c.int_list(1)));
-  auto run = c.device.is_cuda() ? cuda::layer_norm_into : cpu::layer_norm_into;
-  run(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(in, in.dtype()),
-      opt_dense_as(c.opt_tensor(2), acc), opt_dense_as(c.opt_tensor(3), acc), n,
-      c.double_arg(4));
+  if (c.device.is_cuda()) {
+    const ScalarType pt = cuda_norm_operand_dtype(in.dtype(), {w, b});
+    cuda::layer_norm_into(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(in, in.dtype()),
+                          opt_dense_as(w, pt), opt_dense_as(b, pt), n, c.double_arg(4));
+    return;
+  }
+  cpu::layer_norm_into(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(in, in.dtype()),
+                       opt_dense_as(w, acc), opt_dense_as(b, acc), n, c.double_arg(4));
 }
 
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
@@ -274,12 +289,14 @@ void layer_norm_backward_cpu(OpCall& c) {
 
 void layer_norm_backward_cuda(OpCall& c) {
   const Tensor& in = c.tensor(1);
-  const ScalarType dt = in.dtype(), acc = opmath_dtype(dt);
+  const ScalarType dt = in.dtype();
   const int64_t N = compute_numel(DimVector(c.int_list(2)));
   const int64_t M = N == 0 ? 0 : in.numel() / N;
+  const Tensor mean = c.tensor(3), rstd = c.tensor(4), w = c.opt_tensor(5);
+  const ScalarType st = cuda_norm_operand_dtype(dt, {mean, rstd});
   cuda::layer_norm_backward(c.outputs[0], c.outputs[1], c.outputs[2], dense_as(c.tensor(0), dt),
-                            dense_as(in, dt), dense_as(c.tensor(3), acc),
-                            dense_as(c.tensor(4), acc), opt_dense_as(c.opt_tensor(5), acc), M, N);
+                            dense_as(in, dt), dense_as(mean, st), dense_as(rstd, st),
+                            opt_dense_as(w, cuda_norm_operand_dtype(dt, {w})), M, N);
 }
 
 OpRef native_layer_norm_op("native_layer_norm");

@@ -27,7 +27,14 @@ struct RowParams {
   int64_t rows, D, inner;
   double eps;
   int32_t kind;
+  int32_t narrow;  // kNarrowParams | kNarrowStats
 };
+
+// RowParams::narrow: layer norm's weight and bias (kNarrowParams), its mean
+// and rstd (kNarrowStats) are in the input's dtype T, else in op-math C.
+// The kernels widen them as they load, as a conversion kernel would, but
+// without the launch and the extra pass.
+constexpr int32_t kNarrowParams = 1, kNarrowStats = 2;
 
 // Must match IgCEParams in kTemplates.
 struct CEParams {
@@ -51,7 +58,13 @@ struct IgRowParams {
   int64_t rows, D, inner;
   double eps;
   int32_t kind;  // softmax 0, log_softmax 1, safe softmax 2 (cpu::SoftmaxKind)
+  int32_t narrow;  // bit 1: weight and bias in T; bit 2: mean and rstd in T (else C)
 };
+// Row r's statistic (mean, rstd) in op-math, stored in T when `narrow`.
+template <class T, class C> __forceinline__ C ig_stat(const char* base, int64_t r, bool narrow) {
+  return narrow ? ig_convert<C>(reinterpret_cast<const T*>(base)[r])
+                : reinterpret_cast<const C*>(base)[r];
+}
 template <class T> __forceinline__ T ig_shfl_xor(const T& v, int o) {
   constexpr int W = (sizeof(T) + 3) / 4;
   union U { T t; uint32_t w[W]; } a, r;
@@ -133,6 +146,17 @@ template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowPara
 }
 // ---- the vectorised row kernels (Note [Row kernels keep the row in registers]) ----
 template <class T, int V> struct alignas(sizeof(T) * V) IgRVec { T v[V]; };
+// Vector i of a parameter row (weight, bias) in op-math: stored in T when
+// `narrow`, else in C.
+template <class T, class C, int V>
+__forceinline__ IgRVec<C, V> ig_param_vec(const char* base, int64_t i, bool narrow) {
+  if (!narrow) return reinterpret_cast<const IgRVec<C, V>*>(base)[i];
+  const IgRVec<T, V> a = reinterpret_cast<const IgRVec<T, V>*>(base)[i];
+  IgRVec<C, V> r;
+#pragma unroll
+  for (int e = 0; e < V; ++e) r.v[e] = ig_convert<C>(a.v[e]);
+  return r;
+}
 // NaN-propagating max (as the CPU's softmax takes it).
 struct IgMaxNan {
   template <class C> C operator()(C a, C b) const { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
@@ -268,8 +292,7 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_bwd_r
 // (two passes over the row, as the CPU computes them; three reads of a row
 // too long for the registers), then the output.
 template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_v(const IgRowParams& p) {
-  const IgRVec<C, V>* w = reinterpret_cast<const IgRVec<C, V>*>(p.w);
-  const IgRVec<C, V>* b = reinterpret_cast<const IgRVec<C, V>*>(p.b);
+  const bool narrow = p.narrow & 1;
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     IgRowCache<T, V, NV, 1> x;
@@ -295,43 +318,45 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_v(
     IgRVec<T, V>* y = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
     x.each([&](int64_t i, int j) {
       IgRVec<C, V> wv, bv;
-      if (w) wv = w[i];
-      if (b) bv = b[i];
+      if (p.w) wv = ig_param_vec<T, C, V>(p.w, i, narrow);
+      if (p.b) bv = ig_param_vec<T, C, V>(p.b, i, narrow);
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         C v = (ig_convert<C>(x.v[0][j].v[e]) - mean) * rstd;
-        if (w) v = v * wv.v[e];
-        if (b) v = v + bv.v[e];
+        if (p.w) v = v * wv.v[e];
+        if (p.b) v = v + bv.v[e];
         o.v[e] = ig_convert<T>(v);
       }
       y[i] = o;
     });
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && (p.narrow & 2)) {
       reinterpret_cast<T*>(p.mean)[r] = ig_convert<T>(mean);
       reinterpret_cast<T*>(p.rstd)[r] = ig_convert<T>(rstd);
+    } else if (threadIdx.x == 0) {
+      reinterpret_cast<C*>(p.mean)[r] = mean;
+      reinterpret_cast<C*>(p.rstd)[r] = rstd;
     }
   }
 }
 // grad_input of layer norm per row: rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
 template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bwd_rows_v(const IgRowParams& p) {
-  const C* mp = reinterpret_cast<const C*>(p.mean);
-  const C* rp = reinterpret_cast<const C*>(p.rstd);
-  const IgRVec<C, V>* w = reinterpret_cast<const IgRVec<C, V>*>(p.w);
+  const bool narrow = p.narrow & 1, narrow_stats = p.narrow & 2;
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
     IgRowCache<T, V, NV, 2> c;  // [0] g, [1] x
     const char* const base[2] = {p.g, p.in};
     ig_row_cache_init(c, base, p, r);
-    const C mu = live ? mp[r] : C(0), rs = live ? rp[r] : C(0);
+    const C mu = live ? ig_stat<T, C>(p.mean, r, narrow_stats) : C(0);
+    const C rs = live ? ig_stat<T, C>(p.rstd, r, narrow_stats) : C(0);
     C a = 0, bsum = 0;
     c.each([&](int64_t i, int j) {
       IgRVec<C, V> wv;
-      if (w) wv = w[i];
+      if (p.w) wv = ig_param_vec<T, C, V>(p.w, i, narrow);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (w ? wv.v[e] : C(1));
+        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? wv.v[e] : C(1));
         a += gw;
         bsum += gw * (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
       }
@@ -342,12 +367,12 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bw
     IgRVec<T, V>* dx = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
     c.each([&](int64_t i, int j) {
       IgRVec<C, V> wv;
-      if (w) wv = w[i];
+      if (p.w) wv = ig_param_vec<T, C, V>(p.w, i, narrow);
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const C xh = (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
-        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (w ? wv.v[e] : C(1));
+        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? wv.v[e] : C(1));
         o.v[e] = ig_convert<T>(rs * (gw - a - xh * bsum));
       }
       dx[i] = o;
@@ -355,43 +380,62 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bw
   }
 }
 // grad_weight and grad_bias per column, summed over the rows in gridDim.y
-// slices: block (x, y) sums blockDim.x columns over slice y's rows (its
-// blockDim.y threads of a column sharing them) into row y of the [gridDim.y,
-// D] partial sums p.out (weight) and p.w (bias; the host points it at a
-// temporary); either may be null. layer_norm_bwd_cols_sum adds the slices.
-template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols(const IgRowParams& p) {
-  __shared__ C sw[256], sb[256];
-  const T* gp = reinterpret_cast<const T*>(p.g);
-  const T* xp = reinterpret_cast<const T*>(p.in);
-  const C* mp = reinterpret_cast<const C*>(p.mean);
-  const C* rp = reinterpret_cast<const C*>(p.rstd);
+// slices: block (x, y) sums blockDim.x vectors of V columns over slice y's
+// rows (its blockDim.y threads of a column sharing them, four rows in
+// flight each) into row y of the [gridDim.y, D] partial sums p.out (weight)
+// and p.w (bias; the host points it at a temporary); either may be null. A
+// warp reads 32 vectors of a row: 512 contiguous bytes of g and of x at V =
+// 16 bytes. layer_norm_bwd_cols_sum adds the slices.
+template <class T, class C, int V> __forceinline__ void ig_layer_norm_bwd_cols_v(const IgRowParams& p) {
+  constexpr int kMaxThreads = 256;
+  __shared__ C sw[kMaxThreads * V], sb[kMaxThreads * V];
+  const IgRVec<T, V>* gp = reinterpret_cast<const IgRVec<T, V>*>(p.g);
+  const IgRVec<T, V>* xp = reinterpret_cast<const IgRVec<T, V>*>(p.in);
+  const bool narrow_stats = p.narrow & 2;
   C* dw = reinterpret_cast<C*>(p.out);
   C* db = const_cast<C*>(reinterpret_cast<const C*>(p.w));
+  const int64_t nvec = p.D / V;
   const int64_t per_slice = (p.rows + gridDim.y - 1) / gridDim.y;
   const int64_t m0 = int64_t(blockIdx.y) * per_slice;
   const int64_t m1 = m0 + per_slice < p.rows ? m0 + per_slice : p.rows;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < p.D; cb += step) {
+  const int slot = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int64_t cb = int64_t(blockIdx.x) * blockDim.x; cb < nvec; cb += step) {
     const int64_t n = cb + threadIdx.x;
-    C aw = 0, ab = 0;
-    if (n < p.D)
+    C aw[V], ab[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) aw[e] = ab[e] = C(0);
+    if (n < nvec)
 #pragma unroll 4
       for (int64_t m = m0 + threadIdx.y; m < m1; m += blockDim.y) {
-        const C gv = ig_convert<C>(gp[m * p.D + n]);
-        aw += gv * (ig_convert<C>(xp[m * p.D + n]) - mp[m]) * rp[m];
-        ab += gv;
+        const IgRVec<T, V> gv = gp[m * nvec + n], xv = xp[m * nvec + n];
+        const C mu = ig_stat<T, C>(p.mean, m, narrow_stats);
+        const C rs = ig_stat<T, C>(p.rstd, m, narrow_stats);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const C g = ig_convert<C>(gv.v[e]);
+          aw[e] += g * (ig_convert<C>(xv.v[e]) - mu) * rs;
+          ab[e] += g;
+        }
       }
-    const int slot = threadIdx.y * blockDim.x + threadIdx.x;
-    sw[slot] = aw;
-    sb[slot] = ab;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      sw[e * kMaxThreads + slot] = aw[e];
+      sb[e * kMaxThreads + slot] = ab[e];
+    }
     __syncthreads();
-    if (threadIdx.y == 0 && n < p.D) {
-      for (int r = 1; r < blockDim.y; ++r) {
-        aw += sw[r * blockDim.x + threadIdx.x];
-        ab += sb[r * blockDim.x + threadIdx.x];
+    if (threadIdx.y == 0 && n < nvec) {
+      for (int r = 1; r < blockDim.y; ++r)
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          aw[e] += sw[e * kMaxThreads + r * blockDim.x + threadIdx.x];
+          ab[e] += sb[e * kMaxThreads + r * blockDim.x + threadIdx.x];
+        }
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if (dw) dw[int64_t(blockIdx.y) * p.D + n * V + e] = aw[e];
+        if (db) db[int64_t(blockIdx.y) * p.D + n * V + e] = ab[e];
       }
-      if (dw) dw[int64_t(blockIdx.y) * p.D + n] = aw;
-      if (db) db[int64_t(blockIdx.y) * p.D + n] = ab;
     }
     __syncthreads();
   }
@@ -574,7 +618,10 @@ template <class T, class C, int V> __forceinline__ void ig_cross_entropy_bwd(con
 )CUDA";
 
 // Kernels over scalar elements (their template is ig_<name><T, C>).
-const char* kKernels[] = {"softmax_cols", "layer_norm_bwd_cols", "layer_norm_bwd_cols_sum"};
+const char* kKernels[] = {"softmax_cols", "layer_norm_bwd_cols_sum"};
+// Column kernels reading V elements a load (ig_<name>_v<T, C, V>), one
+// compiled variant per (dtype, V).
+const char* kColumnKernels[] = {"layer_norm_bwd_cols"};
 // Their parameter struct is IgCEParams; the kernels above take IgRowParams.
 const char* kCrossEntropyKernels[] = {"cross_entropy_fwd", "cross_entropy_bwd"};
 // The vectorised row kernels (ig_<name>_v<T, C, V, NV>), one compiled
@@ -635,6 +682,13 @@ KernelRequest ce_request(ScalarType t, const char* kernel, int vec) {
   const std::string symbol = str(kernel, "_", dtype_name(t), "_v", vec);
   return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol,
                                   "(IgCEParams p) { ig_", kernel, "<T, C, ", vec, ">(p); }\n"));
+}
+
+// A column kernel reading `vec` elements a load.
+KernelRequest column_request(ScalarType t, const char* kernel, int vec) {
+  const std::string symbol = str(kernel, "_", dtype_name(t), "_v", vec);
+  return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void ", symbol,
+                                  "(IgRowParams p) { ig_", kernel, "_v<T, C, ", vec, ">(p); }\n"));
 }
 
 // The vector widths compiled for dtype t: 1, 2, ... up to 16 bytes.
@@ -704,14 +758,16 @@ void launch_cross_entropy(const Tensor& like, ScalarType t, const char* kernel, 
 
 // The vectorised row kernel `kernel` over p.rows rows of p.D elements of
 // dtype t. `rows` are the row-shaped operands (in t), `params` those of D
-// elements in op-math (weight, bias): all must be aligned to the vector.
+// elements (weight, bias; in t when p.narrow has kNarrowParams, else in
+// op-math): all must be aligned to the vector.
 void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams& p,
                         std::initializer_list<const void*> rows,
                         std::initializer_list<const void*> params) {
   const int device = like.device().index;
   const auto tsize = static_cast<int64_t>(element_size(t));
   const bool narrow = t == ScalarType::Float16 || t == ScalarType::BFloat16;
-  const int64_t csize = narrow ? 4 : tsize;  // op-math: float for 16-bit floats
+  // The parameters' element size: op-math (float for 16-bit floats) or t.
+  const int64_t csize = narrow && !(p.narrow & kNarrowParams) ? 4 : tsize;
   RowVariant v;
   v.vec = static_cast<int>(16 / tsize);
   auto aligned = [&](int vec) {
@@ -750,6 +806,8 @@ std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
   for (const char* k : kKernels) v.push_back(request(t, k));
   for (const char* k : kCrossEntropyKernels)
     for (int vec : vector_widths(t)) v.push_back(ce_request(t, k, vec));
+  for (const char* k : kColumnKernels)
+    for (int vec : vector_widths(t)) v.push_back(column_request(t, k, vec));
   for (const char* k : kRowKernels)
     for (RowVariant rv : row_variants(t)) v.push_back(row_request(t, k, rv));
   return v;
@@ -795,6 +853,34 @@ void softmax_backward_into(const Tensor& grad_in, const Tensor& grad_out, const 
   launch_vector_rows(out, out.dtype(), "softmax_bwd_rows", p, {p.in, p.g, p.out}, {});
 }
 
+namespace {
+
+// The op-math dtype of a floating dtype: float for 16-bit floats.
+ScalarType op_math_type(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16 ? ScalarType::Float32 : t;
+}
+
+// RowParams::narrow for layer norm over x of dtype t: kNarrowParams when
+// the parameters are in t (every defined one), kNarrowStats when mean and
+// rstd are; else they must be in op-math.
+int32_t narrow_flags(ScalarType t, std::initializer_list<const Tensor*> params, const Tensor& mean,
+                     const Tensor& rstd) {
+  const ScalarType c = op_math_type(t);
+  int32_t flags = 0;
+  bool in_t = true;
+  for (const Tensor* w : params)
+    if (w->defined()) {
+      IGNIS_INTERNAL_ASSERT(w->dtype() == t || w->dtype() == c);
+      in_t = in_t && w->dtype() == t;
+    }
+  if (in_t && t != c) flags |= kNarrowParams;
+  IGNIS_INTERNAL_ASSERT(mean.dtype() == rstd.dtype() && (mean.dtype() == t || mean.dtype() == c));
+  if (mean.dtype() == t && t != c) flags |= kNarrowStats;
+  return flags;
+}
+
+}  // namespace
+
 void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
                      const Tensor& weight, const Tensor& bias, int64_t n, double eps) {
   const int64_t M = n == 0 ? 0 : in.numel() / n;
@@ -809,6 +895,7 @@ void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
   p.rows = M;
   p.D = n;
   p.eps = eps;
+  p.narrow = narrow_flags(in.dtype(), {&weight, &bias}, mean, rstd);
   launch_vector_rows(in, in.dtype(), "layer_norm", p, {p.in, p.out}, {p.w, p.b});
 }
 
@@ -829,23 +916,28 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   p.out = dx.data_ptr();
   p.rows = M;
   p.D = N;
+  p.narrow = narrow_flags(x.dtype(), {&weight}, mean, rstd);
   launch_vector_rows(x, x.dtype(), "layer_norm_bwd_rows", p, {p.g, p.in, p.out}, {p.w});
   if (!dw.defined() && !db.defined()) return;
-  // The column sums in op-math temporaries (mean's dtype), then converted
-  // into the parameters' dtypes as the CPU's store does. The rows are cut
-  // into slices so that the grid fills the GPU (a few blocks of columns
-  // would not), each slice's sums a row of partials, added by a second
-  // kernel.
-  const ScalarType acc = mean.dtype();
+  // The column sums in op-math temporaries, then converted into the
+  // parameters' dtypes as the CPU's store does. The rows are cut into
+  // slices so that the grid fills the GPU (a few blocks of columns would
+  // not), each slice's sums a row of partials, added by a second kernel.
+  const ScalarType acc = op_math_type(x.dtype());
   const int device = x.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
+  const auto tsize = static_cast<int64_t>(element_size(x.dtype()));
+  int vec = static_cast<int>(16 / tsize);
+  while (vec > 1 && (N % vec != 0 || reinterpret_cast<uintptr_t>(p.g) % (vec * tsize) != 0 ||
+                     reinterpret_cast<uintptr_t>(p.in) % (vec * tsize) != 0))
+    vec /= 2;
   const int bx = 32, by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
-  const int64_t col_blocks = std::clamp<int64_t>(ceil_div(N, bx), 1, sms * 32);
-  // About 8 blocks a multiprocessor, each slice at least 64 rows a thread row.
+  const int64_t col_blocks = std::clamp<int64_t>(ceil_div(N / vec, bx), 1, sms * 32);
+  // About 16 blocks a multiprocessor, each slice at least 16 rows a thread row.
   const int64_t slices =
-      std::clamp<int64_t>(std::min(ceil_div(sms * 8, col_blocks), M / (by * 64)), 1, 1024);
+      std::clamp<int64_t>(std::min(ceil_div(sms * 16, col_blocks), M / (by * 16)), 1, 1024);
   Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
   Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
   Tensor pw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
@@ -854,7 +946,9 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   q.out = pw.defined() ? pw.data_ptr() : nullptr;
   q.w = pb.defined() ? pb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
   void* a[] = {&q};
-  CUfunction f = function_for(device, x.dtype(), "layer_norm_bwd_cols");
+  CUfunction f =
+      get_named_kernel(device, str("layer_norm_bwd_cols_", dtype_name(x.dtype()), "_v", vec),
+                       [&] { return column_request(x.dtype(), "layer_norm_bwd_cols", vec); });
   IGNIS_CU(cuLaunchKernel(f, unsigned(col_blocks), unsigned(slices), 1, bx, by, 1, 0,
                           stream.handle, a, nullptr));
   if (slices > 1) {

@@ -30,15 +30,15 @@ void softmax_backward_into(const Tensor& grad_in, const Tensor& grad_out, const 
                            cpu::SoftmaxKind kind);
 
 // As cpu::layer_norm_into: rows of n elements of the contiguous `in`;
-// weight/bias contiguous in the op-math dtype or undefined; mean/rstd one
-// per row in `in`'s dtype.
+// weight/bias contiguous, both in `in`'s dtype or both in the op-math
+// dtype, or undefined; mean/rstd one per row, in `in`'s dtype or op-math.
 void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
                      const Tensor& weight, const Tensor& bias, int64_t n, double eps);
 
 // native_layer_norm_backward over M rows of N: grad_input (dtype of x) and,
 // when defined, grad_weight and grad_bias (written through op-math
-// temporaries). g, x contiguous in x's dtype; mean, rstd, weight contiguous
-// in the op-math dtype (weight may be undefined).
+// temporaries). g, x contiguous in x's dtype; mean, rstd (both) and weight
+// contiguous in x's dtype or the op-math dtype (weight may be undefined).
 void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
                          const Tensor& x, const Tensor& mean, const Tensor& rstd,
                          const Tensor& weight, int64_t M, int64_t N);
