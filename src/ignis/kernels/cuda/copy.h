@@ -1,7 +1,10 @@
 // Copies to, from and between CUDA devices (eager kernels).
 #pragma once
 
+#include <vector>
+
 #include "ignis/core/tensor.h"
+#include "ignis/cuda/kernel_cache.h"
 
 namespace ignis::cuda {
 
@@ -13,6 +16,10 @@ namespace ignis::cuda {
 // returns once the copy is done; with it, a copy between pinned host memory
 // and the GPU is queued and the pinned block kept until it has run.
 void copy(const Tensor& dst, const Tensor& src, bool non_blocking = false);
+
+// Every variant of the row copy (Note [Row copies] in copy.cpp), for the
+// NVRTC catalog.
+std::vector<KernelRequest> row_copy_kernel_requests();
 
 // Geometry for a strided kernel over dst's shape (src broadcast to it).
 struct KernelGeometry;

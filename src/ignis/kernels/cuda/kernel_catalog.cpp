@@ -8,6 +8,7 @@
 #include "ignis/core/error.h"
 #include "ignis/kernels/cuda/batch_norm.h"
 #include "ignis/kernels/cuda/conv.h"
+#include "ignis/kernels/cuda/copy.h"
 #include "ignis/kernels/cuda/flash_attention.h"
 #include "ignis/kernels/cuda/index_kernels.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
@@ -152,6 +153,7 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
   // Flash attention: one unit per kernel (each is a few hundred lines of
   // unrolled tensor-core code).
   for (const KernelRequest& r : flash_attention_kernel_requests()) g.add(r.symbol, r);
+  for (const KernelRequest& r : row_copy_kernel_requests()) g.add("copy_rows", r);
   return v;
 }
 

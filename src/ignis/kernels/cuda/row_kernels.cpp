@@ -33,7 +33,10 @@ struct RowParams {
 // RowParams::narrow: layer norm's weight and bias (kNarrowParams), its mean
 // and rstd (kNarrowStats) are in the input's dtype T, else in op-math C.
 // The kernels widen them as they load, as a conversion kernel would, but
-// without the launch and the extra pass.
+// without the launch and the extra pass. The parameters' dtype is a
+// template argument (P: a variant of its own, `_pT` in the symbol), read
+// once a vector; a branch on it there cost the kernels a fifth of their
+// speed on the H200. The statistics, read once a row, are a run-time flag.
 constexpr int32_t kNarrowParams = 1, kNarrowStats = 2;
 
 // Must match IgCEParams in kTemplates.
@@ -58,7 +61,8 @@ struct IgRowParams {
   int64_t rows, D, inner;
   double eps;
   int32_t kind;  // softmax 0, log_softmax 1, safe softmax 2 (cpu::SoftmaxKind)
-  int32_t narrow;  // bit 1: weight and bias in T; bit 2: mean and rstd in T (else C)
+  int32_t narrow;  // bit 2: mean and rstd in T, else C (bit 1, parameters in T, picks
+                   // the kernel: its template argument P)
 };
 // Row r's statistic (mean, rstd) in op-math, stored in T when `narrow`.
 template <class T, class C> __forceinline__ C ig_stat(const char* base, int64_t r, bool narrow) {
@@ -146,12 +150,9 @@ template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowPara
 }
 // ---- the vectorised row kernels (Note [Row kernels keep the row in registers]) ----
 template <class T, int V> struct alignas(sizeof(T) * V) IgRVec { T v[V]; };
-// Vector i of a parameter row (weight, bias) in op-math: stored in T when
-// `narrow`, else in C.
-template <class T, class C, int V>
-__forceinline__ IgRVec<C, V> ig_param_vec(const char* base, int64_t i, bool narrow) {
-  if (!narrow) return reinterpret_cast<const IgRVec<C, V>*>(base)[i];
-  const IgRVec<T, V> a = reinterpret_cast<const IgRVec<T, V>*>(base)[i];
+// Vector i of a parameter row (weight, bias), stored in P, in op-math C.
+template <class P, class C, int V> __forceinline__ IgRVec<C, V> ig_param_vec(const char* base, int64_t i) {
+  const IgRVec<P, V> a = reinterpret_cast<const IgRVec<P, V>*>(base)[i];
   IgRVec<C, V> r;
 #pragma unroll
   for (int e = 0; e < V; ++e) r.v[e] = ig_convert<C>(a.v[e]);
@@ -210,7 +211,7 @@ __forceinline__ void ig_row_cache_init(IgRowCache<T, V, NV, K>& c, const char* c
 // exp(x - max) about it (the exps kept in registers for a resident row),
 // then the output. A row longer than the registers hold is read twice: the
 // first pass keeps an online (max, sum of exp) pair per thread instead.
-template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_rows_v(const IgRowParams& p) {
+template <class T, class C, int V, int NV, class P> __forceinline__ void ig_softmax_rows_v(const IgRowParams& p) {
   const C kNegInf = -std::numeric_limits<C>::infinity();
   IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
@@ -260,7 +261,7 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_rows_
 // The backward of softmax along the last dim, p.in = its output y, p.g = the
 // incoming gradient: softmax (kind 0, 2) y (g - sum(g y)); log_softmax
 // (kind 1) g - exp(y) sum(g). In op-math, rounded once.
-template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_bwd_rows_v(const IgRowParams& p) {
+template <class T, class C, int V, int NV, class P> __forceinline__ void ig_softmax_bwd_rows_v(const IgRowParams& p) {
   IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
@@ -291,8 +292,7 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_softmax_bwd_r
 // Layer norm over rows of D: the mean, then the biased variance about it
 // (two passes over the row, as the CPU computes them; three reads of a row
 // too long for the registers), then the output.
-template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_v(const IgRowParams& p) {
-  const bool narrow = p.narrow & 1;
+template <class T, class C, int V, int NV, class P> __forceinline__ void ig_layer_norm_v(const IgRowParams& p) {
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     IgRowCache<T, V, NV, 1> x;
@@ -318,8 +318,8 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_v(
     IgRVec<T, V>* y = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
     x.each([&](int64_t i, int j) {
       IgRVec<C, V> wv, bv;
-      if (p.w) wv = ig_param_vec<T, C, V>(p.w, i, narrow);
-      if (p.b) bv = ig_param_vec<T, C, V>(p.b, i, narrow);
+      if (p.w) wv = ig_param_vec<P, C, V>(p.w, i);
+      if (p.b) bv = ig_param_vec<P, C, V>(p.b, i);
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -340,8 +340,8 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_v(
   }
 }
 // grad_input of layer norm per row: rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
-template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bwd_rows_v(const IgRowParams& p) {
-  const bool narrow = p.narrow & 1, narrow_stats = p.narrow & 2;
+template <class T, class C, int V, int NV, class P> __forceinline__ void ig_layer_norm_bwd_rows_v(const IgRowParams& p) {
+  const bool narrow_stats = p.narrow & 2;
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
@@ -353,7 +353,7 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bw
     C a = 0, bsum = 0;
     c.each([&](int64_t i, int j) {
       IgRVec<C, V> wv;
-      if (p.w) wv = ig_param_vec<T, C, V>(p.w, i, narrow);
+      if (p.w) wv = ig_param_vec<P, C, V>(p.w, i);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? wv.v[e] : C(1));
@@ -367,7 +367,7 @@ template <class T, class C, int V, int NV> __forceinline__ void ig_layer_norm_bw
     IgRVec<T, V>* dx = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
     c.each([&](int64_t i, int j) {
       IgRVec<C, V> wv;
-      if (p.w) wv = ig_param_vec<T, C, V>(p.w, i, narrow);
+      if (p.w) wv = ig_param_vec<P, C, V>(p.w, i);
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -648,11 +648,16 @@ constexpr int kRowRegisterElements = 32;  // elements of each input a thread kee
 
 struct RowVariant {
   int vec = 1, nv = 1;  // V and NV
+  bool narrow_params = false;  // P = T (layer norm's 16-bit weight and bias), else C
 };
 
 std::string row_symbol(const char* kernel, ScalarType t, RowVariant v) {
-  return str(kernel, "_", dtype_name(t), "_v", v.vec, "_n", v.nv);
+  return str(kernel, "_", dtype_name(t), "_v", v.vec, "_n", v.nv, v.narrow_params ? "_pT" : "");
 }
+
+// The row kernels with parameters (whose P varies).
+bool has_params(const char* kernel) { return std::string(kernel).rfind("layer_norm", 0) == 0; }
+bool is_16bit(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
 
 std::string source_with(const std::string& body) {
   return str(eager_prelude(), device_scalar_ops_source(), kTemplates, kKernelBodyMarker, body);
@@ -704,7 +709,8 @@ KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
   // that allow (128 a thread), where a two-input row kernel would take more.
   return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void __launch_bounds__(",
                                   kMaxRowThreads, ") ", symbol, "(IgRowParams p) { ig_", kernel,
-                                  "_v<T, C, ", v.vec, ", ", v.nv, ">(p); }\n"));
+                                  "_v<T, C, ", v.vec, ", ", v.nv, v.narrow_params ? ", T" : ", C",
+                                  ">(p); }\n"));
 }
 
 // Every (V, NV) a dtype's row kernels are compiled for: V up to 16 bytes,
@@ -765,10 +771,10 @@ void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, Ro
                         std::initializer_list<const void*> params) {
   const int device = like.device().index;
   const auto tsize = static_cast<int64_t>(element_size(t));
-  const bool narrow = t == ScalarType::Float16 || t == ScalarType::BFloat16;
-  // The parameters' element size: op-math (float for 16-bit floats) or t.
-  const int64_t csize = narrow && !(p.narrow & kNarrowParams) ? 4 : tsize;
   RowVariant v;
+  v.narrow_params = (p.narrow & kNarrowParams) != 0;
+  // The parameters' element size: op-math (float for 16-bit floats) or t.
+  const int64_t csize = is_16bit(t) && !v.narrow_params ? 4 : tsize;
   v.vec = static_cast<int>(16 / tsize);
   auto aligned = [&](int vec) {
     if (p.D % vec != 0) return false;
@@ -809,7 +815,13 @@ std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
   for (const char* k : kColumnKernels)
     for (int vec : vector_widths(t)) v.push_back(column_request(t, k, vec));
   for (const char* k : kRowKernels)
-    for (RowVariant rv : row_variants(t)) v.push_back(row_request(t, k, rv));
+    for (RowVariant rv : row_variants(t)) {
+      v.push_back(row_request(t, k, rv));
+      if (has_params(k) && is_16bit(t)) {
+        rv.narrow_params = true;
+        v.push_back(row_request(t, k, rv));
+      }
+    }
   return v;
 }
 
@@ -861,19 +873,20 @@ ScalarType op_math_type(ScalarType t) {
 }
 
 // RowParams::narrow for layer norm over x of dtype t: kNarrowParams when
-// the parameters are in t (every defined one), kNarrowStats when mean and
+// there are parameters and every one is in t, kNarrowStats when mean and
 // rstd are; else they must be in op-math.
 int32_t narrow_flags(ScalarType t, std::initializer_list<const Tensor*> params, const Tensor& mean,
                      const Tensor& rstd) {
   const ScalarType c = op_math_type(t);
   int32_t flags = 0;
-  bool in_t = true;
+  bool any = false, in_t = true;
   for (const Tensor* w : params)
     if (w->defined()) {
       IGNIS_INTERNAL_ASSERT(w->dtype() == t || w->dtype() == c);
+      any = true;
       in_t = in_t && w->dtype() == t;
     }
-  if (in_t && t != c) flags |= kNarrowParams;
+  if (any && in_t && t != c) flags |= kNarrowParams;
   IGNIS_INTERNAL_ASSERT(mean.dtype() == rstd.dtype() && (mean.dtype() == t || mean.dtype() == c));
   if (mean.dtype() == t && t != c) flags |= kNarrowStats;
   return flags;

@@ -1,0 +1,96 @@
+"""Strided copies on CUDA (kernels/cuda/copy.cpp): the row copy (Note [Row
+copies]) that moves rows of bytes when both layouts keep the innermost dim
+contiguous, and the element kernel for everything else, against the CPU's
+copies of the same layouts, in dtypes of every width.
+
+Runs on a GPU and against the fake driver (tests/cuda_fake/run.sh), which
+also names the kernel each copy launches.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401
+import ignis
+
+AVAILABLE = ignis.cuda.is_available()
+REASON = ignis._C._cuda_unavailable_reason()
+needs_gpu = pytest.mark.skipif(not AVAILABLE, reason=f"no usable CUDA GPU here: {REASON}")
+DTYPES = ["bool", "int8", "float16", "bfloat16", "float32", "int64", "float64"]
+
+
+def _sample(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-50, 50, size=shape)
+    t = ignis.from_numpy(a)
+    return t.to(getattr(ignis, dtype))
+
+
+def _same(got, want):
+    assert got.device.type == "cuda" and got.dtype == want.dtype
+    assert tuple(got.shape) == tuple(want.shape)
+    g, w = got.cpu(), want
+    if w.dtype in (ignis.bfloat16, ignis.float16):
+        g, w = g.float(), w.float()
+    np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+# Each case: a function of a tensor that makes a copy through some layout.
+CASES = {
+    # [B, H, T, D] -> [B, T, H, D]: the attention output's way back.
+    "transpose_keeps_last": lambda x: x.permute(0, 2, 1, 3).contiguous(),
+    "slice_of_rows": lambda x: x[:, 1:3].contiguous(),
+    "slice_at_odd_offset": lambda x: x[..., 1:].contiguous(),  # narrower units
+    "broadcast": lambda x: x[None].expand(3, *x.shape).contiguous(),
+    "cat_last_dim": lambda x: ignis.cat([x, x[..., :3], x], -1),
+    "cat_dim_1": lambda x: ignis.cat([x, x[:, :1]], 1),
+    "into_a_transposed_dst": lambda x: ignis.empty(
+        (x.shape[0], x.shape[2], x.shape[1], x.shape[3]), dtype=x.dtype,
+        device=x.device).transpose(1, 2).copy_(x),
+    # No unit-stride innermost dim: the element kernel.
+    "full_transpose": lambda x: x.transpose(-1, -2).contiguous(),
+    "every_other_column": lambda x: x[..., ::2].contiguous(),
+}
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_copies_match_cpu(dtype, case):
+    for shape in [(2, 3, 5, 8), (2, 4, 3, 7), (1, 2, 65, 64)]:
+        x = _sample(shape, dtype)
+        _same(CASES[case](x.cuda()), CASES[case](x))
+
+
+@needs_gpu
+def test_a_copy_of_many_merged_dims_and_an_empty_one():
+    x = _sample((2, 1, 3, 1, 4, 5, 6), "float32")
+    y = x.permute(0, 1, 2, 3, 5, 4, 6)  # the last dim stays innermost
+    _same(y.cuda().contiguous(), y.contiguous())
+    e = _sample((0, 4, 8), "float32")
+    _same(e.cuda().transpose(0, 1).contiguous(), e.transpose(0, 1).contiguous())
+
+
+@needs_gpu
+def test_the_kernel_each_layout_runs(capfd):
+    if ignis.cuda.get_device_name(0) != "Fake GPU":
+        pytest.skip("reads the fake driver's launch log (tests/cuda_fake)")
+    os.environ["FAKE_CUDA_LOG"] = "1"
+    try:
+        capfd.readouterr()
+        x = _sample((2, 3, 4, 64), "bfloat16").cuda()
+        cases = [
+            (lambda: x.permute(0, 2, 1, 3).contiguous(), "copy_rows_w16_i32"),
+            (lambda: x[..., 1:].contiguous(), "copy_rows_w2_i32"),  # 126-byte rows at 2 bytes
+            (lambda: x[..., 4:8].contiguous(), "copy_rows_w8_i32"),  # 8-byte rows, 8 bytes in
+            (lambda: x.transpose(-1, -2).contiguous(), "copy_strided_bfloat16_bfloat16"),
+            (lambda: x.permute(0, 2, 1, 3).float().contiguous(), "copy_strided_float32_bfloat16"),
+        ]
+        for run, name in cases:
+            run()
+            ignis.cuda.synchronize()
+            log = capfd.readouterr().err
+            assert f"launch {name}\n" in log, (name, log)
+    finally:
+        del os.environ["FAKE_CUDA_LOG"]
