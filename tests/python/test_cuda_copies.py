@@ -1,5 +1,6 @@
 """Strided copies on CUDA (kernels/cuda/copy.cpp): the row copy (Note [Row
-copies]) that moves rows of bytes when both layouts keep the innermost dim
+copies]) that moves rows of bytes (one dtype) or converts rows of units
+(between floating dtypes) when both layouts keep the innermost dim
 contiguous, and the element kernel for everything else, against the CPU's
 copies of the same layouts, in dtypes of every width.
 
@@ -48,6 +49,13 @@ CASES = {
     "into_a_transposed_dst": lambda x: ignis.empty(
         (x.shape[0], x.shape[2], x.shape[1], x.shape[3]), dtype=x.dtype,
         device=x.device).transpose(1, 2).copy_(x),
+    # Converting: between floating dtypes as rows, from others by elements.
+    "into_a_transposed_float32_dst": lambda x: ignis.empty(
+        (x.shape[0], x.shape[2], x.shape[1], x.shape[3]), dtype=ignis.float32,
+        device=x.device).transpose(1, 2).copy_(x),
+    "into_a_sliced_bfloat16_dst": lambda x: ignis.zeros(
+        (*x.shape[:-1], x.shape[-1] + 4), dtype=ignis.bfloat16,
+        device=x.device)[..., 2:-2].copy_(x),
     # No unit-stride innermost dim: the element kernel.
     "full_transpose": lambda x: x.transpose(-1, -2).contiguous(),
     "every_other_column": lambda x: x[..., ::2].contiguous(),
@@ -80,12 +88,20 @@ def test_the_kernel_each_layout_runs(capfd):
     try:
         capfd.readouterr()
         x = _sample((2, 3, 4, 64), "bfloat16").cuda()
+        f32 = ignis.empty((2, 4, 3, 64), dtype=ignis.float32, device="cuda").transpose(1, 2)
+        xt = x.transpose(-1, -2)
         cases = [
-            (lambda: x.permute(0, 2, 1, 3).contiguous(), "copy_rows_w16_i32"),
-            (lambda: x[..., 1:].contiguous(), "copy_rows_w2_i32"),  # 126-byte rows at 2 bytes
-            (lambda: x[..., 4:8].contiguous(), "copy_rows_w8_i32"),  # 8-byte rows, 8 bytes in
-            (lambda: x.transpose(-1, -2).contiguous(), "copy_strided_bfloat16_bfloat16"),
-            (lambda: x.permute(0, 2, 1, 3).float().contiguous(), "copy_strided_float32_bfloat16"),
+            # One dtype: bytes, 16 a unit where everything divides by 16.
+            (lambda: x.permute(0, 2, 1, 3).contiguous(), "copy_rows_uint8_uint8_v16_i32"),
+            (lambda: x[..., 1:].contiguous(), "copy_rows_uint8_uint8_v2_i32"),  # 126-byte rows
+            (lambda: x[..., 4:8].contiguous(), "copy_rows_uint8_uint8_v8_i32"),  # 8 bytes in
+            # Between floating dtypes: 16 bytes of the wider side a unit.
+            (lambda: f32.copy_(x), "copy_rows_float32_bfloat16_v4_i32"),
+            (lambda: x.copy_(f32), "copy_rows_bfloat16_float32_v4_i32"),
+            # No contiguous innermost dim, or an integer dtype: an element a thread.
+            (lambda: xt.contiguous(), "copy_strided_bfloat16_bfloat16"),
+            (lambda: ignis.empty(xt.shape, device="cuda").copy_(xt), "copy_strided_float32_bfloat16"),
+            (lambda: f32.copy_(x.to(ignis.int32)), "copy_strided_float32_int32"),
         ]
         for run, name in cases:
             run()

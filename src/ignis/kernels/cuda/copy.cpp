@@ -1,5 +1,6 @@
 #include "ignis/kernels/cuda/copy.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "ignis/core/error.h"
@@ -25,16 +26,20 @@ bool plain_bytes(const Tensor& dst, const Tensor& src) {
 }
 
 // Note [Row copies]
-// A strided copy of one dtype whose innermost dim (after dropping dims of
-// one and merging neighbours that both layouts keep adjacent) has unit
-// stride on both sides is a copy of rows of bytes: cat into a slice, a
-// transpose that keeps the last dim ([B, H, T, D] -> [B, T, H, D]),
-// contiguous() of a sliced or broadcast tensor. It moves W-byte units (16
-// halved until the row length, both pointers and every row stride divide
-// by it), a thread a unit, finding its row's offsets from the few merged
-// dims with 32-bit arithmetic where every offset fits. The element kernel
-// (copy_strided) pays a 64-bit division per dim for every element; on the
-// H200 it moved 0.4-0.5 TB/s on the GPT's attention layouts.
+// A strided copy whose innermost dim (after dropping dims of one and
+// merging neighbours that both layouts keep adjacent) has unit stride on
+// both sides is a copy of rows: cat into a slice, a transpose that keeps
+// the last dim ([B, H, T, D] -> [B, T, H, D]), contiguous() of a sliced or
+// broadcast tensor, a float32 workspace rounded into a strided bfloat16
+// result. A thread moves a unit of V elements, finding its row's offsets
+// from the few merged dims with 32-bit arithmetic where every offset fits.
+// One dtype moves as bytes (V bytes a unit, 16 halved until the row
+// length, both pointers and every row stride divide by it: ten
+// dtype-blind kernels); between floating dtypes each unit converts V
+// elements (16 bytes of the wider side, halved likewise). The element
+// kernel (copy_strided) takes the rest, paying a 64-bit division per dim
+// for every element; on the H200 it moved 0.4-0.5 TB/s on the GPT's
+// attention layouts.
 struct RowCopyParams {  // must match IgRowCopy
   void* dst = nullptr;
   const void* src = nullptr;
@@ -47,17 +52,16 @@ struct RowCopyParams {  // must match IgRowCopy
 
 const char* kRowCopyTemplate = R"CUDA(
 // ---- row copies (kernels/cuda/copy.cpp, Note [Row copies]) ----
-template <int W> struct alignas(W) IgBytes { unsigned char b[W]; };
+template <class T, int V> struct alignas(sizeof(T) * V) IgCopyVec { T v[V]; };
 struct IgRowCopy {
   char* dst; const char* src;
   int64_t rows, units;
   int64_t sizes[15], dst_strides[15], src_strides[15];
   int32_t ndim;
 };
-template <int W, class I> __device__ __forceinline__ void ig_copy_rows(const IgRowCopy& p) {
-  typedef IgBytes<W> U;
-  U* dst = reinterpret_cast<U*>(p.dst);
-  const U* src = reinterpret_cast<const U*>(p.src);
+template <class D, class S, int V, class I> __device__ __forceinline__ void ig_copy_rows(const IgRowCopy& p) {
+  IgCopyVec<D, V>* dst = reinterpret_cast<IgCopyVec<D, V>*>(p.dst);
+  const IgCopyVec<S, V>* src = reinterpret_cast<const IgCopyVec<S, V>*>(p.src);
   const I units = I(p.units), n = I(p.rows) * units;
   for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += I(gridDim.x) * blockDim.x) {
     I row = i / units;
@@ -68,30 +72,49 @@ template <int W, class I> __device__ __forceinline__ void ig_copy_rows(const IgR
       od += k * I(p.dst_strides[d]);
       os += k * I(p.src_strides[d]);
     }
-    dst[od] = src[os];
+    const IgCopyVec<S, V> a = src[os];
+    IgCopyVec<D, V> b;
+#pragma unroll
+    for (int e = 0; e < V; ++e) b.v[e] = ig_convert<D>(a.v[e]);
+    dst[od] = b;
   }
 }
 )CUDA";
 
-std::string row_copy_symbol(int width, bool narrow) {
-  return str("copy_rows_w", width, narrow ? "_i32" : "_i64");
+// The kernel moving units of `vec` elements from dtype s to d (UInt8 both
+// for a same-dtype copy, which moves bytes).
+std::string row_copy_symbol(ScalarType d, ScalarType s, int vec, bool narrow) {
+  return str("copy_rows_", dtype_name(d), "_", dtype_name(s), "_v", vec, narrow ? "_i32" : "_i64");
 }
 
-KernelRequest row_copy_request(int width, bool narrow) {
+KernelRequest row_copy_request(ScalarType d, ScalarType s, int vec, bool narrow) {
   KernelRequest r;
-  r.symbol = row_copy_symbol(width, narrow);
+  r.symbol = row_copy_symbol(d, s, vec, narrow);
   r.label = r.symbol + ".cu";
-  r.source = str(eager_prelude(), kRowCopyTemplate, kKernelBodyMarker, "extern \"C\" __global__ void ",
-                 r.symbol, "(IgRowCopy p) { ig_copy_rows<", width, ", ",
+  r.source = str(eager_prelude(), kRowCopyTemplate, kKernelBodyMarker,
+                 "extern \"C\" __global__ void ", r.symbol, "(IgRowCopy p) { ig_copy_rows<",
+                 device_type_name(d), ", ", device_type_name(s), ", ", vec, ", ",
                  narrow ? "uint32_t" : "int64_t", ">(p); }\n");
   r.options = {"-default-device", "-w"};
   return r;
 }
 
-// Copies dst = src (one dtype, src broadcast to dst) as rows when the
-// layouts allow (Note [Row copies]); false when they do not.
+bool is_float_type(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
+         t == ScalarType::Float64;
+}
+
+// The widest unit (elements) the converting row kernels take for d <- s:
+// 16 bytes of the wider dtype.
+int widest_unit(ScalarType d, ScalarType s) {
+  return static_cast<int>(16 / std::max(element_size(d), element_size(s)));
+}
+
+// Copies dst = src (src broadcast to dst) as rows when the layouts and
+// dtypes allow (Note [Row copies]); false when they do not.
 bool copy_rows(const Tensor& dst, const Tensor& src, int device, const Stream& stream) {
-  if (dst.dtype() != src.dtype()) return false;
+  const bool same = dst.dtype() == src.dtype();
+  if (!same && !(is_float_type(dst.dtype()) && is_float_type(src.dtype()))) return false;
   const KernelGeometry g = geometry_for(dst, &src);
   struct Dim {
     int64_t size, ds, ss;
@@ -106,31 +129,36 @@ bool copy_rows(const Tensor& dst, const Tensor& src, int device, const Stream& s
       dims.push_back(x);
   }
   if (dims.empty() || dims.back().ds != 1 || dims.back().ss != 1) return false;
-  const int64_t item = static_cast<int64_t>(dst.itemsize());
-  const int64_t row_bytes = dims.back().size * item;
+  // Elements: bytes for a same-dtype copy, else the dtypes' own.
+  const ScalarType dt = same ? ScalarType::UInt8 : dst.dtype();
+  const ScalarType st = same ? ScalarType::UInt8 : src.dtype();
+  const int64_t scale = same ? static_cast<int64_t>(dst.itemsize()) : 1;  // elements an element
+  const auto dsize = static_cast<int64_t>(element_size(dt));
+  const auto ssize = static_cast<int64_t>(element_size(st));
+  const int64_t row = dims.back().size * scale;
   dims.pop_back();
   if (dims.size() > kMaxKernelDims - 1) return false;
-  auto divides = [&](int64_t w) {
-    if (row_bytes % w != 0 || reinterpret_cast<uintptr_t>(dst.data_ptr()) % w != 0 ||
-        reinterpret_cast<uintptr_t>(src.data_ptr()) % w != 0)
+  auto fits = [&](int64_t v) {
+    if (row % v != 0 || reinterpret_cast<uintptr_t>(dst.data_ptr()) % (v * dsize) != 0 ||
+        reinterpret_cast<uintptr_t>(src.data_ptr()) % (v * ssize) != 0)
       return false;
     for (const Dim& x : dims)
-      if ((x.ds * item) % w != 0 || (x.ss * item) % w != 0) return false;
+      if ((x.ds * scale) % v != 0 || (x.ss * scale) % v != 0) return false;
     return true;
   };
-  int width = 16;
-  while (width > 1 && !divides(width)) width /= 2;
+  int vec = widest_unit(dt, st);
+  while (vec > 1 && !fits(vec)) vec /= 2;
   RowCopyParams p;
   p.dst = dst.data_ptr();
   p.src = src.data_ptr();
-  p.units = row_bytes / width;
+  p.units = row / vec;
   p.rows = 1;
   p.ndim = static_cast<int32_t>(dims.size());
   int64_t dst_end = p.units, src_end = p.units;  // one past the last unit each side reaches
   for (size_t d = 0; d < dims.size(); ++d) {
     p.sizes[d] = dims[d].size;
-    p.dst_strides[d] = dims[d].ds * item / width;
-    p.src_strides[d] = dims[d].ss * item / width;
+    p.dst_strides[d] = dims[d].ds * scale / vec;
+    p.src_strides[d] = dims[d].ss * scale / vec;
     p.rows *= dims[d].size;
     dst_end += (dims[d].size - 1) * p.dst_strides[d];
     src_end += (dims[d].size - 1) * p.src_strides[d];
@@ -138,8 +166,8 @@ bool copy_rows(const Tensor& dst, const Tensor& src, int device, const Stream& s
   const int64_t n = p.rows * p.units;
   const int64_t limit = int64_t(1) << 31;  // i plus a grid's step stays below 2^32
   const bool narrow = n < limit && dst_end < limit && src_end < limit;
-  CUfunction f = get_named_kernel(device, row_copy_symbol(width, narrow),
-                                  [&] { return row_copy_request(width, narrow); });
+  CUfunction f = get_named_kernel(device, row_copy_symbol(dt, st, vec, narrow),
+                                  [&] { return row_copy_request(dt, st, vec, narrow); });
   void* args[] = {&p};
   launch_grid_stride(f, n, args, stream);
   return true;
@@ -239,8 +267,17 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
 
 std::vector<KernelRequest> row_copy_kernel_requests() {
   std::vector<KernelRequest> v;
-  for (int width = 1; width <= 16; width *= 2)
-    for (bool narrow : {false, true}) v.push_back(row_copy_request(width, narrow));
+  const ScalarType floats[] = {ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32,
+                               ScalarType::Float64};
+  for (bool narrow : {false, true}) {
+    for (int vec = 1; vec <= 16; vec *= 2)
+      v.push_back(row_copy_request(ScalarType::UInt8, ScalarType::UInt8, vec, narrow));
+    for (ScalarType d : floats)
+      for (ScalarType s : floats)
+        if (d != s)
+          for (int vec = 1; vec <= widest_unit(d, s); vec *= 2)
+            v.push_back(row_copy_request(d, s, vec, narrow));
+  }
   return v;
 }
 
