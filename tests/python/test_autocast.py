@@ -1074,15 +1074,23 @@ def test_cuda_amp_ops_match_cpu():
 def test_recurrent_layers_under_cpu_autocast_match_torchs_dtypes(kind):
     # ignis's layers end in the fused cells, which autocast lists (the LSTM's
     # in the autocast dtype as torch's mkldnn layer, the GRU's in float32 as
-    # torch's CPU gru); the backward reaches the float32 weights.
-    outs = {}
+    # torch's CPU gru); the backward reaches the float32 weights. torch's
+    # oneDNN has no bfloat16 LSTM primitive on some CPUs (an AMD EPYC without
+    # AVX-512 BF16 raised "could not create a primitive descriptor"): there
+    # torch's side is not run and ignis's is checked against the dtypes
+    # torch gives where it can.
+    want = {"LSTM": ("bfloat16", "float32"), "GRU": ("float32", "float32")}[kind]
     for lib in (ignis, torch):
         lib.manual_seed(0)
         mod = getattr(lib.nn, kind)(8, 16, num_layers=2)
         x = lib.randn(5, 3, 8)
-        with lib.autocast("cpu", dtype=lib.bfloat16):
-            y, _ = mod(x)
+        try:
+            with lib.autocast("cpu", dtype=lib.bfloat16):
+                y, _ = mod(x)
+        except RuntimeError as e:
+            if lib is torch and "primitive descriptor" in str(e):
+                continue  # this CPU's oneDNN lacks the primitive (see above)
+            raise
         y.float().sum().backward()
-        outs[lib.__name__] = (str(y.dtype).split(".")[-1],
-                              str(mod.weight_hh_l0.grad.dtype).split(".")[-1])
-    assert outs["ignis"] == outs["torch"]
+        got = (str(y.dtype).split(".")[-1], str(mod.weight_hh_l0.grad.dtype).split(".")[-1])
+        assert got == want, (lib.__name__, got)
