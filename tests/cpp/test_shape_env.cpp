@@ -84,3 +84,22 @@ TEST(ShapeEnv, SpecializeGuardsEqualityAndReplaces) {
   EXPECT_EQ(env.specialize(t * t, "index"), 9);  // non-linear: kept as Eq(t**2, 9)
   EXPECT_EQ(env.relations().size(), 1u);
 }
+
+TEST(ShapeEnv, ConstrainRangeFromAUsersMark) {
+  ShapeEnv env;
+  Expr s = env.create_symbol(8, "L['x'].size()[0]", 77);
+  EXPECT_TRUE(env.constrain_range(s, 0, 64));  // the lower bound stays 2
+  EXPECT_EQ(env.guard_strs().back(), "2 <= L['x'].size()[0] <= 64");
+  // The bounds decide s > 100 and s >= 2: no guard recorded.
+  EXPECT_FALSE(env.evaluate(gt(s, Expr(100))));
+  EXPECT_TRUE(env.evaluate(ge(s, Expr(2))));
+  EXPECT_TRUE(env.relations().empty());
+  EXPECT_EQ(env.guard_strs().back(), "2 <= L['x'].size()[0] <= 64");
+  // A range that leaves out the hint changes nothing.
+  EXPECT_FALSE(env.constrain_range(s, 10, 20));
+  EXPECT_EQ(env.guard_strs().back(), "2 <= L['x'].size()[0] <= 64");
+  // A range of one value makes the symbol that constant.
+  EXPECT_TRUE(env.constrain_range(s, 8, 8));
+  EXPECT_FALSE(env.is_symbolic(s * 2));
+  EXPECT_EQ(env.guard_strs().back(), "L['x'].size()[0] == 8");
+}

@@ -123,6 +123,49 @@ def test_mark_dynamic_from_the_first_call():
         ignis._dynamo.mark_dynamic(x, 2)
 
 
+def far_branch(x):
+    if x.size(0) > 100:
+        return x * 2
+    return x + x.size(0)
+
+
+def test_mark_dynamic_with_a_range(capsys):
+    # min=/max= bound the symbol: the range is the guard, a branch its bounds
+    # decide adds none, a size outside it recompiles (naming the range), and
+    # a traced size outside its mark raises.
+    graphs = []
+    cf = ignis.compile(far_branch, backend=counting_backend(graphs))
+    x = rand(8, 3)
+    ignis._dynamo.mark_dynamic(x, 0, min=2, max=64)
+    close(cf(x), far_branch(x))
+    lines = guard_lines(far_branch)[0]
+    assert "LAMBDA_GUARD: 2 <= L['x'].size()[0] <= 64" in lines
+    assert not any("100" in line for line in lines)  # x.size(0) > 100 was known false
+    for n in (2, 33, 64):
+        y = rand(n, 3)
+        close(cf(y), far_branch(y))
+    assert len(graphs) == 1
+    ignis._logging.set_logs(recompiles=True)
+    y = rand(65, 3)
+    close(cf(y), far_branch(y))
+    assert "- 0/0: 2 <= L['x'].size()[0] <= 64" in capsys.readouterr().err
+    assert len(graphs) == 2
+    ignis.compiler.reset()
+    z = rand(80, 3)
+    ignis._dynamo.mark_dynamic(z, 0, min=4, max=64)
+    with pytest.raises(ValueError, match=r"L\['x'\].size\(\)\[0\] is 80, outside the range "
+                                         r"it was marked with, \[4, 64\]"):
+        cf(z)
+    w = rand(5, 3)
+    ignis._dynamo.mark_dynamic(w, 0, min=4)  # no upper bound: the branch guards one
+    close(cf(w), far_branch(w))
+    assert "LAMBDA_GUARD: 4 <= L['x'].size()[0] <= 100" in guard_lines(far_branch)[0]
+    with pytest.raises(ValueError, match="min=5 is greater than max=4"):
+        ignis._dynamo.mark_dynamic(w, 0, min=5, max=4)
+    with pytest.raises(TypeError, match="max must be a non-negative int"):
+        ignis._dynamo.mark_dynamic(w, 0, max=2.5)
+
+
 def test_mark_static_keeps_a_dim_static():
     graphs = []
     cf = ignis.compile(batch_fn, backend=counting_backend(graphs), dynamic=True)

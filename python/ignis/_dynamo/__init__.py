@@ -6,7 +6,8 @@ lets it specialize silently; here both are a hint the trace follows),
 `mark_static` keeps it static even under automatic dynamic or
 `dynamic=True`. They set torch's attributes on the tensor
 (`_dynamo_dynamic_indices`, `_dynamo_weak_dynamic_indices`,
-`_dynamo_static_indices`), which the tracer reads.
+`_dynamo_static_indices`; mark_dynamic's min=/max= go to
+`_dynamo_dynamic_range` as {dim: (min, max)}), which the tracer reads.
 """
 from .. import compiler as _compiler
 from . import utils  # noqa: F401  (torch._dynamo.utils.counters)
@@ -37,10 +38,21 @@ def _add(t, attr, dims):
 
 def mark_dynamic(t, index, *, min=None, max=None):  # noqa: A002
     """Marks dim(s) `index` of `t` dynamic: symbolic from the first compile
-    (torch._dynamo.mark_dynamic). Sizes 0 and 1 still specialize."""
+    (torch._dynamo.mark_dynamic). Sizes 0 and 1 still specialize. `min` and
+    `max` bound the size: the compiled code is guarded to the range (a size
+    outside it recompiles) and relies on it (a branch its bounds decide adds
+    no guard); a traced size outside its range raises ValueError."""
+    for name, v in (("min", min), ("max", max)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise TypeError(f"mark_dynamic: {name} must be a non-negative int, got {v!r}")
+    if min is not None and max is not None and min > max:
+        raise ValueError(f"mark_dynamic: min={min} is greater than max={max}")
+    dims = _dims(t, index)
+    _add(t, "_dynamo_dynamic_indices", dims)
     if min is not None or max is not None:
-        raise NotImplementedError("mark_dynamic: min=/max= ranges are not supported")
-    _add(t, "_dynamo_dynamic_indices", _dims(t, index))
+        ranges = dict(getattr(t, "_dynamo_dynamic_range", {}))
+        ranges.update({d: (min, max) for d in dims})
+        t._dynamo_dynamic_range = ranges
 
 
 def maybe_mark_dynamic(t, index):

@@ -56,6 +56,35 @@ std::vector<bool> marked_dims(PyObject* t, const char* attr, size_t rank) {
 
 bool is_exact_int(PyObject* o) { return PyLong_Check(o) && !PyBool_Check(o); }
 
+// The user's range of each dim from `_dynamo_dynamic_range` (mark_dynamic's
+// min= and max=: a dict {dim: (min or None, max or None)}); [0, no upper
+// bound] where the dict says nothing.
+std::vector<std::pair<int64_t, int64_t>> marked_ranges(PyObject* t, size_t rank) {
+  std::vector<std::pair<int64_t, int64_t>> out(rank, {0, sym::ShapeEnv::kNoUpper});
+  Obj ranges = Obj::steal(PyObject_GetAttrString(t, "_dynamo_dynamic_range"));
+  if (!ranges || !PyDict_Check(ranges.get())) {
+    PyErr_Clear();
+    return out;
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    Obj dd = check(PyLong_FromSize_t(d));
+    PyObject* r = PyDict_GetItemWithError(ranges.get(), dd.get());  // borrowed
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2) {
+      PyErr_Clear();
+      continue;
+    }
+    PyObject* lo = PyTuple_GET_ITEM(r, 0);
+    PyObject* hi = PyTuple_GET_ITEM(r, 1);
+    if (lo != Py_None) out[d].first = PyLong_AsLongLong(lo);
+    if (hi != Py_None) out[d].second = PyLong_AsLongLong(hi);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      out[d] = {0, sym::ShapeEnv::kNoUpper};
+    }
+  }
+  return out;
+}
+
 sym::Expr int_of(const VTP& v) {
   if (v->kind == VK::SymInt) return v->sym;
   if (v->kind == VK::Const && is_exact_int(v->value.get())) {
@@ -111,6 +140,7 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
   std::vector<bool> marked = marked_dims(tensor, "_dynamo_dynamic_indices", rank);
   std::vector<bool> weak = marked_dims(tensor, "_dynamo_weak_dynamic_indices", rank);
   std::vector<bool> pinned = marked_dims(tensor, "_dynamo_static_indices", rank);
+  const std::vector<std::pair<int64_t, int64_t>> ranges = marked_ranges(tensor, rank);
   for (size_t d = 0; d < rank; ++d) {
     if (marked[d] || weak[d]) dyn[d] = true;
     if (pinned[d]) dyn[d] = false;
@@ -133,6 +163,11 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
     std::string src = str(source, ".size()[", d, "]");
     size_t before = shape_env.symbols().size();
     sym::Expr s = shape_env.create_symbol(n, src, torch_symbol_id(src));
+    const auto [lo, hi] = ranges[d];
+    IGNIS_CHECK_VALUE(shape_env.constrain_range(s, lo, hi), "mark_dynamic: ", src, " is ", n,
+                      ", outside the range it was marked with, [", lo, ", ",
+                      hi == sym::ShapeEnv::kNoUpper ? std::string("inf") : std::to_string(hi),
+                      "]");
     pending_sizes.push_back({src, static_cast<int>(d), s, shape_env.symbols().size() > before});
     v->sym_sizes[d] = s;
     spec.dynamic_dims |= uint64_t{1} << d;

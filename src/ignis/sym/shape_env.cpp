@@ -1,6 +1,8 @@
 #include "ignis/sym/shape_env.h"
 
+#include <algorithm>
 #include <cctype>
+#include <string>
 
 #include "ignis/core/error.h"
 #include "ignis/core/str.h"
@@ -82,6 +84,22 @@ Expr ShapeEnv::create_symbol(int64_t hint, const std::string& source, int prefer
   hints_[sym] = hint;
   log(ignis::str("create_symbol ", symbol_name(sym), " = ", hint, " for ", source, " [2, int_oo]"));
   return sym;
+}
+
+bool ShapeEnv::constrain_range(Expr sym, int64_t lo, int64_t hi) {
+  auto it = index_of_.find(sym);
+  IGNIS_CHECK_VALUE(it != index_of_.end(), "ShapeEnv: constrain_range of ", sym::str(sym),
+                    ", which is not a size symbol");
+  Symbol& s = symbols_[it->second];
+  const int64_t new_lo = std::max(s.lo, lo), new_hi = std::min(s.hi, hi);
+  if (s.hint < new_lo || s.hint > new_hi) return false;
+  if (new_lo == s.lo && new_hi == s.hi) return true;
+  s.lo = new_lo;
+  s.hi = new_hi;
+  log(ignis::str("constrain_range ", symbol_name(sym), " to [", s.lo, ", ",
+                 s.hi == kNoUpper ? std::string("int_oo") : std::to_string(s.hi), "]"));
+  if (s.lo == s.hi) add_replacement(sym, Expr(s.lo));
+  return true;
 }
 
 const ShapeEnv::Symbol* ShapeEnv::symbol_info(Expr sym) const {

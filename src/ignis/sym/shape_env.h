@@ -63,6 +63,12 @@ class ShapeEnv {
   // same hint is returned (and the source guarded equal to it).
   Expr create_symbol(int64_t hint, const std::string& source, int preferred_id, bool duck = true);
 
+  // Narrows symbol `sym`'s range to [lo, hi] (a user's range for a dim:
+  // mark_dynamic(min=, max=)); the range guard then checks it and the
+  // decisions its bounds settle add no guard. False, and nothing changes,
+  // when the symbol's hint lies outside.
+  bool constrain_range(Expr sym, int64_t lo, int64_t hi);
+
   // e with the replacements applied, simplified.
   Expr replace(Expr e) const;
   // Whether e still depends on a symbol after the replacements.
