@@ -7,13 +7,12 @@ copies of the same layouts, in dtypes of every width.
 Runs on a GPU and against the fake driver (tests/cuda_fake/run.sh), which
 also names the kernel each copy launches.
 """
-import os
-
 import numpy as np
 import pytest
 
 import _checkout  # noqa: F401
 import ignis
+from _fake_launches import launched, require_fake_gpu
 
 AVAILABLE = ignis.cuda.is_available()
 REASON = ignis._C._cuda_unavailable_reason()
@@ -82,31 +81,22 @@ def test_a_copy_of_many_merged_dims_and_an_empty_one():
 
 @needs_gpu
 def test_the_kernel_each_layout_runs(capfd):
-    if ignis.cuda.get_device_name(0) != "Fake GPU":
-        pytest.skip("reads the fake driver's launch log (tests/cuda_fake)")
-    os.environ["FAKE_CUDA_LOG"] = "1"
-    try:
-        capfd.readouterr()
-        x = _sample((2, 3, 4, 64), "bfloat16").cuda()
-        f32 = ignis.empty((2, 4, 3, 64), dtype=ignis.float32, device="cuda").transpose(1, 2)
-        xt = x.transpose(-1, -2)
-        cases = [
-            # One dtype: bytes, 16 a unit where everything divides by 16.
-            (lambda: x.permute(0, 2, 1, 3).contiguous(), "copy_rows_uint8_uint8_v16_i32"),
-            (lambda: x[..., 1:].contiguous(), "copy_rows_uint8_uint8_v2_i32"),  # 126-byte rows
-            (lambda: x[..., 4:8].contiguous(), "copy_rows_uint8_uint8_v8_i32"),  # 8 bytes in
-            # Between floating dtypes: 16 bytes of the wider side a unit.
-            (lambda: f32.copy_(x), "copy_rows_float32_bfloat16_v4_i32"),
-            (lambda: x.copy_(f32), "copy_rows_bfloat16_float32_v4_i32"),
-            # No contiguous innermost dim, or an integer dtype: an element a thread.
-            (lambda: xt.contiguous(), "copy_strided_bfloat16_bfloat16"),
-            (lambda: ignis.empty(xt.shape, device="cuda").copy_(xt), "copy_strided_float32_bfloat16"),
-            (lambda: f32.copy_(x.to(ignis.int32)), "copy_strided_float32_int32"),
-        ]
-        for run, name in cases:
-            run()
-            ignis.cuda.synchronize()
-            log = capfd.readouterr().err
-            assert f"launch {name}\n" in log, (name, log)
-    finally:
-        del os.environ["FAKE_CUDA_LOG"]
+    require_fake_gpu()
+    x = _sample((2, 3, 4, 64), "bfloat16").cuda()
+    f32 = ignis.empty((2, 4, 3, 64), dtype=ignis.float32, device="cuda").transpose(1, 2)
+    xt = x.transpose(-1, -2)
+    cases = [
+        # One dtype: bytes, 16 a unit where everything divides by 16.
+        (lambda: x.permute(0, 2, 1, 3).contiguous(), "copy_rows_uint8_uint8_v16_i32"),
+        (lambda: x[..., 1:].contiguous(), "copy_rows_uint8_uint8_v2_i32"),  # 126-byte rows
+        (lambda: x[..., 4:8].contiguous(), "copy_rows_uint8_uint8_v8_i32"),  # 8 bytes in
+        # Between floating dtypes: 16 bytes of the wider side a unit.
+        (lambda: f32.copy_(x), "copy_rows_float32_bfloat16_v4_i32"),
+        (lambda: x.copy_(f32), "copy_rows_bfloat16_float32_v4_i32"),
+        # No contiguous innermost dim, or an integer dtype: an element a thread.
+        (lambda: xt.contiguous(), "copy_strided_bfloat16_bfloat16"),
+        (lambda: ignis.empty(xt.shape, device="cuda").copy_(xt), "copy_strided_float32_bfloat16"),
+        (lambda: f32.copy_(x.to(ignis.int32)), "copy_strided_float32_int32"),
+    ]
+    for run, name in cases:
+        assert name in launched(capfd, run), name

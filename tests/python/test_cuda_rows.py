@@ -18,13 +18,13 @@ shuffles and the shared-memory merge across warps are exercised too:
     FAKE_CUDA_TESTS=test_cuda_rows.py FAKE_CUDA_BLOCK_THREADS=1 \\
       IGNIS_NVRTC_LIBRARY=... bash tests/cuda_fake/run.sh build-wt
 """
-import os
 
 import numpy as np
 import pytest
 
 import _checkout  # noqa: F401
 import ignis
+from _fake_launches import launched, require_fake_gpu
 
 AVAILABLE = ignis.cuda.is_available()
 REASON = ignis._C._cuda_unavailable_reason()
@@ -212,32 +212,23 @@ def test_the_variant_the_launcher_picks(capfd):
     """Which kernel runs (the fake driver's launch log names it): 16-byte
     vectors where the row and pointers allow, as many per thread as the row
     needs, narrower vectors otherwise."""
-    if ignis.cuda.get_device_name(0) != "Fake GPU":
-        pytest.skip("reads the fake driver's launch log (tests/cuda_fake)")
-    os.environ["FAKE_CUDA_LOG"] = "1"
-    try:
-        capfd.readouterr()
-        cases = [
-            (lambda: ignis.softmax(_sample((3, 8192), "bfloat16").cuda(), -1),
-             "softmax_rows_bfloat16_v8_n4"),  # 256 threads x 4 vectors of 8
-            (lambda: ignis.softmax(_sample((3, 4096), "float32").cuda(), -1),
-             "softmax_rows_float32_v4_n8"),  # 128 threads x 8 vectors of 4
-            (lambda: ignis.softmax(_sample((3, 100), "float32").cuda(), -1),
-             "softmax_rows_float32_v4_n1"),  # a warp
-            (lambda: ignis.softmax(_sample((3, 7), "float16").cuda(), -1),
-             "softmax_rows_float16_v1_n1"),
-            (lambda: ignis.softmax(_misaligned(_sample((3, 64), "float32"), 2), -1),
-             "softmax_rows_float32_v2_n1"),
-            (lambda: ignis.layer_norm(_sample((2, 20000), "bfloat16").cuda(), [20000]),
-             "layer_norm_bfloat16_v8_n4"),  # 512 threads, read again per pass
-        ]
-        for run, name in cases:
-            run()
-            ignis.cuda.synchronize()
-            log = capfd.readouterr().err
-            assert f"launch {name}\n" in log, (name, log)
-    finally:
-        del os.environ["FAKE_CUDA_LOG"]
+    require_fake_gpu()
+    cases = [
+        (lambda: ignis.softmax(_sample((3, 8192), "bfloat16").cuda(), -1),
+         "softmax_rows_bfloat16_v8_n4"),  # 256 threads x 4 vectors of 8
+        (lambda: ignis.softmax(_sample((3, 4096), "float32").cuda(), -1),
+         "softmax_rows_float32_v4_n8"),  # 128 threads x 8 vectors of 4
+        (lambda: ignis.softmax(_sample((3, 100), "float32").cuda(), -1),
+         "softmax_rows_float32_v4_n1"),  # a warp
+        (lambda: ignis.softmax(_sample((3, 7), "float16").cuda(), -1),
+         "softmax_rows_float16_v1_n1"),
+        (lambda: ignis.softmax(_misaligned(_sample((3, 64), "float32"), 2), -1),
+         "softmax_rows_float32_v2_n1"),
+        (lambda: ignis.layer_norm(_sample((2, 20000), "bfloat16").cuda(), [20000]),
+         "layer_norm_bfloat16_v8_n4"),  # 512 threads, read again per pass
+    ]
+    for run, name in cases:
+        assert name in launched(capfd, run), name
 
 
 @needs_gpu

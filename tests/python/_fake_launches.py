@@ -1,0 +1,28 @@
+"""Which kernels a call launched, from the fake CUDA driver's launch log
+(tests/cuda_fake: with FAKE_CUDA_LOG=1 it writes "launch <kernel>" to stderr
+for each launch). Tests of the launchers' choices read it through
+`launched`; on a real GPU they skip."""
+import os
+
+import pytest
+
+import ignis
+
+
+def require_fake_gpu():
+    if ignis.cuda.get_device_name(0) != "Fake GPU":
+        pytest.skip("reads the fake driver's launch log (tests/cuda_fake)")
+
+
+def launched(capfd, run):
+    """The names of the kernels `run()` launched, in order (capfd: pytest's
+    fixture; what it held before is dropped)."""
+    os.environ["FAKE_CUDA_LOG"] = "1"
+    try:
+        capfd.readouterr()
+        run()
+        ignis.cuda.synchronize()
+        err = capfd.readouterr().err
+    finally:
+        del os.environ["FAKE_CUDA_LOG"]
+    return [line[len("launch "):] for line in err.splitlines() if line.startswith("launch ")]
