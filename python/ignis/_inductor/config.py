@@ -59,8 +59,10 @@ class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)
     threads = -1
     # Elements of work below which a kernel runs on one thread.
     min_parallel_elements = 32768
-    # Independent accumulators each row reduction folds into.
-    reduction_lanes = 16
+    # Independent accumulators each row reduction folds into; 0: the CPU's
+    # float vector width (16 with AVX-512, 8 with AVX2), the lanes eager's
+    # vectorised reductions keep, so that compiled and eager round alike.
+    reduction_lanes = 0
 
 
 class triton:  # noqa: N801  (torch's spelling: config.triton.cudagraphs)

@@ -27,7 +27,7 @@ std::vector<CompilerOptions> variants(const CompilerOptions& base) {
   if (all > 1) threads.push_back(1);
   std::vector<CompilerOptions> out;
   for (int64_t t : threads)
-    for (int64_t lanes : {base.reduction_lanes, int64_t(8), int64_t(32)}) {
+    for (int64_t lanes : {base.lanes(), int64_t(8), int64_t(16), int64_t(32)}) {
       CompilerOptions o = base;
       o.threads = t;
       o.reduction_lanes = lanes;

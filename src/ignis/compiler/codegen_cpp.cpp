@@ -114,7 +114,7 @@ std::string combine_expr(Combine c, const std::string& a, const std::string& b) 
   return a;
 }
 
-// Lanes of a reduction's accumulator (options.reduction_lanes): independent
+// Lanes of a reduction's accumulator (options.lanes()): independent
 // partial results, so the fold vectorises and pipelines without
 // reassociating one chain (and rounds less than one long chain), as eager's
 // vectorised reductions do.
@@ -125,7 +125,7 @@ class KernelPrinter {
   // code with the values in place: Note [Size-generic code]).
   KernelPrinter(Text& os, const Program& p, const Kernel& k, const CompilerOptions& options,
                 bool lift = true)
-      : os_(os), p_(p), k_(k), base_(k.node_numbers()), lanes_(options.reduction_lanes),
+      : os_(os), p_(p), k_(k), base_(k.node_numbers()), lanes_(options.lanes()),
         grain_(options.min_parallel_elements), threads_(options.threads),
         generic_(options.size_generic), sz_(options.size_generic, lift) {}
 

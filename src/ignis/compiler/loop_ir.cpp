@@ -1,10 +1,12 @@
 #include "ignis/compiler/loop_ir.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <unordered_set>
 
 #include "ignis/compiler/text.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/runtime/cpu_info.h"
 #include "ignis/sym/eval.h"
 #include "ignis/sym/print.h"
 
@@ -236,10 +238,15 @@ std::string to_string(const Program& p) {
   return os.str();
 }
 
+int64_t CompilerOptions::lanes() const {
+  if (reduction_lanes > 0) return reduction_lanes;
+  return std::max(4, runtime::cpu_info().vector_bits / 32);
+}
+
 std::string CompilerOptions::fingerprint() const {
   return std::to_string(realize_opcount_threshold) + "," + std::to_string(realize_reads_threshold) +
          "," + std::to_string(max_fusion_size) + "," + std::to_string(min_parallel_elements) +
-         "," + std::to_string(threads) + "," + std::to_string(reduction_lanes) +
+         "," + std::to_string(threads) + "," + std::to_string(lanes()) +
          (size_generic ? ",generic" : "");
 }
 

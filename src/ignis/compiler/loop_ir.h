@@ -190,12 +190,20 @@ struct CompilerOptions {
   int64_t min_parallel_elements = 32768;
   // Threads a kernel uses; 0: the runtime's (config.cpp.threads).
   int64_t threads = 0;
-  // Independent accumulators per reduction (config.cpp.reduction_lanes).
-  int64_t reduction_lanes = 16;
+  // Independent accumulators per reduction (config.cpp.reduction_lanes);
+  // 0: lanes(), the running CPU's.
+  int64_t reduction_lanes = 0;
   // Print code whose text does not depend on the sizes: they are read from
   // each kernel's parameter array (Note [Size-generic code],
   // size_params.h; config.size_generic).
   bool size_generic = false;
+
+  // reduction_lanes, 0 resolved to the running CPU's float vector width:
+  // 16 with AVX-512, 8 with AVX2 (4 at least). Eager's vectorised
+  // reductions (omp simd, -march=native) keep that many lanes, so a
+  // compiled softmax then rounds as eager's does; with 16 lanes on an AVX2
+  // machine a third of its elements were an ulp off.
+  int64_t lanes() const;
 
   // Every field, as text: part of the graph cache's key (a field added
   // above must be added here, or programs compiled with another value of it

@@ -247,10 +247,10 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
     o.size_generic = size_generic != 0;
     options.graph_cache = fx_graph_cache != 0;
     options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
-    IGNIS_CHECK_VALUE(o.reduction_lanes >= 1 && o.max_fusion_size >= 1 && o.threads >= 0 &&
+    IGNIS_CHECK_VALUE(o.reduction_lanes >= 0 && o.max_fusion_size >= 1 && o.threads >= 0 &&
                           o.min_parallel_elements >= 0,
-                      "_compile_graph: reduction_lanes and max_fusion_size must be >= 1, threads "
-                      "and min_parallel_elements >= 0");
+                      "_compile_graph: max_fusion_size must be >= 1, reduction_lanes (0: the "
+                      "CPU's), threads and min_parallel_elements >= 0");
   }
   auto cg = std::make_unique<compiler::CompiledGraph>(*g, std::move(options));
   PyObject* o = cg_type->tp_alloc(cg_type, 0);
