@@ -38,6 +38,11 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # (tests/python/test_cuda_nn.py).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_nn.py 2>&1 | tee "$OUT/pytest_cuda_nn.log" | tail -40)
+# Row kernels (softmax, layer norm), flash attention and strided copies against the CPU
+# (tests/python/test_cuda_rows.py, test_cuda_flash_attention.py, test_cuda_copies.py).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_cuda_rows.py test_cuda_flash_attention.py test_cuda_copies.py 2>&1 \
+  | tee "$OUT/pytest_cuda_rows.log" | tail -25)
 # Mixed precision: autocast("cuda") and GradScaler("cuda") (the whole file: its CUDA tests
 # run on the GPU, the rest on the CPU; docs/autocast.md).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
