@@ -42,6 +42,15 @@ inline bool is_floating(ScalarType t) {
   return t == ScalarType::Float16 || t == ScalarType::BFloat16 ||
          t == ScalarType::Float32 || t == ScalarType::Float64;
 }
+// float16 and bfloat16: stored in 16 bits, computed in float (opmath_dtype).
+inline bool is_reduced_float(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16;
+}
+// The dtype arithmetic on t runs in (opmath_t's ScalarType): float32 for
+// 16-bit floats, t itself otherwise.
+inline ScalarType opmath_dtype(ScalarType t) {
+  return is_reduced_float(t) ? ScalarType::Float32 : t;
+}
 inline bool is_integral(ScalarType t, bool include_bool) {
   return (t >= ScalarType::UInt8 && t <= ScalarType::Int64) ||
          (include_bool && t == ScalarType::Bool);

@@ -55,9 +55,6 @@ Tensor dense_as(const Tensor& t, ScalarType dt, const DimVector& shape) {
 Tensor dense_as(const Tensor& t, ScalarType dt) { return dense_as(t, dt, t.sizes()); }
 Tensor opt_dense_as(const Tensor& t, ScalarType dt) { return t.defined() ? dense_as(t, dt) : t; }
 
-ScalarType opmath_dtype(ScalarType t) {
-  return t == ScalarType::Float16 || t == ScalarType::BFloat16 ? ScalarType::Float32 : t;
-}
 
 // Calls `op` with a prepared stack (defaults appended); returns result 0.
 Tensor call_stack(const OpRef& op, Stack& s) {

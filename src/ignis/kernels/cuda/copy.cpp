@@ -99,11 +99,6 @@ KernelRequest row_copy_request(ScalarType d, ScalarType s, int vec, bool narrow)
   return r;
 }
 
-bool is_float_type(ScalarType t) {
-  return t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
-         t == ScalarType::Float64;
-}
-
 // The widest unit (elements) the converting row kernels take for d <- s:
 // 16 bytes of the wider dtype.
 int widest_unit(ScalarType d, ScalarType s) {
@@ -114,7 +109,7 @@ int widest_unit(ScalarType d, ScalarType s) {
 // dtypes allow (Note [Row copies]); false when they do not.
 bool copy_rows(const Tensor& dst, const Tensor& src, int device, const Stream& stream) {
   const bool same = dst.dtype() == src.dtype();
-  if (!same && !(is_float_type(dst.dtype()) && is_float_type(src.dtype()))) return false;
+  if (!same && !(is_floating(dst.dtype()) && is_floating(src.dtype()))) return false;
   const KernelGeometry g = geometry_for(dst, &src);
   struct Dim {
     int64_t size, ds, ss;

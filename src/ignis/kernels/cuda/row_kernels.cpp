@@ -657,7 +657,6 @@ std::string row_symbol(const char* kernel, ScalarType t, RowVariant v) {
 
 // The row kernels with parameters (whose P varies).
 bool has_params(const char* kernel) { return std::string(kernel).rfind("layer_norm", 0) == 0; }
-bool is_16bit(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
 
 std::string source_with(const std::string& body) {
   return str(eager_prelude(), device_scalar_ops_source(), kTemplates, kKernelBodyMarker, body);
@@ -729,6 +728,26 @@ CUfunction function_for(int device, ScalarType t, const char* kernel) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A pointer a kernel loads vectors from, and the bytes of its elements.
+struct VectorOperand {
+  const void* p;  // null: absent, no constraint
+  int64_t elem;
+};
+// The widest vector of `elem`-byte elements, 16 bytes at most, that divides
+// `length` (the elements of a row) and to which every operand is aligned
+// (each at its own element size): 16 bytes halved down to single elements.
+int widest_vector(int64_t elem, int64_t length, const std::vector<VectorOperand>& operands) {
+  auto fits = [&](int64_t v) {
+    if (length % v != 0) return false;
+    for (const VectorOperand& o : operands)
+      if (o.p && reinterpret_cast<uintptr_t>(o.p) % (v * o.elem) != 0) return false;
+    return true;
+  };
+  int64_t vec = 16 / elem;
+  while (vec > 1 && !fits(vec)) vec /= 2;
+  return static_cast<int>(vec);
+}
+
 // The cross-entropy kernel `kernel` over p.rows rows of p.C logits, V of
 // them a load: 16 bytes, halved until C and the `rows` pointers (the
 // logits, and the gradient the backward writes) are multiples of it. x
@@ -740,14 +759,9 @@ void launch_cross_entropy(const Tensor& like, ScalarType t, const char* kernel, 
                           int64_t work, std::initializer_list<const void*> rows) {
   const int device = like.device().index;
   const auto tsize = static_cast<int64_t>(element_size(t));
-  int vec = static_cast<int>(16 / tsize);
-  auto aligned = [&](int v) {
-    if (p.C % v != 0) return false;
-    for (const void* q : rows)
-      if (q && reinterpret_cast<uintptr_t>(q) % (v * tsize) != 0) return false;
-    return true;
-  };
-  while (vec > 1 && !aligned(vec)) vec /= 2;
+  std::vector<VectorOperand> operands;
+  for (const void* q : rows) operands.push_back({q, tsize});
+  const int vec = widest_vector(tsize, p.C, operands);
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   int bx = 32;
@@ -774,17 +788,11 @@ void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, Ro
   RowVariant v;
   v.narrow_params = (p.narrow & kNarrowParams) != 0;
   // The parameters' element size: op-math (float for 16-bit floats) or t.
-  const int64_t csize = is_16bit(t) && !v.narrow_params ? 4 : tsize;
-  v.vec = static_cast<int>(16 / tsize);
-  auto aligned = [&](int vec) {
-    if (p.D % vec != 0) return false;
-    for (const void* q : rows)
-      if (reinterpret_cast<uintptr_t>(q) % (vec * tsize) != 0) return false;
-    for (const void* q : params)
-      if (q && reinterpret_cast<uintptr_t>(q) % (vec * csize) != 0) return false;
-    return true;
-  };
-  while (v.vec > 1 && !aligned(v.vec)) v.vec /= 2;
+  const int64_t csize = is_reduced_float(t) && !v.narrow_params ? 4 : tsize;
+  std::vector<VectorOperand> operands;
+  for (const void* q : rows) operands.push_back({q, tsize});
+  for (const void* q : params) operands.push_back({q, csize});
+  v.vec = widest_vector(tsize, p.D, operands);
   const int64_t nvec = p.D / v.vec;
   const int max_nv = std::min(8, kRowRegisterElements / v.vec);
   // Threads a row: a warp, doubled while the row would not fit the registers.
@@ -817,7 +825,7 @@ std::vector<KernelRequest> row_kernel_requests(ScalarType t) {
   for (const char* k : kRowKernels)
     for (RowVariant rv : row_variants(t)) {
       v.push_back(row_request(t, k, rv));
-      if (has_params(k) && is_16bit(t)) {
+      if (has_params(k) && is_reduced_float(t)) {
         rv.narrow_params = true;
         v.push_back(row_request(t, k, rv));
       }
@@ -867,17 +875,12 @@ void softmax_backward_into(const Tensor& grad_in, const Tensor& grad_out, const 
 
 namespace {
 
-// The op-math dtype of a floating dtype: float for 16-bit floats.
-ScalarType op_math_type(ScalarType t) {
-  return t == ScalarType::Float16 || t == ScalarType::BFloat16 ? ScalarType::Float32 : t;
-}
-
 // RowParams::narrow for layer norm over x of dtype t: kNarrowParams when
 // there are parameters and every one is in t, kNarrowStats when mean and
 // rstd are; else they must be in op-math.
 int32_t narrow_flags(ScalarType t, std::initializer_list<const Tensor*> params, const Tensor& mean,
                      const Tensor& rstd) {
-  const ScalarType c = op_math_type(t);
+  const ScalarType c = opmath_dtype(t);
   int32_t flags = 0;
   bool any = false, in_t = true;
   for (const Tensor* w : params)
@@ -936,15 +939,12 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   // parameters' dtypes as the CPU's store does. The rows are cut into
   // slices so that the grid fills the GPU (a few blocks of columns would
   // not), each slice's sums a row of partials, added by a second kernel.
-  const ScalarType acc = op_math_type(x.dtype());
+  const ScalarType acc = opmath_dtype(x.dtype());
   const int device = x.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   const auto tsize = static_cast<int64_t>(element_size(x.dtype()));
-  int vec = static_cast<int>(16 / tsize);
-  while (vec > 1 && (N % vec != 0 || reinterpret_cast<uintptr_t>(p.g) % (vec * tsize) != 0 ||
-                     reinterpret_cast<uintptr_t>(p.in) % (vec * tsize) != 0))
-    vec /= 2;
+  const int vec = widest_vector(tsize, N, {{p.g, tsize}, {p.in, tsize}});
   const int bx = 32, by = kBlockThreads / bx;
   const int64_t sms = device_properties(device).multi_processor_count;
   const int64_t col_blocks = std::clamp<int64_t>(ceil_div(N / vec, bx), 1, sms * 32);
