@@ -38,6 +38,8 @@ struct RowParams {
 // once a vector; a branch on it there cost the kernels a fifth of their
 // speed on the H200. The statistics, read once a row, are a run-time flag.
 constexpr int32_t kNarrowParams = 1, kNarrowStats = 2;
+// layer_norm_bwd_cols_sum's outputs, grad_weight and grad_bias, in T (else C).
+constexpr int32_t kNarrowWeightGrad = 4, kNarrowBiasGrad = 8;
 
 // Must match IgCEParams in kTemplates.
 struct CEParams {
@@ -150,113 +152,157 @@ template <class T, class C> __forceinline__ void ig_softmax_cols(const IgRowPara
 }
 // ---- the vectorised row kernels (Note [Row kernels keep the row in registers]) ----
 template <class T, int V> struct alignas(sizeof(T) * V) IgRVec { T v[V]; };
-// Vector i of a parameter row (weight, bias), stored in P, in op-math C.
-template <class P, class C, int V> __forceinline__ IgRVec<C, V> ig_param_vec(const char* base, int64_t i) {
-  const IgRVec<P, V> a = reinterpret_cast<const IgRVec<P, V>*>(base)[i];
-  IgRVec<C, V> r;
-#pragma unroll
-  for (int e = 0; e < V; ++e) r.v[e] = ig_convert<C>(a.v[e]);
-  return r;
+// Vector i of a parameter row (weight, bias) as stored (P). The callers
+// widen it an element at a time, where it is used: a vector widened whole
+// as it was loaded kept each of a thread's NV vectors in registers at once
+// (a fifth more registers for layer norm).
+template <class P, int V> __forceinline__ IgRVec<P, V> ig_param_vec(const char* base, int32_t i) {
+  return reinterpret_cast<const IgRVec<P, V>*>(base)[i];
 }
 // NaN-propagating max (as the CPU's softmax takes it).
 struct IgMaxNan {
   template <class C> C operator()(C a, C b) const { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 };
-// K rows of the same shape (softmax's x; layer norm's x; a backward's g and
-// x), read by this thread's share of the row team (blockDim.x threads): V
-// elements a vector, NV vectors a chunk, vector i of the chunk at c0 being
-// c0 + j * blockDim.x + threadIdx.x. When the row fits in one chunk it is
-// loaded once and kept in registers across the passes (`resident`); a
-// longer row is read again, chunk by chunk, by each pass.
-template <class T, int V, int NV, int K> struct IgRowCache {
-  const IgRVec<T, V>* src[K];
-  int64_t nvec;  // vectors in the row; 0 for a row past the end
-  bool resident;
-  IgRVec<T, V> v[K][NV];
-  __forceinline__ void load(int64_t c0) {
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int64_t i = c0 + int64_t(j) * blockDim.x + threadIdx.x;
-      if (i < nvec) {
-#pragma unroll
-        for (int k = 0; k < K; ++k) v[k][j] = src[k][i];
-      }
-    }
-  }
-  // Calls f(i, j) for each of this thread's vectors i (held in v[.][j]).
-  template <class F> __forceinline__ void each(F f) {
-    const int64_t span = int64_t(blockDim.x) * NV;
-    for (int64_t c0 = 0; c0 < nvec; c0 += span) {
-      if (!resident) load(c0);
+// This thread's vector j of a row team's chunk: vector j * blockDim.x +
+// threadIdx.x. Offsets inside a row are 32-bit (the host launches rows of
+// fewer than 2^31 elements); a row's base is found once, in 64 bits.
+__forceinline__ int32_t ig_row_vec(int j) { return j * int32_t(blockDim.x) + int32_t(threadIdx.x); }
+// Row r of a [rows, D] operand as vectors of V (row 0 for a row past the end:
+// the team still takes part in the block's reductions, and reads nothing).
+template <class T, int V> __forceinline__ const IgRVec<T, V>* ig_row_of(const char* base, int64_t r,
+                                                                       const IgRowParams& p) {
+  return reinterpret_cast<const IgRVec<T, V>*>(base) + (r < p.rows ? r : 0) * (p.D / V);
+}
+// Softmax along the last dim, rows of D. A resident row (Note [Row kernels
+// keep the row in registers]): its max, then exp(x - max) in place of x and
+// their sum, then the output as exp * (1 / sum); log_softmax keeps x and
+// writes (x - max) - log(sum). A longer row is read twice: the first pass
+// folds each vector into a per-thread (max, sum of exp) pair.
+template <class T, class C, int V, int NV, class P> __forceinline__ void ig_softmax_rows_v(const IgRowParams& p) {
+  const C kNegInf = -std::numeric_limits<C>::infinity();
+  const bool resident = p.D / V <= int64_t(blockDim.x) * NV;
+  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
+    const int64_t r = rb + threadIdx.y;
+    const int32_t nvec = r < p.rows ? int32_t(p.D / V) : 0;
+    const IgRVec<T, V>* x = ig_row_of<T, V>(p.in, r, p);
+    IgRVec<T, V>* y = const_cast<IgRVec<T, V>*>(ig_row_of<T, V>(p.out, r, p));
+    if (resident) {
+      C v[NV][V];
+      C m = kNegInf;
 #pragma unroll
       for (int j = 0; j < NV; ++j) {
-        const int64_t i = c0 + int64_t(j) * blockDim.x + threadIdx.x;
-        if (i < nvec) f(i, j);
+        if (ig_row_vec(j) >= nvec) continue;
+        const IgRVec<T, V> a = x[ig_row_vec(j)];
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          v[j][e] = ig_convert<C>(a.v[e]);
+          m = IgMaxNan()(m, v[j][e]);
+        }
       }
+      m = ig_row_allreduce(m, IgMaxNan());
+      C s = 0;
+      if (p.kind == 1) {
+#pragma unroll
+        for (int j = 0; j < NV; ++j)
+          if (ig_row_vec(j) < nvec)
+#pragma unroll
+            for (int e = 0; e < V; ++e) s += std::exp(v[j][e] - m);
+        const C ls = std::log(ig_row_allreduce(s, IgAdd()));
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+          if (ig_row_vec(j) >= nvec) continue;
+          IgRVec<T, V> o;
+#pragma unroll
+          for (int e = 0; e < V; ++e) o.v[e] = ig_convert<T>((v[j][e] - m) - ls);
+          y[ig_row_vec(j)] = o;
+        }
+        continue;
+      }
+#pragma unroll
+      for (int j = 0; j < NV; ++j)
+        if (ig_row_vec(j) < nvec)
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            v[j][e] = std::exp(v[j][e] - m);
+            s += v[j][e];
+          }
+      const C inv = C(1) / ig_row_allreduce(s, IgAdd());
+      const bool zero = p.kind == 2 && m == kNegInf;  // safe softmax of a fully masked row
+#pragma unroll
+      for (int j = 0; j < NV; ++j) {
+        if (ig_row_vec(j) >= nvec) continue;
+        IgRVec<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) o.v[e] = ig_convert<T>(zero ? C(0) : v[j][e] * inv);
+        y[ig_row_vec(j)] = o;
+      }
+      continue;
+    }
+    IgMS<C> st{kNegInf, C(0)};
+    for (int32_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+      const IgRVec<T, V> a = x[i];
+      C vm = kNegInf;
+#pragma unroll
+      for (int e = 0; e < V; ++e) vm = IgMaxNan()(vm, ig_convert<C>(a.v[e]));
+      C vs = vm == kNegInf ? C(V) : C(0);
+      if (vm != kNegInf)
+#pragma unroll
+        for (int e = 0; e < V; ++e) vs += std::exp(ig_convert<C>(a.v[e]) - vm);
+      st = IgMSMerge()(st, IgMS<C>{vm, vs});
+    }
+    st = ig_row_allreduce(st, IgMSMerge());
+    const C inv = C(1) / st.s, ls = std::log(st.s);
+    const bool zero = p.kind == 2 && st.m == kNegInf;
+    for (int32_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+      const IgRVec<T, V> a = x[i];
+      IgRVec<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C d = ig_convert<C>(a.v[e]) - st.m;
+        o.v[e] = ig_convert<T>(p.kind == 1 ? d - ls : zero ? C(0) : std::exp(d) * inv);
+      }
+      y[i] = o;
+    }
+  }
+}
+// K rows of the same shape (layer norm's x; a backward's two inputs), this
+// thread's share of them. A resident row is loaded once, NV vectors of V a
+// thread, and kept; a longer one is read again by each pass, a vector at a
+// time (`each`: the lean loop keeps the registers of the resident path, the
+// one that counts, low).
+template <class T, int V, int NV, int K> struct IgRowChunk {
+  const IgRVec<T, V>* src[K];
+  int32_t nvec;
+  bool resident;
+  IgRVec<T, V> v[K][NV];
+  // Calls f(i, j) for each of this thread's vectors i (held in v[.][j]).
+  template <class F> __forceinline__ void each(F f) {
+    if (resident) {
+#pragma unroll
+      for (int j = 0; j < NV; ++j)
+        if (ig_row_vec(j) < nvec) f(ig_row_vec(j), j);
+      return;
+    }
+    for (int32_t i = threadIdx.x; i < nvec; i += blockDim.x) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) v[k][0] = src[k][i];
+      f(i, 0);
     }
   }
 };
 template <class T, int V, int NV, int K>
-__forceinline__ void ig_row_cache_init(IgRowCache<T, V, NV, K>& c, const char* const (&base)[K],
+__forceinline__ void ig_row_chunk_init(IgRowChunk<T, V, NV, K>& c, const char* const (&base)[K],
                                        const IgRowParams& p, int64_t r) {
-  const bool live = r < p.rows;
 #pragma unroll
-  for (int k = 0; k < K; ++k)
-    c.src[k] = reinterpret_cast<const IgRVec<T, V>*>(base[k] + (live ? r : 0) * p.D * int64_t(sizeof(T)));
-  c.nvec = live ? p.D / V : 0;
+  for (int k = 0; k < K; ++k) c.src[k] = ig_row_of<T, V>(base[k], r, p);
+  c.nvec = r < p.rows ? int32_t(p.D / V) : 0;
   c.resident = p.D / V <= int64_t(blockDim.x) * NV;
-  if (c.resident) c.load(0);
-}
-// Softmax along the last dim, rows of D: the max, then the sum of
-// exp(x - max) about it (the exps kept in registers for a resident row),
-// then the output. A row longer than the registers hold is read twice: the
-// first pass keeps an online (max, sum of exp) pair per thread instead.
-template <class T, class C, int V, int NV, class P> __forceinline__ void ig_softmax_rows_v(const IgRowParams& p) {
-  const C kNegInf = -std::numeric_limits<C>::infinity();
-  IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
-  for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
-    const int64_t r = rb + threadIdx.y;
-    IgRowCache<T, V, NV, 1> x;
-    const char* const base[1] = {p.in};
-    ig_row_cache_init(x, base, p, r);
-    C ex[NV][V];
-    IgMS<C> st{kNegInf, C(0)};
-    if (x.resident) {
-      C m = kNegInf;
-      x.each([&](int64_t, int j) {
+  if (c.resident)
 #pragma unroll
-        for (int e = 0; e < V; ++e) m = IgMaxNan()(m, ig_convert<C>(x.v[0][j].v[e]));
-      });
-      m = ig_row_allreduce(m, IgMaxNan());
-      C s = 0;
-      x.each([&](int64_t, int j) {
+    for (int j = 0; j < NV; ++j)
+      if (ig_row_vec(j) < c.nvec)
 #pragma unroll
-        for (int e = 0; e < V; ++e) {
-          ex[j][e] = std::exp(ig_convert<C>(x.v[0][j].v[e]) - m);
-          s += ex[j][e];
-        }
-      });
-      st = IgMS<C>{m, ig_row_allreduce(s, IgAdd())};
-    } else {
-      x.each([&](int64_t, int j) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) st = IgMSMerge()(st, IgMS<C>{ig_convert<C>(x.v[0][j].v[e]), C(1)});
-      });
-      st = ig_row_allreduce(st, IgMSMerge());
-    }
-    IgRVec<T, V>* y = out + (r < p.rows ? r : 0) * (p.D / V);
-    x.each([&](int64_t i, int j) {
-      IgRVec<T, V> o;
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const C v = ig_convert<C>(x.v[0][j].v[e]);
-        if (p.kind == 1) o.v[e] = ig_convert<T>((v - st.m) - std::log(st.s));
-        else if (p.kind == 2 && st.m == kNegInf) o.v[e] = ig_convert<T>(C(0));
-        else o.v[e] = ig_convert<T>((x.resident ? ex[j][e] : std::exp(v - st.m)) / st.s);
-      }
-      y[i] = o;
-    });
-  }
+        for (int k = 0; k < K; ++k) c.v[k][j] = c.src[k][ig_row_vec(j)];
 }
 // The backward of softmax along the last dim, p.in = its output y, p.g = the
 // incoming gradient: softmax (kind 0, 2) y (g - sum(g y)); log_softmax
@@ -265,11 +311,11 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_soft
   IgRVec<T, V>* out = reinterpret_cast<IgRVec<T, V>*>(p.out);
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
-    IgRowCache<T, V, NV, 2> c;  // [0] y, [1] g
+    IgRowChunk<T, V, NV, 2> c;  // [0] y, [1] g
     const char* const base[2] = {p.in, p.g};
-    ig_row_cache_init(c, base, p, r);
+    ig_row_chunk_init(c, base, p, r);
     C acc = 0;
-    c.each([&](int64_t, int j) {
+    c.each([&](int32_t, int j) {
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const C gv = ig_convert<C>(c.v[1][j].v[e]);
@@ -278,7 +324,7 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_soft
     });
     acc = ig_row_allreduce(acc, IgAdd());
     IgRVec<T, V>* dx = out + (r < p.rows ? r : 0) * (p.D / V);
-    c.each([&](int64_t i, int j) {
+    c.each([&](int32_t i, int j) {
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -295,17 +341,17 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_soft
 template <class T, class C, int V, int NV, class P> __forceinline__ void ig_layer_norm_v(const IgRowParams& p) {
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
-    IgRowCache<T, V, NV, 1> x;
+    IgRowChunk<T, V, NV, 1> x;
     const char* const base[1] = {p.in};
-    ig_row_cache_init(x, base, p, r);
+    ig_row_chunk_init(x, base, p, r);
     C sum = 0;
-    x.each([&](int64_t, int j) {
+    x.each([&](int32_t, int j) {
 #pragma unroll
       for (int e = 0; e < V; ++e) sum += ig_convert<C>(x.v[0][j].v[e]);
     });
     const C mean = ig_row_allreduce(sum, IgAdd()) / C(p.D);
     C sq = 0;
-    x.each([&](int64_t, int j) {
+    x.each([&](int32_t, int j) {
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const C d = ig_convert<C>(x.v[0][j].v[e]) - mean;
@@ -316,16 +362,16 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_laye
     const C rstd = C(1) / std::sqrt(var + C(p.eps));
     if (r >= p.rows) continue;
     IgRVec<T, V>* y = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
-    x.each([&](int64_t i, int j) {
-      IgRVec<C, V> wv, bv;
-      if (p.w) wv = ig_param_vec<P, C, V>(p.w, i);
-      if (p.b) bv = ig_param_vec<P, C, V>(p.b, i);
+    x.each([&](int32_t i, int j) {
+      IgRVec<P, V> wv, bv;
+      if (p.w) wv = ig_param_vec<P, V>(p.w, i);
+      if (p.b) bv = ig_param_vec<P, V>(p.b, i);
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         C v = (ig_convert<C>(x.v[0][j].v[e]) - mean) * rstd;
-        if (p.w) v = v * wv.v[e];
-        if (p.b) v = v + bv.v[e];
+        if (p.w) v = v * ig_convert<C>(wv.v[e]);
+        if (p.b) v = v + ig_convert<C>(bv.v[e]);
         o.v[e] = ig_convert<T>(v);
       }
       y[i] = o;
@@ -345,18 +391,18 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_laye
   for (int64_t rb = int64_t(blockIdx.x) * blockDim.y; rb < p.rows; rb += IG_ROW_STEP) {
     const int64_t r = rb + threadIdx.y;
     const bool live = r < p.rows;
-    IgRowCache<T, V, NV, 2> c;  // [0] g, [1] x
+    IgRowChunk<T, V, NV, 2> c;  // [0] g, [1] x
     const char* const base[2] = {p.g, p.in};
-    ig_row_cache_init(c, base, p, r);
+    ig_row_chunk_init(c, base, p, r);
     const C mu = live ? ig_stat<T, C>(p.mean, r, narrow_stats) : C(0);
     const C rs = live ? ig_stat<T, C>(p.rstd, r, narrow_stats) : C(0);
     C a = 0, bsum = 0;
-    c.each([&](int64_t i, int j) {
-      IgRVec<C, V> wv;
-      if (p.w) wv = ig_param_vec<P, C, V>(p.w, i);
+    c.each([&](int32_t i, int j) {
+      IgRVec<P, V> wv;
+      if (p.w) wv = ig_param_vec<P, V>(p.w, i);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? wv.v[e] : C(1));
+        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? ig_convert<C>(wv.v[e]) : C(1));
         a += gw;
         bsum += gw * (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
       }
@@ -365,14 +411,14 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_laye
     bsum = ig_row_allreduce(bsum, IgAdd()) / C(p.D);
     if (!live) continue;
     IgRVec<T, V>* dx = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
-    c.each([&](int64_t i, int j) {
-      IgRVec<C, V> wv;
-      if (p.w) wv = ig_param_vec<P, C, V>(p.w, i);
+    c.each([&](int32_t i, int j) {
+      IgRVec<P, V> wv;
+      if (p.w) wv = ig_param_vec<P, V>(p.w, i);
       IgRVec<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const C xh = (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
-        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? wv.v[e] : C(1));
+        const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? ig_convert<C>(wv.v[e]) : C(1));
         o.v[e] = ig_convert<T>(rs * (gw - a - xh * bsum));
       }
       dx[i] = o;
@@ -442,12 +488,11 @@ template <class T, class C, int V> __forceinline__ void ig_layer_norm_bwd_cols_v
 }
 // The slices' partial sums of the kernel above, p.rows of them, added in
 // order per column: p.in (weight's) and p.g (bias's) into p.out and
-// p.mean (either pair may be null).
+// p.mean (either pair may be null), stored in T where p.narrow has
+// kNarrowWeightGrad / kNarrowBiasGrad (the parameters' dtype), else in C.
 template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols_sum(const IgRowParams& p) {
   const C* pw = reinterpret_cast<const C*>(p.in);
   const C* pb = reinterpret_cast<const C*>(p.g);
-  C* dw = reinterpret_cast<C*>(p.out);
-  C* db = reinterpret_cast<C*>(p.mean);
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; n < p.D; n += step) {
     C aw = 0, ab = 0;
@@ -455,8 +500,10 @@ template <class T, class C> __forceinline__ void ig_layer_norm_bwd_cols_sum(cons
       if (pw) aw += pw[s * p.D + n];
       if (pb) ab += pb[s * p.D + n];
     }
-    if (dw) dw[n] = aw;
-    if (db) db[n] = ab;
+    if (p.out && (p.narrow & 4)) reinterpret_cast<T*>(p.out)[n] = ig_convert<T>(aw);
+    else if (p.out) reinterpret_cast<C*>(p.out)[n] = aw;
+    if (p.mean && (p.narrow & 8)) reinterpret_cast<T*>(p.mean)[n] = ig_convert<T>(ab);
+    else if (p.mean) reinterpret_cast<C*>(p.mean)[n] = ab;
   }
 }
 // ---- cross-entropy with class indices over rows of C logits ----
@@ -638,12 +685,26 @@ const char* kRowKernels[] = {"softmax_rows", "softmax_bwd_rows", "layer_norm",
 // registers, so a row of up to kMaxRowThreads * kRowRegisterElements
 // elements is read from memory once and every later pass (the variance
 // about the mean, the exps, the output) reuses the registers; a longer row
-// is read again by each pass, chunk by chunk (the same kernel: `resident`
-// is decided per launch). V is halved until the row length and every
+// is read again by each pass, a vector at a time (`resident` is decided per
+// launch, in the same kernel). V is halved until the row length and every
 // pointer are multiples of the vector (a row of 7, a sliced input at an
 // odd offset: V = 1, scalar loads). The sums accumulate in op-math (float
 // for 16-bit inputs) with the CPU's formulas; only their order differs.
-constexpr int kMaxRowThreads = 512;  // the kernels' __launch_bounds__: at most 128 registers
+//
+// These kernels are bound by memory latency: what a thread holds decides
+// how many threads a multiprocessor runs, so registers are their cost
+// (measured on the H200, variants of each kernel in one harness, bf16,
+// 16384x4096 layer norm and 8192x8192 softmax): offsets inside a row are
+// 32-bit; the streaming path for long rows walks a vector at a time (its
+// chunk of NV vectors, though never run on a resident row, set the whole
+// kernel's registers: softmax 109 -> 63); softmax keeps its exps in place
+// of x rather than beside it; parameters are widened where each element is
+// used. For 16-bit dtypes, whose rows pack two to a register, the kernels
+// are compiled for two blocks of kMaxRowThreads a multiprocessor (at most
+// 64 registers: layer norm 93 -> 64 with a few spilled bytes, its backward
+// 128 -> 64: 131 -> 104 and 147 -> 117 us); float32 and float64 rows two
+// inputs wide would spill hundreds of bytes under that bound, and keep 128.
+constexpr int kMaxRowThreads = 512;  // the kernels' __launch_bounds__
 constexpr int kRowRegisterElements = 32;  // elements of each input a thread keeps
 
 struct RowVariant {
@@ -704,10 +765,12 @@ std::vector<int> vector_widths(ScalarType t) {
 
 KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
   const std::string symbol = row_symbol(kernel, t, v);
-  // At most kMaxRowThreads a block: the compiler keeps to the registers
-  // that allow (128 a thread), where a two-input row kernel would take more.
+  // At most kMaxRowThreads a block (128 registers a thread); for 16-bit
+  // dtypes two such blocks a multiprocessor (64; Note [Row kernels keep the
+  // row in registers]).
+  const int min_blocks = is_reduced_float(t) ? 2 : 1;
   return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void __launch_bounds__(",
-                                  kMaxRowThreads, ") ", symbol, "(IgRowParams p) { ig_", kernel,
+                                  kMaxRowThreads, ", ", min_blocks, ") ", symbol, "(IgRowParams p) { ig_", kernel,
                                   "_v<T, C, ", v.vec, ", ", v.nv, v.narrow_params ? ", T" : ", C",
                                   ">(p); }\n"));
 }
@@ -951,8 +1014,15 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   // About 16 blocks a multiprocessor, each slice at least 16 rows a thread row.
   const int64_t slices =
       std::clamp<int64_t>(std::min(ceil_div(sms * 16, col_blocks), M / (by * 16)), 1, 1024);
-  Tensor tw = dw.defined() ? empty_tensor(dw.sizes(), acc, x.device()) : Tensor();
-  Tensor tb = db.defined() ? empty_tensor(db.sizes(), acc, x.device()) : Tensor();
+  // The sums go straight into grad_weight and grad_bias when the slices'
+  // kernel adds them and they are contiguous in T or op-math (its store
+  // converts), else through op-math temporaries and a copy.
+  auto direct = [&](const Tensor& d) {
+    return slices > 1 && d.is_contiguous() && (d.dtype() == x.dtype() || d.dtype() == acc);
+  };
+  const bool dw_direct = !dw.defined() || direct(dw), db_direct = !db.defined() || direct(db);
+  Tensor tw = !dw.defined() ? Tensor() : dw_direct ? dw : empty_tensor(dw.sizes(), acc, x.device());
+  Tensor tb = !db.defined() ? Tensor() : db_direct ? db : empty_tensor(db.sizes(), acc, x.device());
   Tensor pw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
   Tensor pb = slices > 1 && db.defined() ? empty_tensor({slices, N}, acc, x.device()) : tb;
   RowParams q = p;
@@ -972,14 +1042,16 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
     s.mean = tb.defined() ? tb.data_ptr() : nullptr;
     s.rows = slices;
     s.D = N;
+    if (tw.defined() && tw.dtype() != acc) s.narrow |= kNarrowWeightGrad;
+    if (tb.defined() && tb.dtype() != acc) s.narrow |= kNarrowBiasGrad;
     void* sa[] = {&s};
     const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(N, kBlockThreads), 1,
                                                                 sms * 32));
     IGNIS_CU(cuLaunchKernel(function_for(device, x.dtype(), "layer_norm_bwd_cols_sum"), grid, 1,
                             1, kBlockThreads, 1, 1, 0, stream.handle, sa, nullptr));
   }
-  if (dw.defined()) copy_tensor(dw, tw);
-  if (db.defined()) copy_tensor(db, tb);
+  if (dw.defined() && !dw_direct) copy_tensor(dw, tw);
+  if (db.defined() && !db_direct) copy_tensor(db, tb);
 }
 
 namespace {
