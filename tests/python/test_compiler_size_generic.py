@@ -81,6 +81,10 @@ CASES = {
     "linear_gelu": (_linear_gelu, [(37, 24), (40, 24), (40,)], False),
     "sum_dim0": (lambda x: x.sum(0), [(37, 53)], False),
     "sum_middle": (lambda x: (x * 2).sum(1), [(5, 37, 53)], False),
+    # a pointwise kernel over 4 dims read through a permutation: CUDA code
+    # unravels its flat index with strides that are products of sizes
+    "permute_4d": (lambda x: (x.permute(0, 2, 1, 3) * 0.25).reshape(x.shape[0] * x.shape[2], -1),
+                   [(3, 5, 7, 11)], False),
 }
 
 
@@ -113,6 +117,35 @@ def test_another_size_prints_the_same_text_with_other_values(name, device):
     text2, values2 = generic_code(_case_gm(name, scale=6), device)
     assert text2 == text
     assert values2 != values
+
+
+_UNRAVEL = re.compile(r"const int(?:32|64)_t (x\d+) = (.+);")
+
+
+def _unravelled(source):
+    """The CUDA grid-stride loop's index variables as functions of ig_i,
+    evaluated with C's integer semantics (non-negative operands: `/` is
+    Python's `//`, and both languages give * / % one precedence, left to
+    right)."""
+    exprs = _UNRAVEL.findall(source)
+    assert exprs, source
+    return [(v, compile(e.replace("/", "//"), v, "eval")) for v, e in exprs]
+
+
+def test_generic_cuda_indices_equal_the_static_codes_at_every_element():
+    """Substituted back, the size-generic CUDA code must index as the static
+    code does. (A quotient by a product of sizes once printed unparenthesised,
+    `ig_i / P[7]*P[8]`, dividing by one size and multiplying by the next:
+    textually the same as the lift=False print, so only evaluation shows it.)"""
+    gm = _case_gm("permute_4d")
+    text, values = generic_code(gm, "cuda")
+    generic = _unravelled(substitute(text, values))
+    static = _unravelled(ignis._C._generate_graph_code(gm.graph, "cuda")[1])
+    assert [v for v, _ in generic] == [v for v, _ in static]
+    assert len(generic) == 4
+    for ig_i in range(3 * 5 * 7 * 11):
+        env = {"ig_i": ig_i}
+        assert [eval(c, env) for _, c in generic] == [eval(c, env) for _, c in static], ig_i
 
 
 def test_static_code_reads_no_parameters():

@@ -444,7 +444,7 @@ class KernelPrinter {
     // their bounds; generic code prints both, bounded by the extent.
     std::string size_text = std::to_string(size), main_text = std::to_string(main);
     if (generic_) {
-      size_text = sz_.expr(k_.inner_sizes.back());
+      size_text = sz_.operand(k_.inner_sizes.back());
       main_text = size_text + " - " + size_text + " % " + std::to_string(lanes_);
     }
     if (main > 0 || generic_) {

@@ -306,7 +306,7 @@ class CudaKernelPrinter {
                                    ? sz_.product({sizes.begin() + ptrdiff_t(j) + 1, sizes.end()})
                                    : std::to_string(stride)) +
                               ")";
-        if (j > 0) e = e + " % " + sz_.expr(sizes[j]);
+        if (j > 0) e = e + " % " + sz_.operand(sizes[j]);
       }
       os_ << ind << "const " << it_ << " " << var(vars[j]) << " = " << e << ";\n";
       stride *= size;

@@ -24,13 +24,19 @@ std::string SizeParams::expr(sym::Expr e) {
 
 std::string SizeParams::product(const std::vector<sym::Expr>& sizes) {
   std::string s;
+  int factors = 0;
   for (const sym::Expr& e : sizes) {
     if (e.is_const() && e.value() == 1) continue;
-    std::string f = expr(e);
-    if (!e.is_const() && !e.is_symbol()) f = "(" + f + ")";
-    s += (s.empty() ? "" : "*") + f;
+    s += (s.empty() ? "" : "*") + operand(e);
+    ++factors;
   }
-  return s.empty() ? "1" : s;
+  // Parenthesised as a whole too: `i / P[1]*P[2]` divides by P[1] only.
+  return factors == 0 ? "1" : factors == 1 ? s : "(" + s + ")";
+}
+
+std::string SizeParams::operand(sym::Expr e) {
+  std::string s = expr(e);
+  return e.is_const() || e.is_symbol() ? s : "(" + s + ")";
 }
 
 }  // namespace ignis::compiler

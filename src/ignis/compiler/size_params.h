@@ -57,9 +57,13 @@ class SizeParams {
   // sym::to_cpp(e), with the constants lifted.
   std::string expr(sym::Expr e);
   // The product of `sizes` (each one lifted; 1s dropped; "1" for none),
-  // e.g. "P[0]*P[2]": a numel written over the parameters already used
-  // rather than as a new value that might coincide with another.
+  // e.g. "(P[0]*P[2])": a numel written over the parameters already used
+  // rather than as a new value that might coincide with another. An operand
+  // in any context: parenthesised when it has several factors.
   std::string product(const std::vector<sym::Expr>& sizes);
+  // expr(e) as an operand of `/`, `%` or `*`: parenthesised unless a
+  // constant or a symbol.
+  std::string operand(sym::Expr e);
 
   // B: the value of each parameter, P[0] first.
   const std::vector<int64_t>& values() const { return values_; }
