@@ -51,6 +51,13 @@ export IGNIS_CACHE_DIR=$(mktemp -d)
 # (tests/python/test_cuda_compiler.py).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
   test_cuda_compiler.py 2>&1 | tee "$OUT/pytest_cuda_compiler.log" | tail -40)
+# Size-generic CUDA code: the generic tests, and the compiler's tests with every graph generic
+# (the default, "auto", keeps CUDA graphs static; docs/dynamic_shapes.md).
+(cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \
+  test_compiler_size_generic.py 2>&1 | tee "$OUT/pytest_size_generic.log" | tail -5)
+(cd tests/python && IGNIS_SIZE_GENERIC=1 PYTHONPATH=../../python python3 -m pytest -q \
+  -p no:cacheprovider -rs test_cuda_compiler.py 2>&1 | tee "$OUT/pytest_cuda_compiler_generic.log" \
+  | tail -5)
 # CUDA graphs: ignis.cuda.CUDAGraph and mode="reduce-overhead"
 # (tests/python/test_cuda_graphs.py).
 (cd tests/python && PYTHONPATH=../../python python3 -m pytest -q -p no:cacheprovider -rs \

@@ -121,9 +121,11 @@ def _on_cpu(example_inputs):
 def resolve_size_generic(gm=None, example_inputs=None):
     """size_generic's answer for one graph: True or False. "auto": a graph
     with symbolic inputs, or a size of a graph capture made symbolic -- on the
-    CPU only for now: generic CUDA code crashed the fake driver's run of
-    test_cuda_compiler.py, not yet understood, so CUDA graphs stay static
-    unless size_generic is True."""
+    CPU only for now. Generic CUDA code is correct on the fake driver (its
+    crash there was an unparenthesised product of sizes, fixed) but has not
+    been measured on a GPU, where its 64-bit index arithmetic divides by
+    run-time values that static code folds into constants; so CUDA graphs
+    stay static unless size_generic is True."""
     value = size_generic
     if isinstance(value, str) and value.lower() == "auto":
         if gm is not None and graph_is_symbolic(gm, example_inputs):
