@@ -33,8 +33,13 @@ TEST(SizeParams, LiftsEachOccurrenceButNeverZeroOrOne) {
   EXPECT_EQ(p.integer(1), "1");
   EXPECT_EQ(p.integer(0), "0");
   EXPECT_EQ(p.integer(-1), "-1");
-  EXPECT_EQ(p.product({Expr(100), Expr(1), Expr(7)}), "P[3]*P[4]");
-  EXPECT_EQ(p.values(), (std::vector<int64_t>{100, 7, 100, 100, 7}));
+  // a product is one operand wherever it is printed (`i / (P[3]*P[4])`)
+  EXPECT_EQ(p.product({Expr(100), Expr(1), Expr(7)}), "(P[3]*P[4])");
+  EXPECT_EQ(p.product({Expr(1), Expr(9)}), "P[5]");
+  EXPECT_EQ(p.product({Expr(1)}), "1");
+  EXPECT_EQ(p.operand(x + y), "(x + y)");
+  EXPECT_EQ(p.operand(x), "x");
+  EXPECT_EQ(p.values(), (std::vector<int64_t>{100, 7, 100, 100, 7, 9}));
 }
 
 TEST(SizeParams, WithoutLiftingItPrintsTheValuesAndStillCollectsThem) {
