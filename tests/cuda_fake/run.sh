@@ -8,11 +8,15 @@
 # asynchrony or the GPU's own arithmetic, which gpu_check.sh does on a GPU.
 #   bash tests/cuda_fake/run.sh [build dir, default build-wt] [pytest args...]
 #   FAKE_CUDA_TESTS="test_cuda_ops.py" bash tests/cuda_fake/run.sh build-wt -k float32
+#   bash tests/cuda_fake/run.sh build-wt --fuzz --backend inductor --count 40 --seed 1
+#     (random programs compiled vs eager with CUDA inputs: python3 -m tests.fuzz --device cuda)
 # Needs NVRTC ($IGNIS_NVRTC_LIBRARY, the toolkit, or the nvidia-cuda-nvrtc wheel).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build-wt}
 shift || true
+fuzz=0
+if [ "${1:-}" = "--fuzz" ]; then fuzz=1; shift; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$root/tests/cuda_fake
@@ -30,8 +34,12 @@ cd "$root/tests/python"
 sources=${IGNIS_FAKE_CUDA_SOURCES:-/tmp/ignis-fake-cuda-kernels}
 mkdir -p "$sources"
 tests=${FAKE_CUDA_TESTS:-test_cuda.py test_cuda_blas.py test_dlpack.py test_cuda_graphs.py}
-LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IGNIS_FAKE_CUDA_KERNELS="$work/kernels.so" \
+export LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IGNIS_FAKE_CUDA_KERNELS="$work/kernels.so" \
   IGNIS_CUDA_DUMP_SOURCES="$sources" IGNIS_FAKE_CUDA_HOST_HEADER="$here/kernel_host.h" \
   IGNIS_CACHE_DIR="$work/cache" PYTHONPATH="$root/python" \
-  IGNIS_CUBLASLT_LIBRARY="$work/libcublasLt.so.13" \
+  IGNIS_CUBLASLT_LIBRARY="$work/libcublasLt.so.13"
+if [ "$fuzz" = 1 ]; then
+  cd "$root" && python3 -m tests.fuzz --device cuda "$@"
+else
   python3 -m pytest -q -p no:cacheprovider $tests "$@"
+fi
