@@ -1,5 +1,6 @@
 """The flash-attention kernels (kernels/cuda/flash_attention.cpp): SDPA on
-CUDA for float16/bfloat16 without an attn_mask, forward and backward.
+CUDA for float16/bfloat16, causal or not, with or without an attn_mask,
+forward and backward.
 
 Everywhere (no GPU needed): every flash kernel compiles with NVRTC for sm_90
 (skipped, saying why, without NVRTC); which calls the dispatch sends to the
@@ -73,9 +74,11 @@ def test_every_flash_kernel_compiles_with_nvrtc():
                     "or install the nvidia-cuda-nvrtc wheel")
     units = [u for u in ignis._C._cuda_eager_kernel_units() if u[0].startswith("flash_")]
     labels = sorted(u[0] for u in units)
-    # Forward and backward per dtype and head-dim tile, and the backward's row dot.
-    assert len(units) == 10, labels
+    # Forward and backward per dtype and head-dim tile, each without and with an
+    # attn_mask, and the backward's row dot.
+    assert len(units) == 18, labels
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
+    assert "flash_fwd_mask_float16_d64.cu" in labels and "flash_bwd_mask_bfloat16_d128.cu" in labels
     assert all("mma.sync.aligned.m16n8k16" in u[1] for u in units if "_dot_" not in u[0])
 
     def compile_one(u):
@@ -93,7 +96,10 @@ def test_dispatch_picks_the_flash_kernels():
     assert why(q, k, k, None) is None
     assert why(q.half(), k.half(), k.half(), None) is None
     assert "dtype" in why(q.float(), k.float(), k.float(), None)
-    assert "attn_mask" in why(q, k, k, ignis.ones(5, 7, dtype=ignis.bool))
+    assert why(q, k, k, ignis.ones(5, 7, dtype=ignis.bool)) is None
+    assert why(q, k, k, ignis.zeros(2, 1, 5, 7, dtype=ignis.bfloat16)) is None
+    assert "attn_mask" in why(q, k, k, ignis.zeros(5, 7))
+    assert "batch dims" in why(q, k, k, ignis.ones(1, 1, 1, 2, 3, 5, 7, dtype=ignis.bool))
     assert "head dim" in why(q[..., :8], k, k[..., :8], None)
     big = ignis.zeros(1, 1, 4, 160, dtype=ignis.bfloat16)
     assert "head dim" in why(big, big, big, None)
@@ -102,14 +108,16 @@ def test_dispatch_picks_the_flash_kernels():
 
 # ---- on a GPU (and the fake driver) ---------------------------------------------------------
 
-def _check_call(q, k, v, dtype, causal, scale=None, strided=None):
+def _check_call(q, k, v, dtype, causal, scale=None, strided=None, mask=None):
     """SDPA on CUDA (the flash kernels) against the CPU's kernel and CUDA's
-    float32 op path: output, lse, and gradients of q, k, v."""
+    float32 op path: output, lse, and gradients of q, k, v (`mask`: an
+    attn_mask, on the CPU)."""
     if strided is not None:
         qc, kc, vc = strided
     else:
         qc, kc, vc = (t.cuda() for t in (q, k, v))
-    assert ignis._C._cuda_flash_attention_unsupported(qc, kc, vc, None) is None
+    maskc = None if mask is None else mask.cuda()
+    assert ignis._C._cuda_flash_attention_unsupported(qc, kc, vc, maskc) is None
     kw = {"is_causal": causal}
     if scale is not None:
         kw["scale"] = scale
@@ -117,9 +125,10 @@ def _check_call(q, k, v, dtype, causal, scale=None, strided=None):
     ins = [t.detach().clone().requires_grad_() for t in (q, k, v)]
     insc = [t.detach().requires_grad_() for t in (qc, kc, vc)]
     ins32 = [t.detach().cuda().float().requires_grad_() for t in (q, k, v)]
+    mask32 = None if mask is None or mask.dtype == ignis.bool else maskc.float()
     outs = []
-    for xs in (ins, insc, ins32):
-        o = F.scaled_dot_product_attention(*xs, **kw)
+    for xs, m in ((ins, mask), (insc, maskc), (ins32, maskc if mask32 is None else mask32)):
+        o = F.scaled_dot_product_attention(*xs, attn_mask=m, **kw)
         o.backward((g.cuda() if xs[0].device.type == "cuda" else g).to(o.dtype))
         outs.append(o)
     cpu, flash, ops32 = outs
@@ -131,8 +140,8 @@ def _check_call(q, k, v, dtype, causal, scale=None, strided=None):
         assert_near(b.grad, c.grad, dtype, f"d{name} vs ops")
     # The op itself: its float32 lse against the CPU's.
     sc = scale if scale is not None else 1 / np.sqrt(q.shape[-1])
-    _, lse = ignis.ops._scaled_dot_product_attention(q, k, v, None, causal, sc)
-    _, lsec = ignis.ops._scaled_dot_product_attention(qc, kc, vc, None, causal, sc)
+    _, lse = ignis.ops._scaled_dot_product_attention(q, k, v, mask, causal, sc)
+    _, lsec = ignis.ops._scaled_dot_product_attention(qc, kc, vc, maskc, causal, sc)
     assert lsec.dtype == ignis.float32
     np.testing.assert_allclose(_np(lsec), _np(lse), rtol=1e-4, atol=1e-4)
 
@@ -153,6 +162,66 @@ def test_flash_attention_matches_cpu_and_ops(dtype, causal, shape):
     k = _sample((B, H, S, D), dtype, seed=2)
     v = _sample((B, H, S, D), dtype, seed=3)
     _check_call(q, k, v, dtype, causal)
+
+
+def _mask(kind, B, H, L, S, dtype, seed=11):
+    """An attn_mask of `kind`: its layout and dtype; bool masks drop about a
+    third of the scores, float masks add values in [-2, 2] with some -inf."""
+    rng = np.random.default_rng(seed)
+    shape = {"LS": (L, S), "B1LS": (B, 1, L, S), "BHLS": (B, H, L, S), "1S": (1, S)}[kind[0]]
+    if kind[1] == "bool":
+        m = rng.random(shape) > 0.35
+        return ignis.from_numpy(m)
+    x = rng.uniform(-2, 2, shape).astype(np.float32)
+    x[rng.random(shape) < 0.2] = -np.inf
+    return ignis.from_numpy(x).to(getattr(ignis, kind[1]))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kind", [("LS", "bool"), ("B1LS", "bool"), ("BHLS", "input"),
+                                  ("1S", "input")], ids=lambda k: "-".join(k))
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_with_an_attn_mask(dtype, kind, causal):
+    # Two 128-row forward blocks and two 128-key backward blocks, an odd tail;
+    # the mask broadcast over heads, batch or rows; bool or the input's dtype
+    # (what torch accepts).
+    B, H, L, S, D = 2, 2, 140, 133, 64
+    q = _sample((B, H, L, D), dtype, seed=1)
+    k = _sample((B, H, S, D), dtype, seed=2)
+    v = _sample((B, H, S, D), dtype, seed=3)
+    mask = _mask((kind[0], dtype if kind[1] == "input" else kind[1]), B, H, L, S, dtype)
+    _check_call(q, k, v, dtype, causal, mask=mask)
+
+
+@needs_gpu
+def test_flash_attention_rows_a_mask_removes_entirely_are_zeros():
+    # A fully masked row: lse = -inf, its output and every gradient through it
+    # zero, as the CPU's kernel and PyTorch's math kernel give.
+    B, H, L, S, D = 1, 2, 40, 70, 32
+    q, k, v = (_sample((B, H, n, D), "bfloat16", seed=i) for i, n in ((1, L), (2, S), (3, S)))
+    m = np.ones((L, S), bool)
+    m[[0, 17, 39]] = False
+    mask = ignis.from_numpy(m)
+    _check_call(q, k, v, "bfloat16", False, mask=mask)
+    out = F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), attn_mask=mask.cuda())
+    assert not np.abs(_np(out)[:, :, [0, 17, 39]]).any()
+
+
+@needs_gpu
+def test_a_float_mask_that_needs_a_gradient_gets_it_on_cuda():
+    # The mask's gradient is ds, which the flash backward does not write: the
+    # op path computes it, and the values agree with the CPU's.
+    q, k, v = (_sample((1, 2, 20, 64), "bfloat16", seed=i) for i in (1, 2, 3))
+    m = _mask(("LS", "bfloat16"), 1, 2, 20, 20, "bfloat16")
+    m = ignis.where(ignis.isinf(m), ignis.zeros_like(m), m)
+    grads = []
+    for dev in ("cpu", "cuda"):
+        mm = m.to(dev).detach().requires_grad_()
+        o = F.scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev), attn_mask=mm)
+        (o.float() * o.float()).sum().backward()
+        grads.append(mm.grad)
+    assert_near(grads[1], grads[0], "bfloat16", "d mask")
 
 
 @needs_gpu

@@ -16,8 +16,8 @@
 //
 // Kernels: on the CPU both directions are fused, flash-style kernels
 // (kernels/cpu/attention.h) that never hold the L x S scores. On CUDA,
-// float16/bfloat16 without an attn_mask (is_causal is fine) and head dims up
-// to 128 run the flash kernels (kernels/cuda/flash_attention.h, tensor
+// float16/bfloat16 with head dims up to 128 (is_causal and a bool or float
+// attn_mask are fine; a float mask's gradient is not) run the flash kernels (kernels/cuda/flash_attention.h, tensor
 // cores); everything else runs the formulas above written with ops (matmul
 // on cuBLASLt, the masks, logsumexp and exp as pointwise and reduction
 // kernels), which hold the scores. The backward is its own op,
@@ -283,12 +283,13 @@ void sdpa_cuda(OpCall& c) {
   ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
   {
     const Tensor &q = c.tensor(0), &k = c.tensor(1), &v = c.tensor(2);
-    if (!cuda::flash_attention_unsupported(q, k, v, c.opt_tensor(3))) {
-      Shapes sh = check_shapes("scaled_dot_product_attention", q, k, v, Tensor());
+    const Tensor mask = c.opt_tensor(3);
+    if (!cuda::flash_attention_unsupported(q, k, v, mask)) {
+      Shapes sh = check_shapes("scaled_dot_product_attention", q, k, v, mask);
       const ScalarType dt = q.dtype();
       cuda::flash_attention_forward(c.outputs[0], c.outputs[1], rows_as(q, dt, sh.batch),
                                     rows_as(k, dt, sh.batch), rows_as(v, dt, sh.batch),
-                                    c.bool_arg(4), c.double_arg(5));
+                                    mask_as(mask, dt, sh), c.bool_arg(4), c.double_arg(5));
       return;
     }
   }
@@ -306,15 +307,15 @@ void sdpa_backward_cuda(OpCall& c) {
   ExcludeDispatchKeyGuard no_autograd(kAutogradKeys);
   {
     const Tensor &q = c.tensor(1), &k = c.tensor(2), &v = c.tensor(3);
-    if (!c.outputs[3].defined() &&
-        !cuda::flash_attention_unsupported(q, k, v, c.opt_tensor(4))) {
-      Shapes sh = check_shapes("_scaled_dot_product_attention_backward", q, k, v, Tensor());
+    const Tensor mask = c.opt_tensor(4);
+    if (!c.outputs[3].defined() && !cuda::flash_attention_unsupported(q, k, v, mask)) {
+      Shapes sh = check_shapes("_scaled_dot_product_attention_backward", q, k, v, mask);
       const ScalarType dt = q.dtype();
       cuda::flash_attention_backward(
           c.outputs[0], c.outputs[1], c.outputs[2], rows_as(c.tensor(0), dt, sh.batch),
           rows_as(q, dt, sh.batch), rows_as(k, dt, sh.batch), rows_as(v, dt, sh.batch),
-          rows_as(c.tensor(5), dt, sh.batch), contiguous_float(c.tensor(6)), c.bool_arg(7),
-          c.double_arg(8));
+          rows_as(c.tensor(5), dt, sh.batch), contiguous_float(c.tensor(6)),
+          mask_as(mask, dt, sh), c.bool_arg(7), c.double_arg(8));
       return;
     }
   }

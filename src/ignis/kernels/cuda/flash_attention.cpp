@@ -111,6 +111,9 @@ struct FlashParams {
   int32_t D = 0, causal = 0;
   float scale = 0, scale_log2 = 0;
   int32_t vec = 0;  // 16-byte loads allowed
+  FlashOperand m;   // attn_mask [batch..., L, S], broadcast by strides
+  int64_t mcs = 0;  // its column stride
+  int32_t mkind = 0;  // 0 none, 1 bool, 2 the input dtype
 };
 
 constexpr int kFlashThreads = 128;  // the forward's 4 warps
@@ -127,6 +130,9 @@ struct IgFlashParams {
   int32_t D, causal;
   float scale, scale_log2;
   int32_t vec;
+  IgFlashOperand m;  // attn_mask over [batch, L, S] (m.rs: its row stride, mcs: its column's)
+  int64_t mcs;
+  int32_t mkind;     // 0 none, 1 bool, 2 the input dtype
 };
 #define IG_FA_INF __uint_as_float(0x7f800000u)
 
@@ -203,6 +209,22 @@ __device__ __forceinline__ const T* ig_fa_base(const IgFlashOperand& a, const Ig
     b /= p.bsz[d];
   }
   return reinterpret_cast<const T*>(a.p) + off;
+}
+// Batch index b's attn_mask (its elements are 1 or sizeof(T) bytes).
+template <class T>
+__device__ __forceinline__ const char* ig_fa_mask_base(const IgFlashParams& p, int64_t b) {
+  const int64_t size = p.mkind == 1 ? 1 : int64_t(sizeof(T));
+  return p.m.p + (ig_fa_base<char>(p.m, p, b) - p.m.p) * size;
+}
+// The attn_mask's term for score (row, col) of batch index b's mask `mb`
+// (ig_fa_mask_base), in log2 units as the scores are: 0 or -inf for a bool
+// mask (True takes part), the value times log2 e for a float one.
+template <class T>
+__device__ __forceinline__ float ig_fa_mask(const IgFlashParams& p, const char* mb, int64_t row,
+                                            int64_t col) {
+  const int64_t i = row * p.m.rs + col * p.mcs;
+  if (p.mkind == 1) return mb[i] ? 0.f : -IG_FA_INF;
+  return ig_convert<float>(reinterpret_cast<const T*>(mb)[i]) * 1.4426950408889634f;
 }
 
 #ifndef IG_HOST_EMULATION
@@ -325,7 +347,7 @@ __device__ __forceinline__ void ig_fa_ldb(uint32_t (&b)[4], const uint16_t* tile
 // does for head dim 64) where the registers allow it, else 16.
 template <int KD> struct IgFlashFwdTiles { static constexpr int MW = KD <= 64 ? 2 : 1; };
 
-template <class T, int KD>
+template <class T, int KD, bool MASK>
 __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
   constexpr int MW = IgFlashFwdTiles<KD>::MW;  // m16 tiles per warp
@@ -344,6 +366,7 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
+  const char* const M = MASK ? ig_fa_mask_base<T>(p, b) : nullptr;
   // This lane's rows: r[mi][h] = tile mi's row g (h = 0) or g + 8 (h = 1).
   int64_t rw[MW][2];
 #pragma unroll
@@ -402,8 +425,9 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
           TC::mma(s[mi][n + 1], qf[mi][kk], b1);
         }
       }
-    // Scale into log2 units and mask; only blocks crossing S or the diagonal.
-    const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
+    // Scale into log2 units and mask; only blocks crossing S or the
+    // diagonal, and every block when there is an attn_mask.
+    const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0) || MASK;
     uint32_t pa[MW][BN / 16][4];
 #pragma unroll
     for (int mi = 0; mi < MW; ++mi) {
@@ -416,6 +440,7 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
           if (edge) {
             const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = rw[mi][e / 2];
             if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
+            else if (MASK && row < p.L) x += ig_fa_mask<T>(p, M, row, col);
           }
           s[mi][n][e] = x;
           mx[e / 2] = fmaxf(mx[e / 2], x);
@@ -503,7 +528,7 @@ template <int KD> struct IgFlashBwdTiles {
   static constexpr int BN = KD <= 64 ? 128 : 64, BM = 32, WARPS = BN / 16;
 };
 
-template <class T, int KD>
+template <class T, int KD, bool MASK>
 __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
   constexpr int BN = IgFlashBwdTiles<KD>::BN, BM = IgFlashBwdTiles<KD>::BM;
@@ -523,6 +548,7 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
   const T* G = ig_fa_base<T>(p.g, p, b);
+  const char* const M = MASK ? ig_fa_mask_base<T>(p, b) : nullptr;
   const int64_t k0 = j0 + warp * 16 + g, k1 = k0 + 8;  // this lane's two keys
   const int kw = warp * 16;                            // the warp's first key in the block
 
@@ -598,7 +624,9 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       for (int e = 0; e < 4; ++e) {
         const int ql = n * 8 + 2 * t + (e & 1);
         const int64_t key = e < 2 ? k0 : k1, query = i0 + ql;
-        float x = exp2f(st[n][e] * p.scale_log2 - sL[ql]);
+        float logit = st[n][e] * p.scale_log2;
+        if (MASK && key < p.S && query < p.L) logit += ig_fa_mask<T>(p, M, query, key);
+        float x = exp2f(logit - sL[ql]);
         if (edge && (key >= p.S || (p.causal && key > query))) x = 0.f;
         pv[e] = x;
         dsv[e] = x * (dp[n][e] - sD[ql]);
@@ -697,6 +725,9 @@ struct IgFlashParams {
   int32_t D, causal;
   float scale, scale_log2;
   int32_t vec;
+  IgFlashOperand m;  // attn_mask over [batch, L, S] (m.rs: its row stride, mcs: its column's)
+  int64_t mcs;
+  int32_t mkind;     // 0 none, 1 bool, 2 the input dtype
 };
 template <class T>
 __device__ __forceinline__ const T* ig_fa_row(const IgFlashOperand& a, const IgFlashParams& p,
@@ -754,12 +785,18 @@ KernelRequest request(const char* kind, ScalarType t, int kd) {
   if (std::string(kind) == "bwd_dot")
     return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
                         str("ig_flash_bwd_dot<", type_of(t), ">"));
-  KernelRequest r = make_request(str("flash_", kind, "_", dt, "_d", kd), kTemplates,
-                                 str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"));
+  // "fwd_mask", "bwd_mask": the kernels with an attn_mask, a variant of
+  // their own so that the unmasked ones keep their registers.
+  const std::string k = kind;
+  const bool masked = k.size() > 5 && k.compare(k.size() - 5, 5, "_mask") == 0;
+  const std::string base = masked ? k.substr(0, k.size() - 5) : k;
+  KernelRequest r =
+      make_request(str("flash_", kind, "_", dt, "_d", kd), kTemplates,
+                   str("ig_flash_", base, "<", type_of(t), ", ", kd, ", ", masked ? "true" : "false", ">"));
   // The head-dim-64 backward (256 threads) takes 174 registers uncapped: one
   // block an SM. At 128 two fit (16 warps to hide the atomics' and barriers'
   // latency) for 48 bytes of spills.
-  if (std::string(kind) == "bwd" && kd == 64) r.options.push_back("-maxrregcount=128");
+  if (base == "bwd" && kd == 64) r.options.push_back("-maxrregcount=128");
   return r;
 }
 
@@ -817,6 +854,16 @@ FlashParams params_for(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   return p;
 }
 
+// The attn_mask's operand: [batch..., L, S] as the batch of q (a broadcast
+// view, any strides), its kind by dtype.
+void set_mask(FlashParams& p, const Tensor& mask, ScalarType dt) {
+  if (!mask.defined()) return;
+  IGNIS_INTERNAL_ASSERT(mask.dim() >= 2 && mask.size(-2) == p.L && mask.size(-1) == p.S);
+  p.m = operand(mask);
+  p.mcs = mask.strides()[mask.dim() - 1];
+  IGNIS_INTERNAL_ASSERT(mask.dtype() == ScalarType::Bool || mask.dtype() == dt);
+  p.mkind = mask.dtype() == ScalarType::Bool ? 1 : 2;
+}
 void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int device) {
   IGNIS_CHECK(blocks < (int64_t(1) << 31), "flash attention: too many blocks (", blocks, ")");
   Stream stream = current_stream(device);
@@ -829,7 +876,8 @@ void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int 
 
 const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& mask, bool check_device) {
-  if (mask.defined()) return "an attn_mask (only is_causal is fused)";
+  if (mask.defined() && mask.dtype() != ScalarType::Bool && mask.dtype() != q.dtype())
+    return "an attn_mask neither bool nor of the query's dtype";
   if (q.dtype() != ScalarType::Float16 && q.dtype() != ScalarType::BFloat16)
     return "the dtype (float16 and bfloat16 only)";
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) return "mixed dtypes";
@@ -838,7 +886,8 @@ const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const 
   if (E != Ev || k.size(-1) != E) return "a value head dim unlike the query's";
   if (E == 0 || E > kFlashMaxHeadDim) return "the head dim (1 to 128)";
   if (S == 0) return "no keys";
-  if (std::max({q.dim(), k.dim(), v.dim()}) > 6) return "more than 4 batch dims";
+  if (std::max({q.dim(), k.dim(), v.dim(), mask.defined() ? mask.dim() : 0}) > 6)
+    return "more than 4 batch dims";
   if (check_device && !q.device().is_cpu()) {
     const auto& props = device_properties(q.device().index);
     if (props.major < 8) return "a GPU older than sm_80 (no bf16 mma.sync)";
@@ -847,7 +896,8 @@ const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const 
 }
 
 void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
-                             const Tensor& k, const Tensor& v, bool causal, double scale) {
+                             const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
+                             double scale) {
   if (out.numel() == 0) return;
   IGNIS_INTERNAL_ASSERT(out.dim() == q.dim() && out.stride(-1) == 1 && lse.is_contiguous() &&
                         lse.dtype() == ScalarType::Float32);
@@ -856,15 +906,17 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   FlashParams p = params_for(q, k, v, causal, scale);
   p.o = operand(out);
   p.lse = lse.data<float>();
+  set_mask(p, mask, q.dtype());
   const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
-  launch(function_for(device, "fwd", q.dtype(), kd), nqb * p.batch, kFlashThreads, p, device);
+  launch(function_for(device, p.mkind ? "fwd_mask" : "fwd", q.dtype(), kd), nqb * p.batch,
+         kFlashThreads, p, device);
 }
 
 void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                              const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
-                              double scale) {
+                              const Tensor& v, const Tensor& out, const Tensor& lse,
+                              const Tensor& mask, bool causal, double scale) {
   IGNIS_INTERNAL_ASSERT(dk.dim() == k.dim() && dk.stride(-1) == 1 && dv.dim() == v.dim() &&
                         dv.stride(-1) == 1 && lse.is_contiguous() &&
                         lse.dtype() == ScalarType::Float32);
@@ -876,6 +928,7 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   p.o = operand(out);
   p.g = operand(grad_out);
   p.lse = lse.data<float>();
+  set_mask(p, mask, q.dtype());
   Tensor delta = empty_tensor(lse.sizes(), ScalarType::Float32, q.device());
   Tensor dq_acc = empty_tensor(dq.sizes(), ScalarType::Float32, q.device());
   p.delta = delta.data<float>();
@@ -895,7 +948,7 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   }
   const int kd = head_tile(p.D);
   const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
-  launch(function_for(device, "bwd", q.dtype(), kd), nkb * p.batch,
+  launch(function_for(device, p.mkind ? "bwd_mask" : "bwd", q.dtype(), kd), nkb * p.batch,
          static_cast<unsigned>(bn / 16) * 32, p, device);
   if (dq.numel() > 0) copy_tensor(dq, dq_acc);
 }
@@ -903,10 +956,8 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
 std::vector<KernelRequest> flash_attention_kernel_requests() {
   std::vector<KernelRequest> v;
   for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16}) {
-    for (int kd : {64, 128}) {
-      v.push_back(request("fwd", t, kd));
-      v.push_back(request("bwd", t, kd));
-    }
+    for (int kd : {64, 128})
+      for (const char* kind : {"fwd", "bwd", "fwd_mask", "bwd_mask"}) v.push_back(request(kind, t, kd));
     v.push_back(request("bwd_dot", t, 0));
   }
   return v;

@@ -20,8 +20,9 @@ inline constexpr int64_t kFlashMaxHeadDim = 128;
 
 // Why the flash kernels cannot run this call, or nullptr when they can:
 // q [B..., L, E], k [B..., S, E], v [B..., S, E] of one 16-bit float dtype on
-// a GPU of compute capability 8.0 or newer, no attn_mask (causal is fine),
-// E == Ev <= kFlashMaxHeadDim, S > 0, at most 4 batch dims. `check_device`
+// a GPU of compute capability 8.0 or newer, an optional attn_mask, bool or
+// of q's dtype (causal too), E == Ev <= kFlashMaxHeadDim, S > 0, at most 4
+// batch dims (the mask's included). `check_device`
 // off skips the GPU's capability (for the host emulation and fake tensors).
 const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& mask, bool check_device = true);
@@ -29,16 +30,20 @@ const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const 
 // out [B..., L, E] (q's dtype, contiguous) and lse [B..., L] (float32,
 // contiguous) from q, k, v already broadcast to the batch dims (any batch
 // strides; rows with unit stride, as ops/attention.cpp's rows_as gives).
+// `mask`, when defined, is [B..., L, S] with any strides (a broadcast view):
+// bool (True takes part) or q's dtype (added to the scores).
 void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
-                             const Tensor& k, const Tensor& v, bool causal, double scale);
+                             const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
+                             double scale);
 
 // dq, dk, dv (contiguous, q's dtype) from grad_out, q, k, v, out (broadcast
 // to the batch, unit row strides) and lse (float32). dq is accumulated in a
 // float32 workspace by atomic adds and rounded once at the end.
+// `mask` as the forward's (its gradient is not computed here).
 void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                              const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
-                              double scale);
+                              const Tensor& v, const Tensor& out, const Tensor& lse,
+                              const Tensor& mask, bool causal, double scale);
 
 // Every flash kernel (forward and backward, float16 and bfloat16, head dims
 // 64 and 128, and the backward's row-dot kernel), for tests that compile
