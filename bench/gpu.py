@@ -20,6 +20,10 @@ object (`lib` is `ignis` or `torch`). Rows:
   attn_fwd    scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v
               [8, 12, 512, 64] bfloat16 (GPT-2 small's attention), no_grad
   attn_train  the same forward and its backward (dq, dk, dv from a fixed dout)
+  attn_mask_fwd, attn_mask_train
+              the same shapes with a key-padding attn_mask instead of is_causal: bool
+              [8, 1, 1, 512], each batch element's keys valid up to a length drawn in
+              [256, 512]
   tiny        50 small pointwise ops (adds, multiplies, sin, cos, relu) on 1024
               float32 elements, microseconds per call: launch and call overhead
   compile     the gpt_train model compiled (default mode): seconds from a fresh cache
@@ -40,8 +44,8 @@ bf16 matmul peak (an 8192^3 bf16 GEMM). Memory-bound rows print the bytes they
 must move (inputs read once, output written once) per second as a fraction of
 that copy bandwidth; the GEMM rows (mlp, gpt_*) their FLOP/s (model FLOPs: the
 matrix products, attention counted in full; the attn rows count the causal
-half, 4 B H L^2 D / 2 forward and 2.5 times that backward) as a fraction of that
-bf16 peak.
+half, 4 B H L^2 D / 2 forward and 2.5 times that backward, the attn_mask rows
+every score) as a fraction of that bf16 peak.
 The ratio columns are ignis / torch (below 1: ignis faster): eager over eager,
 ignis.compile over torch.compile, and ignis.cg over torch.cg.
 
@@ -80,7 +84,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
 ROWS = ["pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "mlp", "gpt_fwd",
-        "gpt_train", "attn_fwd", "attn_train", "tiny", "compile"]
+        "gpt_train", "attn_fwd", "attn_train", "attn_mask_fwd", "attn_mask_train", "tiny",
+        "compile"]
 # library[.how]: eager, compiled with the default mode, compiled with CUDA graphs.
 IMPLS = ["ignis", "torch", "ignis.compile", "torch.compile", "ignis.cg", "torch.cg"]
 COMPILE_MODES = {"compile": "default", "cg": "reduce-overhead"}
@@ -96,7 +101,7 @@ TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 
 # other orders (torch's CPU kernel sums them in bfloat16: 2% off a float64
 # reference at --quick sizes, where ignis is 0.25% off).
 NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2, "layer_norm_bwd": 3e-2,
-            "attn_fwd": 2e-2, "attn_train": 2e-2}
+            "attn_fwd": 2e-2, "attn_train": 2e-2, "attn_mask_fwd": 2e-2, "attn_mask_train": 2e-2}
 
 
 def sizes(quick):
@@ -261,12 +266,20 @@ def make_case(row, lib, quick, device, wrap=lambda f: f):
             opt.step()
             return (loss.detach().clone(), *grads)
         return call, first, 3 * fwd_flops, None, {"optimizer": how}
-    if row in ("attn_fwd", "attn_train"):
+    if row in ("attn_fwd", "attn_train", "attn_mask_fwd", "attn_mask_train"):
         B, H, T, D = S["attn"]
         q, k, v, g = (t(rng.standard_normal((B, H, T, D)), bf16) for _ in range(4))
-        flops = 4 * B * H * T * T * D // 2  # causal: half the scores
-        attn = wrap(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        if row == "attn_fwd":
+        if row.startswith("attn_mask"):
+            # key padding: batch element b attends to its first lengths[b] keys
+            lengths = rng.integers(T // 2, T + 1, B)
+            m = lib.from_numpy(np.arange(T)[None, None, None, :] < lengths[:, None, None, None])
+            m = m.to(device)
+            flops = 4 * B * H * T * T * D  # every score computed
+            attn = wrap(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=m))
+        else:
+            flops = 4 * B * H * T * T * D // 2  # causal: half the scores
+            attn = wrap(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        if row in ("attn_fwd", "attn_mask_fwd"):
             def call():
                 return attn(q, k, v)
             return call, call, flops, None, {}
@@ -402,7 +415,7 @@ def run_child(args):
                                               wrapper(lib, args.impl))
     out.update(info)
     timer = Timer(lib, args.device)
-    train = args.child in ("gpt_train", "attn_train")
+    train = args.child in ("gpt_train", "attn_train", "attn_mask_train")
     with lib.set_grad_enabled(train):
         res = first()
         np.savez(args.save, *to_numpy(res))
