@@ -346,3 +346,52 @@ def test_compiled_attention_on_strided_heads_matches_eager():
     lc.backward()
     assert abs(le.item() - lc.item()) <= 1e-2 * (1 + abs(le.item()))
     assert_near(x.grad, ge, "bfloat16", "dx")
+
+
+@needs_gpu
+def test_compiled_attention_with_a_padding_mask_matches_eager():
+    # A key-padding mask built inside the compiled function (a comparison of
+    # an arange with per-batch lengths): the compiled graph hands it to the
+    # masked flash kernels; values and gradients as eager's.
+    B, T, H, D = 2, 24, 2, 64
+    x = _sample((B, T, 3 * H * D), "bfloat16", seed=8).cuda().requires_grad_()
+    lengths = ignis.tensor([24, 13]).cuda()
+
+    def f(x, lengths):
+        q, k, v = (p.view(B, T, H, D).transpose(1, 2) for p in x.split(H * D, dim=2))
+        keep = ignis.arange(T, device=x.device)[None, None, None, :] < lengths[:, None, None, None]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        return (y.transpose(1, 2).contiguous().view(B, T, H * D) * 2).float().sum()
+    le = f(x, lengths)
+    le.backward()
+    ge, x.grad = x.grad.clone(), None
+    lc = ignis.compile(f, backend="inductor")(x, lengths)
+    lc.backward()
+    assert abs(le.item() - lc.item()) <= 1e-2 * (1 + abs(le.item()))
+    assert_near(x.grad, ge, "bfloat16", "dx")
+
+
+@needs_gpu
+def test_masked_calls_launch_the_masked_kernels(capfd):
+    # Eager and compiled: a masked call takes the masked variants, an
+    # unmasked one the plain kernels (the fake driver's launch log).
+    from _fake_launches import launched, require_fake_gpu
+    require_fake_gpu()
+    q = _sample((1, 2, 20, 64), "bfloat16", seed=1).cuda().requires_grad_()
+    mask = ignis.from_numpy(np.tril(np.ones((20, 20), bool))).cuda()
+
+    def step(fn, m):
+        def run():
+            q.grad = None
+            fn(q, m).float().sum().backward()
+        return launched(capfd, run)
+
+    def sdpa(q, m):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=m)
+    compiled = ignis.compile(sdpa, backend="inductor")
+    for fn in (sdpa, compiled):
+        names = step(fn, mask)
+        assert "flash_fwd_mask_bfloat16_d64" in names and "flash_bwd_mask_bfloat16_d64" in names
+        names = step(fn, None)
+        assert "flash_fwd_bfloat16_d64" in names and "flash_bwd_bfloat16_d64" in names
+        assert not [n for n in names if "_mask_" in n]
