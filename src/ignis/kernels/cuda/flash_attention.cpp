@@ -210,11 +210,11 @@ __device__ __forceinline__ const T* ig_fa_base(const IgFlashOperand& a, const Ig
   }
   return reinterpret_cast<const T*>(a.p) + off;
 }
-// Batch index b's attn_mask (its elements are 1 or sizeof(T) bytes).
+// Batch index b's attn_mask: bool (one byte an element) or T.
 template <class T>
 __device__ __forceinline__ const char* ig_fa_mask_base(const IgFlashParams& p, int64_t b) {
-  const int64_t size = p.mkind == 1 ? 1 : int64_t(sizeof(T));
-  return p.m.p + (ig_fa_base<char>(p.m, p, b) - p.m.p) * size;
+  return p.mkind == 1 ? ig_fa_base<char>(p.m, p, b)
+                      : reinterpret_cast<const char*>(ig_fa_base<T>(p.m, p, b));
 }
 // The attn_mask's term for score (row, col) of batch index b's mask `mb`
 // (ig_fa_mask_base), in log2 units as the scores are: 0 or -inf for a bool
@@ -780,29 +780,26 @@ KernelRequest make_request(const std::string& symbol, const char* templates,
 }
 
 // kind: "fwd", "bwd" (with head-dim tile kd) or "bwd_dot".
-KernelRequest request(const char* kind, ScalarType t, int kd) {
+// `masked`: the kernel with an attn_mask (flash_fwd_mask_...), a variant of
+// its own so that the unmasked one keeps its registers.
+KernelRequest request(const char* kind, ScalarType t, int kd, bool masked = false) {
   const std::string dt = dtype_name(t);
   if (std::string(kind) == "bwd_dot")
     return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
                         str("ig_flash_bwd_dot<", type_of(t), ">"));
-  // "fwd_mask", "bwd_mask": the kernels with an attn_mask, a variant of
-  // their own so that the unmasked ones keep their registers.
-  const std::string k = kind;
-  const bool masked = k.size() > 5 && k.compare(k.size() - 5, 5, "_mask") == 0;
-  const std::string base = masked ? k.substr(0, k.size() - 5) : k;
-  KernelRequest r =
-      make_request(str("flash_", kind, "_", dt, "_d", kd), kTemplates,
-                   str("ig_flash_", base, "<", type_of(t), ", ", kd, ", ", masked ? "true" : "false", ">"));
+  KernelRequest r = make_request(
+      str("flash_", kind, masked ? "_mask_" : "_", dt, "_d", kd), kTemplates,
+      str("ig_flash_", kind, "<", type_of(t), ", ", kd, ", ", masked ? "true" : "false", ">"));
   // The head-dim-64 backward (256 threads) takes 174 registers uncapped: one
   // block an SM. At 128 two fit (16 warps to hide the atomics' and barriers'
   // latency) for 48 bytes of spills.
-  if (base == "bwd" && kd == 64) r.options.push_back("-maxrregcount=128");
+  if (std::string(kind) == "bwd" && kd == 64) r.options.push_back("-maxrregcount=128");
   return r;
 }
 
-CUfunction function_for(int device, const char* kind, ScalarType t, int kd) {
-  return get_named_kernel(device, str("flash/", kind, "/", dtype_name(t), "/", kd),
-                          [&] { return request(kind, t, kd); });
+CUfunction function_for(int device, const char* kind, ScalarType t, int kd, bool masked = false) {
+  return get_named_kernel(device, str("flash/", kind, masked ? "_mask/" : "/", dtype_name(t), "/", kd),
+                          [&] { return request(kind, t, kd, masked); });
 }
 
 // The batch dims of `t` (its leading dim() - 2), right-aligned into four.
@@ -909,8 +906,8 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   set_mask(p, mask, q.dtype());
   const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
-  launch(function_for(device, p.mkind ? "fwd_mask" : "fwd", q.dtype(), kd), nqb * p.batch,
-         kFlashThreads, p, device);
+  launch(function_for(device, "fwd", q.dtype(), kd, p.mkind != 0), nqb * p.batch, kFlashThreads,
+         p, device);
 }
 
 void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -948,7 +945,7 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   }
   const int kd = head_tile(p.D);
   const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
-  launch(function_for(device, p.mkind ? "bwd_mask" : "bwd", q.dtype(), kd), nkb * p.batch,
+  launch(function_for(device, "bwd", q.dtype(), kd, p.mkind != 0), nkb * p.batch,
          static_cast<unsigned>(bn / 16) * 32, p, device);
   if (dq.numel() > 0) copy_tensor(dq, dq_acc);
 }
@@ -957,7 +954,8 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
   std::vector<KernelRequest> v;
   for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16}) {
     for (int kd : {64, 128})
-      for (const char* kind : {"fwd", "bwd", "fwd_mask", "bwd_mask"}) v.push_back(request(kind, t, kd));
+      for (const char* kind : {"fwd", "bwd"})
+        for (bool masked : {false, true}) v.push_back(request(kind, t, kd, masked));
     v.push_back(request("bwd_dot", t, 0));
   }
   return v;

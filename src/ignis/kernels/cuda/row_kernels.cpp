@@ -64,7 +64,8 @@ struct IgRowParams {
   double eps;
   int32_t kind;  // softmax 0, log_softmax 1, safe softmax 2 (cpu::SoftmaxKind)
   int32_t narrow;  // bit 2: mean and rstd in T, else C (bit 1, parameters in T, picks
-                   // the kernel: its template argument P)
+                   // the kernel: its template argument P); layer_norm_bwd_cols_sum's
+                   // outputs in T, else C: bit 4 grad_weight, bit 8 grad_bias
 };
 // Row r's statistic (mean, rstd) in op-math, stored in T when `narrow`.
 template <class T, class C> __forceinline__ C ig_stat(const char* base, int64_t r, bool narrow) {
@@ -1017,12 +1018,13 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   // The sums go straight into grad_weight and grad_bias when the slices'
   // kernel adds them and they are contiguous in T or op-math (its store
   // converts), else through op-math temporaries and a copy.
-  auto direct = [&](const Tensor& d) {
-    return slices > 1 && d.is_contiguous() && (d.dtype() == x.dtype() || d.dtype() == acc);
+  auto sums_for = [&](const Tensor& d) {
+    if (!d.defined()) return Tensor();
+    const bool direct =
+        slices > 1 && d.is_contiguous() && (d.dtype() == x.dtype() || d.dtype() == acc);
+    return direct ? d : empty_tensor(d.sizes(), acc, x.device());
   };
-  const bool dw_direct = !dw.defined() || direct(dw), db_direct = !db.defined() || direct(db);
-  Tensor tw = !dw.defined() ? Tensor() : dw_direct ? dw : empty_tensor(dw.sizes(), acc, x.device());
-  Tensor tb = !db.defined() ? Tensor() : db_direct ? db : empty_tensor(db.sizes(), acc, x.device());
+  Tensor tw = sums_for(dw), tb = sums_for(db);
   Tensor pw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
   Tensor pb = slices > 1 && db.defined() ? empty_tensor({slices, N}, acc, x.device()) : tb;
   RowParams q = p;
@@ -1050,8 +1052,8 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
     IGNIS_CU(cuLaunchKernel(function_for(device, x.dtype(), "layer_norm_bwd_cols_sum"), grid, 1,
                             1, kBlockThreads, 1, 1, 0, stream.handle, sa, nullptr));
   }
-  if (dw.defined() && !dw_direct) copy_tensor(dw, tw);
-  if (db.defined() && !db_direct) copy_tensor(db, tb);
+  if (dw.defined() && !tw.is_same(dw)) copy_tensor(dw, tw);
+  if (db.defined() && !tb.is_same(db)) copy_tensor(db, tb);
 }
 
 namespace {
