@@ -108,15 +108,17 @@ def test_dispatch_picks_the_flash_kernels():
 
 # ---- on a GPU (and the fake driver) ---------------------------------------------------------
 
-def _check_call(q, k, v, dtype, causal, scale=None, strided=None, mask=None):
+def _check_call(q, k, v, dtype, causal, scale=None, strided=None, mask=None, maskc=None):
     """SDPA on CUDA (the flash kernels) against the CPU's kernel and CUDA's
     float32 op path: output, lse, and gradients of q, k, v (`mask`: an
-    attn_mask, on the CPU)."""
+    attn_mask, on the CPU; `maskc`: its CUDA twin when it must keep a layout
+    of its own, else mask.cuda())."""
     if strided is not None:
         qc, kc, vc = strided
     else:
         qc, kc, vc = (t.cuda() for t in (q, k, v))
-    maskc = None if mask is None else mask.cuda()
+    if maskc is None and mask is not None:
+        maskc = mask.cuda()
     assert ignis._C._cuda_flash_attention_unsupported(qc, kc, vc, maskc) is None
     kw = {"is_causal": causal}
     if scale is not None:
@@ -192,6 +194,43 @@ def test_flash_attention_with_an_attn_mask(dtype, kind, causal):
     v = _sample((B, H, S, D), dtype, seed=3)
     mask = _mask((kind[0], dtype if kind[1] == "input" else kind[1]), B, H, L, S, dtype)
     _check_call(q, k, v, dtype, causal, mask=mask)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["aligned", "sliced", "transposed", "padding"])
+@pytest.mark.parametrize("mdtype", ["bool", "input"])
+def test_flash_attention_mask_tiles_in_every_layout(dtype, layout, mdtype):
+    # The kernels stage the mask's tiles into shared memory: by cp.async when
+    # its columns are contiguous and its rows 16-byte aligned ("aligned": S a
+    # multiple of 16; "sliced": rows of 160 cut to 133, so a row's last chunk
+    # is partial; "padding": a key-padding mask [B, 1, 1, S], one row staged
+    # for all), else element by element ("transposed": column stride L).
+    B, H, L, S, D = 2, 2, 140, 144, 64
+    if layout == "sliced":
+        S = 133
+    q = _sample((B, H, L, D), dtype, seed=1)
+    k = _sample((B, H, S, D), dtype, seed=2)
+    v = _sample((B, H, S, D), dtype, seed=3)
+    mt = dtype if mdtype == "input" else "bool"
+    if layout == "aligned":
+        mask = _mask(("B1LS", mt), B, H, L, S, dtype)
+        maskc = mask.cuda()
+    elif layout == "sliced":
+        wide = _mask(("B1LS", mt), B, H, L, 160, dtype)
+        mask, maskc = wide[..., :S], wide.cuda()[..., :S]
+    elif layout == "transposed":
+        mask = _mask(("B1LS", mt), B, H, S, L, dtype).transpose(-1, -2)
+        maskc = _mask(("B1LS", mt), B, H, S, L, dtype).cuda().transpose(-1, -2)
+    else:
+        lengths = np.array([S // 2 + 3, S - 5])
+        m = np.arange(S)[None, None, None, :] < lengths[:, None, None, None]
+        mask = ignis.from_numpy(m)
+        if mt != "bool":
+            mask = ignis.from_numpy(np.where(m, 0.0, -np.inf).astype(np.float32)).to(getattr(ignis, mt))
+        maskc = mask.cuda()
+    assert maskc.shape == mask.shape
+    _check_call(q, k, v, dtype, False, mask=mask, maskc=maskc)
 
 
 @needs_gpu
