@@ -74,11 +74,12 @@ def test_every_flash_kernel_compiles_with_nvrtc():
                     "or install the nvidia-cuda-nvrtc wheel")
     units = [u for u in ignis._C._cuda_eager_kernel_units() if u[0].startswith("flash_")]
     labels = sorted(u[0] for u in units)
-    # Forward and backward per dtype and head-dim tile, each without and with an
-    # attn_mask, and the backward's row dot.
-    assert len(units) == 18, labels
+    # Forward and backward per dtype and head-dim tile, each without an attn_mask,
+    # with a bool one and with one of the input's dtype, and the backward's row dot.
+    assert len(units) == 26, labels
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
     assert "flash_fwd_mask_float16_d64.cu" in labels and "flash_bwd_mask_bfloat16_d128.cu" in labels
+    assert "flash_fwd_fmask_bfloat16_d64.cu" in labels and "flash_bwd_fmask_float16_d128.cu" in labels
     assert all("mma.sync.aligned.m16n8k16" in u[1] for u in units if "_dot_" not in u[0])
 
     def compile_one(u):

@@ -200,6 +200,20 @@ __device__ __forceinline__ float ig_fa_xor(float v, int o) {
   return __shfl_xor_sync(0xffffffffu, v, o);
 }
 // Max and sum over the 4 lanes of a quad (the lanes sharing a row).
+// 2^x by the SFU alone (ex2.approx.ftz: -inf gives 0); exp2f adds a range
+// check and two multiplies around it for denormal results, which softmax
+// weights do not need, and the forward is bound by instruction issue.
+__device__ __forceinline__ float ig_fa_exp2(float x) {
+#ifdef IG_HOST_EMULATION
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+template <bool B> struct IgFaBool { static constexpr bool value = B; };
+
 __device__ __forceinline__ float ig_fa_quad_max(float v) {
   v = fmaxf(v, ig_fa_xor(v, 1));
   return fmaxf(v, ig_fa_xor(v, 2));
@@ -332,12 +346,37 @@ __device__ __forceinline__ void ig_fa_stage_mask(unsigned char* tile, const char
 // The mask's term for local row r, column c of a staged tile, in log2
 // units as the scores are: 0 or -inf for a bool mask (True takes part), the
 // value times log2 e for a float one.
-template <class T, int MP>
-__device__ __forceinline__ float ig_fa_mask_at(const IgFlashParams& p, const unsigned char* tile,
-                                               int r, int c) {
-  const unsigned char* row = tile + (p.m.rs == 0 ? 0 : r) * MP;
-  if (p.mkind == 1) return row[c] ? 0.f : -IG_FA_INF;
+// Local row r of a staged mask tile (row 0 for a key-padding mask).
+template <int MP>
+__device__ __forceinline__ const unsigned char* ig_fa_mask_row(const IgFlashParams& p,
+                                                               const unsigned char* tile, int r) {
+  return tile + (p.m.rs == 0 ? 0 : r) * MP;
+}
+// The mask's terms in log2 units, as the scores are: a bool mask (MASK 1)
+// gives 0 where True (takes part) and -inf elsewhere; a mask of the input's
+// dtype (MASK 2) its value times log2 e. Of column c (ig_fa_mask_at) or of
+// columns c and c + 1, c even, with one 16- or 32-bit shared load
+// (ig_fa_mask_pair).
+template <class T, int MASK>
+__device__ __forceinline__ float ig_fa_mask_at(const unsigned char* row, int c) {
+  if (MASK == 1) return row[c] ? 0.f : -IG_FA_INF;
   return ig_convert<float>(reinterpret_cast<const T*>(row)[c]) * 1.4426950408889634f;
+}
+template <class T, int MASK>
+__device__ __forceinline__ void ig_fa_mask_pair(const unsigned char* row, int c, float& a,
+                                                float& b) {
+  if (MASK == 1) {
+    const uint16_t two = *reinterpret_cast<const uint16_t*>(row + c);
+    a = (two & 0xffu) ? 0.f : -IG_FA_INF;
+    b = (two >> 8) ? 0.f : -IG_FA_INF;
+  } else {
+    const uint32_t two = *reinterpret_cast<const uint32_t*>(row + 2 * c);
+    T lo, hi;
+    lo.x = static_cast<uint16_t>(two & 0xffffu);
+    hi.x = static_cast<uint16_t>(two >> 16);
+    a = ig_convert<float>(lo) * 1.4426950408889634f;
+    b = ig_convert<float>(hi) * 1.4426950408889634f;
+  }
 }
 
 // ldmatrix .x4: the warp reads four 8x8 tiles of 16-bit values from shared
@@ -391,7 +430,8 @@ __device__ __forceinline__ void ig_fa_ldb(uint32_t (&b)[4], const uint16_t* tile
 // does for head dim 64) where the registers allow it, else 16.
 template <int KD> struct IgFlashFwdTiles { static constexpr int MW = KD <= 64 ? 2 : 1; };
 
-template <class T, int KD, bool MASK>
+// MASK: 0 none, 1 a bool attn_mask, 2 one of the input's dtype.
+template <class T, int KD, int MASK>
 __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
   constexpr int MW = IgFlashFwdTiles<KD>::MW;  // m16 tiles per warp
@@ -473,53 +513,86 @@ __device__ __forceinline__ void ig_flash_fwd(const IgFlashParams& p) {
           TC::mma(s[mi][n + 1], qf[mi][kk], b1);
         }
       }
-    // Scale into log2 units and mask; only blocks crossing S or the
-    // diagonal, and every block when there is an attn_mask.
-    const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0) || MASK;
+    // The online softmax of the block's scores, in log2 units. Blocks that
+    // cross S or the causal diagonal, and a scale that is not positive, take
+    // the checked path (EDGE): keys past S or after the query at -inf. The
+    // masked kernels add the attn_mask's term from its staged tile to the
+    // scaled scores. The others, most of the work, fold the scale into the
+    // exponential's FFMA (their max is taken unscaled: a positive scale
+    // keeps the order) with no checks at all.
+    const bool edge = !(p.scale_log2 > 0.f) || j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
     uint32_t pa[MW][BN / 16][4];
+    auto block_softmax = [&](auto edge_tag) {
+      constexpr bool EDGE = decltype(edge_tag)::value, SCALED = EDGE || MASK != 0;
+      // Local limits: keys [0, ncol) of the block exist; with is_causal,
+      // row r sees local keys up to r - j0.
+      const int ncol = EDGE && j0 + BN > p.S ? int(p.S - j0) : BN;
 #pragma unroll
-    for (int mi = 0; mi < MW; ++mi) {
-      float mx[2] = {-IG_FA_INF, -IG_FA_INF};
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[mi][n][e] * p.scale_log2;
-          if (edge) {
-            const int64_t col = j0 + n * 8 + 2 * t + (e & 1), row = rw[mi][e / 2];
-            if (col >= p.S || (p.causal && col > row)) x = -IG_FA_INF;
-            else if (MASK && row < p.L) x += ig_fa_mask_at<T, MP>(p, sM, int(row - i0), int(col - j0));
+      for (int mi = 0; mi < MW; ++mi) {
+        float mx[2] = {-IG_FA_INF, -IG_FA_INF};
+        int last[2] = {BN, BN};
+        if (EDGE && p.causal)
+          for (int h = 0; h < 2; ++h) {
+            const int64_t d = rw[mi][h] - j0;
+            last[h] = d < -1 ? -1 : (d > BN ? BN : int(d));
           }
-          s[mi][n][e] = x;
-          mx[e / 2] = fmaxf(mx[e / 2], x);
+        const unsigned char* mrow[2] = {nullptr, nullptr};
+        if (MASK)
+          for (int h = 0; h < 2; ++h) mrow[h] = ig_fa_mask_row<MP>(p, sM, int(rw[mi][h] - i0));
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; e += 2) {
+            const int h = e / 2, c = n * 8 + 2 * t;
+            float x0 = s[mi][n][e], x1 = s[mi][n][e + 1];
+            if (SCALED) {
+              float a = 0.f, b = 0.f;
+              if (MASK) ig_fa_mask_pair<T, MASK>(mrow[h], c, a, b);
+              x0 = fmaf(x0, p.scale_log2, a);
+              x1 = fmaf(x1, p.scale_log2, b);
+              if (EDGE) {
+                if (c >= ncol || c > last[h]) x0 = -IG_FA_INF;
+                if (c + 1 >= ncol || c + 1 > last[h]) x1 = -IG_FA_INF;
+              }
+              s[mi][n][e] = x0;
+              s[mi][n][e + 1] = x1;
+            }
+            mx[h] = fmaxf(mx[h], fmaxf(x0, x1));
+          }
+        // New maxima, the rescale of what came before.
+        float z[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float mb = ig_fa_quad_max(mx[h]);
+          const float mn = fmaxf(m[mi][h], SCALED ? mb : mb * p.scale_log2);
+          z[h] = mn == -IG_FA_INF ? 0.f : mn;
+          const float c = ig_fa_exp2(m[mi][h] - z[h]);  // 0 before the first key
+          m[mi][h] = mn;
+          l[mi][h] *= c;
+#pragma unroll
+          for (int n = 0; n < KD / 8; ++n) {
+            acc[mi][n][2 * h] *= c;
+            acc[mi][n][2 * h + 1] *= c;
+          }
         }
-      // The online softmax: new maxima, the rescale of what came before.
-      float z[2];
+        // p = exp2(s - m), summed per lane (the quad's sum is taken at the
+        // end), and packed as the A tiles of p v.
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float mn = fmaxf(m[mi][h], ig_fa_quad_max(mx[h]));
-        z[h] = mn == -IG_FA_INF ? 0.f : mn;
-        const float c = exp2f(m[mi][h] - z[h]);  // 0 before the first key
-        m[mi][h] = mn;
-        l[mi][h] *= c;
+        for (int n = 0; n < BN / 8; ++n) {
+          float pv[4];
 #pragma unroll
-        for (int n = 0; n < KD / 8; ++n) {
-          acc[mi][n][2 * h] *= c;
-          acc[mi][n][2 * h + 1] *= c;
+          for (int e = 0; e < 4; ++e)
+            pv[e] = SCALED ? ig_fa_exp2(s[mi][n][e] - z[e / 2])
+                         : ig_fa_exp2(fmaf(s[mi][n][e], p.scale_log2, -z[e / 2]));
+          l[mi][0] += pv[0] + pv[1];
+          l[mi][1] += pv[2] + pv[3];
+          pa[mi][n / 2][(n & 1) * 2] = TC::pack(pv[0], pv[1]);
+          pa[mi][n / 2][(n & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
         }
       }
-      // p = exp2(s - m), summed per lane (the quad's sum is taken at the
-      // end), and packed as the A tiles of p v.
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const float p0 = exp2f(s[mi][n][0] - z[0]), p1 = exp2f(s[mi][n][1] - z[0]);
-        const float p2 = exp2f(s[mi][n][2] - z[1]), p3 = exp2f(s[mi][n][3] - z[1]);
-        l[mi][0] += p0 + p1;
-        l[mi][1] += p2 + p3;
-        pa[mi][n / 2][(n & 1) * 2] = TC::pack(p0, p1);
-        pa[mi][n / 2][(n & 1) * 2 + 1] = TC::pack(p2, p3);
-      }
-    }
+    };
+    if (edge) block_softmax(IgFaBool<true>());
+    else block_softmax(IgFaBool<false>());
     ig_fa_cp_wait();
     __syncthreads();  // v(j) is in sV; every warp is done with k(j)
     if (j0 + BN < kend) {
@@ -579,7 +652,7 @@ template <int KD> struct IgFlashBwdTiles {
   static constexpr int BN = KD <= 64 ? 128 : 64, BM = 32, WARPS = BN / 16;
 };
 
-template <class T, int KD, bool MASK>
+template <class T, int KD, int MASK>
 __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
   constexpr int BN = IgFlashBwdTiles<KD>::BN, BM = IgFlashBwdTiles<KD>::BM;
@@ -679,8 +752,9 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
         const int ql = n * 8 + 2 * t + (e & 1);
         const int64_t key = e < 2 ? k0 : k1, query = i0 + ql;
         float logit = st[n][e] * p.scale_log2;
-        if (MASK && key < p.S && query < p.L) logit += ig_fa_mask_at<T, MP>(p, sM, ql, int(key - j0));
-        float x = exp2f(logit - sL[ql]);
+        if (MASK && key < p.S && query < p.L)
+          logit += ig_fa_mask_at<T, MASK>(ig_fa_mask_row<MP>(p, sM, ql), int(key - j0));
+        float x = ig_fa_exp2(logit - sL[ql]);
         if (edge && (key >= p.S || (p.causal && key > query))) x = 0.f;
         pv[e] = x;
         dsv[e] = x * (dp[n][e] - sD[ql]);
@@ -835,16 +909,18 @@ KernelRequest make_request(const std::string& symbol, const char* templates,
 }
 
 // kind: "fwd", "bwd" (with head-dim tile kd) or "bwd_dot".
-// `masked`: the kernel with an attn_mask (flash_fwd_mask_...), a variant of
-// its own so that the unmasked one keeps its registers.
-KernelRequest request(const char* kind, ScalarType t, int kd, bool masked = false) {
+// `mask`: the kernel for an attn_mask (p.mkind: 1 bool, flash_fwd_mask_...;
+// 2 the input's dtype, flash_fwd_fmask_...), variants of their own so that
+// the unmasked kernel keeps its registers and neither tests the kind a score.
+const char* mask_tag(int mask) { return mask == 0 ? "_" : mask == 1 ? "_mask_" : "_fmask_"; }
+KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
   const std::string dt = dtype_name(t);
   if (std::string(kind) == "bwd_dot")
     return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
                         str("ig_flash_bwd_dot<", type_of(t), ">"));
   KernelRequest r = make_request(
-      str("flash_", kind, masked ? "_mask_" : "_", dt, "_d", kd), kTemplates,
-      str("ig_flash_", kind, "<", type_of(t), ", ", kd, ", ", masked ? "true" : "false", ">"));
+      str("flash_", kind, mask_tag(mask), dt, "_d", kd), kTemplates,
+      str("ig_flash_", kind, "<", type_of(t), ", ", kd, ", ", mask, ">"));
   // The head-dim-64 backward (256 threads) takes 174 registers uncapped: one
   // block an SM. At 128 two fit (16 warps to hide the atomics' and barriers'
   // latency) for 48 bytes of spills.
@@ -852,9 +928,9 @@ KernelRequest request(const char* kind, ScalarType t, int kd, bool masked = fals
   return r;
 }
 
-CUfunction function_for(int device, const char* kind, ScalarType t, int kd, bool masked = false) {
-  return get_named_kernel(device, str("flash/", kind, masked ? "_mask/" : "/", dtype_name(t), "/", kd),
-                          [&] { return request(kind, t, kd, masked); });
+CUfunction function_for(int device, const char* kind, ScalarType t, int kd, int mask = 0) {
+  return get_named_kernel(device, str("flash/", kind, mask_tag(mask), dtype_name(t), "/", kd),
+                          [&] { return request(kind, t, kd, mask); });
 }
 
 // The batch dims of `t` (its leading dim() - 2), right-aligned into four.
@@ -974,7 +1050,7 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   set_mask(p, mask, q.dtype());
   const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
-  launch(function_for(device, "fwd", q.dtype(), kd, p.mkind != 0), nqb * p.batch, kFlashThreads,
+  launch(function_for(device, "fwd", q.dtype(), kd, p.mkind), nqb * p.batch, kFlashThreads,
          p, device);
 }
 
@@ -1013,7 +1089,7 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   }
   const int kd = head_tile(p.D);
   const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
-  launch(function_for(device, "bwd", q.dtype(), kd, p.mkind != 0), nkb * p.batch,
+  launch(function_for(device, "bwd", q.dtype(), kd, p.mkind), nkb * p.batch,
          static_cast<unsigned>(bn / 16) * 32, p, device);
   if (dq.numel() > 0) copy_tensor(dq, dq_acc);
 }
@@ -1023,7 +1099,7 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
   for (ScalarType t : {ScalarType::Float16, ScalarType::BFloat16}) {
     for (int kd : {64, 128})
       for (const char* kind : {"fwd", "bwd"})
-        for (bool masked : {false, true}) v.push_back(request(kind, t, kd, masked));
+        for (int mask : {0, 1, 2}) v.push_back(request(kind, t, kd, mask));
     v.push_back(request("bwd_dot", t, 0));
   }
   return v;
