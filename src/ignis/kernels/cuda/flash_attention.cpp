@@ -742,32 +742,45 @@ __device__ __forceinline__ void ig_flash_bwd(const IgFlashParams& p) {
       }
     }
     // p^T = exp2(s^T scale_log2 - lse) (masked), ds^T = p^T (dp^T - D).
+    // Blocks that cross S, L or the causal diagonal check each score in
+    // local coordinates (EDGE); the others, most of them, check nothing.
+    // Rows past L need no check of their own: their lse is staged as +inf.
     const bool edge = j0 + BN > p.S || i0 + BM > p.L || (p.causal && j0 + BN - 1 > i0);
     uint32_t pa[BM / 16][4], sa[BM / 16][4];
+    auto block_grads = [&](auto edge_tag) {
+      constexpr bool EDGE = decltype(edge_tag)::value;
+      // The block's keys [0, nk) and queries [0, nq) exist; with is_causal,
+      // local key kl is after local query ql when kl - ql > i0 - j0 (|i0 -
+      // j0| < BM + BN in a block the diagonal crosses: int is enough).
+      const int nk = EDGE && j0 + BN > p.S ? int(p.S - j0) : BN;
+      const int nq = EDGE && i0 + BM > p.L ? int(p.L - i0) : BM;
+      const int off = EDGE && p.causal ? int(i0 - j0 < -BN ? -BN : i0 - j0) : BN + BM;
 #pragma unroll
-    for (int n = 0; n < NT; ++n) {
-      float pv[4], dsv[4];
+      for (int n = 0; n < NT; ++n) {
+        float pv[4], dsv[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int ql = n * 8 + 2 * t + (e & 1);
-        const int64_t key = e < 2 ? k0 : k1, query = i0 + ql;
-        float logit = st[n][e] * p.scale_log2;
-        if (MASK && key < p.S && query < p.L)
-          logit += ig_fa_mask_at<T, MASK>(ig_fa_mask_row<MP>(p, sM, ql), int(key - j0));
-        float x = ig_fa_exp2(logit - sL[ql]);
-        if (edge && (key >= p.S || (p.causal && key > query))) x = 0.f;
-        pv[e] = x;
-        dsv[e] = x * (dp[n][e] - sD[ql]);
+        for (int e = 0; e < 4; ++e) {
+          const int ql = n * 8 + 2 * t + (e & 1), kl = kw + g + (e < 2 ? 0 : 8);
+          float logit = st[n][e] * p.scale_log2;
+          if (MASK && (!EDGE || (kl < nk && ql < nq)))
+            logit += ig_fa_mask_at<T, MASK>(ig_fa_mask_row<MP>(p, sM, ql), kl);
+          float x = ig_fa_exp2(logit - sL[ql]);
+          if (EDGE && (kl >= nk || kl - ql > off)) x = 0.f;
+          pv[e] = x;
+          dsv[e] = x * (dp[n][e] - sD[ql]);
+        }
+        pa[n / 2][(n & 1) * 2] = TC::pack(pv[0], pv[1]);
+        pa[n / 2][(n & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
+        sa[n / 2][(n & 1) * 2] = TC::pack(dsv[0], dsv[1]);
+        sa[n / 2][(n & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
+        // ds^T (16-bit, as it enters the products) for dq, two queries a store.
+        *reinterpret_cast<uint32_t*>(sT + (kw + g) * LT + n * 8 + 2 * t) = sa[n / 2][(n & 1) * 2];
+        *reinterpret_cast<uint32_t*>(sT + (kw + g + 8) * LT + n * 8 + 2 * t) =
+            sa[n / 2][(n & 1) * 2 + 1];
       }
-      pa[n / 2][(n & 1) * 2] = TC::pack(pv[0], pv[1]);
-      pa[n / 2][(n & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
-      sa[n / 2][(n & 1) * 2] = TC::pack(dsv[0], dsv[1]);
-      sa[n / 2][(n & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
-      // ds^T (16-bit, as it enters the products) for dq, two queries a store.
-      *reinterpret_cast<uint32_t*>(sT + (kw + g) * LT + n * 8 + 2 * t) = sa[n / 2][(n & 1) * 2];
-      *reinterpret_cast<uint32_t*>(sT + (kw + g + 8) * LT + n * 8 + 2 * t) =
-          sa[n / 2][(n & 1) * 2 + 1];
-    }
+    };
+    if (edge) block_grads(IgFaBool<true>());
+    else block_grads(IgFaBool<false>());
     // dv += p^T dout and dk += ds^T q: k runs over the block's queries.
 #pragma unroll
     for (int kc = 0; kc < BM / 16; ++kc)
