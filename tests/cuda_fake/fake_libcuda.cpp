@@ -1,5 +1,5 @@
 // A fake libcuda.so.1 for testing ignis's CUDA runtime on machines without a
-// GPU (tests/cuda_fake/run.sh): one device ("Fake GPU", sm_90, 4 SMs,
+// GPU (tests/cuda_fake/run.sh): one device ("Fake GPU", sm_80, 4 SMs,
 // $FAKE_CUDA_CAP_MB of memory, default 1024) whose memory is host memory,
 // copies that are memcpy, streams that are always done, events that read the
 // host clock, and kernels run on the host: copies and fills from
@@ -99,7 +99,10 @@ CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int* d, int i) { if (i != 0) return 101; *d = 0; return 0; }
 CUresult cuDeviceGetName(char* s, int n, int) { strncpy(s, "Fake GPU", n); return 0; }
 CUresult cuDeviceTotalMem_v2(size_t* b, int) { *b = g_cap; return 0; }
-CUresult cuDeviceGetAttribute(int* v, int a, int) { *v = a == 16 ? 4 : a == 75 ? 9 : 0; return 0; }
+// Compute capability 8.0: the host emulation has mma.sync, ldmatrix and
+// cp.async, not Hopper's warpgroup MMAs, so sm_90a-only kernels (the Hopper
+// flash forward) are never selected here; the GPU tests run them.
+CUresult cuDeviceGetAttribute(int* v, int a, int) { *v = a == 16 ? 4 : a == 75 ? 8 : 0; return 0; }
 CUresult cuDevicePrimaryCtxRetain(void** c, int) { static int ctx; *c = &ctx; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 CUresult cuCtxSetCurrent(void* c) { g_ctx = c; return 0; }
@@ -198,6 +201,7 @@ int fake_cuda_capture_host_work(void* s, void (*run)(void*), void* data, void (*
   return 1; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
+CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
 struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); int (*arg_sizes)(size_t*) = nullptr; };
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
 }  // extern "C"

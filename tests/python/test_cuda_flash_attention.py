@@ -75,8 +75,12 @@ def test_every_flash_kernel_compiles_with_nvrtc():
     units = [u for u in ignis._C._cuda_eager_kernel_units() if u[0].startswith("flash_")]
     labels = sorted(u[0] for u in units)
     # Forward and backward per dtype and head-dim tile, each without an attn_mask,
-    # with a bool one and with one of the input's dtype, and the backward's row dot.
-    assert len(units) == 26, labels
+    # with a bool one and with one of the input's dtype, the backward's row dot,
+    # and the Hopper forward (sm_90a: wgmma) per dtype.
+    assert len(units) == 28, labels
+    assert "flash_fwd_sm90_bfloat16_d64.cu" in labels and "flash_fwd_sm90_float16_d64.cu" in labels
+    assert all("wgmma.mma_async" in u[1] and "--gpu-architecture=sm_90a" in u[2]
+               for u in units if "_sm90_" in u[0])
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
     assert "flash_fwd_mask_float16_d64.cu" in labels and "flash_bwd_mask_bfloat16_d128.cu" in labels
     assert "flash_fwd_fmask_bfloat16_d64.cu" in labels and "flash_bwd_fmask_float16_d128.cu" in labels
@@ -435,3 +439,62 @@ def test_masked_calls_launch_the_masked_kernels(capfd):
         names = step(fn, None)
         assert "flash_fwd_bfloat16_d64" in names and "flash_bwd_bfloat16_d64" in names
         assert not [n for n in names if "_mask_" in n]
+
+
+def _hopper():
+    p = ignis.cuda.get_device_properties(0)
+    return (p.major, p.minor) == (9, 0)
+
+
+@real_gpu_only
+def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
+    # On compute capability 9.0 an unmasked call with head dim <= 64 and
+    # 16-byte aligned rows runs the wgmma forward; a mask, head dim 128 or
+    # unaligned rows keep the mma.sync kernels. Which kernels a fresh process
+    # asked for: $IGNIS_CUDA_DUMP_SOURCES receives each one's source.
+    if not _hopper():
+        pytest.skip("the Hopper forward needs compute capability 9.0 (sm_90a)")
+    import subprocess
+    import sys
+    script = (
+        "import _checkout, ignis, ignis.nn.functional as F\n"
+        "def t(*s, dt=ignis.bfloat16): return ignis.randn(*s).to(dt).cuda()\n"
+        "q = t(1, 2, 70, 64)\n"
+        "F.scaled_dot_product_attention(q, q, q, is_causal=True)\n"
+        "h = t(1, 2, 70, 40, dt=ignis.float16)\n"
+        "F.scaled_dot_product_attention(h, h, h)\n"
+        "F.scaled_dot_product_attention(q, q, q, attn_mask=ignis.ones(70, 70, dtype=ignis.bool).cuda())\n"
+        "w = t(1, 2, 70, 128)\n"
+        "F.scaled_dot_product_attention(w, w, w)\n"
+        "u = t(1, 2, 70, 12)\n"
+        "F.scaled_dot_product_attention(u, u, u)\n"
+        "ignis.cuda.synchronize()\n")
+    env = dict(os.environ, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
+               IGNIS_CACHE_DIR=str(tmp_path / "cache"))
+    subprocess.run([sys.executable, "-c", script], check=True, env=env,
+                   cwd=os.path.dirname(os.path.abspath(__file__)))
+    names = {p.stem for p in (tmp_path / "src").iterdir() if p.stem.startswith("flash_fwd")}
+    assert names == {"flash_fwd_sm90_bfloat16_d64", "flash_fwd_sm90_float16_d64",
+                     "flash_fwd_mask_bfloat16_d64", "flash_fwd_bfloat16_d128",
+                     "flash_fwd_bfloat16_d64"}, names
+
+
+@real_gpu_only
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [
+    (1, 3, 300, 260, 64),   # 3 query blocks of 128, keys past two 128-key steps
+    (2, 2, 129, 515, 56),   # one row past a block; 5 key steps (3 v stages wrap); D < 64
+    (1, 1, 1, 700, 64),     # a single query row
+    (1, 1, 700, 1, 64),     # a single key
+], ids=lambda s: "x".join(map(str, s)))
+def test_hopper_forward_tiles_and_stages(causal, shape):
+    # The wgmma forward's own edges (on an H200; elsewhere the mma.sync one
+    # runs the same checks): rows and keys past the 128-row/128-key tiles,
+    # more key steps than v's three stages, a head dim padded with zero
+    # columns, and a negative scale (the checked softmax path).
+    B, H, L, S, D = shape
+    q = _sample((B, H, L, D), "bfloat16", seed=1)
+    k = _sample((B, H, S, D), "bfloat16", seed=2)
+    v = _sample((B, H, S, D), "bfloat16", seed=3)
+    _check_call(q, k, v, "bfloat16", causal)
+    _check_call(q, k, v, "bfloat16", causal, scale=-0.2)

@@ -1,5 +1,6 @@
 #include "ignis/cuda/nvrtc.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -115,8 +116,12 @@ std::string nvrtc_compile(const std::string& source, const std::string& name, in
     nvrtcProgram* p;
     ~Destroy() { a.destroy(p); }
   } destroy{a, &prog};
-  std::vector<std::string> opts = {str("--gpu-architecture=", ptx ? "compute_" : "sm_", arch),
-                                   "--std=c++17"};
+  // A request may name its own target (sm_90a for wgmma); else the device's.
+  const bool own_target = std::any_of(options.begin(), options.end(), [](const std::string& o) {
+    return o.rfind("--gpu-architecture=", 0) == 0;
+  });
+  std::vector<std::string> opts = {"--std=c++17"};
+  if (!own_target) opts.push_back(str("--gpu-architecture=", ptx ? "compute_" : "sm_", arch));
   opts.insert(opts.end(), options.begin(), options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());

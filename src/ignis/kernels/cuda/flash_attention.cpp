@@ -1,4 +1,5 @@
 #include "ignis/kernels/cuda/flash_attention.h"
+#include "ignis/kernels/cuda/flash_attention_sm90.h"
 
 #include <algorithm>
 #include <string>
@@ -910,13 +911,13 @@ template <class T> __device__ __forceinline__ void ig_flash_bwd_dot(const IgFlas
 
 const char* type_of(ScalarType t) { return t == ScalarType::BFloat16 ? "ig_bf16" : "ig_half"; }
 
-KernelRequest make_request(const std::string& symbol, const char* templates,
-                           const std::string& call) {
+KernelRequest make_request(const std::string& symbol, const std::string& templates,
+                           const std::string& call, const char* bounds = "") {
   KernelRequest r;
   r.symbol = symbol;
   r.label = symbol + ".cu";
   r.source = str(eager_prelude(), templates, kKernelBodyMarker, "extern \"C\" __global__ void ",
-                 symbol, "(IgFlashParams p) { ", call, "(p); }\n");
+                 bounds, symbol, "(IgFlashParams p) { ", call, "(p); }\n");
   r.options = {"-default-device", "-w"};
   return r;
 }
@@ -931,6 +932,16 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
   if (std::string(kind) == "bwd_dot")
     return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
                         str("ig_flash_bwd_dot<", type_of(t), ">"));
+  if (std::string(kind) == "fwd_sm90") {
+    // wgmma exists on sm_90a only (the architecture-specific target): the
+    // kernel is requested on compute capability 9.0 alone.
+    KernelRequest r = make_request(str("flash_fwd_sm90_", dt, "_d64"),
+                                   str(kTemplates, flash_forward_sm90_templates()),
+                                   str("ig_flash_fwd_sm90<", type_of(t), ">"),
+                                   "__launch_bounds__(256, 2) ");
+    r.options.push_back("--gpu-architecture=sm_90a");
+    return r;
+  }
   KernelRequest r = make_request(
       str("flash_", kind, mask_tag(mask), dt, "_d", kd), kTemplates,
       str("ig_flash_", kind, "<", type_of(t), ", ", kd, ", ", mask, ">"));
@@ -1018,12 +1029,25 @@ void set_mask(FlashParams& p, const Tensor& mask, ScalarType dt) {
   p.mkind = mask.dtype() == ScalarType::Bool ? 1 : 2;
   p.mvec = mask_rows_aligned(mask);
 }
-void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int device) {
+void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int device,
+            int shared_bytes = 0) {
   IGNIS_CHECK(blocks < (int64_t(1) << 31), "flash attention: too many blocks (", blocks, ")");
   Stream stream = current_stream(device);
+  // Over 48 KiB of dynamic shared memory must be allowed per function (a
+  // host-side attribute, cheap beside the kernel, so set at every launch).
+  if (shared_bytes > 48 * 1024)
+    IGNIS_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes));
   void* a[] = {&p};
-  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0,
-                          stream.handle, a, nullptr));
+  IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1,
+                          static_cast<unsigned>(shared_bytes), stream.handle, a, nullptr));
+}
+
+// Whether the Hopper forward (flash_attention_sm90.h) takes the call: a
+// compute capability 9.0 GPU, no attn_mask, head dim <= 64 and 16-byte
+// aligned rows (its tiles load by cp.async alone).
+bool use_sm90_forward(int device, const FlashParams& p) {
+  const DeviceProperties& props = device_properties(device);
+  return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.D <= 64 && p.vec;
 }
 
 }  // namespace
@@ -1061,6 +1085,12 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   p.o = operand(out);
   p.lse = lse.data<float>();
   set_mask(p, mask, q.dtype());
+  if (use_sm90_forward(device, p)) {
+    const int64_t nqb = (p.L + kFlashSm90Rows - 1) / kFlashSm90Rows;
+    launch(function_for(device, "fwd_sm90", q.dtype(), 64), nqb * p.batch, kFlashSm90Threads, p,
+           device, flash_forward_sm90_shared_bytes());
+    return;
+  }
   const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
   launch(function_for(device, "fwd", q.dtype(), kd, p.mkind), nqb * p.batch, kFlashThreads,
@@ -1114,6 +1144,7 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
       for (const char* kind : {"fwd", "bwd"})
         for (int mask : {0, 1, 2}) v.push_back(request(kind, t, kd, mask));
     v.push_back(request("bwd_dot", t, 0));
+    v.push_back(request("fwd_sm90", t, 64));
   }
   return v;
 }
