@@ -38,18 +38,27 @@ namespace {
 // 96 KiB and 1 KiB to align them, so two blocks share an SM, and 128
 // registers a thread (the launch bounds) hold s (64 floats), the output
 // (32) and p (32 registers of two 16-bit values). The step for key block j:
-//   wait for k(j), v(j); barrier
-//   start loading k(j+1) and v(j+1)  (k's stage was last read by s(j-1),
-//       v's by p v(j-2): both finished before this barrier in every warp)
-//   s = q k(j)^T: 4 wgmma, wait     (the wait also finishes p v(j-1))
+//   s = q k(j)^T: 4 wgmma, wait
 //   online softmax of s, rescale the output, pack p
-//   issue out += p v(j): 8 wgmma, not waited for
-// so p v(j) runs on the tensor cores under the next step's barrier and
-// loads, and the 4 warpgroups of an SM interleave their softmaxes (MUFU)
-// with each other's products. One barrier a step; the third v stage is what
-// lets p v(j) stay in flight across it. Measured on the H200 (bf16, 8 x 12
-// heads): 2048 x 2048 457 -> 247 us (cuDNN 224), causal 259 -> 139 (141);
-// 512 x 512 48 -> 23 us.
+//   issue out += p v(j): 8 wgmma
+//   wait for k(j+1), v(j+1) (cp.async); barrier; start k(j+2) and v(j+2)
+//       (k's stage held k(j), v's v(j-1): every warp is done with both)
+//   wait for p v(j)
+// so p v(j) runs on the tensor cores under the barrier and the loads, and
+// the 4 warpgroups of an SM interleave their softmaxes (MUFU) with each
+// other's products. One barrier a step; the third v stage is what lets
+// p v(j) run across it. A product must not stay in flight across the loop's
+// back edge: ptxas then moves its accumulators between iterations and
+// serializes every wgmma (its warning C7515; the first version of this
+// kernel, which waited for p v(j) after the next step's barrier, ran each
+// wgmma alone: 285 us where this one takes 279 at 2048 x 2048).
+// Measured on the H200 through the SDPA op (bf16, 8 x 12 heads, head dim
+// 64; mma.sync kernel -> this one, torch's cuDNN kernel in brackets):
+// 2048 x 2048 457 -> 279 us (224), causal 259 -> 160 (141); 512 x 512
+// 47.8 -> 27.0 (28.2), causal 31.9 -> 22.8 (20-23); `bench/gpu.py --rows
+// attn_fwd` (causal, 512) 0.023 ms against torch's 0.023. Not yet done:
+// warp specialization (a producer warp loading by TMA, as
+// FlashAttention-3), masks, head dim 128, the backward.
 //
 // Masks, head dims over 64 and rows that are not 16-byte aligned keep the
 // mma.sync kernel (its Note).
@@ -147,10 +156,16 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   const T* V = ig_fa_base<T>(p.v, p, b);
   const int64_t kend = p.causal ? (p.S < i0 + BM ? p.S : i0 + BM) : p.S;
   const int nblk = int((kend + BN - 1) / BN);
+  // q and the first two key blocks.
   ig_fa90_stage<T>(sQ, Q, p.q.rs, i0, p.L, p.D);
-  ig_fa90_stage<T>(sK, K, p.k.rs, 0, p.S, p.D);
-  ig_fa90_stage<T>(sV, V, p.v.rs, 0, p.S, p.D);
+  for (int jb = 0; jb < 2 && jb < nblk; ++jb) {
+    ig_fa90_stage<T>(sK + jb * TILE, K, p.k.rs, jb * BN, p.S, p.D);
+    ig_fa90_stage<T>(sV + jb * TILE, V, p.v.rs, jb * BN, p.S, p.D);
+  }
   ig_fa_cp_commit();
+  ig_fa_cp_wait();
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
 
   float acc[32];
 #pragma unroll
@@ -161,20 +176,10 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   const uint32_t qaddr = sQ + wg * 64 * 128;
   const float sl2 = p.scale_log2;
   uint32_t pa[BN / 16][4];
-  int vs = 0;  // v's stage of this step
   for (int jb = 0; jb < nblk; ++jb) {
     const int64_t j0 = int64_t(jb) * BN;
-    ig_fa_cp_wait();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    const int vn = vs == 2 ? 0 : vs + 1;
-    if (jb + 1 < nblk) {
-      ig_fa90_stage<T>(sK + ((jb + 1) & 1) * TILE, K, p.k.rs, j0 + BN, p.S, p.D);
-      ig_fa90_stage<T>(sV + vn * TILE, V, p.v.rs, j0 + BN, p.S, p.D);
-      ig_fa_cp_commit();
-    }
     float s[BN / 2];
-    const uint32_t kaddr = sK + (jb & 1) * TILE, vaddr = sV + vs * TILE;
+    const uint32_t kaddr = sK + (jb & 1) * TILE, vaddr = sV + (jb % 3) * TILE;
     ig_fa90_fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
@@ -182,7 +187,6 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     ig_fa90_commit();
     ig_fa90_wait();
     ig_fa90_pin(s);
-    ig_fa90_pin(acc);
     // The online softmax (flash_attention.cpp's): blocks crossing S or this
     // warpgroup's causal diagonal, or a scale that is not positive, check
     // every score in local int coordinates; the others fold the scale into
@@ -240,15 +244,25 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
       pa[j / 2][(j & 1) * 2] = TC::pack(pv[0], pv[1]);
       pa[j / 2][(j & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
     }
-    // out += p v(j), left in flight.
+    // out += p v(j), waited for after the barrier below.
     ig_fa90_fence();
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) IgWgmma<T>::rs_n64(acc, pa[kk], ig_fa90_desc(vaddr + kk * 2048));
     ig_fa90_commit();
-    vs = vn;
+    // While p v(j) runs: k(j + 1) and v(j + 1) have landed, k(j + 2) and
+    // v(j + 2) start (k's stage held k(j), v's v(j - 1): read by every warp
+    // before this barrier).
+    ig_fa_cp_wait();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (jb + 2 < nblk) {
+      ig_fa90_stage<T>(sK + (jb & 1) * TILE, K, p.k.rs, j0 + 2 * BN, p.S, p.D);
+      ig_fa90_stage<T>(sV + ((jb + 2) % 3) * TILE, V, p.v.rs, j0 + 2 * BN, p.S, p.D);
+      ig_fa_cp_commit();
+    }
+    ig_fa90_wait();
+    ig_fa90_pin(acc);
   }
-  ig_fa90_wait();
-  ig_fa90_pin(acc);
   // out = acc / l into p.o (any batch and row strides), lse in natural log.
   T* out = const_cast<T*>(ig_fa_base<T>(p.o, p, b));
 #pragma unroll
