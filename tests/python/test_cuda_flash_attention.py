@@ -76,9 +76,9 @@ def test_every_flash_kernel_compiles_with_nvrtc():
     labels = sorted(u[0] for u in units)
     # Forward and backward per dtype and head-dim tile, each without an attn_mask,
     # with a bool one and with one of the input's dtype, the backward's row dot,
-    # and the Hopper forward (sm_90a: wgmma) per dtype.
-    assert len(units) == 28, labels
-    assert "flash_fwd_sm90_bfloat16_d64.cu" in labels and "flash_fwd_sm90_float16_d64.cu" in labels
+    # and the Hopper forward (sm_90a: wgmma) per dtype and head-dim tile.
+    assert len(units) == 30, labels
+    assert "flash_fwd_sm90_bfloat16_d64.cu" in labels and "flash_fwd_sm90_float16_d128.cu" in labels
     assert all("wgmma.mma_async" in u[1] and "--gpu-architecture=sm_90a" in u[2]
                for u in units if "_sm90_" in u[0])
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
@@ -448,10 +448,10 @@ def _hopper():
 
 @real_gpu_only
 def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
-    # On compute capability 9.0 an unmasked call with head dim <= 64 and
-    # 16-byte aligned rows runs the wgmma forward; a mask, head dim 128 or
-    # unaligned rows keep the mma.sync kernels. Which kernels a fresh process
-    # asked for: $IGNIS_CUDA_DUMP_SOURCES receives each one's source.
+    # On compute capability 9.0 an unmasked call with 16-byte aligned rows
+    # runs the wgmma forward; a mask or unaligned rows keep the mma.sync
+    # kernels. Which kernels a fresh process asked for:
+    # $IGNIS_CUDA_DUMP_SOURCES receives each one's source.
     if not _hopper():
         pytest.skip("the Hopper forward needs compute capability 9.0 (sm_90a)")
     import subprocess
@@ -475,7 +475,7 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
                    cwd=os.path.dirname(os.path.abspath(__file__)))
     names = {p.stem for p in (tmp_path / "src").iterdir() if p.stem.startswith("flash_fwd")}
     assert names == {"flash_fwd_sm90_bfloat16_d64", "flash_fwd_sm90_float16_d64",
-                     "flash_fwd_mask_bfloat16_d64", "flash_fwd_bfloat16_d128",
+                     "flash_fwd_mask_bfloat16_d64", "flash_fwd_sm90_bfloat16_d128",
                      "flash_fwd_bfloat16_d64"}, names
 
 
@@ -486,12 +486,15 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
     (2, 2, 129, 515, 56),   # one row past a block; 5 key steps (3 v stages wrap); D < 64
     (1, 1, 1, 700, 64),     # a single query row
     (1, 1, 700, 1, 64),     # a single key
+    (1, 2, 200, 333, 128),  # head tile 128: two swizzle atoms a row, 64-key steps
+    (2, 1, 70, 150, 96),    # head dim 96 padded to the 128 tile
 ], ids=lambda s: "x".join(map(str, s)))
 def test_hopper_forward_tiles_and_stages(causal, shape):
     # The wgmma forward's own edges (on an H200; elsewhere the mma.sync one
-    # runs the same checks): rows and keys past the 128-row/128-key tiles,
-    # more key steps than v's three stages, a head dim padded with zero
-    # columns, and a negative scale (the checked softmax path).
+    # runs the same checks): rows and keys past the 128-row tile and the
+    # 128-key (64-key at head tile 128) steps, more key steps than v's three
+    # stages, head dims padded with zero columns, and a negative scale (the
+    # checked softmax path).
     B, H, L, S, D = shape
     q = _sample((B, H, L, D), "bfloat16", seed=1)
     k = _sample((B, H, S, D), "bfloat16", seed=2)

@@ -935,9 +935,9 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
   if (std::string(kind) == "fwd_sm90") {
     // wgmma exists on sm_90a only (the architecture-specific target): the
     // kernel is requested on compute capability 9.0 alone.
-    KernelRequest r = make_request(str("flash_fwd_sm90_", dt, "_d64"),
+    KernelRequest r = make_request(str("flash_fwd_sm90_", dt, "_d", kd),
                                    str(kTemplates, flash_forward_sm90_templates()),
-                                   str("ig_flash_fwd_sm90<", type_of(t), ">"),
+                                   str("ig_flash_fwd_sm90<", type_of(t), ", ", kd, ">"),
                                    "__launch_bounds__(256, 2) ");
     r.options.push_back("--gpu-architecture=sm_90a");
     return r;
@@ -1043,11 +1043,11 @@ void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int 
 }
 
 // Whether the Hopper forward (flash_attention_sm90.h) takes the call: a
-// compute capability 9.0 GPU, no attn_mask, head dim <= 64 and 16-byte
-// aligned rows (its tiles load by cp.async alone).
+// compute capability 9.0 GPU, no attn_mask and 16-byte aligned rows (its
+// tiles load by cp.async alone).
 bool use_sm90_forward(int device, const FlashParams& p) {
   const DeviceProperties& props = device_properties(device);
-  return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.D <= 64 && p.vec;
+  return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.vec;
 }
 
 }  // namespace
@@ -1085,13 +1085,13 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   p.o = operand(out);
   p.lse = lse.data<float>();
   set_mask(p, mask, q.dtype());
+  const int kd = head_tile(p.D);
   if (use_sm90_forward(device, p)) {
     const int64_t nqb = (p.L + kFlashSm90Rows - 1) / kFlashSm90Rows;
-    launch(function_for(device, "fwd_sm90", q.dtype(), 64), nqb * p.batch, kFlashSm90Threads, p,
-           device, flash_forward_sm90_shared_bytes());
+    launch(function_for(device, "fwd_sm90", q.dtype(), kd), nqb * p.batch, kFlashSm90Threads, p,
+           device, flash_forward_sm90_shared_bytes(kd));
     return;
   }
-  const int kd = head_tile(p.D);
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
   launch(function_for(device, "fwd", q.dtype(), kd, p.mkind), nqb * p.batch, kFlashThreads,
          p, device);
@@ -1144,7 +1144,7 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
       for (const char* kind : {"fwd", "bwd"})
         for (int mask : {0, 1, 2}) v.push_back(request(kind, t, kd, mask));
     v.push_back(request("bwd_dot", t, 0));
-    v.push_back(request("fwd_sm90", t, 64));
+    for (int kd : {64, 128}) v.push_back(request("fwd_sm90", t, kd));
   }
   return v;
 }

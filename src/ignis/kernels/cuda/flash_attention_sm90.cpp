@@ -64,8 +64,8 @@ namespace {
 // mma.sync kernel (its Note).
 
 // The wgmma wrappers, generated: SS (both operands from shared memory, for
-// s = q k^T over 128 keys) and RS (A from registers, for out += p v over the
-// 64-column head tile), per 16-bit type. The accumulators are "+f"
+// s = q k^T over a key block) and RS (A from registers, for out += p v over
+// the head tile), 64 or 128 columns, per 16-bit type. The accumulators are "+f"
 // operands; scale-d (0 for the first k-step of s) is a predicate.
 std::string wgmma_wrappers() {
   std::string out;
@@ -82,28 +82,37 @@ std::string wgmma_wrappers() {
   for (const char* ty : {"bf16", "f16"}) {
     const std::string t = ty;
     out += "template <> struct IgWgmma<" + std::string(t == "bf16" ? "ig_bf16" : "ig_half") + "> {\n";
-    // s (64 x 128 floats: 64 a thread) += q (desc) k^T (desc)
-    out += "  static __device__ __forceinline__ void ss_n128(float (&d)[64], uint64_t a, uint64_t b, "
-           "int accumulate) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %66, 0;\\n\"\n"
-           "      \"wgmma.mma_async.sync.aligned.m64n128k16.f32." + t + "." + t + " {" + regs(64, 0) +
-           "}, %64, %65, p, 1, 1, 0, 0;\\n}\\n\"\n      : " + outs(64) +
-           "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n  }\n";
-    // out (64 x 64 floats: 32 a thread) += p (registers) v (desc, transposed)
-    out += "  static __device__ __forceinline__ void rs_n64(float (&d)[32], const uint32_t (&a)[4], "
-           "uint64_t b) {\n    asm volatile(\"wgmma.mma_async.sync.aligned.m64n64k16.f32." + t + "." + t +
-           " {" + regs(32, 0) + "}, {%32,%33,%34,%35}, %36, 1, 1, 1, 1;\\n\"\n      : " + outs(32) +
-           "\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));\n  }\n};\n";
+    for (int n : {64, 128}) {
+      const int r = n / 2;  // accumulator registers a thread
+      const std::string N = std::to_string(n), R = std::to_string(r);
+      // d (64 x n floats) += a (desc) b (desc, K-major)
+      out += "  static __device__ __forceinline__ void ss_n" + N + "(float (&d)[" + R +
+             "], uint64_t a, uint64_t b, int accumulate) {\n    asm volatile(\"{\\n.reg .pred p;\\n"
+             "setp.ne.b32 p, %" + std::to_string(r + 2) + ", 0;\\n\"\n      \"wgmma.mma_async.sync."
+             "aligned.m64n" + N + "k16.f32." + t + "." + t + " {" + regs(r, 0) + "}, %" + R + ", %" +
+             std::to_string(r + 1) + ", p, 1, 1, 0, 0;\\n}\\n\"\n      : " + outs(r) +
+             "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n  }\n";
+      // d (64 x n floats) += a (registers) b (desc, MN-major: transposed)
+      out += "  static __device__ __forceinline__ void rs_n" + N + "(float (&d)[" + R +
+             "], const uint32_t (&a)[4], uint64_t b) {\n    asm volatile(\"wgmma.mma_async.sync."
+             "aligned.m64n" + N + "k16.f32." + t + "." + t + " {" + regs(r, 0) + "}, {%" + R + ",%" +
+             std::to_string(r + 1) + ",%" + std::to_string(r + 2) + ",%" + std::to_string(r + 3) +
+             "}, %" + std::to_string(r + 4) + ", 1, 1, 1, 1;\\n\"\n      : " + outs(r) +
+             "\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));\n  }\n";
+    }
+    out += "};\n";
   }
   return out;
 }
 
 const char* kKernel = R"CUDA(
 // The 64-bit wgmma descriptor of a 128-byte-swizzled tile at shared address
-// `addr`: start (16-byte units), leading and stride byte offsets (16-byte
-// units: 8-row groups 1024 bytes apart; the leading offset matters only
-// across swizzle atoms, which these tiles never span), swizzle mode 1 = 128B.
-__device__ __forceinline__ uint64_t ig_fa90_desc(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 16) |
+// `addr` (16-byte units): the stride byte offset is between 8-row groups
+// (1024 bytes); the leading byte offset `lbo` between the 64-column swizzle
+// atoms of an MN-major operand (v at head dim 128; K-major operands never
+// span atoms within one k-step); swizzle mode 1 = 128B.
+__device__ __forceinline__ uint64_t ig_fa90_desc(uint32_t addr, uint32_t lbo = 16) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) |
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 __device__ __forceinline__ void ig_fa90_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -117,34 +126,44 @@ __device__ __forceinline__ void ig_fa90_pin(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// Rows [r0, r0 + 128) of a [rows, D] operand (row stride rs, D <= 64,
-// D % 8 == 0, rows 16-byte aligned) into a swizzled 128 x 64 tile by
-// cp.async: 4 chunks of 16 bytes a thread, zero past `rows` and D. The
-// generic-proxy writes become visible to wgmma (the async proxy) through
-// fence.proxy.async after the wait, before the barrier.
-template <class T>
+// Head tile HD (64 or 128) and key block BN: 128 keys at 64, 64 at 128 (so
+// that s, the output and p fit 128 registers either way).
+template <int HD> struct IgFa90Tiles {
+  static constexpr int BM = 128, BN = HD == 64 ? 128 : 64, ATOMS = HD / 64;
+};
+
+// Rows [r0, r0 + R) of a [rows, D] operand (row stride rs, D <= HD,
+// D % 8 == 0, rows 16-byte aligned) into a swizzled R x HD tile: HD / 64
+// column atoms of R rows of 128 bytes, one after the other. cp.async, 16
+// bytes a thread a pass, zero past `rows` and D. The generic-proxy writes
+// become visible to wgmma (the async proxy) through fence.proxy.async after
+// the wait, before the barrier.
+template <class T, int R, int HD>
 __device__ __forceinline__ void ig_fa90_stage(uint32_t tile, const T* base, int64_t rs, int64_t r0,
                                               int64_t rows, int D) {
-  const int c = threadIdx.x & 7, r = threadIdx.x >> 3;  // 32 rows a pass
-  const uint32_t dst = tile + r * 128 + ((c ^ (r & 7)) << 4);
+  constexpr int CH = HD / 8, PASS = 256 / CH;  // chunks a row, rows a pass
+  const int c = threadIdx.x % CH, r = threadIdx.x / CH;
+  const uint32_t dst = tile + (c / 8) * R * 128 + r * 128 + (((c % 8) ^ (r & 7)) << 4);
   const T* src = base + (r0 + r) * rs + c * 8;
   const int64_t left = rows - r0 - r;
   const bool col = c * 8 < D;
 #pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const bool live = col && 32 * u < left;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst + u * 32 * 128),
-                 "l"(live ? src + 32 * u * rs : base), "r"(live ? 16 : 0));
+  for (int u = 0; u < R / PASS; ++u) {
+    const bool live = col && PASS * u < left;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst + u * PASS * 128),
+                 "l"(live ? src + PASS * u * rs : base), "r"(live ? 16 : 0));
   }
 }
 
-template <class T>
+template <class T, int HD>
 __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  constexpr int BM = 128, BN = 128, TILE = 128 * 128;  // bytes of one 128-row tile
+  typedef IgFa90Tiles<HD> Tiles;
+  constexpr int BM = Tiles::BM, BN = Tiles::BN, NA = Tiles::ATOMS;
+  constexpr uint32_t QT = BM * 128 * NA, KT = BN * 128 * NA;  // bytes of q's tile, of k's or v's
   extern __shared__ unsigned char ig_fa90_smem[];
   const uint32_t sQ = (ig_fa_smem(ig_fa90_smem) + 1023) & ~1023u;
-  const uint32_t sK = sQ + TILE, sV = sK + 2 * TILE;
+  const uint32_t sK = sQ + QT, sV = sK + 2 * KT;
   // Query blocks major, batch minor, the last (longest causal) first.
   const int64_t nqb = (p.L + BM - 1) / BM;
   const int64_t b = int64_t(blockIdx.x) % p.batch;
@@ -157,33 +176,38 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   const int64_t kend = p.causal ? (p.S < i0 + BM ? p.S : i0 + BM) : p.S;
   const int nblk = int((kend + BN - 1) / BN);
   // q and the first two key blocks.
-  ig_fa90_stage<T>(sQ, Q, p.q.rs, i0, p.L, p.D);
+  ig_fa90_stage<T, BM, HD>(sQ, Q, p.q.rs, i0, p.L, p.D);
   for (int jb = 0; jb < 2 && jb < nblk; ++jb) {
-    ig_fa90_stage<T>(sK + jb * TILE, K, p.k.rs, jb * BN, p.S, p.D);
-    ig_fa90_stage<T>(sV + jb * TILE, V, p.v.rs, jb * BN, p.S, p.D);
+    ig_fa90_stage<T, BN, HD>(sK + jb * KT, K, p.k.rs, jb * BN, p.S, p.D);
+    ig_fa90_stage<T, BN, HD>(sV + jb * KT, V, p.v.rs, jb * BN, p.S, p.D);
   }
   ig_fa_cp_commit();
   ig_fa_cp_wait();
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
 
-  float acc[32];
+  float acc[HD / 2];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) acc[i] = 0.f;
+  for (int i = 0; i < HD / 2; ++i) acc[i] = 0.f;
   float m[2] = {-IG_FA_INF, -IG_FA_INF}, l[2] = {0.f, 0.f};  // log2 units
   const int64_t first = i0 + wg * 64 + w * 16 + g;
   const int64_t rw[2] = {first, first + 8};
-  const uint32_t qaddr = sQ + wg * 64 * 128;
+  const uint32_t qaddr = sQ + wg * 64 * 128;  // this warpgroup's 64 rows in each atom
   const float sl2 = p.scale_log2;
   uint32_t pa[BN / 16][4];
   for (int jb = 0; jb < nblk; ++jb) {
     const int64_t j0 = int64_t(jb) * BN;
     float s[BN / 2];
-    const uint32_t kaddr = sK + (jb & 1) * TILE, vaddr = sV + (jb % 3) * TILE;
+    const uint32_t kaddr = sK + (jb & 1) * KT, vaddr = sV + (jb % 3) * KT;
+    // s = q k^T: k-step kk reads 32 bytes at (kk % 4) * 32 of atom kk / 4.
     ig_fa90_fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      IgWgmma<T>::ss_n128(s, ig_fa90_desc(qaddr + kk * 32), ig_fa90_desc(kaddr + kk * 32), kk > 0);
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const uint64_t a = ig_fa90_desc(qaddr + (kk / 4) * BM * 128 + (kk % 4) * 32);
+      const uint64_t bk = ig_fa90_desc(kaddr + (kk / 4) * BN * 128 + (kk % 4) * 32);
+      if constexpr (BN == 128) IgWgmma<T>::ss_n128(s, a, bk, kk > 0);
+      else IgWgmma<T>::ss_n64(s, a, bk, kk > 0);
+    }
     ig_fa90_commit();
     ig_fa90_wait();
     ig_fa90_pin(s);
@@ -228,7 +252,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
       m[h] = mn;
       l[h] *= c;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < HD / 8; ++j) {
         acc[4 * j + 2 * h] *= c;
         acc[4 * j + 2 * h + 1] *= c;
       }
@@ -244,10 +268,15 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
       pa[j / 2][(j & 1) * 2] = TC::pack(pv[0], pv[1]);
       pa[j / 2][(j & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
     }
-    // out += p v(j), waited for after the barrier below.
+    // out += p v(j), waited for after the barrier below. k-step kk is keys
+    // 16 kk.. (2048 bytes into every atom); v's atoms are BN rows apart.
     ig_fa90_fence();
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) IgWgmma<T>::rs_n64(acc, pa[kk], ig_fa90_desc(vaddr + kk * 2048));
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint64_t bv = ig_fa90_desc(vaddr + kk * 2048, BN * 128);
+      if constexpr (HD == 64) IgWgmma<T>::rs_n64(acc, pa[kk], bv);
+      else IgWgmma<T>::rs_n128(acc, pa[kk], bv);
+    }
     ig_fa90_commit();
     // While p v(j) runs: k(j + 1) and v(j + 1) have landed, k(j + 2) and
     // v(j + 2) start (k's stage held k(j), v's v(j - 1): read by every warp
@@ -256,8 +285,8 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     if (jb + 2 < nblk) {
-      ig_fa90_stage<T>(sK + (jb & 1) * TILE, K, p.k.rs, j0 + 2 * BN, p.S, p.D);
-      ig_fa90_stage<T>(sV + ((jb + 2) % 3) * TILE, V, p.v.rs, j0 + 2 * BN, p.S, p.D);
+      ig_fa90_stage<T, BN, HD>(sK + (jb & 1) * KT, K, p.k.rs, j0 + 2 * BN, p.S, p.D);
+      ig_fa90_stage<T, BN, HD>(sV + ((jb + 2) % 3) * KT, V, p.v.rs, j0 + 2 * BN, p.S, p.D);
       ig_fa_cp_commit();
     }
     ig_fa90_wait();
@@ -273,7 +302,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     const float inv = lr > 0.f ? 1.f / lr : 0.f;
     T* orow = out + r * p.o.rs;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < HD / 8; ++j) {
       const int c = 8 * j + 2 * t;
       if (c < p.D)
         *reinterpret_cast<uint32_t*>(orow + c) = TC::pack(acc[4 * j + 2 * h] * inv, acc[4 * j + 2 * h + 1] * inv);
@@ -289,7 +318,7 @@ const std::string& flash_forward_sm90_templates() {
   static const std::string text =
       "\n// ---- flash attention forward on Hopper (kernels/cuda/flash_attention_sm90.cpp) ----\n"
       "#ifdef IG_HOST_EMULATION\n"
-      "template <class T> __device__ void ig_flash_fwd_sm90(const IgFlashParams&) {}\n"
+      "template <class T, int HD> __device__ void ig_flash_fwd_sm90(const IgFlashParams&) {}\n"
       "#else\n"
       "template <class T> struct IgWgmma;\n" +
       wgmma_wrappers() + kKernel + "#endif\n";
@@ -297,7 +326,13 @@ const std::string& flash_forward_sm90_templates() {
 }
 
 // 1024 bytes of slack to align the tiles to the swizzle's 1024-byte groups
-// (dynamic shared memory starts 16-byte aligned), q, k in 2 stages, v in 3.
-int flash_forward_sm90_shared_bytes() { return 1024 + 6 * 128 * 128; }
+// (dynamic shared memory starts 16-byte aligned), q (128 rows), k in 2
+// stages and v in 3 (IgFa90Tiles' BN rows each), of head tile kd: 97 KiB at
+// 64, 113 KiB at 128 (two blocks an SM: 228 KiB with the 1 KiB each block
+// reserves).
+int flash_forward_sm90_shared_bytes(int kd) {
+  const int bn = kd == 64 ? 128 : 64;
+  return 1024 + (128 + 5 * bn) * 128 * (kd / 64);
+}
 
 }  // namespace ignis::cuda

@@ -1,6 +1,6 @@
 // The Hopper (sm_90a) flash-attention forward: warpgroup MMAs (wgmma) on
 // 128-byte-swizzled shared tiles. Used by flash_attention.cpp on compute
-// capability 9.0 for head dims up to 64 without an attn_mask; every other
+// capability 9.0 without an attn_mask (head tiles 64 and 128); every other
 // call keeps the mma.sync kernels. flash_attention_sm90.cpp's Note explains
 // the layout and the pipeline.
 #pragma once
@@ -9,7 +9,8 @@
 
 namespace ignis::cuda {
 
-// The kernel template ig_flash_fwd_sm90<T> (T = ig_bf16 or ig_half), as CUDA
+// The kernel template ig_flash_fwd_sm90<T, HD> (T = ig_bf16 or ig_half, HD
+// the head tile, 64 or 128), as CUDA
 // C++ text to follow flash_attention.cpp's templates (it uses their
 // IgFlashParams, ig_fa_base, ig_fa_cp16, ig_fa_exp2 and quad reductions).
 // Under IG_HOST_EMULATION the kernel is an empty function: the host
@@ -18,9 +19,9 @@ namespace ignis::cuda {
 const std::string& flash_forward_sm90_templates();
 
 // Query rows and threads a block of ig_flash_fwd_sm90 (two warpgroups of 64
-// rows each), and the dynamic shared memory it needs.
+// rows each), and the dynamic shared memory it needs at head tile kd.
 inline constexpr int kFlashSm90Rows = 128;
 inline constexpr int kFlashSm90Threads = 256;
-int flash_forward_sm90_shared_bytes();
+int flash_forward_sm90_shared_bytes(int kd);
 
 }  // namespace ignis::cuda
