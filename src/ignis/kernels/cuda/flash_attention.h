@@ -1,8 +1,10 @@
 // Flash attention on CUDA tensors: _scaled_dot_product_attention's forward
 // and backward as fused kernels (FlashAttention-2's scheme) that never hold
 // the L x S scores in global memory. float16 and bfloat16 run on the tensor
-// cores (mma.sync m16n8k16, float accumulation); the formulas and the saved
-// row log-sum-exp are the CPU kernel's (kernels/cpu/attention.h).
+// cores (mma.sync m16n8k16, float accumulation; on compute capability 9.0
+// the unmasked forward uses wgmma: flash_attention_sm90.h); the formulas
+// and the saved row log-sum-exp are the CPU kernel's
+// (kernels/cpu/attention.h).
 // flash_attention.cpp's top comment explains the tiling, the online softmax
 // and the backward's passes.
 #pragma once

@@ -15,16 +15,19 @@ namespace {
 // 64-bit descriptor, asynchronously: the warps issue it, go on, and wait for
 // the group later. No ldmatrix, no fragment loads.
 //
-// Shared tiles. A descriptor names a tile of 16-bit values whose rows are
-// 128 bytes (64 values: the head tile) in the 128-byte swizzle: in each
-// 1024-byte group of 8 rows, row r's 16-byte chunk c sits at chunk c ^ r.
-// The staging copies (cp.async, 16 bytes a thread) write that layout, the
-// tiles start at multiples of 1024 bytes, and the descriptor says "8-row
-// groups 1024 bytes apart". q and k are K-major operands (the head dim, the
-// product's reduction, is contiguous); a k-step of 16 moves the start by 32
-// bytes inside the swizzle atom. v in p v is an MN-major B (its columns, the
-// head dim, are contiguous) read with the transpose bit; a k-step of 16 keys
-// moves 16 rows (2048 bytes).
+// Shared tiles. A descriptor names a tile of 16-bit values in the 128-byte
+// swizzle: rows of 128 bytes (64 values), and in each 1024-byte group of 8
+// rows, row r's 16-byte chunk c sits at chunk c ^ r. A head tile of 128 is
+// two such column atoms, one after the other. The staging copies (cp.async,
+// 16 bytes a thread) write that layout, the tiles start at multiples of
+// 1024 bytes, and the descriptor says "8-row groups 1024 bytes apart". q and
+// k are K-major operands (the head dim, the product's reduction, is
+// contiguous); k-step kk of 16 starts (kk % 4) * 32 bytes into atom kk / 4.
+// v in p v is an MN-major B (its columns, the head dim, are contiguous) read
+// with the transpose bit; a k-step of 16 keys moves 16 rows (2048 bytes),
+// and the descriptor's leading byte offset is the distance between v's two
+// atoms at head tile 128 (the harness that checked the layout on the H200
+// got garbage with the two offsets the other way round).
 //
 // Registers. The accumulator of m64nNk16 is mma.sync's m16n8 layout per
 // warp (warp w of the warpgroup owns rows 16w..16w+15; lane l holds rows
@@ -33,14 +36,15 @@ namespace {
 // 16 bits are exactly the A registers of p v (the register-A form of wgmma):
 // they never leave registers.
 //
-// The block: 128 query rows (two warpgroups of 64), 128 keys a step, head
-// dim 64. Shared memory: q (16 KiB), k in 2 stages, v in 3 (16 KiB each):
-// 96 KiB and 1 KiB to align them, so two blocks share an SM, and 128
-// registers a thread (the launch bounds) hold s (64 floats), the output
-// (32) and p (32 registers of two 16-bit values). The step for key block j:
-//   s = q k(j)^T: 4 wgmma, wait
+// The block: 128 query rows (two warpgroups of 64) over key steps of BN =
+// 128 at head tile 64, 64 at 128. Shared memory: q in one tile, k in 2
+// stages, v in 3: 96 KiB at 64, 112 KiB at 128, and 1 KiB to align them, so
+// two blocks share an SM; 128 registers a thread (the launch bounds) hold s
+// (BN / 2 floats), the output (head tile / 2) and p (BN / 4 registers of two
+// 16-bit values). The step for key block j:
+//   s = q k(j)^T: head tile / 16 wgmma, wait
 //   online softmax of s, rescale the output, pack p
-//   issue out += p v(j): 8 wgmma
+//   issue out += p v(j): BN / 16 wgmma
 //   wait for k(j+1), v(j+1) (cp.async); barrier; start k(j+2) and v(j+2)
 //       (k's stage held k(j), v's v(j-1): every warp is done with both)
 //   wait for p v(j)
@@ -51,17 +55,19 @@ namespace {
 // back edge: ptxas then moves its accumulators between iterations and
 // serializes every wgmma (its warning C7515; the first version of this
 // kernel, which waited for p v(j) after the next step's barrier, ran each
-// wgmma alone: 285 us where this one takes 279 at 2048 x 2048).
-// Measured on the H200 through the SDPA op (bf16, 8 x 12 heads, head dim
-// 64; mma.sync kernel -> this one, torch's cuDNN kernel in brackets):
-// 2048 x 2048 457 -> 279 us (224), causal 259 -> 160 (141); 512 x 512
-// 47.8 -> 27.0 (28.2), causal 31.9 -> 22.8 (20-23); `bench/gpu.py --rows
-// attn_fwd` (causal, 512) 0.023 ms against torch's 0.023. Not yet done:
-// warp specialization (a producer warp loading by TMA, as
-// FlashAttention-3), masks, head dim 128, the backward.
+// wgmma alone: 285 us where this one takes 279 at 2048 x 2048). At head tile
+// 128, key steps of 128 need 192 registers (one block an SM): 64-key steps
+// with two blocks were 14-17% faster.
 //
-// Masks, head dims over 64 and rows that are not 16-byte aligned keep the
-// mma.sync kernel (its Note).
+// Measured on the H200 (`bench/gpu_attention.py`: bf16, 8 x 12 heads,
+// torch's SDPA in the same run): head dim 64, 2048 tokens 457 (mma.sync) ->
+// 281 us (torch 226), causal 259 -> 161 (143); 512 tokens 27 (21), causal
+// 23 (20); head dim 128, 2048 tokens 487 (317). Not yet done: warp
+// specialization (a producer warp loading by TMA, as FlashAttention-3),
+// masks, the backward.
+//
+// Masks and rows that are not 16-byte aligned keep the mma.sync kernel (its
+// Note).
 
 // The wgmma wrappers, generated: SS (both operands from shared memory, for
 // s = q k^T over a key block) and RS (A from registers, for out += p v over
