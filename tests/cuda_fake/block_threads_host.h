@@ -20,7 +20,9 @@
 // m16n8k16 and ldmatrix are emulated per warp, each lane handing over its
 // registers and reading the others' by the instruction's documented layout
 // (ig_host_mma), so a kernel that puts a value in the wrong lane or
-// register computes garbage here too.
+// register computes garbage here too; so is Hopper's wgmma per warpgroup,
+// reading shared memory through its descriptors and swizzle
+// (ig_host_wgmma).
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -46,7 +48,7 @@ static std::barrier<>* ig_block_barrier = nullptr;
 // of an OS thread, so thousands of barriers a block stay cheap).
 struct IgFiberBarrier { unsigned count = 0, arrived = 0; uint64_t gen = 0; };
 static bool ig_fibers = false;
-static IgFiberBarrier ig_fiber_block, ig_fiber_warps[32];
+static IgFiberBarrier ig_fiber_block, ig_fiber_warps[32], ig_fiber_warpgroups[8];
 static ucontext_t ig_fiber_main;
 static ucontext_t* ig_fiber_ctx = nullptr;
 static unsigned ig_fiber_cur = 0;
@@ -200,6 +202,81 @@ static inline void ig_host_cp_async_wait() {
   ig_pending_copies[ig_linear_thread()].clear();
 }
 
+// Hopper's warpgroup MMA (wgmma.mma_async, m64nNk16, float accumulation)
+// for the 128 threads of a warpgroup, issued and finished at once (the
+// fence, commit and wait are no-ops here). Operands in shared memory are
+// named by the instruction's 64-bit descriptor, in the 128-byte swizzle
+// only (mode 1): start address, leading byte offset (between 64-column
+// atoms of an MN-major operand), stride byte offset (between 8-row groups),
+// all in 16-byte units, and the swizzle XORs address bits 4-6 with bits
+// 7-9. Shared addresses are offsets into ig_host_dynamic_shared (the
+// running block's dynamic shared memory; blocks run one at a time). The
+// accumulator of lane l of warp w is rows 16w + l/4 and + 8, columns
+// 2(l%4), +1 of every 8-column tile (4 registers a tile, as mma.sync's C);
+// A from registers (the RS form) is mma.sync's A layout per warp.
+alignas(1024) static unsigned char ig_host_dynamic_shared[232 * 1024];
+static inline void ig_warpgroup_sync() {
+  ig_fiber_wait(ig_fiber_warpgroups[ig_linear_thread() / 128]);
+}
+static inline float ig_host_smem_16bit(uint32_t addr, bool bf16) {
+  const uint32_t a = addr ^ (((addr >> 7) & 7u) << 4);
+  uint16_t v;
+  memcpy(&v, ig_host_dynamic_shared + a, 2);
+  return ig_host_16bit(v, bf16);
+}
+// Element (row, k) of a K-major operand (rows of 128 bytes) or (k, col) of
+// an MN-major one (k rows of 128 bytes, 64 columns an atom).
+static inline uint32_t ig_host_desc_kmajor(uint64_t desc, int row, int k) {
+  const uint32_t start = uint32_t(desc & 0x3fff) << 4, sbo = uint32_t((desc >> 32) & 0x3fff) << 4;
+  return start + uint32_t(row / 8) * sbo + uint32_t(row % 8) * 128 + uint32_t(k) * 2;
+}
+static inline uint32_t ig_host_desc_mnmajor(uint64_t desc, int k, int col) {
+  const uint32_t start = uint32_t(desc & 0x3fff) << 4, lbo = uint32_t((desc >> 16) & 0x3fff) << 4,
+                 sbo = uint32_t((desc >> 32) & 0x3fff) << 4;
+  return start + uint32_t(col / 64) * lbo + uint32_t(k / 8) * sbo + uint32_t(k % 8) * 128 +
+         uint32_t(col % 64) * 2;
+}
+struct IgWgmmaSlot { float* d; uint32_t a[4]; };
+static IgWgmmaSlot ig_wgmma_slots[1024];
+// d (n / 2 floats a thread) = (accumulate ? d : 0) + A B. A: `a_desc`
+// (K-major, shared memory) or, when a_regs is given, registers; B: `b_desc`,
+// K-major (b_trans false: B's columns are the rows of 128 bytes) or
+// MN-major (b_trans: B's rows are).
+static inline void ig_host_wgmma(float* d, int n, uint64_t a_desc, const uint32_t* a_regs,
+                                 uint64_t b_desc, bool b_trans, bool accumulate, bool bf16) {
+  const unsigned me = ig_linear_thread(), base = me & ~127u;
+  ig_wgmma_slots[me].d = d;
+  if (a_regs) memcpy(ig_wgmma_slots[me].a, a_regs, 16);
+  if ((uint64_t(b_desc) >> 62) != 1 || (!a_regs && (a_desc >> 62) != 1)) __builtin_trap();
+  ig_warpgroup_sync();
+  if (me == base) {
+    std::vector<float> av(64 * 16), bv(size_t(16) * n);
+    for (int r = 0; r < 64; ++r)
+      for (int k = 0; k < 16; ++k) {
+        if (a_regs) {
+          const int rr = r % 16, lane = (rr % 8) * 4 + (k % 8) / 2;
+          const uint32_t reg = ig_wgmma_slots[base + (r / 16) * 32 + lane].a[(rr >= 8) + 2 * (k >= 8)];
+          av[r * 16 + k] = ig_host_16bit((reg >> (16 * (k & 1))) & 0xffffu, bf16);
+        } else {
+          av[r * 16 + k] = ig_host_smem_16bit(ig_host_desc_kmajor(a_desc, r, k), bf16);
+        }
+      }
+    for (int k = 0; k < 16; ++k)
+      for (int c = 0; c < n; ++c)
+        bv[size_t(k) * n + c] = ig_host_smem_16bit(
+            b_trans ? ig_host_desc_mnmajor(b_desc, k, c) : ig_host_desc_kmajor(b_desc, c, k), bf16);
+    for (int r = 0; r < 64; ++r)
+      for (int c = 0; c < n; ++c) {
+        float acc = 0.f;
+        for (int k = 0; k < 16; ++k) acc += av[r * 16 + k] * bv[size_t(k) * n + c];
+        const int rr = r % 16, lane = (rr % 8) * 4 + (c % 8) / 2;
+        float* out = ig_wgmma_slots[base + (r / 16) * 32 + lane].d + 4 * (c / 8) + 2 * (rr >= 8) + (c & 1);
+        *out = (accumulate ? *out : 0.f) + acc;
+      }
+  }
+  ig_warpgroup_sync();
+}
+
 // Runs body() as a grid of gx x gy blocks of bx threads, one block at a
 // time, its threads as fibers switched round robin at every barrier: the
 // fake driver's launcher for IG_NEEDS_BLOCK_THREADS kernels.
@@ -228,6 +305,8 @@ template <class F> void ig_launch_blocks(unsigned gx, unsigned gy, unsigned bx, 
       ig_fiber_block = IgFiberBarrier{bx};
       for (unsigned w = 0; w * 32 < bx; ++w)
         ig_fiber_warps[w] = IgFiberBarrier{bx - w * 32 < 32 ? bx - w * 32 : 32};
+      for (unsigned w = 0; w * 128 < bx; ++w)
+        ig_fiber_warpgroups[w] = IgFiberBarrier{bx - w * 128 < 128 ? bx - w * 128 : 128};
       for (unsigned t = 0; t < bx; ++t) {
         done[t] = false;
         getcontext(&ctx[t]);

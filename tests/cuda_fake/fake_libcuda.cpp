@@ -1,5 +1,5 @@
 // A fake libcuda.so.1 for testing ignis's CUDA runtime on machines without a
-// GPU (tests/cuda_fake/run.sh): one device ("Fake GPU", sm_80, 4 SMs,
+// GPU (tests/cuda_fake/run.sh): one device ("Fake GPU", sm_80 or $FAKE_CUDA_CC, 4 SMs,
 // $FAKE_CUDA_CAP_MB of memory, default 1024) whose memory is host memory,
 // copies that are memcpy, streams that are always done, events that read the
 // host clock, and kernels run on the host: copies and fills from
@@ -99,10 +99,19 @@ CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int* d, int i) { if (i != 0) return 101; *d = 0; return 0; }
 CUresult cuDeviceGetName(char* s, int n, int) { strncpy(s, "Fake GPU", n); return 0; }
 CUresult cuDeviceTotalMem_v2(size_t* b, int) { *b = g_cap; return 0; }
-// Compute capability 8.0: the host emulation has mma.sync, ldmatrix and
-// cp.async, not Hopper's warpgroup MMAs, so sm_90a-only kernels (the Hopper
-// flash forward) are never selected here; the GPU tests run them.
-CUresult cuDeviceGetAttribute(int* v, int a, int) { *v = a == 16 ? 4 : a == 75 ? 8 : 0; return 0; }
+// Compute capability 8.0, or $FAKE_CUDA_CC (e.g. 90): the kernels written
+// for compute capability 9.0 alone (the Hopper flash forward's wgmma,
+// emulated by block_threads_host.h) are selected only with FAKE_CUDA_CC=90,
+// and the others (the mma.sync forward) only without it, so the fake
+// driver's flash tests run once each way (tests/cuda_fake/run.sh's header).
+static int fake_cc() {
+  const char* e = getenv("FAKE_CUDA_CC");
+  return e && *e ? atoi(e) : 80;
+}
+CUresult cuDeviceGetAttribute(int* v, int a, int) {
+  *v = a == 16 ? 4 : a == 75 ? fake_cc() / 10 : a == 76 ? fake_cc() % 10 : 0;
+  return 0;
+}
 CUresult cuDevicePrimaryCtxRetain(void** c, int) { static int ctx; *c = &ctx; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 CUresult cuCtxSetCurrent(void* c) { g_ctx = c; return 0; }

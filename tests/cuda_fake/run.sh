@@ -8,6 +8,8 @@
 # asynchrony or the GPU's own arithmetic, which gpu_check.sh does on a GPU.
 #   bash tests/cuda_fake/run.sh [build dir, default build-wt] [pytest args...]
 #   FAKE_CUDA_TESTS="test_cuda_ops.py" bash tests/cuda_fake/run.sh build-wt -k float32
+#   FAKE_CUDA_CC=90 FAKE_CUDA_TESTS="test_cuda_flash_attention.py" bash tests/cuda_fake/run.sh build-wt
+#     (a compute capability 9.0 device: the Hopper kernels, wgmma emulated; default 8.0)
 #   bash tests/cuda_fake/run.sh build-wt --fuzz --backend inductor --count 40 --seed 1
 #     (random programs compiled vs eager with CUDA inputs: python3 -m tests.fuzz --device cuda)
 # Needs NVRTC ($IGNIS_NVRTC_LIBRARY, the toolkit, or the nvidia-cuda-nvrtc wheel).

@@ -111,6 +111,27 @@ std::string wgmma_wrappers() {
   return out;
 }
 
+// The host emulation's wgmma wrappers (tests/cuda_fake/block_threads_host.h:
+// ig_host_wgmma reads the same descriptors and swizzle).
+const char* kEmulatedWrappers = R"CUDA(
+template <class T> struct IgFa90Bf16 { static constexpr bool value = false; };
+template <> struct IgFa90Bf16<ig_bf16> { static constexpr bool value = true; };
+template <class T> struct IgWgmma {
+  template <int R>
+  static void ss(float (&d)[R], uint64_t a, uint64_t b, int accumulate) {
+    ig_host_wgmma(d, 2 * R, a, nullptr, b, false, accumulate != 0, IgFa90Bf16<T>::value);
+  }
+  template <int R>
+  static void rs(float (&d)[R], const uint32_t (&a)[4], uint64_t b) {
+    ig_host_wgmma(d, 2 * R, 0, a, b, true, true, IgFa90Bf16<T>::value);
+  }
+  static void ss_n64(float (&d)[32], uint64_t a, uint64_t b, int acc) { ss(d, a, b, acc); }
+  static void ss_n128(float (&d)[64], uint64_t a, uint64_t b, int acc) { ss(d, a, b, acc); }
+  static void rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) { rs(d, a, b); }
+  static void rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b) { rs(d, a, b); }
+};
+)CUDA";
+
 const char* kKernel = R"CUDA(
 // The 64-bit wgmma descriptor of a 128-byte-swizzled tile at shared address
 // `addr` (16-byte units): the stride byte offset is between 8-row groups
@@ -121,9 +142,30 @@ __device__ __forceinline__ uint64_t ig_fa90_desc(uint32_t addr, uint32_t lbo = 1
   return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) |
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
+#ifdef IG_HOST_EMULATION
+// The emulated wgmma finishes as it is issued; shared addresses are offsets
+// into the block's dynamic shared memory.
+__device__ __forceinline__ void ig_fa90_fence() {}
+__device__ __forceinline__ void ig_fa90_commit() {}
+__device__ __forceinline__ void ig_fa90_wait() {}
+__device__ __forceinline__ void ig_fa90_proxy_fence() {}
+template <int N> __device__ __forceinline__ void ig_fa90_pin(float (&)[N]) {}
+#define IG_FA90_DYNAMIC_SMEM(name) unsigned char* const name = ig_host_dynamic_shared
+__device__ __forceinline__ uint32_t ig_fa90_saddr(const unsigned char* p) {
+  return uint32_t(p - ig_host_dynamic_shared);
+}
+__device__ __forceinline__ void ig_fa90_cp16(uint32_t dst, const void* src, int bytes) {
+  ig_host_cp_async16(ig_host_dynamic_shared + dst, src, bytes);
+}
+#else
 __device__ __forceinline__ void ig_fa90_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void ig_fa90_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void ig_fa90_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// cp.async's writes (the generic proxy) become visible to wgmma (the async
+// proxy) through this fence, after the wait and before the barrier.
+__device__ __forceinline__ void ig_fa90_proxy_fence() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 // Pins registers behind the wait: the compiler may not read an accumulator
 // the asynchronous product is still writing.
 template <int N>
@@ -131,6 +173,12 @@ __device__ __forceinline__ void ig_fa90_pin(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+#define IG_FA90_DYNAMIC_SMEM(name) extern __shared__ unsigned char name[]
+__device__ __forceinline__ uint32_t ig_fa90_saddr(const unsigned char* p) { return ig_fa_smem(p); }
+__device__ __forceinline__ void ig_fa90_cp16(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+#endif
 
 // Head tile HD (64 or 128) and key block BN: 128 keys at 64, 64 at 128 (so
 // that s, the output and p fit 128 registers either way).
@@ -141,9 +189,7 @@ template <int HD> struct IgFa90Tiles {
 // Rows [r0, r0 + R) of a [rows, D] operand (row stride rs, D <= HD,
 // D % 8 == 0, rows 16-byte aligned) into a swizzled R x HD tile: HD / 64
 // column atoms of R rows of 128 bytes, one after the other. cp.async, 16
-// bytes a thread a pass, zero past `rows` and D. The generic-proxy writes
-// become visible to wgmma (the async proxy) through fence.proxy.async after
-// the wait, before the barrier.
+// bytes a thread a pass, zero past `rows` and D.
 template <class T, int R, int HD>
 __device__ __forceinline__ void ig_fa90_stage(uint32_t tile, const T* base, int64_t rs, int64_t r0,
                                               int64_t rows, int D) {
@@ -156,8 +202,7 @@ __device__ __forceinline__ void ig_fa90_stage(uint32_t tile, const T* base, int6
 #pragma unroll
   for (int u = 0; u < R / PASS; ++u) {
     const bool live = col && PASS * u < left;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst + u * PASS * 128),
-                 "l"(live ? src + PASS * u * rs : base), "r"(live ? 16 : 0));
+    ig_fa90_cp16(dst + u * PASS * 128, live ? src + PASS * u * rs : base, live ? 16 : 0);
   }
 }
 
@@ -167,8 +212,8 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   typedef IgFa90Tiles<HD> Tiles;
   constexpr int BM = Tiles::BM, BN = Tiles::BN, NA = Tiles::ATOMS;
   constexpr uint32_t QT = BM * 128 * NA, KT = BN * 128 * NA;  // bytes of q's tile, of k's or v's
-  extern __shared__ unsigned char ig_fa90_smem[];
-  const uint32_t sQ = (ig_fa_smem(ig_fa90_smem) + 1023) & ~1023u;
+  IG_FA90_DYNAMIC_SMEM(ig_fa90_smem);
+  const uint32_t sQ = (ig_fa90_saddr(ig_fa90_smem) + 1023) & ~1023u;
   const uint32_t sK = sQ + QT, sV = sK + 2 * KT;
   // Query blocks major, batch minor, the last (longest causal) first.
   const int64_t nqb = (p.L + BM - 1) / BM;
@@ -189,7 +234,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   }
   ig_fa_cp_commit();
   ig_fa_cp_wait();
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  ig_fa90_proxy_fence();
   __syncthreads();
 
   float acc[HD / 2];
@@ -288,7 +333,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     // v(j + 2) start (k's stage held k(j), v's v(j - 1): read by every warp
     // before this barrier).
     ig_fa_cp_wait();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    ig_fa90_proxy_fence();
     __syncthreads();
     if (jb + 2 < nblk) {
       ig_fa90_stage<T, BN, HD>(sK + (jb & 1) * KT, K, p.k.rs, j0 + 2 * BN, p.S, p.D);
@@ -323,11 +368,8 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
 const std::string& flash_forward_sm90_templates() {
   static const std::string text =
       "\n// ---- flash attention forward on Hopper (kernels/cuda/flash_attention_sm90.cpp) ----\n"
-      "#ifdef IG_HOST_EMULATION\n"
-      "template <class T, int HD> __device__ void ig_flash_fwd_sm90(const IgFlashParams&) {}\n"
-      "#else\n"
-      "template <class T> struct IgWgmma;\n" +
-      wgmma_wrappers() + kKernel + "#endif\n";
+      "#ifdef IG_HOST_EMULATION\n" + std::string(kEmulatedWrappers) +
+      "#else\ntemplate <class T> struct IgWgmma;\n" + wgmma_wrappers() + "#endif\n" + kKernel;
   return text;
 }
 

@@ -13,9 +13,10 @@ namespace ignis::cuda {
 // the head tile, 64 or 128), as CUDA
 // C++ text to follow flash_attention.cpp's templates (it uses their
 // IgFlashParams, ig_fa_base, ig_fa_cp16, ig_fa_exp2 and quad reductions).
-// Under IG_HOST_EMULATION the kernel is an empty function: the host
-// emulation has no warpgroup MMAs, and the fake driver's device (compute
-// capability 8.0) never selects it.
+// Under IG_HOST_EMULATION the wgmma wrappers call the host emulation's
+// ig_host_wgmma (tests/cuda_fake/block_threads_host.h), which reads shared
+// memory through the same descriptors; the fake driver selects the kernel
+// when it plays a compute capability 9.0 device (FAKE_CUDA_CC=90).
 const std::string& flash_forward_sm90_templates();
 
 // Query rows and threads a block of ig_flash_fwd_sm90 (two warpgroups of 64
