@@ -218,6 +218,8 @@ alignas(1024) static unsigned char ig_host_dynamic_shared[232 * 1024];
 static inline void ig_warpgroup_sync() {
   ig_fiber_wait(ig_fiber_warpgroups[ig_linear_thread() / 128]);
 }
+// bar.sync id, 128 among a warpgroup's threads (a named barrier).
+static inline void ig_host_warpgroup_barrier() { ig_warpgroup_sync(); }
 static inline float ig_host_smem_16bit(uint32_t addr, bool bf16) {
   const uint32_t a = addr ^ (((addr >> 7) & 7u) << 4);
   uint16_t v;
@@ -239,11 +241,13 @@ static inline uint32_t ig_host_desc_mnmajor(uint64_t desc, int k, int col) {
 struct IgWgmmaSlot { float* d; uint32_t a[4]; };
 static IgWgmmaSlot ig_wgmma_slots[1024];
 // d (n / 2 floats a thread) = (accumulate ? d : 0) + A B. A: `a_desc`
-// (K-major, shared memory) or, when a_regs is given, registers; B: `b_desc`,
-// K-major (b_trans false: B's columns are the rows of 128 bytes) or
-// MN-major (b_trans: B's rows are).
+// (shared memory: K-major, or MN-major with a_trans: its k are the rows of
+// 128 bytes) or, when a_regs is given, registers; B: `b_desc`, K-major
+// (b_trans false: B's columns are the rows of 128 bytes) or MN-major
+// (b_trans: B's rows are).
 static inline void ig_host_wgmma(float* d, int n, uint64_t a_desc, const uint32_t* a_regs,
-                                 uint64_t b_desc, bool b_trans, bool accumulate, bool bf16) {
+                                 uint64_t b_desc, bool b_trans, bool accumulate, bool bf16,
+                                 bool a_trans = false) {
   const unsigned me = ig_linear_thread(), base = me & ~127u;
   ig_wgmma_slots[me].d = d;
   if (a_regs) memcpy(ig_wgmma_slots[me].a, a_regs, 16);
@@ -258,7 +262,8 @@ static inline void ig_host_wgmma(float* d, int n, uint64_t a_desc, const uint32_
           const uint32_t reg = ig_wgmma_slots[base + (r / 16) * 32 + lane].a[(rr >= 8) + 2 * (k >= 8)];
           av[r * 16 + k] = ig_host_16bit((reg >> (16 * (k & 1))) & 0xffffu, bf16);
         } else {
-          av[r * 16 + k] = ig_host_smem_16bit(ig_host_desc_kmajor(a_desc, r, k), bf16);
+          av[r * 16 + k] = ig_host_smem_16bit(a_trans ? ig_host_desc_mnmajor(a_desc, k, r)
+                                                      : ig_host_desc_kmajor(a_desc, r, k), bf16);
         }
       }
     for (int k = 0; k < 16; ++k)

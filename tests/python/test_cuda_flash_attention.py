@@ -76,9 +76,11 @@ def test_every_flash_kernel_compiles_with_nvrtc():
     labels = sorted(u[0] for u in units)
     # Forward and backward per dtype and head-dim tile, each without an attn_mask,
     # with a bool one and with one of the input's dtype, the backward's row dot,
-    # and the Hopper forward (sm_90a: wgmma) per dtype and head-dim tile.
-    assert len(units) == 30, labels
+    # the Hopper forward (sm_90a: wgmma) per dtype and head-dim tile, and the
+    # Hopper backward per dtype (head tile 64).
+    assert len(units) == 32, labels
     assert "flash_fwd_sm90_bfloat16_d64.cu" in labels and "flash_fwd_sm90_float16_d128.cu" in labels
+    assert "flash_bwd_sm90_bfloat16_d64.cu" in labels
     assert all("wgmma.mma_async" in u[1] and "--gpu-architecture=sm_90a" in u[2]
                for u in units if "_sm90_" in u[0])
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
@@ -434,13 +436,17 @@ def test_masked_calls_launch_the_masked_kernels(capfd):
         return F.scaled_dot_product_attention(q, q, q, attn_mask=m)
     compiled = ignis.compile(sdpa, backend="inductor")
     # The unmasked forward is the Hopper one where the fake plays compute
-    # capability 9.0 (FAKE_CUDA_CC=90).
+    # capability 9.0 (FAKE_CUDA_CC=90), and so is the backward when its
+    # switch is on.
     fwd = "flash_fwd_sm90_bfloat16_d64" if _hopper() else "flash_fwd_bfloat16_d64"
+    bwd = ("flash_bwd_sm90_bfloat16_d64"
+           if _hopper() and os.environ.get("IGNIS_CUDA_FLASH_SM90_BACKWARD") == "1"
+           else "flash_bwd_bfloat16_d64")
     for fn in (sdpa, compiled):
         names = step(fn, mask)
         assert "flash_fwd_mask_bfloat16_d64" in names and "flash_bwd_mask_bfloat16_d64" in names
         names = step(fn, None)
-        assert fwd in names and "flash_bwd_bfloat16_d64" in names
+        assert fwd in names and bwd in names
         assert not [n for n in names if "_mask_" in n]
 
 
@@ -504,3 +510,47 @@ def test_hopper_forward_tiles_and_stages(causal, shape):
     v = _sample((B, H, S, D), "bfloat16", seed=3)
     _check_call(q, k, v, "bfloat16", causal)
     _check_call(q, k, v, "bfloat16", causal, scale=-0.2)
+
+
+@needs_gpu
+def test_hopper_backward_under_its_switch_matches_the_cpu(tmp_path):
+    # The wgmma backward runs only with IGNIS_CUDA_FLASH_SM90_BACKWARD=1 (read
+    # once per process) until it is timed against the mma.sync one: a fresh
+    # process with it set computes the gradients of several shapes, which must
+    # match the CPU kernel's, and asks for the Hopper backward's kernel.
+    if not _hopper():
+        pytest.skip("the Hopper backward needs compute capability 9.0 (sm_90a); "
+                    "the fake driver plays one with FAKE_CUDA_CC=90")
+    import subprocess
+    import sys
+    shapes = [(1, 2, 70, 50, 64, True), (2, 1, 130, 300, 64, False), (1, 1, 200, 129, 40, True),
+              (1, 2, 1, 9, 64, False)]
+    script = (
+        "import sys, numpy as np, _checkout, ignis, ignis.nn.functional as F\n"
+        "out = sys.argv[1]\n"
+        f"for n, (B, H, L, S, D, causal) in enumerate({shapes!r}):\n"
+        "    rng = np.random.default_rng(n)\n"
+        "    arrs = [rng.standard_normal(s).astype(np.float32) for s in\n"
+        "            ((B, H, L, D), (B, H, S, D), (B, H, S, D), (B, H, L, D))]\n"
+        "    q, k, v = (ignis.from_numpy(a).to(ignis.bfloat16).cuda().requires_grad_() for a in arrs[:3])\n"
+        "    g = ignis.from_numpy(arrs[3]).to(ignis.bfloat16).cuda()\n"
+        "    F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)\n"
+        "    for name, t in zip('qkv', (q, k, v)):\n"
+        "        np.save(f'{out}/{n}_{name}.npy', t.grad.float().cpu().numpy())\n")
+    env = dict(os.environ, IGNIS_CUDA_FLASH_SM90_BACKWARD="1",
+               IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"), IGNIS_CACHE_DIR=str(tmp_path / "cache"))
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env,
+                   cwd=os.path.dirname(os.path.abspath(__file__)))
+    names = {p.stem for p in (tmp_path / "src").iterdir() if p.stem.startswith("flash_bwd")}
+    assert "flash_bwd_sm90_bfloat16_d64" in names, names
+    for n, (B, H, L, S, D, causal) in enumerate(shapes):
+        rng = np.random.default_rng(n)
+        arrs = [rng.standard_normal(s).astype(np.float32) for s in
+                ((B, H, L, D), (B, H, S, D), (B, H, S, D), (B, H, L, D))]
+        q, k, v = (ignis.from_numpy(a).to(ignis.bfloat16).float().requires_grad_()
+                   for a in arrs[:3])
+        g = ignis.from_numpy(arrs[3]).to(ignis.bfloat16).float()
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)
+        for name, t in zip("qkv", (q, k, v)):
+            got = ignis.from_numpy(np.load(tmp_path / f"{n}_{name}.npy"))
+            assert_near(got, t.grad, "bfloat16", f"shape {n}: d{name}")

@@ -2,6 +2,7 @@
 #include "ignis/kernels/cuda/flash_attention_sm90.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "ignis/core/error.h"
@@ -932,13 +933,16 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
   if (std::string(kind) == "bwd_dot")
     return make_request(str("flash_bwd_dot_", dt), kDotTemplate,
                         str("ig_flash_bwd_dot<", type_of(t), ">"));
-  if (std::string(kind) == "fwd_sm90") {
+  if (std::string(kind) == "fwd_sm90" || std::string(kind) == "bwd_sm90") {
     // wgmma exists on sm_90a only (the architecture-specific target): the
-    // kernel is requested on compute capability 9.0 alone.
-    KernelRequest r = make_request(str("flash_fwd_sm90_", dt, "_d", kd),
+    // kernels are requested on compute capability 9.0 alone. The forward
+    // fits two blocks an SM in 128 registers; the backward holds dk, dv and
+    // three products' accumulators, one block an SM.
+    const bool fwd = std::string(kind) == "fwd_sm90";
+    KernelRequest r = make_request(str("flash_", kind, "_", dt, "_d", kd),
                                    str(kTemplates, flash_forward_sm90_templates()),
-                                   str("ig_flash_fwd_sm90<", type_of(t), ", ", kd, ">"),
-                                   "__launch_bounds__(256, 2) ");
+                                   str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"),
+                                   fwd ? "__launch_bounds__(256, 2) " : "__launch_bounds__(256, 1) ");
     r.options.push_back("--gpu-architecture=sm_90a");
     return r;
   }
@@ -1050,6 +1054,19 @@ bool use_sm90_forward(int device, const FlashParams& p) {
   return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.vec;
 }
 
+// The Hopper backward (head tile 64, no attn_mask, aligned rows of q, k, v
+// and grad_out) runs only when $IGNIS_CUDA_FLASH_SM90_BACKWARD is 1: it is
+// checked against the CPU (the fake driver's wgmma emulation, and the GPU
+// tests under that variable) but not yet timed against the mma.sync
+// backward on a GPU, which stays the default until it is.
+bool use_sm90_backward(int device, const FlashParams& p) {
+  static const bool on = [] {
+    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90_BACKWARD");
+    return e && std::string(e) == "1";
+  }();
+  return on && use_sm90_forward(device, p) && head_tile(p.D) == 64;
+}
+
 }  // namespace
 
 const char* flash_attention_unsupported(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -1131,9 +1148,15 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
     fill_tensor(dq_acc, Scalar(0.0));
   }
   const int kd = head_tile(p.D);
-  const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
-  launch(function_for(device, "bwd", q.dtype(), kd, p.mkind), nkb * p.batch,
-         static_cast<unsigned>(bn / 16) * 32, p, device);
+  if (use_sm90_backward(device, p)) {
+    const int64_t nkb = (p.S + kFlashSm90BackwardKeys - 1) / kFlashSm90BackwardKeys;
+    launch(function_for(device, "bwd_sm90", q.dtype(), kd), nkb * p.batch, kFlashSm90Threads, p,
+           device, flash_backward_sm90_shared_bytes());
+  } else {
+    const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
+    launch(function_for(device, "bwd", q.dtype(), kd, p.mkind), nkb * p.batch,
+           static_cast<unsigned>(bn / 16) * 32, p, device);
+  }
   if (dq.numel() > 0) copy_tensor(dq, dq_acc);
 }
 
@@ -1145,6 +1168,7 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
         for (int mask : {0, 1, 2}) v.push_back(request(kind, t, kd, mask));
     v.push_back(request("bwd_dot", t, 0));
     for (int kd : {64, 128}) v.push_back(request("fwd_sm90", t, kd));
+    v.push_back(request("bwd_sm90", t, 64));
   }
   return v;
 }

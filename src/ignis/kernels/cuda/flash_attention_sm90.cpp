@@ -64,7 +64,8 @@ namespace {
 // 281 us (torch 226), causal 259 -> 161 (143); 512 tokens 27 (21), causal
 // 23 (20); head dim 128, 2048 tokens 487 (317). Not yet done: warp
 // specialization (a producer warp loading by TMA, as FlashAttention-3),
-// masks, the backward.
+// masks. The backward (ig_flash_bwd_sm90, below) is checked under the host
+// emulation but not yet timed on a GPU, so it runs only when asked for.
 //
 // Masks and rows that are not 16-byte aligned keep the mma.sync kernel (its
 // Note).
@@ -106,6 +107,13 @@ std::string wgmma_wrappers() {
              "}, %" + std::to_string(r + 4) + ", 1, 1, 1, 1;\\n\"\n      : " + outs(r) +
              "\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));\n  }\n";
     }
+    // d (64 x 64 floats) += a (desc, MN-major) b (desc, MN-major): the
+    // backward's dq = ds k with ds^T and k stored keys by rows.
+    out += "  static __device__ __forceinline__ void ss_n64_tt(float (&d)[32], uint64_t a, uint64_t b, "
+           "int accumulate) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %34, 0;\\n\"\n"
+           "      \"wgmma.mma_async.sync.aligned.m64n64k16.f32." + t + "." + t + " {" + regs(32, 0) +
+           "}, %32, %33, p, 1, 1, 1, 1;\\n}\\n\"\n      : " + outs(32) +
+           "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n  }\n";
     out += "};\n";
   }
   return out;
@@ -124,6 +132,9 @@ template <class T> struct IgWgmma {
   template <int R>
   static void rs(float (&d)[R], const uint32_t (&a)[4], uint64_t b) {
     ig_host_wgmma(d, 2 * R, 0, a, b, true, true, IgFa90Bf16<T>::value);
+  }
+  static void ss_n64_tt(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
+    ig_host_wgmma(d, 64, a, nullptr, b, true, accumulate != 0, IgFa90Bf16<T>::value, true);
   }
   static void ss_n64(float (&d)[32], uint64_t a, uint64_t b, int acc) { ss(d, a, b, acc); }
   static void ss_n128(float (&d)[64], uint64_t a, uint64_t b, int acc) { ss(d, a, b, acc); }
@@ -157,6 +168,7 @@ __device__ __forceinline__ uint32_t ig_fa90_saddr(const unsigned char* p) {
 __device__ __forceinline__ void ig_fa90_cp16(uint32_t dst, const void* src, int bytes) {
   ig_host_cp_async16(ig_host_dynamic_shared + dst, src, bytes);
 }
+__device__ __forceinline__ void ig_fa90_wg_barrier(int) { ig_host_warpgroup_barrier(); }
 #else
 __device__ __forceinline__ void ig_fa90_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void ig_fa90_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -177,6 +189,11 @@ __device__ __forceinline__ void ig_fa90_pin(float (&d)[N]) {
 __device__ __forceinline__ uint32_t ig_fa90_saddr(const unsigned char* p) { return ig_fa_smem(p); }
 __device__ __forceinline__ void ig_fa90_cp16(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+// A barrier of the 128 threads of one warpgroup (named barrier `id`, 1 or
+// 2: 0 is __syncthreads').
+__device__ __forceinline__ void ig_fa90_wg_barrier(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 #endif
 
@@ -387,6 +404,171 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     if (t == 0) p.lse[b * p.L + r] = lr > 0.f ? m[h] * 0.6931471805599453f + logf(lr) : -IG_FA_INF;
   }
 }
+
+// The backward on Hopper (head tile 64): a block owns BN = 128 keys of one
+// batch index (64 a warpgroup) and walks the query blocks BM = 64 rows at a
+// time, as the mma.sync backward does, with every product a wgmma:
+//   s^T = k q^T and dp^T = v dout^T     (SS: k, v, q, dout K-major tiles)
+//   p^T = exp2(s^T scale log2 e - lse), ds^T = p^T (dp^T - D)  (registers)
+//   dv += p^T dout and dk += ds^T q     (RS: p^T, ds^T registers; dout, q
+//                                        MN-major B)
+//   dq = ds k over the warpgroup's keys (SS: ds^T written to shared memory
+//       keys by rows, read as an MN-major A; k as an MN-major B), added into
+//       the float32 workspace by red.global.add.v2.f32
+// q, dout, lse and D of the next query block load while this one computes
+// (2 stages). k and v stay in shared memory for the whole walk; dk and dv
+// stay in registers and are written once, dk scaled. Shared memory: k, v
+// (16 KiB each), q and dout (2 stages of 8 KiB each), ds^T (8 KiB a
+// warpgroup), lse and D (2 stages of 64 floats each): 81 KiB and 1 KiB to
+// align them.
+template <class T, int HD>
+__device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
+  static_assert(HD == 64, "the Hopper backward is built for head tile 64");
+  typedef IgTensorCore<T> TC;
+  constexpr int BN = 128, BM = 64;
+  constexpr uint32_t KT = BN * 128, QT = BM * 128;  // bytes of a key tile, of a query tile
+  IG_FA90_DYNAMIC_SMEM(ig_fa90_smem);
+  const uint32_t s0 = ig_fa90_saddr(ig_fa90_smem), base = (s0 + 1023) & ~1023u;
+  unsigned char* const gbase = ig_fa90_smem + (base - s0);  // `base` as a generic pointer
+  const uint32_t sK = base, sV = sK + KT, sQ = sV + KT, sG = sQ + 2 * QT, sS = sG + 2 * QT;
+  float* const sL = reinterpret_cast<float*>(gbase + (sS + 2 * QT - base));  // [2][BM]
+  float* const sD = sL + 2 * BM;                                             // [2][BM]
+  const int64_t b = int64_t(blockIdx.x) % p.batch, j0 = (int64_t(blockIdx.x) / p.batch) * BN;
+  const int wg = threadIdx.x / 128, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int kl = 64 * wg + 16 * w + g;  // this lane's first key in the block (and kl + 8)
+  const T* Q = ig_fa_base<T>(p.q, p, b);
+  const T* K = ig_fa_base<T>(p.k, p, b);
+  const T* V = ig_fa_base<T>(p.v, p, b);
+  const T* G = ig_fa_base<T>(p.g, p, b);
+  const IgFa90Rows<T, HD> qrows(Q, p.q.rs, p.L, p.D), grows(G, p.g.rs, p.L, p.D),
+      krows(K, p.k.rs, p.S, p.D), vrows(V, p.v.rs, p.S, p.D);
+  auto stage_rows = [&](int64_t i0, int st) {
+    qrows.template stage<BM>(sQ + st * QT, i0);
+    grows.template stage<BM>(sG + st * QT, i0);
+    for (int r = threadIdx.x; r < BM; r += 256) {
+      const bool live = i0 + r < p.L;
+      const float l = live ? p.lse[b * p.L + i0 + r] : IG_FA_INF;
+      // Rows past L, and fully masked rows (lse = -inf), get p = 0.
+      sL[st * BM + r] = l == -IG_FA_INF ? IG_FA_INF : l * 1.4426950408889634f;
+      sD[st * BM + r] = live ? p.delta[b * p.L + i0 + r] : 0.f;
+    }
+  };
+  const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
+  krows.template stage<BN>(sK, j0);
+  vrows.template stage<BN>(sV, j0);
+  if (istart < p.L) stage_rows(istart, 0);
+  ig_fa_cp_commit();
+
+  float dk[32], dv[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.f;
+  const uint32_t kA = sK + wg * 64 * 128, vA = sV + wg * 64 * 128, dsA = sS + wg * QT;
+  const float sl2 = p.scale_log2;
+  int st = 0;
+  for (int64_t i0 = istart; i0 < p.L; i0 += BM, st ^= 1) {
+    ig_fa_cp_wait();
+    ig_fa90_proxy_fence();
+    __syncthreads();  // this query block is staged; every warp is done with the other stage
+    if (i0 + BM < p.L) {
+      stage_rows(i0 + BM, st ^ 1);
+      ig_fa_cp_commit();
+    }
+    const uint32_t qB = sQ + st * QT, gB = sG + st * QT;
+    float s[32], dp[32];
+    ig_fa90_fence();
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk)
+      IgWgmma<T>::ss_n64(s, ig_fa90_desc(kA + kk * 32), ig_fa90_desc(qB + kk * 32), kk > 0);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk)
+      IgWgmma<T>::ss_n64(dp, ig_fa90_desc(vA + kk * 32), ig_fa90_desc(gB + kk * 32), kk > 0);
+    ig_fa90_commit();
+    ig_fa90_wait();
+    ig_fa90_pin(s);
+    ig_fa90_pin(dp);
+    // p^T and ds^T. Keys past S, and with is_causal keys after the query
+    // (local key k after local query q when k - q > i0 - j0), give p = 0;
+    // rows past L have lse +inf. Blocks inside S and off the diagonal check
+    // nothing.
+    const float* const Lr = sL + st * BM;
+    const float* const Dr = sD + st * BM;
+    const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
+    const int nk = j0 + BN > p.S ? int(p.S - j0) : BN;
+    const int off = p.causal ? int(i0 - j0 < -BN ? -BN : i0 - j0) : BN + BM;
+    uint32_t pa[BM / 16][4], sa[BM / 16][4];
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j) {
+      float pv[4], dsv[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int ql = 8 * j + 2 * t + (e & 1), k = kl + (e < 2 ? 0 : 8);
+        float x = ig_fa_exp2(fmaf(s[4 * j + e], sl2, -Lr[ql]));
+        if (edge && (k >= nk || k - ql > off)) x = 0.f;
+        pv[e] = x;
+        dsv[e] = x * (dp[4 * j + e] - Dr[ql]);
+      }
+      pa[j / 2][(j & 1) * 2] = TC::pack(pv[0], pv[1]);
+      pa[j / 2][(j & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
+      sa[j / 2][(j & 1) * 2] = TC::pack(dsv[0], dsv[1]);
+      sa[j / 2][(j & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
+      // ds^T into this warpgroup's swizzled tile: key rows, query columns.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t a = dsA + (16 * w + g + 8 * h) * 128 + (8 * j + 2 * t) * 2;
+        *reinterpret_cast<uint32_t*>(gbase + ((a ^ (((a >> 7) & 7u) << 4)) - base)) =
+            sa[j / 2][(j & 1) * 2 + h];
+      }
+    }
+    // dv += p^T dout, dk += ds^T q: k-step kk is queries 16 kk.. (2048 bytes).
+    ig_fa90_fence();
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dv, pa[kk], ig_fa90_desc(gB + kk * 2048));
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dk, sa[kk], ig_fa90_desc(qB + kk * 2048));
+    ig_fa90_commit();
+    // dq = ds k over this warpgroup's 64 keys, once its ds^T is in shared
+    // memory (written by the generic proxy: fence, then the warpgroup meets).
+    ig_fa90_proxy_fence();
+    ig_fa90_wg_barrier(1 + wg);
+    float dq[32];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      IgWgmma<T>::ss_n64_tt(dq, ig_fa90_desc(dsA + kk * 2048), ig_fa90_desc(kA + kk * 2048), kk > 0);
+    ig_fa90_commit();
+    ig_fa90_wait();
+    ig_fa90_pin(dq);
+    ig_fa90_pin(dv);
+    ig_fa90_pin(dk);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t q = i0 + 16 * w + g + 8 * h;
+      if (q >= p.L) continue;
+      float* const dst = p.dq + (b * p.L + q) * p.D;
+#pragma unroll
+      for (int j = 0; j < HD / 8; ++j) {
+        const int c = 8 * j + 2 * t;
+        if (c < p.D) ig_fa_atomic_add2(dst + c, dq[4 * j + 2 * h] * p.scale, dq[4 * j + 2 * h + 1] * p.scale);
+      }
+    }
+  }
+  // This lane's rows of dk (scaled) and dv.
+  T* const dkp = const_cast<T*>(ig_fa_base<T>(p.dk, p, b));
+  T* const dvp = const_cast<T*>(ig_fa_base<T>(p.dv, p, b));
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t key = j0 + kl + 8 * h;
+    if (key >= p.S) continue;
+#pragma unroll
+    for (int j = 0; j < HD / 8; ++j) {
+      const int c = 8 * j + 2 * t;
+      if (c >= p.D) continue;
+      *reinterpret_cast<uint32_t*>(dkp + key * p.dk.rs + c) =
+          TC::pack(dk[4 * j + 2 * h] * p.scale, dk[4 * j + 2 * h + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(dvp + key * p.dv.rs + c) = TC::pack(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+    }
+  }
+}
 )CUDA";
 
 }  // namespace
@@ -404,6 +586,8 @@ const std::string& flash_forward_sm90_templates() {
 // stages and v in 3 (IgFa90Tiles' BN rows each), of head tile kd: 97 KiB at
 // 64, 113 KiB at 128 (two blocks an SM: 228 KiB with the 1 KiB each block
 // reserves).
+int flash_backward_sm90_shared_bytes() { return 1024 + 5 * 128 * 128 + 4 * 64 * 4; }
+
 int flash_forward_sm90_shared_bytes(int kd) {
   const int bn = kd == 64 ? 128 : 64;
   return 1024 + (128 + 5 * bn) * 128 * (kd / 64);

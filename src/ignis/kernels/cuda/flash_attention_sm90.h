@@ -1,16 +1,17 @@
-// The Hopper (sm_90a) flash-attention forward: warpgroup MMAs (wgmma) on
-// 128-byte-swizzled shared tiles. Used by flash_attention.cpp on compute
-// capability 9.0 without an attn_mask (head tiles 64 and 128); every other
-// call keeps the mma.sync kernels. flash_attention_sm90.cpp's Note explains
-// the layout and the pipeline.
+// The Hopper (sm_90a) flash-attention kernels: warpgroup MMAs (wgmma) on
+// 128-byte-swizzled shared tiles. flash_attention.cpp uses the forward on
+// compute capability 9.0 without an attn_mask (head tiles 64 and 128), and
+// the backward (head tile 64) when $IGNIS_CUDA_FLASH_SM90_BACKWARD is 1;
+// every other call keeps the mma.sync kernels. flash_attention_sm90.cpp's
+// Note explains the layout and the pipeline.
 #pragma once
 
 #include <string>
 
 namespace ignis::cuda {
 
-// The kernel template ig_flash_fwd_sm90<T, HD> (T = ig_bf16 or ig_half, HD
-// the head tile, 64 or 128), as CUDA
+// The kernel templates ig_flash_fwd_sm90<T, HD> and ig_flash_bwd_sm90<T, 64>
+// (T = ig_bf16 or ig_half, HD the head tile, 64 or 128), as CUDA
 // C++ text to follow flash_attention.cpp's templates (it uses their
 // IgFlashParams, ig_fa_base, ig_fa_cp16, ig_fa_exp2 and quad reductions).
 // Under IG_HOST_EMULATION the wgmma wrappers call the host emulation's
@@ -24,5 +25,10 @@ const std::string& flash_forward_sm90_templates();
 inline constexpr int kFlashSm90Rows = 128;
 inline constexpr int kFlashSm90Threads = 256;
 int flash_forward_sm90_shared_bytes(int kd);
+
+// The backward ig_flash_bwd_sm90<T, 64>: blocks of 128 keys (two
+// warpgroups), and its dynamic shared memory.
+inline constexpr int kFlashSm90BackwardKeys = 128;
+int flash_backward_sm90_shared_bytes();
 
 }  // namespace ignis::cuda
