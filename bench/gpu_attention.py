@@ -10,7 +10,7 @@ half with causal), the fraction of the bf16 dense spec peak (989.5 TFLOP/s) and 
 torch. Skips (exit 0) without a GPU.
 
     PYTHONPATH=python python3 bench/gpu_attention.py [--lengths 512,2048] [--head-dim 64]
-                                                     [--dtype bfloat16]
+        [--dtype bfloat16] [--variant IGNIS_CUDA_FLASH_SM90_BACKWARD=1]
 """
 import argparse
 import json
@@ -75,10 +75,11 @@ def child(lib_name, T, dtype, iters, D):
     print(json.dumps(out))
 
 
-def run_child(lib_name, T, dtype, iters, D):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+def run_child(lib_name, T, dtype, iters, D, extra_env=None):
+    env = dict(os.environ, **(extra_env or {}))
+    env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"),
-         os.environ.get("PYTHONPATH", "")]))
+         os.environ.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, __file__, "--child", lib_name, "--lengths", str(T),
                         "--dtype", dtype, "--iters", str(iters), "--head-dim", str(D)],
                        capture_output=True, text=True, env=env)
@@ -94,6 +95,9 @@ def main():
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     ap.add_argument("--iters", type=int, default=0, help="calls a round (default by length)")
     ap.add_argument("--head-dim", type=int, default=64)
+    ap.add_argument("--variant", default=None, metavar="NAME=VALUE",
+                    help="also run ignis with this environment variable set (e.g. "
+                         "IGNIS_CUDA_FLASH_SM90_BACKWARD=1) and print its times beside the default's")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -109,9 +113,20 @@ def main():
     print("| T | case | ignis fwd us (TFLOP/s, of peak) | torch fwd us | ratio | "
           "ignis fwd+bwd us (TFLOP/s) | torch fwd+bwd us | ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    variant = dict([args.variant.split("=", 1)]) if args.variant else None
     for T in (int(t) for t in args.lengths.split(",")):
         res = {lib: run_child(lib, T, args.dtype, args.iters, args.head_dim)
                for lib in ("ignis", "torch")}
+        if variant:
+            v = run_child("ignis", T, args.dtype, args.iters, args.head_dim, variant)
+            for name in CASES:
+                if v and res["ignis"]:
+                    a, b = v[name], res["ignis"][name]
+                    print(f"| {T} | {name} | {args.variant}: fwd {a['fwd']:.1f} us "
+                          f"({a['fwd'] / b['fwd']:.2f} of the default), fwd+bwd {a['train']:.1f} us "
+                          f"({a['train'] / b['train']:.2f}) |")
+                    if abs(a["check"] - b["check"]) > 2e-2 * abs(b["check"]):
+                        print(f"MISMATCH T={T} {name} under {args.variant}")
         for name in CASES:
             flops = 4.0 * 8 * 12 * T * T * args.head_dim * (0.5 if name == "causal" else 1.0)
             row = [str(T), name]
