@@ -455,14 +455,15 @@ def _hopper():
     return (p.major, p.minor) == (9, 0)
 
 
-@real_gpu_only
+@needs_gpu
 def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
     # On compute capability 9.0 an unmasked call with 16-byte aligned rows
     # runs the wgmma forward; a mask or unaligned rows keep the mma.sync
     # kernels. Which kernels a fresh process asked for:
     # $IGNIS_CUDA_DUMP_SOURCES receives each one's source.
     if not _hopper():
-        pytest.skip("the Hopper forward needs compute capability 9.0 (sm_90a)")
+        pytest.skip("the Hopper forward needs compute capability 9.0 (sm_90a); "
+                    "the fake driver plays one with FAKE_CUDA_CC=90")
     import subprocess
     import sys
     script = (
@@ -482,13 +483,13 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
                IGNIS_CACHE_DIR=str(tmp_path / "cache"))
     subprocess.run([sys.executable, "-c", script], check=True, env=env,
                    cwd=os.path.dirname(os.path.abspath(__file__)))
-    names = {p.stem for p in (tmp_path / "src").iterdir() if p.stem.startswith("flash_fwd")}
+    names = {p.stem for p in (tmp_path / "src").glob("flash_fwd*.cu")}
     assert names == {"flash_fwd_sm90_bfloat16_d64", "flash_fwd_sm90_float16_d64",
                      "flash_fwd_mask_bfloat16_d64", "flash_fwd_sm90_bfloat16_d128",
                      "flash_fwd_bfloat16_d64"}, names
 
 
-@real_gpu_only
+@needs_gpu
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", [
     (1, 3, 300, 260, 64),   # 3 query blocks of 128, keys past two 128-key steps
@@ -499,8 +500,8 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
     (2, 1, 70, 150, 96),    # head dim 96 padded to the 128 tile
 ], ids=lambda s: "x".join(map(str, s)))
 def test_hopper_forward_tiles_and_stages(causal, shape):
-    # The wgmma forward's own edges (on an H200; elsewhere the mma.sync one
-    # runs the same checks): rows and keys past the 128-row tile and the
+    # The wgmma forward's own edges (on a Hopper GPU or the fake driver with
+    # FAKE_CUDA_CC=90; elsewhere the mma.sync one runs the same checks): rows and keys past the 128-row tile and the
     # 128-key (64-key at head tile 128) steps, more key steps than v's three
     # stages, head dims padded with zero columns, and a negative scale (the
     # checked softmax path).
@@ -541,7 +542,7 @@ def test_hopper_backward_under_its_switch_matches_the_cpu(tmp_path):
                IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"), IGNIS_CACHE_DIR=str(tmp_path / "cache"))
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env,
                    cwd=os.path.dirname(os.path.abspath(__file__)))
-    names = {p.stem for p in (tmp_path / "src").iterdir() if p.stem.startswith("flash_bwd")}
+    names = {p.stem for p in (tmp_path / "src").glob("flash_bwd*.cu")}
     assert "flash_bwd_sm90_bfloat16_d64" in names, names
     for n, (B, H, L, S, D, causal) in enumerate(shapes):
         rng = np.random.default_rng(n)

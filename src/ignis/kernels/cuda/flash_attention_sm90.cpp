@@ -70,11 +70,30 @@ namespace {
 // Masks and rows that are not 16-byte aligned keep the mma.sync kernel (its
 // Note).
 
-// The wgmma wrappers, generated: SS (both operands from shared memory, for
-// s = q k^T over a key block) and RS (A from registers, for out += p v over
-// the head tile), 64 or 128 columns, per 16-bit type. The accumulators are "+f"
-// operands; scale-d (0 for the first k-step of s) is a predicate.
-std::string wgmma_wrappers() {
+// The wgmma products the kernels use, declared once: the name of the
+// wrapper, N (the accumulator is 64 x N floats, N / 2 a thread), whether A
+// comes from registers (the RS form) or shared memory, and whether A and B
+// are MN-major in shared memory (the transpose bits; K-major otherwise).
+struct WgmmaForm {
+  const char* name;
+  int n;
+  bool a_regs, a_mn, b_mn;
+};
+constexpr WgmmaForm kWgmmaForms[] = {
+    {"ss_n64", 64, false, false, false},    // s = q k^T (head tile 128), s^T = k q^T, dp^T
+    {"ss_n128", 128, false, false, false},  // s = q k^T (head tile 64)
+    {"rs_n64", 64, true, false, true},      // out += p v, dv += p^T dout, dk += ds^T q
+    {"rs_n128", 128, true, false, true},    // out += p v (head tile 128)
+    {"ss_n64_tt", 64, false, true, true},   // dq = ds k, ds^T and k stored keys by rows
+};
+
+// The wrappers, per 16-bit type, for the GPU (inline PTX: the accumulators
+// are "+f" operands; scale-d, 0 for a product's first k-step, is a
+// predicate) and for the host emulation (ig_host_wgmma in
+// tests/cuda_fake/block_threads_host.h, which reads shared memory through
+// the same descriptors): both from kWgmmaForms, so the emulation cannot
+// disagree with the PTX about an operand's layout.
+std::string wgmma_wrappers(bool emulated) {
   std::string out;
   auto regs = [](int n, int first) {
     std::string s;
@@ -89,59 +108,35 @@ std::string wgmma_wrappers() {
   for (const char* ty : {"bf16", "f16"}) {
     const std::string t = ty;
     out += "template <> struct IgWgmma<" + std::string(t == "bf16" ? "ig_bf16" : "ig_half") + "> {\n";
-    for (int n : {64, 128}) {
-      const int r = n / 2;  // accumulator registers a thread
-      const std::string N = std::to_string(n), R = std::to_string(r);
-      // d (64 x n floats) += a (desc) b (desc, K-major)
-      out += "  static __device__ __forceinline__ void ss_n" + N + "(float (&d)[" + R +
-             "], uint64_t a, uint64_t b, int accumulate) {\n    asm volatile(\"{\\n.reg .pred p;\\n"
-             "setp.ne.b32 p, %" + std::to_string(r + 2) + ", 0;\\n\"\n      \"wgmma.mma_async.sync."
-             "aligned.m64n" + N + "k16.f32." + t + "." + t + " {" + regs(r, 0) + "}, %" + R + ", %" +
-             std::to_string(r + 1) + ", p, 1, 1, 0, 0;\\n}\\n\"\n      : " + outs(r) +
-             "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n  }\n";
-      // d (64 x n floats) += a (registers) b (desc, MN-major: transposed)
-      out += "  static __device__ __forceinline__ void rs_n" + N + "(float (&d)[" + R +
-             "], const uint32_t (&a)[4], uint64_t b) {\n    asm volatile(\"wgmma.mma_async.sync."
-             "aligned.m64n" + N + "k16.f32." + t + "." + t + " {" + regs(r, 0) + "}, {%" + R + ",%" +
-             std::to_string(r + 1) + ",%" + std::to_string(r + 2) + ",%" + std::to_string(r + 3) +
-             "}, %" + std::to_string(r + 4) + ", 1, 1, 1, 1;\\n\"\n      : " + outs(r) +
-             "\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));\n  }\n";
+    for (const WgmmaForm& f : kWgmmaForms) {
+      const int r = f.n / 2;
+      const std::string R = std::to_string(r), N = std::to_string(f.n);
+      const std::string a_param = f.a_regs ? "const uint32_t (&a)[4]" : "uint64_t a";
+      out += "  static __device__ __forceinline__ void " + std::string(f.name) + "(float (&d)[" + R +
+             "], " + a_param + ", uint64_t b" + (f.a_regs ? "" : ", int accumulate") + ") {\n";
+      if (emulated) {
+        out += "    ig_host_wgmma(d, " + N + ", " + (f.a_regs ? "0, a" : "a, nullptr") + ", b, " +
+               (f.b_mn ? "true" : "false") + ", " + (f.a_regs ? "true" : "accumulate != 0") + ", " +
+               (t == "bf16" ? "true" : "false") + ", " + (f.a_mn ? "true" : "false") + ");\n  }\n";
+        continue;
+      }
+      const std::string head = "wgmma.mma_async.sync.aligned.m64n" + N + "k16.f32." + t + "." + t +
+                               " {" + regs(r, 0) + "}, ";
+      if (f.a_regs) {
+        out += "    asm volatile(\"" + head + "{" + regs(4, r) + "}, %" + std::to_string(r + 4) +
+               ", 1, 1, 1, " + (f.b_mn ? "1" : "0") + ";\\n\"\n      : " + outs(r) +
+               "\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b));\n  }\n";
+      } else {
+        out += "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + std::to_string(r + 2) +
+               ", 0;\\n\"\n      \"" + head + "%" + R + ", %" + std::to_string(r + 1) +
+               ", p, 1, 1, " + (f.a_mn ? "1" : "0") + ", " + (f.b_mn ? "1" : "0") +
+               ";\\n}\\n\"\n      : " + outs(r) + "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n  }\n";
+      }
     }
-    // d (64 x 64 floats) += a (desc, MN-major) b (desc, MN-major): the
-    // backward's dq = ds k with ds^T and k stored keys by rows.
-    out += "  static __device__ __forceinline__ void ss_n64_tt(float (&d)[32], uint64_t a, uint64_t b, "
-           "int accumulate) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %34, 0;\\n\"\n"
-           "      \"wgmma.mma_async.sync.aligned.m64n64k16.f32." + t + "." + t + " {" + regs(32, 0) +
-           "}, %32, %33, p, 1, 1, 1, 1;\\n}\\n\"\n      : " + outs(32) +
-           "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n  }\n";
     out += "};\n";
   }
   return out;
 }
-
-// The host emulation's wgmma wrappers (tests/cuda_fake/block_threads_host.h:
-// ig_host_wgmma reads the same descriptors and swizzle).
-const char* kEmulatedWrappers = R"CUDA(
-template <class T> struct IgFa90Bf16 { static constexpr bool value = false; };
-template <> struct IgFa90Bf16<ig_bf16> { static constexpr bool value = true; };
-template <class T> struct IgWgmma {
-  template <int R>
-  static void ss(float (&d)[R], uint64_t a, uint64_t b, int accumulate) {
-    ig_host_wgmma(d, 2 * R, a, nullptr, b, false, accumulate != 0, IgFa90Bf16<T>::value);
-  }
-  template <int R>
-  static void rs(float (&d)[R], const uint32_t (&a)[4], uint64_t b) {
-    ig_host_wgmma(d, 2 * R, 0, a, b, true, true, IgFa90Bf16<T>::value);
-  }
-  static void ss_n64_tt(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
-    ig_host_wgmma(d, 64, a, nullptr, b, true, accumulate != 0, IgFa90Bf16<T>::value, true);
-  }
-  static void ss_n64(float (&d)[32], uint64_t a, uint64_t b, int acc) { ss(d, a, b, acc); }
-  static void ss_n128(float (&d)[64], uint64_t a, uint64_t b, int acc) { ss(d, a, b, acc); }
-  static void rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) { rs(d, a, b); }
-  static void rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b) { rs(d, a, b); }
-};
-)CUDA";
 
 const char* kKernel = R"CUDA(
 // The 64-bit wgmma descriptor of a 128-byte-swizzled tile at shared address
@@ -576,8 +571,8 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
 const std::string& flash_forward_sm90_templates() {
   static const std::string text =
       "\n// ---- flash attention forward on Hopper (kernels/cuda/flash_attention_sm90.cpp) ----\n"
-      "#ifdef IG_HOST_EMULATION\n" + std::string(kEmulatedWrappers) +
-      "#else\ntemplate <class T> struct IgWgmma;\n" + wgmma_wrappers() + "#endif\n" + kKernel;
+      "template <class T> struct IgWgmma;\n#ifdef IG_HOST_EMULATION\n" + wgmma_wrappers(true) +
+      "#else\n" + wgmma_wrappers(false) + "#endif\n" + kKernel;
   return text;
 }
 
