@@ -940,7 +940,7 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
     // three products' accumulators, one block an SM.
     const bool fwd = std::string(kind) == "fwd_sm90";
     KernelRequest r = make_request(str("flash_", kind, "_", dt, "_d", kd),
-                                   str(kTemplates, flash_forward_sm90_templates()),
+                                   str(kTemplates, flash_sm90_templates()),
                                    str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"),
                                    fwd ? "__launch_bounds__(256, 2) " : "__launch_bounds__(256, 1) ");
     r.options.push_back("--gpu-architecture=sm_90a");

@@ -568,9 +568,9 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
 
 }  // namespace
 
-const std::string& flash_forward_sm90_templates() {
+const std::string& flash_sm90_templates() {
   static const std::string text =
-      "\n// ---- flash attention forward on Hopper (kernels/cuda/flash_attention_sm90.cpp) ----\n"
+      "\n// ---- flash attention on Hopper (kernels/cuda/flash_attention_sm90.cpp) ----\n"
       "template <class T> struct IgWgmma;\n#ifdef IG_HOST_EMULATION\n" + wgmma_wrappers(true) +
       "#else\n" + wgmma_wrappers(false) + "#endif\n" + kKernel;
   return text;

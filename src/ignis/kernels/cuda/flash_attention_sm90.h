@@ -18,7 +18,7 @@ namespace ignis::cuda {
 // ig_host_wgmma (tests/cuda_fake/block_threads_host.h), which reads shared
 // memory through the same descriptors; the fake driver selects the kernel
 // when it plays a compute capability 9.0 device (FAKE_CUDA_CC=90).
-const std::string& flash_forward_sm90_templates();
+const std::string& flash_sm90_templates();
 
 // Query rows and threads a block of ig_flash_fwd_sm90 (two warpgroups of 64
 // rows each), and the dynamic shared memory it needs at head tile kd.
