@@ -455,17 +455,28 @@ def _hopper():
     return (p.major, p.minor) == (9, 0)
 
 
+def _kernels_a_fresh_process_asks_for(script, tmp_path, prefix, args=(), **env):
+    """Runs `script` in a new Python process (this directory, `env` added) and
+    returns the names of the kernels starting with `prefix` it asked for:
+    $IGNIS_CUDA_DUMP_SOURCES receives each one's source (read once a process,
+    as the switches the scripts set)."""
+    import subprocess
+    import sys
+    env = dict(os.environ, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
+               IGNIS_CACHE_DIR=str(tmp_path / "cache"), **env)
+    subprocess.run([sys.executable, "-c", script, *args], check=True, env=env,
+                   cwd=os.path.dirname(os.path.abspath(__file__)))
+    return {p.stem for p in (tmp_path / "src").glob(prefix + "*.cu")}
+
+
 @needs_gpu
 def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
     # On compute capability 9.0 an unmasked call with 16-byte aligned rows
     # runs the wgmma forward; a mask or unaligned rows keep the mma.sync
-    # kernels. Which kernels a fresh process asked for:
-    # $IGNIS_CUDA_DUMP_SOURCES receives each one's source.
+    # kernels.
     if not _hopper():
         pytest.skip("the Hopper forward needs compute capability 9.0 (sm_90a); "
                     "the fake driver plays one with FAKE_CUDA_CC=90")
-    import subprocess
-    import sys
     script = (
         "import _checkout, ignis, ignis.nn.functional as F\n"
         "def t(*s, dt=ignis.bfloat16): return ignis.randn(*s).to(dt).cuda()\n"
@@ -479,11 +490,7 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
         "u = t(1, 2, 70, 12)\n"
         "F.scaled_dot_product_attention(u, u, u)\n"
         "ignis.cuda.synchronize()\n")
-    env = dict(os.environ, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
-               IGNIS_CACHE_DIR=str(tmp_path / "cache"))
-    subprocess.run([sys.executable, "-c", script], check=True, env=env,
-                   cwd=os.path.dirname(os.path.abspath(__file__)))
-    names = {p.stem for p in (tmp_path / "src").glob("flash_fwd*.cu")}
+    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_fwd")
     assert names == {"flash_fwd_sm90_bfloat16_d64", "flash_fwd_sm90_float16_d64",
                      "flash_fwd_mask_bfloat16_d64", "flash_fwd_sm90_bfloat16_d128",
                      "flash_fwd_bfloat16_d64"}, names
@@ -501,10 +508,10 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
 ], ids=lambda s: "x".join(map(str, s)))
 def test_hopper_forward_tiles_and_stages(causal, shape):
     # The wgmma forward's own edges (on a Hopper GPU or the fake driver with
-    # FAKE_CUDA_CC=90; elsewhere the mma.sync one runs the same checks): rows and keys past the 128-row tile and the
-    # 128-key (64-key at head tile 128) steps, more key steps than v's three
-    # stages, head dims padded with zero columns, and a negative scale (the
-    # checked softmax path).
+    # FAKE_CUDA_CC=90; elsewhere the mma.sync one runs the same checks): rows
+    # and keys past the 128-row tile and the 128-key (64-key at head tile
+    # 128) steps, more key steps than v's three stages, head dims padded with
+    # zero columns, and a negative scale (the checked softmax path).
     B, H, L, S, D = shape
     q = _sample((B, H, L, D), "bfloat16", seed=1)
     k = _sample((B, H, S, D), "bfloat16", seed=2)
@@ -522,8 +529,6 @@ def test_hopper_backward_under_its_switch_matches_the_cpu(tmp_path):
     if not _hopper():
         pytest.skip("the Hopper backward needs compute capability 9.0 (sm_90a); "
                     "the fake driver plays one with FAKE_CUDA_CC=90")
-    import subprocess
-    import sys
     shapes = [(1, 2, 70, 50, 64, True), (2, 1, 130, 300, 64, False), (1, 1, 200, 129, 40, True),
               (1, 2, 1, 9, 64, False)]
     script = (
@@ -538,11 +543,8 @@ def test_hopper_backward_under_its_switch_matches_the_cpu(tmp_path):
         "    F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)\n"
         "    for name, t in zip('qkv', (q, k, v)):\n"
         "        np.save(f'{out}/{n}_{name}.npy', t.grad.float().cpu().numpy())\n")
-    env = dict(os.environ, IGNIS_CUDA_FLASH_SM90_BACKWARD="1",
-               IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"), IGNIS_CACHE_DIR=str(tmp_path / "cache"))
-    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env,
-                   cwd=os.path.dirname(os.path.abspath(__file__)))
-    names = {p.stem for p in (tmp_path / "src").glob("flash_bwd*.cu")}
+    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_bwd", [str(tmp_path)],
+                                              IGNIS_CUDA_FLASH_SM90_BACKWARD="1")
     assert "flash_bwd_sm90_bfloat16_d64" in names, names
     for n, (B, H, L, S, D, causal) in enumerate(shapes):
         rng = np.random.default_rng(n)

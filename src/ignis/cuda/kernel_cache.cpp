@@ -105,10 +105,16 @@ std::string key_of(const KernelRequest& r, int arch) {
   return h.hex_digest();
 }
 
-// `symbol` of a loaded module; c.mu held.
-CUfunction function_locked(Cache& c, CUmodule mod, const std::string& symbol) {
-  CUfunction& f = c.functions[{mod, symbol}];
-  if (!f) IGNIS_CU(cuModuleGetFunction(&f, mod, symbol.c_str()));
+// The request's symbol in a loaded module, with its dynamic shared memory
+// allowed when it needs over 48 KiB; c.mu held.
+CUfunction function_locked(Cache& c, CUmodule mod, const KernelRequest& r) {
+  CUfunction& f = c.functions[{mod, r.symbol}];
+  if (!f) {
+    IGNIS_CU(cuModuleGetFunction(&f, mod, r.symbol.c_str()));
+    if (r.dynamic_shared_bytes > 48 * 1024)
+      IGNIS_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  r.dynamic_shared_bytes));
+  }
   return f;
 }
 
@@ -124,7 +130,7 @@ CUfunction get_kernel(int device, const KernelRequest& r) {
     auto it = c.modules.find({key, device});
     if (it != c.modules.end()) {
       ++c.stats.memory_hits;
-      return function_locked(c, it->second, r.symbol);
+      return function_locked(c, it->second, r);
     }
   }
   std::string bin = cubin_for(c, key, r, arch);  // unlocked: see cubin_for
@@ -136,7 +142,7 @@ CUfunction get_kernel(int device, const KernelRequest& r) {
     IGNIS_CU(cuModuleLoadData(&mod, bin.data()));
     c.stats.load_seconds += seconds_since(t0);
   }
-  return function_locked(c, mod, r.symbol);
+  return function_locked(c, mod, r);
 }
 
 CUfunction get_named_kernel(int device, const std::string& name,

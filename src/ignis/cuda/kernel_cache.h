@@ -31,6 +31,9 @@ struct KernelRequest {
   std::string symbol;                // the extern "C" __global__ function to return
   std::string label;                 // names the kernel in errors
   std::vector<std::string> options;  // extra NVRTC options
+  // Dynamic shared memory the kernel's launches use: over 48 KiB it must be
+  // allowed on the function, which the cache does once as it loads it.
+  int dynamic_shared_bytes = 0;
 };
 
 // The kernel on `device` (compiled or loaded once per process and device).

@@ -944,6 +944,8 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
                                    str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"),
                                    fwd ? "__launch_bounds__(256, 2) " : "__launch_bounds__(256, 1) ");
     r.options.push_back("--gpu-architecture=sm_90a");
+    r.dynamic_shared_bytes =
+        fwd ? flash_forward_sm90_shared_bytes(kd) : flash_backward_sm90_shared_bytes();
     return r;
   }
   KernelRequest r = make_request(
@@ -1037,10 +1039,8 @@ void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int 
             int shared_bytes = 0) {
   IGNIS_CHECK(blocks < (int64_t(1) << 31), "flash attention: too many blocks (", blocks, ")");
   Stream stream = current_stream(device);
-  // Over 48 KiB of dynamic shared memory must be allowed per function (a
-  // host-side attribute, cheap beside the kernel, so set at every launch).
-  if (shared_bytes > 48 * 1024)
-    IGNIS_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes));
+  // (A request's dynamic shared memory over 48 KiB is allowed by the kernel
+  // cache as it loads the function.)
   void* a[] = {&p};
   IGNIS_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1,
                           static_cast<unsigned>(shared_bytes), stream.handle, a, nullptr));
