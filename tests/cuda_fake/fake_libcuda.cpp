@@ -210,8 +210,15 @@ int fake_cuda_capture_host_work(void* s, void (*run)(void*), void* data, void (*
   return 1; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { *ms = float(((Ev*)b)->t - ((Ev*)a)->t); return 0; }
 CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
-CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
-struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); int (*arg_sizes)(size_t*) = nullptr; };
+// A function's dynamic shared memory is capped at 48 KiB until
+// cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8)
+// raises it, and a launch asking for more fails as on a GPU
+// (CUDA_ERROR_INVALID_VALUE), so a kernel that forgets the attribute fails here too.
+struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); int (*arg_sizes)(size_t*) = nullptr; unsigned max_dynamic_shared = 48 * 1024; };
+CUresult cuFuncSetAttribute(void* f, int attr, int v) {
+  if (attr == 8) ((Fn*)f)->max_dynamic_shared = unsigned(v);
+  return 0;
+}
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };
 }  // extern "C"
 
@@ -330,8 +337,9 @@ static std::vector<size_t> arg_sizes(Fn* fn) {
   if (n.rfind("copy_strided", 0) == 0 || n.rfind("fill_strided", 0) == 0) return {8, 8, 8, sizeof(Geometry)};
   return {8, 8, 8};
 }
-CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned by, unsigned, unsigned, void* st, void** a, void**) {
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned, unsigned bx, unsigned by, unsigned, unsigned shared, void* st, void** a, void**) {
   Fn* fn = (Fn*)f;
+  if (shared > fn->max_dynamic_shared) return 1;
   if (Capture* c = capturing(st)) {
     if (c->invalid) return 901;
     std::vector<std::vector<char>> values;
