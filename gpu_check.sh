@@ -69,8 +69,7 @@ PYTHONPATH=python python3 bench/cuda_first_use.py 2>&1 | tee "$OUT/first_use.log
 PYTHONPATH=python python3 bench/gpu_gemm.py 2>&1 | tee "$OUT/gpu_gemm.log"
 # ignis eager beside torch eager (docs/cuda.md, "The GPU benchmark"); exits 1 on a MISMATCH.
 PYTHONPATH=python python3 bench/gpu.py --json "$OUT/gpu.json" 2>"$OUT/gpu.err" | tee "$OUT/gpu.log"
-# Attention beside torch's SDPA at two lengths and every mask kind, and the Hopper
-# backward's switch (IGNIS_CUDA_FLASH_SM90_BACKWARD=1) beside the default (docs/cuda.md,
-# "Flash attention").
+# Attention beside torch's SDPA at two lengths and every mask kind, and the mma.sync
+# kernels (IGNIS_CUDA_FLASH_SM90=0) beside the Hopper ones (docs/cuda.md, "Flash attention").
 PYTHONPATH=python python3 bench/gpu_attention.py --lengths 512,2048 \
-  --variant IGNIS_CUDA_FLASH_SM90_BACKWARD=1 2>&1 | tee "$OUT/gpu_attention.log"
+  --variant IGNIS_CUDA_FLASH_SM90=0 2>&1 | tee "$OUT/gpu_attention.log"

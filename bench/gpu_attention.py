@@ -10,7 +10,7 @@ half with causal), the fraction of the bf16 dense spec peak (989.5 TFLOP/s) and 
 torch. Skips (exit 0) without a GPU.
 
     PYTHONPATH=python python3 bench/gpu_attention.py [--lengths 512,2048] [--head-dim 64]
-        [--dtype bfloat16] [--variant IGNIS_CUDA_FLASH_SM90_BACKWARD=1]
+        [--dtype bfloat16] [--variant IGNIS_CUDA_FLASH_SM90=0]
 """
 import argparse
 import json
@@ -97,7 +97,7 @@ def main():
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--variant", default=None, metavar="NAME=VALUE",
                     help="also run ignis with this environment variable set (e.g. "
-                         "IGNIS_CUDA_FLASH_SM90_BACKWARD=1) and print its times beside the default's")
+                         "IGNIS_CUDA_FLASH_SM90=0) and print its times beside the default's")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

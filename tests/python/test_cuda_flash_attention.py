@@ -435,13 +435,11 @@ def test_masked_calls_launch_the_masked_kernels(capfd):
     def sdpa(q, m):
         return F.scaled_dot_product_attention(q, q, q, attn_mask=m)
     compiled = ignis.compile(sdpa, backend="inductor")
-    # The unmasked forward is the Hopper one where the fake plays compute
-    # capability 9.0 (FAKE_CUDA_CC=90), and so is the backward when its
-    # switch is on.
-    fwd = "flash_fwd_sm90_bfloat16_d64" if _hopper() else "flash_fwd_bfloat16_d64"
-    bwd = ("flash_bwd_sm90_bfloat16_d64"
-           if _hopper() and os.environ.get("IGNIS_CUDA_FLASH_SM90_BACKWARD") == "1"
-           else "flash_bwd_bfloat16_d64")
+    # The unmasked kernels are the Hopper ones where the fake plays compute
+    # capability 9.0 (FAKE_CUDA_CC=90).
+    hopper = _hopper() and os.environ.get("IGNIS_CUDA_FLASH_SM90") != "0"
+    fwd = "flash_fwd_sm90_bfloat16_d64" if hopper else "flash_fwd_bfloat16_d64"
+    bwd = "flash_bwd_sm90_bfloat16_d64" if hopper else "flash_bwd_bfloat16_d64"
     for fn in (sdpa, compiled):
         names = step(fn, mask)
         assert "flash_fwd_mask_bfloat16_d64" in names and "flash_bwd_mask_bfloat16_d64" in names
@@ -459,10 +457,13 @@ def _kernels_a_fresh_process_asks_for(script, tmp_path, prefix, args=(), **env):
     """Runs `script` in a new Python process (this directory, `env` added) and
     returns the names of the kernels starting with `prefix` it asked for:
     $IGNIS_CUDA_DUMP_SOURCES receives each one's source (read once a process,
-    as the switches the scripts set)."""
+    as the switches the scripts set). The Hopper kernels' switch is the
+    caller's alone: not inherited from this process."""
     import subprocess
     import sys
-    env = dict(os.environ, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    inherited = {k: v for k, v in os.environ.items() if k != "IGNIS_CUDA_FLASH_SM90"}
+    env = dict(inherited, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
                IGNIS_CACHE_DIR=str(tmp_path / "cache"), **env)
     subprocess.run([sys.executable, "-c", script, *args], check=True, env=env,
                    cwd=os.path.dirname(os.path.abspath(__file__)))
@@ -490,10 +491,15 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
         "u = t(1, 2, 70, 12)\n"
         "F.scaled_dot_product_attention(u, u, u)\n"
         "ignis.cuda.synchronize()\n")
-    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_fwd")
+    names = _kernels_a_fresh_process_asks_for(script, tmp_path / "on", "flash_fwd")
     assert names == {"flash_fwd_sm90_bfloat16_d64", "flash_fwd_sm90_float16_d64",
                      "flash_fwd_mask_bfloat16_d64", "flash_fwd_sm90_bfloat16_d128",
                      "flash_fwd_bfloat16_d64"}, names
+    # IGNIS_CUDA_FLASH_SM90=0 keeps every call on the mma.sync kernels.
+    names = _kernels_a_fresh_process_asks_for(script, tmp_path / "off", "flash_fwd",
+                                              IGNIS_CUDA_FLASH_SM90="0")
+    assert names == {"flash_fwd_bfloat16_d64", "flash_fwd_float16_d64",
+                     "flash_fwd_mask_bfloat16_d64", "flash_fwd_bfloat16_d128"}, names
 
 
 @needs_gpu
@@ -521,11 +527,12 @@ def test_hopper_forward_tiles_and_stages(causal, shape):
 
 
 @needs_gpu
-def test_hopper_backward_under_its_switch_matches_the_cpu(tmp_path):
-    # The wgmma backward runs only with IGNIS_CUDA_FLASH_SM90_BACKWARD=1 (read
-    # once per process) until it is timed against the mma.sync one: a fresh
-    # process with it set computes the gradients of several shapes, which must
-    # match the CPU kernel's, and asks for the Hopper backward's kernel.
+def test_hopper_backward_matches_the_cpu(tmp_path):
+    # The wgmma backward (head tile 64, unmasked): a fresh process computes the
+    # gradients of several shapes (rows and keys past its 64-row and 128-key
+    # tiles, causal, head dim 40, a single query row), which must match the
+    # CPU kernel's, and asks for the Hopper backward's kernel; with
+    # IGNIS_CUDA_FLASH_SM90=0 it asks for the mma.sync one instead.
     if not _hopper():
         pytest.skip("the Hopper backward needs compute capability 9.0 (sm_90a); "
                     "the fake driver plays one with FAKE_CUDA_CC=90")
@@ -543,9 +550,11 @@ def test_hopper_backward_under_its_switch_matches_the_cpu(tmp_path):
         "    F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)\n"
         "    for name, t in zip('qkv', (q, k, v)):\n"
         "        np.save(f'{out}/{n}_{name}.npy', t.grad.float().cpu().numpy())\n")
-    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_bwd", [str(tmp_path)],
-                                              IGNIS_CUDA_FLASH_SM90_BACKWARD="1")
+    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_bwd", [str(tmp_path)])
     assert "flash_bwd_sm90_bfloat16_d64" in names, names
+    off = _kernels_a_fresh_process_asks_for(script, tmp_path / "off", "flash_bwd",
+                                            [str(tmp_path / "off")], IGNIS_CUDA_FLASH_SM90="0")
+    assert "flash_bwd_bfloat16_d64" in off and not [n for n in off if "sm90" in n], off
     for n, (B, H, L, S, D, causal) in enumerate(shapes):
         rng = np.random.default_rng(n)
         arrs = [rng.standard_normal(s).astype(np.float32) for s in

@@ -1046,25 +1046,31 @@ void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int 
                           static_cast<unsigned>(shared_bytes), stream.handle, a, nullptr));
 }
 
-// Whether the Hopper forward (flash_attention_sm90.h) takes the call: a
-// compute capability 9.0 GPU, no attn_mask and 16-byte aligned rows (its
-// tiles load by cp.async alone).
-bool use_sm90_forward(int device, const FlashParams& p) {
-  const DeviceProperties& props = device_properties(device);
-  return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.vec;
+// Whether the Hopper kernels (flash_attention_sm90.h) may run at all:
+// $IGNIS_CUDA_FLASH_SM90=0 keeps a compute capability 9.0 GPU on the mma.sync
+// kernels (read once a process), to compare the two or to step around a
+// suspected fault in the Hopper ones.
+bool sm90_kernels_allowed() {
+  static const bool on = [] {
+    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
-// The Hopper backward (head tile 64, no attn_mask, aligned rows of q, k, v
-// and grad_out) runs only when $IGNIS_CUDA_FLASH_SM90_BACKWARD is 1: it is
-// checked against the CPU (the fake driver's wgmma emulation, and the GPU
-// tests under that variable) but not yet timed against the mma.sync
-// backward on a GPU, which stays the default until it is.
+// Whether the Hopper forward takes the call: a compute capability 9.0 GPU, no
+// attn_mask and 16-byte aligned rows (its tiles load by cp.async alone).
+bool use_sm90_forward(int device, const FlashParams& p) {
+  const DeviceProperties& props = device_properties(device);
+  return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.vec &&
+         sm90_kernels_allowed();
+}
+
+// The Hopper backward: head tile 64, no attn_mask, aligned rows of q, k, v
+// and grad_out (p.vec covers grad_out here). On the H200 forward + backward
+// with it took 0.73-0.87x the time with the mma.sync backward (docs/cuda.md).
 bool use_sm90_backward(int device, const FlashParams& p) {
-  static const bool on = [] {
-    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90_BACKWARD");
-    return e && std::string(e) == "1";
-  }();
-  return on && use_sm90_forward(device, p) && head_tile(p.D) == 64;
+  return use_sm90_forward(device, p) && head_tile(p.D) == 64;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The Hopper (sm_90a) flash-attention kernels: warpgroup MMAs (wgmma) on
 // 128-byte-swizzled shared tiles. flash_attention.cpp uses the forward on
 // compute capability 9.0 without an attn_mask (head tiles 64 and 128), and
-// the backward (head tile 64) when $IGNIS_CUDA_FLASH_SM90_BACKWARD is 1;
+// the backward at head tile 64 ($IGNIS_CUDA_FLASH_SM90=0 turns both off);
 // every other call keeps the mma.sync kernels. flash_attention_sm90.cpp's
 // Note explains the layout and the pipeline.
 #pragma once
