@@ -85,7 +85,8 @@ constexpr WgmmaForm kWgmmaForms[] = {
     {"ss_n128", 128, false, false, false},  // s = q k^T (head tile 64)
     {"rs_n64", 64, true, false, true},      // out += p v, dv += p^T dout, dk += ds^T q
     {"rs_n128", 128, true, false, true},    // out += p v (head tile 128)
-    {"ss_n64_tt", 64, false, true, true},   // dq = ds k, ds^T and k stored keys by rows
+    {"ss_n32_tt", 32, false, true, true},   // dq = ds k (a half of its columns), ds^T and k
+                                            // stored keys by rows
 };
 
 // The wrappers, per 16-bit type, for the GPU (inline PTX: the accumulators
@@ -408,15 +409,29 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
 //   p^T = exp2(s^T scale log2 e - lse), ds^T = p^T (dp^T - D)  (registers)
 //   dv += p^T dout and dk += ds^T q     (RS: p^T, ds^T registers; dout, q
 //                                        MN-major B)
-//   dq = ds k over the warpgroup's keys (SS: ds^T written to shared memory
-//       keys by rows, read as an MN-major A; k as an MN-major B), added into
-//       the float32 workspace by red.global.add.v2.f32
+//   dq = ds k over the block's 128 keys, 32 columns a warpgroup (SS: both
+//       warpgroups' ds^T written to shared memory keys by rows, read as an
+//       MN-major A; k as an MN-major B), added into the float32 workspace
+//       by red.global.add.v2.f32: one add per element a block
 // q, dout, lse and D of the next query block load while this one computes
-// (2 stages). k and v stay in shared memory for the whole walk; dk and dv
-// stay in registers and are written once, dk scaled. Shared memory: k, v
-// (16 KiB each), q and dout (2 stages of 8 KiB each), ds^T (8 KiB a
-// warpgroup), lse and D (2 stages of 64 floats each): 81 KiB and 1 KiB to
-// align them.
+// (2 stages; lse and D through registers, stored at the step's end). k and
+// v stay in shared memory for the whole walk; dk and dv stay in registers
+// and are written once, dk scaled. Shared memory: k, v (16 KiB each), q and
+// dout (2 stages of 8 KiB each), ds^T (8 KiB a warpgroup), lse and D (2
+// stages of 64 floats each): 81 KiB and 1 KiB to align them.
+//
+// The step is bound by instruction issue, not the tensor cores (Nsight
+// Compute on the H200 at 8 x 12 x 2048 x 64: 1,056 instructions a warp a
+// step for 20 wgmma, 1.7 issued a cycle an SM), so the loop does little
+// besides the products: each tile's descriptor is worked out once and a
+// k-step adds to it (it was built and moved to a uniform register per
+// wgmma: 141 instructions to issue 8), the ds^T stores' swizzle is the
+// chunk j ^ g of a row worked out once, lse and D are read as pairs, blocks
+// inside S and off the causal diagonal take a p^T path that checks nothing,
+// and whole blocks add dq without a branch a pair. 698 instructions a step;
+// 1119 -> 849 us at that size (torch's cuDNN backward: about 630).
+struct alignas(8) IgFa90F2 { float x, y; };
+template <bool B> struct IgFa90Bool { static constexpr bool value = B; };
 template <class T, int HD>
 __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
   static_assert(HD == 64, "the Hopper backward is built for head tile 64");
@@ -442,111 +457,153 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
   auto stage_rows = [&](int64_t i0, int st) {
     qrows.template stage<BM>(sQ + st * QT, i0);
     grows.template stage<BM>(sG + st * QT, i0);
-    for (int r = threadIdx.x; r < BM; r += 256) {
-      const bool live = i0 + r < p.L;
-      const float l = live ? p.lse[b * p.L + i0 + r] : IG_FA_INF;
-      // Rows past L, and fully masked rows (lse = -inf), get p = 0.
-      sL[st * BM + r] = l == -IG_FA_INF ? IG_FA_INF : l * 1.4426950408889634f;
-      sD[st * BM + r] = live ? p.delta[b * p.L + i0 + r] : 0.f;
+  };
+  // lse (natural log) and D of a block's rows, thread r < BM loading row r
+  // into registers a step ahead and storing it (lse in log2 units) into its
+  // stage at the end of the step, so the loads' latency hides under the step.
+  // Rows past L keep lse +inf: p = 0.
+  float nl = IG_FA_INF, nd = 0.f;
+  auto load_rows = [&](int64_t i0) {
+    nl = IG_FA_INF;
+    nd = 0.f;
+    if (threadIdx.x < BM && i0 + threadIdx.x < p.L) {
+      nl = p.lse[b * p.L + i0 + threadIdx.x];
+      nd = p.delta[b * p.L + i0 + threadIdx.x];
+    }
+  };
+  auto store_rows = [&](int st) {
+    // Fully masked rows (lse = -inf) get p = 0 too.
+    if (threadIdx.x < BM) {
+      sL[st * BM + threadIdx.x] = nl == -IG_FA_INF ? IG_FA_INF : nl * 1.4426950408889634f;
+      sD[st * BM + threadIdx.x] = nd;
     }
   };
   const int64_t istart = p.causal ? (j0 / BM) * BM : 0;
   krows.template stage<BN>(sK, j0);
   vrows.template stage<BN>(sV, j0);
-  if (istart < p.L) stage_rows(istart, 0);
+  if (istart < p.L) {
+    stage_rows(istart, 0);
+    load_rows(istart);
+    store_rows(0);
+  }
   ig_fa_cp_commit();
 
   float dk[32], dv[32];
 #pragma unroll
   for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.f;
-  const uint32_t kA = sK + wg * 64 * 128, vA = sV + wg * 64 * 128, dsA = sS + wg * QT;
+  // Each tile's descriptor, worked out once: a k-step adds its byte offset
+  // / 16 to the start address (the low field; no carry out of it below 256
+  // KiB), so issuing a wgmma costs an add, not a descriptor.
+  const uint64_t kD = ig_fa90_desc(sK + wg * 64 * 128), vD = ig_fa90_desc(sV + wg * 64 * 128);
+  const uint64_t qD0 = ig_fa90_desc(sQ), gD0 = ig_fa90_desc(sG), dsD = ig_fa90_desc(sS);
+  const uint64_t kcD = ig_fa90_desc(sK + wg * 64);  // k's columns 32 wg.. (dq's B)
+  // This thread's ds^T stores: key rows 16 w + g (+ 8) of its warpgroup's
+  // tile, query columns 8 j + 2 t; the 128-byte swizzle XORs the 16-byte
+  // chunk j with the row's low bits, g.
+  const uint32_t dsRow = (sS + wg * QT - base) + (16 * w + g) * 128 + 4 * t;
   const float sl2 = p.scale_log2;
   int st = 0;
   for (int64_t i0 = istart; i0 < p.L; i0 += BM, st ^= 1) {
     ig_fa_cp_wait();
     ig_fa90_proxy_fence();
     __syncthreads();  // this query block is staged; every warp is done with the other stage
-    if (i0 + BM < p.L) {
+    const bool more = i0 + BM < p.L;
+    if (more) {
       stage_rows(i0 + BM, st ^ 1);
       ig_fa_cp_commit();
+      load_rows(i0 + BM);
     }
-    const uint32_t qB = sQ + st * QT, gB = sG + st * QT;
+    const uint64_t qD = qD0 + uint64_t(st * (QT >> 4)), gD = gD0 + uint64_t(st * (QT >> 4));
     float s[32], dp[32];
     ig_fa90_fence();
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk)
-      IgWgmma<T>::ss_n64(s, ig_fa90_desc(kA + kk * 32), ig_fa90_desc(qB + kk * 32), kk > 0);
+    for (int kk = 0; kk < HD / 16; ++kk) IgWgmma<T>::ss_n64(s, kD + 2 * kk, qD + 2 * kk, kk > 0);
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk)
-      IgWgmma<T>::ss_n64(dp, ig_fa90_desc(vA + kk * 32), ig_fa90_desc(gB + kk * 32), kk > 0);
+    for (int kk = 0; kk < HD / 16; ++kk) IgWgmma<T>::ss_n64(dp, vD + 2 * kk, gD + 2 * kk, kk > 0);
     ig_fa90_commit();
     ig_fa90_wait();
     ig_fa90_pin(s);
     ig_fa90_pin(dp);
     // p^T and ds^T. Keys past S, and with is_causal keys after the query
     // (local key k after local query q when k - q > i0 - j0), give p = 0;
-    // rows past L have lse +inf. Blocks inside S and off the diagonal check
-    // nothing.
-    const float* const Lr = sL + st * BM;
-    const float* const Dr = sD + st * BM;
-    const bool edge = j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0);
+    // rows past L have lse +inf. Blocks inside S and off the diagonal take
+    // the path that checks nothing.
+    const float* const Lr = sL + st * BM + 2 * t;
+    const float* const Dr = sD + st * BM + 2 * t;
     const int nk = j0 + BN > p.S ? int(p.S - j0) : BN;
     const int off = p.causal ? int(i0 - j0 < -BN ? -BN : i0 - j0) : BN + BM;
     uint32_t pa[BM / 16][4], sa[BM / 16][4];
+    auto p_and_ds = [&](auto checked) {
 #pragma unroll
-    for (int j = 0; j < BM / 8; ++j) {
-      float pv[4], dsv[4];
+      for (int j = 0; j < BM / 8; ++j) {
+        const IgFa90F2 l = *reinterpret_cast<const IgFa90F2*>(Lr + 8 * j);
+        const IgFa90F2 d = *reinterpret_cast<const IgFa90F2*>(Dr + 8 * j);
+        float pv[4], dsv[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int ql = 8 * j + 2 * t + (e & 1), k = kl + (e < 2 ? 0 : 8);
-        float x = ig_fa_exp2(fmaf(s[4 * j + e], sl2, -Lr[ql]));
-        if (edge && (k >= nk || k - ql > off)) x = 0.f;
-        pv[e] = x;
-        dsv[e] = x * (dp[4 * j + e] - Dr[ql]);
+        for (int e = 0; e < 4; ++e) {
+          float x = ig_fa_exp2(fmaf(s[4 * j + e], sl2, -(e & 1 ? l.y : l.x)));
+          if (decltype(checked)::value) {
+            const int ql = 8 * j + 2 * t + (e & 1), k = kl + (e < 2 ? 0 : 8);
+            if (k >= nk || k - ql > off) x = 0.f;
+          }
+          pv[e] = x;
+          dsv[e] = x * (dp[4 * j + e] - (e & 1 ? d.y : d.x));
+        }
+        pa[j / 2][(j & 1) * 2] = TC::pack(pv[0], pv[1]);
+        pa[j / 2][(j & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
+        sa[j / 2][(j & 1) * 2] = TC::pack(dsv[0], dsv[1]);
+        sa[j / 2][(j & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
+        // ds^T into this warpgroup's swizzled tile: key rows, query columns.
+        const uint32_t chunk = uint32_t(j ^ g) << 4;
+        *reinterpret_cast<uint32_t*>(gbase + dsRow + chunk) = sa[j / 2][(j & 1) * 2];
+        *reinterpret_cast<uint32_t*>(gbase + dsRow + 8 * 128 + chunk) = sa[j / 2][(j & 1) * 2 + 1];
       }
-      pa[j / 2][(j & 1) * 2] = TC::pack(pv[0], pv[1]);
-      pa[j / 2][(j & 1) * 2 + 1] = TC::pack(pv[2], pv[3]);
-      sa[j / 2][(j & 1) * 2] = TC::pack(dsv[0], dsv[1]);
-      sa[j / 2][(j & 1) * 2 + 1] = TC::pack(dsv[2], dsv[3]);
-      // ds^T into this warpgroup's swizzled tile: key rows, query columns.
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t a = dsA + (16 * w + g + 8 * h) * 128 + (8 * j + 2 * t) * 2;
-        *reinterpret_cast<uint32_t*>(gbase + ((a ^ (((a >> 7) & 7u) << 4)) - base)) =
-            sa[j / 2][(j & 1) * 2 + h];
-      }
-    }
+    };
+    if (j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0)) p_and_ds(IgFa90Bool<true>());
+    else p_and_ds(IgFa90Bool<false>());
     // dv += p^T dout, dk += ds^T q: k-step kk is queries 16 kk.. (2048 bytes).
     ig_fa90_fence();
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dv, pa[kk], ig_fa90_desc(gB + kk * 2048));
+    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dv, pa[kk], gD + 128 * kk);
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dk, sa[kk], ig_fa90_desc(qB + kk * 2048));
+    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dk, sa[kk], qD + 128 * kk);
     ig_fa90_commit();
-    // dq = ds k over this warpgroup's 64 keys, once its ds^T is in shared
-    // memory (written by the generic proxy: fence, then the warpgroup meets).
+    // dq = ds k over all 128 keys, warpgroup wg taking columns 32 wg.. (so
+    // each dq element gets one atomic add a block, not one a warpgroup), once
+    // both ds^T tiles are in shared memory (written by the generic proxy:
+    // fence, then the block meets). k-step kk is keys 16 kk..: ds^T's two
+    // tiles sit one after the other, 2048 bytes a k-step, as do k's rows; the
+    // columns start 64 bytes into k's swizzled rows.
     ig_fa90_proxy_fence();
-    ig_fa90_wg_barrier(1 + wg);
-    float dq[32];
+    __syncthreads();
+    float dq[16];
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      IgWgmma<T>::ss_n64_tt(dq, ig_fa90_desc(dsA + kk * 2048), ig_fa90_desc(kA + kk * 2048), kk > 0);
+    for (int kk = 0; kk < BN / 16; ++kk) IgWgmma<T>::ss_n32_tt(dq, dsD + 128 * kk, kcD + 128 * kk, kk > 0);
     ig_fa90_commit();
     ig_fa90_wait();
     ig_fa90_pin(dq);
     ig_fa90_pin(dv);
     ig_fa90_pin(dk);
+    // dq's adds: a block of whole rows and columns checks nothing (a branch
+    // around each add costs more than the add).
+    float* const dqRow = p.dq + (b * p.L + i0 + 16 * w + g) * p.D + 32 * wg + 2 * t;
+    if (i0 + BM <= p.L && p.D == HD) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int64_t q = i0 + 16 * w + g + 8 * h;
-      if (q >= p.L) continue;
-      float* const dst = p.dq + (b * p.L + q) * p.D;
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int j = 0; j < HD / 8; ++j) {
-        const int c = 8 * j + 2 * t;
-        if (c < p.D) ig_fa_atomic_add2(dst + c, dq[4 * j + 2 * h] * p.scale, dq[4 * j + 2 * h + 1] * p.scale);
+        for (int j = 0; j < 4; ++j)
+          ig_fa_atomic_add2(dqRow + 8 * h * HD + 8 * j, dq[4 * j + 2 * h] * p.scale, dq[4 * j + 2 * h + 1] * p.scale);
+    } else {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (i0 + 16 * w + g + 8 * h >= p.L) continue;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (32 * wg + 8 * j + 2 * t < p.D)
+            ig_fa_atomic_add2(dqRow + 8 * h * p.D + 8 * j, dq[4 * j + 2 * h] * p.scale, dq[4 * j + 2 * h + 1] * p.scale);
       }
     }
+    if (more) store_rows(st ^ 1);
   }
   // This lane's rows of dk (scaled) and dv.
   T* const dkp = const_cast<T*>(ig_fa_base<T>(p.dk, p, b));
@@ -577,13 +634,14 @@ const std::string& flash_sm90_templates() {
   return text;
 }
 
-// 1024 bytes of slack to align the tiles to the swizzle's 1024-byte groups
-// (dynamic shared memory starts 16-byte aligned), q (128 rows), k in 2
-// stages and v in 3 (IgFa90Tiles' BN rows each), of head tile kd: 97 KiB at
-// 64, 113 KiB at 128 (two blocks an SM: 228 KiB with the 1 KiB each block
-// reserves).
+// The backward's tiles (its comment above) and 1024 bytes of slack to align
+// them to the swizzle's 1024-byte groups (dynamic shared memory starts
+// 16-byte aligned).
 int flash_backward_sm90_shared_bytes() { return 1024 + 5 * 128 * 128 + 4 * 64 * 4; }
 
+// 1024 bytes of slack to align the tiles, q (128 rows), k in 2 stages and v
+// in 3 (IgFa90Tiles' BN rows each), of head tile kd: 97 KiB at 64, 113 KiB
+// at 128 (two blocks an SM: 228 KiB with the 1 KiB each block reserves).
 int flash_forward_sm90_shared_bytes(int kd) {
   const int bn = kd == 64 ? 128 : 64;
   return 1024 + (128 + 5 * bn) * 128 * (kd / 64);
