@@ -76,11 +76,15 @@ def test_every_flash_kernel_compiles_with_nvrtc():
     labels = sorted(u[0] for u in units)
     # Forward and backward per dtype and head-dim tile, each without an attn_mask,
     # with a bool one and with one of the input's dtype, the backward's row dot,
-    # the Hopper forward (sm_90a: wgmma) per dtype and head-dim tile, and the
-    # Hopper backward per dtype (head tile 64).
-    assert len(units) == 32, labels
+    # the Hopper forward (sm_90a: wgmma) per dtype, head-dim tile and mask kind,
+    # and the Hopper backward per dtype and mask kind (head tile 64).
+    assert len(units) == 44, labels
     assert "flash_fwd_sm90_bfloat16_d64.cu" in labels and "flash_fwd_sm90_float16_d128.cu" in labels
+    assert "flash_fwd_sm90_mask_float16_d64.cu" in labels
+    assert "flash_fwd_sm90_fmask_bfloat16_d128.cu" in labels
     assert "flash_bwd_sm90_bfloat16_d64.cu" in labels
+    assert "flash_bwd_sm90_mask_float16_d64.cu" in labels
+    assert "flash_bwd_sm90_fmask_bfloat16_d64.cu" in labels
     assert all("wgmma.mma_async" in u[1] and "--gpu-architecture=sm_90a" in u[2]
                for u in units if "_sm90_" in u[0])
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
@@ -435,14 +439,16 @@ def test_masked_calls_launch_the_masked_kernels(capfd):
     def sdpa(q, m):
         return F.scaled_dot_product_attention(q, q, q, attn_mask=m)
     compiled = ignis.compile(sdpa, backend="inductor")
-    # The unmasked kernels are the Hopper ones where the fake plays compute
-    # capability 9.0 (FAKE_CUDA_CC=90).
+    # The kernels are the Hopper ones where the fake plays compute capability
+    # 9.0 (FAKE_CUDA_CC=90).
     hopper = _hopper() and os.environ.get("IGNIS_CUDA_FLASH_SM90") != "0"
     fwd = "flash_fwd_sm90_bfloat16_d64" if hopper else "flash_fwd_bfloat16_d64"
     bwd = "flash_bwd_sm90_bfloat16_d64" if hopper else "flash_bwd_bfloat16_d64"
+    fwd_mask = "flash_fwd_sm90_mask_bfloat16_d64" if hopper else "flash_fwd_mask_bfloat16_d64"
+    bwd_mask = "flash_bwd_sm90_mask_bfloat16_d64" if hopper else "flash_bwd_mask_bfloat16_d64"
     for fn in (sdpa, compiled):
         names = step(fn, mask)
-        assert "flash_fwd_mask_bfloat16_d64" in names and "flash_bwd_mask_bfloat16_d64" in names
+        assert fwd_mask in names and bwd_mask in names
         names = step(fn, None)
         assert fwd in names and bwd in names
         assert not [n for n in names if "_mask_" in n]
@@ -471,10 +477,10 @@ def _kernels_a_fresh_process_asks_for(script, tmp_path, prefix, args=(), **env):
 
 
 @needs_gpu
-def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
-    # On compute capability 9.0 an unmasked call with 16-byte aligned rows
-    # runs the wgmma forward; a mask or unaligned rows keep the mma.sync
-    # kernels.
+def test_hopper_forward_is_the_kernel_of_aligned_calls(tmp_path):
+    # On compute capability 9.0 a call with 16-byte aligned rows runs the
+    # wgmma forward (with an attn_mask, its masked variant); unaligned rows
+    # keep the mma.sync kernels.
     if not _hopper():
         pytest.skip("the Hopper forward needs compute capability 9.0 (sm_90a); "
                     "the fake driver plays one with FAKE_CUDA_CC=90")
@@ -493,7 +499,7 @@ def test_hopper_forward_is_the_kernel_of_aligned_unmasked_calls(tmp_path):
         "ignis.cuda.synchronize()\n")
     names = _kernels_a_fresh_process_asks_for(script, tmp_path / "on", "flash_fwd")
     assert names == {"flash_fwd_sm90_bfloat16_d64", "flash_fwd_sm90_float16_d64",
-                     "flash_fwd_mask_bfloat16_d64", "flash_fwd_sm90_bfloat16_d128",
+                     "flash_fwd_sm90_mask_bfloat16_d64", "flash_fwd_sm90_bfloat16_d128",
                      "flash_fwd_bfloat16_d64"}, names
     # IGNIS_CUDA_FLASH_SM90=0 keeps every call on the mma.sync kernels.
     names = _kernels_a_fresh_process_asks_for(script, tmp_path / "off", "flash_fwd",
@@ -524,6 +530,34 @@ def test_hopper_forward_tiles_and_stages(causal, shape):
     v = _sample((B, H, S, D), "bfloat16", seed=3)
     _check_call(q, k, v, "bfloat16", causal)
     _check_call(q, k, v, "bfloat16", causal, scale=-0.2)
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", [("B11S", "bool"), ("B1LS", "bool"), ("LS", "input"),
+                                  ("BHLS", "input")], ids=lambda k: "-".join(k))
+@pytest.mark.parametrize("shape", [
+    (2, 2, 300, 260, 64),   # 3 query blocks of 128, 5 64-key steps (v's 3 stages wrap)
+    (1, 2, 129, 70, 128),   # head tile 128: one block an SM; a row past a block
+    (1, 1, 1, 200, 40),     # a single query row, head dim 40 padded to 64
+], ids=lambda s: "x".join(map(str, s)))
+def test_hopper_masked_forward_tiles_and_stages(kind, shape):
+    # The masked wgmma forward (64-key steps, the mask staged beside k and v
+    # in two stages) and backward (the mask staged with q and dout; rows past
+    # L checked) at their own edges, causal too, with key-padding, full and
+    # broadcast masks, bool and of the input's dtype (with -inf entries). On
+    # other devices the mma.sync masked kernels run the same checks.
+    B, H, L, S, D = shape
+    q = _sample((B, H, L, D), "bfloat16", seed=1)
+    k = _sample((B, H, S, D), "bfloat16", seed=2)
+    v = _sample((B, H, S, D), "bfloat16", seed=3)
+    if kind[0] == "B11S":
+        lengths = np.random.default_rng(5).integers(1, S + 1, B)
+        mask = ignis.from_numpy(np.arange(S)[None, None, None, :] < lengths[:, None, None, None])
+    else:
+        mask = _mask((kind[0], "bfloat16" if kind[1] == "input" else kind[1]), B, H, L, S,
+                     "bfloat16")
+    for causal in (False, True):
+        _check_call(q, k, v, "bfloat16", causal, mask=mask)
 
 
 @needs_gpu

@@ -939,13 +939,13 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
     // fits two blocks an SM in 128 registers; the backward holds dk, dv and
     // three products' accumulators, one block an SM.
     const bool fwd = std::string(kind) == "fwd_sm90";
-    KernelRequest r = make_request(str("flash_", kind, "_", dt, "_d", kd),
-                                   str(kTemplates, flash_sm90_templates()),
-                                   str("ig_flash_", kind, "<", type_of(t), ", ", kd, ">"),
-                                   fwd ? "__launch_bounds__(256, 2) " : "__launch_bounds__(256, 1) ");
+    KernelRequest r = make_request(
+        str("flash_", kind, mask_tag(mask), dt, "_d", kd), str(kTemplates, flash_sm90_templates()),
+        str("ig_flash_", kind, "<", type_of(t), ", ", kd, ", ", mask, ">"),
+        fwd ? "__launch_bounds__(256, 2) " : "__launch_bounds__(256, 1) ");
     r.options.push_back("--gpu-architecture=sm_90a");
     r.dynamic_shared_bytes =
-        fwd ? flash_forward_sm90_shared_bytes(kd) : flash_backward_sm90_shared_bytes();
+        fwd ? flash_forward_sm90_shared_bytes(kd, mask) : flash_backward_sm90_shared_bytes(mask);
     return r;
   }
   KernelRequest r = make_request(
@@ -1058,16 +1058,16 @@ bool sm90_kernels_allowed() {
   return on;
 }
 
-// Whether the Hopper forward takes the call: a compute capability 9.0 GPU, no
-// attn_mask and 16-byte aligned rows (its tiles load by cp.async alone).
+// Whether the Hopper forward takes the call: a compute capability 9.0 GPU and
+// 16-byte aligned rows of q, k and v (its tiles load by cp.async alone); an
+// attn_mask in any layout (ig_fa_stage_mask copies what cp.async cannot).
 bool use_sm90_forward(int device, const FlashParams& p) {
   const DeviceProperties& props = device_properties(device);
-  return props.major == 9 && props.minor == 0 && p.mkind == 0 && p.vec &&
-         sm90_kernels_allowed();
+  return props.major == 9 && props.minor == 0 && p.vec && sm90_kernels_allowed();
 }
 
-// The Hopper backward: head tile 64, no attn_mask, aligned rows of q, k, v
-// and grad_out (p.vec covers grad_out here). On the H200 forward + backward
+// The Hopper backward: head tile 64, aligned rows of q, k, v and grad_out
+// (p.vec covers grad_out here), an attn_mask in any layout. On the H200 forward + backward
 // with it took 0.73-0.87x the time with the mma.sync backward (docs/cuda.md).
 bool use_sm90_backward(int device, const FlashParams& p) {
   return use_sm90_forward(device, p) && head_tile(p.D) == 64;
@@ -1111,8 +1111,8 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   const int kd = head_tile(p.D);
   if (use_sm90_forward(device, p)) {
     const int64_t nqb = (p.L + kFlashSm90Rows - 1) / kFlashSm90Rows;
-    launch(function_for(device, "fwd_sm90", q.dtype(), kd), nqb * p.batch, kFlashSm90Threads, p,
-           device, flash_forward_sm90_shared_bytes(kd));
+    launch(function_for(device, "fwd_sm90", q.dtype(), kd, p.mkind), nqb * p.batch,
+           kFlashSm90Threads, p, device, flash_forward_sm90_shared_bytes(kd, p.mkind));
     return;
   }
   const int64_t nqb = (p.L + forward_rows(kd) - 1) / forward_rows(kd);
@@ -1156,8 +1156,8 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   const int kd = head_tile(p.D);
   if (use_sm90_backward(device, p)) {
     const int64_t nkb = (p.S + kFlashSm90BackwardKeys - 1) / kFlashSm90BackwardKeys;
-    launch(function_for(device, "bwd_sm90", q.dtype(), kd), nkb * p.batch, kFlashSm90Threads, p,
-           device, flash_backward_sm90_shared_bytes());
+    launch(function_for(device, "bwd_sm90", q.dtype(), kd, p.mkind), nkb * p.batch,
+           kFlashSm90Threads, p, device, flash_backward_sm90_shared_bytes(p.mkind));
   } else {
     const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
     launch(function_for(device, "bwd", q.dtype(), kd, p.mkind), nkb * p.batch,
@@ -1173,8 +1173,9 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
       for (const char* kind : {"fwd", "bwd"})
         for (int mask : {0, 1, 2}) v.push_back(request(kind, t, kd, mask));
     v.push_back(request("bwd_dot", t, 0));
-    for (int kd : {64, 128}) v.push_back(request("fwd_sm90", t, kd));
-    v.push_back(request("bwd_sm90", t, 64));
+    for (int kd : {64, 128})
+      for (int mask : {0, 1, 2}) v.push_back(request("fwd_sm90", t, kd, mask));
+    for (int mask : {0, 1, 2}) v.push_back(request("bwd_sm90", t, 64, mask));
   }
   return v;
 }

@@ -63,13 +63,17 @@ namespace {
 // torch's SDPA in the same run): head dim 64, 2048 tokens 457 (mma.sync) ->
 // 281 us (torch 226), causal 259 -> 161 (143); 512 tokens 27 (21), causal
 // 23 (20); head dim 128, 2048 tokens 487 (317). Not yet done: warp
-// specialization (a producer warp loading by TMA, as FlashAttention-3),
-// masks. The backward (ig_flash_bwd_sm90, below; head tile 64) took
-// forward + backward from 1697 to 1455 us at 2048 tokens (torch 864), 191 ->
-// 140 at 512 (295 in that run).
+// specialization (a producer warp loading by TMA, as FlashAttention-3).
+// The backward (ig_flash_bwd_sm90, below; head tile 64, unmasked) took
+// forward + backward from 1893 (mma.sync) to 1185 us at 2048 tokens (torch
+// 874), causal 1080 -> 702 (584).
 //
-// Masks and rows that are not 16-byte aligned keep the mma.sync kernel (its
-// Note).
+// An attn_mask (bool, or of the input's dtype, in any broadcast layout) is
+// staged beside k and v, tile by tile, by the mma.sync kernels' own
+// ig_fa_stage_mask into two stages of shared memory, and its terms enter
+// the checked softmax; masked kernels take 64-key steps (the mask tiles
+// keep two blocks an SM at head tile 64). Rows that are not 16-byte
+// aligned keep the mma.sync kernels (their Note).
 
 // The wgmma products the kernels use, declared once: the name of the
 // wrapper, N (the accumulator is 64 x N floats, N / 2 a thread), whether A
@@ -195,9 +199,13 @@ __device__ __forceinline__ void ig_fa90_wg_barrier(int id) {
 #endif
 
 // Head tile HD (64 or 128) and key block BN: 128 keys at 64, 64 at 128 (so
-// that s, the output and p fit 128 registers either way).
-template <int HD> struct IgFa90Tiles {
-  static constexpr int BM = 128, BN = HD == 64 ? 128 : 64, ATOMS = HD / 64;
+// that s, the output and p fit 128 registers either way). With an attn_mask
+// (MASK 1: bool, 2: the input's dtype) 64 keys at either, and the mask's
+// tiles (BM rows of BN elements, MP bytes apart: 16 bytes of padding so the
+// rows' pairs spread over the banks) in 2 stages after v's 3.
+template <int HD, int MASK = 0> struct IgFa90Tiles {
+  static constexpr int BM = 128, BN = HD == 64 && MASK == 0 ? 128 : 64, ATOMS = HD / 64;
+  static constexpr int MP = MASK == 0 ? 0 : BN * MASK + 16;
 };
 
 // One thread's share of staging an operand [rows, D] (row stride rs,
@@ -244,15 +252,17 @@ struct IgFa90Rows {
   }
 };
 
-template <class T, int HD>
+template <class T, int HD, int MASK = 0>
 __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   typedef IgTensorCore<T> TC;
-  typedef IgFa90Tiles<HD> Tiles;
-  constexpr int BM = Tiles::BM, BN = Tiles::BN, NA = Tiles::ATOMS;
+  typedef IgFa90Tiles<HD, MASK> Tiles;
+  constexpr int BM = Tiles::BM, BN = Tiles::BN, NA = Tiles::ATOMS, MP = Tiles::MP;
   constexpr uint32_t QT = BM * 128 * NA, KT = BN * 128 * NA;  // bytes of q's tile, of k's or v's
   IG_FA90_DYNAMIC_SMEM(ig_fa90_smem);
-  const uint32_t sQ = (ig_fa90_saddr(ig_fa90_smem) + 1023) & ~1023u;
+  const uint32_t s0 = ig_fa90_saddr(ig_fa90_smem), sQ = (s0 + 1023) & ~1023u;
   const uint32_t sK = sQ + QT, sV = sK + 2 * KT;
+  // The mask's 2 stages, as a generic pointer (ig_fa_stage_mask's copies).
+  unsigned char* const gM = ig_fa90_smem + (sV + 3 * KT - s0);
   // Query blocks major, batch minor, the last (longest causal) first.
   const int64_t nqb = (p.L + BM - 1) / BM;
   const int64_t b = int64_t(blockIdx.x) % p.batch;
@@ -262,6 +272,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   const T* Q = ig_fa_base<T>(p.q, p, b);
   const T* K = ig_fa_base<T>(p.k, p, b);
   const T* V = ig_fa_base<T>(p.v, p, b);
+  const char* const M = MASK ? ig_fa_mask_base<T>(p, b) : nullptr;
   const int64_t kend = p.causal ? (p.S < i0 + BM ? p.S : i0 + BM) : p.S;
   const int nblk = int((kend + BN - 1) / BN);
   // q and the first two key blocks.
@@ -271,6 +282,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   for (int jb = 0; jb < 2 && jb < nblk; ++jb) {
     krows.template stage<BN>(sK + jb * KT, jb * BN);
     vrows.template stage<BN>(sV + jb * KT, jb * BN);
+    if (MASK) ig_fa_stage_mask<T, BM, BN, MP>(gM + jb * BM * MP, M, p, i0, jb * BN);
   }
   ig_fa_cp_commit();
   ig_fa_cp_wait();
@@ -303,28 +315,37 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     ig_fa90_wait();
     ig_fa90_pin(s);
     // The online softmax (flash_attention.cpp's): blocks crossing S or this
-    // warpgroup's causal diagonal, or a scale that is not positive, check
-    // every score in local int coordinates; the others fold the scale into
-    // the exponential's FFMA, their max taken unscaled.
-    const bool edge = !(sl2 > 0.f) || j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0 + wg * 64);
+    // warpgroup's causal diagonal, a scale that is not positive, or an
+    // attn_mask (its terms from the staged tile, in log2 units as the
+    // scores) check every score in local int coordinates; the others fold
+    // the scale into the exponential's FFMA, their max taken unscaled.
+    const bool edge =
+        MASK || !(sl2 > 0.f) || j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0 + wg * 64);
     float mx[2] = {-IG_FA_INF, -IG_FA_INF};
     if (edge) {
       const int ncol = j0 + BN > p.S ? int(p.S - j0) : BN;
       int last[2];
+      const unsigned char* mrow[2] = {nullptr, nullptr};
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t d = p.causal ? rw[h] - j0 : BN;
         last[h] = d < -1 ? -1 : (d > BN ? BN : int(d));
+        if (MASK) mrow[h] = ig_fa_mask_row<MP>(p, gM + (jb & 1) * BM * MP, int(rw[h] - i0));
       }
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = 8 * j + 2 * t + (e & 1);
-          float x = s[4 * j + e] * sl2;
-          if (c >= ncol || c > last[e >> 1]) x = -IG_FA_INF;
-          s[4 * j + e] = x;
-          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        for (int h = 0; h < 2; ++h) {
+          float mt[2] = {0.f, 0.f};
+          if (MASK) ig_fa_mask_pair<T, MASK>(mrow[h], 8 * j + 2 * t, mt[0], mt[1]);
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            const int e = 2 * h + u, c = 8 * j + 2 * t + u;
+            float x = s[4 * j + e] * sl2 + mt[u];
+            if (c >= ncol || c > last[h]) x = -IG_FA_INF;
+            s[4 * j + e] = x;
+            mx[h] = fmaxf(mx[h], x);
+          }
         }
     } else {
 #pragma unroll
@@ -378,6 +399,7 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
     if (jb + 2 < nblk) {
       krows.template stage<BN>(sK + (jb & 1) * KT, j0 + 2 * BN);
       vrows.template stage<BN>(sV + ((jb + 2) % 3) * KT, j0 + 2 * BN);
+      if (MASK) ig_fa_stage_mask<T, BM, BN, MP>(gM + (jb & 1) * BM * MP, M, p, i0, j0 + 2 * BN);
       ig_fa_cp_commit();
     }
     ig_fa90_wait();
@@ -432,18 +454,22 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
 // 1119 -> 849 us at that size (torch's cuDNN backward: about 630).
 struct alignas(8) IgFa90F2 { float x, y; };
 template <bool B> struct IgFa90Bool { static constexpr bool value = B; };
-template <class T, int HD>
+template <class T, int HD, int MASK = 0>
 __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
   static_assert(HD == 64, "the Hopper backward is built for head tile 64");
   typedef IgTensorCore<T> TC;
   constexpr int BN = 128, BM = 64;
   constexpr uint32_t KT = BN * 128, QT = BM * 128;  // bytes of a key tile, of a query tile
+  constexpr int MP = MASK == 0 ? 0 : BN * MASK + 16;  // an attn_mask tile's row pitch (bytes)
   IG_FA90_DYNAMIC_SMEM(ig_fa90_smem);
   const uint32_t s0 = ig_fa90_saddr(ig_fa90_smem), base = (s0 + 1023) & ~1023u;
   unsigned char* const gbase = ig_fa90_smem + (base - s0);  // `base` as a generic pointer
   const uint32_t sK = base, sV = sK + KT, sQ = sV + KT, sG = sQ + 2 * QT, sS = sG + 2 * QT;
   float* const sL = reinterpret_cast<float*>(gbase + (sS + 2 * QT - base));  // [2][BM]
   float* const sD = sL + 2 * BM;                                             // [2][BM]
+  // The attn_mask's tiles of a query block's rows and the block's keys, in
+  // 2 stages as q's, after lse and D (a generic pointer: ig_fa_stage_mask's).
+  unsigned char* const gMask = reinterpret_cast<unsigned char*>(sD + 2 * BM);
   const int64_t b = int64_t(blockIdx.x) % p.batch, j0 = (int64_t(blockIdx.x) / p.batch) * BN;
   const int wg = threadIdx.x / 128, w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -454,9 +480,11 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
   const T* G = ig_fa_base<T>(p.g, p, b);
   const IgFa90Rows<T, HD> qrows(Q, p.q.rs, p.L, p.D), grows(G, p.g.rs, p.L, p.D),
       krows(K, p.k.rs, p.S, p.D), vrows(V, p.v.rs, p.S, p.D);
+  const char* const M = MASK ? ig_fa_mask_base<T>(p, b) : nullptr;
   auto stage_rows = [&](int64_t i0, int st) {
     qrows.template stage<BM>(sQ + st * QT, i0);
     grows.template stage<BM>(sG + st * QT, i0);
+    if (MASK) ig_fa_stage_mask<T, BM, BN, MP>(gMask + st * BM * MP, M, p, i0, j0);
   };
   // lse (natural log) and D of a block's rows, thread r < BM loading row r
   // into registers a step ahead and storing it (lse in log2 units) into its
@@ -526,11 +554,14 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
     ig_fa90_pin(dp);
     // p^T and ds^T. Keys past S, and with is_causal keys after the query
     // (local key k after local query q when k - q > i0 - j0), give p = 0;
-    // rows past L have lse +inf. Blocks inside S and off the diagonal take
-    // the path that checks nothing.
+    // rows past L have lse +inf (and, with a mask, are checked: their mask
+    // rows are not staged). Blocks inside S and L and off the diagonal
+    // take the path that checks nothing but the mask's terms.
     const float* const Lr = sL + st * BM + 2 * t;
     const float* const Dr = sD + st * BM + 2 * t;
     const int nk = j0 + BN > p.S ? int(p.S - j0) : BN;
+    const int nq = MASK && i0 + BM > p.L ? int(p.L - i0) : BM;
+    const unsigned char* const gMs = gMask + st * BM * MP;
     const int off = p.causal ? int(i0 - j0 < -BN ? -BN : i0 - j0) : BN + BM;
     uint32_t pa[BM / 16][4], sa[BM / 16][4];
     auto p_and_ds = [&](auto checked) {
@@ -541,11 +572,11 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
         float pv[4], dsv[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float x = ig_fa_exp2(fmaf(s[4 * j + e], sl2, -(e & 1 ? l.y : l.x)));
-          if (decltype(checked)::value) {
-            const int ql = 8 * j + 2 * t + (e & 1), k = kl + (e < 2 ? 0 : 8);
-            if (k >= nk || k - ql > off) x = 0.f;
-          }
+          const int ql = 8 * j + 2 * t + (e & 1), k = kl + (e < 2 ? 0 : 8);
+          float y = fmaf(s[4 * j + e], sl2, -(e & 1 ? l.y : l.x));
+          if (MASK) y += ig_fa_mask_at<T, MASK>(ig_fa_mask_row<MP>(p, gMs, ql), k);
+          float x = ig_fa_exp2(y);
+          if (decltype(checked)::value && (k >= nk || k - ql > off || ql >= nq)) x = 0.f;
           pv[e] = x;
           dsv[e] = x * (dp[4 * j + e] - (e & 1 ? d.y : d.x));
         }
@@ -559,7 +590,7 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
         *reinterpret_cast<uint32_t*>(gbase + dsRow + 8 * 128 + chunk) = sa[j / 2][(j & 1) * 2 + 1];
       }
     };
-    if (j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0)) p_and_ds(IgFa90Bool<true>());
+    if (j0 + BN > p.S || (p.causal && j0 + BN - 1 > i0) || nq < BM) p_and_ds(IgFa90Bool<true>());
     else p_and_ds(IgFa90Bool<false>());
     // dv += p^T dout, dk += ds^T q: k-step kk is queries 16 kk.. (2048 bytes).
     ig_fa90_fence();
@@ -634,17 +665,24 @@ const std::string& flash_sm90_templates() {
   return text;
 }
 
-// The backward's tiles (its comment above) and 1024 bytes of slack to align
-// them to the swizzle's 1024-byte groups (dynamic shared memory starts
-// 16-byte aligned).
-int flash_backward_sm90_shared_bytes() { return 1024 + 5 * 128 * 128 + 4 * 64 * 4; }
+// The backward's tiles (its comment above), with an attn_mask its 2 stages
+// of 64 rows (18 or 34 KiB), and 1024 bytes of slack to align them to the
+// swizzle's 1024-byte groups (dynamic shared memory starts 16-byte
+// aligned).
+int flash_backward_sm90_shared_bytes(int mask) {
+  const int mask_tiles = mask == 0 ? 0 : 2 * 64 * (128 * mask + 16);
+  return 1024 + 5 * 128 * 128 + 4 * 64 * 4 + mask_tiles;
+}
 
 // 1024 bytes of slack to align the tiles, q (128 rows), k in 2 stages and v
 // in 3 (IgFa90Tiles' BN rows each), of head tile kd: 97 KiB at 64, 113 KiB
-// at 128 (two blocks an SM: 228 KiB with the 1 KiB each block reserves).
-int flash_forward_sm90_shared_bytes(int kd) {
-  const int bn = kd == 64 ? 128 : 64;
-  return 1024 + (128 + 5 * bn) * 128 * (kd / 64);
+// at 128 (two blocks an SM: 228 KiB with the 1 KiB each block reserves);
+// with a mask (64-key steps) its 2 stages of 128 rows: 77 or 93 KiB at 64
+// (bool, the input's dtype), 133 or 149 KiB at 128 (one block an SM).
+int flash_forward_sm90_shared_bytes(int kd, int mask) {
+  const int bn = kd == 64 && mask == 0 ? 128 : 64;
+  const int mask_tiles = mask == 0 ? 0 : 2 * 128 * (bn * mask + 16);
+  return 1024 + (128 + 5 * bn) * 128 * (kd / 64) + mask_tiles;
 }
 
 }  // namespace ignis::cuda
