@@ -51,6 +51,12 @@ def _sample(shape, dtype, seed):
         getattr(ignis, dtype))
 
 
+def _qkv(B, H, L, S, D, dtype):
+    """Sampled q [B, H, L, D], k and v [B, H, S, D] (seeds 1, 2, 3)."""
+    return (_sample((B, H, L, D), dtype, seed=1), _sample((B, H, S, D), dtype, seed=2),
+            _sample((B, H, S, D), dtype, seed=3))
+
+
 def assert_near(got, want, dtype, what=""):
     assert tuple(got.shape) == tuple(want.shape), (what, got.shape, want.shape)
     a, b = _np(got), _np(want)
@@ -171,9 +177,7 @@ def _check_call(q, k, v, dtype, causal, scale=None, strided=None, mask=None, mas
 ], ids=lambda s: "x".join(map(str, s)))
 def test_flash_attention_matches_cpu_and_ops(dtype, causal, shape):
     B, H, L, S, D = shape
-    q = _sample((B, H, L, D), dtype, seed=1)
-    k = _sample((B, H, S, D), dtype, seed=2)
-    v = _sample((B, H, S, D), dtype, seed=3)
+    q, k, v = _qkv(B, H, L, S, D, dtype)
     _check_call(q, k, v, dtype, causal)
 
 
@@ -200,9 +204,7 @@ def test_flash_attention_with_an_attn_mask(dtype, kind, causal):
     # the mask broadcast over heads, batch or rows; bool or the input's dtype
     # (what torch accepts).
     B, H, L, S, D = 2, 2, 140, 133, 64
-    q = _sample((B, H, L, D), dtype, seed=1)
-    k = _sample((B, H, S, D), dtype, seed=2)
-    v = _sample((B, H, S, D), dtype, seed=3)
+    q, k, v = _qkv(B, H, L, S, D, dtype)
     mask = _mask((kind[0], dtype if kind[1] == "input" else kind[1]), B, H, L, S, dtype)
     _check_call(q, k, v, dtype, causal, mask=mask)
 
@@ -220,9 +222,7 @@ def test_flash_attention_mask_tiles_in_every_layout(dtype, layout, mdtype):
     B, H, L, S, D = 2, 2, 140, 144, 64
     if layout == "sliced":
         S = 133
-    q = _sample((B, H, L, D), dtype, seed=1)
-    k = _sample((B, H, S, D), dtype, seed=2)
-    v = _sample((B, H, S, D), dtype, seed=3)
+    q, k, v = _qkv(B, H, L, S, D, dtype)
     mt = dtype if mdtype == "input" else "bool"
     if layout == "aligned":
         mask = _mask(("B1LS", mt), B, H, L, S, dtype)
@@ -525,9 +525,7 @@ def test_hopper_forward_tiles_and_stages(causal, shape):
     # 128) steps, more key steps than v's three stages, head dims padded with
     # zero columns, and a negative scale (the checked softmax path).
     B, H, L, S, D = shape
-    q = _sample((B, H, L, D), "bfloat16", seed=1)
-    k = _sample((B, H, S, D), "bfloat16", seed=2)
-    v = _sample((B, H, S, D), "bfloat16", seed=3)
+    q, k, v = _qkv(B, H, L, S, D, "bfloat16")
     _check_call(q, k, v, "bfloat16", causal)
     _check_call(q, k, v, "bfloat16", causal, scale=-0.2)
 
@@ -540,16 +538,14 @@ def test_hopper_forward_tiles_and_stages(causal, shape):
     (1, 2, 129, 70, 128),   # head tile 128: one block an SM; a row past a block
     (1, 1, 1, 200, 40),     # a single query row, head dim 40 padded to 64
 ], ids=lambda s: "x".join(map(str, s)))
-def test_hopper_masked_forward_tiles_and_stages(kind, shape):
+def test_hopper_masked_kernels_tiles_and_stages(kind, shape):
     # The masked wgmma forward (64-key steps, the mask staged beside k and v
     # in two stages) and backward (the mask staged with q and dout; rows past
     # L checked) at their own edges, causal too, with key-padding, full and
     # broadcast masks, bool and of the input's dtype (with -inf entries). On
     # other devices the mma.sync masked kernels run the same checks.
     B, H, L, S, D = shape
-    q = _sample((B, H, L, D), "bfloat16", seed=1)
-    k = _sample((B, H, S, D), "bfloat16", seed=2)
-    v = _sample((B, H, S, D), "bfloat16", seed=3)
+    q, k, v = _qkv(B, H, L, S, D, "bfloat16")
     if kind[0] == "B11S":
         lengths = np.random.default_rng(5).integers(1, S + 1, B)
         mask = ignis.from_numpy(np.arange(S)[None, None, None, :] < lengths[:, None, None, None])
