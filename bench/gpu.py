@@ -61,8 +61,9 @@ the run exits 1.
 
 --profile N also records N calls of each cell under torch.profiler's CUDA
 activity (which sees ignis's driver-API launches as well as torch's kernels)
-and prints each cell's kernels by GPU time per call: where a row's time goes,
-for both libraries, in one table.
+and prints each cell's kernels by GPU time per call as the cell finishes (a run
+cut short keeps the cells it measured): where a row's time goes, for both
+libraries.
 
 --device cpu --quick runs everything on small sizes on the CPU (the
 benchmark's own test, where there is no GPU). Without CUDA in torch, torch's
@@ -572,6 +573,9 @@ def run_all(args, rows, impls, work):
             if "time_s" in res:
                 log(f"{row}: {impl}: {res['time_s'] * 1e3:.3f} ms")
                 res["saved"] = str(save)
+                if "profile" in res:
+                    # As the cell finishes, so a run cut short keeps what it measured.
+                    print_profile(row, impl, res["profile"])
             elif "error" in res:
                 log(f"{row}: {impl} FAILED: {res['error']}")
             cells[impl] = res
@@ -679,17 +683,16 @@ def report(results):
         print("!" * 72)
     for p in problems:
         print("\n" + p)
-    for row, r in results["rows"].items():
-        for impl, c in r["cells"].items():
-            if "profile" not in c:
-                continue
-            prof = c["profile"]
-            total = sum(k[2] for k in prof)
-            print(f"\nkernels of {row} / {impl}: {total:.1f} µs of GPU time per call, "
-                  f"{sum(k[1] for k in prof):.0f} launches")
-            print("| µs per call | share | launches | kernel |\n| --- | --- | --- | --- |")
-            for name, calls, us in prof[:25]:
-                print(f"| {us:.1f} | {us / total:.1%} | {calls:g} | {name[:110]} |")
+
+
+def print_profile(row, impl, prof):
+    """A cell's kernels by GPU time per call (kernel_profile's list), the 25 largest."""
+    total = sum(k[2] for k in prof)
+    print(f"\nkernels of {row} / {impl}: {total:.1f} µs of GPU time per call, "
+          f"{sum(k[1] for k in prof):.0f} launches")
+    print("| µs per call | share | launches | kernel |\n| --- | --- | --- | --- |")
+    for name, calls, us in prof[:25]:
+        print(f"| {us:.1f} | {us / total:.1%} | {calls:g} | {name[:110]} |", flush=True)
 
 
 def main():
