@@ -103,7 +103,11 @@ std::string wgmma_wrappers(bool emulated) {
   std::string out;
   auto regs = [](int n, int first) {
     std::string s;
-    for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::string("%") + std::to_string(first + i);
+    for (int i = 0; i < n; ++i) {
+      if (i) s += ',';
+      s += '%';
+      s += std::to_string(first + i);
+    }
     return s;
   };
   auto outs = [](int n) {
