@@ -83,14 +83,15 @@ def test_every_flash_kernel_compiles_with_nvrtc():
     # Forward and backward per dtype and head-dim tile, each without an attn_mask,
     # with a bool one and with one of the input's dtype, the backward's row dot,
     # the Hopper forward (sm_90a: wgmma) per dtype, head-dim tile and mask kind,
-    # and the Hopper backward per dtype and mask kind (head tile 64).
-    assert len(units) == 44, labels
+    # and the Hopper backward per dtype, head-dim tile and mask kind.
+    assert len(units) == 50, labels
     assert "flash_fwd_sm90_bfloat16_d64.cu" in labels and "flash_fwd_sm90_float16_d128.cu" in labels
     assert "flash_fwd_sm90_mask_float16_d64.cu" in labels
     assert "flash_fwd_sm90_fmask_bfloat16_d128.cu" in labels
     assert "flash_bwd_sm90_bfloat16_d64.cu" in labels
     assert "flash_bwd_sm90_mask_float16_d64.cu" in labels
     assert "flash_bwd_sm90_fmask_bfloat16_d64.cu" in labels
+    assert "flash_bwd_sm90_mask_bfloat16_d128.cu" in labels
     assert all("wgmma.mma_async" in u[1] and "--gpu-architecture=sm_90a" in u[2]
                for u in units if "_sm90_" in u[0])
     assert "flash_fwd_bfloat16_d64.cu" in labels and "flash_bwd_float16_d128.cu" in labels
@@ -463,12 +464,12 @@ def _kernels_a_fresh_process_asks_for(script, tmp_path, prefix, args=(), **env):
     """Runs `script` in a new Python process (this directory, `env` added) and
     returns the names of the kernels starting with `prefix` it asked for:
     $IGNIS_CUDA_DUMP_SOURCES receives each one's source (read once a process,
-    as the switches the scripts set). The Hopper kernels' switch is the
+    as the switches the scripts set). The Hopper kernels' switches are the
     caller's alone: not inherited from this process."""
     import subprocess
     import sys
     tmp_path.mkdir(parents=True, exist_ok=True)
-    inherited = {k: v for k, v in os.environ.items() if k != "IGNIS_CUDA_FLASH_SM90"}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("IGNIS_CUDA_FLASH_SM90")}
     env = dict(inherited, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
                IGNIS_CACHE_DIR=str(tmp_path / "cache"), **env)
     subprocess.run([sys.executable, "-c", script, *args], check=True, env=env,
@@ -556,18 +557,10 @@ def test_hopper_masked_kernels_tiles_and_stages(kind, shape):
         _check_call(q, k, v, "bfloat16", causal, mask=mask)
 
 
-@needs_gpu
-def test_hopper_backward_matches_the_cpu(tmp_path):
-    # The wgmma backward (head tile 64, unmasked): a fresh process computes the
-    # gradients of several shapes (rows and keys past its 64-row and 128-key
-    # tiles, causal, head dim 40, a single query row), which must match the
-    # CPU kernel's, and asks for the Hopper backward's kernel; with
-    # IGNIS_CUDA_FLASH_SM90=0 it asks for the mma.sync one instead.
-    if not _hopper():
-        pytest.skip("the Hopper backward needs compute capability 9.0 (sm_90a); "
-                    "the fake driver plays one with FAKE_CUDA_CC=90")
-    shapes = [(1, 2, 70, 50, 64, True), (2, 1, 130, 300, 64, False), (1, 1, 200, 129, 40, True),
-              (1, 2, 1, 9, 64, False)]
+def _fresh_process_gradients_match_the_cpu(tmp_path, shapes, **env):
+    """Gradients of SDPA on CUDA (bf16, causal or not) for each (B, H, L, S, D,
+    causal) of `shapes`, computed in a fresh process with `env`, against the
+    CPU kernel's; returns the backward kernels that process asked for."""
     script = (
         "import sys, numpy as np, _checkout, ignis, ignis.nn.functional as F\n"
         "out = sys.argv[1]\n"
@@ -580,11 +573,8 @@ def test_hopper_backward_matches_the_cpu(tmp_path):
         "    F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)\n"
         "    for name, t in zip('qkv', (q, k, v)):\n"
         "        np.save(f'{out}/{n}_{name}.npy', t.grad.float().cpu().numpy())\n")
-    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_bwd", [str(tmp_path)])
-    assert "flash_bwd_sm90_bfloat16_d64" in names, names
-    off = _kernels_a_fresh_process_asks_for(script, tmp_path / "off", "flash_bwd",
-                                            [str(tmp_path / "off")], IGNIS_CUDA_FLASH_SM90="0")
-    assert "flash_bwd_bfloat16_d64" in off and not [n for n in off if "sm90" in n], off
+    names = _kernels_a_fresh_process_asks_for(script, tmp_path, "flash_bwd", [str(tmp_path)],
+                                              **env)
     for n, (B, H, L, S, D, causal) in enumerate(shapes):
         rng = np.random.default_rng(n)
         arrs = [rng.standard_normal(s).astype(np.float32) for s in
@@ -596,3 +586,42 @@ def test_hopper_backward_matches_the_cpu(tmp_path):
         for name, t in zip("qkv", (q, k, v)):
             got = ignis.from_numpy(np.load(tmp_path / f"{n}_{name}.npy"))
             assert_near(got, t.grad, "bfloat16", f"shape {n}: d{name}")
+    return names
+
+
+_NEEDS_HOPPER = ("the Hopper backward needs compute capability 9.0 (sm_90a); "
+                 "the fake driver plays one with FAKE_CUDA_CC=90")
+
+
+@needs_gpu
+def test_hopper_backward_matches_the_cpu(tmp_path):
+    # The wgmma backward (head tile 64): gradients of several shapes (rows and
+    # keys past its 64-row and 128-key tiles, causal, head dim 40, a single
+    # query row) match the CPU kernel's, and the process asks for the Hopper
+    # backward's kernel; with IGNIS_CUDA_FLASH_SM90=0 for the mma.sync one.
+    if not _hopper():
+        pytest.skip(_NEEDS_HOPPER)
+    shapes = [(1, 2, 70, 50, 64, True), (2, 1, 130, 300, 64, False), (1, 1, 200, 129, 40, True),
+              (1, 2, 1, 9, 64, False)]
+    names = _fresh_process_gradients_match_the_cpu(tmp_path, shapes)
+    assert "flash_bwd_sm90_bfloat16_d64" in names, names
+    off = _fresh_process_gradients_match_the_cpu(tmp_path / "off", shapes,
+                                                 IGNIS_CUDA_FLASH_SM90="0")
+    assert "flash_bwd_bfloat16_d64" in off and not [n for n in off if "sm90" in n], off
+
+
+@needs_gpu
+def test_hopper_backward_at_head_tile_128_under_its_switch(tmp_path):
+    # The wgmma backward at head tile 128 (dk, dv of 64 x 128 a warpgroup, dq's
+    # columns an atom a warpgroup) runs only with
+    # IGNIS_CUDA_FLASH_SM90_BACKWARD_D128=1 until it is timed on a GPU: its
+    # gradients (head dims 128 and 96, causal, edges of its tiles) match the
+    # CPU's, and without the switch the process asks for the mma.sync kernel.
+    if not _hopper():
+        pytest.skip(_NEEDS_HOPPER)
+    shapes = [(1, 2, 70, 150, 128, True), (2, 1, 130, 129, 96, False), (1, 1, 1, 40, 128, False)]
+    names = _fresh_process_gradients_match_the_cpu(tmp_path, shapes,
+                                                   IGNIS_CUDA_FLASH_SM90_BACKWARD_D128="1")
+    assert "flash_bwd_sm90_bfloat16_d128" in names, names
+    off = _fresh_process_gradients_match_the_cpu(tmp_path / "off", shapes[:1])
+    assert "flash_bwd_bfloat16_d128" in off and not [n for n in off if "sm90" in n], off

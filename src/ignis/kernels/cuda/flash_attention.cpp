@@ -945,7 +945,7 @@ KernelRequest request(const char* kind, ScalarType t, int kd, int mask = 0) {
         fwd ? "__launch_bounds__(256, 2) " : "__launch_bounds__(256, 1) ");
     r.options.push_back("--gpu-architecture=sm_90a");
     r.dynamic_shared_bytes =
-        fwd ? flash_forward_sm90_shared_bytes(kd, mask) : flash_backward_sm90_shared_bytes(mask);
+        fwd ? flash_forward_sm90_shared_bytes(kd, mask) : flash_backward_sm90_shared_bytes(kd, mask);
     return r;
   }
   KernelRequest r = make_request(
@@ -1066,11 +1066,20 @@ bool use_sm90_forward(int device, const FlashParams& p) {
   return props.major == 9 && props.minor == 0 && p.vec && sm90_kernels_allowed();
 }
 
-// The Hopper backward: head tile 64, aligned rows of q, k, v and grad_out
-// (p.vec covers grad_out here), an attn_mask in any layout. On the H200 forward + backward
-// with it took 0.73-0.87x the time with the mma.sync backward (docs/cuda.md).
+// The Hopper backward: aligned rows of q, k, v and grad_out (p.vec covers
+// grad_out here), an attn_mask in any layout; on the H200 it took forward +
+// backward to 0.6-0.75x the time with the mma.sync backward at head tile 64
+// (docs/cuda.md). Head tile 128 only when $IGNIS_CUDA_FLASH_SM90_BACKWARD_D128
+// is 1 (read once a process): that kernel is checked against the CPU under
+// the fake driver's wgmma emulation but has not run on a GPU yet, so the
+// mma.sync backward stays the default there until it is measured.
 bool use_sm90_backward(int device, const FlashParams& p) {
-  return use_sm90_forward(device, p) && head_tile(p.D) == 64;
+  static const bool d128 = [] {
+    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90_BACKWARD_D128");
+    return e && std::string(e) == "1";
+  }();
+  const int kd = head_tile(p.D);
+  return use_sm90_forward(device, p) && (kd == 64 || (kd == 128 && d128));
 }
 
 }  // namespace
@@ -1157,7 +1166,7 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   if (use_sm90_backward(device, p)) {
     const int64_t nkb = (p.S + kFlashSm90BackwardKeys - 1) / kFlashSm90BackwardKeys;
     launch(function_for(device, "bwd_sm90", q.dtype(), kd, p.mkind), nkb * p.batch,
-           kFlashSm90Threads, p, device, flash_backward_sm90_shared_bytes(p.mkind));
+           kFlashSm90Threads, p, device, flash_backward_sm90_shared_bytes(kd, p.mkind));
   } else {
     const int64_t bn = backward_keys(kd), nkb = (p.S + bn - 1) / bn;
     launch(function_for(device, "bwd", q.dtype(), kd, p.mkind), nkb * p.batch,
@@ -1175,7 +1184,8 @@ std::vector<KernelRequest> flash_attention_kernel_requests() {
     v.push_back(request("bwd_dot", t, 0));
     for (int kd : {64, 128})
       for (int mask : {0, 1, 2}) v.push_back(request("fwd_sm90", t, kd, mask));
-    for (int mask : {0, 1, 2}) v.push_back(request("bwd_sm90", t, 64, mask));
+    for (int kd : {64, 128})
+      for (int mask : {0, 1, 2}) v.push_back(request("bwd_sm90", t, kd, mask));
   }
   return v;
 }

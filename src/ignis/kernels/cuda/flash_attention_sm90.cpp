@@ -90,7 +90,7 @@ constexpr WgmmaForm kWgmmaForms[] = {
     {"rs_n64", 64, true, false, true},      // out += p v, dv += p^T dout, dk += ds^T q
     {"rs_n128", 128, true, false, true},    // out += p v (head tile 128)
     {"ss_n32_tt", 32, false, true, true},   // dq = ds k (a half of its columns), ds^T and k
-                                            // stored keys by rows
+    {"ss_n64_tt", 64, false, true, true},   // stored keys by rows (head tile 64, 128)
 };
 
 // The wrappers, per 16-bit type, for the GPU (inline PTX: the accumulators
@@ -428,23 +428,27 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   }
 }
 
-// The backward on Hopper (head tile 64): a block owns BN = 128 keys of one
+// The backward on Hopper (head tiles 64 and 128; flash_attention.cpp runs
+// 128 only under $IGNIS_CUDA_FLASH_SM90_BACKWARD_D128 until it is timed on a
+// GPU: at 128, dk and dv take 128 of a thread's 232 registers, one block an
+// SM, 146 KiB of shared memory): a block owns BN = 128 keys of one
 // batch index (64 a warpgroup) and walks the query blocks BM = 64 rows at a
 // time, as the mma.sync backward does, with every product a wgmma:
 //   s^T = k q^T and dp^T = v dout^T     (SS: k, v, q, dout K-major tiles)
 //   p^T = exp2(s^T scale log2 e - lse), ds^T = p^T (dp^T - D)  (registers)
 //   dv += p^T dout and dk += ds^T q     (RS: p^T, ds^T registers; dout, q
 //                                        MN-major B)
-//   dq = ds k over the block's 128 keys, 32 columns a warpgroup (SS: both
+//   dq = ds k over the block's 128 keys, HD / 2 columns a warpgroup (SS: both
 //       warpgroups' ds^T written to shared memory keys by rows, read as an
 //       MN-major A; k as an MN-major B), added into the float32 workspace
 //       by red.global.add.v2.f32: one add per element a block
 // q, dout, lse and D of the next query block load while this one computes
 // (2 stages; lse and D through registers, stored at the step's end). k and
 // v stay in shared memory for the whole walk; dk and dv stay in registers
-// and are written once, dk scaled. Shared memory: k, v (16 KiB each), q and
-// dout (2 stages of 8 KiB each), ds^T (8 KiB a warpgroup), lse and D (2
-// stages of 64 floats each): 81 KiB and 1 KiB to align them.
+// and are written once, dk scaled. Shared memory at head tile 64 (k, v, q
+// and dout twice as large at 128): k, v (16 KiB each), q and dout (2 stages
+// of 8 KiB each), ds^T (8 KiB a warpgroup), lse and D (2 stages of 64 floats
+// each): 81 KiB and 1 KiB to align them.
 //
 // The step is bound by instruction issue, not the tensor cores (Nsight
 // Compute on the H200 at 8 x 12 x 2048 x 64: 1,056 instructions a warp a
@@ -460,16 +464,19 @@ struct alignas(8) IgFa90F2 { float x, y; };
 template <bool B> struct IgFa90Bool { static constexpr bool value = B; };
 template <class T, int HD, int MASK = 0>
 __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
-  static_assert(HD == 64, "the Hopper backward is built for head tile 64");
+  static_assert(HD == 64 || HD == 128, "the Hopper backward is built for head tiles 64 and 128");
   typedef IgTensorCore<T> TC;
-  constexpr int BN = 128, BM = 64;
-  constexpr uint32_t KT = BN * 128, QT = BM * 128;  // bytes of a key tile, of a query tile
+  constexpr int BN = 128, BM = 64, NA = HD / 64;
+  // Bytes of a key tile, of a query tile (NA swizzle atoms each, one after
+  // the other) and of a warpgroup's ds^T tile (64 keys x BM queries).
+  constexpr uint32_t KT = BN * 128 * NA, QT = BM * 128 * NA, ST = 64 * 128;
+  constexpr int CW = HD / 2;  // dq's columns a warpgroup
   constexpr int MP = MASK == 0 ? 0 : BN * MASK + 16;  // an attn_mask tile's row pitch (bytes)
   IG_FA90_DYNAMIC_SMEM(ig_fa90_smem);
   const uint32_t s0 = ig_fa90_saddr(ig_fa90_smem), base = (s0 + 1023) & ~1023u;
   unsigned char* const gbase = ig_fa90_smem + (base - s0);  // `base` as a generic pointer
   const uint32_t sK = base, sV = sK + KT, sQ = sV + KT, sG = sQ + 2 * QT, sS = sG + 2 * QT;
-  float* const sL = reinterpret_cast<float*>(gbase + (sS + 2 * QT - base));  // [2][BM]
+  float* const sL = reinterpret_cast<float*>(gbase + (sS + 2 * ST - base));  // [2][BM]
   float* const sD = sL + 2 * BM;                                             // [2][BM]
   // The attn_mask's tiles of a query block's rows and the block's keys, in
   // 2 stages as q's, after lse and D (a generic pointer: ig_fa_stage_mask's).
@@ -520,19 +527,24 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
   }
   ig_fa_cp_commit();
 
-  float dk[32], dv[32];
+  float dk[HD / 2], dv[HD / 2];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.f;
+  for (int i = 0; i < HD / 2; ++i) dk[i] = dv[i] = 0.f;
   // Each tile's descriptor, worked out once: a k-step adds its byte offset
   // / 16 to the start address (the low field; no carry out of it below 256
   // KiB), so issuing a wgmma costs an add, not a descriptor.
+  // q and dout serve as K-major B (s^T, dp^T) and MN-major B (dk, dv: their
+  // atoms BM rows apart, the leading byte offset).
   const uint64_t kD = ig_fa90_desc(sK + wg * 64 * 128), vD = ig_fa90_desc(sV + wg * 64 * 128);
-  const uint64_t qD0 = ig_fa90_desc(sQ), gD0 = ig_fa90_desc(sG), dsD = ig_fa90_desc(sS);
-  const uint64_t kcD = ig_fa90_desc(sK + wg * 64);  // k's columns 32 wg.. (dq's B)
+  const uint64_t qD0 = ig_fa90_desc(sQ, BM * 128), gD0 = ig_fa90_desc(sG, BM * 128);
+  const uint64_t dsD = ig_fa90_desc(sS);
+  // dq's B: k's columns CW wg..: 64 bytes into its rows at head tile 64,
+  // its second atom at 128.
+  const uint64_t kcD = ig_fa90_desc(sK + (HD == 64 ? wg * 64 : wg * BN * 128));
   // This thread's ds^T stores: key rows 16 w + g (+ 8) of its warpgroup's
   // tile, query columns 8 j + 2 t; the 128-byte swizzle XORs the 16-byte
   // chunk j with the row's low bits, g.
-  const uint32_t dsRow = (sS + wg * QT - base) + (16 * w + g) * 128 + 4 * t;
+  const uint32_t dsRow = (sS + wg * ST - base) + (16 * w + g) * 128 + 4 * t;
   const float sl2 = p.scale_log2;
   int st = 0;
   for (int64_t i0 = istart; i0 < p.L; i0 += BM, st ^= 1) {
@@ -549,9 +561,13 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
     float s[32], dp[32];
     ig_fa90_fence();
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) IgWgmma<T>::ss_n64(s, kD + 2 * kk, qD + 2 * kk, kk > 0);
+    for (int kk = 0; kk < HD / 16; ++kk)  // k-step kk: 32 bytes at (kk % 4) * 32 of atom kk / 4
+      IgWgmma<T>::ss_n64(s, kD + (kk / 4) * (BN * 8) + 2 * (kk % 4),
+                         qD + (kk / 4) * (BM * 8) + 2 * (kk % 4), kk > 0);
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) IgWgmma<T>::ss_n64(dp, vD + 2 * kk, gD + 2 * kk, kk > 0);
+    for (int kk = 0; kk < HD / 16; ++kk)
+      IgWgmma<T>::ss_n64(dp, vD + (kk / 4) * (BN * 8) + 2 * (kk % 4),
+                         gD + (kk / 4) * (BM * 8) + 2 * (kk % 4), kk > 0);
     ig_fa90_commit();
     ig_fa90_wait();
     ig_fa90_pin(s);
@@ -599,9 +615,15 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
     // dv += p^T dout, dk += ds^T q: k-step kk is queries 16 kk.. (2048 bytes).
     ig_fa90_fence();
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dv, pa[kk], gD + 128 * kk);
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      if constexpr (HD == 64) IgWgmma<T>::rs_n64(dv, pa[kk], gD + 128 * kk);
+      else IgWgmma<T>::rs_n128(dv, pa[kk], gD + 128 * kk);
+    }
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) IgWgmma<T>::rs_n64(dk, sa[kk], qD + 128 * kk);
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      if constexpr (HD == 64) IgWgmma<T>::rs_n64(dk, sa[kk], qD + 128 * kk);
+      else IgWgmma<T>::rs_n128(dk, sa[kk], qD + 128 * kk);
+    }
     ig_fa90_commit();
     // dq = ds k over all 128 keys, warpgroup wg taking columns 32 wg.. (so
     // each dq element gets one atomic add a block, not one a warpgroup), once
@@ -611,9 +633,12 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
     // columns start 64 bytes into k's swizzled rows.
     ig_fa90_proxy_fence();
     __syncthreads();
-    float dq[16];
+    float dq[CW / 2];
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) IgWgmma<T>::ss_n32_tt(dq, dsD + 128 * kk, kcD + 128 * kk, kk > 0);
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      if constexpr (HD == 64) IgWgmma<T>::ss_n32_tt(dq, dsD + 128 * kk, kcD + 128 * kk, kk > 0);
+      else IgWgmma<T>::ss_n64_tt(dq, dsD + 128 * kk, kcD + 128 * kk, kk > 0);
+    }
     ig_fa90_commit();
     ig_fa90_wait();
     ig_fa90_pin(dq);
@@ -621,20 +646,20 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
     ig_fa90_pin(dk);
     // dq's adds: a block of whole rows and columns checks nothing (a branch
     // around each add costs more than the add).
-    float* const dqRow = p.dq + (b * p.L + i0 + 16 * w + g) * p.D + 32 * wg + 2 * t;
+    float* const dqRow = p.dq + (b * p.L + i0 + 16 * w + g) * p.D + CW * wg + 2 * t;
     if (i0 + BM <= p.L && p.D == HD) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < CW / 8; ++j)
           ig_fa_atomic_add2(dqRow + 8 * h * HD + 8 * j, dq[4 * j + 2 * h] * p.scale, dq[4 * j + 2 * h + 1] * p.scale);
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (i0 + 16 * w + g + 8 * h >= p.L) continue;
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (32 * wg + 8 * j + 2 * t < p.D)
+        for (int j = 0; j < CW / 8; ++j)
+          if (CW * wg + 8 * j + 2 * t < p.D)
             ig_fa_atomic_add2(dqRow + 8 * h * p.D + 8 * j, dq[4 * j + 2 * h] * p.scale, dq[4 * j + 2 * h + 1] * p.scale);
       }
     }
@@ -669,13 +694,14 @@ const std::string& flash_sm90_templates() {
   return text;
 }
 
-// The backward's tiles (its comment above), with an attn_mask its 2 stages
-// of 64 rows (18 or 34 KiB), and 1024 bytes of slack to align them to the
-// swizzle's 1024-byte groups (dynamic shared memory starts 16-byte
-// aligned).
-int flash_backward_sm90_shared_bytes(int mask) {
+// The backward's tiles (its comment above: 82 KiB at head tile 64, 146 at
+// 128), with an attn_mask its 2 stages of 64 rows (18 or 34 KiB), and 1024
+// bytes of slack to align them to the swizzle's 1024-byte groups (dynamic
+// shared memory starts 16-byte aligned).
+int flash_backward_sm90_shared_bytes(int kd, int mask) {
+  const int atoms = kd / 64, key_tile = 128 * 128 * atoms, query_tile = 64 * 128 * atoms;
   const int mask_tiles = mask == 0 ? 0 : 2 * 64 * (128 * mask + 16);
-  return 1024 + 5 * 128 * 128 + 4 * 64 * 4 + mask_tiles;
+  return 1024 + 2 * key_tile + 4 * query_tile + 2 * 64 * 128 + 4 * 64 * 4 + mask_tiles;
 }
 
 // 1024 bytes of slack to align the tiles, q (128 rows), k in 2 stages and v

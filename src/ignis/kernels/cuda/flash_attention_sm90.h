@@ -11,7 +11,7 @@
 
 namespace ignis::cuda {
 
-// The kernel templates ig_flash_fwd_sm90<T, HD, MASK> and ig_flash_bwd_sm90<T, 64, MASK>
+// The kernel templates ig_flash_fwd_sm90<T, HD, MASK> and ig_flash_bwd_sm90<T, HD, MASK>
 // (T = ig_bf16 or ig_half, HD the head tile, 64 or 128), as CUDA
 // C++ text to follow flash_attention.cpp's templates (it uses their
 // IgFlashParams, ig_fa_base, ig_fa_cp16, ig_fa_exp2 and quad reductions).
@@ -28,10 +28,10 @@ inline constexpr int kFlashSm90Rows = 128;
 inline constexpr int kFlashSm90Threads = 256;
 int flash_forward_sm90_shared_bytes(int kd, int mask);
 
-// The backward ig_flash_bwd_sm90<T, 64, MASK>: blocks of 128 keys (two
-// warpgroups), and its dynamic shared memory with an attn_mask of kind
-// `mask`.
+// The backward ig_flash_bwd_sm90<T, HD, MASK>: blocks of 128 keys (two
+// warpgroups), and its dynamic shared memory at head tile kd with an
+// attn_mask of kind `mask`.
 inline constexpr int kFlashSm90BackwardKeys = 128;
-int flash_backward_sm90_shared_bytes(int mask);
+int flash_backward_sm90_shared_bytes(int kd, int mask);
 
 }  // namespace ignis::cuda
