@@ -533,11 +533,12 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
   // Each tile's descriptor, worked out once: a k-step adds its byte offset
   // / 16 to the start address (the low field; no carry out of it below 256
   // KiB), so issuing a wgmma costs an add, not a descriptor.
-  // q and dout serve as K-major B (s^T, dp^T) and MN-major B (dk, dv: their
-  // atoms BM rows apart, the leading byte offset).
   const uint64_t kD = ig_fa90_desc(sK + wg * 64 * 128), vD = ig_fa90_desc(sV + wg * 64 * 128);
-  const uint64_t qD0 = ig_fa90_desc(sQ, BM * 128), gD0 = ig_fa90_desc(sG, BM * 128);
-  const uint64_t dsD = ig_fa90_desc(sS);
+  const uint64_t qD0 = ig_fa90_desc(sQ), gD0 = ig_fa90_desc(sG), dsD = ig_fa90_desc(sS);
+  // q and dout are K-major B in s^T and dp^T, MN-major B in dk and dv, where
+  // at head tile 128 the leading byte offset is their atoms' distance (BM
+  // rows): added to the descriptor's field (16 bytes, 1, by default).
+  constexpr uint64_t MN_LBO = HD == 64 ? 0 : uint64_t(BM * 128 / 16 - 1) << 16;
   // dq's B: k's columns CW wg..: 64 bytes into its rows at head tile 64,
   // its second atom at 128.
   const uint64_t kcD = ig_fa90_desc(sK + (HD == 64 ? wg * 64 : wg * BN * 128));
@@ -617,12 +618,12 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
       if constexpr (HD == 64) IgWgmma<T>::rs_n64(dv, pa[kk], gD + 128 * kk);
-      else IgWgmma<T>::rs_n128(dv, pa[kk], gD + 128 * kk);
+      else IgWgmma<T>::rs_n128(dv, pa[kk], gD + MN_LBO + 128 * kk);
     }
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
       if constexpr (HD == 64) IgWgmma<T>::rs_n64(dk, sa[kk], qD + 128 * kk);
-      else IgWgmma<T>::rs_n128(dk, sa[kk], qD + 128 * kk);
+      else IgWgmma<T>::rs_n128(dk, sa[kk], qD + MN_LBO + 128 * kk);
     }
     ig_fa90_commit();
     // dq = ds k over all 128 keys, warpgroup wg taking columns 32 wg.. (so
