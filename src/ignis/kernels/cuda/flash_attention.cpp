@@ -1068,8 +1068,8 @@ bool use_sm90_forward(int device, const FlashParams& p) {
 
 // The Hopper backward: aligned rows of q, k, v and grad_out (p.vec covers
 // grad_out here), an attn_mask in any layout; on the H200 it took forward +
-// backward to 0.6-0.75x the time with the mma.sync backward at head tile 64
-// (docs/cuda.md). Head tile 128 only when $IGNIS_CUDA_FLASH_SM90_BACKWARD_D128
+// backward to 0.58-0.76x the time with the mma.sync backward at head tile 64
+// (docs/benchmarks.md, "Eighth run"). Head tile 128 only when $IGNIS_CUDA_FLASH_SM90_BACKWARD_D128
 // is 1 (read once a process): that kernel is checked against the CPU under
 // the fake driver's wgmma emulation but has not run on a GPU yet, so the
 // mma.sync backward stays the default there until it is measured.
