@@ -10,7 +10,7 @@ half with causal), the fraction of the bf16 dense spec peak (989.5 TFLOP/s) and 
 torch. Skips (exit 0) without a GPU.
 
     PYTHONPATH=python python3 bench/gpu_attention.py [--lengths 512,2048] [--head-dim 64]
-        [--dtype bfloat16] [--variant IGNIS_CUDA_FLASH_SM90=0]
+        [--dtype bfloat16] [--variant IGNIS_CUDA_FLASH_SM90=0 [--variant ...]]
 """
 import argparse
 import json
@@ -95,11 +95,15 @@ def main():
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     ap.add_argument("--iters", type=int, default=0, help="calls a round (default by length)")
     ap.add_argument("--head-dim", type=int, default=64)
-    ap.add_argument("--variant", default=None, metavar="NAME=VALUE",
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE",
                     help="also run ignis with this environment variable set (e.g. "
-                         "IGNIS_CUDA_FLASH_SM90=0) and print its times beside the default's")
+                         "IGNIS_CUDA_FLASH_SM90=0) and print its times beside the default's; "
+                         "repeat for several variants, each in a process of its own")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    for spec in args.variant:
+        if "=" not in spec:
+            ap.error(f"--variant {spec!r}: expected NAME=VALUE")
     if args.child:
         T = int(args.lengths)
         child(args.child, T, args.dtype, args.iters or (50 if T <= 1024 else 10), args.head_dim)
@@ -113,20 +117,20 @@ def main():
     print("| T | case | ignis fwd us (TFLOP/s, of peak) | torch fwd us | ratio | "
           "ignis fwd+bwd us (TFLOP/s) | torch fwd+bwd us | ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    variant = dict([args.variant.split("=", 1)]) if args.variant else None
     for T in (int(t) for t in args.lengths.split(",")):
         res = {lib: run_child(lib, T, args.dtype, args.iters, args.head_dim)
                for lib in ("ignis", "torch")}
-        if variant:
-            v = run_child("ignis", T, args.dtype, args.iters, args.head_dim, variant)
+        for spec in args.variant:
+            v = run_child("ignis", T, args.dtype, args.iters, args.head_dim,
+                          dict([spec.split("=", 1)]))
             for name in CASES:
                 if v and res["ignis"]:
                     a, b = v[name], res["ignis"][name]
-                    print(f"| {T} | {name} | {args.variant}: fwd {a['fwd']:.1f} us "
+                    print(f"| {T} | {name} | {spec}: fwd {a['fwd']:.1f} us "
                           f"({a['fwd'] / b['fwd']:.2f} of the default), fwd+bwd {a['train']:.1f} us "
                           f"({a['train'] / b['train']:.2f}) |")
                     if abs(a["check"] - b["check"]) > 2e-2 * abs(b["check"]):
-                        print(f"MISMATCH T={T} {name} under {args.variant}")
+                        print(f"MISMATCH T={T} {name} under {spec}")
         for name in CASES:
             flops = 4.0 * 8 * 12 * T * T * args.head_dim * (0.5 if name == "causal" else 1.0)
             row = [str(T), name]
