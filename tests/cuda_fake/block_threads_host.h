@@ -218,8 +218,6 @@ alignas(1024) static unsigned char ig_host_dynamic_shared[232 * 1024];
 static inline void ig_warpgroup_sync() {
   ig_fiber_wait(ig_fiber_warpgroups[ig_linear_thread() / 128]);
 }
-// bar.sync id, 128 among a warpgroup's threads (a named barrier).
-static inline void ig_host_warpgroup_barrier() { ig_warpgroup_sync(); }
 static inline float ig_host_smem_16bit(uint32_t addr, bool bf16) {
   const uint32_t a = addr ^ (((addr >> 7) & 7u) << 4);
   uint16_t v;

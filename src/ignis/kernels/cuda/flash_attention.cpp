@@ -1046,15 +1046,18 @@ void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int 
                           static_cast<unsigned>(shared_bytes), stream.handle, a, nullptr));
 }
 
+// Whether environment variable `name` is set to `value`.
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == value;
+}
+
 // Whether the Hopper kernels (flash_attention_sm90.h) may run at all:
 // $IGNIS_CUDA_FLASH_SM90=0 keeps a compute capability 9.0 GPU on the mma.sync
 // kernels (read once a process), to compare the two or to step around a
 // suspected fault in the Hopper ones.
 bool sm90_kernels_allowed() {
-  static const bool on = [] {
-    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !env_is("IGNIS_CUDA_FLASH_SM90", "0");
   return on;
 }
 
@@ -1074,10 +1077,7 @@ bool use_sm90_forward(int device, const FlashParams& p) {
 // the fake driver's wgmma emulation but has not run on a GPU yet, so the
 // mma.sync backward stays the default there until it is measured.
 bool use_sm90_backward(int device, const FlashParams& p) {
-  static const bool d128 = [] {
-    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90_BACKWARD_D128");
-    return e && std::string(e) == "1";
-  }();
+  static const bool d128 = env_is("IGNIS_CUDA_FLASH_SM90_BACKWARD_D128", "1");
   const int kd = head_tile(p.D);
   return use_sm90_forward(device, p) && (kd == 64 || (kd == 128 && d128));
 }

@@ -173,7 +173,6 @@ __device__ __forceinline__ uint32_t ig_fa90_saddr(const unsigned char* p) {
 __device__ __forceinline__ void ig_fa90_cp16(uint32_t dst, const void* src, int bytes) {
   ig_host_cp_async16(ig_host_dynamic_shared + dst, src, bytes);
 }
-__device__ __forceinline__ void ig_fa90_wg_barrier(int) { ig_host_warpgroup_barrier(); }
 #else
 __device__ __forceinline__ void ig_fa90_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void ig_fa90_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -194,11 +193,6 @@ __device__ __forceinline__ void ig_fa90_pin(float (&d)[N]) {
 __device__ __forceinline__ uint32_t ig_fa90_saddr(const unsigned char* p) { return ig_fa_smem(p); }
 __device__ __forceinline__ void ig_fa90_cp16(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-// A barrier of the 128 threads of one warpgroup (named barrier `id`, 1 or
-// 2: 0 is __syncthreads').
-__device__ __forceinline__ void ig_fa90_wg_barrier(int id) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 #endif
 
