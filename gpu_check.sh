@@ -73,8 +73,7 @@ PYTHONPATH=python python3 bench/gpu.py --json "$OUT/gpu.json" 2>"$OUT/gpu.err" |
 # kernels (IGNIS_CUDA_FLASH_SM90=0) beside the Hopper ones (docs/cuda.md, "Flash attention").
 PYTHONPATH=python python3 bench/gpu_attention.py --lengths 512,2048 \
   --variant IGNIS_CUDA_FLASH_SM90=0 2>&1 | tee "$OUT/gpu_attention.log"
-# Head dim 128: its wgmma backward (behind IGNIS_CUDA_FLASH_SM90_BACKWARD_D128=1 until it
-# is timed) and the mma.sync kernels beside the default.
+# Head dim 128, the mma.sync kernels beside the Hopper ones.
 PYTHONPATH=python python3 bench/gpu_attention.py --lengths 2048 --head-dim 128 \
-  --variant IGNIS_CUDA_FLASH_SM90_BACKWARD_D128=1 --variant IGNIS_CUDA_FLASH_SM90=0 2>&1 \
+  --variant IGNIS_CUDA_FLASH_SM90=0 2>&1 \
   | tee "$OUT/gpu_attention_d128.log"

@@ -611,17 +611,16 @@ def test_hopper_backward_matches_the_cpu(tmp_path):
 
 
 @needs_gpu
-def test_hopper_backward_at_head_tile_128_under_its_switch(tmp_path):
+def test_hopper_backward_at_head_tile_128(tmp_path):
     # The wgmma backward at head tile 128 (dk, dv of 64 x 128 a warpgroup, dq's
-    # columns an atom a warpgroup) runs only with
-    # IGNIS_CUDA_FLASH_SM90_BACKWARD_D128=1 until it is timed on a GPU: its
-    # gradients (head dims 128 and 96, causal, edges of its tiles) match the
-    # CPU's, and without the switch the process asks for the mma.sync kernel.
+    # columns an atom a warpgroup): its gradients (head dims 128 and 96,
+    # causal, edges of its tiles) match the CPU's and a fresh process asks for
+    # it; with IGNIS_CUDA_FLASH_SM90=0 for the mma.sync kernel.
     if not _hopper():
         pytest.skip(_NEEDS_HOPPER)
     shapes = [(1, 2, 70, 150, 128, True), (2, 1, 130, 129, 96, False), (1, 1, 1, 40, 128, False)]
-    names = _fresh_process_gradients_match_the_cpu(tmp_path, shapes,
-                                                   IGNIS_CUDA_FLASH_SM90_BACKWARD_D128="1")
+    names = _fresh_process_gradients_match_the_cpu(tmp_path, shapes)
     assert "flash_bwd_sm90_bfloat16_d128" in names, names
-    off = _fresh_process_gradients_match_the_cpu(tmp_path / "off", shapes[:1])
+    off = _fresh_process_gradients_match_the_cpu(tmp_path / "off", shapes[:1],
+                                                 IGNIS_CUDA_FLASH_SM90="0")
     assert "flash_bwd_bfloat16_d128" in off and not [n for n in off if "sm90" in n], off

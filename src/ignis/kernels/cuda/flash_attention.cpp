@@ -1070,17 +1070,11 @@ bool use_sm90_forward(int device, const FlashParams& p) {
 }
 
 // The Hopper backward: aligned rows of q, k, v and grad_out (p.vec covers
-// grad_out here), an attn_mask in any layout; on the H200 it took forward +
-// backward to 0.58-0.76x the time with the mma.sync backward at head tile 64
-// (docs/benchmarks.md, "Eighth run"). Head tile 128 only when $IGNIS_CUDA_FLASH_SM90_BACKWARD_D128
-// is 1 (read once a process): that kernel is checked against the CPU under
-// the fake driver's wgmma emulation but has not run on a GPU yet, so the
-// mma.sync backward stays the default there until it is measured.
-bool use_sm90_backward(int device, const FlashParams& p) {
-  static const bool d128 = env_is("IGNIS_CUDA_FLASH_SM90_BACKWARD_D128", "1");
-  const int kd = head_tile(p.D);
-  return use_sm90_forward(device, p) && (kd == 64 || (kd == 128 && d128));
-}
+// grad_out here), an attn_mask in any layout, head tiles 64 and 128. On the
+// H200 forward + backward took 0.58-0.76x the time with the mma.sync backward
+// at head tile 64 and 0.56-0.64x at 128 (docs/benchmarks.md, "Eighth run" and
+// "Ninth run").
+bool use_sm90_backward(int device, const FlashParams& p) { return use_sm90_forward(device, p); }
 
 }  // namespace
 

@@ -422,11 +422,9 @@ __device__ __forceinline__ void ig_flash_fwd_sm90(const IgFlashParams& p) {
   }
 }
 
-// The backward on Hopper (head tiles 64 and 128; flash_attention.cpp runs
-// 128 only under $IGNIS_CUDA_FLASH_SM90_BACKWARD_D128 until it is timed on a
-// GPU: at 128, dk and dv take 128 of a thread's 232 registers, one block an
-// SM, 146 KiB of shared memory): a block owns BN = 128 keys of one
-// batch index (64 a warpgroup) and walks the query blocks BM = 64 rows at a
+// The backward on Hopper (head tiles 64 and 128; at 128, dk and dv take 128
+// of a thread's 232 registers, one block an SM, 146 KiB of shared memory): a
+// block owns BN = 128 keys of one batch index (64 a warpgroup) and walks the query blocks BM = 64 rows at a
 // time, as the mma.sync backward does, with every product a wgmma:
 //   s^T = k q^T and dp^T = v dout^T     (SS: k, v, q, dout K-major tiles)
 //   p^T = exp2(s^T scale log2 e - lse), ds^T = p^T (dp^T - D)  (registers)
