@@ -781,3 +781,40 @@ def test_kernels_are_right_for_any_block_size_on_host_threads(case, tmp_path):
         got = run(3, threads).reshape(want.shape)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
                                    err_msg=f"{case} with {threads} threads a block")
+
+
+def test_row_kernels_follow_the_cuda_knobs():
+    """config.cuda (no GPU needed: the CUDA text of graphs traced on the CPU).
+    A layer_norm of few rounds of blocks (GPT-2's 4096 rows of 768) loads its
+    weight and bias before the first pass, beside x; one of many rounds
+    (16384 rows of 4096) does not (their registers would lower its
+    occupancy); row_prefetch=False turns it off; row_vectors_per_thread
+    sizes the block; the host-thread cases' layer_norm prefetches too, so
+    test_kernels_are_right_for_any_block_size_on_host_threads runs that
+    path; a bad value is an error naming the knob."""
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._inductor import config
+
+    def source(rows, cols, **knobs):
+        x = ignis.empty(rows, cols, dtype=ignis.bfloat16)
+        w, b = ignis.empty(cols, dtype=ignis.bfloat16), ignis.empty(cols, dtype=ignis.bfloat16)
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(
+            lambda x, w, b: F.layer_norm(x, (cols,), w, b)), [x, w, b])
+        with config.patch(size_generic=False, **knobs):
+            return ignis._C._generate_graph_code(gm.graph, "cuda", config.compiler_options())[1]
+
+    short = source(4096, 768)
+    first_pass = short.index("acc0 = ig_block_reduce(acc0")
+    assert short.count("ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>(in_arg1_1") == 1
+    assert short.index("ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>(in_arg2_1") < first_pass
+    assert "__launch_bounds__(32)" in short
+    assert "ig_pf" not in source(16384, 4096)
+    assert "ig_pf" not in source(4096, 768, **{"cuda.row_prefetch": False})
+    assert "__launch_bounds__(96)" in source(4096, 768, **{"cuda.row_vectors_per_thread": 1})
+    fn, shapes = HOST_CASES["layer_norm"]
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), [ignis.randn(*s) for s in shapes])
+    with config.patch(size_generic=False):
+        assert "ig_pf" in ignis._C._generate_graph_code(gm.graph, "cuda",
+                                                        config.compiler_options())[1]
+    with pytest.raises(ValueError, match="row_vectors_per_thread"):
+        source(64, 768, **{"cuda.row_vectors_per_thread": 0})

@@ -73,6 +73,18 @@ class triton:  # noqa: N801  (torch's spelling: config.triton.cudagraphs)
     cudagraphs = False
 
 
+class cuda:  # noqa: N801
+    """Knobs of ignis's CUDA code generator that torch has no name for."""
+    # A row kernel whose row fits in registers (softmax, layer_norm): the
+    # vectors of 16 bytes each thread aims to hold; the block is the row's
+    # vectors over this, rounded up to a warp (1024 threads at most).
+    row_vectors_per_thread = 4
+    # ... and whether the loads only a later pass reads (layer_norm's weight
+    # and bias) are issued with the first pass's, so that their latency
+    # overlaps the row's instead of following the reductions.
+    row_prefetch = True
+
+
 def _is_symbolic(value):
     """Whether a placeholder's value (or example input) is symbolic: a
     symbolic int, or a tensor with a symbolic size."""
@@ -150,6 +162,8 @@ def compiler_options(size_generic_graph=None):
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),
         "reduction_lanes": int(cpp.reduction_lanes),
+        "cuda_row_vectors": int(cuda.row_vectors_per_thread),
+        "cuda_row_prefetch": int(bool(cuda.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),
         "fx_graph_cache": int(bool(fx_graph_cache)),
@@ -171,7 +185,7 @@ _MODE_OPTIONS = {
 
 
 # The knob groups, by the prefix their names take ("cpp.threads").
-_GROUPS = {"cpp": cpp, "triton": triton}
+_GROUPS = {"cpp": cpp, "triton": triton, "cuda": cuda}
 
 
 def _knob(name):

@@ -232,9 +232,9 @@ class CudaKernelPrinter {
  public:
   // generic, lift: as SizeParams's (Note [Size-generic code]).
   CudaKernelPrinter(Text& os, const Program& p, const Kernel& k, std::string symbol,
-                    bool generic = false, bool lift = true)
-      : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), base_(k.node_numbers()),
-        sz_(generic, lift) {}
+                    const CompilerOptions& options, bool lift = true)
+      : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), options_(options),
+        base_(k.node_numbers()), sz_(options.size_generic, lift) {}
 
   CudaKernel print() {
     IGNIS_INTERNAL_ASSERT(!k_.gemm, "codegen_cuda: ", k_.name,
@@ -893,23 +893,31 @@ class CudaKernelPrinter {
     if (statics) {
       width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value());
       nvec = inner / width;
-      // About four vectors a thread: enough loads in flight, few registers.
-      int threads = 32;
-      while (threads < kMaxBlockThreads && int64_t(threads) * 4 < nvec) threads *= 2;
+      // config.cuda.row_vectors_per_thread vectors a thread (four by
+      // default: enough loads in flight, few registers), the block a whole
+      // number of warps.
+      const int64_t per_thread = std::max<int64_t>(1, options_.cuda_row_vectors);
+      const int threads = int(std::min<int64_t>(
+          kMaxBlockThreads, std::max<int64_t>(32, (nvec + per_thread - 1) / per_thread + 31) / 32 * 32));
       chunks = int((nvec + threads - 1) / threads);
       if (chunks > kMaxRowChunks) chunks = 0;
       // What the row keeps must fit the registers a thread of a block this
-      // large may have, with room for the pass's own values: else spills
-      // are recomputed, and if even the loads do not fit, the row streams
-      // (a 50304-wide bfloat16 softmax held its exps too: 208 bytes of
-      // local-memory spills a thread at 1024 threads).
+      // large may have, with room for the pass's own values: else the
+      // prefetches are dropped, then spills are recomputed, and if even the
+      // loads do not fit, the row streams (a 50304-wide bfloat16 softmax
+      // held its exps too: 208 bytes of local-memory spills a thread at
+      // 1024 threads).
       const int64_t budget = std::min<int64_t>(255, 65536 / threads) - kRegisterReserve;
       if (chunks > 0) {
-        residency = plan_residency(passes, /*keep_spills=*/true);
-        if (residency.registers(chunks, width) > budget) {
-          residency = plan_residency(passes, /*keep_spills=*/false);
-          if (residency.registers(chunks, width) > budget) chunks = 0;
+        bool fits = false;
+        for (int attempt = options_.cuda_row_prefetch ? 0 : 1; attempt < 3 && !fits; ++attempt) {
+          residency = plan_residency(passes, /*keep_spills=*/attempt < 2,
+                                     /*prefetch=*/attempt == 0, k_.inner.back());
+          const int64_t regs = residency.registers(chunks, width);
+          fits = regs <= budget &&
+                 (residency.prefetch.empty() || row_waves(rows, threads, regs) <= 2);
         }
+        if (!fits) chunks = 0;
       }
       if (chunks > 0) launch->threads = threads;
     }
@@ -935,6 +943,22 @@ class CudaKernelPrinter {
     print_rows_streaming(ind);
     if (chunks > 0) os_ << "    }\n";
     os_ << "  }\n";
+  }
+
+  // About how many rounds of blocks a row kernel of `rows` rows runs in when
+  // its threads hold `regs` registers of the row each (plus the reserve):
+  // the blocks a multiprocessor holds at once, by threads and registers,
+  // on H100/H200's 132 multiprocessors. Prefetching a later pass's loads
+  // pays while a multiprocessor sees a row or two (the rows' latency is the
+  // kernel's time: GPT-2's 768-wide layer_norm, 9.6 -> 8.2 us on the H200)
+  // and costs when the registers it takes lower the occupancy of a kernel
+  // of many rounds (16384 rows of 4096: 100 -> 130 us).
+  static double row_waves(int64_t rows, int threads, int64_t regs) {
+    constexpr int64_t kMultiprocessors = 132, kThreadsPerSM = 2048, kBlocksPerSM = 32;
+    const int64_t per_thread = std::max<int64_t>(regs + kRegisterReserve, 1);
+    const int64_t blocks = std::max<int64_t>(
+        1, std::min({kBlocksPerSM, kThreadsPerSM / threads, 65536 / (per_thread * threads)}));
+    return double(rows) / double(kMultiprocessors * blocks);
   }
 
   // The streaming row: each pass reads the row from memory again.
@@ -1002,6 +1026,9 @@ class CudaKernelPrinter {
   // and the loads that recomputation reads count as that pass's).
   struct Residency {
     std::map<std::string, ScalarType> cache;  // access -> element type
+    // Cached loads that only later passes read, loaded with the first pass's
+    // (access -> the load: its buffer and index).
+    std::map<std::string, std::pair<int, sym::Expr>> prefetch;
     std::set<int> spilled;                    // scratches held in ig_sp arrays
     std::vector<ScalarType> spill_types;
     // The 32-bit registers a thread spends on them (16-bit values in pairs).
@@ -1014,8 +1041,10 @@ class CudaKernelPrinter {
   };
   static constexpr int64_t kRegisterReserve = 24;
 
-  Residency plan_residency(const std::vector<size_t>& passes, bool keep_spills) const {
+  Residency plan_residency(const std::vector<size_t>& passes, bool keep_spills, bool prefetch,
+                           const sym::Expr& v) const {
     Residency r;
+    std::map<std::string, std::pair<int, sym::Expr>> loads;  // read-only unit loads
     std::set<int> written;
     for (const Loop& l : k_.loops)
       for (const Store& st : l.stores) written.insert(st.buffer);
@@ -1032,6 +1061,7 @@ class CudaKernelPrinter {
         const std::string key = access_key(s.buffer, s.index);
         readers[key].insert(reader);
         types[key] = s.dtype;
+        if (reader == li && access_form(s.index, v).unit) loads.emplace(key, std::make_pair(s.buffer, s.index));
       }
     };
     for (size_t li : passes) read_loads(li, li, row_invariant_nodes(k_, li), nullptr);
@@ -1069,6 +1099,15 @@ class CudaKernelPrinter {
       }
     for (const auto& [key, ls] : readers)
       if (ls.size() >= 2) r.cache.emplace(key, types[key]);
+    // A vector load that the first pass does not read (layer_norm's weight
+    // and bias, read by the last pass after two reductions) is issued
+    // before the first pass, so its latency overlaps the row's.
+    if (prefetch && !passes.empty())
+      for (const auto& [key, load] : loads)
+        if (!readers[key].count(passes.front())) {
+          r.cache.emplace(key, types[key]);
+          r.prefetch.emplace(key, load);
+        }
     if (keep_spills)
       for (size_t li : passes)
         for (const auto& sp : k_.loops[li].spills)
@@ -1113,6 +1152,24 @@ class CudaKernelPrinter {
     std::vector<sym::Expr> head = k_.inner;
     head.back() = base;
     const std::string i2 = ind + "  ", i3 = ind + "    ", i4 = ind + "      ";
+    if (!residency.prefetch.empty()) {
+      os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";
+      os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
+          << it_ << "(threadIdx.x);\n";
+      os_ << i2 << "if (ig_c < " << nvec << ") {\n";
+      os_ << i3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
+      print_unravel(head, k_.inner_sizes, "ig_e0", i3);
+      for (const auto& [key, load] : residency.prefetch) {
+        const std::string type = vec_type(load.first, width), name = vec_->cache.at(key);
+        os_ << i3 << "{\n" << i4 << "const " << type << " ig_pf = *reinterpret_cast<const " << type
+            << "*>(" << ptr_name(p_.buffers[size_t(load.first)]) << " + ("
+            << sz_.expr(sym::subs(load.second, {{v, base}})) << "));\n";
+        os_ << "#pragma unroll\n" << i4 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) "
+            << name << "[ig_k][ig_j] = ig_pf.v[ig_j];\n" << i3 << "}\n";
+        vec_->cached.insert(key);
+      }
+      os_ << i2 << "}\n" << ind << "}\n";
+    }
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
       if (!l.inner) {
@@ -1149,6 +1206,7 @@ class CudaKernelPrinter {
   const Program& p_;
   const Kernel& k_;
   std::string symbol_;
+  const CompilerOptions& options_;
   std::vector<int> base_;
   std::map<std::pair<size_t, int>, std::string> recomputed_;  // in the loop being printed
   SizeParams sz_;
@@ -1164,7 +1222,9 @@ std::string sym_helpers() {
   return s;
 }
 
-CudaProgramCode print_program(const Program& p, const std::string& tag, bool generic, bool lift) {
+CudaProgramCode print_program(const Program& p, const std::string& tag,
+                              const CompilerOptions& options, bool lift) {
+  const bool generic = options.size_generic;
   Text os;
   os << "// Generated by ignis's compiler (src/ignis/compiler/codegen_cuda.cpp).\n"
      << cuda::eager_prelude() << cuda::device_scalar_ops_source() << sym_helpers() << kHelpers
@@ -1172,7 +1232,7 @@ CudaProgramCode print_program(const Program& p, const std::string& tag, bool gen
   CudaProgramCode code;
   for (const Kernel& k : p.kernels)
     code.kernels.push_back(
-        CudaKernelPrinter(os, p, k, tag.empty() ? k.name : k.name + "_" + tag, generic, lift)
+        CudaKernelPrinter(os, p, k, tag.empty() ? k.name : k.name + "_" + tag, options, lift)
             .print());
   code.source = os.str();
   return code;
@@ -1193,10 +1253,9 @@ CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options, 
   // text is the same for every size it serves, and so are its symbols.
   // (The tag is the lifted text's, so that printing with the values in
   // place keeps the symbols.)
-  const bool generic = options.size_generic;
   const std::string tag =
-      runtime::sha256_hex(print_program(p, "", generic, true).source).substr(0, 12);
-  return print_program(p, tag, generic, lift);
+      runtime::sha256_hex(print_program(p, "", options, true).source).substr(0, 12);
+  return print_program(p, tag, options, lift);
 }
 
 }  // namespace ignis::compiler

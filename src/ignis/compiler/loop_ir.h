@@ -197,6 +197,13 @@ struct CompilerOptions {
   // each kernel's parameter array (Note [Size-generic code],
   // size_params.h; config.size_generic).
   bool size_generic = false;
+  // GPU row kernels whose row fits in registers: the vectors of a row each
+  // thread aims to hold (config.cuda.row_vectors_per_thread; the block is
+  // the row's vectors over this, rounded up to a warp), and whether the
+  // loads only a later pass reads are issued with the first pass's
+  // (config.cuda.row_prefetch; Note [Vectors and registers on the GPU]).
+  int64_t cuda_row_vectors = 4;
+  bool cuda_row_prefetch = true;
 
   // reduction_lanes, 0 resolved to the running CPU's float vector width:
   // 16 with AVX-512, 8 with AVX2 (4 at least). Eager's vectorised

@@ -5,7 +5,8 @@
 //   .schedule
 //   CompiledGraph._enable_cudagraphs(name): later calls go through a CUDA
 //   graph runner (mode="reduce-overhead"); .cudagraph_stats (None without)
-//   _generate_graph_code(graph, device=None) -> (program text, source, [CUDA kernel symbols])
+//   _generate_graph_code(graph, device=None, options=None) -> (program text, source,
+//       [CUDA kernel symbols]); options as _compile_graph's
 //   _generate_size_generic_code(graph, device=None, lift=True)
 //     -> (source, [[parameter values] per kernel])
 #include "ignis/compiler/codegen_cuda.h"
@@ -196,6 +197,53 @@ PyGetSetDef cg_getset[] = {
 
 PyTypeObject* cg_type = nullptr;
 
+// config.compiler_options()'s dict into `options` (_compile_graph's and
+// _generate_graph_code's third argument); an unknown name or a value out of
+// range is an error naming it.
+void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
+  IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
+  compiler::CompilerOptions& o = options.compiler;
+  int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000, size_generic = 0,
+          row_prefetch = o.cuda_row_prefetch;
+  const std::pair<const char*, int64_t*> fields[] = {
+      {"max_autotune", &max_autotune},
+      {"size_generic", &size_generic},
+      {"fx_graph_cache", &fx_graph_cache},
+      {"compile_progress_ms", &progress_ms},
+      {"realize_opcount_threshold", &o.realize_opcount_threshold},
+      {"realize_reads_threshold", &o.realize_reads_threshold},
+      {"max_fusion_size", &o.max_fusion_size},
+      {"min_parallel_elements", &o.min_parallel_elements},
+      {"threads", &o.threads},
+      {"reduction_lanes", &o.reduction_lanes},
+      {"cuda_row_vectors", &o.cuda_row_vectors},
+      {"cuda_row_prefetch", &row_prefetch},
+  };
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(knobs, &pos, &k, &v)) {
+    IGNIS_CHECK_TYPE(PyUnicode_Check(k), "_compile_graph: option names must be str");
+    std::string name = PyUnicode_AsUTF8(k);
+    int64_t* field = nullptr;
+    for (const auto& [n, f] : fields)
+      if (name == n) field = f;
+    IGNIS_CHECK_VALUE(field != nullptr, "_compile_graph: unknown option '", name, "'");
+    IGNIS_CHECK_TYPE(PyLong_Check(v), "_compile_graph: option ", name, " must be an int");
+    *field = PyLong_AsLongLong(v);
+  }
+  options.autotune = max_autotune != 0;
+  o.size_generic = size_generic != 0;
+  o.cuda_row_prefetch = row_prefetch != 0;
+  IGNIS_CHECK_VALUE(o.cuda_row_vectors >= 1 && o.cuda_row_vectors <= 8,
+                    "config.cuda.row_vectors_per_thread must be 1 to 8, got ", o.cuda_row_vectors);
+  options.graph_cache = fx_graph_cache != 0;
+  options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
+  IGNIS_CHECK_VALUE(o.reduction_lanes >= 0 && o.max_fusion_size >= 1 && o.threads >= 0 &&
+                        o.min_parallel_elements >= 0,
+                    "_compile_graph: max_fusion_size must be >= 1, reduction_lanes (0: the "
+                    "CPU's), threads and min_parallel_elements >= 0");
+}
+
 PyObject* f_compile_graph(PyObject*, PyObject* args) {
   IGNIS_PY_BEGIN
   PyObject* graph;
@@ -215,43 +263,7 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
       options.constants[PyUnicode_AsUTF8(k)] = unwrap(v);
     }
   }
-  if (knobs != Py_None) {
-    IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
-    compiler::CompilerOptions& o = options.compiler;
-    int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000, size_generic = 0;
-    const std::pair<const char*, int64_t*> fields[] = {
-        {"max_autotune", &max_autotune},
-        {"size_generic", &size_generic},
-        {"fx_graph_cache", &fx_graph_cache},
-        {"compile_progress_ms", &progress_ms},
-        {"realize_opcount_threshold", &o.realize_opcount_threshold},
-        {"realize_reads_threshold", &o.realize_reads_threshold},
-        {"max_fusion_size", &o.max_fusion_size},
-        {"min_parallel_elements", &o.min_parallel_elements},
-        {"threads", &o.threads},
-        {"reduction_lanes", &o.reduction_lanes},
-    };
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(knobs, &pos, &k, &v)) {
-      IGNIS_CHECK_TYPE(PyUnicode_Check(k), "_compile_graph: option names must be str");
-      std::string name = PyUnicode_AsUTF8(k);
-      int64_t* field = nullptr;
-      for (const auto& [n, f] : fields)
-        if (name == n) field = f;
-      IGNIS_CHECK_VALUE(field != nullptr, "_compile_graph: unknown option '", name, "'");
-      IGNIS_CHECK_TYPE(PyLong_Check(v), "_compile_graph: option ", name, " must be an int");
-      *field = PyLong_AsLongLong(v);
-    }
-    options.autotune = max_autotune != 0;
-    o.size_generic = size_generic != 0;
-    options.graph_cache = fx_graph_cache != 0;
-    options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
-    IGNIS_CHECK_VALUE(o.reduction_lanes >= 0 && o.max_fusion_size >= 1 && o.threads >= 0 &&
-                          o.min_parallel_elements >= 0,
-                      "_compile_graph: max_fusion_size must be >= 1, reduction_lanes (0: the "
-                      "CPU's), threads and min_parallel_elements >= 0");
-  }
+  if (knobs != Py_None) parse_knobs(knobs, options);
   auto cg = std::make_unique<compiler::CompiledGraph>(*g, std::move(options));
   PyObject* o = cg_type->tp_alloc(cg_type, 0);
   if (!o) return nullptr;
@@ -291,7 +303,10 @@ PyObject* f_generate_graph_code(PyObject*, PyObject* args) {
   IGNIS_PY_BEGIN
   PyObject* graph;
   const char* device = nullptr;
-  if (!PyArg_ParseTuple(args, "O|z", &graph, &device)) return nullptr;
+  PyObject* knobs = Py_None;
+  if (!PyArg_ParseTuple(args, "O|zO", &graph, &device, &knobs)) return nullptr;
+  compiler::CompileGraphOptions options;
+  if (knobs != Py_None) parse_knobs(knobs, options);
   graph::Graph* g = graph_ptr(graph);
   IGNIS_CHECK_TYPE(g != nullptr, "_generate_graph_code: expected an ignis.fx.Graph, got ",
                    Py_TYPE(graph)->tp_name);
@@ -302,13 +317,13 @@ PyObject* f_generate_graph_code(PyObject*, PyObject* args) {
                       device);
     retarget.emplace(*g, Device(DeviceType::CUDA, d.index < 0 ? 0 : d.index));
   }
-  compiler::Program p = compiler::lower(*g);
+  compiler::Program p = compiler::lower(*g, options.compiler);
   retarget.reset();
   std::string source;
   PyObject* symbols = PyList_New(0);
   if (!symbols) return nullptr;
   if (p.device.is_cuda()) {
-    compiler::CudaProgramCode code = compiler::generate_cuda(p);
+    compiler::CudaProgramCode code = compiler::generate_cuda(p, options.compiler);
     source = std::move(code.source);
     for (const compiler::CudaKernel& k : code.kernels) {
       PyObject* s = PyUnicode_FromString(k.symbol.c_str());
@@ -320,7 +335,7 @@ PyObject* f_generate_graph_code(PyObject*, PyObject* args) {
       Py_DECREF(s);
     }
   } else {
-    source = compiler::generate_cpp(p);
+    source = compiler::generate_cpp(p, options.compiler);
   }
   return Py_BuildValue("(ssN)", compiler::to_string(p).c_str(), source.c_str(), symbols);
   IGNIS_PY_END(nullptr)
