@@ -1,5 +1,8 @@
 """The compiler (backend "inductor"): fused pointwise kernels plus extern
 calls, against eager."""
+
+import re
+
 import numpy as np
 import pytest
 
@@ -618,6 +621,26 @@ def test_layer_norm_of_a_residual_sum_reads_it_back_from_the_row_scratch():
     assert c.kernel_count == 1
     assert "scratch0[inner] = " in c.program and "= scratch0[inner]" in c.program
     close(c(*xs)[0], F.layer_norm(xs[0] + xs[1] + xs[2], (64,)), atol=1e-5)
+
+
+def test_a_realized_value_read_by_later_passes_of_its_kernel_is_never_stored():
+    # layer_norm of x + a + b + c: x - mean reads four buffers, more than
+    # realize_reads_threshold, so lowering realizes it; its readers (the
+    # variance's pass and the normalising one) are in its own kernel, which
+    # spills it to the row scratch instead of writing a float32 buffer of the
+    # whole input and reading it back.
+    xs = [ignis.randn(8, 64) for _ in range(4)]
+    w, b = ignis.randn(64), ignis.randn(64)
+
+    def f(x, a, c, d, w, b):
+        return F.layer_norm(x + a + c + d, (64,), w, b)
+    compiled = _program(f, *xs, w, b)
+    assert compiled.kernel_count == 1, compiled.program
+    computed = [line for line in compiled.program.splitlines()
+                if re.match(r"buf\d+: .* computed$", line)]
+    assert len(computed) == 1, compiled.program  # the output alone
+    assert "= scratch" in compiled.program, compiled.program
+    close(compiled(*xs, w, b)[0], f(*xs, w, b), atol=1e-5)
 
 
 def test_a_scratch_read_by_one_pass_lives_in_the_output_row():

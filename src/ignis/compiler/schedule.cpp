@@ -50,7 +50,8 @@ int BodyBuilder::add(ScalarNode n) {
                     std::to_string(n.index.defined() ? n.index.stable_hash() : 0) + "|" +
                     std::to_string(n.is_int ? n.int_value : 0) + "|" + n.fn + "|" +
                     std::to_string(n.is_int) + "|" + std::to_string(n.acc) + "|" +
-                    std::to_string(n.loop) + "|" + std::to_string(n.node) + "|";
+                    std::to_string(n.loop) + "|" + std::to_string(n.node) + "|" +
+                    std::to_string(n.scratch) + "|";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%a", n.value);
   key += buf;
@@ -498,6 +499,16 @@ class Scheduler {
     vars.insert(vars.end(), k.inner.begin(), k.inner.end());
     Coords c = coords_for(g, loops, vars);
 
+    // Column reductions: the innermost dim of the layout is kept, so the
+    // kernel walks a chunk of columns innermost (contiguous reads and
+    // stores) with one accumulator per column, full values included; no
+    // row scratch (a column kernel re-reads a full value from memory).
+    if (g.has_reduction() && !k.outer.empty() && !k.inner.empty()) {
+      size_t last = g.sizes.size();
+      while (last > 0 && g.sizes[last - 1] == 1) --last;
+      k.columns = last > 0 && !g.reduced[last - 1];
+    }
+
     // Which computed buffers can stay inside the kernel: nobody outside reads them.
     std::unordered_set<int> members;
     for (const Member& m : g.members) members.insert(m.node);
@@ -553,7 +564,26 @@ class Scheduler {
             ref.node = value_of[size_t(pm)];
             return bb.add(std::move(ref));
           }
-          internal.erase(ld.buffer);  // a full value of an earlier loop: re-read from memory
+          // A full value of an earlier pass over the row (a realized
+          // layer_norm's x - mean, read by the variance's pass and the
+          // normalising one): read back from the row scratch that pass
+          // writes, when nothing outside the kernel needs the buffer; else
+          // stored, and re-read from memory.
+          const int pl = loop_of[size_t(pm)], pv = value_of[size_t(pm)];
+          if (!k.columns && internal.count(ld.buffer) && k.loops[size_t(loop_index)].inner &&
+              k.loops[size_t(pl)].inner && builders[size_t(pl)].body[size_t(pv)].dtype == ld.dtype) {
+            int s = -1;
+            for (const auto& [node, scratch] : k.loops[size_t(pl)].spills)
+              if (node == pv) s = scratch;
+            if (s < 0) {
+              s = int(k.scratch.size());
+              k.scratch.push_back(ld.dtype);
+              k.loops[size_t(pl)].spills.emplace_back(pv, s);
+            }
+            ref.scratch = s;
+            return bb.add(std::move(ref));
+          }
+          internal.erase(ld.buffer);
           return -1;
         });
       }
@@ -611,14 +641,6 @@ class Scheduler {
     }
     if (!tail.stores.empty()) k.loops.push_back(std::move(tail));
 
-    // Column reductions: the innermost dim of the layout is kept, so the
-    // kernel walks a chunk of columns innermost (contiguous reads and
-    // stores) with one accumulator per column, full values included.
-    if (g.has_reduction() && !k.outer.empty() && !k.inner.empty()) {
-      size_t last = g.sizes.size();
-      while (last > 0 && g.sizes[last - 1] == 1) --last;
-      k.columns = last > 0 && !g.reduced[last - 1];
-    }
     if (!k.columns) {
       spill_recomputed(k);
       home_scratch_in_outputs(k);
