@@ -1131,6 +1131,21 @@ class CudaKernelPrinter {
     return in;
   }
 
+  // The loop over a thread's chunks of a resident row, opened: chunk ig_k is
+  // the row's vector ig_c (when the row has it), its first element ig_e0,
+  // the inner variables `head` unravelled from it (closed by the caller:
+  // two braces).
+  void open_chunk_loop(const std::vector<sym::Expr>& head, int chunks, int64_t nvec, int width,
+                       const std::string& ind) {
+    const std::string i2 = ind + "  ", i3 = ind + "    ";
+    os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";
+    os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
+        << it_ << "(threadIdx.x);\n";
+    os_ << i2 << "if (ig_c < " << nvec << ") {\n";
+    os_ << i3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
+    print_unravel(head, k_.inner_sizes, "ig_e0", i3);
+  }
+
   // The resident row: thread t holds vectors t, t + blockDim.x, ... (chunk
   // ig_k, element ig_j of the vector) in every pass; a load that several
   // passes read is kept in an ig_rc array, a spill in an ig_sp array.
@@ -1153,12 +1168,7 @@ class CudaKernelPrinter {
     head.back() = base;
     const std::string i2 = ind + "  ", i3 = ind + "    ", i4 = ind + "      ";
     if (!residency.prefetch.empty()) {
-      os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";
-      os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
-          << it_ << "(threadIdx.x);\n";
-      os_ << i2 << "if (ig_c < " << nvec << ") {\n";
-      os_ << i3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
-      print_unravel(head, k_.inner_sizes, "ig_e0", i3);
+      open_chunk_loop(head, chunks, nvec, width, ind);
       for (const auto& [key, load] : residency.prefetch) {
         const std::string type = vec_type(load.first, width), name = vec_->cache.at(key);
         os_ << i3 << "{\n" << i4 << "const " << type << " ig_pf = *reinterpret_cast<const " << type
@@ -1180,12 +1190,7 @@ class CudaKernelPrinter {
       print_acc_init(li, ind);
       print_nodes(li, ind, Part::Invariant);
       vec_->filling.clear();
-      os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";
-      os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
-          << it_ << "(threadIdx.x);\n";
-      os_ << i2 << "if (ig_c < " << nvec << ") {\n";
-      os_ << i3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
-      print_unravel(head, k_.inner_sizes, "ig_e0", i3);
+      open_chunk_loop(head, chunks, nvec, width, ind);
       print_vector_accesses(li, v, base, width, i3);
       os_ << "#pragma unroll\n" << i3 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
       os_ << i4 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
