@@ -77,3 +77,6 @@ PYTHONPATH=python python3 bench/gpu_attention.py --lengths 512,2048 \
 PYTHONPATH=python python3 bench/gpu_attention.py --lengths 2048 --head-dim 128 \
   --variant IGNIS_CUDA_FLASH_SM90=0 2>&1 \
   | tee "$OUT/gpu_attention_d128.log"
+# Compiled row kernels under config.cuda's knobs beside torch.compile (docs/compiler.md,
+# "Vectors, registers and columns").
+PYTHONPATH=python python3 bench/gpu_rows.py --peer 2>&1 | tee "$OUT/gpu_rows.log"
