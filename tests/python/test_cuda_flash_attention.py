@@ -464,12 +464,12 @@ def _kernels_a_fresh_process_asks_for(script, tmp_path, prefix, args=(), **env):
     """Runs `script` in a new Python process (this directory, `env` added) and
     returns the names of the kernels starting with `prefix` it asked for:
     $IGNIS_CUDA_DUMP_SOURCES receives each one's source (read once a process,
-    as the switches the scripts set). The Hopper kernels' switches are the
+    as the switches the scripts set). The Hopper kernels' switch is the
     caller's alone: not inherited from this process."""
     import subprocess
     import sys
     tmp_path.mkdir(parents=True, exist_ok=True)
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("IGNIS_CUDA_FLASH_SM90")}
+    inherited = {k: v for k, v in os.environ.items() if k != "IGNIS_CUDA_FLASH_SM90"}
     env = dict(inherited, IGNIS_CUDA_DUMP_SOURCES=str(tmp_path / "src"),
                IGNIS_CACHE_DIR=str(tmp_path / "cache"), **env)
     subprocess.run([sys.executable, "-c", script, *args], check=True, env=env,

@@ -211,11 +211,14 @@ AccessForm access_form(sym::Expr index, sym::Expr v) {
 // the block may use (65536 a multiprocessor over the block's threads, less
 // kRegisterReserve for the pass's own values); when it does not, the spills
 // are recomputed from the held loads (a 50304-wide bfloat16 softmax at 1024
-// threads), and when the loads alone do not fit, the row streams. A longer
-// row, misaligned pointers, or a block
-// too small to hold the row (the fake driver's one-thread blocks) take the
-// streaming path: each pass reads the row again (Note [Scratch rows on the
-// GPU]).
+// threads), and when the loads alone do not fit, the row streams. Loads
+// that only a later pass reads (layer_norm's weight and bias) are issued
+// before the first pass when the kernel runs a round or two of blocks
+// (row_waves: there the rows' latency is the kernel's time; in longer
+// kernels their registers would cost occupancy). A longer row, misaligned
+// pointers, or a block too small to hold the row (the fake driver's
+// one-thread blocks) take the streaming path: each pass reads the row again
+// (Note [Scratch rows on the GPU]).
 constexpr int kMaxRowChunks = 8;
 constexpr int kMaxBlockThreads = 1024;
 
@@ -230,7 +233,8 @@ constexpr int kMaxBlockThreads = 1024;
 // exp costs less than a second trip to memory.
 class CudaKernelPrinter {
  public:
-  // generic, lift: as SizeParams's (Note [Size-generic code]).
+  // options: the compiler's (size_generic, config.cuda's row knobs); lift:
+  // as SizeParams's (Note [Size-generic code]).
   CudaKernelPrinter(Text& os, const Program& p, const Kernel& k, std::string symbol,
                     const CompilerOptions& options, bool lift = true)
       : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), options_(options),
@@ -897,8 +901,8 @@ class CudaKernelPrinter {
       // default: enough loads in flight, few registers), the block a whole
       // number of warps.
       const int64_t per_thread = std::max<int64_t>(1, options_.cuda_row_vectors);
-      const int threads = int(std::min<int64_t>(
-          kMaxBlockThreads, std::max<int64_t>(32, (nvec + per_thread - 1) / per_thread + 31) / 32 * 32));
+      const int64_t warps = ((nvec + per_thread - 1) / per_thread + 31) / 32;
+      const int threads = int(std::min<int64_t>(kMaxBlockThreads, 32 * std::max<int64_t>(1, warps)));
       chunks = int((nvec + threads - 1) / threads);
       if (chunks > kMaxRowChunks) chunks = 0;
       // What the row keeps must fit the registers a thread of a block this
@@ -1044,7 +1048,7 @@ class CudaKernelPrinter {
   Residency plan_residency(const std::vector<size_t>& passes, bool keep_spills, bool prefetch,
                            const sym::Expr& v) const {
     Residency r;
-    std::map<std::string, std::pair<int, sym::Expr>> loads;  // read-only unit loads
+    std::map<std::string, std::pair<int, sym::Expr>> loads;  // read-only unit loads (prefetch)
     std::set<int> written;
     for (const Loop& l : k_.loops)
       for (const Store& st : l.stores) written.insert(st.buffer);
@@ -1061,7 +1065,8 @@ class CudaKernelPrinter {
         const std::string key = access_key(s.buffer, s.index);
         readers[key].insert(reader);
         types[key] = s.dtype;
-        if (reader == li && access_form(s.index, v).unit) loads.emplace(key, std::make_pair(s.buffer, s.index));
+        if (prefetch && reader == li && access_form(s.index, v).unit)
+          loads.emplace(key, std::make_pair(s.buffer, s.index));
       }
     };
     for (size_t li : passes) read_loads(li, li, row_invariant_nodes(k_, li), nullptr);
@@ -1102,7 +1107,7 @@ class CudaKernelPrinter {
     // A vector load that the first pass does not read (layer_norm's weight
     // and bias, read by the last pass after two reductions) is issued
     // before the first pass, so its latency overlaps the row's.
-    if (prefetch && !passes.empty())
+    if (!passes.empty())
       for (const auto& [key, load] : loads)
         if (!readers[key].count(passes.front())) {
           r.cache.emplace(key, types[key]);

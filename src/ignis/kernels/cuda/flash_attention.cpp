@@ -1046,35 +1046,29 @@ void launch(CUfunction f, int64_t blocks, unsigned threads, FlashParams& p, int 
                           static_cast<unsigned>(shared_bytes), stream.handle, a, nullptr));
 }
 
-// Whether environment variable `name` is set to `value`.
-bool env_is(const char* name, const char* value) {
-  const char* e = std::getenv(name);
-  return e && std::string(e) == value;
-}
-
 // Whether the Hopper kernels (flash_attention_sm90.h) may run at all:
 // $IGNIS_CUDA_FLASH_SM90=0 keeps a compute capability 9.0 GPU on the mma.sync
 // kernels (read once a process), to compare the two or to step around a
 // suspected fault in the Hopper ones.
 bool sm90_kernels_allowed() {
-  static const bool on = !env_is("IGNIS_CUDA_FLASH_SM90", "0");
+  static const bool on = [] {
+    const char* e = std::getenv("IGNIS_CUDA_FLASH_SM90");
+    return !(e && std::string(e) == "0");
+  }();
   return on;
 }
 
-// Whether the Hopper forward takes the call: a compute capability 9.0 GPU and
-// 16-byte aligned rows of q, k and v (its tiles load by cp.async alone); an
-// attn_mask in any layout (ig_fa_stage_mask copies what cp.async cannot).
-bool use_sm90_forward(int device, const FlashParams& p) {
+// Whether the Hopper kernels take the call, forward and backward: a compute
+// capability 9.0 GPU and 16-byte aligned rows of q, k, v (and grad_out in
+// the backward: p.vec covers it there), head tiles 64 and 128, an attn_mask
+// in any layout (ig_fa_stage_mask copies what cp.async cannot). On the H200
+// forward + backward took 0.58-0.76x the time with the mma.sync backward at
+// head tile 64 and 0.56-0.64x at 128 (docs/benchmarks.md, "Eighth run" and
+// "Ninth run").
+bool use_sm90(int device, const FlashParams& p) {
   const DeviceProperties& props = device_properties(device);
   return props.major == 9 && props.minor == 0 && p.vec && sm90_kernels_allowed();
 }
-
-// The Hopper backward: aligned rows of q, k, v and grad_out (p.vec covers
-// grad_out here), an attn_mask in any layout, head tiles 64 and 128. On the
-// H200 forward + backward took 0.58-0.76x the time with the mma.sync backward
-// at head tile 64 and 0.56-0.64x at 128 (docs/benchmarks.md, "Eighth run" and
-// "Ninth run").
-bool use_sm90_backward(int device, const FlashParams& p) { return use_sm90_forward(device, p); }
 
 }  // namespace
 
@@ -1112,7 +1106,7 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   p.lse = lse.data<float>();
   set_mask(p, mask, q.dtype());
   const int kd = head_tile(p.D);
-  if (use_sm90_forward(device, p)) {
+  if (use_sm90(device, p)) {
     const int64_t nqb = (p.L + kFlashSm90Rows - 1) / kFlashSm90Rows;
     launch(function_for(device, "fwd_sm90", q.dtype(), kd, p.mkind), nqb * p.batch,
            kFlashSm90Threads, p, device, flash_forward_sm90_shared_bytes(kd, p.mkind));
@@ -1157,7 +1151,7 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
     fill_tensor(dq_acc, Scalar(0.0));
   }
   const int kd = head_tile(p.D);
-  if (use_sm90_backward(device, p)) {
+  if (use_sm90(device, p)) {
     const int64_t nkb = (p.S + kFlashSm90BackwardKeys - 1) / kFlashSm90BackwardKeys;
     launch(function_for(device, "bwd_sm90", q.dtype(), kd, p.mkind), nkb * p.batch,
            kFlashSm90Threads, p, device, flash_backward_sm90_shared_bytes(kd, p.mkind));

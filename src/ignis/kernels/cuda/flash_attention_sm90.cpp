@@ -618,12 +618,13 @@ __device__ __forceinline__ void ig_flash_bwd_sm90(const IgFlashParams& p) {
       else IgWgmma<T>::rs_n128(dk, sa[kk], qD + MN_LBO + 128 * kk);
     }
     ig_fa90_commit();
-    // dq = ds k over all 128 keys, warpgroup wg taking columns 32 wg.. (so
+    // dq = ds k over all 128 keys, warpgroup wg taking columns CW wg.. (so
     // each dq element gets one atomic add a block, not one a warpgroup), once
     // both ds^T tiles are in shared memory (written by the generic proxy:
     // fence, then the block meets). k-step kk is keys 16 kk..: ds^T's two
     // tiles sit one after the other, 2048 bytes a k-step, as do k's rows; the
-    // columns start 64 bytes into k's swizzled rows.
+    // columns start 64 bytes into k's swizzled rows at head tile 64, at its
+    // second atom at 128.
     ig_fa90_proxy_fence();
     __syncthreads();
     float dq[CW / 2];
@@ -687,13 +688,20 @@ const std::string& flash_sm90_templates() {
   return text;
 }
 
+namespace {
+// Bytes between the rows of a staged attn_mask tile of `keys` columns (the
+// kernels' MP: one or two bytes a key for mask kind 1 or 2, and 16 of
+// padding so that rows' pairs spread over the banks); 0 without a mask.
+int mask_row_pitch(int keys, int mask) { return mask == 0 ? 0 : keys * mask + 16; }
+}  // namespace
+
 // The backward's tiles (its comment above: 82 KiB at head tile 64, 146 at
 // 128), with an attn_mask its 2 stages of 64 rows (18 or 34 KiB), and 1024
 // bytes of slack to align them to the swizzle's 1024-byte groups (dynamic
 // shared memory starts 16-byte aligned).
 int flash_backward_sm90_shared_bytes(int kd, int mask) {
   const int atoms = kd / 64, key_tile = 128 * 128 * atoms, query_tile = 64 * 128 * atoms;
-  const int mask_tiles = mask == 0 ? 0 : 2 * 64 * (128 * mask + 16);
+  const int mask_tiles = 2 * 64 * mask_row_pitch(128, mask);
   return 1024 + 2 * key_tile + 4 * query_tile + 2 * 64 * 128 + 4 * 64 * 4 + mask_tiles;
 }
 
@@ -704,7 +712,7 @@ int flash_backward_sm90_shared_bytes(int kd, int mask) {
 // (bool, the input's dtype), 133 or 149 KiB at 128 (one block an SM).
 int flash_forward_sm90_shared_bytes(int kd, int mask) {
   const int bn = kd == 64 && mask == 0 ? 128 : 64;
-  const int mask_tiles = mask == 0 ? 0 : 2 * 128 * (bn * mask + 16);
+  const int mask_tiles = 2 * 128 * mask_row_pitch(bn, mask);
   return 1024 + (128 + 5 * bn) * 128 * (kd / 64) + mask_tiles;
 }
 

@@ -1,9 +1,9 @@
 // The Hopper (sm_90a) flash-attention kernels: warpgroup MMAs (wgmma) on
 // 128-byte-swizzled shared tiles. flash_attention.cpp uses the forward on
-// compute capability 9.0 (head tiles 64 and 128, with or without an
-// attn_mask) and the backward at head tile 64, for q, k, v (and
-// grad_out) of 16-byte aligned rows ($IGNIS_CUDA_FLASH_SM90=0 turns both
-// off); every other call keeps the mma.sync kernels.
+// compute capability 9.0 forward and backward (head tiles 64 and 128, with
+// or without an attn_mask) for q, k, v (and grad_out) of 16-byte aligned
+// rows ($IGNIS_CUDA_FLASH_SM90=0 turns them off); every other call keeps
+// the mma.sync kernels.
 // flash_attention_sm90.cpp's Note explains the layout and the pipeline.
 #pragma once
 
