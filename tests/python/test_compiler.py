@@ -667,6 +667,51 @@ def test_a_scratch_read_by_one_pass_lives_in_the_output_row():
     close(c(x)[0], ignis.softmax(x, -1).to(ignis.float64))
 
 
+def test_wide_rows_prefetch_the_next_row():
+    """Note [Next-row prefetch]: a row kernel over rows of 16 to 64 KiB
+    prefetches the next row's first-pass loads from its first later
+    reducing pass, into L2; narrower or wider rows, and row_prefetch=False,
+    do not; the values are eager's in every case (tails, the last row,
+    several outer dims, 16-bit floats, size-generic code)."""
+    from ignis._inductor import config
+
+    def code(fn, *args, atol=2e-6, **knobs):
+        with config.patch(**knobs):
+            c = _program(fn, *args)
+            close(c(*args)[0].float(), fn(*args).float(), atol=atol)
+            return c.generated_code
+
+    softmax = lambda x: ignis.softmax(x, -1)  # noqa: E731
+    src = code(softmax, ignis.randn(4, 4096))
+    pf = "__builtin_prefetch(in_arg0_1 + (r0 + 4096*x0 + 4096), 0, 1);"
+    assert src.count("__builtin_prefetch") == 1 and pf in src, src
+    # in the exp-and-sum pass: after the max's fold, before the sum's
+    assert src.index("nan0 |=") < src.index(pf) < src.index("float acc1 = acc1_lanes[0]"), src
+    assert "if (x0 + 1 < 4)" in src, src
+    assert "__builtin_prefetch" not in code(softmax, ignis.randn(4, 1024))
+    assert "__builtin_prefetch" not in code(softmax, ignis.randn(2, 32768))
+    assert "__builtin_prefetch" not in code(softmax, ignis.randn(4, 4096),
+                                            **{"cpp.row_prefetch": False})
+    # no later pass that reduces: the storing pass alone (where it gained nothing)
+    assert "__builtin_prefetch" not in code(lambda x: x / x.sum(-1, keepdim=True),
+                                            ignis.rand(3, 6000) + 0.5)
+    for fn, args, atol in [
+        (softmax, (ignis.randn(7, 5000),), 2e-6),  # a tail block
+        (lambda x, w, b: F.layer_norm(x, (4100,), w, b),
+         (ignis.randn(3, 5, 4100), ignis.randn(4100), ignis.randn(4100)), 2e-5),  # two outer dims
+        # 18 KiB of bfloat16 (one rounding of the float result: 2^-5 at 8-16)
+        (lambda x: ignis.log_softmax(x, -1), (ignis.randn(5, 9000).to(ignis.bfloat16),), 0.07),
+    ]:
+        assert "__builtin_prefetch" in code(fn, *args, atol=atol), fn
+    # size-generic code prefetches through the parameters, for any size
+    with config.patch(size_generic=True):
+        for rows in (3, 6):
+            x = ignis.randn(rows, 4096)
+            c = _program(softmax, x)
+            assert "__builtin_prefetch" in c.generated_code
+            close(c(x)[0], softmax(x))
+
+
 def test_contiguous_after_a_transpose_allocates_no_dead_empty():
     x = ignis.randn(2, 3, 4, 5)
     c = _program(lambda x: x.transpose(1, 2).contiguous() * 2, x)

@@ -63,6 +63,10 @@ class cpp:  # noqa: N801  (torch's spelling: config.cpp.threads)
     # float vector width (16 with AVX-512, 8 with AVX2), the lanes eager's
     # vectorised reductions keep, so that compiled and eager round alike.
     reduction_lanes = 0
+    # Row kernels (softmax, layer_norm): a later pass over the row, while it
+    # computes, prefetches the next row's first-pass loads from memory
+    # (docs/compiler.md, "Next-row prefetch").
+    row_prefetch = True
 
 
 class triton:  # noqa: N801  (torch's spelling: config.triton.cudagraphs)
@@ -164,6 +168,7 @@ def compiler_options(size_generic_graph=None):
         "reduction_lanes": int(cpp.reduction_lanes),
         "cuda_row_vectors": int(cuda.row_vectors_per_thread),
         "cuda_row_prefetch": int(bool(cuda.row_prefetch)),
+        "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),
         "fx_graph_cache": int(bool(fx_graph_cache)),

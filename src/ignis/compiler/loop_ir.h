@@ -204,6 +204,9 @@ struct CompilerOptions {
   // (config.cuda.row_prefetch; Note [Vectors and registers on the GPU]).
   int64_t cuda_row_vectors = 4;
   bool cuda_row_prefetch = true;
+  // CPU row kernels: a later pass prefetches the next row's first-pass
+  // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
+  bool cpu_row_prefetch = true;
 
   // reduction_lanes, 0 resolved to the running CPU's float vector width:
   // 16 with AVX-512, 8 with AVX2 (4 at least). Eager's vectorised
