@@ -712,6 +712,54 @@ def test_wide_rows_prefetch_the_next_row():
             close(c(x)[0], softmax(x))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_pow_to_a_known_exponent_is_arithmetic_in_eager_and_compiled(dtype):
+    """Note [pow's shortcuts]: pow(x, e) for e in {1, 2, 3, 0.5, -0.5, -1,
+    -2} is x, x*x, x*x*x, sqrt, 1/sqrt, 1/x, 1/(x*x) -- in eager (a 0-dim
+    CPU exponent) and in compiled code (a constant one), so the two agree
+    bit for bit, with torch's eager too, and the fused loop has no pow call
+    (nanoGPT's new_gelu: 0.5 * x * (1 + tanh(c * (x + 0.044715 * pow(x, 3.0)))))."""
+    import math
+    dt = getattr(ignis, dtype)
+    ignis.manual_seed(0)
+    x = (ignis.rand(37, 129) * 4 + 0.25).to(dt)
+    x[0, :3] = ignis.tensor([0.0, float("inf"), float("nan")]).to(dt)
+    for e in (1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 2, 3, -1, -2):
+        c = _program(lambda x: ignis.pow(x, e) * 1.5, x)
+        assert "Pow{}" not in c.generated_code, (e, c.generated_code)
+        want = ignis.pow(x, e) * 1.5
+        if dtype == "bfloat16":  # (fused: pow's value is not rounded to bfloat16 before * 1.5)
+            close(c(x)[0].float(), want.float(), rtol=1e-2)
+        else:
+            np.testing.assert_array_equal(c(x)[0].numpy(), want.numpy(), err_msg=str(e))
+        try:
+            import torch
+        except ImportError:
+            continue
+        # (torch's float32 sqrt is not correctly rounded (Sleef's), numpy's
+        # is; torch rounds a bfloat16 x * x * x to bfloat16 twice, ignis once)
+        tx = torch.from_numpy(x.float().numpy()).to(getattr(torch, dtype))
+        got, ref = ignis.pow(x, e).float().numpy(), torch.pow(tx, e).float().numpy()
+        if dtype == "bfloat16":
+            np.testing.assert_allclose(got, ref, rtol=1e-2, err_msg=str(e))
+        elif e == 0.5:
+            np.testing.assert_array_equal(got, np.sqrt(x.numpy()).astype(np.float32))
+            np.testing.assert_allclose(got, ref, rtol=2e-7)
+        else:
+            np.testing.assert_array_equal(got, ref, err_msg=str(e))
+    # other exponents stay pow (libm), still eager's values
+    c = _program(lambda x: ignis.pow(x, 2.5), x)
+    assert "Pow{}" in c.generated_code
+    close(c(x)[0].float(), ignis.pow(x, 2.5).float(), rtol=1e-6 if dtype != "bfloat16" else 1e-2)
+
+    def new_gelu(x):
+        return 0.5 * x * (1.0 + ignis.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * ignis.pow(x, 3.0))))
+    c = _program(new_gelu, x)
+    assert c.kernel_count == 1 and "Pow{}" not in c.generated_code
+    close(c(x)[0].float(), new_gelu(x).float(), rtol=1e-6 if dtype != "bfloat16" else 1e-2,
+          atol=1e-6 if dtype != "bfloat16" else 1e-2)
+
+
 def test_contiguous_after_a_transpose_allocates_no_dead_empty():
     x = ignis.randn(2, 3, 4, 5)
     c = _program(lambda x: x.transpose(1, 2).contiguous() * 2, x)

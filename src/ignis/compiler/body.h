@@ -34,6 +34,7 @@ class BodyBuilder {
   std::vector<ScalarNode> body;
 
  private:
+  int pow_shortcut(const ScalarNode& n);
   LoadHook on_load_;
   std::unordered_map<std::string, int> seen_;
 };

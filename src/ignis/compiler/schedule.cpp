@@ -30,6 +30,7 @@
 #include "ignis/compiler/body.h"
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/sym/eval.h"
 #include "ignis/sym/index.h"
@@ -40,11 +41,44 @@ namespace ignis::compiler {
 
 using sym::Expr;
 
+// pow of floats to a constant exponent with a shortcut (Note [pow's
+// shortcuts], scalar_ops.h): the arithmetic eager computes it with, or -1.
+int BodyBuilder::pow_shortcut(const ScalarNode& n) {
+  if (n.kind != ScalarKind::Call || n.fn != scalar_ops::Pow::name || n.args.size() != 2 ||
+      !is_floating(n.dtype))
+    return -1;
+  const ScalarNode& e = body[size_t(n.args[1])];
+  if (e.kind != ScalarKind::Constant) return -1;
+  const int x = n.args[0];
+  auto call = [&](const char* fn, std::vector<int> args) {
+    ScalarNode c;
+    c.kind = ScalarKind::Call;
+    c.dtype = n.dtype;
+    c.fn = fn;
+    c.args = std::move(args);
+    return add(std::move(c));
+  };
+  using scalar_ops::PowShortcut;
+  switch (scalar_ops::pow_shortcut(e.is_int ? double(e.int_value) : e.value)) {
+    case PowShortcut::Identity: return x;
+    case PowShortcut::Square: return call(scalar_ops::Square::name, {x});
+    case PowShortcut::Cube: return call(scalar_ops::Mul::name, {call(scalar_ops::Square::name, {x}), x});
+    case PowShortcut::Sqrt: return call(scalar_ops::Sqrt::name, {x});
+    case PowShortcut::Rsqrt: return call(scalar_ops::Rsqrt::name, {x});
+    case PowShortcut::Reciprocal: return call(scalar_ops::Reciprocal::name, {x});
+    case PowShortcut::InverseSquare:
+      return call(scalar_ops::Reciprocal::name, {call(scalar_ops::Square::name, {x})});
+    case PowShortcut::None: break;
+  }
+  return -1;
+}
+
 int BodyBuilder::add(ScalarNode n) {
   if (n.kind == ScalarKind::Load && on_load_) {
     int r = on_load_(*this, n);
     if (r >= 0) return r;
   }
+  if (int r = pow_shortcut(n); r >= 0) return r;
   std::string key = std::to_string(int(n.kind)) + "|" + std::to_string(int(n.dtype)) + "|" +
                     std::to_string(n.buffer) + "|" +
                     std::to_string(n.index.defined() ? n.index.stable_hash() : 0) + "|" +

@@ -223,15 +223,24 @@ void pow_loop(TensorIterator& it) {
     if constexpr (std::is_integral_v<T>) {
       cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::Pow()(a, b); });
     } else {
-      // Common exponents get exact fast paths.
+      // Known exponents: Note [pow's shortcuts] (scalar_ops.h).
       const Tensor& e = it.input(1);
-      if (e.dim() == 0 && e.device().is_cpu()) {
-        double ev = e.item_double();
-        if (ev == 2.0) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return a * a; }); return; }
-        if (ev == 0.5) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return std::sqrt(a); }); return; }
-        if (ev == 1.0) { cpu_kernel<scalar_t, scalar_t>(it, [](T a, T) -> T { return a; }); return; }
+      using scalar_ops::PowShortcut;
+      const PowShortcut s = e.dim() == 0 && e.device().is_cpu()
+                                ? scalar_ops::pow_shortcut(e.item_double())
+                                : PowShortcut::None;
+      auto run = [&](auto f) { cpu_kernel<scalar_t, scalar_t>(it, f); };
+      switch (s) {
+        case PowShortcut::Identity: return run([](T a, T) -> T { return a; });
+        case PowShortcut::Square: return run([](T a, T) -> T { return a * a; });
+        case PowShortcut::Cube: return run([](T a, T) -> T { return a * a * a; });
+        case PowShortcut::Sqrt: return run([](T a, T) -> T { return std::sqrt(a); });
+        case PowShortcut::Rsqrt: return run([](T a, T) -> T { return T(1) / std::sqrt(a); });
+        case PowShortcut::Reciprocal: return run([](T a, T) -> T { return T(1) / a; });
+        case PowShortcut::InverseSquare: return run([](T a, T) -> T { return T(1) / (a * a); });
+        case PowShortcut::None: break;
       }
-      cpu_kernel<scalar_t, scalar_t>(it, [](T a, T b) -> T { return scalar_ops::Pow()(a, b); });
+      run([](T a, T b) -> T { return scalar_ops::Pow()(a, b); });
     }
 }
 
@@ -263,8 +272,13 @@ void pow_cuda(OpCall& c) {
   if (is_floating(dt) && e.dim() == 0 && e.device().is_cpu()) {
     double ev = e.item_double();
     using scalar_ops::Square, scalar_ops::Sqrt;
+    using scalar_ops::Rsqrt, scalar_ops::Reciprocal;
+    // Note [pow's shortcuts]: those with a scalar op of their own (x * x *
+    // x and 1 / (x * x) stay pow's, which the GPU computes at full speed)
     if (ev == 2.0) return cuda_pointwise(c, Square::name, dt, cuda::kFloatDtypes, {}, 1);
     if (ev == 0.5) return cuda_pointwise(c, Sqrt::name, dt, cuda::kFloatDtypes, {}, 1);
+    if (ev == -0.5) return cuda_pointwise(c, Rsqrt::name, dt, cuda::kFloatDtypes, {}, 1);
+    if (ev == -1.0) return cuda_pointwise(c, Reciprocal::name, dt, cuda::kFloatDtypes, {}, 1);
     if (ev == 1.0) {
       copy_tensor(it.output(0), it.input(0));
       return it.finish();
