@@ -185,6 +185,27 @@ def case_data_dependent_while_continues(T):
     return f
 
 
+@case(inputs=xy_grad, grad=True)
+def case_boolean_mask_index(T):
+    # The index's size depends on the data: Dynamo (torch 2.13, default
+    # config) breaks at the subscript into two graphs, and so does ignis
+    # (the frame ran eagerly before); the gradient flows through the break.
+    def f(x, y):
+        h = T.tanh(x * y)
+        m = h > 0.1
+        sel = h[m]
+        return (sel * 2 + 1).sum() / m.sum()
+    return f
+
+
+@case()
+def case_boolean_mask_index_in_an_expression(T):
+    def f(x, y):
+        z = x + y
+        return z[z > 0].sum() * 2 + y.mean()
+    return f
+
+
 # --- unsupported calls ----------------------------------------------------------------------------
 @case()
 def case_unsupported_builtin_os_getpid(T):
@@ -312,6 +333,8 @@ EXPECTED = {
     "break_inside_no_grad": (2, 1),
     "break_then_loop": (1, 1),
     "break_between_loops": (2, 1),
+    "boolean_mask_index": (2, 1),
+    "boolean_mask_index_in_an_expression": (2, 1),
 }
 
 

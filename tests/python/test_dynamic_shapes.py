@@ -548,6 +548,7 @@ def test_the_per_size_compiles_of_a_dynamic_graph_are_bounded(monkeypatch):
     again, a kept one does not; every result is eager's."""
     import ignis._compile as comp
     monkeypatch.setattr(comp, "PER_SIZE_CACHE_LIMIT", 3)
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)  # every size at first sight
     sizes_compiled = []
     with_sizes = comp._with_sizes
 
@@ -566,6 +567,54 @@ def test_the_per_size_compiles_of_a_dynamic_graph_are_bounded(monkeypatch):
     # 4: the static first trace; 5-8 the dynamic graph's sizes; 5 again was
     # evicted (the limit keeps 6, 7, 8), 8 was kept.
     assert sizes_compiled == [(5,), (6,), (7,), (8,), (5,)], sizes_compiled
+
+
+def test_a_size_compiles_on_its_second_call_and_churning_sizes_run_eagerly(monkeypatch):
+    """Note [Compiling a size on its second call] (ignis/_compile.py): a
+    dynamic graph's new size runs the captured graph eagerly on its first
+    call and compiles on its second; after PER_SIZE_CHURN_COMPILES compiles
+    that are seldom reused, new sizes stay eager while compiled ones keep
+    running compiled. Values and gradients are eager's on every path."""
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_CHURN_COMPILES", 3)
+    sizes_compiled = []
+    with_sizes = comp._with_sizes
+
+    def counting(gm, sym_at, values):
+        sizes_compiled.append(tuple(values))
+        return with_sizes(gm, sym_at, values)
+    monkeypatch.setattr(comp, "_with_sizes", counting)
+
+    def f(x, w):
+        return (ignis.tanh(x * w) * 2).sum(0) + x.size(0)
+
+    g = ignis.compile(f, backend="aot_eager")
+    w = ignis.randn(3, requires_grad=True)
+
+    def check(n):
+        x = ignis.randn(n, 3, requires_grad=True)
+        got = g(x, w)
+        got.sum().backward()
+        gx, gw = x.grad.clone(), w.grad.clone()
+        x.grad = None
+        w.grad = None
+        want = f(x, w)
+        want.sum().backward()
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(gx.numpy(), x.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-6)
+        w.grad = None
+
+    # 4: the static trace; 5: the dynamic graph's own size (compiled at once);
+    # 6 eager, then compiled on its second call; 7 eager once; 6 a hit.
+    for n in (4, 5, 6, 6, 7, 6):
+        check(n)
+    assert sizes_compiled == [(5,), (6,)], sizes_compiled
+    # 7 and 8 compile on their second calls (3 compiles, 1 hit: churning);
+    # 9 then stays eager however often it comes; 6 still runs compiled.
+    for n in (7, 8, 8, 9, 9, 9, 6):
+        check(n)
+    assert sizes_compiled == [(5,), (6,), (7,), (8,)], sizes_compiled
 
 
 def test_unique_graphs_counter_counts_as_torchs():

@@ -373,6 +373,16 @@ PyObject* run_exit(const PlanExit& ex, const FrameView& f, ValueStack& st, bool*
       *resumed = true;
       return call_resume(ex.resume, f, st, below, nullptr, locals_at, nloc);
     }
+    case PlanExit::BinarySubscr: {
+      // (a boolean-mask index: its result's size depends on the data)
+      if (!need(2)) return nullptr;
+      PyObject* r = PyObject_GetItem(st[below], st[below + 1]);
+      if (!r) return nullptr;
+      *resumed = true;
+      PyObject* out = call_resume(ex.resume, f, st, below, r, locals_at, nloc);
+      Py_DECREF(r);
+      return out;
+    }
     case PlanExit::RunOriginal:
       break;
   }

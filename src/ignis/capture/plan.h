@@ -57,6 +57,7 @@ struct PlanExit {
     Jump,        // POP_JUMP_IF_*: [stack_below..., cond, locals...]
     StoreAttr,   // STORE_ATTR name: [stack_below..., value, obj, locals...]  (obj.name = value)
     StoreSubscr, // STORE_SUBSCR: [stack_below..., value, container, key, locals...]
+    BinarySubscr,  // BINARY_SUBSCR: [stack_below..., container, key, locals...]; pushes container[key]
     RunOriginal, // no graph, no program: run the frame's own bytecode unchanged
   };
   enum JumpIf : uint8_t { IfTrue, IfFalse, IfNone, IfNotNone };
@@ -70,8 +71,8 @@ struct PlanExit {
   PyObject* name = nullptr;     // StoreAttr attribute name, owned
   JumpIf jump_if = IfTrue;
   // Resume functions (owned): called with (stack..., locals...) where stack is
-  // stack_below plus the call's result for Call/CallEx, stack_below for the
-  // others. For Jump: `resume` is the fall-through path and `resume_jump`
+  // stack_below plus the call's result for Call/CallEx (the item for
+  // BinarySubscr), stack_below for the others. For Jump: `resume` is the fall-through path and `resume_jump`
   // the jump target.
   PyObject* resume = nullptr;
   PyObject* resume_jump = nullptr;

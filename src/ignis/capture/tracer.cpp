@@ -358,7 +358,7 @@ bool breakable(Opc op) {
   switch (op) {
     case Opc::Call: case Opc::CallFunctionEx: case Opc::PopJumpIfFalse: case Opc::PopJumpIfTrue:
     case Opc::PopJumpIfNone: case Opc::PopJumpIfNotNone: case Opc::StoreAttr:
-    case Opc::StoreSubscr:
+    case Opc::StoreSubscr: case Opc::BinarySubscr:
       return true;
     default: return false;
   }
@@ -424,7 +424,7 @@ VTP Tracer::run_frame(TFrame& f) {
     } catch (Unsupported& u) {
       if (&f != root) throw;  // the caller turns it into a restart at its call
       if (u.needs_frame) break_fail_note = "the call needs its own frame";
-      if (may_break && !u.needs_frame) {
+      if (may_break && !u.needs_frame && (in.op != Opc::BinarySubscr || u.data_dependent)) {
         f.pc = pc_before;
         if (finish_break(f, in, snapshot, u.reason)) return nullptr;
       }

@@ -2279,7 +2279,8 @@ bool has_bool_tensor(const VTP& k) {
 
 VTP Tracer::subscr(const VTP& obj, const VTP& key) {
   if (obj->kind == VK::Tensor) {
-    if (has_bool_tensor(key)) throw Unsupported{"indexing with a boolean mask has a data-dependent shape"};
+    if (has_bool_tensor(key))
+      throw Unsupported{"indexing with a boolean mask has a data-dependent shape", false, true};
     return call_graph(operator_fn("getitem"), "", {obj, key}, {});
   }
   Obj k = const_value(key);

@@ -51,6 +51,11 @@ struct Unsupported {
   // sys._getframe()): the plan cannot run it in the frame's place, so there
   // is no graph break here, the frame runs eagerly.
   bool needs_frame = false;
+  // The operation's result has a size that depends on the data (a
+  // boolean-mask index): a BINARY_SUBSCR breaks the graph only for this
+  // reason. Another failure there (an exception the subscript raises while
+  // tracing) runs the frame eagerly, so that it raises at the user's line.
+  bool data_dependent = false;
 };
 // Tracing inside an inlined call broke; the root frame restarts and breaks
 // at the call instruction `offset` instead.

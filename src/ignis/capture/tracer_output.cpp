@@ -565,6 +565,10 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
       operands = 3;
       exit.kind = PlanExit::StoreSubscr;
       break;
+    case Opc::BinarySubscr:
+      operands = 2;
+      exit.kind = PlanExit::BinarySubscr;
+      break;
     default:
       return false;
   }
@@ -658,7 +662,9 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
   spec.code = ci.code;
   spec.target_offset = resume_offset;
   for (int i = 0; i < exit.stack_below; ++i) spec.stack_null.push_back(stack[i]->kind == VK::Null);
-  if (exit.kind == PlanExit::Call || exit.kind == PlanExit::CallEx) spec.stack_null.push_back(false);
+  if (exit.kind == PlanExit::Call || exit.kind == PlanExit::CallEx ||
+      exit.kind == PlanExit::BinarySubscr)
+    spec.stack_null.push_back(false);  // the instruction's result
   spec.live_locals = passed;
   spec.inside_with = in_with;
   exit.resume = make_resume_function(spec, fv.globals, fv.closure);
