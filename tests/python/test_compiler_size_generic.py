@@ -26,6 +26,15 @@ import ignis.nn.functional as F
 from ignis import _inductor
 from ignis._inductor import config, metrics
 
+
+@pytest.fixture(autouse=True)
+def _compile_every_size(monkeypatch):
+    """These tests are about what a size's compile reuses: every size
+    compiles at its first call (not its second, ignis's default: Note
+    [Compiling a size on its second call] in ignis/_compile.py)."""
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)
+
 try:
     import torch
 except ImportError:  # the oracle is optional
@@ -268,6 +277,8 @@ def test_a_new_process_compiles_the_first_size_only(tmp_path):
 import _checkout
 import ignis, ignis.nn.functional as F
 from ignis._inductor import config, metrics
+import ignis._compile
+ignis._compile.PER_SIZE_COMPILE_AFTER = 1
 def f(x, w):
     return F.layer_norm(F.gelu(x @ w), (w.shape[1],)).softmax(-1).sum(0)
 w = ignis.randn(16, 24)
