@@ -158,6 +158,54 @@ def test_compiled_transcendental_matches_torch(name, dtype):
     np.testing.assert_allclose(g[keep], w[keep], rtol=rtol, atol=atol)
 
 
+def _pow_grid():
+    """(x, y) float32 pairs: C99's special cases (+-0, +-inf, NaN, +-1,
+    negative bases to odd, even and non-integer powers, integers past 2^24),
+    then random bases over the exponent range to random powers (results
+    from subnormal to overflow)."""
+    xs = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -8.0, 1e-30,
+          1e30, -1e-30, float(np.finfo(np.float32).smallest_subnormal), 1.0000001, 0.9999999]
+    ys = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, 3.0, -3.0, 0.5, -0.5, 2.5, 1 / 3,
+          5.0, -7.0, 1e10, -1e10, 2.0 ** 24, 2.0 ** 24 + 2, 2.0 ** 23 + 1, 127.5, -149.5]
+    sx, sy = np.meshgrid(np.array(xs, np.float32), np.array(ys, np.float32))
+    rng = np.random.default_rng(5)
+    n = 20000
+    rx = (10.0 ** rng.uniform(-12, 12, n) * np.where(rng.random(n) < 0.2, -1, 1))
+    ry = np.where(rng.random(n) < 0.3, rng.integers(-9, 10, n), rng.uniform(-12, 12, n))
+    x = np.concatenate([sx.ravel(), rx]).astype(np.float32)
+    y = np.concatenate([sy.ravel(), ry]).astype(np.float32)
+    return x, y
+
+
+def test_float_pow_is_libms_and_compiled_equals_eager():
+    """vec_math.h's vpow (pow of float tensors, eager and compiled): C99's
+    special cases exactly, and within an ulp of pow in double rounded to
+    float everywhere -- equal to it nearly everywhere (the correctly rounded
+    result, glibc powf's)."""
+    x, y = _pow_grid()
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+    tx, ty = ignis.from_numpy(x), ignis.from_numpy(y)
+    got = ignis.pow(tx, ty).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    exact = got[ok].view(np.uint32) == want[ok].view(np.uint32)
+    assert exact.mean() > 0.999, exact.mean()
+    np.testing.assert_array_less(np.abs(got[ok].astype(np.float64) - want[ok]),
+                                 np.spacing(np.abs(want[ok])).astype(np.float64) * 1.01 + 1e-45)
+    special = len(x) - 20000
+    np.testing.assert_array_equal(got[:special][ok[:special]].view(np.uint32),
+                                  want[:special][ok[:special]].view(np.uint32))
+    # compiled: the same function, the same bits; in float64 too (libm)
+    assert_same_bits(compiled(ignis.pow)(tx, ty).numpy(), got)
+    dx, dy = tx.double(), ty.double()
+    assert_same_bits(compiled(ignis.pow)(dx, dy).numpy(), ignis.pow(dx, dy).numpy())
+    # 16-bit floats compute in float and round once
+    for dt in ("bfloat16", "float16"):
+        hx, hy = tx.to(getattr(ignis, dt)), ty.to(getattr(ignis, dt))
+        assert_same_bits(to_numpy(compiled(ignis.pow)(hx, hy)), to_numpy(ignis.pow(hx, hy)))
+
+
 # A graph using float32 sin/cos/log/log1p/log2/log10 (and 16-bit floats, which
 # compute in float) compiles to a library that calls no libm function for
 # them; the float64 one still calls libm (vec_math.h's double overloads),
@@ -167,7 +215,7 @@ import _checkout  # noqa: F401  (this checkout's build)
 import ignis
 def f(x):
     return ignis.sin(x) + ignis.cos(x) * ignis.log(x.abs() + 1) - ignis.log1p(x.abs()) \\
-        + ignis.log2(x.abs() + 2) * ignis.log10(x.abs() + 3)
+        + ignis.log2(x.abs() + 2) * ignis.log10(x.abs() + 3) + ignis.pow(x.abs(), x * 0.3)
 for dt in ("float32", "bfloat16", "float16", "float64"):
     ignis.compiler.reset()
     x = ignis.randn(4099).to(getattr(ignis, dt))
@@ -197,13 +245,14 @@ def test_float_transcendentals_call_no_libm(tmp_path):
             "16-bit" if "uint16_t* __restrict__ in_" in src else "float32")
         libs.setdefault(dt, []).append(undefined_symbols(so))
     assert set(libs) == {"float32", "16-bit", "float64"}, libs
-    float_libm = {"sinf", "cosf", "logf", "log1pf", "log2f", "log10f", "expf", "tanhf", "erff"}
+    float_libm = {"sinf", "cosf", "logf", "log1pf", "log2f", "log10f", "expf", "tanhf", "erff",
+                  "powf"}
     for dt in ("float32", "16-bit"):
         for syms in libs[dt]:
             assert not syms & float_libm, (dt, syms & float_libm)
     # (GCC merges sin(x) and cos(x) into one sincos call)
-    assert any("log" in syms and syms & {"sin", "sincos"} for syms in libs["float64"]), \
-        libs["float64"]
+    assert any("log" in syms and "pow" in syms and syms & {"sin", "sincos"}
+               for syms in libs["float64"]), libs["float64"]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

@@ -373,7 +373,7 @@ struct Pow {
   template <typename T>
   IGNIS_ALWAYS_INLINE T operator()(T base, T exp) const {
     if constexpr (!std::is_integral_v<T>) {
-      return std::pow(base, exp);
+      return cpu::vpow(base, exp);
     } else if constexpr (std::is_same_v<T, bool>) {
       return T(std::pow(double(base), double(exp)));
     } else {

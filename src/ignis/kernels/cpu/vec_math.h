@@ -1,6 +1,6 @@
 // Scalar math written so that the compiler can vectorise loops calling it
 // (no branches, no errno, no libm calls): exp, erf, tanh, sin, cos, log,
-// log2, log10 and log1p for float, and the activations built on them. The
+// log2, log10, log1p and pow for float, and the activations built on them. The
 // one implementation of each: eager's CPU loops, the compiler's generated
 // C++ (which includes this header through scalar_ops.h) and tests all call
 // these; the double overloads call libm.
@@ -375,5 +375,67 @@ IGNIS_ALWAYS_INLINE float vlog1p(float x) {
   return x != x ? x : out;
 }
 IGNIS_ALWAYS_INLINE double vlog1p(double x) { return std::log1p(x); }
+
+namespace vec_math_detail {
+// exp(t) for a double t whose result a float holds (|t| below ~104): n =
+// round(t / ln 2) by the 1.5 * 2^52 shift, r = t - n ln 2 with ln 2 in two
+// parts (n ln2_hi exact for |n| < 2^9), exp(r) by Taylor to r^11 on |r| <=
+// 0.35 (error below 2.2e-13 relative), times 2^n built as a normal
+// double. The clamps keep 2^n normal; the caller's float conversion then
+// rounds once, overflowing to inf and into the subnormals as expf would.
+// NaN passes both clamps (each select keeps t when its compare is false).
+IGNIS_ALWAYS_INLINE double exp_for_float(double t) {
+  t = t > 100.0 ? 100.0 : t;
+  t = t < -110.0 ? -110.0 : t;
+  const double shift = 0x1.8p52;
+  const double k = t * 0x1.71547652b82fep+0 + shift;
+  const double n = k - shift;
+  const double r = (t - n * 0x1.62e42fefa3800p-1) - n * 0x1.ef35793c76730p-45;
+  double p = 0x1.ae64567f544e4p-26;
+  p = p * r + 0x1.27e4fb7789f5cp-22;
+  p = p * r + 0x1.71de3a556c734p-19;
+  p = p * r + 0x1.a01a01a01a01ap-16;
+  p = p * r + 0x1.a01a01a01a01ap-13;
+  p = p * r + 0x1.6c16c16c16c17p-10;
+  p = p * r + 0x1.1111111111111p-7;
+  p = p * r + 0x1.5555555555555p-5;
+  p = p * r + 0x1.5555555555555p-3;
+  p = p * r + 0x1.0000000000000p-1;
+  p = p * r * r + r + 1.0;
+  int64_t kb;
+  std::memcpy(&kb, &k, 8);
+  const int64_t scale_bits = ((kb - 0x4338000000000000LL) + 1023) << 52;  // 2^n
+  double scale;
+  std::memcpy(&scale, &scale_bits, 8);
+  return p * scale;
+}
+}  // namespace vec_math_detail
+
+// pow(x, y) for float: |x|^y = exp(y log|x|) in double (log_positive's and
+// exp_for_float's errors, ~1e-11 relative for |y| up to 10^3, vanish in the
+// float rounding except within that distance of a rounding boundary, so
+// nearly every result is the correctly rounded one, glibc powf's), then
+// C99's special cases by selects: a negative finite x to a non-integer y is
+// NaN, an odd integer y keeps x's sign (-0 and -inf included), pow(x, +-0)
+// = 1 and pow(1, y) = 1 for every x and y (NaN included), pow(-1, +-inf) =
+// 1. Branch-free, so a loop calling it vectorises (std::pow kept it scalar).
+IGNIS_ALWAYS_INLINE float vpow(float x, float y) {
+  const float ax = std::fabs(x);
+  const bool finite_positive = ax > 0.0f && ax < INFINITY;
+  double lg = vec_math_detail::log_positive(double(finite_positive ? ax : 1.0f));
+  lg = ax == 0.0f ? -INFINITY : lg;
+  lg = ax == INFINITY ? INFINITY : lg;
+  float out = float(vec_math_detail::exp_for_float(double(y) * lg));
+  const bool y_int = y == std::trunc(y);  // +-inf counts as an even integer
+  const float y_small = std::fabs(y) < 0x1p24f ? y : 0.0f;  // larger floats are even
+  const bool y_odd = y_int && (int32_t(y_small) & 1) != 0;
+  out = std::signbit(x) && y_odd ? -out : out;
+  out = x < 0.0f && x > -INFINITY && !y_int ? NAN : out;
+  out = x != x ? x : out;
+  out = x == 1.0f ? 1.0f : out;
+  out = x == -1.0f && std::fabs(y) == INFINITY ? 1.0f : out;
+  return y == 0.0f ? 1.0f : out;
+}
+IGNIS_ALWAYS_INLINE double vpow(double x, double y) { return std::pow(x, y); }
 
 }  // namespace ignis::cpu

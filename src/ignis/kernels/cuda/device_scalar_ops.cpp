@@ -120,6 +120,8 @@ inline float vlog10(float x) { return ::log10f(x); }
 inline double vlog10(double x) { return ::log10(x); }
 inline float vlog1p(float x) { return ::log1pf(x); }
 inline double vlog1p(double x) { return ::log1p(x); }
+inline float vpow(float x, float y) { return ::powf(x, y); }
+inline double vpow(double x, double y) { return ::pow(x, y); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
 #else
@@ -138,6 +140,7 @@ template <class T> inline T vlog(T x) { return std::log(x); }
 template <class T> inline T vlog2(T x) { return std::log2(x); }
 template <class T> inline T vlog10(T x) { return std::log10(x); }
 template <class T> inline T vlog1p(T x) { return std::log1p(x); }
+template <class T> inline T vpow(T x, T y) { return std::pow(x, y); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
 #endif
