@@ -57,12 +57,12 @@ namespace ignis::scalar_ops {
 IGNIS_UNARY_OP(Neg, "neg", -x)
 IGNIS_UNARY_OP(Abs, "abs", x < T(0) ? T(-x) : x)
 IGNIS_UNARY_OP(Exp, "exp", cpu::vexp(x))
-IGNIS_UNARY_OP(Exp2, "exp2", std::exp2(x))
+IGNIS_UNARY_OP(Exp2, "exp2", cpu::vexp2(x))
 IGNIS_UNARY_OP(Log, "log", cpu::vlog(x))
 IGNIS_UNARY_OP(Log2, "log2", cpu::vlog2(x))
 IGNIS_UNARY_OP(Log10, "log10", cpu::vlog10(x))
 IGNIS_UNARY_OP(Log1p, "log1p", cpu::vlog1p(x))
-IGNIS_UNARY_OP(Expm1, "expm1", std::expm1(x))
+IGNIS_UNARY_OP(Expm1, "expm1", cpu::vexpm1(x))
 IGNIS_UNARY_OP(Sqrt, "sqrt", std::sqrt(x))
 IGNIS_UNARY_OP(Rsqrt, "rsqrt", T(1) / std::sqrt(x))
 IGNIS_UNARY_OP(Sin, "sin", cpu::vsin(x))
@@ -71,8 +71,8 @@ IGNIS_UNARY_OP(Tan, "tan", std::tan(x))
 IGNIS_UNARY_OP(Asin, "asin", std::asin(x))
 IGNIS_UNARY_OP(Acos, "acos", std::acos(x))
 IGNIS_UNARY_OP(Atan, "atan", std::atan(x))
-IGNIS_UNARY_OP(Sinh, "sinh", std::sinh(x))
-IGNIS_UNARY_OP(Cosh, "cosh", std::cosh(x))
+IGNIS_UNARY_OP(Sinh, "sinh", cpu::vsinh(x))
+IGNIS_UNARY_OP(Cosh, "cosh", cpu::vcosh(x))
 IGNIS_UNARY_OP(Tanh, "tanh", cpu::vtanh(x))
 IGNIS_UNARY_OP(Sigmoid, "sigmoid", cpu::sigmoid(x))
 IGNIS_UNARY_OP(Relu, "relu", x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
@@ -134,7 +134,7 @@ struct Elu {
   static constexpr const char* name = "elu";
   template <typename T>
   IGNIS_ALWAYS_INLINE T operator()(T x, T negcoef, T poscoef, T input_scale) const {
-    return x > T(0) ? x * poscoef : T(std::expm1(x * input_scale)) * negcoef;
+    return x > T(0) ? x * poscoef : T(cpu::vexpm1(x * input_scale)) * negcoef;
   }
 };
 IGNIS_UNARY_OP(LogSigmoid, "logsigmoid",

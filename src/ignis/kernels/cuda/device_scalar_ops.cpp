@@ -121,6 +121,14 @@ inline double vlog10(double x) { return ::log10(x); }
 inline float vlog1p(float x) { return ::log1pf(x); }
 inline double vlog1p(double x) { return ::log1p(x); }
 inline float vpow(float x, float y) { return ::powf(x, y); }
+inline float vexpm1(float x) { return ::expm1f(x); }
+inline double vexpm1(double x) { return ::expm1(x); }
+inline float vexp2(float x) { return ::exp2f(x); }
+inline double vexp2(double x) { return ::exp2(x); }
+inline float vsinh(float x) { return ::sinhf(x); }
+inline double vsinh(double x) { return ::sinh(x); }
+inline float vcosh(float x) { return ::coshf(x); }
+inline double vcosh(double x) { return ::cosh(x); }
 inline double vpow(double x, double y) { return ::pow(x, y); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
@@ -141,6 +149,10 @@ template <class T> inline T vlog2(T x) { return std::log2(x); }
 template <class T> inline T vlog10(T x) { return std::log10(x); }
 template <class T> inline T vlog1p(T x) { return std::log1p(x); }
 template <class T> inline T vpow(T x, T y) { return std::pow(x, y); }
+template <class T> inline T vexpm1(T x) { return std::expm1(x); }
+template <class T> inline T vexp2(T x) { return std::exp2(x); }
+template <class T> inline T vsinh(T x) { return std::sinh(x); }
+template <class T> inline T vcosh(T x) { return std::cosh(x); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
 #endif
