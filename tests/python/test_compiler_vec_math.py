@@ -1,6 +1,6 @@
 """The transcendental scalar functions (kernels/cpu/vec_math.h: exp, tanh,
-sigmoid, erf, sin, cos, log, log2, log10, log1p and the activations built on
-them) in compiled kernels, against eager and torch, on awkward inputs: huge
+sigmoid, erf, sin, cos, tan, log, log2, log10, log1p, expm1, exp2, sinh, cosh,
+atan, asin, acos, pow and the activations built on them) in compiled kernels, against eager and torch, on awkward inputs: huge
 and tiny magnitudes, negatives, +-inf, NaN, +-0, subnormals, lengths that
 leave a vector tail, non-contiguous operands, and every float dtype.
 
@@ -34,6 +34,10 @@ FUNCS = {
     "exp2": (ignis.exp2, torch.exp2),
     "sinh": (ignis.sinh, torch.sinh),
     "cosh": (ignis.cosh, torch.cosh),
+    "tan": (ignis.tan, torch.tan),
+    "atan": (ignis.atan, torch.atan),
+    "asin": (ignis.asin, torch.asin),
+    "acos": (ignis.acos, torch.acos),
     "elu": (F.elu, torch.nn.functional.elu),
     "selu": (F.selu, torch.nn.functional.selu),
     "tanh": (ignis.tanh, torch.tanh),
@@ -131,7 +135,8 @@ def test_fused_sin_cos_chain_matches_eager():
 # held to the suite's tolerances (conftest.TOL): gelu's 1 + erf(x / sqrt 2)
 # loses the left tail's relative accuracy (about 1e-7 absolute), as eager's
 # has always done.
-ACCURATE = {"sin", "cos", "log", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh"}
+ACCURATE = {"sin", "cos", "log", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh",
+            "tan", "atan", "asin", "acos"}
 
 
 def torch_differs(name, dtype, x):
@@ -225,7 +230,8 @@ import ignis
 def f(x):
     return ignis.sin(x) + ignis.cos(x) * ignis.log(x.abs() + 1) - ignis.log1p(x.abs()) \\
         + ignis.log2(x.abs() + 2) * ignis.log10(x.abs() + 3) + ignis.pow(x.abs(), x * 0.3) \\
-        + ignis.expm1(x) * ignis.exp2(x) - ignis.sinh(x) * ignis.cosh(x)
+        + ignis.expm1(x) * ignis.exp2(x) - ignis.sinh(x) * ignis.cosh(x) \\
+        + ignis.tan(x) * ignis.atan(x) + ignis.asin(x * 0.1) * ignis.acos(x * 0.1)
 for dt in ("float32", "bfloat16", "float16", "float64"):
     ignis.compiler.reset()
     x = ignis.randn(4099).to(getattr(ignis, dt))
@@ -256,7 +262,7 @@ def test_float_transcendentals_call_no_libm(tmp_path):
         libs.setdefault(dt, []).append(undefined_symbols(so))
     assert set(libs) == {"float32", "16-bit", "float64"}, libs
     float_libm = {"sinf", "cosf", "logf", "log1pf", "log2f", "log10f", "expf", "tanhf", "erff",
-                  "powf", "expm1f", "exp2f", "sinhf", "coshf"}
+                  "powf", "expm1f", "exp2f", "sinhf", "coshf", "tanf", "atanf", "asinf", "acosf"}
     for dt in ("float32", "16-bit"):
         for syms in libs[dt]:
             assert not syms & float_libm, (dt, syms & float_libm)

@@ -1,7 +1,7 @@
 // Scalar math written so that the compiler can vectorise loops calling it
 // (no branches, no errno, no libm calls): exp, erf, tanh, sin, cos, log,
-// log2, log10, log1p, expm1, exp2, sinh, cosh and pow for float, and the
-// activations built on them. The
+// log2, log10, log1p, expm1, exp2, sinh, cosh, tan, atan, asin, acos and pow
+// for float, and the activations built on them. The
 // one implementation of each: eager's CPU loops, the compiler's generated
 // C++ (which includes this header through scalar_ops.h) and tests all call
 // these; the double overloads call libm.
@@ -251,11 +251,12 @@ inline IGNIS_VEC_MATH_TABLE double kTwoPowModTwoPi2[106] = {
     __builtin_nan(""),
 };
 
-// sin(x) (cos_shift 0) or cos(x) (cos_shift 1): |x| reduced to
+// sin(x) (kind 0), cos(x) (kind 1) or tan(x) (kind 2): |x| reduced to
 // r = |x| - n pi/2, |r| <= ~pi/4, then sin or cos of r by the quadrant
-// n + cos_shift. pi/2 = kPio2a + kPio2b + kPio2c, the first two of 26 bits
-// (n < 2^27, so n times either is exact).
-IGNIS_ALWAYS_INLINE float sin_cos(float x, int32_t cos_shift) {
+// n + kind (tan: sin r / cos r, or -cos r / sin r for odd n).
+// pi/2 = kPio2a + kPio2b + kPio2c, the first two of 26 bits (n < 2^27, so n
+// times either is exact).
+IGNIS_ALWAYS_INLINE float sin_cos(float x, int32_t kind) {
   uint32_t bits;
   std::memcpy(&bits, &x, 4);
   const uint32_t abs_bits = bits & 0x7fffffffu;
@@ -292,14 +293,15 @@ IGNIS_ALWAYS_INLINE float sin_cos(float x, int32_t cos_shift) {
   c = c * r2 + 1.0 / 24;
   c = c * r2 - 0.5;
   c = c * r2 + 1.0;
-  const int32_t q = int32_t(n) + cos_shift;
+  const int32_t q = int32_t(n) + (kind == 1 ? 1 : 0);
   double v = (q & 1) ? c : s;
   v = (q & 2) ? -v : v;
+  v = kind == 2 ? ((q & 1) ? -c / s : s / c) : v;
   float out = float(v);
-  // sin is odd (the sign of x, -0 included), cos even
+  // sin and tan are odd (the sign of x, -0 included), cos even
   uint32_t out_bits;
   std::memcpy(&out_bits, &out, 4);
-  out_bits ^= cos_shift ? 0u : (bits & 0x80000000u);
+  out_bits ^= kind == 1 ? 0u : (bits & 0x80000000u);
   std::memcpy(&out, &out_bits, 4);
   return out;
 }
@@ -340,6 +342,61 @@ IGNIS_ALWAYS_INLINE float vsin(float x) { return vec_math_detail::sin_cos(x, 0);
 IGNIS_ALWAYS_INLINE double vsin(double x) { return std::sin(x); }
 IGNIS_ALWAYS_INLINE float vcos(float x) { return vec_math_detail::sin_cos(x, 1); }
 IGNIS_ALWAYS_INLINE double vcos(double x) { return std::cos(x); }
+IGNIS_ALWAYS_INLINE float vtan(float x) { return vec_math_detail::sin_cos(x, 2); }
+IGNIS_ALWAYS_INLINE double vtan(double x) { return std::tan(x); }
+
+namespace vec_math_detail {
+// atan(a) for a double a >= 0 (inf and NaN included): a > 1 reflects to
+// pi/2 - atan(1/a), a > tan(pi/8) shifts to pi/4 + atan((a-1)/(a+1)), and
+// on |u| <= tan(pi/8) the odd Taylor series to u^29 (first omitted term
+// below 1.3e-13). Selects, no branch.
+IGNIS_ALWAYS_INLINE double atan_nonnegative(double a) {
+  const bool inv = a > 1.0;
+  const double t = inv ? 1.0 / a : a;
+  const bool big = t > 0x1.a827999fcef32p-2;  // tan(pi/8)
+  const double u = big ? (t - 1.0) / (t + 1.0) : t;
+  const double u2 = u * u;
+  double p = -1.0 / 29;
+  p = p * u2 + 1.0 / 27;
+  p = p * u2 - 1.0 / 25;
+  p = p * u2 + 1.0 / 23;
+  p = p * u2 - 1.0 / 21;
+  p = p * u2 + 1.0 / 19;
+  p = p * u2 - 1.0 / 17;
+  p = p * u2 + 1.0 / 15;
+  p = p * u2 - 1.0 / 13;
+  p = p * u2 + 1.0 / 11;
+  p = p * u2 - 1.0 / 9;
+  p = p * u2 + 1.0 / 7;
+  p = p * u2 - 1.0 / 5;
+  p = p * u2 + 1.0 / 3;
+  double r = u - u * u2 * p;
+  r = big ? 0x1.921fb54442d18p-1 + r : r;  // pi/4
+  return inv ? 0x1.921fb54442d18p+0 - r : r;  // pi/2
+}
+}  // namespace vec_math_detail
+
+// atan, asin and acos for float, in double through atan_nonnegative:
+// asin(x) = atan(x / sqrt((1-x)(1+x))) (the product exact in double), acos(x)
+// = 2 atan(sqrt((1-x)/(1+x))) (accurate near 1, where pi/2 - asin is not);
+// |x| > 1 takes a square root of a negative: NaN, as libm.
+IGNIS_ALWAYS_INLINE float vatan(float x) {
+  const float out = float(vec_math_detail::atan_nonnegative(double(std::fabs(x))));
+  return std::signbit(x) ? -out : out;  // odd; NaN stays NaN
+}
+IGNIS_ALWAYS_INLINE double vatan(double x) { return std::atan(x); }
+IGNIS_ALWAYS_INLINE float vasin(float x) {
+  const double xd = std::fabs(double(x));
+  const float out =
+      float(vec_math_detail::atan_nonnegative(xd / std::sqrt((1.0 - xd) * (1.0 + xd))));
+  return std::signbit(x) ? -out : out;
+}
+IGNIS_ALWAYS_INLINE double vasin(double x) { return std::asin(x); }
+IGNIS_ALWAYS_INLINE float vacos(float x) {
+  const double xd = double(x);
+  return float(2.0 * vec_math_detail::atan_nonnegative(std::sqrt((1.0 - xd) / (1.0 + xd))));
+}
+IGNIS_ALWAYS_INLINE double vacos(double x) { return std::acos(x); }
 
 // log family: a float's double is never subnormal, so log_positive takes
 // every positive finite float; 0, negatives, inf and NaN are selected after.

@@ -129,6 +129,14 @@ inline float vsinh(float x) { return ::sinhf(x); }
 inline double vsinh(double x) { return ::sinh(x); }
 inline float vcosh(float x) { return ::coshf(x); }
 inline double vcosh(double x) { return ::cosh(x); }
+inline float vtan(float x) { return ::tanf(x); }
+inline double vtan(double x) { return ::tan(x); }
+inline float vatan(float x) { return ::atanf(x); }
+inline double vatan(double x) { return ::atan(x); }
+inline float vasin(float x) { return ::asinf(x); }
+inline double vasin(double x) { return ::asin(x); }
+inline float vacos(float x) { return ::acosf(x); }
+inline double vacos(double x) { return ::acos(x); }
 inline double vpow(double x, double y) { return ::pow(x, y); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
@@ -153,6 +161,10 @@ template <class T> inline T vexpm1(T x) { return std::expm1(x); }
 template <class T> inline T vexp2(T x) { return std::exp2(x); }
 template <class T> inline T vsinh(T x) { return std::sinh(x); }
 template <class T> inline T vcosh(T x) { return std::cosh(x); }
+template <class T> inline T vtan(T x) { return std::tan(x); }
+template <class T> inline T vatan(T x) { return std::atan(x); }
+template <class T> inline T vasin(T x) { return std::asin(x); }
+template <class T> inline T vacos(T x) { return std::acos(x); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
 #endif
