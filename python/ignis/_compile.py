@@ -82,10 +82,13 @@ PER_SIZE_CACHE_LIMIT = 64
 # eager kernels and autograd: eager's results). The sizes the capture itself
 # traced compile at once. 1 compiles every size at first sight. And a graph
 # whose compiled sizes are seldom called again (after PER_SIZE_CHURN_COMPILES
-# compiles, fewer hits than twice the compiles: its sizes churn) stops
-# compiling new sizes; they run eagerly, the compiled ones stay in use.
+# compiles, fewer hits than twice the compiles: its sizes churn) compiles a
+# new size only on its PER_SIZE_CHURN_COMPILE_AFTER-th call (one that does
+# recur, a bucket of a bucketed loader, still gets compiled); the compiled
+# ones stay in use.
 PER_SIZE_COMPILE_AFTER = 2
 PER_SIZE_CHURN_COMPILES = 16
+PER_SIZE_CHURN_COMPILE_AFTER = 8
 
 
 def _per_size(backend):
@@ -132,8 +135,10 @@ def _per_size(backend):
                         stats["hits"] < 2 * stats["compiles"]:
                     stats["churn"] = True
                     _dynamic_log(f"{stats['compiles']} sizes compiled, {stats['hits']} calls "
-                                 "reused one: new sizes of this graph run eagerly from now on")
-                if seen < PER_SIZE_COMPILE_AFTER or stats["churn"]:
+                                 "reused one: a new size of this graph compiles on its call "
+                                 f"{PER_SIZE_CHURN_COMPILE_AFTER} from now on, runs eagerly before")
+                after = PER_SIZE_CHURN_COMPILE_AFTER if stats["churn"] else PER_SIZE_COMPILE_AFTER
+                if seen < after:
                     calls[key] = seen
                     while len(calls) > 4 * PER_SIZE_CACHE_LIMIT:
                         calls.popitem(last=False)

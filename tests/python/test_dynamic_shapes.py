@@ -573,8 +573,9 @@ def test_a_size_compiles_on_its_second_call_and_churning_sizes_run_eagerly(monke
     """Note [Compiling a size on its second call] (ignis/_compile.py): a
     dynamic graph's new size runs the captured graph eagerly on its first
     call and compiles on its second; after PER_SIZE_CHURN_COMPILES compiles
-    that are seldom reused, new sizes stay eager while compiled ones keep
-    running compiled. Values and gradients are eager's on every path."""
+    that are seldom reused, a new size compiles only on its
+    PER_SIZE_CHURN_COMPILE_AFTER-th call, and compiled ones keep running
+    compiled. Values and gradients are eager's on every path."""
     import ignis._compile as comp
     monkeypatch.setattr(comp, "PER_SIZE_CHURN_COMPILES", 3)
     sizes_compiled = []
@@ -611,10 +612,14 @@ def test_a_size_compiles_on_its_second_call_and_churning_sizes_run_eagerly(monke
         check(n)
     assert sizes_compiled == [(5,), (6,)], sizes_compiled
     # 7 and 8 compile on their second calls (3 compiles, 1 hit: churning);
-    # 9 then stays eager however often it comes; 6 still runs compiled.
+    # 9 then runs eagerly until its PER_SIZE_CHURN_COMPILE_AFTER-th call
+    # (4 here), which compiles it; 6 still runs compiled.
+    monkeypatch.setattr(comp, "PER_SIZE_CHURN_COMPILE_AFTER", 4)
     for n in (7, 8, 8, 9, 9, 9, 6):
         check(n)
     assert sizes_compiled == [(5,), (6,), (7,), (8,)], sizes_compiled
+    check(9)
+    assert sizes_compiled == [(5,), (6,), (7,), (8,), (9,)], sizes_compiled
 
 
 def test_unique_graphs_counter_counts_as_torchs():
