@@ -1,6 +1,6 @@
 """The transcendental scalar functions (kernels/cpu/vec_math.h: exp, tanh,
 sigmoid, erf, sin, cos, tan, log, log2, log10, log1p, expm1, exp2, sinh, cosh,
-atan, asin, acos, pow and the activations built on them) in compiled kernels, against eager and torch, on awkward inputs: huge
+atan, asin, acos, atan2, hypot, pow and the activations built on them) in compiled kernels, against eager and torch, on awkward inputs: huge
 and tiny magnitudes, negatives, +-inf, NaN, +-0, subnormals, lengths that
 leave a vector tail, non-contiguous operands, and every float dtype.
 
@@ -220,6 +220,30 @@ def test_float_pow_is_libms_and_compiled_equals_eager():
         assert_same_bits(to_numpy(compiled(ignis.pow)(hx, hy)), to_numpy(ignis.pow(hx, hy)))
 
 
+@pytest.mark.parametrize("name", ["atan2", "hypot"])
+def test_float_atan2_and_hypot_equal_the_double_functions(name):
+    """vec_math.h's vatan2 and vhypot (in double, C99's special cases by
+    selects): every pair of +-0, +-inf, NaN, +-1, tiny, huge and subnormal
+    values, and random pairs over the exponent range, equal to numpy's
+    double function rounded to float; compiled == eager bit for bit."""
+    vals = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.5, -3.0, 1e-30, 1e30,
+                     1e-45, -7.0, 3e38], np.float32)
+    sy, sx = np.meshgrid(vals, vals)
+    rng = np.random.default_rng(1)
+    n = 20000
+    ry = (rng.standard_normal(n) * 10.0 ** rng.uniform(-12, 12, n)).astype(np.float32)
+    rx = (rng.standard_normal(n) * 10.0 ** rng.uniform(-12, 12, n)).astype(np.float32)
+    y, x = np.concatenate([sy.ravel(), ry]), np.concatenate([sx.ravel(), rx])
+    with np.errstate(all="ignore"):
+        want = getattr(np, {"atan2": "arctan2"}.get(name, name))(
+            y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
+    fn = getattr(ignis, name)
+    ty, tx = ignis.from_numpy(y), ignis.from_numpy(x)
+    got = fn(ty, tx).numpy()
+    assert_same_bits(got, want)
+    assert_same_bits(compiled(fn)(ty, tx).numpy(), got)
+
+
 # A graph using float32 sin/cos/log/log1p/log2/log10 (and 16-bit floats, which
 # compute in float) compiles to a library that calls no libm function for
 # them; the float64 one still calls libm (vec_math.h's double overloads),
@@ -231,7 +255,8 @@ def f(x):
     return ignis.sin(x) + ignis.cos(x) * ignis.log(x.abs() + 1) - ignis.log1p(x.abs()) \\
         + ignis.log2(x.abs() + 2) * ignis.log10(x.abs() + 3) + ignis.pow(x.abs(), x * 0.3) \\
         + ignis.expm1(x) * ignis.exp2(x) - ignis.sinh(x) * ignis.cosh(x) \\
-        + ignis.tan(x) * ignis.atan(x) + ignis.asin(x * 0.1) * ignis.acos(x * 0.1)
+        + ignis.tan(x) * ignis.atan(x) + ignis.asin(x * 0.1) * ignis.acos(x * 0.1) \\
+        + ignis.atan2(x, x + 1) * ignis.hypot(x, x * 2)
 for dt in ("float32", "bfloat16", "float16", "float64"):
     ignis.compiler.reset()
     x = ignis.randn(4099).to(getattr(ignis, dt))
@@ -262,7 +287,8 @@ def test_float_transcendentals_call_no_libm(tmp_path):
         libs.setdefault(dt, []).append(undefined_symbols(so))
     assert set(libs) == {"float32", "16-bit", "float64"}, libs
     float_libm = {"sinf", "cosf", "logf", "log1pf", "log2f", "log10f", "expf", "tanhf", "erff",
-                  "powf", "expm1f", "exp2f", "sinhf", "coshf", "tanf", "atanf", "asinf", "acosf"}
+                  "powf", "expm1f", "exp2f", "sinhf", "coshf", "tanf", "atanf", "asinf", "acosf",
+                  "atan2f", "hypotf"}
     for dt in ("float32", "16-bit"):
         for syms in libs[dt]:
             assert not syms & float_libm, (dt, syms & float_libm)

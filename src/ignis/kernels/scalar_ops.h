@@ -263,8 +263,8 @@ struct BitwiseRightShift {
     }
   }
 };
-IGNIS_BINARY_OP(Atan2, "atan2", T(std::atan2(a, b)))
-IGNIS_BINARY_OP(Hypot, "hypot", T(std::hypot(a, b)))
+IGNIS_BINARY_OP(Atan2, "atan2", T(cpu::vatan2(a, b)))
+IGNIS_BINARY_OP(Hypot, "hypot", T(cpu::vhypot(a, b)))
 IGNIS_BINARY_OP(Copysign, "copysign", T(std::copysign(a, b)))
 
 namespace detail {

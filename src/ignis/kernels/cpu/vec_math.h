@@ -1,7 +1,7 @@
 // Scalar math written so that the compiler can vectorise loops calling it
 // (no branches, no errno, no libm calls): exp, erf, tanh, sin, cos, log,
-// log2, log10, log1p, expm1, exp2, sinh, cosh, tan, atan, asin, acos and pow
-// for float, and the activations built on them. The
+// log2, log10, log1p, expm1, exp2, sinh, cosh, tan, atan, asin, acos, atan2,
+// hypot and pow for float, and the activations built on them. The
 // one implementation of each: eager's CPU loops, the compiler's generated
 // C++ (which includes this header through scalar_ops.h) and tests all call
 // these; the double overloads call libm.
@@ -397,6 +397,32 @@ IGNIS_ALWAYS_INLINE float vacos(float x) {
   return float(2.0 * vec_math_detail::atan_nonnegative(std::sqrt((1.0 - xd) / (1.0 + xd))));
 }
 IGNIS_ALWAYS_INLINE double vacos(double x) { return std::acos(x); }
+
+// atan2(y, x) for float: atan(|y| / |x|) in double, then the quadrant (pi -
+// it for x's sign bit, -0 included) and y's sign, with C99's special cases
+// by selects: both zero -> 0 before the quadrant (atan2(+-0, -0) = +-pi),
+// both infinite -> pi/4 before it (3 pi/4 for x = -inf), NaN -> NaN.
+IGNIS_ALWAYS_INLINE float vatan2(float y, float x) {
+  const double ay = std::fabs(double(y)), ax = std::fabs(double(x));
+  double r = vec_math_detail::atan_nonnegative(ay / ax);
+  r = ay == 0.0 && ax == 0.0 ? 0.0 : r;
+  r = ay == INFINITY && ax == INFINITY ? 0x1.921fb54442d18p-1 : r;  // pi/4
+  r = std::signbit(x) ? 0x1.921fb54442d18p+1 - r : r;                 // pi - r
+  float out = float(r);
+  out = std::signbit(y) ? -out : out;
+  return x != x || y != y ? x + y : out;
+}
+IGNIS_ALWAYS_INLINE double vatan2(double y, double x) { return std::atan2(y, x); }
+
+// hypot(a, b) for float: sqrt(a^2 + b^2) in double (the squares exact, no
+// overflow for any float), rounded once; an infinite argument gives +inf
+// even beside a NaN (C99).
+IGNIS_ALWAYS_INLINE float vhypot(float a, float b) {
+  const double ad = double(a), bd = double(b);
+  const float out = float(std::sqrt(ad * ad + bd * bd));
+  return std::fabs(a) == INFINITY || std::fabs(b) == INFINITY ? INFINITY : out;
+}
+IGNIS_ALWAYS_INLINE double vhypot(double a, double b) { return std::hypot(a, b); }
 
 // log family: a float's double is never subnormal, so log_positive takes
 // every positive finite float; 0, negatives, inf and NaN are selected after.
