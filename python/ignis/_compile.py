@@ -73,7 +73,7 @@ def _with_sizes(gm, sym_at, values):
 PER_SIZE_CACHE_LIMIT = 64
 # Note [Compiling a size on its second call]
 # A dynamic graph's new size costs its AOT trace and lowering (0.5 ms for a
-# five-op graph, 30-50 ms for the example GPT) even when its C++ is shared;
+# five-op graph, 10-50 ms for the example GPT) even when its C++ is shared;
 # a size that never comes back (the count of a boolean mask's elements, a
 # generation loop's lengths) then costs more to compile than to run eagerly
 # (a masked sum's suffix graph: 0.58 ms a call compiled anew against 0.04
