@@ -344,6 +344,20 @@ def test_binary_with_python_number_and_promotion(op, dtype):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_pow_to_the_known_exponents_matches_the_cpu(dtype):
+    # Note [pow's shortcuts]: CUDA takes x * x, sqrt, rsqrt, reciprocal and
+    # a copy for 2, 0.5, -0.5, -1 and 1; 3 and -2 stay pow (the CPU's x * x *
+    # x and 1 / (x * x), within the dtype's tolerance); as a Python number
+    # and as a 0-dim CPU tensor
+    x = (ignis.rand(5, 7) * 3 + 0.25).to(getattr(ignis, dtype))
+    for e in (1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 2, -1):
+        for other in (e, ignis.tensor(float(e))):
+            got, want = _run_both(lambda a, o=other: ignis.pow(a, o), [x])
+            assert_same(got, want, what=f"pow {dtype} {e!r}")
+
+
+@needs_gpu
 @pytest.mark.parametrize("n", [1, 3, 4, 127, 1024, 1 << 20, (1 << 20) + 3])
 def test_contiguous_vectorized_path_and_its_tail(n):
     for dtype in ("float32", "float16", "int8", "float64", "bool"):

@@ -270,18 +270,21 @@ void pow_cuda(OpCall& c) {
   const ScalarType dt = it.common_dtype();
   cuda::check_dtype(cuda::kNumericDtypes, dt, "pow");
   if (is_floating(dt) && e.dim() == 0 && e.device().is_cpu()) {
-    double ev = e.item_double();
-    using scalar_ops::Square, scalar_ops::Sqrt;
-    using scalar_ops::Rsqrt, scalar_ops::Reciprocal;
-    // Note [pow's shortcuts]: those with a scalar op of their own (x * x *
-    // x and 1 / (x * x) stay pow's, which the GPU computes at full speed)
-    if (ev == 2.0) return cuda_pointwise(c, Square::name, dt, cuda::kFloatDtypes, {}, 1);
-    if (ev == 0.5) return cuda_pointwise(c, Sqrt::name, dt, cuda::kFloatDtypes, {}, 1);
-    if (ev == -0.5) return cuda_pointwise(c, Rsqrt::name, dt, cuda::kFloatDtypes, {}, 1);
-    if (ev == -1.0) return cuda_pointwise(c, Reciprocal::name, dt, cuda::kFloatDtypes, {}, 1);
-    if (ev == 1.0) {
-      copy_tensor(it.output(0), it.input(0));
-      return it.finish();
+    // Note [pow's shortcuts]: those with a scalar op of their own; x * x * x
+    // and 1 / (x * x) stay pow's, which the GPU computes at full speed.
+    using scalar_ops::PowShortcut;
+    auto unary = [&](const char* fn) {
+      cuda_pointwise(c, fn, dt, cuda::kFloatDtypes, {}, 1);
+    };
+    switch (scalar_ops::pow_shortcut(e.item_double())) {
+      case PowShortcut::Identity:
+        copy_tensor(it.output(0), it.input(0));
+        return it.finish();
+      case PowShortcut::Square: return unary(scalar_ops::Square::name);
+      case PowShortcut::Sqrt: return unary(scalar_ops::Sqrt::name);
+      case PowShortcut::Rsqrt: return unary(scalar_ops::Rsqrt::name);
+      case PowShortcut::Reciprocal: return unary(scalar_ops::Reciprocal::name);
+      case PowShortcut::Cube: case PowShortcut::InverseSquare: case PowShortcut::None: break;
     }
   }
   cuda_pointwise(c, scalar_ops::Pow::name, dt, cuda::kNumericDtypes);
