@@ -1226,3 +1226,26 @@ def test_an_output_and_its_view_of_the_same_geometry_both_keep_their_history(bac
     for flags, grad in refs:
         assert got[0] == flags == (True, True, True)
         np.testing.assert_allclose(got[1], grad)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_inputs_traced_as_one_tensor_then_given_apart_run_the_captured_graph(backend, grad):
+    # A graph traced with one tensor in two input positions reads only one of
+    # them; called later with two tensors there, it runs the graph as
+    # captured (its fallback), with eager's values and gradients.
+    def f(a, b):
+        return (a * 2 + b).sin()
+    gm = ignis.fx.symbolic_trace(f)
+    x = ignis.randn(4, 5, requires_grad=grad)
+    compiled = ignis.compiler.lookup_backend(backend)(gm, [x, x])
+    y = ignis.randn(4, 5, requires_grad=grad)
+    for a, b in ((x, x), (x, y)):
+        got, want = compiled(a, b), f(a, b)
+        got = got[0] if isinstance(got, (tuple, list)) else got
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        if grad:
+            gg = ignis.autograd.grad(got.sum(), [a, b] if a is not b else [a])
+            gw = ignis.autograd.grad(want.sum(), [a, b] if a is not b else [a])
+            for u, v in zip(gg, gw):
+                np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-6)

@@ -420,7 +420,7 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
             compiled = inference_compiler(traced, example_inputs)
             return _guard_duplicates(_make_inference_runtime(compiled, info["output_kind"],
                                                              grad_modes[1]),
-                                     info, gm.forward)
+                                     info, gm)
         k = len(info["outputs"])
         fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=k)
         if _aot_graphs_enabled():
@@ -438,7 +438,9 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
                                          saved_tangents, grad_tangents, eager_saved,
                                          _inputs_without_gradient(traced, k))
-        return _guard_duplicates(runtime, info, gm.forward)
+        # (gm, not gm.forward: reading forward generates its Python code, a
+        # millisecond per graph, and the fallback is seldom called)
+        return _guard_duplicates(runtime, info, gm)
 
     backend._ignis_aot = True
     return backend
