@@ -558,6 +558,13 @@ def _fake_cuda_graphs():
         "layer_norm": (lambda x, w, b: F.layer_norm(x, (33,), w, b), [(5, 33), (33,), (33,)]),
         "softmax": (lambda x: ignis.log_softmax(x, -1) + ignis.softmax(x, -1), [(5, 33)]),
         "rms_norm": (_rms_norm, [(5, 33), (33,)]),
+        # pow's shortcuts (BodyBuilder) and the device shims of vec_math.h's
+        # float functions (device_scalar_ops.cpp), forward and backward
+        "math": (lambda x, y: (ignis.pow(x, 3.0) + x ** -0.5 + ignis.pow(x.abs() + 1, y)
+                               + ignis.expm1(x) + ignis.exp2(y) + ignis.sinh(x) * ignis.cosh(y)
+                               + ignis.tan(x) + ignis.atan(y) + ignis.asin(x * 0.1)
+                               + ignis.acos(y * 0.1) + ignis.atan2(x, y) + ignis.hypot(x, y)
+                               + F.elu(x)), [(7, 9), (7, 9)]),
     }
     forward_only = set()
     out = {}
