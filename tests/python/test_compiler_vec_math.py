@@ -1,6 +1,6 @@
 """The transcendental scalar functions (kernels/cpu/vec_math.h: exp, tanh,
 sigmoid, erf, sin, cos, tan, log, log2, log10, log1p, expm1, exp2, sinh, cosh,
-atan, asin, acos, atan2, hypot, pow and the activations built on them) in compiled kernels, against eager and torch, on awkward inputs: huge
+atan, asin, acos, atan2, hypot, erfc, pow and the activations built on them) in compiled kernels, against eager and torch, on awkward inputs: huge
 and tiny magnitudes, negatives, +-inf, NaN, +-0, subnormals, lengths that
 leave a vector tail, non-contiguous operands, and every float dtype.
 
@@ -43,6 +43,7 @@ FUNCS = {
     "tanh": (ignis.tanh, torch.tanh),
     "sigmoid": (ignis.sigmoid, torch.sigmoid),
     "erf": (ignis.erf, torch.erf),
+    "erfc": (ignis.erfc, torch.erfc),
     "gelu": (F.gelu, torch.nn.functional.gelu),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"),
                   lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
@@ -136,7 +137,7 @@ def test_fused_sin_cos_chain_matches_eager():
 # loses the left tail's relative accuracy (about 1e-7 absolute), as eager's
 # has always done.
 ACCURATE = {"sin", "cos", "log", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh",
-            "tan", "atan", "asin", "acos"}
+            "tan", "atan", "asin", "acos", "erfc"}
 
 
 def torch_differs(name, dtype, x):
@@ -256,7 +257,7 @@ def f(x):
         + ignis.log2(x.abs() + 2) * ignis.log10(x.abs() + 3) + ignis.pow(x.abs(), x * 0.3) \\
         + ignis.expm1(x) * ignis.exp2(x) - ignis.sinh(x) * ignis.cosh(x) \\
         + ignis.tan(x) * ignis.atan(x) + ignis.asin(x * 0.1) * ignis.acos(x * 0.1) \\
-        + ignis.atan2(x, x + 1) * ignis.hypot(x, x * 2)
+        + ignis.atan2(x, x + 1) * ignis.hypot(x, x * 2) + ignis.erfc(x)
 for dt in ("float32", "bfloat16", "float16", "float64"):
     ignis.compiler.reset()
     x = ignis.randn(4099).to(getattr(ignis, dt))
@@ -288,7 +289,7 @@ def test_float_transcendentals_call_no_libm(tmp_path):
     assert set(libs) == {"float32", "16-bit", "float64"}, libs
     float_libm = {"sinf", "cosf", "logf", "log1pf", "log2f", "log10f", "expf", "tanhf", "erff",
                   "powf", "expm1f", "exp2f", "sinhf", "coshf", "tanf", "atanf", "asinf", "acosf",
-                  "atan2f", "hypotf"}
+                  "atan2f", "hypotf", "erfcf"}
     for dt in ("float32", "16-bit"):
         for syms in libs[dt]:
             assert not syms & float_libm, (dt, syms & float_libm)

@@ -564,7 +564,7 @@ def _fake_cuda_graphs():
                                + ignis.expm1(x) + ignis.exp2(y) + ignis.sinh(x) * ignis.cosh(y)
                                + ignis.tan(x) + ignis.atan(y) + ignis.asin(x * 0.1)
                                + ignis.acos(y * 0.1) + ignis.atan2(x, y) + ignis.hypot(x, y)
-                               + F.elu(x)), [(7, 9), (7, 9)]),
+                               + ignis.erfc(y) + F.elu(x)), [(7, 9), (7, 9)]),
     }
     forward_only = set()
     out = {}

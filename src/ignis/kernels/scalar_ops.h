@@ -83,7 +83,7 @@ IGNIS_UNARY_OP(GeluTanh, "gelu_tanh",
                T(0.5) * x *
                    (T(1) + cpu::vtanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))))
 IGNIS_UNARY_OP(Erf, "erf", cpu::verf(x))
-IGNIS_UNARY_OP(Erfc, "erfc", std::erfc(x))
+IGNIS_UNARY_OP(Erfc, "erfc", cpu::verfc(x))
 IGNIS_UNARY_OP(Floor, "floor", std::is_integral_v<T> ? x : T(std::floor(x)))
 IGNIS_UNARY_OP(Ceil, "ceil", std::is_integral_v<T> ? x : T(std::ceil(x)))
 IGNIS_UNARY_OP(Round, "round", std::is_integral_v<T> ? x : T(std::nearbyint(x)))

@@ -137,6 +137,8 @@ inline float vasin(float x) { return ::asinf(x); }
 inline double vasin(double x) { return ::asin(x); }
 inline float vacos(float x) { return ::acosf(x); }
 inline double vacos(double x) { return ::acos(x); }
+inline float verfc(float x) { return ::erfcf(x); }
+inline double verfc(double x) { return ::erfc(x); }
 inline float vatan2(float y, float x) { return ::atan2f(y, x); }
 inline double vatan2(double y, double x) { return ::atan2(y, x); }
 inline float vhypot(float a, float b) { return ::hypotf(a, b); }
@@ -169,6 +171,7 @@ template <class T> inline T vtan(T x) { return std::tan(x); }
 template <class T> inline T vatan(T x) { return std::atan(x); }
 template <class T> inline T vasin(T x) { return std::asin(x); }
 template <class T> inline T vacos(T x) { return std::acos(x); }
+template <class T> inline T verfc(T x) { return std::erfc(x); }
 template <class T> inline T vatan2(T y, T x) { return std::atan2(y, x); }
 template <class T> inline T vhypot(T a, T b) { return std::hypot(a, b); }
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }

@@ -6,7 +6,7 @@
 // library and vec_math.h, which NVRTC lacks: std's traits, numeric_limits and
 // <cmath> overloads over the device math library, and vec_math.h's cpu::vexp,
 // verf, vtanh, vsin, vcos, vlog, vlog2, vlog10, vlog1p, vpow, vexpm1, vexp2,
-// vsinh, vcosh, vtan, vatan, vasin, vacos, vatan2, vhypot as the device's expf,
+// vsinh, vcosh, vtan, vatan, vasin, vacos, vatan2, vhypot, verfc as the device's expf,
 // erff, ... . Kernels are compiled with -default-device
 // so that the header's unannotated functions are device functions. One
 // declaration of each formula therefore serves the CPU loops, the compiler's
