@@ -4,17 +4,18 @@ the same 4M float32 values, each function timed in turn in one process.
 
     python bench/vec_math.py [--threads N] [--n ELEMENTS] [--only exp,pow,...]
 
-Prints milliseconds (median of 9 calls after 2 of warm-up), ignis / torch,
+Prints milliseconds (median of 9 calls after 3 of warm-up), ignis / torch,
 and the bytes each call must move (one float read and one written per
 element; two read for the binary functions) over its time, as a fraction of
 a copy's (ignis's `copy_` into an existing buffer, measured first)."""
 import argparse
 import pathlib
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _checkout  # noqa: E402,F401  (this checkout's build)
+import compiled as C  # noqa: E402
 import ignis  # noqa: E402
 import ignis._inductor  # noqa: E402
 import ignis.nn.functional as F  # noqa: E402
@@ -40,15 +41,9 @@ def inputs(lib, name, n):
     return (x * 3 if name not in ("asin", "acos") else x,)
 
 
-def timed(call, reps=9):
-    for _ in range(2):
-        call()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        call()
-        ts.append(time.perf_counter() - t0)
-    return sorted(ts)[reps // 2]
+def timed(call):
+    """compiled.py's timer: the median of at least 9 calls after 3 of warm-up."""
+    return C.bench(call, min_time=0.0, warmup=3, min_reps=9)[0]
 
 
 def main():

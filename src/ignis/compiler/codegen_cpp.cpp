@@ -318,22 +318,19 @@ class KernelPrinter {
            !(k_.loops[target].inner && !k_.loops[target].reductions.empty()))
       ++target;
     if (first >= k_.loops.size() || target >= k_.loops.size()) return;
-    std::unordered_set<int> written;
-    for (const Loop& l : k_.loops)
-      for (const Store& st : l.stores) written.insert(st.buffer);
+    const std::unordered_set<int> written = k_.stored_buffers();
     const sym::Expr row = k_.outer.back(), r = k_.inner.back();
     const std::unordered_map<sym::Expr, sym::Expr> next{{row, row + sym::Expr(1)}},
         step{{r, r + sym::Expr(1)}};
     int64_t bytes = 0;
-    std::vector<std::string> seen;
+    std::unordered_set<std::string> seen;
     for (const ScalarNode& s : k_.loops[first].body) {
       if (s.kind != ScalarKind::Load || written.count(s.buffer)) continue;
       sym::Expr at_next = sym::simplify(sym::subs(s.index, next));
       if (sym::simplify(at_next - s.index).is_const(0)) continue;  // the same every row
       if (!sym::simplify(sym::subs(s.index, step) - s.index).is_const(1)) continue;
       std::string key = std::to_string(s.buffer) + ":" + sym::to_cpp(at_next);
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-      seen.push_back(key);
+      if (!seen.insert(key).second) continue;
       bytes += k_.inner_numel() * int64_t(element_size(p_.buffers[size_t(s.buffer)].dtype));
       prefetches_.push_back({s.buffer, at_next});
     }

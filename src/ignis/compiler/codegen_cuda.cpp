@@ -1049,9 +1049,7 @@ class CudaKernelPrinter {
                            const sym::Expr& v) const {
     Residency r;
     std::map<std::string, std::pair<int, sym::Expr>> loads;  // read-only unit loads (prefetch)
-    std::set<int> written;
-    for (const Loop& l : k_.loops)
-      for (const Store& st : l.stores) written.insert(st.buffer);
+    const std::unordered_set<int> written = k_.stored_buffers();
     std::map<std::string, std::set<size_t>> readers;
     std::map<std::string, ScalarType> types;
     auto read_loads = [&](size_t li, size_t reader, const std::vector<bool>& inv,

@@ -42,6 +42,13 @@ const char* combine_name(Combine c) {
   return "?";
 }
 
+std::unordered_set<int> Kernel::stored_buffers() const {
+  std::unordered_set<int> s;
+  for (const Loop& l : loops)
+    for (const Store& st : l.stores) s.insert(st.buffer);
+  return s;
+}
+
 int64_t Kernel::outer_numel() const {
   int64_t n = 1;
   for (const sym::Expr& e : outer_sizes) n *= e.value();
@@ -58,9 +65,7 @@ std::vector<bool> row_invariant_nodes(const Kernel& k, size_t loop) {
   const Loop& l = k.loops[loop];
   std::vector<bool> inv(l.body.size(), false);
   if (!l.inner || k.inner.empty()) return inv;
-  std::unordered_set<int> written;
-  for (const Loop& other : k.loops)
-    for (const Store& st : other.stores) written.insert(st.buffer);
+  const std::unordered_set<int> written = k.stored_buffers();
   for (size_t i = 0; i < l.body.size(); ++i) {
     const ScalarNode& s = l.body[i];
     switch (s.kind) {

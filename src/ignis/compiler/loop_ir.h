@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ignis/core/device.h"
@@ -156,6 +157,9 @@ struct Kernel {
   std::vector<std::string> origins;  // names of the graph nodes fused here
   int64_t outer_numel() const;
   int64_t inner_numel() const;
+  // The buffers the kernel's loops store to (`outputs` without a GEMM's own
+  // result, which the GEMM writes): a load of one of them is not read-only.
+  std::unordered_set<int> stored_buffers() const;
   // Node i of loop l is printed (and generated) as tmp<node_numbers()[l] + i>.
   std::vector<int> node_numbers() const;
 };

@@ -19,10 +19,17 @@ namespace {
 // is below: the standard library pieces the header uses, over the device
 // math library (full precision: no fast-math), and vec_math.h's functions,
 // which on the CPU are branch-free approximations and here are the device's
-// functions of the same names (expf, erff, tanhf, sinf, cosf, logf, log2f,
-// log10f, log1pf); results therefore agree with the CPU's to rounding, not
-// bit for bit, for the transcendental functions (exact for the rest).
+// functions of the same names (expf, erff, ..., powf: IG_FORALL_VEC_MATH1/2
+// below); results therefore agree with the CPU's to rounding, not bit for
+// bit, for the transcendental functions (exact for the rest).
 const char* kShim = R"CUDA(
+// vec_math.h's functions of one and two arguments and the math library's
+// function each one stands for here.
+#define IG_FORALL_VEC_MATH1(_) _(vexp, exp) _(verf, erf) _(vtanh, tanh) _(vsin, sin) \
+  _(vcos, cos) _(vtan, tan) _(vlog, log) _(vlog2, log2) _(vlog10, log10) _(vlog1p, log1p) \
+  _(vexpm1, expm1) _(vexp2, exp2) _(vsinh, sinh) _(vcosh, cosh) _(vatan, atan) \
+  _(vasin, asin) _(vacos, acos) _(verfc, erfc)
+#define IG_FORALL_VEC_MATH2(_) _(vpow, pow) _(vatan2, atan2) _(vhypot, hypot)
 #ifdef __CUDACC_RTC__
 #define IGNIS_ALWAYS_INLINE __forceinline__
 namespace std {
@@ -101,82 +108,32 @@ inline bool isnan(double x) { return ::isnan(x); }
 inline bool isinf(float x) { return ::isinf(x); }
 inline bool isinf(double x) { return ::isinf(x); }
 }  // namespace std
-namespace ignis::cpu {
-inline float vexp(float x) { return ::expf(x); }
-inline double vexp(double x) { return ::exp(x); }
-inline float verf(float x) { return ::erff(x); }
-inline double verf(double x) { return ::erf(x); }
-inline float vtanh(float x) { return ::tanhf(x); }
-inline double vtanh(double x) { return ::tanh(x); }
-inline float vsin(float x) { return ::sinf(x); }
-inline double vsin(double x) { return ::sin(x); }
-inline float vcos(float x) { return ::cosf(x); }
-inline double vcos(double x) { return ::cos(x); }
-inline float vlog(float x) { return ::logf(x); }
-inline double vlog(double x) { return ::log(x); }
-inline float vlog2(float x) { return ::log2f(x); }
-inline double vlog2(double x) { return ::log2(x); }
-inline float vlog10(float x) { return ::log10f(x); }
-inline double vlog10(double x) { return ::log10(x); }
-inline float vlog1p(float x) { return ::log1pf(x); }
-inline double vlog1p(double x) { return ::log1p(x); }
-inline float vpow(float x, float y) { return ::powf(x, y); }
-inline float vexpm1(float x) { return ::expm1f(x); }
-inline double vexpm1(double x) { return ::expm1(x); }
-inline float vexp2(float x) { return ::exp2f(x); }
-inline double vexp2(double x) { return ::exp2(x); }
-inline float vsinh(float x) { return ::sinhf(x); }
-inline double vsinh(double x) { return ::sinh(x); }
-inline float vcosh(float x) { return ::coshf(x); }
-inline double vcosh(double x) { return ::cosh(x); }
-inline float vtan(float x) { return ::tanf(x); }
-inline double vtan(double x) { return ::tan(x); }
-inline float vatan(float x) { return ::atanf(x); }
-inline double vatan(double x) { return ::atan(x); }
-inline float vasin(float x) { return ::asinf(x); }
-inline double vasin(double x) { return ::asin(x); }
-inline float vacos(float x) { return ::acosf(x); }
-inline double vacos(double x) { return ::acos(x); }
-inline float verfc(float x) { return ::erfcf(x); }
-inline double verfc(double x) { return ::erfc(x); }
-inline float vatan2(float y, float x) { return ::atan2f(y, x); }
-inline double vatan2(double y, double x) { return ::atan2(y, x); }
-inline float vhypot(float a, float b) { return ::hypotf(a, b); }
-inline double vhypot(double a, double b) { return ::hypot(a, b); }
-inline double vpow(double x, double y) { return ::pow(x, y); }
-template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
-}  // namespace ignis::cpu
+#define IG_VEC_MATH1(v, fn)                                       \
+  inline float v(float x) { return ::fn##f(x); }                  \
+  inline double v(double x) { return ::fn(x); }
+#define IG_VEC_MATH2(v, fn)                                       \
+  inline float v(float a, float b) { return ::fn##f(a, b); }      \
+  inline double v(double a, double b) { return ::fn(a, b); }
 #else
 // Host C++ (tests/cuda_fake runs the kernels on the CPU): the real headers.
 #include <cmath>
 #include <limits>
 #include <type_traits>
 #define IGNIS_ALWAYS_INLINE inline
+#define IG_VEC_MATH1(v, fn) template <class T> inline T v(T x) { return std::fn(x); }
+#define IG_VEC_MATH2(v, fn) template <class T> inline T v(T a, T b) { return std::fn(a, b); }
+#endif
+// vec_math.h's functions, each the math library's own here: the device's
+// (float and double overloads) or the host's (the fake driver).
 namespace ignis::cpu {
-template <class T> inline T vexp(T x) { return std::exp(x); }
-template <class T> inline T verf(T x) { return std::erf(x); }
-template <class T> inline T vtanh(T x) { return std::tanh(x); }
-template <class T> inline T vsin(T x) { return std::sin(x); }
-template <class T> inline T vcos(T x) { return std::cos(x); }
-template <class T> inline T vlog(T x) { return std::log(x); }
-template <class T> inline T vlog2(T x) { return std::log2(x); }
-template <class T> inline T vlog10(T x) { return std::log10(x); }
-template <class T> inline T vlog1p(T x) { return std::log1p(x); }
-template <class T> inline T vpow(T x, T y) { return std::pow(x, y); }
-template <class T> inline T vexpm1(T x) { return std::expm1(x); }
-template <class T> inline T vexp2(T x) { return std::exp2(x); }
-template <class T> inline T vsinh(T x) { return std::sinh(x); }
-template <class T> inline T vcosh(T x) { return std::cosh(x); }
-template <class T> inline T vtan(T x) { return std::tan(x); }
-template <class T> inline T vatan(T x) { return std::atan(x); }
-template <class T> inline T vasin(T x) { return std::asin(x); }
-template <class T> inline T vacos(T x) { return std::acos(x); }
-template <class T> inline T verfc(T x) { return std::erfc(x); }
-template <class T> inline T vatan2(T y, T x) { return std::atan2(y, x); }
-template <class T> inline T vhypot(T a, T b) { return std::hypot(a, b); }
+IG_FORALL_VEC_MATH1(IG_VEC_MATH1)
+IG_FORALL_VEC_MATH2(IG_VEC_MATH2)
 template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + vexp(-x)); }
 }  // namespace ignis::cpu
-#endif
+#undef IG_VEC_MATH1
+#undef IG_VEC_MATH2
+#undef IG_FORALL_VEC_MATH1
+#undef IG_FORALL_VEC_MATH2
 )CUDA";
 
 }  // namespace

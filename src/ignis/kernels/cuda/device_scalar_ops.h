@@ -4,11 +4,10 @@
 // The header's own text is built into the library (CMake turns it into a
 // string) and follows a shim that gives it what it names from the standard
 // library and vec_math.h, which NVRTC lacks: std's traits, numeric_limits and
-// <cmath> overloads over the device math library, and vec_math.h's cpu::vexp,
-// verf, vtanh, vsin, vcos, vlog, vlog2, vlog10, vlog1p, vpow, vexpm1, vexp2,
-// vsinh, vcosh, vtan, vatan, vasin, vacos, vatan2, vhypot, verfc as the device's expf,
-// erff, ... . Kernels are compiled with -default-device
-// so that the header's unannotated functions are device functions. One
+// <cmath> overloads over the device math library, and vec_math.h's
+// functions (cpu::vexp, ..., vpow) as the device's expf, ..., powf (one list
+// in the .cpp). Kernels are compiled with -default-device so that the
+// header's unannotated functions are device functions. One
 // declaration of each formula therefore serves the CPU loops, the compiler's
 // generated C++ and the GPU (Note [CUDA kernels derive from scalar_ops.h] in
 // the .cpp).
