@@ -336,6 +336,49 @@ def test_compiled_random_ops_match_eager():
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def philox_words(seed, counters):
+    """Philox-4x32-10 in NumPy (Salmon et al., SC'11): the four 32-bit words
+    of each counter's block under the 64-bit key `seed`, as uint32 [n, 4]."""
+    ctr = np.asarray(counters, dtype=np.uint64)
+    c = [ctr & 0xFFFFFFFF, ctr >> np.uint64(32), np.zeros_like(ctr), np.zeros_like(ctr)]
+    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64(seed >> 32)
+    mask = np.uint64(0xFFFFFFFF)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c[0]
+        p1 = np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & mask, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & mask]
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & mask, (k1 + np.uint64(0xBB67AE85)) & mask
+    return np.stack(c, 1).astype(np.uint32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float_uniforms_are_the_philox_words(threads):
+    """rand and dropout's mask are Philox-4x32-10's words, element i word i % 4
+    of block i // 4 (kernels/cpu/random.h computes 16 blocks per SIMD batch):
+    checked against a NumPy Philox for lengths that end inside a batch and a
+    block, a second draw starting where the first ended, a non-contiguous
+    fill (the element-wise path), and dropout's mask."""
+    prev = ignis.get_num_threads()
+    ignis.set_num_threads(threads)
+    try:
+        seed = 0x1234_5678_9ABC
+        for n in (1, 63, 1000, 70001):
+            ignis.manual_seed(seed)
+            first, second = arr(ignis.rand(n)), arr(ignis.rand(n))
+            words = philox_words(seed, np.arange(2 * ((n + 3) // 4)))
+            expect = (words >> 8).astype(np.float32) * np.float32(2.0 ** -24)
+            np.testing.assert_array_equal(first, expect[: (n + 3) // 4].reshape(-1)[:n])
+            np.testing.assert_array_equal(second, expect[(n + 3) // 4:].reshape(-1)[:n])
+        ignis.manual_seed(seed)
+        strided = ignis.empty(3, 1000).t().uniform_()  # column-major: element-wise path
+        np.testing.assert_array_equal(arr(strided).reshape(-1), first[:3000])
+        ignis.manual_seed(seed)
+        _, mask = ignis.native_dropout(ignis.ones(70001), 0.3, True)
+        np.testing.assert_array_equal(arr(mask), first < np.float32(0.7))
+    finally:
+        ignis.set_num_threads(prev)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_uniform_floats_draw_dropouts_numbers(dtype):
     """rand (float precision) takes four elements from one Philox block, as the

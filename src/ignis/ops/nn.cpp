@@ -397,16 +397,13 @@ void dropout_typed(const Tensor& out, const Tensor& mask, const Tensor& in, doub
   const int64_t blocks = (n + 3) / 4;
   auto [seed, offset] = default_generator().reserve(static_cast<uint64_t>(blocks));
   cpu::parallel_rows(blocks, 4, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      uint32_t r[4];
-      Philox::block(seed, offset + static_cast<uint64_t>(b), r);
-      const int64_t i0 = b * 4, cnt = std::min<int64_t>(4, n - i0);
-      for (int64_t k = 0; k < cnt; ++k) {
-        const bool kept = Philox::to_float(r[k]) < keep;
-        m[i0 + k] = kept;
-        y[i0 + k] = static_cast<T>(kept ? static_cast<A>(x[i0 + k]) * scale : A(0));
-      }
-    }
+    philox_uniform_floats(seed, offset, b0 * 4, std::min(b1 * 4, n), [&](int64_t i, float u) {
+      // (x read whatever the mask: a select, not a branch on random bits)
+      const bool kept = u < keep;
+      const A v = static_cast<A>(x[i]) * scale;
+      m[i] = kept;
+      y[i] = static_cast<T>(kept ? v : A(0));
+    });
   });
 }
 
