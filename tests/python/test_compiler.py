@@ -124,6 +124,38 @@ def test_integer_division_stays_an_extern_but_integer_math_fuses():
     assert (out.numpy() == g(i).numpy()).all()
 
 
+def test_numbers_on_the_left_and_0_dim_operands_fuse():
+    """`1 - x` and `2 ** x` trace as sub(1, x) and pow(2, x), whose self is a
+    number made a 0-dim int64 tensor; a 0-dim float64 input meets float32
+    ones; a bool tensor is added to a float one: each operand converts to
+    the common dtype inside the kernel (Note [Operands of another dtype],
+    lower.cpp), where each was an extern and a buffer. The values and dtypes
+    are eager's; float16 keeps its extern (eager rounds the number to
+    float16 first)."""
+    def f(x, s, i):
+        return ((1 - x).sin() * 2 ** x + x * s + (x > s), (3 - i) * i.new_tensor(2) + (i == 1))
+
+    x = ignis.randn(5, 6)
+    s = ignis.tensor(0.25, dtype=ignis.float64)
+    i = ignis.randint(-4, 4, (5, 6), dtype=ignis.int32)
+    with ignis.no_grad():
+        c = _program(f, x, s, i)
+        assert "extern" not in c.program and c.kernel_count == 1, c.program
+        got, want = c(x, s, i), f(x, s, i)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
+        h = ignis.randn(5, 6).half()
+        c16 = _program(lambda h: 1 - h, h)
+        assert "extern sub" in c16.program, c16.program
+        np.testing.assert_array_equal(c16(h)[0].float().numpy(), (1 - h).float().numpy())
+    torch = pytest.importorskip("torch")  # the oracle's dtypes and values as well
+    t = f(*(torch.from_numpy(a.numpy()) for a in (x, s, i)))
+    for g, w in zip(got, t):
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype,tol", [("bfloat16", 1e-2), ("float16", 2e-3)])
 def test_16_bit_floats_compute_in_float_and_round_once(dtype, tol):
     dt = getattr(ignis, dtype)

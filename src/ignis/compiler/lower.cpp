@@ -182,6 +182,33 @@ class Lowering {
     }
   }
 
+  // Note [Operands of another dtype]
+  // Eager converts every operand of a pointwise op to the common dtype
+  // (TensorIterator) and computes there: a bool or integer tensor added to a
+  // float one, and 0-dim tensors, which do not take part in promotion against
+  // tensors with dims of the same or a higher kind (bool < integer < float).
+  // Most such 0-dim operands are numbers a decomposition or a reversed
+  // operator made tensors (`1 - x` traces as sub(1, x), whose self can only
+  // be a tensor: a wrapped int64 or float64 constant). They were externs,
+  // each a pass over memory and a buffer; now the kernel loads the operand
+  // and converts it to the compute type. An operand converts when that is
+  // what eager does: of a lower kind, or of the same kind and narrower, or
+  // (when dt is known to be the common dtype) 0-dim. No 16-bit floats on
+  // either side: eager rounds an operand to a 16-bit dt first, and a 16-bit
+  // operand fused into this kernel would arrive unrounded (a chain of one
+  // dtype rounds once, at its store; eager's intermediate was stored).
+  static int kind_rank(ScalarType t) {
+    return t == ScalarType::Bool ? 0 : is_float_dtype(t) ? 2 : 1;
+  }
+  static bool converts_to(const graph::TensorMeta& m, ScalarType dt, bool dt_is_common) {
+    if (dt == ScalarType::Undefined || !is_kernel_dtype(m.dtype) || !is_kernel_dtype(dt) ||
+        compute_type(dt) != dt || compute_type(m.dtype) != m.dtype)
+      return false;
+    const int mk = kind_rank(m.dtype), dk = kind_rank(dt);
+    if (dt_is_common && m.sizes.empty()) return mk <= dk;
+    return mk < dk || (mk == dk && element_size(m.dtype) < element_size(dt));
+  }
+
   // clone, _to_copy (between kernel dtypes on the program's device) and copy (src
   // broadcast into self's layout): copies, so the value is the source's
   // (converted as eager converts: a C++ static_cast of the compute values).
@@ -228,15 +255,27 @@ class Lowering {
     // math runs in its compute type (float for 16-bit floats, rounded once
     // when stored).
     ScalarType dt = out->dtype;
+    std::vector<Value> args = full_args(n);
+    // Whether dt is the common dtype eager converts every operand to (Note
+    // [Operands of another dtype]): the output's, or a compared operand's
+    // that has dims (a 0-dim one does not decide the type).
+    bool dt_is_common = true;
     if (scalar_signature(fn).returns_bool) {
       if (dt != ScalarType::Bool) return {};
       dt = ScalarType::Undefined;  // from the operands
+      for (const Value& a : args) {
+        const graph::TensorMeta* m = a.is_node() ? single_meta(a.to_node()) : nullptr;
+        if (m && !m->sizes.empty() && is_kernel_dtype(m->dtype)) {
+          dt = m->dtype;
+          break;
+        }
+      }
+      dt_is_common = dt != ScalarType::Undefined;
     } else if (!is_kernel_dtype(dt)) {
       return {};
     }
     PointwiseCall pc;
     const FunctionSchema& s = op->schema();
-    std::vector<Value> args = full_args(n);
     for (size_t i = 0; i < args.size(); ++i) {
       const Value& a = args[i];
       const std::string& name = s.args[i].name;
@@ -266,7 +305,7 @@ class Lowering {
           if (m->dtype != ScalarType::Bool) return {};
         } else if (dt == ScalarType::Undefined && is_kernel_dtype(m->dtype)) {
           dt = m->dtype;
-        } else if (m->dtype != dt) {
+        } else if (m->dtype != dt && !converts_to(*m, dt, dt_is_common)) {
           return {};
         }
       } else if (a.kind() != Value::Kind::Double && a.kind() != Value::Kind::Int) {
@@ -888,9 +927,18 @@ class Lowering {
     std::vector<int64_t> out_sizes = m.sizes;
     v.body = [ops, fn, kind, out_dt, dt, out_sizes](BodyBuilder& bb, const Coords& c) {
       std::vector<int> args;
-      for (const Operand& o : ops)
-        args.push_back(o.is_node ? o.val.body(bb, broadcast(c, o.val.sizes, out_sizes))
-                                 : constant(bb, o.number, dt));
+      for (const Operand& o : ops) {
+        if (!o.is_node) {
+          args.push_back(constant(bb, o.number, dt));
+          continue;
+        }
+        int x = o.val.body(bb, broadcast(c, o.val.sizes, out_sizes));
+        // where's condition stays bool; a 0-dim operand of another dtype
+        // converts (Note [Operands of another dtype])
+        if (!(kind == PwKind::Where && args.empty()))
+          x = cast_to(bb, x, compute_type(o.val.dtype), dt);
+        args.push_back(x);
+      }
       if (kind == PwKind::Identity) return args.at(0);
       ScalarNode s;
       s.kind = kind == PwKind::Call    ? ScalarKind::Call
