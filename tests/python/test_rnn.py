@@ -444,6 +444,48 @@ def test_compiled_matches_eager(name, kw):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("name,kw", [("LSTM", dict(num_layers=2)),
+                                     ("GRU", dict(bidirectional=True))])
+def test_compiled_layers_record_the_recurrence_whole(name, kw):
+    """Under compile each direction of each layer is one _rnn_recurrence in
+    the forward graph and one _rnn_recurrence_backward in the backward (Note
+    [A recurrence as one op]), not T steps of products and cells; the
+    gradients are eager's, and a layer's final state is returned as well."""
+    ignis.manual_seed(0)
+    me = getattr(nn, name)(5, 8, **kw)
+    mc = getattr(nn, name)(5, 8, **kw)
+    mc.load_state_dict(me.state_dict())
+    x = ignis.randn(7, 3, 5)
+    codes = []
+
+    def keep(gm, example_inputs):
+        codes.append(gm.code)
+        return gm
+
+    backend = ignis.compiler.aot_autograd(fw_compiler=keep, bw_compiler=keep)
+
+    def f(m):
+        def run(x):
+            out, state = m(x)
+            h = state[0] if name == "LSTM" else state
+            return out.square().mean() + h.sum()
+        return run
+
+    want = f(me)(x)
+    got = ignis.compile(f(mc), backend=backend, fullgraph=True)(x)
+    want.backward()
+    got.backward()
+    fw, bw = codes
+    n = 2  # two layers, or two directions
+    assert fw.count("_rnn_recurrence.default(") == n, fw
+    assert bw.count("_rnn_recurrence_backward.default(") == n, bw
+    # no per-step cells or products (T = 7): only the input projections' gradients
+    assert "_thnn_fused" not in fw + bw and bw.count("mm.default(") <= 3 * n, bw
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-5)
+    for a, b in zip(_grads(me), _grads(mc)):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
 # ---- programs -------------------------------------------------------------------------------
 def _lm(lib, kind):
     nn_ = lib.nn

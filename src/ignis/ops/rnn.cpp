@@ -209,9 +209,229 @@ void gru_cell_bw(GradCtx& c) {
   for (int i = 0; i < 5; ++i) c.set(i, r[static_cast<size_t>(i)].to_opt_tensor());
 }
 
+// ---- a whole recurrence ------------------------------------------------------------
+// Note [A recurrence as one op]
+// _rnn_recurrence runs one direction of an LSTM or GRU layer over T equal
+// steps of B rows: per step the hidden product (mm, or addmm with GRU's
+// b_hh) and the fused cell; xg [T*B, G*H] holds every step's input
+// projection with the biases the cell adds. It returns the outputs
+// [T*B, H], the final h (and c), and what the backward reads: each step's
+// c (LSTM) and the cells' workspaces. Its backward op runs the steps in
+// reverse with the fused backward cell and one product each, and takes
+// W_hh's gradient (and b_hh's) in one product over all steps.
+// It is core (docs/core_ops.md, "its cost"): AOT keeps it whole and the
+// compiler calls it as an extern. Recorded step by step, a 35-step, 2-layer
+// LSTM language model traced into ~450 kernels (6 s of C++ compile) and its
+// backward into a weight-gradient product per step, 1.4x slower than eager.
+// Eager's nn.LSTM/GRU use the same two ops (rnn.py's _Recurrence, which adds
+// create_graph's recorded backward).
+struct RecurrenceShape {
+  bool lstm;
+  int64_t T, B, H, G, W;  // W: the workspace's width per row
+};
+
+RecurrenceShape check_recurrence(const char* op, const Tensor& xg, const Tensor& h0,
+                                 const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
+                                 bool lstm) {
+  RecurrenceShape r;
+  r.lstm = lstm;
+  r.G = lstm ? 4 : 3;
+  IGNIS_CHECK(h0.dim() == 2 && h0.size(0) > 0, op, ": expected h0 of size [batch, hidden], got ",
+              h0.shape_str());
+  r.B = h0.size(0);
+  r.H = h0.size(1);
+  r.W = lstm ? 4 * r.H : 5 * r.H;
+  const ScalarType dt = h0.dtype();
+  IGNIS_CHECK(is_floating(dt), op, ": expected floating tensors, got ", scalar_type_name(dt));
+  IGNIS_CHECK(xg.dim() == 2 && xg.size(1) == r.G * r.H && xg.size(0) % r.B == 0, op,
+              ": expected xg of size [steps * ", r.B, ", ", r.G * r.H, "], got ", xg.shape_str());
+  r.T = xg.size(0) / r.B;
+  check_matrix(xg, op, "xg", r.T * r.B, r.G * r.H, dt);
+  check_matrix(w_hh, op, "w_hh", r.G * r.H, r.H, dt);
+  IGNIS_CHECK(c0.defined() == lstm, op, lstm ? ": an LSTM needs c0" : ": a GRU takes no c0");
+  if (lstm) check_matrix(c0, op, "c0", r.B, r.H, dt);
+  IGNIS_CHECK(!(lstm && b_hh.defined()), op,
+              ": an LSTM's b_hh belongs in xg (the cell adds it with b_ih)");
+  if (b_hh.defined())
+    IGNIS_CHECK(b_hh.dim() == 1 && b_hh.size(0) == r.G * r.H && b_hh.dtype() == dt, op,
+                ": expected b_hh of size [", r.G * r.H, "], got ", b_hh.shape_str());
+  return r;
+}
+
+// _rnn_recurrence(xg, h0, c0, w_hh, b_hh, is_lstm, reverse)
+//   -> (out, hy, cy, cs, workspace); cy and cs undefined for a GRU.
+void recurrence_meta(OpCall& c) {
+  const Tensor& h0 = c.tensor(1);
+  RecurrenceShape r = check_recurrence("_rnn_recurrence", c.tensor(0), h0, c.opt_tensor(2),
+                                       c.tensor(3), c.opt_tensor(4), c.bool_arg(5));
+  const ScalarType dt = h0.dtype();
+  c.alloc(DimVector{r.T * r.B, r.H}, dt);
+  c.alloc(DimVector{r.B, r.H}, dt);
+  if (r.lstm) {
+    c.alloc(DimVector{r.B, r.H}, dt);
+    c.alloc(DimVector{r.T * r.B, r.H}, dt);
+  } else {
+    c.outputs.emplace_back();
+    c.outputs.emplace_back();
+  }
+  c.alloc(DimVector{r.T * r.B, r.W}, dt);
+}
+
+Tensor rows(const Tensor& t, int64_t step, int64_t B) {
+  static OpRef narrow("narrow");
+  return narrow.tensor(t, 0, step * B, B);
+}
+void copy_rows(const Tensor& dst, int64_t step, int64_t B, const Tensor& src) {
+  static OpRef copy("copy_");
+  copy.call(rows(dst, step, B), src);
+}
+
+// A row-major copy of the 2-D w whose rows are an odd number of 64-byte
+// lines apart: the built-in GEMM then reads it in place as a right operand
+// (rows 2 KiB apart, [128, 512] float32, would share L1's sets, so it packs
+// them instead, every step).
+Tensor odd_lines_copy(const Tensor& w) {
+  const int64_t es = static_cast<int64_t>(w.itemsize());
+  int64_t lines = (w.size(1) * es + 63) / 64;
+  if (lines % 2 == 0) ++lines;
+  Tensor out = empty_strided_tensor(w.sizes(), DimVector{lines * 64 / es, 1}, w.dtype(),
+                                    w.device());
+  static OpRef copy("copy_");
+  copy.call(out, w);
+  return out;
+}
+
+void recurrence_impl(OpCall& c) {
+  static OpRef mm("mm"), addmm("addmm"), lstm_cell("_thnn_fused_lstm_cell"),
+      gru_cell("_thnn_fused_gru_cell"), transpose("t"), copy("copy_");
+  const Tensor &xg = c.tensor(0), &h0 = c.tensor(1), &w_hh = c.tensor(3);
+  const Tensor c0 = c.opt_tensor(2), b_hh = c.opt_tensor(4);
+  const bool lstm = c.bool_arg(5), reverse = c.bool_arg(6);
+  const int64_t B = h0.size(0), T = xg.size(0) / B;
+  const Tensor &out = c.outputs[0], &ws = c.outputs[4];
+  const Tensor w_t = odd_lines_copy(transpose.tensor(w_hh));
+  Tensor h = h0, cell = c0;
+  for (int64_t k = 0; k < T; ++k) {
+    const int64_t t = reverse ? T - 1 - k : k;
+    const Tensor x = rows(xg, t, B);
+    if (lstm) {
+      Stack r = lstm_cell.call(x, mm.tensor(h, w_t), cell);
+      h = r[0].to_tensor();
+      cell = r[1].to_tensor();
+      copy_rows(c.outputs[3], t, B, cell);
+      copy_rows(ws, t, B, r[2].to_tensor());
+    } else {
+      Tensor hg = b_hh.defined() ? addmm.tensor(b_hh, h, w_t) : mm.tensor(h, w_t);
+      Stack r = gru_cell.call(x, hg, h);
+      h = r[0].to_tensor();
+      copy_rows(ws, t, B, r[1].to_tensor());
+    }
+    copy_rows(out, t, B, h);
+  }
+  copy.call(c.outputs[1], h);
+  if (lstm) copy.call(c.outputs[2], cell);
+}
+
+// _rnn_recurrence_backward(grad_out, grad_hy, grad_cy, h0, c0, w_hh, out, cs,
+//   workspace, has_b_hh, is_lstm, reverse) -> (grad_xg, grad_h0, grad_c0,
+//   grad_w_hh, grad_b_hh): grad_c0 undefined for a GRU, grad_b_hh unless has_b_hh.
+void recurrence_backward_meta(OpCall& c) {
+  const Tensor &h0 = c.tensor(3), &w_hh = c.tensor(5), &out = c.tensor(6);
+  const bool lstm = c.bool_arg(10);
+  const int64_t B = h0.size(0), H = h0.size(1), G = lstm ? 4 : 3;
+  const ScalarType dt = h0.dtype();
+  IGNIS_CHECK(out.dim() == 2 && out.size(1) == H && out.size(0) % B == 0,
+              "_rnn_recurrence_backward: expected out of size [steps * ", B, ", ", H, "], got ",
+              out.shape_str());
+  check_matrix(w_hh, "_rnn_recurrence_backward", "w_hh", G * H, H, dt);
+  c.alloc(DimVector{out.size(0), G * H}, dt);
+  c.alloc(h0.sizes(), dt);
+  if (lstm) c.alloc(h0.sizes(), dt);
+  else c.outputs.emplace_back();
+  c.alloc(w_hh.sizes(), dt);
+  if (c.bool_arg(9)) c.alloc(DimVector{G * H}, dt);
+  else c.outputs.emplace_back();
+}
+
+void recurrence_backward_impl(OpCall& c) {
+  static OpRef mm("mm"), addmm("addmm"), add("add"), cat("cat"), narrow("narrow"), transpose("t"), copy("copy_"), lstm_bw("_thnn_fused_lstm_cell_backward_impl"),
+      gru_bw("_thnn_fused_gru_cell_backward");
+  const Tensor g_out = c.opt_tensor(0), g_h = c.opt_tensor(1), g_c = c.opt_tensor(2);
+  const Tensor &h0 = c.tensor(3), &w_hh = c.tensor(5), &out = c.tensor(6), &ws = c.tensor(8);
+  const Tensor c0 = c.opt_tensor(4), cs = c.opt_tensor(7);
+  const bool has_b = c.bool_arg(9), lstm = c.bool_arg(10), reverse = c.bool_arg(11);
+  const int64_t B = h0.size(0), T = out.size(0) / B;
+  const Tensor& d_xg = c.outputs[0];
+  // GRU: the hidden gates' gradient differs from the input gates' (n's r factor)
+  Tensor d_hg = lstm ? d_xg : empty_tensor(d_xg.sizes(), d_xg.dtype(), d_xg.device());
+  auto step_grad = [&](int64_t t) { return g_out.defined() ? rows(g_out, t, B) : Tensor(); };
+  auto plus = [&](const Tensor& a, const Tensor& b) {
+    return !a.defined() ? b : !b.defined() ? a : add.tensor(a, b);
+  };
+  // dh: the gradient of the state step t produced, its output's included
+  const int64_t first = reverse ? 0 : T - 1;
+  Tensor dh = plus(step_grad(first), g_h), dc = g_c;
+  if (!dh.defined()) dh = zeros(h0.sizes(), h0.dtype(), h0.device());
+  if (lstm && !dc.defined()) dc = zeros(h0.sizes(), h0.dtype(), h0.device());
+  for (int64_t k = 0; k < T; ++k) {
+    const int64_t t = reverse ? k : T - 1 - k;
+    const int64_t prev = reverse ? t + 1 : t - 1;  // the step that made t's state
+    const bool has_prev = prev >= 0 && prev < T;
+    const Tensor g_prev = has_prev ? step_grad(prev) : Tensor();
+    if (lstm) {
+      Stack r = lstm_bw.call(dh, dc, has_prev ? rows(cs, prev, B) : c0, rows(cs, t, B),
+                             rows(ws, t, B), false);
+      const Tensor dx = r[0].to_tensor();
+      dc = r[1].to_tensor();
+      copy_rows(d_xg, t, B, dx);
+      // (the previous step's output gradient joins in the GEMM's epilogue)
+      dh = g_prev.defined() ? addmm.tensor(g_prev, dx, w_hh) : mm.tensor(dx, w_hh);
+    } else {
+      Stack r = gru_bw.call(dh, rows(ws, t, B), false);
+      const Tensor dhg = r[1].to_tensor();
+      copy_rows(d_xg, t, B, r[0].to_tensor());
+      copy_rows(d_hg, t, B, dhg);
+      dh = addmm.tensor(plus(r[2].to_tensor(), g_prev), dhg, w_hh);
+    }
+  }
+  copy.call(c.outputs[1], dh);
+  if (lstm) copy.call(c.outputs[2], dc);
+  // W_hh's gradient in one product: d_hg^T [G*H, T*B] @ the states each step began from
+  const int64_t n = (T - 1) * B;
+  Tensor prev_states =
+      reverse ? cat.tensor(std::vector<Tensor>{narrow.tensor(out, 0, B, n), h0}, 0)
+              : cat.tensor(std::vector<Tensor>{h0, narrow.tensor(out, 0, 0, n)}, 0);
+  copy.call(c.outputs[3], mm.tensor(transpose.tensor(d_hg), prev_states));
+  if (has_b) copy.call(c.outputs[4], sum_dims(d_hg, {0}, false));
+}
+
+void recurrence_bw(GradCtx& c) {
+  IGNIS_CHECK_KIND(NotImplemented, !autograd::grad_enabled(),
+                   "_rnn_recurrence: double backward is not supported (eager's nn.LSTM/GRU "
+                   "recompute the steps for create_graph)");
+  const bool lstm = c.bool_arg(5);
+  Stack r = OpRef("_rnn_recurrence_backward")
+                .call(c.grad(0), c.grad(1), lstm ? c.grad(2) : Tensor(), c.in(1),
+                      c.opt_in(2), c.in(3), c.result(0), lstm ? c.result(3) : Tensor(),
+                      c.result(4), c.needs_grad(4), lstm, c.bool_arg(6));
+  for (int i = 0; i < 5; ++i) c.set(i, r[static_cast<size_t>(i)].to_opt_tensor());
+}
+
 }  // namespace
 
 void register_rnn_ops() {
+  def("_rnn_recurrence(Tensor xg, Tensor h0, Tensor? c0, Tensor w_hh, Tensor? b_hh, "
+      "bool is_lstm, bool reverse) -> (Tensor, Tensor, Tensor, Tensor, Tensor)")
+      .category(OpCategory::Other).core().meta(recurrence_meta).cpu_and_cuda(recurrence_impl)
+      .doc("one direction of an LSTM or GRU layer over equal steps (Note [A recurrence as one "
+           "op]): (out, hy, cy, cs, workspace)")
+      .derivative(recurrence_bw, "h0, c0, w_hh, result, result3, result4");
+  def("_rnn_recurrence_backward(Tensor? grad_out, Tensor? grad_hy, Tensor? grad_cy, Tensor h0, "
+      "Tensor? c0, Tensor w_hh, Tensor out, Tensor? cs, Tensor workspace, bool has_b_hh, "
+      "bool is_lstm, bool reverse) -> (Tensor, Tensor, Tensor, Tensor, Tensor)")
+      .category(OpCategory::Other).core().meta(recurrence_backward_meta)
+      .cpu_and_cuda(recurrence_backward_impl)
+      .doc("the gradients of _rnn_recurrence's xg, h0, c0, w_hh and (has_b_hh) b_hh");
   def("_thnn_fused_lstm_cell(Tensor input_gates, Tensor hidden_gates, Tensor cx, "
       "Tensor? input_bias=None, Tensor? hidden_bias=None) -> (Tensor, Tensor, Tensor)")
       .category(OpCategory::Other).meta(lstm_cell_meta).cpu(lstm_cell_cpu)

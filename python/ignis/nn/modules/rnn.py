@@ -122,43 +122,23 @@ def _run_direction(step, xg, batch_sizes, state, w_hh_t, b_hh, w_hr_t, reverse):
     return ignis.cat(outs, 0), state
 
 
-# ---- eager training: one autograd node per direction and layer -------------------------------
+# ---- training: one autograd node per direction and layer -------------------------------------
 # Note [Recurrence as one autograd node]
 # Recorded op by op, a step of an LSTM is an mm and a fused cell, and its
 # backward two more mms (the gradients of h and of W_hh) plus an add that
-# accumulates W_hh's gradient, with a node's bookkeeping each. Eager training
-# over equal-sized steps instead runs the recurrence unrecorded and gives
-# autograd one node for it (PyTorch's fused RNN kernels do the same): forward
-# multiplies by W_hh^T copied once into rows the GEMM reads in place (a
-# transposed view would be packed by a strided gather every step); backward
-# runs the steps in reverse with the fused backward op and one mm each (by
-# W_hh as it is, row-major and read in place too), and takes W_hh's
-# gradient (and b_hh's, for GRU) in one product over all steps.
-# Packed sequences, proj_size and capture (ignis.compile traces the op-by-op
-# form, which decomposes and fuses) keep the recorded form; so does double
-# backward: with create_graph, backward recomputes the steps recorded.
-_lstm_cell_backward = _ops.get("_thnn_fused_lstm_cell_backward_impl")
-_gru_cell_backward = _ops.get("_thnn_fused_gru_cell_backward")
-
-
-def _odd_lines_copy(w):
-    """A row-major copy of the 2-D w whose rows are an odd number of 64-byte
-    lines apart: the built-in GEMM then reads it in place as a right operand
-    (rows 2 KiB apart, [128, 512] float32, would share L1's sets, so it
-    packs them instead, every step)."""
-    lines = -(-w.shape[1] * w.element_size() // 64)
-    stride = (lines + (lines % 2 == 0)) * 64 // w.element_size()
-    out = ignis.empty_strided(tuple(w.shape), (stride, 1), dtype=w.dtype, device=w.device)
-    return out.copy_(w)
-
-
-def _previous_states(out, h0, B, reverse):
-    """The state each step started from, stacked in step order: h0 then the
-    outputs but the last (reversed: the outputs but the first, then h0)."""
-    n = out.shape[0] - B
-    if reverse:
-        return ignis.cat([out.narrow(0, B, n), h0], 0)
-    return ignis.cat([h0, out.narrow(0, 0, n)], 0)
+# accumulates W_hh's gradient, with a node's bookkeeping each. Over
+# equal-sized steps the layer instead runs as one op, `_rnn_recurrence`
+# (ops/rnn.cpp, Note [A recurrence as one op]): forward multiplies by W_hh^T
+# copied once into rows the GEMM reads in place; its backward op runs the
+# steps in reverse with the fused backward cell and one mm each, and takes
+# W_hh's gradient (and b_hh's, for GRU) in one product over all steps (as
+# PyTorch's fused RNN kernels do). Compiled graphs record that op whole (the
+# compiler calls it as an extern) instead of T steps of kernels. Eager calls
+# it through _Recurrence, which adds double backward: with create_graph,
+# backward recomputes the steps recorded. Packed sequences (steps of
+# different sizes), proj_size and autocast keep the recorded form.
+_recurrence = _ops.get("_rnn_recurrence")
+_recurrence_backward = _ops.get("_rnn_recurrence_backward")
 
 
 class _Recurrence(ignis.autograd.Function):
@@ -169,27 +149,13 @@ class _Recurrence(ignis.autograd.Function):
 
     @staticmethod
     def forward(ctx, xg, h0, c0, w_hh, b_hh, mode, reverse):
-        B = h0.shape[0]
-        T = xg.shape[0] // B
-        w_t = _odd_lines_copy(w_hh.t())
-        steps = xg.split(B)
-        order = range(T - 1, -1, -1) if reverse else range(T)
-        hs, cs, ws = [None] * T, [None] * T, [None] * T
-        h, c = h0, c0
-        for t in order:
-            if mode == "LSTM":
-                h, c, ws[t] = _fused_lstm_cell(steps[t], h.mm(w_t), c)
-                cs[t] = c
-            else:
-                hg = h.mm(w_t) if b_hh is None else ignis.addmm(b_hh, h, w_t)
-                h, ws[t] = _fused_gru_cell(steps[t], hg, h)
-            hs[t] = h
-        out = ignis.cat(hs, 0)
+        lstm = mode == "LSTM"
+        out, h, c, cs, ws = _recurrence(xg, h0, c0, w_hh, b_hh, lstm, reverse)
         ctx.args = (xg, h0, c0, w_hh, b_hh, mode, reverse)
         # What ctx keeps must not be an output: an output's grad_fn holds ctx,
         # and that cycle runs through C++ where the garbage collector cannot
         # see it (every step's memory would stay). Outputs get aliases.
-        ctx.cs, ctx.ws, ctx.out = cs, ws, out
+        ctx.saved = (out, cs, ws)
         return out.detach(), h, None if c is None else c.detach()
 
     @staticmethod
@@ -197,29 +163,9 @@ class _Recurrence(ignis.autograd.Function):
         xg, h0, c0, w_hh, b_hh, mode, reverse = ctx.args
         if ignis.is_grad_enabled():  # create_graph: differentiate the recorded steps
             return _Recurrence._recorded_backward(ctx, g_out, g_h, g_c)
-        B = h0.shape[0]
-        T = xg.shape[0] // B
-        g_steps = g_out.split(B)
-        order = range(T) if reverse else range(T - 1, -1, -1)
-        dx, dhg = [None] * T, [None] * T
-        # dh: the gradient of the state step t produced, its output's included
-        dh, dc = g_steps[order[0]] + g_h, g_c
-        for t in order:
-            prev = t + 1 if reverse else t - 1  # the step that made t's state
-            g_prev = g_steps[prev] if 0 <= prev < T else None
-            if mode == "LSTM":
-                c_prev = c0 if g_prev is None else ctx.cs[prev]
-                dx[t], dc, _ = _lstm_cell_backward(dh, dc, c_prev, ctx.cs[t], ctx.ws[t], False)
-                dhg[t] = dx[t]
-                # (the previous step's output gradient joins in the GEMM's epilogue)
-                dh = dx[t].mm(w_hh) if g_prev is None else ignis.addmm(g_prev, dx[t], w_hh)
-            else:
-                dx[t], dhg[t], dh, _, _ = _gru_cell_backward(dh, ctx.ws[t], False)
-                dh = ignis.addmm(dh if g_prev is None else dh + g_prev, dhg[t], w_hh)
-        d_xg = ignis.cat(dx, 0)
-        d_hg = d_xg if mode == "LSTM" else ignis.cat(dhg, 0)
-        d_w = d_hg.t().mm(_previous_states(ctx.out, h0, B, reverse))
-        d_b = None if b_hh is None else d_hg.sum(0)
+        out, cs, ws = ctx.saved
+        d_xg, dh, dc, d_w, d_b = _recurrence_backward(g_out, g_h, g_c, h0, c0, w_hh, out, cs, ws,
+                                                      b_hh is not None, mode == "LSTM", reverse)
         return d_xg, dh, dc, d_w, d_b, None, None
 
     @staticmethod
@@ -240,17 +186,16 @@ class _Recurrence(ignis.autograd.Function):
         return tuple(next(got) if w else None for w in wanted) + (None, None)
 
 
-def _one_node(module, batch_sizes, device_type):
-    """Whether a layer's directions run as one autograd node each (see Note
-    [Recurrence as one autograd node]). Not under autocast: the node's own
-    backward would meet the autocast dtype's gates with the float32 weights
-    outside the autocast region; the per-step form records autocast's casts
-    for autograd."""
+def _one_node(module, batch_sizes):
+    """Whether a layer's directions can run as one op each (see Note
+    [Recurrence as one autograd node]); _run also asks that the projected
+    input have the weights' dtype, which it has not under autocast (a 16-bit
+    linear): there the per-step form records autocast's casts for autograd,
+    where the op's backward would meet the 16-bit gates with the float32
+    weights outside the autocast region."""
     return (module.mode in ("LSTM", "GRU") and not module.proj_size
             and len(batch_sizes) > 0 and batch_sizes[0] > 0
-            and all(b == batch_sizes[0] for b in batch_sizes)
-            and not ignis.compiler.is_compiling()
-            and not ignis.is_autocast_enabled(device_type))
+            and all(b == batch_sizes[0] for b in batch_sizes))
 
 
 class RNNBase(Module):
@@ -451,7 +396,7 @@ class RNNBase(Module):
         step = _step_fn(self.mode)
         D = 2 if self.bidirectional else 1
         h_finals, c_finals = [], []
-        one_node = _one_node(self, batch_sizes, data.device.type)
+        one_node = _one_node(self, batch_sizes)
         x = data
         for layer in range(self.num_layers):
             outs = []
@@ -460,10 +405,13 @@ class RNNBase(Module):
                 k = layer * D + d
                 state = (hx[0][k], hx[1][k]) if is_lstm else hx[k]
                 xg = _input_proj(self.mode, x, w_ih, b_ih, b_hh)
-                if one_node:
-                    h0, c0 = state if is_lstm else (state, None)
-                    out, h, c = _Recurrence.apply(xg, h0, c0, w_hh,
-                                                  None if is_lstm else b_hh, self.mode, d == 1)
+                h0, c0 = state if is_lstm else (state, None)
+                if one_node and xg.dtype == w_hh.dtype == h0.dtype:
+                    b = None if is_lstm else b_hh
+                    if ignis.compiler.is_compiling():  # the op whole, its derivative declared
+                        out, h, c, _, _ = _recurrence(xg, h0, c0, w_hh, b, is_lstm, d == 1)
+                    else:
+                        out, h, c = _Recurrence.apply(xg, h0, c0, w_hh, b, self.mode, d == 1)
                     state = (h, c) if is_lstm else h
                 else:
                     out, state = _run_direction(step, xg, batch_sizes, state, w_hh.t(), b_hh,
