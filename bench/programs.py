@@ -24,7 +24,13 @@ ignis is faster).
 
     python bench/programs.py [--program cnn|lstm|transformer] [--threads N] [--steps 20]
                              [--rounds 2] [--cpu-time]
-                             [--image 28|32] [--batch 64] [--device cpu|cuda]
+                             [--image 28|32] [--batch 64] [--device cpu|cuda] [--compile]
+
+--compile wraps each model's forward in the library's compile (ignis.compile,
+torch.compile with default settings); the forward phase then includes the
+loss's eager call, and "first" is the first step's time, compile included
+(a fresh process: ignis's disk cache may be warm from an earlier run, use
+IGNIS_CACHE_DIR to time a cold one).
 
 --device cuda runs both libraries' models on the GPU (torch's convolutions on
 cuDNN, ignis's through im2col + cuBLASLt), synchronizing before each clock
@@ -79,10 +85,16 @@ def build_cnn(lib, in_ch, image):
     return CNN()
 
 
+def maybe_compile(lib, args, model):
+    if args.compile:
+        model.forward = lib.compile(model.forward)
+    return model
+
+
 def cnn_step_times(lib, args):
     lib.manual_seed(0)
     in_ch = 1 if args.image == 28 else 3
-    model = build_cnn(lib, in_ch, args.image).to(args.device)
+    model = maybe_compile(lib, args, build_cnn(lib, in_ch, args.image).to(args.device))
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = np.random.default_rng(0)
     batch = args.batch or 64
@@ -100,6 +112,8 @@ def cnn_step_times(lib, args):
         t2 = now()
         opt.step()
         t3 = now()
+        if i == 0:
+            args.first_step = t3 - t0
         if i >= args.warmup:
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
@@ -134,7 +148,7 @@ def build_language_model(lib, kind, ntoken=1000, ninp=128):
 
 def lm_step_times(lib, args, kind):
     lib.manual_seed(0)
-    model = build_language_model(lib, kind).to(args.device)
+    model = maybe_compile(lib, args, build_language_model(lib, kind).to(args.device))
     opt = lib.optim.SGD(model.parameters(), lr=0.5)
     rng = np.random.default_rng(0)
     seq, batch = 35, args.batch or 20
@@ -154,6 +168,8 @@ def lm_step_times(lib, args, kind):
         t2 = now()
         opt.step()
         t3 = now()
+        if i == 0:
+            args.first_step = t3 - t0
         if i >= args.warmup:
             times.append(t3 - t0)
             phases.append((t1 - t0, t2 - t1, t3 - t2))
@@ -183,6 +199,7 @@ def run_one(args):
         lib.set_num_threads(args.threads)
     t, phases, loss = PROGRAMS[args.program](lib, args)
     print(json.dumps({"step": t, "phases": [float(p) for p in phases], "loss": loss,
+                      "first": args.first_step,
                       "threads": lib.get_num_threads(), "version": lib.__version__}))
 
 
@@ -198,12 +215,14 @@ def main():
     ap.add_argument("--image", type=int, choices=[28, 32], default=28)
     ap.add_argument("--batch", type=int, default=None, help="64 for cnn, 20 for the LMs")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--compile", action="store_true",
+                    help="compile each model's forward (ignis.compile / torch.compile)")
     ap.add_argument("--only", choices=PEERS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.only:
         return run_one(args)
 
-    peers = PEERS if args.device == "cpu" else ["torch", "ignis"]
+    peers = PEERS if args.device == "cpu" and not args.compile else ["torch", "ignis"]
     best = {}
     for _ in range(args.rounds):
         for name in peers:
@@ -216,6 +235,8 @@ def main():
                 cmd += ["--threads", str(args.threads)]
             if args.cpu_time:
                 cmd += ["--cpu-time"]
+            if args.compile:
+                cmd += ["--compile"]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                                  env=os.environ).stdout
             r = json.loads(out.strip().splitlines()[-1])
@@ -226,12 +247,14 @@ def main():
     print(f"{args.program}: {what}; threads "
           f"ignis={best['ignis']['threads']} torch={best['torch']['threads']}; "
           f"{platform.processor() or platform.machine()}, torch {best['torch']['version']}; "
-          f"{'CPU' if args.cpu_time else 'wall'} time; device {args.device}")
+          f"{'CPU' if args.cpu_time else 'wall'} time; device {args.device}"
+          f"{'; compiled forward' if args.compile else ''}")
     for name in peers:
         r = best[name]
         t, (fwd, bwd, opt) = r["step"], r["phases"]
         print(f"{name:15s} {t * 1e3:8.2f} ms/step  (forward {fwd * 1e3:.2f}, backward "
-              f"{bwd * 1e3:.2f}, optimizer {opt * 1e3:.2f})  final loss {r['loss']:.4f}")
+              f"{bwd * 1e3:.2f}, optimizer {opt * 1e3:.2f})  final loss {r['loss']:.4f}  "
+              f"first step {r['first']:.2f} s")
     for peer in peers[:-1]:
         print(f"ratio ignis/{peer}: {best['ignis']['step'] / best[peer]['step']:.2f}x "
               "(< 1 means ignis is faster)")
