@@ -134,37 +134,33 @@ void fill_eye(const Tensor& t) {
 // words, so one block per element. CUDA's kernels number them alike
 // (kernels/cuda/random_kernels.cpp).
 void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
-  const bool wide = t.dtype() == ScalarType::Float64;
   const uint64_t n = static_cast<uint64_t>(t.numel());
-  auto [seed, off] = g.reserve(wide ? n : (n + 3) / 4);
-  double range = to - from;
-  if (t.dtype() == ScalarType::Float32 && t.is_contiguous()) {
-    // The common case (rand, dropout's mask in compiled graphs) in batches
-    // of Philox blocks; the same values as the element-wise path below.
-    float* p = t.data<float>();
-    parallel_range(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
-      philox_uniform_floats(seed, off, b, e, [&](int64_t i, float u) {
-        const double v = from + range * u;
-        p[i] = static_cast<float>(v) >= to ? static_cast<float>(from) : static_cast<float>(v);
-      });
+  const double range = to - from;
+  if (t.dtype() == ScalarType::Float64) {
+    auto [seed, off] = g.reserve(n);
+    generate(t, [=](int64_t i, auto) {
+      uint32_t r[4];
+      Philox::block(seed, off + i, r);
+      return from + range * Philox::to_double(r[0], r[1]);
     });
     return;
   }
-  generate(t, [=](int64_t i, auto tag) {
-    uint32_t r[4];
-    using S = decltype(tag);
-    if constexpr (std::is_same_v<S, double>) {
-      Philox::block(seed, off + i, r);
-      return from + range * Philox::to_double(r[0], r[1]);
-    } else {
-      Philox::block(seed, off + static_cast<uint64_t>(i / 4), r);
-      // float precision: 24 bits. A value that rounds up to `to` in the
-      // output type (often, for 16-bit floats) becomes `from`: [from, to).
-      float u = Philox::to_float(r[i % 4]);
-      double v = from + range * u;
-      return static_cast<double>(static_cast<S>(v)) >= to ? from : v;
-    }
+  auto [seed, off] = g.reserve((n + 3) / 4);
+  if (n == 0 || t.device().is_meta()) return;
+  // Float precision, 24 bits, in batches of Philox blocks (random.h).
+  Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
+  IGNIS_DISPATCH_ALL(dst.dtype(), "uniform_", [&] {
+    scalar_t* p = dst.data<scalar_t>();
+    parallel_range(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
+      philox_uniform_floats(seed, off, b, e, [&](int64_t i, float u) {
+        // A value that rounds up to `to` in the output type (often, for
+        // 16-bit floats) becomes `from`: [from, to).
+        const scalar_t v = static_cast<scalar_t>(from + range * u);
+        p[i] = static_cast<double>(v) >= to ? static_cast<scalar_t>(from) : v;
+      });
+    });
   });
+  if (!dst.is_same(t)) copy_into(t, dst);
 }
 
 void fill_normal(const Tensor& t, double mean, double std, Generator& g) {

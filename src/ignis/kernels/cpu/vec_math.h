@@ -531,33 +531,26 @@ namespace vec_math_detail {
 // (fitted to libm's erfc in double: relative error below 2.3e-12),
 // summed by Clenshaw's recurrence (stable, unlike its monomial form).
 IGNIS_ALWAYS_INLINE double erfc_tail_factor(double t) {
+  // the coefficients from degree 24 down to degree 0
+  static constexpr double c[25] = {
+      0x1.2515cce84beb4p-37, -0x1.211f73f544e8ep-35, 0x1.9b2b33d328955p-34,
+      -0x1.d0b4cea6c7d35p-33, 0x1.8c043266ee1e4p-32, -0x1.3e8cf36bf1b9dp-32,
+      -0x1.06f2f76432250p-30, 0x1.a1022a376170ep-28, -0x1.674ecb34071b1p-26,
+      0x1.d0bb0e6cfa0d1p-25, -0x1.c0dbd29a8d4bep-24, 0x1.c41a391f76786p-24,
+      0x1.0d79356ac572bp-22, -0x1.021aa93142b29p-19, 0x1.de54905ce4377p-18,
+      -0x1.3cdb02d2fda44p-16, 0x1.16fbe1d8195d6p-15, -0x1.739fb40584b9cp-19,
+      -0x1.289a48d77d345p-12, 0x1.7fb03d8cdd93ap-10, -0x1.358aa829555c1p-8,
+      0x1.1f128a0e88bcfp-7, 0x1.b1c0746379eeap-7, -0x1.e13534289c098p-3,
+      0x1.863661cada83bp-1};
   const double s = t * 0x1.0d55555555556p+0 - 0x1.1aaaaaaaaaaabp+0, s2 = s + s;
-  double b1 = 0x1.2515cce84beb4p-37, b2 = 0.0, b0;
-  b0 = -0x1.211f73f544e8ep-35 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.9b2b33d328955p-34 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.d0b4cea6c7d35p-33 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.8c043266ee1e4p-32 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.3e8cf36bf1b9dp-32 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.06f2f76432250p-30 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.a1022a376170ep-28 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.674ecb34071b1p-26 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.d0bb0e6cfa0d1p-25 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.c0dbd29a8d4bep-24 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.c41a391f76786p-24 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.0d79356ac572bp-22 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.021aa93142b29p-19 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.de54905ce4377p-18 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.3cdb02d2fda44p-16 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.16fbe1d8195d6p-15 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.739fb40584b9cp-19 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.289a48d77d345p-12 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.7fb03d8cdd93ap-10 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.358aa829555c1p-8 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.1f128a0e88bcfp-7 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = 0x1.b1c0746379eeap-7 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  b0 = -0x1.e13534289c098p-3 + s2 * b1 - b2; b2 = b1; b1 = b0;
-  const double u = 0x1.863661cada83bp-1 + s * b1 - b2;
-  return u;
+  double b1 = c[0], b2 = 0.0;
+#pragma GCC unroll 24
+  for (int k = 1; k < 24; ++k) {
+    const double b0 = c[k] + s2 * b1 - b2;
+    b2 = b1;
+    b1 = b0;
+  }
+  return c[24] + s * b1 - b2;
 }
 }  // namespace vec_math_detail
 
