@@ -104,6 +104,11 @@ def main():
          (lambda: torch.softmax(xt, -1)) if torch else None, 2 * nbytes),
         ("layer_norm 4096x4096 f32", lambda: ignis.nn.functional.layer_norm(xi, (N,), w, b),
          (lambda: torch.nn.functional.layer_norm(xt, (N,), wt, bt)) if torch else None, 2 * nbytes),
+        # random numbers: written once (ignis: Philox in SIMD batches; torch: mt19937)
+        ("rand 4096x4096 f32", lambda: ignis.rand(N, N), (lambda: torch.rand(N, N)) if torch else None,
+         nbytes),
+        ("dropout(0.2) 4096x4096 f32", lambda: ignis.nn.functional.dropout(xi, 0.2),
+         (lambda: torch.nn.functional.dropout(xt, 0.2)) if torch else None, 2 * nbytes),
     ]
     for name, fi, ft, moved in cases:
         try:
