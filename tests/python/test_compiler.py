@@ -1134,3 +1134,71 @@ def test_a_long_compile_prints_a_progress_line(tmp_path):
     assert "[inductor] compiling 1 kernels (" in err and "lines of C++) ..." in err
     assert "lines of C++): done in " in err
     assert "[inductor]" not in run(600.0, "b")  # a quick compile says nothing
+
+
+def test_full_is_a_constant_read_where_it_is_used():
+    """full (zeros, ones and the *_like factories decompose to it) lowers as
+    a constant per element, fused into its readers, not an extern filling
+    a buffer; a value eager's fill would round or refuse stays an extern."""
+    def f(x):
+        return x * ignis.full((4, 6), 3.0) + ignis.zeros_like(x) - ignis.ones(6)
+
+    programs = []
+
+    def keep(gm, example_inputs):
+        programs.append(_inductor.compile_fx(gm, example_inputs))
+        return programs[-1]
+    backend = ignis.compiler.aot_autograd(fw_compiler=keep)
+    x = ignis.randn(4, 6)
+    with ignis.no_grad():
+        got = ignis.compile(f, backend=backend)(x)
+        np.testing.assert_allclose(got.numpy(), f(x).numpy(), rtol=1e-6)
+        c = programs[-1]
+        assert "extern" not in c.program and c.kernel_count == 1, c.program
+        ignis.compile(lambda x: x + ignis.full((4, 6), 1e-30), backend=backend)(x)
+        assert "extern full" in programs[-1].program, programs[-1].program
+
+
+def test_tangents_that_do_not_arrive_are_zeros_inside_the_backward(monkeypatch):
+    """A model returning its logits beside its loss, trained on the loss:
+    the logits' tangent never arrives. The backward compiles when it first
+    runs, with that tangent a `full(shape, 0)` fused into its readers
+    instead of a zero buffer the size of the logits (Note [Tangents that do
+    not arrive], aot_autograd.py); a later call whose backward gets both
+    tangents compiles the full graph once. Gradients are eager's each time."""
+    from ignis._functorch import aot_autograd as aot
+    ignis.manual_seed(0)
+    lin = nn.Linear(8, 40)
+    made = []
+    real = aot._without_tangents
+
+    def spy(bw, num_saved, missing):
+        made.append(missing)
+        out = real(bw, num_saved, missing)
+        made.append(out)
+        return out
+    monkeypatch.setattr(aot, "_without_tangents", spy)
+
+    def f(x, t):
+        logits = lin(x)
+        return logits, F.cross_entropy(logits, t)
+
+    x, t = ignis.randn(6, 8), ignis.randint(0, 40, (6,))
+    compiled = ignis.compile(f)
+    for use_logits in (False, False, True):
+        grads = []
+        for fn in (f, compiled):
+            lin.zero_grad()
+            logits, loss = fn(x, t)
+            (loss + logits.square().mean() if use_logits else loss).backward()
+            grads.append([lin.weight.grad.clone(), lin.bias.grad.clone()])
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+    # one variant without the logits' tangent, made once; the full graph needs none
+    assert made[0] == (0,) and len(made) == 2, made
+    graph = made[1].graph
+    places = [n.name for n in graph.nodes if n.op == "placeholder"]
+    assert "tangents_1" not in places and "tangents_2" in places, places
+    with ignis.no_grad():
+        program = _inductor.compile_fx(made[1], None).program
+    assert "extern full" not in program and "tangents_1" not in program, program

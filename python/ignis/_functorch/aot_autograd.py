@@ -205,7 +205,7 @@ def _inputs_without_gradient(joint, num_fwd_outputs):
     return {i for i, g in enumerate(out[num_fwd_outputs:]) if g is None}
 
 
-def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
+def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_modes,
                            saved_tangents, grad_tangents, eager_saved, no_edge=frozenset()):
     outputs = info["outputs"]
     k = len(outputs)
@@ -231,7 +231,7 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
     stale_views = set(info.get("stale_no_grad_view_outputs", ()))
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
-    zeros_like = ignis.zeros_like
+    empty_strided = ignis.empty_strided
     no_grad = ignis.no_grad
     enable_grad = ignis.enable_grad
 
@@ -284,8 +284,14 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
         # wrote into it saw that version).
         eager_checks = []  # filled below
 
+        # What a tangent that does not arrive is made like (the outputs
+        # themselves are not held for it).
+        tangent_metas = [(o.shape, o.stride(), o.dtype, o.device)
+                         for o, need in zip(fw_outs, tangent_mask) if need]
+
         def backward(*grads):
-            received = [g is not None for g, need in zip(grads, tangent_mask) if need]
+            grads = [g for g, need in zip(grads, tangent_mask) if need]
+            received = [g is not None for g in grads]
             checks = [(t, v, deps) for t, v, deps in zip(saved, versions, saved_tangents)
                       if v is not None]
             for t, v, deps in checks + eager_checks:
@@ -295,8 +301,14 @@ def _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes
                         f"modified by an inplace operation: [{t.dtype}, {list(t.shape)}] is at "
                         f"version {t._version}; expected version {v} instead "
                         "(a tensor saved by a compiled graph)")
-            tangents = [g if g is not None else zeros_like(o)
-                        for g, o, need in zip(grads, fw_outs, tangent_mask) if need]
+            missing = tuple(i for i, r in enumerate(received) if not r)
+            compiled_bw, takes_missing = backward_for(missing)
+            if takes_missing:
+                tangents = [g if g is not None else
+                            empty_strided(m[0], m[1], dtype=m[2], device=m[3]).zero_()
+                            for g, m in zip(grads, tangent_metas)]
+            else:  # a graph with zeros in their place (Note [Tangents that do not arrive])
+                tangents = [g for g in grads if g is not None]
             # A gradient made only from tangents that did not arrive (zeros
             # stand in for them) is None, as eager's engine never reaches
             # the nodes no gradient flows into: a zero tensor would carry on
@@ -378,6 +390,80 @@ def _grad_modes(gm):
 _GRAD_MODE_SETTERS = (_set_grad_enabled, _C._set_grad_enabled)
 
 
+# Note [Tangents that do not arrive]
+# A forward output that the loss does not use (the logits a model returns
+# beside its loss) gets no gradient, but the backward graph takes a tangent
+# for every differentiable output. Filled with zeros, such a tangent is a
+# buffer the size of that output (412 MB for GPT-2's logits at batch 8 x 512
+# in bfloat16), written, read, and added to the real gradient. ignis's own
+# compiler (compile_fx) therefore compiles the backward when the first
+# backward runs, when it is known which tangents arrived: those that did not
+# become `full(shape, 0)` nodes, constants that fuse into their readers, and
+# the compiled graph takes only the tangents that arrive. Another pattern of
+# arrivals compiles another variant, once. The compile runs under the knobs
+# of the compile call (compile_fx_later). Other backward compilers (a user's
+# aot_autograd(bw_compiler=...)) compile at once, as torch's, and get zeros.
+def _without_tangents(bw, num_saved, missing):
+    """bw with the tangents at positions `missing` replaced by zeros."""
+    from ..fx.graph import Graph, TensorMetadata, map_arg
+    places = [n for n in bw.graph.nodes if n.op == "placeholder"]
+    drop = {places[num_saved + i] for i in missing}
+    g = Graph()
+    val_map = {}
+    for node in bw.graph.nodes:
+        if node.op == "placeholder" and node in drop:
+            continue
+        if node.op != "placeholder" and drop:
+            for p in places:  # after the kept placeholders, before everything else
+                if p in drop:
+                    m = p.meta["tensor_meta"]
+                    zero = 0.0 if m.dtype.is_floating_point else 0
+                    z = g.call_function(ignis.ops.full.default, (list(m.shape), zero),
+                                        {"dtype": m.dtype, "device": m.device})
+                    stride, step = [], 1
+                    for size in reversed(m.shape):
+                        stride.insert(0, step)
+                        step *= max(size, 1)
+                    z.meta["tensor_meta"] = TensorMetadata(tuple(m.shape), m.dtype,
+                                                           tuple(stride), m.device)
+                    val_map[p] = z
+            drop = ()
+        if node.op == "output":
+            g.output(map_arg(node.args[0], lambda n: val_map[n]))
+            break
+        val_map[node] = g.node_copy(node, lambda n: val_map[n])
+    gm = GraphModule(bw, g)
+    constants = getattr(bw, "_aot_constants", None)
+    if constants:
+        gm._aot_constants = constants
+    return gm
+
+
+def _backward_compiler(bw, bw_compiler, example_inputs, num_saved):
+    """backward_for(missing) -> (compiled backward, whether it takes the
+    tangents at positions `missing` as zeros) (Note [Tangents that do not
+    arrive])."""
+    from .._inductor.compile_fx import compile_fx, compile_fx_later
+    if bw_compiler is not compile_fx:
+        compiled = bw_compiler(bw, example_inputs)
+        return lambda missing: (compiled, True)
+    later = compile_fx_later(example_inputs)
+    variants = {}
+
+    def backward_for(missing):
+        fn = variants.get(missing)
+        if fn is None:
+            graph = _without_tangents(bw, num_saved, missing) if missing else bw
+            try:
+                fn = later(graph)
+            except Exception as e:  # noqa: BLE001 - the backward runs its ops eagerly
+                _fallback_warning(graph, e)
+                fn = graph
+            variants[missing] = fn
+        return fn, False
+    return backward_for
+
+
 def _fallback_warning(gm, exc):
     """AOT could not trace or compile a captured graph: it runs as captured."""
     import warnings
@@ -434,8 +520,8 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         grad_tangents = _grad_tangents(bw, num_saved, num_tangents)
         eager_saved = _eager_saved_inputs(info)
         compiled_fw = fw_compiler(fw, example_inputs)
-        compiled_bw = bw_compiler(bw, example_inputs)
-        runtime = _make_training_runtime(compiled_fw, compiled_bw, info, num_saved, grad_modes,
+        backward_for = _backward_compiler(bw, bw_compiler, example_inputs, num_saved)
+        runtime = _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_modes,
                                          saved_tangents, grad_tangents, eager_saved,
                                          _inputs_without_gradient(traced, k))
         # (gm, not gm.forward: reading forward generates its Python code, a

@@ -26,6 +26,38 @@ def _enable_cudagraphs(compiled, gm):
     recent_cudagraph_graphs.append(compiled)
 
 
+class _InputFacts:
+    """What compile_fx reads of an example input (its device and sizes),
+    without holding the tensor."""
+
+    def __init__(self, x):
+        self.device = x.device
+        self.shape = tuple(x.shape)
+
+
+def compile_fx_later(example_inputs):
+    """A function compiling a graph later as compile_fx would compile it
+    now: under this moment's knobs (a mode or options= patch them only for
+    the compile call) and size-generic state, with the example inputs'
+    devices and sizes. aot_autograd compiles a backward graph with it when
+    the first backward runs, once it knows which tangents arrive (Note
+    [Tangents that do not arrive] in _functorch/aot_autograd.py)."""
+    knobs = config.snapshot()
+    symbolic = config._compiling_symbolic_capture
+    facts = [_InputFacts(x) if hasattr(x, "device") and hasattr(x, "shape") else x
+             for x in example_inputs]
+
+    def compile_later(gm):
+        prev = config._compiling_symbolic_capture
+        config._compiling_symbolic_capture = symbolic
+        try:
+            with config.patch(**knobs):
+                return compile_fx(gm, facts)
+        finally:
+            config._compiling_symbolic_capture = prev
+    return compile_later
+
+
 def compile_fx(gm, example_inputs):
     """Lowers gm's graph, generates and compiles its kernels (cached on disk)
     and returns a callable taking the graph's inputs and returning a tuple of

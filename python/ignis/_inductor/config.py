@@ -228,6 +228,13 @@ def list_options():
     return sorted(n for n in names if _knob(n) is not None)
 
 
+def snapshot():
+    """Every knob's value now, by name: ``patch(**snapshot())`` brings them
+    back (a compile deferred to later sees the settings of the call that
+    asked for it, not those of the moment it runs)."""
+    return {name: getattr(*_knob(name)) for name in list_options()}
+
+
 def patch(**changes):
     """A context manager setting knobs for its body (torch's config.patch):
     ``with config.patch(max_fusion_size=4, **{"cpp.threads": 1}):``."""

@@ -239,13 +239,33 @@ class Lowering {
     return pc;
   }
 
+  // full(size, value): a constant per element, computed where it is read
+  // (a zero tangent, a mask's fill) rather than a buffer an extern fills.
+  PointwiseCall full_call(const Node* n, const std::vector<Value>& args) const {
+    const graph::TensorMeta* out = single_meta(n);
+    if (!out || !on_device(out) || !is_kernel_dtype(out->dtype) || args.size() < 2 ||
+        !exact_in(args[1], out->dtype))
+      return {};
+    PointwiseCall pc;
+    pc.kind = PwKind::Identity;
+    pc.operands.push_back(args[1]);
+    pc.compute = compute_type(out->dtype);
+    return pc;
+  }
+
   PointwiseCall pointwise_call(const Node* n) const {
     const OpHandle* op = n->target().op;
     const OpDef* d = op->def();
+    // empty / empty_strided: their values are unspecified, so zeros are as
+    // good as any. Read by nothing (a fill's copy never reads its self), the
+    // node is dead and no buffer is allocated for it (an extern allocated one).
+    if (d && d->determinism == Determinism::Uninitialized && d->category == OpCategory::Creation)
+      return full_call(n, {Value(), Value(int64_t(0))});
     if (!d || n->target().impure() || n->target().nondeterministic()) return {};
     const std::string& opname = op->schema().name;
     if (opname == "clone" || opname == "_to_copy" || opname == "copy")
       return copy_call(n, full_args(n));
+    if (opname == "full") return full_call(n, full_args(n));
     const graph::TensorMeta* out = single_meta(n);
     if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out || !on_device(out))
       return {};
