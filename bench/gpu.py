@@ -105,7 +105,20 @@ NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2, "layer_norm_bwd": 3
             "attn_fwd": 2e-2, "attn_train": 2e-2, "attn_mask_fwd": 2e-2, "attn_mask_train": 2e-2}
 
 
+# --gpt LAYERS,BATCH: the GPT rows' depth and batch (GPT-2-small's width, heads,
+# vocabulary and length kept): a step small enough for the CPU with the
+# vocabulary's memory effects intact.
+GPT_OVERRIDE = None
+
+
 def sizes(quick):
+    S = _sizes(quick)
+    if GPT_OVERRIDE:
+        S["gpt"]["n_layer"], S["batch"] = GPT_OVERRIDE
+    return S
+
+
+def _sizes(quick):
     if quick:
         return dict(pw=(256, 256), sm=(256, 512), ln=(512, 256), mlp=(256, 256, 1024),
                     gpt=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=512, block_size=64),
@@ -420,12 +433,17 @@ def run_child(args):
     with lib.set_grad_enabled(train):
         res = first()
         np.savez(args.save, *to_numpy(res))
-        if timer.cuda:
+        # Peak memory: the CUDA allocator's, or on the CPU ignis's own
+        # (torch keeps no CPU counters).
+        mem = lib.cuda if timer.cuda else getattr(lib, "cpu", None)
+        if mem is not None and not hasattr(mem, "max_memory_allocated"):
+            mem = None
+        if mem is not None:
             timer.sync()
-            lib.cuda.reset_peak_memory_stats()
+            mem.reset_peak_memory_stats()
         out["time_s"], out["reps"] = timer.median(call, 0.05 if args.quick else 1.0)
-        if timer.cuda:
-            out["peak_mib"] = lib.cuda.max_memory_allocated() / 2 ** 20
+        if mem is not None:
+            out["peak_mib"] = mem.max_memory_allocated() / 2 ** 20
         if args.profile and timer.cuda:
             out["profile"] = kernel_profile(call, args.profile, timer)
     out["flops"], out["bytes"] = fl, nbytes
@@ -490,6 +508,7 @@ def log(msg):
 def spawn(extra, args, timeout, env=None):
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra + \
         ["--device", args.device] + (["--quick"] if args.quick else []) + \
+        (["--gpt", args.gpt] if args.gpt else []) + \
         (["--profile", str(args.profile)] if args.profile else [])
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -702,6 +721,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    ap.add_argument("--gpt", default=None, metavar="LAYERS,BATCH",
+                    help="the GPT rows' depth and batch (GPT-2-small's width and vocabulary)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="profile N calls of each cell by kernel (needs torch with CUDA)")
@@ -709,6 +730,9 @@ def main():
     ap.add_argument("--impl", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--save", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.gpt:
+        global GPT_OVERRIDE
+        GPT_OVERRIDE = tuple(int(v) for v in args.gpt.split(","))
     if args.child == "peaks":
         return peaks_child(args)
     if args.child:

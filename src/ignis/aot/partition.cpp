@@ -620,6 +620,20 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
       written[j.at(node.args()[0].to_node())] = 1;
   }
   const std::vector<char> visible = visible_to_program(j);
+  // Forward outputs and views of them: the program holds them after the
+  // forward (a model's logits beside its loss), so saving one adds no
+  // memory. They cost nothing; the backward recomputes from them rather
+  // than have the forward save a value of the same size made from them
+  // (cross-entropy's softmax: saved, it doubled the logits' memory).
+  std::vector<char> held_output(n, 0);
+  for (const Value& v : j.fw_outs)
+    graph::for_each_node(v, [&](Node* x) { held_output[j.at(x)] = !is_primal(*x); });
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = *j.nodes[i];
+    const OpDef* d = def_of(node);
+    if (!held_output[i] && !j.tangent[i] && (is_getitem(node) || (d && d->category == OpCategory::View)))
+      for (const Node* in : node.input_nodes()) held_output[i] = held_output[i] || held_output[j.at(in)];
+  }
   const int64_t max_cost = inf / (tie_scale * (static_cast<int64_t>(num_cand) + 1)) - 1;
   MaxFlow flow(sink + 1);
   for (size_t i = 0; i < n; ++i) {
@@ -648,7 +662,7 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
     if (only_getitems || written[i] || unsaved_primal) {
       flow.add_edge(in, out, inf);  // saved through its getitems; or never
     } else {
-      double cost = static_cast<double>(bytes_of(node));
+      double cost = held_output[i] ? 0.0 : static_cast<double>(bytes_of(node));
       if (!materialized && !is_primal(node)) cost *= o.unfused_save_penalty;
       int64_t c = std::min(static_cast<int64_t>(cost), max_cost);
       const OpDef* d = def_of(node);

@@ -73,7 +73,10 @@
 //     kernel does not redo an unbounded slice of the forward).
 // Cost of saving v: its bytes (numel * itemsize, summed over a tuple), times
 // unfused_save_penalty when v would otherwise never reach memory (v and all
-// its users fuse); primals are in memory already and are never penalised.
+// its users fuse); primals are in memory already and are never penalised;
+// forward outputs and views of them cost nothing (the program holds them
+// after the forward: the logits beside a loss are saved rather than a
+// softmax made from them).
 // Ties go to fewer bytes, then fewer saved tensors, then primals over other
 // values over views; among cuts still equal, to the one nearest the
 // backward (values saved as late as possible, so the least is recomputed).
