@@ -107,6 +107,8 @@ def main():
         # random numbers: written once (ignis: Philox in SIMD batches; torch: mt19937)
         ("rand 4096x4096 f32", lambda: ignis.rand(N, N), (lambda: torch.rand(N, N)) if torch else None,
          nbytes),
+        ("randn 4096x4096 f32", lambda: ignis.randn(N, N), (lambda: torch.randn(N, N)) if torch else None,
+         nbytes),
         ("dropout(0.2) 4096x4096 f32", lambda: ignis.nn.functional.dropout(xi, 0.2),
          (lambda: torch.nn.functional.dropout(xt, 0.2)) if torch else None, 2 * nbytes),
     ]

@@ -48,6 +48,19 @@ struct Philox {
   // one core of this VM's Xeon against 3.1).
   static constexpr int kBatch = 16;
   static inline void blocks(uint64_t seed, uint64_t ctr, uint32_t out[4 * kBatch]) {
+    uint32_t w0[kBatch], w1[kBatch], w2[kBatch], w3[kBatch];
+    blocks_planar(seed, ctr, w0, w1, w2, w3);
+    for (int j = 0; j < kBatch; ++j) {
+      out[4 * j] = w0[j];
+      out[4 * j + 1] = w1[j];
+      out[4 * j + 2] = w2[j];
+      out[4 * j + 3] = w3[j];
+    }
+  }
+  // The same blocks, word w of block j in ww[j] (w0..w3): for draws that
+  // take a whole block per element.
+  static inline void blocks_planar(uint64_t seed, uint64_t ctr, uint32_t w0[kBatch],
+                                   uint32_t w1[kBatch], uint32_t w2[kBatch], uint32_t w3[kBatch]) {
     uint32_t k0[10], k1[10];  // the key schedule, the same for every lane
     k0[0] = static_cast<uint32_t>(seed);
     k1[0] = static_cast<uint32_t>(seed >> 32);
@@ -55,7 +68,6 @@ struct Philox {
       k0[r] = k0[r - 1] + 0x9E3779B9u;
       k1[r] = k1[r - 1] + 0xBB67AE85u;
     }
-    uint32_t w0[kBatch], w1[kBatch], w2[kBatch], w3[kBatch];
 #pragma omp simd
     for (int j = 0; j < kBatch; ++j) {
       const uint64_t c = ctr + static_cast<uint64_t>(j);
@@ -75,12 +87,6 @@ struct Philox {
       w1[j] = c1;
       w2[j] = c2;
       w3[j] = c3;
-    }
-    for (int j = 0; j < kBatch; ++j) {
-      out[4 * j] = w0[j];
-      out[4 * j + 1] = w1[j];
-      out[4 * j + 2] = w2[j];
-      out[4 * j + 3] = w3[j];
     }
   }
   // Uniform float in [0, 1) with 24 random bits, and double with 53.
@@ -106,6 +112,22 @@ inline void philox_uniform_floats(uint64_t seed, uint64_t off, int64_t b, int64_
     const int64_t lo = b > g ? b : g, hi = e < g + kGroup ? e : g + kGroup;
 #pragma omp simd
     for (int64_t i = lo; i < hi; ++i) f(i, Philox::to_float(words[i - g]));
+  }
+}
+
+// Calls f(i, r0, r1, r2, r3) for the elements i in [b, e) of a draw that
+// takes block off + i whole for element i (normal, double-precision
+// uniforms), kBatch blocks at a time; the calls for one batch run as a SIMD
+// loop, so f must touch only element i's memory.
+template <typename F>
+inline void philox_block_per_element(uint64_t seed, uint64_t off, int64_t b, int64_t e, F&& f) {
+  constexpr int64_t kBatch = Philox::kBatch;
+  uint32_t w0[kBatch], w1[kBatch], w2[kBatch], w3[kBatch];
+  for (int64_t g = b; g < e; g += kBatch) {
+    Philox::blocks_planar(seed, off + static_cast<uint64_t>(g), w0, w1, w2, w3);
+    const int64_t m = e - g < kBatch ? e - g : kBatch;
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) f(g + j, w0[j], w1[j], w2[j], w3[j]);
   }
 }
 
