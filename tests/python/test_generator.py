@@ -386,7 +386,9 @@ def test_normals_are_box_muller_on_the_philox_words(threads):
     words 2, 3 (Note [Normal floats in batches], kernels/cpu/fill.cpp).
     Against that formula in NumPy's float64: float32 within an ulp and
     equal on all but a few elements in 10^5, float64 to rounding, across
-    batch ends, a second draw, a strided fill and bfloat16."""
+    batch ends, a second draw, a strided fill and bfloat16. randint,
+    bernoulli_ and float64 uniforms, the other draws of a block per element
+    (16 blocks per SIMD batch too), are the words exactly."""
     prev = ignis.get_num_threads()
     ignis.set_num_threads(threads)
     try:
@@ -419,6 +421,18 @@ def test_normals_are_box_muller_on_the_philox_words(threads):
         ignis.manual_seed(seed)
         half = ignis.randn(5000, dtype=ignis.bfloat16).float().numpy()
         np.testing.assert_allclose(half, reference(0, 5000), rtol=2 ** -8, atol=1e-6)
+        # The other draws of a block per element: randint, bernoulli_, float64 uniforms.
+        n = 1037
+        w = philox_words(seed, np.arange(n)).astype(np.uint64)
+        bits = w[:, 0] << np.uint64(32) | w[:, 1]
+        ignis.manual_seed(seed)
+        np.testing.assert_array_equal(arr(ignis.randint(-7, 50304, (n,))),
+                                      (bits % np.uint64(50311)).astype(np.int64) - 7)
+        ignis.manual_seed(seed)
+        u = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        np.testing.assert_array_equal(arr(ignis.empty(n).bernoulli_(0.3)), (u < 0.3).astype(np.float32))
+        ignis.manual_seed(seed)
+        np.testing.assert_array_equal(arr(ignis.rand(n, dtype=ignis.float64)), u)
     finally:
         ignis.set_num_threads(prev)
 

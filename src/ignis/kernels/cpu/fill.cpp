@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/loops.h"
@@ -41,6 +42,26 @@ void generate(const Tensor& t, Gen gen) {
     scalar_t* p = dst.data<scalar_t>();
     parallel_range(dst.numel(), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) p[i] = static_cast<scalar_t>(gen(i, scalar_t()));
+    });
+  });
+  if (!dst.is_same(t)) copy_into(t, dst);
+}
+
+// Runs value(r0, r1, r2, r3, scalar_t()) on the four words of Philox block
+// off + i for each element i of t (row-major element order, through a
+// contiguous temporary when t is not contiguous), 16 blocks per SIMD batch
+// (random.h): the draws that take a whole block per element.
+template <typename Value>
+void generate_from_blocks(const Tensor& t, uint64_t seed, uint64_t off, Value value) {
+  if (t.numel() == 0 || t.device().is_meta()) return;
+  Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
+  IGNIS_DISPATCH_ALL(dst.dtype(), "random", [&] {
+    scalar_t* p = dst.data<scalar_t>();
+    parallel_range(dst.numel(), [&](int64_t b, int64_t e) {
+      philox_block_per_element(
+          seed, off, b, e, [&](int64_t i, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+            p[i] = static_cast<scalar_t>(value(r0, r1, r2, r3, scalar_t()));
+          });
     });
   });
   if (!dst.is_same(t)) copy_into(t, dst);
@@ -139,10 +160,8 @@ void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
   const double range = to - from;
   if (t.dtype() == ScalarType::Float64) {
     auto [seed, off] = g.reserve(n);
-    generate(t, [=](int64_t i, auto) {
-      uint32_t r[4];
-      Philox::block(seed, off + i, r);
-      return from + range * Philox::to_double(r[0], r[1]);
+    generate_from_blocks(t, seed, off, [=](uint32_t r0, uint32_t r1, uint32_t, uint32_t, auto) {
+      return from + range * Philox::to_double(r0, r1);
     });
     return;
   }
@@ -174,53 +193,34 @@ void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
 // (tested against NumPy). float64 keeps libm's log and cos.
 void fill_normal(const Tensor& t, double mean, double std, Generator& g) {
   auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
-  if (t.dtype() != ScalarType::Float64 && is_floating(t.dtype())) {
-    if (t.numel() == 0 || t.device().is_meta()) return;
-    Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
-    IGNIS_DISPATCH_FLOAT(dst.dtype(), "normal_", [&] {
-      scalar_t* p = dst.data<scalar_t>();
-      parallel_range(dst.numel(), [&](int64_t b, int64_t e) {
-        philox_block_per_element(seed, off, b, e,
-                                 [&](int64_t i, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-          const double u1 = 1.0 - Philox::to_double(r0, r1);
-          const double u2 = Philox::to_double(r2, r3);
-          const double z = std::sqrt(-2.0 * vec_math_detail::log_positive(u1)) *
-                           vec_math_detail::cos_two_pi(u2);
-          p[i] = static_cast<scalar_t>(mean + std * z);
-        });
-      });
-    });
-    if (!dst.is_same(t)) copy_into(t, dst);
-    return;
-  }
-  generate(t, [=](int64_t i, auto) {
-    uint32_t r[4];
-    Philox::block(seed, off + i, r);
+  generate_from_blocks(t, seed, off,
+                       [=](uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3, auto tag) -> double {
     // Box-Muller on two 53-bit uniforms; u1 in (0, 1] so log is finite.
-    double u1 = 1.0 - Philox::to_double(r[0], r[1]);
-    double u2 = Philox::to_double(r[2], r[3]);
-    return mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    const double u1 = 1.0 - Philox::to_double(r0, r1);
+    const double u2 = Philox::to_double(r2, r3);
+    if constexpr (std::is_same_v<decltype(tag), double>) {
+      return mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    } else {
+      return mean + std * std::sqrt(-2.0 * vec_math_detail::log_positive(u1)) *
+                        vec_math_detail::cos_two_pi(u2);
+    }
   });
 }
 
 void fill_randint(const Tensor& t, int64_t low, int64_t high, Generator& g) {
   auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
   // In uint64: high - low may not fit int64 (e.g. the whole int64 range).
-  uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  generate(t, [=](int64_t i, auto) {
-    uint32_t r[4];
-    Philox::block(seed, off + i, r);
-    uint64_t v = (uint64_t(r[0]) << 32) | r[1];
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  generate_from_blocks(t, seed, off, [=](uint32_t r0, uint32_t r1, uint32_t, uint32_t, auto) {
+    const uint64_t v = (uint64_t(r0) << 32) | r1;
     return static_cast<int64_t>(static_cast<uint64_t>(low) + v % range);
   });
 }
 
 void fill_bernoulli(const Tensor& t, double p, Generator& g) {
   auto [seed, off] = g.reserve(static_cast<uint64_t>(t.numel()));
-  generate(t, [=](int64_t i, auto) {
-    uint32_t r[4];
-    Philox::block(seed, off + i, r);
-    return Philox::to_double(r[0], r[1]) < p ? 1 : 0;
+  generate_from_blocks(t, seed, off, [=](uint32_t r0, uint32_t r1, uint32_t, uint32_t, auto) {
+    return Philox::to_double(r0, r1) < p ? 1 : 0;
   });
 }
 
