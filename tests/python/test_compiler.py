@@ -1240,3 +1240,25 @@ def test_a_loss_beside_its_logits_holds_no_more_memory_than_eager():
     slack = 64 * 4096 * 4 // 8  # an eighth of the logits
     assert held <= eager_held + slack and peak <= eager_peak + slack, \
         (held, eager_held, peak, eager_peak)
+
+
+def test_a_backward_compiled_at_its_first_run_keeps_the_compile_calls_options():
+    """The backward compiles when it first runs (Note [Tangents that do not
+    arrive]), after ignis.compile's options= and mode have been undone: it
+    compiles under the knobs of the compile call all the same."""
+    from ignis._inductor import metrics
+
+    def kernels_in_backward(options):
+        def f(x):
+            return ((x.sin() * 2 + 1).tanh() * x).sum()
+        x = ignis.randn(64, requires_grad=True)
+        out = ignis.compile(f, options=options)(x)
+        before = metrics.generated_kernel_count
+        out.backward()
+        np.testing.assert_allclose(x.grad.numpy(), (
+            (2 * x.cos() * (1 - (x.sin() * 2 + 1).tanh() ** 2)) * x
+            + (x.sin() * 2 + 1).tanh()).detach().numpy(), rtol=1e-5, atol=1e-6)
+        return metrics.generated_kernel_count - before
+
+    unfused = {"max_fusion_size": 1, "realize_opcount_threshold": 0}
+    assert kernels_in_backward(unfused) > kernels_in_backward(None)
