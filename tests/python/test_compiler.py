@@ -1157,6 +1157,11 @@ def test_full_is_a_constant_read_where_it_is_used():
         assert "extern" not in c.program and c.kernel_count == 1, c.program
         ignis.compile(lambda x: x + ignis.full((4, 6), 1e-30), backend=backend)(x)
         assert "extern full" in programs[-1].program, programs[-1].program
+        # a mask's -inf
+        got = ignis.compile(lambda x: ignis.maximum(x, ignis.full((4, 6), float("-inf"))) +
+                            ignis.full((6,), float("inf")).isinf(), backend=backend)(x)
+        assert "extern" not in programs[-1].program, programs[-1].program
+        np.testing.assert_array_equal(got.numpy(), (x + 1).numpy())
 
 
 def test_tangents_that_do_not_arrive_are_zeros_inside_the_backward(monkeypatch):

@@ -164,11 +164,13 @@ class Lowering {
   }
 
   // Whether number v is stored exactly in dtype t (eager's fill raises on
-  // overflow; leave anything near that to eager).
+  // overflow; leave anything near that to eager). Infinities and NaN are
+  // every float dtype's (a mask's -inf).
   static bool exact_in(const Value& v, ScalarType t) {
     if (v.kind() == Value::Kind::Double) {
       double x = v.to_double();
-      return is_float_dtype(t) && (x == 0 || (std::abs(x) >= 1e-4 && std::abs(x) <= 6e4));
+      return is_float_dtype(t) && (x == 0 || !std::isfinite(x) ||
+                                   (std::abs(x) >= 1e-4 && std::abs(x) <= 6e4));
     }
     if (v.kind() != Value::Kind::Int || t == ScalarType::Bool) return false;
     int64_t x = v.to_int();
