@@ -405,33 +405,27 @@ _GRAD_MODE_SETTERS = (_set_grad_enabled, _C._set_grad_enabled)
 # aot_autograd(bw_compiler=...)) compile at once, as torch's, and get zeros.
 def _without_tangents(bw, num_saved, missing):
     """bw with the tangents at positions `missing` replaced by zeros."""
-    from ..fx.graph import Graph, TensorMetadata, map_arg
+    from ..fx.graph import Graph, TensorMetadata
     places = [n for n in bw.graph.nodes if n.op == "placeholder"]
     drop = {places[num_saved + i] for i in missing}
     g = Graph()
-    val_map = {}
-    for node in bw.graph.nodes:
-        if node.op == "placeholder" and node in drop:
-            continue
-        if node.op != "placeholder" and drop:
-            for p in places:  # after the kept placeholders, before everything else
-                if p in drop:
-                    m = p.meta["tensor_meta"]
-                    zero = 0.0 if m.dtype.is_floating_point else 0
-                    z = g.call_function(ignis.ops.full.default, (list(m.shape), zero),
-                                        {"dtype": m.dtype, "device": m.device})
-                    stride, step = [], 1
-                    for size in reversed(m.shape):
-                        stride.insert(0, step)
-                        step *= max(size, 1)
-                    z.meta["tensor_meta"] = TensorMetadata(tuple(m.shape), m.dtype,
-                                                           tuple(stride), m.device)
-                    val_map[p] = z
-            drop = ()
-        if node.op == "output":
-            g.output(map_arg(node.args[0], lambda n: val_map[n]))
-            break
-        val_map[node] = g.node_copy(node, lambda n: val_map[n])
+    inputs = {p: g.node_copy(p) for p in places if p not in drop}
+    for p in places:
+        if p in drop:
+            m = p.meta["tensor_meta"]
+            zero = 0.0 if m.dtype.is_floating_point else 0
+            z = g.call_function(ignis.ops.full.default, (list(m.shape), zero),
+                                {"dtype": m.dtype, "device": m.device})
+            stride, step = [], 1
+            for size in reversed(m.shape):
+                stride.insert(0, step)
+                step *= max(size, 1)
+            z.meta["tensor_meta"] = TensorMetadata(tuple(m.shape), m.dtype, tuple(stride),
+                                                   m.device)
+            inputs[p] = z
+    # the rest copied in C++: a GPT-2 backward has ~1,900 nodes (43 ms node by node in
+    # Python on the H200 host, a tenth of a warm start; ~5 ms so)
+    g.output(g._copy_from(bw.graph, [inputs[p] for p in places]))
     gm = GraphModule(bw, g)
     constants = getattr(bw, "_aot_constants", None)
     if constants:
