@@ -468,20 +468,27 @@ bool read_by_backward(const Joint& j, size_t i) {
   return false;
 }
 
-// Values the program holds after the forward (the primals and the forward
-// outputs) and the views taken of them in execution order.
-std::vector<char> visible_to_program(const Joint& j) {
-  std::vector<char> visible(j.size(), 0);
-  for (const Value& v : j.fw_outs) graph::for_each_node(v, [&](Node* x) { visible[j.at(x)] = 1; });
+// The forward outputs (the primals among them when `primals`) and, when
+// `primals`, every primal; then the views (and getitems) taken of those in
+// execution order.
+std::vector<char> held_with_views(const Joint& j, bool primals) {
+  std::vector<char> held(j.size(), 0);
+  for (const Value& v : j.fw_outs)
+    graph::for_each_node(v, [&](Node* x) { held[j.at(x)] = primals || !is_primal(*x); });
   for (size_t i = 0; i < j.size(); ++i) {
     const Node& node = *j.nodes[i];
-    if (is_primal(node)) visible[i] = 1;
+    if (primals && is_primal(node)) held[i] = 1;
     const OpDef* d = def_of(node);
-    if (!visible[i] && !j.tangent[i] && (is_getitem(node) || (d && d->category == OpCategory::View)))
-      for (const Node* in : node.input_nodes()) visible[i] = visible[i] || visible[j.at(in)];
+    const bool view = is_getitem(node) || (d && d->category == OpCategory::View);
+    if (!held[i] && !j.tangent[i] && view)
+      for (const Node* in : node.input_nodes()) held[i] = held[i] || held[j.at(in)];
   }
-  return visible;
+  return held;
 }
+
+// Values the program holds after the forward (the primals and the forward
+// outputs) and the views taken of them in execution order.
+std::vector<char> visible_to_program(const Joint& j) { return held_with_views(j, true); }
 
 // Note [Recomputing from what the program holds]
 // (Note [Saving what eager saves], continued.) The runtime checks a saved
@@ -625,15 +632,7 @@ std::vector<char> min_cut(const Joint& j, const std::vector<char>& banned,
   // memory. They cost nothing; the backward recomputes from them rather
   // than have the forward save a value of the same size made from them
   // (cross-entropy's softmax: saved, it doubled the logits' memory).
-  std::vector<char> held_output(n, 0);
-  for (const Value& v : j.fw_outs)
-    graph::for_each_node(v, [&](Node* x) { held_output[j.at(x)] = !is_primal(*x); });
-  for (size_t i = 0; i < n; ++i) {
-    const Node& node = *j.nodes[i];
-    const OpDef* d = def_of(node);
-    if (!held_output[i] && !j.tangent[i] && (is_getitem(node) || (d && d->category == OpCategory::View)))
-      for (const Node* in : node.input_nodes()) held_output[i] = held_output[i] || held_output[j.at(in)];
-  }
+  const std::vector<char> held_output = held_with_views(j, false);
   const int64_t max_cost = inf / (tie_scale * (static_cast<int64_t>(num_cand) + 1)) - 1;
   MaxFlow flow(sink + 1);
   for (size_t i = 0; i < n; ++i) {
