@@ -219,15 +219,10 @@ class Lowering {
     const graph::TensorMeta* out = single_meta(n);
     size_t src = name == "copy" ? 1 : 0;
     if (!out || args.size() <= src) return {};
-    if (name == "copy" && on_device(out) && is_kernel_dtype(out->dtype) &&
-        exact_in(args[src], out->dtype)) {
+    if (name == "copy" && !args[src].is_node()) {
       // A number copied into every element (a decomposed fill / zeros_like):
       // a constant; self's old contents are never read.
-      PointwiseCall pc;
-      pc.kind = PwKind::Identity;
-      pc.operands.push_back(args[src]);
-      pc.compute = compute_type(out->dtype);
-      return pc;
+      return constant_call(out, args[src]);
     }
     if (!args[src].is_node()) return {};
     const graph::TensorMeta* in = single_meta(args[src].to_node());
@@ -241,16 +236,15 @@ class Lowering {
     return pc;
   }
 
-  // full(size, value): a constant per element, computed where it is read
-  // (a zero tangent, a mask's fill) rather than a buffer an extern fills.
-  PointwiseCall full_call(const Node* n, const std::vector<Value>& args) const {
-    const graph::TensorMeta* out = single_meta(n);
-    if (!out || !on_device(out) || !is_kernel_dtype(out->dtype) || args.size() < 2 ||
-        !exact_in(args[1], out->dtype))
+  // Number v in every element of out: a constant computed where it is read
+  // (a fill's copy, full's zero tangent or mask) rather than a buffer an
+  // extern fills.
+  PointwiseCall constant_call(const graph::TensorMeta* out, const Value& v) const {
+    if (!out || !on_device(out) || !is_kernel_dtype(out->dtype) || !exact_in(v, out->dtype))
       return {};
     PointwiseCall pc;
     pc.kind = PwKind::Identity;
-    pc.operands.push_back(args[1]);
+    pc.operands.push_back(v);
     pc.compute = compute_type(out->dtype);
     return pc;
   }
@@ -262,12 +256,12 @@ class Lowering {
     // good as any. Read by nothing (a fill's copy never reads its self), the
     // node is dead and no buffer is allocated for it (an extern allocated one).
     if (d && d->determinism == Determinism::Uninitialized && d->category == OpCategory::Creation)
-      return full_call(n, {Value(), Value(int64_t(0))});
+      return constant_call(single_meta(n), Value(int64_t(0)));
     if (!d || n->target().impure() || n->target().nondeterministic()) return {};
     const std::string& opname = op->schema().name;
     if (opname == "clone" || opname == "_to_copy" || opname == "copy")
       return copy_call(n, full_args(n));
-    if (opname == "full") return full_call(n, full_args(n));
+    if (opname == "full") return constant_call(single_meta(n), full_args(n).at(1));
     const graph::TensorMeta* out = single_meta(n);
     if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out || !on_device(out))
       return {};

@@ -13,6 +13,7 @@
 #include "ignis/autograd/formula.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/kernels/cpu/rnn_cell.h"
+#include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/decompositions.h"
 #include "ignis/ops/families.h"
 #include "ignis/ops/float_compute.h"
@@ -282,8 +283,7 @@ Tensor rows(const Tensor& t, int64_t step, int64_t B) {
   return narrow.tensor(t, 0, step * B, B);
 }
 void copy_rows(const Tensor& dst, int64_t step, int64_t B, const Tensor& src) {
-  static OpRef copy("copy_");
-  copy.call(rows(dst, step, B), src);
+  copy_tensor(rows(dst, step, B), src);
 }
 
 // A row-major copy of the 2-D w whose rows are an odd number of 64-byte
@@ -296,14 +296,13 @@ Tensor odd_lines_copy(const Tensor& w) {
   if (lines % 2 == 0) ++lines;
   Tensor out = empty_strided_tensor(w.sizes(), DimVector{lines * 64 / es, 1}, w.dtype(),
                                     w.device());
-  static OpRef copy("copy_");
-  copy.call(out, w);
+  copy_tensor(out, w);
   return out;
 }
 
 void recurrence_impl(OpCall& c) {
   static OpRef mm("mm"), addmm("addmm"), lstm_cell("_thnn_fused_lstm_cell"),
-      gru_cell("_thnn_fused_gru_cell"), transpose("t"), copy("copy_");
+      gru_cell("_thnn_fused_gru_cell"), transpose("t");
   const Tensor &xg = c.tensor(0), &h0 = c.tensor(1), &w_hh = c.tensor(3);
   const Tensor c0 = c.opt_tensor(2), b_hh = c.opt_tensor(4);
   const bool lstm = c.bool_arg(5), reverse = c.bool_arg(6);
@@ -328,8 +327,8 @@ void recurrence_impl(OpCall& c) {
     }
     copy_rows(out, t, B, h);
   }
-  copy.call(c.outputs[1], h);
-  if (lstm) copy.call(c.outputs[2], cell);
+  copy_tensor(c.outputs[1], h);
+  if (lstm) copy_tensor(c.outputs[2], cell);
 }
 
 // _rnn_recurrence_backward(grad_out, grad_hy, grad_cy, h0, c0, w_hh, out, cs,
@@ -354,7 +353,8 @@ void recurrence_backward_meta(OpCall& c) {
 }
 
 void recurrence_backward_impl(OpCall& c) {
-  static OpRef mm("mm"), addmm("addmm"), add("add"), cat("cat"), narrow("narrow"), transpose("t"), copy("copy_"), lstm_bw("_thnn_fused_lstm_cell_backward_impl"),
+  static OpRef mm("mm"), addmm("addmm"), add("add"), cat("cat"), narrow("narrow"),
+      transpose("t"), lstm_bw("_thnn_fused_lstm_cell_backward_impl"),
       gru_bw("_thnn_fused_gru_cell_backward");
   const Tensor g_out = c.opt_tensor(0), g_h = c.opt_tensor(1), g_c = c.opt_tensor(2);
   const Tensor &h0 = c.tensor(3), &w_hh = c.tensor(5), &out = c.tensor(6), &ws = c.tensor(8);
@@ -394,15 +394,15 @@ void recurrence_backward_impl(OpCall& c) {
       dh = addmm.tensor(plus(r[2].to_tensor(), g_prev), dhg, w_hh);
     }
   }
-  copy.call(c.outputs[1], dh);
-  if (lstm) copy.call(c.outputs[2], dc);
+  copy_tensor(c.outputs[1], dh);
+  if (lstm) copy_tensor(c.outputs[2], dc);
   // W_hh's gradient in one product: d_hg^T [G*H, T*B] @ the states each step began from
   const int64_t n = (T - 1) * B;
   Tensor prev_states =
       reverse ? cat.tensor(std::vector<Tensor>{narrow.tensor(out, 0, B, n), h0}, 0)
               : cat.tensor(std::vector<Tensor>{h0, narrow.tensor(out, 0, 0, n)}, 0);
-  copy.call(c.outputs[3], mm.tensor(transpose.tensor(d_hg), prev_states));
-  if (has_b) copy.call(c.outputs[4], sum_dims(d_hg, {0}, false));
+  copy_tensor(c.outputs[3], mm.tensor(transpose.tensor(d_hg), prev_states));
+  if (has_b) copy_tensor(c.outputs[4], sum_dims(d_hg, {0}, false));
 }
 
 void recurrence_bw(GradCtx& c) {

@@ -32,39 +32,41 @@ void parallel_range(int64_t n, F f) {
   }
 }
 
-// Runs gen(i) -> value for i in [0, numel) into t in row-major element order,
-// through a contiguous temporary when t is not contiguous.
-template <typename Gen>
-void generate(const Tensor& t, Gen gen) {
+// Fills t in row-major element order, through a contiguous temporary when t
+// is not contiguous: fill(p, b, e) writes elements [b, e) of the scalar_t
+// array p, the ranges split over threads.
+template <typename Fill>
+void fill_ranges(const Tensor& t, const char* name, Fill fill) {
   if (t.numel() == 0 || t.device().is_meta()) return;
   Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
-  IGNIS_DISPATCH_ALL(dst.dtype(), "fill", [&] {
+  IGNIS_DISPATCH_ALL(dst.dtype(), name, [&] {
     scalar_t* p = dst.data<scalar_t>();
-    parallel_range(dst.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = static_cast<scalar_t>(gen(i, scalar_t()));
-    });
+    parallel_range(dst.numel(), [&](int64_t b, int64_t e) { fill(p, b, e); });
   });
   if (!dst.is_same(t)) copy_into(t, dst);
 }
 
+// Runs gen(i, scalar_t()) -> value for i in [0, numel) into t.
+template <typename Gen>
+void generate(const Tensor& t, Gen gen) {
+  fill_ranges(t, "fill", [&](auto* p, int64_t b, int64_t e) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    for (int64_t i = b; i < e; ++i) p[i] = static_cast<T>(gen(i, T()));
+  });
+}
+
 // Runs value(r0, r1, r2, r3, scalar_t()) on the four words of Philox block
-// off + i for each element i of t (row-major element order, through a
-// contiguous temporary when t is not contiguous), 16 blocks per SIMD batch
-// (random.h): the draws that take a whole block per element.
+// off + i for each element i of t, 16 blocks per SIMD batch (random.h): the
+// draws that take a whole block per element.
 template <typename Value>
 void generate_from_blocks(const Tensor& t, uint64_t seed, uint64_t off, Value value) {
-  if (t.numel() == 0 || t.device().is_meta()) return;
-  Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
-  IGNIS_DISPATCH_ALL(dst.dtype(), "random", [&] {
-    scalar_t* p = dst.data<scalar_t>();
-    parallel_range(dst.numel(), [&](int64_t b, int64_t e) {
-      philox_block_per_element(
-          seed, off, b, e, [&](int64_t i, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-            p[i] = static_cast<scalar_t>(value(r0, r1, r2, r3, scalar_t()));
-          });
-    });
+  fill_ranges(t, "random", [&](auto* p, int64_t b, int64_t e) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    philox_block_per_element(
+        seed, off, b, e, [&](int64_t i, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+          p[i] = static_cast<T>(value(r0, r1, r2, r3, T()));
+        });
   });
-  if (!dst.is_same(t)) copy_into(t, dst);
 }
 
 }  // namespace
@@ -166,21 +168,16 @@ void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
     return;
   }
   auto [seed, off] = g.reserve((n + 3) / 4);
-  if (n == 0 || t.device().is_meta()) return;
   // Float precision, 24 bits, in batches of Philox blocks (random.h).
-  Tensor dst = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
-  IGNIS_DISPATCH_ALL(dst.dtype(), "uniform_", [&] {
-    scalar_t* p = dst.data<scalar_t>();
-    parallel_range(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
-      philox_uniform_floats(seed, off, b, e, [&](int64_t i, float u) {
-        // A value that rounds up to `to` in the output type (often, for
-        // 16-bit floats) becomes `from`: [from, to).
-        const scalar_t v = static_cast<scalar_t>(from + range * u);
-        p[i] = static_cast<double>(v) >= to ? static_cast<scalar_t>(from) : v;
-      });
+  fill_ranges(t, "uniform_", [&](auto* p, int64_t b, int64_t e) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    philox_uniform_floats(seed, off, b, e, [&](int64_t i, float u) {
+      // A value that rounds up to `to` in the output type (often, for
+      // 16-bit floats) becomes `from`: [from, to).
+      const T v = static_cast<T>(from + range * u);
+      p[i] = static_cast<double>(v) >= to ? static_cast<T>(from) : v;
     });
   });
-  if (!dst.is_same(t)) copy_into(t, dst);
 }
 
 // Note [Normal floats in batches]
