@@ -35,6 +35,7 @@ class BodyBuilder {
 
  private:
   int pow_shortcut(const ScalarNode& n);
+  int cast_shortcut(const ScalarNode& n) const;
   LoadHook on_load_;
   std::unordered_map<std::string, int> seen_;
 };

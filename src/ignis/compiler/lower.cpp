@@ -156,6 +156,10 @@ class Lowering {
     std::string fn;
     std::vector<Value> operands;
     ScalarType compute = ScalarType::Float32;  // the operands' (and constants') type
+    // A 16-bit float the result rounds to before it goes on in its compute
+    // type (a narrowing copy: Note [Copies to a 16-bit float]); Undefined
+    // when nothing rounds.
+    ScalarType rounds_to = ScalarType::Undefined;
   };
 
   static const graph::TensorMeta* single_meta(const Node* n) {
@@ -233,6 +237,19 @@ class Lowering {
     pc.kind = compute_type(in->dtype) == compute_type(out->dtype) ? PwKind::Identity : PwKind::Cast;
     pc.operands.push_back(args[src]);
     pc.compute = compute_type(in->dtype);
+    // Note [Copies to a 16-bit float]
+    // A 16-bit float computes in float32, and a chain of such ops rounds
+    // once, where it is stored. An explicit copy to bfloat16 or half is
+    // different: the program asked for the rounding (`x.to(bfloat16).float()`
+    // is x rounded), and what reads the copy inside this kernel must see the
+    // rounded value, as it reads eager's stored tensor. The compute types
+    // agree (float32 both), so without this the copy would be the identity.
+    // (A cast of the rounded value back to bfloat16 where it is stored is
+    // the rounded value: BodyBuilder's cast shortcut.) Copies between equal
+    // dtypes and from bool or a byte integer (exact in 16 bits) round nothing.
+    const bool exact = in->dtype == out->dtype || in->dtype == ScalarType::Bool ||
+                       in->dtype == ScalarType::Int8 || in->dtype == ScalarType::UInt8;
+    if (compute_type(out->dtype) != out->dtype && !exact) pc.rounds_to = out->dtype;
     return pc;
   }
 
@@ -939,9 +956,15 @@ class Lowering {
     v.origins.push_back(n->name());
     std::string fn = pc.fn;
     PwKind kind = pc.kind;
-    ScalarType out_dt = compute_type(m.dtype), dt = pc.compute;
+    ScalarType out_dt = compute_type(m.dtype), dt = pc.compute, rounds_to = pc.rounds_to;
     std::vector<int64_t> out_sizes = m.sizes;
-    v.body = [ops, fn, kind, out_dt, dt, out_sizes](BodyBuilder& bb, const Coords& c) {
+    v.body = [ops, fn, kind, out_dt, dt, rounds_to, out_sizes](BodyBuilder& bb, const Coords& c) {
+      if (rounds_to != ScalarType::Undefined) {
+        // Note [Copies to a 16-bit float]: rounded, then on in float32
+        int x = cast_to(bb, ops.at(0).val.body(bb, broadcast(c, ops.at(0).val.sizes, out_sizes)),
+                        dt, rounds_to);
+        return cast_to(bb, x, rounds_to, out_dt);
+      }
       std::vector<int> args;
       for (const Operand& o : ops) {
         if (!o.is_node) {

@@ -73,12 +73,26 @@ int BodyBuilder::pow_shortcut(const ScalarNode& n) {
   return -1;
 }
 
+// A cast back to the type a value was exactly widened from: the value as it
+// was (bfloat16 -> float -> bfloat16, a copy to bfloat16 stored as
+// bfloat16: Note [Copies to a 16-bit float], lower.cpp), or -1.
+int BodyBuilder::cast_shortcut(const ScalarNode& n) const {
+  if (n.kind != ScalarKind::Cast || n.args.size() != 1) return -1;
+  const ScalarNode& inner = body[size_t(n.args[0])];
+  if (inner.kind != ScalarKind::Cast || inner.args.size() != 1) return -1;
+  const int x = inner.args[0];
+  const ScalarType from = body[size_t(x)].dtype, via = inner.dtype;
+  const bool exact = is_floating(from) && is_floating(via) && element_size(via) > element_size(from);
+  return exact && from == n.dtype ? x : -1;
+}
+
 int BodyBuilder::add(ScalarNode n) {
   if (n.kind == ScalarKind::Load && on_load_) {
     int r = on_load_(*this, n);
     if (r >= 0) return r;
   }
   if (int r = pow_shortcut(n); r >= 0) return r;
+  if (int r = cast_shortcut(n); r >= 0) return r;
   std::string key = std::to_string(int(n.kind)) + "|" + std::to_string(int(n.dtype)) + "|" +
                     std::to_string(n.buffer) + "|" +
                     std::to_string(n.index.defined() ? n.index.stable_hash() : 0) + "|" +
