@@ -120,16 +120,31 @@ def _set_grad_mode(mode):
         _C._set_grad_enabled(mode)
 
 
+def _bits(mask):
+    """The positions of the set bits of int `mask`, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
 def _tangent_reach(graph, tangents):
     """node -> the tangents (positions in `tangents`, placeholders) it is
-    computed from, for every node of `graph` but its output."""
+    computed from, as an int with one bit per tangent, for every node of
+    `graph` but its output. (Bit masks: the sets of thousands of nodes were
+    most of a warm start's Python.)"""
     position = {n: j for j, n in enumerate(tangents)}
     reach = {}
     for n in graph.nodes:
         if n.op == "placeholder":
-            reach[n] = {position[n]} if n in position else set()
+            reach[n] = 1 << position[n] if n in position else 0
         elif n.op != "output":
-            reach[n] = set().union(*(reach[i] for i in n.all_input_nodes))
+            mask = 0
+            for i in n.all_input_nodes:
+                mask |= reach[i]
+            reach[n] = mask
     return reach
 
 
@@ -141,23 +156,27 @@ def _saved_tangents(bw, num_saved, num_tangents):
     gradient (the others are zeros: what they multiply does not count)."""
     places = [n for n in bw.graph.nodes if n.op == "placeholder"]
     if len(places) != num_saved + num_tangents:  # not the partitioners' layout: check all
-        return [set() for _ in range(num_saved)]
+        return [() for _ in range(num_saved)]
     reach = _tangent_reach(bw.graph, places[num_saved:])
-    seen_by = {n: {i} for i, n in enumerate(places[:num_saved])}  # node -> saved it depends on
-    deps = [set() for _ in range(num_saved)]
+    seen_by = {n: 1 << i for i, n in enumerate(places[:num_saved])}  # node -> saved (bits)
+    meets = {}  # tangent-free node -> the tangents of the nodes that read it (bits)
     for n in bw.graph.nodes:
         if n.op in ("placeholder", "output"):
             continue
-        ins = n.all_input_nodes
-        seen_by[n] = set().union(*(seen_by.get(i, set()) for i in ins))
-        # The backward is linear in the tangents: a saved value counts where
-        # a tangent-free value made from it meets values carrying tangents
-        # (past that, it only rides along with those tangents).
-        for i in ins:
-            if not reach[i]:
-                for k in seen_by.get(i, ()):
-                    deps[k] |= reach[n]
-    return deps
+        mask = 0
+        for i in n.all_input_nodes:
+            mask |= seen_by.get(i, 0)
+            # The backward is linear in the tangents: a saved value counts
+            # where a tangent-free value made from it meets values carrying
+            # tangents (past that, it only rides along with those tangents).
+            if not reach[i] and reach[n]:
+                meets[i] = meets.get(i, 0) | reach[n]
+        seen_by[n] = mask
+    deps = [0] * num_saved
+    for i, tangents in meets.items():
+        for k in _bits(seen_by.get(i, 0)):
+            deps[k] |= tangents
+    return [tuple(_bits(d)) for d in deps]
 
 
 def _grad_tangents(bw, num_saved, num_tangents):
@@ -169,7 +188,7 @@ def _grad_tangents(bw, num_saved, num_tangents):
     if len(places) != num_saved + num_tangents:
         return [None] * len(out)
     reach = _tangent_reach(bw.graph, places[num_saved:])
-    return [reach.get(g) if hasattr(g, "op") else None for g in out]
+    return [tuple(_bits(reach[g])) if hasattr(g, "op") and g in reach else None for g in out]
 
 
 def _eager_saved_inputs(info):

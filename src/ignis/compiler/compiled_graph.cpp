@@ -244,16 +244,15 @@ void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
   r.label = "compiled_graph.cu";
   r.options = cuda_compile_options();
   size_t lines = size_t(std::count(r.source.begin(), r.source.end(), '\n'));
-  // The first request compiles the unit (or reads its cubin from disk); the
-  // rest find the loaded module.
+  // One look-up compiles the unit (or reads its cubin from disk) and finds
+  // every kernel in the loaded module.
   ProgressLine progress("compiling " + std::to_string(exec_.kernels.size()) +
                             " CUDA kernels (" + std::to_string(lines) + " lines of CUDA C++)",
                         progress_delay_s);
   const uint64_t compiles = cuda::kernel_cache_stats().compiles;
-  for (const Executable::Kern& k : exec_.kernels) {
-    r.symbol = k.symbol;
-    cuda_kernels_.push_back(cuda::get_kernel(exec_.device.index, r));
-  }
+  std::vector<std::string> symbols;
+  for (const Executable::Kern& k : exec_.kernels) symbols.push_back(k.symbol);
+  cuda_kernels_ = cuda::get_kernels(exec_.device.index, r, symbols);
   // (The process's count: another thread compiling at once is counted too.)
   compiled_code_ = cuda::kernel_cache_stats().compiles != compiles;
 }

@@ -82,13 +82,13 @@ std::string cubin_for(Cache& c, const std::string& key, const KernelRequest& r, 
 // as <symbol>.cu the first time it is requested in a process, replacing an
 // older text of that name (for reading generated code,
 // and for tests/cuda_fake, which compiles them as host C++).
-void dump_source(const KernelRequest& r) {
+void dump_source(const std::string& source, const std::string& symbol) {
   static const char* dir = std::getenv("IGNIS_CUDA_DUMP_SOURCES");
   if (!dir || !*dir) return;
-  fs::path path = fs::path(dir) / (r.symbol + ".cu");
-  if (auto old = runtime::read_file(path); old && *old == r.source) return;
+  fs::path path = fs::path(dir) / (symbol + ".cu");
+  if (auto old = runtime::read_file(path); old && *old == source) return;
   runtime::make_dirs(path.parent_path());
-  runtime::write_file_atomic(path, r.source);
+  runtime::write_file_atomic(path, source);
 }
 
 int arch_of(int device) {
@@ -118,19 +118,16 @@ CUfunction function_locked(Cache& c, CUmodule mod, const KernelRequest& r) {
   return f;
 }
 
-}  // namespace
-
-CUfunction get_kernel(int device, const KernelRequest& r) {
-  dump_source(r);
-  const int arch = arch_of(device);
-  const std::string key = key_of(r, arch);
-  Cache& c = cache();
+// The module of request r (key `key`) on `device`: loaded, read from disk or
+// compiled, once per process.
+CUmodule module_for(Cache& c, int device, const KernelRequest& r, const std::string& key,
+                    int arch) {
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.modules.find({key, device});
     if (it != c.modules.end()) {
       ++c.stats.memory_hits;
-      return function_locked(c, it->second, r);
+      return it->second;
     }
   }
   std::string bin = cubin_for(c, key, r, arch);  // unlocked: see cubin_for
@@ -142,7 +139,37 @@ CUfunction get_kernel(int device, const KernelRequest& r) {
     IGNIS_CU(cuModuleLoadData(&mod, bin.data()));
     c.stats.load_seconds += seconds_since(t0);
   }
+  return mod;
+}
+
+}  // namespace
+
+CUfunction get_kernel(int device, const KernelRequest& r) {
+  dump_source(r.source, r.symbol);
+  const int arch = arch_of(device);
+  Cache& c = cache();
+  CUmodule mod = module_for(c, device, r, key_of(r, arch), arch);
+  std::lock_guard<std::mutex> lock(c.mu);
   return function_locked(c, mod, r);
+}
+
+std::vector<CUfunction> get_kernels(int device, const KernelRequest& unit,
+                                    const std::vector<std::string>& symbols) {
+  const int arch = arch_of(device);
+  Cache& c = cache();
+  CUmodule mod = module_for(c, device, unit, key_of(unit, arch), arch);
+  std::vector<CUfunction> out;
+  out.reserve(symbols.size());
+  KernelRequest r;  // the unit's settings with each symbol (its source unread)
+  r.label = unit.label;
+  r.dynamic_shared_bytes = unit.dynamic_shared_bytes;
+  for (const std::string& symbol : symbols) {
+    dump_source(unit.source, symbol);
+    r.symbol = symbol;
+    std::lock_guard<std::mutex> lock(c.mu);
+    out.push_back(function_locked(c, mod, r));
+  }
+  return out;
 }
 
 CUfunction get_named_kernel(int device, const std::string& name,

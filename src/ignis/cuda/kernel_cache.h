@@ -39,6 +39,12 @@ struct KernelRequest {
 // The kernel on `device` (compiled or loaded once per process and device).
 CUfunction get_kernel(int device, const KernelRequest& request);
 
+// The kernels `symbols` of one translation unit (`unit.symbol` unused), its
+// key hashed and its module looked up once: a compiled graph's kernels, one
+// unit of a few hundred KiB, would otherwise hash it once per kernel.
+std::vector<CUfunction> get_kernels(int device, const KernelRequest& unit,
+                                    const std::vector<std::string>& symbols);
+
 // The kernel `name` stands for on `device`: `name` says everything its
 // source depends on (the kernel's symbol, or more where one symbol has
 // several sources), and `make` builds its request on the first call only,
