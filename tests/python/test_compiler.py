@@ -324,6 +324,69 @@ def test_memory_plan_reuses_dead_intermediates_and_never_outputs():
             close(got, want, rtol=1e-5, atol=1e-4)
 
 
+def _gemm_kernel_lines(program):
+    """(the buffer each GEMM writes, the buffers its kernel outputs) per GEMM kernel."""
+    out, lines = [], program.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("kernel_") and i + 2 < len(lines) and "gemm " in lines[i + 2]:
+            outputs = line.split("->")[1].split()
+            out.append((lines[i + 2].split("gemm ")[1].split()[0], outputs))
+    return out
+
+
+def test_a_gemm_epilogue_writes_over_the_product():
+    # Note [Results written in place] (memory_plan.h): linear's bias add and
+    # ReLU transform the product where the GEMM wrote it; no second buffer
+    from ignis._functorch.aot_autograd import trace_joint
+    x, w, b = ignis.randn(48, 40), ignis.randn(24, 40), ignis.randn(24)
+
+    def f(x, w, b):
+        return ignis.nn.functional.linear(x, w, b).relu()
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x, w, b])
+    compiled = _inductor.compile_fx(gm, None)
+    gemms = _gemm_kernel_lines(compiled.program)
+    assert len(gemms) == 1, compiled.program
+    c, outputs = gemms[0]
+    assert outputs == [c], compiled.program
+    close(compiled(x, w, b)[0], f(x, w, b), rtol=1e-5, atol=1e-5)
+
+
+def test_a_product_the_program_returns_is_not_written_over():
+    from ignis._functorch.aot_autograd import trace_joint
+    x, w, b = ignis.randn(48, 40), ignis.randn(40, 24), ignis.randn(24)
+
+    def f(x, w, b):
+        h = x @ w
+        return h, (h + b).relu(), h * 2  # h is an output: its epilogues write elsewhere
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x, w, b])
+    compiled = _inductor.compile_fx(gm, None)
+    for c, outputs in _gemm_kernel_lines(compiled.program):
+        assert c not in outputs[1:], compiled.program
+    for got, want in zip(compiled(x, w, b), f(x, w, b)):
+        close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_in_place_results_keep_training_equal_to_eager():
+    # a GEMM epilogue written over its product inside forward and backward
+    # graphs, gradients included
+    ignis.manual_seed(0)
+    model = ignis.nn.Sequential(ignis.nn.Linear(16, 32), ignis.nn.GELU(),
+                                ignis.nn.Linear(32, 8), ignis.nn.Tanh())
+    x = ignis.randn(20, 16)
+    compiled = ignis.compile(model)
+    for m in (model, compiled):
+        m.zero_grad()
+    want = model(x).square().sum()
+    want.backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    got = compiled(x).square().sum()
+    got.backward()
+    close(got, want, rtol=1e-5, atol=1e-5)
+    for p, g in zip(model.parameters(), grads):
+        close(p.grad, g, rtol=1e-4, atol=1e-5)
+
+
 def test_output_aliasing_an_input_stays_a_view():
     def f(x):
         return x.t(), x + 1

@@ -1,4 +1,5 @@
 #include "ignis/compiler/lower.h"
+#include "ignis/compiler/memory_plan.h"
 
 #include "ignis/compiler/body.h"
 
@@ -93,6 +94,7 @@ class Lowering {
     classify();
     for (Node* n : g_.nodes()) lower_node(n);
     schedule(p_, std::move(computes_), std::move(externs_), order_, options_);
+    write_results_in_place(p_);
     return std::move(p_);
   }
 

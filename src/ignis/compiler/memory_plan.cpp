@@ -37,7 +37,138 @@ std::vector<int> uses(const Program& p, const Step& s) {
   return out;
 }
 
+bool same_layout(const Buffer& a, const Buffer& b) {
+  if (a.dtype != b.dtype || a.sizes.size() != b.sizes.size()) return false;
+  for (size_t d = 0; d < a.sizes.size(); ++d)
+    if (sym::compare(a.sizes[d], b.sizes[d]) != 0 || sym::compare(a.strides[d], b.strides[d]) != 0)
+      return false;
+  return true;
+}
+
+// Whether kernel k may store its output `out` over buffer `in`: every load
+// of `in` in k is in the loop that stores `out`, at the element stored, and
+// nothing else in k writes either buffer at other elements.
+bool rewrites_element_for_element(const Kernel& k, int in, int out) {
+  if (k.columns) return false;
+  for (const Kernel::ScratchInOutput& s : k.scratch_in_output)
+    if (s.buffer == out || s.buffer == in) return false;
+  if (k.gemm && (k.gemm->a == in || k.gemm->b == in || k.gemm->a == out || k.gemm->b == out))
+    return false;
+  bool stored = false;
+  for (const Loop& l : k.loops) {
+    const Store* st = nullptr;
+    for (const Store& s : l.stores) {
+      if (s.buffer == in) return false;
+      if (s.buffer != out) continue;
+      if (st || stored) return false;  // stored twice
+      st = &s;
+    }
+    for (const ScalarNode& n : l.body) {
+      if (n.kind != ScalarKind::Load || (n.buffer != in && n.buffer != out)) continue;
+      if (!st || sym::compare(n.index, st->index) != 0) return false;
+    }
+    stored |= st != nullptr;
+  }
+  return stored;
+}
+
 }  // namespace
+
+void write_results_in_place(Program& p) {
+  const size_t nb = p.buffers.size();
+  // Per buffer: its last step, whether it is a graph output, whether an
+  // extern reads it (an extern may return an alias of it), and how many
+  // kernels write it (a concatenation's parts are written by several).
+  std::vector<int> last(nb, -1), writers(nb, 0);
+  std::vector<bool> pinned(nb, false), extern_read(nb, false);
+  for (const ProgramOutput& o : p.outputs)
+    if (o.buffer >= 0) pinned[size_t(o.buffer)] = true;
+  for (int b : p.inputs)
+    if (b >= 0) pinned[size_t(b)] = true;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    for (int b : uses(p, s)) last[size_t(b)] = int(i);
+    if (s.kind == Step::Kind::RunKernel) {
+      for (int b : p.kernels[size_t(s.kernel)].outputs) ++writers[size_t(b)];
+    } else {
+      for (graph::Node* in : s.node->input_nodes())
+        if (int b = p.buffer_of(in); b >= 0) extern_read[size_t(b)] = true;
+    }
+  }
+  // (A buffer renamed onto another is written by several kernels one after
+  // the other, each in full: only the original program's counts matter.)
+  const std::vector<int> parts = writers;
+  auto free_to_take = [&](int b, int step) {
+    return p.buffers[size_t(b)].kind == BufferKind::Computed && !pinned[size_t(b)] &&
+           !extern_read[size_t(b)] && last[size_t(b)] == step && parts[size_t(b)] == 1;
+  };
+  // Every reference to buffer `from` in steps from `step` on, and in the
+  // outputs, names `to` instead.
+  auto rename = [&](int from, int to, size_t step) {
+    for (size_t i = step; i < p.steps.size(); ++i) {
+      const Step& s = p.steps[i];
+      if (s.kind != Step::Kind::RunKernel) continue;
+      Kernel& k = p.kernels[size_t(s.kernel)];
+      for (Loop& l : k.loops) {
+        for (ScalarNode& n : l.body)
+          if (n.kind == ScalarKind::Load && n.buffer == from) n.buffer = to;
+        for (Store& st : l.stores)
+          if (st.buffer == from) st.buffer = to;
+      }
+      for (int& b : k.outputs)
+        if (b == from) b = to;
+      if (k.gemm) {
+        for (int* b : {&k.gemm->a, &k.gemm->b, &k.gemm->c})
+          if (*b == from) *b = to;
+      }
+    }
+    for (auto& [node, b] : p.node_buffers)
+      if (b == from) b = to;
+    for (ProgramOutput& o : p.outputs)
+      if (o.buffer == from) o.buffer = to;
+    last[size_t(to)] = std::max(last[size_t(to)], last[size_t(from)]);
+    pinned[size_t(to)] = pinned[size_t(to)] || pinned[size_t(from)];
+    extern_read[size_t(to)] = extern_read[size_t(to)] || extern_read[size_t(from)];
+    last[size_t(from)] = -1;
+  };
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    if (s.kind != Step::Kind::RunKernel) continue;
+    Kernel& k = p.kernels[size_t(s.kernel)];
+    std::vector<int> stored;
+    for (const Loop& l : k.loops)
+      for (const Store& st : l.stores)
+        if (std::find(stored.begin(), stored.end(), st.buffer) == stored.end())
+          stored.push_back(st.buffer);
+    std::vector<int> read;
+    for (const Loop& l : k.loops)
+      for (const ScalarNode& n : l.body)
+        if (n.kind == ScalarKind::Load && std::find(read.begin(), read.end(), n.buffer) == read.end())
+          read.push_back(n.buffer);
+    for (int out : stored) {
+      if (parts[size_t(out)] != 1 || p.buffers[size_t(out)].kind != BufferKind::Computed)
+        continue;
+      for (int in : read) {
+        if (in == out || !same_layout(p.buffers[size_t(in)], p.buffers[size_t(out)])) continue;
+        // A GEMM's own result (written by this kernel), or a buffer an
+        // earlier step wrote and this kernel reads for the last time.
+        const bool gemm_result = k.gemm && k.gemm->c == in;
+        if (!gemm_result && std::find(k.outputs.begin(), k.outputs.end(), in) != k.outputs.end())
+          continue;
+        if (!free_to_take(in, int(i)) || !rewrites_element_for_element(k, in, out)) continue;
+        if (gemm_result) {
+          // The epilogue's result takes the GEMM's place: c is dropped.
+          k.outputs.erase(std::find(k.outputs.begin(), k.outputs.end(), in));
+          rename(in, out, i);
+        } else {
+          rename(out, in, i);
+        }
+        read.erase(std::find(read.begin(), read.end(), in));
+        break;
+      }
+    }
+  }
+}
 
 MemoryPlan plan_memory(const Program& p) {
   const size_t nb = p.buffers.size();

@@ -28,6 +28,18 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const Program& p);
 
+// Note [Results written in place]
+// A kernel whose output has the layout of a buffer it reads for the last
+// time, element for element (every load at the element the output stores,
+// in the loop that stores it), writes the output over that buffer: the
+// output is renamed to the buffer it replaces, in the kernel and in every
+// later step. A GEMM's epilogue likewise transforms the GEMM's result where
+// it lies instead of copying it into a buffer of its own (linear's bias add:
+// one output buffer, as eager's addmm writes). Fewer fresh buffers: less
+// memory touched for the first time, and a smaller peak. Runs after
+// scheduling, before planning (lower()).
+void write_results_in_place(Program& p);
+
 // The plan as text: one line per slot ("slot 0 (4096 bytes): buf3, buf7")
 // and one per step that releases buffers ("after step 2: release buf3").
 std::string to_string(const Program& p, const MemoryPlan& plan);
