@@ -1272,6 +1272,40 @@ def test_tangents_that_do_not_arrive_are_zeros_inside_the_backward(monkeypatch):
     assert "extern full" not in program and "tangents_1" not in program, program
 
 
+@pytest.mark.parametrize("case", ["infinite", "changed_in_place"])
+def test_what_only_absent_tangents_reach_is_zero_not_nan(case):
+    """The backward is linear in its tangents: a value computed from absent
+    tangents alone is zero, whatever it multiplies, as eager's engine, which
+    never runs those nodes, leaves it. Fed a zero tangent instead, log's
+    backward gave 0 / 0 at x = 0, and amax's 0 / 0 where its input was
+    changed in place after the forward (fuzz seed 3200129). Both gradients
+    are eager's zeros and twos, not NaN."""
+    if case == "infinite":
+        def f(x):
+            return x * 2, x.log().sum()  # the backward reaches only the first
+
+        def use(out):
+            return out[0].sum()
+        x = ignis.from_numpy(np.array([0.0, 1.0, 2.0, 0.0], dtype=np.float32))
+    else:
+        def f(x):
+            t = x[1:].sum(0, keepdim=True)
+            s = t.amax().item()  # amax's result gets no gradient
+            t.sub_(t)            # ... and its saved input changes
+            return t * 2 + s
+
+        def use(out):
+            return out.sum()
+        x = ignis.randn(4, 5)
+    grads = []
+    for fn in (f, ignis.compile(f)):
+        xi = x.clone().requires_grad_()
+        use(fn(xi)).backward()
+        grads.append(xi.grad.numpy())
+    assert not np.isnan(grads[1]).any(), grads[1]
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
 def test_a_loss_beside_its_logits_holds_no_more_memory_than_eager():
     """Cross-entropy's backward needs the softmax of the logits. The
     forward returns the logits, so the program holds them: saving them

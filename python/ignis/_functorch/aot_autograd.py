@@ -250,7 +250,6 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
     stale_views = set(info.get("stale_no_grad_view_outputs", ()))
     enables_grad, grad_mode_at_exit = grad_modes
     record = _C._record_function
-    empty_strided = ignis.empty_strided
     no_grad = ignis.no_grad
     enable_grad = ignis.enable_grad
 
@@ -303,11 +302,6 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
         # wrote into it saw that version).
         eager_checks = []  # filled below
 
-        # What a tangent that does not arrive is made like (the outputs
-        # themselves are not held for it).
-        tangent_metas = [(o.shape, o.stride(), o.dtype, o.device)
-                         for o, need in zip(fw_outs, tangent_mask) if need]
-
         def backward(*grads):
             grads = [g for g, need in zip(grads, tangent_mask) if need]
             received = [g is not None for g in grads]
@@ -321,13 +315,9 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
                         f"version {t._version}; expected version {v} instead "
                         "(a tensor saved by a compiled graph)")
             missing = tuple(i for i, r in enumerate(received) if not r)
-            compiled_bw, takes_missing = backward_for(missing)
-            if takes_missing:
-                tangents = [g if g is not None else
-                            empty_strided(m[0], m[1], dtype=m[2], device=m[3]).zero_()
-                            for g, m in zip(grads, tangent_metas)]
-            else:  # a graph with zeros in their place (Note [Tangents that do not arrive])
-                tangents = [g for g in grads if g is not None]
+            # a graph with zeros in their place (Note [Tangents that do not arrive])
+            compiled_bw = backward_for(missing)
+            tangents = [g for g in grads if g is not None]
             # A gradient made only from tangents that did not arrive (zeros
             # stand in for them) is None, as eager's engine never reaches
             # the nodes no gradient flows into: a zero tensor would carry on
@@ -421,30 +411,73 @@ _GRAD_MODE_SETTERS = (_set_grad_enabled, _C._set_grad_enabled)
 # the compiled graph takes only the tangents that arrive. Another pattern of
 # arrivals compiles another variant, once. The compile runs under the knobs
 # of the compile call (compile_fx_later). Other backward compilers (a user's
-# aot_autograd(bw_compiler=...)) compile at once, as torch's, and get zeros.
+# aot_autograd(bw_compiler=...)) compile the whole backward at once, as
+# torch's, and a variant through the same compiler when a pattern of missing
+# tangents first happens. Not only the tangents are zeros: every value they
+# alone reach is (the backward is linear in them), so a zero never meets an
+# infinite or since-changed saved value (0 * inf = NaN where eager's engine
+# runs nothing: _without_tangents).
+def _zeros_like_meta(g, m):
+    """A `full(shape, 0)` node of g standing for a zero tensor with tensor meta m."""
+    from ..fx.graph import TensorMetadata
+    zero = 0.0 if m.dtype.is_floating_point else 0
+    z = g.call_function(ignis.ops.full.default, (list(m.shape), zero),
+                        {"dtype": m.dtype, "device": m.device})
+    stride, step = [], 1
+    for size in reversed(m.shape):
+        stride.insert(0, step)
+        step *= max(size, 1)
+    z.meta["tensor_meta"] = TensorMetadata(tuple(m.shape), m.dtype, tuple(stride), m.device)
+    return z
+
+
 def _without_tangents(bw, num_saved, missing):
-    """bw with the tangents at positions `missing` replaced by zeros."""
+    """bw with the tangents at positions `missing` replaced by zeros, and so
+    every value computed from those tangents alone: the backward is linear in
+    its tangents, so such a value is zero whatever it multiplies, as eager's
+    engine, which never runs the nodes no gradient reaches, leaves it. (A zero
+    tangent fed through would make 0 * inf = NaN where a saved value is
+    infinite, or changed in place since the forward with no gradient to check
+    it for.) Each such value that a value with a real gradient reads, or the
+    output, becomes `full(shape, 0)`; what only fed it is dead."""
     from ..fx.graph import Graph, TensorMetadata
     places = [n for n in bw.graph.nodes if n.op == "placeholder"]
     drop = {places[num_saved + i] for i in missing}
+    gone = 0
+    for i in missing:
+        gone |= 1 << i
+    reach = _tangent_reach(bw.graph, places[num_saved:])
+
+    def zero(n):  # computed from missing tangents only
+        r = reach.get(n, 0)
+        return r != 0 and not (r & ~gone)
     g = Graph()
     inputs = {p: g.node_copy(p) for p in places if p not in drop}
     for p in places:
         if p in drop:
-            m = p.meta["tensor_meta"]
-            zero = 0.0 if m.dtype.is_floating_point else 0
-            z = g.call_function(ignis.ops.full.default, (list(m.shape), zero),
-                                {"dtype": m.dtype, "device": m.device})
-            stride, step = [], 1
-            for size in reversed(m.shape):
-                stride.insert(0, step)
-                step *= max(size, 1)
-            z.meta["tensor_meta"] = TensorMetadata(tuple(m.shape), m.dtype, tuple(stride),
-                                                   m.device)
-            inputs[p] = z
+            inputs[p] = _zeros_like_meta(g, p.meta["tensor_meta"])
+    # The values at the edge of the zeros, with a single tensor's meta.
+    edge = {}
+    for n in bw.graph.nodes:
+        if n.op in ("placeholder", "output") or not zero(n):
+            continue
+        m = n.meta.get("tensor_meta")
+        if not isinstance(m, TensorMetadata):  # (a tuple of them for several results)
+            continue
+        if any(u.op == "output" or not zero(u) for u in n.users):
+            edge[n] = _zeros_like_meta(g, m)
     # the rest copied in C++: a GPT-2 backward has ~1,900 nodes (43 ms node by node in
     # Python on the H200 host, a tenth of a warm start; ~5 ms so)
+    first = len(g.nodes)
     g.output(g._copy_from(bw.graph, [inputs[p] for p in places]))
+    if edge:
+        copied = g.nodes[first:-1]  # bw's nodes but its placeholders and output, in order
+        originals = [n for n in bw.graph.nodes if n.op not in ("placeholder", "output")]
+        for original, copy in zip(originals, copied):
+            z = edge.get(original)
+            if z is not None:
+                copy.replace_all_uses_with(z)
+        g.eliminate_dead_code()
     gm = GraphModule(bw, g)
     constants = getattr(bw, "_aot_constants", None)
     if constants:
@@ -453,15 +486,26 @@ def _without_tangents(bw, num_saved, missing):
 
 
 def _backward_compiler(bw, bw_compiler, example_inputs, num_saved):
-    """backward_for(missing) -> (compiled backward, whether it takes the
-    tangents at positions `missing` as zeros) (Note [Tangents that do not
-    arrive])."""
+    """backward_for(missing) -> the compiled backward that takes the tangents
+    but those at positions `missing`, which it treats as zeros (Note
+    [Tangents that do not arrive])."""
     from .._inductor.compile_fx import compile_fx, compile_fx_later
-    if bw_compiler is not compile_fx:
-        compiled = bw_compiler(bw, example_inputs)
-        return lambda missing: (compiled, True)
-    later = compile_fx_later(example_inputs)
     variants = {}
+    if bw_compiler is not compile_fx:
+        # Another compiler compiles the whole backward now, as it always
+        # did; a call where tangents do not arrive gets the graph without
+        # them (what they alone reach is zero, not 0 * inf) through the same
+        # compiler, once per such pattern, when it first happens.
+        variants[()] = bw_compiler(bw, example_inputs)
+
+        def other_backward_for(missing):
+            fn = variants.get(missing)
+            if fn is None:
+                variants[missing] = fn = bw_compiler(_without_tangents(bw, num_saved, missing),
+                                                     example_inputs)
+            return fn
+        return other_backward_for
+    later = compile_fx_later(example_inputs)
 
     def backward_for(missing):
         fn = variants.get(missing)
@@ -473,7 +517,7 @@ def _backward_compiler(bw, bw_compiler, example_inputs, num_saved):
                 _fallback_warning(graph, e)
                 fn = graph
             variants[missing] = fn
-        return fn, False
+        return fn
     return backward_for
 
 
