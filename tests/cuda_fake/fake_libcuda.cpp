@@ -125,8 +125,10 @@ CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
   if (g_used + n > g_cap) return 2;
   // Fresh device memory holds garbage on a GPU; here it holds NaN bytes
   // (0xFF), so that a kernel reading what nothing wrote shows as NaN
-  // instead of the zeros a fresh host page would give.
-  void* q = malloc(n); memset(q, 0xFF, n);
+  // instead of the zeros a fresh host page would give. Under
+  // FAKE_CUDA_NO_WORK zeros: what kernels would have written stays valid
+  // (an index a host-side check reads is 0, in range).
+  void* q = malloc(n); memset(q, getenv("FAKE_CUDA_NO_WORK") ? 0 : 0xFF, n);
   g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
 CUresult cuMemFree_v2(unsigned long long p) { if (unsafe_call_refused()) return 900; std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
@@ -145,6 +147,9 @@ CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void* s, size_t n, voi
   memcpy((void*)d, s, n); return 0; }
 CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void* st) {
   if (capturing(st) && !is_pinned_host(d)) { capturing(st)->invalid = true; return 900; }
+  // With no kernel run, what the device holds is garbage: the host reads
+  // zeros (an index a host-side check reads is in range).
+  if (getenv("FAKE_CUDA_NO_WORK")) { memset(d, 0, n); return 0; }
   int r = record_or_run(st, [=] { memcpy(d, (void*)s, n); });
   if (r >= 0) return r;
   memcpy(d, (void*)s, n); return 0; }
@@ -311,6 +316,12 @@ static void* generated_wrapper(const std::string& name, bool threads, int (**siz
 
 extern "C" {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
+  // FAKE_CUDA_NO_WORK: every launch does nothing (no kernel is built for
+  // the host), so a run times the host side alone (bench/host_overhead.py).
+  if (getenv("FAKE_CUDA_NO_WORK")) {
+    *f = new Fn{name, nullptr, nullptr};
+    return 0;
+  }
   static void* emu = getenv("IGNIS_FAKE_CUDA_KERNELS") ? dlopen(getenv("IGNIS_FAKE_CUDA_KERNELS"), RTLD_NOW | RTLD_LOCAL) : nullptr;
   void* h = emu ? dlsym(emu, name) : nullptr;
   int (*sizes)(size_t*) = nullptr;
@@ -320,6 +331,8 @@ CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   return 0; }
 static CUresult launch_now(Fn* fn, unsigned gx, unsigned gy, unsigned bx, unsigned by, void** a) {
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
+  static const bool no_work = getenv("FAKE_CUDA_NO_WORK") != nullptr;
+  if (no_work) return 0;
   if (fn->wrapper) { fn->wrapper(a, gx, gy, bx, by); return 0; }
   const std::string& n = fn->name;
   if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);

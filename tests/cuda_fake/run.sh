@@ -12,13 +12,17 @@
 #     (a compute capability 9.0 device: the Hopper kernels, wgmma emulated; default 8.0)
 #   bash tests/cuda_fake/run.sh build-wt --fuzz --backend inductor --count 40 --seed 1
 #     (random programs compiled vs eager with CUDA inputs: python3 -m tests.fuzz --device cuda)
+#   FAKE_CUDA_NO_WORK=1 bash tests/cuda_fake/run.sh build-wt --python bench/host_overhead.py
+#     (a script from the checkout's root; with FAKE_CUDA_NO_WORK no kernel or GEMM does any
+#     work, so it times ignis's host side alone)
 # Needs NVRTC ($IGNIS_NVRTC_LIBRARY, the toolkit, or the nvidia-cuda-nvrtc wheel).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build-wt}
 shift || true
-fuzz=0
+fuzz=0 script=
 if [ "${1:-}" = "--fuzz" ]; then fuzz=1; shift; fi
+if [ "${1:-}" = "--python" ]; then script=$2; shift 2; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$root/tests/cuda_fake
@@ -42,6 +46,8 @@ export LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IGNIS_FAKE_C
   IGNIS_CUBLASLT_LIBRARY="$work/libcublasLt.so.13"
 if [ "$fuzz" = 1 ]; then
   cd "$root" && python3 -m tests.fuzz --device cuda "$@"
+elif [ -n "$script" ]; then
+  cd "$root" && python3 "$script" "$@"
 else
   python3 -m pytest -q -p no:cacheprovider $tests "$@"
 fi
