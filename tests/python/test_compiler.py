@@ -387,6 +387,53 @@ def test_in_place_results_keep_training_equal_to_eager():
         close(p.grad, g, rtol=1e-4, atol=1e-5)
 
 
+def _as_tuple(v):
+    return v if isinstance(v, tuple) else (v,)
+
+
+def test_an_index_put_into_a_dead_buffer_writes_in_place():
+    # reinplace_extern (memory_plan.cpp): index_put's copy of its first
+    # argument is skipped when nothing reads that buffer afterwards
+    from ignis._functorch.aot_autograd import trace_joint
+    x, v = ignis.randn(10, 4), ignis.randn(6, 4)
+    idx = ignis.from_numpy(np.array([1, 3, 3, 0, 9, 1]))
+
+    def dead(x, idx, v):
+        return (x * 2).index_put((idx,), v, accumulate=True)
+
+    def alive(x, idx, v):
+        z = x * 2
+        return z.index_put((idx,), v, accumulate=True), z  # z returned: never written
+    # (alive's and of_input's index_put write into a copy of z or x that a
+    # kernel stores beside it: in place into that copy or not, z and x must
+    # come back unchanged)
+
+    def of_input(x, idx, v):
+        return x.index_put((idx,), v, accumulate=True)
+    for f, in_place in ((dead, True), (alive, None), (of_input, None)):
+        x0 = x.clone()
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x, idx, v])
+        compiled = _inductor.compile_fx(gm, None)
+        if in_place is not None:
+            assert ("index_put_(" in compiled.program) == in_place, compiled.program
+        for got, want in zip(compiled(x, idx, v), _as_tuple(f(x, idx, v))):
+            close(got, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(x.numpy(), x0.numpy())  # the input is never written
+
+
+def test_an_embedding_gradient_matches_eager_when_accumulated_in_place():
+    ignis.manual_seed(0)
+    emb = nn.Embedding(50, 8)
+    idx = ignis.randint(0, 50, (4, 7))
+    f = lambda i: (emb(i) * ignis.arange(8.0)).square().sum()  # noqa: E731
+    grads = []
+    for fn in (f, ignis.compile(f)):
+        emb.zero_grad()
+        fn(idx).backward()
+        grads.append(emb.weight.grad.clone())
+    close(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
 def test_output_aliasing_an_input_stays_a_view():
     def f(x):
         return x.t(), x + 1

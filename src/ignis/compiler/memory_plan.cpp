@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ignis/dispatch/dispatcher.h"
+
 namespace ignis::compiler {
 
 int64_t buffer_bytes(const Buffer& b) {
@@ -72,6 +74,56 @@ bool rewrites_element_for_element(const Kernel& k, int in, int out) {
   return stored;
 }
 
+// The out-of-place ops that copy their first argument and then write into
+// the copy (functionalization's form of index_put_, scatter_add_, ...).
+// Their in-place twins skip the copy.
+bool copies_self_then_writes(const std::string& name) {
+  static const char* const kOps[] = {"index_put", "index_add", "index_copy", "index_fill",
+                                     "scatter", "scatter_add", "scatter_reduce", "put",
+                                     "masked_scatter"};
+  for (const char* op : kOps)
+    if (name == op) return true;
+  return false;
+}
+
+// An extern step copying a buffer it reads for the last time (an
+// embedding's gradient: index_put(zeros, [idx], grad, accumulate=True)
+// cloned a [vocabulary, width] buffer every step) calls the in-place op on
+// that buffer instead, and its result is that buffer's tensor. The buffer
+// is extern-read, so it never shares a slot (memory_plan's slots free after
+// the last step, while the result lives on).
+void reinplace_extern(Program& p, Step& s, int step, const std::vector<int>& last,
+                      const std::vector<bool>& pinned) {
+  if (s.view || !s.op || s.outputs.size() != 1 || s.outputs[0] < 0 || s.args.empty() ||
+      !s.args[0].is_node() || !copies_self_then_writes(s.op->schema().name))
+    return;
+  const int self = p.buffer_of(s.args[0].to_node()), out = s.outputs[0];
+  if (self < 0 || p.buffers[size_t(self)].kind != BufferKind::Computed || pinned[size_t(self)] ||
+      last[size_t(self)] != step || !same_layout(p.buffers[size_t(self)], p.buffers[size_t(out)]))
+    return;
+  // Self must appear once among the arguments (an index or source that is
+  // self as well would be read while it is written).
+  int seen = 0;
+  for (const graph::Value& a : s.args)
+    graph::map_nodes(a, [&](graph::Node* n) {
+      seen += p.buffer_of(n) == self;
+      return graph::Value(n);
+    });
+  for (const auto& [k, v] : s.kwargs)
+    graph::map_nodes(v, [&](graph::Node* n) {
+      seen += p.buffer_of(n) == self;
+      return graph::Value(n);
+    });
+  if (seen != 1) return;
+  const FunctionSchema& schema = s.op->schema();
+  const std::string twin = schema.name + "_" + (schema.overload.empty() ? "" : "." + schema.overload);
+  const OpHandle* inplace = Dispatcher::get().find(twin);
+  if (!inplace || !inplace->schema().is_inplace() ||
+      inplace->schema().args.size() != schema.args.size())
+    return;
+  s.op = inplace;
+}
+
 }  // namespace
 
 void write_results_in_place(Program& p) {
@@ -132,8 +184,11 @@ void write_results_in_place(Program& p) {
     last[size_t(from)] = -1;
   };
   for (size_t i = 0; i < p.steps.size(); ++i) {
-    const Step& s = p.steps[i];
-    if (s.kind != Step::Kind::RunKernel) continue;
+    Step& s = p.steps[i];
+    if (s.kind == Step::Kind::CallExtern) {
+      reinplace_extern(p, s, int(i), last, pinned);
+      continue;
+    }
     Kernel& k = p.kernels[size_t(s.kernel)];
     std::vector<int> stored;
     for (const Loop& l : k.loops)
