@@ -171,6 +171,16 @@ void fill_uniform(const Tensor& t, double from, double to, Generator& g) {
   // Float precision, 24 bits, in batches of Philox blocks (random.h).
   fill_ranges(t, "uniform_", [&](auto* p, int64_t b, int64_t e) {
     using T = std::remove_pointer_t<decltype(p)>;
+    if constexpr (std::is_same_v<T, float>) {
+      if (from == 0.0 && to == 1.0) {
+        // rand(): the formula below is u itself (24 bits: exact in float and
+        // below 1), without its double arithmetic (a compiled dropout's
+        // numbers: 70 -> 56 us for 89,600 floats at 2 threads, which is
+        // Philox's own rate)
+        philox_uniform_floats(seed, off, b, e, [&](int64_t i, float u) { p[i] = u; });
+        return;
+      }
+    }
     philox_uniform_floats(seed, off, b, e, [&](int64_t i, float u) {
       // A value that rounds up to `to` in the output type (often, for
       // 16-bit floats) becomes `from`: [from, to).
