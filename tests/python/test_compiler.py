@@ -465,6 +465,27 @@ def test_generated_code_is_readable(capfd):
     del _C
 
 
+def test_bool_elements_are_bytes_in_generated_code():
+    # element_ctype (codegen_cpp.cpp): a loop loading `bool` elements is not
+    # vectorized by GCC, so masks are read as bytes compared with 0 and
+    # stored as bytes; the values are eager's
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x, m):
+        p = (x - x.amax(-1, keepdim=True)).exp()
+        return ignis.where(m, p * 1.25, 0.0), p > 0.5
+    x, m = ignis.randn(6, 35), ignis.rand(6, 35) < 0.8
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x, m])
+    compiled = _inductor.compile_fx(gm, None)
+    code = compiled.generated_code
+    assert "const uint8_t* __restrict__ in_arg1_1" in code, code
+    assert "in_arg1_1[" in code and "] != 0)" in code, code
+    assert "bool*" not in code, code
+    for got, want in zip(compiled(x, m), f(x, m)):
+        assert got.dtype == want.dtype
+        close(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_mlp_training_matches_eager_gradients():
     def make():
         ignis.manual_seed(0)
