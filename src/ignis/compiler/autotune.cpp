@@ -131,7 +131,7 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
   std::vector<char*> ptrs(p.buffers.size(), nullptr);
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const Buffer& buf = p.buffers[b];
-    if (buf.eliminated) continue;
+    if (buf.eliminated || buf.written_as >= 0) continue;
     DimVector sizes, strides;
     for (size_t d = 0; d < buf.sizes.size(); ++d) {
       sizes.push_back(buf.sizes[d].value());

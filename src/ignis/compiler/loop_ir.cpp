@@ -212,6 +212,7 @@ std::string to_string(const Program& p) {
     os << b.name << ": " << dtype_name(b.dtype) << list(b.sizes) << " strides " << list(b.strides)
        << " " << buffer_kind_name(b.kind);
     if (b.eliminated) os << " (fused away)";
+    if (b.written_as >= 0) os << " (written in place as " << p.buffers[size_t(b.written_as)].name << ")";
     if (b.kind == BufferKind::Input) os << " " << b.input_index;
     if (b.kind == BufferKind::Constant) os << " " << b.attr;
     os << "\n";

@@ -57,6 +57,9 @@ struct Buffer {
   int64_t input_index = -1;        // Input: the placeholder's position
   std::string attr;                // Constant: the get_attr target
   bool eliminated = false;         // Computed, but every reader is fused: never allocated
+  // Computed into another buffer's storage (Note [Results written in place],
+  // memory_plan.h): that buffer's index; this one is never allocated.
+  int written_as = -1;
 };
 
 // The kinds of scalar nodes, listed once (printer and code generator switch on them).

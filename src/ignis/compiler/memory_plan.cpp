@@ -182,6 +182,7 @@ void write_results_in_place(Program& p) {
     pinned[size_t(to)] = pinned[size_t(to)] || pinned[size_t(from)];
     extern_read[size_t(to)] = extern_read[size_t(to)] || extern_read[size_t(from)];
     last[size_t(from)] = -1;
+    p.buffers[size_t(from)].written_as = to;
   };
   for (size_t i = 0; i < p.steps.size(); ++i) {
     Step& s = p.steps[i];
