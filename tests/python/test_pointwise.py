@@ -654,10 +654,14 @@ def test_inplace_broadcast_rules():
 
 @requires_torch
 def test_inplace_on_expanded_tensor_is_refused():
-    """...except for fills, where every alias receives the same value."""
+    """...except for fills with a number, where every alias receives the same
+    value (fill_ with a tensor value, and so `t[i] = tensor`, is refused:
+    fuzz seed 3713103)."""
     for f in [lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.neg_(),
               lambda t: t.clamp_(0, 1), lambda t: t.masked_fill_(t > 0, 1),
-              lambda t: t.copy_(t.clone()), lambda t: t.fill_(3), lambda t: t.zero_()]:
+              lambda t: t.copy_(t.clone()), lambda t: t.fill_(3), lambda t: t.zero_(),
+              lambda t: t.fill_(t.sum()), lambda t: (t.__setitem__(-1, t.sum()), t)[1],
+              lambda t: (t.__setitem__(-1, 4.0), t)[1]]:
         x = ignis.zeros(3).expand(2, 3)
         xt = torch.zeros(3).expand(2, 3)
         compare_call(lambda: f(x), lambda: f(xt))

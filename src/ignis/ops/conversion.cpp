@@ -67,6 +67,8 @@ void fill_meta(OpCall& c) {
   // A Python number must fit the dtype (a 0-dim tensor is converted as by copy_).
   if (v.impl()->is_wrapped_number())
     cpu::check_scalar_fits(tensor_to_scalar(v), c.tensor(0).dtype());
+  else  // as torch: fill_ with a tensor refuses an expanded self, with a number it does not
+    check_no_internal_overlap(c.tensor(0));
   c.outputs.push_back(c.tensor(0));
   if (!c.device.is_meta()) c.tensor(0).impl()->version_counter().bump();
 }
