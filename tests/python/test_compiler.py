@@ -486,6 +486,42 @@ def test_bool_elements_are_bytes_in_generated_code():
         close(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32", "bfloat16", "float64"])
+def test_arange_is_computed_where_it_is_read(dtype):
+    # ScalarKind::Index (loop_ir.h): arange's element i is start + step * i,
+    # fused into its readers (a causal mask, positions), equal to eager's
+    from ignis._functorch.aot_autograd import trace_joint
+    dt = getattr(ignis, dtype)
+
+    def f(x):
+        t = x.shape[-1]
+        i = ignis.arange(t)
+        causal = i[None, :] > i[:, None]
+        pos = ignis.arange(5, 5 - 3 * t, -3, dtype=dt)
+        return ignis.where(causal, 0.0, x) * 2, pos, ignis.arange(t, dtype=dt) + 1
+    x = ignis.randn(37, 37)
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
+    compiled = _inductor.compile_fx(gm, None)
+    assert "extern arange" not in compiled.program, compiled.program
+    assert "= index " in compiled.program, compiled.program
+    for got, want in zip(compiled(x), f(x)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_an_arange_with_a_fractional_step_stays_with_eager():
+    # (eager's start + step * double(i) may round apart from a compiled one)
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x):
+        return x + ignis.arange(0.1, 0.1 + 0.3 * x.shape[0], 0.3)[: x.shape[0]]
+    x = ignis.randn(9)
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
+    compiled = _inductor.compile_fx(gm, None)
+    assert "extern arange" in compiled.program, compiled.program
+    np.testing.assert_array_equal(compiled(x)[0].numpy(), f(x).numpy())
+
+
 def test_mlp_training_matches_eager_gradients():
     def make():
         ignis.manual_seed(0)

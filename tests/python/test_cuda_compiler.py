@@ -99,6 +99,23 @@ def test_a_pointwise_chain_is_one_kernel_of_cuda_code():
 
 
 @needs_gpu
+def test_positions_from_arange_are_computed_in_the_kernel():
+    # ScalarKind::Index: arange's values come from the coordinates (no
+    # extern), in a kernel that also reads and writes memory; the vector
+    # paths step aside for such kernels
+    def f(x):
+        t = x.shape[-1]
+        i = ignis.arange(t, device="cuda")
+        causal = i[None, :] > i[:, None]
+        return ignis.where(causal, float("-inf"), x) + ignis.arange(3, 3 + 2 * t, 2,
+                                                                   device="cuda").float()
+    x = _randn(64, 64)
+    compiled = _program(f, x)
+    assert "extern arange" not in compiled.program, compiled.program
+    np.testing.assert_array_equal(_np(compiled(x)[0]), _np(f(x)))
+
+
+@needs_gpu
 def test_fifty_pointwise_ops_are_one_kernel():
     def f(x):
         for i in range(50):

@@ -391,6 +391,7 @@ class KernelPrinter {
           os_ << as_dtype(b.dtype, s.dtype, element);
           break;
         }
+        case ScalarKind::Index: os_ << sz_.expr(s.index); break;
         case ScalarKind::Constant:
           // An integer constant of the computation may be a size too (a
           // mean's count): generic code lifts it like one.

@@ -353,6 +353,7 @@ class CudaKernelPrinter {
           if (it != vec_->loads.end()) return it->second + ".v[ig_j]";
         }
         return ptr_name(p_.buffers[size_t(s.buffer)]) + "[" + sz_.expr(s.index) + "]";
+      case ScalarKind::Index: return "(int64_t)(" + sz_.expr(s.index) + ")";
       case ScalarKind::Constant:
         // An integer constant may be a size too (a mean's count): lifted.
         if (sz_.generic() && s.is_int)
@@ -532,8 +533,19 @@ class CudaKernelPrinter {
   // bytes of the widest element an access moves by one along v, halved until
   // the extent and every such access's other terms allow it; 1 when no
   // access moves along v element by element.
+  // Whether a loop computes a value from its coordinates (ScalarKind::Index):
+  // the vector and resident-row paths rename the innermost variable per
+  // lane, which such a value does not follow, so those kernels run an
+  // element a step.
+  bool has_index_values() const {
+    for (const Loop& l : k_.loops)
+      for (const ScalarNode& s : l.body)
+        if (s.kind == ScalarKind::Index) return true;
+    return false;
+  }
+
   int vector_width(const std::vector<size_t>& loops, sym::Expr v, int64_t n) const {
-    if (sz_.generic() || n <= 1) return 1;
+    if (sz_.generic() || n <= 1 || has_index_values()) return 1;
     size_t widest = 0;
     std::vector<int64_t> aligns;
     for (size_t li : loops)
@@ -892,6 +904,7 @@ class CudaKernelPrinter {
     for (size_t li = 0; li < k_.loops.size(); ++li)
       if (k_.loops[li].inner) passes.push_back(li);
     const bool statics = !sz_.generic() && !k_.inner.empty() && inner > 0 && !k_.columns &&
+                         !has_index_values() &&
                          std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
                                      [](const sym::Expr& e) { return e.is_const(); });
     if (statics) {

@@ -77,6 +77,13 @@ std::vector<bool> row_invariant_nodes(const Kernel& k, size_t loop) {
         break;
       }
       case ScalarKind::Constant: inv[i] = true; break;
+      case ScalarKind::Index: {
+        bool outer_only = true;
+        for (sym::Expr v : sym::free_symbols(s.index))
+          for (const sym::Expr& in : k.inner) outer_only &= sym::compare(v, in) != 0;
+        inv[i] = outer_only;
+        break;
+      }
       case ScalarKind::Ref: inv[i] = s.scratch < 0; break;
       case ScalarKind::Call:
       case ScalarKind::Cast:
@@ -173,6 +180,7 @@ std::string to_string(const Program& p, const Kernel& k) {
         case ScalarKind::Load:
           os << "load " << p.buffers[size_t(s.buffer)].name << "[" << sym::str(s.index) << "]";
           break;
+        case ScalarKind::Index: os << "index " << sym::str(s.index); break;
         case ScalarKind::Constant:
           if (s.is_int) os << "constant " << s.int_value;
           else os << "constant " << value_str(graph::Value(s.value));

@@ -65,7 +65,9 @@ struct Buffer {
 // The kinds of scalar nodes, listed once (printer and code generator switch on them).
 // Ref reads a value computed in an earlier loop of the same kernel: a
 // reduction's result (`acc`) or a node of a scalar block (`loop`, `node`).
-#define IGNIS_FORALL_SCALAR_KINDS(_) _(Load) _(Constant) _(Call) _(Cast) _(Where) _(Ref)
+// Index is the int64 value of `index`, an expression of the loop variables
+// (arange's element number: values that depend on where, not on memory).
+#define IGNIS_FORALL_SCALAR_KINDS(_) _(Load) _(Constant) _(Call) _(Cast) _(Where) _(Ref) _(Index)
 
 enum class ScalarKind : uint8_t {
 #define IGNIS_ENUM(K) K,
@@ -79,7 +81,7 @@ struct ScalarNode {
   ScalarKind kind = ScalarKind::Constant;
   ScalarType dtype = ScalarType::Float32;  // the value's type
   int buffer = -1;                         // Load: the buffer read
-  sym::Expr index;                         // Load: the element read (in elements)
+  sym::Expr index;                         // Load: the element read (in elements); Index: the value
   double value = 0;                        // Constant (when !is_int)
   int64_t int_value = 0;                   // Constant (when is_int)
   bool is_int = false;

@@ -152,7 +152,7 @@ class Lowering {
   // What a pointwise node computes: a scalar_ops call, a select (where), a
   // copy (identity) or a conversion (cast) of its operands (nodes or
   // numbers); kind None when the node is outside the slice.
-  enum class PwKind : uint8_t { None, Call, Where, Identity, Cast };
+  enum class PwKind : uint8_t { None, Call, Where, Identity, Cast, Arange };
   struct PointwiseCall {
     PwKind kind = PwKind::None;
     std::string fn;
@@ -255,6 +255,32 @@ class Lowering {
     return pc;
   }
 
+  // arange(start, end, step): element i is start + step * i, computed where
+  // it is read (a causal mask's positions, an embedding's) rather than a
+  // buffer an extern fills. Integer starts and steps only, with every value
+  // exact in a float (|v| <= 2^24): eager's float formula (start + step *
+  // double(i)) then rounds as the integer arithmetic here does, whatever
+  // the compilers contract into an FMA. Others stay externs.
+  PointwiseCall arange_call(const Node* n) const {
+    const graph::TensorMeta* out = single_meta(n);
+    if (!out || !on_device(out) || !is_kernel_dtype(out->dtype) || out->sizes.size() != 1)
+      return {};
+    std::vector<Value> args = full_args(n);
+    const bool has_start = n->target().op->schema().overload == "start";
+    Value start = has_start ? args.at(0) : Value(int64_t(0));
+    Value step = has_start ? args.at(2) : Value(int64_t(1));
+    if (start.kind() != Value::Kind::Int || step.kind() != Value::Kind::Int) return {};
+    const int64_t s = start.to_int(), st = step.to_int(), count = out->sizes[0];
+    const int64_t limit = int64_t(1) << 24;
+    auto exact = [&](int64_t v) { return v >= -limit && v <= limit; };
+    if (count > 0 && (!exact(s) || !exact(s + st * (count - 1)) || !exact(st))) return {};
+    PointwiseCall pc;
+    pc.kind = PwKind::Arange;
+    pc.operands = {start, step};
+    pc.compute = ScalarType::Int64;
+    return pc;
+  }
+
   // Number v in every element of out: a constant computed where it is read
   // (a fill's copy, full's zero tangent or mask) rather than a buffer an
   // extern fills.
@@ -281,6 +307,7 @@ class Lowering {
     if (opname == "clone" || opname == "_to_copy" || opname == "copy")
       return copy_call(n, full_args(n));
     if (opname == "full") return constant_call(single_meta(n), full_args(n).at(1));
+    if (opname == "arange") return arange_call(n);
     const graph::TensorMeta* out = single_meta(n);
     if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out || !on_device(out))
       return {};
@@ -961,6 +988,29 @@ class Lowering {
     ScalarType out_dt = compute_type(m.dtype), dt = pc.compute, rounds_to = pc.rounds_to;
     std::vector<int64_t> out_sizes = m.sizes;
     v.body = [ops, fn, kind, out_dt, dt, rounds_to, out_sizes](BodyBuilder& bb, const Coords& c) {
+      if (kind == PwKind::Arange) {
+        // start + step * i in int64 (exact: arange_call), then the output's type
+        ScalarNode i;
+        i.kind = ScalarKind::Index;
+        i.dtype = ScalarType::Int64;
+        i.index = c.at(0);
+        int x = bb.add(std::move(i));
+        const int64_t start = ops.at(0).number.to_int(), step = ops.at(1).number.to_int();
+        auto call = [&](const char* f, std::vector<int> args) {
+          ScalarNode s;
+          s.kind = ScalarKind::Call;
+          s.dtype = ScalarType::Int64;
+          s.fn = f;
+          s.args = std::move(args);
+          return bb.add(std::move(s));
+        };
+        if (step != 1) x = call("mul", {x, constant(bb, Value(step), ScalarType::Int64)});
+        if (start != 0) {
+          const int one = constant(bb, Value(int64_t(1)), ScalarType::Int64);
+          x = call("add", {x, constant(bb, Value(start), ScalarType::Int64), one});
+        }
+        return cast_to(bb, x, ScalarType::Int64, out_dt);
+      }
       if (rounds_to != ScalarType::Undefined) {
         // Note [Copies to a 16-bit float]: rounded, then on in float32
         int x = cast_to(bb, ops.at(0).val.body(bb, broadcast(c, ops.at(0).val.sizes, out_sizes)),

@@ -717,7 +717,8 @@ class Scheduler {
       case ScalarKind::Cast:
       case ScalarKind::Where: return 1;
       case ScalarKind::Ref: return n.scratch >= 0 ? 1 : 0;
-      case ScalarKind::Constant: return 0;
+      case ScalarKind::Constant:
+      case ScalarKind::Index: return 0;
     }
     return 1;
   }
