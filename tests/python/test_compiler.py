@@ -522,6 +522,39 @@ def test_an_arange_with_a_fractional_step_stays_with_eager():
     np.testing.assert_array_equal(compiled(x)[0].numpy(), f(x).numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bfloat16"])
+def test_constant_pads_are_selects_in_their_readers(dtype):
+    # pad_call (lower.cpp): a slice's gradient padded back and added to its
+    # siblings' is one kernel; pads that grow, crop, or both; gradients too
+    from ignis._functorch.aot_autograd import trace_joint
+    F = nn.functional
+    dt = getattr(ignis, dtype)
+
+    def f(a, b, c):
+        whole = F.pad(a, (0, 0, 0, 8)) + F.pad(b, (0, 0, 4, 4)) + F.pad(c, (0, 0, 8, 0))
+        return whole, F.pad(a, (2, -1, 1, 3), value=3), F.pad(a, (-1, -2))
+    a, b, c = (ignis.randn(4, 6).mul(10).to(dt) for _ in range(3))
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [a, b, c])
+    compiled = _inductor.compile_fx(gm, None)
+    # (an integer tensor padded with the float value 3.0 stays with eager)
+    assert compiled.program.count("extern pad") == (dtype == "int64"), compiled.program
+    assert "kernel_0 (pad, pad_1, add, pad_2, add_1)" in compiled.program, compiled.program
+    for got, want in zip(compiled(a, b, c), f(a, b, c)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    if dtype == "float32":
+        args = [t.clone().requires_grad_() for t in (a, b, c)]
+        grads = []
+        for fn in (f, ignis.compile(f)):
+            for t in args:
+                t.grad = None
+            outs = fn(*args)
+            (outs[0] * 2 + outs[1].sum() + outs[2].square().sum()).sum().backward()
+            grads.append([t.grad.clone() for t in args])
+        for g, w in zip(*grads):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_mlp_training_matches_eager_gradients():
     def make():
         ignis.manual_seed(0)

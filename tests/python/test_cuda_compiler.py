@@ -116,6 +116,17 @@ def test_positions_from_arange_are_computed_in_the_kernel():
 
 
 @needs_gpu
+def test_constant_pads_are_selects_in_their_readers():
+    def f(a, b):
+        return F.pad(a, (0, 0, 0, 8)) + F.pad(b, (0, 0, 8, 0)), F.pad(a, (2, -1, 1, 3), value=1.5)
+    a, b = _randn(4, 64), _randn(4, 64)
+    compiled = _program(f, a, b)
+    assert "extern pad" not in compiled.program, compiled.program
+    for got, want in zip(compiled(a, b), f(a, b)):
+        np.testing.assert_array_equal(_np(got), _np(want))
+
+
+@needs_gpu
 def test_fifty_pointwise_ops_are_one_kernel():
     def f(x):
         for i in range(50):

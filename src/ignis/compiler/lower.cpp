@@ -152,7 +152,7 @@ class Lowering {
   // What a pointwise node computes: a scalar_ops call, a select (where), a
   // copy (identity) or a conversion (cast) of its operands (nodes or
   // numbers); kind None when the node is outside the slice.
-  enum class PwKind : uint8_t { None, Call, Where, Identity, Cast, Arange };
+  enum class PwKind : uint8_t { None, Call, Where, Identity, Cast, Arange, Pad };
   struct PointwiseCall {
     PwKind kind = PwKind::None;
     std::string fn;
@@ -162,6 +162,8 @@ class Lowering {
     // type (a narrowing copy: Note [Copies to a 16-bit float]); Undefined
     // when nothing rounds.
     ScalarType rounds_to = ScalarType::Undefined;
+    // Pad: torch's pad list (last dim first: low, high, then the dim before).
+    std::vector<int64_t> pads;
   };
 
   static const graph::TensorMeta* single_meta(const Node* n) {
@@ -281,6 +283,35 @@ class Lowering {
     return pc;
   }
 
+  // pad(self, pads, "constant", value): self's element where the output's
+  // coordinates fall inside it, else the value; computed where it is read
+  // (a slice's gradient padded back to the sliced tensor, added to its
+  // siblings': one kernel rather than a pass and a buffer per pad). The
+  // read is clamped into self, so the select never reads outside it.
+  PointwiseCall pad_call(const Node* n) const {
+    const graph::TensorMeta* out = single_meta(n);
+    std::vector<Value> args = full_args(n);
+    if (!out || !on_device(out) || !is_kernel_dtype(out->dtype) || !args[0].is_node()) return {};
+    const graph::TensorMeta* in = single_meta(args[0].to_node());
+    if (!in || !on_device(in) || in->dtype != out->dtype || !args[1].is_sequence() ||
+        args[2].kind() != Value::Kind::Str || args[2].to_str() != "constant")
+      return {};
+    for (int64_t s : in->sizes)
+      if (s == 0) return {};  // nothing to read: the extern fills
+    PointwiseCall pc;
+    for (const Value& v : args[1].items()) {
+      if (v.kind() != Value::Kind::Int) return {};
+      pc.pads.push_back(v.to_int());
+    }
+    if (pc.pads.size() % 2 || pc.pads.size() > 2 * in->sizes.size()) return {};
+    Value fill = args[3].is_none() ? Value(int64_t(0)) : args[3];
+    if (!exact_in(fill, out->dtype)) return {};
+    pc.kind = PwKind::Pad;
+    pc.operands = {args[0], fill};
+    pc.compute = compute_type(out->dtype);
+    return pc;
+  }
+
   // Number v in every element of out: a constant computed where it is read
   // (a fill's copy, full's zero tangent or mask) rather than a buffer an
   // extern fills.
@@ -308,6 +339,7 @@ class Lowering {
       return copy_call(n, full_args(n));
     if (opname == "full") return constant_call(single_meta(n), full_args(n).at(1));
     if (opname == "arange") return arange_call(n);
+    if (opname == "pad") return pad_call(n);
     const graph::TensorMeta* out = single_meta(n);
     if (d->category != OpCategory::Pointwise || d->scalar.empty() || !out || !on_device(out))
       return {};
@@ -987,7 +1019,57 @@ class Lowering {
     PwKind kind = pc.kind;
     ScalarType out_dt = compute_type(m.dtype), dt = pc.compute, rounds_to = pc.rounds_to;
     std::vector<int64_t> out_sizes = m.sizes;
-    v.body = [ops, fn, kind, out_dt, dt, rounds_to, out_sizes](BodyBuilder& bb, const Coords& c) {
+    std::vector<int64_t> pads = pc.pads;
+    v.body = [ops, fn, kind, out_dt, dt, rounds_to, out_sizes, pads](BodyBuilder& bb,
+                                                                     const Coords& c) {
+      if (kind == PwKind::Pad) {
+        // self at c - low, clamped into self; the value where c is outside
+        const Val& in = ops.at(0).val;
+        Coords e = c;
+        std::vector<int> inside;
+        auto index = [&](const Expr& x) {
+          ScalarNode i;
+          i.kind = ScalarKind::Index;
+          i.dtype = ScalarType::Int64;
+          i.index = sym::simplify(x);
+          return bb.add(std::move(i));
+        };
+        auto compare = [&](const char* f, int a, int64_t b) {
+          ScalarNode s;
+          s.kind = ScalarKind::Call;
+          s.dtype = ScalarType::Bool;
+          s.fn = f;
+          s.args = {a, constant(bb, Value(b), ScalarType::Int64)};
+          return bb.add(std::move(s));
+        };
+        for (size_t p = 0; p + 1 < pads.size(); p += 2) {
+          const size_t d = c.size() - 1 - p / 2;
+          const int64_t low = pads[p], high = pads[p + 1], size = in.sizes[d];
+          e[d] = c[d] - Expr(low);
+          if (low <= 0 && high <= 0) continue;  // a crop: always inside
+          const int x = index(e[d]);
+          if (low > 0) inside.push_back(compare("ge", x, 0));
+          if (high > 0) inside.push_back(compare("lt", x, size));
+          e[d] = sym::max(sym::min(e[d], Expr(size - 1)), Expr(0));
+        }
+        for (Expr& x : e) x = sym::simplify(x);
+        int x = cast_to(bb, in.body(bb, e), compute_type(in.dtype), dt);
+        if (inside.empty()) return x;
+        int cond = inside[0];
+        for (size_t i = 1; i < inside.size(); ++i) {
+          ScalarNode s;
+          s.kind = ScalarKind::Call;
+          s.dtype = ScalarType::Bool;
+          s.fn = "logical_and";
+          s.args = {cond, inside[i]};
+          cond = bb.add(std::move(s));
+        }
+        ScalarNode w;
+        w.kind = ScalarKind::Where;
+        w.dtype = out_dt;
+        w.args = {cond, x, constant(bb, ops.at(1).number, dt)};
+        return bb.add(std::move(w));
+      }
       if (kind == PwKind::Arange) {
         // start + step * i in int64 (exact: arange_call), then the output's type
         ScalarNode i;
