@@ -635,17 +635,23 @@ class CudaKernelPrinter {
     }
   }
 
-  // Whether some buffer is both read and written by the kernel (a later
-  // loop re-reading what an earlier one stored).
+  // Whether the kernel reads what it stores elsewhere than where it stores
+  // it: a later loop re-reading what an earlier one stored, or a loop
+  // reading another element of a buffer it stores. A loop that reads each
+  // element it then overwrites (a result written in place, Note [Results
+  // written in place] in memory_plan.h) does not count: its vectors load
+  // before they store, element for element.
   bool reads_own_output() const {
-    std::set<int> loaded, stored;
+    std::set<int> stored_before;
     for (const Loop& l : k_.loops) {
-      for (const ScalarNode& s : l.body)
-        if (s.kind == ScalarKind::Load) loaded.insert(s.buffer);
-      for (const Store& st : l.stores) stored.insert(st.buffer);
+      for (const ScalarNode& s : l.body) {
+        if (s.kind != ScalarKind::Load) continue;
+        if (stored_before.count(s.buffer)) return true;
+        for (const Store& st : l.stores)
+          if (st.buffer == s.buffer && sym::compare(st.index, s.index) != 0) return true;
+      }
+      for (const Store& st : l.stores) stored_before.insert(st.buffer);
     }
-    for (int b : stored)
-      if (loaded.count(b)) return true;
     return false;
   }
 
