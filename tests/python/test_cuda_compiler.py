@@ -122,6 +122,7 @@ def test_constant_pads_are_selects_in_their_readers():
     a, b = _randn(4, 64), _randn(4, 64)
     compiled = _program(f, a, b)
     assert "extern pad" not in compiled.program, compiled.program
+    assert "ig_aligned" in compiled.generated_code  # index values keep the vector path
     for got, want in zip(compiled(a, b), f(a, b)):
         np.testing.assert_array_equal(_np(got), _np(want))
 

@@ -534,9 +534,9 @@ class CudaKernelPrinter {
   // the extent and every such access's other terms allow it; 1 when no
   // access moves along v element by element.
   // Whether a loop computes a value from its coordinates (ScalarKind::Index):
-  // the vector and resident-row paths rename the innermost variable per
-  // lane, which such a value does not follow, so those kernels run an
-  // element a step.
+  // the resident-row path renames the innermost variable per chunk, which
+  // such a value does not follow, so those rows stream. (The pointwise
+  // vector path defines the variable per lane, `x = ig_v0 + ig_j`.)
   bool has_index_values() const {
     for (const Loop& l : k_.loops)
       for (const ScalarNode& s : l.body)
@@ -545,7 +545,7 @@ class CudaKernelPrinter {
   }
 
   int vector_width(const std::vector<size_t>& loops, sym::Expr v, int64_t n) const {
-    if (sz_.generic() || n <= 1 || has_index_values()) return 1;
+    if (sz_.generic() || n <= 1) return 1;
     size_t widest = 0;
     std::vector<int64_t> aligns;
     for (size_t li : loops)
