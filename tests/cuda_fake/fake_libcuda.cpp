@@ -55,6 +55,14 @@ static Capture* capturing(void* s) {
   auto it = g_captures.find(s);
   return it == g_captures.end() ? nullptr : it->second;
 }
+// FAKE_CUDA_NO_WORK: no device work at all (launches, copies on the device,
+// memsets), device memory zeroed, device reads zeros: a run times the host
+// side alone (bench/host_overhead.py).
+static bool no_work() {
+  static const bool on = getenv("FAKE_CUDA_NO_WORK") != nullptr;
+  return on;
+}
+
 // A "potentially unsafe" call (cuMemAlloc, a synchronization, ...): refused,
 // invalidating the captures it conflicts with, when this thread's mode is
 // not relaxed and this thread captures (not relaxed) or another thread
@@ -128,7 +136,7 @@ CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
   // instead of the zeros a fresh host page would give. Under
   // FAKE_CUDA_NO_WORK zeros: what kernels would have written stays valid
   // (an index a host-side check reads is 0, in range).
-  void* q = malloc(n); memset(q, getenv("FAKE_CUDA_NO_WORK") ? 0 : 0xFF, n);
+  void* q = malloc(n); memset(q, no_work() ? 0 : 0xFF, n);
   g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
 CUresult cuMemFree_v2(unsigned long long p) { if (unsafe_call_refused()) return 900; std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
@@ -149,17 +157,17 @@ CUresult cuMemcpyDtoHAsync_v2(void* d, unsigned long long s, size_t n, void* st)
   if (capturing(st) && !is_pinned_host(d)) { capturing(st)->invalid = true; return 900; }
   // With no kernel run, what the device holds is garbage: the host reads
   // zeros (an index a host-side check reads is in range).
-  if (getenv("FAKE_CUDA_NO_WORK")) { memset(d, 0, n); return 0; }
+  if (no_work()) { memset(d, 0, n); return 0; }
   int r = record_or_run(st, [=] { memcpy(d, (void*)s, n); });
   if (r >= 0) return r;
   memcpy(d, (void*)s, n); return 0; }
 CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void* st) {
-  if (getenv("FAKE_CUDA_NO_WORK")) return 0;  // device work: none
+  if (no_work()) return 0;
   int r = record_or_run(st, [=] { memmove((void*)d, (void*)s, n); });
   if (r >= 0) return r;
   memmove((void*)d, (void*)s, n); return 0; }
 CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void* st) {
-  if (getenv("FAKE_CUDA_NO_WORK")) return 0;
+  if (no_work()) return 0;
   int r = record_or_run(st, [=] { memset((void*)d, v, n); });
   if (r >= 0) return r;
   memset((void*)d, v, n); return 0; }
@@ -318,9 +326,7 @@ static void* generated_wrapper(const std::string& name, bool threads, int (**siz
 
 extern "C" {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
-  // FAKE_CUDA_NO_WORK: every launch does nothing (no kernel is built for
-  // the host), so a run times the host side alone (bench/host_overhead.py).
-  if (getenv("FAKE_CUDA_NO_WORK")) {
+  if (no_work()) {  // (no kernel is built for the host)
     *f = new Fn{name, nullptr, nullptr};
     return 0;
   }
@@ -333,8 +339,7 @@ CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   return 0; }
 static CUresult launch_now(Fn* fn, unsigned gx, unsigned gy, unsigned bx, unsigned by, void** a) {
   if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
-  static const bool no_work = getenv("FAKE_CUDA_NO_WORK") != nullptr;
-  if (no_work) return 0;
+  if (no_work()) return 0;
   if (fn->wrapper) { fn->wrapper(a, gx, gy, bx, by); return 0; }
   const std::string& n = fn->name;
   if (n.rfind("copy_strided", 0) == 0) ((void(*)(void*, const void*, int64_t, Geometry))fn->host)(*(void**)a[0], *(const void**)a[1], *(int64_t*)a[2], *(Geometry*)a[3]);

@@ -22,6 +22,7 @@
 // fillers normal_, uniform_, bernoulli_, random_) runs on a clone, which is
 // then written: the graph keeps that op in place, on a fresh tensor only.
 #include "ignis/aot/trace.h"
+#include "ignis/dispatch/op_variants.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis::aot {
@@ -30,11 +31,6 @@ namespace {
 
 constexpr DispatchKeySet kTracingKeys =
     DispatchKeySet(DispatchKey::ProxyTrace) | DispatchKeySet(DispatchKey::Functionalize);
-
-const OpHandle* functional_variant(const FunctionSchema& fs) {
-  std::string base = fs.name.substr(0, fs.name.size() - 1);
-  return Dispatcher::get().find(fs.overload.empty() ? base : base + "." + fs.overload);
-}
 
 // Runs op on s below the tracing keys: checks (and, on real tensors,
 // performs) the write without recording it.

@@ -60,6 +60,12 @@ bool is_16bit(ScalarType t) { return t == ScalarType::BFloat16 || t == ScalarTyp
 // and compared with 0 (`buf3[i] != 0`), the loop vectorizes.
 const char* element_ctype(ScalarType t) { return t == ScalarType::Bool ? "uint8_t" : ctype(t); }
 
+// Element `e` of memory of dtype t as a value: a byte compared with 0 for
+// bool (element_ctype), else as it is.
+std::string element_value(ScalarType t, std::string e) {
+  return t == ScalarType::Bool ? "(" + e + " != 0)" : e;
+}
+
 // `value` (C++ of dtype `from`) converted to dtype `to`, as a static_cast
 // between the arithmetic types (16-bit floats: through float, as their
 // struct's conversions do).
@@ -266,7 +272,7 @@ class KernelPrinter {
     if (s.scratch >= 0) {
       std::string e = "scratch" + std::to_string(s.scratch) + "[" +
                       sz_.expr(sym::simplify(sym::ravel_index(k_.inner, k_.inner_sizes))) + "]";
-      return k_.scratch[size_t(s.scratch)] == ScalarType::Bool ? "(" + e + " != 0)" : e;
+      return element_value(k_.scratch[size_t(s.scratch)], e);
     }
     std::string name = s.acc >= 0 ? "acc" + std::to_string(s.acc) : tmp(size_t(s.loop), s.node) + "_v";
     if (!k_.columns) return s.acc >= 0 ? name : tmp(size_t(s.loop), s.node);
@@ -386,9 +392,8 @@ class KernelPrinter {
       switch (s.kind) {
         case ScalarKind::Load: {
           const Buffer& b = p_.buffers[size_t(s.buffer)];
-          std::string element = ptr_name(b) + "[" + sz_.expr(s.index) + "]";
-          if (b.dtype == ScalarType::Bool) element = "(" + element + " != 0)";  // element_ctype
-          os_ << as_dtype(b.dtype, s.dtype, element);
+          os_ << as_dtype(b.dtype, s.dtype,
+                          element_value(b.dtype, ptr_name(b) + "[" + sz_.expr(s.index) + "]"));
           break;
         }
         case ScalarKind::Index: os_ << sz_.expr(s.index); break;

@@ -529,10 +529,6 @@ class CudaKernelPrinter {
     return out;
   }
 
-  // The vector width for the loops `loops` moving with v (extent n): 16
-  // bytes of the widest element an access moves by one along v, halved until
-  // the extent and every such access's other terms allow it; 1 when no
-  // access moves along v element by element.
   // Whether a loop computes a value from its coordinates (ScalarKind::Index):
   // the resident-row path renames the innermost variable per chunk, which
   // such a value does not follow, so those rows stream. (The pointwise
@@ -544,6 +540,10 @@ class CudaKernelPrinter {
     return false;
   }
 
+  // The vector width for the loops `loops` moving with v (extent n): 16
+  // bytes of the widest element an access moves by one along v, halved until
+  // the extent and every such access's other terms allow it; 1 when no
+  // access moves along v element by element.
   int vector_width(const std::vector<size_t>& loops, sym::Expr v, int64_t n) const {
     if (sz_.generic() || n <= 1) return 1;
     size_t widest = 0;

@@ -645,6 +645,69 @@ class Lowering {
     return v;
   }
 
+  // scalar_ops function fn of nodes args, of type dt.
+  static int call(BodyBuilder& bb, const char* fn, ScalarType dt, std::vector<int> args) {
+    ScalarNode s;
+    s.kind = ScalarKind::Call;
+    s.dtype = dt;
+    s.fn = fn;
+    s.args = std::move(args);
+    return bb.add(std::move(s));
+  }
+
+  // The int64 value of expression e of the loop variables.
+  static int index_value(BodyBuilder& bb, const Expr& e) {
+    ScalarNode s;
+    s.kind = ScalarKind::Index;
+    s.dtype = ScalarType::Int64;
+    s.index = sym::simplify(e);
+    return bb.add(std::move(s));
+  }
+
+  // arange at coords c: start + step * c[0] in int64 (exact: arange_call),
+  // then the output's type.
+  static int arange_value(BodyBuilder& bb, const Coords& c, int64_t start, int64_t step,
+                          ScalarType out_dt) {
+    constexpr ScalarType I64 = ScalarType::Int64;
+    int x = index_value(bb, c.at(0));
+    if (step != 1) x = call(bb, "mul", I64, {x, constant(bb, Value(step), I64)});
+    if (start != 0)
+      x = call(bb, "add", I64,
+               {x, constant(bb, Value(start), I64), constant(bb, Value(int64_t(1)), I64)});
+    return cast_to(bb, x, I64, out_dt);
+  }
+
+  // pad at coords c (pad_call): `in` at c minus the low pads, clamped into
+  // `in` so the read never leaves it, where c falls inside; else `fill`.
+  static int pad_value(BodyBuilder& bb, const Coords& c, const Val& in,
+                       const std::vector<int64_t>& pads, const Value& fill, ScalarType dt,
+                       ScalarType out_dt) {
+    constexpr ScalarType I64 = ScalarType::Int64, B = ScalarType::Bool;
+    Coords e = c;
+    int inside = -1;  // the conjunction of the bounds checks, or -1: always inside
+    auto require = [&](int cond) {
+      inside = inside < 0 ? cond : call(bb, "logical_and", B, {inside, cond});
+    };
+    for (size_t p = 0; p + 1 < pads.size(); p += 2) {
+      const size_t d = c.size() - 1 - p / 2;
+      const int64_t low = pads[p], high = pads[p + 1], size = in.sizes[d];
+      e[d] = c[d] - Expr(low);
+      if (low <= 0 && high <= 0) continue;  // a crop: always inside
+      const int x = index_value(bb, e[d]);
+      if (low > 0) require(call(bb, "ge", B, {x, constant(bb, Value(int64_t(0)), I64)}));
+      if (high > 0) require(call(bb, "lt", B, {x, constant(bb, Value(size), I64)}));
+      e[d] = sym::max(sym::min(e[d], Expr(size - 1)), Expr(0));
+    }
+    for (Expr& x : e) x = sym::simplify(x);
+    const int x = cast_to(bb, in.body(bb, e), compute_type(in.dtype), dt);
+    if (inside < 0) return x;
+    ScalarNode w;
+    w.kind = ScalarKind::Where;
+    w.dtype = out_dt;
+    w.args = {inside, x, constant(bb, fill, dt)};
+    return bb.add(std::move(w));
+  }
+
   // Node x (of type from) converted to type to.
   static int cast_to(BodyBuilder& bb, int x, ScalarType from, ScalarType to) {
     if (from == to) return x;
@@ -1022,77 +1085,10 @@ class Lowering {
     std::vector<int64_t> pads = pc.pads;
     v.body = [ops, fn, kind, out_dt, dt, rounds_to, out_sizes, pads](BodyBuilder& bb,
                                                                      const Coords& c) {
-      if (kind == PwKind::Pad) {
-        // self at c - low, clamped into self; the value where c is outside
-        const Val& in = ops.at(0).val;
-        Coords e = c;
-        std::vector<int> inside;
-        auto index = [&](const Expr& x) {
-          ScalarNode i;
-          i.kind = ScalarKind::Index;
-          i.dtype = ScalarType::Int64;
-          i.index = sym::simplify(x);
-          return bb.add(std::move(i));
-        };
-        auto compare = [&](const char* f, int a, int64_t b) {
-          ScalarNode s;
-          s.kind = ScalarKind::Call;
-          s.dtype = ScalarType::Bool;
-          s.fn = f;
-          s.args = {a, constant(bb, Value(b), ScalarType::Int64)};
-          return bb.add(std::move(s));
-        };
-        for (size_t p = 0; p + 1 < pads.size(); p += 2) {
-          const size_t d = c.size() - 1 - p / 2;
-          const int64_t low = pads[p], high = pads[p + 1], size = in.sizes[d];
-          e[d] = c[d] - Expr(low);
-          if (low <= 0 && high <= 0) continue;  // a crop: always inside
-          const int x = index(e[d]);
-          if (low > 0) inside.push_back(compare("ge", x, 0));
-          if (high > 0) inside.push_back(compare("lt", x, size));
-          e[d] = sym::max(sym::min(e[d], Expr(size - 1)), Expr(0));
-        }
-        for (Expr& x : e) x = sym::simplify(x);
-        int x = cast_to(bb, in.body(bb, e), compute_type(in.dtype), dt);
-        if (inside.empty()) return x;
-        int cond = inside[0];
-        for (size_t i = 1; i < inside.size(); ++i) {
-          ScalarNode s;
-          s.kind = ScalarKind::Call;
-          s.dtype = ScalarType::Bool;
-          s.fn = "logical_and";
-          s.args = {cond, inside[i]};
-          cond = bb.add(std::move(s));
-        }
-        ScalarNode w;
-        w.kind = ScalarKind::Where;
-        w.dtype = out_dt;
-        w.args = {cond, x, constant(bb, ops.at(1).number, dt)};
-        return bb.add(std::move(w));
-      }
-      if (kind == PwKind::Arange) {
-        // start + step * i in int64 (exact: arange_call), then the output's type
-        ScalarNode i;
-        i.kind = ScalarKind::Index;
-        i.dtype = ScalarType::Int64;
-        i.index = c.at(0);
-        int x = bb.add(std::move(i));
-        const int64_t start = ops.at(0).number.to_int(), step = ops.at(1).number.to_int();
-        auto call = [&](const char* f, std::vector<int> args) {
-          ScalarNode s;
-          s.kind = ScalarKind::Call;
-          s.dtype = ScalarType::Int64;
-          s.fn = f;
-          s.args = std::move(args);
-          return bb.add(std::move(s));
-        };
-        if (step != 1) x = call("mul", {x, constant(bb, Value(step), ScalarType::Int64)});
-        if (start != 0) {
-          const int one = constant(bb, Value(int64_t(1)), ScalarType::Int64);
-          x = call("add", {x, constant(bb, Value(start), ScalarType::Int64), one});
-        }
-        return cast_to(bb, x, ScalarType::Int64, out_dt);
-      }
+      if (kind == PwKind::Pad)
+        return pad_value(bb, c, ops.at(0).val, pads, ops.at(1).number, dt, out_dt);
+      if (kind == PwKind::Arange)
+        return arange_value(bb, c, ops.at(0).number.to_int(), ops.at(1).number.to_int(), out_dt);
       if (rounds_to != ScalarType::Undefined) {
         // Note [Copies to a 16-bit float]: rounded, then on in float32
         int x = cast_to(bb, ops.at(0).val.body(bb, broadcast(c, ops.at(0).val.sizes, out_sizes)),

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ignis/dispatch/dispatcher.h"
+#include "ignis/dispatch/op_variants.h"
 
 namespace ignis::compiler {
 
@@ -74,9 +74,11 @@ bool rewrites_element_for_element(const Kernel& k, int in, int out) {
   return stored;
 }
 
-// The out-of-place ops that copy their first argument and then write into
-// the copy (functionalization's form of index_put_, scatter_add_, ...).
-// Their in-place twins skip the copy.
+// The functional forms worth turning back into their in-place twins
+// (op_variants.h): ops that copy their first argument and then write a part
+// of the copy (index_put_, scatter_add_, ... as functionalization leaves
+// them). Pointwise ones are fused instead, and random fillers' functional
+// names mean other draws (bernoulli(self) is not bernoulli_(self, p)).
 bool copies_self_then_writes(const std::string& name) {
   static const char* const kOps[] = {"index_put", "index_add", "index_copy", "index_fill",
                                      "scatter", "scatter_add", "scatter_reduce", "put",
@@ -104,22 +106,13 @@ void reinplace_extern(Program& p, Step& s, int step, const std::vector<int>& las
   // Self must appear once among the arguments (an index or source that is
   // self as well would be read while it is written).
   int seen = 0;
-  for (const graph::Value& a : s.args)
-    graph::map_nodes(a, [&](graph::Node* n) {
-      seen += p.buffer_of(n) == self;
-      return graph::Value(n);
-    });
-  for (const auto& [k, v] : s.kwargs)
-    graph::map_nodes(v, [&](graph::Node* n) {
-      seen += p.buffer_of(n) == self;
-      return graph::Value(n);
-    });
+  auto count = [&](graph::Node* n) { seen += p.buffer_of(n) == self; };
+  for (const graph::Value& a : s.args) graph::for_each_node(a, count);
+  for (const auto& [k, v] : s.kwargs) graph::for_each_node(v, count);
   if (seen != 1) return;
-  const FunctionSchema& schema = s.op->schema();
-  const std::string twin = schema.name + "_" + (schema.overload.empty() ? "" : "." + schema.overload);
-  const OpHandle* inplace = Dispatcher::get().find(twin);
+  const OpHandle* inplace = inplace_variant(s.op->schema());
   if (!inplace || !inplace->schema().is_inplace() ||
-      inplace->schema().args.size() != schema.args.size())
+      inplace->schema().args.size() != s.op->schema().args.size())
     return;
   s.op = inplace;
 }
@@ -130,8 +123,11 @@ void write_results_in_place(Program& p) {
   const size_t nb = p.buffers.size();
   // Per buffer: its last step, whether it is a graph output, whether an
   // extern reads it (an extern may return an alias of it), and how many
-  // kernels write it (a concatenation's parts are written by several).
-  std::vector<int> last(nb, -1), writers(nb, 0);
+  // kernels of the program as scheduled write it (a concatenation's parts
+  // are written by several; a buffer renamed onto another below is then
+  // written by several kernels one after the other, each in full, and
+  // these counts stay as they were).
+  std::vector<int> last(nb, -1), parts(nb, 0);
   std::vector<bool> pinned(nb, false), extern_read(nb, false);
   for (const ProgramOutput& o : p.outputs)
     if (o.buffer >= 0) pinned[size_t(o.buffer)] = true;
@@ -141,15 +137,12 @@ void write_results_in_place(Program& p) {
     const Step& s = p.steps[i];
     for (int b : uses(p, s)) last[size_t(b)] = int(i);
     if (s.kind == Step::Kind::RunKernel) {
-      for (int b : p.kernels[size_t(s.kernel)].outputs) ++writers[size_t(b)];
+      for (int b : p.kernels[size_t(s.kernel)].outputs) ++parts[size_t(b)];
     } else {
       for (graph::Node* in : s.node->input_nodes())
         if (int b = p.buffer_of(in); b >= 0) extern_read[size_t(b)] = true;
     }
   }
-  // (A buffer renamed onto another is written by several kernels one after
-  // the other, each in full: only the original program's counts matter.)
-  const std::vector<int> parts = writers;
   auto free_to_take = [&](int b, int step) {
     return p.buffers[size_t(b)].kind == BufferKind::Computed && !pinned[size_t(b)] &&
            !extern_read[size_t(b)] && last[size_t(b)] == step && parts[size_t(b)] == 1;

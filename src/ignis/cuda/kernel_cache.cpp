@@ -105,12 +105,13 @@ std::string key_of(const KernelRequest& r, int arch) {
   return h.hex_digest();
 }
 
-// The request's symbol in a loaded module, with its dynamic shared memory
-// allowed when it needs over 48 KiB; c.mu held.
-CUfunction function_locked(Cache& c, CUmodule mod, const KernelRequest& r) {
-  CUfunction& f = c.functions[{mod, r.symbol}];
+// Function `symbol` of a loaded module, with the request's dynamic shared
+// memory allowed when it needs over 48 KiB; c.mu held.
+CUfunction function_locked(Cache& c, CUmodule mod, const std::string& symbol,
+                           const KernelRequest& r) {
+  CUfunction& f = c.functions[{mod, symbol}];
   if (!f) {
-    IGNIS_CU(cuModuleGetFunction(&f, mod, r.symbol.c_str()));
+    IGNIS_CU(cuModuleGetFunction(&f, mod, symbol.c_str()));
     if (r.dynamic_shared_bytes > 48 * 1024)
       IGNIS_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   r.dynamic_shared_bytes));
@@ -145,30 +146,19 @@ CUmodule module_for(Cache& c, int device, const KernelRequest& r, const std::str
 }  // namespace
 
 CUfunction get_kernel(int device, const KernelRequest& r) {
-  dump_source(r.source, r.symbol);
-  const int arch = arch_of(device);
-  Cache& c = cache();
-  CUmodule mod = module_for(c, device, r, key_of(r, arch), arch);
-  std::lock_guard<std::mutex> lock(c.mu);
-  return function_locked(c, mod, r);
+  return get_kernels(device, r, {r.symbol}).front();
 }
 
 std::vector<CUfunction> get_kernels(int device, const KernelRequest& unit,
                                     const std::vector<std::string>& symbols) {
+  for (const std::string& symbol : symbols) dump_source(unit.source, symbol);
   const int arch = arch_of(device);
   Cache& c = cache();
   CUmodule mod = module_for(c, device, unit, key_of(unit, arch), arch);
   std::vector<CUfunction> out;
   out.reserve(symbols.size());
-  KernelRequest r;  // the unit's settings with each symbol (its source unread)
-  r.label = unit.label;
-  r.dynamic_shared_bytes = unit.dynamic_shared_bytes;
-  for (const std::string& symbol : symbols) {
-    dump_source(unit.source, symbol);
-    r.symbol = symbol;
-    std::lock_guard<std::mutex> lock(c.mu);
-    out.push_back(function_locked(c, mod, r));
-  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const std::string& symbol : symbols) out.push_back(function_locked(c, mod, symbol, unit));
   return out;
 }
 
