@@ -91,69 +91,91 @@ PER_SIZE_CHURN_COMPILES = 16
 PER_SIZE_CHURN_COMPILE_AFTER = 8
 
 
+class SizeCache:
+    """The compiled forms of one graph, one per key of sizes, under the policy
+    of Note [Compiling a size on its second call]: `compile(key, args)` makes
+    a key's callable from the call's arguments `args`; the
+    PER_SIZE_CACHE_LIMIT most recently used keys are kept. `describe(key)`
+    names a key in the dynamic log."""
+
+    def __init__(self, compile, describe):
+        self._compile = compile
+        self._describe = describe
+        self.compiled = collections.OrderedDict()
+        self._calls = collections.OrderedDict()  # keys not compiled yet: their calls so far
+        self.stats = {"compiles": 0, "hits": 0, "churn": False}
+
+    def compile(self, key, args):
+        _dynamic_log("specializing the graph for " + self._describe(key))
+        from ._inductor import config as inductor_config
+        prev = inductor_config._compiling_symbolic_capture
+        inductor_config._compiling_symbolic_capture = True  # size-generic code (compiler.md)
+        try:
+            fn = self._compile(key, args)
+        finally:
+            inductor_config._compiling_symbolic_capture = prev
+        self.compiled[key] = fn
+        while len(self.compiled) > PER_SIZE_CACHE_LIMIT:
+            self.compiled.popitem(last=False)
+        return fn
+
+    def lookup(self, key, args):
+        """The compiled callable for `key`, compiling it when its turn has
+        come; None when this call runs eagerly."""
+        fn = self.compiled.get(key)
+        if fn is not None:
+            self.stats["hits"] += 1
+            self.compiled.move_to_end(key)
+            return fn
+        stats = self.stats
+        seen = self._calls.pop(key, 0) + 1
+        if not stats["churn"] and stats["compiles"] >= PER_SIZE_CHURN_COMPILES and \
+                stats["hits"] < 2 * stats["compiles"]:
+            stats["churn"] = True
+            _dynamic_log(f"{stats['compiles']} sizes compiled, {stats['hits']} calls "
+                         "reused one: a new size of this graph compiles on its call "
+                         f"{PER_SIZE_CHURN_COMPILE_AFTER} from now on, runs eagerly before")
+        after = PER_SIZE_CHURN_COMPILE_AFTER if stats["churn"] else PER_SIZE_COMPILE_AFTER
+        if seen < after:
+            self._calls[key] = seen
+            while len(self._calls) > 4 * PER_SIZE_CACHE_LIMIT:
+                self._calls.popitem(last=False)
+            _dynamic_log(f"running the graph eagerly for {self._describe(key)} "
+                         f"(call {seen} of this size)")
+            return None
+        stats["compiles"] += 1
+        return self.compile(key, args)
+
+
 def _per_size(backend):
     """A backend whose stages are concrete (AOT, the compiler), made to take
     graphs with symbolic sizes: their Sym inputs (ints among the example
     inputs) are made constants, and each distinct tuple of sizes compiles
-    the graph once, kept in a cache keyed by the sizes (the
-    PER_SIZE_CACHE_LIMIT most recently used)."""
+    the graph once (a SizeCache). A graph holding data-dependent sizes is
+    split at the ops that make them (ignis/_unbacked.py)."""
     def compile_dynamic(gm, example_inputs, **kwargs):
+        from . import _unbacked
+        if _unbacked.has_unbacked(gm):
+            return _unbacked.StagedGraph(gm, example_inputs, backend, kwargs)
         sym_at = [i for i, x in enumerate(example_inputs) if type(x) is int]
         if not sym_at:
             return backend(gm, example_inputs, **kwargs)
         sym_set = set(sym_at)
         tensor_at = [i for i in range(len(example_inputs)) if i not in sym_set]
         names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-        compiled = collections.OrderedDict()
-
-        def compile_for(args):
-            key = tuple(args[i] for i in sym_at)
-            _dynamic_log("specializing the graph for " +
-                         ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
-            from ._inductor import config as inductor_config
-            prev = inductor_config._compiling_symbolic_capture
-            inductor_config._compiling_symbolic_capture = True  # size-generic code (compiler.md)
-            try:
-                fn = backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at], **kwargs)
-            finally:
-                inductor_config._compiling_symbolic_capture = prev
-            compiled[key] = fn
-            while len(compiled) > PER_SIZE_CACHE_LIMIT:
-                compiled.popitem(last=False)
-            return fn
-
-        compile_for(example_inputs)
-        calls = collections.OrderedDict()  # sizes not compiled yet: their calls so far
-        stats = {"compiles": 0, "hits": 0, "churn": False}
+        cache = SizeCache(
+            lambda key, args: backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at],
+                                      **kwargs),
+            lambda key: ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
+        cache.compile(tuple(example_inputs[i] for i in sym_at), example_inputs)
 
         def run(*args):
-            key = tuple(args[i] for i in sym_at)
-            fn = compiled.get(key)
+            fn = cache.lookup(tuple(args[i] for i in sym_at), args)
             if fn is None:
-                seen = calls.pop(key, 0) + 1
-                if not stats["churn"] and stats["compiles"] >= PER_SIZE_CHURN_COMPILES and \
-                        stats["hits"] < 2 * stats["compiles"]:
-                    stats["churn"] = True
-                    _dynamic_log(f"{stats['compiles']} sizes compiled, {stats['hits']} calls "
-                                 "reused one: a new size of this graph compiles on its call "
-                                 f"{PER_SIZE_CHURN_COMPILE_AFTER} from now on, runs eagerly before")
-                after = PER_SIZE_CHURN_COMPILE_AFTER if stats["churn"] else PER_SIZE_COMPILE_AFTER
-                if seen < after:
-                    calls[key] = seen
-                    while len(calls) > 4 * PER_SIZE_CACHE_LIMIT:
-                        calls.popitem(last=False)
-                    _dynamic_log("running the graph eagerly for " +
-                                 ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)) +
-                                 f" (call {seen} of this size)")
-                    return gm(*args)
-                stats["compiles"] += 1
-                fn = compile_for(args)
-            else:
-                stats["hits"] += 1
-                compiled.move_to_end(key)
+                return gm(*args)
             return fn(*[args[i] for i in tensor_at])
-        run._ignis_per_size = compiled  # for tests
-        run._ignis_per_size_stats = stats
+        run._ignis_per_size = cache.compiled  # for tests
+        run._ignis_per_size_stats = cache.stats
         return run
     return compile_dynamic
 
@@ -195,8 +217,10 @@ def _counted(backend):
 
 def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):
     """A CompiledFunction for `fn`, carrying `fn`'s name, docs and __wrapped__."""
+    cfg = _compiler.config
     cf = _capture().CompiledFunction(fn, _make_backend(backend, options, mode), bool(fullgraph),
-                                     dynamic, int(_compiler.config.cache_size_limit))
+                                     dynamic, int(cfg.cache_size_limit),
+                                     bool(cfg.capture_dynamic_output_shape_ops))
     try:
         # A callable object's __dict__ is its state: do not copy it over.
         updated = functools.WRAPPER_UPDATES if hasattr(fn, "__code__") else ()

@@ -103,3 +103,40 @@ TEST(ShapeEnv, ConstrainRangeFromAUsersMark) {
   EXPECT_FALSE(env.is_symbolic(s * 2));
   EXPECT_EQ(env.guard_strs().back(), "L['x'].size()[0] == 8");
 }
+
+// Note [Unbacked symbols]: a data-dependent size has a range and no guard; a
+// question its range leaves open is an error naming what computes it.
+TEST(ShapeEnv, UnbackedSymbolsAnswerOnlyFromTheirRange) {
+  ShapeEnv env;
+  Expr s = env.create_symbol(6, "L['x'].size()[0]", 77);
+  Expr u = env.create_unbacked("nonzero() at f.py:3", 24);
+  Expr v = env.create_unbacked("nonzero() at f.py:4");
+  EXPECT_EQ(str(u), "u0");
+  EXPECT_EQ(str(v), "u1");
+  EXPECT_TRUE(env.has_unbacked(u * 2 + 1));
+  EXPECT_FALSE(env.has_unbacked(s * 2));
+  // The range settles these without a guard.
+  EXPECT_TRUE(env.evaluate(ge(u, Expr(0))));
+  EXPECT_FALSE(env.evaluate(gt(u, Expr(24))));
+  EXPECT_TRUE(env.evaluate(lt(u, Expr(100))));
+  EXPECT_TRUE(env.relations().empty());
+  // Everything else is data-dependent, however the hints compare.
+  try {
+    env.evaluate(gt(u, Expr(8)));
+    FAIL() << "u0 > 8 was decided";
+  } catch (const DataDependentError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Could not guard on data-dependent expression u0 > 8 (u0 is nonzero() at f.py:3)");
+  }
+  EXPECT_THROW(env.evaluate(eq(u, s)), DataDependentError);
+  EXPECT_THROW(env.expect_equal(u, v), DataDependentError);
+  // Equal to the placeholder hint is no answer either; outside the range is.
+  EXPECT_THROW(env.expect_equal(v, Expr(ShapeEnv::kUnbackedHint)), DataDependentError);
+  EXPECT_FALSE(env.expect_equal(u, Expr(ShapeEnv::kUnbackedHint)));
+  EXPECT_TRUE(env.expect_equal(u, u));
+  EXPECT_THROW(env.specialize(u + s, "range()"), DataDependentError);
+  EXPECT_TRUE(env.relations().empty());
+  // No guard mentions them: they have no source to read.
+  EXPECT_EQ(env.guard_strs(), std::vector<std::string>{"2 <= L['x'].size()[0]"});
+  EXPECT_EQ(env.source_str(u + s), "L['x'].size()[0] + u0");
+}

@@ -157,10 +157,17 @@ class _Config:
     frame) before capture gives up on that code, warns once naming the guard
     that kept failing, and runs it eagerly (torch._dynamo.config's
     cache_size_limit / recompile_limit, default 8).
+
+    capture_dynamic_output_shape_ops: ops whose output size depends on the
+    data (nonzero, argwhere, masked_select, unique, x[mask]) join the graph
+    with an unbacked size (u0) instead of breaking it (docs/dynamic_shapes.md
+    "Data-dependent sizes"). torch's setting of that name, which torch leaves
+    False; ignis's default is True.
     """
 
     def __init__(self):
         self.cache_size_limit = 8
+        self.capture_dynamic_output_shape_ops = True
 
     @property
     def recompile_limit(self):
@@ -174,6 +181,9 @@ class _Config:
         if name == "cache_size_limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"cache_size_limit must be a non-negative int, got {value!r}")
+        elif name == "capture_dynamic_output_shape_ops":
+            if not isinstance(value, bool):
+                raise ValueError(f"capture_dynamic_output_shape_ops must be a bool, got {value!r}")
         elif name != "recompile_limit":
             raise AttributeError(f"ignis.compiler.config has no setting {name!r}")
         object.__setattr__(self, name, value)

@@ -38,6 +38,10 @@ struct CaptureConfig {
   // symbolic); True: every size symbolic from the start; False: never.
   PyObject* dynamic = nullptr;   // owned
   int cache_size_limit = 8;
+  // Ops whose output size depends on the data (nonzero, x[mask]) join the
+  // graph with an unbacked size (docs/dynamic_shapes.md) instead of breaking
+  // it; torch's capture_dynamic_output_shape_ops, which torch leaves off.
+  bool capture_dynamic_output_shape_ops = true;
   ~CaptureConfig();
 };
 

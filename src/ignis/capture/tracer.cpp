@@ -420,6 +420,9 @@ VTP Tracer::run_frame(TFrame& f) {
         // SystemExit are the user's, and stop tracing.
         if (!PyErr_ExceptionMatches(PyExc_Exception)) throw;
         throw Unsupported{current_exception_text()};
+      } catch (const sym::DataDependentError& e) {
+        // A decision on a data-dependent size (Note [Unbacked symbols]).
+        throw Unsupported{e.what(), false, true};
       }
     } catch (Unsupported& u) {
       if (&f != root) throw;  // the caller turns it into a restart at its call

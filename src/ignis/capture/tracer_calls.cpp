@@ -591,7 +591,10 @@ namespace {
 graph::Value Tracer::graph_arg(const VTP& v) {
   switch (v->kind) {
     case VK::Tensor: return graph::Value(node_of(v));
-    case VK::SymInt: return graph::Value(v->node ? v->node.get() : lift_int(v));
+    case VK::SymInt:
+      // An undecided comparison has no node: the use decides it (a data-dependent break).
+      if (sym::is_comparison(v->sym.kind())) shape_env.evaluate(v->sym);
+      return graph::Value(v->node ? v->node.get() : lift_int(v));
     case VK::Slice:
       return graph::Value::slice(graph_arg(v->items[0]), graph_arg(v->items[1]), graph_arg(v->items[2]));
     case VK::Const: return binding([&] { return py::py_to_value(v->value.get()); });
@@ -933,7 +936,9 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
                               std::vector<std::pair<std::string, VTP>>& kwargs) {
   if (is_op(fn)) {
     Obj name = check(PyObject_GetAttrString(fn, "__name__"));
-    if (const char* why = data_dependent_reason(utf8(name.get()))) throw Unsupported{why};
+    const std::string op_name = utf8(name.get());
+    if (VTP r = call_unbacked(fn, op_name, false, args, kwargs)) return r;
+    if (const char* why = data_dependent_reason(op_name)) throw Unsupported{why};
     return call_graph(fn, "", args, kwargs);
   }
   bool handled = false;
@@ -1304,6 +1309,11 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
 
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                                std::vector<std::pair<std::string, VTP>>& kwargs) {
+  if (name == "nonzero" || name == "masked_select") {
+    std::vector<VTP> all{self};
+    all.insert(all.end(), args.begin(), args.end());
+    if (VTP r = call_unbacked(nullptr, name, true, all, kwargs)) return r;
+  }
   if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
   if (self->kind == VK::Tensor && is_symbolic(self) && kwargs.empty()) {
     // Sizes of a tensor with symbolic dims are symbolic ints.
@@ -1754,6 +1764,9 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
     return acc;
   }
   if (is_builtin("min") || is_builtin("max") || is_builtin("abs")) {
+    // min/max over sizes stay symbolic (sym::min / sym::max) instead of pinning them.
+    if (!is_builtin("abs") && kwargs.empty())
+      if (VTP m = sym_minmax(is_builtin("max"), args)) return m;
     VTP r = fold();
     if (r) return r;
     if (is_builtin("abs") && args.size() == 1 && args[0]->kind == VK::Tensor) return unary("abs", args[0]);
@@ -2279,8 +2292,10 @@ bool has_bool_tensor(const VTP& k) {
 
 VTP Tracer::subscr(const VTP& obj, const VTP& key) {
   if (obj->kind == VK::Tensor) {
-    if (has_bool_tensor(key))
+    if (has_bool_tensor(key)) {
+      if (VTP r = call_unbacked(operator_fn("getitem"), "getitem", false, {obj, key}, {})) return r;
       throw Unsupported{"indexing with a boolean mask has a data-dependent shape", false, true};
+    }
     return call_graph(operator_fn("getitem"), "", {obj, key}, {});
   }
   Obj k = const_value(key);
@@ -2402,8 +2417,9 @@ bool Tracer::truth(const VTP& v) {
     case VK::Dict: return !v->keys.empty();
     case VK::Tensor:
       throw Unsupported{"data-dependent control flow: a branch on a tensor's value"};
-    case VK::SymInt:  // `if n:` on a size: a guard on n != 0
+    case VK::SymInt:  // `if n:` on a size: a guard on n != 0 (on a comparison: itself)
       shape_env.set_location(user_location());
+      if (sym::is_comparison(v->sym.kind())) return shape_env.evaluate(v->sym);
       return shape_env.evaluate(sym::ne(v->sym, sym::Expr(0)));
     case VK::Module: {
       PyTypeObject* tp = Py_TYPE(v->value.get());

@@ -86,7 +86,7 @@ std::vector<std::pair<int64_t, int64_t>> marked_ranges(PyObject* t, size_t rank)
 }
 
 sym::Expr int_of(const VTP& v) {
-  if (v->kind == VK::SymInt) return v->sym;
+  if (v->kind == VK::SymInt) return sym::is_comparison(v->sym.kind()) ? sym::Expr() : v->sym;
   if (v->kind == VK::Const && is_exact_int(v->value.get())) {
     int ov = 0;
     long long x = PyLong_AsLongLongAndOverflow(v->value.get(), &ov);
@@ -252,7 +252,7 @@ VTP Tracer::dynamic_int(PyObject* value, int reg) {
   // create_symbol would pick: the first unreplaced symbol of that value).
   sym::Expr same;
   for (const sym::ShapeEnv::Symbol& e : shape_env.symbols())
-    if (e.hint == v && shape_env.replace(e.sym) == e.sym) {
+    if (!e.unbacked && e.hint == v && shape_env.replace(e.sym) == e.sym) {
       same = e.sym;
       break;
     }
@@ -373,6 +373,10 @@ VTP Tracer::sym_int(sym::Expr e, const VTP& tensor, int64_t dim) {
   v->node = graph::NodePtr(n);
   v->sym = e;
   v->hint = shape_env.hint_of(e);
+  note_unbacked_reads(v);
+  // An unbacked symbol is read once and that node used from then on (its
+  // size() call is what the graph knows it by, as torch's sym_size).
+  if (e.is_symbol() && unbacked_source.count(e)) symbol_vt[e] = v;
   return v;
 }
 
@@ -409,6 +413,7 @@ VTP Tracer::numel_of(const VTP& t) {
   v->node = graph::NodePtr(n);
   v->sym = p;
   v->hint = shape_env.hint_of(p);
+  note_unbacked_reads(v);
   return v;
 }
 
@@ -443,6 +448,7 @@ VTP Tracer::sym_binary(const char* name, const VTP& a, const VTP& b) {
   v->node = graph::NodePtr(n);
   v->sym = r;
   v->hint = shape_env.hint_of(r);
+  note_unbacked_reads(v);
   return v;
 }
 
@@ -459,7 +465,47 @@ VTP Tracer::sym_compare(const char* name, const VTP& a, const VTP& b) {
                                 : sym::Expr();
   if (!cond.defined()) return nullptr;
   shape_env.set_location(user_location());
-  return make_const(shape_env.evaluate(cond) ? Py_True : Py_False);
+  try {
+    return make_const(shape_env.evaluate(cond) ? Py_True : Py_False);
+  } catch (const sym::DataDependentError&) {
+    // Left undecided (torch's SymBool): a branch on it breaks the graph at
+    // the jump, whose resume function gets it computed from the sizes.
+    auto v = std::make_shared<VT>(VK::SymInt);
+    v->sym = shape_env.replace(cond);
+    for (const VTP& e : {a, b})
+      for (const VTP& t : e->items) v->items.push_back(t);
+    note_unbacked_reads(v);
+    return v;
+  }
+}
+
+VTP Tracer::sym_minmax(bool is_max, const std::vector<VTP>& args) {
+  if (args.size() < 2) return nullptr;
+  bool symbolic = false;
+  sym::Expr r;
+  for (const VTP& a : args) {
+    sym::Expr x = int_of(a);
+    if (!x.defined()) return nullptr;
+    symbolic |= a->kind == VK::SymInt;
+    r = !r.defined() ? x : is_max ? sym::max(r, x) : sym::min(r, x);
+  }
+  if (!symbolic) return nullptr;
+  r = shape_env.replace(r);
+  if (r.is_const()) return make_const(check(PyLong_FromLongLong(r.value())).get());
+  for (const VTP& a : args)
+    if (a->kind == VK::SymInt && r == shape_env.replace(a->sym)) return a;
+  std::vector<graph::Value> gargs;
+  for (const VTP& a : args) gargs.push_back(graph_arg(a));
+  PyObject* fn = PyDict_GetItemString(builtins_dict(), is_max ? "max" : "min");
+  graph::Node* n = ir->call_function(target_of(fn), std::move(gargs));
+  ++call_nodes;
+  n->meta().sym_value = r;
+  auto v = std::make_shared<VT>(VK::SymInt);
+  v->node = graph::NodePtr(n);
+  v->sym = r;
+  v->hint = shape_env.hint_of(r);
+  note_unbacked_reads(v);
+  return v;
 }
 
 int64_t Tracer::specialize(const VTP& v, const std::string& why) {
@@ -589,6 +635,8 @@ void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std
   std::optional<std::vector<sym_shape::Sizes>> rule;
   try {
     rule = sym_shape::output_sizes(call, shape_env);
+  } catch (const sym::DataDependentError&) {
+    throw;
   } catch (const std::exception&) {
     rule.reset();
   }
@@ -672,14 +720,15 @@ VTP Tracer::make_slice(std::vector<VTP> parts) {
   return make_const(check(PySlice_New(p[0].get(), p[1].get(), p[2].get())).get());
 }
 
-bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog) {
+bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog, const std::vector<VTP>* outputs) {
   // Only these kinds can be spelt (checked first, so a failure appends nothing).
   std::function<bool(sym::Expr)> spellable = [&](sym::Expr x) {
     switch (x.kind()) {
       case sym::Kind::Const: return true;
-      case sym::Kind::Symbol: return symbol_reg.count(x) > 0;
+      case sym::Kind::Symbol: return symbol_reg.count(x) > 0 || (outputs && unbacked_source.count(x));
       case sym::Kind::Add: case sym::Kind::Mul: case sym::Kind::FloorDiv: case sym::Kind::Mod:
       case sym::Kind::Min: case sym::Kind::Max:
+      case sym::Kind::Eq: case sym::Kind::Ne: case sym::Kind::Lt: case sym::Kind::Le:
         for (const sym::Expr& a : x.args())
           if (!spellable(a)) return false;
         return true;
@@ -707,7 +756,18 @@ bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog) {
   std::function<void(sym::Expr)> emit = [&](sym::Expr x) {
     switch (x.kind()) {
       case sym::Kind::Const: push_int(x.value()); return;
-      case sym::Kind::Symbol: prog.push_back(ValueOp{ValueOp::Reg, symbol_reg.at(x)}); return;
+      case sym::Kind::Symbol: {
+        auto reg = symbol_reg.find(x);
+        if (reg != symbol_reg.end()) {
+          prog.push_back(ValueOp{ValueOp::Reg, reg->second});
+          return;
+        }
+        // An unbacked size: Tensor.size(t, dim) of the graph output it is read from.
+        const UnbackedSource& src = unbacked_source.at(x);
+        static PyObject* size_fn = check(PyObject_GetAttrString(py_import_attr("ignis", "Tensor"), "size")).release();
+        call2(size_fn, [&] { emit_value(src.tensor, prog, *outputs); }, [&] { push_int(src.dim); });
+        return;
+      }
       case sym::Kind::Add: {
         // c + k0*t0 + k1*t1 + ...: a right fold of operator.add over the pieces.
         std::vector<std::function<void()>> pieces;
@@ -748,6 +808,18 @@ bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog) {
         call2(fn, [&, a] { emit(a); }, [&, b] { emit(b); });
         return;
       }
+      case sym::Kind::Eq:
+      case sym::Kind::Ne:
+      case sym::Kind::Lt:
+      case sym::Kind::Le: {  // an undecided comparison (sym_compare): Python's operator
+        PyObject* fn = operator_fn(x.kind() == sym::Kind::Eq   ? "eq"
+                                   : x.kind() == sym::Kind::Ne ? "ne"
+                                   : x.kind() == sym::Kind::Lt ? "lt"
+                                                               : "le");
+        sym::Expr a = x.arg(0), b = x.arg(1);
+        call2(fn, [&, a] { emit(a); }, [&, b] { emit(b); });
+        return;
+      }
       default: return;  // not spellable: excluded above
     }
   };
@@ -759,12 +831,13 @@ void Tracer::finish_shape_guards() {
   if (!has_symbols()) return;
   ShapeGuards g;
   for (const sym::ShapeEnv::Symbol& s : shape_env.symbols())
-    g.symbols.emplace_back(s.sym, symbol_reg.at(s.sym));
+    if (!s.unbacked) g.symbols.emplace_back(s.sym, symbol_reg.at(s.sym));
   for (const auto& q : shape_env.source_equalities())
     g.checks.push_back({q.expr, size_reg.at(q.source), q.source + " == " + shape_env.source_str(q.expr)});
   for (const sym::Expr& r : shape_env.relations())
     g.checks.push_back({r, -1, shape_env.source_str(r)});
   for (const sym::ShapeEnv::Symbol& s : shape_env.symbols()) {
+    if (s.unbacked) continue;  // no source: nothing to check before the graph runs
     std::string text = sym::ShapeEnv::range_str(s, s.source);
     if (s.lo == s.hi) {
       g.checks.push_back({sym::eq(s.sym, sym::Expr(s.lo)), -1, text});
@@ -773,6 +846,7 @@ void Tracer::finish_shape_guards() {
     g.checks.push_back({sym::le(sym::Expr(s.lo), s.sym), -1, text});
     if (s.hi != sym::ShapeEnv::kNoUpper) g.checks.push_back({sym::le(s.sym, sym::Expr(s.hi)), -1, text});
   }
+  if (g.symbols.empty() && g.checks.empty()) return;  // only unbacked sizes
   guards().check_shapes(std::move(g));
 }
 

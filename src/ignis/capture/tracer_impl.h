@@ -391,7 +391,12 @@ class Tracer {
   // Arithmetic and comparisons with a SymInt operand; nullptr when the
   // operation is not one on ints (the caller specializes).
   VTP sym_binary(const char* name, const VTP& a, const VTP& b);
+  // A comparison on an unbacked size that its range leaves open gives a
+  // SymInt tracker holding the comparison (torch's SymBool, no node): a
+  // branch on it breaks the graph at the jump (truth()).
   VTP sym_compare(const char* name, const VTP& a, const VTP& b);
+  // min()/max() of ints with a SymInt among them; nullptr otherwise.
+  VTP sym_minmax(bool is_max, const std::vector<VTP>& args);
   int64_t specialize(const VTP& v, const std::string& why);
   // Placeholders for the symbols of a tensor input, before its own.
   void lift_symbols(const VTP& t);
@@ -407,8 +412,26 @@ class Tracer {
   // Appends ops computing the int `e` from the size registers (Python's
   // operators on the symbols' values); false for an expression it cannot
   // spell (a comparison), with nothing appended.
-  bool emit_sym(sym::Expr e, ValueProgram& prog);
-  std::string user_location();                  // "file:line" of the current instruction
+  bool emit_sym(sym::Expr e, ValueProgram& prog, const std::vector<VTP>* outputs = nullptr);
+  std::string user_location();
+
+  // --- data-dependent sizes (tracer_unbacked.cpp) ---
+  // x[mask], masked_select, nonzero, where(cond) recorded with an unbacked
+  // size; nullptr when the call is none of them (or the config keeps them as
+  // graph breaks). `name`: the op, Tensor method or "getitem".
+  VTP call_unbacked(PyObject* fn, const std::string& name, bool method, const std::vector<VTP>& args,
+                    const std::vector<std::pair<std::string, VTP>>& kwargs);
+  // A new unbacked symbol for the count of `what` among `counted` elements.
+  sym::Expr new_unbacked(const std::string& what, const std::vector<sym::Expr>& counted);
+  // Where each unbacked symbol's value can be read: dim `dim` of `tensor`.
+  struct UnbackedSource {
+    VTP tensor;
+    int64_t dim = 0;
+  };
+  std::unordered_map<sym::Expr, UnbackedSource> unbacked_source;
+  // A SymInt involving unbacked symbols keeps the tensors they are read from
+  // in its items, so that a frame going on with it has them as graph outputs.
+  void note_unbacked_reads(const VTP& v);                  // "file:line" of the current instruction
 };
 
 // IGNIS_LOGS=bytecode: the disassembly of `code` (original frames, resume functions).

@@ -108,6 +108,9 @@ void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*
     case VK::Method: case VK::TensorAttr:
       collect_outputs(v->self, out, seen);
       return;
+    case VK::SymInt:  // the tensors its unbacked sizes are read from (note_unbacked_reads)
+      for (auto& e : v->items) collect_outputs(e, out, seen);
+      return;
     default: return;
   }
 }
@@ -143,7 +146,7 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
     case VK::Null: prog.push_back(ValueOp{ValueOp::Null}); return;
     case VK::Const: push_const(v->value.get()); return;
     case VK::SymInt:  // an int the frame goes on with: computed from the sizes at run time
-      if (emit_sym(shape_env.replace(v->sym), prog)) return;
+      if (emit_sym(shape_env.replace(v->sym), prog, &outputs)) return;
       [[fallthrough]];
     case VK::Slice: {  // else its value, guarded
       Obj n = const_value(v);

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ignis/ops/op_def.h"
+#include "ignis/sym/print.h"
 #include "ignis/sym/simplify.h"
 
 namespace ignis::sym_shape {
@@ -92,8 +93,11 @@ Expr product(const Sizes& s, size_t from = 0, size_t to = SIZE_MAX) {
   return sym::simplify(p);
 }
 
+}  // namespace
+
 // Broadcasting (numpy's rule). Sizes that must match go through the env:
-// s0 against s1 guards Eq(s0, s1); a symbol is never 1 (>= 2 by its range).
+// s0 against s1 guards Eq(s0, s1); a symbol is never 1 (>= 2 by its range;
+// an unbacked one by torch's size-oblivious rule).
 std::optional<Sizes> broadcast(const std::vector<const Sizes*>& shapes, sym::ShapeEnv& env) {
   size_t rank = 0;
   for (const Sizes* s : shapes) rank = std::max(rank, s->size());
@@ -116,6 +120,14 @@ std::optional<Sizes> broadcast(const std::vector<const Sizes*>& shapes, sym::Sha
   }
   return out;
 }
+
+std::string str(const Sizes& sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + sym::str(sizes[i]);
+  return out + "]";
+}
+
+namespace {
 
 std::vector<const Sizes*> tensor_shapes(const SymCall& c) {
   std::vector<const Sizes*> out;
@@ -338,6 +350,10 @@ std::optional<Expr> slice_length(const SymArg& sl, Expr n, sym::ShapeEnv& env) {
   return env.replace(sym::floordiv(b - a + (k - 1), Expr(k)));
 }
 
+// x[...] with ints, slices, None, Ellipsis and integer index tensors
+// (boolean masks never reach a rule: capture records them with an unbacked
+// size or breaks). Index tensors broadcast together; numpy's rule places
+// their shape where they stand when they are adjacent, else first.
 Result getitem(const SymCall& c, sym::ShapeEnv& env) {
   const SymArg* self = tensor_arg(c, 0);
   const SymArg* idx = c.arg(1, nullptr);
@@ -350,13 +366,36 @@ Result getitem(const SymCall& c, sym::ShapeEnv& env) {
   }
   const Sizes& in = self->sizes;
   size_t consumed = 0;
-  for (const SymArg* it : items)
-    if (it->kind == SymArg::Int || it->kind == SymArg::Slice) ++consumed;
-    else if (it->kind != SymArg::None && it->kind != SymArg::Ellipsis) return std::nullopt;
+  bool ints = false;
+  std::vector<const Sizes*> index_shapes;
+  std::vector<size_t> index_at;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const SymArg* it = items[i];
+    if (it->kind == SymArg::Int || it->kind == SymArg::Slice) {
+      ++consumed;
+      ints |= it->kind == SymArg::Int;
+    } else if (it->kind == SymArg::Tensor) {
+      ++consumed;
+      index_shapes.push_back(&it->sizes);
+      index_at.push_back(i);
+    } else if (it->kind != SymArg::None && it->kind != SymArg::Ellipsis) {
+      return std::nullopt;
+    }
+  }
   if (consumed > in.size()) return std::nullopt;
+  std::optional<Sizes> gathered;
+  bool adjacent = true;
+  if (!index_shapes.empty()) {
+    if (ints) return std::nullopt;  // an int among index tensors counts as one (numpy): not modelled
+    gathered = broadcast(index_shapes, env);
+    if (!gathered) return std::nullopt;
+    adjacent = index_at.back() - index_at.front() + 1 == index_at.size();
+  }
   Sizes out;
+  if (gathered && !adjacent) out = *gathered;
   size_t d = 0;
-  for (const SymArg* it : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const SymArg* it = items[i];
     switch (it->kind) {
       case SymArg::Int: ++d; break;
       case SymArg::None: out.push_back(1); break;
@@ -370,6 +409,10 @@ Result getitem(const SymCall& c, sym::ShapeEnv& env) {
         out.push_back(*len);
         break;
       }
+      case SymArg::Tensor:
+        ++d;
+        if (adjacent && i == index_at.front()) out.insert(out.end(), gathered->begin(), gathered->end());
+        break;
       default: return std::nullopt;
     }
   }

@@ -57,4 +57,11 @@ std::optional<std::vector<Sizes>> output_sizes(const SymCall& call, sym::ShapeEn
 // Contiguous strides of `sizes` (innermost 1).
 Sizes contiguous_strides(const Sizes& sizes);
 
+// numpy's broadcast of `shapes`; sizes that must match are equated through
+// the env (s0 against s1 guards Eq(s0, s1)); nullopt when two differ.
+std::optional<Sizes> broadcast(const std::vector<const Sizes*>& shapes, sym::ShapeEnv& env);
+
+// "[s77, 3]".
+std::string str(const Sizes& sizes);
+
 }  // namespace ignis::sym_shape

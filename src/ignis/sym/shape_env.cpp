@@ -69,7 +69,7 @@ Expr ShapeEnv::create_symbol(int64_t hint, const std::string& source, int prefer
                     "specialized), got ", hint, " for ", source);
   if (duck) {
     for (const Symbol& s : symbols_) {
-      if (s.hint != hint || replacements_.count(s.sym)) continue;
+      if (s.unbacked || s.hint != hint || replacements_.count(s.sym)) continue;
       equalities_.push_back({source, s.sym});
       log(ignis::str("duck sizing: ", source, " == ", s.source, " (both ", hint, ")"));
       return s.sym;
@@ -100,6 +100,37 @@ bool ShapeEnv::constrain_range(Expr sym, int64_t lo, int64_t hi) {
                  s.hi == kNoUpper ? std::string("int_oo") : std::to_string(s.hi), "]"));
   if (s.lo == s.hi) add_replacement(sym, Expr(s.lo));
   return true;
+}
+
+Expr ShapeEnv::create_unbacked(const std::string& origin, int64_t upper) {
+  Expr sym = size_var(ignis::str("u", unbacked_count_++), {0, upper == kNoUpper ? kPosInf : upper});
+  index_of_[sym] = symbols_.size();
+  Symbol s{sym, origin, kUnbackedHint, 0, upper};
+  s.unbacked = true;
+  symbols_.push_back(s);
+  hints_[sym] = kUnbackedHint;
+  log(ignis::str("create_unbacked_symbol ", symbol_name(sym), " [0, ",
+                 upper == kNoUpper ? std::string("int_oo") : std::to_string(upper), "] for ", origin));
+  return sym;
+}
+
+bool ShapeEnv::has_unbacked(Expr e) const {
+  for (const Expr& s : free_symbols(replace(e))) {
+    const Symbol* info = symbol_info(s);
+    if (info && info->unbacked) return true;
+  }
+  return false;
+}
+
+void ShapeEnv::data_dependent(Expr cond, const std::string& why) const {
+  std::string origins;
+  for (const Expr& s : free_symbols(cond)) {
+    const Symbol* info = symbol_info(s);
+    if (info && info->unbacked)
+      origins += ignis::str(origins.empty() ? "" : "; ", symbol_name(s), " is ", info->source);
+  }
+  throw DataDependentError(ignis::str("Could not ", why, " data-dependent expression ",
+                                      log_str(cond), " (", origins, ")"));
 }
 
 const ShapeEnv::Symbol* ShapeEnv::symbol_info(Expr sym) const {
@@ -200,6 +231,7 @@ bool ShapeEnv::evaluate(Expr cond) {
   Expr c = replace(cond);
   int k = known(c);
   if (k >= 0) return k == 1;
+  if (has_unbacked(c)) data_dependent(c, "guard on");
   bool value = eval(c, hints_) != 0;
   Expr g = value ? c : logical_not(c);
   log(ignis::str("eval ", log_str(g), " [guard added]"));
@@ -229,6 +261,7 @@ int64_t ShapeEnv::specialize(Expr e, const std::string& why) {
   Expr r = replace(e);
   int64_t v = hint_of(r);
   if (r.is_const()) return v;
+  if (has_unbacked(r)) data_dependent(r, ignis::str("specialize (", why, ")"));
   log(ignis::str("specialize ", sym::str(r), " = ", v, " (", why, ")"));
   Expr cond = eq(r, Expr(v));
   if (!narrow(cond)) relations_.push_back(cond);
@@ -236,6 +269,8 @@ int64_t ShapeEnv::specialize(Expr e, const std::string& why) {
 }
 
 bool ShapeEnv::expect_equal(Expr a, Expr b) {
+  // An unbacked size's hint says nothing: the relation itself is asked.
+  if (has_unbacked(a) || has_unbacked(b)) return evaluate(eq(a, b));
   if (hint_of(a) != hint_of(b)) return false;
   return evaluate(eq(a, b));
 }
@@ -248,7 +283,8 @@ std::string ShapeEnv::range_str(const Symbol& s, const std::string& src) {
 
 std::string ShapeEnv::source_str(Expr e) const {
   std::unordered_map<std::string, std::string> source_of;
-  for (const Symbol& s : symbols_) source_of[symbol_name(s.sym)] = s.source;
+  for (const Symbol& s : symbols_)
+    if (!s.unbacked) source_of[symbol_name(s.sym)] = s.source;
   if (!is_comparison(e.kind())) return spell_sources(sym::str(e), source_of);
   // lhs <op> rhs with each side's terms kept positive: "L['y'].size()[0] == L['x'].size()[0]".
   Expr diff = e.arg(0) - e.arg(1);
@@ -268,7 +304,8 @@ std::vector<std::string> ShapeEnv::guard_strs() const {
   std::vector<std::string> out;
   for (const SourceEquality& q : equalities_) out.push_back(q.source + " == " + source_str(q.expr));
   for (Expr r : relations_) out.push_back(source_str(r));
-  for (const Symbol& s : symbols_) out.push_back(range_str(s, s.source));
+  for (const Symbol& s : symbols_)
+    if (!s.unbacked) out.push_back(range_str(s, s.source));
   return out;
 }
 

@@ -20,11 +20,24 @@
 // module is Python-free and has no sha256). Duck sizing, torch's default: a
 // new size whose value equals an existing symbol's hint reuses that symbol
 // and guards the two sources equal.
+//
+// Note [Unbacked symbols]
+// A size that only the data decide (nonzero()'s count, a boolean mask's
+// selection) is an *unbacked* symbol u0, u1, ... (torch's name): its range is
+// [0, the input's element count], it has no source and no guard, and no call
+// can check it before the graph runs. Its hint is a placeholder
+// (kUnbackedHint, the size of the fakes standing for such tensors) that no
+// decision may use: a relation the ranges do not settle, a specialization or
+// an equality with another size throws DataDependentError, which the tracer
+// turns into a graph break at that line ("Could not guard on data-dependent
+// expression u0 > 8", as torch says). Broadcasting treats such a size as not
+// 1, as torch's size-oblivious rule does for size-like symbols.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,9 +48,18 @@
 
 namespace ignis::sym {
 
+// A question about an unbacked symbol that its range does not answer (Note
+// [Unbacked symbols]); what() is the user-facing reason.
+struct DataDependentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class ShapeEnv {
  public:
   static constexpr int64_t kNoUpper = std::numeric_limits<int64_t>::max();
+  // The size of fakes standing for a data-dependent size (torch's
+  // unbacked_symint_fallback). Never the basis of a decision.
+  static constexpr int64_t kUnbackedHint = 8192;
 
   struct Symbol {
     Expr sym;             // the size_var, range [2, inf)
@@ -45,6 +67,7 @@ class ShapeEnv {
     int64_t hint = 0;     // its value at trace time
     int64_t lo = 2;       // the range guards narrowed it to
     int64_t hi = kNoUpper;
+    bool unbacked = false;  // u<n>: `source` says what computes it; never guarded
   };
   // Another source whose size the trace took equal to a symbol (duck sizing).
   struct SourceEquality {
@@ -69,6 +92,12 @@ class ShapeEnv {
   // when the symbol's hint lies outside.
   bool constrain_range(Expr sym, int64_t lo, int64_t hi);
 
+  // A new unbacked symbol u<n> in [0, upper] (Note [Unbacked symbols]);
+  // `origin` says what computes it ("nonzero() at f.py:3"), for messages.
+  Expr create_unbacked(const std::string& origin, int64_t upper = kNoUpper);
+  // Whether e (after the replacements) involves an unbacked symbol.
+  bool has_unbacked(Expr e) const;
+
   // e with the replacements applied, simplified.
   Expr replace(Expr e) const;
   // Whether e still depends on a symbol after the replacements.
@@ -80,11 +109,13 @@ class ShapeEnv {
 
   // Decides the relation `cond` (a comparison) at the hints and returns it.
   // Unless the symbols' ranges already decide it, the outcome (cond or its
-  // negation) becomes a guard. `why` is logged.
+  // negation) becomes a guard; a cond on an unbacked symbol that the ranges
+  // leave open throws DataDependentError.
   bool evaluate(Expr cond);
   // Guards e == its hint, replaces e's symbol when e is one, and returns the
   // hint: what a use that needs a real int does (range(), an index, a call
-  // that takes no symbols). `why` names that use in the log.
+  // that takes no symbols). `why` names that use in the log. An unbacked
+  // size cannot be specialized: DataDependentError.
   int64_t specialize(Expr e, const std::string& why);
   // a == b for sizes that must match (broadcast, cat): evaluates Eq(a, b),
   // which then replaces one symbol by the other. False when they differ at
@@ -108,6 +139,7 @@ class ShapeEnv {
  private:
   void log(const std::string& msg) const;
   static std::string log_str(Expr g);
+  [[noreturn]] void data_dependent(Expr cond, const std::string& why) const;
   void add_replacement(Expr sym, Expr value);
   // Narrows the range of the one symbol of a linear `cond`; false when cond
   // is not of that form.
@@ -118,6 +150,7 @@ class ShapeEnv {
   std::vector<Symbol> symbols_;
   std::unordered_map<Expr, size_t> index_of_;  // symbol -> symbols_ index
   std::unordered_set<int> ids_;
+  int unbacked_count_ = 0;
   std::vector<SourceEquality> equalities_;
   std::vector<Expr> relations_;
   std::unordered_map<Expr, Expr> replacements_;

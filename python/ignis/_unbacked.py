@@ -1,0 +1,200 @@
+"""Data-dependent sizes (docs/dynamic_shapes.md "Data-dependent sizes").
+
+Capture records x[mask], masked_select, nonzero and where(cond) with an
+unbacked size u0 (src/ignis/capture/tracer_unbacked.cpp) instead of
+breaking the graph. Two Python pieces of that live here:
+
+- the fakes the tracer makes for such results (`fake_*`, called under its
+  fake mode with `n`, the placeholder count);
+- StagedGraph: how a backend whose stages are concrete (AOT, the compiler)
+  runs a graph holding such ops.
+"""
+import operator
+
+from . import fx
+from .fx.graph import map_arg
+
+
+# --- fakes -----------------------------------------------------------------------------------
+def _fake_rows(n, device):
+    from . import empty, int64
+    return empty(n, dtype=int64, device=device)
+
+
+def fake_masked_rows(x, mask, n):
+    """x[mask]: n rows of x's dims after the mask's, through index_select so
+    that the fake carries x's autograd history (requires_grad, grad_fn)."""
+    flat = x.reshape((-1,) + tuple(x.shape[mask.dim():]))
+    return flat.index_select(0, _fake_rows(n, x.device))
+
+
+def fake_masked_select(x, mask, n):
+    from . import broadcast_shapes
+    shape = broadcast_shapes(x.shape, mask.shape)
+    return x.expand(shape).reshape(-1).index_select(0, _fake_rows(n, x.device))
+
+
+def fake_nonzero(x, n, as_tuple):
+    """nonzero(x): [n, x.dim()] int64; as_tuple: its columns, as eager gives them."""
+    from . import empty, int64
+    idx = empty((n, x.dim()), dtype=int64, device=x.device)
+    return tuple(idx.unbind(1)) if as_tuple else idx
+
+
+# --- running a graph with data-dependent ops on a concrete backend ---------------------------
+def _data_dependent(node, dd):
+    """Whether `node` makes a data-dependent size (or reads a tuple that one made)."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    if "unbacked" in node.meta:
+        return True
+    ins = node.all_input_nodes
+    return node.target is operator.getitem and bool(ins) and ins[0] in dd
+
+
+def has_unbacked(gm):
+    return any("unbacked" in n.meta for n in gm.graph.nodes)
+
+
+# Global state the graph switches (grad mode, autocast): a stage boundary
+# inside such a region would hand the next stage a mode it does not set.
+_MODE_SWITCHES = ("_set_grad_enabled", "_enter_autocast", "_exit_autocast")
+
+
+def _switches_modes(gm):
+    return any(n.op == "call_function" and getattr(n.target, "__name__", "") in _MODE_SWITCHES
+               for n in gm.graph.nodes)
+
+
+def _key_of(v):
+    """What a stage's compiled form depends on in one input: a tensor's sizes
+    and strides, an int's value."""
+    from ._tensor import Tensor
+    if isinstance(v, Tensor):
+        return (tuple(v.shape), v.stride())
+    if v is None or type(v) in (int, float, bool):
+        return v
+    raise TypeError(type(v).__name__)
+
+
+class _Stage:
+    """Nodes of the captured graph that run together: `gm` takes the values
+    named `inputs` and returns those named `outputs`. A compiled stage
+    (`cache` set) compiles per key of its inputs' sizes; the other kind runs
+    its nodes as they are (the data-dependent ops, eagerly)."""
+
+    def __init__(self, gm, inputs, outputs, cache=None):
+        self.gm = gm
+        self.inputs = inputs
+        self.outputs = outputs
+        self.cache = cache
+
+
+class StagedGraph:
+    """A captured graph holding data-dependent ops, for a concrete backend.
+
+    Note [Splitting at data-dependent sizes]
+    AOT and the compiler need every size when they trace; u0 is known only
+    once the op that makes it has run. So the graph is cut, in its own
+    order, into stages: the runs of nodes between data-dependent ops are
+    compiled, each per key of its inputs' sizes and strides (a SizeCache,
+    under Note [Compiling a size on its second call]: a count that never
+    comes back runs that stage eagerly), and the data-dependent ops run
+    eagerly between them, as the graph's own code. Program order is kept, so
+    in-place writes and reads stay in their order; autograd flows through
+    the stages as through graph breaks, but capture made one graph: one
+    guard check, no resume functions, no break to report. A graph that
+    switches grad mode or autocast runs as captured (eagerly) instead.
+    """
+
+    def __init__(self, gm, example_inputs, backend, kwargs):
+        from ._compile import _dynamic_log
+        self._gm = gm
+        self._stages = None
+        if _switches_modes(gm):
+            _dynamic_log("a graph with data-dependent sizes that switches grad mode or "
+                         "autocast runs as captured (its ops eagerly)")
+            return
+        self._backend = backend
+        self._kwargs = kwargs
+        self._stages = self._split(gm)
+        self._placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        out = [n for n in gm.graph.nodes if n.op == "output"][0]
+        self._output = out.args[0]
+        _dynamic_log(f"data-dependent sizes: the graph runs in {len(self._stages)} stages, "
+                     f"{sum(s.cache is not None for s in self._stages)} of them compiled")
+
+    def _split(self, gm):
+        nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+        dd = set()
+        runs = []  # [(is_data_dependent, [nodes])], in program order
+        for n in nodes:
+            d = _data_dependent(n, dd)
+            if d:
+                dd.add(n)
+            if runs and runs[-1][0] == d:
+                runs[-1][1].append(n)
+            else:
+                runs.append((d, [n]))
+        # Where each value is used: by a later run, or by the graph's output.
+        run_of = {n: i for i, (_, ns) in enumerate(runs) for n in ns}
+        out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
+        stages = []
+        for i, (is_dd, ns) in enumerate(runs):
+            mine = set(ns)
+            inputs = []
+            for n in ns:
+                for a in n.all_input_nodes:
+                    if a not in mine and a not in inputs:
+                        inputs.append(a)
+            outputs = [n for n in ns if any(
+                u is out_node or run_of.get(u, i) > i for u in n.users)]
+            sub = self._subgraph(gm, ns, inputs, outputs)
+            cache = None if is_dd else self._cache_for(sub, [a.name for a in inputs], i)
+            stages.append(_Stage(sub, [a.name for a in inputs], [n.name for n in outputs], cache))
+        return stages
+
+    @staticmethod
+    def _subgraph(gm, ns, inputs, outputs):
+        g = fx.Graph()
+        val_map = {}
+        for a in inputs:
+            val_map[a] = g.placeholder(a.name, type_expr=a.type)
+        for n in ns:
+            val_map[n] = g.node_copy(n, lambda x: val_map[x])
+        g.output(tuple(val_map[n] for n in outputs))
+        return fx.GraphModule(gm, g)
+
+    def _cache_for(self, sub, names, index):
+        from ._compile import SizeCache, _with_sizes
+        backend, kwargs = self._backend, self._kwargs
+
+        def compile(key, args):
+            int_at = [i for i, a in enumerate(args) if type(a) is int]
+            tensor_at = [i for i in range(len(args)) if type(args[i]) is not int]
+            concrete = _with_sizes(sub, int_at, [args[i] for i in int_at])
+            fn = backend(concrete, [args[i] for i in tensor_at], **kwargs)
+            return lambda *a: fn(*[a[i] for i in tensor_at])
+
+        def describe(key):
+            return f"stage {index}: " + ", ".join(f"{n}={k}" for n, k in zip(names, key))
+        return SizeCache(compile, describe)
+
+    def __call__(self, *args):
+        if self._stages is None:
+            return self._gm(*args)
+        env = dict(zip(self._placeholders, args))
+        for st in self._stages:
+            vals = [env[n] for n in st.inputs]
+            fn = None
+            if st.cache is not None:
+                try:
+                    key = tuple(_key_of(v) for v in vals)
+                except TypeError:
+                    key = None
+                if key is not None:
+                    fn = st.cache.lookup(key, vals)
+            outs = fn(*vals) if fn is not None else st.gm(*vals)
+            for name, v in zip(st.outputs, outs):
+                env[name] = v
+        return map_arg(self._output, lambda n: env[n.name])

@@ -1,0 +1,199 @@
+// Data-dependent sizes in the tracer (docs/dynamic_shapes.md "Data-dependent
+// sizes"; Note [Unbacked symbols] in sym/shape_env.h).
+//
+// x[mask], masked_select, nonzero and where(cond) give tensors whose first
+// size is a count only the data decide. With capture_dynamic_output_shape_ops
+// (ignis's default) such a call joins the graph: its result gets an unbacked
+// size u0 in [0, the input's element count], a fake of kUnbackedHint rows
+// (made by ignis/_unbacked.py under the fake mode, through index_select
+// where the result is differentiable, so that it carries the input's autograd
+// history), and its node the meta entry "unbacked" = "u0", by which the
+// concrete backends split the graph there (_unbacked.py). Later ops see u0 as
+// any symbolic size; a decision on it that its range does not settle breaks
+// the graph at that line (the ShapeEnv's DataDependentError). Without the
+// setting, these calls break the graph as Dynamo's default does.
+#include "ignis/capture/log.h"
+#include "ignis/capture/tracer_impl.h"
+#include "ignis/core/str.h"
+#include "ignis/ops/sym_shape.h"
+#include "ignis/python/py_common.h"
+#include "ignis/sym/eval.h"
+
+namespace ignis::capture {
+
+namespace {
+
+bool is_bool_tensor(const VTP& v) {
+  return v && v->kind == VK::Tensor && py::unwrap(v->fake.get()).dtype() == ScalarType::Bool;
+}
+
+// The value of keyword `name` among `kwargs` when it is a constant; `dflt`
+// when absent; nullptr when it is something else.
+PyObject* const_kwarg(const std::vector<std::pair<std::string, VTP>>& kwargs, const char* name,
+                      PyObject* dflt) {
+  for (const auto& [k, v] : kwargs)
+    if (k == name) return v->kind == VK::Const ? v->value.get() : nullptr;
+  return dflt;
+}
+
+}  // namespace
+
+sym::Expr Tracer::new_unbacked(const std::string& what, const std::vector<sym::Expr>& counted) {
+  int64_t upper = 1;
+  for (const sym::Expr& e : counted) {
+    sym::Expr r = shape_env.replace(e);
+    if (!r.is_const() || upper > sym::ShapeEnv::kNoUpper / std::max<int64_t>(r.value(), 1)) {
+      upper = sym::ShapeEnv::kNoUpper;
+      break;
+    }
+    upper *= r.value();
+  }
+  if (log_on(kLogDynamic))
+    shape_env.set_logger([](const std::string& m) { log_write(kLogDynamic, m); });
+  shape_env.set_location(user_location());
+  std::string at = cur && cur->ci ? str(" at ", cur->ci->filename, ":", cur->line) : "";
+  return shape_env.create_unbacked(str("the count of ", what, at), upper);
+}
+
+VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
+                          const std::vector<VTP>& args,
+                          const std::vector<std::pair<std::string, VTP>>& kwargs) {
+  if (name != "nonzero" && name != "where" && name != "masked_select" && name != "getitem")
+    return nullptr;
+  if (!cfg->capture_dynamic_output_shape_ops || args.empty() || args[0]->kind != VK::Tensor)
+    return nullptr;
+  const VTP& x = args[0];
+  // What the call is: its output's shape after the count, and the fake maker.
+  enum { Nonzero, NonzeroTuple, MaskedSelect, MaskedRows } kind;
+  VTP mask;
+  if (name == "nonzero" && args.size() == 1) {
+    PyObject* as_tuple = const_kwarg(kwargs, "as_tuple", Py_False);
+    if (!as_tuple || !PyBool_Check(as_tuple)) return nullptr;
+    kind = as_tuple == Py_True ? NonzeroTuple : Nonzero;
+  } else if (name == "where" && !method && args.size() == 1 && kwargs.empty()) {
+    kind = NonzeroTuple;
+  } else if (name == "masked_select" && args.size() == 2 && kwargs.empty() && is_bool_tensor(args[1])) {
+    kind = MaskedSelect;
+    mask = args[1];
+  } else if (name == "getitem" && args.size() == 2 && is_bool_tensor(args[1])) {
+    kind = MaskedRows;
+    mask = args[1];
+  } else {
+    return nullptr;
+  }
+  for (const auto& [k, v] : kwargs)
+    if (k != "as_tuple") return nullptr;
+  const std::vector<sym::Expr> xs = sizes_of(x);
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  if ((kind == Nonzero || kind == NonzeroTuple) && rank == 0) return nullptr;  // eager's own rule
+  const Tensor& xf = py::unwrap(x->fake.get());
+  if (mask && py::unwrap(mask->fake.get()).device() != xf.device()) return nullptr;
+
+  // The result's sizes after the count, and the elements counted.
+  shape_env.set_location(user_location());
+  std::vector<sym::Expr> rest, counted;
+  std::string what;
+  if (kind == MaskedRows) {
+    const std::vector<sym::Expr> ms = sizes_of(mask);
+    if (ms.empty() || ms.size() > xs.size()) return nullptr;  // x[True] adds a dim: eager's rule
+    for (size_t d = 0; d < ms.size(); ++d)
+      if (!shape_env.expect_equal(ms[d], xs[d]))
+        throw Unsupported{str("indexing with a boolean mask of shape ", sym_shape::str(ms),
+                              " that does not match the indexed tensor's ", sym_shape::str(xs),
+                              " (an IndexError when run eagerly)"),
+                          false, true};
+    rest.assign(xs.begin() + static_cast<std::ptrdiff_t>(ms.size()), xs.end());
+    counted = ms;
+    what = "True elements of a boolean mask index";
+  } else if (kind == MaskedSelect) {
+    const std::vector<sym::Expr> ms = sizes_of(mask);
+    sym_shape::Sizes a(xs.begin(), xs.end()), b(ms.begin(), ms.end());
+    std::optional<sym_shape::Sizes> shape = sym_shape::broadcast({&a, &b}, shape_env);
+    if (!shape) return nullptr;  // the fake run would fail: eager raises after a break
+    counted.assign(shape->begin(), shape->end());
+    what = "masked_select()";
+  } else {
+    counted = xs;
+    if (kind == Nonzero) rest = {sym::Expr(rank)};
+    what = name == "where" ? "where(condition)" : "nonzero()";
+  }
+  const sym::Expr u = new_unbacked(what, counted);
+
+  // The fake, made by ignis/_unbacked.py under the fake mode.
+  Obj result;
+  {
+    Obj hint = check(PyLong_FromLongLong(sym::ShapeEnv::kUnbackedHint));
+    Obj fx = fake_arg(x);
+    aot::FakeModeGuard guard(fake_mode);
+    if (kind == MaskedRows || kind == MaskedSelect) {
+      Obj fm = fake_arg(mask);
+      result = Obj::steal(PyObject_CallFunctionObjArgs(
+          py_import_attr("ignis._unbacked", kind == MaskedRows ? "fake_masked_rows" : "fake_masked_select"),
+          fx.get(), fm.get(), hint.get(), nullptr));
+    } else {
+      result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_nonzero"),
+                                                       fx.get(), hint.get(),
+                                                       kind == NonzeroTuple ? Py_True : Py_False, nullptr));
+    }
+  }
+  if (!result) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    Obj text = Obj::steal(v ? PyObject_Str(v) : nullptr);
+    std::string msg = text ? utf8(text.get()) : "?";
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    throw Unsupported{str(what, " failed on the traced values: ", msg)};
+  }
+
+  // The node, as call_graph records it.
+  std::vector<graph::Value> gargs;
+  for (const VTP& a : args) gargs.push_back(graph_arg(a));
+  graph::Kwargs gkw;
+  for (const auto& [k, v] : kwargs) gkw.emplace_back(k, graph_arg(v));
+  graph::Node* node = method ? ir->call_method(name, std::move(gargs), std::move(gkw))
+                             : ir->call_function(target_of(fn), std::move(gargs), std::move(gkw));
+  node->meta().set_extra("unbacked", sym::symbol_name(u));
+  ++call_nodes;
+  VTP r = wrap_result(result.get(), node);
+
+  // Their symbolic sizes: [u0, rest...] (nonzero(as_tuple=True): [u0] each).
+  std::vector<VTP> outs = r->kind == VK::Tensor ? std::vector<VTP>{r} : r->items;
+  std::vector<sym::Expr> sizes{u};
+  if (kind != NonzeroTuple) sizes.insert(sizes.end(), rest.begin(), rest.end());
+  for (const VTP& o : outs) {
+    o->sym_sizes = sizes;
+    graph::TensorMeta& m = o->node->meta().tensors.at(0);
+    m.sym_sizes = sizes;
+    const Tensor& f = py::unwrap(o->fake.get());
+    if (f.is_contiguous()) {
+      m.sym_strides = sym_shape::contiguous_strides(sizes);
+    } else {
+      m.sym_strides.clear();
+      for (int64_t st : f.strides()) m.sym_strides.push_back(sym::Expr(st));
+    }
+  }
+  if (!outs.empty()) unbacked_source[u] = {outs[0], 0};
+  if (node->meta().tuple_output) {
+    for (graph::TensorMeta& m : node->meta().tensors) {
+      m.sym_sizes = sizes;
+      m.sym_strides = {sym::Expr(py::unwrap(outs[0]->fake.get()).strides()[0])};
+    }
+  }
+  return r;
+}
+
+void Tracer::note_unbacked_reads(const VTP& v) {
+  if (!v || v->kind != VK::SymInt || !v->sym.defined()) return;
+  for (const sym::Expr& s : sym::free_symbols(shape_env.replace(v->sym))) {
+    auto it = unbacked_source.find(s);
+    if (it == unbacked_source.end()) continue;
+    bool have = false;
+    for (const VTP& e : v->items) have |= e.get() == it->second.tensor.get();
+    if (!have) v->items.push_back(it->second.tensor);
+  }
+}
+
+}  // namespace ignis::capture
