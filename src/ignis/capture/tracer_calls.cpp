@@ -980,8 +980,13 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     if (!m) PyErr_Clear();
     std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
     if (mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
-        mod == "ignis._functions" || mod == "ignis.functional")
+        mod == "ignis._functions" || mod == "ignis.functional") {
+      if (mod == "ignis") {  // ignis.nonzero(x, as_tuple=...)
+        Obj name = check(PyObject_GetAttrString(fn, "__name__"));
+        if (VTP r = call_unbacked(fn, utf8(name.get()), false, args, kwargs)) return r;
+      }
       return call_graph(fn, "", args, kwargs);
+    }
     // Layers' own methods are model code (as torch.nn is to Dynamo): inline them.
     if (mod.rfind("ignis", 0) == 0 && mod.rfind("ignis.nn.modules", 0) != 0)
       throw Unsupported{str("call to ", callable_name(fn), " (ignis internals are not traced)")};
