@@ -104,6 +104,30 @@ def nonzero(input, *, as_tuple=False):
     return input.nonzero(as_tuple=as_tuple)
 
 
+def _unique_result(values, inverse, counts, return_inverse, return_counts):
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements of input (or its distinct slices along `dim`), sorted;
+    with return_inverse, each element's index among them (input's shape); with
+    return_counts, how often each occurs (torch.unique). NaNs are each distinct."""
+    if dim is None:
+        r = ops._unique2(input, sorted, return_inverse, return_counts)
+    else:
+        r = ops.unique_dim(input, dim, sorted, return_inverse, return_counts)
+    return _unique_result(*r, return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """The first element of each run of equal consecutive elements (or slices
+    along `dim`), with each element's run and the runs' lengths on request
+    (torch.unique_consecutive)."""
+    r = ops.unique_consecutive(input, return_inverse, return_counts, dim)
+    return _unique_result(*r, return_inverse, return_counts)
+
+
 def set_default_dtype(d):
     """Sets the default floating dtype (float32 unless changed)."""
     _C.set_default_dtype(d)

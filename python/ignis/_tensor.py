@@ -115,6 +115,14 @@ class Tensor(_C.TensorBase):
     def nonzero(self, *, as_tuple=False):
         return _OPS["where"](self) if as_tuple else _OPS["nonzero"](self)
 
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        from . import unique
+        return unique(self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+        from . import unique_consecutive
+        return unique_consecutive(self, return_inverse, return_counts, dim)
+
     def where(self, condition, other):
         """self where condition holds, other elsewhere (torch.where(condition, self, other))."""
         return _OPS["where"](condition, self, other)

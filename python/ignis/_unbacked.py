@@ -1,6 +1,7 @@
 """Data-dependent sizes (docs/dynamic_shapes.md "Data-dependent sizes").
 
-Capture records x[mask], masked_select, nonzero and where(cond) with an
+Capture records x[mask], masked_select, nonzero, where(cond), unique and
+unique_consecutive with an
 unbacked size u0 (src/ignis/capture/tracer_unbacked.cpp) instead of
 breaking the graph. Two Python pieces of that live here:
 
@@ -39,6 +40,16 @@ def fake_nonzero(x, n, as_tuple):
     from . import empty, int64
     idx = empty((n, x.dim()), dtype=int64, device=x.device)
     return tuple(idx.unbind(1)) if as_tuple else idx
+
+
+def fake_unique(x, n, return_inverse, return_counts):
+    """unique(x) / unique_consecutive(x): n values (through index_select, as
+    eager's composite gives them x's history), x-shaped inverse, n counts."""
+    from . import empty, int64, _unique_result
+    values = x.reshape(-1).index_select(0, _fake_rows(n, x.device))
+    inverse = empty(tuple(x.shape), dtype=int64, device=x.device)
+    counts = empty(n, dtype=int64, device=x.device)
+    return _unique_result(values, inverse, counts, return_inverse, return_counts)
 
 
 # --- running a graph with data-dependent ops on a concrete backend ---------------------------

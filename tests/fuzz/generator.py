@@ -47,7 +47,10 @@ KINDS = {"assign": 6, "inplace": 2, "buf": 1, "branch": 1, "loop": 1, "print": 1
 #   across a graph break, then the view used: its history follows the write;
 # - grad_nest: `enable_grad()` inside `no_grad()`, or `set_grad_enabled(<data or k>)`,
 #   around ordinary statements.
-EXTRA_KINDS = {"view_write": 1, "view_stale": 1, "grad_nest": 0.6}
+# - masked: a data-dependent size (x[mask], nonzero, masked_select, where(cond)), which
+#   capture keeps in the graph as an unbacked size: its result reduced or used as rows,
+#   its count in arithmetic, returned, or branched on (a graph break at the branch).
+EXTRA_KINDS = {"view_write": 1, "view_stale": 1, "grad_nest": 0.6, "masked": 0.8}
 EXTRA_RATE = 0.15
 # A view of a 2-D value: (text after the value, its symbolic shape from (R, C)).
 VIEWS_2D = [("[0]", lambda s: (s[1],)), ("[:, -1]", lambda s: (s[0],)),
@@ -330,6 +333,8 @@ class Gen:
             t = self.fresh()
             lines.append(f"{ind}{t} = {v} * {r.choice(['2.0', 'k', '-0.5'])} + 1")
             pool.append((t, shape(s), None))
+        elif kind == "masked":
+            self.masked(lines, ind, pool)
         else:  # grad_nest
             x, s, _ = r.choice(pool)
             t1, t2 = self.fresh(), self.fresh()
@@ -342,6 +347,43 @@ class Gen:
                 lines += [f"{ind}with torch.set_grad_enabled({cond}):",
                           f"{ind}    {t1} = {x} * 2", f"{ind}    {t2} = ({t1} + {x}).sin()"]
             pool += [(t1, s, None), (t2, s, None)]
+
+    def masked(self, lines, ind, pool):
+        """One statement with a data-dependent size (EXTRA_KINDS "masked"), from self.r2."""
+        r = self.r2
+        twod = [v for v in pool if v[1] == RC]
+        x = r.choice(twod)[0] if twod else "a"
+        c = round(r.uniform(-0.5, 0.8), 1)
+        t = self.fresh()
+        form = r.randrange(7)
+        if form == 0:  # selected elements, reduced
+            red = r.choice(["sum()", "abs().sum()", "square().sum() * 0.5"])
+            lines.append(f"{ind}{t} = ({x}[{x} > {c}].sin() * 2 + 1).{red}")
+            pool.append((t, S, None))
+        elif form == 1:  # selected rows, through a product and a reduction over them
+            lines.append(f"{ind}{t} = ({x}[{x}[:, 0] > {c}] * 2).relu().sum(0, keepdim=True) + {x}[0]")
+            pool.append((t, C1_, None))
+        elif form == 2:  # coordinates, gathered back
+            lines.append(f"{ind}r_{t}, c_{t} = ({x} > {c}).nonzero(as_tuple=True)")
+            lines.append(f"{ind}{t} = {x}[r_{t}, c_{t}].sum() + r_{t}.float().sum() * 0.01")
+            pool.append((t, S, None))
+        elif form == 3:  # masked_select with a broadcast mask
+            lines.append(f"{ind}{t} = torch.masked_select({x}, a[0] > {c}).tanh().sum()")
+            pool.append((t, S, None))
+        elif form == 4:  # the count in arithmetic (a SymInt)
+            lines.append(f"{ind}n_{t} = {x}[{x} < {c}].shape[0]")
+            lines.append(f"{ind}{t} = {x} * (n_{t} + 1) / (max(n_{t}, 1) + k)")
+            pool.append((t, RC, None))
+        elif form == 5:  # a branch on the count: a graph break at the branch
+            lines.append(f"{ind}if {x}[{x} > {c}].shape[0] > {r.randrange(0, 6)}:")
+            lines.append(f"{ind}    {t} = {x} * 2")
+            lines.append(f"{ind}else:")
+            lines.append(f"{ind}    {t} = {x} - 1")
+            pool.append((t, RC, None))
+        else:  # where(cond): indices of one row's elements, gathered
+            lines.append(f"{ind}(i_{t},) = torch.where({x}[0] > {c})")
+            lines.append(f"{ind}{t} = {x}[:, i_{t}].sum(1, keepdim=True) + i_{t}.shape[0]")
+            pool.append((t, R1, None))
 
     def step(self, lines, ind, pool, depth):
         r = self.r

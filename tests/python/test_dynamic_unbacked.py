@@ -272,3 +272,26 @@ def test_torch_breaks_where_ignis_does_not():
     torch.compile(tf, backend=counting_backend(graphs))(x, y)
     assert len(graphs) == 2
     torch._dynamo.reset()
+
+
+def unique_all(x):
+    v, inv, c = ignis.unique(x, return_inverse=True, return_counts=True)
+    return v * 2, inv + 1, c.float().mean(), x.unique().sum()
+
+
+def unique_consecutive_runs(x):
+    return x.unique_consecutive(return_counts=True)[1].sum() + (x > 1).nonzero().shape[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [unique_all, unique_consecutive_runs], ids=lambda f: f.__name__)
+def test_unique_stays_in_the_graph(fn, backend):
+    ex = _run(fn, _seeded(lambda i: (ignis.randint(0, 5, (3, 4)),)), backend)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    # NumPy's view of the same call
+    x = ignis.tensor([[4, 1], [1, 3]])
+    v, inv, c = ignis.compile(unique_all, backend=backend)(x)[:2] + (None,)
+    nv, ninv = np.unique(x.numpy(), return_inverse=True)
+    np.testing.assert_array_equal(v.numpy(), nv * 2)
+    np.testing.assert_array_equal(inv.numpy(), ninv.reshape(2, 2) + 1)
+    ignis.compiler.reset()

@@ -283,3 +283,65 @@ def test_ops_compile_without_graph_breaks():
         for g, e in zip(got, f(x, w)):
             np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
     ignis.compiler.reset()
+
+
+# --- unique / unique_consecutive -------------------------------------------------------------
+UNIQUE_DATA = [SPECIAL, SPECIAL[0], np.array([[2, 1], [1, 5], [2, 1]], dtype=np.int64),
+               np.array([True, False, True]), np.zeros((0,), dtype=np.float32),
+               np.array(5, dtype=np.int32), RNG.integers(0, 4, (6, 3)).astype(np.uint8)]
+
+
+@pytest.mark.parametrize("data", UNIQUE_DATA, ids=lambda a: f"{a.dtype}{list(a.shape)}")
+@pytest.mark.parametrize("return_inverse", [False, True])
+@pytest.mark.parametrize("return_counts", [False, True])
+def test_unique_matches_torch(data, return_inverse, return_counts):
+    # NaNs are each their own value, sorted last (torch's CPU kernel). Slices
+    # holding NaN are left out of the dim= cases: torch's lexicographic order
+    # is no order with NaN, and may leave equal slices apart (SPECIAL's two
+    # (1, 2) columns come out twice).
+    a, t = _pair(data)
+    dims_of = range(data.ndim) if not np.isnan(data.astype(np.float64)).any() else []
+    for dims in [{}] + [{"dim": d} for d in dims_of]:
+        got = ignis.unique(a, return_inverse=return_inverse, return_counts=return_counts, **dims)
+        want = torch.unique(t, return_inverse=return_inverse, return_counts=return_counts, **dims)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        assert len(got) == len(want)
+        nan = np.isnan(data.astype(np.float64))
+        for i, (g, w) in enumerate(zip(got, want)):
+            if i == 1 and return_inverse and nan.any():
+                # Which NaN of the values each NaN element maps to is torch's
+                # sort's accident; ignis keeps their order: each its own.
+                gi = g.numpy()
+                np.testing.assert_array_equal(gi[~nan], w.numpy()[~nan])
+                assert len(set(gi[nan].tolist())) == nan.sum()
+                assert np.isnan(got[0].numpy()[gi[nan]]).all()
+                continue
+            _same(g, w)
+        m = a.unique(sorted=False, return_inverse=return_inverse, return_counts=return_counts, **dims)
+        for g, w in zip(m if isinstance(m, tuple) else (m,), got):
+            assert (g.numpy() == w.numpy()).sum() + np.isnan(g.numpy().astype(np.float64)).sum() \
+                == g.numel()
+
+
+@pytest.mark.parametrize("data", [np.array([1, 1, 2, 2, 3, 1, 1, 2]), SPECIAL,
+                                  np.array([[1, 2], [1, 2], [0, 1], [0, 1]]),
+                                  np.zeros((0,), dtype=np.int64)], ids=["runs", "special", "rows", "empty"])
+def test_unique_consecutive_matches_torch(data):
+    a, t = _pair(data)
+    dims_of = range(data.ndim) if not np.isnan(data.astype(np.float64)).any() else []
+    for dims in [{}] + [{"dim": d} for d in dims_of]:
+        got = ignis.unique_consecutive(a, return_inverse=True, return_counts=True, **dims)
+        want = torch.unique_consecutive(t, return_inverse=True, return_counts=True, **dims)
+        for g, w in zip(got, want):
+            _same(g, w)
+        _same(a.unique_consecutive(**dims), torch.unique_consecutive(t, **dims))
+
+
+def test_unique_values_carry_gradient_to_first_occurrences():
+    # torch's _unique2 has no derivative (backward raises); ignis's composite
+    # gives one: each distinct value's gradient reaches its first occurrence.
+    x = ignis.tensor([3.0, 1.0, 3.0, 2.0], requires_grad=True)
+    v = ignis.unique(x)
+    (v * ignis.tensor([1.0, 10.0, 100.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [100.0, 1.0, 0.0, 10.0])

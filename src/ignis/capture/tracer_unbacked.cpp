@@ -1,8 +1,8 @@
 // Data-dependent sizes in the tracer (docs/dynamic_shapes.md "Data-dependent
 // sizes"; Note [Unbacked symbols] in sym/shape_env.h).
 //
-// x[mask], masked_select, nonzero and where(cond) give tensors whose first
-// size is a count only the data decide. With capture_dynamic_output_shape_ops
+// x[mask], masked_select, nonzero, where(cond), unique and unique_consecutive
+// give tensors whose first size is a count only the data decide. With capture_dynamic_output_shape_ops
 // (ignis's default) such a call joins the graph: its result gets an unbacked
 // size u0 in [0, the input's element count], a fake of kUnbackedHint rows
 // (made by ignis/_unbacked.py under the fake mode, through index_select
@@ -12,6 +12,8 @@
 // any symbolic size; a decision on it that its range does not settle breaks
 // the graph at that line (the ShapeEnv's DataDependentError). Without the
 // setting, these calls break the graph as Dynamo's default does.
+#include <algorithm>
+
 #include "ignis/capture/log.h"
 #include "ignis/capture/tracer_impl.h"
 #include "ignis/core/str.h"
@@ -58,14 +60,16 @@ sym::Expr Tracer::new_unbacked(const std::string& what, const std::vector<sym::E
 VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
                           const std::vector<VTP>& args,
                           const std::vector<std::pair<std::string, VTP>>& kwargs) {
-  if (name != "nonzero" && name != "where" && name != "masked_select" && name != "getitem")
+  if (name != "nonzero" && name != "where" && name != "masked_select" && name != "getitem" &&
+      name != "unique" && name != "unique_consecutive")
     return nullptr;
   if (!cfg->capture_dynamic_output_shape_ops || args.empty() || args[0]->kind != VK::Tensor)
     return nullptr;
   const VTP& x = args[0];
   // What the call is: its output's shape after the count, and the fake maker.
-  enum { Nonzero, NonzeroTuple, MaskedSelect, MaskedRows } kind;
+  enum { Nonzero, NonzeroTuple, MaskedSelect, MaskedRows, Unique } kind;
   VTP mask;
+  bool return_inverse = false, return_counts = false;
   if (name == "nonzero" && args.size() == 1) {
     PyObject* as_tuple = const_kwarg(kwargs, "as_tuple", Py_False);
     if (!as_tuple || !PyBool_Check(as_tuple)) return nullptr;
@@ -78,11 +82,41 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   } else if (name == "getitem" && args.size() == 2 && is_bool_tensor(args[1])) {
     kind = MaskedRows;
     mask = args[1];
+  } else if (name == "unique" || name == "unique_consecutive") {
+    // unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None);
+    // unique_consecutive(x, return_inverse=False, return_counts=False, dim=None).
+    std::vector<std::string> params = {"sorted", "return_inverse", "return_counts", "dim"};
+    if (name == "unique_consecutive") params.erase(params.begin());
+    if (args.size() > params.size() + 1) return nullptr;
+    std::vector<PyObject*> value(params.size(), nullptr);
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i]->kind != VK::Const) return nullptr;
+      value[i - 1] = args[i]->value.get();
+    }
+    for (const auto& [k, v] : kwargs) {
+      auto at = std::find(params.begin(), params.end(), k);
+      if (at == params.end() || v->kind != VK::Const) return nullptr;
+      value[at - params.begin()] = v->value.get();
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      PyObject* o = value[i];
+      if (params[i] == "dim") {
+        if (o && o != Py_None) return nullptr;  // slices along a dim: eager, after a break
+      } else if (o && !PyBool_Check(o)) {
+        return nullptr;
+      } else if (params[i] == "return_inverse") {
+        return_inverse = o == Py_True;
+      } else if (params[i] == "return_counts") {
+        return_counts = o == Py_True;
+      }
+    }
+    kind = Unique;
   } else {
     return nullptr;
   }
-  for (const auto& [k, v] : kwargs)
-    if (k != "as_tuple") return nullptr;
+  if (kind != Unique)
+    for (const auto& [k, v] : kwargs)
+      if (k != "as_tuple") return nullptr;
   const std::vector<sym::Expr> xs = sizes_of(x);
   const int64_t rank = static_cast<int64_t>(xs.size());
   if ((kind == Nonzero || kind == NonzeroTuple) && rank == 0) return nullptr;  // eager's own rule
@@ -112,6 +146,9 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
     if (!shape) return nullptr;  // the fake run would fail: eager raises after a break
     counted.assign(shape->begin(), shape->end());
     what = "masked_select()";
+  } else if (kind == Unique) {
+    counted = xs;
+    what = name + "()";
   } else {
     counted = xs;
     if (kind == Nonzero) rest = {sym::Expr(rank)};
@@ -130,6 +167,10 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
       result = Obj::steal(PyObject_CallFunctionObjArgs(
           py_import_attr("ignis._unbacked", kind == MaskedRows ? "fake_masked_rows" : "fake_masked_select"),
           fx.get(), fm.get(), hint.get(), nullptr));
+    } else if (kind == Unique) {
+      result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_unique"),
+                                                       fx.get(), hint.get(), return_inverse ? Py_True : Py_False,
+                                                       return_counts ? Py_True : Py_False, nullptr));
     } else {
       result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_nonzero"),
                                                        fx.get(), hint.get(),
@@ -159,11 +200,18 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   ++call_nodes;
   VTP r = wrap_result(result.get(), node);
 
-  // Their symbolic sizes: [u0, rest...] (nonzero(as_tuple=True): [u0] each).
+  // Their symbolic sizes: [u0, rest...] (nonzero(as_tuple=True): [u0] each;
+  // unique: values and counts [u0], the inverse x's sizes).
   std::vector<VTP> outs = r->kind == VK::Tensor ? std::vector<VTP>{r} : r->items;
-  std::vector<sym::Expr> sizes{u};
-  if (kind != NonzeroTuple) sizes.insert(sizes.end(), rest.begin(), rest.end());
-  for (const VTP& o : outs) {
+  std::vector<std::vector<sym::Expr>> out_sizes(outs.size(), {u});
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (kind == Nonzero || kind == MaskedRows)
+      out_sizes[i].insert(out_sizes[i].end(), rest.begin(), rest.end());
+    if (kind == Unique && i == 1 && return_inverse) out_sizes[i] = xs;
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const VTP& o = outs[i];
+    const std::vector<sym::Expr>& sizes = out_sizes[i];
     o->sym_sizes = sizes;
     graph::TensorMeta& m = o->node->meta().tensors.at(0);
     m.sym_sizes = sizes;
@@ -177,10 +225,8 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   }
   if (!outs.empty()) unbacked_source[u] = {outs[0], 0};
   if (node->meta().tuple_output) {
-    for (graph::TensorMeta& m : node->meta().tensors) {
-      m.sym_sizes = sizes;
-      m.sym_strides = {sym::Expr(py::unwrap(outs[0]->fake.get()).strides()[0])};
-    }
+    for (size_t i = 0; i < outs.size() && i < node->meta().tensors.size(); ++i)
+      node->meta().tensors[i] = outs[i]->node->meta().tensors.at(0);
   }
   return r;
 }

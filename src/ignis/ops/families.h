@@ -10,6 +10,7 @@ void register_view_ops();
 void register_conversion_ops();
 void register_reduction_ops();
 void register_sort_ops();
+void register_unique_ops();
 void register_index_ops();
 void register_matrix_ops();
 void register_composite_ops();
