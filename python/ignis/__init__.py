@@ -128,6 +128,41 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _unique_result(*r, return_inverse, return_counts)
 
 
+_builtin_int = type(0)
+
+
+def _sublist_letters(sub):
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    out = []
+    for e in sub:
+        if e is Ellipsis:
+            out.append("...")
+        elif type(e) is _builtin_int and 0 <= e < 52:
+            out.append(letters[e])
+        else:
+            raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), got {e!r}")
+    return "".join(out)
+
+
+def einsum(*args):
+    """Einstein summation (torch.einsum): `einsum("bij,bjk->bik", a, b)`, the
+    operands also as one list, or the sublist form `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
+    if not args:
+        raise TypeError("einsum(): must specify the equation string and at least one operand, "
+                        "or at least one operand and its subscripts list")
+    if isinstance(args[0], str):
+        equation, operands = args[0], args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = operands[0]
+        return ops.einsum(equation, list(operands))
+    operands, terms = list(args[0::2]), [_sublist_letters(s) for s in args[1::2]]
+    out = None
+    if len(args) % 2 == 1:  # a trailing output sublist
+        operands, out = operands[:-1], _sublist_letters(args[-1])
+    equation = ",".join(terms) + ("" if out is None else "->" + out)
+    return ops.einsum(equation, operands)
+
+
 def set_default_dtype(d):
     """Sets the default floating dtype (float32 unless changed)."""
     _C.set_default_dtype(d)

@@ -11,6 +11,7 @@ void register_conversion_ops();
 void register_reduction_ops();
 void register_sort_ops();
 void register_unique_ops();
+void register_einsum_ops();
 void register_index_ops();
 void register_matrix_ops();
 void register_composite_ops();

@@ -19,6 +19,7 @@ void register_all_ops() {
   register_reduction_ops();
   register_sort_ops();
   register_unique_ops();
+  register_einsum_ops();
   register_index_ops();
   register_matrix_ops();
   register_attention_ops();

@@ -451,6 +451,10 @@ void chunk_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   int64_t size = n == 0 ? 0 : (n - 1) / chunks + 1;  // ceil(n / chunks) without overflow
   std::vector<Tensor> out;
   if (size == 0) {
+    // An empty dim gives `chunks` empty tensors (torch's rule); a count no
+    // memory holds is an error, not an allocation that kills the process.
+    IGNIS_CHECK(chunks <= (int64_t{1} << 31), "chunk: cannot split an empty dimension into ", chunks,
+                " chunks (one empty tensor each)");
     for (int64_t i = 0; i < chunks; ++i) out.push_back(slice_impl(self, dim, 0, 0, 1));
   } else {
     for (int64_t b = 0; b < n; b += std::min(size, n - b))
