@@ -88,8 +88,10 @@ def quiet_dynamo():
 
 @pytest.mark.parametrize("mod,c", ALL_CASES,
                          ids=[f"{m.__name__[13:]}-{c.name}" for m, c in ALL_CASES])
-def test_graphs_equal_dynamos(mod, c):
+def test_graphs_equal_dynamos(mod, c, monkeypatch):
     torch = pytest.importorskip("torch")
+    # Dynamo's default config: data-dependent output sizes break the graph.
+    monkeypatch.setattr(ignis.compiler.config, "capture_dynamic_output_shape_ops", False)
     if not torch.__version__.startswith("2.13"):
         pytest.skip("graph text compared with torch 2.13's Dynamo (other versions name nodes "
                     "differently)")

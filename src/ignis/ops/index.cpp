@@ -1383,6 +1383,21 @@ void pad_bw(GradCtx& c) {
 void index_bw(GradCtx& c) {
   c.set(0, op("index_put", zeros_of_self(c), c.args[1], c.grad(), true));
 }
+// torch's masked_select_backward: the gradient scattered where the mask
+// holds into zeros of the broadcast shape, summed to self's. It saves self,
+// as torch's does (so writing self before backward raises there too).
+void masked_select_bw(GradCtx& c) {
+  const Tensor& g = c.grad();
+  DimVector shape = broadcast_shapes(c.sizes(0), c.sizes(1));
+  if (shape.empty()) shape.push_back(1);
+  static OpRef index_put_fn("index_put");
+  const Tensor& self = c.in(0);  // read (version-checked) as torch's zeros_like(self) reads it
+  Tensor mask = expand_op.tensor(c.in(1), shape.vec());
+  Tensor z = index_put_fn.tensor(zeros(shape, self.dtype(), g.user_device()),
+                                 IValue::OptTensors{{mask}}, g, false);
+  c.set(0, sum_to(z, c.sizes(0)));
+}
+
 void index_put_bw(GradCtx& c) {
   bool acc = c.bool_arg(3);
   c.set(0, acc ? c.grad() : op("index_put", c.grad(), c.args[1], scalar(0.0), false));
@@ -1564,8 +1579,8 @@ void register_index_ops() {
       .data_dependent("nonzero(): the output's shape is the number of nonzero elements "
                       "(data-dependent)")
       .doc("[n, dim] coordinates of the nonzero elements").core();
-  def("masked_select(Tensor self, Tensor mask) -> Tensor").category(OpCategory::Composite).both()
-      .composite(masked_select_kernel)
+  def("masked_select(Tensor self, Tensor mask) -> Tensor").category(OpCategory::Other).both()
+      .kernel(masked_select_kernel).derivative(masked_select_bw, "self, mask").core()
       .data_dependent("masked_select(): the output's shape is the number of elements where the "
                       "mask holds (data-dependent)")
       .doc("1-D tensor of the elements where mask holds");

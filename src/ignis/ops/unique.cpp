@@ -98,10 +98,17 @@ void ret3(Stack& s, Unique u) {
   s.emplace_back(std::move(u.counts));
 }
 
-// Over the flattened elements; the inverse takes self's shape.
-void unique_flat(Stack& s, const Tensor& self, bool sort) {
+// Over the flattened elements; the inverse takes self's shape. An inverse
+// or counts not asked for is empty, as torch's flat kernels give them (its
+// dim= kernels give all three).
+void unique_flat(Stack& s, const Tensor& self, bool sort, bool inverse, bool counts) {
   Unique u = unique_rows(reshape_op.tensor(self, std::vector<int64_t>{-1}), sort);
   u.inverse = reshape_op.tensor(u.inverse, self.sizes().vec());
+  auto none = [&] {
+    return full_op.tensor(std::vector<int64_t>{0}, Scalar(int64_t(0)), ScalarType::Int64, self.device());
+  };
+  if (!inverse) u.inverse = none();
+  if (!counts) u.counts = none();
   ret3(s, std::move(u));
 }
 
@@ -123,7 +130,8 @@ void unique_along(Stack& s, const Tensor& self, int64_t dim, bool sort) {
 // _unique2(self, sorted, return_inverse, return_counts): torch's CPU kernel
 // sorts whatever `sorted` says, and so does this one.
 void unique2_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
-  unique_flat(s, s[0].to_tensor(), true);
+  Tensor self = s[0].to_tensor();
+  unique_flat(s, self, true, s[2].to_bool(), s[3].to_bool());
 }
 void unique_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
@@ -131,7 +139,7 @@ void unique_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 }
 void unique_consecutive_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
-  if (s[3].is_none()) unique_flat(s, self, false);
+  if (s[3].is_none()) unique_flat(s, self, false, s[1].to_bool(), s[2].to_bool());
   else unique_along(s, self, s[3].to_int(), false);
 }
 
