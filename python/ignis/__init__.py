@@ -54,6 +54,9 @@ _ops.install(globals(), Tensor)
 
 from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
+from .functional import *  # noqa: E402,F401,F403
+from . import functional  # noqa: E402,F401
+from ._dtype_info import finfo, iinfo  # noqa: E402,F401
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from . import _random  # noqa: E402
 from ._random import normal, bernoulli, poisson  # noqa: E402,F401
@@ -102,65 +105,6 @@ _amp_update_scale_ = ops._amp_update_scale_
 def nonzero(input, *, as_tuple=False):
     """Indices of non-zero elements: an [n, ndim] tensor, or one tensor per dim."""
     return input.nonzero(as_tuple=as_tuple)
-
-
-def _unique_result(values, inverse, counts, return_inverse, return_counts):
-    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
-    return out[0] if len(out) == 1 else out
-
-
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """The distinct elements of input (or its distinct slices along `dim`), sorted;
-    with return_inverse, each element's index among them (input's shape); with
-    return_counts, how often each occurs (torch.unique). NaNs are each distinct."""
-    if dim is None:
-        r = ops._unique2(input, sorted, return_inverse, return_counts)
-    else:
-        r = ops.unique_dim(input, dim, sorted, return_inverse, return_counts)
-    return _unique_result(*r, return_inverse, return_counts)
-
-
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """The first element of each run of equal consecutive elements (or slices
-    along `dim`), with each element's run and the runs' lengths on request
-    (torch.unique_consecutive)."""
-    r = ops.unique_consecutive(input, return_inverse, return_counts, dim)
-    return _unique_result(*r, return_inverse, return_counts)
-
-
-_builtin_int = type(0)
-
-
-def _sublist_letters(sub):
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    out = []
-    for e in sub:
-        if e is Ellipsis:
-            out.append("...")
-        elif type(e) is _builtin_int and 0 <= e < 52:
-            out.append(letters[e])
-        else:
-            raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), got {e!r}")
-    return "".join(out)
-
-
-def einsum(*args):
-    """Einstein summation (torch.einsum): `einsum("bij,bjk->bik", a, b)`, the
-    operands also as one list, or the sublist form `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
-    if not args:
-        raise TypeError("einsum(): must specify the equation string and at least one operand, "
-                        "or at least one operand and its subscripts list")
-    if isinstance(args[0], str):
-        equation, operands = args[0], args[1:]
-        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-            operands = operands[0]
-        return ops.einsum(equation, list(operands))
-    operands, terms = list(args[0::2]), [_sublist_letters(s) for s in args[1::2]]
-    out = None
-    if len(args) % 2 == 1:  # a trailing output sublist
-        operands, out = operands[:-1], _sublist_letters(args[-1])
-    equation = ",".join(terms) + ("" if out is None else "->" + out)
-    return ops.einsum(equation, operands)
 
 
 def set_default_dtype(d):

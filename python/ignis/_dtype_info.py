@@ -21,18 +21,30 @@ def _name(dtype):
     return str(dtype).split(".")[-1]
 
 
-class finfo:
+class _Frozen:
+    """Read-only once made: capture takes these records as constants."""
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def _set(self, **fields):
+        for k, v in fields.items():
+            object.__setattr__(self, k, v)
+
+
+class finfo(_Frozen):
     """The limits of a floating dtype (torch.finfo): bits, eps, max, min, tiny
     (= smallest_normal), resolution, dtype. finfo() is the default dtype's."""
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
 
     def __init__(self, type=None):
         name = _name(type)
         if name not in _FLOATS:
             raise TypeError(f"finfo(): argument 'type' must be a floating point dtype, not {name}")
-        self.bits, self.eps, self.max, self.tiny, self.resolution = _FLOATS[name]
-        self.min = -self.max
-        self.smallest_normal = self.tiny
-        self.dtype = name
+        bits, eps, mx, tiny, resolution = _FLOATS[name]
+        self._set(bits=bits, eps=eps, max=mx, min=-mx, tiny=tiny, smallest_normal=tiny,
+                  resolution=resolution, dtype=name)
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:.6e}, max={self.max:.6e}, "
@@ -40,15 +52,16 @@ class finfo:
                 f"dtype={self.dtype})")
 
 
-class iinfo:
+class iinfo(_Frozen):
     """The limits of an integer dtype (torch.iinfo): bits, min, max, dtype."""
+    __slots__ = ("bits", "min", "max", "dtype")
 
     def __init__(self, type):
         name = _name(type)
         if name not in _INTS:
             raise TypeError(f"iinfo(): argument 'type' must be an integer dtype, not {name}")
-        self.bits, self.min, self.max = _INTS[name]
-        self.dtype = name
+        bits, mn, mx = _INTS[name]
+        self._set(bits=bits, min=mn, max=mx, dtype=name)
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

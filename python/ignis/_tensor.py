@@ -298,4 +298,34 @@ def _comparable(other):
     return isinstance(other, (_C.TensorBase, numbers.Number, np.generic))
 
 
+# Tensor methods of torch's top-level functions made of ops (ignis/_functions.py):
+# x.median(dim) is ignis.median(x, dim).
+_FUNCTION_METHODS = (
+    "repeat_interleave", "argwhere", "diff", "nan_to_num", "logaddexp", "logaddexp2", "xlogy",
+    "diag", "diag_embed", "diagflat", "trace", "kron", "cross", "tensor_split", "ravel", "rot90",
+    "median", "nanmedian", "nanmean", "quantile", "nanquantile", "kthvalue", "bincount", "inner",
+    "vdot", "dist", "addmv", "addr", "addbmm", "sinc", "logit", "deg2rad", "rad2deg", "heaviside",
+    "fmax", "fmin", "float_power", "positive", "sgn", "msort")
+
+
+def _function_method(name):
+    def method(self, *args, **kwargs):
+        from . import _functions
+        return getattr(_functions, name)(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name in _FUNCTION_METHODS:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _function_method(_name))
+
+
+def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    from . import _functions
+    return _functions.nan_to_num(self, nan, posinf, neginf, out=self)
+
+
+Tensor.nan_to_num_ = _nan_to_num_
+
 _C._set_tensor_class(Tensor)

@@ -45,7 +45,8 @@ def fake_nonzero(x, n, as_tuple):
 def fake_unique(x, n, return_inverse, return_counts):
     """unique(x) / unique_consecutive(x): n values (through index_select, as
     eager's composite gives them x's history), x-shaped inverse, n counts."""
-    from . import empty, int64, _unique_result
+    from . import empty, int64
+    from .functional import _unique_result
     values = x.reshape(-1).index_select(0, _fake_rows(n, x.device))
     inverse = empty(tuple(x.shape), dtype=int64, device=x.device)
     counts = empty(n, dtype=int64, device=x.device)

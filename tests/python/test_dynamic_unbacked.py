@@ -85,6 +85,10 @@ def nonzero_coords(x):
     return idx * 2 + 1, idx.shape[0]
 
 
+def argwhere_both_forms(x):
+    return ignis.argwhere(x > 0.5).sum(0) + (x < 0.2).argwhere().shape[0]
+
+
 def nonzero_tuple(x):
     r, c = ignis.nonzero(x > 0, as_tuple=True)
     return x[r, c] * 2 + x[r].sum(1)
@@ -111,6 +115,7 @@ CASES = {
     "masked_sum": (masked_sum, lambda i: (ignis.randn(8, 5, requires_grad=True), ignis.randn(8, 5)),
                    (0,)),
     "nonzero_coords": (nonzero_coords, lambda i: (ignis.rand(5, 3),), ()),
+    "argwhere": (argwhere_both_forms, lambda i: (ignis.rand(5, 3),), ()),
     "nonzero_tuple": (nonzero_tuple, lambda i: (ignis.randn(6, 4, requires_grad=True),), (0,)),
     "where_one_arg": (where_one_arg, lambda i: (ignis.rand(10, requires_grad=True),), (0,)),
     "masked_select": (masked_select_both_forms,

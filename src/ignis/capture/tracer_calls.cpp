@@ -83,6 +83,11 @@ bool is_immutable(PyObject* o) {
       PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyRange_Check(o) || PySlice_Check(o))
     return true;
   if (py::is_dtype(o) || py::is_device(o)) return true;
+  // ignis.finfo / ignis.iinfo: frozen records of a dtype's limits.
+  static PyObject* finfo_t = py_import_attr("ignis._dtype_info", "finfo");
+  static PyObject* iinfo_t = py_import_attr("ignis._dtype_info", "iinfo");
+  if (reinterpret_cast<PyObject*>(Py_TYPE(o)) == finfo_t || reinterpret_cast<PyObject*>(Py_TYPE(o)) == iinfo_t)
+    return true;
   if (PyTuple_Check(o)) {
     if (!PyTuple_CheckExact(o) && !(py::SizeClass && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(py::SizeClass))))
       return false;
@@ -981,7 +986,8 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
     if (mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
         mod == "ignis._functions" || mod == "ignis.functional") {
-      if (mod == "ignis") {  // ignis.nonzero(x, as_tuple=...)
+      if (mod == "ignis" || mod == "ignis.functional" || mod == "ignis._functions") {
+        // ignis.nonzero(x, as_tuple=...), ignis.unique(...), ignis.argwhere(x)
         Obj name = check(PyObject_GetAttrString(fn, "__name__"));
         if (VTP r = call_unbacked(fn, utf8(name.get()), false, args, kwargs)) return r;
       }
@@ -1315,7 +1321,7 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                                std::vector<std::pair<std::string, VTP>>& kwargs) {
   if (name == "nonzero" || name == "masked_select" || name == "unique" ||
-      name == "unique_consecutive") {
+      name == "unique_consecutive" || name == "argwhere") {
     std::vector<VTP> all{self};
     all.insert(all.end(), args.begin(), args.end());
     if (VTP r = call_unbacked(nullptr, name, true, all, kwargs)) return r;
@@ -1851,6 +1857,12 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
   if (Py_TYPE(fn) == &PyMethodDescr_Type || Py_TYPE(fn) == &PyWrapperDescr_Type) {
     VTP r = fold();  // str.join(",", parts) and friends over constants
     if (r) return r;
+  }
+  // ignis.finfo(dtype) / iinfo(dtype): constants of the dtype (torch.finfo under Dynamo).
+  if (fn == py_import_attr("ignis._dtype_info", "finfo") || fn == py_import_attr("ignis._dtype_info", "iinfo")) {
+    VTP r = fold();
+    if (r) return r;
+    throw Unsupported{str(callable_name(fn), "() of a dtype capture cannot read")};
   }
   *handled = false;
   return nullptr;

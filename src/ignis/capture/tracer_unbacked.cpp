@@ -61,7 +61,7 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
                           const std::vector<VTP>& args,
                           const std::vector<std::pair<std::string, VTP>>& kwargs) {
   if (name != "nonzero" && name != "where" && name != "masked_select" && name != "getitem" &&
-      name != "unique" && name != "unique_consecutive")
+      name != "unique" && name != "unique_consecutive" && name != "argwhere")
     return nullptr;
   if (!cfg->capture_dynamic_output_shape_ops || args.empty() || args[0]->kind != VK::Tensor)
     return nullptr;
@@ -70,7 +70,9 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   enum { Nonzero, NonzeroTuple, MaskedSelect, MaskedRows, Unique } kind;
   VTP mask;
   bool return_inverse = false, return_counts = false;
-  if (name == "nonzero" && args.size() == 1) {
+  if (name == "argwhere" && args.size() == 1 && kwargs.empty()) {
+    kind = Nonzero;
+  } else if (name == "nonzero" && args.size() == 1) {
     PyObject* as_tuple = const_kwarg(kwargs, "as_tuple", Py_False);
     if (!as_tuple || !PyBool_Check(as_tuple)) return nullptr;
     kind = as_tuple == Py_True ? NonzeroTuple : Nonzero;
@@ -152,7 +154,7 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   } else {
     counted = xs;
     if (kind == Nonzero) rest = {sym::Expr(rank)};
-    what = name == "where" ? "where(condition)" : "nonzero()";
+    what = name == "where" ? "where(condition)" : name + "()";
   }
   const sym::Expr u = new_unbacked(what, counted);
 

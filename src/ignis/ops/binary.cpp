@@ -457,7 +457,13 @@ void pow_bw(GradCtx& c) {
   const Tensor& g = c.grad();
   if (c.needs_grad(0)) {
     // e * x^(e-1), and 0 where e == 0 (so that 0^-1 does not poison it).
-    Tensor d = mul(mul(g, e), pow(x, sub(e, scalar(1.0))));
+    // A Python-number exponent's e - 1 is taken in double here: two wrapped
+    // numbers would promote to the default dtype (x.pow(1/3) in float64
+    // had its gradient off by 5e-8).
+    Tensor em1 = e.impl()->is_wrapped_number()
+                     ? scalar_to_tensor(e.item_double() - 1.0, ScalarType::Float64, true)
+                     : sub(e, scalar(1.0));
+    Tensor d = mul(mul(g, e), pow(x, em1));
     c.set(0, where(op("eq", e, scalar(0.0)), zeros_like(d), d));
   }
   if (c.needs_grad(1)) {
