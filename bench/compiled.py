@@ -15,6 +15,11 @@ caches, compiled-graph caches and thread pools never carry over. Rows:
               "small" config), no_grad
   gpt_train   one training step of it: zero_grad, forward, loss, backward, AdamW
               step (the model compiled, the optimizer eager)
+  masked      a masked loss, (d[keep] ** 2).mean() + pred.abs().mean() with d = pred - tgt,
+              8192x1024 float32, keep a random half: torch's Dynamo breaks the graph at
+              the boolean index (two graphs); ignis keeps one graph with an unbacked
+              size (docs/dynamic_shapes.md "Data-dependent sizes"). The mask is the
+              same every call (its count recurs); graphs compiled are printed
   gpt_lengths 20 calls of gpt_fwd's forward, each with another sequence length
               (LENGTHS): the total ms of the 20, compiles included (each in a fresh
               process: cold and warm are the same 20 calls on a fresh / warm cache),
@@ -62,7 +67,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train",
+ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train", "masked",
         "gpt_lengths"]
 # gpt_lengths: sequence lengths of its 20 calls (distinct, up to the block size 64)
 LENGTHS = [64, 56, 48, 40, 32, 24, 16, 8, 60, 52, 44, 36, 28, 20, 12, 62, 50, 38, 26, 14]
@@ -144,6 +149,15 @@ def make_case(row, lib, quick):
                 x = ops[i % 5](x)
             return x
         return tiny, (t(rng.standard_normal(1024)),), False
+    if row == "masked":
+        m, n = S["ln"]
+        args = (t(rng.standard_normal((m, n))), t(rng.standard_normal((m, n))),
+                lib.from_numpy(rng.random((m, n)) < 0.5))
+
+        def masked(pred, tgt, keep):
+            d = (pred - tgt)[keep]
+            return (d * d).mean() + pred.abs().mean()
+        return masked, args, False
     if row in ("gpt_fwd", "gpt_train"):
         from gpt import build_gpt, configure_optimizer
         from train import SIZES
@@ -206,8 +220,11 @@ def run_child(args):
     if args.child == "gpt_lengths":
         return lengths_child(args, lib, out)
     fn, fargs, train = make_case(args.child, lib, args.quick)
-    if "compiled" in args.impl or args.impl.endswith("compile"):
+    compiling = "compiled" in args.impl or args.impl.endswith("compile")
+    if compiling:
         fn = lib.compile(fn, backend="inductor")
+        counters = importlib.import_module(lib.__name__ + "._dynamo.utils").counters
+        graphs_before = counters["stats"]["unique_graphs"]
     if train:
         model, idx, tgt, opt = fn, fargs[0], fargs[1], fargs[2]
         named = dict(getattr(model, "_orig_mod", model).named_parameters())
@@ -248,6 +265,8 @@ def run_child(args):
     if args.impl in ("ignis_compiled", GENERIC):
         from ignis._inductor import metrics
         out["kernels"] = metrics.generated_kernel_count
+    if compiling:
+        out["graphs"] = counters["stats"]["unique_graphs"] - graphs_before
     print("RESULT " + json.dumps(out))
 
 
@@ -364,6 +383,9 @@ def moved_bytes(row, quick):
     if row == "layer_norm":
         m, n = S["ln"]
         return 4 * (2 * m * n + 2 * n)
+    if row == "masked":
+        m, n = S["ln"]
+        return 4 * 2 * m * n + m * n  # pred, tgt and the bool mask, read once
     return None
 
 
@@ -604,6 +626,11 @@ def report(results, args):
             if "kernels" in r["cells"].get("ignis_compiled", {})]
     if kern:
         print("ignis generated kernels per row: " + ", ".join(kern))
+    mk = results["rows"].get("masked")
+    if mk:
+        graphs = ", ".join(f"{impl} {c['graphs']}" for impl, c in mk["cells"].items()
+                           if "graphs" in c)
+        print(f"masked: graphs compiled: {graphs or '-'}")
     lens = results["rows"].get("gpt_lengths")
     if lens:
         graphs = ", ".join(f"{impl} {c['graphs']}" for impl, c in lens["cells"].items()

@@ -228,6 +228,9 @@ def _param(case_id, *values):
 DATA_DEPENDENT = {
     "where": "where(condition) is nonzero: its output shape depends on the data",
     "masked_select": "masked_select's output shape depends on the data",
+    "_unique2": "unique's output shape is the number of distinct values",
+    "unique_dim": "unique's output shape is the number of distinct values",
+    "unique_consecutive": "unique_consecutive's output shape is the number of runs",
     ("one_hot", 1): "one_hot(num_classes=-1) takes the class count from the data",
 }
 
