@@ -1249,3 +1249,27 @@ def test_inputs_traced_as_one_tensor_then_given_apart_run_the_captured_graph(bac
             gw = ignis.autograd.grad(want.sum(), [a, b] if a is not b else [a])
             for u, v in zip(gg, gw):
                 np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_gradient_arriving_as_a_view_reaches_a_backward_traced_for_contiguous_tangents(backend):
+    # Fuzz seed 4503340: after a graph break, cat's backward hands the first
+    # graph a narrowed (non-contiguous) gradient, and that graph's backward,
+    # traced for contiguous tangents, views it (view(-1)'s backward).
+    def f(a, b, buf):
+        t2 = a.to(ignis.float64).mul(1.5).to(a.dtype)
+        t10 = t2.contiguous().view(-1).view(t2.shape) - 1
+        t13 = (b + b * 2) * 2.5
+        n = buf.sum().item()  # a graph break
+        t17 = ignis.cat([t13, t10], 1).sum(1, keepdim=True)
+        return t17 + t17 * n
+    a = ignis.randn(5, 4, requires_grad=True)
+    b = ignis.randn(5, 4, requires_grad=True)  # both of cat's gradients narrowed
+    buf = ignis.randn(5, 4)
+    ignis.compiler.reset()
+    ignis.compile(f, backend=backend)(a, b, buf).sum().backward()
+    got = a.grad.clone()
+    a.grad = None
+    f(a, b, buf).sum().backward()
+    np.testing.assert_allclose(got.numpy(), a.grad.numpy(), rtol=1e-6)
+    ignis.compiler.reset()

@@ -317,7 +317,12 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
             missing = tuple(i for i, r in enumerate(received) if not r)
             # a graph with zeros in their place (Note [Tangents that do not arrive])
             compiled_bw = backward_for(missing)
-            tangents = [g for g in grads if g is not None]
+            # The backward was traced (and its code compiled) for contiguous
+            # tangents; a gradient arriving as a view (a narrow of cat's
+            # gradient, from a graph after a break) is copied to that layout,
+            # as torch's AOTAutograd does (fuzz seed 4503340: `view` in the
+            # backward refused a narrowed gradient).
+            tangents = [g if g.is_contiguous() else g.contiguous() for g in grads if g is not None]
             # A gradient made only from tangents that did not arrive (zeros
             # stand in for them) is None, as eager's engine never reaches
             # the nodes no gradient flows into: a zero tensor would carry on
