@@ -53,6 +53,131 @@ def fake_unique(x, n, return_inverse, return_counts):
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
 
 
+# --- masked reductions: no count needed ------------------------------------------------------
+# Note [Masked reductions without a count]
+# The commonest data-dependent size in training code is a masked loss:
+# (d[keep] ** 2).mean(), x[x > 0].sum(). When the selected elements only pass
+# through elementwise ops of themselves (and Python numbers) into a full sum
+# or mean, the count never matters: the sum over the selected elements is the
+# sum over all of where(keep, f(where(keep, x, 0)), 0), and the mean that sum
+# over keep.sum(). So the concrete backends get that graph instead: no
+# data-dependent op left, one compiled graph, fused, and no host read of the
+# count. The inner where keeps gradients exact: at unselected positions f
+# sees 0, and whatever f'(0) is (inf for sqrt or log), the inner where's
+# backward drops it, as eager's index backward never reaches them. The
+# results differ from eager's only in summation order.
+_ARITH = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
+          operator.abs, operator.pos}
+
+
+def _elementwise_of(node, cur):
+    """Whether `node` is an elementwise op whose only tensor operand is `cur`."""
+    if node.kwargs or any(isinstance(a, fx.Node) and a is not cur for a in node.args):
+        return False
+    if not node.args or node.args[0] is not cur and not (node.target in _ARITH and cur in node.args):
+        return False
+    if node.op == "call_function":
+        target = node.target
+    elif node.op == "call_method":
+        from . import ops
+        target = getattr(ops, node.target, None)
+    else:
+        return False
+    if target in _ARITH:
+        return True
+    name = getattr(target, "__name__", "")
+    return bool(getattr(target, "scalar_name", None)) and not name.endswith("_") and \
+        getattr(target, "determinism", "deterministic") == "deterministic"
+
+
+def _full_reduction(node, cur):
+    """"sum" or "mean" when `node` reduces all of `cur` to a scalar, else None."""
+    import ignis
+    if node.kwargs or len(node.args) != 1 or node.args[0] is not cur:
+        return None
+    if node.op == "call_method" and node.target in ("sum", "mean"):
+        return node.target
+    if node.op == "call_function" and node.target in (ignis.sum, ignis.mean):
+        return node.target.__name__
+    return None
+
+
+def _same_shape_mask(node):
+    """(x, mask) of x[mask] / masked_select(x, mask) with mask of x's shape, else None."""
+    if len(node.args) != 2 or node.kwargs:
+        return None
+    x, mask = node.args
+    if not isinstance(x, fx.Node) or not isinstance(mask, fx.Node):
+        return None
+    is_index = node.op == "call_function" and node.target is operator.getitem
+    is_select = getattr(node.target, "__name__", node.target) == "masked_select"
+    if not (is_index or is_select):
+        return None
+    try:
+        xm, mm = x.meta["tensor_meta"], mask.meta["tensor_meta"]
+    except KeyError:
+        return None
+    if str(mm.dtype).split(".")[-1] != "bool" or tuple(xm.shape) != tuple(mm.shape):
+        return None
+    return x, mask
+
+
+def fold_masked_reductions(gm):
+    """gm with each masked reduction of Note [Masked reductions without a
+    count] written without its data-dependent op; gm itself when none is."""
+    import ignis
+    plans = {}  # the data-dependent node -> (x, mask, chain, terminal, kind)
+    for n in gm.graph.nodes:
+        if "unbacked" not in n.meta:
+            continue
+        xm = _same_shape_mask(n)
+        if xm is None:
+            continue
+        chain, cur = [], n
+        while len(cur.users) == 1:
+            u = next(iter(cur.users))
+            kind = _full_reduction(u, cur)
+            if kind:
+                dtype = str(cur.meta["tensor_meta"].dtype) if "tensor_meta" in cur.meta else ""
+                if kind == "mean" and not any(f in dtype for f in ("float", "half")):
+                    break  # mean of integers raises in eager: left to do so
+                plans[n] = (*xm, chain, u, kind)
+                break
+            if not _elementwise_of(u, cur):
+                break
+            chain.append(u)
+            cur = u
+    if not plans:
+        return gm
+    from ._compile import _dynamic_log
+    g = fx.Graph()
+    val_map = {}
+    replaced = {}
+    for n in gm.graph.nodes:
+        if n in plans:
+            x, mask, chain, terminal, kind = plans[n]
+            val_map[n] = g.call_function(ignis.where, (val_map[mask], val_map[x], 0))
+            replaced[terminal] = (mask, chain[-1] if chain else n, kind)
+            _dynamic_log(f"{n.name}: a masked {kind} without its count (Note [Masked reductions "
+                         "without a count])")
+            continue
+        if n in replaced:
+            mask, last, kind = replaced[n]
+            kept = g.call_function(ignis.where, (val_map[mask], val_map[last], 0))
+            total = g.call_method("sum", (kept,))
+            if kind == "mean":
+                total = g.call_function(operator.truediv, (total, g.call_method("sum", (val_map[mask],))))
+            val_map[n] = total
+            continue
+        if n.op == "output":
+            g.output(fx.graph.map_arg(n.args[0], lambda a: val_map[a]))
+            continue
+        val_map[n] = g.node_copy(n, lambda a: val_map[a])
+        if n.op != "placeholder" and "tensor_meta" in val_map[n].meta:
+            del val_map[n].meta["tensor_meta"]  # the shapes after the mask changed
+    return fx.GraphModule(gm, g)
+
+
 # --- running a graph with data-dependent ops on a concrete backend ---------------------------
 def _data_dependent(node, dd):
     """Whether `node` makes a data-dependent size (or reads a tuple that one made)."""

@@ -300,3 +300,43 @@ def test_unique_stays_in_the_graph(fn, backend):
     np.testing.assert_array_equal(v.numpy(), nv * 2)
     np.testing.assert_array_equal(inv.numpy(), ninv.reshape(2, 2) + 1)
     ignis.compiler.reset()
+
+
+# --- Note [Masked reductions without a count] ----------------------------------------------
+def masked_losses(pred, tgt, keep):
+    d = (pred - tgt)[keep]
+    return (d * d).mean() + (pred[pred > 0.5].sin() * 2 + 1).sum() + \
+        ignis.masked_select(pred, pred < 0).neg().sqrt().sum()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_masked_reductions_compile_without_their_count(backend, monkeypatch):
+    # No stages: the concrete backends get one graph with no data-dependent op,
+    # so a new count every call costs nothing; values and gradients are
+    # eager's, with no NaN from sqrt'(0) at the unselected positions.
+    import ignis._unbacked as ub
+
+    def no_stages(*a, **k):
+        raise AssertionError("a masked reduction went to the stages")
+    monkeypatch.setattr(ub, "StagedGraph", no_stages)
+    ex = _run(masked_losses, _seeded(lambda i: (ignis.randn(8, 5, requires_grad=True), ignis.randn(8, 5),
+                                                ignis.rand(8, 5) < 0.5)), backend, grad_of=(0,))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+def test_masked_reductions_that_need_the_count_keep_the_stages():
+    # Two masked tensors combined, a count used, an integer mean (eager's error
+    # stays eager's): none of these is folded, and each still matches eager.
+    def two(x, y, m):
+        return (x[m] * y[m]).sum()
+
+    def counted(x):
+        s = x[x > 0]
+        return s.sum() / s.shape[0]
+    _run(two, _seeded(lambda i: (ignis.randn(5, 4, requires_grad=True), ignis.randn(5, 4),
+                                 ignis.rand(5, 4) < 0.5)), "inductor", grad_of=(0,))
+    _run(counted, _seeded(lambda i: (ignis.randn(5, 4) + 0.5,)), "inductor")
+    cf = ignis.compile(lambda x: x[x > 0].mean(), backend="inductor")
+    with pytest.raises(RuntimeError):
+        cf(ignis.tensor([1, -2, 3]))
+    ignis.compiler.reset()
