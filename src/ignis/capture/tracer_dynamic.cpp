@@ -352,6 +352,17 @@ void Tracer::lift_symbols(const VTP& t) {
   }
 }
 
+VTP Tracer::sym_value_of(graph::Node* n, sym::Expr e) {
+  ++call_nodes;
+  n->meta().sym_value = e;
+  auto v = std::make_shared<VT>(VK::SymInt);
+  v->node = graph::NodePtr(n);
+  v->sym = e;
+  v->hint = shape_env.hint_of(e);
+  note_unbacked_reads(v);
+  return v;
+}
+
 VTP Tracer::sym_int(sym::Expr e, const VTP& tensor, int64_t dim) {
   e = shape_env.replace(e);
   if (e.is_const()) {
@@ -367,13 +378,7 @@ VTP Tracer::sym_int(sym::Expr e, const VTP& tensor, int64_t dim) {
   // tensor at run time, as torch's sym_size does.
   if (!tensor) throw Unsupported{"internal: a symbolic size with no tensor to read it from"};
   graph::Node* n = ir->call_method("size", {graph::Value(node_of(tensor)), graph::Value(dim)});
-  ++call_nodes;
-  n->meta().sym_value = e;
-  auto v = std::make_shared<VT>(VK::SymInt);
-  v->node = graph::NodePtr(n);
-  v->sym = e;
-  v->hint = shape_env.hint_of(e);
-  note_unbacked_reads(v);
+  VTP v = sym_value_of(n, e);
   // An unbacked symbol is read once and that node used from then on (its
   // size() call is what the graph knows it by, as torch's sym_size).
   if (e.is_symbol() && unbacked_source.count(e)) symbol_vt[e] = v;
@@ -407,14 +412,7 @@ VTP Tracer::numel_of(const VTP& t) {
     return make_const(n.get());
   }
   graph::Node* n = ir->call_method("numel", {graph::Value(node_of(t))});
-  ++call_nodes;
-  n->meta().sym_value = p;
-  auto v = std::make_shared<VT>(VK::SymInt);
-  v->node = graph::NodePtr(n);
-  v->sym = p;
-  v->hint = shape_env.hint_of(p);
-  note_unbacked_reads(v);
-  return v;
+  return sym_value_of(n, p);
 }
 
 VTP Tracer::sym_binary(const char* name, const VTP& a, const VTP& b) {
@@ -441,15 +439,8 @@ VTP Tracer::sym_binary(const char* name, const VTP& a, const VTP& b) {
   std::vector<graph::Value> gargs{graph_arg(a)};
   if (b) gargs.push_back(graph_arg(b));
   graph::Node* n = ir->call_function(target_of(operator_fn(op.c_str())), std::move(gargs));
-  ++call_nodes;
-  n->meta().sym_value = r;
   n->meta().loc = graph::SourceLoc{cur && cur->ci ? cur->ci->filename : "", cur ? cur->line : 0};
-  auto v = std::make_shared<VT>(VK::SymInt);
-  v->node = graph::NodePtr(n);
-  v->sym = r;
-  v->hint = shape_env.hint_of(r);
-  note_unbacked_reads(v);
-  return v;
+  return sym_value_of(n, r);
 }
 
 VTP Tracer::sym_compare(const char* name, const VTP& a, const VTP& b) {
@@ -498,14 +489,7 @@ VTP Tracer::sym_minmax(bool is_max, const std::vector<VTP>& args) {
   for (const VTP& a : args) gargs.push_back(graph_arg(a));
   PyObject* fn = PyDict_GetItemString(builtins_dict(), is_max ? "max" : "min");
   graph::Node* n = ir->call_function(target_of(fn), std::move(gargs));
-  ++call_nodes;
-  n->meta().sym_value = r;
-  auto v = std::make_shared<VT>(VK::SymInt);
-  v->node = graph::NodePtr(n);
-  v->sym = r;
-  v->hint = shape_env.hint_of(r);
-  note_unbacked_reads(v);
-  return v;
+  return sym_value_of(n, r);
 }
 
 int64_t Tracer::specialize(const VTP& v, const std::string& why) {

@@ -385,6 +385,8 @@ class Tracer {
   // A tracker for the int `e` (a constant, or a SymInt with a graph node:
   // the symbol's placeholder, else `fallback` run to make one).
   VTP sym_int(sym::Expr e, const VTP& tensor, int64_t dim);
+  // The SymInt tracker of `n`, a node just recorded that computes `e`.
+  VTP sym_value_of(graph::Node* n, sym::Expr e);
   VTP size_of(const VTP& t, int64_t dim);       // x.size(d), x.shape[d]
   VTP shape_of(const VTP& t);                   // x.shape, x.size(): an ignis.Size tracker
   VTP numel_of(const VTP& t);
