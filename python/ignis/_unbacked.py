@@ -22,11 +22,13 @@ def _fake_rows(n, device):
     return empty(n, dtype=int64, device=device)
 
 
-def fake_masked_rows(x, mask, n):
-    """x[mask]: n rows of x's dims after the mask's, through index_select so
-    that the fake carries x's autograd history (requires_grad, grad_fn)."""
-    flat = x.reshape((-1,) + tuple(x.shape[mask.dim():]))
-    return flat.index_select(0, _fake_rows(n, x.device))
+def fake_masked_rows(x, mask, n, lead=0):
+    """x[mask] (x[:, mask] with lead 1, ...): x's first `lead` dims, n rows,
+    x's dims after the mask's; through index_select so that the fake carries
+    x's autograd history (requires_grad, grad_fn)."""
+    shape = tuple(x.shape)
+    flat = x.reshape(shape[:lead] + (-1,) + shape[lead + mask.dim():])
+    return flat.index_select(lead, _fake_rows(n, x.device))
 
 
 def fake_masked_select(x, mask, n):

@@ -89,6 +89,12 @@ def argwhere_both_forms(x):
     return ignis.argwhere(x > 0.5).sum(0) + (x < 0.2).argwhere().shape[0]
 
 
+def masked_columns(x, m, m2):
+    # x[:, mask] and x[:, :, mask2]: full slices, then the mask
+    s = x[:, m]
+    return s * 2, s.shape[1], (x.transpose(0, 1)[:, :, m2].exp() + 1).sum(1)
+
+
 def nonzero_tuple(x):
     r, c = ignis.nonzero(x > 0, as_tuple=True)
     return x[r, c] * 2 + x[r].sum(1)
@@ -116,6 +122,8 @@ CASES = {
                    (0,)),
     "nonzero_coords": (nonzero_coords, lambda i: (ignis.rand(5, 3),), ()),
     "argwhere": (argwhere_both_forms, lambda i: (ignis.rand(5, 3),), ()),
+    "masked_columns": (masked_columns, lambda i: (ignis.randn(3, 6, 2, requires_grad=True),
+                                                   ignis.rand(6) < 0.5, ignis.rand(2) < 0.5), (0,)),
     "nonzero_tuple": (nonzero_tuple, lambda i: (ignis.randn(6, 4, requires_grad=True),), (0,)),
     "where_one_arg": (where_one_arg, lambda i: (ignis.rand(10, requires_grad=True),), (0,)),
     "masked_select": (masked_select_both_forms,

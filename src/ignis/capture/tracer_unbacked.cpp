@@ -69,6 +69,7 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   // What the call is: its output's shape after the count, and the fake maker.
   enum { Nonzero, NonzeroTuple, MaskedSelect, MaskedRows, Unique } kind;
   VTP mask;
+  size_t lead = 0;  // MaskedRows: the dims before the mask's (x[:, mask])
   bool return_inverse = false, return_counts = false;
   if (name == "argwhere" && args.size() == 1 && kwargs.empty()) {
     kind = Nonzero;
@@ -84,6 +85,18 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   } else if (name == "getitem" && args.size() == 2 && is_bool_tensor(args[1])) {
     kind = MaskedRows;
     mask = args[1];
+  } else if (name == "getitem" && args.size() == 2 && args[1]->kind == VK::Tuple &&
+             !args[1]->items.empty() && is_bool_tensor(args[1]->items.back())) {
+    // x[:, mask], x[:, :, mask]: full slices, then the mask.
+    for (size_t i = 0; i + 1 < args[1]->items.size(); ++i) {
+      const VTP& e = args[1]->items[i];
+      if (e->kind != VK::Const || !PySlice_Check(e->value.get())) return nullptr;
+      auto* sl = reinterpret_cast<PySliceObject*>(e->value.get());
+      if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return nullptr;
+    }
+    kind = MaskedRows;
+    mask = args[1]->items.back();
+    lead = args[1]->items.size() - 1;
   } else if (name == "unique" || name == "unique_consecutive") {
     // unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None);
     // unique_consecutive(x, return_inverse=False, return_counts=False, dim=None).
@@ -131,14 +144,14 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   std::string what;
   if (kind == MaskedRows) {
     const std::vector<sym::Expr> ms = sizes_of(mask);
-    if (ms.empty() || ms.size() > xs.size()) return nullptr;  // x[True] adds a dim: eager's rule
+    if (ms.empty() || lead + ms.size() > xs.size()) return nullptr;  // x[True] adds a dim: eager's
     for (size_t d = 0; d < ms.size(); ++d)
-      if (!shape_env.expect_equal(ms[d], xs[d]))
+      if (!shape_env.expect_equal(ms[d], xs[lead + d]))
         throw Unsupported{str("indexing with a boolean mask of shape ", sym_shape::str(ms),
                               " that does not match the indexed tensor's ", sym_shape::str(xs),
                               " (an IndexError when run eagerly)"),
                           false, true};
-    rest.assign(xs.begin() + static_cast<std::ptrdiff_t>(ms.size()), xs.end());
+    rest.assign(xs.begin() + static_cast<std::ptrdiff_t>(lead + ms.size()), xs.end());
     counted = ms;
     what = "True elements of a boolean mask index";
   } else if (kind == MaskedSelect) {
@@ -164,11 +177,15 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
     Obj hint = check(PyLong_FromLongLong(sym::ShapeEnv::kUnbackedHint));
     Obj fx = fake_arg(x);
     aot::FakeModeGuard guard(fake_mode);
-    if (kind == MaskedRows || kind == MaskedSelect) {
+    if (kind == MaskedRows) {
       Obj fm = fake_arg(mask);
-      result = Obj::steal(PyObject_CallFunctionObjArgs(
-          py_import_attr("ignis._unbacked", kind == MaskedRows ? "fake_masked_rows" : "fake_masked_select"),
-          fx.get(), fm.get(), hint.get(), nullptr));
+      Obj at = check(PyLong_FromSize_t(lead));
+      result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_masked_rows"),
+                                                       fx.get(), fm.get(), hint.get(), at.get(), nullptr));
+    } else if (kind == MaskedSelect) {
+      Obj fm = fake_arg(mask);
+      result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_masked_select"),
+                                                       fx.get(), fm.get(), hint.get(), nullptr));
     } else if (kind == Unique) {
       result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_unique"),
                                                        fx.get(), hint.get(), return_inverse ? Py_True : Py_False,
@@ -207,6 +224,8 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   std::vector<VTP> outs = r->kind == VK::Tensor ? std::vector<VTP>{r} : r->items;
   std::vector<std::vector<sym::Expr>> out_sizes(outs.size(), {u});
   for (size_t i = 0; i < outs.size(); ++i) {
+    if (kind == MaskedRows)
+      out_sizes[i].insert(out_sizes[i].begin(), xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(lead));
     if (kind == Nonzero || kind == MaskedRows)
       out_sizes[i].insert(out_sizes[i].end(), rest.begin(), rest.end());
     if (kind == Unique && i == 1 && return_inverse) out_sizes[i] = xs;
@@ -225,7 +244,7 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
       for (int64_t st : f.strides()) m.sym_strides.push_back(sym::Expr(st));
     }
   }
-  if (!outs.empty()) unbacked_source[u] = {outs[0], 0};
+  if (!outs.empty()) unbacked_source[u] = {outs[0], static_cast<int64_t>(lead)};
   if (node->meta().tuple_output) {
     for (size_t i = 0; i < outs.size() && i < node->meta().tensors.size(); ++i)
       node->meta().tensors[i] = outs[i]->node->meta().tensors.at(0);
