@@ -72,6 +72,7 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
+from . import linalg, special  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import amp  # noqa: E402,F401

@@ -103,10 +103,42 @@ CASES = {
     "cartesian_prod": [((f64(2), f64(3)), {}, True)],
     "chain_matmul": [((f64(2, 3), f64(3, 4), f64(4, 2)), {}, True)],
     "unravel_index": [((np.array([0, 5, 11, -1]), (3, 4)), {}, False)],
+    # torch.linalg's norms and products
+    "linalg.vector_norm": [((f64(3, 4),), {}, True), ((f64(3, 4),), {"ord": 1, "dim": 1}, True),
+                           ((f64(3, 4),), {"ord": INF, "dim": 0, "keepdim": True}, False),
+                           ((f64(3, 4),), {"ord": 3.5, "dim": (0, 1)}, True),
+                           ((f64(3, 4),), {"ord": 0}, False), ((f64(3, 4),), {"ord": -INF}, False)],
+    "linalg.matrix_norm": [((f64(2, 3, 4),), {}, True), ((f64(3, 4),), {"ord": 1}, False),
+                           ((f64(3, 4),), {"ord": -INF, "keepdim": True}, False),
+                           ((f64(4, 3, 2),), {"ord": INF, "dim": (0, 2)}, False)],
+    "linalg.norm": [((f64(3, 4),), {}, True), ((f64(5),), {"ord": 3}, True),
+                    ((f64(3, 4),), {"ord": 1, "dim": 1}, True), ((f64(3, 4),), {"ord": "fro"}, True)],
+    "linalg.vecdot": [((f64(3, 4), f64(4)), {}, True)],
+    "linalg.multi_dot": [(([f64(2, 30), f64(30, 3), f64(3, 20), f64(20)],), {}, False)],
+    "linalg.vander": [((f64(4),), {}, True), ((f64(2, 3),), {"N": 5}, True)],
+    "linalg.cross": [((f64(4, 3), f64(4, 3)), {}, True)],
+    # torch.special's elementary functions
+    "special.expit": [((f64(3, 4),), {}, True)],
+    "special.xlog1py": [((np.array([0.0, 1.0, 2.0, 0.0]), np.array([-1.0, 3.0, 0.5, NAN])), {}, False)],
+    "special.entr": [((np.array([-1.0, 0.0, 0.5, 2.0]),), {}, False), ((f64(3, lo=0.1),), {}, True)],
+    "special.ndtr": [((f64(3, 4, lo=-4, hi=4),), {}, True)],
+    "special.log_ndtr": [((np.array([-40.0, -10.0, -5.5, -4.9, -1.0, 0.0, 3.0, 9.0]),), {}, False),
+                         ((f64(3, 4),), {}, True)],
+    "special.logsumexp": [((f64(3, 4), 1), {}, True)],
+    "special.round": [((f64(5) * 100,), {"decimals": 1}, False)],
 }
 
 
+def _get(lib, name):
+    obj = lib
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _to(lib, v, grad):
+    if isinstance(v, list):
+        return [_to(lib, x, grad) for x in v]
     if isinstance(v, np.ndarray):
         t = lib.tensor(v)
         if grad and v.dtype == np.float64:
@@ -146,8 +178,8 @@ def test_matches_torch(name, i):
     ia = [_to(ignis, a, grad) for a in args]
     ta = [_to(torch, a, grad) for a in args]
     ik, tk = _to(ignis, kwargs, False), _to(torch, kwargs, False)
-    got = getattr(ignis, name)(*ia, **ik)
-    want = getattr(torch, name)(*ta, **tk)
+    got = _get(ignis, name)(*ia, **ik)
+    want = _get(torch, name)(*ta, **tk)
     _cmp(got, want, name)
     if type(want).__module__ == "torch.return_types":
         assert type(got).__name__ == type(want).__name__ and got._fields[:2] == ("values", "indices")
@@ -235,4 +267,24 @@ def test_gqa_style_code_compiles(backend):
     np.testing.assert_allclose(gq.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(gk.numpy(), k.grad.numpy(), rtol=1e-4, atol=1e-6)
     assert ignis.compiler.explain(f)(q, k).graph_break_count == 0
+    ignis.compiler.reset()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_linalg_and_special_calls_stay_in_the_graph(backend):
+    def f(x):
+        n = ignis.linalg.vector_norm(x, dim=-1, keepdim=True)
+        return ignis.special.expit(x / n) + ignis.linalg.matrix_norm(x)
+    x = ignis.randn(3, 4, requires_grad=True)
+    ignis.compiler.reset()
+    got = ignis.compile(f, backend=backend)(x)
+    got.sum().backward()
+    g = x.grad.clone()
+    x.grad = None
+    want = f(x)
+    want.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-5, atol=1e-7)
+    ex = ignis.compiler.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
     ignis.compiler.reset()

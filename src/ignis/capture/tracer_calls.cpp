@@ -985,7 +985,8 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     if (!m) PyErr_Clear();
     std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
     if (mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
-        mod == "ignis._functions" || mod == "ignis.functional") {
+        mod == "ignis._functions" || mod == "ignis.functional" || mod == "ignis.linalg" ||
+        mod == "ignis.special") {
       if (mod == "ignis" || mod == "ignis.functional" || mod == "ignis._functions") {
         // ignis.nonzero(x, as_tuple=...), ignis.unique(...), ignis.argwhere(x)
         Obj name = check(PyObject_GetAttrString(fn, "__name__"));
