@@ -68,10 +68,7 @@ def sinc(input):
 
 def round(input, *, decimals=0):
     """Round half to even, at `decimals` decimal places (torch.special.round)."""
-    if decimals == 0:
-        return input.round()
-    scale = 10.0 ** decimals
-    return (input * scale).round() / scale
+    return _ig().round(input, decimals=decimals)
 
 
 def entr(input):

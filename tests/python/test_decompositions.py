@@ -341,6 +341,8 @@ SAMPLES = {
                    S(I(2, 3, 6), 1, True, False, True, dtypes=ONE, grad=False)],
     "unique_consecutive": [S(I(3, 12), True, True, None, dtypes=ONE, grad=False),
                            S(I(2, 6, 2), True, True, 0, dtypes=ONE, grad=False)],
+    "round.decimals": [S(F(3, 4, kind="wide"), decimals=2), S(F(3, 4, kind="wide"), decimals=-1),
+                       S(F(3, 4), decimals=0)],
     "einsum": [S("bij,bjk->bik", [F(2, 3, 4), F(2, 4, 5)]), S("ii->i", [F(4, 4)]),
                S("...i,...i->...", [F(2, 1, 3), F(4, 3)]), S("a,b,c->abc", [F(2), F(3), F(4)])],
     "where": [S(B(3, 4), dtypes=ONE)],

@@ -126,6 +126,7 @@ CASES = {
                          ((f64(3, 4),), {}, True)],
     "special.logsumexp": [((f64(3, 4), 1), {}, True)],
     "special.round": [((f64(5) * 100,), {"decimals": 1}, False)],
+    "round": [((f64(6) * 100,), {"decimals": 2}, False), ((f64(6) * 1000,), {"decimals": -2}, False)],
 }
 
 

@@ -129,9 +129,25 @@ void sdpa_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, matmul_op.tensor(attn, v));
 }
 
+
+// round(self, decimals=d): as torch's kernel, x * 10^d rounded half to even,
+// then / 10^d (for d < 0: x / 10^-d rounded, then * 10^-d).
+void round_decimals_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  static OpRef round_op("round"), div_op("div");
+  Tensor self = s[0].to_tensor();
+  const int64_t d = s[1].to_int();
+  if (d == 0 || !is_floating(self.dtype())) return ret(s, round_op.tensor(self));
+  Tensor scale = wrapped(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
+  if (d > 0) return ret(s, div_op.tensor(round_op.tensor(mul_op.tensor(self, scale)), scale));
+  ret(s, mul_op.tensor(round_op.tensor(div_op.tensor(self, scale)), scale));
+}
+
 }  // namespace
 
 void register_composite_ops() {
+  def("round.decimals(Tensor self, *, int decimals) -> Tensor")
+      .category(OpCategory::Composite).composite(round_decimals_kernel)
+      .doc("round half to even at `decimals` decimal places");
   def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
       .category(OpCategory::Composite).composite(linear_kernel)
       .doc("input @ weight.T + bias (weight is [out_features, in_features])");
