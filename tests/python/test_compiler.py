@@ -1535,3 +1535,33 @@ def test_a_copy_to_a_16_bit_float_rounds_what_reads_it_in_the_kernel(src, mid):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())
+
+
+@pytest.mark.parametrize("n", [70001, 1 << 20])
+@pytest.mark.parametrize("size_generic", [False, True])
+def test_full_reductions_split_across_threads(n, size_generic):
+    # Note [Full reductions across threads] (codegen_cpp.cpp): a reduction with
+    # no outer loop over more than a grain runs its blocks on the whole team,
+    # partials folded in thread order then the tail; the values are eager's
+    # (to rounding), a NaN anywhere propagates through max/min, and a team of
+    # one size always gives the same bits.
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._inductor import config
+
+    def f(x):
+        return x.sum(), x.amax(), x.amin(), (x * x).mean(), (x * 1e-6 + 1).prod()
+    x = ignis.randn(n, dtype=ignis.float64)
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
+    with config.patch(size_generic=size_generic):
+        compiled = _inductor.compile_fx(gm, None)
+    assert "split across threads" in compiled.generated_code
+    assert "#pragma omp for schedule(static)" in compiled.generated_code
+    got = compiled(x)
+    for g, w in zip(got, f(x)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
+    again = compiled(x)
+    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
+    y = x.clone()
+    y[n // 3] = float("nan")
+    s, mx, mn, _, _ = compiled(y)
+    assert np.isnan(s.item()) and np.isnan(mx.item()) and np.isnan(mn.item())

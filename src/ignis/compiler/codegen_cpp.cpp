@@ -522,6 +522,7 @@ class KernelPrinter {
       for (size_t i = k_.inner.size(); i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
       return;
     }
+    if (splits_across_threads(li)) return print_split_reduction(li, ind);
     // A reduction loop: lanes over blocks of the innermost dim, the tail
     // folded into lane 0, then the lanes folded into acc<r>.
     for (int r : l.reductions) {
@@ -586,6 +587,110 @@ class KernelPrinter {
           << "_lanes[l];\n"
           << ind << "if (" << nan << ") " << a << " = " << ctype(red.dtype) << "(__builtin_nan(\"\"));\n";
     }
+  }
+
+  // Note [Full reductions across threads]
+  // A reduction with no outer loop (x.sum(), a loss's mean, a norm) has
+  // nothing for the outer `omp for` to split, and ran on one thread however
+  // long it was: the masked loss's 8M-element reductions used one of the 2
+  // cores. So such a loop, when its one inner dim spans more than a grain
+  // and it writes no row scratch, splits its blocks across the team
+  // (`omp for schedule(static)`: contiguous runs in thread order); each
+  // thread folds its lanes into a partial, and the partials are folded in
+  // thread order after the region, then the tail, so a team of a given size
+  // always sums in the same order. Every combine (sum, prod, max, min) is
+  // associative; the NaN a max or min skipped in its lanes is put back per
+  // thread, and the partials fold with the NaN-propagating combine.
+  static constexpr int kMaxParts = 256;
+
+  bool splits_across_threads(size_t li) const {
+    const Loop& l = k_.loops[li];
+    if (!k_.outer.empty() || k_.inner.size() != 1 || !l.spills.empty() || !k_.scratch.empty())
+      return false;
+    if (generic_) return true;  // the team is chosen at run time (ignis_threads_for)
+    const sym::Expr& n = k_.inner_sizes.back();
+    return n.is_const() && n.value() >= 2 * grain_ && n.value() >= 2 * lanes_;
+  }
+
+  void print_split_reduction(size_t li, const std::string& ind) {
+    const Loop& l = k_.loops[li];
+    std::string rv = var(k_.inner.back());
+    std::string size_text, main_text, team;
+    const std::string g = std::to_string(grain_);
+    if (generic_) {
+      size_text = sz_.operand(k_.inner_sizes.back());
+      main_text = size_text + " - " + size_text + " % " + std::to_string(lanes_);
+      team = threads_ > 0 ? "(" + size_text + " > " + g + " ? " + std::to_string(threads_) + " : 1)"
+                          : "ignis_threads_for(" + size_text + ", " + g + ")";
+    } else {
+      const int64_t size = k_.inner_sizes.back().value();
+      size_text = std::to_string(size);
+      main_text = std::to_string(size - size % lanes_);
+      team = threads_ > 0 ? std::to_string(threads_) : "ignis_threads(2)";
+    }
+    const std::string t = "team" + std::to_string(li);
+    os_ << ind << "// (split across threads: Note [Full reductions across threads])\n";
+    print_body(li, ind, Part::Invariant);
+    os_ << ind << "int " << t << " = " << team << ";\n"
+        << ind << "if (" << t << " > " << kMaxParts << ") " << t << " = " << kMaxParts << ";\n";
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      std::string a = "acc" + std::to_string(r);
+      os_ << ind << ctype(red.dtype) << " " << a << "_parts[" << kMaxParts << "];\n"
+          << ind << "for (int t = 0; t < " << t << "; ++t) " << a << "_parts[t] = "
+          << combine_init(red.combine) << ";\n";
+    }
+    os_ << ind << "#pragma omp parallel num_threads(" << t << ")\n" << ind << "{\n";
+    const std::string in = ind + "  ";
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      os_ << in << ctype(red.dtype) << " acc" << r << "_lanes[" << lanes_ << "];\n"
+          << in << "for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_lanes[l] = "
+          << combine_init(red.combine) << ";\n";
+      if (tracks_nan(red)) os_ << in << "int32_t nan" << r << "_lanes[" << lanes_ << "] = {};\n";
+    }
+    os_ << in << "#pragma omp for schedule(static)\n"
+        << in << "for (int64_t block = 0; block < " << main_text << "; block += " << lanes_ << ") {\n"
+        << in << "  #pragma omp simd\n"
+        << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
+        << in << "    const int64_t " << rv << " = block + lane;\n";
+    print_body(li, in + "    ", Part::PerElement);
+    print_lane_folds(li, in + "    ");
+    os_ << in << "  }\n" << in << "}\n";
+    // Each thread's partial: its lanes folded (a skipped NaN put back).
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      std::string a = "acc" + std::to_string(r), lane = a + "_lanes[l]";
+      os_ << in << "{\n" << in << "  " << ctype(red.dtype) << " part = " << a << "_lanes[0];\n";
+      if (!tracks_nan(red)) {
+        os_ << in << "  for (int64_t l = 1; l < " << lanes_ << "; ++l) part = "
+            << combine_expr(red.combine, "part", lane) << ";\n";
+      } else {
+        std::string nan = "nan" + std::to_string(r);
+        os_ << in << "  for (int64_t l = 1; l < " << lanes_ << "; ++l) part = "
+            << nan_skipping_select(red, lane, "part") << ";\n"
+            << in << "  int32_t " << nan << " = 0;\n"
+            << in << "  for (int64_t l = 0; l < " << lanes_ << "; ++l) " << nan << " |= " << nan
+            << "_lanes[l];\n"
+            << in << "  if (" << nan << ") part = " << ctype(red.dtype) << "(__builtin_nan(\"\"));\n";
+      }
+      os_ << in << "  " << a << "_parts[omp_get_thread_num()] = part;\n" << in << "}\n";
+    }
+    os_ << ind << "}\n";
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      std::string a = "acc" + std::to_string(r);
+      os_ << ind << ctype(red.dtype) << " " << a << " = " << a << "_parts[0];\n"
+          << ind << "for (int t = 1; t < " << t << "; ++t) " << a << " = "
+          << combine_expr(red.combine, a, a + "_parts[t]") << ";\n";
+    }
+    // The tail, after the blocks (serial), folded into acc<r>.
+    if (!generic_ && main_text == size_text) return;
+    os_ << ind << "for (int64_t " << rv << " = " << main_text << "; " << rv << " < " << size_text
+        << "; ++" << rv << ") {\n";
+    print_body(li, ind + "  ", Part::PerElement);
+    print_folds(li, ind + "  ", [](int r) { return "acc" + std::to_string(r); });
+    os_ << ind << "}\n";
   }
 
   // A GEMM template: the runtime's GEMM (blocked, threaded, BLAS where it
