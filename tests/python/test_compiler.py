@@ -1565,3 +1565,20 @@ def test_full_reductions_split_across_threads(n, size_generic):
     y[n // 3] = float("nan")
     s, mx, mn, _, _ = compiled(y)
     assert np.isnan(s.item()) and np.isnan(mx.item()) and np.isnan(mn.item())
+
+
+def test_integer_sums_fuse_with_float_reductions_on_the_cpu():
+    # A masked mean's count and an accuracy's (pred == y).sum() are int64 sums
+    # of bools: lowered as reductions (not externs), so siblings over the
+    # same elements share one kernel's pass. Values and dtypes are eager's.
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x, y, m):
+        return ((x - y) * m).sum() / m.sum(), (x.round() == y.round()).sum(), (x > 0).int().sum(1)
+    args = [ignis.randn(256, 300), ignis.randn(256, 300), ignis.rand(256, 300) < 0.4]
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), args)
+    compiled = _inductor.compile_fx(gm, None)
+    assert "extern sum" not in compiled.program, compiled.program
+    for g, w in zip(compiled(*args), f(*args)):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5)

@@ -530,8 +530,14 @@ class Lowering {
     const graph::TensorMeta* out = single_meta(n);
     if (!known || !out || n->args().empty() || !n->args()[0].is_node()) return rc;
     const graph::TensorMeta* in = single_meta(n->args()[0].to_node());
-    if (!in || in->sizes.empty() || !is_float_dtype(in->dtype) || !is_float_dtype(out->dtype) ||
-        !on_device(in) || !on_device(out))
+    if (!in) return rc;
+    // Float reductions, and on the CPU integer and bool sums into int64 (a
+    // mask's count, (pred == y).sum()): their lanes are int64 adds. (The CUDA
+    // printer's reductions are float; there they stay externs.)
+    const bool float_reduction = is_float_dtype(in->dtype) && is_float_dtype(out->dtype);
+    const bool int_sum = rc.combine == Combine::Sum && out->dtype == ScalarType::Int64 &&
+                         is_integral(in->dtype, /*include_bool=*/true) && device_.is_cpu();
+    if (in->sizes.empty() || !(float_reduction || int_sum) || !on_device(in) || !on_device(out))
       return rc;
     for (int64_t sz : in->sizes)
       if (sz == 0) return rc;  // empty reductions: eager's identities and errors
