@@ -1617,3 +1617,25 @@ def test_long_float_sums_are_as_accurate_as_eagers():
     got = ignis.compile(lambda x: x.sum(), backend="inductor")(x).item()
     assert abs(got - exact) / exact < 1e-6, abs(got - exact) / exact
     ignis.compiler.reset()
+
+
+def test_reductions_that_load_bytes_take_four_times_the_lanes():
+    # Note [Lanes for byte loads] (codegen_cpp.cpp): a reduction loading a bool
+    # mask beside floats takes 4x the lanes, so GCC vectorises the bytes at
+    # full width; the values stay eager's.
+    import re
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def lanes_of(f, args):
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(f), args)
+        compiled = _inductor.compile_fx(gm, None)
+        n = {int(m) for m in re.findall(r"(?:float|double|int32_t|int64_t) acc\d+_lanes\[(\d+)\];",
+                                           compiled.generated_code)}
+        assert len(n) == 1, n
+        return n.pop(), compiled
+    p, m = ignis.randn(300, 700), ignis.rand(300, 700) < 0.5
+    plain, _ = lanes_of(lambda p: p.abs().sum(1), [p])
+    wide, compiled = lanes_of(lambda p, m: (p * m).sum(1) + m.float().sum(1), [p, m])
+    assert wide == 4 * plain
+    np.testing.assert_allclose(compiled(p, m)[0].numpy(), ((p * m).sum(1) + m.float().sum(1)).numpy(),
+                               rtol=1e-5)
