@@ -58,11 +58,13 @@ def fake_unique(x, n, return_inverse, return_counts):
 # --- masked reductions: no count needed ------------------------------------------------------
 # Note [Masked reductions without a count]
 # The commonest data-dependent size in training code is a masked loss:
-# (d[keep] ** 2).mean(), x[x > 0].sum(). When the selected elements only pass
+# (d[keep] ** 2).mean(), x[x > 0].sum(); and masked mean pooling,
+# h[mask].mean(0) over the valid rows. When the selected elements only pass
 # through elementwise ops of themselves (and Python numbers) into a full sum
-# or mean, the count never matters: the sum over the selected elements is the
-# sum over all of where(keep, f(where(keep, x, 0)), 0), and the mean that sum
-# over keep.sum(). So the concrete backends get that graph instead: no
+# or mean (over the rows, for a row mask), the count never matters: the sum
+# over the selected elements is the sum over all of
+# where(keep, f(where(keep, x, 0)), 0) (over the mask's dims, the mask
+# broadcast over the rest), and the mean that sum over keep.sum(). So the concrete backends get that graph instead: no
 # data-dependent op left, one compiled graph, fused, and no host read of the
 # count. The inner where keeps gradients exact: at unselected positions f
 # sees 0, and whatever f'(0) is (inf for sqrt or log), the inner where's
@@ -92,20 +94,36 @@ def _elementwise_of(node, cur):
         getattr(target, "determinism", "deterministic") == "deterministic"
 
 
-def _full_reduction(node, cur):
-    """"sum" or "mean" when `node` reduces all of `cur` to a scalar, else None."""
+def _reduction(node, cur, rows):
+    """"sum" or "mean" when `node` reduces `cur` as the fold can: all of it
+    (a selection of elements), or its first dim (a selection of rows:
+    x[mask].sum(0), masked mean pooling); else None."""
     import ignis
-    if node.kwargs or len(node.args) != 1 or node.args[0] is not cur:
+    if node.args[:1] != (cur,):
         return None
     if node.op == "call_method" and node.target in ("sum", "mean"):
-        return node.target
-    if node.op == "call_function" and node.target in (ignis.sum, ignis.mean):
-        return node.target.__name__
+        kind = node.target
+    elif node.op == "call_function" and node.target in (ignis.sum, ignis.mean):
+        kind = node.target.__name__
+    else:
+        return None
+    rest, kw = node.args[1:], dict(node.kwargs)
+    if kw.pop("keepdim", False) is not False:
+        return None
+    dim = kw.pop("dim", rest[0] if rest else None)
+    if kw or len(rest) > 1 or (rest and "dim" in node.kwargs):
+        return None
+    if not rows:
+        return kind if dim is None else None
+    if dim in (0, (0,), [0]) or (dim is None and kind == "sum"):
+        return kind
     return None
 
 
-def _same_shape_mask(node):
-    """(x, mask) of x[mask] / masked_select(x, mask) with mask of x's shape, else None."""
+def _masked_selection(node):
+    """(x, mask, rows) of x[mask] / masked_select(x, mask) where the mask is
+    x's shape (rows False) or the shape of x's first dims (x[mask] only,
+    rows True), else None."""
     if len(node.args) != 2 or node.kwargs:
         return None
     x, mask = node.args
@@ -119,31 +137,36 @@ def _same_shape_mask(node):
         xm, mm = x.meta["tensor_meta"], mask.meta["tensor_meta"]
     except KeyError:
         return None
-    if str(mm.dtype).split(".")[-1] != "bool" or tuple(xm.shape) != tuple(mm.shape):
+    xs, ms = tuple(xm.shape), tuple(mm.shape)
+    if str(mm.dtype).split(".")[-1] != "bool" or not ms:
         return None
-    return x, mask
+    if xs == ms:
+        return x, mask, False
+    if is_index and len(ms) < len(xs) and xs[:len(ms)] == ms:
+        return x, mask, True
+    return None
 
 
 def fold_masked_reductions(gm):
     """gm with each masked reduction of Note [Masked reductions without a
     count] written without its data-dependent op; gm itself when none is."""
     import ignis
-    plans = {}  # the data-dependent node -> (x, mask, chain, terminal, kind)
+    plans = {}  # the data-dependent node -> (x, mask, rows, chain, terminal, kind)
     for n in gm.graph.nodes:
         if "unbacked" not in n.meta:
             continue
-        xm = _same_shape_mask(n)
-        if xm is None:
+        sel = _masked_selection(n)
+        if sel is None:
             continue
         chain, cur = [], n
         while len(cur.users) == 1:
             u = next(iter(cur.users))
-            kind = _full_reduction(u, cur)
+            kind = _reduction(u, cur, sel[2])
             if kind:
                 dtype = str(cur.meta["tensor_meta"].dtype) if "tensor_meta" in cur.meta else ""
                 if kind == "mean" and not any(f in dtype for f in ("float", "half")):
                     break  # mean of integers raises in eager: left to do so
-                plans[n] = (*xm, chain, u, kind)
+                plans[n] = (*sel, chain, u, kind)
                 break
             if not _elementwise_of(u, cur):
                 break
@@ -157,18 +180,26 @@ def fold_masked_reductions(gm):
     replaced = {}
     for n in gm.graph.nodes:
         if n in plans:
-            x, mask, chain, terminal, kind = plans[n]
-            val_map[n] = g.call_function(ignis.where, (val_map[mask], val_map[x], 0))
-            replaced[terminal] = (mask, chain[-1] if chain else n, kind)
+            x, mask, rows, chain, terminal, kind = plans[n]
+            # a row mask broadcast over x's other dims
+            m = val_map[mask]
+            extra = len(x.meta["tensor_meta"].shape) - len(mask.meta["tensor_meta"].shape)
+            for _ in range(extra):
+                m = g.call_method("unsqueeze", (m, -1))
+            val_map[n] = g.call_function(ignis.where, (m, val_map[x], 0))
+            replaced[terminal] = (m, val_map[mask], len(mask.meta["tensor_meta"].shape),
+                                  chain[-1] if chain else n, kind, rows and
+                                  (terminal.args[1:] or "dim" in terminal.kwargs))
             _dynamic_log(f"{n.name}: a masked {kind} without its count (Note [Masked reductions "
                          "without a count])")
             continue
         if n in replaced:
-            mask, last, kind = replaced[n]
-            kept = g.call_function(ignis.where, (val_map[mask], val_map[last], 0))
-            total = g.call_method("sum", (kept,))
+            m, mask, k, last, kind, over_rows = replaced[n]
+            kept = g.call_function(ignis.where, (m, val_map[last], 0))
+            total = g.call_method("sum", (kept, tuple(range(k)))) if over_rows \
+                else g.call_method("sum", (kept,))
             if kind == "mean":
-                total = g.call_function(operator.truediv, (total, g.call_method("sum", (val_map[mask],))))
+                total = g.call_function(operator.truediv, (total, g.call_method("sum", (mask,))))
             val_map[n] = total
             continue
         if n.op == "output":

@@ -248,7 +248,7 @@ def test_stages_compile_per_size_and_a_count_that_recurs_compiles(monkeypatch):
     monkeypatch.setattr(comp.SizeCache, "compile", counting)
 
     def f(x, m):
-        return (x[m] * 3).sum(0)
+        return (x[m] * 3).sum(1)  # (not over the rows: no fold, the stages)
     cf = ignis.compile(f, backend="aot_eager")
     x = ignis.randn(6, 2)
     m1 = ignis.tensor([True, False, True, True, False, False])
@@ -348,3 +348,22 @@ def test_masked_reductions_that_need_the_count_keep_the_stages():
     with pytest.raises(RuntimeError):
         cf(ignis.tensor([1, -2, 3]))
     ignis.compiler.reset()
+
+
+def masked_pooling(h, valid):
+    # masked mean pooling over the valid tokens, and sums over the selected rows
+    return h[valid].mean(0), (h[valid] * 2).sum(0), ignis.sum(h[valid].tanh()), h[valid].sum(dim=0)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_row_masked_reductions_compile_without_their_count(backend, monkeypatch):
+    # A row mask (of h's first dims) folds too: where over the broadcast
+    # mask, summed over the mask's dims (and over all for a full sum).
+    import ignis._unbacked as ub
+
+    def no_stages(*a, **k):
+        raise AssertionError("a masked reduction went to the stages")
+    monkeypatch.setattr(ub, "StagedGraph", no_stages)
+    ex = _run(masked_pooling, _seeded(lambda i: (ignis.randn(4, 7, 5, requires_grad=True),
+                                                 ignis.rand(4, 7) < 0.5)), backend, grad_of=(0,))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
