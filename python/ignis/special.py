@@ -10,12 +10,16 @@ def _ig():
     return ignis
 
 
-def erf(input):
-    return _ig().erf(input)
+def _same_as(name):
+    """torch.special.<name>, which is ignis.<name>."""
+    def fn(input):
+        return getattr(_ig(), name)(input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"ignis.{name} (torch.special.{name})."
+    return fn
 
 
-def erfc(input):
-    return _ig().erfc(input)
+erf, erfc, log1p, expm1, exp2 = (_same_as(n) for n in ("erf", "erfc", "log1p", "expm1", "exp2"))
 
 
 def expit(input):
@@ -36,18 +40,6 @@ def xlog1py(input, other):
     ig = _ig()
     r = input * ig.log1p(other)
     return ig.where((input == 0) & ~other.isnan(), ig.zeros_like(r), r)
-
-
-def log1p(input):
-    return _ig().log1p(input)
-
-
-def expm1(input):
-    return _ig().expm1(input)
-
-
-def exp2(input):
-    return _ig().exp2(input)
 
 
 def logsumexp(input, dim, keepdim=False):

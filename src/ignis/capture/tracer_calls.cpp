@@ -1321,8 +1321,7 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
 
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
                                std::vector<std::pair<std::string, VTP>>& kwargs) {
-  if (name == "nonzero" || name == "masked_select" || name == "unique" ||
-      name == "unique_consecutive" || name == "argwhere") {
+  if (makes_unbacked_size(name)) {
     std::vector<VTP> all{self};
     all.insert(all.end(), args.begin(), args.end());
     if (VTP r = call_unbacked(nullptr, name, true, all, kwargs)) return r;

@@ -436,6 +436,10 @@ class Tracer {
   void note_unbacked_reads(const VTP& v);                  // "file:line" of the current instruction
 };
 
+// The names call_unbacked may record with an unbacked size (ops, Tensor
+// methods, "getitem"): a cheap test before building its arguments.
+bool makes_unbacked_size(const std::string& name);
+
 // IGNIS_LOGS=bytecode: the disassembly of `code` (original frames, resume functions).
 void log_bytecode(const char* what, PyObject* code);
 

@@ -40,6 +40,14 @@ PyObject* const_kwarg(const std::vector<std::pair<std::string, VTP>>& kwargs, co
 
 }  // namespace
 
+bool makes_unbacked_size(const std::string& name) {
+  static const char* const names[] = {"nonzero", "where", "masked_select", "getitem",
+                                      "unique", "unique_consecutive", "argwhere"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
 sym::Expr Tracer::new_unbacked(const std::string& what, const std::vector<sym::Expr>& counted) {
   int64_t upper = 1;
   for (const sym::Expr& e : counted) {
@@ -60,9 +68,7 @@ sym::Expr Tracer::new_unbacked(const std::string& what, const std::vector<sym::E
 VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
                           const std::vector<VTP>& args,
                           const std::vector<std::pair<std::string, VTP>>& kwargs) {
-  if (name != "nonzero" && name != "where" && name != "masked_select" && name != "getitem" &&
-      name != "unique" && name != "unique_consecutive" && name != "argwhere")
-    return nullptr;
+  if (!makes_unbacked_size(name)) return nullptr;
   if (!cfg->capture_dynamic_output_shape_ops || args.empty() || args[0]->kind != VK::Tensor)
     return nullptr;
   const VTP& x = args[0];
