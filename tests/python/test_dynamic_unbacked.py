@@ -367,3 +367,63 @@ def test_row_masked_reductions_compile_without_their_count(backend, monkeypatch)
     ex = _run(masked_pooling, _seeded(lambda i: (ignis.randn(4, 7, 5, requires_grad=True),
                                                  ignis.rand(4, 7) < 0.5)), backend, grad_of=(0,))
     assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+# --- on the GPU -------------------------------------------------------------------------------
+CUDA_REASON = "" if ignis.cuda.is_available() else ignis._C._cuda_unavailable_reason()
+
+
+def _on_cuda(make):
+    """The same argument sets with every tensor moved to the GPU (leaves stay
+    leaves, so their gradients land on them)."""
+    def args(i):
+        return tuple(a.detach().cuda().requires_grad_(a.requires_grad) if isinstance(a, ignis.Tensor)
+                     else a for a in make(i))
+    return args
+
+
+def _close_cpu(got, want):
+    if isinstance(want, (tuple, list)):
+        for g, w in zip(got, want):
+            _close_cpu(g, w)
+    elif isinstance(want, ignis.Tensor):
+        assert got.device.type == want.device.type == "cuda"
+        _close(got.cpu(), want.cpu())
+    else:
+        assert got == want
+
+
+@pytest.mark.skipif(bool(CUDA_REASON), reason=f"no usable CUDA GPU here: {CUDA_REASON}")
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("name", list(CASES) + ["masked_losses", "masked_pooling"])
+def test_data_dependent_graphs_run_on_cuda_with_eagers_values(name, backend):
+    # The stages (and the folded masked reductions) on CUDA tensors: values and
+    # gradients equal eager CUDA's, and the graph stays one.
+    if name == "masked_losses":
+        fn, make, grad_of = masked_losses, lambda i: (ignis.randn(8, 5, requires_grad=True), ignis.randn(8, 5),
+                                                      ignis.rand(8, 5) < 0.5), (0,)
+    elif name == "masked_pooling":
+        fn, make, grad_of = masked_pooling, lambda i: (ignis.randn(4, 7, 5, requires_grad=True),
+                                                       ignis.rand(4, 7) < 0.5), (0,)
+    else:
+        fn, make, grad_of = CASES[name]
+    make = _on_cuda(_seeded(make))
+    ignis.compiler.reset()
+    cf = ignis.compile(fn, backend=backend)
+    for i in range(4):
+        args = make(i)
+        got = cf(*args)
+        if grad_of:
+            _total(got).backward()
+            got_grads = [args[j].grad.cpu() for j in grad_of]
+            for j in grad_of:
+                args[j].grad = None
+        want = fn(*args)
+        _close_cpu(got, want)
+        if grad_of:
+            _total(want).backward()
+            for g, j in zip(got_grads, grad_of):
+                np.testing.assert_allclose(g.numpy(), args[j].grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
+    ex = ignis.compiler.explain(fn)(*make(0))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    ignis.compiler.reset()

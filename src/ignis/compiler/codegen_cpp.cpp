@@ -385,14 +385,14 @@ class KernelPrinter {
   }
 
   // The prefetches of the next row at this block of loop li (inside the
-  // block loop, before its lanes): one per cache line the block's lanes
-  // span, for reading (0) into L2 (locality 1).
-  void print_next_row_prefetch(size_t li, const std::string& ind) {
+  // block loop, before its lanes; `pos`: the block's first element): one per
+  // cache line the block's lanes span, for reading (0) into L2 (locality 1).
+  void print_next_row_prefetch(size_t li, const std::string& ind, const std::string& pos) {
     if (int(li) != prefetch_loop_) return;
     const sym::Expr row = k_.outer.back();
     const std::string rv = var(row), r = var(k_.inner.back());
     os_ << ind << "if (" << rv << " + 1 < " << sz_.expr(k_.outer_sizes.back()) << ") {\n"
-        << ind << "  const int64_t " << r << " = block;\n";
+        << ind << "  const int64_t " << r << " = " << pos << ";\n";
     for (const NextRowPrefetch& pf : prefetches_) {
       const Buffer& b = p_.buffers[size_t(pf.buffer)];
       const int64_t esize = int64_t(element_size(b.dtype)), line = 64;
@@ -593,14 +593,18 @@ class KernelPrinter {
         os_ << ind << "int32_t nan" << r << "_lanes[" << lanes_ << "] = {};\n";
     }
     print_body(li, ind, Part::Invariant);
+    std::string rv = var(k_.inner.back());
+    int64_t size = k_.inner_sizes.back().value();
+    int64_t main = size - size % lanes_;
+    // Whole chunks (float sums cascade through their chunk's lanes: Note
+    // [Float sums in chunks]), then the other blocks straight into the lanes.
+    const bool chunked = sums_any_in_chunks(li) && (generic_ || main >= 2 * kChunk);
+    if (chunked) declare_chunk_lanes(li, ind);
     std::string in = ind;
     for (size_t i = 0; i + 1 < k_.inner.size(); ++i) {
       os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
       in += "  ";
     }
-    std::string rv = var(k_.inner.back());
-    int64_t size = k_.inner_sizes.back().value();
-    int64_t main = size - size % lanes_;
     // Static code prints the blocks and the tail that have iterations, with
     // their bounds; generic code prints both, bounded by the extent.
     std::string size_text = std::to_string(size), main_text = std::to_string(main);
@@ -608,18 +612,16 @@ class KernelPrinter {
       size_text = sz_.operand(k_.inner_sizes.back());
       main_text = size_text + " - " + size_text + " % " + std::to_string(lanes_);
     }
-    if (main > 0 || generic_) {
-      // `omp simd`: the lanes are independent, which GCC does not prove on
-      // its own for a max with NaN propagation.
-      os_ << in << "for (int64_t block = 0; block < " << main_text << "; block += " << lanes_ << ") {\n";
-      print_next_row_prefetch(li, in + "  ");
-      os_ << in << "  #pragma omp simd\n"
-          << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
-          << in << "    const int64_t " << rv << " = block + lane;\n";
-      print_body(li, in + "    ", Part::PerElement);
-      print_lane_folds(li, in + "    ");
-      os_ << in << "  }\n" << in << "}\n";
+    const std::string whole = chunked ? whole_chunks(main_text) : "0";
+    if (chunked) {
+      os_ << in << "for (int64_t chunk = 0; chunk < " << whole << "; chunk += " << kChunk << ") {\n";
+      print_chunk(li, in + "  ", "chunk");
+      os_ << in << "}\n";
     }
+    if (!chunked)
+      print_blocks(li, in, "0", main_text);
+    else if (generic_ || main > main / kChunk * kChunk)
+      print_chunk(li, in, whole, rest_of_chunks(main_text, whole));
     if (main < size || generic_) {
       os_ << in << "for (int64_t " << rv << " = " << main_text << "; " << rv << " < " << size_text
           << "; ++" << rv << ") {\n";
@@ -628,6 +630,7 @@ class KernelPrinter {
       os_ << in << "}\n";
     }
     for (size_t i = k_.inner.size() - 1; i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+    if (chunked) compensate_lanes(li, ind);
     for (int r : l.reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
       std::string a = "acc" + std::to_string(r);
@@ -674,14 +677,121 @@ class KernelPrinter {
   // Note [Float sums in chunks]
   // A lane that adds a million floats one after another rounds each add at
   // its growing total's scale: a compiled float32 sum of 9M values in
-  // [0, 255] was off by 7.6e-6 (eager's, which sums pairwise, by 6e-8). A
-  // split reduction's float sums fold each chunk of kChunk elements into
-  // lanes of their own first, then the chunk into the lanes: the error grows
-  // with the chunk and the number of chunks, not with the extent (a cascade,
-  // as eager's and torch's sums are).
+  // [0, 255] was off by 7.6e-6 (eager's, which sums pairwise, by 6e-8), and
+  // rows of 4M floats summed by x.sum(1) by 1.6e-6 (eager's and
+  // torch.compile's 6e-8). So a float sum folds each whole chunk of kChunk
+  // elements of its innermost dim into lanes of its own first, then the
+  // chunk into the lanes: the error grows with the chunk and the number of
+  // chunks, not with the extent (a cascade, as eager's and torch's sums
+  // are). Full reductions split across threads chunk the same way, and
+  // column kernels chunk their reduced rows (print_columns). Blocks after
+  // the last whole chunk fold straight into the lanes, so a dim shorter
+  // than a chunk prints and rounds as before, and static and size-generic
+  // code sum in the same order.
   static constexpr int64_t kChunk = 4096;
   static bool sums_in_chunks(const Reduction& red) {
     return red.combine == Combine::Sum && is_floating(red.dtype);
+  }
+  bool sums_any_in_chunks(size_t li) const {
+    for (int r : k_.loops[li].reductions)
+      if (sums_in_chunks(k_.reductions[size_t(r)])) return true;
+    return false;
+  }
+  // The start of the blocks after the whole chunks of [0, main): none when
+  // main is under two chunks (one chunk only adds its fold: 4% of a row
+  // sum's time over rows of 4096 floats).
+  std::string whole_chunks(const std::string& main_text) const {
+    if (!generic_) {
+      const int64_t main = std::stoll(main_text);
+      return std::to_string(main >= 2 * kChunk ? main / kChunk * kChunk : 0);
+    }
+    const std::string c = std::to_string(kChunk), m = "(" + main_text + ")";
+    return "(" + m + " >= " + std::to_string(2 * kChunk) + " ? " + m + " / " + c + " * " + c + " : 0)";
+  }
+  // The elements of [whole, main): the blocks after the whole chunks.
+  std::string rest_of_chunks(const std::string& main_text, const std::string& whole) const {
+    if (!generic_) return std::to_string(std::stoll(main_text) - std::stoll(whole));
+    return "(" + main_text + ") - " + whole;
+  }
+  // The chunk lanes of loop li's float sums, and the compensation of their
+  // lanes (zero).
+  void declare_chunk_lanes(size_t li, const std::string& ind) {
+    for (int r : k_.loops[li].reductions) {
+      if (!sums_in_chunks(k_.reductions[size_t(r)])) continue;
+      const std::string t = ctype(k_.reductions[size_t(r)].dtype), a = "acc" + std::to_string(r);
+      os_ << ind << t << " " << a << "_chunk[" << lanes_ << "];\n"
+          << ind << t << " " << a << "_comp[" << lanes_ << "] = {};\n";
+    }
+  }
+  // `into[l] += part[l]` over `n` lanes, compensated (Kahan): `comp`
+  // keeps what each add rounded away. Adding nearly equal chunk sums into a
+  // growing total rounds the same way again and again: the columns of a
+  // 300001-row sum drifted to 1.3e-6 without it (eager's: 1.2e-7).
+  void print_compensated_add(const std::string& ind, ScalarType dtype, const std::string& into,
+                             const std::string& part, const std::string& comp, int64_t n) {
+    const std::string t = ctype(dtype);
+    os_ << ind << "#pragma omp simd\n"
+        << ind << "for (int64_t l = 0; l < " << n << "; ++l) {\n"
+        << ind << "  const " << t << " y = " << part << "[l] - " << comp << "[l];\n"
+        << ind << "  const " << t << " s = " << into << "[l] + y;\n"
+        << ind << "  " << comp << "[l] = (s - " << into << "[l]) - y;\n"
+        << ind << "  " << into << "[l] = s;\n"
+        << ind << "}\n";
+  }
+  // The compensation taken back from loop li's chunked lanes, once their
+  // last element is in.
+  void compensate_lanes(size_t li, const std::string& ind) {
+    for (int r : k_.loops[li].reductions)
+      if (sums_in_chunks(k_.reductions[size_t(r)]))
+        os_ << ind << "for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_lanes[l] -= acc"
+            << r << "_comp[l];\n";
+  }
+
+  // One whole chunk of loop li's innermost dim from `start`: its float sums
+  // in fresh chunk lanes, added into the lanes at its end; a constant trip
+  // count of blocks. (`omp simd` on the small reset and add loops lets GCC
+  // keep the chunk's lanes in a register; without it they lived on the
+  // stack, 2x slower.)
+  // (`count`: the chunk's elements, kChunk for a whole one; the blocks
+  // after the last whole chunk are a chunk too, so no element is added
+  // straight into a lane that holds a large total.)
+  void print_chunk(size_t li, const std::string& in, const std::string& start,
+                   const std::string& count = std::to_string(kChunk)) {
+    const std::string rv = var(k_.inner.back());
+    for (int r : k_.loops[li].reductions)
+      if (sums_in_chunks(k_.reductions[size_t(r)]))
+        os_ << in << "#pragma omp simd\n"
+            << in << "for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_chunk[l] = 0;\n";
+    os_ << in << "for (int64_t block = 0; block < " << count << "; block += " << lanes_ << ") {\n";
+    print_next_row_prefetch(li, in + "  ", start + " + block");
+    os_ << in << "  #pragma omp simd\n"
+        << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
+        << in << "    const int64_t " << rv << " = " << start << " + block + lane;\n";
+    print_body(li, in + "    ", Part::PerElement);
+    print_lane_folds(li, in + "    ", /*chunked=*/true);
+    os_ << in << "  }\n" << in << "}\n";
+    for (int r : k_.loops[li].reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      if (!sums_in_chunks(red)) continue;
+      const std::string a = "acc" + std::to_string(r);
+      print_compensated_add(in, red.dtype, a + "_lanes", a + "_chunk", a + "_comp", lanes_);
+    }
+  }
+
+  // Loop li's blocks of lanes over [from, to) of its innermost dim, folded
+  // straight into the lanes. (`omp simd`: the lanes are independent, which
+  // GCC does not prove on its own for a max with NaN propagation.)
+  void print_blocks(size_t li, const std::string& in, const std::string& from,
+                    const std::string& to) {
+    os_ << in << "for (int64_t block = " << from << "; block < " << to << "; block += " << lanes_
+        << ") {\n";
+    print_next_row_prefetch(li, in + "  ", "block");
+    os_ << in << "  #pragma omp simd\n"
+        << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
+        << in << "    const int64_t " << var(k_.inner.back()) << " = block + lane;\n";
+    print_body(li, in + "    ", Part::PerElement);
+    print_lane_folds(li, in + "    ");
+    os_ << in << "  }\n" << in << "}\n";
   }
 
   void print_split_reduction(size_t li, const std::string& ind) {
@@ -723,47 +833,15 @@ class KernelPrinter {
     }
     // Whole chunks across the team (a constant trip count inside, which GCC
     // keeps in registers), then the last part chunk's blocks on thread 0.
-    const std::string chunk = std::to_string(kChunk);
-    const std::string whole = "(" + main_text + ") / " + chunk + " * " + chunk;
-    for (int r : l.reductions) {
-      const Reduction& red = k_.reductions[size_t(r)];
-      if (sums_in_chunks(red))
-        os_ << in << ctype(red.dtype) << " acc" << r << "_chunk[" << lanes_ << "];\n";
-    }
+    const std::string whole = whole_chunks(main_text);
+    declare_chunk_lanes(li, in);
     os_ << in << "#pragma omp for schedule(static) nowait\n"
-        << in << "for (int64_t chunk = 0; chunk < " << whole << "; chunk += " << chunk << ") {\n";
-    for (int r : l.reductions) {
-      const Reduction& red = k_.reductions[size_t(r)];
-      // (`omp simd` on these small loops lets GCC keep the chunk's lanes
-      // in a register; without it they lived on the stack, 2x slower)
-      if (sums_in_chunks(red))
-        os_ << in << "  #pragma omp simd\n"
-            << in << "  for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_chunk[l] = 0;\n";
-    }
-    os_ << in << "  for (int64_t block = 0; block < " << chunk << "; block += " << lanes_ << ") {\n"
-        << in << "    #pragma omp simd\n"
-        << in << "    for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
-        << in << "      const int64_t " << rv << " = chunk + block + lane;\n";
-    print_body(li, in + "      ", Part::PerElement);
-    print_lane_folds(li, in + "      ", /*chunked=*/true);
-    os_ << in << "    }\n" << in << "  }\n";
-    for (int r : l.reductions) {
-      const Reduction& red = k_.reductions[size_t(r)];
-      if (sums_in_chunks(red))
-        os_ << in << "  #pragma omp simd\n"
-            << in << "  for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_lanes[l] += acc"
-            << r << "_chunk[l];\n";
-    }
-    os_ << in << "}\n"
-        << in << "if (omp_get_thread_num() == 0) {\n"
-        << in << "  for (int64_t block = " << whole << "; block < " << main_text << "; block += "
-        << lanes_ << ") {\n"
-        << in << "    #pragma omp simd\n"
-        << in << "    for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
-        << in << "      const int64_t " << rv << " = block + lane;\n";
-    print_body(li, in + "      ", Part::PerElement);
-    print_lane_folds(li, in + "      ");
-    os_ << in << "    }\n" << in << "  }\n" << in << "}\n";
+        << in << "for (int64_t chunk = 0; chunk < " << whole << "; chunk += " << kChunk << ") {\n";
+    print_chunk(li, in + "  ", "chunk");
+    os_ << in << "}\n" << in << "if (omp_get_thread_num() == 0) {\n";
+    print_chunk(li, in + "  ", whole, rest_of_chunks(main_text, whole));
+    os_ << in << "}\n";
+    compensate_lanes(li, in);
     // Each thread's partial: its lanes folded (a skipped NaN put back).
     for (int r : l.reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
@@ -856,6 +934,7 @@ class KernelPrinter {
   // the chunk innermost, and accumulators and scalar values referenced later
   // are arrays over the chunk.
   static constexpr int64_t kColumns = 64;
+  static constexpr int64_t kRowChunk = 256;
 
   void print_columns() {
     os_ << "// " << k_.name << ": ";
@@ -895,32 +974,125 @@ class KernelPrinter {
           kept.emplace_back(size_t(s.loop), s.node);
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
+      // The reduced rows cascade (Note [Float sums in chunks]): a column has
+      // one accumulator, not a row's lanes, so its float sums add chunks of
+      // kRowChunk rows (a lane's share of a row chunk) into partials, sixteen
+      // of those into a block's partials, and the blocks into the sums,
+      // compensated; the rows after the last whole block and chunk go
+      // straight into the sums.
+      const sym::Expr rows = l.inner && !k_.inner.empty() ? k_.inner_sizes.back() : sym::Expr(0);
+      const bool chunked = l.inner && sums_any_in_chunks(li) &&
+                           (generic_ || (rows.is_const() && rows.value() >= kRowChunk));
+      const bool blocks = chunked && (generic_ || rows.value() >= kChunk);
       for (int r : l.reductions) {
         const Reduction& red = k_.reductions[size_t(r)];
         os_ << ind << ctype(red.dtype) << " acc" << r << "[" << kColumns << "];\n"
             << ind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << r
             << "[l] = " << combine_init(red.combine) << ";\n";
+        if (blocks && sums_in_chunks(red))
+          os_ << ind << ctype(red.dtype) << " acc" << r << "_comp[" << kColumns << "] = {};\n";
       }
       for (const auto& [kl, kn] : kept)
         if (kl == li)
           os_ << ind << ctype(l.body[size_t(kn)].dtype) << " " << tmp(kl, kn) << "_v[" << kColumns
               << "];\n";
+      // One row of the chunk's columns (`part`: float sums into their
+      // chunk's partials).
+      auto print_row = [&](const std::string& in, bool part) {
+        os_ << in << "#pragma omp simd\n" << in << lanes << " {\n";
+        print_body(li, in + "  ");
+        print_folds(li, in + "  ", [&](int r) {
+          const bool p = part && sums_in_chunks(k_.reductions[size_t(r)]);
+          return "acc" + std::to_string(r) + (p ? "_part[" : "[") + lane_ + "]";
+        });
+        for (const auto& [kl, kn] : kept)
+          if (kl == li)
+            os_ << in << "  " << tmp(kl, kn) << "_v[" << lane_ << "] = " << tmp(kl, kn) << ";\n";
+        os_ << in << "}\n";
+      };
+      if (!l.inner) {
+        print_row(ind, false);
+        continue;
+      }
       std::string in = ind;
-      if (l.inner) {
-        for (size_t i = 0; i < k_.inner.size(); ++i) {
-          os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
-          in += "  ";
+      for (size_t i = 0; i + 1 < k_.inner.size(); ++i) {
+        os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
+        in += "  ";
+      }
+      const std::string r = var(k_.inner.back());
+      const std::string blk = std::to_string(kChunk), chk = std::to_string(kRowChunk);
+      auto whole = [&](int64_t unit) {
+        const std::string u = std::to_string(unit);
+        return generic_ ? sz_.operand(rows) + " / " + u + " * " + u
+                        : std::to_string(rows.value() / unit * unit);
+      };
+      // The partials `acc<r><name>` of the loop's float sums, declared zero or
+      // added into `acc<r><into>` (the sums themselves for "").
+      auto declare_partials = [&](const std::string& in, const std::string& name) {
+        for (int red : l.reductions)
+          if (sums_in_chunks(k_.reductions[size_t(red)]))
+            os_ << in << ctype(k_.reductions[size_t(red)].dtype) << " acc" << red << name << "["
+                << kColumns << "] = {};\n";
+      };
+      auto add_partials = [&](const std::string& in, const std::string& name, const std::string& into) {
+        for (int red : l.reductions)
+          if (sums_in_chunks(k_.reductions[size_t(red)]))
+            os_ << in << "#pragma omp simd\n"
+                << in << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << red << into
+                << "[l] += acc" << red << name << "[l];\n";
+      };
+      // One chunk of rows from `start`, its partials added into `into`.
+      auto print_chunk_rows = [&](const std::string& in, const std::string& start,
+                                  const std::string& into) {
+        declare_partials(in, "_part");
+        os_ << in << "for (int64_t " << r << " = " << start << "; " << r << " < " << start << " + "
+            << chk << "; ++" << r << ") {\n";
+        print_row(in + "  ", true);
+        os_ << in << "}\n";
+        add_partials(in, "_part", into);
+      };
+      std::string from = "0";
+      if (chunked) {
+        std::string after_blocks = "0";
+        if (blocks) {
+          after_blocks = whole(kChunk);
+          os_ << in << "for (int64_t row_block = 0; row_block < " << after_blocks
+              << "; row_block += " << blk << ") {\n";
+          declare_partials(in + "  ", "_block");
+          os_ << in << "  for (int64_t row_chunk = row_block; row_chunk < row_block + " << blk
+              << "; row_chunk += " << chk << ") {\n";
+          print_chunk_rows(in + "    ", "row_chunk", "_block");
+          os_ << in << "  }\n";
+          for (int red : l.reductions)
+            if (sums_in_chunks(k_.reductions[size_t(red)])) {
+              const std::string a = "acc" + std::to_string(red);
+              print_compensated_add(in + "  ", k_.reductions[size_t(red)].dtype, a, a + "_block",
+                                    a + "_comp", kColumns);
+            }
+          os_ << in << "}\n";
+        }
+        from = whole(kRowChunk);
+        if (generic_ || rows.value() / kRowChunk * kRowChunk > rows.value() / kChunk * kChunk) {
+          os_ << in << "for (int64_t row_chunk = " << after_blocks << "; row_chunk < " << from
+              << "; row_chunk += " << chk << ") {\n";
+          print_chunk_rows(in + "  ", "row_chunk", "");
+          os_ << in << "}\n";
         }
       }
-      os_ << in << "#pragma omp simd\n" << in << lanes << " {\n";
-      print_body(li, in + "  ");
-      print_folds(li, in + "  ", [&](int r) { return "acc" + std::to_string(r) + "[" + lane_ + "]"; });
-      for (const auto& [kl, kn] : kept)
-        if (kl == li)
-          os_ << in << "  " << tmp(kl, kn) << "_v[" << lane_ << "] = " << tmp(kl, kn) << ";\n";
-      os_ << in << "}\n";
-      if (l.inner)
-        for (size_t i = k_.inner.size(); i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+      if (!chunked || generic_ || rows.value() > rows.value() / kRowChunk * kRowChunk) {
+        // (the last rows of a chunked sum are a partial chunk of their own)
+        if (chunked) declare_partials(in, "_part");
+        os_ << in << "for (int64_t " << r << " = " << from << "; " << r << " < " << sz_.expr(rows)
+            << "; ++" << r << ") {\n";
+        print_row(in + "  ", chunked);
+        os_ << in << "}\n";
+        if (chunked) add_partials(in, "_part", "");
+      }
+      for (size_t i = k_.inner.size() - 1; i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+      for (int red : l.reductions)
+        if (blocks && sums_in_chunks(k_.reductions[size_t(red)]))
+          os_ << ind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << red << "[l] -= acc"
+              << red << "_comp[l];\n";
     }
     os_ << "  }\n";
     for (size_t i = 0; i + 1 < n; ++i) os_ << "  }\n";
