@@ -1567,6 +1567,37 @@ def test_full_reductions_split_across_threads(n, size_generic):
     assert np.isnan(s.item()) and np.isnan(mx.item()) and np.isnan(mn.item())
 
 
+@pytest.mark.parametrize("rows", [1, 3, 15])
+def test_few_long_rows_split_each_row_across_threads(rows):
+    # Note [Full reductions across threads], split_rows_: under 16 rows whose
+    # inner loops all reduce, each row's reduction runs on the whole team
+    # (not one thread a row); values are eager's, a NaN in one row stays in
+    # that row's max, min and sum, and the bits repeat. 16 rows split by row.
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x):
+        return x.sum(1), x.amax(1), x.amin(1), (x * x).mean(1), (x * 1e-6 + 1).prod(1)
+
+    def compiled_for(x):
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
+        return _inductor.compile_fx(gm, None)
+    x = ignis.randn(rows, 70001, dtype=ignis.float64)
+    compiled = compiled_for(x)
+    assert "split across threads" in compiled.generated_code
+    assert "#pragma omp parallel for" not in compiled.generated_code
+    got = compiled(x)
+    for g, w in zip(got, f(x)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
+    again = compiled(x)
+    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
+    y = x.clone()
+    y[rows // 2, 4321] = float("nan")
+    for out in compiled(y)[:3]:
+        assert np.isnan(out.numpy()).tolist() == [r == rows // 2 for r in range(rows)]
+    wide = compiled_for(ignis.randn(16, 70001, dtype=ignis.float64))
+    assert "split across threads" not in wide.generated_code
+
+
 def test_integer_sums_fuse_with_float_reductions_on_the_cpu():
     # A masked mean's count and an accuracy's (pred == y).sum() are int64 sums
     # of bools: lowered as reductions (not externs), so siblings over the

@@ -197,8 +197,9 @@ class KernelPrinter {
     work_ = work;
     work_factor_ = loops;
     plan_next_row_prefetch();
+    splits_rows();
     if (!k_.outer.empty()) {
-      if (k_.outer_numel() > 1 && !parallel_inner_) {
+      if (k_.outer_numel() > 1 && !parallel_inner_ && !split_rows_) {
         std::string w = work_text(work, true, loops);
         os_ << omp_for(work, w);
         if (k_.outer.size() > 1) os_ << " collapse(" << k_.outer.size() << ")";
@@ -663,15 +664,39 @@ class KernelPrinter {
   // always sums in the same order. Every combine (sum, prod, max, min) is
   // associative; the NaN a max or min skipped in its lanes is put back per
   // thread, and the partials fold with the NaN-propagating combine.
+  //
+  // A kernel with a few outer iterations (x.sum(1) over 4 rows of 4M: 4 of
+  // 16 threads busy) whose inner loops all reduce splits each row the same
+  // way, the rows one after another (split_rows_); static code only, which
+  // knows the extents, and under kFewRows rows, the bound below which a
+  // pointwise kernel splits its inner loop too.
   static constexpr int kMaxParts = 256;
+  static constexpr int64_t kFewRows = 16;
 
   bool splits_across_threads(size_t li) const {
     const Loop& l = k_.loops[li];
-    if (!k_.outer.empty() || k_.inner.size() != 1 || !l.spills.empty() || !k_.scratch.empty())
+    if ((!k_.outer.empty() && !split_rows_) || k_.inner.size() != 1 || !l.spills.empty() ||
+        !k_.scratch.empty())
       return false;
     if (generic_) return true;  // the team is chosen at run time (ignis_threads_for)
     const sym::Expr& n = k_.inner_sizes.back();
     return n.is_const() && n.value() >= 2 * grain_ && n.value() >= 2 * lanes_;
+  }
+
+  // Whether the kernel's rows split across the threads one by one.
+  bool splits_rows() {
+    if (generic_ || k_.outer.empty() || k_.outer_numel() >= kFewRows || k_.inner.size() != 1 ||
+        !k_.scratch.empty())
+      return false;
+    split_rows_ = true;  // (asked of each loop below)
+    bool any = false;
+    for (size_t li = 0; li < k_.loops.size() && split_rows_; ++li) {
+      const Loop& l = k_.loops[li];
+      if (!l.inner) continue;
+      if (l.reductions.empty() || !splits_across_threads(li)) split_rows_ = false;
+      any = true;
+    }
+    return split_rows_ = split_rows_ && any;
   }
 
   // Note [Float sums in chunks]
@@ -838,9 +863,13 @@ class KernelPrinter {
     os_ << in << "#pragma omp for schedule(static) nowait\n"
         << in << "for (int64_t chunk = 0; chunk < " << whole << "; chunk += " << kChunk << ") {\n";
     print_chunk(li, in + "  ", "chunk");
-    os_ << in << "}\n" << in << "if (omp_get_thread_num() == 0) {\n";
-    print_chunk(li, in + "  ", whole, rest_of_chunks(main_text, whole));
     os_ << in << "}\n";
+    const std::string rest = rest_of_chunks(main_text, whole);
+    if (rest != "0") {
+      os_ << in << "if (omp_get_thread_num() == 0) {\n";
+      print_chunk(li, in + "  ", whole, rest);
+      os_ << in << "}\n";
+    }
     compensate_lanes(li, in);
     // Each thread's partial: its lanes folded (a skipped NaN put back).
     for (int r : l.reductions) {
@@ -1108,6 +1137,7 @@ class KernelPrinter {
   int64_t work_ = 0;  // the kernel's elements times loops (print's estimate)
   int64_t work_factor_ = 1;  // its loops
   bool parallel_inner_ = false;
+  bool split_rows_ = false;  // Note [Full reductions across threads]
   bool generic_;
   bool row_prefetch_;
   // Note [Next-row prefetch]: the loop that prefetches (-1: none), and what.
