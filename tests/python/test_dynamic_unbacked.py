@@ -112,7 +112,7 @@ def masked_select_both_forms(x, m):
 def count_returned(x):
     s = x[x > 0]
     n = s.shape[0]
-    return s.view(n, 1) * ignis.ones(1, 3), n
+    return s.view(n, 1) * ignis.ones(1, 3, device=x.device), n
 
 
 CASES = {
