@@ -1257,10 +1257,15 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
      << cuda::eager_prelude() << cuda::device_scalar_ops_source() << sym_helpers() << kHelpers
      << (generic ? kGenericHelpers : "") << "\n";
   CudaProgramCode code;
-  for (const Kernel& k : p.kernels)
+  code.prelude_bytes = os.str().size();
+  for (const Kernel& k : p.kernels) {
+    const size_t begin = os.str().size();
     code.kernels.push_back(
         CudaKernelPrinter(os, p, k, tag.empty() ? k.name : k.name + "_" + tag, options, lift)
             .print());
+    code.kernels.back().source_begin = begin;
+    code.kernels.back().source_end = os.str().size();
+  }
   code.source = os.str();
   return code;
 }

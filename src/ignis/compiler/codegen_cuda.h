@@ -56,11 +56,15 @@ struct CudaKernel {
   // IgParams<N> passed by value (Note [Size-generic code]); empty: no such
   // argument (static code, or nothing to read).
   std::vector<int64_t> size_params;
+  // Its text in the program's source: [source_begin, source_end) (Note
+  // [A graph's CUDA in parts], compiled_graph.cpp).
+  size_t source_begin = 0, source_end = 0;
 };
 
 struct CudaProgramCode {
   std::string source;               // the whole translation unit
   std::vector<CudaKernel> kernels;  // one per Program kernel, in order
+  size_t prelude_bytes = 0;         // the source's shared part, before every kernel
 };
 
 // options.size_generic: sizes are kernel arguments; `lift` false prints the

@@ -41,7 +41,7 @@ graph::Node* ref_node(Executable& e, std::unordered_map<int, graph::Node*>& made
 
 // ---- the byte format: tagged, length-prefixed, little-endian ----
 
-constexpr char kMagic[] = "ignis-executable-3";
+constexpr char kMagic[] = "ignis-executable-4";
 
 class Writer {
  public:
@@ -260,6 +260,8 @@ std::optional<std::string> serialize(const Executable& e) {
     w.i64(k.workspace_bytes);
     w.i64(k.zeroed_bytes);
     w.ints(k.size_params);
+    w.i64(k.source_begin);
+    w.i64(k.source_end);
   }
   w.i64(int64_t(e.steps.size()));
   for (const Executable::Call& c : e.steps) {
@@ -295,6 +297,7 @@ std::optional<std::string> serialize(const Executable& e) {
   w.str(e.memory_plan_text);
   w.str(e.schedule_text);
   w.str(e.source);
+  w.i64(e.source_prelude_bytes);
   w.i64(int64_t(e.autotune_report.size()));
   for (const std::string& line : e.autotune_report) w.str(line);
   return w.take();
@@ -347,6 +350,8 @@ std::optional<Executable> deserialize(std::string_view bytes) {
     k.workspace_bytes = r.i64();
     k.zeroed_bytes = r.i64();
     k.size_params = r.ints<int64_t>();
+    k.source_begin = r.i64();
+    k.source_end = r.i64();
     if (k.workspace_bytes < 0 || k.zeroed_bytes < 0 || k.zeroed_bytes > k.workspace_bytes)
       return std::nullopt;
     for (int b : k.outputs)
@@ -406,9 +411,17 @@ std::optional<Executable> deserialize(std::string_view bytes) {
   e.memory_plan_text = r.str();
   e.schedule_text = r.str();
   e.source = r.str();
+  e.source_prelude_bytes = r.i64();
   const int64_t na = r.count();
   for (int64_t i = 0; i < na && !r.bad(); ++i) e.autotune_report.push_back(r.str());
   if (r.bad() || !r.done()) return std::nullopt;
+  // (a kernel's text lies in the source, after the prelude)
+  const int64_t n = int64_t(e.source.size());
+  if (e.source_prelude_bytes < 0 || e.source_prelude_bytes > n) return std::nullopt;
+  for (const Executable::Kern& k : e.kernels)
+    if (e.device.is_cuda() && (k.source_begin < e.source_prelude_bytes ||
+                               k.source_end < k.source_begin || k.source_end > n))
+      return std::nullopt;
   return e;
 }
 

@@ -46,6 +46,8 @@ struct Executable {
     // Size-generic code: the values the kernel reads as P[0], P[1], ...
     // (this size's; Note [Size-generic code]). Empty for static code.
     std::vector<int64_t> size_params;
+    // CUDA: its text in `source`, [source_begin, source_end).
+    int64_t source_begin = 0, source_end = 0;
   };
   struct Call {
     bool kernel = false;
@@ -80,6 +82,7 @@ struct Executable {
   // What the compiler printed, kept for the Python accessors (a CUDA
   // program's `source` is also what its kernels are compiled from).
   std::string program_text, memory_plan_text, schedule_text, source;
+  int64_t source_prelude_bytes = 0;  // CUDA: the source's part shared by every kernel
   std::vector<std::string> autotune_report;
 };
 

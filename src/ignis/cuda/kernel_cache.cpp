@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -119,46 +120,76 @@ CUfunction function_locked(Cache& c, CUmodule mod, const std::string& symbol,
   return f;
 }
 
-// The module of request r (key `key`) on `device`: loaded, read from disk or
-// compiled, once per process.
-CUmodule module_for(Cache& c, int device, const KernelRequest& r, const std::string& key,
-                    int arch) {
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.modules.find({key, device});
-    if (it != c.modules.end()) {
-      ++c.stats.memory_hits;
-      return it->second;
+// Runs work(i) for i in [0, n) on up to `threads` threads (this one among
+// them); the first exception is rethrown here once all have stopped.
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto run = [&] {
+    for (size_t i; (i = next++) < n;) {
+      try {
+        work(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
     }
-  }
-  std::string bin = cubin_for(c, key, r, arch);  // unlocked: see cubin_for
-  std::lock_guard<std::mutex> lock(c.mu);
-  CUmodule& mod = c.modules[{key, device}];
-  if (!mod) {  // else another thread loaded it meanwhile
-    DeviceGuard guard(device);
-    auto t0 = std::chrono::steady_clock::now();
-    IGNIS_CU(cuModuleLoadData(&mod, bin.data()));
-    c.stats.load_seconds += seconds_since(t0);
-  }
-  return mod;
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(std::max(1, threads), int(n)); ++t) pool.emplace_back(run);
+  run();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
 
 CUfunction get_kernel(int device, const KernelRequest& r) {
-  return get_kernels(device, r, {r.symbol}).front();
+  return get_kernels(device, {r}, {{r.symbol}}, 1).front().front();
 }
 
-std::vector<CUfunction> get_kernels(int device, const KernelRequest& unit,
-                                    const std::vector<std::string>& symbols) {
-  for (const std::string& symbol : symbols) dump_source(unit.source, symbol);
+std::vector<std::vector<CUfunction>> get_kernels(
+    int device, const std::vector<KernelRequest>& units,
+    const std::vector<std::vector<std::string>>& symbols, int threads) {
+  IGNIS_INTERNAL_ASSERT(units.size() == symbols.size(), "get_kernels: ", units.size(),
+                        " units, ", symbols.size(), " symbol lists");
   const int arch = arch_of(device);
   Cache& c = cache();
-  CUmodule mod = module_for(c, device, unit, key_of(unit, arch), arch);
-  std::vector<CUfunction> out;
-  out.reserve(symbols.size());
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < units.size(); ++i) {
+    for (const std::string& symbol : symbols[i]) dump_source(units[i].source, symbol);
+    keys.push_back(key_of(units[i], arch));
+  }
+  std::vector<size_t> missing;  // the units this process has not loaded
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (size_t i = 0; i < units.size(); ++i) {
+      if (c.modules.count({keys[i], device}))
+        ++c.stats.memory_hits;
+      else
+        missing.push_back(i);
+    }
+  }
+  // Their cubins, from disk or NVRTC, several at once (unlocked: see
+  // cubin_for); then loaded in order.
+  std::vector<std::string> bins(units.size());
+  parallel_for(missing.size(), threads, [&](size_t j) {
+    bins[missing[j]] = cubin_for(c, keys[missing[j]], units[missing[j]], arch);
+  });
   std::lock_guard<std::mutex> lock(c.mu);
-  for (const std::string& symbol : symbols) out.push_back(function_locked(c, mod, symbol, unit));
+  std::vector<std::vector<CUfunction>> out(units.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    CUmodule& mod = c.modules[{keys[i], device}];
+    if (!mod) {  // (else loaded before, or by another thread meanwhile)
+      DeviceGuard guard(device);
+      auto t0 = std::chrono::steady_clock::now();
+      IGNIS_CU(cuModuleLoadData(&mod, bins[i].data()));
+      c.stats.load_seconds += seconds_since(t0);
+    }
+    for (const std::string& symbol : symbols[i])
+      out[i].push_back(function_locked(c, mod, symbol, units[i]));
+  }
   return out;
 }
 
@@ -184,24 +215,8 @@ int precompile(int device, const std::vector<KernelRequest>& requests, int threa
   nvrtc_version();  // loads NVRTC (or raises) before the threads start
   Cache& c = cache();
   const uint64_t before = kernel_cache_stats().compiles;
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mu;
-  auto work = [&] {
-    for (size_t i; (i = next++) < requests.size();) {
-      try {
-        cubin_for(c, key_of(requests[i], arch), requests[i], arch);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  parallel_for(requests.size(), threads,
+               [&](size_t i) { cubin_for(c, key_of(requests[i], arch), requests[i], arch); });
   return static_cast<int>(kernel_cache_stats().compiles - before);
 }
 

@@ -39,11 +39,14 @@ struct KernelRequest {
 // The kernel on `device` (compiled or loaded once per process and device).
 CUfunction get_kernel(int device, const KernelRequest& request);
 
-// The kernels `symbols` of one translation unit (`unit.symbol` unused), its
-// key hashed and its module looked up once: a compiled graph's kernels, one
-// unit of a few hundred KiB, would otherwise hash it once per kernel.
-std::vector<CUfunction> get_kernels(int device, const KernelRequest& unit,
-                                    const std::vector<std::string>& symbols);
+// The kernels `symbols[i]` of translation unit `units[i]` (`symbol`
+// unused), each unit's key hashed and its module looked up once: the units
+// this process has not loaded are read from disk or compiled by up to
+// `threads` threads at once, then loaded. A compiled graph's kernels come in
+// a few such units (Note [A graph's CUDA in parts], compiled_graph.cpp).
+std::vector<std::vector<CUfunction>> get_kernels(
+    int device, const std::vector<KernelRequest>& units,
+    const std::vector<std::vector<std::string>>& symbols, int threads);
 
 // The kernel `name` stands for on `device`: `name` says everything its
 // source depends on (the kernel's symbol, or more where one symbol has
