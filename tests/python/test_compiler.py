@@ -1598,6 +1598,38 @@ def test_few_long_rows_split_each_row_across_threads(rows):
     assert "split across threads" not in wide.generated_code
 
 
+@pytest.mark.parametrize("cols", [3, 16, 100])
+def test_few_columns_split_their_rows_across_threads(cols):
+    # The column kernel's split (splits_columns): under 16 chunks of 64
+    # columns over two blocks of rows or more, the row blocks are shared by
+    # the team, each thread's partials folded in thread order. Values are
+    # eager's, a NaN stays in its column, the bits repeat; 1024 columns (16
+    # chunks) split by chunk as before.
+    from ignis._functorch.aot_autograd import trace_joint
+
+    def f(x):
+        return x.sum(0), x.amax(0), x.amin(0), (x * x).mean(0)
+
+    def compiled_for(x):
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
+        return _inductor.compile_fx(gm, None)
+    x = ignis.randn(40009, cols, dtype=ignis.float64)
+    compiled = compiled_for(x)
+    assert "column reduction" in compiled.generated_code
+    assert "split across threads" in compiled.generated_code
+    got = compiled(x)
+    for g, w in zip(got, f(x)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
+    again = compiled(x)
+    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
+    y = x.clone()
+    y[12345, cols // 2] = float("nan")
+    for out in compiled(y)[:3]:
+        assert np.isnan(out.numpy()).tolist() == [c == cols // 2 for c in range(cols)]
+    wide = compiled_for(ignis.randn(9000, 1024, dtype=ignis.float64))
+    assert "split across threads" not in wide.generated_code
+
+
 def test_integer_sums_fuse_with_float_reductions_on_the_cpu():
     # A masked mean's count and an accuracy's (pred == y).sum() are int64 sums
     # of bools: lowered as reductions (not externs), so siblings over the

@@ -964,6 +964,26 @@ class KernelPrinter {
   // are arrays over the chunk.
   static constexpr int64_t kColumns = 64;
   static constexpr int64_t kRowChunk = 256;
+  static constexpr int kMaxColumnParts = 64;
+
+  // Whether a column kernel with `parallel` independent column chunks of
+  // `width` columns splits its rows across the team instead (Note [Full
+  // reductions across threads]: a bias gradient's 64 columns over a million
+  // rows ran on one thread): static code, under kFewRows chunks, one reduced
+  // dim of two blocks or more and two grains of work per chunk, every loop
+  // over the rows reducing, and no value of such a loop read later.
+  bool splits_columns(int64_t parallel, int64_t width,
+                      const std::vector<std::pair<size_t, int>>& kept) const {
+    if (generic_ || parallel >= kFewRows || k_.inner.size() != 1) return false;
+    const sym::Expr& rows = k_.inner_sizes.back();
+    if (!rows.is_const() || rows.value() < 2 * kChunk || rows.value() * width < 2 * grain_)
+      return false;
+    for (size_t li = 0; li < k_.loops.size(); ++li)
+      if (k_.loops[li].inner && k_.loops[li].reductions.empty()) return false;
+    for (const auto& [kl, kn] : kept)
+      if (k_.loops[kl].inner) return false;
+    return true;
+  }
 
   void print_columns() {
     os_ << "// " << k_.name << ": ";
@@ -978,7 +998,15 @@ class KernelPrinter {
     int64_t work = k_.outer_numel() * k_.inner_numel();
     int64_t parallel = chunks;
     for (size_t i = 0; i + 1 < n; ++i) parallel *= k_.outer_sizes[i].value();
-    if (parallel > 1) {
+    // Scalar values a later loop reads.
+    std::vector<std::pair<size_t, int>> kept;
+    for (const Loop& l : k_.loops)
+      for (const ScalarNode& s : l.body)
+        if (s.kind == ScalarKind::Ref && s.acc < 0 &&
+            std::find(kept.begin(), kept.end(), std::make_pair(size_t(s.loop), s.node)) == kept.end())
+          kept.emplace_back(size_t(s.loop), s.node);
+    split_columns_ = splits_columns(parallel, std::min(cols, kColumns), kept);
+    if (parallel > 1 && !split_columns_) {
       std::string w = work_text(work, true, 1);
       os_ << omp_for(work, w) << " collapse(" << n << ") if (" << w << " >= " << grain_ << ")\n";
     }
@@ -994,13 +1022,6 @@ class KernelPrinter {
         << " ? chunk + " << kColumns << " : " << cols_text << ";\n";
     lane_ = col + " - chunk";
     std::string lanes = "for (int64_t " + col + " = chunk; " + col + " < chunk_end; ++" + col + ")";
-    // Scalar values a later loop reads.
-    std::vector<std::pair<size_t, int>> kept;
-    for (const Loop& l : k_.loops)
-      for (const ScalarNode& s : l.body)
-        if (s.kind == ScalarKind::Ref && s.acc < 0 &&
-            std::find(kept.begin(), kept.end(), std::make_pair(size_t(s.loop), s.node)) == kept.end())
-          kept.emplace_back(size_t(s.loop), s.node);
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
       // The reduced rows cascade (Note [Float sums in chunks]): a column has
@@ -1009,18 +1030,25 @@ class KernelPrinter {
       // of those into a block's partials, and the blocks into the sums,
       // compensated; the rows after the last whole block and chunk go
       // straight into the sums.
+      // (Split across the team, every reduction runs in row blocks: the
+      // blocks are what the threads share.)
+      const bool split = split_columns_ && l.inner;
       const sym::Expr rows = l.inner && !k_.inner.empty() ? k_.inner_sizes.back() : sym::Expr(0);
-      const bool chunked = l.inner && sums_any_in_chunks(li) &&
-                           (generic_ || (rows.is_const() && rows.value() >= kRowChunk));
-      const bool blocks = chunked && (generic_ || rows.value() >= kChunk);
-      for (int r : l.reductions) {
-        const Reduction& red = k_.reductions[size_t(r)];
-        os_ << ind << ctype(red.dtype) << " acc" << r << "[" << kColumns << "];\n"
-            << ind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << r
-            << "[l] = " << combine_init(red.combine) << ";\n";
-        if (blocks && sums_in_chunks(red))
-          os_ << ind << ctype(red.dtype) << " acc" << r << "_comp[" << kColumns << "] = {};\n";
-      }
+      const bool chunked = l.inner && (split || (sums_any_in_chunks(li) &&
+                           (generic_ || (rows.is_const() && rows.value() >= kRowChunk))));
+      const bool blocks = chunked && (split || generic_ || rows.value() >= kChunk);
+      // The accumulators at `at` (`comp`: with the compensation of their sums).
+      auto declare_accs = [&](const std::string& at, bool comp) {
+        for (int r : l.reductions) {
+          const Reduction& red = k_.reductions[size_t(r)];
+          os_ << at << ctype(red.dtype) << " acc" << r << "[" << kColumns << "];\n"
+              << at << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << r
+              << "[l] = " << combine_init(red.combine) << ";\n";
+          if (comp && blocks && sums_in_chunks(red))
+            os_ << at << ctype(red.dtype) << " acc" << r << "_comp[" << kColumns << "] = {};\n";
+        }
+      };
+      declare_accs(ind, !split);
       for (const auto& [kl, kn] : kept)
         if (kl == li)
           os_ << ind << ctype(l.body[size_t(kn)].dtype) << " " << tmp(kl, kn) << "_v[" << kColumns
@@ -1043,7 +1071,24 @@ class KernelPrinter {
         print_row(ind, false);
         continue;
       }
-      std::string in = ind;
+      // Split: each thread's accumulators (named as the sums they fold
+      // into, which they shadow) over its share of the row blocks, the
+      // partials folded in thread order after the region.
+      const std::string team = "team" + std::to_string(li);
+      std::string lind = ind;
+      if (split) {
+        os_ << ind << "// (split across threads: Note [Full reductions across threads])\n"
+            << ind << "int " << team << " = ignis_threads(2);\n"
+            << ind << "if (" << team << " > " << kMaxColumnParts << ") " << team << " = "
+            << kMaxColumnParts << ";\n";
+        for (int r : l.reductions)
+          os_ << ind << ctype(k_.reductions[size_t(r)].dtype) << " acc" << r << "_parts["
+              << kMaxColumnParts << "][" << kColumns << "];\n";
+        os_ << ind << "#pragma omp parallel num_threads(" << team << ")\n" << ind << "{\n";
+        lind = ind + "  ";
+        declare_accs(lind, true);
+      }
+      std::string in = lind;
       for (size_t i = 0; i + 1 < k_.inner.size(); ++i) {
         os_ << in << loop_header(k_.inner[i], k_.inner_sizes[i]);
         in += "  ";
@@ -1085,6 +1130,7 @@ class KernelPrinter {
         std::string after_blocks = "0";
         if (blocks) {
           after_blocks = whole(kChunk);
+          if (split) os_ << in << "#pragma omp for schedule(static) nowait\n";
           os_ << in << "for (int64_t row_block = 0; row_block < " << after_blocks
               << "; row_block += " << blk << ") {\n";
           declare_partials(in + "  ", "_block");
@@ -1101,6 +1147,10 @@ class KernelPrinter {
           os_ << in << "}\n";
         }
         from = whole(kRowChunk);
+        if (split) {  // (the rows after the blocks: thread 0's)
+          os_ << in << "if (omp_get_thread_num() == 0) {\n";
+          in += "  ";
+        }
         if (generic_ || rows.value() / kRowChunk * kRowChunk > rows.value() / kChunk * kChunk) {
           os_ << in << "for (int64_t row_chunk = " << after_blocks << "; row_chunk < " << from
               << "; row_chunk += " << chk << ") {\n";
@@ -1117,11 +1167,26 @@ class KernelPrinter {
         os_ << in << "}\n";
         if (chunked) add_partials(in, "_part", "");
       }
-      for (size_t i = k_.inner.size() - 1; i-- > 0;) os_ << ind << std::string(2 * i, ' ') << "}\n";
+      if (split) os_ << lind << "}\n";
+      for (size_t i = k_.inner.size() - 1; i-- > 0;) os_ << lind << std::string(2 * i, ' ') << "}\n";
       for (int red : l.reductions)
         if (blocks && sums_in_chunks(k_.reductions[size_t(red)]))
-          os_ << ind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << red << "[l] -= acc"
+          os_ << lind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << red << "[l] -= acc"
               << red << "_comp[l];\n";
+      if (!split) continue;
+      for (int r : l.reductions)
+        os_ << lind << "for (int64_t l = 0; l < " << kColumns << "; ++l) acc" << r
+            << "_parts[omp_get_thread_num()][l] = acc" << r << "[l];\n";
+      os_ << ind << "}\n";
+      for (int r : l.reductions) {
+        const Reduction& red = k_.reductions[size_t(r)];
+        const std::string a = "acc" + std::to_string(r);
+        os_ << ind << "for (int64_t l = 0; l < " << kColumns << "; ++l) {\n"
+            << ind << "  " << a << "[l] = " << a << "_parts[0][l];\n"
+            << ind << "  for (int t = 1; t < " << team << "; ++t) " << a << "[l] = "
+            << combine_expr(red.combine, a + "[l]", a + "_parts[t][l]") << ";\n"
+            << ind << "}\n";
+      }
     }
     os_ << "  }\n";
     for (size_t i = 0; i + 1 < n; ++i) os_ << "  }\n";
@@ -1137,7 +1202,8 @@ class KernelPrinter {
   int64_t work_ = 0;  // the kernel's elements times loops (print's estimate)
   int64_t work_factor_ = 1;  // its loops
   bool parallel_inner_ = false;
-  bool split_rows_ = false;  // Note [Full reductions across threads]
+  bool split_rows_ = false;     // Note [Full reductions across threads]
+  bool split_columns_ = false;  // likewise, in a column kernel
   bool generic_;
   bool row_prefetch_;
   // Note [Next-row prefetch]: the loop that prefetches (-1: none), and what.
