@@ -115,6 +115,12 @@ def count_returned(x):
     return s.view(n, 1) * ignis.ones(1, 3, device=x.device), n
 
 
+def mask_among_basic(x, m, m2):
+    # a mask among ints, slices, None and Ellipsis: torch applies the basic
+    # part first, then the mask where it stands
+    return (x[0, m] * 2).sum() + x[m2[:, 0], 1:].exp().sum(), x[..., m2[0]] + 1, x[None, 1, :, m2[0]]
+
+
 CASES = {
     "mask_rows": (mask_rows, lambda i: (ignis.randn(7, 4, requires_grad=True), ignis.randn(4, 3)),
                   (0,)),
@@ -129,6 +135,9 @@ CASES = {
     "masked_select": (masked_select_both_forms,
                       lambda i: (ignis.randn(4, 5, requires_grad=True), ignis.randn(5) > 0), (0,)),
     "count_returned": (count_returned, lambda i: (ignis.randn(6, 4),), ()),
+    "mask_among_basic": (mask_among_basic, lambda i: (ignis.randn(3, 5, 4, requires_grad=True),
+                                                      ignis.rand(5, 4) < 0.5, ignis.rand(3, 4) < 0.5),
+                         (0,)),
 }
 
 
@@ -266,6 +275,19 @@ def test_unique_graphs_counter_counts_one_graph():
     for i in range(3):
         cf(ignis.randn(8, 5), ignis.randn(8, 5))
     assert counters["stats"]["unique_graphs"] - before == 1
+    ignis.compiler.reset()
+
+
+def test_masks_among_basic_indices_match_torch():
+    # x[0, m], x[m, 1:], x[..., m], x[None, 1, :, m]: ignis's values are
+    # torch's (basic indexing first, then the mask), in one graph.
+    torch = pytest.importorskip("torch")
+    ignis.manual_seed(0)
+    x, m, m2 = ignis.randn(3, 5, 4), ignis.rand(5, 4) < 0.5, ignis.rand(3, 4) < 0.5
+    got = ignis.compile(mask_among_basic, backend="inductor")(x, m, m2)
+    want = mask_among_basic(*[torch.from_numpy(a.numpy()) for a in (x, m, m2)])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
     ignis.compiler.reset()
 
 

@@ -2312,6 +2312,8 @@ VTP Tracer::subscr(const VTP& obj, const VTP& key) {
   if (obj->kind == VK::Tensor) {
     if (has_bool_tensor(key)) {
       if (VTP r = call_unbacked(operator_fn("getitem"), "getitem", false, {obj, key}, {})) return r;
+      if (cfg->capture_dynamic_output_shape_ops)
+        if (VTP r = subscr_mask_among_basic(obj, key)) return r;
       throw Unsupported{"indexing with a boolean mask has a data-dependent shape", false, true};
     }
     return call_graph(operator_fn("getitem"), "", {obj, key}, {});

@@ -423,6 +423,10 @@ class Tracer {
   // graph breaks). `name`: the op, Tensor method or "getitem".
   VTP call_unbacked(PyObject* fn, const std::string& name, bool method, const std::vector<VTP>& args,
                     const std::vector<std::pair<std::string, VTP>>& kwargs);
+  // x[key] where key holds one boolean mask among ints, slices, None and
+  // Ellipsis (x[0, mask], x[mask, 1:]): the basic indexing, then the mask
+  // after full slices, as torch applies them; nullptr for any other key.
+  VTP subscr_mask_among_basic(const VTP& x, const VTP& key);
   // A new unbacked symbol for the count of `what` among `counted` elements.
   sym::Expr new_unbacked(const std::string& what, const std::vector<sym::Expr>& counted);
   // Where each unbacked symbol's value can be read: dim `dim` of `tensor`.

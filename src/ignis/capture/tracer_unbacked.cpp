@@ -258,6 +258,58 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   return r;
 }
 
+VTP Tracer::subscr_mask_among_basic(const VTP& x, const VTP& key) {
+  if (key->kind != VK::Tuple || key->pytype) return nullptr;
+  const int64_t rank = static_cast<int64_t>(sizes_of(x).size());
+  size_t at = key->items.size();
+  int64_t consumed = 0;  // the dims of x the key's items index
+  bool ellipsis = false;
+  for (size_t i = 0; i < key->items.size(); ++i) {
+    const VTP& e = key->items[i];
+    if (is_bool_tensor(e)) {
+      if (at != key->items.size()) return nullptr;  // two masks: eager's
+      at = i;
+      consumed += static_cast<int64_t>(sizes_of(e).size());
+    } else if (e->kind == VK::SymInt || e->kind == VK::Slice) {
+      ++consumed;
+    } else if (e->kind == VK::Const && e->value.get() == Py_Ellipsis) {
+      if (ellipsis) return nullptr;
+      ellipsis = true;
+    } else if (e->kind == VK::Const && (PySlice_Check(e->value.get()) ||
+                                        (PyLong_Check(e->value.get()) && !PyBool_Check(e->value.get())))) {
+      ++consumed;
+    } else if (!(e->kind == VK::Const && e->value.get() == Py_None)) {
+      return nullptr;  // another tensor, a bool, ...: eager's, after a break
+    }
+  }
+  if (at == key->items.size() || sizes_of(key->items[at]).empty() || consumed > rank) return nullptr;
+  // The dims of the basic result before the mask's: a slice or None keeps
+  // or adds one, an int removes its dim, an Ellipsis spans what the rest
+  // does not index.
+  Obj full = Obj::steal(PySlice_New(nullptr, nullptr, nullptr));
+  std::vector<VTP> basic;
+  size_t lead = 0;
+  for (size_t i = 0; i < key->items.size(); ++i) {
+    const VTP& e = key->items[i];
+    if (i == at) {
+      for (size_t d = 0; d < sizes_of(e).size(); ++d) basic.push_back(make_const(full.get()));
+      continue;
+    }
+    basic.push_back(e);
+    if (i > at) continue;
+    if (e->kind == VK::Slice || (e->kind == VK::Const && (PySlice_Check(e->value.get()) ||
+                                                          e->value.get() == Py_None)))
+      ++lead;
+    else if (e->kind == VK::Const && e->value.get() == Py_Ellipsis)
+      lead += static_cast<size_t>(rank - consumed);
+  }
+  VTP y = subscr(x, make_tuple(std::move(basic)));
+  if (lead == 0) return subscr(y, key->items[at]);
+  std::vector<VTP> rest(lead, make_const(full.get()));
+  rest.push_back(key->items[at]);
+  return subscr(y, make_tuple(std::move(rest)));
+}
+
 void Tracer::note_unbacked_reads(const VTP& v) {
   if (!v || v->kind != VK::SymInt || !v->sym.defined()) return;
   for (const sym::Expr& s : sym::free_symbols(shape_env.replace(v->sym))) {
