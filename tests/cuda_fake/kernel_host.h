@@ -28,6 +28,7 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
 }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
 static inline void __threadfence() {}
+static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned v) {
   unsigned o = *p; if (o == expected) *p = v; return o;
 }

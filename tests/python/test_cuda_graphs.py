@@ -320,6 +320,51 @@ def test_an_mlp_trains_like_eager_step_after_step():
 
 
 @needs_gpu
+def test_an_embedding_model_is_recorded_and_trains_like_eager():
+    # Note [Index errors on the GPU]: the embedding's index, the
+    # cross-entropy's gather and the embedding backward's index_put read
+    # their indices on the device, so nothing reads to the host and both
+    # graphs are recorded (they fell back before: the capture failed).
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 16)
+            self.out = nn.Linear(16, 50)
+
+        def forward(self, idx, tgt):
+            return F.cross_entropy(self.out(ignis.tanh(self.emb(idx))).view(-1, 50), tgt.view(-1))
+
+    def make():
+        ignis.manual_seed(0)
+        return Tiny().cuda()
+    eager, comp = make(), make()
+    opt_e = ignis.optim.SGD(eager.parameters(), lr=0.1)
+    opt_c = ignis.optim.SGD(comp.parameters(), lr=0.1)
+    ignis.compiler.reset()
+    recent_cudagraph_graphs.clear()
+    step_c = ignis.compile(comp, mode="reduce-overhead")
+    for step in range(5):
+        idx = ignis.randint(0, 50, (4, 8)).cuda()
+        tgt = ignis.randint(0, 50, (4, 8)).cuda()
+        opt_e.zero_grad()
+        le = eager(idx, tgt)
+        le.backward()
+        opt_e.step()
+        opt_c.zero_grad()
+        lc = step_c(idx, tgt)
+        lc.backward()
+        close(lc, le, rtol=1e-5, atol=1e-6)
+        for p, q in zip(eager.parameters(), comp.parameters()):
+            close(q.grad, p.grad, rtol=1e-4, atol=1e-6)
+        opt_c.step()
+    stats = _stats()
+    assert len(stats) == 2
+    for s in stats:
+        assert s["fallback"] is None, s
+        assert s["replays"] >= 3, s
+
+
+@needs_gpu
 def test_random_ops_fall_back_with_a_warning_and_a_log_line(capfd):
     def f(x):
         return F.dropout(ignis.exp(x) * 2, 0.5, training=True) + 1

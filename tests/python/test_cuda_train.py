@@ -331,8 +331,10 @@ def test_advanced_indexing_matches_cpu():
     np.testing.assert_array_equal(_np(ignis.nonzero(xc > 1)), _np(ignis.nonzero(x > 1)))
     assert_close(ignis.take(xc, ignis.tensor([0, 139, -1]).cuda()),
                  ignis.take(x, ignis.tensor([0, 139, -1])))
+    # (a CUDA index is checked on the device: raised at the next synchronization)
     with pytest.raises(IndexError, match="out of bounds"):
         xc[ignis.tensor([5]).cuda()]
+        ignis.cuda.synchronize()
 
 
 @needs_gpu

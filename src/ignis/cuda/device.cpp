@@ -6,6 +6,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/driver.h"
+#include "ignis/cuda/kernel_errors.h"
 
 namespace ignis::cuda {
 
@@ -113,6 +114,7 @@ const DeviceProperties& device_properties(int index) {
 void synchronize(int index) {
   DeviceGuard guard(index);
   IGNIS_CU(cuCtxSynchronize());
+  raise_kernel_errors(index);  // Note [Index errors on the GPU]
 }
 
 DeviceGuard::DeviceGuard(int index) : previous_(t_current_device) {

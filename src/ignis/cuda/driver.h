@@ -56,6 +56,7 @@ inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 inline constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x1;
+inline constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x2;
 
 // X(name, symbol, signature): every entry point ignis calls. `symbol` is the
 // name exported by libcuda (cuda.h maps the unversioned names onto it).

@@ -8,6 +8,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/kernel_errors.h"
 
 namespace ignis::cuda {
 
@@ -61,6 +62,7 @@ Stream pool_stream(int device) {
 void synchronize_stream(const Stream& s) {
   DeviceGuard guard(s.device);
   IGNIS_CU(cuStreamSynchronize(s.handle));
+  raise_kernel_errors(s.device);  // Note [Index errors on the GPU]
 }
 
 bool query_stream(const Stream& s) {
@@ -107,6 +109,7 @@ void Event::synchronize() const {
   if (!handle_) return;
   DeviceGuard guard(device_);
   IGNIS_CU(cuEventSynchronize(handle_));
+  raise_kernel_errors(device_);  // Note [Index errors on the GPU]
 }
 
 float Event::elapsed_ms(const Event& end) const {

@@ -9,8 +9,11 @@
 // primitive (mapped_copy, zero_triangle) routed by device. Index values are
 // range-checked before any kernel reads through them; on CUDA that check and
 // the offset tables read a host copy of the indices (one synchronising copy
-// per call, as the CPU's errors are kept: torch's CUDA kernels assert on
-// the device instead).
+// per call), except where the kernel reads a CUDA index itself and checks it
+// on the device (index_select, index_add_/copy_/fill_, gather, scatter,
+// scatter_add, x[idx] and index_put_ with up to two index tensors): its
+// error is raised at the next synchronization (Note [Index errors on the
+// GPU], cuda/kernel_errors.h).
 #include <algorithm>
 
 #include "ignis/autograd/formula.h"
@@ -139,14 +142,43 @@ void index_offsets(const std::vector<Tensor>& indices, const std::vector<int64_t
 }
 
 // cpu::mapped_copy on `device`'s memory (the CUDA kernel ignores
-// parallel_dims: it runs every position at once, adding atomically).
+// parallel_dims: it runs every position at once, adding atomically; and
+// reads `device_indices`, which the CPU never gets).
 void mapped_copy(Device device, char* dst, const char* src, std::vector<MapDim> dims,
                  ScalarType dtype, cpu::MapOp op, int parallel_dims,
-                 const Scalar& alpha = Scalar(int64_t(1))) {
+                 const Scalar& alpha = Scalar(int64_t(1)),
+                 std::vector<cuda::DeviceIndex> device_indices = {}) {
   if (device.is_cuda())
-    cuda::mapped_copy(device.index, dst, src, std::move(dims), dtype, op, alpha);
+    cuda::mapped_copy(device.index, dst, src, std::move(dims), dtype, op, alpha,
+                      std::move(device_indices));
   else
     cpu::mapped_copy(dst, src, std::move(dims), dtype, op, parallel_dims, alpha);
+}
+
+// Whether the kernel reads `index` on the device (Note [Index errors on the
+// GPU]): an int64 or int32 index on the CUDA device the op runs on.
+bool read_on_device(const Tensor& index, Device device) {
+  return device.is_cuda() && index.defined() && index.device() == device &&
+         is_index_dtype(index.dtype());
+}
+// The device index of `index` for a mapped copy of `ndims` dims: its
+// element strides at the map dims `at` (0 elsewhere).
+cuda::DeviceIndex device_index(const Tensor& index, size_t ndims,
+                               const std::vector<std::pair<size_t, int64_t>>& at, int64_t scale,
+                               int64_t bound, int64_t dim, bool wrap, bool into_dst,
+                               cuda::KernelErrorKind kind) {
+  cuda::DeviceIndex x;
+  x.data = index.data_ptr();
+  x.int32 = index.dtype() == ScalarType::Int32;
+  x.strides.assign(ndims, 0);
+  for (const auto& [d, st] : at) x.strides.at(d) = st;
+  x.scale = scale;
+  x.bound = bound;
+  x.dim = dim;
+  x.wrap = wrap;
+  x.into_dst = into_dst;
+  x.kind = kind;
+  return x;
 }
 
 // For every position p of index (row-major), the byte offsets of self's
@@ -177,6 +209,41 @@ void position_offsets(const Tensor& self, int64_t dim, const Tensor& index, cons
   }
 }
 
+// gather_scatter_on with a CUDA index the kernel reads: a mapped copy over
+// the index's positions, self's offset along `dim` from the index value.
+void gather_scatter_on_device(cpu::FiberOp op, const Tensor& self, int64_t dim,
+                              const Tensor& index, const Tensor& other, const Scalar& value) {
+  const size_t nd = size_t(index.dim()), isz = self.itemsize();
+  const bool gather = op == cpu::FiberOp::Gather;
+  Tensor src = other;
+  if (op == cpu::FiberOp::ScatterFill) {  // the value, broadcast by zero strides
+    src = empty_tensor({}, self.dtype(), self.device());
+    fill_tensor(src, value);
+  }
+  std::vector<MapDim> dims(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    MapDim& m = dims[d];
+    m.size = index.sizes()[d];
+    const int64_t self_bytes = d == size_t(dim) ? 0 : self.strides()[d] * int64_t(isz);
+    const int64_t other_bytes = src.dim() == 0 ? 0 : src.strides()[d] * int64_t(isz);
+    m.dst_stride = gather ? other_bytes : self_bytes;
+    m.src_stride = gather ? self_bytes : other_bytes;
+  }
+  std::vector<std::pair<size_t, int64_t>> at;
+  for (size_t d = 0; d < nd; ++d) at.emplace_back(d, index.strides()[d]);
+  std::vector<cuda::DeviceIndex> dev{device_index(
+      index, nd, at, self.strides()[dim] * int64_t(isz), self.sizes()[dim], dim, false, !gather,
+      cuda::KernelErrorKind::IndexOutOfBoundsRuntime)};
+  char* sp = static_cast<char*>(self.data_ptr());
+  if (gather)
+    mapped_copy(self.device(), static_cast<char*>(other.data_ptr()), sp, std::move(dims),
+                self.dtype(), cpu::MapOp::Copy, 0, Scalar(int64_t(1)), std::move(dev));
+  else
+    mapped_copy(self.device(), sp, static_cast<const char*>(src.data_ptr()), std::move(dims),
+                self.dtype(), op == cpu::FiberOp::ScatterAdd ? cpu::MapOp::Add : cpu::MapOp::Copy,
+                0, Scalar(int64_t(1)), std::move(dev));
+}
+
 // cpu::gather_scatter on self's device. On CUDA every position p of index
 // becomes one position of a mapped copy, through tables of self's and
 // other's byte offsets built on the host from a copy of the index.
@@ -185,6 +252,8 @@ void gather_scatter_on(cpu::FiberOp op, const Tensor& self, int64_t dim, const T
   if (!self.device().is_cuda()) return cpu::gather_scatter(op, self, dim, index, other, value);
   const int64_t n = index.numel();
   if (n == 0) return;
+  if (read_on_device(index, self.device())) return gather_scatter_on_device(op, self, dim, index,
+                                                                            other, value);
   MapDim m;
   m.size = n;
   std::vector<int64_t> self_off, other_off;
@@ -409,18 +478,26 @@ void index_select_impl(OpCall& c) {
   Tensor index = as_1d(c.tensor(2));
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
-  IGNIS_CHECK_INDEX(!out_of_range(index, 0, n), "index out of range in self");
+  const bool device_read = read_on_device(index, c.device);
+  if (!device_read) IGNIS_CHECK_INDEX(!out_of_range(index, 0, n), "index out of range in self");
   if (out.numel() == 0) return;
   Tensor src = as_1d(self), dst = as_1d(out);
   const size_t isz = self.itemsize();
   auto dims = affine_dims(dst.sizes(), bytes(dst.strides(), isz), bytes(src.strides(), isz));
-  dims[dim].src_table.resize(index.numel());
-  index_offsets({index}, {n}, {src.strides()[dim] * static_cast<int64_t>(isz)},
-                     dims[dim].src_table.data());
+  const int64_t step = src.strides()[dim] * static_cast<int64_t>(isz);
+  std::vector<cuda::DeviceIndex> dev;
+  if (device_read) {
+    dims[dim].src_stride = 0;
+    dev.push_back(device_index(index, dims.size(), {{size_t(dim), index.strides()[0]}}, step, n,
+                               dim, false, false, cuda::KernelErrorKind::IndexOutOfRangeInSelf));
+  } else {
+    dims[dim].src_table.resize(index.numel());
+    index_offsets({index}, {n}, {step}, dims[dim].src_table.data());
+  }
   mapped_copy(dst.device(), static_cast<char*>(dst.data_ptr()),
               static_cast<const char*>(src.data_ptr()),
               std::move(dims), self.dtype(), cpu::MapOp::Copy,
-              static_cast<int>(dst.dim()));
+              static_cast<int>(dst.dim()), Scalar(int64_t(1)), std::move(dev));
 }
 
 int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
@@ -488,7 +565,8 @@ void indexed_impl(OpCall& c) {
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
   const int64_t n = size_or_1(self, dim);
   // index_fill counts negative indices from the end; the others reject them.
-  auto bad = out_of_range(index, K == IndexedOp::Fill ? -n : 0, n);
+  const bool device_read = read_on_device(index, c.device);
+  auto bad = device_read ? std::nullopt : out_of_range(index, K == IndexedOp::Fill ? -n : 0, n);
   if (K == IndexedOp::Add)
     IGNIS_CHECK(!bad, "index ", bad.value_or(0), " is out of bounds for dimension ", dim,
                 " with size ", n);
@@ -508,14 +586,24 @@ void indexed_impl(OpCall& c) {
   DimVector sizes = dst.sizes();
   sizes[dim] = index.numel();
   auto dims = affine_dims(sizes, bytes(dst.strides(), isz), bytes(src1.strides(), isz));
-  dims[dim].dst_table.resize(index.numel());
-  index_offsets({index}, {n}, {dst.strides()[dim] * static_cast<int64_t>(isz)},
-                     dims[dim].dst_table.data());
+  const int64_t step = dst.strides()[dim] * static_cast<int64_t>(isz);
+  std::vector<cuda::DeviceIndex> dev;
+  if (device_read) {
+    dims[dim].dst_stride = 0;
+    dev.push_back(device_index(index, dims.size(), {{size_t(dim), index.strides()[0]}}, step, n,
+                               dim, K == IndexedOp::Fill, true,
+                               K == IndexedOp::Add ? cuda::KernelErrorKind::IndexOutOfBoundsRuntime
+                                                   : cuda::KernelErrorKind::IndexOutOfBounds));
+  } else {
+    dims[dim].dst_table.resize(index.numel());
+    index_offsets({index}, {n}, {step}, dims[dim].dst_table.data());
+  }
   mapped_copy(dst.device(), static_cast<char*>(dst.data_ptr()),
               static_cast<const char*>(src1.data_ptr()),
               std::move(dims), self.dtype(),
               K == IndexedOp::Add ? cpu::MapOp::Add : cpu::MapOp::Copy,
-              static_cast<int>(dim), K == IndexedOp::Add ? c.scalar(4) : Scalar(int64_t(1)));
+              static_cast<int>(dim), K == IndexedOp::Add ? c.scalar(4) : Scalar(int64_t(1)),
+              std::move(dev));
 }
 
 void take_along_dim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -574,7 +662,7 @@ void gather_impl(OpCall& c) {
   const Tensor& self = c.tensor(0);
   const Tensor& index = c.tensor(2);
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
-  check_dim_range(index, self, dim);
+  if (!read_on_device(index, c.device)) check_dim_range(index, self, dim);
   gather_scatter_on(cpu::FiberOp::Gather, as_1d(self), dim, as_1d(index), as_1d(c.outputs[0]),
                     Scalar());
 }
@@ -631,7 +719,7 @@ void scatter_impl(OpCall& c) {
   const Tensor& index = c.tensor(2);
   const Tensor& out = c.outputs[0];
   int64_t dim = wrap_dim(c.int_arg(1), self.dim());
-  check_dim_range(index, self, dim);
+  if (!read_on_device(index, c.device)) check_dim_range(index, self, dim);
   if (!Inplace) copy_into(out, self);
   bool has_src = scatter_has_src<K>(c);
   Scalar value = K == ScatterKind::Value ? c.scalar(3)
@@ -1070,9 +1158,27 @@ void check_index_bounds(const Tensor& self, const AdvIndex& a) {
 struct IndexMap {
   std::vector<MapDim> dims;
   int b_pos = 0;  // position of the flattened B dim
+  std::vector<cuda::DeviceIndex> device;  // the indices a CUDA kernel reads itself
 };
 
-IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, bool self_is_dst) {
+// Whether a CUDA kernel reads a's indices itself (Note [Index errors on the
+// GPU]): at most kMaxDeviceIndices of them, each on self's CUDA device and
+// stepping by one stride along the flattened B dim once broadcast.
+bool reads_indices_on_device(const Tensor& self, const AdvIndex& a) {
+  if (!self.device().is_cuda()) return false;
+  int count = 0;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!a.idx[d].defined()) continue;
+    const Tensor x = expand_view(a.idx[d], a.bshape);
+    if (++count > cuda::kMaxDeviceIndices || !read_on_device(x, self.device()) ||
+        !cpu::collapsed_stride(a.bshape, x.strides()))
+      return false;
+  }
+  return true;
+}
+
+IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, bool self_is_dst,
+                   bool device_read) {
   const int64_t isz = static_cast<int64_t>(self.itemsize());
   const int64_t nb = static_cast<int64_t>(a.bshape.size());
   const DimVector res_bytes = bytes(res.strides(), self.itemsize());
@@ -1095,10 +1201,23 @@ IndexMap index_map(const Tensor& self, const AdvIndex& a, const Tensor& res, boo
   }
   MapDim bdim;
   bdim.size = compute_numel(a.bshape);
-  std::vector<int64_t> table(bdim.size);
-  index_offsets(idx, sizes, strides, table.data());
+  if (device_read) {  // the kernel reads each index at its step along B
+    const size_t ndims = self_dims.size() + 1;
+    size_t j = 0;
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      if (!a.idx[d].defined()) continue;
+      const int64_t step = *cpu::collapsed_stride(a.bshape, idx[j].strides());
+      m.device.push_back(device_index(idx[j], ndims, {{size_t(m.b_pos), step}}, strides[j],
+                                      sizes[j], d, true, self_is_dst,
+                                      cuda::KernelErrorKind::IndexOutOfBounds));
+      ++j;
+    }
+  } else {
+    std::vector<int64_t> table(bdim.size);
+    index_offsets(idx, sizes, strides, table.data());
+    (self_is_dst ? bdim.dst_table : bdim.src_table) = std::move(table);
+  }
   DimVector rs(res.strides().begin() + m.b_pos, res.strides().begin() + m.b_pos + nb);
-  (self_is_dst ? bdim.dst_table : bdim.src_table) = std::move(table);
   // res's side of B steps affinely unless its B dims do not merge (then a table).
   if (std::optional<int64_t> step = cpu::collapsed_stride(a.bshape, rs)) {
     (self_is_dst ? bdim.src_stride : bdim.dst_stride) = *step * isz;
@@ -1169,13 +1288,14 @@ void index_impl(OpCall& c) {
     return;
   }
   AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
-  check_index_bounds(self, a);
+  const bool device_read = reads_indices_on_device(self, a);
+  if (!device_read) check_index_bounds(self, a);
   if (out.numel() == 0) return;
-  IndexMap m = index_map(self, a, out, false);
+  IndexMap m = index_map(self, a, out, false, device_read);
   mapped_copy(out.device(), static_cast<char*>(out.data_ptr()),
               static_cast<const char*>(self.data_ptr()),
               std::move(m.dims), self.dtype(), cpu::MapOp::Copy,
-              static_cast<int>(a.result.size()));
+              static_cast<int>(a.result.size()), Scalar(int64_t(1)), std::move(m.device));
 }
 
 void index_put_meta(OpCall& c) {
@@ -1202,17 +1322,19 @@ void index_put_impl(OpCall& c) {
   expect_one_device(c);
   const Tensor& self = c.tensor(0);
   AdvIndex a = analyse(self, c.args[1].to_opt_tensor_list());
-  check_index_bounds(self, a);
+  const bool device_read = reads_indices_on_device(self, a);
+  if (!device_read) check_index_bounds(self, a);
   if (compute_numel(a.result) == 0) return;
   Tensor values = on_device(c.tensor(2), self.device());  // a 0-dim CPU value
   if (values.dtype() != self.dtype()) values = to_dtype_copy(values, self.dtype());
   values = expand_view(values, a.result);
   // Only the dims before B may run in parallel: along B two positions may
   // hit the same element, and the later one must win (or add last).
-  IndexMap m = index_map(self, a, values, true);
+  IndexMap m = index_map(self, a, values, true, device_read);
   mapped_copy(self.device(), static_cast<char*>(self.data_ptr()),
               static_cast<const char*>(values.data_ptr()), std::move(m.dims), self.dtype(),
-              c.bool_arg(3) ? cpu::MapOp::Add : cpu::MapOp::Copy, m.b_pos);
+              c.bool_arg(3) ? cpu::MapOp::Add : cpu::MapOp::Copy, m.b_pos, Scalar(int64_t(1)),
+              std::move(m.device));
 }
 
 void index_put_kernel(const OpHandle&, DispatchKeySet, Stack& s) {

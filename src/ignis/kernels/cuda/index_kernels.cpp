@@ -3,6 +3,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/kernel_errors.h"
 #include "ignis/cuda/stream.h"
 #include "ignis/kernels/cuda/copy.h"
 #include "ignis/kernels/cuda/device_scalar_ops.h"
@@ -13,11 +14,17 @@ namespace ignis::cuda {
 
 namespace {
 
-// Must match IgMapDim / IgMapParams in kTemplates.
+// Must match IgMapDim / IgDeviceIndex / IgMapParams in kTemplates.
 struct MapDimArg {
   int64_t size, dst_stride, src_stride;
   const int64_t* dst_table;
   const int64_t* src_table;
+};
+struct DeviceIndexArg {
+  const void* data;
+  int64_t strides[kMaxKernelDims];
+  int64_t scale, bound, dim;
+  int32_t int32, wrap, into_dst, kind;
 };
 struct MapParams {
   char* dst;
@@ -25,8 +32,10 @@ struct MapParams {
   int64_t total;
   double alpha_f;
   int64_t alpha_i;
-  int32_t ndim;
+  int32_t ndim, nindex;
   MapDimArg dims[kMaxKernelDims];
+  DeviceIndexArg index[kMaxDeviceIndices];
+  KernelErrorRecord* error;
 };
 
 // Must match IgScatterReduceParams in kTemplates.
@@ -43,21 +52,44 @@ static_assert(static_cast<int>(cpu::Reduce::Sum) == 0 && static_cast<int>(cpu::R
 
 const char* kTemplates = R"CUDA(
 // ---- indexing (kernels/cuda/index_kernels.cpp) ----
+#define IG_MAX_DEVICE_INDICES 2
 struct IgMapDim {
   int64_t size, dst_stride, src_stride;
   const int64_t* dst_table;  // byte offsets, or null: the stride
   const int64_t* src_table;
 };
+// An index read on the device (Note [Index errors on the GPU], cuda/
+// kernel_errors.h): at position p its value sits at sum_d p[d] * strides[d]
+// elements of data; scale bytes per unit are added to dst's offset
+// (into_dst) or src's. A value outside [0, bound) -- [-bound, bound), from
+// the end, when wrap -- moves nothing and is recorded for the host.
+struct IgDeviceIndex {
+  const void* data;
+  int64_t strides[IG_MAX_DIMS];
+  int64_t scale, bound, dim;
+  int32_t int32, wrap, into_dst, kind;
+};
+// Must match cuda::KernelErrorRecord (pinned host memory mapped for the
+// device): the fields, then `ready` last.
+struct IgKernelError {
+  volatile int32_t ready;
+  int32_t kind;
+  int64_t value, bound, dim;
+};
 struct IgMapParams {
   char* dst; const char* src;
   int64_t total;
   double alpha_f; int64_t alpha_i;  // MapOp::Add's alpha, for float and integer C
-  int32_t ndim;
+  int32_t ndim, nindex;
   IgMapDim dims[IG_MAX_DIMS];
+  IgDeviceIndex index[IG_MAX_DEVICE_INDICES];
+  IgKernelError* error;
 };
-// Byte offsets of position i (dims[0] outermost) in dst and src.
-__forceinline__ void ig_map_offsets(const IgMapParams& p, int64_t i, int64_t& od, int64_t& os) {
+// Byte offsets of position i (dims[0] outermost) in dst and src; false when
+// one of its device indices is out of range (recorded, nothing to move).
+__forceinline__ bool ig_map_offsets(const IgMapParams& p, int64_t i, int64_t& od, int64_t& os) {
   int64_t rem = i;
+  int64_t io[IG_MAX_DEVICE_INDICES] = {};
   od = 0;
   os = 0;
   for (int d = p.ndim - 1; d >= 0; --d) {
@@ -66,7 +98,30 @@ __forceinline__ void ig_map_offsets(const IgMapParams& p, int64_t i, int64_t& od
     rem /= m.size;
     od += m.dst_table ? m.dst_table[k] : k * m.dst_stride;
     os += m.src_table ? m.src_table[k] : k * m.src_stride;
+    for (int j = 0; j < p.nindex; ++j) io[j] += k * p.index[j].strides[d];
   }
+  for (int j = 0; j < p.nindex; ++j) {
+    const IgDeviceIndex& x = p.index[j];
+    int64_t v = x.int32 ? int64_t(static_cast<const int32_t*>(x.data)[io[j]])
+                        : static_cast<const int64_t*>(x.data)[io[j]];
+    const int64_t given = v;
+    if (v < 0 && x.wrap) v += x.bound;
+    if (v < 0 || v >= x.bound) {
+      IgKernelError* e = p.error;
+      if (!e->ready) {  // (racing threads of one launch write the same words but the value)
+        e->kind = x.kind;
+        e->value = given;
+        e->bound = x.bound;
+        e->dim = x.dim;
+        __threadfence_system();
+        e->ready = 1;
+      }
+      return false;
+    }
+    if (x.into_dst) od += v * x.scale;
+    else os += v * x.scale;
+  }
+  return true;
 }
 // Atomic *p += v: the hardware's for 32- and 64-bit types, a compare-and-swap
 // of the aligned 32-bit word holding *p for 8- and 16-bit ones (v already in
@@ -103,7 +158,7 @@ template <class T, class C> __forceinline__ void ig_atomic_add_any(T* p, C v) {
 template <class U> __forceinline__ void ig_map_copy(const IgMapParams& p) {
   IG_GRID_STRIDE_LOOP(i, p.total) {
     int64_t od, os;
-    ig_map_offsets(p, i, od, os);
+    if (!ig_map_offsets(p, i, od, os)) continue;
     *reinterpret_cast<U*>(p.dst + od) = *reinterpret_cast<const U*>(p.src + os);
   }
 }
@@ -112,7 +167,7 @@ template <class T, class C> __forceinline__ void ig_map_add(const IgMapParams& p
   const C a = C(0.5) != C(0) ? C(p.alpha_f) : C(p.alpha_i);
   IG_GRID_STRIDE_LOOP(i, p.total) {
     int64_t od, os;
-    ig_map_offsets(p, i, od, os);
+    if (!ig_map_offsets(p, i, od, os)) continue;
     const C v = a * ig_convert<C>(*reinterpret_cast<const T*>(p.src + os));
     ig_atomic_add_any<T, C>(reinterpret_cast<T*>(p.dst + od), v);
   }
@@ -241,15 +296,23 @@ std::vector<KernelRequest> index_kernel_requests(ScalarType t) {
 }
 
 void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim> dims,
-                 ScalarType dtype, cpu::MapOp op, const Scalar& alpha) {
+                 ScalarType dtype, cpu::MapOp op, const Scalar& alpha,
+                 std::vector<DeviceIndex> indices) {
   int64_t total = 1;
   for (const cpu::MapDim& m : dims) total *= m.size;
   if (total == 0) return;
-  // Dims of size 1 only move the base pointers (their position is 0).
+  IGNIS_INTERNAL_ASSERT(indices.size() <= size_t(kMaxDeviceIndices), "mapped_copy: ",
+                        indices.size(), " device indices");
+  // Dims of size 1 only move the base pointers (their position is 0), and
+  // drop out of the device indices' strides.
   std::vector<cpu::MapDim> kept;
-  for (cpu::MapDim& m : dims) {
+  std::vector<std::vector<int64_t>> index_strides(indices.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    cpu::MapDim& m = dims[d];
     if (m.size != 1) {
       kept.push_back(std::move(m));
+      for (size_t j = 0; j < indices.size(); ++j)
+        index_strides[j].push_back(indices[j].strides.at(d));
       continue;
     }
     dst += m.dst_table.empty() ? 0 : m.dst_table[0];
@@ -296,6 +359,21 @@ void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim
       at += m.src_table.size();
     }
   }
+  p.nindex = static_cast<int32_t>(indices.size());
+  for (size_t j = 0; j < indices.size(); ++j) {
+    const DeviceIndex& x = indices[j];
+    DeviceIndexArg& a = p.index[j];
+    a.data = x.data;
+    for (size_t d = 0; d < index_strides[j].size(); ++d) a.strides[d] = index_strides[j][d];
+    a.scale = x.scale;
+    a.bound = x.bound;
+    a.dim = x.dim;
+    a.int32 = x.int32 ? 1 : 0;
+    a.wrap = x.wrap ? 1 : 0;
+    a.into_dst = x.into_dst ? 1 : 0;
+    a.kind = static_cast<int32_t>(x.kind);
+  }
+  if (!indices.empty()) p.error = kernel_error_record(device);
   CUfunction f;
   if (op == cpu::MapOp::Copy) {
     const size_t isz = element_size(dtype);
@@ -306,6 +384,7 @@ void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim
   }
   void* args[] = {&p};
   launch_grid_stride(f, total, args, current_stream(device));
+  if (!indices.empty()) check_after_launch(device);
 }
 
 void scatter_reduce_grouped(int device, char* out, const char* src,

@@ -18,14 +18,36 @@
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
 #include "ignis/cuda/kernel_cache.h"
+#include "ignis/cuda/kernel_errors.h"
 #include "ignis/kernels/cpu/index_kernels.h"
 
 namespace ignis::cuda {
 
+// An index tensor the kernel reads on the device (Note [Index errors on the
+// GPU], cuda/kernel_errors.h), instead of a table of offsets built on the
+// host from a synchronizing copy: at each position of the mapped copy's
+// dims, the value at sum_d position[d] * strides[d] elements from `data`
+// (int64, or int32) times `scale` bytes is added to dst's offset
+// (`into_dst`) or src's. A value outside [0, bound) -- [-bound, bound),
+// counted from the end, when `wrap` -- moves nothing; the kernel records
+// `kind` with the value, `bound` and `dim`, and the host raises it at its
+// next synchronization.
+inline constexpr int kMaxDeviceIndices = 2;
+struct DeviceIndex {
+  const void* data = nullptr;
+  bool int32 = false;
+  std::vector<int64_t> strides;  // elements, one per dim of the mapped copy
+  int64_t scale = 0, bound = 0, dim = 0;
+  bool wrap = false, into_dst = false;
+  KernelErrorKind kind = KernelErrorKind::IndexOutOfBounds;
+};
+
 // cpu::mapped_copy on `device`: dst and src point into that device's memory,
-// tables hold byte offsets. At most 16 dims after dropping size-1 ones.
+// tables hold byte offsets, and up to kMaxDeviceIndices `indices` add their
+// offsets. At most 16 dims after dropping size-1 ones.
 void mapped_copy(int device, char* dst, const char* src, std::vector<cpu::MapDim> dims,
-                 ScalarType dtype, cpu::MapOp op, const Scalar& alpha = Scalar(int64_t(1)));
+                 ScalarType dtype, cpu::MapOp op, const Scalar& alpha = Scalar(int64_t(1)),
+                 std::vector<DeviceIndex> indices = {});
 
 // cpu::scatter_reduce's reduction on `device`, planned on the host: group g
 // reduces the src elements at byte offsets src_off[starts[g] .. starts[g +

@@ -1,0 +1,75 @@
+#include "ignis/cuda/kernel_errors.h"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "ignis/core/error.h"
+#include "ignis/cuda/device.h"
+#include "ignis/cuda/driver.h"
+#include "ignis/cuda/stream.h"
+
+namespace ignis::cuda {
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+std::array<std::atomic<KernelErrorRecord*>, kMaxDevices> g_records{};
+std::mutex g_alloc_mu;
+
+}  // namespace
+
+KernelErrorRecord* kernel_error_record(int device) {
+  IGNIS_INTERNAL_ASSERT(device >= 0 && device < kMaxDevices, "device ", device);
+  if (KernelErrorRecord* r = g_records[size_t(device)].load(std::memory_order_acquire)) return r;
+  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  if (KernelErrorRecord* r = g_records[size_t(device)].load()) return r;
+  ensure_context(device);
+  void* p = nullptr;
+  // Mapped into every context's address space; with unified addressing
+  // (every 64-bit platform CUDA supports) the host pointer is the device's.
+  IGNIS_CU(cuMemHostAlloc(&p, sizeof(KernelErrorRecord),
+                          CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  auto* r = new (p) KernelErrorRecord{};  // never freed: kernels may hold it
+  g_records[size_t(device)].store(r, std::memory_order_release);
+  return r;
+}
+
+void raise_kernel_errors(int device) {
+  if (device < 0 || device >= kMaxDevices) return;
+  KernelErrorRecord* r = g_records[size_t(device)].load(std::memory_order_acquire);
+  if (!r || !r->ready) return;
+  const auto kind = KernelErrorKind(r->kind);
+  const int64_t value = r->value, bound = r->bound, dim = r->dim;
+  r->ready = 0;
+  const char* later =
+      " (found on cuda:%d by an indexing kernel launched before this synchronization; "
+      "IGNIS_CUDA_SYNC_INDEX_CHECKS=1 raises it at the call)";
+  char where[200];
+  std::snprintf(where, sizeof where, later, device);
+  switch (kind) {
+    case KernelErrorKind::IndexOutOfRangeInSelf:
+      IGNIS_FAIL_KIND(Index, "index out of range in self: index ", value, " for a dim of size ",
+                      bound, where);
+    case KernelErrorKind::IndexOutOfBounds:
+      IGNIS_FAIL_KIND(Index, "index ", value, " is out of bounds for dimension ", dim,
+                      " with size ", bound, where);
+    default:
+      IGNIS_FAIL("index ", value, " is out of bounds for dimension ", dim, " with size ", bound,
+                 where);
+  }
+}
+
+void check_after_launch(int device) {
+  static const bool sync = [] {
+    const char* v = std::getenv("IGNIS_CUDA_SYNC_INDEX_CHECKS");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  if (sync) synchronize_stream(current_stream(device));  // raises what it found
+}
+
+}  // namespace ignis::cuda
