@@ -47,7 +47,7 @@ void raise_kernel_errors(int device) {
   const int64_t value = r->value, bound = r->bound, dim = r->dim;
   r->ready = 0;
   const char* later =
-      " (found on cuda:%d by an indexing kernel launched before this synchronization; "
+      " (found on cuda:%d by a kernel launched before this synchronization; "
       "IGNIS_CUDA_SYNC_INDEX_CHECKS=1 raises it at the call)";
   char where[200];
   std::snprintf(where, sizeof where, later, device);
@@ -55,6 +55,8 @@ void raise_kernel_errors(int device) {
     case KernelErrorKind::IndexOutOfRangeInSelf:
       IGNIS_FAIL_KIND(Index, "index out of range in self: index ", value, " for a dim of size ",
                       bound, where);
+    case KernelErrorKind::TargetOutOfBounds:
+      IGNIS_FAIL_KIND(Index, "Target ", value, " is out of bounds.", where);
     case KernelErrorKind::IndexOutOfBounds:
       IGNIS_FAIL_KIND(Index, "index ", value, " is out of bounds for dimension ", dim,
                       " with size ", bound, where);

@@ -32,6 +32,7 @@ enum class KernelErrorKind : int32_t {
   IndexOutOfRangeInSelf = 1,  // index_select, embedding: "index out of range in self"
   IndexOutOfBounds = 2,       // IndexError: "index v is out of bounds for dimension d with size n"
   IndexOutOfBoundsRuntime = 3,  // the same words as a RuntimeError (gather, scatter, index_add_)
+  TargetOutOfBounds = 4,        // cross_entropy's class index: IndexError "Target v is out of bounds."
 };
 struct KernelErrorRecord {
   volatile int32_t ready;  // the kernel's last write; the host clears it

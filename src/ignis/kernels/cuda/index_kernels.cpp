@@ -69,13 +69,6 @@ struct IgDeviceIndex {
   int64_t scale, bound, dim;
   int32_t int32, wrap, into_dst, kind;
 };
-// Must match cuda::KernelErrorRecord (pinned host memory mapped for the
-// device): the fields, then `ready` last.
-struct IgKernelError {
-  volatile int32_t ready;
-  int32_t kind;
-  int64_t value, bound, dim;
-};
 struct IgMapParams {
   char* dst; const char* src;
   int64_t total;
@@ -107,15 +100,7 @@ __forceinline__ bool ig_map_offsets(const IgMapParams& p, int64_t i, int64_t& od
     const int64_t given = v;
     if (v < 0 && x.wrap) v += x.bound;
     if (v < 0 || v >= x.bound) {
-      IgKernelError* e = p.error;
-      if (!e->ready) {  // (racing threads of one launch write the same words but the value)
-        e->kind = x.kind;
-        e->value = given;
-        e->bound = x.bound;
-        e->dim = x.dim;
-        __threadfence_system();
-        e->ready = 1;
-      }
+      ig_record_error(p.error, x.kind, given, x.bound, x.dim);
       return false;
     }
     if (x.into_dst) od += v * x.scale;

@@ -4,6 +4,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/kernel_errors.h"
 #include "ignis/cuda/stream.h"
 #include "ignis/kernels/cuda/device_scalar_ops.h"
 #include "ignis/kernels/cuda/source.h"
@@ -54,6 +55,7 @@ struct CEParams {
   int64_t rows, C, ignore_index;
   double smoothing;
   int32_t target_u8, grad_per_row, weights_only;
+  KernelErrorRecord* error;  // a target out of range (Note [Index errors on the GPU])
 };
 
 const char* kTemplates = R"CUDA(
@@ -514,6 +516,7 @@ struct IgCEParams {
   int64_t rows, C, ignore_index;
   double smoothing;
   int32_t target_u8, grad_per_row, weights_only;
+  IgKernelError* error;
 };
 template <class C> __forceinline__ C ig_ce_nan() {
   return std::numeric_limits<C>::infinity() - std::numeric_limits<C>::infinity();
@@ -583,8 +586,9 @@ __forceinline__ IgMS<C> ig_ce_stats(const IgCEParams& p, int64_t r, bool live, C
 }
 // Forward: per row, loss = w[t] (lse - x[t]) (1 - eps) + eps / C (lse W - sum_c w_c x_c)
 // and picked_weight = w[t] (both 0 where t is ignore_index; NaN for a target
-// out of range, which is not read). weights_only: just picked_weight, for
-// the backward's mean.
+// out of range, which is not read, and is recorded for the host to raise:
+// kind 4, cuda::KernelErrorKind::TargetOutOfBounds). weights_only: just
+// picked_weight, for the backward's mean.
 template <class T, class C, int V> __forceinline__ void ig_cross_entropy_fwd(const IgCEParams& p) {
   const T* x = reinterpret_cast<const T*>(p.logits);
   const C* w = reinterpret_cast<const C*>(p.weight);
@@ -605,6 +609,7 @@ template <class T, class C, int V> __forceinline__ void ig_cross_entropy_fwd(con
     const IgMS<C> st = ig_ce_stats<T, C, V>(p, r, live, &wx, &ws);
     if (!live || threadIdx.x != 0) continue;
     if (!valid || !in_range) {
+      if (valid) ig_record_error(p.error, 4, t, p.C, 0);
       loss[r] = valid ? ig_ce_nan<C>() : C(0);
       picked[r] = valid ? ig_ce_nan<C>() : C(0);
       continue;
@@ -1068,6 +1073,7 @@ CEParams ce_params(const CrossEntropyRows& a) {
   p.ignore_index = a.ignore_index;
   p.smoothing = a.label_smoothing;
   p.target_u8 = a.target.dtype() == ScalarType::UInt8;
+  p.error = kernel_error_record(a.logits.device().index);
   return p;
 }
 
@@ -1082,6 +1088,7 @@ void cross_entropy_rows(const Tensor& loss, const Tensor& picked_weight, const C
   p.weights_only = weights_only;
   launch_cross_entropy(a.logits, a.logits.dtype(), "cross_entropy_fwd", p, weights_only ? 1 : p.C,
                        {p.logits});
+  check_after_launch(a.logits.device().index);
 }
 
 void cross_entropy_rows_backward(const Tensor& grad_logits, const Tensor& grad_loss,

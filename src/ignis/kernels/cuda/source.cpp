@@ -102,6 +102,27 @@ struct Geometry {
   int32_t ndim;
 };
 
+// What a kernel found wrong in its data, for the host to raise at its next
+// synchronization (cuda/kernel_errors.h, Note [Index errors on the GPU]):
+// must match cuda::KernelErrorRecord, in pinned host memory mapped for the
+// device. The fields, then `ready`; threads racing to record write the
+// same words but their own value.
+struct IgKernelError {
+  volatile int32_t ready;
+  int32_t kind;
+  int64_t value, bound, dim;
+};
+__device__ __forceinline__ void ig_record_error(IgKernelError* e, int32_t kind, int64_t value,
+                                                int64_t bound, int64_t dim) {
+  if (!e || e->ready) return;
+  e->kind = kind;
+  e->value = value;
+  e->bound = bound;
+  e->dim = dim;
+  __threadfence_system();
+  e->ready = 1;
+}
+
 #define IG_GRID_STRIDE_LOOP(i, n)                                          \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
