@@ -1537,6 +1537,23 @@ def test_a_copy_to_a_16_bit_float_rounds_what_reads_it_in_the_kernel(src, mid):
         np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())
 
 
+def _split_reductions(x, f, size_generic=False):
+    """f's joint graph for x compiled; its values checked against eager's, and
+    the bits of a second call against the first's (the split's partials fold
+    in thread order). Returns the compiled graph."""
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._inductor import config
+    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
+    with config.patch(size_generic=size_generic):
+        compiled = _inductor.compile_fx(gm, None)
+    got = compiled(x)
+    for g, w in zip(got, f(x)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
+    again = compiled(x)
+    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
+    return compiled
+
+
 @pytest.mark.parametrize("n", [70001, 1 << 20])
 @pytest.mark.parametrize("size_generic", [False, True])
 def test_full_reductions_split_across_threads(n, size_generic):
@@ -1545,22 +1562,12 @@ def test_full_reductions_split_across_threads(n, size_generic):
     # partials folded in thread order then the tail; the values are eager's
     # (to rounding), a NaN anywhere propagates through max/min, and a team of
     # one size always gives the same bits.
-    from ignis._functorch.aot_autograd import trace_joint
-    from ignis._inductor import config
-
     def f(x):
         return x.sum(), x.amax(), x.amin(), (x * x).mean(), (x * 1e-6 + 1).prod()
     x = ignis.randn(n, dtype=ignis.float64)
-    gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
-    with config.patch(size_generic=size_generic):
-        compiled = _inductor.compile_fx(gm, None)
+    compiled = _split_reductions(x, f, size_generic)
     assert "split across threads" in compiled.generated_code
     assert "#pragma omp for schedule(static)" in compiled.generated_code
-    got = compiled(x)
-    for g, w in zip(got, f(x)):
-        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
-    again = compiled(x)
-    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
     y = x.clone()
     y[n // 3] = float("nan")
     s, mx, mn, _, _ = compiled(y)
@@ -1573,28 +1580,17 @@ def test_few_long_rows_split_each_row_across_threads(rows):
     # inner loops all reduce, each row's reduction runs on the whole team
     # (not one thread a row); values are eager's, a NaN in one row stays in
     # that row's max, min and sum, and the bits repeat. 16 rows split by row.
-    from ignis._functorch.aot_autograd import trace_joint
-
     def f(x):
         return x.sum(1), x.amax(1), x.amin(1), (x * x).mean(1), (x * 1e-6 + 1).prod(1)
-
-    def compiled_for(x):
-        gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
-        return _inductor.compile_fx(gm, None)
     x = ignis.randn(rows, 70001, dtype=ignis.float64)
-    compiled = compiled_for(x)
+    compiled = _split_reductions(x, f)
     assert "split across threads" in compiled.generated_code
     assert "#pragma omp parallel for" not in compiled.generated_code
-    got = compiled(x)
-    for g, w in zip(got, f(x)):
-        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
-    again = compiled(x)
-    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
     y = x.clone()
     y[rows // 2, 4321] = float("nan")
     for out in compiled(y)[:3]:
         assert np.isnan(out.numpy()).tolist() == [r == rows // 2 for r in range(rows)]
-    wide = compiled_for(ignis.randn(16, 70001, dtype=ignis.float64))
+    wide = _split_reductions(ignis.randn(16, 70001, dtype=ignis.float64), f)
     assert "split across threads" not in wide.generated_code
 
 
@@ -1605,28 +1601,17 @@ def test_few_columns_split_their_rows_across_threads(cols):
     # the team, each thread's partials folded in thread order. Values are
     # eager's, a NaN stays in its column, the bits repeat; 1024 columns (16
     # chunks) split by chunk as before.
-    from ignis._functorch.aot_autograd import trace_joint
-
     def f(x):
         return x.sum(0), x.amax(0), x.amin(0), (x * x).mean(0)
-
-    def compiled_for(x):
-        gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x])
-        return _inductor.compile_fx(gm, None)
     x = ignis.randn(40009, cols, dtype=ignis.float64)
-    compiled = compiled_for(x)
+    compiled = _split_reductions(x, f)
     assert "column reduction" in compiled.generated_code
     assert "split across threads" in compiled.generated_code
-    got = compiled(x)
-    for g, w in zip(got, f(x)):
-        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9)
-    again = compiled(x)
-    assert all(a.numpy().tobytes() == b.numpy().tobytes() for a, b in zip(got, again))
     y = x.clone()
     y[12345, cols // 2] = float("nan")
     for out in compiled(y)[:3]:
         assert np.isnan(out.numpy()).tolist() == [c == cols // 2 for c in range(cols)]
-    wide = compiled_for(ignis.randn(9000, 1024, dtype=ignis.float64))
+    wide = _split_reductions(ignis.randn(9000, 1024, dtype=ignis.float64), f)
     assert "split across threads" not in wide.generated_code
 
 
