@@ -44,13 +44,18 @@ def fake_nonzero(x, n, as_tuple):
     return tuple(idx.unbind(1)) if as_tuple else idx
 
 
-def fake_unique(x, n, return_inverse, return_counts):
+def fake_unique(x, n, return_inverse, return_counts, dim=None):
     """unique(x) / unique_consecutive(x): n values (through index_select, as
-    eager's composite gives them x's history), x-shaped inverse, n counts."""
+    eager's composite gives them x's history), x-shaped inverse, n counts;
+    with `dim`, n slices along it and an inverse of x.shape[dim]."""
     from . import empty, int64
     from .functional import _unique_result
-    values = x.reshape(-1).index_select(0, _fake_rows(n, x.device))
-    inverse = empty(tuple(x.shape), dtype=int64, device=x.device)
+    if dim is None:
+        values = x.reshape(-1).index_select(0, _fake_rows(n, x.device))
+        inverse = empty(tuple(x.shape), dtype=int64, device=x.device)
+    else:
+        values = x.index_select(dim, _fake_rows(n, x.device))
+        inverse = empty(x.shape[dim], dtype=int64, device=x.device)
     counts = empty(n, dtype=int64, device=x.device)
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
 

@@ -293,6 +293,17 @@ def test_masks_among_basic_indices_match_torch():
     ignis.compiler.reset()
 
 
+def test_unique_slices_match_torch():
+    torch = pytest.importorskip("torch")
+    x = ignis.randint(0, 2, (7, 3))
+    got = ignis.compile(lambda x: ignis.unique(x, dim=0, return_inverse=True, return_counts=True),
+                        backend="inductor")(x)
+    want = torch.unique(torch.from_numpy(x.numpy()), dim=0, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    ignis.compiler.reset()
+
+
 def test_torch_breaks_where_ignis_does_not():
     # The peer, on the same function: Dynamo's default gives two graphs.
     torch = pytest.importorskip("torch")
@@ -320,8 +331,16 @@ def unique_consecutive_runs(x):
     return x.unique_consecutive(return_counts=True)[1].sum() + (x > 1).nonzero().shape[0]
 
 
+def unique_slices(x):
+    # unique rows and columns: u0 along the dim, the inverse over that dim
+    v, inv, c = ignis.unique(x > 2, dim=0, return_inverse=True, return_counts=True)
+    cols = ignis.unique_consecutive(x, dim=-1)
+    return v.float() * 2, inv + 1, c, cols.sum(0), cols.shape[1]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [unique_all, unique_consecutive_runs], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [unique_all, unique_consecutive_runs, unique_slices],
+                         ids=lambda f: f.__name__)
 def test_unique_stays_in_the_graph(fn, backend):
     ex = _run(fn, _seeded(lambda i: (ignis.randint(0, 5, (3, 4)),)), backend)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)

@@ -13,6 +13,7 @@
 // the graph at that line (the ShapeEnv's DataDependentError). Without the
 // setting, these calls break the graph as Dynamo's default does.
 #include <algorithm>
+#include <optional>
 
 #include "ignis/capture/log.h"
 #include "ignis/capture/tracer_impl.h"
@@ -75,8 +76,9 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   // What the call is: its output's shape after the count, and the fake maker.
   enum { Nonzero, NonzeroTuple, MaskedSelect, MaskedRows, Unique } kind;
   VTP mask;
-  size_t lead = 0;  // MaskedRows: the dims before the mask's (x[:, mask])
+  size_t lead = 0;  // MaskedRows: the dims before the mask's (x[:, mask]); Unique: dim
   bool return_inverse = false, return_counts = false;
+  std::optional<int64_t> unique_dim;  // unique(x, dim=d): slices along d
   if (name == "argwhere" && args.size() == 1 && kwargs.empty()) {
     kind = Nonzero;
   } else if (name == "nonzero" && args.size() == 1) {
@@ -122,7 +124,10 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
     for (size_t i = 0; i < params.size(); ++i) {
       PyObject* o = value[i];
       if (params[i] == "dim") {
-        if (o && o != Py_None) return nullptr;  // slices along a dim: eager, after a break
+        if (o && o != Py_None) {
+          if (!PyLong_Check(o) || PyBool_Check(o)) return nullptr;
+          unique_dim = PyLong_AsLongLong(o);
+        }
       } else if (o && !PyBool_Check(o)) {
         return nullptr;
       } else if (params[i] == "return_inverse") {
@@ -141,6 +146,10 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
   const std::vector<sym::Expr> xs = sizes_of(x);
   const int64_t rank = static_cast<int64_t>(xs.size());
   if ((kind == Nonzero || kind == NonzeroTuple) && rank == 0) return nullptr;  // eager's own rule
+  if (unique_dim) {  // a dim out of range, or slices of a 0-dim tensor: eager's error, after a break
+    if (rank == 0 || *unique_dim < -rank || *unique_dim >= rank) return nullptr;
+    lead = static_cast<size_t>(*unique_dim < 0 ? *unique_dim + rank : *unique_dim);
+  }
   const Tensor& xf = py::unwrap(x->fake.get());
   if (mask && py::unwrap(mask->fake.get()).device() != xf.device()) return nullptr;
 
@@ -168,8 +177,8 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
     counted.assign(shape->begin(), shape->end());
     what = "masked_select()";
   } else if (kind == Unique) {
-    counted = xs;
-    what = name + "()";
+    counted = unique_dim ? std::vector<sym::Expr>{xs[lead]} : xs;
+    what = unique_dim ? str(name, "(dim=", lead, ")") : name + "()";
   } else {
     counted = xs;
     if (kind == Nonzero) rest = {sym::Expr(rank)};
@@ -193,9 +202,10 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
       result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_masked_select"),
                                                        fx.get(), fm.get(), hint.get(), nullptr));
     } else if (kind == Unique) {
+      Obj dim = unique_dim ? check(PyLong_FromSize_t(lead)) : Obj::borrow(Py_None);
       result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_unique"),
                                                        fx.get(), hint.get(), return_inverse ? Py_True : Py_False,
-                                                       return_counts ? Py_True : Py_False, nullptr));
+                                                       return_counts ? Py_True : Py_False, dim.get(), nullptr));
     } else {
       result = Obj::steal(PyObject_CallFunctionObjArgs(py_import_attr("ignis._unbacked", "fake_nonzero"),
                                                        fx.get(), hint.get(),
@@ -234,7 +244,12 @@ VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
       out_sizes[i].insert(out_sizes[i].begin(), xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(lead));
     if (kind == Nonzero || kind == MaskedRows)
       out_sizes[i].insert(out_sizes[i].end(), rest.begin(), rest.end());
-    if (kind == Unique && i == 1 && return_inverse) out_sizes[i] = xs;
+    if (kind == Unique && unique_dim && i == 0) {  // the slices: x's sizes, u0 along dim
+      out_sizes[i] = xs;
+      out_sizes[i][lead] = u;
+    }
+    if (kind == Unique && i == 1 && return_inverse)
+      out_sizes[i] = unique_dim ? std::vector<sym::Expr>{xs[lead]} : xs;
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     const VTP& o = outs[i];
