@@ -1615,6 +1615,19 @@ def test_few_columns_split_their_rows_across_threads(cols):
     assert "split across threads" not in wide.generated_code
 
 
+def test_a_standardization_over_few_columns_runs_every_pass_across_threads():
+    # Column statistics then a pass that only stores ((x - mean) / std over
+    # the rows, a BatchNorm1d's forward): the reductions split their row
+    # blocks, the storing pass its rows; one kernel, eager's values.
+    def f(x):
+        m = x.mean(0, keepdim=True)
+        return ((x - m) / ((x - m) ** 2).mean(0, keepdim=True).add(1e-5).sqrt(),)
+    compiled = _split_reductions(ignis.randn(30011, 16, dtype=ignis.float64) * 3 + 1, f)
+    code = compiled.generated_code
+    assert code.count("split across threads") == 2 and "rows across threads" in code, code
+    assert code.count('extern "C" void kernel_') == 1
+
+
 def test_integer_sums_fuse_with_float_reductions_on_the_cpu():
     # A masked mean's count and an accuracy's (pred == y).sum() are int64 sums
     # of bools: lowered as reductions (not externs), so siblings over the

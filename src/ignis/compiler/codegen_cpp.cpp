@@ -970,16 +970,16 @@ class KernelPrinter {
   // `width` columns splits its rows across the team instead (Note [Full
   // reductions across threads]: a bias gradient's 64 columns over a million
   // rows ran on one thread): static code, under kFewRows chunks, one reduced
-  // dim of two blocks or more and two grains of work per chunk, every loop
-  // over the rows reducing, and no value of such a loop read later.
+  // dim of two blocks or more and two grains of work per chunk, and no value
+  // of a loop over the rows read later. A pass that only stores (a
+  // standardization's (x - mean) / std over the rows) runs its rows across
+  // the team too.
   bool splits_columns(int64_t parallel, int64_t width,
                       const std::vector<std::pair<size_t, int>>& kept) const {
     if (generic_ || parallel >= kFewRows || k_.inner.size() != 1) return false;
     const sym::Expr& rows = k_.inner_sizes.back();
     if (!rows.is_const() || rows.value() < 2 * kChunk || rows.value() * width < 2 * grain_)
       return false;
-    for (size_t li = 0; li < k_.loops.size(); ++li)
-      if (k_.loops[li].inner && k_.loops[li].reductions.empty()) return false;
     for (const auto& [kl, kn] : kept)
       if (k_.loops[kl].inner) return false;
     return true;
@@ -1069,6 +1069,16 @@ class KernelPrinter {
       };
       if (!l.inner) {
         print_row(ind, false);
+        continue;
+      }
+      if (split && l.reductions.empty()) {  // a pass that only stores: its rows across the team
+        const std::string r = var(k_.inner.back());
+        os_ << ind << "// (rows across threads: Note [Full reductions across threads])\n"
+            << ind << "#pragma omp parallel for num_threads(ignis_threads(2)) schedule(static)\n"
+            << ind << "for (int64_t " << r << " = 0; " << r << " < " << sz_.expr(k_.inner_sizes.back())
+            << "; ++" << r << ") {\n";
+        print_row(ind + "  ", false);
+        os_ << ind << "}\n";
         continue;
       }
       // Split: each thread's accumulators (named as the sums they fold
