@@ -117,7 +117,8 @@ static int fake_cc() {
   return e && *e ? atoi(e) : 80;
 }
 CUresult cuDeviceGetAttribute(int* v, int a, int) {
-  *v = a == 16 ? 4 : a == 75 ? fake_cc() / 10 : a == 76 ? fake_cc() % 10 : 0;
+  // (19, 41: it maps host memory, at the host's addresses: one address space)
+  *v = a == 16 ? 4 : a == 75 ? fake_cc() / 10 : a == 76 ? fake_cc() % 10 : a == 19 || a == 41 ? 1 : 0;
   return 0;
 }
 CUresult cuDevicePrimaryCtxRetain(void** c, int) { static int ctx; *c = &ctx; return 0; }

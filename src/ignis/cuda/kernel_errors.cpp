@@ -19,21 +19,36 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 std::array<std::atomic<KernelErrorRecord*>, kMaxDevices> g_records{};
+std::array<std::atomic<bool>, kMaxDevices> g_unavailable{};  // asked, and no record possible
 std::mutex g_alloc_mu;
+constexpr int kCanMapHostMemory = 19, kUnifiedAddressing = 41;  // CUdevice_attribute
 
 }  // namespace
 
 KernelErrorRecord* kernel_error_record(int device) {
   IGNIS_INTERNAL_ASSERT(device >= 0 && device < kMaxDevices, "device ", device);
   if (KernelErrorRecord* r = g_records[size_t(device)].load(std::memory_order_acquire)) return r;
+  if (g_unavailable[size_t(device)].load()) return nullptr;
   std::lock_guard<std::mutex> lock(g_alloc_mu);
   if (KernelErrorRecord* r = g_records[size_t(device)].load()) return r;
+  if (g_unavailable[size_t(device)].load()) return nullptr;
   ensure_context(device);
-  void* p = nullptr;
   // Mapped into every context's address space; with unified addressing
   // (every 64-bit platform CUDA supports) the host pointer is the device's.
-  IGNIS_CU(cuMemHostAlloc(&p, sizeof(KernelErrorRecord),
-                          CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  CUdevice dev = 0;
+  int can_map = 0, unified = 0;
+  void* p = nullptr;
+  const bool ok = driver().cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
+                  driver().cuDeviceGetAttribute(&can_map, kCanMapHostMemory, dev) == CUDA_SUCCESS &&
+                  driver().cuDeviceGetAttribute(&unified, kUnifiedAddressing, dev) == CUDA_SUCCESS &&
+                  can_map && unified &&
+                  driver().cuMemHostAlloc(&p, sizeof(KernelErrorRecord),
+                                          CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) ==
+                      CUDA_SUCCESS;
+  if (!ok) {
+    g_unavailable[size_t(device)].store(true);
+    return nullptr;
+  }
   auto* r = new (p) KernelErrorRecord{};  // never freed: kernels may hold it
   g_records[size_t(device)].store(r, std::memory_order_release);
   return r;

@@ -42,7 +42,9 @@ struct KernelErrorRecord {
 
 // The record `device`'s kernels write (mapped pinned memory, allocated on
 // first use). A kernel given it may have found an error: the host checks at
-// its next synchronization with the device.
+// its next synchronization with the device. nullptr where the device cannot
+// read mapped host memory at the host's address (no unified addressing, or
+// the allocation failed): callers then check their indices on the host.
 KernelErrorRecord* kernel_error_record(int device);
 
 // Raises (and clears) the error a kernel recorded on `device`, if any;

@@ -159,7 +159,7 @@ void mapped_copy(Device device, char* dst, const char* src, std::vector<MapDim> 
 // GPU]): an int64 or int32 index on the CUDA device the op runs on.
 bool read_on_device(const Tensor& index, Device device) {
   return device.is_cuda() && index.defined() && index.device() == device &&
-         is_index_dtype(index.dtype());
+         is_index_dtype(index.dtype()) && cuda::kernel_error_record(device.index);
 }
 // The device index of `index` for a mapped copy of `ndims` dims: its
 // element strides at the map dims `at` (0 elsewhere).
