@@ -68,7 +68,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train", "masked",
-        "gpt_lengths"]
+        "gpt_lengths", "standardize"]
 # gpt_lengths: sequence lengths of its 20 calls (distinct, up to the block size 64)
 LENGTHS = [64, 56, 48, 40, 32, 24, 16, 8, 60, 52, 44, 36, 28, 20, 12, 62, 50, 38, 26, 14]
 IMPLS = ["ignis_compiled", "ignis_eager", "torch_eager", "torch_compile"]
@@ -96,8 +96,8 @@ def load_lib(impl):
 
 def sizes(quick):
     if quick:
-        return dict(pw=1024, sm=1024, ln=(2048, 1024), mlp=(256, 1024, 4096))
-    return dict(pw=4096, sm=4096, ln=(8192, 1024), mlp=(1024, 1024, 4096))
+        return dict(pw=1024, sm=1024, ln=(2048, 1024), mlp=(256, 1024, 4096), st=(1 << 16, 16))
+    return dict(pw=4096, sm=4096, ln=(8192, 1024), mlp=(1024, 1024, 4096), st=(1 << 20, 16))
 
 
 def set_params(lib, model, seed=1):
@@ -149,6 +149,15 @@ def make_case(row, lib, quick):
                 x = ops[i % 5](x)
             return x
         return tiny, (t(rng.standard_normal(1024)),), False
+    if row == "standardize":
+        # a feature standardization over few columns (BatchNorm1d's
+        # forward statistics): column reductions over many rows, then a pass
+        m, n = S["st"]
+
+        def standardize(x):
+            mean = x.mean(0, keepdim=True)
+            return (x - mean) / ((x - mean) ** 2).mean(0, keepdim=True).add(1e-5).sqrt()
+        return standardize, (t(3 * rng.standard_normal((m, n)) + 1),), False
     if row == "masked":
         m, n = S["ln"]
         args = (t(rng.standard_normal((m, n))), t(rng.standard_normal((m, n))),
@@ -386,6 +395,9 @@ def moved_bytes(row, quick):
     if row == "masked":
         m, n = S["ln"]
         return 4 * 2 * m * n + m * n  # pred, tgt and the bool mask, read once
+    if row == "standardize":
+        m, n = S["st"]
+        return 4 * 2 * m * n
     return None
 
 
