@@ -620,7 +620,7 @@ class KernelPrinter {
       os_ << in << "}\n";
     }
     if (!chunked)
-      print_blocks(li, in, "0", main_text);
+      print_blocks(li, in, "0", main_text, /*chunked=*/false);
     else if (generic_ || main > main / kChunk * kChunk)
       print_chunk(li, in, whole, rest_of_chunks(main_text, whole));
     if (main < size || generic_) {
@@ -708,11 +708,13 @@ class KernelPrinter {
   // elements of its innermost dim into lanes of its own first, then the
   // chunk into the lanes: the error grows with the chunk and the number of
   // chunks, not with the extent (a cascade, as eager's and torch's sums
-  // are). Full reductions split across threads chunk the same way, and
-  // column kernels chunk their reduced rows (print_columns). Blocks after
-  // the last whole chunk fold straight into the lanes, so a dim shorter
-  // than a chunk prints and rounds as before, and static and size-generic
-  // code sum in the same order.
+  // are). The blocks after the last whole chunk are a chunk of their own
+  // (added to a large total one by one, they rounded alike each time), and
+  // chunks are added into the lanes compensated (print_compensated_add). A
+  // dim under two chunks is not chunked (one chunk only adds its fold), the
+  // same rule in static and size-generic code, so both sum in one order.
+  // Full reductions split across threads chunk the same way, and column
+  // kernels cascade their reduced rows (print_columns).
   static constexpr int64_t kChunk = 4096;
   static bool sums_in_chunks(const Reduction& red) {
     return red.combine == Combine::Sum && is_floating(red.dtype);
@@ -772,29 +774,18 @@ class KernelPrinter {
             << r << "_comp[l];\n";
   }
 
-  // One whole chunk of loop li's innermost dim from `start`: its float sums
-  // in fresh chunk lanes, added into the lanes at its end; a constant trip
-  // count of blocks. (`omp simd` on the small reset and add loops lets GCC
-  // keep the chunk's lanes in a register; without it they lived on the
-  // stack, 2x slower.)
-  // (`count`: the chunk's elements, kChunk for a whole one; the blocks
-  // after the last whole chunk are a chunk too, so no element is added
-  // straight into a lane that holds a large total.)
+  // One chunk of loop li's innermost dim from `start`, `count` elements
+  // (kChunk for a whole one, a constant trip count): its float sums in fresh
+  // chunk lanes, added into the lanes at its end. (`omp simd` on the small
+  // reset and add loops lets GCC keep the chunk's lanes in a register;
+  // without it they lived on the stack, 2x slower.)
   void print_chunk(size_t li, const std::string& in, const std::string& start,
                    const std::string& count = std::to_string(kChunk)) {
-    const std::string rv = var(k_.inner.back());
     for (int r : k_.loops[li].reductions)
       if (sums_in_chunks(k_.reductions[size_t(r)]))
         os_ << in << "#pragma omp simd\n"
             << in << "for (int64_t l = 0; l < " << lanes_ << "; ++l) acc" << r << "_chunk[l] = 0;\n";
-    os_ << in << "for (int64_t block = 0; block < " << count << "; block += " << lanes_ << ") {\n";
-    print_next_row_prefetch(li, in + "  ", start + " + block");
-    os_ << in << "  #pragma omp simd\n"
-        << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
-        << in << "    const int64_t " << rv << " = " << start << " + block + lane;\n";
-    print_body(li, in + "    ", Part::PerElement);
-    print_lane_folds(li, in + "    ", /*chunked=*/true);
-    os_ << in << "  }\n" << in << "}\n";
+    print_blocks(li, in, start, count, /*chunked=*/true);
     for (int r : k_.loops[li].reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
       if (!sums_in_chunks(red)) continue;
@@ -803,19 +794,20 @@ class KernelPrinter {
     }
   }
 
-  // Loop li's blocks of lanes over [from, to) of its innermost dim, folded
-  // straight into the lanes. (`omp simd`: the lanes are independent, which
-  // GCC does not prove on its own for a max with NaN propagation.)
-  void print_blocks(size_t li, const std::string& in, const std::string& from,
-                    const std::string& to) {
-    os_ << in << "for (int64_t block = " << from << "; block < " << to << "; block += " << lanes_
-        << ") {\n";
-    print_next_row_prefetch(li, in + "  ", "block");
+  // Loop li's blocks of lanes over `count` elements of its innermost dim
+  // from `start`, folded into the lanes (`chunked`: float sums into their
+  // chunk's). (`omp simd`: the lanes are independent, which GCC does not
+  // prove on its own for a max with NaN propagation.)
+  void print_blocks(size_t li, const std::string& in, const std::string& start,
+                    const std::string& count, bool chunked) {
+    const std::string at = start == "0" ? "block" : start + " + block";
+    os_ << in << "for (int64_t block = 0; block < " << count << "; block += " << lanes_ << ") {\n";
+    print_next_row_prefetch(li, in + "  ", at);
     os_ << in << "  #pragma omp simd\n"
         << in << "  for (int64_t lane = 0; lane < " << lanes_ << "; ++lane) {\n"
-        << in << "    const int64_t " << var(k_.inner.back()) << " = block + lane;\n";
+        << in << "    const int64_t " << var(k_.inner.back()) << " = " << at << " + lane;\n";
     print_body(li, in + "    ", Part::PerElement);
-    print_lane_folds(li, in + "    ");
+    print_lane_folds(li, in + "    ", chunked);
     os_ << in << "  }\n" << in << "}\n";
   }
 

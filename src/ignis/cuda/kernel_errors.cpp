@@ -2,11 +2,11 @@
 
 #include <array>
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <string>
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
@@ -61,11 +61,8 @@ void raise_kernel_errors(int device) {
   const auto kind = KernelErrorKind(r->kind);
   const int64_t value = r->value, bound = r->bound, dim = r->dim;
   r->ready = 0;
-  const char* later =
-      " (found on cuda:%d by a kernel launched before this synchronization; "
-      "IGNIS_CUDA_SYNC_INDEX_CHECKS=1 raises it at the call)";
-  char where[200];
-  std::snprintf(where, sizeof where, later, device);
+  const std::string where = str(" (found on cuda:", device, " by a kernel launched before this "
+                                "synchronization; IGNIS_CUDA_SYNC_INDEX_CHECKS=1 raises it at the call)");
   switch (kind) {
     case KernelErrorKind::IndexOutOfRangeInSelf:
       IGNIS_FAIL_KIND(Index, "index out of range in self: index ", value, " for a dim of size ",

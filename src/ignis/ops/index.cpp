@@ -209,17 +209,23 @@ void position_offsets(const Tensor& self, int64_t dim, const Tensor& index, cons
   }
 }
 
+// The source of a scatter on CUDA: `other`, or for a fill the value as a
+// 0-dim tensor on self's device (broadcast by zero strides).
+Tensor scatter_source(cpu::FiberOp op, const Tensor& self, const Tensor& other,
+                      const Scalar& value) {
+  if (op != cpu::FiberOp::ScatterFill) return other;
+  Tensor v = empty_tensor({}, self.dtype(), self.device());
+  fill_tensor(v, value);
+  return v;
+}
+
 // gather_scatter_on with a CUDA index the kernel reads: a mapped copy over
 // the index's positions, self's offset along `dim` from the index value.
 void gather_scatter_on_device(cpu::FiberOp op, const Tensor& self, int64_t dim,
                               const Tensor& index, const Tensor& other, const Scalar& value) {
   const size_t nd = size_t(index.dim()), isz = self.itemsize();
   const bool gather = op == cpu::FiberOp::Gather;
-  Tensor src = other;
-  if (op == cpu::FiberOp::ScatterFill) {  // the value, broadcast by zero strides
-    src = empty_tensor({}, self.dtype(), self.device());
-    fill_tensor(src, value);
-  }
+  const Tensor src = scatter_source(op, self, other, value);
   std::vector<MapDim> dims(nd);
   for (size_t d = 0; d < nd; ++d) {
     MapDim& m = dims[d];
@@ -267,13 +273,8 @@ void gather_scatter_on(cpu::FiberOp op, const Tensor& self, int64_t dim, const T
     return;
   }
   m.dst_table = std::move(self_off);
-  Tensor src = other;
-  if (op == cpu::FiberOp::ScatterFill) {  // the value, broadcast by a zero stride
-    src = empty_tensor({}, self.dtype(), self.device());
-    fill_tensor(src, value);
-  } else {
-    m.src_table = std::move(other_off);
-  }
+  const Tensor src = scatter_source(op, self, other, value);
+  if (op != cpu::FiberOp::ScatterFill) m.src_table = std::move(other_off);
   cuda::mapped_copy(self.device().index, sp, static_cast<const char*>(src.data_ptr()), {m},
                     self.dtype(),
                     op == cpu::FiberOp::ScatterAdd ? cpu::MapOp::Add : cpu::MapOp::Copy);
