@@ -801,6 +801,30 @@ def test_a_long_resident_row_recomputes_its_spills_on_host_threads(tmp_path):
                                    err_msg=f"{threads} threads a block")
 
 
+def test_row_occupancy_recomputes_what_passes_share_in_kernels_of_many_rounds():
+    """config.cuda.row_occupancy (Note [Occupancy before kept values]): a
+    softmax over 8192 x 8192 bfloat16 (256 threads a row, 31 rounds of
+    blocks with its exps kept) recomputes the exps from the held row in its
+    last pass instead of keeping them in an ig_sp array; 64 rows of the
+    same width (under a round) keep them; off, both keep them. (The
+    recomputing path's results: test_a_long_resident_row_recomputes_its_spills_on_host_threads,
+    and on the GPU bench/gpu_rows.py's check against eager.)"""
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._inductor import config
+
+    def source(rows, **knobs):
+        x = ignis.empty(rows, 8192, dtype=ignis.bfloat16)
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(lambda x: ignis.softmax(x, -1)), [x])
+        with config.patch(size_generic=False, **knobs):
+            return ignis._C._generate_graph_code(gm.graph, "cuda", config.compiler_options())[1]
+
+    many = source(8192, **{"cuda.row_occupancy": True})
+    assert "ig_rc0[4][8]" in many and "ig_sp" not in many
+    assert re.search(r"const float re\d+ = ignis::scalar_ops::Exp", many)
+    assert "ig_sp0[4][8]" in source(64, **{"cuda.row_occupancy": True})
+    assert "ig_sp0[4][8]" in source(8192, **{"cuda.row_occupancy": False})
+
+
 @pytest.mark.parametrize("case", sorted(HOST_CASES))
 def test_kernels_are_right_for_any_block_size_on_host_threads(case, tmp_path):
     fn, shapes = HOST_CASES[case]

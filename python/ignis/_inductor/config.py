@@ -87,6 +87,11 @@ class cuda:  # noqa: N801
     # and bias) are issued with the first pass's, so that their latency
     # overlaps the row's instead of following the reductions.
     row_prefetch = True
+    # ... and whether a row kernel of many rounds of blocks (softmax over
+    # 8192 x 8192) recomputes what its passes share (the exps) instead of
+    # keeping it in registers, when that lets a multiprocessor run more rows
+    # at once (docs/compiler.md, "Occupancy before kept values").
+    row_occupancy = False
 
 
 def _is_symbolic(value):
@@ -168,6 +173,7 @@ def compiler_options(size_generic_graph=None):
         "reduction_lanes": int(cpp.reduction_lanes),
         "cuda_row_vectors": int(cuda.row_vectors_per_thread),
         "cuda_row_prefetch": int(bool(cuda.row_prefetch)),
+        "cuda_row_occupancy": int(bool(cuda.row_occupancy)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

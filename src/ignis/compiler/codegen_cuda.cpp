@@ -941,6 +941,16 @@ class CudaKernelPrinter {
                  (residency.prefetch.empty() || row_waves(rows, threads, regs) <= 2);
         }
         if (!fits) chunks = 0;
+        // Note [Occupancy before kept values]
+        if (fits && options_.cuda_row_occupancy && !residency.spilled.empty()) {
+          const int64_t regs = residency.registers(chunks, width);
+          Residency lean = plan_residency(passes, /*keep_spills=*/false, /*prefetch=*/false,
+                                          k_.inner.back());
+          const int64_t lean_regs = lean.registers(chunks, width);
+          if (row_waves(rows, threads, regs) > kManyRounds &&
+              blocks_per_sm(threads, lean_regs) > blocks_per_sm(threads, regs))
+            residency = std::move(lean);
+        }
       }
       if (chunks > 0) launch->threads = threads;
     }
@@ -977,12 +987,30 @@ class CudaKernelPrinter {
   // and costs when the registers it takes lower the occupancy of a kernel
   // of many rounds (16384 rows of 4096: 100 -> 130 us).
   static double row_waves(int64_t rows, int threads, int64_t regs) {
-    constexpr int64_t kMultiprocessors = 132, kThreadsPerSM = 2048, kBlocksPerSM = 32;
-    const int64_t per_thread = std::max<int64_t>(regs + kRegisterReserve, 1);
-    const int64_t blocks = std::max<int64_t>(
-        1, std::min({kBlocksPerSM, kThreadsPerSM / threads, 65536 / (per_thread * threads)}));
-    return double(rows) / double(kMultiprocessors * blocks);
+    constexpr int64_t kMultiprocessors = 132;
+    return double(rows) / double(kMultiprocessors * blocks_per_sm(threads, regs));
   }
+
+  // The blocks of `threads` threads, each holding `regs` registers of the
+  // row (plus the reserve), that one multiprocessor runs at once.
+  static int64_t blocks_per_sm(int threads, int64_t regs) {
+    constexpr int64_t kThreadsPerSM = 2048, kBlocksPerSM = 32;
+    const int64_t per_thread = std::max<int64_t>(regs + kRegisterReserve, 1);
+    return std::max<int64_t>(
+        1, std::min({kBlocksPerSM, kThreadsPerSM / threads, 65536 / (per_thread * threads)}));
+  }
+
+  // Note [Occupancy before kept values]
+  // A resident row keeps the values a pass computes and a later pass reads
+  // (softmax's exps, layer_norm's x - mean) in ig_sp arrays: 32 floats a
+  // thread at four 8-wide vectors, which halves the blocks a multiprocessor
+  // holds (softmax over 8192 bfloat16: 3 blocks of 256 threads instead of
+  // 6). A kernel of one or two rounds of blocks is bound by a row's latency
+  // and gains from not recomputing; one of many rounds is bound by how many
+  // rows are in flight, so under config.cuda.row_occupancy it recomputes
+  // those values from the row it holds anyway, when that raises the blocks
+  // a multiprocessor runs and the kernel has more than kManyRounds rounds.
+  static constexpr double kManyRounds = 4;
 
   // The streaming row: each pass reads the row from memory again.
   void print_rows_streaming(const std::string& ind) {

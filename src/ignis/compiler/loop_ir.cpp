@@ -261,7 +261,7 @@ std::string CompilerOptions::fingerprint() const {
   return std::to_string(realize_opcount_threshold) + "," + std::to_string(realize_reads_threshold) +
          "," + std::to_string(max_fusion_size) + "," + std::to_string(min_parallel_elements) +
          "," + std::to_string(threads) + "," + std::to_string(lanes()) +
-         "," + std::to_string(cuda_row_vectors) + (cuda_row_prefetch ? ",prefetch" : "") +
+         "," + std::to_string(cuda_row_vectors) + (cuda_row_prefetch ? ",prefetch" : "") + (cuda_row_occupancy ? ",occupancy" : "") +
          (cpu_row_prefetch ? ",cpu_prefetch" : "") +
          (size_generic ? ",generic" : "");
 }

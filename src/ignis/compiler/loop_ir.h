@@ -213,6 +213,11 @@ struct CompilerOptions {
   // (config.cuda.row_prefetch; Note [Vectors and registers on the GPU]).
   int64_t cuda_row_vectors = 4;
   bool cuda_row_prefetch = true;
+  // ... and whether a row kernel of many rounds of blocks recomputes the
+  // values its passes share instead of keeping them, when that lets a
+  // multiprocessor hold more rows (config.cuda.row_occupancy; Note
+  // [Occupancy before kept values], codegen_cuda.cpp).
+  bool cuda_row_occupancy = false;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

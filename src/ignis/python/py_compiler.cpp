@@ -205,7 +205,8 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   IGNIS_CHECK_TYPE(PyDict_Check(knobs), "_compile_graph: options must be a dict");
   compiler::CompilerOptions& o = options.compiler;
   int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000, size_generic = 0,
-          row_prefetch = o.cuda_row_prefetch, cpu_row_prefetch = o.cpu_row_prefetch;
+          row_prefetch = o.cuda_row_prefetch, row_occupancy = o.cuda_row_occupancy,
+          cpu_row_prefetch = o.cpu_row_prefetch;
   const std::pair<const char*, int64_t*> fields[] = {
       {"max_autotune", &max_autotune},
       {"size_generic", &size_generic},
@@ -219,6 +220,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"reduction_lanes", &o.reduction_lanes},
       {"cuda_row_vectors", &o.cuda_row_vectors},
       {"cuda_row_prefetch", &row_prefetch},
+      {"cuda_row_occupancy", &row_occupancy},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
@@ -236,6 +238,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   options.autotune = max_autotune != 0;
   o.size_generic = size_generic != 0;
   o.cuda_row_prefetch = row_prefetch != 0;
+  o.cuda_row_occupancy = row_occupancy != 0;
   o.cpu_row_prefetch = cpu_row_prefetch != 0;
   IGNIS_CHECK_VALUE(o.cuda_row_vectors >= 1 && o.cuda_row_vectors <= 8,
                     "config.cuda.row_vectors_per_thread must be 1 to 8, got ", o.cuda_row_vectors);
