@@ -203,6 +203,33 @@ def test_a_count_used_as_a_python_int_breaks_with_the_reason():
     assert any("data-dependent expression u0" in r for r in reasons), reasons
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_slice_bounded_by_a_count_breaks_there_and_the_resume_reads_the_count(backend):
+    """`y[:n]`, n a mask's count: the slice's clamp against y's size is a
+    decision on u0, so the graph breaks at the subscript; the slice object on
+    the stack is rebuilt at run time from the count the graph returns (it
+    raised "Could not specialize ... u0" to the user before), so every count
+    (below y's length and at it) gives eager's values."""
+    def f(x, m, y):
+        s = x[m]
+        n = s.shape[0]
+        return y[:n] * 2 + s
+
+    counts = [3, 1, 5, 2, 4, 5]
+
+    def args(i):
+        m = ignis.zeros(6, dtype=ignis.bool)
+        m[:counts[i]] = True
+        return ignis.arange(6.0), m, ignis.arange(5.0) * 10
+    ex = _run(f, args, backend)
+    assert ex.graph_break_count == 1
+    reason = ex.break_reasons[0].reason
+    assert "data-dependent expression u0" in reason and "boolean mask index" in reason, reason
+    with pytest.raises(ignis.compiler.Unsupported, match="data-dependent expression u0"):
+        ignis.compile(f, fullgraph=True)(*args(0))
+    ignis.compiler.reset()
+
+
 def test_fullgraph_keeps_a_masked_function_whole():
     cf = ignis.compile(masked_sum, fullgraph=True)
     x, y = ignis.randn(8, 5), ignis.randn(8, 5)

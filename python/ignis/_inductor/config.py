@@ -91,7 +91,7 @@ class cuda:  # noqa: N801
     # 8192 x 8192) recomputes what its passes share (the exps) instead of
     # keeping it in registers, when that lets a multiprocessor run more rows
     # at once (docs/compiler.md, "Occupancy before kept values").
-    row_occupancy = False
+    row_occupancy = True
 
 
 def _is_symbolic(value):

@@ -1135,7 +1135,11 @@ void Tracer::run() {
   log_bytecode("original", reinterpret_cast<PyObject*>(ci.code));
   VTP ret;
   try {
-    ret = run_frame(f);
+    try {
+      ret = run_frame(f);
+    } catch (const sym::DataDependentError& e) {  // a data-dependent size no break could take
+      throw Unsupported{e.what(), false, true};
+    }
   } catch (Unsupported& u) {
     fail_line = f.line;
     if (cfg->fullgraph) {
@@ -1150,7 +1154,11 @@ void Tracer::run() {
   }
   if (!ret) return;
   try {
-    finish_return(ret);
+    try {
+      finish_return(ret);
+    } catch (const sym::DataDependentError& e) {
+      throw Unsupported{e.what(), false, true};
+    }
   } catch (Unsupported& u) {  // a returned value capture cannot rebuild
     fail_line = f.line;
     if (cfg->fullgraph) throw;

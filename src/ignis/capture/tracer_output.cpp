@@ -109,6 +109,7 @@ void collect_outputs(const VTP& v, std::vector<VTP>& out, std::unordered_set<VT*
       collect_outputs(v->self, out, seen);
       return;
     case VK::SymInt:  // the tensors its unbacked sizes are read from (note_unbacked_reads)
+    case VK::Slice:   // its bounds' tensors
       for (auto& e : v->items) collect_outputs(e, out, seen);
       return;
     default: return;
@@ -147,10 +148,25 @@ void Tracer::emit_value_once(const VTP& v, ValueProgram& prog, const std::vector
     case VK::Const: push_const(v->value.get()); return;
     case VK::SymInt:  // an int the frame goes on with: computed from the sizes at run time
       if (emit_sym(shape_env.replace(v->sym), prog, &outputs)) return;
-      [[fallthrough]];
-    case VK::Slice: {  // else its value, guarded
-      Obj n = const_value(v);
-      push_const(n.get());
+      {  // else its value, guarded
+        Obj n = const_value(v);
+        push_const(n.get());
+        return;
+      }
+    case VK::Slice: {
+      // A slice with a size in it (`y[:n]`, n a mask's count) is built at
+      // run time from its parts, each emitted as the value it is; one of
+      // constants is a constant.
+      bool constant = true;
+      for (const VTP& e : v->items) constant = constant && e->kind == VK::Const;
+      if (constant) {
+        Obj n = const_value(v);
+        push_const(n.get());
+        return;
+      }
+      push_const(reinterpret_cast<PyObject*>(&PySlice_Type));
+      for (const VTP& e : v->items) emit_value(e, prog, outputs);
+      prog.push_back(ValueOp{ValueOp::Call, static_cast<Py_ssize_t>(v->items.size())});
       return;
     }
     case VK::Tensor: {
@@ -657,6 +673,9 @@ bool Tracer::finish_break(TFrame& f, const Instr& in, const std::vector<VTP>& st
     entry_->plan.program = std::move(prog);
   } catch (Unsupported& u) {
     break_fail_note = u.reason;
+    return false;
+  } catch (const sym::DataDependentError& e) {  // a value the resume needs that no run time gives
+    break_fail_note = e.what();
     return false;
   }
 
