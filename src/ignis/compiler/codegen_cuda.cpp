@@ -369,16 +369,34 @@ class CudaKernelPrinter {
         return std::string("ig_convert<") + cuda_type(s.dtype) + ">(" + arg(s.args.at(0)) + ")";
       case ScalarKind::Where:
         return arg(s.args.at(0)) + " ? " + arg(s.args.at(1)) + " : " + arg(s.args.at(2));
-      case ScalarKind::Ref:
-        if (s.acc >= 0) return "acc" + std::to_string(s.acc);
-        if (s.scratch < 0) return tmp(size_t(s.loop), s.node);
-        if (vec_ && vec_->registers)
-          return vec_->spills ? "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]"
-                              : recompute_spill(s.scratch, ind);
-        if (home(s.scratch)) return scratch_element(s.scratch);
-        return recompute_spill(s.scratch, ind);
+      case ScalarKind::Ref: {
+        // The value read may have another type than the node (a float
+        // accumulator read as the bfloat16 sum a graph asked for: softmax's
+        // backward in bfloat16 failed NVRTC on `const ig_bf16 tmp9 = acc0;`
+        // and ran eagerly).
+        const ScalarType from = ref_dtype(s);
+        const std::string v = ref(s, ind);
+        return from == s.dtype ? v : std::string("ig_convert<") + cuda_type(s.dtype) + ">(" + v + ")";
+      }
     }
     return "";
+  }
+
+  std::string ref(const ScalarNode& s, const std::string& ind) {
+    if (s.acc >= 0) return "acc" + std::to_string(s.acc);
+    if (s.scratch < 0) return tmp(size_t(s.loop), s.node);
+    if (vec_ && vec_->registers)
+      return vec_->spills ? "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]"
+                          : recompute_spill(s.scratch, ind);
+    if (home(s.scratch)) return scratch_element(s.scratch);
+    return recompute_spill(s.scratch, ind);
+  }
+
+  // The type of the value a Ref node reads (as codegen_cpp's ref_dtype).
+  ScalarType ref_dtype(const ScalarNode& s) const {
+    if (s.scratch >= 0) return k_.scratch[size_t(s.scratch)];
+    if (s.acc >= 0) return k_.reductions[size_t(s.acc)].dtype;
+    return k_.loops[size_t(s.loop)].body[size_t(s.node)].dtype;
   }
 
   // The value a per-thread scratch row would hold, recomputed here from the
