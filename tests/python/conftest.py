@@ -41,6 +41,19 @@ def programs(monkeypatch):
     ignis.compiler.reset()
 
 
+def kernel_arg(source, buffer, kernel=0):
+    """The name generated kernel_<kernel>'s code gives the graph's `buffer`
+    (the comment under the kernel's name, Note [Kernels of one text]:
+    "// arg0 = buf3, arg1 = arg1_1")."""
+    import re
+    line = re.search(rf"^// kernel_{kernel}: .*\n// (.*)$", source, re.M).group(1)
+    for pair in line.split(", "):
+        arg, name = pair.split(" = ")
+        if name == buffer:
+            return arg
+    raise AssertionError(f"kernel_{kernel} takes no {buffer}: {line}")
+
+
 def pytest_configure(config):
     # torch warns about deprecated-but-working inputs (uint8 `where` conditions,
     # ...), NumPy references about nan results (0 ** -0.5): both are expected.

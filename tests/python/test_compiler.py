@@ -12,6 +12,7 @@ import ignis.nn as nn
 import ignis.nn.functional as F
 from ignis import _inductor
 from ignis._inductor import metrics
+from conftest import kernel_arg
 
 
 def compile_and_count(fn, *args):
@@ -478,8 +479,9 @@ def test_bool_elements_are_bytes_in_generated_code():
     gm, _ = trace_joint(ignis.fx.symbolic_trace(f), [x, m])
     compiled = _inductor.compile_fx(gm, None)
     code = compiled.generated_code
-    assert "const uint8_t* __restrict__ in_arg1_1" in code, code
-    assert "in_arg1_1[" in code and "] != 0)" in code, code
+    mask = kernel_arg(code, "arg1_1")
+    assert f"const uint8_t* __restrict__ {mask} " in code, code
+    assert f"{mask}[" in code and "] != 0)" in code, code
     assert "bool*" not in code, code
     for got, want in zip(compiled(x, m), f(x, m)):
         assert got.dtype == want.dtype
@@ -916,7 +918,7 @@ def test_wide_rows_prefetch_the_next_row():
 
     softmax = lambda x: ignis.softmax(x, -1)  # noqa: E731
     src = code(softmax, ignis.randn(4, 4096))
-    pf = "__builtin_prefetch(in_arg0_1 + (r0 + 4096*x0 + 4096), 0, 1);"
+    pf = f"__builtin_prefetch({kernel_arg(src, 'arg0_1')} + (r0 + 4096*x0 + 4096), 0, 1);"
     assert src.count("__builtin_prefetch") == 1 and pf in src, src
     # in the exp-and-sum pass: after the max's fold, before the sum's
     assert src.index("nan0 |=") < src.index(pf) < src.index("float acc1 = acc1_lanes[0]"), src

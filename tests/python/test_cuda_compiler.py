@@ -30,6 +30,7 @@ import ignis.nn as nn
 import ignis.nn.functional as F
 from ignis import _inductor
 from ignis._inductor import metrics
+from conftest import kernel_arg
 
 AVAILABLE = ignis.cuda.is_available()
 REASON = ignis._C._cuda_unavailable_reason()
@@ -360,7 +361,8 @@ def test_softmax_is_one_block_per_row_with_block_reductions():
     # The row (25 float4 vectors) is held in registers: x loaded once as vectors
     # for both passes that read it, the exps kept for the last pass.
     assert "if (ig_resident)" in code
-    assert code.count("*reinterpret_cast<const IgVec<float, 4>*>(in_") == 1
+    x = kernel_arg(code, compiled.program.splitlines()[1].split(":")[0])
+    assert code.count(f"*reinterpret_cast<const IgVec<float, 4>*>({x} ") == 1
     assert "ig_rc0[ig_k][ig_j]" in code and "ig_sp0[ig_k][ig_j]" in code
     assert "ig_block_reduce(acc0, IgMax())" in code
     assert "ig_block_reduce(acc1, IgSum())" in code
@@ -667,6 +669,36 @@ def test_every_generated_kernel_compiles_with_nvrtc():
     assert compiled >= 40
 
 
+def test_kernels_of_one_structure_are_compiled_once():
+    """Note [Kernels of one text]: three residual blocks of one shape (their
+    own weights) lower to three kernels of each kind that differ only in
+    their buffers; each kind is defined once, the others run its symbol with
+    their own buffers (each kernel's parameters list other buffers), the
+    source says so in a comment, and NVRTC compiles the whole."""
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._subclasses.fake_tensor import FakeTensorMode
+
+    def blocks(x, m0, w0, b0, m1, w1, b1, m2, w2, b2):
+        for m, w, b in ((m0, w0, b0), (m1, w1, b1), (m2, w2, b2)):
+            x = x + F.gelu(F.layer_norm(x @ m, (64,), w, b))  # the product ends a kernel
+        return x
+    with FakeTensorMode():
+        args = [ignis.empty(32, 64, device="cuda")]
+        for _ in range(3):
+            args += [ignis.empty(64, 64, device="cuda"), ignis.empty(64, device="cuda"),
+                     ignis.empty(64, device="cuda")]
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(blocks), args)
+    program, source, symbols = ignis._C._generate_graph_code(gm.graph, None)
+    assert len(symbols) == 3 and len(set(symbols)) == 1, (symbols, program)
+    assert len(re.findall(r'extern "C" __global__', source)) == 1
+    assert source.count(f"// runs {symbols[0]} (the same code)") == 2
+    # kernel_1 reads the second block's weight where kernel_0 reads the first's
+    assert kernel_arg(source, "arg2_1", 0) == kernel_arg(source, "arg5_1", 1)
+    if _nvrtc() is not None:
+        assert ignis._C._cuda_nvrtc_compile(source, "blocks.cu", 90,
+                                            ["-default-device", "-w"]) > 0
+
+
 @needs_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_cross_entropy_gathers_the_logits_at_the_targets(dtype):
@@ -753,12 +785,16 @@ def _host_threads_kernel(fn, inputs, tmp_path):
             buffers[m.group(1)] = (m.group(2), [int(s) for s in m.group(3).split(",") if s.strip()],
                                    m.group(5))
     output = re.search(r"return \((\w+)", program).group(1)
+    # The kernel's arguments are named argN in the order it first reads or
+    # writes them; the comment under its name says which buffer each is.
+    names = dict(pair.split(" = ") for pair in
+                 re.search(r"^// kernel_0: .*\n// (.*)$", source, re.M).group(1).split(", "))
 
     def run(grid, threads):
         arrays = []
         for p in params:
-            name = p.split()[-1]
-            dtype, sizes, input_index = buffers[name[3:] if name.startswith("in_") else name]
+            name = names[p.split()[-1]]
+            dtype, sizes, input_index = buffers[name]
             if input_index is not None:
                 a = np.ascontiguousarray(inputs[int(input_index)].numpy())
             else:
@@ -872,8 +908,9 @@ def test_row_kernels_follow_the_cuda_knobs():
 
     short = source(4096, 768)
     first_pass = short.index("acc0 = ig_block_reduce(acc0")
-    assert short.count("ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>(in_arg1_1") == 1
-    assert short.index("ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>(in_arg2_1") < first_pass
+    weight, bias = kernel_arg(short, "arg1_1"), kernel_arg(short, "arg2_1")
+    assert short.count(f"ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>({weight} ") == 1
+    assert short.index(f"ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>({bias} ") < first_pass
     assert "__launch_bounds__(32)" in short
     assert "ig_pf" not in source(16384, 4096)
     assert "ig_pf" not in source(4096, 768, **{"cuda.row_prefetch": False})

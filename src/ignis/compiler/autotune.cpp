@@ -121,7 +121,11 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
   result.measured = true;
 
   std::vector<std::string> sources;
-  for (const CompilerOptions& o : vs) sources.push_back(generate_cpp(p, o));
+  std::vector<CppProgramCode> codes;  // each kernel's function and buffers, per variant
+  for (const CompilerOptions& o : vs) {
+    codes.push_back(generate_cpp_code(p, std::vector<CompilerOptions>(p.kernels.size(), o)));
+    sources.push_back(codes.back().source);
+  }
   runtime::CompileOptions co;
   co.name = "autotune";
   co.prelude = cpp_includes();
@@ -150,7 +154,9 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
       std::string src = generate_kernel_cpp(p, k, vs[v]);
       if (std::find(seen.begin(), seen.end(), src) != seen.end()) continue;
       seen.push_back(src);
-      double t = time_kernel(libs[v].function<KernelFn>(k.name), ptrs.data());
+      std::vector<char*> args;  // the kernel's own buffers (Note [Kernels of one text])
+      for (int b : codes[v].params[i]) args.push_back(ptrs[size_t(b)]);
+      double t = time_kernel(libs[v].function<KernelFn>(codes[v].symbols[i]), args.data());
       if (first < 0) first = t;
       if (best < 0 || t < best) {
         best = t;

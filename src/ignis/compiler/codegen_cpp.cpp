@@ -113,6 +113,30 @@ std::string ptr_name(const Buffer& b) {
   return b.kind == BufferKind::Computed || b.kind == BufferKind::Extern ? b.name : "in_" + b.name;
 }
 
+// Kernel k over its own view of p (Note [Kernels of one text],
+// codegen_cuda.cpp): its buffers renumbered in the order it first names
+// them and named arg0, arg1, ... (`order`: the program's buffer of each).
+struct KernelView {
+  Program program;
+  Kernel kernel;
+  std::vector<int> order;
+};
+
+KernelView view_of(const Program& p, const Kernel& k) {
+  KernelView v;
+  v.order = k.buffers_in_order();
+  v.program.device = p.device;
+  std::unordered_map<int, int> local;
+  for (int b : v.order) {
+    local.emplace(b, int(v.program.buffers.size()));
+    v.program.buffers.push_back(p.buffers[size_t(b)]);
+    v.program.buffers.back().name = "arg" + std::to_string(v.program.buffers.size() - 1);
+    v.program.buffers.back().kind = BufferKind::Computed;  // named argN whatever it is
+  }
+  v.kernel = k.with_buffers(local);
+  return v;
+}
+
 const char* combine_init(Combine c) {
   switch (c) {
     case Combine::Sum: return "0";
@@ -1266,10 +1290,41 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
   os << "template <typename T> inline T ignis_red_max(T a, T b) { return ((a > b) | (a != a)) ? a : b; }\n"
      << "template <typename T> inline T ignis_red_min(T a, T b) { return ((a < b) | (a != a)) ? a : b; }\n\n";
   CppProgramCode code;
+  // Note [Kernels of one text] (codegen_cuda.cpp): a kernel whose text,
+  // printed over its own view under a neutral name, an earlier kernel
+  // printed runs that kernel's function with its own buffers.
+  std::unordered_map<std::string, size_t> first_of_text;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
-    KernelPrinter printer(os, p, p.kernels[i], per_kernel.at(i), lift);
-    printer.print();
-    code.size_params.push_back(printer.size_params());
+    const Kernel& k = p.kernels[i];
+    KernelView v = view_of(p, k);
+    std::vector<int> params = v.order;
+    Text key;
+    v.kernel.name = "ignis_kernel";
+    v.kernel.origins.clear();
+    KernelPrinter keyed(key, v.program, v.kernel, per_kernel.at(i), lift);
+    keyed.print();
+    code.size_params.push_back(keyed.size_params());
+    auto [first, fresh] = first_of_text.emplace(key.str(), i);
+    std::string args = "//";  // under the kernel's name: which buffer each argN is
+    for (size_t a = 0; a < params.size(); ++a)
+      args += (a ? ", arg" : " arg") + std::to_string(a) + " = " + p.buffers[size_t(params[a])].name;
+    args += "\n";
+    if (fresh) {
+      v.kernel.name = k.name;
+      v.kernel.origins = k.origins;
+      Text text;
+      KernelPrinter(text, v.program, v.kernel, per_kernel.at(i), lift).print();
+      const std::string& t = text.str();
+      const size_t header = t.find('\n') + 1;  // "// kernel_3: its ops" (every printer's first line)
+      os << t.substr(0, header) << args << t.substr(header);
+      code.symbols.push_back(k.name);
+    } else {
+      code.symbols.push_back(code.symbols[first->second]);
+      os << "// " << k.name << ": ";
+      for (size_t o = 0; o < k.origins.size(); ++o) os << (o ? ", " : "") << k.origins[o];
+      os << "\n" << args << "// runs " << code.symbols.back() << " (the same code)\n\n";
+    }
+    code.params.push_back(std::move(params));
   }
   code.source = os.str();
   return code;

@@ -30,6 +30,11 @@ struct CppProgramCode {
   // Per kernel: the values of its parameters P[0], P[1], ... (empty for
   // static code).
   std::vector<std::vector<int64_t>> size_params;
+  // Per kernel: the function it runs (its own, or an earlier kernel's of the
+  // same text: Note [Kernels of one text], codegen_cuda.cpp) and the
+  // buffers that function's `bufs` holds, in order.
+  std::vector<std::string> symbols;
+  std::vector<std::vector<int>> params;
 };
 
 std::string generate_cpp(const Program& p, const CompilerOptions& options = {});

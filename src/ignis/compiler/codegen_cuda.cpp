@@ -150,9 +150,9 @@ std::string combine_init(Combine c, ScalarType t) {
   return "0";
 }
 
-std::string ptr_name(const Buffer& b) {
-  return b.kind == BufferKind::Computed || b.kind == BufferKind::Extern ? b.name : "in_" + b.name;
-}
+// A kernel's buffers are printed from its own view of the program, named
+// arg0, arg1, ... whatever their kind (Note [Kernels of one text]).
+std::string ptr_name(const Buffer& b) { return b.name; }
 
 // Whether e uses the symbol v.
 bool involves(sym::Expr e, sym::Expr v) {
@@ -235,10 +235,18 @@ class CudaKernelPrinter {
  public:
   // options: the compiler's (size_generic, config.cuda's row knobs); lift:
   // as SizeParams's (Note [Size-generic code]).
+  // p and k: the kernel's own view (Note [Kernels of one text]): its
+  // buffers numbered as it names them; names: theirs in the graph, for the
+  // comment.
   CudaKernelPrinter(Text& os, const Program& p, const Kernel& k, std::string symbol,
-                    const CompilerOptions& options, bool lift = true)
+                    const CompilerOptions& options, bool lift,
+                    std::vector<std::string> names)
       : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), options_(options),
-        base_(k.node_numbers()), sz_(options.size_generic, lift) {}
+        base_(k.node_numbers()), sz_(options.size_generic, lift), names_(std::move(names)) {}
+
+  // What the kernel's text is apart from its name and comment: two kernels
+  // of one key are one kernel.
+  const std::string& key() const { return key_; }
 
   CudaKernel print() {
     IGNIS_INTERNAL_ASSERT(!k_.gemm, "codegen_cuda: ", k_.name,
@@ -257,15 +265,20 @@ class CudaKernelPrinter {
     else if (is_column_kernel()) print_columns(&out.launch);
     else print_rows(&out.launch);
     out.size_params = sz_.values();
+    std::string tail = "(" + signature.str();
+    if (out.launch.workspace_bytes > 0) tail += ", char* __restrict__ ig_ws";
+    if (!out.size_params.empty())
+      tail += ", const IgParams<" + std::to_string(out.size_params.size()) + "> P";
+    tail += ") {\n" + os_.str() + "}\n\n";
+    key_ = std::to_string(out.launch.threads) + tail;
     out_ << "// " << k_.name << ": ";
     for (size_t i = 0; i < k_.origins.size(); ++i) out_ << (i ? ", " : "") << k_.origins[i];
+    out_ << "\n//";
+    for (size_t i = 0; i < out.params.size(); ++i)
+      out_ << (i ? ", " : " ") << ptr_name(p_.buffers[size_t(out.params[i])]) << " = "
+           << names_.at(size_t(out.params[i]));
     out_ << "\nextern \"C\" __global__ void __launch_bounds__(" << out.launch.threads << ") "
-         << symbol_ << "(";
-    out_ << signature.str();
-    if (out.launch.workspace_bytes > 0) out_ << ", char* __restrict__ ig_ws";
-    if (!out.size_params.empty())
-      out_ << ", const IgParams<" << int64_t(out.size_params.size()) << "> P";
-    out_ << ") {\n" << os_.str() << "}\n\n";
+         << symbol_ << tail;
     return out;
   }
 
@@ -1279,6 +1292,8 @@ class CudaKernelPrinter {
   const Program& p_;
   const Kernel& k_;
   std::string symbol_;
+  std::string key_;
+  std::vector<std::string> names_;
   const CompilerOptions& options_;
   std::vector<int> base_;
   std::map<std::pair<size_t, int>, std::string> recomputed_;  // in the loop being printed
@@ -1295,6 +1310,21 @@ std::string sym_helpers() {
   return s;
 }
 
+// Note [Kernels of one text]
+// A model's layers lower to kernels that differ only in the buffers they
+// read and write: GPT-2-small's forward has twelve copies of each layer's
+// kernels. Each kernel is printed over its own view of the program, its
+// buffers numbered (and named arg0, arg1, ...) in the order its loops
+// first name them, so two kernels of one structure print one text but for
+// their name and comment; the second runs the first's compiled function
+// with its own buffers (CudaKernel::params, Executable::Kern::params: the
+// program's buffer of each argument), and its text in the source is a
+// comment saying so. The comment line under each kernel's name says which
+// buffer each argN is. Both printers do it: NVRTC compiles a layer's
+// kernels once instead of once a layer (GPT-2-small's forward: 7 kernels
+// for 52 launches, its backward 18 for 132), and so does the C++ compiler
+// (codegen_cpp: a CPU kernel's `bufs` is its own table, bufs[0] its arg0,
+// which CompiledGraph::run_cpu_kernel gathers before the call).
 CudaProgramCode print_program(const Program& p, const std::string& tag,
                               const CompilerOptions& options, bool lift) {
   const bool generic = options.size_generic;
@@ -1304,13 +1334,44 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
      << (generic ? kGenericHelpers : "") << "\n";
   CudaProgramCode code;
   code.prelude_bytes = os.str().size();
+  std::unordered_map<std::string, size_t> first_of_key;  // key -> the kernel that printed it
   for (const Kernel& k : p.kernels) {
+    // Note [Kernels of one text]
+    const std::vector<int> order = k.buffers_in_order();
+    std::unordered_map<int, int> local;
+    Program view;
+    view.device = p.device;
+    std::vector<std::string> names;
+    for (int b : order) {
+      local.emplace(b, int(view.buffers.size()));
+      view.buffers.push_back(p.buffers[size_t(b)]);
+      view.buffers.back().name = "arg" + std::to_string(view.buffers.size() - 1);
+      names.push_back(p.buffers[size_t(b)].name);
+    }
+    const Kernel lk = k.with_buffers(local);
+    Text text;
+    CudaKernelPrinter printer(text, view, lk, tag.empty() ? k.name : k.name + "_" + tag, options,
+                              lift, names);
+    CudaKernel ck = printer.print();
+    for (int& b : ck.params) b = order[size_t(b)];
     const size_t begin = os.str().size();
-    code.kernels.push_back(
-        CudaKernelPrinter(os, p, k, tag.empty() ? k.name : k.name + "_" + tag, options, lift)
-            .print());
-    code.kernels.back().source_begin = begin;
-    code.kernels.back().source_end = os.str().size();
+    auto [first, fresh] = first_of_key.emplace(printer.key(), code.kernels.size());
+    if (fresh) {
+      os << text.str();
+    } else {
+      const CudaKernel& same = code.kernels[first->second];
+      ck.symbol = same.symbol;
+      os << "// " << k.name << ": ";
+      for (size_t i = 0; i < k.origins.size(); ++i) os << (i ? ", " : "") << k.origins[i];
+      os << "\n//";
+      for (size_t i = 0; i < ck.params.size(); ++i)
+        os << (i ? ", " : " ") << ptr_name(view.buffers[i]) << " = "
+           << p.buffers[size_t(ck.params[i])].name;
+      os << "\n// runs " << same.symbol << " (the same code)\n\n";
+    }
+    ck.source_begin = begin;
+    ck.source_end = os.str().size();
+    code.kernels.push_back(std::move(ck));
   }
   code.source = os.str();
   return code;

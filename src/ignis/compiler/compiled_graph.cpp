@@ -217,8 +217,11 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   exec_ = make_executable(program, plan);
   exec_.source = std::move(code.source);
   exec_.size_generic = options.compiler.size_generic;
-  for (size_t i = 0; i < exec_.kernels.size(); ++i)
+  for (size_t i = 0; i < exec_.kernels.size(); ++i) {
     exec_.kernels[i].size_params = std::move(code.size_params[i]);
+    exec_.kernels[i].symbol = std::move(code.symbols[i]);
+    exec_.kernels[i].params = std::move(code.params[i]);
+  }
   exec_.autotune_report = std::move(report);
   if (!exec_.kernels.empty()) {
     runtime::CompileOptions co;
@@ -294,8 +297,18 @@ std::vector<size_t> assign_parts(const std::vector<int64_t>& bytes) {
 void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
   if (exec_.kernels.empty()) return;
   const std::string& src = exec_.source;
+  // A kernel that runs an earlier one's code (Note [Kernels of one text],
+  // codegen_cuda.cpp) is compiled with it: its text is only a comment.
+  std::unordered_map<std::string, size_t> first_of;  // symbol -> its first kernel
+  std::vector<size_t> same(exec_.kernels.size());
+  std::vector<size_t> unique;                         // the kernels compiled
+  for (size_t i = 0; i < exec_.kernels.size(); ++i) {
+    auto [it, fresh] = first_of.emplace(exec_.kernels[i].symbol, i);
+    same[i] = it->second;
+    if (fresh) unique.push_back(i);
+  }
   std::vector<int64_t> bytes;
-  for (const Executable::Kern& k : exec_.kernels) bytes.push_back(k.source_end - k.source_begin);
+  for (size_t i : unique) bytes.push_back(exec_.kernels[i].source_end - exec_.kernels[i].source_begin);
   const std::vector<size_t> part_of = assign_parts(bytes);
   const size_t nparts = *std::max_element(part_of.begin(), part_of.end()) + 1;
   std::vector<cuda::KernelRequest> parts(nparts);
@@ -305,18 +318,19 @@ void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
     parts[p].label = "compiled_graph_part" + std::to_string(p) + ".cu";
     parts[p].options = cuda_compile_options();
   }
-  std::vector<std::pair<size_t, size_t>> where;  // kernel -> (part, index in part)
-  for (size_t i = 0; i < exec_.kernels.size(); ++i) {
-    const Executable::Kern& k = exec_.kernels[i];
-    const size_t p = part_of[i];
-    parts[p].source.append(src, size_t(k.source_begin), size_t(bytes[i]));
-    where.emplace_back(p, symbols[p].size());
+  std::vector<std::pair<size_t, size_t>> where(exec_.kernels.size());  // (part, index in part)
+  for (size_t u = 0; u < unique.size(); ++u) {
+    const Executable::Kern& k = exec_.kernels[unique[u]];
+    const size_t p = part_of[u];
+    parts[p].source.append(src, size_t(k.source_begin), size_t(bytes[u]));
+    where[unique[u]] = {p, symbols[p].size()};
     symbols[p].push_back(k.symbol);
   }
+  for (size_t i = 0; i < exec_.kernels.size(); ++i) where[i] = where[same[i]];
   size_t lines = size_t(std::count(src.begin(), src.end(), '\n'));
-  ProgressLine progress("compiling " + std::to_string(exec_.kernels.size()) +
-                            " CUDA kernels (" + std::to_string(lines) + " lines of CUDA C++, " +
-                            std::to_string(parts.size()) + " parts)",
+  ProgressLine progress("compiling " + std::to_string(unique.size()) + " CUDA kernels for " +
+                            std::to_string(exec_.kernels.size()) + " (" + std::to_string(lines) +
+                            " lines of CUDA C++, " + std::to_string(parts.size()) + " parts)",
                         progress_delay_s);
   const uint64_t compiles = cuda::kernel_cache_stats().compiles;
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -326,6 +340,37 @@ void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
   for (const auto& [part, i] : where) cuda_kernels_.push_back(found[part][i]);
   // (The process's count: another thread compiling at once is counted too.)
   compiled_code_ = cuda::kernel_cache_stats().compiles != compiles;
+}
+
+// A CPU kernel's function: its own, or the earlier kernel's whose text it
+// shares (Note [Kernels of one text], codegen_cuda.cpp). (An executable
+// from before kernels were shared has no symbol: its functions take the
+// whole buffer table.)
+const std::string& CompiledGraph::cpu_symbol(const Executable::Kern& k) {
+  return k.symbol.empty() ? k.name : k.symbol;
+}
+
+// Runs CPU kernel i over the graph's buffer table: its function reads its
+// own buffers as bufs[0], bufs[1], ... (Executable::Kern::params).
+void CompiledGraph::run_cpu_kernel(size_t i, const std::vector<char*>& ptrs) const {
+  const Executable::Kern& k = exec_.kernels[i];
+  char* const* bufs = ptrs.data();
+  constexpr size_t kOnStack = 32;
+  char* stack[kOnStack];
+  std::vector<char*> heap;
+  if (!k.symbol.empty()) {
+    char** local = stack;
+    if (k.params.size() > kOnStack) {
+      heap.resize(k.params.size());
+      local = heap.data();
+    }
+    for (size_t a = 0; a < k.params.size(); ++a) local[a] = ptrs[size_t(k.params[a])];
+    bufs = local;
+  }
+  if (exec_.size_generic)
+    generic_kernels_[i](bufs, cpu::kernel_runtime(), k.size_params.data());
+  else
+    kernels_[i](bufs, cpu::kernel_runtime());
 }
 
 CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options) {
@@ -357,10 +402,10 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
     load_cuda_kernels(options.progress_delay_s);
   } else if (exec_.size_generic) {
     for (const Executable::Kern& k : exec_.kernels)
-      generic_kernels_.push_back(library_.function<GenericKernelFn>(k.name));
+      generic_kernels_.push_back(library_.function<GenericKernelFn>(cpu_symbol(k)));
   } else {
     for (const Executable::Kern& k : exec_.kernels)
-      kernels_.push_back(library_.function<KernelFn>(k.name));
+      kernels_.push_back(library_.function<KernelFn>(cpu_symbol(k)));
   }
   constants_.resize(exec_.buffers.size());
   for (size_t b = 0; b < exec_.buffers.size(); ++b) {
@@ -444,11 +489,8 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       if (p.device.is_cuda())
         launch_cuda(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
                     p.device.index);
-      else if (p.size_generic)
-        generic_kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime(),
-                                          p.kernels[size_t(s.index)].size_params.data());
       else
-        kernels_[size_t(s.index)](ptrs.data(), cpu::kernel_runtime());
+        run_cpu_kernel(size_t(s.index), ptrs);
       timed(si);
       release(si);
       continue;

@@ -92,6 +92,8 @@ class CompiledGraph {
   bool compiled_code_ = false;
   // Loads (compiling on first use) a CUDA program's kernels from exec_.source.
   void load_cuda_kernels(double progress_delay_s);
+  static const std::string& cpu_symbol(const Executable::Kern& k);
+  void run_cpu_kernel(size_t i, const std::vector<char*>& ptrs) const;
 
   runtime::LoadedLibrary library_;
   std::vector<KernelFn*> kernels_;                 // static code's

@@ -49,6 +49,45 @@ std::unordered_set<int> Kernel::stored_buffers() const {
   return s;
 }
 
+std::vector<int> Kernel::buffers_in_order() const {
+  std::vector<int> order;
+  std::unordered_set<int> seen;
+  auto see = [&](int b) {
+    if (b >= 0 && seen.insert(b).second) order.push_back(b);
+  };
+  for (const Loop& l : loops) {
+    for (const ScalarNode& s : l.body)
+      if (s.kind == ScalarKind::Load) see(s.buffer);
+    for (const Store& st : l.stores) see(st.buffer);
+  }
+  for (const ScratchInOutput& h : scratch_in_output) see(h.buffer);
+  if (gemm) {
+    see(gemm->a);
+    see(gemm->b);
+    see(gemm->c);
+  }
+  for (int b : outputs) see(b);
+  return order;
+}
+
+Kernel Kernel::with_buffers(const std::unordered_map<int, int>& local) const {
+  auto to = [&](int b) { return b < 0 ? b : local.at(b); };
+  Kernel k = *this;
+  for (Loop& l : k.loops) {
+    for (ScalarNode& s : l.body)
+      if (s.kind == ScalarKind::Load) s.buffer = to(s.buffer);
+    for (Store& st : l.stores) st.buffer = to(st.buffer);
+  }
+  for (ScratchInOutput& h : k.scratch_in_output) h.buffer = to(h.buffer);
+  if (k.gemm) {
+    k.gemm->a = to(k.gemm->a);
+    k.gemm->b = to(k.gemm->b);
+    k.gemm->c = to(k.gemm->c);
+  }
+  for (int& b : k.outputs) b = to(b);
+  return k;
+}
+
 int64_t Kernel::outer_numel() const {
   int64_t n = 1;
   for (const sym::Expr& e : outer_sizes) n *= e.value();

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -167,6 +168,14 @@ struct Kernel {
   std::unordered_set<int> stored_buffers() const;
   // Node i of loop l is printed (and generated) as tmp<node_numbers()[l] + i>.
   std::vector<int> node_numbers() const;
+  // The buffers the kernel reads or writes, in the order its loops first
+  // name them (loads and stores loop by loop, then the scratch rows' homes,
+  // the GEMM's operands, the outputs): the same for two kernels of one
+  // structure whatever the buffers' numbers (Note [Kernels of one text]).
+  std::vector<int> buffers_in_order() const;
+  // This kernel with buffer b renamed local[b] (every b it names must be
+  // in `local`).
+  Kernel with_buffers(const std::unordered_map<int, int>& local) const;
 };
 
 struct Step {
