@@ -41,7 +41,7 @@ graph::Node* ref_node(Executable& e, std::unordered_map<int, graph::Node*>& made
 
 // ---- the byte format: tagged, length-prefixed, little-endian ----
 
-constexpr char kMagic[] = "ignis-executable-4";
+constexpr char kMagic[] = "ignis-executable-5";  // 5: CPU kernels take their own buffers (Note [Kernels of one text])
 
 class Writer {
  public:
