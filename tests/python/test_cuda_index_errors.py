@@ -3,8 +3,8 @@ src/ignis/cuda/kernel_errors.h).
 
 CUDA indices are read and range-checked by the index kernels themselves
 (index_select, embedding, x[idx] and index_put_ with one or two index
-tensors, index_add_/copy_/fill_, gather, scatter, scatter_add; and the fused
-cross-entropy's targets), with no
+tensors, take, index_add_/copy_/fill_, gather, scatter, scatter_add; and the
+fused cross-entropy's targets), with no
 synchronizing copy to the host: an out-of-range value moves nothing and is
 raised, in the op's words, at the next synchronization (ignis.cuda.
 synchronize, a stream's or event's, any copy to the host); the process
@@ -60,6 +60,9 @@ BAD = {
     "scatter_add": (lambda x: x.scatter_add_(0, _i(8).view(1, 1), ignis.ones(1, 1).cuda()),
                     RuntimeError, "index 8 is out of bounds for dimension 0 with size 6"),
     "int32": (lambda x: x[_i(6, dtype=ignis.int32)], IndexError, "index 6 is out of bounds"),
+    # take is x.flatten()[index]: the index kernel's check, in its words
+    "take": (lambda x: ignis.take(x, _i(3, -61)), IndexError,
+             "index -61 is out of bounds for dimension 0 with size 60"),
     # the fused cross-entropy kernel checks its class indices the same way
     "cross_entropy": (lambda x: F.cross_entropy(x, _i(3, 10, 0, 1, -100, 2)), IndexError,
                       "Target 10 is out of bounds."),

@@ -1379,7 +1379,10 @@ void take_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   IGNIS_CHECK(index.dtype() == ScalarType::Int64, "take(): Expected a long tensor for index, "
               "but got ", scalar_type_name(index.dtype()));
   int64_t n = self.numel();
-  if (index.device().is_cpu() || index.device().is_cuda()) {  // not a meta or fake index
+  // A CUDA index the index kernel reads on the device is checked there, in
+  // its words (Note [Index errors on the GPU]); others here, in take's.
+  const bool on_device = index.device().is_cuda() && read_on_device(index, self.device());
+  if (index.device().is_cpu() || (index.device().is_cuda() && !on_device)) {  // not meta or fake
     auto bad = out_of_range(index, -n, n);
     IGNIS_CHECK_INDEX(!bad, "out of range: tried to access index ", bad.value_or(0),
                       " on a tensor of ", n, " elements.");
