@@ -686,6 +686,36 @@ def test_max_autotune_measures_once_and_caches_the_winners(tmp_path, capfd, monk
     assert "[autotune] kernel_0" in run("0")
 
 
+def test_max_autotune_measures_a_kernel_of_one_text_once(tmp_path):
+    """Three residual blocks of one shape (their own weights, a product
+    between them) lower to three kernels of one text: autotuning measures
+    the first and gives the others its winner (Note [Kernels of one text]),
+    and the values are eager's."""
+    import subprocess
+    import sys
+    script = (
+        "import ignis\n"
+        "import ignis.nn.functional as F\n"
+        "ignis.manual_seed(0)\n"
+        "x = ignis.randn(256, 128)\n"
+        "ps = [(ignis.randn(128, 128) / 12, ignis.randn(128), ignis.randn(128)) for _ in range(3)]\n"
+        "def f(x):\n"
+        "    for m, w, b in ps:\n"
+        "        x = x + F.gelu(F.layer_norm(x @ m, (128,), w, b))\n"
+        "    return x\n"
+        "got = ignis.compile(f, mode='max-autotune')(x)\n"
+        "assert (got - f(x)).abs().max().item() < 1e-4\n")
+    env = dict(__import__("os").environ, IGNIS_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[autotune]")]
+    measured = [ln for ln in lines if "variants)" in ln]
+    shared = [ln for ln in lines if "(as kernel_" in ln]
+    assert measured and len(shared) >= 2 * len(measured) - 2, lines
+    assert len(measured) + len(shared) == len(lines), lines
+
+
 def test_mode_and_options_set_the_compiler_config():
     from ignis._inductor import config
     x = ignis.randn(64, 64)

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -145,8 +146,17 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
     fill(bufs[b]);
     ptrs[b] = static_cast<char*>(bufs[b].data_ptr());
   }
+  std::unordered_map<std::string, size_t> measured;  // key -> the kernel measured for it
   for (size_t i : todo) {
     const Kernel& k = p.kernels[i];
+    // A kernel of an earlier one's text (another layer) takes its winner.
+    if (auto m = measured.find(keys[i]); m != measured.end()) {
+      result.per_kernel[i] = result.per_kernel[m->second];
+      result.report.push_back(k.name + ": " + describe(result.per_kernel[i]) + " (as " +
+                              p.kernels[m->second].name + ")");
+      continue;
+    }
+    measured.emplace(keys[i], i);
     std::vector<std::string> seen;
     double best = -1, first = -1;
     size_t best_v = 0;

@@ -1241,8 +1241,11 @@ class KernelPrinter {
 }  // namespace
 
 std::string generate_kernel_cpp(const Program& p, const Kernel& k, const CompilerOptions& options) {
+  KernelView v = view_of(p, k);
+  v.kernel.name = "ignis_kernel";
+  v.kernel.origins.clear();
   Text os;
-  KernelPrinter(os, p, k, options).print();
+  KernelPrinter(os, v.program, v.kernel, options).print();
   return os.str();
 }
 

@@ -48,7 +48,9 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
 // The #include lines every generated source begins with: the code cache's
 // CompileOptions::prelude, precompiled once per machine.
 const char* cpp_includes();
-// One kernel's function alone (what autotuning compares and keys its cache by).
+// One kernel's function alone, over its own view of the program and under a
+// neutral name (what autotuning compares and keys its cache by: kernels of
+// one text, a model's layers, share it; Note [Kernels of one text]).
 std::string generate_kernel_cpp(const Program& p, const Kernel& k, const CompilerOptions& options);
 
 // The C++ struct of a scalar_ops name ("exp" -> "Exp"); throws for an unknown name.
