@@ -2,7 +2,7 @@
 src/ignis/cuda/kernel_errors.h).
 
 CUDA indices are read and range-checked by the index kernels themselves
-(index_select, embedding, x[idx] and index_put_ with one or two index
+(index_select, embedding, x[idx] and index_put_ with one to four index
 tensors, take, index_add_/copy_/fill_, gather, scatter, scatter_add; and the
 fused cross-entropy's targets), with no
 synchronizing copy to the host: an out-of-range value moves nothing and is
@@ -60,6 +60,9 @@ BAD = {
     "scatter_add": (lambda x: x.scatter_add_(0, _i(8).view(1, 1), ignis.ones(1, 1).cuda()),
                     RuntimeError, "index 8 is out of bounds for dimension 0 with size 6"),
     "int32": (lambda x: x[_i(6, dtype=ignis.int32)], IndexError, "index 6 is out of bounds"),
+    # three index tensors (up to four are read on the device)
+    "getitem_three": (lambda x: x.view(3, 2, 10)[_i(0, 2), _i(1, 1), _i(9, -11)], IndexError,
+                      "index -11 is out of bounds for dimension 2 with size 10"),
     # take is x.flatten()[index]: the index kernel's check, in its words
     "take": (lambda x: ignis.take(x, _i(3, -61)), IndexError,
              "index -61 is out of bounds for dimension 0 with size 60"),
@@ -99,6 +102,19 @@ def test_in_range_indices_match_the_cpu():
                 (slice(None), ignis.tensor([0, 9, 4]))]:
         kc = tuple(k.cuda() if isinstance(k, ignis.Tensor) else k for k in key)
         np.testing.assert_array_equal(xc[kc].cpu().numpy(), x[key].numpy())
+    # three and four index tensors (read on the device), put with accumulation
+    y = ignis.randn(3, 2, 5, 2)
+    yc = y.cuda()
+    for key in [(ignis.tensor([0, 2, -1]), ignis.tensor([1, 0, 1]), ignis.tensor([4, -5, 2])),
+                (ignis.tensor([[2], [0]]), ignis.tensor([1, 0]), ignis.tensor([3, 3]),
+                 ignis.tensor([1, -2]))]:
+        kc = tuple(k.cuda() for k in key)
+        np.testing.assert_array_equal(yc[kc].cpu().numpy(), y[key].numpy())
+        b, bc = y.clone(), yc.clone()
+        v = ignis.randn(*y[key].shape)
+        b.index_put_(key, v, accumulate=True)
+        bc.index_put_(kc, v.cuda(), accumulate=True)
+        np.testing.assert_allclose(bc.cpu().numpy(), b.numpy(), rtol=1e-6, atol=1e-6)
     i = ignis.tensor([3, 0, 3])
     np.testing.assert_array_equal(ignis.index_select(xc, 0, i.int().cuda()).cpu().numpy(),
                                   ignis.index_select(x, 0, i).numpy())

@@ -11,7 +11,7 @@
 // the offset tables read a host copy of the indices (one synchronising copy
 // per call), except where the kernel reads a CUDA index itself and checks it
 // on the device (index_select, index_add_/copy_/fill_, gather, scatter,
-// scatter_add, x[idx] and index_put_ with up to two index tensors): its
+// scatter_add, x[idx] and index_put_ with up to four index tensors): its
 // error is raised at the next synchronization (Note [Index errors on the
 // GPU], cuda/kernel_errors.h).
 #include <algorithm>

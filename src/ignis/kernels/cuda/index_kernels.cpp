@@ -52,7 +52,7 @@ static_assert(static_cast<int>(cpu::Reduce::Sum) == 0 && static_cast<int>(cpu::R
 
 const char* kTemplates = R"CUDA(
 // ---- indexing (kernels/cuda/index_kernels.cpp) ----
-#define IG_MAX_DEVICE_INDICES 2
+#define IG_MAX_DEVICE_INDICES 4  // kMaxDeviceIndices (index_kernels.h)
 struct IgMapDim {
   int64_t size, dst_stride, src_stride;
   const int64_t* dst_table;  // byte offsets, or null: the stride

@@ -32,7 +32,7 @@ namespace ignis::cuda {
 // counted from the end, when `wrap` -- moves nothing; the kernel records
 // `kind` with the value, `bound` and `dim`, and the host raises it at its
 // next synchronization.
-inline constexpr int kMaxDeviceIndices = 2;
+inline constexpr int kMaxDeviceIndices = 4;  // IG_MAX_DEVICE_INDICES in the kernels (index_kernels.cpp)
 struct DeviceIndex {
   const void* data = nullptr;
   bool int32 = false;
