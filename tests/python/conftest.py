@@ -41,17 +41,22 @@ def programs(monkeypatch):
     ignis.compiler.reset()
 
 
-def kernel_arg(source, buffer, kernel=0):
-    """The name generated kernel_<kernel>'s code gives the graph's `buffer`
-    (the comment under the kernel's name, Note [Kernels of one text]:
-    "// arg0 = buf3, arg1 = arg1_1")."""
+def kernel_args(source, kernel=0):
+    """{argN: the graph's buffer} for generated kernel_<kernel>, from the
+    comment under its name (Note [Kernels of one text]: "// arg0 = buf3,
+    arg1 = arg1_1")."""
     import re
     line = re.search(rf"^// kernel_{kernel}: .*\n// (.*)$", source, re.M).group(1)
-    for pair in line.split(", "):
-        arg, name = pair.split(" = ")
+    return dict(pair.split(" = ") for pair in line.split(", "))
+
+
+def kernel_arg(source, buffer, kernel=0):
+    """The name generated kernel_<kernel>'s code gives the graph's `buffer`."""
+    args = kernel_args(source, kernel)
+    for arg, name in args.items():
         if name == buffer:
             return arg
-    raise AssertionError(f"kernel_{kernel} takes no {buffer}: {line}")
+    raise AssertionError(f"kernel_{kernel} takes no {buffer}: {args}")
 
 
 def pytest_configure(config):

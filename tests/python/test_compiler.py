@@ -657,9 +657,21 @@ def test_schedule_log_names_every_fusion_decision(capfd):
     assert kernels == 2
 
 
-def test_max_autotune_measures_once_and_caches_the_winners(tmp_path, capfd, monkeypatch):
+def _run_script(script, cache_dir, **env):
+    """Runs `script` in a new Python process with this ignis and cache_dir as
+    IGNIS_CACHE_DIR; returns its stderr (it must exit 0)."""
+    import os
+    import pathlib
     import subprocess
     import sys
+    env = dict(os.environ, IGNIS_CACHE_DIR=str(cache_dir),
+               PYTHONPATH=str(pathlib.Path(ignis.__file__).parents[1]), **env)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+def test_max_autotune_measures_once_and_caches_the_winners(tmp_path, capfd, monkeypatch):
     script = (
         "import ignis\n"
         "x = ignis.randn(256, 512)\n"
@@ -667,14 +679,8 @@ def test_max_autotune_measures_once_and_caches_the_winners(tmp_path, capfd, monk
         "a, b = f(x)\n"
         "assert (a - ignis.softmax(x, -1)).abs().max().item() < 1e-6\n"
         "assert (b - (x * 2).sum(0)).abs().max().item() < 1e-3\n")
-    env = dict(__import__("os").environ, IGNIS_CACHE_DIR=str(tmp_path))
-    env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
-
     def run(graph_cache="1"):
-        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           env=dict(env, IGNIS_FX_GRAPH_CACHE=graph_cache))
-        assert r.returncode == 0, r.stderr
-        return r.stderr
+        return _run_script(script, tmp_path, IGNIS_FX_GRAPH_CACHE=graph_cache)
     first = run()
     assert "[autotune] kernel_0: threads=" in first and "variants)" in first
     assert "[autotune]" not in run()  # a new process finds the tuned graph
@@ -691,8 +697,6 @@ def test_max_autotune_measures_a_kernel_of_one_text_once(tmp_path):
     between them) lower to three kernels of one text: autotuning measures
     the first and gives the others its winner (Note [Kernels of one text]),
     and the values are eager's."""
-    import subprocess
-    import sys
     script = (
         "import ignis\n"
         "import ignis.nn.functional as F\n"
@@ -705,11 +709,8 @@ def test_max_autotune_measures_a_kernel_of_one_text_once(tmp_path):
         "    return x\n"
         "got = ignis.compile(f, mode='max-autotune')(x)\n"
         "assert (got - f(x)).abs().max().item() < 1e-4\n")
-    env = dict(__import__("os").environ, IGNIS_CACHE_DIR=str(tmp_path))
-    env["PYTHONPATH"] = str(__import__("pathlib").Path(ignis.__file__).parents[1])
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[autotune]")]
+    lines = [ln for ln in _run_script(script, tmp_path).splitlines()
+             if ln.startswith("[autotune]")]
     measured = [ln for ln in lines if "variants)" in ln]
     shared = [ln for ln in lines if "(as kernel_" in ln]
     assert measured and len(shared) >= 2 * len(measured) - 2, lines

@@ -30,7 +30,7 @@ import ignis.nn as nn
 import ignis.nn.functional as F
 from ignis import _inductor
 from ignis._inductor import metrics
-from conftest import kernel_arg
+from conftest import kernel_arg, kernel_args
 
 AVAILABLE = ignis.cuda.is_available()
 REASON = ignis._C._cuda_unavailable_reason()
@@ -785,10 +785,7 @@ def _host_threads_kernel(fn, inputs, tmp_path):
             buffers[m.group(1)] = (m.group(2), [int(s) for s in m.group(3).split(",") if s.strip()],
                                    m.group(5))
     output = re.search(r"return \((\w+)", program).group(1)
-    # The kernel's arguments are named argN in the order it first reads or
-    # writes them; the comment under its name says which buffer each is.
-    names = dict(pair.split(" = ") for pair in
-                 re.search(r"^// kernel_0: .*\n// (.*)$", source, re.M).group(1).split(", "))
+    names = kernel_args(source)  # argN -> the graph's buffer
 
     def run(grid, threads):
         arrays = []

@@ -1111,6 +1111,20 @@ void Tracer::step(TFrame& f, const Instr& in) {
 }
 
 // --- entry ----------------------------------------------------------------------------------
+namespace {
+// f(), with a decision on a data-dependent size that no break could take
+// (Note [Unbacked symbols]) turned into what it is for capture: the frame
+// runs eagerly, with the reason, never an exception to the user.
+template <class F>
+auto data_dependent_as_unsupported(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const sym::DataDependentError& e) {
+    throw Unsupported{e.what(), false, true};
+  }
+}
+}  // namespace
+
 void Tracer::run() {
   const CodeInfo& ci = code_info(fv.code);
   TFrame f;
@@ -1135,11 +1149,7 @@ void Tracer::run() {
   log_bytecode("original", reinterpret_cast<PyObject*>(ci.code));
   VTP ret;
   try {
-    try {
-      ret = run_frame(f);
-    } catch (const sym::DataDependentError& e) {  // a data-dependent size no break could take
-      throw Unsupported{e.what(), false, true};
-    }
+    ret = data_dependent_as_unsupported([&] { return run_frame(f); });
   } catch (Unsupported& u) {
     fail_line = f.line;
     if (cfg->fullgraph) {
@@ -1154,11 +1164,7 @@ void Tracer::run() {
   }
   if (!ret) return;
   try {
-    try {
-      finish_return(ret);
-    } catch (const sym::DataDependentError& e) {
-      throw Unsupported{e.what(), false, true};
-    }
+    data_dependent_as_unsupported([&] { finish_return(ret); });
   } catch (Unsupported& u) {  // a returned value capture cannot rebuild
     fail_line = f.line;
     if (cfg->fullgraph) throw;

@@ -109,33 +109,8 @@ std::string literal(const ScalarNode& s) {
 }
 
 // The variable a kernel reads or writes buffer b through.
-std::string ptr_name(const Buffer& b) {
-  return b.kind == BufferKind::Computed || b.kind == BufferKind::Extern ? b.name : "in_" + b.name;
-}
-
-// Kernel k over its own view of p (Note [Kernels of one text],
-// codegen_cuda.cpp): its buffers renumbered in the order it first names
-// them and named arg0, arg1, ... (`order`: the program's buffer of each).
-struct KernelView {
-  Program program;
-  Kernel kernel;
-  std::vector<int> order;
-};
-
-KernelView view_of(const Program& p, const Kernel& k) {
-  KernelView v;
-  v.order = k.buffers_in_order();
-  v.program.device = p.device;
-  std::unordered_map<int, int> local;
-  for (int b : v.order) {
-    local.emplace(b, int(v.program.buffers.size()));
-    v.program.buffers.push_back(p.buffers[size_t(b)]);
-    v.program.buffers.back().name = "arg" + std::to_string(v.program.buffers.size() - 1);
-    v.program.buffers.back().kind = BufferKind::Computed;  // named argN whatever it is
-  }
-  v.kernel = k.with_buffers(local);
-  return v;
-}
+// Kernels are printed over their own views (kernel_view): argN.
+std::string ptr_name(const Buffer& b) { return b.name; }
 
 const char* combine_init(Combine c) {
   switch (c) {
@@ -1241,7 +1216,7 @@ class KernelPrinter {
 }  // namespace
 
 std::string generate_kernel_cpp(const Program& p, const Kernel& k, const CompilerOptions& options) {
-  KernelView v = view_of(p, k);
+  KernelView v = kernel_view(p, k);
   v.kernel.name = "ignis_kernel";
   v.kernel.origins.clear();
   Text os;
@@ -1299,8 +1274,7 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
   std::unordered_map<std::string, size_t> first_of_text;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const Kernel& k = p.kernels[i];
-    KernelView v = view_of(p, k);
-    std::vector<int> params = v.order;
+    KernelView v = kernel_view(p, k);
     Text key;
     v.kernel.name = "ignis_kernel";
     v.kernel.origins.clear();
@@ -1308,10 +1282,7 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
     keyed.print();
     code.size_params.push_back(keyed.size_params());
     auto [first, fresh] = first_of_text.emplace(key.str(), i);
-    std::string args = "//";  // under the kernel's name: which buffer each argN is
-    for (size_t a = 0; a < params.size(); ++a)
-      args += (a ? ", arg" : " arg") + std::to_string(a) + " = " + p.buffers[size_t(params[a])].name;
-    args += "\n";
+    const std::string args = kernel_args_comment(v, p);
     if (fresh) {
       v.kernel.name = k.name;
       v.kernel.origins = k.origins;
@@ -1323,11 +1294,9 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
       code.symbols.push_back(k.name);
     } else {
       code.symbols.push_back(code.symbols[first->second]);
-      os << "// " << k.name << ": ";
-      for (size_t o = 0; o < k.origins.size(); ++o) os << (o ? ", " : "") << k.origins[o];
-      os << "\n" << args << "// runs " << code.symbols.back() << " (the same code)\n\n";
+      os << same_code_comment(k, args, code.symbols.back());
     }
-    code.params.push_back(std::move(params));
+    code.params.push_back(std::move(v.order));
   }
   code.source = os.str();
   return code;

@@ -150,8 +150,7 @@ std::string combine_init(Combine c, ScalarType t) {
   return "0";
 }
 
-// A kernel's buffers are printed from its own view of the program, named
-// arg0, arg1, ... whatever their kind (Note [Kernels of one text]).
+// Kernels are printed over their own views (kernel_view): argN.
 std::string ptr_name(const Buffer& b) { return b.name; }
 
 // Whether e uses the symbol v.
@@ -235,14 +234,13 @@ class CudaKernelPrinter {
  public:
   // options: the compiler's (size_generic, config.cuda's row knobs); lift:
   // as SizeParams's (Note [Size-generic code]).
-  // p and k: the kernel's own view (Note [Kernels of one text]): its
-  // buffers numbered as it names them; names: theirs in the graph, for the
-  // comment.
+  // p and k: the kernel's own view (kernel_view); args_comment, printed
+  // under its name: which buffer each argN is.
   CudaKernelPrinter(Text& os, const Program& p, const Kernel& k, std::string symbol,
-                    const CompilerOptions& options, bool lift,
-                    std::vector<std::string> names)
+                    const CompilerOptions& options, bool lift, std::string args_comment)
       : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), options_(options),
-        base_(k.node_numbers()), sz_(options.size_generic, lift), names_(std::move(names)) {}
+        base_(k.node_numbers()), sz_(options.size_generic, lift),
+        args_comment_(std::move(args_comment)) {}
 
   // What the kernel's text is apart from its name and comment: two kernels
   // of one key are one kernel.
@@ -273,11 +271,8 @@ class CudaKernelPrinter {
     key_ = std::to_string(out.launch.threads) + tail;
     out_ << "// " << k_.name << ": ";
     for (size_t i = 0; i < k_.origins.size(); ++i) out_ << (i ? ", " : "") << k_.origins[i];
-    out_ << "\n//";
-    for (size_t i = 0; i < out.params.size(); ++i)
-      out_ << (i ? ", " : " ") << ptr_name(p_.buffers[size_t(out.params[i])]) << " = "
-           << names_.at(size_t(out.params[i]));
-    out_ << "\nextern \"C\" __global__ void __launch_bounds__(" << out.launch.threads << ") "
+    out_ << "\n" << args_comment_;
+    out_ << "extern \"C\" __global__ void __launch_bounds__(" << out.launch.threads << ") "
          << symbol_ << tail;
     return out;
   }
@@ -1293,7 +1288,7 @@ class CudaKernelPrinter {
   const Kernel& k_;
   std::string symbol_;
   std::string key_;
-  std::vector<std::string> names_;
+  std::string args_comment_;
   const CompilerOptions& options_;
   std::vector<int> base_;
   std::map<std::pair<size_t, int>, std::string> recomputed_;  // in the loop being printed
@@ -1337,37 +1332,20 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
   std::unordered_map<std::string, size_t> first_of_key;  // key -> the kernel that printed it
   for (const Kernel& k : p.kernels) {
     // Note [Kernels of one text]
-    const std::vector<int> order = k.buffers_in_order();
-    std::unordered_map<int, int> local;
-    Program view;
-    view.device = p.device;
-    std::vector<std::string> names;
-    for (int b : order) {
-      local.emplace(b, int(view.buffers.size()));
-      view.buffers.push_back(p.buffers[size_t(b)]);
-      view.buffers.back().name = "arg" + std::to_string(view.buffers.size() - 1);
-      names.push_back(p.buffers[size_t(b)].name);
-    }
-    const Kernel lk = k.with_buffers(local);
+    const KernelView v = kernel_view(p, k);
+    const std::string args = kernel_args_comment(v, p);
     Text text;
-    CudaKernelPrinter printer(text, view, lk, tag.empty() ? k.name : k.name + "_" + tag, options,
-                              lift, names);
+    CudaKernelPrinter printer(text, v.program, v.kernel,
+                              tag.empty() ? k.name : k.name + "_" + tag, options, lift, args);
     CudaKernel ck = printer.print();
-    for (int& b : ck.params) b = order[size_t(b)];
+    for (int& b : ck.params) b = v.order[size_t(b)];
     const size_t begin = os.str().size();
     auto [first, fresh] = first_of_key.emplace(printer.key(), code.kernels.size());
     if (fresh) {
       os << text.str();
     } else {
-      const CudaKernel& same = code.kernels[first->second];
-      ck.symbol = same.symbol;
-      os << "// " << k.name << ": ";
-      for (size_t i = 0; i < k.origins.size(); ++i) os << (i ? ", " : "") << k.origins[i];
-      os << "\n//";
-      for (size_t i = 0; i < ck.params.size(); ++i)
-        os << (i ? ", " : " ") << ptr_name(view.buffers[i]) << " = "
-           << p.buffers[size_t(ck.params[i])].name;
-      os << "\n// runs " << same.symbol << " (the same code)\n\n";
+      ck.symbol = code.kernels[first->second].symbol;
+      os << same_code_comment(k, args, ck.symbol);
     }
     ck.source_begin = begin;
     ck.source_end = os.str().size();

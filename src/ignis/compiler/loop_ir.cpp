@@ -88,6 +88,34 @@ Kernel Kernel::with_buffers(const std::unordered_map<int, int>& local) const {
   return k;
 }
 
+KernelView kernel_view(const Program& p, const Kernel& k) {
+  KernelView v;
+  v.order = k.buffers_in_order();
+  v.program.device = p.device;
+  std::unordered_map<int, int> local;
+  for (int b : v.order) {
+    local.emplace(b, int(v.program.buffers.size()));
+    v.program.buffers.push_back(p.buffers[size_t(b)]);
+    v.program.buffers.back().name = "arg" + std::to_string(v.program.buffers.size() - 1);
+  }
+  v.kernel = k.with_buffers(local);
+  return v;
+}
+
+std::string kernel_args_comment(const KernelView& v, const Program& p) {
+  std::string s = "//";
+  for (size_t a = 0; a < v.order.size(); ++a)
+    s += (a ? ", " : " ") + v.program.buffers[a].name + " = " + p.buffers[size_t(v.order[a])].name;
+  return s + "\n";
+}
+
+std::string same_code_comment(const Kernel& k, const std::string& args_comment,
+                              const std::string& symbol) {
+  std::string s = "// " + k.name + ": ";
+  for (size_t o = 0; o < k.origins.size(); ++o) s += (o ? ", " : "") + k.origins[o];
+  return s + "\n" + args_comment + "// runs " + symbol + " (the same code)\n\n";
+}
+
 int64_t Kernel::outer_numel() const {
   int64_t n = 1;
   for (const sym::Expr& e : outer_sizes) n *= e.value();

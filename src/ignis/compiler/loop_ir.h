@@ -272,6 +272,25 @@ struct Program {
   int buffer_of(const graph::Node* n) const;  // -1 when the node has none
 };
 
+// Kernel k over its own view of p (Note [Kernels of one text],
+// codegen_cuda.cpp): its buffers renumbered in the order it first names
+// them (`order`: the program's buffer of each) and named arg0, arg1, ...,
+// so that kernels of one structure print one text. Both printers print
+// every kernel over its view.
+struct KernelView {
+  Program program;  // the device and the kernel's buffers, nothing else
+  Kernel kernel;
+  std::vector<int> order;
+};
+KernelView kernel_view(const Program& p, const Kernel& k);
+// The comment line under a kernel's name saying which buffer each argN is:
+// "// arg0 = arg0_1, arg1 = buf3\n".
+std::string kernel_args_comment(const KernelView& v, const Program& p);
+// The place in the source of kernel k when it runs `symbol`, an earlier
+// kernel's code: its name, ops and arguments, and that it does.
+std::string same_code_comment(const Kernel& k, const std::string& args_comment,
+                              const std::string& symbol);
+
 // Which nodes of inner loop `loop` of k take the same value at every inner
 // element: loads at an index of the outer variables only (of buffers the
 // kernel does not write), constants, accumulators and scalar-block values of
