@@ -63,7 +63,10 @@ the run exits 1.
 activity (which sees ignis's driver-API launches as well as torch's kernels)
 and prints each cell's kernels by GPU time per call as the cell finishes (a run
 cut short keeps the cells it measured): where a row's time goes, for both
-libraries.
+libraries. With it goes the cell's GPU timeline: busy and idle time per call,
+the largest idle gaps with the kernels around them, and the host's
+synchronizing CUDA calls (CUPTI's API records); `--trace DIR` keeps each cell's
+Chrome trace (chrome://tracing, Perfetto).
 
 --device cpu --quick runs everything on small sizes on the CPU (the
 benchmark's own test, where there is no GPU). Without CUDA in torch, torch's
@@ -445,15 +448,18 @@ def run_child(args):
         if mem is not None:
             out["peak_mib"] = mem.max_memory_allocated() / 2 ** 20
         if args.profile and timer.cuda:
-            out["profile"] = kernel_profile(call, args.profile, timer)
+            trace = f"{args.trace}/{args.child}-{args.impl}.json" if args.trace else None
+            out["profile"] = kernel_profile(call, args.profile, timer, trace)
     out["flops"], out["bytes"] = fl, nbytes
     print("RESULT " + json.dumps(out))
 
 
-def kernel_profile(call, n, timer):
-    """[(kernel, launches per call, µs per call)] for n calls, by GPU time:
-    torch.profiler's CUDA activity records every kernel of the process,
-    ignis's (launched through the driver API) as well as torch's."""
+def kernel_profile(call, n, timer, trace=None):
+    """[(kernel, launches per call, µs per call)] for n calls, by GPU time, and the
+    timeline of those calls: torch.profiler's CUDA activity records every kernel
+    of the process, ignis's (launched through the driver API) as well as torch's,
+    and the host's CUDA API calls."""
+    import tempfile
     import torch  # noqa: F401  (the profiler needs it loaded)
     from torch.profiler import ProfilerActivity, profile
     timer.sync()
@@ -469,7 +475,52 @@ def kernel_profile(call, n, timer):
         if us > 0:
             calls, total = rows.get(e.key, (0, 0.0))
             rows[e.key] = (calls + e.count, total + us)
-    return sorted(([k, c / n, us / n] for k, (c, us) in rows.items()), key=lambda r: -r[2])
+    kernels = sorted(([k, c / n, us / n] for k, (c, us) in rows.items()), key=lambda r: -r[2])
+    path = trace or tempfile.mktemp(suffix=".json")
+    prof.export_chrome_trace(path)
+    try:
+        timeline = gpu_timeline(path, n)
+    except Exception as e:  # the kernel list stands without it
+        timeline = {"error": f"{type(e).__name__}: {e}"}
+    if trace is None:
+        os.unlink(path)
+    return {"kernels": kernels, "timeline": timeline}
+
+
+def gpu_timeline(path, n):
+    """Where the wall time of n profiled calls goes on the GPU: the span from the
+    first kernel's start to the last one's end, the time some kernel, copy or
+    memset ran (busy), the idle gaps (the largest, with the kernels around
+    them), and the host's synchronizing CUDA calls (syncs and device-to-host
+    copies), per call."""
+    with open(path) as f:
+        events = json.load(f)
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    gpu = sorted(((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e.get("name", ""))
+                  for e in events if e.get("ph") == "X" and
+                  e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")), key=lambda g: g[0])
+    if not gpu:
+        return {}
+    busy, gaps, end, prev = 0.0, [], gpu[0][0], ""
+    for s, e, name in gpu:
+        if s > end:
+            gaps.append((s - end, prev, name))
+        busy += max(0.0, e - max(s, end))
+        if e > end:
+            end, prev = e, name
+    span = end - gpu[0][0]
+    sync_words = ("Synchronize", "MemcpyDtoH", "cudaMemcpy", "EventSynchronize", "cuMemcpy")
+    syncs = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and \
+                any(w in e.get("name", "") for w in sync_words):
+            k = e["name"]
+            c, t = syncs.get(k, (0, 0.0))
+            syncs[k] = (c + 1, t + float(e.get("dur", 0)))
+    gaps.sort(key=lambda g: -g[0])
+    return {"span_us": span / n, "busy_us": busy / n, "idle_us": (span - busy) / n,
+            "gaps": [[round(g, 1), a[:60], b[:60]] for g, a, b in gaps[:8]],
+            "syncs": {k: [c / n, t / n] for k, (c, t) in syncs.items()}}
 
 
 def peaks_child(args):
@@ -509,7 +560,8 @@ def spawn(extra, args, timeout, env=None):
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra + \
         ["--device", args.device] + (["--quick"] if args.quick else []) + \
         (["--gpt", args.gpt] if args.gpt else []) + \
-        (["--profile", str(args.profile)] if args.profile else [])
+        (["--profile", str(args.profile)] if args.profile else []) + \
+        (["--trace", args.trace] if args.trace else [])
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, **(env or {})})
@@ -705,7 +757,19 @@ def report(results):
 
 
 def print_profile(row, impl, prof):
-    """A cell's kernels by GPU time per call (kernel_profile's list), the 25 largest."""
+    """A cell's kernels by GPU time per call (kernel_profile's list), the 25 largest,
+    and its GPU timeline: busy and idle time per call, the largest gaps, the host's
+    synchronizing calls."""
+    tl, prof = prof["timeline"], prof["kernels"]
+    if "error" in tl:
+        print(f"\ntimeline of {row} / {impl}: not read ({tl['error']})")
+    elif tl:
+        print(f"\ntimeline of {row} / {impl}, per call: span {tl['span_us']:.1f} µs, GPU busy "
+              f"{tl['busy_us']:.1f}, idle {tl['idle_us']:.1f}")
+        for gap, before, after in tl["gaps"]:
+            print(f"  gap {gap:.1f} µs after {before} before {after}")
+        for name, (calls, us) in tl["syncs"].items():
+            print(f"  host {name}: {calls:g} a call, {us:.1f} µs")
     total = sum(k[2] for k in prof)
     print(f"\nkernels of {row} / {impl}: {total:.1f} µs of GPU time per call, "
           f"{sum(k[1] for k in prof):.0f} launches")
@@ -726,6 +790,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="profile N calls of each cell by kernel (needs torch with CUDA)")
+    ap.add_argument("--trace", default=None, metavar="DIR",
+                    help="with --profile: keep each cell's Chrome trace in DIR")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--impl", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--save", default=None, help=argparse.SUPPRESS)

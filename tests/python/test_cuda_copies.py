@@ -12,6 +12,7 @@ import pytest
 
 import _checkout  # noqa: F401
 import ignis
+import ignis.nn.functional as F
 from _fake_launches import launched, require_fake_gpu
 
 AVAILABLE = ignis.cuda.is_available()
@@ -100,3 +101,49 @@ def test_the_kernel_each_layout_runs(capfd):
     ]
     for run, name in cases:
         assert name in launched(capfd, run), name
+
+
+# Gathers of rows (Note [Mapped copies in units], kernels/cuda/index_kernels.cpp):
+# a row's bytes move 16, 8 or 4 at a time where the base pointers and every
+# offset divide by the unit, else an element at a time.
+GATHERS = {
+    "getitem": lambda w, i: w[i],
+    "getitem_negative": lambda w, i: w[-i - 1],
+    "index_select": lambda w, i: ignis.index_select(w, 0, i.flatten()),
+    "embedding": lambda w, i: F.embedding(i, w) if w.is_floating_point() else w[i],
+    "column_slice_at_offset_1": lambda w, i: w[:, 1:][i],
+    "rows_of_a_3d_weight": lambda w, i: w.view(w.shape[0], 1, -1)[i],
+    "two_index_tensors": lambda w, i: w.view(w.shape[0], 1, -1)[i, ignis.zeros_like(i)],
+}
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", list(GATHERS))
+@pytest.mark.parametrize("cols", [768, 12, 6, 5])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_gathers_match_cpu(dtype, cols, case):
+    w = _sample((40, cols), dtype, seed=cols)
+    i = ignis.tensor([[3, 0, 39], [38, 7, 3]])
+    _same(GATHERS[case](w.cuda(), i.cuda()), GATHERS[case](w, i))
+
+
+@needs_gpu
+def test_the_unit_each_gather_moves(capfd):
+    require_fake_gpu()
+    w = _sample((40, 768), "bfloat16").cuda()
+    i = ignis.tensor([[3, 0], [39, -2]]).cuda()
+    cases = [
+        (lambda: w[i], "map_copy_16"),                # 1536-byte rows
+        (lambda: F.embedding(i, w), "map_copy_16"),
+        (lambda: w[:, 4:8][i], "map_copy_8"),         # 8 bytes, 8 bytes in
+        (lambda: w[:, 1:][i], "map_copy_2"),          # the base 2 bytes off: by elements
+        (lambda: w.float()[:, :3][i], "map_copy_4"),  # 12-byte rows: no unit wider than a float
+        (lambda: w.t()[i[:, :1].clamp(0, 767)], "map_copy_2"),  # no unit-stride innermost dim
+    ]
+    for run, name in cases:
+        assert name in launched(capfd, run), name
+    # an out-of-range row is still found, raised at the next synchronization
+    bad = ignis.tensor([1, 40]).cuda()
+    with pytest.raises(IndexError, match="index 40 is out of bounds"):
+        w[bad]
+        ignis.cuda.synchronize()

@@ -67,5 +67,7 @@ void zero_triangle(const Tensor& t, int64_t k, bool lower);
 
 // The kernels above for dtype `t`, for tests that compile them without a GPU.
 std::vector<KernelRequest> index_kernel_requests(ScalarType t);
+// The mapped copy of 16-byte units (Note [Mapped copies in units]), likewise.
+std::vector<KernelRequest> copy_unit_kernel_requests();
 
 }  // namespace ignis::cuda
