@@ -369,6 +369,45 @@ def test_softmax_is_one_block_per_row_with_block_reductions():
 
 
 @needs_gpu
+@pytest.mark.parametrize("fn", ["log_softmax", "cross_entropy"])
+def test_long_rows_fold_max_and_sum_of_exps_in_one_pass(fn):
+    """Note [Online max and sum of exps]: rows that hold a multiprocessor
+    alone (16384 floats: 1024 threads) over many rounds of blocks stream in
+    vectors, the max and the sum of exps folded in one pass; edge rows (NaN,
+    +inf, -inf among finite values, all -inf) give what eager gives."""
+    from ignis._inductor import config
+    rows, cols = 600, 16384
+    x = ignis.randn(rows, cols) * 4
+    x[1, 100] = float("nan")
+    x[2, 7] = float("inf")
+    x[3, :5000] = float("-inf")
+    x[4] = float("-inf")
+    x[5, 16383] = 50.0  # the max arrives last: every earlier term rescaled
+    t = ignis.randint(0, cols, (rows,))
+    t[6] = -100
+    if fn == "log_softmax":
+        f = lambda x, t: F.log_softmax(x, -1)  # noqa: E731
+    else:
+        f = lambda x, t: F.cross_entropy(x[5:], t[5:])  # noqa: E731  (finite rows)
+    xc, tc = x.cuda(), t.cuda()
+    with config.patch(size_generic=False):
+        compiled = _program(f, xc, tc)
+        with config.patch(**{"cuda.online_softmax": False}):
+            two_pass = _program(f, xc, tc)
+    assert "ig_online_add(acc" in compiled.generated_code
+    assert "ig_block_reduce_online(acc" in compiled.generated_code
+    assert "ig_online_add(acc" not in two_pass.generated_code
+    want = f(x, t)
+    for c in (compiled, two_pass):
+        got = c(xc, tc)[0]
+        np.testing.assert_allclose(_np(got), want.numpy(), rtol=1e-5, atol=1e-4, equal_nan=True)
+    if fn == "log_softmax":
+        got = _np(compiled(xc, tc)[0])
+        assert np.isnan(got[1]).all() and np.isnan(got[2]).all() and np.isnan(got[4]).all()
+        assert np.isneginf(got[3, :5000]).all() and np.isfinite(got[3, 5000:]).all()
+
+
+@needs_gpu
 def test_column_sums_read_rows_of_neighbouring_columns():
     """A sum over rows (layer_norm's weight and bias gradients) is a column
     kernel: each thread a column, a warp a stretch of one row, the row lanes

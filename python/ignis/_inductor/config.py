@@ -92,6 +92,12 @@ class cuda:  # noqa: N801
     # keeping it in registers, when that lets a multiprocessor run more rows
     # at once (docs/compiler.md, "Occupancy before kept values").
     row_occupancy = True
+    # ... and whether a max pass and the sum-of-exps pass after it
+    # (log_softmax, cross-entropy) fold into one streaming pass over rows too
+    # long for a multiprocessor to hold more than one of (the loss over
+    # GPT-2's 50304-wide logits; docs/compiler.md, "Online max and sum of
+    # exps").
+    online_softmax = True
 
 
 def _is_symbolic(value):
@@ -174,6 +180,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_vectors": int(cuda.row_vectors_per_thread),
         "cuda_row_prefetch": int(bool(cuda.row_prefetch)),
         "cuda_row_occupancy": int(bool(cuda.row_occupancy)),
+        "cuda_online_softmax": int(bool(cuda.online_softmax)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

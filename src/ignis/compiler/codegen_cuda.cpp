@@ -95,6 +95,49 @@ template <class T, class F> __device__ __forceinline__ T ig_block_reduce(T v, F 
   for (unsigned w = 1; w < warps; ++w) r = f(r, ig_parts[w]);
   return r;
 }
+// The online max and sum of exps (Note [Online max and sum of exps]): m the
+// row's running max, s the sum of e(x - m) over the elements seen, so that
+// one pass gives what a max pass and a sum-of-exps pass give. An element
+// equal to a max of -inf counts 1 (the pair's rescale zeroes it once a
+// finite max arrives; a row whose max stays -inf ends NaN, as
+// e(-inf - -inf) makes it in two passes); a NaN carries through both.
+template <class T, class E> __device__ __forceinline__ void ig_online_add(T& m, T& s, T x, E e) {
+  if (x > m) {
+    s = s * e(m - x);
+    m = x;
+  }
+  s += (x == m && m == -std::numeric_limits<T>::infinity()) ? T(1) : e(x - m);
+  m = IgMax()(m, x);
+}
+template <class T, class E> __device__ __forceinline__ void ig_online_merge(T& m, T& s, T m2, T s2,
+                                                                            E e) {
+  const T mm = IgMax()(m, m2);
+  s = s * (m == mm ? T(1) : e(m - mm)) + s2 * (m2 == mm ? T(1) : e(m2 - mm));
+  m = mm;
+}
+// ig_block_reduce for the pair; every thread gets the row's (max, sum).
+template <class T, class E> __device__ __forceinline__ void ig_block_reduce_online(T& m, T& s, E e) {
+  __shared__ T ig_pm[32], ig_ps[32];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const unsigned left = blockDim.x - (warp << 5);
+  const unsigned width = left < 32u ? left : 32u;
+  const unsigned mask = width == 32u ? 0xffffffffu : ((1u << width) - 1u);
+  for (unsigned o = 16; o > 0; o >>= 1) {
+    const T m2 = __shfl_down_sync(mask, m, int(o)), s2 = __shfl_down_sync(mask, s, int(o));
+    if (lane + o < width) ig_online_merge(m, s, m2, s2, e);
+  }
+  __syncthreads();
+  if (lane == 0) {
+    ig_pm[warp] = m;
+    ig_ps[warp] = s;
+  }
+  __syncthreads();
+  const unsigned warps = (blockDim.x + 31u) >> 5;
+  m = ig_pm[0];
+  s = ig_ps[0];
+  for (unsigned w = 1; w < warps; ++w) ig_online_merge(m, s, ig_pm[w], ig_ps[w], e);
+  if (m == -std::numeric_limits<T>::infinity()) s = T(ig_nan());
+}
 )CUDA";
 
 // A size-generic kernel's parameters (Note [Size-generic code]), passed by
@@ -978,12 +1021,25 @@ class CudaKernelPrinter {
             residency = std::move(lean);
         }
       }
+      // Note [Online max and sum of exps]
+      online_ = options_.cuda_online_softmax ? online_pair() : std::nullopt;
+      if (online_ && chunks > 0) {
+        const int64_t regs = residency.registers(chunks, width);
+        if (blocks_per_sm(threads, regs) <= 1 && row_waves(rows, threads, regs) > kManyRounds)
+          chunks = 0;
+        else
+          online_.reset();
+      }
       if (chunks > 0) launch->threads = threads;
     }
-    if (chunks > 0) {
+    // A row that streams moves vectors too where the pointers allow.
+    const int stream_width = chunks == 0 && statics ? width : 1;
+    if (chunks > 0 || stream_width > 1) {
       const sym::Expr v = k_.inner.back();
       if (width > 1) print_alignment_check(passes, v, width, "  ");
       else os_ << "  const bool ig_aligned = true;\n";
+    }
+    if (chunks > 0) {
       // The row fits when the block is as large as planned (a host
       // emulation may run smaller blocks).
       os_ << "  const bool ig_resident = ig_aligned && " << it_ << "(blockDim.x) * " << chunks
@@ -998,10 +1054,16 @@ class CudaKernelPrinter {
       print_rows_in_registers(residency, width, chunks, nvec, "      ");
       os_ << "    } else {\n";
       ind = "      ";
+    } else if (stream_width > 1) {
+      os_ << "    if (ig_aligned) {\n";
+      print_rows_streaming_vectors(stream_width, "      ");
+      os_ << "    } else {\n";
+      ind = "      ";
     }
     print_rows_streaming(ind);
-    if (chunks > 0) os_ << "    }\n";
+    if (chunks > 0 || stream_width > 1) os_ << "    }\n";
     os_ << "  }\n";
+    online_.reset();
   }
 
   // About how many rounds of blocks a row kernel of `rows` rows runs in when
@@ -1038,6 +1100,24 @@ class CudaKernelPrinter {
   // a multiprocessor runs and the kernel has more than kManyRounds rounds.
   static constexpr double kManyRounds = 4;
 
+  // Note [Online max and sum of exps]
+  // log_softmax and cross-entropy reduce a row twice: its max, then the sum
+  // of exp(x - max). A row held in registers reads memory once for both;
+  // a row too long for that (GPT-2's 50304-wide logits: 100 KB of bfloat16,
+  // one 1024-thread block a multiprocessor) leaves each multiprocessor with
+  // one row at a time, its loads, two block reductions and exps in
+  // sequence: 332 us for 4096 rows on the H100, 1.24 TB/s. Such a kernel
+  // streams its rows instead (256-thread blocks, eight a multiprocessor)
+  // and folds both reductions in the first pass: each thread keeps the max
+  // m so far and the sum s of exp(x - m), rescaling s when m grows
+  // (ig_online_add), and the block merges the pairs (ig_online_merge) --
+  // one read of the row and one block reduction. Edge values match the two
+  // passes: a NaN makes both NaN, an infinite max a NaN sum, a row of -inf a
+  // NaN sum. The pair applies when the sum pass does nothing else (no
+  // stores or kept values) and sums exp(x - max) of the very x the max
+  // pass folds (same_value); the loss's target gather and mean read the
+  // two results as before. config.cuda.online_softmax turns it off.
+
   // The streaming row: each pass reads the row from memory again.
   void print_rows_streaming(const std::string& ind) {
     const int64_t inner = k_.inner_numel();
@@ -1045,6 +1125,7 @@ class CudaKernelPrinter {
     declare_scratch(ind);
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
+      if (online_ && li == online_->sum_loop) continue;
       if (!l.inner) {
         print_body(li, ind, true);
       } else {
@@ -1062,6 +1143,47 @@ class CudaKernelPrinter {
     }
   }
 
+  // The streaming row in vectors of `width` elements: thread t takes vectors
+  // t, t + blockDim.x, ... of the row in every pass (so what a pass stores a
+  // later pass reads back in the same thread), each pass reading the row
+  // again; the aligned static case of print_rows_streaming.
+  void print_rows_streaming_vectors(int width, const std::string& ind) {
+    const sym::Expr v = k_.inner.back();
+    const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
+    std::vector<sym::Expr> head = k_.inner;
+    head.back() = base;
+    const int64_t nvec = k_.inner_numel() / width;
+    const std::string i2 = ind + "  ", i3 = ind + "    ";
+    vec_.emplace();
+    declare_scratch(ind);
+    for (size_t li = 0; li < k_.loops.size(); ++li) {
+      const Loop& l = k_.loops[li];
+      if (online_ && li == online_->sum_loop) continue;
+      if (!l.inner) {
+        print_body(li, ind, true);
+        print_pass_barrier(li, ind);
+        continue;
+      }
+      print_acc_init(li, ind);
+      print_nodes(li, ind, Part::Invariant);
+      os_ << "#pragma unroll 4\n" << ind << "for (" << it_ << " ig_c = threadIdx.x; ig_c < " << nvec
+          << "; ig_c += blockDim.x) {\n";
+      os_ << i2 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
+      print_unravel(head, k_.inner_sizes, "ig_e0", i2);
+      print_vector_accesses(li, v, base, width, i2);
+      os_ << "#pragma unroll\n" << i2 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+      os_ << i3 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
+      print_body(li, i3, false, Part::PerElement);
+      print_accumulate(li, i3);
+      os_ << i2 << "}\n";
+      print_vector_stores(li, v, base, width, i2);
+      os_ << ind << "}\n";
+      print_block_reduce(li, ind);
+      print_pass_barrier(li, ind);
+    }
+    vec_.reset();
+  }
+
   // Loop li's accumulators, at their combine's identity.
   void print_acc_init(size_t li, const std::string& ind) {
     for (int r : k_.loops[li].reductions) {
@@ -1069,9 +1191,18 @@ class CudaKernelPrinter {
       os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
           << combine_init(red.combine, red.dtype) << ";\n";
     }
+    if (online_ && li == online_->max_loop)
+      os_ << ind << cuda_type(k_.reductions[size_t(online_->sum_acc)].dtype) << " acc"
+          << online_->sum_acc << " = 0;\n";
   }
 
   void print_accumulate(size_t li, const std::string& ind) {
+    if (online_ && li == online_->max_loop) {
+      const Reduction& max = k_.reductions[size_t(online_->max_acc)];
+      os_ << ind << "ig_online_add(acc" << online_->max_acc << ", acc" << online_->sum_acc << ", "
+          << tmp(li, max.value) << ", ignis::scalar_ops::" << online_->exp << "{});\n";
+      return;
+    }
     for (int r : k_.loops[li].reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
       os_ << ind << "acc" << r << " = " << combine_functor(red.combine) << "()(acc" << r << ", "
@@ -1082,6 +1213,11 @@ class CudaKernelPrinter {
   // Loop li's accumulators folded across the block: ig_block_reduce, or
   // (`columns`) ig_column_reduce over each column's row lanes.
   void print_block_reduce(size_t li, const std::string& ind, bool columns = false) {
+    if (online_ && li == online_->max_loop) {
+      os_ << ind << "ig_block_reduce_online(acc" << online_->max_acc << ", acc" << online_->sum_acc
+          << ", ignis::scalar_ops::" << online_->exp << "{});\n";
+      return;
+    }
     for (int r : k_.loops[li].reductions)
       os_ << ind << "acc" << r << " = " << (columns ? "ig_column_reduce" : "ig_block_reduce")
           << "(acc" << r << ", " << combine_functor(k_.reductions[size_t(r)].combine) << "()"
@@ -1282,6 +1418,88 @@ class CudaKernelPrinter {
     vec_.reset();
   }
 
+  // ---- the online max and sum of exps (Note [Online max and sum of exps]) ----
+
+  // A max pass and the sum-of-exps pass after it, merged: the first pass
+  // folds both reductions, the second is not printed.
+  struct OnlinePair {
+    size_t max_loop = 0, sum_loop = 0;
+    int max_acc = -1, sum_acc = -1;
+    std::string exp;  // the scalar_ops struct of the exp (the sum pass's own)
+  };
+
+  // Whether node a of loop la and node b of loop lb compute the same value.
+  bool same_value(size_t la, int a, size_t lb, int b) const {
+    const ScalarNode& x = k_.loops[la].body[size_t(a)];
+    const ScalarNode& y = k_.loops[lb].body[size_t(b)];
+    if (x.kind != y.kind || x.dtype != y.dtype || x.args.size() != y.args.size()) return false;
+    switch (x.kind) {
+      case ScalarKind::Load:
+        if (x.buffer != y.buffer || sym::compare(x.index, y.index) != 0) return false;
+        break;
+      case ScalarKind::Index:
+        if (sym::compare(x.index, y.index) != 0) return false;
+        break;
+      case ScalarKind::Constant:
+        if (x.is_int != y.is_int || x.int_value != y.int_value ||
+            !(x.value == y.value || (x.value != x.value && y.value != y.value)))
+          return false;
+        break;
+      case ScalarKind::Call:
+        if (x.fn != y.fn) return false;
+        break;
+      case ScalarKind::Ref:
+        if (x.acc != y.acc || x.loop != y.loop || x.node != y.node || x.scratch != y.scratch)
+          return false;
+        break;
+      case ScalarKind::Cast:
+      case ScalarKind::Where: break;
+    }
+    for (size_t i = 0; i < x.args.size(); ++i)
+      if (!same_value(la, x.args[i], lb, y.args[i])) return false;
+    return true;
+  }
+
+  // The kernel's max pass followed by a pass that only sums exp(x - max)
+  // of the same x (log_softmax's and cross-entropy's reductions), if any.
+  std::optional<OnlinePair> online_pair() const {
+    for (size_t la = 0; la + 1 < k_.loops.size(); ++la) {
+      const Loop& a = k_.loops[la];
+      const Loop& b = k_.loops[la + 1];
+      if (!a.inner || !b.inner || a.reductions.size() != 1 || b.reductions.size() != 1 ||
+          !a.stores.empty() || !b.stores.empty() || !a.spills.empty() || !b.spills.empty())
+        continue;
+      const int ra = a.reductions[0], rb = b.reductions[0];
+      const Reduction& max = k_.reductions[size_t(ra)];
+      const Reduction& sum = k_.reductions[size_t(rb)];
+      if (max.combine != Combine::Max || sum.combine != Combine::Sum || max.dtype != sum.dtype ||
+          !is_floating(max.dtype))
+        continue;
+      const ScalarNode& e = b.body[size_t(sum.value)];
+      if (e.kind != ScalarKind::Call || e.fn != "exp" || e.args.size() != 1) continue;
+      const ScalarNode& d = b.body[size_t(e.args[0])];
+      if (d.kind != ScalarKind::Call || d.fn != "sub" || d.args.size() < 2 || d.args.size() > 3)
+        continue;
+      const ScalarNode& m = b.body[size_t(d.args[1])];
+      if (m.kind != ScalarKind::Ref || m.acc != ra || m.dtype != max.dtype) continue;
+      if (d.args.size() == 3) {
+        const ScalarNode& alpha = b.body[size_t(d.args[2])];
+        if (alpha.kind != ScalarKind::Constant || (alpha.is_int ? alpha.int_value : alpha.value) != 1)
+          continue;
+      }
+      if (!same_value(la, max.value, la + 1, d.args[0])) continue;
+      // Nothing else may read the sum pass's nodes.
+      bool read = false;
+      for (size_t lj = la + 2; lj < k_.loops.size(); ++lj)
+        for (const ScalarNode& x : k_.loops[lj].body)
+          read = read || (x.kind == ScalarKind::Ref && x.acc < 0 && x.scratch < 0 &&
+                          size_t(x.loop) == la + 1);
+      if (read) continue;
+      return OnlinePair{la, la + 1, ra, rb, scalar_struct_name("exp")};
+    }
+    return std::nullopt;
+  }
+
   Text& out_;  // the translation unit
   Text os_;    // this kernel's signature, then its body
   const Program& p_;
@@ -1295,6 +1513,7 @@ class CudaKernelPrinter {
   SizeParams sz_;
   std::string it_ = "int64_t";  // the index type (int32_t when every index fits)
   std::optional<VectorState> vec_;
+  std::optional<OnlinePair> online_;
 };
 
 // sym's helpers (floor division, remainder) without their #include line:

@@ -329,6 +329,7 @@ std::string CompilerOptions::fingerprint() const {
          "," + std::to_string(max_fusion_size) + "," + std::to_string(min_parallel_elements) +
          "," + std::to_string(threads) + "," + std::to_string(lanes()) +
          "," + std::to_string(cuda_row_vectors) + (cuda_row_prefetch ? ",prefetch" : "") + (cuda_row_occupancy ? ",occupancy" : "") +
+         (cuda_online_softmax ? ",online" : "") +
          (cpu_row_prefetch ? ",cpu_prefetch" : "") +
          (size_generic ? ",generic" : "");
 }

@@ -227,6 +227,10 @@ struct CompilerOptions {
   // multiprocessor hold more rows (config.cuda.row_occupancy; Note
   // [Occupancy before kept values], codegen_cuda.cpp).
   bool cuda_row_occupancy = false;
+  // ... and whether a max pass and the sum-of-exps pass after it fold in one
+  // streaming pass where a row would hold a multiprocessor alone
+  // (config.cuda.online_softmax; Note [Online max and sum of exps]).
+  bool cuda_online_softmax = true;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;
