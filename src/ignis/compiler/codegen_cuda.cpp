@@ -439,7 +439,8 @@ class CudaKernelPrinter {
     if (vec_ && vec_->registers)
       return vec_->spills ? "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]"
                           : recompute_spill(s.scratch, ind);
-    if (home(s.scratch)) return scratch_element(s.scratch);
+    if (home(s.scratch) && !(online_ && online_->recomputed.count(s.scratch)))
+      return scratch_element(s.scratch);
     return recompute_spill(s.scratch, ind);
   }
 
@@ -681,6 +682,29 @@ class CudaKernelPrinter {
           << sz_.expr(sym::subs(s.index, {{v, base}})) << "));\n";
       vec_->loads.emplace(key, name);
     }
+    // A value kept by a pass that is not printed (the online pair's sum
+    // pass) is recomputed here: its loads move as vectors too.
+    if (online_ && !vec_->registers)
+      for (const ScalarNode& r : l.body) {
+        if (r.kind != ScalarKind::Ref || r.acc >= 0 || !online_->recomputed.count(r.scratch)) continue;
+        const Loop& src = k_.loops[online_->sum_loop];
+        for (const auto& [node, sc] : src.spills) {
+          if (sc != r.scratch) continue;
+          const std::vector<bool> cone = node_cone(online_->sum_loop, node);
+          for (size_t i = 0; i < src.body.size(); ++i) {
+            const ScalarNode& x = src.body[i];
+            if (!cone[i] || x.kind != ScalarKind::Load) continue;
+            const std::string key = access_key(x.buffer, x.index);
+            if (vec_->loads.count(key) || !access_form(x.index, v).unit) continue;
+            const std::string name = "ig_vl" + std::to_string(vec_->names++);
+            os_ << ind << "const " << vec_type(x.buffer, width) << " " << name
+                << " = *reinterpret_cast<const " << vec_type(x.buffer, width) << "*>("
+                << ptr_name(p_.buffers[size_t(x.buffer)]) << " + ("
+                << sz_.expr(sym::subs(x.index, {{v, base}})) << "));\n";
+            vec_->loads.emplace(key, name);
+          }
+        }
+      }
     for (const Store& st : l.stores) {
       const std::string key = access_key(st.buffer, st.index);
       if (vec_->stores.count(key) || !access_form(st.index, v).unit) continue;
@@ -1114,9 +1138,14 @@ class CudaKernelPrinter {
   // one read of the row and one block reduction. Edge values match the two
   // passes: a NaN makes both NaN, an infinite max a NaN sum, a row of -inf a
   // NaN sum. The pair applies when the sum pass does nothing else (no
-  // stores or kept values) and sums exp(x - max) of the very x the max
-  // pass folds (same_value); the loss's target gather and mean read the
-  // two results as before. config.cuda.online_softmax turns it off.
+  // stores; values it keeps for a later pass, softmax's exps, are
+  // recomputed there from the final max, even where the scheduler gave them
+  // a scratch row in an output: streaming, that row cost a write and a
+  // read of the row, the recomputation a read) and
+  // sums exp(x - max) of the very x the max pass folds (same_value): the
+  // loss's target gather and mean read the two results as before, softmax
+  // reads its row twice instead of three times. config.cuda.online_softmax
+  // turns it off.
 
   // The streaming row: each pass reads the row from memory again.
   void print_rows_streaming(const std::string& ind) {
@@ -1426,6 +1455,7 @@ class CudaKernelPrinter {
     size_t max_loop = 0, sum_loop = 0;
     int max_acc = -1, sum_acc = -1;
     std::string exp;  // the scalar_ops struct of the exp (the sum pass's own)
+    std::set<int> recomputed;  // the sum pass's kept values: later passes recompute them
   };
 
   // Whether node a of loop la and node b of loop lb compute the same value.
@@ -1467,7 +1497,7 @@ class CudaKernelPrinter {
       const Loop& a = k_.loops[la];
       const Loop& b = k_.loops[la + 1];
       if (!a.inner || !b.inner || a.reductions.size() != 1 || b.reductions.size() != 1 ||
-          !a.stores.empty() || !b.stores.empty() || !a.spills.empty() || !b.spills.empty())
+          !a.stores.empty() || !b.stores.empty() || !a.spills.empty())
         continue;
       const int ra = a.reductions[0], rb = b.reductions[0];
       const Reduction& max = k_.reductions[size_t(ra)];
@@ -1495,7 +1525,9 @@ class CudaKernelPrinter {
           read = read || (x.kind == ScalarKind::Ref && x.acc < 0 && x.scratch < 0 &&
                           size_t(x.loop) == la + 1);
       if (read) continue;
-      return OnlinePair{la, la + 1, ra, rb, scalar_struct_name("exp")};
+      OnlinePair pair{la, la + 1, ra, rb, scalar_struct_name("exp"), {}};
+      for (const auto& sp : b.spills) pair.recomputed.insert(sp.second);
+      return pair;
     }
     return std::nullopt;
   }
