@@ -873,9 +873,48 @@ def test_a_value_reading_many_buffers_is_stored_once():
     h = xs[0] + xs[1] + xs[2] + xs[3] + xs[4]
     close(out[0], F.layer_norm(h, (32,)), atol=1e-5)
     close(out[1], h.sum(0), atol=1e-5)
-    with _inductor.config.patch(realize_reads_threshold=100):
+    with _inductor.config.patch(realize_reads_threshold=100, realize_across_kernels=False):
         inlined = _program(f, *xs)
     assert loads(compiled) < loads(inlined), (compiled.program, inlined.program)
+    # Note [Values recomputed across kernels]: with the threshold out of the
+    # way, the two kernels' recomputations of h are found after scheduling
+    # and h is stored once all the same.
+    with _inductor.config.patch(realize_reads_threshold=100):
+        found = _program(f, *xs)
+    assert loads(found) == loads(compiled), (found.program, compiled.program)
+    close(found(*xs)[0], F.layer_norm(h, (32,)), atol=1e-5)
+
+
+def test_a_residual_stream_is_stored_by_each_norm_that_computes_it():
+    """Note [Values recomputed across kernels]: h = h + delta_k read by the
+    next norm and by the next sum is stored by the norm kernel that computes
+    it and read back by the next (2 tensors read a norm), where the reads
+    threshold alone let each norm recompute the stream from up to four
+    tensors; the results equal eager's."""
+    ignis.manual_seed(0)
+    n = 6
+    xs = [ignis.randn(16, 32)] + [ignis.randn(32, 32) * 0.2 for _ in range(n)]
+
+    def f(x, w1, w2, w3, w4, w5, w6):  # a block: h + norm(h) @ w (the product ends a kernel)
+        h, outs = x, []
+        for w in (w1, w2, w3, w4, w5, w6):
+            y = F.layer_norm(h, (32,))
+            outs.append(y)
+            h = h + y @ w
+        return tuple(outs) + (h,)
+
+    def most_loads(c):  # the most tensor loads of one kernel
+        blocks = re.split(r"\nkernel_", c.program)[1:]
+        return max(len(set(re.findall(r"= load (\w+)\[", b))) for b in blocks)
+
+    compiled = _program(f, *xs)
+    with _inductor.config.patch(realize_across_kernels=False):
+        threshold_only = _program(f, *xs)
+    assert compiled.kernel_count == threshold_only.kernel_count
+    assert most_loads(compiled) == 2, compiled.program
+    assert most_loads(threshold_only) > 2, threshold_only.program
+    for got, want in zip(compiled(*xs), f(*xs)):
+        close(got, want, atol=1e-5)
 
 
 def test_layer_norm_of_a_residual_sum_reads_it_back_from_the_row_scratch():

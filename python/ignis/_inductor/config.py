@@ -14,6 +14,10 @@ import sys
 realize_opcount_threshold = 8
 # ... or when it reads more than this many distinct elements of memory.
 realize_reads_threshold = 4
+# ... and once scheduled, a value that several kernels would each recompute
+# from two or more tensors is stored by the first and read by the others
+# (docs/compiler.md, "Values recomputed across kernels").
+realize_across_kernels = True
 # Graph nodes one kernel may fuse.
 max_fusion_size = 64
 # mode="max-autotune" sets this: each kernel's variants (threads, reduction
@@ -173,6 +177,7 @@ def compiler_options(size_generic_graph=None):
     return {
         "realize_opcount_threshold": int(realize_opcount_threshold),
         "realize_reads_threshold": int(realize_reads_threshold),
+        "realize_across_kernels": int(bool(realize_across_kernels)),
         "max_fusion_size": int(max_fusion_size),
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),

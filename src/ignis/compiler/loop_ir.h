@@ -201,6 +201,10 @@ struct CompilerOptions {
   // (config.realize_reads_threshold): a residual stream summed over layers
   // would otherwise re-read every layer's output in every consumer.
   int64_t realize_reads_threshold = 4;
+  // ... and, once scheduled, a value several kernels recompute from two or
+  // more tensors is stored by the first (config.realize_across_kernels;
+  // Note [Values recomputed across kernels], lower.cpp).
+  bool realize_across_kernels = true;
   // Graph nodes one kernel may fuse (config.max_fusion_size).
   int64_t max_fusion_size = 64;
   // Elements of work below which a kernel runs on one thread

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <set>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "ignis/graph/passes/sink_gather.h"
 #include "ignis/kernels/scalar_ops.h"
 #include "ignis/ops/op_def.h"
+#include "ignis/sym/eval.h"
 #include "ignis/sym/index.h"
 #include "ignis/sym/simplify.h"
 
@@ -87,15 +89,69 @@ int64_t norm_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
 class Lowering {
  public:
-  Lowering(const graph::Graph& g, const CompilerOptions& options) : g_(g), options_(options) {}
+  // realize: names of nodes computed into buffers whatever the policy says
+  // (Note [Values recomputed across kernels]).
+  Lowering(const graph::Graph& g, const CompilerOptions& options,
+           std::unordered_set<std::string> realize = {})
+      : g_(g), options_(options), forced_(std::move(realize)) {}
 
-  Program run() {
+  // recomputed: when given, the pointwise values the schedule recomputes
+  // in several kernels that would be cheaper stored once.
+  Program run(std::unordered_set<std::string>* recomputed = nullptr) {
     choose_device();
     classify();
     for (Node* n : g_.nodes()) lower_node(n);
     schedule(p_, std::move(computes_), std::move(externs_), order_, options_);
+    if (recomputed) *recomputed = recomputed_across_kernels();
     write_results_in_place(p_);
     return std::move(p_);
+  }
+
+  // Note [Values recomputed across kernels]
+  // The realize policy (needs_realize) inlines a cheap value into each of
+  // its users, and the scheduler fuses each user with its own kernel: a
+  // residual stream h = h + delta read by every layer's layer norm is
+  // recomputed from the embeddings on by each norm until its reads pass
+  // realize_reads_threshold (GPT-2's norm kernels read 2, 3, 4, then 5
+  // tensors of [4096, 768], torch.compile's likewise). Once scheduled, a
+  // pointwise value that several kernels recompute and that reads two or
+  // more tensors of its full shape costs less stored: one write by the first
+  // kernel (fused there as a second output) and one read by each later
+  // one, against every read again by each. lower() lowers such graphs a
+  // second time with those values realized. Loads of broadcast operands
+  // (a bias row) do not count: they stay in cache.
+  std::unordered_set<std::string> recomputed_across_kernels() const {
+    std::unordered_map<std::string, int> kernels;
+    for (const Kernel& k : p_.kernels)
+      for (const std::string& o : k.origins) ++kernels[o];
+    std::unordered_set<std::string> out;
+    for (const auto& [n, v] : vals_) {
+      if (v.buffer >= 0 || n->users().size() <= 1 || forced_.count(n->name())) continue;
+      auto h = how_.find(n);
+      if (h == how_.end() || h->second != How::Pointwise) continue;
+      auto k = kernels.find(n->name());
+      if (k == kernels.end() || k->second < 2) continue;
+      if (full_loads(v) >= 2) out.insert(n->name());
+    }
+    return out;
+  }
+
+  // The distinct tensors v reads element for element (a load whose index
+  // moves with every dim of v's shape longer than one).
+  static int64_t full_loads(const Val& v) {
+    BodyBuilder bb;
+    const Coords c = canonical_coords(v.sizes);
+    v.body(bb, c);
+    std::set<int> buffers;
+    for (const ScalarNode& s : bb.body) {
+      if (s.kind != ScalarKind::Load) continue;
+      const std::vector<sym::Expr> used = sym::free_symbols(s.index);
+      bool full = true;
+      for (size_t d = 0; d < c.size(); ++d)
+        if (v.sizes[d] > 1 && std::find(used.begin(), used.end(), c[d]) == used.end()) full = false;
+      if (full) buffers.insert(s.buffer);
+    }
+    return int64_t(buffers.size());
   }
 
  private:
@@ -608,6 +664,7 @@ class Lowering {
   bool needs_realize(const Node* n) const {
     if (read_as_tensor(n)) return true;
     if (n->users().size() <= 1) return false;
+    if (forced_.count(n->name())) return true;
     auto it = vals_.find(n);
     if (it == vals_.end()) return true;
     const Val& v = it->second;
@@ -1299,13 +1356,29 @@ class Lowering {
   std::vector<ComputeNode> computes_;
   std::vector<Step> externs_;
   std::vector<PendingStep> order_;
+  std::unordered_set<std::string> forced_;
 };
+
+// Lowers g, then again with the values its schedule recomputes across
+// kernels realized (Note [Values recomputed across kernels]) while there
+// are new ones: a value realized makes the next one along a chain cheap
+// enough to inline again (GPT-2's residual stream: three rounds).
+Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
+  constexpr int kMaxRounds = 4;
+  std::unordered_set<std::string> realize, recomputed;
+  Program p = Lowering(g, options).run(options.realize_across_kernels ? &recomputed : nullptr);
+  for (int round = 1; round < kMaxRounds && !recomputed.empty(); ++round) {
+    realize.insert(recomputed.begin(), recomputed.end());
+    p = Lowering(g, options, realize).run(&recomputed);
+  }
+  return p;
+}
 
 }  // namespace
 
 Program lower(const graph::Graph& g, const CompilerOptions& options) {
   if (!graph::has_sinkable_gather(g) && !graph::has_row_scatter(g))
-    return Lowering(g, options).run();
+    return lower_graph(g, options);
   // The caller's graph stays as it was traced: the rewrite works on a copy,
   // which the program keeps (its extern steps point into it).
   auto copy = std::make_shared<graph::Graph>();
@@ -1317,7 +1390,7 @@ Program lower(const graph::Graph& g, const CompilerOptions& options) {
   }
   graph::rewrite_row_scatters(*copy);
   graph::sink_gathers(*copy);
-  Program p = Lowering(*copy, options).run();
+  Program p = lower_graph(*copy, options);
   p.rewritten = std::move(copy);
   return p;
 }
