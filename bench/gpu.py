@@ -68,6 +68,10 @@ the largest idle gaps with the kernels around them, and the host's
 synchronizing CUDA calls (CUPTI's API records); `--trace DIR` keeps each cell's
 Chrome trace (chrome://tracing, Perfetto).
 
+--config NAME=VALUE (repeatable) sets a knob of ignis._inductor.config in
+ignis's children, for A/B runs of one compiler decision:
+`--config realize_across_kernels=False`, `--config cuda.online_softmax=False`.
+
 --device cpu --quick runs everything on small sizes on the CPU (the
 benchmark's own test, where there is no GPU). Without CUDA in torch, torch's
 side is skipped with the reason; without a GPU at all, `--device cuda` says so.
@@ -133,11 +137,21 @@ def _sizes(quick):
 
 # ---------------------------------------------------------------- child side
 
+CONFIG = []  # --config NAME=VALUE: ignis compiler knobs the children set
+
+
 def load_lib(impl):
     if impl.split(".")[0] == "ignis":
         sys.path.insert(0, str(ROOT / "tests" / "python"))
         import _checkout  # noqa: F401  (this checkout's build, when it has one)
         import ignis as lib
+        from ignis._inductor import config
+        for item in CONFIG:
+            name, _, value = item.partition("=")
+            knob = config._knob(name)
+            if knob is None:
+                raise SystemExit(f"--config: ignis._inductor.config has no knob {name!r}")
+            setattr(*knob, eval(value, {}))  # a Python literal: False, 4, "auto"
     else:
         import torch as lib
     return lib
@@ -561,7 +575,8 @@ def spawn(extra, args, timeout, env=None):
         ["--device", args.device] + (["--quick"] if args.quick else []) + \
         (["--gpt", args.gpt] if args.gpt else []) + \
         (["--profile", str(args.profile)] if args.profile else []) + \
-        (["--trace", args.trace] if args.trace else [])
+        (["--trace", args.trace] if args.trace else []) + \
+        [f"--config={c}" for c in args.config]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, **(env or {})})
@@ -790,12 +805,16 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per child process")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="profile N calls of each cell by kernel (needs torch with CUDA)")
+    ap.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
+                    help="set an ignis._inductor.config knob in ignis's children "
+                         "(repeatable; e.g. cuda.online_softmax=False): A/B runs of one knob")
     ap.add_argument("--trace", default=None, metavar="DIR",
                     help="with --profile: keep each cell's Chrome trace in DIR")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--impl", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--save", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    CONFIG.extend(args.config)
     if args.gpt:
         global GPT_OVERRIDE
         GPT_OVERRIDE = tuple(int(v) for v in args.gpt.split(","))
