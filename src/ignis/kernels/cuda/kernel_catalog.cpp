@@ -154,7 +154,7 @@ std::vector<std::pair<std::string, KernelRequest>> eager_kernel_variants() {
   // unrolled tensor-core code).
   for (const KernelRequest& r : flash_attention_kernel_requests()) g.add(r.symbol, r);
   for (const KernelRequest& r : row_copy_kernel_requests()) g.add("copy_rows", r);
-  for (const KernelRequest& r : copy_unit_kernel_requests()) g.add("index_units", r);
+  for (const KernelRequest& r : copy_unit_kernel_requests()) g.add("map_copy_units", r);
   return v;
 }
 
