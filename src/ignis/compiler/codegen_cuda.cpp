@@ -1182,7 +1182,7 @@ class CudaKernelPrinter {
     std::vector<sym::Expr> head = k_.inner;
     head.back() = base;
     const int64_t nvec = k_.inner_numel() / width;
-    const std::string i2 = ind + "  ", i3 = ind + "    ";
+    const std::string i2 = ind + "  ";
     vec_.emplace();
     declare_scratch(ind);
     for (size_t li = 0; li < k_.loops.size(); ++li) {
@@ -1199,13 +1199,7 @@ class CudaKernelPrinter {
           << "; ig_c += blockDim.x) {\n";
       os_ << i2 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
       print_unravel(head, k_.inner_sizes, "ig_e0", i2);
-      print_vector_accesses(li, v, base, width, i2);
-      os_ << "#pragma unroll\n" << i2 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
-      os_ << i3 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
-      print_body(li, i3, false, Part::PerElement);
-      print_accumulate(li, i3);
-      os_ << i2 << "}\n";
-      print_vector_stores(li, v, base, width, i2);
+      print_lanes(li, v, base, width, i2);
       os_ << ind << "}\n";
       print_block_reduce(li, ind);
       print_pass_barrier(li, ind);
@@ -1372,6 +1366,20 @@ class CudaKernelPrinter {
     return in;
   }
 
+  // Inside a vector's scope (its first element ig_v0): pass li over the
+  // vector's `width` lanes -- the vector loads, each lane's nodes and
+  // accumulation, the vector stores.
+  void print_lanes(size_t li, sym::Expr v, sym::Expr base, int width, const std::string& ind) {
+    const std::string i2 = ind + "  ";
+    print_vector_accesses(li, v, base, width, ind);
+    os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+    os_ << i2 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
+    print_body(li, i2, false, Part::PerElement);
+    print_accumulate(li, i2);
+    os_ << ind << "}\n";
+    print_vector_stores(li, v, base, width, ind);
+  }
+
   // The loop over a thread's chunks of a resident row, opened: chunk ig_k is
   // the row's vector ig_c (when the row has it), its first element ig_e0,
   // the inner variables `head` unravelled from it (closed by the caller:
@@ -1432,13 +1440,7 @@ class CudaKernelPrinter {
       print_nodes(li, ind, Part::Invariant);
       vec_->filling.clear();
       open_chunk_loop(head, chunks, nvec, width, ind);
-      print_vector_accesses(li, v, base, width, i3);
-      os_ << "#pragma unroll\n" << i3 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
-      os_ << i4 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
-      print_body(li, i4, false, Part::PerElement);
-      print_accumulate(li, i4);
-      os_ << i3 << "}\n";
-      print_vector_stores(li, v, base, width, i3);
+      print_lanes(li, v, base, width, i3);
       os_ << i2 << "}\n" << ind << "}\n";
       vec_->cached.insert(vec_->filling.begin(), vec_->filling.end());
       print_block_reduce(li, ind);
