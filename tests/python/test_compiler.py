@@ -913,6 +913,10 @@ def test_a_residual_stream_is_stored_by_each_norm_that_computes_it():
     assert compiled.kernel_count == threshold_only.kernel_count
     assert most_loads(compiled) == 2, compiled.program
     assert most_loads(threshold_only) > 2, threshold_only.program
+    # IGNIS_LOGS=schedule says what was realized and why
+    realized = [ln for ln in compiled.schedule.splitlines() if ln.startswith("realized ")]
+    assert realized and all("tensors by kernel_" in ln for ln in realized), compiled.schedule
+    assert not any(ln.startswith("realized ") for ln in threshold_only.schedule.splitlines())
     for got, want in zip(compiled(*xs), f(*xs)):
         close(got, want, atol=1e-5)
 

@@ -96,8 +96,8 @@ class Lowering {
       : g_(g), options_(options), forced_(std::move(realize)) {}
 
   // recomputed: when given, the pointwise values the schedule recomputes
-  // in several kernels that would be cheaper stored once.
-  Program run(std::unordered_set<std::string>* recomputed = nullptr) {
+  // in several kernels that would be cheaper stored once, each with why.
+  Program run(std::map<std::string, std::string>* recomputed = nullptr) {
     choose_device();
     classify();
     for (Node* n : g_.nodes()) lower_node(n);
@@ -120,18 +120,23 @@ class Lowering {
   // one, against every read again by each. lower() lowers such graphs a
   // second time with those values realized. Loads of broadcast operands
   // (a bias row) do not count: they stay in cache.
-  std::unordered_set<std::string> recomputed_across_kernels() const {
-    std::unordered_map<std::string, int> kernels;
+  std::map<std::string, std::string> recomputed_across_kernels() const {
+    std::unordered_map<std::string, std::vector<std::string>> kernels;
     for (const Kernel& k : p_.kernels)
-      for (const std::string& o : k.origins) ++kernels[o];
-    std::unordered_set<std::string> out;
+      for (const std::string& o : k.origins) kernels[o].push_back(k.name);
+    std::map<std::string, std::string> out;
     for (const auto& [n, v] : vals_) {
       if (v.buffer >= 0 || n->users().size() <= 1 || forced_.count(n->name())) continue;
       auto h = how_.find(n);
       if (h == how_.end() || h->second != How::Pointwise) continue;
       auto k = kernels.find(n->name());
-      if (k == kernels.end() || k->second < 2) continue;
-      if (full_loads(v) >= 2) out.insert(n->name());
+      if (k == kernels.end() || k->second.size() < 2) continue;
+      const int64_t loads = full_loads(v);
+      if (loads < 2) continue;
+      std::string why = "realized " + n->name() + ": recomputed from " + std::to_string(loads) +
+                        " tensors by";
+      for (const std::string& kn : k->second) why += " " + kn;
+      out.emplace(n->name(), why + " (Note [Values recomputed across kernels])");
     }
     return out;
   }
@@ -1365,12 +1370,18 @@ class Lowering {
 // enough to inline again (GPT-2's residual stream: three rounds).
 Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
   constexpr int kMaxRounds = 4;
-  std::unordered_set<std::string> realize, recomputed;
+  std::unordered_set<std::string> realize;
+  std::map<std::string, std::string> recomputed;
+  std::vector<std::string> why;  // IGNIS_LOGS=schedule: what each round realized
   Program p = Lowering(g, options).run(options.realize_across_kernels ? &recomputed : nullptr);
   for (int round = 1; round < kMaxRounds && !recomputed.empty(); ++round) {
-    realize.insert(recomputed.begin(), recomputed.end());
+    for (const auto& [name, line] : recomputed) {
+      realize.insert(name);
+      why.push_back(line);
+    }
     p = Lowering(g, options, realize).run(&recomputed);
   }
+  p.schedule_log.insert(p.schedule_log.begin(), why.begin(), why.end());
   return p;
 }
 
