@@ -411,6 +411,32 @@ def test_long_rows_fold_max_and_sum_of_exps_in_one_pass(fn):
 
 
 @needs_gpu
+@pytest.mark.parametrize("fn", ["layer_norm", "rms_norm", "sum_of_squares"])
+def test_rows_too_long_for_registers_stream_in_vectors(fn):
+    """Rows longer than a block's registers hold (40000 floats: 10 vectors a
+    thread at 1024 threads) stream, each pass reading the row again in
+    16-byte vectors when the pointers turn out aligned at the launch, element
+    by element when not (the same kernel, a view one float in), and element
+    by element throughout when a row's stride is no multiple of a vector."""
+    from ignis._inductor import config
+    w = _randn(40000)
+    f = {"layer_norm": lambda x: F.layer_norm(x, (40000,), w, None),
+         "rms_norm": lambda x: _rms_norm(x, w),
+         "sum_of_squares": lambda x: (x * x + 1).sum(-1)}[fn]
+    flat = _randn(6 * 40000 + 1)
+    cases = [(flat[:-1].view(6, 40000), True), (flat[1:].view(6, 40000), True),
+             (_randn(6, 40001)[:, 1:], False)]
+    for x, vectors in cases:
+        with config.patch(size_generic=False):
+            compiled = _program(f, x)
+        code = compiled.generated_code
+        assert "if (ig_resident)" not in code, code
+        assert ("for (int32_t ig_c = threadIdx.x;" in code) == vectors, code
+        assert ("*reinterpret_cast<const IgVec<float, 4>*>(" in code) == vectors, code
+        close(compiled(x)[0], f(x), rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
 def test_column_sums_read_rows_of_neighbouring_columns():
     """A sum over rows (layer_norm's weight and bias gradients) is a column
     kernel: each thread a column, a warp a stretch of one row, the row lanes
