@@ -65,8 +65,10 @@ and prints each cell's kernels by GPU time per call as the cell finishes (a run
 cut short keeps the cells it measured): where a row's time goes, for both
 libraries. With it goes the cell's GPU timeline: busy and idle time per call,
 the largest idle gaps with the kernels around them, and the host's
-synchronizing CUDA calls (CUPTI's API records); `--trace DIR` keeps each cell's
-Chrome trace (chrome://tracing, Perfetto).
+synchronizing CUDA calls (CUPTI's API records), and each kernel's launch
+(registers a thread, threads x blocks, the blocks a multiprocessor holds at once
+by Hopper's limits, and the waves of blocks the grid takes); `--trace DIR` keeps
+each cell's Chrome trace (chrome://tracing, Perfetto).
 
 --config NAME=VALUE (repeatable) sets a knob of ignis._inductor.config in
 ignis's children, for A/B runs of one compiler decision:
@@ -494,11 +496,43 @@ def kernel_profile(call, n, timer, trace=None):
     prof.export_chrome_trace(path)
     try:
         timeline = gpu_timeline(path, n)
+        shapes = launch_shapes(path, torch.cuda.get_device_properties(0).multi_processor_count)
     except Exception as e:  # the kernel list stands without it
-        timeline = {"error": f"{type(e).__name__}: {e}"}
+        timeline, shapes = {"error": f"{type(e).__name__}: {e}"}, {}
     if trace is None:
         os.unlink(path)
-    return {"kernels": kernels, "timeline": timeline}
+    return {"kernels": kernels, "timeline": timeline, "shapes": shapes}
+
+
+def launch_shapes(path, sms):
+    """Each kernel's launch as the trace records it (its first launch): registers a
+    thread, threads a block, blocks, and what that gives on `sms` multiprocessors of
+    Hopper's limits -- the blocks one holds at once (by threads, registers allocated
+    8 at a time, shared memory, and 32 blocks) and the waves of blocks the grid
+    takes. A kernel of 1.4 waves idles most of the GPU through its second."""
+    with open(path) as f:
+        events = json.load(f)
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    out = {}
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "kernel" or e.get("name") in out:
+            continue
+        a = e.get("args", {})
+        grid, block = a.get("grid"), a.get("block")
+        regs = int(a.get("registers per thread", 0) or 0)
+        if not grid or not block:
+            continue
+        threads = block[0] * block[1] * block[2]
+        blocks = grid[0] * grid[1] * grid[2]
+        smem = int(a.get("shared memory", 0) or 0)
+        fit = [32, 2048 // max(threads, 1)]
+        if regs:
+            fit.append(65536 // (((regs + 7) // 8 * 8) * threads))
+        if smem:
+            fit.append(233472 // smem)
+        resident = max(min(fit), 1)
+        out[e["name"]] = [regs, threads, blocks, resident, blocks / (sms * resident)]
+    return out
 
 
 def gpu_timeline(path, n):
@@ -775,7 +809,7 @@ def print_profile(row, impl, prof):
     """A cell's kernels by GPU time per call (kernel_profile's list), the 25 largest,
     and its GPU timeline: busy and idle time per call, the largest gaps, the host's
     synchronizing calls."""
-    tl, prof = prof["timeline"], prof["kernels"]
+    tl, shapes, prof = prof["timeline"], prof.get("shapes", {}), prof["kernels"]
     if "error" in tl:
         print(f"\ntimeline of {row} / {impl}: not read ({tl['error']})")
     elif tl:
@@ -788,9 +822,12 @@ def print_profile(row, impl, prof):
     total = sum(k[2] for k in prof)
     print(f"\nkernels of {row} / {impl}: {total:.1f} µs of GPU time per call, "
           f"{sum(k[1] for k in prof):.0f} launches")
-    print("| µs per call | share | launches | kernel |\n| --- | --- | --- | --- |")
+    print("| µs per call | share | launches | registers, threads x blocks: blocks an SM, waves "
+          "| kernel |\n| --- | --- | --- | --- | --- |")
     for name, calls, us in prof[:25]:
-        print(f"| {us:.1f} | {us / total:.1%} | {calls:g} | {name[:110]} |", flush=True)
+        sh = shapes.get(name)
+        launch = f"{sh[0]}, {sh[1]} x {sh[2]}: {sh[3]}, {sh[4]:.2f}" if sh else ""
+        print(f"| {us:.1f} | {us / total:.1%} | {calls:g} | {launch} | {name[:110]} |", flush=True)
 
 
 def main():

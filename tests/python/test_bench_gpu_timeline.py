@@ -43,15 +43,34 @@ def test_no_kernels_gives_an_empty_timeline(tmp_path):
     assert gpu.gpu_timeline(_trace(tmp_path, []), n=1) == {}
 
 
+def test_launch_shapes_give_blocks_a_multiprocessor_and_waves(tmp_path):
+    def k(name, regs, threads, blocks, smem=0):
+        return {"ph": "X", "cat": "kernel", "name": name, "ts": 0, "dur": 1,
+                "args": {"registers per thread": regs, "grid": [blocks, 1, 1],
+                         "block": [threads, 1, 1], "shared memory": smem}}
+    events = [k("norm", 96, 32, 4096), k("norm", 10, 32, 1),  # the first launch counts
+              k("lean", 61, 32, 4096), k("attn", 128, 256, 384, smem=99328),
+              k("wide", 32, 1024, 10)]
+    sh = gpu.launch_shapes(_trace(tmp_path, events), sms=132)
+    # 96 registers x 32 threads: 21 blocks (65536 / 3072); 4096 / (132 * 21) waves
+    assert sh["norm"][:4] == [96, 32, 4096, 21]
+    assert sh["norm"][4] == pytest.approx(4096 / (132 * 21))
+    assert sh["lean"][3] == 32  # 64 registers allocated: the 32-block limit
+    assert sh["attn"][3] == 2   # shared memory: two blocks of 97 KiB
+    assert sh["wide"][3] == 2   # threads: 2048 / 1024
+
+
 def test_print_profile_shows_the_timeline_and_the_kernels(capsys):
     prof = {"timeline": {"span_us": 20.0, "busy_us": 13.0, "idle_us": 7.0,
                          "gaps": [[12.0, "c", "d"]], "syncs": {"cudaDeviceSynchronize": [1, 2.0]}},
-            "kernels": [["k1", 2, 10.0], ["k2", 1, 3.0]]}
+            "kernels": [["k1", 2, 10.0], ["k2", 1, 3.0]],
+            "shapes": {"k1": [96, 32, 4096, 21, 1.4776]}}
     gpu.print_profile("row", "ignis.compile", prof)
     out = capsys.readouterr().out
     assert "span 20.0 µs, GPU busy 13.0, idle 7.0" in out
     assert "gap 12.0 µs after c before d" in out
     assert "host cudaDeviceSynchronize: 1 a call, 2.0 µs" in out
-    assert "| 10.0 | 76.9% | 2 | k1 |" in out
+    assert "| 10.0 | 76.9% | 2 | 96, 32 x 4096: 21, 1.48 | k1 |" in out
+    assert "| 3.0 | 23.1% | 1 |  | k2 |" in out
     gpu.print_profile("row", "x", {"timeline": {"error": "ValueError: bad"}, "kernels": []})
     assert "not read (ValueError: bad)" in capsys.readouterr().out
