@@ -134,6 +134,45 @@ def test_softmax_special_values(fn):
     check(getattr(ignis, fn)(ix, 0), getattr(torch, fn)(tx, 0), equal_nan=True)
 
 
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "_safe_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_softmax_over_few_long_rows(fn, dtype):
+    """Note [Softmax over few long rows] (kernels/cpu/softmax.cpp): rows of
+    at least 32768 elements, fewer than 64, split into chunks over the
+    threads; NumPy's float64 values (the edge rows against torch), and the
+    same bits on 1 and 2 threads."""
+    inf, nan = np.inf, np.nan
+    x = rand((5, 40000), "float64", scale=4.0)
+    x[1, 123] = nan
+    x[2, :20000] = -inf                 # -inf over whole chunks
+    x[3] = -inf                         # a row of -inf
+    x[4, 39999] = 60.0                  # the max in the last chunk
+    ix = ignis.from_numpy(x).to(getattr(ignis, dtype))
+    fns = {"softmax": ignis.softmax, "log_softmax": ignis.log_softmax,
+           "_safe_softmax": ignis.ops._safe_softmax}
+    f = fns[fn]
+    prev = ignis.get_num_threads()
+    try:
+        ignis.set_num_threads(1)
+        one = f(ix, 1)
+        ignis.set_num_threads(2)
+        two = f(ix, 1)
+    finally:
+        ignis.set_num_threads(prev)
+    np.testing.assert_array_equal(as_np(one), as_np(two))
+    tx = torch.from_numpy(x).to(getattr(torch, dtype))
+    want = torch._safe_softmax(tx, 1) if fn == "_safe_softmax" else getattr(torch, fn)(tx, 1)
+    check(two, want, equal_nan=True)
+    xf = as_np(ix).astype(np.float64)  # the input as ignis holds it
+    rows = [0, 4] + ([2] if fn != "log_softmax" else [])
+    m = xf[rows].max(axis=1, keepdims=True)
+    e = np.exp(xf[rows] - m)
+    ref = e / e.sum(axis=1, keepdims=True)
+    ref = np.log(ref) if fn == "log_softmax" else ref
+    tol = 2e-2 if dtype == "bfloat16" else 1e-5
+    np.testing.assert_allclose(as_np(two)[rows].astype(np.float64), ref, rtol=tol, atol=tol * 1e-2)
+
+
 def test_softmax_functional_forms():
     x = rand((3, 4, 5))
     ix, tx = both(x)

@@ -1,7 +1,9 @@
 #include "ignis/kernels/cpu/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "ignis/kernels/cpu/nn_util.h"
@@ -49,10 +51,105 @@ inline void softmax_row(const A* __restrict x, A* __restrict y, int64_t n) {
   }
 }
 
-// Softmax over the last (contiguous) dimension: one row per slice.
+// Note [Softmax over few long rows]
+// A thread a row leaves threads idle when rows are fewer than threads (a
+// 4M-wide softmax ran on one of two). Rows of at least 2 * kRowChunk
+// elements, fewer than kFewRows of them, split into chunks of kRowChunk,
+// every (row, chunk) an item of three parallel passes: the chunks' maxima,
+// folded per row in chunk order; the chunks' sums of exp(x - max), folded
+// likewise (float and double softmax keep the exps in the output); the
+// outputs. Which rows split depends on the shape alone and the folds on the
+// chunks, so the results do not depend on the thread count; they differ
+// from a whole row's fold only in the sum's rounding.
+constexpr int64_t kRowChunk = 16384;
+constexpr int64_t kFewRows = 64;
+
+template <typename T, SoftmaxKind K>
+void softmax_few_rows(T* out, const T* in, int64_t rows, int64_t n, int nt) {
+  using A = opmath_t<T>;
+  const int64_t chunks = (n + kRowChunk - 1) / kRowChunk, items = rows * chunks;
+  std::vector<A> part(items), max(rows), sum(rows);
+  auto span = [&](int64_t it, int64_t& at, int64_t& len) {
+    const int64_t r = it / chunks, c = it % chunks;
+    at = r * n + c * kRowChunk;
+    len = std::min(kRowChunk, n - c * kRowChunk);
+    return r;
+  };
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<A> ibuf, obuf;
+    int64_t at = 0, len = 0;
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < items; ++it) {
+      span(it, at, len);
+      part[it] = row_max(RowIn<T>::get(in + at, len, ibuf), len);
+    }
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      A m = -std::numeric_limits<A>::infinity();
+      for (int64_t c = 0; c < chunks; ++c) m = part[r * chunks + c] > m ? part[r * chunks + c] : m;
+      max[r] = m;
+    }
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t r = span(it, at, len);
+      const A* x = RowIn<T>::get(in + at, len, ibuf);
+      const A m = max[r];
+      A s = A(0);
+      if constexpr (K != SoftmaxKind::LogSoftmax && std::is_same_v<A, T>) {
+        T* y = out + at;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < len; ++i) {
+          const A e = vexp(x[i] - m);
+          y[i] = e;
+          s += e;
+        }
+      } else {
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < len; ++i) s += vexp(x[i] - m);
+      }
+      part[it] = s;
+    }
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      A s = A(0);
+      for (int64_t c = 0; c < chunks; ++c) s += part[r * chunks + c];
+      sum[r] = s;
+    }
+#pragma omp for schedule(static)
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t r = span(it, at, len);
+      const A* x = RowIn<T>::get(in + at, len, ibuf);
+      RowOut<T> y(out + at, len, obuf);
+      const A m = max[r];
+      if (K == SoftmaxKind::SafeSoftmax && m == -std::numeric_limits<A>::infinity()) {
+        for (int64_t i = 0; i < len; ++i) y.p[i] = A(0);
+      } else if constexpr (K == SoftmaxKind::LogSoftmax) {
+        const A ls = std::log(sum[r]);
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i) y.p[i] = (x[i] - m) - ls;
+      } else if constexpr (std::is_same_v<A, T>) {  // the exps are in the output
+        const A inv = A(1) / sum[r];
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i) y.p[i] *= inv;
+      } else {
+        const A inv = A(1) / sum[r];
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i) y.p[i] = vexp(x[i] - m) * inv;
+      }
+      y.flush();
+    }
+  }
+}
+
+// Softmax over the last (contiguous) dimension: one row per slice, or
+// chunks of rows when the rows are fewer than the threads.
 template <typename T, SoftmaxKind K>
 void softmax_lastdim(T* out, const T* in, int64_t rows, int64_t n) {
   using A = opmath_t<T>;
+  if (rows < kFewRows && n >= 2 * kRowChunk)
+    return softmax_few_rows<T, K>(out, in, rows, n,
+                                  omp_in_parallel() ? 1 : threads_for(rows * n, kParallelGrain));
   parallel_rows(rows, n, [&](int64_t r0, int64_t r1) {
     std::vector<A> ibuf, obuf;
     for (int64_t r = r0; r < r1; ++r) {
