@@ -117,9 +117,9 @@ class Lowering {
   // pointwise value that several kernels recompute and that reads two or
   // more tensors of its full shape costs less stored: one write by the first
   // kernel (fused there as a second output) and one read by each later
-  // one, against every read again by each. lower() lowers such graphs a
-  // second time with those values realized. Loads of broadcast operands
-  // (a bias row) do not count: they stay in cache.
+  // one, against every read again by each. lower_graph lowers such graphs
+  // again with those values realized, while new ones appear. Loads of
+  // broadcast operands (a bias row) do not count: they stay in cache.
   std::map<std::string, std::string> recomputed_across_kernels() const {
     std::unordered_map<std::string, std::vector<std::string>> kernels;
     for (const Kernel& k : p_.kernels)
