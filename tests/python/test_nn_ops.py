@@ -173,6 +173,40 @@ def test_softmax_over_few_long_rows(fn, dtype):
     np.testing.assert_allclose(as_np(two)[rows].astype(np.float64), ref, rtol=tol, atol=tol * 1e-2)
 
 
+@pytest.mark.parametrize("fn", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_norms_over_few_long_rows(fn, dtype):
+    """Few long rows of layer_norm and rms_norm split into chunks over the
+    threads (kernels/cpu/norm.cpp): torch's values, the weight and bias read
+    at each chunk's offset, the same bits on 1 and 2 threads; layer_norm's
+    saved mean and rstd too."""
+    n = 40000
+    x = rand((3, n), "float64", scale=3.0) + 5.0
+    w, b = rand((n,), "float64"), rand((n,), "float64")
+    ix, iw, ib = (ignis.from_numpy(a).to(getattr(ignis, dtype)) for a in (x, w, b))
+    tx, tw, tb = (torch.from_numpy(a).to(getattr(torch, dtype)) for a in (x, w, b))
+
+    def run(threads):
+        prev = ignis.get_num_threads()
+        ignis.set_num_threads(threads)
+        try:
+            if fn == "layer_norm":
+                return ignis.ops.native_layer_norm(ix, [n], iw, ib, 1e-5)
+            return (IF.rms_norm(ix, (n,), iw, 1e-6),)
+        finally:
+            ignis.set_num_threads(prev)
+
+    one, two = run(1), run(2)
+    for a, c in zip(one, two):
+        np.testing.assert_array_equal(as_np(a), as_np(c))
+    if fn == "layer_norm":
+        want = torch.native_layer_norm(tx, [n], tw, tb, 1e-5)
+        for got, ref in zip(two, want):
+            check(got, ref)
+    else:
+        check(two[0], TF.rms_norm(tx, (n,), tw, 1e-6))
+
+
 def test_softmax_functional_forms():
     x = rand((3, 4, 5))
     ix, tx = both(x)
