@@ -1152,20 +1152,30 @@ class CudaKernelPrinter {
     const int64_t inner = k_.inner_numel();
     const std::string in2 = ind + "  ";
     declare_scratch(ind);
+    print_passes(ind, [&](size_t li) {
+      os_ << ind << "for (" << it_ << " ig_e = threadIdx.x; ig_e < "
+          << numel(k_.inner_sizes, inner) << "; ig_e += blockDim.x) {\n";
+      print_unravel(k_.inner, k_.inner_sizes, "ig_e", in2);
+      print_body(li, in2, false, Part::PerElement);
+      print_accumulate(li, in2);
+      os_ << ind << "}\n";
+    });
+  }
+
+  // A row kernel's passes in order at `ind`: a scalar block as it is; an
+  // inner pass as its accumulators and row-invariant nodes, then
+  // `over_row(li)` (the pass's loop over the row, however the path walks
+  // it), its block reduction; each followed by the barrier its stores need.
+  // The online pair's sum pass is folded into its max pass, so not printed.
+  void print_passes(const std::string& ind, const std::function<void(size_t)>& over_row) {
     for (size_t li = 0; li < k_.loops.size(); ++li) {
-      const Loop& l = k_.loops[li];
       if (online_ && li == online_->sum_loop) continue;
-      if (!l.inner) {
+      if (!k_.loops[li].inner) {
         print_body(li, ind, true);
       } else {
         print_acc_init(li, ind);
         print_nodes(li, ind, Part::Invariant);
-        os_ << ind << "for (" << it_ << " ig_e = threadIdx.x; ig_e < "
-            << numel(k_.inner_sizes, inner) << "; ig_e += blockDim.x) {\n";
-        print_unravel(k_.inner, k_.inner_sizes, "ig_e", in2);
-        print_body(li, in2, false, Part::PerElement);
-        print_accumulate(li, in2);
-        os_ << ind << "}\n";
+        over_row(li);
         print_block_reduce(li, ind);
       }
       print_pass_barrier(li, ind);
@@ -1185,25 +1195,14 @@ class CudaKernelPrinter {
     const std::string i2 = ind + "  ";
     vec_.emplace();
     declare_scratch(ind);
-    for (size_t li = 0; li < k_.loops.size(); ++li) {
-      const Loop& l = k_.loops[li];
-      if (online_ && li == online_->sum_loop) continue;
-      if (!l.inner) {
-        print_body(li, ind, true);
-        print_pass_barrier(li, ind);
-        continue;
-      }
-      print_acc_init(li, ind);
-      print_nodes(li, ind, Part::Invariant);
+    print_passes(ind, [&](size_t li) {
       os_ << "#pragma unroll 4\n" << ind << "for (" << it_ << " ig_c = threadIdx.x; ig_c < " << nvec
           << "; ig_c += blockDim.x) {\n";
       os_ << i2 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
       print_unravel(head, k_.inner_sizes, "ig_e0", i2);
       print_lanes(li, v, base, width, i2);
       os_ << ind << "}\n";
-      print_block_reduce(li, ind);
-      print_pass_barrier(li, ind);
-    }
+    });
     vec_.reset();
   }
 
@@ -1429,23 +1428,13 @@ class CudaKernelPrinter {
       }
       os_ << i2 << "}\n" << ind << "}\n";
     }
-    for (size_t li = 0; li < k_.loops.size(); ++li) {
-      const Loop& l = k_.loops[li];
-      if (!l.inner) {
-        print_body(li, ind, true);
-        print_pass_barrier(li, ind);
-        continue;
-      }
-      print_acc_init(li, ind);
-      print_nodes(li, ind, Part::Invariant);
+    print_passes(ind, [&](size_t li) {
       vec_->filling.clear();
       open_chunk_loop(head, chunks, nvec, width, ind);
       print_lanes(li, v, base, width, i3);
       os_ << i2 << "}\n" << ind << "}\n";
       vec_->cached.insert(vec_->filling.begin(), vec_->filling.end());
-      print_block_reduce(li, ind);
-      print_pass_barrier(li, ind);
-    }
+    });
     vec_.reset();
   }
 
