@@ -668,43 +668,23 @@ class CudaKernelPrinter {
                              const std::string& ind) {
     vec_->loads.clear();
     vec_->stores.clear();
-    const std::vector<bool> inv = row_invariant_nodes(k_, li);
-    const Loop& l = k_.loops[li];
-    for (size_t i = 0; i < l.body.size(); ++i) {
-      const ScalarNode& s = l.body[i];
-      if (s.kind != ScalarKind::Load || (k_.loops[li].inner && !inv.empty() && inv[i])) continue;
+    auto vector_load = [&](const ScalarNode& s) {
       const std::string key = access_key(s.buffer, s.index);
       if (vec_->cached.count(key) || vec_->loads.count(key) || !access_form(s.index, v).unit)
-        continue;
+        return;
       const std::string name = "ig_vl" + std::to_string(vec_->names++);
       os_ << ind << "const " << vec_type(s.buffer, width) << " " << name << " = *reinterpret_cast<const "
           << vec_type(s.buffer, width) << "*>(" << ptr_name(p_.buffers[size_t(s.buffer)]) << " + ("
           << sz_.expr(sym::subs(s.index, {{v, base}})) << "));\n";
       vec_->loads.emplace(key, name);
-    }
-    // A value kept by a pass that is not printed (the online pair's sum
-    // pass) is recomputed here: its loads move as vectors too.
-    if (online_ && !vec_->registers)
-      for (const ScalarNode& r : l.body) {
-        if (r.kind != ScalarKind::Ref || r.acc >= 0 || !online_->recomputed.count(r.scratch)) continue;
-        const Loop& src = k_.loops[online_->sum_loop];
-        for (const auto& [node, sc] : src.spills) {
-          if (sc != r.scratch) continue;
-          const std::vector<bool> cone = node_cone(online_->sum_loop, node);
-          for (size_t i = 0; i < src.body.size(); ++i) {
-            const ScalarNode& x = src.body[i];
-            if (!cone[i] || x.kind != ScalarKind::Load) continue;
-            const std::string key = access_key(x.buffer, x.index);
-            if (vec_->loads.count(key) || !access_form(x.index, v).unit) continue;
-            const std::string name = "ig_vl" + std::to_string(vec_->names++);
-            os_ << ind << "const " << vec_type(x.buffer, width) << " " << name
-                << " = *reinterpret_cast<const " << vec_type(x.buffer, width) << "*>("
-                << ptr_name(p_.buffers[size_t(x.buffer)]) << " + ("
-                << sz_.expr(sym::subs(x.index, {{v, base}})) << "));\n";
-            vec_->loads.emplace(key, name);
-          }
-        }
-      }
+    };
+    const std::vector<bool> inv = row_invariant_nodes(k_, li);
+    const Loop& l = k_.loops[li];
+    for (size_t i = 0; i < l.body.size(); ++i)
+      if (l.body[i].kind == ScalarKind::Load && !(l.inner && !inv.empty() && inv[i]))
+        vector_load(l.body[i]);
+    if (!vec_->registers)
+      for (const ScalarNode* x : recomputed_loads(li)) vector_load(*x);
     for (const Store& st : l.stores) {
       const std::string key = access_key(st.buffer, st.index);
       if (vec_->stores.count(key) || !access_form(st.index, v).unit) continue;
@@ -712,6 +692,25 @@ class CudaKernelPrinter {
       os_ << ind << vec_type(st.buffer, width) << " " << name << ";\n";
       vec_->stores.emplace(key, name);
     }
+  }
+
+  // The loads of the values loop li reads from the online pair's sum pass,
+  // which is not printed: li recomputes them (Note [Online max and sum of
+  // exps]), and its vectors load their operands too.
+  std::vector<const ScalarNode*> recomputed_loads(size_t li) const {
+    std::vector<const ScalarNode*> out;
+    if (!online_) return out;
+    const Loop& sum = k_.loops[online_->sum_loop];
+    for (const ScalarNode& r : k_.loops[li].body) {
+      if (r.kind != ScalarKind::Ref || r.acc >= 0 || !online_->recomputed.count(r.scratch)) continue;
+      for (const auto& [node, sc] : sum.spills) {
+        if (sc != r.scratch) continue;
+        const std::vector<bool> cone = node_cone(online_->sum_loop, node);
+        for (size_t i = 0; i < sum.body.size(); ++i)
+          if (cone[i] && sum.body[i].kind == ScalarKind::Load) out.push_back(&sum.body[i]);
+      }
+    }
+    return out;
   }
 
   // After the element loop: the vector stores of loop li.
