@@ -137,7 +137,7 @@ def test_softmax_special_values(fn):
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax", "_safe_softmax"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_softmax_over_few_long_rows(fn, dtype):
-    """Note [Softmax over few long rows] (kernels/cpu/softmax.cpp): rows of
+    """Note [Few long rows] (kernels/cpu/nn_util.h): rows of
     at least 32768 elements, fewer than 64, split into chunks over the
     threads; NumPy's float64 values (the edge rows against torch), and the
     same bits on 1 and 2 threads."""
@@ -177,7 +177,7 @@ def test_softmax_over_few_long_rows(fn, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_norms_over_few_long_rows(fn, dtype):
     """Few long rows of layer_norm and rms_norm split into chunks over the
-    threads (kernels/cpu/norm.cpp): torch's values, the weight and bias read
+    threads (Note [Few long rows], kernels/cpu/nn_util.h): torch's values, the weight and bias read
     at each chunk's offset, the same bits on 1 and 2 threads; layer_norm's
     saved mean and rstd too."""
     n = 40000

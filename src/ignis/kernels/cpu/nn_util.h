@@ -40,6 +40,37 @@ void parallel_rows(int64_t n, int64_t work_per_item, F f) {
   }
 }
 
+// Note [Few long rows]
+// A thread a row leaves threads idle when rows are fewer than threads (a
+// 4M-wide softmax ran on one of two). The row kernels (softmax and
+// log_softmax, layer_norm and rms_norm) split rows of at least 2 * kChunk
+// elements, fewer than kFewRows of them, into chunks of kChunk: every
+// (row, chunk) is an item of parallel passes, and each reduction is folded
+// per row in chunk order. Which rows split depends on the shape alone and
+// the folds on the chunks, so the results do not depend on the thread
+// count; they differ from a whole row's fold only in rounding.
+struct RowChunks {
+  static constexpr int64_t kChunk = 16384, kFewRows = 64;
+  static bool apply(int64_t rows, int64_t n) { return rows < kFewRows && n >= 2 * kChunk; }
+
+  RowChunks(int64_t rows, int64_t n)
+      : rows(rows), n(n), chunks((n + kChunk - 1) / kChunk), items(rows * chunks) {}
+  // Item it: its row, where it starts in the row, its elements.
+  int64_t row(int64_t it) const { return it / chunks; }
+  int64_t begin(int64_t it) const { return (it % chunks) * kChunk; }
+  int64_t length(int64_t it) const { return std::min(kChunk, n - begin(it)); }
+  // Row r's per-item values folded in chunk order.
+  template <typename A, typename F>
+  A fold(const std::vector<A>& part, int64_t r, A init, F f) const {
+    for (int64_t c = 0; c < chunks; ++c) init = f(init, part[size_t(r * chunks + c)]);
+    return init;
+  }
+  // The split's team: one thread inside another parallel region.
+  int threads() const { return omp_in_parallel() ? 1 : threads_for(rows * n, kParallelGrain); }
+
+  int64_t rows, n, chunks, items;
+};
+
 // Half <-> float for a run of n values, eight at a time with the F16C
 // instructions when the build targets them (same round-to-nearest-even).
 inline void widen(const Half* src, float* dst, int64_t n) {

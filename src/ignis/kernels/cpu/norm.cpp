@@ -35,55 +35,36 @@ const opmath_t<T>* opt_data(const Tensor& t) {
   return t.defined() ? t.data<opmath_t<T>>() : nullptr;
 }
 
-// Few long rows (as Note [Softmax over few long rows], softmax.cpp): rows of
-// at least 2 * kNormChunk elements, fewer than kFewNormRows, split into
-// chunks over the threads, each reduction a pass over every (row, chunk)
-// folded per row in chunk order (the same bits on any thread count).
-constexpr int64_t kNormChunk = 16384;
-constexpr int64_t kFewNormRows = 64;
-
-bool few_long_rows(int64_t rows, int64_t n) { return rows < kFewNormRows && n >= 2 * kNormChunk; }
-
-// layer_norm (centre true: mean and centred variance) or rms_norm over few
-// long rows; mean_p and rstd_p may be null.
+// layer_norm (centre: the mean, then the centred variance) or rms_norm over
+// rows split by RowChunks (Note [Few long rows], nn_util.h); mean_p and
+// rstd_p may be null.
 template <typename T>
-void norm_few_rows(const T* src, T* dst, int64_t rows, int64_t n, bool centre, double eps,
+void norm_few_rows(const T* src, T* dst, const RowChunks& rc, bool centre, double eps,
                    const opmath_t<T>* w, const opmath_t<T>* b, T* mean_p, T* rstd_p) {
   using A = opmath_t<T>;
-  const int64_t chunks = (n + kNormChunk - 1) / kNormChunk, items = rows * chunks;
-  std::vector<A> part(items), mu(rows, A(0)), rs(rows);
-  const int nt = omp_in_parallel() ? 1 : threads_for(rows * n, kParallelGrain);
-#pragma omp parallel num_threads(nt)
+  const int64_t n = rc.n;
+  std::vector<A> part(size_t(rc.items)), mu(size_t(rc.rows), A(0)), rs(size_t(rc.rows));
+  const auto add = [](A a, A v) { return a + v; };
+#pragma omp parallel num_threads(rc.threads())
   {
     std::vector<A> ibuf, obuf;
-    auto chunk = [&](int64_t it, int64_t& c0, int64_t& len) {
-      const int64_t r = it / chunks;
-      c0 = (it % chunks) * kNormChunk;
-      len = std::min(kNormChunk, n - c0);
-      return r;
-    };
-    int64_t c0 = 0, len = 0;
     if (centre) {
 #pragma omp for schedule(static)
-      for (int64_t it = 0; it < items; ++it) {
-        const int64_t r = chunk(it, c0, len);
-        const A* x = RowIn<T>::get(src + r * n + c0, len, ibuf);
+      for (int64_t it = 0; it < rc.items; ++it) {
+        const int64_t len = rc.length(it);
+        const A* x = RowIn<T>::get(src + rc.row(it) * n + rc.begin(it), len, ibuf);
         A s = A(0);
 #pragma omp simd reduction(+ : s)
         for (int64_t i = 0; i < len; ++i) s += x[i];
         part[it] = s;
       }
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        A s = A(0);
-        for (int64_t c = 0; c < chunks; ++c) s += part[r * chunks + c];
-        mu[r] = s / A(n);
-      }
+      for (int64_t r = 0; r < rc.rows; ++r) mu[r] = rc.fold(part, r, A(0), add) / A(n);
     }
 #pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
-      const int64_t r = chunk(it, c0, len);
-      const A* x = RowIn<T>::get(src + r * n + c0, len, ibuf);
+    for (int64_t it = 0; it < rc.items; ++it) {
+      const int64_t r = rc.row(it), len = rc.length(it);
+      const A* x = RowIn<T>::get(src + r * n + rc.begin(it), len, ibuf);
       const A m = mu[r];
       A v = A(0);
 #pragma omp simd reduction(+ : v)
@@ -91,16 +72,14 @@ void norm_few_rows(const T* src, T* dst, int64_t rows, int64_t n, bool centre, d
       part[it] = v;
     }
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      A v = A(0);
-      for (int64_t c = 0; c < chunks; ++c) v += part[r * chunks + c];
-      rs[r] = A(1) / std::sqrt(v / A(n) + A(eps));
+    for (int64_t r = 0; r < rc.rows; ++r) {
+      rs[r] = A(1) / std::sqrt(rc.fold(part, r, A(0), add) / A(n) + A(eps));
       if (mean_p) mean_p[r] = static_cast<T>(mu[r]);
       if (rstd_p) rstd_p[r] = static_cast<T>(rs[r]);
     }
 #pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
-      const int64_t r = chunk(it, c0, len);
+    for (int64_t it = 0; it < rc.items; ++it) {
+      const int64_t r = rc.row(it), c0 = rc.begin(it), len = rc.length(it);
       const A* x = RowIn<T>::get(src + r * n + c0, len, ibuf);
       RowOut<T> y(dst + r * n + c0, len, obuf);
       affine_row<A>(x, y.p, len, rs[r], -mu[r] * rs[r], w ? w + c0 : nullptr,
@@ -121,8 +100,8 @@ void layer_norm_typed(const Tensor& out, const Tensor& mean, const Tensor& rstd,
   T* dst = out.data<T>();
   T* mean_p = mean.data<T>();
   T* rstd_p = rstd.data<T>();
-  if (few_long_rows(rows, n))
-    return norm_few_rows<T>(src, dst, rows, n, true, eps, w, b, mean_p, rstd_p);
+  if (RowChunks::apply(rows, n))
+    return norm_few_rows<T>(src, dst, RowChunks(rows, n), true, eps, w, b, mean_p, rstd_p);
   parallel_rows(rows, n, [&](int64_t r0, int64_t r1) {
     std::vector<A> ibuf, obuf;
     for (int64_t r = r0; r < r1; ++r) {
@@ -152,8 +131,8 @@ void rms_norm_typed(const Tensor& out, const Tensor& in, const Tensor& weight, i
   const A* w = opt_data<T>(weight);
   const T* src = in.data<T>();
   T* dst = out.data<T>();
-  if (few_long_rows(rows, n))
-    return norm_few_rows<T>(src, dst, rows, n, false, eps, w, nullptr, nullptr, nullptr);
+  if (RowChunks::apply(rows, n))
+    return norm_few_rows<T>(src, dst, RowChunks(rows, n), false, eps, w, nullptr, nullptr, nullptr);
   parallel_rows(rows, n, [&](int64_t r0, int64_t r1) {
     std::vector<A> ibuf, obuf;
     for (int64_t r = r0; r < r1; ++r) {

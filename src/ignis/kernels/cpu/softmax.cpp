@@ -51,48 +51,29 @@ inline void softmax_row(const A* __restrict x, A* __restrict y, int64_t n) {
   }
 }
 
-// Note [Softmax over few long rows]
-// A thread a row leaves threads idle when rows are fewer than threads (a
-// 4M-wide softmax ran on one of two). Rows of at least 2 * kRowChunk
-// elements, fewer than kFewRows of them, split into chunks of kRowChunk,
-// every (row, chunk) an item of three parallel passes: the chunks' maxima,
-// folded per row in chunk order; the chunks' sums of exp(x - max), folded
-// likewise (float and double softmax keep the exps in the output); the
-// outputs. Which rows split depends on the shape alone and the folds on the
-// chunks, so the results do not depend on the thread count; they differ
-// from a whole row's fold only in the sum's rounding.
-constexpr int64_t kRowChunk = 16384;
-constexpr int64_t kFewRows = 64;
-
+// Rows split by RowChunks (Note [Few long rows], nn_util.h): the chunks'
+// maxima, the chunks' sums of exp(x - max) (float and double softmax keep
+// the exps in the output), the outputs.
 template <typename T, SoftmaxKind K>
-void softmax_few_rows(T* out, const T* in, int64_t rows, int64_t n, int nt) {
+void softmax_few_rows(T* out, const T* in, const RowChunks& rc) {
   using A = opmath_t<T>;
-  const int64_t chunks = (n + kRowChunk - 1) / kRowChunk, items = rows * chunks;
-  std::vector<A> part(items), max(rows), sum(rows);
-  auto span = [&](int64_t it, int64_t& at, int64_t& len) {
-    const int64_t r = it / chunks, c = it % chunks;
-    at = r * n + c * kRowChunk;
-    len = std::min(kRowChunk, n - c * kRowChunk);
-    return r;
-  };
-#pragma omp parallel num_threads(nt)
+  const int64_t n = rc.n;
+  std::vector<A> part(size_t(rc.items)), max(size_t(rc.rows)), sum(size_t(rc.rows));
+#pragma omp parallel num_threads(rc.threads())
   {
     std::vector<A> ibuf, obuf;
-    int64_t at = 0, len = 0;
 #pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
-      span(it, at, len);
-      part[it] = row_max(RowIn<T>::get(in + at, len, ibuf), len);
+    for (int64_t it = 0; it < rc.items; ++it) {
+      const int64_t len = rc.length(it);
+      part[it] = row_max(RowIn<T>::get(in + rc.row(it) * n + rc.begin(it), len, ibuf), len);
     }
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      A m = -std::numeric_limits<A>::infinity();
-      for (int64_t c = 0; c < chunks; ++c) m = part[r * chunks + c] > m ? part[r * chunks + c] : m;
-      max[r] = m;
-    }
+    for (int64_t r = 0; r < rc.rows; ++r)
+      max[r] = rc.fold(part, r, -std::numeric_limits<A>::infinity(),
+                       [](A m, A v) { return v > m ? v : m; });
 #pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
-      const int64_t r = span(it, at, len);
+    for (int64_t it = 0; it < rc.items; ++it) {
+      const int64_t r = rc.row(it), at = r * n + rc.begin(it), len = rc.length(it);
       const A* x = RowIn<T>::get(in + at, len, ibuf);
       const A m = max[r];
       A s = A(0);
@@ -111,14 +92,11 @@ void softmax_few_rows(T* out, const T* in, int64_t rows, int64_t n, int nt) {
       part[it] = s;
     }
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      A s = A(0);
-      for (int64_t c = 0; c < chunks; ++c) s += part[r * chunks + c];
-      sum[r] = s;
-    }
+    for (int64_t r = 0; r < rc.rows; ++r)
+      sum[r] = rc.fold(part, r, A(0), [](A a, A v) { return a + v; });
 #pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
-      const int64_t r = span(it, at, len);
+    for (int64_t it = 0; it < rc.items; ++it) {
+      const int64_t r = rc.row(it), at = r * n + rc.begin(it), len = rc.length(it);
       const A* x = RowIn<T>::get(in + at, len, ibuf);
       RowOut<T> y(out + at, len, obuf);
       const A m = max[r];
@@ -147,9 +125,7 @@ void softmax_few_rows(T* out, const T* in, int64_t rows, int64_t n, int nt) {
 template <typename T, SoftmaxKind K>
 void softmax_lastdim(T* out, const T* in, int64_t rows, int64_t n) {
   using A = opmath_t<T>;
-  if (rows < kFewRows && n >= 2 * kRowChunk)
-    return softmax_few_rows<T, K>(out, in, rows, n,
-                                  omp_in_parallel() ? 1 : threads_for(rows * n, kParallelGrain));
+  if (RowChunks::apply(rows, n)) return softmax_few_rows<T, K>(out, in, RowChunks(rows, n));
   parallel_rows(rows, n, [&](int64_t r0, int64_t r1) {
     std::vector<A> ibuf, obuf;
     for (int64_t r = r0; r < r1; ++r) {
