@@ -510,9 +510,7 @@ def launch_shapes(path, sms):
     Hopper's limits -- the blocks one holds at once (by threads, registers allocated
     8 at a time, shared memory, and 32 blocks) and the waves of blocks the grid
     takes. A kernel of 1.4 waves idles most of the GPU through its second."""
-    with open(path) as f:
-        events = json.load(f)
-    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    events = trace_events(path)
     out = {}
     for e in events:
         if e.get("ph") != "X" or e.get("cat") != "kernel" or e.get("name") in out:
@@ -535,15 +533,20 @@ def launch_shapes(path, sms):
     return out
 
 
+def trace_events(path):
+    """The events of a Chrome trace as torch.profiler exports it."""
+    with open(path) as f:
+        events = json.load(f)
+    return events.get("traceEvents", events) if isinstance(events, dict) else events
+
+
 def gpu_timeline(path, n):
     """Where the wall time of n profiled calls goes on the GPU: the span from the
     first kernel's start to the last one's end, the time some kernel, copy or
     memset ran (busy), the idle gaps (the largest, with the kernels around
     them), and the host's synchronizing CUDA calls (syncs and device-to-host
     copies), per call."""
-    with open(path) as f:
-        events = json.load(f)
-    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    events = trace_events(path)
     gpu = sorted(((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e.get("name", ""))
                   for e in events if e.get("ph") == "X" and
                   e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")), key=lambda g: g[0])
