@@ -3,7 +3,7 @@
 Rows (bfloat16): `ln768`, layer_norm(x + r) over 4096 x 768 (GPT-2-small's residual add and
 layer norm: a short row, about one round of blocks); `layer_norm` over 16384 x 4096 and
 `softmax` over 8192 x 8192 (bench/gpu.py's rows: long rows, many rounds). Each setting of
-`row_vectors_per_thread:row_prefetch[:row_occupancy]` compiles every row in a child process of its own (a
+`row_vectors_per_thread:row_prefetch[:row_occupancy[:row_one_wave]]` compiles every row in a child process of its own (a
 fresh cache directory), checks the output against ignis eager, and times it with CUDA events
 (median of rounds, bench/gpu.py's Timer); `--peer` adds torch.compile on the same inputs.
 Prints us per call, the GB/s moved (inputs read once, output written once) and each setting
@@ -71,11 +71,11 @@ def child(args):
         return
     if args.impl == "ignis":
         import ignis._inductor.config as config
-        vectors, prefetch, *occupancy = args.setting.split(":")
+        vectors, prefetch, *rest = args.setting.split(":")
         config.cuda.row_vectors_per_thread = int(vectors)
         config.cuda.row_prefetch = bool(int(prefetch))
-        if occupancy:
-            config.cuda.row_occupancy = bool(int(occupancy[0]))
+        for knob, value in zip(("row_occupancy", "row_one_wave"), rest):
+            setattr(config.cuda, knob, bool(int(value)))
     timer = G.Timer(lib, "cuda")
     out = {}
     with lib.no_grad():
@@ -103,8 +103,8 @@ def run(impl, setting, rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--settings", default="4:0,4:1,2:1,1:1",
-                    help="row_vectors_per_thread:row_prefetch[:row_occupancy], comma-separated "
-                         "(row_occupancy left out: its default)")
+                    help="row_vectors_per_thread:row_prefetch[:row_occupancy[:row_one_wave]], "
+                         "comma-separated (a knob left out: its default)")
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--peer", action="store_true", help="add torch.compile")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -120,8 +120,9 @@ def main():
     for s in settings:
         v, p, *o = s.split(":") + ([] if s.count(":") else [""])
         if not (v.isdigit() and 1 <= int(v) <= 8 and p in ("0", "1") and
-                len(o) <= 1 and all(x in ("0", "1") for x in o)):
-            ap.error(f"--settings: {s!r} is not VECTORS:PREFETCH[:OCCUPANCY] (1-8 : 0 or 1 : 0 or 1)")
+                len(o) <= 2 and all(x in ("0", "1") for x in o)):
+            ap.error(f"--settings: {s!r} is not VECTORS:PREFETCH[:OCCUPANCY[:ONE_WAVE]] "
+                     "(1-8, then 0 or 1 each)")
     results = {("ignis", s): run("ignis", s, args.rows) for s in settings}
     if any("skipped" in r for r in results.values()):
         print("skipped:", next(r["skipped"] for r in results.values() if "skipped" in r))
@@ -129,7 +130,7 @@ def main():
     if args.peer:
         results[("torch.compile", "")] = run("torch", "", args.rows)
     cols = list(results)
-    names = [f"ignis {s} (vectors:prefetch[:occupancy])" if impl == "ignis" else impl
+    names = [f"ignis {s} (vectors:prefetch[:occupancy[:one_wave]])" if impl == "ignis" else impl
              for impl, s in cols]
     print("| row | " + " | ".join(names) + " |")
     print("| --- |" + " --- |" * len(cols))

@@ -976,10 +976,18 @@ def test_row_kernels_follow_the_cuda_knobs():
     weight, bias = kernel_arg(short, "arg1_1"), kernel_arg(short, "arg2_1")
     assert short.count(f"ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>({weight} ") == 1
     assert short.index(f"ig_pf = *reinterpret_cast<const IgVec<ig_bf16, 8>*>({bias} ") < first_pass
-    assert "__launch_bounds__(32)" in short
+    assert "__launch_bounds__(32) " in short
+    # Note [One wave of short rows]: 4096 one-warp rows ask for 32 blocks a
+    # multiprocessor (one round on 132); 16384 rows of 4096 could never run
+    # in one round, and 96-thread blocks cannot be 32 a multiprocessor.
+    one_wave = {"cuda.row_one_wave": True}
+    assert "__launch_bounds__(32, 32) " in source(4096, 768, **one_wave)
+    assert "__launch_bounds__(128) " in source(16384, 4096, **one_wave)
+    assert "__launch_bounds__(96) " in source(
+        4096, 768, **one_wave, **{"cuda.row_vectors_per_thread": 1})
     assert "ig_pf" not in source(16384, 4096)
     assert "ig_pf" not in source(4096, 768, **{"cuda.row_prefetch": False})
-    assert "__launch_bounds__(96)" in source(4096, 768, **{"cuda.row_vectors_per_thread": 1})
+    assert "__launch_bounds__(96) " in source(4096, 768, **{"cuda.row_vectors_per_thread": 1})
     fn, shapes = HOST_CASES["layer_norm"]
     gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), [ignis.randn(*s) for s in shapes])
     with config.patch(size_generic=False):

@@ -102,6 +102,11 @@ class cuda:  # noqa: N801
     # GPT-2's 50304-wide logits; docs/compiler.md, "Online max and sum of
     # exps").
     online_softmax = True
+    # ... and whether a row kernel whose grid fits one round of blocks asks
+    # ptxas (__launch_bounds__'s minimum blocks) for the registers that let
+    # every row run at once (docs/compiler.md, "One wave of short rows"; off
+    # until a GPU run measures it against the spills it costs).
+    row_one_wave = False
 
 
 def _is_symbolic(value):
@@ -186,6 +191,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_prefetch": int(bool(cuda.row_prefetch)),
         "cuda_row_occupancy": int(bool(cuda.row_occupancy)),
         "cuda_online_softmax": int(bool(cuda.online_softmax)),
+        "cuda_row_one_wave": int(bool(cuda.row_one_wave)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

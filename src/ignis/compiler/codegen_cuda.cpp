@@ -311,12 +311,16 @@ class CudaKernelPrinter {
     if (!out.size_params.empty())
       tail += ", const IgParams<" + std::to_string(out.size_params.size()) + "> P";
     tail += ") {\n" + os_.str() + "}\n\n";
-    key_ = std::to_string(out.launch.threads) + tail;
+    const std::string bounds = std::to_string(out.launch.threads) +
+                               (out.launch.min_blocks > 0
+                                    ? ", " + std::to_string(out.launch.min_blocks)
+                                    : std::string());
+    key_ = bounds + tail;
     out_ << "// " << k_.name << ": ";
     for (size_t i = 0; i < k_.origins.size(); ++i) out_ << (i ? ", " : "") << k_.origins[i];
     out_ << "\n" << args_comment_;
-    out_ << "extern \"C\" __global__ void __launch_bounds__(" << out.launch.threads << ") "
-         << symbol_ << tail;
+    out_ << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") " << symbol_
+         << tail;
     return out;
   }
 
@@ -1053,7 +1057,10 @@ class CudaKernelPrinter {
         else
           online_.reset();
       }
-      if (chunks > 0) launch->threads = threads;
+      if (chunks > 0) {
+        launch->threads = threads;
+        if (options_.cuda_row_one_wave) launch->min_blocks = one_wave_blocks(rows, threads);
+      }
     }
     // A row that streams moves vectors too where the pointers allow.
     const int stream_width = chunks == 0 && statics ? width : 1;
@@ -1100,6 +1107,32 @@ class CudaKernelPrinter {
   static double row_waves(int64_t rows, int threads, int64_t regs) {
     constexpr int64_t kMultiprocessors = 132;
     return double(rows) / double(kMultiprocessors * blocks_per_sm(threads, regs));
+  }
+
+  // Note [One wave of short rows]
+  // A kernel of short rows (GPT-2's residual add and layer norm: 4096 rows
+  // of 768, a warp each) takes about as long as one row when every row is
+  // resident at once, and twice that when the last rows wait for a second
+  // round of blocks. ptxas sizes a thread's registers for the code, not the
+  // grid: the norm above took 96 registers, so a multiprocessor held 21
+  // one-warp blocks and 4096 rows ran in 1.48 rounds (Triton's kernel of
+  // the same rows: 61-64 registers, 32 blocks, one round). When the grid
+  // fits one round at all, the kernel asks for it through
+  // __launch_bounds__'s minimum blocks a multiprocessor, so long as that
+  // leaves a thread kMinRowRegisters (ptxas then keeps the registers to
+  // 65536 / (blocks * threads), spilling what does not fit to local
+  // memory, which L1 holds: 92-120 bytes a thread for GPT-2's norms, by
+  // ptxas -v). config.cuda.row_one_wave turns it on; it stays off until a
+  // GPU run weighs the round it saves against those spills
+  // (bench/gpu_rows.py's fourth setting, bench/gpu.py --config).
+  static constexpr int64_t kMinRowRegisters = 64;
+  static int one_wave_blocks(int64_t rows, int threads) {
+    constexpr int64_t kMultiprocessors = 132, kThreadsPerSM = 2048, kBlocksPerSM = 32;
+    const int64_t want = (rows + kMultiprocessors - 1) / kMultiprocessors;
+    if (want <= 1 || want > std::min(kBlocksPerSM, kThreadsPerSM / threads) ||
+        65536 / (want * threads) < kMinRowRegisters)
+      return 0;
+    return int(want);
   }
 
   // The blocks of `threads` threads, each holding `regs` registers of the

@@ -41,6 +41,10 @@ namespace ignis::compiler {
 struct CudaLaunch {
   int threads = 256;
   int64_t blocks = 1;
+  // __launch_bounds__'s second argument, the blocks a multiprocessor must be
+  // able to hold at once (ptxas keeps the registers a thread to that); 0:
+  // none (Note [One wave of short rows], codegen_cuda.cpp).
+  int min_blocks = 0;
   // Device memory the kernel takes as its `char* ig_ws` argument (after the
   // buffers), of which the first zeroed_bytes are zero when it starts: a
   // split column reduction's counters and partials (Note [Split column

@@ -235,6 +235,10 @@ struct CompilerOptions {
   // streaming pass where a row would hold a multiprocessor alone
   // (config.cuda.online_softmax; Note [Online max and sum of exps]).
   bool cuda_online_softmax = true;
+  // ... and whether a row kernel whose grid fits one round of blocks asks
+  // ptxas for registers that let it (config.cuda.row_one_wave; Note [One
+  // wave of short rows], codegen_cuda.cpp; off until measured on a GPU).
+  bool cuda_row_one_wave = false;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;
