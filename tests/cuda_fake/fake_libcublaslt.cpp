@@ -4,11 +4,13 @@
 // semantics: column-major operands of (rows, cols, ld), op(A) = A or A^T by
 // the TRANSA/TRANSB flags, strided batches, D = alpha * op(A) op(B) +
 // beta * C (C unread when beta is 0), the BIAS epilogue adding bias[i] to
-// row i of D, TF32 rounding of float inputs under CUBLAS_COMPUTE_32F_FAST_TF32.
+// row i of D, then the RELU or GELU epilogue (cuBLASLt's GELU is the tanh
+// form) on the unrounded value, TF32 rounding of float inputs under
+// CUBLAS_COMPUTE_32F_FAST_TF32.
 // It checks what a real cuBLASLt would reject (inconsistent shapes, ld
 // smaller than rows, a workspace the algorithm needs but was not given) and,
-// like cuBLASLt on some GPUs, has no algorithm for a float64 BIAS epilogue,
-// so that ignis's fallback runs. What it cannot check: the GPU's own
+// like cuBLASLt on some GPUs, has no algorithm for a float64 BIAS, RELU or
+// GELU epilogue, so that ignis's fallbacks run. What it cannot check: the GPU's own
 // alignment rules and arithmetic, which gpu_check.sh does.
 // While the stream captures a CUDA graph, a product is recorded in the fake
 // driver's graph (fake_cuda_capture_host_work) with the descriptors and
@@ -152,7 +154,7 @@ int cublasLtMatmulAlgoGetHeuristic(void*, FakeDesc* d, FakeLayout* a, FakeLayout
   int64_t m, n, k;
   if (requested < 1 || !shapes(d, a, b, c, &m, &n, &k) || c->ld != dd->ld) return 7;
   *count = 0;
-  if ((d->epilogue & 4) && c->type == 1) return 15;  // no float64 bias epilogue
+  if ((d->epilogue & (4 | 2 | 32)) && c->type == 1) return 15;  // no float64 epilogues
   std::memset(results, 0, sizeof(HeuristicResult));
   results[0].workspace = 4096;  // so that ignis must pass a workspace
   *count = 1;
@@ -221,6 +223,9 @@ static void run_product(void* p) {
         double v = al * acc;
         if (be != 0) v += be * load(C, c->type, oc + i + j * c->ld);
         if (d->epilogue & 4) v += load(d->bias, c->type, i);
+        if (d->epilogue & 2) v = v > 0 || v != v ? v : 0.0;
+        if (d->epilogue & 32)
+          v = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
         store(D, dl->type, od + i + j * dl->ld, v);
       }
   }

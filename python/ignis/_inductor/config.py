@@ -107,6 +107,11 @@ class cuda:  # noqa: N801
     # every row run at once (docs/compiler.md, "One wave of short rows"; off
     # until a GPU run measures it against the spills it costs).
     row_one_wave = False
+    # Products: relu(linear(...)) and gelu(linear(...), approximate='tanh')
+    # run as one cuBLASLt call with its RELU / GELU epilogue instead of a
+    # product and a pointwise kernel (docs/compiler.md, "Activation
+    # epilogues"; the erf GELU has no such epilogue).
+    activation_epilogues = True
 
 
 def _is_symbolic(value):
@@ -192,6 +197,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_occupancy": int(bool(cuda.row_occupancy)),
         "cuda_online_softmax": int(bool(cuda.online_softmax)),
         "cuda_row_one_wave": int(bool(cuda.row_one_wave)),
+        "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

@@ -239,6 +239,9 @@ struct CompilerOptions {
   // ptxas for registers that let it (config.cuda.row_one_wave; Note [One
   // wave of short rows], codegen_cuda.cpp; off until measured on a GPU).
   bool cuda_row_one_wave = false;
+  // GPU products: relu and the tanh GELU of an addmm fold into cuBLASLt's
+  // epilogue (config.cuda.activation_epilogues; graph/passes/gemm_activation.h).
+  bool cuda_activation_epilogues = true;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

@@ -15,6 +15,7 @@
 #include "ignis/core/error.h"
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
+#include "ignis/graph/passes/gemm_activation.h"
 #include "ignis/graph/passes/row_scatter.h"
 #include "ignis/graph/passes/sink_gather.h"
 #include "ignis/kernels/scalar_ops.h"
@@ -1388,7 +1389,8 @@ Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
 }  // namespace
 
 Program lower(const graph::Graph& g, const CompilerOptions& options) {
-  if (!graph::has_sinkable_gather(g) && !graph::has_row_scatter(g))
+  const bool fold_activations = options.cuda_activation_epilogues && graph::has_gemm_activation(g);
+  if (!graph::has_sinkable_gather(g) && !graph::has_row_scatter(g) && !fold_activations)
     return lower_graph(g, options);
   // The caller's graph stays as it was traced: the rewrite works on a copy,
   // which the program keeps (its extern steps point into it).
@@ -1401,6 +1403,7 @@ Program lower(const graph::Graph& g, const CompilerOptions& options) {
   }
   graph::rewrite_row_scatters(*copy);
   graph::sink_gathers(*copy);
+  if (fold_activations) graph::fold_gemm_activations(*copy);
   Program p = lower_graph(*copy, options);
   p.rewritten = std::move(copy);
   return p;

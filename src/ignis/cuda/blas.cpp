@@ -22,7 +22,7 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 std::atomic<bool> g_allow_tf32{false};
 std::atomic<int64_t> g_plans{0}, g_plan_hits{0}, g_matmuls{0}, g_bias_epilogues{0},
-    g_no_algorithm{0};
+    g_no_algorithm{0}, g_activation_epilogues{0};
 
 // The largest power of two (at most 256) dividing a pointer: the heuristic
 // must only propose kernels whose vector loads that alignment allows, and
@@ -133,7 +133,7 @@ Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
   uint32_t epilogue = static_cast<uint32_t>(key.epilogue);
   IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                               sizeof(epilogue)));
-  if (epilogue == CUBLASLT_EPILOGUE_BIAS) {
+  if (epilogue & CUBLASLT_EPILOGUE_BIAS) {
     int32_t bias_type = type;
     IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                 &bias_type, sizeof(bias_type)));
@@ -187,7 +187,11 @@ bool lt_matmul(const GemmCall& c, const Stream& stream) {
   key.compute = compute_type(c.data_type);
   key.trans_a = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   key.trans_b = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  key.epilogue = c.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  // The epilogue's bits: BIAS, then RELU or GELU (RELU_BIAS is RELU | BIAS).
+  uint32_t epilogue = c.bias ? CUBLASLT_EPILOGUE_BIAS : 0;
+  if (c.activation == GemmActivation::Relu) epilogue |= CUBLASLT_EPILOGUE_RELU;
+  if (c.activation == GemmActivation::GeluTanh) epilogue |= CUBLASLT_EPILOGUE_GELU;
+  key.epilogue = epilogue ? epilogue : CUBLASLT_EPILOGUE_DEFAULT;
   key.m = c.m, key.n = c.n, key.k = c.k, key.batch = c.batch;
   key.a_rows = c.a.rows, key.a_cols = c.a.cols, key.lda = c.a.ld;
   key.stride_a = c.batch > 1 ? c.a.batch_stride : 0;
@@ -229,6 +233,7 @@ bool lt_matmul(const GemmCall& c, const Stream& stream) {
   if (st != CUBLAS_STATUS_SUCCESS) throw_cublas_error(st, "cublasLtMatmul");
   ++g_matmuls;
   if (c.bias) ++g_bias_epilogues;
+  if (c.activation != GemmActivation::None) ++g_activation_epilogues;
   return true;
 }
 
@@ -236,8 +241,8 @@ bool allow_tf32() { return g_allow_tf32.load(); }
 void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
 
 BlasStats blas_stats() {
-  return {g_plans.load(), g_plan_hits.load(), g_matmuls.load(), g_bias_epilogues.load(),
-          g_no_algorithm.load()};
+  return {g_plans.load(),          g_plan_hits.load(),     g_matmuls.load(),
+          g_bias_epilogues.load(), g_no_algorithm.load(), g_activation_epilogues.load()};
 }
 
 }  // namespace ignis::cuda

@@ -15,6 +15,9 @@ namespace ignis::cuda {
 
 // One column-major operand as cuBLASLt stores it: `rows` x `cols` with
 // leading dimension `ld`, matrices of a batch `batch_stride` elements apart.
+// The pointwise function an epilogue applies after the bias.
+enum class GemmActivation : uint8_t { None, Relu, GeluTanh };
+
 struct LtMatrix {
   const void* data = nullptr;
   int64_t rows = 0, cols = 0, ld = 0, batch_stride = 0;
@@ -25,7 +28,10 @@ struct LtMatrix {
 // op(B) k x n. All matrices have `data_type` (a cudaDataType); the product
 // accumulates in float (double for CUDA_R_64F), or in TF32 for float32 when
 // allow_tf32() is set. `bias` (length m, data_type, may be null) is added
-// to every column by cuBLASLt's BIAS epilogue.
+// to every column by cuBLASLt's BIAS epilogue; `activation` then applies
+// ReLU or GELU to every element of D (cuBLASLt's RELU and GELU epilogues,
+// on the float result before it is rounded to data_type; cuBLASLt's GELU is
+// the tanh form, torch's gelu(approximate='tanh')).
 struct GemmCall {
   int device = 0;
   int data_type = 0;
@@ -35,6 +41,7 @@ struct GemmCall {
   void* d = nullptr;
   int64_t ldd = 0, batch_stride_d = 0;
   const void* bias = nullptr;
+  GemmActivation activation = GemmActivation::None;
   double alpha = 1, beta = 0;
 };
 
@@ -56,10 +63,12 @@ bool allow_tf32();
 void set_allow_tf32(bool on);
 
 // Counters, for tests: plans built (each one heuristic query), calls served
-// from the cache, matmuls run, of which with the BIAS epilogue, and calls
-// that found no algorithm (the caller then copies its operands).
+// from the cache, matmuls run, of which with the BIAS epilogue and with a
+// RELU or GELU one, and calls that found no algorithm (the caller then
+// copies its operands, or applies the activation itself).
 struct BlasStats {
-  int64_t plans = 0, plan_hits = 0, matmuls = 0, bias_epilogues = 0, no_algorithm = 0;
+  int64_t plans = 0, plan_hits = 0, matmuls = 0, bias_epilogues = 0, no_algorithm = 0,
+          activation_epilogues = 0;
 };
 BlasStats blas_stats();
 

@@ -65,7 +65,9 @@ inline constexpr int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8;  // const void*
 inline constexpr int CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26;  // int32_t cudaDataType
 // cublasLtEpilogue_t
 inline constexpr uint32_t CUBLASLT_EPILOGUE_DEFAULT = 1;
+inline constexpr uint32_t CUBLASLT_EPILOGUE_RELU = 2;
 inline constexpr uint32_t CUBLASLT_EPILOGUE_BIAS = 4;
+inline constexpr uint32_t CUBLASLT_EPILOGUE_GELU = 32;  // the tanh form
 // cublasLtMatrixLayoutAttribute_t
 inline constexpr int CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5;            // int32_t
 inline constexpr int CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6;   // int64_t

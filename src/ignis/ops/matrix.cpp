@@ -120,6 +120,30 @@ void addmm_cpu(OpCall& c) {
   else cpu::bmm_into(as_batch(out), as_batch(c.tensor(1)), as_batch(c.tensor(2)), beta, alpha);
 }
 
+// _addmm_act(self, mat1, mat2, *, beta, alpha, activation): relu(addmm) or
+// gelu(addmm, approximate='tanh') -- the two functions cuBLASLt's
+// epilogues compute (its GELU is the tanh form), which the CUDA compiler
+// folds into a product (graph/passes/gemm_activation.h); on CUDA one
+// cuBLASLt call (matrix_cuda.cpp). Not torch's _addmm_activation, whose
+// use_gelu is the tanh form on CUDA and the erf form on the CPU: this one
+// is the same function on every device. The CPU runs addmm and then the
+// activation in place, as eager's two ops.
+bool addmm_act_gelu(const IValue& activation) {
+  const std::string& a = activation.to_string();
+  IGNIS_CHECK_VALUE(a == "relu" || a == "gelu_tanh",
+                    "_addmm_act: activation must be 'relu' or 'gelu_tanh', got '", a, "'");
+  return a == "gelu_tanh";
+}
+void addmm_act_meta(OpCall& c) {
+  addmm_act_gelu(c.args[5]);
+  addmm_meta<false>(c);
+}
+void addmm_act_cpu(OpCall& c) {
+  addmm_cpu<false>(c);
+  if (addmm_act_gelu(c.args[5])) OpRef("gelu_").call(c.outputs[0], std::string("tanh"));
+  else OpRef("relu_").call(c.outputs[0]);
+}
+
 // ---- dot / mv -------------------------------------------------------------------------
 void dot_meta(OpCall& c) {
   const Tensor &a = c.tensor(0), &b = c.tensor(1);
@@ -275,6 +299,15 @@ void addmm_bw(GradCtx& c) {
     c.set(2, alpha == 1.0 ? g : mul(g, alpha));
   }
 }
+// Through its decomposition: the activation of addmm, recomputed.
+void addmm_act_bw(GradCtx& c) {
+  const Scalar beta = c.scalar(3), alpha = c.scalar(4);
+  const bool gelu = addmm_act_gelu(c.args[5]);
+  vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
+    Tensor pre = op("addmm", in[0], in[1], in[2], beta, alpha);
+    return gelu ? op("gelu", pre, std::string("tanh")) : op("relu", pre);
+  });
+}
 void dot_bw(GradCtx& c) {
   if (c.needs_grad(0)) c.set(0, mul(c.grad(), c.in(1)));
   if (c.needs_grad(1)) c.set(1, mul(c.grad(), c.in(0)));
@@ -309,6 +342,13 @@ void register_matrix_ops() {
       .cuda(baddbmm_cuda)
       .doc("beta * self + alpha * bmm(batch1, batch2)")
       .derivative(addmm_bw<true>, "batch1, batch2").core();
+  def("_addmm_act(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, "
+      "str activation) -> Tensor")
+      .category(OpCategory::Template).both().meta(addmm_act_meta).cpu(addmm_act_cpu)
+      .cuda(addmm_act_cuda)
+      .doc("relu(addmm(...)) (activation='relu') or gelu(addmm(...), approximate='tanh') "
+           "('gelu_tanh'): on CUDA one cuBLASLt call with its activation epilogue")
+      .derivative(addmm_act_bw, "self, mat1, mat2");
   def("dot(Tensor self, Tensor tensor) -> Tensor")
       .category(OpCategory::Other).both().meta(dot_meta).cpu(dot_cpu).cuda(dot_cuda)
       .doc("inner product of two 1-D tensors")

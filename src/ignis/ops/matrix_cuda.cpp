@@ -1,6 +1,7 @@
 #include "ignis/ops/matrix_cuda.h"
 
 #include "ignis/kernels/cuda/gemm.h"
+#include "ignis/dispatch/dispatcher.h"
 #include "ignis/kernels/device_kernels.h"
 
 namespace ignis {
@@ -60,6 +61,26 @@ void baddbmm_cuda(OpCall& c) {
   // A 1-D self of n elements is the same bias for every matrix of the
   // batch: the epilogue's bias batch stride defaults to 0.
   addmm_into(c, c.outputs[0], c.tensor(1), c.tensor(2));
+}
+
+// _addmm_act: act(beta * self + alpha * mat1 @ mat2) in one cuBLASLt call
+// (its RELU / GELU epilogue, with BIAS for a 1-D self and beta 1; beta 0
+// ignores self), the activation applied to the float result before it is
+// rounded; else addmm and then the activation in place, as eager's two ops.
+void addmm_act_cuda(OpCall& c) {
+  check_dtype(c.tensor(1).dtype(), "addmm_cuda");
+  const Tensor &self = c.tensor(0), &out = c.outputs[0];
+  const double beta = c.scalar(3).to_double();
+  const bool gelu = c.args[5].to_string() == "gelu_tanh";  // checked by the meta rule
+  const auto act = gelu ? cuda::GemmActivation::GeluTanh : cuda::GemmActivation::Relu;
+  const Tensor bias = beta == 1.0 ? self : Tensor();
+  if ((beta == 0.0 || cuda::bias_epilogue_applies(self, out)) &&
+      cuda::bmm_activation_into(as_batch(out), as_batch(c.tensor(1)), as_batch(c.tensor(2)),
+                                c.scalar(4), bias, act))
+    return;
+  addmm_into(c, as_batch(out), as_batch(c.tensor(1)), as_batch(c.tensor(2)));
+  if (gelu) OpRef("gelu_").call(out, std::string("tanh"));
+  else OpRef("relu_").call(out);
 }
 
 void mv_cuda(OpCall& c) {

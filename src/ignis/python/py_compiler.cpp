@@ -207,6 +207,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000, size_generic = 0,
           row_prefetch = o.cuda_row_prefetch, row_occupancy = o.cuda_row_occupancy,
           online_softmax = o.cuda_online_softmax, one_wave = o.cuda_row_one_wave,
+          act_epilogues = o.cuda_activation_epilogues,
           across = o.realize_across_kernels,
           cpu_row_prefetch = o.cpu_row_prefetch;
   const std::pair<const char*, int64_t*> fields[] = {
@@ -225,6 +226,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_row_occupancy", &row_occupancy},
       {"cuda_online_softmax", &online_softmax},
       {"cuda_row_one_wave", &one_wave},
+      {"cuda_activation_epilogues", &act_epilogues},
       {"realize_across_kernels", &across},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
@@ -246,6 +248,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   o.cuda_row_occupancy = row_occupancy != 0;
   o.cuda_online_softmax = online_softmax != 0;
   o.cuda_row_one_wave = one_wave != 0;
+  o.cuda_activation_epilogues = act_epilogues != 0;
   o.realize_across_kernels = across != 0;
   o.cpu_row_prefetch = cpu_row_prefetch != 0;
   IGNIS_CHECK_VALUE(o.cuda_row_vectors >= 1 && o.cuda_row_vectors <= 8,

@@ -68,7 +68,7 @@ Tensor contiguous_copy(const Tensor& x) {
 
 // One attempt: false when cuBLASLt has no algorithm for these layouts.
 bool try_lt(const Tensor& out, const Tensor& a, const Tensor& b, double beta, double alpha,
-            const Tensor& bias) {
+            const Tensor& bias, GemmActivation activation = GemmActivation::None) {
   GemmCall call;
   call.device = device_index(out.device());
   call.data_type = lt_type(out.dtype());
@@ -82,6 +82,7 @@ bool try_lt(const Tensor& out, const Tensor& a, const Tensor& b, double beta, do
   call.ldd = call.m;
   call.batch_stride_d = call.m * call.n;
   call.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  call.activation = activation;
   call.alpha = alpha;
   call.beta = beta;
   return lt_matmul(call, current_stream(call.device));
@@ -126,6 +127,20 @@ void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar&
   }
   IGNIS_FAIL("cuBLASLt has no algorithm for a ", scalar_type_name(out.dtype()), " product of [",
              batch, ", ", m, ", ", k, "] and [", batch, ", ", k, ", ", n, "]");
+}
+
+bool bmm_activation_into(const Tensor& out, const Tensor& a, const Tensor& b,
+                         const Scalar& alpha_s, const Tensor& bias, GemmActivation activation) {
+  const int64_t batch = out.sizes()[0], m = out.sizes()[1], n = out.sizes()[2];
+  lt_type(out.dtype());
+  // k = 0 (act(bias) alone) and empty results go the unfused way.
+  if (batch == 0 || m == 0 || n == 0 || a.sizes()[2] == 0) return false;
+  if (bias.defined() && !bias_epilogue_applies(bias, out)) return false;
+  DeviceGuard guard(device_index(out.device()));
+  const double alpha = alpha_s.to_double();
+  if (try_lt(out, a, b, 0.0, alpha, bias, activation)) return true;
+  Tensor ac = contiguous_copy(a), bc = contiguous_copy(b);
+  return try_lt(out, ac, bc, 0.0, alpha, bias, activation);
 }
 
 }  // namespace ignis::cuda

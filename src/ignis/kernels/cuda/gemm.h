@@ -3,6 +3,7 @@
 
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
+#include "ignis/cuda/blas.h"
 
 namespace ignis::cuda {
 
@@ -18,6 +19,15 @@ namespace ignis::cuda {
 // NotImplementedError for another dtype.
 void bmm_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
               const Scalar& alpha, const Tensor& bias = Tensor());
+
+// out = act(alpha * a @ b + bias) for [B, m, k] and [B, k, n] (bias as
+// bmm_into's, or undefined), with the activation in cuBLASLt's epilogue,
+// applied to the float result before it is rounded to out's dtype. Returns
+// false, having written nothing, when cuBLASLt has no algorithm with that
+// epilogue for these operands (the caller then runs the product and the
+// activation apart); raises as bmm_into otherwise.
+bool bmm_activation_into(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                         const Tensor& bias, GemmActivation activation);
 
 // Whether bmm_into can take `bias` (a 1-D tensor meant to broadcast over
 // the rows of the [m, n] result) through the epilogue: n elements of out's
