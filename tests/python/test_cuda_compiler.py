@@ -513,6 +513,124 @@ def test_linear_gelu_is_a_gemm_extern_and_one_fused_kernel():
         close(compiled(x)[0], F.gelu(lin(x)), rtol=1e-5, atol=1e-5)
 
 
+def _fake_cuda_program(fn, shapes, dtype=ignis.float32, grad=False, **knobs):
+    """The CUDA program of fn's joint graph traced with fake CUDA tensors (no
+    GPU needed)."""
+    from ignis._functorch.aot_autograd import trace_joint
+    from ignis._subclasses.fake_tensor import FakeTensorMode
+    from ignis._inductor import config
+    with FakeTensorMode():
+        args = [ignis.empty(*s, device="cuda", dtype=dtype).requires_grad_(grad) for s in shapes]
+        gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), args)
+    with config.patch(**knobs):
+        return ignis._C._generate_graph_code(gm.graph, None, config.compiler_options())[0]
+
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu_tanh": lambda h: F.gelu(h, approximate="tanh"),
+    "gelu": F.gelu,  # the erf form: no cuBLASLt epilogue
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+@pytest.mark.parametrize("act", list(ACTIVATIONS))
+def test_relu_and_tanh_gelu_fold_into_the_products_epilogue(act, dtype):
+    """graph/passes/gemm_activation.h: relu(linear) and gelu(linear,
+    approximate='tanh') of float32/bfloat16/float16 CUDA tensors are one
+    `_addmm_act` extern (cuBLASLt's RELU / GELU epilogue) and no kernel; the
+    erf GELU and float64 keep the addmm and a pointwise kernel, and so does
+    config.cuda.activation_epilogues=False."""
+    f = ACTIVATIONS[act]
+    shapes = [(16, 32), (64, 32), (64,)]
+    program = _fake_cuda_program(lambda x, w, b: f(F.linear(x, w, b)), shapes,
+                                 getattr(ignis, dtype))
+    folds = act != "gelu" and dtype != "float64"
+    assert ("extern _addmm_act" in program) == folds, program
+    assert ("extern addmm" in program) == (not folds), program
+    assert program.count("\nkernel_") == (0 if folds else 1), program
+    if folds:
+        assert f"extern _addmm_act(arg2_1, arg0_1, buf3, activation='{act}')" in program, program
+        off = _fake_cuda_program(lambda x, w, b: f(F.linear(x, w, b)), shapes,
+                                 getattr(ignis, dtype), **{"cuda.activation_epilogues": False})
+        assert "_addmm_act" not in off and off.count("\nkernel_") == 1
+
+
+def test_folds_in_training_only_where_the_product_has_no_other_reader():
+    """In a joint graph relu's backward reads relu's output (the product has
+    one reader: it folds); the tanh GELU's backward reads the product (it
+    does not); a product that is also returned does not fold either."""
+    shapes = [(16, 32), (64, 32), (64,)]
+    relu = _fake_cuda_program(lambda x, w, b: F.relu(F.linear(x, w, b)).sum(), shapes,
+                              grad=True)
+    assert "extern _addmm_act" in relu
+    gelu = _fake_cuda_program(lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh").sum(),
+                              shapes, grad=True)
+    assert "_addmm_act" not in gelu and "extern addmm" in gelu
+
+    def both(x, w, b):
+        h = F.linear(x, w, b)
+        return F.relu(h), h
+    assert "_addmm_act" not in _fake_cuda_program(both, shapes)
+
+
+def test_addmm_act_names_a_bad_activation():
+    x, w, b = ignis.randn(3, 4), ignis.randn(4, 5), ignis.randn(5)
+    with pytest.raises(ValueError, match="activation must be 'relu' or 'gelu_tanh', got 'gelu'"):
+        ignis.ops._addmm_act(b, x, w, activation="gelu")
+    close(ignis.ops._addmm_act(b, x, w, activation="relu"), F.relu(ignis.addmm(b, x, w)))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype,rtol", [("float32", 1e-5), ("bfloat16", 2e-2), ("float16", 2e-3)])
+@pytest.mark.parametrize("act", ["relu", "gelu_tanh"])
+def test_activation_epilogues_match_eager(act, dtype, rtol):
+    """Compiled (one cuBLASLt call with the epilogue) against eager's addmm
+    and activation: float32 to float rounding (cuBLASLt's GELU is the tanh
+    form; were it the erf form, float32 would differ by up to 5e-4), 16-bit
+    types within a rounding of the output. The eager op itself on CUDA takes
+    the epilogue too (the cuBLASLt counter), with a bias and without."""
+    ignis.manual_seed(0)
+    dt = getattr(ignis, dtype)
+    f = ACTIVATIONS[act]
+    lin = nn.Linear(96, 160).cuda().to(dt)
+    x = (_randn(75, 96) * 2).to(dt)
+    with ignis.no_grad():
+        before = ignis._C._cuda_blas_stats()["activation_epilogues"]
+        got, kernels = compile_and_count(lambda x: f(lin(x)), x)
+        assert kernels == 0
+        assert ignis._C._cuda_blas_stats()["activation_epilogues"] == before + 1
+        close(got, f(lin(x)), rtol=rtol, atol=rtol)
+        for bias, beta in ((lin.bias, 1.0), (None, 0.0)):
+            pre = ignis.addmm(lin.bias, x, lin.weight.t(), beta=beta)
+            one = ignis.ops._addmm_act(lin.bias if bias is not None else pre, x, lin.weight.t(),
+                                       beta=beta, activation=act)
+            close(one, f(pre), rtol=rtol, atol=rtol)
+
+
+@needs_gpu
+def test_a_relu_mlp_trains_like_eager_through_the_epilogue():
+    def make():
+        ignis.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
+    x, target = _randn(10, 8), _randn(10, 4)
+
+    def loss_fn(model, x):
+        d = model(x) - target
+        return (d * d).mean()
+
+    eager_model, comp_model = make(), make()
+    le = loss_fn(eager_model, x)
+    le.backward()
+    before = ignis._C._cuda_blas_stats()["activation_epilogues"]
+    loss, _ = compile_and_count(loss_fn, comp_model, x)
+    loss.backward()
+    assert ignis._C._cuda_blas_stats()["activation_epilogues"] == before + 1
+    close(loss, le, rtol=1e-5)
+    for p, q in zip(eager_model.parameters(), comp_model.parameters()):
+        close(q.grad, p.grad, rtol=1e-5, atol=1e-6)
+
+
 @needs_gpu
 def test_random_ops_run_as_externs_with_eagers_numbers():
     def f(x):

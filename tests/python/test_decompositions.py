@@ -350,6 +350,9 @@ SAMPLES = {
     # ---- matrix products -----------------------------------------------------------
     "dot": [S(F(5), F(5), dtypes=WITH_INT)],
     "mv": [S(F(3, 4), F(4)), S(F(3, 4, layout="transposed"), F(4))],
+    "_addmm_act": [S(F(5), F(3, 4), F(4, 5), activation="relu"),
+                   S(F(3, 5), F(3, 4), F(4, 5, layout="transposed"), beta=0.5, alpha=2.0,
+                     activation="gelu_tanh")],
     "matmul": [S(F(3, 4), F(4, 5)), S(F(2, 3, 4), F(4)), S(F(4), F(2, 4, 3)),
                S(F(2, 1, 3, 4), F(5, 4, 2)), S(F(3, 4), F(4)), S(F(4), F(4)),
                S(F(2, 3, 4), F(4, 5))],
@@ -718,6 +721,10 @@ if HAVE_TORCH:
         "elu.functional": TF.elu, "hardtanh.functional": TF.hardtanh,
         "relu6.functional": TF.relu6, "dropout.functional": TF.dropout,
         "logsigmoid": TF.logsigmoid,
+        # ignis's own op (graph/passes/gemm_activation.h): torch's two ops.
+        "_addmm_act": lambda s, a, b, beta=1, alpha=1, activation="relu": (
+            TF.relu(torch.addmm(s, a, b, beta=beta, alpha=alpha)) if activation == "relu"
+            else TF.gelu(torch.addmm(s, a, b, beta=beta, alpha=alpha), approximate="tanh")),
     }
 
 

@@ -108,6 +108,7 @@ void roll(const OpHandle& op, Stack& s);
 // ---- matrix products (decomp/matrix.cpp) -----------------------------------------------
 void dot(const OpHandle& op, Stack& s);
 void mv(const OpHandle& op, Stack& s);
+void addmm_act(const OpHandle& op, Stack& s);
 
 // ---- nn (decomp/nn.cpp) ------------------------------------------------------------------
 void softmax(const OpHandle& op, Stack& s);  // softmax.int, log_softmax.int, _safe_softmax

@@ -348,7 +348,7 @@ void register_matrix_ops() {
       .cuda(addmm_act_cuda)
       .doc("relu(addmm(...)) (activation='relu') or gelu(addmm(...), approximate='tanh') "
            "('gelu_tanh'): on CUDA one cuBLASLt call with its activation epilogue")
-      .derivative(addmm_act_bw, "self, mat1, mat2");
+      .derivative(addmm_act_bw, "self, mat1, mat2").decomposition(decomp::addmm_act);
   def("dot(Tensor self, Tensor tensor) -> Tensor")
       .category(OpCategory::Other).both().meta(dot_meta).cpu(dot_cpu).cuda(dot_cuda)
       .doc("inner product of two 1-D tensors")

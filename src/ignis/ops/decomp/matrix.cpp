@@ -18,6 +18,15 @@ void dot(const OpHandle& o, Stack& s) {
 }
 
 // mv(m, v) = mm(m, [k, 1]) as a vector.
+// relu(addmm(...)) or gelu(addmm(...), approximate='tanh'): the two ops
+// the CUDA compiler folded (graph/passes/gemm_activation.h).
+void addmm_act(const OpHandle& o, Stack& s) {
+  Args a(o, s);
+  Tensor pre = OpRef("addmm").tensor(a.tensor(0), a.tensor(1), a.tensor(2), a.scalar(3), a.scalar(4));
+  a.ret(a.str(5) == "gelu_tanh" ? OpRef("gelu").tensor(pre, std::string("tanh"))
+                                : OpRef("relu").tensor(pre));
+}
+
 void mv(const OpHandle& o, Stack& s) {
   Args a(o, s);
   Tensor r = mm_op.tensor(a.tensor(0), unsqueeze(a.tensor(1), 1));
