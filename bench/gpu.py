@@ -12,6 +12,8 @@ object (`lib` is `ignis` or `torch`). Rows:
               and bias, 16384x4096 bfloat16 (reads the gradient and x, writes dx)
   mlp         Linear(4096, 16384) + GELU + Linear(16384, 4096) on 8192x4096
               bfloat16, no_grad
+  mlp_relu    the same with ReLU (what ignis folds into cuBLASLt's epilogue:
+              docs/compiler.md, "Activation epilogues on the GPU")
   gpt_fwd     a GPT-2-small-sized model (examples/gpt.py: 12 layers, d=768, 12 heads,
               vocab 50304) on batch 8 x sequence 512, bfloat16 parameters
               (`.to(dtype)`, no autocast), forward with loss, no_grad
@@ -93,7 +95,8 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-ROWS = ["pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "mlp", "gpt_fwd",
+ROWS = ["pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "mlp", "mlp_relu",
+        "gpt_fwd",
         "gpt_train", "attn_fwd", "attn_train", "attn_mask_fwd", "attn_mask_train", "tiny",
         "compile"]
 # library[.how]: eager, compiled with the default mode, compiled with CUDA graphs.
@@ -110,7 +113,7 @@ TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 
 # layer_norm_bwd's weight and bias gradients are sums over all rows, in
 # other orders (torch's CPU kernel sums them in bfloat16: 2% off a float64
 # reference at --quick sizes, where ignis is 0.25% off).
-NORM_TOL = {"mlp": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2, "layer_norm_bwd": 3e-2,
+NORM_TOL = {"mlp": 2e-2, "mlp_relu": 2e-2, "gpt_fwd": 5e-2, "gpt_train": 5e-2, "layer_norm_bwd": 3e-2,
             "attn_fwd": 2e-2, "attn_train": 2e-2, "attn_mask_fwd": 2e-2, "attn_mask_train": 2e-2}
 
 
@@ -253,10 +256,11 @@ def make_case(row, lib, quick, device, wrap=lambda f: f):
         def call():
             return lib.autograd.grad(y, (x, w, b), g, retain_graph=True)
         return call, call, None, 2 * (3 * m * n + 4 * n), {}
-    if row == "mlp":
+    if row in ("mlp", "mlp_relu"):
         m, d, h = S["mlp"]
         nn = lib.nn
-        model = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, d))
+        model = nn.Sequential(nn.Linear(d, h), nn.GELU() if row == "mlp" else nn.ReLU(),
+                              nn.Linear(h, d))
         set_params(lib, model)
         model = wrap(model.to(device=device, dtype=bf16))
         x = t(rng.standard_normal((m, d)), bf16)
