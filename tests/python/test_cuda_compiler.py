@@ -631,6 +631,51 @@ def test_a_relu_mlp_trains_like_eager_through_the_epilogue():
         close(q.grad, p.grad, rtol=1e-5, atol=1e-6)
 
 
+def _run_script(script, cache_dir, **env):
+    """Runs `script` in a new Python process (this ignis, the same driver)
+    with cache_dir as IGNIS_CACHE_DIR; returns its stderr (it must exit 0)."""
+    import os
+    import subprocess
+    env = dict(os.environ, IGNIS_CACHE_DIR=str(cache_dir),
+               PYTHONPATH=str(pathlib.Path(ignis.__file__).parents[1]), **env)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+@needs_gpu
+def test_max_autotune_measures_row_kernels_on_the_gpu_once(tmp_path):
+    """compiler/autotune_cuda.h: a row kernel's variants (vectors a thread,
+    prefetch, one wave) are timed on the GPU and the winner kept on disk; a
+    new process finds the tuned graph in the graph cache, or, lowering
+    again, the winner; a corrupt winner is measured again; a winner on disk
+    is what the code is printed with (vectors=1: 96-thread blocks for rows
+    of 768); the values are eager's."""
+    script = (
+        "import ignis\n"
+        "import ignis.nn.functional as F\n"
+        "ignis.manual_seed(0)\n"
+        "x, r = (ignis.randn(512, 768).cuda().bfloat16() for _ in range(2))\n"
+        "w, b = ignis.randn(768).cuda().bfloat16(), ignis.randn(768).cuda().bfloat16()\n"
+        "f = lambda x, r, w, b: F.layer_norm(x + r, (768,), w, b)\n"
+        "got = ignis.compile(f, mode='max-autotune')(x, r, w, b)\n"
+        "assert (got.float() - f(x, r, w, b).float()).abs().max().item() < 0.1\n")
+    first = _run_script(script, tmp_path)
+    assert "[autotune] kernel_0: vectors=" in first and "variants)" in first, first
+    assert "[autotune]" not in _run_script(script, tmp_path)
+    assert "[autotune]" not in _run_script(script, tmp_path, IGNIS_FX_GRAPH_CACHE="0")
+    winners = [e for e in (tmp_path / "autotune").rglob("*") if e.is_file()]
+    assert winners
+    for entry in winners:
+        entry.write_text("garbage")
+    assert "[autotune] kernel_0: vectors=" in _run_script(script, tmp_path,
+                                                          IGNIS_FX_GRAPH_CACHE="0")
+    for entry in winners:
+        entry.write_text("cuda 1 1 0\n")
+    code = _run_script(script, tmp_path, IGNIS_FX_GRAPH_CACHE="0", IGNIS_LOGS="output_code")
+    assert "__launch_bounds__(96) " in code
+
+
 @needs_gpu
 def test_random_ops_run_as_externs_with_eagers_numbers():
     def f(x):

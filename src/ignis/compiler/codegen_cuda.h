@@ -54,6 +54,7 @@ struct CudaLaunch {
 
 struct CudaKernel {
   std::string symbol;       // the extern "C" name: the kernel's, tagged with the source's hash
+  std::string key;          // its text and launch bounds apart from the name: one key, one kernel
   std::vector<int> params;  // the buffers whose data pointers it takes, in order
   CudaLaunch launch;
   // Size-generic code: the values of the kernel's last argument, an
@@ -74,6 +75,10 @@ struct CudaProgramCode {
 // options.size_generic: sizes are kernel arguments; `lift` false prints the
 // same kernels with the values in place (what T with B substituted equals).
 CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options = {},
+                              bool lift = true);
+// ... each kernel printed under its own options (autotuning's winners; the
+// first's size_generic and tag rule for all).
+CudaProgramCode generate_cuda(const Program& p, const std::vector<CompilerOptions>& per_kernel,
                               bool lift = true);
 
 // The NVRTC options the source is compiled with (those of the eager kernels:

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "ignis/compiler/autotune.h"
+#include "ignis/compiler/autotune_cuda.h"
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/codegen_cuda.h"
 #include "ignis/cuda/device.h"
@@ -87,34 +88,6 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
   return runtime::sha256_hex(k);
 }
 
-// Launches kernel k of a CUDA program on the current stream of `device`
-// with the data pointers of its parameter buffers (every generated kernel
-// strides over its work, so launch_strided may cap the grid).
-void launch_cuda(cuda::CUfunction f, const Executable::Kern& k, const std::vector<char*>& ptrs,
-                 int device) {
-  std::vector<char*> values;
-  values.reserve(k.params.size());
-  for (int b : k.params) values.push_back(ptrs[size_t(b)]);
-  cuda::DeviceGuard guard(device);
-  const cuda::Stream stream = cuda::current_stream(device);
-  // A split reduction's workspace (Note [Split column reductions]): from the
-  // caching allocator, so a later kernel on this stream may reuse it once
-  // this one is done; its counters zeroed on the same stream.
-  Storage workspace;
-  if (k.workspace_bytes > 0) {
-    workspace = allocate_storage(size_t(k.workspace_bytes), Device(DeviceType::CUDA, device));
-    values.push_back(static_cast<char*>(workspace->data()));
-    if (k.zeroed_bytes > 0)
-      IGNIS_CU(cuMemsetD8Async(reinterpret_cast<cuda::CUdeviceptr>(workspace->data()), 0,
-                               size_t(k.zeroed_bytes), stream.handle));
-  }
-  std::vector<void*> args;
-  for (char*& v : values) args.push_back(&v);
-  // A size-generic kernel's IgParams<N>: N int64s, laid out as the vector.
-  if (!k.size_params.empty()) args.push_back(const_cast<int64_t*>(k.size_params.data()));
-  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), stream);
-}
-
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -165,6 +138,31 @@ class ProgressLine {
 
 }  // namespace
 
+void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
+                        const std::vector<char*>& ptrs, int device) {
+  std::vector<char*> values;
+  values.reserve(k.params.size());
+  for (int b : k.params) values.push_back(ptrs[size_t(b)]);
+  cuda::DeviceGuard guard(device);
+  const cuda::Stream stream = cuda::current_stream(device);
+  // A split reduction's workspace (Note [Split column reductions]): from the
+  // caching allocator, so a later kernel on this stream may reuse it once
+  // this one is done; its counters zeroed on the same stream.
+  Storage workspace;
+  if (k.workspace_bytes > 0) {
+    workspace = allocate_storage(size_t(k.workspace_bytes), Device(DeviceType::CUDA, device));
+    values.push_back(static_cast<char*>(workspace->data()));
+    if (k.zeroed_bytes > 0)
+      IGNIS_CU(cuMemsetD8Async(reinterpret_cast<cuda::CUdeviceptr>(workspace->data()), 0,
+                               size_t(k.zeroed_bytes), stream.handle));
+  }
+  std::vector<void*> args;
+  for (char*& v : values) args.push_back(&v);
+  // A size-generic kernel's IgParams<N>: N int64s, laid out as the vector.
+  if (!k.size_params.empty()) args.push_back(const_cast<int64_t*>(k.size_params.data()));
+  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), stream);
+}
+
 void CompiledGraph::enable_profile(bool on) {
   std::lock_guard<std::mutex> lock(profile_mutex_);
   profiling_ = on;
@@ -184,8 +182,21 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   if (program.device.is_cuda()) {
     // One NVRTC unit for every kernel; the cubin cache (cuda/kernel_cache.h)
     // keeps it per machine, so there is no library for the code cache and
-    // the graph cache needs no code key. (No autotuning on the GPU yet.)
-    CudaProgramCode code = generate_cuda(program, options.compiler);
+    // the graph cache needs no code key. max-autotune measures the row
+    // kernels' knobs on this GPU first (autotune_cuda.h).
+    std::vector<CompilerOptions> per_kernel(std::max<size_t>(program.kernels.size(), 1),
+                                            options.compiler);
+    std::vector<std::string> report;
+    if (options.autotune && !program.kernels.empty()) {
+      ProgressLine progress("autotuning " + std::to_string(program.kernels.size()) +
+                                " CUDA kernels",
+                            options.progress_delay_s);
+      CudaAutotuneResult tuned = autotune_cuda(program, options.compiler, cache.dir());
+      per_kernel = std::move(tuned.per_kernel);
+      report = std::move(tuned.report);
+      autotune_measured_ = tuned.measured;
+    }
+    CudaProgramCode code = generate_cuda(program, per_kernel);
     exec_ = make_executable(program, plan);
     exec_.source = std::move(code.source);
     exec_.source_prelude_bytes = int64_t(code.prelude_bytes);
@@ -202,6 +213,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
       k.zeroed_bytes = code.kernels[i].launch.zeroed_bytes;
       k.size_params = code.kernels[i].size_params;
     }
+    exec_.autotune_report = std::move(report);
     code_key->clear();
     return;
   }
@@ -487,7 +499,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       std::optional<profiler::Scope> kernel_event;
       if (profiled) kernel_event.emplace(profiler::EventKind::Compiled, s.label);
       if (p.device.is_cuda())
-        launch_cuda(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
+        launch_cuda_kernel(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
                     p.device.index);
       else
         run_cpu_kernel(size_t(s.index), ptrs);

@@ -36,6 +36,13 @@ struct CompileGraphOptions {
   double progress_delay_s = 2.0;
 };
 
+// Launches kernel k of a CUDA program (its function f) on the current
+// stream of `device` with the data pointers of its parameter buffers
+// (`ptrs` indexed by buffer; every generated kernel strides over its work,
+// so launch_strided may cap the grid).
+void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
+                        const std::vector<char*>& ptrs, int device);
+
 class CompiledGraph {
  public:
   CompiledGraph(const graph::Graph& g, CompileGraphOptions options = {});
