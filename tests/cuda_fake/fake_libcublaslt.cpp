@@ -155,9 +155,14 @@ int cublasLtMatmulAlgoGetHeuristic(void*, FakeDesc* d, FakeLayout* a, FakeLayout
   if (requested < 1 || !shapes(d, a, b, c, &m, &n, &k) || c->ld != dd->ld) return 7;
   *count = 0;
   if ((d->epilogue & (4 | 2 | 32)) && c->type == 1) return 15;  // no float64 epilogues
-  std::memset(results, 0, sizeof(HeuristicResult));
-  results[0].workspace = 4096;  // so that ignis must pass a workspace
-  *count = 1;
+  // Three "algorithms" (one computation), so that choosing among them runs.
+  const int algos = requested < 3 ? requested : 3;
+  std::memset(results, 0, sizeof(HeuristicResult) * size_t(algos));
+  for (int i = 0; i < algos; ++i) {
+    results[i].algo[0] = uint64_t(i);
+    results[i].workspace = 4096;  // so that ignis must pass a workspace
+  }
+  *count = algos;
   return 0;
 }
 

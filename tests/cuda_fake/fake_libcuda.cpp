@@ -136,8 +136,13 @@ CUresult cuMemAlloc_v2(unsigned long long* p, size_t n) {
   // (0xFF), so that a kernel reading what nothing wrote shows as NaN
   // instead of the zeros a fresh host page would give. Under
   // FAKE_CUDA_NO_WORK zeros: what kernels would have written stays valid
-  // (an index a host-side check reads is 0, in range).
-  void* q = malloc(n); memset(q, no_work() ? 0 : 0xFF, n);
+  // (an index a host-side check reads is 0, in range). Aligned as the
+  // driver's allocations are (at least 256 bytes; 512 here): malloc's 16
+  // would make pointer alignments, which cuBLASLt's plans are keyed by,
+  // change from run to run.
+  void* q = nullptr;
+  if (posix_memalign(&q, 512, n ? n : 1) != 0) return 2;
+  memset(q, no_work() ? 0 : 0xFF, n);
   g_used += n; g_sizes[q] = n; *p = (unsigned long long)q; return 0; }
 CUresult cuMemFree_v2(unsigned long long p) { if (unsafe_call_refused()) return 900; std::lock_guard<std::mutex> l(g_mu); g_used -= g_sizes[(void*)p]; g_sizes.erase((void*)p); free((void*)p); return 0; }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {

@@ -677,6 +677,34 @@ def test_max_autotune_measures_row_kernels_on_the_gpu_once(tmp_path):
 
 
 @needs_gpu
+def test_max_autotune_times_the_products_cublaslt_algorithms_once(tmp_path):
+    """Note [GEMM algorithms timed] (cuda/blas.cpp): under max-autotune a
+    product's first call times the heuristic's candidates and keeps the
+    choice on disk; a new process takes it from there without timing; the
+    default mode times nothing; the values are eager's."""
+    def script(mode):
+        return (
+            "import ignis\n"
+            "import ignis.nn as nn\n"
+            "ignis.manual_seed(0)\n"
+            "m = nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 32)).cuda()\n"
+            "x = ignis.randn(48, 64).cuda()\n"
+            "with ignis.no_grad():\n"
+            f"    got = ignis.compile(m, mode={mode!r})(x)\n"
+            "    assert (got - m(x)).abs().max().item() < 1e-4\n"
+            "s = ignis._C._cuda_blas_stats()\n"
+            "import sys\n"
+            "sys.stderr.write(f\"timed={s['algorithms_timed']} cached={s['algorithms_cached']}\\n\")\n")
+    assert "timed=0 cached=0" in _run_script(script("default"), tmp_path / "a")
+    first = _run_script(script("max-autotune"), tmp_path / "b")
+    assert "timed=2 cached=0" in first, first
+    again = _run_script(script("max-autotune"), tmp_path / "b", IGNIS_FX_GRAPH_CACHE="0")
+    assert "timed=0 cached=2" in again, again
+    stored = [e.read_text() for e in (tmp_path / "b" / "autotune").rglob("*") if e.is_file()]
+    assert sum(t.startswith("gemm ") for t in stored) == 2, stored
+
+
+@needs_gpu
 def test_random_ops_run_as_externs_with_eagers_numbers():
     def f(x):
         return F.dropout(ignis.exp(x) * 2, 0.5, training=True) + 1

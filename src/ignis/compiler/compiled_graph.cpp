@@ -13,6 +13,7 @@
 
 #include "ignis/compiler/autotune.h"
 #include "ignis/compiler/autotune_cuda.h"
+#include "ignis/cuda/blas.h"
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/codegen_cuda.h"
 #include "ignis/cuda/device.h"
@@ -385,7 +386,8 @@ void CompiledGraph::run_cpu_kernel(size_t i, const std::vector<char*>& ptrs) con
     kernels_[i](bufs, cpu::kernel_runtime());
 }
 
-CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options) {
+CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
+    : autotune_gemms_(options.autotune) {
   runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
   runtime::GraphCache graphs(cache);
   const std::string key = options.graph_cache ? graph_cache_key(g, options) : std::string();
@@ -437,6 +439,10 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
   // Under the profiler: the call is one event and each generated kernel one
   // inside it (extern calls are ops and make their own).
   const bool profiled = profiler::active();
+  // max-autotune: the products' first calls time cuBLASLt's candidates
+  // (Note [GEMM algorithms timed], cuda/blas.cpp).
+  std::optional<cuda::GemmAutotuneScope> gemm_autotune;
+  if (autotune_gemms_ && p.device.is_cuda()) gemm_autotune.emplace(true);
   std::optional<profiler::Scope> call_event;
   if (profiled) call_event.emplace(profiler::EventKind::Compiled, "CompiledGraph");
   std::vector<Tensor> bufs = constants_;

@@ -95,6 +95,7 @@ class CompiledGraph {
 
   Executable exec_;
   bool autotune_measured_ = false;
+  bool autotune_gemms_ = false;  // max-autotune: run inside a cuda::GemmAutotuneScope
   bool from_graph_cache_ = false;
   bool compiled_code_ = false;
   // Loads (compiling on first use) a CUDA program's kernels from exec_.source.

@@ -1,15 +1,20 @@
 #include "ignis/cuda/blas.h"
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ignis/core/storage.h"
 #include "ignis/cuda/cublaslt.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/graph.h"
 #include "ignis/cuda/memory.h"
+#include "ignis/runtime/cache_dir.h"
+#include "ignis/runtime/sha256.h"
 
 namespace ignis::cuda {
 
@@ -22,7 +27,25 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 std::atomic<bool> g_allow_tf32{false};
 std::atomic<int64_t> g_plans{0}, g_plan_hits{0}, g_matmuls{0}, g_bias_epilogues{0},
-    g_no_algorithm{0}, g_activation_epilogues{0};
+    g_no_algorithm{0}, g_activation_epilogues{0}, g_algorithms_timed{0}, g_algorithms_cached{0};
+
+// Note [GEMM algorithms timed]
+// cuBLASLt's heuristic ranks the algorithms it has for a product by a model
+// of the GPU, and its first choice is what every call runs. Under
+// max-autotune (a compiled graph's steps run inside a GemmAutotuneScope)
+// a plan's first call with beta 0 (D is only written, so trials may
+// overwrite it) times up to kCandidates of the heuristic's algorithms on
+// the call's own operands -- kTrials runs each between CUDA events, the
+// fastest run counting -- and keeps the fastest when it beats the first
+// choice by kMinGain (closer is noise). The choice is stored under
+// <cache>/autotune/ keyed by the plan's key, the GPU and cuBLASLt's
+// version, as "gemm <index> <candidates>": a later process asks the
+// heuristic for the same list and takes that entry without timing (an entry
+// whose count no longer matches is timed again). Not during a CUDA graph's
+// capture (nothing may synchronize there: the first choice runs).
+constexpr int kCandidates = 8, kTrials = 3;
+constexpr double kMinGain = 0.02;
+thread_local bool t_autotune = false;
 
 // The largest power of two (at most 256) dividing a pointer: the heuristic
 // must only propose kernels whose vector loads that alignment allows, and
@@ -56,6 +79,7 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
   bool found = false;  // false: the heuristic had no algorithm for this key
+  bool tuned = false;  // the algorithm was chosen by timing (Note [GEMM algorithms timed])
 };
 
 struct State {
@@ -119,6 +143,41 @@ cublasLtMatrixLayout_t make_layout(int type, int64_t rows, int64_t cols, int64_t
   return l;
 }
 
+// Up to n algorithms for a plan's descriptor and layouts, the heuristic's
+// best first; none when it has no algorithm for them.
+std::vector<cublasLtMatmulHeuristicResult_t> heuristics(cublasLtHandle_t h, const Plan& p,
+                                                        const PlanKey& key, int n) {
+  const auto& api = cublaslt();
+  cublasLtMatmulPreference_t pref = nullptr;
+  IGNIS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = kWorkspaceBytes;
+  api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                           sizeof(ws));
+  const std::pair<int, int64_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+  for (auto [attr, v] : aligns) {
+    uint32_t a = static_cast<uint32_t>(v);
+    api.cublasLtMatmulPreferenceSetAttribute(pref, attr, &a, sizeof(a));
+  }
+  std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(std::max(n, 1)));
+  int found = 0;
+  cublasStatus_t st = api.cublasLtMatmulAlgoGetHeuristic(h, p.desc, p.a, p.b, p.d, p.d, pref, n,
+                                                         results.data(), &found);
+  api.cublasLtMatmulPreferenceDestroy(pref);
+  // NOT_SUPPORTED is the heuristic's "no algorithm for this layout"; any
+  // other failure is an error.
+  if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+    throw_cublas_error(st, "cublasLtMatmulAlgoGetHeuristic");
+  std::vector<cublasLtMatmulHeuristicResult_t> usable;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    for (int i = 0; i < found && i < n; ++i)
+      if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) usable.push_back(results[size_t(i)]);
+  return usable;
+}
+
 Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
   const auto& api = cublaslt();
   Plan p;
@@ -145,38 +204,80 @@ Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
   p.b = make_layout(type, key.b_rows, key.b_cols, key.ldb, key.batch, key.stride_b);
   p.d = make_layout(type, key.m, key.n, key.ldd, key.batch, key.stride_d);
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  IGNIS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-  uint64_t ws = kWorkspaceBytes;
-  api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                           sizeof(ws));
-  const std::pair<int, int64_t> aligns[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
-  for (auto [attr, v] : aligns) {
-    uint32_t a = static_cast<uint32_t>(v);
-    api.cublasLtMatmulPreferenceSetAttribute(pref, attr, &a, sizeof(a));
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  cublasStatus_t st = api.cublasLtMatmulAlgoGetHeuristic(h, p.desc, p.a, p.b, p.d, p.d, pref, 1,
-                                                         &result, &found);
-  api.cublasLtMatmulPreferenceDestroy(pref);
-  // NOT_SUPPORTED is the heuristic's "no algorithm for this layout"; any
-  // other failure is an error.
-  if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
-    throw_cublas_error(st, "cublasLtMatmulAlgoGetHeuristic");
-  if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+  std::vector<cublasLtMatmulHeuristicResult_t> found = heuristics(h, p, key, 1);
+  if (!found.empty()) {
     p.found = true;
-    p.algo = result.algo;
-    p.workspace = result.workspaceSize;
+    p.algo = found[0].algo;
+    p.workspace = found[0].workspaceSize;
   }
   return p;
 }
 
+// Runs the product of `c` on `stream` with `algo` (and its workspace size).
+cublasStatus_t run_matmul(State& s, cublasLtHandle_t h, const Plan& p, const GemmCall& c,
+                          const cublasLtMatmulAlgo_t& algo, size_t workspace_size,
+                          const Stream& stream) {
+  void* ws = workspace_size ? workspace(s, stream) : nullptr;
+  float alpha_f = static_cast<float>(c.alpha), beta_f = static_cast<float>(c.beta);
+  const void* alpha = c.data_type == CUDA_R_64F ? static_cast<const void*>(&c.alpha) : &alpha_f;
+  const void* beta = c.data_type == CUDA_R_64F ? static_cast<const void*>(&c.beta) : &beta_f;
+  return cublaslt().cublasLtMatmul(h, p.desc, alpha, c.a.data, p.a, c.b.data, p.b, beta, c.d,
+                                   p.d, c.d, p.d, &algo, ws, workspace_size, stream.handle);
+}
+
+// Note [GEMM algorithms timed]: p's algorithm, from the disk or by timing.
+void tune_plan(State& s, cublasLtHandle_t h, Plan& p, const PlanKey& key, const std::string& k,
+               const GemmCall& c, const Stream& stream) {
+  p.tuned = true;
+  std::vector<cublasLtMatmulHeuristicResult_t> cands = heuristics(h, p, key, kCandidates);
+  if (cands.size() < 2) return;
+  const DeviceProperties& props = device_properties(c.device);
+  const std::string id = runtime::sha256_hex(
+      "gemm|" + k + "|" + props.name + "|" + std::to_string(props.major * 10 + props.minor) +
+      "|" + std::to_string(cublaslt().cublasLtGetVersion()));
+  const std::filesystem::path path =
+      runtime::open_private_dir(runtime::default_cache_dir()) / "autotune" / id.substr(0, 2) / id;
+  long long index = -1, count = -1;
+  if (std::optional<std::string> text = runtime::read_file(path);
+      text && std::sscanf(text->c_str(), "gemm %lld %lld", &index, &count) == 2 &&
+      count == int64_t(cands.size()) && index >= 0 && index < count) {
+    p.algo = cands[size_t(index)].algo;
+    p.workspace = cands[size_t(index)].workspaceSize;
+    ++g_algorithms_cached;
+    return;
+  }
+  std::vector<double> best(cands.size(), -1);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    for (int t = 0; t < kTrials; ++t) {
+      Event start(true), end(true);
+      start.record(stream);
+      cublasStatus_t st = run_matmul(s, h, p, c, cands[i].algo, cands[i].workspaceSize, stream);
+      end.record(stream);
+      end.synchronize();
+      if (st != CUBLAS_STATUS_SUCCESS) {  // an algorithm that fails here is not a choice
+        best[i] = -1;
+        break;
+      }
+      const double ms = start.elapsed_ms(end);
+      if (best[i] < 0 || ms < best[i]) best[i] = ms;
+    }
+  }
+  size_t win = 0;
+  for (size_t i = 1; i < cands.size(); ++i)
+    if (best[i] >= 0 && (best[win] < 0 || best[i] < best[win])) win = i;
+  if (best[0] >= 0 && best[win] > best[0] * (1.0 - kMinGain)) win = 0;
+  p.algo = cands[win].algo;
+  p.workspace = cands[win].workspaceSize;
+  ++g_algorithms_timed;
+  runtime::make_dirs(path.parent_path());
+  runtime::write_file_atomic(path, "gemm " + std::to_string(win) + " " +
+                                       std::to_string(cands.size()) + "\n");
+}
+
 }  // namespace
+
+GemmAutotuneScope::GemmAutotuneScope(bool on) : previous_(t_autotune) { t_autotune = on; }
+GemmAutotuneScope::~GemmAutotuneScope() { t_autotune = previous_; }
 
 bool lt_matmul(const GemmCall& c, const Stream& stream) {
   const auto& api = require_cublaslt();
@@ -223,13 +324,9 @@ bool lt_matmul(const GemmCall& c, const Stream& stream) {
   if (c.bias)
     IGNIS_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                 &c.bias, sizeof(c.bias)));
-  void* ws = p.workspace ? workspace(s, stream) : nullptr;
-  float alpha_f = static_cast<float>(c.alpha), beta_f = static_cast<float>(c.beta);
-  const void* alpha = c.data_type == CUDA_R_64F ? static_cast<const void*>(&c.alpha) : &alpha_f;
-  const void* beta = c.data_type == CUDA_R_64F ? static_cast<const void*>(&c.beta) : &beta_f;
-  cublasStatus_t st = api.cublasLtMatmul(h, p.desc, alpha, c.a.data, p.a, c.b.data, p.b, beta,
-                                         c.d, p.d, c.d, p.d, &p.algo, ws, p.workspace,
-                                         stream.handle);
+  if (t_autotune && !p.tuned && c.beta == 0 && !stream_is_capturing(stream))
+    tune_plan(s, h, p, key, k, c, stream);
+  cublasStatus_t st = run_matmul(s, h, p, c, p.algo, p.workspace, stream);
   if (st != CUBLAS_STATUS_SUCCESS) throw_cublas_error(st, "cublasLtMatmul");
   ++g_matmuls;
   if (c.bias) ++g_bias_epilogues;
@@ -241,8 +338,16 @@ bool allow_tf32() { return g_allow_tf32.load(); }
 void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
 
 BlasStats blas_stats() {
-  return {g_plans.load(),          g_plan_hits.load(),     g_matmuls.load(),
-          g_bias_epilogues.load(), g_no_algorithm.load(), g_activation_epilogues.load()};
+  BlasStats out;
+  out.plans = g_plans.load();
+  out.plan_hits = g_plan_hits.load();
+  out.matmuls = g_matmuls.load();
+  out.bias_epilogues = g_bias_epilogues.load();
+  out.no_algorithm = g_no_algorithm.load();
+  out.activation_epilogues = g_activation_epilogues.load();
+  out.algorithms_timed = g_algorithms_timed.load();
+  out.algorithms_cached = g_algorithms_cached.load();
+  return out;
 }
 
 }  // namespace ignis::cuda

@@ -51,6 +51,20 @@ struct GemmCall {
 // raises a RuntimeError when cuBLASLt cannot be loaded or a call fails.
 bool lt_matmul(const GemmCall& call, const Stream& stream);
 
+// While one lives on this thread, products choose their algorithm by
+// timing the heuristic's candidates (Note [GEMM algorithms timed],
+// blas.cpp): a max-autotune compiled graph runs its steps inside one.
+class GemmAutotuneScope {
+ public:
+  explicit GemmAutotuneScope(bool on);
+  ~GemmAutotuneScope();
+  GemmAutotuneScope(const GemmAutotuneScope&) = delete;
+  GemmAutotuneScope& operator=(const GemmAutotuneScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Allocates cuBLASLt's workspace for `stream` (the current stream of its
 // device) now, when cuBLASLt can be loaded and it has none yet: a CUDA
 // graph captured on the stream then finds it, rather than allocating it
@@ -69,6 +83,9 @@ void set_allow_tf32(bool on);
 struct BlasStats {
   int64_t plans = 0, plan_hits = 0, matmuls = 0, bias_epilogues = 0, no_algorithm = 0,
           activation_epilogues = 0;
+  // Under max-autotune (GemmAutotuneScope): plans whose algorithm was timed,
+  // and plans that took a choice stored by an earlier process.
+  int64_t algorithms_timed = 0, algorithms_cached = 0;
 };
 BlasStats blas_stats();
 

@@ -3,7 +3,7 @@
 // ignis.set_float32_matmul_precision wrap the TF32 switch.
 //   _cuda_blas_allow_tf32() -> bool, _cuda_blas_set_allow_tf32(bool)
 //   _cuda_blas_stats() -> {"plans", "plan_hits", "matmuls", "bias_epilogues", "no_algorithm",
-//                          "activation_epilogues"}
+//                          "activation_epilogues", "algorithms_timed", "algorithms_cached"}
 //   _cublaslt_status() -> (loaded, path, reason): the process-wide loader,
 //       which this call loads if it has not yet (never raises)
 //   _cublaslt_probe(path) -> (loaded, reason, version): loads the library at
@@ -27,12 +27,14 @@ PyObject* f_set_allow_tf32(PyObject*, PyObject* o) {
 
 PyObject* f_stats(PyObject*, PyObject*) {
   cuda::BlasStats s = cuda::blas_stats();
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "plans", static_cast<long long>(s.plans),
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "plans", static_cast<long long>(s.plans),
                        "plan_hits", static_cast<long long>(s.plan_hits), "matmuls",
                        static_cast<long long>(s.matmuls), "bias_epilogues",
                        static_cast<long long>(s.bias_epilogues), "no_algorithm",
                        static_cast<long long>(s.no_algorithm), "activation_epilogues",
-                       static_cast<long long>(s.activation_epilogues));
+                       static_cast<long long>(s.activation_epilogues), "algorithms_timed",
+                       static_cast<long long>(s.algorithms_timed), "algorithms_cached",
+                       static_cast<long long>(s.algorithms_cached));
 }
 
 PyObject* f_status(PyObject*, PyObject*) {
