@@ -36,7 +36,9 @@ Columns (--impls): ignis and torch eager; ignis.compile and torch.compile
 (`lib.compile` with its default mode: the model, or the row's function, is
 compiled; the bwd rows compile the forward and time its compiled backward;
 gpt_train's optimizer step stays eager); and the same with
-mode="reduce-overhead" (CUDA graphs): ignis.cg and torch.cg.
+mode="reduce-overhead" (CUDA graphs): ignis.cg and torch.cg; ignis.at is ignis
+with mode="max-autotune" (row kernels' knobs and cuBLASLt's algorithms timed on
+the GPU: docs/compiler.md), its ratio taken over torch.compile.
 
 Timing: CUDA events on the current stream around `iters` calls, after warm-up;
 the median of several such rounds, in ms per call. Each run also measures, in a
@@ -100,8 +102,12 @@ ROWS = ["pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "
         "gpt_train", "attn_fwd", "attn_train", "attn_mask_fwd", "attn_mask_train", "tiny",
         "compile"]
 # library[.how]: eager, compiled with the default mode, compiled with CUDA graphs.
-IMPLS = ["ignis", "torch", "ignis.compile", "torch.compile", "ignis.cg", "torch.cg"]
-COMPILE_MODES = {"compile": "default", "cg": "reduce-overhead"}
+IMPLS = ["ignis", "torch", "ignis.compile", "torch.compile", "ignis.cg", "torch.cg", "ignis.at"]
+COMPILE_MODES = {"compile": "default", "cg": "reduce-overhead", "at": "max-autotune"}
+# Each ignis column's peer in the ratio columns (ignis.at, max-autotune, has
+# none of its own: torch's max-autotune autotunes Triton for minutes).
+PEERS = {"ignis": "torch", "ignis.compile": "torch.compile", "ignis.cg": "torch.cg",
+         "ignis.at": "torch.compile"}
 MEMORY_BOUND = {"pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd"}
 # The ignis-vs-torch check of each row's first outputs: element by element
 # (rtol, atol) for the rows that compute each element the same way; for the
@@ -749,8 +755,7 @@ def report(results):
           "rows of the copy bandwidth, GEMM rows of the bf16 GEMM peak. Ratios: ignis / torch "
           "in the same column kind (below 1: ignis faster). compile: seconds to the end of "
           "the first training step, cold / warm cache.")
-    pairs = [(i, "torch" + i[len("ignis"):]) for i in impls
-             if i.startswith("ignis") and "torch" + i[len("ignis"):] in impls]
+    pairs = [(i, PEERS[i]) for i in impls if i in PEERS and PEERS[i] in impls]
     head = [*impls, *[f"{a} / {b}" for a, b in pairs]]
     print("| row | " + " | ".join(head) + " | peak MiB (gpt_train) | notes |")
     print("|" + " --- |" * (len(head) + 3))
