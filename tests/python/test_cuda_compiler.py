@@ -556,6 +556,46 @@ def test_relu_and_tanh_gelu_fold_into_the_products_epilogue(act, dtype):
         assert "_addmm_act" not in off and off.count("\nkernel_") == 1
 
 
+def _hf_new_gelu(h):  # GPT-2's GELU as Hugging Face writes it
+    return 0.5 * h * (1.0 + ignis.tanh(0.7978845608028654 * (h + 0.044715 * ignis.pow(h, 3.0))))
+
+
+SPELLINGS = {
+    # Note [Activations recognised by their values]: other spellings of the two functions ...
+    # (the function, what folds, the kernels left)
+    "hf_new_gelu": (_hf_new_gelu, "gelu_tanh", 0),
+    "clamp_min": (lambda h: ignis.clamp_min(h, 0.0), "relu", 0),
+    "where": (lambda h: ignis.where(h > 0, h, 0.0), "relu", 0),
+    "relu_of_relu": (lambda h: F.relu(F.relu(h)), "relu", 0),
+    "scaled_relu": (lambda h: F.relu(h) * 2.0, "relu", 1),  # the relu folds, the scale stays
+    # ... and near misses, which must not fold: a rounded constant, the erf
+    # GELU, a leaky relu, a relu of the scaled product.
+    "rounded_constant": (lambda h: 0.5 * h * (1.0 + ignis.tanh(0.79788 * (h + 0.044715 * h ** 3))),
+                         None, 1),
+    "erf_gelu": (lambda h: 0.5 * h * (1.0 + ignis.erf(h * 0.7071067811865476)), None, 1),
+    "leaky": (lambda h: F.leaky_relu(h, 0.01), None, 1),
+    "relu_of_scaled": (lambda h: F.relu(h * 2.0), None, 1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_activations_fold_by_their_values_not_their_spelling(name, dtype):
+    f, act, kernels = SPELLINGS[name]
+    program = _fake_cuda_program(lambda x, w, b: f(F.linear(x, w, b)),
+                                 [(16, 32), (64, 32), (64,)], getattr(ignis, dtype))
+    if act:
+        assert f"extern _addmm_act(arg2_1, arg0_1, buf3, activation='{act}')" in program, program
+    else:
+        assert "_addmm_act" not in program and "extern addmm" in program, program
+    assert program.count("\nkernel_") == kernels, program
+    # The values, on the CPU, through _addmm_act's decomposition: the same function.
+    x, w, b = ignis.randn(16, 32), ignis.randn(64, 32), ignis.randn(64)
+    if act and not kernels:
+        close(ignis.ops._addmm_act(b, x, w.t(), activation=act), f(F.linear(x, w, b)),
+              rtol=1e-5, atol=1e-5)
+
+
 def test_folds_in_training_only_where_the_product_has_no_other_reader():
     """In a joint graph relu's backward reads relu's output (the product has
     one reader: it folds); the tanh GELU's backward reads the product (it

@@ -1,18 +1,38 @@
 #include "ignis/graph/passes/gemm_activation.h"
 
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "ignis/core/tensor.h"
 #include "ignis/dispatch/dispatcher.h"
+#include "ignis/graph/interpreter.h"
 #include "ignis/graph/passes/dce.h"
+#include "ignis/ops/op_def.h"
 
 namespace ignis::graph {
 
 namespace {
 
-// The op a node calls ("addmm", "_to_copy", ...); empty for anything else.
+// Note [Activations recognised by their values]
+// A graph says relu or the tanh GELU in many ways: AOT's decomposition of
+// F.gelu(approximate='tanh') (over the product converted to float32 for
+// 16-bit products), a hand-written 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x +
+// 0.044715 * pow(x, 3)))) (GPT-2 as Hugging Face writes it), relu,
+// clamp_min(x, 0), where(x > 0, x, 0). Rather than one pattern per
+// spelling, the pass takes the chain of elementwise nodes that ends at a
+// node and reads nothing but one product (and Python numbers), evaluates it
+// in float64 at sample points, and folds it when it is relu (exactly) or
+// the tanh GELU (within float64 rounding: the same formula, written some
+// other way). A chain of other values (a GELU with a rounded constant, the
+// erf GELU, a scaled relu) does not fold.
+constexpr size_t kMaxChain = 24;
+
 std::string op_name(const Node* n) {
   if (!n || n->op() != OpKind::CallFunction || n->target().kind != Target::Kind::Op ||
-      n->meta().writes_argument)
+      n->meta().writes_argument || n->target().impure() || n->target().nondeterministic())
     return {};
   return n->target().op->schema().full_name();
 }
@@ -26,128 +46,191 @@ bool gemm_dtype(ScalarType t) {
   return t == ScalarType::Float32 || t == ScalarType::BFloat16 || t == ScalarType::Float16;
 }
 
-// n is `name(args...)` with no keywords, its Node arguments those of
-// `nodes` (nullptr: any node, stored back) and its constants `consts`, in
-// the order given: `mul(x, 0.5)` is call(n, "mul", {x, nullptr}, {0.5}) with
-// the constant after the node. Returns the node arguments.
-bool call_of(const Node* n, const char* name, std::initializer_list<const Node*> nodes,
-             std::initializer_list<double> consts, std::vector<Node*>* args) {
-  if (op_name(n) != name || !n->kwargs().empty() ||
-      n->args().size() != nodes.size() + consts.size())
-    return false;
-  args->clear();
-  size_t i = 0;
-  for (const Node* want : nodes) {
-    const Value& a = n->args()[i++];
-    if (!a.is_node() || (want && a.to_node() != want)) return false;
-    args->push_back(a.to_node());
+// An elementwise node of one tensor's elements: a Pointwise op, or a
+// `_to_copy` that changes only the dtype (between float types).
+bool elementwise(const Node* n) {
+  const std::string name = op_name(n);
+  if (name.empty()) return false;
+  if (name == "_to_copy") {
+    if (n->args().size() != 1 || n->kwargs().size() != 1 || n->kwargs()[0].first != "dtype")
+      return false;
+    const TensorMeta* m = single_meta(n);
+    return m && is_floating(m->dtype);
   }
-  for (double c : consts) {
-    const Value& a = n->args()[i++];
-    if (a.kind() != Value::Kind::Double || a.to_double() != c) return false;
-  }
-  return true;
+  const OpDef* def = n->target().op->def();
+  return def && def->category == OpCategory::Pointwise && single_meta(n);
 }
 
-bool only_user(const Node* n, const Node* user) {
-  return n->users().size() == 1 && n->users()[0] == user;
+// A constant operand of the chain: a Python number.
+bool number(const Value& v) {
+  return v.kind() == Value::Kind::Double || v.kind() == Value::Kind::Int ||
+         v.kind() == Value::Kind::Bool;
 }
 
-// An addmm this pass can fold an activation into: CUDA tensors of a GEMM
-// dtype, used by nothing but `user`.
-bool foldable_addmm(const Node* a, const Node* user) {
-  if (op_name(a) != "addmm" || !only_user(a, user)) return false;
+// The addmm of CUDA tensors of a GEMM dtype this pass can fold into.
+bool foldable_addmm(const Node* a) {
+  if (op_name(a) != "addmm") return false;
   const TensorMeta* m = single_meta(a);
   return m && m->device.type == DeviceType::CUDA && gemm_dtype(m->dtype);
 }
 
 struct Fold {
-  Node* addmm = nullptr;  // the product
-  Node* last = nullptr;   // the node whose value the activation's result is
+  Node* addmm = nullptr;     // the product
+  Node* last = nullptr;      // the node whose value is the activation of it
+  std::vector<Node*> chain;  // the elementwise nodes from the product to last, in order
   const char* activation = nullptr;
 };
 
-bool match_relu(Node* n, Fold* f) {
-  std::vector<Node*> a;
-  if (!call_of(n, "relu", {nullptr}, {}, &a) || !foldable_addmm(a[0], n)) return false;
-  *f = {a[0], n, "relu"};
+// The chain of elementwise nodes ending at `last` whose only tensor input
+// is one foldable product, each read by nothing outside it (but `last`);
+// false when there is none.
+bool chain_of(Node* last, Fold* f) {
+  if (!elementwise(last)) return false;
+  std::vector<Node*> chain;
+  std::unordered_set<Node*> in_chain;
+  Node* product = nullptr;
+  std::vector<Node*> stack = {last};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (in_chain.count(n)) continue;
+    if (!elementwise(n) || chain.size() >= kMaxChain) return false;
+    in_chain.insert(n);
+    chain.push_back(n);
+    auto operand = [&](const Value& v) {
+      if (number(v)) return true;
+      if (!v.is_node()) return false;
+      Node* a = v.to_node();
+      if (foldable_addmm(a)) {
+        if (product && product != a) return false;
+        product = a;
+        return true;
+      }
+      stack.push_back(a);
+      return true;
+    };
+    for (const Value& a : n->args())
+      if (!operand(a)) return false;
+    for (const auto& [k, v] : n->kwargs())
+      if (k != "dtype" && !operand(v)) return false;
+  }
+  if (!product) return false;
+  for (Node* n : chain)
+    if (n != last)
+      for (Node* u : n->users())
+        if (!in_chain.count(u)) return false;
+  for (Node* u : product->users())
+    if (!in_chain.count(u)) return false;
+  const TensorMeta *pm = single_meta(product), *lm = single_meta(last);
+  if (lm->dtype != pm->dtype || lm->sizes != pm->sizes) return false;
+  // Program order (the graph's), for evaluation.
+  std::unordered_map<const Node*, size_t> order;
+  size_t i = 0;
+  for (Node* n : last->graph()->nodes()) order[n] = i++;
+  std::sort(chain.begin(), chain.end(),
+            [&](const Node* a, const Node* b) { return order.at(a) < order.at(b); });
+  f->addmm = product;
+  f->last = last;
+  f->chain = std::move(chain);
   return true;
 }
 
-// 0.5 x (1 + tanh(0.7978845608028654 (x + 0.044715 x x x))), as
-// decomp::gelu writes it, ending at n (through a conversion back to the
-// product's dtype for 16-bit products).
-bool match_gelu_tanh(Node* n, Fold* f) {
-  constexpr double kA = 0.044715, kK = 0.79788456080286535588;
-  std::vector<Node*> a;
-  Node* last = n;
-  Node* top = n;  // mul(0.5 x, 1 + t)
-  if (op_name(n) == "_to_copy") {
-    if (n->args().size() != 1 || !n->args()[0].is_node() || n->kwargs().size() != 1 ||
-        n->kwargs()[0].first != "dtype")
-      return false;
-    top = n->args()[0].to_node();
-    if (!only_user(top, n)) return false;
+// The chain's values at `x` (float64 on the CPU; conversions are the identity).
+Tensor evaluate(const Fold& f, const Tensor& x) {
+  std::unordered_map<const Node*, Tensor> values;
+  auto arg = [&](const Value& v) -> Value {
+    if (!v.is_node()) return v;
+    return v.to_node() == f.addmm ? Value(x) : Value(values.at(v.to_node()));
+  };
+  for (Node* n : f.chain) {
+    if (op_name(n) == "_to_copy") {
+      values[n] = values.count(n->args()[0].to_node()) ? values.at(n->args()[0].to_node()) : x;
+      continue;
+    }
+    std::vector<Value> args;
+    for (const Value& a : n->args()) args.push_back(arg(a));
+    Kwargs kwargs;
+    for (const auto& [k, v] : n->kwargs()) kwargs.emplace_back(k, arg(v));
+    Value r = call_op(*n->target().op, args, kwargs);
+    if (r.kind() != Value::Kind::Tensor) throw std::runtime_error("not a tensor");
+    values[n] = r.to_tensor();
   }
-  if (!call_of(top, "mul", {nullptr, nullptr}, {}, &a)) return false;
-  Node *half = a[0], *one_plus = a[1];
-  if (!call_of(half, "mul", {nullptr}, {0.5}, &a) || !only_user(half, top)) return false;
-  Node* x = a[0];
-  if (!call_of(one_plus, "add", {nullptr}, {1.0}, &a) || !only_user(one_plus, top)) return false;
-  Node* t = a[0];
-  if (!call_of(t, "tanh", {nullptr}, {}, &a) || !only_user(t, one_plus)) return false;
-  Node* scaled = a[0];
-  if (!call_of(scaled, "mul", {nullptr}, {kK}, &a) || !only_user(scaled, t)) return false;
-  Node* inner = a[0];
-  if (!call_of(inner, "add", {x, nullptr}, {}, &a) || !only_user(inner, scaled)) return false;
-  Node* cube = a[1];
-  if (!call_of(cube, "mul", {nullptr, x}, {}, &a) || !only_user(cube, inner)) return false;
-  Node* square = a[0];
-  if (!call_of(square, "mul", {nullptr, x}, {}, &a) || !only_user(square, cube)) return false;
-  Node* ax = a[0];
-  if (!call_of(ax, "mul", {x}, {kA}, &a) || !only_user(ax, square)) return false;
-  // x's users are the five above.
-  if (x->users().size() != 5) return false;
-  for (const Node* u : x->users())
-    if (u != half && u != inner && u != cube && u != square && u != ax) return false;
-  // x is the product (float32), or the product converted to float32 with
-  // the result converted back to the product's dtype.
-  const TensorMeta *xm = single_meta(x), *lm = single_meta(last);
-  if (!xm || !lm || xm->dtype != ScalarType::Float32) return false;
-  Node* product = x;
-  if (op_name(x) == "_to_copy") {
-    if (last == top || x->args().size() != 1 || !x->args()[0].is_node() ||
-        x->kwargs().size() != 1 || x->kwargs()[0].first != "dtype")
-      return false;
-    product = x->args()[0].to_node();
-    if (!foldable_addmm(product, x)) return false;
-  } else {
-    // The five users of x above are the product's only ones.
-    const TensorMeta* m = single_meta(x);
-    if (last != top || op_name(x) != "addmm" || !m || m->device.type != DeviceType::CUDA)
-      return false;
-  }
-  if (lm->dtype != single_meta(product)->dtype) return false;
-  *f = {product, last, "gelu_tanh"};
-  return true;
+  return values.at(f.last);
 }
 
-bool match(Node* n, Fold* f) { return match_relu(n, f) || match_gelu_tanh(n, f); }
+// The sample points: both signs, across GELU's bend and its tails.
+const std::vector<double>& samples() {
+  static const std::vector<double> s = [] {
+    std::vector<double> v = {0.0, 1e-6, -1e-6, 1e-3, -1e-3, 30.0, -30.0, 1e4, -1e4};
+    for (int i = -96; i <= 96; ++i) v.push_back(i / 16.0 + 1.0 / 64);
+    return v;
+  }();
+  return s;
+}
 
-}  // namespace
+// Which activation the chain computes: "relu", "gelu_tanh" or nullptr.
+const char* recognise(const Fold& f) {
+  const std::vector<double>& xs = samples();
+  Tensor x = empty_tensor({int64_t(xs.size())}, ScalarType::Float64, Device());
+  std::copy(xs.begin(), xs.end(), static_cast<double*>(x.data_ptr()));
+  Tensor y;
+  try {
+    y = evaluate(f, x);
+  } catch (const std::exception&) {
+    return nullptr;  // an op that cannot run on float64 CPU samples: not these
+  }
+  if (y.dtype() != ScalarType::Float64 || y.numel() != x.numel() || !y.is_contiguous())
+    return nullptr;
+  const double* v = static_cast<const double*>(y.data_ptr());
+  bool relu = true, gelu = true;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double a = xs[i];
+    relu = relu && v[i] == (a > 0 ? a : 0.0);
+    const double g =
+        0.5 * a * (1.0 + std::tanh(0.79788456080286535588 * (a + 0.044715 * a * a * a)));
+    gelu = gelu && std::abs(v[i] - g) <= 1e-12 * std::max(1.0, std::abs(g));
+  }
+  return relu ? "relu" : gelu ? "gelu_tanh" : nullptr;
+}
 
-bool has_gemm_activation(const Graph& g) {
-  Fold f;
+bool match(Node* n, Fold* f) {
+  if (!chain_of(n, f)) return false;
+  f->activation = recognise(*f);
+  return f->activation != nullptr;
+}
+
+// The folds of g: the longest chain for each product (nodes in reverse
+// order, so that a chain's last node is seen before its inner ones).
+std::vector<Fold> folds_of(const Graph& g) {
+  std::vector<Node*> nodes;
+  for (Node* n : g.nodes()) nodes.push_back(n);
+  std::vector<Fold> out;
+  std::unordered_set<const Node*> taken;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    Fold f;
+    if (!match(*it, &f) || taken.count(f.addmm)) continue;
+    taken.insert(f.addmm);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// A cheap pre-check: a foldable product read by an elementwise node.
+bool has_candidate(const Graph& g) {
   for (Node* n : g.nodes())
-    if (match(n, &f)) return true;
+    if (foldable_addmm(n))
+      for (Node* u : n->users())
+        if (elementwise(u)) return true;
   return false;
 }
 
+}  // namespace
+
+bool has_gemm_activation(const Graph& g) { return has_candidate(g) && !folds_of(g).empty(); }
+
 size_t fold_gemm_activations(Graph& g) {
-  std::vector<Fold> folds;
-  Fold f;
-  for (Node* n : g.nodes())
-    if (match(n, &f)) folds.push_back(f);
+  if (!has_candidate(g)) return 0;
+  std::vector<Fold> folds = folds_of(g);
   if (folds.empty()) return 0;
   static const OpHandle& act = Dispatcher::get().find_or_throw("_addmm_act");
   for (const Fold& fold : folds) {

@@ -7,16 +7,19 @@
 // CPU compiler fuses any epilogue into its own GEMM template and does not
 // need this.
 //
-// What folds: an addmm whose one user is the activation, of float32,
-// bfloat16 or float16 CUDA tensors. The activation is `relu`, or the tanh
-// GELU as AOT's decomposition writes it (ops/decomp/pointwise.cpp: the
-// formula 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) over x, or over
-// x converted to float32 and the result converted back for 16-bit x), its
-// intermediate values used by nothing else. The erf GELU (nn.GELU()'s
-// default) does not fold: cuBLASLt has no epilogue for it. In training the
-// fold needs the product used by the activation alone, which holds for
-// relu (its backward reads relu's output) and not for GELU (its backward
-// reads the product).
+// What folds: an addmm of float32, bfloat16 or float16 CUDA tensors read
+// only by a chain of elementwise nodes (their other operands Python
+// numbers, their values read by nothing outside the chain but its last)
+// that computes relu or the tanh GELU, whatever the spelling: the chain is
+// evaluated in float64 at sample points (Note [Activations recognised by
+// their values], gemm_activation.cpp) -- F.relu, clamp_min(x, 0),
+// where(x > 0, x, 0), F.gelu(approximate='tanh') as AOT decomposes it (over
+// the product converted to float32 for 16-bit products), GPT-2's
+// hand-written 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). The erf GELU
+// (nn.GELU()'s default) does not fold: cuBLASLt has no epilogue for it. In
+// training the fold needs the product read by the activation alone, which
+// holds for relu (its backward reads relu's output) and not for GELU (its
+// backward reads the product).
 //
 // Values: the epilogue applies the activation to the float result before
 // it is rounded to the output's dtype; the unfolded graph rounds the
