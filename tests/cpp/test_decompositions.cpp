@@ -219,6 +219,7 @@ std::vector<Sample> listed_samples() {
       {"round.decimals", {F({3, 4}), int64_t(2)}},
       {"where", {Bo({3, 4})}}, {"take", {F({3, 4}), L(12, {5})}}, {"dot", {F({5}), F({5})}},
       {"mv", {F({3, 4}), F({4})}}, {"matmul", {F({2, 1, 3, 4}), F({5, 4, 2})}},
+      {"_addmm_act", {F({5}), F({3, 4}), F({4, 5})}, {{"activation", "gelu_tanh"}}},
       {"outer", {F({3}), F({4})}},
       {"linear", {F({2, 3, 4}), F({5, 4}), F({5})}},
       {"scaled_dot_product_attention", {F({2, 3, 4}), F({2, 5, 4}), F({2, 5, 6})},
