@@ -94,6 +94,27 @@ double time_kernel(KernelFn* fn, char* const* ptrs) {
 
 }  // namespace
 
+ProgramBuffers allocate_program_buffers(const Program& p, Device device) {
+  ProgramBuffers out;
+  out.tensors.resize(p.buffers.size());
+  out.ptrs.assign(p.buffers.size(), nullptr);
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const Buffer& buf = p.buffers[b];
+    if (buf.eliminated || buf.written_as >= 0) continue;
+    DimVector sizes, strides;
+    for (size_t d = 0; d < buf.sizes.size(); ++d) {
+      sizes.push_back(buf.sizes[d].value());
+      strides.push_back(buf.strides[d].value());
+    }
+    out.tensors[b] = empty_strided_tensor(sizes, strides, buf.dtype, device);
+    out.ptrs[b] = static_cast<char*>(out.tensors[b].data_ptr());
+  }
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    if (!p.buffers[b].eliminated && p.buffers[b].written_as >= 0)
+      out.ptrs[b] = out.ptrs[size_t(p.buffers[b].written_as)];
+  return out;
+}
+
 AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
                         runtime::CodeCache& cache) {
   AutotuneResult result;
@@ -132,20 +153,10 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
   co.prelude = cpp_includes();
   std::vector<runtime::LoadedLibrary> libs = cache.compile_many(sources, co);
 
-  std::vector<Tensor> bufs(p.buffers.size());
-  std::vector<char*> ptrs(p.buffers.size(), nullptr);
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const Buffer& buf = p.buffers[b];
-    if (buf.eliminated || buf.written_as >= 0) continue;
-    DimVector sizes, strides;
-    for (size_t d = 0; d < buf.sizes.size(); ++d) {
-      sizes.push_back(buf.sizes[d].value());
-      strides.push_back(buf.strides[d].value());
-    }
-    bufs[b] = empty_strided_tensor(sizes, strides, buf.dtype, Device());
-    fill(bufs[b]);
-    ptrs[b] = static_cast<char*>(bufs[b].data_ptr());
-  }
+  ProgramBuffers bufs = allocate_program_buffers(p, Device());
+  for (const Tensor& t : bufs.tensors)
+    if (t.defined()) fill(t);
+  const std::vector<char*>& ptrs = bufs.ptrs;
   std::unordered_map<std::string, size_t> measured;  // key -> the kernel measured for it
   for (size_t i : todo) {
     const Kernel& k = p.kernels[i];

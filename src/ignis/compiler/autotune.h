@@ -30,4 +30,14 @@ struct AutotuneResult {
 
 AutotuneResult autotune(const Program& p, const CompilerOptions& base, runtime::CodeCache& cache);
 
+// Buffers of the program's shapes on `device`, to time its kernels on: a
+// tensor for each buffer the program allocates (undefined for eliminated
+// ones), unfilled, and every buffer's data pointer (a buffer written in
+// another's place has that one's). Both autotuners' (autotune_cuda.h).
+struct ProgramBuffers {
+  std::vector<Tensor> tensors;
+  std::vector<char*> ptrs;
+};
+ProgramBuffers allocate_program_buffers(const Program& p, Device device);
+
 }  // namespace ignis::compiler

@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ignis/compiler/autotune.h"
 #include "ignis/compiler/codegen_cuda.h"
 #include "ignis/compiler/compiled_graph.h"
 #include "ignis/cuda/device.h"
@@ -206,23 +207,10 @@ CudaAutotuneResult autotune_cuda(const Program& p, const CompilerOptions& reques
 
   // Device buffers of the program's shapes.
   cuda::DeviceGuard guard(device);
-  std::vector<Tensor> bufs(p.buffers.size());
-  std::vector<char*> ptrs(p.buffers.size(), nullptr);
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const Buffer& buf = p.buffers[b];
-    if (buf.eliminated || buf.written_as >= 0) continue;
-    DimVector sizes, strides;
-    for (size_t d = 0; d < buf.sizes.size(); ++d) {
-      sizes.push_back(buf.sizes[d].value());
-      strides.push_back(buf.strides[d].value());
-    }
-    bufs[b] = empty_strided_tensor(sizes, strides, buf.dtype, p.device);
-    fill_tensor(bufs[b], is_floating(buf.dtype) ? Scalar(0.5) : Scalar(int64_t(0)));
-    ptrs[b] = static_cast<char*>(bufs[b].data_ptr());
-  }
-  for (size_t b = 0; b < p.buffers.size(); ++b)  // buffers written in another's place
-    if (!p.buffers[b].eliminated && p.buffers[b].written_as >= 0)
-      ptrs[b] = ptrs[size_t(p.buffers[b].written_as)];
+  ProgramBuffers bufs = allocate_program_buffers(p, p.device);
+  for (const Tensor& t : bufs.tensors)
+    if (t.defined()) fill_tensor(t, is_floating(t.dtype()) ? Scalar(0.5) : Scalar(int64_t(0)));
+  const std::vector<char*>& ptrs = bufs.ptrs;
 
   for (size_t i : todo) {
     const Kernel& k = p.kernels[i];
