@@ -92,6 +92,9 @@ from . import utils  # noqa: E402,F401
 from . import backends, accelerator, multiprocessing, onnx  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from ._checks import (  # noqa: E402,F401
+    _check, _check_index, _check_is_size, _check_not_implemented, _check_tensor_all,
+    _check_type, _check_value, _check_with)
 from ._einops import install as _install_einops  # noqa: E402
 _install_einops()  # einops (when a program uses it) accepts ignis tensors
 from .utils.dlpack import from_dlpack  # noqa: E402,F401

@@ -313,6 +313,84 @@ def test_is_compiling_true_in_traced_code():
     assert close(f(x), x * 3)
 
 
+# --- torch's _check family ---------------------------------------------------------------------------
+CHECKS = [
+    ("_check", (True,), None), ("_check", (False,), RuntimeError),
+    ("_check_index", (False,), IndexError), ("_check_value", (False,), ValueError),
+    ("_check_type", (False,), TypeError), ("_check_not_implemented", (False,), NotImplementedError),
+    ("_check", (1,), TypeError), ("_check", (False, "a string"), TypeError),
+    ("_check_is_size", (-1,), RuntimeError), ("_check_is_size", (2,), None),
+]
+
+
+@pytest.mark.parametrize("name,args,error", CHECKS)
+def test_checks_raise_as_torchs(name, args, error):
+    """ignis._check and its family: the same exceptions and messages as torch's."""
+    def run(mod):
+        try:
+            getattr(mod, name)(*args)
+        except Exception as e:  # noqa: BLE001
+            return type(e), str(e).replace("PyTorch", "ignis")
+        return None, None
+    got = run(ignis)
+    assert got[0] is error
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch's _check_is_size
+        assert got == run(torch)
+
+
+def test_a_check_message_is_built_only_when_it_fails():
+    built = []
+    ignis._check(True, lambda: built.append(1) or "never")
+    assert not built
+    with pytest.raises(RuntimeError, match="rows: 2"):
+        ignis._check(2 > 3, lambda: f"rows: {2}")
+    with pytest.raises(KeyError):
+        ignis._check_with(KeyError, False)
+    with pytest.raises(RuntimeError, match="size"):
+        ignis._check_is_size(3, lambda: "size", max=2)
+    with pytest.raises(RuntimeError):
+        ignis._check_tensor_all(ignis.tensor([True, False]))
+    ignis._check_tensor_all(ignis.tensor([True, True]))
+
+
+def test_checks_on_sizes_are_guards_in_one_graph():
+    """A check that holds leaves nothing in the graph (no break), its
+    condition on sizes a guard; a size that fails it recompiles, breaks at
+    the check and raises eagerly's error with its message."""
+    def f(x):
+        ignis._check(x.shape[0] > 2, lambda: "need more than 2 rows")
+        ignis._check_is_size(x.shape[1], max=16)
+        return x * 2
+
+    x = tensor(ignis, 4, 3)
+    assert ignis.compiler.explain(f, x).graph_break_count == 0
+    cf = ignis.compile(f, dynamic=True)
+    assert close(cf(x), x * 2)
+    assert close(cf(tensor(ignis, 7, 3)), tensor(ignis, 7, 3) * 2)
+    with pytest.raises(RuntimeError, match="need more than 2 rows"):
+        cf(tensor(ignis, 2, 3))
+
+
+def test_a_check_on_a_data_dependent_count_breaks_and_runs_eagerly():
+    """torch records a runtime assert for u0 > 0; ignis breaks the graph at
+    the check (its reason names the count) and the check runs eagerly."""
+    def f(x, m):
+        y = x[m]
+        ignis._check(y.shape[0] > 0, lambda: "nothing selected")
+        return y.sum()
+
+    x = ignis.tensor([1.0, -2.0, 3.0, -4.0])
+    explained = ignis.compiler.explain(f, x, x > 0)
+    assert explained.graph_break_count == 1
+    assert "data-dependent expression u0 > 0" in str(explained.break_reasons[0])
+    cf = ignis.compile(f)
+    assert close(cf(x, x > 0), f(x, x > 0))
+    with pytest.raises(RuntimeError, match="nothing selected"):
+        cf(x, x > 10)
+
+
 def test_disable_decorator_forms():
     def f(x):
         return x + 1

@@ -994,6 +994,10 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
       }
       return call_graph(fn, "", args, kwargs);
     }
+    if (mod == "ignis._checks") {
+      Obj name = check(PyObject_GetAttrString(fn, "__name__"));
+      if (VTP r = call_check(utf8(name.get()), args, kwargs)) return r;
+    }
     // Layers' own methods are model code (as torch.nn is to Dynamo): inline them.
     if (mod.rfind("ignis", 0) == 0 && mod.rfind("ignis.nn.modules", 0) != 0)
       throw Unsupported{str("call to ", callable_name(fn), " (ignis internals are not traced)")};
@@ -2422,6 +2426,58 @@ Py_ssize_t Tracer::module_length(const VTP& m) {
     throw Unsupported{str("len() of a ", Py_TYPE(m->value.get())->tp_name, " capture cannot guard")};
   guards().check_len(guards().attr(m->reg, PyUnicode_InternFromString("_modules")), n);
   return n;
+}
+
+// torch's _check family (ignis/_checks.py): the condition is a branch like
+// any other -- on sizes a guard (`x.size(0) > 2` under automatic dynamic:
+// `3 <= L['x'].size()[0]`), on constants decided now -- and a check that
+// holds leaves nothing in the graph, its message never built. One that
+// fails, or one capture cannot decide (a count only the data give), breaks
+// the graph at its line: the check then runs eagerly and raises its own
+// error. A condition that is not a bool (eager's TypeError) breaks too.
+VTP Tracer::call_check(const std::string& name, const std::vector<VTP>& args,
+                       const std::vector<std::pair<std::string, VTP>>& kwargs) {
+  static const char* const plain[] = {"_check", "_check_index", "_check_value", "_check_type",
+                                      "_check_not_implemented", "_check_with"};
+  const bool is_size = name == "_check_is_size";
+  if (!is_size && std::find_if(std::begin(plain), std::end(plain), [&](const char* p) {
+                    return name == p;
+                  }) == std::end(plain))
+    return nullptr;
+  // The argument that is the condition (or, for _check_is_size, the size).
+  const size_t at = name == "_check_with" ? 1 : 0;
+  const char* key = is_size ? "i" : "cond";
+  VTP cond = at < args.size() ? args[at] : nullptr;
+  VTP max;
+  for (const auto& [k, v] : kwargs) {
+    if (k == key) cond = v;
+    else if (is_size && k == "max") max = v;
+    else if (k != "message" && k != "error_type") return nullptr;
+  }
+  if (!cond) return nullptr;
+  std::vector<VTP> conds;
+  if (is_size) {
+    if (!(cond->kind == VK::SymInt ||
+          (cond->kind == VK::Const && PyLong_Check(cond->value.get()) &&
+           !PyBool_Check(cond->value.get()))))
+      throw Unsupported{str("ignis._check_is_size() of a ", kind_name(cond->kind),
+                            ", not an int: the check runs eagerly")};
+    Obj zero = check(PyLong_FromLong(0));
+    conds.push_back(compare(">=", cond, make_const(zero.get())));
+    if (max && !(max->kind == VK::Const && max->value.get() == Py_None))
+      conds.push_back(compare("<=", cond, max));
+  } else {
+    const bool is_bool = (cond->kind == VK::Const && PyBool_Check(cond->value.get())) ||
+                         (cond->kind == VK::SymInt && sym::is_comparison(cond->sym.kind()));
+    if (!is_bool)
+      throw Unsupported{str("ignis.", name, "() of a ", kind_name(cond->kind),
+                            ", not a bool: the check runs eagerly")};
+    conds.push_back(cond);
+  }
+  for (const VTP& c : conds)
+    if (!truth(c))
+      throw Unsupported{str("ignis.", name, "() fails on the traced values; the check runs eagerly")};
+  return make_const(Py_None);
 }
 
 bool Tracer::truth(const VTP& v) {

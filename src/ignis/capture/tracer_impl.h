@@ -292,6 +292,11 @@ class Tracer {
   VTP subscr(const VTP& obj, const VTP& key);
   void store_subscr(const VTP& obj, const VTP& key, const VTP& value);
   bool truth(const VTP& v);               // throws Unsupported for tensors
+  // ignis._check and its family: None when the condition holds (a guard on
+  // sizes), Unsupported when it fails or cannot be decided; nullptr when
+  // `name` is not one of them or the arguments are not theirs.
+  VTP call_check(const std::string& name, const std::vector<VTP>& args,
+                 const std::vector<std::pair<std::string, VTP>>& kwargs);
   Py_ssize_t module_length(const VTP& m); // len() of a container module, guarded
   VTP get_iter(const VTP& v);
   VTP iter_next(const VTP& it);           // nullptr when exhausted
