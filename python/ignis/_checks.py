@@ -1,9 +1,11 @@
 """torch's `_check` family: assertions about values and sizes that raise a
 chosen exception type, written the way library code states what it expects
 (`torch._check(x.size(0) > 0, lambda: "empty batch")`). Under
-`ignis.compile` a condition on sizes is a guard like any branch on them; a
-condition capture cannot decide (one on a data-dependent count) breaks the
-graph there, and the check runs eagerly.
+`ignis.compile` a condition on sizes is a guard like any branch on them; one
+on a data-dependent count (`x[mask].shape[0] > 0`) is a runtime check in the
+graph (`_runtime_check`, as torch's runtime asserts) that also narrows the
+count's range for what follows; anything else capture cannot decide breaks
+the graph there, and the check runs eagerly.
 """
 import builtins
 
@@ -76,3 +78,15 @@ def _check_is_size(i, message=None, *, max=None):  # noqa: A002  (torch's name)
     _check(i >= 0, message)
     if max is not None:
         _check(i <= max, message)
+
+
+def _runtime_check(x, dim, low, high, error, text):
+    """What capture records for a check on a data-dependent count: x's size
+    along dim must lie in [low, high] (high < 0: no bound), else
+    builtins.<error>(text)."""
+    n = x.shape[dim]
+    if n < low or (high >= 0 and n > high):
+        raise getattr(builtins, error)(text)
+
+
+_runtime_check._ignis_impure = True  # kept by dead-code elimination (graph/passes/dce.h)

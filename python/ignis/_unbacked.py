@@ -218,10 +218,12 @@ def fold_masked_reductions(gm):
 
 # --- running a graph with data-dependent ops on a concrete backend ---------------------------
 def _data_dependent(node, dd):
-    """Whether `node` makes a data-dependent size (or reads a tuple that one made)."""
+    """Whether `node` makes a data-dependent size (or reads a tuple that one
+    made), or checks one (a runtime check of ignis._check): such nodes run
+    eagerly between the compiled stages."""
     if node.op not in ("call_function", "call_method"):
         return False
-    if "unbacked" in node.meta:
+    if "unbacked" in node.meta or "runtime_check" in node.meta:
         return True
     ins = node.all_input_nodes
     return node.target is operator.getitem and bool(ins) and ins[0] in dd

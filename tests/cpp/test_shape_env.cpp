@@ -106,6 +106,33 @@ TEST(ShapeEnv, ConstrainRangeFromAUsersMark) {
 
 // Note [Unbacked symbols]: a data-dependent size has a range and no guard; a
 // question its range leaves open is an error naming what computes it.
+// A runtime check's relation (Note [Runtime checks of data-dependent counts])
+// narrows the one unbacked symbol it bounds, and then answers decisions;
+// equalities, relations of two symbols and backed symbols are not assumed.
+TEST(ShapeEnv, AssumedBoundsNarrowAnUnbackedRange) {
+  ShapeEnv env;
+  Expr s = env.create_symbol(6, "L['x'].size()[0]", 77);
+  Expr u = env.create_unbacked("nonzero() at f.py:3", 40);
+  Expr v = env.create_unbacked("nonzero() at f.py:4");
+  EXPECT_EQ(env.decided(gt(u, Expr(0))), -1);
+  Expr sym;
+  int64_t lo = -1, hi = -1;
+  ASSERT_TRUE(env.assume(gt(u, Expr(0)), &sym, &lo, &hi));
+  EXPECT_EQ(sym, u);
+  EXPECT_EQ(lo, 1);
+  EXPECT_EQ(hi, 40);
+  ASSERT_TRUE(env.assume(lt(u * 2, Expr(21)), &sym, &lo, &hi));  // 2 u < 21: u <= 10
+  EXPECT_EQ(lo, 1);
+  EXPECT_EQ(hi, 10);
+  EXPECT_EQ(env.decided(gt(u, Expr(0))), 1);
+  EXPECT_TRUE(env.evaluate(ne(u, Expr(0))));  // settled by the range: no DataDependentError
+  EXPECT_FALSE(env.evaluate(gt(u, Expr(10))));
+  EXPECT_FALSE(env.assume(eq(u, Expr(3)), &sym, &lo, &hi));
+  EXPECT_FALSE(env.assume(lt(u, v), &sym, &lo, &hi));
+  EXPECT_FALSE(env.assume(gt(s, Expr(3)), &sym, &lo, &hi));
+  EXPECT_TRUE(env.relations().empty());
+}
+
 TEST(ShapeEnv, UnbackedSymbolsAnswerOnlyFromTheirRange) {
   ShapeEnv env;
   Expr s = env.create_symbol(6, "L['x'].size()[0]", 77);

@@ -373,22 +373,45 @@ def test_checks_on_sizes_are_guards_in_one_graph():
         cf(tensor(ignis, 2, 3))
 
 
-def test_a_check_on_a_data_dependent_count_breaks_and_runs_eagerly():
-    """torch records a runtime assert for u0 > 0; ignis breaks the graph at
-    the check (its reason names the count) and the check runs eagerly."""
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_check_on_a_data_dependent_count_is_a_runtime_check(backend):
+    """Note [Runtime checks of data-dependent counts]: the check is a node of
+    the one graph (as torch's runtime asserts), raising when the count fails
+    it; the relation narrows the count's range, so the branch on it after
+    the check adds no break."""
     def f(x, m):
         y = x[m]
-        ignis._check(y.shape[0] > 0, lambda: "nothing selected")
-        return y.sum()
+        ignis._check_value(y.shape[0] > 0, lambda: "nothing selected")
+        if y.shape[0] == 0:  # settled by the check: never taken
+            return y.sum()
+        return y.sum() / y.shape[0]
 
     x = ignis.tensor([1.0, -2.0, 3.0, -4.0])
     explained = ignis.compiler.explain(f, x, x > 0)
-    assert explained.graph_break_count == 1
-    assert "data-dependent expression u0 > 0" in str(explained.break_reasons[0])
-    cf = ignis.compile(f)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    cf = ignis.compile(f, backend=backend)
     assert close(cf(x, x > 0), f(x, x > 0))
-    with pytest.raises(RuntimeError, match="nothing selected"):
+    assert close(cf(x, x > -3), f(x, x > -3))
+    with pytest.raises(ValueError, match=r"ignis._check_value\(\) at .*: expected 0 < u0, "
+                                          r"where u0 is the count of True elements"):
         cf(x, x > 10)
+
+
+def test_a_check_capture_cannot_record_breaks_and_runs_eagerly():
+    """A relation other than a bound on one count (u0 != 2) breaks the graph
+    at the check, which runs eagerly with its own message."""
+    def f(x, m):
+        y = x[m]
+        ignis._check(y.shape[0] != 2, lambda: "two selected")
+        return y.sum()
+
+    x = ignis.tensor([1.0, -2.0, 3.0, -4.0])
+    explained = ignis.compiler.explain(f, x, x > -3)
+    assert explained.graph_break_count == 1
+    assert "capture cannot check at run time" in str(explained.break_reasons[0])
+    with pytest.raises(RuntimeError, match="two selected"):
+        ignis.compile(f)(x, x > 0)
+    assert close(ignis.compile(f)(x, x > -3), f(x, x > -3))
 
 
 def test_disable_decorator_forms():

@@ -2474,10 +2474,74 @@ VTP Tracer::call_check(const std::string& name, const std::vector<VTP>& args,
                             ", not a bool: the check runs eagerly")};
     conds.push_back(cond);
   }
-  for (const VTP& c : conds)
+  for (const VTP& c : conds) {
+    if (c->kind == VK::SymInt && shape_env.has_unbacked(c->sym) &&
+        shape_env.decided(c->sym) < 0) {
+      runtime_check(name, args, c);
+      continue;
+    }
     if (!truth(c))
       throw Unsupported{str("ignis.", name, "() fails on the traced values; the check runs eagerly")};
+  }
   return make_const(Py_None);
+}
+
+// Note [Runtime checks of data-dependent counts]
+// ignis._check(y.shape[0] > 0) where y = x[mask]: the count u0 is known
+// only when the graph runs. As torch records a runtime assert, the check
+// becomes a node of the graph -- ignis._checks._runtime_check(y, 0, lo, hi,
+// error, text), impure so that nothing removes it -- and the relation
+// narrows u0's range ([0, n] -> [1, n]), so later decisions on it (a
+// division by the count, `if y.shape[0] == 0`) are settled without a break.
+// The concrete backends run the node eagerly between their compiled stages
+// (ignis/_unbacked.py), the eager backend as part of the graph. Only a
+// relation of one count against constants (u0 > 0, u0 <= 64) is recorded;
+// others break the graph as before. The message is the check's own, naming
+// the relation (torch's runtime asserts do not call the user's message
+// either: it is a callable of the trace).
+void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args,
+                           const VTP& cond) {
+  shape_env.set_location(user_location());
+  sym::Expr u;
+  int64_t lo = 0, hi = 0;
+  const std::string relation = shape_env.source_str(shape_env.replace(cond->sym));
+  auto src = unbacked_source.end();
+  if (!shape_env.assume(cond->sym, &u, &lo, &hi) ||
+      (src = unbacked_source.find(u)) == unbacked_source.end())
+    throw Unsupported{str("ignis.", name, "() on ", relation,
+                          ", a relation of a data-dependent count capture cannot check at run "
+                          "time; the check runs eagerly")};
+  // The exception: the check's, or _check_with's error_type (a builtin one).
+  std::string error = name == "_check_index"             ? "IndexError"
+                      : name == "_check_value"           ? "ValueError"
+                      : name == "_check_type"            ? "TypeError"
+                      : name == "_check_not_implemented" ? "NotImplementedError"
+                                                         : "RuntimeError";
+  if (name == "_check_with") {
+    const VTP& type = args.empty() ? nullptr : args[0];
+    PyObject* t = type && type->kind == VK::Const ? type->value.get() : nullptr;
+    Obj builtin = t && PyType_Check(t) ? Obj::steal(PyObject_GetAttrString(t, "__name__")) : Obj();
+    if (!builtin) PyErr_Clear();
+    PyObject* same = builtin ? PyDict_GetItemWithError(PyEval_GetBuiltins(), builtin.get()) : nullptr;
+    if (!same || same != t)
+      throw Unsupported{str("ignis._check_with() of an error type that is not a builtin exception "
+                            "on a data-dependent count; the check runs eagerly")};
+    error = utf8(builtin.get());
+  }
+  const int64_t high = hi >= sym::ShapeEnv::kNoUpper ? -1 : hi;
+  const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(u);
+  const std::string text =
+      str("ignis.", name, "() at ", cur && cur->ci ? str(cur->ci->filename, ":", cur->line) : "?",
+          ": expected ", relation, ", where ", sym::symbol_name(u), " is ",
+          info ? info->source : std::string("a data-dependent count"));
+  static PyObject* fn = py_import_attr("ignis._checks", "_runtime_check");
+  graph::Node* node = ir->call_function(
+      target_of(fn),
+      {graph_arg(src->second.tensor), graph::Value(src->second.dim), graph::Value(lo),
+       graph::Value(high), graph::Value(error), graph::Value(text)},
+      {});
+  node->meta().set_extra("runtime_check", sym::symbol_name(u));
+  ++call_nodes;
 }
 
 bool Tracer::truth(const VTP& v) {

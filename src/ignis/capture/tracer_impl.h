@@ -297,6 +297,9 @@ class Tracer {
   // `name` is not one of them or the arguments are not theirs.
   VTP call_check(const std::string& name, const std::vector<VTP>& args,
                  const std::vector<std::pair<std::string, VTP>>& kwargs);
+  // ... a condition on a data-dependent count, as a node checking it when
+  // the graph runs (Note [Runtime checks of data-dependent counts]).
+  void runtime_check(const std::string& name, const std::vector<VTP>& args, const VTP& cond);
   Py_ssize_t module_length(const VTP& m); // len() of a container module, guarded
   VTP get_iter(const VTP& v);
   VTP iter_next(const VTP& it);           // nullptr when exhausted

@@ -227,6 +227,23 @@ bool ShapeEnv::narrow(Expr cond) {
   }
 }
 
+bool ShapeEnv::assume(Expr cond, Expr* sym, int64_t* lo, int64_t* hi) {
+  Expr c = replace(cond);
+  if (c.kind() != Kind::Lt && c.kind() != Kind::Le) return false;
+  Expr diff = simplify(c.arg(1) - c.arg(0));
+  Expr s;
+  int64_t a = 0, b = 0;
+  if (!linear_in_one(diff, &s, &a, &b)) return false;
+  const Symbol* info = symbol_info(s);
+  if (!info || !info->unbacked || !narrow(c)) return false;
+  log(ignis::str("runtime assert ", log_str(c), ": ", log_str(s), " in [", info->lo, ", ",
+                 info->hi, "]"));
+  *sym = s;
+  *lo = info->lo;
+  *hi = info->hi;
+  return true;
+}
+
 bool ShapeEnv::evaluate(Expr cond) {
   Expr c = replace(cond);
   int k = known(c);

@@ -97,6 +97,15 @@ class ShapeEnv {
   Expr create_unbacked(const std::string& origin, int64_t upper = kNoUpper);
   // Whether e (after the replacements) involves an unbacked symbol.
   bool has_unbacked(Expr e) const;
+  // What the ranges say of the relation `cond` (after the replacements),
+  // adding no guard: 1 it holds, 0 it fails, -1 they do not decide it.
+  int decided(Expr cond) const { return known(replace(cond)); }
+  // A relation a check will hold at run time (ignis._check on a
+  // data-dependent count): when `cond` is `a*u + b < 0` or `<= 0` for one
+  // unbacked symbol u, narrows u's range by it and returns u and its range
+  // after; false, changing nothing, for any other relation (an equality
+  // would replace u by a constant the data may not give).
+  bool assume(Expr cond, Expr* sym, int64_t* lo, int64_t* hi);
 
   // e with the replacements applied, simplified.
   Expr replace(Expr e) const;
