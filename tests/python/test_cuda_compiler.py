@@ -1052,18 +1052,21 @@ HOST_THREADS_HEADER = pathlib.Path(__file__).resolve().parents[1] / "cuda_fake" 
 _BUFFER_LINE = re.compile(r"^(\w+): (\w+)\[([\d, ]*)\] strides \[([\d, ]*)\] (?:input (\d+)|computed)")
 
 
-def _host_threads_kernel(fn, inputs, tmp_path):
-    """The one CUDA kernel the compiler generates for fn(*inputs), compiled as
-    host C++ with block_threads_host.h; returns run(grid, threads) -> the
-    output as a NumPy array."""
+def _host_threads_kernel(fn, inputs, tmp_path, **knobs):
+    """The one CUDA kernel the compiler generates for fn(*inputs) (under
+    config `knobs`), compiled as host C++ with block_threads_host.h; returns
+    run(grid, threads) -> the output as a NumPy array."""
     import ctypes
     import shutil
     import subprocess
     from ignis._functorch.aot_autograd import trace_joint
     if shutil.which("g++") is None:
         pytest.skip("no g++ here to build the host emulation")
+    from ignis._inductor import config
     gm, _ = trace_joint(ignis.fx.symbolic_trace(fn), inputs)
-    program, source, symbols = ignis._C._generate_graph_code(gm.graph, "cuda")
+    with config.patch(size_generic=False, **knobs):
+        program, source, symbols = ignis._C._generate_graph_code(gm.graph, "cuda",
+                                                                 config.compiler_options())
     assert len(symbols) == 1 and "extern " not in program, program
     sig = re.search(r'extern "C" __global__ void __launch_bounds__\(\d+\) ' + symbols[0] +
                     r"\((.*?)\) \{", source)
@@ -1164,8 +1167,9 @@ def test_row_occupancy_recomputes_what_passes_share_in_kernels_of_many_rounds():
     assert "ig_sp0[4][8]" in source(8192, **{"cuda.row_occupancy": False})
 
 
+@pytest.mark.parametrize("hoist", [False, True], ids=["guarded", "hoisted"])
 @pytest.mark.parametrize("case", sorted(HOST_CASES))
-def test_kernels_are_right_for_any_block_size_on_host_threads(case, tmp_path):
+def test_kernels_are_right_for_any_block_size_on_host_threads(case, hoist, tmp_path):
     fn, shapes = HOST_CASES[case]
     ignis.manual_seed(0)
     inputs = [ignis.randn(*s) for s in shapes]
@@ -1173,10 +1177,12 @@ def test_kernels_are_right_for_any_block_size_on_host_threads(case, tmp_path):
         inputs[0][1, 40] = float("nan")
         inputs[0][3, 99] = float("nan")
     want = fn(*inputs).numpy()
-    run = _host_threads_kernel(fn, inputs, tmp_path)
+    # config.cuda.row_hoist_chunks: Note [Chunks the compiler can hoist]
+    run = _host_threads_kernel(fn, inputs, tmp_path, **{"cuda.row_hoist_chunks": hoist})
     # 1 thread (the fake driver's), part of a warp, a warp and one lane, a
-    # few warps, the compiler's 256; 3 blocks stride over the rows.
-    for threads in (1, 5, 33, 64, 256):
+    # few warps, the compiler's 256; 3 blocks stride over the rows (32 and 64
+    # are these rows' planned blocks).
+    for threads in (1, 5, 32, 33, 64, 256):
         got = run(3, threads).reshape(want.shape)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
                                    err_msg=f"{case} with {threads} threads a block")

@@ -112,6 +112,12 @@ class cuda:  # noqa: N801
     # product and a pointwise kernel (docs/compiler.md, "Activation
     # epilogues"; the erf GELU has no such epilogue).
     activation_epilogues = True
+    # ... and whether a resident row's chunk loops use the planned block size
+    # as a literal with no guard on whole chunks, so that the compiler issues
+    # a thread's loads together (docs/compiler.md, "Chunks the compiler can
+    # hoist": 0.69 -> 0.90 of the copy bandwidth for softmax in a hand-edited
+    # kernel; off until a GPU run of the compiler's own output is clean).
+    row_hoist_chunks = False
 
 
 def _is_symbolic(value):
@@ -198,6 +204,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_online_softmax": int(bool(cuda.online_softmax)),
         "cuda_row_one_wave": int(bool(cuda.row_one_wave)),
         "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
+        "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

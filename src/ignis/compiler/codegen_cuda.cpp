@@ -1070,10 +1070,16 @@ class CudaKernelPrinter {
       else os_ << "  const bool ig_aligned = true;\n";
     }
     if (chunks > 0) {
-      // The row fits when the block is as large as planned (a host
-      // emulation may run smaller blocks).
-      os_ << "  const bool ig_resident = ig_aligned && " << it_ << "(blockDim.x) * " << chunks
-          << " >= " << nvec << ";\n";
+      // Note [Chunks the compiler can hoist]: the resident path runs blocks
+      // of exactly the planned size (a host emulation may run others: they
+      // stream).
+      if (options_.cuda_row_hoist_chunks) {
+        row_threads_ = launch->threads;
+        os_ << "  const bool ig_resident = ig_aligned && blockDim.x == " << row_threads_ << "u;\n";
+      } else {
+        os_ << "  const bool ig_resident = ig_aligned && " << it_ << "(blockDim.x) * " << chunks
+            << " >= " << nvec << ";\n";
+      }
     }
     os_ << "  for (" << it_ << " ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
         << "; ig_row += gridDim.x) {\n";
@@ -1122,9 +1128,9 @@ class CudaKernelPrinter {
   // leaves a thread kMinRowRegisters (ptxas then keeps the registers to
   // 65536 / (blocks * threads), spilling what does not fit to local
   // memory, which L1 holds: 92-120 bytes a thread for GPT-2's norms, by
-  // ptxas -v). config.cuda.row_one_wave turns it on; it stays off until a
-  // GPU run weighs the round it saves against those spills
-  // (bench/gpu_rows.py's fourth setting, bench/gpu.py --config).
+  // ptxas -v). config.cuda.row_one_wave turns it on. Off: on the H100 the
+  // spills cost more than the round saves (GPT-2's forward 2.818 -> 2.867
+  // ms; docs/benchmarks.md run 11); max-autotune still tries it per kernel.
   static constexpr int64_t kMinRowRegisters = 64;
   static int one_wave_blocks(int64_t rows, int threads) {
     constexpr int64_t kMultiprocessors = 132, kThreadsPerSM = 2048, kBlocksPerSM = 32;
@@ -1411,6 +1417,29 @@ class CudaKernelPrinter {
     print_vector_stores(li, v, base, width, ind);
   }
 
+  // Note [Chunks the compiler can hoist]
+  // A resident row's passes loop over a thread's chunks, vectors t, t + T,
+  // ... of the row for T the block's planned threads. Written as
+  // `ig_k * blockDim.x + threadIdx.x` under `if (ig_c < nvec)`, every load
+  // sat behind a guard the compiler could not prove true, and it issued
+  // them one after the other, each after the last one's arithmetic: four
+  // 16-byte loads a thread in sequence instead of in flight together. With
+  // the planned T a literal (the resident path runs only on blocks of that
+  // size) a chunk that every thread has needs no guard, and only a last,
+  // partial chunk keeps one. Measured on the H100 (the row lab, ad hoc:
+  // the generated kernels with the guard removed by hand), softmax over
+  // 8192 x 8192 bfloat16 128.8 -> 97.9 us (0.69 -> 0.90 of the copy
+  // bandwidth), layer_norm over 16384 x 4096 104.4 -> 93.6 us (0.85 ->
+  // 0.95), GPT-2's 4096 x 768 residual layer norm 12.3 -> 10.3 us from
+  // memory; ptxas also gave that norm 69 registers instead of 96. But the
+  // first GPU run of the compiler printing it (config.cuda.row_hoist_chunks)
+  // failed: one row of 42 of a compiled mean wrong, layer_norm backward and
+  // the GPT forward reading garbage -- on a machine where torch's own
+  // cublasCreate failed in the same run, so the GPU's state is suspect too.
+  // Until a run tells which, the knob is off and the guarded form printed
+  // (row_threads_ 0).
+  int64_t row_threads_ = 0;
+
   // The loop over a thread's chunks of a resident row, opened: chunk ig_k is
   // the row's vector ig_c (when the row has it), its first element ig_e0,
   // the inner variables `head` unravelled from it (closed by the caller:
@@ -1419,9 +1448,19 @@ class CudaKernelPrinter {
                        const std::string& ind) {
     const std::string i2 = ind + "  ", i3 = ind + "    ";
     os_ << "#pragma unroll\n" << ind << "for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k) {\n";
-    os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
-        << it_ << "(threadIdx.x);\n";
-    os_ << i2 << "if (ig_c < " << nvec << ") {\n";
+    // Note [Chunks the compiler can hoist]
+    if (row_threads_ == 0) {
+      os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
+          << it_ << "(threadIdx.x);\n";
+      os_ << i2 << "if (ig_c < " << nvec << ") {\n";
+    } else {
+      os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << row_threads_ << " + "
+          << it_ << "(threadIdx.x);\n";
+      if (int64_t(chunks) * row_threads_ > nvec)
+        os_ << i2 << "if (ig_k + 1 < " << chunks << " || ig_c < " << nvec << ") {\n";
+      else
+        os_ << i2 << "{\n";
+    }
     os_ << i3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
     print_unravel(head, k_.inner_sizes, "ig_e0", i3);
   }

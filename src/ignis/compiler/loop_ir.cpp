@@ -331,6 +331,7 @@ std::string CompilerOptions::fingerprint() const {
          "," + std::to_string(cuda_row_vectors) + (cuda_row_prefetch ? ",prefetch" : "") + (cuda_row_occupancy ? ",occupancy" : "") +
          (cuda_online_softmax ? ",online" : "") + (cuda_row_one_wave ? ",one_wave" : "") +
          (cuda_activation_epilogues ? ",act_epilogues" : "") +
+         (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +
          (realize_across_kernels ? ",across" : "") +
          (cpu_row_prefetch ? ",cpu_prefetch" : "") +
          (size_generic ? ",generic" : "");
