@@ -36,29 +36,35 @@ def _check_with(error_type, cond, message=None):
     raise error_type(text)
 
 
+# The exception each check raises; capture reads it too, to record a check
+# on a data-dependent count (Tracer::call_check, tracer_calls.cpp).
+_ERRORS = {"_check": RuntimeError, "_check_index": IndexError, "_check_value": ValueError,
+           "_check_type": TypeError, "_check_not_implemented": NotImplementedError}
+
+
 def _check(cond, message=None):
     """RuntimeError unless cond (see _check_with)."""
-    _check_with(RuntimeError, cond, message)
+    _check_with(_ERRORS["_check"], cond, message)
 
 
 def _check_index(cond, message=None):
     """IndexError unless cond."""
-    _check_with(IndexError, cond, message)
+    _check_with(_ERRORS["_check_index"], cond, message)
 
 
 def _check_value(cond, message=None):
     """ValueError unless cond."""
-    _check_with(ValueError, cond, message)
+    _check_with(_ERRORS["_check_value"], cond, message)
 
 
 def _check_type(cond, message=None):
     """TypeError unless cond."""
-    _check_with(TypeError, cond, message)
+    _check_with(_ERRORS["_check_type"], cond, message)
 
 
 def _check_not_implemented(cond, message=None):
     """NotImplementedError unless cond."""
-    _check_with(NotImplementedError, cond, message)
+    _check_with(_ERRORS["_check_not_implemented"], cond, message)
 
 
 def _check_tensor_all(cond, message=None):

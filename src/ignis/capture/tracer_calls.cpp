@@ -2437,12 +2437,11 @@ Py_ssize_t Tracer::module_length(const VTP& m) {
 // error. A condition that is not a bool (eager's TypeError) breaks too.
 VTP Tracer::call_check(const std::string& name, const std::vector<VTP>& args,
                        const std::vector<std::pair<std::string, VTP>>& kwargs) {
-  static const char* const plain[] = {"_check", "_check_index", "_check_value", "_check_type",
-                                      "_check_not_implemented", "_check_with"};
+  // The checks and their exceptions: ignis/_checks.py's _ERRORS, plus
+  // _check_with (its own error_type) and _check_is_size (a _check).
+  static PyObject* errors = py_import_attr("ignis._checks", "_ERRORS");
   const bool is_size = name == "_check_is_size";
-  if (!is_size && std::find_if(std::begin(plain), std::end(plain), [&](const char* p) {
-                    return name == p;
-                  }) == std::end(plain))
+  if (!is_size && name != "_check_with" && !PyDict_GetItemString(errors, name.c_str()))
     return nullptr;
   // The argument that is the condition (or, for _check_is_size, the size).
   const size_t at = name == "_check_with" ? 1 : 0;
@@ -2501,23 +2500,15 @@ VTP Tracer::call_check(const std::string& name, const std::vector<VTP>& args,
 // either: it is a callable of the trace).
 void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args,
                            const VTP& cond) {
-  shape_env.set_location(user_location());
-  sym::Expr u;
-  int64_t lo = 0, hi = 0;
-  const std::string relation = shape_env.source_str(shape_env.replace(cond->sym));
-  auto src = unbacked_source.end();
-  if (!shape_env.assume(cond->sym, &u, &lo, &hi) ||
-      (src = unbacked_source.find(u)) == unbacked_source.end())
-    throw Unsupported{str("ignis.", name, "() on ", relation,
-                          ", a relation of a data-dependent count capture cannot check at run "
-                          "time; the check runs eagerly")};
-  // The exception: the check's, or _check_with's error_type (a builtin one).
-  std::string error = name == "_check_index"             ? "IndexError"
-                      : name == "_check_value"           ? "ValueError"
-                      : name == "_check_type"            ? "TypeError"
-                      : name == "_check_not_implemented" ? "NotImplementedError"
-                                                         : "RuntimeError";
-  if (name == "_check_with") {
+  // The exception: the check's (ignis/_checks.py's _ERRORS; _check_is_size
+  // is a _check), or _check_with's error_type (a builtin one).
+  std::string error;
+  if (name != "_check_with") {
+    static PyObject* errors = py_import_attr("ignis._checks", "_ERRORS");
+    PyObject* type = PyDict_GetItemString(errors, name == "_check_is_size" ? "_check" : name.c_str());
+    IGNIS_INTERNAL_ASSERT(type, "ignis._checks._ERRORS has no ", name);
+    error = utf8(check(PyObject_GetAttrString(type, "__name__")).get());
+  } else {
     const VTP& type = args.empty() ? nullptr : args[0];
     PyObject* t = type && type->kind == VK::Const ? type->value.get() : nullptr;
     Obj builtin = t && PyType_Check(t) ? Obj::steal(PyObject_GetAttrString(t, "__name__")) : Obj();
@@ -2528,6 +2519,16 @@ void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args
                             "on a data-dependent count; the check runs eagerly")};
     error = utf8(builtin.get());
   }
+  shape_env.set_location(user_location());
+  sym::Expr u;
+  int64_t lo = 0, hi = 0;
+  const std::string relation = shape_env.source_str(shape_env.replace(cond->sym));
+  auto src = unbacked_source.end();
+  if (!shape_env.assume(cond->sym, &u, &lo, &hi) ||
+      (src = unbacked_source.find(u)) == unbacked_source.end())
+    throw Unsupported{str("ignis.", name, "() on ", relation,
+                          ", a relation of a data-dependent count capture cannot check at run "
+                          "time; the check runs eagerly")};
   const int64_t high = hi >= sym::ShapeEnv::kNoUpper ? -1 : hi;
   const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(u);
   const std::string text =

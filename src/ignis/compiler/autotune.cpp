@@ -45,11 +45,8 @@ std::string describe(const CompilerOptions& o) {
          " lanes=" + std::to_string(o.reduction_lanes);
 }
 
-// Winners on disk: "<threads> <lanes>\n" under <cache>/autotune/<key>.
-std::filesystem::path winner_path(runtime::CodeCache& cache, const std::string& key) {
-  return cache.dir() / "autotune" / key.substr(0, 2) / key;
-}
 
+// Winners on disk (autotune_entry): "<threads> <lanes>\n".
 bool read_winner(const std::filesystem::path& path, CompilerOptions* o) {
   std::optional<std::string> text = runtime::read_file(path);
   if (!text) return false;
@@ -94,6 +91,11 @@ double time_kernel(KernelFn* fn, char* const* ptrs) {
 
 }  // namespace
 
+std::filesystem::path autotune_entry(const std::filesystem::path& cache_dir,
+                                     const std::string& key) {
+  return cache_dir / "autotune" / key.substr(0, 2) / key;
+}
+
 ProgramBuffers allocate_program_buffers(const Program& p, Device device) {
   ProgramBuffers out;
   out.tensors.resize(p.buffers.size());
@@ -131,7 +133,7 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
     keys[i] = runtime::sha256_hex(generate_kernel_cpp(p, p.kernels[i], base) + "|threads " +
                                   std::to_string(omp_get_max_threads()));
     CompilerOptions o = base;
-    if (read_winner(winner_path(cache, keys[i]), &o)) {
+    if (read_winner(autotune_entry(cache.dir(), keys[i]), &o)) {
       o.size_generic = requested.size_generic;
       result.per_kernel[i] = o;
       result.report.push_back(p.kernels[i].name + ": " + describe(o) + " (cached)");
@@ -190,7 +192,7 @@ AutotuneResult autotune(const Program& p, const CompilerOptions& requested,
     std::snprintf(line, sizeof line, ": %s %.3f ms (default %.3f ms, %zu variants)",
                   describe(vs[best_v]).c_str(), best * 1e3, first * 1e3, seen.size());
     result.report.push_back(k.name + line);
-    std::filesystem::path path = winner_path(cache, keys[i]);
+    std::filesystem::path path = autotune_entry(cache.dir(), keys[i]);
     runtime::make_dirs(path.parent_path());
     runtime::write_file_atomic(path, std::to_string(vs[best_v].threads) + " " +
                                          std::to_string(vs[best_v].reduction_lanes) + "\n");

@@ -14,6 +14,7 @@
 // process (or graph) with the same kernel skips the measurement.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct AutotuneResult {
 };
 
 AutotuneResult autotune(const Program& p, const CompilerOptions& base, runtime::CodeCache& cache);
+
+// Where a winner is kept: <cache_dir>/autotune/<key[:2]>/<key> (both
+// autotuners' entries; their keys differ).
+std::filesystem::path autotune_entry(const std::filesystem::path& cache_dir,
+                                     const std::string& key);
 
 // Buffers of the program's shapes on `device`, to time its kernels on: a
 // tensor for each buffer the program allocates (undefined for eliminated

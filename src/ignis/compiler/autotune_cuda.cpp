@@ -57,11 +57,7 @@ std::string describe(const CompilerOptions& o) {
          " one_wave=" + (o.cuda_row_one_wave ? "on" : "off");
 }
 
-// Winners on disk: "cuda <vectors> <prefetch> <one_wave>\n" under
-// <cache>/autotune/<key> (the CPU autotuner's directory; its keys differ).
-std::filesystem::path winner_path(const std::filesystem::path& dir, const std::string& key) {
-  return dir / "autotune" / key.substr(0, 2) / key;
-}
+// Winners on disk (autotune_entry): "cuda <vectors> <prefetch> <one_wave>\n".
 
 bool read_winner(const std::filesystem::path& path, CompilerOptions* o) {
   std::optional<std::string> text = runtime::read_file(path);
@@ -149,7 +145,7 @@ CudaAutotuneResult autotune_cuda(const Program& p, const CompilerOptions& reques
     if (distinct[i].size() < 2) continue;  // nothing to choose
     keys[i] = runtime::sha256_hex("cuda|" + codes[0].kernels[i].key + "|" + gpu);
     CompilerOptions o = requested;
-    if (read_winner(winner_path(cache_dir, keys[i]), &o)) {
+    if (read_winner(autotune_entry(cache_dir, keys[i]), &o)) {
       result.per_kernel[i] = o;
       result.report.push_back(p.kernels[i].name + ": " + describe(o) + " (cached)");
     } else if (auto [first, fresh] = first_of_key.emplace(codes[0].kernels[i].key, i); fresh) {
@@ -236,7 +232,7 @@ CudaAutotuneResult autotune_cuda(const Program& p, const CompilerOptions& reques
     std::snprintf(line, sizeof line, ": %s %.1f us (default %.1f us, %zu variants)",
                   describe(vs[best_v]).c_str(), best * 1e3, first * 1e3, distinct[i].size());
     result.report.push_back(k.name + line);
-    std::filesystem::path path = winner_path(cache_dir, keys[i]);
+    std::filesystem::path path = autotune_entry(cache_dir, keys[i]);
     runtime::make_dirs(path.parent_path());
     runtime::write_file_atomic(path, "cuda " + std::to_string(vs[best_v].cuda_row_vectors) + " " +
                                          (vs[best_v].cuda_row_prefetch ? "1" : "0") + " " +

@@ -1026,7 +1026,7 @@ class CudaKernelPrinter {
       // loads do not fit, the row streams (a 50304-wide bfloat16 softmax
       // held its exps too: 208 bytes of local-memory spills a thread at
       // 1024 threads).
-      const int64_t budget = std::min<int64_t>(255, 65536 / threads) - kRegisterReserve;
+      const int64_t budget = std::min<int64_t>(255, kRegistersPerSM / threads) - kRegisterReserve;
       if (chunks > 0) {
         bool fits = false;
         for (int attempt = options_.cuda_row_prefetch ? 0 : 1; attempt < 3 && !fits; ++attempt) {
@@ -1111,9 +1111,12 @@ class CudaKernelPrinter {
   // and costs when the registers it takes lower the occupancy of a kernel
   // of many rounds (16384 rows of 4096: 100 -> 130 us).
   static double row_waves(int64_t rows, int threads, int64_t regs) {
-    constexpr int64_t kMultiprocessors = 132;
     return double(rows) / double(kMultiprocessors * blocks_per_sm(threads, regs));
   }
+  // Hopper's limits (H100/H200): multiprocessors, and the threads, blocks
+  // and registers one of them holds at once.
+  static constexpr int64_t kMultiprocessors = 132, kThreadsPerSM = 2048, kBlocksPerSM = 32,
+                           kRegistersPerSM = 65536;
 
   // Note [One wave of short rows]
   // A kernel of short rows (GPT-2's residual add and layer norm: 4096 rows
@@ -1133,10 +1136,9 @@ class CudaKernelPrinter {
   // ms; docs/benchmarks.md run 11); max-autotune still tries it per kernel.
   static constexpr int64_t kMinRowRegisters = 64;
   static int one_wave_blocks(int64_t rows, int threads) {
-    constexpr int64_t kMultiprocessors = 132, kThreadsPerSM = 2048, kBlocksPerSM = 32;
     const int64_t want = (rows + kMultiprocessors - 1) / kMultiprocessors;
     if (want <= 1 || want > std::min(kBlocksPerSM, kThreadsPerSM / threads) ||
-        65536 / (want * threads) < kMinRowRegisters)
+        kRegistersPerSM / (want * threads) < kMinRowRegisters)
       return 0;
     return int(want);
   }
@@ -1144,10 +1146,9 @@ class CudaKernelPrinter {
   // The blocks of `threads` threads, each holding `regs` registers of the
   // row (plus the reserve), that one multiprocessor runs at once.
   static int64_t blocks_per_sm(int threads, int64_t regs) {
-    constexpr int64_t kThreadsPerSM = 2048, kBlocksPerSM = 32;
     const int64_t per_thread = std::max<int64_t>(regs + kRegisterReserve, 1);
-    return std::max<int64_t>(
-        1, std::min({kBlocksPerSM, kThreadsPerSM / threads, 65536 / (per_thread * threads)}));
+    return std::max<int64_t>(1, std::min({kBlocksPerSM, kThreadsPerSM / threads,
+                                          kRegistersPerSM / (per_thread * threads)}));
   }
 
   // Note [Occupancy before kept values]

@@ -179,7 +179,6 @@ std::vector<cublasLtMatmulHeuristicResult_t> heuristics(cublasLtHandle_t h, cons
 }
 
 Plan build_plan(cublasLtHandle_t h, const PlanKey& key, const void* bias) {
-  const auto& api = cublaslt();
   Plan p;
   int type = static_cast<int>(key.data_type);
   int scale = type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F;
@@ -280,7 +279,7 @@ GemmAutotuneScope::GemmAutotuneScope(bool on) : previous_(t_autotune) { t_autotu
 GemmAutotuneScope::~GemmAutotuneScope() { t_autotune = previous_; }
 
 bool lt_matmul(const GemmCall& c, const Stream& stream) {
-  const auto& api = require_cublaslt();
+  require_cublaslt();
   DeviceGuard guard(c.device);
   PlanKey key{};
   key.device = c.device;

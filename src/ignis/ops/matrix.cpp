@@ -128,20 +128,13 @@ void addmm_cpu(OpCall& c) {
 // use_gelu is the tanh form on CUDA and the erf form on the CPU: this one
 // is the same function on every device. The CPU runs addmm and then the
 // activation in place, as eager's two ops.
-bool addmm_act_gelu(const IValue& activation) {
-  const std::string& a = activation.to_string();
-  IGNIS_CHECK_VALUE(a == "relu" || a == "gelu_tanh",
-                    "_addmm_act: activation must be 'relu' or 'gelu_tanh', got '", a, "'");
-  return a == "gelu_tanh";
-}
 void addmm_act_meta(OpCall& c) {
-  addmm_act_gelu(c.args[5]);
+  addmm_act_is_gelu(c.args[5]);
   addmm_meta<false>(c);
 }
 void addmm_act_cpu(OpCall& c) {
   addmm_cpu<false>(c);
-  if (addmm_act_gelu(c.args[5])) OpRef("gelu_").call(c.outputs[0], std::string("tanh"));
-  else OpRef("relu_").call(c.outputs[0]);
+  apply_addmm_act(c.outputs[0], addmm_act_is_gelu(c.args[5]));
 }
 
 // ---- dot / mv -------------------------------------------------------------------------
@@ -302,7 +295,7 @@ void addmm_bw(GradCtx& c) {
 // Through its decomposition: the activation of addmm, recomputed.
 void addmm_act_bw(GradCtx& c) {
   const Scalar beta = c.scalar(3), alpha = c.scalar(4);
-  const bool gelu = addmm_act_gelu(c.args[5]);
+  const bool gelu = addmm_act_is_gelu(c.args[5]);
   vjp_decomposition(c, {0, 1, 2}, [&](const std::vector<Tensor>& in) {
     Tensor pre = op("addmm", in[0], in[1], in[2], beta, alpha);
     return gelu ? op("gelu", pre, std::string("tanh")) : op("relu", pre);
@@ -318,6 +311,18 @@ void mv_bw(GradCtx& c) {
 }
 
 }  // namespace
+
+bool addmm_act_is_gelu(const IValue& activation) {
+  const std::string& a = activation.to_string();
+  IGNIS_CHECK_VALUE(a == "relu" || a == "gelu_tanh",
+                    "_addmm_act: activation must be 'relu' or 'gelu_tanh', got '", a, "'");
+  return a == "gelu_tanh";
+}
+
+void apply_addmm_act(const Tensor& out, bool gelu) {
+  if (gelu) OpRef("gelu_").call(out, std::string("tanh"));
+  else OpRef("relu_").call(out);
+}
 
 void register_matrix_ops() {
   // The GEMM calls are templates: a compiler fills a matrix-multiply template for them (with

@@ -1,7 +1,6 @@
 #include "ignis/ops/matrix_cuda.h"
 
 #include "ignis/kernels/cuda/gemm.h"
-#include "ignis/dispatch/dispatcher.h"
 #include "ignis/kernels/device_kernels.h"
 
 namespace ignis {
@@ -71,7 +70,7 @@ void addmm_act_cuda(OpCall& c) {
   check_dtype(c.tensor(1).dtype(), "addmm_cuda");
   const Tensor &self = c.tensor(0), &out = c.outputs[0];
   const double beta = c.scalar(3).to_double();
-  const bool gelu = c.args[5].to_string() == "gelu_tanh";  // checked by the meta rule
+  const bool gelu = addmm_act_is_gelu(c.args[5]);
   const auto act = gelu ? cuda::GemmActivation::GeluTanh : cuda::GemmActivation::Relu;
   const Tensor bias = beta == 1.0 ? self : Tensor();
   if ((beta == 0.0 || cuda::bias_epilogue_applies(self, out)) &&
@@ -79,8 +78,7 @@ void addmm_act_cuda(OpCall& c) {
                                 c.scalar(4), bias, act))
     return;
   addmm_into(c, as_batch(out), as_batch(c.tensor(1)), as_batch(c.tensor(2)));
-  if (gelu) OpRef("gelu_").call(out, std::string("tanh"));
-  else OpRef("relu_").call(out);
+  apply_addmm_act(out, gelu);
 }
 
 void mv_cuda(OpCall& c) {
