@@ -1432,13 +1432,12 @@ class CudaKernelPrinter {
   // 8192 x 8192 bfloat16 128.8 -> 97.9 us (0.69 -> 0.90 of the copy
   // bandwidth), layer_norm over 16384 x 4096 104.4 -> 93.6 us (0.85 ->
   // 0.95), GPT-2's 4096 x 768 residual layer norm 12.3 -> 10.3 us from
-  // memory; ptxas also gave that norm 69 registers instead of 96. But the
-  // first GPU run of the compiler printing it (config.cuda.row_hoist_chunks)
-  // failed: one row of 42 of a compiled mean wrong, layer_norm backward and
-  // the GPT forward reading garbage -- on a machine where torch's own
-  // cublasCreate failed in the same run, so the GPU's state is suspect too.
-  // Until a run tells which, the knob is off and the guarded form printed
-  // (row_threads_ 0).
+  // memory; ptxas also gave that norm 69 registers instead of 96. Through
+  // the compiler (docs/benchmarks.md run 12): softmax 123 -> 95 us, layer_norm
+  // 101 -> 96 us, 0.93 of the copy bandwidth each. (An earlier run that
+  // failed with it on was the machine's: torch's own cublasCreate failed
+  // there too, and the same tree passed on the next machine.)
+  // config.cuda.row_hoist_chunks off prints the guarded form (row_threads_ 0).
   int64_t row_threads_ = 0;
 
   // The loop over a thread's chunks of a resident row, opened: chunk ig_k is

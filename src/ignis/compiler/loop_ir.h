@@ -244,8 +244,8 @@ struct CompilerOptions {
   bool cuda_activation_epilogues = true;
   // Resident rows' chunk loops with the planned block size a literal and no
   // guard on whole chunks (config.cuda.row_hoist_chunks; Note [Chunks the
-  // compiler can hoist], codegen_cuda.cpp; off until verified on a GPU).
-  bool cuda_row_hoist_chunks = false;
+  // compiler can hoist], codegen_cuda.cpp).
+  bool cuda_row_hoist_chunks = true;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;
