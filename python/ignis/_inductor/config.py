@@ -10,7 +10,8 @@ import os
 import sys
 
 # A value with several users is recomputed in each when it has at most this
-# many ops; a costlier one is stored once and read back.
+# many arithmetic ops (casts and views are free); a costlier one is stored
+# once and read back.
 realize_opcount_threshold = 8
 # ... or when it reads more than this many distinct elements of memory.
 realize_reads_threshold = 4

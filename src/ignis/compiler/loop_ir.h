@@ -195,7 +195,8 @@ struct Step {
 // (ignis._inductor.config sets them; the defaults are these).
 struct CompilerOptions {
   // A value with several users is recomputed in each when it has at most
-  // this many ops, else stored once (config.realize_opcount_threshold).
+  // this many arithmetic ops (casts and views are free), else stored once
+  // (config.realize_opcount_threshold).
   int64_t realize_opcount_threshold = 8;
   // ... or when it reads more than this many distinct elements of memory
   // (config.realize_reads_threshold): a residual stream summed over layers

@@ -661,12 +661,19 @@ class Lowering {
 
   // The realize policy: a value is computed into a buffer when something
   // needs it in memory, or when several users would each recompute it and
-  // it is not cheap: more than options_.realize_opcount_threshold ops, or
-  // reads of more than options_.realize_reads_threshold elements. A cheap
-  // value with several users is recomputed in each (softmax's exp(x - max)
-  // feeds the sum and the quotient: computed in both passes over the row,
-  // never stored), as inductor inlines cheap pointwise values rather than
-  // storing them.
+  // it is not cheap: more than options_.realize_opcount_threshold arithmetic
+  // ops, or reads of more than options_.realize_reads_threshold elements. A
+  // cheap value with several users is recomputed in each (softmax's
+  // exp(x - max) feeds the sum and the quotient: computed in both passes over
+  // the row, never stored), as inductor inlines cheap pointwise values rather
+  // than storing them.
+  //
+  // The ops counted are the body's calls and selects: views, dtype casts and
+  // the loads of broadcast per-row statistics are free next to the store and
+  // the read back that realizing costs. (Counted as graph nodes, layer_norm
+  // backward's x_hat = (x - mean) * rstd was nine -- five of them casts and
+  // views of the saved statistics -- and was stored in float32, twice the
+  // bytes of the bfloat16 x it is recomputed from.)
   bool needs_realize(const Node* n) const {
     if (read_as_tensor(n)) return true;
     if (n->users().size() <= 1) return false;
@@ -674,13 +681,18 @@ class Lowering {
     auto it = vals_.find(n);
     if (it == vals_.end()) return true;
     const Val& v = it->second;
-    if (int64_t(v.origins.size()) > options_.realize_opcount_threshold) return true;
     if (v.buffer >= 0) return false;
+    // A value fused from many nodes is not cheap whatever they are, and its
+    // body is not built just to count them (lowering's time).
+    if (int64_t(v.origins.size()) > 4 * options_.realize_opcount_threshold) return true;
     BodyBuilder bb;  // shares equal loads: what is left are distinct elements
     v.body(bb, canonical_coords(v.sizes));
-    int64_t loads = std::count_if(bb.body.begin(), bb.body.end(),
-                                  [](const ScalarNode& s) { return s.kind == ScalarKind::Load; });
-    return loads > options_.realize_reads_threshold;
+    int64_t loads = 0, ops = 0;
+    for (const ScalarNode& s : bb.body) {
+      loads += s.kind == ScalarKind::Load;
+      ops += s.kind == ScalarKind::Call || s.kind == ScalarKind::Where;
+    }
+    return ops > options_.realize_opcount_threshold || loads > options_.realize_reads_threshold;
   }
 
   // ---- buffers ----
