@@ -119,6 +119,11 @@ class cuda:  # noqa: N801
     # hoist": softmax 0.72 -> 0.93 and layer_norm 0.88 -> 0.93 of the copy
     # bandwidth on the H100, docs/benchmarks.md run 12).
     row_hoist_chunks = True
+    # ... and whether a column kernel (sums over rows: a bias's or a norm
+    # weight's gradient) gives a thread a 16-byte vector of neighbouring
+    # columns, one load a row, instead of one column (docs/compiler.md,
+    # "Vectors of columns").
+    column_vectors = True
 
 
 def _is_symbolic(value):
@@ -206,6 +211,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_one_wave": int(bool(cuda.row_one_wave)),
         "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
         "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),
+        "cuda_column_vectors": int(bool(cuda.column_vectors)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

@@ -438,7 +438,7 @@ class CudaKernelPrinter {
   }
 
   std::string ref(const ScalarNode& s, const std::string& ind) {
-    if (s.acc >= 0) return "acc" + std::to_string(s.acc);
+    if (s.acc >= 0) return acc(s.acc);
     if (s.scratch < 0) return tmp(size_t(s.loop), s.node);
     if (vec_ && vec_->registers)
       return vec_->spills ? "ig_sp" + std::to_string(s.scratch) + "[ig_k][ig_j]"
@@ -837,10 +837,13 @@ class CudaKernelPrinter {
   // inner iteration from t / cw, so a warp reads cw neighbouring elements of
   // one row; ig_column_reduce folds the lanes of each column. Few columns
   // split their rows over several blocks (Note [Split column reductions]).
+  // Where the columns allow it a thread takes `width` neighbouring columns
+  // and reads them as one vector (Note [Vectors of columns]).
   void print_columns(CudaLaunch* launch) {
     const int64_t cols = k_.outer_numel(), inner = k_.inner_numel();
+    const int width = column_width();
     launch->threads = kColumns * kColumnLanes;
-    const int64_t groups = (cols + kColumns - 1) / kColumns;
+    const int64_t groups = (cols + kColumns * width - 1) / (kColumns * width);
     const int64_t splits = column_splits(groups, inner);
     launch->blocks = groups * splits;
     os_ << "  const int ig_cw = blockDim.x < " << kColumns << " ? int(blockDim.x) : " << kColumns
@@ -848,34 +851,57 @@ class CudaKernelPrinter {
     os_ << "  const int ig_lanes = int(blockDim.x) / ig_cw;\n";
     os_ << "  const int ig_ty = int(threadIdx.x) / ig_cw;\n";
     const std::string ncols = numel(k_.outer_sizes, cols);
+    const std::string span = width > 1 ? "(ig_cw * " + std::to_string(width) + ")" : "ig_cw";
+    std::vector<size_t> passes;
+    for (size_t li = 0; li < k_.loops.size(); ++li)
+      if (k_.loops[li].inner) passes.push_back(li);
+    const sym::Expr v = k_.outer.back();
+    if (width > 1) print_alignment_check(passes, v, width, "  ");
     if (splits > 1) {
       print_split_workspace(launch, cols, splits);
-      os_ << "  const " << it_ << " ig_groups = (" << ncols << " + ig_cw - 1) / ig_cw;\n";
+      os_ << "  const " << it_ << " ig_groups = (" << ncols << " + " << span << " - 1) / " << span
+          << ";\n";
       os_ << "  __shared__ bool ig_last;\n";
       os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < ig_groups * " << splits
           << "; ig_item += gridDim.x) {\n";
       os_ << "    const " << it_ << " ig_split = ig_item / ig_groups;\n";
-      os_ << "    const " << it_ << " ig_c0 = (ig_item % ig_groups) * ig_cw;\n";
+      os_ << "    const " << it_ << " ig_c0 = (ig_item % ig_groups) * " << span << ";\n";
     } else {
-      os_ << "  for (" << it_ << " ig_c0 = " << it_ << "(blockIdx.x) * ig_cw; ig_c0 < " << ncols
-          << "; ig_c0 += " << it_ << "(gridDim.x) * ig_cw) {\n";
+      os_ << "  for (" << it_ << " ig_c0 = " << it_ << "(blockIdx.x) * " << span << "; ig_c0 < "
+          << ncols << "; ig_c0 += " << it_ << "(gridDim.x) * " << span << ") {\n";
     }
-    os_ << "    const " << it_ << " ig_o = ig_c0 + " << it_ << "(threadIdx.x) % ig_cw;\n";
+    os_ << "    const " << it_ << " ig_o = ig_c0 + " << it_ << "(threadIdx.x) % ig_cw"
+        << (width > 1 ? " * " + std::to_string(width) : "") << ";\n";
     os_ << "    const bool ig_live = ig_o < " << ncols << " && ig_ty < ig_lanes;\n";
     os_ << "    const " << it_ << " ig_col = ig_live ? ig_o : ig_c0;\n";
-    print_unravel(k_.outer, k_.outer_sizes, "ig_col", "    ");
+    // With vectors the last column variable is the lane's, ig_v0 + ig_j.
+    std::vector<sym::Expr> head = k_.outer;
+    const sym::Expr base = sym::index_var("ig_v0", k_.outer_sizes.back());
+    if (width > 1) head.back() = base;
+    print_unravel(head, k_.outer_sizes, "ig_col", "    ");
+    acc_lanes_ = width;
+    auto lanes = [&](const std::string& ind, const std::function<void(const std::string&)>& body) {
+      if (width == 1) return body(ind);
+      os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+      os_ << ind << "  const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
+      body(ind + "  ");
+      os_ << ind << "}\n";
+    };
     std::string ind = "    ";
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
       if (!l.inner) {
-        print_nodes(li, ind, Part::All);
-        for (const Store& st : l.stores)
-          os_ << ind << "if (ig_live && ig_ty == 0) " << ptr_name(p_.buffers[size_t(st.buffer)])
-              << "[" << sz_.expr(st.index) << "] = " << tmp(li, st.value) << ";\n";
+        lanes(ind, [&](const std::string& in) {
+          print_nodes(li, in, Part::All);
+          for (const Store& st : l.stores)
+            os_ << in << "if (ig_live && ig_ty == 0) " << ptr_name(p_.buffers[size_t(st.buffer)])
+                << "[" << sz_.expr(st.index) << "] = " << tmp(li, st.value) << ";\n";
+        });
         continue;
       }
       print_acc_init(li, ind);
-      print_nodes(li, ind, Part::Invariant);
+      // A value of the columns alone goes before the rows (per lane with vectors).
+      if (width == 1) print_nodes(li, ind, Part::Invariant);
       std::string lo = "ig_ty", hi = numel(k_.inner_sizes, inner);
       if (splits > 1) {
         const int64_t chunk = (inner + splits - 1) / splits;
@@ -885,24 +911,75 @@ class CudaKernelPrinter {
         os_ << ind << "const " << it_ << " ig_hi = " << hi << ";\n";
         hi = "ig_hi";
       }
-      os_ << ind << "if (ig_live) {\n";
-      os_ << "#pragma unroll 4\n";
-      os_ << ind << "  for (" << it_ << " ig_e = " << lo << "; ig_e < " << hi
-          << "; ig_e += ig_lanes) {\n";
-      print_unravel(k_.inner, k_.inner_sizes, "ig_e", ind + "    ");
-      print_body(li, ind + "    ", false, Part::PerElement);
-      print_accumulate(li, ind + "    ");
-      os_ << ind << "  }\n" << ind << "}\n";
+      // The rows of the thread's columns: vectors where the pointers are
+      // aligned, element by element where not.
+      auto rows = [&](bool vectors) {
+        os_ << "#pragma unroll 4\n";
+        os_ << ind << "  for (" << it_ << " ig_e = " << lo << "; ig_e < " << hi
+            << "; ig_e += ig_lanes) {\n";
+        print_unravel(k_.inner, k_.inner_sizes, "ig_e", ind + "    ");
+        if (width == 1) {
+          print_body(li, ind + "    ", false, Part::PerElement);
+          print_accumulate(li, ind + "    ");
+        } else {
+          if (vectors) {
+            vec_.emplace();
+            print_vector_accesses(li, v, base, width, ind + "    ");
+          }
+          lanes(ind + "    ", [&](const std::string& in) {
+            print_body(li, in, false, Part::All);
+            print_accumulate(li, in);
+          });
+          if (vectors) print_vector_stores(li, v, base, width, ind + "    ");
+          vec_.reset();
+        }
+        os_ << ind << "  }\n";
+      };
+      if (width > 1) {
+        os_ << ind << "if (ig_live && ig_aligned) {\n";
+        rows(true);
+        os_ << ind << "} else if (ig_live) {\n";
+        rows(false);
+        os_ << ind << "}\n";
+      } else {
+        os_ << ind << "if (ig_live) {\n";
+        rows(false);
+        os_ << ind << "}\n";
+      }
       print_block_reduce(li, ind, /*columns=*/true);
       if (splits > 1) {
-        print_split_fold(li, splits);
+        print_split_fold(li, splits, width);
         ind = "      ";
         continue;
       }
       if (!l.stores.empty() && li + 1 < k_.loops.size()) os_ << ind << "__syncthreads();\n";
     }
+    acc_lanes_ = 1;
     if (splits > 1) os_ << "    }\n    __syncthreads();  // ig_last is the next item's\n";
     os_ << "  }\n";
+  }
+
+  // Note [Vectors of columns]
+  // A column kernel's warp reads 32 neighbouring columns of a row: 64 bytes
+  // of bfloat16, one 2-byte load a thread. Where every access that moves
+  // with the columns moves element by element (and the columns divide into
+  // vectors of 16 bytes), a thread takes `width` neighbouring columns
+  // instead and loads each row's part of them as one vector: a warp reads
+  // 512 bytes of a bfloat16 row with a 16-byte load a thread, and keeps an
+  // accumulator per column (acc<r>[width]). Misaligned pointers (a view's
+  // offset) take the same columns element by element. Values of the columns
+  // alone (a weight) are computed per lane inside the row loop.
+  // config.cuda.column_vectors.
+  int column_width() const {
+    if (!options_.cuda_column_vectors || sz_.generic()) return 1;
+    for (const Loop& l : k_.loops)
+      if (!l.spills.empty()) return 1;
+    std::vector<size_t> passes;
+    for (size_t li = 0; li < k_.loops.size(); ++li)
+      if (k_.loops[li].inner) passes.push_back(li);
+    const sym::Expr& last = k_.outer_sizes.back();
+    if (!last.is_const()) return 1;
+    return vector_width(passes, k_.outer.back(), last.value());
   }
 
   // Note [Split column reductions]
@@ -969,14 +1046,23 @@ class CudaKernelPrinter {
 
   // After loop li's block fold: the partials out, the last block of the
   // column group in. The kernel's remaining loops run inside the `if`.
-  void print_split_fold(size_t li, int64_t splits) {
+  void print_split_fold(size_t li, int64_t splits, int width) {
     const Loop& l = k_.loops[li];
     const std::string cols = numel(k_.outer_sizes, k_.outer_numel());
-    for (int r : l.reductions)
-      os_ << "    if (ig_live && ig_ty == 0) ig_part" << r << "[ig_split * " << cols
-          << " + ig_o] = acc" << r << ";\n";
+    // With vectors a thread's columns are ig_o + ig_j (ig_col + ig_j).
+    const std::string lane = width > 1 ? " + ig_j" : "";
+    auto lanes = [&](const std::string& ind) {
+      if (width > 1)
+        os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j)";
+    };
+    for (int r : l.reductions) {
+      lanes("    ");
+      os_ << (width > 1 ? "\n  " : "") << "    if (ig_live && ig_ty == 0) ig_part" << r
+          << "[ig_split * " << cols << " + ig_o" << lane << "] = " << acc(r) << ";\n";
+    }
     os_ << "    __threadfence();\n    __syncthreads();\n";
-    os_ << "    if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[ig_c0 / ig_cw], 1u) == "
+    os_ << "    if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[ig_c0 / "
+        << (width > 1 ? "(ig_cw * " + std::to_string(width) + ")" : "ig_cw") << "], 1u) == "
         << splits - 1 << "u;\n";
     os_ << "    __syncthreads();\n";
     os_ << "    if (ig_last) {\n      __threadfence();\n";
@@ -984,10 +1070,12 @@ class CudaKernelPrinter {
     for (int r : l.reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
       const std::string t = cuda_type(red.dtype);
-      os_ << "      {\n        const volatile " << t << "* ig_p = ig_part" << r << " + ig_col;\n";
-      os_ << "        acc" << r << " = ig_p[0];\n";
-      os_ << "        for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) acc" << r << " = "
-          << combine_functor(red.combine) << "()(acc" << r << ", " << t << "(ig_p[ig_s * " << cols
+      lanes("      ");
+      os_ << "      {\n        const volatile " << t << "* ig_p = ig_part" << r << " + ig_col" << lane
+          << ";\n";
+      os_ << "        " << acc(r) << " = ig_p[0];\n";
+      os_ << "        for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) " << acc(r) << " = "
+          << combine_functor(red.combine) << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << cols
           << "]));\n      }\n";
     }
   }
@@ -1245,10 +1333,23 @@ class CudaKernelPrinter {
     vec_.reset();
   }
 
+  // Accumulator r: a variable, or in a vectorized column kernel an array
+  // with a column of the thread's vector each (acc_lanes_ of them), indexed
+  // by the lane ig_j where one is in scope (Note [Vectors of columns]).
+  std::string acc(int r) const {
+    return "acc" + std::to_string(r) + (acc_lanes_ > 1 ? "[ig_j]" : "");
+  }
+
   // Loop li's accumulators, at their combine's identity.
   void print_acc_init(size_t li, const std::string& ind) {
     for (int r : k_.loops[li].reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
+      if (acc_lanes_ > 1) {
+        os_ << ind << cuda_type(red.dtype) << " acc" << r << "[" << acc_lanes_ << "];\n";
+        os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << acc_lanes_
+            << "; ++ig_j) " << acc(r) << " = " << combine_init(red.combine, red.dtype) << ";\n";
+        continue;
+      }
       os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
           << combine_init(red.combine, red.dtype) << ";\n";
     }
@@ -1266,7 +1367,7 @@ class CudaKernelPrinter {
     }
     for (int r : k_.loops[li].reductions) {
       const Reduction& red = k_.reductions[size_t(r)];
-      os_ << ind << "acc" << r << " = " << combine_functor(red.combine) << "()(acc" << r << ", "
+      os_ << ind << acc(r) << " = " << combine_functor(red.combine) << "()(" << acc(r) << ", "
           << tmp(li, red.value) << ");\n";
     }
   }
@@ -1279,10 +1380,14 @@ class CudaKernelPrinter {
           << ", ignis::scalar_ops::" << online_->exp << "{});\n";
       return;
     }
+    if (columns && acc_lanes_ > 1)
+      os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << acc_lanes_ << "; ++ig_j) {\n";
     for (int r : k_.loops[li].reductions)
-      os_ << ind << "acc" << r << " = " << (columns ? "ig_column_reduce" : "ig_block_reduce")
-          << "(acc" << r << ", " << combine_functor(k_.reductions[size_t(r)].combine) << "()"
+      os_ << ind << (acc_lanes_ > 1 ? "  " : "") << acc(r) << " = "
+          << (columns ? "ig_column_reduce" : "ig_block_reduce") << "(" << acc(r) << ", "
+          << combine_functor(k_.reductions[size_t(r)].combine) << "()"
           << (columns ? ", ig_cw" : "") << ");\n";
+    if (columns && acc_lanes_ > 1) os_ << ind << "}\n";
   }
 
   // What pass li stored is visible to the block's next pass.
@@ -1608,6 +1713,7 @@ class CudaKernelPrinter {
   std::string it_ = "int64_t";  // the index type (int32_t when every index fits)
   std::optional<VectorState> vec_;
   std::optional<OnlinePair> online_;
+  int acc_lanes_ = 1;  // columns of a thread in a vectorized column kernel
 };
 
 // sym's helpers (floor division, remainder) without their #include line:

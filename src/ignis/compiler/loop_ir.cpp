@@ -332,6 +332,7 @@ std::string CompilerOptions::fingerprint() const {
          (cuda_online_softmax ? ",online" : "") + (cuda_row_one_wave ? ",one_wave" : "") +
          (cuda_activation_epilogues ? ",act_epilogues" : "") +
          (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +
+         (cuda_column_vectors ? ",column_vectors" : "") +
          (realize_across_kernels ? ",across" : "") +
          (cpu_row_prefetch ? ",cpu_prefetch" : "") +
          (size_generic ? ",generic" : "");

@@ -247,6 +247,9 @@ struct CompilerOptions {
   // guard on whole chunks (config.cuda.row_hoist_chunks; Note [Chunks the
   // compiler can hoist], codegen_cuda.cpp).
   bool cuda_row_hoist_chunks = true;
+  // Column kernels: a thread takes a 16-byte vector of neighbouring columns
+  // (config.cuda.column_vectors; Note [Vectors of columns], codegen_cuda.cpp).
+  bool cuda_column_vectors = true;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

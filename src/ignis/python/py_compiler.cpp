@@ -208,6 +208,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
           row_prefetch = o.cuda_row_prefetch, row_occupancy = o.cuda_row_occupancy,
           online_softmax = o.cuda_online_softmax, one_wave = o.cuda_row_one_wave,
           act_epilogues = o.cuda_activation_epilogues, hoist = o.cuda_row_hoist_chunks,
+          column_vectors = o.cuda_column_vectors,
           across = o.realize_across_kernels,
           cpu_row_prefetch = o.cpu_row_prefetch;
   const std::pair<const char*, int64_t*> fields[] = {
@@ -228,6 +229,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_row_one_wave", &one_wave},
       {"cuda_activation_epilogues", &act_epilogues},
       {"cuda_row_hoist_chunks", &hoist},
+      {"cuda_column_vectors", &column_vectors},
       {"realize_across_kernels", &across},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
@@ -251,6 +253,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   o.cuda_row_one_wave = one_wave != 0;
   o.cuda_activation_epilogues = act_epilogues != 0;
   o.cuda_row_hoist_chunks = hoist != 0;
+  o.cuda_column_vectors = column_vectors != 0;
   o.realize_across_kernels = across != 0;
   o.cpu_row_prefetch = cpu_row_prefetch != 0;
   IGNIS_CHECK_VALUE(o.cuda_row_vectors >= 1 && o.cuda_row_vectors <= 8,
