@@ -157,6 +157,32 @@ def test_numbers_on_the_left_and_0_dim_operands_fuse():
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_operands_of_float32_ops_fuse_rounded_as_eager_stored_them(dtype):
+    """A 16-bit float operand of a float32 op (layer_norm's bfloat16 x less
+    its float32 mean) converts inside the kernel instead of running as an
+    extern (Note [Operands of another dtype]); a fused 16-bit value, which
+    the kernel computes in float32, rounds to its dtype first, as eager's
+    stored tensor was: the results equal eager's bit for bit (a * b, exact
+    in float32, is where the rounding shows: unrounded, most elements
+    differ)."""
+    dt = getattr(ignis, dtype)
+
+    def f(a, b, m, r):
+        return ((a * b) - m) * r, (a - m).sum(0)
+    a, b = ignis.randn(33, 40).to(dt), ignis.randn(33, 40).to(dt)
+    m, r = ignis.randn(33, 1), ignis.randn(33, 1)
+    with ignis.no_grad():
+        c = _program(f, a, b, m, r)
+        assert "extern" not in c.program, c.program
+        for got, want in zip(c(a, b, m, r), f(a, b, m, r)):
+            assert got.dtype == want.dtype == ignis.float32
+            if got.dim() == 2:
+                np.testing.assert_array_equal(got.numpy(), want.numpy())
+            else:  # a sum: another order of the same float32 terms
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
 # ulp: a relative unit in the last place; tiny: the spacing of the
 # smallest (subnormal) values, float16's 2^-24.
 @pytest.mark.parametrize("dtype,ulp,tiny", [("bfloat16", 2.0 ** -8, 1e-30),

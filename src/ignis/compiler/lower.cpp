@@ -220,6 +220,9 @@ class Lowering {
     std::string fn;
     std::vector<Value> operands;
     ScalarType compute = ScalarType::Float32;  // the operands' (and constants') type
+    // The operands' common dtype (compute's unless it is a 16-bit float): a
+    // 16-bit float operand of a wider one rounds to its own dtype first.
+    ScalarType common = ScalarType::Undefined;
     // A 16-bit float the result rounds to before it goes on in its compute
     // type (a narrowing copy: Note [Copies to a 16-bit float]); Undefined
     // when nothing rounds.
@@ -265,17 +268,21 @@ class Lowering {
   // each a pass over memory and a buffer; now the kernel loads the operand
   // and converts it to the compute type. An operand converts when that is
   // what eager does: of a lower kind, or of the same kind and narrower, or
-  // (when dt is known to be the common dtype) 0-dim. No 16-bit floats on
-  // either side: eager rounds an operand to a 16-bit dt first, and a 16-bit
-  // operand fused into this kernel would arrive unrounded (a chain of one
-  // dtype rounds once, at its store; eager's intermediate was stored).
+  // (when dt is known to be the common dtype) 0-dim. No 16-bit float as
+  // the common dtype: eager rounds an operand to a 16-bit dt first. A 16-bit
+  // float operand of a wider float dt (layer_norm's bfloat16 x less its
+  // float32 mean) converts, rounded to its own dtype first: eager's operand
+  // was a stored 16-bit tensor, while a fused one computes in float32 and
+  // rounds only at its store (a load rounds to itself: no instruction).
   static int kind_rank(ScalarType t) {
     return t == ScalarType::Bool ? 0 : is_float_dtype(t) ? 2 : 1;
   }
   static bool converts_to(const graph::TensorMeta& m, ScalarType dt, bool dt_is_common) {
     if (dt == ScalarType::Undefined || !is_kernel_dtype(m.dtype) || !is_kernel_dtype(dt) ||
-        compute_type(dt) != dt || compute_type(m.dtype) != m.dtype)
+        compute_type(dt) != dt)
       return false;
+    if (compute_type(m.dtype) != m.dtype)  // a 16-bit float: into a wider float
+      return is_float_dtype(dt) && element_size(m.dtype) < element_size(dt);
     const int mk = kind_rank(m.dtype), dk = kind_rank(dt);
     if (dt_is_common && m.sizes.empty()) return mk <= dk;
     return mk < dk || (mk == dk && element_size(m.dtype) < element_size(dt));
@@ -483,6 +490,7 @@ class Lowering {
     pc.kind = fn == "where" ? PwKind::Where : PwKind::Call;
     pc.fn = fn;
     pc.compute = compute_type(dt);
+    pc.common = dt;
     return pc;
   }
 
@@ -792,6 +800,12 @@ class Lowering {
   // Node x (of type from) converted to type to.
   static int cast_to(BodyBuilder& bb, int x, ScalarType from, ScalarType to) {
     if (from == to) return x;
+    // Narrowing a value that was just widened exactly from `to` (a bfloat16
+    // load read as float32, rounded back to bfloat16) gives that value.
+    const ScalarNode& xn = bb.body[size_t(x)];
+    if (xn.kind == ScalarKind::Cast && is_float_dtype(from) && is_float_dtype(to) &&
+        element_size(to) < element_size(from) && bb.body[size_t(xn.args.at(0))].dtype == to)
+      return xn.args.at(0);
     ScalarNode s;
     s.kind = ScalarKind::Cast;
     s.dtype = to;
@@ -1161,11 +1175,12 @@ class Lowering {
     v.origins.push_back(n->name());
     std::string fn = pc.fn;
     PwKind kind = pc.kind;
-    ScalarType out_dt = compute_type(m.dtype), dt = pc.compute, rounds_to = pc.rounds_to;
+    ScalarType out_dt = compute_type(m.dtype), dt = pc.compute, rounds_to = pc.rounds_to,
+               common = pc.common;
     std::vector<int64_t> out_sizes = m.sizes;
     std::vector<int64_t> pads = pc.pads;
-    v.body = [ops, fn, kind, out_dt, dt, rounds_to, out_sizes, pads](BodyBuilder& bb,
-                                                                     const Coords& c) {
+    v.body = [ops, fn, kind, out_dt, dt, rounds_to, common, out_sizes, pads](BodyBuilder& bb,
+                                                                             const Coords& c) {
       if (kind == PwKind::Pad)
         return pad_value(bb, c, ops.at(0).val, pads, ops.at(1).number, dt, out_dt);
       if (kind == PwKind::Arange)
@@ -1183,10 +1198,14 @@ class Lowering {
           continue;
         }
         int x = o.val.body(bb, broadcast(c, o.val.sizes, out_sizes));
-        // where's condition stays bool; a 0-dim operand of another dtype
-        // converts (Note [Operands of another dtype])
-        if (!(kind == PwKind::Where && args.empty()))
-          x = cast_to(bb, x, compute_type(o.val.dtype), dt);
+        // where's condition stays bool; an operand of another dtype converts,
+        // a 16-bit float one rounded first (Note [Operands of another dtype])
+        if (!(kind == PwKind::Where && args.empty())) {
+          const ScalarType ct = compute_type(o.val.dtype);
+          if (ct != o.val.dtype && common != ScalarType::Undefined && o.val.dtype != common)
+            x = cast_to(bb, cast_to(bb, x, ct, o.val.dtype), o.val.dtype, ct);
+          x = cast_to(bb, x, ct, dt);
+        }
         args.push_back(x);
       }
       if (kind == PwKind::Identity) return args.at(0);
