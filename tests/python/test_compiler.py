@@ -983,6 +983,35 @@ def test_a_realized_value_read_by_later_passes_of_its_kernel_is_never_stored():
     close(compiled(*xs, w, b)[0], f(*xs, w, b), atol=1e-5)
 
 
+def test_layer_norm_backward_recomputes_x_hat_for_the_weight_gradient():
+    """The realize policy counts arithmetic (calls and selects of a value's
+    body), not graph nodes: layer_norm backward's x_hat = (x - mean) * rstd is
+    nine nodes, five of them casts and views of the saved statistics, and two
+    ops; its readers (the input gradient's row kernel and the weight
+    gradient's column kernel) each recompute it from the bfloat16 x rather
+    than one storing it in float32 for the other to read back (twice x's
+    bytes, written and read)."""
+    from ignis._functorch.aot_autograd import aot_autograd
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+    n = 64
+    x = ignis.randn(48, n, dtype=ignis.bfloat16).requires_grad_()
+    w = ignis.randn(n, dtype=ignis.bfloat16).requires_grad_()
+    b = ignis.randn(n, dtype=ignis.bfloat16).requires_grad_()
+    y = ignis.compile(lambda x, w, b: F.layer_norm(x, (n,), w, b),
+                      backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b)
+    y.backward(ignis.randn(48, n, dtype=ignis.bfloat16))
+    program = ignis._C._generate_graph_code(graphs[1].graph, "cuda",
+                                            _inductor.config.compiler_options())[0]
+    computed = [ln for ln in program.splitlines() if re.match(r"buf\d+: .* computed$", ln)]
+    assert computed and not any(ln.startswith(("buf", )) and "float32[48, 64]" in ln
+                                for ln in computed), program
+    assert program.count("kernel_") == 2, program
+
+
 def test_a_scratch_read_by_one_pass_lives_in_the_output_row():
     # softmax's exp row is read back only by the quotient pass, which
     # overwrites the output at the same elements: the output's row holds it
