@@ -19,6 +19,12 @@ realize_reads_threshold = 4
 # from two or more tensors is stored by the first and read by the others
 # (docs/compiler.md, "Values recomputed across kernels").
 realize_across_kernels = True
+# A row kernel that reads what a sum over its rows reads (layer_norm's
+# backward: the input gradient's row sums, the weight's column sums) folds
+# the column sums too, per range of rows, into partials a small kernel then
+# folds: the rows are read once (docs/compiler.md, "Column sums in a row
+# kernel").
+column_sums_in_rows = True
 # Graph nodes one kernel may fuse.
 max_fusion_size = 64
 # mode="max-autotune" sets this: each kernel's variants (threads, reduction
@@ -200,6 +206,7 @@ def compiler_options(size_generic_graph=None):
         "realize_opcount_threshold": int(realize_opcount_threshold),
         "realize_reads_threshold": int(realize_reads_threshold),
         "realize_across_kernels": int(bool(realize_across_kernels)),
+        "column_sums_in_rows": int(bool(column_sums_in_rows)),
         "max_fusion_size": int(max_fusion_size),
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),

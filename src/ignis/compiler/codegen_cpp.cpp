@@ -197,7 +197,10 @@ class KernelPrinter {
     work_factor_ = loops;
     plan_next_row_prefetch();
     splits_rows();
-    if (!k_.outer.empty()) {
+    if (k_.workers > 0) {
+      print_worker_rows(work);
+      indent = "      ";
+    } else if (!k_.outer.empty()) {
       if (k_.outer_numel() > 1 && !parallel_inner_ && !split_rows_) {
         std::string w = work_text(work, true, loops);
         os_ << omp_for(work, w);
@@ -225,8 +228,41 @@ class KernelPrinter {
             << ");\n";
     }
     for (size_t li = 0; li < k_.loops.size(); ++li) print_loop(li, indent);
-    for (size_t i = 0; i < k_.outer.size(); ++i) os_ << "  }\n";
+    if (k_.workers > 0) os_ << "    }\n  }\n";
+    else
+      for (size_t i = 0; i < k_.outer.size(); ++i) os_ << "  }\n";
     os_ << "}\n\n";
+  }
+
+  // Note [Column sums in a row kernel] (schedule.cpp): the rows in
+  // k_.workers ranges, a range a task of the team; each sets its part of the
+  // partials to the identity, then runs its rows, whose folding stores
+  // gather their column sums there.
+  void print_worker_rows(int64_t work) {
+    const int64_t rows = k_.outer_numel(), workers = k_.workers;
+    const int64_t per = (rows + workers - 1) / workers;
+    std::string w = work_text(work, true, int64_t(std::max<size_t>(k_.loops.size(), 1)));
+    os_ << omp_for(work, w) << " if (" << w << " >= " << grain_ << ")\n";
+    os_ << "  for (int64_t ig_w = 0; ig_w < " << workers << "; ++ig_w) {\n";
+    std::unordered_set<int> done;
+    for (const Loop& l : k_.loops)
+      for (const Store& st : l.stores) {
+        if (!st.fold || !done.insert(st.buffer).second) continue;
+        const Buffer& b = p_.buffers[size_t(st.buffer)];
+        const int64_t n = b.sizes.back().value();
+        os_ << "    for (int64_t ig_i = 0; ig_i < " << n << "; ++ig_i) " << ptr_name(b)
+            << "[ig_w * " << n << " + ig_i] = " << combine_init(*st.fold) << ";\n";
+      }
+    os_ << "    for (int64_t ig_row = ig_w * " << per << "; ig_row < std::min<int64_t>(" << rows
+        << ", (ig_w + 1) * " << per << "); ++ig_row) {\n";
+    int64_t stride = 1;
+    for (size_t j = k_.outer.size(); j-- > 0;) {
+      const int64_t size = k_.outer_sizes[j].value();
+      std::string e = stride == 1 ? "ig_row" : "(ig_row / " + std::to_string(stride) + ")";
+      if (j > 0) e += " % " + std::to_string(size);
+      os_ << "      const int64_t " << var(k_.outer[j]) << " = " << e << ";\n";
+      stride *= size;
+    }
   }
 
  private:
@@ -455,8 +491,9 @@ class KernelPrinter {
           << ";\n";
     for (const Store& st : l.stores) {
       const Buffer& b = p_.buffers[size_t(st.buffer)];
-      os_ << ind << ptr_name(b) << "[" << sz_.expr(st.index) << "] = "
-          << as_dtype(l.body[size_t(st.value)].dtype, b.dtype, tmp(li, st.value)) << ";\n";
+      const std::string at = ptr_name(b) + "[" + sz_.expr(st.index) + "]";
+      const std::string v = as_dtype(l.body[size_t(st.value)].dtype, b.dtype, tmp(li, st.value));
+      os_ << ind << at << " = " << (st.fold ? combine_expr(*st.fold, at, v) : v) << ";\n";
     }
   }
 

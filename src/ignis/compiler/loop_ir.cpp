@@ -49,6 +49,10 @@ std::unordered_set<int> Kernel::stored_buffers() const {
   return s;
 }
 
+sym::Expr Kernel::worker_var(int64_t workers) {
+  return sym::index_var("ig_w", std::max<int64_t>(workers, 1));
+}
+
 std::vector<int> Kernel::buffers_in_order() const {
   std::vector<int> order;
   std::unordered_set<int> seen;
@@ -224,6 +228,7 @@ std::string to_string(const Program& p, const Kernel& k) {
   os << "; inner";
   for (size_t i = 0; i < k.inner.size(); ++i)
     os << (i ? ", " : " ") << sym::str(k.inner[i]) << " < " << sym::str(k.inner_sizes[i]);
+  if (k.workers > 0) os << "; rows in " << k.workers << " ranges ig_w";
   os << "\n";
   if (k.gemm) {
     char alpha[32];
@@ -273,9 +278,15 @@ std::string to_string(const Program& p, const Kernel& k) {
          << (b + k.reductions[size_t(r)].value) << ")\n";
     for (const auto& [node, scratch] : l.spills)
       os << "    scratch" << scratch << "[inner] = tmp" << (b + node) << "\n";
-    for (const Store& st : l.stores)
+    for (const Store& st : l.stores) {
+      if (st.fold) {
+        os << "    fold " << p.buffers[size_t(st.buffer)].name << "[" << sym::str(st.index)
+           << "] = " << combine_name(*st.fold) << "(tmp" << (b + st.value) << ")\n";
+        continue;
+      }
       os << "    store " << p.buffers[size_t(st.buffer)].name << "[" << sym::str(st.index)
          << "] = tmp" << (b + st.value) << "\n";
+    }
   }
   return os.str();
 }
@@ -334,6 +345,7 @@ std::string CompilerOptions::fingerprint() const {
          (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +
          (cuda_column_vectors ? ",column_vectors" : "") +
          (realize_across_kernels ? ",across" : "") +
+         (column_sums_in_rows ? ",column_sums_in_rows" : "") +
          (cpu_row_prefetch ? ",cpu_prefetch" : "") +
          (size_generic ? ",generic" : "");
 }

@@ -107,6 +107,11 @@ struct Store {
   int buffer = -1;
   sym::Expr index;
   int value = -1;  // a node of the loop's body
+  // A store that folds instead of overwriting, buffer[index] =
+  // combine(buffer[index], value): a column sum's partials in a row kernel
+  // (Note [Column sums in a row kernel], schedule.cpp). Each worker sets its
+  // part of the buffer to the combine's identity before its rows.
+  std::optional<Combine> fold;
 };
 
 struct Reduction {
@@ -144,6 +149,13 @@ struct Kernel {
     double alpha = 1;
   };
   std::optional<Gemm> gemm;
+  // A row kernel folding column sums into partials (Note [Column sums in a
+  // row kernel]): its outer iterations split into `workers` ranges of
+  // consecutive rows, worker ig_w (a thread's range on the CPU, a block on
+  // the GPU) taking rows [ig_w * R, (ig_w + 1) * R) for R = ceil(rows /
+  // workers); the folding stores index their buffers by ig_w. 0: none.
+  int64_t workers = 0;
+  static sym::Expr worker_var(int64_t workers);
   // Per-thread rows (one element per inner iteration) holding values an
   // earlier loop computed and a later one needs: their dtypes.
   std::vector<ScalarType> scratch;
@@ -206,6 +218,10 @@ struct CompilerOptions {
   // more tensors is stored by the first (config.realize_across_kernels;
   // Note [Values recomputed across kernels], lower.cpp).
   bool realize_across_kernels = true;
+  // A row kernel folds column sums of its values into partials per range of
+  // rows (config.column_sums_in_rows; Note [Column sums in a row kernel],
+  // schedule.cpp).
+  bool column_sums_in_rows = true;
   // Graph nodes one kernel may fuse (config.max_fusion_size).
   int64_t max_fusion_size = 64;
   // Elements of work below which a kernel runs on one thread

@@ -118,7 +118,10 @@ Coords canonical_coords(const std::vector<int64_t>& sizes) {
 
 namespace {
 
-enum class Role : uint8_t { Full, Scalar, Reduce };
+// Cross: a reduction over the group's outer dims (a column sum in a row
+// kernel), folded per range of rows into partials (Note [Column sums in a
+// row kernel]).
+enum class Role : uint8_t { Full, Scalar, Reduce, Cross };
 
 struct Member {
   int node = -1;
@@ -349,6 +352,11 @@ class Scheduler {
       if (m < 0) return -1;
       const Member& pm = g.members[size_t(m)];
       const ComputeNode& pn = nodes_[size_t(pm.node)];
+      if (pm.role == Role::Cross) {
+        if (ok) *why = "reads " + name_of(pm.node) + ", which the kernel folds only in part";
+        ok = false;
+        return -1;
+      }
       if (role == Role::Scalar && pm.role == Role::Full) {
         if (ok) *why = "a per-row value reads " + name_of(pm.node) + ", computed per element";
         ok = false;
@@ -377,10 +385,13 @@ class Scheduler {
       return false;
     }
     if (!role_in(trial, id, &role)) {
-      log(name_of(id) + " not fused into " + kernel_name() + ": its iteration space " +
-          space(nodes_[size_t(id)].sizes, nodes_[size_t(id)].reduced) + " is not the kernel's " +
-          space(group_.sizes, group_.reduced));
-      return false;
+      if (!folds_across(trial, id)) {
+        log(name_of(id) + " not fused into " + kernel_name() + ": its iteration space " +
+            space(nodes_[size_t(id)].sizes, nodes_[size_t(id)].reduced) + " is not the kernel's " +
+            space(group_.sizes, group_.reduced));
+        return false;
+      }
+      role = Role::Cross;
     }
     if (role == Role::Reduce && !trial.has_reduction()) trial.reduced = nodes_[size_t(id)].reduced;
     std::vector<int> deps;
@@ -392,6 +403,53 @@ class Scheduler {
     log(name_of(id) + " joins " + kernel_name() + " (" + role_name(role) + ")");
     trial.members.push_back(Member{id, role, std::move(deps)});
     group_ = std::move(trial);
+    return true;
+  }
+
+  // Note [Column sums in a row kernel]
+  // Layer norm's backward reduces the same [rows, columns] values two ways:
+  // per row (the input gradient's two row sums) and per column (the weight's
+  // and bias's gradients, sums over rows). Two kernels read x and the output
+  // gradient twice; a row kernel can fold the column sums too if its rows
+  // are split into ranges (workers), each folding its rows into its own row
+  // of a partials buffer [workers, columns] -- a thread's range on the CPU,
+  // a block's on the GPU -- and a small column kernel then folds the
+  // partials (inductor's "mix order reduction" does this for its row
+  // kernels). A reduction joins a row group this way when it reduces exactly
+  // the group's outer dims, every value it reads is computed at the group's
+  // element, and nothing in the group reads its result; its consumers (the
+  // casts of the gradients) follow the fold's kernel. Off in size-generic
+  // code (config.column_sums_in_rows).
+  static constexpr int64_t kRowsPerWorker = 16, kMaxWorkers = 264, kMinCrossRows = 64;
+
+  static bool is_partial_dtype(ScalarType t) {
+    return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
+           t == ScalarType::Int32;
+  }
+
+  bool folds_across(const Group& g, int id) {
+    const ComputeNode& n = nodes_[size_t(id)];
+    if (!options_.column_sums_in_rows || options_.size_generic || !g.has_reduction() || g.gemm ||
+        !n.is_reduction || n.gemm || n.sizes != g.sizes || n.combine != Combine::Sum ||
+        !is_partial_dtype(n.dtype))
+      return false;
+    int64_t rows = 1, last = -1;
+    for (size_t d = 0; d < g.sizes.size(); ++d) {
+      if (g.sizes[d] == 1) continue;
+      if (n.reduced[d] == g.reduced[d]) return false;
+      if (!g.reduced[d]) rows *= g.sizes[d];
+      last = int64_t(d);
+    }
+    // A row group (its innermost dim reduced) of enough rows.
+    if (last < 0 || !g.reduced[size_t(last)] || rows < kMinCrossRows) return false;
+    for (const Member& m : g.members)
+      if (m.role == Role::Cross && nodes_[size_t(m.node)].buffer == n.buffer) return false;
+    std::vector<int> deps;
+    std::string why;
+    if (!reads_fit(g, id, Role::Full, &deps, &why)) {
+      log(name_of(id) + " not folded into " + kernel_name() + ": " + why);
+      return false;
+    }
     return true;
   }
 
@@ -411,7 +469,10 @@ class Scheduler {
     return n.origins.empty() ? p_.buffers[size_t(n.buffer)].name : n.origins.back();
   }
   static const char* role_name(Role r) {
-    return r == Role::Full ? "per element" : r == Role::Scalar ? "per row" : "reduction";
+    return r == Role::Full     ? "per element"
+           : r == Role::Scalar ? "per row"
+           : r == Role::Cross  ? "a column sum, folded per range of rows"
+                               : "reduction";
   }
   static std::string space(const std::vector<int64_t>& sizes, const std::vector<bool>& reduced) {
     std::string s = "[";
@@ -655,9 +716,14 @@ class Scheduler {
     // stored from a scalar block after everything else.
     Loop tail;
     tail.inner = false;
+    std::vector<int> folds;  // the fold nodes of the column sums (Note [Column sums in a row kernel])
     for (size_t mi = 0; mi < g.members.size(); ++mi) {
       const Member& m = g.members[mi];
       const ComputeNode& n = nodes_[size_t(m.node)];
+      if (m.role == Role::Cross) {
+        folds.push_back(fold_partials(k, loop_of[mi], value_of[mi], m.node));
+        continue;
+      }
       if (internal.count(n.buffer)) {
         log(name_of(m.node) + " stays inside " + k.name + " (" + p_.buffers[size_t(n.buffer)].name +
             " is never stored)");
@@ -698,6 +764,90 @@ class Scheduler {
     st.kind = Step::Kind::RunKernel;
     st.kernel = int(p_.kernels.size()) - 1;
     p_.steps.push_back(std::move(st));
+    // The folds of the partials go first among what waits: their consumers
+    // (the gradients' casts) read the results they store.
+    deferred_.insert(deferred_.begin(), folds.begin(), folds.end());
+  }
+
+  // Column sum `node` (a member of kernel k, its value node v of loop li):
+  // a folding store into a new partials buffer [workers, row elements] at
+  // the worker's row, and a compute node that folds the partials over the
+  // workers into the sum's own buffer -- a column kernel of its own, placed
+  // like any node. Returns that node.
+  int fold_partials(Kernel& k, int li, int v, int node) {
+    const ComputeNode n = nodes_[size_t(node)];
+    const int64_t rows = k.outer_numel(), cols = k.inner_numel();
+    if (k.workers == 0)
+      k.workers = std::clamp<int64_t>(rows / kRowsPerWorker, 1, kMaxWorkers);
+    const int64_t workers = k.workers;
+    Buffer pb;
+    pb.kind = BufferKind::Computed;
+    pb.dtype = n.dtype;
+    pb.sizes = {Expr(workers), Expr(cols)};
+    pb.strides = {Expr(cols), Expr(1)};
+    pb.name = "buf" + std::to_string(p_.buffers.size());
+    const int partials = int(p_.buffers.size());
+    p_.buffers.push_back(std::move(pb));
+    producer_.push_back(-1);
+    writers_.push_back(1);
+    readers_.emplace_back();
+    Expr row = sym::simplify(sym::ravel_index(k.inner, k.inner_sizes));
+    Store st{partials, sym::simplify(Kernel::worker_var(workers) * Expr(cols) + row), v, n.combine};
+    k.loops[size_t(li)].stores.push_back(st);
+    k.outputs.push_back(partials);
+
+    // The fold: over [workers, 1, ..., the kept dims] in the sum's own shape
+    // (the first reduced dim runs over the workers, the others are 1), so
+    // that its consumers see the sum's kept sizes.
+    ComputeNode f;
+    f.buffer = n.buffer;
+    f.sizes = n.sizes;
+    f.reduced = n.reduced;
+    size_t first = f.sizes.size();
+    std::vector<int64_t> kept_sizes;
+    std::vector<size_t> kept;
+    for (size_t d = 0; d < f.sizes.size(); ++d) {
+      if (!n.reduced[d]) {
+        kept.push_back(d);
+        kept_sizes.push_back(f.sizes[d]);
+        continue;
+      }
+      if (first == f.sizes.size()) {
+        first = d;
+        f.sizes[d] = workers;
+      } else {
+        f.sizes[d] = 1;
+      }
+    }
+    f.is_reduction = true;
+    f.combine = n.combine;
+    f.dtype = n.dtype;
+    f.store_index = n.store_index;
+    f.loop_order = n.loop_order;
+    f.origins = n.origins;
+    const ScalarType dt = n.dtype;
+    f.body = [partials, cols, first, kept, kept_sizes, dt](BodyBuilder& bb, const Coords& c) {
+      Coords kc;
+      std::vector<Expr> ks;
+      for (size_t i = 0; i < kept.size(); ++i) {
+        kc.push_back(c[kept[i]]);
+        ks.push_back(Expr(kept_sizes[i]));
+      }
+      ScalarNode ld;
+      ld.kind = ScalarKind::Load;
+      ld.dtype = dt;
+      ld.buffer = partials;
+      ld.index = sym::simplify(c[first] * Expr(cols) + sym::ravel_index(kc, ks));
+      return bb.add(std::move(ld));
+    };
+    nodes_.push_back(std::move(f));
+    const int id = int(nodes_.size()) - 1;
+    producer_[size_t(n.buffer)] = id;
+    reads_.push_back({partials});
+    readers_[size_t(partials)].insert(id);
+    log(name_of(node) + " folds its partials " + p_.buffers[size_t(partials)].name + " over " +
+        std::to_string(workers) + " ranges of rows in a kernel of its own");
+    return id;
   }
 
   // ---- spills ----

@@ -209,7 +209,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
           online_softmax = o.cuda_online_softmax, one_wave = o.cuda_row_one_wave,
           act_epilogues = o.cuda_activation_epilogues, hoist = o.cuda_row_hoist_chunks,
           column_vectors = o.cuda_column_vectors,
-          across = o.realize_across_kernels,
+          across = o.realize_across_kernels, sums_in_rows = o.column_sums_in_rows,
           cpu_row_prefetch = o.cpu_row_prefetch;
   const std::pair<const char*, int64_t*> fields[] = {
       {"max_autotune", &max_autotune},
@@ -231,6 +231,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_row_hoist_chunks", &hoist},
       {"cuda_column_vectors", &column_vectors},
       {"realize_across_kernels", &across},
+      {"column_sums_in_rows", &sums_in_rows},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
@@ -255,6 +256,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   o.cuda_row_hoist_chunks = hoist != 0;
   o.cuda_column_vectors = column_vectors != 0;
   o.realize_across_kernels = across != 0;
+  o.column_sums_in_rows = sums_in_rows != 0;
   o.cpu_row_prefetch = cpu_row_prefetch != 0;
   IGNIS_CHECK_VALUE(o.cuda_row_vectors >= 1 && o.cuda_row_vectors <= 8,
                     "config.cuda.row_vectors_per_thread must be 1 to 8, got ", o.cuda_row_vectors);
