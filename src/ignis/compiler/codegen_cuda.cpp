@@ -515,6 +515,13 @@ class CudaKernelPrinter {
       }
     }
     for (const Store& st : l.stores) {
+      if (st.fold) {  // a column sum's partial: this thread's element of its worker's row
+        const std::string at =
+            ptr_name(p_.buffers[size_t(st.buffer)]) + "[" + sz_.expr(st.index) + "]";
+        os_ << ind << at << " = " << combine_functor(*st.fold) << "()(" << at << ", "
+            << tmp(li, st.value) << ");\n";
+        continue;
+      }
       if (vec_ && vec_->registers && !once) {
         const std::string key = access_key(st.buffer, st.index);
         auto c = vec_->cache.find(key);
@@ -598,8 +605,8 @@ class CudaKernelPrinter {
     const Loop& l = k_.loops[li];
     for (const ScalarNode& s : l.body)
       if (s.kind == ScalarKind::Load) out.push_back({s.buffer, s.index, false, s.dtype});
-    for (const Store& st : l.stores)
-      out.push_back({st.buffer, st.index, true, p_.buffers[size_t(st.buffer)].dtype});
+    for (const Store& st : l.stores)  // (a folding store is an element's read and write)
+      if (!st.fold) out.push_back({st.buffer, st.index, true, p_.buffers[size_t(st.buffer)].dtype});
     return out;
   }
 
@@ -691,7 +698,7 @@ class CudaKernelPrinter {
       for (const ScalarNode* x : recomputed_loads(li)) vector_load(*x);
     for (const Store& st : l.stores) {
       const std::string key = access_key(st.buffer, st.index);
-      if (vec_->stores.count(key) || !access_form(st.index, v).unit) continue;
+      if (st.fold || vec_->stores.count(key) || !access_form(st.index, v).unit) continue;
       const std::string name = "ig_vs" + std::to_string(vec_->names++);
       os_ << ind << vec_type(st.buffer, width) << " " << name << ";\n";
       vec_->stores.emplace(key, name);
@@ -1169,8 +1176,12 @@ class CudaKernelPrinter {
             << " >= " << nvec << ";\n";
       }
     }
-    os_ << "  for (" << it_ << " ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
-        << "; ig_row += gridDim.x) {\n";
+    if (k_.workers > 0) {
+      print_worker_rows(launch, rows);
+    } else {
+      os_ << "  for (" << it_ << " ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
+          << "; ig_row += gridDim.x) {\n";
+    }
     print_unravel(k_.outer, k_.outer_sizes, "ig_row", "    ");
     std::string ind = "    ";
     if (chunks > 0) {
@@ -1188,6 +1199,31 @@ class CudaKernelPrinter {
     if (chunks > 0 || stream_width > 1) os_ << "    }\n";
     os_ << "  }\n";
     online_.reset();
+  }
+
+  // Note [Column sums in a row kernel] (schedule.cpp): a block a worker,
+  // its range of consecutive rows in turn. The block first sets its row of
+  // each partials buffer to the identity; each element of that row is then
+  // folded by the one thread that handles the element in every row (a
+  // resident row's chunks and a streaming row's strides both fix it), so
+  // no two threads touch it and the block's last row leaves it complete.
+  void print_worker_rows(CudaLaunch* launch, int64_t rows) {
+    const int64_t workers = k_.workers, per = (rows + workers - 1) / workers;
+    launch->blocks = workers;
+    os_ << "  const " << it_ << " ig_w = blockIdx.x;\n";
+    std::set<int> done;
+    for (const Loop& l : k_.loops)
+      for (const Store& st : l.stores) {
+        if (!st.fold || !done.insert(st.buffer).second) continue;
+        const Buffer& b = p_.buffers[size_t(st.buffer)];
+        const int64_t n = b.sizes.back().value();
+        os_ << "  for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
+            << ptr_name(b) << "[ig_w * " << n << " + ig_i] = " << combine_init(*st.fold, b.dtype)
+            << ";\n";
+      }
+    os_ << "  __syncthreads();\n";
+    os_ << "  for (" << it_ << " ig_row = ig_w * " << per << "; ig_row < " << rows << " && ig_row < (ig_w + 1) * "
+        << per << "; ++ig_row) {\n";
   }
 
   // About how many rounds of blocks a row kernel of `rows` rows runs in when
