@@ -1012,6 +1012,77 @@ def test_layer_norm_backward_recomputes_x_hat_for_the_weight_gradient():
     assert program.count("kernel_") == 2, program
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(300, 40), (1000, 7), (4, 50, 24)])
+def test_column_sums_fold_per_range_of_rows_in_the_row_kernel(dtype, shape):
+    """Note [Column sums in a row kernel]: layer_norm backward's weight and
+    bias gradients (sums over rows) join the input gradient's row kernel,
+    which folds them per range of rows into partials; a small column kernel
+    folds those. The rows are read once, the results are eager's (NumPy's
+    float64 for the sums), and config.column_sums_in_rows=False gives the
+    two kernels that read the rows twice, with the same results."""
+    from ignis._functorch.aot_autograd import aot_autograd
+    dt = getattr(ignis, dtype)
+    n = shape[-1]
+    ignis.manual_seed(0)
+    x = ignis.randn(*shape).to(dt).requires_grad_()
+    w = (1 + 0.1 * ignis.randn(n)).to(dt).requires_grad_()
+    b = ignis.randn(n).to(dt).requires_grad_()
+    g = ignis.randn(*shape).to(dt)
+
+    def f(x, w, b):
+        return F.layer_norm(x, (n,), w, b)
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+    ignis.compiler.reset()
+    ignis.compile(f, backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b).backward(g)
+    bw = graphs[1]
+    args = [x, w, b]
+    want = ignis.autograd.grad(f(*args), args, g)
+    programs = {}
+    for on in (True, False):
+        with _inductor.config.patch(column_sums_in_rows=on):
+            programs[on] = ignis._C._generate_graph_code(bw.graph, "cuda",
+                                                         _inductor.config.compiler_options())[0]
+    assert "fold buf" in programs[True] and "ranges ig_w" in programs[True], programs[True]
+    assert "fold buf" not in programs[False]
+    for on in (True, False):
+        ignis.compiler.reset()
+        with _inductor.config.patch(column_sums_in_rows=on):
+            y = ignis.compile(f, backend="inductor")(*args)
+            got = ignis.autograd.grad(y, args, g)
+        tol = dict(rtol=1e-5, atol=1e-4) if dtype == "float32" else dict(rtol=2e-2, atol=2e-2)
+        for a, e in zip(got, want):
+            np.testing.assert_allclose(a.float().numpy(), e.float().numpy(), **tol)
+    # the sums against float64
+    xs = x.detach().double().numpy().reshape(-1, n)
+    gs = g.double().numpy().reshape(-1, n)
+    mu, var = xs.mean(1, keepdims=True), xs.var(1, keepdims=True)
+    xhat = (xs - mu) / np.sqrt(var + 1e-5)
+    for a, e in zip(got[1:], ((gs * xhat).sum(0), gs.sum(0))):
+        np.testing.assert_allclose(a.double().numpy(), e, rtol=1e-4 if dtype == "float32" else 2e-2,
+                                   atol=1e-3 if dtype == "float32" else 0.5)
+
+
+def test_a_column_sum_beside_a_softmax_folds_in_its_row_kernel():
+    """A sibling column sum over a softmax's input folds into the softmax's
+    row kernel; a column sum of a value the row kernel computes only after
+    its row reduction (x - max) folds in the later pass; what reads a sum
+    being folded (here its square) waits for the fold's kernel."""
+    x = ignis.randn(200, 48)
+
+    def f(x):
+        s = (x - x.amax(-1, keepdim=True)).sum(0)
+        return ignis.softmax(x, -1), x.sum(0), s * s
+    c = _program(f, x)
+    assert c.program.count("fold buf") == 2 and "ranges ig_w" in c.program, c.program
+    for got, want in zip(c(x), f(x)):
+        close(got, want, rtol=1e-5, atol=1e-4)
+
+
 def test_a_scratch_read_by_one_pass_lives_in_the_output_row():
     # softmax's exp row is read back only by the quotient pass, which
     # overwrites the output at the same elements: the output's row holds it

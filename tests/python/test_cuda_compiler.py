@@ -524,6 +524,47 @@ def test_column_kernels_read_vectors_of_neighbouring_columns(dtype):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(300, 96), (130, 7), (70, 40000)],
+                         ids=["resident", "narrow", "streaming"])
+def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shape):
+    """Note [Column sums in a row kernel]: the weight and bias gradients
+    join the input gradient's row kernel, a block a range of rows folding
+    its partials (held rows and streaming rows alike), and a column kernel
+    folds those; every gradient matches the CPU's."""
+    from ignis._inductor import config
+    dt = getattr(ignis, dtype)
+    n = shape[-1]
+    ignis.manual_seed(0)
+    xc = ignis.randn(*shape).to(dt)
+    wc, bc = (1 + 0.1 * ignis.randn(n)).to(dt), ignis.randn(n).to(dt)
+    gc = ignis.randn(*shape).to(dt)
+
+    def f(x, w, b):
+        return F.layer_norm(x, (n,), w, b)
+    want = ignis.autograd.grad(f(*(t.requires_grad_() for t in (xc, wc, bc))), (xc, wc, bc), gc)
+    x, w, b = (t.detach().cuda().requires_grad_() for t in (xc, wc, bc))
+    ignis.compiler.reset()
+    with config.patch(size_generic=False):
+        y = ignis.compile(f, backend="inductor")(x, w, b)
+        got = ignis.autograd.grad(y, (x, w, b), gc.cuda())
+    tol = dict(rtol=1e-4, atol=1e-3) if dtype == "float32" else dict(rtol=3e-2, atol=0.3)
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a.float().cpu().numpy(), e.float().numpy(), **tol)
+    from ignis._functorch.aot_autograd import aot_autograd
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+    ignis.compiler.reset()
+    ignis.compile(f, backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b).backward(gc.cuda())
+    with config.patch(size_generic=False):
+        code = ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
+    assert "const int32_t ig_w = blockIdx.x;" in code and "= IgSum()(arg" in code, code
+
+
+@needs_gpu
 def test_split_column_sums_in_float64_and_a_second_pass_does_not_split():
     """float64 partials (a double workspace) fold to NumPy's sums; a kernel
     with two passes over the rows (a column variance) keeps a block per

@@ -517,7 +517,9 @@ class CudaKernelPrinter {
     for (const Store& st : l.stores) {
       if (st.fold) {  // a column sum's partial: this thread's element of its worker's row
         const std::string at =
-            ptr_name(p_.buffers[size_t(st.buffer)]) + "[" + sz_.expr(st.index) + "]";
+            vec_ && vec_->registers
+                ? "ig_fold" + std::to_string(fold_slot(st.buffer)) + "[ig_k][ig_j]"
+                : ptr_name(p_.buffers[size_t(st.buffer)]) + "[" + sz_.expr(st.index) + "]";
         os_ << ind << at << " = " << combine_functor(*st.fold) << "()(" << at << ", "
             << tmp(li, st.value) << ");\n";
         continue;
@@ -1127,7 +1129,9 @@ class CudaKernelPrinter {
         for (int attempt = options_.cuda_row_prefetch ? 0 : 1; attempt < 3 && !fits; ++attempt) {
           residency = plan_residency(passes, /*keep_spills=*/attempt < 2,
                                      /*prefetch=*/attempt == 0, k_.inner.back());
-          const int64_t regs = residency.registers(chunks, width);
+          // (a worker's column-sum partials are held too: Note [Column sums in a row kernel])
+          const int64_t regs = residency.registers(chunks, width) +
+                               int64_t(fold_stores().size()) * chunks * width;
           fits = regs <= budget &&
                  (residency.prefetch.empty() || row_waves(rows, threads, regs) <= 2);
         }
@@ -1177,7 +1181,7 @@ class CudaKernelPrinter {
       }
     }
     if (k_.workers > 0) {
-      print_worker_rows(launch, rows);
+      print_worker_rows(launch, rows, chunks, width);
     } else {
       os_ << "  for (" << it_ << " ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
           << "; ig_row += gridDim.x) {\n";
@@ -1198,6 +1202,7 @@ class CudaKernelPrinter {
     print_rows_streaming(ind);
     if (chunks > 0 || stream_width > 1) os_ << "    }\n";
     os_ << "  }\n";
+    if (k_.workers > 0 && chunks > 0) print_worker_partials(chunks, width, nvec);
     online_.reset();
   }
 
@@ -1207,23 +1212,71 @@ class CudaKernelPrinter {
   // folded by the one thread that handles the element in every row (a
   // resident row's chunks and a streaming row's strides both fix it), so
   // no two threads touch it and the block's last row leaves it complete.
-  void print_worker_rows(CudaLaunch* launch, int64_t rows) {
+  // A resident row's thread holds its elements' partials in registers
+  // (ig_fold<i>[chunk][lane]) and writes them once, after its rows; a
+  // streaming row folds into the buffer, set to the identity first.
+  void print_worker_rows(CudaLaunch* launch, int64_t rows, int chunks, int width) {
     const int64_t workers = k_.workers, per = (rows + workers - 1) / workers;
     launch->blocks = workers;
     os_ << "  const " << it_ << " ig_w = blockIdx.x;\n";
-    std::set<int> done;
-    for (const Loop& l : k_.loops)
-      for (const Store& st : l.stores) {
-        if (!st.fold || !done.insert(st.buffer).second) continue;
-        const Buffer& b = p_.buffers[size_t(st.buffer)];
-        const int64_t n = b.sizes.back().value();
-        os_ << "  for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
-            << ptr_name(b) << "[ig_w * " << n << " + ig_i] = " << combine_init(*st.fold, b.dtype)
-            << ";\n";
-      }
-    os_ << "  __syncthreads();\n";
+    const std::vector<const Store*> folds = fold_stores();
+    for (size_t i = 0; i < folds.size() && chunks > 0; ++i) {
+      const Store& st = *folds[i];
+      const Buffer& b = p_.buffers[size_t(st.buffer)];
+      os_ << "  " << cuda_type(b.dtype) << " ig_fold" << i << "[" << chunks << "][" << width << "];\n";
+      os_ << "#pragma unroll\n  for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k)\n"
+          << "#pragma unroll\n    for (int ig_j = 0; ig_j < " << width << "; ++ig_j) ig_fold" << i
+          << "[ig_k][ig_j] = " << combine_init(*st.fold, b.dtype) << ";\n";
+    }
+    os_ << (chunks > 0 ? "  if (!ig_resident) {\n" : "  {\n");
+    for (const Store* st : folds) {
+      const Buffer& b = p_.buffers[size_t(st->buffer)];
+      const int64_t n = b.sizes.back().value();
+      os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
+          << ptr_name(b) << "[ig_w * " << n << " + ig_i] = " << combine_init(*st->fold, b.dtype)
+          << ";\n";
+    }
+    os_ << "    __syncthreads();\n  }\n";
     os_ << "  for (" << it_ << " ig_row = ig_w * " << per << "; ig_row < " << rows << " && ig_row < (ig_w + 1) * "
         << per << "; ++ig_row) {\n";
+  }
+
+  // After a resident worker's rows: its registers' partials to its row of
+  // each partials buffer (the chunks' elements, as the resident passes
+  // number them).
+  void print_worker_partials(int chunks, int width, int64_t nvec) {
+    const std::vector<const Store*> folds = fold_stores();
+    os_ << "  if (ig_resident) {\n#pragma unroll\n    for (int ig_k = 0; ig_k < " << chunks
+        << "; ++ig_k) {\n";
+    os_ << "      const " << it_ << " ig_c = " << it_ << "(ig_k) * "
+        << (row_threads_ > 0 ? std::to_string(row_threads_) : it_ + "(blockDim.x)") << " + " << it_
+        << "(threadIdx.x);\n";
+    os_ << "      if (ig_c < " << nvec << ") {\n#pragma unroll\n        for (int ig_j = 0; ig_j < "
+        << width << "; ++ig_j) {\n";
+    for (size_t i = 0; i < folds.size(); ++i) {
+      const Buffer& b = p_.buffers[size_t(folds[i]->buffer)];
+      const int64_t n = b.sizes.back().value();
+      os_ << "          " << ptr_name(b) << "[ig_w * " << n << " + ig_c * " << width
+          << " + ig_j] = ig_fold" << i << "[ig_k][ig_j];\n";
+    }
+    os_ << "        }\n      }\n    }\n  }\n";
+  }
+
+  // The kernel's folding stores, one a buffer (Note [Column sums in a row kernel]).
+  std::vector<const Store*> fold_stores() const {
+    std::vector<const Store*> out;
+    for (const Loop& l : k_.loops)
+      for (const Store& st : l.stores)
+        if (st.fold && std::none_of(out.begin(), out.end(),
+                                    [&](const Store* o) { return o->buffer == st.buffer; }))
+          out.push_back(&st);
+    return out;
+  }
+  int fold_slot(int buffer) const {
+    const std::vector<const Store*> folds = fold_stores();
+    for (size_t i = 0; i < folds.size(); ++i)
+      if (folds[i]->buffer == buffer) return int(i);
+    return -1;
   }
 
   // About how many rounds of blocks a row kernel of `rows` rows runs in when
