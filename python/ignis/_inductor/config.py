@@ -25,6 +25,9 @@ realize_across_kernels = True
 # folds: the rows are read once (docs/compiler.md, "Column sums in a row
 # kernel").
 column_sums_in_rows = True
+# ... in row kernels of this many rows or more (fewer: the column kernel's
+# second read of the rows is cheap, and a range of rows is worth a partial).
+column_sums_min_rows = 64
 # Graph nodes one kernel may fuse.
 max_fusion_size = 64
 # mode="max-autotune" sets this: each kernel's variants (threads, reduction
@@ -207,6 +210,7 @@ def compiler_options(size_generic_graph=None):
         "realize_reads_threshold": int(realize_reads_threshold),
         "realize_across_kernels": int(bool(realize_across_kernels)),
         "column_sums_in_rows": int(bool(column_sums_in_rows)),
+        "column_sums_min_rows": int(column_sums_min_rows),
         "max_fusion_size": int(max_fusion_size),
         "min_parallel_elements": int(cpp.min_parallel_elements),
         "threads": max(int(cpp.threads), 0),

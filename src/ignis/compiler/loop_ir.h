@@ -222,6 +222,7 @@ struct CompilerOptions {
   // rows (config.column_sums_in_rows; Note [Column sums in a row kernel],
   // schedule.cpp).
   bool column_sums_in_rows = true;
+  int64_t column_sums_min_rows = 64;  // ... in row groups of this many rows or more
   // Graph nodes one kernel may fuse (config.max_fusion_size).
   int64_t max_fusion_size = 64;
   // Elements of work below which a kernel runs on one thread

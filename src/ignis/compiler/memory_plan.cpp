@@ -60,7 +60,7 @@ bool rewrites_element_for_element(const Kernel& k, int in, int out) {
   for (const Loop& l : k.loops) {
     const Store* st = nullptr;
     for (const Store& s : l.stores) {
-      if (s.buffer == in) return false;
+      if (s.buffer == in || (s.fold && s.buffer == out)) return false;
       if (s.buffer != out) continue;
       if (st || stored) return false;  // stored twice
       st = &s;

@@ -419,8 +419,9 @@ class Scheduler {
   // the group's outer dims, every value it reads is computed at the group's
   // element, and nothing in the group reads its result; its consumers (the
   // casts of the gradients) follow the fold's kernel. Off in size-generic
-  // code (config.column_sums_in_rows).
-  static constexpr int64_t kRowsPerWorker = 16, kMaxWorkers = 264, kMinCrossRows = 64;
+  // code (config.column_sums_in_rows; groups of config.column_sums_min_rows
+  // rows and more).
+  static constexpr int64_t kRowsPerWorker = 16, kMaxWorkers = 264;
 
   static bool is_partial_dtype(ScalarType t) {
     return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
@@ -441,7 +442,7 @@ class Scheduler {
       last = int64_t(d);
     }
     // A row group (its innermost dim reduced) of enough rows.
-    if (last < 0 || !g.reduced[size_t(last)] || rows < kMinCrossRows) return false;
+    if (last < 0 || !g.reduced[size_t(last)] || rows < options_.column_sums_min_rows) return false;
     for (const Member& m : g.members)
       if (m.role == Role::Cross && nodes_[size_t(m.node)].buffer == n.buffer) return false;
     std::vector<int> deps;
@@ -986,7 +987,8 @@ class Scheduler {
       if (readers != 1 || !k.loops[size_t(reader)].inner) continue;
       for (const Store& st : k.loops[size_t(reader)].stores) {
         const Buffer& b = p_.buffers[size_t(st.buffer)];
-        if (b.kind != BufferKind::Computed || b.dtype != k.scratch[size_t(s)] ||
+        // (a folding store's row is a worker's partials, read back by every row)
+        if (st.fold || b.kind != BufferKind::Computed || b.dtype != k.scratch[size_t(s)] ||
             loaded.count(st.buffer) || stores[st.buffer] != 1 || taken.count(st.buffer))
           continue;
         sym::Expr base = sym::simplify(st.index - row);

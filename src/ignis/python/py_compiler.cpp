@@ -232,6 +232,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_column_vectors", &column_vectors},
       {"realize_across_kernels", &across},
       {"column_sums_in_rows", &sums_in_rows},
+      {"column_sums_min_rows", &o.column_sums_min_rows},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
