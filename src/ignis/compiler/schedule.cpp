@@ -421,7 +421,14 @@ class Scheduler {
   // casts of the gradients) follow the fold's kernel. Off in size-generic
   // code (config.column_sums_in_rows; groups of config.column_sums_min_rows
   // rows and more).
-  static constexpr int64_t kRowsPerWorker = 16, kMaxWorkers = 264;
+  //
+  // How many ranges: on the GPU a block each, enough blocks for four a
+  // multiprocessor (H100/H200: 132) so that rows stay in flight while others
+  // fold -- a worker runs its rows one after another -- but each at least 16
+  // rows, whose loads the partials' [workers, columns] floats stay small
+  // against; on the CPU at most 64 (a task of the team each: the threads
+  // are few, and the fold reads every range's row of partials).
+  static constexpr int64_t kRowsPerWorker = 16, kMaxGpuWorkers = 528, kMaxCpuWorkers = 64;
 
   static bool is_partial_dtype(ScalarType t) {
     return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
@@ -779,7 +786,8 @@ class Scheduler {
     const ComputeNode n = nodes_[size_t(node)];
     const int64_t rows = k.outer_numel(), cols = k.inner_numel();
     if (k.workers == 0)
-      k.workers = std::clamp<int64_t>(rows / kRowsPerWorker, 1, kMaxWorkers);
+      k.workers = std::clamp<int64_t>(rows / kRowsPerWorker, 1,
+                                      p_.device.is_cpu() ? kMaxCpuWorkers : kMaxGpuWorkers);
     const int64_t workers = k.workers;
     Buffer pb;
     pb.kind = BufferKind::Computed;
