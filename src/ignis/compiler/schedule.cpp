@@ -429,6 +429,11 @@ class Scheduler {
   // against; on the CPU at most 64 (a task of the team each: the threads
   // are few, and the fold reads every range's row of partials).
   static constexpr int64_t kRowsPerWorker = 16, kMaxGpuWorkers = 528, kMaxCpuWorkers = 64;
+  // A worker runs its rows one after another, so on the GPU a narrow row
+  // (GPT-2's 768 columns: a warp a block) would leave a multiprocessor
+  // with two warps where a block per row gave it twenty; rows of fewer
+  // elements keep the two kernels there.
+  static constexpr int64_t kMinGpuRow = 4096;
 
   static bool is_partial_dtype(ScalarType t) {
     return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
@@ -441,15 +446,18 @@ class Scheduler {
         !n.is_reduction || n.gemm || n.sizes != g.sizes || n.combine != Combine::Sum ||
         !is_partial_dtype(n.dtype))
       return false;
-    int64_t rows = 1, last = -1;
+    int64_t rows = 1, row = 1, last = -1;
     for (size_t d = 0; d < g.sizes.size(); ++d) {
       if (g.sizes[d] == 1) continue;
       if (n.reduced[d] == g.reduced[d]) return false;
-      if (!g.reduced[d]) rows *= g.sizes[d];
+      (g.reduced[d] ? row : rows) *= g.sizes[d];
       last = int64_t(d);
     }
-    // A row group (its innermost dim reduced) of enough rows.
-    if (last < 0 || !g.reduced[size_t(last)] || rows < options_.column_sums_min_rows) return false;
+    // A row group (its innermost dim reduced) of enough rows; on the GPU of
+    // rows wide enough for a block of several warps.
+    if (last < 0 || !g.reduced[size_t(last)] || rows < options_.column_sums_min_rows ||
+        (!p_.device.is_cpu() && row < kMinGpuRow))
+      return false;
     for (const Member& m : g.members)
       if (m.role == Role::Cross && nodes_[size_t(m.node)].buffer == n.buffer) return false;
     std::vector<int> deps;
