@@ -1045,8 +1045,7 @@ def test_column_sums_fold_per_range_of_rows_in_the_row_kernel(dtype, shape):
     programs = {}
     for on in (True, False):
         with _inductor.config.patch(column_sums_in_rows=on):
-            programs[on] = ignis._C._generate_graph_code(bw.graph, "cuda",
-                                                         _inductor.config.compiler_options())[0]
+            programs[on] = _inductor.compile_fx(bw, None).program
     assert "fold buf" in programs[True] and "ranges ig_w" in programs[True], programs[True]
     assert "fold buf" not in programs[False]
     for on in (True, False):
