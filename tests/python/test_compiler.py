@@ -1091,6 +1091,54 @@ def test_column_sums_in_short_row_kernels_keep_their_partials_apart(rows):
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rms_norm_backward_turns_its_column_kernel_into_a_row_kernel_that_folds_it(dtype, capfd):
+    """RMSNorm written by hand: its backward sums the weight's gradient over
+    rows (keepdim, then a view: an output that is a view no longer ends the
+    open kernel) before the input gradient's row sum. The open column kernel
+    becomes a row kernel folding that column sum per range of rows, the
+    sum's cast waiting for the fold's kernel; the gradients are eager's."""
+    dt = getattr(ignis, dtype)
+
+    def rms(x, w):
+        return x * ignis.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+    x = ignis.randn(256, 48).to(dt).requires_grad_()
+    w = ignis.randn(48).to(dt).requires_grad_()
+    g = ignis.randn(256, 48).to(dt)
+    ignis.compiler.reset()
+    ignis._logging.set_logs(schedule=True)
+    try:
+        got = ignis.autograd.grad(ignis.compile(rms, backend="inductor")(x, w), (x, w), g)
+    finally:
+        ignis._logging.set_logs()
+    err = capfd.readouterr().err
+    want = ignis.autograd.grad(rms(x, w), (x, w), g)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == "float32" else dict(rtol=2e-2, atol=0.25)
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a.float().numpy(), e.float().numpy(), **tol)
+    assert "which now folds its column sums per range of rows" in err, err
+    assert "goes on past the view" in err, err
+
+
+def test_a_view_of_a_held_view_follows_it():
+    """Views held past an open kernel are emitted in order, and a view of a
+    view still waiting for a fold's kernel waits too (cross_entropy's
+    backward with the folds allowed over two rows: the second view ran
+    first and read a buffer not yet made)."""
+    x = ignis.randn(4, 5, dtype=ignis.float64).requires_grad_()
+    t = ignis.randn(4, 5, dtype=ignis.float64).softmax(-1)
+    w = ignis.rand(5, dtype=ignis.float64).requires_grad_()
+
+    def f(x, w):
+        return F.cross_entropy(x, t, weight=w)
+    ignis.compiler.reset()
+    with _inductor.config.patch(column_sums_min_rows=2):
+        got = ignis.autograd.grad(ignis.compile(f, backend="inductor")(x, w), (x, w))
+    want = ignis.autograd.grad(f(x, w), (x, w))
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_a_column_sum_beside_a_softmax_folds_in_its_row_kernel():
     """A sibling column sum over a softmax's input folds into the softmax's
     row kernel; a column sum of a value the row kernel computes only after

@@ -191,6 +191,7 @@ class Scheduler {
     for (const PendingStep& ps : order) {
       if (ps.extern_step >= 0) {
         if (dead(externs_[size_t(ps.extern_step)])) continue;
+        if (holds_view(externs_[size_t(ps.extern_step)])) continue;
         if (open_)
           log(kernel_name() + " ends before extern " +
               externs_[size_t(ps.extern_step)].op->schema().full_name());
@@ -217,10 +218,33 @@ class Scheduler {
     return def && def->determinism != Determinism::Random;
   }
 
+  // A view step (an output that is a view of a value: a weight gradient's
+  // sum viewed without its kept dim) moves no data, so it need not end the
+  // open kernel: it is held and emitted when that kernel closes, and what
+  // reads the view waits until then. Only when what it views is already
+  // placed (in the open kernel or before it).
+  bool holds_view(const Step& s) {
+    if (!s.view || !open_) return false;
+    for (graph::Node* in : s.node->input_nodes()) {
+      const int b = p_.buffer_of(in);
+      if (b < 0) continue;
+      const int prod = producer_[size_t(b)];
+      if (prod >= 0 && std::find(deferred_.begin(), deferred_.end(), prod) != deferred_.end())
+        return false;
+    }
+    log(kernel_name() + " goes on past the view " + s.op->schema().full_name());
+    held_views_.push_back(s);
+    for (int b : s.outputs)
+      if (b >= 0) held_view_buffers_.insert(b);
+    return true;
+  }
+
   void place(int id) {
     bool waits = false;
     for (int d : deferred_)
       if (reads_[size_t(id)].count(nodes_[size_t(d)].buffer)) waits = true;
+    for (int b : reads_[size_t(id)])
+      if (held_view_buffers_.count(b)) waits = true;
     if (waits) log(name_of(id) + " waits: it reads a node that does not fit " + kernel_name());
     if (!waits && try_join(id)) return;
     if (!waits && !open_) return open(id);
@@ -385,6 +409,7 @@ class Scheduler {
       return false;
     }
     if (!role_in(trial, id, &role)) {
+      if (hosts_column_sums(id)) return true;
       if (!folds_across(trial, id)) {
         log(name_of(id) + " not fused into " + kernel_name() + ": its iteration space " +
             space(nodes_[size_t(id)].sizes, nodes_[size_t(id)].reduced) + " is not the kernel's " +
@@ -466,6 +491,50 @@ class Scheduler {
       log(name_of(id) + " not folded into " + kernel_name() + ": " + why);
       return false;
     }
+    return true;
+  }
+
+  // A row reduction arriving while a column kernel over the same space is
+  // open (RMSNorm's backward sums its weight's gradient over rows before the
+  // input gradient's row sum): the open group becomes a row group that
+  // hosts its column sums as folds (Note [Column sums in a row kernel]), its
+  // per-column values (the sums' casts) waiting for the folds' kernel.
+  bool hosts_column_sums(int id) {
+    const ComputeNode& n = nodes_[size_t(id)];
+    const Group& g = group_;
+    if (!n.is_reduction || n.gemm || !g.has_reduction() || g.gemm || n.sizes != g.sizes)
+      return false;
+    Group ng;
+    ng.sizes = g.sizes;
+    ng.reduced = n.reduced;
+    std::vector<int> requeue;
+    bool any = false;
+    for (const Member& m : g.members) {
+      if (m.role == Role::Scalar) {
+        requeue.push_back(m.node);
+        continue;
+      }
+      if (m.role == Role::Cross) return false;
+      Role role = Role::Full;
+      if (m.role == Role::Reduce) {
+        if (!folds_across(ng, m.node)) return false;
+        role = Role::Cross;
+        any = true;
+      }
+      std::vector<int> deps;
+      std::string why;
+      if (!reads_fit(ng, m.node, role, &deps, &why)) return false;
+      ng.members.push_back(Member{m.node, role, std::move(deps)});
+    }
+    std::vector<int> deps;
+    std::string why;
+    if (!any || !reads_fit(ng, id, Role::Reduce, &deps, &why)) return false;
+    ng.members.push_back(Member{id, Role::Reduce, std::move(deps)});
+    log(name_of(id) + " joins " + kernel_name() + " (reduction), which now folds its column sums " +
+        "per range of rows");
+    for (int r : requeue) log(name_of(r) + " waits for the folds of " + kernel_name());
+    group_ = std::move(ng);
+    deferred_.insert(deferred_.begin(), requeue.begin(), requeue.end());
     return true;
   }
 
@@ -783,6 +852,29 @@ class Scheduler {
     // The folds of the partials go first among what waits: their consumers
     // (the gradients' casts) read the results they store.
     deferred_.insert(deferred_.begin(), folds.begin(), folds.end());
+    // The views held past this kernel follow it, but a view of a column sum
+    // folded here waits for the fold's kernel, and a view of a view that
+    // waits waits too.
+    std::vector<Step> held = std::move(held_views_);
+    held_views_.clear();
+    held_view_buffers_.clear();
+    for (Step& v : held) {
+      bool ready = true;
+      for (graph::Node* in : v.node->input_nodes()) {
+        const int b = p_.buffer_of(in);
+        const int prod = b < 0 ? -1 : producer_[size_t(b)];
+        if ((prod >= 0 && std::find(deferred_.begin(), deferred_.end(), prod) != deferred_.end()) ||
+            (b >= 0 && held_view_buffers_.count(b)))
+          ready = false;
+      }
+      if (ready) {
+        p_.steps.push_back(std::move(v));
+        continue;
+      }
+      for (int b : v.outputs)
+        if (b >= 0) held_view_buffers_.insert(b);
+      held_views_.push_back(std::move(v));
+    }
   }
 
   // Column sum `node` (a member of kernel k, its value node v of loop li):
@@ -1078,6 +1170,8 @@ class Scheduler {
   std::vector<std::unordered_set<int>> readers_;   // buffer -> compute nodes reading it
   std::vector<std::unordered_set<int>> reads_;     // compute node -> buffers it reads
   std::vector<int> deferred_;                      // nodes waiting for the open group to close
+  std::vector<Step> held_views_;                   // view steps waiting for the open group to close
+  std::unordered_set<int> held_view_buffers_;      // ... and the buffers they make
   std::unordered_set<int> read_outside_;           // buffers read by externs or outputs
   Group group_;
   bool open_ = false;
