@@ -5,6 +5,7 @@ worker process, writes every failure as a standalone repro file to --out
 (shrunk first with --minimize), and prints a summary by failure category.
 Exit status 1 when any program failed.
 """
+import ast
 import argparse
 import collections
 import sys
@@ -19,14 +20,15 @@ BACKENDS = ("eager", "aot_eager", "inductor")
 
 
 def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=print, skip=(),
-         per_class=3, device="cpu"):
+         per_class=3, device="cpu", knobs=None):
     """Runs `count` programs; returns {category: [(seed, repro path or None)]}.
 
     With do_minimize, the first `per_class` failures of each category are
     shrunk (the others are written as generated). `device`: where the
     programs' inputs live ("cuda": eager on the GPU is the reference).
+    `knobs`: ignis._inductor.config settings for the compiled runs.
     """
-    worker = Worker(timeout=timeout)
+    worker = Worker(timeout=timeout, knobs=knobs)
     failures = collections.defaultdict(list)
     t0 = time.time()
     try:
@@ -47,7 +49,7 @@ def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=p
                 slug = fail.category.replace(":", "-")
                 where = "" if device == "cpu" else f"_{device}"
                 path = Path(out) / f"{backend}{where}_seed{s}_{slug}.py"
-                write_repro(path, src, backend, fail, device)
+                write_repro(path, src, backend, fail, device, knobs)
                 if shrink:  # the repro must fail on its own, in a fresh process
                     alone = run_repro(path, timeout=timeout)
                     if alone != fail.category:
@@ -80,7 +82,18 @@ def main(argv=None):
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                    help="where the programs' inputs live (cuda: needs a GPU)")
     p.add_argument("--show", action="store_true", help="print program --seed and exit")
+    p.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
+                   help="an ignis._inductor.config setting for the compiled runs (repeatable), "
+                        "e.g. column_sums_min_rows=2: the programs' few rows then reach "
+                        "schedules meant for larger tensors")
     a = p.parse_args(argv)
+    knobs = {}
+    for kv in a.knob:
+        name, _, value = kv.partition("=")
+        try:
+            knobs[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            p.error(f"--knob {kv}: the value must be a Python literal")
     skip = [x for x in a.skip.split(",") if x]
     if a.show:
         print(generate(a.seed, skip))
@@ -92,7 +105,7 @@ def main(argv=None):
     failed = False
     for backend in (BACKENDS if a.backend == "all" else (a.backend,)):
         failed |= bool(fuzz(backend, a.count, a.seed, a.out, a.minimize, a.timeout, skip=skip,
-                            per_class=a.per_class, device=a.device))
+                            per_class=a.per_class, device=a.device, knobs=knobs))
     return 1 if failed else 0
 
 

@@ -276,10 +276,12 @@ def compare(got, want, loose64=False):
     return None
 
 
-def check(src, backend, device="cpu"):
+def check(src, backend, device="cpu", knobs=None):
     """None when the compiled run of `src` agrees with the eager one, else a Failure.
     backend "torch": eager ignis against torch's eager mode (tests/fuzz/torch_ref.py).
-    device "cuda": the inputs live on the GPU (eager on the GPU is the reference)."""
+    device "cuda": the inputs live on the GPU (eager on the GPU is the reference).
+    knobs: ignis._inductor.config settings for the compiled run (thresholds lowered
+    so that the fuzzer's few rows reach size-dependent schedules)."""
     if backend == "torch":
         from .torch_ref import eager_verdict
         return eager_verdict(src, device=device)
@@ -293,15 +295,17 @@ def check(src, backend, device="cpu"):
         except Exception as e:  # noqa: BLE001 - the program itself is broken (module level)
             return Failure("invalid-program", f"{type(e).__name__}: {e}")
         try:
-            got = run_program(src, backend, device=device)
+            from ignis._inductor import config as inductor_config
+            with inductor_config.patch(**(knobs or {})):
+                got = run_program(src, backend, device=device)
         except Exception as e:  # noqa: BLE001 - compile() itself or the module raised
             return Failure(f"harness-raised:{type(e).__name__}", str(e)[:500])
     return compare(got, want, float32_inside(src))
 
 
-def repro_main(src, backend, device="cpu"):
+def repro_main(src, backend, device="cpu", knobs=None):
     """Entry point of a repro file: prints the mismatch; exit status 1 when it reproduces."""
-    fail = check(src, backend, device)
+    fail = check(src, backend, device, knobs)
     if fail is None:
         print(f"FUZZ-OK: compiled ({backend}, {device}) agrees with eager")
         sys.exit(0)
@@ -321,7 +325,7 @@ def worker_main():
     for line in sys.stdin:
         req = json.loads(line)
         t0 = time.time()
-        fail = check(req["src"], req["backend"], req.get("device", "cpu"))
+        fail = check(req["src"], req["backend"], req.get("device", "cpu"), req.get("knobs"))
         ans = {"ok": fail is None, "secs": time.time() - t0}
         if fail:
             ans.update(category=fail.category, detail=fail.detail)
@@ -332,8 +336,9 @@ def worker_main():
 class Worker:
     """A child process that runs checks; restarted after a crash or a hang."""
 
-    def __init__(self, timeout=120.0):
+    def __init__(self, timeout=120.0, knobs=None):
         self.timeout = timeout
+        self.knobs = knobs or {}  # config settings for every compiled run (check's)
         self.proc = None
         self.err = None
 
@@ -359,7 +364,8 @@ class Worker:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         t0 = time.time()
-        self.proc.stdin.write(json.dumps({"src": src, "backend": backend, "device": device}) + "\n")
+        self.proc.stdin.write(json.dumps({"src": src, "backend": backend, "device": device,
+                                          "knobs": self.knobs}) + "\n")
         self.proc.stdin.flush()
         fd = self.proc.stdout
         while True:
@@ -411,19 +417,20 @@ from tests.fuzz.runner import repro_main  # noqa: E402  (also selects the checko
 
 BACKEND = {backend!r}
 DEVICE = {device!r}
+KNOBS = {knobs!r}  # ignis._inductor.config settings of the compiled run
 PROGRAM = r\'\'\'
 {src}\'\'\'
 
 if __name__ == "__main__":
-    repro_main(PROGRAM, BACKEND, DEVICE)
+    repro_main(PROGRAM, BACKEND, DEVICE, KNOBS)
 '''
 
 
-def write_repro(path, src, backend, fail, device="cpu"):
+def write_repro(path, src, backend, fail, device="cpu", knobs=None):
     detail = "\n".join(fail.detail.replace('"""', "'''").splitlines()[:12])
     on_device = "" if device == "cpu" else f", {device}"
     Path(path).write_text(REPRO.format(backend=backend, category=fail.category, detail=detail,
-                                       device=device, on_device=on_device,
+                                       device=device, on_device=on_device, knobs=knobs or {},
                                        name=Path(path).name, root=str(ROOT), src=src))
     return path
 

@@ -61,6 +61,16 @@ def test_fuzz_sample(backend, sample, tmp_path):
     _fail_on(failures, count)
 
 
+def test_fuzz_sample_with_size_thresholds_lowered(tmp_path):
+    """The programs' tensors have 2-7 rows, under the sizes some schedules
+    wait for (column sums folded in a row kernel from 64 rows: Note [Column
+    sums in a row kernel]); with the threshold lowered (--knob) the same
+    random programs reach them. Two bugs were found this way."""
+    failures = fuzz("inductor", 12, 4520000, out=tmp_path, log=lambda *a: None,
+                    knobs={"column_sums_min_rows": 2})
+    _fail_on(failures, 12, " with column_sums_min_rows=2")
+
+
 # On a GPU: the inputs on CUDA, eager on the GPU as the reference (seeds 0..99 and
 # 0..11 for the compiler, which builds CUDA C++ per program).
 CUDA_SAMPLE = {"eager": (0, 100), "aot_eager": (0, 100), "inductor": (0, 12)}
