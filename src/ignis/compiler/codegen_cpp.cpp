@@ -244,15 +244,12 @@ class KernelPrinter {
     std::string w = work_text(work, true, int64_t(std::max<size_t>(k_.loops.size(), 1)));
     os_ << omp_for(work, w) << " if (" << w << " >= " << grain_ << ")\n";
     os_ << "  for (int64_t ig_w = 0; ig_w < " << workers << "; ++ig_w) {\n";
-    std::unordered_set<int> done;
-    for (const Loop& l : k_.loops)
-      for (const Store& st : l.stores) {
-        if (!st.fold || !done.insert(st.buffer).second) continue;
-        const Buffer& b = p_.buffers[size_t(st.buffer)];
-        const int64_t n = b.sizes.back().value();
-        os_ << "    for (int64_t ig_i = 0; ig_i < " << n << "; ++ig_i) " << ptr_name(b)
-            << "[ig_w * " << n << " + ig_i] = " << combine_init(*st.fold) << ";\n";
-      }
+    for (const Store* st : k_.folding_stores()) {
+      const Buffer& b = p_.buffers[size_t(st->buffer)];
+      const int64_t n = b.sizes.back().value();
+      os_ << "    for (int64_t ig_i = 0; ig_i < " << n << "; ++ig_i) " << ptr_name(b)
+          << "[ig_w * " << n << " + ig_i] = " << combine_init(*st->fold) << ";\n";
+    }
     os_ << "    for (int64_t ig_row = ig_w * " << per << "; ig_row < std::min<int64_t>(" << rows
         << ", (ig_w + 1) * " << per << "); ++ig_row) {\n";
     int64_t stride = 1;

@@ -283,7 +283,7 @@ class CudaKernelPrinter {
                     const CompilerOptions& options, bool lift, std::string args_comment)
       : out_(os), p_(p), k_(k), symbol_(std::move(symbol)), options_(options),
         base_(k.node_numbers()), sz_(options.size_generic, lift),
-        args_comment_(std::move(args_comment)) {}
+        args_comment_(std::move(args_comment)), folds_(k.folding_stores()) {}
 
   // What the kernel's text is apart from its name and comment: two kernels
   // of one key are one kernel.
@@ -861,9 +861,7 @@ class CudaKernelPrinter {
     os_ << "  const int ig_ty = int(threadIdx.x) / ig_cw;\n";
     const std::string ncols = numel(k_.outer_sizes, cols);
     const std::string span = width > 1 ? "(ig_cw * " + std::to_string(width) + ")" : "ig_cw";
-    std::vector<size_t> passes;
-    for (size_t li = 0; li < k_.loops.size(); ++li)
-      if (k_.loops[li].inner) passes.push_back(li);
+    const std::vector<size_t> passes = inner_loops();
     const sym::Expr v = k_.outer.back();
     if (width > 1) print_alignment_check(passes, v, width, "  ");
     if (splits > 1) {
@@ -891,7 +889,7 @@ class CudaKernelPrinter {
     acc_lanes_ = width;
     auto lanes = [&](const std::string& ind, const std::function<void(const std::string&)>& body) {
       if (width == 1) return body(ind);
-      os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+      os_ << lane_loop(ind, width) << " {\n";
       os_ << ind << "  const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
       body(ind + "  ");
       os_ << ind << "}\n";
@@ -983,9 +981,7 @@ class CudaKernelPrinter {
     if (!options_.cuda_column_vectors || sz_.generic()) return 1;
     for (const Loop& l : k_.loops)
       if (!l.spills.empty()) return 1;
-    std::vector<size_t> passes;
-    for (size_t li = 0; li < k_.loops.size(); ++li)
-      if (k_.loops[li].inner) passes.push_back(li);
+    const std::vector<size_t> passes = inner_loops();
     const sym::Expr& last = k_.outer_sizes.back();
     if (!last.is_const()) return 1;
     return vector_width(passes, k_.outer.back(), last.value());
@@ -1018,7 +1014,7 @@ class CudaKernelPrinter {
       if (l.inner) {
         ++passes;
         for (int r : l.reductions)
-          if (!is_floating_or_integral(k_.reductions[size_t(r)].dtype)) return 1;
+          if (!is_partial_dtype(k_.reductions[size_t(r)].dtype)) return 1;
       } else if (passes == 0 && !l.stores.empty()) {
         return 1;  // a store before the reduction would run in every range
       }
@@ -1027,11 +1023,6 @@ class CudaKernelPrinter {
     const int64_t splits =
         std::min((kTargetBlocks + groups - 1) / groups, inner / (kColumnLanes * kMinPerThread));
     return splits >= 2 ? splits : 1;
-  }
-
-  static bool is_floating_or_integral(ScalarType t) {
-    return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
-           t == ScalarType::Int32;
   }
 
   // The workspace: a counter per column group (the first zeroed_bytes),
@@ -1062,7 +1053,7 @@ class CudaKernelPrinter {
     const std::string lane = width > 1 ? " + ig_j" : "";
     auto lanes = [&](const std::string& ind) {
       if (width > 1)
-        os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j)";
+        os_ << lane_loop(ind, width);
     };
     for (int r : l.reductions) {
       lanes("    ");
@@ -1099,9 +1090,7 @@ class CudaKernelPrinter {
     int width = 1, chunks = 0;
     int64_t nvec = 0;
     Residency residency;
-    std::vector<size_t> passes;
-    for (size_t li = 0; li < k_.loops.size(); ++li)
-      if (k_.loops[li].inner) passes.push_back(li);
+    const std::vector<size_t> passes = inner_loops();
     const bool statics = !sz_.generic() && !k_.inner.empty() && inner > 0 && !k_.columns &&
                          !has_index_values() &&
                          std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
@@ -1131,7 +1120,7 @@ class CudaKernelPrinter {
                                      /*prefetch=*/attempt == 0, k_.inner.back());
           // (a worker's column-sum partials are held too: Note [Column sums in a row kernel])
           const int64_t regs = residency.registers(chunks, width) +
-                               int64_t(fold_stores().size()) * chunks * width;
+                               int64_t(folds_.size()) * chunks * width;
           fits = regs <= budget &&
                  (residency.prefetch.empty() || row_waves(rows, threads, regs) <= 2);
         }
@@ -1219,9 +1208,8 @@ class CudaKernelPrinter {
     const int64_t workers = k_.workers, per = (rows + workers - 1) / workers;
     launch->blocks = workers;
     os_ << "  const " << it_ << " ig_w = blockIdx.x;\n";
-    const std::vector<const Store*> folds = fold_stores();
-    for (size_t i = 0; i < folds.size() && chunks > 0; ++i) {
-      const Store& st = *folds[i];
+    for (size_t i = 0; i < folds_.size() && chunks > 0; ++i) {
+      const Store& st = *folds_[i];
       const Buffer& b = p_.buffers[size_t(st.buffer)];
       os_ << "  " << cuda_type(b.dtype) << " ig_fold" << i << "[" << chunks << "][" << width << "];\n";
       os_ << "#pragma unroll\n  for (int ig_k = 0; ig_k < " << chunks << "; ++ig_k)\n"
@@ -1229,7 +1217,7 @@ class CudaKernelPrinter {
           << "[ig_k][ig_j] = " << combine_init(*st.fold, b.dtype) << ";\n";
     }
     os_ << (chunks > 0 ? "  if (!ig_resident) {\n" : "  {\n");
-    for (const Store* st : folds) {
+    for (const Store* st : folds_) {
       const Buffer& b = p_.buffers[size_t(st->buffer)];
       const int64_t n = b.sizes.back().value();
       os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
@@ -1245,7 +1233,6 @@ class CudaKernelPrinter {
   // each partials buffer (the chunks' elements, as the resident passes
   // number them).
   void print_worker_partials(int chunks, int width, int64_t nvec) {
-    const std::vector<const Store*> folds = fold_stores();
     os_ << "  if (ig_resident) {\n#pragma unroll\n    for (int ig_k = 0; ig_k < " << chunks
         << "; ++ig_k) {\n";
     os_ << "      const " << it_ << " ig_c = " << it_ << "(ig_k) * "
@@ -1253,8 +1240,8 @@ class CudaKernelPrinter {
         << "(threadIdx.x);\n";
     os_ << "      if (ig_c < " << nvec << ") {\n#pragma unroll\n        for (int ig_j = 0; ig_j < "
         << width << "; ++ig_j) {\n";
-    for (size_t i = 0; i < folds.size(); ++i) {
-      const Buffer& b = p_.buffers[size_t(folds[i]->buffer)];
+    for (size_t i = 0; i < folds_.size(); ++i) {
+      const Buffer& b = p_.buffers[size_t(folds_[i]->buffer)];
       const int64_t n = b.sizes.back().value();
       os_ << "          " << ptr_name(b) << "[ig_w * " << n << " + ig_c * " << width
           << " + ig_j] = ig_fold" << i << "[ig_k][ig_j];\n";
@@ -1262,20 +1249,24 @@ class CudaKernelPrinter {
     os_ << "        }\n      }\n    }\n  }\n";
   }
 
-  // The kernel's folding stores, one a buffer (Note [Column sums in a row kernel]).
-  std::vector<const Store*> fold_stores() const {
-    std::vector<const Store*> out;
-    for (const Loop& l : k_.loops)
-      for (const Store& st : l.stores)
-        if (st.fold && std::none_of(out.begin(), out.end(),
-                                    [&](const Store* o) { return o->buffer == st.buffer; }))
-          out.push_back(&st);
+  // `for` over a vector's lanes ig_j, unrolled (its body follows).
+  static std::string lane_loop(const std::string& ind, int width) {
+    return "#pragma unroll\n" + ind + "for (int ig_j = 0; ig_j < " + std::to_string(width) +
+           "; ++ig_j)";
+  }
+
+  // The kernel's passes over the row (its inner loops), in order.
+  std::vector<size_t> inner_loops() const {
+    std::vector<size_t> out;
+    for (size_t li = 0; li < k_.loops.size(); ++li)
+      if (k_.loops[li].inner) out.push_back(li);
     return out;
   }
+
+  // Which ig_fold array holds a folding store's partials.
   int fold_slot(int buffer) const {
-    const std::vector<const Store*> folds = fold_stores();
-    for (size_t i = 0; i < folds.size(); ++i)
-      if (folds[i]->buffer == buffer) return int(i);
+    for (size_t i = 0; i < folds_.size(); ++i)
+      if (folds_[i]->buffer == buffer) return int(i);
     return -1;
   }
 
@@ -1435,8 +1426,8 @@ class CudaKernelPrinter {
       const Reduction& red = k_.reductions[size_t(r)];
       if (acc_lanes_ > 1) {
         os_ << ind << cuda_type(red.dtype) << " acc" << r << "[" << acc_lanes_ << "];\n";
-        os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << acc_lanes_
-            << "; ++ig_j) " << acc(r) << " = " << combine_init(red.combine, red.dtype) << ";\n";
+        os_ << lane_loop(ind, acc_lanes_) << " " << acc(r) << " = "
+            << combine_init(red.combine, red.dtype) << ";\n";
         continue;
       }
       os_ << ind << cuda_type(red.dtype) << " acc" << r << " = "
@@ -1470,7 +1461,7 @@ class CudaKernelPrinter {
       return;
     }
     if (columns && acc_lanes_ > 1)
-      os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << acc_lanes_ << "; ++ig_j) {\n";
+      os_ << lane_loop(ind, acc_lanes_) << " {\n";
     for (int r : k_.loops[li].reductions)
       os_ << ind << (acc_lanes_ > 1 ? "  " : "") << acc(r) << " = "
           << (columns ? "ig_column_reduce" : "ig_block_reduce") << "(" << acc(r) << ", "
@@ -1604,7 +1595,7 @@ class CudaKernelPrinter {
   void print_lanes(size_t li, sym::Expr v, sym::Expr base, int width, const std::string& ind) {
     const std::string i2 = ind + "  ";
     print_vector_accesses(li, v, base, width, ind);
-    os_ << "#pragma unroll\n" << ind << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+    os_ << lane_loop(ind, width) << " {\n";
     os_ << i2 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
     print_body(li, i2, false, Part::PerElement);
     print_accumulate(li, i2);
@@ -1687,7 +1678,7 @@ class CudaKernelPrinter {
         os_ << i3 << "{\n" << i4 << "const " << type << " ig_pf = *reinterpret_cast<const " << type
             << "*>(" << ptr_name(p_.buffers[size_t(load.first)]) << " + ("
             << sz_.expr(sym::subs(load.second, {{v, base}})) << "));\n";
-        os_ << "#pragma unroll\n" << i4 << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) "
+        os_ << lane_loop(i4, width) << " "
             << name << "[ig_k][ig_j] = ig_pf.v[ig_j];\n" << i3 << "}\n";
         vec_->cached.insert(key);
       }
@@ -1803,6 +1794,9 @@ class CudaKernelPrinter {
   std::optional<VectorState> vec_;
   std::optional<OnlinePair> online_;
   int acc_lanes_ = 1;  // columns of a thread in a vectorized column kernel
+  // The kernel's folding stores, one a buffer: ig_fold<i> holds the i-th
+  // (Note [Column sums in a row kernel]).
+  std::vector<const Store*> folds_;
 };
 
 // sym's helpers (floor division, remainder) without their #include line:

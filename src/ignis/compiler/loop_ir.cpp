@@ -53,6 +53,16 @@ sym::Expr Kernel::worker_var(int64_t workers) {
   return sym::index_var("ig_w", std::max<int64_t>(workers, 1));
 }
 
+std::vector<const Store*> Kernel::folding_stores() const {
+  std::vector<const Store*> out;
+  for (const Loop& l : loops)
+    for (const Store& st : l.stores)
+      if (st.fold && std::none_of(out.begin(), out.end(),
+                                  [&](const Store* o) { return o->buffer == st.buffer; }))
+        out.push_back(&st);
+  return out;
+}
+
 std::vector<int> Kernel::buffers_in_order() const {
   std::vector<int> order;
   std::unordered_set<int> seen;

@@ -102,6 +102,12 @@ enum class Combine : uint8_t {
 #undef IGNIS_ENUM
 };
 const char* combine_name(Combine c);
+// The accumulator types a reduction's partials (a split column kernel's
+// workspace, a row kernel's folded column sums) are kept in memory as.
+inline bool is_partial_dtype(ScalarType t) {
+  return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
+         t == ScalarType::Int32;
+}
 
 struct Store {
   int buffer = -1;
@@ -156,6 +162,9 @@ struct Kernel {
   // workers); the folding stores index their buffers by ig_w. 0: none.
   int64_t workers = 0;
   static sym::Expr worker_var(int64_t workers);
+  // The folding stores, the first of each buffer (a partials buffer's row
+  // is set to the identity once, and held once in registers).
+  std::vector<const Store*> folding_stores() const;
   // Per-thread rows (one element per inner iteration) holding values an
   // earlier loop computed and a later one needs: their dtypes.
   std::vector<ScalarType> scratch;

@@ -800,13 +800,7 @@ class Lowering {
   // Node x (of type from) converted to type to.
   static int cast_to(BodyBuilder& bb, int x, ScalarType from, ScalarType to) {
     if (from == to) return x;
-    // Narrowing a value that was just widened exactly from `to` (a bfloat16
-    // load read as float32, rounded back to bfloat16) gives that value.
-    const ScalarNode& xn = bb.body[size_t(x)];
-    if (xn.kind == ScalarKind::Cast && is_float_dtype(from) && is_float_dtype(to) &&
-        element_size(to) < element_size(from) && bb.body[size_t(xn.args.at(0))].dtype == to)
-      return xn.args.at(0);
-    ScalarNode s;
+    ScalarNode s;  // (BodyBuilder::add drops a narrowing of an exact widening)
     s.kind = ScalarKind::Cast;
     s.dtype = to;
     s.args = {x};

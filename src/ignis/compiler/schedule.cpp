@@ -224,19 +224,26 @@ class Scheduler {
   // reads the view waits until then. Only when what it views is already
   // placed (in the open kernel or before it).
   bool holds_view(const Step& s) {
-    if (!s.view || !open_) return false;
-    for (graph::Node* in : s.node->input_nodes()) {
-      const int b = p_.buffer_of(in);
-      if (b < 0) continue;
-      const int prod = producer_[size_t(b)];
-      if (prod >= 0 && std::find(deferred_.begin(), deferred_.end(), prod) != deferred_.end())
-        return false;
-    }
+    if (!s.view || !open_ || views_waiting(s)) return false;
     log(kernel_name() + " goes on past the view " + s.op->schema().full_name());
     held_views_.push_back(s);
     for (int b : s.outputs)
       if (b >= 0) held_view_buffers_.insert(b);
     return true;
+  }
+
+  // Whether view step s reads a buffer not made yet: a waiting node's, or
+  // (with `held`) a held view's.
+  bool views_waiting(const Step& s, bool held = false) const {
+    for (graph::Node* in : s.node->input_nodes()) {
+      const int b = p_.buffer_of(in);
+      if (b < 0) continue;
+      const int prod = producer_[size_t(b)];
+      if (prod >= 0 && std::find(deferred_.begin(), deferred_.end(), prod) != deferred_.end())
+        return true;
+      if (held && held_view_buffers_.count(b)) return true;
+    }
+    return false;
   }
 
   void place(int id) {
@@ -459,11 +466,6 @@ class Scheduler {
   // with two warps where a block per row gave it twenty; rows of fewer
   // elements keep the two kernels there.
   static constexpr int64_t kMinGpuRow = 4096;
-
-  static bool is_partial_dtype(ScalarType t) {
-    return t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Int64 ||
-           t == ScalarType::Int32;
-  }
 
   bool folds_across(const Group& g, int id) {
     const ComputeNode& n = nodes_[size_t(id)];
@@ -859,15 +861,7 @@ class Scheduler {
     held_views_.clear();
     held_view_buffers_.clear();
     for (Step& v : held) {
-      bool ready = true;
-      for (graph::Node* in : v.node->input_nodes()) {
-        const int b = p_.buffer_of(in);
-        const int prod = b < 0 ? -1 : producer_[size_t(b)];
-        if ((prod >= 0 && std::find(deferred_.begin(), deferred_.end(), prod) != deferred_.end()) ||
-            (b >= 0 && held_view_buffers_.count(b)))
-          ready = false;
-      }
-      if (ready) {
+      if (!views_waiting(v, /*held=*/true)) {
         p_.steps.push_back(std::move(v));
         continue;
       }
