@@ -49,9 +49,19 @@ bool same_layout(const Buffer& a, const Buffer& b) {
 
 // Whether kernel k may store its output `out` over buffer `in`: every load
 // of `in` in k is in the loop that stores `out`, at the element stored, and
-// nothing else in k writes either buffer at other elements.
+// nothing else in k writes either buffer at other elements. A loop that
+// spills a value to a row scratch may not load `in` either: a printer
+// without a scratch row (the GPU's streaming rows) recomputes the spilled
+// value in a later loop from its loads, which would read `in` after `out`
+// overwrote it (fuzz seed 4522223 on the fake driver: an amax's mask made
+// from an overwritten row, every gradient NaN).
 bool rewrites_element_for_element(const Kernel& k, int in, int out) {
   if (k.columns) return false;
+  for (const Loop& l : k.loops) {
+    if (l.spills.empty()) continue;
+    for (const ScalarNode& n : l.body)
+      if (n.kind == ScalarKind::Load && n.buffer == in) return false;
+  }
   for (const Kernel::ScratchInOutput& s : k.scratch_in_output)
     if (s.buffer == out || s.buffer == in) return false;
   if (k.gemm && (k.gemm->a == in || k.gemm->b == in || k.gemm->a == out || k.gemm->b == out))
