@@ -525,8 +525,8 @@ def test_column_kernels_read_vectors_of_neighbouring_columns(dtype):
 
 @needs_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(300, 4096), (130, 4100), (70, 40000), (300, 96)],
-                         ids=["resident", "odd", "streaming", "narrow"])
+@pytest.mark.parametrize("shape", [(300, 4096), (8192, 4096), (130, 4100), (70, 40000), (300, 96)],
+                         ids=["resident", "round", "odd", "streaming", "narrow"])
 def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shape):
     """Note [Column sums in a row kernel]: the weight and bias gradients
     join the input gradient's row kernel, a block a range of rows folding
@@ -563,8 +563,44 @@ def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shap
     with config.patch(size_generic=False):
         code = ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
     folds = shape[-1] >= 4096
-    assert ("const int32_t ig_w = blockIdx.x;" in code) == folds, code
+    assert ("int32_t ig_w = blockIdx.x; ig_w < " in code) == folds, code
     assert ("ig_fold0[" in code) == (folds and shape[-1] < 40000), code  # held rows: registers
+    # 512 workers of 8192 rows run in one round of fewer blocks
+    # (test_a_folding_row_kernel_runs_one_round_of_blocks)
+    assert ("partials' rows past the grid" in code) == (shape[0] == 8192)
+
+
+def test_a_folding_row_kernel_runs_one_round_of_blocks():
+    """Note [Column sums in a row kernel]: layer norm's backward over 16384
+    x 4096 bfloat16 has 528 workers of partials, but a block holding its
+    rows' values and partials takes about 152 registers a thread, three
+    blocks of 128 a multiprocessor: the kernel runs 396 blocks (one round
+    on 132 multiprocessors), each a range of 42 rows, and sets the
+    partials' rows past its grid to zero; float32's 256-thread blocks, two
+    a multiprocessor, run 264. (No GPU needed:
+    the CUDA text of a graph traced on the CPU; the results:
+    test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel.)"""
+    from ignis._functorch.aot_autograd import aot_autograd
+    from ignis._inductor import config
+
+    def source(dtype):
+        graphs = []
+
+        def keep(gm, example_inputs):
+            graphs.append(gm)
+            return gm
+        x, w, b = (ignis.zeros(*s, dtype=dtype).requires_grad_() for s in ((16384, 4096), (4096,), (4096,)))
+        ignis.compiler.reset()
+        y = ignis.compile(lambda x, w, b: F.layer_norm(x, (4096,), w, b),
+                          backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b)
+        y.backward(ignis.zeros_like(y))
+        with config.patch(size_generic=False):
+            return ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
+
+    code = source(ignis.bfloat16)
+    assert "ig_v = ig_w + 396; ig_v < 528; ig_v += 396) {  // partials' rows past the grid" in code
+    assert "ig_row = ig_w * 42; ig_row < 16384 && ig_row < (ig_w + 1) * 42;" in code
+    assert "ig_v = ig_w + 264; ig_v < 528; ig_v += 264) {" in source(ignis.float32)
 
 
 @needs_gpu
