@@ -21,6 +21,7 @@
 // and copies between the device and pageable (not cuMemHostAlloc'ed) host
 // memory. fake_libcublaslt.cpp records its products through
 // fake_cuda_capture_host_work.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -238,6 +239,11 @@ CUresult cuModuleLoadData(void** m, const void*) { *m = malloc(1); return 0; }
 struct Fn { std::string name; void* host; void (*wrapper)(void**, unsigned, unsigned, unsigned, unsigned); int (*arg_sizes)(size_t*) = nullptr; unsigned max_dynamic_shared = 48 * 1024; };
 CUresult cuFuncSetAttribute(void* f, int attr, int v) {
   if (attr == 8) ((Fn*)f)->max_dynamic_shared = unsigned(v);
+  return 0;
+}
+// Hopper's limits by threads alone (the fake has no registers to count).
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, void*, int threads, size_t) {
+  *n = threads > 0 ? std::min(32, 2048 / threads) : 0;
   return 0;
 }
 struct Geometry { int64_t sizes[16]; int64_t dst_strides[16]; int64_t src_strides[16]; int32_t ndim; };

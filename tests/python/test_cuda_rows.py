@@ -207,6 +207,13 @@ def test_softmax_backward_of_masked_rows():
         _check_softmax(fn, x, x.cuda(), g, g.cuda(), "float32")
 
 
+def _layer_norm_backward(shape, dtype):
+    x, g = _sample(shape, dtype).cuda(), _sample(shape, dtype).cuda()
+    w, b = _sample(shape[-1:], dtype).cuda(), _sample(shape[-1:], dtype).cuda()
+    _, mean, rstd = ignis.ops.native_layer_norm(x, [shape[-1]], w, b, 1e-5)
+    return ignis.ops.native_layer_norm_backward(g, x, [shape[-1]], mean, rstd, w, b)
+
+
 @needs_gpu
 def test_the_variant_the_launcher_picks(capfd):
     """Which kernel runs (the fake driver's launch log names it): 16-byte
@@ -226,6 +233,12 @@ def test_the_variant_the_launcher_picks(capfd):
          "softmax_rows_float32_v2_n1"),
         (lambda: ignis.layer_norm(_sample((2, 20000), "bfloat16").cuda(), [20000]),
          "layer_norm_bfloat16_v8_n4"),  # 512 threads, read again per pass
+        # Note [Layer norm's backward in one pass]: the weight's and bias's
+        # gradients in the row kernel, its slices' partials added after; a
+        # row for 512 threads keeps the column kernel.
+        (lambda: _layer_norm_backward((300, 4096), "bfloat16"), "layer_norm_bwd_fold_bfloat16_v8_n4_pT"),
+        (lambda: _layer_norm_backward((300, 4096), "bfloat16"), "layer_norm_bwd_cols_sum_bfloat16"),
+        (lambda: _layer_norm_backward((4, 20000), "bfloat16"), "layer_norm_bwd_cols_bfloat16_v8"),
     ]
     for run, name in cases:
         assert name in launched(capfd, run), name

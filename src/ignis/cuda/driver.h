@@ -101,6 +101,8 @@ inline constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x2;
   X(cuModuleLoadData, "cuModuleLoadData", CUresult(CUmodule*, const void*))                    \
   X(cuModuleGetFunction, "cuModuleGetFunction", CUresult(CUfunction*, CUmodule, const char*))  \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult(CUfunction, int, int))                  \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", \
+    CUresult(int*, CUfunction, int, size_t))                                                   \
   X(cuLaunchKernel, "cuLaunchKernel",                                                          \
     CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
              CUstream, void**, void**))                                                        \

@@ -428,6 +428,93 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_laye
     });
   }
 }
+// Layer norm's backward in one pass over g and x, when grad_weight or
+// grad_bias is wanted (Note [Layer norm's backward in one pass]): grad_input
+// as ig_layer_norm_bwd_rows_v computes it, while each team (a block row)
+// also sums g * xhat and g over one slice of consecutive rows, a sum per
+// element it holds, then writes them as its slice's row of the partials
+// p.b = [2, p.inner, D] in C (the weight's slices, then the bias's), which
+// layer_norm_bwd_cols_sum adds. A resident row's sums stay in registers
+// until the slice ends; a streaming row's (a host emulation's narrow
+// blocks) go into the partials as it goes, each element by the one thread
+// that handles it in every row. A team's row steps are as many as the
+// longest slice's, so the teams of a block meet at every reduction.
+template <class T, class C, int V, int NV, class P> __forceinline__ void ig_layer_norm_bwd_fold_v(const IgRowParams& p) {
+  const bool narrow_stats = p.narrow & 2;
+  C* const part = reinterpret_cast<C*>(const_cast<char*>(p.b));
+  const int64_t slices = p.inner, per = (p.rows + slices - 1) / slices;
+  const int32_t nvec = int32_t(p.D / V);
+  const bool resident = nvec <= int32_t(blockDim.x) * NV;
+  for (int64_t sb = int64_t(blockIdx.x) * blockDim.y; sb < slices; sb += IG_ROW_STEP) {
+    const int64_t s = sb + threadIdx.y;
+    const bool team_live = s < slices;
+    C* const pw = part + (team_live ? s : 0) * p.D;
+    C* const pb = pw + slices * p.D;
+    C aw[NV][V], ab[NV][V];
+#pragma unroll
+    for (int j = 0; j < NV; ++j)
+#pragma unroll
+      for (int e = 0; e < V; ++e) aw[j][e] = ab[j][e] = C(0);
+    if (!resident && team_live)  // (the elements each() gives this thread)
+      for (int32_t i = threadIdx.x; i < nvec; i += blockDim.x)
+#pragma unroll
+        for (int e = 0; e < V; ++e) pw[i * V + e] = pb[i * V + e] = C(0);
+    const int64_t r0 = s * per;
+    for (int64_t k = 0; k < per; ++k) {
+      const int64_t r = team_live && r0 + k < p.rows ? r0 + k : p.rows;  // p.rows: no row
+      const bool live = r < p.rows;
+      IgRowChunk<T, V, NV, 2> c;  // [0] g, [1] x
+      const char* const base[2] = {p.g, p.in};
+      ig_row_chunk_init(c, base, p, r);
+      const C mu = live ? ig_stat<T, C>(p.mean, r, narrow_stats) : C(0);
+      const C rs = live ? ig_stat<T, C>(p.rstd, r, narrow_stats) : C(0);
+      C a = 0, bsum = 0;
+      c.each([&](int32_t i, int j) {
+        IgRVec<P, V> wv;
+        if (p.w) wv = ig_param_vec<P, V>(p.w, i);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const C gw = ig_convert<C>(c.v[0][j].v[e]) * (p.w ? ig_convert<C>(wv.v[e]) : C(1));
+          a += gw;
+          bsum += gw * (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
+        }
+      });
+      a = ig_row_allreduce(a, IgAdd()) / C(p.D);
+      bsum = ig_row_allreduce(bsum, IgAdd()) / C(p.D);
+      if (!live) continue;
+      IgRVec<T, V>* dx = reinterpret_cast<IgRVec<T, V>*>(p.out) + r * (p.D / V);
+      c.each([&](int32_t i, int j) {
+        IgRVec<P, V> wv;
+        if (p.w) wv = ig_param_vec<P, V>(p.w, i);
+        IgRVec<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const C g = ig_convert<C>(c.v[0][j].v[e]);
+          const C xh = (ig_convert<C>(c.v[1][j].v[e]) - mu) * rs;
+          const C gw = g * (p.w ? ig_convert<C>(wv.v[e]) : C(1));
+          o.v[e] = ig_convert<T>(rs * (gw - a - xh * bsum));
+          if (resident) {
+            aw[j][e] += g * xh;
+            ab[j][e] += g;
+          } else {
+            pw[i * V + e] += g * xh;
+            pb[i * V + e] += g;
+          }
+        }
+        dx[i] = o;
+      });
+    }
+    if (resident && team_live)
+#pragma unroll
+      for (int j = 0; j < NV; ++j)
+        if (ig_row_vec(j) < nvec)
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            pw[ig_row_vec(j) * V + e] = aw[j][e];
+            pb[ig_row_vec(j) * V + e] = ab[j][e];
+          }
+  }
+}
 // grad_weight and grad_bias per column, summed over the rows in gridDim.y
 // slices: block (x, y) sums blockDim.x vectors of V columns over slice y's
 // rows (its blockDim.y threads of a column sharing them, four rows in
@@ -680,7 +767,12 @@ const char* kCrossEntropyKernels[] = {"cross_entropy_fwd", "cross_entropy_bwd"};
 // The vectorised row kernels (ig_<name>_v<T, C, V, NV>), one compiled
 // variant per (dtype, V, NV).
 const char* kRowKernels[] = {"softmax_rows", "softmax_bwd_rows", "layer_norm",
-                             "layer_norm_bwd_rows"};
+                             "layer_norm_bwd_rows", "layer_norm_bwd_fold"};
+// The one that also keeps a slice's column sums (Note [Layer norm's backward
+// in one pass]): launched with blocks of at most kFoldMaxThreads, under no
+// bound on its registers but theirs.
+constexpr int kFoldMaxThreads = 256;
+bool keeps_column_sums(const char* kernel) { return std::string(kernel) == "layer_norm_bwd_fold"; }
 
 // Note [Row kernels keep the row in registers]
 // softmax, log_softmax, layer norm and their backwards read a row with a
@@ -775,8 +867,11 @@ KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
   // dtypes two such blocks a multiprocessor (64; Note [Row kernels keep the
   // row in registers]).
   const int min_blocks = is_reduced_float(t) ? 2 : 1;
+  const std::string bounds = keeps_column_sums(kernel)
+                                 ? str(kFoldMaxThreads)
+                                 : str(kMaxRowThreads, ", ", min_blocks);
   return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void __launch_bounds__(",
-                                  kMaxRowThreads, ", ", min_blocks, ") ", symbol, "(IgRowParams p) { ig_", kernel,
+                                  bounds, ") ", symbol, "(IgRowParams p) { ig_", kernel,
                                   "_v<T, C, ", v.vec, ", ", v.nv, v.narrow_params ? ", T" : ", C",
                                   ">(p); }\n"));
 }
@@ -845,40 +940,52 @@ void launch_cross_entropy(const Tensor& like, ScalarType t, const char* kernel, 
                           nullptr));
 }
 
-// The vectorised row kernel `kernel` over p.rows rows of p.D elements of
-// dtype t. `rows` are the row-shaped operands (in t), `params` those of D
-// elements (weight, bias; in t when p.narrow has kNarrowParams, else in
-// op-math): all must be aligned to the vector.
+// How the vectorised row kernels cover rows of p.D elements of dtype t:
+// the vector V (16 bytes, halved until p.D and every operand allow it;
+// `rows` are the row-shaped operands, in t, `params` those of D elements,
+// in t when p.narrow has kNarrowParams, else in op-math), the vectors NV a
+// thread holds, the threads a row (team) and the rows a block.
+struct RowPlan {
+  RowVariant v;
+  int64_t team = 32, per_block = 1;
+  bool resident = true;  // the row fits the team's registers
+};
+RowPlan plan_vector_rows(ScalarType t, const RowParams& p, std::initializer_list<const void*> rows,
+                         std::initializer_list<const void*> params) {
+  const auto tsize = static_cast<int64_t>(element_size(t));
+  RowPlan plan;
+  plan.v.narrow_params = (p.narrow & kNarrowParams) != 0;
+  // The parameters' element size: op-math (float for 16-bit floats) or t.
+  const int64_t csize = is_reduced_float(t) && !plan.v.narrow_params ? 4 : tsize;
+  std::vector<VectorOperand> operands;
+  for (const void* q : rows) operands.push_back({q, tsize});
+  for (const void* q : params) operands.push_back({q, csize});
+  plan.v.vec = widest_vector(tsize, p.D, operands);
+  const int64_t nvec = p.D / plan.v.vec;
+  const int max_nv = std::min(8, kRowRegisterElements / plan.v.vec);
+  // Threads a row: a warp, doubled while the row would not fit the registers.
+  while (plan.team < kMaxRowThreads && nvec > plan.team * max_nv) plan.team *= 2;
+  while (plan.v.nv < max_nv && nvec > plan.team * plan.v.nv) plan.v.nv *= 2;
+  plan.resident = nvec <= plan.team * plan.v.nv;
+  plan.per_block = std::max<int64_t>(1, kBlockThreads / plan.team);
+  return plan;
+}
+
+// The vectorised row kernel `kernel` over p.rows rows (plan_vector_rows).
 void launch_vector_rows(const Tensor& like, ScalarType t, const char* kernel, RowParams& p,
                         std::initializer_list<const void*> rows,
                         std::initializer_list<const void*> params) {
   const int device = like.device().index;
-  const auto tsize = static_cast<int64_t>(element_size(t));
-  RowVariant v;
-  v.narrow_params = (p.narrow & kNarrowParams) != 0;
-  // The parameters' element size: op-math (float for 16-bit floats) or t.
-  const int64_t csize = is_reduced_float(t) && !v.narrow_params ? 4 : tsize;
-  std::vector<VectorOperand> operands;
-  for (const void* q : rows) operands.push_back({q, tsize});
-  for (const void* q : params) operands.push_back({q, csize});
-  v.vec = widest_vector(tsize, p.D, operands);
-  const int64_t nvec = p.D / v.vec;
-  const int max_nv = std::min(8, kRowRegisterElements / v.vec);
-  // Threads a row: a warp, doubled while the row would not fit the registers.
-  int64_t team = 32;
-  while (team < kMaxRowThreads && nvec > team * max_nv) team *= 2;
-  v.nv = 1;
-  while (v.nv < max_nv && nvec > team * v.nv) v.nv *= 2;
-  const int64_t per_block = std::max<int64_t>(1, kBlockThreads / team);
+  const RowPlan plan = plan_vector_rows(t, p, rows, params);
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
   const int64_t sms = device_properties(device).multi_processor_count;
   const auto grid =
-      static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, per_block), 1, sms * 32));
-  CUfunction f = get_named_kernel(device, row_symbol(kernel, t, v),
-                                 [&] { return row_request(t, kernel, v); });
+      static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.rows, plan.per_block), 1, sms * 32));
+  CUfunction f = get_named_kernel(device, row_symbol(kernel, t, plan.v),
+                                 [&] { return row_request(t, kernel, plan.v); });
   void* a[] = {&p};
-  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(team), unsigned(per_block), 1, 0,
+  IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(plan.team), unsigned(plan.per_block), 1, 0,
                           stream.handle, a, nullptr));
 }
 
@@ -984,6 +1091,19 @@ void layer_norm_into(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
   launch_vector_rows(in, in.dtype(), "layer_norm", p, {p.in, p.out}, {p.w, p.b});
 }
 
+// Note [Layer norm's backward in one pass]
+// grad_input needs each row's two sums of g * w; grad_weight and grad_bias
+// sum g * xhat and g over the rows. As two kernels (the rows, then slices
+// of columns) they read g and x twice: 640 MB against 384 for 16384 x 4096
+// bfloat16. When the row fits a team's registers, layer_norm_bwd_fold does
+// both in one pass: each team also keeps its slice of rows' column sums in
+// registers (two floats for each element it holds), so the kernel reads g
+// and x once and writes [2, slices, N] float partials, which
+// layer_norm_bwd_cols_sum adds. The slices are as many as teams the GPU runs
+// at once (the driver's occupancy of the compiled kernel: one round, every
+// slice about as long as another), and at least four rows each. The
+// compiler's layer norm backward does the same in its generated code (Note
+// [Column sums in a row kernel], compiler/schedule.cpp).
 void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
                          const Tensor& x, const Tensor& mean, const Tensor& rstd,
                          const Tensor& weight, int64_t M, int64_t N) {
@@ -1002,7 +1122,11 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   p.rows = M;
   p.D = N;
   p.narrow = narrow_flags(x.dtype(), {&weight}, mean, rstd);
-  launch_vector_rows(x, x.dtype(), "layer_norm_bwd_rows", p, {p.g, p.in, p.out}, {p.w});
+  const RowPlan plan = plan_vector_rows(x.dtype(), p, {p.g, p.in, p.out}, {p.w});
+  // Note [Layer norm's backward in one pass]
+  const bool fold =
+      (dw.defined() || db.defined()) && plan.resident && plan.team <= kFoldMaxThreads;
+  if (!fold) launch_vector_rows(x, x.dtype(), "layer_norm_bwd_rows", p, {p.g, p.in, p.out}, {p.w});
   if (!dw.defined() && !db.defined()) return;
   // The column sums in op-math temporaries, then converted into the
   // parameters' dtypes as the CPU's store does. The rows are cut into
@@ -1012,39 +1136,74 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   const int device = x.device().index;
   DeviceGuard guard(device);
   Stream stream = current_stream(device);
+  const int64_t sms = device_properties(device).multi_processor_count;
+  int64_t slices = 1;
+  Tensor part, tpw, tpb;  // the fold's partials, [2, slices, N]; the column kernel's
+  const void* pw = nullptr;  // the slices' weight and bias partials, [slices, N]
+  const void* pb = nullptr;
+  if (fold) {
+    const char* kernel = "layer_norm_bwd_fold";
+    CUfunction f = get_named_kernel(device, row_symbol(kernel, x.dtype(), plan.v),
+                                   [&] { return row_request(x.dtype(), kernel, plan.v); });
+    const int threads = int(plan.team * plan.per_block);
+    int resident_blocks = 0;
+    IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, f, threads, 0));
+    // A slice a team the GPU runs at once (one round: every slice as long
+    // as another), each of at least four rows.
+    slices = std::clamp<int64_t>(sms * std::max(1, resident_blocks) * plan.per_block, 1,
+                                 std::max<int64_t>(1, ceil_div(M, 4)));
+    part = empty_tensor({2, slices, N}, acc, x.device());
+    RowParams q = p;
+    q.b = part.data_ptr();
+    q.inner = slices;
+    void* a[] = {&q};
+    const auto grid = static_cast<unsigned>(
+        std::clamp<int64_t>(ceil_div(slices, plan.per_block), 1, sms * 32));
+    IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(plan.team), unsigned(plan.per_block), 1, 0,
+                            stream.handle, a, nullptr));
+    const auto* base = static_cast<const char*>(part.data_ptr());
+    if (dw.defined()) pw = base;
+    if (db.defined()) pb = base + slices * N * int64_t(element_size(acc));
+  }
   const auto tsize = static_cast<int64_t>(element_size(x.dtype()));
   const int vec = widest_vector(tsize, N, {{p.g, tsize}, {p.in, tsize}});
   const int bx = 32, by = kBlockThreads / bx;
-  const int64_t sms = device_properties(device).multi_processor_count;
   const int64_t col_blocks = std::clamp<int64_t>(ceil_div(N / vec, bx), 1, sms * 32);
   // About 16 blocks a multiprocessor, each slice at least 16 rows a thread row.
-  const int64_t slices =
-      std::clamp<int64_t>(std::min(ceil_div(sms * 16, col_blocks), M / (by * 16)), 1, 1024);
+  if (!fold)
+    slices =
+        std::clamp<int64_t>(std::min(ceil_div(sms * 16, col_blocks), M / (by * 16)), 1, 1024);
   // The sums go straight into grad_weight and grad_bias when the slices'
   // kernel adds them and they are contiguous in T or op-math (its store
-  // converts), else through op-math temporaries and a copy.
+  // converts), else through op-math temporaries and a copy. (The fold's
+  // partials are always added, even a single slice's.)
+  const bool summed = fold || slices > 1;
   auto sums_for = [&](const Tensor& d) {
     if (!d.defined()) return Tensor();
     const bool direct =
-        slices > 1 && d.is_contiguous() && (d.dtype() == x.dtype() || d.dtype() == acc);
+        summed && d.is_contiguous() && (d.dtype() == x.dtype() || d.dtype() == acc);
     return direct ? d : empty_tensor(d.sizes(), acc, x.device());
   };
   Tensor tw = sums_for(dw), tb = sums_for(db);
-  Tensor pw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
-  Tensor pb = slices > 1 && db.defined() ? empty_tensor({slices, N}, acc, x.device()) : tb;
-  RowParams q = p;
-  q.out = pw.defined() ? pw.data_ptr() : nullptr;
-  q.w = pb.defined() ? pb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
-  void* a[] = {&q};
-  CUfunction f =
-      get_named_kernel(device, str("layer_norm_bwd_cols_", dtype_name(x.dtype()), "_v", vec),
-                       [&] { return column_request(x.dtype(), "layer_norm_bwd_cols", vec); });
-  IGNIS_CU(cuLaunchKernel(f, unsigned(col_blocks), unsigned(slices), 1, bx, by, 1, 0,
-                          stream.handle, a, nullptr));
-  if (slices > 1) {
+  if (!fold) {
+    tpw = slices > 1 && dw.defined() ? empty_tensor({slices, N}, acc, x.device()) : tw;
+    tpb = slices > 1 && db.defined() ? empty_tensor({slices, N}, acc, x.device()) : tb;
+    RowParams q = p;
+    q.out = tpw.defined() ? tpw.data_ptr() : nullptr;
+    q.w = tpb.defined() ? tpb.data_ptr() : nullptr;  // the column kernel writes grad_bias here
+    void* a[] = {&q};
+    CUfunction f =
+        get_named_kernel(device, str("layer_norm_bwd_cols_", dtype_name(x.dtype()), "_v", vec),
+                         [&] { return column_request(x.dtype(), "layer_norm_bwd_cols", vec); });
+    IGNIS_CU(cuLaunchKernel(f, unsigned(col_blocks), unsigned(slices), 1, bx, by, 1, 0,
+                            stream.handle, a, nullptr));
+    pw = tpw.defined() ? tpw.data_ptr() : nullptr;
+    pb = tpb.defined() ? tpb.data_ptr() : nullptr;
+  }
+  if (summed) {
     RowParams s{};
-    s.in = pw.defined() ? pw.data_ptr() : nullptr;
-    s.g = pb.defined() ? pb.data_ptr() : nullptr;
+    s.in = pw;
+    s.g = pb;
     s.out = tw.defined() ? tw.data_ptr() : nullptr;
     s.mean = tb.defined() ? tb.data_ptr() : nullptr;
     s.rows = slices;
