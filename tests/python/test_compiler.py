@@ -183,6 +183,37 @@ def test_16_bit_operands_of_float32_ops_fuse_rounded_as_eager_stored_them(dtype)
                 np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_comparisons_of_mixed_dtypes_compare_in_the_promoted_dtype():
+    """A comparison's operands with dims promote as eager's do (bfloat16
+    against float32 compares in float32, bfloat16 against float16 in
+    float32, int32 against int64 in int64, an integer against a float in
+    the float): each converts in the kernel (Note [Operands of another
+    dtype]), where the comparison was an extern whenever its first operand
+    was the narrower. Masks equal eager's and torch's."""
+    bf, h = ignis.bfloat16, ignis.float16
+    ignis.manual_seed(0)
+    x, y = ignis.randn(64, 33).to(bf), ignis.randn(64, 33)
+    z = ignis.randn(64, 33).to(h)
+    i32 = ignis.randint(-3, 3, (64, 33), dtype=ignis.int32)
+    i64 = ignis.randint(-3, 3, (64, 33))
+
+    def f(x, y, z, i32, i64):
+        return ((x < y) & (x * 2 > y), y >= x, x < z, i32 == i64, i32 < y)
+    args = (x, y, z, i32, i64)
+    with ignis.no_grad():
+        c = _program(f, *args)
+        assert "extern" not in c.program, c.program
+        got, want = c(*args), f(*args)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype == ignis.bool
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    torch = pytest.importorskip("torch")
+    t = f(*(torch.from_numpy(a.float().numpy()).to(getattr(torch, str(a.dtype).split(".")[-1]))
+            for a in args))
+    for g, w in zip(got, t):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
 # ulp: a relative unit in the last place; tiny: the spacing of the
 # smallest (subnormal) values, float16's 2^-24.
 @pytest.mark.parametrize("dtype,ulp,tiny", [("bfloat16", 2.0 ** -8, 1e-30),

@@ -420,19 +420,19 @@ class Lowering {
     ScalarType dt = out->dtype;
     std::vector<Value> args = full_args(n);
     // Whether dt is the common dtype eager converts every operand to (Note
-    // [Operands of another dtype]): the output's, or a compared operand's
-    // that has dims (a 0-dim one does not decide the type).
+    // [Operands of another dtype]): the output's, or the promotion of the
+    // compared operands that have dims (0-dim ones do not decide the type;
+    // bfloat16 against float32 compares in float32).
     bool dt_is_common = true;
     if (scalar_signature(fn).returns_bool) {
       if (dt != ScalarType::Bool) return {};
       dt = ScalarType::Undefined;  // from the operands
       for (const Value& a : args) {
         const graph::TensorMeta* m = a.is_node() ? single_meta(a.to_node()) : nullptr;
-        if (m && !m->sizes.empty() && is_kernel_dtype(m->dtype)) {
-          dt = m->dtype;
-          break;
-        }
+        if (m && !m->sizes.empty() && is_kernel_dtype(m->dtype))
+          dt = dt == ScalarType::Undefined ? m->dtype : promote_types(dt, m->dtype);
       }
+      if (dt != ScalarType::Undefined && !is_kernel_dtype(dt)) return {};
       dt_is_common = dt != ScalarType::Undefined;
     } else if (!is_kernel_dtype(dt)) {
       return {};
