@@ -350,7 +350,7 @@ CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   *f = new Fn{name, h, (void (*)(void**, unsigned, unsigned, unsigned, unsigned))w, sizes};
   return 0; }
 static CUresult launch_now(Fn* fn, unsigned gx, unsigned gy, unsigned bx, unsigned by, void** a) {
-  if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\n", fn->name.c_str());
+  if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "launch %s\ngrid %s %u %u\n", fn->name.c_str(), fn->name.c_str(), gx, gy);
   if (no_work()) return 0;
   if (fn->wrapper) { fn->wrapper(a, gx, gy, bx, by); return 0; }
   const std::string& n = fn->name;

@@ -1,6 +1,6 @@
 """Which kernels a call launched, from the fake CUDA driver's launch log
-(tests/cuda_fake: with FAKE_CUDA_LOG=1 it writes "launch <kernel>" to stderr
-for each launch). Tests of the launchers' choices read it through
+(tests/cuda_fake: with FAKE_CUDA_LOG=1 it writes "launch <kernel>" and
+"grid <kernel> <x> <y>" to stderr for each launch). Tests of the launchers' choices read it through
 `launched`; on a real GPU they skip."""
 import os
 
@@ -14,15 +14,26 @@ def require_fake_gpu():
         pytest.skip("reads the fake driver's launch log (tests/cuda_fake)")
 
 
-def launched(capfd, run):
-    """The names of the kernels `run()` launched, in order (capfd: pytest's
-    fixture; what it held before is dropped)."""
+def _launch_log(capfd, run):
     os.environ["FAKE_CUDA_LOG"] = "1"
     try:
         capfd.readouterr()
         run()
         ignis.cuda.synchronize()
-        err = capfd.readouterr().err
+        return capfd.readouterr().err
     finally:
         del os.environ["FAKE_CUDA_LOG"]
+
+
+def launched(capfd, run):
+    """The names of the kernels `run()` launched, in order (capfd: pytest's
+    fixture; what it held before is dropped)."""
+    err = _launch_log(capfd, run)
     return [line[len("launch "):] for line in err.splitlines() if line.startswith("launch ")]
+
+
+def launched_grids(capfd, run):
+    """(kernel, blocks along x) of each launch of `run()`, in order."""
+    err = _launch_log(capfd, run)
+    return [(w[1], int(w[2])) for w in (line.split() for line in err.splitlines())
+            if len(w) == 4 and w[0] == "grid"]

@@ -28,6 +28,7 @@ import _checkout  # noqa: F401
 import ignis
 import ignis.nn as nn
 import ignis.nn.functional as F
+from _fake_launches import launched_grids, require_fake_gpu
 from ignis import _inductor
 from ignis._inductor import metrics
 from conftest import kernel_arg, kernel_args
@@ -563,44 +564,64 @@ def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shap
     with config.patch(size_generic=False):
         code = ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
     folds = shape[-1] >= 4096
-    assert ("int32_t ig_w = blockIdx.x; ig_w < " in code) == folds, code
+    assert ("int32_t ig_w = blockIdx.x;  // a range of rows" in code) == folds, code
     assert ("ig_fold0[" in code) == (folds and shape[-1] < 40000), code  # held rows: registers
-    # 512 workers of 8192 rows run in one round of fewer blocks
-    # (test_a_folding_row_kernel_runs_one_round_of_blocks)
-    assert ("partials' rows past the grid" in code) == (shape[0] == 8192)
+    assert ("partials' rows past the grid" in code) == folds, code
 
 
-def test_a_folding_row_kernel_runs_one_round_of_blocks():
+def test_a_folding_row_kernel_splits_its_rows_among_the_grid():
     """Note [Column sums in a row kernel]: layer norm's backward over 16384
-    x 4096 bfloat16 has 528 workers of partials, but a block holding its
-    rows' values and partials takes about 152 registers a thread, three
-    blocks of 128 a multiprocessor: the kernel runs 396 blocks (one round
-    on 132 multiprocessors), each a range of 42 rows, and sets the
-    partials' rows past its grid to zero; float32's 256-thread blocks, two
-    a multiprocessor, run 264. (No GPU needed:
-    the CUDA text of a graph traced on the CPU; the results:
+    x 4096 bfloat16 has 528 workers of partials; the kernel splits its rows
+    among the blocks it is launched with (the launch runs one round of them,
+    by the driver's occupancy: test_a_folding_row_kernel_launches_one_round)
+    and sets the partials' rows past its grid to zero. (No GPU needed: the
+    CUDA text of a graph traced on the CPU; the results:
     test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel.)"""
     from ignis._functorch.aot_autograd import aot_autograd
     from ignis._inductor import config
+    graphs = []
 
-    def source(dtype):
-        graphs = []
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+    x, w, b = (ignis.zeros(*s, dtype=ignis.bfloat16).requires_grad_()
+               for s in ((16384, 4096), (4096,), (4096,)))
+    ignis.compiler.reset()
+    y = ignis.compile(lambda x, w, b: F.layer_norm(x, (4096,), w, b),
+                      backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b)
+    y.backward(ignis.zeros_like(y))
+    with config.patch(size_generic=False):
+        code = ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
+    assert "ig_per = (16384 + int32_t(gridDim.x) - 1) / int32_t(gridDim.x);" in code
+    assert "ig_v = ig_w + int32_t(gridDim.x); ig_v < 528;" in code
+    assert "ig_row = ig_w * ig_per; ig_row < 16384 && ig_row < (ig_w + 1) * ig_per;" in code
 
-        def keep(gm, example_inputs):
-            graphs.append(gm)
-            return gm
-        x, w, b = (ignis.zeros(*s, dtype=dtype).requires_grad_() for s in ((16384, 4096), (4096,), (4096,)))
-        ignis.compiler.reset()
-        y = ignis.compile(lambda x, w, b: F.layer_norm(x, (4096,), w, b),
-                          backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b)
-        y.backward(ignis.zeros_like(y))
-        with config.patch(size_generic=False):
-            return ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
 
-    code = source(ignis.bfloat16)
-    assert "ig_v = ig_w + 396; ig_v < 528; ig_v += 396) {  // partials' rows past the grid" in code
-    assert "ig_row = ig_w * 42; ig_row < 16384 && ig_row < (ig_w + 1) * 42;" in code
-    assert "ig_v = ig_w + 264; ig_v < 528; ig_v += 264) {" in source(ignis.float32)
+@needs_gpu
+def test_a_folding_row_kernel_launches_one_round(capfd):
+    """The folding row kernel runs as many blocks as the GPU holds at once
+    (the fake driver's occupancy: 2048 / 128 threads = 16 blocks on each of
+    its 4 multiprocessors), fewer than its 512 workers, and the gradients
+    are still the CPU's."""
+    require_fake_gpu()
+    from ignis._inductor import config
+    ignis.manual_seed(0)
+    n = 4096
+    xc, gc = ignis.randn(8192, n).bfloat16(), ignis.randn(8192, n).bfloat16()
+    wc, bc = ignis.randn(n).bfloat16(), ignis.randn(n).bfloat16()
+
+    def f(x, w, b):
+        return F.layer_norm(x, (n,), w, b)
+    want = ignis.autograd.grad(f(*(t.requires_grad_() for t in (xc, wc, bc))), (xc, wc, bc), gc)
+    x, w, b = (t.detach().cuda().requires_grad_() for t in (xc, wc, bc))
+    ignis.compiler.reset()
+    with config.patch(size_generic=False):
+        y = ignis.compile(f, backend="inductor")(x, w, b)
+        got = []
+        grids = launched_grids(capfd, lambda: got.extend(ignis.autograd.grad(y, (x, w, b), gc.cuda())))
+    assert ("kernel_0", 64) in [(k.rsplit("_", 1)[0], g) for k, g in grids], grids
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a.float().cpu().numpy(), e.float().numpy(), rtol=3e-2, atol=0.3)
 
 
 @needs_gpu

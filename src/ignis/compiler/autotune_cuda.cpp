@@ -83,6 +83,7 @@ Executable::Kern as_kern(const CudaKernel& k) {
   e.blocks = k.launch.blocks;
   e.workspace_bytes = k.launch.workspace_bytes;
   e.zeroed_bytes = k.launch.zeroed_bytes;
+  e.one_round = k.launch.one_round;
   e.size_params = k.size_params;
   return e;
 }
@@ -90,7 +91,8 @@ Executable::Kern as_kern(const CudaKernel& k) {
 // Milliseconds a launch, the median of batches of kBatch launches.
 double time_launches(cuda::CUfunction f, const Executable::Kern& k,
                      const std::vector<char*>& ptrs, int device) {
-  launch_cuda_kernel(f, k, ptrs, device);  // warm-up: the module's first launch
+  const int64_t round = round_blocks(f, k, device);
+  launch_cuda_kernel(f, k, ptrs, device, round);  // warm-up: the module's first launch
   const cuda::Stream stream = cuda::current_stream(device);
   cuda::synchronize_stream(stream);
   std::vector<double> batches;
@@ -98,7 +100,7 @@ double time_launches(cuda::CUfunction f, const Executable::Kern& k,
   while (batches.size() < 3 || (total < kMeasureMs && batches.size() < 50)) {
     cuda::Event start(true), end(true);
     start.record(stream);
-    for (int i = 0; i < kBatch; ++i) launch_cuda_kernel(f, k, ptrs, device);
+    for (int i = 0; i < kBatch; ++i) launch_cuda_kernel(f, k, ptrs, device, round);
     end.record(stream);
     end.synchronize();
     const double ms = start.elapsed_ms(end);

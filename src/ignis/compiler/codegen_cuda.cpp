@@ -1170,9 +1170,7 @@ class CudaKernelPrinter {
       }
     }
     if (k_.workers > 0) {
-      const int64_t held =
-          chunks > 0 ? residency.registers(chunks, width) + int64_t(folds_.size()) * chunks * width : 0;
-      print_worker_rows(launch, rows, chunks, width, held);
+      print_worker_rows(launch, rows, chunks, width);
     } else {
       os_ << "  for (" << it_ << " ig_row = blockIdx.x; ig_row < " << numel(k_.outer_sizes, rows)
           << "; ig_row += gridDim.x) {\n";
@@ -1193,11 +1191,7 @@ class CudaKernelPrinter {
     print_rows_streaming(ind);
     if (chunks > 0 || stream_width > 1) os_ << "    }\n";
     os_ << "  }\n";
-    if (k_.workers > 0) {
-      if (chunks > 0) print_worker_partials(chunks, width, nvec);
-      os_.indent_from(worker_body_, "  ");
-      os_ << "  }\n";
-    }
+    if (k_.workers > 0 && chunks > 0) print_worker_partials(chunks, width, nvec);
     online_.reset();
   }
 
@@ -1212,26 +1206,23 @@ class CudaKernelPrinter {
   // streaming row folds into the buffer, set to the identity first.
   //
   // A worker's rows run one after another, so the kernel takes as long as
-  // its slowest multiprocessor's blocks: a grid of 1.33 rounds (layer
-  // norm's backward over 16384 x 4096 bfloat16: 528 workers, 161
-  // registers a thread, three blocks a multiprocessor) left a third of the
-  // machine idle for the last round. A resident kernel therefore runs one
-  // round of blocks by its registers' estimate (`held`, the values and
-  // partials it keeps), its rows split among those blocks; the partials'
-  // rows past its blocks are set to the identity, which the fold then
-  // reads at no cost to its result. (A block takes the next of those ranges
-  // when the launch caps the grid: cuda::launch_strided, on a device of few
-  // multiprocessors.)
-  void print_worker_rows(CudaLaunch* launch, int64_t rows, int chunks, int width, int64_t held) {
+  // its busiest multiprocessor: a grid of 1.33 rounds (layer norm's
+  // backward over 16384 x 4096 bfloat16: 528 workers, 161 registers a
+  // thread, three blocks a multiprocessor) left a third of the GPU idle for
+  // the last round. So the grid decides the ranges: the rows split among
+  // gridDim.x blocks, the partials' rows past the grid set to the identity
+  // (which the fold then reads at no cost to its result), and a resident
+  // kernel is launched as one round (CudaLaunch::one_round: as many blocks
+  // as the driver's occupancy of the compiled kernel runs at once, at most
+  // the workers). Any grid up to the workers is right (a capped launch, a
+  // host emulation's).
+  void print_worker_rows(CudaLaunch* launch, int64_t rows, int chunks, int width) {
     const int64_t workers = k_.workers;
-    const int64_t blocks =
-        chunks > 0 ? std::min(workers, kMultiprocessors * blocks_per_sm(launch->threads, held))
-                   : workers;
-    const int64_t per = (rows + blocks - 1) / blocks;
-    launch->blocks = blocks;
-    os_ << "  for (" << it_ << " ig_w = blockIdx.x; ig_w < " << blocks
-        << "; ig_w += gridDim.x) {  // a range of rows\n";
-    worker_body_ = os_.size();
+    launch->blocks = workers;
+    launch->one_round = chunks > 0;
+    os_ << "  const " << it_ << " ig_w = blockIdx.x;  // a range of rows\n";
+    os_ << "  const " << it_ << " ig_per = (" << rows << " + " << it_ << "(gridDim.x) - 1) / "
+        << it_ << "(gridDim.x);\n";
     for (size_t i = 0; i < folds_.size() && chunks > 0; ++i) {
       const Store& st = *folds_[i];
       const Buffer& b = p_.buffers[size_t(st.buffer)];
@@ -1240,18 +1231,16 @@ class CudaKernelPrinter {
           << "#pragma unroll\n    for (int ig_j = 0; ig_j < " << width << "; ++ig_j) ig_fold" << i
           << "[ig_k][ig_j] = " << combine_init(*st.fold, b.dtype) << ";\n";
     }
-    if (blocks < workers) {
-      os_ << "  for (" << it_ << " ig_v = ig_w + " << blocks << "; ig_v < " << workers
-          << "; ig_v += " << blocks << ") {  // partials' rows past the grid\n";
-      for (const Store* st : folds_) {
-        const Buffer& b = p_.buffers[size_t(st->buffer)];
-        const int64_t n = b.sizes.back().value();
-        os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
-            << ptr_name(b) << "[ig_v * " << n << " + ig_i] = " << combine_init(*st->fold, b.dtype)
-            << ";\n";
-      }
-      os_ << "  }\n";
+    os_ << "  for (" << it_ << " ig_v = ig_w + " << it_ << "(gridDim.x); ig_v < " << workers
+        << "; ig_v += " << it_ << "(gridDim.x)) {  // partials' rows past the grid\n";
+    for (const Store* st : folds_) {
+      const Buffer& b = p_.buffers[size_t(st->buffer)];
+      const int64_t n = b.sizes.back().value();
+      os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
+          << ptr_name(b) << "[ig_v * " << n << " + ig_i] = " << combine_init(*st->fold, b.dtype)
+          << ";\n";
     }
+    os_ << "  }\n";
     os_ << (chunks > 0 ? "  if (!ig_resident) {\n" : "  {\n");
     for (const Store* st : folds_) {
       const Buffer& b = p_.buffers[size_t(st->buffer)];
@@ -1261,8 +1250,8 @@ class CudaKernelPrinter {
           << ";\n";
     }
     os_ << "    __syncthreads();\n  }\n";
-    os_ << "  for (" << it_ << " ig_row = ig_w * " << per << "; ig_row < " << rows << " && ig_row < (ig_w + 1) * "
-        << per << "; ++ig_row) {\n";
+    os_ << "  for (" << it_ << " ig_row = ig_w * ig_per; ig_row < " << rows
+        << " && ig_row < (ig_w + 1) * ig_per; ++ig_row) {\n";
   }
 
   // After a resident worker's rows: its registers' partials to its row of
@@ -1817,7 +1806,6 @@ class CudaKernelPrinter {
 
   Text& out_;  // the translation unit
   Text os_;    // this kernel's signature, then its body
-  size_t worker_body_ = 0;  // where a worker kernel's loop body starts in os_
   const Program& p_;
   const Kernel& k_;
   std::string symbol_;

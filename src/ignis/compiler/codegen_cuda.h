@@ -50,6 +50,10 @@ struct CudaLaunch {
   // split column reduction's counters and partials (Note [Split column
   // reductions]). 0: no such argument.
   int64_t workspace_bytes = 0, zeroed_bytes = 0;
+  // `blocks` is the most the kernel takes: it runs as many as the GPU holds
+  // at once (the driver's occupancy of the compiled kernel), each a range of
+  // rows (Note [Column sums in a row kernel], codegen_cuda.cpp).
+  bool one_round = false;
 };
 
 struct CudaKernel {

@@ -140,7 +140,7 @@ class ProgressLine {
 }  // namespace
 
 void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
-                        const std::vector<char*>& ptrs, int device) {
+                        const std::vector<char*>& ptrs, int device, int64_t round) {
   std::vector<char*> values;
   values.reserve(k.params.size());
   for (int b : k.params) values.push_back(ptrs[size_t(b)]);
@@ -161,7 +161,15 @@ void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
   for (char*& v : values) args.push_back(&v);
   // A size-generic kernel's IgParams<N>: N int64s, laid out as the vector.
   if (!k.size_params.empty()) args.push_back(const_cast<int64_t*>(k.size_params.data()));
-  cuda::launch_strided(f, k.blocks, int(k.threads), args.data(), stream);
+  const int64_t blocks = k.one_round && round > 0 ? std::min(k.blocks, round) : k.blocks;
+  cuda::launch_strided(f, blocks, int(k.threads), args.data(), stream);
+}
+
+int64_t round_blocks(cuda::CUfunction f, const Executable::Kern& k, int device) {
+  if (!k.one_round) return 0;
+  int resident = 0;
+  IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, f, int(k.threads), 0));
+  return int64_t(cuda::device_properties(device).multi_processor_count) * std::max(resident, 1);
 }
 
 void CompiledGraph::enable_profile(bool on) {
@@ -212,6 +220,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
       k.blocks = code.kernels[i].launch.blocks;
       k.workspace_bytes = code.kernels[i].launch.workspace_bytes;
       k.zeroed_bytes = code.kernels[i].launch.zeroed_bytes;
+      k.one_round = code.kernels[i].launch.one_round;
       k.size_params = code.kernels[i].size_params;
     }
     exec_.autotune_report = std::move(report);
@@ -350,7 +359,10 @@ void CompiledGraph::load_cuda_kernels(double progress_delay_s) {
   std::vector<std::vector<cuda::CUfunction>> found =
       cuda::get_kernels(exec_.device.index, parts, symbols, threads);
   cuda_kernels_.clear();
+  cuda_rounds_.clear();
   for (const auto& [part, i] : where) cuda_kernels_.push_back(found[part][i]);
+  for (size_t i = 0; i < exec_.kernels.size(); ++i)
+    cuda_rounds_.push_back(round_blocks(cuda_kernels_[i], exec_.kernels[i], exec_.device.index));
   // (The process's count: another thread compiling at once is counted too.)
   compiled_code_ = cuda::kernel_cache_stats().compiles != compiles;
 }
@@ -506,7 +518,7 @@ std::vector<graph::Value> CompiledGraph::run(const std::vector<Tensor>& inputs) 
       if (profiled) kernel_event.emplace(profiler::EventKind::Compiled, s.label);
       if (p.device.is_cuda())
         launch_cuda_kernel(cuda_kernels_[size_t(s.index)], p.kernels[size_t(s.index)], ptrs,
-                    p.device.index);
+                           p.device.index, cuda_rounds_[size_t(s.index)]);
       else
         run_cpu_kernel(size_t(s.index), ptrs);
       timed(si);

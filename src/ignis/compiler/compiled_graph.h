@@ -39,9 +39,13 @@ struct CompileGraphOptions {
 // Launches kernel k of a CUDA program (its function f) on the current
 // stream of `device` with the data pointers of its parameter buffers
 // (`ptrs` indexed by buffer; every generated kernel strides over its work,
-// so launch_strided may cap the grid).
+// so launch_strided may cap the grid); a one-round kernel in at most
+// `round` blocks (round_blocks; 0: k.blocks).
 void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
-                        const std::vector<char*>& ptrs, int device);
+                        const std::vector<char*>& ptrs, int device, int64_t round = 0);
+// For a one-round kernel (CudaLaunch::one_round), the blocks of it the GPU
+// holds at once (the driver's occupancy of f); 0 for any other.
+int64_t round_blocks(cuda::CUfunction f, const Executable::Kern& k, int device);
 
 class CompiledGraph {
  public:
@@ -107,6 +111,7 @@ class CompiledGraph {
   std::vector<KernelFn*> kernels_;                 // static code's
   std::vector<GenericKernelFn*> generic_kernels_;  // size-generic code's
   std::vector<cuda::CUfunction> cuda_kernels_;  // a CUDA program's, one per kernel
+  std::vector<int64_t> cuda_rounds_;            // round_blocks of each
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)
   // Filled while profiling; run() is const and may run on several threads,
   // so the rows are guarded.

@@ -41,7 +41,9 @@ graph::Node* ref_node(Executable& e, std::unordered_map<int, graph::Node*>& made
 
 // ---- the byte format: tagged, length-prefixed, little-endian ----
 
-constexpr char kMagic[] = "ignis-executable-5";  // 5: CPU kernels take their own buffers (Note [Kernels of one text])
+// 5: CPU kernels take their own buffers (Note [Kernels of one text]); 6: a
+// CUDA kernel's one_round.
+constexpr char kMagic[] = "ignis-executable-6";
 
 class Writer {
  public:
@@ -259,6 +261,7 @@ std::optional<std::string> serialize(const Executable& e) {
     w.i64(k.blocks);
     w.i64(k.workspace_bytes);
     w.i64(k.zeroed_bytes);
+    w.i64(k.one_round);
     w.ints(k.size_params);
     w.i64(k.source_begin);
     w.i64(k.source_end);
@@ -349,6 +352,7 @@ std::optional<Executable> deserialize(std::string_view bytes) {
     k.blocks = r.i64();
     k.workspace_bytes = r.i64();
     k.zeroed_bytes = r.i64();
+    k.one_round = r.i64() != 0;
     k.size_params = r.ints<int64_t>();
     k.source_begin = r.i64();
     k.source_end = r.i64();

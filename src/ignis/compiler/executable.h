@@ -43,6 +43,8 @@ struct Executable {
     // CudaLaunch's: a workspace allocated for each launch, its first
     // zeroed_bytes set to zero on the stream before it.
     int64_t workspace_bytes = 0, zeroed_bytes = 0;
+    // CudaLaunch's: blocks is the most it takes; it runs one round of them.
+    bool one_round = false;
     // Size-generic code: the values the kernel reads as P[0], P[1], ...
     // (this size's; Note [Size-generic code]). Empty for static code.
     std::vector<int64_t> size_params;

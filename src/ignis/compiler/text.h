@@ -32,21 +32,6 @@ class Text {
     return *this;
   }
   const std::string& str() const { return s_; }
-  size_t size() const { return s_.size(); }
-  // Indents by `by` every line that starts at or after `from` (a line
-  // start), except preprocessor lines, which stay in column 0: a block of
-  // code already printed, put inside a loop.
-  void indent_from(size_t from, const std::string& by) {
-    std::string out = s_.substr(0, from);
-    for (size_t at = from; at < s_.size();) {
-      size_t end = s_.find('\n', at);
-      end = end == std::string::npos ? s_.size() : end + 1;
-      if (end - at > 1 && s_[at] != '#') out += by;
-      out.append(s_, at, end - at);
-      at = end;
-    }
-    s_ = std::move(out);
-  }
 
  private:
   std::string s_;
