@@ -1145,22 +1145,22 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
     const char* kernel = "layer_norm_bwd_fold";
     CUfunction f = get_named_kernel(device, row_symbol(kernel, x.dtype(), plan.v),
                                    [&] { return row_request(x.dtype(), kernel, plan.v); });
-    const int threads = int(plan.team * plan.per_block);
+    // A block a team: its registers (the sums double what a thread holds)
+    // decide how many a multiprocessor runs, in steps of one team.
     int resident_blocks = 0;
-    IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, f, threads, 0));
+    IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, f, int(plan.team), 0));
     // A slice a team the GPU runs at once (one round: every slice as long
     // as another), each of at least four rows.
-    slices = std::clamp<int64_t>(sms * std::max(1, resident_blocks) * plan.per_block, 1,
+    slices = std::clamp<int64_t>(sms * std::max(1, resident_blocks), 1,
                                  std::max<int64_t>(1, ceil_div(M, 4)));
     part = empty_tensor({2, slices, N}, acc, x.device());
     RowParams q = p;
     q.b = part.data_ptr();
     q.inner = slices;
     void* a[] = {&q};
-    const auto grid = static_cast<unsigned>(
-        std::clamp<int64_t>(ceil_div(slices, plan.per_block), 1, sms * 32));
-    IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(plan.team), unsigned(plan.per_block), 1, 0,
-                            stream.handle, a, nullptr));
+    const auto grid = static_cast<unsigned>(std::clamp<int64_t>(slices, 1, sms * 32));
+    IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(plan.team), 1, 1, 0, stream.handle, a,
+                            nullptr));
     const auto* base = static_cast<const char*>(part.data_ptr());
     if (dw.defined()) pw = base;
     if (db.defined()) pb = base + slices * N * int64_t(element_size(acc));
