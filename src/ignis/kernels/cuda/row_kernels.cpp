@@ -769,9 +769,13 @@ const char* kCrossEntropyKernels[] = {"cross_entropy_fwd", "cross_entropy_bwd"};
 const char* kRowKernels[] = {"softmax_rows", "softmax_bwd_rows", "layer_norm",
                              "layer_norm_bwd_rows", "layer_norm_bwd_fold"};
 // The one that also keeps a slice's column sums (Note [Layer norm's backward
-// in one pass]): launched with blocks of at most kFoldMaxThreads, under no
-// bound on its registers but theirs.
-constexpr int kFoldMaxThreads = 256;
+// in one pass]): a block a team of at most kFoldMaxThreads. Its registers
+// decide the teams a multiprocessor runs: bfloat16's variants are compiled
+// for three (ptxas: 166-168 registers a thread and no spills, where
+// unbounded the 16384 x 4096 row took 176, two teams, 295.6 us on the
+// H100); float16's and the wider dtypes' would spill 100-200 bytes a
+// thread under that bound, and keep theirs (two teams).
+constexpr int kFoldMaxThreads = 128;
 bool keeps_column_sums(const char* kernel) { return std::string(kernel) == "layer_norm_bwd_fold"; }
 
 // Note [Row kernels keep the row in registers]
@@ -867,9 +871,10 @@ KernelRequest row_request(ScalarType t, const char* kernel, RowVariant v) {
   // dtypes two such blocks a multiprocessor (64; Note [Row kernels keep the
   // row in registers]).
   const int min_blocks = is_reduced_float(t) ? 2 : 1;
-  const std::string bounds = keeps_column_sums(kernel)
-                                 ? str(kFoldMaxThreads)
-                                 : str(kMaxRowThreads, ", ", min_blocks);
+  const std::string bounds =
+      !keeps_column_sums(kernel)  ? str(kMaxRowThreads, ", ", min_blocks)
+      : t == ScalarType::BFloat16 ? str(kFoldMaxThreads, ", 3")
+                                  : str(kFoldMaxThreads);
   return request_with(symbol, str(types_of(t), "extern \"C\" __global__ void __launch_bounds__(",
                                   bounds, ") ", symbol, "(IgRowParams p) { ig_", kernel,
                                   "_v<T, C, ", v.vec, ", ", v.nv, v.narrow_params ? ", T" : ", C",
