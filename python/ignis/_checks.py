@@ -4,10 +4,15 @@ chosen exception type, written the way library code states what it expects
 `ignis.compile` a condition on sizes is a guard like any branch on them; one
 on a data-dependent count (`x[mask].shape[0] > 0`) is a runtime check in the
 graph (`_runtime_check`, as torch's runtime asserts) that also narrows the
-count's range for what follows; anything else capture cannot decide breaks
-the graph there, and the check runs eagerly.
+count's range for what follows; another relation of counts (`u0 != 2`,
+`u0 <= u1`) is a runtime check of the relation (`_runtime_check_relation`)
+that narrows nothing; anything else capture cannot decide breaks the graph
+there, and the check runs eagerly.
 """
+import ast
 import builtins
+import functools
+import operator
 
 from ._size import SymInt
 
@@ -96,3 +101,52 @@ def _runtime_check(x, dim, low, high, error, text):
 
 
 _runtime_check._ignis_impure = True  # kept by dead-code elimination (graph/passes/dce.h)
+
+
+def _runtime_check_relation(xs, dims, names, relation, error, text):
+    """What capture records for another relation of data-dependent counts
+    (`Ne(u0, 2)`, `u0 <= u1`: the symbolic spelling): each name of the
+    comma-separated `names` is xs[i]'s size along dims[i]; the relation must
+    hold, else builtins.<error>(text)."""
+    values = {n: x.shape[d] for n, x, d in zip(names.split(","), xs, dims)}
+    if not _relation_code(relation)(values):
+        raise getattr(builtins, error)(text)
+
+
+_runtime_check_relation._ignis_impure = True
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_CALLS = {"Mod": operator.mod, "Min": min, "Max": max, "Eq": operator.eq, "Ne": operator.ne}
+
+
+@functools.lru_cache(maxsize=256)
+def _relation_code(relation):
+    """A function of {symbol: int} computing `relation`, an expression as
+    sym::str prints it (sums, products, `//`, `**`, Mod/Min/Max/Eq/Ne,
+    comparisons); nothing else parses, so no text beyond that arithmetic
+    runs."""
+    def build(node):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            v = node.value
+            return lambda env: v
+        if isinstance(node, ast.Name):
+            name = node.id
+            return lambda env: env[name]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            a = build(node.operand)
+            return lambda env: -a(env)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            f, a, b = _BINARY[type(node.op)], build(node.left), build(node.right)
+            return lambda env: f(a(env), b(env))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            f, a, b = _COMPARE[type(node.ops[0])], build(node.left), build(node.comparators[0])
+            return lambda env: f(a(env), b(env))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+                node.func.id in _CALLS and not node.keywords and len(node.args) == 2):
+            f, a, b = _CALLS[node.func.id], build(node.args[0]), build(node.args[1])
+            return lambda env: f(a(env), b(env))
+        raise ValueError(f"not a relation of sizes: {relation!r}")
+    return build(ast.parse(relation, mode="eval").body)

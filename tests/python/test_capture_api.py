@@ -397,21 +397,56 @@ def test_a_check_on_a_data_dependent_count_is_a_runtime_check(backend):
         cf(x, x > 10)
 
 
-def test_a_check_capture_cannot_record_breaks_and_runs_eagerly():
-    """A relation other than a bound on one count (u0 != 2) breaks the graph
-    at the check, which runs eagerly with its own message."""
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_other_relations_of_counts_are_runtime_checks_too(backend):
+    """A relation other than a bound on one count (u0 != 2; u0 <= u1 between
+    two masks' counts) is a runtime check of the relation in the one graph
+    (ignis._checks._runtime_check_relation), raising the check's exception
+    with the relation and what each count is; it narrows nothing."""
     def f(x, m):
         y = x[m]
         ignis._check(y.shape[0] != 2, lambda: "two selected")
         return y.sum()
 
+    def g(x, m, k):
+        y, z = x[m], x[k]
+        ignis._check_index(y.shape[0] <= z.shape[0], lambda: "more y than z")
+        return y.sum() - z.sum()
+
     x = ignis.tensor([1.0, -2.0, 3.0, -4.0])
-    explained = ignis.compiler.explain(f, x, x > -3)
+    for fn, args in ((f, (x, x > -3)), (g, (x, x > 0, x > -3))):
+        explained = ignis.compiler.explain(fn, *args)
+        assert explained.graph_break_count == 0 and explained.graph_count == 1
+    cf, cg = ignis.compile(f, backend=backend), ignis.compile(g, backend=backend)
+    assert close(cf(x, x > -3), f(x, x > -3))
+    assert close(cg(x, x > 0, x > -3), g(x, x > 0, x > -3))
+    with pytest.raises(RuntimeError, match=r"ignis._check\(\) at .*: expected u0 != 2, where "
+                                            r"u0 is the count of True elements"):
+        cf(x, x > 0)
+    with pytest.raises(IndexError, match=r"expected u0 <= u1, where u0 is the count .*; u1 is "):
+        cg(x, x > -3, x > 0)
+
+
+def test_a_check_capture_cannot_record_breaks_and_runs_eagerly():
+    """A relation of a count and an input's size that is itself symbolic
+    (mark_dynamic) is not recorded: it breaks the graph at the check, which
+    runs eagerly with its own message."""
+    def f(x, m):
+        y = x[m]
+        ignis._check(y.shape[0] != x.shape[0], lambda: "all selected")
+        return y.sum()
+
+    x = ignis.tensor([1.0, -2.0, 3.0, -4.0])
+    m = x > -3
+    for t in (x, m):
+        ignis._dynamo.mark_dynamic(t, 0)
+    explained = ignis.compiler.explain(f, x, m)
     assert explained.graph_break_count == 1
     assert "capture cannot check at run time" in str(explained.break_reasons[0])
-    with pytest.raises(RuntimeError, match="two selected"):
-        ignis.compile(f)(x, x > 0)
-    assert close(ignis.compile(f)(x, x > -3), f(x, x > -3))
+    cf = ignis.compile(f)
+    assert close(cf(x, m), f(x, m))
+    with pytest.raises(RuntimeError, match="all selected"):
+        cf(x, x > -5)
 
 
 def test_disable_decorator_forms():

@@ -13,6 +13,8 @@
 #include "ignis/core/str.h"
 #include "ignis/ops/op_def.h"
 #include "ignis/python/py_common.h"
+#include "ignis/sym/eval.h"
+#include "ignis/sym/print.h"
 
 namespace ignis::capture {
 
@@ -2522,19 +2524,18 @@ void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args
   shape_env.set_location(user_location());
   sym::Expr u;
   int64_t lo = 0, hi = 0;
-  const std::string relation = shape_env.source_str(shape_env.replace(cond->sym));
+  const sym::Expr rel = shape_env.replace(cond->sym);
+  const std::string relation = shape_env.source_str(rel);
+  const std::string where = cur && cur->ci ? str(cur->ci->filename, ":", cur->line) : "?";
   auto src = unbacked_source.end();
   if (!shape_env.assume(cond->sym, &u, &lo, &hi) ||
       (src = unbacked_source.find(u)) == unbacked_source.end())
-    throw Unsupported{str("ignis.", name, "() on ", relation,
-                          ", a relation of a data-dependent count capture cannot check at run "
-                          "time; the check runs eagerly")};
+    return runtime_check_relation(name, rel, relation, error, where);
   const int64_t high = hi >= sym::ShapeEnv::kNoUpper ? -1 : hi;
   const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(u);
   const std::string text =
-      str("ignis.", name, "() at ", cur && cur->ci ? str(cur->ci->filename, ":", cur->line) : "?",
-          ": expected ", relation, ", where ", sym::symbol_name(u), " is ",
-          info ? info->source : std::string("a data-dependent count"));
+      str("ignis.", name, "() at ", where, ": expected ", relation, ", where ",
+          sym::symbol_name(u), " is ", info ? info->source : std::string("a data-dependent count"));
   static PyObject* fn = py_import_attr("ignis._checks", "_runtime_check");
   graph::Node* node = ir->call_function(
       target_of(fn),
@@ -2542,6 +2543,42 @@ void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args
        graph::Value(high), graph::Value(error), graph::Value(text)},
       {});
   node->meta().set_extra("runtime_check", sym::symbol_name(u));
+  ++call_nodes;
+}
+
+// Another relation of data-dependent counts (u0 != 2, u0 <= u1: no bound of
+// one count, so nothing to narrow): a node ignis._checks.
+// _runtime_check_relation(xs, dims, names, relation, error, text) that reads
+// each count from the tensor it is a size of and evaluates the relation as
+// sym::str spells it. A relation over any other symbol (an input's size,
+// whose guards capture decides) is not recorded: the check runs eagerly.
+void Tracer::runtime_check_relation(const std::string& name, const sym::Expr& rel,
+                                    const std::string& relation, const std::string& error,
+                                    const std::string& where) {
+  std::vector<graph::Value> xs, dims;
+  std::string names, meaning;
+  for (const sym::Expr& s : sym::free_symbols(rel)) {
+    auto src = unbacked_source.find(s);
+    if (src == unbacked_source.end())
+      throw Unsupported{str("ignis.", name, "() on ", relation,
+                            ", a relation of a data-dependent count and another size capture "
+                            "cannot check at run time; the check runs eagerly")};
+    xs.push_back(graph_arg(src->second.tensor));
+    dims.push_back(graph::Value(src->second.dim));
+    const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(s);
+    names += (names.empty() ? "" : ",") + sym::symbol_name(s);
+    meaning += str(meaning.empty() ? ", where " : "; ", sym::symbol_name(s), " is ",
+                   info ? info->source : std::string("a data-dependent count"));
+  }
+  IGNIS_INTERNAL_ASSERT(!xs.empty(), "a runtime check of ", relation, " with no count");
+  const std::string text = str("ignis.", name, "() at ", where, ": expected ", relation, meaning);
+  static PyObject* fn = py_import_attr("ignis._checks", "_runtime_check_relation");
+  graph::Node* node = ir->call_function(
+      target_of(fn),
+      {graph::Value::list(std::move(xs)), graph::Value::list(std::move(dims)),
+       graph::Value(names), graph::Value(sym::str(rel)), graph::Value(error), graph::Value(text)},
+      {});
+  node->meta().set_extra("runtime_check", names);
   ++call_nodes;
 }
 

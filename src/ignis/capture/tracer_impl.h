@@ -300,6 +300,9 @@ class Tracer {
   // ... a condition on a data-dependent count, as a node checking it when
   // the graph runs (Note [Runtime checks of data-dependent counts]).
   void runtime_check(const std::string& name, const std::vector<VTP>& args, const VTP& cond);
+  void runtime_check_relation(const std::string& name, const sym::Expr& rel,
+                              const std::string& relation, const std::string& error,
+                              const std::string& where);
   Py_ssize_t module_length(const VTP& m); // len() of a container module, guarded
   VTP get_iter(const VTP& v);
   VTP iter_next(const VTP& it);           // nullptr when exhausted
