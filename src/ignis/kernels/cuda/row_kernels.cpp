@@ -438,7 +438,10 @@ template <class T, class C, int V, int NV, class P> __forceinline__ void ig_laye
 // until the slice ends; a streaming row's (a host emulation's narrow
 // blocks) go into the partials as it goes, each element by the one thread
 // that handles it in every row. A team's row steps are as many as the
-// longest slice's, so the teams of a block meet at every reduction.
+// longest slice's, so the teams of a block meet at every reduction. (Its
+// row is ig_layer_norm_bwd_rows_v's, written out again: a shared helper
+// taking the sums as a callback cost that kernel, bounded to 64 registers,
+// 24-64 more bytes of spill loads a thread by ptxas.)
 template <class T, class C, int V, int NV, class P> __forceinline__ void ig_layer_norm_bwd_fold_v(const IgRowParams& p) {
   const bool narrow_stats = p.narrow & 2;
   C* const part = reinterpret_cast<C*>(const_cast<char*>(p.b));
