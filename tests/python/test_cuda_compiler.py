@@ -597,6 +597,34 @@ def test_a_folding_row_kernel_splits_its_rows_among_the_grid():
     assert "ig_row = ig_w * ig_per; ig_row < 16384 && ig_row < (ig_w + 1) * ig_per;" in code
 
 
+def test_the_gpu_folds_minimum_row_is_a_knob():
+    """config.cuda.column_sums_min_row (4096): a 24-wide layer norm's
+    backward keeps its two kernels on the GPU by default and folds its
+    column sums into the row kernel with the knob at 1 (as the fuzzer sets
+    it, with column_sums_min_rows=2, to reach those kernels with small
+    shapes); 0 is an error naming the knob. (No GPU needed: the CUDA text.)"""
+    from ignis._functorch.aot_autograd import aot_autograd
+    from ignis._inductor import config
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+    x, w, b = (ignis.randn(*s).requires_grad_() for s in ((40, 24), (24,), (24,)))
+    ignis.compiler.reset()
+    y = ignis.compile(lambda x, w, b: F.layer_norm(x, (24,), w, b),
+                      backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))(x, w, b)
+    y.backward(ignis.ones_like(y))
+
+    def source(**knobs):
+        with config.patch(size_generic=False, **knobs):
+            return ignis._C._generate_graph_code(graphs[1].graph, "cuda", config.compiler_options())[1]
+    assert "ig_per" not in source()
+    assert "ig_per" in source(column_sums_min_rows=2, **{"cuda.column_sums_min_row": 1})
+    with pytest.raises(ValueError, match="column_sums_min_row must be at least 1"):
+        source(**{"cuda.column_sums_min_row": 0})
+
+
 @needs_gpu
 def test_a_folding_row_kernel_launches_one_round(capfd):
     """The folding row kernel runs as many blocks as the GPU holds at once

@@ -133,6 +133,11 @@ class cuda:  # noqa: N801
     # columns, one load a row, instead of one column (docs/compiler.md,
     # "Vectors of columns").
     column_vectors = True
+    # ... and the fewest elements a row needs for a row kernel to fold
+    # column sums on the GPU (column_sums_in_rows): a block runs its range of
+    # rows in turn, so a narrow row's one-warp block would leave the GPU
+    # nearly idle. The fuzzer lowers it to reach those kernels.
+    column_sums_min_row = 4096
 
 
 def _is_symbolic(value):
@@ -223,6 +228,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
         "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),
         "cuda_column_vectors": int(bool(cuda.column_vectors)),
+        "cuda_column_sums_min_row": int(cuda.column_sums_min_row),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

@@ -355,7 +355,9 @@ std::string CompilerOptions::fingerprint() const {
          (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +
          (cuda_column_vectors ? ",column_vectors" : "") +
          (realize_across_kernels ? ",across" : "") +
-         (column_sums_in_rows ? ",column_sums_in_rows>=" + std::to_string(column_sums_min_rows) : "") +
+         (column_sums_in_rows ? ",column_sums_in_rows>=" + std::to_string(column_sums_min_rows) +
+                                    "x" + std::to_string(cuda_column_sums_min_row)
+                              : "") +
          (cpu_row_prefetch ? ",cpu_prefetch" : "") +
          (size_generic ? ",generic" : "");
 }

@@ -232,6 +232,10 @@ struct CompilerOptions {
   // schedule.cpp).
   bool column_sums_in_rows = true;
   int64_t column_sums_min_rows = 64;  // ... in row groups of this many rows or more
+  // ... and on the GPU of rows of this many elements or more
+  // (config.cuda.column_sums_min_row; the fuzzer lowers it to reach the GPU
+  // folds with small shapes).
+  int64_t cuda_column_sums_min_row = 4096;
   // Graph nodes one kernel may fuse (config.max_fusion_size).
   int64_t max_fusion_size = 64;
   // Elements of work below which a kernel runs on one thread

@@ -464,8 +464,8 @@ class Scheduler {
   // A worker runs its rows one after another, so on the GPU a narrow row
   // (GPT-2's 768 columns: a warp a block) would leave a multiprocessor
   // with two warps where a block per row gave it twenty; rows of fewer
-  // elements keep the two kernels there.
-  static constexpr int64_t kMinGpuRow = 4096;
+  // elements than config.cuda.column_sums_min_row (4096) keep the two
+  // kernels there.
 
   bool folds_across(const Group& g, int id) {
     const ComputeNode& n = nodes_[size_t(id)];
@@ -483,7 +483,7 @@ class Scheduler {
     // A row group (its innermost dim reduced) of enough rows; on the GPU of
     // rows wide enough for a block of several warps.
     if (last < 0 || !g.reduced[size_t(last)] || rows < options_.column_sums_min_rows ||
-        (!p_.device.is_cpu() && row < kMinGpuRow))
+        (!p_.device.is_cpu() && row < options_.cuda_column_sums_min_row))
       return false;
     for (const Member& m : g.members)
       if (m.role == Role::Cross && nodes_[size_t(m.node)].buffer == n.buffer) return false;

@@ -233,6 +233,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"realize_across_kernels", &across},
       {"column_sums_in_rows", &sums_in_rows},
       {"column_sums_min_rows", &o.column_sums_min_rows},
+      {"cuda_column_sums_min_row", &o.cuda_column_sums_min_row},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
@@ -261,6 +262,11 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   o.cpu_row_prefetch = cpu_row_prefetch != 0;
   IGNIS_CHECK_VALUE(o.cuda_row_vectors >= 1 && o.cuda_row_vectors <= 8,
                     "config.cuda.row_vectors_per_thread must be 1 to 8, got ", o.cuda_row_vectors);
+  IGNIS_CHECK_VALUE(o.column_sums_min_rows >= 1, "config.column_sums_min_rows must be at least 1, got ",
+                    o.column_sums_min_rows);
+  IGNIS_CHECK_VALUE(o.cuda_column_sums_min_row >= 1,
+                    "config.cuda.column_sums_min_row must be at least 1, got ",
+                    o.cuda_column_sums_min_row);
   options.graph_cache = fx_graph_cache != 0;
   options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
   IGNIS_CHECK_VALUE(o.reduction_lanes >= 0 && o.max_fusion_size >= 1 && o.threads >= 0 &&
