@@ -524,18 +524,12 @@ def test_column_kernels_read_vectors_of_neighbouring_columns(dtype):
                                odd.float().cpu().numpy().sum(0), **tol)
 
 
-@needs_gpu
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(300, 4096), (8192, 4096), (130, 4100), (70, 40000), (300, 96)],
-                         ids=["resident", "round", "odd", "streaming", "narrow"])
-def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shape):
-    """Note [Column sums in a row kernel]: the weight and bias gradients
-    join the input gradient's row kernel, a block a range of rows folding
-    its partials (held rows and streaming rows alike), and a column kernel
-    folds those; rows under 4096 elements keep the two kernels on the GPU.
-    Every gradient matches the CPU's."""
+def _compiled_layer_norm_grads(shape, dt, around=None):
+    """A layer norm over the last dim of `shape` compiled on CUDA, its
+    gradients (got) beside the CPU's eager ones (want), with the function,
+    the CUDA inputs and the output gradient; `around(backward)` runs the
+    compiled backward (a launch log's reader)."""
     from ignis._inductor import config
-    dt = getattr(ignis, dtype)
     n = shape[-1]
     ignis.manual_seed(0)
     xc = ignis.randn(*shape).to(dt)
@@ -547,9 +541,26 @@ def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shap
     want = ignis.autograd.grad(f(*(t.requires_grad_() for t in (xc, wc, bc))), (xc, wc, bc), gc)
     x, w, b = (t.detach().cuda().requires_grad_() for t in (xc, wc, bc))
     ignis.compiler.reset()
+    got = []
     with config.patch(size_generic=False):
         y = ignis.compile(f, backend="inductor")(x, w, b)
-        got = ignis.autograd.grad(y, (x, w, b), gc.cuda())
+        (around or (lambda backward: backward()))(
+            lambda: got.extend(ignis.autograd.grad(y, (x, w, b), gc.cuda())))
+    return got, want, f, (x, w, b), gc
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(300, 4096), (8192, 4096), (130, 4100), (70, 40000), (300, 96)],
+                         ids=["resident", "round", "odd", "streaming", "narrow"])
+def test_layer_norm_backward_folds_its_column_sums_in_the_row_kernel(dtype, shape):
+    """Note [Column sums in a row kernel]: the weight and bias gradients
+    join the input gradient's row kernel, a block a range of rows folding
+    its partials (held rows and streaming rows alike), and a column kernel
+    folds those; rows under 4096 elements keep the two kernels on the GPU.
+    Every gradient matches the CPU's."""
+    from ignis._inductor import config
+    got, want, f, (x, w, b), gc = _compiled_layer_norm_grads(shape, getattr(ignis, dtype))
     tol = dict(rtol=1e-4, atol=1e-3) if dtype == "float32" else dict(rtol=3e-2, atol=0.3)
     for a, e in zip(got, want):
         np.testing.assert_allclose(a.float().cpu().numpy(), e.float().numpy(), **tol)
@@ -632,21 +643,9 @@ def test_a_folding_row_kernel_launches_one_round(capfd):
     its 4 multiprocessors), fewer than its 512 workers, and the gradients
     are still the CPU's."""
     require_fake_gpu()
-    from ignis._inductor import config
-    ignis.manual_seed(0)
-    n = 4096
-    xc, gc = ignis.randn(8192, n).bfloat16(), ignis.randn(8192, n).bfloat16()
-    wc, bc = ignis.randn(n).bfloat16(), ignis.randn(n).bfloat16()
-
-    def f(x, w, b):
-        return F.layer_norm(x, (n,), w, b)
-    want = ignis.autograd.grad(f(*(t.requires_grad_() for t in (xc, wc, bc))), (xc, wc, bc), gc)
-    x, w, b = (t.detach().cuda().requires_grad_() for t in (xc, wc, bc))
-    ignis.compiler.reset()
-    with config.patch(size_generic=False):
-        y = ignis.compile(f, backend="inductor")(x, w, b)
-        got = []
-        grids = launched_grids(capfd, lambda: got.extend(ignis.autograd.grad(y, (x, w, b), gc.cuda())))
+    grids = []
+    got, want, *_ = _compiled_layer_norm_grads(
+        (8192, 4096), ignis.bfloat16, lambda backward: grids.extend(launched_grids(capfd, backward)))
     assert ("kernel_0", 64) in [(k.rsplit("_", 1)[0], g) for k, g in grids], grids
     for a, e in zip(got, want):
         np.testing.assert_allclose(a.float().cpu().numpy(), e.float().numpy(), rtol=3e-2, atol=0.3)
