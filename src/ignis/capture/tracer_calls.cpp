@@ -2532,10 +2532,8 @@ void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args
       (src = unbacked_source.find(u)) == unbacked_source.end())
     return runtime_check_relation(name, rel, relation, error, where);
   const int64_t high = hi >= sym::ShapeEnv::kNoUpper ? -1 : hi;
-  const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(u);
   const std::string text =
-      str("ignis.", name, "() at ", where, ": expected ", relation, ", where ",
-          sym::symbol_name(u), " is ", info ? info->source : std::string("a data-dependent count"));
+      str("ignis.", name, "() at ", where, ": expected ", relation, ", where ", count_meaning(u));
   static PyObject* fn = py_import_attr("ignis._checks", "_runtime_check");
   graph::Node* node = ir->call_function(
       target_of(fn),
@@ -2544,6 +2542,13 @@ void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args
       {});
   node->meta().set_extra("runtime_check", sym::symbol_name(u));
   ++call_nodes;
+}
+
+// "u0 is <what made it>", for a runtime check's message.
+std::string Tracer::count_meaning(const sym::Expr& u) const {
+  const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(u);
+  return str(sym::symbol_name(u), " is ",
+             info ? info->source : std::string("a data-dependent count"));
 }
 
 // Another relation of data-dependent counts (u0 != 2, u0 <= u1: no bound of
@@ -2565,10 +2570,8 @@ void Tracer::runtime_check_relation(const std::string& name, const sym::Expr& re
                             "cannot check at run time; the check runs eagerly")};
     xs.push_back(graph_arg(src->second.tensor));
     dims.push_back(graph::Value(src->second.dim));
-    const sym::ShapeEnv::Symbol* info = shape_env.symbol_info(s);
     names += (names.empty() ? "" : ",") + sym::symbol_name(s);
-    meaning += str(meaning.empty() ? ", where " : "; ", sym::symbol_name(s), " is ",
-                   info ? info->source : std::string("a data-dependent count"));
+    meaning += str(meaning.empty() ? ", where " : "; ", count_meaning(s));
   }
   IGNIS_INTERNAL_ASSERT(!xs.empty(), "a runtime check of ", relation, " with no count");
   const std::string text = str("ignis.", name, "() at ", where, ": expected ", relation, meaning);

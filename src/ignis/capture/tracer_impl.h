@@ -300,6 +300,7 @@ class Tracer {
   // ... a condition on a data-dependent count, as a node checking it when
   // the graph runs (Note [Runtime checks of data-dependent counts]).
   void runtime_check(const std::string& name, const std::vector<VTP>& args, const VTP& cond);
+  std::string count_meaning(const sym::Expr& u) const;
   void runtime_check_relation(const std::string& name, const sym::Expr& rel,
                               const std::string& relation, const std::string& error,
                               const std::string& where);

@@ -1233,25 +1233,25 @@ class CudaKernelPrinter {
     }
     os_ << "  for (" << it_ << " ig_v = ig_w + " << it_ << "(gridDim.x); ig_v < " << workers
         << "; ig_v += " << it_ << "(gridDim.x)) {  // partials' rows past the grid\n";
-    for (const Store* st : folds_) {
-      const Buffer& b = p_.buffers[size_t(st->buffer)];
-      const int64_t n = b.sizes.back().value();
-      os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
-          << ptr_name(b) << "[ig_v * " << n << " + ig_i] = " << combine_init(*st->fold, b.dtype)
-          << ";\n";
-    }
+    print_partials_identity("ig_v");
     os_ << "  }\n";
     os_ << (chunks > 0 ? "  if (!ig_resident) {\n" : "  {\n");
-    for (const Store* st : folds_) {
-      const Buffer& b = p_.buffers[size_t(st->buffer)];
-      const int64_t n = b.sizes.back().value();
-      os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
-          << ptr_name(b) << "[ig_w * " << n << " + ig_i] = " << combine_init(*st->fold, b.dtype)
-          << ";\n";
-    }
+    print_partials_identity("ig_w");
     os_ << "    __syncthreads();\n  }\n";
     os_ << "  for (" << it_ << " ig_row = ig_w * ig_per; ig_row < " << rows
         << " && ig_row < (ig_w + 1) * ig_per; ++ig_row) {\n";
+  }
+
+  // Row `row` of each partials buffer set to its fold's identity by the
+  // block's threads.
+  void print_partials_identity(const std::string& row) {
+    for (const Store* st : folds_) {
+      const Buffer& b = p_.buffers[size_t(st->buffer)];
+      const int64_t n = b.sizes.back().value();
+      os_ << "    for (" << it_ << " ig_i = threadIdx.x; ig_i < " << n << "; ig_i += blockDim.x) "
+          << ptr_name(b) << "[" << row << " * " << n << " + ig_i] = "
+          << combine_init(*st->fold, b.dtype) << ";\n";
+    }
   }
 
   // After a resident worker's rows: its registers' partials to its row of

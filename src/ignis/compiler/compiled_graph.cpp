@@ -166,10 +166,7 @@ void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
 }
 
 int64_t round_blocks(cuda::CUfunction f, const Executable::Kern& k, int device) {
-  if (!k.one_round) return 0;
-  int resident = 0;
-  IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, f, int(k.threads), 0));
-  return int64_t(cuda::device_properties(device).multi_processor_count) * std::max(resident, 1);
+  return k.one_round ? cuda::one_round_blocks(f, int(k.threads), device) : 0;
 }
 
 void CompiledGraph::enable_profile(bool on) {

@@ -233,6 +233,12 @@ void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, cons
   IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(threads), 1, 1, 0, stream.handle, args, nullptr));
 }
 
+int64_t one_round_blocks(CUfunction f, int threads, int device) {
+  int resident = 0;
+  IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, f, threads, 0));
+  return int64_t(device_properties(device).multi_processor_count) * std::max(resident, 1);
+}
+
 void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stream) {
   constexpr int64_t kBlock = 256;
   launch_strided(f, std::max<int64_t>(1, (n + kBlock - 1) / kBlock), int(kBlock), args, stream);

@@ -82,4 +82,10 @@ void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stre
 // `blocks` is 0.
 void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, const Stream& stream);
 
+// The blocks of f, `threads` each, that `device` runs at once: the driver's
+// occupancy of the compiled kernel (its registers and shared memory) times
+// the multiprocessors, at least one a multiprocessor. A kernel whose blocks
+// each run a range of work in turn takes one such round.
+int64_t one_round_blocks(CUfunction f, int threads, int device);
+
 }  // namespace ignis::cuda

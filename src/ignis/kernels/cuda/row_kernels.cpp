@@ -1153,13 +1153,11 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
     const char* kernel = "layer_norm_bwd_fold";
     CUfunction f = get_named_kernel(device, row_symbol(kernel, x.dtype(), plan.v),
                                    [&] { return row_request(x.dtype(), kernel, plan.v); });
-    // A block a team: its registers (the sums double what a thread holds)
-    // decide how many a multiprocessor runs, in steps of one team.
-    int resident_blocks = 0;
-    IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, f, int(plan.team), 0));
-    // A slice a team the GPU runs at once (one round: every slice as long
-    // as another), each of at least four rows.
-    slices = std::clamp<int64_t>(sms * std::max(1, resident_blocks), 1,
+    // A block a team (its registers, the sums doubling what a thread holds,
+    // decide how many a multiprocessor runs, in steps of one team), a
+    // slice a team the GPU runs at once (one round: every slice as long as
+    // another), each of at least four rows.
+    slices = std::clamp<int64_t>(one_round_blocks(f, int(plan.team), device), 1,
                                  std::max<int64_t>(1, ceil_div(M, 4)));
     part = empty_tensor({2, slices, N}, acc, x.device());
     RowParams q = p;
