@@ -101,6 +101,35 @@ def test_a_pointwise_chain_is_one_kernel_of_cuda_code():
 
 
 @needs_gpu
+@pytest.mark.parametrize("n,threads,width,blocks", [(1024, 64, 1, 16), (1 << 16, 64, 4, 256),
+                                                    (1 << 20, 256, 4, 1024)])
+def test_small_pointwise_kernels_spread_over_the_multiprocessors(capfd, n, threads, width, blocks):
+    """Note [Small pointwise kernels]: 50 ops on 1024 floats run as 16 blocks
+    of 64 threads, an element a thread, not one block of 4-wide vectors; a
+    kernel of many blocks keeps 256 threads and 16-byte vectors."""
+    from ignis._inductor import config
+
+    def fifty(x):
+        for _ in range(10):
+            x = ignis.relu(ignis.cos(ignis.sin(x) * 0.9) + 0.1)
+        return x
+    x = _randn(n)
+    with config.patch(size_generic=False):
+        compiled = _program(fifty, x)
+    code = compiled.generated_code
+    assert compiled.kernel_count == 1
+    assert f"__launch_bounds__({threads}) kernel_0_" in code, code
+    assert ("IgVec<float, 4>" in code) == (width == 4), code
+    out = []
+    if n == 1024 and ignis.cuda.get_device_name(0) == "Fake GPU":  # its launch log, uncapped
+        grids = launched_grids(capfd, lambda: out.append(compiled(x)[0]))
+        assert [g for _, g in grids] == [blocks], grids
+    else:
+        out.append(compiled(x)[0])
+    close(out[0], fifty(x), rtol=1e-5, atol=1e-5)
+
+
+@needs_gpu
 def test_positions_from_arange_are_computed_in_the_kernel():
     # ScalarKind::Index: arange's values come from the coordinates (no
     # extern), in a kernel that also reads and writes memory; the vector
@@ -121,7 +150,7 @@ def test_positions_from_arange_are_computed_in_the_kernel():
 def test_constant_pads_are_selects_in_their_readers():
     def f(a, b):
         return F.pad(a, (0, 0, 0, 8)) + F.pad(b, (0, 0, 8, 0)), F.pad(a, (2, -1, 1, 3), value=1.5)
-    a, b = _randn(4, 64), _randn(4, 64)
+    a, b = _randn(1024, 64), _randn(1024, 64)  # enough blocks to keep vectors
     compiled = _program(f, a, b)
     assert "extern pad" not in compiled.program, compiled.program
     assert "ig_aligned" in compiled.generated_code  # index values keep the vector path

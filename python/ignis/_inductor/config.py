@@ -133,6 +133,11 @@ class cuda:  # noqa: N801
     # columns, one load a row, instead of one column (docs/compiler.md,
     # "Vectors of columns").
     column_vectors = True
+    # ... and whether a pointwise kernel too small to give every
+    # multiprocessor a block takes smaller blocks and narrower vectors until
+    # it does (docs/compiler.md, "Small pointwise kernels": 50 ops on 1024
+    # floats ran on one multiprocessor).
+    spread_small = True
     # ... and the fewest elements a row needs for a row kernel to fold
     # column sums on the GPU (column_sums_in_rows): a block runs its range of
     # rows in turn, so a narrow row's one-warp block would leave the GPU
@@ -228,6 +233,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
         "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),
         "cuda_column_vectors": int(bool(cuda.column_vectors)),
+        "cuda_spread_small": int(bool(cuda.spread_small)),
         "cuda_column_sums_min_row": int(cuda.column_sums_min_row),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),

@@ -760,6 +760,24 @@ class CudaKernelPrinter {
     return false;
   }
 
+  // Note [Small pointwise kernels]
+  // A pointwise kernel over few elements is one thread's latency, not the
+  // memory's rate: 50 pointwise ops on 1024 floats (ten rounds of sin, cos
+  // and relu) took one 256-thread block of 4-wide vectors, so one
+  // multiprocessor ran every element, each thread four chains of twenty
+  // sin/cos in turn, while 131 others idled. When the grid would not give
+  // every multiprocessor a block, blocks shrink to kSpreadMinThreads threads,
+  // then vectors narrow, until it does or each thread has one element: that
+  // kernel runs 16 blocks of 64 threads. Kernels of many blocks keep their
+  // 16-byte vectors and 256-thread blocks. Static code only: size-generic
+  // text keeps one block size for every size. config.cuda.spread_small.
+  static constexpr int kSpreadMinThreads = 64;
+  static void spread_small(int64_t n, int* width, int* threads) {
+    auto blocks = [&] { return (n / *width + *threads - 1) / *threads; };
+    while (*threads > kSpreadMinThreads && blocks() < kMultiprocessors) *threads /= 2;
+    while (*width > 1 && blocks() < kMultiprocessors) *width /= 2;
+  }
+
   // No reduction: one grid-stride loop over every element; each element runs
   // every loop of the kernel in order (a later loop re-reads only elements
   // this thread stored). Static kernels whose accesses allow it take
@@ -776,6 +794,7 @@ class CudaKernelPrinter {
     if (!vars.empty() && sizes.back().is_const() && !reads_own_output() &&
         k_.scratch_in_output.empty())
       width = vector_width(all, vars.back(), sizes.back().value());
+    if (options_.cuda_spread_small && !sz_.generic()) spread_small(n, &width, &launch->threads);
     launch->blocks = (n / width + launch->threads - 1) / launch->threads;
     std::string ind = "  ";
     if (width > 1) {

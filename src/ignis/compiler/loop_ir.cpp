@@ -354,6 +354,7 @@ std::string CompilerOptions::fingerprint() const {
          (cuda_activation_epilogues ? ",act_epilogues" : "") +
          (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +
          (cuda_column_vectors ? ",column_vectors" : "") +
+         (cuda_spread_small ? ",spread_small" : "") +
          (realize_across_kernels ? ",across" : "") +
          (column_sums_in_rows ? ",column_sums_in_rows>=" + std::to_string(column_sums_min_rows) +
                                     "x" + std::to_string(cuda_column_sums_min_row)

@@ -280,6 +280,10 @@ struct CompilerOptions {
   // Column kernels: a thread takes a 16-byte vector of neighbouring columns
   // (config.cuda.column_vectors; Note [Vectors of columns], codegen_cuda.cpp).
   bool cuda_column_vectors = true;
+  // Pointwise kernels of few blocks: smaller blocks and narrower vectors
+  // until each multiprocessor has one (config.cuda.spread_small; Note
+  // [Small pointwise kernels], codegen_cuda.cpp).
+  bool cuda_spread_small = true;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;
