@@ -105,10 +105,11 @@ _runtime_check._ignis_impure = True  # kept by dead-code elimination (graph/pass
 
 def _runtime_check_relation(xs, dims, names, relation, error, text):
     """What capture records for another relation of data-dependent counts
-    (`Ne(u0, 2)`, `u0 <= u1`: the symbolic spelling): each name of the
-    comma-separated `names` is xs[i]'s size along dims[i]; the relation must
-    hold, else builtins.<error>(text)."""
-    values = {n: x.shape[d] for n, x, d in zip(names.split(","), xs, dims)}
+    (`Ne(u0, 2)`, `u0 <= u1`, `Ne(s0, u0)`: the symbolic spelling): each
+    name of the comma-separated `names` is xs[i]'s size along dims[i], or
+    xs[i] itself where dims[i] is None (an input's symbolic size); the
+    relation must hold, else builtins.<error>(text)."""
+    values = {n: x if d is None else x.shape[d] for n, x, d in zip(names.split(","), xs, dims)}
     if not _relation_code(relation)(values):
         raise getattr(builtins, error)(text)
 

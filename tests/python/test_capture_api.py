@@ -427,10 +427,12 @@ def test_other_relations_of_counts_are_runtime_checks_too(backend):
         cg(x, x > -3, x > 0)
 
 
-def test_a_check_capture_cannot_record_breaks_and_runs_eagerly():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_relation_of_a_count_and_a_symbolic_input_size_is_a_runtime_check(backend):
     """A relation of a count and an input's size that is itself symbolic
-    (mark_dynamic) is not recorded: it breaks the graph at the check, which
-    runs eagerly with its own message."""
+    (mark_dynamic) is a runtime check too: the size is the graph's int for
+    it, so one graph serves every length and the check holds each call's
+    own values."""
     def f(x, m):
         y = x[m]
         ignis._check(y.shape[0] != x.shape[0], lambda: "all selected")
@@ -441,12 +443,17 @@ def test_a_check_capture_cannot_record_breaks_and_runs_eagerly():
     for t in (x, m):
         ignis._dynamo.mark_dynamic(t, 0)
     explained = ignis.compiler.explain(f, x, m)
-    assert explained.graph_break_count == 1
-    assert "capture cannot check at run time" in str(explained.break_reasons[0])
-    cf = ignis.compile(f)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    assert "_runtime_check_relation" in explained.graphs[0].code
+    cf = ignis.compile(f, backend=backend)
     assert close(cf(x, m), f(x, m))
-    with pytest.raises(RuntimeError, match="all selected"):
+    with pytest.raises(RuntimeError, match=r"ignis._check\(\) at .*: expected "
+                                            r"L\['x'\].size\(\)\[0\] != u0, where u0 is"):
         cf(x, x > -5)
+    longer = ignis.tensor([5.0, 1.0, -2.0, 3.0, -4.0, 0.5])
+    assert close(cf(longer, longer > 0), f(longer, longer > 0))
+    with pytest.raises(RuntimeError, match="where u0 is the count of True elements"):
+        cf(longer, longer > -9)
 
 
 def test_disable_decorator_forms():

@@ -2551,12 +2551,13 @@ std::string Tracer::count_meaning(const sym::Expr& u) const {
              info ? info->source : std::string("a data-dependent count"));
 }
 
-// Another relation of data-dependent counts (u0 != 2, u0 <= u1: no bound of
-// one count, so nothing to narrow): a node ignis._checks.
+// Another relation of data-dependent counts (u0 != 2, u0 <= u1, u0 != s0: no
+// bound of one count, so nothing to narrow): a node ignis._checks.
 // _runtime_check_relation(xs, dims, names, relation, error, text) that reads
-// each count from the tensor it is a size of and evaluates the relation as
-// sym::str spells it. A relation over any other symbol (an input's size,
-// whose guards capture decides) is not recorded: the check runs eagerly.
+// each count from the tensor it is a size of, and an input's symbolic size
+// from the graph's int for it (dim None), and evaluates the relation as
+// sym::str spells it. A symbol with neither (not yet lifted into the graph)
+// is not recorded: the check runs eagerly.
 void Tracer::runtime_check_relation(const std::string& name, const sym::Expr& rel,
                                     const std::string& relation, const std::string& error,
                                     const std::string& where) {
@@ -2564,14 +2565,20 @@ void Tracer::runtime_check_relation(const std::string& name, const sym::Expr& re
   std::string names, meaning;
   for (const sym::Expr& s : sym::free_symbols(rel)) {
     auto src = unbacked_source.find(s);
-    if (src == unbacked_source.end())
+    auto input = symbol_vt.find(s);
+    if (src != unbacked_source.end()) {
+      xs.push_back(graph_arg(src->second.tensor));
+      dims.push_back(graph::Value(src->second.dim));
+      meaning += str(meaning.empty() ? ", where " : "; ", count_meaning(s));
+    } else if (input != symbol_vt.end()) {
+      xs.push_back(graph_arg(input->second));
+      dims.push_back(graph::Value());
+    } else {
       throw Unsupported{str("ignis.", name, "() on ", relation,
-                            ", a relation of a data-dependent count and another size capture "
-                            "cannot check at run time; the check runs eagerly")};
-    xs.push_back(graph_arg(src->second.tensor));
-    dims.push_back(graph::Value(src->second.dim));
+                            ", a relation of a data-dependent count and a size the graph does "
+                            "not hold; the check runs eagerly")};
+    }
     names += (names.empty() ? "" : ",") + sym::symbol_name(s);
-    meaning += str(meaning.empty() ? ", where " : "; ", count_meaning(s));
   }
   IGNIS_INTERNAL_ASSERT(!xs.empty(), "a runtime check of ", relation, " with no count");
   const std::string text = str("ignis.", name, "() at ", where, ": expected ", relation, meaning);
