@@ -93,10 +93,11 @@ def _check_is_size(i, message=None, *, max=None):  # noqa: A002  (torch's name)
 
 def _runtime_check(x, dim, low, high, error, text):
     """What capture records for a check on a data-dependent count: x's size
-    along dim must lie in [low, high] (high < 0: no bound), else
+    along dim (x itself where dim is None: a value Tensor.item() read) must
+    lie in [low, high] (None: no bound on that side), else
     builtins.<error>(text)."""
-    n = x.shape[dim]
-    if n < low or (high >= 0 and n > high):
+    n = x if dim is None else x.shape[dim]
+    if (low is not None and n < low) or (high is not None and n > high):
         raise getattr(builtins, error)(text)
 
 

@@ -222,7 +222,8 @@ def _compile_callable(fn, *, fullgraph, dynamic, backend, mode, options):
     cfg = _compiler.config
     cf = _capture().CompiledFunction(fn, _make_backend(backend, options, mode), bool(fullgraph),
                                      dynamic, int(cfg.cache_size_limit),
-                                     bool(cfg.capture_dynamic_output_shape_ops))
+                                     bool(cfg.capture_dynamic_output_shape_ops),
+                                     bool(cfg.capture_scalar_outputs))
     try:
         # A callable object's __dict__ is its state: do not copy it over.
         updated = functools.WRAPPER_UPDATES if hasattr(fn, "__code__") else ()

@@ -469,3 +469,92 @@ def test_data_dependent_graphs_run_on_cuda_with_eagers_values(name, backend):
     ex = _run(fn, _on_cuda(_seeded(make)), backend, calls=4, grad_of=grad_of)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
     ignis.compiler.reset()
+
+
+# ---- Tensor.item() of an integer tensor (Note [Tensor.item() as an unbacked int]) ----
+
+def item_scaled(x, k):
+    n = k.sum().item()
+    return x * n + 1, n - 2
+
+
+def item_bounded_slice(x, k):
+    n = k.max().item()
+    ignis._check(n >= 0)
+    ignis._check(n <= x.shape[0])
+    return x[:n].sum() * 2, n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [item_scaled, item_bounded_slice])
+def test_an_integer_item_is_an_unbacked_int_in_one_graph(fn, backend):
+    """k.sum().item() joins the graph as u0 (torch breaks there unless
+    capture_scalar_outputs is set): arithmetic, an op argument, a slice bound
+    after ignis._check, and the value returned (a Python int, read from the
+    graph's output) give eager's values for every value, 0 and negatives
+    included; the concrete backends run item() between stages."""
+    values = [[1, 2], [0, 0], [3, 5], [-4, 1], [1, 2], [8, 0]]
+
+    def args(i):
+        k = ignis.tensor(values[i])
+        if fn is item_bounded_slice:
+            k = k.abs().clamp(max=8)
+        return ignis.randn(8), k
+    ex = _run(fn, args, backend)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    assert ".item()" in ex.graphs[0].code
+    got = ignis.compile(fn, backend=backend)(*args(2))[1]
+    assert type(got) is int and got == fn(*args(2))[1]
+    ignis.compiler.reset()
+
+
+def test_a_check_on_an_item_value_raises_at_run_time():
+    f = ignis.compile(item_bounded_slice, backend="inductor")
+    x = ignis.randn(8)
+    _close(f(x, ignis.tensor([3, 1])), item_bounded_slice(x, ignis.tensor([3, 1])))
+    with pytest.raises(RuntimeError, match=r"ignis._check\(\) at .*: expected u0 <= 8, where u0 is "
+                                           r"the value of Tensor.item\(\) at "):
+        f(x, ignis.tensor([9, 1]))
+    with pytest.raises(RuntimeError, match=r"expected u0 >= 0|expected 0 <= u0"):
+        f(x, ignis.tensor([-9, -1]))
+    ignis.compiler.reset()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_branch_on_an_item_value_breaks_there_unless_its_dtype_decides(backend):
+    def f(x, k):
+        n = k.sum().item()
+        if n > 3:
+            return x + n
+        return x - n
+
+    def g(x, k):  # an int8's value is below 200 whatever the data: no break
+        n = k[0].item()
+        if n < 200:
+            return x + n
+        return x
+
+    ex = _run(f, lambda i: (ignis.randn(4), ignis.tensor([i, 1])), backend)
+    assert ex.graph_break_count == 1
+    reason = ex.break_reasons[0].reason
+    assert reason.startswith("Could not guard on data-dependent expression u0 > 3 (u0 is the value "
+                             "of Tensor.item() at "), reason
+    ex = _run(g, lambda i: (ignis.randn(4), ignis.tensor([i - 3, 1], dtype=ignis.int8)), backend)
+    assert ex.graph_break_count == 0 and ex.graph_count == 1
+
+
+def test_float_and_bool_items_and_the_setting_off_break_as_dynamo_does(monkeypatch):
+    def f(x):
+        return x * x.abs().max().item()
+
+    def g(x):
+        return x + int((x > 0).any().item())
+    for fn in (f, g):
+        ex = _run(fn, lambda i: (ignis.randn(4),), "aot_eager", calls=2)
+        assert ex.graph_break_count == 1 and "Tensor.item()" in ex.break_reasons[0].reason
+    monkeypatch.setattr(ignis.compiler.config, "capture_scalar_outputs", False)
+    ex = _run(item_scaled, lambda i: (ignis.randn(4), ignis.tensor([i, 2])), "aot_eager", calls=2)
+    assert ex.graph_count == 2 and ex.graph_break_count == 1
+    assert "Tensor.item()" in ex.break_reasons[0].reason
+    with pytest.raises(ValueError, match="capture_scalar_outputs must be a bool"):
+        ignis.compiler.config.capture_scalar_outputs = 1

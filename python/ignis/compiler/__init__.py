@@ -163,11 +163,17 @@ class _Config:
     with an unbacked size (u0) instead of breaking it (docs/dynamic_shapes.md
     "Data-dependent sizes"). torch's setting of that name, which torch leaves
     False; ignis's default is True.
+
+    capture_scalar_outputs: Tensor.item() of an integer tensor joins the graph
+    as an unbacked int (u0) instead of breaking it; a decision on its value
+    breaks the graph there. torch's setting of that name (False in torch);
+    ignis's default is True. A float's item() still breaks.
     """
 
     def __init__(self):
         self.cache_size_limit = 8
         self.capture_dynamic_output_shape_ops = True
+        self.capture_scalar_outputs = True
 
     @property
     def recompile_limit(self):
@@ -181,9 +187,9 @@ class _Config:
         if name == "cache_size_limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"cache_size_limit must be a non-negative int, got {value!r}")
-        elif name == "capture_dynamic_output_shape_ops":
+        elif name in ("capture_dynamic_output_shape_ops", "capture_scalar_outputs"):
             if not isinstance(value, bool):
-                raise ValueError(f"capture_dynamic_output_shape_ops must be a bool, got {value!r}")
+                raise ValueError(f"{name} must be a bool, got {value!r}")
         elif name != "recompile_limit":
             raise AttributeError(f"ignis.compiler.config has no setting {name!r}")
         object.__setattr__(self, name, value)

@@ -42,6 +42,9 @@ struct CaptureConfig {
   // graph with an unbacked size (docs/dynamic_shapes.md) instead of breaking
   // it; torch's capture_dynamic_output_shape_ops, which torch leaves off.
   bool capture_dynamic_output_shape_ops = true;
+  // Tensor.item() of an integer tensor joins the graph as an unbacked int
+  // (docs/dynamic_shapes.md); torch's capture_scalar_outputs, off in torch.
+  bool capture_scalar_outputs = true;
   ~CaptureConfig();
 };
 

@@ -71,16 +71,16 @@ PyObject* cf_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
 
 PyObject* cf_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   static const char* kw[] = {"fn", "backend", "fullgraph", "dynamic", "cache_size_limit",
-                             "capture_dynamic_output_shape_ops", nullptr};
+                             "capture_dynamic_output_shape_ops", "capture_scalar_outputs", nullptr};
   PyObject* fn;
   PyObject* backend;
   int fullgraph = 0;
   PyObject* dynamic = Py_None;
   int limit = 8;
-  int dynamic_output_shapes = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|pOip:CompiledFunction", const_cast<char**>(kw),
+  int dynamic_output_shapes = 1, scalar_outputs = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|pOipp:CompiledFunction", const_cast<char**>(kw),
                                    &fn, &backend, &fullgraph, &dynamic, &limit,
-                                   &dynamic_output_shapes))
+                                   &dynamic_output_shapes, &scalar_outputs))
     return nullptr;
   if (!PyCallable_Check(fn) || !PyCallable_Check(backend)) {
     PyErr_SetString(PyExc_TypeError, "CompiledFunction(fn, backend, ...): fn and backend must be callable");
@@ -98,6 +98,7 @@ PyObject* cf_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     cfg->dynamic = Py_NewRef(dynamic);
     cfg->cache_size_limit = limit;
     cfg->capture_dynamic_output_shape_ops = dynamic_output_shapes != 0;
+    cfg->capture_scalar_outputs = scalar_outputs != 0;
     self->config = std::move(cfg);
   } catch (...) {
     Py_DECREF(self);

@@ -1332,6 +1332,8 @@ VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::ve
     all.insert(all.end(), args.begin(), args.end());
     if (VTP r = call_unbacked(nullptr, name, true, all, kwargs)) return r;
   }
+  if (name == "item" && args.empty() && kwargs.empty())
+    if (VTP r = item_unbacked(self)) return r;
   if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
   if (self->kind == VK::Tensor && is_symbolic(self) && kwargs.empty()) {
     // Sizes of a tensor with symbolic dims are symbolic ints.
@@ -2531,15 +2533,14 @@ void Tracer::runtime_check(const std::string& name, const std::vector<VTP>& args
   if (!shape_env.assume(cond->sym, &u, &lo, &hi) ||
       (src = unbacked_source.find(u)) == unbacked_source.end())
     return runtime_check_relation(name, rel, relation, error, where);
-  const int64_t high = hi >= sym::ShapeEnv::kNoUpper ? -1 : hi;
+  const graph::Value low = lo == sym::ShapeEnv::kNoLower ? graph::Value() : graph::Value(lo);
+  const graph::Value high = hi >= sym::ShapeEnv::kNoUpper ? graph::Value() : graph::Value(hi);
   const std::string text =
       str("ignis.", name, "() at ", where, ": expected ", relation, ", where ", count_meaning(u));
   static PyObject* fn = py_import_attr("ignis._checks", "_runtime_check");
+  auto [x, dim] = unbacked_read(u);
   graph::Node* node = ir->call_function(
-      target_of(fn),
-      {graph_arg(src->second.tensor), graph::Value(src->second.dim), graph::Value(lo),
-       graph::Value(high), graph::Value(error), graph::Value(text)},
-      {});
+      target_of(fn), {x, dim, low, high, graph::Value(error), graph::Value(text)}, {});
   node->meta().set_extra("runtime_check", sym::symbol_name(u));
   ++call_nodes;
 }
@@ -2567,8 +2568,9 @@ void Tracer::runtime_check_relation(const std::string& name, const sym::Expr& re
     auto src = unbacked_source.find(s);
     auto input = symbol_vt.find(s);
     if (src != unbacked_source.end()) {
-      xs.push_back(graph_arg(src->second.tensor));
-      dims.push_back(graph::Value(src->second.dim));
+      auto [x, dim] = unbacked_read(s);
+      xs.push_back(x);
+      dims.push_back(dim);
       meaning += str(meaning.empty() ? ", where " : "; ", count_meaning(s));
     } else if (input != symbol_vt.end()) {
       xs.push_back(graph_arg(input->second));

@@ -746,9 +746,17 @@ bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog, const std::vector<VTP>* o
           prog.push_back(ValueOp{ValueOp::Reg, reg->second});
           return;
         }
-        // An unbacked size: Tensor.size(t, dim) of the graph output it is read from.
+        // An unbacked size: Tensor.size(t, dim) of the graph output it is read
+        // from; an item() value: Tensor.item(t).
         const UnbackedSource& src = unbacked_source.at(x);
         static PyObject* size_fn = check(PyObject_GetAttrString(py_import_attr("ignis", "Tensor"), "size")).release();
+        static PyObject* item_fn = check(PyObject_GetAttrString(py_import_attr("ignis", "Tensor"), "item")).release();
+        if (src.value) {
+          push_const(item_fn);
+          emit_value(src.tensor, prog, *outputs);
+          prog.push_back(ValueOp{ValueOp::Call, 1});
+          return;
+        }
         call2(size_fn, [&] { emit_value(src.tensor, prog, *outputs); }, [&] { push_int(src.dim); });
         return;
       }

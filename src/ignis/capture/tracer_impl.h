@@ -441,11 +441,19 @@ class Tracer {
   VTP subscr_mask_among_basic(const VTP& x, const VTP& key);
   // A new unbacked symbol for the count of `what` among `counted` elements.
   sym::Expr new_unbacked(const std::string& what, const std::vector<sym::Expr>& counted);
-  // Where each unbacked symbol's value can be read: dim `dim` of `tensor`.
+  // Where each unbacked symbol's value can be read: dim `dim` of `tensor`,
+  // or with `value`, tensor.item() (a value Tensor.item() read).
   struct UnbackedSource {
     VTP tensor;
     int64_t dim = 0;
+    bool value = false;
   };
+  // t.item() of a one-element integer tensor as an unbacked int u<n> in its
+  // dtype's range (config capture_scalar_outputs); nullptr otherwise.
+  VTP item_unbacked(const VTP& t);
+  // The graph's arguments that give unbacked symbol u at run time: (the
+  // tensor, its dim) for a count, (the int, None) for an item() value.
+  std::pair<graph::Value, graph::Value> unbacked_read(const sym::Expr& u);
   std::unordered_map<sym::Expr, UnbackedSource> unbacked_source;
   // A SymInt involving unbacked symbols keeps the tensors they are read from
   // in its items, so that a frame going on with it has them as graph outputs.

@@ -325,6 +325,51 @@ VTP Tracer::subscr_mask_among_basic(const VTP& x, const VTP& key) {
   return subscr(y, make_tuple(std::move(rest)));
 }
 
+// Note [Tensor.item() as an unbacked int]
+// `n = counts.sum().item()` reads a value into Python. torch's Dynamo breaks
+// the graph there unless capture_scalar_outputs is set; ignis has that
+// setting on by default for integer tensors: the call becomes a node
+// `item = t.item()` whose value is an unbacked symbol u<n> in the dtype's
+// range (int64: unbounded, negative too, so the symbol is no size), with no
+// guard. Arithmetic on it, passing it to ops and returning it stay in the
+// graph; a decision its range does not settle (`if n > 3`, `x[:n]` before
+// ignis._check(n >= 0), `range(n)`) breaks the graph at that line, and the
+// resume function gets the value from t, a graph output (UnbackedSource::
+// value). The node is marked "unbacked", so the concrete backends run it
+// eagerly between compiled stages (Note [Splitting at data-dependent
+// sizes]). A float's or bool's item() still breaks: no symbol stands for it.
+VTP Tracer::item_unbacked(const VTP& t) {
+  if (!cfg->capture_scalar_outputs || t->kind != VK::Tensor) return nullptr;
+  int64_t lo = 0, hi = 0;
+  switch (py::unwrap(t->fake.get()).dtype()) {
+    case ScalarType::UInt8: lo = 0; hi = 255; break;
+    case ScalarType::Int8: lo = -128; hi = 127; break;
+    case ScalarType::Int16: lo = -32768; hi = 32767; break;
+    case ScalarType::Int32: lo = -2147483648LL; hi = 2147483647LL; break;
+    case ScalarType::Int64: lo = sym::ShapeEnv::kNoLower; hi = sym::ShapeEnv::kNoUpper; break;
+    default: return nullptr;
+  }
+  for (const sym::Expr& s : sizes_of(t))
+    if (!s.is_const(1)) return nullptr;  // one element, known before the data: eager checks the rest
+  if (log_on(kLogDynamic))
+    shape_env.set_logger([](const std::string& m) { log_write(kLogDynamic, m); });
+  shape_env.set_location(user_location());
+  std::string at = cur && cur->ci ? str(" at ", cur->ci->filename, ":", cur->line) : "";
+  const sym::Expr u = shape_env.create_unbacked(str("the value of Tensor.item()", at), hi, lo);
+  graph::Node* n = ir->call_method("item", {graph::Value(node_of(t))});
+  n->meta().set_extra("unbacked", sym::symbol_name(u));
+  unbacked_source[u] = {t, 0, true};
+  VTP v = sym_value_of(n, u);
+  symbol_vt[u] = v;
+  return v;
+}
+
+std::pair<graph::Value, graph::Value> Tracer::unbacked_read(const sym::Expr& u) {
+  const UnbackedSource& src = unbacked_source.at(u);
+  if (src.value) return {graph_arg(symbol_vt.at(u)), graph::Value()};
+  return {graph_arg(src.tensor), graph::Value(src.dim)};
+}
+
 void Tracer::note_unbacked_reads(const VTP& v) {
   if (!v || v->kind != VK::SymInt || !v->sym.defined()) return;
   for (const sym::Expr& s : sym::free_symbols(shape_env.replace(v->sym))) {

@@ -345,7 +345,11 @@ std::optional<Expr> slice_length(const SymArg& sl, Expr n, sym::ShapeEnv& env) {
     return env.replace(v);
   };
   Expr a = clamp(*start), b = clamp(*stop);
-  if (!env.evaluate(sym::lt(a, b))) return Expr(0);
+  // x[:u0] with 0 <= u0 <= n known (ignis._check): b - a, which is 0 when
+  // they meet; asking a < b would be a decision the data make. (Sizes with
+  // guards keep deciding it, as torch does.)
+  const bool ordered = env.has_unbacked(b - a) && env.decided(sym::le(a, b)) == 1;
+  if (!ordered && !env.evaluate(sym::lt(a, b))) return Expr(0);
   int64_t k = step->value();
   return env.replace(sym::floordiv(b - a + (k - 1), Expr(k)));
 }

@@ -102,14 +102,19 @@ bool ShapeEnv::constrain_range(Expr sym, int64_t lo, int64_t hi) {
   return true;
 }
 
-Expr ShapeEnv::create_unbacked(const std::string& origin, int64_t upper) {
-  Expr sym = size_var(ignis::str("u", unbacked_count_++), {0, upper == kNoUpper ? kPosInf : upper});
+Expr ShapeEnv::create_unbacked(const std::string& origin, int64_t upper, int64_t lower) {
+  const std::string name = ignis::str("u", unbacked_count_++);
+  const Range range{lower == kNoLower ? kNegInf : lower, upper == kNoUpper ? kPosInf : upper};
+  Expr sym = lower >= 0 ? size_var(name, range) : symbol(name, range);
   index_of_[sym] = symbols_.size();
-  Symbol s{sym, origin, kUnbackedHint, 0, upper};
+  // The hint is the fakes' size (a count's fake has kUnbackedHint rows even
+  // where its range ends below), never the basis of a decision.
+  Symbol s{sym, origin, kUnbackedHint, lower, upper};
   s.unbacked = true;
   symbols_.push_back(s);
   hints_[sym] = kUnbackedHint;
-  log(ignis::str("create_unbacked_symbol ", symbol_name(sym), " [0, ",
+  log(ignis::str("create_unbacked_symbol ", symbol_name(sym), " [",
+                 lower == kNoLower ? std::string("-int_oo") : std::to_string(lower), ", ",
                  upper == kNoUpper ? std::string("int_oo") : std::to_string(upper), "] for ", origin));
   return sym;
 }

@@ -92,9 +92,12 @@ class ShapeEnv {
   // when the symbol's hint lies outside.
   bool constrain_range(Expr sym, int64_t lo, int64_t hi);
 
-  // A new unbacked symbol u<n> in [0, upper] (Note [Unbacked symbols]);
+  // A new unbacked symbol u<n> in [lower, upper] (Note [Unbacked symbols]);
   // `origin` says what computes it ("nonzero() at f.py:3"), for messages.
-  Expr create_unbacked(const std::string& origin, int64_t upper = kNoUpper);
+  // A count's lower end is 0; a value read by Tensor.item() may be negative
+  // (lower kNoLower: no lower end), and its symbol is then no size.
+  static constexpr int64_t kNoLower = std::numeric_limits<int64_t>::min();
+  Expr create_unbacked(const std::string& origin, int64_t upper = kNoUpper, int64_t lower = 0);
   // Whether e (after the replacements) involves an unbacked symbol.
   bool has_unbacked(Expr e) const;
   // What the ranges say of the relation `cond` (after the replacements),
