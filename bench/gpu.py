@@ -4,6 +4,7 @@ object (`lib` is `ignis` or `torch`). Rows:
 
   pointwise   (relu(x + b) * s + tanh(x)).sigmoid(), x 8192x8192 (2^26) float32,
               b and s broadcast row vectors
+  mse         ((a - b) ** 2).mean(), a and b 8192x8192 float32: a full reduction
   softmax     softmax(x, -1), 8192x8192 bfloat16
   layer_norm  layer_norm(x, (4096,), weight, bias), 16384x4096 bfloat16
   softmax_bwd the backward of softmax(x, -1) (autograd.grad of y with a given
@@ -97,7 +98,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-ROWS = ["pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "mlp", "mlp_relu",
+ROWS = ["pointwise", "mse", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd", "mlp", "mlp_relu",
         "gpt_fwd",
         "gpt_train", "attn_fwd", "attn_train", "attn_mask_fwd", "attn_mask_train", "tiny",
         "compile"]
@@ -108,13 +109,13 @@ COMPILE_MODES = {"compile": "default", "cg": "reduce-overhead", "at": "max-autot
 # none of its own: torch's max-autotune autotunes Triton for minutes).
 PEERS = {"ignis": "torch", "ignis.compile": "torch.compile", "ignis.cg": "torch.cg",
          "ignis.at": "torch.compile"}
-MEMORY_BOUND = {"pointwise", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd"}
+MEMORY_BOUND = {"pointwise", "mse", "softmax", "layer_norm", "softmax_bwd", "layer_norm_bwd"}
 # The ignis-vs-torch check of each row's first outputs: element by element
 # (rtol, atol) for the rows that compute each element the same way; for the
 # rows whose products and attention sum in other orders (in bfloat16, over
 # thousands of terms), the relative error of each output as a whole,
 # |x - y| / |y| (Frobenius norms), at most this.
-TOL = {"pointwise": (1e-5, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2),
+TOL = {"pointwise": (1e-5, 1e-6), "mse": (1e-4, 1e-6), "softmax": (2e-2, 1e-3), "layer_norm": (2e-2, 2e-2),
        "softmax_bwd": (2e-2, 1e-3), "tiny": (1e-4, 1e-5)}
 # layer_norm_bwd's weight and bias gradients are sums over all rows, in
 # other orders (torch's CPU kernel sums them in bfloat16: 2% off a float64
@@ -225,6 +226,15 @@ def make_case(row, lib, quick, device, wrap=lambda f: f):
         def call():
             return f(x, b, s)
         return call, call, None, 4 * (2 * m * n + 2 * n), {}
+    if row == "mse":
+        # A full reduction: one row of m * n elements (Note [Split row reductions]).
+        m, n = S["pw"]
+        a, b = t(rng.standard_normal((m, n))), t(rng.standard_normal((m, n)))
+        f = wrap(lambda a, b: ((a - b) ** 2).mean())
+
+        def call():
+            return f(a, b)
+        return call, call, None, 4 * 2 * m * n, {}
     if row == "softmax":
         m, n = S["sm"]
         x = t(rng.standard_normal((m, n)), bf16)

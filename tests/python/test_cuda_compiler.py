@@ -457,7 +457,8 @@ def test_rows_too_long_for_registers_stream_in_vectors(fn):
     cases = [(flat[:-1].view(6, 40000), True), (flat[1:].view(6, 40000), True),
              (_randn(6, 40001)[:, 1:], False)]
     for x, vectors in cases:
-        with config.patch(size_generic=False):
+        # (six rows of one pass would split among blocks: Note [Split row reductions])
+        with config.patch(size_generic=False, **{"cuda.split_rows": False}):
             compiled = _program(f, x)
         code = compiled.generated_code
         assert "if (ig_resident)" not in code, code
@@ -678,6 +679,58 @@ def test_a_folding_row_kernel_launches_one_round(capfd):
     assert ("kernel_0", 64) in [(k.rsplit("_", 1)[0], g) for k, g in grids], grids
     for a, e in zip(got, want):
         np.testing.assert_allclose(a.float().cpu().numpy(), e.float().numpy(), rtol=3e-2, atol=0.3)
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", ["sum", "mean_of_squares", "amax_of_four_rows", "float64_sum"])
+def test_few_long_rows_split_among_blocks(capfd, case):
+    """Note [Split row reductions]: a full sum (one row) or a few long rows
+    run as (row, range) blocks, each reading its range in 16-byte vectors,
+    whose partials the row's last block folds in range order, not a block a
+    row; every form gives NumPy's results, and config.cuda.split_rows=False
+    keeps a block a row."""
+    from ignis._inductor import config
+    fn, shape, rows, splits = {
+        "sum": (lambda x: x.sum(), (1 << 18,), 1, 64),
+        "mean_of_squares": (lambda x: (x * x).mean() + 1, (512, 512), 1, 64),
+        "amax_of_four_rows": (lambda x: x.amax(-1), (4, 1 << 16), 4, 16),
+        "float64_sum": (lambda x: x.double().sum(), (1 << 17,), 1, 32),
+    }[case]
+    x = _randn(*shape)
+    with config.patch(size_generic=False):
+        split = _program(fn, x)
+        with config.patch(**{"cuda.split_rows": False}):
+            whole = _program(fn, x)
+    assert split.kernel_count == 1
+    assert "ig_last = atomicAdd(&ig_count[ig_row], 1u)" in split.generated_code
+    assert "*reinterpret_cast<const IgVec<float, 4>*>(" in split.generated_code  # ranges of vectors
+    assert "ig_count" not in whole.generated_code
+    out = []
+    if ignis.cuda.get_device_name(0) == "Fake GPU":
+        grids = launched_grids(capfd, lambda: out.append(split(x)[0]))
+        assert [g for _, g in grids] == [rows * splits], grids
+    else:
+        out.append(split(x)[0])
+    xn = x.cpu().numpy().astype(np.float64)
+    want = {"sum": xn.sum(), "mean_of_squares": (xn * xn).mean() + 1,
+            "amax_of_four_rows": xn.max(-1), "float64_sum": xn.sum()}[case]
+    np.testing.assert_allclose(_np(out[0]), want, rtol=1e-12 if case == "float64_sum" else 2e-5,
+                               atol=1e-9 if case == "float64_sum" else 1e-3)
+    close(whole(x)[0], out[0], rtol=2e-5, atol=1e-3)
+
+
+@needs_gpu
+def test_a_long_row_with_a_second_pass_does_not_split():
+    """A variance over one long row reads it twice (the mean, then the squared
+    deviations): its second pass needs the whole row's mean, so no split."""
+    from ignis._inductor import config
+    x = _randn(1 << 16)
+    fn = lambda a: ((a - a.mean()) ** 2).mean()  # noqa: E731
+    with config.patch(size_generic=False):
+        compiled = _program(fn, x)
+    assert "ig_count" not in compiled.generated_code
+    xn = x.cpu().numpy().astype(np.float64)
+    np.testing.assert_allclose(_np(compiled(x)[0]), ((xn - xn.mean()) ** 2).mean(), rtol=1e-4)
 
 
 @needs_gpu
@@ -1086,6 +1139,8 @@ def _fake_cuda_graphs():
         "layer_norm": (lambda x, w, b: F.layer_norm(x, (33,), w, b), [(5, 33), (33,), (33,)]),
         "softmax": (lambda x: ignis.log_softmax(x, -1) + ignis.softmax(x, -1), [(5, 33)]),
         "rms_norm": (_rms_norm, [(5, 33), (33,)]),
+        # full and few-row reductions split among blocks (Note [Split row reductions])
+        "split_rows": (lambda x: (x.sum() * 2, x.abs().amax(-1)), [(4, 1 << 16)]),
         # pow's shortcuts (BodyBuilder) and the device shims of vec_math.h's
         # float functions (device_scalar_ops.cpp), forward and backward
         "math": (lambda x, y: (ignis.pow(x, 3.0) + x ** -0.5 + ignis.pow(x.abs() + 1, y)
@@ -1097,7 +1152,7 @@ def _fake_cuda_graphs():
     # ... and in 16-bit types, whose graphs read float accumulators as the
     # 16-bit results eager rounds to (softmax's backward in bfloat16 failed
     # NVRTC and ran eagerly, 2.1x torch.compile's time on the H100).
-    low = {"bfloat16": ["pointwise", "reductions", "layer_norm", "softmax", "rms_norm"],
+    low = {"bfloat16": ["pointwise", "reductions", "layer_norm", "softmax", "rms_norm", "split_rows"],
            "float16": ["layer_norm", "softmax"]}
     out = {}
     with FakeTensorMode():
@@ -1163,6 +1218,8 @@ def test_every_generated_kernel_compiles_with_nvrtc():
                              source)
         assert ignis._C._cuda_nvrtc_compile(source, f"{name}.cu", 90, options) > 0
         compiled += len(symbols)
+        if name.startswith("split_rows"):
+            assert "ig_count[ig_row]" in source, source
     assert compiled >= 40
 
 

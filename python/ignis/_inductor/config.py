@@ -138,6 +138,10 @@ class cuda:  # noqa: N801
     # it does (docs/compiler.md, "Small pointwise kernels": 50 ops on 1024
     # floats ran on one multiprocessor).
     spread_small = True
+    # ... and whether a reduction of few long rows (a full sum or mean of a
+    # large tensor) splits each row among blocks and folds their partials
+    # (docs/compiler.md, "Split row reductions").
+    split_rows = True
     # ... and the fewest elements a row needs for a row kernel to fold
     # column sums on the GPU (column_sums_in_rows): a block runs its range of
     # rows in turn, so a narrow row's one-warp block would leave the GPU
@@ -234,6 +238,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),
         "cuda_column_vectors": int(bool(cuda.column_vectors)),
         "cuda_spread_small": int(bool(cuda.spread_small)),
+        "cuda_split_rows": int(bool(cuda.split_rows)),
         "cuda_column_sums_min_row": int(cuda.column_sums_min_row),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),

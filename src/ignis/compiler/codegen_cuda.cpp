@@ -1099,12 +1099,154 @@ class CudaKernelPrinter {
     }
   }
 
+  // Note [Split row reductions]
+  // A row kernel has a block per row, so a reduction of few long rows (a
+  // full sum or mean of a large tensor -- a loss, a gradient's norm -- is one
+  // row) would run on one block each: one multiprocessor streaming the whole
+  // tensor. Such a kernel splits each row into `splits` ranges, one block per
+  // (row, range) item, as column reductions split their rows (Note [Split
+  // column reductions]): each block folds its range, writes its partial
+  // results to the launch's workspace ([splits][rows] per reduction) and
+  // counts itself in its row's counter; the block that counts last folds the
+  // partials in range order and runs the loops after the reduction (the
+  // casts and stores). The fold's order does not depend on which block ends
+  // last, so the bits are the same on every run. Only a kernel with one pass
+  // over the row and nothing stored before it splits (a second pass would
+  // need every range's result first), and only with no rows' workers.
+  // config.cuda.split_rows.
+  int64_t row_splits(int64_t rows, int64_t inner, int threads) const {
+    constexpr int64_t kTargetBlocks = 1024, kMinPerThread = 16;
+    if (!options_.cuda_split_rows || sz_.generic() || k_.workers > 0 || k_.columns ||
+        !folds_.empty() || rows <= 0 ||
+        rows >= kTargetBlocks / 4)
+      return 1;
+    int passes = 0;
+    for (const Loop& l : k_.loops) {
+      if (l.inner) {
+        ++passes;
+        if (!l.spills.empty()) return 1;
+        for (int r : l.reductions)
+          if (!is_partial_dtype(k_.reductions[size_t(r)].dtype)) return 1;
+      } else if (passes == 0 && !l.stores.empty()) {
+        return 1;
+      }
+    }
+    if (passes != 1) return 1;
+    const int64_t splits = std::min((kTargetBlocks + rows - 1) / rows,
+                                    inner / (int64_t(threads) * kMinPerThread));
+    return splits >= 2 ? splits : 1;
+  }
+
+  // The split row kernel: items (row, range) in a grid-stride loop, each
+  // block's range streamed in 16-byte vectors where the accesses and the
+  // pointers allow (ranges are whole vectors), else element by element;
+  // then the partials' fold.
+  void print_rows_split(CudaLaunch* launch, int64_t rows, int64_t splits) {
+    const int64_t inner = k_.inner_numel();
+    const std::vector<size_t> passes = inner_loops();
+    int width = 1;
+    if (!k_.inner.empty() && !has_index_values() &&
+        std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
+                    [](const sym::Expr& e) { return e.is_const(); }))
+      width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value());
+    const int64_t nvec = inner / width;
+    const int64_t chunkv = (nvec + splits - 1) / splits, chunk = chunkv * width;
+    launch->blocks = rows * splits;
+    print_split_workspace(launch, rows, splits);
+    if (width > 1) print_alignment_check(passes, k_.inner.back(), width, "  ");
+    os_ << "  __shared__ bool ig_last;\n";
+    os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < " << rows * splits
+        << "; ig_item += gridDim.x) {\n";
+    os_ << "    const " << it_ << " ig_row = ig_item / " << splits << ";\n";
+    os_ << "    const " << it_ << " ig_split = ig_item % " << splits << ";\n";
+    print_unravel(k_.outer, k_.outer_sizes, "ig_row", "    ");
+    std::string ind = "    ";
+    declare_scratch(ind);
+    // for (v = ig_split * n + threadIdx.x; v < min((ig_split + 1) * n, total); ...)
+    auto range_loop = [&](const std::string& in, const std::string& var, int64_t n, int64_t total) {
+      os_ << in << "for (" << it_ << " " << var << " = ig_split * " << n << " + " << it_
+          << "(threadIdx.x); " << var << " < (ig_split * " << n << " + " << n << " < " << total
+          << " ? ig_split * " << n << " + " << n << " : " << total << "); " << var
+          << " += blockDim.x) {\n";
+    };
+    bool folded = false;
+    for (size_t li = 0; li < k_.loops.size(); ++li) {
+      if (!k_.loops[li].inner) {
+        print_body(li, ind, true);
+        print_pass_barrier(li, ind);
+        continue;
+      }
+      print_acc_init(li, ind);
+      print_nodes(li, ind, Part::Invariant);
+      auto scalar = [&](const std::string& in) {
+        range_loop(in, "ig_e", chunk, inner);
+        print_unravel(k_.inner, k_.inner_sizes, "ig_e", in + "  ");
+        print_body(li, in + "  ", false, Part::PerElement);
+        print_accumulate(li, in + "  ");
+        os_ << in << "}\n";
+      };
+      if (width > 1) {
+        const std::string in2 = ind + "  ", in3 = ind + "    ";
+        const sym::Expr v = k_.inner.back();
+        const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
+        std::vector<sym::Expr> head = k_.inner;
+        head.back() = base;
+        os_ << ind << "if (ig_aligned) {\n#pragma unroll 4\n";
+        range_loop(in2, "ig_c", chunkv, nvec);
+        os_ << in3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
+        print_unravel(head, k_.inner_sizes, "ig_e0", in3);
+        vec_.emplace();
+        print_lanes(li, v, base, width, in3);
+        vec_.reset();
+        os_ << in2 << "}\n" << ind << "} else {\n";
+        scalar(in2);
+        os_ << ind << "}\n";
+      } else {
+        scalar(ind);
+      }
+      print_block_reduce(li, ind);
+      print_row_split_fold(li, rows, splits, ind);
+      ind += "  ";
+      folded = true;
+      print_pass_barrier(li, ind);
+    }
+    IGNIS_INTERNAL_ASSERT(folded, "codegen_cuda: a split row kernel with no pass over the row");
+    os_ << "    }\n    __syncthreads();  // ig_last is the next item's\n  }\n";
+  }
+
+  // After the one pass's block fold: the partials out, the row's last block
+  // in (the `if` the remaining loops run inside, closed by the caller).
+  void print_row_split_fold(size_t li, int64_t rows, int64_t splits, const std::string& ind) {
+    const Loop& l = k_.loops[li];
+    for (int r : l.reductions)
+      os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << rows
+          << " + ig_row] = " << acc(r) << ";\n";
+    os_ << ind << "__threadfence();\n" << ind << "__syncthreads();\n";
+    os_ << ind << "if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[ig_row], 1u) == " << splits - 1
+        << "u;\n";
+    os_ << ind << "__syncthreads();\n";
+    os_ << ind << "if (ig_last) {\n" << ind << "  __threadfence();\n";
+    // Volatile reads: other multiprocessors wrote these after this kernel began.
+    for (int r : l.reductions) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      const std::string t = cuda_type(red.dtype);
+      os_ << ind << "  {\n" << ind << "    const volatile " << t << "* ig_p = ig_part" << r
+          << " + ig_row;\n";
+      os_ << ind << "    " << acc(r) << " = ig_p[0];\n";
+      os_ << ind << "    for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) " << acc(r) << " = "
+          << combine_functor(red.combine) << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * "
+          << rows << "]));\n" << ind << "  }\n";
+    }
+  }
+
   // With reductions: a block per row (an outer iteration), each loop a pass
   // of the block over the row's inner elements. A static row that fits in
   // the block's registers is held there (Note [Vectors and registers on
   // the GPU]); others stream.
   void print_rows(CudaLaunch* launch) {
     const int64_t rows = k_.outer_numel(), inner = k_.inner_numel();
+    if (const int64_t splits = row_splits(rows, inner, launch->threads); splits > 1)
+      return print_rows_split(launch, rows, splits);
     launch->blocks = rows;
     int width = 1, chunks = 0;
     int64_t nvec = 0;

@@ -284,6 +284,9 @@ struct CompilerOptions {
   // until each multiprocessor has one (config.cuda.spread_small; Note
   // [Small pointwise kernels], codegen_cuda.cpp).
   bool cuda_spread_small = true;
+  // Row kernels of few long rows (a full sum): each row split among blocks
+  // (config.cuda.split_rows; Note [Split row reductions], codegen_cuda.cpp).
+  bool cuda_split_rows = true;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;
