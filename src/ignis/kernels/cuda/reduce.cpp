@@ -6,6 +6,7 @@
 
 #include "ignis/core/error.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/kernel_cache.h"
 #include "ignis/cuda/stream.h"
 #include "ignis/kernels/cpu/reduce.h"
 #include "ignis/kernels/cuda/device_scalar_ops.h"
@@ -440,10 +441,15 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
   const int64_t per_block = p.outer ? bx : by;
   const int64_t k_threads = p.outer ? by : bx;
   int64_t gx = std::min<int64_t>(ceil_div(p.M, per_block), int64_t(sms) * 32);
+  ScalarType in_t = in.dtype(), out_t = out.defined() ? out.dtype() : in.dtype();
+  CUfunction f = function_for(device, kind, in_t, out_t, false);
   // Split the reduced range when the outputs cannot fill the GPU and each
-  // thread would otherwise walk a long range.
+  // thread would otherwise walk a long range: into one round of blocks, as
+  // many as the multiprocessors run at once by the kernel's occupancy (four
+  // a multiprocessor, where registers allowed three, left the mean of 2^26
+  // floats 1.33 rounds: 149.9 us against torch's 100.4 on the H100).
   int64_t splits = 1;
-  const int64_t target = int64_t(sms) * 4;
+  const int64_t target = std::max<int64_t>(one_round_blocks(f, bx * by, device), sms);
   if (gx < target && p.K >= k_threads * 64)
     splits = std::min({ceil_div(target, gx), ceil_div(p.K, k_threads * 64), int64_t(65535)});
   p.k_per_split = ceil_div(p.K, splits);
@@ -454,8 +460,6 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
     ws = empty_tensor(DimVector{splits * p.M * kAccBytes}, ScalarType::UInt8, in.device());
     p.ws = ws.data_ptr();
   }
-  ScalarType in_t = in.dtype(), out_t = out.defined() ? out.dtype() : in.dtype();
-  CUfunction f = function_for(device, kind, in_t, out_t, false);
   void* a[] = {&p};
   IGNIS_CU(cuLaunchKernel(f, unsigned(gx), unsigned(splits), 1, unsigned(bx), unsigned(by), 1, 0,
                           stream.handle, a, nullptr));
