@@ -142,6 +142,9 @@ class cuda:  # noqa: N801
     # large tensor) splits each row among blocks and folds their partials
     # (docs/compiler.md, "Split row reductions").
     split_rows = True
+    # ... into ranges of at least this many elements (the fuzzer lowers it
+    # so that its small random programs reach split kernels).
+    split_rows_min_elements = 4096
     # ... and the fewest elements a row needs for a row kernel to fold
     # column sums on the GPU (column_sums_in_rows): a block runs its range of
     # rows in turn, so a narrow row's one-warp block would leave the GPU
@@ -240,6 +243,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_spread_small": int(bool(cuda.spread_small)),
         "cuda_split_rows": int(bool(cuda.split_rows)),
         "cuda_column_sums_min_row": int(cuda.column_sums_min_row),
+        "cuda_split_rows_min_elements": int(cuda.split_rows_min_elements),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

@@ -1114,8 +1114,8 @@ class CudaKernelPrinter {
   // over the row and nothing stored before it splits (a second pass would
   // need every range's result first), and only with no rows' workers.
   // config.cuda.split_rows.
-  int64_t row_splits(int64_t rows, int64_t inner, int threads) const {
-    constexpr int64_t kTargetBlocks = 1024, kMinPerThread = 16;
+  int64_t row_splits(int64_t rows, int64_t inner) const {
+    constexpr int64_t kTargetBlocks = 1024;
     if (!options_.cuda_split_rows || sz_.generic() || k_.workers > 0 || k_.columns ||
         !folds_.empty() || rows <= 0 ||
         rows >= kTargetBlocks / 4)
@@ -1133,7 +1133,7 @@ class CudaKernelPrinter {
     }
     if (passes != 1) return 1;
     const int64_t splits = std::min((kTargetBlocks + rows - 1) / rows,
-                                    inner / (int64_t(threads) * kMinPerThread));
+                                    inner / options_.cuda_split_rows_min_elements);
     return splits >= 2 ? splits : 1;
   }
 
@@ -1245,7 +1245,7 @@ class CudaKernelPrinter {
   // the GPU]); others stream.
   void print_rows(CudaLaunch* launch) {
     const int64_t rows = k_.outer_numel(), inner = k_.inner_numel();
-    if (const int64_t splits = row_splits(rows, inner, launch->threads); splits > 1)
+    if (const int64_t splits = row_splits(rows, inner); splits > 1)
       return print_rows_split(launch, rows, splits);
     launch->blocks = rows;
     int width = 1, chunks = 0;

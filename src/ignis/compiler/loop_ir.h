@@ -287,6 +287,9 @@ struct CompilerOptions {
   // Row kernels of few long rows (a full sum): each row split among blocks
   // (config.cuda.split_rows; Note [Split row reductions], codegen_cuda.cpp).
   bool cuda_split_rows = true;
+  // ... into ranges of at least this many elements (a 256-thread block's
+  // 16 each; the fuzzer lowers it to reach split kernels with small rows).
+  int64_t cuda_split_rows_min_elements = 4096;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

@@ -237,6 +237,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"column_sums_in_rows", &sums_in_rows},
       {"column_sums_min_rows", &o.column_sums_min_rows},
       {"cuda_column_sums_min_row", &o.cuda_column_sums_min_row},
+      {"cuda_split_rows_min_elements", &o.cuda_split_rows_min_elements},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
@@ -272,6 +273,9 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   IGNIS_CHECK_VALUE(o.cuda_column_sums_min_row >= 1,
                     "config.cuda.column_sums_min_row must be at least 1, got ",
                     o.cuda_column_sums_min_row);
+  IGNIS_CHECK_VALUE(o.cuda_split_rows_min_elements >= 1,
+                    "config.cuda.split_rows_min_elements must be at least 1, got ",
+                    o.cuda_split_rows_min_elements);
   options.graph_cache = fx_graph_cache != 0;
   options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
   IGNIS_CHECK_VALUE(o.reduction_lanes >= 0 && o.max_fusion_size >= 1 && o.threads >= 0 &&
