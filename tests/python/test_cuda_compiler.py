@@ -717,6 +717,12 @@ def test_few_long_rows_split_among_blocks(capfd, case):
     np.testing.assert_allclose(_np(out[0]), want, rtol=1e-12 if case == "float64_sum" else 2e-5,
                                atol=1e-9 if case == "float64_sum" else 1e-3)
     close(whole(x)[0], out[0], rtol=2e-5, atol=1e-3)
+    if case == "sum":  # ranges of at least cuda.split_rows_min_elements elements
+        with config.patch(size_generic=False, **{"cuda.split_rows_min_elements": 1 << 17}):
+            assert re.search(r"ig_item < 2;", _program(fn, x).generated_code)
+        with pytest.raises(ValueError, match="split_rows_min_elements must be at least 1"):
+            with config.patch(**{"cuda.split_rows_min_elements": 0}):
+                _program(fn, x)
 
 
 @needs_gpu
