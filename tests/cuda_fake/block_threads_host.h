@@ -114,8 +114,30 @@ static inline float atomicAdd(float* p, float v) {
   return old;
 }
 
+static inline double atomicAdd(double* p, double v) {
+  uint64_t* w = reinterpret_cast<uint64_t*>(p);
+  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED), next;
+  double old;
+  do {
+    memcpy(&old, &cur, 8);
+    const double n = old + v;
+    memcpy(&next, &n, 8);
+  } while (!__atomic_compare_exchange_n(w, &cur, next, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+  return old;
+}
 static inline unsigned atomicAdd(unsigned* p, unsigned v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+static inline int atomicAdd(int* p, int v) {  // wraps, as the GPU's does
+  return int(__atomic_fetch_add(reinterpret_cast<unsigned*>(p), unsigned(v), __ATOMIC_SEQ_CST));
+}
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+static inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned v) {
+  __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;  // the value found: `expected` on success, else the current one
 }
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
