@@ -100,32 +100,22 @@ template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
 template <class T> static inline T __shfl_sync(unsigned, T v, int src) {
   return ig_shuffle(v, [src](unsigned) { return unsigned(src); });
 }
-// Blocks run one at a time, but the threads of one block do race.
-static inline float atomicAdd(float* p, float v) {
-  uint32_t* w = reinterpret_cast<uint32_t*>(p);
-  uint32_t cur = __atomic_load_n(w, __ATOMIC_RELAXED), next;
-  float old;
+// Blocks run one at a time, but the threads of one block do race: a float
+// add is a compare-and-swap loop on its bits (W, the same width).
+template <class T, class W> static inline T ig_host_atomic_add(T* p, T v) {
+  W* w = reinterpret_cast<W*>(p);
+  W cur = __atomic_load_n(w, __ATOMIC_RELAXED), next;
+  T old;
   do {
-    memcpy(&old, &cur, 4);
-    const float n = old + v;
-    memcpy(&next, &n, 4);
+    memcpy(&old, &cur, sizeof(T));
+    const T n = old + v;
+    memcpy(&next, &n, sizeof(T));
   } while (!__atomic_compare_exchange_n(w, &cur, next, false, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
   return old;
 }
-
-static inline double atomicAdd(double* p, double v) {
-  uint64_t* w = reinterpret_cast<uint64_t*>(p);
-  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED), next;
-  double old;
-  do {
-    memcpy(&old, &cur, 8);
-    const double n = old + v;
-    memcpy(&next, &n, 8);
-  } while (!__atomic_compare_exchange_n(w, &cur, next, false, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED));
-  return old;
-}
+static inline float atomicAdd(float* p, float v) { return ig_host_atomic_add<float, uint32_t>(p, v); }
+static inline double atomicAdd(double* p, double v) { return ig_host_atomic_add<double, uint64_t>(p, v); }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
