@@ -441,6 +441,9 @@ class Tracer {
   VTP subscr_mask_among_basic(const VTP& x, const VTP& key);
   // A new unbacked symbol for the count of `what` among `counted` elements.
   sym::Expr new_unbacked(const std::string& what, const std::vector<sym::Expr>& counted);
+  // A new unbacked symbol in [lower, upper] made by `origin` at the current
+  // line (its dynamic log line and messages say where).
+  sym::Expr unbacked_at_line(const std::string& origin, int64_t lower, int64_t upper);
   // Where each unbacked symbol's value can be read: dim `dim` of `tensor`,
   // or with `value`, tensor.item() (a value Tensor.item() read).
   struct UnbackedSource {

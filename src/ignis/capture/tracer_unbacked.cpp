@@ -13,6 +13,7 @@
 // the graph at that line (the ShapeEnv's DataDependentError). Without the
 // setting, these calls break the graph as Dynamo's default does.
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "ignis/capture/log.h"
@@ -59,11 +60,15 @@ sym::Expr Tracer::new_unbacked(const std::string& what, const std::vector<sym::E
     }
     upper *= r.value();
   }
+  return unbacked_at_line(str("the count of ", what), 0, upper);
+}
+
+sym::Expr Tracer::unbacked_at_line(const std::string& origin, int64_t lower, int64_t upper) {
   if (log_on(kLogDynamic))
     shape_env.set_logger([](const std::string& m) { log_write(kLogDynamic, m); });
   shape_env.set_location(user_location());
   std::string at = cur && cur->ci ? str(" at ", cur->ci->filename, ":", cur->line) : "";
-  return shape_env.create_unbacked(str("the count of ", what, at), upper);
+  return shape_env.create_unbacked(origin + at, upper, lower);
 }
 
 VTP Tracer::call_unbacked(PyObject* fn, const std::string& name, bool method,
@@ -340,22 +345,17 @@ VTP Tracer::subscr_mask_among_basic(const VTP& x, const VTP& key) {
 // sizes]). A float's or bool's item() still breaks: no symbol stands for it.
 VTP Tracer::item_unbacked(const VTP& t) {
   if (!cfg->capture_scalar_outputs || t->kind != VK::Tensor) return nullptr;
-  int64_t lo = 0, hi = 0;
-  switch (py::unwrap(t->fake.get()).dtype()) {
-    case ScalarType::UInt8: lo = 0; hi = 255; break;
-    case ScalarType::Int8: lo = -128; hi = 127; break;
-    case ScalarType::Int16: lo = -32768; hi = 32767; break;
-    case ScalarType::Int32: lo = -2147483648LL; hi = 2147483647LL; break;
-    case ScalarType::Int64: lo = sym::ShapeEnv::kNoLower; hi = sym::ShapeEnv::kNoUpper; break;
-    default: return nullptr;
-  }
+  const ScalarType dtype = py::unwrap(t->fake.get()).dtype();
+  if (!is_integral(dtype, /*include_bool=*/false)) return nullptr;
   for (const sym::Expr& s : sizes_of(t))
     if (!s.is_const(1)) return nullptr;  // one element, known before the data: eager checks the rest
-  if (log_on(kLogDynamic))
-    shape_env.set_logger([](const std::string& m) { log_write(kLogDynamic, m); });
-  shape_env.set_location(user_location());
-  std::string at = cur && cur->ci ? str(" at ", cur->ci->filename, ":", cur->line) : "";
-  const sym::Expr u = shape_env.create_unbacked(str("the value of Tensor.item()", at), hi, lo);
+  // The dtype's range (int64's ends are the ShapeEnv's kNoLower / kNoUpper: unbounded).
+  int64_t lo = 0, hi = 0;
+  IGNIS_DISPATCH_INT(dtype, "item", [&] {
+    lo = int64_t(std::numeric_limits<scalar_t>::min());
+    hi = int64_t(std::numeric_limits<scalar_t>::max());
+  });
+  const sym::Expr u = unbacked_at_line("the value of Tensor.item()", lo, hi);
   graph::Node* n = ir->call_method("item", {graph::Value(node_of(t))});
   n->meta().set_extra("unbacked", sym::symbol_name(u));
   unbacked_source[u] = {t, 0, true};

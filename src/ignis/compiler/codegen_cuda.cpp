@@ -1079,24 +1079,48 @@ class CudaKernelPrinter {
       os_ << (width > 1 ? "\n  " : "") << "    if (ig_live && ig_ty == 0) ig_part" << r
           << "[ig_split * " << cols << " + ig_o" << lane << "] = " << acc(r) << ";\n";
     }
-    os_ << "    __threadfence();\n    __syncthreads();\n";
-    os_ << "    if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[ig_c0 / "
-        << (width > 1 ? "(ig_cw * " + std::to_string(width) + ")" : "ig_cw") << "], 1u) == "
-        << splits - 1 << "u;\n";
-    os_ << "    __syncthreads();\n";
-    os_ << "    if (ig_last) {\n      __threadfence();\n";
-    // Volatile reads: another multiprocessor wrote these after this kernel began.
+    print_last_block(
+        "ig_c0 / " + (width > 1 ? "(ig_cw * " + std::to_string(width) + ")" : std::string("ig_cw")),
+        splits, "    ");
     for (int r : l.reductions) {
-      const Reduction& red = k_.reductions[size_t(r)];
-      const std::string t = cuda_type(red.dtype);
       lanes("      ");
-      os_ << "      {\n        const volatile " << t << "* ig_p = ig_part" << r << " + ig_col" << lane
-          << ";\n";
-      os_ << "        " << acc(r) << " = ig_p[0];\n";
-      os_ << "        for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) " << acc(r) << " = "
-          << combine_functor(red.combine) << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << cols
-          << "]));\n      }\n";
+      print_partials_fold(r, "ig_col" + lane, cols, splits, "      ");
     }
+  }
+
+  // After a split kernel's partials are out: its block counts itself in
+  // ig_count[counter], and the item's last block (ig_last) enters the `if`
+  // that the caller closes.
+  void print_last_block(const std::string& counter, int64_t splits, const std::string& ind) {
+    os_ << ind << "__threadfence();\n" << ind << "__syncthreads();\n";
+    os_ << ind << "if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[" << counter
+        << "], 1u) == " << splits - 1 << "u;\n";
+    os_ << ind << "__syncthreads();\n";
+    os_ << ind << "if (ig_last) {\n" << ind << "  __threadfence();\n";
+  }
+
+  // Accumulator r as the fold of its `splits` partials at ig_part<r>[base +
+  // s * stride], in range order. Volatile reads: other multiprocessors wrote
+  // them after this kernel began.
+  void print_partials_fold(int r, const std::string& base, const std::string& stride,
+                           int64_t splits, const std::string& ind) {
+    const Reduction& red = k_.reductions[size_t(r)];
+    const std::string t = cuda_type(red.dtype);
+    os_ << ind << "{\n" << ind << "  const volatile " << t << "* ig_p = ig_part" << r << " + " << base
+        << ";\n";
+    os_ << ind << "  " << acc(r) << " = ig_p[0];\n";
+    os_ << ind << "  for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) " << acc(r) << " = "
+        << combine_functor(red.combine) << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << stride
+        << "]));\n" << ind << "}\n";
+  }
+
+  // Whether a row's extents are known constants and its values come from
+  // memory alone (no ScalarKind::Index): what the vector and register paths
+  // of a row need.
+  bool static_inner() const {
+    return !k_.inner.empty() && !has_index_values() &&
+           std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
+                       [](const sym::Expr& e) { return e.is_const(); });
   }
 
   // Note [Split row reductions]
@@ -1144,11 +1168,9 @@ class CudaKernelPrinter {
   void print_rows_split(CudaLaunch* launch, int64_t rows, int64_t splits) {
     const int64_t inner = k_.inner_numel();
     const std::vector<size_t> passes = inner_loops();
-    int width = 1;
-    if (!k_.inner.empty() && !has_index_values() &&
-        std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
-                    [](const sym::Expr& e) { return e.is_const(); }))
-      width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value());
+    const int width = static_inner()
+                          ? vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value())
+                          : 1;
     const int64_t nvec = inner / width;
     const int64_t chunkv = (nvec + splits - 1) / splits, chunk = chunkv * width;
     launch->blocks = rows * splits;
@@ -1221,22 +1243,8 @@ class CudaKernelPrinter {
     for (int r : l.reductions)
       os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << rows
           << " + ig_row] = " << acc(r) << ";\n";
-    os_ << ind << "__threadfence();\n" << ind << "__syncthreads();\n";
-    os_ << ind << "if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[ig_row], 1u) == " << splits - 1
-        << "u;\n";
-    os_ << ind << "__syncthreads();\n";
-    os_ << ind << "if (ig_last) {\n" << ind << "  __threadfence();\n";
-    // Volatile reads: other multiprocessors wrote these after this kernel began.
-    for (int r : l.reductions) {
-      const Reduction& red = k_.reductions[size_t(r)];
-      const std::string t = cuda_type(red.dtype);
-      os_ << ind << "  {\n" << ind << "    const volatile " << t << "* ig_p = ig_part" << r
-          << " + ig_row;\n";
-      os_ << ind << "    " << acc(r) << " = ig_p[0];\n";
-      os_ << ind << "    for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) " << acc(r) << " = "
-          << combine_functor(red.combine) << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * "
-          << rows << "]));\n" << ind << "  }\n";
-    }
+    print_last_block("ig_row", splits, ind);
+    for (int r : l.reductions) print_partials_fold(r, "ig_row", std::to_string(rows), splits, ind + "  ");
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass
@@ -1252,10 +1260,7 @@ class CudaKernelPrinter {
     int64_t nvec = 0;
     Residency residency;
     const std::vector<size_t> passes = inner_loops();
-    const bool statics = !sz_.generic() && !k_.inner.empty() && inner > 0 && !k_.columns &&
-                         !has_index_values() &&
-                         std::all_of(k_.inner_sizes.begin(), k_.inner_sizes.end(),
-                                     [](const sym::Expr& e) { return e.is_const(); });
+    const bool statics = !sz_.generic() && inner > 0 && !k_.columns && static_inner();
     if (statics) {
       width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value());
       nvec = inner / width;

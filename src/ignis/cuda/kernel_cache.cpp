@@ -234,9 +234,22 @@ void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, cons
 }
 
 int64_t one_round_blocks(CUfunction f, int threads, int device) {
+  // Asked on eager calls (reductions, layer norm's backward): the driver's
+  // answer for a loaded function is fixed, so it is asked once.
+  static std::mutex mu;
+  static std::map<std::tuple<CUfunction, int, int>, int64_t> known;
+  const auto key = std::make_tuple(f, threads, device);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
   int resident = 0;
   IGNIS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, f, threads, 0));
-  return int64_t(device_properties(device).multi_processor_count) * std::max(resident, 1);
+  const int64_t blocks =
+      int64_t(device_properties(device).multi_processor_count) * std::max(resident, 1);
+  std::lock_guard<std::mutex> lock(mu);
+  known.emplace(key, blocks);
+  return blocks;
 }
 
 void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stream) {

@@ -449,7 +449,7 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
   // a multiprocessor, where registers allowed three, left the mean of 2^26
   // floats 1.33 rounds: 149.9 us against torch's 100.4 on the H100).
   int64_t splits = 1;
-  const int64_t target = std::max<int64_t>(one_round_blocks(f, bx * by, device), sms);
+  const int64_t target = one_round_blocks(f, bx * by, device);
   if (gx < target && p.K >= k_threads * 64)
     splits = std::min({ceil_div(target, gx), ceil_div(p.K, k_threads * 64), int64_t(65535)});
   p.k_per_split = ceil_div(p.K, splits);
