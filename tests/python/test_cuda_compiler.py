@@ -130,6 +130,34 @@ def test_small_pointwise_kernels_spread_over_the_multiprocessors(capfd, n, threa
 
 
 @needs_gpu
+@pytest.mark.parametrize("shape", [(2048, 1024), (2000, 1028), (5, 1 << 18)])
+def test_pointwise_threads_take_several_vectors_with_the_knob(shape):
+    """config.cuda.pointwise_vectors_per_thread=2: a thread of a large
+    pointwise kernel takes two 16-byte vectors a step, a block's width
+    apart, guarded only where the steps do not divide the vectors (2000 x
+    1028); the results are the one-vector kernel's and eager's. Out of range
+    is an error naming the knob."""
+    from ignis._inductor import config
+
+    def f(x, b):
+        return (ignis.relu(x + b) * 0.5 + ignis.tanh(x)).sigmoid()
+    x, b = _randn(*shape), _randn(shape[-1])
+    with config.patch(size_generic=False):
+        one = _program(f, x, b)
+        with config.patch(**{"cuda.pointwise_vectors_per_thread": 2}):
+            two = _program(f, x, b)
+    assert "ig_u" not in one.generated_code
+    assert "for (int ig_u = 0; ig_u < 2; ++ig_u)" in two.generated_code
+    assert ("break;" in two.generated_code) == (shape == (2000, 1028))
+    got = two(x, b)[0]
+    close(got, one(x, b)[0], rtol=0, atol=0)
+    close(got, f(x, b), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="pointwise_vectors_per_thread must be 1 to 8"):
+        with config.patch(**{"cuda.pointwise_vectors_per_thread": 9}):
+            _program(f, x, b)
+
+
+@needs_gpu
 def test_positions_from_arange_are_computed_in_the_kernel():
     # ScalarKind::Index: arange's values come from the coordinates (no
     # extern), in a kernel that also reads and writes memory; the vector
@@ -722,6 +750,11 @@ def test_few_long_rows_split_among_blocks(capfd, case):
             assert re.search(r"ig_item < 2;", _program(fn, x).generated_code)
         with pytest.raises(ValueError, match="split_rows_min_elements must be at least 1"):
             with config.patch(**{"cuda.split_rows_min_elements": 0}):
+                _program(fn, x)
+        with config.patch(size_generic=False, **{"cuda.split_rows_blocks": 16}):  # ~16 blocks
+            assert re.search(r"ig_item < 16;", _program(fn, x).generated_code)
+        with pytest.raises(ValueError, match="split_rows_blocks must be at least 1"):
+            with config.patch(**{"cuda.split_rows_blocks": 0}):
                 _program(fn, x)
 
 

@@ -145,6 +145,11 @@ class cuda:  # noqa: N801
     # ... into ranges of at least this many elements (the fuzzer lowers it
     # so that its small random programs reach split kernels).
     split_rows_min_elements = 4096
+    # ... and about how many blocks a split kernel launches in all.
+    split_rows_blocks = 1024
+    # 16-byte vectors a thread of a large pointwise kernel takes a step,
+    # each a block's width from the last (1: one; more in flight a thread).
+    pointwise_vectors_per_thread = 1
     # ... and the fewest elements a row needs for a row kernel to fold
     # column sums on the GPU (column_sums_in_rows): a block runs its range of
     # rows in turn, so a narrow row's one-warp block would leave the GPU
@@ -244,6 +249,8 @@ def compiler_options(size_generic_graph=None):
         "cuda_split_rows": int(bool(cuda.split_rows)),
         "cuda_column_sums_min_row": int(cuda.column_sums_min_row),
         "cuda_split_rows_min_elements": int(cuda.split_rows_min_elements),
+        "cuda_split_rows_blocks": int(cuda.split_rows_blocks),
+        "cuda_pointwise_vectors": int(cuda.pointwise_vectors_per_thread),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

@@ -795,7 +795,13 @@ class CudaKernelPrinter {
         k_.scratch_in_output.empty())
       width = vector_width(all, vars.back(), sizes.back().value());
     if (options_.cuda_spread_small && !sz_.generic()) spread_small(n, &width, &launch->threads);
-    launch->blocks = (n / width + launch->threads - 1) / launch->threads;
+    const int64_t nvec = n / width;
+    // Vectors a thread takes a step (config.cuda.pointwise_vectors_per_thread),
+    // only where the grid keeps a few rounds of blocks.
+    int64_t per_thread = width > 1 ? options_.cuda_pointwise_vectors : 1;
+    while (per_thread > 1 && nvec / (launch->threads * per_thread) < 4 * kMultiprocessors)
+      per_thread /= 2;
+    launch->blocks = (nvec + launch->threads * per_thread - 1) / (launch->threads * per_thread);
     std::string ind = "  ";
     if (width > 1) {
       const sym::Expr v = vars.back();
@@ -805,19 +811,36 @@ class CudaKernelPrinter {
       vec_.emplace();
       std::vector<sym::Expr> head = vars;
       head.back() = base;
-      os_ << "    for (" << it_ << " ig_q = " << it_ << "(blockIdx.x) * " << it_
-          << "(blockDim.x) + " << it_ << "(threadIdx.x); ig_q < " << n / width << "; ig_q += "
-          << it_ << "(gridDim.x) * " << it_ << "(blockDim.x)) {\n";
-      os_ << "      const " << it_ << " ig_i = ig_q * " << width << ";\n";
-      print_unravel(head, sizes, "ig_i", "      ");
-      for (size_t li : all) {
-        print_vector_accesses(li, v, base, width, "      ");
-        os_ << "#pragma unroll\n      for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
-        os_ << "        const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
-        print_body(li, "        ", false);
-        os_ << "      }\n";
-        print_vector_stores(li, v, base, width, "      ");
+      std::string in = "      ";
+      if (per_thread > 1) {
+        // Vector u of a thread's step is a block's width after vector u - 1,
+        // so a warp's accesses stay neighbours; the guard only where the
+        // steps do not divide the vectors.
+        const bool whole = nvec % (launch->threads * per_thread) == 0;
+        os_ << "    for (" << it_ << " ig_q0 = " << it_ << "(blockIdx.x) * " << it_ << "(blockDim.x) * "
+            << per_thread << " + " << it_ << "(threadIdx.x); ig_q0 < " << nvec << "; ig_q0 += " << it_
+            << "(gridDim.x) * " << it_ << "(blockDim.x) * " << per_thread << ") {\n";
+        os_ << "#pragma unroll\n      for (int ig_u = 0; ig_u < " << per_thread << "; ++ig_u) {\n";
+        os_ << "        const " << it_ << " ig_q = ig_q0 + ig_u * " << it_ << "(blockDim.x);\n";
+        if (!whole) os_ << "        if (ig_q >= " << nvec << ") break;\n";
+        in = "        ";
+      } else {
+        os_ << "    for (" << it_ << " ig_q = " << it_ << "(blockIdx.x) * " << it_
+            << "(blockDim.x) + " << it_ << "(threadIdx.x); ig_q < " << nvec << "; ig_q += "
+            << it_ << "(gridDim.x) * " << it_ << "(blockDim.x)) {\n";
       }
+      os_ << in << "const " << it_ << " ig_i = ig_q * " << width << ";\n";
+      print_unravel(head, sizes, "ig_i", in);
+      const std::string in2 = in + "  ";
+      for (size_t li : all) {
+        print_vector_accesses(li, v, base, width, in);
+        os_ << "#pragma unroll\n" << in << "for (int ig_j = 0; ig_j < " << width << "; ++ig_j) {\n";
+        os_ << in2 << "const " << it_ << " " << var(v) << " = ig_v0 + ig_j;\n";
+        print_body(li, in2, false);
+        os_ << in << "}\n";
+        print_vector_stores(li, v, base, width, in);
+      }
+      if (per_thread > 1) os_ << "      }\n";
       os_ << "    }\n  } else {\n";
       vec_.reset();
       ind = "    ";
@@ -1139,10 +1162,9 @@ class CudaKernelPrinter {
   // need every range's result first), and only with no rows' workers.
   // config.cuda.split_rows.
   int64_t row_splits(int64_t rows, int64_t inner) const {
-    constexpr int64_t kTargetBlocks = 1024;
+    constexpr int64_t kMaxRows = 256;
     if (!options_.cuda_split_rows || sz_.generic() || k_.workers > 0 || k_.columns ||
-        !folds_.empty() || rows <= 0 ||
-        rows >= kTargetBlocks / 4)
+        !folds_.empty() || rows <= 0 || rows >= kMaxRows)
       return 1;
     int passes = 0;
     for (const Loop& l : k_.loops) {
@@ -1156,7 +1178,8 @@ class CudaKernelPrinter {
       }
     }
     if (passes != 1) return 1;
-    const int64_t splits = std::min((kTargetBlocks + rows - 1) / rows,
+    const int64_t target = options_.cuda_split_rows_blocks;
+    const int64_t splits = std::min((target + rows - 1) / rows,
                                     inner / options_.cuda_split_rows_min_elements);
     return splits >= 2 ? splits : 1;
   }

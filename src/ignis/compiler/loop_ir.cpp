@@ -355,7 +355,10 @@ std::string CompilerOptions::fingerprint() const {
          (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +
          (cuda_column_vectors ? ",column_vectors" : "") +
          (cuda_spread_small ? ",spread_small" : "") +
-         (cuda_split_rows ? ",split_rows>=" + std::to_string(cuda_split_rows_min_elements) : "") +
+         (cuda_split_rows ? ",split_rows>=" + std::to_string(cuda_split_rows_min_elements) + "/" +
+                                std::to_string(cuda_split_rows_blocks)
+                          : "") +
+         ",pw_vectors=" + std::to_string(cuda_pointwise_vectors) +
          (realize_across_kernels ? ",across" : "") +
          (column_sums_in_rows ? ",column_sums_in_rows>=" + std::to_string(column_sums_min_rows) +
                                     "x" + std::to_string(cuda_column_sums_min_row)

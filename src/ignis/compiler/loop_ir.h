@@ -290,6 +290,11 @@ struct CompilerOptions {
   // ... into ranges of at least this many elements (a 256-thread block's
   // 16 each; the fuzzer lowers it to reach split kernels with small rows).
   int64_t cuda_split_rows_min_elements = 4096;
+  // ... into about this many blocks in all (config.cuda.split_rows_blocks).
+  int64_t cuda_split_rows_blocks = 1024;
+  // Large pointwise kernels: 16-byte vectors a thread takes a step, each a
+  // block's width apart (config.cuda.pointwise_vectors_per_thread).
+  int64_t cuda_pointwise_vectors = 1;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

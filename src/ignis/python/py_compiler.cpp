@@ -238,6 +238,8 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"column_sums_min_rows", &o.column_sums_min_rows},
       {"cuda_column_sums_min_row", &o.cuda_column_sums_min_row},
       {"cuda_split_rows_min_elements", &o.cuda_split_rows_min_elements},
+      {"cuda_split_rows_blocks", &o.cuda_split_rows_blocks},
+      {"cuda_pointwise_vectors", &o.cuda_pointwise_vectors},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
@@ -276,6 +278,11 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   IGNIS_CHECK_VALUE(o.cuda_split_rows_min_elements >= 1,
                     "config.cuda.split_rows_min_elements must be at least 1, got ",
                     o.cuda_split_rows_min_elements);
+  IGNIS_CHECK_VALUE(o.cuda_split_rows_blocks >= 1, "config.cuda.split_rows_blocks must be at least 1, got ",
+                    o.cuda_split_rows_blocks);
+  IGNIS_CHECK_VALUE(o.cuda_pointwise_vectors >= 1 && o.cuda_pointwise_vectors <= 8,
+                    "config.cuda.pointwise_vectors_per_thread must be 1 to 8, got ",
+                    o.cuda_pointwise_vectors);
   options.graph_cache = fx_graph_cache != 0;
   options.progress_delay_s = progress_ms < 0 ? -1.0 : double(progress_ms) / 1000;
   IGNIS_CHECK_VALUE(o.reduction_lanes >= 0 && o.max_fusion_size >= 1 && o.threads >= 0 &&
