@@ -710,7 +710,8 @@ def test_a_folding_row_kernel_launches_one_round(capfd):
 
 
 @needs_gpu
-@pytest.mark.parametrize("case", ["sum", "mean_of_squares", "amax_of_four_rows", "float64_sum"])
+@pytest.mark.parametrize("case", ["sum", "ragged_sum", "mean_of_squares", "amax_of_four_rows",
+                                  "float64_sum"])
 def test_few_long_rows_split_among_blocks(capfd, case):
     """Note [Split row reductions]: a full sum (one row) or a few long rows
     run as (row, range) blocks, each reading its range in 16-byte vectors,
@@ -720,6 +721,9 @@ def test_few_long_rows_split_among_blocks(capfd, case):
     from ignis._inductor import config
     fn, shape, rows, splits = {
         "sum": (lambda x: x.sum(), (1 << 18,), 1, 64),
+        # ranges of 1029 vectors: four whole steps of 256 and 5 threads'
+        # remainder a range, and a last range of 1009 (the general loop)
+        "ragged_sum": (lambda x: x.sum(), ((1 << 18) + 4 * 300,), 1, 64),
         "mean_of_squares": (lambda x: (x * x).mean() + 1, (512, 512), 1, 64),
         "amax_of_four_rows": (lambda x: x.amax(-1), (4, 1 << 16), 4, 16),
         "float64_sum": (lambda x: x.double().sum(), (1 << 17,), 1, 32),
@@ -733,6 +737,10 @@ def test_few_long_rows_split_among_blocks(capfd, case):
     assert "ig_last = atomicAdd(&ig_count[ig_row], 1u)" in split.generated_code
     assert "*reinterpret_cast<const IgVec<float, 4>*>(" in split.generated_code  # ranges of vectors
     assert "ig_count" not in whole.generated_code
+    # Note [Whole ranges the compiler can hoist]: full ranges run a literal count of steps
+    assert re.search(r"for \(int ig_k = 0; ig_k < \d+; \+\+ig_k\)", split.generated_code)
+    if case == "ragged_sum":
+        assert "ig_split < 63)" in split.generated_code and "threadIdx.x < 5u" in split.generated_code
     out = []
     if ignis.cuda.get_device_name(0) == "Fake GPU":
         grids = launched_grids(capfd, lambda: out.append(split(x)[0]))
@@ -740,7 +748,7 @@ def test_few_long_rows_split_among_blocks(capfd, case):
     else:
         out.append(split(x)[0])
     xn = x.cpu().numpy().astype(np.float64)
-    want = {"sum": xn.sum(), "mean_of_squares": (xn * xn).mean() + 1,
+    want = {"sum": xn.sum(), "ragged_sum": xn.sum(), "mean_of_squares": (xn * xn).mean() + 1,
             "amax_of_four_rows": xn.max(-1), "float64_sum": xn.sum()}[case]
     np.testing.assert_allclose(_np(out[0]), want, rtol=1e-12 if case == "float64_sum" else 2e-5,
                                atol=1e-9 if case == "float64_sum" else 1e-3)

@@ -150,6 +150,9 @@ class cuda:  # noqa: N801
     # 16-byte vectors a thread of a large pointwise kernel takes a step,
     # each a block's width from the last (1: one; more in flight a thread).
     pointwise_vectors_per_thread = 1
+    # ... and whether pointwise and split row kernels load their vectors as
+    # read once (ld.global.cs, evicted first from the caches).
+    streaming_loads = False
     # ... and the fewest elements a row needs for a row kernel to fold
     # column sums on the GPU (column_sums_in_rows): a block runs its range of
     # rows in turn, so a narrow row's one-warp block would leave the GPU
@@ -251,6 +254,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_split_rows_min_elements": int(cuda.split_rows_min_elements),
         "cuda_split_rows_blocks": int(cuda.split_rows_blocks),
         "cuda_pointwise_vectors": int(cuda.pointwise_vectors_per_thread),
+        "cuda_streaming_loads": int(bool(cuda.streaming_loads)),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

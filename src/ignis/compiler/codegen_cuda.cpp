@@ -71,6 +71,20 @@ template <class T, class F> __device__ __forceinline__ T ig_column_reduce(T v, F
 }
 // V elements of T moved by one load or store instruction (16 bytes at most).
 template <class T, int V> struct alignas(sizeof(T) * V) IgVec { T v[V]; };
+// A vector load marked as read once (ld.global.cs: evicted first from L1 and
+// L2), for data a kernel streams (config.cuda.streaming_loads).
+template <class V> __device__ __forceinline__ V ig_load_stream(const V* p) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(V) == 16) {
+    const int4 r = __ldcs(reinterpret_cast<const int4*>(p));
+    return *reinterpret_cast<const V*>(&r);
+  } else if constexpr (sizeof(V) == 8) {
+    const int2 r = __ldcs(reinterpret_cast<const int2*>(p));
+    return *reinterpret_cast<const V*>(&r);
+  }
+#endif
+  return *p;
+}
 // Combines v over the threads of the block (every thread must call it) and
 // returns the result to all of them. Any blockDim.x works, 1 included: each
 // warp folds its live lanes with shuffles (a lane reads lane + o only when
@@ -686,9 +700,11 @@ class CudaKernelPrinter {
       if (vec_->cached.count(key) || vec_->loads.count(key) || !access_form(s.index, v).unit)
         return;
       const std::string name = "ig_vl" + std::to_string(vec_->names++);
-      os_ << ind << "const " << vec_type(s.buffer, width) << " " << name << " = *reinterpret_cast<const "
+      os_ << ind << "const " << vec_type(s.buffer, width) << " " << name << " = "
+          << (stream_loads_ ? "ig_load_stream(" : "*") << "reinterpret_cast<const "
           << vec_type(s.buffer, width) << "*>(" << ptr_name(p_.buffers[size_t(s.buffer)]) << " + ("
-          << sz_.expr(sym::subs(s.index, {{v, base}})) << "));\n";
+          << sz_.expr(sym::subs(s.index, {{v, base}})) << "))" << (stream_loads_ ? ")" : "")
+          << ";\n";
       vec_->loads.emplace(key, name);
     };
     const std::vector<bool> inv = row_invariant_nodes(k_, li);
@@ -795,6 +811,7 @@ class CudaKernelPrinter {
         k_.scratch_in_output.empty())
       width = vector_width(all, vars.back(), sizes.back().value());
     if (options_.cuda_spread_small && !sz_.generic()) spread_small(n, &width, &launch->threads);
+    stream_loads_ = options_.cuda_streaming_loads;
     const int64_t nvec = n / width;
     // Vectors a thread takes a step (config.cuda.pointwise_vectors_per_thread),
     // only where the grid keeps a few rounds of blocks.
@@ -1184,6 +1201,19 @@ class CudaKernelPrinter {
     return splits >= 2 ? splits : 1;
   }
 
+  // Note [Whole ranges the compiler can hoist]
+  // A split row kernel's range loop, `for (c = lo + threadIdx.x; c < hi; c
+  // += blockDim.x)` unrolled four times, left the compiler an exit test
+  // after every copy (it cannot know the count is a multiple of four), and a
+  // load after an exit test waits for it: two 16-byte loads a thread in
+  // flight for mse's ((a - b) ** 2).mean(), not eight (the PTX of the
+  // H100's 191.5 us kernel; Triton's 173.5). As with a resident row's
+  // chunks (Note [Chunks the compiler can hoist]), a range that is whole,
+  // on a block of the planned size, runs a literal count of steps from
+  // threadIdx.x, then one guarded step for a remainder; other ranges (the
+  // last, partial one; a host emulation's blocks) keep the general loop.
+  // config.cuda.row_hoist_chunks.
+
   // The split row kernel: items (row, range) in a grid-stride loop, each
   // block's range streamed in 16-byte vectors where the accesses and the
   // pointers allow (ranges are whole vectors), else element by element;
@@ -1197,6 +1227,7 @@ class CudaKernelPrinter {
     const int64_t nvec = inner / width;
     const int64_t chunkv = (nvec + splits - 1) / splits, chunk = chunkv * width;
     launch->blocks = rows * splits;
+    stream_loads_ = options_.cuda_streaming_loads;
     print_split_workspace(launch, rows, splits);
     if (width > 1) print_alignment_check(passes, k_.inner.back(), width, "  ");
     os_ << "  __shared__ bool ig_last;\n";
@@ -1236,13 +1267,42 @@ class CudaKernelPrinter {
         const sym::Expr base = sym::index_var("ig_v0", k_.inner_sizes.back());
         std::vector<sym::Expr> head = k_.inner;
         head.back() = base;
-        os_ << ind << "if (ig_aligned) {\n#pragma unroll 4\n";
+        // Vector ig_c of the row: its elements' lanes.
+        auto vector_body = [&](const std::string& in) {
+          os_ << in << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
+          print_unravel(head, k_.inner_sizes, "ig_e0", in);
+          vec_.emplace();
+          print_lanes(li, v, base, width, in);
+          vec_.reset();
+        };
+        // Note [Whole ranges the compiler can hoist]: a full range on a
+        // block of the planned size runs a literal count of steps a thread.
+        const int64_t threads = launch->threads, steps = chunkv / threads,
+                      full = nvec / chunkv;
+        if (options_.cuda_row_hoist_chunks && steps >= 1) {
+          os_ << ind << "if (ig_aligned && blockDim.x == " << threads << "u"
+              << (full < splits ? " && ig_split < " + std::to_string(full) : std::string()) << ") {\n";
+          os_ << in2 << "const " << it_ << " ig_c0 = ig_split * " << chunkv << " + " << it_
+              << "(threadIdx.x);\n";
+          os_ << "#pragma unroll 4\n" << in2 << "for (int ig_k = 0; ig_k < " << steps
+              << "; ++ig_k) {\n";
+          os_ << in3 << "const " << it_ << " ig_c = ig_c0 + " << it_ << "(ig_k) * " << threads
+              << ";\n";
+          vector_body(in3);
+          os_ << in2 << "}\n";
+          if (const int64_t rest = chunkv % threads) {
+            os_ << in2 << "if (threadIdx.x < " << rest << "u) {\n";
+            os_ << in3 << "const " << it_ << " ig_c = ig_c0 + " << steps * threads << ";\n";
+            vector_body(in3);
+            os_ << in2 << "}\n";
+          }
+          os_ << ind << "} else if (ig_aligned) {\n";
+        } else {
+          os_ << ind << "if (ig_aligned) {\n";
+        }
+        os_ << "#pragma unroll 4\n";
         range_loop(in2, "ig_c", chunkv, nvec);
-        os_ << in3 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
-        print_unravel(head, k_.inner_sizes, "ig_e0", in3);
-        vec_.emplace();
-        print_lanes(li, v, base, width, in3);
-        vec_.reset();
+        vector_body(in3);
         os_ << in2 << "}\n" << ind << "} else {\n";
         scalar(in2);
         os_ << ind << "}\n";
@@ -2008,6 +2068,7 @@ class CudaKernelPrinter {
   std::optional<VectorState> vec_;
   std::optional<OnlinePair> online_;
   int acc_lanes_ = 1;  // columns of a thread in a vectorized column kernel
+  bool stream_loads_ = false;  // vector loads as ig_load_stream (config.cuda.streaming_loads)
   // The kernel's folding stores, one a buffer: ig_fold<i> holds the i-th
   // (Note [Column sums in a row kernel]).
   std::vector<const Store*> folds_;

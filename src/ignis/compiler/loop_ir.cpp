@@ -359,6 +359,7 @@ std::string CompilerOptions::fingerprint() const {
                                 std::to_string(cuda_split_rows_blocks)
                           : "") +
          ",pw_vectors=" + std::to_string(cuda_pointwise_vectors) +
+         (cuda_streaming_loads ? ",streaming" : "") +
          (realize_across_kernels ? ",across" : "") +
          (column_sums_in_rows ? ",column_sums_in_rows>=" + std::to_string(column_sums_min_rows) +
                                     "x" + std::to_string(cuda_column_sums_min_row)

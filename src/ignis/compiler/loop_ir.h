@@ -295,6 +295,9 @@ struct CompilerOptions {
   // Large pointwise kernels: 16-byte vectors a thread takes a step, each a
   // block's width apart (config.cuda.pointwise_vectors_per_thread).
   int64_t cuda_pointwise_vectors = 1;
+  // Pointwise and split row kernels load their vectors as read once
+  // (ld.global.cs; config.cuda.streaming_loads).
+  bool cuda_streaming_loads = false;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

@@ -228,7 +228,11 @@ KernelCacheStats kernel_cache_stats() {
 
 void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, const Stream& stream) {
   if (blocks <= 0) return;
-  int64_t cap = int64_t(device_properties(stream.device).multi_processor_count) * 32;
+  static const int64_t per_sm = [] {  // DIAGNOSTIC (A/B on the GPU): IGNIS_CUDA_GRID_CAP_PER_SM
+    const char* e = std::getenv("IGNIS_CUDA_GRID_CAP_PER_SM");
+    return e ? std::max<int64_t>(1, std::atoll(e)) : int64_t(32);
+  }();
+  int64_t cap = int64_t(device_properties(stream.device).multi_processor_count) * per_sm;
   auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(cap, blocks)));
   IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(threads), 1, 1, 0, stream.handle, args, nullptr));
 }

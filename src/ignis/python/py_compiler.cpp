@@ -209,7 +209,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
           online_softmax = o.cuda_online_softmax, one_wave = o.cuda_row_one_wave,
           act_epilogues = o.cuda_activation_epilogues, hoist = o.cuda_row_hoist_chunks,
           column_vectors = o.cuda_column_vectors, spread = o.cuda_spread_small,
-          split_rows = o.cuda_split_rows,
+          split_rows = o.cuda_split_rows, streaming = o.cuda_streaming_loads,
           across = o.realize_across_kernels, sums_in_rows = o.column_sums_in_rows,
           cpu_row_prefetch = o.cpu_row_prefetch;
   const std::pair<const char*, int64_t*> fields[] = {
@@ -233,6 +233,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_column_vectors", &column_vectors},
       {"cuda_spread_small", &spread},
       {"cuda_split_rows", &split_rows},
+      {"cuda_streaming_loads", &streaming},
       {"realize_across_kernels", &across},
       {"column_sums_in_rows", &sums_in_rows},
       {"column_sums_min_rows", &o.column_sums_min_rows},
@@ -265,6 +266,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   o.cuda_column_vectors = column_vectors != 0;
   o.cuda_spread_small = spread != 0;
   o.cuda_split_rows = split_rows != 0;
+  o.cuda_streaming_loads = streaming != 0;
   o.realize_across_kernels = across != 0;
   o.column_sums_in_rows = sums_in_rows != 0;
   o.cpu_row_prefetch = cpu_row_prefetch != 0;
