@@ -1327,7 +1327,25 @@ class CudaKernelPrinter {
       os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << rows
           << " + ig_row] = " << acc(r) << ";\n";
     print_last_block("ig_row", splits, ind);
-    for (int r : l.reductions) print_partials_fold(r, "ig_row", std::to_string(rows), splits, ind + "  ");
+    for (int r : l.reductions) print_partials_block_fold(r, rows, splits, ind + "  ");
+  }
+
+  // Accumulator r, in the row's last block, as the fold of the row's
+  // `splits` partials ig_part<r>[s * rows + ig_row]: thread t folds partials
+  // t, t + blockDim.x, ... in order, then the block folds the threads'
+  // results (ig_block_reduce's fixed order), so the bits do not depend on
+  // which block ended last. One thread folding all 1024 of mse's partials
+  // in a chain took about 26 us of its 191 (the H100, docs/benchmarks.md
+  // run 15); the block's threads take four each.
+  void print_partials_block_fold(int r, int64_t rows, int64_t splits, const std::string& ind) {
+    const Reduction& red = k_.reductions[size_t(r)];
+    const std::string t = cuda_type(red.dtype), f = combine_functor(red.combine);
+    os_ << ind << "{\n" << ind << "  const volatile " << t << "* ig_p = ig_part" << r << " + ig_row;\n";
+    os_ << ind << "  " << acc(r) << " = " << combine_init(red.combine, red.dtype) << ";\n";
+    os_ << ind << "  for (int ig_s = threadIdx.x; ig_s < " << splits << "; ig_s += blockDim.x) "
+        << acc(r) << " = " << f << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << rows << "]));\n";
+    os_ << ind << "  " << acc(r) << " = ig_block_reduce(" << acc(r) << ", " << f << "());\n";
+    os_ << ind << "}\n";
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass

@@ -228,12 +228,20 @@ KernelCacheStats kernel_cache_stats() {
 
 void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, const Stream& stream) {
   if (blocks <= 0) return;
-  static const int64_t per_sm = [] {  // DIAGNOSTIC (A/B on the GPU): IGNIS_CUDA_GRID_CAP_PER_SM
+  // Note [A block for each block's work]: every block the work asks for, up
+  // to the grid's limit. Capping grid-stride kernels at 32 blocks a
+  // multiprocessor (4224 on the H100) left a 2^26-element pointwise kernel
+  // four rounds of blocks that each looped over 16 vectors, one load in
+  // flight a thread: 190 us, 178 us with a block for each 256 vectors
+  // (Triton's 177.9; eager's add 274.7 -> 262.0 us; docs/benchmarks.md run
+  // 15). IGNIS_CUDA_GRID_CAP_PER_SM restores a cap, for A/B runs.
+  static const int64_t per_sm = [] {
     const char* e = std::getenv("IGNIS_CUDA_GRID_CAP_PER_SM");
-    return e ? std::max<int64_t>(1, std::atoll(e)) : int64_t(32);
+    return e ? std::max<int64_t>(1, std::atoll(e)) : int64_t(0);
   }();
-  int64_t cap = int64_t(device_properties(stream.device).multi_processor_count) * per_sm;
-  auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min(cap, blocks)));
+  int64_t cap = (int64_t(1) << 31) - 1;
+  if (per_sm > 0) cap = int64_t(device_properties(stream.device).multi_processor_count) * per_sm;
+  auto grid = static_cast<unsigned>(std::min(cap, blocks));
   IGNIS_CU(cuLaunchKernel(f, grid, 1, 1, unsigned(threads), 1, 1, 0, stream.handle, args, nullptr));
 }
 

@@ -73,13 +73,12 @@ struct KernelCacheStats {
 KernelCacheStats kernel_cache_stats();
 
 // Launches a grid-stride kernel over `n` elements on `stream`: 256 threads a
-// block, enough blocks to fill the GPU 32 blocks per SM over. `args` points
-// at each argument.
+// block, a block for each 256 elements. `args` points at each argument.
 void launch_grid_stride(CUfunction f, int64_t n, void** args, const Stream& stream);
 
 // Launches a kernel that strides over its work (so any grid is correct) with
-// `threads` a block and `blocks` blocks, capped at 32 per SM; nothing when
-// `blocks` is 0.
+// `threads` a block and `blocks` blocks (at most the grid's limit, 2^31 - 1;
+// Note [A block for each block's work]); nothing when `blocks` is 0.
 void launch_strided(CUfunction f, int64_t blocks, int threads, void** args, const Stream& stream);
 
 // The blocks of f, `threads` each, that `device` runs at once: the driver's
