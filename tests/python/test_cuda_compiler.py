@@ -542,6 +542,46 @@ def test_few_long_columns_split_their_rows_over_blocks():
 
 
 @needs_gpu
+@pytest.mark.parametrize("rows", [4096, 4100])
+def test_a_bias_gradient_splits_into_short_whole_ranges(capfd, rows):
+    """A bias gradient over 4096 rows of 768 columns (GPT-2's): 3 groups of
+    256 columns, each split into 64 ranges of 64 rows (4 a thread, config.
+    cuda.column_split_rows_per_thread; 16 gave 48 blocks), whole ranges a
+    literal count of rows a thread (Note [Whole ranges the compiler can
+    hoist]); 4100 rows leave a remainder row for 4 lanes of each range and a
+    last range of the general loop. The last block's lanes share the fold
+    of the partials. Sums are NumPy's, and the same bits on every run."""
+    from ignis._inductor import config
+    x = _randn(rows, 768, dtype=ignis.bfloat16)
+
+    def bias_grad(g):
+        return g.sum(0)
+    with config.patch(size_generic=False):
+        compiled = _program(bias_grad, x)
+        with config.patch(**{"cuda.column_split_rows_per_thread": 16}):
+            sixteen = _program(bias_grad, x)
+    code = compiled.generated_code
+    assert re.search(r"ig_item < ig_groups \* 64;", code), code
+    assert re.search(r"ig_item < ig_groups \* 16;", sixteen.generated_code)
+    assert "for (int ig_k = 0; ig_k < 4; ++ig_k)" in code
+    assert ("if (ig_ty < 1) {" in code) == (rows == 4100)
+    assert "for (int ig_s = ig_ty; ig_s < 64; ig_s += ig_lanes)" in code
+    out = []
+    if ignis.cuda.get_device_name(0) == "Fake GPU":
+        grids = launched_grids(capfd, lambda: out.append(compiled(x)[0]))
+        assert [g for _, g in grids] == [3 * 64], grids
+    else:
+        out.append(compiled(x)[0])
+    want = _np(x.float()).astype(np.float64).sum(0)
+    np.testing.assert_allclose(_np(out[0].float()), want, rtol=1e-2, atol=0.5)  # a bfloat16 result
+    assert np.array_equal(_np(compiled(x)[0].float()), _np(out[0].float()))
+    close(sixteen(x)[0].float(), out[0].float(), rtol=1e-2, atol=0.5)
+    with pytest.raises(ValueError, match="column_split_rows_per_thread must be at least 1"):
+        with config.patch(**{"cuda.column_split_rows_per_thread": 0}):
+            _program(bias_grad, x)
+
+
+@needs_gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_column_kernels_read_vectors_of_neighbouring_columns(dtype):
     """Note [Vectors of columns]: a thread takes a 16-byte vector of
@@ -752,7 +792,8 @@ def test_few_long_rows_split_among_blocks(capfd, case):
             "amax_of_four_rows": xn.max(-1), "float64_sum": xn.sum()}[case]
     np.testing.assert_allclose(_np(out[0]), want, rtol=1e-12 if case == "float64_sum" else 2e-5,
                                atol=1e-9 if case == "float64_sum" else 1e-3)
-    close(whole(x)[0], out[0], rtol=2e-5, atol=1e-3)
+    # two float32 orders of a sum of ~2^18 normal values: ~sqrt(n) * eps * |partial sums| apart
+    close(whole(x)[0], out[0], rtol=2e-5, atol=2e-2)
     if case == "sum":  # ranges of at least cuda.split_rows_min_elements elements
         with config.patch(size_generic=False, **{"cuda.split_rows_min_elements": 1 << 17}):
             assert re.search(r"ig_item < 2;", _program(fn, x).generated_code)

@@ -153,6 +153,10 @@ class cuda:  # noqa: N801
     # ... and whether pointwise and split row kernels load their vectors as
     # read once (ld.global.cs, evicted first from the caches).
     streaming_loads = False
+    # ... and the fewest rows of its range a thread of a split column
+    # kernel (a bias gradient) folds: fewer make more blocks of the few
+    # columns' work (docs/compiler.md, "Split column reductions").
+    column_split_rows_per_thread = 4
     # ... and the fewest elements a row needs for a row kernel to fold
     # column sums on the GPU (column_sums_in_rows): a block runs its range of
     # rows in turn, so a narrow row's one-warp block would leave the GPU
@@ -255,6 +259,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_split_rows_blocks": int(cuda.split_rows_blocks),
         "cuda_pointwise_vectors": int(cuda.pointwise_vectors_per_thread),
         "cuda_streaming_loads": int(bool(cuda.streaming_loads)),
+        "cuda_column_split_rows": int(cuda.column_split_rows_per_thread),
         "cpu_row_prefetch": int(bool(cpp.row_prefetch)),
         "size_generic": int(bool(size_generic_graph)),
         "max_autotune": int(bool(max_autotune)),

@@ -969,49 +969,77 @@ class CudaKernelPrinter {
       // A value of the columns alone goes before the rows (per lane with vectors).
       if (width == 1) print_nodes(li, ind, Part::Invariant);
       std::string lo = "ig_ty", hi = numel(k_.inner_sizes, inner);
+      const int64_t chunk = (inner + splits - 1) / splits;
       if (splits > 1) {
-        const int64_t chunk = (inner + splits - 1) / splits;
         lo = "ig_split * " + std::to_string(chunk) + " + ig_ty";
         hi = "(ig_split + 1) * " + std::to_string(chunk) + " < " + hi + " ? (ig_split + 1) * " +
              std::to_string(chunk) + " : " + hi;
         os_ << ind << "const " << it_ << " ig_hi = " << hi << ";\n";
         hi = "ig_hi";
       }
-      // The rows of the thread's columns: vectors where the pointers are
+      // Row ig_e of the thread's columns: a vector where the pointers are
       // aligned, element by element where not.
+      auto row = [&](bool vectors, const std::string& in) {
+        print_unravel(k_.inner, k_.inner_sizes, "ig_e", in);
+        if (width == 1) {
+          print_body(li, in, false, Part::PerElement);
+          print_accumulate(li, in);
+        } else {
+          if (vectors) {
+            vec_.emplace();
+            print_vector_accesses(li, v, base, width, in);
+          }
+          lanes(in, [&](const std::string& i2) {
+            print_body(li, i2, false, Part::All);
+            print_accumulate(li, i2);
+          });
+          if (vectors) print_vector_stores(li, v, base, width, in);
+          vec_.reset();
+        }
+      };
       auto rows = [&](bool vectors) {
         os_ << "#pragma unroll 4\n";
         os_ << ind << "  for (" << it_ << " ig_e = " << lo << "; ig_e < " << hi
             << "; ig_e += ig_lanes) {\n";
-        print_unravel(k_.inner, k_.inner_sizes, "ig_e", ind + "    ");
-        if (width == 1) {
-          print_body(li, ind + "    ", false, Part::PerElement);
-          print_accumulate(li, ind + "    ");
-        } else {
-          if (vectors) {
-            vec_.emplace();
-            print_vector_accesses(li, v, base, width, ind + "    ");
-          }
-          lanes(ind + "    ", [&](const std::string& in) {
-            print_body(li, in, false, Part::All);
-            print_accumulate(li, in);
-          });
-          if (vectors) print_vector_stores(li, v, base, width, ind + "    ");
-          vec_.reset();
-        }
+        row(vectors, ind + "    ");
         os_ << ind << "  }\n";
       };
+      // Note [Whole ranges the compiler can hoist], for a split column
+      // kernel: a whole range on a block of the planned size (ig_lanes =
+      // kColumnLanes) runs a literal count of rows a thread.
+      const int64_t steps = chunk / kColumnLanes, full = inner / chunk;
+      const bool hoist = options_.cuda_row_hoist_chunks && splits > 1 && steps >= 1;
+      auto whole_rows = [&](bool vectors) {
+        const std::string i2 = ind + "  ", i3 = ind + "    ";
+        os_ << i2 << "const " << it_ << " ig_e0 = ig_split * " << chunk << " + ig_ty;\n";
+        os_ << "#pragma unroll 4\n" << i2 << "for (int ig_k = 0; ig_k < " << steps << "; ++ig_k) {\n";
+        os_ << i3 << "const " << it_ << " ig_e = ig_e0 + " << it_ << "(ig_k) * " << kColumnLanes
+            << ";\n";
+        row(vectors, i3);
+        os_ << i2 << "}\n";
+        if (const int64_t rest = chunk % kColumnLanes) {
+          os_ << i2 << "if (ig_ty < " << rest << ") {\n";
+          os_ << i3 << "const " << it_ << " ig_e = ig_e0 + " << steps * kColumnLanes << ";\n";
+          row(vectors, i3);
+          os_ << i2 << "}\n";
+        }
+      };
+      const std::string planned = "blockDim.x == " + std::to_string(kColumns * kColumnLanes) + "u" +
+                                  (full < splits ? " && ig_split < " + std::to_string(full) : "");
+      const std::string live = width > 1 ? "ig_live && ig_aligned" : "ig_live";
+      if (hoist) {
+        os_ << ind << "if (" << live << " && " << planned << ") {\n";
+        whole_rows(width > 1);
+        os_ << ind << "} else if (" << live << ") {\n";
+      } else {
+        os_ << ind << "if (" << live << ") {\n";
+      }
+      rows(width > 1);
       if (width > 1) {
-        os_ << ind << "if (ig_live && ig_aligned) {\n";
-        rows(true);
         os_ << ind << "} else if (ig_live) {\n";
         rows(false);
-        os_ << ind << "}\n";
-      } else {
-        os_ << ind << "if (ig_live) {\n";
-        rows(false);
-        os_ << ind << "}\n";
       }
+      os_ << ind << "}\n";
       print_block_reduce(li, ind, /*columns=*/true);
       if (splits > 1) {
         print_split_fold(li, splits, width);
@@ -1064,8 +1092,12 @@ class CudaKernelPrinter {
 
   int64_t column_splits(int64_t groups, int64_t inner) const {
     // Enough blocks for a few per multiprocessor (H100/H200: 132), each
-    // thread folding at least 16 elements of its range.
-    constexpr int64_t kTargetBlocks = 1024, kMinPerThread = 16;
+    // thread folding at least config.cuda.column_split_rows_per_thread rows
+    // of its range (4; 16 left a bias gradient over 4096 rows of 768
+    // columns 48 blocks, each thread 16 rows in sequence: docs/benchmarks.md
+    // run 15).
+    constexpr int64_t kTargetBlocks = 1024;
+    const int64_t kMinPerThread = options_.cuda_column_split_rows;
     if (sz_.generic() || groups >= kTargetBlocks / 4) return 1;
     int passes = 0;
     for (size_t li = 0; li < k_.loops.size(); ++li) {
@@ -1124,7 +1156,7 @@ class CudaKernelPrinter {
         splits, "    ");
     for (int r : l.reductions) {
       lanes("      ");
-      print_partials_fold(r, "ig_col" + lane, cols, splits, "      ");
+      print_partials_fold(r, "ig_col" + lane, cols, splits, /*columns=*/true, "      ");
     }
   }
 
@@ -1139,19 +1171,31 @@ class CudaKernelPrinter {
     os_ << ind << "if (ig_last) {\n" << ind << "  __threadfence();\n";
   }
 
-  // Accumulator r as the fold of its `splits` partials at ig_part<r>[base +
-  // s * stride], in range order. Volatile reads: other multiprocessors wrote
-  // them after this kernel began.
+  // Accumulator r, in an item's last block, as the fold of its `splits`
+  // partials ig_part<r>[base + s * stride], shared among the threads that
+  // hold the same result: in a row kernel the block's (thread t folds
+  // partials t, t + blockDim.x, ..., then ig_block_reduce), in a column
+  // kernel a column's lanes (lane y folds y, y + ig_lanes, ..., then
+  // ig_column_reduce). Each thread's share is in range order and the final
+  // fold's order is fixed, so the bits do not depend on which block ended
+  // last. One thread folding all 1024 of mse's partials in a chain took
+  // about 26 us of its 191 (the H100, docs/benchmarks.md run 15); the
+  // block's threads take four each. Volatile reads: other multiprocessors
+  // wrote them after this kernel began.
   void print_partials_fold(int r, const std::string& base, const std::string& stride,
-                           int64_t splits, const std::string& ind) {
+                           int64_t splits, bool columns, const std::string& ind) {
     const Reduction& red = k_.reductions[size_t(r)];
-    const std::string t = cuda_type(red.dtype);
+    const std::string t = cuda_type(red.dtype), f = combine_functor(red.combine);
     os_ << ind << "{\n" << ind << "  const volatile " << t << "* ig_p = ig_part" << r << " + " << base
         << ";\n";
-    os_ << ind << "  " << acc(r) << " = ig_p[0];\n";
-    os_ << ind << "  for (int ig_s = 1; ig_s < " << splits << "; ++ig_s) " << acc(r) << " = "
-        << combine_functor(red.combine) << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << stride
-        << "]));\n" << ind << "}\n";
+    os_ << ind << "  " << acc(r) << " = " << combine_init(red.combine, red.dtype) << ";\n";
+    os_ << ind << "  for (int ig_s = " << (columns ? "ig_ty" : "threadIdx.x") << "; ig_s < " << splits
+        << "; ig_s += " << (columns ? "ig_lanes" : "blockDim.x") << ") " << acc(r) << " = " << f
+        << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << stride << "]));\n";
+    os_ << ind << "  " << acc(r) << " = "
+        << (columns ? "ig_column_reduce(" + acc(r) + ", " + f + "(), ig_cw)"
+                    : "ig_block_reduce(" + acc(r) + ", " + f + "())")
+        << ";\n" << ind << "}\n";
   }
 
   // Whether a row's extents are known constants and its values come from
@@ -1327,25 +1371,8 @@ class CudaKernelPrinter {
       os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << rows
           << " + ig_row] = " << acc(r) << ";\n";
     print_last_block("ig_row", splits, ind);
-    for (int r : l.reductions) print_partials_block_fold(r, rows, splits, ind + "  ");
-  }
-
-  // Accumulator r, in the row's last block, as the fold of the row's
-  // `splits` partials ig_part<r>[s * rows + ig_row]: thread t folds partials
-  // t, t + blockDim.x, ... in order, then the block folds the threads'
-  // results (ig_block_reduce's fixed order), so the bits do not depend on
-  // which block ended last. One thread folding all 1024 of mse's partials
-  // in a chain took about 26 us of its 191 (the H100, docs/benchmarks.md
-  // run 15); the block's threads take four each.
-  void print_partials_block_fold(int r, int64_t rows, int64_t splits, const std::string& ind) {
-    const Reduction& red = k_.reductions[size_t(r)];
-    const std::string t = cuda_type(red.dtype), f = combine_functor(red.combine);
-    os_ << ind << "{\n" << ind << "  const volatile " << t << "* ig_p = ig_part" << r << " + ig_row;\n";
-    os_ << ind << "  " << acc(r) << " = " << combine_init(red.combine, red.dtype) << ";\n";
-    os_ << ind << "  for (int ig_s = threadIdx.x; ig_s < " << splits << "; ig_s += blockDim.x) "
-        << acc(r) << " = " << f << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << rows << "]));\n";
-    os_ << ind << "  " << acc(r) << " = ig_block_reduce(" << acc(r) << ", " << f << "());\n";
-    os_ << ind << "}\n";
+    for (int r : l.reductions)
+      print_partials_fold(r, "ig_row", std::to_string(rows), splits, /*columns=*/false, ind + "  ");
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass

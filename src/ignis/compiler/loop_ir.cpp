@@ -360,6 +360,7 @@ std::string CompilerOptions::fingerprint() const {
                           : "") +
          ",pw_vectors=" + std::to_string(cuda_pointwise_vectors) +
          (cuda_streaming_loads ? ",streaming" : "") +
+         ",column_split_rows=" + std::to_string(cuda_column_split_rows) +
          (realize_across_kernels ? ",across" : "") +
          (column_sums_in_rows ? ",column_sums_in_rows>=" + std::to_string(column_sums_min_rows) +
                                     "x" + std::to_string(cuda_column_sums_min_row)

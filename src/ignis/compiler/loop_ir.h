@@ -298,6 +298,10 @@ struct CompilerOptions {
   // Pointwise and split row kernels load their vectors as read once
   // (ld.global.cs; config.cuda.streaming_loads).
   bool cuda_streaming_loads = false;
+  // Split column kernels: the fewest rows of its range a thread folds
+  // (config.cuda.column_split_rows_per_thread; Note [Split column
+  // reductions], codegen_cuda.cpp).
+  int64_t cuda_column_split_rows = 4;
   // CPU row kernels: a later pass prefetches the next row's first-pass
   // loads (config.cpp.row_prefetch; Note [Next-row prefetch], codegen_cpp.cpp).
   bool cpu_row_prefetch = true;

@@ -241,6 +241,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_split_rows_min_elements", &o.cuda_split_rows_min_elements},
       {"cuda_split_rows_blocks", &o.cuda_split_rows_blocks},
       {"cuda_pointwise_vectors", &o.cuda_pointwise_vectors},
+      {"cuda_column_split_rows", &o.cuda_column_split_rows},
       {"cpu_row_prefetch", &cpu_row_prefetch},
   };
   PyObject *k, *v;
@@ -282,6 +283,9 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
                     o.cuda_split_rows_min_elements);
   IGNIS_CHECK_VALUE(o.cuda_split_rows_blocks >= 1, "config.cuda.split_rows_blocks must be at least 1, got ",
                     o.cuda_split_rows_blocks);
+  IGNIS_CHECK_VALUE(o.cuda_column_split_rows >= 1,
+                    "config.cuda.column_split_rows_per_thread must be at least 1, got ",
+                    o.cuda_column_split_rows);
   IGNIS_CHECK_VALUE(o.cuda_pointwise_vectors >= 1 && o.cuda_pointwise_vectors <= 8,
                     "config.cuda.pointwise_vectors_per_thread must be 1 to 8, got ",
                     o.cuda_pointwise_vectors);
