@@ -41,6 +41,11 @@ def test_one_index_a_row_is_a_select_fused_with_its_neighbours(programs, op, dim
     assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
     text = "\n".join(programs)
     assert f"extern {op}" not in text and "extern gather" in text
+    # the hit test's positions come from the fused kernel's coordinates, not
+    # a load of the arange the bounds check stores (int64 loads narrowed the
+    # GPU kernel's vectors)
+    fused = [k for k in text.split("\nkernel_") if " = eq(" in k]
+    assert fused and all(": int64 = index " in k for k in fused), text
     t = getattr(torch, op)(torch.from_numpy(s.numpy()) * 2, dim, torch.from_numpy(idx.numpy()),
                            torch.from_numpy(src.numpy())).exp()
     np.testing.assert_allclose(got.numpy(), t.numpy(), rtol=1e-6, atol=0)

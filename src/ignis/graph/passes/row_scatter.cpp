@@ -80,16 +80,25 @@ Node* rewrite(Graph& g, const RowScatter& s) {
   const int64_t extent = int64_t(self.sizes[d]);
   Node* before = g.insert_point();
   g.set_insert_point(s.node);
-  Node* iota = call(g, "arange.start", {Value(int64_t(0)), Value(extent)},
-                    {{"dtype", Value(ScalarType::Int64)}, {"device", Value(self.device)}},
-                    contiguous_meta({SymInt(extent)}, ScalarType::Int64, self.device), s.node);
   // arange along d, size 1 in the other dims: it broadcasts against idx.
   std::vector<SymInt> line(rank, SymInt(1));
   line[d] = SymInt(extent);
   Value::Items line_items;
   for (SymInt v : line) line_items.push_back(Value(int64_t(v)));
-  Node* column = call(g, "view", {Value(iota), Value::list(line_items)}, {},
-                      contiguous_meta(line, ScalarType::Int64, self.device), s.node);
+  auto positions = [&] {
+    Node* iota = call(g, "arange.start", {Value(int64_t(0)), Value(extent)},
+                      {{"dtype", Value(ScalarType::Int64)}, {"device", Value(self.device)}},
+                      contiguous_meta({SymInt(extent)}, ScalarType::Int64, self.device), s.node);
+    return call(g, "view", {Value(iota), Value::list(line_items)}, {},
+                contiguous_meta(line, ScalarType::Int64, self.device), s.node);
+  };
+  // Two aranges: the gather below is an extern, so the one it reads is
+  // stored; the hit test reads its own, which the lowering computes from the
+  // coordinates in the fused kernel. Reading the stored int64s there capped
+  // the kernel's vectors at two elements (16 bytes of int64): GPT-2's
+  // cross-entropy backward over 4096 x 50304 bfloat16 logits moved 4-byte
+  // vectors, 644 us on the H100 (docs/benchmarks.md run 15).
+  Node* column = positions();
   // Checked indices: the arange at idx is idx, or an error where idx is out
   // of range (what the scatter would raise).
   Value::Items full_items;
@@ -100,7 +109,7 @@ Node* rewrite(Graph& g, const RowScatter& s) {
                            s.node);
   Node* checked = call(g, "gather", {Value(spread_node), Value(s.d), Value(s.index)}, {},
                        contiguous_meta(index.sizes, ScalarType::Int64, self.device), s.node);
-  Node* hit = call(g, "eq", {Value(column), Value(checked)}, {},
+  Node* hit = call(g, "eq", {Value(positions()), Value(checked)}, {},
                    contiguous_meta(self.sizes, ScalarType::Bool, self.device), s.node);
   // self is read once (a value two pointwise users read would be stored
   // first): scatter_add adds where(hit, src, -0.0), whose -0.0 leaves every
