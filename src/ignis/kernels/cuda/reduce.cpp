@@ -303,17 +303,28 @@ __forceinline__ void ig_reduce(const Op& op, const IgRedParams& p) {
     }
   }
 }
-// Second pass of a split reduction: each output combines its partials.
+// Second pass of a split reduction: each output combines its partials. With
+// IG_FINISH_WARP_SPLITS splits or more, a warp takes an output (lane l folds
+// partials l, l + 32, ... in order, then the warp's fixed-order fold), else
+// a thread does; one thread's chain over the 396 partials of a full mean
+// took 13 us on the H100. Blocks of fewer than 32 threads (a host
+// emulation's) fold an output a thread.
+#define IG_FINISH_WARP_SPLITS 32
 template <class Op>
 __forceinline__ void ig_reduce_finish(const Op& op, const IgRedParams& p) {
   typedef typename Op::acc_t Acc;
-  for (int64_t m = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; m < p.M;
-       m += int64_t(gridDim.x) * blockDim.x) {
-    Acc acc = *ig_slot<Acc>(p, 0, m);
-    for (int s = 1; s < p.splits; ++s) acc = op.combine(acc, *ig_slot<Acc>(p, s, m));
-    int64_t in_off, out_off;
-    ig_red_out_offsets(p, m, in_off, out_off);
-    op.project(acc, p.out, p.out2, out_off);
+  const int lanes = p.splits >= IG_FINISH_WARP_SPLITS && blockDim.x >= 32 ? 32 : 1;
+  const int lane = int(threadIdx.x) % lanes;
+  const int64_t step = int64_t(gridDim.x) * (blockDim.x / lanes);
+  for (int64_t m = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / lanes; m < p.M; m += step) {
+    Acc acc = op.identity();
+    for (int s = lane; s < p.splits; s += lanes) acc = op.combine(acc, *ig_slot<Acc>(p, s, m));
+    if (lanes == 32) acc = ig_warp_reduce(op, acc);
+    if (lane == 0) {
+      int64_t in_off, out_off;
+      ig_red_out_offsets(p, m, in_off, out_off);
+      op.project(acc, p.out, p.out2, out_off);
+    }
   }
 }
 )CUDA";
@@ -465,8 +476,10 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
                           stream.handle, a, nullptr));
   if (splits > 1) {
     CUfunction g = function_for(device, kind, in_t, out_t, true);
-    auto grid = static_cast<unsigned>(
-        std::min<int64_t>(ceil_div(p.M, kBlockThreads), int64_t(sms) * 32));
+    // A warp an output from kFinishWarpSplits splits on (ig_reduce_finish).
+    constexpr int64_t kFinishWarpSplits = 32;
+    const int64_t threads_per_output = splits >= kFinishWarpSplits ? 32 : 1;
+    auto grid = static_cast<unsigned>(ceil_div(p.M * threads_per_output, kBlockThreads));
     IGNIS_CU(cuLaunchKernel(g, grid, 1, 1, kBlockThreads, 1, 1, 0, stream.handle, a, nullptr));
   }
   // ws goes back to the caching allocator now: its stream reuses it only in
