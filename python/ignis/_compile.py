@@ -156,7 +156,7 @@ def _per_size(backend):
     def compile_dynamic(gm, example_inputs, **kwargs):
         from . import _unbacked
         if _unbacked.has_unbacked(gm):
-            gm = _unbacked.fold_masked_reductions(gm)
+            gm = _unbacked.items_as_tensors(_unbacked.fold_masked_reductions(gm))
         if _unbacked.has_unbacked(gm):
             return _unbacked.StagedGraph(gm, example_inputs, backend, kwargs)
         sym_at = [i for i, x in enumerate(example_inputs) if type(x) is int]

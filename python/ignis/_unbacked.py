@@ -216,6 +216,87 @@ def fold_masked_reductions(gm):
     return fx.GraphModule(gm, g)
 
 
+# --- an int item as a tensor operand ---------------------------------------------------------
+# Note [An item as a tensor operand]
+# `n = mask.sum().item(); y = x * n` captures n as an unbacked int u0 (Note
+# [Tensor.item() as an unbacked int]). A concrete backend splits the graph
+# at the item (Note [Splitting at data-dependent sizes]) and compiles the
+# stage after it per value of u0, as it would a size: a count that changes
+# every call never runs compiled. Where u0 is only an operand of tensor
+# arithmetic, the one-element tensor it came from serves as well: `x * n`
+# and `x * t` give the same values and, with t a 0-dim int64 tensor and x a
+# tensor with dims, the same dtype (a Python int and a 0-dim integer tensor
+# rank alike in type promotion: x's dtype within its category, int64 for a
+# bool x, the default float for true division of integers). So such uses
+# read `t` -- copied where the item was taken, so that a later in-place
+# write to the source does not reach them -- and an item left with no use
+# goes, with it the stage boundary: the graph compiles once for every count.
+# A 0-dim operand of a narrower integer dtype is the exception (two 0-dim
+# tensors promote by dtype: int32 with int64 gives int64, while int32 with a
+# Python int stays int32): that use keeps the int.
+_ITEM_OPERAND_OPS = {operator.add, operator.sub, operator.mul, operator.truediv,
+                     operator.floordiv}
+_NARROW_INTS = ("int8", "int16", "int32", "uint8")
+
+
+def _operand_takes_tensor(use, item):
+    """Whether `use` (a user of `item`) is tensor arithmetic that gives the
+    same result with a 0-dim int64 tensor in item's place."""
+    if use.op != "call_function" or use.target not in _ITEM_OPERAND_OPS or use.kwargs or \
+            len(use.args) != 2:
+        return False
+    other = use.args[1] if use.args[0] is item else use.args[0]
+    if other is item or not isinstance(other, fx.Node) or "tensor_meta" not in other.meta:
+        return False
+    meta = other.meta["tensor_meta"]
+    return len(meta.shape) > 0 or not str(meta.dtype).endswith(_NARROW_INTS)
+
+
+def items_as_tensors(gm):
+    """gm with each int item used as a tensor operand read as a 0-dim int64
+    tensor instead (Note [An item as a tensor operand]); gm itself when
+    there is none."""
+    import ignis
+    plans = {}
+    for n in gm.graph.nodes:
+        if n.op == "call_method" and n.target == "item" and "unbacked" in n.meta and \
+                len(n.args) == 1 and isinstance(n.args[0], fx.Node) and \
+                "tensor_meta" in n.args[0].meta:
+            uses = [u for u in n.users if _operand_takes_tensor(u, n)]
+            if uses:
+                plans[n] = uses
+    if not plans:
+        return gm
+    from ._compile import _dynamic_log
+    g = fx.Graph()
+    val_map = {}
+    tensors = {}  # item node -> its 0-dim int64 copy
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            g.output(map_arg(n.args[0], lambda a: val_map[a]))
+            continue
+        val_map[n] = g.node_copy(n, lambda a: val_map[a])
+        if n in plans:
+            src = val_map[n.args[0]]
+            meta = n.args[0].meta["tensor_meta"]
+            if len(meta.shape) > 0:
+                src = g.call_method("reshape", (src, ()))
+            tensors[n] = g.call_method("to", (src, ignis.int64), {"copy": True})
+            keep = len(n.users) - len(plans[n])
+            _dynamic_log(f"{n.name}: {len(plans[n])} use(s) as a tensor operand read a 0-dim "
+                         f"tensor (Note [An item as a tensor operand])"
+                         + ("" if keep else "; the item goes"))
+    # the uses read the tensor
+    for item, uses in plans.items():
+        t = tensors[item]
+        for u in uses:
+            val_map[u].replace_input_with(val_map[item], t)
+    for item in plans:
+        if not val_map[item].users:
+            g.erase_node(val_map[item])
+    return fx.GraphModule(gm, g)
+
+
 # --- running a graph with data-dependent ops on a concrete backend ---------------------------
 def _data_dependent(node, dd):
     """Whether `node` makes a data-dependent size (or reads a tuple that one

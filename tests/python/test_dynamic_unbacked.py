@@ -558,3 +558,89 @@ def test_float_and_bool_items_and_the_setting_off_break_as_dynamo_does(monkeypat
     assert "Tensor.item()" in ex.break_reasons[0].reason
     with pytest.raises(ValueError, match="capture_scalar_outputs must be a bool"):
         ignis.compiler.config.capture_scalar_outputs = 1
+
+
+# ---- an item as a tensor operand (Note [An item as a tensor operand]) ----
+
+def _stage_compiles(monkeypatch):
+    """The values each compile of a stage after a data-dependent op was made
+    for (ignis._compile._with_sizes's calls), in order."""
+    import ignis._compile as comp
+    seen = []
+    with_sizes = comp._with_sizes
+
+    def counting(gm, sym_at, values):
+        seen.append(tuple(values))
+        return with_sizes(gm, sym_at, values)
+    monkeypatch.setattr(comp, "_with_sizes", counting)
+    return seen
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_item_used_only_as_a_tensor_operand_compiles_once(monkeypatch, backend):
+    """A count used only in tensor arithmetic (either side, true division
+    too) is read as its 0-dim tensor: the graph loses its stage boundary and
+    compiles once, not once per count, and every count (0 included) gives
+    eager's values and dtypes."""
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)
+    stages = _stage_compiles(monkeypatch)
+
+    def f(x, m):
+        n = m.sum().item()
+        return (x * n + 1).sum() / n, x - n, n * x
+
+    g = ignis.compile(f, backend=backend)
+    before = counters["stats"]["unique_graphs"]
+    for i in range(6):
+        x, m = ignis.randn(6, 3), ignis.rand(6, 3) < 0.15 * i
+        got, want = g(x, m), f(x, m)
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+    assert stages == [] and counters["stats"]["unique_graphs"] - before == 1
+    ignis.compiler.reset()
+
+
+@pytest.mark.parametrize("case", ["int32", "bool", "uint8", "int16_floordiv", "float16",
+                                  "int32_truediv", "zero_dim_int32"])
+def test_an_item_operand_keeps_the_dtype_a_python_int_gives(case):
+    """Type promotion with the 0-dim int64 tensor in the int's place is the
+    int's: x's dtype within its category, int64 for bool, the default float
+    for true division; a 0-dim int32 x would promote to int64 with a tensor,
+    so that use keeps the int (the stage after the item). Values and dtypes
+    are eager's."""
+    x = {"int32": ignis.tensor([[3, -4], [5, 6]], dtype=ignis.int32),
+         "bool": ignis.tensor([True, False, True]),
+         "uint8": ignis.tensor([1, 200, 7], dtype=ignis.uint8),
+         "int16_floordiv": ignis.tensor([-7, 9, 12], dtype=ignis.int16),
+         "float16": ignis.tensor([0.5, -1.5], dtype=ignis.float16),
+         "int32_truediv": ignis.tensor([3, -4, 9], dtype=ignis.int32),
+         "zero_dim_int32": ignis.tensor(7, dtype=ignis.int32)}[case]
+    op = {"int16_floordiv": lambda a, n: a // n, "int32_truediv": lambda a, n: a / n}.get(
+        case, lambda a, n: a * n + a)
+
+    def f(x, k):
+        return op(x, k.sum().item())
+    g = ignis.compile(f, backend="aot_eager")
+    for v in ([2, 1], [-3, 1], [40, 2]):
+        k = ignis.tensor(v)
+        got, want = g(x, k), f(x, k)
+        assert got.dtype == want.dtype, (case, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    ignis.compiler.reset()
+
+
+def test_an_item_operand_reads_the_value_taken_not_a_later_write():
+    """The tensor the item's uses read is copied where the item was taken: an
+    in-place write to its source afterwards does not reach them."""
+    def f(x, k):
+        s = k.sum()
+        n = s.item()
+        s.add_(100)
+        return x * n, s
+    g = ignis.compile(f, backend="aot_eager")
+    x, k = ignis.randn(4), ignis.tensor([2, 3])
+    for a, b in zip(g(x, k), f(x, k)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    ignis.compiler.reset()
