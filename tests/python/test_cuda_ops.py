@@ -546,6 +546,28 @@ def test_long_reductions_take_the_split_path(dtype):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int32", "uint8", "bool"])
+def test_contiguous_reductions_read_vectors_where_rows_start_aligned(dtype):
+    # Note [Vectors of a contiguous reduction]: rows whose every start is on
+    # 16 bytes are read as vectors (a tail past the last whole span element
+    # by element); an odd row length or an offset view reads elements; a
+    # long row splits into ranges of whole vectors. The CPU's values.
+    x = _sample((8, 4096), dtype)
+    long = _sample(((1 << 20) + 5,), dtype)
+    calls = [(lambda a: a.sum(1), x), (lambda a: a.amax(1), x), (lambda a: a.argmax(1), x),
+             (lambda a: a[:, 1:].sum(1), x), (lambda a: a[:, :4093].amax(1), x),
+             (lambda a: a.sum(), long), (lambda a: a.argmin(), long), (lambda a: a[3:].amax(), long)]
+    if dtype == "bool":
+        calls = [(lambda a: a.any(1), x), (lambda a: a.all(1), x), (lambda a: a.sum(), long)]
+    for call, arg in calls:
+        got, want = _run_both(call, [arg])
+        a, b = _to_numpy(got), _to_numpy(want)
+        mag = float(np.abs(_to_numpy(arg).astype(np.float64)).sum()) if dtype in FLOATS else 0.0
+        atol = {"float32": 1e-6, "bfloat16": 1e-2, "float64": 1e-12}.get(dtype, 0.0) * mag
+        np.testing.assert_allclose(a, b, rtol=1e-6 if dtype != "bfloat16" else 1e-2, atol=atol)
+
+
+@needs_gpu
 def test_reductions_of_nan_inf_and_empty():
     x = ignis.tensor([[1.0, float("nan"), 3.0], [float("-inf"), -1.0, float("inf")]])
     for call in (lambda a: a.amax(1), lambda a: a.argmax(1), lambda a: a.max(1),
