@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ignis
+from _size_compiles import record_size_compiles
 from ignis._C import _capture
 
 
@@ -542,20 +543,6 @@ def test_gpt_with_varying_sequence_lengths_trains_as_eager():
     assert eager_losses == pytest.approx(comp_losses, rel=1e-5, abs=1e-5)
 
 
-def _record_size_compiles(monkeypatch):
-    """A list that gets the sizes of each per-size compile of a dynamic graph
-    (ignis._compile._with_sizes's values), in order."""
-    import ignis._compile as comp
-    sizes_compiled = []
-    with_sizes = comp._with_sizes
-
-    def counting(gm, sym_at, values):
-        sizes_compiled.append(tuple(values))
-        return with_sizes(gm, sym_at, values)
-    monkeypatch.setattr(comp, "_with_sizes", counting)
-    return sizes_compiled
-
-
 def test_the_per_size_compiles_of_a_dynamic_graph_are_bounded(monkeypatch):
     """aot_eager/inductor compile a dynamic graph once per size and keep the
     PER_SIZE_CACHE_LIMIT most recently used sizes: an evicted size compiles
@@ -563,7 +550,7 @@ def test_the_per_size_compiles_of_a_dynamic_graph_are_bounded(monkeypatch):
     import ignis._compile as comp
     monkeypatch.setattr(comp, "PER_SIZE_CACHE_LIMIT", 3)
     monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)  # every size at first sight
-    sizes_compiled = _record_size_compiles(monkeypatch)
+    sizes_compiled = record_size_compiles(monkeypatch)
 
     def f(x):
         return (x * 2).sum(0) + x.size(0)
@@ -586,7 +573,7 @@ def test_a_size_compiles_on_its_second_call_and_churning_sizes_run_eagerly(monke
     compiled. Values and gradients are eager's on every path."""
     import ignis._compile as comp
     monkeypatch.setattr(comp, "PER_SIZE_CHURN_COMPILES", 3)
-    sizes_compiled = _record_size_compiles(monkeypatch)
+    sizes_compiled = record_size_compiles(monkeypatch)
 
     def f(x, w):
         return (ignis.tanh(x * w) * 2).sum(0) + x.size(0)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ignis
+from _size_compiles import record_size_compiles
 from ignis._dynamo.utils import counters
 
 BACKENDS = ["eager", "aot_eager", "inductor"]
@@ -562,20 +563,6 @@ def test_float_and_bool_items_and_the_setting_off_break_as_dynamo_does(monkeypat
 
 # ---- an item as a tensor operand (Note [An item as a tensor operand]) ----
 
-def _stage_compiles(monkeypatch):
-    """The values each compile of a stage after a data-dependent op was made
-    for (ignis._compile._with_sizes's calls), in order."""
-    import ignis._compile as comp
-    seen = []
-    with_sizes = comp._with_sizes
-
-    def counting(gm, sym_at, values):
-        seen.append(tuple(values))
-        return with_sizes(gm, sym_at, values)
-    monkeypatch.setattr(comp, "_with_sizes", counting)
-    return seen
-
-
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_an_item_used_only_as_a_tensor_operand_compiles_once(monkeypatch, backend):
     """A count used only in tensor arithmetic (either side, true division
@@ -584,7 +571,7 @@ def test_an_item_used_only_as_a_tensor_operand_compiles_once(monkeypatch, backen
     eager's values and dtypes."""
     import ignis._compile as comp
     monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)
-    stages = _stage_compiles(monkeypatch)
+    stages = record_size_compiles(monkeypatch)
 
     def f(x, m):
         n = m.sum().item()
