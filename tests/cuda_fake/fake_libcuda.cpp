@@ -174,6 +174,7 @@ CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t
   if (r >= 0) return r;
   memmove((void*)d, (void*)s, n); return 0; }
 CUresult cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void* st) {
+  if (getenv("FAKE_CUDA_LOG")) fprintf(stderr, "memset %zu\n", n);
   if (no_work()) return 0;
   int r = record_or_run(st, [=] { memset((void*)d, v, n); });
   if (r >= 0) return r;

@@ -1,6 +1,7 @@
 """Which kernels a call launched, from the fake CUDA driver's launch log
 (tests/cuda_fake: with FAKE_CUDA_LOG=1 it writes "launch <kernel>" and
-"grid <kernel> <x> <y>" to stderr for each launch). Tests of the launchers' choices read it through
+"grid <kernel> <x> <y>" to stderr for each launch, "memset <bytes>" for each
+asynchronous memset). Tests of the launchers' choices read it through
 `launched`; on a real GPU they skip."""
 import os
 
@@ -37,3 +38,9 @@ def launched_grids(capfd, run):
     err = _launch_log(capfd, run)
     return [(w[1], int(w[2])) for w in (line.split() for line in err.splitlines())
             if len(w) == 4 and w[0] == "grid"]
+
+
+def memsets(capfd, run):
+    """The bytes of each asynchronous memset `run()` made, in order."""
+    err = _launch_log(capfd, run)
+    return [int(line.split()[1]) for line in err.splitlines() if line.startswith("memset ")]

@@ -28,7 +28,7 @@ import _checkout  # noqa: F401
 import ignis
 import ignis.nn as nn
 import ignis.nn.functional as F
-from _fake_launches import launched_grids, require_fake_gpu
+from _fake_launches import launched_grids, memsets, require_fake_gpu
 from ignis import _inductor
 from ignis._inductor import metrics
 from conftest import kernel_arg, kernel_args
@@ -805,6 +805,31 @@ def test_few_long_rows_split_among_blocks(capfd, case):
         with pytest.raises(ValueError, match="split_rows_blocks must be at least 1"):
             with config.patch(**{"cuda.split_rows_blocks": 0}):
                 _program(fn, x)
+
+
+@needs_gpu
+def test_a_run_zeroes_one_workspace_for_all_its_split_kernels(capfd):
+    """Note [One workspace a run]: three split reductions (a full sum, a
+    bias gradient's column sums, an amax over four long rows) share one
+    workspace, zeroed by one memset at the start of the run, not one each;
+    the results are NumPy's on every call."""
+    require_fake_gpu()
+    from ignis._inductor import config
+    x, g = _randn(1 << 16), _randn(4096, 768)
+
+    def three(x, g):
+        return x.sum(), g.sum(0), x.reshape(4, -1).amax(-1) * 2
+    with config.patch(size_generic=False):
+        compiled = _program(three, x, g)
+    assert compiled.generated_code.count("atomicAdd(&ig_count[") == 3
+    for _ in range(2):
+        out = []
+        sets = memsets(capfd, lambda: out.extend(compiled(x, g)))
+        assert len(sets) == 1, sets
+        xn, gn = _np(x).astype(np.float64), _np(g).astype(np.float64)
+        np.testing.assert_allclose(_np(out[0]), xn.sum(), rtol=1e-4, atol=1e-2)
+        np.testing.assert_allclose(_np(out[1]), gn.sum(0), rtol=1e-4, atol=1e-2)
+        np.testing.assert_allclose(_np(out[2]), xn.reshape(4, -1).max(-1) * 2, rtol=1e-6)
 
 
 @needs_gpu

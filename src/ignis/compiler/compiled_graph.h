@@ -41,8 +41,12 @@ struct CompileGraphOptions {
 // (`ptrs` indexed by buffer; every generated kernel strides over its work,
 // so launch_strided may cap the grid); a one-round kernel in at most
 // `round` blocks (round_blocks; 0: k.blocks).
+// A kernel with a workspace (a split reduction's) uses `workspace` when
+// given, which must hold k.workspace_bytes with its first k.zeroed_bytes
+// zero (Note [One workspace a run]); else it allocates and zeroes its own.
 void launch_cuda_kernel(cuda::CUfunction f, const Executable::Kern& k,
-                        const std::vector<char*>& ptrs, int device, int64_t round = 0);
+                        const std::vector<char*>& ptrs, int device, int64_t round = 0,
+                        char* workspace = nullptr);
 // For a one-round kernel (CudaLaunch::one_round), the blocks of it the GPU
 // holds at once (the driver's occupancy of f); 0 for any other.
 int64_t round_blocks(cuda::CUfunction f, const Executable::Kern& k, int device);
@@ -112,6 +116,10 @@ class CompiledGraph {
   std::vector<GenericKernelFn*> generic_kernels_;  // size-generic code's
   std::vector<cuda::CUfunction> cuda_kernels_;  // a CUDA program's, one per kernel
   std::vector<int64_t> cuda_rounds_;            // round_blocks of each
+  // Note [One workspace a run]: each kernel's offset into the run's
+  // workspace (-1: none), and its size.
+  std::vector<int64_t> workspace_at_;
+  int64_t workspace_bytes_ = 0;
   std::vector<Tensor> constants_;  // per buffer (undefined for non-constants)
   // Filled while profiling; run() is const and may run on several threads,
   // so the rows are guarded.
