@@ -130,6 +130,26 @@ def test_small_pointwise_kernels_spread_over_the_multiprocessors(capfd, n, threa
 
 
 @needs_gpu
+def test_a_large_pointwise_kernel_launches_a_block_for_each_blocks_work(capfd):
+    """Note [A block for each block's work]: 2^20 floats in 16-byte vectors
+    launch 1024 blocks of 256 threads (the fake GPU's 4 multiprocessors
+    capped it at 128 before: threads looped over vectors, one load in
+    flight), and the results are eager's."""
+    require_fake_gpu()
+    from ignis._inductor import config
+
+    def f(x):
+        return (ignis.relu(x) * 0.5 + ignis.tanh(x)).sigmoid()
+    x = _randn(1 << 20)
+    with config.patch(size_generic=False):
+        compiled = _program(f, x)
+    out = []
+    grids = launched_grids(capfd, lambda: out.append(compiled(x)[0]))
+    assert [g for _, g in grids] == [(1 << 20) // 4 // 256], grids
+    close(out[0], f(x), rtol=1e-6, atol=1e-6)
+
+
+@needs_gpu
 @pytest.mark.parametrize("shape", [(2048, 1024), (2000, 1028), (5, 1 << 18)])
 def test_pointwise_threads_take_several_vectors_with_the_knob(shape):
     """config.cuda.pointwise_vectors_per_thread=2: a thread of a large
