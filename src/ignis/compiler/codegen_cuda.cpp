@@ -1010,19 +1010,9 @@ class CudaKernelPrinter {
       const int64_t steps = chunk / kColumnLanes, full = inner / chunk;
       const bool hoist = options_.cuda_row_hoist_chunks && splits > 1 && steps >= 1;
       auto whole_rows = [&](bool vectors) {
-        const std::string i2 = ind + "  ", i3 = ind + "    ";
-        os_ << i2 << "const " << it_ << " ig_e0 = ig_split * " << chunk << " + ig_ty;\n";
-        os_ << "#pragma unroll 4\n" << i2 << "for (int ig_k = 0; ig_k < " << steps << "; ++ig_k) {\n";
-        os_ << i3 << "const " << it_ << " ig_e = ig_e0 + " << it_ << "(ig_k) * " << kColumnLanes
-            << ";\n";
-        row(vectors, i3);
-        os_ << i2 << "}\n";
-        if (const int64_t rest = chunk % kColumnLanes) {
-          os_ << i2 << "if (ig_ty < " << rest << ") {\n";
-          os_ << i3 << "const " << it_ << " ig_e = ig_e0 + " << steps * kColumnLanes << ";\n";
-          row(vectors, i3);
-          os_ << i2 << "}\n";
-        }
+        print_whole_range("ig_e0", "ig_split * " + std::to_string(chunk) + " + ig_ty", "ig_e", steps,
+                          kColumnLanes, chunk % kColumnLanes, "ig_ty", ind + "  ",
+                          [&](const std::string& in) { row(vectors, in); });
       };
       const std::string planned = "blockDim.x == " + std::to_string(kColumns * kColumnLanes) + "u" +
                                   (full < splits ? " && ig_split < " + std::to_string(full) : "");
@@ -1245,6 +1235,33 @@ class CudaKernelPrinter {
     return splits >= 2 ? splits : 1;
   }
 
+  // A whole range's loop (Note [Whole ranges the compiler can hoist]):
+  // `first` = `start` (the thread's first item), then `steps` items `var` =
+  // first + k * stride in a literal-count loop, then, when `rest` lanes have
+  // one more, that item under `lane < rest` (an unsigned literal for an
+  // unsigned lane: threadIdx.x); body(in) prints an item's work at indent
+  // `in`.
+  void print_whole_range(const std::string& first, const std::string& start,
+                         const std::string& var, int64_t steps, int64_t stride, int64_t rest,
+                         const std::string& lane, const std::string& ind,
+                         const std::function<void(const std::string&)>& body) {
+    const std::string in = ind + "  ";
+    os_ << ind << "const " << it_ << " " << first << " = " << start << ";\n";
+    os_ << "#pragma unroll 4\n" << ind << "for (int ig_k = 0; ig_k < " << steps << "; ++ig_k) {\n";
+    os_ << in << "const " << it_ << " " << var << " = " << first << " + " << it_ << "(ig_k) * "
+        << stride << ";\n";
+    body(in);
+    os_ << ind << "}\n";
+    if (rest > 0) {
+      os_ << ind << "if (" << lane << " < " << rest << (lane == "threadIdx.x" ? "u" : "")
+          << ") {\n";
+      os_ << in << "const " << it_ << " " << var << " = " << first << " + " << steps * stride
+          << ";\n";
+      body(in);
+      os_ << ind << "}\n";
+    }
+  }
+
   // Note [Whole ranges the compiler can hoist]
   // A split row kernel's range loop, `for (c = lo + threadIdx.x; c < hi; c
   // += blockDim.x)` unrolled four times, left the compiler an exit test
@@ -1326,20 +1343,10 @@ class CudaKernelPrinter {
         if (options_.cuda_row_hoist_chunks && steps >= 1) {
           os_ << ind << "if (ig_aligned && blockDim.x == " << threads << "u"
               << (full < splits ? " && ig_split < " + std::to_string(full) : std::string()) << ") {\n";
-          os_ << in2 << "const " << it_ << " ig_c0 = ig_split * " << chunkv << " + " << it_
-              << "(threadIdx.x);\n";
-          os_ << "#pragma unroll 4\n" << in2 << "for (int ig_k = 0; ig_k < " << steps
-              << "; ++ig_k) {\n";
-          os_ << in3 << "const " << it_ << " ig_c = ig_c0 + " << it_ << "(ig_k) * " << threads
-              << ";\n";
-          vector_body(in3);
-          os_ << in2 << "}\n";
-          if (const int64_t rest = chunkv % threads) {
-            os_ << in2 << "if (threadIdx.x < " << rest << "u) {\n";
-            os_ << in3 << "const " << it_ << " ig_c = ig_c0 + " << steps * threads << ";\n";
-            vector_body(in3);
-            os_ << in2 << "}\n";
-          }
+          print_whole_range("ig_c0", "ig_split * " + std::to_string(chunkv) + " + " + it_ +
+                                             "(threadIdx.x)",
+                            "ig_c", steps, threads, chunkv % threads, "threadIdx.x", in2,
+                            vector_body);
           os_ << ind << "} else if (ig_aligned) {\n";
         } else {
           os_ << ind << "if (ig_aligned) {\n";

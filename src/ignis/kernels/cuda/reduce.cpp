@@ -38,7 +38,8 @@ struct RedParams {
   int32_t out_ndim, red_ndim;
   int64_t M, K, k_per_split;
   int32_t outer, splits;
-  int32_t vectors, unused;  // 1: Note [Vectors of a contiguous reduction]
+  int32_t vectors;       // 1: Note [Vectors of a contiguous reduction]
+  int32_t finish_lanes;  // threads an output of the finishing pass: 32 or 1
   RedArgs a;
 };
 
@@ -52,7 +53,7 @@ struct IgRedParams {
   int32_t out_ndim, red_ndim;
   int64_t M, K, k_per_split;
   int32_t outer, splits;
-  int32_t vectors, unused;
+  int32_t vectors, finish_lanes;
   IgRedArgs a;
 };
 #define IG_ACC_BYTES 32
@@ -336,17 +337,16 @@ __forceinline__ void ig_reduce(const Op& op, const IgRedParams& p) {
     }
   }
 }
-// Second pass of a split reduction: each output combines its partials. With
-// IG_FINISH_WARP_SPLITS splits or more, a warp takes an output (lane l folds
-// partials l, l + 32, ... in order, then the warp's fixed-order fold), else
-// a thread does; one thread's chain over the 396 partials of a full mean
-// took 13 us on the H100. Blocks of fewer than 32 threads (a host
+// Second pass of a split reduction: each output combines its partials, in
+// p.finish_lanes threads (the host's choice): with 32, a warp takes an output
+// (lane l folds partials l, l + 32, ... in order, then the warp's fixed-order
+// fold), else a thread does; one thread's chain over the 396 partials of a
+// full mean took 13 us on the H100. Blocks of fewer than 32 threads (a host
 // emulation's) fold an output a thread.
-#define IG_FINISH_WARP_SPLITS 32
 template <class Op>
 __forceinline__ void ig_reduce_finish(const Op& op, const IgRedParams& p) {
   typedef typename Op::acc_t Acc;
-  const int lanes = p.splits >= IG_FINISH_WARP_SPLITS && blockDim.x >= 32 ? 32 : 1;
+  const int lanes = p.finish_lanes == 32 && blockDim.x >= 32 ? 32 : 1;
   const int lane = int(threadIdx.x) % lanes;
   const int64_t step = int64_t(gridDim.x) * (blockDim.x / lanes);
   for (int64_t m = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / lanes; m < p.M; m += step) {
@@ -518,6 +518,8 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
   p.vectors = vectors ? 1 : 0;
   splits = ceil_div(p.K, p.k_per_split);
   p.splits = static_cast<int32_t>(splits);
+  // The finishing pass folds an output in a warp from 32 splits on (ig_reduce_finish).
+  p.finish_lanes = splits >= 32 ? 32 : 1;
   Tensor ws;
   if (splits > 1) {
     ws = empty_tensor(DimVector{splits * p.M * kAccBytes}, ScalarType::UInt8, in.device());
@@ -528,10 +530,7 @@ void run(const std::string& kind, const Tensor& out, const Tensor& out2, const T
                           stream.handle, a, nullptr));
   if (splits > 1) {
     CUfunction g = function_for(device, kind, in_t, out_t, true);
-    // A warp an output from kFinishWarpSplits splits on (ig_reduce_finish).
-    constexpr int64_t kFinishWarpSplits = 32;
-    const int64_t threads_per_output = splits >= kFinishWarpSplits ? 32 : 1;
-    auto grid = static_cast<unsigned>(ceil_div(p.M * threads_per_output, kBlockThreads));
+    auto grid = static_cast<unsigned>(ceil_div(p.M * p.finish_lanes, kBlockThreads));
     IGNIS_CU(cuLaunchKernel(g, grid, 1, 1, kBlockThreads, 1, 1, 0, stream.handle, a, nullptr));
   }
   // ws goes back to the caching allocator now: its stream reuses it only in
