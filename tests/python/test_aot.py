@@ -1273,3 +1273,47 @@ def test_a_gradient_arriving_as_a_view_reaches_a_backward_traced_for_contiguous_
     f(a, b, buf).sum().backward()
     np.testing.assert_allclose(got.numpy(), a.grad.numpy(), rtol=1e-6)
     ignis.compiler.reset()
+
+
+def test_the_backward_reads_the_forwards_reductions_not_the_logits_again():
+    """cross_entropy's gradient is softmax(logits), and its backward formula
+    reduces the logits again (their max, their sum of exps). Merged with the
+    forward's reductions (Note [One computation for the forward and the
+    backward], aot.cpp), the backward reads the saved row results instead of
+    reducing every logit a second time; gradients as eager's, and writing
+    into the logits after the forward raises as eager does."""
+    seen = {}
+
+    def keep(name):
+        def compiler(gm, example_inputs):
+            seen[name] = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+            return gm.forward
+        return compiler
+    backend = ignis.compiler.aot_autograd(fw_compiler=keep("fw"), bw_compiler=keep("bw"),
+                                          partition_fn=min_cut_rematerialization_partition)
+    w = ignis.randn(16, 50, requires_grad=True)
+    h, t = ignis.randn(8, 16), ignis.randint(0, 50, (8,))
+
+    def f(h, t):
+        logits = h @ w
+        return logits, F.cross_entropy(logits, t)
+    compiled = ignis.compile(f, backend=backend)
+    compiled(h, t)[1].backward()
+    assert "ignis.ops.amax" in seen["fw"] and "ignis.ops.amax" not in seen["bw"]
+    # the backward's one sum is the count of the targets that are not ignored
+    assert seen["fw"].count("ignis.ops.sum.dim_IntList") == 3
+    assert seen["bw"].count("ignis.ops.sum.dim_IntList") == 1
+    got, w.grad = w.grad, None
+    f(h, t)[1].backward()
+    close(got, w.grad)
+    if torch is not None:
+        tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+        torch.nn.functional.cross_entropy(torch.tensor(h.numpy()) @ tw,
+                                          torch.tensor(t.numpy())).backward()
+        close(got, ignis.from_numpy(tw.grad.numpy()))
+    for fn in (f, compiled):
+        logits, loss = fn(h, t)
+        with ignis.no_grad():
+            logits.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()

@@ -519,15 +519,15 @@ def test_rows_too_long_for_registers_stream_in_vectors(fn):
 def test_column_sums_read_rows_of_neighbouring_columns():
     """A sum over rows (layer_norm's weight and bias gradients) is a column
     kernel: each thread a column, a warp a stretch of one row, the row lanes
-    folded by ig_column_reduce; not a block per column reading a stride."""
+    folded by ig_column_reduce_n; not a block per column reading a stride."""
     from ignis._inductor import config
     x, g = _randn(300, 70), _randn(300, 70)
     with config.patch(size_generic=False):
         compiled = _program(lambda x, g: ((x * g).sum(0), g.sum(0)), x, g)
     code = compiled.generated_code
     assert compiled.kernel_count == 1
-    assert "ig_column_reduce(acc0" in code
-    assert "ig_column_reduce(acc1" in code
+    assert re.search(r"ig_column_reduce_n<\d+>\(&?acc0, ", code)
+    assert re.search(r"ig_column_reduce_n<\d+>\(&?acc1, ", code)
     a, b = compiled(x, g)
     close(a, (x * g).sum(0), rtol=1e-5, atol=1e-4)
     close(b, g.sum(0), rtol=1e-5, atol=1e-4)
@@ -551,7 +551,7 @@ def test_few_long_columns_split_their_rows_over_blocks():
         compiled = _program(weight_and_bias_grads, x, g, m, r)
     code = compiled.generated_code
     assert compiled.kernel_count == 1
-    assert "ig_column_reduce(acc0" in code
+    assert re.search(r"ig_column_reduce_n<\d+>\(&?acc0, ", code)
     assert "atomicAdd(&ig_count[" in code and "ig_part2" in code
     first = compiled(x, g, m, r)
     for got, want in zip(first, weight_and_bias_grads(x, g, m, r)):
@@ -629,9 +629,10 @@ def test_column_kernels_read_vectors_of_neighbouring_columns(dtype):
     code = vec.generated_code
     assert vec.kernel_count == 1
     assert f"IgVec<{'float' if dtype == 'float32' else 'ig_bf16'}, {width}>" in code, code
-    assert f"acc0[{width}]" in code and "ig_column_reduce(acc0[ig_j]" in code
-    assert "ig_column_reduce(acc0[ig_j]" not in off.generated_code
-    assert "ig_column_reduce(acc0, " in scalar_odd.generated_code
+    # all of a thread's columns folded over the lanes in one round
+    assert f"acc0[{width}]" in code and f"ig_column_reduce_n<{width}>(acc0, " in code
+    assert f"ig_column_reduce_n<{width}>(acc0, " not in off.generated_code
+    assert "ig_column_reduce_n<1>(&acc0, " in scalar_odd.generated_code
     tol = dict(rtol=1e-4, atol=1e-3) if dtype == "float32" else dict(rtol=2e-2, atol=0.5)
     for x in (aligned, shifted):  # the vectors, then the element-by-element fallback
         want = [t.float().cpu().numpy() for t in grads(x.float(), g.float(), m.float(), r.float())]
@@ -880,7 +881,7 @@ def test_split_column_sums_in_float64_and_a_second_pass_does_not_split():
     assert "double* const ig_part0" in doubles.generated_code
     xn = x.cpu().numpy().astype(np.float64)
     np.testing.assert_allclose(doubles(xd)[0].cpu().numpy(), (xn * xn).sum(0), rtol=1e-12)
-    assert "ig_part0" not in var.generated_code and "ig_column_reduce(" in var.generated_code
+    assert "ig_part0" not in var.generated_code and "ig_column_reduce_n<" in var.generated_code
     close(var(x)[0], ignis.from_numpy(((xn - xn.mean(0)) ** 2).sum(0)).float(), rtol=1e-4,
           atol=1e-3)
 

@@ -9,8 +9,10 @@
 #include "ignis/autograd/engine.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/graph/interpreter.h"
+#include "ignis/graph/passes/cse.h"
 #include "ignis/graph/passes/dce.h"
 #include "ignis/graph/passes/lint.h"
+#include "ignis/ops/op_def.h"
 
 namespace ignis::aot {
 
@@ -510,6 +512,29 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     g.output(Value::tuple(std::move(results)));
   }
   r.constants = tr.constants();
+  // Note [One computation for the forward and the backward]
+  // A backward formula that computes a forward value again from the same
+  // inputs records it again: cross_entropy's gradient is softmax(logits),
+  // whose max and sum of exps over the logits log_softmax reduced in the
+  // forward. A repeated reduction (or GEMM) is merged with the forward's:
+  // one value, which the partitioner saves (a reduction much smaller than
+  // its input is never recomputed) where the backward read all of its input
+  // again -- GPT-2's step read its 412 MB of logits twice more (257 us on
+  // the H100, docs/benchmarks.md run 16). The repeated casts and pointwise
+  // nodes that feed it stay: equal up to the repeats (merge_repeated), they
+  // are what tells the partitioner that a backward formula reads the
+  // logits, which decides what it may recompute from a value the program
+  // holds (Note [Recomputing from what the program holds]); merged too,
+  // the forward saved the 412 MB softmax instead. Functional graphs only:
+  // with in-place ops recorded as they are, two equal calls may read
+  // different values.
+  if (r.joint && opt.functionalize)
+    graph::merge_repeated(g, [](const Node& n) {
+      if (n.op() != graph::OpKind::CallFunction || n.target().kind != graph::Target::Kind::Op)
+        return false;
+      const OpCategory c = n.target().op->def()->category;
+      return c == OpCategory::Reduction || c == OpCategory::Template;
+    });
   graph::eliminate_dead_code(g);
   graph::lint(g);
   return r;

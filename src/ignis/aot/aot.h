@@ -13,7 +13,8 @@
 //      a write with autograd history: schema.h);
 //   4. joint: tangent placeholders, then autograd's backward runs under the
 //      same tracer, so its formulas are recorded (and decomposed) too;
-//   5. the output node, dead-code elimination, lint.
+//   5. the output node; joint: a backward formula's repeats of forward
+//      reductions and GEMMs merged with them; dead-code elimination, lint.
 #pragma once
 
 #include <functional>

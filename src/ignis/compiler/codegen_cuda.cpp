@@ -54,20 +54,51 @@ struct IgMin {
     return (a < b || a != a) ? a : b;
   }
 };
-// Combines v over the row lanes of a column kernel's block (thread t works
-// on column t % cw of the block's cw columns, row lane t / cw) and returns
-// column t % cw's result to every thread. Every thread must call it; each
-// folds the lanes of its column in the same order, so all get the same bits
-// (threads past the last whole lane hold the combine's identity).
-template <class T, class F> __device__ __forceinline__ T ig_column_reduce(T v, F f, int cw) {
-  __shared__ T ig_cparts[1024];
+// The block-shared buffer of ig_column_reduce_n: one for the kernel, whatever
+// types and counts its reductions fold (a __shared__ array inside the
+// template would be one per instantiation).
+__device__ __forceinline__ char* ig_column_smem() {
+  __shared__ __align__(16) char ig_cbuf[16384];
+  return ig_cbuf;
+}
+// Combines the N values v[0..N) of each thread over the row lanes of a
+// column kernel's block (thread t works on column group t % cw, row lane
+// t / cw): afterwards every thread's v[j] is the fold of its group's v[j]
+// over the lanes, in lane order (the same bits in every thread; threads past
+// the last whole lane hold the combine's identity and are not read). One
+// barrier round for all N values: each (j, column) is folded by one thread
+// and handed back through shared memory. Folding each value in a round of
+// its own (two barriers and 16 shared reads a thread a value) left GPT-2's
+// layer-norm weight gradients at 41 us a launch (docs/benchmarks.md run 16).
+// Needs N * blockDim.x * sizeof(T) <= 16384; every thread must call it.
+template <int N, class T, class F> __device__ __forceinline__ void ig_column_reduce_n(T* v, F f, int cw) {
+  T* const buf = reinterpret_cast<T*>(ig_column_smem());
+  const int t = int(threadIdx.x), b = int(blockDim.x), lanes = b / cw;
+  __syncthreads();  // the last call's readers are done
+#pragma unroll
+  for (int j = 0; j < N; ++j) buf[j * b + t] = v[j];
   __syncthreads();
-  ig_cparts[threadIdx.x] = v;
+  for (int o = t; o < N * cw; o += b) {
+    T* const p = buf + (o / cw) * b + o % cw;
+    T r = p[0];
+#pragma unroll 4
+    for (int y = 1; y < lanes; ++y) r = f(r, p[y * cw]);
+    p[0] = r;  // lane 0's slot: read by this thread alone
+  }
   __syncthreads();
-  const int tx = int(threadIdx.x) % cw, lanes = int(blockDim.x) / cw;
-  T r = ig_cparts[tx];
-  for (int y = 1; y < lanes; ++y) r = f(r, ig_cparts[y * cw + tx]);
-  return r;
+#pragma unroll
+  for (int j = 0; j < N; ++j) v[j] = buf[j * b + t % cw];
+}
+// A load from L2, past this multiprocessor's L1 (ld.global.cg): for the
+// partials other blocks of the launch wrote (their __threadfence and the
+// counter order the writes; L1 is not coherent with them). Not volatile, so
+// a thread's loads can all be in flight at once.
+template <class T> __device__ __forceinline__ T ig_load_l2(const T* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  return *p;
+#endif
 }
 // V elements of T moved by one load or store instruction (16 bytes at most).
 template <class T, int V> struct alignas(sizeof(T) * V) IgVec { T v[V]; };
@@ -1144,10 +1175,7 @@ class CudaKernelPrinter {
     print_last_block(
         "ig_c0 / " + (width > 1 ? "(ig_cw * " + std::to_string(width) + ")" : std::string("ig_cw")),
         splits, "    ");
-    for (int r : l.reductions) {
-      lanes("      ");
-      print_partials_fold(r, "ig_col" + lane, cols, splits, /*columns=*/true, "      ");
-    }
+    print_partials_fold(l.reductions, "ig_col", cols, splits, /*columns=*/true, "      ");
   }
 
   // After a split kernel's partials are out: its block counts itself in
@@ -1161,31 +1189,47 @@ class CudaKernelPrinter {
     os_ << ind << "if (ig_last) {\n" << ind << "  __threadfence();\n";
   }
 
-  // Accumulator r, in an item's last block, as the fold of its `splits`
+  // Accumulators rs, in an item's last block, as the fold of their `splits`
   // partials ig_part<r>[base + s * stride], shared among the threads that
   // hold the same result: in a row kernel the block's (thread t folds
   // partials t, t + blockDim.x, ..., then ig_block_reduce), in a column
   // kernel a column's lanes (lane y folds y, y + ig_lanes, ..., then
-  // ig_column_reduce). Each thread's share is in range order and the final
+  // ig_column_reduce_n; with vectors, each of the thread's columns
+  // base + ig_j). Each thread's share is in range order and the final
   // fold's order is fixed, so the bits do not depend on which block ended
   // last. One thread folding all 1024 of mse's partials in a chain took
   // about 26 us of its 191 (the H100, docs/benchmarks.md run 15); the
-  // block's threads take four each. Volatile reads: other multiprocessors
-  // wrote them after this kernel began.
-  void print_partials_fold(int r, const std::string& base, const std::string& stride,
-                           int64_t splits, bool columns, const std::string& ind) {
-    const Reduction& red = k_.reductions[size_t(r)];
-    const std::string t = cuda_type(red.dtype), f = combine_functor(red.combine);
-    os_ << ind << "{\n" << ind << "  const volatile " << t << "* ig_p = ig_part" << r << " + " << base
-        << ";\n";
-    os_ << ind << "  " << acc(r) << " = " << combine_init(red.combine, red.dtype) << ";\n";
-    os_ << ind << "  for (int ig_s = " << (columns ? "ig_ty" : "threadIdx.x") << "; ig_s < " << splits
-        << "; ig_s += " << (columns ? "ig_lanes" : "blockDim.x") << ") " << acc(r) << " = " << f
-        << "()(" << acc(r) << ", " << t << "(ig_p[ig_s * " << stride << "]));\n";
-    os_ << ind << "  " << acc(r) << " = "
-        << (columns ? "ig_column_reduce(" + acc(r) + ", " + f + "(), ig_cw)"
-                    : "ig_block_reduce(" + acc(r) + ", " + f + "())")
-        << ";\n" << ind << "}\n";
+  // block's threads take four each. Every accumulator's loads come before
+  // any fold across threads, and they are plain L2 loads (ig_load_l2), not
+  // volatile ones, so a thread has them all in flight at once: a column
+  // kernel that read each column's partials and folded them before reading
+  // the next column's waited for L2 16 times in a row (GPT-2's layer-norm
+  // weight gradients: docs/benchmarks.md run 16).
+  void print_partials_fold(const std::vector<int>& rs, const std::string& base,
+                           const std::string& stride, int64_t splits, bool columns,
+                           const std::string& ind) {
+    const bool vec = columns && acc_lanes_ > 1;
+    const std::string lane = vec ? "[ig_j]" : "";
+    auto lanes = [&](const std::string& in) { return vec ? lane_loop(in, acc_lanes_) + " " : in; };
+    for (int r : rs) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      os_ << lanes(ind) << "acc" << r << lane << " = " << combine_init(red.combine, red.dtype)
+          << ";\n";
+    }
+    os_ << "#pragma unroll 4\n";
+    os_ << ind << "for (int ig_s = " << (columns ? "ig_ty" : "int(threadIdx.x)") << "; ig_s < "
+        << splits << "; ig_s += " << (columns ? "ig_lanes" : "int(blockDim.x)") << ") {\n";
+    for (int r : rs) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      os_ << lanes(ind + "  ") << "acc" << r << lane << " = " << combine_functor(red.combine)
+          << "()(acc" << r << lane << ", ig_load_l2(ig_part" << r << " + " << base
+          << (vec ? " + ig_j" : "") << " + ig_s * " << stride << "));\n";
+    }
+    os_ << ind << "}\n";
+    if (columns) return print_column_reduce(rs, ind);
+    for (int r : rs)
+      os_ << ind << "acc" << r << " = ig_block_reduce(acc" << r << ", "
+          << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
   }
 
   // Whether a row's extents are known constants and its values come from
@@ -1378,8 +1422,8 @@ class CudaKernelPrinter {
       os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << rows
           << " + ig_row] = " << acc(r) << ";\n";
     print_last_block("ig_row", splits, ind);
-    for (int r : l.reductions)
-      print_partials_fold(r, "ig_row", std::to_string(rows), splits, /*columns=*/false, ind + "  ");
+    print_partials_fold(l.reductions, "ig_row", std::to_string(rows), splits, /*columns=*/false,
+                        ind + "  ");
   }
 
   // With reductions: a block per row (an outer iteration), each loop a pass
@@ -1779,21 +1823,36 @@ class CudaKernelPrinter {
   }
 
   // Loop li's accumulators folded across the block: ig_block_reduce, or
-  // (`columns`) ig_column_reduce over each column's row lanes.
+  // (`columns`) ig_column_reduce_n over each column's row lanes.
   void print_block_reduce(size_t li, const std::string& ind, bool columns = false) {
     if (online_ && li == online_->max_loop) {
       os_ << ind << "ig_block_reduce_online(acc" << online_->max_acc << ", acc" << online_->sum_acc
           << ", ignis::scalar_ops::" << online_->exp << "{});\n";
       return;
     }
-    if (columns && acc_lanes_ > 1)
-      os_ << lane_loop(ind, acc_lanes_) << " {\n";
+    if (columns) return print_column_reduce(k_.loops[li].reductions, ind);
     for (int r : k_.loops[li].reductions)
-      os_ << ind << (acc_lanes_ > 1 ? "  " : "") << acc(r) << " = "
-          << (columns ? "ig_column_reduce" : "ig_block_reduce") << "(" << acc(r) << ", "
-          << combine_functor(k_.reductions[size_t(r)].combine) << "()"
-          << (columns ? ", ig_cw" : "") << ");\n";
-    if (columns && acc_lanes_ > 1) os_ << ind << "}\n";
+      os_ << ind << acc(r) << " = ig_block_reduce(" << acc(r) << ", "
+          << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
+  }
+
+  // Accumulators rs of a column kernel (acc_lanes_ columns a thread) folded
+  // over the row lanes: ig_column_reduce_n on as many of a thread's columns
+  // at once as its 16 KB buffer holds for the block (all 8 of a bfloat16
+  // vector's float sums).
+  void print_column_reduce(const std::vector<int>& rs, const std::string& ind) {
+    for (int r : rs) {
+      const Reduction& red = k_.reductions[size_t(r)];
+      const int per = std::max<int>(
+          1, 16384 / (kColumns * kColumnLanes * int(element_size(red.dtype))));
+      for (int j = 0; j < acc_lanes_; j += per) {
+        const int n = std::min(per, acc_lanes_ - j);
+        const std::string at = "acc" + std::to_string(r);
+        os_ << ind << "ig_column_reduce_n<" << n << ">("
+            << (acc_lanes_ > 1 ? at + (j ? " + " + std::to_string(j) : "") : "&" + at) << ", "
+            << combine_functor(red.combine) << "(), ig_cw);\n";
+      }
+    }
   }
 
   // What pass li stored is visible to the block's next pass.
