@@ -168,6 +168,30 @@ TEST(Graph, DeadCodeAndCse) {
   lint(g);
 }
 
+// merge_repeated merges only the repeats it is asked to, and compares the
+// others' users up to the repeats: the second amax reads the second exp, a
+// repeat kept, and still merges with the first amax.
+TEST(Graph, MergeRepeatedComparesUpToKeptRepeats) {
+  Graph g;
+  Node* x = g.placeholder("x");
+  Node* e1 = g.call_function(op("exp"), {x});
+  Node* m1 = g.call_function(op("amax"), {e1, Value::list({Value(int64_t(1))}), true});
+  Node* e2 = g.call_function(op("exp"), {x});
+  Node* m2 = g.call_function(op("amax"), {e2, Value::list({Value(int64_t(1))}), true});
+  Node* m3 = g.call_function(op("amax"), {e2, Value::list({Value(int64_t(0))}), true});
+  Node* s = g.call_function(op("sub"), {e2, m2});
+  g.output(Value::list({m1, s, m3}));
+  const auto reductions = [](const Node& n) { return n.target().base_name() == "amax"; };
+  EXPECT_EQ(merge_repeated(g, reductions), 1u);  // m2 -> m1; e2 kept; m3 reduces another dim
+  EXPECT_EQ(s->args()[0].to_node(), e2);
+  EXPECT_EQ(s->args()[1].to_node(), m1);
+  EXPECT_EQ(m3->args()[0].to_node(), e2);
+  lint(g);
+  EXPECT_EQ(eliminate_common_subexpressions(g), 1u);  // now e2 -> e1 too
+  EXPECT_EQ(s->args()[0].to_node(), e1);
+  lint(g);
+}
+
 TEST(Graph, LintNamesTheNode) {
   Seed s;
   s.x->prepend(s.add);
