@@ -58,7 +58,7 @@ struct IgMin {
 // types and counts its reductions fold (a __shared__ array inside the
 // template would be one per instantiation).
 __device__ __forceinline__ char* ig_column_smem() {
-  __shared__ __align__(16) char ig_cbuf[16384];
+  __shared__ __align__(16) char ig_cbuf[16384];  // the printer's kColumnReduceBytes
   return ig_cbuf;
 }
 // Combines the N values v[0..N) of each thread over the row lanes of a
@@ -1838,13 +1838,14 @@ class CudaKernelPrinter {
 
   // Accumulators rs of a column kernel (acc_lanes_ columns a thread) folded
   // over the row lanes: ig_column_reduce_n on as many of a thread's columns
-  // at once as its 16 KB buffer holds for the block (all 8 of a bfloat16
-  // vector's float sums).
+  // at once as its buffer (ig_column_smem's, kColumnReduceBytes) holds for
+  // the block (all 8 of a bfloat16 vector's float sums).
+  static constexpr int kColumnReduceBytes = 16384;
   void print_column_reduce(const std::vector<int>& rs, const std::string& ind) {
     for (int r : rs) {
       const Reduction& red = k_.reductions[size_t(r)];
       const int per = std::max<int>(
-          1, 16384 / (kColumns * kColumnLanes * int(element_size(red.dtype))));
+          1, kColumnReduceBytes / (kColumns * kColumnLanes * int(element_size(red.dtype))));
       for (int j = 0; j < acc_lanes_; j += per) {
         const int n = std::min(per, acc_lanes_ - j);
         const std::string at = "acc" + std::to_string(r);
