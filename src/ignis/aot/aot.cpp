@@ -532,8 +532,8 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     graph::merge_repeated(g, [](const Node& n) {
       if (n.op() != graph::OpKind::CallFunction || n.target().kind != graph::Target::Kind::Op)
         return false;
-      const OpCategory c = n.target().op->def()->category;
-      return c == OpCategory::Reduction || c == OpCategory::Template;
+      const OpDef* d = n.target().op->def();  // none for ops declared without one
+      return d && (d->category == OpCategory::Reduction || d->category == OpCategory::Template);
     });
   graph::eliminate_dead_code(g);
   graph::lint(g);
