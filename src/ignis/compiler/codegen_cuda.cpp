@@ -1226,10 +1226,7 @@ class CudaKernelPrinter {
           << (vec ? " + ig_j" : "") << " + ig_s * " << stride << "));\n";
     }
     os_ << ind << "}\n";
-    if (columns) return print_column_reduce(rs, ind);
-    for (int r : rs)
-      os_ << ind << "acc" << r << " = ig_block_reduce(acc" << r << ", "
-          << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
+    print_across_threads(rs, ind, columns);
   }
 
   // Whether a row's extents are known constants and its values come from
@@ -1830,8 +1827,14 @@ class CudaKernelPrinter {
           << ", ignis::scalar_ops::" << online_->exp << "{});\n";
       return;
     }
-    if (columns) return print_column_reduce(k_.loops[li].reductions, ind);
-    for (int r : k_.loops[li].reductions)
+    print_across_threads(k_.loops[li].reductions, ind, columns);
+  }
+
+  // Accumulators rs folded across the threads that share them: the block
+  // (ig_block_reduce), or (`columns`) each column's row lanes.
+  void print_across_threads(const std::vector<int>& rs, const std::string& ind, bool columns) {
+    if (columns) return print_column_reduce(rs, ind);
+    for (int r : rs)
       os_ << ind << acc(r) << " = ig_block_reduce(" << acc(r) << ", "
           << combine_functor(k_.reductions[size_t(r)].combine) << "());\n";
   }
