@@ -147,6 +147,16 @@ class SizeCache:
         return self.compile(key, args)
 
 
+def _symbolic_entry(backend):
+    """The backend's entry for graphs with symbolic sizes, (gm, example
+    inputs, Sym positions) -> compile(sizes, tensors); None when it has none
+    (each size is then compiled from the graph made static)."""
+    if isinstance(backend, functools.partial):
+        entry = getattr(backend.func, "_ignis_symbolic", None)
+        return entry and functools.partial(entry, **backend.keywords)
+    return getattr(backend, "_ignis_symbolic", None)
+
+
 def _per_size(backend):
     """A backend whose stages are concrete (AOT, the compiler), made to take
     graphs with symbolic sizes: their Sym inputs (ints among the example
@@ -165,10 +175,23 @@ def _per_size(backend):
         sym_set = set(sym_at)
         tensor_at = [i for i in range(len(example_inputs)) if i not in sym_set]
         names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        symbolic = _symbolic_entry(backend)
+        compile_at = None
+        if symbolic is not None and not kwargs:
+            # One AOT trace for every size (Note [Symbolic AOT graphs]).
+            try:
+                compile_at = symbolic(gm, example_inputs, sym_at)
+            except Exception as e:  # noqa: BLE001 - AOT fails here too: the backend says so
+                _dynamic_log(f"AOT traces each size of this graph: {type(e).__name__}: {e}")
+        if compile_at is not None:
+            def compile_key(key, args):
+                return compile_at(key, [args[i] for i in tensor_at])
+        else:
+            def compile_key(key, args):
+                return backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at],
+                               **kwargs)
         cache = SizeCache(
-            lambda key, args: backend(_with_sizes(gm, sym_at, key), [args[i] for i in tensor_at],
-                                      **kwargs),
-            lambda key: ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
+            compile_key, lambda key: ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
         cache.compile(tuple(example_inputs[i] for i in sym_at), example_inputs)
 
         def run(*args):

@@ -1,17 +1,18 @@
 """Recording the per-size compiles of dynamic graphs and of the stages after
-a data-dependent op, for tests (ignis._compile's _with_sizes, which both
-paths call with the values they compile for)."""
+a data-dependent op, for tests (ignis._compile.SizeCache's compiles, which
+both paths make, with the values they compile for)."""
 
 
 def record_size_compiles(monkeypatch):
     """A list that gets the values of each per-size compile (a dynamic
-    graph's sizes, a stage's ints), in order."""
+    graph's sizes, a stage's ints), in order: the keys SizeCache compiles
+    (the graph's AOT traces are fewer: Note [Symbolic AOT graphs])."""
     import ignis._compile as comp
     seen = []
-    with_sizes = comp._with_sizes
+    compile_key = comp.SizeCache.compile
 
-    def counting(gm, sym_at, values):
-        seen.append(tuple(values))
-        return with_sizes(gm, sym_at, values)
-    monkeypatch.setattr(comp, "_with_sizes", counting)
+    def counting(self, key, args):
+        seen.append(tuple(key))
+        return compile_key(self, key, args)
+    monkeypatch.setattr(comp.SizeCache, "compile", counting)
     return seen

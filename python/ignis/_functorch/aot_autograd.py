@@ -539,6 +539,56 @@ def _fallback_warning(gm, exc):
                   f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
 
 
+class _Analysis:
+    """What the training runtime reads of a partitioned graph's structure
+    (not its sizes): the saved values' count, the tangents each saved value
+    and gradient depends on, the inputs eager's formulas save, and the
+    inputs that get no gradient."""
+
+    __slots__ = ("num_saved", "saved_tangents", "grad_tangents", "eager_saved", "no_edge")
+
+    def __init__(self, parts):
+        info = parts.info
+        fw, bw = parts.graphs
+        k = len(info["outputs"])
+        out_node = next(n for n in fw.graph.nodes if n.op == "output")
+        self.num_saved = len(out_node.args[0]) - k
+        num_tangents = sum(req for req, *_ in info["outputs"])
+        self.saved_tangents = _saved_tangents(bw, self.num_saved, num_tangents)
+        self.grad_tangents = _grad_tangents(bw, self.num_saved, num_tangents)
+        self.eager_saved = _eager_saved_inputs(info)
+        self.no_edge = _inputs_without_gradient(parts.joint, k)
+
+
+class AotParts:
+    """AOT's product for one captured graph: the trace's info, the graph's
+    grad modes, the joint (or inference) graph and the graphs to compile --
+    [inference] or [forward, backward]. `joint` is None for graphs
+    instantiated from a symbolic trace, whose analysis comes from the
+    trace they were made from."""
+
+    __slots__ = ("info", "grad_modes", "joint", "graphs", "_analysis")
+
+    def __init__(self, info, grad_modes, joint, graphs, analysis=None):
+        self.info, self.grad_modes, self.joint, self.graphs = info, grad_modes, joint, graphs
+        self._analysis = analysis
+
+    def analysis(self):
+        if self._analysis is None:
+            self._analysis = _Analysis(self)
+        return self._analysis
+
+    def log(self, note=""):
+        """IGNIS_LOGS=aot_graphs: the graphs, titled as torch titles them."""
+        if not self.info["joint"]:
+            _log_aot_graph("inference graph" + note, self.graphs[0])
+            return
+        if self.joint is not None:
+            _log_aot_graph("joint graph" + note, self.joint)
+        _log_aot_graph("forward graph" + note, self.graphs[0])
+        _log_aot_graph("backward graph" + note, self.graphs[1])
+
+
 def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompositions=None,
                  inference_compiler=None, keep_inference_input_mutations=True, **kwargs):
     """A backend from compilers of the forward and backward graphs (torch's
@@ -558,39 +608,52 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
             _fallback_warning(gm, e)
             return gm.forward
 
-    def compile_graph(gm, example_inputs):
+    def trace(gm, example_inputs):
+        """AOT's product for one graph at one size (an AotParts)."""
         grad_modes = _grad_modes(gm)
         traced, info = trace_joint(gm, example_inputs, decompositions=decompositions,
                                    enables_grad=grad_modes[0])
         if not info["joint"]:
-            if _aot_graphs_enabled():
-                _log_aot_graph("inference graph", traced)
-            compiled = inference_compiler(traced, example_inputs)
+            return AotParts(info, grad_modes, traced, [traced])
+        fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=len(info["outputs"]))
+        return AotParts(info, grad_modes, traced, [fw, bw])
+
+    def compile_parts(parts, example_inputs, fallback):
+        """The runtime of traced (or instantiated) graphs: each compiled by
+        its compiler; `fallback` runs when inputs traced as one are not."""
+        info, grad_modes = parts.info, parts.grad_modes
+        if not info["joint"]:
+            compiled = inference_compiler(parts.graphs[0], example_inputs)
             return _guard_duplicates(_make_inference_runtime(compiled, info["output_kind"],
                                                              grad_modes[1]),
-                                     info, gm)
-        k = len(info["outputs"])
-        fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=k)
-        if _aot_graphs_enabled():
-            _log_aot_graph("joint graph", traced)
-            _log_aot_graph("forward graph", fw)
-            _log_aot_graph("backward graph", bw)
-        out_node = next(n for n in fw.graph.nodes if n.op == "output")
-        num_saved = len(out_node.args[0]) - k
-        num_tangents = sum(req for req, *_ in info["outputs"])
-        saved_tangents = _saved_tangents(bw, num_saved, num_tangents)
-        grad_tangents = _grad_tangents(bw, num_saved, num_tangents)
-        eager_saved = _eager_saved_inputs(info)
+                                     info, fallback)
+        fw, bw = parts.graphs
+        a = parts.analysis()
         compiled_fw = fw_compiler(fw, example_inputs)
-        backward_for = _backward_compiler(bw, bw_compiler, example_inputs, num_saved)
-        runtime = _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_modes,
-                                         saved_tangents, grad_tangents, eager_saved,
-                                         _inputs_without_gradient(traced, k))
+        backward_for = _backward_compiler(bw, bw_compiler, example_inputs, a.num_saved)
+        runtime = _make_training_runtime(compiled_fw, backward_for, info, a.num_saved,
+                                         grad_modes, a.saved_tangents, a.grad_tangents,
+                                         a.eager_saved, a.no_edge)
         # (gm, not gm.forward: reading forward generates its Python code, a
         # millisecond per graph, and the fallback is seldom called)
-        return _guard_duplicates(runtime, info, gm)
+        return _guard_duplicates(runtime, info, fallback)
+
+    def compile_graph(gm, example_inputs):
+        parts = trace(gm, example_inputs)
+        if _aot_graphs_enabled():
+            parts.log()
+        return compile_parts(parts, example_inputs, gm)
+
+    def compile_symbolic(gm, example_inputs, sym_at):
+        """Note [Symbolic AOT graphs] (_functorch/symbolic_aot.py): a
+        callable (sizes, tensors) -> the compiled graph at those sizes, with
+        no trace after this call's; None when the graph does not symbolize
+        (the caller then traces each size)."""
+        from .symbolic_aot import symbolize
+        return symbolize(gm, example_inputs, sym_at, trace, compile_parts)
 
     backend._ignis_aot = True
+    backend._ignis_symbolic = compile_symbolic
     return backend
 
 

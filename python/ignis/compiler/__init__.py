@@ -126,11 +126,40 @@ def inductor(gm, example_inputs, mode=None, options=None):
     ignis._inductor.compile_fx into fused C++ kernels plus extern calls.
     `mode` ("max-autotune", ...) and `options` ({knob: value}) set
     ignis._inductor.config for this compilation, as torch.compile's do."""
-    from .._functorch.aot_autograd import aot_autograd as make
-    from .._inductor import compile_fx, config
+    from .._inductor import config
     with config.patch(**config.overrides(mode, options)):
-        return make(fw_compiler=compile_fx, bw_compiler=compile_fx,
-                    partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)
+        return _inductor_aot()(gm, example_inputs)
+
+
+def _inductor_aot():
+    from .._functorch.aot_autograd import aot_autograd as make
+    from .._inductor import compile_fx
+    return make(fw_compiler=compile_fx, bw_compiler=compile_fx,
+                partition_fn=min_cut_rematerialization_partition)
+
+
+def _inductor_symbolic(gm, example_inputs, sym_at, mode=None, options=None):
+    """inductor's entry for graphs with symbolic sizes (Note [Symbolic AOT
+    graphs]): compile(sizes, tensors), each size compiled under this
+    call's mode and options."""
+    from .._inductor import config
+    knobs = config.overrides(mode, options)
+    with config.patch(**knobs):
+        compile_at = _inductor_aot()._ignis_symbolic(gm, example_inputs, sym_at)
+
+    def compile_size(sizes, tensors):
+        with config.patch(**knobs):
+            return compile_at(sizes, tensors)
+    return compile_size
+
+
+inductor._ignis_symbolic = _inductor_symbolic
+aot_eager._ignis_symbolic = (
+    lambda gm, example_inputs, sym_at: _aot_eager_backend(False)._ignis_symbolic(
+        gm, example_inputs, sym_at))
+aot_eager_decomp_partition._ignis_symbolic = (
+    lambda gm, example_inputs, sym_at: _aot_eager_backend(True)._ignis_symbolic(
+        gm, example_inputs, sym_at))
 
 
 @register_backend(name="eager_interpreter", tags=("debug",))

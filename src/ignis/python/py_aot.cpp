@@ -2,6 +2,10 @@
 //   _aot_trace_graph(graph, inputs, root, **options) -> (Graph, info)
 //   _aot_trace_fn(fn, inputs, **options)             -> (Graph, info)
 //   _aot_partition(graph, num_fwd_outputs, min_cut)  -> (fw, bw, saved, saved_bytes, recomputed)
+//   _aot_inputs_at(graph, inputs, [new int or None...]) -> (inputs or None, [symbol...], why)
+//   _aot_symbolize([graph...], [symbol...], [[value...] per graph]) -> (SymbolicGraph or None, why)
+//   _aot_instantiate(symbolic, [value...]) -> Graph
+//   _aot_symbolic_printable(symbolic) -> Graph;  _aot_symbolic_leaves(symbolic) -> int
 //   FakeTensorMode: from_tensor(t), a context manager
 // options: fake, functionalize, decompose, inference, enables_grad, as_is (bools); keep, only
 // (op names).
@@ -17,6 +21,7 @@
 #include "ignis/aot/aot.h"
 #include "ignis/aot/fake.h"
 #include "ignis/aot/partition.h"
+#include "ignis/aot/symbolize.h"
 #include "ignis/aot/trace.h"
 #include "ignis/python/py_common.h"
 
@@ -220,6 +225,114 @@ PyObject* f_aot_partition(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// --- Symbolic graphs (aot/symbolize.h) ---------------------------------------------
+constexpr const char* kSymbolicCapsule = "ignis.aot.SymbolicGraph";
+
+void free_symbolic(PyObject* capsule) {
+  delete static_cast<aot::SymbolicGraph*>(PyCapsule_GetPointer(capsule, kSymbolicCapsule));
+}
+
+const aot::SymbolicGraph& expect_symbolic(PyObject* o) {
+  void* p = PyCapsule_IsValid(o, kSymbolicCapsule) ? PyCapsule_GetPointer(o, kSymbolicCapsule)
+                                                   : nullptr;
+  IGNIS_CHECK_TYPE(p != nullptr, "expected a symbolic AOT graph, got ", Py_TYPE(o)->tp_name);
+  return *static_cast<const aot::SymbolicGraph*>(p);
+}
+
+std::vector<int64_t> ints_of(PyObject* seq, const char* what) {
+  PyRef fast(PySequence_Fast(seq, what));
+  std::vector<int64_t> out;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.p); ++i) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast.p, i));
+    if (v == -1 && PyErr_Occurred()) throw PythonErrorAlreadySet{};
+    out.push_back(v);
+  }
+  return out;
+}
+
+PyObject* f_aot_inputs_at(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject *graph, *inputs, *ints;
+  if (!PyArg_ParseTuple(args, "OOO", &graph, &inputs, &ints)) return nullptr;
+  std::vector<std::optional<int64_t>> at;
+  PyRef fast(PySequence_Fast(ints, "_aot_inputs_at: ints must be a sequence"));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.p); ++i) {
+    PyObject* v = PySequence_Fast_GET_ITEM(fast.p, i);
+    if (v == Py_None) {
+      at.emplace_back();
+      continue;
+    }
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) throw PythonErrorAlreadySet{};
+    at.emplace_back(x);
+  }
+  std::string why;
+  std::vector<sym::Expr> symbols;
+  std::optional<std::vector<graph::Value>> r = aot::inputs_at(
+      expect_graph(graph, "_aot_inputs_at"), values_of(inputs), at, &symbols, &why);
+  if (!r) return Py_BuildValue("(OOs)", Py_None, Py_None, why.c_str());
+  PyRef l(PyList_New(0)), names(PyList_New(0));
+  for (const graph::Value& x : *r) {
+    PyRef o(py_from_value(x));
+    if (PyList_Append(l.p, o.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  for (sym::Expr x : symbols) {
+    PyRef o(PyUnicode_FromString(sym::symbol_name(x).c_str()));
+    if (!o.p || PyList_Append(names.p, o.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  return Py_BuildValue("(OOs)", l.p, names.p, "");
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_aot_symbolize(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject *graphs, *symbols, *hints;
+  if (!PyArg_ParseTuple(args, "OOO", &graphs, &symbols, &hints)) return nullptr;
+  std::vector<const graph::Graph*> gs;
+  PyRef gl(PySequence_Fast(graphs, "_aot_symbolize: graphs must be a sequence"));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gl.p); ++i)
+    gs.push_back(&expect_graph(PySequence_Fast_GET_ITEM(gl.p, i), "_aot_symbolize"));
+  std::vector<sym::Expr> syms;
+  PyRef sl(PySequence_Fast(symbols, "_aot_symbolize: symbols must be a sequence"));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sl.p); ++i) {
+    const char* name = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(sl.p, i));
+    if (!name) throw PythonErrorAlreadySet{};
+    syms.push_back(sym::size_var(name, {2, sym::kPosInf}));
+  }
+  std::vector<std::vector<int64_t>> hs;
+  PyRef hl(PySequence_Fast(hints, "_aot_symbolize: hints must be a sequence"));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(hl.p); ++i)
+    hs.push_back(ints_of(PySequence_Fast_GET_ITEM(hl.p, i), "_aot_symbolize: a hint"));
+  std::string why;
+  std::optional<aot::SymbolicGraph> s = aot::symbolize(gs, syms, hs, &why);
+  if (!s) return Py_BuildValue("(Os)", Py_None, why.c_str());
+  PyRef cap(PyCapsule_New(new aot::SymbolicGraph(std::move(*s)), kSymbolicCapsule,
+                          free_symbolic));
+  return Py_BuildValue("(Os)", cap.p, "");
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_aot_instantiate(PyObject*, PyObject* args) {
+  IGNIS_PY_BEGIN
+  PyObject *symbolic, *values;
+  if (!PyArg_ParseTuple(args, "OO", &symbolic, &values)) return nullptr;
+  return wrap_graph(aot::instantiate(expect_symbolic(symbolic),
+                                     ints_of(values, "_aot_instantiate: values")));
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_aot_symbolic_printable(PyObject*, PyObject* symbolic) {
+  IGNIS_PY_BEGIN
+  return wrap_graph(aot::printable(expect_symbolic(symbolic)));
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_aot_symbolic_leaves(PyObject*, PyObject* symbolic) {
+  IGNIS_PY_BEGIN
+  return PyLong_FromSize_t(expect_symbolic(symbolic).leaves.size());
+  IGNIS_PY_END(nullptr)
+}
+
 // --- FakeTensorMode ----------------------------------------------------------------
 struct PyFakeMode {
   PyObject_HEAD
@@ -281,6 +394,11 @@ PyMethodDef functions[] = {
     {"_aot_trace_fn", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f_aot_trace_fn)),
      METH_VARARGS | METH_KEYWORDS, nullptr},
     {"_aot_partition", f_aot_partition, METH_VARARGS, nullptr},
+    {"_aot_inputs_at", f_aot_inputs_at, METH_VARARGS, nullptr},
+    {"_aot_symbolize", f_aot_symbolize, METH_VARARGS, nullptr},
+    {"_aot_instantiate", f_aot_instantiate, METH_VARARGS, nullptr},
+    {"_aot_symbolic_printable", f_aot_symbolic_printable, METH_O, nullptr},
+    {"_aot_symbolic_leaves", f_aot_symbolic_leaves, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,0 +1,178 @@
+"""Symbolic AOT graphs: one trace serving every size of a dynamic capture.
+
+Note [Symbolic AOT graphs]
+A graph that capture made with symbolic sizes (Sym inputs s0..sn) used to
+be traced by AOT at each size it was called with: its trace, partition and
+the Python analyses of the partitioned graphs cost 10-30 ms a size for the
+example GPT's training step, more than its size-generic compile. Now the
+first compile traces it at the call's sizes and at two more hints, each
+through the same pipeline (trace, decompositions, partition), with fake
+inputs at the hints' sizes (`_C._aot_inputs_at`), and lines the traces up
+(`_C._aot_symbolize`, Note [Symbolizing traced graphs] in
+src/ignis/aot/symbolize.h): every number that changes with the sizes must
+be one k * monomial + d of them. A later size is then the first trace's
+graphs with those numbers evaluated (`_C._aot_instantiate`, C++, well under
+a millisecond), handed to the same compilers; the structure-only analyses
+(which saved values and gradients depend on which tangents) are the first
+trace's. When the traces do not line up (a partition that differs with the
+sizes, a number that fits no form), each size is traced as before, and
+IGNIS_LOGS=dynamic says why. IGNIS_LOGS=aot_graphs prints the symbolic
+forward and backward ("f32[8*s0, 64]"), once.
+"""
+from .. import _C
+from .._logging import _aot_graphs_enabled
+
+# The symbols' values at the hints after the first: symbol i moves by i + 1,
+# then by (i + 1) ** 2 more, so that no two symbols (nor a symbol and its
+# square) move in proportion across the three traces, which would let two
+# monomials fit one number.
+def _hints(first):
+    second = [v + i + 1 for i, v in enumerate(first)]
+    third = [v + (i + 1) ** 2 for i, v in enumerate(second)]
+    return [list(first), second, third]
+
+
+def _log(text):
+    from .._compile import _dynamic_log
+    _dynamic_log(text)
+
+
+def _same_constants(a, b):
+    if a.keys() != b.keys():
+        return False
+    for name, x in a.items():
+        y = b[name]
+        if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
+            return False
+        if x.numel() and not bool((x == y).all()):
+            return False
+    return True
+
+
+def _same_info(a, b):
+    return {k: v for k, v in a.items() if k != "constants"} == \
+        {k: v for k, v in b.items() if k != "constants"} and \
+        _same_constants(a["constants"], b["constants"])
+
+
+class SymbolicAot:
+    """The AOT graphs of one dynamic captured graph, for every size:
+    `compile(sizes, tensors)` compiles them at `sizes` (the Sym inputs'
+    values, in order) for the call's tensors."""
+
+    def __init__(self, gm, example_inputs, sym_at, trace, compile_parts):
+        from .._compile import _with_sizes
+        from .aot_autograd import _module
+        self._gm, self._sym_at, self._trace, self._compile_parts = gm, sym_at, trace, compile_parts
+        self._with_sizes, self._module = _with_sizes, _module
+        sym_set = set(sym_at)
+        self._tensor_at = [i for i in range(len(example_inputs)) if i not in sym_set]
+        first = tuple(example_inputs[i] for i in sym_at)
+        self._first = first
+        self._first_parts = trace(_with_sizes(gm, sym_at, first),
+                                  [example_inputs[i] for i in self._tensor_at])
+        self.templates = None  # one symbolic graph per graph to compile, when symbolized
+        self.symbols = ()
+        self.why = self._symbolize(example_inputs)
+        if self.templates is None:
+            _log(f"AOT traces each size of this graph: {self.why}")
+            if _aot_graphs_enabled():
+                self._first_parts.log()
+        else:
+            _log(f"one AOT trace for every size of {', '.join(self.symbols)}: " +
+                 ", ".join(f"{_C._aot_symbolic_leaves(t)} numbers of the sizes"
+                           for t in self.templates))
+            if _aot_graphs_enabled():
+                self._log_symbolic()
+
+    def _symbolize(self, example_inputs):
+        """Sets self.templates; returns the reason when it cannot."""
+        hints = _hints(self._first)
+        traces = [self._first_parts]
+        names = None
+        for hint in hints[1:]:
+            ints = [None] * len(example_inputs)
+            for pos, v in zip(self._sym_at, hint):
+                ints[pos] = v
+            inputs, names, why = _C._aot_inputs_at(self._gm.graph, list(example_inputs), ints)
+            if inputs is None:
+                return why
+            try:
+                traces.append(self._trace(self._with_sizes(self._gm, self._sym_at, hint),
+                                          [inputs[i] for i in self._tensor_at]))
+            except Exception as e:  # noqa: BLE001 - a size the hint broke: trace each size
+                return f"tracing at {dict(zip(names, hint))} raised {type(e).__name__}: {e}"
+        first = traces[0]
+        for other in traces[1:]:
+            if not _same_info(first.info, other.info) or other.grad_modes != first.grad_modes:
+                return "the traces' inputs, outputs or constants differ with the sizes"
+            if len(other.graphs) != len(first.graphs):
+                return "the traces differ with the sizes"
+        templates = []
+        for j in range(len(first.graphs)):
+            t, why = _C._aot_symbolize([p.graphs[j].graph for p in traces], names, hints)
+            if t is None:
+                return why
+            templates.append(t)
+        self.templates, self.symbols = templates, tuple(names)
+        return ""
+
+    def _log_symbolic(self):
+        from .aot_autograd import AotParts
+        first = self._first_parts
+        graphs = [self._module(_C._aot_symbolic_printable(t), first.info["constants"])
+                  for t in self.templates]
+        AotParts(first.info, first.grad_modes, None, graphs).log(
+            f" (symbolic in {', '.join(self.symbols)})")
+
+    def parts_at(self, sizes):
+        """The AOT graphs at `sizes`: instantiated (no trace) when symbolic."""
+        from .aot_autograd import AotParts
+        first = self._first_parts
+        if tuple(sizes) == self._first:
+            return first
+        if self.templates is None:
+            return None
+        constants = first.info["constants"]
+        graphs = [self._module(_C._aot_instantiate(t, list(sizes)), constants)
+                  for t in self.templates]
+        return AotParts(first.info, first.grad_modes, None, graphs,
+                        first.analysis() if first.info["joint"] else None)
+
+    def compile(self, sizes, tensors):
+        try:
+            return self._compile(sizes, tensors)
+        except Exception as e:  # noqa: BLE001 - whatever AOT cannot do runs eagerly
+            from .aot_autograd import _fallback_warning
+            _fallback_warning(self._gm, e)
+            return self._fallback(sizes)
+
+    def _fallback(self, sizes):
+        """The captured graph at `sizes`, run as captured, taking the tensors."""
+        gm, sym_at, tensor_at = self._gm, self._sym_at, self._tensor_at
+        n = len(sym_at) + len(tensor_at)
+
+        def run(*args):
+            full = [None] * n
+            for pos, v in zip(sym_at, sizes):
+                full[pos] = v
+            for pos, t in zip(tensor_at, args):
+                full[pos] = t
+            return gm(*full)
+        return run
+
+    def _compile(self, sizes, tensors):
+        parts = self.parts_at(sizes)
+        gm, sym_at = self._gm, self._sym_at
+        if parts is None:  # not symbolic: this size's own trace
+            concrete = self._with_sizes(gm, sym_at, sizes)
+            parts = self._trace(concrete, tensors)
+            if _aot_graphs_enabled():
+                parts.log()
+            return self._compile_parts(parts, tensors, concrete)
+        return self._compile_parts(parts, tensors, self._fallback(sizes))
+
+
+def symbolize(gm, example_inputs, sym_at, trace, compile_parts):
+    """compile(sizes, tensors) for a dynamic captured graph (a SymbolicAot's)."""
+    return SymbolicAot(gm, example_inputs, sym_at, trace, compile_parts).compile
