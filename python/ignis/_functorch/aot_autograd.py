@@ -654,6 +654,7 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
 
     backend._ignis_aot = True
     backend._ignis_symbolic = compile_symbolic
+    backend._ignis_trace = trace  # (for tests)
     return backend
 
 

@@ -79,9 +79,10 @@ class SymbolicAot:
             if _aot_graphs_enabled():
                 self._first_parts.log()
         else:
+            titles = ("forward", "backward") if len(self.templates) == 2 else ("inference",)
             _log(f"one AOT trace for every size of {', '.join(self.symbols)}: " +
-                 ", ".join(f"{_C._aot_symbolic_leaves(t)} numbers of the sizes"
-                           for t in self.templates))
+                 ", ".join(f"{title} graph {_C._aot_symbolic_leaves(t)} numbers of the sizes"
+                           for title, t in zip(titles, self.templates)))
             if _aot_graphs_enabled():
                 self._log_symbolic()
 

@@ -149,6 +149,8 @@ bool fit(const std::vector<Wide>& m, const std::vector<Wide>& v, Wide* k, Wide* 
 }
 
 constexpr Wide kLimit = Wide(1) << 62;
+// The largest integer a float count is divided by, or divides (symbolize.h).
+constexpr int64_t kMaxScale = 8;
 
 // The expression of the integers `v` (one per hint), or undefined when no
 // form fits or more than one monomial does.
@@ -314,22 +316,33 @@ std::optional<SymbolicGraph> symbolize(const std::vector<const Graph*>& traces,
       SymbolicLeaf l{uint32_t(i), uint32_t(leaf), first.kind, sym::Expr()};
       std::vector<Wide> v(H);
       if (first.kind == Kind::Double) {
-        // An integral float (a count as a float), or the reciprocal of one (1/N).
-        bool integral = true, reciprocal = true;
-        for (size_t h = 0; h < H; ++h) {
-          double d = nums[h][leaf].d;
-          integral &= std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-          double r = std::isfinite(d) && d != 0 ? std::round(1.0 / d) : 0;
-          reciprocal &= r != 0 && std::fabs(r) < 9e15 && 1.0 / r == d;
+        // A count over a small integer (N, N/2), or a small integer over a
+        // count (1/N of a mean, 2/(N-1) in a variance's backward): exactly
+        // the double the trace computed, at every hint.
+        bool found = false;
+        for (int64_t q = 1; q <= kMaxScale && !found; ++q) {
+          for (Kind k : {Kind::Double, Kind::Reciprocal}) {
+            bool fits = true;
+            for (size_t h = 0; h < H && fits; ++h) {
+              double d = nums[h][leaf].d;
+              double n = k == Kind::Double ? d * double(q) : (d != 0 ? double(q) / d : 0);
+              double r = std::round(n);
+              fits = std::isfinite(n) && r != 0 && std::fabs(r) < 9e15 &&
+                     (k == Kind::Double ? r / double(q) : double(q) / r) == d;
+              v[h] = Wide(int64_t(r));
+            }
+            if (fits) {
+              l.kind = k;
+              l.scale = q;
+              found = true;
+              break;
+            }
+          }
         }
-        if (integral) {
-          for (size_t h = 0; h < H; ++h) v[h] = Wide(int64_t(nums[h][leaf].d));
-        } else if (reciprocal) {
-          l.kind = Kind::Reciprocal;
-          for (size_t h = 0; h < H; ++h) v[h] = Wide(int64_t(std::round(1.0 / nums[h][leaf].d)));
-        } else {
+        if (!found) {
           *why = "a float of node " + nodes[0][i]->name() + " changes with the sizes (" +
-                 std::to_string(first.d) + ") but is no count nor its reciprocal";
+                 std::to_string(first.d) + ") but is no count over a small integer, nor its "
+                 "reciprocal";
           return std::nullopt;
         }
       } else {
@@ -361,9 +374,9 @@ std::unique_ptr<Graph> instantiate(const SymbolicGraph& s, const std::vector<int
       [&](const SymbolicLeaf& l) -> std::optional<Value> {
         int64_t v = eval(l);
         if (l.kind == Kind::Int) return Value(v);
-        if (l.kind == Kind::Double) return Value(double(v));
+        if (l.kind == Kind::Double) return Value(double(v) / double(l.scale));
         IGNIS_CHECK_VALUE(v != 0, "instantiate: a reciprocal of zero");
-        return Value(1.0 / double(v));
+        return Value(double(l.scale) / double(v));
       },
       [&](graph::TensorMeta& t, size_t first,
           const std::unordered_map<uint32_t, const SymbolicLeaf*>& leaves) {
@@ -496,19 +509,19 @@ class SymNodes {
     Value r;
     if (e.kind() == sym::Kind::Mul) {
       r = of(e.args()[0]);
-      for (size_t i = 1; i < e.args().size(); ++i) r = call("mul", r, of(e.args()[i]), nullptr);
+      for (size_t i = 1; i < e.args().size(); ++i) r = call("mul", r, of(e.args()[i]));
     } else if (e.kind() == sym::Kind::Add) {
       for (size_t i = 0; i < e.args().size(); ++i) {
         Value term = of(e.args()[i]);
         int64_t c = e->coeffs[i];
-        if (c != 1 && c != -1) term = call("mul", Value(c < 0 ? -c : c), term, nullptr);
+        if (c != 1 && c != -1) term = call("mul", Value(c < 0 ? -c : c), term);
         if (i == 0)
-          r = c < 0 ? call("neg", term, Value(), nullptr) : term;
+          r = c < 0 ? call("neg", term, Value()) : term;
         else
-          r = call(c < 0 ? "sub" : "add", r, term, nullptr);
+          r = call(c < 0 ? "sub" : "add", r, term);
       }
       if (e->value) r = call(e->value < 0 ? "sub" : "add", r,
-                             Value(e->value < 0 ? -e->value : e->value), nullptr);
+                             Value(e->value < 0 ? -e->value : e->value));
     } else {
       IGNIS_CHECK(false, "printable: an expression beyond sums and products: ", sym::str(e));
     }
@@ -516,24 +529,22 @@ class SymNodes {
     r.to_node()->meta().sym_value = e;
     return r;
   }
-  Value reciprocal(sym::Expr e) {
-    sym::Expr key = e;
-    auto it = reciprocals_.find(key);
-    if (it != reciprocals_.end()) return Value(it->second);
-    Value r = call("truediv", Value(1.0), of(e), nullptr);
-    reciprocals_[key] = r.to_node();
-    return r;
+  // scale / e and e / scale, as floats.
+  Value reciprocal(sym::Expr e, int64_t scale) {
+    return Value(call("truediv", Value(double(scale)), of(e)));
+  }
+  Value divided(sym::Expr e, int64_t scale) {
+    return Value(call("truediv", of(e), Value(double(scale))));
   }
 
  private:
-  Value call(const char* op, Value a, Value b, Node*) {
+  Value call(const char* op, Value a, Value b) {
     std::vector<Value> args{std::move(a)};
     if (!b.is_none()) args.push_back(std::move(b));
     return Value(g_.call_function(operator_target(op), std::move(args)));
   }
   Graph& g_;
   std::unordered_map<sym::Expr, Node*> made_;
-  std::unordered_map<sym::Expr, Node*> reciprocals_;
 };
 
 }  // namespace
@@ -570,10 +581,12 @@ std::unique_ptr<Graph> printable(const SymbolicGraph& s) {
     std::unordered_map<uint32_t, Value> patch;
     g->set_insert_point(nodes[i]);
     for (const auto& [leaf, l] : by_node[i].by_leaf) {
-      if (l->kind == Kind::Int || l->kind == Kind::Double)
+      if (l->kind == Kind::Int || (l->kind == Kind::Double && l->scale == 1))
         patch.emplace(leaf, sym_nodes.of(l->expr));
+      else if (l->kind == Kind::Double)
+        patch.emplace(leaf, sym_nodes.divided(l->expr, l->scale));
       else if (l->kind == Kind::Reciprocal)
-        patch.emplace(leaf, sym_nodes.reciprocal(l->expr));
+        patch.emplace(leaf, sym_nodes.reciprocal(l->expr, l->scale));
     }
     if (patch.empty()) continue;
     size_t leaf = 0;

@@ -44,7 +44,8 @@ struct SymbolicLeaf {
   uint32_t node = 0;  // position in the graph's node list
   uint32_t leaf = 0;  // position among the node's numbers (leaf order: symbolize.cpp)
   Kind kind = Kind::Int;
-  sym::Expr expr;     // the value (Reciprocal: its reciprocal)
+  sym::Expr expr;     // Int, Size, Stride: the value
+  int64_t scale = 1;  // Double: the value is expr / scale; Reciprocal: scale / expr
 };
 
 struct SymbolicGraph {

@@ -1,0 +1,183 @@
+"""Symbolic AOT graphs (Note [Symbolic AOT graphs], _functorch/symbolic_aot.py;
+Note [Symbolizing traced graphs], src/ignis/aot/symbolize.h): a dynamic
+captured graph is traced by AOT three times, at its first size and two more
+hints, and every later size instantiates the first trace. Checked: the
+instantiated graphs equal a fresh trace at that size (code and metadata),
+results and gradients equal eager's on the AOT backends, the trace count,
+the printed symbolic graphs, and the fallback to a trace per size."""
+import numpy as np
+import pytest
+
+import ignis
+import ignis.nn.functional as F
+from ignis._functorch import aot_autograd as aot
+from ignis._functorch.symbolic_aot import SymbolicAot, _hints
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches(monkeypatch):
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)  # compile every size at once
+    ignis.compiler.reset()
+    yield
+    ignis.compiler.reset()
+    ignis._logging.set_logs()
+
+
+def close(a, b, tol=1e-5):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+
+
+def count_traces(monkeypatch):
+    """A list that gets one entry per AOT trace (trace_joint call)."""
+    seen = []
+    trace_joint = aot.trace_joint
+
+    def counting(gm, example_inputs, **kw):
+        seen.append([tuple(t.shape) for t in example_inputs if hasattr(t, "shape")])
+        return trace_joint(gm, example_inputs, **kw)
+    monkeypatch.setattr(aot, "trace_joint", counting)
+    return seen
+
+
+def attention_like(x, w):
+    b, t, c = x.shape
+    h = (x @ w).view(b * t, -1)
+    mask = ignis.ones(t, t).tril()
+    s = (x @ x.transpose(1, 2)).masked_fill(mask == 0, float("-inf")) / c ** 0.5
+    return (F.softmax(h, -1).sum(0) / t + h.mean()).sum() + F.softmax(s, -1).var(-1).sum()
+
+
+def standardize(x, b):
+    n, d = x.shape
+    y = (x - x.mean(0)) / (x.var(0) + 1e-5).sqrt()
+    return F.layer_norm(y + b, (d,)).view(n * d)[: n * d - 3].sum() + n
+
+
+CASES = {
+    # one symbol (the sequence length): views of b*t, a mask of t*t, a mean's count
+    "attention_like": (attention_like, lambda t: (ignis.randn(3, t, 16), ignis.randn(16, 8)),
+                       [5, 7, 9, 12, 7, 20]),
+    # two symbols once both change: a product, an end of n*d - 3, a reciprocal (var's 1/(n-1))
+    "standardize": (standardize, lambda n: (ignis.randn(n, 6 + n % 3), ignis.randn(6 + n % 3)),
+                    [4, 6, 8, 10, 13, 6]),
+}
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "aot_eager_decomp_partition", "inductor"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case):
+    """Forward and gradients equal eager's at every size, and AOT traced the
+    dynamic graph three times (its first size and two hints) plus once for
+    the first, static graph: no trace for the sizes after."""
+    fn, make, sizes = CASES[case]
+    traces = count_traces(monkeypatch)
+    cf = ignis.compile(fn, backend=backend)
+    for n in sizes:
+        x, w = make(n)
+        x.requires_grad_(), w.requires_grad_()
+        out = cf(x, w)
+        out.backward()
+        x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+        ref = fn(x2, w2)
+        ref.backward()
+        close(out, ref, 1e-4)
+        close(x.grad, x2.grad, 1e-4)
+        close(w.grad, w2.grad, 1e-4)
+    distinct = len({tuple(tuple(s) for s in t) for t in traces})
+    # the static first graph, then the dynamic one at its size and two hints
+    # (standardize's d changes too: its second dynamic graph is traced 3 times more)
+    assert len(traces) == (4 if case == "attention_like" else 7), traces
+    assert distinct == len(traces)
+
+
+def dynamic_graph(fn, inputs_at, sizes):
+    """The dynamic graph capture hands the backend, with its example inputs."""
+    got = []
+
+    def backend(gm, example_inputs):
+        if any(type(x) is int for x in example_inputs):
+            got.append((gm, list(example_inputs)))
+        return gm.forward
+    cf = ignis.compile(fn, backend=backend)
+    for n in sizes:
+        cf(*inputs_at(n))
+    return got[-1]
+
+
+def aot_backend():
+    return ignis.compiler.aot_autograd(partition_fn=aot.min_cut_rematerialization_partition)
+
+
+def test_an_instantiated_graph_is_the_trace_at_that_size():
+    """At sizes other than the hints, the instantiated inference graph prints
+    the same code and carries the same tensor metadata as a trace at that
+    size. (A training graph's partition is the first trace's: the min cut at
+    another size may save other values, equally correct -- the gradient
+    tests above check those.)"""
+    def make(t):
+        return ignis.randn(3, t, 16), ignis.randn(16, 8)
+    gm, ex = dynamic_graph(attention_like, make, [5, 6])
+    sym_at = [i for i, x in enumerate(ex) if type(x) is int]
+    be = aot_backend()
+    sa = SymbolicAot(gm, ex, sym_at, be._ignis_trace, None)
+    assert sa.templates is not None, sa.why
+    assert len(sa.templates) == 1
+    from ignis._compile import _with_sizes
+    for t in (2, 11, 40, 257):
+        tensors = list(make(t))
+        want = be._ignis_trace(_with_sizes(gm, sym_at, (t,)), tensors)
+        got = sa.parts_at((t,))
+        assert len(got.graphs) == len(want.graphs)
+        for g, w in zip(got.graphs, want.graphs):
+            assert g.code == w.code
+            metas = [n.meta.get("tensor_meta") for n in g.graph.nodes]
+            assert metas == [n.meta.get("tensor_meta") for n in w.graph.nodes]
+
+
+def test_hints_move_every_symbol_differently():
+    a, b, c = _hints([4, 4, 9])
+    assert len({(x, y, z) for x, y, z in zip(a, b, c)}) == 3
+    steps = [(y - x, z - y) for x, y, z in zip(a, b, c)]
+    assert len({s2 / s1 for s1, s2 in steps}) == 3
+
+
+def test_the_symbolic_graphs_print_as_torchs(capsys):
+    """IGNIS_LOGS=aot_graphs prints the symbolic forward and backward once:
+    Sym placeholders, sizes as expressions of them ("f32[3*s..., 8]") and
+    size arithmetic as Sym nodes in the arguments."""
+    ignis._logging.set_logs(aot_graphs=True)
+    cf = ignis.compile(attention_like, backend="aot_eager_decomp_partition")
+    for t in (5, 7, 9):
+        cf(ignis.randn(3, t, 16, requires_grad=True), ignis.randn(16, 8))
+    err = capsys.readouterr().err
+    assert err.count("forward graph (symbolic in s") == 1
+    assert err.count("backward graph (symbolic in s") == 1
+    fw = err[err.index("forward graph (symbolic"):err.index("backward graph (symbolic")]
+    sym = fw[fw.index("in s") + 3:fw.index(")")]
+    assert f'{sym}: "Sym({sym})"' in fw
+    assert f'"f32[3, {sym}, 16]"' in fw
+    assert f'"Sym(3*{sym})" = 3 * {sym}' in fw
+    assert f"ignis.ops.view.default(primals_1, [mul" in fw
+    # the later sizes printed nothing more
+    assert "specializing" not in err
+
+
+def test_a_graph_that_does_not_fit_is_traced_per_size(monkeypatch, capsys):
+    """A slice end of t // 2 fits no k*monomial + d: each size gets its own
+    trace (the dynamic log says why), every result still eager's."""
+    def f(x):
+        t = x.shape[0]
+        return x[: t // 2].sum(0) * 2
+
+    traces = count_traces(monkeypatch)
+    ignis._logging.set_logs(dynamic=True)
+    cf = ignis.compile(f, backend="aot_eager")
+    sizes = [6, 8, 10, 12, 14]
+    for n in sizes:
+        x = ignis.randn(n, 3)
+        close(cf(x), f(x))
+    err = capsys.readouterr().err
+    assert "AOT traces each size of this graph" in err
+    # static 6; dynamic 8 and two hints; then 10, 12, 14 each traced
+    assert len(traces) == 1 + 3 + 3, traces
