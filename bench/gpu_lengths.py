@@ -1,0 +1,117 @@
+"""Dynamic shapes on the GPU: a GPT forward (with its loss, under no_grad) called
+at 20 sequence lengths, compiled, beside torch.compile.
+
+    python3 bench/gpu_lengths.py [--gpt LAYERS,BATCH] [--impls ...] [--lengths 16]
+
+Implementations, each in its own process: `ignis` (ignis.compile; CUDA code
+static per size, the default), `ignis.generic` (size_generic=True: one
+CUDA text for every size), `torch` (torch.compile, its defaults: automatic
+dynamic). Each process calls the model at the lengths in order (pass 1:
+compiles included), then at the same lengths again (pass 2: compiled), and
+prints the passes' seconds, the graphs compiled and the losses; the losses
+are compared across implementations (the same weights, drawn by NumPy). The
+model is examples/gpt.py at GPT-2-small's width and vocabulary (768, 12
+heads, 50304), LAYERS deep, over a batch of BATCH sequences.
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+LENGTHS = [1024, 896, 768, 640, 512, 384, 256, 128, 960, 832, 704, 576, 448, 320, 192, 1000,
+           800, 600, 400, 200]
+IMPLS = ("ignis", "ignis.generic", "torch")
+
+
+def child(args):
+    from compiled import load_lib, set_params
+    from gpt import GPTConfig, build_gpt
+    lib = load_lib(args.child)
+    layers, batch = (int(v) for v in args.gpt.split(","))
+    cfg = GPTConfig(vocab_size=50304, block_size=1024, n_layer=layers, n_head=12, n_embd=768)
+    lib.manual_seed(0)
+    model = build_gpt(lib)(cfg).to(args.device)
+    set_params(lib, model)
+    model = model.to(args.device)
+    lengths = LENGTHS[:args.lengths]
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, cfg.vocab_size, size=(batch, cfg.block_size))
+    calls = [(lib.from_numpy(idx[:, :n].copy()).to(args.device),
+              lib.from_numpy(idx[:, 1:n + 1].copy() if n < cfg.block_size
+                             else np.roll(idx, -1, 1)[:, :n].copy()).to(args.device))
+             for n in lengths]
+    if args.child == "ignis.generic":
+        from ignis._inductor import config
+        config.size_generic = True
+    if args.child.startswith("ignis"):
+        counters = __import__("ignis._dynamo.utils", fromlist=["counters"]).counters
+    else:
+        counters = __import__("torch._dynamo.utils", fromlist=["counters"]).counters
+    fn = lib.compile(model)
+
+    def sync():
+        if args.device == "cuda":
+            lib.cuda.synchronize()
+    out = {"impl": args.child, "lengths": lengths}
+    with lib.no_grad():
+        for name in ("pass1_s", "pass2_s"):
+            losses = []
+            sync()
+            t0 = time.perf_counter()
+            for x, y in calls:
+                losses.append(fn(x, y)[1])
+            sync()
+            out[name] = time.perf_counter() - t0
+    out["losses"] = [float(v) for v in losses]
+    out["graphs"] = counters["stats"]["unique_graphs"]
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--gpt", default="2,8", help="LAYERS,BATCH (default 2,8)")
+    p.add_argument("--impls", default=",".join(IMPLS))
+    p.add_argument("--lengths", type=int, default=len(LENGTHS), help="how many lengths (<= 20)")
+    p.add_argument("--timeout", type=int, default=900)
+    p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        return child(args)
+    results = []
+    for impl in args.impls.split(","):
+        cmd = [sys.executable, __file__, "--child", impl, "--gpt", args.gpt,
+               "--lengths", str(args.lengths), "--device", args.device]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
+                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        except subprocess.TimeoutExpired:
+            print(f"{impl}: timed out after {args.timeout} s")
+            continue
+        line = next((s for s in r.stdout.splitlines() if s.startswith("RESULT ")), None)
+        if line is None:
+            print(f"{impl}: failed\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+            continue
+        results.append(json.loads(line[len("RESULT "):]))
+    print(f"GPT forward with loss, GPT-2-small width, --gpt {args.gpt}, "
+          f"{args.lengths} lengths from {LENGTHS[0]} down")
+    print(f"{'impl':16s} {'pass 1 (s)':>11s} {'pass 2 (ms)':>12s} {'graphs':>7s} "
+          f"{'max |loss - first impl|':>24s}")
+    base = results[0]["losses"] if results else None
+    for r in results:
+        diff = max(abs(a - b) for a, b in zip(r["losses"], base))
+        print(f"{r['impl']:16s} {r['pass1_s']:11.2f} {r['pass2_s'] * 1e3:12.2f} "
+              f"{r['graphs']:7d} {diff:24.2e}")
+
+
+if __name__ == "__main__":
+    main()
