@@ -25,7 +25,8 @@ def fresh_caches(monkeypatch):
 
 
 def close(a, b, tol=1e-5):
-    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=tol,
+                               atol=tol)
 
 
 def count_traces(monkeypatch):
@@ -43,7 +44,7 @@ def count_traces(monkeypatch):
 def attention_like(x, w):
     b, t, c = x.shape
     h = (x @ w).view(b * t, -1)
-    mask = ignis.ones(t, t).tril()
+    mask = ignis.ones(t, t, device=x.device).tril()
     s = (x @ x.transpose(1, 2)).masked_fill(mask == 0, float("-inf")) / c ** 0.5
     return (F.softmax(h, -1).sum(0) / t + h.mean()).sum() + F.softmax(s, -1).var(-1).sum()
 
@@ -64,9 +65,15 @@ CASES = {
 }
 
 
+CUDA = ignis.cuda.is_available()
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not CUDA, reason="no usable CUDA GPU here (the fake driver runs these too)"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("backend", ["aot_eager", "aot_eager_decomp_partition", "inductor"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case):
+def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case, device):
     """Forward and gradients equal eager's at every size, and AOT traced the
     dynamic graph three times (its first size and two hints) plus once for
     the first, static graph: no trace for the sizes after."""
@@ -74,7 +81,7 @@ def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case):
     traces = count_traces(monkeypatch)
     cf = ignis.compile(fn, backend=backend)
     for n in sizes:
-        x, w = make(n)
+        x, w = (t.to(device) for t in make(n))
         x.requires_grad_(), w.requires_grad_()
         out = cf(x, w)
         out.backward()
