@@ -68,12 +68,13 @@ def _with_sizes(gm, sym_at, values):
 
 # Sizes of one dynamic graph whose compiled forms _per_size keeps; the least
 # recently used goes past this (a generation loop over thousands of lengths
-# must not keep thousands of programs; recompiling an evicted size costs the
-# AOT trace and lowering, its size-generic library stays loaded).
+# must not keep thousands of programs; recompiling an evicted size costs its
+# lowering, its size-generic library stays loaded).
 PER_SIZE_CACHE_LIMIT = 64
 # Note [Compiling a size on its second call]
-# A dynamic graph's new size costs its AOT trace and lowering (0.5 ms for a
-# five-op graph, 10-50 ms for the example GPT) even when its C++ is shared;
+# A dynamic graph's new size costs its lowering (and its AOT trace where the
+# graph does not symbolize: Note [Symbolic AOT graphs]) -- 0.5 ms for a
+# five-op graph, 10-50 ms for the example GPT -- even when its C++ is shared;
 # a size that never comes back (the count of a boolean mask's elements, a
 # generation loop's lengths) then costs more to compile than to run eagerly
 # (a masked sum's suffix graph: 0.58 ms a call compiled anew against 0.04

@@ -198,8 +198,9 @@ def graph_is_symbolic(gm, example_inputs=None):
 
 
 # Set while a backend compiles one size of a graph that capture made with
-# symbolic sizes (ignis._compile's per-size specialization: AOT is concrete,
-# so the graph compile_fx sees has concrete sizes but more sizes will come).
+# symbolic sizes (ignis._compile's per-size specialization: the graphs
+# compile_fx sees have concrete sizes -- instantiated from symbolic AOT graphs
+# or traced at this size -- but more sizes will come).
 _compiling_symbolic_capture = False
 
 
