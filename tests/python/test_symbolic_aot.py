@@ -171,20 +171,43 @@ def test_the_symbolic_graphs_print_as_torchs(capsys):
 
 
 def test_a_graph_that_does_not_fit_is_traced_per_size(monkeypatch, capsys):
-    """A slice end of t // 2 fits no k*monomial + d: each size gets its own
-    trace (the dynamic log says why), every result still eager's."""
+    """A size of n*n + n (two monomials) fits no single k*monomial + d: each
+    size gets its own trace (the dynamic log says why), every result still
+    eager's."""
     def f(x):
-        t = x.shape[0]
-        return x[: t // 2].sum(0) * 2
+        n = x.shape[0]
+        return x.new_ones(n * n + n).cumsum(0)[-1] + x.sum()
 
     traces = count_traces(monkeypatch)
     ignis._logging.set_logs(dynamic=True)
     cf = ignis.compile(f, backend="aot_eager")
-    sizes = [6, 8, 10, 12, 14]
-    for n in sizes:
+    for n in [6, 8, 10, 12, 14]:
         x = ignis.randn(n, 3)
         close(cf(x), f(x))
     err = capsys.readouterr().err
-    assert "AOT traces each size of this graph" in err
+    assert "AOT traces each size of this graph: a number of node" in err
+    assert "fits no single k*monomial + d of the sizes" in err
     # static 6; dynamic 8 and two hints; then 10, 12, 14 each traced
     assert len(traces) == 1 + 3 + 3, traces
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_size_arithmetic_beyond_sums_and_products_is_traced_per_size(monkeypatch, capsys,
+                                                                     backend):
+    """t // 16 is 0 at the first size and both hints, and 2 at 40: a fit
+    would take it for the constant 0. Capture's floor division marks the
+    graph, which is then traced at each size (and 40 gives eager's sum)."""
+    def f(x):
+        t = x.shape[0]
+        return x[: t // 16].sum(0) * 3 + x.sum(0)
+
+    traces = count_traces(monkeypatch)
+    ignis._logging.set_logs(dynamic=True)
+    cf = ignis.compile(f, backend=backend)
+    for n in [4, 5, 7, 40, 33]:
+        x = ignis.randn(n, 3)
+        close(cf(x), f(x))
+    err = capsys.readouterr().err
+    assert "size arithmetic beyond sums and products" in err
+    # static 4; the dynamic graph's 5, then 7, 40, 33 traced each (no hints)
+    assert len(traces) == 5, traces

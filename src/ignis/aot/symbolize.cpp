@@ -208,6 +208,20 @@ Value patched(const Value& v, size_t& leaf, const std::unordered_map<uint32_t, V
   }
 }
 
+// Whether e is a polynomial of its symbols (constants, symbols, sums, products).
+bool polynomial(sym::Expr e) {
+  switch (e.kind()) {
+    case sym::Kind::Const:
+    case sym::Kind::Symbol: return true;
+    case sym::Kind::Add:
+    case sym::Kind::Mul:
+      for (const sym::Expr& a : e.args())
+        if (!polynomial(a)) return false;
+      return true;
+    default: return false;
+  }
+}
+
 // A copy of g, its output node included.
 std::unique_ptr<Graph> copy_graph(const Graph& g) {
   auto c = std::make_unique<Graph>();
@@ -413,6 +427,25 @@ std::optional<std::vector<Value>> inputs_at(const Graph& g, const std::vector<Va
     }
     values[s] = *ints[i];
     symbols->push_back(s);
+  }
+  // Size arithmetic beyond sums and products (t // 128, t % 8, min(t, 64))
+  // is a step function of the sizes: constant across the hints, it would be
+  // fitted as a constant and be wrong at a size past its next step. Such a
+  // graph is traced at each size.
+  for (const Node* n : g.nodes()) {
+    const graph::NodeMeta& m = n->meta();
+    std::vector<sym::Expr> exprs;
+    if (m.sym_value.defined()) exprs.push_back(m.sym_value);
+    for (const graph::TensorMeta& t : m.tensors) {
+      exprs.insert(exprs.end(), t.sym_sizes.begin(), t.sym_sizes.end());
+      exprs.insert(exprs.end(), t.sym_strides.begin(), t.sym_strides.end());
+    }
+    for (sym::Expr e : exprs)
+      if (!polynomial(e)) {
+        *why = "node " + n->name() + " computes " + sym::str(e) +
+               ", size arithmetic beyond sums and products";
+        return std::nullopt;
+      }
   }
   auto value_of = [&](sym::Expr e) -> std::optional<int64_t> {
     for (sym::Expr x : sym::free_symbols(e))

@@ -77,7 +77,9 @@ std::unique_ptr<graph::Graph> instantiate(const SymbolicGraph& s,
 // other tensors stay. nullopt, with the reason in `why`, for what this cannot
 // make: a Sym input that is no plain symbol, a symbol with no Sym input, a
 // symbolic tensor sharing its storage with another input, or one whose
-// strides are neither. `symbols` gets the Sym inputs' symbols, in order.
+// strides are neither; and for a graph whose size arithmetic goes beyond
+// sums and products (a floor division, a remainder, a min: step functions
+// that could be constant across the hints). `symbols` gets the Sym inputs' symbols, in order.
 std::optional<std::vector<graph::Value>> inputs_at(const graph::Graph& g,
                                                    const std::vector<graph::Value>& inputs,
                                                    const std::vector<std::optional<int64_t>>& ints,
