@@ -112,13 +112,15 @@ bool same_node(const Node& a, const Node& b, const std::unordered_map<const Node
 }
 
 // The monomials k * s0^e0 * ... may use: every exponent vector over 0..2 but
-// all zeros, lowest total degree first.
+// all zeros (0..1 beyond three symbols, which keeps the search to 2^n),
+// lowest total degree first.
 std::vector<std::vector<int>> monomials(size_t n) {
   std::vector<std::vector<int>> out;
   std::vector<int> e(n, 0);
+  const int top = n <= 3 ? 2 : 1;
   while (true) {
     size_t i = 0;
-    while (i < n && e[i] == 2) e[i++] = 0;
+    while (i < n && e[i] == top) e[i++] = 0;
     if (i == n) break;
     ++e[i];
     out.push_back(e);
@@ -151,6 +153,8 @@ bool fit(const std::vector<Wide>& m, const std::vector<Wide>& v, Wide* k, Wide* 
 constexpr Wide kLimit = Wide(1) << 62;
 // The largest integer a float count is divided by, or divides (symbolize.h).
 constexpr int64_t kMaxScale = 8;
+// The most symbols a graph's numbers are fitted over (2^n monomials).
+constexpr size_t kMaxSymbols = 10;
 
 // The expression of the integers `v` (one per hint), or undefined when no
 // form fits or more than one monomial does.
@@ -308,6 +312,11 @@ std::optional<SymbolicGraph> symbolize(const std::vector<const Graph*>& traces,
              " and " + std::to_string(nodes[h].size()) + ")";
       return std::nullopt;
     }
+  }
+  if (symbols.size() > kMaxSymbols) {
+    *why = std::to_string(symbols.size()) + " symbols, more than " +
+           std::to_string(kMaxSymbols) + " to fit numbers over";
+    return std::nullopt;
   }
   const std::vector<std::vector<int>> monos = monomials(symbols.size());
   SymbolicGraph out;

@@ -10,7 +10,8 @@
 // numbers, the same tensor ranks, dtypes and devices. Each number that
 // differs between the traces (a view's size, a slice's end, a mean's count,
 // a tensor's size or stride in the metadata) must be one form
-//     k * s0^e0 * s1^e1 * ... + d      (integers k, d; exponents 0..2)
+//     k * s0^e0 * s1^e1 * ... + d      (integers k, d; exponents 0..2, or
+//                                       0..1 beyond three symbols)
 // fitting every trace, and exactly one monomial may fit; a float may be such
 // a form or its reciprocal (1/N of a mean). Anything else -- another graph
 // at another size, a number that fits no form or several -- fails, and the
