@@ -112,6 +112,10 @@ class cuda:  # noqa: N801
     # GPT-2's 50304-wide logits; docs/compiler.md, "Online max and sum of
     # exps").
     online_softmax = True
+    # ... and whether size-generic CUDA code holds a row in registers too,
+    # planned for its power-of-two bucket (docs/compiler.md, "Size-generic
+    # code"); off, generic rows stream.
+    generic_rows = True
     # ... and whether a row kernel whose grid fits one round of blocks asks
     # ptxas (__launch_bounds__'s minimum blocks) for the registers that let
     # every row run at once (docs/compiler.md, "One wave of short rows"; off
@@ -249,6 +253,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_prefetch": int(bool(cuda.row_prefetch)),
         "cuda_row_occupancy": int(bool(cuda.row_occupancy)),
         "cuda_online_softmax": int(bool(cuda.online_softmax)),
+        "cuda_generic_rows": int(bool(cuda.generic_rows)),
         "cuda_row_one_wave": int(bool(cuda.row_one_wave)),
         "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
         "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),

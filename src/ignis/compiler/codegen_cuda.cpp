@@ -1,6 +1,7 @@
 #include "ignis/compiler/codegen_cuda.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -672,8 +673,9 @@ class CudaKernelPrinter {
   // bytes of the widest element an access moves by one along v, halved until
   // the extent and every such access's other terms allow it; 1 when no
   // access moves along v element by element.
-  int vector_width(const std::vector<size_t>& loops, sym::Expr v, int64_t n) const {
-    if (sz_.generic() || n <= 1) return 1;
+  int vector_width(const std::vector<size_t>& loops, sym::Expr v, int64_t n,
+                   bool in_generic = false) const {
+    if ((sz_.generic() && !in_generic) || n <= 1) return 1;
     size_t widest = 0;
     std::vector<int64_t> aligns;
     for (size_t li : loops)
@@ -1436,17 +1438,30 @@ class CudaKernelPrinter {
     int64_t nvec = 0;
     Residency residency;
     const std::vector<size_t> passes = inner_loops();
-    const bool statics = !sz_.generic() && inner > 0 && !k_.columns && static_inner();
+    // Note [Resident rows in size-generic code]
+    // Size-generic text serves every size that prints it, so its plan is
+    // made for the row's bucket, the power of two at or above its vectors:
+    // the block, chunks and registers of rows of 2049 to 4096 vectors are
+    // those of 4096, and every chunk is guarded by the row's own count (a
+    // parameter). A row's vector width is its own (the sizes that divide
+    // alike share it). The guards cost the loads' overlap that hoisted
+    // chunks give static rows (Note [Chunks the compiler can hoist]), but
+    // a resident row reads its input once where a streaming one reads it
+    // on every pass and writes and reads its scratch.
+    const bool generic = sz_.generic();
+    const bool statics = inner > 0 && !k_.columns && static_inner() &&
+                         (!generic || options_.cuda_generic_rows);
     if (statics) {
-      width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value());
+      width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value(), true);
       nvec = inner / width;
+      const int64_t plan_nvec = generic ? int64_t(std::bit_ceil(uint64_t(nvec))) : nvec;
       // config.cuda.row_vectors_per_thread vectors a thread (four by
       // default: enough loads in flight, few registers), the block a whole
       // number of warps.
       const int64_t per_thread = std::max<int64_t>(1, options_.cuda_row_vectors);
-      const int64_t warps = ((nvec + per_thread - 1) / per_thread + 31) / 32;
+      const int64_t warps = ((plan_nvec + per_thread - 1) / per_thread + 31) / 32;
       const int threads = int(std::min<int64_t>(kMaxBlockThreads, 32 * std::max<int64_t>(1, warps)));
-      chunks = int((nvec + threads - 1) / threads);
+      chunks = int((plan_nvec + threads - 1) / threads);
       if (chunks > kMaxRowChunks) chunks = 0;
       // What the row keeps must fit the registers a thread of a block this
       // large may have, with room for the pass's own values: else the
@@ -1492,8 +1507,10 @@ class CudaKernelPrinter {
         if (options_.cuda_row_one_wave) launch->min_blocks = one_wave_blocks(rows, threads);
       }
     }
-    // A row that streams moves vectors too where the pointers allow.
-    const int stream_width = chunks == 0 && statics ? width : 1;
+    // A row that streams moves vectors too where the pointers allow (static
+    // code: the streaming loops print their counts as literals).
+    const int stream_width = chunks == 0 && statics && !generic ? width : 1;
+    if (generic && chunks == 0) width = 1;
     if (chunks > 0 || stream_width > 1) {
       const sym::Expr v = k_.inner.back();
       if (width > 1) print_alignment_check(passes, v, width, "  ");
@@ -1503,12 +1520,13 @@ class CudaKernelPrinter {
       // Note [Chunks the compiler can hoist]: the resident path runs blocks
       // of exactly the planned size (a host emulation may run others: they
       // stream).
-      if (options_.cuda_row_hoist_chunks) {
+      if (options_.cuda_row_hoist_chunks && !generic) {
         row_threads_ = launch->threads;
         os_ << "  const bool ig_resident = ig_aligned && blockDim.x == " << row_threads_ << "u;\n";
       } else {
+        row_threads_ = 0;
         os_ << "  const bool ig_resident = ig_aligned && " << it_ << "(blockDim.x) * " << chunks
-            << " >= " << nvec << ";\n";
+            << " >= " << sz_.integer(nvec) << ";\n";
       }
     }
     if (k_.workers > 0) {
@@ -1605,7 +1623,7 @@ class CudaKernelPrinter {
     os_ << "      const " << it_ << " ig_c = " << it_ << "(ig_k) * "
         << (row_threads_ > 0 ? std::to_string(row_threads_) : it_ + "(blockDim.x)") << " + " << it_
         << "(threadIdx.x);\n";
-    os_ << "      if (ig_c < " << nvec << ") {\n#pragma unroll\n        for (int ig_j = 0; ig_j < "
+    os_ << "      if (ig_c < " << sz_.integer(nvec) << ") {\n#pragma unroll\n        for (int ig_j = 0; ig_j < "
         << width << "; ++ig_j) {\n";
     for (size_t i = 0; i < folds_.size(); ++i) {
       const Buffer& b = p_.buffers[size_t(folds_[i]->buffer)];
@@ -2026,7 +2044,7 @@ class CudaKernelPrinter {
     if (row_threads_ == 0) {
       os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << it_ << "(blockDim.x) + "
           << it_ << "(threadIdx.x);\n";
-      os_ << i2 << "if (ig_c < " << nvec << ") {\n";
+      os_ << i2 << "if (ig_c < " << sz_.integer(nvec) << ") {\n";
     } else {
       os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << row_threads_ << " + "
           << it_ << "(threadIdx.x);\n";

@@ -266,6 +266,10 @@ struct CompilerOptions {
   // streaming pass where a row would hold a multiprocessor alone
   // (config.cuda.online_softmax; Note [Online max and sum of exps]).
   bool cuda_online_softmax = true;
+  // ... and whether size-generic code holds rows in registers too, planned
+  // for their power-of-two bucket (config.cuda.generic_rows; Note [Resident
+  // rows in size-generic code], codegen_cuda.cpp).
+  bool cuda_generic_rows = true;
   // ... and whether a row kernel whose grid fits one round of blocks asks
   // ptxas for registers that let it (config.cuda.row_one_wave; Note [One
   // wave of short rows], codegen_cuda.cpp; off until measured on a GPU).
