@@ -11,6 +11,8 @@ CUDA); the rest checks that sizes share T, that results equal eager (and
 torch when installed) at every size, forward and backward, and that later
 sizes compile nothing.
 """
+import contextlib
+import io
 import os
 import pathlib
 import re
@@ -366,6 +368,41 @@ def test_cuda_block_at_many_sizes_compiles_once_forward_and_backward():
             assert metrics.library_compiled + metrics.library_reused == 2
             if i > 0:
                 assert metrics.library_compiled == 0, rows
+    ignis.compiler.reset()
+
+
+@needs_gpu
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_cuda_rows_of_one_bucket_share_their_resident_text(op):
+    """Rows of 600 to 1024 floats (150 to 256 four-wide vectors: one
+    power-of-two bucket) print one text, held in registers with the chunks
+    past half the bucket guarded by the row's count (Note [Resident rows in
+    size-generic code]); every length gives eager's values, and 1028 (the
+    next bucket) prints another text."""
+    def f(x):
+        if op == "softmax":
+            return ignis.nn.functional.softmax(x * 2, -1)
+        return ignis.nn.functional.layer_norm(x, (x.shape[-1],)) + 1
+    ignis.compiler.reset()
+    texts = set()
+    with config.patch(size_generic=True):
+        for n in (600, 700, 1000, 1024, 1028):
+            g = ignis.compile(f, backend="inductor", dynamic=False)
+            x = ignis.randn(37, n).cuda()
+            metrics.reset()
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                ignis._logging.set_logs(output_code=True)
+                got = g(x)
+                ignis._logging.set_logs()
+            np.testing.assert_allclose(got.cpu().numpy(), f(x).cpu().numpy(), rtol=1e-5,
+                                       atol=1e-5)
+            code = err.getvalue()
+            text = code[code.index("__global__"):]
+            text = text[:text.index("\n}\n")]
+            texts.add(re.sub(r"kernel_\d+_[0-9a-f]+", "kernel", text))
+            if n == 1024:
+                assert "if (ig_k < 2 || ig_c < P[" in text, text
+    assert len(texts) == 2, texts
     ignis.compiler.reset()
 
 
