@@ -176,7 +176,7 @@ def _per_size(backend):
         sym_set = set(sym_at)
         tensor_at = [i for i in range(len(example_inputs)) if i not in sym_set]
         names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-        symbolic = _symbolic_entry(backend)
+        symbolic = _symbolic_entry(backend) if _compiler.config.symbolic_aot else None
         compile_at = None
         if symbolic is not None and not kwargs:
             # One AOT trace for every size (Note [Symbolic AOT graphs]).

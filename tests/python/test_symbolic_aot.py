@@ -211,3 +211,16 @@ def test_size_arithmetic_beyond_sums_and_products_is_traced_per_size(monkeypatch
     assert "size arithmetic beyond sums and products" in err
     # static 4; the dynamic graph's 5, then 7, 40, 33 traced each (no hints)
     assert len(traces) == 5, traces
+
+
+def test_the_setting_off_traces_each_size(monkeypatch):
+    """ignis.compiler.config.symbolic_aot = False: every size is traced."""
+    monkeypatch.setattr(ignis.compiler.config, "symbolic_aot", False)
+    traces = count_traces(monkeypatch)
+    cf = ignis.compile(attention_like, backend="aot_eager")
+    for t in (5, 7, 9, 12):
+        x, w = ignis.randn(3, t, 16), ignis.randn(16, 8)
+        close(cf(x, w), attention_like(x, w))
+    assert len(traces) == 4, traces
+    with pytest.raises(ValueError, match="symbolic_aot must be a bool"):
+        ignis.compiler.config.symbolic_aot = 1

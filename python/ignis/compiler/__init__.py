@@ -197,12 +197,20 @@ class _Config:
     as an unbacked int (u0) instead of breaking it; a decision on its value
     breaks the graph there. torch's setting of that name (False in torch);
     ignis's default is True. A float's item() still breaks.
+
+    symbolic_aot: the AOT backends (aot_eager, inductor) trace a graph with
+    symbolic sizes at three sizes and make every later size's graphs from
+    those traces, without tracing (docs/dynamic_shapes.md, "Symbolic AOT
+    graphs"); False traces each size. IGNIS_SYMBOLIC_AOT=0 sets it False.
+    ignis's own (torch's AOT traces symbolically).
     """
 
     def __init__(self):
+        import os
         self.cache_size_limit = 8
         self.capture_dynamic_output_shape_ops = True
         self.capture_scalar_outputs = True
+        self.symbolic_aot = os.environ.get("IGNIS_SYMBOLIC_AOT", "1").strip() not in ("0", "")
 
     @property
     def recompile_limit(self):
@@ -216,7 +224,8 @@ class _Config:
         if name == "cache_size_limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"cache_size_limit must be a non-negative int, got {value!r}")
-        elif name in ("capture_dynamic_output_shape_ops", "capture_scalar_outputs"):
+        elif name in ("capture_dynamic_output_shape_ops", "capture_scalar_outputs",
+                      "symbolic_aot"):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be a bool, got {value!r}")
         elif name != "recompile_limit":
