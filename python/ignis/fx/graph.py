@@ -240,8 +240,11 @@ class Graph(_C.GraphBase):
         args = map_arg(node.args, arg_transform)
         kwargs = map_arg(node.kwargs, arg_transform)
         n = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
-        for k, v in node.meta.items():
-            n.meta[k] = v
+        # The C++ metadata whole (tensor_meta would lose its symbolic sizes and
+        # a Sym placeholder its symbol through meta[...]), then the Python entries
+        # as they are ("val" set through meta would overwrite tensor_meta).
+        n._copy_meta_from(node)
+        n._pymeta.update(node._pymeta)
         return n
 
     def graph_copy(self, g, val_map=None):

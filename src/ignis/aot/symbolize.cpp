@@ -426,15 +426,18 @@ std::optional<std::vector<Value>> inputs_at(const Graph& g, const std::vector<Va
   IGNIS_CHECK_VALUE(places.size() == inputs.size() && ints.size() == inputs.size(),
                     "inputs_at: the graph has ", places.size(), " placeholders, got ",
                     inputs.size(), " inputs and ", ints.size(), " new ints");
-  sym::Bindings values;
+  // By name: a symbol's Expr carries its range, which guards may have
+  // narrowed since the placeholder's was made.
+  std::unordered_map<std::string, int64_t> values;
   for (size_t i = 0; i < places.size(); ++i) {
     if (!ints[i]) continue;
     sym::Expr s = places[i]->meta().sym_value;
     if (!s.defined() || !s.is_symbol()) {
-      *why = "input " + places[i]->name() + " is no symbolic size";
+      *why = "input " + places[i]->name() + " is " +
+             (s.defined() ? "Sym(" + sym::str(s) + "), no plain symbol" : "an int of no symbol");
       return std::nullopt;
     }
-    values[s] = *ints[i];
+    values[sym::symbol_name(s)] = *ints[i];
     symbols->push_back(s);
   }
   // Size arithmetic beyond sums and products (t // 128, t % 8, min(t, 64))
@@ -457,9 +460,13 @@ std::optional<std::vector<Value>> inputs_at(const Graph& g, const std::vector<Va
       }
   }
   auto value_of = [&](sym::Expr e) -> std::optional<int64_t> {
-    for (sym::Expr x : sym::free_symbols(e))
-      if (!values.count(x)) return std::nullopt;
-    return sym::eval(e, values);
+    sym::Bindings b;
+    for (sym::Expr x : sym::free_symbols(e)) {
+      auto it = values.find(sym::symbol_name(x));
+      if (it == values.end()) return std::nullopt;
+      b[x] = it->second;
+    }
+    return sym::eval(e, b);
   };
   std::unordered_map<const StorageImpl*, size_t> storages;  // -> inputs sharing it
   for (const Value& v : inputs)
@@ -495,23 +502,21 @@ std::optional<std::vector<Value>> inputs_at(const Graph& g, const std::vector<Va
       }
     }
     DimVector sizes, strides;
-    bool known = true;
-    auto add = [&](DimVector& to, sym::Expr e) {
+    // A symbol with no Sym input was specialized after the placeholder was
+    // made (`set_replacement s35 = 3`: a guard pins it), so its dims keep
+    // the example's values.
+    auto add = [&](DimVector& to, sym::Expr e, int64_t example) {
       std::optional<int64_t> v = value_of(e);
-      known &= v.has_value();
-      to.push_back(v.value_or(0));
+      to.push_back(v.value_or(example));
     };
-    for (sym::Expr e : tm.sym_sizes) add(sizes, e);
+    for (size_t d = 0; d < tm.sym_sizes.size(); ++d) add(sizes, tm.sym_sizes[d], t.size(int64_t(d)));
     if (!tm.sym_strides.empty()) {
-      for (sym::Expr e : tm.sym_strides) add(strides, e);
+      for (size_t d = 0; d < tm.sym_strides.size(); ++d)
+        add(strides, tm.sym_strides[d], t.stride(int64_t(d)));
     } else if (t.is_contiguous()) {
       strides = contiguous_strides(sizes);
     } else {
       *why = "input " + places[i]->name() + " has symbolic sizes but fixed strides";
-      return std::nullopt;
-    }
-    if (!known) {
-      *why = "a size of input " + places[i]->name() + " has a symbol that is no input";
       return std::nullopt;
     }
     Tensor f = make_fake(sizes, strides, t.dtype(), t.user_device());

@@ -74,10 +74,10 @@ std::unique_ptr<graph::Graph> instantiate(const SymbolicGraph& s,
 // each Sym placeholder's symbol (nullopt at the other positions). A Sym
 // placeholder gets its new value; a tensor with symbolic sizes (its
 // placeholder's metadata) a fake of its dtype, device and requires_grad at
-// those sizes (and strides: the symbolic ones, else contiguous when it is);
-// other tensors stay. nullopt, with the reason in `why`, for what this cannot
-// make: a Sym input that is no plain symbol, a symbol with no Sym input, a
-// symbolic tensor sharing its storage with another input, or one whose
+// those sizes (and strides: the symbolic ones, else contiguous when it is;
+// a dim whose symbol has no Sym input, specialized after the placeholder
+// was made, keeps its size); other tensors stay. nullopt, with the reason in `why`, for what this cannot
+// make: a Sym input that is no plain symbol, a symbolic tensor sharing its storage with another input, or one whose
 // strides are neither; and for a graph whose size arithmetic goes beyond
 // sums and products (a floor division, a remainder, a min: step functions
 // that could be constant across the hints). `symbols` gets the Sym inputs' symbols, in order.

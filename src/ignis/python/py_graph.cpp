@@ -658,6 +658,19 @@ PyObject* node_set_meta_extra(PyObject* self, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// n._copy_meta_from(other): other's C++ metadata (tensor metadata with its
+// symbolic sizes, a Sym value, the source line, the string entries), as
+// Graph::copy_from copies it; the Python entries are the caller's.
+PyObject* node_copy_meta_from(PyObject* self, PyObject* other) {
+  IGNIS_PY_BEGIN
+  IGNIS_CHECK_TYPE(is_node(other), "_copy_meta_from expects a graph node, got ",
+                   Py_TYPE(other)->tp_name);
+  Node* from = node_of(other);
+  live(self)->meta() = from->meta();
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
 PyObject* node_get_pymeta(PyObject* self, void*) {
   Node* n = live(self);
   if (!n->pymeta) {
@@ -747,6 +760,7 @@ PyMethodDef node_methods[] = {
     {"is_impure", node_is_impure, METH_NOARGS, nullptr},
     {"format_node", node_format, METH_NOARGS, "This node's line of str(graph)."},
     {"_set_meta_extra", node_set_meta_extra, METH_VARARGS, nullptr},
+    {"_copy_meta_from", node_copy_meta_from, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 
