@@ -1447,11 +1447,12 @@ class CudaKernelPrinter {
     // together, as static rows' hoisted chunks: Note [Chunks the compiler
     // can hoist]); the others are guarded by the row's own count, a
     // parameter. A row's vector width is its own (the sizes that divide
-    // alike share it). Measured on the H100 (run 17), before the sure
-    // chunks: softmax 4096 x 4096 0.255 -> 0.126 ms (static 0.094),
-    // layer_norm 8192 x 1024 0.261 -> 0.107 (0.094), GPT-2-small's forward
-    // 3.83 -> 3.24 (2.74): a resident row reads its input once where a
-    // streaming one reads it on every pass and writes and reads a scratch.
+    // alike share it). Measured on the H100 (docs/benchmarks.md run 17),
+    // streaming -> resident -> with the sure chunks: softmax 4096 x 4096
+    // 0.255 -> 0.126 -> 0.109 ms (static 0.094), layer_norm 8192 x 1024
+    // 0.261 -> 0.107 -> 0.100 (0.094): a resident row reads its input once
+    // where a streaming one reads it on every pass and writes and reads a
+    // scratch.
     const bool generic = sz_.generic();
     const bool statics = inner > 0 && !k_.columns && static_inner() &&
                          (!generic || options_.cuda_generic_rows);
