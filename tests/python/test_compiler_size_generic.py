@@ -125,7 +125,8 @@ def test_text_with_values_substituted_is_the_source_with_values_in_place(name, d
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_another_size_prints_the_same_text_with_other_values(name, device):
     text, values = generic_code(_case_gm(name), device)
-    text2, values2 = generic_code(_case_gm(name, scale=6), device)
+    # (+8: the sizes divide alike, so CUDA text keeps its vector widths)
+    text2, values2 = generic_code(_case_gm(name, scale=8), device)
     assert text2 == text
     assert values2 != values
 

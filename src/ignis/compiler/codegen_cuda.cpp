@@ -840,15 +840,19 @@ class CudaKernelPrinter {
     std::vector<size_t> all(k_.loops.size());
     for (size_t li = 0; li < all.size(); ++li) all[li] = li;
     int width = 1;
+    // Size-generic text takes vectors too where this size's extent and
+    // accesses allow them (the sizes that divide alike share the text), its
+    // vector count a parameter; one vector a thread a step.
     if (!vars.empty() && sizes.back().is_const() && !reads_own_output() &&
         k_.scratch_in_output.empty())
-      width = vector_width(all, vars.back(), sizes.back().value());
+      width = vector_width(all, vars.back(), sizes.back().value(),
+                           /*in_generic=*/options_.cuda_generic_rows);
     if (options_.cuda_spread_small && !sz_.generic()) spread_small(n, &width, &launch->threads);
     stream_loads_ = options_.cuda_streaming_loads;
     const int64_t nvec = n / width;
     // Vectors a thread takes a step (config.cuda.pointwise_vectors_per_thread),
     // only where the grid keeps a few rounds of blocks.
-    int64_t per_thread = width > 1 ? options_.cuda_pointwise_vectors : 1;
+    int64_t per_thread = width > 1 && !sz_.generic() ? options_.cuda_pointwise_vectors : 1;
     while (per_thread > 1 && nvec / (launch->threads * per_thread) < 4 * kMultiprocessors)
       per_thread /= 2;
     launch->blocks = (nvec + launch->threads * per_thread - 1) / (launch->threads * per_thread);
@@ -876,8 +880,8 @@ class CudaKernelPrinter {
         in = "        ";
       } else {
         os_ << "    for (" << it_ << " ig_q = " << it_ << "(blockIdx.x) * " << it_
-            << "(blockDim.x) + " << it_ << "(threadIdx.x); ig_q < " << nvec << "; ig_q += "
-            << it_ << "(gridDim.x) * " << it_ << "(blockDim.x)) {\n";
+            << "(blockDim.x) + " << it_ << "(threadIdx.x); ig_q < " << sz_.integer(nvec)
+            << "; ig_q += " << it_ << "(gridDim.x) * " << it_ << "(blockDim.x)) {\n";
       }
       os_ << in << "const " << it_ << " ig_i = ig_q * " << width << ";\n";
       print_unravel(head, sizes, "ig_i", in);
