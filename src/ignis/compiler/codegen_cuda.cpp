@@ -1641,7 +1641,7 @@ class CudaKernelPrinter {
     for (size_t i = 0; i < folds_.size(); ++i) {
       const Buffer& b = p_.buffers[size_t(folds_[i]->buffer)];
       const int64_t n = b.sizes.back().value();
-      os_ << "          " << ptr_name(b) << "[ig_w * " << n << " + ig_c * " << width
+      os_ << "          " << ptr_name(b) << "[ig_w * " << sz_.integer(n) << " + ig_c * " << width
           << " + ig_j] = ig_fold" << i << "[ig_k][ig_j];\n";
     }
     os_ << "        }\n      }\n    }\n  }\n";
