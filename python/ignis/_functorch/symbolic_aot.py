@@ -15,8 +15,10 @@ graphs with those numbers evaluated (`_C._aot_instantiate`, C++, well under
 a millisecond), handed to the same compilers; the structure-only analyses
 (which saved values and gradients depend on which tangents) are the first
 trace's. When the traces do not line up (a partition that differs with the
-sizes, a number that fits no form), each size is traced as before, and
-IGNIS_LOGS=dynamic says why. IGNIS_LOGS=aot_graphs prints the symbolic
+sizes, a number that fits no form), or the capture's own size arithmetic
+goes beyond sums and products (`t // 16` is a step function: 0 at all three
+hints, 2 at 40), each size is traced as before, and IGNIS_LOGS=dynamic says
+why. IGNIS_LOGS=aot_graphs prints the symbolic
 forward and backward ("f32[8*s0, 64]"), once.
 """
 from .. import _C
