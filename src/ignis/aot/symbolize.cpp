@@ -239,6 +239,17 @@ std::unique_ptr<Graph> copy_graph(const Graph& g) {
   return c;
 }
 
+// n's arguments with the numbers at the leaf positions in `patch` replaced.
+void patch_arguments(Node* n, const std::unordered_map<uint32_t, Value>& patch) {
+  size_t leaf = 0;
+  std::vector<Value> args;
+  for (const Value& a : n->args()) args.push_back(patched(a, leaf, patch));
+  graph::Kwargs kwargs;
+  for (const auto& [k, v] : n->kwargs()) kwargs.emplace_back(k, patched(v, leaf, patch));
+  n->set_args(std::move(args));
+  n->set_kwargs(std::move(kwargs));
+}
+
 // Leaves of one node, grouped for copying.
 struct NodeLeaves {
   std::unordered_map<uint32_t, const SymbolicLeaf*> by_leaf;
@@ -268,15 +279,7 @@ std::unique_ptr<Graph> copy_with(const SymbolicGraph& s, ArgFn arg_value, MetaFn
     std::vector<Number> in_args;
     for (const Value& a : n->args()) numbers_of(a, in_args);
     for (const auto& [_, v] : n->kwargs()) numbers_of(v, in_args);
-    if (!patch.empty()) {
-      size_t leaf = 0;
-      std::vector<Value> args;
-      for (const Value& a : n->args()) args.push_back(patched(a, leaf, patch));
-      graph::Kwargs kwargs;
-      for (const auto& [k, v] : n->kwargs()) kwargs.emplace_back(k, patched(v, leaf, patch));
-      n->set_args(std::move(args));
-      n->set_kwargs(std::move(kwargs));
-    }
+    if (!patch.empty()) patch_arguments(n, patch);
     size_t leaf = in_args.size();
     for (graph::TensorMeta& t : n->meta().tensors) {
       meta(t, leaf, by_node[i].by_leaf);
@@ -635,14 +638,7 @@ std::unique_ptr<Graph> printable(const SymbolicGraph& s) {
       else if (l->kind == Kind::Reciprocal)
         patch.emplace(leaf, sym_nodes.reciprocal(l->expr, l->scale));
     }
-    if (patch.empty()) continue;
-    size_t leaf = 0;
-    std::vector<Value> args;
-    for (const Value& a : nodes[i]->args()) args.push_back(patched(a, leaf, patch));
-    graph::Kwargs kwargs;
-    for (const auto& [k, v] : nodes[i]->kwargs()) kwargs.emplace_back(k, patched(v, leaf, patch));
-    nodes[i]->set_args(std::move(args));
-    nodes[i]->set_kwargs(std::move(kwargs));
+    if (!patch.empty()) patch_arguments(nodes[i], patch);
   }
   g->set_insert_point(nullptr);
   return g;
