@@ -188,10 +188,14 @@ template <class T, class E> __device__ __forceinline__ void ig_block_reduce_onli
 
 // A size-generic kernel's parameters (Note [Size-generic code]), passed by
 // value: the launch copies them into the kernel's constant parameter space.
+// The host always passes int64s; a kernel whose indices fit in 32 bits reads
+// them as its index type T, so that its comparisons and products with them
+// stay 32-bit (the values fit: they are extents, strides and offsets of the
+// buffers fits_int32 checked).
 const char* kGenericHelpers = R"CUDA(
-template <int N> struct IgParams {
+template <int N, typename T = int64_t> struct IgParams {
   int64_t v[N];
-  __device__ __forceinline__ int64_t operator[](int i) const { return v[i]; }
+  __device__ __forceinline__ T operator[](int i) const { return T(v[i]); }
 };
 )CUDA";
 
@@ -354,8 +358,15 @@ class CudaKernelPrinter {
     out.size_params = sz_.values();
     std::string tail = "(" + signature.str();
     if (out.launch.workspace_bytes > 0) tail += ", char* __restrict__ ig_ws";
-    if (!out.size_params.empty())
-      tail += ", const IgParams<" + std::to_string(out.size_params.size()) + "> P";
+    if (!out.size_params.empty()) {
+      const bool narrow = it_ == "int32_t";
+      if (narrow)
+        for (int64_t v : out.size_params)
+          IGNIS_INTERNAL_ASSERT(v == int64_t(int32_t(v)), "codegen_cuda: ", k_.name,
+                                " reads a parameter ", v, " beyond its 32-bit indices");
+      tail += ", const IgParams<" + std::to_string(out.size_params.size()) +
+              (narrow ? ", int32_t" : "") + "> P";
+    }
     tail += ") {\n" + os_.str() + "}\n\n";
     const std::string bounds = std::to_string(out.launch.threads) +
                                (out.launch.min_blocks > 0
@@ -456,8 +467,11 @@ class CudaKernelPrinter {
         return ptr_name(p_.buffers[size_t(s.buffer)]) + "[" + sz_.expr(s.index) + "]";
       case ScalarKind::Index: return "(int64_t)(" + sz_.expr(s.index) + ")";
       case ScalarKind::Constant:
-        // An integer constant may be a size too (a mean's count): lifted.
-        if (sz_.generic() && s.is_int)
+        // An integer constant may be a size too (a mean's count): lifted,
+        // unless the kernel reads its parameters as 32-bit indices and the
+        // value is wider (a fill value, not a size).
+        if (sz_.generic() && s.is_int &&
+            (it_ != "int32_t" || s.int_value == int64_t(int32_t(s.int_value))))
           return std::string("ig_convert<") + cuda_type(s.dtype) + ">(" +
                  sz_.integer(s.int_value) + ")";
         return literal(s);
@@ -606,11 +620,12 @@ class CudaKernelPrinter {
     return std::to_string(buffer) + "@" + sym::to_cpp(index);
   }
 
-  // Every index this kernel forms fits in int32 (static code only): the
-  // extents of the buffers it touches and its iteration space, with room
-  // for a grid-stride step past the end.
+  // Every index this kernel forms fits in int32: the extents of the buffers
+  // it touches and its iteration space, with room for a grid-stride step
+  // past the end. Size-generic code decides it at the size it is printed for,
+  // like any other decision of its text: a size past the limit prints the
+  // 64-bit text (Note [Size-generic code]).
   bool fits_int32() const {
-    if (sz_.generic()) return false;
     constexpr int64_t kLimit = (int64_t(1) << 31) - (int64_t(1) << 26);
     auto known = [](const std::vector<sym::Expr>& v) {
       return std::all_of(v.begin(), v.end(), [](const sym::Expr& e) { return e.is_const(); });
