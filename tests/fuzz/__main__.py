@@ -20,20 +20,21 @@ BACKENDS = ("eager", "aot_eager", "inductor")
 
 
 def fuzz(backend, count, seed, out=None, do_minimize=False, timeout=120.0, log=print, skip=(),
-         per_class=3, device="cpu", knobs=None):
+         per_class=3, device="cpu", knobs=None, sizes=0):
     """Runs `count` programs; returns {category: [(seed, repro path or None)]}.
 
     With do_minimize, the first `per_class` failures of each category are
     shrunk (the others are written as generated). `device`: where the
     programs' inputs live ("cuda": eager on the GPU is the reference).
-    `knobs`: ignis._inductor.config settings for the compiled runs.
+    `knobs`: ignis._inductor.config settings for the compiled runs. `sizes`: call
+    each program at that many distinct sizes, each compiled (generator.Gen).
     """
     worker = Worker(timeout=timeout, knobs=knobs)
     failures = collections.defaultdict(list)
     t0 = time.time()
     try:
         for s in range(seed, seed + count):
-            src = generate(s, skip)
+            src = generate(s, skip, sizes)
             fail, secs = worker.check(src, backend, device)
             if fail is None:
                 continue
@@ -81,6 +82,9 @@ def main(argv=None):
     p.add_argument("--skip", default="", help="comma-separated statement kinds to leave out")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                    help="where the programs' inputs live (cuda: needs a GPU)")
+    p.add_argument("--sizes", type=int, default=0, metavar="N",
+                   help="call each program at N distinct sizes (at most 64), every size "
+                        "compiled at its first call: the dynamic-shape paths")
     p.add_argument("--show", action="store_true", help="print program --seed and exit")
     p.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
                    help="an ignis._inductor.config setting for the compiled runs (repeatable), "
@@ -95,8 +99,10 @@ def main(argv=None):
         except (ValueError, SyntaxError):
             p.error(f"--knob {kv}: the value must be a Python literal")
     skip = [x for x in a.skip.split(",") if x]
+    if not 0 <= a.sizes <= 64:
+        p.error("--sizes: between 0 and 64")
     if a.show:
-        print(generate(a.seed, skip))
+        print(generate(a.seed, skip, a.sizes))
         return 0
     if a.device == "cuda":
         from .runner import _ignis
@@ -105,7 +111,8 @@ def main(argv=None):
     failed = False
     for backend in (BACKENDS if a.backend == "all" else (a.backend,)):
         failed |= bool(fuzz(backend, a.count, a.seed, a.out, a.minimize, a.timeout, skip=skip,
-                            per_class=a.per_class, device=a.device, knobs=knobs))
+                            per_class=a.per_class, device=a.device, knobs=knobs,
+                            sizes=a.sizes))
     return 1 if failed else 0
 
 

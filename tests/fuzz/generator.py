@@ -110,9 +110,13 @@ def broadcast(s, t):
 class Gen:
     """Builds one program from a seed (`Gen(seed).program()`)."""
 
-    def __init__(self, seed, features=None):
+    def __init__(self, seed, features=None, sizes=0):
         self.r = random.Random(seed)
         self.seed = seed
+        # sizes: call the program at this many distinct (R, C), every call compiled and
+        # each size compiled at first sight (COMPILE_EVERY_SIZE): the dynamic-shape paths
+        # (symbolic AOT graphs, size-generic code) meet many sizes of one graph
+        self.sizes = sizes
         # features: names of statement kinds to leave out (KINDS), and "grad" for calls
         # that never require grad
         self.off = set(features or ())
@@ -599,6 +603,8 @@ class Gen:
     def calls(self):
         """The call schedule: shapes, dtypes, grads and k change between calls."""
         r = self.r
+        if self.sizes:
+            return self.size_calls()
         n = r.randrange(3, 6)
         out = []
         R, C = r.choice([(4, 5), (3, 6), (5, 4)])
@@ -621,6 +627,19 @@ class Gen:
         return "[\n    " + ",\n    ".join(out) + ",\n]"
 
 
-def generate(seed, features=None):
-    """The source text of program `seed`."""
-    return Gen(seed, features).program()
+    def size_calls(self):
+        """--sizes N: N calls at distinct (R, C) from 2 to 9 (sizes 0 and 1 specialize),
+        one dtype and grad setting, k fixed (an int argument that changes becomes a
+        symbol too, and the point is the tensor sizes)."""
+        r = self.r
+        pairs = r.sample([(i, j) for i in range(2, 10) for j in range(2, 10)], self.sizes)
+        grad = r.random() < 0.5 and "grad" not in self.off
+        k = r.choice([1, 2, 3])
+        out = [f"dict(R={R}, C={C}, dtype='float32', grad={grad}, k={k}, "
+               f"seed={r.randrange(1000)}, mode='compiled')" for R, C in pairs]
+        return "[\n    " + ",\n    ".join(out) + ",\n]\nCOMPILE_EVERY_SIZE = True"
+
+
+def generate(seed, features=None, sizes=0):
+    """The source text of program `seed` (`sizes`: see Gen)."""
+    return Gen(seed, features, sizes).program()

@@ -112,6 +112,29 @@ def run_program(src, backend=None, filename="<fuzz program>", lib=None, device="
     f = ns["f"]
     cf = ignis.compile(f, backend=backend) if backend else f
     records = []
+    with _every_size_compiled(ignis, backend and ns.get("COMPILE_EVERY_SIZE")):
+        _run_calls(ignis, ns, f, cf, device, records)
+    return records
+
+
+@contextlib.contextmanager
+def _every_size_compiled(ignis, on):
+    """A program generated with --sizes compiles each size at its first call (Note
+    [Compiling a size on its second call] would run it eagerly) and never stops."""
+    if not on:
+        yield
+        return
+    import importlib
+    comp = importlib.import_module(ignis.__name__ + "._compile")
+    saved = comp.PER_SIZE_COMPILE_AFTER, comp.PER_SIZE_CHURN_COMPILES
+    comp.PER_SIZE_COMPILE_AFTER, comp.PER_SIZE_CHURN_COMPILES = 1, 1 << 30
+    try:
+        yield
+    finally:
+        comp.PER_SIZE_COMPILE_AFTER, comp.PER_SIZE_CHURN_COMPILES = saved
+
+
+def _run_calls(ignis, ns, f, cf, device, records):
     for i, spec in enumerate(ns["CALLS"]):
         a, b, buf, k = make_inputs(ignis, spec, device)
         rec = {"call": i}
@@ -143,7 +166,6 @@ def run_program(src, backend=None, filename="<fuzz program>", lib=None, device="
                 rec["grads"] = ("raised", type(e).__name__)
                 rec["grads_msg"] = str(e)[:300]
         records.append(rec)
-    return records
 
 
 def float32_inside(src):

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <type_traits>
@@ -16,6 +17,7 @@
 #include "ignis/dispatch/dispatcher.h"
 #include "ignis/graph/interpreter.h"
 #include "ignis/graph/passes/gemm_activation.h"
+#include "ignis/graph/passes/hash.h"
 #include "ignis/graph/passes/row_scatter.h"
 #include "ignis/graph/passes/sink_gather.h"
 #include "ignis/kernels/scalar_ops.h"
@@ -1390,16 +1392,61 @@ class Lowering {
   std::unordered_set<std::string> forced_;
 };
 
+// Note [Realize decisions shared across sizes]
+// Values recomputed across kernels (above) are found by lowering, and each
+// round realizes more and lowers again: the example GPT's backward graph
+// took three lowerings of ~12 ms each at every size of a dynamic capture
+// (docs/dynamic_shapes.md). The values a round realizes depend on the
+// graph's structure, not on its numbers, and realizing a value with several
+// users is correct whatever the sizes (it is what needs_realize does for
+// costly ones); so a graph that differs from one lowered before only in its
+// numbers (graph::shape_free_hash: another size of the same graph) starts
+// from that graph's final set, and usually lowers once. What it changes is
+// how many rounds the search takes, never what a program computes.
+class RealizedSets {
+ public:
+  std::unordered_set<std::string> get(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sets_.find(key);
+    return it == sets_.end() ? std::unordered_set<std::string>{} : it->second;
+  }
+  void put(const std::string& key, const std::unordered_set<std::string>& set) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sets_.size() >= kMaxGraphs) sets_.clear();  // a bound, not an LRU: rarely reached
+    sets_[key] = set;
+  }
+
+ private:
+  static constexpr size_t kMaxGraphs = 4096;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::unordered_set<std::string>> sets_;
+};
+
+RealizedSets& realized_sets() {
+  static auto* sets = new RealizedSets;  // never destroyed: compiles may run at exit
+  return *sets;
+}
+
 // Lowers g, then again with the values its schedule recomputes across
 // kernels realized (Note [Values recomputed across kernels]) while there
 // are new ones: a value realized makes the next one along a chain cheap
-// enough to inline again (GPT-2's residual stream: three rounds).
+// enough to inline again (GPT-2's residual stream: three rounds),
+// starting from the set another size of it ended with.
 Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
   constexpr int kMaxRounds = 4;
-  std::unordered_set<std::string> realize;
   std::map<std::string, std::string> recomputed;
   std::vector<std::string> why;  // IGNIS_LOGS=schedule: what each round realized
-  Program p = Lowering(g, options).run(options.realize_across_kernels ? &recomputed : nullptr);
+  if (!options.realize_across_kernels) return Lowering(g, options).run(nullptr);
+  const std::string key = graph::shape_free_hash(g) + "|" + options.fingerprint();
+  std::unordered_set<std::string> realize = realized_sets().get(key);
+  if (!realize.empty()) {
+    std::vector<std::string> names(realize.begin(), realize.end());
+    std::sort(names.begin(), names.end());
+    std::string line = "realized as for another size of this graph:";
+    for (const std::string& n : names) line += " " + n;
+    why.push_back(line + " (Note [Realize decisions shared across sizes])");
+  }
+  Program p = Lowering(g, options, realize).run(&recomputed);
   for (int round = 1; round < kMaxRounds && !recomputed.empty(); ++round) {
     for (const auto& [name, line] : recomputed) {
       realize.insert(name);
@@ -1407,6 +1454,7 @@ Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
     }
     p = Lowering(g, options, realize).run(&recomputed);
   }
+  realized_sets().put(key, realize);
   p.schedule_log.insert(p.schedule_log.begin(), why.begin(), why.end());
   return p;
 }

@@ -338,7 +338,22 @@ Expr Simplifier::visit(Expr e) {
 
 }  // namespace
 
-Expr simplify(Expr e) { return Simplifier().visit(e); }
+// Nodes are interned and immortal, and simplification is a function of the
+// node alone (its symbols' ranges are part of it), so results are kept
+// across calls: the scheduler rebuilds the same index expressions many times
+// while it tries fusions (a body per attempt), and each rebuild asked for the
+// same simplifications again (a third of lowering the example GPT's
+// backward graph). One table a thread, no lock; cleared when it grows large.
+Expr simplify(Expr e) {
+  if (e.is_const()) return e;
+  thread_local std::unordered_map<Expr, Expr> done;
+  auto it = done.find(e);
+  if (it != done.end()) return it->second;
+  Expr r = Simplifier().visit(e);
+  if (done.size() >= (size_t(1) << 18)) done.clear();
+  done.emplace(e, r);
+  return r;
+}
 
 bool statically_known_true(Expr cond) {
   Expr s = simplify(cond);

@@ -46,14 +46,19 @@ class Hasher {
   uint64_t b_ = 0x84222325cbf29ce4ULL;
 };
 
-void hash_meta(Hasher& h, const TensorMeta& m) {
+// numbers: whether sizes, strides and the graph's int and float arguments
+// count (shape_free_hash leaves them out; ranks, dtypes and devices stay).
+void hash_meta(Hasher& h, const TensorMeta& m, bool numbers = true) {
   h.i64(static_cast<int64_t>(m.sizes.size()));
-  for (SymInt s : m.sizes) h.i64(s);
+  if (numbers)
+    for (SymInt s : m.sizes) h.i64(s);
   h.i64(static_cast<int64_t>(m.strides.size()));
-  for (SymInt s : m.strides) h.i64(s);
+  if (numbers)
+    for (SymInt s : m.strides) h.i64(s);
   h.u8(static_cast<uint8_t>(m.dtype));
   h.u8(static_cast<uint8_t>(m.device.type));
   h.i64(m.device.index);
+  if (!numbers) return;
   // A symbolic shape is part of what the graph means (f32[s0, 3] is not f32[4, 3]).
   // (Static metas hash as before.)
   if (m.sym_sizes.empty()) return;
@@ -82,13 +87,16 @@ void hash_tensor_data(Hasher& h, const Tensor& t) {
 }
 
 void hash_value(Hasher& h, const Value& v,
-                const std::unordered_map<const Node*, int64_t>& position) {
+                const std::unordered_map<const Node*, int64_t>& position, bool numbers = true) {
   h.u8(static_cast<uint8_t>(v.kind()));
   switch (v.kind()) {
     case Value::Kind::None: case Value::Kind::Ellipsis: return;
     case Value::Kind::Bool: h.u8(v.to_bool()); return;
-    case Value::Kind::Int: h.i64(v.to_int()); return;
+    case Value::Kind::Int:
+      if (numbers) h.i64(v.to_int());
+      return;
     case Value::Kind::Double: {
+      if (!numbers) return;
       double d = v.to_double();
       h.bytes(&d, sizeof d);
       return;
@@ -100,8 +108,8 @@ void hash_value(Hasher& h, const Value& v,
       h.i64(v.to_device().index);
       return;
     case Value::Kind::Tensor:
-      hash_meta(h, TensorMeta::of(v.to_tensor()));
-      hash_tensor_data(h, v.to_tensor());
+      hash_meta(h, TensorMeta::of(v.to_tensor()), numbers);
+      if (numbers) hash_tensor_data(h, v.to_tensor());
       return;
     case Value::Kind::Node: {
       auto it = position.find(v.to_node());
@@ -113,11 +121,12 @@ void hash_value(Hasher& h, const Value& v,
     case Value::Kind::Foreign: h.text(v.to_foreign().identity); return;
     default:
       h.i64(static_cast<int64_t>(v.items().size()));
-      for (const Value& e : v.items()) hash_value(h, e, position);
+      for (const Value& e : v.items()) hash_value(h, e, position, numbers);
   }
 }
 
-void hash_node(Hasher& h, const Node& n, const std::unordered_map<const Node*, int64_t>& position) {
+void hash_node(Hasher& h, const Node& n, const std::unordered_map<const Node*, int64_t>& position,
+               bool numbers = true) {
   h.u8(static_cast<uint8_t>(n.op()));
   // Placeholder names are the graph's argument names: not structure.
   if (n.op() == OpKind::Placeholder) {
@@ -126,11 +135,11 @@ void hash_node(Hasher& h, const Node& n, const std::unordered_map<const Node*, i
     h.text(n.target().identity());
   }
   h.i64(static_cast<int64_t>(n.args().size()));
-  for (const Value& a : n.args()) hash_value(h, a, position);
+  for (const Value& a : n.args()) hash_value(h, a, position, numbers);
   h.i64(static_cast<int64_t>(n.kwargs().size()));
   for (const auto& [k, v] : n.kwargs()) {
     h.text(k);
-    hash_value(h, v, position);
+    hash_value(h, v, position, numbers);
   }
 }
 
@@ -156,6 +165,22 @@ std::string structural_hash(const Graph& g) {
       for (const TensorMeta& t : m.tensors) hash_meta(h, t);
       if (m.sym_value.defined()) h.i64(static_cast<int64_t>(m.sym_value.stable_hash()));
       h.text(n->type_repr);
+    }
+  }
+  return h.hex();
+}
+
+std::string shape_free_hash(const Graph& g) {
+  Hasher h;
+  std::unordered_map<const Node*, int64_t> position;
+  int64_t i = 0;
+  for (Node* n : g.nodes()) {
+    position[n] = i++;
+    hash_node(h, *n, position, /*numbers=*/false);
+    if (n->op() == OpKind::Placeholder) {
+      const NodeMeta& m = n->meta();
+      h.i64(static_cast<int64_t>(m.tensors.size()));
+      for (const TensorMeta& t : m.tensors) hash_meta(h, t, /*numbers=*/false);
     }
   }
   return h.hex();

@@ -18,6 +18,13 @@ namespace ignis::graph {
 
 std::string structural_hash(const Graph& g);
 
+// The same without the numbers: sizes and strides (ranks stay), int and
+// float arguments, tensor constants' contents. Graphs that differ only in
+// their sizes share it -- a dynamic graph's instantiations, or one function
+// compiled at several sizes -- so it keys what one size's compile can tell
+// another's (lower.cpp's realize decisions), never what correctness rests on.
+std::string shape_free_hash(const Graph& g);
+
 // The hash of one node's computation, with node references spelt by
 // `position` (CSE buckets on this).
 uint64_t node_hash(const Node& n, const std::unordered_map<const Node*, int64_t>& position);
