@@ -92,6 +92,11 @@ CASES = {
     "linear_gelu": (_linear_gelu, [(37, 24), (40, 24), (40,)], False),
     "sum_dim0": (lambda x: x.sum(0), [(37, 53)], False),
     "sum_middle": (lambda x: (x * 2).sum(1), [(5, 37, 53)], False),
+    # reductions the GPU splits over several blocks (Note [Split row
+    # reductions], Note [Split column reductions]): a mean of 20467 elements,
+    # a sum over 4099 rows of 33 columns
+    "mean_split": (lambda x: (x * x).mean(), [(97, 211)], False),
+    "sum_columns_split": (lambda x: x.sum(0), [(4099, 33)], False),
     # a pointwise kernel over 4 dims read through a permutation: CUDA code
     # unravels its flat index with strides that are products of sizes
     "permute_4d": (lambda x: (x.permute(0, 2, 1, 3) * 0.25).reshape(x.shape[0] * x.shape[2], -1),
@@ -116,9 +121,12 @@ def test_text_with_values_substituted_is_the_source_with_values_in_place(name, d
     assert "P[" in text and "P[" not in in_place
     assert values == same_values
     assert substitute(text, values) == in_place
-    # a parameter per occurrence, never for 0, 1 or -1
-    for v in values:
-        assert not set(v) & {0, 1, -1}
+    # a parameter per occurrence, never for 0, 1 or -1 -- but in a split
+    # reduction's counts, which may be 1 (SizeParams::count)
+    starts = [m.start() for m in _KERNEL.finditer(text)] + [len(text)]
+    for i, v in enumerate(values):
+        if "ig_last" not in text[starts[i]:starts[i + 1]]:
+            assert not set(v) & {0, 1, -1}
 
 
 @pytest.mark.parametrize("device", [None, "cuda"])
@@ -369,6 +377,36 @@ def test_cuda_block_at_many_sizes_compiles_once_forward_and_backward():
             assert metrics.library_compiled + metrics.library_reused == 2
             if i > 0:
                 assert metrics.library_compiled == 0, rows
+    ignis.compiler.reset()
+
+
+@needs_gpu
+@pytest.mark.parametrize("op", ["mean", "sum0"])
+def test_cuda_split_reductions_share_their_text_across_sizes(op):
+    """A full mean of a large tensor and a sum over many rows of few columns
+    split over several blocks in size-generic code too (the split count, its
+    ranges and the workspace's offsets are parameters), share one text
+    across sizes whose split counts differ, and give eager's values."""
+    def f(x):
+        return (x * x).mean() if op == "mean" else (x * 2).sum(0)
+    ignis.compiler.reset()
+    shapes = [(97, 211), (105, 219), (301, 77)] if op == "mean" else \
+        [(4099, 33), (4107, 41), (2113, 65)]
+    compiled = []
+    with config.patch(size_generic=True):
+        fn = ignis.compile(f, backend="inductor", dynamic=False)
+        for shape in shapes:
+            x = ignis.randn(*shape).cuda()
+            metrics.reset()
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                ignis._logging.set_logs(output_code=True)
+                got = fn(x)
+                ignis._logging.set_logs()
+            assert "ig_last" in err.getvalue(), shape  # split over blocks
+            np.testing.assert_allclose(got.cpu().numpy(), f(x).cpu().numpy(), rtol=1e-5,
+                                       atol=1e-4)
+            compiled.append(metrics.library_compiled)
+    assert compiled[1:] == [0, 0], compiled
     ignis.compiler.reset()
 
 

@@ -964,7 +964,10 @@ class CudaKernelPrinter {
     const int width = column_width();
     launch->threads = kColumns * kColumnLanes;
     const int64_t groups = (cols + kColumns * width - 1) / (kColumns * width);
-    const int64_t splits = column_splits(groups, inner);
+    // split: the split form (Note [Split column reductions]), `splits` >= 1 ranges
+    const int64_t split_ranges = column_splits(groups, inner);
+    const bool split = split_ranges >= 1;
+    const int64_t splits = std::max<int64_t>(split_ranges, 1);
     launch->blocks = groups * splits;
     os_ << "  const int ig_cw = blockDim.x < " << kColumns << " ? int(blockDim.x) : " << kColumns
         << ";\n";
@@ -975,13 +978,13 @@ class CudaKernelPrinter {
     const std::vector<size_t> passes = inner_loops();
     const sym::Expr v = k_.outer.back();
     if (width > 1) print_alignment_check(passes, v, width, "  ");
-    if (splits > 1) {
+    if (split) {
       print_split_workspace(launch, cols, splits);
       os_ << "  const " << it_ << " ig_groups = (" << ncols << " + " << span << " - 1) / " << span
           << ";\n";
       os_ << "  __shared__ bool ig_last;\n";
-      os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < ig_groups * " << splits
-          << "; ig_item += gridDim.x) {\n";
+      os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < ig_groups * "
+          << sz_.count(splits) << "; ig_item += gridDim.x) {\n";
       os_ << "    const " << it_ << " ig_split = ig_item / ig_groups;\n";
       os_ << "    const " << it_ << " ig_c0 = (ig_item % ig_groups) * " << span << ";\n";
     } else {
@@ -1022,10 +1025,10 @@ class CudaKernelPrinter {
       if (width == 1) print_nodes(li, ind, Part::Invariant);
       std::string lo = "ig_ty", hi = numel(k_.inner_sizes, inner);
       const int64_t chunk = (inner + splits - 1) / splits;
-      if (splits > 1) {
-        lo = "ig_split * " + std::to_string(chunk) + " + ig_ty";
-        hi = "(ig_split + 1) * " + std::to_string(chunk) + " < " + hi + " ? (ig_split + 1) * " +
-             std::to_string(chunk) + " : " + hi;
+      if (split) {
+        lo = "ig_split * " + sz_.integer(chunk) + " + ig_ty";
+        hi = "(ig_split + 1) * " + sz_.integer(chunk) + " < " + hi + " ? (ig_split + 1) * " +
+             sz_.integer(chunk) + " : " + numel(k_.inner_sizes, inner);
         os_ << ind << "const " << it_ << " ig_hi = " << hi << ";\n";
         hi = "ig_hi";
       }
@@ -1060,7 +1063,8 @@ class CudaKernelPrinter {
       // kernel: a whole range on a block of the planned size (ig_lanes =
       // kColumnLanes) runs a literal count of rows a thread.
       const int64_t steps = chunk / kColumnLanes, full = inner / chunk;
-      const bool hoist = options_.cuda_row_hoist_chunks && splits > 1 && steps >= 1;
+      const bool hoist =
+          options_.cuda_row_hoist_chunks && splits > 1 && steps >= 1 && !sz_.generic();
       auto whole_rows = [&](bool vectors) {
         print_whole_range("ig_e0", "ig_split * " + std::to_string(chunk) + " + ig_ty", "ig_e", steps,
                           kColumnLanes, chunk % kColumnLanes, "ig_ty", ind + "  ",
@@ -1083,7 +1087,7 @@ class CudaKernelPrinter {
       }
       os_ << ind << "}\n";
       print_block_reduce(li, ind, /*columns=*/true);
-      if (splits > 1) {
+      if (split) {
         print_split_fold(li, splits, width);
         ind = "      ";
         continue;
@@ -1091,7 +1095,7 @@ class CudaKernelPrinter {
       if (!l.stores.empty() && li + 1 < k_.loops.size()) os_ << ind << "__syncthreads();\n";
     }
     acc_lanes_ = 1;
-    if (splits > 1) os_ << "    }\n    __syncthreads();  // ig_last is the next item's\n";
+    if (split) os_ << "    }\n    __syncthreads();  // ig_last is the next item's\n";
     os_ << "  }\n";
   }
 
@@ -1107,7 +1111,7 @@ class CudaKernelPrinter {
   // alone (a weight) are computed per lane inside the row loop.
   // config.cuda.column_vectors.
   int column_width() const {
-    if (!options_.cuda_column_vectors || sz_.generic()) return 1;
+    if (!options_.cuda_column_vectors) return 1;
     for (const Loop& l : k_.loops)
       if (!l.spills.empty()) return 1;
     const std::vector<size_t> passes = inner_loops();
@@ -1132,6 +1136,12 @@ class CudaKernelPrinter {
   // second pass would need every range's result first.
   static constexpr int kColumns = 32, kColumnLanes = 16;
 
+  // How many ranges the rows split into; 0 when the kernel cannot split.
+  // Size-generic code takes the split form whenever the kernel can split,
+  // with one range where static code would not split: that costs each block
+  // a partial written and read back, and spares a second text for the
+  // sizes on either side of the threshold (a batch's bias gradient over 37
+  // and over 130 rows).
   int64_t column_splits(int64_t groups, int64_t inner) const {
     // Enough blocks for a few per multiprocessor (H100/H200: 132), each
     // thread folding at least config.cuda.column_split_rows_per_thread rows
@@ -1140,22 +1150,23 @@ class CudaKernelPrinter {
     // run 15).
     constexpr int64_t kTargetBlocks = 1024;
     const int64_t kMinPerThread = options_.cuda_column_split_rows;
-    if (sz_.generic() || groups >= kTargetBlocks / 4) return 1;
     int passes = 0;
     for (size_t li = 0; li < k_.loops.size(); ++li) {
       const Loop& l = k_.loops[li];
       if (l.inner) {
         ++passes;
         for (int r : l.reductions)
-          if (!is_partial_dtype(k_.reductions[size_t(r)].dtype)) return 1;
+          if (!is_partial_dtype(k_.reductions[size_t(r)].dtype)) return 0;
       } else if (passes == 0 && !l.stores.empty()) {
-        return 1;  // a store before the reduction would run in every range
+        return 0;  // a store before the reduction would run in every range
       }
     }
-    if (passes != 1) return 1;
+    if (passes != 1) return 0;
+    const int64_t floor = sz_.generic() ? 1 : 0;
+    if (groups >= kTargetBlocks / 4) return floor;
     const int64_t splits =
         std::min((kTargetBlocks + groups - 1) / groups, inner / (kColumnLanes * kMinPerThread));
-    return splits >= 2 ? splits : 1;
+    return splits >= 2 ? splits : floor;
   }
 
   // The workspace: a counter per column group (the first zeroed_bytes),
@@ -1170,7 +1181,7 @@ class CudaKernelPrinter {
       for (int r : l.reductions) {
         const Reduction& red = k_.reductions[size_t(r)];
         os_ << "  " << cuda_type(red.dtype) << "* const ig_part" << r << " = reinterpret_cast<"
-            << cuda_type(red.dtype) << "*>(ig_ws + " << offset << ");\n";
+            << cuda_type(red.dtype) << "*>(ig_ws + " << sz_.integer(offset) << ");\n";
         offset += round(splits * cols * int64_t(element_size(red.dtype)));
       }
     }
@@ -1205,7 +1216,10 @@ class CudaKernelPrinter {
   void print_last_block(const std::string& counter, int64_t splits, const std::string& ind) {
     os_ << ind << "__threadfence();\n" << ind << "__syncthreads();\n";
     os_ << ind << "if (threadIdx.x == 0) ig_last = atomicAdd(&ig_count[" << counter
-        << "], 1u) == " << splits - 1 << "u;\n";
+        << "], 1u) == "
+        << (sz_.generic() ? "unsigned(" + sz_.count(splits - 1) + ")"
+                          : std::to_string(splits - 1) + "u")
+        << ";\n";
     os_ << ind << "__syncthreads();\n";
     os_ << ind << "if (ig_last) {\n" << ind << "  __threadfence();\n";
   }
@@ -1239,7 +1253,8 @@ class CudaKernelPrinter {
     }
     os_ << "#pragma unroll 4\n";
     os_ << ind << "for (int ig_s = " << (columns ? "ig_ty" : "int(threadIdx.x)") << "; ig_s < "
-        << splits << "; ig_s += " << (columns ? "ig_lanes" : "int(blockDim.x)") << ") {\n";
+        << sz_.count(splits) << "; ig_s += " << (columns ? "ig_lanes" : "int(blockDim.x)")
+        << ") {\n";
     for (int r : rs) {
       const Reduction& red = k_.reductions[size_t(r)];
       os_ << lanes(ind + "  ") << "acc" << r << lane << " = " << combine_functor(red.combine)
@@ -1276,7 +1291,7 @@ class CudaKernelPrinter {
   // config.cuda.split_rows.
   int64_t row_splits(int64_t rows, int64_t inner) const {
     constexpr int64_t kMaxRows = 256;
-    if (!options_.cuda_split_rows || sz_.generic() || k_.workers > 0 || k_.columns ||
+    if (!options_.cuda_split_rows || k_.workers > 0 || k_.columns ||
         !folds_.empty() || rows <= 0 || rows >= kMaxRows)
       return 1;
     int passes = 0;
@@ -1354,19 +1369,22 @@ class CudaKernelPrinter {
     print_split_workspace(launch, rows, splits);
     if (width > 1) print_alignment_check(passes, k_.inner.back(), width, "  ");
     os_ << "  __shared__ bool ig_last;\n";
-    os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < " << rows * splits
+    os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < " << sz_.integer(rows * splits)
         << "; ig_item += gridDim.x) {\n";
-    os_ << "    const " << it_ << " ig_row = ig_item / " << splits << ";\n";
-    os_ << "    const " << it_ << " ig_split = ig_item % " << splits << ";\n";
+    os_ << "    const " << it_ << " ig_row = ig_item / " << sz_.integer(splits) << ";\n";
+    os_ << "    const " << it_ << " ig_split = ig_item % " << sz_.integer(splits) << ";\n";
     print_unravel(k_.outer, k_.outer_sizes, "ig_row", "    ");
     std::string ind = "    ";
     declare_scratch(ind);
     // for (v = ig_split * n + threadIdx.x; v < min((ig_split + 1) * n, total); ...)
+    // (In size-generic code n and total are parameters: one for each use.)
     auto range_loop = [&](const std::string& in, const std::string& var, int64_t n, int64_t total) {
-      os_ << in << "for (" << it_ << " " << var << " = ig_split * " << n << " + " << it_
-          << "(threadIdx.x); " << var << " < (ig_split * " << n << " + " << n << " < " << total
-          << " ? ig_split * " << n << " + " << n << " : " << total << "); " << var
-          << " += blockDim.x) {\n";
+      const std::string lo = "ig_split * " + sz_.integer(n);
+      const std::string hi = lo + " + " + sz_.integer(n);
+      const std::string end = sz_.integer(total);
+      os_ << in << "for (" << it_ << " " << var << " = " << lo << " + " << it_
+          << "(threadIdx.x); " << var << " < (" << hi << " < " << end << " ? " << hi << " : "
+          << sz_.integer(total) << "); " << var << " += blockDim.x) {\n";
     };
     bool folded = false;
     for (size_t li = 0; li < k_.loops.size(); ++li) {
@@ -1402,7 +1420,8 @@ class CudaKernelPrinter {
         // block of the planned size runs a literal count of steps a thread.
         const int64_t threads = launch->threads, steps = chunkv / threads,
                       full = nvec / chunkv;
-        if (options_.cuda_row_hoist_chunks && steps >= 1) {
+        // (Not in size-generic code: the counts are the size's.)
+        if (options_.cuda_row_hoist_chunks && steps >= 1 && !sz_.generic()) {
           os_ << ind << "if (ig_aligned && blockDim.x == " << threads << "u"
               << (full < splits ? " && ig_split < " + std::to_string(full) : std::string()) << ") {\n";
           print_whole_range("ig_c0", "ig_split * " + std::to_string(chunkv) + " + " + it_ +
@@ -1437,10 +1456,10 @@ class CudaKernelPrinter {
   void print_row_split_fold(size_t li, int64_t rows, int64_t splits, const std::string& ind) {
     const Loop& l = k_.loops[li];
     for (int r : l.reductions)
-      os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << rows
+      os_ << ind << "if (threadIdx.x == 0) ig_part" << r << "[ig_split * " << sz_.integer(rows)
           << " + ig_row] = " << acc(r) << ";\n";
     print_last_block("ig_row", splits, ind);
-    print_partials_fold(l.reductions, "ig_row", std::to_string(rows), splits, /*columns=*/false,
+    print_partials_fold(l.reductions, "ig_row", sz_.integer(rows), splits, /*columns=*/false,
                         ind + "  ");
   }
 

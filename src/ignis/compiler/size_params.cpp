@@ -4,8 +4,8 @@
 
 namespace ignis::compiler {
 
-std::string SizeParams::lifted(int64_t v) {
-  if (!generic_ || v == 0 || v == 1 || v == -1) return "";
+std::string SizeParams::lifted(int64_t v, bool any_value) {
+  if (!generic_ || (!any_value && (v == 0 || v == 1 || v == -1))) return "";
   // A parameter per occurrence, never one per distinct value: sharing one
   // would make the text depend on which sizes happen to be equal (Note
   // [Size-generic code]).
@@ -15,6 +15,11 @@ std::string SizeParams::lifted(int64_t v) {
 
 std::string SizeParams::integer(int64_t v) {
   std::string s = lifted(v);
+  return s.empty() ? std::to_string(v) : s;
+}
+
+std::string SizeParams::count(int64_t v) {
+  std::string s = lifted(v, /*any_value=*/true);
   return s.empty() ? std::to_string(v) : s;
 }
 

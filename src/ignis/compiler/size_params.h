@@ -54,6 +54,10 @@ class SizeParams {
   // v as generated code spells it: P[k] (a new parameter), or its literal
   // (std::to_string, as the printers write integers of their own).
   std::string integer(int64_t v);
+  // Like integer(v), but lifted whatever its value: a count the text is
+  // written for any value of (a split kernel's ranges, which may be 1),
+  // where 0, 1 and -1 are no different loop nests.
+  std::string count(int64_t v);
   // sym::to_cpp(e), with the constants lifted.
   std::string expr(sym::Expr e);
   // The product of `sizes` (each one lifted; 1s dropped; "1" for none),
@@ -70,7 +74,7 @@ class SizeParams {
 
  private:
   // "" when v is spelled as its literal.
-  std::string lifted(int64_t v);
+  std::string lifted(int64_t v, bool any_value = false);
 
   bool generic_, lift_;
   std::vector<int64_t> values_;
