@@ -116,6 +116,11 @@ class cuda:  # noqa: N801
     # planned for its power-of-two bucket (docs/compiler.md, "Size-generic
     # code"); off, generic rows stream.
     generic_rows = True
+    # ... and whether such a row whose vectors fill its bucket exactly (a
+    # power of two: 4096 floats) prints its chunks without the guards the
+    # other rows of the bucket need -- another text for those lengths (off:
+    # until a GPU run says what the guards cost).
+    generic_exact_rows = False
     # ... and whether a row kernel whose grid fits one round of blocks asks
     # ptxas (__launch_bounds__'s minimum blocks) for the registers that let
     # every row run at once (docs/compiler.md, "One wave of short rows"; off
@@ -254,6 +259,7 @@ def compiler_options(size_generic_graph=None):
         "cuda_row_occupancy": int(bool(cuda.row_occupancy)),
         "cuda_online_softmax": int(bool(cuda.online_softmax)),
         "cuda_generic_rows": int(bool(cuda.generic_rows)),
+        "cuda_generic_exact_rows": int(bool(cuda.generic_exact_rows)),
         "cuda_row_one_wave": int(bool(cuda.row_one_wave)),
         "cuda_activation_epilogues": int(bool(cuda.activation_epilogues)),
         "cuda_row_hoist_chunks": int(bool(cuda.row_hoist_chunks)),

@@ -1117,7 +1117,7 @@ class CudaKernelPrinter {
     const std::vector<size_t> passes = inner_loops();
     const sym::Expr& last = k_.outer_sizes.back();
     if (!last.is_const()) return 1;
-    return vector_width(passes, k_.outer.back(), last.value());
+    return vector_width(passes, k_.outer.back(), last.value(), /*in_generic=*/true);
   }
 
   // Note [Split column reductions]
@@ -1360,7 +1360,8 @@ class CudaKernelPrinter {
     const int64_t inner = k_.inner_numel();
     const std::vector<size_t> passes = inner_loops();
     const int width = static_inner()
-                          ? vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value())
+                          ? vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value(),
+                                         /*in_generic=*/true)
                           : 1;
     const int64_t nvec = inner / width;
     const int64_t chunkv = (nvec + splits - 1) / splits, chunk = chunkv * width;
@@ -1566,9 +1567,14 @@ class CudaKernelPrinter {
       if (options_.cuda_row_hoist_chunks) {
         row_threads_ = launch->threads;
         // A generic row has more than half its bucket's vectors, so the
-        // chunks below that half are whole in every row of the bucket.
-        row_sure_chunks_ = generic ? int(std::bit_ceil(uint64_t(nvec)) / 2 / row_threads_)
-                                   : chunks;
+        // chunks below that half are whole in every row of the bucket (all
+        // of them in a row that fills it, with config.cuda.generic_exact_rows:
+        // a text of its own).
+        const uint64_t bucket = std::bit_ceil(uint64_t(nvec));
+        row_sure_chunks_ = !generic || (options_.cuda_generic_exact_rows &&
+                                        int64_t(chunks) * row_threads_ == nvec)
+                               ? chunks
+                               : int(bucket / 2 / row_threads_);
         os_ << "  const bool ig_resident = ig_aligned && blockDim.x == " << row_threads_ << "u;\n";
       } else {
         row_threads_ = 0;
@@ -2100,7 +2106,7 @@ class CudaKernelPrinter {
     } else {
       os_ << i2 << "const " << it_ << " ig_c = " << it_ << "(ig_k) * " << row_threads_ << " + "
           << it_ << "(threadIdx.x);\n";
-      if (sz_.generic())
+      if (sz_.generic() && row_sure_chunks_ < chunks)
         os_ << i2 << "if (ig_k < " << row_sure_chunks_ << " || ig_c < " << sz_.integer(nvec)
             << ") {\n";
       else if (int64_t(chunks) * row_threads_ > nvec)

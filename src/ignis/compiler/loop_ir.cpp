@@ -351,6 +351,7 @@ std::string CompilerOptions::fingerprint() const {
          "," + std::to_string(threads) + "," + std::to_string(lanes()) +
          "," + std::to_string(cuda_row_vectors) + (cuda_row_prefetch ? ",prefetch" : "") + (cuda_row_occupancy ? ",occupancy" : "") +
          (cuda_online_softmax ? ",online" : "") + (cuda_generic_rows ? ",generic_rows" : "") +
+         (cuda_generic_exact_rows ? ",generic_exact_rows" : "") +
          (cuda_row_one_wave ? ",one_wave" : "") +
          (cuda_activation_epilogues ? ",act_epilogues" : "") +
          (cuda_row_hoist_chunks ? ",hoist_chunks" : "") +

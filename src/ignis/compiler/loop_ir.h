@@ -270,6 +270,11 @@ struct CompilerOptions {
   // for their power-of-two bucket (config.cuda.generic_rows; Note [Resident
   // rows in size-generic code], codegen_cuda.cpp).
   bool cuda_generic_rows = true;
+  // ... and whether a generic row whose vectors fill its bucket exactly (a
+  // power of two) prints its chunks unguarded: another text for those sizes
+  // (config.cuda.generic_exact_rows; Note [Resident rows in size-generic
+  // code]).
+  bool cuda_generic_exact_rows = false;
   // ... and whether a row kernel whose grid fits one round of blocks asks
   // ptxas for registers that let it (config.cuda.row_one_wave; Note [One
   // wave of short rows], codegen_cuda.cpp; off until measured on a GPU).

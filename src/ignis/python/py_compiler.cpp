@@ -207,7 +207,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   int64_t max_autotune = 0, fx_graph_cache = 1, progress_ms = 2000, size_generic = 0,
           row_prefetch = o.cuda_row_prefetch, row_occupancy = o.cuda_row_occupancy,
           online_softmax = o.cuda_online_softmax, one_wave = o.cuda_row_one_wave,
-          generic_rows = o.cuda_generic_rows,
+          generic_rows = o.cuda_generic_rows, exact_rows = o.cuda_generic_exact_rows,
           act_epilogues = o.cuda_activation_epilogues, hoist = o.cuda_row_hoist_chunks,
           column_vectors = o.cuda_column_vectors, spread = o.cuda_spread_small,
           split_rows = o.cuda_split_rows, streaming = o.cuda_streaming_loads,
@@ -229,6 +229,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
       {"cuda_row_occupancy", &row_occupancy},
       {"cuda_online_softmax", &online_softmax},
       {"cuda_generic_rows", &generic_rows},
+      {"cuda_generic_exact_rows", &exact_rows},
       {"cuda_row_one_wave", &one_wave},
       {"cuda_activation_epilogues", &act_epilogues},
       {"cuda_row_hoist_chunks", &hoist},
@@ -264,6 +265,7 @@ void parse_knobs(PyObject* knobs, compiler::CompileGraphOptions& options) {
   o.cuda_row_occupancy = row_occupancy != 0;
   o.cuda_online_softmax = online_softmax != 0;
   o.cuda_generic_rows = generic_rows != 0;
+  o.cuda_generic_exact_rows = exact_rows != 0;
   o.cuda_row_one_wave = one_wave != 0;
   o.cuda_activation_epilogues = act_epilogues != 0;
   o.cuda_row_hoist_chunks = hoist != 0;
