@@ -118,9 +118,10 @@ class cuda:  # noqa: N801
     generic_rows = True
     # ... and whether such a row whose vectors fill its bucket exactly (a
     # power of two: 4096 floats) prints its chunks without the guards the
-    # other rows of the bucket need -- another text for those lengths (off:
-    # until a GPU run says what the guards cost).
-    generic_exact_rows = False
+    # other rows of the bucket need -- another text for those lengths, at
+    # static code's speed (the guards cost softmax and layer_norm 12% on the
+    # H100: docs/benchmarks.md run 18).
+    generic_exact_rows = True
     # ... and whether a row kernel whose grid fits one round of blocks asks
     # ptxas (__launch_bounds__'s minimum blocks) for the registers that let
     # every row run at once (docs/compiler.md, "One wave of short rows"; off

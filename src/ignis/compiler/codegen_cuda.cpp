@@ -1491,7 +1491,10 @@ class CudaKernelPrinter {
     // 0.255 -> 0.126 -> 0.109 ms (static 0.094), layer_norm 8192 x 1024
     // 0.261 -> 0.107 -> 0.100 (0.094): a resident row reads its input once
     // where a streaming one reads it on every pass and writes and reads a
-    // scratch.
+    // scratch. The guards are what is left: a row that fills its bucket (a
+    // power of two) prints them away, a text of its own
+    // (config.cuda.generic_exact_rows), and runs at static code's speed
+    // (run 18: softmax 0.093 against 0.105 guarded, static 0.094).
     const bool generic = sz_.generic();
     const bool statics = inner > 0 && !k_.columns && static_inner() &&
                          (!generic || options_.cuda_generic_rows);

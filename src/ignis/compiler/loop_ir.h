@@ -274,7 +274,7 @@ struct CompilerOptions {
   // power of two) prints its chunks unguarded: another text for those sizes
   // (config.cuda.generic_exact_rows; Note [Resident rows in size-generic
   // code]).
-  bool cuda_generic_exact_rows = false;
+  bool cuda_generic_exact_rows = true;
   // ... and whether a row kernel whose grid fits one round of blocks asks
   // ptxas for registers that let it (config.cuda.row_one_wave; Note [One
   // wave of short rows], codegen_cuda.cpp; off until measured on a GPU).
