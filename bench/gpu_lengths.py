@@ -17,9 +17,7 @@ heads, 50304), LAYERS deep, over a batch of BATCH sequences.
 """
 import argparse
 import json
-import os
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -28,6 +26,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
+from children import child_result  # noqa: E402
 
 LENGTHS = [1024, 896, 768, 640, 512, 384, 256, 128, 960, 832, 704, 576, 448, 320, 192, 1000,
            800, 600, 400, 200]
@@ -93,17 +92,9 @@ def main():
     for impl in args.impls.split(","):
         cmd = [sys.executable, __file__, "--child", impl, "--gpt", args.gpt,
                "--lengths", str(args.lengths), "--device", args.device]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
-                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        except subprocess.TimeoutExpired:
-            print(f"{impl}: timed out after {args.timeout} s")
-            continue
-        line = next((s for s in r.stdout.splitlines() if s.startswith("RESULT ")), None)
-        if line is None:
-            print(f"{impl}: failed\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-            continue
-        results.append(json.loads(line[len("RESULT "):]))
+        r = child_result(cmd, impl, args.timeout)
+        if r is not None:
+            results.append(r)
     print(f"GPT forward with loss, GPT-2-small width, --gpt {args.gpt}, "
           f"{args.lengths} lengths from {LENGTHS[0]} down")
     print(f"{'impl':16s} {'pass 1 (s)':>11s} {'pass 2 (s)':>11s} {'passes 1+2 (s)':>15s} "

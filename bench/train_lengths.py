@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
+from children import child_result  # noqa: E402
 
 IMPLS = ("ignis.compile", "torch.compile", "ignis", "torch")
 
@@ -101,17 +101,9 @@ def main():
                        TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "torch"))
             cmd = [sys.executable, __file__, "--child", impl, "--lengths", str(args.lengths),
                    "--passes", str(args.passes), "--threads", str(args.threads)]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
-                                   env=env)
-            except subprocess.TimeoutExpired:
-                print(f"{impl}: timed out after {args.timeout} s")
-                continue
-        line = next((s for s in r.stdout.splitlines() if s.startswith("RESULT ")), None)
-        if line is None:
-            print(f"{impl}: failed\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-            continue
-        results.append(json.loads(line[len("RESULT "):]))
+            r = child_result(cmd, impl, args.timeout, env)
+        if r is not None:
+            results.append(r)
     if not results:
         return 1
     lens = results[0]["lengths"]

@@ -222,6 +222,12 @@ TEST(Graph, StructuralHash) {
   EXPECT_NE(structural_hash(*build("x", 3.0, "mul", 3)), h);
   EXPECT_NE(structural_hash(*build("x", 2.0, "add", 3)), h);
   EXPECT_NE(structural_hash(*build("x", 2.0, "mul", 4)), h);
+  // Without the numbers: sizes and number arguments do not count, the ops do.
+  std::string f = shape_free_hash(*build("x", 2.0, "mul", 3));
+  EXPECT_NE(f, h);
+  EXPECT_EQ(shape_free_hash(*build("x", 2.0, "mul", 4)), f);
+  EXPECT_EQ(shape_free_hash(*build("x", 3.0, "mul", 3)), f);
+  EXPECT_NE(shape_free_hash(*build("x", 2.0, "add", 3)), f);
 }
 
 TEST(Graph, CopyAndErase) {

@@ -984,6 +984,41 @@ def test_a_residual_stream_is_stored_by_each_norm_that_computes_it():
         close(got, want, atol=1e-5)
 
 
+def test_another_size_of_a_graph_starts_from_the_values_it_realized():
+    """Note [Realize decisions shared across sizes]: the residual stream's
+    graph at another batch (the same graph but for its numbers) realizes the
+    same values, the log repeating the first lowering's lines, and computes
+    eager's values; another graph does not take them."""
+    ignis.manual_seed(0)
+    ws = [ignis.randn(32, 32) * 0.2 for _ in range(4)]
+
+    def f(x, w1, w2, w3, w4):
+        h, outs = x, []
+        for w in (w1, w2, w3, w4):
+            y = F.layer_norm(h, (32,))
+            outs.append(y)
+            h = h + y @ w
+        return tuple(outs) + (h,)
+
+    def realized(c):
+        return [ln for ln in c.schedule.splitlines() if ln.startswith("realized ")]
+
+    first = _program(f, ignis.randn(16, 32), *ws)
+    lines = realized(first)
+    assert lines and not any("[as lowered before" in ln for ln in lines), first.schedule
+    for rows in (24, 40):
+        x = ignis.randn(rows, 32)
+        again = _program(f, x, *ws)
+        assert [ln.split(" [as lowered before")[0] for ln in realized(again)] == lines
+        assert all("[as lowered before: Note [Realize decisions shared across sizes]]" in ln
+                   for ln in realized(again)), again.schedule
+        assert again.kernel_count == first.kernel_count
+        for got, want in zip(again(x, *ws), f(x, *ws)):
+            close(got, want, atol=1e-5)
+    other = _program(lambda x, w1, w2, w3, w4: f(x * 2, w1, w2, w3, w4), ignis.randn(16, 32), *ws)
+    assert not any("[as lowered before" in ln for ln in realized(other)), other.schedule
+
+
 def test_layer_norm_of_a_residual_sum_reads_it_back_from_the_row_scratch():
     # The sum's three passes each need x + a + b: the first pass spills it,
     # the later ones read it back.

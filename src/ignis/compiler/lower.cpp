@@ -1405,21 +1405,26 @@ class Lowering {
 // how many rounds the search takes, never what a program computes.
 class RealizedSets {
  public:
-  std::unordered_set<std::string> get(const std::string& key) {
+  // The values realized, and the schedule log's line for each.
+  struct Entry {
+    std::unordered_set<std::string> names;
+    std::vector<std::string> why;
+  };
+  Entry get(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sets_.find(key);
-    return it == sets_.end() ? std::unordered_set<std::string>{} : it->second;
+    return it == sets_.end() ? Entry{} : it->second;
   }
-  void put(const std::string& key, const std::unordered_set<std::string>& set) {
+  void put(const std::string& key, Entry e) {
     std::lock_guard<std::mutex> lock(mu_);
     if (sets_.size() >= kMaxGraphs) sets_.clear();  // a bound, not an LRU: rarely reached
-    sets_[key] = set;
+    sets_[key] = std::move(e);
   }
 
  private:
   static constexpr size_t kMaxGraphs = 4096;
   std::mutex mu_;
-  std::unordered_map<std::string, std::unordered_set<std::string>> sets_;
+  std::unordered_map<std::string, Entry> sets_;
 };
 
 RealizedSets& realized_sets() {
@@ -1438,23 +1443,21 @@ Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
   std::vector<std::string> why;  // IGNIS_LOGS=schedule: what each round realized
   if (!options.realize_across_kernels) return Lowering(g, options).run(nullptr);
   const std::string key = graph::shape_free_hash(g) + "|" + options.fingerprint();
-  std::unordered_set<std::string> realize = realized_sets().get(key);
-  if (!realize.empty()) {
-    std::vector<std::string> names(realize.begin(), realize.end());
-    std::sort(names.begin(), names.end());
-    std::string line = "realized as for another size of this graph:";
-    for (const std::string& n : names) line += " " + n;
-    why.push_back(line + " (Note [Realize decisions shared across sizes])");
-  }
+  RealizedSets::Entry earlier = realized_sets().get(key);
+  std::unordered_set<std::string> realize = earlier.names;
+  // (the log says what was realized as the first lowering found it)
+  for (const std::string& line : earlier.why)
+    why.push_back(line + " [as lowered before: Note [Realize decisions shared across sizes]]");
   Program p = Lowering(g, options, realize).run(&recomputed);
   for (int round = 1; round < kMaxRounds && !recomputed.empty(); ++round) {
     for (const auto& [name, line] : recomputed) {
       realize.insert(name);
       why.push_back(line);
+      earlier.why.push_back(line);
     }
     p = Lowering(g, options, realize).run(&recomputed);
   }
-  realized_sets().put(key, realize);
+  realized_sets().put(key, RealizedSets::Entry{realize, std::move(earlier.why)});
   p.schedule_log.insert(p.schedule_log.begin(), why.begin(), why.end());
   return p;
 }

@@ -151,39 +151,32 @@ uint64_t node_hash(const Node& n, const std::unordered_map<const Node*, int64_t>
   return h.first();
 }
 
-std::string structural_hash(const Graph& g) {
+namespace {
+
+std::string graph_hash(const Graph& g, bool numbers) {
   Hasher h;
   std::unordered_map<const Node*, int64_t> position;
   int64_t i = 0;
   for (Node* n : g.nodes()) {
     position[n] = i++;
-    hash_node(h, *n, position);
+    hash_node(h, *n, position, numbers);
     if (n->op() == OpKind::Placeholder) {
       const NodeMeta& m = n->meta();
       h.i64(static_cast<int64_t>(m.tensors.size()));
       h.u8(m.tuple_output);
-      for (const TensorMeta& t : m.tensors) hash_meta(h, t);
-      if (m.sym_value.defined()) h.i64(static_cast<int64_t>(m.sym_value.stable_hash()));
+      for (const TensorMeta& t : m.tensors) hash_meta(h, t, numbers);
+      if (numbers && m.sym_value.defined())
+        h.i64(static_cast<int64_t>(m.sym_value.stable_hash()));
       h.text(n->type_repr);
     }
   }
   return h.hex();
 }
 
-std::string shape_free_hash(const Graph& g) {
-  Hasher h;
-  std::unordered_map<const Node*, int64_t> position;
-  int64_t i = 0;
-  for (Node* n : g.nodes()) {
-    position[n] = i++;
-    hash_node(h, *n, position, /*numbers=*/false);
-    if (n->op() == OpKind::Placeholder) {
-      const NodeMeta& m = n->meta();
-      h.i64(static_cast<int64_t>(m.tensors.size()));
-      for (const TensorMeta& t : m.tensors) hash_meta(h, t, /*numbers=*/false);
-    }
-  }
-  return h.hex();
-}
+}  // namespace
+
+std::string structural_hash(const Graph& g) { return graph_hash(g, /*numbers=*/true); }
+
+std::string shape_free_hash(const Graph& g) { return graph_hash(g, /*numbers=*/false); }
 
 }  // namespace ignis::graph
