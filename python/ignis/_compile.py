@@ -108,11 +108,13 @@ class SizeCache:
 
     def compile(self, key, args):
         _dynamic_log("specializing the graph for " + self._describe(key))
+        from ._dynamo.utils import dynamo_timed
         from ._inductor import config as inductor_config
         prev = inductor_config._compiling_symbolic_capture
         inductor_config._compiling_symbolic_capture = True  # size-generic code (compiler.md)
         try:
-            fn = self._compile(key, args)
+            with dynamo_timed("a size of a dynamic graph compiled"):
+                fn = self._compile(key, args)
         finally:
             inductor_config._compiling_symbolic_capture = prev
         self.compiled[key] = fn
@@ -229,11 +231,12 @@ def _counted(backend):
     shim = getattr(backend, "_ignis_counting_shim", None)
     if shim is not None:
         return shim
-    from ._dynamo.utils import counters
+    from ._dynamo.utils import counters, dynamo_timed
 
     def compile_graph(gm, example_inputs, **kwargs):
         counters["stats"]["unique_graphs"] += 1
-        return backend(gm, example_inputs, **kwargs)
+        with dynamo_timed("backend compile of a captured graph"):
+            return backend(gm, example_inputs, **kwargs)
     try:
         backend._ignis_counting_shim = compile_graph
     except (AttributeError, TypeError):  # no attributes (a bound method): a shim per compile

@@ -297,3 +297,40 @@ def test_explain_leaves_caches_and_sink_clean():
     from capture_util import counting_backend
     ignis.compile(f, backend=counting_backend(graphs))(tensor(ignis, 4))
     assert len(graphs) == 1  # explain's entries were dropped
+
+
+def test_compile_times_name_each_phase_with_each_run():
+    """ignis._dynamo.utils.compile_times(), torch's: the backend's compile of
+    each graph, AOT's traces, the compiler's phases (timed in C++), the
+    symbolic AOT graphs made once and instantiated at a later size."""
+    from ignis._dynamo import utils
+    utils.reset_compile_times()
+
+    def f(x, w):
+        return (x @ w).relu().softmax(-1).sum(0) * 2.0
+
+    from ignis._inductor import config
+    g = ignis.compile(f)
+    w = ignis.randn(8, 8)
+    with config.patch(fx_graph_cache=False):  # (else an earlier test's graphs skip lowering)
+        for n in (4, 5, 6, 6, 7, 7):  # 5 makes the batch symbolic; 6 and 7 compile on call 2
+            g(ignis.randn(n, 8), w)
+    times = utils.compilation_time_metrics
+    for phase in ("backend compile of a captured graph", "AOT trace", "inductor lowering",
+                  "inductor code generation",
+                  "AOT symbolic graphs (traces at two more sizes, lined up)",
+                  "AOT graphs instantiated at a size", "a size of a dynamic graph compiled"):
+        assert phase in times and all(t >= 0 for t in times[phase]), (phase, times)
+    assert len(times["backend compile of a captured graph"]) == 2  # static, then dynamic
+    assert len(times["AOT graphs instantiated at a size"]) == 2  # sizes 6 and 7
+    text = utils.compile_times()
+    assert text.startswith("TorchDynamo compilation metrics:\nFunction"), text
+    assert "inductor lowering" in text
+    names, values = utils.compile_times(repr="csv", aggregate=True)
+    assert names == list(times) and len(values) == len(names)
+    lowering = values[names.index("inductor lowering")]
+    assert abs(float(lowering) - sum(times["inductor lowering"])) < 1e-5
+    with pytest.raises(ValueError, match="repr must be"):
+        utils.compile_times(repr="json")
+    utils.reset_compile_times()
+    assert utils.compile_times(repr="csv") == ([], [])

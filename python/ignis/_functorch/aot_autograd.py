@@ -610,12 +610,15 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
 
     def trace(gm, example_inputs):
         """AOT's product for one graph at one size (an AotParts)."""
+        from .._dynamo.utils import dynamo_timed
         grad_modes = _grad_modes(gm)
-        traced, info = trace_joint(gm, example_inputs, decompositions=decompositions,
-                                   enables_grad=grad_modes[0])
+        with dynamo_timed("AOT trace"):
+            traced, info = trace_joint(gm, example_inputs, decompositions=decompositions,
+                                       enables_grad=grad_modes[0])
         if not info["joint"]:
             return AotParts(info, grad_modes, traced, [traced])
-        fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=len(info["outputs"]))
+        with dynamo_timed("AOT partition"):
+            fw, bw = partition_fn(traced, example_inputs, num_fwd_outputs=len(info["outputs"]))
         return AotParts(info, grad_modes, traced, [fw, bw])
 
     def compile_parts(parts, example_inputs, fallback):

@@ -75,7 +75,9 @@ class SymbolicAot:
                                   [example_inputs[i] for i in self._tensor_at])
         self.templates = None  # one symbolic graph per graph to compile, when symbolized
         self.symbols = ()
-        self.why = self._symbolize(example_inputs)
+        from .._dynamo.utils import dynamo_timed
+        with dynamo_timed("AOT symbolic graphs (traces at two more sizes, lined up)"):
+            self.why = self._symbolize(example_inputs)
         if self.templates is None:
             _log(f"AOT traces each size of this graph: {self.why}")
             if _aot_graphs_enabled():
@@ -137,8 +139,10 @@ class SymbolicAot:
         if self.templates is None:
             return None
         constants = first.info["constants"]
-        graphs = [self._module(_C._aot_instantiate(t, list(sizes)), constants)
-                  for t in self.templates]
+        from .._dynamo.utils import dynamo_timed
+        with dynamo_timed("AOT graphs instantiated at a size"):
+            graphs = [self._module(_C._aot_instantiate(t, list(sizes)), constants)
+                      for t in self.templates]
         return AotParts(first.info, first.grad_modes, None, graphs,
                         first.analysis() if first.info["joint"] else None)
 

@@ -3,6 +3,7 @@ import collections
 import sys
 
 from .. import _C
+from .._dynamo.utils import record_time
 from .._logging import _enabled
 from . import config, metrics, step_profile
 
@@ -65,6 +66,8 @@ def compile_fx(gm, example_inputs):
     constants = getattr(gm, "_aot_constants", None) or {}
     generic = config.resolve_size_generic(gm, example_inputs)
     compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options(generic))
+    for phase, seconds in compiled.compile_phases:
+        record_time("inductor " + phase, seconds)
     metrics.generated_kernel_count += compiled.kernel_count
     if compiled.kernel_count:
         if compiled.compiled_code:

@@ -184,10 +184,19 @@ std::vector<CompiledGraph::StepProfile> CompiledGraph::profile() const {
   return profile_;
 }
 
+void CompiledGraph::phase(const char* name, std::chrono::steady_clock::time_point* since) {
+  const auto now = std::chrono::steady_clock::now();
+  phases_.emplace_back(name, std::chrono::duration<double>(now - *since).count());
+  *since = now;
+}
+
 void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& options,
                             runtime::CodeCache& cache, std::string* code_key) {
+  auto t = std::chrono::steady_clock::now();
   Program program = lower(g, options.compiler);
+  phase("lowering", &t);
   MemoryPlan plan = plan_memory(program);
+  phase("memory plan", &t);
   if (program.device.is_cuda()) {
     // One NVRTC unit for every kernel; the cubin cache (cuda/kernel_cache.h)
     // keeps it per machine, so there is no library for the code cache and
@@ -207,6 +216,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
     }
     CudaProgramCode code = generate_cuda(program, per_kernel);
     exec_ = make_executable(program, plan);
+    phase("code generation", &t);
     exec_.source = std::move(code.source);
     exec_.source_prelude_bytes = int64_t(code.prelude_bytes);
     exec_.size_generic = options.compiler.size_generic;
@@ -237,6 +247,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   }
   CppProgramCode code = generate_cpp_code(program, per_kernel);
   exec_ = make_executable(program, plan);
+  phase("code generation", &t);
   exec_.source = std::move(code.source);
   exec_.size_generic = options.compiler.size_generic;
   for (size_t i = 0; i < exec_.kernels.size(); ++i) {
@@ -254,6 +265,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
     // printed the same text): no compiler, and no second dlopen.
     if (std::optional<runtime::LoadedLibrary> lib = cache.load_cached(*code_key)) {
       library_ = std::move(*lib);
+      phase("library loaded", &t);
       return;
     }
     size_t lines = size_t(std::count(exec_.source.begin(), exec_.source.end(), '\n'));
@@ -262,6 +274,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
                           options.progress_delay_s);
     library_ = cache.load_or_compile(exec_.source, co);
     compiled_code_ = true;
+    phase("C++ compile", &t);
   }
 }
 
@@ -420,6 +433,7 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
     : autotune_gemms_(options.autotune) {
   runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
   runtime::GraphCache graphs(cache);
+  auto t = std::chrono::steady_clock::now();
   const std::string key = options.graph_cache ? graph_cache_key(g, options) : std::string();
   if (!key.empty()) {
     if (auto entry = graphs.get(key)) {
@@ -435,15 +449,19 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
       }
     }
   }
+  phase(from_graph_cache_ ? "graph cache hit" : "graph cache lookup", &t);
   if (!from_graph_cache_) {
     std::string code_key;
     compile(g, options, cache, &code_key);
+    t = std::chrono::steady_clock::now();
     if (!key.empty())
       if (std::optional<std::string> bytes = serialize(exec_))
         graphs.put(key, runtime::GraphCacheEntry{code_key, std::move(*bytes)});
+    phase("graph cache store", &t);
   }
   if (exec_.device.is_cuda()) {
     load_cuda_kernels(options.progress_delay_s);
+    phase("CUDA kernels (NVRTC or the cubin cache)", &t);
   } else if (exec_.size_generic) {
     for (const Executable::Kern& k : exec_.kernels)
       generic_kernels_.push_back(library_.function<GenericKernelFn>(cpu_symbol(k)));

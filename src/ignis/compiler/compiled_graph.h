@@ -8,6 +8,7 @@
 // scheduling and code generation.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -93,6 +94,11 @@ class CompiledGraph {
   // [Size-generic code]).
   bool compiled_code() const { return compiled_code_; }
   bool size_generic() const { return exec_.size_generic; }
+  // Where compiling this graph went, in order: (phase, seconds) for the
+  // graph cache's lookup, lowering, the memory plan, code generation, the
+  // C++ compile or NVRTC (or the library's load), for
+  // ignis._dynamo.utils.compile_times().
+  const std::vector<std::pair<std::string, double>>& compile_phases() const { return phases_; }
   // What running needs (buffers, steps, outputs), for runners that wrap
   // run() (cudagraph_runner.h).
   const Executable& executable() const { return exec_; }
@@ -106,6 +112,9 @@ class CompiledGraph {
   bool autotune_gemms_ = false;  // max-autotune: run inside a cuda::GemmAutotuneScope
   bool from_graph_cache_ = false;
   bool compiled_code_ = false;
+  std::vector<std::pair<std::string, double>> phases_;
+  // Adds the seconds since *since to phase `name` and moves *since to now.
+  void phase(const char* name, std::chrono::steady_clock::time_point* since);
   // Loads (compiling on first use) a CUDA program's kernels from exec_.source.
   void load_cuda_kernels(double progress_delay_s);
   static const std::string& cpu_symbol(const Executable::Kern& k);

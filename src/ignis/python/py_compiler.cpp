@@ -176,6 +176,17 @@ PyObject* cg_compiled_code(PyObject* self, void*) {
 PyObject* cg_size_generic(PyObject* self, void*) {
   return PyBool_FromLong(reinterpret_cast<PyCompiledGraph*>(self)->cg->size_generic());
 }
+PyObject* cg_compile_phases(PyObject* self, void*) {
+  IGNIS_PY_BEGIN
+  const auto& phases = reinterpret_cast<PyCompiledGraph*>(self)->cg->compile_phases();
+  PyRef out(PyList_New(0));
+  for (const auto& [name, seconds] : phases) {
+    PyRef item(Py_BuildValue("(sd)", name.c_str(), seconds));
+    if (!item.p || PyList_Append(out.p, item.p) < 0) throw PythonErrorAlreadySet{};
+  }
+  return out.release();
+  IGNIS_PY_END(nullptr)
+}
 
 PyGetSetDef cg_getset[] = {
     {"from_graph_cache", cg_from_graph_cache, nullptr,
@@ -185,6 +196,8 @@ PyGetSetDef cg_getset[] = {
      nullptr},
     {"size_generic", cg_size_generic, nullptr,
      "whether its kernels read their sizes from parameters", nullptr},
+    {"compile_phases", cg_compile_phases, nullptr,
+     "[(phase, seconds)]: where compiling it went (lowering, code generation, ...)", nullptr},
     {"generated_code", cg_code, nullptr, "the generated C++ source", nullptr},
     {"kernel_count", cg_kernels, nullptr, "the number of generated kernels", nullptr},
     {"program", cg_program, nullptr, "the loop IR, printed", nullptr},
