@@ -1034,26 +1034,7 @@ class CudaKernelPrinter {
       }
       // Row ig_e of the thread's columns: a vector where the pointers are
       // aligned, element by element where not.
-      std::function<void(bool, const std::string&)> row;
-      // Size-generic code cannot print static code's whole ranges (their
-      // counts are the size's: Note [Whole ranges the compiler can hoist]);
-      // it takes the rows four at a time in a literal-count loop, with no
-      // exit test between them, so that their loads issue together, then
-      // the rest one at a time.
-      auto grouped_rows = [&](bool vectors) {
-        const std::string i2 = ind + "  ", i3 = ind + "    ", i4 = ind + "      ";
-        os_ << i2 << it_ << " ig_e4 = " << lo << ";\n";
-        os_ << i2 << "for (; ig_e4 + 3 * ig_lanes < " << hi << "; ig_e4 += 4 * ig_lanes) {\n";
-        os_ << "#pragma unroll\n" << i3 << "for (int ig_k = 0; ig_k < 4; ++ig_k) {\n";
-        os_ << i4 << "const " << it_ << " ig_e = ig_e4 + " << it_ << "(ig_k) * ig_lanes;\n";
-        row(vectors, i4);
-        os_ << i3 << "}\n" << i2 << "}\n";
-        os_ << i2 << "for (" << it_ << " ig_e = ig_e4; ig_e < " << hi
-            << "; ig_e += ig_lanes) {\n";
-        row(vectors, i3);
-        os_ << i2 << "}\n";
-      };
-      row = [&](bool vectors, const std::string& in) {
+      auto row = [&](bool vectors, const std::string& in) {
         print_unravel(k_.inner, k_.inner_sizes, "ig_e", in);
         if (width == 1) {
           print_body(li, in, false, Part::PerElement);
@@ -1072,7 +1053,6 @@ class CudaKernelPrinter {
         }
       };
       auto rows = [&](bool vectors) {
-        if (sz_.generic() && options_.cuda_row_hoist_chunks) return grouped_rows(vectors);
         os_ << "#pragma unroll 4\n";
         os_ << ind << "  for (" << it_ << " ig_e = " << lo << "; ig_e < " << hi
             << "; ig_e += ig_lanes) {\n";
