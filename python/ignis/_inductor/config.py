@@ -113,11 +113,11 @@ class cuda:  # noqa: N801
     # exps").
     online_softmax = True
     # ... and whether size-generic CUDA code holds a row in registers too,
-    # planned for its bucket, a power of two or three times one
-    # (docs/compiler.md, "Size-generic code"); off, generic rows stream.
+    # planned for its power-of-two bucket (docs/compiler.md, "Size-generic
+    # code"); off, generic rows stream.
     generic_rows = True
-    # ... and whether such a row whose vectors fill its bucket exactly (4096
-    # floats, 768 bfloat16) prints its chunks without the guards the
+    # ... and whether such a row whose vectors fill its bucket exactly (a
+    # power of two: 4096 floats) prints its chunks without the guards the
     # other rows of the bucket need -- another text for those lengths, at
     # static code's speed (the guards cost softmax and layer_norm 12% on the
     # H100: docs/benchmarks.md run 18).

@@ -1265,19 +1265,6 @@ class CudaKernelPrinter {
     print_across_threads(rs, ind, columns);
   }
 
-  // The buckets generic rows are planned for (Note [Resident rows in
-  // size-generic code]): 1, 2, 3, 4, 6, 8, 12, ..., 2^k, 3 * 2^(k-1), ...
-  // row_bucket(n) is the least at or above n; row_bucket_below(b) the one
-  // before bucket b (0 before 1).
-  static int64_t row_bucket(int64_t n) {
-    const int64_t p = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(n, 1))));
-    return p >= 4 && n <= p / 4 * 3 ? p / 4 * 3 : p;
-  }
-  static int64_t row_bucket_below(int64_t b) {
-    if (b <= 4) return b - 1;
-    return std::has_single_bit(uint64_t(b)) ? b / 4 * 3 : b / 3 * 2;
-  }
-
   // Whether a row's extents are known constants and its values come from
   // memory alone (no ScalarKind::Index): what the vector and register paths
   // of a row need.
@@ -1492,23 +1479,20 @@ class CudaKernelPrinter {
     const std::vector<size_t> passes = inner_loops();
     // Note [Resident rows in size-generic code]
     // Size-generic text serves every size that prints it, so its plan is
-    // made for the row's bucket (row_bucket: the power of two, or three
-    // times one, at or above its vectors): the block, chunks and registers
-    // of rows of 3073 to 4096 vectors are those of 4096. A row of the bucket
-    // has more vectors than the bucket below holds, so a thread's chunks
-    // within that many need no guard (their loads issue together, as static
-    // rows' hoisted chunks: Note [Chunks the compiler can hoist]); the
-    // others are guarded by the row's own count, a parameter. (Buckets were
-    // powers of two alone at first: GPT-2's rows of 768 bfloat16, 96
-    // vectors, were planned for 128, a thread's fourth chunk idle and two
-    // guarded, where its bucket is now its own size.) A row's vector width is its own (the sizes that divide
+    // made for the row's bucket, the power of two at or above its vectors:
+    // the block, chunks and registers of rows of 2049 to 4096 vectors are
+    // those of 4096. A row of the bucket has more than half of them, so a
+    // thread's chunks below that half need no guard (their loads issue
+    // together, as static rows' hoisted chunks: Note [Chunks the compiler
+    // can hoist]); the others are guarded by the row's own count, a
+    // parameter. A row's vector width is its own (the sizes that divide
     // alike share it). Measured on the H100 (docs/benchmarks.md run 17),
     // streaming -> resident -> with the sure chunks: softmax 4096 x 4096
     // 0.255 -> 0.126 -> 0.109 ms (static 0.094), layer_norm 8192 x 1024
     // 0.261 -> 0.107 -> 0.100 (0.094): a resident row reads its input once
     // where a streaming one reads it on every pass and writes and reads a
-    // scratch. The guards are what is left: a row that fills its bucket
-    // prints them away, a text of its own
+    // scratch. The guards are what is left: a row that fills its bucket (a
+    // power of two) prints them away, a text of its own
     // (config.cuda.generic_exact_rows), and runs at static code's speed
     // (run 18: softmax 0.093 against 0.105 guarded, static 0.094).
     const bool generic = sz_.generic();
@@ -1517,7 +1501,7 @@ class CudaKernelPrinter {
     if (statics) {
       width = vector_width(passes, k_.inner.back(), k_.inner_sizes.back().value(), true);
       nvec = inner / width;
-      const int64_t plan_nvec = generic ? row_bucket(nvec) : nvec;
+      const int64_t plan_nvec = generic ? int64_t(std::bit_ceil(uint64_t(nvec))) : nvec;
       // config.cuda.row_vectors_per_thread vectors a thread (four by
       // default: enough loads in flight, few registers), the block a whole
       // number of warps.
@@ -1585,14 +1569,15 @@ class CudaKernelPrinter {
       // stream).
       if (options_.cuda_row_hoist_chunks) {
         row_threads_ = launch->threads;
-        // A generic row has more vectors than the bucket below its own, so
-        // the chunks within that many are whole in every row of the bucket
-        // (all of them in a row that fills it, with
-        // config.cuda.generic_exact_rows: a text of its own).
+        // A generic row has more than half its bucket's vectors, so the
+        // chunks below that half are whole in every row of the bucket (all
+        // of them in a row that fills it, with config.cuda.generic_exact_rows:
+        // a text of its own).
+        const uint64_t bucket = std::bit_ceil(uint64_t(nvec));
         row_sure_chunks_ = !generic || (options_.cuda_generic_exact_rows &&
                                         int64_t(chunks) * row_threads_ == nvec)
                                ? chunks
-                               : int(row_bucket_below(row_bucket(nvec)) / row_threads_);
+                               : int(bucket / 2 / row_threads_);
         os_ << "  const bool ig_resident = ig_aligned && blockDim.x == " << row_threads_ << "u;\n";
       } else {
         row_threads_ = 0;

@@ -267,11 +267,11 @@ struct CompilerOptions {
   // (config.cuda.online_softmax; Note [Online max and sum of exps]).
   bool cuda_online_softmax = true;
   // ... and whether size-generic code holds rows in registers too, planned
-  // for their bucket (config.cuda.generic_rows; Note [Resident
+  // for their power-of-two bucket (config.cuda.generic_rows; Note [Resident
   // rows in size-generic code], codegen_cuda.cpp).
   bool cuda_generic_rows = true;
-  // ... and whether a generic row whose vectors fill its bucket exactly
-  // prints its chunks unguarded: another text for those sizes
+  // ... and whether a generic row whose vectors fill its bucket exactly (a
+  // power of two) prints its chunks unguarded: another text for those sizes
   // (config.cuda.generic_exact_rows; Note [Resident rows in size-generic
   // code]).
   bool cuda_generic_exact_rows = true;
