@@ -340,6 +340,20 @@ def _nvrtc():
         return None
 
 
+def test_generic_cuda_rows_too_long_to_hold_stream_in_vectors():
+    """A row too long for registers (a loss over 50304 logits: the online
+    max and sum of exps) streams in 16-byte vectors in size-generic code as
+    in static code, its vector count a parameter; both texts agree once the
+    values are in place, and another length of the same width shares it."""
+    def loss(x):
+        return ignis.log_softmax(x, -1)[:, 0].sum()
+    text, values = generic_code(_gm(loss, ignis.randn(8, 50304)), "cuda")
+    static = generic_code(_gm(loss, ignis.randn(8, 50304)), "cuda", lift=False)[0]
+    assert "IgVec<float, 4>" in text and "ig_c < P[" in text, text
+    assert substitute(text, values) == static
+    assert generic_code(_gm(loss, ignis.randn(8, 50000)), "cuda")[0] == text
+
+
 def test_generic_cuda_code_compiles_with_nvrtc():
     if _nvrtc() is None:
         pytest.skip("NVRTC cannot be loaded here: set IGNIS_NVRTC_LIBRARY, install the toolkit "

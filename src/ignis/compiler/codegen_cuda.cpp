@@ -1554,10 +1554,10 @@ class CudaKernelPrinter {
         if (options_.cuda_row_one_wave) launch->min_blocks = one_wave_blocks(rows, threads);
       }
     }
-    // A row that streams moves vectors too where the pointers allow (static
-    // code: the streaming loops print their counts as literals).
-    const int stream_width = chunks == 0 && statics && !generic ? width : 1;
-    if (generic && chunks == 0) width = 1;
+    // A row that streams moves vectors too where the pointers allow (in
+    // size-generic code too, its vector count a parameter: GPT-2's loss over
+    // 50304-wide logits streamed element by element there).
+    const int stream_width = chunks == 0 && statics ? width : 1;
     if (chunks > 0 || stream_width > 1) {
       const sym::Expr v = k_.inner.back();
       if (width > 1) print_alignment_check(passes, v, width, "  ");
@@ -1844,8 +1844,8 @@ class CudaKernelPrinter {
     vec_.emplace();
     declare_scratch(ind);
     print_passes(ind, [&](size_t li) {
-      os_ << "#pragma unroll 4\n" << ind << "for (" << it_ << " ig_c = threadIdx.x; ig_c < " << nvec
-          << "; ig_c += blockDim.x) {\n";
+      os_ << "#pragma unroll 4\n" << ind << "for (" << it_ << " ig_c = threadIdx.x; ig_c < "
+          << sz_.integer(nvec) << "; ig_c += blockDim.x) {\n";
       os_ << i2 << "const " << it_ << " ig_e0 = ig_c * " << width << ";\n";
       print_unravel(head, k_.inner_sizes, "ig_e0", i2);
       print_lanes(li, v, base, width, i2);
