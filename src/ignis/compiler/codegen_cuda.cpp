@@ -359,13 +359,12 @@ class CudaKernelPrinter {
     std::string tail = "(" + signature.str();
     if (out.launch.workspace_bytes > 0) tail += ", char* __restrict__ ig_ws";
     if (!out.size_params.empty()) {
-      const bool narrow = it_ == "int32_t";
-      if (narrow)
+      if (narrow_indices())
         for (int64_t v : out.size_params)
-          IGNIS_INTERNAL_ASSERT(v == int64_t(int32_t(v)), "codegen_cuda: ", k_.name,
-                                " reads a parameter ", v, " beyond its 32-bit indices");
+          IGNIS_INTERNAL_ASSERT(fits_32_bits(v), "codegen_cuda: ", k_.name, " reads a parameter ",
+                                v, " beyond its 32-bit indices");
       tail += ", const IgParams<" + std::to_string(out.size_params.size()) +
-              (narrow ? ", int32_t" : "") + "> P";
+              (narrow_indices() ? ", int32_t" : "") + "> P";
     }
     tail += ") {\n" + os_.str() + "}\n\n";
     const std::string bounds = std::to_string(out.launch.threads) +
@@ -470,8 +469,7 @@ class CudaKernelPrinter {
         // An integer constant may be a size too (a mean's count): lifted,
         // unless the kernel reads its parameters as 32-bit indices and the
         // value is wider (a fill value, not a size).
-        if (sz_.generic() && s.is_int &&
-            (it_ != "int32_t" || s.int_value == int64_t(int32_t(s.int_value))))
+        if (sz_.generic() && s.is_int && (!narrow_indices() || fits_32_bits(s.int_value)))
           return std::string("ig_convert<") + cuda_type(s.dtype) + ">(" +
                  sz_.integer(s.int_value) + ")";
         return literal(s);
@@ -619,6 +617,10 @@ class CudaKernelPrinter {
   static std::string access_key(int buffer, sym::Expr index) {
     return std::to_string(buffer) + "@" + sym::to_cpp(index);
   }
+
+  static bool fits_32_bits(int64_t v) { return v == int64_t(int32_t(v)); }
+  // Whether the kernel's indices (and the parameters it reads) are int32_t.
+  bool narrow_indices() const { return it_ == "int32_t"; }
 
   // Every index this kernel forms fits in int32: the extents of the buffers
   // it touches and its iteration space, with room for a grid-stride step
@@ -1378,14 +1380,14 @@ class CudaKernelPrinter {
     std::string ind = "    ";
     declare_scratch(ind);
     // for (v = ig_split * n + threadIdx.x; v < min((ig_split + 1) * n, total); ...)
-    // (In size-generic code n and total are parameters: one for each use.)
+    // (In size-generic code n and total are parameters.)
     auto range_loop = [&](const std::string& in, const std::string& var, int64_t n, int64_t total) {
       const std::string lo = "ig_split * " + sz_.integer(n);
       const std::string hi = lo + " + " + sz_.integer(n);
       const std::string end = sz_.integer(total);
       os_ << in << "for (" << it_ << " " << var << " = " << lo << " + " << it_
           << "(threadIdx.x); " << var << " < (" << hi << " < " << end << " ? " << hi << " : "
-          << sz_.integer(total) << "); " << var << " += blockDim.x) {\n";
+          << end << "); " << var << " += blockDim.x) {\n";
     };
     bool folded = false;
     for (size_t li = 0; li < k_.loops.size(); ++li) {

@@ -89,6 +89,23 @@ std::string graph_cache_key(const graph::Graph& g, const CompileGraphOptions& o)
   return runtime::sha256_hex(k);
 }
 
+// Times a compile's phases into CompiledGraph::compile_phases(), each from
+// the end of the one before.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::vector<std::pair<std::string, double>>* phases) : phases_(phases) {}
+  void lap(const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    phases_->emplace_back(name, std::chrono::duration<double>(now - since_).count());
+    since_ = now;
+  }
+  void restart() { since_ = std::chrono::steady_clock::now(); }
+
+ private:
+  std::vector<std::pair<std::string, double>>* phases_;
+  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+};
+
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -184,19 +201,13 @@ std::vector<CompiledGraph::StepProfile> CompiledGraph::profile() const {
   return profile_;
 }
 
-void CompiledGraph::phase(const char* name, std::chrono::steady_clock::time_point* since) {
-  const auto now = std::chrono::steady_clock::now();
-  phases_.emplace_back(name, std::chrono::duration<double>(now - *since).count());
-  *since = now;
-}
-
 void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& options,
                             runtime::CodeCache& cache, std::string* code_key) {
-  auto t = std::chrono::steady_clock::now();
+  PhaseClock clock(&phases_);
   Program program = lower(g, options.compiler);
-  phase("lowering", &t);
+  clock.lap("lowering");
   MemoryPlan plan = plan_memory(program);
-  phase("memory plan", &t);
+  clock.lap("memory plan");
   if (program.device.is_cuda()) {
     // One NVRTC unit for every kernel; the cubin cache (cuda/kernel_cache.h)
     // keeps it per machine, so there is no library for the code cache and
@@ -216,7 +227,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
     }
     CudaProgramCode code = generate_cuda(program, per_kernel);
     exec_ = make_executable(program, plan);
-    phase("code generation", &t);
+    clock.lap("code generation");
     exec_.source = std::move(code.source);
     exec_.source_prelude_bytes = int64_t(code.prelude_bytes);
     exec_.size_generic = options.compiler.size_generic;
@@ -247,7 +258,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
   }
   CppProgramCode code = generate_cpp_code(program, per_kernel);
   exec_ = make_executable(program, plan);
-  phase("code generation", &t);
+  clock.lap("code generation");
   exec_.source = std::move(code.source);
   exec_.size_generic = options.compiler.size_generic;
   for (size_t i = 0; i < exec_.kernels.size(); ++i) {
@@ -265,7 +276,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
     // printed the same text): no compiler, and no second dlopen.
     if (std::optional<runtime::LoadedLibrary> lib = cache.load_cached(*code_key)) {
       library_ = std::move(*lib);
-      phase("library loaded", &t);
+      clock.lap("library loaded");
       return;
     }
     size_t lines = size_t(std::count(exec_.source.begin(), exec_.source.end(), '\n'));
@@ -274,7 +285,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
                           options.progress_delay_s);
     library_ = cache.load_or_compile(exec_.source, co);
     compiled_code_ = true;
-    phase("C++ compile", &t);
+    clock.lap("C++ compile");
   }
 }
 
@@ -433,7 +444,7 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
     : autotune_gemms_(options.autotune) {
   runtime::CodeCache& cache = options.cache ? *options.cache : runtime::CodeCache::global();
   runtime::GraphCache graphs(cache);
-  auto t = std::chrono::steady_clock::now();
+  PhaseClock clock(&phases_);
   const std::string key = options.graph_cache ? graph_cache_key(g, options) : std::string();
   if (!key.empty()) {
     if (auto entry = graphs.get(key)) {
@@ -449,19 +460,19 @@ CompiledGraph::CompiledGraph(const graph::Graph& g, CompileGraphOptions options)
       }
     }
   }
-  phase(from_graph_cache_ ? "graph cache hit" : "graph cache lookup", &t);
+  clock.lap(from_graph_cache_ ? "graph cache hit" : "graph cache lookup");
   if (!from_graph_cache_) {
     std::string code_key;
     compile(g, options, cache, &code_key);
-    t = std::chrono::steady_clock::now();
+    clock.restart();  // (compile() timed its own phases)
     if (!key.empty())
       if (std::optional<std::string> bytes = serialize(exec_))
         graphs.put(key, runtime::GraphCacheEntry{code_key, std::move(*bytes)});
-    phase("graph cache store", &t);
+    clock.lap("graph cache store");
   }
   if (exec_.device.is_cuda()) {
     load_cuda_kernels(options.progress_delay_s);
-    phase("CUDA kernels (NVRTC or the cubin cache)", &t);
+    clock.lap("CUDA kernels (NVRTC or the cubin cache)");
   } else if (exec_.size_generic) {
     for (const Executable::Kern& k : exec_.kernels)
       generic_kernels_.push_back(library_.function<GenericKernelFn>(cpu_symbol(k)));

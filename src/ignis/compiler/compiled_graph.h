@@ -8,7 +8,6 @@
 // scheduling and code generation.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -112,9 +111,7 @@ class CompiledGraph {
   bool autotune_gemms_ = false;  // max-autotune: run inside a cuda::GemmAutotuneScope
   bool from_graph_cache_ = false;
   bool compiled_code_ = false;
-  std::vector<std::pair<std::string, double>> phases_;
-  // Adds the seconds since *since to phase `name` and moves *since to now.
-  void phase(const char* name, std::chrono::steady_clock::time_point* since);
+  std::vector<std::pair<std::string, double>> phases_;  // compile_phases()
   // Loads (compiling on first use) a CUDA program's kernels from exec_.source.
   void load_cuda_kernels(double progress_delay_s);
   static const std::string& cpu_symbol(const Executable::Kern& k);
