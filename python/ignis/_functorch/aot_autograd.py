@@ -516,6 +516,10 @@ def _backward_compiler(bw, bw_compiler, example_inputs, num_saved):
         fn = variants.get(missing)
         if fn is None:
             graph = _without_tangents(bw, num_saved, missing) if missing else bw
+            others = getattr(bw, "_ignis_probes", None)
+            if missing and others is not None:  # the same graph at other sizes
+                graph._ignis_probes = lambda: [_without_tangents(m, num_saved, missing)
+                                               for m in others()]
             try:
                 fn = later(graph)
             except Exception as e:  # noqa: BLE001 - the backward runs its ops eagerly

@@ -120,7 +120,18 @@ class SymbolicAot:
                 return why
             templates.append(t)
         self.templates, self.symbols = templates, tuple(names)
+        self._hint_parts = traces[1:]
+        self._with_probes(first)
         return ""
+
+    def _with_probes(self, parts):
+        """parts, its graphs knowing the same graphs at the hints' sizes (Note
+        [Parameters that vary with the sizes], src/ignis/compiler/size_params.h:
+        what the compiler learns which kernel parameters vary from)."""
+        hint_parts = self._hint_parts
+        for j, gm in enumerate(parts.graphs):
+            gm._ignis_probes = lambda j=j: [p.graphs[j] for p in hint_parts]
+        return parts
 
     def _log_symbolic(self):
         from .aot_autograd import AotParts
@@ -143,8 +154,8 @@ class SymbolicAot:
         with dynamo_timed("AOT graphs instantiated at a size"):
             graphs = [self._module(_C._aot_instantiate(t, list(sizes)), constants)
                       for t in self.templates]
-        return AotParts(first.info, first.grad_modes, None, graphs,
-                        first.analysis() if first.info["joint"] else None)
+        return self._with_probes(AotParts(first.info, first.grad_modes, None, graphs,
+                                          first.analysis() if first.info["joint"] else None))
 
     def compile(self, sizes, tensors):
         try:

@@ -65,7 +65,13 @@ def compile_fx(gm, example_inputs):
     its outputs. Ops the compiler does not lower run through the dispatcher."""
     constants = getattr(gm, "_aot_constants", None) or {}
     generic = config.resolve_size_generic(gm, example_inputs)
-    compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options(generic))
+    # A dynamic graph's other sizes (AOT's traces at its hints): what its
+    # size-generic kernels' parameters that never vary are learnt from (Note
+    # [Parameters that vary with the sizes], src/ignis/compiler/size_params.h).
+    others = getattr(gm, "_ignis_probes", None) if generic else None
+    probes = (lambda: [m.graph for m in others()]) if others is not None else None
+    compiled = _C._compile_graph(gm.graph, dict(constants), config.compiler_options(generic),
+                                 probes)
     for phase, seconds in compiled.compile_phases:
         record_time("inductor " + phase, seconds)
     metrics.generated_kernel_count += compiled.kernel_count

@@ -237,8 +237,12 @@ config = _Config()
 
 
 def reset():
-    """Drops every capture cache entry and skip mark (torch._dynamo.reset())."""
+    """Drops every capture cache entry and skip mark (torch._dynamo.reset()),
+    and what the compiler learnt of dynamic graphs' sizes (Note [Parameters
+    that vary with the sizes])."""
     _capture().reset()
+    from .. import _C
+    _C._forget_probed_sizes()
 
 
 def disable(fn=None, recursive=True):

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ignis/compiler/loop_ir.h"
+#include "ignis/compiler/size_params.h"
 #include "ignis/kernels/cpu/gemm_epilogue.h"
 
 namespace ignis::compiler {
@@ -43,8 +44,10 @@ std::string generate_cpp(const Program& p, const std::vector<CompilerOptions>& p
 // The source and each kernel's parameters. `lift` false prints size-generic
 // kernels with the values in place of P[k] (what T with B substituted must
 // equal; tests compare the two).
+// `observe`: what the size-generic kernels' values are recorded as (Note
+// [Parameters that vary with the sizes], size_params.h).
 CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOptions>& per_kernel,
-                                 bool lift = true);
+                                 bool lift = true, Observe observe = Observe::Off);
 // The #include lines every generated source begins with: the code cache's
 // CompileOptions::prelude, precompiled once per machine.
 const char* cpp_includes();

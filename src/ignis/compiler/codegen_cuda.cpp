@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "ignis/compiler/codegen_cpp.h"
 #include "ignis/compiler/size_params.h"
@@ -338,6 +340,8 @@ class CudaKernelPrinter {
   // What the kernel's text is apart from its name and comment: two kernels
   // of one key are one kernel.
   const std::string& key() const { return key_; }
+  // Note [Parameters that vary with the sizes] (size_params.h)
+  void keep_literals(std::vector<uint8_t> varying) { sz_.keep_literals(std::move(varying)); }
 
   CudaKernel print() {
     IGNIS_INTERNAL_ASSERT(!k_.gemm, "codegen_cuda: ", k_.name,
@@ -2297,7 +2301,8 @@ std::string sym_helpers() {
 // (codegen_cpp: a CPU kernel's `bufs` is its own table, bufs[0] its arg0,
 // which CompiledGraph::run_cpu_kernel gathers before the call).
 CudaProgramCode print_program(const Program& p, const std::string& tag,
-                              const std::vector<CompilerOptions>& per_kernel, bool lift) {
+                              const std::vector<CompilerOptions>& per_kernel, bool lift,
+                              Observe observe) {
   // (A program of no kernels takes one options for its prelude.)
   IGNIS_INTERNAL_ASSERT(per_kernel.size() == std::max<size_t>(p.kernels.size(), 1),
                         "generate_cuda: ", per_kernel.size(), " options for ", p.kernels.size(),
@@ -2310,6 +2315,7 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
   CudaProgramCode code;
   code.prelude_bytes = os.str().size();
   std::unordered_map<std::string, size_t> first_of_key;  // key -> the kernel that printed it
+  std::unordered_set<std::string> observed;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const Kernel& k = p.kernels[ki];
     CompilerOptions options = per_kernel[ki];
@@ -2317,14 +2323,31 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
     // Note [Kernels of one text]
     const KernelView v = kernel_view(p, k);
     const std::string args = kernel_args_comment(v, p);
+    const std::string symbol = tag.empty() ? k.name : k.name + "_" + tag;
     Text text;
-    CudaKernelPrinter printer(text, v.program, v.kernel,
-                              tag.empty() ? k.name : k.name + "_" + tag, options, lift, args);
+    CudaKernelPrinter printer(text, v.program, v.kernel, symbol, options, true, args);
     CudaKernel ck = printer.print();
-    ck.key = printer.key();
+    // Note [Parameters that vary with the sizes]: the all-lifted text is
+    // what the sizes' values are recorded by and the literals looked up by.
+    std::vector<uint8_t> varying;
+    if (generic) {
+      const std::string seen_as = params_key(printer.key(), k);
+      observe_params(seen_as, ck.size_params, observe, observed.insert(printer.key()).second);
+      varying = varying_params(seen_as);
+    }
+    std::string key = printer.key();
+    if (generic && (!varying.empty() || !lift)) {
+      Text again;
+      CudaKernelPrinter reprinted(again, v.program, v.kernel, symbol, options, lift, args);
+      reprinted.keep_literals(std::move(varying));
+      ck = reprinted.print();
+      key = reprinted.key();
+      std::swap(text, again);
+    }
+    ck.key = key;
     for (int& b : ck.params) b = v.order[size_t(b)];
     const size_t begin = os.str().size();
-    auto [first, fresh] = first_of_key.emplace(printer.key(), code.kernels.size());
+    auto [first, fresh] = first_of_key.emplace(key, code.kernels.size());
     if (fresh) {
       os << text.str();
     } else {
@@ -2346,13 +2369,14 @@ const std::vector<std::string>& cuda_compile_options() {
   return options;
 }
 
-CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options, bool lift) {
+CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options, bool lift,
+                              Observe observe) {
   return generate_cuda(p, std::vector<CompilerOptions>(std::max<size_t>(p.kernels.size(), 1), options),
-                       lift);
+                       lift, observe);
 }
 
 CudaProgramCode generate_cuda(const Program& p, const std::vector<CompilerOptions>& options,
-                              bool lift) {
+                              bool lift, Observe observe) {
   IGNIS_INTERNAL_ASSERT(p.device.is_cuda(), "generate_cuda: a program on ", p.device.str());
   // Kernel symbols carry a hash of the program's text, so that kernels of
   // different graphs never share a name (IGNIS_CUDA_DUMP_SOURCES writes
@@ -2361,8 +2385,8 @@ CudaProgramCode generate_cuda(const Program& p, const std::vector<CompilerOption
   // (The tag is the lifted text's, so that printing with the values in
   // place keeps the symbols.)
   const std::string tag =
-      runtime::sha256_hex(print_program(p, "", options, true).source).substr(0, 12);
-  return print_program(p, tag, options, lift);
+      runtime::sha256_hex(print_program(p, "", options, true, observe).source).substr(0, 12);
+  return print_program(p, tag, options, lift, Observe::Off);
 }
 
 }  // namespace ignis::compiler

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "ignis/compiler/loop_ir.h"
+#include "ignis/compiler/size_params.h"
 
 namespace ignis::compiler {
 
@@ -78,12 +79,14 @@ struct CudaProgramCode {
 
 // options.size_generic: sizes are kernel arguments; `lift` false prints the
 // same kernels with the values in place (what T with B substituted equals).
+// `observe`: what the size-generic kernels' values are recorded as (Note
+// [Parameters that vary with the sizes], size_params.h).
 CudaProgramCode generate_cuda(const Program& p, const CompilerOptions& options = {},
-                              bool lift = true);
+                              bool lift = true, Observe observe = Observe::Off);
 // ... each kernel printed under its own options (autotuning's winners; the
 // first's size_generic and tag rule for all).
 CudaProgramCode generate_cuda(const Program& p, const std::vector<CompilerOptions>& per_kernel,
-                              bool lift = true);
+                              bool lift = true, Observe observe = Observe::Off);
 
 // The NVRTC options the source is compiled with (those of the eager kernels:
 // scalar_ops.h's unannotated functions become device functions).

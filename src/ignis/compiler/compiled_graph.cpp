@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 
 #include "ignis/compiler/autotune.h"
 #include "ignis/compiler/autotune_cuda.h"
@@ -201,9 +202,57 @@ std::vector<CompiledGraph::StepProfile> CompiledGraph::profile() const {
   return profile_;
 }
 
+namespace {
+
+// Note [Parameters that vary with the sizes] (size_params.h): each probe
+// graph lowered and printed with every integer lifted, its values recorded.
+// Once per process for a graph's structure and options: the record stays.
+struct Probed {
+  std::mutex mu;
+  std::unordered_set<std::string> graphs;  // shape_free_hash | options
+};
+Probed& probed() {
+  static Probed* p = new Probed();  // never destroyed: compiles may run at exit
+  return *p;
+}
+
+void probe_sizes(const graph::Graph& g, const CompileGraphOptions& options) {
+  {
+    Probed& p = probed();
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (!p.graphs.insert(graph::shape_free_hash(g) + "|" + options.compiler.fingerprint()).second)
+      return;
+  }
+  options.probes([&](const graph::Graph& other) {
+    try {
+      Program p = lower(other, options.compiler);
+      if (p.device.is_cuda())
+        generate_cuda(p, options.compiler, /*lift=*/true, Observe::Probe);
+      else
+        generate_cpp_code(p, std::vector<CompilerOptions>(p.kernels.size(), options.compiler),
+                          /*lift=*/true, Observe::Probe);
+    } catch (const std::exception&) {
+      // A size the compiler cannot lower teaches nothing; the compile itself goes on.
+    }
+  });
+}
+
+}  // namespace
+
+void forget_probed_sizes() {
+  Probed& p = probed();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.graphs.clear();
+  clear_varying_params();
+}
+
 void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& options,
                             runtime::CodeCache& cache, std::string* code_key) {
   PhaseClock clock(&phases_);
+  if (options.compiler.size_generic && options.probes) {
+    probe_sizes(g, options);
+    clock.lap("other sizes probed");
+  }
   Program program = lower(g, options.compiler);
   clock.lap("lowering");
   MemoryPlan plan = plan_memory(program);
@@ -225,7 +274,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
       report = std::move(tuned.report);
       autotune_measured_ = tuned.measured;
     }
-    CudaProgramCode code = generate_cuda(program, per_kernel);
+    CudaProgramCode code = generate_cuda(program, per_kernel, /*lift=*/true, Observe::Record);
     exec_ = make_executable(program, plan);
     clock.lap("code generation");
     exec_.source = std::move(code.source);
@@ -256,7 +305,7 @@ void CompiledGraph::compile(const graph::Graph& g, const CompileGraphOptions& op
     report = std::move(tuned.report);
     autotune_measured_ = tuned.measured;
   }
-  CppProgramCode code = generate_cpp_code(program, per_kernel);
+  CppProgramCode code = generate_cpp_code(program, per_kernel, /*lift=*/true, Observe::Record);
   exec_ = make_executable(program, plan);
   clock.lap("code generation");
   exec_.source = std::move(code.source);

@@ -8,6 +8,7 @@
 // scheduling and code generation.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,7 +35,18 @@ struct CompileGraphOptions {
   // A C++ compile still running after this many seconds prints a progress
   // line on stderr (and its time when done); negative: never.
   double progress_delay_s = 2.0;
+  // A dynamic graph's other sizes (Note [Parameters that vary with the
+  // sizes], size_params.h): when set, a size-generic compile that lowers
+  // calls it once per process and graph, and it calls its argument with
+  // each graph of the same structure at other sizes, which are lowered and
+  // printed (not compiled) so that the kernels' parameters that do not
+  // vary print as literals. Called during construction only.
+  std::function<void(const std::function<void(const graph::Graph&)>&)> probes;
 };
+
+// Forgets which graphs were probed and what their kernels' parameters were
+// (Note [Parameters that vary with the sizes]): ignis.compiler.reset().
+void forget_probed_sizes();
 
 // Launches kernel k of a CUDA program (its function f) on the current
 // stream of `device` with the data pointers of its parameter buffers

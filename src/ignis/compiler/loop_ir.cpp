@@ -9,6 +9,7 @@
 #include "ignis/runtime/cpu_info.h"
 #include "ignis/sym/eval.h"
 #include "ignis/sym/print.h"
+#include "ignis/sym/simplify.h"
 
 namespace ignis::compiler {
 
@@ -371,4 +372,67 @@ std::string CompilerOptions::fingerprint() const {
          (size_generic ? ",generic" : "");
 }
 
+namespace {
+
+// Whether e divides (or takes the remainder of) an expression holding one
+// of `vars`; `divisors` gets each constant that divides exactly `x`.
+bool divides_vars(sym::Expr e, const std::vector<sym::Expr>& vars, sym::Expr x,
+                  std::vector<int64_t>* divisors) {
+  if (!e.defined() || e.is_const() || e.is_symbol()) return false;
+  bool found = false;
+  if (e.kind() == sym::Kind::FloorDiv || e.kind() == sym::Kind::Mod) {
+    const sym::Expr& a = e.arg(0);
+    const sym::Expr& c = e.arg(1);
+    if (divisors && a == x && c.is_const()) divisors->push_back(c.value());
+    const std::vector<sym::Expr> used = sym::free_symbols(e);
+    for (const sym::Expr& v : vars)
+      if (std::find(used.begin(), used.end(), v) != used.end()) found = true;
+  }
+  for (const sym::Expr& a : e.args()) found = divides_vars(a, vars, x, divisors) || found;
+  return found;
+}
+
+}  // namespace
+
+std::optional<Kernel> split_inner_at_divisions(const Kernel& k) {
+  if (k.gemm || k.columns || k.workers > 0 || !k.scratch.empty() || k.loops.size() != 1 ||
+      !k.loops[0].inner || !k.loops[0].reductions.empty() || k.inner.empty() ||
+      !k.inner_sizes.back().is_const())
+    return std::nullopt;
+  const sym::Expr x = k.inner.back();
+  const int64_t extent = k.inner_sizes.back().value();
+  const Loop& loop = k.loops[0];
+  std::vector<int64_t> divisors;
+  for (const ScalarNode& n : loop.body)
+    if (n.kind == ScalarKind::Load || n.kind == ScalarKind::Index)
+      divides_vars(n.index, {x}, x, &divisors);
+  for (const Store& st : loop.stores) divides_vars(st.index, {x}, x, &divisors);
+  if (divisors.empty()) return std::nullopt;
+  const int64_t c = divisors.front();
+  for (int64_t d : divisors)
+    if (d != c) return std::nullopt;
+  if (c < 8 || extent % c != 0 || extent / c < 2) return std::nullopt;
+  const std::string name = sym::symbol_name(x);
+  const sym::Expr xo = sym::index_var(name + "_o", extent / c);
+  const sym::Expr xi = sym::index_var(name + "_i", c);
+  const std::unordered_map<sym::Expr, sym::Expr> at{{x, xo * c + xi}};
+  Kernel out = k;
+  Loop& l = out.loops[0];
+  auto rewrite = [&](sym::Expr& e) {
+    e = sym::simplify(sym::subs(e, at));
+    return !divides_vars(e, {xo, xi}, sym::Expr(), nullptr);
+  };
+  for (ScalarNode& n : l.body)
+    if ((n.kind == ScalarKind::Load || n.kind == ScalarKind::Index) && !rewrite(n.index))
+      return std::nullopt;
+  for (Store& st : l.stores)
+    if (!rewrite(st.index)) return std::nullopt;
+  out.inner.back() = xo;
+  out.inner_sizes.back() = sym::Expr(extent / c);
+  out.inner.push_back(xi);
+  out.inner_sizes.push_back(sym::Expr(c));
+  return out;
+}
+
 }  // namespace ignis::compiler
+

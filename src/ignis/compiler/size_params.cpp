@@ -1,11 +1,80 @@
 #include "ignis/compiler/size_params.h"
 
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "ignis/compiler/loop_ir.h"
 #include "ignis/sym/print.h"
 
 namespace ignis::compiler {
 
+namespace {
+
+struct Seen {
+  std::vector<int64_t> first;
+  std::vector<uint8_t> varying;
+  int sizes = 0;
+};
+
+// By the text's hash: two texts of one hash share an entry only when their
+// parameter counts agree, and a wrong mask changes which sizes share a
+// text, never a result (Note [Parameters that vary with the sizes]).
+struct SeenTable {
+  static constexpr size_t kMaxEntries = 1 << 14;
+  std::mutex mu;
+  std::unordered_map<size_t, Seen> entries;
+};
+
+SeenTable& seen_table() {
+  static SeenTable* table = new SeenTable();  // never destroyed: compiles may run at exit
+  return *table;
+}
+
+}  // namespace
+
+std::string params_key(const std::string& all_lifted_text, const Kernel& k) {
+  std::string key = all_lifted_text;
+  for (const std::string& o : k.origins) key += "|" + o;
+  return key;
+}
+
+void observe_params(const std::string& text, const std::vector<int64_t>& values, Observe how,
+                    bool new_size) {
+  if (how == Observe::Off || values.empty()) return;
+  const size_t key = std::hash<std::string>()(text);
+  SeenTable& t = seen_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.entries.find(key);
+  if (it == t.entries.end()) {
+    if (how != Observe::Probe || t.entries.size() >= SeenTable::kMaxEntries) return;
+    it = t.entries.emplace(key, Seen{values, std::vector<uint8_t>(values.size(), 0), 0}).first;
+  }
+  Seen& e = it->second;
+  if (e.first.size() != values.size()) return;
+  for (size_t i = 0; i < values.size(); ++i) e.varying[i] |= uint8_t(values[i] != e.first[i]);
+  if (new_size) ++e.sizes;
+}
+
+std::vector<uint8_t> varying_params(const std::string& text) {
+  const size_t key = std::hash<std::string>()(text);
+  SeenTable& t = seen_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.entries.find(key);
+  if (it == t.entries.end() || it->second.sizes < 2) return {};
+  return it->second.varying;
+}
+
+void clear_varying_params() {
+  SeenTable& t = seen_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.entries.clear();
+}
+
 std::string SizeParams::lifted(int64_t v, bool any_value) {
   if (!generic_ || (!any_value && (v == 0 || v == 1 || v == -1))) return "";
+  const int64_t at = occurrences_++;
+  if (!any_value && size_t(at) < varying_.size() && !varying_[size_t(at)]) return "";
   // A parameter per occurrence, never one per distinct value: sharing one
   // would make the text depend on which sizes happen to be equal (Note
   // [Size-generic code]).

@@ -32,6 +32,33 @@
 // sizes share one T. All integers go through one SizeParams per kernel, the
 // sym printer's constants included (sym::ConstantSpeller): there is no
 // string replacement on the output.
+//
+// Note [Parameters that vary with the sizes]
+// Lifting every integer makes a size-generic kernel pay for numbers that
+// never change with the sizes: a model's head size, its width, a stride of
+// a weight. The costly ones are divisors: the small GPT's attention
+// backward gathers q, k and v's gradients with `x2 / P[8]` and `x2 % P[10]`
+// (the head size, 16) in its vectorised loop, an integer division per
+// element where static code shifts and masks: 629 us against 115 a call
+// on this VM. So a dynamic graph is first *probed*: before its first
+// lowering, the graphs AOT traced at two other sizes of its symbols (the
+// hints of Note [Symbolic AOT graphs], same structure, other numbers) are
+// lowered and printed with every integer lifted, and VaryingParams records,
+// per all-lifted kernel text, the values each parameter took. A parameter
+// that took one value at every size seen is printed as its literal from
+// then on; only those that varied stay P[k]. Later sizes record their
+// values too, so a literal that turns out to vary (a step function of the
+// sizes, equal at the probes) is lifted for every size after the one that
+// showed it.
+//
+// Which integers are lifted never decides what a kernel computes: a text
+// with its values substituted is the static source at that size whatever
+// the mask (the property above), so the mask moves only how many sizes
+// share one text and how fast the kernel runs. A kernel text never probed
+// (a static graph under size_generic=True, a graph traced per size) lifts
+// everything, as before. Counts (SizeParams::count) stay lifted: a split
+// kernel's ranges are written for any count so that sizes on either side
+// of a threshold share a text.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +69,31 @@
 
 namespace ignis::compiler {
 
+struct Kernel;  // loop_ir.h
+
+// When the printers record what they print (Note [Parameters that vary with
+// the sizes]): not at all, a real compile's values (for texts probed
+// before), or a probe's (which starts a text's entry).
+enum class Observe : uint8_t { Off, Record, Probe };
+
+// The process's record of the values each all-lifted kernel text read (a
+// bounded table, thread-safe), by params_key: a kernel's all-lifted text
+// and the graph nodes fused into it. Two kernels can print one all-lifted
+// text while different parameters vary in each (a bias gradient's column
+// sum over 16 * T rows of 64 columns, a position embedding's over 16 rows
+// of T * 64), and which kernels share a text can change with the sizes; the
+// nodes' names, the same at every size of a symbolic graph, keep each
+// kernel's record its own. observe_params: one kernel's values; new_size:
+// the first kernel of its text in its program (the sizes counted).
+std::string params_key(const std::string& all_lifted_text, const Kernel& k);
+void observe_params(const std::string& key, const std::vector<int64_t>& values, Observe how,
+                    bool new_size);
+// Per parameter of `text`: 1 when its value has varied, 0 when every size
+// seen had one value. Empty when `text` was not seen at two sizes, a probe
+// among them: lift every parameter.
+std::vector<uint8_t> varying_params(const std::string& key);
+void clear_varying_params();  // (tests)
+
 class SizeParams {
  public:
   // generic: collect the values a size-generic kernel reads from P; lift:
@@ -50,6 +102,13 @@ class SizeParams {
   SizeParams(bool generic, bool lift) : generic_(generic), lift_(generic && lift) {}
 
   bool generic() const { return generic_; }
+  // Print the parameters `varying` marks 0 as their literals (Note
+  // [Parameters that vary with the sizes]): `varying` has one entry per
+  // parameter the all-lifted text has, in its order.
+  void keep_literals(std::vector<uint8_t> varying) { varying_ = std::move(varying); }
+  // How many parameters the all-lifted text has (literal ones included):
+  // must equal keep_literals's size for its mask to be this text's.
+  int64_t occurrences() const { return occurrences_; }
 
   // v as generated code spells it: P[k] (a new parameter), or its literal
   // (std::to_string, as the printers write integers of their own).
@@ -78,6 +137,8 @@ class SizeParams {
 
   bool generic_, lift_;
   std::vector<int64_t> values_;
+  std::vector<uint8_t> varying_;
+  int64_t occurrences_ = 0;
 };
 
 }  // namespace ignis::compiler

@@ -1,5 +1,5 @@
 // Bindings of the compiler (compiler/): argument conversion only.
-//   _compile_graph(graph, constants=None, options=None) -> CompiledGraph
+//   _compile_graph(graph, constants=None, options=None, probes=None) -> CompiledGraph
 //     options: {name: int} of compiler::CompilerOptions' fields
 //   CompiledGraph(*tensors) -> tuple; .generated_code, .kernel_count, .program, .memory_plan,
 //   .schedule
@@ -7,6 +7,8 @@
 //   graph runner (mode="reduce-overhead"); .cudagraph_stats (None without)
 //   _generate_graph_code(graph, device=None, options=None) -> (program text, source,
 //       [CUDA kernel symbols]); options as _compile_graph's
+//   _forget_probed_sizes(): ignis.compiler.reset()'s part (Note [Parameters that
+//     vary with the sizes])
 //   _generate_size_generic_code(graph, device=None, lift=True)
 //     -> (source, [[parameter values] per kernel])
 #include "ignis/compiler/codegen_cuda.h"
@@ -320,11 +322,30 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   PyObject* graph;
   PyObject* constants = Py_None;
   PyObject* knobs = Py_None;
-  if (!PyArg_ParseTuple(args, "O|OO", &graph, &constants, &knobs)) return nullptr;
+  PyObject* probes = Py_None;
+  if (!PyArg_ParseTuple(args, "O|OOO", &graph, &constants, &knobs, &probes)) return nullptr;
   graph::Graph* g = graph_ptr(graph);
   IGNIS_CHECK_TYPE(g != nullptr, "_compile_graph: expected an ignis.fx.Graph, got ",
                    Py_TYPE(graph)->tp_name);
+  IGNIS_CHECK_TYPE(probes == Py_None || PyCallable_Check(probes),
+                   "_compile_graph: probes must be a callable returning ignis.fx.Graphs or None");
   compiler::CompileGraphOptions options;
+  if (probes != Py_None) {
+    // Called while the CompiledGraph is made, under the GIL, while `probes`
+    // (the caller's argument) is alive. A probe that fails only teaches
+    // nothing: its error is dropped.
+    options.probes = [probes](const std::function<void(const graph::Graph&)>& each) {
+      PyObject* graphs = PyObject_CallNoArgs(probes);
+      PyObject* seq = graphs ? PySequence_Fast(graphs, "probes() must return a sequence") : nullptr;
+      if (seq) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i)
+          if (graph::Graph* other = graph_ptr(PySequence_Fast_GET_ITEM(seq, i))) each(*other);
+      }
+      if (PyErr_Occurred()) PyErr_Clear();
+      Py_XDECREF(seq);
+      Py_XDECREF(graphs);
+    };
+  }
   if (constants != Py_None) {
     IGNIS_CHECK_TYPE(PyDict_Check(constants), "_compile_graph: constants must be a dict");
     PyObject *k, *v;
@@ -340,6 +361,13 @@ PyObject* f_compile_graph(PyObject*, PyObject* args) {
   if (!o) return nullptr;
   reinterpret_cast<PyCompiledGraph*>(o)->cg = cg.release();
   return o;
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_forget_probed_sizes(PyObject*, PyObject*) {
+  IGNIS_PY_BEGIN
+  compiler::forget_probed_sizes();
+  Py_RETURN_NONE;
   IGNIS_PY_END(nullptr)
 }
 
@@ -491,6 +519,7 @@ PyMethodDef functions[] = {
     {"_wait_for_background_compiles", f_wait_for_background_compiles, METH_NOARGS, nullptr},
     {"_generate_graph_code", f_generate_graph_code, METH_VARARGS, nullptr},
     {"_generate_size_generic_code", f_generate_size_generic_code, METH_VARARGS, nullptr},
+    {"_forget_probed_sizes", f_forget_probed_sizes, METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 
