@@ -383,7 +383,7 @@ def test_cuda_block_at_many_sizes_compiles_once_forward_and_backward():
     ignis.compiler.reset()
     with config.patch(size_generic=True):
         fn = ignis.compile(_block, backend="inductor")
-        for i, rows in enumerate([19, 37, 130]):
+        for i, rows in enumerate([19, 37, 130, 64]):
             metrics.reset()
             x = ignis.randn(rows, 24).cuda()
             out = fn(x, *params)
@@ -396,7 +396,9 @@ def test_cuda_block_at_many_sizes_compiles_once_forward_and_backward():
                 np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(),
                                            rtol=1e-4, atol=1e-4)
             assert metrics.library_compiled + metrics.library_reused == 2
-            if i > 0:
+            # The static first size, then the dynamic graph's own text (its
+            # parameters that do not vary as literals), then nothing new.
+            if i > 1:
                 assert metrics.library_compiled == 0, rows
     ignis.compiler.reset()
 
@@ -486,3 +488,103 @@ def test_a_dynamic_capture_compiles_size_generic_code_on_the_cpu():
     # 9, 11, 13: that library again.
     assert metrics.library_reused >= 3, (metrics.library_compiled, metrics.library_reused)
     assert config.size_generic == "auto" and not config._compiling_symbolic_capture
+
+
+# ---- Note [Parameters that vary with the sizes] (size_params.h) ----
+
+def test_a_dynamic_graph_prints_its_parameters_that_do_not_vary_as_literals(monkeypatch):
+    """The dynamic graph's first compile lowers it at its AOT hints too; the
+    parameters that took one value at every size (the width 24, the hidden
+    40) print as literals, the rows stay P[k]. Every later size shares the
+    text, T with B substituted is still the source with the values in place,
+    and the results equal eager's."""
+    recorded = []
+    real = _inductor.compile_fx
+
+    def recording(gm, example_inputs):
+        compiled = real(gm, example_inputs)
+        recorded.append((gm, compiled))
+        return compiled
+    monkeypatch.setattr(_inductor, "compile_fx", recording)
+    # (a graph cache hit would skip the lowering, and the probes with it)
+    monkeypatch.setattr(config, "fx_graph_cache", False)
+    params = [p.detach() for p in _params()]
+    ignis.compiler.reset()
+    fn = ignis.compile(_block, backend="inductor")  # automatic dynamic, size_generic "auto"
+    sources = []
+    for rows in (19, 37, 130, 64):
+        recorded.clear()
+        x = _inputs(rows, "contiguous")
+        for a, b in zip(fn(x, *params), _block(x, *params)):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
+        assert len(recorded) == 1, rows  # no grad: one inference graph a size
+        sources.append(recorded[0][1].generated_code)
+    assert "P[" not in sources[0]  # 19: the static capture's code
+    assert sources[1] == sources[2] == sources[3]
+    gm = recorded[0][0]
+    masked, values = generic_code(gm)
+    assert masked == sources[3]
+    literal, _ = generic_code(gm, lift=False)
+    assert substitute(masked, values) == literal
+    assert re.search(r"< 24;", masked)
+    ignis.compiler.reset()  # forgets what the probes taught: every integer lifted
+    all_lifted, _ = generic_code(gm)
+    assert not re.search(r"< 24;", all_lifted)
+    assert masked.count("P[") < all_lifted.count("P[")
+
+
+def test_a_probe_that_cannot_be_made_leaves_the_compile_as_it_was():
+    """A probes callable that raises teaches nothing: the graph compiles with
+    every integer lifted and runs correctly."""
+    x = ignis.randn(37, 24)
+    params = [p.detach() for p in _params()]
+    gm = _gm(_block, x, *params)
+
+    def broken():
+        raise RuntimeError("no probe")
+    ignis.compiler.reset()
+    options = dict(config.compiler_options(True), fx_graph_cache=0)
+    compiled = ignis._C._compile_graph(gm.graph, {}, options, broken)
+    assert not compiled.from_graph_cache
+    assert compiled.generated_code == generic_code(gm)[0]
+    assert compiled.generated_code.count("P[") > 0
+    for a, b in zip(compiled(x, *params), _block(x, *params)):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match="probes"):
+        ignis._C._compile_graph(gm.graph, {}, options, 3)
+
+
+# ---- Note [Inner dims split at their divisions] (loop_ir.h) ----
+
+def _merge_heads(q):
+    """[B, H, T, D] -> [B, T, H * D] (attention's heads merged), doubled."""
+    return q.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1) * 2.0
+
+
+@pytest.mark.parametrize("generic", [False, True])
+def test_merged_heads_are_read_in_whole_runs_not_divided(generic):
+    q = ignis.randn(2, 4, 9, 16)
+    gm = _gm(_merge_heads, q)
+    source = generic_code(gm)[0] if generic else ignis._C._generate_graph_code(gm.graph)[1]
+    kernel = source[source.index("// kernel_0"):]
+    # the inner loop runs over one head's 16 elements, contiguous in both
+    assert re.search(r"#pragma omp simd\n\s*for \(int64_t x2_i = 0; x2_i < (16|P\[\d+\]);", kernel)
+    assert "/ 16" not in kernel and "% 16" not in kernel and not re.search(r"[/%] P\[", kernel)
+    with config.patch(size_generic=generic):
+        compiled = _inductor.compile_fx(gm, None)
+    got = compiled(q)[0]
+    np.testing.assert_array_equal(_np(got), _np(_merge_heads(q)))
+    if torch is not None:
+        t = torch.tensor(_np(q))
+        np.testing.assert_array_equal(_np(got), (t.transpose(1, 2).reshape(2, 9, -1) * 2.0).numpy())
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 9, 16), (3, 2, 5, 12), (1, 3, 7, 8)])
+def test_a_dynamic_merge_of_heads_equals_eager_at_every_size(shape):
+    """Heads of 16, 12 and 8 (split: c >= 8 divides the extent) at several
+    sequence lengths, compiled dynamic."""
+    b, h, _, d = shape
+    fn = ignis.compile(_merge_heads, backend="inductor")
+    for t in (shape[2], shape[2] + 4, 2 * shape[2] + 1, 33):
+        q = ignis.randn(b, h, t, d)
+        np.testing.assert_array_equal(_np(fn(q)), _np(_merge_heads(q)))
