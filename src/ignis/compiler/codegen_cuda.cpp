@@ -1032,9 +1032,9 @@ class CudaKernelPrinter {
       std::string lo = "ig_ty", hi = numel(k_.inner_sizes, inner);
       const int64_t chunk = (inner + splits - 1) / splits;
       if (split) {
-        lo = "ig_split * " + sz_.integer(chunk) + " + ig_ty";
-        hi = "(ig_split + 1) * " + sz_.integer(chunk) + " < " + hi + " ? (ig_split + 1) * " +
-             sz_.integer(chunk) + " : " + numel(k_.inner_sizes, inner);
+        lo = "ig_split * " + sz_.split_value(chunk) + " + ig_ty";
+        hi = "(ig_split + 1) * " + sz_.split_value(chunk) + " < " + hi + " ? (ig_split + 1) * " +
+             sz_.split_value(chunk) + " : " + numel(k_.inner_sizes, inner);
         os_ << ind << "const " << it_ << " ig_hi = " << hi << ";\n";
         hi = "ig_hi";
       }
@@ -1187,7 +1187,7 @@ class CudaKernelPrinter {
       for (int r : l.reductions) {
         const Reduction& red = k_.reductions[size_t(r)];
         os_ << "  " << cuda_type(red.dtype) << "* const ig_part" << r << " = reinterpret_cast<"
-            << cuda_type(red.dtype) << "*>(ig_ws + " << sz_.integer(offset) << ");\n";
+            << cuda_type(red.dtype) << "*>(ig_ws + " << sz_.split_value(offset) << ");\n";
         offset += round(splits * cols * int64_t(element_size(red.dtype)));
       }
     }
@@ -1376,18 +1376,18 @@ class CudaKernelPrinter {
     print_split_workspace(launch, rows, splits);
     if (width > 1) print_alignment_check(passes, k_.inner.back(), width, "  ");
     os_ << "  __shared__ bool ig_last;\n";
-    os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < " << sz_.integer(rows * splits)
+    os_ << "  for (" << it_ << " ig_item = blockIdx.x; ig_item < " << sz_.split_value(rows * splits)
         << "; ig_item += gridDim.x) {\n";
-    os_ << "    const " << it_ << " ig_row = ig_item / " << sz_.integer(splits) << ";\n";
-    os_ << "    const " << it_ << " ig_split = ig_item % " << sz_.integer(splits) << ";\n";
+    os_ << "    const " << it_ << " ig_row = ig_item / " << sz_.split_value(splits) << ";\n";
+    os_ << "    const " << it_ << " ig_split = ig_item % " << sz_.split_value(splits) << ";\n";
     print_unravel(k_.outer, k_.outer_sizes, "ig_row", "    ");
     std::string ind = "    ";
     declare_scratch(ind);
     // for (v = ig_split * n + threadIdx.x; v < min((ig_split + 1) * n, total); ...)
     // (In size-generic code n and total are parameters.)
     auto range_loop = [&](const std::string& in, const std::string& var, int64_t n, int64_t total) {
-      const std::string lo = "ig_split * " + sz_.integer(n);
-      const std::string hi = lo + " + " + sz_.integer(n);
+      const std::string lo = "ig_split * " + sz_.split_value(n);
+      const std::string hi = lo + " + " + sz_.split_value(n);
       const std::string end = sz_.integer(total);
       os_ << in << "for (" << it_ << " " << var << " = " << lo << " + " << it_
           << "(threadIdx.x); " << var << " < (" << hi << " < " << end << " ? " << hi << " : "

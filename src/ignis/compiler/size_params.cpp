@@ -71,10 +71,10 @@ void clear_varying_params() {
   t.entries.clear();
 }
 
-std::string SizeParams::lifted(int64_t v, bool any_value) {
+std::string SizeParams::lifted(int64_t v, bool any_value, bool maskable) {
   if (!generic_ || (!any_value && (v == 0 || v == 1 || v == -1))) return "";
   const int64_t at = occurrences_++;
-  if (!any_value && size_t(at) < varying_.size() && !varying_[size_t(at)]) return "";
+  if (maskable && !any_value && size_t(at) < varying_.size() && !varying_[size_t(at)]) return "";
   // A parameter per occurrence, never one per distinct value: sharing one
   // would make the text depend on which sizes happen to be equal (Note
   // [Size-generic code]).
@@ -84,6 +84,11 @@ std::string SizeParams::lifted(int64_t v, bool any_value) {
 
 std::string SizeParams::integer(int64_t v) {
   std::string s = lifted(v);
+  return s.empty() ? std::to_string(v) : s;
+}
+
+std::string SizeParams::split_value(int64_t v) {
+  std::string s = lifted(v, /*any_value=*/false, /*maskable=*/false);
   return s.empty() ? std::to_string(v) : s;
 }
 

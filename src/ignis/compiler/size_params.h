@@ -117,6 +117,12 @@ class SizeParams {
   // written for any value of (a split kernel's ranges, which may be 1),
   // where 0, 1 and -1 are no different loop nests.
   std::string count(int64_t v);
+  // Like integer(v), but a parameter even where the probes saw one value
+  // (Note [Parameters that vary with the sizes]): what a split's count
+  // decides -- the count, a range's length, a workspace offset -- is a step
+  // function of the sizes, equal at nearby sizes and not at the next
+  // threshold, and a text is written for any split count.
+  std::string split_value(int64_t v);
   // sym::to_cpp(e), with the constants lifted.
   std::string expr(sym::Expr e);
   // The product of `sizes` (each one lifted; 1s dropped; "1" for none),
@@ -133,7 +139,7 @@ class SizeParams {
 
  private:
   // "" when v is spelled as its literal.
-  std::string lifted(int64_t v, bool any_value = false);
+  std::string lifted(int64_t v, bool any_value = false, bool maskable = true);
 
   bool generic_, lift_;
   std::vector<int64_t> values_;
