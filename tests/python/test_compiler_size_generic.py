@@ -533,6 +533,41 @@ def test_a_dynamic_graph_prints_its_parameters_that_do_not_vary_as_literals(monk
     assert masked.count("P[") < all_lifted.count("P[")
 
 
+def _two_blocks(x, w1, b1, w2, b2, g, beta):
+    y = _block(x, w1, b1, w2, b2, g, beta)[0]
+    return _block(y, w1, b1, w2, b2, g, beta)
+
+
+def test_layers_of_one_text_keep_sharing_it_with_literals(monkeypatch):
+    """Each kernel keeps its own record (its text and the nodes fused into
+    it), and each layer's kernels record every size: the second block's
+    kernels print the first's masked text and run its function."""
+    recorded = []
+    real = _inductor.compile_fx
+
+    def recording(gm, example_inputs):
+        compiled = real(gm, example_inputs)
+        recorded.append((gm, compiled))
+        return compiled
+    monkeypatch.setattr(_inductor, "compile_fx", recording)
+    monkeypatch.setattr(config, "fx_graph_cache", False)
+    params = [p.detach() for p in _params()]
+    ignis.compiler.reset()
+    fn = ignis.compile(_two_blocks, backend="inductor")
+    for rows in (19, 37, 64):
+        recorded.clear()
+        x = _inputs(rows, "contiguous")
+        for a, b in zip(fn(x, *params), _two_blocks(x, *params)):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
+    masked = recorded[-1][1].generated_code
+    gm = recorded[-1][0]
+    ignis.compiler.reset()
+    all_lifted, _ = generic_code(gm)
+    assert re.search(r"< 24;", masked) and masked.count("P[") < all_lifted.count("P[")
+    shared = masked.count("(the same code)")
+    assert shared >= 2 and shared == all_lifted.count("(the same code)")
+
+
 def test_a_probe_that_cannot_be_made_leaves_the_compile_as_it_was():
     """A probes callable that raises teaches nothing: the graph compiles with
     every integer lifted and runs correctly."""

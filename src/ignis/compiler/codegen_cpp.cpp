@@ -1326,7 +1326,7 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
     keyed.print();
     if (per_kernel.at(i).size_generic) {
       const std::string seen_as = params_key(key.str(), k);
-      observe_params(seen_as, keyed.size_params(), observe, observed.insert(key.str()).second);
+      observe_params(seen_as, keyed.size_params(), observe, observed.insert(seen_as).second);
       varying = varying_params(seen_as);
     }
     std::string key_text = key.str();

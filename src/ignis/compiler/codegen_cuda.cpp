@@ -2332,7 +2332,7 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
     std::vector<uint8_t> varying;
     if (generic) {
       const std::string seen_as = params_key(printer.key(), k);
-      observe_params(seen_as, ck.size_params, observe, observed.insert(printer.key()).second);
+      observe_params(seen_as, ck.size_params, observe, observed.insert(seen_as).second);
       varying = varying_params(seen_as);
     }
     std::string key = printer.key();

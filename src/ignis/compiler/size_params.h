@@ -84,7 +84,7 @@ enum class Observe : uint8_t { Off, Record, Probe };
 // of T * 64), and which kernels share a text can change with the sizes; the
 // nodes' names, the same at every size of a symbolic graph, keep each
 // kernel's record its own. observe_params: one kernel's values; new_size:
-// the first kernel of its text in its program (the sizes counted).
+// the first time its key is seen in its program (the sizes counted).
 std::string params_key(const std::string& all_lifted_text, const Kernel& k);
 void observe_params(const std::string& key, const std::vector<int64_t>& values, Observe how,
                     bool new_size);
