@@ -412,6 +412,10 @@ std::optional<Kernel> split_inner_at_divisions(const Kernel& k) {
   for (int64_t d : divisors)
     if (d != c) return std::nullopt;
   if (c < 8 || extent % c != 0 || extent / c < 2) return std::nullopt;
+  // A kernel of few outer iterations spreads its inner loop over the threads
+  // (the printers' parallel inner loop): split, only its E / c outer part
+  // would be spread, so keep the one loop unless that part has room.
+  if (k.outer_numel() < 16 && extent / c < 16) return std::nullopt;
   const std::string name = sym::symbol_name(x);
   const sym::Expr xo = sym::index_var(name + "_o", extent / c);
   const sym::Expr xi = sym::index_var(name + "_i", c);
