@@ -492,12 +492,10 @@ def test_a_dynamic_capture_compiles_size_generic_code_on_the_cpu():
 
 # ---- Note [Parameters that vary with the sizes] (size_params.h) ----
 
-def test_a_dynamic_graph_prints_its_parameters_that_do_not_vary_as_literals(monkeypatch):
-    """The dynamic graph's first compile lowers it at its AOT hints too; the
-    parameters that took one value at every size (the width 24, the hidden
-    40) print as literals, the rows stay P[k]. Every later size shares the
-    text, T with B substituted is still the source with the values in place,
-    and the results equal eager's."""
+@pytest.fixture
+def compiles(monkeypatch):
+    """(graph, CompiledGraph) of every compile_fx call, in order, with the
+    graph cache off (a hit would skip the lowering, and the probes with it)."""
     recorded = []
     real = _inductor.compile_fx
 
@@ -506,8 +504,17 @@ def test_a_dynamic_graph_prints_its_parameters_that_do_not_vary_as_literals(monk
         recorded.append((gm, compiled))
         return compiled
     monkeypatch.setattr(_inductor, "compile_fx", recording)
-    # (a graph cache hit would skip the lowering, and the probes with it)
     monkeypatch.setattr(config, "fx_graph_cache", False)
+    return recorded
+
+
+def test_a_dynamic_graph_prints_its_parameters_that_do_not_vary_as_literals(compiles):
+    """The dynamic graph's first compile lowers it at its AOT hints too; the
+    parameters that took one value at every size (the width 24, the hidden
+    40) print as literals, the rows stay P[k]. Every later size shares the
+    text, T with B substituted is still the source with the values in place,
+    and the results equal eager's."""
+    recorded = compiles
     params = [p.detach() for p in _params()]
     ignis.compiler.reset()
     fn = ignis.compile(_block, backend="inductor")  # automatic dynamic, size_generic "auto"
@@ -538,19 +545,11 @@ def _two_blocks(x, w1, b1, w2, b2, g, beta):
     return _block(y, w1, b1, w2, b2, g, beta)
 
 
-def test_layers_of_one_text_keep_sharing_it_with_literals(monkeypatch):
+def test_layers_of_one_text_keep_sharing_it_with_literals(compiles):
     """Each kernel keeps its own record (its text and the nodes fused into
     it), and each layer's kernels record every size: the second block's
     kernels print the first's masked text and run its function."""
-    recorded = []
-    real = _inductor.compile_fx
-
-    def recording(gm, example_inputs):
-        compiled = real(gm, example_inputs)
-        recorded.append((gm, compiled))
-        return compiled
-    monkeypatch.setattr(_inductor, "compile_fx", recording)
-    monkeypatch.setattr(config, "fx_graph_cache", False)
+    recorded = compiles
     params = [p.detach() for p in _params()]
     ignis.compiler.reset()
     fn = ignis.compile(_two_blocks, backend="inductor")

@@ -1310,7 +1310,7 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
   // printed over its own view under a neutral name, an earlier kernel
   // printed runs that kernel's function with its own buffers.
   std::unordered_map<std::string, size_t> first_of_text;
-  std::unordered_set<std::string> observed;
+  ParamRecorder recorder(observe);  // Note [Parameters that vary with the sizes]
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const Kernel& k = p.kernels[i];
     KernelView v = kernel_view(p, k);
@@ -1325,9 +1325,7 @@ CppProgramCode generate_cpp_code(const Program& p, const std::vector<CompilerOpt
     KernelPrinter keyed(key, v.program, v.kernel, per_kernel.at(i), true);
     keyed.print();
     if (per_kernel.at(i).size_generic) {
-      const std::string seen_as = params_key(key.str(), k);
-      observe_params(seen_as, keyed.size_params(), observe, observed.insert(seen_as).second);
-      varying = varying_params(seen_as);
+      varying = recorder.literals(key.str(), k, keyed.size_params());
     }
     std::string key_text = key.str();
     std::vector<int64_t> values = keyed.size_params();

@@ -2315,7 +2315,7 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
   CudaProgramCode code;
   code.prelude_bytes = os.str().size();
   std::unordered_map<std::string, size_t> first_of_key;  // key -> the kernel that printed it
-  std::unordered_set<std::string> observed;
+  ParamRecorder recorder(observe);  // Note [Parameters that vary with the sizes]
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const Kernel& k = p.kernels[ki];
     CompilerOptions options = per_kernel[ki];
@@ -2331,9 +2331,7 @@ CudaProgramCode print_program(const Program& p, const std::string& tag,
     // what the sizes' values are recorded by and the literals looked up by.
     std::vector<uint8_t> varying;
     if (generic) {
-      const std::string seen_as = params_key(printer.key(), k);
-      observe_params(seen_as, ck.size_params, observe, observed.insert(seen_as).second);
-      varying = varying_params(seen_as);
+      varying = recorder.literals(printer.key(), k, ck.size_params);
     }
     std::string key = printer.key();
     if (generic && (!varying.empty() || !lift)) {

@@ -374,22 +374,27 @@ std::string CompilerOptions::fingerprint() const {
 
 namespace {
 
-// Whether e divides (or takes the remainder of) an expression holding one
-// of `vars`; `divisors` gets each constant that divides exactly `x`.
-bool divides_vars(sym::Expr e, const std::vector<sym::Expr>& vars, sym::Expr x,
-                  std::vector<int64_t>* divisors) {
+// The constants c of every x // c and x % c in e (x itself divided).
+void divisors_of(sym::Expr e, sym::Expr x, std::vector<int64_t>* divisors) {
+  if (!e.defined() || e.is_const() || e.is_symbol()) return;
+  if ((e.kind() == sym::Kind::FloorDiv || e.kind() == sym::Kind::Mod) && e.arg(0) == x &&
+      e.arg(1).is_const())
+    divisors->push_back(e.arg(1).value());
+  for (const sym::Expr& a : e.args()) divisors_of(a, x, divisors);
+}
+
+// Whether e has a floor division or remainder of an expression using v or w.
+bool divides(sym::Expr e, sym::Expr v, sym::Expr w) {
   if (!e.defined() || e.is_const() || e.is_symbol()) return false;
-  bool found = false;
   if (e.kind() == sym::Kind::FloorDiv || e.kind() == sym::Kind::Mod) {
-    const sym::Expr& a = e.arg(0);
-    const sym::Expr& c = e.arg(1);
-    if (divisors && a == x && c.is_const()) divisors->push_back(c.value());
     const std::vector<sym::Expr> used = sym::free_symbols(e);
-    for (const sym::Expr& v : vars)
-      if (std::find(used.begin(), used.end(), v) != used.end()) found = true;
+    if (std::find(used.begin(), used.end(), v) != used.end() ||
+        std::find(used.begin(), used.end(), w) != used.end())
+      return true;
   }
-  for (const sym::Expr& a : e.args()) found = divides_vars(a, vars, x, divisors) || found;
-  return found;
+  for (const sym::Expr& a : e.args())
+    if (divides(a, v, w)) return true;
+  return false;
 }
 
 }  // namespace
@@ -404,9 +409,8 @@ std::optional<Kernel> split_inner_at_divisions(const Kernel& k) {
   const Loop& loop = k.loops[0];
   std::vector<int64_t> divisors;
   for (const ScalarNode& n : loop.body)
-    if (n.kind == ScalarKind::Load || n.kind == ScalarKind::Index)
-      divides_vars(n.index, {x}, x, &divisors);
-  for (const Store& st : loop.stores) divides_vars(st.index, {x}, x, &divisors);
+    if (n.kind == ScalarKind::Load || n.kind == ScalarKind::Index) divisors_of(n.index, x, &divisors);
+  for (const Store& st : loop.stores) divisors_of(st.index, x, &divisors);
   if (divisors.empty()) return std::nullopt;
   const int64_t c = divisors.front();
   for (int64_t d : divisors)
@@ -424,7 +428,7 @@ std::optional<Kernel> split_inner_at_divisions(const Kernel& k) {
   Loop& l = out.loops[0];
   auto rewrite = [&](sym::Expr& e) {
     e = sym::simplify(sym::subs(e, at));
-    return !divides_vars(e, {xo, xi}, sym::Expr(), nullptr);
+    return !divides(e, xo, xi);
   };
   for (ScalarNode& n : l.body)
     if ((n.kind == ScalarKind::Load || n.kind == ScalarKind::Index) && !rewrite(n.index))

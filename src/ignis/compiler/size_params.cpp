@@ -1,5 +1,6 @@
 #include "ignis/compiler/size_params.h"
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -33,34 +34,28 @@ SeenTable& seen_table() {
 
 }  // namespace
 
-std::string params_key(const std::string& all_lifted_text, const Kernel& k) {
+std::vector<uint8_t> ParamRecorder::literals(const std::string& all_lifted_text, const Kernel& k,
+                                             const std::vector<int64_t>& values) {
   std::string key = all_lifted_text;
   for (const std::string& o : k.origins) key += "|" + o;
-  return key;
-}
-
-void observe_params(const std::string& text, const std::vector<int64_t>& values, Observe how,
-                    bool new_size) {
-  if (how == Observe::Off || values.empty()) return;
-  const size_t key = std::hash<std::string>()(text);
+  const size_t hash = std::hash<std::string>()(key);
   SeenTable& t = seen_table();
   std::lock_guard<std::mutex> lock(t.mu);
-  auto it = t.entries.find(key);
-  if (it == t.entries.end()) {
-    if (how != Observe::Probe || t.entries.size() >= SeenTable::kMaxEntries) return;
-    it = t.entries.emplace(key, Seen{values, std::vector<uint8_t>(values.size(), 0), 0}).first;
+  auto it = t.entries.find(hash);
+  if (how_ != Observe::Off && !values.empty()) {
+    if (it == t.entries.end() && how_ == Observe::Probe &&
+        t.entries.size() < SeenTable::kMaxEntries)
+      it = t.entries.emplace(hash, Seen{values, std::vector<uint8_t>(values.size(), 0), 0}).first;
+    if (it != t.entries.end() && it->second.first.size() == values.size()) {
+      Seen& e = it->second;
+      for (size_t i = 0; i < values.size(); ++i) e.varying[i] |= uint8_t(values[i] != e.first[i]);
+      // (once a program: the sizes counted)
+      if (std::find(seen_.begin(), seen_.end(), hash) == seen_.end()) {
+        seen_.push_back(hash);
+        ++e.sizes;
+      }
+    }
   }
-  Seen& e = it->second;
-  if (e.first.size() != values.size()) return;
-  for (size_t i = 0; i < values.size(); ++i) e.varying[i] |= uint8_t(values[i] != e.first[i]);
-  if (new_size) ++e.sizes;
-}
-
-std::vector<uint8_t> varying_params(const std::string& text) {
-  const size_t key = std::hash<std::string>()(text);
-  SeenTable& t = seen_table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  auto it = t.entries.find(key);
   if (it == t.entries.end() || it->second.sizes < 2) return {};
   return it->second.varying;
 }

@@ -76,22 +76,28 @@ struct Kernel;  // loop_ir.h
 // before), or a probe's (which starts a text's entry).
 enum class Observe : uint8_t { Off, Record, Probe };
 
-// The process's record of the values each all-lifted kernel text read (a
-// bounded table, thread-safe), by params_key: a kernel's all-lifted text
-// and the graph nodes fused into it. Two kernels can print one all-lifted
-// text while different parameters vary in each (a bias gradient's column
-// sum over 16 * T rows of 64 columns, a position embedding's over 16 rows
-// of T * 64), and which kernels share a text can change with the sizes; the
-// nodes' names, the same at every size of a symbolic graph, keep each
-// kernel's record its own. observe_params: one kernel's values; new_size:
-// the first time its key is seen in its program (the sizes counted).
-std::string params_key(const std::string& all_lifted_text, const Kernel& k);
-void observe_params(const std::string& key, const std::vector<int64_t>& values, Observe how,
-                    bool new_size);
-// Per parameter of `text`: 1 when its value has varied, 0 when every size
-// seen had one value. Empty when `text` was not seen at two sizes, a probe
-// among them: lift every parameter.
-std::vector<uint8_t> varying_params(const std::string& key);
+// The process's record of the values each kernel's parameters took (a
+// bounded table, thread-safe), by the kernel's all-lifted text and the graph
+// nodes fused into it. Two kernels can print one all-lifted text while
+// different parameters vary in each (a bias gradient's column sum over 16 *
+// T rows of 64 columns, a position embedding's over 16 rows of T * 64), and
+// which kernels share a text can change with the sizes; the nodes' names,
+// the same at every size of a symbolic graph, keep each kernel's record its
+// own. A printer makes one ParamRecorder a program.
+class ParamRecorder {
+ public:
+  explicit ParamRecorder(Observe how) : how_(how) {}
+  // Records kernel k's values (those of its all-lifted text, in order) as
+  // `how` says, once a program, and returns per parameter 1 when its value
+  // has varied, 0 when every size seen had one value; empty when k was not
+  // seen at two sizes, a probe among them (lift every parameter).
+  std::vector<uint8_t> literals(const std::string& all_lifted_text, const Kernel& k,
+                                const std::vector<int64_t>& values);
+
+ private:
+  Observe how_;
+  std::vector<size_t> seen_;  // the kernels recorded in this program (their keys' hashes)
+};
 void clear_varying_params();  // (tests)
 
 class SizeParams {
@@ -106,9 +112,6 @@ class SizeParams {
   // [Parameters that vary with the sizes]): `varying` has one entry per
   // parameter the all-lifted text has, in its order.
   void keep_literals(std::vector<uint8_t> varying) { varying_ = std::move(varying); }
-  // How many parameters the all-lifted text has (literal ones included):
-  // must equal keep_literals's size for its mask to be this text's.
-  int64_t occurrences() const { return occurrences_; }
 
   // v as generated code spells it: P[k] (a new parameter), or its literal
   // (std::to_string, as the printers write integers of their own).
