@@ -381,7 +381,7 @@ KernelView kernel_view(const Program& p, const Kernel& k);
 // is then contiguous runs of c. Nullopt when k is not such a pointwise
 // kernel, or when it has fewer than 16 outer iterations and E / c is under
 // 16 too (its inner loop is what the threads split). The CPU printer applies it to every kernel: static code gains
-// too (117 -> 61 us, the loads in whole vectors); a size-generic text
+// too (117 -> 51 us, the loads in whole vectors); a size-generic text
 // decides it from its size's values, like every decision of a text.
 std::optional<Kernel> split_inner_at_divisions(const Kernel& k);
 
