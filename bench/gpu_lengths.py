@@ -1,7 +1,11 @@
-"""Dynamic shapes on the GPU: a GPT forward (with its loss, under no_grad) called
-at 20 sequence lengths, compiled, beside torch.compile.
+"""Dynamic shapes on the GPU: a GPT forward (with its loss, under no_grad) or a
+training step called at 20 sequence lengths, compiled, beside torch.compile.
 
-    python3 bench/gpu_lengths.py [--gpt LAYERS,BATCH] [--impls ...] [--lengths 16]
+    python3 bench/gpu_lengths.py [--gpt LAYERS,BATCH] [--impls ...] [--lengths 16] [--train]
+
+--train times training steps instead of forwards: zero_grad, the compiled model's
+forward and loss, backward, an eager AdamW step (examples/gpt.py's
+configure_optimizer); the forward and backward graphs are both dynamic.
 
 Implementations, each in its own process: `ignis` (ignis.compile; CUDA code
 static per size, the default), `ignis.generic` (size_generic=True: one
@@ -35,7 +39,7 @@ IMPLS = ("ignis", "ignis.generic", "torch")
 
 def child(args):
     from compiled import load_lib, set_params
-    from gpt import GPTConfig, build_gpt
+    from gpt import GPTConfig, build_gpt, configure_optimizer
     lib = load_lib(args.child)
     layers, batch = (int(v) for v in args.gpt.split(","))
     cfg = GPTConfig(vocab_size=50304, block_size=1024, n_layer=layers, n_head=12, n_embd=768)
@@ -63,16 +67,32 @@ def child(args):
         if args.device == "cuda":
             lib.cuda.synchronize()
     out = {"impl": args.child, "lengths": lengths}
-    with lib.no_grad():
+    if args.train:
+        opt = configure_optimizer(lib, model)
+
+        def call(x, y):
+            opt.zero_grad(set_to_none=True)
+            loss = fn(x, y)[1]
+            loss.backward()
+            opt.step()
+            return loss
+        grad = lib.enable_grad
+    else:
+        def call(x, y):
+            return fn(x, y)[1]
+        grad = lib.no_grad
+    with grad():
         for name in ("pass1_s", "pass2_s", "pass3_s"):
             losses = []
             sync()
             t0 = time.perf_counter()
             for x, y in calls:
-                losses.append(fn(x, y)[1])
+                losses.append(call(x, y))
             sync()
             out[name] = time.perf_counter() - t0
     out["losses"] = [float(v) for v in losses]
+    if args.device == "cuda":
+        out["peak_mb"] = lib.cuda.max_memory_allocated() / 2**20
     out["graphs"] = counters["stats"]["unique_graphs"]
     print("RESULT " + json.dumps(out), flush=True)
 
@@ -84,6 +104,7 @@ def main():
     p.add_argument("--lengths", type=int, default=len(LENGTHS), help="how many lengths (<= 20)")
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    p.add_argument("--train", action="store_true", help="training steps instead of forwards")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -91,20 +112,22 @@ def main():
     results = []
     for impl in args.impls.split(","):
         cmd = [sys.executable, __file__, "--child", impl, "--gpt", args.gpt,
-               "--lengths", str(args.lengths), "--device", args.device]
+               "--lengths", str(args.lengths), "--device", args.device] + \
+            (["--train"] if args.train else [])
         r = child_result(cmd, impl, args.timeout)
         if r is not None:
             results.append(r)
-    print(f"GPT forward with loss, GPT-2-small width, --gpt {args.gpt}, "
+    what = "GPT training step (AdamW)" if args.train else "GPT forward with loss"
+    print(f"{what}, GPT-2-small width, --gpt {args.gpt}, "
           f"{args.lengths} lengths from {LENGTHS[0]} down")
     print(f"{'impl':16s} {'pass 1 (s)':>11s} {'pass 2 (s)':>11s} {'passes 1+2 (s)':>15s} "
-          f"{'pass 3 (ms)':>12s} {'graphs':>7s} {'max |loss - first impl|':>24s}")
+          f"{'pass 3 (ms)':>12s} {'graphs':>7s} {'peak MiB':>9s} {'max |loss - first impl|':>24s}")
     base = results[0]["losses"] if results else None
     for r in results:
         diff = max(abs(a - b) for a, b in zip(r["losses"], base))
         print(f"{r['impl']:16s} {r['pass1_s']:11.2f} {r['pass2_s']:11.2f} "
               f"{r['pass1_s'] + r['pass2_s']:15.2f} {r['pass3_s'] * 1e3:12.2f} "
-              f"{r['graphs']:7d} {diff:24.2e}")
+              f"{r['graphs']:7d} {r.get('peak_mb', float('nan')):9.0f} {diff:24.2e}")
 
 
 if __name__ == "__main__":
