@@ -34,7 +34,7 @@ struct Shape {
 const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},      {7, 1, 3},     {1, 1, 300},
                          {5, 3, 0},     {64, 64, 64},   {67, 131, 97}, {97, 257, 255},
                          {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}, {61, 1600, 1030},
-                         {40, 64, 1024}};
+                         {40, 64, 1024}, {130, 100, 1500}, {1, 300, 2100}};
 
 // How an operand is laid out in memory.
 enum class Layout { kRowMajor, kTransposed, kStrided };
@@ -349,15 +349,35 @@ TEST(GemmEpilogue, WithoutEpilogueMatchesBmmInto) {
   }
 }
 
+TEST(GemmEpilogue, SmallProductsOfLongDepthAreSliced) {
+  // Note [Products split over their depth]: a C of few blocks with a long
+  // depth is sliced on several threads (the shapes above at 2 threads, and
+  // the medium GPT's weight gradients at 16); never on one thread, nor a C
+  // of many blocks or a short depth.
+  EXPECT_EQ(gemm_depth_slices(40, 64, 1024, false, 2), 2);
+  EXPECT_EQ(gemm_depth_slices(40, 64, 1024, true, 16), 4);
+  EXPECT_EQ(gemm_depth_slices(130, 100, 1500, false, 2), 2);
+  EXPECT_EQ(gemm_depth_slices(1, 300, 2100, false, 2), 2);
+  EXPECT_EQ(gemm_depth_slices(1, 300, 2100, false, 16), 3);  // 4 units, 3 slices of whole panels
+  EXPECT_EQ(gemm_depth_slices(128, 128, 2048, true, 16), 8);
+  EXPECT_EQ(gemm_depth_slices(512, 128, 2048, true, 16), 3);
+  EXPECT_EQ(gemm_depth_slices(128, 128, 2048, true, 1), 1);
+  EXPECT_EQ(gemm_depth_slices(1024, 4096, 1024, false, 16), 1);
+  EXPECT_EQ(gemm_depth_slices(128, 128, 256, true, 16), 1);
+  EXPECT_EQ(gemm_depth_slices(5, 3, 0, false, 4), 1);
+}
+
 TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
   // The thread count changes how C is cut into blocks and tasks (and whether
   // B is packed once or per task), never the order in which an element's
   // products are summed: the built-in GEMM's results are the same bits at
   // 1, 2 and 3 threads. x @ W^T with k = 1024 and 513 packs both operands by
   // block transposes; at 1600 columns (4 blocks) 2 and 3 threads pack A
-  // once for all tasks.
+  // once for all tasks. (None of these is sliced over its depth at 3
+  // threads; the sliced ones are the next test's.)
   const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}, {61, 1600, 1030}};
   for (const Shape& s : shapes) {
+    ASSERT_EQ(gemm_depth_slices(s.m, s.n, s.k, false, 3), 1);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     std::vector<float> a(s.m * s.k), w(s.n * s.k);
@@ -377,6 +397,46 @@ TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
     EXPECT_EQ(cs[1], cs[0]) << s.m << "x" << s.k << " @ " << s.k << "x" << s.n << ", 2 threads";
     EXPECT_EQ(cs[2], cs[0]) << s.m << "x" << s.k << " @ " << s.k << "x" << s.n << ", 3 threads";
   }
+}
+
+TEST(GemmEpilogue, SlicedProductsAreDeterministicAndClose) {
+  // A product sliced over its depth sums its slices in a fixed order: the
+  // same bits on every run at one thread count, and within float
+  // reassociation of the one-thread (unsliced) result at others. x @ W^T
+  // and the weight gradient X^T @ dY (A column-major). (Each has work for
+  // 5 threads or more: threads_for gives a smaller product fewer.)
+  const Shape shapes[] = {{130, 100, 1500}, {128, 128, 2048}, {8, 300, 2100}};
+  for (const Shape& s : shapes)
+    for (bool a_columns : {false, true}) {
+      const std::string what = std::to_string(s.m) + "x" + std::to_string(s.k) + " @ " +
+                               std::to_string(s.k) + "x" + std::to_string(s.n) +
+                               (a_columns ? ", A column-major" : "");
+      std::mt19937 rng(5);
+      std::uniform_real_distribution<float> dist(-1.f, 1.f);
+      std::vector<float> a(s.m * s.k), w(s.n * s.k);
+      for (float& x : a) x = dist(rng);
+      for (float& x : w) x = dist(rng);
+      auto run = [&](int threads) {
+        const int saved_threads = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        std::vector<float> c(s.m * s.n, 0.f);
+        GemmCall call{s.m, s.n, s.k, a.data(), a_columns ? 1 : s.k, a_columns ? s.m : 1,
+                      w.data(), 1, s.k, c.data(), s.n, 1.0, 0.0, 0, nullptr, nullptr};
+        gemm_with_epilogue(call, GemmPath::kBuiltin);
+        omp_set_num_threads(saved_threads);
+        return c;
+      };
+      const std::vector<float> one = run(1);
+      for (int threads : {2, 3, 5}) {
+        EXPECT_GT(gemm_depth_slices(s.m, s.n, s.k, a_columns, threads), 1) << what;
+        const std::vector<float> c = run(threads);
+        EXPECT_EQ(run(threads), c) << what << ", " << threads << " threads, run again";
+        double worst = 0;
+        for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, double(std::abs(c[i] - one[i])));
+        // terms of |a*b| < 1, sums of about sqrt(k / 9) in size
+        EXPECT_LT(worst, 2e-4 * std::sqrt(double(s.k))) << what << ", " << threads << " threads";
+      }
+    }
 }
 
 TEST(GemmEpilogue, KernelRuntimeTableAndParallelCallers) {

@@ -324,25 +324,75 @@ T* thread_buffer(size_t n) {
 }
 
 // How a product is cut into tasks. C is cut into blocks of at most
-// kMC x kNC; a task is one column block and a run of its row blocks.
+// kMC x kNC, and the depth into `slices` (Note [Products split over their
+// depth]); a task is one slice of one column block and a run of its row
+// blocks.
 struct GemmPlan {
   int64_t mcb = kMC, ncb = kNC;  // rows and columns of C per block
   int64_t mblocks = 0, nblocks = 0;
   int64_t per_run = 0;  // row blocks per task
-  int64_t tasks = 0;
+  int64_t slices = 1;   // depth slices
+  int64_t slice_depth = 0;  // depths per slice (a multiple of the panel depth)
+  int64_t tasks = 0;    // slices x column blocks x runs of row blocks
   int threads = 1;
 };
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Blocks for about two tasks per thread: rows are cut first, down to MR;
-// when that still leaves too few blocks (a [64, 1024] @ [1024, 256] product
-// on 16 threads has 6 row blocks of MR), columns are cut too, down to NR.
-// Then the blocks are grouped into tasks, runs of row blocks of one column
-// block (see below).
-GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
+// Note [Products split over their depth]
+// A product whose C holds few whole blocks and whose depth is long -- a
+// weight gradient dY^T @ X, [128-512, 2048] @ [2048, 128] in the medium
+// GPT's backward -- was cut only along C: rows down to MR, so on 16 threads
+// each task multiplied a strip of a dozen rows by the whole of B (1 MiB,
+// streamed from L3 by every task: 6 flops a byte of B). Such products are
+// cut along the depth as well: each slice of the depth (kSliceMinDepth or
+// more, whole panels, so shared packings keep their layout) is a set of
+// tasks of its own, accumulating its part of the sum in a buffer of its own
+// (slice 0 in C), and a last pass adds the buffers into C, a run of rows at
+// a time, and runs the epilogue on the rows it finished. The buffers hold
+// (slices - 1) x m x n elements (at most kSliceBufferBytes; C is small here
+// by the condition) and are read once.
+// Only products that may use several threads are sliced, and the slices
+// follow the thread count (enough for two tasks a thread): on one thread the
+// buffers and the pass bought nothing and cost 5-8% of such a product's time
+// ([128-512, 2048] @ [2048, 128] on this VM). So a sliced product's sum is
+// associated differently at different thread counts (float reassociation,
+// as for torch's BLAS); unsliced products keep the same bits at any count.
+// IGNIS_GEMM_DEPTH_SLICES=0 turns the slices off (for measurements).
+constexpr int64_t kSliceMinDepth = 256;
+constexpr int64_t kSliceBufferBytes = int64_t(4) << 20;
+
+bool depth_slices_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("IGNIS_GEMM_DEPTH_SLICES");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+// Blocks for about two tasks per thread: the depth is sliced first when C
+// is small (above); then rows are cut, down to MR; when that still leaves
+// too few blocks (a [64, 1024] @ [1024, 256] product on 16 threads has 6
+// row blocks of MR), columns are cut too, down to NR. Then the blocks are
+// grouped into tasks, runs of row blocks of one column block (see below).
+// `depth` is the product's k (0 when nothing is multiplied), `panel` the
+// depth of its packed panels, `elem` the element size.
+GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t elem,
+                   int threads, int64_t MR, int64_t NR) {
   GemmPlan p;
-  const int64_t want = 2 * int64_t(threads);
+  const int64_t whole_blocks = ceil_div(m, kMC) * ceil_div(n, kNC);
+  const int64_t unit = ceil_div(kSliceMinDepth, panel) * panel;
+  const int64_t slices =
+      threads > 1 && depth_slices_enabled()
+          ? std::min({ceil_div(2 * int64_t(threads), whole_blocks), depth / unit,
+                      int64_t(threads), 1 + kSliceBufferBytes / std::max<int64_t>(m * n * elem, 1)})
+          : 1;
+  p.slice_depth = depth;
+  if (slices > 1) {
+    p.slice_depth = ceil_div(ceil_div(depth, slices), panel) * panel;
+    p.slices = ceil_div(depth, p.slice_depth);
+  }
+  const int64_t want = ceil_div(2 * int64_t(threads), p.slices);
   p.nblocks = ceil_div(n, p.ncb);
   if (threads > 1) {
     const int64_t rows = ceil_div(m, ceil_div(want, p.nblocks));
@@ -365,10 +415,11 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int threads, int64_t MR, int64_t NR) {
   // 16 tasks in one round (11, the ideal).
   int64_t best_span = 0;
   for (int64_t run = 1; run <= p.mblocks; ++run) {
-    const int64_t span = ceil_div(p.nblocks * ceil_div(p.mblocks, run), threads) * run;
+    const int64_t span =
+        ceil_div(p.slices * p.nblocks * ceil_div(p.mblocks, run), threads) * run;
     if (p.per_run == 0 || span <= best_span) p.per_run = run, best_span = span;
   }
-  p.tasks = p.nblocks * ceil_div(p.mblocks, p.per_run);
+  p.tasks = p.slices * p.nblocks * ceil_div(p.mblocks, p.per_run);
   p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
   return p;
 }
@@ -404,31 +455,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // thread, as elementwise ops).
   const int by_work =
       parallel ? threads_for(m * n * ((multiply ? k : 0) + 32), int64_t(1) << 20) : 1;
-  const GemmPlan plan = plan_gemm(m, n, by_work, MR, NR);
-  const int64_t mcb = plan.mcb, ncb = plan.ncb, nblocks = plan.nblocks;
-  const int64_t per_run = plan.per_run, tasks = plan.tasks;
-  const bool par = plan.threads > 1;
-  const int64_t nstrips = ceil_div(n, NR);
-  // A row-major B is read in place when packing it would not pay: each
-  // task multiplies it into at most two tiles of rows (a recurrent layer's
-  // [20, 128] @ [128, 512] per step packed all of W_hh^T for them: 25-27 ->
-  // 18 us at one thread; [20, 512] @ [512, 128]: 26 -> 20 us). Only where
-  // every strip is whole and B's rows spread over L1's sets (as for A
-  // below: rows 2 KiB apart would evict one another, and are packed).
   // A product of at most kFewRows rows reads both operands in place: each
   // packed B strip would serve at most six A strips, and each packed A strip
   // little more ([64, 1024] @ [1024, 256]: 0.83 of the packed time at one
   // and two threads, paired).
   constexpr int64_t kFewRows = 64;
-  const int64_t b_line_stride = (b.rs * int64_t(sizeof(T)) / 64) % 64;
-  const bool b_in_place = b.cs == 1 && n % NR == 0 &&
-                          (std::min(m, per_run * mcb) <= 2 * MR || m <= kFewRows) &&
-                          std::gcd<int64_t>(b_line_stride, 64) <= 16;
-  // B packed once: panel p0 holds all strips of NR columns, strip t at
-  // t * kc * NR within it, as a task's own buffer holds its column block's.
-  const bool shared_b = multiply && par && !b_in_place && ceil_div(plan.mblocks, per_run) > 1 &&
-                        k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
-  T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A row-major A (unit column stride) is read in place by the micro-kernel,
   // unless its row stride puts the MR rows' cache lines into fewer than 4
   // of L1's 64 sets (a 2 or 4 KiB stride, k = 512 or 1024 floats): those
@@ -437,7 +468,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // serve only one or two micro-kernel calls, and packing cost more than the
   // evictions ([256, 1024] @ [1024, 64]: 0.81 of the packed time at one
   // thread, process CPU time, paired); and except for a product of at most
-  // kFewRows rows (above).
+  // kFewRows rows.
   const int64_t line_stride = (a.rs * int64_t(sizeof(T)) / 64) % 64;
   const bool a_in_place = a.cs == 1 && a.rs >= k &&
                           (std::gcd<int64_t>(line_stride, 64) <= 16 || n <= 2 * NR ||
@@ -454,6 +485,29 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // elements are used, and 512 of them crowded L1 ([512, 2048] @ [2048, 128]
   // with A transposed took 1.07-1.09 of the time of 256-deep panels).
   const int64_t kcb = a_cols_in_place ? kKC / 2 : kKC;
+  const GemmPlan plan =
+      plan_gemm(m, n, multiply ? k : 0, kcb, int64_t(sizeof(T)), by_work, MR, NR);
+  const int64_t mcb = plan.mcb, ncb = plan.ncb, nblocks = plan.nblocks;
+  const int64_t per_run = plan.per_run, tasks = plan.tasks;
+  const int64_t slices = plan.slices, slice_depth = plan.slice_depth;
+  const int64_t tasks_per_slice = tasks / slices;
+  const bool par = plan.threads > 1;
+  const int64_t nstrips = ceil_div(n, NR);
+  // A row-major B is read in place when packing it would not pay: each
+  // task multiplies it into at most two tiles of rows (a recurrent layer's
+  // [20, 128] @ [128, 512] per step packed all of W_hh^T for them: 25-27 ->
+  // 18 us at one thread; [20, 512] @ [512, 128]: 26 -> 20 us). Only where
+  // every strip is whole and B's rows spread over L1's sets (as for A
+  // above: rows 2 KiB apart would evict one another, and are packed).
+  const int64_t b_line_stride = (b.rs * int64_t(sizeof(T)) / 64) % 64;
+  const bool b_in_place = b.cs == 1 && n % NR == 0 &&
+                          (std::min(m, per_run * mcb) <= 2 * MR || m <= kFewRows) &&
+                          std::gcd<int64_t>(b_line_stride, 64) <= 16;
+  // B packed once: panel p0 holds all strips of NR columns, strip t at
+  // t * kc * NR within it, as a task's own buffer holds its column block's.
+  const bool shared_b = multiply && par && !b_in_place && ceil_div(plan.mblocks, per_run) > 1 &&
+                        k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
+  T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A packed once, by all threads together before any task runs, when
   // several column blocks would each pack the same rows again (the MLP's up
   // projection, [1024, 1024] @ W^T with W [4096, 1024], has 8 column blocks,
@@ -470,7 +524,14 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
   const bool overwrite = beta == T(0) && multiply;
 
+  // The depth slices after the first accumulate into buffers of m x n
+  // (Note [Products split over their depth]), added into C at the end.
+  T* slice_sums = slices > 1 ? thread_buffer<T, 4>(static_cast<size_t>((slices - 1) * m * n))
+                             : nullptr;
+
   auto run_task = [&](int64_t task) {
+    const int64_t slice = task / tasks_per_slice;
+    task %= tasks_per_slice;
     const int64_t j0 = (task % nblocks) * ncb, nc = std::min(ncb, n - j0);
     const int64_t rb0 = (task / nblocks) * per_run, rb1 = std::min(rb0 + per_run, plan.mblocks);
     auto rows_of = [&](int64_t rb, int64_t* i0, int64_t* mc) {
@@ -478,7 +539,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
       *mc = std::min(mcb, m - *i0);
     };
     int64_t i0, mc;
-    if (!overwrite) {
+    // Slice 0 is C's own sum (scaled by beta); the others start at zero.
+    T* const out = slice == 0 ? c : slice_sums + (slice - 1) * m * n;
+    const int64_t ldo = slice == 0 ? ldc : n;
+    const bool first_overwrites = slice == 0 ? overwrite : true;
+    if (!first_overwrites) {
       for (int64_t rb = rb0; rb < rb1; ++rb) {
         rows_of(rb, &i0, &mc);
         scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
@@ -497,8 +562,9 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     T* bpack = shared_b || b_in_place ? nullptr
                                       : thread_buffer<T, 1>(static_cast<size_t>(kKC * kNC));
     const Mat<T> bj{b.data + j0 * b.cs, b.rs, b.cs};
-    for (int64_t p0 = 0; p0 < k; p0 += kcb) {
-      const int64_t kc = std::min(kcb, k - p0);
+    const int64_t d0 = slice * slice_depth, d1 = std::min(k, d0 + slice_depth);
+    for (int64_t p0 = d0; p0 < d1; p0 += kcb) {
+      const int64_t kc = std::min(kcb, d1 - p0);
       const bool last_panel = p0 + kc >= k;
       // This column block's strips of the panel, kc * NR apart.
       const T* panel;
@@ -538,12 +604,12 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
             const int64_t nr = std::min<int64_t>(NR, nc - jr);
             micro_kernel<T>(kc, as, a_in_place ? a.rs : 0, cols ? a.cs : MR, bs,
                             b_in_place ? b.rs : NR, alpha,
-                            c + (i0 + ir) * ldc + j0 + jr, ldc, std::min<int64_t>(MR, mc - ir),
-                            nr, overwrite && p0 == 0);
+                            out + (i0 + ir) * ldo + j0 + jr, ldo, std::min<int64_t>(MR, mc - ir),
+                            nr, first_overwrites && p0 == d0);
           }
         }
         // The tile is finished: its epilogue runs while it is in cache.
-        if (ep && last_panel) ep(ctx, i0, i0 + mc, j0, j0 + nc);
+        if (ep && last_panel && slices == 1) ep(ctx, i0, i0 + mc, j0, j0 + nc);
       }
     }
   };
@@ -568,12 +634,30 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     pack_b_strips(b, p0, kc, n, t0, t1, bshared + p0 * nstrips * NR + t0 * kc * NR);
   };
 
+  // The slices' sums added into C, a run of rows at a time, each run's
+  // epilogue right after (the per-tile epilogues are skipped when sliced).
+  const int64_t sum_rows = slices > 1 ? ceil_div(m, 2 * int64_t(plan.threads)) : m;
+  const int64_t sum_runs = slices > 1 ? ceil_div(m, sum_rows) : 0;
+  auto add_slices = [&](int64_t run) {
+    const int64_t r0 = run * sum_rows, r1 = std::min(m, r0 + sum_rows);
+    for (int64_t i = r0; i < r1; ++i) {
+      T* __restrict__ crow = c + i * ldc;
+      for (int64_t s = 0; s + 1 < slices; ++s) {
+        const T* __restrict__ part = slice_sums + s * m * n + i * n;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) crow[j] += part[j];
+      }
+    }
+    if (ep) ep(ctx, r0, r1, 0, n);
+  };
+
   if (!par) {
     // No parallel region at all: even a one-thread region allocates and
     // frees an OpenMP team, a cost attention's small per-block products
     // (thousands per call) paid every time.
     for (int64_t u = 0; u < a_units + b_units; ++u) pack_unit(u);
     for (int64_t task = 0; task < tasks; ++task) run_task(task);
+    for (int64_t run = 0; run < sum_runs; ++run) add_slices(run);
     return;
   }
 #pragma omp parallel num_threads(plan.threads)
@@ -585,6 +669,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) run_task(task);
+    if (sum_runs > 0) {
+      // After the barrier that ends the tasks: every slice is complete.
+#pragma omp for schedule(static)
+      for (int64_t run = 0; run < sum_runs; ++run) add_slices(run);
+    }
   }
 }
 
@@ -775,12 +864,21 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 
 bool gemm_uses_blas() { return use_blas(); }
 
+int64_t gemm_depth_slices(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
+  // a_cols_in_place's panel depth (gemm_builtin) for a column-major A
+  const int64_t panel = a_columns ? kKC / 2 : kKC;
+  return plan_gemm(m, n, k, panel, int64_t(sizeof(float)), threads, Tile<float>::MR,
+                   Tile<float>::NR)
+      .slices;
+}
+
 std::string gemm_choice() {
   const std::string isa = kVecBytes == 64 ? "AVX-512" : kVecBytes == 32 ? "AVX2" : "SSE";
   const std::string builtin =
       "the built-in GEMM (" + std::to_string(Tile<float>::MR) + "x" +
       std::to_string(Tile<float>::NR) + " float32 register tile, " + isa +
-      "; an epilogue runs on each tile as it is finished)";
+      "; an epilogue runs on each tile as it is finished; a small C with a long depth is "
+      "split over the depth)";
 #if IGNIS_HAVE_BLAS
   const std::string core = openblas_get_corename();
   std::string note;
