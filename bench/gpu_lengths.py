@@ -10,7 +10,8 @@ configure_optimizer); the forward and backward graphs are both dynamic.
 Implementations, each in its own process: `ignis` (ignis.compile; CUDA code
 static per size, the default), `ignis.generic` (size_generic=True: one
 CUDA text for every size), `torch` (torch.compile, its defaults: automatic
-dynamic). Each process calls the model at the lengths in order three times:
+dynamic), `ignis.eager` (not compiled: the losses' reference). Each process calls
+the model at the lengths in order three times:
 pass 1 and 2 hold the compiles (ignis compiles a size on its second call:
 Note [Compiling a size on its second call]; torch on its first), pass 3 runs
 compiled code only. It prints the passes' times, the graphs compiled and the
@@ -34,7 +35,7 @@ from children import child_result  # noqa: E402
 
 LENGTHS = [1024, 896, 768, 640, 512, 384, 256, 128, 960, 832, 704, 576, 448, 320, 192, 1000,
            800, 600, 400, 200]
-IMPLS = ("ignis", "ignis.generic", "torch")
+IMPLS = ("ignis", "ignis.generic", "torch")  # and "ignis.eager": the model uncompiled
 
 
 def child(args):
@@ -61,7 +62,7 @@ def child(args):
         counters = __import__("ignis._dynamo.utils", fromlist=["counters"]).counters
     else:
         counters = __import__("torch._dynamo.utils", fromlist=["counters"]).counters
-    fn = lib.compile(model)
+    fn = model if args.child == "ignis.eager" else lib.compile(model)
 
     def sync():
         if args.device == "cuda":
