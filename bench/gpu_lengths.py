@@ -7,9 +7,10 @@ training step called at 20 sequence lengths, compiled, beside torch.compile.
 forward and loss, backward, an eager AdamW step (examples/gpt.py's
 configure_optimizer); the forward and backward graphs are both dynamic.
 
-Implementations, each in its own process: `ignis` (ignis.compile; CUDA code
-static per size, the default), `ignis.generic` (size_generic=True: one
-CUDA text for every size), `torch` (torch.compile, its defaults: automatic
+Implementations, each in its own process: `ignis` (ignis.compile, its
+defaults: the dynamic graph's CUDA code size-generic, its parameters that do
+not vary printed as literals), `ignis.generic` (size_generic=True: every
+graph's code generic, the first, static capture's too), `torch` (torch.compile, its defaults: automatic
 dynamic), `ignis.eager` (not compiled: the losses' reference). Each process calls
 the model at the lengths in order three times:
 pass 1 and 2 hold the compiles (ignis compiles a size on its second call:
