@@ -346,9 +346,11 @@ BUILTIN_SCRIPT = textwrap.dedent("""
         # in place, as B has two strips (the second short). (200, 700, 1000):
         # B packed depth by depth across 31 whole strips and a short one, in
         # groups of 16 strips when packed once for all tasks (2 threads).
+        # (128, 2048, 128) and (40, 1024, 64): a small C with a long depth, cut
+        # over the depth at 2 threads (Note [Products split over their depth]).
         for m, k, n in [(1, 1, 1), (7, 5, 3), (97, 300, 61), (130, 257, 270), (6, 0, 4),
                         (29, 1024, 97), (37, 513, 64), (61, 1030, 1600), (3, 600, 1100),
-                        (30, 1024, 50), (200, 700, 1000)]:
+                        (30, 1024, 50), (200, 700, 1000), (128, 2048, 128), (40, 1024, 64)]:
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
             # x @ W^T (B column-major) with A row-major: at k = 513 or 1024 the
