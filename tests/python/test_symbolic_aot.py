@@ -98,6 +98,45 @@ def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case, devi
     assert distinct == len(traces)
 
 
+def logits_and_loss(x, w):
+    """A model's two outputs, logits and a loss: the loss alone gets a
+    gradient, so the backward runs without the logits' tangent."""
+    logits = (x @ w).tanh()
+    return logits, (logits * logits).mean() + logits.var(-1).sum() / x.shape[1]
+
+
+def test_a_backward_without_tangents_is_rewritten_once(monkeypatch):
+    """The backward that takes only the loss's tangent (Note [Tangents that
+    do not arrive]) comes, at every size after the first, from a template of
+    its own: _without_tangents rewrites the three traces' backward once, not
+    each size's; values and gradients equal eager's at every size, the probes
+    too are the rewritten graphs."""
+    calls = []
+    without = aot._without_tangents
+
+    def counting(bw, num_saved, missing):
+        calls.append(missing)
+        return without(bw, num_saved, missing)
+    monkeypatch.setattr(aot, "_without_tangents", counting)
+    cf = ignis.compile(logits_and_loss)
+    for t in [5, 7, 9, 12, 16, 7, 21]:
+        x = ignis.randn(3, t, 16, requires_grad=True)
+        w = ignis.randn(16, 8, requires_grad=True)
+        logits, loss = cf(x, w)
+        loss.backward()
+        x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+        ref_logits, ref = logits_and_loss(x2, w2)
+        ref.backward()
+        close(logits, ref_logits, 1e-5)
+        close(loss, ref, 1e-5)
+        close(x.grad, x2.grad, 1e-4)
+        close(w.grad, w2.grad, 1e-4)
+    # the static first graph's backward once; the dynamic graph's three
+    # traces once each (the template), then no size rewrites its own
+    assert len(calls) == 4, calls
+    assert all(m == calls[0] for m in calls)
+
+
 def dynamic_graph(fn, inputs_at, sizes):
     """The dynamic graph capture hands the backend, with its example inputs."""
     got = []

@@ -515,11 +515,7 @@ def _backward_compiler(bw, bw_compiler, example_inputs, num_saved):
     def backward_for(missing):
         fn = variants.get(missing)
         if fn is None:
-            graph = _without_tangents(bw, num_saved, missing) if missing else bw
-            others = getattr(bw, "_ignis_probes", None)
-            if missing and others is not None:  # the same graph at other sizes
-                graph._ignis_probes = lambda: [_without_tangents(m, num_saved, missing)
-                                               for m in others()]
+            graph = _without_missing(bw, num_saved, missing) if missing else bw
             try:
                 fn = later(graph)
             except Exception as e:  # noqa: BLE001 - the backward runs its ops eagerly
@@ -528,6 +524,27 @@ def _backward_compiler(bw, bw_compiler, example_inputs, num_saved):
             variants[missing] = fn
         return fn
     return backward_for
+
+
+def _without_missing(bw, num_saved, missing):
+    """_without_tangents(bw, ...), with probes (the same graph at other sizes)
+    when bw has them. A backward instantiated from a symbolic template (Note
+    [Symbolic AOT graphs]) gets the rewrite from a template of its own, made
+    once from the three traces' rewritten graphs, instead of rewriting each
+    size's graph in Python (3 ms a size for the example GPT's step)."""
+    sym = getattr(bw, "_ignis_symbolic", None)
+    if sym is not None:
+        aot, j, sizes = sym
+        graph = aot.transformed(j, ("without_tangents", missing),
+                                lambda g: _without_tangents(g, num_saved, missing), sizes)
+        if graph is not None:
+            return graph
+    graph = _without_tangents(bw, num_saved, missing)
+    others = getattr(bw, "_ignis_probes", None)
+    if others is not None:
+        graph._ignis_probes = lambda: [_without_tangents(m, num_saved, missing)
+                                       for m in others()]
+    return graph
 
 
 def _fallback_warning(gm, exc):

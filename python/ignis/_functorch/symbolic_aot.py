@@ -75,6 +75,7 @@ class SymbolicAot:
                                   [example_inputs[i] for i in self._tensor_at])
         self.templates = None  # one symbolic graph per graph to compile, when symbolized
         self.symbols = ()
+        self._variants = {}  # (graph index, key) -> (template, the three traces' graphs)
         from .._dynamo.utils import dynamo_timed
         with dynamo_timed("AOT symbolic graphs (traces at two more sizes, lined up)"):
             self.why = self._symbolize(example_inputs)
@@ -120,18 +121,45 @@ class SymbolicAot:
                 return why
             templates.append(t)
         self.templates, self.symbols = templates, tuple(names)
+        self._hints_used = hints
         self._hint_parts = traces[1:]
-        self._with_probes(first)
+        self._with_probes(first, self._first)
         return ""
 
-    def _with_probes(self, parts):
+    def _with_probes(self, parts, sizes):
         """parts, its graphs knowing the same graphs at the hints' sizes (Note
         [Parameters that vary with the sizes], src/ignis/compiler/size_params.h:
-        what the compiler learns which kernel parameters vary from)."""
+        what the compiler learns which kernel parameters vary from), and
+        where they came from (for `transformed`)."""
         hint_parts = self._hint_parts
         for j, gm in enumerate(parts.graphs):
             gm._ignis_probes = lambda j=j: [p.graphs[j] for p in hint_parts]
+            gm._ignis_symbolic = (self, j, tuple(sizes))
         return parts
+
+    def transformed(self, j, key, fn, sizes):
+        """Graph j at `sizes` after `fn` (a rewrite that depends on the sizes
+        only through the numbers in the graph, as _without_tangents does),
+        from a template of fn applied once to the three traces' graph j and
+        lined up as they were; its probes are fn's graphs at the hints. The
+        template is made on the first call for `key`; None when fn's three
+        graphs do not line up (the caller applies fn at this size)."""
+        entry = self._variants.get((j, key))
+        if entry is None:
+            graphs = [fn(p.graphs[j]) for p in [self._first_parts] + self._hint_parts]
+            t, _ = _C._aot_symbolize([g.graph for g in graphs], list(self.symbols),
+                                     self._hints_used)
+            entry = self._variants[(j, key)] = (t, graphs)
+        t, graphs = entry
+        if t is None:
+            return None
+        if tuple(sizes) == self._first:
+            gm = graphs[0]
+        else:
+            gm = self._module(_C._aot_instantiate(t, list(sizes)),
+                              self._first_parts.info["constants"])
+        gm._ignis_probes = lambda: graphs[1:]
+        return gm
 
     def _log_symbolic(self):
         from .aot_autograd import AotParts
@@ -155,7 +183,8 @@ class SymbolicAot:
             graphs = [self._module(_C._aot_instantiate(t, list(sizes)), constants)
                       for t in self.templates]
         return self._with_probes(AotParts(first.info, first.grad_modes, None, graphs,
-                                          first.analysis() if first.info["joint"] else None))
+                                          first.analysis() if first.info["joint"] else None),
+                                 sizes)
 
     def compile(self, sizes, tensors):
         try:
