@@ -73,9 +73,10 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("backend", ["aot_eager", "aot_eager_decomp_partition", "inductor"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case, device):
+def test_every_size_is_eagers_with_four_traces(monkeypatch, backend, case, device):
     """Forward and gradients equal eager's at every size, and AOT traced the
-    dynamic graph three times (its first size and two hints) plus once for
+    dynamic graph three times (its first size and two hints) and once more at
+    the first later size (Note [A fourth trace checks the fit]), plus once for
     the first, static graph: no trace for the sizes after."""
     fn, make, sizes = CASES[case]
     traces = count_traces(monkeypatch)
@@ -92,9 +93,10 @@ def test_every_size_is_eagers_with_three_traces(monkeypatch, backend, case, devi
         close(x.grad, x2.grad, 1e-4)
         close(w.grad, w2.grad, 1e-4)
     distinct = len({tuple(tuple(s) for s in t) for t in traces})
-    # the static first graph, then the dynamic one at its size and two hints
-    # (standardize's d changes too: its second dynamic graph is traced 3 times more)
-    assert len(traces) == (4 if case == "attention_like" else 7), traces
+    # the static first graph, then the dynamic one at its size, two hints and
+    # the next size (standardize's d changes too: its second dynamic graph is
+    # traced 3 times more, its sizes after the hints all ones traced before)
+    assert len(traces) == (5 if case == "attention_like" else 8), traces
     assert distinct == len(traces)
 
 
@@ -132,9 +134,36 @@ def test_a_backward_without_tangents_is_rewritten_once(monkeypatch):
         close(x.grad, x2.grad, 1e-4)
         close(w.grad, w2.grad, 1e-4)
     # the static first graph's backward once; the dynamic graph's three
-    # traces once each (the template), then no size rewrites its own
-    assert len(calls) == 4, calls
+    # traces once each (the template) and the fourth, checking one; then no
+    # size rewrites its own
+    assert len(calls) == 5, calls
     assert all(m == calls[0] for m in calls)
+
+
+def last_row_written(a, buf):
+    buf[-1, :] = (a + 1)[-1, :]
+    return buf.sum()
+
+
+def test_a_fourth_trace_catches_a_number_that_fit_three_by_chance(capsys):
+    """The offset of the last row, (R - 1) * C, is 42, 64 and 108 at the
+    hints (8, 6), (9, 8), (10, 12), as 11 * C - 24 is: the three traces
+    alone took that form, and at (5, 5) wrote at 31 instead of 20 (fuzz seed
+    4529646). The trace at (5, 5) does not fit it: the graph is traced per
+    size from then on, every size equal to eager's, and the log says why."""
+    ignis._logging.set_logs(dynamic=True)
+    cf = ignis.compile(last_row_written)
+    for r, c in [(7, 5), (7, 7), (8, 6), (5, 5), (6, 9), (11, 4)]:
+        a = ignis.randn(r, c)
+        buf, ref_buf = ignis.randn(r, c), None
+        ref_buf = buf.clone()
+        out = cf(a, buf)
+        ref = last_row_written(a, ref_buf)
+        close(out, ref)
+        close(buf, ref_buf)
+    err = capsys.readouterr().err
+    assert "AOT traces each size of this graph: the trace at" in err, err
+    assert "does not fit the three before it" in err
 
 
 def dynamic_graph(fn, inputs_at, sizes):

@@ -121,10 +121,43 @@ class SymbolicAot:
                 return why
             templates.append(t)
         self.templates, self.symbols = templates, tuple(names)
-        self._hints_used = hints
+        self._traces, self._trace_sizes = traces, [tuple(h) for h in hints]
         self._hint_parts = traces[1:]
+        self._verified = False
         self._with_probes(first, self._first)
         return ""
+
+    def _verify(self, sizes, parts):
+        """Note [A fourth trace checks the fit]: `parts`, this graph traced at
+        `sizes` (the first size after the hints to be compiled), lined up
+        with the three traces. Three traces leave a form k * monomial + d one
+        check, and a number can pass it by coincidence: a slice's offset
+        (R - 1) * C at (R, C) = (8, 6), (9, 8), (10, 12) is 42, 64, 108, which
+        11 * C - 24 also gives, and at (5, 5) 31, not 20 (fuzz seed 4529646:
+        as_strided_scatter out of bounds). So the first later size is traced
+        (as before symbolic graphs, once) and every number must fit all four;
+        the templates become the four traces' (the variants' too), or, when
+        they do not line up, each size is traced from then on. True when
+        the templates stand."""
+        self._verified = True
+        traces, trace_sizes = self._traces + [parts], self._trace_sizes + [tuple(sizes)]
+        templates = []
+        for j in range(len(traces[0].graphs)):
+            t, why = _C._aot_symbolize([p.graphs[j].graph for p in traces], list(self.symbols),
+                                       [list(h) for h in trace_sizes])
+            if t is None or not _same_info(traces[0].info, parts.info):
+                self.templates = None
+                self.why = (f"the trace at {dict(zip(self.symbols, sizes))} does not fit the "
+                            f"three before it: {why or 'inputs, outputs or constants differ'}")
+                _log(f"AOT traces each size of this graph: {self.why}")
+                return False
+            templates.append(t)
+        self.templates, self._traces, self._trace_sizes = templates, traces, trace_sizes
+        for key, (_, graphs, fn) in list(self._variants.items()):
+            self._variants[key] = self._variant(graphs + [fn(parts.graphs[key[0]])], fn)
+        _log(f"one AOT trace for every size of {', '.join(self.symbols)}: checked by a "
+             f"fourth trace at {dict(zip(self.symbols, sizes))}")
+        return True
 
     def _with_probes(self, parts, sizes):
         """parts, its graphs knowing the same graphs at the hints' sizes (Note
@@ -140,26 +173,33 @@ class SymbolicAot:
     def transformed(self, j, key, fn, sizes):
         """Graph j at `sizes` after `fn` (a rewrite that depends on the sizes
         only through the numbers in the graph, as _without_tangents does),
-        from a template of fn applied once to the three traces' graph j and
-        lined up as they were; its probes are fn's graphs at the hints. The
-        template is made on the first call for `key`; None when fn's three
-        graphs do not line up (the caller applies fn at this size)."""
+        from a template of fn applied once to the traces' graph j (three, or
+        four once checked) and lined up as they were; its probes are fn's
+        graphs at the hints. The template is made on the first call for
+        `key`; None when fn's graphs do not line up or the graph is traced
+        per size (the caller applies fn at this size)."""
+        if self.templates is None:
+            return None
         entry = self._variants.get((j, key))
         if entry is None:
-            graphs = [fn(p.graphs[j]) for p in [self._first_parts] + self._hint_parts]
-            t, _ = _C._aot_symbolize([g.graph for g in graphs], list(self.symbols),
-                                     self._hints_used)
-            entry = self._variants[(j, key)] = (t, graphs)
-        t, graphs = entry
+            entry = self._variants[(j, key)] = self._variant(
+                [fn(p.graphs[j]) for p in self._traces], fn)
+        t, graphs, _ = entry
         if t is None:
             return None
-        if tuple(sizes) == self._first:
-            gm = graphs[0]
+        if tuple(sizes) in self._trace_sizes:
+            gm = graphs[self._trace_sizes.index(tuple(sizes))]
         else:
             gm = self._module(_C._aot_instantiate(t, list(sizes)),
                               self._first_parts.info["constants"])
-        gm._ignis_probes = lambda: graphs[1:]
+        gm._ignis_probes = lambda: graphs[1:3]
         return gm
+
+    def _variant(self, graphs, fn):
+        """(template or None, graphs, fn) for fn's graphs at the traces' sizes."""
+        t, _ = _C._aot_symbolize([g.graph for g in graphs], list(self.symbols),
+                                 [list(h) for h in self._trace_sizes])
+        return t, graphs, fn
 
     def _log_symbolic(self):
         from .aot_autograd import AotParts
@@ -209,8 +249,15 @@ class SymbolicAot:
         return run
 
     def _compile(self, sizes, tensors):
-        parts = self.parts_at(sizes)
         gm, sym_at = self._gm, self._sym_at
+        if self.templates is not None and not self._verified and \
+                tuple(sizes) not in self._trace_sizes:
+            concrete = self._with_sizes(gm, sym_at, sizes)
+            parts = self._trace(concrete, tensors)
+            if self._verify(sizes, parts):
+                parts = self._with_probes(parts, sizes)
+            return self._compile_parts(parts, tensors, self._fallback(sizes))
+        parts = self.parts_at(sizes)
         if parts is None:  # not symbolic: this size's own trace
             concrete = self._with_sizes(gm, sym_at, sizes)
             parts = self._trace(concrete, tensors)
