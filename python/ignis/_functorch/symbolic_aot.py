@@ -18,8 +18,11 @@ trace's. When the traces do not line up (a partition that differs with the
 sizes, a number that fits no form), or the capture's own size arithmetic
 goes beyond sums and products (`t // 16` is a step function: 0 at all three
 hints, 2 at 40), each size is traced as before, and IGNIS_LOGS=dynamic says
-why. IGNIS_LOGS=aot_graphs prints the symbolic
-forward and backward ("f32[8*s0, 64]"), once.
+why. Three traces leave each form one check, which a number can pass by
+chance, so the first size compiled after them is traced too and the forms
+must fit all four (Note [A fourth trace checks the fit], SymbolicAot._verify).
+IGNIS_LOGS=aot_graphs prints the symbolic forward and backward
+("f32[8*s0, 64]"), once.
 """
 from .. import _C
 from .._logging import _aot_graphs_enabled
