@@ -530,7 +530,7 @@ def _without_missing(bw, num_saved, missing):
     """_without_tangents(bw, ...), with probes (the same graph at other sizes)
     when bw has them. A backward instantiated from a symbolic template (Note
     [Symbolic AOT graphs]) gets the rewrite from a template of its own, made
-    once from the three traces' rewritten graphs, instead of rewriting each
+    once from the traces' rewritten graphs, instead of rewriting each
     size's graph in Python (3 ms a size for the example GPT's step)."""
     sym = getattr(bw, "_ignis_symbolic", None)
     if sym is not None:
