@@ -78,7 +78,8 @@ class SymbolicAot:
                                   [example_inputs[i] for i in self._tensor_at])
         self.templates = None  # one symbolic graph per graph to compile, when symbolized
         self.symbols = ()
-        self._variants = {}  # (graph index, key) -> (template, the traces' rewritten graphs, the rewrite)
+        # (graph index, key) -> (template, the traces' rewritten graphs, the rewrite)
+        self._variants = {}
         from .._dynamo.utils import dynamo_timed
         with dynamo_timed("AOT symbolic graphs (traces at two more sizes, lined up)"):
             self.why = self._symbolize(example_inputs)
