@@ -166,6 +166,31 @@ def test_a_fourth_trace_catches_a_number_that_fit_three_by_chance(capsys):
     assert "does not fit the three before it" in err
 
 
+def last_row_and_loss(a, buf):
+    out = buf.clone()
+    out[-1, :] = (a * 2)[-1, :]
+    return out, (out * a).sum()
+
+
+def test_after_a_failed_fourth_trace_backwards_without_tangents_are_eagers():
+    """The same offset in a training graph whose backward runs without the
+    first output's tangent: once the fourth trace does not fit, that
+    backward is rewritten from each size's own trace (no template), and the
+    gradients equal eager's at every size."""
+    cf = ignis.compile(last_row_and_loss)
+    for r, c in [(7, 5), (7, 7), (8, 6), (5, 5), (6, 9), (11, 4)]:
+        a = ignis.randn(r, c, requires_grad=True)
+        buf = ignis.randn(r, c)
+        out, loss = cf(a, buf)
+        loss.backward()
+        a2 = a.detach().requires_grad_()
+        ref_out, ref = last_row_and_loss(a2, buf)
+        ref.backward()
+        close(out, ref_out)
+        close(loss, ref)
+        close(a.grad, a2.grad)
+
+
 def dynamic_graph(fn, inputs_at, sizes):
     """The dynamic graph capture hands the backend, with its example inputs."""
     got = []
