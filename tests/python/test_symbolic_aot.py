@@ -166,6 +166,34 @@ def test_a_fourth_trace_catches_a_number_that_fit_three_by_chance(capsys):
     assert "does not fit the three before it" in err
 
 
+def scaled_last_row_written(b, buf):
+    buf.mul_(0.9)
+    buf[-1].copy_(b[0])
+    return buf + 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_fourth_trace_may_repeat_a_hints_value(capsys, backend):
+    """(R - 1) * C again, at hints (4, 6), (5, 8), (6, 12): the next size,
+    (2, 8), repeats the second hint's C. The check took it (later traces only
+    check the forms, whatever their values) and found that 7 * C - 24 does not
+    fit; before, lining up the four raised, that size ran eagerly and the
+    unchecked template served the next ones: a wrong row at (5, 4), and at
+    (6, 2) a negative offset whose write corrupted the heap (fuzz seed
+    4530720)."""
+    ignis._logging.set_logs(dynamic=True)
+    cf = ignis.compile(scaled_last_row_written, backend=backend)
+    for r, c in [(5, 2), (4, 6), (2, 8), (5, 4), (6, 2), (9, 2)]:
+        b, buf = ignis.randn(r, c), ignis.randn(r, c)
+        ref_buf = buf.clone()
+        out = cf(b, buf)
+        ref = scaled_last_row_written(b, ref_buf)
+        close(out, ref)
+        close(buf, ref_buf)
+    err = capsys.readouterr().err
+    assert "the trace at {'s5': 2, 's12': 8} does not fit the three before it" in err, err
+
+
 def last_row_and_loss(a, buf):
     out = buf.clone()
     out[-1, :] = (a * 2)[-1, :]

@@ -276,3 +276,18 @@ def test_copying_a_view_onto_itself_is_a_no_op_even_when_expanded():
     assert t._version == v + 1 and t.tolist() == [[0.0] * 4] * 3
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         t[-1, :] = t[0, :]
+
+
+def test_as_strided_scatter_rejects_slices_outside_the_tensor():
+    """A negative storage offset addressed elements before the result's first
+    and the copy wrote there (a heap corruption, fuzz seed 4530720 through an
+    AOT graph); each bad slice raises, as torch's as_strided_scatter does."""
+    x, src = ignis.zeros(6, 2), ignis.ones(2)
+    for size, stride, offset, words in [([2], [1], -10, "invalid storage offset -10"),
+                                        ([2], [1], 11, "out of bounds for 12 elements"),
+                                        ([2], [-1], 3, "negative sizes or strides")]:
+        with pytest.raises(RuntimeError, match=words):
+            ignis.as_strided_scatter(x, src, size, stride, offset)
+    assert float(x.abs().sum()) == 0.0
+    got = ignis.as_strided_scatter(x, src, [2], [1], 10)
+    assert got.tolist()[-1] == [1.0, 1.0] and float(got.sum()) == 2.0

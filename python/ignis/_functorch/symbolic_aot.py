@@ -147,8 +147,11 @@ class SymbolicAot:
         traces, trace_sizes = self._traces + [parts], self._trace_sizes + [tuple(sizes)]
         templates = []
         for j in range(len(traces[0].graphs)):
-            t, why = _C._aot_symbolize([p.graphs[j].graph for p in traces], list(self.symbols),
-                                       [list(h) for h in trace_sizes])
+            try:
+                t, why = _C._aot_symbolize([p.graphs[j].graph for p in traces],
+                                           list(self.symbols), [list(h) for h in trace_sizes])
+            except Exception as e:  # noqa: BLE001 - unchecked templates are never used
+                t, why = None, f"{type(e).__name__}: {e}"
             if t is None or not _same_info(traces[0].info, parts.info):
                 self.templates = None
                 self.why = (f"the trace at {dict(zip(self.symbols, sizes))} does not fit the "

@@ -299,9 +299,13 @@ std::optional<SymbolicGraph> symbolize(const std::vector<const Graph*>& traces,
                     "symbolize: needs one hint per trace, and three traces or more");
   for (const auto& h : hints)
     IGNIS_CHECK_VALUE(h.size() == symbols.size(), "symbolize: a hint needs a value per symbol");
+  // The first three hints must move every symbol (the forms are solved from
+  // the first two and checked by the third); later ones only check, so they
+  // may repeat a value (a size the program was called with after the hints:
+  // Note [A fourth trace checks the fit] in _functorch/symbolic_aot.py).
   for (size_t i = 0; i < symbols.size(); ++i)
-    for (size_t a = 0; a < hints.size(); ++a)
-      for (size_t b = a + 1; b < hints.size(); ++b)
+    for (size_t a = 0; a < 3; ++a)
+      for (size_t b = a + 1; b < 3; ++b)
         IGNIS_CHECK_VALUE(hints[a][i] != hints[b][i], "symbolize: symbol ",
                           sym::symbol_name(symbols[i]), " has one value in two hints");
   const size_t H = traces.size();

@@ -56,8 +56,10 @@ struct SymbolicGraph {
 };
 
 // `traces`: the graphs traced at each hint; `hints[h][i]`: symbol i's value
-// in trace h (at least 3 hints with pairwise different values of every
-// symbol). Returns nullopt and says why in `why` when the traces do not fit.
+// in trace h (at least 3 hints, the first three with pairwise different
+// values of every symbol; the forms are solved from the first two, and
+// every later trace checks them, whatever its values). Returns nullopt and
+// says why in `why` when the traces do not fit.
 std::optional<SymbolicGraph> symbolize(const std::vector<const graph::Graph*>& traces,
                                        const std::vector<sym::Expr>& symbols,
                                        const std::vector<std::vector<int64_t>>& hints,

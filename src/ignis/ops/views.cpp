@@ -676,13 +676,21 @@ void as_strided_scatter_meta(OpCall& c) {
   IGNIS_CHECK(src.dtype() == self.dtype(), "as_strided_scatter: expected src dtype ",
               dtype_name(self.dtype()), " but got ", dtype_name(src.dtype()));
   int64_t off = c.args[4].is_none() ? 0 : c.int_arg(4);
+  // A negative offset would address elements before the new tensor's first
+  // (written out of bounds by the copy below, not caught by `last`).
+  IGNIS_CHECK(off >= 0, "as_strided_scatter: invalid storage offset ", off);
   int64_t last = off;
+  bool overflow = false;
   for (size_t i = 0; i < sz.size(); ++i) {
     IGNIS_CHECK(sz[i] >= 0 && st[i] >= 0, "as_strided_scatter: negative sizes or strides");
     if (sz[i] == 0) last = -1;
-    if (last >= 0) last += (sz[i] - 1) * st[i];
+    int64_t span = 0;
+    if (last >= 0) {
+      overflow |= __builtin_mul_overflow(sz[i] - 1, st[i], &span);
+      overflow |= __builtin_add_overflow(last, span, &last);
+    }
   }
-  IGNIS_CHECK(last < self.numel(), "as_strided_scatter: the slice (size ", shape_str(sz),
+  IGNIS_CHECK(!overflow && last < self.numel(), "as_strided_scatter: the slice (size ", shape_str(sz),
               ", stride ", shape_str(st), ", offset ", off, ") is out of bounds for ",
               self.numel(), " elements");
   if (is_non_overlapping_and_dense(self)) c.alloc_strided(self.sizes(), self.strides(), self.dtype());
