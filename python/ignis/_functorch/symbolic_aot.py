@@ -141,8 +141,12 @@ class SymbolicAot:
         as_strided_scatter out of bounds). So the first later size is traced
         (as before symbolic graphs, once) and every number must fit all four;
         the templates become the four traces' (the variants' too), or, when
-        they do not line up, each size is traced from then on. True when
-        the templates stand."""
+        they do not line up, each size is traced from then on. The fourth
+        size may repeat a hint's value of a symbol ((2, 8) after (5, 8): fuzz
+        seed 4530720): the forms are solved from the first two traces and
+        only checked by the others. Whatever goes wrong here leaves the graph
+        traced per size: no template is used unchecked. True when the
+        templates stand."""
         self._verified = True
         traces, trace_sizes = self._traces + [parts], self._trace_sizes + [tuple(sizes)]
         templates = []
