@@ -164,8 +164,11 @@ class SymbolicAot:
                 return False
             templates.append(t)
         self.templates, self._traces, self._trace_sizes = templates, traces, trace_sizes
-        for key, (_, graphs, fn) in list(self._variants.items()):
-            self._variants[key] = self._variant(graphs + [fn(parts.graphs[key[0]])], fn)
+        try:  # the variants made from three traces, checked by the fourth too
+            for key, (_, graphs, fn) in list(self._variants.items()):
+                self._variants[key] = self._variant(graphs + [fn(parts.graphs[key[0]])], fn)
+        except Exception:  # noqa: BLE001 - remade from the four traces when next asked for
+            self._variants.clear()
         _log(f"one AOT trace for every size of {', '.join(self.symbols)}: checked by a "
              f"fourth trace at {dict(zip(self.symbols, sizes))}")
         return True
