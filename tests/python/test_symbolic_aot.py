@@ -140,6 +140,15 @@ def test_a_backward_without_tangents_is_rewritten_once(monkeypatch):
     assert all(m == calls[0] for m in calls)
 
 
+def check_writes_as_eager(fn, cf, sizes):
+    """cf(a, buf) at each (R, C) returns fn's result and leaves buf as fn does."""
+    for r, c in sizes:
+        a, buf = ignis.randn(r, c), ignis.randn(r, c)
+        ref_buf = buf.clone()
+        close(cf(a, buf), fn(a, ref_buf))
+        close(buf, ref_buf)
+
+
 def last_row_written(a, buf):
     buf[-1, :] = (a + 1)[-1, :]
     return buf.sum()
@@ -152,15 +161,8 @@ def test_a_fourth_trace_catches_a_number_that_fit_three_by_chance(capsys):
     4529646). The trace at (5, 5) does not fit it: the graph is traced per
     size from then on, every size equal to eager's, and the log says why."""
     ignis._logging.set_logs(dynamic=True)
-    cf = ignis.compile(last_row_written)
-    for r, c in [(7, 5), (7, 7), (8, 6), (5, 5), (6, 9), (11, 4)]:
-        a = ignis.randn(r, c)
-        buf, ref_buf = ignis.randn(r, c), None
-        ref_buf = buf.clone()
-        out = cf(a, buf)
-        ref = last_row_written(a, ref_buf)
-        close(out, ref)
-        close(buf, ref_buf)
+    check_writes_as_eager(last_row_written, ignis.compile(last_row_written),
+                          [(7, 5), (7, 7), (8, 6), (5, 5), (6, 9), (11, 4)])
     err = capsys.readouterr().err
     assert "AOT traces each size of this graph: the trace at" in err, err
     assert "does not fit the three before it" in err
@@ -182,14 +184,9 @@ def test_a_fourth_trace_may_repeat_a_hints_value(capsys, backend):
     (6, 2) a negative offset whose write corrupted the heap (fuzz seed
     4530720)."""
     ignis._logging.set_logs(dynamic=True)
-    cf = ignis.compile(scaled_last_row_written, backend=backend)
-    for r, c in [(5, 2), (4, 6), (2, 8), (5, 4), (6, 2), (9, 2)]:
-        b, buf = ignis.randn(r, c), ignis.randn(r, c)
-        ref_buf = buf.clone()
-        out = cf(b, buf)
-        ref = scaled_last_row_written(b, ref_buf)
-        close(out, ref)
-        close(buf, ref_buf)
+    check_writes_as_eager(scaled_last_row_written,
+                          ignis.compile(scaled_last_row_written, backend=backend),
+                          [(5, 2), (4, 6), (2, 8), (5, 4), (6, 2), (9, 2)])
     err = capsys.readouterr().err
     assert "the trace at {'s5': 2, 's12': 8} does not fit the three before it" in err, err
 

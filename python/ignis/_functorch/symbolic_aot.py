@@ -60,6 +60,35 @@ def _same_info(a, b):
         _same_constants(a["constants"], b["constants"])
 
 
+def _traces_differ(first, others):
+    """Why the traces `others` cannot be lined up with `first` ("" when they can
+    be tried): their inputs, outputs, constants, grad modes or graph count."""
+    for other in others:
+        if not _same_info(first.info, other.info) or other.grad_modes != first.grad_modes:
+            return "the traces' inputs, outputs or constants differ with the sizes"
+        if len(other.graphs) != len(first.graphs):
+            return "the traces differ with the sizes"
+    return ""
+
+
+def _template(gms, names, sizes):
+    """(the symbolic template of one graph traced at each of `sizes`, its
+    GraphModules `gms`; or None and why)."""
+    return _C._aot_symbolize([g.graph for g in gms], list(names), [list(s) for s in sizes])
+
+
+def _templates(traces, names, sizes):
+    """_template of each graph of the traced parts `traces`: (templates, "")
+    or (None, why)."""
+    templates = []
+    for j in range(len(traces[0].graphs)):
+        t, why = _template([p.graphs[j] for p in traces], names, sizes)
+        if t is None:
+            return None, why
+        templates.append(t)
+    return templates, ""
+
+
 class SymbolicAot:
     """The AOT graphs of one dynamic captured graph, for every size:
     `compile(sizes, tensors)` compiles them at `sizes` (the Sym inputs'
@@ -113,17 +142,12 @@ class SymbolicAot:
             except Exception as e:  # noqa: BLE001 - a size the hint broke: trace each size
                 return f"tracing at {dict(zip(names, hint))} raised {type(e).__name__}: {e}"
         first = traces[0]
-        for other in traces[1:]:
-            if not _same_info(first.info, other.info) or other.grad_modes != first.grad_modes:
-                return "the traces' inputs, outputs or constants differ with the sizes"
-            if len(other.graphs) != len(first.graphs):
-                return "the traces differ with the sizes"
-        templates = []
-        for j in range(len(first.graphs)):
-            t, why = _C._aot_symbolize([p.graphs[j].graph for p in traces], names, hints)
-            if t is None:
-                return why
-            templates.append(t)
+        why = _traces_differ(first, traces[1:])
+        if why:
+            return why
+        templates, why = _templates(traces, names, hints)
+        if templates is None:
+            return why
         self.templates, self.symbols = templates, tuple(names)
         self._traces, self._trace_sizes = traces, [tuple(h) for h in hints]
         self._hint_parts = traces[1:]
@@ -149,20 +173,18 @@ class SymbolicAot:
         templates stand."""
         self._verified = True
         traces, trace_sizes = self._traces + [parts], self._trace_sizes + [tuple(sizes)]
-        templates = []
-        for j in range(len(traces[0].graphs)):
+        templates, why = None, _traces_differ(traces[0], [parts])
+        if not why:
             try:
-                t, why = _C._aot_symbolize([p.graphs[j].graph for p in traces],
-                                           list(self.symbols), [list(h) for h in trace_sizes])
+                templates, why = _templates(traces, self.symbols, trace_sizes)
             except Exception as e:  # noqa: BLE001 - unchecked templates are never used
-                t, why = None, f"{type(e).__name__}: {e}"
-            if t is None or not _same_info(traces[0].info, parts.info):
-                self.templates = None
-                self.why = (f"the trace at {dict(zip(self.symbols, sizes))} does not fit the "
-                            f"three before it: {why or 'inputs, outputs or constants differ'}")
-                _log(f"AOT traces each size of this graph: {self.why}")
-                return False
-            templates.append(t)
+                why = f"{type(e).__name__}: {e}"
+        if templates is None:
+            self.templates = None
+            self.why = (f"the trace at {dict(zip(self.symbols, sizes))} does not fit the "
+                        f"three before it: {why}")
+            _log(f"AOT traces each size of this graph: {self.why}")
+            return False
         self.templates, self._traces, self._trace_sizes = templates, traces, trace_sizes
         try:  # the variants made from three traces, checked by the fourth too
             for key, (_, graphs, fn) in list(self._variants.items()):
@@ -211,9 +233,7 @@ class SymbolicAot:
 
     def _variant(self, graphs, fn):
         """(template or None, graphs, fn) for fn's graphs at the traces' sizes."""
-        t, _ = _C._aot_symbolize([g.graph for g in graphs], list(self.symbols),
-                                 [list(h) for h in self._trace_sizes])
-        return t, graphs, fn
+        return _template(graphs, self.symbols, self._trace_sizes)[0], graphs, fn
 
     def _log_symbolic(self):
         from .aot_autograd import AotParts
@@ -264,17 +284,16 @@ class SymbolicAot:
 
     def _compile(self, sizes, tensors):
         gm, sym_at = self._gm, self._sym_at
-        if self.templates is not None and not self._verified and \
-                tuple(sizes) not in self._trace_sizes:
+        # the first size after the hints checks the templates with its own trace
+        check = self.templates is not None and not self._verified and \
+            tuple(sizes) not in self._trace_sizes
+        parts = None if check else self.parts_at(sizes)
+        if parts is None:  # this size's own trace: not symbolic, or checking
             concrete = self._with_sizes(gm, sym_at, sizes)
             parts = self._trace(concrete, tensors)
-            if self._verify(sizes, parts):
-                parts = self._with_probes(parts, sizes)
-            return self._compile_parts(parts, tensors, self._fallback(sizes))
-        parts = self.parts_at(sizes)
-        if parts is None:  # not symbolic: this size's own trace
-            concrete = self._with_sizes(gm, sym_at, sizes)
-            parts = self._trace(concrete, tensors)
+            if check and self._verify(sizes, parts):
+                return self._compile_parts(self._with_probes(parts, sizes), tensors,
+                                           self._fallback(sizes))
             if _aot_graphs_enabled():
                 parts.log()
             return self._compile_parts(parts, tensors, concrete)

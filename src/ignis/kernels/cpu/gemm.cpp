@@ -424,6 +424,14 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t e
   return p;
 }
 
+// Depth panels of kKC, or half of it when A is read in place column-major:
+// its strip's depths lie a.cs apart, whole cache lines of which only MR
+// elements are used, and 512 of them crowded L1 ([512, 2048] @ [2048, 128]
+// with A transposed took 1.07-1.09 of the time of 256-deep panels).
+constexpr int64_t panel_depth(bool a_columns_in_place) {
+  return a_columns_in_place ? kKC / 2 : kKC;
+}
+
 // B packed once for all tasks is kept when it fits this many bytes; past
 // it the product is large enough that each task packing its own panels
 // (into an L2-sized per-thread buffer) costs little beside the multiply.
@@ -480,11 +488,8 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // small attention backward 0.86-0.94 -> 0.82-0.87 ms (P^T and dS^T read
   // in place).
   const bool a_cols_in_place = !a_in_place && a.rs == 1 && a.cs >= m;
-  // Depth panels of kKC, or half of it when A is read in place column-major:
-  // its strip's depths lie a.cs apart, whole cache lines of which only MR
-  // elements are used, and 512 of them crowded L1 ([512, 2048] @ [2048, 128]
-  // with A transposed took 1.07-1.09 of the time of 256-deep panels).
-  const int64_t kcb = a_cols_in_place ? kKC / 2 : kKC;
+  // Depth panels (panel_depth): half deep when A is read in place column-major.
+  const int64_t kcb = panel_depth(a_cols_in_place);
   const GemmPlan plan =
       plan_gemm(m, n, multiply ? k : 0, kcb, int64_t(sizeof(T)), by_work, MR, NR);
   const int64_t mcb = plan.mcb, ncb = plan.ncb, nblocks = plan.nblocks;
@@ -865,10 +870,8 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 bool gemm_uses_blas() { return use_blas(); }
 
 int64_t gemm_depth_slices(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
-  // a_cols_in_place's panel depth (gemm_builtin) for a column-major A
-  const int64_t panel = a_columns ? kKC / 2 : kKC;
-  return plan_gemm(m, n, k, panel, int64_t(sizeof(float)), threads, Tile<float>::MR,
-                   Tile<float>::NR)
+  return plan_gemm(m, n, k, panel_depth(a_columns), int64_t(sizeof(float)), threads,
+                   Tile<float>::MR, Tile<float>::NR)
       .slices;
 }
 
