@@ -271,6 +271,55 @@ def case_module_with_pre_hook(T):
     return mod
 
 
+def hooked_parent(T):
+    """A parent whose children get hooks: called from the compiled forward,
+    their hooks are traced into its graph (Note [Module hooks inlined])."""
+    nn = T.nn
+
+    class Scaled(nn.Module):
+        def forward(self, x, scale=1.0):
+            return x * scale
+
+    class Parent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+            self.b = nn.Linear(4, 4)
+            self.s = Scaled()
+
+        def forward(self, x):
+            return self.s(self.b(T.relu(self.a(x))), scale=3.0)
+
+    return deterministic(T, Parent())
+
+
+@case(inputs=x_in_grad, grad=True)
+def case_submodule_hooks(T):
+    mod = hooked_parent(T)
+    mod.a.register_forward_pre_hook(lambda m, args: args[0] + 1)  # one tensor: a 1-tuple
+    mod.a.register_forward_hook(lambda m, args, out: out * 2)
+    mod.b.register_forward_hook(lambda m, args, out: out - args[0])
+    mod.b.register_forward_hook(lambda m, args, out: out.tanh(), prepend=True)  # runs first
+    mod.b.register_forward_hook(lambda m, args, out: None)  # keeps the output
+    return mod
+
+
+@case(inputs=x_in_grad, grad=True)
+def case_submodule_hooks_with_kwargs(T):
+    mod = hooked_parent(T)
+
+    def pre(m, args, kwargs):
+        return (args[0] + 1,), {"scale": kwargs["scale"] * 2}
+
+    def post(m, args, kwargs, out):
+        return out + args[0] * kwargs["scale"]
+
+    mod.s.register_forward_pre_hook(pre, with_kwargs=True)
+    mod.s.register_forward_hook(post, with_kwargs=True)
+    mod.s.register_forward_pre_hook(lambda m, args: None)
+    return mod
+
+
 # Dynamo's counts (torch 2.13, a counting backend, dynamic=False): (graphs, graph breaks).
 EXPECTED = {
     "call_linear": (1, 0),
@@ -297,6 +346,8 @@ EXPECTED = {
     "compile_nn_sequential_directly": (1, 0),
     "module_with_forward_hook": (2, 0),
     "module_with_pre_hook": (2, 0),
+    "submodule_hooks": (1, 0),
+    "submodule_hooks_with_kwargs": (1, 0),
 }
 
 
@@ -613,3 +664,54 @@ def test_hasattr_false_is_guarded_across_instances():
     assert close(cf(a, x), x * 2)
     assert close(cf(b, x), x + 5.0)  # b has `extra`: a's entry must not be reused
     assert len(graphs) == 2
+
+
+# --- hooks of modules called inside a compiled frame (Note [Module hooks inlined]) ---------------
+def test_submodule_hooks_recompile_when_added_or_removed():
+    graphs = []
+    mod = hooked_parent(ignis)
+    opt = ignis.compile(mod, backend=counting_backend(graphs))
+    x = tensor(ignis, 2, 4)
+    assert close(opt(x), mod(x))
+    h = mod.a.register_forward_hook(lambda m, args, out: out * 5)
+    assert close(opt(x), mod(x))
+    assert close(opt(x), mod.s(mod.b(ignis.relu(mod.a.forward(x) * 5)), scale=3.0))
+    assert len(graphs) == 2  # the hook dict is guarded
+    h.remove()
+    assert close(opt(x), mod.s(mod.b(ignis.relu(mod.a.forward(x))), scale=3.0))
+    assert len(graphs) == 2  # the hookless entry is cached
+    ignis.compiler.reset()
+
+
+def test_a_feature_hook_stays_in_the_graph():
+    """A hook that stores a detached output (feature extraction): one graph,
+    the dict written at every call, compiled or cached."""
+    graphs = []
+    mod = hooked_parent(ignis)
+    feats = {}
+
+    def save(m, args, out):
+        feats["a"] = out.detach()
+
+    mod.a.register_forward_hook(save)
+    opt = ignis.compile(mod, backend=counting_backend(graphs))
+    for seed in (1, 2):
+        x = tensor(ignis, 2, 4, seed=seed)
+        feats.clear()
+        opt(x)
+        assert close(feats["a"], mod.a.forward(x))
+    assert len(graphs) == 1
+    ex = ignis.compiler.explain(mod)(x)
+    assert ex.graph_break_count == 0, ex
+    ignis.compiler.reset()
+
+
+def test_a_with_kwargs_pre_hook_must_return_args_and_kwargs():
+    mod = hooked_parent(ignis)
+    mod.s.register_forward_pre_hook(lambda m, args, kwargs: args, with_kwargs=True)
+    x = tensor(ignis, 2, 4)
+    with pytest.raises(RuntimeError, match="forward pre-hook must return None or a tuple"):
+        mod(x)
+    with pytest.raises(RuntimeError, match="forward pre-hook must return None or a tuple"):
+        ignis.compile(mod)(x)
+    ignis.compiler.reset()

@@ -298,7 +298,9 @@ struct GuardProgram::Impl {
         break;
       case Op::LoadDictItem: {
         PyObject* d = v[s.parent];
-        if (PyDict_CheckExact(d)) out = PyDict_GetItemWithError(d, s.obj);
+        // The dict's own storage, as the trace read it (an OrderedDict of
+        // module hooks included; a subclass's __getitem__ is not called).
+        if (PyDict_Check(d)) out = PyDict_GetItemWithError(d, s.obj);
         Py_XINCREF(out);
         break;
       }

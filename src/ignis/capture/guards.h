@@ -77,7 +77,7 @@ class GuardProgram {
   // `name` in messages; loads through it are guarded like any other.
   int object(PyObject* obj, const std::string& name);
   int attr(int reg, PyObject* name);               // getattr(r, name): r.name
-  int dict_item(int reg, PyObject* key);           // r[key] for an exact dict (no __getitem__ call)
+  int dict_item(int reg, PyObject* key);           // r[key] from a dict's storage (no __getitem__ call)
   int item(int reg, Py_ssize_t index);             // r[index] for a list/tuple: r[i]
   int call_method0(int reg, const char* method);   // r.method(): r.__reduce__()
   // r.size()[dim] of a tensor, read in C++ as an int: L['x'].size()[0]

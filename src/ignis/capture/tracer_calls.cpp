@@ -1290,26 +1290,66 @@ VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fn
   }
 }
 
+// Note [Module hooks inlined]
+// A module's forward pre-hooks and forward hooks are traced into the graph,
+// run as Module._call_impl runs them: each pre-hook gets (module, args) --
+// or (module, args, kwargs) when registered with_kwargs -- and a result that
+// is not None replaces the arguments (a non-tuple becomes a one-tuple; a
+// with_kwargs hook must give (args, kwargs)); each forward hook gets
+// (module, args, output), or (module, args, kwargs, output), and a result
+// that is not None replaces the output. A feature extractor's hook that
+// appends to a list, or a pre-hook that rescales the input, so stays in one
+// graph (torch.compile inlines them too). The hook dicts are guarded (their
+// lengths, ids and hooks), so adding or removing a hook recompiles.
+// always_call hooks matter only when forward raises, which ends the trace;
+// backward hooks (torch's register_full_backward_hook) break the graph.
+// A hook's tensor result is named as torch's _call_impl stores it
+// (args_result, hook_result), so graphs print as Dynamo's do.
 VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
                         std::vector<std::pair<std::string, VTP>>& kwargs) {
   PyObject* m = mod->value.get();
-  static const char* hook_dicts[] = {"_forward_hooks", "_forward_pre_hooks",
-                                     "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs",
-                                     "_backward_hooks", "_backward_pre_hooks"};
-  for (const char* h : hook_dicts) {
-    Obj d = Obj::steal(PyObject_GetAttrString(m, h));
-    if (!d) {
+  // The hooks of `name`, in the OrderedDict's order (a prepended hook is
+  // moved to the front, which PyDict_Next does not see), each with its id.
+  auto hooks_of = [&](const char* name) {
+    std::vector<std::pair<Obj, VTP>> hooks;
+    Obj d = Obj::steal(PyObject_GetAttrString(m, name));
+    if (!d || !PyDict_Check(d.get())) {
       PyErr_Clear();
-      continue;
+      return hooks;
     }
-    Py_ssize_t n = PyObject_Length(d.get());
-    if (n < 0) {
-      PyErr_Clear();
-      continue;
+    if (PyDict_Size(d.get()) == 0) {
+      if (mod->reg >= 0) guards().check_len(guards().attr(mod->reg, PyUnicode_InternFromString(name)), 0);
+      return hooks;
     }
-    if (n > 0) throw Unsupported{str("call of a module with ", h + 1)};
-    if (mod->reg >= 0) guards().check_len(guards().attr(mod->reg, PyUnicode_InternFromString(h)), 0);
-  }
+    if (mod->reg < 0) throw Unsupported{str("call of a module with ", name + 1, " and no source to guard them")};
+    int reg = guards().attr(mod->reg, PyUnicode_InternFromString(name));
+    wrap_input(d.get(), reg);  // guards the type, the length, each id and hook
+    Obj keys = check(PySequence_List(d.get()));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys.get()); ++i) {
+      PyObject* key = PyList_GET_ITEM(keys.get(), i);
+      PyObject* hook = PyDict_GetItemWithError(d.get(), key);
+      if (!hook) throw PyErrorSet{};
+      hooks.emplace_back(Obj::borrow(key), wrap_input(hook, guards().dict_item(reg, key)));
+    }
+    return hooks;
+  };
+  auto ids_of = [&](const char* name) {  // a with_kwargs table: which ids it holds
+    std::vector<Obj> ids;
+    for (auto& [id, flag] : hooks_of(name)) ids.push_back(id);
+    return ids;
+  };
+  auto holds = [](const std::vector<Obj>& ids, const Obj& id) {
+    for (const Obj& i : ids)
+      if (PyObject_RichCompareBool(i.get(), id.get(), Py_EQ) == 1) return true;
+    return false;
+  };
+  for (const char* h : {"_backward_hooks", "_backward_pre_hooks"})
+    if (!hooks_of(h).empty()) throw Unsupported{str("call of a module with ", h + 1)};
+  auto pre_hooks = hooks_of("_forward_pre_hooks");
+  auto pre_with_kwargs = pre_hooks.empty() ? std::vector<Obj>{} : ids_of("_forward_pre_hooks_with_kwargs");
+  auto post_hooks = hooks_of("_forward_hooks");
+  auto post_with_kwargs = post_hooks.empty() ? std::vector<Obj>{} : ids_of("_forward_hooks_with_kwargs");
+
   // The class's forward, unless the instance shadows it (guarded).
   PyObject* fwd_name = PyUnicode_InternFromString("forward");
   PyObject** dp = _PyObject_GetDictPtr(m);
@@ -1320,9 +1360,52 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
     guards().check_no_key(guards().attr(mod->reg, PyUnicode_InternFromString("__dict__")), fwd_name);
   PyObject* fwd = _PyType_Lookup(Py_TYPE(m), fwd_name);
   if (!fwd || !PyFunction_Check(fwd)) throw Unsupported{str("module ", Py_TYPE(m)->tp_name, " has no Python forward")};
-  args.insert(args.begin(), mod);
-  return inline_function(PyFunction_GET_CODE(fwd), PyFunction_GET_GLOBALS(fwd), make_const(fwd),
-                         std::move(args), std::move(kwargs));
+  auto run_forward = [&](std::vector<VTP> fargs, std::vector<std::pair<std::string, VTP>> fkwargs) {
+    fargs.insert(fargs.begin(), mod);
+    return inline_function(PyFunction_GET_CODE(fwd), PyFunction_GET_GLOBALS(fwd), make_const(fwd),
+                           std::move(fargs), std::move(fkwargs));
+  };
+  if (pre_hooks.empty() && post_hooks.empty()) return run_forward(std::move(args), std::move(kwargs));
+
+  auto is_none = [](const VTP& v) { return v->kind == VK::Const && v->value.get() == Py_None; };
+  auto kwargs_dict = [&] {
+    auto d = std::make_shared<VT>(VK::Dict);
+    for (auto& [k, v] : kwargs) {
+      d->keys.push_back(check(PyUnicode_FromString(k.c_str())));
+      d->items.push_back(v);
+    }
+    return d;
+  };
+  VTP args_t = make_tuple(args);
+  VTP kw = kwargs_dict();
+  for (auto& [id, hook] : pre_hooks) {
+    if (holds(pre_with_kwargs, id)) {
+      VTP r = call(hook, {mod, args_t, kw}, {});
+      if (is_none(r)) continue;
+      if (r->kind != VK::Tuple || r->items.size() != 2 || r->items[0]->kind != VK::Tuple ||
+          r->items[1]->kind != VK::Dict)
+        throw Unsupported{"a forward pre-hook with kwargs that returned something other than (args, kwargs)"};
+      args_t = r->items[0];
+      kw = r->items[1];
+    } else {
+      VTP r = call(hook, {mod, args_t}, {});
+      if (r->kind == VK::Tensor) rename_node(r, "args_result");
+      if (!is_none(r)) args_t = r->kind == VK::Tuple ? r : make_tuple({r});
+    }
+  }
+  std::vector<std::pair<std::string, VTP>> fkwargs;
+  for (size_t i = 0; i < kw->keys.size(); ++i) {
+    if (!PyUnicode_Check(kw->keys[i].get())) throw Unsupported{"a forward pre-hook's kwargs with a key that is not a str"};
+    fkwargs.emplace_back(utf8(kw->keys[i].get()), kw->items[i]);
+  }
+  VTP out = run_forward(unpack(args_t), std::move(fkwargs));
+  for (auto& [id, hook] : post_hooks) {
+    VTP r = holds(post_with_kwargs, id) ? call(hook, {mod, args_t, kw, out}, {})
+                                         : call(hook, {mod, args_t, out}, {});
+    if (r->kind == VK::Tensor) rename_node(r, "hook_result");
+    if (!is_none(r)) out = r;
+  }
+  return out;
 }
 
 VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::vector<VTP>& args,
