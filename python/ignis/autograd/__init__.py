@@ -11,7 +11,7 @@ from .grad_mode import (  # noqa: F401
 )
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
-from . import profiler  # noqa: E402,F401
+from . import graph, profiler  # noqa: E402,F401
 
 __all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "Function"]

@@ -1,2 +1,3 @@
-"""ignis.utils: data loading (ignis.utils.data) and DLPack (ignis.utils.dlpack), as torch.utils."""
-from . import data, dlpack  # noqa: F401
+"""ignis.utils: activation checkpointing (ignis.utils.checkpoint), data loading
+(ignis.utils.data) and DLPack (ignis.utils.dlpack), as torch.utils."""
+from . import checkpoint, data, dlpack  # noqa: F401

@@ -203,6 +203,9 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
   r.graph = std::make_unique<graph::Graph>();
   graph::Graph& g = *r.graph;
   FakeTensorMode mode;
+  // What the trace's own autograd saves stays with it: a caller's
+  // saved-tensor hooks (Note [Saved-tensor hooks]) never see fakes.
+  autograd::SavedTensorHooksGuard no_saved_hooks(nullptr);
   Tracer tr(g, opt.functionalize);
   tr.decompose = decompose_policy(opt);
 

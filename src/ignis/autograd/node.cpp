@@ -51,6 +51,18 @@ uint32_t Node::add_input_geom(const Tensor& t) {
   return static_cast<uint32_t>(input_geom_.size() - 1);
 }
 
+namespace {
+thread_local std::shared_ptr<SavedTensorHooks> t_saved_hooks;
+}  // namespace
+
+SavedTensorHooksGuard::SavedTensorHooksGuard(std::shared_ptr<SavedTensorHooks> hooks)
+    : previous_(std::move(t_saved_hooks)) {
+  t_saved_hooks = std::move(hooks);
+}
+SavedTensorHooksGuard::~SavedTensorHooksGuard() { t_saved_hooks = std::move(previous_); }
+
+const std::shared_ptr<SavedTensorHooks>& current_saved_tensor_hooks() { return t_saved_hooks; }
+
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   was_defined_ = true;
@@ -59,10 +71,17 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (is_output) {
     AutogradMeta* m = get_meta(t);
     output_nr_ = m ? m->output_nr_ : 0;
-    data_ = detach(t);
-  } else {
-    data_ = t;
   }
+  Tensor kept = is_output ? detach(t) : t;
+  if (std::shared_ptr<SavedTensorHooks> hooks = t_saved_hooks) {  // a copy: the guard below moves it
+    // The hooks run with none installed: what pack computes saves nothing
+    // into them (a hook that copies to the CPU records no history anyway).
+    SavedTensorHooksGuard none(nullptr);
+    packed_ = hooks->pack(kept);
+    hooks_ = hooks;
+    return;
+  }
+  data_ = std::move(kept);
 }
 
 static const char* dtype_tensor_name(ScalarType t) {
@@ -96,11 +115,22 @@ void SavedVariable::check_version(const std::shared_ptr<Node>& owner, const char
 Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* what,
                              bool check) const {
   if (!was_defined_) return Tensor();
-  IGNIS_CHECK(data_.defined(), kFreedGraphMessage);
-  if (check) check_version(owner, what);
-  if (!is_output_) return data_;
+  Tensor t;
+  if (hooks_) {
+    IGNIS_CHECK(packed_ != nullptr, kFreedGraphMessage);
+    SavedTensorHooksGuard none(nullptr);
+    t = hooks_->unpack(packed_);
+    IGNIS_CHECK_TYPE(t.defined(), "saved_tensors_hooks: the unpack hook returned no tensor");
+    notify_checked(t);
+    if (!is_output_) return t;
+  } else {
+    IGNIS_CHECK(data_.defined(), kFreedGraphMessage);
+    if (check) check_version(owner, what);
+    if (!is_output_) return data_;
+    t = data_;
+  }
   // Outputs get their history back (so that double backward can see it).
-  Tensor t = detach(data_);
+  t = detach(t);
   if (owner && is_floating(t.dtype())) set_history(t, owner, output_nr_);
   return t;
 }

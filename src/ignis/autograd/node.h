@@ -80,10 +80,41 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t seq_;
 };
 
+// Note [Saved-tensor hooks]
+// saved_tensors_hooks(pack, unpack) (torch.autograd.graph): while a pair is
+// installed on a thread, each tensor a backward node saves is handed to
+// pack, and only what pack returns is kept; the backward gets unpack(that)
+// back. Activation checkpointing keeps nothing and recomputes the forward
+// on the first unpack; offloading keeps a CPU copy. An output is packed
+// detached (its history would be a cycle through the node) and gets its
+// history back when unpacked, as one kept in place does. The version check
+// of a packed tensor is its hooks' business (torch checks none either).
+class SavedTensorHooks {
+ public:
+  virtual ~SavedTensorHooks() = default;
+  virtual std::shared_ptr<void> pack(const Tensor& t) = 0;
+  virtual Tensor unpack(const std::shared_ptr<void>& packed) = 0;
+};
+
+// Installs `hooks` on this thread until the guard ends; nullptr installs
+// none (the AOT trace's own saving must not reach a user's hooks).
+class SavedTensorHooksGuard {
+ public:
+  explicit SavedTensorHooksGuard(std::shared_ptr<SavedTensorHooks> hooks);
+  ~SavedTensorHooksGuard();
+  SavedTensorHooksGuard(const SavedTensorHooksGuard&) = delete;
+  SavedTensorHooksGuard& operator=(const SavedTensorHooksGuard&) = delete;
+
+ private:
+  std::shared_ptr<SavedTensorHooks> previous_;
+};
+// The hooks installed on this thread (nullptr: none).
+const std::shared_ptr<SavedTensorHooks>& current_saved_tensor_hooks();
+
 // A tensor saved for backward. Inputs are kept as they are; outputs are kept
 // as a shallow copy without autograd state (keeping the output itself would
 // make a cycle node -> output -> grad_fn == node) and get their history back
-// when unpacked.
+// when unpacked. Under saved-tensor hooks, the packed form is kept instead.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -96,10 +127,15 @@ class SavedVariable {
                 bool check_version = true) const;
   // RuntimeError when the tensor was modified in place since it was saved.
   void check_version(const std::shared_ptr<Node>& owner, const char* what) const;
-  void reset() { data_ = Tensor(); }
+  void reset() {
+    data_ = Tensor();
+    packed_.reset();
+  }
 
  private:
   Tensor data_;
+  std::shared_ptr<SavedTensorHooks> hooks_;  // set when packed
+  std::shared_ptr<void> packed_;
   uint64_t version_ = 0;
   uint32_t output_nr_ = 0;
   bool is_output_ = false;

@@ -1000,6 +1000,10 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
       Obj name = check(PyObject_GetAttrString(fn, "__name__"));
       if (VTP r = call_check(utf8(name.get()), args, kwargs)) return r;
     }
+    if (mod == "ignis.utils.checkpoint") {
+      Obj name = check(PyObject_GetAttrString(fn, "__name__"));
+      if (utf8(name.get()) == "checkpoint") return call_checkpointed(args, kwargs);
+    }
     // Layers' own methods are model code (as torch.nn is to Dynamo): inline them.
     if (mod.rfind("ignis", 0) == 0 && mod.rfind("ignis.nn.modules", 0) != 0)
       throw Unsupported{str("call to ", callable_name(fn), " (ignis internals are not traced)")};
@@ -1141,6 +1145,43 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
   }
   // Anything else with constant arguments that is known to be pure: fold.
   throw Unsupported{str("call to ", callable_name(fn), " is not supported by capture")};
+}
+
+// Note [Checkpoints traced as their function]
+// ignis.utils.checkpoint(fn, *args, **kwargs) computes fn(*args, **kwargs);
+// it only changes what the backward keeps. In a captured graph that is the
+// partitioner's choice (it saves or recomputes by cost), so the call is
+// traced as fn's, as Dynamo's checkpoint wrapper leaves the values alone.
+// Its own keywords are dropped; a context_fn (a custom recompute context)
+// or keywords that the reentrant form refuses run eagerly.
+VTP Tracer::call_checkpointed(std::vector<VTP>& args, std::vector<std::pair<std::string, VTP>>& kwargs) {
+  if (args.empty()) throw Unsupported{"ignis.utils.checkpoint.checkpoint() without a function"};
+  std::vector<VTP> rest(args.begin() + 1, args.end());
+  std::vector<std::pair<std::string, VTP>> fkwargs;
+  bool reentrant = true;  // torch's default when use_reentrant is not given
+  for (auto& [k, v] : kwargs) {
+    if (k == "use_reentrant") {
+      if (v->kind != VK::Const) throw Unsupported{"checkpoint(use_reentrant=...) not a constant"};
+      reentrant = v->value.get() == Py_None || PyObject_IsTrue(v->value.get()) == 1;
+    } else if (k == "context_fn") {
+      static PyObject* noop = py_import_attr("ignis.utils.checkpoint", "noop_context_fn");
+      if (v->kind != VK::Const || v->value.get() != noop)
+        throw Unsupported{"checkpoint() with a context_fn (its recompute contexts are not traced)"};
+    } else if (k != "preserve_rng_state" && k != "determinism_check" && k != "debug") {
+      fkwargs.emplace_back(k, v);
+    }
+  }
+  if (reentrant && !fkwargs.empty())
+    throw Unsupported{"checkpoint(use_reentrant=True) with keyword arguments for the function"};
+  if (reentrant && autograd::grad_enabled()) {
+    // The reentrant form records nothing when no input requires grad: the
+    // parameters inside get no gradient, which fn's own trace would give.
+    bool any = false;
+    for (const VTP& a : rest)
+      any |= a->kind == VK::Tensor && a->fake && autograd::requires_grad(py::unwrap(a->fake.get()));
+    if (!any) throw Unsupported{"checkpoint(use_reentrant=True) of inputs that do not require grad"};
+  }
+  return call(args[0], std::move(rest), std::move(fkwargs));
 }
 
 VTP Tracer::inline_function(PyObject* code_obj, PyObject* globals, const VTP& fnvt,

@@ -277,6 +277,7 @@ class Tracer {
                          std::vector<std::pair<std::string, VTP>>& kwargs);
   VTP inline_function(PyObject* code, PyObject* globals, const VTP& fnvt,
                       std::vector<VTP> args, std::vector<std::pair<std::string, VTP>> kwargs);
+  VTP call_checkpointed(std::vector<VTP>& args, std::vector<std::pair<std::string, VTP>>& kwargs);
   VTP call_module(const VTP& mod, std::vector<VTP>& args,
                   std::vector<std::pair<std::string, VTP>>& kwargs);
   VTP getattr(const VTP& obj, PyObject* name);

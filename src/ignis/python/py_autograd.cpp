@@ -461,7 +461,91 @@ PyObject* f_mark_stale_view(PyObject*, PyObject* t) {
   IGNIS_PY_END(nullptr)
 }
 
+// --- saved-tensor hooks (Note [Saved-tensor hooks], autograd/node.h) --------------
+// Python's pack and unpack, called with the GIL taken (the engine may run a
+// backward without it). The packed object is held by a shared_ptr whose
+// deleter takes the GIL too.
+class PySavedTensorHooks final : public autograd::SavedTensorHooks {
+ public:
+  PySavedTensorHooks(PyObject* pack, PyObject* unpack) : pack_(hold(pack)), unpack_(hold(unpack)) {}
+
+  std::shared_ptr<void> pack(const Tensor& t) override {
+    PyGILState_STATE st = PyGILState_Ensure();
+    PyObject* r = nullptr;
+    if (PyObject* arg = wrap(t)) {
+      r = PyObject_CallOneArg(static_cast<PyObject*>(pack_.get()), arg);
+      Py_DECREF(arg);
+    }
+    PyGILState_Release(st);
+    if (!r) throw PythonErrorAlreadySet();
+    return hold_owned(r);
+  }
+
+  Tensor unpack(const std::shared_ptr<void>& packed) override {
+    PyGILState_STATE st = PyGILState_Ensure();
+    PyObject* r = PyObject_CallOneArg(static_cast<PyObject*>(unpack_.get()), static_cast<PyObject*>(packed.get()));
+    Tensor out;
+    bool is_t = r && is_tensor(r);
+    if (is_t) out = unwrap(r);
+    std::string type_name = r && !is_t ? Py_TYPE(r)->tp_name : "";
+    Py_XDECREF(r);
+    PyGILState_Release(st);
+    if (!r) throw PythonErrorAlreadySet();
+    if (!is_t)
+      IGNIS_FAIL_KIND(Type, "saved_tensors_hooks: the unpack hook must return a Tensor, got ",
+                      type_name);
+    return out;
+  }
+
+ private:
+  static std::shared_ptr<void> hold_owned(PyObject* o) {
+    return std::shared_ptr<void>(o, [](void* p) {
+      PyGILState_STATE st = PyGILState_Ensure();
+      Py_DECREF(static_cast<PyObject*>(p));
+      PyGILState_Release(st);
+    });
+  }
+  static std::shared_ptr<void> hold(PyObject* o) {
+    Py_INCREF(o);
+    return hold_owned(o);
+  }
+  std::shared_ptr<void> pack_, unpack_;
+};
+
+// The guards of _push_saved_tensors_hooks, innermost last (context managers
+// nest, so pushes and pops pair up).
+thread_local std::vector<std::unique_ptr<autograd::SavedTensorHooksGuard>> t_saved_hook_guards;
+
+// _push_saved_tensors_hooks(pack, unpack): installs the pair on this thread.
+// pack(None) and unpack(None) install none (disable_saved_tensors_hooks).
+PyObject* f_push_saved_tensors_hooks(PyObject*, PyObject* args) {
+  PyObject *pack, *unpack;
+  if (!PyArg_ParseTuple(args, "OO", &pack, &unpack)) return nullptr;
+  const bool none = pack == Py_None && unpack == Py_None;
+  if (!none && (!PyCallable_Check(pack) || !PyCallable_Check(unpack))) {
+    PyErr_SetString(PyExc_TypeError, "saved_tensors_hooks: pack_hook and unpack_hook must be callable");
+    return nullptr;
+  }
+  IGNIS_PY_BEGIN
+  std::shared_ptr<autograd::SavedTensorHooks> hooks;
+  if (!none) hooks = std::make_shared<PySavedTensorHooks>(pack, unpack);
+  t_saved_hook_guards.push_back(std::make_unique<autograd::SavedTensorHooksGuard>(std::move(hooks)));
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
+PyObject* f_pop_saved_tensors_hooks(PyObject*, PyObject*) {
+  if (t_saved_hook_guards.empty()) {
+    PyErr_SetString(PyExc_RuntimeError, "saved_tensors_hooks: no hooks to pop");
+    return nullptr;
+  }
+  t_saved_hook_guards.pop_back();
+  Py_RETURN_NONE;
+}
+
 PyMethodDef autograd_functions[] = {
+    {"_push_saved_tensors_hooks", f_push_saved_tensors_hooks, METH_VARARGS, nullptr},
+    {"_pop_saved_tensors_hooks", f_pop_saved_tensors_hooks, METH_NOARGS, nullptr},
     {"_run_backward", f_run_backward, METH_VARARGS, nullptr},
     {"_run_grad", f_run_grad, METH_VARARGS, nullptr},
     {"_record_function", f_record_function, METH_VARARGS, nullptr},
