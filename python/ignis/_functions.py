@@ -5,6 +5,8 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "broadcast_tensors", "broadcast_shapes",
            # torch's top-level functions made of ops (below)
            "repeat_interleave",
+           "polygamma",
+           "mvlgamma",
            "argwhere",
            "diff",
            "isin",
@@ -779,3 +781,30 @@ def sgn(input):
 def msort(input):
     """input sorted along its first dim (torch.msort)."""
     return input.sort(0)[0]
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma at input (torch.polygamma: n first; the
+    op is the method input.polygamma(n))."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    r = input.polygamma(n)
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+def mvlgamma(input, p):
+    """The log of the multivariate gamma function of dimension p:
+    p (p - 1) / 4 log(pi) + sum_i lgamma(input - i / 2), i = 0..p-1; every
+    element must exceed (p - 1) / 2 (torch.mvlgamma)."""
+    import math
+    ig = _ig()
+    if not isinstance(p, int) or p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if not input.is_floating_point():
+        input = input.to(ig.get_default_dtype())
+    if not bool((input > (p - 1) / 2).all()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 (= {(p - 1) / 2})")
+    steps = ig.arange(p, dtype=input.dtype, device=input.device) * -0.5
+    return ig.lgamma(input.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)

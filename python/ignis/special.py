@@ -1,8 +1,9 @@
-"""torch.special's functions that ignis's ops compute (the gamma, Bessel and
+"""torch.special's functions that ignis's ops compute (the Bessel and
 polynomial families need kernels ignis does not have yet)."""
 
 __all__ = ["erf", "erfc", "expit", "logit", "xlogy", "xlog1py", "log1p", "expm1", "exp2",
-           "logsumexp", "softmax", "log_softmax", "sinc", "round", "entr", "ndtr", "log_ndtr"]
+           "logsumexp", "softmax", "log_softmax", "sinc", "round", "entr", "ndtr", "log_ndtr",
+           "gammaln", "digamma", "psi", "polygamma", "multigammaln", "erfinv"]
 
 
 def _ig():
@@ -20,6 +21,26 @@ def _same_as(name):
 
 
 erf, erfc, log1p, expm1, exp2 = (_same_as(n) for n in ("erf", "erfc", "log1p", "expm1", "exp2"))
+digamma, erfinv = _same_as("digamma"), _same_as("erfinv")
+
+
+def gammaln(input):
+    """log |gamma(x)| (torch.special.gammaln): ignis.lgamma."""
+    return _ig().lgamma(input)
+
+
+def psi(input):
+    """digamma (torch.special.psi)."""
+    return _ig().digamma(input)
+
+
+def polygamma(n, input):
+    return _ig().polygamma(n, input)
+
+
+def multigammaln(input, p):
+    """The log multivariate gamma function (torch.special.multigammaln): ignis.mvlgamma."""
+    return _ig().mvlgamma(input, p)
 
 
 def expit(input):

@@ -404,6 +404,7 @@ POINTWISE_VARIANTS = {
     "add": [("", {}), ("alpha", {"alpha": 2})],
     "sub": [("", {}), ("alpha", {"alpha": 3})],
     "div": [("", {}), ("trunc", {"rounding_mode": "trunc"}), ("floor", {"rounding_mode": "floor"})],
+    "polygamma": [("n0", {"n": 0}), ("n1", {"n": 1}), ("n3", {"n": 3})],
 }
 
 

@@ -352,9 +352,14 @@ class KernelPrinter {
   // taken per element, and a call GCC cannot vectorise (std::log) no longer
   // keeps the whole loop scalar (a cross-entropy backward kernel over
   // [1024, 96] took 1.8 ms at one thread with log(row sum) in its loop).
-  // Not in column kernels, whose loops run per column chunk.
+  // Not in column kernels, whose loops run per column chunk, nor where the
+  // inner loops never run: hoisted, a load would read an empty tensor's
+  // element 0 (lgamma of a [0, 5] broadcast view read past nothing and
+  // crashed: its call is hoisted, where exp's vector math is not).
   std::vector<bool> invariant_nodes(size_t li) const {
-    if (k_.columns) return std::vector<bool>(k_.loops[li].body.size(), false);
+    bool empty = false;
+    for (const sym::Expr& e : k_.inner_sizes) empty |= e.is_const() && e.value() <= 0;
+    if (k_.columns || empty) return std::vector<bool>(k_.loops[li].body.size(), false);
     return row_invariant_nodes(k_, li);
   }
 

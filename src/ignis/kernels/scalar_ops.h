@@ -168,6 +168,186 @@ struct GeluBackwardTanh {
   }
 };
 
+// ---- special functions ---------------------------------------------------------------
+// Gamma-family functions and erfinv, written out here so that the CPU, the
+// generated kernels and CUDA (where only the device library's lgamma, erf,
+// tan, ... exist) compute them alike. Special values follow torch's.
+namespace special {
+constexpr double kPi = 3.14159265358979323846;
+
+// digamma(x) for x >= 10: log x - 1/(2x) - sum_k B_2k / (2k x^2k), k = 1..7
+// (the last term is under 1e-15 there).
+template <typename T>
+IGNIS_ALWAYS_INLINE T digamma_asymptotic(T x) {
+  const T y = T(1) / (x * x);
+  const T series =
+      y * (T(1.0 / 12) -
+           y * (T(1.0 / 120) -
+                y * (T(1.0 / 252) -
+                     y * (T(1.0 / 240) - y * (T(1.0 / 132) - y * (T(691.0 / 32760) - y * T(1.0 / 12)))))));
+  return T(std::log(x)) - T(0.5) / x - series;
+}
+
+// digamma (psi): the log-derivative of the gamma function. Below 10 it steps
+// up by psi(x + 1) = psi(x) + 1/x; below 0 it reflects, psi(1 - x) - pi /
+// tan(pi x), with tan taken of the fraction (x an integer has no value: nan;
+// at zero, -inf with zero's sign flipped, as torch).
+template <typename T>
+IGNIS_ALWAYS_INLINE T digamma(T x) {
+  if (x == T(0)) return std::signbit(double(x)) ? std::numeric_limits<T>::infinity()
+                                                : -std::numeric_limits<T>::infinity();
+  T reflected = T(0);
+  if (x < T(0)) {
+    const T whole = T(std::trunc(x));
+    if (x == whole) return std::numeric_limits<T>::quiet_NaN();
+    reflected = T(kPi) / T(std::tan(T(kPi) * (x - whole)));
+    x = T(1) - x;
+  }
+  T steps = T(0);
+  while (x < T(10)) {
+    steps += T(1) / x;
+    x += T(1);
+  }
+  return digamma_asymptotic(x) - steps - reflected;
+}
+
+// The Hurwitz zeta function zeta(s, q) = sum_k (q + k)^-s for s > 1, by
+// Euler-Maclaurin: nine terms summed, then the integral of the rest and its
+// Bernoulli corrections B_2j / (2j)! * s (s + 1) ... (s + 2j - 2) * a^(1 - s - 2j),
+// j = 1..12, at a = q + 9. polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x).
+template <typename T>
+IGNIS_ALWAYS_INLINE T zeta(T s, T q) {
+  if (s == T(1)) return std::numeric_limits<T>::infinity();
+  if (q <= T(0)) {
+    if (q == T(std::floor(q))) return std::numeric_limits<T>::infinity();
+    if (s != T(std::floor(s))) return std::numeric_limits<T>::quiet_NaN();
+  }
+  // B_2j / (2j)!, j = 1..12
+  constexpr double kB[12] = {1.0 / 12,
+                             -1.0 / 720,
+                             1.0 / 30240,
+                             -1.0 / 1209600,
+                             1.0 / 47900160,
+                             -691.0 / 1307674368000.0,
+                             1.0 / 74724249600.0,
+                             -3617.0 / 10670622842880000.0,
+                             43867.0 / 5109094217170944000.0,
+                             -174611.0 / 802857662698291200000.0,
+                             77683.0 / 14101100039391805440000.0,
+                             -236364091.0 / 1693824136731743669452800000.0};
+  T sum = T(std::pow(q, -s));
+  T a = q;
+  for (int k = 0; k < 9; ++k) {
+    a += T(1);
+    const T term = T(std::pow(a, -s));
+    sum += term;
+    if (std::abs(double(term)) < 1e-17 * std::abs(double(sum))) return sum;
+  }
+  const T w = a;
+  sum += w * T(std::pow(w, -s)) / (s - T(1)) - T(0.5) * T(std::pow(w, -s));
+  T rising = s;                      // s (s + 1) ... (s + 2j - 2)
+  T power = T(std::pow(w, -s)) / w;  // w^(1 - s - 2j)
+  for (int j = 0; j < 12; ++j) {
+    const T term = T(kB[j]) * rising * power;
+    sum += term;
+    if (std::abs(double(term)) < 1e-17 * std::abs(double(sum))) break;
+    rising *= (s + T(2 * j + 1)) * (s + T(2 * j + 2));
+    power /= w * w;
+  }
+  return sum;
+}
+
+// trigamma (polygamma 1): below 0.5 it reflects, psi1(1 - x) + psi1(x) =
+// pi^2 / sin^2(pi x); below 10 it steps up by psi1(x) = psi1(x + 1) + 1/x^2;
+// then 1/x + 1/(2x^2) + sum_k B_2k / x^(2k+1), k = 1..8.
+template <typename T>
+IGNIS_ALWAYS_INLINE T trigamma(T x) {
+  T sign = T(1), result = T(0);
+  if (x < T(0.5)) {  // at a pole sin(pi x) rounds to a tiny number, as in torch
+    const T s = T(std::sin(T(kPi) * x));
+    result -= T(kPi * kPi) / (s * s);
+    sign = T(-1);
+    x = T(1) - x;
+  }
+  while (x < T(10)) {
+    result += T(1) / (x * x);
+    x += T(1);
+  }
+  const T y = T(1) / (x * x);
+  const T series =
+      T(1) + T(0.5) / x +
+      y * (T(1.0 / 6) -
+           y * (T(1.0 / 30) -
+                y * (T(1.0 / 42) -
+                     y * (T(1.0 / 30) - y * (T(5.0 / 66) - y * (T(691.0 / 2730) - y * T(7.0 / 6)))))));
+  return sign * (result + series / x);
+}
+
+template <typename T>
+IGNIS_ALWAYS_INLINE T polygamma(T x, long long n) {
+  if (n == 0) return digamma(x);
+  if (n == 1) return trigamma(x);
+  double factorial = 1;
+  for (long long i = 2; i <= n; ++i) factorial *= double(i);
+  // in double: at a negative x the first terms cancel (-128 + 128 at -2.5)
+  const double sign = n % 2 ? 1.0 : -1.0;
+  return T(sign * factorial * zeta(double(n + 1), double(x)));
+}
+
+// erfinv: Giles's single-precision approximation ("Approximating the erfinv
+// function", 2010; a polynomial in w = -log(1 - x^2), one for the centre and
+// one for the tails), then Newton steps on erf (two: quadratic convergence
+// from ~1e-7 reaches double precision).
+template <typename T>
+IGNIS_ALWAYS_INLINE T erfinv(T y) {
+  if (!(y >= T(-1) && y <= T(1))) return std::numeric_limits<T>::quiet_NaN();
+  if (y == T(1)) return std::numeric_limits<T>::infinity();
+  if (y == T(-1)) return -std::numeric_limits<T>::infinity();
+  double w = -std::log((1.0 - double(y)) * (1.0 + double(y))), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * double(y);
+  constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+  for (int i = 0; i < 2; ++i) {
+    const double slope = kTwoOverSqrtPi * std::exp(-x * x);
+    if (slope == 0.0) break;
+    x -= (std::erf(x) - double(y)) / slope;
+  }
+  return T(x);
+}
+}  // namespace special
+
+IGNIS_UNARY_OP(Lgamma, "lgamma", T(std::lgamma(x)))
+IGNIS_UNARY_OP(Digamma, "digamma", special::digamma(x))
+IGNIS_UNARY_OP(Erfinv, "erfinv", special::erfinv(x))
+// polygamma(x, n): the op's non-tensor argument n after the tensor.
+struct Polygamma {
+  static constexpr const char* name = "polygamma";
+  template <typename T>
+  IGNIS_ALWAYS_INLINE T operator()(T x, T n) const { return special::polygamma(x, (long long)n); }
+};
+
 // ---- binary -----------------------------------------------------------------------
 namespace detail {
 // Signed integer + - * that wrap (two's complement) where C++ calls the
@@ -516,7 +696,7 @@ struct SgdElement {
 #define IGNIS_FORALL_SCALAR_OPS(_) \
   _(Neg) _(Abs) _(Exp) _(Exp2) _(Log) _(Log2) _(Log10) _(Log1p) _(Expm1) _(Sqrt) _(Rsqrt) \
   _(Sin) _(Cos) _(Tan) _(Asin) _(Acos) _(Atan) _(Sinh) _(Cosh) _(Tanh) _(Sigmoid) _(Relu) \
-  _(Silu) _(Mish) _(Gelu) _(GeluTanh) _(Erf) _(Erfc) _(Floor) _(Ceil) _(Round) _(Trunc) \
+  _(Silu) _(Mish) _(Gelu) _(GeluTanh) _(Erf) _(Erfc) _(Lgamma) _(Digamma) _(Erfinv) _(Polygamma) _(Floor) _(Ceil) _(Round) _(Trunc) \
   _(Frac) _(Sign) _(Reciprocal) _(Square) _(BitwiseNot) _(LogicalNot) _(IsNan) _(IsInf) \
   _(IsFinite) _(IsPosInf) _(IsNegInf) _(SignBit) _(Softplus) _(LeakyRelu) _(Elu) _(LogSigmoid) \
   _(Hardtanh) _(GeluBackward) _(GeluBackwardTanh) _(Add) _(Sub) _(Rsub) _(Mul) _(Maximum) \

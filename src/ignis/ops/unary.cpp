@@ -183,12 +183,42 @@ DERIV(sigmoid_bw, mul(g, mul(Y, sub(scalar(1.0), Y))))
 DERIV(relu_bw, mul(g, op("gt", Y, scalar(0.0))))
 DERIV(erf_bw, mul(mul(g, op("exp", neg(sq(X)))), kTwoOverSqrtPi))
 DERIV(erfc_bw, mul(mul(g, op("exp", neg(sq(X)))), -kTwoOverSqrtPi))
+DERIV(lgamma_bw, mul(g, op("digamma", X)))
+DERIV(digamma_bw, mul(g, op("polygamma", X, int64_t(1))))
+DERIV(erfinv_bw, mul(mul(g, op("exp", sq(Y))), 0.88622692545275801365))  // sqrt(pi) / 2
 DERIV(zero_bw, zeros_like(g))
 DERIV(identity_bw, g)
 DERIV(reciprocal_bw, neg(mul(g, sq(Y))))
 DERIV(square_bw, mul(mul(g, X), 2.0))
 #undef X
 #undef Y
+
+// polygamma(self, n): d/dx polygamma(n, x) = polygamma(n + 1, x).
+void polygamma_bw(GradCtx& c) {
+  c.set(0, mul(c.grad(), op("polygamma", c.in(0), c.args[1].to_int() + 1)));
+}
+
+// polygamma(self, n) -- torch's polygamma(n, input), whose function form
+// python/ignis/_functions.py gives -- and its in-place method. n is the
+// scalar function's argument after the tensor (scalar_ops::Polygamma).
+template <bool Inplace>
+void polygamma_meta(OpCall& c) {
+  IGNIS_CHECK(c.args[1].to_int() >= 0, "polygamma(n, x) does not support negative n.");
+  pointwise_meta(c, {0}, R::PromoteToFloat, Inplace);
+}
+void polygamma_cpu(OpCall& c) {
+  const int64_t n = c.args[1].to_int();
+  IGNIS_DISPATCH_FLOAT(c.iter->common_dtype(), "polygamma", [&] {
+    using T = opmath_t<scalar_t>;
+    const T order = T(n);
+    cpu_kernel<scalar_t, scalar_t>(*c.iter,
+                                   [order](T x) { return scalar_ops::Polygamma()(x, order); });
+  });
+}
+void polygamma_cuda(OpCall& c) {
+  cuda_pointwise(c, scalar_ops::Polygamma::name, c.iter->common_dtype(), cuda::kFloatDtypes,
+                 {Scalar(c.args[1].to_int())});
+}
 
 void silu_bw(GradCtx& c) {
   Tensor s = op("sigmoid", c.in(0));
@@ -313,6 +343,21 @@ void register_unary_ops() {
                                          true, decomp::mish);
   unary<Erf, Types::Float, R::PromoteToFloat>("erf", "error function", {erf_bw, "self"});
   unary<Erfc, Types::Float, R::PromoteToFloat>("erfc", "1 - erf(input)", {erfc_bw, "self"});
+  unary<Lgamma, Types::Float, R::PromoteToFloat>("lgamma", "log |gamma(input)|",
+                                                 {lgamma_bw, "self"});
+  unary<Digamma, Types::Float, R::PromoteToFloat>("digamma", "d/dx lgamma(input)",
+                                                  {digamma_bw, "self"});
+  unary<Erfinv, Types::Float, R::PromoteToFloat>("erfinv", "the inverse of erf on (-1, 1)",
+                                                 {erfinv_bw, "result"});
+  declare_cuda_pointwise("polygamma", Polygamma::name, 1, 1, cuda::kFloatDtypes, false);
+  def("polygamma(Tensor self, int n) -> Tensor")
+      .category(OpCategory::Pointwise).method_only().scalar(Polygamma::name)
+      .meta(polygamma_meta<false>).cpu(polygamma_cpu).cuda(polygamma_cuda)
+      .doc("the n-th derivative of digamma").derivative(polygamma_bw, "self").core();
+  def("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)")
+      .category(OpCategory::Pointwise).method_only().scalar(Polygamma::name)
+      .meta(polygamma_meta<true>).cpu(polygamma_cpu).cuda(polygamma_cuda)
+      .doc("the n-th derivative of digamma").derivative(polygamma_bw, "self");
   unary<Floor, Types::Numeric, R::Promote>("floor", "round down", {zero_bw});
   unary<Ceil, Types::Numeric, R::Promote>("ceil", "round up", {zero_bw});
   unary<Round, Types::Numeric, R::Promote>("round", "round half to even", {zero_bw});

@@ -73,12 +73,14 @@ template <> struct numeric_limits<bool> {
 };
 template <> struct numeric_limits<float> {
   static float infinity() { return __int_as_float(0x7f800000); }
+  static float quiet_NaN() { return __int_as_float(0x7fc00000); }
   static float min() { return 1.17549435e-38f; }
   static float max() { return 3.40282347e+38f; }
   static float lowest() { return -3.40282347e+38f; }
 };
 template <> struct numeric_limits<double> {
   static double infinity() { return __longlong_as_double(0x7ff0000000000000ll); }
+  static double quiet_NaN() { return __longlong_as_double(0x7ff8000000000000ll); }
   static double min() { return 2.2250738585072014e-308; }
   static double max() { return 1.7976931348623157e+308; }
   static double lowest() { return -1.7976931348623157e+308; }
@@ -96,7 +98,7 @@ template <> struct numeric_limits<double> {
 IG_MATH1(exp) IG_MATH1(exp2) IG_MATH1(log) IG_MATH1(log2) IG_MATH1(log10) IG_MATH1(log1p)
 IG_MATH1(expm1) IG_MATH1(sqrt) IG_MATH1(sin) IG_MATH1(cos) IG_MATH1(tan) IG_MATH1(asin)
 IG_MATH1(acos) IG_MATH1(atan) IG_MATH1(sinh) IG_MATH1(cosh) IG_MATH1(tanh) IG_MATH1(erf)
-IG_MATH1(erfc) IG_MATH1(floor) IG_MATH1(ceil) IG_MATH1(nearbyint) IG_MATH1(trunc)
+IG_MATH1(erfc) IG_MATH1(lgamma) IG_MATH1(floor) IG_MATH1(ceil) IG_MATH1(nearbyint) IG_MATH1(trunc)
 IG_MATH2(atan2) IG_MATH2(hypot) IG_MATH2(copysign) IG_MATH2(fmod) IG_MATH2(pow)
 #undef IG_MATH1
 #undef IG_MATH2
