@@ -112,6 +112,16 @@ def L(values):
     return T(np.array(values, dtype=np.int64))
 
 
+def PM(*shape):
+    """+1 / -1 targets."""
+    return T(RNG.choice([-1.0, 1.0], shape).astype(np.float32))
+
+
+def K(*shape):
+    """Poisson counts."""
+    return T(RNG.poisson(2.0, shape).astype(np.float32))
+
+
 # name -> [(positional args in torch's order, keyword args)]; the first tensor
 # is `input`. Random functionals are sampled where they draw nothing.
 SAMPLES = {
@@ -133,8 +143,24 @@ SAMPLES = {
     "conv_transpose1d": [([X(2, 3, 5), X(3, 4, 3), X(4), 2, 1, 1, 1, 1], {})],
     "conv_transpose2d": [([X(1, 3, 4, 4), X(3, 2, 3, 3), X(2), 2, 1, 1, 1, 1], {})],
     "conv_transpose3d": [([X(1, 2, 3, 3, 3), X(2, 2, 3, 3, 3), X(2), 1, 0, 0, 1, 1], {})],
+    "cosine_embedding_loss": [([X(4, 5), X(4, 5), PM(4), 0.2, None, None, "mean"], {})],
     "cosine_similarity": [([X(3, 5), X(3, 5), 1, 1e-8], {})],
     "fold": [([X(2, 12, 9), (4, 4), 2, 1, 0, 1], {}), ([X(12, 9), (4, 5), (2, 3), 1, 1, 2], {})],
+    "gaussian_nll_loss": [([X(3, 4), X(3, 4), X(3, 4, lo=0.1, hi=2.0), False, 1e-6, "mean"], {}),
+                          ([X(3, 4), X(3, 4), X(3, lo=0.1, hi=2.0), True, 0.3, "sum"], {})],
+    "hinge_embedding_loss": [([X(3, 4), PM(3, 4), 0.5, None, None, "sum"], {})],
+    "margin_ranking_loss": [([X(5), X(5), PM(5), 0.3, None, None, "mean"], {})],
+    "multi_margin_loss": [([X(4, 5), L([0, 4, 2, 1]), 2, 0.7, C(5), None, None, "mean"], {})],
+    "multilabel_margin_loss": [([X(3, 4), L([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 0, 0, 0]]), None,
+                                None, "mean"], {})],
+    "multilabel_soft_margin_loss": [([X(3, 4), C(3, 4), C(4), None, None, "mean"], {})],
+    "poisson_nll_loss": [([X(3, 4), K(3, 4), True, True, None, 1e-8, None, "mean"], {}),
+                         ([X(3, 4, lo=0.1), K(3, 4), False, False, None, 1e-8, None, "sum"], {})],
+    "soft_margin_loss": [([X(3, 4), PM(3, 4), None, None, "mean"], {})],
+    "triplet_margin_loss": [([X(4, 5), X(4, 5), X(4, 5), 0.5, 2, 1e-6, True, None, None, "mean"],
+                             {})],
+    "triplet_margin_with_distance_loss": [([X(4, 5), X(4, 5), X(4, 5)], {"margin": 0.5,
+                                                                          "swap": True})],
     "unfold": [([X(2, 3, 5, 5), 2, 1, 0, 1], {}), ([X(3, 7, 6), (2, 3), (1, 2), 1, (2, 1)], {})],
     "dropout1d": [([X(2, 3, 4), 0.0, True, False], {}), ([X(3, 4), 1.0, True, False], {})],
     "dropout2d": [([X(2, 3, 4, 4), 1.0, True, False], {}), ([X(3, 4, 4), 0.5, False, False], {})],

@@ -111,6 +111,11 @@ from ._normalization import batch_norm, group_norm, instance_norm  # noqa: E402,
 from ._upsampling import (  # noqa: E402,F401
     interpolate, pixel_shuffle, pixel_unshuffle, upsample,
 )
+from ._losses import (  # noqa: E402,F401
+    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
+    multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss,
+    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+)
 
 # The layers written in Python (nn/_conv.py, ...) are this module's functions:
 # capture records a call to ignis.nn.functional as one graph call, as it
@@ -118,7 +123,11 @@ from ._upsampling import (  # noqa: E402,F401
 for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
            unfold, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
            avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices, batch_norm,
-           group_norm, instance_norm, interpolate, pixel_shuffle, pixel_unshuffle, upsample):
+           group_norm, instance_norm, interpolate, pixel_shuffle, pixel_unshuffle, upsample,
+           cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
+           multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss,
+           poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+           triplet_margin_with_distance_loss):
     _f.__module__ = __name__
 
 

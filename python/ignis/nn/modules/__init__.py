@@ -14,7 +14,9 @@ from .sparse import Embedding  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .loss import (  # noqa: F401
     CrossEntropyLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss, BCELoss,
-    BCEWithLogitsLoss,
+    BCEWithLogitsLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,
+    SoftMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, MultiLabelMarginLoss,
+    TripletMarginLoss, TripletMarginWithDistanceLoss, GaussianNLLLoss, PoissonNLLLoss,
 )
 from .conv import (  # noqa: F401
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
@@ -64,4 +66,7 @@ __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
+    "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "GaussianNLLLoss", "PoissonNLLLoss",
 ]
