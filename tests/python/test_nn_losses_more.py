@@ -1,7 +1,11 @@
-"""The losses ignis writes over other ops (nn/_losses.py): values and input
-gradients against torch from the same NumPy inputs (every reduction,
-batched and unbatched shapes, the options), module reprs, torch's
-exceptions for bad input, and a few under ignis.compile against eager."""
+"""The losses and layers ignis writes over other ops (nn/_losses.py, the
+alpha dropouts, gumbel_softmax, bilinear, local_response_norm, lp_pool,
+channel_shuffle, pdist): values and input gradients against
+torch from the same NumPy inputs (every reduction, batched and unbatched
+shapes, the options), module reprs, torch's exceptions for bad input, the
+random layers' statistics, and a few under ignis.compile against eager."""
+import math
+import warnings
 
 import numpy as np
 import pytest
@@ -383,6 +387,292 @@ def test_bad_loss_module_arguments_raise_like_torch(name, kwargs, message):
             getattr(nn, name)(**kw)
 
 
+# ---- layers -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,lambd", [("Hardshrink", 0.5), ("Hardshrink", 1.2),
+                                        ("Softshrink", 0.5), ("Softshrink", 0.3)])
+def test_shrink_modules(name, lambd):
+    x = RNG.uniform(-3, 3, (4, 5))
+    x[np.abs(np.abs(x) - lambd) < 0.05] += 0.2  # off the kinks
+    mi, mt = getattr(inn, name)(lambd), getattr(torch.nn, name)(lambd)
+    _compare(mi, mt, [Arg(x, grad=True)])
+    assert repr(mi) == repr(mt)
+    assert repr(getattr(inn, name)()) == repr(getattr(torch.nn, name)())
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (4, 5)), ((3,), (5,)), ((2, 3, 3), (2, 3, 5))],
+                         ids=["batch", "unbatched", "two-batch-dims"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_bilinear_matches_torch(shapes, bias):
+    (s1, s2), out = shapes, 4
+    args = [G(*s1), G(*s2), G(out, s1[-1], s2[-1]), G(out) if bias else None]
+    _compare(IF.bilinear, TF.bilinear, args)
+    mi = inn.Bilinear(s1[-1], s2[-1], out, bias=bias).double()
+    mt = torch.nn.Bilinear(s1[-1], s2[-1], out, bias=bias).double()
+    with ignis.no_grad():
+        mi.weight.copy_(ignis.tensor(mt.weight.detach().numpy()))
+        if bias:
+            mi.bias.copy_(ignis.tensor(mt.bias.detach().numpy()))
+    x1, x2 = RNG.standard_normal(s1), RNG.standard_normal(s2)
+    _compare(mi, mt, [Arg(x1, grad=True), Arg(x2, grad=True)])
+    for a, b in zip(mi.parameters(), mt.parameters()):
+        _close(a.grad, b.grad)
+    assert repr(mi) == repr(mt)
+    assert [n for n, _ in mi.named_parameters()] == [n for n, _ in mt.named_parameters()]
+
+
+def test_bilinear_init_and_errors():
+    m = inn.Bilinear(50, 7, 30)
+    bound = 1 / math.sqrt(50)
+    w = m.weight.detach().numpy()
+    assert m.weight.shape == (30, 50, 7) and m.bias.shape == (30,)
+    assert np.abs(w).max() <= bound and np.abs(m.bias.detach().numpy()).max() <= bound
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.1 * bound  # U(-b, b)
+    assert abs(w.mean()) < 0.05 * bound
+    for lib, F in ((torch, TF), (ignis, IF)):
+        w3 = lib.ones(5, 3, 4)
+        for a, b, w, bias, msg in (
+                ((2, 3), (4,), w3, None, "input dimensions do not match"),
+                ((2, 3), (3, 4), w3, None, "batch dimensions do not match"),
+                ((2, 2), (2, 4), w3, None, "input1 size does not match weight size"),
+                ((2, 3), (2, 3), w3, None, "input2 size does not match weight size"),
+                ((2, 3), (2, 4), w3, lib.ones(4), "bias size does not match weight size")):
+            with pytest.raises(RuntimeError, match=msg):
+                F.bilinear(lib.ones(*a), lib.ones(*b), w, bias)
+
+
+@pytest.mark.parametrize("shape,size", [((2, 6, 5), 3), ((2, 6, 5), 2), ((1, 5, 3, 4), 5),
+                                        ((2, 4, 2, 3, 3), 3), ((3, 4, 5), 1)])
+def test_local_response_norm_matches_torch(shape, size):
+    args = [G(*shape)]
+    _compare(lambda x: IF.local_response_norm(x, size, 1e-2, 0.6, 1.5),
+             lambda x: TF.local_response_norm(x, size, 1e-2, 0.6, 1.5), args)
+    _compare(inn.LocalResponseNorm(size), torch.nn.LocalResponseNorm(size), args)
+    assert repr(inn.LocalResponseNorm(size, 0.1, 0.5, 2.0)) == \
+        repr(torch.nn.LocalResponseNorm(size, 0.1, 0.5, 2.0))
+
+
+def test_local_response_norm_errors_and_empty_input():
+    for lib, F in ((torch, TF), (ignis, IF)):
+        with pytest.raises(ValueError, match="Expected 3D or higher dimensionality"):
+            F.local_response_norm(lib.ones(2, 3), 2)
+        e = lib.ones(0, 3, 4)
+        assert F.local_response_norm(e, 2) is e
+
+
+LP_POOLS = [
+    ("lp_pool1d", (2, 3, 9), 2.0, 3, None, False),
+    ("lp_pool1d", (3, 9), 3.0, 2, 1, False),
+    ("lp_pool1d", (2, 3, 8), 1.5, 3, 2, True),
+    ("lp_pool1d", (2, 3, 8), float("inf"), 3, None, False),
+    ("lp_pool1d", (2, 3, 8), 1.0, (3,), None, False),
+    ("lp_pool2d", (2, 3, 6, 6), 2.0, 2, None, False),
+    ("lp_pool2d", (3, 7, 7), 3.0, (3, 2), (2, 1), True),
+    ("lp_pool2d", (1, 2, 5, 6), 1.0, 3, 1, False),
+    ("lp_pool2d", (1, 2, 6, 6), float("inf"), (2, 3), None, False),
+]
+
+
+@pytest.mark.parametrize("name,shape,p,kernel,stride,ceil", LP_POOLS)
+def test_lp_pool_matches_torch(name, shape, p, kernel, stride, ceil):
+    # positive inputs: x ** p of a negative x is nan for fractional p (in both)
+    x = Arg(RNG.uniform(0.1, 2.0, shape), grad=True)
+    if name == "lp_pool1d" and isinstance(kernel, tuple):  # torch multiplies by the tuple
+        with pytest.raises(TypeError):
+            TF.lp_pool1d(torch.ones(shape), p, kernel)
+        _compare(lambda t: IF.lp_pool1d(t, p, kernel), lambda t: TF.lp_pool1d(t, p, kernel[0]),
+                 [x])
+        return
+    _compare(lambda t: getattr(IF, name)(t, p, kernel, stride, ceil),
+             lambda t: getattr(TF, name)(t, p, kernel, stride, ceil), [x])
+    mod = "LPPool1d" if name == "lp_pool1d" else "LPPool2d"
+    mi, mt = getattr(inn, mod)(p, kernel, stride, ceil), getattr(torch.nn, mod)(p, kernel,
+                                                                              stride, ceil)
+    _compare(mi, mt, [x])
+    assert repr(mi) == repr(mt)
+
+
+def test_lp_pool_odd_power_of_negative_values_as_torch():
+    # torch clamps a negative window average (odd p) to 0 before the root
+    x = Arg(RNG.standard_normal((2, 3, 8)))
+    _compare(lambda t: IF.lp_pool1d(t, 3, 2), lambda t: TF.lp_pool1d(t, 3, 2), [x])
+    _compare(lambda t: IF.lp_pool1d(t, float("-inf"), 2),
+             lambda t: TF.lp_pool1d(t, float("-inf"), 2), [x])
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3), 3), ((1, 4, 2, 2), 2), ((2, 6, 2, 1, 2), 2),
+                                          ((2, 6, 3), 1), ((3, 6, 2), 6)])
+def test_channel_shuffle_matches_torch(shape, groups):
+    x = Arg(RNG.standard_normal(shape), grad=True)
+    _compare(lambda t: IF.channel_shuffle(t, groups), lambda t: TF.channel_shuffle(t, groups), [x])
+    mi, mt = inn.ChannelShuffle(groups), torch.nn.ChannelShuffle(groups)
+    _compare(mi, mt, [x])
+    assert repr(mi) == repr(mt)
+
+
+def test_channel_shuffle_errors():
+    for lib, F in ((torch, TF), (ignis, IF)):
+        for shape, g, msg in (((2, 4), 2, "expects input with > 2 dims"),
+                              ((2, 4, 3), 0, "must be positive"),
+                              ((2, 4, 3), 3, "must be divisible by groups")):
+            with pytest.raises(RuntimeError, match=msg):
+                F.channel_shuffle(lib.ones(*shape), g)
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (2, 5), (1, 4), (0, 3)])
+@pytest.mark.parametrize("p", [2, 1.0, 3.0, 0.5, 0, float("inf")])
+def test_pdist_matches_torch(shape, p):
+    # fewer than two rows: no distances (torch 2.13's pdist backward then crashes, so
+    # only ignis's gradient is checked: zeros)
+    empty = shape[0] < 2
+    x = Arg(RNG.standard_normal(shape), grad=not empty)
+    _compare(lambda t: IF.pdist(t, p), lambda t: torch.pdist(t, p), [x])
+    _compare(lambda t: ignis.pdist(t, p=p), lambda t: TF.pdist(t, p=p), [x])
+    if empty:
+        xi = ignis.tensor(x.array, requires_grad=True)
+        ignis.pdist(xi, p).sum().backward()
+        assert xi.grad.shape == shape and not xi.grad.numpy().any()
+
+
+def test_pdist_errors():
+    for lib in (torch, ignis):
+        with pytest.raises(RuntimeError, match="only supports 2D tensors"):
+            lib.pdist(lib.ones(2, 3, 4))
+        with pytest.raises(RuntimeError, match="floating-point"):
+            lib.pdist(lib.ones(3, 4, dtype=lib.int64))
+        with pytest.raises(RuntimeError, match="non-negative p"):
+            lib.pdist(lib.ones(3, 4), -1)
+
+
+# ---- random layers ------------------------------------------------------------------------
+_ALPHA = 1.7580993408473766
+
+
+def _alpha_affine(p):
+    a = 1 / math.sqrt((_ALPHA ** 2 * p + 1) * (1 - p))
+    return a, _ALPHA * a * p, -_ALPHA * a * (1 - p)   # a, kept's offset, a dropped unit's value
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5])
+def test_alpha_dropout_statistics(p):
+    ignis.manual_seed(0)
+    x = ignis.randn(400, 500, dtype=ignis.float64).requires_grad_()
+    y = IF.alpha_dropout(x, p, training=True)
+    a, offset, dropped_value = _alpha_affine(p)
+    yv, xv = y.detach().numpy(), x.detach().numpy()
+    dropped = np.isclose(yv, dropped_value, rtol=0, atol=1e-12)
+    assert abs(dropped.mean() - p) < 0.01
+    np.testing.assert_allclose(yv[~dropped], a * xv[~dropped] + offset, rtol=1e-12, atol=1e-12)
+    # the point of alpha dropout: mean 0 and variance 1 are kept
+    assert abs(yv.mean()) < 0.02 and abs(yv.std() - 1) < 0.02
+    y.sum().backward()
+    g = x.grad.numpy()
+    assert np.allclose(g[~dropped], a) and np.all(g[dropped] == 0)
+
+
+def test_feature_alpha_dropout_drops_whole_channels():
+    ignis.manual_seed(1)
+    p = 0.4
+    x = ignis.randn(64, 50, 3, 4, dtype=ignis.float64)
+    y = IF.feature_alpha_dropout(x, p, training=True).numpy()
+    a, offset, dropped_value = _alpha_affine(p)
+    dropped = np.isclose(y, dropped_value, rtol=0, atol=1e-12).reshape(64, 50, 12)
+    per_channel = dropped.all(-1)
+    assert np.array_equal(per_channel, dropped.any(-1))  # a channel is all dropped or all kept
+    assert abs(per_channel.mean() - p) < 0.03
+    kept = ~per_channel
+    np.testing.assert_allclose(y.reshape(64, 50, 12)[kept],
+                               a * x.numpy().reshape(64, 50, 12)[kept] + offset, rtol=1e-12)
+    # torch does the same
+    yt = TF.feature_alpha_dropout(torch.randn(64, 50, 3, 4, dtype=torch.float64), p, True)
+    dt = np.isclose(yt.numpy(), dropped_value, rtol=0, atol=1e-12).reshape(64, 50, 12)
+    assert np.array_equal(dt.all(-1), dt.any(-1)) and abs(dt.all(-1).mean() - p) < 0.03
+
+
+@pytest.mark.parametrize("name", ["alpha_dropout", "feature_alpha_dropout"])
+def test_alpha_dropouts_when_not_training_and_at_the_ends(name):
+    fi, ft = getattr(IF, name), getattr(TF, name)
+    x = RNG.standard_normal((4, 3, 5))
+    for lib, f in ((ignis, fi), (torch, ft)):
+        t = lib.tensor(x)
+        assert f(t, 0.5) is t                      # training defaults to False
+        assert f(t, 0.5, False, True) is t
+        assert f(t, 0.0, True) is t
+        _close(f(t, 1.0, True), np.zeros_like(x))
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            f(t, 1.5, True)
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            f(t, -0.1)
+        u = lib.tensor(x)
+        assert f(u, 0.3, True, True) is u          # written in place
+        assert not np.allclose(_np(u), x)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        IF.feature_alpha_dropout(ignis.ones(3), 0.5, True)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        TF.feature_alpha_dropout(torch.ones(3), 0.5, True)
+
+
+@pytest.mark.parametrize("name", ["AlphaDropout", "FeatureAlphaDropout"])
+def test_alpha_dropout_modules(name):
+    x = RNG.standard_normal((8, 6, 5))
+    for lib, nn in ((ignis, inn), (torch, torch.nn)):
+        m = getattr(nn, name)(0.3, inplace=True)
+        t = lib.tensor(x)
+        y = m(t)
+        assert not np.allclose(_np(y), x)          # training: drops
+        _close(t, x)                                # `inplace` is not passed on (torch's module)
+        m.eval()
+        assert m(t) is t
+    assert repr(getattr(inn, name)(0.3, True)) == repr(getattr(torch.nn, name)(0.3, True))
+    with pytest.raises(ValueError):
+        getattr(inn, name)(1.5)
+
+
+def test_gumbel_softmax_samples_the_softmax():
+    ignis.manual_seed(3)
+    logits = np.log(np.array([0.6, 0.3, 0.1]))
+    n = 20000
+    lg = ignis.tensor(np.tile(logits, (n, 1)))
+    y = IF.gumbel_softmax(lg, tau=0.5)
+    yv = y.numpy()
+    assert np.all(yv >= 0) and np.allclose(yv.sum(1), 1)
+    freq = np.bincount(yv.argmax(1), minlength=3) / n
+    np.testing.assert_allclose(freq, [0.6, 0.3, 0.1], atol=0.015)
+    h = IF.gumbel_softmax(lg, hard=True).numpy()
+    assert set(np.unique(h)) <= {0.0, 1.0} and np.all(h.sum(1) == 1)
+    np.testing.assert_allclose(h.mean(0), [0.6, 0.3, 0.1], atol=0.015)
+    # a low temperature gives nearly one-hot soft samples, a high one nearly uniform
+    assert IF.gumbel_softmax(lg[:500], tau=0.01).numpy().max(1).mean() > 0.99
+    assert IF.gumbel_softmax(lg[:500], tau=100.0).numpy().max(1).mean() < 0.36
+
+
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+def test_gumbel_softmax_hard_is_one_hot_with_the_soft_gradient(dim):
+    x = RNG.standard_normal((5, 4, 3))
+    g = ignis.tensor(RNG.standard_normal((5, 4, 3)))
+    li, ls = ignis.tensor(x, requires_grad=True), ignis.tensor(x, requires_grad=True)
+    ignis.manual_seed(11)
+    hard = IF.gumbel_softmax(li, tau=0.7, hard=True, dim=dim)
+    ignis.manual_seed(11)
+    soft = IF.gumbel_softmax(ls, tau=0.7, dim=dim)
+    hv, sv = hard.detach().numpy(), soft.detach().numpy()
+    assert np.all(hv.sum(dim) == 1) and set(np.unique(hv)) <= {0.0, 1.0}
+    expected = np.expand_dims(sv.argmax(dim), dim) == np.arange(x.shape[dim]).reshape(
+        [-1 if d == dim % 3 else 1 for d in range(3)])
+    assert np.array_equal(hv == 1, expected)
+    (hard * g).sum().backward()
+    (soft * g).sum().backward()
+    _close(li.grad, ls.grad, 1e-12)
+
+
+def test_gumbel_softmax_eps_is_deprecated_as_in_torch():
+    for F, lib in ((IF, ignis), (TF, torch)):
+        with pytest.warns(UserWarning, match="deprecated"):
+            F.gumbel_softmax(lib.ones(2, 3), eps=1e-5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            F.gumbel_softmax(lib.ones(2, 3))
+
+
 # ---- compiled --------------------------------------------------------------------------------
 def _losses_a(x1, x2, a, pos, neg, logits, target):
     return (IF.margin_ranking_loss(x1, x2, target, margin=0.1),
@@ -408,15 +698,25 @@ def _gaussian(input, target, var):
     return (IF.gaussian_nll_loss(input, target, var, full=True, reduction="none") * 2,)
 
 
+def _layers(x, w, b, y):
+    return (IF.local_response_norm(x, 3),
+            IF.lp_pool2d(x.abs() + 0.1, 2.0, 2),
+            IF.channel_shuffle(x, 2),
+            IF.bilinear(y, y, w, b),
+            ignis.pdist(y, 2))
+
+
 def _compiled_inputs(fn):
     if fn is _losses_a:
         return [G(5), G(5), G(5, 4), G(5, 4), G(5, 4), G(5, 5), PM(5)]
     if fn is _losses_b:
         return [G(6, 5), CLS(5, (6,)), LBL(6, 5), G(6, 5), CNT(6, 5)]
-    return [G(4, 3), G(4, 3), POS(4, 1)]
+    if fn is _gaussian:
+        return [G(4, 3), G(4, 3), POS(4, 1)]
+    return [G(2, 4, 4, 4), G(3, 6, 6), G(3), G(5, 6)]
 
 
-@pytest.mark.parametrize("fn", [_losses_a, _losses_b, _gaussian])
+@pytest.mark.parametrize("fn", [_losses_a, _losses_b, _layers, _gaussian])
 def test_compiled_matches_eager(fn):
     from ignis._inductor import metrics
     ignis.compiler.reset()

@@ -1,17 +1,21 @@
 from .module import Module, RemovableHandle  # noqa: F401
-from .linear import Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
+from .linear import (  # noqa: F401
+    Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear,
+)
 from .activation import (  # noqa: F401
     ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, MultiheadAttention,
     LeakyReLU, ELU, CELU, SELU, ReLU6, Hardswish, Hardsigmoid, Mish, Hardtanh, Softplus,
     Softsign, Tanhshrink, LogSigmoid, Threshold, LogSoftmax, Softmin, PReLU, RReLU, Softmax2d,
-    GLU,
+    GLU, Hardshrink, Softshrink,
 )
 from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
-    RMSNorm,
+    RMSNorm, LocalResponseNorm,
 )
 from .sparse import Embedding  # noqa: F401
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from .dropout import (  # noqa: F401
+    Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout,
+)
 from .loss import (  # noqa: F401
     CrossEntropyLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss, BCELoss,
     BCEWithLogitsLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,
@@ -23,10 +27,11 @@ from .conv import (  # noqa: F401
 )
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
-    AvgPool2d, MaxPool1d, MaxPool2d,
+    AvgPool2d, MaxPool1d, MaxPool2d, LPPool1d, LPPool2d,
 )
 from .upsampling import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
+    ChannelShuffle,
 )
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .transformer import (  # noqa: F401
@@ -66,7 +71,9 @@ __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
-    "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
-    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+    "Bilinear", "Hardshrink", "Softshrink", "LocalResponseNorm",
+    "AlphaDropout", "FeatureAlphaDropout", "MarginRankingLoss", "HingeEmbeddingLoss",
+    "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+    "MultiLabelMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+    "GaussianNLLLoss", "PoissonNLLLoss", "LPPool1d", "LPPool2d", "ChannelShuffle",
 ]
