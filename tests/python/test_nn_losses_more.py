@@ -1,10 +1,12 @@
 """The losses and layers ignis writes over other ops (nn/_losses.py, the
 alpha dropouts, gumbel_softmax, bilinear, local_response_norm, lp_pool,
-channel_shuffle, pdist): values and input gradients against
+channel_shuffle, pdist, LazyLinear): values and input gradients against
 torch from the same NumPy inputs (every reduction, batched and unbatched
 shapes, the options), module reprs, torch's exceptions for bad input, the
 random layers' statistics, and a few under ignis.compile against eager."""
+import copy
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -671,6 +673,100 @@ def test_gumbel_softmax_eps_is_deprecated_as_in_torch():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             F.gumbel_softmax(lib.ones(2, 3))
+
+
+# ---- LazyLinear ---------------------------------------------------------------------------
+def test_lazy_linear_before_and_after_its_first_call_as_torch():
+    for lib, nn in ((ignis, inn), (torch, torch.nn)):
+        m = nn.LazyLinear(3)
+        assert repr(m) == "LazyLinear(in_features=0, out_features=3, bias=True)"
+        assert [type(p).__name__ for p in m.parameters()] == ["UninitializedParameter"] * 2
+        sd = m.state_dict()
+        assert list(sd) == ["weight", "bias"]
+        assert all(type(v).__name__ == "UninitializedParameter" for v in sd.values())
+        assert m.has_uninitialized_params()
+        with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+            m.weight.shape
+        assert repr(m.weight) == "<UninitializedParameter>"
+        y = m(lib.ones(2, 4, 5))
+        assert type(m) is nn.Linear and not isinstance(m.weight, nn.UninitializedParameter)
+        assert repr(m) == "Linear(in_features=5, out_features=3, bias=True)"
+        assert tuple(m.weight.shape) == (3, 5) and tuple(m.bias.shape) == (3,)
+        assert tuple(y.shape) == (2, 4, 3) and m.weight.requires_grad
+        assert list(m.state_dict()) == ["weight", "bias"]
+        m2 = nn.LazyLinear(2, bias=False)
+        assert list(m2.state_dict()) == ["weight"] and m2.bias is None
+        m2(lib.ones(3))
+        assert repr(m2) == "Linear(in_features=3, out_features=2, bias=False)"
+
+
+def test_lazy_linear_initializes_as_linear_and_trains():
+    ignis.manual_seed(0)
+    m = inn.LazyLinear(200)
+    x = ignis.randn(8, 300)
+    opt_params = list(m.parameters())
+    y = m(x)
+    # Linear's init: kaiming-uniform(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)), same bias bound
+    bound = 1 / math.sqrt(300)
+    w = m.weight.detach().numpy()
+    assert np.abs(w).max() <= bound and abs(w.std() - bound / math.sqrt(3)) < 0.05 * bound
+    assert np.abs(m.bias.detach().numpy()).max() <= bound
+    _close(y, x.numpy() @ w.T + m.bias.detach().numpy(), 1e-5)
+    # the parameters were materialized in place: the objects from before the call train
+    assert opt_params[0] is m.weight and opt_params[1] is m.bias
+    opt = ignis.optim.SGD(opt_params, lr=0.1)
+    before = w.copy()
+    m(x).pow(2).mean().backward()
+    opt.step()
+    assert not np.allclose(m.weight.detach().numpy(), before)
+
+
+def test_lazy_linear_state_dict_copy_and_conversion():
+    src = inn.Linear(5, 3)
+    m = inn.LazyLinear(3)
+    m.load_state_dict(src.state_dict())      # materializes from the loaded shapes
+    assert type(m) is inn.LazyLinear and not m.has_uninitialized_params()
+    _close(m.weight, src.weight)
+    x = ignis.randn(2, 5)
+    _close(m(x), src(x))
+    assert repr(m) == "Linear(in_features=5, out_features=3, bias=True)"
+    # an uninitialized state_dict loads into a lazy module, not into a Linear
+    lazy = inn.LazyLinear(3)
+    lazy.load_state_dict(inn.LazyLinear(3).state_dict())
+    assert lazy.has_uninitialized_params()
+    with pytest.raises(RuntimeError, match="uninitialized parameter"):
+        inn.Linear(5, 3).load_state_dict(inn.LazyLinear(3).state_dict())
+    # copies and conversions stay lazy, and initialize on their own
+    c = copy.deepcopy(lazy)
+    assert c(ignis.randn(2, 7)).shape == (2, 3) and type(c) is inn.Linear
+    assert type(lazy) is inn.LazyLinear and lazy.has_uninitialized_params()
+    d = inn.LazyLinear(3).double()
+    assert type(d.weight).__name__ == "UninitializedParameter"
+    d(ignis.randn(2, 4, dtype=ignis.float64))
+    assert d.weight.dtype == ignis.float64
+    p = pickle.loads(pickle.dumps(inn.LazyLinear(3)))
+    assert p.has_uninitialized_params() and p(ignis.randn(1, 2)).shape == (1, 3)
+
+
+def test_uninitialized_parameter_materializes_in_place():
+    p = inn.UninitializedParameter(dtype=ignis.float64)
+    assert inn.parameter.is_lazy(p) and p.requires_grad
+    with pytest.raises(NotImplementedError, match="in place"):
+        p.materialize((2, 3), dtype=ignis.float32)
+    same = p
+    p.materialize((2, 3))
+    assert p is same and type(p) is inn.Parameter and not inn.parameter.is_lazy(p)
+    assert p.shape == (2, 3) and p.dtype == ignis.float64 and p.requires_grad and p.is_leaf
+
+
+def test_lazy_linear_under_compile():
+    m = inn.Sequential(inn.LazyLinear(3), inn.ReLU(), inn.LazyLinear(2))
+    x = ignis.randn(4, 5)
+    y = ignis.compile(m, backend="inductor")(x)   # the first call materializes them
+    assert [type(c).__name__ for c in m] == ["Linear", "ReLU", "Linear"]
+    _close(y, m(x), 1e-6)
+    _close(ignis.compile(m, backend="inductor", fullgraph=True)(x), m(x), 1e-6)
+    ignis.compiler.reset()
 
 
 # ---- compiled --------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 from .module import Module, RemovableHandle  # noqa: F401
 from .linear import (  # noqa: F401
-    Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear,
+    Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear, LazyLinear,
 )
+from .lazy import LazyModuleMixin  # noqa: F401
 from .activation import (  # noqa: F401
     ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, MultiheadAttention,
     LeakyReLU, ELU, CELU, SELU, ReLU6, Hardswish, Hardsigmoid, Mish, Hardtanh, Softplus,
@@ -71,7 +72,7 @@ __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
-    "Bilinear", "Hardshrink", "Softshrink", "LocalResponseNorm",
+    "Bilinear", "LazyLinear", "LazyModuleMixin", "Hardshrink", "Softshrink", "LocalResponseNorm",
     "AlphaDropout", "FeatureAlphaDropout", "MarginRankingLoss", "HingeEmbeddingLoss",
     "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
