@@ -38,6 +38,7 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "inner",
            "vdot",
            "dist",
+           "pdist",
            "addmv",
            "addr",
            "addbmm",
@@ -688,6 +689,33 @@ def dist(input, other, p=2):
     if p == float("-inf"):
         return d.amin()
     return d.pow(p).sum().pow(1.0 / p)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between the rows of an (N, M) input, for each pair
+    i < j in row-major order: N * (N - 1) / 2 of them (torch.pdist)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = _pairs(input.shape[0], input.device)
+    return _ig().norm(input[i] - input[j], p, 1)
+
+
+def _pairs(n, device):
+    """The (i, j), i < j, of n rows in row-major order, from the pair's number
+    k alone (no boolean mask, so capture traces it): row i starts at
+    s(i) = i (2n - i - 1) / 2, and i is the floor of the smaller root of
+    s(i) = k. In float64 the root is exact at each row's start (a perfect
+    square) and at least 1 / (4n) below the next row's elsewhere."""
+    ig = _ig()
+    k = ig.arange(n * (n - 1) // 2, dtype=ig.float64, device=device)
+    b = 2.0 * n - 1
+    i = ((b - (b * b - 8 * k).sqrt()) / 2).floor()
+    j = k - i * (b - i) / 2 + i + 1
+    return i.to(ig.int64), j.to(ig.int64)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):

@@ -112,6 +112,22 @@ def L(values):
     return T(np.array(values, dtype=np.int64))
 
 
+def PM(*shape):
+    """+1 / -1 targets."""
+    return T(RNG.choice([-1.0, 1.0], shape).astype(np.float32))
+
+
+def K(*shape):
+    """Poisson counts."""
+    return T(RNG.poisson(2.0, shape).astype(np.float32))
+
+
+# Logits whose classes lie 100 apart: gumbel_softmax's noise cannot change a
+# row's argmax, so its draws do not show in values or gradients.
+GAPPED = T(np.array([[0.0, 100.0, 200.0, 300.0], [300.0, 0.0, 200.0, 100.0],
+                     [100.0, 300.0, 0.0, 200.0]], dtype=np.float32), grad=True)
+
+
 # name -> [(positional args in torch's order, keyword args)]; the first tensor
 # is `input`. Random functionals are sampled where they draw nothing.
 SAMPLES = {
@@ -119,22 +135,49 @@ SAMPLES = {
     "adaptive_avg_pool2d": [([X(2, 3, 8, 8), (4, 3)], {})],
     "adaptive_max_pool1d": [([X(2, 3, 8), 4, False], {}), ([X(2, 3, 8), 3, True], {})],
     "adaptive_max_pool2d": [([X(2, 3, 8, 8), 3, False], {}), ([X(1, 2, 6, 6), 2, True], {})],
+    "alpha_dropout": [([X(3, 4), 0.5, False, False], {}), ([X(3, 4), 0.0, True, False], {}),
+                      ([X(3, 4), 1.0, True, False], {})],
     "avg_pool1d": [([X(2, 3, 9), 3, 2, 1, False, True], {})],
     "avg_pool2d": [([X(2, 3, 9, 9), 3, 2, 1, True, False, None], {})],
     "batch_norm": [([X(4, 3, 5), C(3), C(3), X(3), X(3), True, 0.2, 1e-4], {}),
                    ([X(4, 3, 5), C(3), C(3), X(3), X(3), False, 0.1, 1e-5], {})],
+    "bilinear": [([X(4, 3), X(4, 5), X(2, 3, 5), X(2)], {}), ([X(3), X(5), X(2, 3, 5), None], {})],
     "binary_cross_entropy": [([C(3, 4), C(3, 4), C(3, 4), None, None, "sum"], {})],
     "binary_cross_entropy_with_logits": [([X(3, 4), C(3, 4), None, None, None, "mean",
                                            C(4, lo=0.5, hi=2.0)], {})],
     "celu": [([X(3, 4), 0.7, False], {})],
+    "channel_shuffle": [([X(2, 6, 3), 3], {}), ([X(1, 4, 2, 2), 2], {})],
     "conv1d": [([X(2, 3, 10), X(4, 3, 3), X(4), 2, 1, 1, 1], {})],
     "conv2d": [([X(2, 4, 6, 6), X(6, 2, 3, 3), X(6), 1, 1, 1, 2], {})],
     "conv3d": [([X(1, 2, 5, 5, 5), X(3, 2, 3, 3, 3), X(3), 1, 0, 1, 1], {})],
     "conv_transpose1d": [([X(2, 3, 5), X(3, 4, 3), X(4), 2, 1, 1, 1, 1], {})],
     "conv_transpose2d": [([X(1, 3, 4, 4), X(3, 2, 3, 3), X(2), 2, 1, 1, 1, 1], {})],
     "conv_transpose3d": [([X(1, 2, 3, 3, 3), X(2, 2, 3, 3, 3), X(2), 1, 0, 0, 1, 1], {})],
+    "cosine_embedding_loss": [([X(4, 5), X(4, 5), PM(4), 0.2, None, None, "mean"], {})],
     "cosine_similarity": [([X(3, 5), X(3, 5), 1, 1e-8], {})],
+    "feature_alpha_dropout": [([X(2, 3, 4), 0.5, False, False], {}),
+                              ([X(2, 3, 4), 1.0, True, False], {})],
     "fold": [([X(2, 12, 9), (4, 4), 2, 1, 0, 1], {}), ([X(12, 9), (4, 5), (2, 3), 1, 1, 2], {})],
+    "gaussian_nll_loss": [([X(3, 4), X(3, 4), X(3, 4, lo=0.1, hi=2.0), False, 1e-6, "mean"], {}),
+                          ([X(3, 4), X(3, 4), X(3, lo=0.1, hi=2.0), True, 0.3, "sum"], {})],
+    "gumbel_softmax": [([GAPPED, 1, True, 1e-10, -1], {}), ([GAPPED, 0.5, False, 1e-10, -1], {})],
+    "hinge_embedding_loss": [([X(3, 4), PM(3, 4), 0.5, None, None, "sum"], {})],
+    "local_response_norm": [([X(2, 5, 4), 3, 1e-3, 0.75, 2.0], {}), ([X(1, 4, 3, 3), 2], {})],
+    "lp_pool1d": [([X(2, 3, 8, lo=0.1), 2.0, 3, 2, False], {})],
+    "lp_pool2d": [([X(1, 2, 7, 7, lo=0.1), 3.0, (3, 2), (2, 1), True], {})],
+    "margin_ranking_loss": [([X(5), X(5), PM(5), 0.3, None, None, "mean"], {})],
+    "multi_margin_loss": [([X(4, 5), L([0, 4, 2, 1]), 2, 0.7, C(5), None, None, "mean"], {})],
+    "multilabel_margin_loss": [([X(3, 4), L([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 0, 0, 0]]), None,
+                                None, "mean"], {})],
+    "multilabel_soft_margin_loss": [([X(3, 4), C(3, 4), C(4), None, None, "mean"], {})],
+    "pdist": [([X(5, 3), 2], {}), ([X(4, 3), 1.0], {})],
+    "poisson_nll_loss": [([X(3, 4), K(3, 4), True, True, None, 1e-8, None, "mean"], {}),
+                         ([X(3, 4, lo=0.1), K(3, 4), False, False, None, 1e-8, None, "sum"], {})],
+    "soft_margin_loss": [([X(3, 4), PM(3, 4), None, None, "mean"], {})],
+    "triplet_margin_loss": [([X(4, 5), X(4, 5), X(4, 5), 0.5, 2, 1e-6, True, None, None, "mean"],
+                             {})],
+    "triplet_margin_with_distance_loss": [([X(4, 5), X(4, 5), X(4, 5)], {"margin": 0.5,
+                                                                          "swap": True})],
     "unfold": [([X(2, 3, 5, 5), 2, 1, 0, 1], {}), ([X(3, 7, 6), (2, 3), (1, 2), 1, (2, 1)], {})],
     "dropout1d": [([X(2, 3, 4), 0.0, True, False], {}), ([X(3, 4), 1.0, True, False], {})],
     "dropout2d": [([X(2, 3, 4, 4), 1.0, True, False], {}), ([X(3, 4, 4), 0.5, False, False], {})],

@@ -1,11 +1,14 @@
-"""F.batch_norm, F.group_norm and F.instance_norm.
+"""F.batch_norm, F.group_norm, F.instance_norm and F.local_response_norm.
 
 batch_norm calls the fused op `_native_batch_norm_legit_functional`
 (src/ignis/ops/normalization.cpp), which returns the updated running
 statistics rather than writing them; they are copied into the buffers here.
 group_norm is layer_norm over each (sample, group), then the per-channel
 affine; instance_norm is batch_norm over a batch of one whose channels are
-every (sample, channel) pair, as torch computes it.
+every (sample, channel) pair, as torch computes it. local_response_norm
+averages the squares over a window of channels with avg_pool2d, as torch's
+does (its avg_pool3d over (size, 1, 1) windows is that pooling over the
+flattened spatial dims).
 """
 import ignis
 from .. import _ops
@@ -80,3 +83,19 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         running_mean.copy_(new_mean.detach().reshape(n, c).mean(0))
         running_var.copy_(new_var.detach().reshape(n, c).mean(0))
     return out.reshape(input.shape)
+
+
+def local_response_norm(input, size, alpha=0.0001, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of x ** 2 over `size` neighbouring channels) ** beta,
+    the window zero-padded at the ends of dim 1 (size // 2 before, (size - 1) // 2
+    after)."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    n, c = input.shape[0], input.shape[1]
+    div = (input * input).reshape(n, 1, c, -1)
+    div = ignis.nn.functional.pad(div, (0, 0, size // 2, (size - 1) // 2))
+    div = ignis.nn.functional.avg_pool2d(div, (size, 1), stride=1).reshape(input.shape)
+    return input / div.mul(alpha).add(k).pow(beta)

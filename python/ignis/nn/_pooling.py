@@ -1,4 +1,5 @@
-"""The functional poolings (F.max_pool1d/2d, avg_pool1d/2d, adaptive_*).
+"""The functional poolings (F.max_pool1d/2d, avg_pool1d/2d, adaptive_*,
+lp_pool1d/2d).
 
 The ops are 2-D (src/ignis/ops/pooling.cpp); a 1-D pooling is the 2-D one
 over a height of 1, and its indices are then positions along the length,
@@ -106,3 +107,28 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     out, idx = _adaptive_max(input.unsqueeze(-2), [1] + size)
     out, idx = out.squeeze(-2), idx.squeeze(-2)
     return (out, idx) if return_indices else out
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    """(sum over each window of x ** p) ** (1 / p): the average pooling of
+    x ** p times the window's size (torch's formula: a negative average, from
+    odd p, is clamped to 0); p = +-inf is the max pooling of |x| (of -|x|)."""
+    max_pool, avg_pool = (max_pool1d, avg_pool1d) if nd == 1 else (max_pool2d, avg_pool2d)
+    if norm_type == float("inf"):
+        return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    k = _list(kernel_size)
+    count = 1
+    for v in k * nd if len(k) == 1 else k:
+        count *= v
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(count).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)

@@ -1,11 +1,11 @@
 """F.interpolate (nearest, nearest-exact, linear, bilinear, trilinear, area)
-and F.pixel_shuffle / F.pixel_unshuffle, written with other ops.
+F.pixel_shuffle / F.pixel_unshuffle and F.channel_shuffle, written with other ops.
 
 Interpolation is separable: along each spatial dim the output gathers
 input rows (index_select) at source positions computed as torch's CPU
 kernels compute them (in float32 for float32 inputs, so floors agree), and
 the linear modes blend two neighbours. Gradients come from index_select's.
-Pixel (un)shuffle is a reshape, a permute and a reshape.
+Pixel (un)shuffle and channel shuffle are a reshape, a permute and a reshape.
 """
 import math
 
@@ -151,3 +151,19 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     perm = list(range(b)) + [b, b + 2, b + 4, b + 1, b + 3]
     return x.permute(*perm).reshape(*batch, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """Dim 1's channels as `groups` groups, interleaved: channel g * (C / groups) + i
+    goes to i * groups + g (torch.nn.functional.channel_shuffle)."""
+    if input.dim() <= 2:
+        raise RuntimeError("channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError("Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and "
+                           f"{groups} groups.")
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)

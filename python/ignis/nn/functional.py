@@ -105,20 +105,33 @@ from ._conv import (  # noqa: E402,F401
 )
 from ._pooling import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-    avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices,
+    avg_pool1d, avg_pool2d, lp_pool1d, lp_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices,
 )
-from ._normalization import batch_norm, group_norm, instance_norm  # noqa: E402,F401
+from ._normalization import (  # noqa: E402,F401
+    batch_norm, group_norm, instance_norm, local_response_norm,
+)
 from ._upsampling import (  # noqa: E402,F401
-    interpolate, pixel_shuffle, pixel_unshuffle, upsample,
+    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,
 )
+from ._losses import (  # noqa: E402,F401
+    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
+    multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss,
+    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+)
+from .._functions import pdist  # noqa: E402,F401  (torch.pdist, which F re-exports)
 
 # The layers written in Python (nn/_conv.py, ...) are this module's functions:
 # capture records a call to ignis.nn.functional as one graph call, as it
 # does for the ops above.
 for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
            unfold, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-           avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_pool2d_with_indices, batch_norm,
-           group_norm, instance_norm, interpolate, pixel_shuffle, pixel_unshuffle, upsample):
+           avg_pool1d, avg_pool2d, lp_pool1d, lp_pool2d, max_pool1d, max_pool2d,
+           max_pool2d_with_indices, batch_norm, group_norm, instance_norm, local_response_norm,
+           channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,
+           cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
+           multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss,
+           poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+           triplet_margin_with_distance_loss):
     _f.__module__ = __name__
 
 
@@ -221,6 +234,23 @@ def hardshrink(input, lambd=0.5):
     return ignis.where((input > lambd).logical_or(input < -lambd), input, input * 0)
 
 
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) over dim, g drawn from Gumbel(0, 1); hard=True
+    gives the one-hot of each row's argmax, whose gradient is the soft
+    sample's (straight-through: y_hard - y_soft.detach() + y_soft)."""
+    if eps != 1e-10:
+        import warnings
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    import ignis
+    gumbels = -ignis.empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = ignis.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 # ---- channel dropout and distances ------------------------------------------------------
 
 def _feature_dropout(input, p, training, inplace, name, spatial):
@@ -263,8 +293,74 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, "dropout3d", 3)
 
 
+# -selu(-inf) = SELU's scale * alpha: the value alpha dropout gives a dropped unit
+# before its affine correction.
+_SELU_NEG_SATURATION = 1.7580993408473766
+
+
+def _alpha_dropout(input, p, training, inplace, feature):
+    """Alpha dropout (Klambauer et al., 2017): dropped units (channels, when
+    `feature`) take SELU's negative saturation, then an affine map a * x + b
+    restores the input's mean and variance (ATen's `_dropout_impl`)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    if feature:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    else:
+        shape = tuple(input.shape)
+    keep = _ops.get("empty")(shape, dtype=input.dtype, device=input.device).bernoulli_(1.0 - p)
+    alpha = _SELU_NEG_SATURATION
+    a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    noise = keep * a
+    return input.mul_(noise).add_(b) if inplace else input * noise + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps a SELU network's activations at mean 0, variance 1."""
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1) of an (N, C, ...) input."""
+    return _alpha_dropout(input, p, training, inplace, True)
+
+
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The p-norm of x1 - x2 + eps over the last dim (torch's definition,
     eps added to the difference)."""
     diff = x1 - x2 + eps
     return _ops.get("norm")(diff, p, -1, keepdim)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum over i, j of input1[..., i] * weight[o, i, j] * input2[..., j]
+    (+ bias[o]), the inputs' leading dims matching."""
+    import ignis
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and "
+                           f"{input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D (out, in1, in2), got "
+                           f"{list(weight.shape)}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{list(bias.shape)} but expected [{weight.shape[0]}]")
+    out = ignis.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias

@@ -1,30 +1,38 @@
 from .module import Module, RemovableHandle  # noqa: F401
-from .linear import Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
+from .linear import (  # noqa: F401
+    Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear, LazyLinear,
+)
+from .lazy import LazyModuleMixin  # noqa: F401
 from .activation import (  # noqa: F401
     ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, MultiheadAttention,
     LeakyReLU, ELU, CELU, SELU, ReLU6, Hardswish, Hardsigmoid, Mish, Hardtanh, Softplus,
     Softsign, Tanhshrink, LogSigmoid, Threshold, LogSoftmax, Softmin, PReLU, RReLU, Softmax2d,
-    GLU,
+    GLU, Hardshrink, Softshrink,
 )
 from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
-    RMSNorm,
+    RMSNorm, LocalResponseNorm,
 )
 from .sparse import Embedding  # noqa: F401
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from .dropout import (  # noqa: F401
+    Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout,
+)
 from .loss import (  # noqa: F401
     CrossEntropyLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss, BCELoss,
-    BCEWithLogitsLoss,
+    BCEWithLogitsLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,
+    SoftMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, MultiLabelMarginLoss,
+    TripletMarginLoss, TripletMarginWithDistanceLoss, GaussianNLLLoss, PoissonNLLLoss,
 )
 from .conv import (  # noqa: F401
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
-    AvgPool2d, MaxPool1d, MaxPool2d,
+    AvgPool2d, MaxPool1d, MaxPool2d, LPPool1d, LPPool2d,
 )
 from .upsampling import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
+    ChannelShuffle,
 )
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .transformer import (  # noqa: F401
@@ -64,4 +72,9 @@ __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d",
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
+    "Bilinear", "LazyLinear", "LazyModuleMixin", "Hardshrink", "Softshrink", "LocalResponseNorm",
+    "AlphaDropout", "FeatureAlphaDropout", "MarginRankingLoss", "HingeEmbeddingLoss",
+    "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+    "MultiLabelMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+    "GaussianNLLLoss", "PoissonNLLLoss", "LPPool1d", "LPPool2d", "ChannelShuffle",
 ]

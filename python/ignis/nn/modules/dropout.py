@@ -1,4 +1,4 @@
-"""Dropout."""
+"""Dropout, channel dropout and alpha dropout."""
 from .. import functional as F
 from .module import Module
 
@@ -38,3 +38,19 @@ class Dropout2d(_DropoutNd):
 class Dropout3d(_DropoutNd):
     """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
     _fn = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(Dropout):
+    """Dropout that keeps SELU activations at mean 0, variance 1. As torch's,
+    it does not pass `inplace` on (the input is never written)."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(Dropout):
+    """Alpha dropout of whole channels (dim 1); `inplace` is not passed on, as
+    in torch."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -6,7 +6,7 @@ from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ..._tensor import Tensor
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
 from ._grad import no_grad
 
 
@@ -669,6 +669,8 @@ def _replace_parameter(param, applied, fn):
     if isinstance(data_prop, property) and data_prop.fset is not None:
         param.data = applied
         new = param
+    elif isinstance(param, UninitializedParameter):  # a lazy module's: converted, still lazy
+        new = UninitializedParameter(param.requires_grad, applied.device, applied.dtype)
     else:
         new = Parameter(applied, getattr(param, "requires_grad", True))
     grad = getattr(param, "grad", None)

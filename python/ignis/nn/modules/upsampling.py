@@ -1,4 +1,4 @@
-"""Upsample (and its two fixed-mode forms), PixelShuffle, PixelUnshuffle."""
+"""Upsample (and its two fixed-mode forms), PixelShuffle, PixelUnshuffle, ChannelShuffle."""
 from .. import functional as F
 from .module import Module
 
@@ -59,3 +59,15 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
