@@ -827,3 +827,23 @@ def test_parameter_list_and_dict_register_and_round_trip():
     sd = copy.deepcopy(m).state_dict()
     assert set(sd) == set(t.state_dict())
     assert m.pd.pop("a").shape == (4,) and len(m.pd) == 1
+
+
+def _zero_output(mod, args, out):
+    return out * 0
+
+
+def test_a_hook_handle_copied_with_its_module_removes_the_copys_hook():
+    """deepcopy (and pickle) map a handle stored on a module to the copy's
+    hook dicts, as torch's RemovableHandle does: removing through the copy's
+    handle leaves the original's hook alone."""
+    import copy
+    import pickle
+    m = ignis.nn.Linear(2, 2)
+    m.handle = m.register_forward_hook(_zero_output)
+    x = ignis.ones(1, 2)
+    for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert bool((clone(x) == 0).all())
+        clone.handle.remove()
+        assert len(clone._forward_hooks) == 0 and not bool((clone(x) == 0).all())
+        assert len(m._forward_hooks) == 1 and bool((m(x) == 0).all())

@@ -30,6 +30,18 @@ class RemovableHandle:
             if extra is not None and self.id in extra:
                 del extra[self.id]
 
+    # Copied or pickled with the module that stores it, the handle refers to
+    # the copy's hook dicts (the dicts themselves are its state, so deepcopy's
+    # memo maps them to the copies; a weakref would be copied as is and
+    # remove the original's hook), as torch's handle does.
+    def __getstate__(self):
+        return (self.hooks_dict_ref(), self.id, tuple(r() for r in self.extra_dict_refs))
+
+    def __setstate__(self, state):
+        hooks_dict, self.id, extra = state
+        self.hooks_dict_ref = weakref.ref(hooks_dict if hooks_dict is not None else OrderedDict())
+        self.extra_dict_refs = [weakref.ref(d if d is not None else OrderedDict()) for d in extra]
+
     def __enter__(self):
         return self
 
