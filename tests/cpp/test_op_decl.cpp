@@ -125,16 +125,12 @@ std::set<std::string> names_of() { return {F::name...}; }
 TEST(OpDecl, EveryPointwiseKernelNamesItsScalarFunction) {
   register_all_ops();
   using namespace scalar_ops;  // NOLINT
+  // The structs code generators can name: scalar_ops.h's own list.
   const std::set<std::string> known = names_of<
-      Neg, Abs, Exp, Exp2, Log, Log2, Log10, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Asin, Acos,
-      Atan, Sinh, Cosh, Tanh, Sigmoid, Relu, Silu, Mish, Gelu, GeluTanh, Erf, Erfc, Floor, Ceil,
-      Round, Trunc, Frac, Sign, Reciprocal, Square, BitwiseNot, LogicalNot, IsNan, IsInf, IsFinite,
-      IsPosInf, IsNegInf, SignBit, Softplus, LeakyRelu, Elu, LogSigmoid, Hardtanh, GeluBackward,
-      GeluBackwardTanh, Add, Sub, Rsub, Mul, Maximum, Minimum, BitwiseAnd, BitwiseOr, BitwiseXor,
-      BitwiseLeftShift, BitwiseRightShift,
-      Atan2, Hypot, Copysign, Div, DivTrunc, DivFloor, Fmod, Remainder, Pow, Eq, Ne, Lt, Le, Gt,
-      Ge, LogicalAnd, LogicalOr, LogicalXor, Where, ClampMin, ClampMax, Clamp, Lerp, Addcmul,
-      Addcdiv, MaskedFill>();
+#define IGNIS_STRUCT(S) S,
+      IGNIS_FORALL_SCALAR_OPS(IGNIS_STRUCT)
+#undef IGNIS_STRUCT
+      Neg>();
   int structured = 0;
   for (const auto& h : Dispatcher::get().ops()) {
     const OpDef* d = h->def();
