@@ -109,6 +109,7 @@ def _raises_like_torch(fi, ft, *args, **kwargs):
 IDX = np.array([1, 2, 4, 5, 4, 3, 2, 9, 0, 7])
 BAGS = [
     ({"offsets": np.array([0, 3, 3, 7])}, IDX),                   # an empty bag
+    ({"offsets": np.array([0, 1, 9])}, IDX),                      # bags of one
     ({"offsets": np.array([0, 2, 5, 10]), "include_last_offset": True}, IDX),
     ({"offsets": np.array([0, 4]), "padding_idx": 4}, IDX),
     ({"padding_idx": -1}, IDX.reshape(2, 5) % 10),                # 2-D: one bag per row
@@ -122,7 +123,7 @@ BAGS = [
 def test_embedding_bag_matches_torch(mode, case):
     kw, idx = BAGS[case]
     kw = dict(kw, mode=mode)
-    if case == 5:
+    if case == 6:
         kw["padding_idx"] = 2  # the first bag is all padding: 0
     _compare(lambda w, x, **k: IF.embedding_bag(x, w, **k),
              lambda w, x, **k: TF.embedding_bag(x, w, **k), [G(f64(10, 3)), idx], kw)
