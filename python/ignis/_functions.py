@@ -52,7 +52,30 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "float_power",
            "positive",
            "sgn",
-           "msort"]
+           "msort",
+           "aminmax",
+           "hsplit",
+           "vsplit",
+           "dsplit",
+           "logspace",
+           "vander",
+           "trapezoid",
+           "trapz",
+           "cumulative_trapezoid",
+           "cov",
+           "corrcoef",
+           "histc",
+           "isreal",
+           "renorm",
+           "matrix_power",
+           "narrow_copy",
+           "resolve_conj",
+           "resolve_neg",
+           "select_scatter",
+           "slice_scatter",
+           "diagonal_scatter",
+           "masked_scatter",
+           "ldexp"]
 
 
 def manual_seed(seed):
@@ -836,3 +859,445 @@ def mvlgamma(input, p):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 (= {(p - 1) / 2})")
     steps = ig.arange(p, dtype=input.dtype, device=input.device) * -0.5
     return ig.lgamma(input.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+# --- more of torch's functions made of ops ----------------------------------------------------
+def _holds_data(t):
+    """False for the fake (and meta) tensors capture traces a call with:
+    checks that read values (torch's kernel checks) run on real tensors
+    only, so the traced graph has none of them rather than a graph break."""
+    from ._subclasses import is_fake
+    return not is_fake(t) and t.device.type != "meta"
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) of all elements or along dim, as torch.return_types.aminmax (torch.aminmax)."""
+    import collections
+    t = _RETURN_TYPES.get("aminmax")
+    if t is None:
+        t = collections.namedtuple("aminmax", ["min", "max"])
+        t.__module__ = "ignis.return_types"
+        _RETURN_TYPES["aminmax"] = t
+    empty = input.numel() == 0 if dim is None else \
+        (input.dim() > 0 and input.shape[_dim(dim, input.dim())] == 0)
+    if empty:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is None:
+        dims = tuple(range(input.dim()))
+        if not dims:
+            return t(input.clone(), input.clone())
+        return t(input.amin(dims, keepdim=keepdim), input.amax(dims, keepdim=keepdim))
+    return t(input.amin(dim, keepdim=keepdim), input.amax(dim, keepdim=keepdim))
+
+
+def _split_at(input, indices_or_sections, dim, what):
+    if isinstance(indices_or_sections, _int):
+        size = input.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections:
+            raise RuntimeError(f"torch.{what} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the split_size "
+                               f"{indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """input split along dim 1 (dim 0 of a 1-D input) into equal parts or at
+    indices (torch.hsplit)."""
+    if input.dim() < 1:
+        raise RuntimeError(f"torch.hsplit requires a tensor with at least 1 dimension, but got a "
+                           f"tensor with {input.dim()} dimensions!")
+    return _split_at(input, indices_or_sections, 1 if input.dim() > 1 else 0, "hsplit")
+
+
+def vsplit(input, indices_or_sections):
+    """input split along dim 0 (torch.vsplit)."""
+    if input.dim() < 2:
+        raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got a "
+                           f"tensor with {input.dim()} dimensions!")
+    return _split_at(input, indices_or_sections, 0, "vsplit")
+
+
+def dsplit(input, indices_or_sections):
+    """input split along dim 2 (torch.dsplit)."""
+    if input.dim() < 3:
+        raise RuntimeError(f"torch.dsplit requires a tensor with at least 3 dimension, but got a "
+                           f"tensor with {input.dim()} dimensions!")
+    return _split_at(input, indices_or_sections, 2, "dsplit")
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False):
+    """steps values base ** e, e evenly spaced from start to end (torch.logspace):
+    computed in float64 from both ends towards the middle, as torch's kernel."""
+    ig = _ig()
+    if isinstance(start, ig.Tensor):
+        start = start.item()
+    if isinstance(end, ig.Tensor):
+        end = end.item()
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = dtype or ig.get_default_dtype()
+    i = ig.arange(steps, dtype=ig.float64, device=device)
+    if steps > 1:
+        step = (end - start) / (steps - 1)
+        e = ig.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    else:
+        e = ig.full_like(i, float(start))
+    r = ig.pow(ig.full_like(e, float(base)), e).to(dtype)
+    if out is not None:
+        return out.copy_(r)
+    return r.requires_grad_() if requires_grad else r
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a 1-D x: columns x ** (N - 1) .. x ** 0 (or
+    increasing), as cumulative products (torch.vander)."""
+    ig = _ig()
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dtype = ig.promote_types(x.dtype, ig.int64)
+    v = x.to(dtype)
+    cols = [ig.ones(x.shape[0], 1, dtype=dtype, device=x.device)][:n]
+    if n > 1:
+        cols.append(v.unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1))
+    r = ig.cat(cols, 1) if cols else ig.empty(x.shape[0], 0, dtype=dtype, device=x.device)
+    return r if increasing else r.flip(1)
+
+
+def _trapezoid_args(y, x, dx, dim, what):
+    ig = _ig()
+    if x is not None and dx is not None:
+        raise TypeError(f"{what}() received an invalid combination of arguments: x and dx are "
+                        "both given")
+    d = _dim(dim, y.dim())
+    if y.dtype == ig.bool or (x is not None and x.dtype == ig.bool):
+        kind = "`x` or `y`" if x is not None else "`y`"
+        raise RuntimeError(f"{what}: received a bool input for {kind}, but bool is not supported")
+    if x is None:
+        return d, 1.0 if dx is None else dx
+    if x.dim() == 1:
+        if x.shape[0] != y.shape[d]:
+            raise RuntimeError(f"{what}: There must be one `x` value for each sample point")
+        shape = [1] * y.dim()
+        shape[d] = x.shape[0]
+        x = x.reshape(shape)
+    elif x.dim() < y.dim():
+        x = x.reshape([1] * (y.dim() - x.dim()) + list(x.shape))
+    n = x.shape[d]
+    return d, x.narrow(d, 1, max(n - 1, 0)) - x.narrow(d, 0, max(n - 1, 0))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoid rule's integral of y along dim, at sample points x or
+    spacing dx (torch.trapezoid)."""
+    ig = _ig()
+    d, step = _trapezoid_args(y, x, dx, dim, "trapezoid")
+    n = y.shape[d]
+    if n == 0:
+        shape = list(y.shape[:d]) + list(y.shape[d + 1:])
+        return ig.zeros(shape, dtype=y.dtype, device=y.device)
+    if not isinstance(step, ig.Tensor):
+        return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * step
+    return ((y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1)) * step).sum(d) / 2.0
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """torch.trapz: trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid-rule integral of y along dim, one element
+    shorter than y there (torch.cumulative_trapezoid)."""
+    d, step = _trapezoid_args(y, x, dx, dim, "cumulative_trapezoid")
+    n = y.shape[d]
+    left, right = y.narrow(d, 0, max(n - 1, 0)), y.narrow(d, 1, max(n - 1, 0))
+    if not isinstance(step, _ig().Tensor):
+        return (step / 2.0 * (left + right)).cumsum(d)
+    return ((left + right) * step).cumsum(d) / 2.0
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of input's rows (variables) over its columns
+    (observations), weighted by fweights (counts) and aweights (torch.cov,
+    ATen's Correlation.cpp)."""
+    import warnings
+    ig = _ig()
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.dim()} dimensions")
+    if input.dtype == ig.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    n = x.shape[1]
+    w = None
+    for name, wt, integral in (("fweights", fweights, True), ("aweights", aweights, False)):
+        if wt is None:
+            continue
+        if wt.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{name} with {wt.dim()} dimensions")
+        if integral != (not wt.is_floating_point() and wt.dtype != ig.bool):
+            want = "integral" if integral else "floating point"
+            raise RuntimeError(f"cov(): expected {name} to have {want} dtype but got {name} with "
+                               f"{wt.dtype} dtype")
+        if wt.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {wt.numel()} != {n}")
+        if n and _holds_data(wt) and bool((wt < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        w = wt if w is None else w * wt
+    if w is None:
+        w_sum = float(n)
+        avg = x.sum(1) / w_sum
+        norm = float(n - correction)
+    else:
+        w_sum = w.sum()
+        if _holds_data(w_sum) and bool(w_sum == 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+        avg = (x * w).sum(1) / w_sum
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = w_sum - correction
+        elif fweights is None and n == 1 and correction == 1:
+            norm = 0.0
+        else:
+            norm = w_sum - correction * (w * aweights).sum() / w_sum
+    if isinstance(norm, ig.Tensor):
+        if _holds_data(norm) and bool(norm <= 0):
+            warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                          "than the number of observations.", stacklevel=2)
+        norm = ig.where(norm <= 0, ig.zeros_like(norm), norm)
+    elif norm <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than "
+                      "the number of observations.", stacklevel=2)
+        norm = 0.0
+    if n == 1 and (fweights is None) != (aweights is None):
+        x = ig.zeros_like(x, dtype=x.dtype if x.is_floating_point() else ig.float32)
+    else:
+        x = x - avg.unsqueeze(1)
+    c = x @ (x * w if w is not None else x).t()
+    return (c / norm).squeeze()
+
+
+def corrcoef(input):
+    """Pearson's correlation coefficients of input's rows, clipped to [-1, 1]
+    (torch.corrcoef)."""
+    if input.dim() > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input.dim()} dimensions")
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    c = c / std.reshape(-1, 1)
+    c = c / std.reshape(1, -1)
+    return c.clamp(-1, 1)
+
+
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """A histogram of bins equal bins from min to max (the data's own range
+    when min == max), elements outside left out (torch.histc): each element's
+    bin is (x - min) * bins / (max - min), computed in input's dtype as
+    torch's kernel, then counted with index_add (no host read of the data)."""
+    ig = _ig()
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+                                  f"'{str(input.dtype).split('.')[-1]}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if min > max:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    import math
+    if not (math.isfinite(min) and math.isfinite(max)):
+        raise RuntimeError(f"torch.histc: range of [{min}, {max}] is not finite")
+    x = input.detach().reshape(-1)
+    lo = ig.tensor(float(min), dtype=x.dtype, device=x.device)
+    hi = ig.tensor(float(max), dtype=x.dtype, device=x.device)
+    if min == max and x.numel():
+        lo, hi = x.amin(), x.amax()
+        if _holds_data(x) and not (math.isfinite(lo.item()) and math.isfinite(hi.item())):
+            raise RuntimeError(f"torch.histc: range of [{lo.item()}, {hi.item()}] is not finite")
+    same = lo == hi
+    lo, hi = ig.where(same, lo - 1, lo), ig.where(same, hi + 1, hi)
+    pos = ((x - lo) * bins / (hi - lo)).floor().clamp(0, bins).to(ig.int64)
+    pos = ig.where(pos == bins, ig.full_like(pos, bins - 1), pos)
+    outside = (x < lo) | (x > hi) | x.isnan()
+    pos = ig.where(outside, ig.full_like(pos, bins), pos)
+    r = ig.zeros(bins + 1, dtype=x.dtype, device=x.device).index_add(
+        0, pos, ig.ones_like(x))[:bins]
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+def isreal(input):
+    """True for every element: ignis has no complex dtypes (torch.isreal)."""
+    return _ig().ones_like(input, dtype=_ig().bool)
+
+
+def renorm(input, p, dim, maxnorm):
+    """input with each slice along dim whose p-norm exceeds maxnorm scaled to
+    norm maxnorm (maxnorm / (norm + 1e-7), as torch) (torch.renorm)."""
+    ig = _ig()
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
+                           "dimensions")
+    d = _dim(dim, input.dim())
+    others = [i for i in range(input.dim()) if i != d]
+    norm = ig.linalg.vector_norm(input, p, others, keepdim=True) if others else input.abs()
+    factor = ig.where(norm > maxnorm, maxnorm / (norm + 1e-7), ig.ones_like(norm))
+    return input * factor
+
+
+def matrix_power(input, n):
+    """The n-th power of square matrices (the batch's last two dims) by
+    repeated squaring, as torch's order of products (torch.matrix_power;
+    n < 0 needs an inverse, which ignis lacks)."""
+    ig = _ig()
+    if input.dim() < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
+                           f"are {input.shape[-2]} by {input.shape[-1]} matrices")
+    if n < 0:
+        raise NotImplementedError("linalg.matrix_power: a negative power needs linalg.inv, which "
+                                  "ignis does not have yet")
+    if n == 0:
+        # as torch: the identity written into a copy, so the result has A's
+        # graph (a zero gradient) rather than none
+        eye = ig.eye(input.shape[-1], dtype=input.dtype, device=input.device)
+        return input.clone().copy_(eye.expand(input.shape))
+    if n == 1:
+        return input.clone()
+    if n == 2:
+        return input @ input
+    if n == 3:
+        return (input @ input) @ input
+    z = r = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = input if z is None else z @ z
+        if bit:
+            r = z if r is None else r @ z
+    return r
+
+
+def narrow_copy(input, dim, start, length):
+    """A copy of input.narrow(dim, start, length) (torch.narrow_copy)."""
+    return input.narrow(dim, start, length).clone()
+
+
+def resolve_conj(input):
+    """input itself: ignis has no conjugate bit (torch.resolve_conj)."""
+    return input
+
+
+def resolve_neg(input):
+    """input itself: ignis has no negative bit (torch.resolve_neg)."""
+    return input
+
+
+def _check_src_shape(src, want):
+    if tuple(src.shape) != tuple(want):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(want)}")
+
+
+def _along(mask, dim, ndim):
+    """A 1-D mask shaped to broadcast along dim of an ndim tensor."""
+    shape = [1] * ndim
+    shape[dim] = mask.shape[0]
+    return mask.reshape(shape)
+
+
+def select_scatter(input, src, dim, index):
+    """input with src at index along dim (torch.select_scatter): a where over
+    a mask, so autograd and capture see a pure function of both."""
+    ig = _ig()
+    d = _dim(dim, input.dim())
+    _check_src_shape(src, input.select(d, index).shape)
+    index = index % input.shape[d]
+    mask = ig.arange(input.shape[d], device=input.device) == index
+    return ig.where(_along(mask, d, input.dim()), src.unsqueeze(d).to(input.dtype), input)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """input with src at input[start:end:step] along dim (torch.slice_scatter)."""
+    ig = _ig()
+    d = _dim(dim, input.dim())
+    n = input.shape[d]
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    sl = [slice(None)] * d + [slice(start, end, step)]
+    _check_src_shape(src, input[tuple(sl)].shape)
+    first, stop, _ = slice(start, end, step).indices(n)
+    pos = ig.arange(n, device=input.device)
+    inside = (pos >= first) & (pos < stop) & ((pos - first) % step == 0)
+    if src.shape[d] == 0:
+        return input.clone()
+    k = ((pos - first) // step).clamp(0, src.shape[d] - 1)
+    full = src.to(input.dtype).index_select(d, k)
+    return ig.where(_along(inside, d, input.dim()), full, input)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with src on its offset diagonal of dims dim1, dim2
+    (torch.diagonal_scatter)."""
+    ig = _ig()
+    _check_src_shape(src, input.diagonal(offset, dim1, dim2).shape)
+    d1, d2 = _dim(dim1, input.dim()), _dim(dim2, input.dim())
+    if src.shape[-1] == 0:
+        return input.clone()
+    x = input.movedim((d1, d2), (-2, -1))
+    rows = ig.arange(x.shape[-2], device=input.device).unsqueeze(1)
+    cols = ig.arange(x.shape[-1], device=input.device).unsqueeze(0)
+    on = cols - rows == offset
+    k = (rows if offset >= 0 else cols).expand(x.shape[-2], x.shape[-1])
+    k = k.clamp(0, src.shape[-1] - 1).reshape(-1)
+    full = src.to(input.dtype).index_select(-1, k).reshape(x.shape)
+    return ig.where(on, full, x).movedim((-2, -1), (d1, d2))
+
+
+def masked_scatter(input, mask, source):
+    """input with source's leading elements, in order, where mask holds
+    (input and mask broadcast) (torch.masked_scatter): element i of the
+    result reads source[(the number of true mask elements before it)]."""
+    ig = _ig()
+    if mask.dtype != ig.bool:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{str(mask.dtype).split('.')[-1].capitalize()}")
+    if input.dtype != source.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {input.dtype} and {source.dtype}")
+    x, m = ig.broadcast_tensors(input, mask)
+    flat = m.reshape(-1)
+    src = source.reshape(-1)
+    if _holds_data(flat) and flat.numel() and int(flat.sum().item()) > src.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    if src.numel() == 0:
+        return x.clone()
+    k = (flat.to(ig.int64).cumsum(0) - 1).clamp(0, src.numel() - 1)
+    return ig.where(m, src.index_select(0, k).reshape(x.shape), x)
+
+
+def ldexp(input, other, *, out=None):
+    """input * 2 ** other (torch.ldexp)."""
+    ig = _ig()
+    if not isinstance(other, ig.Tensor):
+        raise TypeError(f"ldexp(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    r = input * (2.0 ** other)
+    if out is not None:
+        return out.copy_(r)
+    return r

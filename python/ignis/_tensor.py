@@ -305,7 +305,10 @@ _FUNCTION_METHODS = (
     "diag", "diag_embed", "diagflat", "trace", "kron", "cross", "tensor_split", "ravel", "rot90",
     "median", "nanmedian", "nanmean", "quantile", "nanquantile", "kthvalue", "bincount", "inner",
     "vdot", "dist", "addmv", "addr", "addbmm", "sinc", "logit", "deg2rad", "rad2deg", "heaviside",
-    "fmax", "fmin", "float_power", "positive", "sgn", "msort")
+    "fmax", "fmin", "float_power", "positive", "sgn", "msort", "aminmax", "hsplit", "vsplit",
+    "dsplit", "cov", "corrcoef", "histc", "isreal", "renorm", "matrix_power", "narrow_copy",
+    "resolve_conj", "resolve_neg", "select_scatter", "slice_scatter", "diagonal_scatter",
+    "masked_scatter", "ldexp")
 
 
 def _function_method(name):
@@ -327,5 +330,24 @@ def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 
 Tensor.nan_to_num_ = _nan_to_num_
+
+
+def _in_place(name):
+    """self.<name>_(...): the function's result written into self (its shape
+    must be self's, as torch's in-place forms)."""
+    def method(self, *args, **kwargs):
+        from . import _functions
+        r = getattr(_functions, name)(self, *args, **kwargs)
+        if tuple(r.shape) != tuple(self.shape):
+            raise RuntimeError(f"{name}_: the result's shape {list(r.shape)} does not match "
+                               f"self's {list(self.shape)} (the other arguments must broadcast "
+                               "to self)")
+        return self.copy_(r)
+    method.__name__ = method.__qualname__ = name + "_"
+    return method
+
+
+for _name in ("renorm", "masked_scatter", "ldexp"):
+    setattr(Tensor, _name + "_", _in_place(_name))
 
 _C._set_tensor_class(Tensor)

@@ -6,7 +6,7 @@ uses them fails at the attribute, naming it."""
 import math
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "multi_dot",
-           "diagonal", "vander"]
+           "diagonal", "vander", "matrix_power"]
 
 _INF = float("inf")
 
@@ -160,3 +160,9 @@ def vander(x, *, N=None):
         return ig.ones_like(x).unsqueeze(-1)
     p = ig.arange(n, device=x.device)
     return x.unsqueeze(-1) ** p.to(x.dtype if x.is_floating_point() else ig.int64)
+
+
+def matrix_power(A, n):
+    """A to the n-th power (torch.linalg.matrix_power; n >= 0: a negative
+    power needs inv, which ignis lacks)."""
+    return _ig().matrix_power(A, n)

@@ -10,10 +10,11 @@ from .activation import (  # noqa: F401
     GLU, Hardshrink, Softshrink,
 )
 from .normalization import (  # noqa: F401
-    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+    InstanceNorm3d, LayerNorm,
     RMSNorm, LocalResponseNorm,
 )
-from .sparse import Embedding  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .dropout import (  # noqa: F401
     Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout,
 )
@@ -27,8 +28,9 @@ from .conv import (  # noqa: F401
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
 from .pooling import (  # noqa: F401
-    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
-    AvgPool2d, MaxPool1d, MaxPool2d, LPPool1d, LPPool2d,
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+    AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d, LPPool1d, LPPool2d,
+    MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
 )
 from .upsampling import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d,
@@ -77,4 +79,6 @@ __all__ = [
     "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
     "GaussianNLLLoss", "PoissonNLLLoss", "LPPool1d", "LPPool2d", "ChannelShuffle",
+    "EmbeddingBag", "InstanceNorm3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
+    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
 ]

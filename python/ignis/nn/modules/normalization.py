@@ -221,6 +221,10 @@ class InstanceNorm2d(_InstanceNorm):
     _nd = 2
 
 
+class InstanceNorm3d(_InstanceNorm):
+    _nd = 3
+
+
 class LocalResponseNorm(Module):
     """Normalises each channel by its neighbours' mean square (dim 1)."""
 
