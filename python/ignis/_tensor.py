@@ -324,6 +324,34 @@ for _name in _FUNCTION_METHODS:
         setattr(Tensor, _name, _function_method(_name))
 
 
+def _unfold(self, dimension, size, step):
+    """Every window of `size` elements along `dimension`, `step` apart, as a
+    new last dim: a view of self's storage (torch's Tensor.unfold; overlapping
+    windows share elements, and gradients add up over them, as_strided's)."""
+    nd = self.dim()
+    if not -max(nd, 1) <= dimension < max(nd, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {dimension})")
+    d = dimension % max(nd, 1)
+    length = self.shape[d] if nd else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if nd == 0:
+        return self.as_strided([size], [1], self.storage_offset())
+    sizes, strides = list(self.shape), list(self.stride())
+    sizes[d] = (length - size) // step + 1
+    strides[d] = strides[d] * step
+    return self.as_strided(sizes + [size], strides + [self.stride(d)], self.storage_offset())
+
+
+Tensor.unfold = _unfold
+
+
 def _nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     from . import _functions
     return _functions.nan_to_num(self, nan, posinf, neginf, out=self)

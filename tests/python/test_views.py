@@ -291,3 +291,54 @@ def test_as_strided_scatter_rejects_slices_outside_the_tensor():
     assert float(x.abs().sum()) == 0.0
     got = ignis.as_strided_scatter(x, src, [2], [1], 10)
     assert got.tolist()[-1] == [1.0, 1.0] and float(got.sum()) == 2.0
+
+
+@pytest.mark.parametrize("args", [(1, 3, 2), (1, 4, 4), (-1, 2, 1), (0, 3, 1), (1, 10, 1),
+                                  (1, 0, 3)])
+def test_unfold_windows_match_torch_and_share_storage(args):
+    """Tensor.unfold: torch's sizes, strides and values, a view (writes show
+    through), and gradients that add up over overlapping windows."""
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(0).standard_normal((3, 10, 4))
+    x, xt = ignis.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, yt = x.unfold(*args), xt.unfold(*args)
+    assert tuple(y.shape) == tuple(yt.shape) and y.stride() == yt.stride()
+    np.testing.assert_array_equal(y.detach().numpy(), yt.detach().numpy())
+    w = np.random.default_rng(1).standard_normal(tuple(yt.shape))
+    (y * ignis.tensor(w)).sum().backward()
+    (yt * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    base = ignis.zeros(3, 10, 4)
+    if y.numel():
+        base.unfold(*args)[..., 0] = 7.0
+        assert float(base.sum()) > 0
+
+
+def test_unfold_rejects_bad_windows_as_torch():
+    x = ignis.zeros(3, 10)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 1 is 10 but size is 11"):
+        x.unfold(1, 11, 1)
+    with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
+        x.unfold(1, 3, 0)
+    with pytest.raises(RuntimeError, match="size is -1 but must be >= 0"):
+        x.unfold(1, -1, 1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.unfold(2, 1, 1)
+    assert ignis.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+
+
+def test_unfold_compiles_in_one_graph():
+    def f(t):
+        return (t.unfold(1, 3, 2) ** 2).sum(-1)
+    x = ignis.randn(3, 10, 4, requires_grad=True)
+    ex = ignis.compiler.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    got = ignis.compile(f, backend="inductor")(x)
+    got.sum().backward()
+    g = x.grad.clone()
+    x.grad = None
+    want = f(x)
+    want.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-6, atol=1e-6)
+    ignis.compiler.reset()
