@@ -7,6 +7,9 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "repeat_interleave",
            "polygamma",
            "mvlgamma",
+           "cummax",
+           "cummin",
+           "logcumsumexp",
            "argwhere",
            "diff",
            "isin",
@@ -1301,3 +1304,79 @@ def ldexp(input, other, *, out=None):
     if out is not None:
         return out.copy_(r)
     return r
+
+
+# ---- scans by doubling -----------------------------------------------------------------------
+# Note [Scans by doubling]
+# cummax, cummin and logcumsumexp are inclusive scans with an associative
+# combine. Written over ops, each is log2(n) steps of "combine every element
+# with the one 2^k before it" (Hillis and Steele): n log n work, but every
+# step is one pointwise op over shifted views, which autograd, capture (a
+# static length unrolls into the graph) and the compiler (fused pointwise
+# kernels) all see, on every device. The running max and min pick their
+# index by the later-wins rule torch uses (>= for max, <= for min; the last
+# NaN wins over everything), and their values are gathered at those indices, so the
+# gradient goes to the elements picked, as torch's backward scatters it.
+def _shifted(t, dim, k, fill):
+    """t moved k places along dim (the first k filled with `fill`)."""
+    head = t.narrow(dim, 0, t.shape[dim] - k)
+    pad = list(t.shape)
+    pad[dim] = k
+    return _ig().cat([_ig().full(pad, fill, dtype=t.dtype, device=t.device), head], dim)
+
+
+def _cumulative_extreme(input, dim, is_max, name):
+    ig = _ig()
+    if input.dim() == 0:
+        return _values_indices(input.clone(), ig.zeros((), dtype=ig.int64, device=input.device),
+                               name)
+    d = _dim(dim, input.dim())
+    n = input.shape[d]
+    shape = [1] * input.dim()
+    shape[d] = n
+    idx = ig.arange(n, device=input.device).view(shape).expand(input.shape).contiguous()
+    best = input.detach()
+    floating = best.is_floating_point()
+    k = 1
+    while k < n:
+        prev = _shifted(best, d, k, 0)
+        prev_idx = _shifted(idx, d, k, -1)
+        later = (best >= prev) if is_max else (best <= prev)
+        if floating:  # the last NaN wins (a comparison with an earlier NaN is False)
+            later = later | best.isnan()
+        take = later | (prev_idx < 0)
+        best = ig.where(take, best, prev)
+        idx = ig.where(take, idx, prev_idx)
+        k *= 2
+    return _values_indices(input.gather(d, idx), idx, name)
+
+
+def cummax(input, dim):
+    """(values, indices): the running maximum along dim and where it was
+    found, the later on ties; a NaN propagates (torch.cummax). Note [Scans by
+    doubling]."""
+    return _cumulative_extreme(input, dim, True, "cummax")
+
+
+def cummin(input, dim):
+    """(values, indices): the running minimum along dim and where it was
+    found, the later on ties; a NaN propagates (torch.cummin)."""
+    return _cumulative_extreme(input, dim, False, "cummin")
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along dim, each step a logaddexp, so no
+    element overflows or vanishes (torch.logcumsumexp). Note [Scans by
+    doubling]."""
+    ig = _ig()
+    if not input.is_floating_point():
+        input = input.to(ig.get_default_dtype())
+    if input.dim() == 0:
+        return input.clone()
+    d = _dim(dim, input.dim())
+    out = input
+    k, n = 1, input.shape[d]
+    while k < n:
+        out = ig.logaddexp(out, _shifted(out, d, k, float("-inf")))
+        k *= 2
+    return out if out is not input else input.clone()

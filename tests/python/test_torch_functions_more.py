@@ -664,3 +664,72 @@ def test_compiled_matches_eager(fn):
     for a, b in zip(compiled, eager):
         if b.requires_grad:
             np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=1e-9, atol=1e-9)
+
+
+# ---- scans by doubling (Note [Scans by doubling], _functions.py) --------------------------------
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_cummax_cummin_match_torch(name, dtype):
+    """Values, indices (the later on ties; the last NaN wins) and gradients
+    (to the elements picked) over several lengths and dims."""
+    rng = np.random.default_rng(3)
+    for shape, dim in [((7,), 0), ((3, 9), 1), ((3, 9), 0), ((2, 17, 3), -2), ((1,), 0),
+                       ((4, 0), 1)]:
+        a = rng.integers(-3, 4, shape).astype(dtype)  # many ties
+        if dtype != "int64" and a.size:
+            a.flat[rng.integers(0, a.size, 2)] = np.nan
+        grad = dtype == "float64"
+        x = ignis.tensor(a, requires_grad=grad)
+        xt = torch.tensor(a, requires_grad=grad)
+        got, want = getattr(ignis, name)(x, dim), getattr(torch, name)(xt, dim)
+        assert type(got).__name__ == name
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.detach().numpy(), want.values.detach().numpy())
+        m_got = getattr(x, name)(dim)
+        np.testing.assert_array_equal(m_got.indices.numpy(), want.indices.numpy())
+        if grad and a.size:
+            w = rng.standard_normal(shape)
+            (got.values * ignis.tensor(w)).sum().backward()
+            (want.values * torch.tensor(w)).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())
+    zero_d = getattr(ignis, name)(ignis.tensor(3.0), 0)
+    assert float(zero_d.values) == 3.0 and int(zero_d.indices) == 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_logcumsumexp_matches_torch_without_overflow(dtype):
+    rng = np.random.default_rng(4)
+    for shape, dim in [((9,), 0), ((3, 33), 1), ((5, 4), 0), ((1,), 0)]:
+        a = (rng.standard_normal(shape) * 300).astype(dtype)  # exp overflows float32 alone
+        x = ignis.tensor(a, requires_grad=dtype == "float64")
+        xt = torch.tensor(a, requires_grad=dtype == "float64")
+        got, want = ignis.logcumsumexp(x, dim), torch.logcumsumexp(xt, dim)
+        tol = 1e-12 if dtype == "float64" else 2e-5
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(x.logcumsumexp(dim).detach().numpy(), want.detach().numpy(),
+                                   rtol=tol, atol=tol)
+        if dtype == "float64":
+            w = rng.standard_normal(shape)
+            (got * ignis.tensor(w)).sum().backward()
+            (want * torch.tensor(w)).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    edge = np.array([-1000.0, 0.0, 1000.0, -np.inf])
+    np.testing.assert_array_equal(ignis.logcumsumexp(ignis.tensor(edge), 0).numpy(),
+                                  torch.logcumsumexp(torch.tensor(edge), 0).numpy())
+
+
+def test_scans_compile_in_one_graph():
+    def f(t):
+        return t.cummax(1).values + t.logcumsumexp(1) - ignis.cummin(t, 1).values
+    x = ignis.randn(3, 11, dtype=ignis.float64, requires_grad=True)
+    ex = ignis.compiler.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    got = ignis.compile(f, backend="inductor", fullgraph=True)(x)
+    got.sum().backward()
+    g = x.grad.clone()
+    x.grad = None
+    want = f(x)
+    want.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-12)
+    ignis.compiler.reset()
