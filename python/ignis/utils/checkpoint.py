@@ -88,18 +88,24 @@ def _quiet_autocast(autocast, device, dtype, enabled):
         return autocast(device, dtype=dtype, enabled=enabled)
 
 
+def _reentrant(use_reentrant, caller):
+    """use_reentrant as given, or True with torch's warning when not given."""
+    if use_reentrant is None:
+        warnings.warn(
+            f"torch.utils.checkpoint.{caller}: the use_reentrant parameter should be passed "
+            "explicitly. use_reentrant=False is recommended; ignis, as torch, uses "
+            "use_reentrant=True when it is not passed.", stacklevel=3)
+        return True
+    return use_reentrant
+
+
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
                determinism_check="default", debug=False, **kwargs):
     """Runs function(*args, **kwargs) keeping none of the tensors its
     backward needs; they are recomputed by running it again in the backward
     (see the module doc). preserve_rng_state=True (a keyword) restores the
     random state for the second run."""
-    if use_reentrant is None:
-        warnings.warn(
-            "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
-            "use_reentrant=False is recommended; ignis, as torch, uses use_reentrant=True "
-            "when it is not passed.", stacklevel=2)
-        use_reentrant = True
+    use_reentrant = _reentrant(use_reentrant, "checkpoint")
     preserve = kwargs.pop("preserve_rng_state", True)
     if determinism_check not in ("default", "none"):
         raise ValueError(f"determinism_check should be one of ['default', 'none'], but got "
@@ -235,12 +241,7 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, chec
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """Runs a Sequential (or a list of modules/functions) in `segments`
     checkpointed chunks; the last chunk runs normally, as in torch."""
-    if use_reentrant is None:
-        warnings.warn(
-            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should "
-            "be passed explicitly; ignis, as torch, uses use_reentrant=True when it is not "
-            "passed.", stacklevel=2)
-        use_reentrant = True
+    use_reentrant = _reentrant(use_reentrant, "checkpoint_sequential")
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
