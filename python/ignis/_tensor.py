@@ -324,6 +324,17 @@ for _name in _FUNCTION_METHODS:
         setattr(Tensor, _name, _function_method(_name))
 
 
+def _overlaps(t):
+    """Whether two indices of t reach one element (by its sizes and strides)."""
+    dims = sorted((st, n) for n, st in zip(t.shape, t.stride()) if n > 1)
+    reach = 0  # the largest offset the inner dims reach
+    for st, n in dims:
+        if st <= reach:
+            return True
+        reach += st * (n - 1)
+    return False
+
+
 def _unfold(self, dimension, size, step):
     """Every window of `size` elements along `dimension`, `step` apart, as a
     new last dim: a view of self's storage (torch's Tensor.unfold; overlapping
@@ -343,6 +354,11 @@ def _unfold(self, dimension, size, step):
                            f"{size}")
     if nd == 0:
         return self.as_strided([size], [1], self.storage_offset())
+    if _overlaps(self):
+        # as_strided's backward takes its input's own geometry: through a
+        # view whose elements repeat (an unfold's windows), gradients would
+        # add up twice. Such an input is unfolded from a copy.
+        self = self.contiguous()
     sizes, strides = list(self.shape), list(self.stride())
     sizes[d] = (length - size) // step + 1
     strides[d] = strides[d] * step

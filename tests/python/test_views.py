@@ -342,3 +342,19 @@ def test_unfold_compiles_in_one_graph():
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-6, atol=1e-6)
     ignis.compiler.reset()
+
+
+def test_unfold_of_an_unfold_gets_torchs_gradients():
+    """An unfold's windows repeat elements; unfolding them again must not add
+    the repeated elements' gradients twice (2-D patches: two unfolds)."""
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(0).standard_normal((6, 7))
+    grads = []
+    for lib in (ignis, torch):
+        x = lib.tensor(a, requires_grad=True)
+        y = x.unfold(0, 3, 1).unfold(1, 3, 2)
+        w = lib.tensor(np.random.default_rng(1).standard_normal(tuple(y.shape)))
+        (y * w).sum().backward()
+        grads.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12, atol=1e-12)
