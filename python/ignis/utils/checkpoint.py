@@ -209,18 +209,13 @@ class _Frame:
         with saved_tensors_hooks(fill, refuse):
             self.recompute()
         if self.check and filled != self.metas:
-            raise CheckpointError(
-                "torch.utils.checkpoint: Recomputed values for the following tensors have "
-                f"different metadata than during the forward pass: {len(self.metas)} tensors "
-                f"saved in the forward, {len(filled)} in the recomputation"
-                + ("" if len(filled) != len(self.metas) else
-                   f"; first difference at tensor {_first_difference(self.metas, filled)}: "
-                   f"{self.metas[_first_difference(self.metas, filled)]} before, "
-                   f"{filled[_first_difference(self.metas, filled)]} now"))
-
-
-def _first_difference(a, b):
-    return next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+            why = f"{len(self.metas)} tensors saved in the forward, {len(filled)} in the recomputation"
+            if len(filled) == len(self.metas):
+                i = next(i for i, (a, b) in enumerate(zip(self.metas, filled)) if a != b)
+                why += f"; first difference at tensor {i}: {self.metas[i]} before, {filled[i]} now"
+            raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following "
+                                  f"tensors have different metadata than during the forward pass: "
+                                  f"{why}")
 
 
 def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, check, args,

@@ -1363,14 +1363,14 @@ VTP Tracer::call_module(const VTP& mod, std::vector<VTP>& args,
       return hooks;
     }
     if (mod->reg < 0) throw Unsupported{str("call of a module with ", name + 1, " and no source to guard them")};
-    int reg = guards().attr(mod->reg, PyUnicode_InternFromString(name));
-    wrap_input(d.get(), reg);  // guards the type, the length, each id and hook
+    // The dict's tracker guards its type, length, each id and hook; its
+    // items are taken from it in the OrderedDict's order.
+    VTP table = wrap_input(d.get(), guards().attr(mod->reg, PyUnicode_InternFromString(name)));
     Obj keys = check(PySequence_List(d.get()));
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys.get()); ++i) {
       PyObject* key = PyList_GET_ITEM(keys.get(), i);
-      PyObject* hook = PyDict_GetItemWithError(d.get(), key);
-      if (!hook) throw PyErrorSet{};
-      hooks.emplace_back(Obj::borrow(key), wrap_input(hook, guards().dict_item(reg, key)));
+      for (size_t j = 0; j < table->keys.size(); ++j)
+        if (table->keys[j].get() == key) hooks.emplace_back(Obj::borrow(key), table->items[j]);
     }
     return hooks;
   };

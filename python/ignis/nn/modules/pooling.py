@@ -4,6 +4,7 @@ ones and MaxUnpool1d/2d/3d.
 Each holds its arguments and calls the F.* form; reprs read as torch's.
 """
 from .. import functional as F
+from .conv import _ntuple
 from .module import Module
 
 
@@ -184,10 +185,6 @@ class _MaxUnpoolNd(Module):
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
