@@ -632,3 +632,135 @@ def test_unique_graphs_counter_counts_as_torchs():
     for n in (3, 4, 5, 5, 6):
         tf(torch.rand(n, 3))
     assert torch_counters["stats"]["unique_graphs"] - before == ours
+
+
+# --- stride symbols (Note [Stride symbols], src/ignis/capture/tracer_dynamic.cpp) ---
+
+def last_token_logits(ids, w):
+    return (w[ids] * ids.float().mean()).sum(1)
+
+
+def test_a_generation_loops_growing_stride_is_one_symbol(capsys):
+    # ids[:, -1:] of a [2, L] sequence is [2, 1] with stride [L, 1]: the stride
+    # changes every step. Like Dynamo: one recompile, then a stride symbol
+    # (s25, torch's number for this source) and one graph for every L.
+    graphs = []
+    cf = ignis.compile(last_token_logits, backend=counting_backend(graphs))
+    w = rand(7, 5)
+    ids = ignis.tensor([[1], [2]])
+    ignis._logging.set_logs(recompiles=True, dynamic=True)
+    for step in range(12):
+        x = ids[:, -1:]
+        out = cf(x, w)
+        close(out, last_token_logits(x, w))
+        ids = ignis.cat([ids, (out[:, :1].abs() * 10).long().remainder(7)], 1)
+    assert len(graphs) == 2
+    assert _capture.cache_entry_count(last_token_logits.__code__) == 2
+    err = capsys.readouterr().err
+    assert "stride mismatch at index 0. expected 1, actual 2" in err
+    assert "automatic dynamic L['ids'] stride(0) 1 != 2" in err
+    assert "create_symbol s25 = 2 for L['ids'].stride()[0] [2, int_oo]" in err
+    # placeholders in first use, the symbol before its tensor (as Dynamo)
+    assert "def forward(self, L_w_ : ignis.Tensor, s25 : ignis.SymInt, L_ids_ : ignis.Tensor):" \
+        in graphs[1].code
+    newest = guard_lines(last_token_logits)[0]
+    assert any(g.startswith("TENSOR_MATCH: L['ids']") and "size=[2, 1]" in g and
+               "stride=[s25, 1]" in g for g in newest)
+    assert "LAMBDA_GUARD: 2 <= L['ids'].stride()[0]" in newest
+
+
+def test_generation_loop_graph_matches_dynamos():
+    torch = pytest.importorskip("torch")
+    if not torch.__version__.startswith("2.13"):
+        pytest.skip("the graphs are torch 2.13's")
+    codes = {}
+    for lib in (ignis, torch):
+        graphs = []
+
+        def backend(gm, example_inputs):
+            graphs.append(gm.code)
+            return gm.forward
+
+        def f(ids, w):
+            return (w[ids] * 2).sum(1)
+
+        if lib is torch:
+            torch._dynamo.reset()
+        logging.disable(logging.WARNING)
+        try:
+            cf = lib.compile(f, backend=backend)
+            ids, w = lib.zeros(2, 1, dtype=lib.long), lib.randn(7, 5)
+            for _ in range(5):
+                cf(ids[:, -1:], w)
+                ids = lib.cat([ids, ids[:, -1:] + 1], 1)
+        finally:
+            logging.disable(logging.NOTSET)
+            if lib is torch:
+                torch._dynamo.reset()
+        codes[lib] = [c.replace("torch.", "ignis.") for c in graphs]
+    assert codes[ignis] == codes[torch]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_stride_symbols_give_eagers_values_and_gradients(backend, monkeypatch):
+    # Each compiled (COMPILE_EVERY_SIZE), the AOT graphs one symbolic trace.
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)
+
+    def f(a, w):
+        return (a.sin() @ w).relu().sum(0) * a.size(1)
+
+    cf = ignis.compile(f, backend=backend)
+    w = rand(3, 4)
+    for length in (5, 6, 9, 7, 12, 6):
+        # a transposed [L, 3] (strides [1, L]: its sizes vary, its strides
+        # are products of them), and a row slice [4, 3] of a growing [4, L]
+        # (stride [L, 1]: a stride symbol)
+        for a in (rand(3, length).t(), rand(4, length)[:, :3]):
+            w1, w2 = w.clone().requires_grad_(), w.clone().requires_grad_()
+            a1, a2 = a.detach().requires_grad_(), a.detach().requires_grad_()
+            out = cf(a1, w1)
+            ref = f(a2, w2)
+            close(out, ref, tol=1e-4)
+            out.sum().backward()
+            ref.sum().backward()
+            close(w1.grad, w2.grad, tol=1e-4)
+            close(a1.grad, a2.grad, tol=1e-4)
+
+
+def test_strides_after_a_stride_symbol_are_guarded_products(capsys):
+    # big[:, :, 0] of [B, 3, L] is [B, 3] with strides [3*L, L]: L becomes a
+    # stride symbol and stride 0 its product with 3, checked by a shape guard;
+    # a layout whose stride 0 is not 3*L recompiles (and is right).
+    def f(x):
+        return x * 2 + x[:, :1]
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for length in (4, 5, 8):
+        x = rand(2, 3, length)[:, :, 0]
+        close(cf(x), f(x))
+    assert len(graphs) == 2
+    newest = guard_lines(f)[0]
+    assert any("stride=[3*s" in g and g.startswith("TENSOR_MATCH: L['x']") for g in newest), newest
+    assert any(g.startswith("LAMBDA_GUARD: L['x'].stride()[0] == 3*L['x'].stride()[1]")
+               for g in newest), newest
+    ignis._logging.set_logs(recompiles=True)
+    x = rand(2, 4, 6)[:, :3, 0]  # strides [24, 6]: not 3 * 6
+    close(cf(x), f(x))
+    assert len(graphs) == 3
+    assert "L['x'].stride()[0] == 3*L['x'].stride()[1]" in capsys.readouterr().err
+
+
+def test_reading_a_stride_pins_the_stride_symbols():
+    # x.stride(0) is a Python int computed at the trace's layout: with a
+    # stride symbol it becomes the symbol's value (a guard), never a stale one.
+    def f(x):
+        return x * x.stride(0)
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for length in (4, 5, 7, 9):
+        x = rand(3, length)[:, :2]
+        close(cf(x), f(x))
+    assert len(graphs) == 4

@@ -86,11 +86,13 @@ bool hook_installed();
 const std::string& current_compile_id();
 
 // Automatic dynamic's memory of a code object (torch's frame state): the
-// sizes each tensor source had when the code was traced, -1 for a dim seen
-// with two sizes (dynamic from then on). Kept beside the code's cache and
-// dropped with it by reset_caches. nullptr when the code cannot hold state.
+// sizes (and strides) each tensor source had when the code was traced, -1
+// for a dim seen with two sizes (strides) -- dynamic from then on. Kept
+// beside the code's cache and dropped with it by reset_caches. nullptr when
+// the code cannot hold state.
 struct FrameDynamicState {
   std::unordered_map<std::string, std::vector<int64_t>> sizes;
+  std::unordered_map<std::string, std::vector<int64_t>> strides;
 };
 FrameDynamicState* frame_dynamic_state(PyCodeObject* code);
 

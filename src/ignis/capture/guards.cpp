@@ -33,6 +33,7 @@ enum class Op : uint8_t {
   LoadItem,
   LoadCallMethod0,
   LoadTensorSize,
+  LoadTensorStride,
   // checks
   CheckTensor,
   CheckType,
@@ -328,6 +329,14 @@ struct GuardProgram::Impl {
         out = PyLong_FromLongLong(impl->sizes()[s.arg]);
         break;
       }
+      case Op::LoadTensorStride: {
+        PyObject* t = v[s.parent];
+        if (!py::is_tensor(t)) return false;
+        TensorImpl* impl = py::unwrap(t).impl();
+        if (!impl || s.arg >= static_cast<Py_ssize_t>(impl->strides().size())) return false;
+        out = PyLong_FromLongLong(impl->strides()[s.arg]);
+        break;
+      }
       default:
         return true;
     }
@@ -356,14 +365,14 @@ struct GuardProgram::Impl {
     const DimVector& sz = t->sizes();
     if (sz.size() != spec.sizes.size()) return false;
     const DimVector& st = t->strides();
-    if (spec.dynamic_dims == 0) {
+    if (spec.dynamic_dims == 0 && spec.dynamic_strides == 0) {
       for (size_t i = 0; i < sz.size(); ++i)
         if (sz[i] != spec.sizes[i] || st[i] != spec.strides[i]) return false;
       return true;
     }
     for (size_t i = 0; i < sz.size(); ++i) {
       if (!((spec.dynamic_dims >> i) & 1) && sz[i] != spec.sizes[i]) return false;
-      if (st[i] != expected_stride(spec, sz, i)) return false;
+      if (!((spec.dynamic_strides >> i) & 1) && st[i] != expected_stride(spec, sz, i)) return false;
     }
     return true;
   }
@@ -371,7 +380,7 @@ struct GuardProgram::Impl {
   // Stride i as the spec states it for these sizes (a product of sizes times
   // a constant for a tensor with dynamic dims).
   static int64_t expected_stride(const TensorGuardSpec& spec, const DimVector& sz, size_t i) {
-    if (spec.dynamic_dims == 0 || spec.stride_dims.empty()) return spec.strides[i];
+    if (spec.stride_dims.empty()) return spec.strides[i];
     int64_t v = spec.strides[i];
     for (size_t k = 0; k < sz.size(); ++k)
       if ((spec.stride_dims[i] >> k) & 1) v *= sz[k];
@@ -447,7 +456,7 @@ struct GuardProgram::Impl {
         return p + str("size mismatch at index ", i, ". expected ", spec.sizes[i], ", actual ", sz[i]);
     const DimVector& st = t->strides();
     for (size_t i = 0; i < st.size(); ++i)
-      if (st[i] != expected_stride(spec, sz, i))
+      if (!((spec.dynamic_strides >> i) & 1) && st[i] != expected_stride(spec, sz, i))
         return p + str("stride mismatch at index ", i, ". expected ", expected_stride(spec, sz, i),
                        ", actual ", st[i]);
     return p + "mismatch";
@@ -578,6 +587,11 @@ int GuardProgram::call_method0(int reg, const char* method) {
 int GuardProgram::tensor_size(int reg, int dim) {
   return impl_->add_register(Op::LoadTensorSize, reg, dim, nullptr,
                              str(impl_->src(reg), ".size()[", dim, "]"));
+}
+
+int GuardProgram::tensor_stride(int reg, int dim) {
+  return impl_->add_register(Op::LoadTensorStride, reg, dim, nullptr,
+                             str(impl_->src(reg), ".stride()[", dim, "]"));
 }
 
 int GuardProgram::num_registers() const { return static_cast<int>(impl_->regs.size()); }

@@ -30,7 +30,10 @@ namespace ignis::capture {
 // Tensor properties a tensor guard pins. A set bit of `dynamic_dims` means
 // the size of that dim is symbolic: it is not checked for equality here (the
 // shape guards, check_shapes, check it), and the strides are checked as
-// products of sizes (`stride_dims`) where the trace gave them so.
+// products of sizes (`stride_dims`) where the trace gave them so. A set bit
+// of `dynamic_strides` means the stride of that dim is symbolic (a stride
+// symbol, or a product with one: Note [Stride symbols] in
+// tracer_dynamic.cpp): the shape guards check it.
 struct TensorGuardSpec {
   PyTypeObject* type = nullptr;  // exact Python type (ignis.Tensor, Parameter, ...)
   int dtype = 0;                 // ignis ScalarType as int
@@ -40,9 +43,10 @@ struct TensorGuardSpec {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   uint64_t dynamic_dims = 0;
-  // With dynamic dims, stride i must be strides[i] * prod(size[k] for the
-  // bits k of stride_dims[i]) (contiguous: stride[0] == size[1]); empty
-  // when dynamic_dims is 0. `size_text`/`stride_text` spell them for logs
+  uint64_t dynamic_strides = 0;
+  // With dynamic dims or strides, stride i must be strides[i] *
+  // prod(size[k] for the bits k of stride_dims[i]) (contiguous: stride[0]
+  // == size[1]); empty when both masks are 0. `size_text`/`stride_text` spell them for logs
   // ("s77", "3").
   std::vector<uint64_t> stride_dims;
   std::vector<std::string> size_text, stride_text;
@@ -82,6 +86,8 @@ class GuardProgram {
   int call_method0(int reg, const char* method);   // r.method(): r.__reduce__()
   // r.size()[dim] of a tensor, read in C++ as an int: L['x'].size()[0]
   int tensor_size(int reg, int dim);
+  // r.stride()[dim], the same way: L['x'].stride()[0]
+  int tensor_stride(int reg, int dim);
   int num_registers() const;
   // The source text of a register: "L['x']", "G['torch'].nn", ...
   const std::string& source_name(int reg) const;

@@ -576,7 +576,11 @@ graph::Node* Tracer::node_of(const VTP& t) {
     graph::TensorMeta& m = ph->meta().tensors[0];
     m.sym_sizes = sizes_of(t);
     const Tensor& f = py::unwrap(t->fake.get());
-    if (f.is_contiguous()) m.sym_strides = sym_shape::contiguous_strides(m.sym_sizes);
+    if (!t->sym_strides.empty()) {
+      for (const sym::Expr& e : t->sym_strides) m.sym_strides.push_back(shape_env.replace(e));
+    } else if (f.is_contiguous()) {
+      m.sym_strides = sym_shape::contiguous_strides(m.sym_sizes);
+    }
   }
   t->node = graph::NodePtr(ph);
   t->name_set = true;

@@ -113,28 +113,34 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
       source.find("._buffers[") != std::string::npos ||
       std::string(Py_TYPE(tensor)->tp_name).find("Parameter") != std::string::npos)
     return;
-  std::vector<bool> dyn(rank, false);
+  std::vector<bool> dyn(rank, false), dyn_stride(rank, false);
   PyObject* mode = cfg->dynamic;
+  const DimVector& st = t.strides();
   if (mode == Py_True) {
     std::fill(dyn.begin(), dyn.end(), true);
+    std::fill(dyn_stride.begin(), dyn_stride.end(), true);
   } else if (mode == nullptr || mode == Py_None) {
-    // Automatic dynamic: a dim whose size differs from an earlier trace of
-    // this code is dynamic from now on.
-    if (FrameDynamicState* st = frame_dynamic_state(fv.code)) {
-      auto it = st->sizes.find(source);
-      if (it == st->sizes.end() || it->second.size() != rank) {
-        st->sizes[source].assign(t.sizes().begin(), t.sizes().end());
-      } else {
-        for (size_t d = 0; d < rank; ++d) {
-          if (it->second[d] != t.sizes()[d] && it->second[d] != -1) {
-            if (log_on(kLogDynamic))
-              log_write(kLogDynamic, str("automatic dynamic ", source, " size(", d, ") ",
-                                         it->second[d], " != ", t.sizes()[d]));
-            it->second[d] = -1;
-          }
-          dyn[d] = it->second[d] == -1;
+    // Automatic dynamic: a dim whose size (stride) differs from an earlier
+    // trace of this code is dynamic from now on.
+    if (FrameDynamicState* state = frame_dynamic_state(fv.code)) {
+      auto mark = [&](std::vector<int64_t>& seen, const DimVector& now, std::vector<bool>& out,
+                      const char* what) {
+        if (seen.size() != rank) {
+          seen.assign(now.begin(), now.end());
+          return;
         }
-      }
+        for (size_t d = 0; d < rank; ++d) {
+          if (seen[d] != now[d] && seen[d] != -1) {
+            if (log_on(kLogDynamic))
+              log_write(kLogDynamic, str("automatic dynamic ", source, " ", what, "(", d, ") ",
+                                         seen[d], " != ", now[d]));
+            seen[d] = -1;
+          }
+          out[d] = seen[d] == -1;
+        }
+      };
+      mark(state->sizes[source], t.sizes(), dyn, "size");
+      mark(state->strides[source], st, dyn_stride, "stride");
     }
   }
   std::vector<bool> marked = marked_dims(tensor, "_dynamo_dynamic_indices", rank);
@@ -145,8 +151,10 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
     if (marked[d] || weak[d]) dyn[d] = true;
     if (pinned[d]) dyn[d] = false;
     if (t.sizes()[d] < 2) dyn[d] = false;  // 0 and 1 are specialized, as in torch
+    if (st[d] < 2) dyn_stride[d] = false;  // strides too
   }
-  if (std::none_of(dyn.begin(), dyn.end(), [](bool b) { return b; })) return;
+  auto any = [](const std::vector<bool>& b) { return std::any_of(b.begin(), b.end(), [](bool x) { return x; }); };
+  if (!any(dyn) && !any(dyn_stride)) return;
 
   if (log_on(kLogDynamic))
     shape_env.set_logger([](const std::string& m) { log_write(kLogDynamic, m); });
@@ -173,35 +181,70 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
     spec.dynamic_dims |= uint64_t{1} << d;
     spec.size_text[d] = sym::str(s);
   }
-  // Strides as products of sizes (innermost first, by stride), where the
-  // tensor's layout gives them so; a stride that is not such a product stays
-  // pinned to its value.
+  // Note [Stride symbols]
+  // The strides, innermost first (by stride): each is a product of the
+  // sizes inside it times the stride it continues from, where the layout
+  // gives it so (contiguous: stride[0] == size[1]) and the guard checks that
+  // product; a stride that is no such product is pinned to its value,
+  // unless it varied between traces (automatic dynamic, or dynamic=True),
+  // when it is a symbol of its own, read from x.stride()[d] (torch's
+  // dynamic strides): x[:, -1:] of a growing [B, L] sequence is [B, 1] with
+  // stride [L, 1], one graph for every L instead of a recompile per step.
+  // The strides continuing from a stride symbol are products with it,
+  // checked by the shape guards (StrideProduct); the placeholder's metadata
+  // carries them all (v->sym_strides), so AOT makes its fakes at the hints
+  // with them and fits the graph's numbers to them like any size's.
   std::vector<size_t> order(rank);
   for (size_t i = 0; i < rank; ++i) order[i] = i;
-  const DimVector& st = t.strides();
   // Ties (size-1 dims) put the inner dim first, as a contiguous layout has it.
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return st[a] != st[b] ? st[a] < st[b] : a > b; });
   spec.stride_dims.assign(rank, 0);
   spec.stride_text.assign(rank, "");
+  v->sym_strides.assign(rank, sym::Expr());
   uint64_t mask = 0;
   int64_t factor = 1;
+  sym::Expr base(1);  // a stride symbol the strides continue from, else 1
+  int64_t base_hint = 1;
   for (size_t d : order) {
-    int64_t expected = factor;
+    int64_t expected = factor * base_hint;
     for (size_t k = 0; k < rank; ++k)
       if ((mask >> k) & 1) expected *= t.sizes()[k];
+    sym::Expr e;
     if (st[d] == expected && factor != 0) {
       spec.stride_dims[d] = mask;
       spec.strides[d] = factor;
+      e = base * factor;
+      for (size_t k = 0; k < rank; ++k)
+        if ((mask >> k) & 1) e = e * v->sym_sizes[k];
+      if (!base.is_const()) {
+        spec.dynamic_strides |= uint64_t{1} << d;
+        pending_stride_products.push_back(
+            {PendingSize{str(source, ".stride()[", d, "]"), static_cast<int>(d), base, false, true},
+             sym::simplify(e)});
+      }
+    } else if (dyn_stride[d]) {
+      std::string src = str(source, ".stride()[", d, "]");
+      size_t before = shape_env.symbols().size();
+      sym::Expr s = shape_env.create_symbol(st[d], src, torch_symbol_id(src));
+      pending_sizes.push_back({src, static_cast<int>(d), s, shape_env.symbols().size() > before, true});
+      stride_symbols.push_back(s);
+      spec.dynamic_strides |= uint64_t{1} << d;
+      spec.stride_dims[d] = 0;
+      mask = 0;
+      factor = 1;
+      base = e = s;
+      base_hint = st[d];
     } else {
       spec.stride_dims[d] = 0;  // pinned
       mask = 0;
       factor = st[d];
+      base = sym::Expr(1);
+      base_hint = 1;
+      e = sym::Expr(st[d]);
     }
-    sym::Expr e = spec.strides[d];
-    for (size_t k = 0; k < rank; ++k)
-      if ((spec.stride_dims[d] >> k) & 1) e = e * v->sym_sizes[k];
-    spec.stride_text[d] = sym::str(sym::simplify(e));
+    v->sym_strides[d] = sym::simplify(e);
+    spec.stride_text[d] = sym::str(v->sym_strides[d]);
     if (dyn[d]) mask |= uint64_t{1} << d;
     else factor *= t.sizes()[d];
   }
@@ -211,11 +254,14 @@ void Tracer::bind_sizes(int reg) {
   // After the tensor's own check, so that a rank change fails there (with
   // torch's reason) rather than on a missing size.
   for (const PendingSize& p : pending_sizes) {
-    int sreg = guards().tensor_size(reg, p.dim);
+    int sreg = p.stride ? guards().tensor_stride(reg, p.dim) : guards().tensor_size(reg, p.dim);
     size_reg[p.source] = sreg;
     if (p.is_new) symbol_reg[p.sym] = sreg;
   }
   pending_sizes.clear();
+  for (const auto& [p, e] : pending_stride_products)
+    stride_products.push_back({guards().tensor_stride(reg, p.dim), e, p.source});
+  pending_stride_products.clear();
 }
 
 VTP Tracer::dynamic_int(PyObject* value, int reg) {
@@ -308,7 +354,11 @@ std::vector<sym::Expr> Tracer::sizes_of(const VTP& t) {
     // are the fake's from now on, and the symbols they came from are pinned.
     for (const sym::Expr& e : t->sym_sizes)
       if (!shape_env.replace(e).is_const()) shape_env.specialize(e, "an in-place shape change");
+    for (const sym::Expr& e : t->sym_strides)
+      for (const sym::Expr& x : sym::free_symbols(shape_env.replace(e)))
+        shape_env.specialize(x, "an in-place shape change");
     t->sym_sizes.clear();
+    t->sym_strides.clear();
     out.clear();
   }
   for (int64_t n : f.sizes()) out.push_back(sym::Expr(n));
@@ -325,7 +375,9 @@ bool Tracer::is_symbolic(const VTP& t) {
 
 void Tracer::lift_symbols(const VTP& t) {
   std::vector<sym::Expr> syms;
-  for (const sym::Expr& e : sizes_of(t))
+  std::vector<sym::Expr> exprs = sizes_of(t);
+  for (const sym::Expr& e : t->sym_strides) exprs.push_back(shape_env.replace(e));
+  for (const sym::Expr& e : exprs)
     for (const sym::Expr& s : sym::free_symbols(e))
       if (!symbol_vt.count(s) && std::find(syms.begin(), syms.end(), s) == syms.end())
         syms.push_back(s);
@@ -549,6 +601,17 @@ void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std
     static const char* size_free[] = {"dim", "ndimension", "element_size", "get_device",
                                       "is_contiguous", "is_floating_point", "is_complex"};
     std::string what = method.empty() ? target_of(fn).base_name() : method;
+    // A value read from a layout: the stride symbols it may depend on (any
+    // tensor may be a view of an input with one) become their values.
+    static const char* layout_reads[] = {"stride", "is_contiguous", "storage_offset", "data_ptr",
+                                         "is_non_overlapping_and_dense"};
+    for (const char* n : layout_reads)
+      if (what == n)
+        for (const sym::Expr& x : stride_symbols)
+          if (!shape_env.replace(x).is_const()) {
+            shape_env.set_location(user_location());
+            shape_env.specialize(x, str("a Python value from Tensor.", what));
+          }
     for (const char* n : size_free)
       if (what == n) return;
     PyObject* r = result->value.get();
@@ -826,6 +889,9 @@ void Tracer::finish_shape_guards() {
     if (!s.unbacked) g.symbols.emplace_back(s.sym, symbol_reg.at(s.sym));
   for (const auto& q : shape_env.source_equalities())
     g.checks.push_back({q.expr, size_reg.at(q.source), q.source + " == " + shape_env.source_str(q.expr)});
+  for (const StrideProduct& p : stride_products)
+    g.checks.push_back({shape_env.replace(p.expr), p.reg,
+                        p.source + " == " + shape_env.source_str(shape_env.replace(p.expr))});
   for (const sym::Expr& r : shape_env.relations())
     g.checks.push_back({r, -1, shape_env.source_str(r)});
   for (const sym::ShapeEnv::Symbol& s : shape_env.symbols()) {

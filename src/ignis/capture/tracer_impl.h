@@ -168,9 +168,12 @@ struct VT {
   bool mutated = false;        // a frame container/object changed: replay after the graph
   // GradMode
   bool grad_enabled = false, grad_prev = false, grad_applied = false;
-  // Tensor: symbolic sizes (empty: static shape). SymInt: its expression
-  // and its value at trace time.
+  // Tensor: symbolic sizes (empty: static shape); a frame input's strides
+  // over them and its stride symbols (empty: its placeholder's strides are
+  // contiguous over sym_sizes where the fake is contiguous). SymInt: its
+  // expression and its value at trace time.
   std::vector<sym::Expr> sym_sizes;
+  std::vector<sym::Expr> sym_strides;
   sym::Expr sym;
   int64_t hint = 0;
 
@@ -389,7 +392,21 @@ class Tracer {
     int dim;
     sym::Expr sym;
     bool is_new;  // a new symbol (else duck-sized to an existing one)
+    bool stride = false;  // a stride symbol (x.stride()[dim]), not a size
   };
+  // Strides of frame tensors that are products with a stride symbol (the
+  // dims after it in the layout): their registers and values, for the shape
+  // guards (Note [Stride symbols]).
+  struct StrideProduct {
+    int reg;
+    sym::Expr expr;
+    std::string source;
+  };
+  std::vector<std::pair<PendingSize, sym::Expr>> pending_stride_products;
+  std::vector<StrideProduct> stride_products;
+  // The stride symbols made so far: a Python int read from a tensor's layout
+  // (x.stride(), x.is_contiguous()) pins them all.
+  std::vector<sym::Expr> stride_symbols;
   std::vector<PendingSize> pending_sizes;
   // The symbolic sizes of a tensor tracker with replacements applied
   // (constants from the fake when static).
