@@ -25,6 +25,11 @@ caches, compiled-graph caches and thread pools never carry over. Rows:
               process: cold and warm are the same 20 calls on a fresh / warm cache),
               and the graphs each compiler made (torch._dynamo.utils.counters'
               unique_graphs, in both libraries); default settings (automatic dynamic)
+  gpt_generate greedy generation of GENERATE tokens from a one-token prompt, nanoGPT's
+              loop: each step runs the forward on idx[:, -block_size:] of the growing
+              sequence (lengths 1..64, then [1, 64] views with a growing stride) and
+              appends the argmax of the last position; the total ms, compiles included,
+              and the graphs compiled; the check compares the last step's logits
 
 Times are medians after warm-up. A triad (a = b + s*c on 512 MiB arrays, torch
 eager) gives the machine's memory bandwidth; memory-bound rows print the bytes
@@ -68,9 +73,10 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 ROWS = ["pointwise", "softmax", "layer_norm", "mlp", "tiny", "gpt_fwd", "gpt_train", "masked",
-        "gpt_lengths", "standardize"]
+        "gpt_lengths", "gpt_generate", "standardize"]
 # gpt_lengths: sequence lengths of its 20 calls (distinct, up to the block size 64)
 LENGTHS = [64, 56, 48, 40, 32, 24, 16, 8, 60, 52, 44, 36, 28, 20, 12, 62, 50, 38, 26, 14]
+GENERATE = 150  # gpt_generate: tokens generated
 IMPLS = ["ignis_compiled", "ignis_eager", "torch_eager", "torch_compile"]
 GENERIC = "ignis_compiled_generic"  # --size-generic: IGNIS_SIZE_GENERIC=1
 COMPILING = {"ignis_compiled", GENERIC, "torch_compile"}
@@ -79,6 +85,7 @@ CHECKS = [("ignis_compiled", "ignis_eager"), (GENERIC, "ignis_eager"),
           ("torch_compile", "torch_eager"),
           ("ignis_eager", "torch_eager")]
 TOL = {"gpt_train": (1e-3, 1e-4), "gpt_fwd": (1e-4, 1e-5), "gpt_lengths": (1e-4, 1e-5),
+       "gpt_generate": (1e-4, 1e-5),
        "mlp": (1e-4, 1e-4)}
 
 
@@ -228,6 +235,8 @@ def run_child(args):
     out["version"] = lib.__version__
     if args.child == "gpt_lengths":
         return lengths_child(args, lib, out)
+    if args.child == "gpt_generate":
+        return generate_child(args, lib, out)
     fn, fargs, train = make_case(args.child, lib, args.quick)
     compiling = "compiled" in args.impl or args.impl.endswith("compile")
     if compiling:
@@ -313,6 +322,38 @@ def lengths_child(args, lib, out):
     if compiling:
         out["graphs"] = counters["stats"]["unique_graphs"] - graphs_before
     np.savez(args.save, np.array(losses))
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def generate_child(args, lib, out):
+    """gpt_generate: GENERATE greedy steps timed together from the first
+    (compiles included); saves the last step's logits for the check."""
+    from gpt import build_gpt
+    from train import SIZES
+    cfg, _ = SIZES["small"]
+    lib.manual_seed(0)
+    model = build_gpt(lib)(cfg).eval()
+    set_params(lib, model)
+    compiling = args.impl in COMPILING
+    fn = lib.compile(model, backend="inductor") if compiling else model
+    if compiling:
+        counters = importlib.import_module(lib.__name__ + "._dynamo.utils").counters
+        graphs_before = counters["stats"]["unique_graphs"]
+    idx = lib.zeros(1, 1, dtype=lib.long)
+    steps = 20 if args.quick else GENERATE
+    with lib.no_grad():
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            logits, _ = fn(idx[:, -cfg.block_size:])
+            idx = lib.cat([idx, logits[:, -1, :].argmax(-1, keepdim=True)], 1)
+        total = time.perf_counter() - t0
+    out["t_first_done"] = time.time()
+    out["first_call_s"] = total
+    if not args.first_only:
+        out["time_s"], out["reps"] = total, steps
+    if compiling:
+        out["graphs"] = counters["stats"]["unique_graphs"] - graphs_before
+    np.savez(args.save, to_numpy(logits[:, -1, :]))
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -492,7 +533,7 @@ def run_all(args, rows, impls, work):
             env = {"IGNIS_CACHE_DIR": str(cache / "ignis"),
                    "TORCHINDUCTOR_CACHE_DIR": str(cache / "torch"),
                    "IGNIS_SIZE_GENERIC": "1" if impl == GENERIC else "0"}
-            if row == "gpt_lengths" and impl != GENERIC:
+            if row in ("gpt_lengths", "gpt_generate") and impl != GENERIC:
                 env.pop("IGNIS_SIZE_GENERIC")  # the default ("auto"), as users run it
             save = work / f"{row}-{impl}.npz"
             base = ["--child", row, "--impl", impl, "--save", str(save)]
@@ -650,6 +691,12 @@ def report(results, args):
         print(f"gpt_lengths: {len(LENGTHS)} calls, sequence lengths {min(LENGTHS)}-"
               f"{max(LENGTHS)}; times are the 20 calls' total, compiles included; graphs "
               f"compiled: {graphs or '-'}")
+    gen = results["rows"].get("gpt_generate")
+    if gen:
+        graphs = ", ".join(f"{impl} {c['graphs']}" for impl, c in gen["cells"].items()
+                           if "graphs" in c)
+        print(f"gpt_generate: {GENERATE} greedy steps; times are the steps' total, compiles "
+              f"included; graphs compiled: {graphs or '-'}")
     print()
     bad = [(row, ch) for row, r in results["rows"].items() for ch in r["checks"] if not ch["ok"]]
     for row, r in results["rows"].items():

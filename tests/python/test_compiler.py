@@ -2047,6 +2047,26 @@ def test_long_row_and_column_sums_are_as_accurate_as_eagers(shape, dim, generic,
     ignis.compiler.reset()
 
 
+@pytest.mark.parametrize("generic", [False, True], ids=["static", "size_generic"])
+@pytest.mark.parametrize("shape,dim", [((4, 10000), 1), ((10000, 4), 0), ((3, 5, 4), (0, 2))],
+                         ids=["rows", "columns", "small"])
+def test_float_sums_keep_infinities_and_nans(shape, dim, generic, monkeypatch):
+    # The chunks' compensation (Kahan) of an infinite total is (inf - x) - inf,
+    # NaN: a row of 10000 floats holding one inf summed to NaN compiled, inf
+    # in eager; size-generic code compensates small extents too (a [3, 5, 4]
+    # sum over (0, 2)). The compensation is dropped where it is not finite.
+    monkeypatch.setattr(_inductor.config, "size_generic", generic)
+    x = ignis.randn(*shape)
+    flat = x.view(-1)
+    for i, v in zip((1, 17, 30, 43), (float("inf"), float("-inf"), float("nan"), float("inf"))):
+        flat[i * 7 % flat.numel()] = v
+    got = ignis.compile(lambda x: x.sum(dim), backend="inductor")(x)
+    want = x.sum(dim)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-4, equal_nan=True)
+    assert not np.isfinite(want.numpy()).all()  # the specials reached the sums
+    ignis.compiler.reset()
+
+
 def test_reductions_that_load_bytes_take_four_times_the_lanes():
     # Note [Lanes for byte loads] (codegen_cpp.cpp): a reduction loading a bool
     # mask beside floats takes 4x the lanes, so GCC vectorises the bytes at

@@ -764,3 +764,53 @@ def test_reading_a_stride_pins_the_stride_symbols():
         x = rand(3, length)[:, :2]
         close(cf(x), f(x))
     assert len(graphs) == 4
+
+
+def test_the_stride_of_a_size_1_dim_is_not_guarded():
+    # Note [Strides of size-1 dims]: nanoGPT's generation loop feeds
+    # idx[:, -4:] of a growing [1, L] sequence: [1, 4] with stride [L, 1]. Only
+    # index 0 of dim 0 is read, so one graph serves every L (torch recompiles).
+    def f(idx, w):
+        return w[idx].sum(1) * 2
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    w = rand(9, 3)
+    idx = ignis.tensor([[1, 2, 3, 4]])
+    for step in range(6):
+        x = idx[:, -4:]
+        close(cf(x, w), f(x, w))
+        idx = ignis.cat([idx, ignis.tensor([[step % 9]])], 1)
+    assert len(graphs) == 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_size_1_dims_stride_changes_nothing_compiled(backend, monkeypatch):
+    # The same, compiled: the size-1 dim's stride does not enter the
+    # symbolic AOT graphs' numbers (a fourth trace at another stride fits).
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)
+
+    def f(x):
+        return (x.exp() * 2).sum(-1) + x.size(1)
+
+    cf = ignis.compile(f, backend=backend)
+    for length in (3, 4, 6, 9, 11, 14, 20):
+        seq = rand(1, length + 5)
+        for x in (seq[:, -length:], seq[:, :length]):  # strides [L+5, 1]
+            close(cf(x), f(x), tol=1e-5)
+
+
+def test_reading_the_stride_of_a_size_1_dim_guards_it():
+    def f(x):
+        return x * x.stride(0)
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for length in (4, 5, 7, 5):
+        x = rand(1, length)[:, :3]  # [1, 3] with stride [L, 1]
+        close(cf(x), f(x))
+    assert len(graphs) == 3
+    entries = guard_lines(f)  # most recently hit first: the last call's, L = 5
+    assert "LAMBDA_GUARD: L['x'].stride()[0] == 5" in entries[0]
+    assert any("LAMBDA_GUARD: L['x'].stride()[0] == 7" in e for e in entries)

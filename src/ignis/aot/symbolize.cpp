@@ -46,7 +46,12 @@ std::vector<Number> numbers_of(const Node& n) {
   for (const auto& [_, v] : n.kwargs()) numbers_of(v, out);
   for (const graph::TensorMeta& t : n.meta().tensors) {
     for (int64_t s : t.sizes) out.push_back({Kind::Size, s, 0});
-    for (int64_t s : t.strides) out.push_back({Kind::Stride, s, 0});
+    // The stride of a size-1 dim addresses nothing (capture does not guard
+    // it: Note [Strides of size-1 dims]): one value for every trace, so a
+    // call's own layout there fits the hints' (the instance keeps the
+    // first trace's).
+    for (size_t d = 0; d < t.strides.size(); ++d)
+      out.push_back({Kind::Stride, d < t.sizes.size() && t.sizes[d] == 1 ? 0 : t.strides[d], 0});
   }
   return out;
 }

@@ -365,14 +365,18 @@ struct GuardProgram::Impl {
     const DimVector& sz = t->sizes();
     if (sz.size() != spec.sizes.size()) return false;
     const DimVector& st = t->strides();
+    // The stride of a dim of size 1 is not checked: index 0 is the only one
+    // read (Note [Strides of size-1 dims] in tracer_dynamic.cpp).
     if (spec.dynamic_dims == 0 && spec.dynamic_strides == 0) {
       for (size_t i = 0; i < sz.size(); ++i)
-        if (sz[i] != spec.sizes[i] || st[i] != spec.strides[i]) return false;
+        if (sz[i] != spec.sizes[i] || (st[i] != spec.strides[i] && sz[i] != 1)) return false;
       return true;
     }
     for (size_t i = 0; i < sz.size(); ++i) {
       if (!((spec.dynamic_dims >> i) & 1) && sz[i] != spec.sizes[i]) return false;
-      if (!((spec.dynamic_strides >> i) & 1) && st[i] != expected_stride(spec, sz, i)) return false;
+      if (!((spec.dynamic_strides >> i) & 1) && sz[i] != 1 &&
+          st[i] != expected_stride(spec, sz, i))
+        return false;
     }
     return true;
   }
@@ -456,7 +460,7 @@ struct GuardProgram::Impl {
         return p + str("size mismatch at index ", i, ". expected ", spec.sizes[i], ", actual ", sz[i]);
     const DimVector& st = t->strides();
     for (size_t i = 0; i < st.size(); ++i)
-      if (!((spec.dynamic_strides >> i) & 1) && st[i] != expected_stride(spec, sz, i))
+      if (!((spec.dynamic_strides >> i) & 1) && sz[i] != 1 && st[i] != expected_stride(spec, sz, i))
         return p + str("stride mismatch at index ", i, ". expected ", expected_stride(spec, sz, i),
                        ", actual ", st[i]);
     return p + "mismatch";

@@ -320,6 +320,10 @@ VTP Tracer::wrap_input(PyObject* value, int reg) {
     make_dynamic(v, value, reg, spec);
     g.check_tensor(reg, std::move(spec));
     bind_sizes(reg);
+    for (size_t d = 0; d < t.sizes().size(); ++d)
+      if (t.sizes()[d] == 1)
+        unit_strides.push_back({reg, static_cast<int>(d), t.strides()[d],
+                                str(g.source_name(reg), ".stride()[", d, "]")});
     if (!lazy_regs.count(reg)) {
       v->reg = reg;
       reg_vt[reg] = v;
@@ -1463,6 +1467,7 @@ VTP Tracer::call_tensor_method(const VTP& self, const std::string& name, std::ve
   if (name == "item" && args.empty() && kwargs.empty())
     if (VTP r = item_unbacked(self)) return r;
   if (const char* why = data_dependent_reason(name)) throw Unsupported{why};
+  if (self->kind == VK::Tensor) pin_layout(name);
   if (self->kind == VK::Tensor && is_symbolic(self) && kwargs.empty()) {
     // Sizes of a tensor with symbolic dims are symbolic ints.
     if ((name == "size" || name == "shape") && args.empty()) return shape_of(self);

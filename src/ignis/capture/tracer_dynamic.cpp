@@ -151,7 +151,8 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
     if (marked[d] || weak[d]) dyn[d] = true;
     if (pinned[d]) dyn[d] = false;
     if (t.sizes()[d] < 2) dyn[d] = false;  // 0 and 1 are specialized, as in torch
-    if (st[d] < 2) dyn_stride[d] = false;  // strides too
+    // strides too; a size-1 dim's stride is not checked at all
+    if (st[d] < 2 || t.sizes()[d] == 1) dyn_stride[d] = false;
   }
   auto any = [](const std::vector<bool>& b) { return std::any_of(b.begin(), b.end(), [](bool x) { return x; }); };
   if (!any(dyn) && !any(dyn_stride)) return;
@@ -181,6 +182,16 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
     spec.dynamic_dims |= uint64_t{1} << d;
     spec.size_text[d] = sym::str(s);
   }
+  // Note [Strides of size-1 dims]
+  // Only index 0 of a size-1 dim is ever read, so its stride changes no
+  // element's address: the tensor guard does not check it (as the compiled
+  // program's inputs are conformed, compiled_graph.cpp has_layout), it
+  // takes no part in the products below, and it never becomes a symbol.
+  // nanoGPT's generation loop feeds idx[:, -64:] of a growing [1, L]
+  // sequence, [1, 64] with stride [L, 1]: one graph hit at every step (torch
+  // recompiles there). A Python int read from it (x.stride()) is the one
+  // thing that sees it: that read adds a guard on it (pin_layout).
+  //
   // Note [Stride symbols]
   // The strides, innermost first (by stride): each is a product of the
   // sizes inside it times the stride it continues from, where the layout
@@ -207,6 +218,11 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
   sym::Expr base(1);  // a stride symbol the strides continue from, else 1
   int64_t base_hint = 1;
   for (size_t d : order) {
+    if (t.sizes()[d] == 1) {  // unchecked (Note [Strides of size-1 dims]); a factor of 1
+      v->sym_strides[d] = sym::Expr(st[d]);
+      spec.stride_text[d] = str(st[d]);
+      continue;
+    }
     int64_t expected = factor * base_hint;
     for (size_t k = 0; k < rank; ++k)
       if ((mask >> k) & 1) expected *= t.sizes()[k];
@@ -590,6 +606,27 @@ sym_shape::SymArg const_arg(PyObject* o) {
 
 }  // namespace
 
+void Tracer::pin_layout(const std::string& what) {
+  // A value read from a layout: the stride symbols it may depend on (any
+  // tensor may be a view of an input with one) become their values, and a
+  // stride read sees the unchecked strides of size-1 dims too.
+  static const char* layout_reads[] = {"stride", "is_contiguous", "storage_offset",
+                                       "is_non_overlapping_and_dense"};
+  if (std::none_of(std::begin(layout_reads), std::end(layout_reads),
+                   [&](const char* n) { return what == n; }))
+    return;
+  for (const sym::Expr& x : stride_symbols)
+    if (!shape_env.replace(x).is_const()) {
+      shape_env.set_location(user_location());
+      shape_env.specialize(x, str("a Python value from Tensor.", what));
+    }
+  if (what == "stride") {
+    for (const UnitStride& u : unit_strides)
+      stride_products.push_back({guards().tensor_stride(u.reg, u.dim), sym::Expr(u.value), u.source});
+    unit_strides.clear();
+  }
+}
+
 void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std::vector<VTP>& args,
                               const std::vector<std::pair<std::string, VTP>>& kwargs,
                               const VTP& result) {
@@ -601,17 +638,6 @@ void Tracer::propagate_shapes(PyObject* fn, const std::string& method, const std
     static const char* size_free[] = {"dim", "ndimension", "element_size", "get_device",
                                       "is_contiguous", "is_floating_point", "is_complex"};
     std::string what = method.empty() ? target_of(fn).base_name() : method;
-    // A value read from a layout: the stride symbols it may depend on (any
-    // tensor may be a view of an input with one) become their values.
-    static const char* layout_reads[] = {"stride", "is_contiguous", "storage_offset", "data_ptr",
-                                         "is_non_overlapping_and_dense"};
-    for (const char* n : layout_reads)
-      if (what == n)
-        for (const sym::Expr& x : stride_symbols)
-          if (!shape_env.replace(x).is_const()) {
-            shape_env.set_location(user_location());
-            shape_env.specialize(x, str("a Python value from Tensor.", what));
-          }
     for (const char* n : size_free)
       if (what == n) return;
     PyObject* r = result->value.get();
@@ -883,7 +909,7 @@ bool Tracer::emit_sym(sym::Expr e, ValueProgram& prog, const std::vector<VTP>* o
 }
 
 void Tracer::finish_shape_guards() {
-  if (!has_symbols()) return;
+  if (!has_symbols() && stride_products.empty()) return;
   ShapeGuards g;
   for (const sym::ShapeEnv::Symbol& s : shape_env.symbols())
     if (!s.unbacked) g.symbols.emplace_back(s.sym, symbol_reg.at(s.sym));

@@ -407,6 +407,18 @@ class Tracer {
   // The stride symbols made so far: a Python int read from a tensor's layout
   // (x.stride(), x.is_contiguous()) pins them all.
   std::vector<sym::Expr> stride_symbols;
+  // The strides of frame tensors' size-1 dims, which the tensor guards do
+  // not check (Note [Strides of size-1 dims]): x.stride() pins them.
+  struct UnitStride {
+    int reg, dim;
+    int64_t value;
+    std::string source;
+  };
+  std::vector<UnitStride> unit_strides;
+  // Before a tensor method that reads a layout (`what`: stride,
+  // is_contiguous, ...): the stride symbols, and for x.stride() the size-1
+  // dims' strides, pinned.
+  void pin_layout(const std::string& what);
   std::vector<PendingSize> pending_sizes;
   // The symbolic sizes of a tensor tracker with replacements applied
   // (constants from the fake when static).

@@ -793,7 +793,10 @@ class KernelPrinter {
   // `into[l] += part[l]` over `n` lanes, compensated (Kahan): `comp`
   // keeps what each add rounded away. Adding nearly equal chunk sums into a
   // growing total rounds the same way again and again: the columns of a
-  // 300001-row sum drifted to 1.3e-6 without it (eager's: 1.2e-7).
+  // 300001-row sum drifted to 1.3e-6 without it (eager's: 1.2e-7). A
+  // compensation that is not finite is dropped (`c - c == 0` fails for inf
+  // and NaN): an infinite total gives (inf - x) - inf = NaN, and a row of
+  // 10000 floats holding one inf summed to NaN, not inf.
   void print_compensated_add(const std::string& ind, ScalarType dtype, const std::string& into,
                              const std::string& part, const std::string& comp, int64_t n) {
     const std::string t = ctype(dtype);
@@ -801,7 +804,8 @@ class KernelPrinter {
         << ind << "for (int64_t l = 0; l < " << n << "; ++l) {\n"
         << ind << "  const " << t << " y = " << part << "[l] - " << comp << "[l];\n"
         << ind << "  const " << t << " s = " << into << "[l] + y;\n"
-        << ind << "  " << comp << "[l] = (s - " << into << "[l]) - y;\n"
+        << ind << "  const " << t << " c = (s - " << into << "[l]) - y;\n"
+        << ind << "  " << comp << "[l] = c - c == 0 ? c : 0;\n"
         << ind << "  " << into << "[l] = s;\n"
         << ind << "}\n";
   }
