@@ -71,6 +71,18 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "isreal",
            "renorm",
            "matrix_power",
+           "det",
+           "logdet",
+           "slogdet",
+           "inverse",
+           "cholesky",
+           "cholesky_solve",
+           "cholesky_inverse",
+           "svd",
+           "qr",
+           "pinverse",
+           "triangular_solve",
+           "matrix_exp",
            "narrow_copy",
            "resolve_conj",
            "resolve_neg",
@@ -1165,7 +1177,7 @@ def renorm(input, p, dim, maxnorm):
 def matrix_power(input, n):
     """The n-th power of square matrices (the batch's last two dims) by
     repeated squaring, as torch's order of products (torch.matrix_power;
-    n < 0 needs an inverse, which ignis lacks)."""
+    n < 0: the power of the inverse)."""
     ig = _ig()
     if input.dim() < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
@@ -1174,8 +1186,7 @@ def matrix_power(input, n):
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {input.shape[-2]} by {input.shape[-1]} matrices")
     if n < 0:
-        raise NotImplementedError("linalg.matrix_power: a negative power needs linalg.inv, which "
-                                  "ignis does not have yet")
+        return matrix_power(ig.linalg.inv(input), -n)
     if n == 0:
         # as torch: the identity written into a copy, so the result has A's
         # graph (a zero gradient) rather than none
@@ -1380,3 +1391,91 @@ def logcumsumexp(input, dim):
         out = ig.logaddexp(out, _shifted(out, d, k, float("-inf")))
         k *= 2
     return out if out is not input else input.clone()
+
+
+# ---- torch's top-level linear algebra (ignis.linalg's core ops) ----------------------
+
+def det(input):
+    """torch.det: linalg.det."""
+    return _ig().linalg.det(input)
+
+
+def logdet(input):
+    """log(det(A)): NaN for a negative determinant, -inf for a singular A (torch.logdet)."""
+    ig = _ig()
+    sign, logabs = ig.linalg.slogdet(input)
+    return ig.where(sign < 0, ig.full_like(logabs, float("nan")), logabs)
+
+
+def slogdet(input):
+    """(sign, logabsdet) as torch.return_types.slogdet (torch.slogdet)."""
+    from .linalg import _named
+    return _named("slogdet", ["sign", "logabsdet"], tuple(_ig().linalg.slogdet(input)))
+
+
+def inverse(input):
+    """torch.inverse: linalg.inv."""
+    return _ig().linalg.inv(input)
+
+
+def cholesky(input, upper=False):
+    """torch.cholesky (deprecated in torch for linalg.cholesky): the lower
+    factor, or the upper one with upper=True."""
+    return _ig().linalg.cholesky(input, upper=upper)
+
+
+def cholesky_solve(input, input2, upper=False):
+    """X with A X = B from A's Cholesky factor `input2` (torch.cholesky_solve(B, L))."""
+    la = _ig().linalg
+    if upper:
+        y = la.solve_triangular(input2.mT, input, upper=False)
+        return la.solve_triangular(input2, y, upper=True)
+    y = la.solve_triangular(input2, input, upper=False)
+    return la.solve_triangular(input2.mT, y, upper=True)
+
+
+def cholesky_inverse(input, upper=False):
+    """A^{-1} from A's Cholesky factor (torch.cholesky_inverse)."""
+    ig = _ig()
+    n = input.shape[-1]
+    eye = ig.eye(n, dtype=input.dtype, device=input.device).expand_as(input)
+    return cholesky_solve(eye, input, upper)
+
+
+def svd(input, some=True, compute_uv=True):
+    """(U, S, V) as torch.svd gives them: V, not V^H; some=False the full
+    bases; compute_uv=False zero U and V."""
+    from .linalg import _named
+    ig = _ig()
+    U, S, Vh = ig.linalg.svd(input, full_matrices=not some)
+    V = Vh.mT
+    if not compute_uv:
+        U, V = ig.zeros_like(U), ig.zeros_like(V)
+    return _named("svd", ["U", "S", "V"], (U, S, V))
+
+
+def qr(input, some=True):
+    """(Q, R) as torch.return_types.qr (torch.qr: some=False the complete Q)."""
+    from .linalg import _named
+    Q, R = _ig().linalg.qr(input, "reduced" if some else "complete")
+    return _named("qr", ["Q", "R"], (Q, R))
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with a relative tolerance."""
+    return _ig().linalg.pinv(input, rtol=rcond)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    """(solution, cloned_coefficient) of A X = b (A^T X = b with transpose)
+    (torch.triangular_solve, deprecated there for linalg.solve_triangular)."""
+    from .linalg import _named
+    la = _ig().linalg
+    X = la.solve_triangular(A.mT if transpose else A, b, upper=upper != transpose,
+                            unitriangular=unitriangular)
+    return _named("triangular_solve", ["solution", "cloned_coefficient"], (X, A.clone()))
+
+
+def matrix_exp(input):
+    """torch.matrix_exp: linalg.matrix_exp."""
+    return _ig().linalg.matrix_exp(input)

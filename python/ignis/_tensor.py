@@ -308,7 +308,9 @@ _FUNCTION_METHODS = (
     "fmax", "fmin", "float_power", "positive", "sgn", "msort", "aminmax", "hsplit", "vsplit",
     "dsplit", "cov", "corrcoef", "histc", "isreal", "renorm", "matrix_power", "narrow_copy",
     "resolve_conj", "resolve_neg", "select_scatter", "slice_scatter", "diagonal_scatter",
-    "masked_scatter", "ldexp", "cummax", "cummin", "logcumsumexp")
+    "masked_scatter", "ldexp", "cummax", "cummin", "logcumsumexp", "det", "logdet", "slogdet",
+    "inverse", "cholesky", "cholesky_solve", "cholesky_inverse", "svd", "qr", "pinverse",
+    "triangular_solve", "matrix_exp")
 
 
 def _function_method(name):

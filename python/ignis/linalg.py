@@ -1,12 +1,20 @@
-"""torch.linalg's norms and products, composed of ignis ops.
-
-The factorizations (inv, solve, det, cholesky, qr, svd, eig, ...) need LAPACK
-kernels that ignis does not have yet: they are not defined here, so code that
-uses them fails at the attribute, naming it."""
+"""torch.linalg: the norms and products composed of ignis ops, and the
+factorizations and solvers, which are core ops on LAPACK (src/ignis/ops/linalg.cpp,
+Note [Linear algebra ops]): cholesky, solve, solve_triangular, lu_factor, inv,
+det, slogdet, eigh, svd, qr, and what they make (pinv, matrix_rank, cond, lstsq,
+the spectral norms). float32 and float64 on the CPU, batched; each has torch's
+gradient. Not here (no complex dtype in ignis): eig, eigvals, and the rest of
+torch.linalg, so code that uses them fails at the attribute, naming it."""
+import collections
 import math
 
+from ._C import LinAlgError
+
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "multi_dot",
-           "diagonal", "vander", "matrix_power"]
+           "diagonal", "vander", "matrix_power", "LinAlgError", "cholesky", "cholesky_ex",
+           "solve", "solve_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "inv", "inv_ex",
+           "det", "slogdet", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_rank",
+           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_exp"]
 
 _INF = float("inf")
 
@@ -55,7 +63,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The matrix norm over dims `dim` (torch.linalg.matrix_norm): "fro", or
     1 / -1 (largest / smallest column sum of |A|), inf / -inf (of row sums).
-    "nuc", 2 and -2 need singular values, which ignis cannot compute yet."""
+    "nuc", 2 and -2 (the sum, largest and smallest of its singular values)."""
     if A.dim() < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
                            f"dimensions.")
@@ -65,8 +73,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values "
-                                  "(an SVD), which ignis does not compute yet")
+        perm = [d for d in range(A.dim()) if d not in (d0, d1)] + [d0, d1]
+        sv = svdvals(A.permute(*perm))
+        r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)
+        if keepdim:
+            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
+        return r
     if ord in (1, -1, _INF, -_INF):
         sum_dim, red_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(sum_dim, keepdim=True)
@@ -166,3 +178,248 @@ def matrix_power(A, n):
     """A to the n-th power (torch.linalg.matrix_power; n >= 0: a negative
     power needs inv, which ignis lacks)."""
     return _ig().matrix_power(A, n)
+
+
+# ---- factorizations and solvers (core ops on LAPACK) ---------------------------------
+
+def _ops():
+    return _ig().ops
+
+
+_TYPES = {}
+
+
+def _named(name, fields, values):
+    """values as torch.return_types.<name> gives them: a named tuple."""
+    t = _TYPES.get(name)
+    if t is None:
+        t = collections.namedtuple(name, fields)
+        t.__module__ = "ignis.return_types"
+        _TYPES[name] = t
+    return t(*values)
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    if isinstance(out, (tuple, list)):
+        for o, r in zip(out, result):
+            o.resize_(r.shape).copy_(r)
+        return out
+    out.resize_(result.shape).copy_(result)
+    return out
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """(L, info): the Cholesky factor of each symmetric positive-definite matrix
+    and LAPACK's info (0, or the order of the leading minor that is not
+    positive-definite) (torch.linalg.cholesky_ex)."""
+    return _out(_ops().linalg_cholesky_ex(A, upper=upper, check_errors=check_errors), out)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """L with A = L L^H (lower; upper=True: U with A = U^H U); raises
+    LinAlgError when A is not positive-definite (torch.linalg.cholesky)."""
+    return _out(_ops().linalg_cholesky_ex(A, upper=upper, check_errors=True)[0], out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """(result, info) of solve (torch.linalg.solve_ex)."""
+    return _out(_ops().linalg_solve_ex(A, B, left=left, check_errors=check_errors), out)
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with A X = B (left=False: X A = B), A square, batches broadcast; B a
+    vector (or a batch of them) where torch takes it as one. Raises
+    LinAlgError for a singular A (torch.linalg.solve)."""
+    return _out(_ops().linalg_solve_ex(A, B, left=left, check_errors=True)[0], out)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (left=False: X A = B) for triangular A, reading only
+    A's upper or lower triangle (torch.linalg.solve_triangular)."""
+    return _out(_ops().linalg_solve_triangular(A, B, upper=upper, left=left,
+                                               unitriangular=unitriangular), out)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """(LU, pivots, info): LAPACK's packed LU factors with partial pivoting
+    and 1-based int32 pivots (torch.linalg.lu_factor_ex)."""
+    return _out(_ops().linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors), out)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """(LU, pivots) (torch.linalg.lu_factor); raises for a singular A."""
+    LU, piv, _ = _ops().linalg_lu_factor_ex(A, pivot=pivot, check_errors=True)
+    return _out(_named("linalg_lu_factor", ["LU", "pivots"], (LU, piv)), out)
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """(inverse, info) (torch.linalg.inv_ex)."""
+    return _out(_ops().linalg_inv_ex(A, check_errors=check_errors), out)
+
+
+def inv(A, *, out=None):
+    """The inverse of each square matrix; LinAlgError when one is singular
+    (torch.linalg.inv)."""
+    return _out(_ops().linalg_inv_ex(A, check_errors=True)[0], out)
+
+
+def det(A, *, out=None):
+    """The determinant of each square matrix (torch.linalg.det); its gradient
+    is finite for singular matrices too."""
+    return _out(_ops().linalg_det(A), out)
+
+
+def slogdet(A, *, out=None):
+    """(sign, logabsdet) of each square matrix's determinant (torch.linalg.slogdet)."""
+    return _out(_ops().linalg_slogdet(A), out)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of each symmetric
+    matrix, reading its lower (UPLO="L") or upper triangle (torch.linalg.eigh)."""
+    return _out(_ops().linalg_eigh(A, UPLO), out)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The eigenvalues of each symmetric matrix, ascending (torch.linalg.eigvalsh)."""
+    return _out(_ops().linalg_eigh(A, UPLO)[0], out)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (torch.linalg.svd)."""
+    return _out(_ops().linalg_svd(A, full_matrices, driver=driver), out)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of each matrix, descending (torch.linalg.svdvals)."""
+    return _out(_ops().linalg_svd(A, False, driver=driver)[1], out)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """(Q, R) with A = Q R: mode "reduced" (Q m x k), "complete" (Q m x m) or
+    "r" (R only, Q empty) (torch.linalg.qr)."""
+    return _out(_ops().linalg_qr(A, mode), out)
+
+
+def _tolerance(S, A, atol, rtol):
+    """The cutoff of pinv and matrix_rank: max(atol, rtol * largest singular
+    value), rtol defaulting to eps * max(m, n) when neither is given (torch's)."""
+    ig = _ig()
+    smax = S.amax(-1, keepdim=True) if S.numel() else S.sum(-1, keepdim=True)
+    if rtol is None:
+        rtol = ig.finfo(A.dtype).eps * max(A.shape[-2], A.shape[-1]) if atol is None or \
+            (not isinstance(atol, ig.Tensor) and atol <= 0) else 0.0
+    tol = smax * rtol
+    if atol is not None:
+        atol_t = atol.unsqueeze(-1) if isinstance(atol, ig.Tensor) else atol
+        tol = ig.maximum(tol, ig.as_tensor(atol_t, dtype=S.dtype).expand_as(tol)) \
+            if isinstance(atol_t, ig.Tensor) else tol.clamp(min=atol_t)
+    return tol
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse through the SVD (or, hermitian=True,
+    the eigendecomposition), singular values at or below the tolerance
+    dropped (torch.linalg.pinv)."""
+    ig = _ig()
+    if hermitian:
+        L, V = eigh(A)
+        tol = _tolerance(L.abs(), A, atol, rtol)
+        keep = L.abs() > tol
+        Linv = ig.where(keep, 1.0 / ig.where(keep, L, ig.ones_like(L)), ig.zeros_like(L))
+        return _out((V * Linv.unsqueeze(-2)) @ V.mT, out)
+    U, S, Vh = svd(A, full_matrices=False)
+    tol = _tolerance(S, A, atol, rtol)
+    keep = S > tol
+    Sinv = ig.where(keep, 1.0 / ig.where(keep, S, ig.ones_like(S)), ig.zeros_like(S))
+    return _out((Vh.mT * Sinv.unsqueeze(-2)) @ U.mT, out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values above the tolerance (torch.linalg.matrix_rank)."""
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    tol = _tolerance(S, A, atol, rtol)
+    return _out((S > tol).sum(-1), out)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number in norm p (None or 2: largest over smallest
+    singular value; -2 its inverse; "fro", "nuc", inf, -inf, 1, -1:
+    norm(A) * norm(inv(A))) (torch.linalg.cond)."""
+    if p is None or p in (2, -2):
+        S = svdvals(A)
+        r = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+        return _out(r, out)
+    return _out(matrix_norm(A, p) * matrix_norm(inv(A), p), out)
+
+
+def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    """(solution, residuals, rank, singular_values) of min ||A X - B||
+    (torch.linalg.lstsq). The solution is pinv(A) B (the minimum-norm one,
+    what torch's default CPU driver "gelsy" gives for full-rank A); rank is
+    matrix_rank's; residuals and singular_values are empty, as "gelsy" leaves
+    them."""
+    ig = _ig()
+    if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
+                           f"(gels, gelsy, gelsd, gelss)")
+    vec = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vec else B
+    rtol = rcond if rcond is not None and rcond > 0 else None
+    X = pinv(A, rtol=rtol) @ Bm
+    if vec:
+        X = X.squeeze(-1)
+    empty = ig.empty(0, dtype=A.dtype)
+    rank = matrix_rank(A, rtol=rtol) if driver != "gels" else ig.empty(0, dtype=ig.int64)
+    return _out(_named("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"],
+                       (X, empty, rank, empty)), out)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A as a map from its last dims to its first `ind`
+    (torch.linalg.tensorinv)."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape, in_shape = A.shape[:ind], A.shape[ind:]
+    rows = math.prod(out_shape)
+    if rows != math.prod(in_shape):
+        raise RuntimeError("Expected self to satisfy the requirement "
+                           "prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{math.prod(in_shape)} != {rows}")
+    return _out(inv(A.reshape(rows, -1)).reshape(*in_shape, *out_shape), out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.dim()) = B (torch.linalg.tensorsolve)."""
+    if dims is not None:
+        nd = A.dim()
+        dims = [d % nd for d in dims]
+        A = A.permute(*([d for d in range(nd) if d not in dims] + dims))
+    x_shape = A.shape[B.dim():]
+    n = math.prod(B.shape)
+    return _out(solve(A.reshape(n, -1), B.reshape(n)).reshape(*x_shape), out)
+
+
+def matrix_exp(A):
+    """exp(A) for square matrices: scaling and squaring over a degree-18
+    Taylor polynomial evaluated at A / 2^s with ||A / 2^s||_1 <= 1/2 (error
+    far below float64's eps there), then s squarings (torch.linalg.matrix_exp
+    picks Pade-type degrees by the norm; the values agree to rounding)."""
+    ig = _ig()
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices")
+    n = A.shape[-1]
+    norm1 = A.abs().sum(-2).amax(-1) if A.numel() else ig.zeros(A.shape[:-2], dtype=A.dtype)
+    s = int(max(0, math.ceil(math.log2(max(float(norm1.max()) if norm1.numel() else 0.0,
+                                            1e-300) * 2)))) if A.numel() else 0
+    X = A / (2 ** s)
+    eye = ig.eye(n, dtype=A.dtype).expand_as(A)
+    term, total = eye, eye
+    for k in range(1, 19):
+        term = term @ X / k
+        total = total + term
+    for _ in range(s):
+        total = total @ total
+    return total

@@ -14,7 +14,9 @@
 
 namespace ignis {
 
-enum class ErrorKind { Runtime, Value, Index, Type, NotImplemented, Internal };
+// LinAlg: a factorization that cannot be completed (a singular or
+// non-positive-definite input): torch.linalg.LinAlgError, a RuntimeError.
+enum class ErrorKind { Runtime, Value, Index, Type, NotImplemented, Internal, LinAlg };
 
 class Error : public std::runtime_error {
  public:

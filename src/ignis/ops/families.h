@@ -23,4 +23,5 @@ void register_normalization_ops();
 void register_foreach_ops();
 void register_amp_ops();
 void register_rnn_ops();
+void register_linalg_ops();
 }  // namespace ignis

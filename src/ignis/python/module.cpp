@@ -23,6 +23,7 @@ void set_python_error() {
       case ErrorKind::Index: type = PyExc_IndexError; break;
       case ErrorKind::Type: type = PyExc_TypeError; break;
       case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
+      case ErrorKind::LinAlg: type = LinAlgErrorType; break;
       default: break;
     }
     PyErr_SetString(type, e.what());
@@ -35,7 +36,20 @@ void set_python_error() {
   }
 }
 
+PyObject* LinAlgErrorType = nullptr;
+
 namespace {
+
+// _C.LinAlgError (torch.linalg.LinAlgError): what a factorization that
+// cannot be completed raises.
+bool init_linalg_error(PyObject* module) {
+  LinAlgErrorType = PyErr_NewExceptionWithDoc(
+      "ignis.linalg.LinAlgError",
+      "A linear-algebra routine could not be completed: a singular or non-positive-definite "
+      "input, or an iteration that did not converge (torch.linalg.LinAlgError).",
+      PyExc_RuntimeError, nullptr);
+  return LinAlgErrorType && PyModule_AddObjectRef(module, "LinAlgError", LinAlgErrorType) == 0;
+}
 
 PyObject* f_set_tensor_class(PyObject*, PyObject* cls) {
   if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), TensorBaseType)) {
@@ -298,7 +312,8 @@ PyMODINIT_FUNC PyInit__C() {
   if (!init_tensor_type(m) || !init_dtype_types(m) || !init_op_type(m) || !init_indexing(m) ||
       !init_graph(m) || !init_autograd(m) || !init_capture(m) || !init_decompose(m) ||
       !init_aot(m) || !init_compiler(m) || !init_memory(m) || !init_cuda(m) ||
-      !init_cuda_blas(m) || !init_dlpack(m) || !init_autocast(m) || !init_profiler(m)) {
+      !init_cuda_blas(m) || !init_dlpack(m) || !init_autocast(m) || !init_profiler(m) ||
+      !init_linalg_error(m)) {
     Py_DECREF(m);
     return nullptr;
   }

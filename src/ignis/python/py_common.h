@@ -142,6 +142,7 @@ bool init_memory(PyObject* module);
 // --- CUDA runtime (py_cuda.cpp): _cuda_* functions, OutOfMemoryError --------------
 // ignis.OutOfMemoryError, raised for core/out_of_memory.h's error (a RuntimeError).
 extern PyObject* OutOfMemoryErrorType;
+extern PyObject* LinAlgErrorType;  // module.cpp
 bool init_cuda(PyObject* module);
 // --- cuBLASLt settings and loader (py_cuda_blas.cpp): _cuda_blas_*, _cublaslt_* ----
 bool init_cuda_blas(PyObject* module);
