@@ -83,6 +83,8 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "pinverse",
            "triangular_solve",
            "matrix_exp",
+           "lu_unpack",
+           "lu_solve",
            "narrow_copy",
            "resolve_conj",
            "resolve_neg",
@@ -1479,3 +1481,20 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 def matrix_exp(input):
     """torch.matrix_exp: linalg.matrix_exp."""
     return _ig().linalg.matrix_exp(input)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's results (torch.lu_unpack); the parts not
+    unpacked are empty tensors."""
+    from .linalg import _named, _unpack
+    ig = _ig()
+    P, L, U = _unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+    empty = ig.empty(0, dtype=LU_data.dtype, device=LU_data.device)
+    return _named("lu_unpack", ["P", "L", "U"],
+                  (P if P is not None else empty, L if L is not None else empty,
+                   U if U is not None else empty))
+
+
+def lu_solve(b, LU_data, LU_pivots):
+    """torch.lu_solve(b, LU, pivots): linalg.lu_solve(LU, pivots, b)."""
+    return _ig().linalg.lu_solve(LU_data, LU_pivots, b)

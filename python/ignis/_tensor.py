@@ -310,7 +310,7 @@ _FUNCTION_METHODS = (
     "resolve_conj", "resolve_neg", "select_scatter", "slice_scatter", "diagonal_scatter",
     "masked_scatter", "ldexp", "cummax", "cummin", "logcumsumexp", "det", "logdet", "slogdet",
     "inverse", "cholesky", "cholesky_solve", "cholesky_inverse", "svd", "qr", "pinverse",
-    "triangular_solve", "matrix_exp")
+    "triangular_solve", "matrix_exp", "lu_solve")
 
 
 def _function_method(name):

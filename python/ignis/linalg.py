@@ -14,7 +14,7 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "m
            "diagonal", "vander", "matrix_power", "LinAlgError", "cholesky", "cholesky_ex",
            "solve", "solve_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "inv", "inv_ex",
            "det", "slogdet", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_rank",
-           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_exp"]
+           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_exp", "lu", "lu_solve"]
 
 _INF = float("inf")
 
@@ -423,3 +423,64 @@ def matrix_exp(A):
     for _ in range(s):
         total = total @ total
     return total
+
+
+def _permutation(pivots, m):
+    """The row order LAPACK's 1-based sequential row swaps give, per matrix:
+    A[perm] = L U (an int64 tensor [..., m]); read on the host."""
+    ig = _ig()
+    batch = tuple(pivots.shape[:-1])
+    flat = pivots.reshape(-1, pivots.shape[-1]).tolist() if pivots.numel() else \
+        [[] for _ in range(math.prod(batch))]
+    perms = []
+    for piv in flat:
+        perm = list(range(m))
+        for i, p in enumerate(piv):
+            perm[i], perm[p - 1] = perm[p - 1], perm[i]
+        perms.append(perm)
+    return ig.tensor(perms, dtype=ig.int64, device=pivots.device).reshape(*batch, m)
+
+
+def _unpack(LU, pivots, unpack_data=True, unpack_pivots=True):
+    ig = _ig()
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    P = L = U = None
+    if unpack_pivots:
+        perm = _permutation(pivots, m)
+        eye = ig.eye(m, dtype=LU.dtype, device=LU.device)
+        # A = P L U with P[perm[i], i] = 1
+        P = eye[perm].mT
+    if unpack_data:
+        L = LU[..., :, :k].tril(-1) + ig.eye(m, k, dtype=LU.dtype, device=LU.device)
+        U = LU[..., :k, :].triu()
+    return P, L, U
+
+
+def lu(A, *, pivot=True, out=None):
+    """(P, L, U) with A = P L U (torch.linalg.lu): P a permutation matrix, L
+    unit lower triangular, U upper triangular."""
+    LU, piv, _ = _ops().linalg_lu_factor_ex(A, pivot=pivot, check_errors=False)
+    P, L, U = _unpack(LU, piv)
+    return _out(_named("linalg_lu", ["P", "L", "U"], (P, L, U)), out)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B (left=False: X A = B; adjoint: A^H in A's place) from
+    lu_factor's (LU, pivots) (torch.linalg.lu_solve)."""
+    ig = _ig()
+    m = LU.shape[-1]
+    perm = _permutation(pivots, m)
+    L = LU.tril(-1) + ig.eye(m, dtype=LU.dtype, device=LU.device)
+    U = LU.triu()
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return _out(lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT, out)
+    inv_perm = perm.argsort(-1)
+    if not adjoint:  # P L U X = B: L U X = P^T B = B[perm]
+        Bp = B.gather(-2, perm.unsqueeze(-1).expand(*perm.shape, B.shape[-1]))
+        y = solve_triangular(L, Bp, upper=False, unitriangular=True)
+        return _out(solve_triangular(U, y, upper=True), out)
+    # U^H L^H P^T X = B: X = P (L^H)^{-1} (U^H)^{-1} B
+    y = solve_triangular(U.mT, B, upper=False)
+    z = solve_triangular(L.mT, y, upper=True, unitriangular=True)
+    return _out(z.gather(-2, inv_perm.unsqueeze(-1).expand(*inv_perm.shape, B.shape[-1])), out)

@@ -125,6 +125,27 @@ def test_ex_variants_report_info_instead_of_raising():
     assert type(res).__name__ == "linalg_lu_factor_ex"
 
 
+def test_lu_and_lu_solve_match_torch():
+    for shape in ((4, 4), (2, 5, 3), (3, 3, 5)):
+        A, At = both(arr(*shape))
+        for x, y in zip(ignis.linalg.lu(A), torch.linalg.lu(At)):
+            close(x, y)
+        LU, piv = ignis.linalg.lu_factor(A)
+        tLU, tpiv = torch.linalg.lu_factor(At)
+        for x, y in zip(ignis.lu_unpack(LU, piv), torch.lu_unpack(tLU, tpiv)):
+            close(x, y)
+    A, At = both(arr(2, 4, 4))
+    LU, piv = ignis.linalg.lu_factor(A)
+    tLU, tpiv = torch.linalg.lu_factor(At)
+    for left in (True, False):
+        for adjoint in (False, True):
+            B, Bt = both(arr(2, 4, 3) if left else arr(2, 3, 4))
+            close(ignis.linalg.lu_solve(LU, piv, B, left=left, adjoint=adjoint),
+                  torch.linalg.lu_solve(tLU, tpiv, Bt, left=left, adjoint=adjoint))
+    B, Bt = both(arr(2, 4, 3))
+    close(ignis.lu_solve(B, LU, piv), torch.lu_solve(Bt, tLU, tpiv))
+
+
 def test_determinants_of_singular_and_permuted_matrices():
     cases = [np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([[0.0, 1.0], [1.0, 0.0]]),
              np.array([[2.0, 0, 0], [0, -3.0, 0], [0, 0, 0.5]]), np.zeros((3, 3))]
