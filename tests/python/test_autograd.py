@@ -62,9 +62,9 @@ def T(m, arr):
 
 # ---- pointwise --------------------------------------------------------------------------
 UNARY = ["neg", "abs", "exp", "exp2", "expm1", "sin", "cos", "tan", "atan", "sinh", "cosh",
-         "tanh", "sigmoid", "relu", "erf", "erfc", "reciprocal", "square", "frac"]
+         "tanh", "asinh", "sigmoid", "relu", "erf", "erfc", "reciprocal", "square", "frac"]
 UNARY_POS = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt", "lgamma", "digamma"]
-UNARY_UNIT = ["asin", "acos", "erfinv"]
+UNARY_UNIT = ["asin", "acos", "atanh", "erfinv"]
 UNARY_ZERO = ["floor", "ceil", "round", "trunc", "sign"]
 
 
@@ -76,6 +76,10 @@ def test_unary(name):
 @pytest.mark.parametrize("name", UNARY_UNIT)
 def test_unary_unit_domain(name):
     check(lambda m, x: getattr(m, name)(x * 0.3), [(2, 3)])
+
+
+def test_acosh_above_one():
+    check(lambda m, x: m.acosh(x + 1.5), [(2, 3)], positive=True)
 
 
 @pytest.mark.parametrize("n", [0, 1, 3])

@@ -74,6 +74,9 @@ IGNIS_UNARY_OP(Atan, "atan", cpu::vatan(x))
 IGNIS_UNARY_OP(Sinh, "sinh", cpu::vsinh(x))
 IGNIS_UNARY_OP(Cosh, "cosh", cpu::vcosh(x))
 IGNIS_UNARY_OP(Tanh, "tanh", cpu::vtanh(x))
+IGNIS_UNARY_OP(Asinh, "asinh", std::asinh(x))
+IGNIS_UNARY_OP(Acosh, "acosh", std::acosh(x))
+IGNIS_UNARY_OP(Atanh, "atanh", std::atanh(x))
 IGNIS_UNARY_OP(Sigmoid, "sigmoid", cpu::sigmoid(x))
 IGNIS_UNARY_OP(Relu, "relu", x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
 IGNIS_UNARY_OP(Silu, "silu", x * cpu::sigmoid(x))
@@ -695,7 +698,7 @@ struct SgdElement {
 // of strings, and a test checks that each op's `.scalar(...)` names one.
 #define IGNIS_FORALL_SCALAR_OPS(_) \
   _(Neg) _(Abs) _(Exp) _(Exp2) _(Log) _(Log2) _(Log10) _(Log1p) _(Expm1) _(Sqrt) _(Rsqrt) \
-  _(Sin) _(Cos) _(Tan) _(Asin) _(Acos) _(Atan) _(Sinh) _(Cosh) _(Tanh) _(Sigmoid) _(Relu) \
+  _(Sin) _(Cos) _(Tan) _(Asin) _(Acos) _(Atan) _(Sinh) _(Cosh) _(Tanh) _(Asinh) _(Acosh) _(Atanh) _(Sigmoid) _(Relu) \
   _(Silu) _(Mish) _(Gelu) _(GeluTanh) _(Erf) _(Erfc) _(Lgamma) _(Digamma) _(Erfinv) _(Polygamma) _(Floor) _(Ceil) _(Round) _(Trunc) \
   _(Frac) _(Sign) _(Reciprocal) _(Square) _(BitwiseNot) _(LogicalNot) _(IsNan) _(IsInf) \
   _(IsFinite) _(IsPosInf) _(IsNegInf) _(SignBit) _(Softplus) _(LeakyRelu) _(Elu) _(LogSigmoid) \

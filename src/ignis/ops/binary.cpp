@@ -599,6 +599,7 @@ void register_binary_ops() {
   alias("greater", "gt");
   alias("greater_equal", "ge");
   alias("not_equal", "ne");
+  alias("arctan2", "atan2");
 }
 
 }  // namespace ignis

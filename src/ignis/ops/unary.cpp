@@ -179,6 +179,9 @@ DERIV(atan_bw, div(g, add(sq(X), scalar(1.0))))
 DERIV(sinh_bw, mul(g, op("cosh", X)))
 DERIV(cosh_bw, mul(g, op("sinh", X)))
 DERIV(tanh_bw, mul(g, sub(scalar(1.0), sq(Y))))
+DERIV(asinh_bw, div(g, op("sqrt", add(sq(X), scalar(1.0)))))
+DERIV(acosh_bw, div(g, op("sqrt", sub(sq(X), scalar(1.0)))))
+DERIV(atanh_bw, div(g, sub(scalar(1.0), sq(X))))
 DERIV(sigmoid_bw, mul(g, mul(Y, sub(scalar(1.0), Y))))
 DERIV(relu_bw, mul(g, op("gt", Y, scalar(0.0))))
 DERIV(erf_bw, mul(mul(g, op("exp", neg(sq(X)))), kTwoOverSqrtPi))
@@ -333,6 +336,12 @@ void register_unary_ops() {
   unary<Sinh, Types::Float, R::PromoteToFloat>("sinh", "hyperbolic sine", {sinh_bw, "self"});
   unary<Cosh, Types::Float, R::PromoteToFloat>("cosh", "hyperbolic cosine", {cosh_bw, "self"});
   unary<Tanh, Types::Float, R::PromoteToFloat>("tanh", "hyperbolic tangent", {tanh_bw, "result"});
+  unary<Asinh, Types::Float, R::PromoteToFloat>("asinh", "inverse hyperbolic sine",
+                                                {asinh_bw, "self"});
+  unary<Acosh, Types::Float, R::PromoteToFloat>("acosh", "inverse hyperbolic cosine",
+                                                {acosh_bw, "self"});
+  unary<Atanh, Types::Float, R::PromoteToFloat>("atanh", "inverse hyperbolic tangent",
+                                                {atanh_bw, "self"});
   unary<Sigmoid, Types::Float, R::PromoteToFloat>("sigmoid", "1 / (1 + exp(-input))",
                                                   {sigmoid_bw, "result"});
   unary<Relu, Types::Numeric, R::Promote, ReluCheck>("relu", "max(input, 0)", {relu_bw, "result"});
@@ -402,6 +411,12 @@ void register_unary_ops() {
   alias("negative", "neg");
   alias("absolute", "abs");
   alias("fix", "trunc");
+  alias("arcsin", "asin");
+  alias("arccos", "acos");
+  alias("arctan", "atan");
+  alias("arcsinh", "asinh");
+  alias("arccosh", "acosh");
+  alias("arctanh", "atanh");
 }
 
 }  // namespace ignis

@@ -97,7 +97,8 @@ template <> struct numeric_limits<double> {
   template <class T> inline double f(T a, T b) { return ::f(double(a), double(b)); }
 IG_MATH1(exp) IG_MATH1(exp2) IG_MATH1(log) IG_MATH1(log2) IG_MATH1(log10) IG_MATH1(log1p)
 IG_MATH1(expm1) IG_MATH1(sqrt) IG_MATH1(sin) IG_MATH1(cos) IG_MATH1(tan) IG_MATH1(asin)
-IG_MATH1(acos) IG_MATH1(atan) IG_MATH1(sinh) IG_MATH1(cosh) IG_MATH1(tanh) IG_MATH1(erf)
+IG_MATH1(acos) IG_MATH1(atan) IG_MATH1(sinh) IG_MATH1(cosh) IG_MATH1(tanh) IG_MATH1(asinh)
+IG_MATH1(acosh) IG_MATH1(atanh) IG_MATH1(erf)
 IG_MATH1(erfc) IG_MATH1(lgamma) IG_MATH1(floor) IG_MATH1(ceil) IG_MATH1(nearbyint) IG_MATH1(trunc)
 IG_MATH2(atan2) IG_MATH2(hypot) IG_MATH2(copysign) IG_MATH2(fmod) IG_MATH2(pow)
 #undef IG_MATH1
