@@ -302,9 +302,10 @@ def _frexp_parts(x):
     finite_nonzero = x.isfinite() & (x != 0)
     ax = ig.where(finite_nonzero, x.abs(), ig.ones((), dtype=x.dtype))
     e = ax.log2().floor() + 1
-    # 2**(e-1) stays finite for every float64 (e - 1 <= 1023); dividing by
-    # it and halving gives ax / 2**e without overflow.
-    m = ax / ig.pow(2.0, e - 1) * 0.5
+    # ax / 2**e as two exact scalings by powers of two, each of which stays
+    # in float64's range (2**e itself may not: e runs from -1073 to 1025).
+    half = (e * 0.5).floor()
+    m = ax * ig.pow(2.0, -half) * ig.pow(2.0, half - e)
     too_big, too_small = m >= 1, m < 0.5
     m = ig.where(too_big, m * 0.5, ig.where(too_small, m * 2, m))
     e = e + too_big.to(e.dtype) - too_small.to(e.dtype)
@@ -362,6 +363,8 @@ def nextafter(input, other, *, out=None):
         moved = ig.where(away_from_zero, x + step.copysign(x), x - step.copysign(x))
         tiniest = ig.pow(2.0, floor_exp).expand_as(x)
         moved = ig.where(x == 0, tiniest.copysign(y), moved)
+        largest = ig.full((), float(ig.finfo(input.dtype).max), dtype=ig.float64)
+        moved = ig.where(x.isinf(), largest.copysign(x), moved)  # only toward finite y here
         result = ig.where(x == y, y, moved)
         result = ig.where(x.isnan() | y.isnan(), x + y, result).to(input.dtype)
     if out is not None:
@@ -401,8 +404,9 @@ def _bessel_asymptotic_scaled(ax, nu):
     term = ax.new_ones(ax.shape)
     total = term
     for k in _builtin_range(1, _ASYMPTOTIC_TERMS):
+        # the k-th term, (-1)^k a_k / x^k, from the one before it
         term = term * (-(4 * nu * nu - (2 * k - 1) ** 2) / (8.0 * k)) / ax
-        total = total + term * (-1) ** k
+        total = total + term
     return total / (2 * math.pi * ax).sqrt()
 
 
@@ -577,9 +581,13 @@ def split_with_sizes(input, split_sizes, dim=0):
     return tuple(input.split(list(split_sizes), d))
 
 
-def unsafe_split(tensor, split_size_or_sections, dim=0):
-    """torch.unsafe_split: split (ignis does not track the views' aliasing)."""
-    return tuple(tensor.split(split_size_or_sections, dim))
+def unsafe_split(tensor, split_size, dim=0):
+    """torch.unsafe_split: split into pieces of split_size (an int, as
+    torch's; ignis does not track the views' aliasing either way)."""
+    if not isinstance(split_size, int):
+        raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
+                        f"{type(split_size).__name__}")
+    return tuple(tensor.split(split_size, dim))
 
 
 def unsafe_chunk(input, chunks, dim=0):
@@ -697,7 +705,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         if range is not None:
             lo, hi = float(range[0]), float(range[1])
         elif x.numel() == 0:
-            lo, hi = 0.0, 0.0
+            lo, hi = 0.0, 1.0
         else:
             lo, hi = float(x.min()), float(x.max())
         if lo > hi:
@@ -787,8 +795,32 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     shape = [1] * max(source.dim(), 1)
     shape[d] = index.numel()
     spread = index.to(ig.int64).reshape(shape).expand(source.shape)
-    r = input.scatter_reduce(d, spread, source, reduce, include_self=include_self)
+    needs_grad = ig.is_grad_enabled() and (input.requires_grad or source.requires_grad)
+    if reduce == "prod" and needs_grad:
+        # scatter_reduce's "prod" has no derivative in ignis: a chain of
+        # products (one per index entry) has, zeros included.
+        r = _index_prod(input, d, index.to(ig.int64), source, include_self)
+    else:
+        r = input.scatter_reduce(d, spread, source, reduce, include_self=include_self)
     return r if out is None else out.copy_(r)
+
+
+def _index_prod(input, d, index, source, include_self):
+    """index_reduce(..., "prod") as input's slices times, one index entry at
+    a time, a factor that is source's slice at that entry's slice and 1
+    elsewhere (differentiable by the product rule)."""
+    ig = _ig()
+    ones = ig.ones_like(input)
+    r = input
+    if not include_self:
+        named = ig.zeros(input.shape[d], dtype=ig.bool, device=input.device)
+        named[index] = True
+        view = [1] * input.dim()
+        view[d] = -1
+        r = ig.where(named.reshape(view), ones, input)
+    for k in _builtin_range(index.numel()):
+        r = r * ones.index_copy(d, index[k:k + 1], source.narrow(d, k, 1))
+    return r
 
 
 def _tensor_index_reduce_(self, dim, index, source, reduce, *, include_self=True):
