@@ -412,7 +412,7 @@ def _bessel_asymptotic_scaled(ax, nu):
 
 def _bessel(input, nu, scaled):
     ig = _ig()
-    x = input.to(ig.float64) if input.dtype.is_floating_point else input.to(ig.float64)
+    x = input.to(ig.float64)
     small = x.abs() <= _SERIES_LIMIT
     # Each method sees only inputs it converges for (others replaced by a
     # harmless value), so the unused branch contributes no NaN gradient.
@@ -838,7 +838,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dim, or a 1-D tensor of coordinates per dim."""
     ig = _ig()
     if edge_order not in (1, 2):
-        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     if dim is None:
         dims = list(_builtin_range(input.dim()))
     elif isinstance(dim, int):

@@ -61,13 +61,8 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
-def _num_leaves(spec):
-    return 1 if spec is None else sum(_num_leaves(s) for s in spec[2])
-
-
 def _unflatten(leaves, spec):
-    leaves = list(leaves)
-    tree, rest = _build(leaves, spec)
+    tree, _ = _build(list(leaves), spec)
     return tree
 
 
@@ -473,8 +468,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         g = _grads(out_leaves, flat_in, dummies)
         pairs = [(gi, ti) for gi, ti in zip(g, t_leaves) if gi.requires_grad]
         if pairs:
-            jv = ig.autograd.grad([p[0] for p in pairs], dummies, grad_outputs=[p[1] for p in pairs],
-                                  retain_graph=True, create_graph=True, allow_unused=True)
+            jv = ig.autograd.grad([p[0] for p in pairs], dummies,
+                                  grad_outputs=[p[1] for p in pairs], retain_graph=True,
+                                  create_graph=True, allow_unused=True)
         else:
             jv = [None] * len(dummies)
         jv = [ig.zeros_like(o) if j is None else j for o, j in zip(out_leaves, jv)]
@@ -571,14 +567,13 @@ def _stack_outputs(results, out_dims, name):
     stacked = []
     for i, d in enumerate(dims):
         column = [leaves[i] for leaves, _ in flat]
+        if d is None:  # an unbatched output: the first element's
+            stacked.append(column[0])
+            continue
         if not all(isinstance(c, ig.Tensor) for c in column):
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                              f"{type(next(c for c in column if not isinstance(c, ig.Tensor)))}. "
-                             "Did you mean to set out_dims= to None for output?"
-                             if d is not None else "")
-        if d is None:
-            stacked.append(column[0])
-            continue
+                             "Did you mean to set out_dims= to None for output?")
         nd = column[0].dim() + 1
         if not -nd <= d < nd:
             raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): Dimension out of range "
