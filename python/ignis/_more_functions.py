@@ -645,7 +645,10 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
 
     The slice is sorted (stably); an element's count so far in its run of
     equal values is its sorted position less the run's start; the first
-    maximum of that count is the end of the smallest most frequent run."""
+    maximum of that count is the end of the smallest most frequent run.
+    Each NaN counts as a value of its own (NaN != NaN); with NaNs in a slice,
+    torch's CPU result depends on where its sort leaves them and is not
+    always matched."""
     ig = _ig()
     d = _dim(dim, input.dim())
     if input.dim() == 0:
