@@ -54,6 +54,8 @@ _ops.install(globals(), Tensor)
 
 from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
+from ._more_functions import *  # noqa: E402,F401,F403
+from ._nn_top_level import *  # noqa: E402,F401,F403
 from .functional import *  # noqa: E402,F401,F403
 from . import functional  # noqa: E402,F401
 from ._dtype_info import finfo, iinfo  # noqa: E402,F401
@@ -73,6 +75,8 @@ from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
 from . import linalg, special  # noqa: E402,F401
+from . import func  # noqa: E402,F401
+from .func import vmap  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import amp  # noqa: E402,F401

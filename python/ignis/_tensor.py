@@ -396,4 +396,52 @@ def _in_place(name):
 for _name in ("renorm", "masked_scatter", "ldexp"):
     setattr(Tensor, _name + "_", _in_place(_name))
 
+
+# Tensor methods of the functions in ignis/_more_functions.py and
+# ignis/_nn_top_level.py: x.gcd(y) is ignis.gcd(x, y).
+_MORE_FUNCTION_METHODS = {
+    "_more_functions": (
+        "angle", "conj", "conj_physical", "conj_physical_", "frexp", "gcd", "gcd_", "lcm", "lcm_",
+        "histogram", "i0", "i0_", "index_reduce", "is_complex", "is_conj", "is_neg",
+        "is_nonzero", "is_same_size", "is_signed", "mode", "nextafter", "put",
+        "split_with_sizes", "unsafe_chunk", "unsafe_split"),
+    "_nn_top_level": ("hardshrink",),
+}
+
+
+def _module_method(module_name, name, function_name=None):
+    def method(self, *args, **kwargs):
+        import importlib
+        module = importlib.import_module("ignis." + module_name)
+        return getattr(module, function_name or name)(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _module_name, _names in _MORE_FUNCTION_METHODS.items():
+    for _name in _names:
+        if not hasattr(Tensor, _name):
+            setattr(Tensor, _name, _module_method(_module_name, _name))
+Tensor.put_ = _module_method("_more_functions", "put_", "_tensor_put_")
+Tensor.index_reduce_ = _module_method("_more_functions", "index_reduce_", "_tensor_index_reduce_")
+
+
+def _nextafter_(self, other):
+    """Tensor.nextafter_: nextafter written into self."""
+    from . import _more_functions
+    return self.copy_(_more_functions.nextafter(self, other).expand_as(self))
+
+
+Tensor.nextafter_ = _nextafter_
+
+
+def _imag(self):
+    from . import _more_functions
+    return _more_functions.imag(self)
+
+
+# A real tensor is its own real part; it has no imaginary part (torch's error).
+Tensor.real = property(lambda self: self, doc="self: ignis tensors are real")
+Tensor.imag = property(_imag, doc="raises: ignis tensors are real (no imaginary part)")
+
 _C._set_tensor_class(Tensor)

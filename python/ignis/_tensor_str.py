@@ -14,6 +14,30 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None  # None: chosen from the values; True/False: forced (set_printoptions)
+
+# set_printoptions' profiles: (precision, threshold, edgeitems, linewidth).
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """Options of tensor printing (torch.set_printoptions): a profile's
+    settings first ("default", "short" or "full"), then the options given;
+    sci_mode is always set (None: chosen from the values printed)."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    if precision is not None:
+        PRECISION = precision
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGEITEMS = edgeitems
+    if linewidth is not None:
+        LINEWIDTH = linewidth
+    SCI_MODE = sci_mode
 
 
 class _Formatter:
@@ -38,11 +62,11 @@ class _Formatter:
         self.int_mode = bool(np.all(vals == np.ceil(vals)))
         wide = hi / lo > 1000.0 or hi > 1.0e8
         if self.int_mode:
-            self.sci_mode = wide
-            fmt = f"{{:.{PRECISION}e}}" if wide else "{:.0f}"
-            extra = 0 if wide else 1  # the "." appended to integral floats
+            self.sci_mode = wide if SCI_MODE is None else SCI_MODE
+            fmt = f"{{:.{PRECISION}e}}" if self.sci_mode else "{:.0f}"
+            extra = 0 if self.sci_mode else 1  # the "." appended to integral floats
         else:
-            self.sci_mode = wide or lo < 1.0e-4
+            self.sci_mode = (wide or lo < 1.0e-4) if SCI_MODE is None else SCI_MODE
             fmt = f"{{:.{PRECISION}e}}" if self.sci_mode else f"{{:.{PRECISION}f}}"
             extra = 0
         for v in vals.tolist():

@@ -3,7 +3,8 @@ polynomial families need kernels ignis does not have yet)."""
 
 __all__ = ["erf", "erfc", "expit", "logit", "xlogy", "xlog1py", "log1p", "expm1", "exp2",
            "logsumexp", "softmax", "log_softmax", "sinc", "round", "entr", "ndtr", "log_ndtr",
-           "gammaln", "digamma", "psi", "polygamma", "multigammaln", "erfinv"]
+           "gammaln", "digamma", "psi", "polygamma", "multigammaln", "erfinv",
+           "i0", "i0e", "i1", "i1e"]
 
 
 def _ig():
@@ -112,3 +113,30 @@ def log_ndtr(input):
     series = r * (-1.0 + r * (3.0 + r * (-15.0 + r * (105.0 + r * (-945.0 + r * 10395.0)))))
     tail = -0.5 * xs * xs - ig.log(-xs) - 0.9189385332046727 + ig.log1p(series)
     return ig.where(x > 0, upper, ig.where(x < -10, tail, middle))
+
+
+def i0(input, *, out=None):
+    """torch.special.i0: the modified Bessel function I0 (ignis.i0)."""
+    return _ig().i0(input, out=out)
+
+
+def i0e(input, *, out=None):
+    """torch.special.i0e: exp(-|x|) I0(x), finite where I0 overflows (method:
+    ignis/_more_functions.py)."""
+    from ._more_functions import _i0e
+    r = _i0e(input)
+    return r if out is None else out.copy_(r)
+
+
+def i1(input, *, out=None):
+    """torch.special.i1: the modified Bessel function of the first kind of order 1."""
+    from ._more_functions import _i1
+    r = _i1(input)
+    return r if out is None else out.copy_(r)
+
+
+def i1e(input, *, out=None):
+    """torch.special.i1e: exp(-|x|) I1(x)."""
+    from ._more_functions import _i1e
+    r = _i1e(input)
+    return r if out is None else out.copy_(r)

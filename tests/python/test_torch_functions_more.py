@@ -524,8 +524,9 @@ def test_linalg_matrix_power_and_negative_power():
     a = f64(3, 3)
     np.testing.assert_allclose(_np(ignis.linalg.matrix_power(ignis.tensor(a), 4)),
                                _np(torch.linalg.matrix_power(torch.tensor(a), 4)), rtol=1e-10)
-    with pytest.raises(NotImplementedError, match="inv"):
-        ignis.matrix_power(ignis.tensor(a), -1)
+    # negative powers: powers of the inverse (linalg.inv), as torch
+    np.testing.assert_allclose(_np(ignis.matrix_power(ignis.tensor(a), -2)),
+                               _np(torch.matrix_power(torch.tensor(a), -2)), rtol=1e-9)
 
 
 def test_in_place_methods_match_torch():
