@@ -171,3 +171,98 @@ def test_scheduler_argument_errors():
                 lambda: S.SequentialLR(o, [S.ExponentialLR(o, 0.9)], [3])):
         with pytest.raises(ValueError):
             bad()
+
+
+# --- Adamax, NAdam, RAdam, Rprop, ASGD, Adafactor ------------------------------------------
+
+NEW_OPTIMIZERS = [
+    ("Adamax", {}), ("Adamax", {"lr": 0.05, "betas": (0.8, 0.9), "weight_decay": 0.1,
+                                "maximize": True}),
+    ("NAdam", {}), ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "momentum_decay": 0.1}),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True,
+               "maximize": True}),
+    ("RAdam", {}), ("RAdam", {"lr": 0.05, "betas": (0.9, 0.9), "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.05, "betas": (0.8, 0.6), "weight_decay": 0.1,
+               "decoupled_weight_decay": True}),
+    ("Rprop", {}), ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.08),
+                              "maximize": True}),
+    ("ASGD", {}), ("ASGD", {"lr": 0.1, "lambd": 0.1, "alpha": 0.5, "t0": 3, "weight_decay": 0.1}),
+    ("Adafactor", {}), ("Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "eps": (1e-3, 1e-2),
+                                      "d": 1.5, "weight_decay": 0.1, "maximize": True}),
+]
+
+# Steps long enough to cross RAdam's rho_t > 5 switch (step 6 with beta2=0.9)
+# and ASGD's t0 (averaging starts), with Rprop's signs flipping.
+NEW_STEPS = 8
+
+
+def _state_layout(opt):
+    sd = opt.state_dict()
+    return ({k: v for k, v in sd["param_groups"][0].items()},
+            {i: {k: tuple(v.shape) for k, v in s.items()} for i, s in sd["state"].items()})
+
+
+@pytest.mark.parametrize("name,kw", NEW_OPTIMIZERS, ids=[f"{n}-{k}" for n, k in NEW_OPTIMIZERS])
+def test_new_optimizer_matches_torch(name, kw):
+    to, tp, tt = _run(torch, lambda p: getattr(torch.optim, name)(p, **kw), NEW_STEPS, False)
+    io, ip, it = _run(ignis, lambda p: getattr(ignis.optim, name)(p, **kw), NEW_STEPS, False)
+    for a, b in zip(it, tt):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(ip[1].detach().numpy(), tp[1].detach().numpy(), rtol=1e-9,
+                               atol=1e-10)
+    # Same group hyperparameters and the same state entries with the same shapes.
+    (tg, ts), (ig, is_) = _state_layout(to), _state_layout(io)
+    assert tg == ig
+    assert ts == is_
+    for k, s in to.state_dict()["state"].items():
+        for key, v in s.items():
+            np.testing.assert_allclose(io.state_dict()["state"][k][key].numpy(),
+                                       v.detach().numpy(), rtol=1e-6, atol=1e-9)
+
+    # ignis's state_dict (deep-copied, as after a save and load) and torch's,
+    # each loaded into a fresh ignis optimizer, continue as torch does.
+    import copy
+    resumed = []
+    for saved in (copy.deepcopy(io.state_dict()), to.state_dict()):
+        fresh, fp, _ = _run(ignis, lambda p: getattr(ignis.optim, name)(p, **kw), 0, False)
+        with ignis.no_grad():
+            for q, v in zip(fp, ip):
+                q.copy_(v)
+        fresh.load_state_dict(saved)
+        resumed.append(_run(ignis, None, 3, False, opt=fresh, params=fp)[2])
+    _, _, more_t = _run(torch, None, 3, False, opt=to, params=tp)
+    for more_i in resumed:
+        for a, b in zip(more_i, more_t):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam", "Adafactor"])
+def test_new_optimizer_float32_and_3d(name):
+    """float32 parameters (Adafactor's default eps1 is the dtype's eps) and a
+    3-d parameter (Adafactor factors over the last two dims)."""
+    rng = np.random.default_rng(1)
+    w0 = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    grads = [rng.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(5)]
+    out = []
+    for lib in (torch, ignis):
+        w = lib.tensor(w0, requires_grad=True)
+        opt = getattr(lib.optim, name)([w], lr=0.05)
+        for g in grads:
+            w.grad = lib.tensor(g)
+            opt.step()
+        out.append((w.detach().numpy(),
+                    {k: tuple(v.shape) for k, v in opt.state_dict()["state"][0].items()}))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-5, atol=1e-6)
+    assert out[1][1] == out[0][1]
+
+
+def test_new_optimizer_argument_errors():
+    p = [ignis.zeros(2, requires_grad=True)]
+    for cls, kw in [("Adamax", {"lr": -1}), ("Adamax", {"betas": (1.0, 0.9)}),
+                    ("NAdam", {"momentum_decay": -1}), ("RAdam", {"eps": -1}),
+                    ("Rprop", {"etas": (1.5, 1.2)}), ("ASGD", {"weight_decay": -1}),
+                    ("Adafactor", {"beta2_decay": 0.5}), ("Adafactor", {"d": 0.5})]:
+        with pytest.raises(ValueError):
+            getattr(ignis.optim, cls)(p, **kw)
+        with pytest.raises(ValueError):
+            getattr(torch.optim, cls)([torch.zeros(2, requires_grad=True)], **kw)
