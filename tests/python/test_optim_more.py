@@ -130,6 +130,21 @@ SCHEDULERS = {
         o, [m.LinearLR(o, 0.1, 1.0, 4), m.ExponentialLR(o, 0.8)], [5]),
     "SequentialLR-3": lambda m, o: m.SequentialLR(
         o, [m.ConstantLR(o, 0.5, 3), m.StepLR(o, 2, 0.5), m.CosineAnnealingLR(o, 5)], [4, 9]),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, 7, 2.0),
+    "PolynomialLR-default": lambda m, o: m.PolynomialLR(o),
+    "CyclicLR": lambda m, o: m.CyclicLR(o, 0.01, 0.1, step_size_up=4),
+    "CyclicLR-triangular2": lambda m, o: m.CyclicLR(o, 0.01, [0.1], 3, 5, "triangular2",
+                                                    base_momentum=0.7, max_momentum=0.95),
+    "CyclicLR-exp_range": lambda m, o: m.CyclicLR(o, 0.01, 0.1, 3, mode="exp_range",
+                                                  gamma=0.9),
+    "CyclicLR-scale_fn": lambda m, o: m.CyclicLR(o, 0.01, 0.1, 2, 4, scale_fn=lambda x: 0.8 ** x,
+                                                 scale_mode="iterations", cycle_momentum=False),
+    "ChainedScheduler": lambda m, o: m.ChainedScheduler(
+        [m.ConstantLR(o, 0.3, 4), m.ExponentialLR(o, 0.9), m.PolynomialLR(o, 12, 0.5)]),
+    "ChainedScheduler-optimizer": lambda m, o: m.ChainedScheduler(
+        [m.MultiStepLR(o, [2, 5], 0.5), m.LinearLR(o, 0.5, 1.0, 6)], optimizer=o),
+    "SequentialLR-polynomial": lambda m, o: m.SequentialLR(
+        o, [m.LinearLR(o, 0.1, 1.0, 3), m.PolynomialLR(o, 10, 1.5)], [4]),
 }
 
 
@@ -266,3 +281,54 @@ def test_new_optimizer_argument_errors():
             getattr(ignis.optim, cls)(p, **kw)
         with pytest.raises(ValueError):
             getattr(torch.optim, cls)([torch.zeros(2, requires_grad=True)], **kw)
+
+
+
+@pytest.mark.parametrize("mode", ["triangular", "triangular2", "exp_range"])
+def test_cyclic_lr_cycles_adam_beta1_and_resumes(mode):
+    make = lambda m, o: m.CyclicLR(o, [0.001], 0.01, 3, 2, mode, gamma=0.95,  # noqa: E731
+                                   base_momentum=0.85, max_momentum=0.95)
+    got, si = _lr_trajectory(ignis, make, opt="Adam", okw={"lr": 0.1})
+    want, st = _lr_trajectory(torch, make, opt="Adam", okw={"lr": 0.1})
+    for g, w in zip(got, want):
+        assert g[0] == pytest.approx(w[0], rel=1e-12) and g[2] == pytest.approx(w[2], rel=1e-12)
+    # The saved state resumes in a fresh scheduler (the groups keep their own lr/betas).
+    sd = si.state_dict()
+    assert sd.keys() <= st.state_dict().keys() | {"_is_initial"}
+    o2 = si.optimizer
+    s2 = make(ignis.optim.lr_scheduler, o2)
+    s2.load_state_dict(sd)
+    for g in o2.param_groups:
+        g["lr"], g["betas"] = si.get_last_lr()[0], got[-1][2]
+    st_opt = st.optimizer
+    for _ in range(7):
+        s2.step()
+        st.step()
+        assert s2.get_last_lr()[0] == pytest.approx(st.get_last_lr()[0], rel=1e-12)
+        assert o2.param_groups[0]["betas"] == pytest.approx(st_opt.param_groups[0]["betas"])
+
+
+def test_new_scheduler_argument_errors():
+    o = ignis.optim.SGD([ignis.zeros(1, requires_grad=True)], lr=0.1)
+    S = ignis.optim.lr_scheduler
+    with pytest.raises(ValueError, match="mode is invalid"):
+        S.CyclicLR(o, 0.1, 1.0, mode="square")
+    with pytest.raises(ValueError, match="momentum"):
+        S.CyclicLR(ignis.optim.Adagrad([ignis.zeros(1, requires_grad=True)]), 0.1, 1.0)
+    with pytest.raises(ValueError, match="length"):
+        S.CyclicLR(o, [0.1, 0.2], 1.0)
+    with pytest.raises(ValueError, match="at least one"):
+        S.ChainedScheduler([])
+    with pytest.raises(ValueError, match="ReduceLROnPlateau"):
+        S.ChainedScheduler([S.ExponentialLR(o, 0.9), S.ReduceLROnPlateau(o)])
+    other = ignis.optim.SGD([ignis.zeros(1, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="same optimizer"):
+        S.ChainedScheduler([S.ExponentialLR(o, 0.9), S.ExponentialLR(other, 0.9)])
+
+
+def test_every_torch_scheduler_exists():
+    names = {n for n in dir(torch.optim.lr_scheduler)
+             if isinstance(getattr(torch.optim.lr_scheduler, n), type)
+             and issubclass(getattr(torch.optim.lr_scheduler, n), torch.optim.lr_scheduler.LRScheduler)
+             or n == "ReduceLROnPlateau"}
+    assert names - set(dir(ignis.optim.lr_scheduler)) == set()
