@@ -332,3 +332,98 @@ def test_every_torch_scheduler_exists():
              and issubclass(getattr(torch.optim.lr_scheduler, n), torch.optim.lr_scheduler.LRScheduler)
              or n == "ReduceLROnPlateau"}
     assert names - set(dir(ignis.optim.lr_scheduler)) == set()
+
+
+# --- swa_utils ----------------------------------------------------------------------------
+
+def _bn_model(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+
+
+def _set_params(lib, model, rng):
+    with lib.no_grad():
+        for p in model.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+
+
+AVERAGINGS = {
+    "swa": lambda su: {},
+    "ema_avg_fn": lambda su: {"avg_fn": su.get_ema_avg_fn(0.9)},
+    "swa_avg_fn": lambda su: {"avg_fn": su.get_swa_avg_fn()},
+    "ema_multi": lambda su: {"multi_avg_fn": su.get_ema_multi_avg_fn(0.8)},
+    "swa_multi": lambda su: {"multi_avg_fn": su.get_swa_multi_avg_fn()},
+    "ema_multi_buffers": lambda su: {"multi_avg_fn": su.get_ema_multi_avg_fn(0.8),
+                                     "use_buffers": True},
+    "swa_buffers": lambda su: {"use_buffers": True},
+}
+
+
+@pytest.mark.parametrize("how", list(AVERAGINGS))
+def test_averaged_model_matches_torch(how):
+    results = []
+    for lib in (torch, ignis):
+        rng = np.random.default_rng(3)
+        model = _bn_model(lib)
+        _set_params(lib, model, rng)
+        avg = lib.optim.swa_utils.AveragedModel(model, **AVERAGINGS[how](lib.optim.swa_utils))
+        for _ in range(4):
+            _set_params(lib, model, rng)
+            model.train()
+            model(lib.tensor(rng.standard_normal((6, 3)).astype(np.float32)))  # moves BN stats
+            avg.update_parameters(model)
+        x = lib.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+        avg.eval()
+        results.append(({k: v.detach().numpy().copy() for k, v in avg.state_dict().items()},
+                        avg(x).detach().numpy()))
+    (ts, ty), (is_, iy) = results
+    assert list(ts) == list(is_)  # n_averaged and module.* in torch's order
+    for k in ts:
+        np.testing.assert_allclose(is_[k], ts[k], rtol=1e-6, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(iy, ty, rtol=1e-5, atol=1e-6)
+
+
+def test_averaged_model_rejects_both_fns():
+    su = ignis.optim.swa_utils
+    with pytest.raises(AssertionError):
+        su.AveragedModel(ignis.nn.Linear(2, 2), avg_fn=su.get_swa_avg_fn(),
+                         multi_avg_fn=su.get_swa_multi_avg_fn())
+
+
+def test_update_bn_matches_torch():
+    out = []
+    for lib in (torch, ignis):
+        rng = np.random.default_rng(4)
+        model = _bn_model(lib)
+        _set_params(lib, model, rng)
+        model.eval()
+        xs = [lib.tensor(rng.standard_normal((7, 3)).astype(np.float32)) for _ in range(3)]
+        loader = [xs[0], (xs[1], lib.zeros(7)), [xs[2], lib.zeros(7)]]
+        lib.optim.swa_utils.update_bn(loader, model)
+        bn = model[1]
+        out.append((bn.running_mean.numpy().copy(), bn.running_var.numpy().copy(),
+                    int(bn.num_batches_tracked), bn.momentum, model.training))
+    for a, b in zip(out[1][:2], out[0][:2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert out[1][2:] == out[0][2:]
+
+
+@pytest.mark.parametrize("kw", [{"swa_lr": 0.05}, {"swa_lr": [0.5], "anneal_epochs": 4,
+                                                  "anneal_strategy": "linear"},
+                                {"swa_lr": 0.02, "anneal_epochs": 0}])
+def test_swalr_matches_torch(kw):
+    seqs = []
+    for lib in (torch, ignis):
+        p = lib.zeros(2, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=0.3)
+        sched = lib.optim.swa_utils.SWALR(opt, **kw)
+        seq = [sched.get_last_lr()[0]]
+        for _ in range(14):
+            opt.step()
+            sched.step()
+            seq.append(sched.get_last_lr()[0])
+        seqs.append(seq)
+    assert seqs[1] == pytest.approx(seqs[0], rel=1e-12, abs=1e-15)
+    with pytest.raises(ValueError):
+        ignis.optim.swa_utils.SWALR(ignis.optim.SGD([ignis.zeros(1, requires_grad=True)]), 0.1,
+                                    anneal_strategy="exp")
