@@ -498,3 +498,58 @@ def test_orthogonal_assignment_and_errors():
     m = P.orthogonal(ignis.nn.Linear(3, 3), use_trivialization=False)
     with pytest.raises(NotImplementedError):
         m.weight = ignis.eye(3)
+
+
+# --- lazy modules -----------------------------------------------------------------------------
+
+LAZY = [("LazyConv1d", (4, 3), {"stride": 2}, (2, 3, 9)),
+        ("LazyConv2d", (4, 3), {"padding": 1, "groups": 2}, (2, 6, 5, 5)),
+        ("LazyConv3d", (2, 2), {"bias": False}, (1, 3, 4, 4, 4)),
+        ("LazyConv2d", (4, 2), {}, (3, 5, 5)),  # unbatched: in_channels from dim 0
+        ("LazyConvTranspose1d", (4, 2), {"groups": 2}, (2, 6, 5)),
+        ("LazyConvTranspose2d", (3, 3), {"stride": 2, "output_padding": 1}, (1, 2, 4, 4)),
+        ("LazyConvTranspose3d", (2, 2), {}, (1, 3, 3, 3, 3)),
+        ("LazyBatchNorm1d", (), {}, (4, 3, 5)), ("LazyBatchNorm2d", (), {"momentum": 0.3},
+                                                 (4, 3, 2, 2)),
+        ("LazyBatchNorm3d", (), {"affine": False}, (2, 2, 2, 2, 2)),
+        ("LazyInstanceNorm1d", (), {}, (2, 3, 6)),
+        ("LazyInstanceNorm2d", (), {"affine": True, "track_running_stats": True}, (2, 3, 4, 4)),
+        ("LazyInstanceNorm3d", (), {"affine": True}, (1, 2, 3, 3, 3))]
+
+
+@pytest.mark.parametrize("name,args,kw,shape", LAZY, ids=[f"{n}-{s}" for n, _, _, s in LAZY])
+def test_lazy_module_matches_torch(name, args, kw, shape):
+    x = np.random.default_rng(21).standard_normal(shape).astype(np.float32)
+    res, weights = [], None
+    for lib in LIBS:
+        m = getattr(lib.nn, name)(*args, **kw)
+        before = (list(m.state_dict()), m.has_uninitialized_params())
+        m(lib.tensor(x))  # materializes and initializes, becomes the eager class
+        after = (type(m).__name__, {k: tuple(v.shape) for k, v in m.state_dict().items()},
+                 m.has_uninitialized_params() if hasattr(m, "has_uninitialized_params")
+                 else None)
+        if weights is None:  # torch's random initialization, copied into ignis
+            weights = {k: _np(v) for k, v in m.state_dict().items()}
+        else:
+            m.load_state_dict({k: lib.tensor(v) for k, v in weights.items()})
+        y = m(lib.tensor(x))
+        # A fresh lazy module takes its shapes from a loaded state_dict (torch's
+        # InstanceNorm then refuses inputs: its num_features stays 0).
+        fresh = getattr(lib.nn, name)(*args, **kw)
+        fresh.load_state_dict({k: lib.tensor(v) for k, v in weights.items()})
+        y_fresh = y if "Instance" in name else fresh(lib.tensor(x))
+        res.append((before, after, _np(y), _np(y_fresh),
+                    {k: _np(v) for k, v in m.state_dict().items()}))
+    (tb, ta, ty, tf, ts), (ib, ia, iy, if_, is_) = res
+    assert ib == tb and ia == ta
+    _close(iy, ty, 1e-4)
+    _close(if_, tf, 1e-4)
+    for k in ts:
+        _close(is_[k], ts[k], 1e-5)
+
+
+def test_lazy_conv_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        ignis.nn.LazyConv2d(4, 3, groups=2)(ignis.zeros(1, 3, 5, 5))
+    with pytest.raises(RuntimeError, match="Expected 3D"):
+        ignis.nn.LazyConv2d(4, 3)(ignis.zeros(5, 5))
