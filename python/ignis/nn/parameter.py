@@ -93,6 +93,30 @@ class UninitializedParameter(Parameter):
         return (type(self), (self.requires_grad, str(self.device), self.dtype))
 
 
+class UninitializedBuffer(Tensor):
+    """A buffer whose shape is not known yet (torch.nn.UninitializedBuffer):
+    a lazy norm module's running statistics until its first call, which
+    materializes it (in place, as UninitializedParameter) into a Tensor."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        from .. import empty
+        return _C._make_subclass(cls, empty(0, device=device, dtype=dtype)) \
+            .requires_grad_(requires_grad)
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+    materialize = UninitializedParameter.materialize
+    shape = UninitializedParameter.shape
+    __repr__ = UninitializedParameter.__repr__
+    __str__ = __repr__
+    __deepcopy__ = UninitializedParameter.__deepcopy__
+    __reduce_ex__ = UninitializedParameter.__reduce_ex__
+
+
 def is_lazy(param):
-    """Whether `param` is an UninitializedParameter (torch.nn.parameter.is_lazy)."""
-    return isinstance(param, UninitializedParameter)
+    """Whether `param` is an UninitializedParameter or UninitializedBuffer
+    (torch.nn.parameter.is_lazy)."""
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))

@@ -1,8 +1,8 @@
 """Learning-rate schedulers with PyTorch's (chainable) formulas, get_last_lr
 and state_dict: LambdaLR, MultiplicativeLR, StepLR, MultiStepLR,
 ExponentialLR, LinearLR, ConstantLR, CosineAnnealingLR,
-CosineAnnealingWarmRestarts, OneCycleLR, SequentialLR and
-ReduceLROnPlateau."""
+CosineAnnealingWarmRestarts, OneCycleLR, CyclicLR, PolynomialLR,
+SequentialLR, ChainedScheduler and ReduceLROnPlateau."""
 import math
 import types
 import warnings
@@ -544,3 +544,184 @@ class ReduceLROnPlateau:
 
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
+
+
+# torch keeps the old name as an alias that code still subclasses.
+_LRScheduler = LRScheduler
+
+
+def _per_group_values(optimizer, name, value):
+    """One value per parameter group: a list/tuple as given (its length
+    checked), else the value repeated."""
+    n = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"optimizer.param_groups has {n} values, {name} has {len(value)}.")
+        return list(value)
+    return [value] * n
+
+
+class PolynomialLR(LRScheduler):
+    """torch.optim.lr_scheduler.PolynomialLR: lr = base_lr * (1 - t / total_iters)^power
+    up to total_iters (as a chainable ratio of successive factors), then constant."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [g["lr"] for g in groups]
+        factor = ((1.0 - self.last_epoch / self.total_iters)
+                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [g["lr"] * factor for g in groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base_lr in self.base_lrs]
+
+
+class CyclicLR(LRScheduler):
+    """torch.optim.lr_scheduler.CyclicLR: the lr goes linearly from base_lr up
+    to max_lr over step_size_up steps and back over step_size_down, the
+    amplitude scaled per cycle ("triangular": 1, "triangular2": halved each
+    cycle) or per iteration ("exp_range": gamma**iteration), or by a custom
+    scale_fn. With cycle_momentum the momentum (or Adam's beta1) cycles the
+    other way between max_momentum and base_momentum. Stepped every batch."""
+
+    _MODES = {"triangular": "cycle", "triangular2": "cycle", "exp_range": "iterations"}
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        base_lrs = _per_group_values(optimizer, "base_lr", base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group_values(optimizer, "max_lr", max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in self._MODES and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        # A custom scale_fn keeps the scale_mode given; a named mode sets its own.
+        self.scale_mode = scale_mode if scale_fn is not None else self._MODES[mode]
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group_values(optimizer, "base_momentum", base_momentum)
+            self.max_momentums = _per_group_values(optimizer, "max_momentum", max_momentum)
+            if last_epoch == -1:
+                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums,
+                                               optimizer.param_groups):
+                    self._set_momentum(group, m_mom)
+                    group["max_momentum"] = m_mom
+                    group["base_momentum"] = b_mom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group, value):
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def scale_fn(self, x):
+        """The amplitude's scale at cycle (or iteration) x."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle  # position within the cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, b_mom, m_mom in zip(self.optimizer.param_groups, self.base_momentums,
+                                           self.max_momentums):
+                self._set_momentum(group, m_mom - (m_mom - b_mom) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self):
+        """A custom scale_fn is saved only as a callable object's __dict__ (as torch)."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer",
+                                                                  "_scale_fn_custom")}
+        fn = self._scale_fn_custom
+        sd["_scale_fn_custom"] = None if fn is None or isinstance(fn, types.FunctionType) \
+            else fn.__dict__.copy()
+        return sd
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom", None)
+        self.__dict__.update(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+
+
+class ChainedScheduler(LRScheduler):
+    """torch.optim.lr_scheduler.ChainedScheduler: steps every scheduler of
+    the list on each step(), so their (chainable) changes compose."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError(f"{self.__class__.__name__} expects at least one scheduler to be "
+                             "chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for idx, sch in enumerate(schedulers):
+            if not hasattr(sch, "optimizer"):
+                raise TypeError(f"{self.__class__.__name__} at index {idx} should have "
+                                "`optimizer` as its attribute.")
+            if isinstance(sch, ReduceLROnPlateau):
+                raise ValueError(f"{self.__class__.__name__} does not support "
+                                 "`ReduceLROnPlateau` scheduler as it requires additional "
+                                 "kwargs to be specified when calling `step`, but got one at "
+                                 f"index {idx} in the given schedulers sequence.")
+            if sch.optimizer is not optimizer:
+                raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong "
+                                 "to the same optimizer, but got scheduler "
+                                 f"{sch.__class__.__name__} at index {idx} has "
+                                 f"{sch.optimizer}, which is different from "
+                                 f"{optimizer.__class__.__name__}.")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    def step(self):
+        for sch in self._schedulers:
+            sch.step()
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    def state_dict(self):
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        saved = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, saved):
+            s.load_state_dict(sd)

@@ -13,6 +13,8 @@ from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
     InstanceNorm3d, LayerNorm,
     RMSNorm, LocalResponseNorm,
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
 )
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .dropout import (  # noqa: F401
@@ -26,6 +28,8 @@ from .loss import (  # noqa: F401
 )
 from .conv import (  # noqa: F401
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+    LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+    LazyConvTranspose3d,
 )
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
@@ -81,4 +85,7 @@ __all__ = [
     "GaussianNLLLoss", "PoissonNLLLoss", "LPPool1d", "LPPool2d", "ChannelShuffle",
     "EmbeddingBag", "InstanceNorm3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
     "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+    "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+    "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
 ]

@@ -9,7 +9,8 @@ import math
 import ignis
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -194,3 +195,85 @@ class ConvTranspose2d(_ConvTranspose):
 class ConvTranspose3d(_ConvTranspose):
     _nd = 3
     _fn = staticmethod(F.conv_transpose3d)
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """torch's _LazyConvXdMixin: in_channels (and the weight's shape) from
+    the first input's channel dim (dim 1, or 0 for an unbatched input)."""
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            with ignis.no_grad():
+                if self.transposed:
+                    self.weight.materialize((self.in_channels, self.out_channels // self.groups,
+                                             *self.kernel_size))
+                else:
+                    self.weight.materialize((self.out_channels, self.in_channels // self.groups,
+                                             *self.kernel_size))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+    def _get_in_channels(self, input):
+        batched = self._nd + 2
+        if input.dim() not in (batched - 1, batched):
+            raise RuntimeError(f"Expected {batched - 1}D (unbatched) or {batched}D (batched) "
+                               f"input to {self.__class__.__name__}, but got input of size: "
+                               f"{input.shape}")
+        return input.shape[1] if input.dim() == batched else input.shape[0]
+
+
+def _lazy_conv(conv_cls):
+    """LazyConv{1,2,3}d: Conv's arguments without in_channels."""
+    class LazyConv(_LazyConvMixin, conv_cls):
+        cls_to_become = conv_cls
+
+        def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                     bias=True, padding_mode="zeros", device=None, dtype=None):
+            super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                             padding_mode, device=device, dtype=dtype)
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.out_channels = out_channels
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+    LazyConv.__name__ = LazyConv.__qualname__ = "Lazy" + conv_cls.__name__
+    LazyConv.__doc__ = (f"torch.nn.Lazy{conv_cls.__name__}: a {conv_cls.__name__} whose "
+                        "in_channels comes from its first input; it then becomes a "
+                        f"{conv_cls.__name__}.")
+    return LazyConv
+
+
+def _lazy_conv_transpose(conv_cls):
+    """LazyConvTranspose{1,2,3}d: ConvTranspose's arguments without in_channels."""
+    class LazyConvTranspose(_LazyConvMixin, conv_cls):
+        cls_to_become = conv_cls
+
+        def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                     groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                     dtype=None):
+            super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                             dilation, padding_mode, device=device, dtype=dtype)
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.out_channels = out_channels
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+    LazyConvTranspose.__name__ = LazyConvTranspose.__qualname__ = "Lazy" + conv_cls.__name__
+    LazyConvTranspose.__doc__ = (f"torch.nn.Lazy{conv_cls.__name__}: a {conv_cls.__name__} "
+                                 "whose in_channels comes from its first input; it then "
+                                 f"becomes a {conv_cls.__name__}.")
+    return LazyConvTranspose
+
+
+LazyConv1d = _lazy_conv(Conv1d)
+LazyConv2d = _lazy_conv(Conv2d)
+LazyConv3d = _lazy_conv(Conv3d)
+LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d)
+LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d)
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d)
