@@ -369,3 +369,16 @@ def test_functional_call_restores_a_submodule_held_under_two_names():
     np.testing.assert_allclose(_np(out), _np(x), rtol=1e-6)
     assert m.a.weight is before and m.b.weight is before
     np.testing.assert_allclose(_np(m.b(m.a(x))), _np(expected), rtol=1e-6)
+
+
+def test_nn_utils_stateless_functional_call_is_func_functional_call():
+    torch = pytest.importorskip("torch")
+    w = np.random.default_rng(3).standard_normal((3, 2))
+    for lib in (ignis, torch):
+        m = lib.nn.Linear(2, 3)
+        x = lib.ones(4, 2)
+        new = {"weight": lib.tensor(w, dtype=lib.float32), "bias": lib.zeros(3)}
+        with pytest.warns(FutureWarning):
+            out = lib.nn.utils.stateless.functional_call(m, new, (x,))
+        np.testing.assert_allclose(out.detach().numpy(), (np.ones((4, 2)) @ w.T), rtol=1e-6)
+        assert not bool((m.weight == new["weight"]).all())  # restored

@@ -1,6 +1,7 @@
 """ignis.nn.utils: gradient clipping, packed sequences (rnn), parameter
 vectors, conv/linear + BatchNorm fusion, the hook-based weight_norm and
-spectral_norm, and parametrizations (parametrize, parametrizations)."""
+spectral_norm, parametrizations (parametrize, parametrizations) and
+stateless.functional_call."""
 from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
 from . import rnn  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
@@ -11,3 +12,4 @@ from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401
 from . import parametrize  # noqa: F401
 from . import parametrizations  # noqa: F401
+from . import stateless  # noqa: F401
