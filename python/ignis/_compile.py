@@ -122,6 +122,11 @@ class SizeCache:
             self.compiled.popitem(last=False)
         return fn
 
+    def seen(self, key):
+        """Counts one call of `key` before any: sizes known to recur (the
+        static graph's this one replaced) compile on their next call."""
+        self._calls[key] = max(self._calls.get(key, 0), 1)
+
     def lookup(self, key, args):
         """The compiled callable for `key`, compiling it when its turn has
         come; None when this call runs eagerly."""
@@ -195,7 +200,13 @@ def _per_size(backend):
                                **kwargs)
         cache = SizeCache(
             compile_key, lambda key: ", ".join(f"{names[i]}={v}" for i, v in zip(sym_at, key)))
-        cache.compile(tuple(example_inputs[i] for i in sym_at), example_inputs)
+        first = tuple(example_inputs[i] for i in sym_at)
+        # the sizes of the static graph this one replaces (Note [The sizes
+        # before a graph went dynamic], src/ignis/capture/tracer_output.cpp)
+        for key in getattr(gm, "_ignis_prior_sizes", ()):
+            if len(key) == len(first) and key != first:
+                cache.seen(key)
+        cache.compile(first, example_inputs)
 
         def run(*args):
             fn = cache.lookup(tuple(args[i] for i in sym_at), args)

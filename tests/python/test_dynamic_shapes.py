@@ -814,3 +814,23 @@ def test_reading_the_stride_of_a_size_1_dim_guards_it():
     entries = guard_lines(f)  # most recently hit first: the last call's, L = 5
     assert "LAMBDA_GUARD: L['x'].stride()[0] == 5" in entries[0]
     assert any("LAMBDA_GUARD: L['x'].stride()[0] == 7" in e for e in entries)
+
+
+def test_the_first_traces_sizes_compile_on_their_first_call_to_the_dynamic_graph(monkeypatch):
+    # Note [The sizes before a graph went dynamic]: after 4, 6 the dynamic
+    # graph serves 4 too (the newest entry is tried first); 4 was called
+    # before, so it compiles at once rather than running eagerly once more.
+    compiled = record_size_compiles(monkeypatch)
+
+    def f(x, n):
+        return (x * 2).sum(0) + n
+
+    cf = ignis.compile(f, backend="aot_eager")
+    for rows, n in ((4, 2), (6, 5), (4, 2)):
+        x = rand(rows, 3)
+        close(cf(x, n), f(x, n))
+    assert compiled == [(6, 5), (4, 2)]  # (rows, n): the Sym inputs, (4, 2) at its first call
+    for rows, n in ((4, 2), (6, 5), (7, 3)):
+        x = rand(rows, 3)
+        close(cf(x, n), f(x, n))
+    assert compiled == [(6, 5), (4, 2)]  # 7 is new: eagerly, once

@@ -90,9 +90,14 @@ const std::string& current_compile_id();
 // for a dim seen with two sizes (strides) -- dynamic from then on. Kept
 // beside the code's cache and dropped with it by reset_caches. nullptr when
 // the code cannot hold state.
+// `first_sizes`/`first_strides` keep the values of the first trace, which
+// the dynamic graph made later is told about (Note [The sizes before a
+// graph went dynamic], tracer_output.cpp).
 struct FrameDynamicState {
   std::unordered_map<std::string, std::vector<int64_t>> sizes;
   std::unordered_map<std::string, std::vector<int64_t>> strides;
+  std::unordered_map<std::string, std::vector<int64_t>> first_sizes;
+  std::unordered_map<std::string, std::vector<int64_t>> first_strides;
 };
 FrameDynamicState* frame_dynamic_state(PyCodeObject* code);
 

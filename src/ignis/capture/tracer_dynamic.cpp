@@ -85,6 +85,11 @@ std::vector<std::pair<int64_t, int64_t>> marked_ranges(PyObject* t, size_t rank)
   return out;
 }
 
+const std::unordered_map<std::string, std::vector<int64_t>>& prior_sizes_none() {
+  static const std::unordered_map<std::string, std::vector<int64_t>> none;
+  return none;
+}
+
 sym::Expr int_of(const VTP& v) {
   if (v->kind == VK::SymInt) return sym::is_comparison(v->sym.kind()) ? sym::Expr() : v->sym;
   if (v->kind == VK::Const && is_exact_int(v->value.get())) {
@@ -115,6 +120,15 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
     return;
   std::vector<bool> dyn(rank, false), dyn_stride(rank, false);
   PyObject* mode = cfg->dynamic;
+  FrameDynamicState* state = nullptr;  // automatic dynamic's memory of this code
+  // The first trace's value of dim d from `first` (a map of first_sizes or
+  // first_strides), for symbol s.
+  auto note_prior = [&](const std::unordered_map<std::string, std::vector<int64_t>>& first,
+                        size_t d, const sym::Expr& s) {
+    if (!state) return;
+    auto it = first.find(source);
+    if (it != first.end() && it->second.size() == rank) prior_value[s] = it->second[d];
+  };
   const DimVector& st = t.strides();
   if (mode == Py_True) {
     std::fill(dyn.begin(), dyn.end(), true);
@@ -122,11 +136,12 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
   } else if (mode == nullptr || mode == Py_None) {
     // Automatic dynamic: a dim whose size (stride) differs from an earlier
     // trace of this code is dynamic from now on.
-    if (FrameDynamicState* state = frame_dynamic_state(fv.code)) {
-      auto mark = [&](std::vector<int64_t>& seen, const DimVector& now, std::vector<bool>& out,
-                      const char* what) {
+    if ((state = frame_dynamic_state(fv.code))) {
+      auto mark = [&](std::vector<int64_t>& seen, std::vector<int64_t>& first,
+                      const DimVector& now, std::vector<bool>& out, const char* what) {
         if (seen.size() != rank) {
           seen.assign(now.begin(), now.end());
+          first.assign(now.begin(), now.end());
           return;
         }
         for (size_t d = 0; d < rank; ++d) {
@@ -139,8 +154,8 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
           out[d] = seen[d] == -1;
         }
       };
-      mark(state->sizes[source], t.sizes(), dyn, "size");
-      mark(state->strides[source], st, dyn_stride, "stride");
+      mark(state->sizes[source], state->first_sizes[source], t.sizes(), dyn, "size");
+      mark(state->strides[source], state->first_strides[source], st, dyn_stride, "stride");
     }
   }
   std::vector<bool> marked = marked_dims(tensor, "_dynamo_dynamic_indices", rank);
@@ -178,6 +193,7 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
                       hi == sym::ShapeEnv::kNoUpper ? std::string("inf") : std::to_string(hi),
                       "]");
     pending_sizes.push_back({src, static_cast<int>(d), s, shape_env.symbols().size() > before});
+    note_prior(state ? state->first_sizes : prior_sizes_none(), d, s);
     v->sym_sizes[d] = s;
     spec.dynamic_dims |= uint64_t{1} << d;
     spec.size_text[d] = sym::str(s);
@@ -244,6 +260,7 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
       size_t before = shape_env.symbols().size();
       sym::Expr s = shape_env.create_symbol(st[d], src, torch_symbol_id(src));
       pending_sizes.push_back({src, static_cast<int>(d), s, shape_env.symbols().size() > before, true});
+      note_prior(state ? state->first_strides : prior_sizes_none(), d, s);
       stride_symbols.push_back(s);
       spec.dynamic_strides |= uint64_t{1} << d;
       spec.stride_dims[d] = 0;
@@ -296,6 +313,7 @@ VTP Tracer::dynamic_int(PyObject* value, int reg) {
       auto it = st->sizes.find(source);
       if (it == st->sizes.end() || it->second.size() != 1) {
         st->sizes[source] = {v};
+        st->first_sizes[source] = {v};
       } else if (it->second[0] != v || it->second[0] == -1) {
         if (it->second[0] != -1 && log_on(kLogDynamic))
           log_write(kLogDynamic, str("automatic dynamic ", source, " ", it->second[0], " != ", v));
@@ -321,6 +339,10 @@ VTP Tracer::dynamic_int(PyObject* value, int reg) {
   bool duck = same.defined() && symbol_vt.count(same);
   sym::Expr s = shape_env.create_symbol(v, source, torch_symbol_id(source), duck);
   if (duck) return symbol_vt.at(s);
+  if (FrameDynamicState* st = mode == Py_True ? nullptr : frame_dynamic_state(fv.code)) {
+    auto first = st->first_sizes.find(source);
+    if (first != st->first_sizes.end() && first->second.size() == 1) prior_value[s] = first->second[0];
+  }
   symbol_reg[s] = reg;
   auto t = std::make_shared<VT>(VK::SymInt);
   t->sym = s;

@@ -376,6 +376,9 @@ class Tracer {
   std::unordered_map<sym::Expr, int> symbol_reg;   // symbol -> register of its size
   std::unordered_map<sym::Expr, VTP> symbol_vt;    // symbol -> its placeholder's tracker
   std::unordered_map<std::string, int> size_reg;   // "L['x'].size()[0]" -> register
+  // A symbol's value in this code's first trace, where automatic dynamic
+  // made it (Note [The sizes before a graph went dynamic]).
+  std::unordered_map<sym::Expr, int64_t> prior_value;
   bool has_symbols() const { return !shape_env.symbols().empty(); }
   // Which dims of a frame tensor are symbolic (config, marks, frame state);
   // gives the tracker its symbolic sizes and the guard spec its dynamic dims.

@@ -395,6 +395,37 @@ Obj Tracer::compile_graph(const std::vector<VTP>& outputs) {
   }
   Obj ex = check(PyList_New(0));
   for (auto& e : example_inputs) PyList_Append(ex.get(), e.get());
+  // Note [The sizes before a graph went dynamic]
+  // A dynamic graph made by automatic dynamic replaces, for later calls, the
+  // static graph of the first trace (the newest cache entry is tried first,
+  // and its guards admit the first sizes too), and its per-size compiles
+  // (Note [Compiling a size on its second call], _compile.py) would count
+  // the first sizes as new: a call there ran eagerly once more and compiled
+  // again (on the GPU, the training step at a GPT's first length: an eager
+  // step in the second pass, an 0.8 s compile in the third). The graph
+  // carries the first trace's values of its Sym inputs, so that its
+  // per-size cache counts them as seen once (their next call compiles).
+  {
+    Obj key = check(PyList_New(0));
+    bool complete = true, any = false;
+    for (const VTP& in : inputs) {
+      if (in->kind != VK::SymInt) continue;
+      auto it = prior_value.find(in->sym);
+      if (it == prior_value.end()) {
+        complete = false;
+        break;
+      }
+      any = true;
+      Obj n = check(PyLong_FromLongLong(it->second));
+      PyList_Append(key.get(), n.get());
+    }
+    if (complete && any) {
+      Obj tuple = check(PySequence_Tuple(key.get()));
+      Obj keys = check(PyList_New(0));
+      PyList_Append(keys.get(), tuple.get());
+      if (PyObject_SetAttrString(gm.get(), "_ignis_prior_sizes", keys.get()) < 0) PyErr_Clear();
+    }
+  }
   Obj compiled;
   {
     // The backend traces the graph from its start, in the grad mode it is
