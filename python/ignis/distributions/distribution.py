@@ -3,6 +3,7 @@ import warnings
 
 import ignis
 from . import constraints
+from .utils import lazy_property
 
 _VALIDATE_ARGS = True
 
@@ -32,8 +33,8 @@ class Distribution:
                 if constraints.is_dependent(constraint):
                     continue
                 if param not in self.__dict__ and isinstance(
-                        getattr(type(self), param, None), property):
-                    continue  # a lazily computed parameter (probs from logits)
+                        getattr(type(self), param, None), (property, lazy_property)):
+                    continue  # a parameter computed from another (probs from logits)
                 value = getattr(self, param)
                 valid = constraint.check(value)
                 if not bool(valid.all()):
