@@ -129,8 +129,8 @@ def test_vjp_jvp():
     _close(AF.vjp(f_many_in(ignis), (xi, yi), oi), TF.vjp(f_many_in(torch), (xt, yt), ot))
     si, st = _pair(1)
     _close(AF.vjp(lambda x: x.exp(), si), TF.vjp(lambda x: x.exp(), st))
-    with pytest.raises(RuntimeError):
-        AF.vjp(f_one(ignis), xi[0])  # ok: 0-d input, but output has 1 element? no: check v
+    with pytest.raises(RuntimeError):  # v=None needs a one-element output
+        AF.vjp(f_one(ignis), xi[0])
     with pytest.raises(RuntimeError):
         AF.jvp(f_many_in(ignis), (xi, yi))
 

@@ -280,21 +280,19 @@ def test_reparameterized_gradients_in_expectation(kind):
         build = lambda L, c: L.distributions.StudentT(c[0], c[1], c[2])  # noqa: E731
         moment = lambda d: d.variance + d.mean ** 2  # noqa: E731
         f = lambda x: x ** 2  # noqa: E731
-    ci = _t(ignis, p).requires_grad_(True)
-    x = build(ignis, ci).rsample((n,))
-    vals = f(x)
-    vals.mean().backward()
     ct = torch.tensor(p, requires_grad=True)
     moment(build(torch, ct)).backward()
-    # tolerance from the spread of the per-draw gradients (5 standard errors)
-    per_draw = []
-    for k in range(3):
+    # The estimate is the mean over chunks; its standard error comes from
+    # the chunks' spread (5 standard errors: ~0.2% false alarms at 7 dof).
+    chunks = 8
+    grads = []
+    for k in range(chunks):
         ck = _t(ignis, p).requires_grad_(True)
-        ignis.manual_seed(10 + k)
-        f(build(ignis, ck).rsample((n // 4,))).mean().backward()
-        per_draw.append(_np(ck.grad))
-    spread = np.std(per_draw, axis=0) * 2 / math.sqrt(2) + 1e-3
-    np.testing.assert_array_less(np.abs(_np(ci.grad) - ct.grad.numpy()), 6 * spread)
+        f(build(ignis, ck).rsample((n // chunks,))).mean().backward()
+        grads.append(_np(ck.grad))
+    grads = np.array(grads)
+    se = grads.std(0, ddof=1) / math.sqrt(chunks)
+    np.testing.assert_array_less(np.abs(grads.mean(0) - ct.grad.numpy()), 5 * se + 1e-6)
 
 
 def test_rsample_gradients_of_location_scale_families_match_torch_formula():
@@ -463,9 +461,8 @@ def test_validate_args_errors_like_torch():
     for make in bad:
         with pytest.raises(ValueError):
             make(torch)
-        with pytest.raises((ValueError, RuntimeError)) as info:
+        with pytest.raises(ValueError):
             make(ignis)
-        assert info.type is ValueError or "positive-definite" in str(info.value)
     # validate_args=False lets them through
     D.Exponential(ignis.tensor([-1.0]), validate_args=False)
 

@@ -21,6 +21,7 @@ from ..autograd import Function
 
 _TINY64 = 2.2250738585072014e-308
 _EPS64 = 2.220446049250313e-16
+_CONVERGED = 4 * _EPS64
 _MAX_ITERATIONS = 5000
 
 
@@ -38,7 +39,7 @@ def _lower_series(a, x):
         n = n + 1
         term = term * x / n
         total = total + term
-        if not bool((term.abs() > total.abs() * _EPS64).any()):
+        if not bool((term.abs() > total.abs() * _CONVERGED).any()):
             break
     return (_log_prefactor(a, x).exp() * total).clamp(max=1.0)
 
@@ -60,7 +61,8 @@ def _upper_continued_fraction(a, x):
         d = 1.0 / d
         delta = d * c
         h = h * delta
-        if not bool(((delta - 1).abs() > _EPS64).any()):
+        # A few ulps, not one: converged fractions can wobble by 2 ulps forever.
+        if not bool(((delta - 1).abs() > _CONVERGED).any()):
             break
     return (_log_prefactor(a, x).exp() * h).clamp(max=1.0)
 
