@@ -88,9 +88,11 @@ def _gammainc_values(a, x):
     shape = ignis.broadcast_shapes(tuple(a.shape), tuple(x.shape))
     with ignis.no_grad():
         a64, x64 = a.detach().double(), x.detach().double()
-        out, _, in_fraction, _ = _by_region(a64, x64, _lower_series,
-                                            lambda aa, xx: 1 - _upper_continued_fraction(aa, xx))
-        return out.reshape(shape)
+        finite_x = x64.masked_fill(x64 == float("inf"), 0.0)
+        out, _, _, _ = _by_region(a64, finite_x, _lower_series,
+                                  lambda aa, xx: 1 - _upper_continued_fraction(aa, xx))
+        out = out.reshape(shape).masked_fill((x64 == float("inf")).expand(shape), 1.0)
+        return out
 
 
 def _dgammainc_da(a, x):

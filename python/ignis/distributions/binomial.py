@@ -1,7 +1,6 @@
 """Binomial(total_count=1, probs=None, logits=None): the number of successes
 in total_count independent trials of success probability probs."""
 import ignis
-import ignis.nn.functional as F
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits

@@ -1,6 +1,5 @@
 """Independent(base_distribution, reinterpreted_batch_ndims): the rightmost
 batch dims of a distribution read as event dims (log_prob sums over them)."""
-import ignis
 from . import constraints
 from .distribution import Distribution
 from .utils import sum_rightmost

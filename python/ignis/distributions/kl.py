@@ -18,7 +18,6 @@ from .geometric import Geometric
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
-from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical

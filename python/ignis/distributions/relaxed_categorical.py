@@ -1,7 +1,6 @@
 """RelaxedOneHotCategorical(temperature, probs=None, logits=None): the
 Gumbel-softmax (Concrete) relaxation of OneHotCategorical; reparameterized.
 ExpRelaxedCategorical is its log (the scores before exp), as in torch."""
-import numbers
 
 import ignis
 from . import constraints
