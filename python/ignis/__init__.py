@@ -67,7 +67,8 @@ from . import random  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .autograd import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
-    is_inference_mode_enabled,
+    is_inference_mode_enabled, is_anomaly_enabled, is_anomaly_check_nan_enabled,
+    set_anomaly_enabled,
 )
 autograd._install(globals(), Tensor)
 from . import nn  # noqa: E402,F401
@@ -148,7 +149,7 @@ __version__ = "0.1.0"
 # Submodules torch imports with itself but that cost ignis's import time
 # (`ignis.distributions`: ~30 ms): loaded on first access (PEP 562), so
 # `torch.distributions.Normal` works without an import of its own.
-_LAZY_SUBMODULES = ("distributions",)
+_LAZY_SUBMODULES = ("distributions", "jit")
 
 
 def __getattr__(name):

@@ -12,9 +12,14 @@ from .grad_mode import (  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from . import graph, profiler  # noqa: E402,F401
+from .anomaly_mode import (  # noqa: E402,F401
+    detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled,
+    set_anomaly_enabled, _LeafChecks,
+)
 
 __all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
-           "set_grad_enabled", "inference_mode", "Function"]
+           "set_grad_enabled", "inference_mode", "Function", "detect_anomaly",
+           "set_detect_anomaly", "functional"]
 
 Node = _C._FunctionBase
 
@@ -52,8 +57,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensors = _as_tuple(tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    _C._run_backward(tensors, _grads_for(tensors, grad_tensors), bool(retain_graph),
-                     bool(create_graph))
+    with _LeafChecks(tensors):  # anomaly detection's NaN checks, when it is on
+        _C._run_backward(tensors, _grads_for(tensors, grad_tensors), bool(retain_graph),
+                         bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -69,8 +75,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
+    checks = _LeafChecks(outputs, inputs)  # anomaly detection's NaN checks, when it is on
     res = _C._run_grad(outputs, _grads_for(outputs, grad_outputs), inputs, bool(retain_graph),
                        bool(create_graph), bool(allow_unused))
+    checks.check_results(inputs, res)
     if materialize_grads:
         from .. import zeros_like
         res = tuple(zeros_like(i) if r is None else r for r, i in zip(res, inputs))
@@ -110,3 +118,6 @@ def _install(namespace, tensor_cls):
     """Adds Tensor.backward (factories take `requires_grad=` in C++)."""
     tensor_cls.backward = _tensor_backward
     tensor_cls.register_hook = _tensor_register_hook
+
+
+from . import functional  # noqa: E402,F401  (uses grad, defined above)

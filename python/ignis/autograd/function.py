@@ -18,6 +18,7 @@ forward runs without recording; a node calling backward becomes the grad_fn
 of the outputs. Saved tensors are not checked against in-place changes.
 """
 from .. import _C
+from .anomaly_mode import check_function_outputs
 from .grad_mode import no_grad
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
@@ -97,6 +98,7 @@ class Function:
                                        f"number of gradients (expected {n_args}, got "
                                        f"{len(res)})")
                 res = res[:n_args]
+            check_function_outputs(cls.__name__ + "Backward", res)  # anomaly detection
             return res
 
         _C._record_function(cls.__name__ + "Backward", run_backward, inputs, tensor_outs,

@@ -4,11 +4,43 @@ log_prob, entropy, mean / mode / variance / stddev, batch and event shapes,
 and argument validation raising torch's ValueErrors. Distributions are
 Python objects over ignis ops, so their log_prob and rsample differentiate
 and trace like any other code."""
-from . import constraints  # noqa: F401
+from . import constraints, transforms  # noqa: F401
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .half_normal import HalfNormal
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .mixture_same_family import MixtureSameFamily
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .studentT import StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import (  # noqa: F401
+    AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
+    SigmoidTransform, SoftmaxTransform, StickBreakingTransform, TanhTransform, Transform,
+)
 from .uniform import Uniform
 
-__all__ = ["Distribution", "Bernoulli", "Categorical", "Normal", "Uniform", "constraints"]
+__all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
+           "Dirichlet", "Exponential", "ExpRelaxedCategorical", "Gamma", "Geometric",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+           "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+           "TransformedDistribution", "Uniform", "constraints", "transforms", "kl_divergence",
+           "register_kl", "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
+           "TanhTransform", "Transform"]

@@ -4,7 +4,9 @@ import ignis
 
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean",
            "simplex", "integer_interval", "interval", "dependent", "dependent_property",
-           "greater_than", "less_than", "is_dependent"]
+           "greater_than", "less_than", "is_dependent", "nonnegative_integer",
+           "positive_integer", "real_vector", "independent", "positive_definite",
+           "lower_cholesky", "one_hot", "greater_than_eq", "half_open_interval"]
 
 
 class Constraint:
@@ -39,6 +41,10 @@ class dependent_property(property):
     def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
         super().__init__(fn)
         self.is_discrete, self.event_dim = is_discrete, event_dim
+
+    def __call__(self, fn):
+        # dependent_property(is_discrete=..., event_dim=...) used as a decorator.
+        return dependent_property(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
 
 
 class _Real(Constraint):
@@ -123,6 +129,74 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1).logical_and((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _IntegerGreaterThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return (value % 1 == 0).logical_and(value >= self.lower_bound)
+
+    def __repr__(self):
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Independent(Constraint):
+    """A constraint on single values, checked over the rightmost
+    reinterpreted_batch_ndims dims all at once (torch's independent)."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        if self.reinterpreted_batch_ndims:
+            result = result.reshape(tuple(result.shape[:result.dim()
+                                                       - self.reinterpreted_batch_ndims])
+                                    + (-1,)).all(-1)
+        return result
+
+    def __repr__(self):
+        return f"IndependentConstraint({self.base_constraint!r}, " \
+               f"{self.reinterpreted_batch_ndims})"
+
+
+class _PositiveDefinite(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        sym = (value - value.mT).abs().amax((-2, -1)) <= 1e-6 * value.abs().amax((-2, -1))
+        return sym.logical_and(ignis.linalg.cholesky_ex(value)[1] == 0)
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+        positive_diag = (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return lower.logical_and(positive_diag)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = ((value == 0).logical_or(value == 1)).all(-1)
+        return is_boolean.logical_and(value.sum(-1) == 1)
+
+
 dependent = _Dependent()
 real = _Real()
 boolean = _Boolean()
@@ -136,3 +210,10 @@ less_than = _LessThan
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+real_vector = _Independent(real, 1)
+independent = _Independent
+positive_definite = _PositiveDefinite()
+lower_cholesky = _LowerCholesky()
+one_hot = _OneHot()

@@ -3,6 +3,7 @@ import warnings
 
 import ignis
 from . import constraints
+from .utils import lazy_property
 
 _VALIDATE_ARGS = True
 
@@ -32,8 +33,8 @@ class Distribution:
                 if constraints.is_dependent(constraint):
                     continue
                 if param not in self.__dict__ and isinstance(
-                        getattr(type(self), param, None), property):
-                    continue  # a lazily computed parameter (probs from logits)
+                        getattr(type(self), param, None), (property, lazy_property)):
+                    continue  # a parameter computed from another (probs from logits)
                 value = getattr(self, param)
                 valid = constraint.check(value)
                 if not bool(valid.all()):
@@ -46,6 +47,25 @@ class Distribution:
                                                              _VALIDATE_ARGS),
                               lambda self, v: self.__dict__.__setitem__("_validate_args_value",
                                                                         v))
+
+    def expand(self, batch_shape, _instance=None):
+        """A distribution of the same kind whose parameters are expanded to
+        batch_shape (torch's Distribution.expand: views, no copies). The
+        parameters expanded are the tensors named in arg_constraints and
+        those a subclass lists in _expand_extra."""
+        batch_shape = ignis.Size(batch_shape)
+        new = _instance if _instance is not None else type(self).__new__(type(self))
+        n_batch = len(self._batch_shape)
+        for key, value in self.__dict__.items():
+            is_param = key in self.arg_constraints or key in self._expand_extra
+            if is_param and isinstance(value, ignis.Tensor):
+                value = value.expand(tuple(batch_shape) + tuple(value.shape[n_batch:]))
+            new.__dict__[key] = value
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    _expand_extra = ()
 
     @property
     def batch_shape(self):

@@ -21,6 +21,25 @@ def finfo_min(dtype):
     return _FINFO[str(dtype).split(".")[-1]][1]
 
 
+def tiny(dtype):
+    """The smallest positive normal number of the dtype (finfo.tiny)."""
+    return ignis.finfo(dtype).tiny
+
+
+def clamp_probs(probs):
+    """Probabilities kept inside (0, 1) by the dtype's eps, as torch's
+    clamp_probs (logs of them stay finite)."""
+    e = eps(probs.dtype)
+    return probs.clamp(min=e, max=1 - e)
+
+
+def sum_rightmost(value, dim):
+    """Sums the rightmost `dim` dims (none for dim <= 0; a number stays one)."""
+    if dim <= 0 or not isinstance(value, ignis.Tensor):
+        return value
+    return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1)
+
+
 def broadcast_all(*values):
     """The values (tensors or numbers) as tensors of one broadcast shape;
     numbers take the dtype of the tensors among them, else the default."""
