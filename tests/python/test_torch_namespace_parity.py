@@ -662,3 +662,27 @@ def test_tensor_methods_match_torch():
     i, t = both(RNG.standard_normal(6))
     same(i.hardshrink(0.3), t.hardshrink(0.3))
     assert IF.hardshrink is not None
+
+
+def test_top_level_functions_are_one_graph_under_compile():
+    # torch's top-level functions written in Python are graph calls to
+    # capture, as ignis._functions' are (tracer_calls.cpp): no graph break.
+    w = ignis.randn(4, 3, 3, 3)
+
+    def f(x):
+        y = ignis.conv2d(x, w, padding=1)
+        y = ignis.max_pool2d(y, 2) + ignis.selu(y).mean()
+        z = ignis.hann_window(8) * ignis.i0(x.flatten()[:8])
+        return y.sum() + z.sum() + (0.0 if ignis.is_complex(x) else 1.0), ignis.result_type(x, 2.0)
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x = ignis.randn(1, 3, 8, 8)
+    got, want = ignis.compile(f, backend=backend)(x), f(x)
+    assert len(graphs) == 1
+    np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)
+    assert got[1] == want[1] == ignis.float32

@@ -994,9 +994,22 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     Obj m = Obj::steal(PyObject_GetAttrString(fn, "__module__"));
     if (!m) PyErr_Clear();
     std::string mod = m && PyUnicode_Check(m.get()) ? utf8(m.get()) : "";
-    if (mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
-        mod == "ignis._functions" || mod == "ignis.functional" || mod == "ignis.linalg" ||
-        mod == "ignis.special") {
+    // torch's top-level functions written in Python (no global state, no
+    // Python value read from a tensor): one graph call each.
+    static const char* not_graph_calls[] = {
+        "set_printoptions", "use_deterministic_algorithms", "set_default_device",
+        "set_flush_denormal", "is_nonzero", "frombuffer", "range"};
+    bool graph_call = mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
+                      mod == "ignis._functions" || mod == "ignis.functional" ||
+                      mod == "ignis.linalg" || mod == "ignis.special" ||
+                      mod == "ignis._nn_top_level";
+    if (mod == "ignis._more_functions") {
+      Obj name = check(PyObject_GetAttrString(fn, "__name__"));
+      const std::string n = utf8(name.get());
+      graph_call = std::none_of(std::begin(not_graph_calls), std::end(not_graph_calls),
+                                [&](const char* x) { return n == x; });
+    }
+    if (graph_call) {
       if (mod == "ignis" || mod == "ignis.functional" || mod == "ignis._functions") {
         // ignis.nonzero(x, as_tuple=...), ignis.unique(...), ignis.argwhere(x)
         Obj name = check(PyObject_GetAttrString(fn, "__name__"));
