@@ -834,3 +834,20 @@ def test_the_first_traces_sizes_compile_on_their_first_call_to_the_dynamic_graph
         x = rand(rows, 3)
         close(cf(x, n), f(x, n))
     assert compiled == [(6, 5), (4, 2)]  # 7 is new: eagerly, once
+
+
+def test_size_objects_built_in_the_frame_are_traced():
+    # ignis.Size(...) of symbolic and constant ints: no graph break, the
+    # results are Sizes (constant ones as constants).
+    def f(x):
+        s = ignis.Size([x.shape[0], -1])
+        return x.view(s) * 2, ignis.Size((2, 3)), ignis.Size()
+
+    graphs = []
+    cf = ignis.compile(f, backend=counting_backend(graphs))
+    for n in (4, 5, 6):
+        x = rand(n, 3, 2)
+        got, want = cf(x), f(x)
+        close(got[0], want[0])
+        assert got[1] == want[1] and type(got[1]) is ignis.Size and got[2] == ignis.Size()
+    assert len(graphs) == 2

@@ -1068,6 +1068,29 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
       set_grad_mode(g->grad_enabled);
       return g;
     }
+    if (fn == ig("Size")) {
+      // ignis.Size(ints): a tuple tracker of Size's type (x.shape's kind of
+      // value), its items ints or symbolic sizes.
+      if (args.size() > 1 || !kwargs.empty()) throw Unsupported{"ignis.Size() with wrong arguments"};
+      std::vector<VTP> items = args.empty() ? std::vector<VTP>{} : unpack(args[0]);
+      bool constant = true;
+      for (const VTP& e : items) {
+        if (e->kind != VK::SymInt && !(e->kind == VK::Const && PyLong_Check(e->value.get())))
+          throw Unsupported{str("ignis.Size() of a ", kind_name(e->kind))};
+        constant &= e->kind == VK::Const;
+      }
+      if (constant) {  // the Size itself, a constant
+        Obj t = check(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
+        for (size_t i = 0; i < items.size(); ++i) {
+          Py_INCREF(items[i]->value.get());
+          PyTuple_SET_ITEM(t.get(), static_cast<Py_ssize_t>(i), items[i]->value.get());
+        }
+        return make_const(check(PyObject_CallOneArg(fn, t.get())).get());
+      }
+      VTP out = make_tuple(std::move(items));
+      out->pytype = Obj::borrow(fn);
+      return out;
+    }
     PyTypeObject* tp = reinterpret_cast<PyTypeObject*>(fn);
     static PyObject* autocast_cls = py_import_attr("ignis.amp.autocast_mode", "autocast");
     if (PyType_IsSubtype(tp, reinterpret_cast<PyTypeObject*>(autocast_cls))) {
