@@ -458,11 +458,22 @@ def test_validate_args_errors_like_torch():
         lambda L: L.distributions.Dirichlet(L.ones(3)).log_prob(L.tensor([0.5, 0.6, 0.1])),
         lambda L: L.distributions.OneHotCategorical(L.ones(3) / 3).log_prob(L.tensor([1., 1, 0])),
     ]
-    for make in bad:
-        with pytest.raises(ValueError):
-            make(torch)
-        with pytest.raises(ValueError):
-            make(ignis)
+    # Validation is a process-wide default in both libraries, and torch's is
+    # off after other tests in the same process (torch.compile's imports):
+    # on for this test, restored after.
+    import ignis.distributions.distribution as ignis_distribution
+    saved = (torch.distributions.Distribution._validate_args, ignis_distribution._VALIDATE_ARGS)
+    torch.distributions.Distribution.set_default_validate_args(True)
+    D.Distribution.set_default_validate_args(True)
+    try:
+        for make in bad:
+            with pytest.raises(ValueError):
+                make(torch)
+            with pytest.raises(ValueError):
+                make(ignis)
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(saved[0])
+        D.Distribution.set_default_validate_args(saved[1])
     # validate_args=False lets them through
     D.Exponential(ignis.tensor([-1.0]), validate_args=False)
 
