@@ -85,11 +85,6 @@ std::vector<std::pair<int64_t, int64_t>> marked_ranges(PyObject* t, size_t rank)
   return out;
 }
 
-const std::unordered_map<std::string, std::vector<int64_t>>& prior_sizes_none() {
-  static const std::unordered_map<std::string, std::vector<int64_t>> none;
-  return none;
-}
-
 sym::Expr int_of(const VTP& v) {
   if (v->kind == VK::SymInt) return sym::is_comparison(v->sym.kind()) ? sym::Expr() : v->sym;
   if (v->kind == VK::Const && is_exact_int(v->value.get())) {
@@ -121,11 +116,10 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
   std::vector<bool> dyn(rank, false), dyn_stride(rank, false);
   PyObject* mode = cfg->dynamic;
   FrameDynamicState* state = nullptr;  // automatic dynamic's memory of this code
-  // The first trace's value of dim d from `first` (a map of first_sizes or
-  // first_strides), for symbol s.
-  auto note_prior = [&](const std::unordered_map<std::string, std::vector<int64_t>>& first,
-                        size_t d, const sym::Expr& s) {
+  // The first trace's size (stride) of dim d, for symbol s.
+  auto note_prior = [&](bool stride, size_t d, const sym::Expr& s) {
     if (!state) return;
+    const auto& first = stride ? state->first_strides : state->first_sizes;
     auto it = first.find(source);
     if (it != first.end() && it->second.size() == rank) prior_value[s] = it->second[d];
   };
@@ -193,7 +187,7 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
                       hi == sym::ShapeEnv::kNoUpper ? std::string("inf") : std::to_string(hi),
                       "]");
     pending_sizes.push_back({src, static_cast<int>(d), s, shape_env.symbols().size() > before});
-    note_prior(state ? state->first_sizes : prior_sizes_none(), d, s);
+    note_prior(false, d, s);
     v->sym_sizes[d] = s;
     spec.dynamic_dims |= uint64_t{1} << d;
     spec.size_text[d] = sym::str(s);
@@ -260,7 +254,7 @@ void Tracer::make_dynamic(const VTP& v, PyObject* tensor, int reg, TensorGuardSp
       size_t before = shape_env.symbols().size();
       sym::Expr s = shape_env.create_symbol(st[d], src, torch_symbol_id(src));
       pending_sizes.push_back({src, static_cast<int>(d), s, shape_env.symbols().size() > before, true});
-      note_prior(state ? state->first_strides : prior_sizes_none(), d, s);
+      note_prior(true, d, s);
       stride_symbols.push_back(s);
       spec.dynamic_strides |= uint64_t{1} << d;
       spec.stride_dims[d] = 0;

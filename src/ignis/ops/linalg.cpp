@@ -257,6 +257,18 @@ void lu_into(const Tensor& lu, const Tensor& a, const Tensor& piv, int32_t* info
   });
 }
 
+// The LU factors of square `a` in a fresh fortran-layout tensor, its pivots
+// in `piv` (a singular matrix's zero pivot stays in U's diagonal: det and
+// slogdet read it there).
+Tensor lu_factors(const Tensor& a, Tensor& piv) {
+  const int64_t n = a.sizes()[a.dim() - 1];
+  Tensor lu = empty_strided_tensor(a.sizes(), fortran_strides(a.sizes()), a.dtype(), a.device());
+  piv = empty_tensor(with(batch_of(a), {n}), ScalarType::Int32, a.device());
+  std::vector<int32_t> info(static_cast<size_t>(std::max<int64_t>(numel_of(batch_of(a)), 1)));
+  lu_into(lu, a, piv, info.data());
+  return lu;
+}
+
 // linalg_lu_factor_ex(A, *, pivot=True, check_errors=False) -> (LU, pivots, info)
 void lu_factor_meta(OpCall& c) {
   const Tensor& a = c.tensor(0);
@@ -458,10 +470,8 @@ void slogdet_meta(OpCall& c) {
 void slogdet_cpu(OpCall& c) {
   const Tensor& a = c.tensor(0);
   const int64_t n = a.sizes()[a.dim() - 1];
-  Tensor lu = empty_strided_tensor(a.sizes(), fortran_strides(a.sizes()), a.dtype(), a.device());
-  Tensor piv = empty_tensor(with(batch_of(a), {n}), ScalarType::Int32, a.device());
-  std::vector<int32_t> info(static_cast<size_t>(std::max<int64_t>(numel_of(batch_of(a)), 1)));
-  lu_into(lu, a, piv, info.data());
+  Tensor piv;
+  const Tensor lu = lu_factors(a, piv);
   for_each_matrix(lu, [&](int64_t b, auto* m) {
     using T = std::remove_pointer_t<decltype(m)>;
     slogdet_of<T>(m, piv.data<int32_t>() + b * n, n, c.outputs[0].data<T>() + b,
@@ -479,7 +489,7 @@ void slogdet_bw(GradCtx& c) {
   c.set(0, mul(g, invH));
 }
 
-// linalg_det(A) -> det: sign * exp(logabsdet), computed from the LU factors.
+// linalg_det(A) -> det: the product of U's diagonal, signed by the pivots.
 void det_meta(OpCall& c) {
   const Tensor& a = c.tensor(0);
   check_matrix("linalg.det", a, true);
@@ -488,10 +498,8 @@ void det_meta(OpCall& c) {
 void det_cpu(OpCall& c) {
   const Tensor& a = c.tensor(0);
   const int64_t n = a.sizes()[a.dim() - 1];
-  Tensor lu = empty_strided_tensor(a.sizes(), fortran_strides(a.sizes()), a.dtype(), a.device());
-  Tensor piv = empty_tensor(with(batch_of(a), {n}), ScalarType::Int32, a.device());
-  std::vector<int32_t> info(static_cast<size_t>(std::max<int64_t>(numel_of(batch_of(a)), 1)));
-  lu_into(lu, a, piv, info.data());
+  Tensor piv;
+  const Tensor lu = lu_factors(a, piv);
   for_each_matrix(lu, [&](int64_t b, auto* m) {
     using T = std::remove_pointer_t<decltype(m)>;
     // The product of U's diagonal, signed by the permutation (no logs: an
