@@ -58,6 +58,9 @@ def main():
     timer.sync()
     t2 = time.perf_counter()
     print(f"first compiled step {t1 - t0:.3f} s, second {t2 - t1:.3f} s")
+    if args.device == "cuda":
+        # Modules loaded and their cuModuleLoadData time (the graphs' and eager kernels').
+        print("kernel cache:", lib._C._cuda_kernel_cache_stats())
     for order in ("cumulative", "tottime"):
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats(order).print_stats(args.lines)
