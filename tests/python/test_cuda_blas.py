@@ -397,3 +397,44 @@ def test_mm_backward_on_cuda():
     ignis.mm(ga, gb).backward(on_gpu(g))
     check(ga.grad, ignis.mm(d(g), d(b).t()), "float32")
     check(gb.grad, ignis.mm(d(a).t(), d(g)), "float32")
+
+
+# ---- cuBLASLt warmed up in the background (Note [cuBLASLt warmed in the background]) ----
+_PREWARM_PROGRAM = """
+import _checkout, ignis, numpy as np
+x = ignis.ones(4, device="cuda")
+state = ignis._C._cuda_gemm_prewarm_state(0, True)
+stats = ignis._C._cuda_blas_stats()
+a = np.arange(12, dtype=np.float32).reshape(3, 4)
+y = (ignis.from_numpy(a).cuda() @ ignis.from_numpy(a.T.copy()).cuda()).cpu().numpy()
+print(repr((state, stats["plans"], stats["matmuls"], float(abs(y - a @ a.T).max()))))
+"""
+
+
+def _run_program(code, **env):
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                         capture_output=True, text=True, cwd=os.path.dirname(__file__),
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@needs_gpu
+def test_first_context_warms_cublaslt_up_in_the_background():
+    # The thread loads cuBLASLt and runs its small products outside the plan cache and the
+    # counters: a program's own first product still builds its plan and counts one matmul.
+    state, plans, matmuls, err = eval(_run_program(_PREWARM_PROGRAM))
+    assert state == "done"
+    assert (plans, matmuls) == (0, 0)
+    assert err == 0.0
+    state, plans, matmuls, err = eval(_run_program(_PREWARM_PROGRAM, IGNIS_CUDA_PREWARM="0"))
+    assert state == "off" and err == 0.0
+
+
+@needs_gpu
+def test_a_program_that_exits_while_the_warm_up_runs_exits_cleanly():
+    # Exit right after the context is made: the thread is joined at exit, not torn down
+    # inside cuBLASLt (a crash or a hang here would fail the run or time out).
+    for _ in range(3):
+        assert _run_program("import _checkout, ignis; ignis.ones(1, device='cuda'); "
+                            "print('ok')") == "ok"

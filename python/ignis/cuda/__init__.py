@@ -7,6 +7,7 @@ RuntimeError saying why. Devices, the current device (per thread), streams and
 events follow torch.cuda; memory comes from a caching, stream-ordered
 allocator (``memory_stats``; see docs/cuda.md).
 """
+import atexit as _atexit
 import glob as _glob
 import os as _os
 import sys as _sys
@@ -63,6 +64,10 @@ def _find_cublaslt_wheel():
 
 _find_nvrtc_wheel()
 _find_cublaslt_wheel()
+# A device's first context starts a thread that warms cuBLASLt up (Note
+# [cuBLASLt warmed in the background], src/ignis/cuda/blas.cpp); it is joined
+# here, before the interpreter and the C++ statics are torn down.
+_atexit.register(_C._cuda_gemm_prewarm_join)
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "device_of",

@@ -1,16 +1,22 @@
 #include "ignis/cuda/blas.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "ignis/core/error.h"
 #include "ignis/core/storage.h"
 #include "ignis/cuda/cublaslt.h"
 #include "ignis/cuda/device.h"
+#include "ignis/cuda/driver.h"
 #include "ignis/cuda/graph.h"
 #include "ignis/cuda/memory.h"
 #include "ignis/runtime/cache_dir.h"
@@ -118,7 +124,170 @@ void* workspace(State& s, const Stream& stream) {
   return it->second->data();
 }
 
+
+// Note [cuBLASLt warmed in the background]
+// A process's first product pays for cuBLASLt itself, not for the product:
+// the library's load (~50 ms on the H100 machine with the file in the page
+// cache), its handle, and the first kernel module of a data type (~60 ms
+// for bfloat16 and ~50 for float32; a later product of another shape in
+// the same type then takes 3 ms). That was 110 ms of the compiled GPT-2
+// training step's 0.30 s warm start (docs/benchmarks.md). So when a
+// device's context is first made, a thread of its own does that work: it
+// loads the library, creates the device's handle, and runs a 16 x 16
+// product in bfloat16 and in float32 on a stream of its own -- driver
+// memory, no workspace, none of this file's counters or plans, its thread
+// in relaxed capture mode so that a CUDA graph captured meanwhile is not
+// disturbed -- while the program goes on building its model and tracing.
+// A product that comes first waits for the handle (State::mu) and the
+// library's load (cublaslt()'s static), as it would have done the work.
+// Failures are dropped: the first real product reports them.
+// IGNIS_CUDA_PREWARM=0 turns it off. The thread is joined before the
+// process exits (Python's atexit, then C's), so that a short program never
+// exits while the thread is inside cuBLASLt: a C atexit handler alone runs
+// after the destructors of statics made later, cuBLASLt's among them.
+struct Prewarm {
+  std::mutex mu;
+  std::map<int, std::thread*> threads;  // never deleted: a forked child must not join them
+  std::map<int, std::string> states;    // "running", "done", or "failed: ..."
+  pid_t pid = 0;
+};
+
+Prewarm& prewarm() {
+  static Prewarm* p = new Prewarm();
+  return *p;
+}
+
+void set_prewarm_state(int device, std::string state) {
+  Prewarm& p = prewarm();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.states[device] = std::move(state);
+}
+
+// The 16 x 16 products of the note, on `device` (its context current).
+void run_prewarm_products(int device) {
+  const CublasLtApi& api = require_cublaslt();
+  const DriverApi& drv = driver();
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  drv.cuThreadExchangeStreamCaptureMode(&mode);
+  cublasLtHandle_t h = nullptr;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    h = handle(s, device);
+  }
+  // The operands, then a workspace of kPrewarmWorkspace bytes (the heuristic
+  // may choose a kernel that wants one).
+  constexpr int64_t n = 16;
+  constexpr size_t kOperand = n * n * sizeof(float), kPrewarmWorkspace = size_t(4) << 20;
+  CUstream stream = nullptr;
+  CUdeviceptr buf = 0;
+  IGNIS_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  IGNIS_CU(cuMemAlloc(&buf, 3 * kOperand + kPrewarmWorkspace));
+  IGNIS_CU(cuMemsetD8Async(buf, 0, 3 * kOperand, stream));
+  void* a = reinterpret_cast<void*>(buf);
+  void* b = reinterpret_cast<void*>(buf + kOperand);
+  void* d = reinterpret_cast<void*>(buf + 2 * kOperand);
+  void* ws = reinterpret_cast<void*>(buf + 3 * kOperand);
+  std::string failed;
+  for (int type : {CUDA_R_16BF, CUDA_R_32F}) {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t layout = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t found{};
+    int count = 0;
+    const float alpha = 1, beta = 0;
+    cublasStatus_t st = api.cublasLtMatmulDescCreate(&desc, compute_type(type), CUDA_R_32F);
+    if (st == CUBLAS_STATUS_SUCCESS) st = api.cublasLtMatrixLayoutCreate(&layout, type, n, n, n);
+    if (st == CUBLAS_STATUS_SUCCESS) st = api.cublasLtMatmulPreferenceCreate(&pref);
+    uint64_t ws_limit = kPrewarmWorkspace;
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &ws_limit, sizeof(ws_limit));
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = api.cublasLtMatmulAlgoGetHeuristic(h, desc, layout, layout, layout, layout, pref, 1,
+                                              &found, &count);
+    if (st == CUBLAS_STATUS_SUCCESS && count > 0)
+      st = api.cublasLtMatmul(h, desc, &alpha, a, layout, b, layout, &beta, d, layout, d, layout,
+                              &found.algo, ws, found.workspaceSize, stream);
+    if (st != CUBLAS_STATUS_SUCCESS && failed.empty())
+      failed = str("cuBLASLt status ", int(st), " for data type ", type);
+    if (pref) api.cublasLtMatmulPreferenceDestroy(pref);
+    if (layout) api.cublasLtMatrixLayoutDestroy(layout);
+    if (desc) api.cublasLtMatmulDescDestroy(desc);
+  }
+  const CUresult synced = drv.cuStreamSynchronize(stream);
+  drv.cuMemFree(buf);
+  drv.cuStreamDestroy(stream);
+  if (synced != CUDA_SUCCESS) throw_driver_error(synced, "cuStreamSynchronize");
+  IGNIS_CHECK(failed.empty(), failed);
+}
+
 }  // namespace
+
+void join_gemm_prewarm() {
+  Prewarm& p = prewarm();
+  std::vector<std::thread*> threads;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (p.pid != ::getpid()) return;  // a forked child: the threads are the parent's
+    for (auto& [device, t] : p.threads) threads.push_back(t);
+  }
+  for (std::thread* t : threads)
+    if (t->joinable()) t->join();
+}
+
+namespace {
+
+// The context-created hook (device.h): starts the device's thread.
+void start_prewarm(int device) {
+  static const bool on = [] {
+    const char* e = std::getenv("IGNIS_CUDA_PREWARM");
+    return !(e && std::string(e) == "0");
+  }();
+  if (!on) return;
+  Prewarm& p = prewarm();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.threads.count(device)) return;
+  if (p.pid == 0) {
+    p.pid = ::getpid();
+    std::atexit(join_gemm_prewarm);
+  }
+  p.states[device] = "running";
+  p.threads[device] = new std::thread([device] {
+    try {
+      ensure_context(device);
+      run_prewarm_products(device);
+      set_prewarm_state(device, "done");
+    } catch (const std::exception& e) {
+      set_prewarm_state(device, str("failed: ", e.what()));
+    }
+  });
+}
+
+[[maybe_unused]] const bool g_prewarm_hooked = [] {
+  set_context_created_hook(start_prewarm);
+  return true;
+}();
+
+}  // namespace
+
+std::string gemm_prewarm_state(int device, bool wait) {
+  Prewarm& p = prewarm();
+  std::thread* t = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    auto it = p.threads.find(device);
+    if (it == p.threads.end()) return "off";
+    t = it->second;
+  }
+  if (wait && p.pid == ::getpid() && t->joinable() && t->get_id() != std::this_thread::get_id()) {
+    static std::mutex join_mu;  // two waiters must not both join
+    std::lock_guard<std::mutex> lock(join_mu);
+    if (t->joinable()) t->join();
+  }
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.states[device];
+}
 
 void reserve_workspace(const Stream& stream) {
   if (!cublaslt().is_loaded()) return;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ignis/cuda/stream.h"
 
@@ -88,5 +89,13 @@ struct BlasStats {
   int64_t algorithms_timed = 0, algorithms_cached = 0;
 };
 BlasStats blas_stats();
+
+// The background warm-up of cuBLASLt for `device` (Note [cuBLASLt warmed in
+// the background], blas.cpp): "off" (not started: no context yet, or
+// IGNIS_CUDA_PREWARM=0), "running", "done", or "failed: <why>". With `wait`
+// it first waits for the thread to end.
+std::string gemm_prewarm_state(int device, bool wait);
+// Waits for every device's warm-up thread (at exit; idempotent).
+void join_gemm_prewarm();
 
 }  // namespace ignis::cuda

@@ -73,8 +73,10 @@ CublasLtApi load_cublaslt_from(const std::string& path) {
 }
 
 const CublasLtApi& cublaslt() {
-  static const CublasLtApi api = load();
-  return api;
+  // Never destroyed: a background thread may still use it while the
+  // process exits (Note [cuBLASLt warmed in the background], blas.cpp).
+  static const CublasLtApi* api = new CublasLtApi(load());
+  return *api;
 }
 
 const CublasLtApi& require_cublaslt() {

@@ -1,5 +1,6 @@
 #include "ignis/cuda/device.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -13,6 +14,7 @@ namespace ignis::cuda {
 namespace {
 
 thread_local int t_current_device = 0;
+std::atomic<void (*)(int)> g_context_created_hook{nullptr};
 
 struct Devices {
   std::once_flag once;
@@ -71,11 +73,14 @@ void ensure_context(int index) {
     CUcontext ctx = nullptr;
     IGNIS_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
     d.contexts[static_cast<size_t>(index)] = ctx;
+    if (auto hook = g_context_created_hook.load()) hook(index);
   });
   CUcontext want = d.contexts[static_cast<size_t>(index)];
   CUcontext cur = nullptr;
   if (api.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != want) IGNIS_CU(cuCtxSetCurrent(want));
 }
+
+void set_context_created_hook(void (*hook)(int)) { g_context_created_hook.store(hook); }
 
 void set_device(int index) {
   ensure_context(index);

@@ -32,6 +32,10 @@ int device_index(Device d);
 // Makes `index`'s primary context current on this thread (retaining it once
 // per process); every driver call on a device's memory or streams needs it.
 void ensure_context(int index);
+// Called once per device, right after its primary context is first retained
+// (on the retaining thread). Set by blas.cpp at load time (Note [cuBLASLt
+// warmed in the background]); a hook keeps this layer below the libraries.
+void set_context_created_hook(void (*hook)(int index));
 
 struct DeviceProperties {
   std::string name;

@@ -8,6 +8,8 @@
 //       which this call loads if it has not yet (never raises)
 //   _cublaslt_probe(path) -> (loaded, reason, version): loads the library at
 //       `path` alone and resolves the whole table (tests of the loader)
+//   _cuda_gemm_prewarm_state(device, wait) -> "off" | "running" | "done" | "failed: ..."
+//   _cuda_gemm_prewarm_join(): waits for every warm-up thread (Python's atexit)
 #include "ignis/cuda/blas.h"
 #include "ignis/cuda/cublaslt.h"
 #include "ignis/python/py_common.h"
@@ -52,12 +54,32 @@ PyObject* f_probe(PyObject*, PyObject* path) {
                        version);
 }
 
+PyObject* f_prewarm_state(PyObject*, PyObject* args) {
+  int device = 0, wait = 0;
+  if (!PyArg_ParseTuple(args, "ip", &device, &wait)) return nullptr;
+  std::string state;
+  Py_BEGIN_ALLOW_THREADS
+  state = cuda::gemm_prewarm_state(device, wait != 0);
+  Py_END_ALLOW_THREADS
+  return PyUnicode_FromString(state.c_str());
+}
+
+PyObject* f_prewarm_join(PyObject*, PyObject*) {
+  Py_BEGIN_ALLOW_THREADS
+  cuda::join_gemm_prewarm();
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 PyMethodDef functions[] = {
     {"_cuda_blas_allow_tf32", f_allow_tf32, METH_NOARGS, "TF32 for float32 GEMMs on CUDA"},
     {"_cuda_blas_set_allow_tf32", f_set_allow_tf32, METH_O, "set TF32 for float32 GEMMs"},
     {"_cuda_blas_stats", f_stats, METH_NOARGS, "cuBLASLt plan cache counters"},
     {"_cublaslt_status", f_status, METH_NOARGS, "(loaded, path, reason)"},
     {"_cublaslt_probe", f_probe, METH_O, "(loaded, reason, version) for one library path"},
+    {"_cuda_gemm_prewarm_state", f_prewarm_state, METH_VARARGS,
+     "the background cuBLASLt warm-up's state for a device"},
+    {"_cuda_gemm_prewarm_join", f_prewarm_join, METH_NOARGS, "waits for the warm-up threads"},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
