@@ -33,7 +33,7 @@ if _short_spin_wanted():
 from . import _C  # noqa: E402
 from ._C import (  # noqa: E402,F401
     dtype, device, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-    initial_seed, get_default_dtype, promote_types, can_cast,
+    complex64, complex128, initial_seed, get_default_dtype, promote_types, can_cast,
     get_num_threads, set_num_threads,
 )
 
@@ -41,6 +41,8 @@ from ._C import (  # noqa: E402,F401
 half = float16
 float = float32  # noqa: A001
 double = float64
+cfloat = complex64
+cdouble = complex128
 short = int16
 int = int32  # noqa: A001
 long = int64

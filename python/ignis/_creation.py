@@ -11,7 +11,8 @@ _NP_TO_IGNIS = {
     np.dtype("bool"): _C.bool, np.dtype("uint8"): _C.uint8, np.dtype("int8"): _C.int8,
     np.dtype("int16"): _C.int16, np.dtype("int32"): _C.int32, np.dtype("int64"): _C.int64,
     np.dtype("float16"): _C.float16, np.dtype("float32"): _C.float32,
-    np.dtype("float64"): _C.float64,
+    np.dtype("float64"): _C.float64, np.dtype("complex64"): _C.complex64,
+    np.dtype("complex128"): _C.complex128,
 }
 
 
@@ -33,7 +34,8 @@ def from_numpy(arr):
     if dt is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
-            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+            "uint8, and bool.")
     addr = arr.__array_interface__["data"][0]
     return _C._from_buffer(arr, addr, arr.shape, arr.strides, dt)
 
@@ -81,6 +83,8 @@ def _leaf_dtype(x):
         return _C.int64
     if isinstance(x, numbers.Real):
         return _C.get_default_dtype()
+    if isinstance(x, numbers.Complex):  # the default dtype's complex type (complex64)
+        return _C.get_default_dtype().to_complex()
     if isinstance(x, str):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
@@ -159,8 +163,8 @@ def _from_python(data, dtype):
     flat = []
     _flatten(data, sizes, 0, flat)
     flat = [x.item() if isinstance(x, (Tensor, np.ndarray, np.generic)) else x for x in flat]
-    np_dt = np.bool_ if inferred is _C.bool else (
-        np.int64 if not inferred.is_floating_point else np.float64)
+    np_dt = (np.bool_ if inferred is _C.bool else np.complex128 if inferred.is_complex
+             else np.float64 if inferred.is_floating_point else np.int64)
     try:
         arr = np.array(flat, dtype=np_dt).reshape(sizes)
     except OverflowError:

@@ -1154,7 +1154,10 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 
 def isreal(input):
-    """True for every element: ignis has no complex dtypes (torch.isreal)."""
+    """True where an element's imaginary part is zero; every element of a real tensor
+    (torch.isreal)."""
+    if input.dtype.is_complex:
+        return _ig().view_as_real(input).select(-1, 1) == 0
     return _ig().ones_like(input, dtype=_ig().bool)
 
 

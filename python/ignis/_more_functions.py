@@ -14,7 +14,7 @@ __all__ = ["is_complex", "is_nonzero", "is_same_size", "is_signed", "result_type
            "set_printoptions", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "get_default_device", "set_default_device", "set_flush_denormal", "detach", "real",
-           "imag", "conj", "conj_physical", "conj_physical_", "is_conj", "is_neg", "angle", "gcd",
+           "imag", "conj", "conj_physical", "conj_physical_", "polar", "complex", "is_conj", "is_neg", "angle", "gcd",
            "gcd_", "lcm", "lcm_", "frexp", "nextafter", "i0", "i0_", "hann_window",
            "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "range",
            "row_stack", "split_with_sizes", "unsafe_chunk", "unsafe_split", "mode", "histogram",
@@ -31,9 +31,9 @@ def _check_tensor(name, input):
 
 
 def is_complex(input):
-    """torch.is_complex: False for every ignis tensor (ignis has no complex dtype)."""
+    """torch.is_complex: whether input's dtype is complex64 or complex128."""
     _check_tensor("is_complex", input)
-    return False
+    return input.dtype.is_complex
 
 
 def is_conj(input):
@@ -181,46 +181,91 @@ def typename(obj):
     return f"{module}.{qualname}" if module not in ("", "builtins") else qualname
 
 
-# ---- complex numbers, as they act on real tensors ------------------------------------------
+# ---- complex numbers -----------------------------------------------------------------------
+# Complex tensors compute through their real views (Note [Complex tensors],
+# src/ignis/ops/complex.cpp): these functions are written on view_as_real, so
+# autograd, capture and the compiler see real ops.
 def detach(input):
     """torch.detach: input.detach()."""
     return input.detach()
 
 
 def real(input):
-    """torch.real: a real tensor is its own real part (input itself)."""
+    """torch.real: a complex tensor's real parts as a view (writes reach input); a real
+    tensor is its own real part (input itself)."""
     _check_tensor("real", input)
+    if input.dtype.is_complex:
+        return _ig().view_as_real(input).select(-1, 0)
     return input
 
 
 def imag(input):
-    """torch.imag: real tensors have no imaginary part (torch's error)."""
+    """torch.imag: a complex tensor's imaginary parts as a view; real tensors have none
+    (torch's error)."""
     _check_tensor("imag", input)
+    if input.dtype.is_complex:
+        return _ig().view_as_real(input).select(-1, 1)
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
+def _from_parts(re, im):
+    """The complex tensor with real parts `re` and imaginary parts `im` (same dtype)."""
+    ig = _ig()
+    re, im = ig.broadcast_tensors(re, im)
+    return ig.view_as_complex(ig.stack([re, im], -1))
+
+
 def conj(input):
-    """torch.conj: a real tensor is its own conjugate (input itself)."""
+    """torch.conj: the complex conjugate (a new tensor: torch returns a lazy view with a
+    conjugate bit, ignis computes it); a real tensor is its own conjugate (input itself)."""
     _check_tensor("conj", input)
+    if input.dtype.is_complex:
+        return _from_parts(real(input), -imag(input))
     return input
 
 
 def conj_physical(input):
-    """torch.conj_physical: of a real tensor, input itself (as torch)."""
+    """torch.conj_physical: the conjugate, computed; of a real tensor, input itself."""
     _check_tensor("conj_physical", input)
-    return input
+    return conj(input)
 
 
 def conj_physical_(input):
-    """torch.conj_physical_: nothing to do on a real tensor."""
+    """torch.conj_physical_: negates input's imaginary parts in place."""
+    if input.dtype.is_complex:
+        imag(input).neg_()
     return input
 
 
+def polar(abs, angle):  # noqa: A002 - torch's argument names
+    """torch.polar: abs * (cos(angle) + i sin(angle)), complex64 from float32 inputs
+    (complex128 from float64)."""
+    if abs.dtype != angle.dtype or abs.dtype not in (_ig().float32, _ig().float64):
+        raise RuntimeError("Expected both inputs to be Float or Double tensors but got "
+                           f"{abs.dtype} and {angle.dtype}")
+    return _from_parts(abs * angle.cos(), abs * angle.sin())
+
+
+def complex(real, imag):  # noqa: A001 - torch's name
+    """torch.complex: the complex tensor real + i imag (float32 -> complex64,
+    float64 -> complex128)."""
+    if real.dtype != imag.dtype or real.dtype not in (_ig().float32, _ig().float64,
+                                                     _ig().float16):
+        raise RuntimeError("Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{real.dtype} and {imag.dtype}")
+    if real.dtype == _ig().float16:
+        raise RuntimeError("complex32 (ComplexHalf) is not supported by ignis")
+    return _from_parts(real, imag)
+
+
 def angle(input):
-    """torch.angle of a real tensor: 0 where input >= 0, pi where < 0, NaN
+    """torch.angle: atan2(imag, real) of a complex tensor (a real tensor of its real
+    type). Of a real tensor: 0 where input >= 0, pi where < 0, NaN
     for NaN; integer and bool inputs give the default float dtype. The
     gradient is zero."""
     ig = _ig()
+    if input.dtype.is_complex:
+        return ig.atan2(imag(input), real(input))
     x = input if input.dtype.is_floating_point else input.to(ig.get_default_dtype())
     pi = ig.full((), math.pi, dtype=x.dtype, device=x.device)
     zero = ig.zeros((), dtype=x.dtype, device=x.device)

@@ -435,13 +435,19 @@ def _nextafter_(self, other):
 Tensor.nextafter_ = _nextafter_
 
 
-def _imag(self):
-    from . import _more_functions
-    return _more_functions.imag(self)
+def _complex_part(name):
+    def get(self):
+        from . import _more_functions
+        return getattr(_more_functions, name)(self)
+
+    def set(self, value):  # x.real = v writes v into the real parts (torch)
+        part = get(self)
+        part.copy_(value) if isinstance(value, Tensor) else part.fill_(value)
+    return property(get, set, doc=f"torch.{name}: a view of the {name} parts of a complex "
+                                  "tensor; a real tensor is its own real part")
 
 
-# A real tensor is its own real part; it has no imaginary part (torch's error).
-Tensor.real = property(lambda self: self, doc="self: ignis tensors are real")
-Tensor.imag = property(_imag, doc="raises: ignis tensors are real (no imaginary part)")
+Tensor.real = _complex_part("real")
+Tensor.imag = _complex_part("imag")
 
 _C._set_tensor_class(Tensor)

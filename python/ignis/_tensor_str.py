@@ -87,6 +87,22 @@ class _Formatter:
         return (self.max_width - len(s)) * " " + s
 
 
+class _ComplexFormatter:
+    """torch's complex elements: the real parts' format, then the imaginary parts' with
+    their sign and a "j" ("1.+2.j", "0.5000-1.2500j"), each part its own width."""
+
+    def __init__(self, values):
+        self.re = _Formatter(values.real, True)
+        self.im = _Formatter(values.imag, True)
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, v):
+        v = complex(v)
+        imag = (self.im.format(v.imag) + "j").lstrip()
+        sign = "" if imag[0] in "+-" else "+"
+        return self.re.format(v.real) + sign + imag
+
+
 def _summarized_data(a):
     """The elements that are printed when the tensor is summarised."""
     if a.ndim == 0:
@@ -163,7 +179,7 @@ def tensor_repr(t):
             suffixes.append(f"dtype={t.dtype}")
         body = "[]"
     else:
-        if t.dtype not in (default, _C.int64, _C.bool):
+        if t.dtype not in (default, default.to_complex(), _C.int64, _C.bool):
             suffixes.append(f"dtype={t.dtype}")
         src = t if t.device.type == "cpu" else t.cpu()
         # 16-bit floats print as their float32 values, as in PyTorch.
@@ -171,8 +187,9 @@ def tensor_repr(t):
             src = src.float()
         a = np.asarray(src)
         summarize = t.numel() > THRESHOLD
-        fmt = _Formatter((_summarized_data(a) if summarize else a).reshape(-1),
-                         t.dtype.is_floating_point)
+        shown = (_summarized_data(a) if summarize else a).reshape(-1)
+        fmt = (_ComplexFormatter(shown) if t.dtype.is_complex
+               else _Formatter(shown, t.dtype.is_floating_point))
         body = _tensor_str(a, indent, summarize, fmt)
     grad_fn = getattr(t, "grad_fn", None)
     if grad_fn is not None:

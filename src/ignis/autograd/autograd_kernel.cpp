@@ -164,9 +164,9 @@ void record(const OpHandle& op, DispatchKeySet below, Stack& s) {
       continue;
     }
     node->add_input_geom(*t);
-    if (on && ((d->save_outputs >> j) & 1) && !is_floating(t->dtype()))
+    if (on && ((d->save_outputs >> j) & 1) && !is_differentiable_type(t->dtype()))
       on->saved_out[j] = SavedVariable(*t, true);  // e.g. the indices of max.dim
-    if (!is_floating(t->dtype())) continue;
+    if (!is_differentiable_type(t->dtype())) continue;
     bool passthrough = false;
     if (!inplace)
       for (const Tensor& in : inputs) passthrough |= in.is_same(*t);
@@ -205,7 +205,7 @@ void record_without_derivative(const OpHandle& op, DispatchKeySet below, Stack& 
   }
   std::vector<Tensor*> outs = flat_outputs(s);
   auto needs_node = [&](const Tensor* t) {
-    if (!t || !t->defined() || !is_floating(t->dtype())) return false;
+    if (!t || !t->defined() || !is_differentiable_type(t->dtype())) return false;
     for (const Tensor& in : inputs)
       if (in.defined() && in.is_same(*t)) return false;  // passed through unchanged
     return true;

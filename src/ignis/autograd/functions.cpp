@@ -90,7 +90,7 @@ tensor_list OpNode::apply(tensor_list&& grads) {
   tensor_list out(next_edges_.size());
   if (!any) return out;
   for (size_t j = 0; j < grads.size(); ++j) {
-    if (grads[j].defined() || !is_floating(input_geom_[j].dtype)) continue;
+    if (grads[j].defined() || !is_differentiable_type(input_geom_[j].dtype)) continue;
     const TensorGeom& g = input_geom_[j];
     grads[j] = grad_ops::zeros(g.sizes, g.dtype, g.device);
   }

@@ -131,7 +131,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const char* wha
   }
   // Outputs get their history back (so that double backward can see it).
   t = detach(t);
-  if (owner && is_floating(t.dtype())) set_history(t, owner, output_nr_);
+  if (owner && is_differentiable_type(t.dtype())) set_history(t, owner, output_nr_);
   return t;
 }
 

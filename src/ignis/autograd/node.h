@@ -18,6 +18,11 @@
 
 namespace ignis::autograd {
 
+// What gradients flow through: floating and complex tensors (torch's
+// isDifferentiableType; complex ones through real views, ops/complex.cpp).
+inline bool is_differentiable_type(ScalarType t) { return is_floating(t) || is_complex(t); }
+
+
 class Node;
 struct AutogradMeta;
 using tensor_list = std::vector<Tensor>;

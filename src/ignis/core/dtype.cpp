@@ -19,15 +19,19 @@ size_t element_size(ScalarType t) {
 }
 
 const char* dtype_name(ScalarType t) {
-  static const char* names[] = {"bool",    "uint8",    "int8",    "int16",   "int32",
-                                "int64",   "float16",  "bfloat16", "float32", "float64"};
+  static const char* names[] = {"bool",    "uint8",    "int8",     "int16",   "int32",
+                                "int64",   "float16",  "bfloat16", "float32", "float64",
+                                "complex64", "complex128"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kNumScalarTypes);
   if (t == ScalarType::Undefined) return "undefined";
   return names[static_cast<int>(t)];
 }
 
 const char* scalar_type_name(ScalarType t) {
   static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                "Long", "Half", "BFloat16", "Float", "Double"};
+                                "Long", "Half", "BFloat16", "Float", "Double",
+                                "ComplexFloat", "ComplexDouble"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kNumScalarTypes);
   if (t == ScalarType::Undefined) return "Undefined";
   return names[static_cast<int>(t)];
 }
@@ -45,6 +49,8 @@ bool parse_dtype_name(const std::string& s, ScalarType* out) {
       {"half", ScalarType::Float16},    {"bfloat16", ScalarType::BFloat16},
       {"float32", ScalarType::Float32}, {"float", ScalarType::Float32},
       {"float64", ScalarType::Float64}, {"double", ScalarType::Float64},
+      {"complex64", ScalarType::ComplexFloat}, {"cfloat", ScalarType::ComplexFloat},
+      {"complex128", ScalarType::ComplexDouble}, {"cdouble", ScalarType::ComplexDouble},
   };
   for (const auto& a : aliases) {
     if (s == a.name) {
@@ -62,20 +68,23 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
   constexpr auto b1 = ScalarType::Bool, u1 = ScalarType::UInt8, i1 = ScalarType::Int8,
                  i2 = ScalarType::Int16, i4 = ScalarType::Int32, i8 = ScalarType::Int64,
                  f2 = ScalarType::Float16, bf = ScalarType::BFloat16,
-                 f4 = ScalarType::Float32, f8 = ScalarType::Float64;
+                 f4 = ScalarType::Float32, f8 = ScalarType::Float64,
+                 c4 = ScalarType::ComplexFloat, c8 = ScalarType::ComplexDouble;
   // Same table as PyTorch's c10::promoteTypes restricted to these types.
   static constexpr ScalarType table[kNumScalarTypes][kNumScalarTypes] = {
-      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8 */
-      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8},
-      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
-      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8},
-      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8},
-      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8},
-      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8},
-      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8},
-      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8},
-      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8},
-      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8  c4  c8 */
+      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, c4, c8},
+      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, c4, c8},
+      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, c4, c8},
+      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, c4, c8},
+      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
+      /* c4 */ {c4, c4, c4, c4, c4, c4, c4, c4, c4, c8, c4, c8},
+      /* c8 */ {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
   };
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }

@@ -8,6 +8,15 @@
 
 namespace ignis {
 
+// The storage of one complex element: real part, then imaginary part, as
+// C's `float _Complex` and NumPy's complex64 lay it out. ignis computes on
+// complex tensors through real views of them (ops/complex.cpp), so this type
+// only sizes and copies elements.
+template <typename T>
+struct alignas(2 * sizeof(T)) Complex {
+  T re, im;
+};
+
 // The order matters only for tables indexed by ScalarType.
 #define IGNIS_FORALL_SCALAR_TYPES(_) \
   _(bool, Bool)                      \
@@ -19,7 +28,9 @@ namespace ignis {
   _(::ignis::Half, Float16)          \
   _(::ignis::BFloat16, BFloat16)     \
   _(float, Float32)                  \
-  _(double, Float64)
+  _(double, Float64)                 \
+  _(::ignis::Complex<float>, ComplexFloat) \
+  _(::ignis::Complex<double>, ComplexDouble)
 
 enum class ScalarType : int8_t {
 #define IGNIS_ENUM(ctype, name) name,
@@ -41,6 +52,19 @@ bool parse_dtype_name(const std::string& s, ScalarType* out);
 inline bool is_floating(ScalarType t) {
   return t == ScalarType::Float16 || t == ScalarType::BFloat16 ||
          t == ScalarType::Float32 || t == ScalarType::Float64;
+}
+inline bool is_complex(ScalarType t) {
+  return t == ScalarType::ComplexFloat || t == ScalarType::ComplexDouble;
+}
+// complex64 <-> float32, complex128 <-> float64 (torch's toRealValueType /
+// toComplexType; 16-bit floats widen to complex64, having no complex type).
+inline ScalarType to_real_type(ScalarType t) {
+  return t == ScalarType::ComplexFloat ? ScalarType::Float32
+         : t == ScalarType::ComplexDouble ? ScalarType::Float64 : t;
+}
+inline ScalarType to_complex_type(ScalarType t) {
+  return t == ScalarType::Float64 || t == ScalarType::ComplexDouble ? ScalarType::ComplexDouble
+                                                                      : ScalarType::ComplexFloat;
 }
 // float16 and bfloat16: stored in 16 bits, computed in float (opmath_dtype).
 inline bool is_reduced_float(ScalarType t) {

@@ -3,6 +3,17 @@
 
 namespace ignis {
 
+namespace {
+// A tensor's own keys: its device's, FakeTensor for a fake, Complex for a
+// complex dtype (Note [Complex tensors], ops/complex.cpp).
+DispatchKeySet keys_for(const StorageImpl& storage, ScalarType dtype) {
+  DispatchKeySet ks = default_keys_for_device(storage.device().type);
+  if (storage.is_fake()) ks = ks.add(DispatchKey::FakeTensor);
+  if (is_complex(dtype)) ks = ks.add(DispatchKey::Complex);
+  return ks;
+}
+}  // namespace
+
 TensorImpl::TensorImpl(Storage storage, ScalarType dtype, DimVector sizes, DimVector strides,
                        int64_t offset)
     : storage_(std::move(storage)),
@@ -10,9 +21,7 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, DimVector sizes, DimVe
       strides_(std::move(strides)),
       offset_(offset),
       dtype_(dtype),
-      key_set_(storage_->is_fake()
-                   ? default_keys_for_device(storage_->device().type).add(DispatchKey::FakeTensor)
-                   : default_keys_for_device(storage_->device().type)),
+      key_set_(keys_for(*storage_, dtype)),
       version_(make_intrusive<VersionCounter>()) {
   refresh();
 }
@@ -142,11 +151,34 @@ Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, Sc
 }
 
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
-  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes),
+  return make_view(base, base.dtype(), std::move(sizes), std::move(strides), offset);
+}
+
+Tensor make_view(const Tensor& base, ScalarType dtype, DimVector sizes, DimVector strides,
+                 int64_t offset) {
+  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), dtype, std::move(sizes),
                                          std::move(strides), offset);
   impl->share_version_counter(base.impl()->shared_version_counter());
-  impl->set_key_set(base.key_set());
+  DispatchKeySet ks = base.key_set().remove(DispatchKey::Complex);
+  impl->set_key_set(is_complex(dtype) ? ks.add(DispatchKey::Complex) : ks);
   return Tensor(std::move(impl));
+}
+
+Tensor complex_as_pairs(const Tensor& t) {
+  IGNIS_INTERNAL_ASSERT(is_complex(t.dtype()), "complex_as_pairs of ", dtype_name(t.dtype()));
+  DimVector sz(t.sizes()), st(t.strides());
+  for (int64_t& x : st) x *= 2;
+  sz.push_back(2);
+  st.push_back(1);
+  return make_view(t, to_real_type(t.dtype()), std::move(sz), std::move(st),
+                   t.storage_offset() * 2);
+}
+
+Tensor complex_part(const Tensor& t, int part) {
+  Tensor pairs = complex_as_pairs(t);
+  DimVector sz(t.sizes()), st(pairs.strides().begin(), pairs.strides().end() - 1);
+  return make_view(pairs, pairs.dtype(), std::move(sz), std::move(st),
+                   pairs.storage_offset() + part);
 }
 
 Tensor scalar_to_tensor(double v, ScalarType dtype, bool wrapped) {
@@ -154,6 +186,17 @@ Tensor scalar_to_tensor(double v, ScalarType dtype, bool wrapped) {
   IGNIS_DISPATCH_ALL(dtype, "scalar_to_tensor", [&] {
     *t.data<scalar_t>() = static_cast<scalar_t>(static_cast<opmath_t<scalar_t>>(v));
   });
+  t.impl()->set_wrapped_number(wrapped);
+  return t;
+}
+
+Tensor complex_scalar_to_tensor(double re, double im, ScalarType dtype, bool wrapped) {
+  IGNIS_INTERNAL_ASSERT(is_complex(dtype), "complex_scalar_to_tensor of ", dtype_name(dtype));
+  Tensor t = empty_tensor({}, dtype, Device(DeviceType::CPU));
+  if (dtype == ScalarType::ComplexFloat)
+    *t.data<Complex<float>>() = {static_cast<float>(re), static_cast<float>(im)};
+  else
+    *t.data<Complex<double>>() = {re, im};
   t.impl()->set_wrapped_number(wrapped);
   return t;
 }

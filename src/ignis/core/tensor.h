@@ -159,9 +159,21 @@ Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, Sc
                             Device device);
 // A view of `base`'s storage with new geometry; shares the version counter.
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset);
+// A view of base's storage with another dtype (view_as_real, view_as_complex):
+// sizes, strides and offset count elements of `dtype`.
+Tensor make_view(const Tensor& base, ScalarType dtype, DimVector sizes, DimVector strides,
+                 int64_t offset);
+// A complex tensor's numbers as (real, imaginary) pairs: a view of its
+// storage in the real type with a last dim of 2 (view_as_real's geometry),
+// and one part of them (0 real, 1 imaginary) as a view of t's shape. No
+// dispatch: kernels use them (Note [Complex tensors], ops/complex.cpp).
+Tensor complex_as_pairs(const Tensor& t);
+Tensor complex_part(const Tensor& t, int part);
 // 0-dim tensor holding a Python number (marked as a wrapped number).
 Tensor scalar_to_tensor(double v, ScalarType dtype, bool wrapped = false);
 Tensor scalar_to_tensor_int(int64_t v, ScalarType dtype, bool wrapped = false);
+// 0-dim complex tensor (a Python complex, wrapped: it promotes like one).
+Tensor complex_scalar_to_tensor(double re, double im, ScalarType dtype, bool wrapped = false);
 
 DimVector contiguous_strides(const DimVector& sizes);
 int64_t compute_numel(const DimVector& sizes);

@@ -10,11 +10,14 @@
 //
 // The layers follow PyTorch's order, lowest first:
 //   BackendSelect < FakeTensor < ProxyTrace < Functionalize < ADInplaceOrView
-//     < Autograd < Autocast < Profiler
+//     < Autograd < Complex < Autocast < Profiler
 // so that a tracer sees what remains after the layers above it have done
 // their work: autograd has recorded the backward of the op it was called
 // with, functionalization has turned mutations into functional ops, and
-// composite ops (registered at the autograd keys) have decomposed. The
+// composite ops (registered at the autograd keys) have decomposed. Complex
+// tensors carry the Complex key, above autograd: an op on them is rewritten
+// into real ops on real views of them (ops/complex.cpp), which autograd then
+// records and the tracer sees, as real ops (Note [Complex tensors]). The
 // tracer records that op, then the fake layer computes its metadata with
 // the Meta kernel. AOT depends on this order (aot/trace.h).
 #pragma once
@@ -38,6 +41,7 @@ namespace ignis {
   _(AutogradCPU)     /* records backward nodes, then redispatches */        \
   _(AutogradCUDA)                                                           \
   _(AutogradMeta)                                                           \
+  _(Complex)         /* complex ops as real ops on real views (complex.cpp) */ \
   _(AutocastCPU)     /* mixed precision casting */                          \
   _(AutocastCUDA)                                                           \
   _(Profiler)        /* times each op call (profiler/profiler.h) */         \

@@ -34,13 +34,15 @@ OpHandle::OpHandle(FunctionSchema schema) : schema_(std::move(schema)) {
 
 DispatchKeySet OpHandle::compute_keys(const Stack& stack) const {
   DispatchKeySet ks;
+  bool wrapped_complex = false;
   for (int i : tensor_args_) {
     const IValue& v = stack[i];
     if (v.is_tensor()) {
       const Tensor& t = v.to_tensor();
       // A wrapped Python number lives on the CPU but must not pull a CUDA op
-      // onto the CPU backend.
+      // onto the CPU backend; a Python complex still makes the op complex.
       if (!t.impl()->is_wrapped_number()) ks = ks | t.key_set();
+      else wrapped_complex |= t.key_set().has(DispatchKey::Complex);
     } else if (v.is_tensor_list() || v.is_opt_tensor_list()) {
       for (const Tensor& t : v.is_tensor_list() ? v.to_tensor_list() : v.to_opt_tensor_list())
         if (t.defined()) ks = ks | t.key_set();
@@ -56,6 +58,7 @@ DispatchKeySet OpHandle::compute_keys(const Stack& stack) const {
     }
     ks = default_keys_for_device(dt);
   }
+  if (wrapped_complex) ks = ks.add(DispatchKey::Complex);
   const LocalDispatchKeySet& tls = tls_dispatch_keys();
   return (ks | tls.included) - tls.excluded;
 }

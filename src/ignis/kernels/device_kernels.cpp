@@ -15,6 +15,11 @@ void copy_tensor(const Tensor& dst, const Tensor& src, bool non_blocking) {
 }
 
 void fill_tensor(const Tensor& t, const Scalar& v) {
+  if (is_complex(t.dtype())) {  // a real value: the real parts, zero imaginary parts
+    fill_tensor(complex_part(t, 0), v);
+    fill_tensor(complex_part(t, 1), Scalar(int64_t(0)));
+    return;
+  }
   if (t.device().is_cuda()) cuda::fill(t, v);
   else cpu::fill(t, v);
 }
@@ -25,6 +30,7 @@ Scalar tensor_to_scalar(const Tensor& v) {
     h = empty_tensor(v.sizes(), v.dtype(), Device(DeviceType::CPU));
     cuda::copy(h, v);
   }
+  IGNIS_CHECK(!is_complex(h.dtype()), "a complex value where a real number is expected");
   return h.dtype() == ScalarType::Bool ? Scalar(h.item_int() != 0)
          : is_floating(h.dtype())      ? Scalar(h.item_double())
                                        : Scalar(h.item_int());

@@ -24,4 +24,6 @@ void register_foreach_ops();
 void register_amp_ops();
 void register_rnn_ops();
 void register_linalg_ops();
+// Kernels at the Complex key for ops registered before (ops/complex.cpp).
+void register_complex_kernels();
 }  // namespace ignis

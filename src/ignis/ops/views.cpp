@@ -568,6 +568,34 @@ void movedim_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, OpRef("permute").tensor(self, order));
 }
 
+
+// view_as_real / view_as_complex: the same bytes seen as pairs of floats, or
+// as complex numbers (Note [Complex tensors], ops/complex.cpp). The last
+// dim of 2 is the (real, imaginary) pair; every other stride doubles.
+void view_as_real_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  IGNIS_CHECK(is_complex(self.dtype()), "view_as_real is only supported for complex tensors");
+  ret(s, complex_as_pairs(self));
+}
+void view_as_complex_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const ScalarType t = self.dtype();
+  IGNIS_CHECK(t == ScalarType::Float32 || t == ScalarType::Float64,
+              "view_as_complex is only supported for float and double tensors, but got a "
+              "tensor of scalar type: ", scalar_type_name(t));
+  IGNIS_CHECK(self.dim() != 0, "Input tensor must have one or more dimensions");
+  IGNIS_CHECK(self.sizes().back() == 2, "Tensor must have a last dimension of size 2");
+  IGNIS_CHECK(self.strides().back() == 1, "Tensor must have a last dimension with stride 1");
+  DimVector sz(self.sizes().begin(), self.sizes().end() - 1);
+  DimVector st(self.strides().begin(), self.strides().end() - 1);
+  for (int64_t& x : st) {
+    IGNIS_CHECK(x % 2 == 0, "Tensor must have a stride divisible by 2 for all but last dimension");
+    x /= 2;
+  }
+  IGNIS_CHECK(self.storage_offset() % 2 == 0, "Tensor must have a storage_offset divisible by 2");
+  ret(s, make_view(self, to_complex_type(t), sz, st, self.storage_offset() / 2));
+}
+
 // ---- derivatives ------------------------------------------------------------------
 using namespace grad_ops;  // NOLINT
 
@@ -584,6 +612,18 @@ void transpose_bw(GradCtx& c) {
   c.set(0, op("transpose.int", c.grad(), c.int_arg(1), c.int_arg(2)));
 }
 void t_bw(GradCtx& c) { c.set(0, op("t", c.grad())); }
+// Each other's derivative; a gradient view_as_complex cannot read in place
+// (its pairs not adjacent) is made contiguous first.
+void view_as_real_bw(GradCtx& c) {
+  Tensor g = c.grad();
+  const auto& st = g.strides();
+  bool pairs = g.dim() > 0 && st.back() == 1 && g.storage_offset() % 2 == 0;
+  for (int64_t d = 0; pairs && d + 1 < g.dim(); ++d) pairs = st[d] % 2 == 0;
+  if (!pairs) g = OpRef("contiguous").tensor(g);
+  c.set(0, OpRef("view_as_complex").tensor(g));
+}
+void view_as_complex_bw(GradCtx& c) { c.set(0, OpRef("view_as_real").tensor(c.grad())); }
+
 void narrow_bw(GradCtx& c) {
   int64_t nd = static_cast<int64_t>(c.sizes(0).size());
   int64_t dim = wrap_dim(c.int_arg(1), nd);
@@ -743,6 +783,10 @@ void register_view_ops() {
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
   view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw, "", "", decomp::t);
+  view_op("view_as_real(Tensor(a) self) -> Tensor(a)", view_as_real_kernel, view_as_real_bw,
+          "a complex tensor's numbers as (real, imaginary) pairs of floats, a last dim of 2");
+  view_op("view_as_complex(Tensor(a) self) -> Tensor(a)", view_as_complex_kernel,
+          view_as_complex_bw, "pairs of floats (a last dim of 2) as complex numbers");
   def("t_(Tensor(a!) self) -> Tensor(a!)").category(OpCategory::View).method_only()
       .kernel(t_inplace_kernel).derivative(t_bw);
   view_op("expand(Tensor(a) self, int[] size) -> Tensor(a)", expand_kernel, expand_bw);

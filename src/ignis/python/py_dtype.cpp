@@ -27,6 +27,24 @@ PyObject* dtype_is_floating(PyObject* self, void*) {
 PyObject* dtype_is_signed(PyObject* self, void*) {
   return PyBool_FromLong(is_signed(reinterpret_cast<PyDtype*>(self)->st));
 }
+PyObject* dtype_is_complex(PyObject* self, void*) {
+  return PyBool_FromLong(is_complex(reinterpret_cast<PyDtype*>(self)->st));
+}
+PyObject* dtype_to_real(PyObject* self, PyObject*) {
+  PyObject* d = dtype_object(to_real_type(reinterpret_cast<PyDtype*>(self)->st));
+  Py_INCREF(d);
+  return d;
+}
+PyObject* dtype_to_complex(PyObject* self, PyObject*) {
+  ScalarType t = reinterpret_cast<PyDtype*>(self)->st;
+  if (!is_floating(t) && !is_complex(t)) {
+    PyErr_Format(PyExc_RuntimeError, "Unknown Complex ScalarType for %s", scalar_type_name(t));
+    return nullptr;
+  }
+  PyObject* d = dtype_object(to_complex_type(t));
+  Py_INCREF(d);
+  return d;
+}
 PyObject* dtype_itemsize(PyObject* self, void*) {
   return PyLong_FromSize_t(element_size(reinterpret_cast<PyDtype*>(self)->st));
 }
@@ -37,11 +55,14 @@ PyObject* dtype_reduce(PyObject* self, PyObject*) {
 PyGetSetDef dtype_getset[] = {
     {"is_floating_point", dtype_is_floating, nullptr, nullptr, nullptr},
     {"is_signed", dtype_is_signed, nullptr, nullptr, nullptr},
+    {"is_complex", dtype_is_complex, nullptr, nullptr, nullptr},
     {"itemsize", dtype_itemsize, nullptr, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 PyMethodDef dtype_methods[] = {
     {"__reduce__", dtype_reduce, METH_NOARGS, nullptr},
+    {"to_real", dtype_to_real, METH_NOARGS, nullptr},
+    {"to_complex", dtype_to_complex, METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -150,6 +150,11 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
       }
       // A Python number where a tensor is expected (x + 2, where(c, x, 0.)):
       // a 0-dim "wrapped number" that promotes like a scalar.
+      if (!first_arg && PyComplex_Check(o)) {  // x * 1j: a wrapped complex number
+        *out = complex_scalar_to_tensor(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o),
+                                        ScalarType::ComplexDouble, true);
+        return true;
+      }
       if (!first_arg && is_number(o)) {
         Scalar s = to_scalar(o);
         Tensor t = s.is_float() ? scalar_to_tensor(s.to_double(), ScalarType::Float64, true)

@@ -130,6 +130,8 @@ PyObject* get_array_interface(PyObject* self, void*) {
     case ScalarType::Float16: typestr = "<f2"; break;
     case ScalarType::Float32: typestr = "<f4"; break;
     case ScalarType::Float64: typestr = "<f8"; break;
+    case ScalarType::ComplexFloat: typestr = "<c8"; break;
+    case ScalarType::ComplexDouble: typestr = "<c16"; break;
     default:
       IGNIS_FAIL_KIND(Type, "Got unsupported ScalarType ", dtype_name(t.dtype()),
                       " (NumPy has no such dtype)");
@@ -238,6 +240,15 @@ PyObject* m_stride(PyObject* self, PyObject* const* a, Py_ssize_t n, PyObject* k
 PyObject* m_item(PyObject* self, PyObject*) {
   IGNIS_PY_BEGIN
   const Tensor& t = unwrap(self);
+  if (is_complex(t.dtype())) {  // a Python complex from the real and imaginary parts
+    IGNIS_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
+                " elements cannot be converted to Scalar");
+    Tensor re = complex_part(t, 0), im = complex_part(t, 1);
+    if (t.device().is_cuda())  // (each part copied to the host)
+      return PyComplex_FromDoubles(tensor_to_scalar(re).to_double(),
+                                   tensor_to_scalar(im).to_double());
+    return PyComplex_FromDoubles(re.item_double(), im.item_double());
+  }
   if (t.device().is_cuda()) {  // copied to the host (and waited for), as torch does
     IGNIS_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
                 " elements cannot be converted to Scalar");

@@ -58,6 +58,21 @@ Tensor broadcast_to(const Tensor& src, const DimVector& sizes) {
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.device().is_meta()) return;
   if (src.device().is_meta()) IGNIS_NOT_IMPLEMENTED("Cannot copy out of meta tensor; no data!");
+  // Complex tensors copy as their real views (Note [Complex tensors]): pairs
+  // to pairs (broadcasting aligns their leading dims); a real source fills
+  // the real parts and zeros the imaginary ones; a complex source gives a
+  // real tensor its real parts (torch warns at the Python level).
+  if (is_complex(dst.dtype()) || is_complex(src.dtype())) {
+    if (is_complex(dst.dtype()) && is_complex(src.dtype())) {
+      copy_into(complex_as_pairs(dst), complex_as_pairs(src));
+    } else if (is_complex(dst.dtype())) {
+      copy_into(complex_part(dst, 0), src);
+      fill_tensor(complex_part(dst, 1), Scalar(int64_t(0)));
+    } else {
+      copy_into(dst, complex_part(src, 0));
+    }
+    return;
+  }
   // Copies that touch a GPU are the CUDA copy kernels' (which convert and
   // broadcast the same way), so that code written against copy_into
   // (TensorIterator's casts and copy-back, float_compute.h) serves both.

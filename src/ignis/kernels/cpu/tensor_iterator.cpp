@@ -18,6 +18,9 @@ namespace {
 ScalarType combine(ScalarType higher, ScalarType lower) {
   if (higher == ScalarType::Undefined) return lower;
   if (lower == ScalarType::Undefined) return higher;
+  if (is_complex(higher)) return higher;
+  // A complex lower category wins, keeping a floating higher's precision.
+  if (is_complex(lower)) return is_floating(higher) ? to_complex_type(higher) : lower;
   if (is_floating(higher)) return higher;
   if (higher == ScalarType::Bool || is_floating(lower)) return promote_types(higher, lower);
   return higher;
@@ -31,8 +34,10 @@ ScalarType result_type(const std::vector<const Tensor*>& operands) {
     if (!t || !t->defined()) continue;
     ScalarType dt = t->dtype();
     if (t->impl()->is_wrapped_number()) {
-      // A Python float counts as the default dtype, a Python int as int64.
+      // A Python float counts as the default dtype, a Python complex as its
+      // complex type, a Python int as int64.
       if (is_floating(dt)) dt = default_dtype();
+      else if (is_complex(dt)) dt = to_complex_type(default_dtype());
       wrapped_r = promote_types(wrapped_r, dt);
     } else if (t->dim() == 0) {
       zero_r = promote_types(zero_r, dt);

@@ -1,0 +1,305 @@
+// Complex tensors: their ops as real ops on real views.
+//
+// Note [Complex tensors]
+// complex64 and complex128 tensors store (real, imaginary) pairs, as torch
+// and NumPy lay them out. ignis has no complex kernels. A complex tensor
+// carries the Complex dispatch key, which sits above autograd
+// (dispatch_key.h), and the kernels registered here rewrite an op on
+// complex tensors into real ops on their real views (view_as_real, select),
+// then view the real result as complex again (view_as_complex of the pairs
+// stacked on a last dim). Autograd records the real ops, so gradients come
+// out in torch's convention -- a real loss's gradient with respect to
+// z = x + iy is dL/dx + i dL/dy -- with no complex derivative formulas (the
+// two views' derivatives are each other); AOT, capture and the compiler
+// see real ops between view_as_real and view_as_complex. View ops need no
+// rule (a view keeps its dtype); copies, casts and fills handle complex
+// tensors in their kernels (copy.cpp, device_kernels.cpp) through the same
+// real views; an op with no rule here falls through to the real kernels,
+// whose dtype dispatch raises torch's NotImplementedError ("\"exp\" not
+// implemented for 'ComplexFloat'") for what is not written yet. The Python
+// functions real, imag, conj, angle, polar and complex (_more_functions.py)
+// are written the same way. Unlike torch, conj() copies (torch's is a lazy
+// view with a conjugate bit).
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ignis/dispatch/dispatcher.h"
+#include "ignis/kernels/cpu/tensor_iterator.h"
+#include "ignis/ops/families.h"
+#include "ignis/ops/op_def.h"
+
+namespace ignis {
+
+namespace {
+
+OpRef view_as_real_op("view_as_real"), view_as_complex_op("view_as_complex"),
+    select_op("select.int"), stack_op("stack"), to_copy_op("_to_copy"), add_op("add"),
+    sub_op("sub"), mul_op("mul"), div_op("div"), neg_op("neg"), exp_op("exp"), cos_op("cos"),
+    sin_op("sin"), sqrt_op("sqrt"), eq_op("eq"), ne_op("ne"), and_op("logical_and"),
+    or_op("logical_or"), sum_op("sum"), sum_dim_op("sum.dim_IntList"), mean_op("mean"),
+    mean_dim_op("mean.dim"), mm_op("mm"), bmm_op("bmm"), copy_op("copy_"),
+    contiguous_op("contiguous"), broadcast_op("broadcast_tensors");
+
+void ret(Stack& s, Tensor t) {
+  s.clear();
+  s.emplace_back(std::move(t));
+}
+
+// A tensor as complex: view_as_complex of its pairs, made contiguous first
+// when its pairs are not adjacent (a last stride of 1, even other strides).
+Tensor as_complex(Tensor pairs) {
+  const auto& st = pairs.strides();
+  bool ok = st.back() == 1 && pairs.storage_offset() % 2 == 0;
+  for (size_t d = 0; ok && d + 1 < st.size(); ++d) ok = st[d] % 2 == 0;
+  if (!ok) pairs = contiguous_op.tensor(pairs);
+  return view_as_complex_op.tensor(pairs);
+}
+
+Tensor cast(const Tensor& t, ScalarType dt) {
+  return t.dtype() == dt ? t : to_copy_op.tensor(t, dt, IValue(), false);
+}
+
+// An operand's real and imaginary parts in the real type `r`; a real
+// operand has no imaginary part (im undefined: zero, and never computed).
+struct Parts {
+  Tensor re, im;
+};
+Parts parts(const Tensor& x, ScalarType r) {
+  if (!is_complex(x.dtype())) return {cast(x, r), Tensor()};
+  Tensor pairs = cast(view_as_real_op.tensor(x), r);
+  return {select_op.tensor(pairs, int64_t(-1), int64_t(0)),
+          select_op.tensor(pairs, int64_t(-1), int64_t(1))};
+}
+
+// The complex tensor with these parts (broadcast to one shape); a missing
+// imaginary part is zero.
+Tensor assemble(Tensor re, Tensor im) {
+  if (!im.defined()) im = mul_op.tensor(re, scalar_to_tensor(0.0, re.dtype(), true));
+  if (re.sizes() != im.sizes()) {
+    std::vector<Tensor> both = broadcast_op.call(std::vector<Tensor>{re, im})[0].to_tensor_list();
+    re = both[0], im = both[1];
+  }
+  return view_as_complex_op.tensor(stack_op.tensor(std::vector<Tensor>{re, im}, int64_t(-1)));
+}
+
+// Arithmetic on parts where an undefined tensor is zero.
+Tensor padd(const Tensor& u, const Tensor& v) {
+  if (!u.defined()) return v;
+  if (!v.defined()) return u;
+  return add_op.tensor(u, v);
+}
+Tensor psub(const Tensor& u, const Tensor& v) {
+  if (!v.defined()) return u;
+  if (!u.defined()) return neg_op.tensor(v);
+  return sub_op.tensor(u, v);
+}
+Tensor pmul(const Tensor& u, const Tensor& v) {
+  if (!u.defined() || !v.defined()) return Tensor();
+  return mul_op.tensor(u, v);
+}
+Tensor pscale(const Tensor& u, const Scalar& alpha) {
+  if (!u.defined()) return u;
+  if (alpha.is_int() && alpha.to_int() == 1) return u;
+  return mul_op.tensor(u, scalar_to_tensor(alpha.to_double(), u.dtype(), true));
+}
+
+// The operands' common complex type and its real type.
+std::pair<ScalarType, ScalarType> types_of(const Tensor& a, const Tensor& b) {
+  ScalarType c = result_type({&a, &b});
+  IGNIS_INTERNAL_ASSERT(is_complex(c), "a complex rule with no complex operand");
+  return {c, to_real_type(c)};
+}
+
+enum class Arith { Add, Sub, Mul, Div };
+
+Tensor arith(Arith kind, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  const ScalarType r = types_of(a, b).second;
+  const Parts x = parts(a, r), y = parts(b, r);
+  switch (kind) {
+    case Arith::Add: return assemble(padd(x.re, pscale(y.re, alpha)), padd(x.im, pscale(y.im, alpha)));
+    case Arith::Sub: return assemble(psub(x.re, pscale(y.re, alpha)), psub(x.im, pscale(y.im, alpha)));
+    case Arith::Mul:
+      return assemble(psub(pmul(x.re, y.re), pmul(x.im, y.im)),
+                      padd(pmul(x.re, y.im), pmul(x.im, y.re)));
+    case Arith::Div: {
+      if (!y.im.defined())  // by a real divisor: each part
+        return assemble(div_op.tensor(x.re, y.re),
+                        x.im.defined() ? div_op.tensor(x.im, y.re) : Tensor());
+      // (a + bi) / (c + di) = ((ac + bd) + (bc - ad)i) / (c^2 + d^2)
+      Tensor den = add_op.tensor(mul_op.tensor(y.re, y.re), mul_op.tensor(y.im, y.im));
+      return assemble(div_op.tensor(padd(pmul(x.re, y.re), pmul(x.im, y.im)), den),
+                      div_op.tensor(psub(pmul(x.im, y.re), pmul(x.re, y.im)), den));
+    }
+  }
+  return Tensor();
+}
+
+template <Arith K>
+void arith_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  const bool has_alpha = K == Arith::Add || K == Arith::Sub;
+  const bool inplace = op.schema().name.back() == '_';
+  Tensor a = s[0].to_tensor(), b = s[1].to_tensor();
+  Scalar alpha = has_alpha ? s[2].to_scalar() : Scalar(int64_t(1));
+  IGNIS_CHECK(!(K == Arith::Div && s.size() > 2 && !s[2].is_none()),
+              "div with a rounding_mode is not supported for complex tensors");
+  Tensor out = arith(K, a, b, alpha);
+  if (inplace) {
+    IGNIS_CHECK(is_complex(a.dtype()), "result type ", dtype_name(out.dtype()),
+                " can't be cast to the desired output type ", dtype_name(a.dtype()));
+    copy_op.call(a, out);
+    out = a;
+  }
+  ret(s, out);
+}
+
+void neg_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  ret(s, as_complex(neg_op.tensor(view_as_real_op.tensor(s[0].to_tensor()))));
+}
+
+void exp_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Tensor x = s[0].to_tensor();
+  const Parts p = parts(x, to_real_type(x.dtype()));
+  Tensor e = exp_op.tensor(p.re);
+  ret(s, assemble(mul_op.tensor(e, cos_op.tensor(p.im)), mul_op.tensor(e, sin_op.tensor(p.im))));
+}
+
+// |x|: the modulus, a real tensor (sqrt(re^2 + im^2)).
+void abs_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Tensor pairs = view_as_real_op.tensor(s[0].to_tensor());
+  ret(s, sqrt_op.tensor(sum_dim_op.tensor(mul_op.tensor(pairs, pairs),
+                                          std::vector<int64_t>{-1}, false, IValue())));
+}
+
+// eq / ne: both parts equal (either differs).
+template <bool Eq>
+void compare_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor a = s[0].to_tensor(), b = s[1].to_tensor();
+  const ScalarType r = types_of(a, b).second;
+  const Parts x = parts(a, r), y = parts(b, r);
+  auto part = [](const Tensor& u, const Tensor& v) {
+    Tensor zero;
+    if (!u.defined() || !v.defined()) {
+      const Tensor& d = u.defined() ? u : v;
+      zero = scalar_to_tensor(0.0, d.dtype(), true);
+    }
+    return std::make_pair(u.defined() ? u : zero, v.defined() ? v : zero);
+  };
+  auto [ur, vr] = part(x.re, y.re);
+  auto [ui, vi] = part(x.im, y.im);
+  if (Eq) ret(s, and_op.tensor(eq_op.tensor(ur, vr), eq_op.tensor(ui, vi)));
+  else ret(s, or_op.tensor(ne_op.tensor(ur, vr), ne_op.tensor(ui, vi)));
+}
+
+// The complex dtype a reduction's `dtype=` asks for (none: self's).
+ScalarType reduce_dtype(const Tensor& self, const IValue& dtype) {
+  if (dtype.is_none()) return self.dtype();
+  ScalarType t = dtype.to_dtype();
+  IGNIS_CHECK(is_complex(t), "the dtype of a complex tensor's reduction must be complex, got ",
+              dtype_name(t));
+  return t;
+}
+
+// sum / mean over the pairs' dims (the last one, the pair, kept apart).
+template <bool Mean>
+void reduce_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  const Tensor self = s[0].to_tensor();
+  const bool all = op.schema().overload.empty();
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  IValue dtype;
+  if (all) {
+    dtype = s[1];
+  } else {
+    if (!s[1].is_none()) dims = s[1].to_int_list();
+    keepdim = s[2].to_bool();
+    dtype = s[3];
+  }
+  const int64_t nd = self.dim();
+  if (dims.empty()) {  // every dim of self
+    for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
+  }
+  for (int64_t& d : dims) d = nd == 0 ? 0 : wrap_dim(d, nd);
+  const ScalarType want = reduce_dtype(self, dtype);
+  Tensor pairs = cast(view_as_real_op.tensor(self), to_real_type(want));
+  Tensor out = nd == 0 ? pairs
+               : Mean ? mean_dim_op.tensor(pairs, dims, keepdim, IValue())
+                      : sum_dim_op.tensor(pairs, dims, keepdim, IValue());
+  ret(s, as_complex(out));
+}
+
+// (A + Bi)(C + Di) = (AC - BD) + (AD + BC)i, four real products.
+void product_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  Tensor a = s[0].to_tensor(), b = s[1].to_tensor();
+  const ScalarType r = types_of(a, b).second;
+  const Parts x = parts(a, r), y = parts(b, r);
+  const OpRef& prod = op.schema().name == "bmm" ? bmm_op : mm_op;
+  auto p = [&](const Tensor& u, const Tensor& v) {
+    return u.defined() && v.defined() ? prod.tensor(u, v) : Tensor();
+  };
+  ret(s, assemble(psub(p(x.re, y.re), p(x.im, y.im)), padd(p(x.re, y.im), p(x.im, y.re))));
+}
+
+// The Complex key's fallback, for ops with no rule above: an op for which
+// complex tensors are safe runs on below the key -- a view, a composite
+// (its parts meet this key again), a creation op, or one of the ops whose
+// kernels copy, cast or fill complex tensors through their real views --
+// and any other raises torch's NotImplementedError naming the op and the
+// dtype. (A real kernel would read complex numbers as their real parts:
+// sin of a complex tensor gave the sines of its real parts.)
+bool safe_without_rule(const OpHandle& op) {
+  static const std::unordered_set<std::string> kernels_handle_complex = {
+      "copy_", "copy", "clone", "_to_copy", "fill_", "zero_", "cat", "resize_", "detach_",
+      "lift_fresh", "alias"};
+  const OpDef* d = op.def();
+  if (d && (d->category == OpCategory::View || d->composite_implicit ||
+            d->category == OpCategory::Creation))
+    return true;
+  return kernels_handle_complex.count(op.schema().name) > 0;
+}
+
+void complex_fallback(const OpHandle& op, DispatchKeySet ks, Stack& s) {
+  if (!safe_without_rule(op)) {
+    ScalarType complex_dtype = ScalarType::ComplexFloat;
+    for (const IValue& v : s)
+      if (v.is_tensor() && is_complex(v.to_tensor().dtype())) {
+        complex_dtype = v.to_tensor().dtype();
+        break;
+      }
+    IGNIS_FAIL_KIND(NotImplemented, "\"", op.schema().name, "\" not implemented for '",
+                    scalar_type_name(complex_dtype), "' (ignis computes complex tensors ",
+                    "through real views; this op has no rule yet: ops/complex.cpp)");
+  }
+  op.redispatch(ks.below(DispatchKey::Complex), s);
+}
+
+void on(const char* name, KernelFn k) {
+  Dispatcher::get().find_or_throw(name).set_kernel(DispatchKey::Complex, std::move(k));
+}
+
+}  // namespace
+
+void register_complex_kernels() {
+  Dispatcher::get().register_fallback(DispatchKey::Complex, complex_fallback);
+  on("add", arith_kernel<Arith::Add>);
+  on("add_", arith_kernel<Arith::Add>);
+  on("sub", arith_kernel<Arith::Sub>);
+  on("sub_", arith_kernel<Arith::Sub>);
+  on("mul", arith_kernel<Arith::Mul>);
+  on("mul_", arith_kernel<Arith::Mul>);
+  on("div", arith_kernel<Arith::Div>);
+  on("div_", arith_kernel<Arith::Div>);
+  on("neg", neg_kernel);
+  on("exp", exp_kernel);
+  on("abs", abs_kernel);
+  on("eq", compare_kernel<true>);
+  on("ne", compare_kernel<false>);
+  on("sum", reduce_kernel<false>);
+  on("sum.dim_IntList", reduce_kernel<false>);
+  on("mean", reduce_kernel<true>);
+  on("mean.dim", reduce_kernel<true>);
+  on("mm", product_kernel);
+  on("bmm", product_kernel);
+}
+
+}  // namespace ignis
