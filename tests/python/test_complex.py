@@ -251,3 +251,18 @@ def test_rotary_embedding_compiled_equals_eager(backend):
     xe = x.clone().requires_grad_(True)
     fn(xe, f).sum().backward()
     np.testing.assert_allclose(xg.grad.numpy(), xe.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_the_compiler_sees_through_a_view_as_real_of_view_as_complex(programs):
+    # view_as_real(view_as_complex(x)) is x: the pairs the complex multiply produces and
+    # the program views as real again are read by the next kernel with no extern between
+    # (graph/passes/complex_views.h); x is read in place.
+    ignis._dynamo.reset()
+    x = ignis.randn(2, 6, 2, 8)
+    f = _freqs(ignis, 8, 6).reshape(1, 6, 1, 4)
+    got = ignis.compile(lambda x, f: _rope(ignis, x, f) * 2 + 1, backend="inductor")(x, f)
+    np.testing.assert_allclose(got.numpy(), (_rope(ignis, x, f) * 2 + 1).numpy(), rtol=1e-6,
+                               atol=1e-6)
+    text = "\n".join(programs)
+    assert "view_as_complex" not in text, text
+    assert text.count("extern view_as_real") == 1, text  # the complex input's real view

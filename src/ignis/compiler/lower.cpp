@@ -18,6 +18,7 @@
 #include "ignis/graph/interpreter.h"
 #include "ignis/graph/passes/gemm_activation.h"
 #include "ignis/graph/passes/hash.h"
+#include "ignis/graph/passes/complex_views.h"
 #include "ignis/graph/passes/row_scatter.h"
 #include "ignis/graph/passes/sink_gather.h"
 #include "ignis/kernels/scalar_ops.h"
@@ -1466,7 +1467,8 @@ Program lower_graph(const graph::Graph& g, const CompilerOptions& options) {
 
 Program lower(const graph::Graph& g, const CompilerOptions& options) {
   const bool fold_activations = options.cuda_activation_epilogues && graph::has_gemm_activation(g);
-  if (!graph::has_sinkable_gather(g) && !graph::has_row_scatter(g) && !fold_activations)
+  if (!graph::has_sinkable_gather(g) && !graph::has_row_scatter(g) && !fold_activations &&
+      !graph::has_complex_view_pair(g))
     return lower_graph(g, options);
   // The caller's graph stays as it was traced: the rewrite works on a copy,
   // which the program keeps (its extern steps point into it).
@@ -1477,6 +1479,7 @@ Program lower(const graph::Graph& g, const CompilerOptions& options) {
   } else {
     copy->copy_from(g);
   }
+  graph::cancel_complex_views(*copy);
   graph::rewrite_row_scatters(*copy);
   graph::sink_gathers(*copy);
   if (fold_activations) graph::fold_gemm_activations(*copy);
