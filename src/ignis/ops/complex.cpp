@@ -39,7 +39,10 @@ OpRef view_as_real_op("view_as_real"), view_as_complex_op("view_as_complex"),
     sin_op("sin"), sqrt_op("sqrt"), eq_op("eq"), ne_op("ne"), and_op("logical_and"),
     or_op("logical_or"), sum_op("sum"), sum_dim_op("sum.dim_IntList"), mean_op("mean"),
     mean_dim_op("mean.dim"), mm_op("mm"), bmm_op("bmm"), copy_op("copy_"),
-    contiguous_op("contiguous"), broadcast_op("broadcast_tensors");
+    contiguous_op("contiguous"), broadcast_op("broadcast_tensors"), log_op("log"),
+    atan2_op("atan2"), cosh_op("cosh"), sinh_op("sinh"), pow_op("pow"), where_op("where.self"),
+    lt_op("lt"), index_op("index.Tensor"), index_select_op("index_select"), flip_op("flip"),
+    roll_op("roll"), repeat_op("repeat"), masked_fill_op("masked_fill"), reshape_op("reshape");
 
 void ret(Stack& s, Tensor t) {
   s.clear();
@@ -240,6 +243,127 @@ void product_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
   ret(s, assemble(psub(p(x.re, y.re), p(x.im, y.im)), padd(p(x.re, y.im), p(x.im, y.re))));
 }
 
+
+// ---- more math: each through the parts, as the formulas of complex analysis ----
+Parts parts_of(const Tensor& x) { return parts(x, to_real_type(x.dtype())); }
+Tensor modulus_sq(const Parts& p) {
+  return add_op.tensor(mul_op.tensor(p.re, p.re), mul_op.tensor(p.im, p.im));
+}
+
+void reciprocal_kernel(const OpHandle&, DispatchKeySet, Stack& s) {  // conj(z) / |z|^2
+  const Parts p = parts_of(s[0].to_tensor());
+  Tensor d = modulus_sq(p);
+  ret(s, assemble(div_op.tensor(p.re, d), neg_op.tensor(div_op.tensor(p.im, d))));
+}
+
+void square_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor z = s[0].to_tensor();
+  ret(s, arith(Arith::Mul, z, z, Scalar(int64_t(1))));
+}
+
+void log_kernel(const OpHandle&, DispatchKeySet, Stack& s) {  // log|z| + i arg z
+  const Parts p = parts_of(s[0].to_tensor());
+  ret(s, assemble(mul_op.tensor(log_op.tensor(modulus_sq(p)), scalar_to_tensor(0.5, p.re.dtype(), true)),
+                  atan2_op.tensor(p.im, p.re)));
+}
+
+// The principal square root: sqrt((|z| + re) / 2) + i sign(im) sqrt((|z| - re) / 2).
+void sqrt_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Parts p = parts_of(s[0].to_tensor());
+  Tensor r = sqrt_op.tensor(modulus_sq(p));
+  Tensor half = scalar_to_tensor(0.5, p.re.dtype(), true);
+  Tensor re = sqrt_op.tensor(mul_op.tensor(add_op.tensor(r, p.re), half));
+  Tensor im = sqrt_op.tensor(mul_op.tensor(sub_op.tensor(r, p.re), half));
+  im = where_op.tensor(lt_op.tensor(p.im, scalar_to_tensor(0.0, p.re.dtype(), true)),
+                       neg_op.tensor(im), im);
+  ret(s, assemble(re, im));
+}
+
+// sin(a + bi) = sin a cosh b + i cos a sinh b; cos(a + bi) = cos a cosh b - i sin a sinh b.
+template <bool Sin>
+void trig_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Parts p = parts_of(s[0].to_tensor());
+  Tensor sa = sin_op.tensor(p.re), ca = cos_op.tensor(p.re);
+  Tensor chb = cosh_op.tensor(p.im), shb = sinh_op.tensor(p.im);
+  if (Sin) ret(s, assemble(mul_op.tensor(sa, chb), mul_op.tensor(ca, shb)));
+  else ret(s, assemble(mul_op.tensor(ca, chb), neg_op.tensor(mul_op.tensor(sa, shb))));
+}
+
+// z ** w = exp(w log z); a real w: |z|^w (cos w arg z + i sin w arg z).
+void pow_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor z = s[0].to_tensor(), w = s[1].to_tensor();
+  IGNIS_CHECK(is_complex(z.dtype()), "pow of a real base with a complex exponent is not "
+              "supported yet");
+  const ScalarType r = types_of(z, w).second;
+  const Parts p = parts(z, r), e = parts(w, r);
+  Tensor half = scalar_to_tensor(0.5, r, true);
+  Tensor log_mod = mul_op.tensor(log_op.tensor(modulus_sq(p)), half);  // log|z|
+  Tensor arg = atan2_op.tensor(p.im, p.re);
+  // w log z = (c + di)(L + i t) = (cL - dt) + (ct + dL) i
+  Tensor re = psub(pmul(e.re, log_mod), pmul(e.im, arg));
+  Tensor im = padd(pmul(e.re, arg), pmul(e.im, log_mod));
+  Tensor m = exp_op.tensor(re);
+  ret(s, assemble(mul_op.tensor(m, cos_op.tensor(im)), mul_op.tensor(m, sin_op.tensor(im))));
+}
+
+// ---- data movement: the same op on the pairs, the pair dim carried along ----
+Tensor pairs_of(const Tensor& x) { return view_as_real_op.tensor(x); }
+
+void index_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  ret(s, as_complex(index_op.tensor(pairs_of(s[0].to_tensor()), s[1])));
+}
+void index_select_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Tensor x = s[0].to_tensor();
+  const int64_t d = wrap_dim(s[1].to_int(), std::max<int64_t>(x.dim(), 1));
+  ret(s, as_complex(index_select_op.tensor(pairs_of(x), d, s[2].to_tensor())));
+}
+void flip_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Tensor x = s[0].to_tensor();
+  std::vector<int64_t> dims = s[1].to_int_list();
+  for (int64_t& d : dims) d = wrap_dim(d, std::max<int64_t>(x.dim(), 1));
+  ret(s, as_complex(flip_op.tensor(pairs_of(x), dims)));
+}
+void roll_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  const Tensor x = s[0].to_tensor();
+  std::vector<int64_t> dims = s[2].to_int_list();
+  if (dims.empty()) {  // the flattened tensor rolls, then takes x's shape again
+    Tensor flat = reshape_op.tensor(x, std::vector<int64_t>{-1});
+    Tensor rolled = as_complex(roll_op.tensor(pairs_of(flat), s[1], std::vector<int64_t>{0}));
+    ret(s, reshape_op.tensor(rolled, std::vector<int64_t>(x.sizes().begin(), x.sizes().end())));
+    return;
+  }
+  for (int64_t& d : dims) d = wrap_dim(d, std::max<int64_t>(x.dim(), 1));
+  ret(s, as_complex(roll_op.tensor(pairs_of(x), s[1], dims)));
+}
+void repeat_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  std::vector<int64_t> reps = s[1].to_int_list();
+  reps.push_back(1);
+  ret(s, as_complex(repeat_op.tensor(pairs_of(s[0].to_tensor()), reps)));
+}
+void where_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor c = s[0].to_tensor(), a = s[1].to_tensor(), b = s[2].to_tensor();
+  const ScalarType r = types_of(a, b).second;
+  const Parts x = parts(a, r), y = parts(b, r);
+  auto zero_if_none = [&](const Tensor& t, const Tensor& like) {
+    return t.defined() ? t : mul_op.tensor(like, scalar_to_tensor(0.0, r, true));
+  };
+  ret(s, assemble(where_op.tensor(c, x.re, y.re),
+                  where_op.tensor(c, zero_if_none(x.im, x.re), zero_if_none(y.im, y.re))));
+}
+void masked_fill_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor(), mask = s[1].to_tensor(), v = s[2].to_tensor();
+  IGNIS_CHECK(is_complex(self.dtype()), "masked_fill of a real tensor with a complex value");
+  const Parts x = parts_of(self), val = parts(v, to_real_type(self.dtype()));
+  Tensor im_v = val.im.defined() ? val.im : scalar_to_tensor(0.0, x.re.dtype());
+  Tensor out = assemble(masked_fill_op.tensor(x.re, mask, val.re),
+                        masked_fill_op.tensor(x.im, mask, im_v));
+  if (op.schema().name.back() == '_') {
+    copy_op.call(self, out);
+    out = self;
+  }
+  ret(s, out);
+}
+
 // The Complex key's fallback, for ops with no rule above: an op for which
 // complex tensors are safe runs on below the key -- a view, a composite
 // (its parts meet this key again), a creation op, or one of the ops whose
@@ -300,6 +424,21 @@ void register_complex_kernels() {
   on("mean.dim", reduce_kernel<true>);
   on("mm", product_kernel);
   on("bmm", product_kernel);
+  on("reciprocal", reciprocal_kernel);
+  on("square", square_kernel);
+  on("log", log_kernel);
+  on("sqrt", sqrt_kernel);
+  on("sin", trig_kernel<true>);
+  on("cos", trig_kernel<false>);
+  on("pow", pow_kernel);
+  on("index.Tensor", index_kernel);
+  on("index_select", index_select_kernel);
+  on("flip", flip_kernel);
+  on("roll", roll_kernel);
+  on("repeat", repeat_kernel);
+  on("where.self", where_kernel);
+  on("masked_fill", masked_fill_kernel);
+  on("masked_fill_", masked_fill_kernel);
 }
 
 }  // namespace ignis
