@@ -291,3 +291,24 @@ def test_more_math_and_data_movement_match_torch():
     close(z.masked_fill(ignis.from_numpy(m), 2.0), tz.masked_fill(torch.from_numpy(m), 2.0))
     close(ignis.cat([z, z]), torch.cat([tz, tz]))
     close(ignis.stack([z, z], 1), torch.stack([tz, tz], 1))
+
+
+@pytest.mark.skipif(not ignis.cuda.is_available(),
+                    reason=f"no usable CUDA GPU here: {ignis._C._cuda_unavailable_reason()}")
+def test_complex_tensors_on_cuda_compute_through_the_real_kernels():
+    a = crand(2, 6, 2, 4, seed=13)
+    z = ignis.from_numpy(a).cuda()
+    assert z.dtype is ignis.complex64 and z.device.type == "cuda"
+    np.testing.assert_array_equal(z.cpu().numpy(), a)
+    assert z[0, 0, 0, 0].item() == complex(a[0, 0, 0, 0])
+    f = _freqs(ignis, 8, 6).reshape(1, 6, 1, 4)
+    x = ignis.from_numpy(np.random.default_rng(14).standard_normal((2, 6, 2, 8)).astype(np.float32))
+    xg = x.cuda().requires_grad_(True)
+    y = _rope(ignis, xg, f.cuda())
+    y.sum().backward()
+    xc = x.clone().requires_grad_(True)
+    _rope(ignis, xc, f).sum().backward()
+    np.testing.assert_allclose(y.detach().cpu().numpy(), _rope(ignis, x, f).numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose((z * z).sum().cpu().numpy(), (a * a).sum(), rtol=1e-4)
