@@ -312,3 +312,50 @@ def test_complex_tensors_on_cuda_compute_through_the_real_kernels():
                                atol=1e-6)
     np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose((z * z).sum().cpu().numpy(), (a * a).sum(), rtol=1e-4)
+
+
+def test_llama_attention_with_complex_rotary_embedding_compiles_dynamic_lengths():
+    # Meta's LLaMA code: freqs_cis a complex buffer sliced to the length, view_as_complex,
+    # a complex multiply, view_as_real. Four lengths give two graphs (automatic dynamic:
+    # view_as_real / view_as_complex have shape rules) and eager's values and gradients.
+    ignis._dynamo.reset()
+    nn = ignis.nn
+
+    class Attn(nn.Module):
+        def __init__(self, d=32, h=4, maxlen=32):
+            super().__init__()
+            self.h = h
+            self.wq, self.wk = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+            self.wv, self.wo = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+            self.register_buffer("freqs_cis", _freqs(ignis, d // h, maxlen), persistent=False)
+
+        def forward(self, x):
+            B, L, D = x.shape
+            q, k = self.wq(x).view(B, L, self.h, -1), self.wk(x).view(B, L, self.h, -1)
+            v = self.wv(x).view(B, L, self.h, -1)
+            f = self.freqs_cis[:L].view(1, L, 1, -1)
+            q, k = _rope(ignis, q, f), _rope(ignis, k, f)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.wo(y.transpose(1, 2).reshape(B, L, D))
+
+    ignis.manual_seed(0)
+    model = Attn()
+    compiled = ignis.compile(model)
+    rng = np.random.default_rng(15)
+    counts = []
+    before = ignis._dynamo.utils.counters["stats"]["unique_graphs"]
+    for L in (16, 12, 9, 20):
+        x = ignis.from_numpy(rng.standard_normal((2, L, 32)).astype(np.float32))
+        want = model(x)
+        want.square().sum().backward()
+        want_grad = model.wq.weight.grad.clone()
+        model.zero_grad()
+        got = compiled(x)
+        got.square().sum().backward()
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(model.wq.weight.grad.numpy(), want_grad.numpy(), rtol=1e-4,
+                                   atol=1e-4)
+        model.zero_grad()
+        counts.append(ignis._dynamo.utils.counters["stats"]["unique_graphs"] - before)
+    assert counts == [1, 2, 2, 2], counts

@@ -269,6 +269,20 @@ Result transpose(const SymCall& c, sym::ShapeEnv&) {
   return one(out);
 }
 
+// view_as_real appends the pair's dim of 2; view_as_complex drops it.
+Result complex_view(const SymCall& c, sym::ShapeEnv&) {
+  const SymArg* self = tensor_arg(c, 0, "input");
+  if (!self) return std::nullopt;
+  Sizes out = self->sizes;
+  if (c.name == "view_as_real") {
+    out.push_back(Expr(2));
+    return one(out);
+  }
+  if (out.empty() || !out.back().is_const(2)) return std::nullopt;
+  out.pop_back();
+  return one(out);
+}
+
 Result unsqueeze(const SymCall& c, sym::ShapeEnv&) {
   const SymArg* self = tensor_arg(c, 0, "input");
   if (!self) return std::nullopt;
@@ -692,6 +706,7 @@ const std::unordered_map<std::string, Rule>& table() {
     add({"permute"}, permute);
     add({"transpose", "swapaxes", "t", "T", "mT", "mH"}, transpose);
     add({"unsqueeze"}, unsqueeze);
+    add({"view_as_real", "view_as_complex"}, complex_view);
     add({"squeeze"}, squeeze);
     add({"expand", "expand_as"}, expand);
     add({"getitem"}, getitem);
@@ -723,7 +738,8 @@ const std::unordered_map<std::string, Rule>& table() {
          "clamp_", "add_", "sub_", "mul_", "div_", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
          "square", "sin", "cos", "reciprocal", "erf", "log1p", "expm1", "sign", "floor", "ceil",
          "round", "trunc", "frac", "pos", "invert", "not_", "logical_not", "nan_to_num",
-         "clamp", "clip", "normalize", "softmin", "glu_", "alpha_dropout", "feature_alpha_dropout"},
+         "clamp", "clip", "normalize", "softmin", "glu_", "alpha_dropout", "feature_alpha_dropout",
+         "real", "imag", "conj", "conj_physical", "resolve_conj", "angle"},
         same_as_first);
     // Broadcasting over every tensor argument.
     add({"add", "sub", "mul", "truediv", "div", "floordiv", "pow", "mod", "eq", "ne", "lt", "le",
@@ -731,7 +747,7 @@ const std::unordered_map<std::string, Rule>& table() {
          "iand", "ior", "ixor", "maximum", "minimum", "where", "masked_fill", "lerp", "addcmul",
          "addcdiv", "atan2", "remainder", "fmod", "logical_and", "logical_or", "logical_xor",
          "bitwise_and", "bitwise_or", "bitwise_xor", "true_divide", "multiply", "subtract",
-         "divide", "hypot", "copysign", "float_power", "nextafter"},
+         "divide", "hypot", "copysign", "float_power", "nextafter", "polar", "complex"},
         pointwise);
     add({"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "argmax", "argmin",
          "logsumexp", "all", "any", "norm", "median", "nansum", "nanmean", "count_nonzero"},
