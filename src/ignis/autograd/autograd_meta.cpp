@@ -27,7 +27,7 @@ AutogradMeta& materialize_meta(const Tensor& t) {
 void set_requires_grad(const Tensor& t, bool on) {
   if (on) {
     IGNIS_CHECK(is_differentiable_type(t.dtype()),
-                "only Tensors of floating point and complex dtype can require gradients (got ",
+                "only Tensors of floating point dtype can require gradients (got ",
                 dtype_name(t.dtype()), ")");
   }
   AutogradMeta* m = get_meta(t);

@@ -290,8 +290,9 @@ template <typename T>
 IGNIS_ALWAYS_INLINE T polygamma(T x, long long n) {
   if (n == 0) return digamma(x);
   if (n == 1) return trigamma(x);
-  double factorial = 1;
-  for (long long i = 2; i <= n; ++i) factorial *= double(i);
+  double factorial = 1;  // n! overflows past 170: stop there (n may be 2^62: bad input)
+  for (long long i = 2; i <= n && factorial != std::numeric_limits<double>::infinity(); ++i)
+    factorial *= double(i);
   // in double: at a negative x the first terms cancel (-128 + 128 at -2.5)
   const double sign = n % 2 ? 1.0 : -1.0;
   return T(sign * factorial * zeta(double(n + 1), double(x)));
