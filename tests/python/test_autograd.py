@@ -539,6 +539,44 @@ def test_grad_modes():
     np.testing.assert_allclose(x.detach().numpy(), [2, 3, 4])
 
 
+@pytest.mark.parametrize("libname", ["ignis", "torch"])
+def test_grad_mode_decorators_bare_and_on_generators(libname):
+    # @no_grad / @enable_grad / @inference_mode decorate without parentheses,
+    # and a decorated generator runs its body in the mode at every resume.
+    if libname == "torch" and torch is None:
+        pytest.skip("torch not installed")
+    lib = ignis if libname == "ignis" else torch
+    x = lib.ones(2, requires_grad=True)
+
+    @lib.no_grad
+    def bare(t):
+        return t * 2
+
+    @lib.inference_mode
+    def bare_inf(t):
+        return t * 2
+
+    @lib.enable_grad
+    def bare_enable(t):
+        return t * 2
+
+    @lib.no_grad()
+    def gen(t):
+        for _ in range(2):
+            yield (t * 2).requires_grad, lib.is_grad_enabled()
+
+    assert not bare(x).requires_grad and bare.__name__ == "bare"
+    assert not bare_inf(x).requires_grad
+    with lib.no_grad():
+        assert bare_enable(x).requires_grad
+    it = gen(x)
+    assert next(it) == (False, False)
+    assert lib.is_grad_enabled()  # the caller's mode between resumes
+    assert list(it) == [(False, False)]
+    assert isinstance(lib.no_grad(), lib.no_grad)
+    assert isinstance(lib.inference_mode(False), lib.inference_mode)
+
+
 def test_detach():
     x = leaf()
     y = x * 2
