@@ -829,6 +829,23 @@ def test_parameter_list_and_dict_register_and_round_trip():
     assert m.pd.pop("a").shape == (4,) and len(m.pd) == 1
 
 
+def test_parameter_dict_from_a_plain_dict_is_sorted_and_reprs_as_torchs():
+    # torch sorts a plain dict's keys (an OrderedDict, a ParameterDict or
+    # pairs keep their order): parameters(), state_dict() and so an
+    # optimizer's parameter order follow.
+    vals = {"w": np.ones(1, np.float32), "v": np.ones((1, 2), np.float32), "b": np.zeros(3)}
+    for make in (dict, OrderedDict, lambda d: list(d.items())):
+        m = nn.ParameterDict(make({k: ignis.from_numpy(v) for k, v in vals.items()}))
+        t = tnn.ParameterDict(make({k: torch.from_numpy(v) for k, v in vals.items()}))
+        assert list(m.keys()) == list(t.keys())
+        assert [n for n, _ in m.named_parameters()] == [n for n, _ in t.named_parameters()]
+        assert list(m.state_dict()) == list(t.state_dict())
+        assert repr(m) == repr(t).replace("torch.", "ignis.")
+    m = nn.ParameterDict({"p": nn.Parameter(ignis.ones(2)), "n": 3})
+    t = tnn.ParameterDict({"p": tnn.Parameter(torch.ones(2)), "n": 3})
+    assert repr(m) == repr(t).replace("torch.", "ignis.")
+
+
 def _zero_output(mod, args, out):
     return out * 0
 
