@@ -948,6 +948,33 @@ def test_custom_function():
                                     (ignis.from_numpy(np.array([0.1, -0.2])).requires_grad_(),))
 
 
+@pytest.mark.parametrize("libname", ["ignis", "torch"])
+def test_custom_function_non_differentiable_mark_on_a_returned_input(libname):
+    # An input returned as an output and marked non-differentiable gives an
+    # output without grad (the mark followed the input, not the output).
+    if libname == "torch" and torch is None:
+        pytest.skip("torch not installed")
+    lib = ignis if libname == "ignis" else torch
+
+    class PassB(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_non_differentiable(b)
+            return a * 2, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 2, gb
+
+    a, b = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+    x, y = PassB.apply(a, b)
+    assert x.requires_grad and not y.requires_grad and y.grad_fn is None
+    assert b.requires_grad  # the input keeps its flag
+    x.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2, 2])
+    np.testing.assert_array_equal(b.grad.numpy(), [0, 0])  # its unused gradient: zeros
+
+
 class _MaybeNone(ignis.autograd.Function):
     @staticmethod
     def forward(ctx, x, none):
