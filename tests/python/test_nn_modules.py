@@ -315,6 +315,70 @@ def test_forward_hooks_and_handles():
     assert seen == [None]
 
 
+def _full_backward_hook_run(lib):
+    """Hooks on a block with a tuple output, a non-tensor and a tensor input
+    without grad, a forward pre-hook and a forward hook; what the hooks saw
+    and the gradients, as NumPy (None kept)."""
+    lnn = lib.nn
+
+    class Block(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lnn.Linear(3, 3)
+
+        def forward(self, a, k, b):
+            return self.lin(a) * k, (b * 2).sum(1), a.detach()
+
+    lib.manual_seed(0)
+    blk = Block()
+    with lib.no_grad():
+        w = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
+        blk.lin.weight.copy_(lib.from_numpy(w))
+        blk.lin.bias.fill_(0.5)
+    seen = []
+
+    def snap(gs):
+        return [None if g is None else g.detach().numpy().copy() for g in gs]
+
+    blk.register_forward_pre_hook(lambda mod, args: (args[0] * 3,) + tuple(args[1:]))
+    blk.register_forward_hook(lambda mod, args, out: (out[0] + 1,) + tuple(out[1:]))
+    blk.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", snap(go)))
+                                        or (go[0] * 2,) + tuple(go[1:]))
+    h = blk.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook", snap(gi),
+                                                                        snap(go))))
+    blk.lin.register_full_backward_hook(lambda mod, gi, go: (gi[0] * 10,))
+    a = lib.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3) / 5).requires_grad_()
+    b = lib.from_numpy(np.ones((2, 3), np.float32))
+    out = blk(a, 2.0, b)
+    (out[0] ** 2).sum().backward()
+    grads = [a.grad.numpy().copy(), blk.lin.weight.grad.numpy().copy()]
+    h.remove()
+    lin = lnn.Linear(3, 2)  # no input needs a gradient: the hook runs from the outputs'
+    lin.register_full_backward_hook(lambda mod, gi, go: seen.append(("noin", snap(gi),
+                                                                    snap(go))))
+    lin(b).sum().backward()
+    return seen, grads
+
+
+def test_full_backward_hooks_as_torchs():
+    got, want = _full_backward_hook_run(ignis), _full_backward_hook_run(torch)
+
+    def same(x, y):
+        if isinstance(x, (list, tuple)):
+            assert isinstance(y, (list, tuple)) and len(x) == len(y)
+            for u, v in zip(x, y):
+                same(u, v)
+        elif isinstance(x, np.ndarray):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+    same(got, want)
+    m = nn.Linear(2, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="invalid number of grad_input, got 2, but expected 1"):
+        m(ignis.ones(1, 2, requires_grad=True)).sum().backward()
+
+
 def test_zero_grad_without_grads_is_noop():
     m = Net()
     m.zero_grad()
