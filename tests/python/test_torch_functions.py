@@ -23,6 +23,7 @@ def ints(hi, *shape, lo=0):
 
 SPECIAL = np.array([[1.0, NAN, -INF, 2.0], [INF, 0.0, -1.5, NAN], [3.0, 3.0, -0.0, 0.5]])
 SORTED = np.sort(f64(7))
+TWO_NANS = np.array([[1.0, NAN, 3.0, NAN, 0.5], [2.0, 1.0, NAN, 4.0, NAN], [1.0, 2.0, 3.0, 4.0, 5.0]])
 
 # name: [(args, kwargs, grad)]; numpy arrays become tensors (float64 ones may
 # require grad), other values pass as they are.
@@ -53,7 +54,8 @@ CASES = {
     "rot90": [((f64(2, 3),), {}, True), ((f64(2, 3, 4),), {"k": 3, "dims": (1, 2)}, True),
               ((f64(2, 3),), {"k": -2}, True)],
     "median": [((f64(7),), {}, True), ((f64(4, 6),), {"dim": 1}, True),
-               ((f64(4, 5),), {"dim": 0, "keepdim": True}, True), ((SPECIAL,), {"dim": 1}, False)],
+               ((f64(4, 5),), {"dim": 0, "keepdim": True}, True), ((SPECIAL,), {"dim": 1}, False),
+               ((TWO_NANS,), {"dim": 1}, False)],  # the index of the first NaN
     "nanmedian": [((SPECIAL,), {"dim": 1}, False), ((SPECIAL,), {}, False)],
     "nanmean": [((SPECIAL,), {"dim": 1}, False), ((f64(3, 4),), {}, True)],
     "quantile": [((f64(9), 0.3), {}, True), ((f64(4, 6), np.array([0.1, 0.5, 0.9])), {"dim": 1}, True),
