@@ -219,6 +219,8 @@ def test_matches_torch(name, i):
     (lambda L: L.searchsorted(L.ones(2, 3), L.ones(3, 2)), "boundaries tensor"),
     (lambda L: L.cdist(L.ones(3, 2), L.ones(3, 4)), "same number of columns"),
     (lambda L: L.meshgrid(L.ones(2, 2), indexing="ij"), "Expected 0D or 1D tensor"),
+    (lambda L: L.meshgrid(L.arange(2), L.ones(3), indexing="ij"), "same dtype"),
+    (lambda L: L.cartesian_prod(L.arange(2), L.ones(3)), "same dtype"),
 ])
 def test_errors_match_torch(call, match):
     with pytest.raises(Exception, match=match) as theirs:
