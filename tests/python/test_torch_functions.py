@@ -238,6 +238,10 @@ def test_finfo_and_iinfo_match_torch():
     for d in ("uint8", "int8", "int16", "int32", "int64"):
         a, b = ignis.iinfo(getattr(ignis, d)), torch.iinfo(getattr(torch, d))
         assert (a.bits, a.min, a.max) == (b.bits, b.min, b.max), d
+    for d in ("float16", "bfloat16", "float32", "float64"):
+        assert repr(ignis.finfo(getattr(ignis, d))) == repr(torch.finfo(getattr(torch, d)))
+    for d in ("uint8", "int8", "int16", "int32", "int64"):  # torch prints them with %g
+        assert repr(ignis.iinfo(getattr(ignis, d))) == repr(torch.iinfo(getattr(torch, d)))
     with pytest.raises(TypeError):
         ignis.finfo(ignis.int32)
     with pytest.raises(TypeError):
