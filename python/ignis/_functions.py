@@ -26,6 +26,7 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "tensor_split",
            "ravel",
            "rot90",
+           "adjoint",
            "median",
            "nanmedian",
            "nanmean",
@@ -428,6 +429,15 @@ def tensor_split(input, indices_or_sections, dim=0):
 def ravel(input):
     """input flattened to one dim (a view when contiguous) (torch.ravel)."""
     return input.reshape(-1)
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims, a view (torch.adjoint)."""
+    if input.dim() < 2:
+        from ._tensor import _matrix_check
+        _matrix_check(input, "adjoint()")
+        return input.view(())  # 0-D: itself, as torch's
+    return input.transpose(-2, -1).conj()
 
 
 def rot90(input, k=1, dims=(0, 1)):

@@ -144,11 +144,34 @@ class Tensor(_C.TensorBase):
 
     @property
     def T(self):
-        return self.permute(*reversed(range(self.dim())))
+        return self.permute(tuple(reversed(range(self.dim()))))
 
     @property
     def mT(self):
+        if self.dim() < 2:
+            _matrix_check(self, "mT")
+            return self.view(())  # 0-D: itself, as torch's
         return self.transpose(-2, -1)
+
+    @property
+    def mH(self):
+        if self.dim() < 2:
+            _matrix_check(self, "mH")
+            return self.view(())  # 0-D: itself, as torch's
+        return self.transpose(-2, -1).conj()
+
+    @property
+    def H(self):
+        if self.dim() == 0:
+            import warnings
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                          stacklevel=2)
+            return self.conj()
+        if self.dim() != 2:
+            hint = " For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.dim()}-D tensor.{hint}")
+        return self.transpose(0, 1).conj()
 
     @property
     def data(self):
@@ -285,6 +308,13 @@ def _copy_storage(t, memo):
     return copied
 
 
+def _matrix_check(t, what):
+    """torch's transposes of the last two dims take 0-D tensors as they are and refuse 1-D ones."""
+    if t.dim() == 1:
+        raise RuntimeError(f"tensor.{what} is only supported on matrices or batches of matrices. "
+                           f"Got 1-D tensor.")
+
+
 class _ArrayView:
     """Holds the tensor alive while NumPy views its memory."""
 
@@ -303,6 +333,7 @@ def _comparable(other):
 _FUNCTION_METHODS = (
     "repeat_interleave", "argwhere", "diff", "nan_to_num", "logaddexp", "logaddexp2", "xlogy",
     "diag", "diag_embed", "diagflat", "trace", "kron", "cross", "tensor_split", "ravel", "rot90",
+    "adjoint",
     "median", "nanmedian", "nanmean", "quantile", "nanquantile", "kthvalue", "bincount", "inner",
     "vdot", "dist", "addmv", "addr", "addbmm", "sinc", "logit", "deg2rad", "rad2deg", "heaviside",
     "fmax", "fmin", "float_power", "positive", "sgn", "msort", "aminmax", "hsplit", "vsplit",
