@@ -910,6 +910,29 @@ def test_parameter_dict_from_a_plain_dict_is_sorted_and_reprs_as_torchs():
     assert repr(m) == repr(t).replace("torch.", "ignis.")
 
 
+def test_batch_norm_state_dict_version_and_missing_num_batches_tracked_as_torchs():
+    # BatchNorm's state_dict version is 2 (it added num_batches_tracked); a
+    # state_dict without metadata (a plain dict, an old checkpoint) that lacks
+    # num_batches_tracked loads strictly, the count kept, as in torch.
+    def build(lib):
+        return lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3),
+                                 lib.nn.InstanceNorm1d(3, track_running_stats=True))
+
+    im, tm = build(ignis), build(torch)
+    assert im.state_dict()._metadata == tm.state_dict()._metadata
+    im[1].num_batches_tracked.fill_(7)
+    for drop in (["1.num_batches_tracked"], ["1.num_batches_tracked", "2.num_batches_tracked"]):
+        isd = {k: v for k, v in im.state_dict().items() if k not in drop}
+        tsd = {k: v for k, v in tm.state_dict().items() if k not in drop}
+        assert str(im.load_state_dict(isd)) == str(tm.load_state_dict(tsd))
+        assert im[1].num_batches_tracked.item() == 7
+    # With version-2 metadata the key is missing, as torch reports it.
+    isd, tsd = im.state_dict(), tm.state_dict()
+    del isd["1.num_batches_tracked"], tsd["1.num_batches_tracked"]
+    ir, tr = im.load_state_dict(isd, strict=False), tm.load_state_dict(tsd, strict=False)
+    assert ir.missing_keys == tr.missing_keys == ["1.num_batches_tracked"]
+
+
 def _zero_output(mod, args, out):
     return out * 0
 
