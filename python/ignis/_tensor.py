@@ -30,6 +30,17 @@ _DUNDER_OPS = {
 
 
 class Tensor(_C.TensorBase):
+    def __new__(cls, *args, **kwargs):
+        # Tensor(data) and Tensor(): torch's legacy constructor of the default
+        # dtype's tensor (Tensor() has shape (0,)); Tensor(*sizes) and
+        # Tensor(t) are the C++ constructor's.
+        if cls is Tensor and not (len(args) == 1 and isinstance(args[0], _C.TensorBase)) \
+                and not (args and all(isinstance(a, int) and not isinstance(a, bool)
+                                      for a in args)):
+            from ._legacy_types import legacy_new
+            return legacy_new(_C.get_default_dtype(), args, **kwargs)
+        return super().__new__(cls, *args, **kwargs)
+
     # --- printing -----------------------------------------------------------------
     def __repr__(self):
         from ._tensor_str import tensor_repr
@@ -208,13 +219,18 @@ class Tensor(_C.TensorBase):
         """Marks this CUDA tensor's memory as used on `stream` too: when freed, it is not
         reused before the work queued there by then has finished."""
         _C._cuda_record_stream(self, stream.device_index, stream.cuda_stream)
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        from . import _legacy_types
         if dtype is None:
-            return "ignis." + {"float32": "Float", "float64": "Double", "float16": "Half",
-                               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int",
-                               "int16": "Short", "int8": "Char", "uint8": "Byte",
-                               "bool": "Bool"}[str(self.dtype).split(".")[1]] + "Tensor"
-        return self.to(dtype)
+            return _legacy_types.type_name(self.dtype)
+        if isinstance(dtype, str):  # "torch.FloatTensor", "ignis.LongTensor"
+            name = dtype
+            dtype = _legacy_types.dtype_of(name)
+            if dtype is None:
+                raise ValueError(f"invalid type: '{name}'")
+        elif isinstance(dtype, _legacy_types.tensortype):  # ignis.FloatTensor
+            dtype = dtype.dtype
+        return self.to(dtype, non_blocking=non_blocking)
 
     def numpy(self, *, force=False):
         if self.device.type != "cpu":
