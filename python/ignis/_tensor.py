@@ -232,6 +232,24 @@ class Tensor(_C.TensorBase):
             dtype = dtype.dtype
         return self.to(dtype, non_blocking=non_blocking)
 
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Fills the main diagonal in place (torch.Tensor.fill_diagonal_): of a
+        matrix, or of a tensor whose dims are all equal; wrap=True restarts it
+        every cols + 1 rows of a tall matrix."""
+        if self.dim() < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if self.dim() > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        if self.dim() > 2:
+            n = self.shape[0]
+            self.as_strided((n,), (sum(self.stride()),), self.storage_offset()).fill_(fill_value)
+            return self
+        rows, cols = self.shape
+        step = cols + 1 if wrap and rows > cols else max(rows, 1)
+        for start in range(0, rows, step):
+            self[start:start + cols].diagonal().fill_(fill_value)
+        return self
+
     def numpy(self, *, force=False):
         if self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. "

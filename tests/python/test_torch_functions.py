@@ -229,6 +229,29 @@ def test_errors_match_torch(call, match):
         call(ignis)
 
 
+@pytest.mark.parametrize("shape,wrap,transposed", [
+    ((7, 3), True, False), ((7, 3), False, False), ((3, 5), False, False), ((8, 3), True, False),
+    ((5, 2), True, True), ((2, 2, 2), False, False), ((3, 3, 3), False, True), ((0, 3), False, False),
+], ids=str)
+def test_fill_diagonal_matches_torch(shape, wrap, transposed):
+    results = []
+    for lib in (ignis, torch):
+        a = lib.arange(float(np.prod(shape))).reshape(shape)
+        if transposed:
+            a = a.transpose(0, -1)
+        assert a.fill_diagonal_(-1.0, wrap=wrap) is a
+        results.append(a.numpy().copy())
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3, 2)], ids=str)
+def test_fill_diagonal_bad_shapes_raise_like_torch(shape):
+    with pytest.raises(RuntimeError) as et:
+        torch.zeros(shape).fill_diagonal_(1)
+    with pytest.raises(RuntimeError, match=str(et.value)):
+        ignis.zeros(shape).fill_diagonal_(1)
+
+
 def test_finfo_and_iinfo_match_torch():
     for d in ("float16", "bfloat16", "float32", "float64"):
         a, b = ignis.finfo(getattr(ignis, d)), torch.finfo(getattr(torch, d))
