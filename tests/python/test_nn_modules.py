@@ -933,6 +933,54 @@ def test_batch_norm_state_dict_version_and_missing_num_batches_tracked_as_torchs
     assert ir.missing_keys == tr.missing_keys == ["1.num_batches_tracked"]
 
 
+def test_extra_state_saved_and_loaded_as_torchs():
+    # A module defining get_extra_state / set_extra_state saves it under
+    # "_extra_state" and loads it back; a module without set_extra_state
+    # reports the key unexpected, one with it reports it missing.
+    def build(lib):
+        class Counter(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(2, 2)
+                self.count = 0
+
+            def get_extra_state(self):
+                return {"count": self.count}
+
+            def set_extra_state(self, state):
+                self.count = state["count"]
+
+        return lib.nn.Sequential(Counter(), lib.nn.ReLU())
+
+    im, tm = build(ignis), build(torch)
+    im[0].count = tm[0].count = 5
+    isd, tsd = im.state_dict(), tm.state_dict()
+    assert list(isd) == list(tsd) and isd["0._extra_state"] == {"count": 5}
+    im2, tm2 = build(ignis), build(torch)
+    im2.load_state_dict(isd)
+    tm2.load_state_dict(tsd)
+    assert im2[0].count == tm2[0].count == 5
+    for drop, extra in ((["0._extra_state"], {}), ([], {"1._extra_state": 1})):
+        isd2 = {**{k: v for k, v in isd.items() if k not in drop}, **extra}
+        tsd2 = {**{k: v for k, v in tsd.items() if k not in drop}, **extra}
+        ir, tr = im2.load_state_dict(isd2, strict=False), tm2.load_state_dict(tsd2, strict=False)
+        assert (ir.missing_keys, ir.unexpected_keys) == (tr.missing_keys, tr.unexpected_keys)
+        with pytest.raises(RuntimeError) as ie:
+            im2.load_state_dict(isd2)
+        with pytest.raises(RuntimeError) as te:
+            tm2.load_state_dict(tsd2)
+        assert str(ie.value) == str(te.value)
+
+
+def test_assigning_a_tensor_to_a_parameter_names_its_type_as_torch():
+    m, t = nn.Linear(2, 2), tnn.Linear(2, 2)
+    with pytest.raises(TypeError) as ie:
+        m.weight = ignis.ones(2, 2)
+    with pytest.raises(TypeError) as te:
+        t.weight = torch.ones(2, 2)
+    assert str(ie.value) == str(te.value).replace("torch.", "ignis.")
+
+
 def _zero_output(mod, args, out):
     return out * 0
 

@@ -11,6 +11,9 @@ from ...autograd.function import Function
 from ._grad import no_grad
 
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
 class RemovableHandle:
     """Returned by register_*_hook: `handle.remove()` unregisters the hook."""
 
@@ -68,8 +71,9 @@ def _addindent(s, num_spaces):
 
 
 def _typename(value):
-    if isinstance(value, Tensor):
-        return "ignis." + type(value).__name__
+    if isinstance(value, Tensor):  # torch.typename's: ignis.FloatTensor
+        from ..._legacy_types import type_name
+        return type_name(value.dtype)
     return type(value).__module__ + "." + type(value).__qualname__ \
         if type(value).__module__ != "builtins" else type(value).__qualname__
 
@@ -442,6 +446,20 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     # --- state_dict ------------------------------------------------------------------------
+    def get_extra_state(self):
+        """State beyond parameters and buffers, saved under `_extra_state` when a
+        subclass defines it (with set_extra_state to load it)."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called.")
+
+    def set_extra_state(self, state):
+        """Loads what get_extra_state returned (a subclass defines both)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called.")
+
+    def _has_extra_state(self, which):
+        return getattr(type(self), which, None) is not getattr(Module, which)
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
@@ -449,6 +467,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else _detached(buf)
+        if self._has_extra_state("get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
@@ -514,9 +534,17 @@ class Module:
                     f'While copying the parameter named "{key}", whose dimensions in the model '
                     f"are {param.shape} and whose dimensions in the checkpoint are "
                     f"{input_param.shape}, an exception occurred : {ex.args}.")
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if self._has_extra_state("set_extra_state"):
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)[0]
                     if input_name not in self._modules and input_name not in local_state:
                         unexpected_keys.append(key)
