@@ -232,6 +232,32 @@ class Tensor(_C.TensorBase):
             dtype = dtype.dtype
         return self.to(dtype, non_blocking=non_blocking)
 
+    def swapaxes_(self, axis0, axis1):
+        return self.transpose_(axis0, axis1)
+
+    swapdims_ = swapaxes_
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.element_size()
+
+    def get_device(self):
+        """The CUDA device index, -1 on the CPU."""
+        return self.device.index if self.device.type == "cuda" else -1
+
+    def sum_to_size(self, *size):
+        """The sum of self down to `size`, which must expand to self's shape (the
+        dims it broadcasts are summed)."""
+        size = list(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) \
+            else list(size)
+        shape = list(self.shape)
+        lead = len(shape) - len(size)
+        if lead < 0 or any(s != d and s != 1 for s, d in zip(size, shape[lead:])):
+            raise RuntimeError(f"size {{{size}}} is not expandable to size {{{shape}}}.")
+        r = self.sum(tuple(range(lead))) if lead else self
+        dims = tuple(i for i, (s, d) in enumerate(zip(size, shape[lead:])) if s == 1 and d != 1)
+        return r.sum(dims, keepdim=True) if dims else r
+
     def fill_diagonal_(self, fill_value, wrap=False):
         """Fills the main diagonal in place (torch.Tensor.fill_diagonal_): of a
         matrix, or of a tensor whose dims are all equal; wrap=True restarts it
@@ -375,7 +401,7 @@ _FUNCTION_METHODS = (
     "resolve_conj", "resolve_neg", "select_scatter", "slice_scatter", "diagonal_scatter",
     "masked_scatter", "ldexp", "cummax", "cummin", "logcumsumexp", "det", "logdet", "slogdet",
     "inverse", "cholesky", "cholesky_solve", "cholesky_inverse", "svd", "qr", "pinverse",
-    "triangular_solve", "matrix_exp", "lu_solve")
+    "triangular_solve", "matrix_exp", "lu_solve", "mvlgamma", "equal", "allclose", "isclose")
 
 
 def _function_method(name):
@@ -444,22 +470,40 @@ Tensor.nan_to_num_ = _nan_to_num_
 
 
 def _in_place(name):
-    """self.<name>_(...): the function's result written into self (its shape
-    must be self's, as torch's in-place forms)."""
+    """self.<name>_(...): the function ignis.<name>'s result written into self
+    (its shape must be self's, and its dtype castable to self's, as torch's
+    in-place forms)."""
     def method(self, *args, **kwargs):
-        from . import _functions
-        r = getattr(_functions, name)(self, *args, **kwargs)
+        import ignis
+        r = getattr(ignis, name)(self, *args, **kwargs)
         if tuple(r.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}_: the result's shape {list(r.shape)} does not match "
                                f"self's {list(self.shape)} (the other arguments must broadcast "
                                "to self)")
+        if name == "float_power" and self.dtype != r.dtype:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{_legacy_name(self.dtype)} but the operation's result requires "
+                               f"dtype {_legacy_name(r.dtype)}")
+        if not _C.can_cast(r.dtype, self.dtype):
+            raise RuntimeError(f"result type {_legacy_name(r.dtype)} can't be cast to the "
+                               f"desired output type {_legacy_name(self.dtype)}")
         return self.copy_(r)
     method.__name__ = method.__qualname__ = name + "_"
     return method
 
 
-for _name in ("renorm", "masked_scatter", "ldexp"):
-    setattr(Tensor, _name + "_", _in_place(_name))
+def _legacy_name(dtype):
+    """torch's scalar-type name of a dtype in messages: Float, Long, ..."""
+    from ._legacy_types import type_name
+    return type_name(dtype)[len("ignis."):-len("Tensor")]
+
+
+# In-place forms of functions made of ops (and of ops without an in-place op).
+for _name in ("renorm", "masked_scatter", "ldexp", "addmm", "addbmm", "addmv", "addr", "baddbmm",
+              "deg2rad", "rad2deg", "heaviside", "logit", "sinc", "sgn", "xlogy", "mvlgamma",
+              "float_power"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _in_place(_name))
 
 
 # Tensor methods of the functions in ignis/_more_functions.py and
