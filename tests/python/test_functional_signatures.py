@@ -138,6 +138,8 @@ SAMPLES = {
                                                                 {})],
     "adaptive_max_pool1d": [([X(2, 3, 8), 4, False], {}), ([X(2, 3, 8), 3, True], {})],
     "adaptive_max_pool2d": [([X(2, 3, 8, 8), 3, False], {}), ([X(1, 2, 6, 6), 2, True], {})],
+    "adaptive_max_pool1d_with_indices": [([X(2, 3, 9), 4, False], {})],
+    "adaptive_max_pool2d_with_indices": [([X(2, 3, 8, 8), 3, False], {})],
     "alpha_dropout": [([X(3, 4), 0.5, False, False], {}), ([X(3, 4), 0.0, True, False], {}),
                       ([X(3, 4), 1.0, True, False], {})],
     "avg_pool1d": [([X(2, 3, 9), 3, 2, 1, False, True], {})],
@@ -224,6 +226,8 @@ SAMPLES = {
     "log_softmax": [([X(3, 4), 1, 3, None], {})],
     "logsigmoid": [([X(3, 4)], {})],
     "max_pool1d": [([X(2, 3, 9), 3, 2, 1, 1, False, False], {})],
+    "max_pool1d_with_indices": [([X(2, 3, 9), 3, 2, 1, 1, False, False], {})],
+    "max_pool3d_with_indices": [([X(2, 3, 5, 6, 7), 3, 2, 1, 1, True, False], {})],
     "max_pool2d": [([X(2, 3, 8, 8), 3, 2, 1, 1, True, False], {}),
                    ([X(1, 2, 6, 6), 2, None, 0, 1, False, True], {})],
     "max_pool2d_with_indices": [([X(2, 3, 8, 8), 2, None, 0, 1, False, False], {})],
@@ -267,6 +271,8 @@ SAMPLES = {
     "threshold": [([X(3, 4), 0.1, 20.0, False], {})],
     "threshold_": [([X(3, 4), 0.1, 20.0], {})],
     "upsample": [([X(1, 2, 3, 3), None, 2, "nearest", None], {})],
+    "upsample_bilinear": [([X(1, 2, 3, 3), None, 2], {})],
+    "upsample_nearest": [([X(1, 2, 3, 3), (5, 4), None], {})],
 }
 
 

@@ -981,6 +981,29 @@ def test_assigning_a_tensor_to_a_parameter_names_its_type_as_torch():
     assert str(ie.value) == str(te.value).replace("torch.", "ignis.")
 
 
+def test_buffer_assignment_registers_as_torchs():
+    # nn.Buffer (torch 2.5): assigning one registers a buffer, persistent as it says.
+    got = []
+    for lib in (ignis, torch):
+        m = lib.nn.Module()
+        m.b = lib.nn.Buffer(lib.ones(2))
+        m.c = lib.nn.Buffer(lib.ones(1), persistent=False)
+        r = [list(m.state_dict()), [k for k, _ in m.named_buffers()],
+             isinstance(m.b, lib.nn.Buffer), isinstance(lib.ones(1), lib.nn.Buffer),
+             type(m.b).__name__, lib.nn.Buffer(lib.ones(1, requires_grad=True)).requires_grad]
+        m.b = lib.zeros(3)  # a plain tensor into a registered buffer
+        r += [m.b.tolist(), list(m.state_dict())]
+        m.p = lib.nn.Parameter(lib.ones(1))
+        m.x = 5
+        for name in ("p", "x"):
+            try:
+                setattr(m, name, lib.nn.Buffer(lib.ones(1)))
+            except (TypeError, KeyError) as e:
+                r.append(type(e).__name__)
+        got.append(r)
+    assert got[0] == got[1]
+
+
 def _zero_output(mod, args, out):
     return out * 0
 

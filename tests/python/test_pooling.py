@@ -199,3 +199,19 @@ def test_max_pool2d_matches_torch_over_a_sweep_of_windows():
         np.testing.assert_array_equal(ii.numpy(), ti.numpy(), err_msg=str((k, s, p, d, ceil)))
         checked += 1
     assert checked > 300
+
+
+@pytest.mark.parametrize("name,shape,args", [
+    ("max_pool1d_with_indices", (2, 3, 9), (3, 2)),
+    ("max_pool2d_with_indices", (2, 3, 6, 7), (2,)),
+    ("max_pool3d_with_indices", (1, 2, 5, 6, 4), (2,)),
+    ("adaptive_max_pool1d_with_indices", (2, 3, 9), (4,)),
+    ("adaptive_max_pool2d_with_indices", (2, 3, 7, 5), ((3, 2),)),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_with_indices_spellings_match_torch(name, shape, args):
+    # torch's F.*_with_indices: (values, indices) whatever return_indices says.
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    (iv, ii), (tv, ti) = (getattr(IF, name)(ignis.from_numpy(a), *args),
+                          getattr(TF, name)(torch.from_numpy(a), *args))
+    np.testing.assert_array_equal(iv.numpy(), tv.numpy())
+    np.testing.assert_array_equal(ii.numpy(), ti.numpy())

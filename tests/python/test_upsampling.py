@@ -96,6 +96,19 @@ def test_upsample_modules():
                                    mt(torch.from_numpy(a)).numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("name,kw", [("upsample_nearest", {"scale_factor": 2}),
+                                     ("upsample_bilinear", {"size": (5, 7)}),
+                                     ("upsample_bilinear", {"scale_factor": 1.5})], ids=str)
+def test_deprecated_upsample_spellings_match_torch(name, kw):
+    # F.upsample_nearest / F.upsample_bilinear (align_corners=True), with torch's warning.
+    a = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
+    with pytest.warns(UserWarning, match="deprecated"):
+        yi = getattr(IF, name)(ignis.from_numpy(a), **kw)
+    with pytest.warns(UserWarning, match="deprecated"):
+        yt = getattr(TF, name)(torch.from_numpy(a), **kw)
+    np.testing.assert_allclose(yi.numpy(), yt.numpy(), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("shape,r", [((2, 8, 3, 4), 2), ((18, 2, 3), 3), ((2, 2, 4, 3, 5), 2)],
                          ids=str)
 def test_pixel_shuffle(shape, r):

@@ -48,6 +48,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return (out, idx) if return_indices else out
 
 
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     _check_1d(input, "max_pool1d")
@@ -109,6 +114,14 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     out, idx = _adaptive_max(input.unsqueeze(-2), [1] + size)
     out, idx = out.squeeze(-2), idx.squeeze(-2)
     return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, True)
 
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
@@ -239,6 +252,11 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     size = x.shape[2:]
     idx = (coords[0] * size[1] + coords[1]) * size[2] + coords[2]
     return val, (idx.squeeze(0) if unbatched else idx)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def _avg_counts(n, k, s, p, o, count_include_pad):

@@ -158,6 +158,22 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated in torch: interpolate(mode="nearest")."""
+    import warnings
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated in torch: interpolate(mode="bilinear", align_corners=True)."""
+    import warnings
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
 def pixel_shuffle(input, upscale_factor):
     r = int(upscale_factor)
     if input.dim() < 3:

@@ -6,7 +6,7 @@ from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ..._tensor import Tensor
-from ..parameter import Parameter, UninitializedParameter
+from ..parameter import Buffer, Parameter, UninitializedParameter
 from ...autograd.function import Function
 from ._grad import no_grad
 
@@ -249,10 +249,12 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer):  # registered, persistent as it says
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, _C.TensorBase):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                        "(ignis.Tensor or None expected)")
+                                        "(ignis.nn.Buffer, ignis.Tensor or None expected)")
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)
