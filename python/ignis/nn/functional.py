@@ -105,8 +105,9 @@ from ._conv import (  # noqa: E402,F401
 )
 from ._pooling import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
-    adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, max_pool1d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d,
+    lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d,
     max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d,
     max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d,
 )
@@ -131,8 +132,9 @@ from .._functions import pdist  # noqa: E402,F401  (torch.pdist, which F re-expo
 # does for the ops above.
 for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
            unfold, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-           adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, avg_pool1d,
-           avg_pool2d, lp_pool1d, lp_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+           adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+           adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d, avg_pool2d,
+           lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d,
            max_pool2d_with_indices, adaptive_avg_pool3d, avg_pool3d, max_pool3d,
            max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d, embedding_bag,
            affine_grid, grid_sample, batch_norm, group_norm, instance_norm, local_response_norm,
