@@ -739,3 +739,34 @@ def test_small_tensor_methods_match_torch():
                 "{", r"\{").replace(".", r"\.")):
             i.sum_to_size(*size)
     same((i.abs() + 1).mvlgamma(2), (t.abs() + 1).mvlgamma(2))
+
+
+def test_settings_and_sym_helpers_match_torch():
+    import warnings
+    for lib in (ignis, torch):
+        assert (lib.sym_max(2, 3), lib.sym_min(2.5, 1), lib.sym_int(2.7), lib.sym_float(2),
+                lib.sym_not(True), lib.sym_ite(False, 1, 2), lib.sym_sqrt(4),
+                lib.sym_sum([1, 2, 3])) == (3, 1.0, 2, 2.0, False, 2, 2.0, 6)
+        assert type(lib.sym_min(2.5, 1)) is float and type(lib.sym_max(2, 3)) is int
+        assert lib.get_device(lib.ones(1)) == -1
+        lib.set_warn_always(True)
+        assert lib.is_warn_always_enabled()
+        lib.set_warn_always(False)
+        n = lib.get_num_interop_threads()
+        lib.set_num_interop_threads(n)
+        assert lib.get_num_interop_threads() == n
+    try:
+        for t in (ignis.DoubleTensor, "torch.DoubleTensor"):
+            with pytest.warns(UserWarning, match="set_default_tensor_type"):
+                ignis.set_default_tensor_type(t)
+            assert ignis.get_default_dtype() == ignis.float64 and ignis.ones(1).dtype == ignis.float64
+            ignis.set_default_tensor_type(ignis.FloatTensor)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(TypeError, match="only floating-point types"):
+                ignis.set_default_tensor_type(ignis.LongTensor)
+            with pytest.raises(TypeError, match="only floating-point types"):
+                torch.set_default_tensor_type(torch.LongTensor)
+    finally:
+        ignis.set_default_dtype(ignis.float32)
+    assert ignis.get_default_dtype() == ignis.float32
