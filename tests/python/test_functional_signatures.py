@@ -196,6 +196,9 @@ SAMPLES = {
     "pairwise_distance": [([X(3, 5), X(3, 5), 2.0, 1e-6, False], {}),
                           ([X(4, 2, 5), X(4, 2, 5), 1.0, 1e-3, True], {})],
     "cross_entropy": [([X(4, 5), L([0, 4, 2, 1]), C(5), None, -100, None, "mean", 0.1], {})],
+    # no gradient compared: torch's with respect to log_probs is not the true one (_losses.py)
+    "ctc_loss": [([X(6, 2, 4, hi=0.0, grad=False), L([[1, 2, 2], [3, 1, 0]]), L([6, 5]),
+                   L([3, 2]), 0, "sum", False], {})],
     "dropout": [([X(3, 4), 0.0, True, False], {}), ([X(3, 4), 1.0, True, False], {}),
                 ([X(3, 4), 0.5, False, False], {})],
     "elu": [([X(3, 4), 0.7, False], {})],

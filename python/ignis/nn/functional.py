@@ -121,7 +121,7 @@ from ._upsampling import (  # noqa: E402,F401
     upsample_nearest,
 )
 from ._losses import (  # noqa: E402,F401
-    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
+    ctc_loss, cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
     multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss,
     soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )

@@ -21,7 +21,8 @@ from .dropout import (  # noqa: F401
     Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout,
 )
 from .loss import (  # noqa: F401
-    CrossEntropyLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss, BCELoss,
+    CrossEntropyLoss, CTCLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss,
+    BCELoss,
     BCEWithLogitsLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,
     SoftMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, MultiLabelMarginLoss,
     TripletMarginLoss, TripletMarginWithDistanceLoss, GaussianNLLLoss, PoissonNLLLoss,
@@ -60,10 +61,12 @@ from .fold import Fold, Unfold  # noqa: F401
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "NonDynamicallyQuantizableLinear",
     "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention", "LayerNorm",
-    "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "MSELoss", "Sequential", "ModuleList",
+    "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "CTCLoss", "MSELoss", "Sequential",
+    "ModuleList",
     "ModuleDict",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "GroupNorm", "InstanceNorm1d",
-    "InstanceNorm2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+    "InstanceNorm2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+    "PixelUnshuffle",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
