@@ -50,6 +50,8 @@ uint8 = uint8
 
 from ._size import Size, SymInt  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402
+from . import _legacy_types  # noqa: E402
+_legacy_types.install(globals())  # FloatTensor, LongTensor, ...
 from . import _ops  # noqa: E402
 
 _ops.install(globals(), Tensor)

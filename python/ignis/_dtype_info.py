@@ -47,8 +47,9 @@ class finfo(_Frozen):
                   resolution=resolution, dtype=name)
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min:.6e}, max={self.max:.6e}, "
-                f"eps={self.eps:.6e}, smallest_normal={self.tiny:.6e}, tiny={self.tiny:.6e}, "
+        # Six significant digits, as torch prints them (C++ stream defaults).
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
                 f"dtype={self.dtype})")
 
 
@@ -64,4 +65,4 @@ class iinfo(_Frozen):
         self._set(bits=bits, min=mn, max=mx, dtype=name)
 
     def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"  # as torch's

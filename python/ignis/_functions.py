@@ -26,6 +26,7 @@ __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "seed", "isclose", "
            "tensor_split",
            "ravel",
            "rot90",
+           "adjoint",
            "median",
            "nanmedian",
            "nanmean",
@@ -430,6 +431,15 @@ def ravel(input):
     return input.reshape(-1)
 
 
+def adjoint(input):
+    """The conjugate transpose of the last two dims, a view (torch.adjoint)."""
+    if input.dim() < 2:
+        from ._tensor import _matrix_check
+        _matrix_check(input, "adjoint()")
+        return input.view(())  # 0-D: itself, as torch's
+    return input.transpose(-2, -1).conj()
+
+
 def rot90(input, k=1, dims=(0, 1)):
     """input rotated by 90 degrees k times, from dims[0] towards dims[1] (torch.rot90)."""
     if len(dims) != 2:
@@ -489,7 +499,7 @@ def nanmedian(input, dim=None, keepdim=False):
 def _median(input, dim, keepdim, ignore_nan, what):
     ig = _ig()
     x, d = _sorted_along(input, dim, what)
-    vals, idx = x.sort(d)  # NaN last
+    vals, idx = x.sort(dim=d, stable=True)  # NaN last, in their order
     n = x.shape[d]
     if x.is_floating_point():
         nans = x.isnan().sum(d, keepdim=True)
@@ -497,8 +507,8 @@ def _median(input, dim, keepdim, ignore_nan, what):
         nans = ig.zeros_like(x.narrow(d, 0, 1), dtype=ig.int64)
     if ignore_nan:
         k = ((n - nans - 1).clamp(min=0)) // 2  # the lower median of the rest (NaN when all are)
-    else:
-        k = ig.where(nans > 0, ig.full_like(nans, n - 1), ig.full_like(nans, (n - 1) // 2))
+    else:  # with NaN: the first NaN (its index as torch's)
+        k = ig.where(nans > 0, n - nans, ig.full_like(nans, (n - 1) // 2))
     v, i = vals.gather(d, k), idx.gather(d, k)
     if dim is None:
         return v.reshape(())

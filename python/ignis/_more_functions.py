@@ -18,7 +18,10 @@ __all__ = ["is_complex", "is_nonzero", "is_same_size", "is_signed", "result_type
            "gcd_", "lcm", "lcm_", "frexp", "nextafter", "i0", "i0_", "hann_window",
            "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "range",
            "row_stack", "split_with_sizes", "unsafe_chunk", "unsafe_split", "mode", "histogram",
-           "put", "index_reduce", "gradient", "frombuffer", "typename"]
+           "put", "index_reduce", "gradient", "frombuffer", "typename", "set_default_tensor_type",
+           "get_num_interop_threads", "set_num_interop_threads", "set_warn_always",
+           "is_warn_always_enabled", "get_device", "sym_int", "sym_float", "sym_max", "sym_min",
+           "sym_not", "sym_ite", "sym_sqrt", "sym_sum"]
 
 _builtin_range = range
 
@@ -156,6 +159,94 @@ def set_default_device(device):
     if d is None or d.type != "cpu":
         raise NotImplementedError(f"ignis.set_default_device: only the CPU can be the default "
                                   f"device (got {device!r}); pass device= to factory functions")
+
+
+def set_default_tensor_type(t, /):
+    """torch.set_default_tensor_type (deprecated there): the default dtype of a
+    floating legacy type (ignis.DoubleTensor, or its name); a CUDA type also
+    asks for the CUDA default device, which ignis refuses."""
+    import warnings
+    from . import _legacy_types
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  stacklevel=2)
+    name = t if isinstance(t, str) else f"{t.__module__}.{t.__name__}"
+    dtype = t.dtype if isinstance(t, _legacy_types.tensortype) else _legacy_types.dtype_of(name)
+    if dtype is None:
+        raise TypeError(f"invalid type: '{name}'")
+    if not dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if ".cuda." in name:
+        set_default_device("cuda")
+    _ig().set_default_dtype(dtype)
+
+
+_INTEROP_THREADS = [1]  # ignis runs no inter-op thread pool: the number is only kept
+
+
+def get_num_interop_threads():
+    """torch.get_num_interop_threads: what set_num_interop_threads set (1 by default)."""
+    return _INTEROP_THREADS[0]
+
+
+def set_num_interop_threads(nthreads):
+    """torch.set_num_interop_threads: kept for get_num_interop_threads (ignis
+    runs ops of one graph on intra-op threads only)."""
+    if not isinstance(nthreads, int) or nthreads <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    _INTEROP_THREADS[0] = nthreads
+
+
+_WARN_ALWAYS = [False]
+
+
+def set_warn_always(b, /):
+    """torch.set_warn_always: the flag is_warn_always_enabled reads."""
+    _WARN_ALWAYS[0] = bool(b)
+
+
+def is_warn_always_enabled():
+    return _WARN_ALWAYS[0]
+
+
+def get_device(input):
+    """torch.get_device: input.get_device() (-1 on the CPU)."""
+    return input.get_device()
+
+
+# torch's symbolic-shape helpers, on the plain Python numbers ignis's sizes are.
+def sym_int(a):
+    return int(a)
+
+
+def sym_float(a):
+    return float(a)
+
+
+def sym_max(a, b):
+    m = max(a, b)
+    return float(m) if isinstance(a, float) or isinstance(b, float) else m
+
+
+def sym_min(a, b):
+    m = min(a, b)
+    return float(m) if isinstance(a, float) or isinstance(b, float) else m
+
+
+def sym_not(a):
+    return not a
+
+
+def sym_ite(b, t, f):
+    return t if b else f
+
+
+def sym_sqrt(a):
+    return math.sqrt(a)
+
+
+def sym_sum(args):
+    return sum(args)
 
 
 def set_flush_denormal(mode):

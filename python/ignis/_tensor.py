@@ -30,6 +30,17 @@ _DUNDER_OPS = {
 
 
 class Tensor(_C.TensorBase):
+    def __new__(cls, *args, **kwargs):
+        # Tensor(data) and Tensor(): torch's legacy constructor of the default
+        # dtype's tensor (Tensor() has shape (0,)); Tensor(*sizes) and
+        # Tensor(t) are the C++ constructor's.
+        if cls is Tensor and not (len(args) == 1 and isinstance(args[0], _C.TensorBase)) \
+                and not (args and all(isinstance(a, int) and not isinstance(a, bool)
+                                      for a in args)):
+            from ._legacy_types import legacy_new
+            return legacy_new(_C.get_default_dtype(), args, **kwargs)
+        return super().__new__(cls, *args, **kwargs)
+
     # --- printing -----------------------------------------------------------------
     def __repr__(self):
         from ._tensor_str import tensor_repr
@@ -144,11 +155,34 @@ class Tensor(_C.TensorBase):
 
     @property
     def T(self):
-        return self.permute(*reversed(range(self.dim())))
+        return self.permute(tuple(reversed(range(self.dim()))))
 
     @property
     def mT(self):
+        if self.dim() < 2:
+            _matrix_check(self, "mT")
+            return self.view(())  # 0-D: itself, as torch's
         return self.transpose(-2, -1)
+
+    @property
+    def mH(self):
+        if self.dim() < 2:
+            _matrix_check(self, "mH")
+            return self.view(())  # 0-D: itself, as torch's
+        return self.transpose(-2, -1).conj()
+
+    @property
+    def H(self):
+        if self.dim() == 0:
+            import warnings
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                          stacklevel=2)
+            return self.conj()
+        if self.dim() != 2:
+            hint = " For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.dim()}-D tensor.{hint}")
+        return self.transpose(0, 1).conj()
 
     @property
     def data(self):
@@ -185,13 +219,62 @@ class Tensor(_C.TensorBase):
         """Marks this CUDA tensor's memory as used on `stream` too: when freed, it is not
         reused before the work queued there by then has finished."""
         _C._cuda_record_stream(self, stream.device_index, stream.cuda_stream)
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        from . import _legacy_types
         if dtype is None:
-            return "ignis." + {"float32": "Float", "float64": "Double", "float16": "Half",
-                               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int",
-                               "int16": "Short", "int8": "Char", "uint8": "Byte",
-                               "bool": "Bool"}[str(self.dtype).split(".")[1]] + "Tensor"
-        return self.to(dtype)
+            return _legacy_types.type_name(self.dtype)
+        if isinstance(dtype, str):  # "torch.FloatTensor", "ignis.LongTensor"
+            name = dtype
+            dtype = _legacy_types.dtype_of(name)
+            if dtype is None:
+                raise ValueError(f"invalid type: '{name}'")
+        elif isinstance(dtype, _legacy_types.tensortype):  # ignis.FloatTensor
+            dtype = dtype.dtype
+        return self.to(dtype, non_blocking=non_blocking)
+
+    def swapaxes_(self, axis0, axis1):
+        return self.transpose_(axis0, axis1)
+
+    swapdims_ = swapaxes_
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.element_size()
+
+    def get_device(self):
+        """The CUDA device index, -1 on the CPU."""
+        return self.device.index if self.device.type == "cuda" else -1
+
+    def sum_to_size(self, *size):
+        """The sum of self down to `size`, which must expand to self's shape (the
+        dims it broadcasts are summed)."""
+        size = list(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) \
+            else list(size)
+        shape = list(self.shape)
+        lead = len(shape) - len(size)
+        if lead < 0 or any(s != d and s != 1 for s, d in zip(size, shape[lead:])):
+            raise RuntimeError(f"size {{{size}}} is not expandable to size {{{shape}}}.")
+        r = self.sum(tuple(range(lead))) if lead else self
+        dims = tuple(i for i, (s, d) in enumerate(zip(size, shape[lead:])) if s == 1 and d != 1)
+        return r.sum(dims, keepdim=True) if dims else r
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Fills the main diagonal in place (torch.Tensor.fill_diagonal_): of a
+        matrix, or of a tensor whose dims are all equal; wrap=True restarts it
+        every cols + 1 rows of a tall matrix."""
+        if self.dim() < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if self.dim() > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        if self.dim() > 2:
+            n = self.shape[0]
+            self.as_strided((n,), (sum(self.stride()),), self.storage_offset()).fill_(fill_value)
+            return self
+        rows, cols = self.shape
+        step = cols + 1 if wrap and rows > cols else max(rows, 1)
+        for start in range(0, rows, step):
+            self[start:start + cols].diagonal().fill_(fill_value)
+        return self
 
     def numpy(self, *, force=False):
         if self.device.type != "cpu":
@@ -285,6 +368,13 @@ def _copy_storage(t, memo):
     return copied
 
 
+def _matrix_check(t, what):
+    """torch's transposes of the last two dims take 0-D tensors as they are and refuse 1-D ones."""
+    if t.dim() == 1:
+        raise RuntimeError(f"tensor.{what} is only supported on matrices or batches of matrices. "
+                           f"Got 1-D tensor.")
+
+
 class _ArrayView:
     """Holds the tensor alive while NumPy views its memory."""
 
@@ -303,6 +393,7 @@ def _comparable(other):
 _FUNCTION_METHODS = (
     "repeat_interleave", "argwhere", "diff", "nan_to_num", "logaddexp", "logaddexp2", "xlogy",
     "diag", "diag_embed", "diagflat", "trace", "kron", "cross", "tensor_split", "ravel", "rot90",
+    "adjoint",
     "median", "nanmedian", "nanmean", "quantile", "nanquantile", "kthvalue", "bincount", "inner",
     "vdot", "dist", "addmv", "addr", "addbmm", "sinc", "logit", "deg2rad", "rad2deg", "heaviside",
     "fmax", "fmin", "float_power", "positive", "sgn", "msort", "aminmax", "hsplit", "vsplit",
@@ -310,7 +401,7 @@ _FUNCTION_METHODS = (
     "resolve_conj", "resolve_neg", "select_scatter", "slice_scatter", "diagonal_scatter",
     "masked_scatter", "ldexp", "cummax", "cummin", "logcumsumexp", "det", "logdet", "slogdet",
     "inverse", "cholesky", "cholesky_solve", "cholesky_inverse", "svd", "qr", "pinverse",
-    "triangular_solve", "matrix_exp", "lu_solve")
+    "triangular_solve", "matrix_exp", "lu_solve", "mvlgamma", "equal", "allclose", "isclose")
 
 
 def _function_method(name):
@@ -379,22 +470,40 @@ Tensor.nan_to_num_ = _nan_to_num_
 
 
 def _in_place(name):
-    """self.<name>_(...): the function's result written into self (its shape
-    must be self's, as torch's in-place forms)."""
+    """self.<name>_(...): the function ignis.<name>'s result written into self
+    (its shape must be self's, and its dtype castable to self's, as torch's
+    in-place forms)."""
     def method(self, *args, **kwargs):
-        from . import _functions
-        r = getattr(_functions, name)(self, *args, **kwargs)
+        import ignis
+        r = getattr(ignis, name)(self, *args, **kwargs)
         if tuple(r.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}_: the result's shape {list(r.shape)} does not match "
                                f"self's {list(self.shape)} (the other arguments must broadcast "
                                "to self)")
+        if name == "float_power" and self.dtype != r.dtype:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{_legacy_name(self.dtype)} but the operation's result requires "
+                               f"dtype {_legacy_name(r.dtype)}")
+        if not _C.can_cast(r.dtype, self.dtype):
+            raise RuntimeError(f"result type {_legacy_name(r.dtype)} can't be cast to the "
+                               f"desired output type {_legacy_name(self.dtype)}")
         return self.copy_(r)
     method.__name__ = method.__qualname__ = name + "_"
     return method
 
 
-for _name in ("renorm", "masked_scatter", "ldexp"):
-    setattr(Tensor, _name + "_", _in_place(_name))
+def _legacy_name(dtype):
+    """torch's scalar-type name of a dtype in messages: Float, Long, ..."""
+    from ._legacy_types import type_name
+    return type_name(dtype)[len("ignis."):-len("Tensor")]
+
+
+# In-place forms of functions made of ops (and of ops without an in-place op).
+for _name in ("renorm", "masked_scatter", "ldexp", "addmm", "addbmm", "addmv", "addr", "baddbmm",
+              "deg2rad", "rad2deg", "heaviside", "logit", "sinc", "sgn", "xlogy", "mvlgamma",
+              "float_power"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _in_place(_name))
 
 
 # Tensor methods of the functions in ignis/_more_functions.py and

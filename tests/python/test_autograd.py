@@ -539,6 +539,44 @@ def test_grad_modes():
     np.testing.assert_allclose(x.detach().numpy(), [2, 3, 4])
 
 
+@pytest.mark.parametrize("libname", ["ignis", "torch"])
+def test_grad_mode_decorators_bare_and_on_generators(libname):
+    # @no_grad / @enable_grad / @inference_mode decorate without parentheses,
+    # and a decorated generator runs its body in the mode at every resume.
+    if libname == "torch" and torch is None:
+        pytest.skip("torch not installed")
+    lib = ignis if libname == "ignis" else torch
+    x = lib.ones(2, requires_grad=True)
+
+    @lib.no_grad
+    def bare(t):
+        return t * 2
+
+    @lib.inference_mode
+    def bare_inf(t):
+        return t * 2
+
+    @lib.enable_grad
+    def bare_enable(t):
+        return t * 2
+
+    @lib.no_grad()
+    def gen(t):
+        for _ in range(2):
+            yield (t * 2).requires_grad, lib.is_grad_enabled()
+
+    assert not bare(x).requires_grad and bare.__name__ == "bare"
+    assert not bare_inf(x).requires_grad
+    with lib.no_grad():
+        assert bare_enable(x).requires_grad
+    it = gen(x)
+    assert next(it) == (False, False)
+    assert lib.is_grad_enabled()  # the caller's mode between resumes
+    assert list(it) == [(False, False)]
+    assert isinstance(lib.no_grad(), lib.no_grad)
+    assert isinstance(lib.inference_mode(False), lib.inference_mode)
+
+
 def test_detach():
     x = leaf()
     y = x * 2
@@ -908,6 +946,33 @@ def test_custom_function():
     np.testing.assert_allclose(b.grad.numpy(), [2, 2, 2])
     assert ignis.autograd.gradcheck(lambda t: _ScaledExp.apply(t, 3.0),
                                     (ignis.from_numpy(np.array([0.1, -0.2])).requires_grad_(),))
+
+
+@pytest.mark.parametrize("libname", ["ignis", "torch"])
+def test_custom_function_non_differentiable_mark_on_a_returned_input(libname):
+    # An input returned as an output and marked non-differentiable gives an
+    # output without grad (the mark followed the input, not the output).
+    if libname == "torch" and torch is None:
+        pytest.skip("torch not installed")
+    lib = ignis if libname == "ignis" else torch
+
+    class PassB(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_non_differentiable(b)
+            return a * 2, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 2, gb
+
+    a, b = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+    x, y = PassB.apply(a, b)
+    assert x.requires_grad and not y.requires_grad and y.grad_fn is None
+    assert b.requires_grad  # the input keeps its flag
+    x.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2, 2])
+    np.testing.assert_array_equal(b.grad.numpy(), [0, 0])  # its unused gradient: zeros
 
 
 class _MaybeNone(ignis.autograd.Function):

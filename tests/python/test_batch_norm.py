@@ -107,6 +107,31 @@ def test_batch_norm_train_then_eval_matches_torch():
     assert int(mi.num_batches_tracked) == 4
 
 
+def test_sync_batch_norm_without_a_process_group_and_its_conversion():
+    # Without torch.distributed initialized, torch's SyncBatchNorm is batch norm
+    # over the local batch (any rank >= 2); convert_sync_batchnorm swaps the
+    # BatchNorm layers, sharing their parameters and statistics.
+    a = np.random.default_rng(0).standard_normal((4, 3, 5))
+    outs = []
+    for lib in (ignis, torch):
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(5, 5), lib.nn.BatchNorm1d(3),
+                                lib.nn.Sequential(lib.nn.BatchNorm1d(3, affine=False)))
+        conv = lib.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+        assert isinstance(conv[1], lib.nn.SyncBatchNorm) and conv[1].weight is net[1].weight
+        assert isinstance(conv[2][0], lib.nn.SyncBatchNorm) and conv[2][0].weight is None
+        with pytest.raises(ValueError, match="expected at least 2D input"):
+            conv[1](lib.ones(3))
+        m = lib.nn.SyncBatchNorm(3, momentum=None)
+        x = _t(lib, a, "float32", grad=True)
+        y = m(x)
+        (y * y).sum().backward()
+        outs.append((repr(conv), list(conv.state_dict()), _np(y), _np(x.grad), _np(m.running_var)))
+    assert outs[0][:2] == outs[1][:2]
+    for i, t in zip(outs[0][2:], outs[1][2:]):
+        np.testing.assert_allclose(i, t, rtol=2e-5, atol=2e-5)
+
+
 def test_functional_batch_norm_without_running_stats():
     a = np.random.default_rng(1).standard_normal((4, 3, 5))
     yi = IF.batch_norm(ignis.from_numpy(a), None, None, training=True)

@@ -376,6 +376,29 @@ def test_cache_size_limit_validation():
     assert ignis.compiler.config.cache_size_limit == 8
 
 
+def test_config_patch_as_torchs():
+    # torch._dynamo.config.patch: keyword, dict and (name, value) forms, as a
+    # context manager and a decorator; unknown names raise.
+    config = ignis._dynamo.config
+    with config.patch(cache_size_limit=3):
+        assert config.cache_size_limit == 3
+    assert config.cache_size_limit == 8
+
+    @config.patch("cache_size_limit", 5)
+    def read():
+        return config.cache_size_limit
+    assert read() == 5 and config.cache_size_limit == 8
+    with config.patch({"capture_scalar_outputs": False}):
+        assert config.capture_scalar_outputs is False
+    assert config.capture_scalar_outputs is True
+    with pytest.raises(AttributeError):
+        config.patch(no_such_setting=1)
+    with pytest.raises(ValueError):
+        with config.patch(cache_size_limit=-1):
+            pass
+    assert config.cache_size_limit == 8
+
+
 def test_globals_of_another_module_are_guarded():
     # An inlined helper from another module reads that module's globals: the
     # reads are guarded through its globals dict, so changing one recompiles.

@@ -243,6 +243,20 @@ def test_python_number_protocol(dtype):
             assert_same_error(e, et)
 
 
+@requires_torch
+def test_size_concatenation_and_repetition_are_sizes_as_torchs():
+    for lib in (ignis, torch):
+        s = lib.Size([2, 3])
+        for r, want in ((s * 2, (2, 3, 2, 3)), (2 * s, (2, 3, 2, 3)), (s + (1,), (2, 3, 1)),
+                        ((1,) + s, (1, 2, 3)), (s + s, (2, 3, 2, 3)), (s * 0, ()),
+                        (s[1:], (3,))):
+            assert type(r) is lib.Size and r == want, (lib.__name__, r)
+        with pytest.raises(TypeError):
+            s + [1]  # noqa: B018  (a list is not concatenated, as tuple's + refuses it)
+        with pytest.raises(TypeError):
+            [1] + s  # noqa: B018
+
+
 def test_tensor_attributes():
     x = ignis.zeros(2, 3, dtype=ignis.float16)
     assert x.dim() == x.ndim == x.ndimension() == 2

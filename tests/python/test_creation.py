@@ -394,6 +394,46 @@ def test_tensor_bad_data():
                      lambda: torch.tensor(data, dtype=th_dtype(dt)), msg=f"{data} {dt}")
 
 
+@requires_torch
+def test_legacy_constructors_and_types_match_torch():
+    # ignis.Tensor(data), ignis.FloatTensor(...) and kin, isinstance by dtype,
+    # and Tensor.type() with a type or its name, as torch's legacy API.
+    calls = [
+        lambda L: L.Tensor([1, 2]), lambda L: L.Tensor((1.5, 2)), lambda L: L.Tensor(),
+        lambda L: L.Tensor([]), lambda L: L.Tensor([[1, 2], [3, 4]]),
+        lambda L: L.Tensor(np.array([1, 2])), lambda L: L.Tensor(L.tensor([1, 2])),
+        lambda L: L.Tensor(2, 3).shape, lambda L: L.Tensor(L.Size([2])).shape,
+        lambda L: L.FloatTensor([1, 2]), lambda L: L.LongTensor([1, 2]),
+        lambda L: L.DoubleTensor(2).shape, lambda L: L.BoolTensor([True, False]),
+        lambda L: L.ByteTensor([1]), lambda L: L.HalfTensor([1]), lambda L: L.IntTensor([[1]]),
+        lambda L: L.FloatTensor(), lambda L: L.LongTensor(L.tensor([3, 4])),
+        lambda L: L.ones(2).type(L.LongTensor), lambda L: L.ones(2).type("torch.IntTensor"),
+        lambda L: L.ones(2).type(L.float64), lambda L: L.ones(2, dtype=L.int8).type(),
+        lambda L: isinstance(L.ones(2), L.FloatTensor),
+        lambda L: isinstance(L.ones(2), L.LongTensor), lambda L: L.FloatTensor.dtype,
+        lambda L: repr(L.LongTensor),
+        lambda L: issubclass(L.FloatTensor, L.Tensor),
+    ]
+    for i, call in enumerate(calls):
+        got, want = call(ignis), call(torch)
+        if isinstance(want, torch.Tensor):
+            assert_same(got, want, msg=f"call {i}")
+        elif isinstance(want, torch.dtype):
+            assert str(got).split(".")[-1] == str(want).split(".")[-1], f"call {i}"
+        elif isinstance(want, str):
+            assert got.replace("ignis.", "torch.") == want, f"call {i}"
+        else:
+            assert got == want, f"call {i}: {got} != {want}"
+    for bad in (lambda L: L.Tensor(3.5), lambda L: L.LongTensor(L.tensor([1.5])),
+                lambda L: L.FloatTensor(True)):
+        with pytest.raises(TypeError):
+            bad(torch)
+        with pytest.raises(TypeError):
+            bad(ignis)
+    with pytest.raises(ValueError, match="invalid type"):
+        ignis.ones(2).type("torch.FooTensor")
+
+
 def test_requires_grad_and_device_arguments():
     t = ignis.tensor([1.0, 2.0], device="cpu")
     assert t.device.type == "cpu"

@@ -135,6 +135,25 @@ def test_dataset_combinators_match_torch():
         [plain(x) for x in TD.DataLoader(ts, batch_size=2)]
 
 
+@needs_torch
+def test_stack_dataset_and_top_level_distributed_sampler_match_torch():
+    for args, kwargs in (((0, 1), {}), ((), {"x": 0, "y": 1})):
+        def make(lib, mod, args=args, kwargs=kwargs):
+            parts = [tensor_ds(lib, mod, 5), list(range(5))]
+            return mod.StackDataset(*[parts[i] for i in args],
+                                    **{k: parts[i] for k, i in kwargs.items()})
+        ig, th = both(make, batch_size=2)
+        assert ig == th
+        assert plain(make(ignis, D)[3]) == plain(make(torch, TD)[3])
+    with pytest.raises(ValueError, match="Size mismatch"):
+        D.StackDataset(tensor_ds(ignis, D, 3), [1, 2])
+    with pytest.raises(ValueError, match="At least one dataset"):
+        D.StackDataset()
+    assert D.DistributedSampler is D.distributed.DistributedSampler
+    assert list(D.DistributedSampler(range(7), num_replicas=2, rank=1, shuffle=False)) == \
+        list(TD.DistributedSampler(range(7), num_replicas=2, rank=1, shuffle=False))
+
+
 def test_random_split():
     parts = D.random_split(range(10), [3, 7], generator=ignis.Generator().manual_seed(1))
     assert [len(p) for p in parts] == [3, 7]

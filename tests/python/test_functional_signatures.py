@@ -138,6 +138,11 @@ SAMPLES = {
                                                                 {})],
     "adaptive_max_pool1d": [([X(2, 3, 8), 4, False], {}), ([X(2, 3, 8), 3, True], {})],
     "adaptive_max_pool2d": [([X(2, 3, 8, 8), 3, False], {}), ([X(1, 2, 6, 6), 2, True], {})],
+    "adaptive_max_pool1d_with_indices": [([X(2, 3, 9), 4, False], {})],
+    "adaptive_max_pool2d_with_indices": [([X(2, 3, 8, 8), 3, False], {})],
+    "adaptive_max_pool3d": [([X(2, 3, 5, 6, 7), (2, 3, 4), False], {}),
+                            ([X(1, 2, 4, 4, 4), 2, True], {})],
+    "adaptive_max_pool3d_with_indices": [([X(1, 2, 4, 5, 6), 3, False], {})],
     "alpha_dropout": [([X(3, 4), 0.5, False, False], {}), ([X(3, 4), 0.0, True, False], {}),
                       ([X(3, 4), 1.0, True, False], {})],
     "avg_pool1d": [([X(2, 3, 9), 3, 2, 1, False, True], {})],
@@ -170,6 +175,7 @@ SAMPLES = {
     "local_response_norm": [([X(2, 5, 4), 3, 1e-3, 0.75, 2.0], {}), ([X(1, 4, 3, 3), 2], {})],
     "lp_pool1d": [([X(2, 3, 8, lo=0.1), 2.0, 3, 2, False], {})],
     "lp_pool2d": [([X(1, 2, 7, 7, lo=0.1), 3.0, (3, 2), (2, 1), True], {})],
+    "lp_pool3d": [([X(1, 2, 5, 6, 7, lo=0.1), 2.0, (3, 2, 2), (2, 1, 2), True], {})],
     "margin_ranking_loss": [([X(5), X(5), PM(5), 0.3, None, None, "mean"], {})],
     "multi_margin_loss": [([X(4, 5), L([0, 4, 2, 1]), 2, 0.7, C(5), None, None, "mean"], {})],
     "multilabel_margin_loss": [([X(3, 4), L([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 0, 0, 0]]), None,
@@ -190,6 +196,9 @@ SAMPLES = {
     "pairwise_distance": [([X(3, 5), X(3, 5), 2.0, 1e-6, False], {}),
                           ([X(4, 2, 5), X(4, 2, 5), 1.0, 1e-3, True], {})],
     "cross_entropy": [([X(4, 5), L([0, 4, 2, 1]), C(5), None, -100, None, "mean", 0.1], {})],
+    # no gradient compared: torch's with respect to log_probs is not the true one (_losses.py)
+    "ctc_loss": [([X(6, 2, 4, hi=0.0, grad=False), L([[1, 2, 2], [3, 1, 0]]), L([6, 5]),
+                   L([3, 2]), 0, "sum", False], {})],
     "dropout": [([X(3, 4), 0.0, True, False], {}), ([X(3, 4), 1.0, True, False], {}),
                 ([X(3, 4), 0.5, False, False], {})],
     "elu": [([X(3, 4), 0.7, False], {})],
@@ -224,6 +233,8 @@ SAMPLES = {
     "log_softmax": [([X(3, 4), 1, 3, None], {})],
     "logsigmoid": [([X(3, 4)], {})],
     "max_pool1d": [([X(2, 3, 9), 3, 2, 1, 1, False, False], {})],
+    "max_pool1d_with_indices": [([X(2, 3, 9), 3, 2, 1, 1, False, False], {})],
+    "max_pool3d_with_indices": [([X(2, 3, 5, 6, 7), 3, 2, 1, 1, True, False], {})],
     "max_pool2d": [([X(2, 3, 8, 8), 3, 2, 1, 1, True, False], {}),
                    ([X(1, 2, 6, 6), 2, None, 0, 1, False, True], {})],
     "max_pool2d_with_indices": [([X(2, 3, 8, 8), 2, None, 0, 1, False, False], {})],
@@ -267,6 +278,8 @@ SAMPLES = {
     "threshold": [([X(3, 4), 0.1, 20.0, False], {})],
     "threshold_": [([X(3, 4), 0.1, 20.0], {})],
     "upsample": [([X(1, 2, 3, 3), None, 2, "nearest", None], {})],
+    "upsample_bilinear": [([X(1, 2, 3, 3), None, 2], {})],
+    "upsample_nearest": [([X(1, 2, 3, 3), (5, 4), None], {})],
 }
 
 

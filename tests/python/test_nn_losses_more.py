@@ -831,3 +831,58 @@ def test_compiled_matches_eager(fn):
         if getattr(b, "grad", None) is not None:
             _close(a.grad, b.grad, 1e-9)
     ignis.compiler.reset()
+
+
+# ---- CTC --------------------------------------------------------------------------------------
+def _ctc_case(seed):
+    rng = np.random.default_rng(seed)
+    T, N, C, S = int(rng.integers(3, 9)), int(rng.integers(1, 4)), int(rng.integers(3, 6)), 4
+    logits = rng.standard_normal((T, N, C))
+    il = [T] + [int(rng.integers(1, T + 1)) for _ in range(N - 1)]
+    tl = [int(rng.integers(0, min(S, T // 2) + 1)) for _ in range(N)]
+    targets = rng.integers(1, C, (N, S))
+    if seed % 3 == 0:
+        targets[:, 1] = targets[:, 0]  # a repeated label needs a blank between
+    return logits, targets, il, tl
+
+
+def _ctc(lib, logits, targets, il, tl, concat=False, **kw):
+    x = lib.from_numpy(logits.copy()).requires_grad_()
+    tg = lib.from_numpy(targets.copy())
+    if concat:
+        tg = lib.cat([tg[b, :n] for b, n in enumerate(tl)])
+    loss = lib.nn.functional.ctc_loss(x.log_softmax(-1), tg, lib.tensor(il), lib.tensor(tl), **kw)
+    loss.sum().backward()
+    return loss.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("kw", [{"reduction": "none"}, {"reduction": "mean"},
+                                {"reduction": "sum", "zero_infinity": True},
+                                {"reduction": "mean", "concat": True}], ids=str)
+def test_ctc_loss_matches_torch(seed, kw):
+    # values and the logits' gradients (through log_softmax) in float64
+    case = _ctc_case(seed)
+    (li, gi), (lt, gt) = _ctc(ignis, *case, **kw), _ctc(torch, *case, **kw)
+    np.testing.assert_allclose(li, lt, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gi, gt, rtol=1e-9, atol=1e-12)
+
+
+def test_ctc_loss_module_unbatched_blank_and_infeasible_targets():
+    rng = np.random.default_rng(0)
+    lp = rng.standard_normal((6, 4))
+    for blank in (0, 3):
+        tg = np.array([1, 2, 2]) if blank == 0 else np.array([0, 2, 2])
+        got = inn.CTCLoss(blank=blank, reduction="none")(
+            ignis.from_numpy(lp).log_softmax(-1), ignis.from_numpy(tg), (6,), (3,))
+        want = torch.nn.CTCLoss(blank=blank, reduction="none")(
+            torch.from_numpy(lp).log_softmax(-1), torch.from_numpy(tg), (6,), (3,))
+        assert tuple(got.shape) == tuple(want.shape) == ()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-10)
+    # 2 frames cannot emit "1 1" (a blank must separate the repeats): the loss is infinite
+    x = rng.standard_normal((2, 1, 3))
+    for zero in (False, True):
+        li, gi = _ctc(ignis, x, np.array([[1, 1]]), [2], [2], reduction="sum", zero_infinity=zero)
+        lt, _ = _ctc(torch, x, np.array([[1, 1]]), [2], [2], reduction="sum", zero_infinity=zero)
+        assert li == lt == (0.0 if zero else math.inf)
+        assert np.all(gi == 0)  # torch's are NaN without zero_infinity

@@ -315,6 +315,70 @@ def test_forward_hooks_and_handles():
     assert seen == [None]
 
 
+def _full_backward_hook_run(lib):
+    """Hooks on a block with a tuple output, a non-tensor and a tensor input
+    without grad, a forward pre-hook and a forward hook; what the hooks saw
+    and the gradients, as NumPy (None kept)."""
+    lnn = lib.nn
+
+    class Block(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lnn.Linear(3, 3)
+
+        def forward(self, a, k, b):
+            return self.lin(a) * k, (b * 2).sum(1), a.detach()
+
+    lib.manual_seed(0)
+    blk = Block()
+    with lib.no_grad():
+        w = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
+        blk.lin.weight.copy_(lib.from_numpy(w))
+        blk.lin.bias.fill_(0.5)
+    seen = []
+
+    def snap(gs):
+        return [None if g is None else g.detach().numpy().copy() for g in gs]
+
+    blk.register_forward_pre_hook(lambda mod, args: (args[0] * 3,) + tuple(args[1:]))
+    blk.register_forward_hook(lambda mod, args, out: (out[0] + 1,) + tuple(out[1:]))
+    blk.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", snap(go)))
+                                        or (go[0] * 2,) + tuple(go[1:]))
+    h = blk.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook", snap(gi),
+                                                                        snap(go))))
+    blk.lin.register_full_backward_hook(lambda mod, gi, go: (gi[0] * 10,))
+    a = lib.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3) / 5).requires_grad_()
+    b = lib.from_numpy(np.ones((2, 3), np.float32))
+    out = blk(a, 2.0, b)
+    (out[0] ** 2).sum().backward()
+    grads = [a.grad.numpy().copy(), blk.lin.weight.grad.numpy().copy()]
+    h.remove()
+    lin = lnn.Linear(3, 2)  # no input needs a gradient: the hook runs from the outputs'
+    lin.register_full_backward_hook(lambda mod, gi, go: seen.append(("noin", snap(gi),
+                                                                    snap(go))))
+    lin(b).sum().backward()
+    return seen, grads
+
+
+def test_full_backward_hooks_as_torchs():
+    got, want = _full_backward_hook_run(ignis), _full_backward_hook_run(torch)
+
+    def same(x, y):
+        if isinstance(x, (list, tuple)):
+            assert isinstance(y, (list, tuple)) and len(x) == len(y)
+            for u, v in zip(x, y):
+                same(u, v)
+        elif isinstance(x, np.ndarray):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+    same(got, want)
+    m = nn.Linear(2, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="invalid number of grad_input, got 2, but expected 1"):
+        m(ignis.ones(1, 2, requires_grad=True)).sum().backward()
+
+
 def test_zero_grad_without_grads_is_noop():
     m = Net()
     m.zero_grad()
@@ -827,6 +891,117 @@ def test_parameter_list_and_dict_register_and_round_trip():
     sd = copy.deepcopy(m).state_dict()
     assert set(sd) == set(t.state_dict())
     assert m.pd.pop("a").shape == (4,) and len(m.pd) == 1
+
+
+def test_parameter_dict_from_a_plain_dict_is_sorted_and_reprs_as_torchs():
+    # torch sorts a plain dict's keys (an OrderedDict, a ParameterDict or
+    # pairs keep their order): parameters(), state_dict() and so an
+    # optimizer's parameter order follow.
+    vals = {"w": np.ones(1, np.float32), "v": np.ones((1, 2), np.float32), "b": np.zeros(3)}
+    for make in (dict, OrderedDict, lambda d: list(d.items())):
+        m = nn.ParameterDict(make({k: ignis.from_numpy(v) for k, v in vals.items()}))
+        t = tnn.ParameterDict(make({k: torch.from_numpy(v) for k, v in vals.items()}))
+        assert list(m.keys()) == list(t.keys())
+        assert [n for n, _ in m.named_parameters()] == [n for n, _ in t.named_parameters()]
+        assert list(m.state_dict()) == list(t.state_dict())
+        assert repr(m) == repr(t).replace("torch.", "ignis.")
+    m = nn.ParameterDict({"p": nn.Parameter(ignis.ones(2)), "n": 3})
+    t = tnn.ParameterDict({"p": tnn.Parameter(torch.ones(2)), "n": 3})
+    assert repr(m) == repr(t).replace("torch.", "ignis.")
+
+
+def test_batch_norm_state_dict_version_and_missing_num_batches_tracked_as_torchs():
+    # BatchNorm's state_dict version is 2 (it added num_batches_tracked); a
+    # state_dict without metadata (a plain dict, an old checkpoint) that lacks
+    # num_batches_tracked loads strictly, the count kept, as in torch.
+    def build(lib):
+        return lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3),
+                                 lib.nn.InstanceNorm1d(3, track_running_stats=True))
+
+    im, tm = build(ignis), build(torch)
+    assert im.state_dict()._metadata == tm.state_dict()._metadata
+    im[1].num_batches_tracked.fill_(7)
+    for drop in (["1.num_batches_tracked"], ["1.num_batches_tracked", "2.num_batches_tracked"]):
+        isd = {k: v for k, v in im.state_dict().items() if k not in drop}
+        tsd = {k: v for k, v in tm.state_dict().items() if k not in drop}
+        assert str(im.load_state_dict(isd)) == str(tm.load_state_dict(tsd))
+        assert im[1].num_batches_tracked.item() == 7
+    # With version-2 metadata the key is missing, as torch reports it.
+    isd, tsd = im.state_dict(), tm.state_dict()
+    del isd["1.num_batches_tracked"], tsd["1.num_batches_tracked"]
+    ir, tr = im.load_state_dict(isd, strict=False), tm.load_state_dict(tsd, strict=False)
+    assert ir.missing_keys == tr.missing_keys == ["1.num_batches_tracked"]
+
+
+def test_extra_state_saved_and_loaded_as_torchs():
+    # A module defining get_extra_state / set_extra_state saves it under
+    # "_extra_state" and loads it back; a module without set_extra_state
+    # reports the key unexpected, one with it reports it missing.
+    def build(lib):
+        class Counter(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(2, 2)
+                self.count = 0
+
+            def get_extra_state(self):
+                return {"count": self.count}
+
+            def set_extra_state(self, state):
+                self.count = state["count"]
+
+        return lib.nn.Sequential(Counter(), lib.nn.ReLU())
+
+    im, tm = build(ignis), build(torch)
+    im[0].count = tm[0].count = 5
+    isd, tsd = im.state_dict(), tm.state_dict()
+    assert list(isd) == list(tsd) and isd["0._extra_state"] == {"count": 5}
+    im2, tm2 = build(ignis), build(torch)
+    im2.load_state_dict(isd)
+    tm2.load_state_dict(tsd)
+    assert im2[0].count == tm2[0].count == 5
+    for drop, extra in ((["0._extra_state"], {}), ([], {"1._extra_state": 1})):
+        isd2 = {**{k: v for k, v in isd.items() if k not in drop}, **extra}
+        tsd2 = {**{k: v for k, v in tsd.items() if k not in drop}, **extra}
+        ir, tr = im2.load_state_dict(isd2, strict=False), tm2.load_state_dict(tsd2, strict=False)
+        assert (ir.missing_keys, ir.unexpected_keys) == (tr.missing_keys, tr.unexpected_keys)
+        with pytest.raises(RuntimeError) as ie:
+            im2.load_state_dict(isd2)
+        with pytest.raises(RuntimeError) as te:
+            tm2.load_state_dict(tsd2)
+        assert str(ie.value) == str(te.value)
+
+
+def test_assigning_a_tensor_to_a_parameter_names_its_type_as_torch():
+    m, t = nn.Linear(2, 2), tnn.Linear(2, 2)
+    with pytest.raises(TypeError) as ie:
+        m.weight = ignis.ones(2, 2)
+    with pytest.raises(TypeError) as te:
+        t.weight = torch.ones(2, 2)
+    assert str(ie.value) == str(te.value).replace("torch.", "ignis.")
+
+
+def test_buffer_assignment_registers_as_torchs():
+    # nn.Buffer (torch 2.5): assigning one registers a buffer, persistent as it says.
+    got = []
+    for lib in (ignis, torch):
+        m = lib.nn.Module()
+        m.b = lib.nn.Buffer(lib.ones(2))
+        m.c = lib.nn.Buffer(lib.ones(1), persistent=False)
+        r = [list(m.state_dict()), [k for k, _ in m.named_buffers()],
+             isinstance(m.b, lib.nn.Buffer), isinstance(lib.ones(1), lib.nn.Buffer),
+             type(m.b).__name__, lib.nn.Buffer(lib.ones(1, requires_grad=True)).requires_grad]
+        m.b = lib.zeros(3)  # a plain tensor into a registered buffer
+        r += [m.b.tolist(), list(m.state_dict())]
+        m.p = lib.nn.Parameter(lib.ones(1))
+        m.x = 5
+        for name in ("p", "x"):
+            try:
+                setattr(m, name, lib.nn.Buffer(lib.ones(1)))
+            except (TypeError, KeyError) as e:
+                r.append(type(e).__name__)
+        got.append(r)
+    assert got[0] == got[1]
 
 
 def _zero_output(mod, args, out):

@@ -336,3 +336,24 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm):
     torch.nn.utils.clip_grad_value_(tp, 0.1)
     for a, b in zip(ip, tp):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_get_total_norm_and_clip_grads_with_norm_match_torch(norm_type):
+    # torch >= 2.6 splits clip_grad_norm_ into these two.
+    ip, tp = make_params()
+    set_grads(ip, tp, np.random.default_rng(4))
+    inorm = nn.utils.get_total_norm([p.grad for p in ip], norm_type)
+    tnorm = torch.nn.utils.get_total_norm([p.grad for p in tp], norm_type)
+    np.testing.assert_allclose(inorm.item(), tnorm.item(), rtol=1e-5)
+    nn.utils.clip_grads_with_norm_(iter(ip), 0.3, inorm)
+    torch.nn.utils.clip_grads_with_norm_(iter(tp), 0.3, tnorm)
+    for a, b in zip(ip, tp):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7)
+    assert nn.utils.get_total_norm([]).item() == 0.0
+    # A generator of parameters is read once: the gradients are still clipped.
+    np.testing.assert_allclose(nn.utils.clip_grad_norm_((p for p in ip), 0.01).item(),
+                               torch.nn.utils.clip_grad_norm_((p for p in tp), 0.01).item(),
+                               rtol=1e-5)
+    for a, b in zip(ip, tp):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7)

@@ -199,3 +199,49 @@ def test_max_pool2d_matches_torch_over_a_sweep_of_windows():
         np.testing.assert_array_equal(ii.numpy(), ti.numpy(), err_msg=str((k, s, p, d, ceil)))
         checked += 1
     assert checked > 300
+
+
+@pytest.mark.parametrize("name,shape,args", [
+    ("max_pool1d_with_indices", (2, 3, 9), (3, 2)),
+    ("max_pool2d_with_indices", (2, 3, 6, 7), (2,)),
+    ("max_pool3d_with_indices", (1, 2, 5, 6, 4), (2,)),
+    ("adaptive_max_pool1d_with_indices", (2, 3, 9), (4,)),
+    ("adaptive_max_pool2d_with_indices", (2, 3, 7, 5), ((3, 2),)),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_with_indices_spellings_match_torch(name, shape, args):
+    # torch's F.*_with_indices: (values, indices) whatever return_indices says.
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    (iv, ii), (tv, ti) = (getattr(IF, name)(ignis.from_numpy(a), *args),
+                          getattr(TF, name)(torch.from_numpy(a), *args))
+    np.testing.assert_array_equal(iv.numpy(), tv.numpy())
+    np.testing.assert_array_equal(ii.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("shape,out", [((1, 2, 5, 6, 7), (2, 3, 4)), ((2, 3, 4, 4), (3, 3, 3)),
+                                       ((1, 1, 3, 5, 2), (3, 2, 1)), ((1, 2, 4, 4, 4), (4, None, 2)),
+                                       ((1, 1, 7, 5, 3), 2)], ids=str)
+def test_adaptive_max_pool3d_matches_torch(shape, out):
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    a[..., 0] = a[..., -1]  # ties: the first maximum, as torch's
+    xi, xt = ignis.from_numpy(a).requires_grad_(), torch.from_numpy(a.copy()).requires_grad_()
+    (vi, ii), (vt, it) = (IF.adaptive_max_pool3d(xi, out, True),
+                          TF.adaptive_max_pool3d(xt, out, True))
+    np.testing.assert_array_equal(vi.detach().numpy(), vt.detach().numpy())
+    np.testing.assert_array_equal(ii.numpy(), it.numpy())
+    vi.sum().backward()
+    vt.sum().backward()
+    np.testing.assert_array_equal(xi.grad.numpy(), xt.grad.numpy())
+    mi, mt = ignis.nn.AdaptiveMaxPool3d(out), torch.nn.AdaptiveMaxPool3d(out)
+    assert repr(mi) == repr(mt)
+    np.testing.assert_array_equal(mi(xi).detach().numpy(), mt(xt).detach().numpy())
+
+
+@pytest.mark.parametrize("args,kw", [((2, 2), {}), ((3, (2, 3, 2)), {"stride": 1, "ceil_mode": True}),
+                                     ((1.5, 2), {"stride": (1, 2, 1)})], ids=str)
+def test_lp_pool3d_matches_torch(args, kw):
+    a = np.abs(np.random.default_rng(1).standard_normal((1, 2, 4, 6, 5))).astype(np.float32)
+    np.testing.assert_allclose(IF.lp_pool3d(ignis.from_numpy(a), *args, **kw).numpy(),
+                               TF.lp_pool3d(torch.from_numpy(a), *args, **kw).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    mi, mt = ignis.nn.LPPool3d(*args, **kw), torch.nn.LPPool3d(*args, **kw)
+    assert repr(mi) == repr(mt)

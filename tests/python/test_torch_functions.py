@@ -23,6 +23,7 @@ def ints(hi, *shape, lo=0):
 
 SPECIAL = np.array([[1.0, NAN, -INF, 2.0], [INF, 0.0, -1.5, NAN], [3.0, 3.0, -0.0, 0.5]])
 SORTED = np.sort(f64(7))
+TWO_NANS = np.array([[1.0, NAN, 3.0, NAN, 0.5], [2.0, 1.0, NAN, 4.0, NAN], [1.0, 2.0, 3.0, 4.0, 5.0]])
 
 # name: [(args, kwargs, grad)]; numpy arrays become tensors (float64 ones may
 # require grad), other values pass as they are.
@@ -53,7 +54,8 @@ CASES = {
     "rot90": [((f64(2, 3),), {}, True), ((f64(2, 3, 4),), {"k": 3, "dims": (1, 2)}, True),
               ((f64(2, 3),), {"k": -2}, True)],
     "median": [((f64(7),), {}, True), ((f64(4, 6),), {"dim": 1}, True),
-               ((f64(4, 5),), {"dim": 0, "keepdim": True}, True), ((SPECIAL,), {"dim": 1}, False)],
+               ((f64(4, 5),), {"dim": 0, "keepdim": True}, True), ((SPECIAL,), {"dim": 1}, False),
+               ((TWO_NANS,), {"dim": 1}, False)],  # the index of the first NaN
     "nanmedian": [((SPECIAL,), {"dim": 1}, False), ((SPECIAL,), {}, False)],
     "nanmean": [((SPECIAL,), {"dim": 1}, False), ((f64(3, 4),), {}, True)],
     "quantile": [((f64(9), 0.3), {}, True), ((f64(4, 6), np.array([0.1, 0.5, 0.9])), {"dim": 1}, True),
@@ -217,12 +219,37 @@ def test_matches_torch(name, i):
     (lambda L: L.searchsorted(L.ones(2, 3), L.ones(3, 2)), "boundaries tensor"),
     (lambda L: L.cdist(L.ones(3, 2), L.ones(3, 4)), "same number of columns"),
     (lambda L: L.meshgrid(L.ones(2, 2), indexing="ij"), "Expected 0D or 1D tensor"),
+    (lambda L: L.meshgrid(L.arange(2), L.ones(3), indexing="ij"), "same dtype"),
+    (lambda L: L.cartesian_prod(L.arange(2), L.ones(3)), "same dtype"),
 ])
 def test_errors_match_torch(call, match):
     with pytest.raises(Exception, match=match) as theirs:
         call(torch)
     with pytest.raises(type(theirs.value), match=match):
         call(ignis)
+
+
+@pytest.mark.parametrize("shape,wrap,transposed", [
+    ((7, 3), True, False), ((7, 3), False, False), ((3, 5), False, False), ((8, 3), True, False),
+    ((5, 2), True, True), ((2, 2, 2), False, False), ((3, 3, 3), False, True), ((0, 3), False, False),
+], ids=str)
+def test_fill_diagonal_matches_torch(shape, wrap, transposed):
+    results = []
+    for lib in (ignis, torch):
+        a = lib.arange(float(np.prod(shape))).reshape(shape)
+        if transposed:
+            a = a.transpose(0, -1)
+        assert a.fill_diagonal_(-1.0, wrap=wrap) is a
+        results.append(a.numpy().copy())
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3, 2)], ids=str)
+def test_fill_diagonal_bad_shapes_raise_like_torch(shape):
+    with pytest.raises(RuntimeError) as et:
+        torch.zeros(shape).fill_diagonal_(1)
+    with pytest.raises(RuntimeError, match=str(et.value)):
+        ignis.zeros(shape).fill_diagonal_(1)
 
 
 def test_finfo_and_iinfo_match_torch():
@@ -234,6 +261,10 @@ def test_finfo_and_iinfo_match_torch():
     for d in ("uint8", "int8", "int16", "int32", "int64"):
         a, b = ignis.iinfo(getattr(ignis, d)), torch.iinfo(getattr(torch, d))
         assert (a.bits, a.min, a.max) == (b.bits, b.min, b.max), d
+    for d in ("float16", "bfloat16", "float32", "float64"):
+        assert repr(ignis.finfo(getattr(ignis, d))) == repr(torch.finfo(getattr(torch, d)))
+    for d in ("uint8", "int8", "int16", "int32", "int64"):  # torch prints them with %g
+        assert repr(ignis.iinfo(getattr(ignis, d))) == repr(torch.iinfo(getattr(torch, d)))
     with pytest.raises(TypeError):
         ignis.finfo(ignis.int32)
     with pytest.raises(TypeError):

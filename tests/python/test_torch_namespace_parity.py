@@ -686,3 +686,87 @@ def test_top_level_functions_are_one_graph_under_compile():
     assert len(graphs) == 1
     np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)
     assert got[1] == want[1] == ignis.float32
+
+
+# ---- in-place forms and small Tensor methods of functions made of ops ----------------------
+IN_PLACE_CASES = [
+    ("addmm_", lambda L: (L.ones(2, 4), L.ones(4, 3))), ("addbmm_", lambda L: (L.ones(2, 2, 4), L.ones(2, 4, 3))),
+    ("addmv_", lambda L: (L.ones(3, 4), L.ones(4))),
+    ("addr_", lambda L: (L.ones(2), L.ones(3))), ("baddbmm_", lambda L: (L.ones(1, 2, 4), L.ones(1, 4, 3))),
+    ("deg2rad_", lambda L: ()), ("rad2deg_", lambda L: ()), ("sinc_", lambda L: ()),
+    ("sgn_", lambda L: ()), ("logit_", lambda L: (0.1,)), ("xlogy_", lambda L: (2.0,)),
+    ("heaviside_", lambda L: (L.tensor(0.5),)), ("mvlgamma_", lambda L: (2,)),
+    ("float_power_", lambda L: (2,)), ("swapaxes_", lambda L: (0, 1)), ("swapdims_", lambda L: (1, 0)),
+]
+
+
+@pytest.mark.parametrize("name,args", IN_PLACE_CASES, ids=[c[0] for c in IN_PLACE_CASES])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_in_place_forms_match_torch(name, args, dtype):
+    a = np.abs(RNG.standard_normal((2, 3))) + 1.5
+    if name == "addmv_":
+        a = a[0]
+    elif name == "baddbmm_":
+        a = a[None]
+    outs = []
+    for lib in (ignis, torch):
+        x = lib.tensor(a).to(getattr(lib, dtype))
+        targs = tuple(t.to(x.dtype) if isinstance(t, lib.Tensor) else t for t in args(lib))
+        try:
+            r = getattr(x, name)(*targs)
+            outs.append((r is x, x))
+        except Exception as e:  # noqa: BLE001 - compared below
+            outs.append((type(e), str(e)))
+    (i_same, i), (t_same, t) = outs
+    if isinstance(t, str):  # torch refuses (an integer self for a float result): the same type
+        assert i_same is t_same, (i, t)
+    else:
+        assert i_same and t_same
+        same(i, t, rtol=1e-5, atol=1e-6)
+
+
+def test_small_tensor_methods_match_torch():
+    i, t = both(RNG.standard_normal((2, 3)).astype(np.float32))
+    for f in (lambda x: x.nbytes, lambda x: x.get_device(), lambda x: x.equal(x),
+              lambda x: x.allclose(x + 1e-9), lambda x: x.isclose(x).all().item()):
+        assert f(i) == f(t)
+    for size in ((1, 3), (3,), (2, 1), ((2, 3),), (1, 1)):
+        same(i.sum_to_size(*size), t.sum_to_size(*size))
+    for size in ((2, 2), (1, 2, 3)):
+        with pytest.raises(RuntimeError) as te:
+            t.sum_to_size(*size)
+        with pytest.raises(RuntimeError, match=te.value.args[0].replace("[", r"\[").replace(
+                "{", r"\{").replace(".", r"\.")):
+            i.sum_to_size(*size)
+    same((i.abs() + 1).mvlgamma(2), (t.abs() + 1).mvlgamma(2))
+
+
+def test_settings_and_sym_helpers_match_torch():
+    import warnings
+    for lib in (ignis, torch):
+        assert (lib.sym_max(2, 3), lib.sym_min(2.5, 1), lib.sym_int(2.7), lib.sym_float(2),
+                lib.sym_not(True), lib.sym_ite(False, 1, 2), lib.sym_sqrt(4),
+                lib.sym_sum([1, 2, 3])) == (3, 1.0, 2, 2.0, False, 2, 2.0, 6)
+        assert type(lib.sym_min(2.5, 1)) is float and type(lib.sym_max(2, 3)) is int
+        assert lib.get_device(lib.ones(1)) == -1
+        lib.set_warn_always(True)
+        assert lib.is_warn_always_enabled()
+        lib.set_warn_always(False)
+        n = lib.get_num_interop_threads()
+        lib.set_num_interop_threads(n)
+        assert lib.get_num_interop_threads() == n
+    try:
+        for t in (ignis.DoubleTensor, "torch.DoubleTensor"):
+            with pytest.warns(UserWarning, match="set_default_tensor_type"):
+                ignis.set_default_tensor_type(t)
+            assert ignis.get_default_dtype() == ignis.float64 and ignis.ones(1).dtype == ignis.float64
+            ignis.set_default_tensor_type(ignis.FloatTensor)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(TypeError, match="only floating-point types"):
+                ignis.set_default_tensor_type(ignis.LongTensor)
+            with pytest.raises(TypeError, match="only floating-point types"):
+                torch.set_default_tensor_type(torch.LongTensor)
+    finally:
+        ignis.set_default_dtype(ignis.float32)
+    assert ignis.get_default_dtype() == ignis.float32

@@ -1,7 +1,7 @@
 """F.interpolate / nn.Upsample and pixel (un)shuffle (nn/_upsampling.py)
-against torch: nearest, nearest-exact, linear, bilinear (align_corners
-both ways), trilinear and area, by size and by scale_factor, values and
-input gradients; PixelShuffle/PixelUnshuffle round trips; bad arguments
+against torch: nearest, nearest-exact, linear, bilinear and bicubic
+(align_corners both ways), trilinear and area, by size and by scale_factor,
+values and input gradients; PixelShuffle/PixelUnshuffle round trips; bad arguments
 raise torch's exception type.
 """
 import numpy as np
@@ -45,6 +45,11 @@ def _compare(fn, shape, kw, dtype="float64", tol=1e-10):
     ({"size": 4, "mode": "linear", "align_corners": True}, (2, 3, 7)),
     ({"scale_factor": 2, "mode": "trilinear"}, (1, 2, 3, 4, 3)),
     ({"size": (2, 3), "mode": "area"}, (2, 3, 6, 7)),
+    ({"scale_factor": 2, "mode": "bicubic"}, (2, 3, 4, 5)),
+    ({"scale_factor": 2, "mode": "bicubic", "align_corners": True}, (2, 3, 4, 5)),
+    ({"size": (3, 11), "mode": "bicubic"}, (2, 3, 6, 5)),
+    ({"size": (2, 1), "mode": "bicubic", "align_corners": True}, (1, 2, 9, 3)),
+    ({"scale_factor": (0.3, 1.7), "mode": "bicubic"}, (1, 2, 9, 4)),
 ], ids=str)
 def test_interpolate_matches_torch(kw, shape):
     _compare("interpolate", shape, kw)
@@ -61,7 +66,16 @@ def test_interpolate_float32():
     {"size": 4, "mode": "linear"}, {"size": (4, 4, 4)},
 ], ids=str)
 def test_interpolate_bad_arguments_raise_like_torch(kw):
-    a = np.zeros((1, 2, 4, 4))
+    _raises_like_torch((1, 2, 4, 4), kw)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 4), (1, 2, 4, 4, 4)], ids=str)
+def test_interpolate_bicubic_needs_4d_input_like_torch(shape):
+    _raises_like_torch(shape, {"scale_factor": 2, "mode": "bicubic"})
+
+
+def _raises_like_torch(shape, kw):
+    a = np.zeros(shape)
     with pytest.raises(Exception) as et:
         TF.interpolate(torch.from_numpy(a), **kw)
     with pytest.raises(Exception) as ei:
@@ -80,6 +94,19 @@ def test_upsample_modules():
         mi, mt = getattr(ignis.nn, name)(scale_factor=2), getattr(torch.nn, name)(scale_factor=2)
         np.testing.assert_allclose(mi(ignis.from_numpy(a)).numpy(),
                                    mt(torch.from_numpy(a)).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,kw", [("upsample_nearest", {"scale_factor": 2}),
+                                     ("upsample_bilinear", {"size": (5, 7)}),
+                                     ("upsample_bilinear", {"scale_factor": 1.5})], ids=str)
+def test_deprecated_upsample_spellings_match_torch(name, kw):
+    # F.upsample_nearest / F.upsample_bilinear (align_corners=True), with torch's warning.
+    a = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
+    with pytest.warns(UserWarning, match="deprecated"):
+        yi = getattr(IF, name)(ignis.from_numpy(a), **kw)
+    with pytest.warns(UserWarning, match="deprecated"):
+        yt = getattr(TF, name)(torch.from_numpy(a), **kw)
+    np.testing.assert_allclose(yi.numpy(), yt.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("shape,r", [((2, 8, 3, 4), 2), ((18, 2, 3), 3), ((2, 2, 4, 3, 5), 2)],

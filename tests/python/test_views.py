@@ -167,6 +167,30 @@ def test_view_errors():
             assert_same(got[0], want[0], msg=f"call {i}")
 
 
+@requires_torch
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4)], ids=str)
+def test_transpose_properties_match_torch(shape):
+    # T (0-D included), mT, mH, H and adjoint(): views as torch's, and torch's
+    # errors (with its words) where the rank does not fit.
+    import warnings
+    x, xt = make_pair(shape, "float32")
+    for name, get in [("T", lambda t: t.T), ("mT", lambda t: t.mT), ("mH", lambda t: t.mH),
+                      ("H", lambda t: t.H), ("adjoint", lambda t: t.adjoint()),
+                      ("ignis.adjoint", lambda t: (ignis if isinstance(t, ignis.Tensor)
+                                                   else torch).adjoint(t))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch deprecates H on 0-D and T off 2-D
+            got, want = run(get, x), run(get, xt)
+        msg = f"{name} of {shape}"
+        if want[1] is not None:
+            assert_same_error(got[1], want[1], msg)
+            assert str(got[1]) == str(want[1]), msg
+            continue
+        assert got[1] is None, f"{msg}: {got[1]!r}"
+        assert_same(got[0], want[0], check_strides=True, msg=msg)
+        assert got[0].data_ptr() == x.data_ptr(), msg
+
+
 def test_views_share_storage_and_version():
     base = ignis.arange(24, dtype=ignis.float32).view(2, 3, 4)
     views = [base.view(6, 4), base.transpose(0, 2), base.permute(1, 2, 0),

@@ -66,9 +66,13 @@ class Function:
         if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
             return out
         # An output that is an input gets its own tensor object (sharing data),
-        # so the input keeps its history.
-        outs = tuple(o.detach() if isinstance(o, Tensor) and any(o is a for a in args) else o
-                     for o in outs)
+        # so the input keeps its history; marked non-differentiable, the
+        # mark goes with it.
+        fresh = tuple(o.detach() if isinstance(o, Tensor) and any(o is a for a in args) else o
+                      for o in outs)
+        non_differentiable = [next((f for o, f in zip(outs, fresh) if o is t), t)
+                              for t in getattr(ctx, "_non_differentiable", ())]
+        outs = fresh
         # Saved outputs are kept without history: keeping them with it would make
         # a cycle (output -> node -> ctx -> output) that nothing frees.
         saved = getattr(ctx, "_saved", ())
@@ -102,7 +106,7 @@ class Function:
             return res
 
         _C._record_function(cls.__name__ + "Backward", run_backward, inputs, tensor_outs,
-                            list(getattr(ctx, "_non_differentiable", ())))
+                            non_differentiable)
         return outs[0] if single else outs
 
 

@@ -4,6 +4,8 @@ Each is a context manager and a function decorator, as in PyTorch. The state
 is thread-local and lives in C++ (the dispatcher's Autograd kernel reads it).
 """
 import functools
+import inspect
+import sys
 
 from .. import _C
 
@@ -16,6 +18,9 @@ is_inference_mode_enabled = _C.is_inference_mode_enabled
 
 class _DecoratorContextManager:
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(self.clone, fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
@@ -26,7 +31,45 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+def _wrap_generator(ctx_factory, fn):
+    """A generator function whose body runs in the mode at each resume (as
+    torch's decorators do): the mode is entered around every send, throw and
+    close, and the caller's mode holds between them."""
+    @functools.wraps(fn)
+    def generator_context(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with ctx_factory():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with ctx_factory():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with ctx_factory():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with ctx_factory():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+    return generator_context
+
+
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """A context manager that also decorates without parentheses:
+    `@no_grad` as `@no_grad()`."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Ops inside do not record history (outputs have requires_grad=False)."""
 
     def __enter__(self):
@@ -38,7 +81,7 @@ class no_grad(_DecoratorContextManager):
         return False
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Turns recording back on inside a no_grad region."""
 
     def __enter__(self):
@@ -72,6 +115,11 @@ class set_grad_enabled(_DecoratorContextManager):
 
 class inference_mode(_DecoratorContextManager):
     """Like no_grad (ignis does not model inference tensors separately)."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # @inference_mode without parentheses: mode is the function
 
     def __init__(self, mode=True):
         self.mode = bool(mode)

@@ -220,6 +220,33 @@ class _Config:
     def recompile_limit(self, value):
         self.cache_size_limit = value
 
+    def patch(self, arg1=None, arg2=None, **changes):
+        """Settings for a block or a function (torch._dynamo.config.patch): as
+        patch(name=value, ...), patch({name: value}) or patch(name, value);
+        usable as a context manager and as a decorator."""
+        import contextlib
+        if isinstance(arg1, dict):
+            changes = {**arg1, **changes}
+        elif arg1 is not None:
+            changes = {arg1: arg2, **changes}
+        config = self
+
+        class _Patch(contextlib.ContextDecorator):
+            def __enter__(self):
+                self.saved = {name: getattr(config, name) for name in changes}
+                for name, value in changes.items():
+                    setattr(config, name, value)
+
+            def __exit__(self, *exc):
+                for name, value in self.saved.items():
+                    setattr(config, name, value)
+                return False
+
+        for name in changes:  # unknown names fail here, as setting them does
+            if not hasattr(self, name):
+                raise AttributeError(f"ignis.compiler.config has no setting {name!r}")
+        return _Patch()
+
     def __setattr__(self, name, value):
         if name == "cache_size_limit":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -1,6 +1,6 @@
 """ignis.nn: modules, parameters, initialisers and the functional forms."""
 from . import functional  # noqa: F401
-from .parameter import Parameter, UninitializedParameter, UninitializedBuffer  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from . import init  # noqa: F401
 from . import utils  # noqa: F401
 from .modules import *  # noqa: F401,F403

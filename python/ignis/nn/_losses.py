@@ -1,6 +1,6 @@
 """The losses torch computes with kernels of their own and ignis writes over
-other ops: the margin and embedding losses, soft margins, triplets and the
-Gaussian and Poisson negative log-likelihoods (torch.nn.functional's
+other ops: the margin and embedding losses, soft margins, triplets, the
+Gaussian and Poisson negative log-likelihoods and CTC (torch.nn.functional's
 signatures, values and gradients).
 
 Each is a formula over declared ops, so autograd, capture and the compiler
@@ -285,3 +285,103 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
         loss = loss + stirling.masked_fill(target <= 1, 0)
     return _reduce(loss, reduction)
+
+
+# ---- connectionist temporal classification -------------------------------------------------
+def _lse3(a, b, c):
+    """log(exp(a) + exp(b) + exp(c)) elementwise, -inf where all three are,
+    with finite gradients there (a plain logsumexp's are NaN: exp(-inf - -inf))."""
+    ig = _ig()
+    m = ig.maximum(ig.maximum(a, b), c)
+    none = m == -math.inf
+    m = m.masked_fill(none, 0).detach()
+    s = (a - m).exp() + (b - m).exp() + (c - m).exp()
+    return (m + s.clamp(min=1e-38).log()).masked_fill(none, -math.inf)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The negative log-likelihood of each target under the alignments of
+    log_probs (T, N, C) (or (T, C) unbatched), summed over alignments with
+    the forward (alpha) recursion over the blank-extended target, all batch
+    elements at once; targets are padded (N, S) or concatenated (sum of
+    target_lengths). reduction="mean" divides each loss by its target length
+    before the batch mean, as torch's. Gradients are autograd's through the
+    recursion: for log_softmax outputs, those of the logits are torch's
+    (torch's own gradient with respect to log_probs differs from the true one
+    by a term log_softmax's backward removes). A target no alignment reaches
+    has an infinite loss and zero gradients (torch's are NaN there;
+    zero_infinity=True makes both the loss and the gradients zero)."""
+    ig = _ig()
+    reduction = _reduction(reduction)
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        if targets.dim() == 1:
+            targets = targets.unsqueeze(0)
+    if log_probs.dim() != 3:
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, got "
+                           f"{log_probs.dim()}-D")
+    T, N, C = log_probs.shape
+    in_len = [int(v) for v in (input_lengths.reshape(-1).tolist()
+                               if isinstance(input_lengths, ig.Tensor) else
+                               ([input_lengths] if isinstance(input_lengths, int) else
+                                input_lengths))]
+    tg_len = [int(v) for v in (target_lengths.reshape(-1).tolist()
+                               if isinstance(target_lengths, ig.Tensor) else
+                               ([target_lengths] if isinstance(target_lengths, int) else
+                                target_lengths))]
+    if len(in_len) != N:
+        raise RuntimeError(f"input_lengths must be of size batch_size ({N}), got {len(in_len)}")
+    if len(tg_len) != N:
+        raise RuntimeError(f"target_lengths must be of size batch_size ({N}), got {len(tg_len)}")
+    if any(v > T for v in in_len):
+        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
+                           f"{max(in_len)}")
+    S = max(tg_len + [0])
+    rows = []
+    if targets.dim() == 1:  # concatenated
+        flat, start = targets.tolist(), 0
+        for n in tg_len:
+            rows.append(flat[start:start + n] + [blank] * (S - n))
+            start += n
+    else:
+        tl = targets.tolist()
+        for b, n in enumerate(tg_len):
+            if n > len(tl[b]):
+                raise RuntimeError(f"Expected tensor to have size at least {n} at dimension 1, "
+                                   f"but got size {len(tl[b])} for argument #2 'targets'")
+            rows.append(tl[b][:n] + [blank] * (S - n))
+    L = 2 * S + 1
+    ext = [[blank if s % 2 == 0 else row[s // 2] for s in range(L)] for row in rows]
+    # a skip from s - 2 is allowed onto a label that differs from the label before it
+    skip = [[s % 2 == 1 and s >= 2 and e[s] != e[s - 2] for s in range(L)] for e in ext]
+    dev = log_probs.device
+    ext_t = ig.tensor(ext, dtype=ig.int64, device=dev)  # (N, L)
+    skip_t = ig.tensor(skip, dtype=ig.bool, device=dev)
+    lp = log_probs.gather(2, ext_t.unsqueeze(0).expand(T, N, L))  # (T, N, L)
+    neg = ig.full((N, 1), -math.inf, dtype=lp.dtype, device=dev)
+    neg2 = ig.full((N, 2), -math.inf, dtype=lp.dtype, device=dev)
+    first = ig.tensor([[s == 0 or (s == 1 and S > 0) for s in range(L)]] * N, dtype=ig.bool,
+                      device=dev)
+    alpha = lp[0].masked_fill(~first, -math.inf)
+    in_len_t = ig.tensor(in_len, dtype=ig.int64, device=dev).unsqueeze(1)
+    for t in range(1, T):
+        a1 = ig.cat([neg, alpha[:, :-1]], 1)
+        a2 = ig.cat([neg2, alpha[:, :-2]], 1).masked_fill(~skip_t, -math.inf) if L > 2 else \
+            ig.full_like(alpha, -math.inf)
+        step = _lse3(alpha, a1, a2) + lp[t]
+        alpha = ig.where(in_len_t > t, step, alpha)  # a sequence that ended keeps its alpha
+    end = ig.tensor([[2 * n, max(2 * n - 1, 0)] for n in tg_len], dtype=ig.int64, device=dev)
+    last = alpha.gather(1, end)
+    same = ig.tensor([[False, n == 0] for n in tg_len], dtype=ig.bool, device=dev)
+    last = last.masked_fill(same, -math.inf)  # an empty target ends at blank 0 alone
+    loss = -_lse3(last[:, 0], last[:, 1], ig.full_like(last[:, 0], -math.inf))
+    if zero_infinity:
+        loss = loss.masked_fill(loss == math.inf, 0)
+    if reduction == "mean":
+        lengths = ig.tensor(tg_len, dtype=loss.dtype, device=dev).clamp(min=1)
+        return (loss / lengths).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss

@@ -48,6 +48,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return (out, idx) if return_indices else out
 
 
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     _check_1d(input, "max_pool1d")
@@ -111,11 +116,20 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return (out, idx) if return_indices else out
 
 
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, True)
+
+
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
     """(sum over each window of x ** p) ** (1 / p): the average pooling of
     x ** p times the window's size (torch's formula: a negative average, from
     odd p, is clamped to 0); p = +-inf is the max pooling of |x| (of -|x|)."""
-    max_pool, avg_pool = (max_pool1d, avg_pool1d) if nd == 1 else (max_pool2d, avg_pool2d)
+    max_pool, avg_pool = {1: (max_pool1d, avg_pool1d), 2: (max_pool2d, avg_pool2d),
+                          3: (max_pool3d, avg_pool3d)}[nd]
     if norm_type == float("inf"):
         return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     if norm_type == -float("inf"):
@@ -134,6 +148,10 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 # ---- 3-D pooling: formulas over windows gathered with index_select ---------------------------
@@ -241,6 +259,11 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return val, (idx.squeeze(0) if unbatched else idx)
 
 
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def _avg_counts(n, k, s, p, o, count_include_pad):
     """How many elements each of the o windows along one dim divides by."""
     counts = []
@@ -307,6 +330,58 @@ def adaptive_avg_pool3d(input, output_size):
         m = _adaptive_matrix(x.shape[dim], size[i], x)
         x = (x.movedim(dim, -1) @ m.t()).movedim(-1, dim)
     return x
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """The maximum over each adaptive window (torch.nn.functional.adaptive_max_pool3d):
+    window i along a dim of n elements spans floor(i n / o) .. ceil((i + 1) n / o) - 1;
+    each window's elements are gathered (the shorter ones repeat their last element,
+    which leaves their first maximum where it is) and reduced as max_pool3d's. With
+    return_indices, also the maximum's position in the flattened D * H * W input."""
+    import ignis
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    if isinstance(output_size, (list, tuple)) and len(output_size) != 3:
+        raise RuntimeError("adaptive_max_pool3d: internal error: output_size.size() must be 3")
+    size = _adaptive_size(input, output_size, 3)
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    if min(x.shape[2:]) <= 0:
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected input to have non-zero size for "
+                           f"non-batch dimensions, but input has sizes {list(input.shape)}")
+    if min(size) < 0:
+        raise RuntimeError(f"adaptive_max_pool3d: elements of output_size must be greater than "
+                           f"or equal to 0 but received {size}")
+    n = list(x.shape[2:])
+    tables = []
+    for i in range(3):
+        starts = [(j * n[i]) // size[i] for j in range(size[i])]
+        ends = [-((-(j + 1) * n[i]) // size[i]) for j in range(size[i])]
+        k = max(e - b for b, e in zip(starts, ends))
+        tab = ignis.tensor([[min(b + a, e - 1) for a in range(k)] for b, e in zip(starts, ends)],
+                           dtype=ignis.int64, device=x.device)
+        tables.append(tab)
+        dim = 2 + 2 * i  # each gathered dim becomes (out, kernel)
+        x = x.index_select(dim, tab.reshape(-1))
+        x = x.reshape(*x.shape[:dim], size[i], k, *x.shape[dim + 1:])
+    x = x.permute(0, 1, 2, 4, 6, 3, 5, 7)
+    win = x.reshape(*x.shape[:5], -1)
+    arg = win.argmax(-1, keepdim=True)
+    val = win.gather(-1, arg).squeeze(-1)
+    if unbatched:
+        val = val.squeeze(0)
+    if not return_indices:
+        return val
+    t0, t1, t2 = tables
+    flat = ((t0[:, None, None, :, None, None] * n[1] + t1[None, :, None, None, :, None]) * n[2]
+            + t2[None, None, :, None, None, :]).reshape(*size, -1)
+    idx = flat.expand(*win.shape).gather(-1, arg).squeeze(-1)
+    return val, (idx.squeeze(0) if unbatched else idx)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 # ---- max_unpool: the max poolings' inverse ---------------------------------------------------

@@ -1,10 +1,12 @@
-"""F.interpolate (nearest, nearest-exact, linear, bilinear, trilinear, area)
-F.pixel_shuffle / F.pixel_unshuffle and F.channel_shuffle, written with other ops.
+"""F.interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear,
+area), F.pixel_shuffle / F.pixel_unshuffle and F.channel_shuffle, written with
+other ops.
 
 Interpolation is separable: along each spatial dim the output gathers
 input rows (index_select) at source positions computed as torch's CPU
-kernels compute them (in float32 for float32 inputs, so floors agree), and
-the linear modes blend two neighbours. Gradients come from index_select's.
+kernels compute them (in float32 for float32 inputs, so floors agree), the
+linear modes blend two neighbours and bicubic four (Keys' cubic, A = -0.75,
+the taps clamped to the edge). Gradients come from index_select's.
 Pixel (un)shuffle and channel shuffle are a reshape, a permute and a reshape.
 """
 import math
@@ -51,6 +53,40 @@ def _linear(x, dim, out_size, scale, align_corners):
     return x.index_select(dim, i0) * lam0 + x.index_select(dim, i1) * lam1
 
 
+def _cubic_weights(t):
+    """The four taps' weights at fraction t (ATen's get_cubic_upsample_coefficients)."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _cubic(x, dim, out_size, scale, align_corners):
+    in_size = x.shape[dim]
+    dt = ignis.float64 if x.dtype == ignis.float64 else ignis.float32
+    s = _source_scale(in_size, out_size, scale, align_corners)
+    pos = ignis.arange(out_size, dtype=dt)
+    if align_corners:
+        src = pos * ignis.tensor(s, dtype=dt)
+    else:
+        src = (pos + 0.5) * ignis.tensor(s, dtype=dt) - 0.5  # not clamped at 0, as torch's
+    i0 = src.floor().clamp(max=in_size - 1)
+    t = (src - i0).clamp(0, 1)
+    i0 = i0.long()
+    shape = [1] * x.dim()
+    shape[dim] = out_size
+    out = None
+    for j, w in enumerate(_cubic_weights(t)):
+        tap = x.index_select(dim, (i0 + (j - 1)).clamp(0, in_size - 1)) * w.to(x.dtype).reshape(shape)
+        out = tap if out is None else out + tap
+    return out
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     nd = input.dim() - 2
@@ -92,6 +128,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _LINEAR and _LINEAR[mode] != nd:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                   f"{_LINEAR[mode] + 2}D input")
+    if mode == "bicubic" and nd != 2:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
     if mode == "area":
         from . import functional as F
         pool = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d}.get(nd)
@@ -105,14 +145,33 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out = _nearest(out, dim, sizes[i], scales[i], mode == "nearest-exact")
         elif mode in _LINEAR:
             out = _linear(out, dim, sizes[i], scales[i], align_corners)
+        elif mode == "bicubic":
+            out = _cubic(out, dim, sizes[i], scales[i], align_corners)
         else:
             raise NotImplementedError(f"interpolate: mode '{mode}' is not supported (nearest, "
-                                      f"nearest-exact, linear, bilinear, trilinear and area are)")
+                                      f"nearest-exact, linear, bilinear, bicubic, trilinear and "
+                                      f"area are)")
     return out
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated in torch: interpolate(mode="nearest")."""
+    import warnings
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated in torch: interpolate(mode="bilinear", align_corners=True)."""
+    import warnings
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def pixel_shuffle(input, upscale_factor):

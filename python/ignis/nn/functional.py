@@ -105,8 +105,11 @@ from ._conv import (  # noqa: E402,F401
 )
 from ._pooling import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-    adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, max_pool1d,
-    max_pool2d, max_pool2d_with_indices, max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d,
+    lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d,
+    max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d,
+    max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d,
 )
 from ._embedding_bag import embedding_bag  # noqa: E402,F401
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402,F401
@@ -114,10 +117,11 @@ from ._normalization import (  # noqa: E402,F401
     batch_norm, group_norm, instance_norm, local_response_norm,
 )
 from ._upsampling import (  # noqa: E402,F401
-    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,
+    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,
+    upsample_nearest,
 )
 from ._losses import (  # noqa: E402,F401
-    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
+    ctc_loss, cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
     multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss,
     soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
@@ -128,13 +132,16 @@ from .._functions import pdist  # noqa: E402,F401  (torch.pdist, which F re-expo
 # does for the ops above.
 for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
            unfold, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-           avg_pool1d, avg_pool2d, lp_pool1d, lp_pool2d, max_pool1d, max_pool2d,
-           max_pool2d_with_indices, adaptive_avg_pool3d, avg_pool3d, max_pool3d, max_unpool1d,
-           max_unpool2d, max_unpool3d, embedding_bag, affine_grid, grid_sample, batch_norm, group_norm, instance_norm, local_response_norm,
+           adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+           adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d, avg_pool2d,
+           lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+           max_pool2d_with_indices, adaptive_avg_pool3d, avg_pool3d, max_pool3d,
+           max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d, embedding_bag,
+           affine_grid, grid_sample, batch_norm, group_norm, instance_norm, local_response_norm,
            channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,
-           cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
-           multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss,
-           poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+           upsample_bilinear, upsample_nearest, cosine_embedding_loss, gaussian_nll_loss,
+           hinge_embedding_loss, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+           multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
            triplet_margin_with_distance_loss):
     _f.__module__ = __name__
 

@@ -35,6 +35,29 @@ class Parameter(Tensor):
         return reduce_tensor(self)
 
 
+class _BufferMeta(type):
+    # isinstance(t, Buffer) holds for the tensors Buffer() made (torch's _BufferMeta).
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor that a Module registers as a buffer when assigned as an
+    attribute (torch.nn.Buffer): `self.running = nn.Buffer(t, persistent=False)`.
+    It is a plain tensor (t detached, keeping its requires_grad) marked so."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            from .. import empty
+            data = empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+
 class UninitializedParameter(Parameter):
     """A parameter whose shape is not known yet (torch.nn.UninitializedParameter):
     a lazy module (nn.LazyLinear) makes one, and materializes it on its first

@@ -1,6 +1,7 @@
 """Sequential, ModuleList and ModuleDict."""
 import operator
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from .module import Module, _addindent
 
@@ -358,13 +359,26 @@ class ParameterDict(Module):
             del self[k]
 
     def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        # As torch's: an OrderedDict or ParameterDict keeps its order, another
+        # mapping (a plain dict) goes in sorted by key, pairs in their order.
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for k, v in items:
             self[k] = v
 
     def extra_repr(self):
+        from ... import Tensor, typename
         lines = []
         for k, p in self.items():
-            size = "x".join(str(s) for s in p.size())
-            lines.append(f"  ({k}): Parameter containing: [{p.dtype} of size {size}]")
+            if isinstance(p, Tensor):
+                size = "x".join(str(s) for s in p.size())
+                kind = "Parameter" if p.__class__.__name__ == "Parameter" else "Tensor"
+                dev = "" if p.device.type == "cpu" else f" ({p.device})"
+                lines.append(f"  ({k}): {kind} containing: [{typename(p)} of size {size}{dev}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
         return "\n".join(lines)

@@ -6,8 +6,12 @@ from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ..._tensor import Tensor
-from ..parameter import Parameter, UninitializedParameter
+from ..parameter import Buffer, Parameter, UninitializedParameter
+from ...autograd.function import Function
 from ._grad import no_grad
+
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
 class RemovableHandle:
@@ -67,8 +71,9 @@ def _addindent(s, num_spaces):
 
 
 def _typename(value):
-    if isinstance(value, Tensor):
-        return "ignis." + type(value).__name__
+    if isinstance(value, Tensor):  # torch.typename's: ignis.FloatTensor
+        from ..._legacy_types import type_name
+        return type_name(value.dtype)
     return type(value).__module__ + "." + type(value).__qualname__ \
         if type(value).__module__ != "builtins" else type(value).__qualname__
 
@@ -107,6 +112,8 @@ class Module:
         d["_forward_hooks_always_called"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
         d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -242,10 +249,12 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer):  # registered, persistent as it says
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, _C.TensorBase):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                        "(ignis.Tensor or None expected)")
+                                        "(ignis.nn.Buffer, ignis.Tensor or None expected)")
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)
@@ -268,6 +277,9 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # Modules pickled before backward hooks existed.
+        self.__dict__.setdefault("_backward_hooks", OrderedDict())
+        self.__dict__.setdefault("_backward_pre_hooks", OrderedDict())
 
     def __deepcopy__(self, memo):
         """copy.deepcopy(module): buffers are cloned here (parameters clone
@@ -436,6 +448,20 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     # --- state_dict ------------------------------------------------------------------------
+    def get_extra_state(self):
+        """State beyond parameters and buffers, saved under `_extra_state` when a
+        subclass defines it (with set_extra_state to load it)."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called.")
+
+    def set_extra_state(self, state):
+        """Loads what get_extra_state returned (a subclass defines both)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called.")
+
+    def _has_extra_state(self, which):
+        return getattr(type(self), which, None) is not getattr(Module, which)
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
@@ -443,6 +469,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else _detached(buf)
+        if self._has_extra_state("get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
@@ -508,9 +536,17 @@ class Module:
                     f'While copying the parameter named "{key}", whose dimensions in the model '
                     f"are {param.shape} and whose dimensions in the checkpoint are "
                     f"{input_param.shape}, an exception occurred : {ex.args}.")
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if self._has_extra_state("set_extra_state"):
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)[0]
                     if input_name not in self._modules and input_name not in local_state:
                         unexpected_keys.append(key)
@@ -570,8 +606,29 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or new grad_output: runs when the
+        gradients of the module's outputs are computed, before its inputs'."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input: runs
+        when the gradients of the module's positional tensor inputs are computed
+        (grad_input has one entry per positional argument, None where no
+        gradient is)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -585,6 +642,13 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            # As torch's: the inputs' hook takes the pre-hooks' arguments, the
+            # outputs' hook the forward hooks' result.
+            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
+                                    list(self._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
         try:
             output = self.forward(*args, **kwargs)
         except Exception:
@@ -603,6 +667,8 @@ class Module:
                 result = hook(self, args, output)
             if result is not None:
                 output = result
+        if bw_hook is not None:
+            output = bw_hook.setup_output_hook(output)
         return output
 
     # Set by Module.compile(): the compiled _call_impl that __call__ runs instead.
@@ -649,6 +715,115 @@ class Module:
             else:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
+
+
+class _BackwardHookFunction(Function):
+    """Identity on a module's input or output tensors; its backward, which
+    sees all their gradients at once, runs the module's backward hooks."""
+
+    @staticmethod
+    def forward(ctx, on_grads, materialize, *tensors):
+        ctx.on_grads = on_grads
+        ctx.set_materialize_grads(materialize)
+        ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
+        return tensors
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, None) + tuple(ctx.on_grads(grads))
+
+
+class _BackwardHook:
+    """One call's full backward hooks (torch.utils.hooks.BackwardHook): the
+    positional tensor inputs and the outputs pass through
+    _BackwardHookFunction; the outputs' backward runs the pre-hooks on
+    grad_output, the inputs' backward the hooks on (grad_input, grad_output).
+    As torch's: a grad_output entry is None where that output got no gradient,
+    a grad_input entry zeros where a tensor input got none."""
+
+    def __init__(self, module, user_hooks, user_pre_hooks):
+        self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = self.n_outputs = 0
+        self.input_tensors_index = self.output_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        res = [None] * size
+        for idx, val in zip(indices, values):
+            res[idx] = val
+        return tuple(res)
+
+    @staticmethod
+    def _apply_on_tensors(on_grads, args, materialize):
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in idx]
+        if not (_C.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            return args, None
+        new = _BackwardHookFunction.apply(on_grads, materialize, *tensors)
+        res = list(args)
+        for i, t in zip(idx, new):
+            res[i] = t
+        return tuple(res), idx
+
+    def setup_input_hook(self, args):
+        def on_grads(grad_inputs):
+            if self.grad_outputs is None:  # the inputs' gradient without the outputs'
+                return grad_inputs
+            res = self._pack_with_none(self.input_tensors_index, grad_inputs, self.n_inputs)
+            for hook in self.user_hooks:
+                out = hook(self.module, res, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(res):
+                    raise RuntimeError(f"Backward hook returned an invalid number of "
+                                       f"grad_input, got {len(out)}, but expected {len(res)}")
+                res = out
+            self.grad_outputs = None
+            return tuple(res[i] for i in self.input_tensors_index)
+
+        self.n_inputs = len(args)
+        args, self.input_tensors_index = self._apply_on_tensors(on_grads, args, True)
+        return args
+
+    def setup_output_hook(self, result):
+        def on_grads(grad_outputs):
+            self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_outputs,
+                                                     self.n_outputs)
+            for hook in self.user_pre_hooks:
+                out = hook(self.module, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(self.grad_outputs):
+                    raise RuntimeError(f"Backward pre hook returned an invalid number of "
+                                       f"grad_output, got {len(out)}, but expected "
+                                       f"{len(self.grad_outputs)}")
+                self.grad_outputs = out
+            local_grad_outputs = self.grad_outputs
+            if self.input_tensors_index is None:  # no input needs a gradient: hooks run here
+                grad_inputs = self._pack_with_none([], [], self.n_inputs)
+                for hook in self.user_hooks:
+                    res = hook(self.module, grad_inputs, self.grad_outputs)
+                    if res is not None and not (isinstance(res, tuple) and
+                                                all(r is None for r in res)):
+                        raise RuntimeError("Backward hook for Modules where no input requires "
+                                           "gradient should always return None or None for all "
+                                           "gradients.")
+                self.grad_outputs = None
+            return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
+
+        if not isinstance(result, (Tensor, tuple)):
+            import warnings
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or "
+                          f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+            return result
+        single = not isinstance(result, tuple)
+        outs = (result,) if single else result
+        self.n_outputs = len(outs)
+        outs, self.output_tensors_index = self._apply_on_tensors(on_grads, outs, False)
+        return outs[0] if single else outs
 
 
 def _zero_grad(p, set_to_none):

@@ -1,4 +1,4 @@
-"""Pooling modules: MaxPool1d/2d/3d, AvgPool1d/2d/3d, LPPool1d/2d, the adaptive
+"""Pooling modules: MaxPool1d/2d/3d, AvgPool1d/2d/3d, LPPool1d/2d/3d, the adaptive
 ones and MaxUnpool1d/2d/3d.
 
 Each holds its arguments and calls the F.* form; reprs read as torch's.
@@ -140,6 +140,11 @@ class AdaptiveMaxPool2d(_AdaptivePool):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
+class AdaptiveMaxPool3d(_AdaptivePool):
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
 class _LPPoolNd(Module):
     _fn = None
 
@@ -165,6 +170,10 @@ class LPPool1d(_LPPoolNd):
 
 class LPPool2d(_LPPoolNd):
     _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool3d)
 
 
 class _MaxUnpoolNd(Module):

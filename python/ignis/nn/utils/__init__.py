@@ -2,7 +2,8 @@
 vectors, conv/linear + BatchNorm fusion, the hook-based weight_norm and
 spectral_norm, parametrizations (parametrize, parametrizations) and
 stateless.functional_call."""
-from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
+from .clip_grad import (clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,  # noqa: F401
+                        get_total_norm)
 from . import rnn  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from .fusion import (  # noqa: F401
