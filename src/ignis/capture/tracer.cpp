@@ -615,6 +615,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP v = pop(f);
       VTP set = f.stack[f.stack.size() - in.arg];
       if (set->kind != VK::Set) throw Unsupported{"internal: SET_ADD"};
+      mark_mutated(set, "SET_ADD");  // (see LIST_APPEND)
       std::vector<VTP> items = in.op == Opc::SetAdd ? std::vector<VTP>{v} : unpack(v);
       for (auto& e : items) {
         Obj c = const_value(e);
@@ -944,6 +945,12 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP v = pop(f);
       VTP l = f.stack[f.stack.size() - in.arg];
       if (l->kind != VK::List) throw Unsupported{"internal: LIST_APPEND"};
+      // A list being built by a literal is the frame's own -- but in a
+      // resume function (a graph break inside a literal of over 30 items,
+      // built by BUILD_LIST 0 and LIST_APPENDs) it arrives as an argument,
+      // and its appends must be written back like list.append's: they were
+      // lost, and the literal came back with the items before the break.
+      mark_mutated(l, "LIST_APPEND");
       l->items.push_back(v);
       next();
       return;
@@ -952,6 +959,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP v = pop(f);
       VTP l = f.stack[f.stack.size() - in.arg];
       if (l->kind != VK::List) throw Unsupported{"internal: LIST_EXTEND"};
+      mark_mutated(l, "LIST_EXTEND");  // (see LIST_APPEND)
       for (auto& e : unpack(v)) l->items.push_back(e);
       next();
       return;
@@ -962,6 +970,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP d = f.stack[f.stack.size() - in.arg];
       Obj kc = const_value(k);
       if (d->kind != VK::Dict || !kc) throw Unsupported{"a dict key that is not a constant"};
+      mark_mutated(d, "MAP_ADD");  // (see LIST_APPEND)
       bool replaced = false;
       for (size_t i = 0; i < d->keys.size(); ++i) {
         if (PyObject_RichCompareBool(d->keys[i].get(), kc.get(), Py_EQ) == 1) {
@@ -981,6 +990,7 @@ void Tracer::step(TFrame& f, const Instr& in) {
       VTP v = pop(f);
       VTP d = f.stack[f.stack.size() - in.arg];
       if (d->kind != VK::Dict) throw Unsupported{"internal: DICT_UPDATE"};
+      mark_mutated(d, "DICT_UPDATE");  // (see LIST_APPEND)
       if (v->kind == VK::Dict) {
         for (size_t i = 0; i < v->keys.size(); ++i) {
           d->keys.push_back(v->keys[i]);
