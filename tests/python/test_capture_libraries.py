@@ -581,3 +581,14 @@ def test_generator_streams_match_eager_call_after_call(backend):
         close(h_comp(x), want)
     assert ignis.equal(g_comp.get_state(), g_eager.get_state())
     assert ignis.equal(other_comp.get_state(), other_eager.get_state())
+
+
+def test_a_method_of_a_numpy_argument_reads_the_calls_own_array():
+    # ndarray.astype breaks the graph; the bound method at the break is read from L['a'] at
+    # run time (as a constant it was bound to the first call's array: its results came
+    # back for every later array).
+    import numpy as np
+    c = ignis.compile(lambda a: a.astype(np.float32))
+    assert c(np.ones((2, 4))).shape == (2, 4)
+    out = c(np.zeros((2, 4, 4)))
+    assert out.shape == (2, 4, 4) and out.dtype == np.float32 and not out.any()

@@ -2320,6 +2320,15 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
         // attribute lookup gives, bound.
         if (PyType_Check(ca) || is_immutable(ca) || Py_TYPE(ca)->tp_descr_get) {
           Obj v = check(PyObject_GetAttr(o, name));
+          // A method bound to this object (an ndarray's astype) is read from
+          // the object's source at run time: as a constant it was bound to
+          // the first call's object (its results came back for every later
+          // array of the same type).
+          PyObject* bound = PyCFunction_Check(v.get()) ? PyCFunction_GET_SELF(v.get())
+                            : PyMethod_Check(v.get())  ? PyMethod_GET_SELF(v.get())
+                                                       : nullptr;
+          if (bound == o && obj->kind == VK::Object && obj->reg >= 0)
+            return wrap_input(v.get(), guards().attr(obj->reg, name));
           if (is_identity_object(v.get())) return make_const(v.get());
           // A class-level value read through the instance: guarded, an
           // instance attribute may shadow it later.
