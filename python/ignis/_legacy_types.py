@@ -10,7 +10,7 @@ from . import _C
 # torch's type names (Tensor.type()): name -> dtype name.
 _NAMES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
           "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
-          "Bool": "bool"}
+          "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128"}
 _BY_DTYPE = {v: k for k, v in _NAMES.items()}
 
 

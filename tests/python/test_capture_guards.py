@@ -419,3 +419,16 @@ def test_globals_of_another_module_are_guarded():
     assert close(cf(x), x * 3.0 + 1)
     assert len(graphs) == 2
     ignis.compiler.reset()
+
+
+def test_isinstance_of_a_legacy_tensor_type_under_compile():
+    # ignis.FloatTensor's metaclass checks a tensor's dtype and device: the tracer asks it
+    # about the traced tensor (the guards fix its dtype), as eager does, not the class.
+    def f(x):
+        y = x * 2
+        return (isinstance(x, ignis.FloatTensor), isinstance(y, ignis.LongTensor),
+                isinstance(y.long(), ignis.LongTensor), isinstance(x, ignis.Tensor))
+    c = ignis.compile(f)
+    for dt in (ignis.float32, ignis.int64):
+        x = ignis.ones(2, dtype=dt)
+        assert c(x) == f(x)

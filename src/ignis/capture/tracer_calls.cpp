@@ -1819,6 +1819,16 @@ VTP Tracer::call_builtin(PyObject* fn, std::vector<VTP>& args,
       if (a->kind != VK::Const) throw Unsupported{"issubclass() of a non-constant"};
       tp = a->value.get();
     } else {
+      // A class whose metaclass decides (ignis.FloatTensor checks a tensor's
+      // dtype and device): asked about the traced tensor's example, whose
+      // dtype and device its guards (or the graph) fix.
+      PyObject* example = a->kind == VK::Tensor ? (a->value ? a->value.get() : a->fake.get()) : nullptr;
+      if (example && PyType_Check(cls.get()) && Py_TYPE(cls.get()) != &PyType_Type &&
+          PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(cls.get())), "__instancecheck__")) {
+        int r = PyObject_IsInstance(example, cls.get());
+        if (r < 0) throw PyErrorSet{};
+        return make_const(r ? Py_True : Py_False);
+      }
       tp = reinterpret_cast<PyObject*>(python_type(a));
       if (!tp) throw Unsupported{str("isinstance() of a ", kind_name(a->kind))};
     }
