@@ -188,6 +188,12 @@ class Tensor(_C.TensorBase):
     def data(self):
         return _C._make_subclass(Tensor, self)
 
+    @data.setter
+    def data(self, value):
+        # torch's set_data: the storage, shape and dtype of `value`, this tensor's
+        # autograd identity (a Parameter stays the module's, with its hooks)
+        _C._set_data(self, value)
+
     def size(self, dim=None):
         return _C.TensorBase.size(self, dim)
 

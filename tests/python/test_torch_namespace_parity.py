@@ -770,3 +770,57 @@ def test_settings_and_sym_helpers_match_torch():
     finally:
         ignis.set_default_dtype(ignis.float32)
     assert ignis.get_default_dtype() == ignis.float32
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (the oracle)")
+def test_numpy_keyword_spellings_match_torch():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x, t = ignis.from_numpy(a), torch.from_numpy(a)
+    for ours, theirs in [(x.sum(axis=1), t.sum(axis=1)),
+                         (x.mean(axis=-1, keepdims=True), t.mean(axis=-1, keepdims=True)),
+                         (ignis.cat([x, x], axis=2), torch.cat([t, t], axis=2)),
+                         (x.argmax(axis=0), t.argmax(axis=0)),
+                         (ignis.amax(x, axis=(0, 2), keepdims=True),
+                          torch.amax(t, axis=(0, 2), keepdims=True))]:
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed (the oracle)")
+@pytest.mark.parametrize("src, dst", [("float32", "int32"), ("float32", "int16"),
+                                      ("int16", "float32"), ("float64", "uint8"),
+                                      ("float32", "complex64"), ("complex64", "float64")])
+def test_view_as_another_dtype_matches_torch(src, dst):
+    a = np.arange(24).astype(src).reshape(2, 3, 4)
+    for make in (lambda m, y: y, lambda m, y: y[1:], lambda m, y: y.transpose(0, 1)):
+        ours = ours_err = theirs = theirs_err = None
+        try:
+            ours = make(ignis, ignis.from_numpy(a.copy())).view(getattr(ignis, dst))
+        except RuntimeError as e:
+            ours_err = str(e)
+        try:
+            theirs = make(torch, torch.from_numpy(a.copy())).view(getattr(torch, dst))
+        except RuntimeError as e:
+            theirs_err = str(e)
+        assert (ours_err is None) == (theirs_err is None), (ours_err, theirs_err)
+        if ours_err is not None:
+            assert ours_err.split(" to view")[0] == theirs_err.split(" to view")[0]
+            continue
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_setting_data_keeps_the_parameter_and_takes_the_new_values():
+    lin = ignis.nn.Linear(3, 2)
+    w = lin.weight
+    new = ignis.arange(6, dtype=ignis.float64).view(3, 2).t()
+    lin.weight.data = new
+    assert lin.weight is w and w.requires_grad and w.dtype is ignis.float64
+    assert w.shape == (2, 3) and w.stride() == (1, 2)
+    np.testing.assert_array_equal(w.detach().numpy(), new.numpy())
+    new[0, 0] = 7.0  # shares new's storage, as torch's set_data
+    assert w[0, 0].item() == 7.0
+    x = ignis.ones(4, 3, dtype=ignis.float64)
+    (x @ w.t()).sum().backward()
+    assert w.grad.shape == (2, 3)
+    with pytest.raises(TypeError):
+        w.data = [1.0]

@@ -503,7 +503,7 @@ class Lowering {
                      "compiler: node ", n->name(), " calls ", n->target().identity(),
                      ", not a dispatcher op");
     if (view_ops().count(n->target().op->schema().name) && n->meta().tensors.size() == 1 &&
-        !n->meta().tuple_output)
+        !n->meta().tuple_output && n->target().op->schema().overload != "dtype")  // (view(dtype))
       return How::View;
     if (pointwise_call(n).kind != PwKind::None) return How::Pointwise;
     if (reduction_call(n).ok) return How::Reduction;
@@ -1334,7 +1334,12 @@ class Lowering {
     st.op = n->target().op;
     st.args = n->args();
     st.kwargs = n->kwargs();
-    st.view = view_ops().count(st.op->schema().name) != 0;
+    // The result aliases an input (the memory plan keeps that input alive as
+    // long): the index-remapped views, and every other op declared a view
+    // that runs as an extern (view(dtype), view_as_real, view_as_complex).
+    const OpDef* def = st.op->def();
+    st.view = view_ops().count(st.op->schema().name) != 0 ||
+              (def && def->category == OpCategory::View);
     const auto& ts = n->meta().tensors;
     IGNIS_CHECK_KIND(NotImplemented, !ts.empty(), "compiler: node ", n->name(),
                      " has no tensor metadata");

@@ -28,6 +28,13 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, DimVector sizes, DimVe
 
 TensorImpl::~TensorImpl() = default;
 
+void TensorImpl::set_data_from(const TensorImpl& other) {
+  storage_ = other.storage_;
+  dtype_ = other.dtype_;
+  key_set_ = keys_for(*storage_, dtype_);
+  set_geometry(other.sizes_, other.strides_, other.offset_);
+}
+
 void TensorImpl::set_geometry(DimVector sizes, DimVector strides, int64_t offset) {
   sizes_ = std::move(sizes);
   strides_ = std::move(strides);

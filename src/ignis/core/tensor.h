@@ -73,6 +73,9 @@ class TensorImpl : public RefCounted {
   // squeeze_, and by resize when the storage is large enough).
   void set_geometry(DimVector sizes, DimVector strides, int64_t offset);
   void set_storage(Storage s) { storage_ = std::move(s); }
+  // Takes another tensor's storage, geometry and dtype, keeping this one's
+  // autograd meta and version counter (torch's set_data: `p.data = t`).
+  void set_data_from(const TensorImpl& other);
 
   // A Python number turned into a 0-dim tensor for an op call: it takes part
   // in type promotion as a scalar ("wrapped number"), not as a tensor.

@@ -596,6 +596,47 @@ void view_as_complex_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, make_view(self, to_complex_type(t), sz, st, self.storage_offset() / 2));
 }
 
+// view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype)).
+// Of another element size the last dim, which must be contiguous, holds
+// proportionally more or fewer elements; every other stride and the offset
+// scale with it. Not differentiable (torch's output_differentiability).
+void view_dtype_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
+  Tensor self = s[0].to_tensor();
+  const ScalarType to = s[1].to_dtype();
+  const int64_t from_size = int64_t(element_size(self.dtype())), to_size = int64_t(element_size(to));
+  if (from_size == to_size) {
+    ret(s, make_view(self, to, self.sizes(), self.strides(), self.storage_offset()));
+    return;
+  }
+  const std::string what = str(" to view ", scalar_type_name(self.dtype()), " as ",
+                               scalar_type_name(to), " (different element sizes)");
+  IGNIS_CHECK(self.dim() > 0, "self.dim() cannot be 0", what);
+  IGNIS_CHECK(self.strides().back() == 1, "self.stride(-1) must be 1", what, ", but got ",
+              self.strides().back());
+  DimVector sz(self.sizes()), st(self.strides());
+  int64_t off = self.storage_offset();
+  if (to_size < from_size) {
+    const int64_t r = from_size / to_size;
+    for (size_t d = 0; d + 1 < st.size(); ++d) st[d] *= r;
+    sz.back() *= r;
+    off *= r;
+  } else {
+    const int64_t r = to_size / from_size;
+    IGNIS_CHECK(sz.back() % r == 0, "self.size(-1) must be divisible by ", r, what, ", but got ",
+                sz.back());
+    for (size_t d = 0; d + 1 < st.size(); ++d) {
+      IGNIS_CHECK(st[d] % r == 0, "self.stride(", d, ") must be divisible by ", r, what,
+                  ", but got ", st[d]);
+      st[d] /= r;
+    }
+    IGNIS_CHECK(off % r == 0, "self.storage_offset() must be divisible by ", r, what,
+                ", but got ", off);
+    sz.back() /= r;
+    off /= r;
+  }
+  ret(s, make_view(self, to, sz, st, off));
+}
+
 // ---- derivatives ------------------------------------------------------------------
 using namespace grad_ops;  // NOLINT
 
@@ -783,6 +824,9 @@ void register_view_ops() {
   def("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)").category(OpCategory::View)
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
   view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw, "", "", decomp::t);
+  def("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)").category(OpCategory::View)
+      .method_only().kernel(view_dtype_kernel).nondifferentiable()
+      .doc("the same bytes as another dtype");
   view_op("view_as_real(Tensor(a) self) -> Tensor(a)", view_as_real_kernel, view_as_real_bw,
           "a complex tensor's numbers as (real, imaginary) pairs of floats, a last dim of 2");
   view_op("view_as_complex(Tensor(a) self) -> Tensor(a)", view_as_complex_kernel,

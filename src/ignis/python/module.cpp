@@ -85,6 +85,21 @@ PyObject* f_make_subclass(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// _set_data(t, other): t takes other's storage, geometry and dtype, keeping its
+// autograd meta and version counter (Tensor.data's setter, torch's set_data).
+PyObject* f_set_data(PyObject*, PyObject* args) {
+  PyObject *t, *other;
+  if (!PyArg_ParseTuple(args, "OO", &t, &other)) return nullptr;
+  if (!is_tensor(t) || !is_tensor(other)) {
+    PyErr_SetString(PyExc_TypeError, "Tensor.data must be set to a Tensor");
+    return nullptr;
+  }
+  IGNIS_PY_BEGIN
+  unwrap(t).impl()->set_data_from(*unwrap(other).impl());
+  Py_RETURN_NONE;
+  IGNIS_PY_END(nullptr)
+}
+
 // _from_buffer(owner, address, shape, byte_strides, dtype): a tensor over
 // memory owned by `owner` (a NumPy array), which it keeps alive.
 PyObject* f_from_buffer(PyObject*, PyObject* args) {
@@ -283,6 +298,7 @@ PyMethodDef module_methods[] = {
     {"set_num_threads", f_set_num_threads, METH_O, nullptr},
     {"_gemm_choice", f_gemm_choice, METH_NOARGS, nullptr},
     {"_op_table", f_op_table, METH_NOARGS, nullptr},
+    {"_set_data", f_set_data, METH_VARARGS, nullptr},
     {"_wrap_number", f_wrap_number, METH_O, nullptr},
     {"_dispatch_trace", f_dispatch_trace, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr},

@@ -329,6 +329,10 @@ bool parse(const FunctionSchema& fs, PyObject* const* args, Py_ssize_t nargs, Py
       // PyTorch names the first argument `input` in the function form.
       if (idx < 0 && std::string(key) == "input" && !fs.args.empty() && fs.args[0].name == "self")
         idx = 0;
+      // NumPy's spellings, which torch's parser accepts too: axis for dim,
+      // keepdims for keepdim (x.sum(axis=0, keepdims=True)).
+      if (idx < 0 && std::string(key) == "axis") idx = fs.find_arg("dim");
+      if (idx < 0 && std::string(key) == "keepdims") idx = fs.find_arg("keepdim");
       if (idx < 0) {
         *why = std::string("got an unexpected keyword argument '") + key + "'";
         return false;
