@@ -12,6 +12,7 @@ Pixel (un)shuffle and channel shuffle are a reshape, a permute and a reshape.
 import math
 
 import ignis
+from ._grid_sample import _cubic_weights  # the same taps as grid_sample's bicubic
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
 
@@ -34,15 +35,22 @@ def _nearest(x, dim, out_size, scale, exact):
     return x.index_select(dim, idx)
 
 
-def _linear(x, dim, out_size, scale, align_corners):
+def _source_positions(x, dim, out_size, scale, align_corners, clamp_at_zero):
+    """Each output position's source coordinate along `dim` (ATen's
+    area_pixel_compute_source_index), in float64 for float64 inputs."""
     in_size = x.shape[dim]
     dt = ignis.float64 if x.dtype == ignis.float64 else ignis.float32
     s = _source_scale(in_size, out_size, scale, align_corners)
     pos = ignis.arange(out_size, dtype=dt)
     if align_corners:
-        src = pos * ignis.tensor(s, dtype=dt)
-    else:
-        src = ((pos + 0.5) * ignis.tensor(s, dtype=dt) - 0.5).clamp(min=0)
+        return pos * ignis.tensor(s, dtype=dt), dt
+    src = (pos + 0.5) * ignis.tensor(s, dtype=dt) - 0.5
+    return (src.clamp(min=0) if clamp_at_zero else src), dt
+
+
+def _linear(x, dim, out_size, scale, align_corners):
+    in_size = x.shape[dim]
+    src, dt = _source_positions(x, dim, out_size, scale, align_corners, True)
     i0 = src.long()  # truncation: src >= 0
     lam1 = (src - i0.to(dt)).clamp(0, 1)
     i1 = (i0 + 1).clamp(max=in_size - 1)
@@ -53,28 +61,9 @@ def _linear(x, dim, out_size, scale, align_corners):
     return x.index_select(dim, i0) * lam0 + x.index_select(dim, i1) * lam1
 
 
-def _cubic_weights(t):
-    """The four taps' weights at fraction t (ATen's get_cubic_upsample_coefficients)."""
-    a = -0.75
-
-    def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-
-    return far(t + 1), near(t), near(1 - t), far(2 - t)
-
-
 def _cubic(x, dim, out_size, scale, align_corners):
     in_size = x.shape[dim]
-    dt = ignis.float64 if x.dtype == ignis.float64 else ignis.float32
-    s = _source_scale(in_size, out_size, scale, align_corners)
-    pos = ignis.arange(out_size, dtype=dt)
-    if align_corners:
-        src = pos * ignis.tensor(s, dtype=dt)
-    else:
-        src = (pos + 0.5) * ignis.tensor(s, dtype=dt) - 0.5  # not clamped at 0, as torch's
+    src, dt = _source_positions(x, dim, out_size, scale, align_corners, False)  # (as torch's)
     i0 = src.floor().clamp(max=in_size - 1)
     t = (src - i0).clamp(0, 1)
     i0 = i0.long()
