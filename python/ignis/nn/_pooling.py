@@ -312,15 +312,20 @@ def _adaptive_matrix(n, o, like):
     return ignis.tensor(rows, dtype=like.dtype, device=like.device).reshape(o, n)
 
 
+def _adaptive_size_3d(input, output_size, name, wrong_length):
+    """An adaptive 3-D pooling's checks (torch's messages) and its output size."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got {list(input.shape)}")
+    if isinstance(output_size, (list, tuple)) and len(output_size) != 3:
+        raise RuntimeError(f"{name}: {wrong_length}")
+    return _adaptive_size(input, output_size, 3)
+
+
 def adaptive_avg_pool3d(input, output_size):
     """The mean over each adaptive window (torch.nn.functional.adaptive_avg_pool3d):
     the windows along each dim are a matrix of 1 / size, applied one dim at a time."""
-    if input.dim() not in (4, 5):
-        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
-                           f"{list(input.shape)}")
-    if isinstance(output_size, (list, tuple)) and len(output_size) != 3:
-        raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
-    size = _adaptive_size(input, output_size, 3)
+    size = _adaptive_size_3d(input, output_size, "adaptive_avg_pool3d",
+                             "output_size must be 3")
     if min(size) < 0:
         raise RuntimeError(f"adaptive_avg_pool3d: elements of output_size must be greater than or "
                            f"equal to 0 but received {size}")
@@ -339,12 +344,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     which leaves their first maximum where it is) and reduced as max_pool3d's. With
     return_indices, also the maximum's position in the flattened D * H * W input."""
     import ignis
-    if input.dim() not in (4, 5):
-        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got "
-                           f"{list(input.shape)}")
-    if isinstance(output_size, (list, tuple)) and len(output_size) != 3:
-        raise RuntimeError("adaptive_max_pool3d: internal error: output_size.size() must be 3")
-    size = _adaptive_size(input, output_size, 3)
+    size = _adaptive_size_3d(input, output_size, "adaptive_max_pool3d",
+                             "internal error: output_size.size() must be 3")
     unbatched = input.dim() == 4
     x = input.unsqueeze(0) if unbatched else input
     if min(x.shape[2:]) <= 0:
