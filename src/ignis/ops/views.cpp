@@ -825,7 +825,7 @@ void register_view_ops() {
       .method_only().kernel(transpose_inplace_kernel).derivative(transpose_bw);
   view_op("t(Tensor(a) self) -> Tensor(a)", t_kernel, t_bw, "", "", decomp::t);
   def("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)").category(OpCategory::View)
-      .method_only().kernel(view_dtype_kernel).nondifferentiable()
+      .method_only().kernel(view_dtype_kernel).nondifferentiable().core(true)
       .doc("the same bytes as another dtype");
   view_op("view_as_real(Tensor(a) self) -> Tensor(a)", view_as_real_kernel, view_as_real_bw,
           "a complex tensor's numbers as (real, imaginary) pairs of floats, a last dim of 2");
