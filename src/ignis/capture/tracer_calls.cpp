@@ -2334,10 +2334,17 @@ VTP Tracer::getattr(const VTP& obj, PyObject* name) {
           // the object's source at run time: as a constant it was bound to
           // the first call's object (its results came back for every later
           // array of the same type).
-          PyObject* bound = PyCFunction_Check(v.get()) ? PyCFunction_GET_SELF(v.get())
-                            : PyMethod_Check(v.get())  ? PyMethod_GET_SELF(v.get())
-                                                       : nullptr;
-          if (bound == o && obj->kind == VK::Object && obj->reg >= 0)
+          // A Python method (a decorated one: its descriptor made the bound
+          // method) is the method of its function and this object, as a plain
+          // function's is (class_attribute).
+          if (PyMethod_Check(v.get()) && PyMethod_GET_SELF(v.get()) == o) {
+            auto m = std::make_shared<VT>(VK::Method);
+            m->self = obj;
+            m->func = make_const(PyMethod_GET_FUNCTION(v.get()));
+            return m;
+          }
+          if (PyCFunction_Check(v.get()) && PyCFunction_GET_SELF(v.get()) == o &&
+              obj->kind == VK::Object && obj->reg >= 0)
             return wrap_input(v.get(), guards().attr(obj->reg, name));
           if (is_identity_object(v.get())) return make_const(v.get());
           // A class-level value read through the instance: guarded, an
