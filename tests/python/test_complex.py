@@ -378,3 +378,10 @@ def test_a_complex_view_of_a_computed_buffer_keeps_it_alive(programs):
     np.testing.assert_array_equal(z.numpy(), wz.numpy())
     np.testing.assert_allclose(d.numpy(), wd.numpy(), rtol=1e-5)
     assert "view view_as_complex(" in "\n".join(programs)
+
+
+def test_a_real_operands_imaginary_part_is_zero_even_where_it_is_infinite():
+    # where/eq with a real operand: its imaginary part is zeros, not real * 0 (NaN at inf).
+    out = ignis.where(ignis.tensor([True, False]), ignis.tensor([float("inf"), 1.0]),
+                      ignis.tensor([1 + 1j, 2j]))
+    assert out.tolist() == [complex(float("inf"), 0), 2j]

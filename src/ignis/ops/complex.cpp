@@ -42,15 +42,16 @@ OpRef view_as_real_op("view_as_real"), view_as_complex_op("view_as_complex"),
     contiguous_op("contiguous"), broadcast_op("broadcast_tensors"), log_op("log"),
     atan2_op("atan2"), cosh_op("cosh"), sinh_op("sinh"), pow_op("pow"), where_op("where.self"),
     lt_op("lt"), index_op("index.Tensor"), index_select_op("index_select"), flip_op("flip"),
-    roll_op("roll"), repeat_op("repeat"), masked_fill_op("masked_fill"), reshape_op("reshape");
+    roll_op("roll"), repeat_op("repeat"), masked_fill_op("masked_fill"), reshape_op("reshape"),
+    zeros_like_op("zeros_like");
 
 void ret(Stack& s, Tensor t) {
   s.clear();
   s.emplace_back(std::move(t));
 }
 
-// A tensor as complex: view_as_complex of its pairs, made contiguous first
-// when its pairs are not adjacent (a last stride of 1, even other strides).
+}  // namespace
+
 Tensor as_complex(Tensor pairs) {
   const auto& st = pairs.strides();
   bool ok = st.back() == 1 && pairs.storage_offset() % 2 == 0;
@@ -58,6 +59,10 @@ Tensor as_complex(Tensor pairs) {
   if (!ok) pairs = contiguous_op.tensor(pairs);
   return view_as_complex_op.tensor(pairs);
 }
+
+namespace {
+
+Tensor pairs_of(const Tensor& x) { return view_as_real_op.tensor(x); }
 
 Tensor cast(const Tensor& t, ScalarType dt) {
   return t.dtype() == dt ? t : to_copy_op.tensor(t, dt, IValue(), false);
@@ -70,15 +75,21 @@ struct Parts {
 };
 Parts parts(const Tensor& x, ScalarType r) {
   if (!is_complex(x.dtype())) return {cast(x, r), Tensor()};
-  Tensor pairs = cast(view_as_real_op.tensor(x), r);
+  Tensor pairs = cast(pairs_of(x), r);
   return {select_op.tensor(pairs, int64_t(-1), int64_t(0)),
           select_op.tensor(pairs, int64_t(-1), int64_t(1))};
+}
+
+// An imaginary part that is zero where the operand is real (zeros, not
+// re * 0, which is NaN where re is infinite).
+Tensor or_zero(const Tensor& im, const Tensor& re) {
+  return im.defined() ? im : zeros_like_op.tensor(re);
 }
 
 // The complex tensor with these parts (broadcast to one shape); a missing
 // imaginary part is zero.
 Tensor assemble(Tensor re, Tensor im) {
-  if (!im.defined()) im = mul_op.tensor(re, scalar_to_tensor(0.0, re.dtype(), true));
+  im = or_zero(im, re);
   if (re.sizes() != im.sizes()) {
     std::vector<Tensor> both = broadcast_op.call(std::vector<Tensor>{re, im})[0].to_tensor_list();
     re = both[0], im = both[1];
@@ -157,7 +168,7 @@ void arith_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
 }
 
 void neg_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
-  ret(s, as_complex(neg_op.tensor(view_as_real_op.tensor(s[0].to_tensor()))));
+  ret(s, as_complex(neg_op.tensor(pairs_of(s[0].to_tensor()))));
 }
 
 void exp_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
@@ -169,7 +180,7 @@ void exp_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 
 // |x|: the modulus, a real tensor (sqrt(re^2 + im^2)).
 void abs_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
-  const Tensor pairs = view_as_real_op.tensor(s[0].to_tensor());
+  const Tensor pairs = pairs_of(s[0].to_tensor());
   ret(s, sqrt_op.tensor(sum_dim_op.tensor(mul_op.tensor(pairs, pairs),
                                           std::vector<int64_t>{-1}, false, IValue())));
 }
@@ -180,18 +191,9 @@ void compare_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor a = s[0].to_tensor(), b = s[1].to_tensor();
   const ScalarType r = types_of(a, b).second;
   const Parts x = parts(a, r), y = parts(b, r);
-  auto part = [](const Tensor& u, const Tensor& v) {
-    Tensor zero;
-    if (!u.defined() || !v.defined()) {
-      const Tensor& d = u.defined() ? u : v;
-      zero = scalar_to_tensor(0.0, d.dtype(), true);
-    }
-    return std::make_pair(u.defined() ? u : zero, v.defined() ? v : zero);
-  };
-  auto [ur, vr] = part(x.re, y.re);
-  auto [ui, vi] = part(x.im, y.im);
-  if (Eq) ret(s, and_op.tensor(eq_op.tensor(ur, vr), eq_op.tensor(ui, vi)));
-  else ret(s, or_op.tensor(ne_op.tensor(ur, vr), ne_op.tensor(ui, vi)));
+  const Tensor xi = or_zero(x.im, x.re), yi = or_zero(y.im, y.re);
+  if (Eq) ret(s, and_op.tensor(eq_op.tensor(x.re, y.re), eq_op.tensor(xi, yi)));
+  else ret(s, or_op.tensor(ne_op.tensor(x.re, y.re), ne_op.tensor(xi, yi)));
 }
 
 // The complex dtype a reduction's `dtype=` asks for (none: self's).
@@ -224,7 +226,7 @@ void reduce_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
   }
   for (int64_t& d : dims) d = nd == 0 ? 0 : wrap_dim(d, nd);
   const ScalarType want = reduce_dtype(self, dtype);
-  Tensor pairs = cast(view_as_real_op.tensor(self), to_real_type(want));
+  Tensor pairs = cast(pairs_of(self), to_real_type(want));
   Tensor out = nd == 0 ? pairs
                : Mean ? mean_dim_op.tensor(pairs, dims, keepdim, IValue())
                       : sum_dim_op.tensor(pairs, dims, keepdim, IValue());
@@ -307,7 +309,6 @@ void pow_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
 }
 
 // ---- data movement: the same op on the pairs, the pair dim carried along ----
-Tensor pairs_of(const Tensor& x) { return view_as_real_op.tensor(x); }
 
 void index_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, as_complex(index_op.tensor(pairs_of(s[0].to_tensor()), s[1])));
@@ -344,11 +345,8 @@ void where_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor c = s[0].to_tensor(), a = s[1].to_tensor(), b = s[2].to_tensor();
   const ScalarType r = types_of(a, b).second;
   const Parts x = parts(a, r), y = parts(b, r);
-  auto zero_if_none = [&](const Tensor& t, const Tensor& like) {
-    return t.defined() ? t : mul_op.tensor(like, scalar_to_tensor(0.0, r, true));
-  };
   ret(s, assemble(where_op.tensor(c, x.re, y.re),
-                  where_op.tensor(c, zero_if_none(x.im, x.re), zero_if_none(y.im, y.re))));
+                  where_op.tensor(c, or_zero(x.im, x.re), or_zero(y.im, y.re))));
 }
 void masked_fill_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor(), mask = s[1].to_tensor(), v = s[2].to_tensor();

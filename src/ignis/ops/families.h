@@ -1,6 +1,8 @@
 // One registration function per op family; register_all_ops() calls them.
 #pragma once
 
+#include "ignis/core/tensor.h"
+
 namespace ignis {
 void register_creation_ops();
 void register_unary_ops();
@@ -26,4 +28,8 @@ void register_rnn_ops();
 void register_linalg_ops();
 // Kernels at the Complex key for ops registered before (ops/complex.cpp).
 void register_complex_kernels();
+// View pairs of floats (a last dim of 2) as complex numbers, made contiguous
+// first when the pairs are not adjacent (a last stride of 1, even other
+// strides and offset); ops/complex.cpp.
+Tensor as_complex(Tensor pairs);
 }  // namespace ignis

@@ -653,16 +653,9 @@ void transpose_bw(GradCtx& c) {
   c.set(0, op("transpose.int", c.grad(), c.int_arg(1), c.int_arg(2)));
 }
 void t_bw(GradCtx& c) { c.set(0, op("t", c.grad())); }
-// Each other's derivative; a gradient view_as_complex cannot read in place
-// (its pairs not adjacent) is made contiguous first.
-void view_as_real_bw(GradCtx& c) {
-  Tensor g = c.grad();
-  const auto& st = g.strides();
-  bool pairs = g.dim() > 0 && st.back() == 1 && g.storage_offset() % 2 == 0;
-  for (int64_t d = 0; pairs && d + 1 < g.dim(); ++d) pairs = st[d] % 2 == 0;
-  if (!pairs) g = OpRef("contiguous").tensor(g);
-  c.set(0, OpRef("view_as_complex").tensor(g));
-}
+// Each other's derivative (as_complex makes a gradient whose pairs are not
+// adjacent contiguous first).
+void view_as_real_bw(GradCtx& c) { c.set(0, as_complex(c.grad())); }
 void view_as_complex_bw(GradCtx& c) { c.set(0, OpRef("view_as_real").tensor(c.grad())); }
 
 void narrow_bw(GradCtx& c) {
