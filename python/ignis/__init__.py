@@ -35,6 +35,8 @@ from ._C import (  # noqa: E402,F401
     dtype, device, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     complex64, complex128, initial_seed, get_default_dtype, promote_types, can_cast,
     get_num_threads, set_num_threads,
+    memory_format, contiguous_format, preserve_format, channels_last, channels_last_3d,
+    layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc,
 )
 
 # PyTorch's dtype aliases.

@@ -282,10 +282,22 @@ class Tensor(_C.TensorBase):
             self[start:start + cols].diagonal().fill_(fill_value)
         return self
 
+    @property
+    def layout(self):
+        """ignis.strided: the one layout ignis stores."""
+        from . import _C
+        return _C.strided
+
     def numpy(self, *, force=False):
+        # force=True: whatever it takes (a detached copy on the host), as torch's.
+        if force:
+            return np.asarray(self.detach().cpu())
         if self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         return np.asarray(self)
 
     # --- DLPack (ignis.utils.dlpack) ---------------------------------------------------
@@ -306,7 +318,7 @@ class Tensor(_C.TensorBase):
             return self.float().tolist()
         if self.dim() == 0:
             return self.item()
-        return self.cpu().numpy().tolist()
+        return np.asarray(self.cpu()).tolist()  # numpy() refuses a tensor that requires grad
 
     # --- pickling and copying ---------------------------------------------------------
     # By value: elements, dtype, shape, requires_grad (DataLoader workers send
@@ -336,26 +348,37 @@ class Tensor(_C.TensorBase):
             result.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return result
 
-    def new_tensor(self, data, dtype=None, device=None):
+    # The factories take requires_grad=, layout= and pin_memory= as torch's do.
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None,
+                   pin_memory=False):
         from ._creation import tensor
-        return tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+        from . import _C
+        if layout is not None and layout is not _C.strided:
+            raise NotImplementedError(f"new_tensor(): layout={layout} is not supported: ignis "
+                                      "stores strided tensors only")
+        out = tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
+        return out.pin_memory() if pin_memory else out
 
-    def new_zeros(self, *size, dtype=None, device=None):
+    def new_zeros(self, *size, dtype=None, device=None, **factory_kwargs):
         from . import zeros
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     **factory_kwargs)
 
-    def new_ones(self, *size, dtype=None, device=None):
+    def new_ones(self, *size, dtype=None, device=None, **factory_kwargs):
         from . import ones
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device)
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                    **factory_kwargs)
 
-    def new_full(self, size, fill_value, dtype=None, device=None):
+    def new_full(self, size, fill_value, dtype=None, device=None, **factory_kwargs):
         from . import full
-        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    **factory_kwargs)
 
-    def new_empty(self, *size, dtype=None, device=None):
+    def new_empty(self, *size, dtype=None, device=None, **factory_kwargs):
         from . import empty
-        return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
-
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     **factory_kwargs)
 
 def _copy_storage(t, memo):
     """A tensor owning a copy of all of t's storage (as elements of t's dtype),

@@ -357,6 +357,25 @@ def test_bce_with_logits_gradients_with_constant_weights(reduction, weight_shape
             [x, y, w, pw], [0, 1])
 
 
+@pytest.mark.parametrize("pos_weight", [False, True])
+def test_bce_with_logits_gradients_at_zero_and_extreme_logits(pos_weight):
+    """Logits exactly 0 (a zero-initialised output layer) and far out: softplus(-x) was
+    written with relu(-x) and |x|, whose slopes at 0 are 0, so the gradient at 0 lost its
+    -1/2 (found by the parity helper: [1, .8, 0] against torch's [.5, .3, -.5])."""
+    x = np.array([[0.0, 0.0, 0.0, 0.0], [30.0, -30.0, 1e-9, -1e-9], [0.0, 2.0, -3.0, 0.0]])
+    y = np.array([[0.0, 0.2, 1.0, 0.5], [0.0, 1.0, 0.3, 0.7], [1.0, 0.5, 1.0, 0.0]])
+    pw = np.array([2.0, 0.5, 1.0, 3.0]) if pos_weight else None
+    compare(lambda a, b, d: IF.binary_cross_entropy_with_logits(a, b, pos_weight=d),
+            lambda a, b, d: TF.binary_cross_entropy_with_logits(a, b, pos_weight=d),
+            [x, y, pw], [0, 1])
+    # The compiled loss too (the decomposition the compiler lowers).
+    xi = ignis.from_numpy(x[0].copy()).requires_grad_(True)
+    loss = ignis.compile(lambda a, b: IF.binary_cross_entropy_with_logits(a, b, reduction="sum"),
+                         backend="inductor")
+    loss(xi, ignis.from_numpy(y[0].copy())).backward()
+    np.testing.assert_allclose(xi.grad.numpy(), 0.5 - y[0], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("fn", ["mse_loss", "l1_loss"])
 def test_weighted_mean_divides_by_the_weight_itself(fn):
     # The input (and so the weight) broadcasts against a larger target: torch

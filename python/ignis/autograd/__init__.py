@@ -114,10 +114,17 @@ def _tensor_register_hook(self, hook):
     return RemovableHandle(self, self._register_hook(hook))
 
 
+def _tensor_register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) -> None runs each time a gradient has been accumulated into
+    this leaf's .grad (an optimizer step per parameter during backward)."""
+    return RemovableHandle(self, self._register_post_accumulate_grad_hook(hook))
+
+
 def _install(namespace, tensor_cls):
     """Adds Tensor.backward (factories take `requires_grad=` in C++)."""
     tensor_cls.backward = _tensor_backward
     tensor_cls.register_hook = _tensor_register_hook
+    tensor_cls.register_post_accumulate_grad_hook = _tensor_register_post_accumulate_grad_hook
 
 
 from . import functional  # noqa: E402,F401  (uses grad, defined above)

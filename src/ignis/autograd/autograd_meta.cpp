@@ -163,12 +163,18 @@ void retain_grad(const Tensor& t) {
   m.grad_fn_->retained().emplace_back(m.output_nr_, &m);
 }
 
-int64_t register_hook(const Tensor& t, std::function<Tensor(const Tensor&)> fn) {
+namespace {
+int64_t next_hook_id() {
   static int64_t next_id = 0;
+  return ++next_id;
+}
+}  // namespace
+
+int64_t register_hook(const Tensor& t, std::function<Tensor(const Tensor&)> fn) {
   IGNIS_CHECK(requires_grad(t),
               "cannot register a hook on a tensor that doesn't require gradient");
   AutogradMeta& m = materialize_meta(t);
-  int64_t id = ++next_id;
+  int64_t id = next_hook_id();
   if (m.grad_fn_) m.grad_fn_->pre_hooks().emplace_back(m.output_nr_, TensorHook{id, std::move(fn)});
   else m.hooks_.push_back(TensorHook{id, std::move(fn)});
   return id;
@@ -181,9 +187,22 @@ void remove_hook(const Tensor& t, int64_t id) {
     v.erase(std::remove_if(v.begin(), v.end(), [&](auto& h) { return get(h).id == id; }), v.end());
   };
   drop(m->hooks_, [](TensorHook& h) -> TensorHook& { return h; });
+  auto& post = m->post_accumulate_hooks_;
+  post.erase(std::remove_if(post.begin(), post.end(), [&](auto& h) { return h.first == id; }),
+             post.end());
   if (m->grad_fn_)
     drop(m->grad_fn_->pre_hooks(),
          [](std::pair<uint32_t, TensorHook>& p) -> TensorHook& { return p.second; });
+}
+
+int64_t register_post_accumulate_hook(const Tensor& t, std::function<void(const Tensor&)> fn) {
+  IGNIS_CHECK(requires_grad(t),
+              "cannot register a hook on a tensor that doesn't require gradient");
+  IGNIS_CHECK(is_leaf(t), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  AutogradMeta& m = materialize_meta(t);
+  int64_t id = next_hook_id();
+  m.post_accumulate_hooks_.emplace_back(id, std::move(fn));
+  return id;
 }
 
 }  // namespace ignis::autograd

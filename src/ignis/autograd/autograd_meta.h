@@ -39,6 +39,10 @@ struct AutogradMeta : AutogradMetaInterface {
   uint64_t view_version_ = 0;             // ... when the view's history was last set
   // Leaves: hooks run on the gradient before it is accumulated into grad_.
   std::vector<TensorHook> hooks_;
+  // Leaves: hooks run on the tensor after a gradient was accumulated into
+  // grad_ (torch's post-accumulate-grad hooks: an optimizer step per
+  // parameter during backward).
+  std::vector<std::pair<int64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks_;
 };
 
 inline AutogradMeta* get_meta(const Tensor& t) {
@@ -83,5 +87,8 @@ void retain_grad(const Tensor& t);
 // Registers a hook on t's gradient (t must require grad); returns its id.
 int64_t register_hook(const Tensor& t, std::function<Tensor(const Tensor&)> fn);
 void remove_hook(const Tensor& t, int64_t id);
+// Registers fn(t), run each time a gradient has been accumulated into the
+// leaf t's .grad; returns its id (remove_hook removes it).
+int64_t register_post_accumulate_hook(const Tensor& t, std::function<void(const Tensor&)> fn);
 
 }  // namespace ignis::autograd

@@ -54,6 +54,11 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   } else {
     add_inplace_op.call(m.grad_, g);
   }
+  // A copy: a hook may remove itself (or others) while they run.
+  if (!m.post_accumulate_hooks_.empty()) {
+    auto hooks = m.post_accumulate_hooks_;
+    for (auto& h : hooks) h.second(variable_);
+  }
   return {};
 }
 

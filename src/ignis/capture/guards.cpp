@@ -175,6 +175,7 @@ int fast_equal(PyObject* expected, PyObject* actual) {
     return a.real == b.real && a.imag == b.imag;
   }
   if (py::is_dtype(expected)) return py::dtype_of(expected) == py::dtype_of(actual);
+  if (py::is_memory_format(expected)) return expected == actual;  // four singletons
   if (py::is_device(expected)) {
     Device a = py::device_of(expected), b = py::device_of(actual);
     return a.type == b.type && a.index == b.index;

@@ -84,7 +84,7 @@ bool is_immutable(PyObject* o) {
       PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyComplex_CheckExact(o) ||
       PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyRange_Check(o) || PySlice_Check(o))
     return true;
-  if (py::is_dtype(o) || py::is_device(o)) return true;
+  if (py::is_dtype(o) || py::is_device(o) || py::is_memory_format(o)) return true;
   // ignis.finfo / ignis.iinfo: frozen records of a dtype's limits.
   static PyObject* finfo_t = py_import_attr("ignis._dtype_info", "finfo");
   static PyObject* iinfo_t = py_import_attr("ignis._dtype_info", "iinfo");

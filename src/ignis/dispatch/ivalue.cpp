@@ -31,7 +31,8 @@ Scalar IValue::to_scalar() const {
 
 const char* IValue::tag_name() const {
   static const char* names[] = {"None", "Tensor", "int", "float", "bool", "str", "int[]",
-                                "float[]", "Tensor[]", "Tensor?[]", "ScalarType", "Device"};
+                                "float[]", "Tensor[]", "Tensor?[]", "ScalarType", "Device",
+                                "MemoryFormat"};
   return names[v_.index()];
 }
 
@@ -66,6 +67,7 @@ std::string IValue::repr() const {
     }
     case Tag::Dtype: return ignis::to_string(to_dtype());
     case Tag::Device: return to_device().str();
+    case Tag::MemoryFormat: return memory_format_name(to_memory_format());
   }
   return "?";
 }

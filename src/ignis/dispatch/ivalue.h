@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "ignis/core/memory_format.h"
 #include "ignis/core/scalar.h"
 #include "ignis/core/tensor.h"
 
@@ -20,7 +21,7 @@ class IValue {
  public:
   enum class Tag : uint8_t {
     None, Tensor, Int, Double, Bool, String, IntList, DoubleList, TensorList,
-    OptTensorList, Dtype, Device
+    OptTensorList, Dtype, Device, MemoryFormat
   };
   // A list of optional tensors (Tensor?[]: index() takes one); an undefined
   // Tensor stands for None.
@@ -50,6 +51,7 @@ class IValue {
   IValue(OptTensors l) : v_(std::move(l)) {}
   IValue(ScalarType t) : v_(t) {}
   IValue(Device d) : v_(d) {}
+  IValue(MemoryFormat f) : v_(f) {}
 
   Tag tag() const { return static_cast<Tag>(v_.index()); }
   bool is_none() const { return tag() == Tag::None; }
@@ -64,6 +66,7 @@ class IValue {
   bool is_opt_tensor_list() const { return tag() == Tag::OptTensorList; }
   bool is_dtype() const { return tag() == Tag::Dtype; }
   bool is_device() const { return tag() == Tag::Device; }
+  bool is_memory_format() const { return tag() == Tag::MemoryFormat; }
 
   const Tensor& to_tensor() const { return get<Tensor>("Tensor"); }
   Tensor& to_tensor() { return std::get<Tensor>(v_); }
@@ -80,6 +83,7 @@ class IValue {
   const std::vector<Tensor>& to_opt_tensor_list() const { return get<OptTensors>("Tensor?[]").v; }
   ScalarType to_dtype() const { return get<ScalarType>("ScalarType"); }
   Device to_device() const { return get<Device>("Device"); }
+  MemoryFormat to_memory_format() const { return get<MemoryFormat>("MemoryFormat"); }
 
   const char* tag_name() const;
   std::string repr() const;  // short form for logs and error messages
@@ -92,7 +96,8 @@ class IValue {
     return *p;
   }
   std::variant<None, Tensor, int64_t, double, bool, std::string, std::vector<int64_t>,
-               std::vector<double>, std::vector<Tensor>, OptTensors, ScalarType, Device>
+               std::vector<double>, std::vector<Tensor>, OptTensors, ScalarType, Device,
+               MemoryFormat>
       v_;
 };
 

@@ -29,6 +29,8 @@ const char* arg_type_name(ArgType t) {
     case ArgType::OptDevice: return "Device?";
     case ArgType::Str: return "str";
     case ArgType::OptStr: return "str?";
+    case ArgType::MemoryFormat: return "MemoryFormat";
+    case ArgType::OptMemoryFormat: return "MemoryFormat?";
   }
   return "?";
 }
@@ -169,6 +171,7 @@ class Parser {
     if (base == "ScalarType") return opt ? ArgType::OptDtype : ArgType::Dtype;
     if (base == "Device") return opt ? ArgType::OptDevice : ArgType::Device;
     if (base == "str") return opt ? ArgType::OptStr : ArgType::Str;
+    if (base == "MemoryFormat") return opt ? ArgType::OptMemoryFormat : ArgType::MemoryFormat;
     fail("unknown type");
   }
 
@@ -203,6 +206,12 @@ class Parser {
     std::string tok = s_.substr(b, pos_ - b);
     while (!tok.empty() && std::isspace(static_cast<unsigned char>(tok.back()))) tok.pop_back();
     if (tok == "None") return None{};
+    if (t == ArgType::MemoryFormat || t == ArgType::OptMemoryFormat) {
+      for (MemoryFormat f : {MemoryFormat::Contiguous, MemoryFormat::Preserve,
+                             MemoryFormat::ChannelsLast, MemoryFormat::ChannelsLast3d})
+        if (tok == memory_format_name(f)) return f;
+      fail("unknown memory format");
+    }
     if (tok == "True") return true;
     if (tok == "False") return false;
     if (tok == "inf") return std::numeric_limits<double>::infinity();

@@ -24,6 +24,7 @@ enum class ArgType : uint8_t {
   Dtype, OptDtype,
   Device, OptDevice,
   Str, OptStr,
+  MemoryFormat, OptMemoryFormat,
 };
 const char* arg_type_name(ArgType t);
 

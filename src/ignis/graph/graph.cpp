@@ -21,7 +21,7 @@ bool Foreign::same(const Foreign& o) const {
 const char* Value::kind_name() const {
   static const char* names[] = {"None", "bool", "int", "float", "str", "dtype", "device",
                                 "Tensor", "Node", "list", "tuple", "dict", "slice",
-                                "ellipsis", "object"};
+                                "ellipsis", "object", "memory_format"};
   return names[static_cast<int>(kind_)];
 }
 
@@ -46,6 +46,7 @@ bool Value::operator==(const Value& o) const {
     }
     case Kind::Str: return to_str() == o.to_str();
     case Kind::Dtype: return to_dtype() == o.to_dtype();
+    case Kind::MemoryFormat: return to_memory_format() == o.to_memory_format();
     case Kind::Device:
       return to_device().type == o.to_device().type && to_device().index == o.to_device().index;
     case Kind::Tensor: return to_tensor().is_same(o.to_tensor());

@@ -22,6 +22,7 @@ bool is_optional(ArgType t) {
     case ArgType::OptTensor: case ArgType::OptInt: case ArgType::OptIntList:
     case ArgType::OptFloat: case ArgType::OptBool: case ArgType::OptScalar:
     case ArgType::OptDtype: case ArgType::OptDevice: case ArgType::OptStr:
+    case ArgType::OptMemoryFormat:
       return true;
     default:
       return false;
@@ -129,6 +130,10 @@ bool convert(const Value& v, ArgType t, bool first, IValue* out) {
       if (v.kind() != Value::Kind::Str) return false;
       *out = v.to_str();
       return true;
+    case ArgType::MemoryFormat: case ArgType::OptMemoryFormat:
+      if (v.kind() != Value::Kind::MemoryFormat) return false;
+      *out = v.to_memory_format();
+      return true;
   }
   return false;
 }
@@ -226,6 +231,7 @@ Value from_ivalue(const IValue& v, const TensorToValue& tensor, bool lists) {
     case IValue::Tag::String: return Value(v.to_string());
     case IValue::Tag::Dtype: return Value(v.to_dtype());
     case IValue::Tag::Device: return Value(v.to_device());
+    case IValue::Tag::MemoryFormat: return Value(v.to_memory_format());
     case IValue::Tag::IntList: {
       Value::Items l;
       for (int64_t i : v.to_int_list()) l.emplace_back(i);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ignis/core/intrusive_ptr.h"
+#include "ignis/core/memory_format.h"
 #include "ignis/core/tensor.h"
 #include "ignis/sym/expr.h"
 
@@ -63,7 +64,7 @@ class Value {
  public:
   enum class Kind : uint8_t {
     None, Bool, Int, Double, Str, Dtype, Device, Tensor, Node,
-    List, Tuple, Dict, Slice, Ellipsis, Foreign
+    List, Tuple, Dict, Slice, Ellipsis, Foreign, MemoryFormat
   };
   using Items = std::vector<Value>;
 
@@ -77,6 +78,7 @@ class Value {
   Value(const char* s) : kind_(Kind::Str), v_(std::string(s)) {}
   Value(ScalarType t) : kind_(Kind::Dtype), v_(t) {}
   Value(Device d) : kind_(Kind::Device), v_(d) {}
+  Value(MemoryFormat f) : kind_(Kind::MemoryFormat), v_(f) {}
   Value(Tensor t) : kind_(Kind::Tensor), v_(std::move(t)) {}
   Value(NodePtr n) : kind_(Kind::Node), v_(std::move(n)) {}
   Value(Node* n) : Value(NodePtr(n)) {}
@@ -108,6 +110,7 @@ class Value {
   const std::string& to_str() const { return get<std::string>(); }
   ScalarType to_dtype() const { return get<ScalarType>(); }
   Device to_device() const { return get<Device>(); }
+  MemoryFormat to_memory_format() const { return get<MemoryFormat>(); }
   const Tensor& to_tensor() const { return get<Tensor>(); }
   Node* to_node() const { return get<NodePtr>().get(); }
   const Foreign& to_foreign() const { return *get<ForeignPtr>(); }
@@ -133,7 +136,7 @@ class Value {
 
   Kind kind_ = Kind::None;
   std::variant<std::monostate, bool, int64_t, double, std::string, ScalarType, Device, Tensor,
-               NodePtr, std::shared_ptr<const Items>, ForeignPtr>
+               NodePtr, std::shared_ptr<const Items>, ForeignPtr, MemoryFormat>
       v_;
 };
 

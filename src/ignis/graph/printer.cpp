@@ -117,6 +117,7 @@ std::string any_repr(const Value& v, bool code) {
     case Value::Kind::Double: return py_float_repr(v.to_double());
     case Value::Kind::Str: return py_str_repr(v.to_str());
     case Value::Kind::Dtype: return to_string(v.to_dtype());
+    case Value::Kind::MemoryFormat: return str("ignis.", memory_format_name(v.to_memory_format()));
     case Value::Kind::Device: return device_repr(v.to_device());
     case Value::Kind::Tensor: return tensor_summary(v.to_tensor());
     case Value::Kind::Node: return v.to_node()->name();

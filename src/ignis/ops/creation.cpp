@@ -68,6 +68,17 @@ void sized_meta(OpCall& c) {
   ScalarType dt = dtype_or(c.args[DtypeArg], default_dtype());
   c.alloc(sizes_arg(c, 0), dt);
 }
+// empty(size, *, dtype, device, memory_format): strides in memory_format
+// (preserve_format has no source to preserve: torch refuses it too).
+void empty_meta(OpCall& c) {
+  ScalarType dt = dtype_or(c.args[1], default_dtype());
+  DimVector sizes = sizes_arg(c, 0);
+  const MemoryFormat f =
+      c.args[3].is_none() ? MemoryFormat::Contiguous : c.args[3].to_memory_format();
+  IGNIS_CHECK(f != MemoryFormat::Preserve, "preserve memory format is unsupported by empty");
+  if (f == MemoryFormat::Contiguous) c.alloc(sizes, dt);
+  else c.alloc_strided(sizes, strides_in_format(sizes, f), dt);
+}
 void noop_impl(OpCall&) {}
 void zeros_impl(OpCall& c) { fill_tensor(c.outputs[0], Scalar(int64_t(0))); }
 void ones_impl(OpCall& c) { fill_tensor(c.outputs[0], Scalar(int64_t(1))); }
@@ -238,16 +249,24 @@ OpRef uniform_op("uniform_");
 OpRef normal_op("normal_");
 OpRef random_op("random_.from");
 
-Tensor empty_like_impl(const Tensor& self, const IValue& dtype, const IValue& device) {
+// A tensor like self: its dtype and device unless given, laid out like it
+// (preserve_format, the default) or in memory_format.
+Tensor empty_like_impl(const Tensor& self, const IValue& dtype, const IValue& device,
+                       const IValue& memory_format) {
   ScalarType dt = dtype.is_none() ? self.dtype() : dtype.to_dtype();
   Device dev = device.is_none() ? self.user_device() : device.to_device();
-  return empty_strided_op.tensor(self.sizes(), like_strides(self), dt, dev);
+  const MemoryFormat f =
+      memory_format.is_none() ? MemoryFormat::Preserve : memory_format.to_memory_format();
+  DimVector strides = f == MemoryFormat::Preserve ? like_strides(self)
+                                                  : strides_in_format(self.sizes(), f);
+  return empty_strided_op.tensor(self.sizes(), strides, dt, dev);
 }
 
 template <int Kind>  // 0 empty, 1 zeros, 2 ones, 3 full, 4 rand, 5 randn
 void like_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   const int dtype_arg = Kind == 3 ? 2 : 1;
-  Tensor out = empty_like_impl(s[0].to_tensor(), s[dtype_arg], s[dtype_arg + 1]);
+  Tensor out = empty_like_impl(s[0].to_tensor(), s[dtype_arg], s[dtype_arg + 1],
+                               s[dtype_arg + 2]);
   if (Kind == 1) fill_op.call(out, scalar_to_tensor_int(0, ScalarType::Int64, true));
   if (Kind == 2) fill_op.call(out, scalar_to_tensor_int(1, ScalarType::Int64, true));
   if (Kind == 3) {
@@ -265,7 +284,8 @@ void randint_like_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
   bool low_form = !op.schema().overload.empty();
   int64_t low = low_form ? s[1].to_int() : 0, high = s[low_form ? 2 : 1].to_int();
   int dtype_arg = low_form ? 3 : 2;
-  Tensor out = empty_like_impl(s[0].to_tensor(), s[dtype_arg], s[dtype_arg + 1]);
+  Tensor out = empty_like_impl(s[0].to_tensor(), s[dtype_arg], s[dtype_arg + 1],
+                               s[dtype_arg + 2]);
   random_op.call(out, low, high);
   s.clear();
   s.emplace_back(std::move(out));
@@ -305,7 +325,7 @@ void bernoulli_tensor_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   Tensor self = s[0].to_tensor();
   const Tensor& p = s[1].to_tensor();
   ScalarType ut = is_floating(p.dtype()) ? p.dtype() : ScalarType::Float32;
-  Tensor u = empty_like_impl(self, IValue(ut), IValue());
+  Tensor u = empty_like_impl(self, IValue(ut), IValue(), IValue());
   uniform_op.call(u, 0.0, 1.0);
   copy_op.call(self, lt_op.tensor(u, p));
   s.clear();
@@ -357,8 +377,10 @@ void bernoulli_impl(OpCall& c) {
 
 void register_creation_ops() {
   const std::string o = kOpts;
-  def("empty(int[] size, " + o + ") -> Tensor").category(OpCategory::Creation).uninitialized()
-      .meta(sized_meta<1>).cpu_and_cuda(noop_impl).doc("uninitialised tensor").core();
+  // The *_like creators and empty take torch's memory_format= too.
+  const std::string mf = ", MemoryFormat? memory_format=None";
+  def("empty(int[] size, " + o + mf + ") -> Tensor").category(OpCategory::Creation).uninitialized()
+      .meta(empty_meta).cpu_and_cuda(noop_impl).doc("uninitialised tensor").core();
   def("empty_strided(int[] size, int[] stride, " + o + ") -> Tensor")
       .category(OpCategory::Creation).uninitialized().meta(empty_strided_meta)
       .cpu_and_cuda(noop_impl)
@@ -417,21 +439,21 @@ void register_creation_ops() {
       .category(OpCategory::Creation).random_with_generator().method_only()
       .composite(bernoulli_tensor_kernel);
 
-  def("empty_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
+  def("empty_like(Tensor self, " + o + mf + ") -> Tensor").category(OpCategory::Creation)
       .uninitialized().composite(like_kernel<0>);
-  def("zeros_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
+  def("zeros_like(Tensor self, " + o + mf + ") -> Tensor").category(OpCategory::Creation)
       .composite(like_kernel<1>);
-  def("ones_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation)
+  def("ones_like(Tensor self, " + o + mf + ") -> Tensor").category(OpCategory::Creation)
       .composite(like_kernel<2>);
-  def("full_like(Tensor self, Scalar fill_value, " + o + ") -> Tensor")
+  def("full_like(Tensor self, Scalar fill_value, " + o + mf + ") -> Tensor")
       .category(OpCategory::Creation).composite(like_kernel<3>);
-  def("rand_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
+  def("rand_like(Tensor self, " + o + mf + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .composite(like_kernel<4>);
-  def("randn_like(Tensor self, " + o + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
+  def("randn_like(Tensor self, " + o + mf + ") -> Tensor").category(OpCategory::Creation).random_with_generator()
       .composite(like_kernel<5>);
-  def("randint_like(Tensor self, int high, " + o + ") -> Tensor").category(OpCategory::Creation)
+  def("randint_like(Tensor self, int high, " + o + mf + ") -> Tensor").category(OpCategory::Creation)
       .random_with_generator().composite(randint_like_kernel);
-  def("randint_like.low(Tensor self, int low, int high, " + o + ") -> Tensor")
+  def("randint_like.low(Tensor self, int low, int high, " + o + mf + ") -> Tensor")
       .category(OpCategory::Creation).random_with_generator().composite(randint_like_kernel);
 }
 

@@ -370,6 +370,30 @@ void stack_kernel(const OpHandle&, DispatchKeySet, Stack& s) {
   ret(s, cat_op.tensor(std::move(ts), dim));
 }
 
+// scatter(self, dim, index, src | value, *, reduce): torch's older spelling
+// of scatter_reduce with the self values included, reduce "add" (a sum) or
+// "multiply" (a product); a value is a src of index's shape.
+template <bool Inplace>
+void scatter_with_reduce_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
+  static const OpRef reduce_op("scatter_reduce.two"), reduce_inplace_op("scatter_reduce_.two"),
+      full_like_op("full_like");
+  const std::string& how = s[4].to_string();
+  IGNIS_CHECK(how == "add" || how == "multiply",
+              "reduce argument must be either add or multiply.");
+  Tensor self = s[0].to_tensor();
+  Tensor index = s[2].to_tensor();
+  // A value, or a Python number bound to the src overload as a wrapped number.
+  const bool value = op.schema().overload == "value_reduce" ||
+                     s[3].to_tensor().impl()->is_wrapped_number();
+  Tensor src = !value ? s[3].to_tensor()
+                      : full_like_op.tensor(index, s[3].is_tensor() ? tensor_to_scalar(s[3].to_tensor())
+                                                                    : s[3].to_scalar(),
+                                            self.dtype());
+  const char* r = how == "add" ? "sum" : "prod";
+  const OpRef& run = Inplace ? reduce_inplace_op : reduce_op;
+  ret(s, run.tensor(self, s[1].to_int(), index, src, std::string(r), true));
+}
+
 // atleast_{1,2,3}d as hstack/vstack/dstack/column_stack need them.
 Tensor reshape_to(const Tensor& t, std::vector<int64_t> shape) {
   return reshape_op.tensor(t, std::move(shape));
@@ -746,6 +770,11 @@ cpu::Reduce reduce_kind(const std::string& r) {
 template <bool Inplace>
 void scatter_reduce_meta(OpCall& c) {
   reduce_kind(c.args[4].to_string());
+  // A Python number binds to `src` as a wrapped number, which scatter and
+  // scatter_add take as a value; scatter_reduce has no value form (torch
+  // refuses the number too), and its kernel reads src at index's shape.
+  IGNIS_CHECK_KIND(Type, !c.tensor(3).impl()->is_wrapped_number(),
+                   "scatter_reduce(): argument 'src' must be Tensor, not a Python number");
   scatter_meta<ScatterKind::Src, Inplace>(c);
 }
 
@@ -1632,6 +1661,16 @@ void register_index_ops() {
       "bool include_self=True) -> Tensor(a!)").category(OpCategory::Other).method_only()
       .meta(scatter_reduce_meta<true>).cpu_and_cuda(scatter_reduce_impl<true>)
       .derivative(scatter_reduce_bw, "self, index, src, result");
+  def("scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor")
+      .category(OpCategory::Other).composite(scatter_with_reduce_kernel<false>);
+  def("scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> "
+      "Tensor").category(OpCategory::Other).composite(scatter_with_reduce_kernel<false>);
+  def("scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> "
+      "Tensor(a!)").category(OpCategory::Other).method_only()
+      .composite(scatter_with_reduce_kernel<true>);
+  def("scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, "
+      "str reduce) -> Tensor(a!)").category(OpCategory::Other).method_only()
+      .composite(scatter_with_reduce_kernel<true>);
   using IK = IndexedOp;
   def("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
       .category(OpCategory::Other).both().meta(indexed_meta<IK::Add, false>)

@@ -1314,7 +1314,9 @@ void point_loss_bw(GradCtx& c) {
       }
       case LossOp::BCEWithLogits: {
         Tensor pw = in[sp.pos_weight];
-        Tensor sp_ = add(op("log1p", op("exp", neg(op("abs", x)))), op("relu", neg(x)));
+        // softplus(-x) as -logsigmoid(x): differentiable at 0, as the
+        // forward's decomposition (decomp/loss.cpp) explains.
+        Tensor sp_ = neg(op("logsigmoid", x));
         Tensor lw = pw.defined() ? add(one, mul(sub(pw, one), t)) : one;
         l = add(mul(sub(one, t), x), mul(lw, sp_));
         break;

@@ -248,6 +248,35 @@ PyObject* m_register_hook(PyObject* self, PyObject* fn) {
   return PyLong_FromLongLong(autograd::register_hook(self_tensor(self), std::move(call)));
   IGNIS_PY_END(nullptr)
 }
+// _register_post_accumulate_grad_hook(fn) -> id: fn(tensor) runs after a
+// gradient was accumulated into this leaf's .grad (during backward, with the
+// GIL held); it must return None.
+PyObject* m_register_post_accumulate_grad_hook(PyObject* self, PyObject* fn) {
+  if (!PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "hook must be callable");
+    return nullptr;
+  }
+  IGNIS_PY_BEGIN
+  Py_INCREF(fn);
+  std::shared_ptr<PyObject> keep(fn, [](PyObject* o) {
+    PyGILState_STATE st = PyGILState_Ensure();
+    Py_DECREF(o);
+    PyGILState_Release(st);
+  });
+  auto call = [keep](const Tensor& t) {
+    PyObject* arg = wrap(t);
+    if (!arg) throw PythonErrorAlreadySet();
+    PyObject* r = PyObject_CallOneArg(keep.get(), arg);
+    Py_DECREF(arg);
+    if (!r) throw PythonErrorAlreadySet();
+    const bool none = r == Py_None;
+    Py_DECREF(r);
+    IGNIS_CHECK(none, "post accumulate grad hooks must return None");
+  };
+  return PyLong_FromLongLong(
+      autograd::register_post_accumulate_hook(self_tensor(self), std::move(call)));
+  IGNIS_PY_END(nullptr)
+}
 PyObject* m_remove_hook(PyObject* self, PyObject* id) {
   IGNIS_PY_BEGIN
   autograd::remove_hook(self_tensor(self), PyLong_AsLongLong(id));
@@ -366,6 +395,7 @@ PyMethodDef tensor_autograd_methods[] = {
     {"detach", m_detach, METH_NOARGS, "A tensor sharing data, without history."},
     {"detach_", m_detach_, METH_NOARGS, "Drops this tensor's history in place."},
     {"_register_hook", m_register_hook, METH_O, nullptr},
+    {"_register_post_accumulate_grad_hook", m_register_post_accumulate_grad_hook, METH_O, nullptr},
     {"_remove_hook", m_remove_hook, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -80,6 +80,11 @@ ScalarType dtype_of(PyObject* o);          // for objects where is_dtype() holds
 PyObject* dtype_object(ScalarType t);      // borrowed
 // Accepts ignis dtypes, Python's float/int/bool types and NumPy dtypes.
 bool to_dtype(PyObject* o, ScalarType* out);
+bool is_memory_format(PyObject* o);
+MemoryFormat memory_format_of(PyObject* o);  // for objects where is_memory_format() holds
+PyObject* memory_format_object(MemoryFormat f);  // borrowed
+bool is_layout(PyObject* o);
+PyObject* strided_layout();  // borrowed: ignis.strided
 bool is_device(PyObject* o);
 Device device_of(PyObject* o);
 PyObject* make_device(Device d);           // new reference

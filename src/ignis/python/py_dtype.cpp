@@ -14,9 +14,52 @@ struct PyDevice {
   Device dev;
 };
 
+struct PyMemoryFormat {
+  PyObject_HEAD
+  MemoryFormat f;
+};
+
 PyTypeObject* DtypeType = nullptr;
 PyTypeObject* DeviceType_ = nullptr;
+PyTypeObject* MemoryFormatType = nullptr;
 PyObject* g_dtypes[kNumScalarTypes] = {};
+constexpr int kNumMemoryFormats = 4;
+PyObject* g_memory_formats[kNumMemoryFormats] = {};
+
+PyObject* memory_format_repr(PyObject* self) {
+  return PyUnicode_FromFormat("ignis.%s",
+                              memory_format_name(reinterpret_cast<PyMemoryFormat*>(self)->f));
+}
+// Pickled by name: the module attribute of the same name.
+PyObject* memory_format_reduce(PyObject* self, PyObject*) {
+  return PyUnicode_FromString(memory_format_name(reinterpret_cast<PyMemoryFormat*>(self)->f));
+}
+// ignis.layout: strided is the only layout ignis stores; the sparse ones
+// exist so that code comparing a tensor's layout with them runs.
+struct PyLayout {
+  PyObject_HEAD
+  int index;
+};
+const char* const kLayoutNames[] = {"strided", "sparse_coo", "sparse_csr", "sparse_csc",
+                                    "sparse_bsr", "sparse_bsc"};
+constexpr int kNumLayouts = 6;
+PyTypeObject* LayoutType = nullptr;
+PyObject* g_layouts[kNumLayouts] = {};
+PyObject* layout_repr(PyObject* self) {
+  return PyUnicode_FromFormat("ignis.%s", kLayoutNames[reinterpret_cast<PyLayout*>(self)->index]);
+}
+PyObject* layout_reduce(PyObject* self, PyObject*) {
+  return PyUnicode_FromString(kLayoutNames[reinterpret_cast<PyLayout*>(self)->index]);
+}
+PyMethodDef layout_methods[] = {
+    {"__reduce__", layout_reduce, METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyMethodDef memory_format_methods[] = {
+    {"__reduce__", memory_format_reduce, METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
 
 PyObject* dtype_repr(PyObject* self) {
   return PyUnicode_FromString(to_string(reinterpret_cast<PyDtype*>(self)->st).c_str());
@@ -153,6 +196,13 @@ bool to_dtype(PyObject* o, ScalarType* out) {
   return false;
 }
 
+bool is_memory_format(PyObject* o) { return Py_TYPE(o) == MemoryFormatType; }
+MemoryFormat memory_format_of(PyObject* o) { return reinterpret_cast<PyMemoryFormat*>(o)->f; }
+PyObject* memory_format_object(MemoryFormat f) { return g_memory_formats[static_cast<int>(f)]; }
+
+bool is_layout(PyObject* o) { return Py_TYPE(o) == LayoutType; }
+PyObject* strided_layout() { return g_layouts[0]; }
+
 bool is_device(PyObject* o) { return Py_TYPE(o) == DeviceType_; }
 Device device_of(PyObject* o) { return reinterpret_cast<PyDevice*>(o)->dev; }
 
@@ -194,7 +244,8 @@ bool init_dtype_types(PyObject* module) {
       {Py_tp_methods, dtype_methods},
       {0, nullptr},
   };
-  static PyType_Spec dtype_spec = {"ignis.dtype", sizeof(PyDtype), 0, Py_TPFLAGS_DEFAULT,
+  static PyType_Spec dtype_spec = {"ignis.dtype", sizeof(PyDtype), 0,
+                                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                    dtype_slots};
   PyObject* dt = PyType_FromSpec(&dtype_spec);
   if (!dt) return false;
@@ -209,6 +260,51 @@ bool init_dtype_types(PyObject* module) {
     g_dtypes[i] = o;
     Py_INCREF(o);
     if (PyModule_AddObject(module, dtype_name(static_cast<ScalarType>(i)), o) < 0) return false;
+  }
+
+  // ignis.memory_format: its four instances, as torch's, made here only.
+  static PyType_Slot mf_slots[] = {
+      {Py_tp_repr, reinterpret_cast<void*>(memory_format_repr)},
+      {Py_tp_methods, memory_format_methods},
+      {0, nullptr},
+  };
+  static PyType_Spec mf_spec = {"ignis.memory_format", sizeof(PyMemoryFormat), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, mf_slots};
+  PyObject* mf = PyType_FromSpec(&mf_spec);
+  if (!mf) return false;
+  MemoryFormatType = reinterpret_cast<PyTypeObject*>(mf);
+  Py_INCREF(mf);
+  if (PyModule_AddObject(module, "memory_format", mf) < 0) return false;
+  for (int i = 0; i < kNumMemoryFormats; ++i) {
+    PyObject* o = MemoryFormatType->tp_alloc(MemoryFormatType, 0);
+    if (!o) return false;
+    reinterpret_cast<PyMemoryFormat*>(o)->f = static_cast<MemoryFormat>(i);
+    g_memory_formats[i] = o;
+    Py_INCREF(o);
+    if (PyModule_AddObject(module, memory_format_name(static_cast<MemoryFormat>(i)), o) < 0)
+      return false;
+  }
+
+  static PyType_Slot layout_slots[] = {
+      {Py_tp_repr, reinterpret_cast<void*>(layout_repr)},
+      {Py_tp_methods, layout_methods},
+      {0, nullptr},
+  };
+  static PyType_Spec layout_spec = {"ignis.layout", sizeof(PyLayout), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                    layout_slots};
+  PyObject* lt = PyType_FromSpec(&layout_spec);
+  if (!lt) return false;
+  LayoutType = reinterpret_cast<PyTypeObject*>(lt);
+  Py_INCREF(lt);
+  if (PyModule_AddObject(module, "layout", lt) < 0) return false;
+  for (int i = 0; i < kNumLayouts; ++i) {
+    PyObject* o = LayoutType->tp_alloc(LayoutType, 0);
+    if (!o) return false;
+    reinterpret_cast<PyLayout*>(o)->index = i;
+    g_layouts[i] = o;
+    Py_INCREF(o);
+    if (PyModule_AddObject(module, kLayoutNames[i], o) < 0) return false;
   }
 
   static PyType_Slot dev_slots[] = {

@@ -223,6 +223,7 @@ Value to_value(PyObject* o) {
   if (PyUnicode_CheckExact(o)) return Value(std::string(PyUnicode_AsUTF8(o)));
   if (is_tensor(o)) return Value(unwrap(o));
   if (is_dtype(o)) return Value(dtype_of(o));
+  if (is_memory_format(o)) return Value(memory_format_of(o));
   if (is_device(o)) return Value(device_of(o));
   if (o == Py_Ellipsis) return Value::ellipsis();
   if (PySlice_Check(o)) {
@@ -270,6 +271,11 @@ PyObject* from_value(const Value& v) {
       return d;
     }
     case Value::Kind::Device: return make_device(v.to_device());
+    case Value::Kind::MemoryFormat: {
+      PyObject* f = memory_format_object(v.to_memory_format());
+      Py_INCREF(f);
+      return f;
+    }
     case Value::Kind::Tensor: return wrap(v.to_tensor());
     case Value::Kind::Node: return wrap_node(v.to_node());
     case Value::Kind::Foreign: {

@@ -131,6 +131,7 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
     case ArgType::OptTensor: case ArgType::OptInt: case ArgType::OptIntList:
     case ArgType::OptFloat: case ArgType::OptBool: case ArgType::OptScalar:
     case ArgType::OptDtype: case ArgType::OptDevice: case ArgType::OptStr:
+    case ArgType::OptMemoryFormat:
       optional = true;
       break;
     default:
@@ -261,6 +262,11 @@ bool convert(PyObject* o, const Argument& a, bool first_arg, IValue* out) {
     case ArgType::OptStr:
       if (!PyUnicode_Check(o)) return false;
       *out = std::string(PyUnicode_AsUTF8(o));
+      return true;
+    case ArgType::MemoryFormat:
+    case ArgType::OptMemoryFormat:
+      if (!is_memory_format(o)) return false;
+      *out = memory_format_of(o);
       return true;
   }
   return false;
@@ -535,6 +541,41 @@ PyObject* factory_with_requires_grad(PyObject* self, PyObject* const* args, Py_s
   return out;
 }
 
+// Factories take PyTorch's `layout=` and `pin_memory=` keywords, outside
+// their schemas too: ignis stores strided tensors only, so a layout is None or
+// ignis.strided (a sparse one is refused by name), and pin_memory=True pins
+// the result (ignis.cuda's page-locked memory; an error without a GPU, as
+// torch's). Returns null with no error set when neither is among kwnames.
+PyObject* factory_layout_and_pinning(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                                     PyObject* kwnames) {
+  auto* op = reinterpret_cast<PyOp*>(self);
+  const OpDef* d = op->overloads->empty() ? nullptr : (*op->overloads)[0]->def();
+  if (!d || d->category != OpCategory::Creation) return nullptr;
+  if (const Py_ssize_t at = keyword_at(kwnames, "layout"); at >= 0) {
+    PyObject* l = args[nargs + at];
+    if (l != Py_None && l != strided_layout()) {
+      if (!is_layout(l))
+        return PyErr_Format(PyExc_TypeError, "%U(): argument 'layout' must be ignis.layout, "
+                            "not %s", op->name, Py_TYPE(l)->tp_name);
+      PyRef r(PyObject_Repr(l));
+      return PyErr_Format(PyExc_NotImplementedError, "%U(): layout=%U is not supported: ignis "
+                          "stores strided tensors only", op->name, r.p);
+    }
+    WithoutKeyword rest(args, nargs, kwnames, at);
+    return op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest.kwnames());
+  }
+  const Py_ssize_t at = keyword_at(kwnames, "pin_memory");
+  if (at < 0) return nullptr;
+  int pin = PyObject_IsTrue(args[nargs + at]);
+  if (pin < 0) return nullptr;
+  WithoutKeyword rest(args, nargs, kwnames, at);
+  PyObject* out = op_vectorcall(self, rest.args.data(), static_cast<size_t>(nargs), rest.kwnames());
+  if (!out || !pin || !is_tensor(out)) return out;
+  PyObject* pinned = PyObject_CallMethod(out, "pin_memory", nullptr);
+  Py_DECREF(out);
+  return pinned;
+}
+
 // Random ops declared random_with_generator() take PyTorch's `generator=`
 // keyword (OpDef::takes_generator). It is not part of their
 // schemas either: the call runs under a GeneratorGuard, so the op's kernels
@@ -615,12 +656,14 @@ PyObject* call_with_out(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   PyObject* out = args[nargs + at];
   WithoutKeyword rest(args, nargs, kwnames, at);
   // The overload is found without the keywords no schema declares either
-  // (generator=, requires_grad=); the call below handles them.
+  // (generator=, requires_grad=, layout=, pin_memory=); the call below handles them.
   std::vector<PyObject*> plain(args, args + nargs), plain_keys;
   for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
     if (k == at || PyUnicode_CompareWithASCIIString(key, "generator") == 0 ||
-        PyUnicode_CompareWithASCIIString(key, "requires_grad") == 0)
+        PyUnicode_CompareWithASCIIString(key, "requires_grad") == 0 ||
+        PyUnicode_CompareWithASCIIString(key, "layout") == 0 ||
+        PyUnicode_CompareWithASCIIString(key, "pin_memory") == 0)
       continue;
     plain_keys.push_back(key);
     plain.push_back(args[nargs + k]);
@@ -677,6 +720,8 @@ PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, Py
       PyObject* r = call_with_out(self, args, nargs, kwnames);
       if (r || PyErr_Occurred()) return r;
       r = factory_with_requires_grad(self, args, nargs, kwnames);
+      if (r || PyErr_Occurred()) return r;
+      r = factory_layout_and_pinning(self, args, nargs, kwnames);
       if (r || PyErr_Occurred()) return r;
       r = random_with_generator(self, args, nargs, kwnames);
       if (r || PyErr_Occurred()) return r;

@@ -163,8 +163,23 @@ PyObject* m_storage_offset(PyObject* self, PyObject*) {
 PyObject* m_data_ptr(PyObject* self, PyObject*) {
   return PyLong_FromVoidPtr(unwrap(self).data_ptr());
 }
-PyObject* m_is_contiguous(PyObject* self, PyObject*, PyObject*) {
-  return PyBool_FromLong(unwrap(self).is_contiguous());
+// is_contiguous(memory_format=ignis.contiguous_format): whether the strides
+// are those of that format (size-1 dims aside).
+PyObject* m_is_contiguous(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"memory_format", nullptr};
+  PyObject* fmt = nullptr;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:is_contiguous", const_cast<char**>(kwlist),
+                                   &fmt))
+    return nullptr;
+  const Tensor& t = unwrap(self);
+  if (!fmt) return PyBool_FromLong(t.is_contiguous());
+  if (!is_memory_format(fmt))
+    return PyErr_Format(PyExc_TypeError, "is_contiguous(): argument 'memory_format' must be "
+                        "ignis.memory_format, not %s", Py_TYPE(fmt)->tp_name);
+  const MemoryFormat f = memory_format_of(fmt);
+  if (f == MemoryFormat::Contiguous || f == MemoryFormat::Preserve)
+    return PyBool_FromLong(t.is_contiguous());
+  return PyBool_FromLong(has_format(t.sizes(), t.strides(), f));
 }
 PyObject* m_is_floating_point(PyObject* self, PyObject*) {
   return PyBool_FromLong(is_floating(unwrap(self).dtype()));

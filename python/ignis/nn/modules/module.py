@@ -412,7 +412,7 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        device, dtype = _parse_to(*args, **kwargs)
+        device, dtype, memory_format = _parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point dtypes, but got desired "
                             f"dtype={dtype}")
@@ -423,6 +423,10 @@ class Module:
                 kwargs["device"] = device
             if dtype is not None and t.is_floating_point() and t.dtype != dtype:
                 kwargs["dtype"] = dtype
+            # As torch: a memory format applies to the 4-D and 5-D tensors
+            # (convolution weights), which it can lay out.
+            if memory_format is not None and t.dim() in (4, 5):
+                kwargs["memory_format"] = memory_format
             return t.to(**kwargs) if kwargs else t
         return self._apply(convert)
 
@@ -868,12 +872,16 @@ def _replace_parameter(param, applied, fn):
 
 
 def _parse_to(*args, **kwargs):
-    """(device, dtype) from Module.to's forms: to(device), to(dtype),
-    to(device, dtype), to(tensor), keywords device= / dtype=."""
+    """(device, dtype, memory_format) from Module.to's forms: to(device),
+    to(dtype), to(device, dtype), to(tensor), keywords device= / dtype= /
+    memory_format=."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
+    if memory_format is not None and not isinstance(memory_format, _C.memory_format):
+        raise TypeError("to(): argument 'memory_format' must be ignis.memory_format, not "
+                        f"{type(memory_format).__name__}")
     tensor = kwargs.pop("tensor", None)
     if kwargs:
         raise TypeError(f"to() received an invalid combination of arguments: {sorted(kwargs)}")
@@ -892,4 +900,4 @@ def _parse_to(*args, **kwargs):
         device, dtype = tensor.device, tensor.dtype
     if isinstance(device, str):
         device = _C.device(device)
-    return device, dtype
+    return device, dtype, memory_format

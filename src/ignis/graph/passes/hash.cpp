@@ -103,6 +103,7 @@ void hash_value(Hasher& h, const Value& v,
     }
     case Value::Kind::Str: h.text(v.to_str()); return;
     case Value::Kind::Dtype: h.u8(static_cast<uint8_t>(v.to_dtype())); return;
+    case Value::Kind::MemoryFormat: h.u8(static_cast<uint8_t>(v.to_memory_format())); return;
     case Value::Kind::Device:
       h.u8(static_cast<uint8_t>(v.to_device().type));
       h.i64(v.to_device().index);

@@ -123,12 +123,16 @@ void binary_cross_entropy(const OpHandle& o, Stack& s) {
 
 // binary_cross_entropy_with_logits(input, target, weight, ..., pos_weight):
 // (1 - t) x + (1 + (pw - 1) t) softplus(-x), with softplus(-x) written
-// log(1 + exp(-|x|)) + max(-x, 0) so that it never overflows. The result
-// has target's dtype (PyTorch computes into a tensor of that dtype).
+// -logsigmoid(x): it never overflows, and its derivative is -sigmoid(-x)
+// everywhere. (Spelt log(1 + exp(-|x|)) + relu(-x), its gradient at x = 0
+// was 0 instead of -1/2: relu's and abs's slopes at 0 are 0, so a logit
+// that is exactly 0 -- a zero-initialised output layer -- got a wrong
+// gradient.) The result has target's dtype (PyTorch computes into a tensor
+// of that dtype).
 void binary_cross_entropy_with_logits(const OpHandle& o, Stack& s) {
   Args a(o, s);
   Operands v = operands(a, 2, 6);
-  Tensor sp = add(op("log1p", op("exp", neg(op("abs", v.x)))), op("relu", neg(v.x)));
+  Tensor sp = neg(op("logsigmoid", v.x));
   Tensor lw = v.pw.defined() ? add(mul(sub(v.pw, scalar(1.0)), v.t), scalar(1.0)) : Tensor();
   Tensor l = add(mul(sub(scalar(1.0), v.t), v.x), lw.defined() ? mul(lw, sp) : sp);
   a.ret(reduce_loss(weighted(l, v.w), reduction_of(a, 3, 4, 5)));
