@@ -10,20 +10,34 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .chi2 import Chi2
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .one_hot_categorical_st import OneHotCategoricalStraightThrough
+from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
@@ -34,6 +48,8 @@ from .transforms import (  # noqa: F401
     SigmoidTransform, SoftmaxTransform, StickBreakingTransform, TanhTransform, Transform,
 )
 from .uniform import Uniform
+from .von_mises import VonMises
+from .weibull import Weibull
 
 __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
            "Dirichlet", "Exponential", "ExpRelaxedCategorical", "Gamma", "Geometric",
@@ -43,4 +59,7 @@ __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauc
            "TransformedDistribution", "Uniform", "constraints", "transforms", "kl_divergence",
            "register_kl", "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
-           "TanhTransform", "Transform"]
+           "TanhTransform", "Transform", "Chi2", "ContinuousBernoulli", "FisherSnedecor",
+           "Gumbel", "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal",
+           "LowRankMultivariateNormal", "Multinomial", "NegativeBinomial",
+           "OneHotCategoricalStraightThrough", "GeneralizedPareto", "Pareto", "VonMises", "Weibull"]
