@@ -453,3 +453,106 @@ def test_validate_args_errors_like_torch():
         TD.Distribution.set_default_validate_args(saved[0])
         D.Distribution.set_default_validate_args(saved[1])
     D.Gumbel(ignis.tensor([0.0]), ignis.tensor([-1.0]), validate_args=False)
+
+
+# --- kl_divergence: every pair torch registers (but ExponentialFamily's) ----------
+
+def _kl_operand(L, name, which, leaves=None):
+    """A distribution of the named family with batch shape BATCH; `which`
+    picks one of two parameter sets (the same arrays for both libraries).
+    With `leaves`, the parameters require grad and are appended to it."""
+    P = KL_PARAMS[which]
+
+    def T(a):
+        t = _t(L, a)
+        if leaves is not None:
+            t.requires_grad_(True)
+            leaves.append(t)
+        return t
+    D_ = L.distributions
+    return {
+        "Normal": lambda: D_.Normal(T(P["real"]), T(P["pos"])),
+        "Laplace": lambda: D_.Laplace(T(P["real"]), T(P["pos"])),
+        "Gumbel": lambda: D_.Gumbel(T(P["real"]), T(P["pos"])),
+        "Exponential": lambda: D_.Exponential(T(P["pos"])),
+        "Gamma": lambda: D_.Gamma(T(P["pos2"]), T(P["pos"])),
+        "Beta": lambda: D_.Beta(T(P["pos"]), T(P["pos2"])),
+        "Pareto": lambda: D_.Pareto(T(P["pos"]), T(P["alpha"])),
+        "Uniform": lambda: D_.Uniform(T(P["unif_lo"]), T(P["unif_hi"])),
+        "ContinuousBernoulli": lambda: D_.ContinuousBernoulli(T(P["prob"])),
+        "Bernoulli": lambda: D_.Bernoulli(T(P["prob"])),
+        "Binomial": lambda: D_.Binomial(5, T(P["prob"])),
+        "Poisson": lambda: D_.Poisson(T(P["pos"])),
+        "Categorical": lambda: D_.Categorical(T(P["simplex"])),
+        "OneHotCategorical": lambda: D_.OneHotCategorical(T(P["simplex"])),
+        "Geometric": lambda: D_.Geometric(T(P["prob"])),
+        "Dirichlet": lambda: D_.Dirichlet(T(P["pos4"])),
+        "Cauchy": lambda: D_.Cauchy(T(P["real"]), T(P["pos"])),
+        "HalfNormal": lambda: D_.HalfNormal(T(P["pos"])),
+        "Independent": lambda: D_.Independent(D_.Normal(T(P["real"]), T(P["pos"])), 1),
+        "TransformedDistribution": lambda: D_.TransformedDistribution(
+            D_.Normal(T(P["real"]), T(P["pos"])), D_.transforms.ExpTransform()),
+        "MultivariateNormal": lambda: D_.MultivariateNormal(
+            T(P["real4"]), scale_tril=T(P["tril4"])),
+        "LowRankMultivariateNormal": lambda: D_.LowRankMultivariateNormal(
+            T(P["real4"]), T(P["factor"]), T(P["pos4"])),
+    }[name]()
+
+
+def _kl_params(seed, shift):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((4, 4))
+    return {"real": rng.standard_normal(BATCH), "pos": rng.uniform(0.5, 3.0, BATCH),
+            "pos2": rng.uniform(0.5, 3.0, BATCH), "alpha": rng.uniform(2.5, 5.0, BATCH),
+            # the first set inside [0, 1], the second wider (finite and infinite cases)
+            "unif_lo": rng.uniform(0.05, 0.3, BATCH) - shift,
+            "unif_hi": rng.uniform(0.6, 0.95, BATCH) + shift,
+            "prob": rng.uniform(0.1, 0.9, BATCH), "simplex": _simplex(*BATCH, 4),
+            "pos4": rng.uniform(0.5, 3.0, BATCH + (4,)), "real4": rng.standard_normal(
+                BATCH + (4,)), "tril4": np.linalg.cholesky(a @ a.T + 4 * np.eye(4)),
+            "factor": rng.standard_normal(BATCH + (4, 2))}
+
+
+KL_PARAMS = [_kl_params(11, 0.0), _kl_params(12, 0.5)]
+
+
+def _kl_cases():
+    from torch.distributions.kl import _KL_REGISTRY
+    names = sorted({(p.__name__, q.__name__) for p, q in _KL_REGISTRY
+                    if p.__name__ != "ExponentialFamily"})
+    return names
+
+
+@pytest.mark.parametrize("pq", _kl_cases(), ids=lambda pq: f"{pq[0]}-{pq[1]}")
+def test_kl_against_torch_for_every_registered_pair(pq):
+    p_name, q_name = pq
+    for which_p, which_q in [(0, 1), (1, 0), (0, 0)]:
+        args_i = (_kl_operand(ignis, p_name, which_p), _kl_operand(ignis, q_name, which_q))
+        args_t = (_kl_operand(torch, p_name, which_p), _kl_operand(torch, q_name, which_q))
+        try:
+            want = TD.kl_divergence(*args_t)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError):
+                D.kl_divergence(*args_i)
+            continue
+        got = D.kl_divergence(*args_i)
+        _close(got, want, tol=1e-7)
+
+
+def test_kl_gradients_of_new_pairs_match_torch():
+    for p_name, q_name in [("Gumbel", "Gumbel"), ("Pareto", "Pareto"),
+                           ("ContinuousBernoulli", "ContinuousBernoulli"),
+                           ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
+                           ("MultivariateNormal", "LowRankMultivariateNormal"),
+                           ("LowRankMultivariateNormal", "MultivariateNormal"),
+                           ("Gamma", "Gumbel"), ("Beta", "Normal"), ("Uniform", "Beta"),
+                           ("Normal", "Gumbel"), ("Bernoulli", "Poisson")]:
+        grads = []
+        for L in (ignis, torch):
+            leaves = []
+            p = _kl_operand(L, p_name, 0, leaves)
+            q = _kl_operand(L, q_name, 1, leaves)
+            L.distributions.kl_divergence(p, q).sum().backward()
+            grads.append([v.grad for v in leaves])
+        for gi, gt in zip(*grads):
+            _close(gi, gt, tol=1e-7)
