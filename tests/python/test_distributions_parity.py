@@ -556,3 +556,171 @@ def test_kl_gradients_of_new_pairs_match_torch():
             grads.append([v.grad for v in leaves])
         for gi, gt in zip(*grads):
             _close(gi, gt, tol=1e-7)
+
+
+# --- transforms, constraints, biject_to / transform_to ------------------------------
+
+def _make_transform(L, name):
+    T = L.distributions.transforms
+    if name == "SoftplusTransform":
+        return T.SoftplusTransform()
+    if name == "LowerCholeskyTransform":
+        return T.LowerCholeskyTransform()
+    if name == "PositiveDefiniteTransform":
+        return T.PositiveDefiniteTransform()
+    if name == "IndependentTransform":
+        return T.IndependentTransform(T.AffineTransform(_t(L, [0.5, -1.0, 2.0]),
+                                                        _t(L, [2.0, -0.5, 3.0])), 1)
+    if name == "ReshapeTransform":
+        return T.ReshapeTransform((3,), (3, 1))
+    if name == "CumulativeDistributionTransform":
+        return T.CumulativeDistributionTransform(
+            L.distributions.Normal(_t(L, [0.5, -1.0, 2.0]), _t(L, [2.0, 0.5, 3.0])))
+    if name == "CatTransform":
+        return T.CatTransform([T.ExpTransform(), T.AffineTransform(1.0, 3.0)], dim=-1,
+                              lengths=[1, 2])
+    if name == "CatTransformBatchDim":
+        return T.CatTransform([T.ExpTransform(), T.SigmoidTransform()], dim=0, lengths=[2, 2])
+    if name == "StackTransform":
+        return T.StackTransform([T.ExpTransform(), T.SoftplusTransform(),
+                                 T.AffineTransform(0.0, 2.0)], dim=1)
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("name", ["SoftplusTransform", "LowerCholeskyTransform",
+                                  "PositiveDefiniteTransform", "IndependentTransform",
+                                  "ReshapeTransform", "CumulativeDistributionTransform",
+                                  "CatTransform", "CatTransformBatchDim", "StackTransform"])
+def test_new_transforms_against_torch(name):
+    ti, tt = _make_transform(ignis, name), _make_transform(torch, name)
+    a = _real(4, 3, 3) if name in ("LowerCholeskyTransform", "PositiveDefiniteTransform") \
+        else _real(4, 3)
+    xi, xt = _t(ignis, a).requires_grad_(True), torch.tensor(a, requires_grad=True)
+    yi, yt = ti(xi), tt(xt)
+    _close(yi, yt, tol=1e-10)
+    # (ignis's erfinv, behind the normal's icdf, is good to ~1e-8 relative)
+    _close(ti.inv(yi), tt.inv(yt), tol=1e-7)
+    if name not in ("LowerCholeskyTransform", "PositiveDefiniteTransform"):
+        _close(ti.inv(yi), xi, tol=1e-7)  # (those two drop the upper triangle)
+    assert ti.domain.event_dim == tt.domain.event_dim
+    assert ti.codomain.event_dim == tt.codomain.event_dim
+    assert ti.bijective == tt.bijective
+    assert bool(ti.codomain.check(yi).all())
+    assert tuple(ti.forward_shape(tuple(a.shape))) == tuple(tt.forward_shape(tuple(a.shape)))
+    assert tuple(ti.inverse_shape(tuple(yt.shape))) == tuple(tt.inverse_shape(tuple(yt.shape)))
+    try:
+        want = tt.log_abs_det_jacobian(xt, yt)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            ti.log_abs_det_jacobian(xi, yi)
+        want = None
+    if want is not None:
+        got = ti.log_abs_det_jacobian(xi, yi)
+        _close(got, want, tol=1e-10)
+        (got.sum() + yi.sum()).backward()
+        (want.sum() + yt.sum()).backward()
+        _close(xi.grad, xt.grad, tol=1e-9)
+
+
+def test_softplus_transform_log_det_is_the_derivative():
+    x = _t(ignis, np.linspace(-30, 30, 13)).requires_grad_(True)
+    t = D.transforms.SoftplusTransform()
+    y = t(x)
+    # log sigmoid(x), in numpy
+    want = -np.logaddexp(0.0, -_np(x))
+    np.testing.assert_allclose(_np(t.log_abs_det_jacobian(x, y)), want, rtol=1e-12, atol=0)
+    _close(t.inv(y[y > 1e-10]), x[y > 1e-10], tol=1e-9)
+
+
+def test_transforms_reject_bad_arguments():
+    T = D.transforms
+    with pytest.raises(ValueError, match="different numbers of elements"):
+        T.ReshapeTransform((2, 3), (5,))
+    with pytest.raises(ValueError):
+        T.CatTransform([T.ExpTransform()], lengths=[1, 2])
+    with pytest.raises(ValueError):
+        T.CatTransform([T.ExpTransform(), T.ExpTransform()], dim=0)(ignis.zeros(3))
+    with pytest.raises(ValueError):
+        T.StackTransform([T.ExpTransform()], dim=0)(ignis.zeros(2))
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        T.ReshapeTransform((2, 3), (6,)).forward_shape((4, 3, 2))
+
+
+def test_matrix_constraints_against_torch():
+    spd = _spd = RNG.standard_normal((3, 3))
+    spd = spd @ spd.T + 3 * np.eye(3)
+    psd = np.outer([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    values = [spd, psd, -spd, np.tril(spd), np.triu(spd), _spd, RNG.standard_normal((2, 3))]
+    for name in ("lower_triangular", "square", "symmetric", "positive_semidefinite",
+                 "positive_definite", "lower_cholesky"):
+        ci, ct = getattr(D.constraints, name), getattr(TD.constraints, name)
+        assert ci.event_dim == ct.event_dim
+        for v in values:
+            if name in ("positive_semidefinite", "positive_definite", "lower_cholesky") \
+                    and v.shape[0] != v.shape[1]:
+                continue
+            got = ci.check(_t(ignis, v))
+            want = ct.check(torch.tensor(v))
+            assert bool(got) == bool(want), (name, v)
+    m_i, m_t = D.constraints.multinomial(4), TD.constraints.multinomial(4)
+    for v in ([1.0, 3.0, 0.0], [2.0, 3.0, 0.0], [-1.0, 2.0, 1.0]):
+        assert bool(m_i.check(_t(ignis, v))) == bool(m_t.check(torch.tensor(v)))
+    cat_i = D.constraints.cat([D.constraints.positive, D.constraints.unit_interval], 0, [1, 2])
+    cat_t = TD.constraints.cat([TD.constraints.positive, TD.constraints.unit_interval], 0, [1, 2])
+    for v in ([3.0, 0.5, 0.2], [3.0, 1.5, 0.2], [-1.0, 0.5, 0.2]):
+        np.testing.assert_array_equal(_np(cat_i.check(_t(ignis, v))),
+                                      cat_t.check(torch.tensor(v)).numpy())
+    st_i = D.constraints.stack([D.constraints.positive, D.constraints.real], 1)
+    st_t = TD.constraints.stack([TD.constraints.positive, TD.constraints.real], 1)
+    v = _real(4, 2)
+    np.testing.assert_array_equal(_np(st_i.check(_t(ignis, v))),
+                                  st_t.check(torch.tensor(v)).numpy())
+
+
+def _registry_constraints(L):
+    C = L.distributions.constraints
+    return [C.real, C.positive, C.nonnegative, C.greater_than(_t(L, [1.5, -2.0])),
+            C.greater_than_eq(-1.0), C.less_than(_t(L, [0.5, 3.0])), C.unit_interval,
+            C.interval(_t(L, [-1.0, 0.0]), _t(L, [1.0, 5.0])), C.half_open_interval(-2.0, 2.0),
+            C.simplex, C.real_vector, C.independent(C.positive, 1), C.lower_cholesky,
+            C.positive_definite, C.positive_semidefinite,
+            C.cat([C.positive, C.real], -1, [1, 1]), C.stack([C.positive, C.unit_interval], -1)]
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+def test_constraint_registries_against_torch(registry):
+    for ci, ct in zip(_registry_constraints(ignis), _registry_constraints(torch)):
+        try:
+            tt = getattr(TD, registry)(ct)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError):
+                getattr(D, registry)(ci)
+            continue
+        ti = getattr(D, registry)(ci)
+        if ct.event_dim == 2:
+            a = _real(3, 3)
+        elif ct.event_dim == 1 or isinstance(ct, (TD.constraints.cat, TD.constraints.stack)):
+            a = _real(4, 2)
+        else:
+            a = _real(4, 2)
+        xi, xt = _t(ignis, a), torch.tensor(a)
+        yi, yt = ti(xi), tt(xt)
+        _close(yi, yt, tol=1e-10)
+        assert bool(ci.check(yi).all()), ci
+        assert ti.bijective == tt.bijective
+        if ti.bijective and ct.event_dim < 2:
+            _close(ti.log_abs_det_jacobian(xi, yi), tt.log_abs_det_jacobian(xt, yt), tol=1e-10)
+    with pytest.raises(NotImplementedError):
+        getattr(D, registry)(D.constraints.integer_interval(0, 3))
+
+
+def test_registering_a_constraint_factory():
+    registry = D.constraint_registry.ConstraintRegistry()
+
+    @registry.register(D.constraints.positive)
+    def _softplus(constraint):
+        return D.transforms.SoftplusTransform()
+
+    assert isinstance(registry(D.constraints.positive), D.transforms.SoftplusTransform)
+    with pytest.raises(TypeError):
+        registry.register(int, lambda c: None)

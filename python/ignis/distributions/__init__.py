@@ -11,6 +11,7 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
@@ -44,8 +45,11 @@ from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (  # noqa: F401
-    AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
-    SigmoidTransform, SoftmaxTransform, StickBreakingTransform, TanhTransform, Transform,
+    AbsTransform, AffineTransform, CatTransform, ComposeTransform,
+    CumulativeDistributionTransform, ExpTransform, IndependentTransform, LowerCholeskyTransform,
+    PositiveDefiniteTransform, PowerTransform, ReshapeTransform, SigmoidTransform,
+    SoftmaxTransform, SoftplusTransform, StackTransform, StickBreakingTransform, TanhTransform,
+    Transform, identity_transform,
 )
 from .uniform import Uniform
 from .von_mises import VonMises
@@ -62,4 +66,8 @@ __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauc
            "TanhTransform", "Transform", "Chi2", "ContinuousBernoulli", "FisherSnedecor",
            "Gumbel", "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "LowRankMultivariateNormal", "Multinomial", "NegativeBinomial",
-           "OneHotCategoricalStraightThrough", "GeneralizedPareto", "Pareto", "VonMises", "Weibull"]
+           "OneHotCategoricalStraightThrough", "GeneralizedPareto",
+           "CatTransform", "CumulativeDistributionTransform", "IndependentTransform",
+           "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
+           "SoftplusTransform", "StackTransform", "identity_transform", "biject_to",
+           "transform_to", "Pareto", "VonMises", "Weibull"]

@@ -7,21 +7,6 @@ from .categorical import Categorical
 from .distribution import Distribution
 
 
-class _MultinomialSupport(constraints.Constraint):
-    """Nonnegative integer vectors summing to at most upper_bound."""
-    is_discrete = True
-    event_dim = 1
-
-    def __init__(self, upper_bound):
-        self.upper_bound = upper_bound
-
-    def check(self, value):
-        return (value >= 0).all(-1).logical_and(value.sum(-1) <= self.upper_bound)
-
-    def __repr__(self):
-        return f"_Multinomial(upper_bound={self.upper_bound})"
-
-
 class Multinomial(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
@@ -48,7 +33,7 @@ class Multinomial(Distribution):
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
-        return _MultinomialSupport(self.total_count)
+        return constraints.multinomial(self.total_count)
 
     @property
     def mean(self):
