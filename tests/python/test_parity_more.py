@@ -1,0 +1,183 @@
+"""torch.nn.functional / torch.nn / torch.special additions against torch:
+multi_head_attention_forward, fractional max pooling, the in-place
+activations celu_ / selu_, NLLLoss2d, and the special functions added to
+ignis.special (values, gradients and bad-input errors)."""
+import numpy as np
+import pytest
+
+import _checkout  # noqa: F401  (must precede `import ignis`)
+import ignis
+import ignis.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+RNG = np.random.default_rng(3)
+
+
+def _np(t):
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def _close(a, b, tol=1e-6):
+    if a is None or b is None:
+        assert a is None and b is None
+        return
+    assert tuple(a.shape) == tuple(b.shape), (tuple(a.shape), tuple(b.shape))
+    np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol)
+
+
+def _pair(a, grad=False):
+    """The same float64 array as an ignis and a torch tensor."""
+    ti = ignis.tensor(a, dtype=ignis.float64)
+    tt = torch.tensor(a, dtype=torch.float64)
+    if grad:
+        ti.requires_grad_(True)
+        tt.requires_grad_(True)
+    return ti, tt
+
+
+# --- multi_head_attention_forward --------------------------------------------------
+
+E, H, L, S, N = 8, 2, 3, 5, 2
+
+
+def _mha_params(separate, bias, bias_kv):
+    p = {"in_proj_weight": RNG.standard_normal((3 * E, E)) * 0.3,
+         "in_proj_bias": RNG.standard_normal(3 * E) * 0.1 if bias else None,
+         "out_proj_weight": RNG.standard_normal((E, E)) * 0.3,
+         "out_proj_bias": RNG.standard_normal(E) * 0.1 if bias else None,
+         "bias_k": RNG.standard_normal((1, 1, E)) if bias_kv else None,
+         "bias_v": RNG.standard_normal((1, 1, E)) if bias_kv else None}
+    if separate:
+        p.update(q_proj_weight=RNG.standard_normal((E, E)) * 0.3,
+                 k_proj_weight=RNG.standard_normal((E, 6)) * 0.3,
+                 v_proj_weight=RNG.standard_normal((E, 4)) * 0.3)
+        p["in_proj_weight"] = None
+    return p
+
+
+@pytest.mark.parametrize("separate", [False, True])
+@pytest.mark.parametrize("bias_kv,zero_attn", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("masks", ["none", "bool", "float3d", "padding", "both"])
+@pytest.mark.parametrize("need_weights,average", [(True, True), (True, False), (False, True)])
+def test_multi_head_attention_forward_matches_torch(separate, bias_kv, zero_attn, masks,
+                                                   need_weights, average):
+    params = _mha_params(separate, True, bias_kv)
+    q = RNG.standard_normal((L, N, E))
+    k = RNG.standard_normal((S, N, 6 if separate else E))
+    v = RNG.standard_normal((S, N, 4 if separate else E))
+    attn_mask = kpm = None
+    if masks in ("bool", "both"):
+        attn_mask = RNG.uniform(size=(L, S)) < 0.3
+        attn_mask[:, 0] = False  # every row attends somewhere
+    if masks == "float3d":
+        attn_mask = RNG.standard_normal((N * H, L, S))
+    if masks in ("padding", "both"):
+        kpm = np.zeros((N, S), dtype=bool)
+        kpm[0, -2:] = True
+    results, grads = [], []
+    for lib in (ignis, torch):
+        leaves = {}
+
+        def T(a, name=None):
+            if a is None:
+                return None
+            if a.dtype == bool:
+                return lib.tensor(a)
+            t = lib.tensor(a, dtype=lib.float64)
+            if name is not None:
+                t.requires_grad_(True)
+                leaves[name] = t
+            return t
+
+        P = {name: T(a, name) for name, a in params.items()}
+        out, w = lib.nn.functional.multi_head_attention_forward(
+            T(q, "q"), T(k, "k"), T(v, "v"), E, H, P["in_proj_weight"], P["in_proj_bias"],
+            P["bias_k"], P["bias_v"], zero_attn, 0.0, P["out_proj_weight"], P["out_proj_bias"],
+            training=True, key_padding_mask=T(kpm), need_weights=need_weights,
+            attn_mask=T(attn_mask), use_separate_proj_weight=separate,
+            q_proj_weight=P.get("q_proj_weight"), k_proj_weight=P.get("k_proj_weight"),
+            v_proj_weight=P.get("v_proj_weight"), average_attn_weights=average)
+        results.append((out, w))
+        (out.sum() + (0 if w is None else (w * w).sum())).backward()
+        grads.append({n: t.grad for n, t in leaves.items()})
+    (oi, wi), (ot, wt) = results
+    _close(oi, ot, 1e-10)
+    _close(wi, wt, 1e-10)
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[1]:
+        _close(grads[0][name], grads[1][name], 1e-9)
+
+
+def test_multi_head_attention_forward_self_attention_unbatched_static_kv_and_causal():
+    params = _mha_params(False, True, False)
+    x = RNG.standard_normal((L, E))
+    static = RNG.standard_normal((H, 4, E // H))
+    causal = np.triu(np.ones((L, L), dtype=bool), 1)
+    outs = []
+    for lib in (ignis, torch):
+        P = {n: (None if a is None else lib.tensor(a, dtype=lib.float64))
+             for n, a in params.items()}
+        xt = lib.tensor(x, dtype=lib.float64)
+        args = (E, H, P["in_proj_weight"], P["in_proj_bias"], None, None, False, 0.0,
+                P["out_proj_weight"], P["out_proj_bias"])
+        self_attn = lib.nn.functional.multi_head_attention_forward(xt, xt, xt, *args)
+        st = lib.tensor(static, dtype=lib.float64)
+        with_static = lib.nn.functional.multi_head_attention_forward(
+            xt, xt, xt, *args, static_k=st, static_v=st * 2)
+        mask = lib.tensor(causal)
+        causal_nw = lib.nn.functional.multi_head_attention_forward(
+            xt, xt, xt, *args, attn_mask=mask, is_causal=True, need_weights=False)
+        causal_w = lib.nn.functional.multi_head_attention_forward(
+            xt, xt, xt, *args, attn_mask=mask, is_causal=True, need_weights=True)
+        outs.append([self_attn, with_static, causal_nw, causal_w])
+    for (oi, wi), (ot, wt) in zip(*outs):
+        _close(oi, ot, 1e-10)
+        _close(wi, wt, 1e-10)
+
+
+def test_multi_head_attention_forward_bad_input():
+    params = _mha_params(False, True, False)
+    for lib in (ignis, torch):
+        P = {n: (None if a is None else lib.tensor(a, dtype=lib.float64))
+             for n, a in params.items()}
+        args = (H, P["in_proj_weight"], P["in_proj_bias"], None, None, False, 0.0,
+                P["out_proj_weight"], P["out_proj_bias"])
+        q = lib.zeros((L, N, E), dtype=lib.float64)
+        k = lib.zeros((S, N, E), dtype=lib.float64)
+        F_ = lib.nn.functional
+        with pytest.raises(AssertionError, match="was expecting embedding dimension of 6"):
+            F_.multi_head_attention_forward(q, k, k, 6, *args)
+        with pytest.raises(AssertionError):
+            F_.multi_head_attention_forward(q, k[:, :, :4], k, E, *args)
+        with pytest.raises(AssertionError):
+            F_.multi_head_attention_forward(q[0], k, k, E, *args)  # 2-D query, 3-D key
+        with pytest.raises(RuntimeError, match="Need attn_mask"):
+            F_.multi_head_attention_forward(q, k, k, E, *args, is_causal=True)
+        with pytest.raises(RuntimeError, match="The shape of the 2D attn_mask"):
+            F_.multi_head_attention_forward(q, k, k, E, *args,
+                                            attn_mask=lib.zeros((L, L), dtype=lib.bool))
+        with pytest.raises(AssertionError, match="only bool and floating types"):
+            F_.multi_head_attention_forward(q, k, k, E, *args,
+                                            attn_mask=lib.zeros((L, S), dtype=lib.int64))
+        with pytest.raises(AssertionError):
+            F_.multi_head_attention_forward(q, k, k, E, *args,
+                                            key_padding_mask=lib.zeros((N, L), dtype=lib.bool))
+
+
+def test_multihead_attention_module_is_the_functional():
+    """nn.MultiheadAttention (batch_first, kdim/vdim) and the functional on
+    its parameters give the same result."""
+    ignis.manual_seed(0)
+    m = ignis.nn.MultiheadAttention(E, H, batch_first=True, kdim=6, vdim=4).double()
+    q = ignis.tensor(RNG.standard_normal((N, L, E)))
+    k = ignis.tensor(RNG.standard_normal((N, S, 6)))
+    v = ignis.tensor(RNG.standard_normal((N, S, 4)))
+    out, w = m(q, k, v)
+    out_f, w_f = F.multi_head_attention_forward(
+        q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), E, H, None, m.in_proj_bias,
+        None, None, False, 0.0, m.out_proj.weight, m.out_proj.bias,
+        use_separate_proj_weight=True, q_proj_weight=m.q_proj_weight,
+        k_proj_weight=m.k_proj_weight, v_proj_weight=m.v_proj_weight)
+    _close(out, out_f.transpose(0, 1), 1e-12)
+    _close(w, w_f, 1e-12)
