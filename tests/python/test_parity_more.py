@@ -181,3 +181,109 @@ def test_multihead_attention_module_is_the_functional():
         k_proj_weight=m.k_proj_weight, v_proj_weight=m.v_proj_weight)
     _close(out, out_f.transpose(0, 1), 1e-12)
     _close(w, w_f, 1e-12)
+
+
+# --- fractional max pooling ---------------------------------------------------------
+
+@pytest.mark.parametrize("nd,shape,kernel,out", [
+    (2, (2, 3, 9, 11), 2, (4, 5)), (2, (2, 3, 9, 11), (3, 2), (5, 9)),
+    (2, (3, 7, 8), 3, 1), (2, (1, 2, 6, 6), 1, (6, 6)),
+    (3, (2, 2, 7, 8, 9), 2, (3, 4, 5)), (3, (2, 6, 7, 5), (2, 3, 1), (4, 2, 4))])
+def test_fractional_max_pool_matches_torch(nd, shape, kernel, out):
+    x = RNG.standard_normal(shape)
+    batched = len(shape) == nd + 2
+    samples = RNG.uniform(size=((shape[0] if batched else 1), shape[-nd - 1], nd))
+    results = []
+    for lib in (ignis, torch):
+        xi = lib.tensor(x, dtype=lib.float64, requires_grad=True)
+        fn = getattr(lib.nn.functional, f"fractional_max_pool{nd}d")
+        y, idx = fn(xi, kernel, output_size=out, return_indices=True,
+                    _random_samples=lib.tensor(samples, dtype=lib.float64))
+        (y * lib.arange(y.numel(), dtype=lib.float64).reshape(y.shape)).sum().backward()
+        results.append((y, idx, xi.grad))
+    (yi, ii, gi), (yt, it, gt) = results
+    _close(yi, yt, 0)
+    assert ii.dtype == ignis.int64
+    np.testing.assert_array_equal(_np(ii), it.numpy())
+    _close(gi, gt, 0)
+
+
+def test_fractional_max_pool_output_ratio_random_samples_and_modules():
+    x = RNG.standard_normal((2, 3, 10, 12))
+    xi = ignis.tensor(x)
+    # output_ratio sizes the output as int(size * ratio)
+    y = F.fractional_max_pool2d(xi, 2, output_ratio=(0.5, 0.75))
+    assert tuple(y.shape) == (2, 3, 5, 9)
+    # drawn windows: every output is the max of some 2x2 window of its plane
+    ignis.manual_seed(0)
+    y, idx = F.fractional_max_pool2d(xi, 2, output_size=4, return_indices=True)
+    flat = xi.reshape(2, 3, -1)
+    _close(flat.gather(2, idx.reshape(2, 3, -1)).reshape(y.shape), y, 0)
+    m = ignis.nn.FractionalMaxPool2d(3, output_ratio=0.5, return_indices=True)
+    assert m.output_ratio == (0.5, 0.5) and m.kernel_size == (3, 3)
+    out, ind = m(xi)
+    assert tuple(out.shape) == (2, 3, 5, 6) and tuple(ind.shape) == (2, 3, 5, 6)
+    samples = RNG.uniform(size=(1, 2, 3))
+    m3i = ignis.nn.FractionalMaxPool3d(2, output_size=(2, 3, 3),
+                                       _random_samples=ignis.tensor(samples))
+    m3t = torch.nn.FractionalMaxPool3d(2, output_size=(2, 3, 3),
+                                       _random_samples=torch.tensor(samples))
+    x3 = RNG.standard_normal((1, 2, 5, 6, 7))
+    _close(m3i(ignis.tensor(x3)), m3t(torch.tensor(x3)), 0)
+    assert repr(m3i) == repr(m3t)
+
+
+def test_fractional_max_pool_bad_input():
+    for lib in (ignis, torch):
+        x = lib.zeros((2, 3, 7, 9))
+        F_ = lib.nn.functional
+        with pytest.raises(ValueError, match="requires specifying either an output_size"):
+            F_.fractional_max_pool2d(x, 2)
+        with pytest.raises(RuntimeError, match="pool height 5 too large relative to input "
+                                               "height 7"):
+            F_.fractional_max_pool2d(x, 5, output_size=4)
+        with pytest.raises(RuntimeError, match="too large relative to input"):
+            F_.fractional_max_pool2d(x, 2, output_size=(8, 3))
+        with pytest.raises(RuntimeError, match=r"_random_samples.size\(2\) equals to 2"):
+            F_.fractional_max_pool2d(x, 2, output_size=3, _random_samples=lib.rand(2, 3, 3))
+        with pytest.raises(ValueError, match="requires specifying either an output size"):
+            lib.nn.FractionalMaxPool2d(2)
+        with pytest.raises(ValueError, match="only one of output_size and output_ratio"):
+            lib.nn.FractionalMaxPool2d(2, output_size=3, output_ratio=0.5)
+        with pytest.raises(ValueError, match=r"output_ratio must be between 0 and 1 \(got 1.5\)"):
+            lib.nn.FractionalMaxPool3d(2, output_ratio=1.5)
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D tensor"):
+        F.fractional_max_pool2d(ignis.zeros(7, 9), 2, output_size=3)
+    with pytest.raises(RuntimeError, match="kernel_size must be greater than zero"):
+        F.fractional_max_pool2d(ignis.zeros(1, 7, 9), 0, output_size=3)
+
+
+# --- in-place activations, NLLLoss2d -------------------------------------------------
+
+def test_celu_and_selu_in_place():
+    x = RNG.standard_normal((4, 5)) * 3
+    for name, args in (("celu_", (0.7,)), ("selu_", ())):
+        xi, xt = _pair(x)
+        ri = getattr(F, name)(xi, *args)
+        rt = getattr(TF, name)(xt, *args)
+        assert ri is xi
+        _close(xi, xt, 1e-12)
+        _close(ri, rt, 1e-12)
+    # through autograd: the in-place form on a non-leaf
+    ai, at = _pair(x, grad=True)
+    F.celu_(ai * 1.0, 0.5).sum().backward()
+    TF.celu_(at * 1.0, 0.5).sum().backward()
+    _close(ai.grad, at.grad, 1e-12)
+
+
+def test_nll_loss2d_is_nll_loss():
+    x = RNG.standard_normal((2, 4, 3, 3))
+    target = RNG.integers(0, 4, (2, 3, 3))
+    weight = RNG.uniform(0.5, 2, 4)
+    with pytest.warns(FutureWarning):
+        li = ignis.nn.NLLLoss2d(weight=ignis.tensor(weight), ignore_index=1)
+    with pytest.warns(FutureWarning):
+        lt = torch.nn.NLLLoss2d(weight=torch.tensor(weight), ignore_index=1)
+    assert isinstance(li, ignis.nn.NLLLoss)
+    _close(li(ignis.tensor(x), ignis.tensor(target)), lt(torch.tensor(x), torch.tensor(target)),
+           1e-12)
