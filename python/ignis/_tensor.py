@@ -507,7 +507,7 @@ def _legacy_name(dtype):
 # In-place forms of functions made of ops (and of ops without an in-place op).
 for _name in ("renorm", "masked_scatter", "ldexp", "addmm", "addbmm", "addmv", "addr", "baddbmm",
               "deg2rad", "rad2deg", "heaviside", "logit", "sinc", "sgn", "xlogy", "mvlgamma",
-              "float_power"):
+              "float_power", "igamma", "igammac"):
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _in_place(_name))
 
@@ -519,7 +519,7 @@ _MORE_FUNCTION_METHODS = {
         "angle", "conj", "conj_physical", "conj_physical_", "frexp", "gcd", "gcd_", "lcm", "lcm_",
         "histogram", "i0", "i0_", "index_reduce", "is_complex", "is_conj", "is_neg",
         "is_nonzero", "is_same_size", "is_signed", "mode", "nextafter", "put",
-        "split_with_sizes", "unsafe_chunk", "unsafe_split"),
+        "split_with_sizes", "unsafe_chunk", "unsafe_split", "igamma", "igammac"),
     "_nn_top_level": ("hardshrink",),
 }
 

@@ -287,3 +287,164 @@ def test_nll_loss2d_is_nll_loss():
     assert isinstance(li, ignis.nn.NLLLoss)
     _close(li(ignis.tensor(x), ignis.tensor(target)), lt(torch.tensor(x), torch.tensor(target)),
            1e-12)
+
+
+# --- torch.special additions ----------------------------------------------------------
+
+def test_gammainc_gammaincc_match_torch_including_edges():
+    a = np.array([0.0, 0.0, 1.0, -1.0, 2.0, 2.0, np.inf, 2.0, np.nan, 0.5, 30.0, 3.0, 0.05,
+                  7.0, 300.0, 2.5])
+    x = np.array([1.0, 0.0, 0.0, 1.0, -1.0, np.inf, 3.0, np.nan, 1.0, 0.2, 31.0, 40.0, 1e-4,
+                  12.0, 330.0, 2.5])
+    for name in ("gammainc", "gammaincc"):
+        got = getattr(ignis.special, name)(*_pair(a)[:1], _pair(x)[0])
+        want = getattr(torch.special, name)(torch.tensor(a), torch.tensor(x))
+        # torch's series is good to ~1e-9 in the hard cases; ours to ~1e-14
+        _close(got, want, 1e-8)
+    # torch.igamma / igammac and the Tensor methods, in float32 broadcast
+    ai, at = _pair(RNG.uniform(0.5, 5, (3, 1)))
+    xi, xt = _pair(RNG.uniform(0.1, 6, (4,)))
+    _close(ignis.igamma(ai, xi), torch.igamma(at, xt), 1e-10)
+    _close(ai.igammac(xi), at.igammac(xt), 1e-10)
+    ci, ct = ai.expand(3, 4).clone(), at.expand(3, 4).clone()
+    assert ci.igamma_(xi) is ci
+    ct.igamma_(xt)
+    _close(ci, ct, 1e-10)
+    # Q is computed directly: P = 1 - 1e-30 leaves Q's digits
+    q = ignis.special.gammaincc(ignis.tensor([2.0], dtype=ignis.float64),
+                                ignis.tensor([80.0], dtype=ignis.float64)).item()
+    assert abs(q / (81 * np.exp(-80.0)) - 1) < 1e-12
+
+
+def test_gammainc_gradients():
+    ai, at = _pair(RNG.uniform(0.5, 5, 6), grad=True)
+    xi, xt = _pair(RNG.uniform(0.1, 6, 6), grad=True)
+    for name, sign in (("gammainc", 1), ("gammaincc", -1)):
+        ai.grad = xi.grad = None
+        xt.grad = None
+        getattr(ignis.special, name)(ai, xi).sum().backward()
+        getattr(torch.special, name)(at.detach(), xt).sum().backward()
+        _close(xi.grad, xt.grad, 1e-9)
+        # in a (torch has no derivative): against a central difference
+        h = 1e-6
+        plus = getattr(ignis.special, name)(ai.detach() + h, xi.detach())
+        minus = getattr(ignis.special, name)(ai.detach() - h, xi.detach())
+        _close(ai.grad, (plus - minus) / (2 * h), 1e-6)
+
+
+def test_ndtri_matches_torch_with_accurate_tails_and_gradient():
+    p = np.array([0.0, 1e-300, 1e-100, 1e-20, 1e-5, 0.3, 0.5, 0.7, 1 - 1e-10, 1.0, 1.5, -0.1,
+                  np.nan])
+    got, want = ignis.special.ndtri(_pair(p)[0]), torch.special.ndtri(torch.tensor(p))
+    _close(got, want, 1e-12)
+    # ndtr(ndtri(p)) = p, relatively, far into the lower tail
+    back = ignis.special.ndtr(got[1:5])
+    np.testing.assert_allclose(_np(back), p[1:5], rtol=1e-12)
+    pi, pt = _pair(np.array([0.01, 0.3, 0.5, 0.9]), grad=True)
+    ignis.special.ndtri(pi).sum().backward()
+    torch.special.ndtri(pt).sum().backward()
+    _close(pi.grad, pt.grad, 1e-10)
+    assert ignis.special.ndtri(ignis.tensor([0.25])).dtype == ignis.float32
+
+
+def test_erfcx_matches_torch_everywhere_and_gradient():
+    x = np.array([-30.0, -5.0, -1.0, 0.0, 1.0, 5.0, 9.99, 10.0, 12.0, 30.0, 1e10, np.inf, -np.inf,
+                  np.nan])
+    got, want = ignis.special.erfcx(_pair(x)[0]), torch.special.erfcx(torch.tensor(x))
+    np.testing.assert_allclose(_np(got), want.numpy(), rtol=1e-13, atol=0)
+    xi, xt = _pair(np.array([-2.0, 0.3, 4.0, 9.0, 11.0, 50.0]), grad=True)
+    ignis.special.erfcx(xi).sum().backward()
+    torch.special.erfcx(xt).sum().backward()
+    _close(xi.grad, xt.grad, 1e-10)
+
+
+def test_zeta_matches_torch_and_q_gradient():
+    x = np.array([2.0, 1.0, 0.5, 3.0, 3.0, 3.0, 1.5, 20.0, 4.5, 2.0, 1.0001, 60.0])
+    q = np.array([1.0, 1.0, 1.0, -2.0, -1.5, 0.0, 0.3, 2.0, 10.0, -7.25, 1.0, 1.5])
+    got = ignis.special.zeta(_pair(x)[0], _pair(q)[0])
+    want = torch.special.zeta(torch.tensor(x), torch.tensor(q))
+    _close(got, want, 1e-12)
+    # numbers as either argument, broadcasting
+    _close(ignis.special.zeta(2.0, _pair(np.array([[1.0], [2.0]]))[0]),
+           torch.special.zeta(2.0, torch.tensor([[1.0], [2.0]], dtype=torch.float64)), 1e-13)
+    qi = ignis.tensor([0.5, 2.0, 7.0], dtype=ignis.float64, requires_grad=True)
+    ignis.special.zeta(ignis.tensor(3.0, dtype=ignis.float64), qi).sum().backward()
+    want_grad = -3 * torch.special.zeta(torch.tensor(4.0, dtype=torch.float64),
+                                        torch.tensor([0.5, 2.0, 7.0], dtype=torch.float64))
+    _close(qi.grad, want_grad, 1e-12)
+    xi = ignis.tensor(3.0, requires_grad=True)
+    with pytest.raises(NotImplementedError):
+        ignis.special.zeta(xi, 2.0).backward()
+
+
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+               "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+               "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials_match_torch(name):
+    x = np.concatenate([np.linspace(-1.5, 1.5, 13), [0.0, 1.0, -1.0, 2.5]])
+    fi, ft = getattr(ignis.special, name), getattr(torch.special, name)
+    for n in (-1, 0, 1, 2, 3, 5, 8, 12, 25):
+        got, want = fi(_pair(x)[0], n), ft(torch.tensor(x), n)
+        scale = np.maximum(1.0, np.abs(want.numpy()))
+        np.testing.assert_allclose(_np(got) / scale, want.numpy() / scale, atol=1e-13)
+    # n as a tensor, elementwise and broadcast; a float n is truncated
+    n = np.array([[0.0], [2.5], [4.0], [-3.0]])
+    _close(fi(_pair(x[:5])[0], ignis.tensor(n)), ft(torch.tensor(x[:5]), torch.tensor(n)), 1e-12)
+    # integer input computes in the default dtype
+    assert str(fi(ignis.tensor([1, 2]), 3).dtype).split(".")[-1] == \
+        str(ft(torch.tensor([1, 2]), 3).dtype).split(".")[-1]
+    with pytest.raises(TypeError):
+        fi(0.5, 3)
+
+
+def test_polynomial_gradient_is_the_derivative():
+    # d/dx T_n(x) = n U_(n-1)(x); d/dx He_n = n He_(n-1)
+    xi = ignis.tensor(np.linspace(-0.9, 0.9, 7), requires_grad=True)
+    ignis.special.chebyshev_polynomial_t(xi, 5).sum().backward()
+    _close(xi.grad, 5 * torch.special.chebyshev_polynomial_u(torch.tensor(_np(xi)), 4), 1e-12)
+    xi.grad = None
+    ignis.special.hermite_polynomial_he(xi, 4).sum().backward()
+    _close(xi.grad, 4 * torch.special.hermite_polynomial_he(torch.tensor(_np(xi)), 3), 1e-12)
+
+
+def test_spherical_and_modified_bessel():
+    x = np.array([0.0, 1e-7, 1e-3, 0.5, 3.0, -2.0, 100.0, 1e-4])
+    for name in ("spherical_bessel_j0", "modified_bessel_i0", "modified_bessel_i1"):
+        got = getattr(ignis.special, name)(_pair(x)[0])
+        want = getattr(torch.special, name)(torch.tensor(x))
+        np.testing.assert_allclose(_np(got), want.numpy(), rtol=1e-14, atol=1e-300)
+    xi, xt = _pair(np.array([1e-4, 0.5, 3.0]), grad=True)
+    ignis.special.spherical_bessel_j0(xi).sum().backward()
+    # d/dx sin(x)/x = cos(x)/x - sin(x)/x^2
+    xs = xt.detach()
+    _close(xi.grad, (xs.cos() / xs - xs.sin() / xs ** 2), 1e-9)
+
+
+def test_top_level_in_place_and_fill():
+    for name, args in (("sinc_", ()), ("logit_", (1e-3,)), ("deg2rad_", ()), ("rad2deg_", ()),
+                       ("nan_to_num_", (0.0, 5.0, -5.0)), ("xlogy_", (2.0,)), ("ldexp_", None)):
+        x = np.array([0.2, 0.5, np.nan, np.inf, 0.9])
+        xi, xt = _pair(x)
+        if args is None:
+            args_i, args_t = (ignis.tensor([1, 2, 0, 1, 3]),), (torch.tensor([1, 2, 0, 1, 3]),)
+        else:
+            args_i = args_t = args
+        ri, rt = getattr(ignis, name)(xi, *args_i), getattr(torch, name)(xt, *args_t)
+        assert ri is xi
+        np.testing.assert_allclose(_np(xi), xt.numpy(), rtol=1e-12, equal_nan=True)
+    a = ignis.ones(3, requires_grad=True) * 2
+    ignis.detach_(a)
+    assert not a.requires_grad and a.grad_fn is None
+    xi, xt = ignis.tensor([1, 2, 3]), torch.tensor([1, 2, 3])
+    _close(ignis.fill(xi, 2.5), torch.fill(xt, 2.5), 0)
+    vi = ignis.tensor(4.0, requires_grad=True)
+    ignis.fill(ignis.zeros(3), vi).sum().backward()
+    assert vi.grad.item() == 3.0
+    for lib in (ignis, torch):
+        with pytest.raises(RuntimeError, match="0-dimension value tensor"):
+            lib.fill(lib.zeros(3), lib.ones(2))
