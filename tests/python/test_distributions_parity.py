@@ -724,3 +724,18 @@ def test_registering_a_constraint_factory():
     assert isinstance(registry(D.constraints.positive), D.transforms.SoftplusTransform)
     with pytest.raises(TypeError):
         registry.register(int, lambda c: None)
+
+
+def test_bernoulli_family_gradients_at_probability_one_half():
+    """log_prob and entropy gradients where logits == 0 (probs 1/2), the
+    point where binary_cross_entropy_with_logits' gradient is wrong."""
+    for name in ("Bernoulli", "Geometric", "ContinuousBernoulli"):
+        grads = []
+        for L in (ignis, torch):
+            logits = L.tensor([0.0, 0.0, 0.7], dtype=L.float64, requires_grad=True)
+            d = getattr(L.distributions, name)(logits=logits)
+            value = L.tensor([0.0, 1.0, 1.0], dtype=L.float64) if name != "ContinuousBernoulli" \
+                else L.tensor([0.2, 0.9, 0.4], dtype=L.float64)
+            (d.log_prob(value).sum() + d.entropy().sum()).backward()
+            grads.append(logits.grad)
+        _close(grads[0], grads[1], tol=1e-10)

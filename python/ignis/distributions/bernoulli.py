@@ -2,10 +2,9 @@
 import numbers
 
 import ignis
-import ignis.nn.functional as F
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import bce_with_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 
 class Bernoulli(Distribution):
@@ -63,10 +62,10 @@ class Bernoulli(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = ignis.broadcast_tensors(self.logits, value)
-        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return -bce_with_logits(logits, value)
 
     def entropy(self):
-        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+        return bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
         values = ignis.arange(2, dtype=self._param.dtype, device=self._param.device)

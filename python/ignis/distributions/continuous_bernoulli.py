@@ -11,10 +11,11 @@ import math
 import numbers
 
 import ignis
-import ignis.nn.functional as F
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (
+    bce_with_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits,
+)
 
 
 class ContinuousBernoulli(Distribution):
@@ -109,10 +110,7 @@ class ContinuousBernoulli(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        # v log(l) + (1 - v) log(1 - l) = v logits - softplus(logits). Not
-        # binary_cross_entropy_with_logits: its gradient is wrong at logits == 0
-        # (probs 1/2), where its max(-x, 0) and |x| give zero subgradients.
-        return value * logits - F.softplus(logits) + self._cont_bern_log_norm()
+        return -bce_with_logits(logits, value) + self._cont_bern_log_norm()
 
     def cdf(self, value):
         if self._validate_args:

@@ -2,7 +2,6 @@
 exp(-(z + e^-z)) / scale with z = (x - loc) / scale. Built, as torch's,
 as a transform of a uniform u: x = loc - scale * log(-log u)."""
 import math
-import numbers
 
 import ignis
 from . import constraints
@@ -25,7 +24,8 @@ class Gumbel(TransformedDistribution):
         # The uniform stays inside (0, 1) so that both logs stay finite.
         base = Uniform(ignis.full_like(self.loc, tiny(dtype)),
                        ignis.full_like(self.loc, 1 - eps(dtype)), validate_args=validate_args)
-        transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-ignis.ones_like(self.scale)),
+        transforms = [ExpTransform().inv,
+                      AffineTransform(loc=0, scale=-ignis.ones_like(self.scale)),
                       ExpTransform().inv, AffineTransform(loc=self.loc, scale=-self.scale)]
         super().__init__(base, transforms, validate_args=validate_args)
 

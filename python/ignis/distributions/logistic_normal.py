@@ -1,7 +1,6 @@
 """LogisticNormal(loc, scale): the stick-breaking image of a diagonal
 Normal(loc, scale) in R^(K-1), a law on the K-simplex."""
 from . import constraints
-from .independent import Independent
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import StickBreakingTransform
