@@ -22,7 +22,8 @@ __all__ = ["is_complex", "is_nonzero", "is_same_size", "is_signed", "result_type
            "get_num_interop_threads", "set_num_interop_threads", "set_warn_always",
            "is_warn_always_enabled", "get_device", "sym_int", "sym_float", "sym_max", "sym_min",
            "sym_not", "sym_ite", "sym_sqrt", "sym_sum", "igamma", "igammac", "sinc_", "logit_",
-           "ldexp_", "deg2rad_", "rad2deg_", "xlogy_", "nan_to_num_", "detach_", "fill"]
+           "ldexp_", "deg2rad_", "rad2deg_", "xlogy_", "nan_to_num_", "detach_", "fill",
+           "orgqr"]
 
 _builtin_range = range
 
@@ -1085,3 +1086,9 @@ def fill(input, value):
                                f"with {value.dim()} dimensions.")
         return value.to(input.dtype).expand(input.shape).clone()
     return ig.full_like(input, value)
+
+
+def orgqr(input, input2, *, out=None):
+    """torch.orgqr: torch.linalg.householder_product(input, input2)."""
+    from . import linalg
+    return linalg.householder_product(input, input2, out=out)

@@ -519,7 +519,7 @@ _MORE_FUNCTION_METHODS = {
         "angle", "conj", "conj_physical", "conj_physical_", "frexp", "gcd", "gcd_", "lcm", "lcm_",
         "histogram", "i0", "i0_", "index_reduce", "is_complex", "is_conj", "is_neg",
         "is_nonzero", "is_same_size", "is_signed", "mode", "nextafter", "put",
-        "split_with_sizes", "unsafe_chunk", "unsafe_split", "igamma", "igammac"),
+        "split_with_sizes", "unsafe_chunk", "unsafe_split", "igamma", "igammac", "orgqr"),
     "_nn_top_level": ("hardshrink",),
 }
 

@@ -448,3 +448,42 @@ def test_top_level_in_place_and_fill():
     for lib in (ignis, torch):
         with pytest.raises(RuntimeError, match="0-dimension value tensor"):
             lib.fill(lib.zeros(3), lib.ones(2))
+
+
+# --- linalg.householder_product / orgqr ------------------------------------------------
+
+@pytest.mark.parametrize("shape,k", [((5, 3), 3), ((4, 4), 2), ((2, 6, 4), 4), ((3, 1), 1),
+                                     ((2, 3, 5, 2), 0)])
+def test_householder_product_matches_torch(shape, k):
+    a = RNG.standard_normal(shape)
+    reflectors, tau = torch.geqrf(torch.tensor(a))
+    tau = tau[..., :k].contiguous()
+    Ai, At = _pair(reflectors.numpy(), grad=True)
+    ti, tt = _pair(tau.numpy(), grad=True)
+    qi, qt = ignis.linalg.householder_product(Ai, ti), torch.linalg.householder_product(At, tt)
+    _close(qi, qt, 1e-12)
+    w = RNG.standard_normal(tuple(qt.shape))
+    (qi * ignis.tensor(w)).sum().backward()
+    (qt * torch.tensor(w)).sum().backward()
+    _close(Ai.grad, At.grad, 1e-10)
+    if k:  # (no reflectors: torch leaves the empty tau's grad None, ignis an empty one)
+        _close(ti.grad, tt.grad, 1e-10)
+    _close(ignis.orgqr(Ai.detach(), ti.detach()), qt, 1e-12)
+    _close(Ai.detach().orgqr(ti.detach()), qt, 1e-12)
+
+
+def test_householder_product_gives_qr_q_and_rejects_bad_input():
+    a = RNG.standard_normal((6, 4))
+    reflectors, tau = torch.geqrf(torch.tensor(a))
+    q = ignis.linalg.householder_product(ignis.tensor(reflectors.numpy()),
+                                         ignis.tensor(tau.numpy()))
+    _close(q.mT @ q, ignis.eye(4, dtype=ignis.float64), 1e-12)
+    _close(q @ ignis.tensor(np.triu(reflectors.numpy()[:4])), ignis.tensor(a), 1e-12)
+    bad = [((3,), (1,)), ((2, 3), (1,)), ((3, 2), (3,)), ((3, 2), (2, 1)), ((2, 3, 2), (3, 2))]
+    for lib in (ignis, torch):
+        for a_shape, t_shape in bad:
+            with pytest.raises(RuntimeError, match="householder_product"):
+                lib.linalg.householder_product(lib.zeros(a_shape), lib.zeros(t_shape))
+        with pytest.raises(RuntimeError, match="tau dtype Double does not match input dtype "
+                                               "Float"):
+            lib.linalg.householder_product(lib.zeros(3, 2), lib.zeros(2, dtype=lib.float64))
