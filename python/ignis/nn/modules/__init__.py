@@ -33,6 +33,7 @@ from .conv import (  # noqa: F401
     LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
     LazyConvTranspose3d,
 )
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
     AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d,
@@ -91,7 +92,7 @@ __all__ = [
     "ChannelShuffle",
     "EmbeddingBag", "InstanceNorm3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
     "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
-    "NLLLoss2d",
+    "NLLLoss2d", "AdaptiveLogSoftmaxWithLoss",
     "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
     "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
     "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
