@@ -739,3 +739,79 @@ def test_bernoulli_family_gradients_at_probability_one_half():
             (d.log_prob(value).sum() + d.entropy().sum()).backward()
             grads.append(logits.grad)
         _close(grads[0], grads[1], tol=1e-10)
+
+
+# --- ExponentialFamily ---------------------------------------------------------------
+
+EXP_FAMILY = {
+    "Bernoulli": lambda L, P: L.distributions.Bernoulli(_t(L, P["prob"])),
+    "Gamma": lambda L, P: L.distributions.Gamma(_t(L, P["pos"]), _t(L, P["pos2"])),
+    "Chi2": lambda L, P: L.distributions.Chi2(_t(L, P["pos"])),
+    "Exponential": lambda L, P: L.distributions.Exponential(_t(L, P["pos"])),
+    "Normal": lambda L, P: L.distributions.Normal(_t(L, P["real"]), _t(L, P["pos"])),
+    "Poisson": lambda L, P: L.distributions.Poisson(_t(L, P["pos"])),
+    "Beta": lambda L, P: L.distributions.Beta(_t(L, P["pos"]), _t(L, P["pos2"])),
+    "Dirichlet": lambda L, P: L.distributions.Dirichlet(_t(L, P["pos4"])),
+    "ContinuousBernoulli": lambda L, P: L.distributions.ContinuousBernoulli(
+        _t(L, np.concatenate([P["prob"][:, :2], [[0.4999], [0.5001]]], 1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXP_FAMILY))
+def test_exponential_family_members_and_bregman_forms(name):
+    pi = EXP_FAMILY[name](ignis, KL_PARAMS[0])
+    pt = EXP_FAMILY[name](torch, KL_PARAMS[0])
+    assert isinstance(pi, D.ExponentialFamily) == isinstance(pt, TD.ExponentialFamily)
+    for a, b in zip(pi._natural_params, pt._natural_params):
+        _close(a, b, tol=1e-12)
+    _close(pi._log_normalizer(*pi._natural_params), pt._log_normalizer(*pt._natural_params),
+           tol=1e-10)
+    # the Bregman entropy equals the closed form where the carrier measure is known
+    try:
+        want = TD.ExponentialFamily.entropy(pt)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            D.ExponentialFamily.entropy(pi)
+    else:
+        _close(D.ExponentialFamily.entropy(pi), want, tol=1e-9)
+        _close(D.ExponentialFamily.entropy(pi), pi.entropy(), tol=1e-9)
+    # KL by the Bregman divergence, against torch's
+    qi = EXP_FAMILY[name](ignis, KL_PARAMS[1])
+    qt = EXP_FAMILY[name](torch, KL_PARAMS[1])
+    from ignis.distributions.kl import _kl_expfamily_expfamily
+    from torch.distributions.kl import _kl_expfamily_expfamily as torch_kl
+    _close(_kl_expfamily_expfamily(pi, qi), torch_kl(pt, qt), tol=1e-9)
+
+
+def test_exponential_family_subclass_uses_the_generic_forms():
+    class MyExponential(D.ExponentialFamily):
+        """Exponential(rate) through its natural parameter only."""
+        arg_constraints = {}
+
+        def __init__(self, rate):
+            self.rate = rate
+            super().__init__(rate.shape)
+
+        @property
+        def _natural_params(self):
+            return (-self.rate,)
+
+        def _log_normalizer(self, x):
+            return -(-x).log()
+
+        _mean_carrier_measure = 0
+
+    rate_p = _t(ignis, [0.5, 2.0]).requires_grad_(True)
+    p, q = MyExponential(rate_p), MyExponential(_t(ignis, [1.5, 1.0]))
+    _close(p.entropy(), D.Exponential(rate_p).entropy(), tol=1e-12)
+    _close(D.kl_divergence(q, p), D.kl_divergence(D.Exponential(q.rate),
+                                                  D.Exponential(rate_p)), tol=1e-12)
+    # the gradient reaches q's parameters (p's are detached, as torch's)
+    D.kl_divergence(q, p).sum().backward()
+    want = torch.tensor([0.5, 2.0], dtype=torch.float64, requires_grad=True)
+    TD.kl_divergence(TD.Exponential(torch.tensor([1.5, 1.0], dtype=torch.float64)),
+                     TD.Exponential(want)).sum().backward()
+    _close(rate_p.grad, want.grad, tol=1e-12)
+    with pytest.raises(NotImplementedError, match="different exponential families"):
+        from ignis.distributions.kl import _kl_expfamily_expfamily
+        _kl_expfamily_expfamily(p, D.Normal(0.0, 1.0))

@@ -15,6 +15,7 @@ from .constraint_registry import biject_to, transform_to
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
@@ -66,7 +67,7 @@ __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauc
            "TanhTransform", "Transform", "Chi2", "ContinuousBernoulli", "FisherSnedecor",
            "Gumbel", "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "LowRankMultivariateNormal", "Multinomial", "NegativeBinomial",
-           "OneHotCategoricalStraightThrough", "GeneralizedPareto",
+           "OneHotCategoricalStraightThrough", "GeneralizedPareto", "ExponentialFamily",
            "CatTransform", "CumulativeDistributionTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
            "SoftplusTransform", "StackTransform", "identity_transform", "biject_to",

@@ -3,11 +3,11 @@ import numbers
 
 import ignis
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import bce_with_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -73,3 +73,12 @@ class Bernoulli(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self):
+        return (ignis.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
+
+    _mean_carrier_measure = 0

@@ -12,13 +12,13 @@ import numbers
 
 import ignis
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import (
     bce_with_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits,
 )
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
@@ -133,3 +133,17 @@ class ContinuousBernoulli(Distribution):
         log_probs1 = self.probs.log()
         return (self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm()
                 - log_probs0)
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        """log((e^x - 1) / x), its Taylor series where x is inside lims - 1/2."""
+        outside = (x <= self._lims[0] - 0.5).logical_or(x > self._lims[1] - 0.5)
+        cut = ignis.where(outside, x, ignis.full_like(x, self._lims[0] - 0.5))
+        log_norm = cut.expm1().abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return ignis.where(outside, log_norm, taylor)
+
+    _mean_carrier_measure = 0

@@ -13,6 +13,7 @@ from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -569,3 +570,21 @@ for _p, _q in [(Normal, Beta), (Normal, Exponential), (Normal, Gamma), (Normal, 
                (Laplace, ContinuousBernoulli), (Normal, ContinuousBernoulli),
                (Pareto, ContinuousBernoulli), (Poisson, Bernoulli), (Poisson, Binomial)]:
     register_kl(_p, _q)(_infinite_like)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer A between the natural
+    parameters: A(theta_q) - A(theta_p) - <theta_q - theta_p, grad A(theta_p)>
+    (two members of one family; grad A at p's detached parameters, as torch)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    log_normalizer_p = p._log_normalizer(*p_params)
+    grads = ignis.autograd.grad(log_normalizer_p.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - log_normalizer_p
+    for pp, qp, g in zip(p_params, q_params, grads):
+        result = result - sum_rightmost((qp - pp) * g, len(q.event_shape))
+    return result
