@@ -550,6 +550,25 @@ def _nextafter_(self, other):
 Tensor.nextafter_ = _nextafter_
 
 
+def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                       layout=None, pin_memory=False):
+    """Tensor.new_empty_strided: an uninitialized tensor of the given size
+    and strides, with self's dtype and device unless given."""
+    import ignis
+    t = ignis.empty_strided(size, stride, dtype=dtype if dtype is not None else self.dtype,
+                            device=device if device is not None else self.device)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def _resize_as_(self, the_template, *, memory_format=None):
+    """Tensor.resize_as_: self resized to the template's shape."""
+    return self.resize_(the_template.shape)
+
+
+Tensor.new_empty_strided = _new_empty_strided
+Tensor.resize_as_ = _resize_as_
+
+
 def _complex_part(name):
     def get(self):
         from . import _more_functions

@@ -542,3 +542,69 @@ def test_adaptive_log_softmax_bad_input():
             m(lib.zeros(2, 8), lib.zeros(2, 1, dtype=lib.int64))
         with pytest.raises(RuntimeError, match="0D target tensor expects 1D input"):
             m(lib.zeros(2, 8), lib.tensor(1))
+
+
+# --- small top-level / Tensor / nn.utils additions ------------------------------------
+
+def test_binomial_sampling_statistics_edges_and_errors():
+    ignis.manual_seed(0)
+    count = ignis.tensor([[5.0], [40.0]]).expand(2, 20000)
+    prob = ignis.tensor([[0.3], [0.75]]).expand(2, 20000)
+    draws = _np(ignis.binomial(count, prob))
+    assert draws.dtype == np.float32 and np.all(draws == np.floor(draws))
+    mean, var = np.array([1.5, 30.0]), np.array([1.05, 7.5])
+    assert np.all(np.abs(draws.mean(1) - mean) < 5 * np.sqrt(var / 20000))
+    assert np.all((draws >= 0).all(1)) and draws[0].max() <= 5 and draws[1].max() <= 40
+    # as torch: count <= 0 gives 0, prob > 1 every trial, broadcasting
+    edge = ignis.binomial(ignis.tensor([-1.0, 3.0, 0.0], dtype=ignis.float64),
+                          ignis.tensor([0.5, 1.5, 0.5], dtype=ignis.float64))
+    want = torch.binomial(torch.tensor([-1.0, 3.0, 0.0], dtype=torch.float64),
+                          torch.tensor([0.5, 1.5, 0.5], dtype=torch.float64))
+    _close(edge, want, 0)
+    assert tuple(ignis.binomial(ignis.tensor([5.0, 3.0]), ignis.tensor([0.5])).shape) == (2,)
+    ignis.manual_seed(3)
+    a = ignis.binomial(ignis.full((50,), 10.0), ignis.full((50,), 0.5))
+    ignis.manual_seed(3)
+    _close(a, ignis.binomial(ignis.full((50,), 10.0), ignis.full((50,), 0.5)), 0)
+    for lib in (ignis, torch):
+        with pytest.raises(ValueError, match="binomial only supports floating-point dtypes "
+                                             "for count, got: Long"):
+            lib.binomial(lib.tensor([5]), lib.tensor([0.5]))
+
+
+def test_new_empty_strided_and_resize_as():
+    for lib in (ignis, torch):
+        x = lib.ones(2, dtype=lib.float64)
+        y = x.new_empty_strided((2, 3), (1, 2))
+        assert tuple(y.shape) == (2, 3) and tuple(y.stride()) == (1, 2)
+        assert str(y.dtype).endswith("float64")
+        z = x.new_empty_strided((4,), (1,), dtype=lib.int32, requires_grad=False)
+        assert str(z.dtype).endswith("int32")
+        w = lib.zeros(5)
+        assert w.resize_as_(lib.ones(2, 2)) is w
+        assert tuple(w.shape) == (2, 2)
+
+
+def test_skip_init_to_empty_and_clip_grad_norm_alias():
+    m = ignis.nn.utils.skip_init(ignis.nn.Linear, 3, 4, bias=True)
+    assert isinstance(m, ignis.nn.Linear)
+    assert tuple(m.weight.shape) == (4, 3) and str(m.weight.device) == "cpu"
+    assert isinstance(m.weight, ignis.nn.Parameter) and m.weight.requires_grad
+    meta = ignis.nn.Linear(2, 2, device="meta")
+    assert meta.to_empty(device="cpu") is meta and str(meta.bias.device) == "cpu"
+    for lib in (ignis, torch):
+        with pytest.raises(RuntimeError, match="Expected a Module"):
+            lib.nn.utils.skip_init(int)
+
+        class NoDevice(lib.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+
+        with pytest.raises(RuntimeError, match="must support a 'device' arg"):
+            lib.nn.utils.skip_init(NoDevice, 3)
+    p = ignis.nn.Parameter(ignis.ones(4))
+    p.grad = ignis.full((4,), 3.0)
+    with pytest.warns(FutureWarning):
+        norm = ignis.nn.utils.clip_grad_norm([p], 1.0)
+    assert abs(norm.item() - 6.0) < 1e-6
+    assert abs(p.grad.norm().item() - 1.0) < 1e-5
