@@ -28,6 +28,7 @@ from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
+from .lkj_cholesky import LKJCholesky
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
@@ -46,7 +47,7 @@ from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (  # noqa: F401
-    AbsTransform, AffineTransform, CatTransform, ComposeTransform,
+    AbsTransform, AffineTransform, CatTransform, ComposeTransform, CorrCholeskyTransform,
     CumulativeDistributionTransform, ExpTransform, IndependentTransform, LowerCholeskyTransform,
     PositiveDefiniteTransform, PowerTransform, ReshapeTransform, SigmoidTransform,
     SoftmaxTransform, SoftplusTransform, StackTransform, StickBreakingTransform, TanhTransform,
@@ -68,6 +69,7 @@ __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauc
            "Gumbel", "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "LowRankMultivariateNormal", "Multinomial", "NegativeBinomial",
            "OneHotCategoricalStraightThrough", "GeneralizedPareto", "ExponentialFamily",
+           "LKJCholesky", "CorrCholeskyTransform",
            "CatTransform", "CumulativeDistributionTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
            "SoftplusTransform", "StackTransform", "identity_transform", "biject_to",

@@ -329,3 +329,23 @@ cat = _Cat
 stack = _Stack
 __all__ += ["lower_triangular", "square", "symmetric", "positive_semidefinite", "multinomial",
             "cat", "stack"]
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular,
+    positive diagonal, rows of unit norm."""
+    event_dim = 2
+
+    def check(self, value):
+        tol = eps_of(value.dtype) * value.size(-1) * 10
+        row_norm = value.detach().pow(2).sum(-1).sqrt()
+        unit_rows = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return lower_cholesky.check(value).logical_and(unit_rows)
+
+
+def eps_of(dtype):
+    return ignis.finfo(dtype).eps
+
+
+corr_cholesky = _CorrCholesky()
+__all__ += ["corr_cholesky"]

@@ -753,3 +753,80 @@ class StackTransform(Transform):
 __all__ += ["SoftplusTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
             "IndependentTransform", "ReshapeTransform", "CumulativeDistributionTransform",
             "CatTransform", "StackTransform"]
+
+
+def _tril_to_vec(matrix, diag=0):
+    """The entries of the lower triangle (below diagonal `diag`), row by row."""
+    n = matrix.shape[-1]
+    rows, cols = ignis.tril_indices(n, n, diag, device=matrix.device)
+    return matrix[..., rows, cols]
+
+
+def _vec_to_tril(vec, diag=0):
+    """The inverse of _tril_to_vec (diag <= 0): a square matrix, zeros elsewhere.
+    Below diagonal diag of an n x n matrix lie m (m + 1) / 2 entries, m = n + diag."""
+    count = vec.shape[-1]
+    m = round(((1 + 8 * count) ** 0.5 - 1) / 2)
+    if m * (m + 1) // 2 != count:
+        raise ValueError(f"{count} entries do not fill a lower triangle")
+    n = m - diag
+    rows, cols = ignis.tril_indices(n, n, diag, device=vec.device)
+    out = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    out[..., rows, cols] = vec
+    return out
+
+
+class CorrCholeskyTransform(_SameKind):
+    """A vector of D (D - 1) / 2 reals to the Cholesky factor of a D x D
+    correlation matrix: tanh makes each a partial correlation in (-1, 1),
+    placed below the diagonal row by row; each row is then a stick
+    breaking of the unit sphere, y_ij = r_ij sqrt(1 - sum_(k<j) y_ik^2)
+    and y_ii the rest of the row's unit norm."""
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        e = eps(x.dtype)
+        r = x.tanh().clamp(min=-1 + e, max=1 - e)
+        r = _vec_to_tril(r, diag=-1)
+        # remaining length of each row before column j: prod_(k<j) sqrt(1 - r_ik^2)
+        remaining = (1 - r.pow(2)).sqrt().cumprod(-1)
+        remaining = F.pad(remaining[..., :-1], (1, 0), value=1.0)
+        n = r.shape[-1]
+        eye = ignis.eye(n, dtype=r.dtype, device=r.device)
+        return (r + eye) * remaining
+
+    def _inverse(self, y):
+        left = 1 - (y * y).cumsum(-1)
+        left = F.pad(left[..., :-1], (1, 0), value=1.0)  # 1 - sum_(k<j) y_ik^2
+        partial = _tril_to_vec(y, diag=-1) / _tril_to_vec(left, diag=-1).sqrt()
+        return partial.atanh()
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        # the stick breaking: 1/2 sum log(1 - sum_(k<j) y_ik^2) over j < i
+        left = 1 - (y * y).cumsum(-1)
+        stick = 0.5 * _tril_to_vec(left, diag=-2).log().sum(-1)
+        # tanh: log(1 - tanh(x)^2), written to stay accurate for large |x|
+        tanh = (2.0 * (0.6931471805599453 - x - F.softplus(-2.0 * x))).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        count = shape[-1]
+        n = round((0.25 + 2 * count) ** 0.5 + 0.5)
+        if n * (n - 1) // 2 != count:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return ignis.Size(tuple(shape[:-1]) + (n, n))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        n = shape[-1]
+        return ignis.Size(tuple(shape[:-2]) + (n * (n - 1) // 2,))
+
+
+__all__ += ["CorrCholeskyTransform"]
