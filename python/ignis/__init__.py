@@ -67,7 +67,7 @@ from . import functional  # noqa: E402,F401
 from ._dtype_info import finfo, iinfo  # noqa: E402,F401
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from . import _random  # noqa: E402
-from ._random import normal, bernoulli, poisson  # noqa: E402,F401
+from ._random import normal, bernoulli, poisson, binomial  # noqa: E402,F401
 _random.install(Tensor)
 from . import random  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401

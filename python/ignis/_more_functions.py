@@ -21,7 +21,9 @@ __all__ = ["is_complex", "is_nonzero", "is_same_size", "is_signed", "result_type
            "put", "index_reduce", "gradient", "frombuffer", "typename", "set_default_tensor_type",
            "get_num_interop_threads", "set_num_interop_threads", "set_warn_always",
            "is_warn_always_enabled", "get_device", "sym_int", "sym_float", "sym_max", "sym_min",
-           "sym_not", "sym_ite", "sym_sqrt", "sym_sum"]
+           "sym_not", "sym_ite", "sym_sqrt", "sym_sum", "igamma", "igammac", "sinc_", "logit_",
+           "ldexp_", "deg2rad_", "rad2deg_", "xlogy_", "nan_to_num_", "detach_", "fill",
+           "orgqr"]
 
 _builtin_range = range
 
@@ -1040,3 +1042,53 @@ def _gradient_along(f, d, h, edge_order):
             first = (-1.5 * sl(0, 1) + 2 * sl(1, 2) - 0.5 * sl(2, 3)) / h
             last = (0.5 * sl(n - 3, n - 2) - 2 * sl(n - 2, n - 1) + 1.5 * sl(n - 1, n)) / h
     return ig.cat([first, interior, last], d)
+
+
+# ---- incomplete gamma, and top-level forms of in-place methods ----------------------------
+def igamma(input, other, *, out=None):
+    """torch.igamma: torch.special.gammainc."""
+    from . import special
+    return special.gammainc(input, other, out=out)
+
+
+def igammac(input, other, *, out=None):
+    """torch.igammac: torch.special.gammaincc."""
+    from . import special
+    return special.gammaincc(input, other, out=out)
+
+
+def _method_as_function(name, doc):
+    def fn(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+# torch.sinc_(x) and the like are x.sinc_() (torch exposes them at top level).
+sinc_ = _method_as_function("sinc_", "torch.sinc_: input.sinc_().")
+logit_ = _method_as_function("logit_", "torch.logit_: input.logit_(eps).")
+ldexp_ = _method_as_function("ldexp_", "torch.ldexp_: input.ldexp_(other).")
+deg2rad_ = _method_as_function("deg2rad_", "torch.deg2rad_: input.deg2rad_().")
+rad2deg_ = _method_as_function("rad2deg_", "torch.rad2deg_: input.rad2deg_().")
+xlogy_ = _method_as_function("xlogy_", "torch.xlogy_: input.xlogy_(other).")
+nan_to_num_ = _method_as_function("nan_to_num_", "torch.nan_to_num_: input.nan_to_num_(...).")
+detach_ = _method_as_function("detach_", "torch.detach_: input.detach_().")
+
+
+def fill(input, value):
+    """torch.fill(input, value): a tensor like input filled with value (a
+    number or a 0-d tensor), differentiable in a tensor value."""
+    ig = _ig()
+    if isinstance(value, ig.Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor "
+                               f"with {value.dim()} dimensions.")
+        return value.to(input.dtype).expand(input.shape).clone()
+    return ig.full_like(input, value)
+
+
+def orgqr(input, input2, *, out=None):
+    """torch.orgqr: torch.linalg.householder_product(input, input2)."""
+    from . import linalg
+    return linalg.householder_product(input, input2, out=out)

@@ -9,10 +9,12 @@ them reproducible. As in PyTorch, they give no gradient to their parameters.
 """
 import math
 
+import numpy as np
+
 from . import _C
 from ._generator import numpy_rng
 
-__all__ = ["normal", "bernoulli", "poisson"]
+__all__ = ["normal", "bernoulli", "poisson", "binomial"]
 
 
 def _ignis():
@@ -85,6 +87,26 @@ def poisson(input, generator=None):
     rates = input.detach().to(ig.float64).numpy()
     draws = numpy_rng(generator).poisson(rates).astype(rates.dtype)
     return ig.from_numpy(draws).to(input.dtype)
+
+
+def binomial(count, prob, generator=None):
+    """Binomial draws: successes in `count` trials of probability `prob`
+    (broadcast together; NumPy's sampler, seeded from the generator). As
+    torch's: count must be floating point; a count <= 0 gives 0 and a
+    probability above 1 counts every trial."""
+    ig = _ignis()
+    if not count.is_floating_point():
+        from ._tensor import _legacy_name
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{_legacy_name(count.dtype)}")
+    count, prob = ig.broadcast_tensors(count, prob)
+    n = count.detach().to(ig.float64).numpy()
+    p = prob.detach().to(ig.float64).numpy()
+    bad = np.isnan(n) | np.isnan(p)
+    trials = np.where(bad, 0, np.floor(np.clip(n, 0, None))).astype(np.int64)
+    draws = numpy_rng(generator).binomial(trials, np.where(bad, 0.0, np.clip(p, 0.0, 1.0)))
+    draws = np.where(bad, np.nan, draws)
+    return ig.from_numpy(draws).to(count.dtype)
 
 
 # ---- in-place samplers as Tensor methods ----------------------------------------------------

@@ -530,7 +530,7 @@ def _legacy_name(dtype):
 # In-place forms of functions made of ops (and of ops without an in-place op).
 for _name in ("renorm", "masked_scatter", "ldexp", "addmm", "addbmm", "addmv", "addr", "baddbmm",
               "deg2rad", "rad2deg", "heaviside", "logit", "sinc", "sgn", "xlogy", "mvlgamma",
-              "float_power"):
+              "float_power", "igamma", "igammac"):
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _in_place(_name))
 
@@ -542,7 +542,7 @@ _MORE_FUNCTION_METHODS = {
         "angle", "conj", "conj_physical", "conj_physical_", "frexp", "gcd", "gcd_", "lcm", "lcm_",
         "histogram", "i0", "i0_", "index_reduce", "is_complex", "is_conj", "is_neg",
         "is_nonzero", "is_same_size", "is_signed", "mode", "nextafter", "put",
-        "split_with_sizes", "unsafe_chunk", "unsafe_split"),
+        "split_with_sizes", "unsafe_chunk", "unsafe_split", "igamma", "igammac", "orgqr"),
     "_nn_top_level": ("hardshrink",),
 }
 
@@ -571,6 +571,25 @@ def _nextafter_(self, other):
 
 
 Tensor.nextafter_ = _nextafter_
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                       layout=None, pin_memory=False):
+    """Tensor.new_empty_strided: an uninitialized tensor of the given size
+    and strides, with self's dtype and device unless given."""
+    import ignis
+    t = ignis.empty_strided(size, stride, dtype=dtype if dtype is not None else self.dtype,
+                            device=device if device is not None else self.device)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def _resize_as_(self, the_template, *, memory_format=None):
+    """Tensor.resize_as_: self resized to the template's shape."""
+    return self.resize_(the_template.shape)
+
+
+Tensor.new_empty_strided = _new_empty_strided
+Tensor.resize_as_ = _resize_as_
 
 
 def _complex_part(name):

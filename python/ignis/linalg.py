@@ -14,7 +14,8 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "m
            "diagonal", "vander", "matrix_power", "LinAlgError", "cholesky", "cholesky_ex",
            "solve", "solve_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "inv", "inv_ex",
            "det", "slogdet", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_rank",
-           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_exp", "lu", "lu_solve"]
+           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_exp", "lu", "lu_solve",
+           "householder_product"]
 
 _INF = float("inf")
 
@@ -484,3 +485,48 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     y = solve_triangular(U.mT, B, upper=False)
     z = solve_triangular(L.mT, y, upper=True, unitriangular=True)
     return _out(z.gather(-2, inv_perm.unsqueeze(-1).expand(*inv_perm.shape, B.shape[-1])), out)
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 H_2 ... H_k (torch.linalg.householder_product,
+    LAPACK's orgqr): H_i = I - tau_i v_i v_i^H, v_i being column i of A below
+    the diagonal with a 1 on it (as geqrf stores a QR's reflectors). Built
+    by applying the reflectors, last first, to the identity's first n
+    columns; differentiable in A and tau."""
+    ig = _ig()
+    name = "torch.linalg.householder_product"
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1]")
+    if tau.dim() != A.dim() - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.dim()} and input.ndim is equal to "
+                           f"{A.dim()}")
+    k = tau.shape[-1]
+    if n < k:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           f"tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau.dtype != A.dtype:
+        from ._tensor import _legacy_name
+        raise RuntimeError(f"{name}: tau dtype {_legacy_name(tau.dtype)} does not match input "
+                           f"dtype {_legacy_name(A.dtype)}")
+    batch = tuple(A.shape[:-2])
+    rows = ig.arange(m, device=A.device).unsqueeze(-1)
+    Q = ig.eye(m, n, dtype=A.dtype, device=A.device).expand(batch + (m, n))
+    for i in reversed(range(k)):
+        # v_i: zeros above row i, 1 at row i, A's column i below.
+        column = A[..., :, i:i + 1]
+        v = ig.where(rows > i, column, (rows == i).to(A.dtype))
+        v_h = v.conj().transpose(-2, -1) if A.is_complex() else v.transpose(-2, -1)
+        Q = Q - tau[..., i, None, None] * (v @ (v_h @ Q))
+    if k == 0:
+        # No reflector: the identity's columns, connected to the (empty) tau
+        # as torch's result is (A gets no gradient).
+        Q = Q + tau.sum(-1)[..., None, None]
+    return _out(Q, out)

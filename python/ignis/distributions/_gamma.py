@@ -225,3 +225,70 @@ class _StandardGamma(Function):
 def standard_gamma(alpha):
     """Draws of Gamma(alpha, 1) of alpha's shape, differentiable in alpha."""
     return _StandardGamma.apply(alpha)
+
+
+def _gammaincc_values(a, x):
+    """Q(a, x) = 1 - P(a, x) in float64 (no gradient), computed directly
+    (not as 1 - P, which loses Q's digits where P is near 1)."""
+    shape = ignis.broadcast_shapes(tuple(a.shape), tuple(x.shape))
+    with ignis.no_grad():
+        a64, x64 = a.detach().double(), x.detach().double()
+        finite_x = x64.masked_fill(x64 == float("inf"), 0.0)
+        out, _, _, positive = _by_region(a64, finite_x,
+                                         lambda aa, xx: 1 - _lower_series(aa, xx),
+                                         _upper_continued_fraction)
+        out = out.masked_fill(positive.logical_not(), 1.0)  # Q(a, 0) = 1
+        return out.reshape(shape).masked_fill((x64 == float("inf")).expand(shape), 0.0)
+
+
+def _special_edges(a, x, value, upper):
+    """torch's values where the series and fraction do not apply: NaN for
+    a < 0, x < 0, a = x = 0 or a NaN; P(0, x > 0) = 1; P(inf, x) = 0
+    (Q the complements)."""
+    a, x = ignis.broadcast_tensors(a, x)
+    one, zero = (0.0, 1.0) if upper else (1.0, 0.0)
+    value = value.masked_fill((a == 0).logical_and(x > 0), one)
+    value = value.masked_fill((a == float("inf")).logical_and(x < float("inf")), zero)
+    bad = (a < 0).logical_or(x < 0).logical_or((a == 0).logical_and(x == 0))
+    bad = bad.logical_or(a.isnan()).logical_or(x.isnan())
+    bad = bad.logical_or((a == float("inf")).logical_and(x == float("inf")))
+    return value.masked_fill(bad, float("nan"))
+
+
+class _GammaIncC(Function):
+    """Q(a, x), differentiable in both arguments (dQ = -dP)."""
+
+    @staticmethod
+    def forward(ctx, a, x):
+        ctx.save_for_backward(a, x)
+        return _gammaincc_values(a, x).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, x = ctx.saved_tensors
+        grad_a, grad_x = _GammaInc.backward(ctx, grad)
+        return (None if grad_a is None else -grad_a), (None if grad_x is None else -grad_x)
+
+
+def _as_floats(a, x):
+    # Integer arguments compute in the default float dtype; both the promoted one.
+    if not isinstance(a, ignis.Tensor):
+        a = ignis.tensor(a, dtype=x.dtype if x.is_floating_point() else None)
+    if not isinstance(x, ignis.Tensor):
+        x = ignis.tensor(x, dtype=a.dtype if a.is_floating_point() else None)
+    dtype = ignis.promote_types(a.dtype, x.dtype)
+    if not dtype.is_floating_point:
+        dtype = ignis.get_default_dtype()
+    return a.to(dtype), x.to(dtype)
+
+
+def special_gammainc(a, x):
+    """torch.special.gammainc, with torch's values at the domain's edges."""
+    a, x = _as_floats(a, x)
+    return _special_edges(a, x, _GammaInc.apply(a, x), upper=False)
+
+
+def special_gammaincc(a, x):
+    """torch.special.gammaincc: Q(a, x) = 1 - P(a, x), computed directly."""
+    a, x = _as_floats(a, x)
+    return _special_edges(a, x, _GammaIncC.apply(a, x), upper=True)

@@ -2,13 +2,12 @@
 import numbers
 
 import ignis
-import ignis.nn.functional as F
 from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .exp_family import ExponentialFamily
+from .utils import bce_with_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -63,10 +62,10 @@ class Bernoulli(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = ignis.broadcast_tensors(self.logits, value)
-        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return -bce_with_logits(logits, value)
 
     def entropy(self):
-        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+        return bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
         values = ignis.arange(2, dtype=self._param.dtype, device=self._param.device)
@@ -74,3 +73,12 @@ class Bernoulli(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self):
+        return (ignis.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
+
+    _mean_carrier_measure = 0

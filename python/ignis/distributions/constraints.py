@@ -217,3 +217,135 @@ independent = _Independent
 positive_definite = _PositiveDefinite()
 lower_cholesky = _LowerCholesky()
 one_hot = _OneHot()
+
+
+# --- matrix constraints and the ones of CatTransform / StackTransform ---------------
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return ignis.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                          dtype=ignis.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        close = (value - value.mT).abs() <= 1e-6 + 1e-6 * value.mT.abs()
+        return close.reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return ignis.linalg.eigvalsh(value).ge(0).all(-1)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative vectors (of counts) summing to at most upper_bound."""
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(dim=-1).logical_and(x.sum(dim=-1) <= self.upper_bound)
+
+    def __repr__(self):
+        return f"Multinomial(upper_bound={self.upper_bound})"
+
+
+class _Cat(Constraint):
+    """Constraints applied to consecutive pieces (of given lengths) along dim."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"lengths has {len(self.lengths)} entries for "
+                             f"{len(self.cseq)} constraints")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise IndexError(f"dim {self.dim} is out of range for a {value.dim()}-D value")
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start += length
+        return ignis.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """One constraint per index along dim."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise IndexError(f"dim {self.dim} is out of range for a {value.dim()}-D value")
+        pieces = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return ignis.stack([c.check(v) for v, c in zip(pieces, self.cseq)], self.dim)
+
+
+lower_triangular = _LowerTriangular()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+multinomial = _Multinomial
+cat = _Cat
+stack = _Stack
+__all__ += ["lower_triangular", "square", "symmetric", "positive_semidefinite", "multinomial",
+            "cat", "stack"]
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular,
+    positive diagonal, rows of unit norm."""
+    event_dim = 2
+
+    def check(self, value):
+        tol = eps_of(value.dtype) * value.size(-1) * 10
+        row_norm = value.detach().pow(2).sum(-1).sqrt()
+        unit_rows = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return lower_cholesky.check(value).logical_and(unit_rows)
+
+
+def eps_of(dtype):
+    return ignis.finfo(dtype).eps
+
+
+corr_cholesky = _CorrCholesky()
+__all__ += ["corr_cholesky"]

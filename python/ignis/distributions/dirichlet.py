@@ -6,10 +6,10 @@ per-draw gradients differ while their expectations agree)."""
 import ignis
 from . import constraints
 from ._gamma import standard_gamma
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
@@ -60,3 +60,10 @@ class Dirichlet(Distribution):
         a0 = c.sum(-1)
         return (c.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma()
                 - ((c - 1.0) * c.digamma()).sum(-1))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()

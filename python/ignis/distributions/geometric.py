@@ -3,10 +3,9 @@ first success, P(k) = (1 - p)^k p on k = 0, 1, 2, ..."""
 import numbers
 
 import ignis
-import ignis.nn.functional as F
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import bce_with_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 
 class Geometric(Distribution):
@@ -66,5 +65,4 @@ class Geometric(Distribution):
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self):
-        return F.binary_cross_entropy_with_logits(self.logits, self.probs,
-                                                  reduction="none") / self.probs
+        return bce_with_logits(self.logits, self.probs) / self.probs

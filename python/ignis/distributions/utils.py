@@ -77,3 +77,14 @@ class lazy_property:
             value = self.fn(instance)
         setattr(instance, self.fn.__name__, value)
         return value
+
+
+def bce_with_logits(logits, target):
+    """Elementwise binary cross-entropy of probabilities sigmoid(logits)
+    against target: softplus(logits) - target * logits.
+
+    Not F.binary_cross_entropy_with_logits: that one's gradient is wrong at
+    logits == 0 (its decomposition's max(-x, 0) and |x| take zero
+    subgradients there), which is where probs = 1/2."""
+    import ignis.nn.functional as F
+    return F.softplus(logits) - target * logits

@@ -112,6 +112,11 @@ from ._pooling import (  # noqa: E402,F401
     max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d,
 )
 from ._embedding_bag import embedding_bag  # noqa: E402,F401
+from ._attention import multi_head_attention_forward  # noqa: E402,F401
+from ._fractional_pooling import (  # noqa: E402,F401
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402,F401
 from ._normalization import (  # noqa: E402,F401
     batch_norm, group_norm, instance_norm, local_response_norm,
@@ -142,7 +147,9 @@ for _f in (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_tran
            upsample_bilinear, upsample_nearest, cosine_embedding_loss, gaussian_nll_loss,
            hinge_embedding_loss, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
-           triplet_margin_with_distance_loss):
+           triplet_margin_with_distance_loss, multi_head_attention_forward,
+           fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+           fractional_max_pool3d_with_indices):
     _f.__module__ = __name__
 
 
@@ -180,6 +187,16 @@ def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return (_op_elu_ if inplace else _op_elu)(input, alpha, 1.0, 1.0 / alpha)
+
+
+def celu_(input, alpha=1.0):
+    """celu written into input (torch.nn.functional.celu_)."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """selu written into input (torch.nn.functional.selu_)."""
+    return selu(input, inplace=True)
 
 
 def softsign(input):

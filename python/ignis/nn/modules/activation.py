@@ -70,15 +70,7 @@ class Softmax(Module):
         return f"dim={self.dim}"
 
 
-def _canonical_mask(mask, name, target_dtype):
-    """A mask as an additive float mask: bool True (= not allowed) -> -inf."""
-    if mask is None:
-        return None
-    if mask.dtype == ignis.bool:
-        return ignis.zeros_like(mask, dtype=target_dtype).masked_fill_(mask, float("-inf"))
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
+from .._attention import _canonical_mask  # noqa: E402,F401  (kept importable here)
 
 
 class MultiheadAttention(Module):
@@ -142,116 +134,31 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _project(self, query, key, value):
-        E = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:
-                return F.linear(query, w, b).chunk(3, dim=-1)
-            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
-        if query.dim() not in (2, 3):
-            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
-                                 f"received {query.dim()}-D query tensor")
-        # Work batch-first: (N, L, E).
-        if not is_batched:
-            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif not self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        N, L, E = query.shape
-        if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, "
-                                 f"but got {E}")
-        if key.shape[:2] != value.shape[:2]:
-            raise AssertionError(f"key shape {key.shape} does not match value shape "
-                                 f"{value.shape}")
-        H, D = self.num_heads, self.head_dim
-
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
-                               "the Transformer module method `generate_square_subsequent_mask`"
-                               " to create this mask.")
-        q, k, v = self._project(query, key, value)
-        if self.bias_k is not None:
-            k = ignis.cat([k, self.bias_k.expand(N, 1, E)], 1)
-            v = ignis.cat([v, self.bias_v.expand(N, 1, E)], 1)
-            attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
-            key_padding_mask = None if key_padding_mask is None else \
-                F.pad(key_padding_mask, (0, 1))
-        q = q.reshape(N, L, H, D).transpose(1, 2)
-        k = k.reshape(N, k.shape[1], H, D).transpose(1, 2)
-        v = v.reshape(N, v.shape[1], H, D).transpose(1, 2)
-        if self.add_zero_attn:
-            k = ignis.cat([k, ignis.zeros((N, H, 1, D), dtype=k.dtype, device=k.device)], 2)
-            v = ignis.cat([v, ignis.zeros((N, H, 1, D), dtype=v.dtype, device=v.device)], 2)
-            attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
-            key_padding_mask = None if key_padding_mask is None else \
-                F.pad(key_padding_mask, (0, 1))
-        S = k.shape[2]
-
-        use_causal = is_causal and key_padding_mask is None and not need_weights
-        mask = None
-        if not use_causal:
-            mask = self._merged_mask(attn_mask, key_padding_mask, q.dtype, N, L, S)
-        dropout_p = self.dropout if self.training else 0.0
-        if not need_weights:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                                 is_causal=use_causal)
-            weights = None
-        else:
-            scores = ignis.matmul(q * (float(D) ** -0.5), k.transpose(-2, -1))
-            if mask is not None:
-                scores = scores + mask
-            weights = F.softmax(scores, dim=-1)
-            if dropout_p > 0.0:
-                weights = F.dropout(weights, p=dropout_p)
-            out = ignis.matmul(weights, v)
-            if average_attn_weights:
-                weights = weights.mean(dim=1)
-            if not is_batched:
-                weights = weights.squeeze(0)
-        out = self.out_proj(out.transpose(1, 2).reshape(N, L, E))
-        if not is_batched:
-            out = out.squeeze(0)
-        elif not self.batch_first:
-            out = out.transpose(0, 1)
-        return out, weights
-
-    def _merged_mask(self, attn_mask, key_padding_mask, dtype, N, L, S):
-        """attn_mask and key_padding_mask as one additive mask broadcastable
-        to (N, H, L, S), or None."""
-        H = self.num_heads
-        mask = _canonical_mask(attn_mask, "attn_mask", dtype)
-        if mask is not None:
-            if mask.dim() == 2:
-                if tuple(mask.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {mask.shape}, but "
-                                       f"should be {(L, S)}.")
-            elif mask.dim() == 3:
-                if tuple(mask.shape) != (N * H, L, S):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {mask.shape}, but "
-                                       f"should be {(N * H, L, S)}.")
-                mask = mask.reshape(N, H, L, S)
+        if self.batch_first and is_batched:
+            # To sequence-first, keeping identities (self-attention's single projection).
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (t.transpose(1, 0) for t in (query, key))
+                    value = key
             else:
-                raise RuntimeError(f"attn_mask's dimension {mask.dim()} is not supported")
-        kpm = _canonical_mask(key_padding_mask, "key_padding_mask", dtype)
-        if kpm is not None:
-            if tuple(kpm.shape) != (N, S):
-                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
-                                     f"{tuple(kpm.shape)}")
-            kpm = kpm.reshape(N, 1, 1, S)
-            mask = kpm if mask is None else mask + kpm
-        return mask
+                query, key, value = (t.transpose(1, 0) for t in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights
 
     def extra_repr(self):
         return ""

@@ -430,6 +430,13 @@ class Module:
             return t.to(**kwargs) if kwargs else t
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers replaced by uninitialized tensors of their
+        shapes and dtypes on `device` (torch's Module.to_empty: for modules
+        built on the meta device, then materialized)."""
+        import ignis
+        return self._apply(lambda t: ignis.empty_like(t, device=device), recurse=recurse)
+
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 

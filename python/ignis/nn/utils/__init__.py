@@ -14,3 +14,12 @@ from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401
 from . import parametrize  # noqa: F401
 from . import parametrizations  # noqa: F401
 from . import stateless  # noqa: F401
+from .init import skip_init  # noqa: F401
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The deprecated name of clip_grad_norm_ (warns, as torch's)."""
+    import warnings
+    warnings.warn("nn.utils.clip_grad_norm is deprecated in favor of nn.utils.clip_grad_norm_.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
