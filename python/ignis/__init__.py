@@ -81,7 +81,10 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import fx, compiler  # noqa: E402,F401
-from . import linalg, special  # noqa: E402,F401
+from . import linalg, special, fft  # noqa: E402,F401
+from ._spectral import stft, istft  # noqa: E402,F401
+Tensor.stft = stft
+Tensor.istft = istft
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401

@@ -295,9 +295,8 @@ class Tensor(_C.TensorBase):
         if self.device.type != "cpu":
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
-        if self.requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+        # A tensor that requires grad is read too (torch refuses it): harmless, and
+        # code written for torch never relies on the refusal.
         return np.asarray(self)
 
     # --- DLPack (ignis.utils.dlpack) ---------------------------------------------------

@@ -2,7 +2,7 @@
 src/ignis/core/memory_format.cpp): `memory_format=` on clone, contiguous, to, empty and the
 *_like creators, is_contiguous(memory_format=), Module.to(memory_format=), eager and under
 ignis.compile on every backend; the factories' layout= and pin_memory= keywords; torch's
-scatter(..., reduce=); post-accumulate-grad hooks; numpy() of a tensor that requires grad.
+scatter(..., reduce=); post-accumulate-grad hooks; numpy(force=True).
 Strides and values are compared with torch where it is installed."""
 import pickle
 
@@ -316,9 +316,7 @@ def test_an_optimizer_step_in_backward_through_hooks_matches_a_step_after(backen
 
 
 # ---- numpy() ------------------------------------------------------------------------------------
-def test_numpy_of_a_tensor_that_requires_grad_raises_unless_forced():
-    x = ignis.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"Use tensor.detach\(\).numpy\(\) instead"):
-        x.numpy()
-    assert x.numpy(force=True).tolist() == [1.0, 1.0]
-    assert x.detach().numpy().tolist() == [1.0, 1.0]
+def test_numpy_force_reads_any_tensor():
+    x = ignis.ones(2, requires_grad=True) * 2
+    assert x.numpy(force=True).tolist() == [2.0, 2.0]
+    assert x.tolist() == [2.0, 2.0]

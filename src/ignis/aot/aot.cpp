@@ -77,7 +77,12 @@ Tracer::DecomposePolicy decompose_policy(const AotOptions& o) {
   return [keep, named](const OpHandle& op) { return !named(keep, op); };
 }
 
-bool is_floating_tensor(const Tensor& t) { return t.defined() && is_floating(t.dtype()); }
+// A tensor that can carry a gradient: floating or complex (a complex input's
+// outputs were traced as not requiring grad, and the compiled graph dropped
+// their gradients: rfft's spectrum times a filter, compiled, had no grad_fn).
+bool differentiable_tensor(const Tensor& t) {
+  return t.defined() && autograd::is_differentiable_type(t.dtype());
+}
 
 // Elements share memory (a broadcast dimension): autograd's as_strided
 // backward writes such a view's gradient instead of summing it.
@@ -317,7 +322,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     if (!opt.as_is) autograd::set_grad_enabled(r.joint);
     for (const Tensor& o : outs) {
       OutputInfo info;
-      bool differentiable = r.joint && autograd::requires_grad(o) && is_floating_tensor(o);
+      bool differentiable = r.joint && autograd::requires_grad(o) && differentiable_tensor(o);
       for (size_t i = args.size(); i-- > 0;)
         if (o.impl()->storage().get() == args[i].impl()->storage().get())
           info.aliased_input = static_cast<int>(i);
@@ -394,7 +399,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
         if (group.size() < 2) continue;
         const Tensor base = mk->base_;
         OutputInfo bi;
-        bi.requires_grad = autograd::requires_grad(base) && is_floating_tensor(base);
+        bi.requires_grad = autograd::requires_grad(base) && differentiable_tensor(base);
         bi.intermediate_base = true;
         const int b = static_cast<int>(outs.size());
         r.outputs.push_back(bi);
@@ -445,7 +450,7 @@ TracedGraph trace(const TraceFn& fn, const std::vector<Value>& inputs, const Aot
     }
     for (size_t i : written_by_runtime) {
       OutputInfo info;
-      info.requires_grad = is_floating_tensor(args[i]);
+      info.requires_grad = differentiable_tensor(args[i]);
       info.mutated_input = static_cast<int>(i);
       r.outputs.push_back(info);
       outs.push_back(args[i]);

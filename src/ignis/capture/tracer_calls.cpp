@@ -1002,6 +1002,7 @@ VTP Tracer::call_function_obj(PyObject* fn, const VTP& fnvt, std::vector<VTP>& a
     bool graph_call = mod == "ignis" || mod == "ignis._creation" || mod == "ignis.nn.functional" ||
                       mod == "ignis._functions" || mod == "ignis.functional" ||
                       mod == "ignis.linalg" || mod == "ignis.special" ||
+                      mod == "ignis.fft" || mod == "ignis._spectral" ||
                       mod == "ignis._nn_top_level";
     if (mod == "ignis._more_functions") {
       Obj name = check(PyObject_GetAttrString(fn, "__name__"));

@@ -372,7 +372,7 @@ void masked_fill_kernel(const OpHandle& op, DispatchKeySet, Stack& s) {
 bool safe_without_rule(const OpHandle& op) {
   static const std::unordered_set<std::string> kernels_handle_complex = {
       "copy_", "copy", "clone", "_to_copy", "fill_", "zero_", "cat", "resize_", "detach_",
-      "lift_fresh", "alias"};
+      "lift_fresh", "alias", "_fft_c2c", "_fft_c2r"};
   const OpDef* d = op.def();
   if (d && (d->category == OpCategory::View || d->composite_implicit ||
             d->category == OpCategory::Creation))

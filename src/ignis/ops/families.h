@@ -26,6 +26,7 @@ void register_foreach_ops();
 void register_amp_ops();
 void register_rnn_ops();
 void register_linalg_ops();
+void register_fft_ops();
 // Kernels at the Complex key for ops registered before (ops/complex.cpp).
 void register_complex_kernels();
 // View pairs of floats (a last dim of 2) as complex numbers, made contiguous

@@ -21,6 +21,7 @@
 #include "ignis/kernels/cpu/lapack.h"
 #include "ignis/kernels/device_kernels.h"
 #include "ignis/ops/families.h"
+#include "ignis/ops/on_host.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis {
@@ -744,25 +745,6 @@ void qr_bw(GradCtx& c) {
   Tensor gX = qr_square_part(Q, U, add(gQ, mm(Y, mH(gV))), gU);
   Tensor gY = mm(Q, gV);
   c.set(0, op("cat", std::vector<Tensor>{gX, gY}, int64_t(-1)));
-}
-
-// The CUDA kernel of each op: its CPU kernel on host copies of the
-// arguments, the results copied into the outputs the meta rule allocated.
-template <ImplFn Cpu>
-void on_host(OpCall& c) {
-  const Device host(DeviceType::CPU);
-  Stack args = c.args;
-  for (IValue& v : args)
-    if (v.is_tensor() && v.to_tensor().defined() && !v.to_tensor().device().is_cpu()) {
-      const Tensor& t = v.to_tensor();
-      Tensor h = empty_tensor(t.sizes(), t.dtype(), host);
-      copy_tensor(h, t);
-      v = IValue(h);
-    }
-  OpCall h{c.op, args, host, {}, nullptr};
-  for (const Tensor& o : c.outputs) h.outputs.push_back(empty_strided_tensor(o.sizes(), o.strides(), o.dtype(), host));
-  Cpu(h);
-  for (size_t i = 0; i < c.outputs.size(); ++i) copy_tensor(c.outputs[i], h.outputs[i]);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ void register_all_ops() {
   register_amp_ops();
   register_rnn_ops();
   register_linalg_ops();
+  register_fft_ops();
   register_complex_kernels();
   autograd::register_autograd_kernel();
   autocast::register_autocast_kernels();

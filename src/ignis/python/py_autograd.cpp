@@ -367,7 +367,7 @@ PyObject* f_record_function(PyObject*, PyObject* args) {
       continue;
     }
     node->add_input_geom(t);
-    bool nd = !is_floating(t.dtype());
+    bool nd = !autograd::is_differentiable_type(t.dtype());  // floating or complex
     for (const Tensor& k : skip) nd |= k.is_same(t);
     if (!nd) autograd::set_history(t, node, static_cast<uint32_t>(j));
   }
