@@ -85,6 +85,8 @@ from . import linalg, special, fft  # noqa: E402,F401
 from ._spectral import stft, istft  # noqa: E402,F401
 Tensor.stft = stft
 Tensor.istft = istft
+from ._storage import UntypedStorage, TypedStorage, install as _install_storage  # noqa: E402,F401
+_install_storage(Tensor)
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401

@@ -320,3 +320,22 @@ def test_numpy_force_reads_any_tensor():
     x = ignis.ones(2, requires_grad=True) * 2
     assert x.numpy(force=True).tolist() == [2.0, 2.0]
     assert x.tolist() == [2.0, 2.0]
+
+
+# ---- storages -----------------------------------------------------------------------------------
+@needs_torch
+def test_storages_describe_the_memory_like_torchs():
+    for lib in (ignis, torch):
+        t = lib.arange(10.0)[2:6]
+        u, s = t.untyped_storage(), t.storage()
+        assert (u.nbytes(), u.size(), len(u), u.element_size()) == (40, 40, 40, 1)
+        assert u.data_ptr() == t.data_ptr() - 8 and s.data_ptr() == u.data_ptr()
+        assert (s.size(), len(s), s.nbytes(), s.element_size()) == (10, 10, 40, 4)
+        assert s.dtype == lib.float32 and s[3] == 3.0 and s.tolist() == list(map(float, range(10)))
+        assert u[0] == 0 and len(u.tolist()) == 40
+        assert t.is_shared() is False
+        # Views share their storage; a copy does not.
+        assert t[1:].untyped_storage().data_ptr() == u.data_ptr()
+        assert t.clone().untyped_storage().data_ptr() != u.data_ptr()
+    p = ignis.ones(3, requires_grad=True)
+    assert p.untyped_storage().nbytes() == 12 and p.storage().tolist() == [1.0, 1.0, 1.0]
