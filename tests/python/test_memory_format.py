@@ -339,3 +339,64 @@ def test_storages_describe_the_memory_like_torchs():
         assert t.clone().untyped_storage().data_ptr() != u.data_ptr()
     p = ignis.ones(3, requires_grad=True)
     assert p.untyped_storage().nbytes() == 12 and p.storage().tolist() == [1.0, 1.0, 1.0]
+
+
+# ---- training in channels-last ------------------------------------------------------------------
+@needs_torch
+def test_gradients_are_laid_out_as_their_parameters():
+    """torch's layout contract: a dense parameter's .grad has its strides."""
+    for lib in (ignis, torch):
+        conv = lib.nn.Conv2d(3, 4, 3).to(memory_format=lib.channels_last)
+        x = lib.ones(2, 3, 6, 6)
+        conv(x).sum().backward()
+        assert conv.weight.grad.stride() == conv.weight.stride() == (27, 1, 9, 3)
+        w = lib.ones(3, 4).t().requires_grad_(True)  # a transposed leaf
+        (w * 2).sum().backward()
+        assert w.grad.stride() == w.stride() == (1, 4)
+
+
+class _Block(ignis.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        nn = ignis.nn
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return (self.b2(self.c2(self.b1(self.c1(x)).relu())) + x).relu()
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+def test_a_channels_last_cnn_trains_like_a_contiguous_one_eager_and_compiled(opt):
+    """The fused optimizer steps (the CPU default) take channels-last parameters and their
+    gradients (they refused them as not contiguous); compiled and eager, channels-last and
+    contiguous, the losses agree."""
+    nn = ignis.nn
+    x = ignis.randn(8, 3, 16, 16)
+    y = ignis.randint(0, 10, (8,))
+
+    def run(channels_last, compiled):
+        ignis._dynamo.reset()
+        ignis.manual_seed(0)
+        m = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), _Block(16), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(16, 10))
+        inp = x
+        if channels_last:
+            m, inp = m.to(memory_format=ignis.channels_last), x.to(memory_format=ignis.channels_last)
+        o = (ignis.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) if opt == "sgd"
+             else ignis.optim.AdamW(m.parameters(), lr=1e-2))
+        f = ignis.compile(m, backend="inductor") if compiled else m
+        losses = []
+        for _ in range(3):
+            o.zero_grad()
+            loss = nn.functional.cross_entropy(f(inp), y)
+            loss.backward()
+            o.step()
+            losses.append(loss.item())
+        if channels_last:
+            assert m[0].weight.is_contiguous(memory_format=ignis.channels_last)
+        return losses
+
+    want = run(False, False)
+    for cl, comp in [(True, False), (True, True), (False, True)]:
+        np.testing.assert_allclose(run(cl, comp), want, rtol=2e-5, atol=2e-6)

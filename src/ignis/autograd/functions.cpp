@@ -3,6 +3,7 @@
 #include "ignis/autograd/autograd_meta.h"
 #include "ignis/autograd/formula.h"
 #include "ignis/autograd/grad_mode.h"
+#include "ignis/kernels/cpu/copy.h"
 #include "ignis/ops/op_def.h"
 
 namespace ignis::autograd {
@@ -11,8 +12,16 @@ namespace {
 
 OpRef add_op("add");
 OpRef add_inplace_op("add_");
-OpRef contiguous_op("contiguous");
 OpRef clone_op("clone");
+OpRef grad_alloc_op("empty_strided");
+OpRef grad_copy_op("copy_");
+
+// Whether t's memory order is `strides`' (the dims of size 1 aside).
+bool laid_out_as(const Tensor& t, const DimVector& strides) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] != strides[d]) return false;
+  return true;
+}
 
 // A formula's gradient for an input of geometry `g`: summed over broadcast
 // dims, cast to the input's dtype and moved to its device (the gradient of
@@ -39,14 +48,22 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   }
   g = fit_to(std::move(g), TensorGeom{variable_.sizes(), variable_.dtype(), variable_.device()});
   if (!m.grad_.defined()) {
+    // torch's layout contract: .grad is laid out as its variable where that
+    // is dense (a channels-last weight gets a channels-last gradient, which
+    // the optimizers' fused steps read in the weight's own order), else
+    // densely in the variable's dim order.
+    const DimVector layout = like_strides(variable_);
     if (grad_enabled()) {
       m.grad_ = g;  // create_graph: .grad keeps its history
-    } else if (g.is_contiguous() && g.impl()->use_count() == 1 && !requires_grad(g)) {
+    } else if (laid_out_as(g, layout) && is_non_overlapping_and_dense(g) &&
+               g.impl()->use_count() == 1 && !requires_grad(g)) {
       m.grad_ = std::move(g);  // nobody else sees it: steal it
     } else {
-      // Shared (a + b hands the same gradient to both) or strided oddly
-      // (expanded by sum's backward): .grad gets its own dense copy.
-      m.grad_ = g.is_contiguous() ? clone_op.tensor(g) : contiguous_op.tensor(g);
+      // Shared (a + b hands the same gradient to both) or laid out otherwise
+      // (expanded by sum's backward, or another dim order): .grad gets its
+      // own copy in the variable's layout.
+      m.grad_ = grad_alloc_op.tensor(variable_.sizes(), layout, g.dtype(), g.user_device());
+      grad_copy_op.call(m.grad_, g);
       if (requires_grad(m.grad_)) m.grad_ = detach(m.grad_);
     }
   } else if (grad_enabled()) {

@@ -20,6 +20,7 @@
 #include "ignis/autograd/autograd_meta.h"
 #include "ignis/autograd/grad_mode.h"
 #include "ignis/core/error.h"
+#include "ignis/kernels/cpu/copy.h"
 #include "ignis/kernels/cpu/fused_optimizer.h"
 #include "ignis/kernels/cuda/multi_tensor.h"
 #include "ignis/kernels/device_kernels.h"
@@ -241,16 +242,29 @@ void fused_pair(const std::string& name, const std::string& ov, const std::strin
 
 // ---- fused optimizer steps ----
 
+// Whether t fills one block of memory in the order `like` does (the dims of
+// size 1 aside): the kernels then walk both elementwise from their first
+// element, whatever the layout (a channels-last weight and its gradient).
+bool dense_like(const Tensor& t, const Tensor& like) {
+  if (!is_non_overlapping_and_dense(t)) return false;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] != like.strides()[d]) return false;
+  return true;
+}
+
 // The lists of a fused step, checked as torch checks them: equal lengths,
-// each state tensor of its parameter's shape and dtype, all contiguous,
-// floating, on one device; steps one-element float32 tensors; the scaler's
-// tensors (grad_scale, found_inf) one float32 element on that device.
+// each state tensor of its parameter's shape and dtype, laid out as it,
+// floating, on one device; parameters dense (contiguous, or in another dim
+// order such as channels-last); steps one-element float32 tensors; the
+// scaler's tensors (grad_scale, found_inf) one float32 element on that device.
 void check_lists(const OpHandle& op, const std::vector<Tensor>& params,
                  std::initializer_list<std::pair<const char*, const std::vector<Tensor>*>> lists) {
   for (const Tensor& p : params) {
     IGNIS_CHECK(is_floating(p.dtype()), op.name(), ": expected floating point parameters, got ",
                 scalar_type_name(p.dtype()));
-    IGNIS_CHECK(p.is_contiguous(), op.name(), ": expected contiguous parameters");
+    IGNIS_CHECK(is_non_overlapping_and_dense(p), op.name(),
+                ": expected dense parameters (contiguous, or in another dim order), got one of "
+                "shape ", p.shape_str(), " and strides ", shape_str(p.strides()));
   }
   for (const auto& [what, list] : lists) {
     IGNIS_CHECK(list->size() == params.size(), op.name(), ": expected as many ", what,
@@ -258,10 +272,10 @@ void check_lists(const OpHandle& op, const std::vector<Tensor>& params,
     for (size_t i = 0; i < params.size(); ++i) {
       const Tensor &t = (*list)[i], &p = params[i];
       IGNIS_CHECK(t.defined() && t.sizes() == p.sizes() && t.dtype() == p.dtype() &&
-                      t.device() == p.device() && t.is_contiguous(),
-                  op.name(), ": ", what, "[", i, "] must be a contiguous tensor of its "
-                  "parameter's shape ", p.shape_str(), ", dtype ", scalar_type_name(p.dtype()),
-                  " and device ", p.user_device().str());
+                      t.device() == p.device() && dense_like(t, p),
+                  op.name(), ": ", what, "[", i, "] must be a tensor of its parameter's shape ",
+                  p.shape_str(), ", dtype ", scalar_type_name(p.dtype()), ", device ",
+                  p.user_device().str(), " and layout (strides ", shape_str(p.strides()), ")");
     }
   }
 }
