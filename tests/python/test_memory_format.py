@@ -400,3 +400,34 @@ def test_a_channels_last_cnn_trains_like_a_contiguous_one_eager_and_compiled(opt
     want = run(False, False)
     for cl, comp in [(True, False), (True, True), (False, True)]:
         np.testing.assert_allclose(run(cl, comp), want, rtol=2e-5, atol=2e-6)
+
+
+@needs_torch
+def test_convert_conv_weight_memory_format_matches_torch():
+    for lib in (ignis, torch):
+        m = lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3), lib.nn.ReLU(),
+                              lib.nn.Sequential(lib.nn.ConvTranspose2d(4, 2, 3)), lib.nn.Linear(2, 2))
+        out = lib.nn.utils.convert_conv2d_weight_memory_format(m, lib.channels_last)
+        assert out is m
+        assert m[0].weight.stride() == (27, 1, 9, 3) and m[2][0].weight.stride() == (18, 1, 6, 2)
+        assert m[3].weight.stride() == (2, 1)
+        assert isinstance(m[0].weight, lib.nn.Parameter)
+        m3 = lib.nn.Conv3d(2, 3, 2)
+        lib.nn.utils.convert_conv3d_weight_memory_format(m3, lib.channels_last_3d)
+        assert m3.weight.is_contiguous(memory_format=lib.channels_last_3d)
+
+
+@needs_torch
+def test_base_and_is_inference_match_torch():
+    for lib in (ignis, torch):
+        a = lib.ones(3)
+        assert a._base is None and a.detach()._base is None
+        assert a[1:]._base is a and a[1:][1:]._base is a and a.view(3)._base is a
+        assert (a * 2)._base is None
+        x = lib.ones(3, requires_grad=True)
+        assert x[1:]._base is x
+        with lib.inference_mode():
+            b, c = lib.ones(2), a * 2
+        assert b.is_inference() and c.is_inference() and b[1:].is_inference()
+        assert not (b + 1).is_inference() and not a.is_inference()
+        assert not lib.is_inference_mode_enabled()

@@ -152,6 +152,7 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t outp
 Tensor detach(const Tensor& t) {
   Tensor d = make_view(t, t.sizes(), t.strides(), t.storage_offset());
   d.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
+  d.impl()->set_view_base(nullptr);  // torch: x.detach()._base is None
   return d;
 }
 

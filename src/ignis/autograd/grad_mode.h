@@ -1,15 +1,15 @@
 // Grad mode: thread-local switches that decide whether ops record history.
 //
 // no_grad / enable_grad / set_grad_enabled flip `enabled`; inference_mode
-// also turns recording off and marks the scope as inference (PyTorch's
-// inference tensors are not modelled: they behave as no_grad tensors).
+// also turns recording off, and core's inference mode (core/tensor.h) marks
+// the tensors made meanwhile as inference tensors (is_inference(); they behave
+// as no_grad tensors otherwise).
 #pragma once
 
 namespace ignis::autograd {
 
 struct GradModeState {
   bool enabled = true;
-  bool inference = false;
 };
 GradModeState& grad_mode();
 

@@ -23,6 +23,7 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, DimVector sizes, DimVe
       dtype_(dtype),
       key_set_(keys_for(*storage_, dtype)),
       version_(make_intrusive<VersionCounter>()) {
+  inference_ = inference_mode_enabled();
   refresh();
 }
 
@@ -161,11 +162,21 @@ Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t
   return make_view(base, base.dtype(), std::move(sizes), std::move(strides), offset);
 }
 
+namespace {
+thread_local bool tls_inference_mode = false;
+}  // namespace
+
+bool inference_mode_enabled() { return tls_inference_mode; }
+void set_inference_mode_enabled(bool on) { tls_inference_mode = on; }
+
 Tensor make_view(const Tensor& base, ScalarType dtype, DimVector sizes, DimVector strides,
                  int64_t offset) {
   auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), dtype, std::move(sizes),
                                          std::move(strides), offset);
   impl->share_version_counter(base.impl()->shared_version_counter());
+  const intrusive_ptr<TensorImpl>& root = base.impl()->view_base();
+  impl->set_view_base(root ? root : base.impl_ptr());
+  impl->set_inference(impl->is_inference() || base.impl()->is_inference());
   DispatchKeySet ks = base.key_set().remove(DispatchKey::Complex);
   impl->set_key_set(is_complex(dtype) ? ks.add(DispatchKey::Complex) : ks);
   return Tensor(std::move(impl));

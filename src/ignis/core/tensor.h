@@ -91,6 +91,17 @@ class TensorImpl : public RefCounted {
     autograd_meta_ = std::move(m);
   }
 
+  // Views: the tensor whose storage this one was made to view (itself never a
+  // view): Tensor._base. Null for a tensor that is no view (or a detached one).
+  const intrusive_ptr<TensorImpl>& view_base() const { return view_base_; }
+  void set_view_base(intrusive_ptr<TensorImpl> b) { view_base_ = std::move(b); }
+
+  // Made while inference mode was on, or a view of such a tensor:
+  // Tensor.is_inference(). (torch's restrictions on inference tensors in
+  // autograd are not modelled; they behave as tensors made under no_grad.)
+  bool is_inference() const { return inference_; }
+  void set_inference(bool on) { inference_ = on; }
+
   // Borrowed pointer to the Python object that wraps this tensor, if any, so
   // that the same TensorImpl always surfaces as the same Python object.
   void* pyobj() const { return pyobj_; }
@@ -107,11 +118,19 @@ class TensorImpl : public RefCounted {
   ScalarType dtype_;
   bool is_contiguous_ = true;
   bool wrapped_number_ = false;
+  bool inference_ = false;
   DispatchKeySet key_set_;
   intrusive_ptr<VersionCounter> version_;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  intrusive_ptr<TensorImpl> view_base_;
   void* pyobj_ = nullptr;
 };
+
+// Inference mode (ignis.inference_mode), thread-local: tensors made while it
+// is on are inference tensors (TensorImpl::is_inference). Autograd's grad
+// mode is switched off beside it by the Python context.
+bool inference_mode_enabled();
+void set_inference_mode_enabled(bool on);
 
 class Tensor {
  public:

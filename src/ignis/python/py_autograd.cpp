@@ -375,7 +375,16 @@ PyObject* f_record_function(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// Tensor._base: the tensor a view was made from (None for a tensor that is no view).
+PyObject* get_base(PyObject* self, void*) {
+  const intrusive_ptr<TensorImpl>& b = self_tensor(self).impl()->view_base();
+  if (!b) Py_RETURN_NONE;
+  return wrap(Tensor(b));
+}
+
 PyGetSetDef tensor_autograd_getset[] = {
+    {"_base", get_base, nullptr, "The tensor this view was made from (None if no view).",
+     nullptr},
     {"requires_grad", get_requires_grad, set_requires_grad,
      "Whether gradients are computed for this tensor.", nullptr},
     {"grad", get_grad, set_grad, "The accumulated gradient (None until backward).", nullptr},
@@ -473,11 +482,11 @@ PyObject* f_set_grad_enabled(PyObject*, PyObject* v) {
   Py_RETURN_NONE;
 }
 PyObject* f_is_inference_mode_enabled(PyObject*, PyObject*) {
-  return PyBool_FromLong(autograd::grad_mode().inference);
+  return PyBool_FromLong(inference_mode_enabled());
 }
 // _set_inference_mode(on): sets inference mode (and grad mode off when on).
 PyObject* f_set_inference_mode(PyObject*, PyObject* v) {
-  autograd::grad_mode().inference = PyObject_IsTrue(v);
+  set_inference_mode_enabled(PyObject_IsTrue(v));
   Py_RETURN_NONE;
 }
 

@@ -181,6 +181,9 @@ PyObject* m_is_contiguous(PyObject* self, PyObject* args, PyObject* kwargs) {
     return PyBool_FromLong(t.is_contiguous());
   return PyBool_FromLong(has_format(t.sizes(), t.strides(), f));
 }
+PyObject* m_is_inference(PyObject* self, PyObject*) {
+  return PyBool_FromLong(unwrap(self).impl()->is_inference());
+}
 PyObject* m_is_floating_point(PyObject* self, PyObject*) {
   return PyBool_FromLong(is_floating(unwrap(self).dtype()));
 }
@@ -317,6 +320,7 @@ PyMethodDef tensor_methods[] = {
     {"is_contiguous", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_is_contiguous)),
      METH_VARARGS | METH_KEYWORDS, nullptr},
     {"is_floating_point", m_is_floating_point, METH_NOARGS, nullptr},
+    {"is_inference", m_is_inference, METH_NOARGS, nullptr},
     {"size", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_size)),
      METH_FASTCALL | METH_KEYWORDS, nullptr},
     {"stride", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_stride)),

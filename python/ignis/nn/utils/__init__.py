@@ -15,6 +15,8 @@ from . import parametrize  # noqa: F401
 from . import parametrizations  # noqa: F401
 from . import stateless  # noqa: F401
 from .init import skip_init  # noqa: F401
+from .memory_format import (  # noqa: F401
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format)
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
