@@ -101,7 +101,12 @@ class Plan {
       return;
     }
     const int64_t r = factors_[f], m = n / r;
-    for (int64_t q = 0; q < r; ++q) transform(in + q * stride, stride * r, out + q * m, m, f + 1, step * r);
+    if (m == 1) {  // the last factor: its r one-point transforms are the inputs themselves
+      for (int64_t q = 0; q < r; ++q) out[q] = in[q * stride];
+    } else {
+      for (int64_t q = 0; q < r; ++q)
+        transform(in + q * stride, stride * r, out + q * m, m, f + 1, step * r);
+    }
     const int64_t N = n_;
     if (r == 2) {
       for (int64_t k = 0; k < m; ++k) {
