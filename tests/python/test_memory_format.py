@@ -431,3 +431,19 @@ def test_base_and_is_inference_match_torch():
         assert b.is_inference() and c.is_inference() and b[1:].is_inference()
         assert not (b + 1).is_inference() and not a.is_inference()
         assert not lib.is_inference_mode_enabled()
+
+
+def test_memory_formats_under_dynamic_shapes():
+    ignis._dynamo.reset()
+
+    def f(x):
+        y = x.contiguous(memory_format=ignis.channels_last)
+        return (y * 2).sum(1), y + 1
+
+    cf = ignis.compile(f, dynamic=True)
+    for n in (2, 3, 5):
+        x = ignis.randn(n, 3, 4, 5)
+        got, want = cf(x), f(x)
+        for g, w in zip(got, want):
+            assert g.stride() == w.stride()
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
