@@ -120,3 +120,106 @@ def test_bessel_out_and_shapes():
                                rtol=1e-6, atol=1e-6)
     assert ignis.special.airy_ai(ignis.empty(0, 5)).shape == (0, 5)
     assert ignis.special.modified_bessel_k0(ignis.tensor(2.0)).shape == ()
+
+
+# ---- distributions.Wishart ------------------------------------------------------------------------
+def _spd(shape, rng=RNG):
+    a = rng.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_matches_torch(param):
+    V = _spd((2, 3, 3))
+    matrix = np.linalg.cholesky(V) if param == "scale_tril" else V
+    df = np.array([4.5, 7.0])
+    X = _spd((5, 2, 3, 3))
+    wi = ignis.distributions.Wishart(ignis.tensor(df), **{param: ignis.tensor(matrix)})
+    wt = torch.distributions.Wishart(torch.tensor(df), **{param: torch.tensor(matrix)})
+    assert tuple(wi.batch_shape) == (2,) and tuple(wi.event_shape) == (3, 3)
+    for attr in ("mean", "variance", "mode", "covariance_matrix", "precision_matrix",
+                 "scale_tril"):
+        np.testing.assert_allclose(_np(getattr(wi, attr)), getattr(wt, attr).numpy(),
+                                   rtol=1e-10, atol=1e-12, err_msg=attr)
+    np.testing.assert_allclose(_np(wi.log_prob(ignis.tensor(X))),
+                               wt.log_prob(torch.tensor(X)).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(_np(wi.entropy()), wt.entropy().numpy(), rtol=1e-10)
+    # the exponential-family form of the entropy agrees with the closed form
+    generic = ignis.distributions.ExponentialFamily.entropy(wi)
+    np.testing.assert_allclose(_np(generic), _np(wi.entropy()), rtol=1e-9)
+
+
+def test_wishart_scalar_df_mode_nan_and_expand():
+    wi = ignis.distributions.Wishart(4.0, covariance_matrix=ignis.eye(3, dtype=ignis.float64))
+    wt = torch.distributions.Wishart(4.0, covariance_matrix=torch.eye(3, dtype=torch.float64))
+    assert wi.df.dtype == ignis.float64 and tuple(wi.batch_shape) == ()
+    assert np.isnan(_np(wi.mode)).all() and np.isnan(wt.mode.numpy()).all()  # df <= p + 1
+    assert wi.arg_constraints["df"].lower_bound == 2
+    e = wi.expand((4, 2))
+    assert tuple(e.batch_shape) == (4, 2) and tuple(e.sample().shape) == (4, 2, 3, 3)
+    X = ignis.tensor(_spd((3, 3)))
+    np.testing.assert_allclose(_np(e.log_prob(X)),
+                               np.full((4, 2), wt.log_prob(torch.tensor(_np(X))).item()),
+                               rtol=1e-12)
+
+
+def test_wishart_log_prob_gradients_match_torch():
+    V, X = _spd((3, 3)), _spd((3, 3))
+    df_i = ignis.tensor(5.5, dtype=ignis.float64, requires_grad=True)
+    L_i = ignis.tensor(np.linalg.cholesky(V), requires_grad=True)
+    X_i = ignis.tensor(X, requires_grad=True)
+    df_t = torch.tensor(5.5, dtype=torch.float64, requires_grad=True)
+    L_t = torch.tensor(np.linalg.cholesky(V), requires_grad=True)
+    X_t = torch.tensor(X, requires_grad=True)
+    ignis.distributions.Wishart(df_i, scale_tril=L_i).log_prob(X_i).backward()
+    torch.distributions.Wishart(df_t, scale_tril=L_t).log_prob(X_t).backward()
+    # scale_tril's gradient is compared below the diagonal only: torch's
+    # cholesky_solve backward also writes the (unread) upper triangle, ignis's not.
+    L_i.grad, L_t.grad = L_i.grad.tril(), L_t.grad.tril()
+    for a, b in ((df_i, df_t), (L_i, L_t), (X_i, X_t)):
+        np.testing.assert_allclose(_np(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+    df_i.grad = None
+    ignis.distributions.Wishart(df_i, scale_tril=L_i).entropy().backward()
+    df_t.grad = None
+    torch.distributions.Wishart(df_t, scale_tril=L_t).entropy().backward()
+    np.testing.assert_allclose(_np(df_i.grad), df_t.grad.numpy(), rtol=1e-9)
+
+
+def test_wishart_sampling_statistics_and_rsample_gradient():
+    ignis.manual_seed(0)
+    V = _spd((3, 3))
+    df = ignis.tensor([4.0, 9.0], dtype=ignis.float64, requires_grad=True)
+    L = ignis.tensor(np.linalg.cholesky(V), requires_grad=True)
+    w = ignis.distributions.Wishart(df, scale_tril=L)
+    samples = w.rsample((40000,))
+    assert tuple(samples.shape) == (40000, 2, 3, 3)
+    s = _np(samples)
+    np.testing.assert_allclose(s, np.swapaxes(s, -1, -2))  # symmetric
+    assert (np.linalg.eigvalsh(s[:200]) > 0).all()  # positive definite
+    mean, var = _np(w.mean), _np(w.variance)
+    assert np.abs(s.mean(0) - mean).max() < 0.05 * np.abs(mean).max()
+    np.testing.assert_allclose(s.var(0), var, rtol=0.1)
+    # d E[X] / d df = V: the sample mean's gradient estimates it
+    samples[:, :, 0, 0].mean(0).sum().backward()
+    np.testing.assert_allclose(_np(df.grad), [V[0, 0], V[0, 0]], rtol=0.08)
+    assert np.isfinite(_np(L.grad)).all() and np.abs(_np(L.grad)).sum() > 0
+    assert not w.sample().requires_grad
+
+
+def test_wishart_bad_arguments():
+    W = ignis.distributions.Wishart
+    eye = ignis.eye(3, dtype=ignis.float64)
+    with pytest.raises(ValueError, match="greater than ndim - 1 = 2"):
+        W(1.5, covariance_matrix=eye)
+    with pytest.raises(AssertionError, match="Exactly one"):
+        W(4.0, covariance_matrix=eye, scale_tril=eye)
+    with pytest.raises(AssertionError, match="Exactly one"):
+        W(4.0)
+    with pytest.raises(ValueError, match="at least two-dimensional"):
+        W(4.0, covariance_matrix=ignis.ones(3))
+    with pytest.raises(ValueError, match="covariance_matrix"):
+        W(4.0, covariance_matrix=-eye, validate_args=True)
+    with pytest.raises(ValueError, match="support"):
+        W(4.0, covariance_matrix=eye, validate_args=True).log_prob(-eye)
+    with pytest.warns(UserWarning, match="Low df"):
+        W(2.5, covariance_matrix=eye)
