@@ -223,3 +223,47 @@ def test_wishart_bad_arguments():
         W(4.0, covariance_matrix=eye, validate_args=True).log_prob(-eye)
     with pytest.warns(UserWarning, match="Low df"):
         W(2.5, covariance_matrix=eye)
+
+
+# ---- nn.CrossMapLRN2d, nn.LocalResponseNorm ---------------------------------------------------------
+@pytest.mark.parametrize("channels,size", [(7, 5), (7, 4), (3, 5), (6, 2), (10, 3), (2, 7),
+                                           (1, 3), (9, 6)])
+def test_cross_map_lrn2d_matches_torch(channels, size):
+    """Values and gradients as torch's legacy function computes them (its
+    windows include channel 0 throughout, and its backward has its own window)."""
+    x = RNG.standard_normal((2, channels, 3, 4))
+    g = RNG.standard_normal((2, channels, 3, 4))
+    xi = ignis.tensor(x, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    mi = ignis.nn.CrossMapLRN2d(size, alpha=0.3, beta=0.7, k=1.5)
+    mt = torch.nn.CrossMapLRN2d(size, alpha=0.3, beta=0.7, k=1.5)
+    yi, yt = mi(xi), mt(xt)
+    np.testing.assert_allclose(_np(yi), yt.detach().numpy(), rtol=1e-12, atol=1e-14)
+    yi.backward(ignis.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(_np(xi.grad), xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+    assert repr(mi) == repr(mt)
+
+
+def test_cross_map_lrn2d_defaults_and_errors():
+    m = ignis.nn.CrossMapLRN2d(3)
+    assert (m.size, m.alpha, m.beta, m.k) == (3, 1e-4, 0.75, 1)
+    x = RNG.standard_normal((1, 4, 2, 2)).astype(np.float32)
+    np.testing.assert_allclose(_np(m(ignis.tensor(x))),
+                               torch.nn.CrossMapLRN2d(3)(torch.tensor(x)).numpy(), rtol=1e-6)
+    assert m(ignis.tensor(x)).dtype == ignis.float32
+    assert tuple(m(ignis.zeros(0, 3, 2, 2)).shape) == (0, 3, 2, 2)
+    with pytest.raises(ValueError, match="Expected input to be 4D, got 3D"):
+        m(ignis.zeros(2, 3, 4))
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_local_response_norm_matches_torch(size):
+    x = RNG.standard_normal((2, 6, 5))
+    xi, xt = ignis.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yi = ignis.nn.LocalResponseNorm(size, alpha=0.2, beta=0.6, k=2.0)(xi)
+    yt = torch.nn.LocalResponseNorm(size, alpha=0.2, beta=0.6, k=2.0)(xt)
+    np.testing.assert_allclose(_np(yi), yt.detach().numpy(), rtol=1e-12)
+    yi.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(_np(xi.grad), xt.grad.numpy(), rtol=1e-10)

@@ -12,7 +12,7 @@ from .activation import (  # noqa: F401
 from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm, GroupNorm, InstanceNorm1d,
     InstanceNorm2d, InstanceNorm3d, LayerNorm,
-    RMSNorm, LocalResponseNorm,
+    RMSNorm, LocalResponseNorm, CrossMapLRN2d,
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d,
     LazyInstanceNorm3d,
 )
@@ -85,6 +85,7 @@ __all__ = [
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
     "Bilinear", "LazyLinear", "LazyModuleMixin", "Hardshrink", "Softshrink", "LocalResponseNorm",
+    "CrossMapLRN2d",
     "AlphaDropout", "FeatureAlphaDropout", "MarginRankingLoss", "HingeEmbeddingLoss",
     "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
