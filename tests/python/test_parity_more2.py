@@ -267,3 +267,91 @@ def test_local_response_norm_matches_torch(size):
     yi.sum().backward()
     yt.sum().backward()
     np.testing.assert_allclose(_np(xi.grad), xt.grad.numpy(), rtol=1e-10)
+
+
+# ---- the aten-style top-level losses (integer reduction) ---------------------------------------------
+def _loss_cases():
+    a, b = RNG.standard_normal((4, 5)), RNG.standard_normal((4, 5))
+    sign = np.where(RNG.standard_normal((4, 5)) > 0, 1.0, -1.0)
+    row_sign = np.array([1.0, -1.0, 1.0, -1.0])
+    logp = a - np.log(np.exp(a).sum(-1, keepdims=True))
+    prob = np.exp(b) / np.exp(b).sum(-1, keepdims=True)
+    unit = RNG.uniform(0.05, 0.95, (4, 5))
+    w, pw = RNG.uniform(0.5, 2, (5,)), RNG.uniform(0.5, 2, (5,))
+    c = RNG.standard_normal((4, 5))
+    return [
+        ("kl_div", (logp, prob), {}),
+        ("kl_div", (logp, np.log(prob)), {"log_target": True}),
+        ("binary_cross_entropy_with_logits", (a, unit, w, pw), {}),
+        ("binary_cross_entropy_with_logits", (a, unit), {}),
+        ("margin_ranking_loss", (a, b, sign, 0.3), {}),
+        ("hinge_embedding_loss", (a, sign, 0.7), {}),
+        ("cosine_embedding_loss", (a, b, row_sign, 0.1), {}),
+        ("triplet_margin_loss", (a, b, c, 1.0, 2.0, 1e-6, True), {}),
+        ("triplet_margin_loss", (a, b, c, 0.5, 1.0), {}),
+        ("poisson_nll_loss", (a, unit * 3, True, True, 1e-8), {}),
+        ("poisson_nll_loss", (np.abs(a), unit * 3, False, False, 1e-8), {}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(11))
+@pytest.mark.parametrize("reduction", [None, 0, 1, 2, 3, -1])
+def test_top_level_losses_integer_reduction(case, reduction):
+    """Values and gradients as torch's top-level (ATen) losses, including the
+    binding's default (no reduction) and any unknown int meaning none."""
+    name, args, kwargs = _loss_cases()[case]
+    if name == "poisson_nll_loss" and reduction is None:
+        return  # every argument required
+    ia = [ignis.tensor(x, requires_grad=(i == 0)) if isinstance(x, np.ndarray) else x
+          for i, x in enumerate(args)]
+    ta = [torch.tensor(x, requires_grad=(i == 0)) if isinstance(x, np.ndarray) else x
+          for i, x in enumerate(args)]
+    extra = () if reduction is None else (reduction,)
+    if name == "triplet_margin_loss" and reduction is not None:
+        full = list(args) + [1.0, 2.0, 1e-6, False][len(args) - 3:]
+        ia = ia + full[len(args):]
+        ta = ta + full[len(args):]
+    if name == "binary_cross_entropy_with_logits" and len(args) == 2 and extra:
+        ia, ta = ia + [None, None], ta + [None, None]
+    got = getattr(ignis, name)(*ia, *extra, **kwargs)
+    want = getattr(torch, name)(*ta, *extra, **kwargs)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(_np(ia[0].grad), ta[0].grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_top_level_losses_bad_arguments():
+    x = ignis.randn(3, 4)
+    for name in ("kl_div", "margin_ranking_loss", "hinge_embedding_loss"):
+        args = {"kl_div": (x, x), "margin_ranking_loss": (x, x, x, 0.0),
+                "hinge_embedding_loss": (x, x, 1.0)}[name]
+        with pytest.raises(TypeError, match="reduction"):
+            getattr(ignis, name)(*args, "mean")
+    with pytest.raises(TypeError):
+        ignis.kl_div(x, x, 2, True)  # log_target is keyword-only, as torch's
+    with pytest.raises(TypeError):
+        ignis.poisson_nll_loss(x, x)  # every argument required
+    with pytest.raises(RuntimeError):
+        ignis.margin_ranking_loss(x, x, ignis.ones(2, 4), 0.0, 1)
+
+
+def test_top_level_ctc_loss():
+    """Values, and gradients in the logits under log_softmax (torch's CTC
+    backward returns exp(log_probs) - posterior, the logits' gradient, as
+    the gradient of log_probs: the two agree only through log_softmax)."""
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((6, 2, 5))
+    targets = rng.integers(1, 5, (2, 3))
+    for reduction in (None, 0, 1, 2):
+        extra = () if reduction is None else (0, reduction)
+        li = ignis.tensor(logits, requires_grad=True)
+        lt = torch.tensor(logits, requires_grad=True)
+        got = ignis.ctc_loss(li.log_softmax(-1), ignis.tensor(targets), [6, 6], [3, 2], *extra)
+        want = torch.ctc_loss(lt.log_softmax(-1), torch.tensor(targets), [6, 6], [3, 2], *extra)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-9)
+        got.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(_np(li.grad), lt.grad.numpy(), rtol=1e-7, atol=1e-10)
