@@ -355,3 +355,198 @@ def test_top_level_ctc_loss():
         got.sum().backward()
         want.sum().backward()
         np.testing.assert_allclose(_np(li.grad), lt.grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+# ---- top-level names programs use: constants, *_copy, cells, low-rank SVD, helpers -----------------
+def test_math_constants():
+    for name in ("pi", "e", "inf", "nan", "newaxis"):
+        a, b = getattr(ignis, name), getattr(torch, name)
+        assert (a is None and b is None) or (a == b or (a != a and b != b)), name
+    x = ignis.arange(3)
+    assert tuple(x[:, ignis.newaxis].shape) == (3, 1)
+
+
+COPY_CASES = [
+    ("alias_copy", (), {}), ("detach_copy", (), {}), ("diagonal_copy", (1, 0, 2), {}),
+    ("permute_copy", ((2, 0, 1),), {}), ("select_copy", (1, 2), {}),
+    ("slice_copy", (2, 1, 4, 2), {}), ("split_copy", (2, 1), {}),
+    ("split_with_sizes_copy", ([1, 2], 1), {}), ("squeeze_copy", (), {}),
+    ("transpose_copy", (0, 2), {}), ("unbind_copy", (1,), {}), ("unfold_copy", (2, 2, 1), {}),
+    ("unsqueeze_copy", (1,), {}), ("view_copy", ((4, 3, 2),), {}),
+    ("as_strided_copy", ((2, 2), (1, 2)), {}),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs", COPY_CASES)
+def test_view_copy_functions(name, args, kwargs):
+    """The *_copy forms: torch's values and gradients, in memory of their own."""
+    x = RNG.standard_normal((2, 3, 4))
+    xi, xt = ignis.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = getattr(ignis, name)(xi, *args, **kwargs)
+    want = getattr(torch, name)(xt, *args, **kwargs)
+    got_list = list(got) if isinstance(got, tuple) else [got]
+    want_list = list(want) if isinstance(want, tuple) else [want]
+    assert len(got_list) == len(want_list)
+    for g, w in zip(got_list, want_list):
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_array_equal(_np(g), w.detach().numpy())
+        assert g.is_contiguous()
+    if name == "detach_copy":
+        # torch's result claims requires_grad but its backward raises "derivative
+        # for aten::detach_copy is not implemented"; ignis's is plainly detached.
+        assert not got.requires_grad
+    else:
+        sum((g * (k + 1)).sum() for k, g in enumerate(got_list)).backward()
+        sum((w * (k + 1)).sum() for k, w in enumerate(want_list)).backward()
+        np.testing.assert_allclose(_np(xi.grad), xt.grad.numpy())
+    # a copy: writing to it leaves the input alone
+    with ignis.no_grad():
+        got_list[0].fill_(123.0)
+    np.testing.assert_array_equal(_np(xi), x)
+
+
+def test_copy_functions_more():
+    x = ignis.tensor(RNG.standard_normal((3, 1)))
+    e = ignis.expand_copy(x, (3, 4))
+    assert tuple(e.shape) == (3, 4) and e.stride() == (4, 1)
+    assert ignis.t_copy(ignis.ones(2, 3)).is_contiguous()
+    assert ignis.view_copy(ignis.ones(2, 2), ignis.int32).dtype == ignis.int32
+    assert tuple(ignis.squeeze_copy(ignis.ones(1, 3, 1), (0, 2)).shape) == (3,)
+    c = RNG.standard_normal((3, 2))
+    np.testing.assert_array_equal(_np(ignis.view_as_complex_copy(ignis.tensor(c))),
+                                  torch.view_as_complex_copy(torch.tensor(c)).numpy())
+    out = ignis.empty(4, 3, dtype=ignis.float64)
+    r = ignis.t_copy(ignis.tensor(RNG.standard_normal((3, 4))), out=out)
+    assert r is out
+
+
+@pytest.mark.parametrize("cell", ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_recurrent_cells_match_torch(cell, bias):
+    gates = {"lstm_cell": 4, "gru_cell": 3}.get(cell, 1)
+    shapes = [(2, 3), (2, 5), (gates * 5, 3), (gates * 5, 5)] + \
+        ([(gates * 5,), (gates * 5,)] if bias else [])
+    arrays = [RNG.standard_normal(s) for s in shapes]
+    if cell == "lstm_cell":
+        arrays.insert(2, RNG.standard_normal((2, 5)))
+    ia = [ignis.tensor(a, requires_grad=True) for a in arrays]
+    ta = [torch.tensor(a, requires_grad=True) for a in arrays]
+    if cell == "lstm_cell":
+        ia = [ia[0], (ia[1], ia[2])] + ia[3:]
+        ta = [ta[0], (ta[1], ta[2])] + ta[3:]
+    got = getattr(ignis, cell)(*ia)
+    want = getattr(torch, cell)(*ta)
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(_np(g), w.detach().numpy(), rtol=1e-12, atol=1e-12)
+    sum(g.sum() * (k + 2) for k, g in enumerate(got)).backward()
+    sum(w.sum() * (k + 2) for k, w in enumerate(want)).backward()
+    flat_i = [ia[0], *ia[1], *ia[2:]] if cell == "lstm_cell" else ia
+    flat_t = [ta[0], *ta[1], *ta[2:]] if cell == "lstm_cell" else ta
+    for a, b in zip(flat_i, flat_t):
+        np.testing.assert_allclose(_np(a.grad), b.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(20, 15), (15, 20), (2, 12, 9)])
+def test_svd_lowrank_exact_on_low_rank(shape):
+    """A rank-3 matrix is recovered exactly with q >= 3; the singular values
+    are torch's (and numpy's); U and V have orthonormal columns."""
+    rank = 3
+    left = RNG.standard_normal(shape[:-1] + (rank,))
+    right = RNG.standard_normal(shape[:-2] + (rank, shape[-1]))
+    A = left @ right
+    ignis.manual_seed(0)
+    U, S, V = ignis.svd_lowrank(ignis.tensor(A), q=4)
+    q = 4
+    assert tuple(U.shape) == shape[:-1] + (q,) and tuple(V.shape) == shape[:-2] + (shape[-1], q)
+    recon = _np(U) @ (_np(S)[..., :, None] * np.swapaxes(_np(V), -1, -2))
+    np.testing.assert_allclose(recon, A, atol=1e-10)
+    np.testing.assert_allclose(_np(S)[..., :rank], np.linalg.svd(A, compute_uv=False)[..., :rank],
+                               rtol=1e-10)
+    _, St, _ = torch.svd_lowrank(torch.tensor(A), q=4)
+    np.testing.assert_allclose(_np(S)[..., :rank], St.numpy()[..., :rank], rtol=1e-10)
+    eye = np.eye(q)
+    np.testing.assert_allclose(np.swapaxes(_np(U), -1, -2) @ _np(U),
+                               np.broadcast_to(eye, tuple(U.shape[:-2]) + (q, q)), atol=1e-10)
+
+
+def test_pca_lowrank_matches_torch_and_errors():
+    X = RNG.standard_normal((30, 2)) @ RNG.standard_normal((2, 6)) + RNG.standard_normal(6)
+    _, S, V = ignis.pca_lowrank(ignis.tensor(X), q=2)
+    _, St, Vt = torch.pca_lowrank(torch.tensor(X), q=2)
+    np.testing.assert_allclose(_np(S), St.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(np.abs(_np(V).T @ Vt.numpy()), np.eye(2), atol=1e-8)
+    with pytest.raises(ValueError, match="q"):
+        ignis.pca_lowrank(ignis.tensor(X), q=7)
+    with pytest.raises(TypeError):
+        ignis.svd_lowrank(X)
+
+
+def test_norm_pad_layout_helpers():
+    x = RNG.standard_normal((2, 3, 4))
+    xi, xt = ignis.tensor(x), torch.tensor(x)
+    for p, d in ((2, 0), (2, 1), (3, 2), (2, -1)):
+        np.testing.assert_allclose(_np(ignis.norm_except_dim(xi, p, d)),
+                                   torch.norm_except_dim(xt, p, d).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(_np(ignis.frobenius_norm(xi, [1, 2], True)),
+                               torch.frobenius_norm(xt, [1, 2], True).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(_np(ignis.nuclear_norm(xi, [1, 2])),
+                               torch.nuclear_norm(xt, [1, 2]).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(_np(ignis.nuclear_norm(xi[0])), torch.nuclear_norm(xt[0]).numpy(),
+                               rtol=1e-10)
+    with pytest.raises(TypeError):
+        ignis.frobenius_norm(xi)
+    np.testing.assert_array_equal(_np(ignis.constant_pad_nd(xi, [1, -1, 2, 0], 2.5)),
+                                  torch.constant_pad_nd(xt, [1, -1, 2, 0], 2.5).numpy())
+    e = ignis.empty_permuted((2, 3, 4), (0, 2, 1))
+    assert tuple(e.shape) == (2, 3, 4)
+    assert e.stride() == torch.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
+    v = RNG.standard_normal((1, 2, 7))
+    gv, gi = ignis.max_pool1d_with_indices(ignis.tensor(v), 2)
+    tv, ti = torch.max_pool1d_with_indices(torch.tensor(v), 2)
+    np.testing.assert_array_equal(_np(gv), tv.numpy())
+    np.testing.assert_array_equal(_np(gi), ti.numpy())
+
+
+def test_deterministic_debug_mode_and_is_storage():
+    try:
+        for mode, expected in (("warn", 1), ("error", 2), (1, 1), ("default", 0), (2, 2)):
+            ignis.set_deterministic_debug_mode(mode)
+            assert ignis.get_deterministic_debug_mode() == expected
+        assert ignis.are_deterministic_algorithms_enabled()
+        with pytest.raises(RuntimeError, match="expected one of"):
+            ignis.set_deterministic_debug_mode("x")
+        with pytest.raises(RuntimeError, match="expected 0, 1, or 2"):
+            ignis.set_deterministic_debug_mode(3)
+    finally:
+        ignis.set_deterministic_debug_mode(0)
+    assert ignis.get_deterministic_debug_mode() == 0
+    x = ignis.ones(2)
+    assert ignis.is_storage(x.untyped_storage()) and not ignis.is_storage(x)
+
+
+def test_tensor_methods_new_and_friends():
+    t = ignis.randn(2, 3)
+    assert tuple(t.new(2, 3).shape) == (2, 3) and t.new(2, 3).dtype == ignis.float32
+    assert tuple(t.new().shape) == (0,)
+    assert tuple(t.new(ignis.Size([4])).shape) == (4,)
+    np.testing.assert_array_equal(_np(t.new((2, 3))), torch.randn(1).new((2, 3)).numpy())
+    assert t.new([1, 2]).dtype == ignis.float32
+    with pytest.raises(TypeError):
+        t.new(ignis.tensor([1, 2]))
+    assert t.cfloat().dtype == ignis.complex64 and t.cdouble().dtype == ignis.complex128
+    assert t.to_dense() is t and not t.is_nested and not t.is_xla
+    assert t.dim_order() == (0, 1) and t.permute(1, 0).dim_order() == (1, 0)
+    nchw = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    ig_nchw = ignis.randn(2, 3, 4, 5).to(memory_format=ignis.channels_last)
+    assert ig_nchw.dim_order() == nchw.dim_order()
+    assert t.const_data_ptr() == t.data_ptr()
+    u = ignis.arange(6.0).reshape(2, 3)
+    ut = torch.arange(6.0).reshape(2, 3)
+    u.apply_(lambda v: v * v + 1)
+    ut.apply_(lambda v: v * v + 1)
+    np.testing.assert_array_equal(_np(u), ut.numpy())
+    u.map_(ignis.tensor([1.0, 2.0, 3.0]), lambda a, b: a - b)
+    ut.map_(torch.tensor([1.0, 2.0, 3.0]), lambda a, b: a - b)
+    np.testing.assert_array_equal(_np(u), ut.numpy())
