@@ -550,3 +550,59 @@ def test_tensor_methods_new_and_friends():
     u.map_(ignis.tensor([1.0, 2.0, 3.0]), lambda a, b: a - b)
     ut.map_(torch.tensor([1.0, 2.0, 3.0]), lambda a, b: a - b)
     np.testing.assert_array_equal(_np(u), ut.numpy())
+
+
+# ---- F.linear_cross_entropy, nn.LinearCrossEntropyLoss ------------------------------------------------
+@pytest.mark.parametrize("out_features", [(), (4, 3)])
+@pytest.mark.parametrize("probabilities", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_linear_cross_entropy_matches_torch(out_features, probabilities, reduction):
+    n, d, c = 6, 5, 7
+    x = RNG.standard_normal((n, d))
+    w = RNG.standard_normal((c, *out_features, d))
+    b = RNG.standard_normal((c, *out_features))
+    class_weight = RNG.uniform(0.5, 2.0, c)
+    if probabilities:
+        logits = RNG.standard_normal((n, c, *out_features))
+        target = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    else:
+        target = RNG.integers(0, c, (n, *out_features))
+        target.reshape(-1)[:2] = -100  # ignored (the default ignore_index None means -100)
+    ii = [ignis.tensor(a, requires_grad=True) for a in (x, w, b)]
+    tt = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    kwargs = dict(reduction=reduction, label_smoothing=0.1)
+    got = ignis.nn.functional.linear_cross_entropy(
+        ii[0], ii[1], ignis.tensor(target), linear_bias=ii[2],
+        weight=ignis.tensor(class_weight), **kwargs)
+    want = torch.nn.functional.linear_cross_entropy(
+        tt[0], tt[1], torch.tensor(target), linear_bias=tt[2],
+        weight=torch.tensor(class_weight), **kwargs)
+    np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    got.sum().backward()
+    want.sum().backward()
+    for a, t in zip(ii, tt):
+        np.testing.assert_allclose(_np(a.grad), t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_linear_cross_entropy_loss_module():
+    ignis.manual_seed(0)
+    mi = ignis.nn.LinearCrossEntropyLoss(5, 10, out_features=(4, 3), bias=True,
+                                         options=ignis.nn.LinearCrossEntropyOptions())
+    mt = torch.nn.LinearCrossEntropyLoss(5, 10, out_features=(4, 3), bias=True,
+                                         options=torch.nn.LinearCrossEntropyOptions())
+    assert tuple(mi.linear.weight.shape) == tuple(mt.linear.weight.shape) == (120, 5)
+    assert sorted(n for n, _ in mi.named_parameters()) == sorted(n for n, _ in mt.named_parameters())
+    mt.load_state_dict({k: torch.tensor(_np(v)) for k, v in mi.state_dict().items()})
+    x = RNG.standard_normal((2, 5)).astype(np.float32)
+    target = RNG.integers(0, 10, (2, 4, 3))
+    np.testing.assert_allclose(_np(mi(ignis.tensor(x), ignis.tensor(target))),
+                               mt(torch.tensor(x), torch.tensor(target)).detach().numpy(),
+                               rtol=1e-5)
+    assert "num_classes=10" in repr(mi) and "out_features=(4, 3)" in repr(mi)
+    with pytest.raises(RuntimeError, match="weight shape"):
+        ignis.nn.LinearCrossEntropyLoss(5, 10, weight=ignis.ones(3))
+    with pytest.raises(RuntimeError, match="label_smoothing"):
+        ignis.nn.LinearCrossEntropyLoss(5, 10, label_smoothing=1.5)
+    with pytest.raises(RuntimeError, match="in_features"):
+        ignis.nn.functional.linear_cross_entropy(ignis.ones(2, 4), ignis.ones(3, 5),
+                                                 ignis.zeros(2, dtype=ignis.int64))

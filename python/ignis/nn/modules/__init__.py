@@ -22,6 +22,7 @@ from .dropout import (  # noqa: F401
 )
 from .loss import (  # noqa: F401
     CrossEntropyLoss, CTCLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss,
+    LinearCrossEntropyLoss, LinearCrossEntropyOptions,
     NLLLoss2d,
     BCELoss,
     BCEWithLogitsLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,
@@ -64,7 +65,8 @@ from .fold import Fold, Unfold  # noqa: F401
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "NonDynamicallyQuantizableLinear",
     "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention", "LayerNorm",
-    "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "CTCLoss", "MSELoss", "Sequential",
+    "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions", "CTCLoss", "MSELoss", "Sequential",
     "ModuleList",
     "ModuleDict",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "GroupNorm", "InstanceNorm1d",
