@@ -606,3 +606,48 @@ def test_linear_cross_entropy_loss_module():
     with pytest.raises(RuntimeError, match="in_features"):
         ignis.nn.functional.linear_cross_entropy(ignis.ones(2, 4), ignis.ones(3, 5),
                                                  ignis.zeros(2, dtype=ignis.int64))
+
+
+# ---- optim.Muon -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("nesterov", [True, False])
+@pytest.mark.parametrize("adjust_lr_fn", [None, "match_rms_adamw"])
+def test_muon_steps_match_torch(nesterov, adjust_lr_fn):
+    """Three steps on a tall and a wide matrix; the orthogonalization runs in
+    bfloat16 in both, so agreement is to bfloat16's rounding of the update."""
+    shapes = [(6, 4), (3, 5)]
+    init = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[RNG.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+    pi = [ignis.nn.Parameter(ignis.tensor(a)) for a in init]
+    pt = [torch.nn.Parameter(torch.tensor(a)) for a in init]
+    kwargs = dict(lr=0.02, weight_decay=0.1, momentum=0.9, nesterov=nesterov,
+                  adjust_lr_fn=adjust_lr_fn)
+    oi, ot = ignis.optim.Muon(pi, **kwargs), torch.optim.Muon(pt, **kwargs)
+    for step_grads in grads:
+        for p, q, g in zip(pi, pt, step_grads):
+            p.grad, q.grad = ignis.tensor(g), torch.tensor(g)
+        oi.step()
+        ot.step()
+    for p, q, a in zip(pi, pt, init):
+        moved = np.abs(q.detach().numpy() - a).max()
+        assert moved > 0.01
+        np.testing.assert_allclose(_np(p), q.detach().numpy(), atol=0.02 * moved)
+        np.testing.assert_allclose(_np(oi.state[p]["momentum_buffer"]),
+                                   ot.state[q]["momentum_buffer"].numpy(), rtol=1e-5, atol=1e-6)
+    assert oi.state_dict()["param_groups"][0]["nesterov"] == nesterov
+
+
+def test_muon_orthogonalizes_and_rejects_bad_input():
+    from ignis.optim.muon import _orthogonalize
+    g = ignis.tensor(RNG.standard_normal((8, 5)).astype(np.float32))
+    s = np.linalg.svd(_np(_orthogonalize(g, (3.4445, -4.7750, 2.0315), 5, 1e-7).float()),
+                      compute_uv=False)
+    assert s.min() > 0.4 and s.max() < 1.6  # singular values pushed towards 1
+    w = ignis.nn.Parameter(ignis.ones(3, 3))
+    with pytest.raises(ValueError, match="only supports 2D parameters"):
+        ignis.optim.Muon([w, ignis.nn.Parameter(ignis.ones(3))])
+    with pytest.raises(ValueError, match="Learning rate"):
+        ignis.optim.Muon([w], lr=-1.0)
+    with pytest.raises(ValueError, match="momentum"):
+        ignis.optim.Muon([w], momentum=-0.5)
+    with pytest.raises(ValueError, match="not supported"):
+        ignis.optim.Muon([w], adjust_lr_fn="other")
