@@ -197,6 +197,11 @@ class Tensor(_C.TensorBase):
         raise TypeError(f"new() received an invalid combination of arguments: "
                         f"{tuple(type(a).__name__ for a in args)}")
 
+    def nonzero_static(self, *, size, fill_value=-1):
+        """ignis.nonzero_static(self, size=, fill_value=)."""
+        from ._torch_extras import nonzero_static
+        return nonzero_static(self, size=size, fill_value=fill_value)
+
     def apply_(self, callable):
         """Applies a Python function to every element, in place (CPU tensors only)."""
         if self.device.type != "cpu":

@@ -17,7 +17,7 @@ __all__ = ["pi", "e", "inf", "nan", "newaxis",
            "svd_lowrank", "pca_lowrank",
            "norm_except_dim", "frobenius_norm", "nuclear_norm", "constant_pad_nd",
            "empty_permuted", "max_pool1d_with_indices", "get_deterministic_debug_mode",
-           "set_deterministic_debug_mode", "is_storage"]
+           "set_deterministic_debug_mode", "is_storage", "nonzero_static"]
 
 pi = math.pi
 e = math.e
@@ -290,3 +290,18 @@ def is_storage(obj):
     """torch.is_storage: whether obj is an UntypedStorage or TypedStorage."""
     ig = _ig()
     return isinstance(obj, (ig.UntypedStorage, ig.TypedStorage))
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """torch.nonzero_static: nonzero()'s (n, ndim) indices at a fixed number
+    of rows, `size`: the first `size` of them, or all padded with rows of
+    fill_value (an output shape that does not depend on the data)."""
+    ig = _ig()
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = input.nonzero()
+    if found.shape[0] >= size:
+        return found[:size]
+    padding = ig.full((size - found.shape[0], found.shape[1]), fill_value, dtype=found.dtype,
+                      device=found.device)
+    return ig.cat([found, padding])

@@ -651,3 +651,17 @@ def test_muon_orthogonalizes_and_rejects_bad_input():
         ignis.optim.Muon([w], momentum=-0.5)
     with pytest.raises(ValueError, match="not supported"):
         ignis.optim.Muon([w], adjust_lr_fn="other")
+
+
+def test_nonzero_static_matches_torch():
+    x = np.array([[0, 1], [2, 0], [3, 4]])
+    for size, fill in ((2, -1), (6, -7), (0, -1), (4, 9)):
+        got = ignis.nonzero_static(ignis.tensor(x), size=size, fill_value=fill)
+        want = torch.nonzero_static(torch.tensor(x), size=size, fill_value=fill)
+        assert got.dtype == ignis.int64
+        np.testing.assert_array_equal(_np(got), want.numpy())
+    np.testing.assert_array_equal(_np(ignis.tensor([1.0, 0.0, 2.0]).nonzero_static(size=3)),
+                                  torch.tensor([1.0, 0.0, 2.0]).nonzero_static(size=3).numpy())
+    assert tuple(ignis.nonzero_static(ignis.tensor(5), size=2).shape) == (2, 0)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        ignis.nonzero_static(ignis.tensor(x), size=-1)
