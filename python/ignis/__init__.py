@@ -62,6 +62,7 @@ from ._creation import tensor, as_tensor, from_numpy, asarray, scalar_tensor  # 
 from ._functions import *  # noqa: E402,F401,F403
 from ._more_functions import *  # noqa: E402,F401,F403
 from ._nn_top_level import *  # noqa: E402,F401,F403
+from ._torch_extras import *  # noqa: E402,F401,F403
 from .functional import *  # noqa: E402,F401,F403
 from . import functional  # noqa: E402,F401
 from ._dtype_info import finfo, iinfo  # noqa: E402,F401

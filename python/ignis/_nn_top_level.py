@@ -14,7 +14,9 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "rrelu", "rrelu_", "hardshrink", "alpha_dropout", "alpha_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
            "feature_dropout_", "bilinear", "pairwise_distance", "batch_norm", "group_norm",
-           "instance_norm"]
+           "instance_norm", "kl_div", "binary_cross_entropy_with_logits", "margin_ranking_loss",
+           "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
+           "poisson_nll_loss", "ctc_loss"]
 
 
 def _F():
@@ -187,3 +189,81 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     computes it. cudnn_enabled has no effect."""
     return _F().instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
                               momentum, eps)
+
+
+# ---- the aten-style losses: an integer reduction -------------------------------------------------
+# torch.<loss> is ATen's function, whose reduction is an int (at::Reduction:
+# 1 mean, 2 sum, any other value none; a string is a TypeError). The schema's
+# default is Mean, but torch's Python binding cannot read that default
+# ("at::Reduction::Mean") and passes 0: called without a reduction, these
+# return the unreduced loss. Both are followed here.
+_NO_REDUCTION = 0
+
+
+def _reduction_name(reduction, name):
+    if isinstance(reduction, bool) or not isinstance(reduction, int):
+        raise TypeError(f"{name}(): argument 'reduction' must be int, not "
+                        f"{type(reduction).__name__}")
+    return {1: "mean", 2: "sum"}.get(reduction, "none")
+
+
+def _reduced(loss, reduction, name):
+    how = _reduction_name(reduction, name)
+    return loss.mean() if how == "mean" else loss.sum() if how == "sum" else loss
+
+
+def kl_div(input, target, reduction=_NO_REDUCTION, *, log_target=False):
+    """torch.kl_div: pointwise target * (log target - input) (input a log
+    probability; target one too with log_target); reduction 1 is the mean
+    over every element (F's 'mean', not 'batchmean')."""
+    name = "kl_div"
+    _reduction_name(reduction, name)
+    loss = _F().kl_div(input, target, reduction="none", log_target=log_target)
+    return _reduced(loss, reduction, name)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
+                                     reduction=_NO_REDUCTION):
+    name = "binary_cross_entropy_with_logits"
+    _reduction_name(reduction, name)
+    loss = _F().binary_cross_entropy_with_logits(input, target, weight, reduction="none",
+                                                 pos_weight=pos_weight)
+    return _reduced(loss, reduction, name)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=_NO_REDUCTION):
+    how = _reduction_name(reduction, "margin_ranking_loss")
+    return _F().margin_ranking_loss(input1, input2, target, margin, reduction=how)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=_NO_REDUCTION):
+    how = _reduction_name(reduction, "hinge_embedding_loss")
+    return _F().hinge_embedding_loss(input, target, margin, reduction=how)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=_NO_REDUCTION):
+    how = _reduction_name(reduction, "cosine_embedding_loss")
+    return _F().cosine_embedding_loss(input1, input2, target, margin, reduction=how)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False,
+                        reduction=_NO_REDUCTION):
+    how = _reduction_name(reduction, "triplet_margin_loss")
+    return _F().triplet_margin_loss(anchor, positive, negative, margin=margin, p=p, eps=eps,
+                                    swap=swap, reduction=how)
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """torch.poisson_nll_loss: every argument required, as in ATen's schema."""
+    how = _reduction_name(reduction, "poisson_nll_loss")
+    return _F().poisson_nll_loss(input, target, log_input=log_input, full=full, eps=eps,
+                                 reduction=how)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,
+             reduction=_NO_REDUCTION, zero_infinity=False):
+    """torch.ctc_loss: reduction 1 divides each sequence's loss by its
+    target length, then averages (F's 'mean')."""
+    how = _reduction_name(reduction, "ctc_loss")
+    return _F().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=blank,
+                         reduction=how, zero_infinity=zero_infinity)

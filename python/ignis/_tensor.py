@@ -152,6 +152,74 @@ class Tensor(_C.TensorBase):
     is_sparse = property(lambda self: False, doc="False: ignis tensors are strided")
     is_quantized = property(lambda self: False, doc="False: ignis has no quantized dtypes")
     is_mkldnn = property(lambda self: False, doc="False: ignis has no MKL-DNN layout")
+    is_nested = property(lambda self: False, doc="False: ignis has no nested tensors")
+    is_xla = property(lambda self: False, doc="False: ignis has no XLA device")
+    is_ipu = property(lambda self: False, doc="False: ignis has no IPU device")
+    is_vulkan = property(lambda self: False, doc="False: ignis has no Vulkan device")
+    is_mtia = property(lambda self: False, doc="False: ignis has no MTIA device")
+    is_maia = property(lambda self: False, doc="False: ignis has no MAIA device")
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """self (or self in dtype): ignis tensors are already strided (dense)."""
+        return self if dtype is None else self.to(dtype)
+
+    def const_data_ptr(self):
+        """The address of the first element, as data_ptr (read-only in torch's contract)."""
+        return self.data_ptr()
+
+    def dim_order(self, *, ambiguity_check=False):
+        """The dims from outermost to innermost in memory: sorted by stride,
+        largest first, ties in dim order (torch.Tensor.dim_order)."""
+        if not isinstance(ambiguity_check, (bool, list)):
+            raise TypeError("ambiguity_check must be bool or a list of memory formats")
+        strides = self.stride()
+        return tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
+
+    def new(self, *args, device=None):
+        """The legacy constructor: new() is empty of this dtype; new(*sizes)
+        or new(Size) uninitialized of that shape; new(sequence) the data in
+        this dtype; new(tensor) that tensor (its dtype must be this one)."""
+        import ignis
+        device = self.device if device is None else device
+        if not args:
+            return ignis.empty((0,), dtype=self.dtype, device=device)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            if args[0].dtype != self.dtype:
+                raise TypeError(f"expected dtype {self.dtype} (got {args[0].dtype})")
+            return args[0].detach()
+        from ._size import Size
+        if len(args) == 1 and isinstance(args[0], Size):
+            return ignis.empty(tuple(args[0]), dtype=self.dtype, device=device)
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return ignis.empty(args, dtype=self.dtype, device=device)
+        if len(args) == 1:
+            return ignis.tensor(args[0], dtype=self.dtype, device=device)
+        raise TypeError(f"new() received an invalid combination of arguments: "
+                        f"{tuple(type(a).__name__ for a in args)}")
+
+    def nonzero_static(self, *, size, fill_value=-1):
+        """ignis.nonzero_static(self, size=, fill_value=)."""
+        from ._torch_extras import nonzero_static
+        return nonzero_static(self, size=size, fill_value=fill_value)
+
+    def apply_(self, callable):
+        """Applies a Python function to every element, in place (CPU tensors only)."""
+        if self.device.type != "cpu":
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        flat = self.reshape(-1).tolist()
+        values = [callable(v) for v in flat]
+        import ignis
+        return self.copy_(ignis.tensor(values, dtype=self.dtype).reshape(self.shape))
+
+    def map_(self, tensor, callable):
+        """self[i] = callable(self[i], tensor[i]), tensor broadcast to self (CPU only)."""
+        if self.device.type != "cpu" or tensor.device.type != "cpu":
+            raise TypeError("map_ is only implemented on CPU tensors")
+        flat = self.reshape(-1).tolist()
+        other = tensor.expand(self.shape).reshape(-1).tolist()
+        values = [callable(a, b) for a, b in zip(flat, other)]
+        import ignis
+        return self.copy_(ignis.tensor(values, dtype=self.dtype).reshape(self.shape))
 
     @property
     def T(self):
@@ -199,6 +267,8 @@ class Tensor(_C.TensorBase):
 
     def float(self): return self.to(_C.float32)
     def double(self): return self.to(_C.float64)
+    def cfloat(self): return self.to(_C.complex64)
+    def cdouble(self): return self.to(_C.complex128)
     def half(self): return self.to(_C.float16)
     def bfloat16(self): return self.to(_C.bfloat16)
     def long(self): return self.to(_C.int64)

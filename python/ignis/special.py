@@ -1,7 +1,7 @@
 """torch.special's functions: those ignis's ops compute directly, and the
 incomplete gamma, ndtri, erfcx, Hurwitz zeta, orthogonal polynomial and
-spherical / modified Bessel functions as formulas over ops (below). The
-Bessel functions J, Y, K and airy_ai are not here yet."""
+spherical / modified Bessel functions as formulas over ops (below), and the
+Bessel functions J, Y, K and Ai (ignis/_bessel.py)."""
 
 __all__ = ["erf", "erfc", "expit", "logit", "xlogy", "xlog1py", "log1p", "expm1", "exp2",
            "logsumexp", "softmax", "log_softmax", "sinc", "round", "entr", "ndtr", "log_ndtr",
@@ -12,7 +12,13 @@ __all__ = ["erf", "erfc", "expit", "logit", "xlogy", "xlog1py", "log1p", "expm1"
            "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
            "laguerre_polynomial_l", "legendre_polynomial_p", "spherical_bessel_j0",
-           "modified_bessel_i0", "modified_bessel_i1"]
+           "modified_bessel_i0", "modified_bessel_i1", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1", "airy_ai"]
+
+from ._bessel import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1,  # noqa: E402
+                      modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0,
+                      scaled_modified_bessel_k1)
 
 
 def _ig():

@@ -247,6 +247,8 @@ SAMPLES = {
     "leaky_relu": [([X(3, 4), 0.2, False], {})],
     "leaky_relu_": [([X(3, 4), 0.2], {})],
     "linear": [([X(3, 4), X(5, 4), X(5)], {})],
+    "linear_cross_entropy": [([X(3, 4), X(5, 4), L([0, 4, 2])],
+                              {"linear_bias": X(5), "label_smoothing": 0.1})],
     "log_softmax": [([X(3, 4), 1, 3, None], {})],
     "logsigmoid": [([X(3, 4)], {})],
     "max_pool1d": [([X(2, 3, 9), 3, 2, 1, 1, False, False], {})],

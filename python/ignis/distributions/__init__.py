@@ -56,6 +56,7 @@ from .transforms import (  # noqa: F401
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
            "Dirichlet", "Exponential", "ExpRelaxedCategorical", "Gamma", "Geometric",
@@ -73,4 +74,4 @@ __all__ = ["Distribution", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauc
            "CatTransform", "CumulativeDistributionTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
            "SoftplusTransform", "StackTransform", "identity_transform", "biject_to",
-           "transform_to", "Pareto", "VonMises", "Weibull"]
+           "transform_to", "Pareto", "VonMises", "Weibull", "Wishart"]

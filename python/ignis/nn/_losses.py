@@ -385,3 +385,33 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction == "sum":
         return loss.sum()
     return loss.squeeze(0) if unbatched else loss
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """torch.nn.functional.linear_cross_entropy: cross_entropy of the logits
+    linear(input, linear_weight, linear_bias), linear_weight of shape
+    (C, *out_features, in_features) giving logits (..., C, *out_features).
+    ignore_index None means -100. torch's `options` (a LinearCrossEntropyOptions)
+    selects a batch-chunked implementation that never holds the whole logits
+    tensor; ignis always computes the reference form, whose values are the
+    same, so options is accepted and only checked."""
+    import ignis
+    from .modules.loss import LinearCrossEntropyOptions
+    if options is not None and not isinstance(options, LinearCrossEntropyOptions):
+        raise TypeError(f"options must be a LinearCrossEntropyOptions or None, got "
+                        f"{type(options).__name__}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight to have at least 2 dims "
+                           f"(num_classes, ..., in_features), got {linear_weight.dim()}")
+    if input.shape[-1] != linear_weight.shape[-1]:
+        raise RuntimeError(f"input's last dim ({input.shape[-1]}) must equal linear_weight's "
+                           f"in_features ({linear_weight.shape[-1]})")
+    logits = ignis.tensordot(input, linear_weight, dims=([input.dim() - 1],
+                                                          [linear_weight.dim() - 1]))
+    if linear_bias is not None:
+        logits = logits + linear_bias
+    from . import functional as F
+    return F.cross_entropy(logits, target, weight=weight,
+                           ignore_index=-100 if ignore_index is None else ignore_index,
+                           reduction=reduction, label_smoothing=label_smoothing)

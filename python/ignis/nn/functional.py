@@ -129,6 +129,7 @@ from ._losses import (  # noqa: E402,F401
     ctc_loss, cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
     multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss,
     soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+    linear_cross_entropy,
 )
 from .._functions import pdist  # noqa: E402,F401  (torch.pdist, which F re-exports)
 

@@ -12,5 +12,6 @@ from .radam import RAdam  # noqa: F401
 from .rprop import Rprop  # noqa: F401
 from .asgd import ASGD  # noqa: F401
 from .adafactor import Adafactor  # noqa: F401
+from .muon import Muon  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 from . import swa_utils  # noqa: F401

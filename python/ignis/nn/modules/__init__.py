@@ -12,7 +12,7 @@ from .activation import (  # noqa: F401
 from .normalization import (  # noqa: F401
     BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm, GroupNorm, InstanceNorm1d,
     InstanceNorm2d, InstanceNorm3d, LayerNorm,
-    RMSNorm, LocalResponseNorm,
+    RMSNorm, LocalResponseNorm, CrossMapLRN2d,
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d,
     LazyInstanceNorm3d,
 )
@@ -22,6 +22,7 @@ from .dropout import (  # noqa: F401
 )
 from .loss import (  # noqa: F401
     CrossEntropyLoss, CTCLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, NLLLoss,
+    LinearCrossEntropyLoss, LinearCrossEntropyOptions,
     NLLLoss2d,
     BCELoss,
     BCEWithLogitsLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,
@@ -64,7 +65,8 @@ from .fold import Fold, Unfold  # noqa: F401
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "NonDynamicallyQuantizableLinear",
     "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention", "LayerNorm",
-    "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "CTCLoss", "MSELoss", "Sequential",
+    "RMSNorm", "Embedding", "Dropout", "CrossEntropyLoss", "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions", "CTCLoss", "MSELoss", "Sequential",
     "ModuleList",
     "ModuleDict",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "GroupNorm", "InstanceNorm1d",
@@ -85,6 +87,7 @@ __all__ = [
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "Fold", "Unfold",
     "Bilinear", "LazyLinear", "LazyModuleMixin", "Hardshrink", "Softshrink", "LocalResponseNorm",
+    "CrossMapLRN2d",
     "AlphaDropout", "FeatureAlphaDropout", "MarginRankingLoss", "HingeEmbeddingLoss",
     "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",

@@ -1,4 +1,7 @@
 """Loss modules: each holds its options and calls its functional form."""
+import dataclasses
+import math
+
 from .. import functional as F
 from .._losses import _legacy_reduction
 from .distance import PairwiseDistance
@@ -244,3 +247,56 @@ class PoissonNLLLoss(_Loss):
     def forward(self, log_input, target):
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
                                   eps=self.eps, reduction=self.reduction)
+
+
+@dataclasses.dataclass
+class LinearCrossEntropyOptions:
+    """torch.nn.LinearCrossEntropyOptions: the settings of torch's
+    batch-chunked linear_cross_entropy. ignis computes the reference form
+    (same values), so these are kept but change nothing."""
+    allow_retain_graph: bool = False
+    batch_chunk_size: "int | None" = None
+    chunking_method: "str | None" = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: object = None
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """torch.nn.LinearCrossEntropyLoss: a Linear layer (in_features to
+    num_classes * prod(out_features), `self.linear`) fused with
+    CrossEntropyLoss over its logits reshaped to (N, C, *out_features)."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, size_average=None, reduce=None, reduction=reduction)
+        from .linear import Linear
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes),
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        linear_weight = self.linear.weight.reshape(shape + (self.linear.in_features,))
+        bias = self.linear.bias
+        return F.linear_cross_entropy(
+            input, linear_weight, target,
+            linear_bias=None if bias is None else bias.reshape(shape), weight=self.weight,
+            reduction=self.reduction, ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -296,6 +296,80 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
+def _cross_map_windows(channels, size):
+    """The 0/1 channel-mixing matrices of torch's legacy CrossMapLRN2d, as
+    its loops define them (nn/modules/_functions.py there).
+
+    forward: channel c sums the squares of channels c - h + 1 .. c + h - 1,
+    h = (size - 1) // 2 + 1 (so an even size covers size - 1 channels), and
+    from c = h on also channel 0, which torch's running sum never subtracts.
+    backward: channel c gathers channels c - m .. c + size - 1 - m,
+    m = size - (size - 1) / 2 truncated: a window of its own, not the
+    transpose of the forward one, so torch's gradient is not exactly the
+    derivative of its forward; both are reproduced, for programs ported
+    from Lua Torch that expect its numbers."""
+    half = int((size - 1) / 2 + 1)
+    shift = int(size - (size - 1) / 2)
+    forward = [[0.0] * channels for _ in range(channels)]
+    backward = [[0.0] * channels for _ in range(channels)]
+    for c in range(channels):
+        for j in range(max(0, c - half + 1), min(channels, c + half)):
+            forward[c][j] = 1.0
+        if c >= half:
+            forward[c][0] = 1.0
+        for j in range(max(0, c - shift), min(channels, c + size - shift)):
+            backward[c][j] = 1.0
+    return forward, backward
+
+
+def _mix_channels(matrix, value):
+    return ignis.einsum("ij,njhw->nihw", matrix, value)
+
+
+class _CrossMapLRN2dFunction(ignis.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        forward, backward = _cross_map_windows(input.shape[1], size)
+        forward = ignis.tensor(forward, dtype=input.dtype, device=input.device)
+        scale = k + alpha / size * _mix_channels(forward, input * input)
+        output = input * scale.pow(-beta)
+        ctx.save_for_backward(input, output, scale)
+        ctx.constants = (size, alpha, beta, backward)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, output, scale = ctx.saved_tensors
+        size, alpha, beta, backward = ctx.constants
+        backward = ignis.tensor(backward, dtype=input.dtype, device=input.device)
+        ratio = _mix_channels(backward, grad_output * output / scale)
+        grad = scale.pow(-beta) * grad_output - (2 * alpha * beta / size) * input * ratio
+        return grad, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """Lua Torch's SpatialCrossMapLRN (torch.nn.CrossMapLRN2d): 4-D input only,
+    x / (k + alpha / size * sum of squares over neighbouring channels)^beta,
+    with torch's channel windows (see _cross_map_windows; they differ from
+    LocalResponseNorm's)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             f"instead.")
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     """torch's _LazyNormBase: num_features from the first input's dim 1; the
     affine parameters and running statistics stay uninitialized until then."""
