@@ -89,10 +89,17 @@ std::vector<std::string> PrecompiledHeaders::flags_for(
     return {};
   }
   // The compiler writes a temporary and a shell renames it into place, so a
-  // process that exits mid-build still leaves a complete .gch or none.
+  // process that exits mid-build still leaves a complete .gch or none. It
+  // runs at the lowest priority (nice 19): the program goes on running its
+  // compiled code meanwhile, and a compiler holding one of the cores an
+  // OpenMP team spreads over made every parallel region wait for the thread
+  // it slowed (the first seconds after a cold compile of an MLP ran 1.6x
+  // slower on this VM's two cores, 3.6x on a 16-core host).
   std::vector<std::string> argv = {"/bin/sh", "-c",
-                                   "tmp=$1; out=$2; shift 2; \"$@\" -o \"$tmp\" && "
-                                   "mv -f \"$tmp\" \"$out\"",
+                                   "tmp=$1; out=$2; shift 2; "
+                                   "if command -v nice >/dev/null 2>&1; then "
+                                   "set -- nice -n 19 \"$@\"; fi; "
+                                   "\"$@\" -o \"$tmp\" && mv -f \"$tmp\" \"$out\"",
                                    "ignis-pch", temp_path_for(dir / kPch).string(),
                                    (dir / kPch).string()};
   argv.insert(argv.end(), toolchain_.compiler.begin(), toolchain_.compiler.end());
