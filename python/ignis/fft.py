@@ -49,7 +49,10 @@ def _float_input(x, complex_out):
     if not x.dtype.is_floating_point:
         x = x.to(ig.get_default_dtype())
     elif x.dtype in (ig.float16, ig.bfloat16):
-        raise RuntimeError(f"Unsupported dtype {x.dtype} (ignis transforms float32 and float64)")
+        if not ig.is_autocast_enabled(x.device.type):
+            raise RuntimeError(f"Unsupported dtype {x.dtype} (ignis transforms float32 and "
+                               "float64)")
+        x = x.float()  # autocast runs the transforms in float32, as torch's lists say
     return x.to(x.dtype.to_complex()) if complex_out else x
 
 

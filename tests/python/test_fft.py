@@ -185,6 +185,21 @@ def test_stft_and_istft_match_torch():
         ignis.stft(si, 64)
 
 
+@needs_torch
+def test_autocast_runs_transforms_in_float32_as_torch():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    xi, xt = ignis.from_numpy(x).bfloat16(), torch.from_numpy(x).bfloat16()
+    with ignis.autocast("cpu", dtype=ignis.bfloat16):
+        got, prim = ignis.fft.rfft(xi), ignis.ops._fft_r2c(xi, [1], 0, True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = torch.fft.rfft(xt)
+    assert got.dtype == prim.dtype == ignis.complex64
+    check(got, want, 1e-6)
+    with pytest.raises(RuntimeError, match="Unsupported dtype"):
+        ignis.fft.rfft(xi)  # outside autocast, as torch's CPU transforms
+
+
 def _spectral_filter(x, w):
     X = ignis.fft.rfft(x * 2, dim=-1)
     y = ignis.fft.irfft(X * w, n=x.shape[-1])

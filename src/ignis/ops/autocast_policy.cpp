@@ -82,6 +82,11 @@ const std::vector<AutocastRule>& autocast_rules() {
       {"cosine_similarity",                  N,   F},
       {"logsumexp",                          N,   F},
       {"norm",                               N,   F},
+      // The Fourier transforms (torch lists fft_fft ... fft_ihfftn and stft
+      // on both devices; ignis's Python functions end in these primitives).
+      {"_fft_c2c",                           F,   F},
+      {"_fft_r2c",                           F,   F},
+      {"_fft_c2r",                           F,   F},
       // The reductions that take a dtype: float32 results unless one is given.
       {"prod",                               F,   S},
       {"sum",                                N,   S},
