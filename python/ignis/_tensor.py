@@ -262,6 +262,43 @@ class Tensor(_C.TensorBase):
         # autograd identity (a Parameter stays the module's, with its hooks)
         _C._set_data(self, value)
 
+    def set_(self, source=None, storage_offset=0, size=None, stride=None):
+        """torch's set_: this tensor takes `source`'s memory -- a tensor's (its
+        storage, sizes and strides), or a storage's (from storage_offset, with
+        size and stride) -- or none (an empty tensor), keeping its own
+        identity (a Parameter stays its module's). An in-place change: it
+        counts as a write for autograd's saved-tensor checks."""
+        import ignis
+        from ._storage import TypedStorage, UntypedStorage
+        if ignis.is_grad_enabled() and self.requires_grad and self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if source is None:
+            src = ignis.empty(0, dtype=self.dtype, device=self.device)
+        elif isinstance(source, (UntypedStorage, TypedStorage)):
+            untyped = source.untyped() if isinstance(source, TypedStorage) else source
+            whole = untyped._elements(self.dtype)
+            if size is None:
+                size = (whole.numel() - storage_offset,)
+            if stride is None:
+                stride = ignis.empty(size).stride() if len(size) else ()
+            src = whole.as_strided(size, stride, storage_offset)
+        elif isinstance(source, _C.TensorBase):
+            src = source if size is None else source.as_strided(
+                size, stride if stride is not None else ignis.empty(size).stride(), storage_offset)
+        else:
+            raise TypeError(f"set_(): expected a Tensor or a storage as source, got "
+                            f"{type(source).__name__}")
+        if src.dtype != self.dtype:
+            raise RuntimeError(f"Could not set tensor of type {src.dtype} to a tensor of type "
+                               f"{self.dtype}")
+        if src.device != self.device:
+            raise RuntimeError(f"Attempted to set the storage of a tensor on device "
+                               f"\"{self.device}\" to a storage on different device \"{src.device}\"")
+        _C._set_data(self, src.detach())
+        _C._bump_version(self)
+        return self
+
     def size(self, dim=None):
         return _C.TensorBase.size(self, dim)
 

@@ -447,3 +447,27 @@ def test_memory_formats_under_dynamic_shapes():
         for g, w in zip(got, want):
             assert g.stride() == w.stride()
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@needs_torch
+def test_set_takes_another_tensors_or_a_storages_memory_like_torch():
+    for lib in (ignis, torch):
+        x, y = lib.ones(3), lib.arange(6.0).view(2, 3)
+        v0 = x._version
+        assert x.set_(y) is x and x.data_ptr() == y.data_ptr() and x.shape == (2, 3)
+        assert x._version > v0
+        assert x.set_().shape == (0,)
+        z = lib.zeros(2)
+        z.set_(lib.arange(10.0).untyped_storage(), 2, (2, 2), (2, 1))
+        assert z.tolist() == [[2.0, 3.0], [4.0, 5.0]]
+        with pytest.raises(RuntimeError, match="Could not set tensor of type"):
+            lib.ones(2).set_(lib.ones(2, dtype=lib.float64))
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            lib.ones(2, requires_grad=True).set_(lib.zeros(2))
+        # A tensor saved for backward and then set_ elsewhere: backward refuses it.
+        a = lib.ones(3, requires_grad=True)
+        b = a * 1
+        c = b * b
+        b.set_(lib.zeros(3))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            c.sum().backward()

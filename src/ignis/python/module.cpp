@@ -100,6 +100,18 @@ PyObject* f_set_data(PyObject*, PyObject* args) {
   IGNIS_PY_END(nullptr)
 }
 
+// _bump_version(t): counts an in-place change of t made outside the ops
+// (Tensor.set_ swapping its storage), so that autograd refuses a saved copy
+// of the old values as it refuses one written in place.
+PyObject* f_bump_version(PyObject*, PyObject* t) {
+  if (!is_tensor(t)) {
+    PyErr_SetString(PyExc_TypeError, "_bump_version: expected a Tensor");
+    return nullptr;
+  }
+  unwrap(t).impl()->version_counter().bump();
+  Py_RETURN_NONE;
+}
+
 // _from_buffer(owner, address, shape, byte_strides, dtype): a tensor over
 // memory owned by `owner` (a NumPy array), which it keeps alive.
 PyObject* f_from_buffer(PyObject*, PyObject* args) {
@@ -299,6 +311,7 @@ PyMethodDef module_methods[] = {
     {"_gemm_choice", f_gemm_choice, METH_NOARGS, nullptr},
     {"_op_table", f_op_table, METH_NOARGS, nullptr},
     {"_set_data", f_set_data, METH_VARARGS, nullptr},
+    {"_bump_version", f_bump_version, METH_O, nullptr},
     {"_wrap_number", f_wrap_number, METH_O, nullptr},
     {"_dispatch_trace", f_dispatch_trace, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr},
