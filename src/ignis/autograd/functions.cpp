@@ -16,13 +16,6 @@ OpRef clone_op("clone");
 OpRef grad_alloc_op("empty_strided");
 OpRef grad_copy_op("copy_");
 
-// Whether t's memory order is `strides`' (the dims of size 1 aside).
-bool laid_out_as(const Tensor& t, const DimVector& strides) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.sizes()[d] > 1 && t.strides()[d] != strides[d]) return false;
-  return true;
-}
-
 // A formula's gradient for an input of geometry `g`: summed over broadcast
 // dims, cast to the input's dtype and moved to its device (the gradient of
 // a copy between devices, x.cuda() or copy_ from a CPU source, comes back
@@ -55,7 +48,7 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
     const DimVector layout = like_strides(variable_);
     if (grad_enabled()) {
       m.grad_ = g;  // create_graph: .grad keeps its history
-    } else if (laid_out_as(g, layout) && is_non_overlapping_and_dense(g) &&
+    } else if (dense_in_order(g, layout) &&
                g.impl()->use_count() == 1 && !requires_grad(g)) {
       m.grad_ = std::move(g);  // nobody else sees it: steal it
     } else {

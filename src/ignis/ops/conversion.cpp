@@ -16,12 +16,10 @@ namespace {
 OpRef to_copy_op("_to_copy");
 OpRef clone_op("clone");
 
-// The strides of a copy of `self` in `memory_format` (None: preserve_format,
-// self's dense layout).
+// The strides of a copy of `self` in `memory_format` (None: preserve_format).
 DimVector copy_strides(const Tensor& self, const IValue& memory_format) {
-  if (memory_format.is_none() || memory_format.to_memory_format() == MemoryFormat::Preserve)
-    return like_strides(self);
-  return strides_in_format(self.sizes(), memory_format.to_memory_format());
+  return strides_for_copy(self, memory_format.is_none() ? MemoryFormat::Preserve
+                                                        : memory_format.to_memory_format());
 }
 
 // _to_copy(self, *, dtype, device, non_blocking, memory_format): a fresh tensor

@@ -257,9 +257,7 @@ Tensor empty_like_impl(const Tensor& self, const IValue& dtype, const IValue& de
   Device dev = device.is_none() ? self.user_device() : device.to_device();
   const MemoryFormat f =
       memory_format.is_none() ? MemoryFormat::Preserve : memory_format.to_memory_format();
-  DimVector strides = f == MemoryFormat::Preserve ? like_strides(self)
-                                                  : strides_in_format(self.sizes(), f);
-  return empty_strided_op.tensor(self.sizes(), strides, dt, dev);
+  return empty_strided_op.tensor(self.sizes(), strides_for_copy(self, f), dt, dev);
 }
 
 template <int Kind>  // 0 empty, 1 zeros, 2 ones, 3 full, 4 rand, 5 randn

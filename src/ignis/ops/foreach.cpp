@@ -242,16 +242,6 @@ void fused_pair(const std::string& name, const std::string& ov, const std::strin
 
 // ---- fused optimizer steps ----
 
-// Whether t fills one block of memory in the order `like` does (the dims of
-// size 1 aside): the kernels then walk both elementwise from their first
-// element, whatever the layout (a channels-last weight and its gradient).
-bool dense_like(const Tensor& t, const Tensor& like) {
-  if (!is_non_overlapping_and_dense(t)) return false;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.sizes()[d] > 1 && t.strides()[d] != like.strides()[d]) return false;
-  return true;
-}
-
 // The lists of a fused step, checked as torch checks them: equal lengths,
 // each state tensor of its parameter's shape and dtype, laid out as it,
 // floating, on one device; parameters dense (contiguous, or in another dim
@@ -272,7 +262,7 @@ void check_lists(const OpHandle& op, const std::vector<Tensor>& params,
     for (size_t i = 0; i < params.size(); ++i) {
       const Tensor &t = (*list)[i], &p = params[i];
       IGNIS_CHECK(t.defined() && t.sizes() == p.sizes() && t.dtype() == p.dtype() &&
-                      t.device() == p.device() && dense_like(t, p),
+                      t.device() == p.device() && dense_in_order(t, p.strides()),
                   op.name(), ": ", what, "[", i, "] must be a tensor of its parameter's shape ",
                   p.shape_str(), ", dtype ", scalar_type_name(p.dtype()), ", device ",
                   p.user_device().str(), " and layout (strides ", shape_str(p.strides()), ")");

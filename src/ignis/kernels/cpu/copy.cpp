@@ -136,6 +136,17 @@ DimVector like_strides(const Tensor& t) {
   return strides;
 }
 
+DimVector strides_for_copy(const Tensor& t, MemoryFormat f) {
+  return f == MemoryFormat::Preserve ? like_strides(t) : strides_in_format(t.sizes(), f);
+}
+
+bool dense_in_order(const Tensor& t, const DimVector& strides) {
+  if (!is_non_overlapping_and_dense(t)) return false;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] != strides[d]) return false;
+  return true;
+}
+
 Tensor to_dtype_copy(const Tensor& src, ScalarType dtype) {
   if (src.dim() == 0 && src.device().is_cpu()) {
     Tensor out = is_floating(src.dtype()) ? scalar_to_tensor(src.item_double(), dtype)

@@ -1,6 +1,7 @@
 // Element-wise copies with dtype conversion and broadcasting (CPU).
 #pragma once
 
+#include "ignis/core/memory_format.h"
 #include "ignis/core/tensor.h"
 
 namespace ignis {
@@ -16,5 +17,12 @@ bool is_non_overlapping_and_dense(const Tensor& t);
 // preserve_format): t's strides when t is dense (non-overlapping, no gaps),
 // else dense strides in t's dim order (expanded dims keep their place).
 DimVector like_strides(const Tensor& t);
+// Strides for a copy of `t` in memory format `f`: like_strides for
+// preserve_format, else the format's own (memory_format.h).
+DimVector strides_for_copy(const Tensor& t, MemoryFormat f);
+// Whether t is dense and its memory order is `strides`' (the dims of size 1
+// aside): walking both from their first element visits matching elements
+// (a channels-last weight and its gradient).
+bool dense_in_order(const Tensor& t, const DimVector& strides);
 
 }  // namespace ignis

@@ -277,15 +277,7 @@ void c2r_typed(const Tensor& out, const Tensor& in, const std::vector<int64_t>& 
   const int64_t last = dims.back(), n = out.sizes()[size_t(last)], h = n / 2 + 1;
   // The other dims first, on a copy (the input stays as it is).
   Tensor tmp = empty_tensor(in.sizes(), in.dtype(), in.device());
-  {
-    const C* src = static_cast<const C*>(in.data_ptr()) - in.storage_offset();
-    C* dst = static_cast<C*>(tmp.data_ptr());
-    const std::vector<int64_t> offs = line_offsets(in, last), toffs = line_offsets(tmp, last);
-    const int64_t hs = in.sizes()[size_t(last)], is = in.strides()[size_t(last)],
-                  ts = tmp.strides()[size_t(last)];
-    for (size_t l = 0; l < offs.size(); ++l)
-      for (int64_t i = 0; i < hs; ++i) dst[toffs[l] + i * ts] = src[offs[l] + i * is];
-  }
+  copy_tensor(tmp, in);
   const std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
   if (!rest.empty()) c2c_dims<C>(tmp, rest, false, 1.0);
   const Plan plan(n, false);
