@@ -8,6 +8,10 @@ transposed (x @ W^T, as nn.Linear multiplies). Prints GFLOP/s of the best
 and median run and each ignis variant's time as a ratio of torch's.
 
     python bench/gemm.py [--threads N] [--rounds R] [--cpu-time] [--set default|medium]
+                         [--impls builtin,openblas,torch] [--variant ENV=VALUE ...]
+
+--variant runs the built-in GEMM once more with ENV=VALUE set (say
+IGNIS_GEMM_DEPTH_SLICES=0), in the same run as the others.
 
 --set medium: the products of bench/train.py's "medium" GPT training step
 (2048 tokens, d=128, MLP 512, vocab 256): the forward's x @ W^T, the
@@ -29,6 +33,7 @@ SHAPES = [  # (m, k, n, b transposed)
     (1024, 64, 192, True), (1024, 64, 256, True), (1024, 256, 64, True),
     (1024, 64, 64, True), (64, 1024, 256, False), (256, 1024, 64, False),
     (1024, 1024, 4096, True), (1024, 4096, 1024, True), (1024, 1024, 4096, False),
+    (1024, 1024, 1024, False),
 ]
 # (m, k, n, b transposed, a transposed)
 MEDIUM = ([(2048, 128, n, True, False) for n in (384, 128, 512, 256)] + [(2048, 512, 128, True, False)]
@@ -37,8 +42,8 @@ MEDIUM = ([(2048, 128, n, True, False) for n in (384, 128, 512, 256)] + [(2048, 
           + [(m, 2048, 128, False, True) for m in (384, 128, 512, 256)]
           + [(128, 2048, 512, False, True)])
 SETS = {"default": [s + (False,) for s in SHAPES], "medium": MEDIUM}
-IMPLS = {"ignis builtin": ("ignis", "builtin"), "ignis openblas": ("ignis", "blas"),
-         "torch": ("torch", None)}
+IMPLS = {"builtin": ("ignis builtin", "ignis", "builtin"),
+         "openblas": ("ignis openblas", "ignis", "blas"), "torch": ("torch", "torch", None)}
 
 
 def child(lib, threads, rounds, cpu_time, shapes):
@@ -76,14 +81,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--cpu-time", action="store_true")
     ap.add_argument("--set", choices=sorted(SETS), default="default")
+    ap.add_argument("--impls", default="builtin,openblas,torch")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="ENV=VALUE: the built-in GEMM again with it set")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     shapes = SETS[args.set]
     if args.child:
         return child(args.child[0], args.threads, args.rounds, args.cpu_time, shapes)
+    runs = [IMPLS[i] + ({},) for i in args.impls.split(",")]
+    for v in args.variant:
+        key, _, value = v.partition("=")
+        runs.insert(len(runs) - ("torch" in args.impls), (f"builtin {v}", "ignis", "builtin", {key: value}))
     results = {}
-    for name, (lib, gemm) in IMPLS.items():
-        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    for name, lib, gemm, extra in runs:
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), **extra)
         if gemm:
             env["IGNIS_GEMM"] = gemm
         cmd = [sys.executable, __file__, "--child", lib, "x", "--threads", str(args.threads),
@@ -96,8 +108,9 @@ def main():
     clock = "process CPU time" if args.cpu_time else "wall time"
     print(f"float32 GEMM, {args.threads} threads, {clock}: GFLOP/s of the best (median) run; "
           f"time / torch's (best)")
-    head = f"{'m x k @ k x n':<26}" + "".join(f"{n:>24}" for n in results)
-    print(head + "".join(f"{'/torch ' + n.split()[1]:>16}" for n in results if n != "torch"))
+    head = f"{'m x k @ k x n':<26}" + "".join(f"{n[:23]:>24}" for n in results)
+    print(head + "".join(f"{'/torch ' + n.split(' ', 1)[-1][:8]:>16}" for n in results
+                         if n != "torch"))
     for i, (m, k, n, bt, at) in enumerate(shapes):
         flop = 2 * m * k * n
         tag = " (A^T)" if at else " (B^T)" if bt else ""

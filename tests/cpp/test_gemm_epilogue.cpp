@@ -36,6 +36,10 @@ const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},      {7, 1, 3},     {1, 1, 30
                          {96, 256, 256}, {193, 513, 17}, {512, 1024, 256}, {61, 1600, 1030},
                          {40, 64, 1024}, {130, 100, 1500}, {1, 300, 2100}};
 
+int64_t slices_of(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
+  return gemm_tasks(m, n, k, a_columns, threads).slices;
+}
+
 // How an operand is laid out in memory.
 enum class Layout { kRowMajor, kTransposed, kStrided };
 
@@ -354,17 +358,49 @@ TEST(GemmEpilogue, SmallProductsOfLongDepthAreSliced) {
   // depth is sliced on several threads (the shapes above at 2 threads, and
   // the medium GPT's weight gradients at 16); never on one thread, nor a C
   // of many blocks or a short depth.
-  EXPECT_EQ(gemm_depth_slices(40, 64, 1024, false, 2), 2);
-  EXPECT_EQ(gemm_depth_slices(40, 64, 1024, true, 16), 4);
-  EXPECT_EQ(gemm_depth_slices(130, 100, 1500, false, 2), 2);
-  EXPECT_EQ(gemm_depth_slices(1, 300, 2100, false, 2), 2);
-  EXPECT_EQ(gemm_depth_slices(1, 300, 2100, false, 16), 3);  // 4 units, 3 slices of whole panels
-  EXPECT_EQ(gemm_depth_slices(128, 128, 2048, true, 16), 8);
-  EXPECT_EQ(gemm_depth_slices(512, 128, 2048, true, 16), 3);
-  EXPECT_EQ(gemm_depth_slices(128, 128, 2048, true, 1), 1);
-  EXPECT_EQ(gemm_depth_slices(1024, 4096, 1024, false, 16), 1);
-  EXPECT_EQ(gemm_depth_slices(128, 128, 256, true, 16), 1);
-  EXPECT_EQ(gemm_depth_slices(5, 3, 0, false, 4), 1);
+  EXPECT_EQ(slices_of(40, 64, 1024, false, 2), 2);
+  EXPECT_EQ(slices_of(40, 64, 1024, true, 16), 4);
+  EXPECT_EQ(slices_of(130, 100, 1500, false, 2), 2);
+  EXPECT_EQ(slices_of(1, 300, 2100, false, 2), 2);
+  EXPECT_EQ(slices_of(1, 300, 2100, false, 16), 3);  // 4 units, 3 slices of whole panels
+  EXPECT_EQ(slices_of(128, 128, 2048, true, 16), 8);
+  EXPECT_EQ(slices_of(512, 128, 2048, true, 16), 3);
+  EXPECT_EQ(slices_of(128, 128, 2048, true, 1), 1);
+  EXPECT_EQ(slices_of(1024, 4096, 1024, false, 16), 1);
+  EXPECT_EQ(slices_of(128, 128, 256, true, 16), 1);
+  EXPECT_EQ(slices_of(5, 3, 0, false, 4), 1);
+}
+
+TEST(GemmEpilogue, TasksShareTheWorkEvenly) {
+  // Note [Cutting C for the threads]: the grid of tasks gives the threads
+  // even shares. The largest task times the rounds the threads take (the
+  // product's span) stays within a few percent of an even share of C
+  // (rounded up to whole register tiles): 1024^3 on 16 threads took 3 rounds
+  // of 48 x 512 blocks where 2.75 was even (9% over). Column blocks hold at
+  // most 512 columns; one thread gets one row range and as few column blocks.
+  const Shape shapes[] = {{1024, 1024, 1024}, {1024, 4096, 1024}, {1024, 1024, 4096},
+                          {2048, 384, 128},   {2048, 128, 512},   {300, 257, 512},
+                          {4096, 4096, 64}};
+  for (const Shape& s : shapes)
+    for (int threads : {2, 3, 4, 8, 16}) {
+      const GemmTasks t = gemm_tasks(s.m, s.n, s.k, false, threads);
+      const std::string what = std::to_string(s.m) + "x" + std::to_string(s.k) + " @ " +
+                               std::to_string(s.k) + "x" + std::to_string(s.n) + ", " +
+                               std::to_string(threads) + " threads";
+      ASSERT_EQ(t.slices, 1) << what;
+      EXPECT_LE(t.cols, 512) << what;
+      EXPECT_EQ(t.tasks, ((s.m + t.rows - 1) / t.rows) * ((s.n + t.cols - 1) / t.cols)) << what;
+      EXPECT_LE(t.tasks, 4 * std::max<int64_t>(threads, (s.n + 511) / 512)) << what;
+      const double span = double((t.tasks + threads - 1) / threads) * t.rows * t.cols;
+      // An even share, each side rounded up to 32 (a register tile's
+      // columns; rows are no coarser).
+      const double even = double(s.m) * s.n / threads;
+      EXPECT_LE(span, 1.10 * even + 64.0 * (s.m + s.n)) << what;
+    }
+  const GemmTasks one = gemm_tasks(1024, 1600, 1024, false, 1);
+  EXPECT_EQ(one.tasks, 4);
+  EXPECT_GE(one.rows, 1024);
+  EXPECT_EQ(gemm_tasks(1024, 1024, 1024, false, 16).tasks % 16, 0);
 }
 
 TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
@@ -377,7 +413,7 @@ TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
   // threads; the sliced ones are the next test's.)
   const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}, {61, 1600, 1030}};
   for (const Shape& s : shapes) {
-    ASSERT_EQ(gemm_depth_slices(s.m, s.n, s.k, false, 3), 1);
+    ASSERT_EQ(slices_of(s.m, s.n, s.k, false, 3), 1);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     std::vector<float> a(s.m * s.k), w(s.n * s.k);
@@ -428,7 +464,7 @@ TEST(GemmEpilogue, SlicedProductsAreDeterministicAndClose) {
       };
       const std::vector<float> one = run(1);
       for (int threads : {2, 3, 5}) {
-        EXPECT_GT(gemm_depth_slices(s.m, s.n, s.k, a_columns, threads), 1) << what;
+        EXPECT_GT(slices_of(s.m, s.n, s.k, a_columns, threads), 1) << what;
         const std::vector<float> c = run(threads);
         EXPECT_EQ(run(threads), c) << what << ", " << threads << " threads, run again";
         double worst = 0;

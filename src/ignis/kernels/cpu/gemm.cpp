@@ -323,17 +323,17 @@ T* thread_buffer(size_t n) {
   return buf.data();
 }
 
-// How a product is cut into tasks. C is cut into blocks of at most
-// kMC x kNC, and the depth into `slices` (Note [Products split over their
-// depth]); a task is one slice of one column block and a run of its row
-// blocks.
+// How a product is cut into tasks: C into a grid of row ranges (whole
+// strips of MR rows, any number of them) and column blocks (whole strips of
+// NR columns, at most kNC), and the depth into `slices` (Note [Products
+// split over their depth]); a task is one slice of one column block and one
+// row range.
 struct GemmPlan {
-  int64_t mcb = kMC, ncb = kNC;  // rows and columns of C per block
+  int64_t mcb = kMC, ncb = kNC;  // rows and columns of C per range and block
   int64_t mblocks = 0, nblocks = 0;
-  int64_t per_run = 0;  // row blocks per task
   int64_t slices = 1;   // depth slices
   int64_t slice_depth = 0;  // depths per slice (a multiple of the panel depth)
-  int64_t tasks = 0;    // slices x column blocks x runs of row blocks
+  int64_t tasks = 0;    // slices x column blocks x row ranges
   int threads = 1;
 };
 
@@ -370,13 +370,24 @@ bool depth_slices_enabled() {
   return on;
 }
 
-// Blocks for about two tasks per thread: the depth is sliced first when C
-// is small (above); then rows are cut, down to MR; when that still leaves
-// too few blocks (a [64, 1024] @ [1024, 256] product on 16 threads has 6
-// row blocks of MR), columns are cut too, down to NR. Then the blocks are
-// grouped into tasks, runs of row blocks of one column block (see below).
-// `depth` is the product's k (0 when nothing is multiplied), `panel` the
-// depth of its packed panels, `elem` the element size.
+// Note [Cutting C for the threads]
+// After the depth slices (above), C is cut into a grid of row ranges x
+// column blocks, each a whole number of register-tile strips, and each
+// (slice, range, block) is a task; tasks are dealt to the threads
+// dynamically. The grid is the one whose tasks finish soonest: rounds
+// (tasks over threads, rounded up) x the largest task's cost per depth,
+// counted in multiply-adds: rows x columns, plus what its operands cost to
+// bring in -- kPackA for each row of A the task packs (a transposing copy,
+// about 0.4 cycles an element, where a multiply-add takes 1/32 of a cycle
+// with AVX-512) and kPackB for each column of B (a plain copy, or a read of
+// the panel the threads packed together). A tie goes to more tasks. Before,
+// rows came in blocks of at most kMC (48) dealt as runs: 1024^3 on 16
+// threads made 22 x 2 blocks of 48 x 512 in runs of 3, so the longest
+// task held 144 x 512 (and two tasks 48 x 512), where the grid's 16 tasks
+// hold 132 x 512 (8% less; the last 108 x 512). One thread takes one row range and the
+// fewest column blocks (B packed once per column block).
+constexpr int64_t kPackA = 12, kPackB = 4;
+
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t elem,
                    int threads, int64_t MR, int64_t NR) {
   GemmPlan p;
@@ -392,34 +403,37 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t e
     p.slice_depth = ceil_div(ceil_div(depth, slices), panel) * panel;
     p.slices = ceil_div(depth, p.slice_depth);
   }
-  const int64_t want = ceil_div(2 * int64_t(threads), p.slices);
-  p.nblocks = ceil_div(n, p.ncb);
-  if (threads > 1) {
-    const int64_t rows = ceil_div(m, ceil_div(want, p.nblocks));
-    p.mcb = std::clamp<int64_t>(ceil_div(rows, MR) * MR, MR, kMC);
+  const int64_t ms = std::max<int64_t>(ceil_div(m, MR), 1);
+  const int64_t ns = std::max<int64_t>(ceil_div(n, NR), 1);
+  const int64_t widest = kNC / NR;  // strips per column block at most
+  const int64_t fewest_cols = ceil_div(ns, widest);
+  // Up to four tasks a thread (or a column block), where an even share needs them.
+  const int64_t most_tasks =
+      threads > 1 ? 4 * std::max(int64_t(threads), p.slices * fewest_cols) : fewest_cols;
+  int64_t best_cost = -1, best_tasks = 0;
+  // Each loop visits only the counts whose strips per range differ.
+  for (int64_t gn = fewest_cols; gn <= ns;) {
+    const int64_t cols = ceil_div(ns, gn), nblocks = ceil_div(ns, cols);
+    if (p.slices * nblocks > most_tasks) break;
+    for (int64_t gm = 1; gm <= ms;) {
+      const int64_t rows = ceil_div(ms, gm), mblocks = ceil_div(ms, rows);
+      const int64_t tasks = p.slices * nblocks * mblocks;
+      if (tasks > most_tasks) break;
+      const int64_t cost = ceil_div(tasks, threads) *
+                           (rows * MR * cols * NR + kPackA * rows * MR + kPackB * cols * NR);
+      const bool better = best_cost < 0 || cost < best_cost ||
+                          (cost == best_cost && tasks > best_tasks);
+      if (better) {
+        best_cost = cost, best_tasks = tasks;
+        p.mcb = rows * MR, p.ncb = cols * NR, p.mblocks = mblocks, p.nblocks = nblocks;
+      }
+      if (rows == 1) break;
+      gm = ceil_div(ms, rows - 1);
+    }
+    if (cols == 1) break;
+    gn = ceil_div(ns, cols - 1);
   }
-  p.mblocks = ceil_div(m, p.mcb);
-  if (threads > 1 && p.mblocks * p.nblocks < want) {
-    const int64_t cols = ceil_div(n, ceil_div(want, p.mblocks));
-    p.ncb = std::clamp<int64_t>(ceil_div(cols, NR) * NR, NR, kNC);
-    p.nblocks = ceil_div(n, p.ncb);
-  }
-  // Row blocks per task: the run whose tasks, dealt to the threads in
-  // rounds, finish soonest (blocks per task x rounds), the longest on a tie
-  // (a thread's run of row blocks reuses its column block's B panel from L2;
-  // on one thread that is one task per column block, B packed once). The
-  // MLP's [1024, 1024] @ [1024, 4096] on 16 threads had 11 x 4 blocks (rows
-  // in 96s, columns in 1024s): runs of 2 made 24 tasks and a second round half
-  // idle (4 block-times where 2.75 is the ideal); runs of 3 made 16 (3).
-  // With column blocks of 512 it has 22 x 8 blocks of 48 rows: runs of 11,
-  // 16 tasks in one round (11, the ideal).
-  int64_t best_span = 0;
-  for (int64_t run = 1; run <= p.mblocks; ++run) {
-    const int64_t span =
-        ceil_div(p.slices * p.nblocks * ceil_div(p.mblocks, run), threads) * run;
-    if (p.per_run == 0 || span <= best_span) p.per_run = run, best_span = span;
-  }
-  p.tasks = p.slices * p.nblocks * ceil_div(p.mblocks, p.per_run);
+  p.tasks = p.slices * p.nblocks * p.mblocks;
   p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
   return p;
 }
@@ -493,7 +507,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   const GemmPlan plan =
       plan_gemm(m, n, multiply ? k : 0, kcb, int64_t(sizeof(T)), by_work, MR, NR);
   const int64_t mcb = plan.mcb, ncb = plan.ncb, nblocks = plan.nblocks;
-  const int64_t per_run = plan.per_run, tasks = plan.tasks;
+  const int64_t tasks = plan.tasks;
   const int64_t slices = plan.slices, slice_depth = plan.slice_depth;
   const int64_t tasks_per_slice = tasks / slices;
   const bool par = plan.threads > 1;
@@ -506,11 +520,11 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // above: rows 2 KiB apart would evict one another, and are packed).
   const int64_t b_line_stride = (b.rs * int64_t(sizeof(T)) / 64) % 64;
   const bool b_in_place = b.cs == 1 && n % NR == 0 &&
-                          (std::min(m, per_run * mcb) <= 2 * MR || m <= kFewRows) &&
+                          (std::min(m, mcb) <= 2 * MR || m <= kFewRows) &&
                           std::gcd<int64_t>(b_line_stride, 64) <= 16;
   // B packed once: panel p0 holds all strips of NR columns, strip t at
   // t * kc * NR within it, as a task's own buffer holds its column block's.
-  const bool shared_b = multiply && par && !b_in_place && ceil_div(plan.mblocks, per_run) > 1 &&
+  const bool shared_b = multiply && par && !b_in_place && plan.mblocks > 1 &&
                         k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A packed once, by all threads together before any task runs, when
@@ -538,29 +552,18 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
     const int64_t slice = task / tasks_per_slice;
     task %= tasks_per_slice;
     const int64_t j0 = (task % nblocks) * ncb, nc = std::min(ncb, n - j0);
-    const int64_t rb0 = (task / nblocks) * per_run, rb1 = std::min(rb0 + per_run, plan.mblocks);
-    auto rows_of = [&](int64_t rb, int64_t* i0, int64_t* mc) {
-      *i0 = rb * mcb;
-      *mc = std::min(mcb, m - *i0);
-    };
-    int64_t i0, mc;
+    // The task's rows [r0, r1), worked through kMC at a time (the packed
+    // A buffer's rows; whole strips, as r0 is).
+    const int64_t r0 = (task / nblocks) * mcb, r1 = std::min(r0 + mcb, m);
     // Slice 0 is C's own sum (scaled by beta); the others start at zero.
     T* const out = slice == 0 ? c : slice_sums + (slice - 1) * m * n;
     const int64_t ldo = slice == 0 ? ldc : n;
     const bool first_overwrites = slice == 0 ? overwrite : true;
     if (!first_overwrites) {
-      for (int64_t rb = rb0; rb < rb1; ++rb) {
-        rows_of(rb, &i0, &mc);
-        scale_rows(c + i0 * ldc + j0, mc, nc, ldc, beta);
-      }
+      scale_rows(c + r0 * ldc + j0, r1 - r0, nc, ldc, beta);
     }
     if (!multiply) {
-      if (ep) {
-        for (int64_t rb = rb0; rb < rb1; ++rb) {
-          rows_of(rb, &i0, &mc);
-          ep(ctx, i0, i0 + mc, j0, j0 + nc);
-        }
-      }
+      if (ep) ep(ctx, r0, r1, j0, j0 + nc);
       return;
     }
     T* apack = shared_a ? nullptr : thread_buffer<T, 0>(static_cast<size_t>(kMC * kKC));
@@ -581,8 +584,8 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
         pack_b_strips(bj, p0, kc, nc, 0, ceil_div(nc, NR), bpack);
         panel = bpack;
       }
-      for (int64_t rb = rb0; rb < rb1; ++rb) {
-        rows_of(rb, &i0, &mc);
+      for (int64_t i0 = r0; i0 < r1; i0 += kMC) {
+        const int64_t mc = std::min(kMC, r1 - i0);
         // This row block's packed strips, kc * MR apart.
         const T* ablock = apack;
         if (shared_a) {
@@ -869,10 +872,10 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T al
 
 bool gemm_uses_blas() { return use_blas(); }
 
-int64_t gemm_depth_slices(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
-  return plan_gemm(m, n, k, panel_depth(a_columns), int64_t(sizeof(float)), threads,
-                   Tile<float>::MR, Tile<float>::NR)
-      .slices;
+GemmTasks gemm_tasks(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
+  const GemmPlan p = plan_gemm(m, n, k, panel_depth(a_columns), int64_t(sizeof(float)), threads,
+                               Tile<float>::MR, Tile<float>::NR);
+  return {p.slices, p.mcb, p.ncb, p.tasks};
 }
 
 std::string gemm_choice() {

@@ -43,11 +43,16 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a
 // CPUs newer than it knows, 4x slower than the built-in GEMM).
 std::string gemm_choice();
 
-// How many depth slices the built-in GEMM cuts a float32 product of C [m, n]
-// and depth k into on `threads` threads (Note [Products split over their
-// depth] in gemm.cpp; 1: none); `a_columns` when A is column-major (a
+// How the built-in GEMM cuts a float32 product of C [m, n] and depth k
+// into tasks on `threads` threads (Note [Cutting C for the threads] and Note
+// [Products split over their depth] in gemm.cpp): depth slices (1: none),
+// rows per row range, columns per column block, and the tasks
+// (slices x ranges x blocks); `a_columns` when A is column-major (a
 // transposed operand, as X^T in a weight gradient). For tests.
-int64_t gemm_depth_slices(int64_t m, int64_t n, int64_t k, bool a_columns, int threads);
+struct GemmTasks {
+  int64_t slices, rows, cols, tasks;
+};
+GemmTasks gemm_tasks(int64_t m, int64_t n, int64_t k, bool a_columns, int threads);
 
 // True when float32/float64 products use BLAS: the build has OpenBLAS and
 // the environment does not set IGNIS_GEMM=builtin (which selects the
