@@ -402,6 +402,55 @@ def test_a_channels_last_cnn_trains_like_a_contiguous_one_eager_and_compiled(opt
         np.testing.assert_allclose(run(cl, comp), want, rtol=2e-5, atol=2e-6)
 
 
+def _conv_layouts(lib, x_cl, w_cl, kind):
+    cl = lib.channels_last_3d if kind == "3d" else lib.channels_last
+    shape = (2, 3, 4, 6, 6) if kind == "3d" else (2, 3, 6, 6)
+    wshape = {"3d": (4, 3, 2, 2, 2), "transposed": (3, 4, 3, 3), "grouped": (3, 1, 3, 3)}.get(kind, (4, 3, 3, 3))
+    x = lib.randn(*shape)
+    w = lib.randn(*wshape)
+    x = (x.to(memory_format=cl) if x_cl else x).requires_grad_()
+    w = (w.to(memory_format=cl) if w_cl else w).requires_grad_()
+    F = lib.nn.functional
+    y = {"3d": lambda: F.conv3d(x, w), "transposed": lambda: F.conv_transpose2d(x, w),
+         "grouped": lambda: F.conv2d(x, w, groups=3)}.get(kind, lambda: F.conv2d(x, w, padding=1))()
+    g = y.detach() * 0 + 1
+    y.backward(g.contiguous())
+    return (y.is_contiguous(), y.is_contiguous(memory_format=cl), x.grad.stride(), w.grad.stride())
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["2d", "3d", "transposed", "grouped"])
+def test_convolution_outputs_are_laid_out_as_torchs(kind):
+    # torch lays a convolution's output out channels-last when its input or
+    # its weight is; a channels-last model stays channels-last layer to layer.
+    for x_cl in (False, True):
+        for w_cl in (False, True):
+            assert _conv_layouts(ignis, x_cl, w_cl, kind) == _conv_layouts(torch, x_cl, w_cl, kind), \
+                (kind, x_cl, w_cl)
+
+
+def _cl_block(x, w1, w2):
+    F = ignis.nn.functional
+    return F.conv2d(F.conv2d(x, w1, padding=1).relu(), w2)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compiled_convolutions_keep_eagers_layouts_and_gradients(backend):
+    ignis._dynamo.reset()
+    x = ignis.randn(2, 3, 8, 8).to(memory_format=ignis.channels_last)
+    w1, w2 = ignis.randn(4, 3, 3, 3), ignis.randn(5, 4, 1, 1)
+    outs = []
+    for fn in (_cl_block, ignis.compile(_cl_block, backend=backend)):
+        a, b = w1.clone().requires_grad_(), w2.clone().requires_grad_()
+        y = fn(x, a, b)
+        y.sum().backward()
+        outs.append((y, a.grad, b.grad))
+    (ye, ae, be), (yc, ac, bc) = outs
+    assert ye.is_contiguous(memory_format=ignis.channels_last) and ye.stride() == yc.stride()
+    for e, c in zip((ye, ae, be), (yc, ac, bc)):
+        np.testing.assert_allclose(c.detach().numpy(), e.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
 @needs_torch
 def test_convert_conv_weight_memory_format_matches_torch():
     for lib in (ignis, torch):

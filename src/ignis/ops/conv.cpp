@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ignis/autograd/formula.h"
+#include "ignis/core/memory_format.h"
 #include "ignis/kernels/cpu/conv.h"
 #include "ignis/kernels/cuda/conv.h"
 #include "ignis/ops/families.h"
@@ -139,6 +140,36 @@ void check_dtype(const Tensor& t, bool transposed, const char* op) {
                     scalar_type_name(t.dtype()), "'");
 }
 
+// The layout of a convolution's output, as torch's CPU and cuDNN paths pick
+// it: channels-last (NHWC strides; NDHWC for 3-D) when the input or the
+// weight is laid out so, else contiguous. A channels-last model keeps its
+// activations channels-last from layer to layer, as under torch. (The
+// kernels themselves work on contiguous copies and the result is laid out
+// on the way back: the layout is for parity, not yet for speed.)
+MemoryFormat conv_format(const Tensor& in, const Tensor& w) {
+  const MemoryFormat cl = in.dim() == 4   ? MemoryFormat::ChannelsLast
+                          : in.dim() == 5 ? MemoryFormat::ChannelsLast3d
+                                          : MemoryFormat::Contiguous;
+  if (cl == MemoryFormat::Contiguous || w.dim() != in.dim()) return MemoryFormat::Contiguous;
+  return suggest_memory_format(in.sizes(), in.strides()) == cl ||
+                 suggest_memory_format(w.sizes(), w.strides()) == cl
+             ? cl
+             : MemoryFormat::Contiguous;
+}
+
+Tensor& alloc_in_format(OpCall& c, const DimVector& sizes, ScalarType dt, MemoryFormat f) {
+  if (f == MemoryFormat::Contiguous) return c.alloc(sizes, dt);
+  return c.alloc_strided(sizes, strides_in_format(sizes, f), dt);
+}
+
+// Where a kernel (which writes contiguous memory) puts its result for `out`:
+// out itself when it is contiguous and of dtype `dt`, else a contiguous
+// scratch that finish() copies into out's layout.
+Tensor contiguous_scratch_for(const Tensor& out, ScalarType dt) {
+  if (!out.defined() || (out.dtype() == dt && out.is_contiguous())) return out;
+  return empty_tensor(out.sizes(), dt, out.device());
+}
+
 // convolution(input, weight, bias, stride, padding, dilation, transposed,
 // output_padding, groups)
 void convolution_meta(OpCall& c) {
@@ -151,15 +182,15 @@ void convolution_meta(OpCall& c) {
   if (b.defined())
     IGNIS_CHECK(b.dtype() == in.dtype(), "Input type (", scalar_type_name(in.dtype()),
                 ") and bias type (", scalar_type_name(b.dtype()), ") should be the same");
-  c.alloc(conv_output_size(in, w, b.defined() ? b.numel() : -1,
-                           b.defined() ? b.sizes() : DimVector{}, p),
-          in.dtype());
+  alloc_in_format(c, conv_output_size(in, w, b.defined() ? b.numel() : -1,
+                                     b.defined() ? b.sizes() : DimVector{}, p),
+                  in.dtype(), conv_format(in, w));
 }
 void convolution_impl(OpCall& c) {
   const Tensor& out = c.outputs[0];
   const ScalarType dt = compute_dtype(out.dtype());
   const cpu::ConvParams p = conv_params(c.args, 3, c.tensor(1).dim() - 2);
-  Tensor res = scratch_for(out, dt);
+  Tensor res = contiguous_scratch_for(out, dt);
   auto kernel = c.device.is_cuda() ? cuda::convolution_into : cpu::convolution_into;
   kernel(res, dense(c.tensor(0), dt), dense(c.tensor(1), dt), dense(c.opt_tensor(2), dt), p);
   finish(out, res);
@@ -188,9 +219,13 @@ void convolution_backward_meta(OpCall& c) {
               " does not match the convolution's output size ", shape_str(out));
   IGNIS_CHECK(g.dtype() == in.dtype(), "convolution_backward: grad_output of type ",
               scalar_type_name(g.dtype()), " for input of type ", scalar_type_name(in.dtype()));
-  if (mask[0]) c.alloc(in.sizes(), in.dtype());
+  // The input's and the weight's gradients are laid out as the forward's
+  // output was (torch's rule; a leaf's .grad then follows its parameter's
+  // layout, AccumulateGrad's contract).
+  const MemoryFormat f = conv_format(in, w);
+  if (mask[0]) alloc_in_format(c, in.sizes(), in.dtype(), f);
   else c.outputs.emplace_back();
-  if (mask[1]) c.alloc(w.sizes(), w.dtype());
+  if (mask[1]) alloc_in_format(c, w.sizes(), w.dtype(), f);
   else c.outputs.emplace_back();
   if (mask[2]) c.alloc(DimVector{out[1]}, in.dtype());
   else c.outputs.emplace_back();
@@ -198,8 +233,8 @@ void convolution_backward_meta(OpCall& c) {
 void convolution_backward_impl(OpCall& c) {
   const ScalarType dt = compute_dtype(c.tensor(1).dtype());
   const cpu::ConvParams p = conv_params(c.args, 4, c.tensor(2).dim() - 2);
-  Tensor gi = scratch_for(c.outputs[0], dt), gw = scratch_for(c.outputs[1], dt),
-         gb = scratch_for(c.outputs[2], dt);
+  Tensor gi = contiguous_scratch_for(c.outputs[0], dt),
+         gw = contiguous_scratch_for(c.outputs[1], dt), gb = scratch_for(c.outputs[2], dt);
   auto kernel =
       c.device.is_cuda() ? cuda::convolution_backward_into : cpu::convolution_backward_into;
   kernel(gi, gw, gb, dense(c.tensor(0), dt), dense(c.tensor(1), dt), dense(c.tensor(2), dt), p);
