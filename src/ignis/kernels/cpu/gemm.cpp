@@ -380,13 +380,20 @@ bool depth_slices_enabled() {
 // bring in -- kPackA for each row of A the task packs (a transposing copy,
 // about 0.4 cycles an element, where a multiply-add takes 1/32 of a cycle
 // with AVX-512) and kPackB for each column of B (a plain copy, or a read of
-// the panel the threads packed together). A tie goes to more tasks. Before,
-// rows came in blocks of at most kMC (48) dealt as runs: 1024^3 on 16
-// threads made 22 x 2 blocks of 48 x 512 in runs of 3, so the longest
-// task held 144 x 512 (and two tasks 48 x 512), where the grid's 16 tasks
-// hold 132 x 512 (8% less; the last 108 x 512). One thread takes one row range and the
+// the panel the threads packed together). A tie goes to more tasks, and a
+// grid of two tasks a thread or more is taken when it costs at most
+// kSlackPercent of the cheapest: with one task a thread, a thread that
+// shares its core with another process (a data loader, a compile) holds
+// up the whole product, where with two or more the others take over its
+// share (1024^3 on 16 threads: 32 tasks of 132 x 256 cost 2% more than 16
+// of 132 x 512 when every core is free). Before, rows came in blocks of
+// at most kMC (48) dealt as runs: 1024^3 on 16 threads made 22 x 2 blocks
+// of 48 x 512 in runs of 3, 16 tasks of which the longest held 144 x 512
+// (two held 48 x 512), 9% over an even share; the grid's cheapest is 3%
+// over (the last range is short). One thread takes one row range and the
 // fewest column blocks (B packed once per column block).
 constexpr int64_t kPackA = 12, kPackB = 4;
+constexpr int64_t kSlackPercent = 105;
 
 GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t elem,
                    int threads, int64_t MR, int64_t NR) {
@@ -410,7 +417,13 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t e
   // Up to four tasks a thread (or a column block), where an even share needs them.
   const int64_t most_tasks =
       threads > 1 ? 4 * std::max(int64_t(threads), p.slices * fewest_cols) : fewest_cols;
-  int64_t best_cost = -1, best_tasks = 0;
+  // The cheapest grid, and the cheapest of two tasks a thread or more.
+  struct Grid {
+    int64_t cost = -1, tasks = 0, rows = 0, cols = 0, mblocks = 0, nblocks = 0;
+    void offer(const Grid& g) {
+      if (cost < 0 || g.cost < cost || (g.cost == cost && g.tasks > tasks)) *this = g;
+    }
+  } best, slack;
   // Each loop visits only the counts whose strips per range differ.
   for (int64_t gn = fewest_cols; gn <= ns;) {
     const int64_t cols = ceil_div(ns, gn), nblocks = ceil_div(ns, cols);
@@ -421,18 +434,17 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t e
       if (tasks > most_tasks) break;
       const int64_t cost = ceil_div(tasks, threads) *
                            (rows * MR * cols * NR + kPackA * rows * MR + kPackB * cols * NR);
-      const bool better = best_cost < 0 || cost < best_cost ||
-                          (cost == best_cost && tasks > best_tasks);
-      if (better) {
-        best_cost = cost, best_tasks = tasks;
-        p.mcb = rows * MR, p.ncb = cols * NR, p.mblocks = mblocks, p.nblocks = nblocks;
-      }
+      const Grid g{cost, tasks, rows, cols, mblocks, nblocks};
+      best.offer(g);
+      if (threads > 1 && tasks >= 2 * int64_t(threads)) slack.offer(g);
       if (rows == 1) break;
       gm = ceil_div(ms, rows - 1);
     }
     if (cols == 1) break;
     gn = ceil_div(ns, cols - 1);
   }
+  const Grid& pick = slack.cost >= 0 && slack.cost * 100 <= best.cost * kSlackPercent ? slack : best;
+  p.mcb = pick.rows * MR, p.ncb = pick.cols * NR, p.mblocks = pick.mblocks, p.nblocks = pick.nblocks;
   p.tasks = p.slices * p.nblocks * p.mblocks;
   p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
   return p;
