@@ -397,6 +397,14 @@ TEST(GemmEpilogue, TasksShareTheWorkEvenly) {
       const double even = double(s.m) * s.n / threads;
       EXPECT_LE(span, 1.10 * even + 64.0 * (s.m + s.n)) << what;
     }
+  // Note [Packing once for all tasks]: B is packed once only where the
+  // copies saved outweigh a barrier -- the MLP-sized products, not the GPT
+  // block's small ones nor a short product.
+  EXPECT_TRUE(gemm_tasks(1024, 1024, 1024, false, 16).shares_b);
+  EXPECT_TRUE(gemm_tasks(1024, 1024, 4096, false, 16).shares_b);
+  EXPECT_FALSE(gemm_tasks(1024, 192, 64, false, 16).shares_b);
+  EXPECT_FALSE(gemm_tasks(256, 64, 1024, false, 16).shares_b);
+  EXPECT_FALSE(gemm_tasks(1024, 1024, 1024, false, 1).shares_b);
   const GemmTasks one = gemm_tasks(1024, 1600, 1024, false, 1);
   EXPECT_EQ(one.tasks, 4);
   EXPECT_GE(one.rows, 1024);
@@ -411,7 +419,11 @@ TEST(GemmEpilogue, BuiltinResultDoesNotDependOnThreads) {
   // block transposes; at 1600 columns (4 blocks) 2 and 3 threads pack A
   // once for all tasks. (None of these is sliced over its depth at 3
   // threads; the sliced ones are the next test's.)
-  const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}, {61, 1600, 1030}};
+  const Shape shapes[] = {{300, 257, 1024}, {97, 300, 513}, {1000, 70, 64}, {61, 1600, 1030},
+                          {1024, 1024, 1024}};
+  // The last packs B once for all tasks at 2 and 3 threads.
+  ASSERT_TRUE(gemm_tasks(1024, 1024, 1024, false, 2).shares_b);
+  ASSERT_TRUE(gemm_tasks(1024, 1024, 1024, false, 3).shares_b);
   for (const Shape& s : shapes) {
     ASSERT_EQ(slices_of(s.m, s.n, s.k, false, 3), 1);
     std::mt19937 rng(3);

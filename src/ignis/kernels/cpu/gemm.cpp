@@ -463,18 +463,36 @@ constexpr int64_t panel_depth(bool a_columns_in_place) {
 // (into an L2-sized per-thread buffer) costs little beside the multiply.
 constexpr int64_t kSharedPackBytes = int64_t(32) << 20;
 
+// Note [Packing once for all tasks]
+// An operand packed once, by all threads before the tasks, saves the copies
+// the tasks would each make of it (B once per row range, A once per column
+// block), at the price of a barrier: every thread waits for the slowest
+// packer before its first task. On the GPU machines' 16-core hosts (virtual
+// CPUs) that wait cost more than the copies it saved in small products:
+// with B packed by each task, [256, 1024] @ [1024, 64] ran at 809 and 695
+// GFLOP/s against 510 and 419 packed once, and the GPT block's 1024 x 64
+// products 1.2-1.6x as fast (bench/gemm.py's variants, two runs on an H100
+// machine's host, 16 threads). So an operand is packed once only when the
+// copies it saves come to more than kBarrierMadds multiply-adds a thread
+// (kPackA / kPackB an element, as plan_gemm counts them).
+constexpr int64_t kBarrierMadds = int64_t(1) << 20;
+bool pack_once_pays(int64_t copies, int64_t elements, int64_t weight, int threads) {
+  return copies > 1 && (copies - 1) * elements * weight > kBarrierMadds * threads;
+}
+
 // c[m, n] (row stride ldc) = beta * c + alpha * a @ b; alpha == 0 reads
 // neither a nor b. The work is split into independent tasks (GemmPlan)
 // handed out dynamically, each scaling its part of C by beta: no barriers
 // between tasks, so a thread that loses its core to another process only
 // delays its own tasks. B's depth panels are packed either by each task for
-// its own column block (one task per column block, or B too large), or
-// once, by all threads together, before any task runs: when several tasks
-// share a column block, packing per task would repeat it (a [256, 1024] @
-// [1024, 64] product on 16 threads packed all of B in each of 22 tasks and
-// ran at 68 GFLOP/s). A is packed by each task for its row blocks, or once,
-// up front as B, when the column blocks outnumber the threads (each row
-// block would be packed again for every column block). When `ep` is set it
+// its own column block, or once, by all threads together, before any task
+// runs, when several tasks share a column block and the copies saved pay
+// for the barrier (Note [Packing once for all tasks]; with blocks of 12
+// rows, a [256, 1024] @ [1024, 64] product on 16 threads once packed all of
+// B in each of 22 tasks and ran at 68 GFLOP/s). A is packed by each task for
+// its rows, or once, up front as B, when the column blocks outnumber the
+// threads (each row would be packed again for every column block) and that
+// pays too. When `ep` is set it
 // runs on each tile right after the tile's last depth panel, while the tile
 // is still in L2.
 // `parallel` allows threads; callers already running one product per
@@ -536,7 +554,8 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
                           std::gcd<int64_t>(b_line_stride, 64) <= 16;
   // B packed once: panel p0 holds all strips of NR columns, strip t at
   // t * kc * NR within it, as a task's own buffer holds its column block's.
-  const bool shared_b = multiply && par && !b_in_place && plan.mblocks > 1 &&
+  const bool shared_b = multiply && par && !b_in_place &&
+                        pack_once_pays(plan.mblocks, k * n, kPackB, plan.threads) &&
                         k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A packed once, by all threads together before any task runs, when
@@ -550,6 +569,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // within it; row blocks start on a strip (mcb is a multiple of MR).
   const int64_t mstrips = ceil_div(m, MR);
   const bool shared_a = multiply && !a_in_place && !a_cols_in_place && nblocks > plan.threads &&
+                        pack_once_pays(nblocks, k * m, kPackA, plan.threads) &&
                         k * mstrips * MR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* ashared = shared_a ? thread_buffer<T, 3>(static_cast<size_t>(k * mstrips * MR)) : nullptr;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
@@ -887,7 +907,8 @@ bool gemm_uses_blas() { return use_blas(); }
 GemmTasks gemm_tasks(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
   const GemmPlan p = plan_gemm(m, n, k, panel_depth(a_columns), int64_t(sizeof(float)), threads,
                                Tile<float>::MR, Tile<float>::NR);
-  return {p.slices, p.mcb, p.ncb, p.tasks};
+  return {p.slices, p.mcb, p.ncb, p.tasks,
+          p.threads > 1 && pack_once_pays(p.mblocks, k * n, kPackB, p.threads)};
 }
 
 std::string gemm_choice() {

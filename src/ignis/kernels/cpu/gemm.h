@@ -47,10 +47,12 @@ std::string gemm_choice();
 // into tasks on `threads` threads (Note [Cutting C for the threads] and Note
 // [Products split over their depth] in gemm.cpp): depth slices (1: none),
 // rows per row range, columns per column block, and the tasks
-// (slices x ranges x blocks); `a_columns` when A is column-major (a
+// (slices x ranges x blocks), and whether a packed B is packed once for all
+// of them (Note [Packing once for all tasks]); `a_columns` when A is column-major (a
 // transposed operand, as X^T in a weight gradient). For tests.
 struct GemmTasks {
   int64_t slices, rows, cols, tasks;
+  bool shares_b;  // a packed B is packed once for all tasks (not per task)
 };
 GemmTasks gemm_tasks(int64_t m, int64_t n, int64_t k, bool a_columns, int threads);
 
