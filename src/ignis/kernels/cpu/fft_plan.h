@@ -1,0 +1,510 @@
+// The 1-D transforms behind kernels/cpu/fft.cpp: plans of complex and real
+// FFTs of one length, which transform one line at a time (parts of float or
+// double) or one line per lane of a GCC vector. Note [FFT kernels] in fft.cpp
+// says how; fft.cpp caches the plans (plan_cache()).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <numbers>
+#include <utility>
+#include <vector>
+
+namespace ignis::cpu::fft {
+
+// ---- complex arithmetic over scalars and vectors ---------------------------------------------
+
+// A complex value with parts V: a float or double (one line), or a GCC vector
+// of them (one line per lane). The parts are kept apart, so that a butterfly
+// over vectors is plain vector arithmetic, with no shuffles.
+template <typename V>
+struct Cx {
+  V r, i;
+};
+
+template <typename V>
+inline Cx<V> operator+(const Cx<V>& a, const Cx<V>& b) {
+  return {a.r + b.r, a.i + b.i};
+}
+template <typename V>
+inline Cx<V> operator-(const Cx<V>& a, const Cx<V>& b) {
+  return {a.r - b.r, a.i - b.i};
+}
+
+// a times w (fwd) or times conj(w) (backward). Tables hold the forward roots
+// exp(-2 pi i k/n); the backward transform uses their conjugates, so that one
+// plan serves both directions.
+template <bool fwd, typename V, typename T>
+inline Cx<V> mul(const Cx<V>& a, const Cx<T>& w) {
+  if constexpr (fwd) return {a.r * w.r - a.i * w.i, a.r * w.i + a.i * w.r};
+  else return {a.r * w.r + a.i * w.i, a.i * w.r - a.r * w.i};
+}
+
+// a times -i (fwd) or +i (backward): the root of order 4, exactly.
+template <bool fwd, typename V>
+inline Cx<V> quarter(const Cx<V>& a) {
+  if constexpr (fwd) return {a.i, -a.r};
+  else return {-a.i, a.r};
+}
+
+// a times the root of order 8, (1 - i)/sqrt 2 (fwd) or (1 + i)/sqrt 2.
+template <bool fwd, typename V, typename T>
+inline Cx<V> eighth(const Cx<V>& a) {
+  const T h = T(std::numbers::sqrt2 / 2);
+  if constexpr (fwd) return {(a.r + a.i) * h, (a.i - a.r) * h};
+  else return {(a.r - a.i) * h, (a.i + a.r) * h};
+}
+
+// exp(-2 pi i k/n), to about an ulp: the angle is first reduced to at most
+// pi/4 by the symmetries of sine and cosine, in integers (computed directly, an
+// angle near 2 pi carries an error 8 times an ulp of pi/4, which a double
+// transform of a large n would show).
+inline std::complex<double> unit_root(int64_t k, int64_t n) {
+  k %= n;
+  if (k < 0) k += n;
+  const int64_t full = 8 * n;  // the angle is 2 pi a / full
+  int64_t a = 8 * k;
+  bool neg_sin = false, neg_cos = false, swap = false;
+  if (a > full / 2) a = full - a, neg_sin = true;  // 2 pi - t
+  if (a > full / 4) a = full / 2 - a, neg_cos = true;  // pi - t
+  if (a > full / 8) a = full / 4 - a, swap = true;  // pi/2 - t
+  const double t = 2.0 * std::numbers::pi * double(a) / double(full);
+  double c = std::cos(t), s = std::sin(t);
+  if (swap) std::swap(c, s);
+  if (neg_cos) c = -c;
+  if (neg_sin) s = -s;
+  return {c, -s};
+}
+
+// ---- butterflies -----------------------------------------------------------------------------
+// A radix-r butterfly reads r values x[j * xs] and writes their r-point DFT,
+// y[m * ys] = w_m * sum_j x_j exp(-+2 pi i jm/r), where w_m = w[(m - 1) * ws]
+// when `twiddled` (the pass's twiddles; w_0 = 1) and 1 otherwise.
+
+template <bool fwd, bool twiddled, typename V, typename T>
+inline void put(Cx<V>* y, const Cx<V>& v, const Cx<T>* w, int64_t m, int64_t ws) {
+  if constexpr (twiddled) *y = mul<fwd>(v, w[(m - 1) * ws]);
+  else *y = v;
+}
+
+template <bool fwd, bool twiddled, typename V, typename T>
+inline void butterfly2(const Cx<V>* x, int64_t xs, Cx<V>* y, int64_t ys, const Cx<T>* w,
+                       int64_t ws) {
+  const Cx<V> a = x[0], b = x[xs];
+  y[0] = a + b;
+  put<fwd, twiddled>(y + ys, a - b, w, 1, ws);
+}
+
+// The 4-point DFT of a, b, c, d.
+template <bool fwd, typename V>
+inline void dft4(Cx<V>& a, Cx<V>& b, Cx<V>& c, Cx<V>& d) {
+  const Cx<V> s02 = a + c, d02 = a - c, s13 = b + d, d13 = quarter<fwd>(b - d);
+  a = s02 + s13;
+  b = d02 + d13;
+  c = s02 - s13;
+  d = d02 - d13;
+}
+
+template <bool fwd, bool twiddled, typename V, typename T>
+inline void butterfly4(const Cx<V>* x, int64_t xs, Cx<V>* y, int64_t ys, const Cx<T>* w,
+                       int64_t ws) {
+  Cx<V> a = x[0], b = x[xs], c = x[2 * xs], d = x[3 * xs];
+  dft4<fwd>(a, b, c, d);
+  y[0] = a;
+  put<fwd, twiddled>(y + ys, b, w, 1, ws);
+  put<fwd, twiddled>(y + 2 * ys, c, w, 2, ws);
+  put<fwd, twiddled>(y + 3 * ys, d, w, 3, ws);
+}
+
+// Two 4-point DFTs (even and odd inputs), joined by the roots of order 8.
+template <bool fwd, bool twiddled, typename V, typename T>
+inline void butterfly8(const Cx<V>* x, int64_t xs, Cx<V>* y, int64_t ys, const Cx<T>* w,
+                       int64_t ws) {
+  Cx<V> a0 = x[0], a1 = x[2 * xs], a2 = x[4 * xs], a3 = x[6 * xs];
+  Cx<V> b0 = x[xs], b1 = x[3 * xs], b2 = x[5 * xs], b3 = x[7 * xs];
+  dft4<fwd>(a0, a1, a2, a3);
+  dft4<fwd>(b0, b1, b2, b3);
+  b1 = eighth<fwd, V, T>(b1);
+  b2 = quarter<fwd>(b2);
+  b3 = quarter<fwd>(eighth<fwd, V, T>(b3));
+  y[0] = a0 + b0;
+  put<fwd, twiddled>(y + ys, a1 + b1, w, 1, ws);
+  put<fwd, twiddled>(y + 2 * ys, a2 + b2, w, 2, ws);
+  put<fwd, twiddled>(y + 3 * ys, a3 + b3, w, 3, ws);
+  put<fwd, twiddled>(y + 4 * ys, a0 - b0, w, 4, ws);
+  put<fwd, twiddled>(y + 5 * ys, a1 - b1, w, 5, ws);
+  put<fwd, twiddled>(y + 6 * ys, a2 - b2, w, 6, ws);
+  put<fwd, twiddled>(y + 7 * ys, a3 - b3, w, 7, ws);
+}
+
+// The largest odd radix a plan does directly (a larger prime factor takes
+// Bluestein's algorithm): it sizes the butterfly's temporaries.
+constexpr int kMaxOddRadix = 127;
+
+// An odd prime radix p: its inputs paired (x_j, x_{p-j}), with s_j their sum
+// and d_j their difference, y_m = x_0 + sum_j cos(2 pi jm/p) s_j -+ i sum_j
+// sin(2 pi jm/p) d_j and y_{p-m} the same with the second sum's sign flipped,
+// half the products of a plain DFT. cs[r] = cos(2 pi r/p), sn[r] = sin(2 pi r/p).
+// P > 0: p = P known at compile time (3, 5, 7, 11, 13), the loops unrolled and
+// the temporaries in registers; P = 0: any p up to kMaxOddRadix.
+template <bool fwd, bool twiddled, int P, typename V, typename T>
+inline void butterfly_odd(const Cx<V>* x, int64_t xs, Cx<V>* y, int64_t ys, const Cx<T>* w,
+                          int64_t ws, int p_runtime, const T* cs, const T* sn) {
+  constexpr int kSize = P > 0 ? (P - 1) / 2 : (kMaxOddRadix - 1) / 2;
+  const int p = P > 0 ? P : p_runtime, h = (p - 1) / 2;
+  Cx<V> s[kSize], d[kSize];
+  const Cx<V> x0 = x[0];
+  Cx<V> y0 = x0;
+  for (int j = 1; j <= h; ++j) {
+    const Cx<V> a = x[j * xs], b = x[(p - j) * xs];
+    s[j - 1] = a + b;
+    d[j - 1] = a - b;
+    y0 = y0 + s[j - 1];
+  }
+  y[0] = y0;
+  for (int m = 1; m <= h; ++m) {
+    Cx<V> a = x0;
+    V br{}, bi{};
+    int r = 0;  // j * m mod p
+    for (int j = 1; j <= h; ++j) {
+      r += m;
+      if (r >= p) r -= p;
+      a.r += cs[r] * s[j - 1].r;
+      a.i += cs[r] * s[j - 1].i;
+      br += sn[r] * d[j - 1].r;
+      bi += sn[r] * d[j - 1].i;
+    }
+    // fwd: y_m = a - i b, y_{p-m} = a + i b; backward the other way round.
+    const Cx<V> minus{a.r + bi, a.i - br}, plus{a.r - bi, a.i + br};
+    put<fwd, twiddled>(y + m * ys, fwd ? minus : plus, w, m, ws);
+    put<fwd, twiddled>(y + (p - m) * ys, fwd ? plus : minus, w, p - m, ws);
+  }
+}
+
+// ---- complex plans ---------------------------------------------------------------------------
+
+// One pass of a mixed-radix transform (FFTPACK's layout, decimation in
+// frequency, Stockham's autosort: no bit reversal). Its input is l1 blocks of
+// radix * ido values, cc[i + ido * (j + radix * k)]; each block splits into
+// radix transforms of length ido, written ch[i + ido * (k + l1 * m)] after their
+// twiddles w_{radix ido}^{m i}. The next pass has l1 * radix blocks of length
+// ido; the last (ido 1) leaves the transform in natural order.
+template <typename T>
+struct Pass {
+  int radix;
+  int64_t l1, ido;
+  size_t tw;  // offset of the (radix - 1) x (ido - 1) twiddles in the plan's table
+  size_t cs;  // odd radices: offset of cos(2 pi r/radix), then sin, r < radix
+};
+
+// A complex transform of length n, either direction: passes over n's factors
+// when they are small, else Bluestein's algorithm (a convolution of length
+// M >= 2n - 1 computed by transforms of an 11-smooth length M). Immutable once
+// built, so threads share it.
+template <typename T>
+class ComplexPlan {
+ public:
+  using Shared = std::shared_ptr<const ComplexPlan<T>>;
+  // get_conv(M): the plan of length M for Bluestein's convolution (the cache's).
+  ComplexPlan(int64_t n, Shared (*get_conv)(int64_t));
+
+  int64_t n() const { return n_; }
+  bool bluestein() const { return conv_ != nullptr; }
+  // Elements of scratch exec() needs beside the data.
+  int64_t scratch_size() const { return conv_ ? conv_->n() + conv_->scratch_size() : n_; }
+  // Bytes held, for the cache's bound.
+  size_t bytes() const {
+    return sizeof(*this) + (tw_.size() + chirp_.size() + kernel_.size()) * sizeof(Cx<T>) +
+           consts_.size() * sizeof(T);
+  }
+
+  // Transforms data[0..n) (scratch: scratch_size() elements); returns where the
+  // result is, data or scratch.
+  template <bool fwd, typename V>
+  Cx<V>* exec(Cx<V>* data, Cx<V>* scratch) const {
+    if (conv_) return bluestein<fwd>(data, scratch);
+    Cx<V>*in = data, *out = scratch;
+    for (const Pass<T>& p : passes_) {
+      run_pass<fwd>(p, in, out);
+      std::swap(in, out);
+    }
+    return in;
+  }
+
+  // Prime factors of n in pass order (tests, and the choice of Bluestein).
+  static std::vector<int64_t> factors(int64_t n);
+
+ private:
+  template <bool fwd, typename V>
+  void run_pass(const Pass<T>& p, const Cx<V>* cc, Cx<V>* ch) const;
+  template <bool fwd, typename V>
+  Cx<V>* bluestein(Cx<V>* data, Cx<V>* scratch) const;
+
+  int64_t n_;
+  std::vector<Pass<T>> passes_;
+  std::vector<Cx<T>> tw_;
+  std::vector<T> consts_;
+  // Bluestein: the chirp exp(-i pi k^2/n), k < n, and the transform of the
+  // convolution's kernel (the conjugate chirp, both ways round), divided by M.
+  Shared conv_;
+  std::vector<Cx<T>> chirp_, kernel_;
+};
+
+// Cost estimates of pocketfft (its cost_guess): n times the sum of n's prime
+// factors, those beyond the hard-coded butterflies weighted up.
+inline double fft_cost(int64_t n) {
+  double sum = 0;
+  int64_t m = n;
+  for (int64_t p = 2; p * p <= m; p += (p == 2 ? 1 : 2))
+    while (m % p == 0) sum += p <= 13 ? double(p) : 1.1 * double(p), m /= p;
+  if (m > 1) sum += m <= 13 ? double(m) : 1.1 * double(m);
+  return sum * double(n);
+}
+
+// The least m >= n whose prime factors are 2, 3, 5, 7 and 11 (Bluestein's
+// convolution length: a transform of it has hard-coded butterflies only).
+inline int64_t smooth_length(int64_t n) {
+  for (int64_t m = std::max<int64_t>(n, 1);; ++m) {
+    int64_t r = m;
+    for (int64_t p : {2, 3, 5, 7, 11})
+      while (r % p == 0) r /= p;
+    if (r == 1) return m;
+  }
+}
+
+template <typename T>
+std::vector<int64_t> ComplexPlan<T>::factors(int64_t n) {
+  std::vector<int64_t> f;
+  int twos = 0;
+  while (n % 2 == 0 && n > 1) n /= 2, ++twos;
+  // Powers of two in 8s (fewest passes over memory), the rest a 4 or a 2;
+  // 2^(3k+1) as 4 x 4 x 8^(k-1) rather than 2 x 8^k: a radix-2 pass does the
+  // least arithmetic per load.
+  int eights = twos / 3, rest = twos % 3;
+  if (rest == 1 && eights > 0) --eights, f.push_back(4), f.push_back(4);
+  else if (rest == 1) f.push_back(2);
+  else if (rest == 2) f.push_back(4);
+  f.insert(f.end(), size_t(eights), 8);
+  for (int64_t p = 3; p * p <= n; p += 2)
+    while (n % p == 0) f.push_back(p), n /= p;
+  if (n > 1) f.push_back(n);
+  return f;
+}
+
+template <typename T>
+ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_conv)(int64_t)) : n_(n) {
+  const std::vector<int64_t> f = factors(n);
+  const int64_t largest = f.empty() ? 1 : *std::max_element(f.begin(), f.end());
+  bool direct = largest <= 13;
+  if (!direct && largest <= kMaxOddRadix) {
+    // pocketfft's rule: direct below 50 or when the large factor is at most
+    // sqrt(n); else whichever costs less, Bluestein's two transforms of M
+    // weighted by 1.5 for their pointwise passes.
+    direct = n < 50 || largest * largest <= n ||
+             fft_cost(n) <= 1.5 * 2 * fft_cost(smooth_length(2 * n - 1));
+  }
+  if (direct) {
+    int64_t l1 = 1;
+    for (int64_t r : f) {
+      const int64_t ido = n / (l1 * r);
+      Pass<T> p{int(r), l1, ido, tw_.size(), consts_.size()};
+      // w_{r ido}^{m i} = w_n^{m i l1}, m < r, i < ido.
+      for (int64_t m = 1; m < r; ++m)
+        for (int64_t i = 1; i < ido; ++i) {
+          const std::complex<double> w = unit_root(m * i * l1, n);
+          tw_.push_back({T(w.real()), T(w.imag())});
+        }
+      if (r % 2 == 1) {
+        for (int64_t k = 0; k < r; ++k) consts_.push_back(T(unit_root(k, r).real()));
+        for (int64_t k = 0; k < r; ++k) consts_.push_back(T(-unit_root(k, r).imag()));
+      }
+      passes_.push_back(p);
+      l1 *= r;
+    }
+    return;
+  }
+  // Bluestein: with c_k = exp(-i pi k^2/n) and jk = (j^2 + k^2 - (k - j)^2)/2,
+  // X_k = c_k sum_j (x_j c_j) conj(c_{k-j}): a convolution with conj(c), done
+  // as transforms of length M >= 2n - 1. (Backward: conjugate chirps, and the
+  // kernel's transform conjugated, as the kernel is even.)
+  const int64_t M = smooth_length(2 * n - 1);
+  conv_ = get_conv(M);
+  chirp_.resize(size_t(n));
+  std::vector<Cx<double>> ker(size_t(M), Cx<double>{0.0, 0.0});
+  int64_t sq = 0;  // k^2 mod 2n, stepped: (k + 1)^2 = k^2 + 2k + 1
+  for (int64_t k = 0; k < n; ++k) {
+    const std::complex<double> c = unit_root(sq, 2 * n);  // exp(-2 pi i k^2 / 2n)
+    chirp_[size_t(k)] = {T(c.real()), T(c.imag())};
+    ker[size_t(k)] = ker[size_t((M - k) % M)] = {c.real() / double(M), -c.imag() / double(M)};
+    sq = (sq + 2 * k + 1) % (2 * n);
+  }
+  // The kernel's transform in double, whatever T, rounded once.
+  const ComplexPlan<double> exact(M, nullptr);  // M is 11-smooth: never Bluestein
+  std::vector<Cx<double>> scratch(static_cast<size_t>(M));
+  const Cx<double>* K = exact.template exec<true>(ker.data(), scratch.data());
+  kernel_.resize(size_t(M));
+  for (int64_t k = 0; k < M; ++k) kernel_[size_t(k)] = {T(K[k].r), T(K[k].i)};
+}
+
+template <typename T>
+template <bool fwd, typename V>
+void ComplexPlan<T>::run_pass(const Pass<T>& p, const Cx<V>* cc, Cx<V>* ch) const {
+  const int64_t l1 = p.l1, ido = p.ido, r = p.radix, ys = l1 * ido, ws = ido - 1;
+  const Cx<T>* tw = tw_.data() + p.tw;
+  const T* cs = consts_.data() + p.cs;
+  const T* sn = cs + r;
+  // Every block k: its first column needs no twiddles.
+  auto loop = [&](auto butterfly) {
+    for (int64_t k = 0; k < l1; ++k) {
+      const Cx<V>* x = cc + k * r * ido;
+      Cx<V>* y = ch + k * ido;
+      butterfly(std::false_type{}, x, y, tw);
+      for (int64_t i = 1; i < ido; ++i) butterfly(std::true_type{}, x + i, y + i, tw + (i - 1));
+    }
+  };
+#define IGNIS_FFT_PASS(call)                                                        \
+  loop([&](auto twiddled, const Cx<V>* x, Cx<V>* y, const Cx<T>* w) {               \
+    constexpr bool t = decltype(twiddled)::value;                                   \
+    call;                                                                           \
+  })
+  switch (r) {
+    case 2: IGNIS_FFT_PASS((butterfly2<fwd, t>(x, ido, y, ys, w, ws))); break;
+    case 4: IGNIS_FFT_PASS((butterfly4<fwd, t>(x, ido, y, ys, w, ws))); break;
+    case 8: IGNIS_FFT_PASS((butterfly8<fwd, t>(x, ido, y, ys, w, ws))); break;
+    case 3: IGNIS_FFT_PASS((butterfly_odd<fwd, t, 3>(x, ido, y, ys, w, ws, 3, cs, sn))); break;
+    case 5: IGNIS_FFT_PASS((butterfly_odd<fwd, t, 5>(x, ido, y, ys, w, ws, 5, cs, sn))); break;
+    case 7: IGNIS_FFT_PASS((butterfly_odd<fwd, t, 7>(x, ido, y, ys, w, ws, 7, cs, sn))); break;
+    case 11: IGNIS_FFT_PASS((butterfly_odd<fwd, t, 11>(x, ido, y, ys, w, ws, 11, cs, sn))); break;
+    case 13: IGNIS_FFT_PASS((butterfly_odd<fwd, t, 13>(x, ido, y, ys, w, ws, 13, cs, sn))); break;
+    default:
+      IGNIS_FFT_PASS((butterfly_odd<fwd, t, 0>(x, ido, y, ys, w, ws, int(r), cs, sn)));
+  }
+#undef IGNIS_FFT_PASS
+}
+
+// Bluestein: a = x c, zero-padded to M; A = FFT(a) K; conv = IFFT(A) (K holds
+// the 1/M); X = conv c.
+template <typename T>
+template <bool fwd, typename V>
+Cx<V>* ComplexPlan<T>::bluestein(Cx<V>* data, Cx<V>* scratch) const {
+  const int64_t n = n_, M = conv_->n();
+  Cx<V>* a = scratch;
+  Cx<V>* inner = scratch + M;
+  for (int64_t k = 0; k < n; ++k) a[k] = mul<fwd>(data[k], chirp_[size_t(k)]);
+  std::fill(a + n, a + M, Cx<V>{V{}, V{}});
+  Cx<V>* A = conv_->template exec<true>(a, inner);
+  Cx<V>* other = A == a ? inner : a;
+  for (int64_t k = 0; k < M; ++k) A[k] = mul<fwd>(A[k], kernel_[size_t(k)]);
+  const Cx<V>* conv = conv_->template exec<false>(A, other);
+  for (int64_t k = 0; k < n; ++k) data[k] = mul<fwd>(conv[k], chirp_[size_t(k)]);
+  return data;
+}
+
+// ---- real plans ------------------------------------------------------------------------------
+
+// A real transform of length n: r2c (forward, the first n/2 + 1 outputs) and
+// c2r (backward from those, as torch's: the imaginary parts of the zero and,
+// for even n, the n/2 frequencies are ignored). Its data are "packed": the n
+// reals two to a complex element, x_{2j} + i x_{2j+1}.
+//  - even n: the packed data are a complex signal z of length h = n/2, and
+//    with Z its transform, X_k = E_k + w^k O_k, where E = (Z_k + conj Z_{h-k})/2
+//    and O = (Z_k - conj Z_{h-k})/2i are the transforms of the even and odd
+//    reals and w = exp(-2 pi i/n): half the work of a complex transform of n.
+//    c2r inverts the steps.
+//  - odd n: a complex transform of n (imaginary parts zero), simple and rare.
+template <typename T>
+class RealPlan {
+ public:
+  explicit RealPlan(int64_t n, std::shared_ptr<const ComplexPlan<T>> cplan)
+      : n_(n), cplan_(std::move(cplan)) {
+    if (n % 2 == 0)
+      for (int64_t k = 0; k <= n / 4; ++k) {
+        const std::complex<double> w = unit_root(k, n);
+        tw_.push_back({T(w.real()), T(w.imag())});
+      }
+  }
+
+  int64_t n() const { return n_; }
+  // The length of the complex transform it runs: n/2 or n.
+  static int64_t complex_length(int64_t n) { return n % 2 == 0 ? n / 2 : n; }
+  // Elements of the data and scratch buffers r2c and c2r take.
+  int64_t data_size() const { return n_ % 2 == 0 ? n_ / 2 + 1 : n_; }
+  int64_t scratch_size() const { return std::max(data_size(), cplan_->scratch_size()); }
+  size_t bytes() const { return sizeof(*this) + tw_.size() * sizeof(Cx<T>); }
+
+  // data holds the n reals packed; returns where X_0 .. X_{n/2} are.
+  template <typename V>
+  Cx<V>* r2c(Cx<V>* data, Cx<V>* scratch) const;
+  // data holds X_0 .. X_{n/2}; returns where the n reals of the (unnormalized)
+  // backward transform are, packed.
+  template <typename V>
+  Cx<V>* c2r(Cx<V>* data, Cx<V>* scratch) const;
+
+ private:
+  int64_t n_;
+  std::shared_ptr<const ComplexPlan<T>> cplan_;  // of complex_length(n)
+  std::vector<Cx<T>> tw_;                        // even n: w^k, k <= n/4
+};
+
+template <typename T>
+template <typename V>
+Cx<V>* RealPlan<T>::r2c(Cx<V>* data, Cx<V>* scratch) const {
+  const int64_t n = n_;
+  if (n % 2 == 1) {
+    // Unpacked in place, from the end: x_j goes to j, from j/2 <= j.
+    for (int64_t j = n - 1; j >= 0; --j) {
+      const V v = j % 2 == 0 ? data[j / 2].r : data[j / 2].i;
+      data[j] = {v, V{}};
+    }
+    return cplan_->template exec<true>(data, scratch);
+  }
+  const int64_t h = n / 2;
+  Cx<V>* Z = cplan_->template exec<true>(data, scratch);
+  const Cx<V> z0 = Z[0];
+  Z[0] = {z0.r + z0.i, V{}};
+  Z[h] = {z0.r - z0.i, V{}};
+  const T half = T(0.5);
+  // X_k and X_{h-k} from Z_k and Z_{h-k}: X_{h-k} = conj(E_k - w^k O_k).
+  for (int64_t k = 1, j = h - 1; k <= j; ++k, --j) {
+    const Cx<V> a = Z[k], b = Z[j];
+    const Cx<V> e{(a.r + b.r) * half, (a.i - b.i) * half};
+    const Cx<V> o{(a.i + b.i) * half, (b.r - a.r) * half};
+    const Cx<V> wo = mul<true>(o, tw_[size_t(k)]);
+    Z[k] = e + wo;
+    Z[j] = {e.r - wo.r, wo.i - e.i};
+  }
+  return Z;
+}
+
+template <typename T>
+template <typename V>
+Cx<V>* RealPlan<T>::c2r(Cx<V>* data, Cx<V>* scratch) const {
+  const int64_t n = n_;
+  if (n % 2 == 1) {
+    // The Hermitian completion, transformed; the real parts packed in place.
+    for (int64_t k = 1; k <= n / 2; ++k) data[n - k] = {data[k].r, -data[k].i};
+    Cx<V>* y = cplan_->template exec<false>(data, scratch);
+    for (int64_t j = 0; j < (n + 1) / 2; ++j)
+      y[j] = {y[2 * j].r, 2 * j + 1 < n ? y[2 * j + 1].r : V{}};
+    return y;
+  }
+  // Z_k = E_k + i O_k with E_k = X_k + conj X_{h-k} and O_k = (X_k - conj X_{h-k})
+  // conj(w^k) (twice the transforms of the even and odd reals; the backward
+  // transform of length h then gives n times the signal, the unnormalized c2r).
+  const int64_t h = n / 2;
+  const V x0 = data[0].r, xh = data[h].r;
+  data[0] = {x0 + xh, x0 - xh};
+  for (int64_t k = 1, j = h - 1; k <= j; ++k, --j) {
+    const Cx<V> a = data[k], b = data[j];
+    const Cx<V> e{a.r + b.r, a.i - b.i};
+    const Cx<V> o = mul<false>(Cx<V>{a.r - b.r, a.i + b.i}, tw_[size_t(k)]);
+    data[k] = {e.r - o.i, e.i + o.r};
+    data[j] = {e.r + o.i, o.r - e.i};
+  }
+  return cplan_->template exec<false>(data, scratch);
+}
+
+}  // namespace ignis::cpu::fft
