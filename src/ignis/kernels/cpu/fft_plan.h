@@ -13,26 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "ignis/kernels/cpu/fft_lanes.h"
+#include "ignis/kernels/cpu/parallel.h"
+
 namespace ignis::cpu::fft {
 
-// ---- complex arithmetic over scalars and vectors ---------------------------------------------
-
-// A complex value with parts V: a float or double (one line), or a GCC vector
-// of them (one line per lane). The parts are kept apart, so that a butterfly
-// over vectors is plain vector arithmetic, with no shuffles.
-template <typename V>
-struct Cx {
-  V r, i;
-};
-
-template <typename V>
-inline Cx<V> operator+(const Cx<V>& a, const Cx<V>& b) {
-  return {a.r + b.r, a.i + b.i};
-}
-template <typename V>
-inline Cx<V> operator-(const Cx<V>& a, const Cx<V>& b) {
-  return {a.r - b.r, a.i - b.i};
-}
+// ---- complex arithmetic ---------------------------------------------------------------------
 
 // a times w (fwd) or times conj(w) (backward). Tables hold the forward roots
 // exp(-2 pi i k/n); the backward transform uses their conjugates, so that one
