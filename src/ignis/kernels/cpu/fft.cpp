@@ -30,12 +30,20 @@ namespace ignis::cpu {
 // line l (fft::Cx<V>). Every butterfly then transforms L lines with plain
 // vector arithmetic, whatever the length, as pocketfft's multi-line
 // transforms do. A group short of L lines repeats its first line in the spare
-// lanes (computed, never written back); a tensor of one line is transformed
-// with scalars. The gather and the scatter are transposes, done one of three
-// ways: lanes adjacent in memory (a dim other than the last) as vectors of
-// pairs, de-interleaved; lines of contiguous entries (the last dim) as L x L
-// blocks transposed in registers; anything else lane by lane in blocks. Each
-// thread keeps its buffer between calls (Workspace).
+// lanes (computed, never written back). The gather and the scatter are
+// transposes, done one of three ways: lanes adjacent in memory (a dim other
+// than the last) as vectors of pairs, de-interleaved; lines of contiguous
+// entries (the last dim) as L x L blocks transposed in registers; anything
+// else lane by lane in blocks. Each thread keeps its buffer between calls
+// (fft::Workspace).
+//
+// A line transformed alone (a tensor of one line; and, for lengths of at
+// least 4096 points, fewer lines than L, fewer groups than threads, or lines
+// too long for a group's buffer to stay in L2: for_groups) goes by Bailey's
+// four-step instead of its plan's passes on scalars: the line as an n1 x n2
+// matrix, its columns transformed as lines L at a time, twiddled, then its
+// rows, each step's groups shared among the threads. So one long line is
+// transformed with vectors and every thread, in pieces that fit in cache.
 //
 // A 1-D transform of length n is a plan (fft_plan.h), built once per length
 // and precision and kept in an LRU cache (plan_cache(): 16 plans of each kind,
@@ -202,44 +210,20 @@ struct Group {
   }
 };
 
-// A thread's buffer for its groups' lines: kept between calls up to kKeepBytes
-// (a fresh buffer per call, mmapped or trimmed away by malloc and
-// page-faulted in again each time, made 64 rffts of 4096 points 2.7 times
-// slower), larger ones allocated for the call.
-class Workspace {
- public:
-  explicit Workspace(size_t bytes) {
-    if (bytes > kKeepBytes) {
-      own_.reset(new Line[(bytes + sizeof(Line) - 1) / sizeof(Line)]);
-      data_ = own_.get();
-      return;
-    }
-    thread_local std::unique_ptr<Line[]> kept;
-    thread_local size_t kept_bytes = 0;
-    if (kept_bytes < bytes) {
-      kept.reset();
-      kept.reset(new Line[(bytes + sizeof(Line) - 1) / sizeof(Line)]);
-      kept_bytes = bytes;
-    }
-    data_ = kept.get();
-  }
-  void* data() const { return data_; }
-
- private:
-  static constexpr size_t kKeepBytes = size_t(4) << 20;
-  struct alignas(64) Line {
-    char bytes[64];
-  };
-  std::unique_ptr<Line[]> own_;
-  void* data_;
-};
-
-// Runs body(group, data, scratch) over the lines in groups of L (as vectors)
-// or, for one line, 1 (as scalars), in parallel over groups; data and scratch
-// are each thread's buffers of data_size and scratch_size elements.
+// Runs body(group, data, scratch) over the lines, in parallel over groups;
+// data and scratch are each thread's buffers of data_size and scratch_size
+// elements. Lines go in groups of L (as vectors), or one at a time (as
+// scalars) where that is faster: a tensor of one line, and, where the plan
+// transforms a line by the four-step (`splits`: itself with vectors and
+// threads), fewer lines than L (spare lanes would be wasted work), fewer
+// groups than threads (idle threads), or lines so long that a group's buffer
+// leaves L2 (measured: 2 x 65536 complex64 lines 6 times faster, 64 x 65536
+// 1.5 times on 2 threads).
 template <typename T, typename Body>
 void for_groups(const std::vector<int64_t>& src_offs, const std::vector<int64_t>& dst_offs,
-                int64_t len, int64_t data_size, int64_t scratch_size, const Body& body) {
+                int64_t len, int64_t data_size, int64_t scratch_size, bool splits,
+                const Body& body) {
+  using Vec = typename Simd<T>::type;
   const int64_t lines = int64_t(src_offs.size());
   if (lines == 0) return;
   auto run = [&]<typename V>(V*) {
@@ -251,15 +235,21 @@ void for_groups(const std::vector<int64_t>& src_offs, const std::vector<int64_t>
     const int nt = groups < 2 ? 1 : threads_for(lines * len * log_len);
 #pragma omp parallel num_threads(nt)
     {
-      Workspace ws(size_t(data_size + scratch_size) * sizeof(Cx<V>));
+      fft::Workspace<0> ws(size_t(data_size + scratch_size) * sizeof(Cx<V>));
       Cx<V>* buf = static_cast<Cx<V>*>(ws.data());
 #pragma omp for schedule(static)
       for (int64_t g = 0; g < groups; ++g)
         body(Group<L>(src_offs, dst_offs, g * L), buf, buf + data_size);
     }
   };
-  if (lines == 1) run(static_cast<T*>(nullptr));
-  else run(static_cast<typename Simd<T>::type*>(nullptr));
+  constexpr int L = Simd<T>::L;
+  constexpr int64_t kGroupBytes = int64_t(1) << 20;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool one_by_one =
+      lines == 1 || (splits && (lines < L || (lines + L - 1) / L < threads ||
+                                len * int64_t(sizeof(Cx<Vec>)) > kGroupBytes));
+  if (one_by_one) run(static_cast<T*>(nullptr));
+  else run(static_cast<Vec*>(nullptr));
 }
 
 // Gathering and scattering a group's lines: a transpose between the lines
@@ -428,7 +418,7 @@ void c2c_along(const Tensor& src, const Tensor& dst, int64_t d, bool forward, T 
   const Complex<T>* sb = base_of<Complex<T>>(src);
   Complex<T>* db = base_of<Complex<T>>(dst);
   for_groups<T>(line_offsets(src, d), line_offsets(dst, d), n, n, plan->scratch_size(),
-                [&]<typename V, int L>(const Group<L>& g, Cx<V>* data, Cx<V>* scratch) {
+                plan->splits(), [&]<typename V, int L>(const Group<L>& g, Cx<V>* data, Cx<V>* scratch) {
                   load_complex(data, sb, g, n, ss);
                   const Cx<V>* y = forward ? plan->template exec<true>(data, scratch)
                                            : plan->template exec<false>(data, scratch);
@@ -455,7 +445,7 @@ void r2c_typed(const Tensor& out, const Tensor& in, const std::vector<int64_t>& 
   Complex<T>* ob = base_of<Complex<T>>(out);
   const T s_last = T(dims.size() == 1 ? scale : 1.0);
   for_groups<T>(line_offsets(in, last), line_offsets(out, last), n, plan->data_size(),
-                plan->scratch_size(),
+                plan->scratch_size(), plan->splits(),
                 [&]<typename V, int L>(const Group<L>& g, Cx<V>* data, Cx<V>* scratch) {
                   load_real_packed(data, ib, g, n, is);
                   const Cx<V>* X = plan->r2c(data, scratch);
@@ -483,7 +473,7 @@ void c2r_typed(const Tensor& out, const Tensor& in, const std::vector<int64_t>& 
   const Complex<T>* sb = base_of<Complex<T>>(src);
   T* ob = base_of<T>(out);
   for_groups<T>(line_offsets(src, last), line_offsets(out, last), n, plan->data_size(),
-                plan->scratch_size(),
+                plan->scratch_size(), plan->splits(),
                 [&]<typename V, int L>(const Group<L>& g, Cx<V>* data, Cx<V>* scratch) {
                   load_complex(data, sb, g, h, ss);
                   const Cx<V>* x = plan->c2r(data, scratch);

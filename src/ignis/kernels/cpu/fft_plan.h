@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <numbers>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -194,16 +195,22 @@ template <typename T>
 class ComplexPlan {
  public:
   using Shared = std::shared_ptr<const ComplexPlan<T>>;
-  // get_conv(M): the plan of length M for Bluestein's convolution (the cache's).
-  ComplexPlan(int64_t n, Shared (*get_conv)(int64_t));
+  // get_plan(m): the plan of another length m (the cache's), for Bluestein's
+  // convolution and the four-step's parts; null for neither.
+  ComplexPlan(int64_t n, Shared (*get_plan)(int64_t));
 
   int64_t n() const { return n_; }
   bool bluestein() const { return conv_ != nullptr; }
+  // Whether one line (a scalar exec) is transformed by the four-step (its own,
+  // or its Bluestein convolution's).
+  bool splits() const { return four_ || (conv_ && conv_->splits()); }
   // Elements of scratch exec() needs beside the data.
   int64_t scratch_size() const { return conv_ ? conv_->n() + conv_->scratch_size() : n_; }
   // Bytes held, for the cache's bound.
   size_t bytes() const {
-    return sizeof(*this) + (tw_.size() + chirp_.size() + kernel_.size()) * sizeof(Cx<T>) +
+    return sizeof(*this) +
+           (tw_.size() + chirp_.size() + kernel_.size() + (four_ ? four_->tw.size() : 0)) *
+               sizeof(Cx<T>) +
            consts_.size() * sizeof(T);
   }
 
@@ -212,6 +219,8 @@ class ComplexPlan {
   template <bool fwd, typename V>
   Cx<V>* exec(Cx<V>* data, Cx<V>* scratch) const {
     if (conv_) return bluestein<fwd>(data, scratch);
+    if constexpr (std::is_same_v<V, T>)
+      if (four_) return four_step<fwd>(data, scratch);
     Cx<V>*in = data, *out = scratch;
     for (const Pass<T>& p : passes_) {
       run_pass<fwd>(p, in, out);
@@ -224,10 +233,25 @@ class ComplexPlan {
   static std::vector<int64_t> factors(int64_t n);
 
  private:
+  // Bailey's four-step, for one line of a length that splits as n1 x n2 with
+  // both parts at least a vector's lanes: the line as an n1 x n2 matrix
+  // (entry j = n2 j1 + j2), its n2 columns transformed as lines L at a time
+  // (n1 points), multiplied by w_n^{j2 k1}, then its n1 rows (n2 points), and
+  // X[k1 + n1 k2] read from row k1. A single line is then transformed with
+  // vectors, by all threads, each part's buffers in cache; the passes alone
+  // did it with scalars, on one thread, streaming the whole line per pass.
+  struct FourStep {
+    int64_t n1, n2;
+    Shared cols, rows;      // of n1 and n2
+    std::vector<Cx<T>> tw;  // tw[k1 n2 + j2] = w_n^{j2 k1}
+  };
+
   template <bool fwd, typename V>
   void run_pass(const Pass<T>& p, const Cx<V>* cc, Cx<V>* ch) const;
   template <bool fwd, typename V>
   Cx<V>* bluestein(Cx<V>* data, Cx<V>* scratch) const;
+  template <bool fwd>
+  Cx<T>* four_step(Cx<T>* data, Cx<T>* scratch) const;
 
   int64_t n_;
   std::vector<Pass<T>> passes_;
@@ -237,7 +261,12 @@ class ComplexPlan {
   // convolution's kernel (the conjugate chirp, both ways round), divided by M.
   Shared conv_;
   std::vector<Cx<T>> chirp_, kernel_;
+  std::unique_ptr<const FourStep> four_;
 };
+
+// The least length a single line is transformed by the four-step at
+// (shorter ones fit in L1 whole, where the passes need no help).
+constexpr int64_t kFourStepMin = 4096;
 
 // Cost estimates of pocketfft (its cost_guess): n times the sum of n's prime
 // factors, those beyond the hard-coded butterflies weighted up.
@@ -281,7 +310,7 @@ std::vector<int64_t> ComplexPlan<T>::factors(int64_t n) {
 }
 
 template <typename T>
-ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_conv)(int64_t)) : n_(n) {
+ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t)) : n_(n) {
   const std::vector<int64_t> f = factors(n);
   const int64_t largest = f.empty() ? 1 : *std::max_element(f.begin(), f.end());
   bool direct = largest <= 13;
@@ -310,6 +339,26 @@ ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_conv)(int64_t)) : n_(n) {
       passes_.push_back(p);
       l1 *= r;
     }
+    if (get_plan && n >= kFourStepMin) {
+      // n1 x n2 as near square as n's factors allow, the larger first.
+      std::vector<int64_t> desc = f;
+      std::sort(desc.rbegin(), desc.rend());
+      int64_t n1 = 1, n2 = 1;
+      for (int64_t r : desc) (n1 <= n2 ? n1 : n2) *= r;
+      if (std::min(n1, n2) >= Simd<T>::L) {
+        auto four = std::make_unique<FourStep>();
+        four->n1 = n1, four->n2 = n2;
+        four->cols = get_plan(n1);
+        four->rows = get_plan(n2);
+        four->tw.resize(size_t(n));
+        for (int64_t k1 = 0; k1 < n1; ++k1)
+          for (int64_t j2 = 0; j2 < n2; ++j2) {
+            const std::complex<double> w = unit_root(j2 * k1, n);
+            four->tw[size_t(k1 * n2 + j2)] = {T(w.real()), T(w.imag())};
+          }
+        four_ = std::move(four);
+      }
+    }
     return;
   }
   // Bluestein: with c_k = exp(-i pi k^2/n) and jk = (j^2 + k^2 - (k - j)^2)/2,
@@ -317,7 +366,7 @@ ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_conv)(int64_t)) : n_(n) {
   // as transforms of length M >= 2n - 1. (Backward: conjugate chirps, and the
   // kernel's transform conjugated, as the kernel is even.)
   const int64_t M = smooth_length(2 * n - 1);
-  conv_ = get_conv(M);
+  conv_ = get_plan(M);
   chirp_.resize(size_t(n));
   std::vector<Cx<double>> ker(size_t(M), Cx<double>{0.0, 0.0});
   int64_t sq = 0;  // k^2 mod 2n, stepped: (k + 1)^2 = k^2 + 2k + 1
@@ -371,6 +420,67 @@ void ComplexPlan<T>::run_pass(const Pass<T>& p, const Cx<V>* cc, Cx<V>* ch) cons
 #undef IGNIS_FFT_PASS
 }
 
+// The four-step's columns, then rows, each a loop over groups of L lines
+// shared among threads. Lines are pairs (re, im) in a row: groups of L
+// adjacent columns (or output entries) move as vectors of pairs, a short
+// group lane by lane.
+template <typename T>
+template <bool fwd>
+Cx<T>* ComplexPlan<T>::four_step(Cx<T>* data, Cx<T>* scratch) const {
+  using V = typename Simd<T>::type;
+  constexpr int L = Simd<T>::L;
+  using S = Shuffle<V, T>;
+  const FourStep& f = *four_;
+  const int64_t n1 = f.n1, n2 = f.n2;
+  T* x = &data[0].r;
+  T* y = &scratch[0].r;
+  const T* tw = &f.tw[0].r;
+  // Lanes l < count of the L pairs from p (pairs `stride` apart, 1 if adjacent).
+  auto load = [&](const T* p, int count, Cx<V>& e) {
+    if (count == L) return S::load_pairs(p, e.r, e.i);
+    e = {V{}, V{}};
+    for (int l = 0; l < count; ++l) e.r[l] = p[2 * l], e.i[l] = p[2 * l + 1];
+  };
+  auto store = [&](T* p, int count, const Cx<V>& e) {
+    if (count == L) return S::store_pairs(p, e.r, e.i);
+    for (int l = 0; l < count; ++l) p[2 * l] = e.r[l], p[2 * l + 1] = e.i[l];
+  };
+  // body(first line, count, buffer, scratch) over groups of `lines` lines.
+  auto groups = [&](int64_t lines, int64_t len, const ComplexPlan& plan, auto body) {
+    const int64_t count = (lines + L - 1) / L;
+    int64_t log_len = 1;
+    while ((int64_t(1) << log_len) < n_) ++log_len;
+    const int nt = count < 2 ? 1 : threads_for(n_ * log_len);
+#pragma omp parallel num_threads(nt)
+    {
+      Workspace<1> ws(size_t(len + plan.scratch_size()) * sizeof(Cx<V>));
+      Cx<V>* buf = static_cast<Cx<V>*>(ws.data());
+#pragma omp for schedule(static)
+      for (int64_t g = 0; g < count; ++g)
+        body(g * L, int(std::min<int64_t>(L, lines - g * L)), buf, buf + len);
+    }
+  };
+  // Columns j2 (entry j1 at n2 j1 + j2) into scratch, times the twiddles.
+  groups(n2, n1, *f.cols, [&](int64_t j0, int count, Cx<V>* a, Cx<V>* b) {
+    for (int64_t j1 = 0; j1 < n1; ++j1) load(x + 2 * (n2 * j1 + j0), count, a[j1]);
+    const Cx<V>* c = f.cols->template exec<fwd>(a, b);
+    for (int64_t k1 = 0; k1 < n1; ++k1) {
+      Cx<V> w;
+      load(tw + 2 * (k1 * n2 + j0), count, w);
+      store(y + 2 * (k1 * n2 + j0), count, mul<fwd>(c[k1], w));
+    }
+  });
+  // Rows k1 (contiguous) into data, entry k2 of row k1 to k1 + n1 k2.
+  groups(n1, n2, *f.rows, [&](int64_t k0, int count, Cx<V>* a, Cx<V>* b) {
+    const T* rows[L];
+    for (int l = 0; l < L; ++l) rows[l] = y + 2 * (k0 + (l < count ? l : 0)) * n2;
+    load_pair_lines(a, rows, n2);
+    const Cx<V>* c = f.rows->template exec<fwd>(a, b);
+    for (int64_t k2 = 0; k2 < n2; ++k2) store(x + 2 * (k0 + n1 * k2), count, c[k2]);
+  });
+  return data;
+}
+
 // Bluestein: a = x c, zero-padded to M; A = FFT(a) K; conv = IFFT(A) (K holds
 // the 1/M); X = conv c.
 template <typename T>
@@ -414,6 +524,7 @@ class RealPlan {
   }
 
   int64_t n() const { return n_; }
+  bool splits() const { return cplan_->splits(); }
   // The length of the complex transform it runs: n/2 or n.
   static int64_t complex_length(int64_t n) { return n % 2 == 0 ? n / 2 : n; }
   // Elements of the data and scratch buffers r2c and c2r take.
