@@ -71,8 +71,9 @@ namespace ignis::cpu {
 //    the work of a complex transform of n); for odd n a complex transform of
 //    n. c2r reads the first n/2 + 1 entries and ignores the imaginary parts of
 //    the zero and (even n) the n/2 frequencies, as torch's c2r does.
-// Twiddles are computed in double with the angle reduced to an octant
-// (fft::unit_root), then rounded to the plan's precision.
+// Twiddles are computed in double, each the product of two roots from tables
+// of about sqrt(n) whose angles were reduced to an octant (fft::Roots,
+// fft::unit_root), then rounded to the plan's precision.
 
 namespace {
 
@@ -164,7 +165,7 @@ PlanCache<Plan>& plan_cache() {
 template <typename T>
 std::shared_ptr<const ComplexPlan<T>> complex_plan(int64_t n) {
   return plan_cache<ComplexPlan<T>>().get(n, [](int64_t m) {
-    return std::make_shared<const ComplexPlan<T>>(m, &complex_plan<T>);
+    return std::make_shared<const ComplexPlan<T>>(m, &complex_plan<T>, &complex_plan<double>);
   });
 }
 

@@ -66,6 +66,29 @@ inline std::complex<double> unit_root(int64_t k, int64_t n) {
   return {c, -s};
 }
 
+// exp(-2 pi i k/n) for any k, as the product (in double) of two roots from
+// tables of about sqrt(n) each (unit_root's): within an ulp or two, for a
+// multiplication where unit_root takes a sine and a cosine (the twiddles of a
+// plan of 2^22 points took 0.6 s that way), as pocketfft's sincos_2pibyn does.
+class Roots {
+ public:
+  explicit Roots(int64_t n) : n_(n) {
+    while (step_ * step_ < n) ++step_;
+    for (int64_t k = 0; k < step_; ++k) low_.push_back(unit_root(k, n));
+    for (int64_t k = 0; k * step_ < n; ++k) high_.push_back(unit_root(k * step_, n));
+  }
+  std::complex<double> operator()(int64_t k) const {
+    k %= n_;
+    if (k < 0) k += n_;
+    const std::complex<double> a = high_[size_t(k / step_)], b = low_[size_t(k % step_)];
+    return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+  }
+
+ private:
+  int64_t n_, step_ = 1;
+  std::vector<std::complex<double>> low_, high_;
+};
+
 // ---- butterflies -----------------------------------------------------------------------------
 // A radix-r butterfly reads r values x[j * xs] and writes their r-point DFT,
 // y[m * ys] = w_m * sum_j x_j exp(-+2 pi i jm/r), where w_m = w[(m - 1) * ws]
@@ -195,9 +218,11 @@ template <typename T>
 class ComplexPlan {
  public:
   using Shared = std::shared_ptr<const ComplexPlan<T>>;
+  using Exact = std::shared_ptr<const ComplexPlan<double>>;
   // get_plan(m): the plan of another length m (the cache's), for Bluestein's
-  // convolution and the four-step's parts; null for neither.
-  ComplexPlan(int64_t n, Shared (*get_plan)(int64_t));
+  // convolution and the four-step's parts; get_exact(m) the same in double,
+  // for the Bluestein kernel's transform.
+  ComplexPlan(int64_t n, Shared (*get_plan)(int64_t), Exact (*get_exact)(int64_t));
 
   int64_t n() const { return n_; }
   bool bluestein() const { return conv_ != nullptr; }
@@ -209,7 +234,8 @@ class ComplexPlan {
   // Bytes held, for the cache's bound.
   size_t bytes() const {
     return sizeof(*this) +
-           (tw_.size() + chirp_.size() + kernel_.size() + (four_ ? four_->tw.size() : 0)) *
+           (tw_.size() + chirp_.size() + kernel_.size() +
+            (four_ ? four_->group.size() + four_->lane.size() * Simd<T>::L : 0)) *
                sizeof(Cx<T>) +
            consts_.size() * sizeof(T);
   }
@@ -240,10 +266,16 @@ class ComplexPlan {
   // X[k1 + n1 k2] read from row k1. A single line is then transformed with
   // vectors, by all threads, each part's buffers in cache; the passes alone
   // did it with scalars, on one thread, streaming the whole line per pass.
+  // Its twiddles w_n^{j2 k1}, for the group of columns j2 = g L + l, are
+  // lane[k1] (lanes w_n^{l k1}) times group[k1 G + g] (w_n^{g L k1}): tables of
+  // n/L + n1 L entries, where one of all n had cost as much memory as the line
+  // and a read of it per transform.
   struct FourStep {
-    int64_t n1, n2;
-    Shared cols, rows;      // of n1 and n2
-    std::vector<Cx<T>> tw;  // tw[k1 n2 + j2] = w_n^{j2 k1}
+    using V = typename Simd<T>::type;
+    int64_t n1, n2, G;
+    Shared cols, rows;           // of n1 and n2
+    std::vector<Cx<V>> lane;     // n1
+    std::vector<Cx<T>> group;    // n1 x G, G = ceil(n2 / L)
   };
 
   template <bool fwd, typename V>
@@ -310,7 +342,9 @@ std::vector<int64_t> ComplexPlan<T>::factors(int64_t n) {
 }
 
 template <typename T>
-ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t)) : n_(n) {
+ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t),
+                            Exact (*get_exact)(int64_t))
+    : n_(n) {
   const std::vector<int64_t> f = factors(n);
   const int64_t largest = f.empty() ? 1 : *std::max_element(f.begin(), f.end());
   bool direct = largest <= 13;
@@ -322,6 +356,7 @@ ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t)) : n_(n) {
              fft_cost(n) <= 1.5 * 2 * fft_cost(smooth_length(2 * n - 1));
   }
   if (direct) {
+    const Roots root(n);
     int64_t l1 = 1;
     for (int64_t r : f) {
       const int64_t ido = n / (l1 * r);
@@ -329,7 +364,7 @@ ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t)) : n_(n) {
       // w_{r ido}^{m i} = w_n^{m i l1}, m < r, i < ido.
       for (int64_t m = 1; m < r; ++m)
         for (int64_t i = 1; i < ido; ++i) {
-          const std::complex<double> w = unit_root(m * i * l1, n);
+          const std::complex<double> w = root(m * i * l1);
           tw_.push_back({T(w.real()), T(w.imag())});
         }
       if (r % 2 == 1) {
@@ -339,23 +374,31 @@ ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t)) : n_(n) {
       passes_.push_back(p);
       l1 *= r;
     }
-    if (get_plan && n >= kFourStepMin) {
+    if (n >= kFourStepMin) {
       // n1 x n2 as near square as n's factors allow, the larger first.
       std::vector<int64_t> desc = f;
       std::sort(desc.rbegin(), desc.rend());
       int64_t n1 = 1, n2 = 1;
       for (int64_t r : desc) (n1 <= n2 ? n1 : n2) *= r;
       if (std::min(n1, n2) >= Simd<T>::L) {
+        constexpr int L = Simd<T>::L;
         auto four = std::make_unique<FourStep>();
-        four->n1 = n1, four->n2 = n2;
+        four->n1 = n1, four->n2 = n2, four->G = (n2 + L - 1) / L;
         four->cols = get_plan(n1);
         four->rows = get_plan(n2);
-        four->tw.resize(size_t(n));
-        for (int64_t k1 = 0; k1 < n1; ++k1)
-          for (int64_t j2 = 0; j2 < n2; ++j2) {
-            const std::complex<double> w = unit_root(j2 * k1, n);
-            four->tw[size_t(k1 * n2 + j2)] = {T(w.real()), T(w.imag())};
+        four->lane.resize(size_t(n1));
+        four->group.resize(size_t(n1 * four->G));
+        for (int64_t k1 = 0; k1 < n1; ++k1) {
+          for (int l = 0; l < L; ++l) {
+            const std::complex<double> w = root(l * k1);
+            four->lane[size_t(k1)].r[l] = T(w.real());
+            four->lane[size_t(k1)].i[l] = T(w.imag());
           }
+          for (int64_t g = 0; g < four->G; ++g) {
+            const std::complex<double> w = root(g * L * k1);
+            four->group[size_t(k1 * four->G + g)] = {T(w.real()), T(w.imag())};
+          }
+        }
         four_ = std::move(four);
       }
     }
@@ -369,17 +412,18 @@ ComplexPlan<T>::ComplexPlan(int64_t n, Shared (*get_plan)(int64_t)) : n_(n) {
   conv_ = get_plan(M);
   chirp_.resize(size_t(n));
   std::vector<Cx<double>> ker(size_t(M), Cx<double>{0.0, 0.0});
+  const Roots root(2 * n);
   int64_t sq = 0;  // k^2 mod 2n, stepped: (k + 1)^2 = k^2 + 2k + 1
   for (int64_t k = 0; k < n; ++k) {
-    const std::complex<double> c = unit_root(sq, 2 * n);  // exp(-2 pi i k^2 / 2n)
+    const std::complex<double> c = root(sq);  // exp(-2 pi i k^2 / 2n)
     chirp_[size_t(k)] = {T(c.real()), T(c.imag())};
     ker[size_t(k)] = ker[size_t((M - k) % M)] = {c.real() / double(M), -c.imag() / double(M)};
     sq = (sq + 2 * k + 1) % (2 * n);
   }
   // The kernel's transform in double, whatever T, rounded once.
-  const ComplexPlan<double> exact(M, nullptr);  // M is 11-smooth: never Bluestein
-  std::vector<Cx<double>> scratch(static_cast<size_t>(M));
-  const Cx<double>* K = exact.template exec<true>(ker.data(), scratch.data());
+  const Exact exact = get_exact(M);
+  std::vector<Cx<double>> scratch(static_cast<size_t>(exact->scratch_size()));
+  const Cx<double>* K = exact->template exec<true>(ker.data(), scratch.data());
   kernel_.resize(size_t(M));
   for (int64_t k = 0; k < M; ++k) kernel_[size_t(k)] = {T(K[k].r), T(K[k].i)};
 }
@@ -434,7 +478,6 @@ Cx<T>* ComplexPlan<T>::four_step(Cx<T>* data, Cx<T>* scratch) const {
   const int64_t n1 = f.n1, n2 = f.n2;
   T* x = &data[0].r;
   T* y = &scratch[0].r;
-  const T* tw = &f.tw[0].r;
   // Lanes l < count of the L pairs from p (pairs `stride` apart, 1 if adjacent).
   auto load = [&](const T* p, int count, Cx<V>& e) {
     if (count == L) return S::load_pairs(p, e.r, e.i);
@@ -464,9 +507,9 @@ Cx<T>* ComplexPlan<T>::four_step(Cx<T>* data, Cx<T>* scratch) const {
   groups(n2, n1, *f.cols, [&](int64_t j0, int count, Cx<V>* a, Cx<V>* b) {
     for (int64_t j1 = 0; j1 < n1; ++j1) load(x + 2 * (n2 * j1 + j0), count, a[j1]);
     const Cx<V>* c = f.cols->template exec<fwd>(a, b);
+    const int64_t g = j0 / L;
     for (int64_t k1 = 0; k1 < n1; ++k1) {
-      Cx<V> w;
-      load(tw + 2 * (k1 * n2 + j0), count, w);
+      const Cx<V> w = mul<true>(f.lane[size_t(k1)], f.group[size_t(k1 * f.G + g)]);
       store(y + 2 * (k1 * n2 + j0), count, mul<fwd>(c[k1], w));
     }
   });
@@ -516,11 +559,13 @@ class RealPlan {
  public:
   explicit RealPlan(int64_t n, std::shared_ptr<const ComplexPlan<T>> cplan)
       : n_(n), cplan_(std::move(cplan)) {
-    if (n % 2 == 0)
+    if (n % 2 == 0) {
+      const Roots root(n);
       for (int64_t k = 0; k <= n / 4; ++k) {
-        const std::complex<double> w = unit_root(k, n);
+        const std::complex<double> w = root(k);
         tw_.push_back({T(w.real()), T(w.imag())});
       }
+    }
   }
 
   int64_t n() const { return n_; }
