@@ -60,10 +60,10 @@ def test_one_dim_transforms_match_numpy_at_every_length(n):
 # as scalars, so batches of 1, 3 and 19 lines take every way through. Lengths: powers of two
 # (radix 8 with a 4, 4 x 4 or 2), 3^5, 2^4 5^2 (400), 2^3 3 5^3 (3000), 3 5 7 11 (1155), 13^3,
 # 17^2 and 17 2^6 (the loop for primes past 13), and primes through Bluestein (97, 3001, and
-# 2 x 1031, whose rfft is a complex transform of 1031). From 4096 points a line transformed
-# alone goes by the four-step (64 x 64; 3^8 as 81 x 81, 10^4 as 100 x 100 and its rfft's 5000
-# as 40 x 125, in groups short of a vector's lanes; 3001's Bluestein convolution of 6048), as
-# do fewer lines than lanes.
+# 2 x 1031, whose rfft is a complex transform of 1031). From 1024 points a line transformed
+# alone goes by the four-step (32 x 32, 17 x 64 with the loop for 17, 33 x 35 and 3^8 as
+# 81 x 81 in groups short of a vector's lanes, 10^4 as 100 x 100 and its rfft's 5000 as
+# 40 x 125; 3001's Bluestein convolution of 6048), as do fewer lines than lanes.
 KERNEL_LENGTHS = [1, 2, 3, 4, 5, 7, 8, 12, 16, 60, 97, 128, 243, 289, 400, 1000, 1024, 1088,
                   1155, 2062, 2197, 3000, 3001, 4096, 6561, 10000]
 TOLS = {np.complex128: 1e-12, np.complex64: 1e-5}

@@ -38,7 +38,7 @@ namespace ignis::cpu {
 // (fft::Workspace).
 //
 // A line transformed alone (a tensor of one line; and, for lengths of at
-// least 4096 points, fewer lines than L, fewer groups than threads, or lines
+// least 1024 points, fewer lines than L, fewer groups than threads, or lines
 // too long for a group's buffer to stay in L2: for_groups) goes by Bailey's
 // four-step instead of its plan's passes on scalars: the line as an n1 x n2
 // matrix, its columns transformed as lines L at a time, twiddled, then its
