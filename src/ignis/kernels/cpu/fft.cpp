@@ -77,17 +77,15 @@ namespace ignis::cpu {
 
 namespace {
 
+using fft::Alias;
 using fft::ComplexPlan;
 using fft::Cx;
-using fft::RealPlan;
-using fft::Simd;
 using fft::kLanes;
-using fft::Shuffle;
-using fft::Alias;
 using fft::lanes_of;
-using fft::set_lane;
-using fft::get_lane;
 using fft::load_pair_lines;
+using fft::RealPlan;
+using fft::Shuffle;
+using fft::Simd;
 using fft::store_pair_lines;
 
 // ---- the plan cache --------------------------------------------------------------------------
@@ -419,7 +417,8 @@ void c2c_along(const Tensor& src, const Tensor& dst, int64_t d, bool forward, T 
   const Complex<T>* sb = base_of<Complex<T>>(src);
   Complex<T>* db = base_of<Complex<T>>(dst);
   for_groups<T>(line_offsets(src, d), line_offsets(dst, d), n, n, plan->scratch_size(),
-                plan->splits(), [&]<typename V, int L>(const Group<L>& g, Cx<V>* data, Cx<V>* scratch) {
+                plan->splits(),
+                [&]<typename V, int L>(const Group<L>& g, Cx<V>* data, Cx<V>* scratch) {
                   load_complex(data, sb, g, n, ss);
                   const Cx<V>* y = forward ? plan->template exec<true>(data, scratch)
                                            : plan->template exec<false>(data, scratch);

@@ -52,17 +52,6 @@ struct Simd {
 template <typename V, typename T>
 constexpr int kLanes = int(sizeof(V) / sizeof(T));
 
-template <typename T, typename V>
-inline void set_lane(V& v, int l, T x) {
-  if constexpr (std::is_same_v<V, T>) v = x;
-  else v[l] = x;
-}
-template <typename T, typename V>
-inline T get_lane(const V& v, int l) {
-  if constexpr (std::is_same_v<V, T>) return v;
-  else return v[l];
-}
-
 // The buffer's lanes as scalars: element i's real parts at 2 L i, imaginary at
 // 2 L i + L. (may_alias: they are written as T and read as vectors.)
 template <typename T>
@@ -121,8 +110,10 @@ struct Shuffle {
   // of r + c.
   template <int c = L / 2>
   static void transpose(V* rows) {
-    constexpr Mask lo = mask([](int j) { return (j / c % 2) * L + j / c / 2 * 2 * c + j % c; });
-    constexpr Mask hi = mask([](int j) { return (j / c % 2) * L + (j / c / 2 * 2 + 1) * c + j % c; });
+    // Output lane j, in chunk q = j / c, comes from a if q is even, else from b
+    // (lanes L on): from its chunk q & ~1 in lo, q | 1 in hi.
+    constexpr Mask lo = mask([](int j) { return (j / c % 2) * L + (j / c & ~1) * c + j % c; });
+    constexpr Mask hi = mask([](int j) { return (j / c % 2) * L + (j / c | 1) * c + j % c; });
 #pragma GCC unroll 16
     for (int r = 0; r < L; ++r)
       if ((r & c) == 0) {
