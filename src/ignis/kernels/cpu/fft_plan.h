@@ -212,8 +212,9 @@ struct Pass {
 
 // A complex transform of length n, either direction: passes over n's factors
 // when they are small, else Bluestein's algorithm (a convolution of length
-// M >= 2n - 1 computed by transforms of an 11-smooth length M). Immutable once
-// built, so threads share it.
+// M >= 2n - 1 computed by transforms of an 11-smooth length M); a line alone
+// (a scalar exec) of 1024 points or more by the four-step over two shorter
+// plans. Immutable once built, so threads share it.
 template <typename T>
 class ComplexPlan {
  public:
