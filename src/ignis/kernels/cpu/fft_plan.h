@@ -481,7 +481,7 @@ Cx<T>* ComplexPlan<T>::four_step(Cx<T>* data, Cx<T>* scratch) const {
   const int64_t n1 = f.n1, n2 = f.n2;
   T* x = &data[0].r;
   T* y = &scratch[0].r;
-  // Lanes l < count of the L pairs from p (pairs `stride` apart, 1 if adjacent).
+  // The L pairs in a row at p as a vector element (lanes past `count` 0), and back.
   auto load = [&](const T* p, int count, Cx<V>& e) {
     if (count == L) return S::load_pairs(p, e.r, e.i);
     e = {V{}, V{}};
