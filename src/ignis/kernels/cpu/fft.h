@@ -24,4 +24,13 @@ void fft_r2c(const Tensor& out, const Tensor& in, const std::vector<int64_t>& di
 // there), times scale.
 void fft_c2r(const Tensor& out, const Tensor& in, const std::vector<int64_t>& dims, double scale);
 
+// The plan cache's state, summed over its kinds (complex and real, float and
+// double): plans held, their tables' bytes, and lookups that found a plan or
+// built one since the last clear. For tests.
+struct FftPlanCacheStats {
+  int64_t plans = 0, bytes = 0, hits = 0, misses = 0;
+};
+FftPlanCacheStats fft_plan_cache_stats();
+void fft_plan_cache_clear();
+
 }  // namespace ignis::cpu
