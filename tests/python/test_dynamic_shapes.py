@@ -728,6 +728,28 @@ def test_stride_symbols_give_eagers_values_and_gradients(backend, monkeypatch):
             close(a1.grad, a2.grad, tol=1e-4)
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_contiguous_of_a_stride_symbol_aliases_where_eagers_does(backend, monkeypatch):
+    # x = big[:, :3] of a growing [4, L] has stride [L, 1], a stride symbol. At
+    # L = 3 x is contiguous, eager's x.contiguous() is x itself and mutating
+    # the result writes big; compiled, the same (each size's AOT graph is
+    # traced at that size's layout, so no copy is assumed).
+    import ignis._compile as comp
+    monkeypatch.setattr(comp, "PER_SIZE_COMPILE_AFTER", 1)
+
+    def f(x):
+        y = x.contiguous()
+        y.mul_(2)
+        return y + 1
+
+    cf = ignis.compile(f, backend=backend)
+    for length in (5, 6, 7, 3, 3, 8, 3):
+        big_e = rand(4, length)
+        big_c = big_e.clone()
+        close(cf(big_c[:, :3]), f(big_e[:, :3]))
+        close(big_c, big_e)
+
+
 def test_strides_after_a_stride_symbol_are_guarded_products(capsys):
     # big[:, :, 0] of [B, 3, L] is [B, 3] with strides [3*L, L]: L becomes a
     # stride symbol and stride 0 its product with 3, checked by a shape guard;
