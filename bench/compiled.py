@@ -41,7 +41,7 @@ compile column is the first call's time, start to end, which includes
 compilation. Outputs are checked once: ignis compiled against ignis eager,
 torch.compile against torch eager, ignis eager against torch eager (the same
 inputs and weights, from NumPy). Children run with ignis's own default OpenMP
-spin for both libraries: GOMP_SPINCOUNT=10000 on a machine of at most 4 CPUs,
+spin for both libraries: GOMP_SPINCOUNT=1000 on a machine of at most 4 CPUs,
 libgomp's default on more, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 
     python bench/compiled.py [--threads N] [--rows a,b] [--quick] [--json PATH] [--size-generic]
@@ -401,7 +401,7 @@ def spawn(extra, args, env_extra, timeout):
         # libraries: on a few cores with libgomp's default spin, torch's children slow down
         # up to 20x whenever other processes compete for the cores. On more cores both run
         # with libgomp's default.
-        env["GOMP_SPINCOUNT"] = "10000"
+        env["GOMP_SPINCOUNT"] = "1000"
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve())] + extra
     if args.threads:
         cmd += ["--threads", str(args.threads)]

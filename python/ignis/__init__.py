@@ -9,14 +9,19 @@ import os as _os
 
 # OpenMP threads spin ~300k iterations waiting for the next parallel region
 # (libgomp's default). On a machine of few cores that others compete for, a
-# spinning worker holds the core its partner needs and every op waits a
-# scheduler tick (measured on 2 cores: an attention block 4x slower than
-# torch under load, on par with a short spin), so there workers spin briefly,
-# then sleep. With more cores the short spin costs more than it saves: a
-# worker that slept is woken by a futex at the next region (the example GPT's
-# training step on 16 cores: 6.5 ms with GOMP_SPINCOUNT=10000, 5.9 with 10^6,
-# eager and compiled alike), so there libgomp's default stays, as in torch.
-# Settings the user made win. Read by libgomp when ignis._C loads it.
+# spinning worker holds the core its partner needs, and the region waits about
+# as long as the spin lasts (an op of 40k floats on 2 threads beside a 2-job
+# build: 8 ms at 300k spins, 0.5 ms at 10^4, 62 us at 10^3, 14 us with no
+# spin), so there workers spin briefly, then sleep: 1000 spins, which on
+# this VM's quiet 2 cores cost nothing against 10^4 and under one or two
+# competing processes took the example GPT's training step from 52-61 ms
+# to 19-21 (docs/benchmarks.md, "Threads under load"; not spinning at all was
+# as good under load and 38% slower quiet). With more cores the short spin
+# costs more than it saves: a worker that slept is woken by a futex at the
+# next region (the training step on 16 cores: 6.5 ms with GOMP_SPINCOUNT=10000,
+# 5.9 with 10^6, eager and compiled alike), so there libgomp's default stays,
+# as in torch. Settings the user made win. Read by libgomp when ignis._C
+# loads it.
 def _short_spin_wanted(env=_os.environ):
     if "OMP_WAIT_POLICY" in env or "GOMP_SPINCOUNT" in env:
         return False
@@ -28,7 +33,7 @@ def _short_spin_wanted(env=_os.environ):
 
 
 if _short_spin_wanted():
-    _os.environ["GOMP_SPINCOUNT"] = "10000"
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
 
 from . import _C  # noqa: E402
 from ._C import (  # noqa: E402,F401
