@@ -110,13 +110,10 @@ class SizeCache:
         _dynamic_log("specializing the graph for " + self._describe(key))
         from ._dynamo.utils import dynamo_timed
         from ._inductor import config as inductor_config
-        prev = inductor_config._compiling_symbolic_capture
-        inductor_config._compiling_symbolic_capture = True  # size-generic code (compiler.md)
-        try:
-            with dynamo_timed("a size of a dynamic graph compiled"):
-                fn = self._compile(key, args)
-        finally:
-            inductor_config._compiling_symbolic_capture = prev
+        # size-generic code (compiler.md)
+        with inductor_config.symbolic_capture_compile(), \
+                dynamo_timed("a size of a dynamic graph compiled"):
+            fn = self._compile(key, args)
         self.compiled[key] = fn
         while len(self.compiled) > PER_SIZE_CACHE_LIMIT:
             self.compiled.popitem(last=False)

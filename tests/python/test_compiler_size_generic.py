@@ -487,7 +487,33 @@ def test_a_dynamic_capture_compiles_size_generic_code_on_the_cpu():
     # 5: static; 7: the dynamic graph's first size (its generic library);
     # 9, 11, 13: that library again.
     assert metrics.library_reused >= 3, (metrics.library_compiled, metrics.library_reused)
-    assert config.size_generic == "auto" and not config._compiling_symbolic_capture
+    assert config.size_generic == "auto" and not config.compiling_symbolic_capture()
+
+
+def test_a_symbolic_compile_on_another_thread_leaves_this_threads_static():
+    # Whether a compile is a size of a symbolic capture is per thread: a
+    # compile racing on another thread (a program compiling from several)
+    # once made this thread's static graph size-generic.
+    import threading
+    inside, leave = threading.Event(), threading.Event()
+
+    def other():
+        with config.symbolic_capture_compile():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert inside.wait(10)
+        assert not config.compiling_symbolic_capture()
+        assert config.resolve_size_generic() is False
+        with config.symbolic_capture_compile():
+            assert config.resolve_size_generic() is True
+        assert config.resolve_size_generic() is False
+    finally:
+        leave.set()
+        t.join()
 
 
 # ---- Note [Parameters that vary with the sizes] (size_params.h) ----

@@ -44,18 +44,13 @@ def compile_fx_later(example_inputs):
     the first backward runs, once it knows which tangents arrive (Note
     [Tangents that do not arrive] in _functorch/aot_autograd.py)."""
     knobs = config.snapshot()
-    symbolic = config._compiling_symbolic_capture
+    symbolic = config.compiling_symbolic_capture()
     facts = [_InputFacts(x) if hasattr(x, "device") and hasattr(x, "shape") else x
              for x in example_inputs]
 
     def compile_later(gm):
-        prev = config._compiling_symbolic_capture
-        config._compiling_symbolic_capture = symbolic
-        try:
-            with config.patch(**knobs):
-                return compile_fx(gm, facts)
-        finally:
-            config._compiling_symbolic_capture = prev
+        with config.symbolic_capture_compile(symbolic), config.patch(**knobs):
+            return compile_fx(gm, facts)
     return compile_later
 
 

@@ -6,8 +6,10 @@ of the moment, e.g.
     config.max_fusion_size = 16
     config.cpp.threads = 4
 """
+import contextlib
 import os
 import sys
+import threading
 
 # A value with several users is recomputed in each when it has at most this
 # many arithmetic ops (casts and views are free); a costlier one is stored
@@ -210,8 +212,27 @@ def graph_is_symbolic(gm, example_inputs=None):
 # Set while a backend compiles one size of a graph that capture made with
 # symbolic sizes (ignis._compile's per-size specialization: the graphs
 # compile_fx sees have concrete sizes -- instantiated from symbolic AOT graphs
-# or traced at this size -- but more sizes will come).
-_compiling_symbolic_capture = False
+# or traced at this size -- but more sizes will come). Per thread: a
+# compile running on another thread at the same moment (a program compiling
+# from several threads) keeps its own answer.
+_symbolic_capture = threading.local()
+
+
+def compiling_symbolic_capture():
+    """Whether this thread is compiling a size of a symbolic capture."""
+    return getattr(_symbolic_capture, "on", False)
+
+
+@contextlib.contextmanager
+def symbolic_capture_compile(on=True):
+    """Marks this thread's compiles inside the block as sizes of a symbolic
+    capture (on=True) or not."""
+    prev = compiling_symbolic_capture()
+    _symbolic_capture.on = on
+    try:
+        yield
+    finally:
+        _symbolic_capture.on = prev
 
 
 def resolve_size_generic(gm=None, example_inputs=None):
@@ -226,7 +247,7 @@ def resolve_size_generic(gm=None, example_inputs=None):
     if isinstance(value, str) and value.lower() == "auto":
         if gm is not None and graph_is_symbolic(gm, example_inputs):
             return True
-        return _compiling_symbolic_capture
+        return compiling_symbolic_capture()
     if value in (True, False, 0, 1):
         return bool(value)
     raise ValueError(f"ignis._inductor.config.size_generic must be 'auto', True or False, "
