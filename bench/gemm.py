@@ -92,7 +92,8 @@ def main():
     runs = [IMPLS[i] + ({},) for i in args.impls.split(",")]
     for v in args.variant:
         key, _, value = v.partition("=")
-        runs.insert(len(runs) - ("torch" in args.impls), (f"builtin {v}", "ignis", "builtin", {key: value}))
+        variant = (f"builtin {v}", "ignis", "builtin", {key: value})
+        runs.insert(len(runs) - ("torch" in args.impls), variant)  # torch stays last
     results = {}
     for name, lib, gemm, extra in runs:
         env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), **extra)
@@ -110,7 +111,7 @@ def main():
           f"time / torch's (best)")
     head = f"{'m x k @ k x n':<26}" + "".join(f"{n[:23]:>24}" for n in results)
     print(head + "".join(f"{'/torch ' + n.split(' ', 1)[-1][:8]:>16}" for n in results
-                         if n != "torch"))
+                         if n != "torch" and "torch" in results))
     for i, (m, k, n, bt, at) in enumerate(shapes):
         flop = 2 * m * k * n
         tag = " (A^T)" if at else " (B^T)" if bt else ""

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "ignis/autograd/formula.h"
-#include "ignis/core/memory_format.h"
 #include "ignis/kernels/cpu/conv.h"
 #include "ignis/kernels/cuda/conv.h"
 #include "ignis/ops/families.h"
@@ -157,19 +156,6 @@ MemoryFormat conv_format(const Tensor& in, const Tensor& w) {
              : MemoryFormat::Contiguous;
 }
 
-Tensor& alloc_in_format(OpCall& c, const DimVector& sizes, ScalarType dt, MemoryFormat f) {
-  if (f == MemoryFormat::Contiguous) return c.alloc(sizes, dt);
-  return c.alloc_strided(sizes, strides_in_format(sizes, f), dt);
-}
-
-// Where a kernel (which writes contiguous memory) puts its result for `out`:
-// out itself when it is contiguous and of dtype `dt`, else a contiguous
-// scratch that finish() copies into out's layout.
-Tensor contiguous_scratch_for(const Tensor& out, ScalarType dt) {
-  if (!out.defined() || (out.dtype() == dt && out.is_contiguous())) return out;
-  return empty_tensor(out.sizes(), dt, out.device());
-}
-
 // convolution(input, weight, bias, stride, padding, dilation, transposed,
 // output_padding, groups)
 void convolution_meta(OpCall& c) {
@@ -182,9 +168,9 @@ void convolution_meta(OpCall& c) {
   if (b.defined())
     IGNIS_CHECK(b.dtype() == in.dtype(), "Input type (", scalar_type_name(in.dtype()),
                 ") and bias type (", scalar_type_name(b.dtype()), ") should be the same");
-  alloc_in_format(c, conv_output_size(in, w, b.defined() ? b.numel() : -1,
-                                     b.defined() ? b.sizes() : DimVector{}, p),
-                  in.dtype(), conv_format(in, w));
+  c.alloc_in_format(conv_output_size(in, w, b.defined() ? b.numel() : -1,
+                                    b.defined() ? b.sizes() : DimVector{}, p),
+                    in.dtype(), conv_format(in, w));
 }
 void convolution_impl(OpCall& c) {
   const Tensor& out = c.outputs[0];
@@ -223,9 +209,9 @@ void convolution_backward_meta(OpCall& c) {
   // output was (torch's rule; a leaf's .grad then follows its parameter's
   // layout, AccumulateGrad's contract).
   const MemoryFormat f = conv_format(in, w);
-  if (mask[0]) alloc_in_format(c, in.sizes(), in.dtype(), f);
+  if (mask[0]) c.alloc_in_format(in.sizes(), in.dtype(), f);
   else c.outputs.emplace_back();
-  if (mask[1]) alloc_in_format(c, w.sizes(), w.dtype(), f);
+  if (mask[1]) c.alloc_in_format(w.sizes(), w.dtype(), f);
   else c.outputs.emplace_back();
   if (mask[2]) c.alloc(DimVector{out[1]}, in.dtype());
   else c.outputs.emplace_back();

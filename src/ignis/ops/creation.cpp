@@ -76,8 +76,7 @@ void empty_meta(OpCall& c) {
   const MemoryFormat f =
       c.args[3].is_none() ? MemoryFormat::Contiguous : c.args[3].to_memory_format();
   IGNIS_CHECK(f != MemoryFormat::Preserve, "preserve memory format is unsupported by empty");
-  if (f == MemoryFormat::Contiguous) c.alloc(sizes, dt);
-  else c.alloc_strided(sizes, strides_in_format(sizes, f), dt);
+  c.alloc_in_format(sizes, dt, f);
 }
 void noop_impl(OpCall&) {}
 void zeros_impl(OpCall& c) { fill_tensor(c.outputs[0], Scalar(int64_t(0))); }

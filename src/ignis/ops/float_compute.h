@@ -31,6 +31,13 @@ inline Tensor scratch_for(const Tensor& out, ScalarType dt) {
   if (!out.defined() || out.dtype() == dt) return out;
   return empty_tensor(out.sizes(), dt, out.device());
 }
+// As scratch_for, for a kernel that writes contiguous memory: out itself only
+// when it is also contiguous (a channels-last out gets a contiguous scratch,
+// laid out by finish()).
+inline Tensor contiguous_scratch_for(const Tensor& out, ScalarType dt) {
+  if (!out.defined() || (out.dtype() == dt && out.is_contiguous())) return out;
+  return empty_tensor(out.sizes(), dt, out.device());
+}
 inline void finish(const Tensor& out, const Tensor& scratch) {
   if (out.defined() && !out.is_same(scratch)) copy_into(out, scratch);
 }

@@ -30,6 +30,11 @@ Tensor& OpCall::alloc_strided(const DimVector& sizes, const DimVector& strides, 
   return outputs.back();
 }
 
+Tensor& OpCall::alloc_in_format(const DimVector& sizes, ScalarType dtype, MemoryFormat format) {
+  if (format == MemoryFormat::Contiguous) return alloc(sizes, dtype);
+  return alloc_strided(sizes, strides_in_format(sizes, format), dtype);
+}
+
 static std::vector<std::unique_ptr<OpDef>>& def_storage() {
   static auto* v = new std::vector<std::unique_ptr<OpDef>>();
   return *v;

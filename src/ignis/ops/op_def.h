@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ignis/core/memory_format.h"
 #include "ignis/dispatch/dispatcher.h"
 
 namespace ignis {
@@ -62,9 +63,11 @@ struct OpCall {
   bool bool_arg(size_t i) const { return args[i].to_bool(); }
   Scalar scalar(size_t i) const { return args[i].to_scalar(); }
   const std::vector<int64_t>& int_list(size_t i) const { return args[i].to_int_list(); }
-  // Allocates an output on `device`: contiguous unless strides are given.
+  // Allocates an output on `device`: contiguous unless strides are given, or
+  // laid out in a memory format (strides_in_format).
   Tensor& alloc(const DimVector& sizes, ScalarType dtype);
   Tensor& alloc_strided(const DimVector& sizes, const DimVector& strides, ScalarType dtype);
+  Tensor& alloc_in_format(const DimVector& sizes, ScalarType dtype, MemoryFormat format);
 };
 
 using MetaFn = void (*)(OpCall&);

@@ -335,6 +335,9 @@ struct GemmPlan {
   int64_t slice_depth = 0;  // depths per slice (a multiple of the panel depth)
   int64_t tasks = 0;    // slices x column blocks x row ranges
   int threads = 1;
+  // Whether packing B (A) once for all tasks pays for its barrier (Note
+  // [Packing once for all tasks]); the operands' layouts decide the rest.
+  bool b_once = false, a_once = false;
 };
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -368,6 +371,23 @@ bool depth_slices_enabled() {
     return !(v && std::string(v) == "0");
   }();
   return on;
+}
+
+// Note [Packing once for all tasks]
+// An operand packed once, by all threads before the tasks, saves the copies
+// the tasks would each make of it (B once per row range, A once per column
+// block), at the price of a barrier: every thread waits for the slowest
+// packer before its first task. On the GPU machines' 16-core hosts (virtual
+// CPUs) that wait cost more than the copies it saved in small products:
+// with B packed by each task, [256, 1024] @ [1024, 64] ran at 809 and 695
+// GFLOP/s against 510 and 419 packed once, and the GPT block's 1024 x 64
+// products 1.2-1.6x as fast (bench/gemm.py's variants, two runs on an H100
+// machine's host, 16 threads). So an operand is packed once only when the
+// copies it saves come to more than kBarrierMadds multiply-adds a thread
+// (kPackA / kPackB an element, as plan_gemm counts them).
+constexpr int64_t kBarrierMadds = int64_t(1) << 20;
+bool pack_once_pays(int64_t copies, int64_t elements, int64_t weight, int threads) {
+  return copies > 1 && (copies - 1) * elements * weight > kBarrierMadds * threads;
 }
 
 // Note [Cutting C for the threads]
@@ -443,10 +463,14 @@ GemmPlan plan_gemm(int64_t m, int64_t n, int64_t depth, int64_t panel, int64_t e
     if (cols == 1) break;
     gn = ceil_div(ns, cols - 1);
   }
-  const Grid& pick = slack.cost >= 0 && slack.cost * 100 <= best.cost * kSlackPercent ? slack : best;
-  p.mcb = pick.rows * MR, p.ncb = pick.cols * NR, p.mblocks = pick.mblocks, p.nblocks = pick.nblocks;
+  const Grid& pick =
+      slack.cost >= 0 && slack.cost * 100 <= best.cost * kSlackPercent ? slack : best;
+  p.mcb = pick.rows * MR, p.ncb = pick.cols * NR;
+  p.mblocks = pick.mblocks, p.nblocks = pick.nblocks;
   p.tasks = p.slices * p.nblocks * p.mblocks;
   p.threads = p.tasks > 1 ? threads : 1;  // a team of all or none (parallel.h)
+  p.b_once = p.threads > 1 && pack_once_pays(p.mblocks, depth * n, kPackB, p.threads);
+  p.a_once = p.nblocks > p.threads && pack_once_pays(p.nblocks, depth * m, kPackA, p.threads);
   return p;
 }
 
@@ -462,23 +486,6 @@ constexpr int64_t panel_depth(bool a_columns_in_place) {
 // it the product is large enough that each task packing its own panels
 // (into an L2-sized per-thread buffer) costs little beside the multiply.
 constexpr int64_t kSharedPackBytes = int64_t(32) << 20;
-
-// Note [Packing once for all tasks]
-// An operand packed once, by all threads before the tasks, saves the copies
-// the tasks would each make of it (B once per row range, A once per column
-// block), at the price of a barrier: every thread waits for the slowest
-// packer before its first task. On the GPU machines' 16-core hosts (virtual
-// CPUs) that wait cost more than the copies it saved in small products:
-// with B packed by each task, [256, 1024] @ [1024, 64] ran at 809 and 695
-// GFLOP/s against 510 and 419 packed once, and the GPT block's 1024 x 64
-// products 1.2-1.6x as fast (bench/gemm.py's variants, two runs on an H100
-// machine's host, 16 threads). So an operand is packed once only when the
-// copies it saves come to more than kBarrierMadds multiply-adds a thread
-// (kPackA / kPackB an element, as plan_gemm counts them).
-constexpr int64_t kBarrierMadds = int64_t(1) << 20;
-bool pack_once_pays(int64_t copies, int64_t elements, int64_t weight, int threads) {
-  return copies > 1 && (copies - 1) * elements * weight > kBarrierMadds * threads;
-}
 
 // c[m, n] (row stride ldc) = beta * c + alpha * a @ b; alpha == 0 reads
 // neither a nor b. The work is split into independent tasks (GemmPlan)
@@ -554,8 +561,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
                           std::gcd<int64_t>(b_line_stride, 64) <= 16;
   // B packed once: panel p0 holds all strips of NR columns, strip t at
   // t * kc * NR within it, as a task's own buffer holds its column block's.
-  const bool shared_b = multiply && par && !b_in_place &&
-                        pack_once_pays(plan.mblocks, k * n, kPackB, plan.threads) &&
+  const bool shared_b = multiply && !b_in_place && plan.b_once &&
                         k * nstrips * NR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* bshared = shared_b ? thread_buffer<T, 2>(static_cast<size_t>(k * nstrips * NR)) : nullptr;
   // A packed once, by all threads together before any task runs, when
@@ -568,8 +574,7 @@ void gemm_builtin(int64_t m, int64_t n, int64_t k, T alpha, Mat<T> a, Mat<T> b, 
   // little. Panel p0 holds all strips of MR rows, strip s at s * kc * MR
   // within it; row blocks start on a strip (mcb is a multiple of MR).
   const int64_t mstrips = ceil_div(m, MR);
-  const bool shared_a = multiply && !a_in_place && !a_cols_in_place && nblocks > plan.threads &&
-                        pack_once_pays(nblocks, k * m, kPackA, plan.threads) &&
+  const bool shared_a = multiply && !a_in_place && !a_cols_in_place && plan.a_once &&
                         k * mstrips * MR * int64_t(sizeof(T)) <= kSharedPackBytes;
   T* ashared = shared_a ? thread_buffer<T, 3>(static_cast<size_t>(k * mstrips * MR)) : nullptr;
   // With beta == 0 the first depth panel overwrites C: no zeroing pass.
@@ -907,8 +912,7 @@ bool gemm_uses_blas() { return use_blas(); }
 GemmTasks gemm_tasks(int64_t m, int64_t n, int64_t k, bool a_columns, int threads) {
   const GemmPlan p = plan_gemm(m, n, k, panel_depth(a_columns), int64_t(sizeof(float)), threads,
                                Tile<float>::MR, Tile<float>::NR);
-  return {p.slices, p.mcb, p.ncb, p.tasks,
-          p.threads > 1 && pack_once_pays(p.mblocks, k * n, kPackB, p.threads)};
+  return {p.slices, p.mcb, p.ncb, p.tasks, p.b_once};
 }
 
 std::string gemm_choice() {
