@@ -384,10 +384,13 @@ bool depth_slices_enabled() {
 // products 1.2-1.6x as fast (bench/gemm.py's variants, two runs on an H100
 // machine's host, 16 threads). So an operand is packed once only when the
 // copies it saves come to more than kBarrierMadds multiply-adds a thread
-// (kPackA / kPackB an element, as plan_gemm counts them).
+// (kPackA / kPackB an element, as plan_gemm counts them). One thread packs
+// first and multiplies after with no barrier between: there a copy saved
+// always pays.
 constexpr int64_t kBarrierMadds = int64_t(1) << 20;
 bool pack_once_pays(int64_t copies, int64_t elements, int64_t weight, int threads) {
-  return copies > 1 && (copies - 1) * elements * weight > kBarrierMadds * threads;
+  return copies > 1 &&
+         (threads == 1 || (copies - 1) * elements * weight > kBarrierMadds * threads);
 }
 
 // Note [Cutting C for the threads]
