@@ -1317,3 +1317,53 @@ def test_the_backward_reads_the_forwards_reductions_not_the_logits_again():
             logits.add_(1)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             loss.backward()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_double_backward_through_a_compiled_graph_fails_loudly(backend):
+    """A compiled backward runs its kernels without recording them: the
+    gradients it returns under create_graph=True carry a node that refuses a
+    second derivative (torch.compile's behaviour) instead of passing for
+    constants (before, the penalty's weight gradient silently lacked the
+    terms through the compiled graph)."""
+    def penalty(x, w):
+        y = F.conv2d(x, w, padding=1).tanh().sum()
+        (g,) = ignis.autograd.grad(y, x, create_graph=True)
+        return (g * g).sum()
+
+    ignis.manual_seed(0)
+    x = ignis.randn(1, 2, 5, 5, requires_grad=True)
+    w = ignis.randn(3, 2, 3, 3, requires_grad=True)
+    want = penalty(x, w)
+    compiled = ignis.compile(penalty, backend=backend)
+    got = compiled(x, w)  # the value is computed, and right
+    close(got, want, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="double backward through a compiled graph"):
+        got.backward()
+    # eager capture (no AOT) differentiates twice like eager
+    w.grad = None
+    want.backward()
+    expect = w.grad.clone()
+    w.grad = None
+    ignis.compile(penalty, backend="eager")(x, w).backward()
+    close(w.grad, expect, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_create_graph_through_a_compiled_graph_without_a_second_derivative(backend):
+    """create_graph=True whose gradient is only read (not differentiated
+    again) works, and so does a gradient that depends only on what was
+    recorded eagerly after the compiled graph."""
+    def grad_of(x):
+        (g,) = ignis.autograd.grad((x.sin() ** 2).sum(), x, create_graph=True)
+        return g
+
+    x = ignis.randn(4, 5, requires_grad=True)
+    close(ignis.compile(grad_of, backend=backend)(x), grad_of(x))
+    model = ignis.compile(lambda x: (x * 3).exp(), backend=backend)
+    y = model(x)
+    (g,) = ignis.autograd.grad(y.sum(), x, create_graph=True)
+    assert g.requires_grad and g.grad_fn.name() == "CompiledFunctionBackwardBackward"
+    (h,) = ignis.autograd.grad(y.sum(), x)  # without create_graph: plain values
+    assert not h.requires_grad
+    close(g, h)

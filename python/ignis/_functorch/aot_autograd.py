@@ -224,6 +224,18 @@ def _inputs_without_gradient(joint, num_fwd_outputs):
     return {i for i, g in enumerate(out[num_fwd_outputs:]) if g is None}
 
 
+# The compiled backward runs its kernels without recording them, so the
+# gradients it returns under create_graph=True cannot be differentiated
+# again; they carry a node that fails with this (as torch.compile's do)
+# rather than passing for constants.
+_DOUBLE_BACKWARD = (
+    "double backward through a compiled graph is not supported: a gradient that a compiled "
+    "graph's backward computed under create_graph=True (a gradient penalty, a Hessian-vector "
+    "product) is being differentiated again. Compute that gradient through eager code: call "
+    "the model uncompiled there (for example the critic of a gradient penalty), or disable "
+    "compilation for the function (torch.compile has the same limit)")
+
+
 def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_modes,
                            saved_tangents, grad_tangents, eager_saved, no_edge=frozenset()):
     outputs = info["outputs"]
@@ -333,7 +345,8 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
 
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
         record("CompiledFunctionBackward", backward,
-               [None if i in no_edge else a for i, a in enumerate(args)], fw_outs, non_diff)
+               [None if i in no_edge else a for i, a in enumerate(args)], fw_outs, non_diff,
+               _DOUBLE_BACKWARD)
         # Writes with history: the input takes the compiled node's output
         # through copy_, so its grad_fn leads into the graph as eager's
         # in-place op would.

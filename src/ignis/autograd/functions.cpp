@@ -196,6 +196,8 @@ tensor_list NotImplementedNode::apply(tensor_list&&) {
                   "' is not implemented in ignis (its inputs require grad)");
 }
 
+tensor_list DelayedErrorNode::apply(tensor_list&&) { IGNIS_FAIL(message_); }
+
 std::string backward_name(const OpHandle& op) {
   std::string base = op.schema().name;
   while (!base.empty() && base.back() == '_') base.pop_back();

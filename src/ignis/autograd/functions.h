@@ -54,6 +54,21 @@ class NotImplementedNode : public Node {
   std::string op_;
 };
 
+// The grad_fn of values that may not be differentiated again (torch's
+// DelayedError): the gradients a backward computed without recording its
+// ops, under create_graph. Fails with `message` only if a later backward
+// reaches it, so a create_graph=True whose result is only read costs nothing.
+class DelayedErrorNode : public Node {
+ public:
+  DelayedErrorNode(std::string name, std::string message)
+      : name_(std::move(name)), message_(std::move(message)) {}
+  std::string name() const override { return name_; }
+  tensor_list apply(tensor_list&& grads) override;
+
+ private:
+  std::string name_, message_;
+};
+
 // Where a view sits in its base's storage.
 struct ViewGeom {
   DimVector sizes, strides;

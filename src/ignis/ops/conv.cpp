@@ -229,9 +229,8 @@ void convolution_backward_impl(OpCall& c) {
   finish(c.outputs[2], gb);
 }
 
-// The fused backward; with create_graph it is recorded as one op, which has
-// no derivative of its own (double backward through a convolution is not
-// supported yet).
+// The fused backward; with create_graph it is recorded as one op, whose own
+// derivative is convolution_backward_bw below.
 void convolution_bw(GradCtx& c) {
   std::vector<int64_t> mask{int64_t(c.needs_grad(0)), int64_t(c.needs_grad(1)),
                             int64_t(c.needs_grad(2))};
@@ -241,6 +240,54 @@ void convolution_bw(GradCtx& c) {
                 .call(c.grad(), c.in(0), c.in(1), bias_sizes, c.int_list(3), c.int_list(4),
                       c.int_list(5), c.bool_arg(6), c.int_list(7), c.int_arg(8), mask);
   for (int i = 0; i < 3; ++i) c.set(i, r[static_cast<size_t>(i)].to_opt_tensor());
+}
+
+// Note [The convolution's double backward]
+// A convolution is bilinear: out = F(x, w) (+ bias). Its backward computes,
+// for L = <gO, F(x, w)>, gI = dL/dx, gW = dL/dw and gB = gO summed to the
+// bias. Given the gradients ggI, ggW, ggB of those three, the scalar being
+// differentiated is S = <ggI, gI> + <ggW, gW> + <ggB, gB>, and since
+// <ggI, dL/dx> = <gO, F(ggI, w)> and <ggW, dL/dw> = <gO, F(x, ggW)>:
+//   dS/dgO = F(ggI, w) + F(x, ggW) + ggB (broadcast over the output)
+//   dS/dw  = the weight gradient of F(ggI, w) at gO
+//   dS/dx  = the input gradient of F(x, ggW) at gO
+// each one more convolution or convolution_backward with the call's own
+// parameters (any dimension, stride, dilation, groups, transposed), so a
+// third derivative goes through the same formulas. torch's
+// _convolution_double_backward computes the same terms.
+void convolution_backward_bw(GradCtx& c) {
+  const auto& mask = c.int_list(10);
+  auto given = [&](int j) {
+    return mask[static_cast<size_t>(j)] && j < static_cast<int>(c.grads.size()) &&
+           c.grads[static_cast<size_t>(j)].defined();
+  };
+  auto conv = [&](const Tensor& x, const Tensor& w) {
+    return grad_ops::op("convolution", x, w, IValue(), c.int_list(4), c.int_list(5), c.int_list(6),
+              c.bool_arg(7), c.int_list(8), c.int_arg(9));
+  };
+  auto conv_backward = [&](const Tensor& g, const Tensor& x, const Tensor& w, int which) {
+    std::vector<int64_t> m{which == 0, which == 1, 0};
+    Stack r = OpRef("convolution_backward")
+                  .call(g, x, w, IValue(), c.int_list(4), c.int_list(5), c.int_list(6),
+                        c.bool_arg(7), c.int_list(8), c.int_arg(9), m);
+    return r[static_cast<size_t>(which)].to_tensor();
+  };
+  if (c.needs_grad(0)) {
+    Tensor gg;
+    auto add = [&](Tensor t) { gg = gg.defined() ? grad_ops::add(gg, t) : std::move(t); };
+    if (given(0)) add(conv(c.grad(0), c.in(2)));
+    if (given(1)) add(conv(c.in(1), c.grad(1)));
+    if (given(2)) {
+      // ggB along the output's channel dim, broadcast over the rest
+      const DimVector& out = c.sizes(0);
+      DimVector shape(out.size(), 1);
+      shape[1] = out[1];
+      add(grad_ops::expand(grad_ops::reshape(c.grad(2), shape), out));
+    }
+    if (gg.defined()) c.set(0, gg);
+  }
+  if (c.needs_grad(1) && given(1)) c.set(1, conv_backward(c.in(0), c.in(1), c.grad(1), 0));
+  if (c.needs_grad(2) && given(0)) c.set(2, conv_backward(c.in(0), c.grad(0), c.in(2), 1));
 }
 
 }  // namespace
@@ -259,7 +306,7 @@ void register_conv_ops() {
       .category(OpCategory::Template).meta(convolution_backward_meta)
       .cpu(convolution_backward_impl).cuda(convolution_backward_impl)
       .doc("the gradients of convolution's input, weight and bias (those output_mask asks for)")
-      .core();
+      .derivative(convolution_backward_bw, "grad_output, input, weight").core();
 }
 
 }  // namespace ignis

@@ -287,9 +287,16 @@ PyObject* m_remove_hook(PyObject* self, PyObject* id) {
 bool tensors_from(PyObject* seq, std::vector<Tensor>& out, bool allow_none);
 
 // The backward node of a Python autograd.Function: calls its backward.
+// A node with a `once_message` has a backward whose ops are not recorded
+// (the compiled backward of an AOT graph runs its kernels directly): under
+// create_graph, the gradients it returns get a DelayedErrorNode as their
+// history, with this node's edges and those of the incoming gradients, so
+// that differentiating them again fails with the message instead of
+// silently treating them as constants.
 class PyFunctionNode : public Node {
  public:
-  PyFunctionNode(std::string name, PyObject* backward) : name_(std::move(name)) {
+  PyFunctionNode(std::string name, PyObject* backward, std::string once_message)
+      : name_(std::move(name)), once_message_(std::move(once_message)) {
     Py_INCREF(backward);
     backward_ = backward;
   }
@@ -336,27 +343,51 @@ class PyFunctionNode : public Node {
       if (is_tensor(o)) out[i] = unwrap(o);
     }
     Py_DECREF(seq);
+    if (!once_message_.empty() && autograd::grad_enabled()) refuse_double_backward(grads, out);
     return out;
   }
 
  private:
-  std::string name_;
+  void refuse_double_backward(const autograd::tensor_list& grads, autograd::tensor_list& out) {
+    auto node = std::make_shared<autograd::DelayedErrorNode>(name_ + "Backward", once_message_);
+    bool reaches = false;
+    for (const autograd::Edge& e : next_edges_) {
+      node->mutable_next_edges().push_back(e);
+      reaches |= e.valid();
+    }
+    for (const Tensor& g : grads) {
+      if (!g.defined() || !autograd::requires_grad(g)) continue;
+      node->mutable_next_edges().push_back(autograd::gradient_edge(g));
+      reaches = true;
+    }
+    if (!reaches) return;
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (!out[j].defined() || !autograd::is_differentiable_type(out[j].dtype())) continue;
+      out[j] = autograd::detach(out[j]);  // its own tensor: an input gradient keeps its history
+      autograd::set_history(out[j], node, node->add_input_geom(out[j]));
+    }
+  }
+
+  std::string name_, once_message_;
   PyObject* backward_ = nullptr;
 };
 
-// _record_function(name, backward, inputs, outputs, non_differentiable):
-// records a PyFunctionNode whose next edges are `inputs` (None for non-tensor
-// arguments) and makes it the grad_fn of the floating `outputs`.
+// _record_function(name, backward, inputs, outputs, non_differentiable,
+// once_message=""): records a PyFunctionNode whose next edges are `inputs`
+// (None for non-tensor arguments) and makes it the grad_fn of the floating
+// `outputs`; a once_message makes its gradients refuse a second derivative.
 PyObject* f_record_function(PyObject*, PyObject* args) {
   const char* name;
+  const char* once = "";
   PyObject *backward, *ins, *outs, *nondiff;
-  if (!PyArg_ParseTuple(args, "sOOOO", &name, &backward, &ins, &outs, &nondiff)) return nullptr;
+  if (!PyArg_ParseTuple(args, "sOOOO|s", &name, &backward, &ins, &outs, &nondiff, &once))
+    return nullptr;
   std::vector<Tensor> inputs, outputs, skip;
   if (!tensors_from(ins, inputs, true) || !tensors_from(outs, outputs, true) ||
       !tensors_from(nondiff, skip, false))
     return nullptr;
   IGNIS_PY_BEGIN
-  auto node = std::make_shared<PyFunctionNode>(name, backward);
+  auto node = std::make_shared<PyFunctionNode>(name, backward, once);
   for (const Tensor& t : inputs)
     node->mutable_next_edges().push_back(t.defined() ? autograd::gradient_edge(t)
                                                       : autograd::Edge{});
