@@ -50,7 +50,12 @@ KINDS = {"assign": 6, "inplace": 2, "buf": 1, "branch": 1, "loop": 1, "print": 1
 # - masked: a data-dependent size (x[mask], nonzero, masked_select, where(cond)), which
 #   capture keeps in the graph as an unbacked size: its result reduced or used as rows,
 #   its count in arithmetic, returned, or branched on (a graph break at the branch).
-EXTRA_KINDS = {"view_write": 1, "view_stale": 1, "grad_nest": 0.6, "masked": 0.8}
+# - grad_call: `torch.autograd.grad` of an expression in `a` inside f (a graph break under
+#   capture: the graph before it runs its compiled backward right there), its gradient used
+#   afterwards; plain, or under create_graph=True and detached (a second derivative through
+#   a compiled graph's backward is refused, as torch.compile refuses it).
+EXTRA_KINDS = {"view_write": 1, "view_stale": 1, "grad_nest": 0.6, "masked": 0.8,
+               "grad_call": 0.5}
 EXTRA_RATE = 0.15
 # A view of a 2-D value: (text after the value, its symbolic shape from (R, C)).
 VIEWS_2D = [("[0]", lambda s: (s[1],)), ("[:, -1]", lambda s: (s[0],)),
@@ -339,6 +344,8 @@ class Gen:
             pool.append((t, shape(s), None))
         elif kind == "masked":
             self.masked(lines, ind, pool)
+        elif kind == "grad_call":
+            self.grad_call(lines, ind, pool)
         else:  # grad_nest
             x, s, _ = r.choice(pool)
             t1, t2 = self.fresh(), self.fresh()
@@ -351,6 +358,25 @@ class Gen:
                 lines += [f"{ind}with torch.set_grad_enabled({cond}):",
                           f"{ind}    {t1} = {x} * 2", f"{ind}    {t2} = ({t1} + {x}).sin()"]
             pool += [(t1, s, None), (t2, s, None)]
+
+    def grad_call(self, lines, ind, pool):
+        """d/da of an expression in `a` and a value of the pool (EXTRA_KINDS "grad_call"),
+        from self.r2; guarded by a.requires_grad (a guard on the input's flag)."""
+        r = self.r2
+        c = [v for v in pool if broadcast(RC, v[1]) == RC]
+        x = r.choice(c)[0] if c else "b"
+        inner = r.choice([f"(a.sin() * {x}).sum()", f"(a * a * {x}).mean()",
+                          f"(a.tanh() + {x}).square().sum() * 0.5", f"(a @ a.t()).relu().sum()"])
+        g, t = self.fresh("g"), self.fresh()
+        create = r.random() < 0.4
+        lines.append(f"{ind}if a.requires_grad:")
+        lines.append(f"{ind}    ({g},) = torch.autograd.grad({inner}, a, retain_graph=True" +
+                     (", create_graph=True)" if create else ")"))
+        use = f"{g}.detach()" if create else g
+        lines.append(f"{ind}    {t} = {use} * {r.choice(['0.5', 'k', '-1.0'])} + {x}")
+        lines.append(f"{ind}else:")
+        lines.append(f"{ind}    {t} = {x} * 0.5 + a")
+        pool.append((t, RC, None))
 
     def masked(self, lines, ind, pool):
         """One statement with a data-dependent size (EXTRA_KINDS "masked"), from self.r2."""

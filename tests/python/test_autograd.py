@@ -1010,3 +1010,35 @@ def test_double_backward_through_copy_slices_is_refused():
     y[1:].mul_(2)
     with pytest.raises(NotImplementedError, match="CopySlices"):
         ignis.autograd.grad((y * y).sum(), x, create_graph=True)
+
+
+class _NumpyCube(ignis.autograd.Function):
+    """x**3 whose backward computes through NumPy: not differentiable again."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    @ignis.autograd.once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        assert not ignis.is_grad_enabled()  # run without recording
+        return ignis.from_numpy(3 * x.numpy() ** 2 * g.numpy())
+
+
+def test_once_differentiable_refuses_a_second_derivative():
+    x = ignis.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    y = _NumpyCube.apply(x).sum()
+    (g,) = ignis.autograd.grad(y, x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [3.0, 12.0, 0.75])
+    with pytest.raises(RuntimeError, match="differentiate twice a function that was marked "
+                                           "with @once_differentiable"):
+        g.sum().backward()
+    # without create_graph the gradient is a plain value
+    (h,) = ignis.autograd.grad(_NumpyCube.apply(x).sum(), x)
+    assert not h.requires_grad and h.grad_fn is None
+    # a first backward is unaffected
+    _NumpyCube.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0, 0.75])

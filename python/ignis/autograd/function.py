@@ -105,11 +105,25 @@ class Function:
             check_function_outputs(cls.__name__ + "Backward", res)  # anomaly detection
             return res
 
+        once = getattr(cls.backward, "_ignis_once_differentiable", False)
         _C._record_function(cls.__name__ + "Backward", run_backward, inputs, tensor_outs,
-                            non_differentiable)
+                            non_differentiable, _ONCE_MESSAGE if once else "")
         return outs[0] if single else outs
 
 
+_ONCE_MESSAGE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
 def once_differentiable(fn):
-    """Marks a backward as not differentiable again (accepted; ignis runs it as is)."""
-    return fn
+    """Marks a backward as not differentiable again: it runs without recording
+    its ops, and under create_graph=True the gradients it returns raise if a
+    later backward reaches them (torch's message), rather than passing for
+    constants."""
+    import functools
+
+    @functools.wraps(fn)
+    def backward(ctx, *grads):
+        with no_grad():
+            return fn(ctx, *grads)
+    backward._ignis_once_differentiable = True
+    return backward
