@@ -1319,34 +1319,100 @@ def test_the_backward_reads_the_forwards_reductions_not_the_logits_again():
             loss.backward()
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_double_backward_through_a_compiled_graph_fails_loudly(backend):
-    """A compiled backward runs its kernels without recording them: the
-    gradients it returns under create_graph=True carry a node that refuses a
-    second derivative (torch.compile's behaviour) instead of passing for
-    constants (before, the penalty's weight gradient silently lacked the
-    terms through the compiled graph)."""
-    def penalty(x, w):
-        y = F.conv2d(x, w, padding=1).tanh().sum()
-        (g,) = ignis.autograd.grad(y, x, create_graph=True)
-        return (g * g).sum()
+def _penalty(x, w):
+    y = F.conv2d(x, w, padding=1).tanh().sum()
+    (g,) = ignis.autograd.grad(y, x, create_graph=True)
+    return (g * g).sum()
 
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_double_backward_through_a_graph_before_a_break(backend):
+    """Note [Double backward through a compiled graph]: autograd.grad with
+    create_graph inside the compiled function (a graph break) differentiates
+    the compiled graph's backward again by running the captured graph
+    eagerly: eager's values and second derivatives (before, the penalty's
+    weight gradient silently lacked the terms through the compiled graph)."""
     ignis.manual_seed(0)
     x = ignis.randn(1, 2, 5, 5, requires_grad=True)
     w = ignis.randn(3, 2, 3, 3, requires_grad=True)
-    want = penalty(x, w)
-    compiled = ignis.compile(penalty, backend=backend)
-    got = compiled(x, w)  # the value is computed, and right
-    close(got, want, rtol=1e-5)
-    with pytest.raises(RuntimeError, match="double backward through a compiled graph"):
-        got.backward()
-    # eager capture (no AOT) differentiates twice like eager
-    w.grad = None
+    want = _penalty(x, w)
     want.backward()
-    expect = w.grad.clone()
-    w.grad = None
-    ignis.compile(penalty, backend="eager")(x, w).backward()
-    close(w.grad, expect, rtol=1e-5)
+    want_grads = [x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    got = ignis.compile(_penalty, backend=backend)(x, w)
+    close(got, want, rtol=1e-5)
+    got.backward()
+    for a, b in zip((x.grad, w.grad), want_grads):
+        close(a, b, rtol=1e-5, atol=1e-5)
+
+
+class _Critic(nn.Module):
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 4 * 4, 1)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        h = F.leaky_relu(self.conv1(x), 0.2)
+        h = F.elu(self.drop(self.conv2(h)))
+        return self.fc(h.flatten(1))
+
+
+def _gradient_penalty_step(critic, real, fake):
+    """WGAN-GP's critic loss: scores, and the gradient penalty at points
+    between real and fake samples (create_graph=True, then a backward)."""
+    alpha = ignis.rand(real.shape[0], 1, 1, 1)
+    mixed = (alpha * real + (1 - alpha) * fake).requires_grad_()
+    (g,) = ignis.autograd.grad(critic(mixed).sum(), mixed, create_graph=True)
+    penalty = ((g.flatten(1).norm(dim=1) - 1) ** 2).mean()
+    loss = critic(fake).mean() - critic(real).mean() + 10 * penalty
+    loss.backward()
+    return loss
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_gradient_penalty_through_a_compiled_critic(backend):
+    """The critic compiled whole, the penalty taken outside it: its
+    parameters' gradients equal eager's."""
+    ignis.manual_seed(1)
+    critic = _Critic()
+    real, fake = ignis.randn(3, 3, 8, 8), ignis.randn(3, 3, 8, 8)
+    ignis.manual_seed(2)
+    want = _gradient_penalty_step(critic, real, fake)
+    want_grads = [p.grad.clone() for p in critic.parameters()]
+    critic.zero_grad(set_to_none=True)
+    compiled = ignis.compile(critic, backend=backend)
+    ignis.manual_seed(2)
+    got = _gradient_penalty_step(compiled, real, fake)
+    close(got, want, rtol=1e-5, atol=1e-5)
+    for p, g in zip(critic.parameters(), want_grads):
+        close(p.grad, g, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_double_backward_through_a_random_graph_fails_loudly(backend):
+    """A graph that draws random numbers cannot be run again for the second
+    derivative (it would draw others): the gradients refuse it with a clear
+    error (torch.compile refuses every double backward)."""
+    ignis.manual_seed(1)
+    compiled = ignis.compile(_Critic(dropout=0.3), backend=backend)
+    real, fake = ignis.randn(3, 3, 8, 8), ignis.randn(3, 3, 8, 8)
+    with pytest.raises(RuntimeError, match="double backward through a compiled graph"):
+        _gradient_penalty_step(compiled, real, fake)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_double_backward_checks_the_inputs_it_runs_again(backend):
+    compiled = ignis.compile(lambda x, w: (x @ w).tanh(), backend=backend)
+    x = ignis.randn(4, 3, requires_grad=True)
+    w = ignis.randn(3, 5, requires_grad=True)
+    (g,) = ignis.autograd.grad(compiled(x, w).sum(), x, create_graph=True)
+    with ignis.no_grad():
+        w.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (g * g).sum().backward()
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
@@ -1363,7 +1429,10 @@ def test_create_graph_through_a_compiled_graph_without_a_second_derivative(backe
     model = ignis.compile(lambda x: (x * 3).exp(), backend=backend)
     y = model(x)
     (g,) = ignis.autograd.grad(y.sum(), x, create_graph=True)
-    assert g.requires_grad and g.grad_fn.name() == "CompiledFunctionBackwardBackward"
+    assert g.requires_grad
     (h,) = ignis.autograd.grad(y.sum(), x)  # without create_graph: plain values
     assert not h.requires_grad
     close(g, h)
+    # and its own derivative is eager's: d/dx sum(3 exp(3x)) = 9 exp(3x)
+    (gg,) = ignis.autograd.grad(g.sum(), x)
+    close(gg, 9 * (x * 3).exp(), rtol=1e-5)

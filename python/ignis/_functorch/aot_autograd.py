@@ -224,20 +224,92 @@ def _inputs_without_gradient(joint, num_fwd_outputs):
     return {i for i, g in enumerate(out[num_fwd_outputs:]) if g is None}
 
 
+# Note [Double backward through a compiled graph]
 # The compiled backward runs its kernels without recording them, so the
-# gradients it returns under create_graph=True cannot be differentiated
-# again; they carry a node that fails with this (as torch.compile's do)
-# rather than passing for constants.
+# gradients it returned under create_graph=True could not be differentiated
+# again, and passed for constants (a gradient penalty through a compiled
+# critic lost the critic's terms). torch.compile refuses such a second
+# derivative. ignis computes it where it can: a backward asked under
+# create_graph runs the captured graph again on the forward's inputs, eagerly
+# with autograd recording, and takes the gradients through it with
+# create_graph (eager's values and a history eager's engine can follow).
+# That needs the inputs at backward time: the runtime keeps them when doing so
+# costs nothing that is not held anyway (each input a leaf -- a parameter, the
+# batch -- or the very tensor the forward saved), the graph draws no random
+# numbers (a recomputation would draw others) and writes no input, and its
+# outputs are plain (no views or written inputs among them). Otherwise, or when
+# a kept input was modified in place since, the gradients carry a node that
+# fails with _DOUBLE_BACKWARD if a later backward reaches it.
 _DOUBLE_BACKWARD = (
-    "double backward through a compiled graph is not supported: a gradient that a compiled "
-    "graph's backward computed under create_graph=True (a gradient penalty, a Hessian-vector "
-    "product) is being differentiated again. Compute that gradient through eager code: call "
-    "the model uncompiled there (for example the critic of a gradient penalty), or disable "
-    "compilation for the function (torch.compile has the same limit)")
+    "double backward through a compiled graph is not supported here: a gradient that a "
+    "compiled graph's backward computed under create_graph=True (a gradient penalty, a "
+    "Hessian-vector product) is being differentiated again, and the graph could not be run "
+    "again for it (it draws random numbers, writes its inputs or returns views, or an input "
+    "it would need was neither a leaf nor saved). Compute that gradient through eager code: "
+    "call the model uncompiled there, or disable compilation for the function")
+
+
+def _draws_random_numbers(gm):
+    """Whether a graph of core ops calls an op declared random."""
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            name = getattr(n.target, "__name__", "")
+            packet = getattr(ignis.ops, name.split(".")[0], None) if name else None
+            if getattr(packet, "determinism", "deterministic") == "random":
+                return True
+    return False
+
+
+def _inputs_kept_for_free(args, saved):
+    """args when each tensor among them is a leaf or a tensor the forward
+    saved (the same storage and geometry), else None: Note [Double backward
+    through a compiled graph]."""
+    keys = None
+    for a in args:
+        if not isinstance(a, ignis.Tensor) or a.is_leaf:
+            continue
+        if keys is None:
+            keys = {(t._storage_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+                    for t in saved if isinstance(t, ignis.Tensor)}
+        if (a._storage_ptr(), a.storage_offset(), tuple(a.shape), a.stride()) not in keys:
+            return None
+    return args
+
+
+def _eager_double_backward(eager_graph, kind, args, versions, grads, no_edge):
+    """The gradients of `args` for `grads` (one per output of the captured
+    graph), through the captured graph run again eagerly, with create_graph."""
+    for a, v in zip(args, versions):
+        if v is not None and a._version != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: [{a.dtype}, {list(a.shape)}] is at version "
+                f"{a._version}; expected version {v} instead (an input of a compiled graph, "
+                "needed to differentiate its backward)")
+    from ..compiler import disable
+    with ignis.enable_grad():
+        # (not captured: this runs inside the user's compiled frame, whose
+        # hook would compile the graph's code again, and recurse)
+        outs = disable(eager_graph)(*args)
+    outs = [outs] if kind == "single" else list(outs)
+    pairs = [(o, g) for o, g in zip(outs, grads)
+             if g is not None and isinstance(o, ignis.Tensor) and o.requires_grad]
+    wrt = [i for i, a in enumerate(args)
+           if i not in no_edge and isinstance(a, ignis.Tensor) and a.requires_grad]
+    result = [None] * len(args)
+    if pairs and wrt:
+        with ignis.enable_grad():
+            got = ignis.autograd.grad([o for o, _ in pairs], [args[i] for i in wrt],
+                                      [g for _, g in pairs], create_graph=True,
+                                      allow_unused=True)
+        for i, g in zip(wrt, got):
+            result[i] = g
+    return tuple(result)
 
 
 def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_modes,
-                           saved_tangents, grad_tangents, eager_saved, no_edge=frozenset()):
+                           saved_tangents, grad_tangents, eager_saved, no_edge=frozenset(),
+                           eager_graph=None):
     outputs = info["outputs"]
     k = len(outputs)
     tangent_mask = [req for req, *_ in outputs]
@@ -261,6 +333,10 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
     no_grad_views = [j for j in info.get("no_grad_view_outputs", ()) if j in user_set]
     stale_views = set(info.get("stale_no_grad_view_outputs", ()))
     enables_grad, grad_mode_at_exit = grad_modes
+    # Note [Double backward through a compiled graph]: whether the captured
+    # graph can be run again for a backward under create_graph
+    rerunnable = eager_graph is not None and not writes and not hidden and not aliases and \
+        not output_views and not no_grad_views and len(user) == k
     record = _C._record_function
     no_grad = ignis.no_grad
     enable_grad = ignis.enable_grad
@@ -313,6 +389,14 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
         # below are done (a formula that read an input after the function
         # wrote into it saw that version).
         eager_checks = []  # filled below
+        kept = _inputs_kept_for_free(args, saved) if rerunnable else None
+        kept_versions = None if kept is None else \
+            [a._version if isinstance(a, ignis.Tensor) else None for a in kept]
+
+        def double_backward(*grads):
+            # the backward under create_graph (the node calls this first)
+            return _eager_double_backward(eager_graph, kind, kept, kept_versions, grads,
+                                          no_edge)
 
         def backward(*grads):
             grads = [g for g, need in zip(grads, tangent_mask) if need]
@@ -346,7 +430,7 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
         record("CompiledFunctionBackward", backward,
                [None if i in no_edge else a for i, a in enumerate(args)], fw_outs, non_diff,
-               _DOUBLE_BACKWARD)
+               _DOUBLE_BACKWARD, None if kept is None else double_backward)
         # Writes with history: the input takes the compiled node's output
         # through copy_, so its grad_fn leads into the graph as eager's
         # in-place op would.
@@ -670,7 +754,8 @@ def aot_autograd(fw_compiler=None, bw_compiler=None, partition_fn=None, decompos
         backward_for = _backward_compiler(bw, bw_compiler, example_inputs, a.num_saved)
         runtime = _make_training_runtime(compiled_fw, backward_for, info, a.num_saved,
                                          grad_modes, a.saved_tangents, a.grad_tangents,
-                                         a.eager_saved, a.no_edge)
+                                         a.eager_saved, a.no_edge,
+                                         None if _draws_random_numbers(fw) else fallback)
         # (gm, not gm.forward: reading forward generates its Python code, a
         # millisecond per graph, and the fallback is seldom called)
         return _guard_duplicates(runtime, info, fallback)

@@ -288,17 +288,26 @@ bool tensors_from(PyObject* seq, std::vector<Tensor>& out, bool allow_none);
 
 // The backward node of a Python autograd.Function: calls its backward.
 // A node with a `once_message` has a backward whose ops are not recorded
-// (the compiled backward of an AOT graph runs its kernels directly): under
-// create_graph, the gradients it returns get a DelayedErrorNode as their
-// history, with this node's edges and those of the incoming gradients, so
-// that differentiating them again fails with the message instead of
-// silently treating them as constants.
+// (the compiled backward of an AOT graph runs its kernels directly; a
+// backward marked @once_differentiable). Under create_graph it first asks
+// `double_backward` (when given) for gradients with a history of their own
+// (Note [Double backward through a compiled graph] in aot_autograd.py); when
+// there is none, or it returns None, the backward runs with grad mode off and
+// its gradients get a DelayedErrorNode as their history, with this node's
+// edges and those of the incoming gradients, so that differentiating them
+// again fails with the message instead of treating them as constants (or
+// following the part of a history that its ops happened to record).
 class PyFunctionNode : public Node {
  public:
-  PyFunctionNode(std::string name, PyObject* backward, std::string once_message)
+  PyFunctionNode(std::string name, PyObject* backward, std::string once_message,
+                 PyObject* double_backward)
       : name_(std::move(name)), once_message_(std::move(once_message)) {
     Py_INCREF(backward);
     backward_ = backward;
+    if (double_backward && double_backward != Py_None) {
+      Py_INCREF(double_backward);
+      double_backward_ = double_backward;
+    }
   }
   ~PyFunctionNode() override { release_variables(); }
   std::string name() const override { return name_; }
@@ -306,6 +315,7 @@ class PyFunctionNode : public Node {
     if (!backward_) return;
     PyGILState_STATE st = PyGILState_Ensure();
     Py_CLEAR(backward_);
+    Py_CLEAR(double_backward_);
     PyGILState_Release(st);
   }
   autograd::tensor_list apply(autograd::tensor_list&& grads) override {
@@ -315,6 +325,30 @@ class PyFunctionNode : public Node {
       PyGILState_STATE st;
       ~Release() { PyGILState_Release(st); }
     } release{st};
+    if (once_message_.empty() || !autograd::grad_enabled()) return call(backward_, grads);
+    if (double_backward_) {
+      autograd::tensor_list out;
+      if (call(double_backward_, grads, &out)) return out;
+    }
+    autograd::tensor_list out;
+    {
+      autograd::GradModeGuard off(false);
+      out = call(backward_, grads);
+    }
+    refuse_double_backward(grads, out);
+    return out;
+  }
+
+ private:
+  // fn(*grads) as one gradient per next edge; with `maybe`, a None result
+  // returns false (and fills nothing).
+  autograd::tensor_list call(PyObject* fn, const autograd::tensor_list& grads) {
+    autograd::tensor_list out;
+    call(fn, grads, &out, false);
+    return out;
+  }
+  bool call(PyObject* fn, const autograd::tensor_list& grads, autograd::tensor_list* out,
+            bool maybe = true) {
     PyObject* args = PyTuple_New(static_cast<Py_ssize_t>(grads.size()));
     if (!args) throw PythonErrorAlreadySet();
     for (size_t i = 0; i < grads.size(); ++i) {
@@ -325,29 +359,31 @@ class PyFunctionNode : public Node {
       }
       PyTuple_SET_ITEM(args, i, g);
     }
-    PyObject* r = PyObject_Call(backward_, args, nullptr);
+    PyObject* r = PyObject_Call(fn, args, nullptr);
     Py_DECREF(args);
     if (!r) throw PythonErrorAlreadySet();
-    autograd::tensor_list out(next_edges_.size());
+    if (maybe && r == Py_None) {
+      Py_DECREF(r);
+      return false;
+    }
+    out->assign(next_edges_.size(), Tensor());
     PyObject* seq = PySequence_Fast(r, "backward must return a tuple of gradients");
     Py_DECREF(r);
     if (!seq) throw PythonErrorAlreadySet();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n != static_cast<Py_ssize_t>(out.size())) {
+    if (n != static_cast<Py_ssize_t>(out->size())) {
       Py_DECREF(seq);
       IGNIS_FAIL("function ", name_, " returned an incorrect number of gradients (expected ",
-                 out.size(), ", got ", n, ")");
+                 out->size(), ", got ", n, ")");
     }
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
-      if (is_tensor(o)) out[i] = unwrap(o);
+      if (is_tensor(o)) (*out)[static_cast<size_t>(i)] = unwrap(o);
     }
     Py_DECREF(seq);
-    if (!once_message_.empty() && autograd::grad_enabled()) refuse_double_backward(grads, out);
-    return out;
+    return true;
   }
 
- private:
   void refuse_double_backward(const autograd::tensor_list& grads, autograd::tensor_list& out) {
     auto node = std::make_shared<autograd::DelayedErrorNode>(name_ + "Backward", once_message_);
     bool reaches = false;
@@ -370,24 +406,27 @@ class PyFunctionNode : public Node {
 
   std::string name_, once_message_;
   PyObject* backward_ = nullptr;
+  PyObject* double_backward_ = nullptr;
 };
 
 // _record_function(name, backward, inputs, outputs, non_differentiable,
-// once_message=""): records a PyFunctionNode whose next edges are `inputs`
-// (None for non-tensor arguments) and makes it the grad_fn of the floating
-// `outputs`; a once_message makes its gradients refuse a second derivative.
+// once_message="", double_backward=None): records a PyFunctionNode whose next
+// edges are `inputs` (None for non-tensor arguments) and makes it the grad_fn
+// of the floating `outputs`; a once_message makes its gradients refuse a
+// second derivative unless double_backward(*grads) gives differentiable ones.
 PyObject* f_record_function(PyObject*, PyObject* args) {
   const char* name;
   const char* once = "";
-  PyObject *backward, *ins, *outs, *nondiff;
-  if (!PyArg_ParseTuple(args, "sOOOO|s", &name, &backward, &ins, &outs, &nondiff, &once))
+  PyObject *backward, *ins, *outs, *nondiff, *double_backward = nullptr;
+  if (!PyArg_ParseTuple(args, "sOOOO|sO", &name, &backward, &ins, &outs, &nondiff, &once,
+                        &double_backward))
     return nullptr;
   std::vector<Tensor> inputs, outputs, skip;
   if (!tensors_from(ins, inputs, true) || !tensors_from(outs, outputs, true) ||
       !tensors_from(nondiff, skip, false))
     return nullptr;
   IGNIS_PY_BEGIN
-  auto node = std::make_shared<PyFunctionNode>(name, backward, once);
+  auto node = std::make_shared<PyFunctionNode>(name, backward, once, double_backward);
   for (const Tensor& t : inputs)
     node->mutable_next_edges().push_back(t.defined() ? autograd::gradient_edge(t)
                                                       : autograd::Edge{});
