@@ -336,7 +336,8 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
     # Note [Double backward through a compiled graph]: whether the captured
     # graph can be run again for a backward under create_graph
     rerunnable = eager_graph is not None and not writes and not hidden and not aliases and \
-        not output_views and not no_grad_views and len(user) == k
+        not output_views and not no_grad_views and len(user) == k and \
+        not any(mutated for _, mutated, _ in info["inputs"])
     record = _C._record_function
     no_grad = ignis.no_grad
     enable_grad = ignis.enable_grad
