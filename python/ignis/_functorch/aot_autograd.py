@@ -279,6 +279,8 @@ def _inputs_kept_for_free(args, saved):
 def _eager_double_backward(eager_graph, kind, args, versions, grads, no_edge):
     """The gradients of `args` for `grads` (one per output of the captured
     graph), through the captured graph run again eagerly, with create_graph."""
+    if all(g is None for g in grads):  # the engine reached the node with no gradient
+        return (None,) * len(args)
     for a, v in zip(args, versions):
         if v is not None and a._version != v:
             raise RuntimeError(

@@ -154,26 +154,29 @@ Tensor base_like(const BaseGeom& b, ScalarType dtype, Device device) {
   zero_op.call(t);
   return t;
 }
-Tensor region(const Tensor& base, const ViewGeom& v) {
+OpRef as_strided_op("as_strided");
+
+// The view's region of `base`. Under create_graph (`recorded`) it is an
+// as_strided through the dispatcher, an autograd view: the writes into it
+// below are then recorded on the fresh gradient as any in-place op on a
+// view is (a CopySlices of its own), so a second derivative follows them.
+Tensor region(const Tensor& base, const ViewGeom& v, bool recorded) {
+  if (recorded)
+    return as_strided_op.tensor(base, v.sizes.vec(), v.strides.vec(),
+                                base.storage_offset() + v.offset);
   return make_view(base, v.sizes, v.strides, base.storage_offset() + v.offset);
 }
-// These nodes write into regions of a fresh gradient, which create_graph
-// could not record: refuse rather than give a wrong second derivative.
-void check_first_order(const Tensor& g, const char* node) {
-  IGNIS_CHECK_KIND(NotImplemented, !(grad_enabled() && requires_grad(g)), "double backward "
-                   "through ", node, " (an in-place operation on a view) is not supported by "
-                   "ignis autograd yet");
-}
+bool create_graph_for(const Tensor& g) { return grad_enabled() && requires_grad(g); }
 }  // namespace
 
 tensor_list CopySlices::apply(tensor_list&& grads) {
   tensor_list out(next_edges_.size());
   if (grads.empty() || !grads[0].defined()) return out;
   const Tensor& g = grads[0];
-  check_first_order(g, "CopySlices");
+  const bool recorded = create_graph_for(g);
   Tensor result = base_like(base_, g.dtype(), g.device());
   copy_op.call(result, g);
-  Tensor gv = region(result, view_);
+  Tensor gv = region(result, view_, recorded);
   tensor_list res = fn_->apply({clone_op.tensor(gv)});
   if (!res.empty() && res[0].defined()) copy_op.call(gv, res[0]);
   else zero_op.call(gv);
@@ -185,9 +188,8 @@ tensor_list CopySlices::apply(tensor_list&& grads) {
 tensor_list AsStridedBackward::apply(tensor_list&& grads) {
   if (grads.empty() || !grads[0].defined()) return tensor_list(1);
   const Tensor& g = grads[0];
-  check_first_order(g, "AsStridedBackward0");
   Tensor result = base_like(base_, g.dtype(), g.device());
-  copy_op.call(region(result, view_), g);
+  copy_op.call(region(result, view_, create_graph_for(g)), g);
   return {result};
 }
 
