@@ -1425,6 +1425,24 @@ def test_create_graph_through_a_graph_that_writes_an_input(backend):
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_double_backward_needs_inputs_kept_for_free(backend):
+    """An input that is neither a leaf nor saved by the forward is not kept
+    (keeping it would hold an activation the backward does not need), so the
+    graph cannot be run again: a second derivative raises; an input the
+    forward saves anyway (sin's) is kept and the second derivative is eager's."""
+    x = ignis.randn(5, requires_grad=True)
+    exp_graph = ignis.compile(lambda h: h.exp() * 2, backend=backend)  # exp saves its output
+    (g,) = ignis.autograd.grad(exp_graph(x * 3).sum(), x, create_graph=True)
+    close(g, 6 * (x * 3).exp())
+    with pytest.raises(RuntimeError, match="neither a leaf nor saved"):
+        g.sum().backward()
+    sin_graph = ignis.compile(lambda h: h.sin() * 2, backend=backend)  # sin saves its input
+    (g,) = ignis.autograd.grad(sin_graph(x * 3).sum(), x, create_graph=True)
+    (gg,) = ignis.autograd.grad(g.sum(), x)
+    close(gg, -18 * (x * 3).sin(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_double_backward_checks_the_inputs_it_runs_again(backend):
     compiled = ignis.compile(lambda x, w: (x @ w).tanh(), backend=backend)
     x = ignis.randn(4, 3, requires_grad=True)
