@@ -166,7 +166,11 @@ Tensor region(const Tensor& base, const ViewGeom& v, bool recorded) {
                                 base.storage_offset() + v.offset);
   return make_view(base, v.sizes, v.strides, base.storage_offset() + v.offset);
 }
-bool create_graph_for(const Tensor& g) { return grad_enabled() && requires_grad(g); }
+// Under create_graph (the engine runs backward with grad mode on) the writes
+// are recorded even when the incoming gradient has no history: the in-place
+// op's own formula may give the region one (y[1].mul_(x[0].sin()): the
+// view's gradient is g * sin(x[0]), a function of x).
+bool create_graph_for(const Tensor&) { return grad_enabled(); }
 }  // namespace
 
 tensor_list CopySlices::apply(tensor_list&& grads) {
