@@ -53,7 +53,7 @@ KINDS = {"assign": 6, "inplace": 2, "buf": 1, "branch": 1, "loop": 1, "print": 1
 # - grad_call: `torch.autograd.grad` of an expression in `a` inside f (a graph break under
 #   capture: the graph before it runs its compiled backward right there), its gradient used
 #   afterwards; plain, or under create_graph=True and detached (a second derivative through
-#   a compiled graph's backward is refused, as torch.compile refuses it).
+#   a compiled graph that writes an input, as these programs' graphs often do, is refused).
 EXTRA_KINDS = {"view_write": 1, "view_stale": 1, "grad_nest": 0.6, "masked": 0.8,
                "grad_call": 0.5}
 EXTRA_RATE = 0.15

@@ -260,20 +260,24 @@ def _draws_random_numbers(gm):
     return False
 
 
-def _inputs_kept_for_free(args, saved):
-    """args when each tensor among them is a leaf or a tensor the forward
-    saved (the same storage and geometry), else None: Note [Double backward
-    through a compiled graph]."""
+def _versions_if_kept_for_free(args, saved):
+    """The versions of args (None for a non-tensor) when each tensor among
+    them is a leaf or a tensor the forward saved (the same storage and
+    geometry), else None: Note [Double backward through a compiled graph]."""
     keys = None
+    versions = []
     for a in args:
-        if not isinstance(a, ignis.Tensor) or a.is_leaf:
+        if not isinstance(a, ignis.Tensor):
+            versions.append(None)
             continue
-        if keys is None:
-            keys = {(t._storage_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
-                    for t in saved if isinstance(t, ignis.Tensor)}
-        if (a._storage_ptr(), a.storage_offset(), tuple(a.shape), a.stride()) not in keys:
-            return None
-    return args
+        if not a.is_leaf:
+            if keys is None:
+                keys = {(t._storage_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+                        for t in saved if isinstance(t, ignis.Tensor)}
+            if (a._storage_ptr(), a.storage_offset(), tuple(a.shape), a.stride()) not in keys:
+                return None
+        versions.append(a._version)
+    return versions
 
 
 def _eager_double_backward(eager_graph, kind, args, versions, grads, no_edge):
@@ -392,13 +396,11 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
         # below are done (a formula that read an input after the function
         # wrote into it saw that version).
         eager_checks = []  # filled below
-        kept = _inputs_kept_for_free(args, saved) if rerunnable else None
-        kept_versions = None if kept is None else \
-            [a._version if isinstance(a, ignis.Tensor) else None for a in kept]
+        kept_versions = _versions_if_kept_for_free(args, saved) if rerunnable else None
 
         def double_backward(*grads):
             # the backward under create_graph (the node calls this first)
-            return _eager_double_backward(eager_graph, kind, kept, kept_versions, grads,
+            return _eager_double_backward(eager_graph, kind, args, kept_versions, grads,
                                           no_edge)
 
         def backward(*grads):
@@ -433,7 +435,7 @@ def _make_training_runtime(compiled_fw, backward_for, info, num_saved, grad_mode
         non_diff = [o for o, need in zip(fw_outs, tangent_mask) if not need]
         record("CompiledFunctionBackward", backward,
                [None if i in no_edge else a for i, a in enumerate(args)], fw_outs, non_diff,
-               _DOUBLE_BACKWARD, None if kept is None else double_backward)
+               _DOUBLE_BACKWARD, None if kept_versions is None else double_backward)
         # Writes with history: the input takes the compiled node's output
         # through copy_, so its grad_fn leads into the graph as eager's
         # in-place op would.

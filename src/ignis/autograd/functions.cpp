@@ -156,31 +156,28 @@ Tensor base_like(const BaseGeom& b, ScalarType dtype, Device device) {
 }
 OpRef as_strided_op("as_strided");
 
-// The view's region of `base`. Under create_graph (`recorded`) it is an
-// as_strided through the dispatcher, an autograd view: the writes into it
-// below are then recorded on the fresh gradient as any in-place op on a
-// view is (a CopySlices of its own), so a second derivative follows them.
+// The view's region of `base`. Under create_graph (`recorded`: the engine
+// runs backward with grad mode on) it is an as_strided through the
+// dispatcher, an autograd view: the writes into it below are then recorded
+// on the fresh gradient as any in-place op on a view is (a CopySlices of its
+// own), so a second derivative follows them -- even when the incoming
+// gradient has no history, since the in-place op's formula may give the
+// region one (y[1].mul_(x[0].sin()): g * sin(x[0]), a function of x).
 Tensor region(const Tensor& base, const ViewGeom& v, bool recorded) {
   if (recorded)
     return as_strided_op.tensor(base, v.sizes.vec(), v.strides.vec(),
                                 base.storage_offset() + v.offset);
   return make_view(base, v.sizes, v.strides, base.storage_offset() + v.offset);
 }
-// Under create_graph (the engine runs backward with grad mode on) the writes
-// are recorded even when the incoming gradient has no history: the in-place
-// op's own formula may give the region one (y[1].mul_(x[0].sin()): the
-// view's gradient is g * sin(x[0]), a function of x).
-bool create_graph_for(const Tensor&) { return grad_enabled(); }
 }  // namespace
 
 tensor_list CopySlices::apply(tensor_list&& grads) {
   tensor_list out(next_edges_.size());
   if (grads.empty() || !grads[0].defined()) return out;
   const Tensor& g = grads[0];
-  const bool recorded = create_graph_for(g);
   Tensor result = base_like(base_, g.dtype(), g.device());
   copy_op.call(result, g);
-  Tensor gv = region(result, view_, recorded);
+  Tensor gv = region(result, view_, grad_enabled());
   tensor_list res = fn_->apply({clone_op.tensor(gv)});
   if (!res.empty() && res[0].defined()) copy_op.call(gv, res[0]);
   else zero_op.call(gv);
@@ -193,7 +190,7 @@ tensor_list AsStridedBackward::apply(tensor_list&& grads) {
   if (grads.empty() || !grads[0].defined()) return tensor_list(1);
   const Tensor& g = grads[0];
   Tensor result = base_like(base_, g.dtype(), g.device());
-  copy_op.call(region(result, view_, create_graph_for(g)), g);
+  copy_op.call(region(result, view_, grad_enabled()), g);
   return {result};
 }
 

@@ -262,8 +262,8 @@ void convolution_backward_bw(GradCtx& c) {
            c.grads[static_cast<size_t>(j)].defined();
   };
   auto conv = [&](const Tensor& x, const Tensor& w) {
-    return grad_ops::op("convolution", x, w, IValue(), c.int_list(4), c.int_list(5), c.int_list(6),
-              c.bool_arg(7), c.int_list(8), c.int_arg(9));
+    return grad_ops::op("convolution", x, w, IValue(), c.int_list(4), c.int_list(5),
+                        c.int_list(6), c.bool_arg(7), c.int_list(8), c.int_arg(9));
   };
   auto conv_backward = [&](const Tensor& g, const Tensor& x, const Tensor& w, int which) {
     std::vector<int64_t> m{which == 0, which == 1, 0};

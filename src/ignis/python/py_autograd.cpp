@@ -325,30 +325,25 @@ class PyFunctionNode : public Node {
       PyGILState_STATE st;
       ~Release() { PyGILState_Release(st); }
     } release{st};
-    if (once_message_.empty() || !autograd::grad_enabled()) return call(backward_, grads);
+    if (once_message_.empty() || !autograd::grad_enabled())
+      return gradients(call(backward_, grads));
     if (double_backward_) {
-      autograd::tensor_list out;
-      if (call(double_backward_, grads, &out)) return out;
+      PyObject* r = call(double_backward_, grads);
+      if (r != Py_None) return gradients(r);
+      Py_DECREF(r);
     }
     autograd::tensor_list out;
     {
       autograd::GradModeGuard off(false);
-      out = call(backward_, grads);
+      out = gradients(call(backward_, grads));
     }
     refuse_double_backward(grads, out);
     return out;
   }
 
  private:
-  // fn(*grads) as one gradient per next edge; with `maybe`, a None result
-  // returns false (and fills nothing).
-  autograd::tensor_list call(PyObject* fn, const autograd::tensor_list& grads) {
-    autograd::tensor_list out;
-    call(fn, grads, &out, false);
-    return out;
-  }
-  bool call(PyObject* fn, const autograd::tensor_list& grads, autograd::tensor_list* out,
-            bool maybe = true) {
+  // fn(*grads): a new reference (never null: a Python error is thrown).
+  PyObject* call(PyObject* fn, const autograd::tensor_list& grads) {
     PyObject* args = PyTuple_New(static_cast<Py_ssize_t>(grads.size()));
     if (!args) throw PythonErrorAlreadySet();
     for (size_t i = 0; i < grads.size(); ++i) {
@@ -362,26 +357,26 @@ class PyFunctionNode : public Node {
     PyObject* r = PyObject_Call(fn, args, nullptr);
     Py_DECREF(args);
     if (!r) throw PythonErrorAlreadySet();
-    if (maybe && r == Py_None) {
-      Py_DECREF(r);
-      return false;
-    }
-    out->assign(next_edges_.size(), Tensor());
+    return r;
+  }
+  // A backward's result `r` (a reference this takes) as one gradient per next edge.
+  autograd::tensor_list gradients(PyObject* r) {
+    autograd::tensor_list out(next_edges_.size());
     PyObject* seq = PySequence_Fast(r, "backward must return a tuple of gradients");
     Py_DECREF(r);
     if (!seq) throw PythonErrorAlreadySet();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n != static_cast<Py_ssize_t>(out->size())) {
+    if (n != static_cast<Py_ssize_t>(out.size())) {
       Py_DECREF(seq);
       IGNIS_FAIL("function ", name_, " returned an incorrect number of gradients (expected ",
-                 out->size(), ", got ", n, ")");
+                 out.size(), ", got ", n, ")");
     }
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* o = PySequence_Fast_GET_ITEM(seq, i);
-      if (is_tensor(o)) (*out)[static_cast<size_t>(i)] = unwrap(o);
+      if (is_tensor(o)) out[static_cast<size_t>(i)] = unwrap(o);
     }
     Py_DECREF(seq);
-    return true;
+    return out;
   }
 
   void refuse_double_backward(const autograd::tensor_list& grads, autograd::tensor_list& out) {
